@@ -1,0 +1,37 @@
+# Spindle's entry points. Each target installs missing Debian packages first
+# (quietly, and only when something is missing), then configures and builds.
+#   make demo   build, generate the embedded R-MAT dataset, prepare it, sample a batch
+#   make test   build, then run every test (ctest; unit + integration)
+#   make bench  build, then run the benchmarks in bench/ (prints tables)
+
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+DEMO_DIR ?= demo-data
+SPINDLE := $(BUILD_DIR)/apps/spindle
+
+.PHONY: deps configure build demo test bench clean
+
+deps:
+	@./scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	$(SPINDLE) generate --scale 16 --edge-factor 16 --feature-dim 64 --seed 1 --out $(DEMO_DIR)/rmat16
+	$(SPINDLE) prepare $(DEMO_DIR)/rmat16 --fanouts 25,10 --seed-distribution degree
+	$(SPINDLE) info $(DEMO_DIR)/rmat16 --verify
+	$(SPINDLE) sample $(DEMO_DIR)/rmat16 --seeds 0,1,2,3 --fanouts 25,10 --max-rows 8
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+bench: build
+	@./scripts/run-benchmarks.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR) $(DEMO_DIR)

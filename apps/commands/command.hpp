@@ -1,0 +1,35 @@
+// Shared pieces of the `spindle` subcommands: registration signature, the
+// process-wide options (threads, log level) and error reporting to stderr.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.hpp"
+#include "core/thread_pool.hpp"
+
+namespace spindle::apps {
+
+struct global_options {
+  int threads = 0;  // 0: one participant per available core
+  std::string log_level = "info";
+  /// The process's one worker pool, created on first use (workers = threads - 1,
+  /// since the calling thread joins every parallel_for).
+  thread_pool& pool();
+
+ private:
+  std::unique_ptr<thread_pool> pool_;
+};
+
+/// Prints "spindle: error: <message>" to stderr and returns exit code 1 (0 when ok).
+int report(const status& s);
+
+void register_generate(CLI::App& app, global_options& g);
+void register_prepare(CLI::App& app, global_options& g);
+void register_info(CLI::App& app, global_options& g);
+void register_sample(CLI::App& app, global_options& g);
+void register_devices(CLI::App& app, global_options& g);
+
+}  // namespace spindle::apps

@@ -1,0 +1,40 @@
+#include "apps/commands/metrics_flags.hpp"
+
+#include <fmt/format.h>
+
+#include "config/sampling.hpp"
+#include "graph/dataset.hpp"
+#include "graph/summary.hpp"
+
+namespace spindle::apps {
+
+void add_metrics_flags(CLI::App& cmd, metrics_flags& f) {
+  cmd.add_option("--fanouts", f.fanouts, "Neighbours sampled per hop for PSGS/FAP, e.g. 25,10 (-1: all)")
+      ->default_val("25,10");
+  cmd.add_option("--seed-distribution", f.seed_distribution,
+                 "p_0 of request seeds: uniform, degree (proportional to out-degree) or a file of "
+                 "observed seed ids (text, one or more per line, or .npy int64)")
+      ->default_val("uniform");
+}
+
+status resolve_metrics_flags(const metrics_flags& f, graph::metrics_request& out) {
+  auto fanouts = config::parse_fanouts(f.fanouts);
+  if (!fanouts) return std::move(fanouts).error().with_context("--");
+  out.fanouts = *fanouts;
+  out.seeds = config::parse_seed_distribution(f.seed_distribution);
+  return status::ok();
+}
+
+status print_summary(const std::string& dir, bool json, bool verify) {
+  SPINDLE_ASSIGN_OR_RETURN(auto d, graph::dataset::open(dir, {.verify_checksums = verify}));
+  auto s = graph::summarize(d);
+  if (json) {
+    fmt::print("{}\n", graph::format_json(s, d.metadata()));
+  } else {
+    fmt::print("dataset {} ({})\n{}", dir, d.metadata().source, graph::format_table(s));
+    if (verify) fmt::print("  {:<30} {}\n", "checksums", "verified");
+  }
+  return status::ok();
+}
+
+}  // namespace spindle::apps

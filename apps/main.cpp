@@ -1,0 +1,31 @@
+// The `spindle` command: one binary, one subcommand per task (generate,
+// prepare, info, sample, devices; serving commands arrive with later modules).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "apps/commands/command.hpp"
+#include "core/log.hpp"
+
+int main(int argc, char** argv) {
+  using namespace spindle;
+  CLI::App app{"Spindle: low-latency serving for graph neural networks and embedding-heavy models.\n"
+               "Datasets are directories of .npy arrays plus metadata.json (see README)."};
+  app.set_version_flag("--version", "spindle " SPINDLE_VERSION);
+  app.require_subcommand(1);
+  apps::global_options g;
+  app.add_option("--threads", g.threads, "Worker threads including the caller (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--log-level", g.log_level, "debug, info, warn, error or off")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error", "off"}));
+  app.parse_complete_callback([&] {
+    log::level l;
+    if (log::parse_level(g.log_level, l)) log::set_level(l);
+  });
+  apps::register_generate(app, g);
+  apps::register_prepare(app, g);
+  apps::register_info(app, g);
+  apps::register_sample(app, g);
+  apps::register_devices(app, g);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

@@ -1,0 +1,40 @@
+# Helpers every folder's CMakeLists.txt uses, so modules are declared alike.
+
+set(SPINDLE_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
+
+# spindle_module(NAME SOURCES ... DEPS ...): static library spindle_<NAME>,
+# include root at the repository top so headers read "core/status.hpp".
+function(spindle_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(spindle_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(spindle_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(spindle_${name} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:${SPINDLE_WARNINGS}>)
+  target_link_libraries(spindle_${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# spindle_test(NAME LABEL SOURCES ... DEPS ...): one gtest binary per module,
+# registered with ctest under LABEL (unit or integration).
+function(spindle_test name)
+  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${SPINDLE_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    SPINDLE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    SPINDLE_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data"
+    SPINDLE_BINARY="$<TARGET_FILE:spindle>")
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
+# spindle_bench(NAME SOURCES ... DEPS ...): a benchmark binary run by `make bench`.
+function(spindle_bench name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${SPINDLE_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+endfunction()

@@ -1,0 +1,32 @@
+// Content checksums for stored arrays: XXH3-64 over raw bytes, printed as 16
+// lower-case hex digits. Stateless functions and a streaming hasher (one owner).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace spindle {
+
+/// XXH3-64 of `size` bytes at `data`.
+std::uint64_t checksum(const void* data, std::size_t size);
+/// "0123456789abcdef" form used in metadata files.
+std::string checksum_hex(std::uint64_t value);
+
+/// Incremental XXH3-64 over bytes fed in pieces; equals checksum() of the concatenation.
+class checksum_stream {
+ public:
+  checksum_stream();
+  ~checksum_stream();
+  checksum_stream(checksum_stream&&) noexcept;
+  checksum_stream& operator=(checksum_stream&&) noexcept;
+  void update(const void* data, std::size_t size);
+  std::uint64_t digest() const;
+
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
+};
+
+}  // namespace spindle

@@ -1,0 +1,74 @@
+#include "graph/csr.hpp"
+
+#include <cmath>
+
+namespace spindle::graph {
+
+csr_view csr_graph::view() const {
+  csr_view v;
+  v.num_nodes = num_nodes;
+  v.indptr = indptr;
+  v.indices32 = indices32;
+  v.indices64 = indices64;
+  v.edge_weight = edge_weight;
+  return v;
+}
+
+namespace {
+
+status validate_indptr(const csr_view& g, std::int64_t num_indices) {
+  if (static_cast<std::int64_t>(g.indptr.size()) != g.num_nodes + 1)
+    return make_error(errc::corrupt_data, "indptr.npy: has {} entries, expected num_nodes+1={}",
+                      g.indptr.size(), g.num_nodes + 1);
+  if (g.indptr[0] != 0)
+    return make_error(errc::corrupt_data, "indptr.npy: indptr[0]={}, expected 0", g.indptr[0]);
+  for (std::int64_t v = 0; v < g.num_nodes; ++v) {
+    if (g.indptr[v + 1] < g.indptr[v])
+      return make_error(errc::corrupt_data, "indptr.npy: not monotone: indptr[{}]={} > indptr[{}]={}",
+                        v, g.indptr[v], v + 1, g.indptr[v + 1]);
+  }
+  if (g.indptr[g.num_nodes] != num_indices)
+    return make_error(errc::corrupt_data, "indptr.npy: indptr[{}]={} but indices.npy has {} entries",
+                      g.num_nodes, g.indptr[g.num_nodes], num_indices);
+  return status::ok();
+}
+
+template <class Index>
+status validate_indices(std::span<const Index> indices, std::int64_t num_nodes) {
+  for (std::size_t e = 0; e < indices.size(); ++e) {
+    auto u = static_cast<std::int64_t>(indices[e]);
+    if (u < 0 || u >= num_nodes)
+      return make_error(errc::corrupt_data, "indices.npy: indices[{}]={} out of range (num_nodes={})",
+                        e, u, num_nodes);
+  }
+  return status::ok();
+}
+
+status validate_weights(const csr_view& g) {
+  if (!g.weighted()) return status::ok();
+  if (static_cast<std::int64_t>(g.edge_weight.size()) != g.num_edges())
+    return make_error(errc::corrupt_data, "edge_weight.npy: has {} entries, expected num_edges={}",
+                      g.edge_weight.size(), g.num_edges());
+  for (std::size_t e = 0; e < g.edge_weight.size(); ++e) {
+    float w = g.edge_weight[e];
+    if (!std::isfinite(w) || w < 0)
+      return make_error(errc::corrupt_data,
+                        "edge_weight.npy: edge_weight[{}]={} must be finite and >= 0", e, w);
+  }
+  return status::ok();
+}
+
+}  // namespace
+
+status validate_csr(const csr_view& g) {
+  if (g.num_nodes < 0)
+    return make_error(errc::corrupt_data, "num_nodes={} is negative", g.num_nodes);
+  if (!g.indices32.empty() && !g.indices64.empty())
+    return make_error(errc::internal, "csr has both 32- and 64-bit indices");
+  auto num_indices = static_cast<std::int64_t>(g.wide() ? g.indices64.size() : g.indices32.size());
+  SPINDLE_TRY(validate_indptr(g, num_indices));
+  SPINDLE_TRY(with_indices(g, [&](auto idx) { return validate_indices(idx, g.num_nodes); }));
+  return validate_weights(g);
+}
+
+}  // namespace spindle::graph

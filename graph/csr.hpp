@@ -1,0 +1,58 @@
+// Compressed sparse row adjacency: row v lists the out-neighbours of v.
+// `csr_view` is a non-owning, trivially copyable view (over mapped files or
+// vectors); `csr_graph` owns its arrays. Both are immutable once built and safe
+// to read from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::graph {
+
+struct csr_view {
+  std::int64_t num_nodes = 0;
+  std::span<const std::int64_t> indptr;     // num_nodes + 1 offsets into indices
+  std::span<const std::int32_t> indices32;  // used when num_nodes < 2^31
+  std::span<const std::int64_t> indices64;  // used otherwise
+  std::span<const float> edge_weight;       // empty, or one weight per edge
+
+  std::int64_t num_edges() const { return indptr.empty() ? 0 : indptr[num_nodes]; }
+  std::int64_t degree(std::int64_t v) const { return indptr[v + 1] - indptr[v]; }
+  bool wide() const { return !indices64.empty(); }
+  bool weighted() const { return !edge_weight.empty(); }
+  /// Neighbour at edge position e (either index width).
+  std::int64_t neighbour(std::int64_t e) const { return wide() ? indices64[e] : indices32[e]; }
+};
+
+/// Calls f(std::span<const Index>) with the view's typed index array, so hot
+/// loops are compiled once per index width.
+template <class F>
+decltype(auto) with_indices(const csr_view& g, F&& f) {
+  if (g.wide()) return f(g.indices64);
+  return f(g.indices32);
+}
+
+/// Owning CSR arrays; exactly one of indices32/indices64 is used.
+struct csr_graph {
+  std::int64_t num_nodes = 0;
+  std::vector<std::int64_t> indptr;
+  std::vector<std::int32_t> indices32;
+  std::vector<std::int64_t> indices64;
+  std::vector<float> edge_weight;
+
+  csr_view view() const;
+};
+
+/// True when node ids need 64-bit indices.
+inline bool needs_wide_indices(std::int64_t num_nodes) { return num_nodes >= (std::int64_t{1} << 31); }
+
+/// Checks indptr[0]==0, monotone indptr, indptr[n]==|indices|, every index in
+/// [0, num_nodes) and weights finite and non-negative. Errors name the array
+/// file and position, e.g. "indices.npy: indices[1234]=99999 out of range (num_nodes=5000)".
+status validate_csr(const csr_view& g);
+
+}  // namespace spindle::graph

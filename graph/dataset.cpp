@@ -1,0 +1,204 @@
+#include "graph/dataset.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "core/checksum.hpp"
+
+namespace spindle::graph {
+namespace {
+
+// Maps one recorded array and checks it against its metadata record.
+expected<npy_array> open_array(const std::string& dir, const std::string& name, const array_record& r,
+                               bool verify) {
+  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(dir + "/" + r.file));
+  if (a.type() != r.type)
+    return make_error(errc::corrupt_data, "{}: dtype {} but metadata.json says {}", r.file,
+                      to_string(a.type()), to_string(r.type));
+  if (a.shape() != r.shape)
+    return make_error(errc::corrupt_data, "{}: shape [{}] but metadata.json says [{}]", r.file,
+                      fmt::join(a.shape(), ", "), fmt::join(r.shape, ", "));
+  if (a.byte_size() != r.bytes)
+    return make_error(errc::corrupt_data, "{}: {} data bytes but metadata.json says {}", r.file,
+                      a.byte_size(), r.bytes);
+  if (verify) {
+    std::uint64_t sum = checksum(a.raw(), a.byte_size());
+    if (sum != r.checksum)
+      return make_error(errc::corrupt_data, "{}: checksum {} does not match metadata.json ({})", r.file,
+                        checksum_hex(sum), checksum_hex(r.checksum));
+  }
+  (void)name;
+  return a;
+}
+
+status expect_shape(const array_record& r, std::vector<std::int64_t> shape) {
+  if (r.shape != shape)
+    return make_error(errc::corrupt_data, "{}: shape [{}], expected [{}] from metadata.json counts", r.file,
+                      fmt::join(r.shape, ", "), fmt::join(shape, ", "));
+  return status::ok();
+}
+
+status check_finite_nonneg(std::span<const double> v, const std::string& file, const char* what) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]) || v[i] < 0)
+      return make_error(errc::corrupt_data, "{}: {}[{}]={} must be finite and >= 0", file, what, i, v[i]);
+  return status::ok();
+}
+
+status check_labels(std::span<const std::int64_t> labels, std::int64_t classes, const std::string& file) {
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] < 0 || labels[i] >= classes)
+      return make_error(errc::corrupt_data, "{}: labels[{}]={} out of range (num_classes={})", file, i,
+                        labels[i], classes);
+  return status::ok();
+}
+
+}  // namespace
+
+expected<dataset> dataset::open(const std::string& dir, open_options options) {
+  dataset d;
+  d.dir_ = dir;
+  SPINDLE_ASSIGN_OR_RETURN(d.meta_, read_metadata(dir));
+  const auto& m = d.meta_;
+  for (const char* required : {"indptr", "indices"})
+    if (!m.arrays.count(required))
+      return make_error(errc::corrupt_data, "{}/metadata.json: arrays.{} is missing", dir, required);
+  for (const auto& [name, r] : m.arrays) {
+    auto a = open_array(dir, name, r, options.verify_checksums);
+    if (!a) return std::move(a).error().with_context(dir + "/");
+    d.files_.emplace(name, std::move(*a));
+  }
+  auto status_in_dir = [&](status s) { return std::move(s).with_context(dir + "/"); };
+  SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("indptr"), {m.num_nodes + 1})));
+  SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("indices"), {m.num_edges})));
+  d.graph_.num_nodes = m.num_nodes;
+  SPINDLE_ASSIGN_OR_RETURN(d.graph_.indptr, d.files_.at("indptr").as<std::int64_t>());
+  const npy_array& idx = d.files_.at("indices");
+  if (idx.type() == dtype::i32) d.graph_.indices32 = *idx.as<std::int32_t>();
+  else if (idx.type() == dtype::i64) d.graph_.indices64 = *idx.as<std::int64_t>();
+  else return make_error(errc::corrupt_data, "{}/indices.npy: dtype {} (expected int32 or int64)", dir, to_string(idx.type()));
+  if (m.arrays.count("edge_weight")) {
+    SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("edge_weight"), {m.num_edges})));
+    SPINDLE_ASSIGN_OR_RETURN(d.graph_.edge_weight, d.files_.at("edge_weight").as<float>());
+  }
+  SPINDLE_TRY(status_in_dir(validate_csr(d.graph_)));
+  if (m.arrays.count("features")) {
+    SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("features"), {m.num_nodes, m.feature_dim})));
+    SPINDLE_ASSIGN_OR_RETURN(d.features_, d.files_.at("features").as<float>());
+  }
+  for (auto [name, span] : {std::pair{"psgs", &d.psgs_}, std::pair{"fap", &d.fap_}}) {
+    if (!m.arrays.count(name)) continue;
+    SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at(name), {m.num_nodes})));
+    SPINDLE_ASSIGN_OR_RETURN(*span, d.files_.at(name).as<double>());
+    SPINDLE_TRY(status_in_dir(check_finite_nonneg(*span, m.arrays.at(name).file, name)));
+  }
+  if (m.arrays.count("psgs") != m.arrays.count("fap"))
+    return make_error(errc::corrupt_data, "{}: psgs.npy and fap.npy must be present together", dir);
+  if (m.arrays.count("labels")) {
+    SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("labels"), {m.num_nodes})));
+    SPINDLE_ASSIGN_OR_RETURN(d.labels_, d.files_.at("labels").as<std::int64_t>());
+    SPINDLE_TRY(status_in_dir(check_labels(d.labels_, m.num_classes, "labels.npy")));
+  }
+  if (m.arrays.count("node_ids")) {
+    SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("node_ids"), {m.num_nodes})));
+    SPINDLE_ASSIGN_OR_RETURN(d.node_ids_, d.files_.at("node_ids").as<std::int64_t>());
+  }
+  return d;
+}
+
+expected<dataset_writer> dataset_writer::create(const std::string& dir, dataset_metadata base) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(errc::io_error, "{}: cannot create directory: {}", dir, ec.message());
+  dataset_writer w;
+  w.dir_ = dir;
+  w.meta_ = std::move(base);
+  w.meta_.arrays.clear();
+  return w;
+}
+
+expected<dataset_writer> dataset_writer::update(const std::string& dir) {
+  dataset_writer w;
+  w.dir_ = dir;
+  SPINDLE_ASSIGN_OR_RETURN(w.meta_, read_metadata(dir));
+  return w;
+}
+
+status dataset_writer::write_array(const std::string& name, dtype type, std::vector<std::int64_t> shape,
+                                   const void* data) {
+  array_record r{name + ".npy", type, shape, 0, 0};
+  SPINDLE_ASSIGN_OR_RETURN(r.checksum, write_npy(dir_ + "/" + r.file, type, shape, data));
+  r.bytes = dtype_size(type);
+  for (auto s : shape) r.bytes *= static_cast<std::uint64_t>(s);
+  meta_.arrays[name] = r;
+  return status::ok();
+}
+
+status dataset_writer::write_graph(const csr_view& g) {
+  meta_.num_nodes = g.num_nodes;
+  meta_.num_edges = g.num_edges();
+  SPINDLE_TRY(write_array("indptr", dtype::i64, {g.num_nodes + 1}, g.indptr.data()));
+  if (g.wide()) SPINDLE_TRY(write_array("indices", dtype::i64, {g.num_edges()}, g.indices64.data()));
+  else SPINDLE_TRY(write_array("indices", dtype::i32, {g.num_edges()}, g.indices32.data()));
+  meta_.arrays.erase("edge_weight");
+  if (g.weighted()) SPINDLE_TRY(write_array("edge_weight", dtype::f32, {g.num_edges()}, g.edge_weight.data()));
+  return status::ok();
+}
+
+status dataset_writer::write_features(std::int64_t rows, std::int64_t cols,
+                                      const std::function<void(std::int64_t, std::int64_t, float*)>& fill) {
+  std::string file = "features.npy";
+  SPINDLE_ASSIGN_OR_RETURN(auto w, npy_writer::create(dir_ + "/" + file, dtype::f32, {rows, cols}));
+  const std::int64_t chunk = std::max<std::int64_t>(1, (1 << 22) / std::max<std::int64_t>(cols, 1));
+  std::vector<float> buf;
+  for (std::int64_t lo = 0; lo < rows; lo += chunk) {
+    std::int64_t hi = std::min(rows, lo + chunk);
+    buf.assign(static_cast<std::size_t>((hi - lo) * cols), 0.0f);
+    fill(lo, hi, buf.data());
+    SPINDLE_TRY(w.write(buf.data(), buf.size() * sizeof(float)));
+  }
+  array_record r{file, dtype::f32, {rows, cols}, w.expected_bytes(), 0};
+  SPINDLE_ASSIGN_OR_RETURN(r.checksum, w.close());
+  meta_.arrays["features"] = r;
+  meta_.feature_dim = cols;
+  return status::ok();
+}
+
+status dataset_writer::write_labels(std::span<const std::int64_t> labels, std::int64_t num_classes) {
+  meta_.num_classes = num_classes;
+  return write_array("labels", dtype::i64, {static_cast<std::int64_t>(labels.size())}, labels.data());
+}
+
+status dataset_writer::write_node_ids(std::span<const std::int64_t> ids) {
+  return write_array("node_ids", dtype::i64, {static_cast<std::int64_t>(ids.size())}, ids.data());
+}
+
+status dataset_writer::write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,
+                                     const std::string& seed_distribution) {
+  auto n = static_cast<std::int64_t>(m.psgs.size());
+  SPINDLE_TRY(write_array("psgs", dtype::f64, {n}, m.psgs.data()));
+  SPINDLE_TRY(write_array("fap", dtype::f64, {n}, m.fap.data()));
+  meta_.fanouts = fanouts;
+  meta_.seed_distribution = seed_distribution;
+  meta_.hop_mass = m.hop_mass;
+  return status::ok();
+}
+
+status dataset_writer::finish() {
+  std::string path = dir_ + "/metadata.json", tmp = path + ".tmp";
+  std::string text = metadata_to_json(meta_);
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return make_error(errc::io_error, "{}: cannot create: {}", tmp, std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+    return make_error(errc::io_error, "{}: cannot write: {}", path, std::strerror(errno));
+  return status::ok();
+}
+
+}  // namespace spindle::graph

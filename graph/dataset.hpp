@@ -1,0 +1,111 @@
+// Spindle's dataset directory: NumPy .npy arrays (mmap-able, readable by
+// numpy.load) plus metadata.json with counts, dtypes, the fanouts and seed
+// distribution the metrics were computed for, and each array's byte size and
+// XXH3-64 checksum. `dataset` is an opened, validated, read-only view (safe
+// from any thread); `dataset_writer` builds or updates a directory (one owner).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/npy.hpp"
+#include "core/status.hpp"
+#include "graph/csr.hpp"
+#include "graph/metrics.hpp"
+
+namespace spindle::graph {
+
+inline constexpr int kDatasetFormatVersion = 1;
+
+/// One stored array as metadata.json records it.
+struct array_record {
+  std::string file;
+  dtype type = dtype::u8;
+  std::vector<std::int64_t> shape;
+  std::uint64_t bytes = 0;
+  std::uint64_t checksum = 0;  // XXH3-64 of the data bytes (header excluded)
+};
+
+struct dataset_metadata {
+  int format_version = kDatasetFormatVersion;
+  std::string name;
+  std::string source;  // where it came from: input path(s) or "rmat scale=..."
+  std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
+  bool undirected = false;
+  std::vector<int> fanouts;         // the metrics' fanouts; empty when not computed
+  std::string seed_distribution;    // "uniform", "degree" or a file path
+  std::vector<double> hop_mass;     // expected nodes visited per hop per request
+  std::map<std::string, std::string> build;  // how it was built (flags, counts dropped)
+  std::map<std::string, array_record> arrays;  // "indptr", "indices", "features", ...
+};
+
+struct open_options {
+  bool verify_checksums = false;  // hash every array (reads all bytes)
+};
+
+class dataset {
+ public:
+  /// Maps the arrays and validates metadata, headers, sizes, CSR structure and
+  /// value ranges (checksums too when asked). Errors name the file and fault.
+  static expected<dataset> open(const std::string& dir, open_options options = {});
+
+  const std::string& dir() const { return dir_; }
+  const dataset_metadata& metadata() const { return meta_; }
+  csr_view graph() const { return graph_; }
+  std::int64_t num_nodes() const { return graph_.num_nodes; }
+  std::int64_t feature_dim() const { return meta_.feature_dim; }
+  /// Row-major float32 [num_nodes, feature_dim]; empty when there are no features.
+  std::span<const float> features() const { return features_; }
+  std::span<const double> psgs() const { return psgs_; }  // empty when not computed
+  std::span<const double> fap() const { return fap_; }
+  std::span<const std::int64_t> labels() const { return labels_; }
+  std::span<const std::int64_t> node_ids() const { return node_ids_; }  // input ids, if relabelled
+  bool has_metrics() const { return !psgs_.empty(); }
+
+ private:
+  std::string dir_;
+  dataset_metadata meta_;
+  std::map<std::string, npy_array> files_;
+  csr_view graph_;
+  std::span<const float> features_;
+  std::span<const double> psgs_, fap_;
+  std::span<const std::int64_t> labels_, node_ids_;
+};
+
+/// Writes arrays into a dataset directory and records them; finish() writes
+/// metadata.json last (atomically), so a half-written directory never opens.
+class dataset_writer {
+ public:
+  /// Starts a new dataset in `dir` (created if missing).
+  static expected<dataset_writer> create(const std::string& dir, dataset_metadata base);
+  /// Reopens an existing directory to replace some arrays (e.g. metrics).
+  static expected<dataset_writer> update(const std::string& dir);
+
+  dataset_metadata& metadata() { return meta_; }
+  status write_graph(const csr_view& g);
+  /// Streams features: fill(row_begin, row_end, out) writes rows into `out`.
+  status write_features(std::int64_t rows, std::int64_t cols,
+                        const std::function<void(std::int64_t, std::int64_t, float*)>& fill);
+  status write_labels(std::span<const std::int64_t> labels, std::int64_t num_classes);
+  status write_node_ids(std::span<const std::int64_t> ids);
+  status write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,
+                       const std::string& seed_distribution);
+  status finish();
+
+ private:
+  status write_array(const std::string& name, dtype type, std::vector<std::int64_t> shape,
+                     const void* data);
+  std::string dir_;
+  dataset_metadata meta_;
+};
+
+/// Reads and checks metadata.json alone (used by `info` and by open).
+expected<dataset_metadata> read_metadata(const std::string& dir);
+/// The metadata.json text for `m` (pretty-printed JSON).
+std::string metadata_to_json(const dataset_metadata& m);
+
+}  // namespace spindle::graph

@@ -1,0 +1,233 @@
+#include "graph/loaders.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "core/npy.hpp"
+#include "graph/text_reader.hpp"
+
+namespace spindle::graph {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool is_comment(std::string_view line) {
+  std::size_t i = line.find_first_not_of(" \t\r");
+  return i == std::string_view::npos || line[i] == '#' || line[i] == '%';
+}
+
+status parse_edge_line(const std::string& path, std::int64_t line_no,
+                       const std::vector<std::string_view>& f, edge_list& out) {
+  std::int64_t a = 0, b = 0;
+  if (f.size() < 2 || f.size() > 3 || !parse_number(f[0], a) || !parse_number(f[1], b))
+    return make_error(errc::invalid_argument, "{}:{}: expected 'src dst [weight]' with integer ids",
+                      path, line_no);
+  if (f.size() == 3) {
+    float w = 0;
+    if (!parse_number(f[2], w))
+      return make_error(errc::invalid_argument, "{}:{}: weight '{}' is not a number", path, line_no, f[2]);
+    if (out.weight.size() != out.src.size())
+      return make_error(errc::invalid_argument, "{}:{}: weight given here but not on earlier lines",
+                        path, line_no);
+    out.weight.push_back(w);
+  } else if (!out.weight.empty()) {
+    return make_error(errc::invalid_argument, "{}:{}: weight missing (earlier lines have one)", path, line_no);
+  }
+  out.src.push_back(a);
+  out.dst.push_back(b);
+  return status::ok();
+}
+
+expected<edge_list> load_text_edges(const std::string& path, bool csv) {
+  edge_list out;
+  std::vector<std::string_view> fields;
+  SPINDLE_TRY(for_each_line(path, [&](std::int64_t line_no, std::string_view line) -> status {
+    if (is_comment(line)) return status::ok();
+    split_fields(line, fields);
+    std::int64_t probe = 0;
+    if (csv && out.src.empty() && !fields.empty() && !parse_number(fields[0], probe))
+      return status::ok();  // header row
+    return parse_edge_line(path, line_no, fields, out);
+  }));
+  return out;
+}
+
+expected<edge_list> load_npy_edges(const std::string& path) {
+  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
+  if (a.shape().size() != 2 || a.shape()[0] != 2)
+    return make_error(errc::invalid_argument, "{}: edge_index must have shape [2, E]", path);
+  std::int64_t m = a.shape()[1];
+  edge_list out;
+  out.src.resize(m);
+  out.dst.resize(m);
+  if (a.type() == dtype::i64) {
+    auto v = *a.as<std::int64_t>();
+    std::copy_n(v.begin(), m, out.src.begin());
+    std::copy_n(v.begin() + m, m, out.dst.begin());
+  } else if (a.type() == dtype::i32) {
+    auto v = *a.as<std::int32_t>();
+    std::copy_n(v.begin(), m, out.src.begin());
+    std::copy_n(v.begin() + m, m, out.dst.begin());
+  } else {
+    return make_error(errc::unsupported, "{}: edge_index dtype {} (expected int64 or int32)", path,
+                      to_string(a.type()));
+  }
+  return out;
+}
+
+float half_to_float(std::uint16_t h) {
+  std::uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  std::uint32_t bits;
+  if (exp == 0) {
+    float f = static_cast<float>(mant) * (1.0f / 16777216.0f);  // subnormal: mant * 2^-24
+    return sign ? -f : f;
+  }
+  if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
+  else bits = sign | ((exp + 112) << 23) | (mant << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+expected<feature_table> load_npy_features(const std::string& path) {
+  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
+  if (a.shape().size() != 2)
+    return make_error(errc::invalid_argument, "{}: features must have shape [N, F], got {} dims",
+                      path, a.shape().size());
+  feature_table t;
+  t.rows = a.shape()[0];
+  t.cols = a.shape()[1];
+  t.values.resize(t.rows * t.cols);
+  auto convert = [&](auto span) { std::transform(span.begin(), span.end(), t.values.begin(), [](auto x) { return static_cast<float>(x); }); };
+  switch (a.type()) {
+    case dtype::f32: convert(*a.as<float>()); break;
+    case dtype::f64: convert(*a.as<double>()); break;
+    case dtype::i64: convert(*a.as<std::int64_t>()); break;
+    case dtype::i32: convert(*a.as<std::int32_t>()); break;
+    case dtype::u8: convert(*a.as<std::uint8_t>()); break;
+    case dtype::f16: {
+      auto raw = reinterpret_cast<const std::uint16_t*>(a.raw());
+      for (std::size_t i = 0; i < t.values.size(); ++i) t.values[i] = half_to_float(raw[i]);
+      break;
+    }
+  }
+  return t;
+}
+
+status parse_feature_row(const std::string& path, std::int64_t line_no,
+                         const std::vector<std::string_view>& f, std::size_t first,
+                         std::size_t last, feature_table& t) {
+  std::int64_t cols = static_cast<std::int64_t>(last - first);
+  if (t.rows == 0) t.cols = cols;
+  if (cols != t.cols || cols == 0)
+    return make_error(errc::invalid_argument, "{}:{}: {} feature columns, earlier rows have {}", path,
+                      line_no, cols, t.cols);
+  for (std::size_t i = first; i < last; ++i) {
+    float x = 0;
+    if (!parse_number(f[i], x))
+      return make_error(errc::invalid_argument, "{}:{}: field {} '{}' is not a number", path, line_no,
+                        i + 1, f[i]);
+    t.values.push_back(x);
+  }
+  ++t.rows;
+  return status::ok();
+}
+
+expected<feature_table> load_text_features(const std::string& path, bool linqs) {
+  feature_table t;
+  std::vector<std::string_view> f;
+  std::vector<std::string> label_text;
+  SPINDLE_TRY(for_each_line(path, [&](std::int64_t line_no, std::string_view line) -> status {
+    if (is_comment(line)) return status::ok();
+    split_fields(line, f);
+    if (!linqs) {
+      float probe = 0;
+      if (t.rows == 0 && !f.empty() && !parse_number(f[0], probe)) return status::ok();  // header
+      return parse_feature_row(path, line_no, f, 0, f.size(), t);
+    }
+    std::int64_t id = 0;
+    if (f.size() < 3 || !parse_number(f[0], id))
+      return make_error(errc::invalid_argument, "{}:{}: expected 'id features... label'", path, line_no);
+    t.ids.push_back(id);
+    label_text.emplace_back(f.back());
+    return parse_feature_row(path, line_no, f, 1, f.size() - 1, t);
+  }));
+  if (linqs) {
+    std::map<std::string, std::int64_t> classes;
+    for (const auto& s : label_text) classes.emplace(s, 0);
+    std::int64_t next = 0;
+    for (auto& [name, idx] : classes) {
+      idx = next++;
+      t.class_names.push_back(name);
+    }
+    for (const auto& s : label_text) t.labels.push_back(classes[s]);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string_view to_string(edge_format f) {
+  switch (f) {
+    case edge_format::snap: return "snap";
+    case edge_format::csv: return "csv";
+    case edge_format::npy: return "npy";
+  }
+  return "unknown";
+}
+
+expected<edge_format> parse_edge_format(std::string_view name) {
+  for (auto f : {edge_format::snap, edge_format::csv, edge_format::npy})
+    if (name == to_string(f)) return f;
+  return make_error(errc::invalid_argument, "--format: '{}' is not one of snap, csv, npy", name);
+}
+
+edge_format guess_edge_format(std::string_view path) {
+  if (ends_with(path, ".npy")) return edge_format::npy;
+  if (ends_with(path, ".csv") || ends_with(path, ".csv.gz")) return edge_format::csv;
+  return edge_format::snap;
+}
+
+expected<edge_list> load_edges(const std::string& path, edge_format format) {
+  switch (format) {
+    case edge_format::npy: return load_npy_edges(path);
+    case edge_format::csv: return load_text_edges(path, true);
+    case edge_format::snap: return load_text_edges(path, false);
+  }
+  return make_error(errc::internal, "unknown edge format");
+}
+
+std::string_view to_string(feature_format f) {
+  switch (f) {
+    case feature_format::npy: return "npy";
+    case feature_format::csv: return "csv";
+    case feature_format::linqs: return "linqs";
+  }
+  return "unknown";
+}
+
+expected<feature_format> parse_feature_format(std::string_view name) {
+  for (auto f : {feature_format::npy, feature_format::csv, feature_format::linqs})
+    if (name == to_string(f)) return f;
+  return make_error(errc::invalid_argument, "--features-format: '{}' is not one of npy, csv, linqs", name);
+}
+
+feature_format guess_feature_format(std::string_view path) {
+  if (ends_with(path, ".npy")) return feature_format::npy;
+  if (ends_with(path, ".content") || ends_with(path, ".content.gz")) return feature_format::linqs;
+  return feature_format::csv;
+}
+
+expected<feature_table> load_features(const std::string& path, feature_format format) {
+  switch (format) {
+    case feature_format::npy: return load_npy_features(path);
+    case feature_format::csv: return load_text_features(path, false);
+    case feature_format::linqs: return load_text_features(path, true);
+  }
+  return make_error(errc::internal, "unknown feature format");
+}
+
+}  // namespace spindle::graph

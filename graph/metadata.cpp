@@ -1,0 +1,102 @@
+// metadata.json <-> dataset_metadata. nlohmann::json exceptions stop here and
+// become status values naming the field.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/dataset.hpp"
+
+namespace spindle::graph {
+namespace {
+
+using nlohmann::json;
+
+json to_json(const array_record& r) {
+  return json{{"file", r.file}, {"dtype", std::string(to_string(r.type))}, {"shape", r.shape},
+              {"bytes", r.bytes}, {"xxh3_64", checksum_hex(r.checksum)}};
+}
+
+expected<array_record> record_from_json(const std::string& name, const json& j) {
+  array_record r;
+  try {
+    r.file = j.at("file").get<std::string>();
+    SPINDLE_ASSIGN_OR_RETURN(r.type, parse_dtype_name(j.at("dtype").get<std::string>()));
+    r.shape = j.at("shape").get<std::vector<std::int64_t>>();
+    r.bytes = j.at("bytes").get<std::uint64_t>();
+    r.checksum = std::stoull(j.at("xxh3_64").get<std::string>(), nullptr, 16);
+  } catch (const std::exception& e) {
+    return make_error(errc::corrupt_data, "metadata.json: arrays.{}: {}", name, e.what());
+  }
+  if (r.file.find('/') != std::string::npos || r.file.empty())
+    return make_error(errc::corrupt_data, "metadata.json: arrays.{}.file '{}' must be a plain file name",
+                      name, r.file);
+  return r;
+}
+
+status parse_metadata(const json& j, dataset_metadata& m) {
+  if (j.value("format", "") != "spindle-dataset")
+    return make_error(errc::corrupt_data, "metadata.json: 'format' is not \"spindle-dataset\"");
+  m.format_version = j.at("format_version").get<int>();
+  if (m.format_version != kDatasetFormatVersion)
+    return make_error(errc::unsupported, "metadata.json: format_version {} (this build reads {})",
+                      m.format_version, kDatasetFormatVersion);
+  m.name = j.value("name", "");
+  m.source = j.value("source", "");
+  m.num_nodes = j.at("num_nodes").get<std::int64_t>();
+  m.num_edges = j.at("num_edges").get<std::int64_t>();
+  m.feature_dim = j.value("feature_dim", std::int64_t{0});
+  m.num_classes = j.value("num_classes", std::int64_t{0});
+  m.undirected = j.value("undirected", false);
+  if (j.contains("metrics")) {
+    const json& mj = j.at("metrics");
+    m.fanouts = mj.at("fanouts").get<std::vector<int>>();
+    m.seed_distribution = mj.at("seed_distribution").get<std::string>();
+    m.hop_mass = mj.value("hop_mass", std::vector<double>{});
+  }
+  m.build = j.value("build", std::map<std::string, std::string>{});
+  for (const auto& [name, rj] : j.at("arrays").items()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto r, record_from_json(name, rj));
+    m.arrays[name] = std::move(r);
+  }
+  if (m.num_nodes < 0 || m.num_edges < 0 || m.feature_dim < 0 || m.num_classes < 0)
+    return make_error(errc::corrupt_data, "metadata.json: negative count (num_nodes={}, num_edges={})",
+                      m.num_nodes, m.num_edges);
+  return status::ok();
+}
+
+}  // namespace
+
+std::string metadata_to_json(const dataset_metadata& m) {
+  json j{{"format", "spindle-dataset"}, {"format_version", m.format_version}, {"name", m.name},
+         {"source", m.source}, {"num_nodes", m.num_nodes}, {"num_edges", m.num_edges},
+         {"feature_dim", m.feature_dim}, {"num_classes", m.num_classes},
+         {"undirected", m.undirected}, {"build", m.build}};
+  if (!m.fanouts.empty())
+    j["metrics"] = {{"fanouts", m.fanouts}, {"seed_distribution", m.seed_distribution},
+                    {"hop_mass", m.hop_mass},
+                    {"definition", "expected visit counts, seeds/README.md; psgs includes the seed"}};
+  json arrays = json::object();
+  for (const auto& [name, r] : m.arrays) arrays[name] = to_json(r);
+  j["arrays"] = arrays;
+  return j.dump(2) + "\n";
+}
+
+expected<dataset_metadata> read_metadata(const std::string& dir) {
+  std::string path = dir + "/metadata.json";
+  std::ifstream in(path);
+  if (!in) return make_error(errc::not_found, "{}: cannot open (is '{}' a dataset directory?)", path, dir);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  dataset_metadata m;
+  try {
+    json j = json::parse(ss.str());
+    SPINDLE_TRY(parse_metadata(j, m));
+  } catch (const std::exception& e) {
+    return make_error(errc::corrupt_data, "{}: {}", path, e.what());
+  }
+  return m;
+}
+
+}  // namespace spindle::graph

@@ -1,0 +1,178 @@
+#include "graph/metrics.hpp"
+
+#include <algorithm>
+
+#include "core/npy.hpp"
+#include "graph/text_reader.hpp"
+
+namespace spindle::graph {
+namespace {
+
+// m_k[j] = min(deg j, l_k): neighbours sampled from j at hop k (l_k < 0: all).
+inline double sampled_count(std::int64_t deg, int fanout) {
+  return static_cast<double>(fanout < 0 ? deg : std::min<std::int64_t>(deg, fanout));
+}
+// W_k row scale: each out-neighbour of j is sampled with probability m_k[j]/deg j.
+inline double visit_prob(std::int64_t deg, int fanout) {
+  return deg == 0 ? 0.0 : sampled_count(deg, fanout) / static_cast<double>(deg);
+}
+
+// Splits rows into `parts` contiguous ranges of about equal rows + edges.
+std::vector<std::int64_t> balanced_parts(const csr_view& g, std::int64_t parts) {
+  std::vector<std::int64_t> cut(parts + 1, g.num_nodes);
+  cut[0] = 0;
+  double total = static_cast<double>(g.num_nodes + g.num_edges());
+  std::int64_t v = 0;
+  for (std::int64_t p = 1; p < parts; ++p) {
+    double target = total * static_cast<double>(p) / static_cast<double>(parts);
+    while (v < g.num_nodes && static_cast<double>(v + g.indptr[v]) < target) ++v;
+    cut[p] = v;
+  }
+  return cut;
+}
+
+struct sweep_state {
+  const csr_view& g;
+  thread_pool& pool;
+  std::vector<std::int64_t> cut;             // part boundaries
+  std::vector<std::vector<double>> partial;  // per-part push accumulators
+};
+
+// One fused sweep over all edges: push p_next = p_prev W_hop into per-part
+// accumulators, and (when r_next is given) pull r_cur = m + W_pull r_next.
+template <class Index>
+void sweep(sweep_state& st, std::span<const Index> idx, int push_fanout, std::span<const double> p_prev,
+           int pull_fanout, std::span<const double> r_next, std::span<double> r_cur, progress* prog) {
+  const auto& indptr = st.g.indptr;
+  auto parts = static_cast<std::int64_t>(st.partial.size());
+  st.pool.parallel_for(0, parts, 1, [&](std::int64_t part, std::int64_t, std::size_t) {
+    std::vector<double>& acc = st.partial[part];
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (std::int64_t j = st.cut[part]; j < st.cut[part + 1]; ++j) {
+      std::int64_t b = indptr[j], e = indptr[j + 1];
+      double c = p_prev[j] * visit_prob(e - b, push_fanout);
+      if (r_next.empty()) {
+        if (c == 0.0) continue;
+        for (std::int64_t x = b; x < e; ++x) acc[idx[x]] += c;
+        continue;
+      }
+      double sum = 0.0;
+      for (std::int64_t x = b; x < e; ++x) {
+        auto u = idx[x];
+        acc[u] += c;
+        sum += r_next[u];
+      }
+      r_cur[j] = sampled_count(e - b, pull_fanout) + visit_prob(e - b, pull_fanout) * sum;
+    }
+    if (prog) prog->advance(static_cast<std::uint64_t>(indptr[st.cut[part + 1]] - indptr[st.cut[part]]));
+  });
+}
+
+// out[i] = sum over parts of partial[part][i], in part order (deterministic).
+void reduce_parts(sweep_state& st, std::vector<double>& out) {
+  st.pool.parallel_for(0, st.g.num_nodes, 1 << 16, [&](std::int64_t lo, std::int64_t hi, std::size_t) {
+    for (std::int64_t i = lo; i < hi; ++i) {
+      double s = 0.0;
+      for (const auto& p : st.partial) s += p[i];
+      out[i] = s;
+    }
+  });
+}
+
+status check_p0(const csr_view& g, std::span<const double> p0) {
+  if (static_cast<std::int64_t>(p0.size()) != g.num_nodes)
+    return make_error(errc::invalid_argument, "seed distribution has {} entries, graph has {} nodes",
+                      p0.size(), g.num_nodes);
+  return status::ok();
+}
+
+expected<std::vector<std::int64_t>> read_seed_file(const std::string& path) {
+  std::vector<std::int64_t> seeds;
+  if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") {
+    SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
+    if (a.type() == dtype::i64) for (auto x : *a.as<std::int64_t>()) seeds.push_back(x);
+    else if (a.type() == dtype::i32) for (auto x : *a.as<std::int32_t>()) seeds.push_back(x);
+    else return make_error(errc::unsupported, "{}: seed ids must be int64 or int32", path);
+    return seeds;
+  }
+  std::vector<std::string_view> fields;
+  SPINDLE_TRY(for_each_line(path, [&](std::int64_t line_no, std::string_view line) -> status {
+    split_fields(line, fields);
+    for (auto f : fields) {
+      std::int64_t id = 0;
+      if (!parse_number(f, id))
+        return make_error(errc::invalid_argument, "{}:{}: '{}' is not a node id", path, line_no, f);
+      seeds.push_back(id);
+    }
+    return status::ok();
+  }));
+  return seeds;
+}
+
+}  // namespace
+
+expected<std::vector<double>> seed_probabilities(const csr_view& g, const config::seed_distribution& dist) {
+  std::vector<double> p(static_cast<std::size_t>(g.num_nodes), 0.0);
+  if (g.num_nodes == 0) return make_error(errc::invalid_argument, "graph has no nodes");
+  double total = 0;
+  if (dist.kind == config::seed_distribution_kind::uniform) {
+    std::fill(p.begin(), p.end(), 1.0);
+    total = static_cast<double>(g.num_nodes);
+  } else if (dist.kind == config::seed_distribution_kind::degree) {
+    for (std::int64_t v = 0; v < g.num_nodes; ++v) total += p[v] = static_cast<double>(g.degree(v));
+    if (total == 0) return make_error(errc::invalid_argument, "seed distribution 'degree': graph has no edges");
+  } else {
+    SPINDLE_ASSIGN_OR_RETURN(auto seeds, read_seed_file(dist.path));
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      if (seeds[i] < 0 || seeds[i] >= g.num_nodes)
+        return make_error(errc::invalid_argument, "{}: seed #{} = {} out of range (num_nodes={})",
+                          dist.path, i + 1, seeds[i], g.num_nodes);
+      p[seeds[i]] += 1.0;
+    }
+    total = static_cast<double>(seeds.size());
+    if (total == 0) return make_error(errc::invalid_argument, "{}: no seed ids in file", dist.path);
+  }
+  for (auto& x : p) x /= total;
+  return p;
+}
+
+expected<workload_metrics> compute_metrics(const csr_view& g, const std::vector<int>& fanouts,
+                                           std::span<const double> p0, thread_pool& pool,
+                                           progress* prog) {
+  SPINDLE_TRY(check_p0(g, p0));
+  if (fanouts.empty()) return make_error(errc::invalid_argument, "fanouts: at least one hop is needed");
+  const int K = static_cast<int>(fanouts.size());
+  const auto n = static_cast<std::size_t>(g.num_nodes);
+  sweep_state st{g, pool, {}, {}};
+  auto parts = static_cast<std::int64_t>(pool.slots());
+  st.cut = balanced_parts(g, parts);
+  st.partial.assign(static_cast<std::size_t>(parts), std::vector<double>(n));
+
+  workload_metrics out;
+  out.fap.assign(p0.begin(), p0.end());
+  out.hop_mass.push_back(1.0);
+  std::vector<double> p_prev(p0.begin(), p0.end()), p_next(n);
+  // PSGS by Horner's rule: r_K = m_K, r_k = m_k + W_k r_{k+1}, Q = 1 + r_1.
+  std::vector<double> r_next(n), r_cur(n);
+  for (std::size_t j = 0; j < n; ++j) r_next[j] = sampled_count(g.degree(j), fanouts[K - 1]);
+  for (int s = 1; s <= K; ++s) {
+    int pull_hop = K - s;  // r_{K-s} is pulled during push sweep s
+    std::span<const double> pull_in = pull_hop >= 1 ? std::span<const double>(r_next) : std::span<const double>();
+    int pull_fanout = pull_hop >= 1 ? fanouts[pull_hop - 1] : 0;
+    with_indices(g, [&](auto idx) { sweep(st, idx, fanouts[s - 1], p_prev, pull_fanout, pull_in, r_cur, prog); });
+    reduce_parts(st, p_next);
+    double mass = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      out.fap[i] += p_next[i];
+      mass += p_next[i];
+    }
+    out.hop_mass.push_back(mass);
+    std::swap(p_prev, p_next);
+    if (pull_hop >= 1) std::swap(r_next, r_cur);
+  }
+  out.psgs = std::move(r_next);  // r_1
+  for (auto& q : out.psgs) q += 1.0;
+  return out;
+}
+
+}  // namespace spindle::graph

@@ -1,0 +1,39 @@
+// Quiver's workload metrics as expected visit counts (seeds/README.md):
+// PSGS Q[i] = sum_k q_k[i], q_k = W_1...W_{k-1} m_k, the expected sampled
+// subgraph size of seed i; FAP P = sum_k p_k, p_k = p_0 W_1...W_k, the expected
+// accesses of each node's feature per request. W_k[j,u] = min(deg j, l_k)/deg j
+// for every out-neighbour u of j; m_k[j] = min(deg j, l_k). K sparse
+// matrix-vector products, O(K|E|) time, O(|V|) memory per thread.
+// Pure functions; the pool parallelises the sweeps.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "config/sampling.hpp"
+#include "core/progress.hpp"
+#include "core/status.hpp"
+#include "core/thread_pool.hpp"
+#include "graph/csr.hpp"
+
+namespace spindle::graph {
+
+struct workload_metrics {
+  std::vector<double> psgs;      // [N] expected sampled-subgraph size per seed (seed included)
+  std::vector<double> fap;       // [N] expected accesses per request
+  std::vector<double> hop_mass;  // [K+1] sum_i p_k[i]: expected nodes visited at hop k
+};
+
+/// p_0 as a probability vector over nodes. For a file, each line (or .npy
+/// int64/int32 element) is one observed request seed; errors name file and line.
+expected<std::vector<double>> seed_probabilities(const csr_view& g,
+                                                 const config::seed_distribution& dist);
+
+/// Computes PSGS and FAP for `fanouts` (-1 = all) and seed distribution p0.
+/// Deterministic for a given pool size. `progress_out` (optional) counts edges swept.
+expected<workload_metrics> compute_metrics(const csr_view& g, const std::vector<int>& fanouts,
+                                           std::span<const double> p0, thread_pool& pool,
+                                           progress* progress_out = nullptr);
+
+}  // namespace spindle::graph

@@ -1,0 +1,155 @@
+#include "graph/prepare.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/log.hpp"
+#include "core/progress.hpp"
+#include "graph/dataset.hpp"
+#include "graph/metrics.hpp"
+
+namespace spindle::graph {
+namespace {
+
+status write_metrics_for(dataset_writer& w, const csr_view& g, const metrics_request& m,
+                         thread_pool& pool) {
+  SPINDLE_ASSIGN_OR_RETURN(auto p0, seed_probabilities(g, m.seeds));
+  progress prog("computing PSGS and FAP", static_cast<std::uint64_t>(g.num_edges()) * m.fanouts.size(),
+                "edges");
+  SPINDLE_ASSIGN_OR_RETURN(auto metrics, compute_metrics(g, m.fanouts, p0, pool, &prog));
+  prog.finish();
+  return w.write_metrics(metrics, m.fanouts, m.seeds.to_string());
+}
+
+// LINQS content files name their nodes: keep edges whose endpoints are known,
+// renumbered to content-row order.
+std::int64_t map_to_rows(edge_list& e, const std::vector<std::int64_t>& row_ids) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (input id, row)
+  order.reserve(row_ids.size());
+  for (std::size_t r = 0; r < row_ids.size(); ++r) order.emplace_back(row_ids[r], static_cast<std::int64_t>(r));
+  std::sort(order.begin(), order.end());
+  auto lookup = [&](std::int64_t id) -> std::int64_t {
+    auto it = std::lower_bound(order.begin(), order.end(), std::pair{id, std::int64_t{-1}});
+    return it != order.end() && it->first == id ? it->second : -1;
+  };
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < e.src.size(); ++i) {
+    std::int64_t a = lookup(e.src[i]), b = lookup(e.dst[i]);
+    if (a < 0 || b < 0) continue;
+    e.src[kept] = a;
+    e.dst[kept] = b;
+    if (!e.weight.empty()) e.weight[kept] = e.weight[i];
+    ++kept;
+  }
+  auto dropped = static_cast<std::int64_t>(e.src.size() - kept);
+  e.src.resize(kept);
+  e.dst.resize(kept);
+  if (!e.weight.empty()) e.weight.resize(kept);
+  return dropped;
+}
+
+status check_duplicate_ids(const std::vector<std::int64_t>& ids, const std::string& path) {
+  std::vector<std::int64_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+  if (dup != sorted.end())
+    return make_error(errc::invalid_argument, "{}: node id {} appears on more than one row", path, *dup);
+  return status::ok();
+}
+
+std::string default_name(const std::string& path) {
+  std::string stem = std::filesystem::path(path).filename().string();
+  return stem.substr(0, stem.find('.'));
+}
+
+}  // namespace
+
+status prepare_dataset(const prepare_options& o, const std::string& out_dir, thread_pool& pool) {
+  edge_format fmt = o.format.value_or(guess_edge_format(o.input));
+  log::info("reading edges from {} ({})", o.input, to_string(fmt));
+  SPINDLE_ASSIGN_OR_RETURN(edge_list edges, load_edges(o.input, fmt));
+  feature_table features;
+  build_options build = o.build;
+  dataset_metadata meta;
+  if (!o.features.empty()) {
+    feature_format ff = o.features_format.value_or(guess_feature_format(o.features));
+    log::info("reading features from {} ({})", o.features, to_string(ff));
+    SPINDLE_ASSIGN_OR_RETURN(features, load_features(o.features, ff));
+    build.relabel = relabel_mode::never;
+    build.num_nodes = features.rows;
+    if (!features.ids.empty()) {
+      SPINDLE_TRY(check_duplicate_ids(features.ids, o.features));
+      std::int64_t dropped = map_to_rows(edges, features.ids);
+      meta.build["edges_with_unknown_endpoint_dropped"] = std::to_string(dropped);
+      if (dropped) log::warn("{}: {} edges name nodes missing from {}; dropped", o.input, dropped, o.features);
+    }
+  }
+  std::int64_t input_edges = static_cast<std::int64_t>(edges.src.size());
+  log::info("building CSR from {} edges", input_edges);
+  auto built = build_csr(std::move(edges), build, &pool);
+  if (!built) return std::move(built).error().with_context(o.input + ": ");
+  meta.name = o.name.empty() ? default_name(o.input) : o.name;
+  meta.source = o.input + (o.features.empty() ? "" : " + " + o.features);
+  meta.undirected = build.undirected;
+  meta.build["input_edges"] = std::to_string(input_edges);
+  meta.build["self_loops_dropped"] = std::to_string(built->self_loops_dropped);
+  meta.build["duplicates_dropped"] = std::to_string(built->duplicates_dropped);
+  SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));
+  csr_view g = built->csr.view();
+  SPINDLE_TRY(w.write_graph(g));
+  if (!built->original_ids.empty()) SPINDLE_TRY(w.write_node_ids(built->original_ids));
+  if (!features.ids.empty()) SPINDLE_TRY(w.write_node_ids(features.ids));
+  if (features.rows > 0)
+    SPINDLE_TRY(w.write_features(features.rows, features.cols, [&](std::int64_t lo, std::int64_t hi, float* out) {
+      std::copy(features.values.begin() + lo * features.cols, features.values.begin() + hi * features.cols, out);
+    }));
+  if (!features.labels.empty())
+    SPINDLE_TRY(w.write_labels(features.labels, static_cast<std::int64_t>(features.class_names.size())));
+  SPINDLE_TRY(write_metrics_for(w, g, o.metrics, pool));
+  return w.finish();
+}
+
+status recompute_metrics(const std::string& dir, const metrics_request& m, thread_pool& pool) {
+  SPINDLE_ASSIGN_OR_RETURN(auto d, dataset::open(dir));
+  SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::update(dir));
+  SPINDLE_TRY(write_metrics_for(w, d.graph(), m, pool));
+  return w.finish();
+}
+
+status generate_dataset(const generate_options& o, const std::string& out_dir, thread_pool& pool) {
+  if (o.feature_dim < 0) return make_error(errc::invalid_argument, "--feature-dim {} must be >= 0", o.feature_dim);
+  SPINDLE_TRY(validate(o.rmat));
+  std::uint64_t m = (std::uint64_t{1} << o.rmat.scale) * static_cast<std::uint64_t>(o.rmat.edge_factor);
+  progress gen_prog("generating R-MAT edges", m, "edges");
+  SPINDLE_ASSIGN_OR_RETURN(edge_list edges, generate_rmat(o.rmat, pool, &gen_prog));
+  gen_prog.finish();
+  build_options build;
+  build.undirected = o.undirected;
+  build.relabel = relabel_mode::never;
+  build.num_nodes = std::int64_t{1} << o.rmat.scale;
+  SPINDLE_ASSIGN_OR_RETURN(auto built, build_csr(std::move(edges), build, &pool));
+  dataset_metadata meta;
+  meta.name = fmt::format("rmat-s{}-e{}", o.rmat.scale, o.rmat.edge_factor);
+  meta.source = fmt::format("rmat scale={} edge_factor={} a={} b={} c={} seed={}", o.rmat.scale,
+                            o.rmat.edge_factor, o.rmat.a, o.rmat.b, o.rmat.c, o.rmat.seed);
+  meta.undirected = o.undirected;
+  meta.build["self_loops_dropped"] = std::to_string(built.self_loops_dropped);
+  meta.build["duplicates_dropped"] = std::to_string(built.duplicates_dropped);
+  SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));
+  csr_view g = built.csr.view();
+  SPINDLE_TRY(w.write_graph(g));
+  if (o.feature_dim > 0) {
+    progress feat_prog("writing synthetic features", static_cast<std::uint64_t>(g.num_nodes), "rows");
+    SPINDLE_TRY(w.write_features(g.num_nodes, o.feature_dim, [&](std::int64_t lo, std::int64_t hi, float* out) {
+      pool.parallel_for(lo, hi, 4096, [&](std::int64_t a, std::int64_t b, std::size_t) {
+        for (std::int64_t v = a; v < b; ++v)
+          synthetic_features(o.rmat.seed, v, {out + (v - lo) * o.feature_dim, static_cast<std::size_t>(o.feature_dim)});
+      });
+      feat_prog.advance(static_cast<std::uint64_t>(hi - lo));
+    }));
+  }
+  SPINDLE_TRY(write_metrics_for(w, g, o.metrics, pool));
+  return w.finish();
+}
+
+}  // namespace spindle::graph

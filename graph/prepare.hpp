@@ -1,0 +1,51 @@
+// The steps behind `spindle prepare` and `spindle generate`: read inputs or
+// generate R-MAT, build the CSR, compute PSGS/FAP, write the dataset
+// directory. Progress goes to stderr; errors name the input file and fault.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/sampling.hpp"
+#include "core/status.hpp"
+#include "core/thread_pool.hpp"
+#include "graph/edge_list.hpp"
+#include "graph/loaders.hpp"
+#include "graph/rmat.hpp"
+
+namespace spindle::graph {
+
+struct metrics_request {
+  std::vector<int> fanouts{25, 10};
+  config::seed_distribution seeds;
+};
+
+struct prepare_options {
+  std::string input;                     // edge file
+  std::optional<edge_format> format;     // guessed from the name when empty
+  std::string features;                  // optional feature file
+  std::optional<feature_format> features_format;
+  build_options build;
+  metrics_request metrics;
+  std::string name;                      // dataset name (default: input file stem)
+};
+
+/// Converts `o.input` (+ features) into a dataset directory at `out_dir`.
+status prepare_dataset(const prepare_options& o, const std::string& out_dir, thread_pool& pool);
+
+/// Recomputes psgs.npy / fap.npy of an existing dataset in place.
+status recompute_metrics(const std::string& dir, const metrics_request& m, thread_pool& pool);
+
+struct generate_options {
+  rmat_options rmat;
+  std::int64_t feature_dim = 64;
+  bool undirected = false;
+  metrics_request metrics;
+};
+
+/// Writes an R-MAT dataset (graph, synthetic features, metrics) to `out_dir`.
+status generate_dataset(const generate_options& o, const std::string& out_dir, thread_pool& pool);
+
+}  // namespace spindle::graph

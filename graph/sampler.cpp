@@ -1,0 +1,171 @@
+#include "graph/sampler.hpp"
+
+#include <algorithm>
+
+#include "graph/detail/id_map.hpp"
+#include "graph/detail/neighbour_pick.hpp"
+
+namespace spindle::graph {
+namespace {
+
+// Per-thread scratch reused across calls, so steady-state sampling allocates
+// only its output.
+struct thread_scratch {
+  detail::id_map map;
+  std::vector<std::int64_t> positions;
+  std::vector<std::pair<double, std::int64_t>> keys;
+  std::vector<std::int64_t> globals;
+};
+
+thread_scratch& scratch() {
+  thread_local thread_scratch s;
+  return s;
+}
+
+// Appends the global ids of the neighbours sampled for node v at hop `hop`.
+void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
+                thread_scratch& s, std::vector<std::int64_t>& out) {
+  std::int64_t begin = g.indptr[v];
+  std::int64_t deg = g.indptr[v + 1] - begin;
+  int fanout = o.fanouts[hop - 1];
+  if (!o.weighted && (fanout < 0 || deg <= fanout)) {  // common case: take the whole row
+    for (std::int64_t e = begin; e < begin + deg; ++e) out.push_back(g.neighbour(e));
+    return;
+  }
+  detail::rng r(o.seed, static_cast<std::uint64_t>(hop), static_cast<std::uint64_t>(v));
+  s.positions.clear();
+  if (o.weighted) detail::pick_weighted(r, g.edge_weight.data() + begin, deg, fanout, s.keys, s.positions);
+  else detail::pick_uniform(r, deg, fanout, s.positions);
+  for (auto p : s.positions) out.push_back(g.neighbour(begin + p));
+}
+
+// Maps sampled global ids to local ids (new ones appended to nodes) and
+// closes one CSR row per entry of row_sizes.
+void append_rows(std::span<const std::int64_t> globals, std::span<const std::int64_t> row_sizes,
+                 detail::id_map& map, sampled_subgraph& out) {
+  std::size_t next = 0;
+  for (std::int64_t size : row_sizes) {
+    for (std::int64_t i = 0; i < size; ++i) {
+      std::int64_t u = globals[next++];
+      bool inserted;
+      auto local = map.find_or_insert(u, static_cast<std::int32_t>(out.nodes.size()), inserted);
+      if (inserted) out.nodes.push_back(u);
+      out.indices.push_back(local);
+    }
+    out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
+  }
+}
+
+void add_seeds(std::span<const std::int64_t> seeds, detail::id_map& map, sampled_subgraph& out) {
+  map.clear();
+  out.indptr.assign(1, 0);
+  out.seed_local.reserve(seeds.size());
+  for (std::int64_t s : seeds) {
+    bool inserted;
+    auto local = map.find_or_insert(s, static_cast<std::int32_t>(out.nodes.size()), inserted);
+    if (inserted) out.nodes.push_back(s);
+    out.seed_local.push_back(local);
+  }
+  out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
+}
+
+// One hop on the calling thread.
+void sample_hop_inline(const csr_view& g, const sample_options& o, int hop, thread_scratch& s,
+                       sampled_subgraph& out) {
+  std::int64_t begin = out.hop_begin(hop), end = out.hop_end[hop - 1];
+  std::int64_t row_size[1];
+  for (std::int64_t r = begin; r < end; ++r) {
+    s.globals.clear();
+    sample_row(g, out.nodes[r], hop, o, s, s.globals);
+    row_size[0] = static_cast<std::int64_t>(s.globals.size());
+    append_rows(s.globals, row_size, s.map, out);
+  }
+}
+
+struct chunk_result {
+  std::vector<std::int64_t> globals;
+  std::vector<std::int64_t> row_sizes;
+};
+
+// One hop with rows split over the pool; merged in row order so the result
+// equals the inline executor's.
+void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thread_pool& pool,
+                       std::int64_t grain, thread_scratch& caller, sampled_subgraph& out) {
+  std::int64_t begin = out.hop_begin(hop), end = out.hop_end[hop - 1];
+  std::vector<chunk_result> chunks(static_cast<std::size_t>((end - begin + grain - 1) / grain));
+  pool.parallel_for(begin, end, grain, [&](std::int64_t lo, std::int64_t hi, std::size_t) {
+    thread_scratch& s = scratch();
+    chunk_result& c = chunks[static_cast<std::size_t>((lo - begin) / grain)];
+    c.row_sizes.reserve(static_cast<std::size_t>(hi - lo));
+    for (std::int64_t r = lo; r < hi; ++r) {
+      std::size_t before = c.globals.size();
+      sample_row(g, out.nodes[r], hop, o, s, c.globals);
+      c.row_sizes.push_back(static_cast<std::int64_t>(c.globals.size() - before));
+    }
+  });
+  for (const auto& c : chunks) append_rows(c.globals, c.row_sizes, caller.map, out);
+}
+
+status validate_call(const csr_view& g, std::span<const std::int64_t> seeds, const sample_options& o) {
+  SPINDLE_TRY(validate_sample_options(g, o));
+  return validate_seeds(g, seeds);
+}
+
+}  // namespace
+
+block_view sampled_subgraph::layer_block(int layer) const {
+  int k = num_hops();
+  block_view b;
+  b.num_dst = hop_end[k - 1 - layer];
+  b.num_src = hop_end[k - layer];
+  b.indptr = std::span<const std::int64_t>(indptr.data(), b.num_dst + 1);
+  b.indices = std::span<const std::int32_t>(indices.data(), indptr[b.num_dst]);
+  return b;
+}
+
+status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds) {
+  for (std::size_t i = 0; i < seeds.size(); ++i)
+    if (seeds[i] < 0 || seeds[i] >= g.num_nodes)
+      return make_error(errc::invalid_argument, "seed {} (position {}) out of range (num_nodes={})",
+                        seeds[i], i, g.num_nodes);
+  return status::ok();
+}
+
+status validate_sample_options(const csr_view& g, const sample_options& o) {
+  if (o.fanouts.empty()) return make_error(errc::invalid_argument, "fanouts: at least one hop is needed");
+  for (int f : o.fanouts)
+    if (f == 0 || f < -1) return make_error(errc::invalid_argument, "fanouts: {} must be positive or -1", f);
+  if (o.weighted && !g.weighted())
+    return make_error(errc::invalid_argument, "weighted sampling asked but the graph has no edge_weight");
+  return status::ok();
+}
+
+expected<sampled_subgraph> inline_executor::sample(const csr_view& g, std::span<const std::int64_t> seeds,
+                                                   const sample_options& o) {
+  SPINDLE_TRY(validate_call(g, seeds, o));
+  thread_scratch& s = scratch();
+  sampled_subgraph out;
+  add_seeds(seeds, s.map, out);
+  for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
+    sample_hop_inline(g, o, hop, s, out);
+    out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
+  }
+  return out;
+}
+
+expected<sampled_subgraph> pooled_executor::sample(const csr_view& g, std::span<const std::int64_t> seeds,
+                                                   const sample_options& o) {
+  SPINDLE_TRY(validate_call(g, seeds, o));
+  thread_scratch& s = scratch();
+  sampled_subgraph out;
+  add_seeds(seeds, s.map, out);
+  for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
+    std::int64_t rows = out.hop_end[hop - 1] - out.hop_begin(hop);
+    if (rows < 2 * grain_) sample_hop_inline(g, o, hop, s, out);
+    else sample_hop_pooled(g, o, hop, pool_, grain_, s, out);
+    out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
+  }
+  return out;
+}
+
+}  // namespace spindle::graph
