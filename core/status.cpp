@@ -20,7 +20,7 @@ std::string status::to_string() const {
   return fmt::format("{}: {}", spindle::to_string(code_), message_);
 }
 
-status&& status::with_context(std::string_view context) && {
+status status::with_context(std::string_view context) && {
   if (!is_ok()) message_ = fmt::format("{}{}", context, message_);
   return std::move(*this);
 }

@@ -40,7 +40,7 @@ class [[nodiscard]] status {
   /// "corrupt_data: indices.npy: ..." for logs and command-line output.
   std::string to_string() const;
   /// Prefixes the message with context ("graph dir/: ") and returns *this.
-  status&& with_context(std::string_view context) &&;
+  status with_context(std::string_view context) &&;
 
  private:
   errc code_ = errc::ok;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -176,6 +177,25 @@ status dataset_writer::write_labels(std::span<const std::int64_t> labels, std::i
 
 status dataset_writer::write_node_ids(std::span<const std::int64_t> ids) {
   return write_array("node_ids", dtype::i64, {static_cast<std::int64_t>(ids.size())}, ids.data());
+}
+
+status dataset_writer::write_node_names(const std::vector<std::string>& names) {
+  std::vector<std::int64_t> ids(names.size());
+  bool numeric = true;
+  for (std::size_t i = 0; i < names.size() && numeric; ++i) {
+    auto [p, ec] = std::from_chars(names[i].data(), names[i].data() + names[i].size(), ids[i]);
+    numeric = ec == std::errc() && p == names[i].data() + names[i].size();
+  }
+  if (numeric) return write_node_ids(ids);
+  std::string path = dir_ + "/node_names.txt";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return make_error(errc::io_error, "{}: cannot create: {}", path, std::strerror(errno));
+  bool ok = true;
+  for (const auto& n : names) ok = ok && std::fprintf(f, "%s\n", n.c_str()) > 0;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) return make_error(errc::io_error, "{}: write failed", path);
+  meta_.build["node_names"] = "node_names.txt";
+  return status::ok();
 }
 
 status dataset_writer::write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,

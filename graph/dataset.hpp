@@ -92,6 +92,8 @@ class dataset_writer {
                         const std::function<void(std::int64_t, std::int64_t, float*)>& fill);
   status write_labels(std::span<const std::int64_t> labels, std::int64_t num_classes);
   status write_node_ids(std::span<const std::int64_t> ids);
+  /// Input node names (text ids): node_ids.npy when all are integers, else node_names.txt.
+  status write_node_names(const std::vector<std::string>& names);
   status write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,
                        const std::string& seed_distribution);
   status finish();

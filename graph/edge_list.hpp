@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/status.hpp"
@@ -17,6 +18,9 @@ struct edge_list {
   std::vector<std::int64_t> src;
   std::vector<std::int64_t> dst;
   std::vector<float> weight;  // empty, or one per edge
+  /// Non-empty when the input named nodes with strings (e.g. CiteSeer's
+  /// "bradshaw97introduction"): src/dst then index this list, already dense.
+  std::vector<std::string> names;
 };
 
 enum class relabel_mode {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 
 #include "core/npy.hpp"
 #include "graph/text_reader.hpp"
@@ -19,12 +20,35 @@ bool is_comment(std::string_view line) {
   return i == std::string_view::npos || line[i] == '#' || line[i] == '%';
 }
 
+// Interns node names once an input turns out to use non-integer ids; ids read
+// before that are re-interned by their decimal text.
+struct name_table {
+  std::unordered_map<std::string, std::int64_t> index;
+  bool active = false;
+
+  std::int64_t intern(std::string_view name, edge_list& out) {
+    auto [it, inserted] = index.try_emplace(std::string(name), static_cast<std::int64_t>(out.names.size()));
+    if (inserted) out.names.emplace_back(name);
+    return it->second;
+  }
+  void activate(edge_list& out) {
+    active = true;
+    for (auto* ids : {&out.src, &out.dst})
+      for (auto& id : *ids) id = intern(std::to_string(id), out);
+  }
+};
+
 status parse_edge_line(const std::string& path, std::int64_t line_no,
-                       const std::vector<std::string_view>& f, edge_list& out) {
+                       const std::vector<std::string_view>& f, edge_list& out, name_table& names) {
   std::int64_t a = 0, b = 0;
-  if (f.size() < 2 || f.size() > 3 || !parse_number(f[0], a) || !parse_number(f[1], b))
-    return make_error(errc::invalid_argument, "{}:{}: expected 'src dst [weight]' with integer ids",
-                      path, line_no);
+  if (f.size() < 2 || f.size() > 3)
+    return make_error(errc::invalid_argument, "{}:{}: expected 'src dst [weight]', got {} fields", path,
+                      line_no, f.size());
+  if (!names.active && (!parse_number(f[0], a) || !parse_number(f[1], b))) names.activate(out);
+  if (names.active) {
+    a = names.intern(f[0], out);
+    b = names.intern(f[1], out);
+  }
   if (f.size() == 3) {
     float w = 0;
     if (!parse_number(f[2], w))
@@ -43,14 +67,17 @@ status parse_edge_line(const std::string& path, std::int64_t line_no,
 
 expected<edge_list> load_text_edges(const std::string& path, bool csv) {
   edge_list out;
+  name_table names;
   std::vector<std::string_view> fields;
+  bool first = true;
   SPINDLE_TRY(for_each_line(path, [&](std::int64_t line_no, std::string_view line) -> status {
     if (is_comment(line)) return status::ok();
     split_fields(line, fields);
     std::int64_t probe = 0;
-    if (csv && out.src.empty() && !fields.empty() && !parse_number(fields[0], probe))
-      return status::ok();  // header row
-    return parse_edge_line(path, line_no, fields, out);
+    bool header = csv && first && !fields.empty() && !parse_number(fields[0], probe);
+    first = false;
+    if (header) return status::ok();
+    return parse_edge_line(path, line_no, fields, out, names);
   }));
   return out;
 }
@@ -148,10 +175,9 @@ expected<feature_table> load_text_features(const std::string& path, bool linqs) 
       if (t.rows == 0 && !f.empty() && !parse_number(f[0], probe)) return status::ok();  // header
       return parse_feature_row(path, line_no, f, 0, f.size(), t);
     }
-    std::int64_t id = 0;
-    if (f.size() < 3 || !parse_number(f[0], id))
+    if (f.size() < 3)
       return make_error(errc::invalid_argument, "{}:{}: expected 'id features... label'", path, line_no);
-    t.ids.push_back(id);
+    t.row_names.emplace_back(f[0]);
     label_text.emplace_back(f.back());
     return parse_feature_row(path, line_no, f, 1, f.size() - 1, t);
   }));

@@ -34,7 +34,7 @@ feature_format guess_feature_format(std::string_view path);
 struct feature_table {
   std::int64_t rows = 0, cols = 0;
   std::vector<float> values;
-  std::vector<std::int64_t> ids;          // LINQS: the input node id of each row
+  std::vector<std::string> row_names;     // LINQS: the input node id (text) of each row
   std::vector<std::int64_t> labels;       // LINQS: class index of each row
   std::vector<std::string> class_names;   // LINQS: class index -> label text (sorted)
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <unordered_map>
 
 #include "core/log.hpp"
 #include "core/progress.hpp"
@@ -23,14 +24,12 @@ status write_metrics_for(dataset_writer& w, const csr_view& g, const metrics_req
 
 // LINQS content files name their nodes: keep edges whose endpoints are known,
 // renumbered to content-row order.
-std::int64_t map_to_rows(edge_list& e, const std::vector<std::int64_t>& row_ids) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (input id, row)
-  order.reserve(row_ids.size());
-  for (std::size_t r = 0; r < row_ids.size(); ++r) order.emplace_back(row_ids[r], static_cast<std::int64_t>(r));
-  std::sort(order.begin(), order.end());
+std::int64_t map_to_rows(edge_list& e, const std::vector<std::string>& row_names) {
+  std::unordered_map<std::string, std::int64_t> row_of;
+  for (std::size_t r = 0; r < row_names.size(); ++r) row_of.emplace(row_names[r], static_cast<std::int64_t>(r));
   auto lookup = [&](std::int64_t id) -> std::int64_t {
-    auto it = std::lower_bound(order.begin(), order.end(), std::pair{id, std::int64_t{-1}});
-    return it != order.end() && it->first == id ? it->second : -1;
+    auto it = row_of.find(e.names.empty() ? std::to_string(id) : e.names[id]);
+    return it == row_of.end() ? -1 : it->second;
   };
   std::size_t kept = 0;
   for (std::size_t i = 0; i < e.src.size(); ++i) {
@@ -42,14 +41,15 @@ std::int64_t map_to_rows(edge_list& e, const std::vector<std::int64_t>& row_ids)
     ++kept;
   }
   auto dropped = static_cast<std::int64_t>(e.src.size() - kept);
+  e.names.clear();
   e.src.resize(kept);
   e.dst.resize(kept);
   if (!e.weight.empty()) e.weight.resize(kept);
   return dropped;
 }
 
-status check_duplicate_ids(const std::vector<std::int64_t>& ids, const std::string& path) {
-  std::vector<std::int64_t> sorted = ids;
+status check_duplicate_ids(const std::vector<std::string>& ids, const std::string& path) {
+  std::vector<std::string> sorted = ids;
   std::sort(sorted.begin(), sorted.end());
   auto dup = std::adjacent_find(sorted.begin(), sorted.end());
   if (dup != sorted.end())
@@ -77,14 +77,16 @@ status prepare_dataset(const prepare_options& o, const std::string& out_dir, thr
     SPINDLE_ASSIGN_OR_RETURN(features, load_features(o.features, ff));
     build.relabel = relabel_mode::never;
     build.num_nodes = features.rows;
-    if (!features.ids.empty()) {
-      SPINDLE_TRY(check_duplicate_ids(features.ids, o.features));
-      std::int64_t dropped = map_to_rows(edges, features.ids);
+    if (!features.row_names.empty()) {
+      SPINDLE_TRY(check_duplicate_ids(features.row_names, o.features));
+      std::int64_t dropped = map_to_rows(edges, features.row_names);
       meta.build["edges_with_unknown_endpoint_dropped"] = std::to_string(dropped);
       if (dropped) log::warn("{}: {} edges name nodes missing from {}; dropped", o.input, dropped, o.features);
     }
   }
   std::int64_t input_edges = static_cast<std::int64_t>(edges.src.size());
+  std::vector<std::string> names = !features.row_names.empty() ? features.row_names : edges.names;
+  if (!edges.names.empty()) build.relabel = relabel_mode::never;  // interned ids are already dense
   log::info("building CSR from {} edges", input_edges);
   auto built = build_csr(std::move(edges), build, &pool);
   if (!built) return std::move(built).error().with_context(o.input + ": ");
@@ -98,7 +100,7 @@ status prepare_dataset(const prepare_options& o, const std::string& out_dir, thr
   csr_view g = built->csr.view();
   SPINDLE_TRY(w.write_graph(g));
   if (!built->original_ids.empty()) SPINDLE_TRY(w.write_node_ids(built->original_ids));
-  if (!features.ids.empty()) SPINDLE_TRY(w.write_node_ids(features.ids));
+  if (!names.empty()) SPINDLE_TRY(w.write_node_names(names));
   if (features.rows > 0)
     SPINDLE_TRY(w.write_features(features.rows, features.cols, [&](std::int64_t lo, std::int64_t hi, float* out) {
       std::copy(features.values.begin() + lo * features.cols, features.values.begin() + hi * features.cols, out);

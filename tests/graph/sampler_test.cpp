@@ -1,0 +1,139 @@
+#include "graph/sampler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "graph/rmat.hpp"
+#include "test_util.hpp"
+
+namespace spindle::graph {
+namespace {
+
+class sampler_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rmat_options r;
+    r.scale = 10;
+    r.edge_factor = 8;
+    build_options b;
+    b.undirected = true;
+    b.relabel = relabel_mode::never;
+    b.num_nodes = 1 << r.scale;
+    graph_ = build_csr(generate_rmat(r, pool_).value(), b).value().csr;
+  }
+  std::vector<std::int64_t> seeds(int n) {
+    std::vector<std::int64_t> s;
+    for (int i = 0; i < n; ++i) s.push_back((i * 37) % graph_.num_nodes);
+    return s;
+  }
+  thread_pool pool_{2};
+  csr_graph graph_;
+};
+
+bool is_neighbour(const csr_view& g, std::int64_t v, std::int64_t u) {
+  for (auto e = g.indptr[v]; e < g.indptr[v + 1]; ++e)
+    if (g.neighbour(e) == u) return true;
+  return false;
+}
+
+TEST_F(sampler_test, samples_distinct_real_neighbours_up_to_the_fanout) {
+  inline_executor ex;
+  auto g = graph_.view();
+  sample_options o{{15, 5}, false, 42};
+  auto s = ex.sample(g, seeds(64), o).value();
+  ASSERT_EQ(s.num_hops(), 2);
+  for (int k = 1; k <= 2; ++k) {
+    for (auto r = s.hop_begin(k); r < s.hop_end[k - 1]; ++r) {
+      std::int64_t v = s.nodes[r];
+      std::set<std::int64_t> picked;
+      for (auto e = s.indptr[r]; e < s.indptr[r + 1]; ++e) {
+        std::int64_t u = s.nodes[s.indices[e]];
+        EXPECT_TRUE(is_neighbour(g, v, u)) << v << " -> " << u;
+        picked.insert(u);
+      }
+      EXPECT_EQ(static_cast<std::int64_t>(picked.size()), s.indptr[r + 1] - s.indptr[r]);
+      EXPECT_EQ(s.indptr[r + 1] - s.indptr[r], std::min<std::int64_t>(g.degree(v), o.fanouts[k - 1]));
+    }
+  }
+}
+
+TEST_F(sampler_test, nodes_are_unique_and_layer_blocks_nest) {
+  inline_executor ex;
+  auto s = ex.sample(graph_.view(), seeds(32), {{10, 10}, false, 1}).value();
+  std::set<std::int64_t> unique(s.nodes.begin(), s.nodes.end());
+  EXPECT_EQ(unique.size(), s.nodes.size());
+  for (int layer = 0; layer < 2; ++layer) {
+    block_view b = s.layer_block(layer);
+    EXPECT_LE(b.num_dst, b.num_src);
+    for (auto idx : b.indices) EXPECT_LT(idx, b.num_src);
+  }
+  EXPECT_EQ(s.layer_block(1).num_dst, 32);  // output layer: the seeds
+}
+
+TEST_F(sampler_test, duplicate_seeds_share_a_local_id) {
+  inline_executor ex;
+  std::vector<std::int64_t> dup{5, 9, 5};
+  auto s = ex.sample(graph_.view(), dup, {{3}, false, 0}).value();
+  EXPECT_EQ(s.hop_end[0], 2);
+  EXPECT_EQ(s.seed_local, (std::vector<std::int32_t>{0, 1, 0}));
+}
+
+TEST_F(sampler_test, same_seed_same_sample_and_executors_agree) {
+  inline_executor inl;
+  pooled_executor pooled(pool_, 8);
+  sample_options o{{25, 10}, false, 7};
+  auto a = inl.sample(graph_.view(), seeds(512), o).value();
+  auto b = inl.sample(graph_.view(), seeds(512), o).value();
+  auto c = pooled.sample(graph_.view(), seeds(512), o).value();
+  EXPECT_EQ(a.nodes, b.nodes);
+  EXPECT_EQ(a.indices, b.indices);
+  EXPECT_EQ(a.nodes, c.nodes);
+  EXPECT_EQ(a.indptr, c.indptr);
+  EXPECT_EQ(a.indices, c.indices);
+  o.seed = 8;
+  auto d = inl.sample(graph_.view(), seeds(512), o).value();
+  EXPECT_NE(a.indices, d.indices);
+}
+
+TEST_F(sampler_test, out_of_range_seed_is_a_clear_error) {
+  inline_executor ex;
+  std::vector<std::int64_t> bad{1, 5000};
+  auto s = ex.sample(graph_.view(), bad, {});
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().message(), "seed 5000 (position 1) out of range (num_nodes=1024)");
+  EXPECT_FALSE(ex.sample(graph_.view(), bad, {{}, false, 0}).has_value());
+  EXPECT_FALSE(ex.sample(graph_.view(), std::vector<std::int64_t>{1}, {{5}, true, 0}).has_value());
+}
+
+TEST_F(sampler_test, all_neighbours_fanout_takes_every_edge) {
+  inline_executor ex;
+  std::vector<std::int64_t> one{3};
+  auto s = ex.sample(graph_.view(), one, {{-1}, false, 0}).value();
+  EXPECT_EQ(s.num_edges(), graph_.view().degree(3));
+}
+
+TEST(weighted_sampler_test, draws_by_weight_and_never_picks_zero_weight) {
+  // Node 0 has neighbours 1..4 with weights 0, 1, 1, 8.
+  edge_list e;
+  e.src = {0, 0, 0, 0};
+  e.dst = {1, 2, 3, 4};
+  e.weight = {0, 1, 1, 8};
+  build_options b;
+  b.relabel = relabel_mode::never;
+  auto g = build_csr(std::move(e), b).value().csr;
+  inline_executor ex;
+  std::vector<int> count(5, 0);
+  std::vector<std::int64_t> seed{0};
+  for (std::uint64_t t = 0; t < 4000; ++t) {
+    auto s = ex.sample(g.view(), seed, {{1}, true, t}).value();
+    ASSERT_EQ(s.num_edges(), 1);
+    count[s.nodes[s.indices[0]]]++;
+  }
+  EXPECT_EQ(count[1], 0);
+  EXPECT_NEAR(count[4] / 4000.0, 0.8, 0.03);  // 8 / (1 + 1 + 8)
+}
+
+}  // namespace
+}  // namespace spindle::graph

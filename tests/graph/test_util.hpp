@@ -1,0 +1,44 @@
+// Helpers shared by the graph tests: temporary directories and small graphs.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "graph/edge_list.hpp"
+
+namespace spindle::graph::testing {
+
+/// A fresh directory under the system temp dir, unique per process and name.
+inline std::string temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("spindle_graph_test_" + std::to_string(::getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+/// Builds a CSR from (src, dst) pairs over n nodes, keeping the edges as given.
+inline csr_graph make_graph(std::int64_t n, std::vector<std::pair<std::int64_t, std::int64_t>> edges) {
+  edge_list e;
+  for (auto [a, b] : edges) {
+    e.src.push_back(a);
+    e.dst.push_back(b);
+  }
+  build_options o;
+  o.relabel = relabel_mode::never;
+  o.num_nodes = n;
+  return build_csr(std::move(e), o).value().csr;
+}
+
+inline std::string shared_data(const std::string& rel) {
+  return std::string(SPINDLE_SHARED_DATA_DIR) + "/" + rel;
+}
+
+}  // namespace spindle::graph::testing
