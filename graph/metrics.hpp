@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/sampling.hpp"
+#include "core/huge_array.hpp"
 #include "core/progress.hpp"
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
@@ -20,8 +21,8 @@
 namespace spindle::graph {
 
 struct workload_metrics {
-  std::vector<double> psgs;      // [N] expected sampled-subgraph size per seed (seed included)
-  std::vector<double> fap;       // [N] expected accesses per request
+  huge_array<double> psgs;       // [N] expected sampled-subgraph size per seed (seed included)
+  huge_array<double> fap;        // [N] expected accesses per request
   std::vector<double> hop_mass;  // [K+1] sum_i p_k[i]: expected nodes visited at hop k
 };
 

@@ -10,11 +10,16 @@ namespace {
 constexpr std::int64_t kChunk = 1 << 16;  // edges per deterministic RNG stream
 
 // Draws one edge by descending `scale` levels of the recursive quadrant split.
+// Each 64-bit draw feeds three levels with 21 bits of resolution apiece.
 std::pair<std::int64_t, std::int64_t> draw_edge(detail::rng& r, const rmat_options& o) {
+  constexpr double kUnit = 0x1.0p-21;
   const double ab = o.a + o.b, abc = o.a + o.b + o.c;
   std::int64_t u = 0, v = 0;
+  std::uint64_t bits = 0;
   for (int level = 0; level < o.scale; ++level) {
-    double x = static_cast<double>(r.next() >> 11) * 0x1.0p-53;
+    if (level % 3 == 0) bits = r.next();
+    double x = static_cast<double>(bits & 0x1fffff) * kUnit;
+    bits >>= 21;
     int bit_u = x >= ab ? 1 : 0;
     int bit_v = (x >= o.a && x < ab) || x >= abc ? 1 : 0;
     u = (u << 1) | bit_u;

@@ -23,9 +23,9 @@ TEST(metrics_test, matches_hand_computed_tiny_graph) {
   std::vector<double> fap{7.0 / 12, 19.0 / 24, 22.0 / 24, 7.0 / 12};
   for (int i = 0; i < 4; ++i) {
     EXPECT_NEAR(m.psgs[i], psgs[i], 1e-12) << i;
-    EXPECT_NEAR(m.fap[i], fap[i], 1e-12) << i;
+    EXPECT_NEAR(m.fap[i], fap[i], 1e-7) << i;  // float32 push accumulators
   }
-  EXPECT_NEAR(m.hop_mass[1], 1.0 / 12 + 5.0 / 24 + 3.0 / 8 + 1.0 / 12, 1e-12);
+  EXPECT_NEAR(m.hop_mass[1], 1.0 / 12 + 5.0 / 24 + 3.0 / 8 + 1.0 / 12, 1e-7);
 }
 
 class metrics_rmat_test : public ::testing::Test {
@@ -54,7 +54,7 @@ TEST_F(metrics_rmat_test, total_fap_equals_seed_weighted_psgs) {
       double fap_total = std::accumulate(m.fap.begin(), m.fap.end(), 0.0);
       double expect = 0;
       for (std::int64_t i = 0; i < g.num_nodes; ++i) expect += p0[i] * m.psgs[i];
-      EXPECT_NEAR(fap_total, expect, 1e-9 * expect);
+      EXPECT_NEAR(fap_total, expect, 1e-5 * expect);  // FAP pushes through float32 accumulators
       EXPECT_NEAR(std::accumulate(m.hop_mass.begin(), m.hop_mass.end(), 0.0), fap_total, 1e-9 * expect);
     }
   }
@@ -67,7 +67,7 @@ TEST_F(metrics_rmat_test, results_do_not_depend_on_thread_count) {
   auto a = compute_metrics(g, {25, 10}, p0, one).value();
   auto b = compute_metrics(g, {25, 10}, p0, pool_).value();
   for (std::int64_t i = 0; i < g.num_nodes; ++i) {
-    EXPECT_NEAR(a.fap[i], b.fap[i], 1e-12);
+    EXPECT_NEAR(a.fap[i], b.fap[i], 1e-6 * a.fap[i] + 1e-12);  // parts differ, float32 partial sums
     EXPECT_EQ(a.psgs[i], b.psgs[i]);
   }
 }

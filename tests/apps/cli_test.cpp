@@ -1,0 +1,144 @@
+// Runs the real `spindle` binary as a user would and checks its output and
+// exit codes, including bad input and numpy compatibility of what it writes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct run_result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+run_result run(const std::string& args) {
+  std::string cmd = std::string(SPINDLE_BINARY) + " " + args + " 2>&1";
+  run_result r{-1, {}};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+run_result run_stdout(const std::string& args) {
+  std::string cmd = std::string(SPINDLE_BINARY) + " " + args + " 2>/dev/null";
+  run_result r{-1, {}};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class cli_test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string((fs::temp_directory_path() / ("spindle_cli_test_" + std::to_string(getpid()))).string());
+    fs::remove_all(*dir_);
+    fs::create_directories(*dir_);
+    auto r = run("generate --scale 9 --edge-factor 8 --feature-dim 16 --seed 3 --out " + *dir_ + "/rmat");
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string* dir_;
+};
+std::string* cli_test::dir_ = nullptr;
+
+TEST_F(cli_test, generate_prints_the_summary_table) {
+  auto r = run("generate --scale 6 --out " + *dir_ + "/small");
+  EXPECT_EQ(r.code, 0);
+  for (auto key : {"nodes", "edges", "out-degree p50/p90/p99/max", "PSGS p50/p99/max", "FAP mass in top 1% / 10%"})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
+}
+
+TEST_F(cli_test, info_json_is_machine_readable) {
+  auto r = run_stdout("info " + *dir_ + "/rmat --json --verify");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["num_nodes"], 512);
+  EXPECT_EQ(j["feature_dim"], 16);
+  EXPECT_EQ(j["metrics"]["fanouts"], nlohmann::json::array({25, 10}));
+  EXPECT_GT(j["metrics"]["psgs"]["max"].get<double>(), 1.0);
+}
+
+TEST_F(cli_test, sample_json_lists_blocks) {
+  auto r = run_stdout("sample " + *dir_ + "/rmat --seeds 1,2,3 --fanouts 5,3 --json --executor pooled");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["hop_end"].size(), 3u);
+  EXPECT_EQ(j["seed_local"], nlohmann::json::array({0, 1, 2}));
+  EXPECT_EQ(j["indices"].size(), j["num_edges"].get<std::size_t>());
+}
+
+TEST_F(cli_test, bad_input_gives_a_named_error_and_exit_code_1) {
+  auto r = run("sample " + *dir_ + "/rmat --seeds 1,99999");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("seed 99999 (position 1) out of range (num_nodes=512)"), std::string::npos) << r.out;
+  r = run("sample " + *dir_ + "/rmat --seeds 1 --fanouts 25,x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("fanouts: 'x' is not an integer"), std::string::npos) << r.out;
+  r = run("info " + *dir_ + "/does-not-exist");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("metadata.json: cannot open"), std::string::npos) << r.out;
+  r = run("prepare --input " + *dir_ + "/missing.txt --out " + *dir_ + "/x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("missing.txt: cannot open"), std::string::npos) << r.out;
+}
+
+TEST_F(cli_test, prepare_converts_snap_and_recomputes_in_place) {
+  std::ofstream(*dir_ + "/edges.txt") << "# tiny\n10 20\n20 30\n30 10\n10 30\n";
+  auto r = run("prepare --input " + *dir_ + "/edges.txt --undirected --fanouts 2 --out " + *dir_ + "/tiny");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(*dir_ + "/tiny/node_ids.npy"));
+  r = run("prepare " + *dir_ + "/tiny --fanouts 1,1 --seed-distribution degree");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(run_stdout("info " + *dir_ + "/tiny --json").out);
+  EXPECT_EQ(j["metrics"]["fanouts"], nlohmann::json::array({1, 1}));
+  EXPECT_EQ(j["metrics"]["seed_distribution"], "degree");
+}
+
+TEST_F(cli_test, every_subcommand_has_complete_help) {
+  for (auto [cmd, flag] : {std::pair{"generate", "--edge-factor"}, std::pair{"prepare", "--seed-distribution"},
+                           std::pair{"info", "--json"}, std::pair{"sample", "--fanouts"},
+                           std::pair{"devices", "--help"}}) {
+    auto r = run(std::string(cmd) + " --help");
+    EXPECT_EQ(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find(flag), std::string::npos) << cmd << "\n" << r.out;
+  }
+}
+
+TEST_F(cli_test, numpy_reads_every_array) {
+  if (!fs::exists("/usr/bin/python3") || std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0)
+    GTEST_SKIP() << "python3-numpy not installed";
+  std::string script = *dir_ + "/check.py";
+  std::ofstream(script) << "import json, sys, numpy as np\n"
+                           "d = sys.argv[1]\n"
+                           "m = json.load(open(d + '/metadata.json'))\n"
+                           "for name, r in m['arrays'].items():\n"
+                           "    a = np.load(d + '/' + r['file'], mmap_mode='r')\n"
+                           "    assert list(a.shape) == r['shape'], name\n"
+                           "    assert str(a.dtype) == r['dtype'], name\n"
+                           "ip = np.load(d + '/indptr.npy')\n"
+                           "assert ip[-1] == m['num_edges']\n"
+                           "print('ok', len(m['arrays']))\n";
+  std::string cmd = "/usr/bin/python3 " + script + " " + *dir_ + "/rmat";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
+}  // namespace
