@@ -49,7 +49,7 @@ inline double random_read_rate(std::int64_t words, double min_seconds = 0.5) {
       x ^= x << 13;
       x ^= x >> 7;
       x ^= x << 17;
-      sum += static_cast<std::uint32_t>(a[x % static_cast<std::uint64_t>(words)]);
+      sum += static_cast<std::uint32_t>(a[((x >> 32) * static_cast<std::uint64_t>(words)) >> 32]);
     }
     reads += 1 << 20;
     dt = seconds_since(t0);

@@ -15,6 +15,7 @@ struct thread_scratch {
   std::vector<std::int64_t> positions;
   std::vector<std::pair<double, std::int64_t>> keys;
   std::vector<std::int64_t> globals;
+  std::vector<std::int64_t> row_sizes;
 };
 
 thread_scratch& scratch() {
@@ -43,9 +44,12 @@ void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options
 // closes one CSR row per entry of row_sizes.
 void append_rows(std::span<const std::int64_t> globals, std::span<const std::int64_t> row_sizes,
                  detail::id_map& map, sampled_subgraph& out) {
+  constexpr std::size_t kAhead = 8;  // hash slots are random: overlap their misses
+  map.reserve(globals.size());
   std::size_t next = 0;
   for (std::int64_t size : row_sizes) {
     for (std::int64_t i = 0; i < size; ++i) {
+      if (next + kAhead < globals.size()) map.prefetch(globals[next + kAhead]);
       std::int64_t u = globals[next++];
       bool inserted;
       auto local = map.find_or_insert(u, static_cast<std::int32_t>(out.nodes.size()), inserted);
@@ -69,17 +73,30 @@ void add_seeds(std::span<const std::int64_t> seeds, detail::id_map& map, sampled
   out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
 }
 
-// One hop on the calling thread.
+// Rows are random in the graph: load row r+4's offsets and row r+2's first
+// neighbours ahead of use (their offsets were requested two rows earlier).
+void prefetch_rows(const csr_view& g, const sampled_subgraph& out, std::int64_t r, std::int64_t end) {
+  if (r + 4 < end) __builtin_prefetch(&g.indptr[out.nodes[r + 4]]);
+  if (r + 2 < end) {
+    std::int64_t e = g.indptr[out.nodes[r + 2]];
+    if (g.wide()) __builtin_prefetch(g.indices64.data() + e);
+    else __builtin_prefetch(g.indices32.data() + e);
+  }
+}
+
+// One hop on the calling thread: sample every row, then map ids in one pass.
 void sample_hop_inline(const csr_view& g, const sample_options& o, int hop, thread_scratch& s,
                        sampled_subgraph& out) {
   std::int64_t begin = out.hop_begin(hop), end = out.hop_end[hop - 1];
-  std::int64_t row_size[1];
+  s.globals.clear();
+  s.row_sizes.clear();
   for (std::int64_t r = begin; r < end; ++r) {
-    s.globals.clear();
+    prefetch_rows(g, out, r, end);
+    std::size_t before = s.globals.size();
     sample_row(g, out.nodes[r], hop, o, s, s.globals);
-    row_size[0] = static_cast<std::int64_t>(s.globals.size());
-    append_rows(s.globals, row_size, s.map, out);
+    s.row_sizes.push_back(static_cast<std::int64_t>(s.globals.size() - before));
   }
+  append_rows(s.globals, s.row_sizes, s.map, out);
 }
 
 struct chunk_result {
@@ -98,6 +115,7 @@ void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thre
     chunk_result& c = chunks[static_cast<std::size_t>((lo - begin) / grain)];
     c.row_sizes.reserve(static_cast<std::size_t>(hi - lo));
     for (std::int64_t r = lo; r < hi; ++r) {
+      prefetch_rows(g, out, r, hi);
       std::size_t before = c.globals.size();
       sample_row(g, out.nodes[r], hop, o, s, c.globals);
       c.row_sizes.push_back(static_cast<std::int64_t>(c.globals.size() - before));

@@ -41,6 +41,10 @@ class id_map {
       }
     }
   }
+  /// Hints the cache to load `key`'s home slot (for a find_or_insert soon after).
+  void prefetch(std::int64_t key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[mix64(static_cast<std::uint64_t>(key)) & (slots_.size() - 1)]);
+  }
   std::size_t size() const { return size_; }
 
  private:
