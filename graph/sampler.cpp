@@ -129,6 +129,22 @@ status validate_call(const csr_view& g, std::span<const std::int64_t> seeds, con
   return validate_seeds(g, seeds);
 }
 
+// The frame both executors share: validate, add seeds, run each hop with
+// `run_hop`, close the hop.
+template <class HopFn>
+expected<sampled_subgraph> sample_hops(const csr_view& g, std::span<const std::int64_t> seeds,
+                                       const sample_options& o, HopFn&& run_hop) {
+  SPINDLE_TRY(validate_call(g, seeds, o));
+  thread_scratch& s = scratch();
+  sampled_subgraph out;
+  add_seeds(seeds, s.map, out);
+  for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
+    run_hop(hop, s, out);
+    out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
+  }
+  return out;
+}
+
 }  // namespace
 
 block_view sampled_subgraph::layer_block(int layer) const {
@@ -160,30 +176,18 @@ status validate_sample_options(const csr_view& g, const sample_options& o) {
 
 expected<sampled_subgraph> inline_executor::sample(const csr_view& g, std::span<const std::int64_t> seeds,
                                                    const sample_options& o) {
-  SPINDLE_TRY(validate_call(g, seeds, o));
-  thread_scratch& s = scratch();
-  sampled_subgraph out;
-  add_seeds(seeds, s.map, out);
-  for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
+  return sample_hops(g, seeds, o, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
     sample_hop_inline(g, o, hop, s, out);
-    out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
-  }
-  return out;
+  });
 }
 
 expected<sampled_subgraph> pooled_executor::sample(const csr_view& g, std::span<const std::int64_t> seeds,
                                                    const sample_options& o) {
-  SPINDLE_TRY(validate_call(g, seeds, o));
-  thread_scratch& s = scratch();
-  sampled_subgraph out;
-  add_seeds(seeds, s.map, out);
-  for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
+  return sample_hops(g, seeds, o, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
     std::int64_t rows = out.hop_end[hop - 1] - out.hop_begin(hop);
     if (rows < 2 * grain_) sample_hop_inline(g, o, hop, s, out);
     else sample_hop_pooled(g, o, hop, pool_, grain_, s, out);
-    out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
-  }
-  return out;
+  });
 }
 
 }  // namespace spindle::graph

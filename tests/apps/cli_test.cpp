@@ -19,8 +19,9 @@ struct run_result {
   std::string out;  // stdout and stderr together
 };
 
-run_result run(const std::string& args) {
-  std::string cmd = std::string(SPINDLE_BINARY) + " " + args + " 2>&1";
+// Runs spindle with `args`; stderr is captured too unless `stdout_only`.
+run_result run(const std::string& args, bool stdout_only = false) {
+  std::string cmd = std::string(SPINDLE_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   run_result r{-1, {}};
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -31,17 +32,7 @@ run_result run(const std::string& args) {
   return r;
 }
 
-run_result run_stdout(const std::string& args) {
-  std::string cmd = std::string(SPINDLE_BINARY) + " " + args + " 2>/dev/null";
-  run_result r{-1, {}};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+run_result run_stdout(const std::string& args) { return run(args, true); }
 
 class cli_test : public ::testing::Test {
  protected:

@@ -30,16 +30,7 @@ TEST(metrics_test, matches_hand_computed_tiny_graph) {
 
 class metrics_rmat_test : public ::testing::Test {
  protected:
-  void SetUp() override {
-    rmat_options r;
-    r.scale = 11;
-    r.edge_factor = 8;
-    build_options b;
-    b.undirected = true;
-    b.relabel = relabel_mode::never;
-    b.num_nodes = 1 << r.scale;
-    graph_ = build_csr(generate_rmat(r, pool_).value(), b).value().csr;
-  }
+  void SetUp() override { graph_ = testing::rmat_graph(11, 8); }
   thread_pool pool_{2};
   csr_graph graph_;
 };

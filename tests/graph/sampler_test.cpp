@@ -13,16 +13,7 @@ namespace {
 
 class sampler_test : public ::testing::Test {
  protected:
-  void SetUp() override {
-    rmat_options r;
-    r.scale = 10;
-    r.edge_factor = 8;
-    build_options b;
-    b.undirected = true;
-    b.relabel = relabel_mode::never;
-    b.num_nodes = 1 << r.scale;
-    graph_ = build_csr(generate_rmat(r, pool_).value(), b).value().csr;
-  }
+  void SetUp() override { graph_ = testing::rmat_graph(10, 8); }
   std::vector<std::int64_t> seeds(int n) {
     std::vector<std::int64_t> s;
     for (int i = 0; i < n; ++i) s.push_back((i * 37) % graph_.num_nodes);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "graph/edge_list.hpp"
+#include "graph/rmat.hpp"
 
 namespace spindle::graph::testing {
 
@@ -35,6 +36,19 @@ inline csr_graph make_graph(std::int64_t n, std::vector<std::pair<std::int64_t, 
   o.relabel = relabel_mode::never;
   o.num_nodes = n;
   return build_csr(std::move(e), o).value().csr;
+}
+
+/// R-MAT graph (seed 1) with ids kept as generated; undirected by default.
+inline csr_graph rmat_graph(int scale, int edge_factor, bool undirected = true) {
+  thread_pool pool(1);
+  rmat_options r;
+  r.scale = scale;
+  r.edge_factor = edge_factor;
+  build_options b;
+  b.undirected = undirected;
+  b.relabel = relabel_mode::never;
+  b.num_nodes = std::int64_t{1} << scale;
+  return build_csr(generate_rmat(r, pool).value(), b).value().csr;
 }
 
 inline std::string shared_data(const std::string& rel) {
