@@ -78,7 +78,7 @@ expected<edge_list> load_text_edges(const std::string& path, bool csv) {
     first = false;
     if (header) return status::ok();
     return parse_edge_line(path, line_no, fields, out, names);
-  }));
+  }, true));
   return out;
 }
 
@@ -180,7 +180,7 @@ expected<feature_table> load_text_features(const std::string& path, bool linqs) 
     t.row_names.emplace_back(f[0]);
     label_text.emplace_back(f.back());
     return parse_feature_row(path, line_no, f, 1, f.size() - 1, t);
-  }));
+  }, true));
   if (linqs) {
     std::map<std::string, std::int64_t> classes;
     for (const auto& s : label_text) classes.emplace(s, 0);

@@ -4,6 +4,8 @@
 // accesses of each node's feature per request. W_k[j,u] = min(deg j, l_k)/deg j
 // for every out-neighbour u of j; m_k[j] = min(deg j, l_k). K sparse
 // matrix-vector products, O(K|E|) time, O(|V|) memory per thread.
+// The metrics model uniform sampling; for edge-weighted sampling they are the
+// uniform approximation (inclusion probabilities under A-ES have no closed form).
 // Pure functions; the pool parallelises the sweeps.
 #pragma once
 

@@ -4,12 +4,16 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+
+#include "core/progress.hpp"
 
 namespace spindle::graph {
 
 status for_each_line(const std::string& path,
-                     const std::function<status(std::int64_t, std::string_view)>& fn) {
+                     const std::function<status(std::int64_t, std::string_view)>& fn,
+                     bool show_progress) {
   std::unique_ptr<gzFile_s, decltype(&gzclose)> file(gzopen(path.c_str(), "rb"), &gzclose);
   if (!file) {
     errc code = errno == ENOENT ? errc::not_found : errc::io_error;
@@ -19,6 +23,11 @@ status for_each_line(const std::string& path,
   std::string buf(1 << 20, '\0');
   std::string carry;
   std::int64_t line_no = 0;
+  std::unique_ptr<progress> prog;
+  std::error_code ec;
+  auto file_bytes = std::filesystem::file_size(path, ec);
+  if (show_progress && !ec) prog = std::make_unique<progress>("reading " + path, file_bytes, "bytes");
+  z_off_t consumed = 0;
   for (;;) {
     int n = gzread(file.get(), buf.data(), static_cast<unsigned>(buf.size()));
     if (n < 0) {
@@ -27,6 +36,11 @@ status for_each_line(const std::string& path,
                         gzerror(file.get(), &err));
     }
     if (n == 0) break;
+    if (prog) {
+      z_off_t now = gzoffset(file.get());
+      prog->advance(static_cast<std::uint64_t>(now - consumed));
+      consumed = now;
+    }
     std::string_view chunk(buf.data(), static_cast<std::size_t>(n));
     std::size_t pos;
     while ((pos = chunk.find('\n')) != std::string_view::npos) {

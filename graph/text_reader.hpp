@@ -15,9 +15,11 @@
 namespace spindle::graph {
 
 /// Calls fn(line_number, line) for every line (1-based, without the newline).
-/// A non-ok status from fn stops the read and is returned.
+/// A non-ok status from fn stops the read and is returned. Shows a progress
+/// bar over the file's (compressed) bytes when `show_progress`.
 status for_each_line(const std::string& path,
-                     const std::function<status(std::int64_t, std::string_view)>& fn);
+                     const std::function<status(std::int64_t, std::string_view)>& fn,
+                     bool show_progress = false);
 
 /// Splits on commas, tabs and spaces (runs of blanks count once); empty fields
 /// between two commas are kept.
