@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   double rr = bench::random_read_rate(v.num_edges());
   fmt::print("2-hop [25,10] sampling, R-MAT scale {} ({} nodes, {} edges), seeds by out-degree\n", scale,
              v.num_nodes, v.num_edges());
-  fmt::print("baseline: random 4-byte reads over {} MiB (indices-sized), 1 core: {:.1f} M/s\n",
+  fmt::print("baseline: random 4-byte reads over {:.1f} MiB (indices-sized), 1 core: {:.1f} M/s\n",
              static_cast<double>(v.num_edges()) * 4 / (1 << 20), rr / 1e6);
   fmt::print("{:>8} {:>6} {:>11} {:>11} {:>13} {:>15} {:>14}\n", "executor", "batch", "p50 us", "p99 us",
              "edges/s (M)", "per core (M/s)", "vs rand read");

@@ -46,6 +46,9 @@ void append_rows(std::span<const std::int64_t> globals, std::span<const std::int
                  detail::id_map& map, sampled_subgraph& out) {
   constexpr std::size_t kAhead = 8;  // hash slots are random: overlap their misses
   map.reserve(globals.size());
+  out.indices.reserve(out.indices.size() + globals.size());
+  out.nodes.reserve(out.nodes.size() + globals.size());
+  out.indptr.reserve(out.indptr.size() + row_sizes.size());
   std::size_t next = 0;
   for (std::int64_t size : row_sizes) {
     for (std::int64_t i = 0; i < size; ++i) {
