@@ -15,7 +15,7 @@ namespace spindle::graph {
 namespace {
 
 // Maps one recorded array and checks it against its metadata record.
-expected<npy_array> open_array(const std::string& dir, const std::string& name, const array_record& r,
+expected<npy_array> open_array(const std::string& dir, const array_record& r,
                                bool verify) {
   SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(dir + "/" + r.file));
   if (a.type() != r.type)
@@ -33,7 +33,6 @@ expected<npy_array> open_array(const std::string& dir, const std::string& name, 
       return make_error(errc::corrupt_data, "{}: checksum {} does not match metadata.json ({})", r.file,
                         checksum_hex(sum), checksum_hex(r.checksum));
   }
-  (void)name;
   return a;
 }
 
@@ -70,7 +69,7 @@ expected<dataset> dataset::open(const std::string& dir, open_options options) {
     if (!m.arrays.count(required))
       return make_error(errc::corrupt_data, "{}/metadata.json: arrays.{} is missing", dir, required);
   for (const auto& [name, r] : m.arrays) {
-    auto a = open_array(dir, name, r, options.verify_checksums);
+    auto a = open_array(dir, r, options.verify_checksums);
     if (!a) return std::move(a).error().with_context(dir + "/");
     d.files_.emplace(name, std::move(*a));
   }

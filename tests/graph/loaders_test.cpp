@@ -87,17 +87,21 @@ class real_graph_test : public ::testing::Test {
   void SetUp() override {
     if (!std::filesystem::exists(shared_data("README.md"))) GTEST_SKIP() << "../shared/data not present";
   }
+  // Prepares the LINQS pair <name>/<name>.{cites,content.gz} as an undirected dataset.
+  expected<dataset> prepare_linqs(const std::string& name) {
+    prepare_options o;
+    o.input = shared_data(name + "/" + name + ".cites");
+    o.features = shared_data(name + "/" + name + ".content.gz");
+    o.build.undirected = true;
+    std::string out = temp_dir(name);
+    SPINDLE_TRY(prepare_dataset(o, out, pool_));
+    return dataset::open(out, {.verify_checksums = true});
+  }
   thread_pool pool_{1};
 };
 
 TEST_F(real_graph_test, cora_loads_with_features_and_labels) {
-  prepare_options o;
-  o.input = shared_data("cora/cora.cites");
-  o.features = shared_data("cora/cora.content.gz");
-  o.build.undirected = true;
-  std::string out = temp_dir("cora");
-  ASSERT_TRUE(prepare_dataset(o, out, pool_).is_ok());
-  auto d = dataset::open(out, {.verify_checksums = true});
+  auto d = prepare_linqs("cora");
   ASSERT_TRUE(d.has_value()) << d.error().to_string();
   EXPECT_EQ(d->num_nodes(), 2708);
   EXPECT_EQ(d->graph().num_edges(), 2 * 5278);
@@ -109,18 +113,12 @@ TEST_F(real_graph_test, cora_loads_with_features_and_labels) {
 }
 
 TEST_F(real_graph_test, citeseer_string_ids_and_unknown_endpoints) {
-  prepare_options o;
-  o.input = shared_data("citeseer/citeseer.cites");
-  o.features = shared_data("citeseer/citeseer.content.gz");
-  o.build.undirected = true;
-  std::string out = temp_dir("citeseer");
-  ASSERT_TRUE(prepare_dataset(o, out, pool_).is_ok());
-  auto d = dataset::open(out);
+  auto d = prepare_linqs("citeseer");
   ASSERT_TRUE(d.has_value()) << d.error().to_string();
   EXPECT_EQ(d->num_nodes(), 3312);
   EXPECT_EQ(d->graph().num_edges(), 2 * 4536);
   EXPECT_EQ(d->metadata().build.at("edges_with_unknown_endpoint_dropped"), "17");
-  EXPECT_TRUE(std::filesystem::exists(out + "/node_names.txt"));
+  EXPECT_TRUE(std::filesystem::exists(d->dir() + "/node_names.txt"));
 }
 
 TEST_F(real_graph_test, snap_graphs_match_their_published_counts) {
