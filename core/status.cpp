@@ -10,6 +10,8 @@ std::string_view to_string(errc code) {
     case errc::io_error: return "io_error";
     case errc::corrupt_data: return "corrupt_data";
     case errc::unsupported: return "unsupported";
+    case errc::unavailable: return "unavailable";
+    case errc::resource_exhausted: return "resource_exhausted";
     case errc::internal: return "internal";
   }
   return "unknown";

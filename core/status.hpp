@@ -20,6 +20,8 @@ enum class errc {
   io_error,          // the OS refused a read, write or map
   corrupt_data,      // stored bytes fail a header, size, bound or checksum check
   unsupported,       // a valid but unsupported value (dtype, format version)
+  unavailable,       // a peer, shard or server cannot be reached (died, timed out)
+  resource_exhausted,  // a capacity or memory budget cannot hold what was asked
   internal,          // a broken invariant inside Spindle
 };
 

@@ -1,0 +1,88 @@
+// A deployment's topology: servers, their devices and NUMA groups, the links
+// between devices and servers with bandwidth/latency figures, and a disk tier.
+// Parsed from TOML into validated plain values; safe to share read-only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::config {
+
+/// Kinds of link a feature read can cross. The placement evaluator charges a
+/// read by the link between the reader's device and the shard that holds it.
+enum class link_kind { local, nvlink, pcie, shm, upi, infiniband, ethernet, disk };
+inline constexpr int kLinkKinds = 8;
+std::string_view to_string(link_kind k);
+expected<link_kind> parse_link_kind(std::string_view text);
+
+/// Bandwidth in GB/s (1e9 bytes) and one-way latency in microseconds.
+struct link_figures {
+  double bandwidth_gbs = 0;
+  double latency_us = 0;
+  /// Microseconds to move `bytes` over this link in one batched read.
+  double cost_us(double bytes) const { return latency_us + bytes / (bandwidth_gbs * 1e3); }
+};
+
+/// Defaults from the Quiver paper (§2, §5.2): NVLink 600 GB/s, PCIe 50x slower,
+/// InfiniBand 800 Gbps, 10 Gbps Ethernet and SSDs 80x slower than InfiniBand.
+/// Latencies are not in the paper; ours are typical figures (see README).
+link_figures default_link_figures(link_kind k);
+
+enum class device_kind { cuda, process };
+std::string_view to_string(device_kind k);
+
+/// One place that holds feature rows inside a server: a CUDA device, or (on a
+/// host-only deployment) one serving process's own memory.
+struct device_spec {
+  device_kind kind = device_kind::process;
+  std::uint64_t memory_bytes = 0;  // budget for feature rows
+  int numa = 0;                    // NUMA group index within the server
+};
+
+struct server_spec {
+  std::string name;
+  std::string host = "127.0.0.1";
+  int port = 0;
+  std::uint64_t memory_bytes = 0;  // host-memory budget for feature rows (server-wide)
+  std::uint64_t disk_bytes = 0;    // disk tier budget; 0 = no disk tier
+  int numa_groups = 1;
+  std::vector<device_spec> devices;
+};
+
+/// The whole deployment. `intra` is how devices of one NUMA group reach each
+/// other (nvlink, pcie or shm); `inter` is how servers reach each other.
+struct topology {
+  std::vector<server_spec> servers;
+  std::string coordinator;  // name of the rank-0 server
+  link_kind intra = link_kind::pcie;
+  link_kind inter = link_kind::ethernet;
+  std::array<link_figures, kLinkKinds> links{};
+
+  const link_figures& figures(link_kind k) const { return links[static_cast<int>(k)]; }
+  /// True when devices of one NUMA group read each other's rows cheaply (NVLink,
+  /// or shared memory between processes), so Quiver partitions instead of replicating.
+  bool peer_links() const { return intra == link_kind::nvlink || intra == link_kind::shm; }
+  /// True when servers read each other's rows over RDMA (InfiniBand).
+  bool fast_network() const { return inter == link_kind::infiniband; }
+  std::size_t device_count() const;
+  /// A copy whose servers are `n` copies of server 0 (names s0..s{n-1}, ports
+  /// port+i): how benchmarks simulate clusters larger than an example file.
+  topology with_server_count(int n) const;
+};
+
+/// Parses and validates TOML text; `origin` names the file in error messages.
+expected<topology> parse_topology(std::string_view toml_text, std::string_view origin);
+/// Reads and parses a topology file.
+expected<topology> load_topology(const std::string& path);
+/// Checks a topology built in code; errors name the field ("server[1].device[0].numa").
+status validate(const topology& t);
+
+/// Parses "16GiB", "512 MiB", "2GB", "4096" (bytes). Errors name the value.
+expected<std::uint64_t> parse_size(std::string_view text);
+
+}  // namespace spindle::config

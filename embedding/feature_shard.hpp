@@ -1,0 +1,25 @@
+// A feature shard's contents: the rows a placement assigned to one shard, laid
+// out in the lookup table's order, written into memory the caller provides
+// (UCX-mapped memory for shards that remote readers get from). Pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/status.hpp"
+#include "sched/feature_lookup.hpp"
+
+namespace spindle::embedding {
+
+/// Bytes a shard needs for `rows` rows of `dim` float32 features.
+inline std::uint64_t shard_bytes(std::uint64_t rows, std::uint32_t dim) {
+  return rows * dim * sizeof(float);
+}
+
+/// Copies the rows of `shard` (per `lookup`) from the full [N x dim] matrix into
+/// `dst`, which must hold shard_bytes(lookup.shard_row_count(shard), dim).
+status fill_shard(const sched::feature_lookup& lookup, sched::shard_index shard,
+                  std::span<const float> features, std::uint32_t dim, std::span<std::byte> dst);
+
+}  // namespace spindle::embedding

@@ -1,0 +1,86 @@
+#include "sched/placement.hpp"
+
+#include <algorithm>
+
+#include "sched/placement/policies.hpp"
+
+namespace spindle::sched {
+
+using config::link_figures;
+using config::link_kind;
+
+std::string_view to_string(shard_tier t) {
+  switch (t) {
+    case shard_tier::device: return "device";
+    case shard_tier::host: return "host";
+    case shard_tier::disk: return "disk";
+  }
+  return "?";
+}
+
+std::vector<shard_info> enumerate_shards(const config::topology& topo, std::uint64_t row_bytes) {
+  std::vector<shard_info> out;
+  for (std::size_t s = 0; s < topo.servers.size(); ++s) {
+    const auto& srv = topo.servers[s];
+    for (std::size_t d = 0; d < srv.devices.size(); ++d)
+      out.push_back({int(s), int(d), shard_tier::device, srv.devices[d].memory_bytes / row_bytes});
+  }
+  for (std::size_t s = 0; s < topo.servers.size(); ++s)
+    if (topo.servers[s].memory_bytes > 0)
+      out.push_back({int(s), -1, shard_tier::host, topo.servers[s].memory_bytes / row_bytes});
+  for (std::size_t s = 0; s < topo.servers.size(); ++s)
+    if (topo.servers[s].disk_bytes > 0)
+      out.push_back({int(s), -1, shard_tier::disk, topo.servers[s].disk_bytes / row_bytes});
+  return out;
+}
+
+link_kind link_kind_to(const config::topology& topo, int server, int device,
+                       const shard_info& shard) {
+  if (shard.server != server) return topo.inter;
+  const auto& srv = topo.servers[server];
+  bool reader_is_cuda = device >= 0 && srv.devices[device].kind == config::device_kind::cuda;
+  switch (shard.tier) {
+    case shard_tier::disk: return link_kind::disk;
+    case shard_tier::host:
+      if (device < 0) return link_kind::local;
+      return reader_is_cuda ? link_kind::pcie : link_kind::shm;
+    case shard_tier::device: break;
+  }
+  if (shard.device == device) return link_kind::local;
+  if (device < 0)
+    return srv.devices[shard.device].kind == config::device_kind::cuda ? link_kind::pcie
+                                                                       : link_kind::shm;
+  if (srv.devices[shard.device].numa == srv.devices[device].numa) return topo.intra;
+  return link_kind::upi;
+}
+
+link_figures link_to(const config::topology& topo, int server, int device,
+                     const shard_info& shard) {
+  link_figures f = topo.figures(link_kind_to(topo, server, device, shard));
+  if (shard.server != server && shard.tier == shard_tier::disk) {
+    const link_figures& disk = topo.figures(link_kind::disk);
+    f.latency_us += disk.latency_us;
+    f.bandwidth_gbs = std::min(f.bandwidth_gbs, disk.bandwidth_gbs);
+  }
+  return f;
+}
+
+std::vector<std::uint64_t> placement_plan::shard_rows() const {
+  std::vector<std::uint64_t> out(shards.size(), 0);
+  for (std::size_t c = 0; c < lookup.num_classes(); ++c)
+    for (const auto& o : lookup.class_owners(c)) out[o.shard] += lookup.class_rows(c).size();
+  return out;
+}
+
+std::vector<std::string_view> policy_names() { return {"fap", "hash", "degree", "random"}; }
+
+expected<std::unique_ptr<placement_policy>> make_policy(std::string_view name) {
+  if (name == "fap") return make_fap_policy();
+  if (name == "hash") return make_hash_policy();
+  if (name == "degree") return make_degree_policy();
+  if (name == "random") return make_random_policy();
+  return make_error(errc::invalid_argument, "placement policy '{}': expected fap, hash, degree or random",
+                    name);
+}
+
+}  // namespace spindle::sched

@@ -1,0 +1,171 @@
+// Quiver §5.2: FAP + topology-aware placement.
+//
+// The paper's steps (i)-(v) leave two choices open; ours, tested in
+// tests/sched/placement_test.cpp:
+//  * Step (iv) "partition the most popular features, N_s per partition" would put
+//    every hot row on server 0 if partitions were contiguous ranges. We assign
+//    rows in FAP order to the server with the smallest summed FAP that has room
+//    (greedy balance), as step (v) does for GPUs.
+//  * Spare capacity (the cluster holds more than the table) replicates the
+//    hottest rows on every server: R = (sum N_s - N) / (S - 1), capped at N_s.
+//    With InfiniBand, N_s excludes disk, so cold rows go to remote memory before
+//    any disk (Fig. 8d); with Ethernet, N_s includes disk, so each server keeps
+//    hot rows locally and cold rows on its own disk (Fig. 8c).
+#include <algorithm>
+#include <limits>
+#include <queue>
+
+#include "sched/placement/policies.hpp"
+
+namespace spindle::sched {
+namespace {
+
+using detail::server_shards;
+
+struct server_capacity {
+  std::uint64_t device_tier = 0;  // rows the server's devices hold (after replication)
+  std::uint64_t host = 0;
+  std::uint64_t disk = 0;
+  std::uint64_t fast = 0;  // N_s of step (iii)
+};
+
+// Step (ii): with peer links (NVLink, or shared memory between processes) a NUMA
+// group pools its devices (G/C * N_g); without, every device replicates (N_g).
+std::uint64_t device_tier_rows(const config::topology& topo, const server_shards& ss,
+                               const std::vector<shard_info>& shards, int server) {
+  if (ss.devices.empty()) return 0;
+  const auto& srv = topo.servers[server];
+  if (!topo.peer_links()) {
+    std::uint64_t cap = std::numeric_limits<std::uint64_t>::max();
+    for (int d : ss.devices) cap = std::min(cap, shards[d].capacity_rows);
+    return cap;
+  }
+  std::vector<std::uint64_t> group(srv.numa_groups, 0);
+  for (int d : ss.devices) group[srv.devices[shards[d].device].numa] += shards[d].capacity_rows;
+  return *std::min_element(group.begin(), group.end());
+}
+
+server_capacity capacity_of(const config::topology& topo, const server_shards& ss,
+                            const std::vector<shard_info>& shards, int server) {
+  server_capacity c;
+  c.device_tier = device_tier_rows(topo, ss, shards, server);
+  c.host = ss.host >= 0 ? shards[ss.host].capacity_rows : 0;
+  c.disk = ss.disk >= 0 ? shards[ss.disk].capacity_rows : 0;
+  // Step (iii): N_s = G/C N_g + N_m (+ N_d without InfiniBand).
+  c.fast = c.device_tier + c.host + (topo.fast_network() ? 0 : c.disk);
+  return c;
+}
+
+// Greedy balance: each row goes to the candidate with the least summed FAP that
+// still has room. Returns -1 when every candidate is full.
+class balancer {
+ public:
+  explicit balancer(std::vector<std::uint64_t> room) : room_(std::move(room)), fap_(room_.size()) {
+    for (std::size_t i = 0; i < room_.size(); ++i)
+      if (room_[i] > 0) heap_.push({0.0, i});
+  }
+  int take(double fap) {
+    if (heap_.empty()) return -1;
+    auto [load, i] = heap_.top();
+    heap_.pop();
+    fap_[i] = load + fap;
+    if (--room_[i] > 0) heap_.push({fap_[i], i});
+    return int(i);
+  }
+
+ private:
+  using entry = std::pair<double, std::size_t>;
+  std::vector<std::uint64_t> room_;
+  std::vector<double> fap_;
+  std::priority_queue<entry, std::vector<entry>, std::greater<>> heap_;
+};
+
+// Step (v): the server's hottest device_tier rows go to devices (partitioned
+// within a NUMA group with peer links and replicated across groups; replicated
+// on every device without), the next rows to host memory, the rest to disk.
+void place_in_server(const config::topology& topo, const std::vector<shard_info>& shards,
+                     const server_shards& ss, const server_capacity& cap, int server,
+                     std::span<const std::uint64_t> rows, std::span<const double> fap,
+                     detail::plan_assembler& out) {
+  std::uint64_t ndev = std::min<std::uint64_t>(cap.device_tier, rows.size());
+  const auto& srv = topo.servers[server];
+  if (topo.peer_links()) {
+    for (int g = 0; g < srv.numa_groups; ++g) {
+      std::vector<int> members;
+      std::vector<std::uint64_t> room;
+      for (int d : ss.devices)
+        if (srv.devices[shards[d].device].numa == g) {
+          members.push_back(d);
+          room.push_back(shards[d].capacity_rows);
+        }
+      balancer b(std::move(room));
+      for (std::uint64_t i = 0; i < ndev; ++i) out.put(rows[i], members[b.take(fap[rows[i]])]);
+    }
+  } else {
+    for (std::uint64_t i = 0; i < ndev; ++i)
+      for (int d : ss.devices) out.put(rows[i], d);
+  }
+  std::uint64_t nhost = std::min<std::uint64_t>(cap.host, rows.size() - ndev);
+  for (std::uint64_t i = ndev; i < ndev + nhost; ++i) out.put(rows[i], ss.host);
+  for (std::uint64_t i = ndev + nhost; i < rows.size(); ++i) out.put(rows[i], ss.disk);
+}
+
+class fap_policy final : public placement_policy {
+ public:
+  std::string_view name() const override { return "fap"; }
+
+  expected<placement_plan> place(const config::topology& topo,
+                                 const placement_input& in) const override {
+    const std::uint64_t n = in.fap.size();
+    auto shards = enumerate_shards(topo, in.row_bytes);
+    auto index = detail::index_shards(topo, shards);
+    const int S = int(topo.servers.size());
+    std::vector<server_capacity> cap;
+    std::uint64_t total = 0, min_fast = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t disk_total = 0;
+    for (int s = 0; s < S; ++s) {
+      cap.push_back(capacity_of(topo, index[s], shards, s));
+      total += cap[s].fast;
+      min_fast = std::min(min_fast, cap[s].fast);
+      disk_total += topo.fast_network() ? cap[s].disk : 0;
+    }
+    if (total + disk_total < n) return detail::capacity_error(n, total + disk_total, in.row_bytes);
+    auto order = detail::rank_descending(in.fap);  // step (i)
+
+    // Step (iv), inter-server: replicate the hottest R rows everywhere, then
+    // balance the rest over servers' fast tiers, then (InfiniBand) over disks.
+    std::uint64_t replicate = 0;
+    if (S > 1 && total > n) replicate = std::min(min_fast, (total - n) / std::uint64_t(S - 1));
+    replicate = std::min(replicate, n);
+    std::vector<std::vector<std::uint64_t>> fast_rows(S), disk_rows(S);
+    std::vector<std::uint64_t> room(S), disk_room(S);
+    for (int s = 0; s < S; ++s) {
+      fast_rows[s].assign(order.begin(), order.begin() + replicate);
+      room[s] = cap[s].fast - replicate;
+      disk_room[s] = topo.fast_network() ? cap[s].disk : 0;
+    }
+    balancer fast(room), slow(disk_room);
+    for (std::uint64_t r = replicate; r < n; ++r) {
+      std::uint64_t v = order[r];
+      if (int s = fast.take(in.fap[v]); s >= 0) {
+        fast_rows[s].push_back(v);
+      } else if (int d = slow.take(in.fap[v]); d >= 0) {
+        disk_rows[d].push_back(v);
+      } else {
+        return detail::capacity_error(n, total + disk_total, in.row_bytes);
+      }
+    }
+    detail::plan_assembler out(n, shards);
+    for (int s = 0; s < S; ++s) {
+      place_in_server(topo, shards, index[s], cap[s], s, fast_rows[s], in.fap, out);
+      for (std::uint64_t v : disk_rows[s]) out.put(v, index[s].disk);
+    }
+    return std::move(out).finish("fap", in.row_bytes);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<placement_policy> make_fap_policy() { return std::make_unique<fap_policy>(); }
+
+}  // namespace spindle::sched

@@ -1,0 +1,322 @@
+#include "transport/ucx/ucx.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include <ucp/api/ucp.h>
+
+namespace spindle::transport::ucx {
+namespace {
+
+status ucx_error(ucs_status_t s, std::string_view what) {
+  errc code = s == UCS_ERR_CONNECTION_RESET || s == UCS_ERR_ENDPOINT_TIMEOUT ||
+                      s == UCS_ERR_UNREACHABLE || s == UCS_ERR_CANCELED || s == UCS_ERR_TIMED_OUT
+                  ? errc::unavailable
+                  : errc::io_error;
+  return make_error(code, "{}: {}", what, ucs_status_string(s));
+}
+
+ucp_context_h ctx_of(void* p) { return static_cast<ucp_context_h>(p); }
+
+}  // namespace
+
+// ---- context -------------------------------------------------------------
+
+expected<context> context::create() {
+  ucp_config_t* config = nullptr;
+  if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
+    return ucx_error(s, "ucp_config_read");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  ucp_context_h handle = nullptr;
+  ucs_status_t s = ucp_init(&params, config, &handle);
+  ucp_config_release(config);
+  if (s != UCS_OK) return ucx_error(s, "ucp_init");
+  context c;
+  c.handle_ = handle;
+  return c;
+}
+
+context::context(context&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+context& context::operator=(context&& o) noexcept {
+  std::swap(handle_, o.handle_);
+  return *this;
+}
+context::~context() {
+  if (handle_) ucp_cleanup(ctx_of(handle_));
+}
+
+std::string context::transports() const {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  if (!f) return "?";
+  ucp_context_print_info(ctx_of(handle_), f);
+  std::fclose(f);
+  std::string text(buf, len);
+  std::free(buf);
+  return text;
+}
+
+// ---- worker --------------------------------------------------------------
+
+struct worker::state {
+  ucp_worker_h handle = nullptr;
+  std::map<unsigned, am_handler> handlers;
+  ~state() {
+    if (handle) ucp_worker_destroy(handle);
+  }
+};
+
+worker::worker(std::unique_ptr<state> s) : s_(std::move(s)) {}
+worker::worker(worker&&) noexcept = default;
+worker& worker::operator=(worker&&) noexcept = default;
+worker::~worker() = default;
+void* worker::native() const { return s_->handle; }
+
+expected<worker> worker::create(const context& ctx) {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  // One owner thread per worker (see the header); signal() is thread-safe anyway.
+  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  auto s = std::make_unique<state>();
+  if (ucs_status_t st = ucp_worker_create(ctx_of(ctx.native()), &params, &s->handle);
+      st != UCS_OK)
+    return ucx_error(st, "ucp_worker_create");
+  return worker(std::move(s));
+}
+
+expected<std::vector<std::uint8_t>> worker::address() const {
+  ucp_address_t* addr = nullptr;
+  size_t len = 0;
+  if (ucs_status_t st = ucp_worker_get_address(s_->handle, &addr, &len); st != UCS_OK)
+    return ucx_error(st, "ucp_worker_get_address");
+  auto* p = reinterpret_cast<const std::uint8_t*>(addr);
+  std::vector<std::uint8_t> out(p, p + len);
+  ucp_worker_release_address(s_->handle, addr);
+  return out;
+}
+
+bool worker::progress() { return ucp_worker_progress(s_->handle) != 0; }
+
+void worker::wait() {
+  ucs_status_t st = ucp_worker_arm(s_->handle);
+  if (st == UCS_OK) ucp_worker_wait(s_->handle);  // UCS_ERR_BUSY: events are pending
+}
+
+void worker::signal() { ucp_worker_signal(s_->handle); }
+
+status worker::wait_request(void* request, int timeout_ms, std::string_view what) {
+  auto ptr = static_cast<ucs_status_ptr_t>(request);
+  if (ptr == nullptr) return status::ok();
+  if (UCS_PTR_IS_ERR(ptr)) return ucx_error(UCS_PTR_STATUS(ptr), what);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  ucs_status_t st;
+  for (unsigned spins = 0; (st = ucp_request_check_status(ptr)) == UCS_INPROGRESS; ++spins) {
+    ucp_worker_progress(s_->handle);
+    if ((spins & 1023) == 1023 && std::chrono::steady_clock::now() > deadline) {
+      ucp_request_cancel(s_->handle, ptr);
+      ucp_request_free(ptr);
+      return make_error(errc::unavailable, "{}: no completion within {} ms", what, timeout_ms);
+    }
+  }
+  ucp_request_free(ptr);
+  return st == UCS_OK ? status::ok() : ucx_error(st, what);
+}
+
+namespace {
+ucs_status_t am_trampoline(void* arg, const void* /*header*/, size_t /*header_length*/, void* data,
+                           size_t length, const ucp_am_recv_param_t* param) {
+  auto* handler = static_cast<worker::am_handler*>(arg);
+  // Payloads beyond the eager limit arrive as rendezvous descriptors; Spindle's
+  // control messages are small, so those are dropped with a log-free status.
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return UCS_ERR_UNSUPPORTED;
+  (*handler)(std::span<const std::byte>(static_cast<const std::byte*>(data), length));
+  return UCS_OK;
+}
+}  // namespace
+
+status worker::set_am_handler(unsigned id, am_handler handler) {
+  auto& slot = s_->handlers[id];
+  slot = std::move(handler);
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                 UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.cb = am_trampoline;
+  p.arg = &slot;
+  if (ucs_status_t st = ucp_worker_set_am_recv_handler(s_->handle, &p); st != UCS_OK)
+    return ucx_error(st, "ucp_worker_set_am_recv_handler");
+  return status::ok();
+}
+
+// ---- endpoint ------------------------------------------------------------
+
+struct endpoint::state {
+  worker* owner = nullptr;
+  ucp_ep_h handle = nullptr;
+  bool failed = false;
+  ~state() {
+    if (!handle) return;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(handle, &p);
+    (void)owner->wait_request(req, 2000, "ucp_ep_close_nbx");
+  }
+};
+
+namespace {
+void on_ep_error(void* arg, ucp_ep_h, ucs_status_t) { *static_cast<bool*>(arg) = true; }
+}  // namespace
+
+endpoint::endpoint(std::unique_ptr<state> s) : s_(std::move(s)) {}
+endpoint::endpoint(endpoint&&) noexcept = default;
+endpoint& endpoint::operator=(endpoint&&) noexcept = default;
+endpoint::~endpoint() = default;
+void* endpoint::native() const { return s_->handle; }
+worker& endpoint::owner() const { return *s_->owner; }
+bool endpoint::failed() const { return s_->failed; }
+
+expected<endpoint> endpoint::connect(worker& w, std::span<const std::uint8_t> peer_address) {
+  auto s = std::make_unique<state>();
+  s->owner = &w;
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = on_ep_error;
+  p.err_handler.arg = &s->failed;
+  if (ucs_status_t st = ucp_ep_create(static_cast<ucp_worker_h>(w.native()), &p, &s->handle);
+      st != UCS_OK)
+    return ucx_error(st, "ucp_ep_create");
+  return endpoint(std::move(s));
+}
+
+status endpoint::flush(int timeout_ms) {
+  if (s_->failed) return make_error(errc::unavailable, "endpoint: peer is unreachable");
+  ucp_request_param_t p{};
+  void* req = ucp_ep_flush_nbx(s_->handle, &p);
+  SPINDLE_TRY(s_->owner->wait_request(req, timeout_ms, "ucp_ep_flush_nbx"));
+  if (s_->failed) return make_error(errc::unavailable, "endpoint: peer is unreachable");
+  return status::ok();
+}
+
+status endpoint::send_am(unsigned id, std::span<const std::byte> payload, int timeout_ms) {
+  if (s_->failed) return make_error(errc::unavailable, "endpoint: peer is unreachable");
+  ucp_request_param_t p{};
+  void* req = ucp_am_send_nbx(s_->handle, id, nullptr, 0, payload.data(), payload.size(), &p);
+  return s_->owner->wait_request(req, timeout_ms, "ucp_am_send_nbx");
+}
+
+// ---- memory --------------------------------------------------------------
+
+expected<mapped_memory> mapped_memory::allocate(const context& ctx, std::size_t bytes) {
+  if (bytes == 0) return make_error(errc::invalid_argument, "ucp_mem_map: zero-byte region");
+  ucp_mem_map_params_t p{};
+  p.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  p.length = bytes;
+  p.flags = UCP_MEM_MAP_ALLOCATE;
+  ucp_mem_h memh = nullptr;
+  if (ucs_status_t st = ucp_mem_map(ctx_of(ctx.native()), &p, &memh); st != UCS_OK)
+    return ucx_error(st, fmt::format("ucp_mem_map({} bytes)", bytes));
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+  if (ucs_status_t st = ucp_mem_query(memh, &attr); st != UCS_OK) {
+    ucp_mem_unmap(ctx_of(ctx.native()), memh);
+    return ucx_error(st, "ucp_mem_query");
+  }
+  mapped_memory m;
+  m.ctx_ = ctx.native();
+  m.memh_ = memh;
+  m.data_ = static_cast<std::byte*>(attr.address);
+  m.size_ = bytes;
+  return m;
+}
+
+mapped_memory::mapped_memory(mapped_memory&& o) noexcept
+    : ctx_(std::exchange(o.ctx_, nullptr)),
+      memh_(std::exchange(o.memh_, nullptr)),
+      data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)) {}
+mapped_memory& mapped_memory::operator=(mapped_memory&& o) noexcept {
+  std::swap(ctx_, o.ctx_);
+  std::swap(memh_, o.memh_);
+  std::swap(data_, o.data_);
+  std::swap(size_, o.size_);
+  return *this;
+}
+mapped_memory::~mapped_memory() {
+  if (memh_) ucp_mem_unmap(ctx_of(ctx_), static_cast<ucp_mem_h>(memh_));
+}
+
+expected<std::vector<std::uint8_t>> mapped_memory::pack_rkey() const {
+  void* buf = nullptr;
+  size_t len = 0;
+  if (ucs_status_t st = ucp_rkey_pack(ctx_of(ctx_), static_cast<ucp_mem_h>(memh_), &buf, &len);
+      st != UCS_OK)
+    return ucx_error(st, "ucp_rkey_pack");
+  auto* p = static_cast<const std::uint8_t*>(buf);
+  std::vector<std::uint8_t> out(p, p + len);
+  ucp_rkey_buffer_release(buf);
+  return out;
+}
+
+expected<region_descriptor> describe(const worker& w, const mapped_memory& memory) {
+  region_descriptor d;
+  SPINDLE_ASSIGN_OR_RETURN(d.worker_address, w.address());
+  SPINDLE_ASSIGN_OR_RETURN(d.rkey, memory.pack_rkey());
+  d.base = reinterpret_cast<std::uint64_t>(memory.data());
+  d.length = memory.size();
+  return d;
+}
+
+// ---- remote region -------------------------------------------------------
+
+remote_region::remote_region(endpoint ep, void* rkey, std::uint64_t base, std::uint64_t length,
+                             int timeout)
+    : ep_(std::move(ep)), rkey_(rkey), base_(base), length_(length), timeout_ms_(timeout) {}
+
+remote_region::~remote_region() {
+  if (rkey_) ucp_rkey_destroy(static_cast<ucp_rkey_h>(rkey_));
+}
+
+expected<std::unique_ptr<remote_region>> remote_region::attach(worker& w,
+                                                               const region_descriptor& d,
+                                                               int timeout_ms) {
+  SPINDLE_ASSIGN_OR_RETURN(auto ep, endpoint::connect(w, d.worker_address));
+  ucp_rkey_h rkey = nullptr;
+  if (ucs_status_t st =
+          ucp_ep_rkey_unpack(static_cast<ucp_ep_h>(ep.native()), d.rkey.data(), &rkey);
+      st != UCS_OK)
+    return ucx_error(st, "ucp_ep_rkey_unpack");
+  return std::unique_ptr<remote_region>(
+      new remote_region(std::move(ep), rkey, d.base, d.length, timeout_ms));
+}
+
+status remote_region::read(std::span<const read_op> ops) {
+  if (ep_.failed()) return make_error(errc::unavailable, "remote region: owner is unreachable");
+  auto* ep = static_cast<ucp_ep_h>(ep_.native());
+  auto* w = static_cast<ucp_worker_h>(ep_.owner().native());
+  ucp_request_param_t p{};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const read_op& op = ops[i];
+    if (op.offset + op.bytes > length_)
+      return make_error(errc::invalid_argument, "remote read [{}, +{}) beyond region of {} bytes",
+                        op.offset, op.bytes, length_);
+    ucs_status_ptr_t req =
+        ucp_get_nbx(ep, op.dst, op.bytes, base_ + op.offset, static_cast<ucp_rkey_h>(rkey_), &p);
+    if (UCS_PTR_IS_ERR(req)) return ucx_error(UCS_PTR_STATUS(req), "ucp_get_nbx");
+    // Completion is observed once, by the flush below (one wait per batch).
+    if (req != nullptr) ucp_request_free(req);
+    if ((i & 255) == 255) ucp_worker_progress(w);
+  }
+  return ep_.flush(timeout_ms_);
+}
+
+}  // namespace spindle::transport::ucx

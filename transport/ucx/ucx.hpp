@@ -1,0 +1,147 @@
+// A small RAII wrapper over UCX UCP: context, worker, endpoint, memory allocated
+// and registered through UCX, remote keys, batched one-sided gets and active
+// messages. UCX types stay inside transport/. Each worker has exactly one owner
+// thread (stated by whoever creates it); only worker::signal may be called from
+// another thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/batched_read.hpp"
+#include "core/status.hpp"
+
+namespace spindle::transport::ucx {
+
+/// The UCP context: one per process. Enables RMA, active messages and wakeup.
+class context {
+ public:
+  static expected<context> create();
+  context(context&&) noexcept;
+  context& operator=(context&&) noexcept;
+  ~context();
+  void* native() const { return handle_; }
+  /// The transports UCX chose, as "posix/memory, tcp/lo, ..." for logs.
+  std::string transports() const;
+
+ private:
+  context() = default;
+  void* handle_ = nullptr;
+};
+
+/// One UCP worker. Progress, address and endpoints go through its single owner.
+class worker {
+ public:
+  using am_handler = std::function<void(std::span<const std::byte> payload)>;
+
+  static expected<worker> create(const context& ctx);
+  worker(worker&&) noexcept;
+  worker& operator=(worker&&) noexcept;
+  ~worker();
+  void* native() const;
+
+  /// The packed worker address a peer passes to endpoint::connect.
+  expected<std::vector<std::uint8_t>> address() const;
+  /// Runs one round of progress; returns true when something happened.
+  bool progress();
+  /// Blocks until an event arrives or signal() is called (uses ucp_worker_arm).
+  void wait();
+  /// Wakes a thread blocked in wait(); safe from any thread.
+  void signal();
+  /// Waits for a UCX request (a ucs_status_ptr_t) to finish, progressing the
+  /// worker, and frees it; gives up after `timeout_ms` with errc::unavailable.
+  status wait_request(void* request, int timeout_ms, std::string_view what);
+  /// Registers `handler` for active messages with `id` (payload eager or rndv).
+  status set_am_handler(unsigned id, am_handler handler);
+
+ private:
+  struct state;
+  explicit worker(std::unique_ptr<state> s);
+  std::unique_ptr<state> s_;
+};
+
+/// An endpoint to a peer worker, with peer-failure detection: once the peer is
+/// gone, failed() is true and operations return errc::unavailable.
+class endpoint {
+ public:
+  static expected<endpoint> connect(worker& w, std::span<const std::uint8_t> peer_address);
+  endpoint(endpoint&&) noexcept;
+  endpoint& operator=(endpoint&&) noexcept;
+  ~endpoint();
+  void* native() const;
+  worker& owner() const;
+  bool failed() const;
+  /// Waits until every operation issued on this endpoint completed.
+  status flush(int timeout_ms);
+  /// Sends an active message and waits for local completion.
+  status send_am(unsigned id, std::span<const std::byte> payload, int timeout_ms);
+
+ private:
+  struct state;
+  explicit endpoint(std::unique_ptr<state> s);
+  std::unique_ptr<state> s_;
+};
+
+/// Memory allocated by UCX (UCP_MEM_MAP_ALLOCATE) and registered for one-sided
+/// access; on one host the shared-memory transports then serve gets without the
+/// owner's worker taking part.
+class mapped_memory {
+ public:
+  static expected<mapped_memory> allocate(const context& ctx, std::size_t bytes);
+  mapped_memory(mapped_memory&&) noexcept;
+  mapped_memory& operator=(mapped_memory&&) noexcept;
+  ~mapped_memory();
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  /// The packed remote key a reader unpacks with remote_region::attach.
+  expected<std::vector<std::uint8_t>> pack_rkey() const;
+
+ private:
+  mapped_memory() = default;
+  void* ctx_ = nullptr;
+  void* memh_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// What a reader needs to get from a region: published through the control plane.
+struct region_descriptor {
+  std::vector<std::uint8_t> worker_address;
+  std::vector<std::uint8_t> rkey;
+  std::uint64_t base = 0;
+  std::uint64_t length = 0;
+
+  /// Hex text, one line, for pipes, files and CAF strings.
+  std::string encode() const;
+  static expected<region_descriptor> decode(std::string_view text);
+};
+
+/// A descriptor for `memory`, owned by `w`.
+expected<region_descriptor> describe(const worker& w, const mapped_memory& memory);
+
+/// A remote region read by one-sided gets through an endpoint of the reader's
+/// worker. read() issues every get, then flushes once; the reader's thread owns
+/// the worker while it runs.
+class remote_region final : public batched_reader {
+ public:
+  static expected<std::unique_ptr<remote_region>> attach(worker& w, const region_descriptor& d,
+                                                         int timeout_ms = 10'000);
+  ~remote_region() override;
+  std::uint64_t size() const override { return length_; }
+  status read(std::span<const read_op> ops) override;
+
+ private:
+  remote_region(endpoint ep, void* rkey, std::uint64_t base, std::uint64_t length, int timeout);
+  endpoint ep_;
+  void* rkey_ = nullptr;
+  std::uint64_t base_ = 0;
+  std::uint64_t length_ = 0;
+  int timeout_ms_ = 0;
+};
+
+}  // namespace spindle::transport::ucx
