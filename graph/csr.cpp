@@ -71,4 +71,12 @@ status validate_csr(const csr_view& g) {
   return validate_weights(g);
 }
 
+std::vector<std::int64_t> in_degrees(const csr_view& g) {
+  std::vector<std::int64_t> deg(g.num_nodes, 0);
+  with_indices(g, [&](auto idx) {
+    for (auto v : idx) ++deg[v];
+  });
+  return deg;
+}
+
 }  // namespace spindle::graph

@@ -55,4 +55,7 @@ inline bool needs_wide_indices(std::int64_t num_nodes) { return num_nodes >= (st
 /// file and position, e.g. "indices.npy: indices[1234]=99999 out of range (num_nodes=5000)".
 status validate_csr(const csr_view& g);
 
+/// How many times each node appears as a neighbour (its in-degree).
+std::vector<std::int64_t> in_degrees(const csr_view& g);
+
 }  // namespace spindle::graph

@@ -1,0 +1,116 @@
+#include "config/topology.hpp"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+namespace spindle::config {
+namespace {
+
+constexpr const char* kMinimal = R"(
+[[server]]
+name = "a"
+memory = "1GiB"
+)";
+
+expected<topology> parse(std::string text) { return parse_topology(text, "t.toml"); }
+
+std::string error_of(std::string text) {
+  auto t = parse(std::move(text));
+  EXPECT_FALSE(t.has_value());
+  return t ? "" : t.error().message();
+}
+
+TEST(topology_test, link_kind_names_round_trip) {
+  for (int k = 0; k < kLinkKinds; ++k) {
+    auto parsed = parse_link_kind(to_string(link_kind(k)));
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(*parsed, link_kind(k));
+  }
+  EXPECT_FALSE(parse_link_kind("carrier-pigeon").has_value());
+}
+
+TEST(topology_test, minimal_file_gets_defaults) {
+  auto t = parse(kMinimal);
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  EXPECT_EQ(t->servers.size(), 1u);
+  EXPECT_EQ(t->servers[0].memory_bytes, 1ull << 30);
+  EXPECT_EQ(t->coordinator, "a");
+  EXPECT_EQ(t->intra, link_kind::pcie);
+  EXPECT_EQ(t->inter, link_kind::ethernet);
+  EXPECT_DOUBLE_EQ(t->figures(link_kind::nvlink).bandwidth_gbs, 600.0);
+  EXPECT_DOUBLE_EQ(t->figures(link_kind::infiniband).bandwidth_gbs, 100.0);
+}
+
+TEST(topology_test, link_figures_are_overridable) {
+  auto t = parse(std::string(kMinimal) + "[links]\ninter = \"infiniband\"\n[links.infiniband]\n"
+                                         "bandwidth_gbs = 25.0\nlatency_us = 3.5\n");
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  EXPECT_TRUE(t->fast_network());
+  EXPECT_DOUBLE_EQ(t->figures(link_kind::infiniband).bandwidth_gbs, 25.0);
+  EXPECT_DOUBLE_EQ(t->figures(link_kind::infiniband).latency_us, 3.5);
+}
+
+TEST(topology_test, replicas_expand_servers_with_distinct_names_and_ports) {
+  auto t = parse("[[server]]\nname = \"g\"\nport = 7000\nreplicas = 3\nmemory = 10\n");
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  ASSERT_EQ(t->servers.size(), 3u);
+  EXPECT_EQ(t->servers[2].name, "g-2");
+  EXPECT_EQ(t->servers[2].port, 7002);
+}
+
+TEST(topology_test, rejects_impossible_configs_naming_the_field) {
+  EXPECT_NE(error_of("coordinator = \"zz\"\n" + std::string(kMinimal)).find("coordinator = 'zz': unknown server"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemory = -5\n").find("server[0].memory = -5 is negative"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nnuma_groups = 3\n[[server.device]]\nmemory = 1\n")
+                .find("numa_groups = 3 is larger than the server's 1 devices"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\n[[server.device]]\nmemory = 1\nnuma = 2\n")
+                .find("device[0].numa = 2"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "[[server]]\nname = \"a\"\nmemory = 1\n").find("used twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "[links]\nintra = \"ethernet\"\n").find("links.intra"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "[links.pcie]\nbandwidth_gbs = 0.0\n")
+                .find("links.pcie.bandwidth_gbs = 0"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemroy = 1\n").find("unknown field 'memroy'"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemory = \"3 parsecs\"\n").find("unknown unit"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[server]\n").find("t.toml:1"), std::string::npos);
+}
+
+TEST(topology_test, sizes_parse_with_binary_and_decimal_units) {
+  EXPECT_EQ(*parse_size("4096"), 4096u);
+  EXPECT_EQ(*parse_size("2 KiB"), 2048u);
+  EXPECT_EQ(*parse_size("1.5GiB"), 1610612736u);
+  EXPECT_EQ(*parse_size("3GB"), 3000000000u);
+  EXPECT_FALSE(parse_size("GiB").has_value());
+}
+
+TEST(topology_test, every_example_topology_loads) {
+  int seen = 0;
+  for (const auto& e : std::filesystem::directory_iterator(SPINDLE_SOURCE_DIR "/examples")) {
+    auto name = e.path().filename().string();
+    if (name.rfind("topology-", 0) != 0) continue;
+    auto t = load_topology(e.path().string());
+    EXPECT_TRUE(t.has_value()) << name << ": " << t.error().to_string();
+    ++seen;
+  }
+  EXPECT_GE(seen, 7);
+}
+
+TEST(topology_test, with_server_count_copies_server_zero) {
+  auto t = parse(kMinimal);
+  ASSERT_TRUE(t.has_value());
+  auto big = t->with_server_count(32);
+  EXPECT_EQ(big.servers.size(), 32u);
+  EXPECT_TRUE(validate(big).is_ok());
+}
+
+}  // namespace
+}  // namespace spindle::config
