@@ -25,10 +25,17 @@ ucp_context_h ctx_of(void* p) { return static_cast<ucp_context_h>(p); }
 
 // ---- context -------------------------------------------------------------
 
-expected<context> context::create() {
+expected<context> context::create(std::string_view transports) {
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
     return ucx_error(s, "ucp_config_read");
+  if (!transports.empty()) {
+    std::string tls(transports);
+    if (ucs_status_t s = ucp_config_modify(config, "TLS", tls.c_str()); s != UCS_OK) {
+      ucp_config_release(config);
+      return ucx_error(s, fmt::format("UCX_TLS={}", tls));
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -119,7 +126,8 @@ status worker::wait_request(void* request, int timeout_ms, std::string_view what
   for (unsigned spins = 0; (st = ucp_request_check_status(ptr)) == UCS_INPROGRESS; ++spins) {
     ucp_worker_progress(s_->handle);
     if ((spins & 1023) == 1023 && std::chrono::steady_clock::now() > deadline) {
-      ucp_request_cancel(s_->handle, ptr);
+      // UCX 1.13 cannot cancel RMA/flush requests; release it and let the
+      // caller treat the peer as unreachable.
       ucp_request_free(ptr);
       return make_error(errc::unavailable, "{}: no completion within {} ms", what, timeout_ms);
     }
@@ -161,7 +169,9 @@ struct endpoint::state {
   ucp_ep_h handle = nullptr;
   bool failed = false;
   ~state() {
-    if (!handle) return;
+    // Closing an endpoint whose peer never answered trips an assertion inside
+    // UCX 1.13 (pending wireup); such endpoints are released with their worker.
+    if (!handle || failed) return;
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -182,14 +192,15 @@ void* endpoint::native() const { return s_->handle; }
 worker& endpoint::owner() const { return *s_->owner; }
 bool endpoint::failed() const { return s_->failed; }
 
-expected<endpoint> endpoint::connect(worker& w, std::span<const std::uint8_t> peer_address) {
+expected<endpoint> endpoint::connect(worker& w, std::span<const std::uint8_t> peer_address,
+                                     bool detect_peer_failure) {
   auto s = std::make_unique<state>();
   s->owner = &w;
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
   p.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_mode = detect_peer_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   p.err_handler.cb = on_ep_error;
   p.err_handler.arg = &s->failed;
   if (ucs_status_t st = ucp_ep_create(static_cast<ucp_worker_h>(w.native()), &p, &s->handle);
@@ -202,7 +213,10 @@ status endpoint::flush(int timeout_ms) {
   if (s_->failed) return make_error(errc::unavailable, "endpoint: peer is unreachable");
   ucp_request_param_t p{};
   void* req = ucp_ep_flush_nbx(s_->handle, &p);
-  SPINDLE_TRY(s_->owner->wait_request(req, timeout_ms, "ucp_ep_flush_nbx"));
+  if (status st = s_->owner->wait_request(req, timeout_ms, "ucp_ep_flush_nbx"); !st) {
+    s_->failed = true;
+    return st;
+  }
   if (s_->failed) return make_error(errc::unavailable, "endpoint: peer is unreachable");
   return status::ok();
 }

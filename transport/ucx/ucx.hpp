@@ -21,7 +21,8 @@ namespace spindle::transport::ucx {
 /// The UCP context: one per process. Enables RMA, active messages and wakeup.
 class context {
  public:
-  static expected<context> create();
+  /// `transports` overrides UCX_TLS ("shm,self", "tcp"); empty keeps UCX's choice.
+  static expected<context> create(std::string_view transports = {});
   context(context&&) noexcept;
   context& operator=(context&&) noexcept;
   ~context();
@@ -65,11 +66,15 @@ class worker {
   std::unique_ptr<state> s_;
 };
 
-/// An endpoint to a peer worker, with peer-failure detection: once the peer is
-/// gone, failed() is true and operations return errc::unavailable.
+/// An endpoint to a peer worker. With `detect_peer_failure`, UCX's peer error
+/// handling is on: failed() turns true when the peer dies, but UCX 1.13 then
+/// routes gets through transports that need the peer's worker to progress. Without
+/// it (the default for reads), shared-memory gets are truly one-sided and a dead
+/// peer shows up as a completion timeout (errc::unavailable) or a transport error.
 class endpoint {
  public:
-  static expected<endpoint> connect(worker& w, std::span<const std::uint8_t> peer_address);
+  static expected<endpoint> connect(worker& w, std::span<const std::uint8_t> peer_address,
+                                    bool detect_peer_failure = false);
   endpoint(endpoint&&) noexcept;
   endpoint& operator=(endpoint&&) noexcept;
   ~endpoint();
