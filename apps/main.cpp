@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   apps::register_info(app, g);
   apps::register_sample(app, g);
   apps::register_devices(app, g);
+  apps::register_place(app, g);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

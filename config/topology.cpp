@@ -1,5 +1,6 @@
 #include "config/topology.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -12,7 +13,7 @@ namespace spindle::config {
 namespace {
 
 constexpr std::array<std::string_view, kLinkKinds> kLinkNames = {
-    "local", "nvlink", "pcie", "shm", "upi", "infiniband", "ethernet", "disk"};
+    "local", "nvlink", "pcie", "shm", "upi", "infiniband", "ethernet", "disk", "remote_disk"};
 
 status reject_unknown_keys(const toml::table& t, std::initializer_list<std::string_view> known,
                            std::string_view where) {
@@ -105,7 +106,7 @@ expected<std::vector<server_spec>> parse_server(const toml::table& t, const std:
 status parse_links(const toml::table& t, topology& topo, std::string_view origin) {
   std::string where = fmt::format("{}: links", origin);
   std::vector<std::string_view> known = {"intra", "inter"};
-  for (auto name : kLinkNames) known.push_back(name);
+  for (int k = 0; k < kConfigurableLinks; ++k) known.push_back(kLinkNames[k]);
   for (auto&& [key, node] : t) {
     bool ok = false;
     for (auto k : known) ok = ok || key.str() == k;
@@ -115,7 +116,7 @@ status parse_links(const toml::table& t, topology& topo, std::string_view origin
   SPINDLE_ASSIGN_OR_RETURN(auto inter, typed_field<std::string>(t, "inter", "ethernet", where));
   SPINDLE_ASSIGN_OR_RETURN(topo.intra, parse_link_kind(intra));
   SPINDLE_ASSIGN_OR_RETURN(topo.inter, parse_link_kind(inter));
-  for (int k = 0; k < kLinkKinds; ++k) {
+  for (int k = 0; k < kConfigurableLinks; ++k) {
     const toml::table* lt = t[kLinkNames[k]].as_table();
     if (!lt) continue;
     std::string lwhere = fmt::format("{}.{}", where, kLinkNames[k]);
@@ -158,7 +159,7 @@ expected<topology> build_topology(const toml::table& root, std::string_view orig
 std::string_view to_string(link_kind k) { return kLinkNames[static_cast<int>(k)]; }
 
 expected<link_kind> parse_link_kind(std::string_view text) {
-  for (int k = 0; k < kLinkKinds; ++k)
+  for (int k = 0; k < kConfigurableLinks; ++k)
     if (kLinkNames[k] == text) return link_kind(k);
   return make_error(errc::invalid_argument,
                     "link '{}': expected local, nvlink, pcie, shm, upi, infiniband, ethernet or disk",
@@ -166,17 +167,28 @@ expected<link_kind> parse_link_kind(std::string_view text) {
 }
 
 link_figures default_link_figures(link_kind k) {
+  // Bandwidths: Quiver §2/§5.2 (NVLink 600 GB/s and 50x PCIe; InfiniBand
+  // 800 Gbps; Ethernet 10 Gbps; SSD ~ Ethernet). Latencies (not in the paper):
+  // typical one-sided read latencies of each medium.
   switch (k) {
     case link_kind::local: return {900.0, 0.5};
-    case link_kind::nvlink: return {600.0, 2.0};
-    case link_kind::pcie: return {12.0, 5.0};
+    case link_kind::nvlink: return {600.0, 1.0};
+    case link_kind::pcie: return {12.0, 2.0};
     case link_kind::shm: return {12.0, 1.0};
-    case link_kind::upi: return {10.0, 8.0};
-    case link_kind::infiniband: return {100.0, 5.0};
+    case link_kind::upi: return {10.0, 3.0};
+    case link_kind::infiniband: return {100.0, 4.0};
     case link_kind::ethernet: return {1.25, 50.0};
     case link_kind::disk: return {1.25, 100.0};
+    case link_kind::remote_disk: return {1.25, 150.0};  // ethernet + disk; see figures()
   }
   return {};
+}
+
+link_figures topology::figures(link_kind k) const {
+  if (k != link_kind::remote_disk) return links[static_cast<int>(k)];
+  const link_figures& net = links[static_cast<int>(inter)];
+  const link_figures& disk = links[static_cast<int>(link_kind::disk)];
+  return {std::min(net.bandwidth_gbs, disk.bandwidth_gbs), net.latency_us + disk.latency_us};
 }
 
 std::string_view to_string(device_kind k) { return k == device_kind::cuda ? "cuda" : "process"; }

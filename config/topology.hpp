@@ -15,8 +15,11 @@ namespace spindle::config {
 
 /// Kinds of link a feature read can cross. The placement evaluator charges a
 /// read by the link between the reader's device and the shard that holds it.
-enum class link_kind { local, nvlink, pcie, shm, upi, infiniband, ethernet, disk };
-inline constexpr int kLinkKinds = 8;
+/// remote_disk is derived (the network, then another server's disk): it has no
+/// figures of its own in TOML.
+enum class link_kind { local, nvlink, pcie, shm, upi, infiniband, ethernet, disk, remote_disk };
+inline constexpr int kLinkKinds = 9;
+inline constexpr int kConfigurableLinks = 8;  // all but remote_disk
 std::string_view to_string(link_kind k);
 expected<link_kind> parse_link_kind(std::string_view text);
 
@@ -63,7 +66,9 @@ struct topology {
   link_kind inter = link_kind::ethernet;
   std::array<link_figures, kLinkKinds> links{};
 
-  const link_figures& figures(link_kind k) const { return links[static_cast<int>(k)]; }
+  /// Figures of a link; remote_disk adds the network's latency to the disk's
+  /// and takes the lower bandwidth.
+  link_figures figures(link_kind k) const;
   /// True when devices of one NUMA group read each other's rows cheaply (NVLink,
   /// or shared memory between processes), so Quiver partitions instead of replicating.
   bool peer_links() const { return intra == link_kind::nvlink || intra == link_kind::shm; }

@@ -14,7 +14,7 @@ status validate_links(const topology& t) {
   if (t.inter != link_kind::infiniband && t.inter != link_kind::ethernet)
     return make_error(errc::invalid_argument,
                       "links.inter = '{}': expected infiniband or ethernet", to_string(t.inter));
-  for (int k = 0; k < kLinkKinds; ++k) {
+  for (int k = 0; k < kConfigurableLinks; ++k) {
     const auto& f = t.links[k];
     if (!(f.bandwidth_gbs > 0))
       return make_error(errc::invalid_argument, "links.{}.bandwidth_gbs = {}: must be > 0",

@@ -1,6 +1,7 @@
 #include "sched/placement.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "sched/placement/policies.hpp"
 
@@ -36,7 +37,8 @@ std::vector<shard_info> enumerate_shards(const config::topology& topo, std::uint
 
 link_kind link_kind_to(const config::topology& topo, int server, int device,
                        const shard_info& shard) {
-  if (shard.server != server) return topo.inter;
+  if (shard.server != server)
+    return shard.tier == shard_tier::disk ? link_kind::remote_disk : topo.inter;
   const auto& srv = topo.servers[server];
   bool reader_is_cuda = device >= 0 && srv.devices[device].kind == config::device_kind::cuda;
   switch (shard.tier) {
@@ -56,13 +58,7 @@ link_kind link_kind_to(const config::topology& topo, int server, int device,
 
 link_figures link_to(const config::topology& topo, int server, int device,
                      const shard_info& shard) {
-  link_figures f = topo.figures(link_kind_to(topo, server, device, shard));
-  if (shard.server != server && shard.tier == shard_tier::disk) {
-    const link_figures& disk = topo.figures(link_kind::disk);
-    f.latency_us += disk.latency_us;
-    f.bandwidth_gbs = std::min(f.bandwidth_gbs, disk.bandwidth_gbs);
-  }
-  return f;
+  return topo.figures(link_kind_to(topo, server, device, shard));
 }
 
 std::vector<std::uint64_t> placement_plan::shard_rows() const {
@@ -70,6 +66,49 @@ std::vector<std::uint64_t> placement_plan::shard_rows() const {
   for (std::size_t c = 0; c < lookup.num_classes(); ++c)
     for (const auto& o : lookup.class_owners(c)) out[o.shard] += lookup.class_rows(c).size();
   return out;
+}
+
+std::vector<reader_site> reader_sites(const config::topology& topo) {
+  std::vector<reader_site> out;
+  for (std::size_t s = 0; s < topo.servers.size(); ++s) {
+    if (topo.servers[s].devices.empty()) out.push_back({int(s), -1});
+    for (std::size_t d = 0; d < topo.servers[s].devices.size(); ++d)
+      out.push_back({int(s), int(d)});
+  }
+  return out;
+}
+
+std::vector<link_kind> nearest_links(const config::topology& topo, const placement_plan& plan,
+                                     const reader_site& r) {
+  std::vector<link_kind> out(plan.lookup.num_classes(), link_kind::local);
+  for (std::size_t c = 0; c < out.size(); ++c) {
+    double best = 1e300;
+    for (const auto& o : plan.lookup.class_owners(c)) {
+      const shard_info& sh = plan.shards[o.shard];
+      double cost = link_to(topo, r.server, r.device, sh).cost_us(double(plan.row_bytes));
+      if (cost < best) best = cost, out[c] = link_kind_to(topo, r.server, r.device, sh);
+    }
+  }
+  return out;
+}
+
+double expected_latency_us(const config::topology& topo, const placement_plan& plan,
+                           std::span<const double> fap, std::size_t batch) {
+  std::vector<double> mass(plan.lookup.num_classes(), 0.0);
+  for (std::uint64_t v = 0; v < plan.lookup.num_nodes(); ++v) mass[plan.lookup.class_of(v)] += fap[v];
+  auto readers = reader_sites(topo);
+  double sum = 0;
+  for (const auto& r : readers) {
+    std::array<double, config::kLinkKinds> bytes{};
+    auto links = nearest_links(topo, plan, r);
+    for (std::size_t c = 0; c < links.size(); ++c)
+      bytes[int(links[c])] += mass[c] * double(batch) * double(plan.row_bytes);
+    double worst = 0;
+    for (int k = 0; k < config::kLinkKinds; ++k)
+      if (bytes[k] > 0) worst = std::max(worst, topo.figures(link_kind(k)).cost_us(bytes[k]));
+    sum += worst;
+  }
+  return sum / double(readers.size());
 }
 
 std::vector<std::string_view> policy_names() { return {"fap", "hash", "degree", "random"}; }

@@ -33,8 +33,8 @@ struct shard_info {
 std::vector<shard_info> enumerate_shards(const config::topology& topo, std::uint64_t row_bytes);
 
 /// The link a reader on (server, device) crosses to read a row from `shard`;
-/// device -1 is a reader in the server's host process. Composite paths (another
-/// server's disk) add latencies and take the lowest bandwidth.
+/// device -1 is a reader in the server's host process. Another server's disk is
+/// the composite link remote_disk.
 config::link_figures link_to(const config::topology& topo, int server, int device,
                              const shard_info& shard);
 /// The dominant link kind of that path (for per-link statistics).
@@ -46,6 +46,7 @@ struct placement_input {
   std::span<const std::int64_t> degree;  // [N] in-degree, used by the degree baseline
   std::uint64_t row_bytes = 0;         // bytes of one feature row
   std::uint64_t seed = 1;              // for the random and hash baselines
+  std::size_t batch_hint = 64;         // seeds per request, for the FAP policy's latency model
 };
 
 struct placement_plan {
@@ -58,6 +59,23 @@ struct placement_plan {
   /// Rows each shard holds (its layout length).
   std::vector<std::uint64_t> shard_rows() const;
 };
+
+/// Where requests are served: every device (a server with none: its host process).
+struct reader_site {
+  int server = 0;
+  int device = -1;
+};
+std::vector<reader_site> reader_sites(const config::topology& topo);
+
+/// For a reader: per owner class of `plan`, the link to its nearest owner.
+std::vector<config::link_kind> nearest_links(const config::topology& topo,
+                                             const placement_plan& plan, const reader_site& r);
+
+/// The link model's expected aggregation latency of a request of `batch` seeds,
+/// averaged over readers: per link, latency + FAP-weighted bytes / bandwidth;
+/// the request waits for the slowest link (Quiver's "last feature").
+double expected_latency_us(const config::topology& topo, const placement_plan& plan,
+                           std::span<const double> fap, std::size_t batch);
 
 /// A placement policy: same inputs, same output shape, so plans compare directly.
 class placement_policy {

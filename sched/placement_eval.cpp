@@ -11,42 +11,12 @@ namespace {
 
 using config::link_kind;
 
-struct reader {
-  int server = 0;
-  int device = -1;
-};
-
-std::vector<reader> readers_of(const config::topology& topo) {
-  std::vector<reader> out;
-  for (std::size_t s = 0; s < topo.servers.size(); ++s) {
-    if (topo.servers[s].devices.empty()) out.push_back({int(s), -1});
-    for (std::size_t d = 0; d < topo.servers[s].devices.size(); ++d)
-      out.push_back({int(s), int(d)});
-  }
-  return out;
-}
-
-// For one reader: per class, the link of its nearest owner (classes are few).
-std::vector<link_kind> nearest_links(const config::topology& topo, const placement_plan& plan,
-                                     const reader& r) {
-  std::vector<link_kind> out(plan.lookup.num_classes());
-  for (std::size_t c = 0; c < out.size(); ++c) {
-    double best = 1e300;
-    for (const auto& o : plan.lookup.class_owners(c)) {
-      const shard_info& sh = plan.shards[o.shard];
-      double cost = link_to(topo, r.server, r.device, sh).cost_us(double(plan.row_bytes));
-      if (cost < best) best = cost, out[c] = link_kind_to(topo, r.server, r.device, sh);
-    }
-  }
-  return out;
-}
-
 // Request latency: the slowest link (latency + bytes / bandwidth), Quiver §5.2.
 double request_latency(const config::topology& topo,
                        const std::array<std::uint64_t, config::kLinkKinds>& bytes) {
   double worst = 0;
   for (int k = 0; k < config::kLinkKinds; ++k)
-    if (bytes[k] > 0) worst = std::max(worst, topo.links[k].cost_us(double(bytes[k])));
+    if (bytes[k] > 0) worst = std::max(worst, topo.figures(link_kind(k)).cost_us(double(bytes[k])));
   return worst;
 }
 
@@ -73,7 +43,7 @@ expected<eval_result> evaluate_placement(const config::topology& topo, const pla
                       p0.size(), g.num_nodes);
   if (options.requests == 0 || options.batch == 0)
     return make_error(errc::invalid_argument, "evaluate: requests and batch must be > 0");
-  auto readers = readers_of(topo);
+  auto readers = reader_sites(topo);
   std::vector<std::vector<link_kind>> nearest;
   for (const auto& r : readers) nearest.push_back(nearest_links(topo, plan, r));
   auto cdf = cumulative(p0);

@@ -31,5 +31,7 @@ void register_prepare(CLI::App& app, global_options& g);
 void register_info(CLI::App& app, global_options& g);
 void register_sample(CLI::App& app, global_options& g);
 void register_devices(CLI::App& app, global_options& g);
+void register_place(CLI::App& app, global_options& g);
+void register_serve_shard(CLI::App& app, global_options& g);
 
 }  // namespace spindle::apps

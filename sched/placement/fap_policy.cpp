@@ -7,10 +7,16 @@
 //    rows in FAP order to the server with the smallest summed FAP that has room
 //    (greedy balance), as step (v) does for GPUs.
 //  * Spare capacity (the cluster holds more than the table) replicates the
-//    hottest rows on every server: R = (sum N_s - N) / (S - 1), capped at N_s.
+//    hottest R rows on every server, R <= (sum N_s - N) / (S - 1), capped at N_s.
 //    With InfiniBand, N_s excludes disk, so cold rows go to remote memory before
-//    any disk (Fig. 8d); with Ethernet, N_s includes disk, so each server keeps
+//    any disk (Fig. 8d); with Ethernet, N_s includes disk, so each server can keep
 //    hot rows locally and cold rows on its own disk (Fig. 8c).
+//  * How much to replicate is the paper's objective, not a constant: replicas
+//    that land in a tier slower than the network (host memory over PCIe when
+//    InfiniBand is faster) make the last feature later. We build the plan for
+//    R in {0, device tier, max/4, max/2, max} and keep the one with the lowest
+//    expected aggregation latency under the topology's link model
+//    (expected_latency_us: FAP-weighted bytes per link, slowest link wins).
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -117,32 +123,63 @@ class fap_policy final : public placement_policy {
   expected<placement_plan> place(const config::topology& topo,
                                  const placement_input& in) const override {
     const std::uint64_t n = in.fap.size();
-    auto shards = enumerate_shards(topo, in.row_bytes);
-    auto index = detail::index_shards(topo, shards);
-    const int S = int(topo.servers.size());
-    std::vector<server_capacity> cap;
-    std::uint64_t total = 0, min_fast = std::numeric_limits<std::uint64_t>::max();
-    std::uint64_t disk_total = 0;
-    for (int s = 0; s < S; ++s) {
-      cap.push_back(capacity_of(topo, index[s], shards, s));
-      total += cap[s].fast;
-      min_fast = std::min(min_fast, cap[s].fast);
-      disk_total += topo.fast_network() ? cap[s].disk : 0;
-    }
-    if (total + disk_total < n) return detail::capacity_error(n, total + disk_total, in.row_bytes);
+    layout l{topo, in};
+    if (l.total + l.disk_total < n) return detail::capacity_error(n, l.total + l.disk_total, in.row_bytes);
     auto order = detail::rank_descending(in.fap);  // step (i)
+    // How much to replicate: the link model picks among candidates (see top).
+    const int S = int(topo.servers.size());
+    std::uint64_t most = 0;
+    if (S > 1 && l.total > n) most = std::min({l.min_fast, (l.total - n) / std::uint64_t(S - 1), n});
+    std::vector<std::uint64_t> candidates = {most, most / 2, most / 4, std::min(most, l.min_device), 0};
+    // Largest first: on a tie the plan with more replicas (more locality, more
+    // copies to fall back on) wins.
+    std::sort(candidates.rbegin(), candidates.rend());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    expected<placement_plan> best = make_error(errc::internal, "fap: no candidate plan");
+    double best_latency = 0;
+    for (std::uint64_t r : candidates) {
+      auto plan = build(topo, in, l, order, r);
+      if (!plan) return plan;
+      double latency = expected_latency_us(topo, *plan, in.fap, in.batch_hint);
+      if (!best || latency < best_latency) best = std::move(plan), best_latency = latency;
+    }
+    return best;
+  }
 
-    // Step (iv), inter-server: replicate the hottest R rows everywhere, then
-    // balance the rest over servers' fast tiers, then (InfiniBand) over disks.
-    std::uint64_t replicate = 0;
-    if (S > 1 && total > n) replicate = std::min(min_fast, (total - n) / std::uint64_t(S - 1));
-    replicate = std::min(replicate, n);
+ private:
+  struct layout {
+    std::vector<shard_info> shards;
+    std::vector<server_shards> index;
+    std::vector<server_capacity> cap;
+    std::uint64_t total = 0, disk_total = 0;
+    std::uint64_t min_fast = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t min_device = std::numeric_limits<std::uint64_t>::max();
+    layout(const config::topology& topo, const placement_input& in)
+        : shards(enumerate_shards(topo, in.row_bytes)), index(detail::index_shards(topo, shards)) {
+      for (int s = 0; s < int(topo.servers.size()); ++s) {
+        cap.push_back(capacity_of(topo, index[s], shards, s));
+        total += cap[s].fast;
+        min_fast = std::min(min_fast, cap[s].fast);
+        min_device = std::min(min_device, cap[s].device_tier);
+        disk_total += topo.fast_network() ? cap[s].disk : 0;
+      }
+    }
+  };
+
+  // Step (iv), inter-server: replicate the hottest `replicate` rows on every
+  // server, balance the rest over servers' fast tiers, then (InfiniBand) disks;
+  // step (v) inside each server.
+  static expected<placement_plan> build(const config::topology& topo, const placement_input& in,
+                                        const layout& l, const std::vector<std::uint64_t>& order,
+                                        std::uint64_t replicate) {
+    const std::uint64_t n = in.fap.size();
+    const int S = int(topo.servers.size());
     std::vector<std::vector<std::uint64_t>> fast_rows(S), disk_rows(S);
     std::vector<std::uint64_t> room(S), disk_room(S);
     for (int s = 0; s < S; ++s) {
       fast_rows[s].assign(order.begin(), order.begin() + replicate);
-      room[s] = cap[s].fast - replicate;
-      disk_room[s] = topo.fast_network() ? cap[s].disk : 0;
+      room[s] = l.cap[s].fast - replicate;
+      disk_room[s] = topo.fast_network() ? l.cap[s].disk : 0;
     }
     balancer fast(room), slow(disk_room);
     for (std::uint64_t r = replicate; r < n; ++r) {
@@ -152,13 +189,13 @@ class fap_policy final : public placement_policy {
       } else if (int d = slow.take(in.fap[v]); d >= 0) {
         disk_rows[d].push_back(v);
       } else {
-        return detail::capacity_error(n, total + disk_total, in.row_bytes);
+        return detail::capacity_error(n, l.total + l.disk_total, in.row_bytes);
       }
     }
-    detail::plan_assembler out(n, shards);
+    detail::plan_assembler out(n, l.shards);
     for (int s = 0; s < S; ++s) {
-      place_in_server(topo, shards, index[s], cap[s], s, fast_rows[s], in.fap, out);
-      for (std::uint64_t v : disk_rows[s]) out.put(v, index[s].disk);
+      place_in_server(topo, l.shards, l.index[s], l.cap[s], s, fast_rows[s], in.fap, out);
+      for (std::uint64_t v : disk_rows[s]) out.put(v, l.index[s].disk);
     }
     return std::move(out).finish("fap", in.row_bytes);
   }

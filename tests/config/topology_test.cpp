@@ -22,12 +22,14 @@ std::string error_of(std::string text) {
 }
 
 TEST(topology_test, link_kind_names_round_trip) {
-  for (int k = 0; k < kLinkKinds; ++k) {
+  for (int k = 0; k < kConfigurableLinks; ++k) {
     auto parsed = parse_link_kind(to_string(link_kind(k)));
     ASSERT_TRUE(parsed.has_value());
     EXPECT_EQ(*parsed, link_kind(k));
   }
   EXPECT_FALSE(parse_link_kind("carrier-pigeon").has_value());
+  EXPECT_FALSE(parse_link_kind("remote_disk").has_value());  // derived, not configurable
+  EXPECT_EQ(to_string(link_kind::remote_disk), "remote_disk");
 }
 
 TEST(topology_test, minimal_file_gets_defaults) {
@@ -49,6 +51,8 @@ TEST(topology_test, link_figures_are_overridable) {
   EXPECT_TRUE(t->fast_network());
   EXPECT_DOUBLE_EQ(t->figures(link_kind::infiniband).bandwidth_gbs, 25.0);
   EXPECT_DOUBLE_EQ(t->figures(link_kind::infiniband).latency_us, 3.5);
+  EXPECT_DOUBLE_EQ(t->figures(link_kind::remote_disk).latency_us, 3.5 + 100.0);
+  EXPECT_DOUBLE_EQ(t->figures(link_kind::remote_disk).bandwidth_gbs, 1.25);
 }
 
 TEST(topology_test, replicas_expand_servers_with_distinct_names_and_ports) {

@@ -1,0 +1,35 @@
+#include "sched/dataset_placement.hpp"
+
+#include "graph/metrics.hpp"
+
+namespace spindle::sched {
+
+std::uint64_t row_bytes_of(const graph::dataset& ds) {
+  return std::uint64_t(ds.feature_dim()) * sizeof(float);
+}
+
+expected<placement_plan> place_dataset(const graph::dataset& ds, const config::topology& topo,
+                                       std::string_view policy, std::uint64_t seed) {
+  if (ds.feature_dim() <= 0 || ds.features().empty())
+    return make_error(errc::invalid_argument, "{}: dataset has no features to place", ds.dir());
+  if (!ds.has_metrics())
+    return make_error(errc::invalid_argument,
+                      "{}: dataset has no FAP; run `spindle prepare {}` first", ds.dir(), ds.dir());
+  SPINDLE_ASSIGN_OR_RETURN(auto p, make_policy(policy));
+  auto degree = graph::in_degrees(ds.graph());
+  return p->place(topo, {ds.fap(), degree, row_bytes_of(ds), seed});
+}
+
+expected<eval_result> evaluate_dataset(const graph::dataset& ds, const config::topology& topo,
+                                       const placement_plan& plan, eval_options options) {
+  if (options.fanouts.empty()) options.fanouts = ds.metadata().fanouts;
+  if (options.fanouts.empty())
+    return make_error(errc::invalid_argument, "{}: no fanouts recorded; pass --fanouts", ds.dir());
+  auto dist = config::parse_seed_distribution(ds.metadata().seed_distribution.empty()
+                                                  ? "uniform"
+                                                  : ds.metadata().seed_distribution);
+  SPINDLE_ASSIGN_OR_RETURN(auto p0, graph::seed_probabilities(ds.graph(), dist));
+  return evaluate_placement(topo, plan, ds.graph(), p0, options);
+}
+
+}  // namespace spindle::sched
