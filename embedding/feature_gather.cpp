@@ -119,6 +119,12 @@ status feature_gatherer::redispatch(std::span<const std::int64_t> ids,
   return status::ok();
 }
 
+void feature_gatherer::mark_unreachable(int shard) {
+  if (shard < 0 || std::size_t(shard) >= down_.size() || down_[shard]) return;
+  down_[shard] = true;
+  refresh_choices();
+}
+
 std::vector<int> feature_gatherer::unreachable() const {
   std::vector<int> out;
   for (std::size_t s = 0; s < down_.size(); ++s)

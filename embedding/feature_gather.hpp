@@ -47,6 +47,9 @@ class feature_gatherer {
 
   /// Shards marked unreachable so far (never read again by this gatherer).
   std::vector<int> unreachable() const;
+  /// Marks a shard unreachable on word from the control plane (a monitor saw its
+  /// owner die). Needed on shared memory, where a dead owner's rows stay readable.
+  void mark_unreachable(int shard);
 
  private:
   struct pending {

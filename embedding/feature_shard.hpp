@@ -17,6 +17,10 @@ inline std::uint64_t shard_bytes(std::uint64_t rows, std::uint32_t dim) {
   return rows * dim * sizeof(float);
 }
 
+/// Copies rows `rows` (node ids, in shard order) of the [N x dim] matrix into `dst`.
+status fill_rows(std::span<const std::uint64_t> rows, std::span<const float> features,
+                 std::uint32_t dim, std::span<std::byte> dst);
+
 /// Copies the rows of `shard` (per `lookup`) from the full [N x dim] matrix into
 /// `dst`, which must hold shard_bytes(lookup.shard_row_count(shard), dim).
 status fill_shard(const sched::feature_lookup& lookup, sched::shard_index shard,

@@ -1,0 +1,94 @@
+// `spindle serve-shard`: holds one feature shard in UCX-allocated memory and
+// serves one-sided gets until SIGINT/SIGTERM. Prints "descriptor <hex>" (what a
+// reader attaches with) and "ready" on stdout. The node process of the actor
+// runtime does the same through its feature_shard actor; this command is the
+// data plane alone, for tests, benchmarks and debugging.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "apps/commands/command.hpp"
+#include "core/log.hpp"
+#include "core/npy.hpp"
+#include "embedding/feature_shard.hpp"
+#include "sched/dataset_placement.hpp"
+#include "transport/ucx/progress_loop.hpp"
+
+namespace spindle::apps {
+namespace {
+
+struct shard_args {
+  std::string dir, topology, policy = "fap", rows_file;
+  int shard = -1;
+};
+
+expected<std::vector<std::uint64_t>> rows_to_serve(const shard_args& a, const graph::dataset& ds) {
+  if (!a.rows_file.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto arr, npy_array::open(a.rows_file));
+    auto ids = arr.as<std::int64_t>();
+    if (!ids || arr.shape().size() != 1)
+      return make_error(errc::invalid_argument, "{}: expected a 1-D int64 array of node ids",
+                        a.rows_file);
+    return std::vector<std::uint64_t>(ids->begin(), ids->end());
+  }
+  if (a.topology.empty() || a.shard < 0)
+    return make_error(errc::invalid_argument, "serve-shard: give --rows FILE, or --topology and --shard");
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.topology));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(ds, topo, a.policy));
+  if (std::size_t(a.shard) >= plan.shards.size())
+    return make_error(errc::invalid_argument, "--shard {}: the plan has {} shards", a.shard,
+                      plan.shards.size());
+  return plan.lookup.shard_rows(sched::shard_index(a.shard));
+}
+
+// Blocks SIGINT/SIGTERM in every thread (before any is started) and waits for one.
+int wait_for_stop_signal(sigset_t& set) {
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+status run_serve_shard(const shard_args& a) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
+  if (ds.features().empty())
+    return make_error(errc::invalid_argument, "{}: dataset has no features", a.dir);
+  SPINDLE_ASSIGN_OR_RETURN(auto rows, rows_to_serve(a, ds));
+  if (rows.empty()) return make_error(errc::invalid_argument, "serve-shard: the shard holds no rows");
+  const auto dim = std::uint32_t(ds.feature_dim());
+  SPINDLE_ASSIGN_OR_RETURN(auto ctx, transport::ucx::context::create());
+  SPINDLE_ASSIGN_OR_RETURN(auto worker, transport::ucx::worker::create(ctx));
+  SPINDLE_ASSIGN_OR_RETURN(auto mem, transport::ucx::mapped_memory::allocate(
+                                         ctx, embedding::shard_bytes(rows.size(), dim)));
+  SPINDLE_TRY(embedding::fill_rows(rows, ds.features(), dim, {mem.data(), mem.size()}));
+  SPINDLE_ASSIGN_OR_RETURN(auto desc, transport::ucx::describe(worker, mem));
+  fmt::print("rows {}\ndescriptor {}\nready\n", rows.size(), desc.encode());
+  std::fflush(stdout);
+  transport::ucx::progress_loop loop(worker);  // emulated gets (tcp) need the owner
+  int sig = wait_for_stop_signal(set);
+  log::info("serve-shard: stopping on signal {}", sig);
+  return status::ok();
+}
+
+}  // namespace
+
+void register_serve_shard(CLI::App& app, global_options&) {
+  auto* cmd = app.add_subcommand(
+      "serve-shard", "Hold one feature shard in UCX memory and serve one-sided gets until "
+                     "SIGINT/SIGTERM; prints the descriptor readers attach with");
+  auto a = std::make_shared<shard_args>();
+  cmd->add_option("dataset", a->dir, "Prepared dataset directory (with features)")->required();
+  cmd->add_option("--topology", a->topology, "Topology TOML; with --shard, serve that shard of the plan");
+  cmd->add_option("--policy", a->policy, "Placement policy for --topology")->capture_default_str();
+  cmd->add_option("--shard", a->shard, "Shard index in the plan (see `spindle place`)");
+  cmd->add_option("--rows", a->rows_file, "Serve exactly these node ids (1-D int64 .npy), in order");
+  cmd->callback([a] {
+    if (int rc = report(run_serve_shard(*a))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
