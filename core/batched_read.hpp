@@ -3,6 +3,7 @@
 // Implemented by transport/ (UCX one-sided gets); not thread-safe per instance.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -27,6 +28,9 @@ class batched_reader {
   /// Issues all ops, then waits once. On error the contents of the dst buffers are
   /// unspecified and the reader should be treated as unreachable.
   virtual status read(std::span<const read_op> ops) = 0;
+  /// The region mapped into this process (shared memory), when the transport
+  /// can map it; readers then copy rows by pointer. nullptr otherwise.
+  virtual const std::byte* mapped() const { return nullptr; }
 };
 
 }  // namespace spindle

@@ -37,6 +37,10 @@ feature_gatherer::feature_gatherer(const sched::feature_lookup& lookup, std::uin
       shards_(std::move(shards)),
       down_(shards_.size(), false),
       per_shard_(shards_.size()) {
+  // A remote shard mapped into this process (UCX over shared memory) is read by
+  // pointer like a local one: same bytes, no per-row get.
+  for (auto& a : shards_)
+    if (a.remote && a.remote->mapped()) a.local = a.remote->mapped(), a.remote = nullptr;
   refresh_choices();
 }
 

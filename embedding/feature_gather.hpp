@@ -17,7 +17,8 @@
 
 namespace spindle::embedding {
 
-/// How this process reaches one shard: exactly one of `local` / `remote` is set.
+/// How this process reaches one shard: exactly one of `local` / `remote` is set
+/// (a remote whose region is mapped into this process is read like a local one).
 /// `cost` orders replicas: the gatherer reads from the reachable owner with the
 /// lowest cost (e.g. the link's single-row cost from the placement model).
 struct shard_access {

@@ -1,6 +1,8 @@
 #include "transport/ucx/ucx.hpp"
 
 #include <chrono>
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -292,9 +294,32 @@ expected<region_descriptor> describe(const worker& w, const mapped_memory& memor
 
 // ---- remote region -------------------------------------------------------
 
+namespace {
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+// A freshly mapped peer region faults on first touch of every page (microseconds
+// each in a VM); serving requests must not pay that, so attach pays it once.
+void prefault(const std::byte* p, std::uint64_t length) {
+  const std::uintptr_t page = 4096;
+  auto begin = reinterpret_cast<std::uintptr_t>(p) & ~(page - 1);
+  auto end = reinterpret_cast<std::uintptr_t>(p) + length;
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
+  volatile std::byte sink{};
+  for (std::uintptr_t a = begin; a < end; a += page)
+    if (a >= reinterpret_cast<std::uintptr_t>(p)) sink = *reinterpret_cast<const std::byte*>(a);
+  (void)sink;
+}
+}  // namespace
+
 remote_region::remote_region(endpoint ep, void* rkey, std::uint64_t base, std::uint64_t length,
                              int timeout)
-    : ep_(std::move(ep)), rkey_(rkey), base_(base), length_(length), timeout_ms_(timeout) {}
+    : ep_(std::move(ep)), rkey_(rkey), base_(base), length_(length), timeout_ms_(timeout) {
+  void* ptr = nullptr;
+  if (ucp_rkey_ptr(static_cast<ucp_rkey_h>(rkey_), base_, &ptr) != UCS_OK) return;
+  mapped_ = static_cast<const std::byte*>(ptr);
+  prefault(mapped_, length_);
+}
 
 remote_region::~remote_region() {
   if (rkey_) ucp_rkey_destroy(static_cast<ucp_rkey_h>(rkey_));

@@ -139,6 +139,9 @@ class remote_region final : public batched_reader {
   ~remote_region() override;
   std::uint64_t size() const override { return length_; }
   status read(std::span<const read_op> ops) override;
+  /// The owner's memory mapped here (ucp_rkey_ptr) when UCX reaches the owner
+  /// through shared memory; nullptr over tcp and other network transports.
+  const std::byte* mapped() const override { return mapped_; }
 
  private:
   remote_region(endpoint ep, void* rkey, std::uint64_t base, std::uint64_t length, int timeout);
@@ -147,6 +150,7 @@ class remote_region final : public batched_reader {
   std::uint64_t base_ = 0;
   std::uint64_t length_ = 0;
   int timeout_ms_ = 0;
+  const std::byte* mapped_ = nullptr;
 };
 
 }  // namespace spindle::transport::ucx
