@@ -5,13 +5,13 @@
 // plain C++ over the same matrix and the same id lists.
 //
 // usage: gather_bench SPINDLE_BINARY [SCALE=20] [BATCHES=10] [DATA_DIR]
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "bench/bench_util.hpp"
 #include "core/npy.hpp"
@@ -55,7 +55,8 @@ double memcpy_gbs(std::size_t bytes) {
 }
 
 template <class F>
-double gbs(const std::vector<std::vector<std::int64_t>>& batches, std::vector<std::byte>& out, F&& f) {
+double gbs(const std::vector<std::vector<std::int64_t>>& batches, std::vector<std::byte>& out,
+           F&& f) {
   std::size_t bytes = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (const auto& ids : batches) f(ids, out), bytes += ids.size() * kRowBytes;
@@ -78,9 +79,10 @@ expected<double> gatherer_gbs(embedding::feature_gatherer& g,
                               const std::vector<std::vector<std::int64_t>>& batches,
                               std::vector<std::byte>& out) {
   status failed;
-  double r = gbs(batches, out, [&](const std::vector<std::int64_t>& ids, std::vector<std::byte>& o) {
-    if (auto rep = g.gather(ids, o); !rep) failed = rep.error();
-  });
+  double r =
+      gbs(batches, out, [&](const std::vector<std::int64_t>& ids, std::vector<std::byte>& o) {
+        if (auto rep = g.gather(ids, o); !rep) failed = rep.error();
+      });
   if (!failed) return failed;
   return r;
 }
@@ -98,7 +100,8 @@ expected<double> remote_gbs(const std::string& binary, const std::string& dir,
                             std::vector<std::byte>& out) {
   std::vector<std::string> env = {"SPINDLE_PROGRESS=0"};
   if (!tls.empty()) env.push_back("UCX_TLS=" + tls);
-  SPINDLE_ASSIGN_OR_RETURN(auto owner, child_process::spawn({binary, "serve-shard", dir, "--rows", rows}, env));
+  SPINDLE_ASSIGN_OR_RETURN(auto owner,
+                           child_process::spawn({binary, "serve-shard", dir, "--rows", rows}, env));
   SPINDLE_ASSIGN_OR_RETURN(auto line, owner.wait_for("descriptor ", 120'000));
   SPINDLE_ASSIGN_OR_RETURN(auto desc, ucx::region_descriptor::decode(line));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create(tls));
@@ -120,7 +123,8 @@ expected<double> remote_gbs(const std::string& binary, const std::string& dir,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return fmt::print(stderr, "usage: gather_bench SPINDLE_BINARY [SCALE] [BATCHES] [DIR]\n"), 2;
+  if (argc < 2)
+    return fmt::print(stderr, "usage: gather_bench SPINDLE_BINARY [SCALE] [BATCHES] [DIR]\n"), 2;
   const std::string binary = argv[1];
   const int scale = argc > 2 ? std::atoi(argv[2]) : 20;
   const int nbatches = argc > 3 ? std::atoi(argv[3]) : 10;
@@ -131,7 +135,8 @@ int main(int argc, char** argv) {
     graph::generate_options o;
     o.rmat.scale = scale;
     o.feature_dim = kDim;
-    if (auto st = graph::generate_dataset(o, dir, pool); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    if (auto st = graph::generate_dataset(o, dir, pool); !st)
+      return fmt::print(stderr, "{}\n", st.to_string()), 1;
   }
   auto ds = graph::dataset::open(dir);
   if (!ds) return fmt::print(stderr, "{}\n", ds.error().to_string()), 1;
@@ -160,11 +165,14 @@ int main(int argc, char** argv) {
     copies.push_back(memcpy_gbs(std::size_t(256) << 20));
     plains.push_back(plain_gather(local, batches, out));
     auto l = gatherer_gbs(local_g, batches, out);
-    if (!l) local_failed = l.error();
-    else locals.push_back(*l);
+    if (!l)
+      local_failed = l.error();
+    else
+      locals.push_back(*l);
   }
   double copy = median(copies), plain = median(plains);
-  expected<double> loc = local_failed ? expected<double>(median(locals)) : expected<double>(local_failed);
+  expected<double> loc =
+      local_failed ? expected<double>(median(locals)) : expected<double>(local_failed);
   auto shm = remote_gbs(binary, dir, rows, "", 5, *lookup, batches, out);
   auto tcp = remote_gbs(binary, dir, rows, "tcp", 1, *lookup, {batches.front()}, out);
   fmt::print("R-MAT scale {}, {} x 1024-seed [25,10] batches, {:.0f} rows/batch avg, {} B rows\n",
@@ -176,8 +184,10 @@ int main(int argc, char** argv) {
   row("baseline: memcpy (1 thread)", copy);
   row("baseline: plain random-row gather", plain);
   auto show = [&](std::string_view name, const expected<double>& v) {
-    if (v) row(name, *v);
-    else fmt::print("{:<34} failed: {}\n", name, v.error().to_string());
+    if (v)
+      row(name, *v);
+    else
+      fmt::print("{:<34} failed: {}\n", name, v.error().to_string());
   };
   show("local shard (pointer)", loc);
   show("other process, UCX default (shm)", shm);

@@ -7,10 +7,10 @@
 // device 20% extra memory to replicate; devices hold a quarter of it. Rows are
 // 512 B (128 float32), the gather benchmark's width. Requests: 64 seeds each,
 // sampled with the dataset's own fanouts and p_0.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/log.hpp"
 #include "core/progress.hpp"
@@ -58,9 +58,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   set_progress_enabled(false);
-  fmt::print("{:<14} {:>3} {:<10} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>10} {:>10} | {:>6} {:>6}\n",
-             "dataset", "S", "network", "fap p50", "fap p99", "hash p50", "hash p99", "deg p50",
-             "deg p99", "hash/fap", "deg/fap", "loc%F", "loc%H");
+  fmt::print(
+      "{:<14} {:>3} {:<10} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>10} {:>10} | {:>6} "
+      "{:>6}\n",
+      "dataset", "S", "network", "fap p50", "fap p99", "hash p50", "hash p99", "deg p50", "deg p99",
+      "hash/fap", "deg/fap", "loc%F", "loc%H");
   for (int i = 2; i < argc; ++i) {
     auto ds = graph::dataset::open(argv[i]);
     if (!ds) return fmt::print(stderr, "{}\n", ds.error().to_string()), 1;
@@ -77,12 +79,12 @@ int main(int argc, char** argv) {
           if (!r) return fmt::print(stderr, "{} {}: {}\n", name, policy, r.error().to_string()), 1;
           out[policy] = *r;
         }
-        fmt::print("{:<14} {:>3} {:<10} | {:>9.1f} {:>9.1f} | {:>9.1f} {:>9.1f} | {:>9.1f} {:>9.1f} | "
-                   "{:>9.2f}x {:>9.2f}x | {:>6.1f} {:>6.1f}\n",
-                   name, servers, net, out["fap"].p50, out["fap"].p99, out["hash"].p50,
-                   out["hash"].p99, out["degree"].p50, out["degree"].p99,
-                   out["hash"].p99 / out["fap"].p99, out["degree"].p99 / out["fap"].p99,
-                   100 * out["fap"].local, 100 * out["hash"].local);
+        fmt::print(
+            "{:<14} {:>3} {:<10} | {:>9.1f} {:>9.1f} | {:>9.1f} {:>9.1f} | {:>9.1f} {:>9.1f} | "
+            "{:>9.2f}x {:>9.2f}x | {:>6.1f} {:>6.1f}\n",
+            name, servers, net, out["fap"].p50, out["fap"].p99, out["hash"].p50, out["hash"].p99,
+            out["degree"].p50, out["degree"].p99, out["hash"].p99 / out["fap"].p99,
+            out["degree"].p99 / out["fap"].p99, 100 * out["fap"].local, 100 * out["hash"].local);
       }
     }
   }

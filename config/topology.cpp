@@ -1,13 +1,13 @@
 #include "config/topology.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 namespace spindle::config {
 namespace {
@@ -52,9 +52,13 @@ expected<std::vector<device_spec>> parse_device(const toml::table& t, const std:
   SPINDLE_TRY(reject_unknown_keys(t, {"kind", "memory", "numa", "count"}, where));
   device_spec d;
   SPINDLE_ASSIGN_OR_RETURN(auto kind, typed_field<std::string>(t, "kind", "process", where));
-  if (kind == "cuda") d.kind = device_kind::cuda;
-  else if (kind == "process") d.kind = device_kind::process;
-  else return make_error(errc::invalid_argument, "{}.kind = '{}': expected cuda or process", where, kind);
+  if (kind == "cuda")
+    d.kind = device_kind::cuda;
+  else if (kind == "process")
+    d.kind = device_kind::process;
+  else
+    return make_error(errc::invalid_argument, "{}.kind = '{}': expected cuda or process", where,
+                      kind);
   SPINDLE_ASSIGN_OR_RETURN(d.memory_bytes, size_field(t["memory"], where + ".memory"));
   SPINDLE_ASSIGN_OR_RETURN(auto numa, typed_field<std::int64_t>(t, "numa", 0, where));
   SPINDLE_ASSIGN_OR_RETURN(auto count, typed_field<std::int64_t>(t, "count", 1, where));
@@ -91,7 +95,8 @@ expected<std::vector<server_spec>> parse_server(const toml::table& t, const std:
     }
   }
   if (replicas < 1 || replicas > 4096)
-    return make_error(errc::invalid_argument, "{}.replicas = {}: expected 1..4096", where, replicas);
+    return make_error(errc::invalid_argument, "{}.replicas = {}: expected 1..4096", where,
+                      replicas);
   if (replicas == 1) return std::vector<server_spec>{s};
   std::vector<server_spec> out;
   for (int i = 0; i < replicas; ++i) {
@@ -147,9 +152,9 @@ expected<topology> build_topology(const toml::table& root, std::string_view orig
     SPINDLE_ASSIGN_OR_RETURN(auto ss, parse_server(*st, where));
     topo.servers.insert(topo.servers.end(), ss.begin(), ss.end());
   }
-  SPINDLE_ASSIGN_OR_RETURN(topo.coordinator,
-                           typed_field<std::string>(root, "coordinator", topo.servers[0].name,
-                                                    origin));
+  SPINDLE_ASSIGN_OR_RETURN(
+      topo.coordinator,
+      typed_field<std::string>(root, "coordinator", topo.servers[0].name, origin));
   if (auto st = validate(topo); !st) return std::move(st).with_context(fmt::format("{}: ", origin));
   return topo;
 }
@@ -161,9 +166,9 @@ std::string_view to_string(link_kind k) { return kLinkNames[static_cast<int>(k)]
 expected<link_kind> parse_link_kind(std::string_view text) {
   for (int k = 0; k < kConfigurableLinks; ++k)
     if (kLinkNames[k] == text) return link_kind(k);
-  return make_error(errc::invalid_argument,
-                    "link '{}': expected local, nvlink, pcie, shm, upi, infiniband, ethernet or disk",
-                    text);
+  return make_error(
+      errc::invalid_argument,
+      "link '{}': expected local, nvlink, pcie, shm, upi, infiniband, ethernet or disk", text);
 }
 
 link_figures default_link_figures(link_kind k) {
@@ -171,15 +176,24 @@ link_figures default_link_figures(link_kind k) {
   // 800 Gbps; Ethernet 10 Gbps; SSD ~ Ethernet). Latencies (not in the paper):
   // typical one-sided read latencies of each medium.
   switch (k) {
-    case link_kind::local: return {900.0, 0.5};
-    case link_kind::nvlink: return {600.0, 1.0};
-    case link_kind::pcie: return {12.0, 2.0};
-    case link_kind::shm: return {12.0, 1.0};
-    case link_kind::upi: return {10.0, 3.0};
-    case link_kind::infiniband: return {100.0, 4.0};
-    case link_kind::ethernet: return {1.25, 50.0};
-    case link_kind::disk: return {1.25, 100.0};
-    case link_kind::remote_disk: return {1.25, 150.0};  // ethernet + disk; see figures()
+    case link_kind::local:
+      return {900.0, 0.5};
+    case link_kind::nvlink:
+      return {600.0, 1.0};
+    case link_kind::pcie:
+      return {12.0, 2.0};
+    case link_kind::shm:
+      return {12.0, 1.0};
+    case link_kind::upi:
+      return {10.0, 3.0};
+    case link_kind::infiniband:
+      return {100.0, 4.0};
+    case link_kind::ethernet:
+      return {1.25, 50.0};
+    case link_kind::disk:
+      return {1.25, 100.0};
+    case link_kind::remote_disk:
+      return {1.25, 150.0};  // ethernet + disk; see figures()
   }
   return {};
 }

@@ -12,8 +12,8 @@ status validate_links(const topology& t) {
     return make_error(errc::invalid_argument, "links.intra = '{}': expected nvlink, pcie or shm",
                       to_string(t.intra));
   if (t.inter != link_kind::infiniband && t.inter != link_kind::ethernet)
-    return make_error(errc::invalid_argument,
-                      "links.inter = '{}': expected infiniband or ethernet", to_string(t.inter));
+    return make_error(errc::invalid_argument, "links.inter = '{}': expected infiniband or ethernet",
+                      to_string(t.inter));
   for (int k = 0; k < kConfigurableLinks; ++k) {
     const auto& f = t.links[k];
     if (!(f.bandwidth_gbs > 0))
@@ -42,8 +42,8 @@ status validate_server(const server_spec& s, std::size_t i) {
   for (std::size_t d = 0; d < s.devices.size(); ++d) {
     const auto& dev = s.devices[d];
     if (dev.numa < 0 || dev.numa >= s.numa_groups)
-      return make_error(errc::invalid_argument, "{}.device[{}].numa = {}: expected 0..{}", where,
-                        d, dev.numa, s.numa_groups - 1);
+      return make_error(errc::invalid_argument, "{}.device[{}].numa = {}: expected 0..{}", where, d,
+                        dev.numa, s.numa_groups - 1);
     ++per_group[dev.numa];
   }
   for (int g = 0; g < s.numa_groups && !s.devices.empty(); ++g)
@@ -72,8 +72,7 @@ status validate(const topology& t) {
                         s.port);
   }
   if (!names.count(t.coordinator))
-    return make_error(errc::invalid_argument, "coordinator = '{}': unknown server",
-                      t.coordinator);
+    return make_error(errc::invalid_argument, "coordinator = '{}': unknown server", t.coordinator);
   return status::ok();
 }
 
@@ -83,18 +82,29 @@ expected<std::uint64_t> parse_size(std::string_view text) {
   double value = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || value < 0)
-    return make_error(errc::invalid_argument, "size '{}': expected a number and a unit (GiB)", text);
+    return make_error(errc::invalid_argument, "size '{}': expected a number and a unit (GiB)",
+                      text);
   std::string_view unit(p, s.data() + s.size() - p);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
-  struct entry { std::string_view name; double scale; };
-  static constexpr entry units[] = {
-      {"", 1},          {"B", 1},           {"KiB", 1024.0},   {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6},
-      {"GB", 1e9},      {"TB", 1e12}};
+  struct entry {
+    std::string_view name;
+    double scale;
+  };
+  static constexpr entry units[] = {{"", 1},
+                                    {"B", 1},
+                                    {"KiB", 1024.0},
+                                    {"MiB", 1048576.0},
+                                    {"GiB", 1073741824.0},
+                                    {"TiB", 1099511627776.0},
+                                    {"KB", 1e3},
+                                    {"MB", 1e6},
+                                    {"GB", 1e9},
+                                    {"TB", 1e12}};
   for (const auto& u : units)
     if (u.name == unit) return static_cast<std::uint64_t>(value * u.scale);
-  return make_error(errc::invalid_argument, "size '{}': unknown unit '{}' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)",
-                    text, unit);
+  return make_error(errc::invalid_argument,
+                    "size '{}': unknown unit '{}' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", text,
+                    unit);
 }
 
 }  // namespace spindle::config

@@ -79,7 +79,9 @@ expected<std::string> child_process::read_line(int timeout_ms) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
-    if (left <= 0) return make_error(errc::unavailable, "child {}: no output line within {} ms", pid_, timeout_ms);
+    if (left <= 0)
+      return make_error(errc::unavailable, "child {}: no output line within {} ms", pid_,
+                        timeout_ms);
     pollfd p{out_fd_, POLLIN, 0};
     if (poll(&p, 1, int(left)) <= 0) continue;
     char buf[4096];

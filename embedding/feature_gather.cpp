@@ -40,7 +40,8 @@ feature_gatherer::feature_gatherer(const sched::feature_lookup& lookup, std::uin
   // A remote shard mapped into this process (UCX over shared memory) is read by
   // pointer like a local one: same bytes, no per-row get.
   for (auto& a : shards_)
-    if (a.remote && a.remote->mapped()) a.local = a.remote->mapped(), a.remote = nullptr;
+    if (a.remote && a.remote->mapped())
+      a.local = a.remote->mapped(), a.remote = nullptr, a.mapped = true;
   refresh_choices();
 }
 
@@ -71,8 +72,8 @@ status feature_gatherer::resolve(std::uint64_t node, resolved& r) const {
   if (r.shard < 0) {
     std::string owners;
     for (const auto& o : lookup_.class_owners(c)) owners += fmt::format(" {}", o.shard);
-    return make_error(errc::unavailable, "gather: node {} has no reachable owner (shards:{})",
-                      node, owners);
+    return make_error(errc::unavailable, "gather: node {} has no reachable owner (shards:{})", node,
+                      owners);
   }
   r.row = choice_start_[c] + lookup_.index_of(node);
   return status::ok();
@@ -98,6 +99,7 @@ status feature_gatherer::dispatch(std::span<const std::int64_t> ids, std::span<s
     if (const std::byte* base = shards_[r.shard].local) {
       std::memcpy(out.data() + i * row_bytes_, base + r.row * row_bytes_, row_bytes_);
       ++report.local_rows;
+      report.mapped_rows += shards_[r.shard].mapped;
     } else {
       per_shard_[r.shard].push_back({r.row, std::uint32_t(i)});
     }
@@ -156,8 +158,8 @@ status feature_gatherer::read_remote(int shard, std::vector<pending>& rows,
   std::size_t r = 0;
   for (std::size_t i = 0; i < rows.size();) {
     if (r < runs.size() && runs[r].first == i) {
-      ops_.push_back({rows[i].row * row_bytes_, staging_.data() + runs[r].staging,
-                      runs[r].len * row_bytes_});
+      ops_.push_back(
+          {rows[i].row * row_bytes_, staging_.data() + runs[r].staging, runs[r].len * row_bytes_});
       i += runs[r++].len;
     } else {
       ops_.push_back({rows[i].row * row_bytes_, out.data() + std::size_t(rows[i].pos) * row_bytes_,

@@ -25,14 +25,16 @@ struct shard_access {
   const std::byte* local = nullptr;
   batched_reader* remote = nullptr;
   double cost = 0;
+  bool mapped = false;  // set by the gatherer: `local` is another process's memory
 };
 
 struct gather_report {
-  std::uint64_t local_rows = 0;
-  std::uint64_t remote_rows = 0;
-  std::uint64_t remote_ops = 0;      // gets issued after coalescing
-  std::uint64_t fallback_rows = 0;   // rows re-read from another replica
-  std::vector<int> failed_shards;    // shards that failed during this gather
+  std::uint64_t local_rows = 0;     // read by pointer (this process or a mapped peer)
+  std::uint64_t mapped_rows = 0;    // of those, rows in another process's shared memory
+  std::uint64_t remote_rows = 0;    // read by one-sided gets
+  std::uint64_t remote_ops = 0;     // gets issued after coalescing
+  std::uint64_t fallback_rows = 0;  // rows re-read from another replica
+  std::vector<int> failed_shards;   // shards that failed during this gather
 };
 
 class feature_gatherer {
@@ -75,7 +77,7 @@ class feature_gatherer {
   std::uint32_t row_bytes_;
   std::vector<shard_access> shards_;
   std::vector<bool> down_;
-  std::vector<int> choice_;               // per class: nearest reachable owner, -1 if none
+  std::vector<int> choice_;                  // per class: nearest reachable owner, -1 if none
   std::vector<std::uint64_t> choice_start_;  // per class: its block's start in that owner
   std::vector<resolved> resolved_;
   std::vector<std::vector<pending>> per_shard_;

@@ -13,7 +13,8 @@ status fill_rows(std::span<const std::uint64_t> rows, std::span<const float> fea
                       rows.size(), rows.size() * row_bytes, dst.size());
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (rows[r] >= n)
-      return make_error(errc::invalid_argument, "fill_rows: row {} names node {} of {}", r, rows[r], n);
+      return make_error(errc::invalid_argument, "fill_rows: row {} names node {} of {}", r, rows[r],
+                        n);
     std::memcpy(dst.data() + r * row_bytes, features.data() + rows[r] * dim, row_bytes);
   }
   return status::ok();
@@ -22,8 +23,9 @@ status fill_rows(std::span<const std::uint64_t> rows, std::span<const float> fea
 status fill_shard(const sched::feature_lookup& lookup, sched::shard_index shard,
                   std::span<const float> features, std::uint32_t dim, std::span<std::byte> dst) {
   if (features.size() != lookup.num_nodes() * dim)
-    return make_error(errc::invalid_argument, "fill_shard: features hold {} floats, expected {} x {}",
-                      features.size(), lookup.num_nodes(), dim);
+    return make_error(errc::invalid_argument,
+                      "fill_shard: features hold {} floats, expected {} x {}", features.size(),
+                      lookup.num_nodes(), dim);
   return fill_rows(lookup.shard_rows(shard), features, dim, dst);
 }
 

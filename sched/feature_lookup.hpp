@@ -32,9 +32,7 @@ class feature_lookup {
   feature_lookup() = default;
   std::uint64_t num_nodes() const { return class_of_.size(); }
   std::size_t num_classes() const { return owners_.size(); }
-  row_location locate(std::uint64_t node) const {
-    return {owners_[class_of_[node]], index_[node]};
-  }
+  row_location locate(std::uint64_t node) const { return {owners_[class_of_[node]], index_[node]}; }
   std::size_t class_of(std::uint64_t node) const { return class_of_[node]; }
   std::uint32_t index_of(std::uint64_t node) const { return index_[node]; }
   /// Hints the CPU to load `node`'s entry (gathers resolve ids ahead of use).

@@ -12,9 +12,12 @@ using config::link_kind;
 
 std::string_view to_string(shard_tier t) {
   switch (t) {
-    case shard_tier::device: return "device";
-    case shard_tier::host: return "host";
-    case shard_tier::disk: return "disk";
+    case shard_tier::device:
+      return "device";
+    case shard_tier::host:
+      return "host";
+    case shard_tier::disk:
+      return "disk";
   }
   return "?";
 }
@@ -42,11 +45,13 @@ link_kind link_kind_to(const config::topology& topo, int server, int device,
   const auto& srv = topo.servers[server];
   bool reader_is_cuda = device >= 0 && srv.devices[device].kind == config::device_kind::cuda;
   switch (shard.tier) {
-    case shard_tier::disk: return link_kind::disk;
+    case shard_tier::disk:
+      return link_kind::disk;
     case shard_tier::host:
       if (device < 0) return link_kind::local;
       return reader_is_cuda ? link_kind::pcie : link_kind::shm;
-    case shard_tier::device: break;
+    case shard_tier::device:
+      break;
   }
   if (shard.device == device) return link_kind::local;
   if (device < 0)
@@ -95,7 +100,8 @@ std::vector<link_kind> nearest_links(const config::topology& topo, const placeme
 double expected_latency_us(const config::topology& topo, const placement_plan& plan,
                            std::span<const double> fap, std::size_t batch) {
   std::vector<double> mass(plan.lookup.num_classes(), 0.0);
-  for (std::uint64_t v = 0; v < plan.lookup.num_nodes(); ++v) mass[plan.lookup.class_of(v)] += fap[v];
+  for (std::uint64_t v = 0; v < plan.lookup.num_nodes(); ++v)
+    mass[plan.lookup.class_of(v)] += fap[v];
   auto readers = reader_sites(topo);
   double sum = 0;
   for (const auto& r : readers) {
@@ -118,8 +124,8 @@ expected<std::unique_ptr<placement_policy>> make_policy(std::string_view name) {
   if (name == "hash") return make_hash_policy();
   if (name == "degree") return make_degree_policy();
   if (name == "random") return make_random_policy();
-  return make_error(errc::invalid_argument, "placement policy '{}': expected fap, hash, degree or random",
-                    name);
+  return make_error(errc::invalid_argument,
+                    "placement policy '{}': expected fap, hash, degree or random", name);
 }
 
 }  // namespace spindle::sched

@@ -42,11 +42,11 @@ config::link_kind link_kind_to(const config::topology& topo, int server, int dev
                                const shard_info& shard);
 
 struct placement_input {
-  std::span<const double> fap;         // [N] expected accesses per request (graph/metrics)
+  std::span<const double> fap;           // [N] expected accesses per request (graph/metrics)
   std::span<const std::int64_t> degree;  // [N] in-degree, used by the degree baseline
-  std::uint64_t row_bytes = 0;         // bytes of one feature row
-  std::uint64_t seed = 1;              // for the random and hash baselines
-  std::size_t batch_hint = 64;         // seeds per request, for the FAP policy's latency model
+  std::uint64_t row_bytes = 0;           // bytes of one feature row
+  std::uint64_t seed = 1;                // for the random and hash baselines
+  std::size_t batch_hint = 64;           // seeds per request, for the FAP policy's latency model
 };
 
 struct placement_plan {

@@ -72,7 +72,9 @@ expected<eval_result> evaluate_placement(const config::topology& topo, const pla
   }
   std::vector<double> sorted = out.latency_us;
   std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) { return sorted[std::min(sorted.size() - 1, std::size_t(p * sorted.size()))]; };
+  auto pct = [&](double p) {
+    return sorted[std::min(sorted.size() - 1, std::size_t(p * sorted.size()))];
+  };
   out.p50_us = pct(0.50);
   out.p99_us = pct(0.99);
   out.mean_us = std::accumulate(sorted.begin(), sorted.end(), 0.0) / double(sorted.size());

@@ -30,8 +30,7 @@ shard_summary summarise(const sched::placement_plan& plan, std::span<const doubl
 }
 
 nlohmann::json to_json(const config::topology& topo, const sched::placement_plan& plan,
-                       const shard_summary& sum, const sched::eval_result& r,
-                       const place_args& a) {
+                       const shard_summary& sum, const sched::eval_result& r, const place_args& a) {
   nlohmann::json shards = nlohmann::json::array();
   for (std::size_t i = 0; i < plan.shards.size(); ++i) {
     const auto& sh = plan.shards[i];
@@ -64,11 +63,11 @@ nlohmann::json to_json(const config::topology& topo, const sched::placement_plan
 
 void print_text(const config::topology& topo, const sched::placement_plan& plan,
                 const shard_summary& sum, const sched::eval_result& r, const place_args& a) {
-  fmt::print("placement '{}' of {} ({} nodes, {} B rows) over {} ({} servers, {} devices; "
-             "intra {}, inter {})\n",
-             plan.policy, a.dir, plan.lookup.num_nodes(), plan.row_bytes, a.topology,
-             topo.servers.size(), topo.device_count(), config::to_string(topo.intra),
-             config::to_string(topo.inter));
+  fmt::print(
+      "placement '{}' of {} ({} nodes, {} B rows) over {} ({} servers, {} devices; "
+      "intra {}, inter {})\n",
+      plan.policy, a.dir, plan.lookup.num_nodes(), plan.row_bytes, a.topology, topo.servers.size(),
+      topo.device_count(), config::to_string(topo.intra), config::to_string(topo.inter));
   fmt::print("{:>5}  {:<12} {:<6} {:>6} {:>12} {:>12} {:>6} {:>10}\n", "shard", "server", "tier",
              "device", "rows", "capacity", "fill", "fap-sum");
   for (std::size_t i = 0; i < plan.shards.size(); ++i) {
@@ -78,12 +77,14 @@ void print_text(const config::topology& topo, const sched::placement_plan& plan,
                topo.servers[sh.server].name, sched::to_string(sh.tier), sh.device, sum.rows[i],
                sh.capacity_rows, fill, sum.fap[i]);
   }
-  fmt::print("replicated rows: {} ({:.1f}%); lookup table: {:.2f} MiB (6 B/node), {} owner classes\n",
-             plan.replicated_rows, 100.0 * double(plan.replicated_rows) / double(plan.lookup.num_nodes()),
-             double(plan.lookup.per_node_bytes()) / 1048576.0, plan.lookup.num_classes());
-  fmt::print("evaluator: {} requests x {} seeds; aggregation latency p50 {:.1f} us, p99 {:.1f} us, "
-             "mean {:.1f} us\n",
-             a.requests, a.batch, r.p50_us, r.p99_us, r.mean_us);
+  fmt::print(
+      "replicated rows: {} ({:.1f}%); lookup table: {:.2f} MiB (6 B/node), {} owner classes\n",
+      plan.replicated_rows, 100.0 * double(plan.replicated_rows) / double(plan.lookup.num_nodes()),
+      double(plan.lookup.per_node_bytes()) / 1048576.0, plan.lookup.num_classes());
+  fmt::print(
+      "evaluator: {} requests x {} seeds; aggregation latency p50 {:.1f} us, p99 {:.1f} us, "
+      "mean {:.1f} us\n",
+      a.requests, a.batch, r.p50_us, r.p99_us, r.mean_us);
   fmt::print("rows by link:");
   for (int k = 0; k < config::kLinkKinds; ++k)
     if (r.rows_per_link[k] > 0)
@@ -106,8 +107,10 @@ status run_place(const place_args& a) {
   }
   SPINDLE_ASSIGN_OR_RETURN(auto result, sched::evaluate_dataset(ds, topo, plan, opt));
   auto sum = summarise(plan, ds.fap());
-  if (a.json) fmt::print("{}\n", to_json(topo, plan, sum, result, a).dump(2));
-  else print_text(topo, plan, sum, result, a);
+  if (a.json)
+    fmt::print("{}\n", to_json(topo, plan, sum, result, a).dump(2));
+  else
+    print_text(topo, plan, sum, result, a);
   return status::ok();
 }
 
@@ -115,16 +118,19 @@ status run_place(const place_args& a) {
 
 void register_place(CLI::App& app, global_options&) {
   auto* cmd = app.add_subcommand(
-      "place", "Place a dataset's feature rows over a topology (Quiver's FAP algorithm or a "
-               "baseline) and estimate feature-aggregation latency per request");
+      "place",
+      "Place a dataset's feature rows over a topology (Quiver's FAP algorithm or a "
+      "baseline) and estimate feature-aggregation latency per request");
   auto a = std::make_shared<place_args>();
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with metrics)")->required();
   cmd->add_option("--topology", a->topology, "Topology TOML (see examples/topology-*.toml)")
       ->required();
   cmd->add_option("--policy", a->policy, "fap | hash | degree | random")->capture_default_str();
-  cmd->add_option("--requests", a->requests, "Requests the evaluator replays")->capture_default_str();
+  cmd->add_option("--requests", a->requests, "Requests the evaluator replays")
+      ->capture_default_str();
   cmd->add_option("--batch", a->batch, "Seeds per request")->capture_default_str();
-  cmd->add_option("--fanouts", a->fanouts, "Sampler fanouts (default: the dataset's metrics fanouts)");
+  cmd->add_option("--fanouts", a->fanouts,
+                  "Sampler fanouts (default: the dataset's metrics fanouts)");
   cmd->add_option("--seed", a->seed, "Seed for request generation and the baselines")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object (for scripts)");

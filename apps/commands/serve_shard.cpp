@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
@@ -20,6 +21,7 @@ namespace {
 struct shard_args {
   std::string dir, topology, policy = "fap", rows_file;
   int shard = -1;
+  bool no_progress = false;
 };
 
 expected<std::vector<std::uint64_t>> rows_to_serve(const shard_args& a, const graph::dataset& ds) {
@@ -32,7 +34,8 @@ expected<std::vector<std::uint64_t>> rows_to_serve(const shard_args& a, const gr
     return std::vector<std::uint64_t>(ids->begin(), ids->end());
   }
   if (a.topology.empty() || a.shard < 0)
-    return make_error(errc::invalid_argument, "serve-shard: give --rows FILE, or --topology and --shard");
+    return make_error(errc::invalid_argument,
+                      "serve-shard: give --rows FILE, or --topology and --shard");
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.topology));
   SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(ds, topo, a.policy));
   if (std::size_t(a.shard) >= plan.shards.size())
@@ -58,7 +61,8 @@ status run_serve_shard(const shard_args& a) {
   if (ds.features().empty())
     return make_error(errc::invalid_argument, "{}: dataset has no features", a.dir);
   SPINDLE_ASSIGN_OR_RETURN(auto rows, rows_to_serve(a, ds));
-  if (rows.empty()) return make_error(errc::invalid_argument, "serve-shard: the shard holds no rows");
+  if (rows.empty())
+    return make_error(errc::invalid_argument, "serve-shard: the shard holds no rows");
   const auto dim = std::uint32_t(ds.feature_dim());
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, transport::ucx::context::create());
   SPINDLE_ASSIGN_OR_RETURN(auto worker, transport::ucx::worker::create(ctx));
@@ -68,7 +72,10 @@ status run_serve_shard(const shard_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto desc, transport::ucx::describe(worker, mem));
   fmt::print("rows {}\ndescriptor {}\nready\n", rows.size(), desc.encode());
   std::fflush(stdout);
-  transport::ucx::progress_loop loop(worker);  // emulated gets (tcp) need the owner
+  // Emulated gets (tcp) need the owner's worker; --no-progress leaves it idle
+  // (shared-memory gets still complete: that is what it demonstrates).
+  std::optional<transport::ucx::progress_loop> loop;
+  if (!a.no_progress) loop.emplace(worker);
   int sig = wait_for_stop_signal(set);
   log::info("serve-shard: stopping on signal {}", sig);
   return status::ok();
@@ -77,15 +84,20 @@ status run_serve_shard(const shard_args& a) {
 }  // namespace
 
 void register_serve_shard(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand(
-      "serve-shard", "Hold one feature shard in UCX memory and serve one-sided gets until "
-                     "SIGINT/SIGTERM; prints the descriptor readers attach with");
+  auto* cmd =
+      app.add_subcommand("serve-shard",
+                         "Hold one feature shard in UCX memory and serve one-sided gets until "
+                         "SIGINT/SIGTERM; prints the descriptor readers attach with");
   auto a = std::make_shared<shard_args>();
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with features)")->required();
-  cmd->add_option("--topology", a->topology, "Topology TOML; with --shard, serve that shard of the plan");
+  cmd->add_option("--topology", a->topology,
+                  "Topology TOML; with --shard, serve that shard of the plan");
   cmd->add_option("--policy", a->policy, "Placement policy for --topology")->capture_default_str();
   cmd->add_option("--shard", a->shard, "Shard index in the plan (see `spindle place`)");
-  cmd->add_option("--rows", a->rows_file, "Serve exactly these node ids (1-D int64 .npy), in order");
+  cmd->add_option("--rows", a->rows_file,
+                  "Serve exactly these node ids (1-D int64 .npy), in order");
+  cmd->add_flag("--no-progress", a->no_progress,
+                "Never progress the UCX worker (shows shared-memory gets are one-sided)");
   cmd->callback([a] {
     if (int rc = report(run_serve_shard(*a))) throw CLI::RuntimeError(rc);
   });

@@ -26,9 +26,8 @@ std::uint64_t total_capacity(const std::vector<shard_info>& shards) {
 
 // Puts `node` on a server chosen by hash, probing on when the server is full.
 // `tiers` lists, per server, the shards to try in order.
-bool put_hashed(std::uint64_t node, std::uint64_t seed,
-                const std::vector<std::vector<int>>& tiers, std::vector<std::uint64_t>& room,
-                detail::plan_assembler& out) {
+bool put_hashed(std::uint64_t node, std::uint64_t seed, const std::vector<std::vector<int>>& tiers,
+                std::vector<std::uint64_t>& room, detail::plan_assembler& out) {
   const std::size_t S = tiers.size();
   std::uint64_t h = mix64(node ^ seed);
   for (std::size_t probe = 0; probe < S; ++probe) {
@@ -176,11 +175,7 @@ class random_policy final : public placement_policy {
 }  // namespace
 
 std::unique_ptr<placement_policy> make_hash_policy() { return std::make_unique<hash_policy>(); }
-std::unique_ptr<placement_policy> make_degree_policy() {
-  return std::make_unique<degree_policy>();
-}
-std::unique_ptr<placement_policy> make_random_policy() {
-  return std::make_unique<random_policy>();
-}
+std::unique_ptr<placement_policy> make_degree_policy() { return std::make_unique<degree_policy>(); }
+std::unique_ptr<placement_policy> make_random_policy() { return std::make_unique<random_policy>(); }
 
 }  // namespace spindle::sched

@@ -11,9 +11,15 @@ std::vector<server_shards> index_shards(const config::topology& topo,
   for (std::size_t i = 0; i < shards.size(); ++i) {
     auto& s = out[shards[i].server];
     switch (shards[i].tier) {
-      case shard_tier::device: s.devices.push_back(int(i)); break;
-      case shard_tier::host: s.host = int(i); break;
-      case shard_tier::disk: s.disk = int(i); break;
+      case shard_tier::device:
+        s.devices.push_back(int(i));
+        break;
+      case shard_tier::host:
+        s.host = int(i);
+        break;
+      case shard_tier::disk:
+        s.disk = int(i);
+        break;
     }
   }
   return out;
@@ -39,8 +45,7 @@ plan_assembler::plan_assembler(std::uint64_t num_nodes, std::vector<shard_info> 
   pairs_.reserve(num_nodes);
 }
 
-expected<placement_plan> plan_assembler::finish(std::string policy,
-                                                std::uint64_t row_bytes) && {
+expected<placement_plan> plan_assembler::finish(std::string policy, std::uint64_t row_bytes) && {
   std::sort(pairs_.begin(), pairs_.end());
   lookup_builder builder(num_nodes_, shards_.size());
   placement_plan plan;

@@ -124,13 +124,16 @@ class fap_policy final : public placement_policy {
                                  const placement_input& in) const override {
     const std::uint64_t n = in.fap.size();
     layout l{topo, in};
-    if (l.total + l.disk_total < n) return detail::capacity_error(n, l.total + l.disk_total, in.row_bytes);
+    if (l.total + l.disk_total < n)
+      return detail::capacity_error(n, l.total + l.disk_total, in.row_bytes);
     auto order = detail::rank_descending(in.fap);  // step (i)
     // How much to replicate: the link model picks among candidates (see top).
     const int S = int(topo.servers.size());
     std::uint64_t most = 0;
-    if (S > 1 && l.total > n) most = std::min({l.min_fast, (l.total - n) / std::uint64_t(S - 1), n});
-    std::vector<std::uint64_t> candidates = {most, most / 2, most / 4, std::min(most, l.min_device), 0};
+    if (S > 1 && l.total > n)
+      most = std::min({l.min_fast, (l.total - n) / std::uint64_t(S - 1), n});
+    std::vector<std::uint64_t> candidates = {most, most / 2, most / 4, std::min(most, l.min_device),
+                                             0};
     // Largest first: on a tie the plan with more replicas (more locality, more
     // copies to fall back on) wins.
     std::sort(candidates.rbegin(), candidates.rend());

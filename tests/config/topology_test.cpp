@@ -1,8 +1,8 @@
 #include "config/topology.hpp"
 
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 namespace spindle::config {
 namespace {
@@ -45,8 +45,9 @@ TEST(topology_test, minimal_file_gets_defaults) {
 }
 
 TEST(topology_test, link_figures_are_overridable) {
-  auto t = parse(std::string(kMinimal) + "[links]\ninter = \"infiniband\"\n[links.infiniband]\n"
-                                         "bandwidth_gbs = 25.0\nlatency_us = 3.5\n");
+  auto t = parse(std::string(kMinimal) +
+                 "[links]\ninter = \"infiniband\"\n[links.infiniband]\n"
+                 "bandwidth_gbs = 25.0\nlatency_us = 3.5\n");
   ASSERT_TRUE(t.has_value()) << t.error().to_string();
   EXPECT_TRUE(t->fast_network());
   EXPECT_DOUBLE_EQ(t->figures(link_kind::infiniband).bandwidth_gbs, 25.0);
@@ -64,18 +65,21 @@ TEST(topology_test, replicas_expand_servers_with_distinct_names_and_ports) {
 }
 
 TEST(topology_test, rejects_impossible_configs_naming_the_field) {
-  EXPECT_NE(error_of("coordinator = \"zz\"\n" + std::string(kMinimal)).find("coordinator = 'zz': unknown server"),
+  EXPECT_NE(error_of("coordinator = \"zz\"\n" + std::string(kMinimal))
+                .find("coordinator = 'zz': unknown server"),
             std::string::npos);
-  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemory = -5\n").find("server[0].memory = -5 is negative"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("[[server]]\nname = \"a\"\nmemory = -5\n").find("server[0].memory = -5 is negative"),
+      std::string::npos);
   EXPECT_NE(error_of("[[server]]\nname = \"a\"\nnuma_groups = 3\n[[server.device]]\nmemory = 1\n")
                 .find("numa_groups = 3 is larger than the server's 1 devices"),
             std::string::npos);
   EXPECT_NE(error_of("[[server]]\nname = \"a\"\n[[server.device]]\nmemory = 1\nnuma = 2\n")
                 .find("device[0].numa = 2"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "[[server]]\nname = \"a\"\nmemory = 1\n").find("used twice"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(std::string(kMinimal) + "[[server]]\nname = \"a\"\nmemory = 1\n").find("used twice"),
+      std::string::npos);
   EXPECT_NE(error_of(std::string(kMinimal) + "[links]\nintra = \"ethernet\"\n").find("links.intra"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(kMinimal) + "[links.pcie]\nbandwidth_gbs = 0.0\n")

@@ -1,12 +1,12 @@
 // Two real processes on loopback: `spindle serve-shard` owns feature shards in
 // UCX memory; this process gathers rows one-sidedly and checks every byte.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstring>
 #include <random>
 
-#include <gtest/gtest.h>
-
+#include "../graph/test_util.hpp"
 #include "core/npy.hpp"
 #include "core/subprocess.hpp"
 #include "embedding/feature_gather.hpp"
@@ -14,7 +14,6 @@
 #include "graph/prepare.hpp"
 #include "sched/dataset_placement.hpp"
 #include "transport/ucx/ucx.hpp"
-#include "../graph/test_util.hpp"
 
 namespace spindle::embedding {
 namespace {
@@ -70,7 +69,8 @@ void expect_rows_match(const graph::dataset& ds, std::span<const std::int64_t> i
                        const std::vector<std::byte>& out) {
   const std::size_t rb = std::size_t(ds.feature_dim()) * sizeof(float);
   for (std::size_t i = 0; i < ids.size(); ++i)
-    ASSERT_EQ(std::memcmp(out.data() + i * rb, ds.features().data() + ids[i] * ds.feature_dim(), rb), 0)
+    ASSERT_EQ(
+        std::memcmp(out.data() + i * rb, ds.features().data() + ids[i] * ds.feature_dim(), rb), 0)
         << "row " << i << " node " << ids[i];
 }
 
@@ -91,29 +91,44 @@ TEST_P(data_path_test, gathers_100k_random_rows_one_sidedly_and_checks_every_byt
   std::vector<std::byte> mine(shard_bytes(plan->lookup.shard_row_count(0), dim));
   ASSERT_TRUE(fill_shard(plan->lookup, 0, ds->features(), dim, mine).is_ok());
 
-  auto peer = start_owner({"--topology", topo_path, "--shard", "1"}, GetParam());
+  // On shared memory the owner never progresses its worker: the reads are one-sided.
+  const bool shm = GetParam().empty();
+  std::vector<std::string> args = {"--topology", topo_path, "--shard", "1"};
+  if (shm) args.push_back("--no-progress");
+  auto peer = start_owner(args, GetParam());
   auto ctx = ucx::context::create(GetParam());
   ASSERT_TRUE(ctx.has_value());
   auto w = ucx::worker::create(*ctx);
   auto remote = ucx::remote_region::attach(*w, peer.desc);
   ASSERT_TRUE(remote.has_value()) << remote.error().to_string();
-  feature_gatherer g(plan->lookup, dim * 4, {{mine.data(), nullptr, 0.0}, {nullptr, remote->get(), 1.0}});
+  feature_gatherer g(plan->lookup, dim * 4,
+                     {{mine.data(), nullptr, 0.0}, {nullptr, remote->get(), 1.0}});
 
   auto ids = random_ids(ds->num_nodes(), 100'000, 11);
   std::vector<std::byte> out(ids.size() * dim * 4);
   auto report = g.gather(ids, out);
   ASSERT_TRUE(report.has_value()) << report.error().to_string();
   EXPECT_EQ(report->local_rows + report->remote_rows, ids.size());
-  EXPECT_GT(report->remote_rows, 10'000u);
-  EXPECT_GT(report->local_rows, 10'000u);
-  EXPECT_LT(report->remote_ops, report->remote_rows);  // adjacent rows were coalesced
+  if (shm) {
+    // UCX maps the peer's shard here (ucp_rkey_ptr): rows are read by pointer.
+    EXPECT_NE((*remote)->mapped(), nullptr);
+    EXPECT_GT(report->mapped_rows, 10'000u);
+    EXPECT_LT(report->mapped_rows, report->local_rows);
+  } else {
+    EXPECT_EQ((*remote)->mapped(), nullptr);
+    EXPECT_GT(report->remote_rows, 10'000u);
+    EXPECT_GT(report->local_rows, 10'000u);
+    EXPECT_LT(report->remote_ops, report->remote_rows);  // adjacent rows were coalesced
+  }
   expect_rows_match(*ds, ids, out);
   peer.proc.signal(SIGTERM);
   EXPECT_EQ(peer.proc.wait(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(transports, data_path_test, ::testing::Values("", "tcp"),
-                         [](const auto& info) { return info.param.empty() ? "ucx_default" : info.param; });
+                         [](const auto& info) {
+                           return info.param.empty() ? "ucx_default" : info.param;
+                         });
 
 // Owner A holds every row; owner B replicates the even rows. Kill A mid-run:
 // even rows fail over to B (reported), odd rows fail with a clean error.
@@ -123,7 +138,10 @@ TEST(data_path_failover_test, killed_owner_falls_back_to_the_replica_and_reports
   const auto n = std::uint64_t(ds->num_nodes());
   const auto dim = std::uint32_t(ds->feature_dim());
   sched::lookup_builder b(n, 2);
-  for (std::uint64_t v = 0; v < n; ++v) ASSERT_TRUE(b.assign(v, v % 2 ? std::vector<sched::shard_index>{0} : std::vector<sched::shard_index>{0, 1}).is_ok());
+  for (std::uint64_t v = 0; v < n; ++v)
+    ASSERT_TRUE(b.assign(v, v % 2 ? std::vector<sched::shard_index>{0}
+                                  : std::vector<sched::shard_index>{0, 1})
+                    .is_ok());
   auto lookup = std::move(b).finish();
   ASSERT_TRUE(lookup.has_value());
   std::string dir = graph::testing::temp_dir("failover_rows");

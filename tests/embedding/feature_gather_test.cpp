@@ -1,9 +1,9 @@
 #include "embedding/feature_gather.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <numeric>
-
-#include <gtest/gtest.h>
 
 #include "embedding/feature_shard.hpp"
 
@@ -34,7 +34,8 @@ struct fixture {
     }
   }
   feature_gatherer gatherer() {
-    return feature_gatherer(lookup, kDim * 4, {{shards[0].data(), nullptr, 1.0}, {shards[1].data(), nullptr, 2.0}});
+    return feature_gatherer(lookup, kDim * 4,
+                            {{shards[0].data(), nullptr, 1.0}, {shards[1].data(), nullptr, 2.0}});
   }
   bool row_ok(const std::vector<std::byte>& out, std::size_t i, std::int64_t v) {
     return std::memcmp(out.data() + i * kDim * 4, features.data() + v * kDim, kDim * 4) == 0;

@@ -1,15 +1,15 @@
 #include "sched/placement.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <numeric>
 #include <set>
 
-#include <gtest/gtest.h>
-
+#include "../graph/test_util.hpp"
 #include "graph/metrics.hpp"
 #include "sched/placement_eval.hpp"
-#include "../graph/test_util.hpp"
 
 namespace spindle::sched {
 namespace {
@@ -29,7 +29,8 @@ std::vector<double> decreasing_fap(std::size_t n) {
 topology one_server_two_numa(link_kind intra) {
   topology t;
   t.intra = intra;
-  for (int k = 0; k < config::kLinkKinds; ++k) t.links[k] = config::default_link_figures(link_kind(k));
+  for (int k = 0; k < config::kLinkKinds; ++k)
+    t.links[k] = config::default_link_figures(link_kind(k));
   config::server_spec s{"s0", "127.0.0.1", 0, 4, 0, 2, {}};
   for (int d = 0; d < 4; ++d) s.devices.push_back({device_kind::cuda, 1, d / 2});
   t.servers.push_back(s);
@@ -41,7 +42,8 @@ topology two_servers(link_kind inter) {
   topology t;
   t.inter = inter;
   t.intra = link_kind::nvlink;
-  for (int k = 0; k < config::kLinkKinds; ++k) t.links[k] = config::default_link_figures(link_kind(k));
+  for (int k = 0; k < config::kLinkKinds; ++k)
+    t.links[k] = config::default_link_figures(link_kind(k));
   for (int s = 0; s < 2; ++s) {
     config::server_spec srv{fmt::format("s{}", s), "127.0.0.1", 0, 1, 10, 1, {}};
     srv.devices.push_back({device_kind::cuda, 1, 0});
@@ -58,7 +60,8 @@ std::set<int> owners_of(const placement_plan& p, std::uint64_t node) {
 }
 
 expected<placement_plan> place(std::string_view policy, const topology& t,
-                               std::span<const double> fap, std::span<const std::int64_t> deg = {}) {
+                               std::span<const double> fap,
+                               std::span<const std::int64_t> deg = {}) {
   auto p = make_policy(policy);
   if (!p) return p.error();
   return (*p)->place(t, {fap, deg, 1, 7});
@@ -157,11 +160,15 @@ TEST(placement_test, every_policy_places_every_node_within_capacity) {
     auto rows = plan->shard_rows();
     for (std::size_t s = 0; s < rows.size(); ++s) EXPECT_LE(rows[s], plan->shards[s].capacity_rows);
     std::uint64_t total = std::accumulate(rows.begin(), rows.end(), std::uint64_t{0});
-    EXPECT_EQ(total, std::uint64_t(c.g.num_nodes) + [&] {
-      std::uint64_t extra = 0;
-      for (std::int64_t v = 0; v < c.g.num_nodes; ++v) extra += plan->lookup.locate(v).owners.size() - 1;
-      return extra;
-    }()) << name;
+    EXPECT_EQ(
+        total, std::uint64_t(c.g.num_nodes) +
+                   [&] {
+                     std::uint64_t extra = 0;
+                     for (std::int64_t v = 0; v < c.g.num_nodes; ++v)
+                       extra += plan->lookup.locate(v).owners.size() - 1;
+                     return extra;
+                   }())
+        << name;
     for (std::int64_t v = 0; v < c.g.num_nodes; ++v)
       ASSERT_FALSE(plan->lookup.locate(v).owners.empty()) << name << " node " << v;
     EXPECT_EQ(plan->lookup.per_node_bytes(), std::uint64_t(c.g.num_nodes) * 6);

@@ -1,12 +1,12 @@
 #include "transport/ucx/ucx.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <future>
-#include <optional>
 #include <numeric>
+#include <optional>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "transport/ucx/progress_loop.hpp"
 
@@ -71,9 +71,13 @@ TEST(ucx_test, tcp_gets_complete_with_the_owner_progress_loop) {
 TEST(ucx_test, active_messages_reach_the_handler) {
   pair_of_workers w;
   std::promise<std::string> got;
-  ASSERT_TRUE(w.owner.set_am_handler(7, [&](std::span<const std::byte> p) {
-                       got.set_value(std::string(reinterpret_cast<const char*>(p.data()), p.size()));
-                     }).is_ok());
+  ASSERT_TRUE(w.owner
+                  .set_am_handler(7,
+                                  [&](std::span<const std::byte> p) {
+                                    got.set_value(std::string(
+                                        reinterpret_cast<const char*>(p.data()), p.size()));
+                                  })
+                  .is_ok());
   auto addr = w.owner.address();
   progress_loop loop(w.owner);  // the owner's worker belongs to the loop from here on
   auto ep = endpoint::connect(w.reader, *addr);

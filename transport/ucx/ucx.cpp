@@ -1,14 +1,13 @@
 #include "transport/ucx/ucx.hpp"
 
-#include <chrono>
 #include <sys/mman.h>
+#include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <utility>
-
-#include <ucp/api/ucp.h>
 
 namespace spindle::transport::ucx {
 namespace {
@@ -93,8 +92,7 @@ expected<worker> worker::create(const context& ctx) {
   // One owner thread per worker (see the header); signal() is thread-safe anyway.
   params.thread_mode = UCS_THREAD_MODE_SINGLE;
   auto s = std::make_unique<state>();
-  if (ucs_status_t st = ucp_worker_create(ctx_of(ctx.native()), &params, &s->handle);
-      st != UCS_OK)
+  if (ucs_status_t st = ucp_worker_create(ctx_of(ctx.native()), &params, &s->handle); st != UCS_OK)
     return ucx_error(st, "ucp_worker_create");
   return worker(std::move(s));
 }
