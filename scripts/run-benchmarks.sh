@@ -1,9 +1,34 @@
 #!/usr/bin/env bash
 # Runs every benchmark in bench/ and prints their tables (make bench).
+# Real graphs come from ../shared/data; prepared copies are cached in $build/bench-data.
 set -euo pipefail
 build="${1:-build}"
+spindle="$build/apps/spindle"
+data="$(cd "$(dirname "$0")/.." && pwd)/../shared/data"
+cache="$build/bench-data"
+mkdir -p "$cache"
+export SPINDLE_PROGRESS=0
+
+prepare() {  # name, then spindle prepare/generate arguments
+  local name="$1"; shift
+  [ -f "$cache/$name/metadata.json" ] || "$spindle" "$@" --out "$cache/$name" > /dev/null
+}
+
 echo "== sampling (bench/sampling_bench) =="
 "$build/bench/sampling_bench" 20 1.0
 echo
 echo "== PSGS + FAP precompute (bench/metrics_bench) =="
 "$build/bench/metrics_bench" 22
+echo
+echo "== feature gather (bench/gather_bench) =="
+"$build/bench/gather_bench" "$spindle" 20 10 "$cache/rmat20-f128"
+echo
+echo "== placement evaluator (bench/placement_bench) =="
+prepare cora prepare --input "$data/cora/cora.cites" --features "$data/cora/cora.content.gz" --undirected
+prepare citeseer prepare --input "$data/citeseer/citeseer.cites" \
+  --features "$data/citeseer/citeseer.content.gz" --undirected
+prepare ego-facebook prepare --input "$data/ego-Facebook/facebook_combined.txt.gz" --undirected
+prepare wiki-vote prepare --input "$data/wiki-Vote/Wiki-Vote.txt.gz"
+prepare slashdot prepare --input "$data/soc-Slashdot0902/soc-Slashdot0902.txt.gz"
+prepare rmat22 generate --scale 22 --feature-dim 0
+"$build/bench/placement_bench" examples "$cache"/{cora,citeseer,ego-facebook,wiki-vote,slashdot,rmat22}
