@@ -26,6 +26,8 @@ demo: build
 	$(SPINDLE) prepare $(DEMO_DIR)/rmat16 --fanouts 25,10 --seed-distribution degree
 	$(SPINDLE) info $(DEMO_DIR)/rmat16 --verify
 	$(SPINDLE) sample $(DEMO_DIR)/rmat16 --seeds 0,1,2,3 --fanouts 25,10 --max-rows 8
+	$(SPINDLE) place $(DEMO_DIR)/rmat16 --topology examples/topology-8server-ethernet.toml --policy fap
+	$(SPINDLE) place $(DEMO_DIR)/rmat16 --topology examples/topology-8server-ethernet.toml --policy hash
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
