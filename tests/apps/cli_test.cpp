@@ -133,3 +133,42 @@ TEST_F(cli_test, numpy_reads_every_array) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(cli_test, place_prints_the_plan_and_the_evaluator_as_json) {
+  auto r = run_stdout("place " + *dir_ + "/rmat --topology " SPINDLE_SOURCE_DIR
+                      "/examples/topology-2server-infiniband.toml --requests 50 --batch 8 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["policy"], "fap");
+  EXPECT_EQ(j["nodes"], 512);
+  EXPECT_EQ(j["row_bytes"], 64);
+  EXPECT_EQ(j["lookup_bytes"], 512 * 6);
+  EXPECT_EQ(j["shards"].size(), 8u);  // 4 GPUs, 2 host memories, 2 disks
+  EXPECT_LE(j["latency_us"]["p50"].get<double>(), j["latency_us"]["p99"].get<double>());
+  double share = 0;
+  for (auto& [name, link] : j["links"].items()) share += link["share"].get<double>();
+  EXPECT_NEAR(share, 1.0, 1e-9);
+}
+
+TEST_F(cli_test, place_text_output_and_named_errors) {
+  auto r = run("place " + *dir_ + "/rmat --topology " SPINDLE_SOURCE_DIR
+               "/examples/topology-8server-ethernet.toml --policy hash --requests 20");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("placement 'hash'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aggregation latency p50"), std::string::npos) << r.out;
+  std::string bad = *dir_ + "/bad-topology.toml";
+  std::ofstream(bad) << "[[server]]\nname = \"a\"\nnuma_groups = 2\n[[server.device]]\nmemory = \"1GiB\"\n";
+  r = run("place " + *dir_ + "/rmat --topology " + bad);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("bad-topology.toml: server[0] ('a').numa_groups = 2 is larger than the server's 1 devices"),
+            std::string::npos)
+      << r.out;
+  r = run("place " + *dir_ + "/rmat --topology " SPINDLE_SOURCE_DIR
+          "/examples/topology-host-2proc.toml --policy metis");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("placement policy 'metis'"), std::string::npos) << r.out;
+}
+
+}  // namespace
