@@ -1,0 +1,148 @@
+#include "config/model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+namespace spindle::config {
+namespace {
+
+constexpr std::array<std::string_view, 5> kArchNames = {"graphsage", "gcn", "gat", "gin", "dlrm"};
+
+template <class T>
+status read_int(const toml::table& t, std::string_view key, T& out, std::string_view origin) {
+  if (const toml::node* n = t.get(key)) {
+    auto v = n->value<std::int64_t>();
+    if (!v) return make_error(errc::invalid_argument, "{}: model.{} must be an integer", origin, key);
+    out = T(*v);
+  }
+  return status::ok();
+}
+
+template <class T>
+status read_list(const toml::table& t, std::string_view key, std::vector<T>& out,
+                 std::string_view origin) {
+  const toml::node* n = t.get(key);
+  if (!n) return status::ok();
+  const toml::array* arr = n->as_array();
+  if (!arr) return make_error(errc::invalid_argument, "{}: model.{} must be a list", origin, key);
+  out.clear();
+  for (const auto& e : *arr) {
+    auto v = e.value<std::int64_t>();
+    if (!v) return make_error(errc::invalid_argument, "{}: model.{} must hold integers", origin, key);
+    out.push_back(T(*v));
+  }
+  return status::ok();
+}
+
+expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
+  const toml::table* t = root["model"].as_table();
+  if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
+  static constexpr std::array<std::string_view, 15> known = {
+      "name", "arch", "weights", "in", "hidden", "out", "layers", "heads", "log_softmax",
+      "dense_in", "bottom", "top", "table_rows", "embedding_dim", "description"};
+  for (auto&& [k, _] : *t)
+    if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
+      return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
+  model_desc d;
+  d.name = t->get("name") ? t->get("name")->value_or(std::string("model")) : "model";
+  std::string arch = t->get("arch") ? t->get("arch")->value_or(std::string()) : "";
+  SPINDLE_ASSIGN_OR_RETURN(d.arch, parse_model_arch(arch));
+  if (t->get("weights")) d.weights = t->get("weights")->value_or(d.weights);
+  if (t->get("log_softmax")) d.log_softmax = t->get("log_softmax")->value_or(false);
+  SPINDLE_TRY(read_int(*t, "in", d.in, origin));
+  SPINDLE_TRY(read_int(*t, "hidden", d.hidden, origin));
+  SPINDLE_TRY(read_int(*t, "out", d.out, origin));
+  SPINDLE_TRY(read_int(*t, "layers", d.layers, origin));
+  SPINDLE_TRY(read_int(*t, "heads", d.heads, origin));
+  SPINDLE_TRY(read_int(*t, "dense_in", d.dense_in, origin));
+  SPINDLE_TRY(read_int(*t, "embedding_dim", d.embedding_dim, origin));
+  SPINDLE_TRY(read_list(*t, "bottom", d.bottom, origin));
+  SPINDLE_TRY(read_list(*t, "top", d.top, origin));
+  SPINDLE_TRY(read_list(*t, "table_rows", d.table_rows, origin));
+  if (auto st = validate(d); !st) return std::move(st).with_context(fmt::format("{}: ", origin));
+  return d;
+}
+
+}  // namespace
+
+std::string_view to_string(model_arch a) { return kArchNames[std::size_t(a)]; }
+
+expected<model_arch> parse_model_arch(std::string_view text) {
+  for (std::size_t i = 0; i < kArchNames.size(); ++i)
+    if (kArchNames[i] == text) return model_arch(i);
+  return make_error(errc::invalid_argument,
+                    "model.arch = '{}': expected graphsage, gcn, gat, gin or dlrm", text);
+}
+
+status validate(const model_desc& d) {
+  auto positive = [](std::string_view f, std::int64_t v) {
+    return v > 0 ? status::ok()
+                 : make_error(errc::invalid_argument, "model.{} = {}: must be > 0", f, v);
+  };
+  if (d.is_gnn()) {
+    SPINDLE_TRY(positive("in", d.in));
+    SPINDLE_TRY(positive("hidden", d.hidden));
+    SPINDLE_TRY(positive("out", d.out));
+    SPINDLE_TRY(positive("layers", d.layers));
+    if (d.arch == model_arch::gat) SPINDLE_TRY(positive("heads", d.heads));
+    return status::ok();
+  }
+  SPINDLE_TRY(positive("dense_in", d.dense_in));
+  SPINDLE_TRY(positive("embedding_dim", d.embedding_dim));
+  if (d.bottom.empty() || d.bottom.back() != d.embedding_dim)
+    return make_error(errc::invalid_argument,
+                      "model.bottom = [{}]: must end with embedding_dim = {}",
+                      fmt::join(d.bottom, ", "), d.embedding_dim);
+  if (d.top.empty() || d.top.back() != 1)
+    return make_error(errc::invalid_argument, "model.top = [{}]: must end with 1",
+                      fmt::join(d.top, ", "));
+  if (d.table_rows.empty())
+    return make_error(errc::invalid_argument, "model.table_rows: at least one table");
+  for (std::size_t i = 0; i < d.table_rows.size(); ++i)
+    if (d.table_rows[i] <= 0)
+      return make_error(errc::invalid_argument, "model.table_rows[{}] = {}: must be > 0", i,
+                        d.table_rows[i]);
+  for (int w : d.bottom) SPINDLE_TRY(positive("bottom[*]", w));
+  for (int w : d.top) SPINDLE_TRY(positive("top[*]", w));
+  return status::ok();
+}
+
+expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin) {
+  try {
+    return from_table(toml::parse(toml_text, origin), origin);
+  } catch (const toml::parse_error& e) {
+    return make_error(errc::invalid_argument, "{}:{}:{}: {}", origin, e.source().begin.line,
+                      e.source().begin.column, e.description());
+  }
+}
+
+expected<model_desc> load_model_desc(const std::string& dir) {
+  std::string path = dir + "/model.toml";
+  std::ifstream in(path);
+  if (!in) return make_error(errc::not_found, "{}: cannot open model description", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_model_desc(text.str(), path);
+}
+
+std::string to_toml(const model_desc& d) {
+  std::string s = fmt::format("[model]\nname = \"{}\"\narch = \"{}\"\nweights = \"{}\"\n", d.name,
+                              to_string(d.arch), d.weights);
+  if (d.is_gnn()) {
+    s += fmt::format("in = {}\nhidden = {}\nout = {}\nlayers = {}\n", d.in, d.hidden, d.out, d.layers);
+    if (d.arch == model_arch::gat) s += fmt::format("heads = {}\n", d.heads);
+    s += fmt::format("log_softmax = {}\n", d.log_softmax);
+  } else {
+    s += fmt::format("dense_in = {}\nbottom = [{}]\ntop = [{}]\nembedding_dim = {}\ntable_rows = [{}]\n",
+                     d.dense_in, fmt::join(d.bottom, ", "), fmt::join(d.top, ", "), d.embedding_dim,
+                     fmt::join(d.table_rows, ", "));
+  }
+  return s;
+}
+
+}  // namespace spindle::config

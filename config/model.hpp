@@ -1,0 +1,45 @@
+// A model description (model.toml in a model directory): architecture, sizes
+// and weight file. Parsed from TOML into a validated plain value; the weights
+// themselves are loaded by nn/. Thread-safe (plain values).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::config {
+
+enum class model_arch { graphsage, gcn, gat, gin, dlrm };
+std::string_view to_string(model_arch a);
+expected<model_arch> parse_model_arch(std::string_view text);
+
+struct model_desc {
+  std::string name = "model";
+  model_arch arch = model_arch::graphsage;
+  std::string weights = "weights.safetensors";  // relative to the model directory
+  // GNNs: feature width in, hidden width, classes out, one layer per sampled hop.
+  int in = 0, hidden = 0, out = 0, layers = 2;
+  int heads = 4;                 // GAT: heads of every layer but the last (which has 1)
+  bool log_softmax = false;      // apply log_softmax to the output (PyG examples do)
+  // DLRM: dense features -> bottom MLP -> embedding_dim; tables of table_rows rows.
+  int dense_in = 0;
+  std::vector<int> bottom;       // bottom MLP widths; the last equals embedding_dim
+  std::vector<int> top;          // top MLP widths; the last is 1 (sigmoid)
+  std::vector<std::int64_t> table_rows;
+  int embedding_dim = 0;
+
+  bool is_gnn() const { return arch != model_arch::dlrm; }
+};
+
+expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin);
+/// Reads DIR/model.toml.
+expected<model_desc> load_model_desc(const std::string& dir);
+/// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").
+status validate(const model_desc& d);
+/// The TOML text of `d` (what `spindle model init` writes).
+std::string to_toml(const model_desc& d);
+
+}  // namespace spindle::config

@@ -1,0 +1,285 @@
+#include "nn/model.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace spindle::nn {
+namespace {
+
+using config::model_arch;
+
+struct layer_dims {
+  std::int64_t in, out, heads;  // out is per head for GAT
+};
+
+layer_dims dims(const config::model_desc& d, int l) {
+  const bool gat = d.arch == model_arch::gat;
+  std::int64_t in = l == 0 ? d.in : (gat ? std::int64_t(d.heads) * d.hidden : d.hidden);
+  std::int64_t out = l == d.layers - 1 ? d.out : d.hidden;
+  std::int64_t heads = gat && l < d.layers - 1 ? d.heads : 1;
+  return {in, out, heads};
+}
+
+std::string conv(int l, std::string_view rest) { return fmt::format("convs.{}.{}", l, rest); }
+
+void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
+  for (int l = 0; l < d.layers; ++l) {
+    auto [in, out, h] = dims(d, l);
+    switch (d.arch) {
+      case model_arch::graphsage:
+        s.push_back({conv(l, "lin_l.weight"), {out, in}});
+        s.push_back({conv(l, "lin_l.bias"), {out}});
+        s.push_back({conv(l, "lin_r.weight"), {out, in}});
+        break;
+      case model_arch::gcn:
+        s.push_back({conv(l, "lin.weight"), {out, in}});
+        s.push_back({conv(l, "bias"), {out}});
+        break;
+      case model_arch::gat:
+        s.push_back({conv(l, "lin_src.weight"), {h * out, in}});
+        s.push_back({conv(l, "att_src"), {1, h, out}});
+        s.push_back({conv(l, "att_dst"), {1, h, out}});
+        s.push_back({conv(l, "bias"), {h * out}});
+        break;
+      case model_arch::gin:
+        s.push_back({conv(l, "nn.0.weight"), {out, in}});
+        s.push_back({conv(l, "nn.0.bias"), {out}});
+        s.push_back({conv(l, "nn.2.weight"), {out, out}});
+        s.push_back({conv(l, "nn.2.bias"), {out}});
+        s.push_back({conv(l, "eps"), {1}, true});
+        break;
+      case model_arch::dlrm: break;
+    }
+  }
+}
+
+// nn.Sequential of Linear/ReLU pairs: Linear i sits at index 2i.
+void mlp_specs(const std::string& prefix, std::int64_t in, const std::vector<int>& widths,
+               std::vector<param_spec>& s) {
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    s.push_back({fmt::format("{}.{}.weight", prefix, 2 * i), {widths[i], in}});
+    s.push_back({fmt::format("{}.{}.bias", prefix, 2 * i), {widths[i]}});
+    in = widths[i];
+  }
+}
+
+std::int64_t dlrm_top_in(const config::model_desc& d) {
+  const std::int64_t k = std::int64_t(d.table_rows.size()) + 1;
+  return d.embedding_dim + k * (k - 1) / 2;
+}
+
+}  // namespace
+
+std::vector<param_spec> parameter_specs(const config::model_desc& d) {
+  std::vector<param_spec> s;
+  if (d.is_gnn()) {
+    gnn_specs(d, s);
+    return s;
+  }
+  mlp_specs("bot_l", d.dense_in, d.bottom, s);
+  for (std::size_t t = 0; t < d.table_rows.size(); ++t)
+    s.push_back({fmt::format("emb_l.{}.weight", t), {d.table_rows[t], d.embedding_dim}});
+  mlp_specs("top_l", dlrm_top_in(d), d.top, s);
+  return s;
+}
+
+expected<model> model::from(const config::model_desc& d, const safetensors_file& weights,
+                            allocator& alloc) {
+  SPINDLE_TRY(config::validate(d));
+  model m;
+  m.desc_ = d;
+  for (const auto& spec : parameter_specs(d)) {
+    std::string stored = spec.name;
+    // PyG >= 2.4 names GATConv's shared projection `lin`, 2.3 `lin_src`.
+    if (!weights.tensors().count(stored) && stored.ends_with("lin_src.weight")) {
+      std::string alt = stored.substr(0, stored.size() - 14) + "lin.weight";
+      if (weights.tensors().count(alt)) stored = alt;
+    }
+    if (spec.optional && !weights.tensors().count(stored)) continue;
+    auto values = weights.as_f32(stored, spec.shape);
+    if (!values) return std::move(values).error();
+    SPINDLE_ASSIGN_OR_RETURN(auto t, tensor::empty(alloc, spec.shape));
+    std::memcpy(t.data(), values->data(), values->size() * sizeof(float));
+    m.params_.emplace(spec.name, std::move(t));
+  }
+  return m;
+}
+
+expected<model> model::load(const std::string& dir, allocator& alloc) {
+  SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
+  SPINDLE_ASSIGN_OR_RETURN(auto w, safetensors_file::open(dir + "/" + d.weights));
+  return from(d, w, alloc);
+}
+
+std::int64_t model::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& [_, t] : params_) n += t.numel();
+  return n;
+}
+
+std::size_t model::weight_bytes() const {
+  std::size_t n = 0;
+  for (const auto& [_, t] : params_) n += round_up(std::size_t(t.numel()) * sizeof(float));
+  return n;
+}
+
+std::span<const float> model::p(const std::string& name) const {
+  auto it = params_.find(name);
+  if (it == params_.end()) return {};
+  return {it->second.data(), std::size_t(it->second.numel())};
+}
+
+expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
+                                  std::span<const float> degree, const tensor& x) const {
+  auto [in, out, heads] = dims(desc_, l);
+  switch (desc_.arch) {
+    case model_arch::graphsage: {  // PyG SAGEConv: lin_l(mean_j x_j) + lin_r(x_i)
+      SPINDLE_ASSIGN_OR_RETURN(auto agg, propagate(a, b, x, reduce_op::mean));
+      SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, agg, p(conv(l, "lin_l.weight")), p(conv(l, "lin_l.bias")), out));
+      agg = tensor();
+      SPINDLE_ASSIGN_OR_RETURN(auto r, linear(a, x.head(b.num_dst), p(conv(l, "lin_r.weight")), {}, out));
+      add_(y, r);
+      return y;
+    }
+    case model_arch::gcn: {  // PyG GCNConv: propagate(norm, x W) + b
+      SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, p(conv(l, "lin.weight")), {}, out));
+      SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gcn(a, b, h, degree));
+      auto bias = p(conv(l, "bias"));
+      for (std::int64_t r = 0; r < y.rows(); ++r)
+        for (std::int64_t c = 0; c < out; ++c) y.row(r)[c] += bias[c];
+      return y;
+    }
+    case model_arch::gat: {
+      SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, p(conv(l, "lin_src.weight")), {}, heads * out));
+      SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gat(a, b, h, int(heads), p(conv(l, "att_src")),
+                                                     p(conv(l, "att_dst"))));
+      auto bias = p(conv(l, "bias"));
+      for (std::int64_t r = 0; r < y.rows(); ++r)
+        for (std::int64_t c = 0; c < heads * out; ++c) y.row(r)[c] += bias[c];
+      return y;
+    }
+    case model_arch::gin: {  // PyG GINConv: nn((1 + eps) x_i + sum_j x_j)
+      SPINDLE_ASSIGN_OR_RETURN(auto z, propagate(a, b, x, reduce_op::sum));
+      auto eps_span = p(conv(l, "eps"));
+      const float scale = 1.0f + (eps_span.empty() ? 0.0f : eps_span[0]);
+      for (std::int64_t r = 0; r < b.num_dst; ++r)
+        for (std::int64_t c = 0; c < in; ++c) z.row(r)[c] += scale * x.row(r)[c];
+      SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, z, p(conv(l, "nn.0.weight")), p(conv(l, "nn.0.bias")), out));
+      z = tensor();
+      relu_(y);
+      return linear(a, y, p(conv(l, "nn.2.weight")), p(conv(l, "nn.2.bias")), out);
+    }
+    case model_arch::dlrm: break;
+  }
+  return make_error(errc::internal, "gnn_layer on a DLRM model");
+}
+
+expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
+                                std::span<const float> degree, const tensor& x) const {
+  if (!desc_.is_gnn()) return make_error(errc::invalid_argument, "{}: not a GNN model", desc_.name);
+  if (int(blocks.size()) != desc_.layers)
+    return make_error(errc::invalid_argument, "{}: {} layers but {} sampled blocks (one per hop)",
+                      desc_.name, desc_.layers, blocks.size());
+  if (x.cols() != desc_.in || x.rows() < blocks[0].num_src)
+    return make_error(errc::invalid_argument, "{}: features are [{} x {}], expected [{} x {}]",
+                      desc_.name, x.rows(), x.cols(), blocks[0].num_src, desc_.in);
+  if (desc_.arch == model_arch::gcn && std::int64_t(degree.size()) < blocks[0].num_src)
+    return make_error(errc::invalid_argument, "{}: GCN needs a degree per node", desc_.name);
+  tensor h;
+  for (int l = 0; l < desc_.layers; ++l) {
+    SPINDLE_ASSIGN_OR_RETURN(auto y, gnn_layer(a, l, blocks[l], degree, l == 0 ? x : h));
+    if (l < desc_.layers - 1) relu_(y);
+    h = std::move(y);
+  }
+  if (desc_.log_softmax) log_softmax_rows_(h);
+  return h;
+}
+
+expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
+                            tensor x, bool sigmoid_last) const {
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, x, p(fmt::format("{}.{}.weight", prefix, 2 * i)),
+                                            p(fmt::format("{}.{}.bias", prefix, 2 * i)), widths[i]));
+    if (i + 1 < widths.size() || !sigmoid_last) {
+      relu_(y);
+    } else {
+      for (std::int64_t k = 0; k < y.numel(); ++k) y.data()[k] = 1.0f / (1.0f + std::exp(-y.data()[k]));
+    }
+    x = std::move(y);
+  }
+  return x;
+}
+
+expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
+                                     const std::vector<sparse_input>& sparse) const {
+  if (desc_.arch != model_arch::dlrm) return make_error(errc::invalid_argument, "{}: not a DLRM model", desc_.name);
+  if (dense.cols() != desc_.dense_in)
+    return make_error(errc::invalid_argument, "{}: dense features have {} columns, expected {}",
+                      desc_.name, dense.cols(), desc_.dense_in);
+  if (sparse.size() != desc_.table_rows.size())
+    return make_error(errc::invalid_argument, "{}: {} sparse inputs for {} tables", desc_.name,
+                      sparse.size(), desc_.table_rows.size());
+  SPINDLE_ASSIGN_OR_RETURN(auto x, tensor::empty(a, dense.shape()));
+  std::memcpy(x.data(), dense.data(), std::size_t(dense.numel()) * sizeof(float));
+  SPINDLE_ASSIGN_OR_RETURN(auto bottom, mlp(a, "bot_l", desc_.bottom, std::move(x), false));
+  std::vector<tensor> embs;
+  std::vector<const tensor*> refs;
+  for (std::size_t t = 0; t < sparse.size(); ++t) {
+    if (std::int64_t(sparse[t].offsets.size()) != dense.rows() + 1)
+      return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows", desc_.name,
+                        t, sparse[t].offsets.size(), dense.rows());
+    auto e = embedding_bag(a, p(fmt::format("emb_l.{}.weight", t)), desc_.embedding_dim,
+                           sparse[t].indices, sparse[t].offsets, reduce_op::sum);
+    if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
+    embs.push_back(std::move(*e));
+  }
+  for (const auto& e : embs) refs.push_back(&e);
+  SPINDLE_ASSIGN_OR_RETURN(auto z, dot_interaction(a, bottom, refs));
+  embs.clear();
+  return mlp(a, "top_l", desc_.top, std::move(z), true);
+}
+
+std::vector<float> gcn_degrees(std::span<const std::int64_t> indptr,
+                               std::span<const std::int32_t> indices, std::int64_t num_nodes) {
+  std::vector<float> d(std::size_t(num_nodes), 1.0f);
+  const std::int64_t rows = std::int64_t(indptr.size()) - 1;
+  for (std::int64_t v = 0; v < rows && v < num_nodes; ++v)
+    for (std::int64_t e = indptr[v]; e < indptr[v + 1]; ++e) d[v] += indices[e] != v;
+  return d;
+}
+
+status init_model(const config::model_desc& d, std::uint64_t seed, const std::string& dir) {
+  SPINDLE_TRY(config::validate(d));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(errc::io_error, "{}: cannot create: {}", dir, ec.message());
+  std::mt19937_64 rng(seed);
+  std::vector<safetensor_f32> tensors;
+  for (const auto& spec : parameter_specs(d)) {
+    safetensor_f32 t{spec.name, spec.shape, {}};
+    std::int64_t n = 1;
+    for (auto s : spec.shape) n *= s;
+    // PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)); embeddings N(0, 1) scaled down.
+    const std::int64_t fan_in = spec.shape.size() >= 2 ? spec.shape.back() : std::max<std::int64_t>(1, spec.shape.back());
+    const float bound = spec.name.ends_with(".eps") ? 0.0f : 1.0f / std::sqrt(float(fan_in));
+    std::uniform_real_distribution<float> u(-bound, bound);
+    t.values.resize(std::size_t(n));
+    for (auto& v : t.values) v = bound == 0 ? 0.0f : u(rng);
+    tensors.push_back(std::move(t));
+    if (d.arch == model_arch::gat && spec.name.ends_with("lin_src.weight")) {
+      safetensor_f32 dst = tensors.back();  // PyG 2.3 stores the shared projection twice
+      dst.name.replace(dst.name.size() - 14, 14, "lin_dst.weight");
+      tensors.push_back(std::move(dst));
+    }
+  }
+  SPINDLE_TRY(write_safetensors(dir + "/" + d.weights, tensors, {{"format", "pt"}, {"producer", "spindle model init"}}));
+  std::ofstream out(dir + "/model.toml");
+  out << config::to_toml(d);
+  if (!out) return make_error(errc::io_error, "{}/model.toml: write failed", dir);
+  return status::ok();
+}
+
+}  // namespace spindle::nn

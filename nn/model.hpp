@@ -1,0 +1,79 @@
+// Inference models over nn/ operators: GraphSAGE, GCN, GAT and GIN over the
+// sampled blocks of one batch (one layer per hop, PyG NeighborLoader semantics),
+// and DLRM. Weights come from safetensors with the parameter names PyTorch
+// Geometric and a plain PyTorch DLRM produce. A loaded model is immutable: many
+// threads may run forward() at once, each with its own allocator.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/model.hpp"
+#include "core/safetensors.hpp"
+#include "core/status.hpp"
+#include "nn/ops.hpp"
+#include "nn/tensor.hpp"
+
+namespace spindle::nn {
+
+struct param_spec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  bool optional = false;  // e.g. GIN's eps buffer (0 when absent)
+};
+
+/// Every parameter `d` needs, in a stable order, with PyG / PyTorch names.
+std::vector<param_spec> parameter_specs(const config::model_desc& d);
+
+/// One table's lookups for a batch: bag b holds indices[offsets[b], offsets[b+1]).
+struct sparse_input {
+  std::vector<std::int64_t> indices;
+  std::vector<std::int64_t> offsets;
+};
+
+class model {
+ public:
+  /// Loads DIR/model.toml and its weights; weight tensors come from `weights_alloc`
+  /// (a task's allocator, so the GNNSched measurement counts them). Errors name the
+  /// tensor and the expected vs found shape.
+  static expected<model> load(const std::string& dir, allocator& weights_alloc);
+  static expected<model> from(const config::model_desc& d, const safetensors_file& weights,
+                              allocator& weights_alloc);
+
+  const config::model_desc& desc() const { return desc_; }
+  std::int64_t parameter_count() const;
+  std::size_t weight_bytes() const;
+  const tensor& param(const std::string& name) const { return params_.at(name); }
+
+  /// GNN forward: blocks[0] is the input layer; `x` holds features of blocks[0]'s
+  /// src nodes; `degree` (GCN only) is 1 + sampled in-degree per src node.
+  /// Returns [blocks.back().num_dst x out].
+  expected<tensor> forward(allocator& a, std::span<const block> blocks,
+                           std::span<const float> degree, const tensor& x) const;
+  /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
+  /// click probabilities.
+  expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
+                                const std::vector<sparse_input>& sparse) const;
+
+ private:
+  expected<tensor> gnn_layer(allocator& a, int l, const block& b, std::span<const float> degree,
+                             const tensor& x) const;
+  expected<tensor> mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
+                       tensor x, bool sigmoid_last) const;
+  std::span<const float> p(const std::string& name) const;
+
+  config::model_desc desc_;
+  std::map<std::string, tensor> params_;
+};
+
+/// GCN degrees for a sampled subgraph in CSR form (rows = expanded nodes): 1 +
+/// sampled neighbours other than the node itself (PyG add_remaining_self_loops).
+std::vector<float> gcn_degrees(std::span<const std::int64_t> indptr,
+                               std::span<const std::int32_t> indices, std::int64_t num_nodes);
+
+/// Random weights for `d` (PyTorch's default uniform(-1/sqrt(fan_in), +) init),
+/// deterministic per seed; writes DIR/model.toml and DIR/<weights>.
+status init_model(const config::model_desc& d, std::uint64_t seed, const std::string& dir);
+
+}  // namespace spindle::nn

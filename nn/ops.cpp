@@ -1,0 +1,250 @@
+#include "nn/ops.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace spindle::nn {
+
+void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+
+expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
+                        std::span<const float> bias, std::int64_t out_features) {
+  const std::int64_t n = x.rows(), in = x.cols();
+  if (std::int64_t(weight.size()) != out_features * in)
+    return make_error(errc::invalid_argument, "linear: weight has {} values, expected {} x {}",
+                      weight.size(), out_features, in);
+  SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
+  if (n > 0)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(out_features), int(in), 1.0f,
+                x.data(), int(in), weight.data(), int(in), 0.0f, y.data(), int(out_features));
+  if (!bias.empty())
+    for (std::int64_t r = 0; r < n; ++r) {
+      float* row = y.row(r);
+      for (std::int64_t c = 0; c < out_features; ++c) row[c] += bias[c];
+    }
+  return y;
+}
+
+void add_(tensor& y, const tensor& x) {
+  const std::int64_t n = y.numel();
+  for (std::int64_t i = 0; i < n; ++i) y.data()[i] += x.data()[i];
+}
+
+void relu_(tensor& t) {
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) t.data()[i] = std::max(t.data()[i], 0.0f);
+}
+
+void elu_(tensor& t, float alpha) {
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
+    float& v = t.data()[i];
+    if (v < 0) v = alpha * std::expm1(v);
+  }
+}
+
+void leaky_relu_(tensor& t, float slope) {
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
+    float& v = t.data()[i];
+    if (v < 0) v *= slope;
+  }
+}
+
+namespace {
+template <bool Log>
+void softmax_impl(tensor& t) {
+  const std::int64_t cols = t.cols();
+  for (std::int64_t r = 0; r < t.rows(); ++r) {
+    float* row = t.row(r);
+    float mx = *std::max_element(row, row + cols);
+    double sum = 0;
+    for (std::int64_t c = 0; c < cols; ++c) sum += std::exp(double(row[c] - mx));
+    for (std::int64_t c = 0; c < cols; ++c)
+      row[c] = Log ? float(row[c] - mx - std::log(sum)) : float(std::exp(double(row[c] - mx)) / sum);
+  }
+}
+}  // namespace
+
+void softmax_rows_(tensor& t) { softmax_impl<false>(t); }
+void log_softmax_rows_(tensor& t) { softmax_impl<true>(t); }
+
+expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, reduce_op op) {
+  const std::int64_t f = x_src.cols(), e0 = b.indptr[0];
+  SPINDLE_ASSIGN_OR_RETURN(auto messages, tensor::empty(a, {b.num_edges(), f}));
+  for (std::int64_t e = 0; e < b.num_edges(); ++e)
+    std::memcpy(messages.row(e), x_src.row(b.indices[e0 + e]), std::size_t(f) * sizeof(float));
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {b.num_dst, f}));
+  for (std::int64_t i = 0; i < b.num_dst; ++i) {
+    float* o = out.row(i);
+    const std::int64_t lo = b.indptr[i] - e0, hi = b.indptr[i + 1] - e0;
+    if (hi == lo) continue;
+    if (op == reduce_op::max) std::fill(o, o + f, -std::numeric_limits<float>::infinity());
+    for (std::int64_t e = lo; e < hi; ++e) {
+      const float* m = messages.row(e);
+      if (op == reduce_op::max)
+        for (std::int64_t c = 0; c < f; ++c) o[c] = std::max(o[c], m[c]);
+      else
+        for (std::int64_t c = 0; c < f; ++c) o[c] += m[c];
+    }
+    if (op == reduce_op::mean) {
+      const float inv = 1.0f / float(hi - lo);
+      for (std::int64_t c = 0; c < f; ++c) o[c] *= inv;
+    }
+  }
+  return out;
+}
+
+expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
+                               std::span<const float> degree) {
+  const std::int64_t f = h.cols(), e0 = b.indptr[0];
+  SPINDLE_ASSIGN_OR_RETURN(auto messages, tensor::empty(a, {b.num_edges(), f}));
+  for (std::int64_t i = 0; i < b.num_dst; ++i) {
+    const float di = 1.0f / std::sqrt(degree[i]);
+    for (std::int64_t e = b.indptr[i] - e0; e < b.indptr[i + 1] - e0; ++e) {
+      const std::int32_t j = b.indices[e0 + e];
+      // PyG add_remaining_self_loops: an existing i->i edge is the self-loop term.
+      const float w = j == i ? 0.0f : di / std::sqrt(degree[j]);
+      const float* src = h.row(j);
+      float* m = messages.row(e);
+      for (std::int64_t c = 0; c < f; ++c) m[c] = w * src[c];
+    }
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {b.num_dst, f}));
+  for (std::int64_t i = 0; i < b.num_dst; ++i) {
+    float* o = out.row(i);
+    const float self = 1.0f / degree[i];
+    const float* hi = h.row(i);
+    for (std::int64_t c = 0; c < f; ++c) o[c] = self * hi[c];
+    for (std::int64_t e = b.indptr[i] - e0; e < b.indptr[i + 1] - e0; ++e) {
+      const float* m = messages.row(e);
+      for (std::int64_t c = 0; c < f; ++c) o[c] += m[c];
+    }
+  }
+  return out;
+}
+
+expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
+                               std::span<const float> att_src, std::span<const float> att_dst,
+                               float negative_slope) {
+  const std::int64_t hc = h.cols(), c = hc / heads, e0 = b.indptr[0];
+  const std::int64_t edges = b.num_edges() + b.num_dst;  // plus one self-loop per dst
+  auto node_score = [&](std::int64_t j, std::span<const float> att, int k) {
+    const float* x = h.row(j) + k * c;
+    float s = 0;
+    for (std::int64_t t = 0; t < c; ++t) s += x[t] * att[std::size_t(k * c + t)];
+    return s;
+  };
+  SPINDLE_ASSIGN_OR_RETURN(auto alpha, tensor::empty(a, {edges, heads}));
+  SPINDLE_ASSIGN_OR_RETURN(auto messages, tensor::empty(a, {edges, hc}));
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {b.num_dst, hc}));
+  std::int64_t slot = 0;
+  std::vector<std::int64_t> scratch;
+  for (std::int64_t i = 0; i < b.num_dst; ++i) {
+    const std::int64_t first = slot;
+    // Edge list of dst i: its sampled neighbours except itself, then itself (PyG
+    // GATConv removes self-loops and adds one per node).
+    std::vector<std::int64_t>& nbrs = scratch;
+    nbrs.clear();
+    for (std::int64_t e = b.indptr[i] - e0; e < b.indptr[i + 1] - e0; ++e)
+      if (b.indices[e0 + e] != i) nbrs.push_back(b.indices[e0 + e]);
+    nbrs.push_back(i);
+    auto src_of = [&](std::int64_t k) { return nbrs[std::size_t(k)]; };
+    const std::int64_t deg = std::int64_t(nbrs.size());
+    for (int k = 0; k < heads; ++k) {
+      const float ad = node_score(i, att_dst, k);
+      float mx = -std::numeric_limits<float>::infinity();
+      for (std::int64_t t = 0; t < deg; ++t) {
+        float s = node_score(src_of(t), att_src, k) + ad;
+        s = s < 0 ? s * negative_slope : s;
+        alpha.row(first + t)[k] = s;
+        mx = std::max(mx, s);
+      }
+      double sum = 0;
+      for (std::int64_t t = 0; t < deg; ++t) sum += std::exp(double(alpha.row(first + t)[k] - mx));
+      for (std::int64_t t = 0; t < deg; ++t)
+        alpha.row(first + t)[k] = float(std::exp(double(alpha.row(first + t)[k] - mx)) / sum);
+    }
+    for (std::int64_t t = 0; t < deg; ++t, ++slot) {
+      const float* x = h.row(src_of(t));
+      float* m = messages.row(slot);
+      for (int k = 0; k < heads; ++k)
+        for (std::int64_t q = 0; q < c; ++q) m[k * c + q] = alpha.row(slot)[k] * x[k * c + q];
+      float* o = out.row(i);
+      for (std::int64_t q = 0; q < hc; ++q) o[q] += m[q];
+    }
+  }
+  return out;
+}
+
+expected<tensor> embedding_bag(allocator& a, std::span<const float> table, std::int64_t dim,
+                               std::span<const std::int64_t> indices,
+                               std::span<const std::int64_t> offsets, reduce_op op) {
+  const std::int64_t rows = std::int64_t(table.size()) / dim;
+  const std::int64_t bags = std::int64_t(offsets.size()) - 1;
+  if (bags < 0 || offsets.back() != std::int64_t(indices.size()))
+    return make_error(errc::invalid_argument, "embedding_bag: offsets must end at {} indices",
+                      indices.size());
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {bags, dim}));
+  for (std::int64_t b = 0; b < bags; ++b) {
+    float* o = out.row(b);
+    for (std::int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
+      if (indices[k] < 0 || indices[k] >= rows)
+        return make_error(errc::invalid_argument, "embedding_bag: index {} at position {} outside [0, {})",
+                          indices[k], k, rows);
+      const float* r = table.data() + indices[k] * dim;
+      for (std::int64_t c = 0; c < dim; ++c) o[c] += r[c];
+    }
+    if (op == reduce_op::mean && offsets[b + 1] > offsets[b])
+      for (std::int64_t c = 0; c < dim; ++c) o[c] /= float(offsets[b + 1] - offsets[b]);
+  }
+  return out;
+}
+
+expected<tensor> concat_cols(allocator& a, const std::vector<const tensor*>& parts) {
+  std::int64_t rows = parts.empty() ? 0 : parts[0]->rows(), cols = 0;
+  for (const tensor* p : parts) {
+    if (p->rows() != rows)
+      return make_error(errc::invalid_argument, "concat: {} rows vs {}", p->rows(), rows);
+    cols += p->cols();
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {rows, cols}));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* o = out.row(r);
+    for (const tensor* p : parts) {
+      std::memcpy(o, p->row(r), std::size_t(p->cols()) * sizeof(float));
+      o += p->cols();
+    }
+  }
+  return out;
+}
+
+expected<tensor> dot_interaction(allocator& a, const tensor& dense,
+                                 const std::vector<const tensor*>& embeddings) {
+  const std::int64_t d = dense.cols(), k = std::int64_t(embeddings.size()) + 1;
+  for (const tensor* e : embeddings)
+    if (e->cols() != d || e->rows() != dense.rows())
+      return make_error(errc::invalid_argument, "interaction: embedding [{} x {}] vs dense [{} x {}]",
+                        e->rows(), e->cols(), dense.rows(), d);
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {dense.rows(), d + k * (k - 1) / 2}));
+  std::vector<const float*> t(static_cast<std::size_t>(k));
+  for (std::int64_t r = 0; r < dense.rows(); ++r) {
+    t[0] = dense.row(r);
+    for (std::int64_t i = 1; i < k; ++i) t[i] = embeddings[i - 1]->row(r);
+    float* o = out.row(r);
+    std::memcpy(o, t[0], std::size_t(d) * sizeof(float));
+    o += d;
+    for (std::int64_t i = 1; i < k; ++i)
+      for (std::int64_t j = 0; j < i; ++j) {
+        float s = 0;
+        for (std::int64_t c = 0; c < d; ++c) s += t[i][c] * t[j][c];
+        *o++ = s;
+      }
+  }
+  return out;
+}
+
+}  // namespace spindle::nn

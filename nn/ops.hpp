@@ -1,0 +1,76 @@
+// The operators GNN and DLRM inference need, over nn::tensor: dense layers
+// (OpenBLAS sgemm), activations, row softmax, sparse aggregation over a sampled
+// block (sum, mean, max, GCN-normalised, GAT attention with several heads),
+// embedding bags, concatenation and DLRM's pairwise dot interaction. Outputs and
+// temporaries come from the caller's allocator, so peak memory is measurable;
+// Propagate materialises its messages [E x F] as PyG does (GNNSched Table 2).
+// Pure functions; thread-safe for distinct outputs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/status.hpp"
+#include "nn/tensor.hpp"
+
+namespace spindle::nn {
+
+/// One layer's message-flow graph: dst nodes [0, num_dst) are the first src
+/// nodes; row i of the CSR lists the src nodes whose messages i receives.
+struct block {
+  std::int64_t num_dst = 0, num_src = 0;
+  std::span<const std::int64_t> indptr;  // num_dst + 1
+  std::span<const std::int32_t> indices;
+  std::int64_t num_edges() const { return indptr.empty() ? 0 : indptr[num_dst] - indptr[0]; }
+};
+
+/// Sets OpenBLAS to `threads` threads (Spindle owns its threads; default 1).
+void set_blas_threads(int threads);
+
+/// y = x W^T + b (PyTorch Linear: W is [out, in]); `bias` may be empty.
+expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
+                        std::span<const float> bias, std::int64_t out_features);
+/// y += x (same shape).
+void add_(tensor& y, const tensor& x);
+void relu_(tensor& t);
+void elu_(tensor& t, float alpha = 1.0f);
+void leaky_relu_(tensor& t, float slope = 0.01f);
+/// Row-wise softmax / log-softmax in place.
+void softmax_rows_(tensor& t);
+void log_softmax_rows_(tensor& t);
+
+enum class reduce_op { sum, mean, max };
+
+/// PyG-style Propagate: messages x_src[j] for every edge into a temporary
+/// [E x F], reduced per dst row (empty rows give 0).
+expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, reduce_op op);
+
+/// GCN (PyG GCNConv with self-loops): out_i = sum_{j != i} h_j / sqrt(d_j d_i) + h_i / d_i,
+/// where d = 1 + in-degree without self edges (gcn_degrees). `degree` is per src node.
+expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
+                               std::span<const float> degree);
+
+/// GAT (PyG GATConv, self-loops added, concat heads): h is [num_src x heads*C];
+/// att_src/att_dst are [heads x C]; LeakyReLU(0.2) scores, softmax over each dst's
+/// incoming edges plus itself. Temporaries: scores [(E+num_dst) x heads] and
+/// messages [(E+num_dst) x heads*C].
+expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
+                               std::span<const float> att_src, std::span<const float> att_dst,
+                               float negative_slope = 0.2f);
+
+/// Sum or mean of table rows per bag: bag i holds indices[offsets[i], offsets[i+1]).
+/// Errors name the first index outside the table.
+expected<tensor> embedding_bag(allocator& a, std::span<const float> table, std::int64_t dim,
+                               std::span<const std::int64_t> indices,
+                               std::span<const std::int64_t> offsets, reduce_op op);
+
+/// Column concatenation of tensors with equal row counts.
+expected<tensor> concat_cols(allocator& a, const std::vector<const tensor*>& parts);
+
+/// DLRM interaction: T = [dense, e_1..e_k] per row; output = [dense, <T_i, T_j> for i > j]
+/// (strict lower triangle, row-major order as in the DLRM reference).
+expected<tensor> dot_interaction(allocator& a, const tensor& dense,
+                                 const std::vector<const tensor*>& embeddings);
+
+}  // namespace spindle::nn

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Writes the golden fixtures of tests/nn: weights, inputs and expected outputs of
+the real PyTorch Geometric layers (and a plain PyTorch DLRM), so Spindle's models
+are checked against PyG itself.
+
+Run by hand (not in CI) with torch + torch_geometric installed, e.g. on Debian 12:
+  apt-get install python3-torch && pip install --break-system-packages torch_geometric==2.3.1
+  /usr/bin/python3 scripts/make_golden_fixtures.py tests/nn/golden
+
+Each GNN fixture is a 2-hop sampled subgraph in Spindle's sampler layout
+(hop_end, CSR rows of expanded nodes -> local neighbour ids). PyG runs the model
+on the whole subgraph (edge_index: neighbour -> row), as with NeighborLoader, and
+the seeds' rows are the expected output.
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+
+IN, HIDDEN, OUT, HEADS = 8, 16, 5, 2
+
+
+def to_numpy(t):
+    # Debian's torch 1.13 is built without the NumPy bridge: go through lists.
+    return np.array(t.tolist(), np.float32)
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, t in tensors.items():
+        data = np.array(t.detach().cpu().float().flatten().tolist(), np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def sampled_subgraph(rng):
+    hop_end = [4, 12, 30]
+    indptr, indices = [0], []
+    for row in range(hop_end[1]):
+        limit = hop_end[1] if row < hop_end[0] else hop_end[2]
+        k = int(rng.integers(0, 4)) if row >= hop_end[0] else 3
+        nbrs = rng.choice(limit, size=k, replace=False)
+        indices.extend(int(v) for v in nbrs)
+        indptr.append(len(indices))
+    return np.array(hop_end, np.int64), np.array(indptr, np.int64), np.array(indices, np.int32)
+
+
+class GNN(torch.nn.Module):
+    def __init__(self, convs):
+        super().__init__()
+        self.convs = torch.nn.ModuleList(convs)
+
+    def forward(self, x, edge_index):
+        for i, conv in enumerate(self.convs):
+            x = conv(x, edge_index)
+            if i < len(self.convs) - 1:
+                x = torch.relu(x)
+        return x
+
+
+def gin_mlp(i, o):
+    return torch.nn.Sequential(torch.nn.Linear(i, o), torch.nn.ReLU(), torch.nn.Linear(o, o))
+
+
+def gnn_fixture(out_dir, arch, convs, extra):
+    rng = np.random.default_rng(7)
+    hop_end, indptr, indices = sampled_subgraph(rng)
+    x = rng.standard_normal((hop_end[-1], IN)).astype(np.float32)
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    edge_index = torch.tensor(np.stack([indices.astype(np.int64), rows]).tolist(), dtype=torch.long)
+    model = GNN(convs).eval()
+    with torch.no_grad():
+        for p in model.parameters():  # biases default to zero: make them count
+            p.uniform_(-0.5, 0.5)
+        expected = to_numpy(model(torch.tensor(x.tolist()), edge_index)[: hop_end[0]])
+    d = os.path.join(out_dir, arch)
+    os.makedirs(d, exist_ok=True)
+    write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
+    with open(os.path.join(d, "model.toml"), "w") as f:
+        f.write(f'[model]\nname = "golden-{arch}"\narch = "{arch}"\nweights = "weights.safetensors"\n'
+                f"in = {IN}\nhidden = {HIDDEN}\nout = {OUT}\nlayers = 2\n{extra}")
+    for name, arr in [("x", x), ("hop_end", hop_end), ("indptr", indptr), ("indices", indices),
+                      ("expected", expected)]:
+        np.save(os.path.join(d, name + ".npy"), arr)
+
+
+class DLRM(torch.nn.Module):
+    def __init__(self, dense_in, bottom, top, rows, dim):
+        super().__init__()
+        self.bot_l = self.mlp([dense_in] + bottom, sigmoid=False)
+        self.emb_l = torch.nn.ModuleList([torch.nn.EmbeddingBag(n, dim, mode="sum") for n in rows])
+        k = len(rows) + 1
+        self.top_l = self.mlp([dim + k * (k - 1) // 2] + top, sigmoid=True)
+
+    @staticmethod
+    def mlp(widths, sigmoid):
+        layers = []
+        for i in range(1, len(widths)):
+            layers.append(torch.nn.Linear(widths[i - 1], widths[i]))
+            layers.append(torch.nn.Sigmoid() if sigmoid and i == len(widths) - 1 else torch.nn.ReLU())
+        return torch.nn.Sequential(*layers)
+
+    def forward(self, dense, indices, offsets):
+        x = self.bot_l(dense)
+        ly = [emb(i, o) for emb, i, o in zip(self.emb_l, indices, offsets)]
+        t = torch.cat([x] + ly, dim=1).view(x.shape[0], -1, x.shape[1])
+        z = torch.bmm(t, torch.transpose(t, 1, 2))
+        n = t.shape[1]
+        li = [i for i in range(n) for j in range(i)]
+        lj = [j for i in range(n) for j in range(i)]
+        return self.top_l(torch.cat([x, z[:, li, lj]], dim=1))
+
+
+def dlrm_fixture(out_dir):
+    rng = np.random.default_rng(11)
+    rows, dim, batch = [50, 30, 20], 8, 6
+    model = DLRM(13, [16, dim], [12, 1], rows, dim).eval()
+    dense = rng.standard_normal((batch, 13)).astype(np.float32)
+    indices, offsets = [], []
+    for n in rows:
+        lens = rng.integers(0, 4, size=batch)
+        offsets.append(np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+        indices.append(rng.integers(0, n, size=int(lens.sum())).astype(np.int64))
+    with torch.no_grad():
+        expected = to_numpy(model(torch.tensor(dense.tolist()), [torch.tensor(i.tolist(), dtype=torch.long) for i in indices],
+                                  [torch.tensor(o[:-1].tolist(), dtype=torch.long) for o in offsets]))
+    d = os.path.join(out_dir, "dlrm")
+    os.makedirs(d, exist_ok=True)
+    write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
+    with open(os.path.join(d, "model.toml"), "w") as f:
+        f.write('[model]\nname = "golden-dlrm"\narch = "dlrm"\nweights = "weights.safetensors"\n'
+                f"dense_in = 13\nbottom = [16, {dim}]\ntop = [12, 1]\nembedding_dim = {dim}\n"
+                f"table_rows = [{', '.join(map(str, rows))}]\n")
+    np.save(os.path.join(d, "dense.npy"), dense)
+    for t in range(len(rows)):
+        np.save(os.path.join(d, f"indices{t}.npy"), indices[t])
+        np.save(os.path.join(d, f"offsets{t}.npy"), offsets[t])
+    np.save(os.path.join(d, "expected.npy"), expected)
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else "tests/nn/golden"
+    torch.manual_seed(3)
+    gnn_fixture(out_dir, "graphsage", [SAGEConv(IN, HIDDEN), SAGEConv(HIDDEN, OUT)], "")
+    gnn_fixture(out_dir, "gcn", [GCNConv(IN, HIDDEN), GCNConv(HIDDEN, OUT)], "")
+    gnn_fixture(out_dir, "gat", [GATConv(IN, HIDDEN, heads=HEADS), GATConv(HIDDEN * HEADS, OUT, heads=1)],
+                f"heads = {HEADS}\n")
+    gnn_fixture(out_dir, "gin", [GINConv(gin_mlp(IN, HIDDEN)), GINConv(gin_mlp(HIDDEN, OUT))], "")
+    dlrm_fixture(out_dir)
+    print("fixtures written to", out_dir)
+
+
+if __name__ == "__main__":
+    main()

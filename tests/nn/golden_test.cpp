@@ -1,0 +1,83 @@
+// Spindle's models against the real PyTorch Geometric layers and a PyTorch DLRM:
+// fixtures from scripts/make_golden_fixtures.py (run by hand), compared to 1e-4.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/npy.hpp"
+#include "graph/sampler.hpp"
+#include "nn/model.hpp"
+
+namespace spindle::nn {
+namespace {
+
+std::string fixture(const std::string& arch) { return SPINDLE_SOURCE_DIR "/tests/nn/golden/" + arch; }
+
+template <class T>
+std::vector<T> load(const std::string& path) {
+  auto a = npy_array::open(path);
+  EXPECT_TRUE(a.has_value()) << path;
+  auto s = a->as<T>();
+  EXPECT_TRUE(s.has_value()) << path;
+  return {s->begin(), s->end()};
+}
+
+void expect_close(const tensor& got, const std::vector<float>& want) {
+  ASSERT_EQ(std::size_t(got.numel()), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const float tol = 1e-4f * std::max(1.0f, std::abs(want[i]));
+    EXPECT_NEAR(got.data()[i], want[i], tol) << "element " << i;
+  }
+}
+
+class gnn_golden_test : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(gnn_golden_test, matches_pyg_on_a_sampled_subgraph) {
+  const std::string dir = fixture(GetParam());
+  heap_allocator alloc;
+  auto m = model::load(dir, alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  graph::sampled_subgraph sub;
+  sub.hop_end = load<std::int64_t>(dir + "/hop_end.npy");
+  sub.indptr = load<std::int64_t>(dir + "/indptr.npy");
+  sub.indices = load<std::int32_t>(dir + "/indices.npy");
+  std::vector<block> blocks;
+  for (int l = 0; l < sub.num_hops(); ++l) {
+    auto b = sub.layer_block(l);
+    blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+  }
+  auto x = load<float>(dir + "/x.npy");
+  auto degree = gcn_degrees(sub.indptr, sub.indices, sub.hop_end.back());
+  auto xt = tensor::borrow(x.data(), {sub.hop_end.back(), m->desc().in});
+  auto y = m->forward(alloc, blocks, degree, xt);
+  ASSERT_TRUE(y.has_value()) << y.error().to_string();
+  EXPECT_EQ(y->rows(), sub.hop_end[0]);
+  expect_close(*y, load<float>(dir + "/expected.npy"));
+}
+
+INSTANTIATE_TEST_SUITE_P(pyg, gnn_golden_test, ::testing::Values("graphsage", "gcn", "gat", "gin"));
+
+TEST(dlrm_golden_test, matches_a_pytorch_dlrm) {
+  const std::string dir = fixture("dlrm");
+  heap_allocator alloc;
+  auto m = model::load(dir, alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  auto dense = load<float>(dir + "/dense.npy");
+  const std::int64_t batch = std::int64_t(dense.size()) / m->desc().dense_in;
+  std::vector<sparse_input> sparse;
+  for (std::size_t t = 0; t < m->desc().table_rows.size(); ++t)
+    sparse.push_back({load<std::int64_t>(dir + "/indices" + std::to_string(t) + ".npy"),
+                      load<std::int64_t>(dir + "/offsets" + std::to_string(t) + ".npy")});
+  auto y = m->forward_dlrm(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
+  ASSERT_TRUE(y.has_value()) << y.error().to_string();
+  expect_close(*y, load<float>(dir + "/expected.npy"));
+  sparse[1].indices[0] = 1000;
+  auto bad = m->forward_dlrm(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("table 1: embedding_bag: index 1000"), std::string::npos)
+      << bad.error().message();
+}
+
+}  // namespace
+}  // namespace spindle::nn
