@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   apps::register_devices(app, g);
   apps::register_place(app, g);
   apps::register_serve_shard(app, g);
+  apps::register_model(app, g);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

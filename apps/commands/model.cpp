@@ -1,0 +1,98 @@
+// `spindle model init|info`: write a model directory with random weights (for
+// demos and benchmarks; no trained weights ship), and list a model's tensors.
+#include <fmt/ranges.h>
+
+#include "apps/commands/command.hpp"
+#include "nn/model.hpp"
+
+namespace spindle::apps {
+namespace {
+
+struct init_args {
+  std::string arch, out_dir, name, tables = "100000,100000,100000,100000,100000,100000,100000,100000";
+  int in = 0, hidden = 0, out = 0, layers = 2, heads = 4;
+  std::uint64_t seed = 1;
+};
+
+expected<std::vector<std::int64_t>> parse_rows(const std::string& text) {
+  std::vector<std::int64_t> rows;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      rows.push_back(std::stoll(item));
+    } catch (...) {
+      return make_error(errc::invalid_argument, "--tables: '{}' is not a row count", item);
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return rows;
+}
+
+status run_init(const init_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto arch, config::parse_model_arch(a.arch));
+  config::model_desc d;
+  d.arch = arch;
+  d.name = a.name.empty() ? a.arch : a.name;
+  if (d.is_gnn()) {
+    d.in = a.in, d.hidden = a.hidden, d.out = a.out, d.layers = a.layers, d.heads = a.heads;
+  } else {
+    // Hera Table I, DLRM(A): dense-FC 128-64-64, predict-FC 256-64-1, 64-wide tables.
+    d.dense_in = a.in ? a.in : 128;
+    d.embedding_dim = a.hidden ? a.hidden : 64;
+    d.bottom = {64, d.embedding_dim};
+    d.top = {256, 64, 1};
+    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, parse_rows(a.tables));
+  }
+  SPINDLE_TRY(nn::init_model(d, a.seed, a.out_dir));
+  fmt::print("wrote {}/model.toml and {}/{}\n", a.out_dir, a.out_dir, d.weights);
+  return status::ok();
+}
+
+status run_info(const std::string& dir) {
+  nn::heap_allocator alloc;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(dir, alloc));
+  const auto& d = m.desc();
+  fmt::print("model '{}': {} ({})\n", d.name, config::to_string(d.arch), dir);
+  for (const auto& spec : nn::parameter_specs(d)) {
+    if (spec.optional) continue;
+    fmt::print("  {:<28} {}\n", spec.name, format_shape(m.param(spec.name).shape()));
+  }
+  fmt::print("parameters: {} ({:.2f} MiB float32)\n", m.parameter_count(),
+             double(m.parameter_count()) * 4 / 1048576.0);
+  return status::ok();
+}
+
+}  // namespace
+
+void register_model(CLI::App& app, global_options&) {
+  auto* cmd = app.add_subcommand("model", "Create and inspect model directories (model.toml + safetensors)");
+  cmd->require_subcommand(1);
+  auto* init = cmd->add_subcommand(
+      "init", "Write a model description and randomly initialised safetensors weights");
+  auto a = std::make_shared<init_args>();
+  init->add_option("--arch", a->arch, "graphsage | gcn | gat | gin | dlrm")->required();
+  init->add_option("--in", a->in, "Input feature width (DLRM: dense features, default 128)");
+  init->add_option("--hidden", a->hidden, "Hidden width (DLRM: embedding width, default 64)");
+  init->add_option("--out", a->out, "Output classes (GNNs)");
+  init->add_option("--layers", a->layers, "GNN layers = sampled hops")->capture_default_str();
+  init->add_option("--heads", a->heads, "GAT heads")->capture_default_str();
+  init->add_option("--tables", a->tables, "DLRM: rows per embedding table, comma-separated")
+      ->capture_default_str();
+  init->add_option("--name", a->name, "Model name (default: the architecture)");
+  init->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+  init->add_option("--out-dir", a->out_dir, "Model directory to write")->required();
+  init->callback([a] {
+    if (int rc = report(run_init(*a))) throw CLI::RuntimeError(rc);
+  });
+  auto* info = cmd->add_subcommand("info", "List a model's tensors, shapes and parameter count");
+  auto dir = std::make_shared<std::string>();
+  info->add_option("dir", *dir, "Model directory")->required();
+  info->callback([dir] {
+    if (int rc = report(run_info(*dir))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
