@@ -239,6 +239,7 @@ expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
   for (const auto& e : embs) refs.push_back(&e);
   SPINDLE_ASSIGN_OR_RETURN(auto z, dot_interaction(a, bottom, refs));
   embs.clear();
+  bottom = tensor();
   return mlp(a, "top_l", desc_.top, std::move(z), true);
 }
 
