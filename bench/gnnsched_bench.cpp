@@ -7,15 +7,15 @@
 // baseline every latency is divided by.
 //
 // usage: gnnsched_bench DATASET_DIR... (prepared, with features)
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <algorithm>
 #include <map>
 #include <numeric>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "bench/bench_util.hpp"
 #include "core/progress.hpp"
@@ -105,11 +105,14 @@ outcome replay(std::vector<task*> tasks, const std::vector<loaded_model>& models
       for (const auto& st : g) {
         const task* t = tasks[st.id];
         start[st.id] = s;
-        jobs.push_back({t->buffer, [t, &models](std::span<std::byte> b) { return run_task(*t, models[t->arch], b); }});
+        jobs.push_back({t->buffer, [t, &models](std::span<std::byte> b) {
+                          return run_task(*t, models[t->arch], b);
+                        }});
       }
       auto res = runner.start(std::move(jobs), policy != 3).get();
       double e = bench::seconds_since(t0);
-      for (std::size_t k = 0; k < g.size(); ++k) done[g[k].id] = e, result[g[k].id] = res[k], ++finished;
+      for (std::size_t k = 0; k < g.size(); ++k)
+        done[g[k].id] = e, result[g[k].id] = res[k], ++finished;
     }
   }
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -139,14 +142,16 @@ int main(int argc, char** argv) {
   std::vector<graph::dataset> datasets;
   for (int i = 1; i < argc; ++i) {
     auto ds = graph::dataset::open(argv[i]);
-    if (!ds || ds->features().empty()) return fmt::print(stderr, "{}: needs a dataset with features\n", argv[i]), 1;
+    if (!ds || ds->features().empty())
+      return fmt::print(stderr, "{}: needs a dataset with features\n", argv[i]), 1;
     datasets.push_back(std::move(*ds));
   }
   const std::int64_t in = datasets[0].feature_dim();
   // One model per architecture for the first dataset's feature width; datasets of
   // another width are not used (their tasks would need their own models).
-  const std::vector<config::model_arch> archs = {config::model_arch::graphsage, config::model_arch::gcn,
-                                                 config::model_arch::gat, config::model_arch::gin};
+  const std::vector<config::model_arch> archs = {config::model_arch::graphsage,
+                                                 config::model_arch::gcn, config::model_arch::gat,
+                                                 config::model_arch::gin};
   std::vector<loaded_model> models(archs.size());
   std::string tmp = (std::filesystem::temp_directory_path() / "spindle-gnnsched-bench").string();
   for (std::size_t a = 0; a < archs.size(); ++a) {
@@ -155,7 +160,8 @@ int main(int argc, char** argv) {
     d.in = int(in), d.hidden = archs[a] == config::model_arch::gat ? kWidth / 4 : kWidth;
     d.heads = 4, d.out = kWidth, d.layers = kLayers;
     std::string dir = tmp + "/" + std::string(config::to_string(archs[a]));
-    if (auto st = nn::init_model(d, 1, dir); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    if (auto st = nn::init_model(d, 1, dir); !st)
+      return fmt::print(stderr, "{}\n", st.to_string()), 1;
     auto m = nn::model::load(dir, *models[a].weights);
     if (!m) return fmt::print(stderr, "{}\n", m.error().to_string()), 1;
     models[a].m = std::move(*m);
@@ -169,13 +175,15 @@ int main(int argc, char** argv) {
       task t;
       t.arch = int(a);
       std::vector<const graph::dataset*> usable;
-      for (auto& ds : datasets) if (ds.feature_dim() == in) usable.push_back(&ds);
+      for (auto& ds : datasets)
+        if (ds.feature_dim() == in) usable.push_back(&ds);
       t.ds = usable[std::size_t(i) % usable.size()];
       std::vector<std::int64_t> seeds(std::size_t(1) << (2 * (rng() % 3)));
       for (auto& s : seeds) s = std::int64_t(rng() % std::uint64_t(t.ds->num_nodes()));
       t.sub = std::move(*sampler.sample(t.ds->graph(), seeds, {kFanouts, false, rng()}));
       t.degree = nn::gcn_degrees(t.sub.indptr, t.sub.indices, t.sub.hop_end.back());
-      auto est = sched::estimate_pmc(sched::gnn_graph(models[a].m.desc(), sched::block_sizes(t.sub)), 1.0);
+      auto est =
+          sched::estimate_pmc(sched::gnn_graph(models[a].m.desc(), sched::block_sizes(t.sub)), 1.0);
       t.buffer = (std::uint64_t(double(est.peak_bytes - est.weight_bytes) * 1.1) + 511) / 512 * 512;
       all.push_back(std::move(t));
     }
@@ -190,7 +198,11 @@ int main(int argc, char** argv) {
   for (auto& t : all) {
     for (int rep = 0; rep < 2; ++rep) {
       auto s = clock_type::now();
-      auto r = solo_runner.start({{t.buffer, [&](std::span<std::byte> b) { return run_task(t, models[t.arch], b); }}}).get();
+      auto r =
+          solo_runner
+              .start({{t.buffer,
+                       [&](std::span<std::byte> b) { return run_task(t, models[t.arch], b); }}})
+              .get();
       if (!r[0].is_ok()) return fmt::print(stderr, "solo run failed: {}\n", r[0].to_string()), 1;
       t.solo = bench::seconds_since(s);
     }
@@ -203,13 +215,15 @@ int main(int argc, char** argv) {
   double solo_mean = 0;
   for (auto& t : all) solo_mean += t.solo;
   solo_mean /= double(all.size());
-  fmt::print("GNNSched replay: {} tasks per workload, {}-layer width-{} models, fanout 2 per hop, "
-             "seeds 1/4/16; pool {:.1f} MiB (median task buffer {:.2f} MiB, largest {:.2f} MiB); "
-             "mean solo time {:.2f} ms (baseline: QT = 2 x solo)\n",
-             kTasks, kLayers, kWidth, double(ma) / 1048576, double(buffers[buffers.size() / 2]) / 1048576,
-             double(max_buffer) / 1048576, solo_mean * 1e3);
-  fmt::print("{:<10} {:>3} {:<8} | {:>7} {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>5}\n", "workload", "λ",
-             "policy", "viol%", "p50 L/QT", "p90 L/QT", "p99 L/QT", "JCT ms", "queue ms", "fail");
+  fmt::print(
+      "GNNSched replay: {} tasks per workload, {}-layer width-{} models, fanout 2 per hop, "
+      "seeds 1/4/16; pool {:.1f} MiB (median task buffer {:.2f} MiB, largest {:.2f} MiB); "
+      "mean solo time {:.2f} ms (baseline: QT = 2 x solo)\n",
+      kTasks, kLayers, kWidth, double(ma) / 1048576, double(buffers[buffers.size() / 2]) / 1048576,
+      double(max_buffer) / 1048576, solo_mean * 1e3);
+  fmt::print("{:<10} {:>3} {:<8} | {:>7} {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>5}\n", "workload",
+             "λ", "policy", "viol%", "p50 L/QT", "p90 L/QT", "p99 L/QT", "JCT ms", "queue ms",
+             "fail");
   const std::vector<std::string> policy_names = {"fifo", "sqtf", "bqt", "all"};
   for (int w = 0; w <= int(archs.size()); ++w) {
     std::vector<task*> pick;
@@ -217,7 +231,8 @@ int main(int argc, char** argv) {
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::shuffle(order.begin(), order.end(), std::mt19937_64(11));  // MIX: 100 of all, no repeats
     for (int i = 0; i < kTasks; ++i)
-      pick.push_back(w < int(archs.size()) ? &all[std::size_t(w * kTasks + i)] : &all[order[std::size_t(i)]]);
+      pick.push_back(w < int(archs.size()) ? &all[std::size_t(w * kTasks + i)]
+                                           : &all[order[std::size_t(i)]]);
     std::string name = w < int(archs.size()) ? std::string(config::to_string(archs[w])) : "MIX";
     for (double lambda : {1.0, 2.0}) {
       double mean_solo = 0;
@@ -241,9 +256,10 @@ int main(int argc, char** argv) {
           double v = bench::percentile(ratio, q);
           return v > 1e8 ? std::string("fail") : fmt::format("{:.2f}", v);
         };
-        fmt::print("{:<10} {:>3.0f} {:<8} | {:>6.0f}% {:>8} {:>8} {:>8} | {:>9.2f} {:>9.2f} | {:>5}\n",
-                   name, lambda, policy_names[p], 100.0 * o.violations / double(pick.size()), pct(0.5),
-                   pct(0.9), pct(0.99), mean(o.jct) * 1e3, mean(o.queue) * 1e3, o.failures);
+        fmt::print(
+            "{:<10} {:>3.0f} {:<8} | {:>6.0f}% {:>8} {:>8} {:>8} | {:>9.2f} {:>9.2f} | {:>5}\n",
+            name, lambda, policy_names[p], 100.0 * o.violations / double(pick.size()), pct(0.5),
+            pct(0.9), pct(0.99), mean(o.jct) * 1e3, mean(o.queue) * 1e3, o.failures);
       }
     }
   }

@@ -1,12 +1,12 @@
 #include "config/model.hpp"
 
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/ranges.h>
-#include <toml++/toml.h>
 
 namespace spindle::config {
 namespace {
@@ -17,7 +17,8 @@ template <class T>
 status read_int(const toml::table& t, std::string_view key, T& out, std::string_view origin) {
   if (const toml::node* n = t.get(key)) {
     auto v = n->value<std::int64_t>();
-    if (!v) return make_error(errc::invalid_argument, "{}: model.{} must be an integer", origin, key);
+    if (!v)
+      return make_error(errc::invalid_argument, "{}: model.{} must be an integer", origin, key);
     out = T(*v);
   }
   return status::ok();
@@ -33,7 +34,8 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
   out.clear();
   for (const auto& e : *arr) {
     auto v = e.value<std::int64_t>();
-    if (!v) return make_error(errc::invalid_argument, "{}: model.{} must hold integers", origin, key);
+    if (!v)
+      return make_error(errc::invalid_argument, "{}: model.{} must hold integers", origin, key);
     out.push_back(T(*v));
   }
   return status::ok();
@@ -43,8 +45,9 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
   static constexpr std::array<std::string_view, 15> known = {
-      "name", "arch", "weights", "in", "hidden", "out", "layers", "heads", "log_softmax",
-      "dense_in", "bottom", "top", "table_rows", "embedding_dim", "description"};
+      "name",       "arch",          "weights",     "in",       "hidden", "out",
+      "layers",     "heads",         "log_softmax", "dense_in", "bottom", "top",
+      "table_rows", "embedding_dim", "description"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -134,13 +137,15 @@ std::string to_toml(const model_desc& d) {
   std::string s = fmt::format("[model]\nname = \"{}\"\narch = \"{}\"\nweights = \"{}\"\n", d.name,
                               to_string(d.arch), d.weights);
   if (d.is_gnn()) {
-    s += fmt::format("in = {}\nhidden = {}\nout = {}\nlayers = {}\n", d.in, d.hidden, d.out, d.layers);
+    s += fmt::format("in = {}\nhidden = {}\nout = {}\nlayers = {}\n", d.in, d.hidden, d.out,
+                     d.layers);
     if (d.arch == model_arch::gat) s += fmt::format("heads = {}\n", d.heads);
     s += fmt::format("log_softmax = {}\n", d.log_softmax);
   } else {
-    s += fmt::format("dense_in = {}\nbottom = [{}]\ntop = [{}]\nembedding_dim = {}\ntable_rows = [{}]\n",
-                     d.dense_in, fmt::join(d.bottom, ", "), fmt::join(d.top, ", "), d.embedding_dim,
-                     fmt::join(d.table_rows, ", "));
+    s += fmt::format(
+        "dense_in = {}\nbottom = [{}]\ntop = [{}]\nembedding_dim = {}\ntable_rows = [{}]\n",
+        d.dense_in, fmt::join(d.bottom, ", "), fmt::join(d.top, ", "), d.embedding_dim,
+        fmt::join(d.table_rows, ", "));
   }
   return s;
 }

@@ -22,12 +22,12 @@ struct model_desc {
   std::string weights = "weights.safetensors";  // relative to the model directory
   // GNNs: feature width in, hidden width, classes out, one layer per sampled hop.
   int in = 0, hidden = 0, out = 0, layers = 2;
-  int heads = 4;                 // GAT: heads of every layer but the last (which has 1)
-  bool log_softmax = false;      // apply log_softmax to the output (PyG examples do)
+  int heads = 4;             // GAT: heads of every layer but the last (which has 1)
+  bool log_softmax = false;  // apply log_softmax to the output (PyG examples do)
   // DLRM: dense features -> bottom MLP -> embedding_dim; tables of table_rows rows.
   int dense_in = 0;
-  std::vector<int> bottom;       // bottom MLP widths; the last equals embedding_dim
-  std::vector<int> top;          // top MLP widths; the last is 1 (sigmoid)
+  std::vector<int> bottom;  // bottom MLP widths; the last equals embedding_dim
+  std::vector<int> top;     // top MLP widths; the last is 1 (sigmoid)
   std::vector<std::int64_t> table_rows;
   int embedding_dim = 0;
 

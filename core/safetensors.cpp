@@ -1,11 +1,11 @@
 #include "core/safetensors.hpp"
 
+#include <fmt/ranges.h>
+
 #include <bit>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace spindle {
@@ -84,24 +84,28 @@ expected<safetensors_file> safetensors_file::open(const std::string& path) {
   SPINDLE_ASSIGN_OR_RETURN(f.file_, mapped_file::open(path));
   const std::uint8_t* p = f.file_.data();
   const std::size_t size = f.file_.size();
-  if (size < 8) return make_error(errc::corrupt_data, "{}: shorter than the 8-byte header length", path);
+  if (size < 8)
+    return make_error(errc::corrupt_data, "{}: shorter than the 8-byte header length", path);
   std::uint64_t hlen = 0;
   std::memcpy(&hlen, p, 8);  // little-endian on every platform Spindle builds for
   if (hlen > size - 8 || hlen > (100u << 20))
-    return make_error(errc::corrupt_data, "{}: header length {} exceeds the file ({} bytes)", path, hlen, size);
+    return make_error(errc::corrupt_data, "{}: header length {} exceeds the file ({} bytes)", path,
+                      hlen, size);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(p + 8, p + 8 + hlen);
   } catch (const std::exception& e) {
     return make_error(errc::corrupt_data, "{}: header is not JSON: {}", path, e.what());
   }
-  if (!header.is_object()) return make_error(errc::corrupt_data, "{}: header is not an object", path);
+  if (!header.is_object())
+    return make_error(errc::corrupt_data, "{}: header is not an object", path);
   const std::uint8_t* data = p + 8 + hlen;
   const std::size_t data_bytes = size - 8 - hlen;
   for (auto& [name, e] : header.items()) {
     if (name == "__metadata__") {
       if (e.is_object())
-        for (auto& [k, v] : e.items()) f.metadata_[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        for (auto& [k, v] : e.items())
+          f.metadata_[k] = v.is_string() ? v.get<std::string>() : v.dump();
       continue;
     }
     safetensor_view v;
@@ -115,8 +119,8 @@ expected<safetensors_file> safetensors_file::open(const std::string& path) {
   return f;
 }
 
-expected<std::vector<float>> safetensors_file::as_f32(const std::string& name,
-                                                     const std::vector<std::int64_t>& shape) const {
+expected<std::vector<float>> safetensors_file::as_f32(
+    const std::string& name, const std::vector<std::int64_t>& shape) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
     return make_error(errc::not_found, "{}: missing tensor '{}' (expected shape {})", path(), name,
@@ -142,8 +146,9 @@ expected<std::vector<float>> safetensors_file::as_f32(const std::string& name,
       out[i] = t.dtype == "F16" ? half_to_float(h) : std::bit_cast<float>(std::uint32_t(h) << 16);
     }
   } else {
-    return make_error(errc::unsupported, "{}: tensor '{}' has dtype {}; weights must be F32, F64, F16 or BF16",
-                      path(), name, t.dtype);
+    return make_error(errc::unsupported,
+                      "{}: tensor '{}' has dtype {}; weights must be F32, F64, F16 or BF16", path(),
+                      name, t.dtype);
   }
   return out;
 }
@@ -159,7 +164,9 @@ status write_safetensors(const std::string& path, const std::vector<safetensor_f
     if (std::size_t(count) != t.values.size())
       return make_error(errc::invalid_argument, "{}: tensor '{}' has {} values for shape {}", path,
                         t.name, t.values.size(), format_shape(t.shape));
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * t.values.size()}}};
+    header[t.name] = {{"dtype", "F32"},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + 4 * t.values.size()}}};
     offset += 4 * t.values.size();
   }
   std::string text = header.dump();
@@ -168,7 +175,8 @@ status write_safetensors(const std::string& path, const std::vector<safetensor_f
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return make_error(errc::io_error, "{}: cannot create", tmp);
   std::uint64_t hlen = text.size();
-  bool ok = std::fwrite(&hlen, 8, 1, f) == 1 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  bool ok = std::fwrite(&hlen, 8, 1, f) == 1 &&
+            std::fwrite(text.data(), 1, text.size(), f) == text.size();
   for (const auto& t : tensors)
     ok = ok && std::fwrite(t.values.data(), 4, t.values.size(), f) == t.values.size();
   ok = (std::fclose(f) == 0) && ok;

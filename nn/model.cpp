@@ -51,7 +51,8 @@ void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
         s.push_back({conv(l, "nn.2.bias"), {out}});
         s.push_back({conv(l, "eps"), {1}, true});
         break;
-      case model_arch::dlrm: break;
+      case model_arch::dlrm:
+        break;
     }
   }
 }
@@ -138,9 +139,11 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
   switch (desc_.arch) {
     case model_arch::graphsage: {  // PyG SAGEConv: lin_l(mean_j x_j) + lin_r(x_i)
       SPINDLE_ASSIGN_OR_RETURN(auto agg, propagate(a, b, x, reduce_op::mean));
-      SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, agg, p(conv(l, "lin_l.weight")), p(conv(l, "lin_l.bias")), out));
+      SPINDLE_ASSIGN_OR_RETURN(
+          auto y, linear(a, agg, p(conv(l, "lin_l.weight")), p(conv(l, "lin_l.bias")), out));
       agg = tensor();
-      SPINDLE_ASSIGN_OR_RETURN(auto r, linear(a, x.head(b.num_dst), p(conv(l, "lin_r.weight")), {}, out));
+      SPINDLE_ASSIGN_OR_RETURN(auto r,
+                               linear(a, x.head(b.num_dst), p(conv(l, "lin_r.weight")), {}, out));
       add_(y, r);
       return y;
     }
@@ -154,8 +157,8 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
     }
     case model_arch::gat: {
       SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, p(conv(l, "lin_src.weight")), {}, heads * out));
-      SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gat(a, b, h, int(heads), p(conv(l, "att_src")),
-                                                     p(conv(l, "att_dst"))));
+      SPINDLE_ASSIGN_OR_RETURN(
+          auto y, propagate_gat(a, b, h, int(heads), p(conv(l, "att_src")), p(conv(l, "att_dst"))));
       auto bias = p(conv(l, "bias"));
       for (std::int64_t r = 0; r < y.rows(); ++r)
         for (std::int64_t c = 0; c < heads * out; ++c) y.row(r)[c] += bias[c];
@@ -167,12 +170,14 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
       const float scale = 1.0f + (eps_span.empty() ? 0.0f : eps_span[0]);
       for (std::int64_t r = 0; r < b.num_dst; ++r)
         for (std::int64_t c = 0; c < in; ++c) z.row(r)[c] += scale * x.row(r)[c];
-      SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, z, p(conv(l, "nn.0.weight")), p(conv(l, "nn.0.bias")), out));
+      SPINDLE_ASSIGN_OR_RETURN(
+          auto y, linear(a, z, p(conv(l, "nn.0.weight")), p(conv(l, "nn.0.bias")), out));
       z = tensor();
       relu_(y);
       return linear(a, y, p(conv(l, "nn.2.weight")), p(conv(l, "nn.2.bias")), out);
     }
-    case model_arch::dlrm: break;
+    case model_arch::dlrm:
+      break;
   }
   return make_error(errc::internal, "gnn_layer on a DLRM model");
 }
@@ -201,12 +206,14 @@ expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
 expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
                             tensor x, bool sigmoid_last) const {
   for (std::size_t i = 0; i < widths.size(); ++i) {
-    SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, x, p(fmt::format("{}.{}.weight", prefix, 2 * i)),
-                                            p(fmt::format("{}.{}.bias", prefix, 2 * i)), widths[i]));
+    SPINDLE_ASSIGN_OR_RETURN(auto y,
+                             linear(a, x, p(fmt::format("{}.{}.weight", prefix, 2 * i)),
+                                    p(fmt::format("{}.{}.bias", prefix, 2 * i)), widths[i]));
     if (i + 1 < widths.size() || !sigmoid_last) {
       relu_(y);
     } else {
-      for (std::int64_t k = 0; k < y.numel(); ++k) y.data()[k] = 1.0f / (1.0f + std::exp(-y.data()[k]));
+      for (std::int64_t k = 0; k < y.numel(); ++k)
+        y.data()[k] = 1.0f / (1.0f + std::exp(-y.data()[k]));
     }
     x = std::move(y);
   }
@@ -215,7 +222,8 @@ expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::
 
 expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
                                      const std::vector<sparse_input>& sparse) const {
-  if (desc_.arch != model_arch::dlrm) return make_error(errc::invalid_argument, "{}: not a DLRM model", desc_.name);
+  if (desc_.arch != model_arch::dlrm)
+    return make_error(errc::invalid_argument, "{}: not a DLRM model", desc_.name);
   if (dense.cols() != desc_.dense_in)
     return make_error(errc::invalid_argument, "{}: dense features have {} columns, expected {}",
                       desc_.name, dense.cols(), desc_.dense_in);
@@ -229,8 +237,8 @@ expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
   std::vector<const tensor*> refs;
   for (std::size_t t = 0; t < sparse.size(); ++t) {
     if (std::int64_t(sparse[t].offsets.size()) != dense.rows() + 1)
-      return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows", desc_.name,
-                        t, sparse[t].offsets.size(), dense.rows());
+      return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows",
+                        desc_.name, t, sparse[t].offsets.size(), dense.rows());
     auto e = embedding_bag(a, p(fmt::format("emb_l.{}.weight", t)), desc_.embedding_dim,
                            sparse[t].indices, sparse[t].offsets, reduce_op::sum);
     if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
@@ -264,7 +272,8 @@ status init_model(const config::model_desc& d, std::uint64_t seed, const std::st
     std::int64_t n = 1;
     for (auto s : spec.shape) n *= s;
     // PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)); embeddings N(0, 1) scaled down.
-    const std::int64_t fan_in = spec.shape.size() >= 2 ? spec.shape.back() : std::max<std::int64_t>(1, spec.shape.back());
+    const std::int64_t fan_in =
+        spec.shape.size() >= 2 ? spec.shape.back() : std::max<std::int64_t>(1, spec.shape.back());
     const float bound = spec.name.ends_with(".eps") ? 0.0f : 1.0f / std::sqrt(float(fan_in));
     std::uniform_real_distribution<float> u(-bound, bound);
     t.values.resize(std::size_t(n));
@@ -276,7 +285,8 @@ status init_model(const config::model_desc& d, std::uint64_t seed, const std::st
       tensors.push_back(std::move(dst));
     }
   }
-  SPINDLE_TRY(write_safetensors(dir + "/" + d.weights, tensors, {{"format", "pt"}, {"producer", "spindle model init"}}));
+  SPINDLE_TRY(write_safetensors(dir + "/" + d.weights, tensors,
+                                {{"format", "pt"}, {"producer", "spindle model init"}}));
   std::ofstream out(dir + "/model.toml");
   out << config::to_toml(d);
   if (!out) return make_error(errc::io_error, "{}/model.toml: write failed", dir);

@@ -64,7 +64,8 @@ void softmax_impl(tensor& t) {
     double sum = 0;
     for (std::int64_t c = 0; c < cols; ++c) sum += std::exp(double(row[c] - mx));
     for (std::int64_t c = 0; c < cols; ++c)
-      row[c] = Log ? float(row[c] - mx - std::log(sum)) : float(std::exp(double(row[c] - mx)) / sum);
+      row[c] =
+          Log ? float(row[c] - mx - std::log(sum)) : float(std::exp(double(row[c] - mx)) / sum);
   }
 }
 }  // namespace
@@ -193,8 +194,13 @@ expected<tensor> embedding_bag(allocator& a, std::span<const float> table, std::
     float* o = out.row(b);
     for (std::int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
       if (indices[k] < 0 || indices[k] >= rows)
-        return make_error(errc::invalid_argument, "embedding_bag: index {} at position {} outside [0, {})",
-                          indices[k], k, rows);
+        return make_error(errc::invalid_argument,
+                          "embedding_bag: index {} at position {} outside [0, {})", indices[k], k,
+                          rows);
+      // Lookups are independent random rows: prefetch a few ahead (memory latency bound).
+      if (k + 8 < std::int64_t(indices.size()) && indices[k + 8] >= 0 && indices[k + 8] < rows)
+        for (std::int64_t c = 0; c < dim; c += 16)
+          __builtin_prefetch(table.data() + indices[k + 8] * dim + c);
       const float* r = table.data() + indices[k] * dim;
       for (std::int64_t c = 0; c < dim; ++c) o[c] += r[c];
     }
@@ -227,8 +233,9 @@ expected<tensor> dot_interaction(allocator& a, const tensor& dense,
   const std::int64_t d = dense.cols(), k = std::int64_t(embeddings.size()) + 1;
   for (const tensor* e : embeddings)
     if (e->cols() != d || e->rows() != dense.rows())
-      return make_error(errc::invalid_argument, "interaction: embedding [{} x {}] vs dense [{} x {}]",
-                        e->rows(), e->cols(), dense.rows(), d);
+      return make_error(errc::invalid_argument,
+                        "interaction: embedding [{} x {}] vs dense [{} x {}]", e->rows(), e->cols(),
+                        dense.rows(), d);
   SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {dense.rows(), d + k * (k - 1) / 2}));
   std::vector<const float*> t(static_cast<std::size_t>(k));
   for (std::int64_t r = 0; r < dense.rows(); ++r) {

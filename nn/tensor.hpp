@@ -18,7 +18,9 @@ enum class device_tag { host, cuda };
 
 /// GNNSched §3.5: allocations are padded to multiples of 512 bytes.
 inline constexpr std::size_t kAllocAlign = 512;
-inline std::size_t round_up(std::size_t bytes) { return (bytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign; }
+inline std::size_t round_up(std::size_t bytes) {
+  return (bytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign;
+}
 
 class allocator {
  public:

@@ -22,17 +22,20 @@ std::future<std::vector<status>> colocated_runner::start(std::vector<colocated_j
   }
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     auto b = pool_.insert(jobs[i].buffer_bytes);
-    if (b) buffers[i] = *b;
-    else results[i] = std::move(b).error();
+    if (b)
+      buffers[i] = *b;
+    else
+      results[i] = std::move(b).error();
   }
   // A launcher thread joins the pool's parallel_for, so the scheduler thread is
   // free to prepare the next group meanwhile.
   return std::async(std::launch::async, [this, jobs = std::move(jobs), buffers,
                                          results = std::move(results)]() mutable {
-    workers_.parallel_for(0, std::int64_t(jobs.size()), 1, [&](std::int64_t lo, std::int64_t hi, std::size_t) {
-      for (std::int64_t i = lo; i < hi; ++i)
-        if (results[i].is_ok()) results[i] = jobs[i].run(buffers[i]);
-    });
+    workers_.parallel_for(0, std::int64_t(jobs.size()), 1,
+                          [&](std::int64_t lo, std::int64_t hi, std::size_t) {
+                            for (std::int64_t i = lo; i < hi; ++i)
+                              if (results[i].is_ok()) results[i] = jobs[i].run(buffers[i]);
+                          });
     pool_.clear();
     return std::move(results);
   });

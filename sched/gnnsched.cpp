@@ -33,9 +33,12 @@ std::vector<sched_task> by_qt(std::vector<sched_task> q) {
 
 std::string_view to_string(grouping_policy p) {
   switch (p) {
-    case grouping_policy::fifo: return "fifo";
-    case grouping_policy::sqtf: return "sqtf";
-    case grouping_policy::bqt: return "bqt";
+    case grouping_policy::fifo:
+      return "fifo";
+    case grouping_policy::sqtf:
+      return "sqtf";
+    case grouping_policy::bqt:
+      return "bqt";
   }
   return "?";
 }
@@ -43,7 +46,8 @@ std::string_view to_string(grouping_policy p) {
 expected<grouping_policy> parse_grouping_policy(std::string_view text) {
   for (auto p : {grouping_policy::fifo, grouping_policy::sqtf, grouping_policy::bqt})
     if (to_string(p) == text) return p;
-  return make_error(errc::invalid_argument, "grouping policy '{}': expected fifo, sqtf or bqt", text);
+  return make_error(errc::invalid_argument, "grouping policy '{}': expected fifo, sqtf or bqt",
+                    text);
 }
 
 expected<task_groups> group_tasks(const std::vector<sched_task>& queue, std::uint64_t ma,
@@ -52,7 +56,8 @@ expected<task_groups> group_tasks(const std::vector<sched_task>& queue, std::uin
   for (const auto& t : queue) {
     if (t.pmc > ma)
       return make_error(errc::resource_exhausted,
-                        "task {}: PMC {} bytes exceeds the allocatable memory {} bytes", t.id, t.pmc, ma);
+                        "task {}: PMC {} bytes exceeds the allocatable memory {} bytes", t.id,
+                        t.pmc, ma);
     sp += t.pmc;
   }
   if (queue.empty()) return task_groups{};

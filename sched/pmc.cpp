@@ -51,7 +51,8 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
       break;
     }
     case model_arch::gat: {
-      int lin = gb.add(conv(l, "linear"), bytes(heads * out, in) + 2 * bytes(heads, out) + bytes(heads * out, 1),
+      int lin = gb.add(conv(l, "linear"),
+                       bytes(heads * out, in) + 2 * bytes(heads, out) + bytes(heads * out, 1),
                        bytes(ns, heads * out), 0, {x});
       // Attention scores and weighted messages over E edges plus one self-loop per dst.
       y = gb.add(conv(l, "propagate_attention"), 0, bytes(nd, heads * out),
@@ -60,11 +61,13 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
     }
     case model_arch::gin: {
       int p = gb.add(conv(l, "propagate"), 0, bytes(nd, in), bytes(ne, in), {x});
-      int l0 = gb.add(conv(l, "nn.0"), bytes(out, in) + bytes(out, 1) + bytes(1, 1), bytes(nd, out), 0, {p});
+      int l0 = gb.add(conv(l, "nn.0"), bytes(out, in) + bytes(out, 1) + bytes(1, 1), bytes(nd, out),
+                      0, {p});
       y = gb.add(conv(l, "nn.2"), bytes(out, out) + bytes(out, 1), bytes(nd, out), 0, {l0});
       break;
     }
-    case model_arch::dlrm: break;
+    case model_arch::dlrm:
+      break;
   }
   // Activation (in place, zero memory) closes the layer and releases its input.
   gb.add(conv(l, "activation"), 0, 0, 0, {x, y});

@@ -23,11 +23,11 @@ struct block_dims {
 };
 
 struct pmc_op {
-  std::string name;                  // "convs.0.propagate", "convs.0.lin_l", ...
-  std::uint64_t weight_bytes = 0;    // persistent
-  std::uint64_t output_bytes = 0;    // freed after the last consumer
-  std::uint64_t temp_bytes = 0;      // freed when the op ends
-  std::vector<int> inputs;           // producing ops (-1: the task input)
+  std::string name;                // "convs.0.propagate", "convs.0.lin_l", ...
+  std::uint64_t weight_bytes = 0;  // persistent
+  std::uint64_t output_bytes = 0;  // freed after the last consumer
+  std::uint64_t temp_bytes = 0;    // freed when the op ends
+  std::vector<int> inputs;         // producing ops (-1: the task input)
 };
 
 struct pmc_graph {

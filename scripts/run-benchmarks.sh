@@ -32,3 +32,12 @@ prepare wiki-vote prepare --input "$data/wiki-Vote/Wiki-Vote.txt.gz"
 prepare slashdot prepare --input "$data/soc-Slashdot0902/soc-Slashdot0902.txt.gz"
 prepare rmat22 generate --scale 22 --feature-dim 0
 "$build/bench/placement_bench" examples "$cache"/{cora,citeseer,ego-facebook,wiki-vote,slashdot,rmat22}
+echo
+echo "== GNNSched PMC estimate vs measured peak (bench/pmc_bench) =="
+"$build/bench/pmc_bench"
+echo
+echo "== model throughput vs GEMM (bench/model_bench) =="
+"$build/bench/model_bench" 20
+echo
+echo "== GNNSched replay (bench/gnnsched_bench) =="
+"$build/bench/gnnsched_bench" "$cache/cora"

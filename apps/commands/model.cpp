@@ -1,15 +1,17 @@
 // `spindle model init|info`: write a model directory with random weights (for
 // demos and benchmarks; no trained weights ship), and list a model's tensors.
+#include "nn/model.hpp"
+
 #include <fmt/ranges.h>
 
 #include "apps/commands/command.hpp"
-#include "nn/model.hpp"
 
 namespace spindle::apps {
 namespace {
 
 struct init_args {
-  std::string arch, out_dir, name, tables = "100000,100000,100000,100000,100000,100000,100000,100000";
+  std::string arch, out_dir, name,
+      tables = "100000,100000,100000,100000,100000,100000,100000,100000";
   int in = 0, hidden = 0, out = 0, layers = 2, heads = 4;
   std::uint64_t seed = 1;
 };
@@ -19,7 +21,8 @@ expected<std::vector<std::int64_t>> parse_rows(const std::string& text) {
   std::size_t pos = 0;
   while (pos <= text.size()) {
     std::size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     try {
       rows.push_back(std::stoll(item));
     } catch (...) {
@@ -68,7 +71,8 @@ status run_info(const std::string& dir) {
 }  // namespace
 
 void register_model(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand("model", "Create and inspect model directories (model.toml + safetensors)");
+  auto* cmd = app.add_subcommand("model",
+                                 "Create and inspect model directories (model.toml + safetensors)");
   cmd->require_subcommand(1);
   auto* init = cmd->add_subcommand(
       "init", "Write a model description and randomly initialised safetensors weights");

@@ -1,9 +1,9 @@
 // Spindle's models against the real PyTorch Geometric layers and a PyTorch DLRM:
 // fixtures from scripts/make_golden_fixtures.py (run by hand), compared to 1e-4.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "core/npy.hpp"
 #include "graph/sampler.hpp"
@@ -12,7 +12,9 @@
 namespace spindle::nn {
 namespace {
 
-std::string fixture(const std::string& arch) { return SPINDLE_SOURCE_DIR "/tests/nn/golden/" + arch; }
+std::string fixture(const std::string& arch) {
+  return SPINDLE_SOURCE_DIR "/tests/nn/golden/" + arch;
+}
 
 template <class T>
 std::vector<T> load(const std::string& path) {
@@ -69,11 +71,13 @@ TEST(dlrm_golden_test, matches_a_pytorch_dlrm) {
   for (std::size_t t = 0; t < m->desc().table_rows.size(); ++t)
     sparse.push_back({load<std::int64_t>(dir + "/indices" + std::to_string(t) + ".npy"),
                       load<std::int64_t>(dir + "/offsets" + std::to_string(t) + ".npy")});
-  auto y = m->forward_dlrm(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
+  auto y =
+      m->forward_dlrm(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
   ASSERT_TRUE(y.has_value()) << y.error().to_string();
   expect_close(*y, load<float>(dir + "/expected.npy"));
   sparse[1].indices[0] = 1000;
-  auto bad = m->forward_dlrm(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
+  auto bad =
+      m->forward_dlrm(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("table 1: embedding_bag: index 1000"), std::string::npos)
       << bad.error().message();

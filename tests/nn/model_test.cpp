@@ -1,15 +1,16 @@
 #include "nn/model.hpp"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 namespace spindle::nn {
 namespace {
 
 std::string temp(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("spindle_nn_" + name + std::to_string(::getpid()));
+  auto d =
+      std::filesystem::temp_directory_path() / ("spindle_nn_" + name + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   return d.string();
 }
@@ -45,10 +46,13 @@ TEST(model_test, wrong_shapes_missing_tensors_and_dtypes_name_the_tensor) {
   ASSERT_TRUE(w.has_value());
   auto m = model::from(d, *w, alloc);
   ASSERT_FALSE(m.has_value());
-  EXPECT_NE(m.error().message().find("tensor 'convs.0.lin_l.weight' has shape [8, 12], expected [8, 10]"),
-            std::string::npos)
+  EXPECT_NE(
+      m.error().message().find("tensor 'convs.0.lin_l.weight' has shape [8, 12], expected [8, 10]"),
+      std::string::npos)
       << m.error().message();
-  ASSERT_TRUE(write_safetensors(dir + "/partial.safetensors", {{"convs.0.lin_l.weight", {8, 12}, std::vector<float>(96)}}).is_ok());
+  ASSERT_TRUE(write_safetensors(dir + "/partial.safetensors",
+                                {{"convs.0.lin_l.weight", {8, 12}, std::vector<float>(96)}})
+                  .is_ok());
   auto p = safetensors_file::open(dir + "/partial.safetensors");
   auto m2 = model::from(sage(12, 8, 3), *p, alloc);
   ASSERT_FALSE(m2.has_value());
@@ -68,7 +72,8 @@ TEST(model_test, safetensors_rejects_corrupt_headers) {
   write(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
   auto f = safetensors_file::open(dir + "/w.safetensors");
   ASSERT_FALSE(f.has_value());
-  EXPECT_NE(f.error().message().find("tensor 'a': data_offsets [0, 16] outside the 8-byte data"), std::string::npos);
+  EXPECT_NE(f.error().message().find("tensor 'a': data_offsets [0, 16] outside the 8-byte data"),
+            std::string::npos);
   write(R"({"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", 8);
   f = safetensors_file::open(dir + "/w.safetensors");
   ASSERT_TRUE(f.has_value());
@@ -80,13 +85,16 @@ TEST(model_test, safetensors_rejects_corrupt_headers) {
 }
 
 TEST(model_test, model_description_errors_name_the_field) {
-  auto d = config::parse_model_desc("[model]\narch = \"graphsage\"\nin = 4\nhidden = 0\nout = 2\n", "m.toml");
+  auto d = config::parse_model_desc("[model]\narch = \"graphsage\"\nin = 4\nhidden = 0\nout = 2\n",
+                                    "m.toml");
   ASSERT_FALSE(d.has_value());
   EXPECT_NE(d.error().message().find("m.toml: model.hidden = 0: must be > 0"), std::string::npos);
   d = config::parse_model_desc("[model]\narch = \"transformer\"\n", "m.toml");
   EXPECT_NE(d.error().message().find("model.arch = 'transformer'"), std::string::npos);
-  d = config::parse_model_desc("[model]\narch = \"dlrm\"\ndense_in = 4\nbottom = [8, 4]\ntop = [3]\n"
-                               "embedding_dim = 4\ntable_rows = [10]\n", "m.toml");
+  d = config::parse_model_desc(
+      "[model]\narch = \"dlrm\"\ndense_in = 4\nbottom = [8, 4]\ntop = [3]\n"
+      "embedding_dim = 4\ntable_rows = [10]\n",
+      "m.toml");
   EXPECT_NE(d.error().message().find("model.top = [3]: must end with 1"), std::string::npos);
   EXPECT_FALSE(config::parse_model_arch("x").has_value());
   for (auto a : {config::model_arch::graphsage, config::model_arch::dlrm})

@@ -56,7 +56,8 @@ TEST(gnnsched_test, bqt_alternates_the_deque_ends) {
 
 TEST(gnnsched_test, no_group_ever_exceeds_ma) {
   std::vector<sched_task> q;
-  for (std::uint64_t i = 0; i < 200; ++i) q.push_back({i, 1 + (i * 7919) % 97, double((i * 31) % 17)});
+  for (std::uint64_t i = 0; i < 200; ++i)
+    q.push_back({i, 1 + (i * 7919) % 97, double((i * 31) % 17)});
   for (auto p : {grouping_policy::fifo, grouping_policy::sqtf, grouping_policy::bqt}) {
     auto g = group_tasks(q, 150, p);
     ASSERT_TRUE(g.has_value());
@@ -123,7 +124,8 @@ TEST(colocated_test, a_group_runs_concurrently_in_disjoint_buffers_then_the_pool
   EXPECT_EQ(pool->used(), 0u);
   // Too much for the pool: refused as a whole with memory checks, partly failed without.
   std::vector<colocated_job> big;
-  for (int i = 0; i < 3; ++i) big.push_back({4096, [](std::span<std::byte>) { return status::ok(); }});
+  for (int i = 0; i < 3; ++i)
+    big.push_back({4096, [](std::span<std::byte>) { return status::ok(); }});
   auto refused = runner.start(big).get();
   for (const auto& r : refused) EXPECT_EQ(r.code(), errc::resource_exhausted);
   auto all_at_once = runner.start(big, false).get();

@@ -1,10 +1,9 @@
-#include "sched/pmc_check.hpp"
+#include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include <gtest/gtest.h>
-
 #include "../graph/test_util.hpp"
+#include "sched/pmc_check.hpp"
 
 namespace spindle::sched {
 namespace {
@@ -35,8 +34,8 @@ TEST(pmc_test, estimate_matches_the_measured_peak_for_every_model_and_block_size
       auto c = check_pmc(dir, *sub);
       ASSERT_TRUE(c.has_value()) << c.error().to_string();
       EXPECT_LT(std::abs(c->relative_error()), 0.08)
-          << config::to_string(arch) << " batch " << batch << ": estimate " << c->estimate.peak_bytes
-          << " measured " << c->measured_peak;
+          << config::to_string(arch) << " batch " << batch << ": estimate "
+          << c->estimate.peak_bytes << " measured " << c->measured_peak;
       EXPECT_GE(c->estimate.pmc_bytes, c->measured_peak);
       EXPECT_EQ(c->estimate.pmc_bytes % 512, 0u);
     }

@@ -1,0 +1,181 @@
+// Model throughput and latency per batch size (issue #4): GraphSAGE, GCN, GAT,
+// GIN (2 layers, hidden 256, [25,10] sampled blocks of R-MAT scale 16 with 128
+// features) and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
+// tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB). Baseline
+// in the same run: this machine's raw sgemm FLOP/s (OpenBLAS, 1 thread) and
+// Eigen's, which is how the GEMM library was picked. Model FLOP/s counts the
+// dense layers' 2*m*n*k only.
+//
+// usage: model_bench [REPS=20]
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <filesystem>
+#include <random>
+
+#include "bench/bench_util.hpp"
+#include "core/progress.hpp"
+#include "graph/rmat.hpp"
+#include "graph/sampler.hpp"
+#include "nn/model.hpp"
+
+using namespace spindle;
+
+namespace {
+
+double openblas_gflops(int m, int n, int k) {
+  std::vector<float> a(std::size_t(m) * k, 0.5f), b(std::size_t(n) * k, 0.25f),
+      c(std::size_t(m) * n);
+  auto t0 = std::chrono::steady_clock::now();
+  int reps = 0;
+  while (bench::seconds_since(t0) < 0.3 || reps < 3) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1, a.data(), k, b.data(), k, 0,
+                c.data(), n);
+    ++reps;
+  }
+  return 2.0 * m * n * k * reps / bench::seconds_since(t0) / 1e9;
+}
+
+double eigen_gflops(int m, int n, int k) {
+  Eigen::MatrixXf a = Eigen::MatrixXf::Constant(m, k, 0.5f),
+                  b = Eigen::MatrixXf::Constant(n, k, 0.25f);
+  Eigen::MatrixXf c(m, n);
+  auto t0 = std::chrono::steady_clock::now();
+  int reps = 0;
+  while (bench::seconds_since(t0) < 0.3 || reps < 3) {
+    c.noalias() = a * b.transpose();
+    ++reps;
+  }
+  return 2.0 * m * n * k * reps / bench::seconds_since(t0) / 1e9;
+}
+
+// Dense-layer FLOPs of one GNN forward over `blocks`.
+double gnn_flops(const config::model_desc& d, const std::vector<nn::block>& blocks) {
+  double f = 0;
+  for (int l = 0; l < d.layers; ++l) {
+    const double in =
+        l == 0 ? d.in : (d.arch == config::model_arch::gat ? d.heads * d.hidden : d.hidden);
+    const double out = l == d.layers - 1
+                           ? d.out
+                           : (d.arch == config::model_arch::gat ? d.heads * d.hidden : d.hidden);
+    const double nd = double(blocks[l].num_dst), ns = double(blocks[l].num_src);
+    switch (d.arch) {
+      case config::model_arch::graphsage:
+        f += 2 * 2 * nd * in * out;
+        break;
+      case config::model_arch::gcn:
+      case config::model_arch::gat:
+        f += 2 * ns * in * out;
+        break;
+      case config::model_arch::gin:
+        f += 2 * nd * in * out + 2 * nd * out * out;
+        break;
+      default:
+        break;
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  set_progress_enabled(false);
+  nn::set_blas_threads(1);
+  fmt::print("GEMM baseline (1 thread), GFLOP/s:   m x 256 x 256     OpenBLAS    Eigen\n");
+  double peak = 0;
+  for (int m : {64, 1024, 8192}) {
+    double ob = openblas_gflops(m, 256, 256), ei = eigen_gflops(m, 256, 256);
+    peak = std::max(peak, ob);
+    fmt::print("{:>40} {:>12.1f} {:>8.1f}\n", m, ob, ei);
+  }
+  thread_pool pool(0, "bench");
+  auto g = bench::rmat_graph(16, 16, pool);
+  const std::string tmp = (std::filesystem::temp_directory_path() / "spindle-model-bench").string();
+  std::mt19937_64 rng(5);
+  std::vector<float> features(std::size_t(g.num_nodes) * 128);
+  for (auto& v : features) v = float(rng() % 1000) / 1000.0f;
+  graph::inline_executor sampler;
+  fmt::print("\n{:<10} {:>6} {:>8} {:>10} {:>10} {:>12} {:>10} {:>8}\n", "model", "batch", "nodes",
+             "p50 ms", "p99 ms", "seeds/s", "GFLOP/s", "vs gemm");
+  for (auto arch : {config::model_arch::graphsage, config::model_arch::gcn, config::model_arch::gat,
+                    config::model_arch::gin}) {
+    config::model_desc d;
+    d.arch = arch;
+    d.in = 128, d.hidden = arch == config::model_arch::gat ? 64 : 256, d.heads = 4, d.out = 47;
+    std::string dir = tmp + "/" + std::string(config::to_string(arch));
+    if (auto st = nn::init_model(d, 1, dir); !st)
+      return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    nn::heap_allocator weights;
+    auto m = nn::model::load(dir, weights);
+    for (int batch : {1, 16, 64, 256}) {
+      std::vector<double> times;
+      double flops = 0, nodes = 0;
+      for (int r = 0; r < reps; ++r) {
+        std::vector<std::int64_t> seeds(static_cast<std::size_t>(batch));
+        for (auto& s : seeds) s = std::int64_t(rng() % std::uint64_t(g.num_nodes));
+        auto sub = sampler.sample(g.view(), seeds, {{25, 10}, false, std::uint64_t(r)});
+        std::vector<nn::block> blocks;
+        for (int l = 0; l < 2; ++l) {
+          auto b = sub->layer_block(l);
+          blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+        }
+        const std::int64_t n = sub->hop_end.back();
+        std::vector<float> x(std::size_t(n) * 128);
+        for (std::int64_t i = 0; i < n; ++i)
+          std::memcpy(x.data() + i * 128, features.data() + sub->nodes[i] * 128, 512);
+        auto degree = nn::gcn_degrees(sub->indptr, sub->indices, n);
+        nn::heap_allocator alloc;
+        auto t0 = std::chrono::steady_clock::now();
+        auto y = m->forward(alloc, blocks, degree, nn::tensor::borrow(x.data(), {n, 128}));
+        times.push_back(bench::seconds_since(t0));
+        flops += gnn_flops(d, blocks);
+        nodes += double(n);
+      }
+      double total = 0;
+      for (double t : times) total += t;
+      fmt::print("{:<10} {:>6} {:>8.0f} {:>10.3f} {:>10.3f} {:>12.0f} {:>10.2f} {:>7.0f}%\n",
+                 config::to_string(arch), batch, nodes / reps, bench::percentile(times, 0.5) * 1e3,
+                 bench::percentile(times, 0.99) * 1e3, batch * reps / total, flops / total / 1e9,
+                 100 * flops / total / 1e9 / peak);
+    }
+  }
+  // DLRM(A)
+  config::model_desc d;
+  d.arch = config::model_arch::dlrm;
+  d.dense_in = 128, d.bottom = {64, 64}, d.top = {256, 64, 1}, d.embedding_dim = 64;
+  d.table_rows.assign(8, 100000);
+  std::string dir = tmp + "/dlrm";
+  if (auto st = nn::init_model(d, 1, dir); !st)
+    return fmt::print(stderr, "{}\n", st.to_string()), 1;
+  nn::heap_allocator weights;
+  auto m = nn::model::load(dir, weights);
+  for (int batch : {1, 64, 256, 1024}) {
+    std::vector<float> dense(std::size_t(batch) * 128, 0.1f);
+    std::vector<nn::sparse_input> sparse(8);
+    for (auto& s : sparse) {
+      s.offsets.push_back(0);
+      for (int b = 0; b < batch; ++b) {
+        for (int k = 0; k < 80; ++k) s.indices.push_back(std::int64_t(rng() % 100000));
+        s.offsets.push_back(std::int64_t(s.indices.size()));
+      }
+    }
+    std::vector<double> times;
+    for (int r = 0; r < reps; ++r) {
+      nn::heap_allocator alloc;
+      auto t0 = std::chrono::steady_clock::now();
+      auto y = m->forward_dlrm(alloc, nn::tensor::borrow(dense.data(), {batch, 128}), sparse);
+      times.push_back(bench::seconds_since(t0));
+    }
+    double total = 0;
+    for (double t : times) total += t;
+    const double flops = 2.0 * batch * (128 * 64 + 64 * 64 + 100 * 256 + 256 * 64 + 64);
+    fmt::print("{:<10} {:>6} {:>8} {:>10.3f} {:>10.3f} {:>12.0f} {:>10.2f} {:>7.0f}%\n", "dlrm(A)",
+               batch, "-", bench::percentile(times, 0.5) * 1e3,
+               bench::percentile(times, 0.99) * 1e3, batch * reps / total,
+               flops * reps / total / 1e9, 100 * flops * reps / total / 1e9 / peak);
+  }
+  return 0;
+}
