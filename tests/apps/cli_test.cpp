@@ -172,3 +172,24 @@ TEST_F(cli_test, place_text_output_and_named_errors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
+  std::string dir = *dir_ + "/sage-model";
+  auto r = run("model init --arch graphsage --in 16 --hidden 32 --out 4 --layers 2 --seed 3 --out-dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run("model info " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("convs.0.lin_l.weight         [32, 16]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("convs.1.lin_r.weight         [4, 32]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parameters: 1316"), std::string::npos) << r.out;  // 16*32*2+32 + 32*4*2+4
+  r = run("model init --arch transformer --in 1 --hidden 1 --out 1 --out-dir " + dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("model.arch = 'transformer'"), std::string::npos) << r.out;
+  r = run("model info " + *dir_ + "/no-such-model");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("model.toml: cannot open"), std::string::npos) << r.out;
+}
+
+}  // namespace
