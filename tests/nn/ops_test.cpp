@@ -1,0 +1,77 @@
+#include "nn/ops.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace spindle::nn {
+namespace {
+
+TEST(ops_test, activations_and_row_softmax) {
+  heap_allocator a;
+  auto t = *tensor::empty(a, {2, 3});
+  float v[] = {-1, 0, 2, 1, 1, 1};
+  std::copy(v, v + 6, t.data());
+  elu_(t);
+  EXPECT_NEAR(t.data()[0], std::expm1(-1.0f), 1e-6);
+  EXPECT_EQ(t.data()[2], 2.0f);
+  std::copy(v, v + 6, t.data());
+  leaky_relu_(t, 0.1f);
+  EXPECT_FLOAT_EQ(t.data()[0], -0.1f);
+  std::copy(v, v + 6, t.data());
+  softmax_rows_(t);
+  EXPECT_NEAR(t.data()[3], 1.0f / 3, 1e-6);
+  EXPECT_NEAR(t.data()[0] + t.data()[1] + t.data()[2], 1.0f, 1e-6);
+  std::copy(v, v + 6, t.data());
+  log_softmax_rows_(t);
+  EXPECT_NEAR(t.data()[4], std::log(1.0f / 3), 1e-6);
+}
+
+TEST(ops_test, linear_matches_a_hand_computation) {
+  heap_allocator a;
+  float xv[] = {1, 2, 3, 4};  // [2 x 2]
+  float w[] = {1, 0, 0, 1, 1, 1};  // [3 x 2]
+  float b[] = {0.5f, 0, -1};
+  auto y = linear(a, tensor::borrow(xv, {2, 2}), w, b, 3);
+  ASSERT_TRUE(y.has_value());
+  float want[] = {1.5f, 2, 2, 3.5f, 4, 6};
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y->data()[i], want[i]);
+  EXPECT_EQ(linear(a, tensor::borrow(xv, {2, 2}), w, b, 2).error().code(), errc::invalid_argument);
+}
+
+TEST(ops_test, propagate_reduces_sum_mean_max_and_empty_rows_give_zero) {
+  heap_allocator a;
+  float xv[] = {1, 10, 2, 20, 3, 30};  // 3 src nodes x 2
+  std::int64_t indptr[] = {0, 2, 2};   // dst 0 <- {1, 2}; dst 1 <- nothing
+  std::int32_t indices[] = {1, 2};
+  block b{2, 3, indptr, indices};
+  auto x = tensor::borrow(xv, {3, 2});
+  auto s = *propagate(a, b, x, reduce_op::sum);
+  auto m = *propagate(a, b, x, reduce_op::mean);
+  auto mx = *propagate(a, b, x, reduce_op::max);
+  EXPECT_FLOAT_EQ(s.data()[0], 5);
+  EXPECT_FLOAT_EQ(m.data()[1], 25);
+  EXPECT_FLOAT_EQ(mx.data()[0], 3);
+  EXPECT_FLOAT_EQ(s.data()[2], 0);
+  EXPECT_FLOAT_EQ(mx.data()[3], 0);
+}
+
+TEST(ops_test, concat_and_dot_interaction) {
+  heap_allocator a;
+  float d[] = {1, 2};
+  float e[] = {3, 4};
+  auto dense = tensor::borrow(d, {1, 2});
+  auto emb = tensor::borrow(e, {1, 2});
+  auto c = *concat_cols(a, {&dense, &emb});
+  EXPECT_EQ(c.cols(), 4);
+  EXPECT_FLOAT_EQ(c.data()[3], 4);
+  auto z = *dot_interaction(a, dense, {&emb});
+  ASSERT_EQ(z.cols(), 3);
+  EXPECT_FLOAT_EQ(z.data()[2], 1 * 3 + 2 * 4);
+  float bad[] = {1, 2, 3};
+  auto wide = tensor::borrow(bad, {1, 3});
+  EXPECT_FALSE(dot_interaction(a, dense, {&wide}).has_value());
+}
+
+}  // namespace
+}  // namespace spindle::nn
