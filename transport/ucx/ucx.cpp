@@ -38,8 +38,11 @@ expected<context> context::create(std::string_view transports) {
     }
   }
   ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // Workers of one context run on different threads (a progress loop owns one,
+  // readers own others), so the context's shared state must be thread-safe.
+  params.mt_workers_shared = 1;
   ucp_context_h handle = nullptr;
   ucs_status_t s = ucp_init(&params, config, &handle);
   ucp_config_release(config);
@@ -172,9 +175,10 @@ struct endpoint::state {
     // Closing an endpoint whose peer never answered trips an assertion inside
     // UCX 1.13 (pending wireup); such endpoints are released with their worker.
     if (!handle || failed) return;
+    // Graceful close: flushes and tells the peer, which then drops its side of
+    // the connection in order (a forced close left the peer's tcp endpoint to a
+    // racy teardown under load).
     ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
     void* req = ucp_ep_close_nbx(handle, &p);
     (void)owner->wait_request(req, 2000, "ucp_ep_close_nbx");
   }
