@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   apps::register_place(app, g);
   apps::register_serve_shard(app, g);
   apps::register_model(app, g);
+  apps::register_calibrate(app, g);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

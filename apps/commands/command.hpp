@@ -34,5 +34,6 @@ void register_devices(CLI::App& app, global_options& g);
 void register_place(CLI::App& app, global_options& g);
 void register_serve_shard(CLI::App& app, global_options& g);
 void register_model(CLI::App& app, global_options& g);
+void register_calibrate(CLI::App& app, global_options& g);
 
 }  // namespace spindle::apps

@@ -193,3 +193,21 @@ TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(cli_test, calibrate_writes_the_calibration_table_and_plot) {
+  std::string out = *dir_ + "/cal.json", png = *dir_ + "/cal.png";
+  auto r = run("calibrate " + *dir_ + "/rmat --batches 60 --buckets 5 --max-seeds 64 --out " + out +
+               " --plot " + png);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("latency-preferred, PSGS-Strict"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_GT(fs::file_size(png), 1000u);
+  std::ifstream f(png, std::ios::binary);
+  char magic[4] = {};
+  f.read(magic, 4);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+}
+
+}  // namespace

@@ -1,0 +1,59 @@
+// `spindle calibrate`: Quiver §4.2.1 PSGS calibration between the inline and
+// pooled samplers; writes the calibration file, a text table and a PNG plot.
+#include <fstream>
+
+#include "apps/commands/command.hpp"
+#include "core/progress.hpp"
+#include "sched/psgs_calibrate.hpp"
+
+namespace spindle::apps {
+namespace {
+
+struct calibrate_args {
+  std::string dir, out = "psgs-calibration.json", plot = "psgs-calibration.png", fanouts;
+  int buckets = 10, batches = 300;
+  std::size_t max_seeds = 1024;
+};
+
+status run_calibrate(const calibrate_args& a, global_options& g) {
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
+  sched::calibrate_options o;
+  o.buckets = a.buckets, o.batches = a.batches, o.max_seeds = a.max_seeds;
+  if (!a.fanouts.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(o.fanouts, config::parse_fanouts(a.fanouts));
+  }
+  progress bar("calibrating", std::uint64_t(2 * a.batches), "batches");
+  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::calibrate(ds, o, g.pool(), &bar));
+  bar.finish();
+  std::ofstream out(a.out);
+  out << c.to_json() << '\n';
+  if (!out) return make_error(errc::io_error, "{}: cannot write the calibration", a.out);
+  fmt::print("{}", c.table());
+  fmt::print("calibration written to {}\n", a.out);
+  if (!a.plot.empty()) {
+    SPINDLE_TRY(sched::plot_calibration(c, a.plot));
+    fmt::print("plot written to {}\n", a.plot);
+  }
+  return status::ok();
+}
+
+}  // namespace
+
+void register_calibrate(CLI::App& app, global_options& g) {
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Measure sampling latency against summed PSGS for the inline and pooled "
+                   "executors near full load and derive Quiver's four routing points");
+  auto a = std::make_shared<calibrate_args>();
+  cmd->add_option("dataset", a->dir, "Prepared dataset directory (with PSGS)")->required();
+  cmd->add_option("--out", a->out, "Calibration file to write")->capture_default_str();
+  cmd->add_option("--plot", a->plot, "PNG plot to write (gnuplot); empty for none")->capture_default_str();
+  cmd->add_option("--fanouts", a->fanouts, "Sampler fanouts (default: the dataset's metrics fanouts)");
+  cmd->add_option("--buckets", a->buckets, "PSGS buckets")->capture_default_str();
+  cmd->add_option("--batches", a->batches, "Batches per executor")->capture_default_str();
+  cmd->add_option("--max-seeds", a->max_seeds, "Largest batch, in seeds' worth of PSGS")->capture_default_str();
+  cmd->callback([a, &g] {
+    if (int rc = report(run_calibrate(*a, g))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
