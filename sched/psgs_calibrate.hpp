@@ -16,7 +16,7 @@
 namespace spindle::sched {
 
 struct calibrate_options {
-  std::vector<int> fanouts;      // empty: the dataset's metrics fanouts
+  std::vector<int> fanouts;  // empty: the dataset's metrics fanouts
   int buckets = 10;
   int batches = 300;             // per executor
   std::size_t max_seeds = 1024;  // largest batch: this many seeds' worth of PSGS

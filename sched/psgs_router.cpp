@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 namespace spindle::sched {
@@ -40,10 +39,16 @@ crossover cross(const line_fit& small, const line_fit& large) {
 nlohmann::json curve_json(const executor_curve& c) {
   nlohmann::json b = nlohmann::json::array();
   for (const auto& k : c.buckets)
-    b.push_back({{"psgs_lo", k.psgs_lo}, {"psgs_hi", k.psgs_hi}, {"psgs_mean", k.psgs_mean},
-                 {"count", k.count}, {"mean_s", k.mean_s}, {"max_s", k.max_s}});
-  return {{"executor", c.executor}, {"buckets", b},
-          {"mean_fit", {c.mean.a, c.mean.b}}, {"max_fit", {c.max.a, c.max.b}}};
+    b.push_back({{"psgs_lo", k.psgs_lo},
+                 {"psgs_hi", k.psgs_hi},
+                 {"psgs_mean", k.psgs_mean},
+                 {"count", k.count},
+                 {"mean_s", k.mean_s},
+                 {"max_s", k.max_s}});
+  return {{"executor", c.executor},
+          {"buckets", b},
+          {"mean_fit", {c.mean.a, c.mean.b}},
+          {"max_fit", {c.max.a, c.max.b}}};
 }
 
 executor_curve curve_from(const nlohmann::json& j) {
@@ -74,7 +79,8 @@ executor_curve build_curve(std::string executor, std::vector<std::pair<double, d
   const double step = std::log(hi / lo + 1e-12) / buckets;
   c.buckets.resize(std::size_t(buckets));
   for (int i = 0; i < buckets; ++i)
-    c.buckets[i].psgs_lo = lo * std::exp(step * i), c.buckets[i].psgs_hi = lo * std::exp(step * (i + 1));
+    c.buckets[i].psgs_lo = lo * std::exp(step * i),
+    c.buckets[i].psgs_hi = lo * std::exp(step * (i + 1));
   for (auto [p, s] : samples) {
     int i = step > 0 ? int(std::log(std::max(p, lo) / lo) / step) : 0;
     auto& b = c.buckets[std::size_t(std::clamp(i, 0, buckets - 1))];
@@ -108,11 +114,13 @@ std::string psgs_calibration::to_json() const {
   return j.dump(2);
 }
 
-expected<psgs_calibration> psgs_calibration::from_json(std::string_view text, std::string_view origin) {
+expected<psgs_calibration> psgs_calibration::from_json(std::string_view text,
+                                                       std::string_view origin) {
   try {
     auto j = nlohmann::json::parse(text);
     if (j.value("format", "") != "spindle-psgs-calibration-1")
-      return make_error(errc::unsupported, "{}: not a Spindle PSGS calibration (format field)", origin);
+      return make_error(errc::unsupported, "{}: not a Spindle PSGS calibration (format field)",
+                        origin);
     psgs_calibration c;
     c.small = curve_from(j.at("small"));
     c.large = curve_from(j.at("large"));
@@ -124,9 +132,9 @@ expected<psgs_calibration> psgs_calibration::from_json(std::string_view text, st
 }
 
 std::string psgs_calibration::table() const {
-  std::string s = fmt::format("{:>12} {:>12} | {:>10} {:>10} {:>6} | {:>10} {:>10} {:>6}\n", "PSGS from",
-                              "PSGS to", small.executor + " mean", "max", "n", large.executor + " mean",
-                              "max", "n");
+  std::string s = fmt::format("{:>12} {:>12} | {:>10} {:>10} {:>6} | {:>10} {:>10} {:>6}\n",
+                              "PSGS from", "PSGS to", small.executor + " mean", "max", "n",
+                              large.executor + " mean", "max", "n");
   const std::size_t rows = std::max(small.buckets.size(), large.buckets.size());
   for (std::size_t i = 0; i < rows; ++i) {
     auto cell = [&](const executor_curve& c) {
@@ -135,20 +143,25 @@ std::string psgs_calibration::table() const {
       return fmt::format("{:>8.3f}ms {:>8.3f}ms {:>6}", b.mean_s * 1e3, b.max_s * 1e3, b.count);
     };
     const auto& ref = i < small.buckets.size() ? small.buckets[i] : large.buckets[i];
-    s += fmt::format("{:>12.0f} {:>12.0f} | {} | {}\n", ref.psgs_lo, ref.psgs_hi, cell(small), cell(large));
+    s += fmt::format("{:>12.0f} {:>12.0f} | {} | {}\n", ref.psgs_lo, ref.psgs_hi, cell(small),
+                     cell(large));
   }
   s += fmt::format("CPU-preferred (small max x large mean):        {}\n", point(cpu_preferred));
   s += fmt::format("GPU-preferred (small mean x large max):        {}\n", point(gpu_preferred));
   s += fmt::format("latency-preferred, PSGS-Strict (max x max):    {}\n", point(latency_preferred));
-  s += fmt::format("throughput-preferred, PSGS-Loose (mean x mean): {}\n", point(throughput_preferred));
+  s += fmt::format("throughput-preferred, PSGS-Loose (mean x mean): {}\n",
+                   point(throughput_preferred));
   return s;
 }
 
 std::string_view to_string(routing_policy p) {
   switch (p) {
-    case routing_policy::strict: return "strict";
-    case routing_policy::loose: return "loose";
-    case routing_policy::fixed: return "fixed";
+    case routing_policy::strict:
+      return "strict";
+    case routing_policy::loose:
+      return "loose";
+    case routing_policy::fixed:
+      return "fixed";
   }
   return "?";
 }
@@ -156,16 +169,20 @@ std::string_view to_string(routing_policy p) {
 expected<routing_policy> parse_routing_policy(std::string_view text) {
   for (auto p : {routing_policy::strict, routing_policy::loose, routing_policy::fixed})
     if (to_string(p) == text) return p;
-  return make_error(errc::invalid_argument, "routing policy '{}': expected strict, loose or fixed", text);
+  return make_error(errc::invalid_argument, "routing policy '{}': expected strict, loose or fixed",
+                    text);
 }
 
 psgs_router::psgs_router(psgs_calibration c, routing_policy p) : c_(std::move(c)), policy_(p) {}
 
 double psgs_router::threshold() const {
   switch (policy()) {
-    case routing_policy::strict: return c_.latency_preferred.psgs;
-    case routing_policy::loose: return c_.throughput_preferred.psgs;
-    case routing_policy::fixed: return fixed_.load() == choice::small ? kInf : 0.0;
+    case routing_policy::strict:
+      return c_.latency_preferred.psgs;
+    case routing_policy::loose:
+      return c_.throughput_preferred.psgs;
+    case routing_policy::fixed:
+      return fixed_.load() == choice::small ? kInf : 0.0;
   }
   return kInf;
 }

@@ -40,17 +40,21 @@ status run_calibrate(const calibrate_args& a, global_options& g) {
 }  // namespace
 
 void register_calibrate(CLI::App& app, global_options& g) {
-  auto* cmd = app.add_subcommand(
-      "calibrate", "Measure sampling latency against summed PSGS for the inline and pooled "
-                   "executors near full load and derive Quiver's four routing points");
+  auto* cmd =
+      app.add_subcommand("calibrate",
+                         "Measure sampling latency against summed PSGS for the inline and pooled "
+                         "executors near full load and derive Quiver's four routing points");
   auto a = std::make_shared<calibrate_args>();
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with PSGS)")->required();
   cmd->add_option("--out", a->out, "Calibration file to write")->capture_default_str();
-  cmd->add_option("--plot", a->plot, "PNG plot to write (gnuplot); empty for none")->capture_default_str();
-  cmd->add_option("--fanouts", a->fanouts, "Sampler fanouts (default: the dataset's metrics fanouts)");
+  cmd->add_option("--plot", a->plot, "PNG plot to write (gnuplot); empty for none")
+      ->capture_default_str();
+  cmd->add_option("--fanouts", a->fanouts,
+                  "Sampler fanouts (default: the dataset's metrics fanouts)");
   cmd->add_option("--buckets", a->buckets, "PSGS buckets")->capture_default_str();
   cmd->add_option("--batches", a->batches, "Batches per executor")->capture_default_str();
-  cmd->add_option("--max-seeds", a->max_seeds, "Largest batch, in seeds' worth of PSGS")->capture_default_str();
+  cmd->add_option("--max-seeds", a->max_seeds, "Largest batch, in seeds' worth of PSGS")
+      ->capture_default_str();
   cmd->callback([a, &g] {
     if (int rc = report(run_calibrate(*a, g))) throw CLI::RuntimeError(rc);
   });

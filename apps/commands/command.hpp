@@ -35,5 +35,6 @@ void register_place(CLI::App& app, global_options& g);
 void register_serve_shard(CLI::App& app, global_options& g);
 void register_model(CLI::App& app, global_options& g);
 void register_calibrate(CLI::App& app, global_options& g);
+void register_serve(CLI::App& app, global_options& g);
 
 }  // namespace spindle::apps

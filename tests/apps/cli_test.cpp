@@ -211,3 +211,25 @@ TEST_F(cli_test, calibrate_writes_the_calibration_table_and_plot) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
+  std::string model = *dir_ + "/serve-model";
+  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 16 --out 3 --out-dir " + model).code, 0);
+  auto r = run_stdout("serve --dataset " + *dir_ + "/rmat --model " + model +
+                      " --workload 300 --clients 8 --max-batch 8 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["answered"], 300);
+  EXPECT_EQ(j["errors"], 0);
+  EXPECT_GT(j["throughput_rps"].get<double>(), 0.0);
+  EXPECT_LE(j["latency_ms"]["p50"].get<double>(), j["latency_ms"]["p99"].get<double>());
+  std::string wide = *dir_ + "/wide-model";
+  ASSERT_EQ(run("model init --arch gcn --in 99 --hidden 16 --out 3 --out-dir " + wide).code, 0);
+  r = run("serve --dataset " + *dir_ + "/rmat --model " + wide + " --workload 10");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("model input width 99 does not match"), std::string::npos) << r.out;
+}
+
+}  // namespace

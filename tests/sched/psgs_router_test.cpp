@@ -1,8 +1,8 @@
 #include "sched/psgs_router.hpp"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace spindle::sched {
 namespace {

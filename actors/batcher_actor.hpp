@@ -1,0 +1,22 @@
+// The per-model batcher actor: collects inference requests into dynamic
+// batches (deadline, max size, summed-PSGS threshold; sched::batch_builder),
+// hands each closed batch to the least busy pipeline, and answers every request
+// with its own output or error. Batch policy and routing policy change live.
+#pragma once
+
+#include <caf/all.hpp>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "actors/serving_messages.hpp"
+#include "sched/batching.hpp"
+
+namespace spindle::actors {
+
+/// `router` is shared with the pipelines (its policy is changed through this actor).
+caf::actor spawn_batcher(caf::actor_system& sys, std::vector<caf::actor> pipelines,
+                         sched::batch_policy policy, std::shared_ptr<sched::psgs_router> router,
+                         std::function<double(const sched::gnn_request&)> psgs_of);
+
+}  // namespace spindle::actors

@@ -1,0 +1,18 @@
+// The inference pipeline actor (Quiver §4.3): samples, gathers and runs the
+// model for one batch at a time by calling sched::gnn_pipeline. It blocks while
+// it computes, so it is spawned detached (its own thread), never on the CAF
+// scheduler. Several pipelines serve one batcher.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "actors/serving_messages.hpp"
+
+namespace spindle::actors {
+
+/// Spawns a detached pipeline actor owning a gnn_pipeline over the shared
+/// dataset, model and router (which must outlive the actor system).
+caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
+                          const sched::psgs_router& router, thread_pool& pool);
+
+}  // namespace spindle::actors

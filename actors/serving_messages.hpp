@@ -1,0 +1,47 @@
+// Messages of the in-process GNN serving path: atoms and the plain structs the
+// client, batcher and pipeline actors exchange. In-process only for now (no bulk
+// bytes cross processes; cross-process types get `inspect` with issue #5's
+// node bootstrap).
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "sched/batching.hpp"
+#include "sched/gnn_pipeline.hpp"
+
+namespace spindle::actors {
+
+using infer_atom = caf::atom_constant<caf::atom("infer")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using policy_atom = caf::atom_constant<caf::atom("policy")>;
+
+/// A request's answer: per-seed outputs, or the error that names the fault.
+struct gnn_reply {
+  std::uint64_t sampler_seed = 0;  // echoes the request's, to match async replies
+  std::vector<float> output;
+  std::string error;  // empty when ok
+  sched::stage_times times;
+  double queued_s = 0;  // time spent in the batcher
+};
+
+/// A closed batch handed to a pipeline.
+struct batch_job {
+  std::vector<sched::gnn_request> requests;
+};
+
+/// Batcher counters for stats.
+struct batcher_stats {
+  std::uint64_t batches = 0, requests = 0, small = 0, large = 0;
+};
+
+}  // namespace spindle::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::gnn_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::batch_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::batch_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::batcher_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::batch_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::routing_policy)

@@ -1,0 +1,180 @@
+// `spindle serve`: the embedded default, one process with every role. Loads a
+// dataset and a model, routes batches by PSGS (calibration file, or a quick
+// calibration at start), and runs the actor pipeline (batcher -> pipelines).
+// Until the RPC front door exists, `--workload N` drives N requests from an
+// in-process generator and prints throughput and latency per stage.
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "actors/batcher_actor.hpp"
+#include "actors/load_client.hpp"
+#include "actors/pipeline_actor.hpp"
+#include "apps/commands/command.hpp"
+#include "core/progress.hpp"
+#include "graph/metrics.hpp"
+#include "sched/psgs_calibrate.hpp"
+
+namespace spindle::apps {
+namespace {
+
+struct serve_args {
+  std::string dataset, model, calibration, policy = "strict";
+  int deadline_us = 2000, max_batch = 64, pipelines = 2, clients = 8;
+  std::size_t workload = 0;
+  double rate = 0;
+  bool json = false;
+};
+
+expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
+                                                    thread_pool& pool) {
+  if (!a.calibration.empty()) {
+    std::ifstream in(a.calibration);
+    if (!in) return make_error(errc::not_found, "{}: cannot open calibration", a.calibration);
+    std::stringstream text;
+    text << in.rdbuf();
+    return sched::psgs_calibration::from_json(text.str(), a.calibration);
+  }
+  sched::calibrate_options o;
+  o.batches = 100;
+  return sched::calibrate(ds, o, pool);
+}
+
+std::vector<sched::gnn_request> make_requests(const graph::dataset& ds, std::size_t n) {
+  auto p0 = graph::seed_probabilities(ds.graph(), config::parse_seed_distribution("degree"));
+  std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
+  std::mt19937_64 rng(1);
+  std::vector<sched::gnn_request> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, i};
+  return out;
+}
+
+double pct(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
+}
+
+void report_load(const actors::load_result& r, const actors::batcher_stats& st,
+                 const serve_args& a) {
+  const double n = double(r.latency_s.size());
+  const double tput = n / r.wall_s;
+  if (a.json) {
+    nlohmann::json j = {{"requests", a.workload},
+                        {"answered", r.latency_s.size()},
+                        {"errors", r.errors},
+                        {"throughput_rps", tput},
+                        {"latency_ms",
+                         {{"p50", pct(r.latency_s, 0.5) * 1e3},
+                          {"p99", pct(r.latency_s, 0.99) * 1e3},
+                          {"p999", pct(r.latency_s, 0.999) * 1e3}}},
+                        {"stage_mean_ms",
+                         {{"batching", r.queued_s / n * 1e3},
+                          {"sampling", r.sample_s / n * 1e3},
+                          {"gathering", r.gather_s / n * 1e3},
+                          {"compute", r.compute_s / n * 1e3}}},
+                        {"batches", st.batches},
+                        {"small_executor_batches", st.small},
+                        {"large_executor_batches", st.large}};
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("served {} of {} requests in {:.2f} s: {:.0f} req/s ({} errors{})\n",
+             r.latency_s.size(), a.workload, r.wall_s, tput, r.errors,
+             r.errors ? ", first: " + r.first_error : "");
+  fmt::print("latency p50 {:.2f} ms, p99 {:.2f} ms, p999 {:.2f} ms\n", pct(r.latency_s, 0.5) * 1e3,
+             pct(r.latency_s, 0.99) * 1e3, pct(r.latency_s, 0.999) * 1e3);
+  fmt::print(
+      "per request, mean: batching {:.3f} ms, sampling {:.3f} ms, gathering {:.3f} ms, compute "
+      "{:.3f} ms\n",
+      r.queued_s / n * 1e3, r.sample_s / n * 1e3, r.gather_s / n * 1e3, r.compute_s / n * 1e3);
+  fmt::print("batches {} (mean {:.1f} requests); inline {} / pooled {}\n", st.batches,
+             st.batches ? double(st.requests) / double(st.batches) : 0.0, st.small, st.large);
+}
+
+status run_serve(const serve_args& a, global_options& g) {
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
+  if (ds.features().empty() || !ds.has_metrics())
+    return make_error(errc::invalid_argument,
+                      "{}: serving needs features and PSGS (spindle prepare)", a.dataset);
+  nn::heap_allocator weights;
+  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(a.model, weights));
+  if (!model.desc().is_gnn() || model.desc().in != ds.feature_dim())
+    return make_error(errc::invalid_argument,
+                      "{}: model input width {} does not match {}'s {} features", a.model,
+                      model.desc().in, a.dataset, ds.feature_dim());
+  SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::parse_routing_policy(a.policy));
+  if (a.workload == 0)
+    return make_error(errc::invalid_argument, "--workload N: give the number of requests to drive");
+  nn::set_blas_threads(1);
+  SPINDLE_ASSIGN_OR_RETURN(auto calibration, load_or_calibrate(a, ds, g.pool()));
+  auto router = std::make_shared<sched::psgs_router>(std::move(calibration), policy);
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  std::vector<caf::actor> pipes;
+  for (int i = 0; i < std::max(1, a.pipelines); ++i)
+    pipes.push_back(actors::spawn_pipeline(sys, ds, model, *router, g.pool()));
+  sched::batch_policy bp;
+  bp.deadline = std::chrono::microseconds(a.deadline_us);
+  bp.max_batch = std::size_t(std::max(1, a.max_batch));
+  // A batch also closes once its summed PSGS passes the routing point (Quiver
+  // §4.2.2); a point of 0 or infinity (curves that never cross) is not used.
+  const double point = router->threshold();
+  if (point > 0 && std::isfinite(point)) bp.psgs_threshold = point;
+  const auto* dsp = &ds;
+  auto batcher = actors::spawn_batcher(sys, pipes, bp, router, [dsp](const sched::gnn_request& r) {
+    double s = 0;
+    for (auto v : r.seeds)
+      if (v >= 0 && v < dsp->num_nodes()) s += dsp->psgs()[std::size_t(v)];
+    return s;
+  });
+  auto result = std::make_shared<actors::load_result>();
+  caf::scoped_actor self{sys};
+  actors::spawn_load_client(sys, batcher, {make_requests(ds, a.workload), a.rate, a.clients},
+                            result, self);
+  self->receive([](actors::done_atom) {});
+  actors::batcher_stats stats;
+  self->request(batcher, caf::infinite, actors::stats_atom::value)
+      .receive([&](const actors::batcher_stats& s) { stats = s; }, [](caf::error&) {});
+  report_load(*result, stats, a);
+  self->send_exit(batcher, caf::exit_reason::user_shutdown);
+  for (auto& p : pipes) self->send_exit(p, caf::exit_reason::user_shutdown);
+  return status::ok();
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, global_options& g) {
+  auto* cmd =
+      app.add_subcommand("serve",
+                         "Serve a GNN in one process (all roles) through the actor pipeline; "
+                         "--workload drives requests from an in-process generator");
+  auto a = std::make_shared<serve_args>();
+  cmd->add_option("--dataset", a->dataset, "Prepared dataset directory")->required();
+  cmd->add_option("--model", a->model, "Model directory (model.toml + weights)")->required();
+  cmd->add_option("--calibration", a->calibration,
+                  "PSGS calibration from `spindle calibrate` (default: a quick one now)");
+  cmd->add_option("--policy", a->policy,
+                  "Routing: strict (PSGS-Strict) | loose (PSGS-Loose) | fixed")
+      ->capture_default_str();
+  cmd->add_option("--deadline-us", a->deadline_us, "Batch deadline, microseconds")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", a->max_batch, "Maximum requests per batch")->capture_default_str();
+  cmd->add_option("--pipelines", a->pipelines, "Pipelines sharing the batcher")
+      ->capture_default_str();
+  cmd->add_option("--workload", a->workload, "Requests to drive from the in-process generator");
+  cmd->add_option("--rate", a->rate, "Open-loop requests per second (0: closed loop)")
+      ->capture_default_str();
+  cmd->add_option("--clients", a->clients, "Outstanding requests in closed loop")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print one JSON object");
+  cmd->callback([a, &g] {
+    if (a->json) set_progress_enabled(false);
+    if (int rc = report(run_serve(*a, g))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps

@@ -1,0 +1,78 @@
+#include "sched/gnn_pipeline.hpp"
+
+#include <chrono>
+#include <cstring>
+
+namespace spindle::sched {
+namespace {
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
+                           const psgs_router& router, thread_pool& pool)
+    : ds_(ds), model_(model), router_(router), pooled_(pool) {}
+
+double gnn_pipeline::psgs(const gnn_request& r) const {
+  double s = 0;
+  for (auto v : r.seeds)
+    if (v >= 0 && v < ds_.num_nodes() && !ds_.psgs().empty()) s += ds_.psgs()[std::size_t(v)];
+  return s;
+}
+
+status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
+                             std::vector<float>& out, stage_times& t) {
+  const auto& d = model_.desc();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<int> fanouts = ds_.metadata().fanouts;
+  if (int(fanouts.size()) != d.layers) fanouts.assign(std::size_t(d.layers), 10);
+  SPINDLE_ASSIGN_OR_RETURN(auto sub,
+                           ex.sample(ds_.graph(), r.seeds, {fanouts, false, r.sampler_seed}));
+  t.sample_s += since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
+  features_.resize(std::size_t(n * f));
+  for (std::int64_t i = 0; i < n; ++i)
+    std::memcpy(features_.data() + i * f, ds_.features().data() + sub.nodes[i] * f,
+                std::size_t(f) * 4);
+  t.gather_s += since(t0);
+  t0 = std::chrono::steady_clock::now();
+  std::vector<nn::block> blocks;
+  for (int l = 0; l < sub.num_hops(); ++l) {
+    auto b = sub.layer_block(l);
+    blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+  }
+  auto degree = nn::gcn_degrees(sub.indptr, sub.indices, n);
+  nn::heap_allocator alloc;
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto y, model_.forward(alloc, blocks, degree, nn::tensor::borrow(features_.data(), {n, f})));
+  // One output row per requested seed (duplicates share a row).
+  out.resize(r.seeds.size() * std::size_t(y.cols()));
+  for (std::size_t s = 0; s < r.seeds.size(); ++s)
+    std::memcpy(out.data() + s * y.cols(), y.row(sub.seed_local[s]), std::size_t(y.cols()) * 4);
+  t.compute_s += since(t0);
+  return status::ok();
+}
+
+batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
+  batch_result res;
+  res.outputs.resize(batch.size());
+  res.errors.resize(batch.size());
+  double total = 0;
+  for (const auto& r : batch) total += psgs(r);
+  res.executor = router_.route(total);
+  graph::sampling_executor& ex = res.executor == psgs_router::choice::small
+                                     ? static_cast<graph::sampling_executor&>(inline_)
+                                     : pooled_;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].seeds.empty()) {
+      res.errors[i] = make_error(errc::invalid_argument, "request {}: no seeds", i);
+      continue;
+    }
+    if (auto st = run_one(batch[i], ex, res.outputs[i], res.times); !st) res.errors[i] = st;
+  }
+  return res;
+}
+
+}  // namespace spindle::sched

@@ -1,0 +1,61 @@
+// One GNN serving pipeline over a batch of requests (Quiver §4.2-4.3): route by
+// summed PSGS to the inline or pooled sampler, sample k hops, gather the
+// sampled nodes' features, run the model, and split the output per request.
+// Records the time of each stage. Pure logic: actors call it, benchmarks call
+// it directly to measure the actor tax. One pipeline per thread (it owns
+// scratch buffers); the dataset, model and router are shared read-only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/thread_pool.hpp"
+#include "graph/dataset.hpp"
+#include "graph/sampler.hpp"
+#include "nn/model.hpp"
+#include "sched/psgs_router.hpp"
+
+namespace spindle::sched {
+
+struct gnn_request {
+  std::vector<std::int64_t> seeds;
+  std::uint64_t sampler_seed = 0;  // same seeds + sampler seed => same answer
+};
+
+struct stage_times {
+  double sample_s = 0, gather_s = 0, compute_s = 0;
+};
+
+struct batch_result {
+  std::vector<std::vector<float>> outputs;  // per request: seeds x out, row-major
+  std::vector<status> errors;               // per request; ok when the output is valid
+  stage_times times;
+  psgs_router::choice executor = psgs_router::choice::small;
+};
+
+class gnn_pipeline {
+ public:
+  /// `pool` backs the pooled executor; all references must outlive the pipeline.
+  gnn_pipeline(const graph::dataset& ds, const nn::model& model, const psgs_router& router,
+               thread_pool& pool);
+
+  /// Summed PSGS of a request's seeds (0 for seeds out of range).
+  double psgs(const gnn_request& r) const;
+  /// Runs a batch. A request with a bad seed gets an error naming it; the others
+  /// in the batch are answered. Each request is sampled with its own sampler seed,
+  /// so its answer does not depend on which batch it rode in.
+  batch_result run(const std::vector<gnn_request>& batch);
+
+ private:
+  status run_one(const gnn_request& r, graph::sampling_executor& ex, std::vector<float>& out,
+                 stage_times& t);
+  const graph::dataset& ds_;
+  const nn::model& model_;
+  const psgs_router& router_;
+  graph::inline_executor inline_;
+  graph::pooled_executor pooled_;
+  std::vector<float> features_;
+};
+
+}  // namespace spindle::sched

@@ -1,0 +1,91 @@
+// The in-process actor pipeline against the direct pipeline call: same answers
+// bit for bit, per-request errors that do not fail the batch, live policy changes.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "../graph/test_util.hpp"
+#include "actors/batcher_actor.hpp"
+#include "actors/pipeline_actor.hpp"
+#include "graph/prepare.hpp"
+
+namespace spindle::actors {
+namespace {
+
+struct fixture {
+  std::string dir = graph::testing::temp_dir("serving_ds");
+  std::string model_dir = dir + "-model";
+  thread_pool pool{1, "test"};
+  std::optional<graph::dataset> ds;
+  nn::heap_allocator weights;
+  std::optional<nn::model> model;
+  std::shared_ptr<sched::psgs_router> router;
+
+  fixture() {
+    graph::generate_options o;
+    o.rmat.scale = 11;
+    o.feature_dim = 16;
+    EXPECT_TRUE(graph::generate_dataset(o, dir, pool).is_ok());
+    ds.emplace(std::move(*graph::dataset::open(dir)));
+    config::model_desc d;
+    d.arch = config::model_arch::graphsage;
+    d.in = 16, d.hidden = 32, d.out = 5;
+    EXPECT_TRUE(nn::init_model(d, 2, model_dir).is_ok());
+    model.emplace(std::move(*nn::model::load(model_dir, weights)));
+    sched::psgs_calibration c;  // a fixed threshold: PSGS below 500 -> inline
+    c.small.mean = c.small.max = {0, 0.002};
+    c.large.mean = c.large.max = {0.5, 0.001};
+    sched::compute_crossovers(c);
+    router = std::make_shared<sched::psgs_router>(c, sched::routing_policy::strict);
+  }
+};
+
+TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail_alone) {
+  fixture f;
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  auto pipe = spawn_pipeline(sys, *f.ds, *f.model, *f.router, f.pool);
+  sched::batch_policy bp;
+  bp.max_batch = 8;
+  const auto* ds = &*f.ds;
+  auto batcher = spawn_batcher(sys, {pipe}, bp, f.router, [ds](const sched::gnn_request& r) {
+    return ds
+        ->psgs()[std::size_t(std::max<std::int64_t>(0, std::min(r.seeds[0], ds->num_nodes() - 1)))];
+  });
+  sched::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
+  caf::scoped_actor self{sys};
+  // All 50 requests in flight at once, so batches hold several (max 8).
+  std::map<std::uint64_t, sched::batch_result> want;
+  for (std::uint64_t i = 0; i < 50; ++i) {
+    sched::gnn_request r{{std::int64_t(i * 37 % 2048), std::int64_t(i)}, i};
+    if (i == 7) r.seeds[1] = 999999;  // out of range: this request fails, not its batch
+    want[i] = direct.run({r});
+    self->send(batcher, infer_atom::value, r);
+  }
+  for (int k = 0; k < 50; ++k)
+    self->receive([&](const gnn_reply& got) {
+      const auto i = got.sampler_seed;
+      if (i == 7) {
+        EXPECT_NE(got.error.find("999999"), std::string::npos) << got.error;
+      } else {
+        ASSERT_TRUE(got.error.empty()) << got.error;
+        EXPECT_EQ(got.output, want[i].outputs[0]) << "request " << i;
+        EXPECT_EQ(got.output.size(), 2u * 5u);
+      }
+    });
+  self->send(batcher, policy_atom::value, sched::routing_policy::loose);
+  self->request(batcher, caf::infinite, stats_atom::value)
+      .receive(
+          [&](const batcher_stats& s) {
+            EXPECT_EQ(s.requests, 50u);
+            EXPECT_LT(s.batches, 50u);  // requests were batched together
+          },
+          [&](caf::error&) { FAIL(); });
+  EXPECT_EQ(f.router->policy(), sched::routing_policy::loose);
+  self->send_exit(batcher, caf::exit_reason::user_shutdown);
+  self->send_exit(pipe, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace spindle::actors
