@@ -1,6 +1,6 @@
 // Drives one worker from a dedicated thread ("ucx-progress") so gets that UCX
 // emulates with messages (TCP, registered memory) complete on the owner's side.
-// The loop owns the worker while it runs; when idle it naps 20 us between polls.
+// The loop owns the worker while it runs; it sleeps in ucp_worker_wait when idle.
 #pragma once
 
 #include <atomic>
