@@ -41,3 +41,6 @@ echo "== model throughput vs GEMM (bench/model_bench) =="
 echo
 echo "== GNNSched replay (bench/gnnsched_bench) =="
 "$build/bench/gnnsched_bench" "$cache/cora"
+echo
+echo "== actor tax (bench/serving_bench) =="
+"$build/bench/serving_bench" 8000
