@@ -3,10 +3,10 @@
 // thread with no actors (the same-run baseline), at equal batch sizes.
 //
 // usage: serving_bench [REQUESTS=4000]
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
@@ -23,18 +23,21 @@ int main(int argc, char** argv) {
   set_progress_enabled(false);
   nn::set_blas_threads(1);
   thread_pool pool(1, "bench");
-  const std::string dir = (std::filesystem::temp_directory_path() / "spindle-serving-bench").string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / "spindle-serving-bench").string();
   if (!graph::dataset::open(dir + "/data")) {
     graph::generate_options o;
     o.rmat.scale = 16;
     o.feature_dim = 64;
-    if (auto st = graph::generate_dataset(o, dir + "/data", pool); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    if (auto st = graph::generate_dataset(o, dir + "/data", pool); !st)
+      return fmt::print(stderr, "{}\n", st.to_string()), 1;
   }
   auto ds = graph::dataset::open(dir + "/data");
   config::model_desc d;
   d.arch = config::model_arch::graphsage;
   d.in = 64, d.hidden = 128, d.out = 16;
-  if (auto st = nn::init_model(d, 1, dir + "/model"); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+  if (auto st = nn::init_model(d, 1, dir + "/model"); !st)
+    return fmt::print(stderr, "{}\n", st.to_string()), 1;
   nn::heap_allocator weights;
   auto model = nn::model::load(dir + "/model", weights);
   sched::psgs_calibration c;  // route everything inline: the tax is what is measured
@@ -54,7 +57,8 @@ int main(int argc, char** argv) {
     sched::gnn_pipeline direct(*ds, *model, *router, pool);
     auto t0 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < n; i += batch) {
-      std::vector<sched::gnn_request> b(requests.begin() + i, requests.begin() + std::min(n, i + batch));
+      std::vector<sched::gnn_request> b(requests.begin() + i,
+                                        requests.begin() + std::min(n, i + batch));
       auto r = direct.run(b);
     }
     const double direct_rps = double(n) / bench::seconds_since(t0);
@@ -67,9 +71,9 @@ int main(int argc, char** argv) {
     bp.max_batch = batch;
     bp.deadline = std::chrono::milliseconds(100);  // batches close on size
     const auto* dsp = &*ds;
-    auto batcher = actors::spawn_batcher(sys, {pipe}, bp, router, [dsp](const sched::gnn_request& r) {
-      return dsp->psgs()[std::size_t(r.seeds[0])];
-    });
+    auto batcher = actors::spawn_batcher(
+        sys, {pipe}, bp, router,
+        [dsp](const sched::gnn_request& r) { return dsp->psgs()[std::size_t(r.seeds[0])]; });
     auto result = std::make_shared<actors::load_result>();
     caf::scoped_actor self{sys};
     actors::spawn_load_client(sys, batcher, {requests, 0, int(batch)}, result, self);

@@ -89,3 +89,52 @@ TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail
 
 }  // namespace
 }  // namespace spindle::actors
+
+namespace spindle::actors {
+namespace {
+
+TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
+  fixture f;
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  auto pipe = spawn_pipeline(sys, *f.ds, *f.model, *f.router, f.pool);
+  sched::batch_policy bp;
+  bp.max_batch = 16;
+  bp.deadline = std::chrono::seconds(5);  // batches close on size only
+  auto batcher =
+      spawn_batcher(sys, {pipe}, bp, f.router, [](const sched::gnn_request&) { return 1.0; });
+  caf::scoped_actor self{sys};
+  f.router->set_fixed(sched::psgs_router::choice::small);
+  self->send(batcher, policy_atom::value, sched::routing_policy::fixed);
+  auto serve = [&](std::uint64_t first, int count) {
+    for (int i = 0; i < count; ++i)
+      self->send(batcher, infer_atom::value,
+                 sched::gnn_request{{std::int64_t(first + i)}, first + i});
+    for (int i = 0; i < count; ++i)
+      self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; });
+  };
+  auto stats = [&] {
+    batcher_stats out;
+    self->request(batcher, caf::infinite, stats_atom::value)
+        .receive([&](const batcher_stats& s) { out = s; }, [&](caf::error&) { ADD_FAILURE(); });
+    return out;
+  };
+  serve(0, 64);
+  auto s1 = stats();
+  EXPECT_EQ(s1.batches, 4u);  // 64 requests in batches of 16
+  EXPECT_EQ(s1.small, 4u);    // fixed: inline
+  sched::batch_policy one = bp;
+  one.max_batch = 1;
+  self->send(batcher, policy_atom::value, one);
+  f.router->set_fixed(sched::psgs_router::choice::large);
+  serve(100, 8);
+  auto s2 = stats();
+  EXPECT_EQ(s2.batches - s1.batches, 8u);  // new max batch size applied
+  EXPECT_EQ(s2.large, 8u);                 // new routing applied
+  self->send_exit(batcher, caf::exit_reason::user_shutdown);
+  self->send_exit(pipe, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace spindle::actors
