@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   apps::register_model(app, g);
   apps::register_calibrate(app, g);
   apps::register_serve(app, g);
+  apps::register_cluster(app, g);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,167 @@
+// `spindle node`, `spindle launch` and `spindle cluster-status`: one process per
+// node of a cluster described by a topology TOML (servers = ranks, rank 0 = the
+// coordinator), membership over CAF's middleman on each server's host:port.
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "actors/node_actor.hpp"
+#include "apps/commands/command.hpp"
+#include "config/topology.hpp"
+#include "core/log.hpp"
+#include "core/subprocess.hpp"
+
+namespace spindle::apps {
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+expected<config::server_spec> server_of(const config::topology& t, int rank) {
+  if (rank < 0 || std::size_t(rank) >= t.servers.size())
+    return make_error(errc::invalid_argument, "--rank {}: the cluster has ranks 0..{}", rank,
+                      t.servers.size() - 1);
+  if (t.servers[std::size_t(rank)].port == 0)
+    return make_error(errc::invalid_argument, "server[{}] ('{}'): a node needs a port", rank,
+                      t.servers[std::size_t(rank)].name);
+  return t.servers[std::size_t(rank)];
+}
+
+expected<caf::actor> connect(caf::actor_system& sys, const config::server_spec& s, int timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  for (;;) {
+    auto a = sys.middleman().remote_actor(s.host, std::uint16_t(s.port));
+    if (a) return *a;
+    if (std::chrono::steady_clock::now() > deadline)
+      return make_error(errc::unavailable, "coordinator {} at {}:{} unreachable: {}", s.name,
+                        s.host, s.port, to_string(a.error()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+status run_node(const std::string& path, int rank) {
+  sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before CAF starts its threads
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto me, server_of(topo, rank));
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  caf::actor self_actor;
+  if (rank == 0) {
+    self_actor = actors::spawn_coordinator(sys, me.name);
+  } else {
+    SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
+    SPINDLE_ASSIGN_OR_RETURN(auto coord, connect(sys, coord_spec, 30));
+    self_actor = actors::spawn_member(sys, coord, rank, me.name);
+  }
+  auto port = sys.middleman().publish(self_actor, std::uint16_t(me.port), me.host.c_str(), true);
+  if (!port)
+    return make_error(errc::io_error, "server[{}] ('{}'): cannot listen on {}:{}: {}", rank,
+                      me.name, me.host, me.port, to_string(port.error()));
+  fmt::print("node {} (rank {}) listening on {}:{}\nready\n", me.name, rank, me.host, *port);
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&set, &sig);
+  log::info("node {}: stopping on signal {}", me.name, sig);
+  caf::anon_send_exit(self_actor, caf::exit_reason::user_shutdown);
+  return status::ok();
+}
+
+status run_status(const std::string& path) {
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
+  caf::actor_system_config cfg;
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  SPINDLE_ASSIGN_OR_RETURN(auto coord, connect(sys, coord_spec, 5));
+  caf::scoped_actor self{sys};
+  status result;
+  self->request(coord, std::chrono::seconds(10), actors::status_atom::value)
+      .receive([&](const std::string& json) { fmt::print("{}\n", json); },
+               [&](caf::error& e) {
+                 result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
+               });
+  return result;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+status run_launch(const std::string& path) {
+  sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+  char exe[4096] = {};
+  if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0)
+    return make_error(errc::io_error, "launch: cannot find the spindle binary");
+  std::vector<std::pair<int, child_process>> children;
+  for (std::size_t r = 0; r < topo.servers.size(); ++r) {
+    std::vector<std::string> argv = {exe, "node", "--config", path, "--rank", std::to_string(r)};
+    if (!is_loopback(topo.servers[r].host)) {
+      fmt::print("rank {} runs on {}: start it there with\n  spindle node --config {} --rank {}\n",
+                 r, topo.servers[r].host, path, r);
+      continue;
+    }
+    SPINDLE_ASSIGN_OR_RETURN(auto c, child_process::spawn(argv));
+    children.emplace_back(int(r), std::move(c));
+  }
+  // Relay children's lines, and forward SIGINT/SIGTERM to them.
+  timespec tick{0, 100'000'000};
+  for (std::size_t open = children.size(); open > 0;) {
+    for (auto& [rank, c] : children)
+      while (auto line = c.read_line(0)) fmt::print("[rank {}] {}\n", rank, *line);
+    std::fflush(stdout);
+    siginfo_t info;
+    if (sigtimedwait(&set, &info, &tick) > 0) {
+      for (auto& [rank, c] : children) c.signal(info.si_signo);
+      for (auto& [rank, c] : children) fmt::print("[rank {}] exited with {}\n", rank, c.wait());
+      return status::ok();
+    }
+    open = 0;
+    for (auto& [rank, c] : children) open += ::kill(c.pid(), 0) == 0;
+  }
+  return status::ok();
+}
+
+}  // namespace
+
+void register_cluster(CLI::App& app, global_options&) {
+  auto path = std::make_shared<std::string>();
+  auto rank = std::make_shared<int>(0);
+  auto* node = app.add_subcommand(
+      "node",
+      "Run one node of a cluster (rank N of the config's servers; 0 = coordinator) "
+      "until SIGINT/SIGTERM");
+  node->add_option("--config", *path, "Cluster TOML (a topology file with ports)")->required();
+  node->add_option("--rank", *rank, "This node's rank")->required();
+  node->callback([path, rank] {
+    if (int rc = report(run_node(*path, *rank))) throw CLI::RuntimeError(rc);
+  });
+  auto* launch =
+      app.add_subcommand("launch",
+                         "Start every rank on this host as child processes, relay their output "
+                         "and forward SIGINT/SIGTERM; print the command for other hosts");
+  launch->add_option("--config", *path, "Cluster TOML")->required();
+  launch->callback([path] {
+    if (int rc = report(run_launch(*path))) throw CLI::RuntimeError(rc);
+  });
+  auto* st = app.add_subcommand("cluster-status",
+                                "Ask the coordinator for the members and their state (JSON)");
+  st->add_option("--config", *path, "Cluster TOML")->required();
+  st->callback([path] {
+    if (int rc = report(run_status(*path))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
