@@ -1,5 +1,7 @@
 #include "actors/batcher_actor.hpp"
 
+#include <deque>
+
 namespace spindle::actors {
 namespace {
 
@@ -11,9 +13,16 @@ struct pending {
   clock_type::time_point arrived;
 };
 
+// A closed batch waiting in the shared queue.
+struct closed_batch {
+  std::vector<pending> items;
+  clock_type::time_point closed;
+};
+
 struct batcher_state {
   std::vector<caf::actor> pipelines;
-  std::vector<int> inflight;
+  std::vector<bool> busy;
+  std::deque<closed_batch> queue;  // Quiver §4.3: one queue shared by every pipeline
   std::unique_ptr<sched::batch_builder<pending>> builder;
   std::shared_ptr<sched::psgs_router> router;
   std::function<double(const sched::gnn_request&)> psgs_of;
@@ -38,49 +47,69 @@ gnn_reply reply_for(const sched::batch_result& res, std::size_t i, double queued
   return r;
 }
 
-// Closes the open batch and sends it to the pipeline with the fewest batches in flight.
+void start_next(batcher_ptr self);
+
+// Runs `batch` on idle pipeline `p`; when it finishes, `p` takes the next queued batch.
+void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
+  auto& st = self->state;
+  st.busy[p] = true;
+  batch_job job;
+  const auto now = clock_type::now();
+  auto queued = std::make_shared<std::vector<double>>();
+  auto seeds = std::make_shared<std::vector<std::uint64_t>>();
+  auto promises = std::make_shared<std::vector<caf::response_promise>>();
+  for (auto& item : batch.items) {
+    job.requests.push_back(item.request);
+    queued->push_back(std::chrono::duration<double>(now - item.arrived).count());
+    seeds->push_back(item.request.sampler_seed);
+    promises->push_back(std::move(item.promise));
+  }
+  self->request(st.pipelines[p], caf::infinite, run_atom::value, std::move(job))
+      .then(
+          [=](const sched::batch_result& res) {
+            (res.executor == sched::psgs_router::choice::small ? self->state.stats.small
+                                                               : self->state.stats.large)++;
+            for (std::size_t i = 0; i < promises->size(); ++i)
+              (*promises)[i].deliver(reply_for(res, i, (*queued)[i], (*seeds)[i]));
+            self->state.busy[p] = false;
+            start_next(self);
+          },
+          [=](caf::error& err) {
+            for (auto& pr : *promises) pr.deliver(err);
+            self->state.busy[p] = false;
+            start_next(self);
+          });
+}
+
+// Hands queued batches to idle pipelines, oldest first: no pipeline has its own
+// queue, so a slow batch never holds others behind it while a pipeline is idle.
+void start_next(batcher_ptr self) {
+  auto& st = self->state;
+  for (std::size_t p = 0; p < st.pipelines.size() && !st.queue.empty(); ++p) {
+    if (st.busy[p]) continue;
+    closed_batch b = std::move(st.queue.front());
+    st.queue.pop_front();
+    run_on(self, p, std::move(b));
+  }
+}
+
+// Closes the open batch into the shared queue.
 void dispatch(batcher_ptr self) {
   auto& st = self->state;
   auto items = st.builder->take();
   ++st.batch_seq;
   if (items.empty()) return;
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < st.pipelines.size(); ++i)
-    if (st.inflight[i] < st.inflight[best]) best = i;
-  ++st.inflight[best];
-  batch_job job;
-  const auto now = clock_type::now();
-  auto queued = std::make_shared<std::vector<double>>();
-  auto seeds = std::make_shared<std::vector<std::uint64_t>>();
-  for (auto& p : items) {
-    job.requests.push_back(p.request);
-    queued->push_back(std::chrono::duration<double>(now - p.arrived).count());
-    seeds->push_back(p.request.sampler_seed);
-  }
-  auto promises = std::make_shared<std::vector<caf::response_promise>>();
-  for (auto& p : items) promises->push_back(std::move(p.promise));
   ++st.stats.batches;
   st.stats.requests += items.size();
-  self->request(st.pipelines[best], caf::infinite, run_atom::value, std::move(job))
-      .then(
-          [=](const sched::batch_result& res) {
-            --self->state.inflight[best];
-            (res.executor == sched::psgs_router::choice::small ? self->state.stats.small
-                                                               : self->state.stats.large)++;
-            for (std::size_t i = 0; i < promises->size(); ++i)
-              (*promises)[i].deliver(reply_for(res, i, (*queued)[i], (*seeds)[i]));
-          },
-          [=](caf::error& err) {
-            --self->state.inflight[best];
-            for (auto& p : *promises) p.deliver(err);
-          });
+  st.queue.push_back({std::move(items), clock_type::now()});
+  start_next(self);
 }
 
 caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
                             sched::batch_policy policy, std::shared_ptr<sched::psgs_router> router,
                             std::function<double(const sched::gnn_request&)> psgs_of) {
   auto& st = self->state;
-  st.inflight.assign(pipelines.size(), 0);
+  st.busy.assign(pipelines.size(), false);
   st.pipelines = std::move(pipelines);
   st.builder = std::make_unique<sched::batch_builder<pending>>(policy);
   st.router = std::move(router);
