@@ -44,3 +44,6 @@ echo "== GNNSched replay (bench/gnnsched_bench) =="
 echo
 echo "== actor tax (bench/serving_bench) =="
 "$build/bench/serving_bench" 8000
+echo
+echo "== throughput vs p99, one process (bench/serving_sweep) =="
+"$build/bench/serving_sweep" 20 "$cache/rmat20-f128"
