@@ -2,6 +2,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <random>
+
+#include "core/checksum.hpp"
+#include "graph/metrics.hpp"
 
 namespace spindle::sched {
 namespace {
@@ -11,8 +15,8 @@ double since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
-                           const psgs_router& router, thread_pool& pool)
-    : ds_(ds), model_(model), router_(router), pooled_(pool) {}
+                           const psgs_router& router, thread_pool& pool, feature_source features)
+    : ds_(ds), model_(model), router_(router), pooled_(pool), source_(std::move(features)) {}
 
 double gnn_pipeline::psgs(const gnn_request& r) const {
   double s = 0;
@@ -33,9 +37,13 @@ status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
   t0 = std::chrono::steady_clock::now();
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   features_.resize(std::size_t(n * f));
-  for (std::int64_t i = 0; i < n; ++i)
-    std::memcpy(features_.data() + i * f, ds_.features().data() + sub.nodes[i] * f,
-                std::size_t(f) * 4);
+  if (source_) {
+    SPINDLE_TRY(source_(sub.nodes, features_.data()));
+  } else {
+    for (std::int64_t i = 0; i < n; ++i)
+      std::memcpy(features_.data() + i * f, ds_.features().data() + sub.nodes[i] * f,
+                  std::size_t(f) * 4);
+  }
   t.gather_s += since(t0);
   t0 = std::chrono::steady_clock::now();
   std::vector<nn::block> blocks;
@@ -73,6 +81,30 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
     if (auto st = run_one(batch[i], ex, res.outputs[i], res.times); !st) res.errors[i] = st;
   }
   return res;
+}
+
+std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n) {
+  auto p0 = graph::seed_probabilities(ds.graph(), config::parse_seed_distribution("degree"));
+  std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
+  std::mt19937_64 rng(1);
+  std::vector<gnn_request> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, i};
+  return out;
+}
+
+expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                                        std::size_t batch) {
+  std::vector<float> all;
+  for (std::size_t i = 0; i < requests.size(); i += batch) {
+    std::vector<gnn_request> b(requests.begin() + i,
+                               requests.begin() + std::min(requests.size(), i + batch));
+    auto res = p.run(b);
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      if (!res.errors[k]) return res.errors[k];
+      all.insert(all.end(), res.outputs[k].begin(), res.outputs[k].end());
+    }
+  }
+  return checksum(all.data(), all.size() * sizeof(float));
 }
 
 }  // namespace spindle::sched

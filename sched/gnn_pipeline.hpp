@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/thread_pool.hpp"
@@ -34,11 +36,15 @@ struct batch_result {
   psgs_router::choice executor = psgs_router::choice::small;
 };
 
+/// Fills `out` ([ids.size() x F] float32) with the feature rows of `ids`; the
+/// default reads the dataset's own features, a cluster reader gathers from shards.
+using feature_source = std::function<status(std::span<const std::int64_t> ids, float* out)>;
+
 class gnn_pipeline {
  public:
   /// `pool` backs the pooled executor; all references must outlive the pipeline.
   gnn_pipeline(const graph::dataset& ds, const nn::model& model, const psgs_router& router,
-               thread_pool& pool);
+               thread_pool& pool, feature_source features = {});
 
   /// Summed PSGS of a request's seeds (0 for seeds out of range).
   double psgs(const gnn_request& r) const;
@@ -55,7 +61,17 @@ class gnn_pipeline {
   const psgs_router& router_;
   graph::inline_executor inline_;
   graph::pooled_executor pooled_;
+  feature_source source_;
   std::vector<float> features_;
 };
+
+/// The workload generator's requests: `n` single-seed requests, seeds drawn by
+/// out-degree (seed 1), sampler seed = request index. Deterministic.
+std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n);
+
+/// Runs `requests` one batch of `batch` at a time and returns the XXH3 checksum of
+/// all outputs in request order (how processes compare answers), or the first error.
+expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                                        std::size_t batch = 16);
 
 }  // namespace spindle::sched

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/node_actor.hpp"
+#include "apps/commands/cluster_serving.hpp"
 #include "apps/commands/command.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
@@ -47,7 +48,15 @@ expected<caf::actor> connect(caf::actor_system& sys, const config::server_spec& 
   }
 }
 
-status run_node(const std::string& path, int rank) {
+struct node_args {
+  std::string config, dataset, model;
+  int rank = 0, expect = 0;
+  std::size_t workload = 0;
+};
+
+status run_node(const node_args& a) {
+  const std::string& path = a.config;
+  const int rank = a.rank;
   sigset_t set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before CAF starts its threads
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
@@ -57,12 +66,16 @@ status run_node(const std::string& path, int rank) {
   cfg.load<caf::io::middleman>();
   caf::actor_system sys{cfg};
   caf::actor self_actor;
+  std::unique_ptr<shard_service> shard;
   if (rank == 0) {
     self_actor = actors::spawn_coordinator(sys, me.name);
   } else {
+    if (!a.dataset.empty()) {
+      SPINDLE_ASSIGN_OR_RETURN(shard, start_shard(topo, a.dataset, rank));
+    }
     SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
     SPINDLE_ASSIGN_OR_RETURN(auto coord, connect(sys, coord_spec, 30));
-    self_actor = actors::spawn_member(sys, coord, rank, me.name);
+    self_actor = actors::spawn_member(sys, coord, rank, me.name, shard ? shard->descriptor : "");
   }
   auto port = sys.middleman().publish(self_actor, std::uint16_t(me.port), me.host.c_str(), true);
   if (!port)
@@ -70,6 +83,10 @@ status run_node(const std::string& path, int rank) {
                       me.name, me.host, me.port, to_string(port.error()));
   fmt::print("node {} (rank {}) listening on {}:{}\nready\n", me.name, rank, me.host, *port);
   std::fflush(stdout);
+  if (rank == 0 && a.workload > 0) {
+    SPINDLE_TRY(
+        serve_from_cluster(sys, self_actor, topo, a.dataset, a.model, a.workload, a.expect));
+  }
   int sig = 0;
   sigwait(&set, &sig);
   log::info("node {}: stopping on signal {}", me.name, sig);
@@ -138,15 +155,22 @@ status run_launch(const std::string& path) {
 
 void register_cluster(CLI::App& app, global_options&) {
   auto path = std::make_shared<std::string>();
-  auto rank = std::make_shared<int>(0);
+  auto na = std::make_shared<node_args>();
   auto* node = app.add_subcommand(
       "node",
       "Run one node of a cluster (rank N of the config's servers; 0 = coordinator) "
       "until SIGINT/SIGTERM");
-  node->add_option("--config", *path, "Cluster TOML (a topology file with ports)")->required();
-  node->add_option("--rank", *rank, "This node's rank")->required();
-  node->callback([path, rank] {
-    if (int rc = report(run_node(*path, *rank))) throw CLI::RuntimeError(rc);
+  node->add_option("--config", na->config, "Cluster TOML (a topology file with ports)")->required();
+  node->add_option("--rank", na->rank, "This node's rank")->required();
+  node->add_option("--dataset", na->dataset,
+                   "Dataset: members hold their shard of the FAP plan in UCX memory");
+  node->add_option("--model", na->model, "Rank 0: model directory for --workload");
+  node->add_option("--workload", na->workload,
+                   "Rank 0: serve N requests once members joined, print a checksum");
+  node->add_option("--expect", na->expect, "Rank 0: members to wait for before serving")
+      ->capture_default_str();
+  node->callback([na] {
+    if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);
   });
   auto* launch =
       app.add_subcommand("launch",

@@ -42,15 +42,6 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
   return sched::calibrate(ds, o, pool);
 }
 
-std::vector<sched::gnn_request> make_requests(const graph::dataset& ds, std::size_t n) {
-  auto p0 = graph::seed_probabilities(ds.graph(), config::parse_seed_distribution("degree"));
-  std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
-  std::mt19937_64 rng(1);
-  std::vector<sched::gnn_request> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, i};
-  return out;
-}
-
 double pct(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -133,7 +124,7 @@ status run_serve(const serve_args& a, global_options& g) {
   });
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
-  actors::spawn_load_client(sys, batcher, {make_requests(ds, a.workload), a.rate, a.clients},
+  actors::spawn_load_client(sys, batcher, {sched::degree_requests(ds, a.workload), a.rate, a.clients},
                             result, self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;
