@@ -1,5 +1,6 @@
 #include "sched/gnn_pipeline.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -105,6 +106,36 @@ expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_r
     }
   }
   return checksum(all.data(), all.size() * sizeof(float));
+}
+
+answer_summary answer_all(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                          std::size_t batch) {
+  answer_summary out;
+  std::vector<float> all;
+  for (std::size_t i = 0; i < requests.size(); i += batch) {
+    std::vector<gnn_request> b(requests.begin() + i,
+                               requests.begin() + std::min(requests.size(), i + batch));
+    auto res = p.run(b);
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      if (!res.errors[k]) {
+        if (out.failed_ids.empty()) out.first_error = res.errors[k].to_string();
+        out.failed_ids.push_back(b[k].sampler_seed);
+        continue;
+      }
+      ++out.answered;
+      all.insert(all.end(), res.outputs[k].begin(), res.outputs[k].end());
+    }
+  }
+  out.checksum = checksum(all.data(), all.size() * sizeof(float));
+  return out;
+}
+
+expected<std::uint64_t> answer_checksum_except(gnn_pipeline& p, std::vector<gnn_request> requests,
+                                               const std::vector<std::uint64_t>& skip) {
+  std::erase_if(requests, [&](const gnn_request& r) {
+    return std::find(skip.begin(), skip.end(), r.sampler_seed) != skip.end();
+  });
+  return answer_checksum(p, requests);
 }
 
 }  // namespace spindle::sched

@@ -74,4 +74,18 @@ std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n
 expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_request>& requests,
                                         std::size_t batch = 16);
 
+/// Like answer_checksum, but a failed request is counted and skipped: the checksum
+/// covers the answered requests in order, and `failed_ids` lists the others.
+struct answer_summary {
+  std::size_t answered = 0;
+  std::vector<std::uint64_t> failed_ids;  // sampler seeds of failed requests
+  std::uint64_t checksum = 0;
+  std::string first_error;
+};
+answer_summary answer_all(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                          std::size_t batch = 16);
+/// The checksum of `requests` minus `skip` (sampler seeds), all of which must succeed.
+expected<std::uint64_t> answer_checksum_except(gnn_pipeline& p, std::vector<gnn_request> requests,
+                                               const std::vector<std::uint64_t>& skip);
+
 }  // namespace spindle::sched

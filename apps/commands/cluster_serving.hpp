@@ -26,7 +26,8 @@ expected<std::unique_ptr<shard_service>> start_shard(const config::topology& top
                                                      const std::string& dataset, int rank);
 
 /// On the coordinator: waits until `expect` members published shards, then serves
-/// `workload` requests with `model_dir` and prints "answers N checksum HEX".
+/// `workload` requests with `model_dir` and prints "answers N failed F checksum HEX ..."
+/// (preceded by "failed_ids ..." when some requests lost every owner of a row).
 status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
                           const config::topology& topo, const std::string& dataset,
                           const std::string& model_dir, std::size_t workload, int expect);

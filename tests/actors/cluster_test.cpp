@@ -10,6 +10,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "../graph/test_util.hpp"
@@ -145,6 +146,70 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
   EXPECT_EQ(coord->wait(), 0);
   for (auto& c : members) c.signal(SIGTERM);
   for (auto& c : members) EXPECT_EQ(c.wait(), 0);
+}
+
+// Over tcp a dead member's gets fail: kill one member while the coordinator serves.
+// No hang; the requests that lost every owner of a row fail with a clean error; every
+// answered request still equals the single-process answer.
+TEST(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requests) {
+  std::string dir = graph::testing::temp_dir("cluster_kill");
+  std::string cora = prepare_cora(dir);
+  std::string model = dir + "/sage";
+  ASSERT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
+                                  "1433", "--hidden", "32", "--out", "7", "--out-dir", model})
+                ->wait(),
+            0);
+  std::string config = dir + "/cluster.toml";
+  std::ofstream f(config);
+  f << "coordinator = \"coord\"\n[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
+  for (const char* name : {"coord", "shard-a", "shard-b"})
+    f << "[[server]]\nname = \"" << name << "\"\nhost = \"127.0.0.1\"\nport = " << free_port()
+      << "\nmemory = 6500000\n";
+  f.close();
+  std::vector<std::string> env = {"UCX_TLS=tcp"};
+  std::vector<child_process> members;
+  for (int rank : {1, 2})
+    members.push_back(
+        std::move(*child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
+                                         std::to_string(rank), "--dataset", cora},
+                                        env)));
+  auto coord =
+      child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank", "0", "--dataset",
+                            cora, "--model", model, "--workload", "50000", "--expect", "2"},
+                           env);
+  ASSERT_TRUE(coord->wait_for("serving", 120'000).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  members[0].signal(SIGKILL);
+  members[0].wait();
+  std::vector<std::uint64_t> failed;
+  std::string answers;
+  for (;;) {
+    auto line = coord->read_line(120'000);
+    ASSERT_TRUE(line.has_value()) << "coordinator hung or died";
+    if (line->rfind("failed_ids ", 0) == 0) {
+      std::stringstream ids(line->substr(11));
+      for (std::string id; std::getline(ids, id, ',');) failed.push_back(std::stoull(id));
+    }
+    if (line->rfind("answers ", 0) == 0) {
+      answers = *line;
+      break;
+    }
+  }
+  EXPECT_FALSE(failed.empty()) << answers;
+  EXPECT_LT(failed.size(), 50000u) << answers;  // requests before the kill were answered
+  auto ds = graph::dataset::open(cora);
+  nn::heap_allocator weights;
+  auto m = nn::model::load(model, weights);
+  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  thread_pool pool(1, "test");
+  sched::gnn_pipeline local(*ds, *m, router, pool);
+  auto want = sched::answer_checksum_except(local, sched::degree_requests(*ds, 50000), failed);
+  ASSERT_TRUE(want.has_value());
+  EXPECT_NE(answers.find("checksum " + checksum_hex(*want)), std::string::npos) << answers;
+  coord->signal(SIGTERM);
+  EXPECT_EQ(coord->wait(), 0);
+  members[1].signal(SIGTERM);
+  EXPECT_EQ(members[1].wait(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(transports, cluster_serving_test, ::testing::Values("", "tcp"),
