@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -83,6 +84,8 @@ TEST(cluster_test, nodes_join_a_killed_node_is_seen_down_and_a_restart_rejoins) 
   for (auto* c : {&again, &b, &coord}) EXPECT_EQ(c->wait(), 0);
 }
 
+bool have_cora() { return std::filesystem::exists(graph::testing::shared_data("cora/cora.cites")); }
+
 std::string prepare_cora(const std::string& dir) {
   std::string out = dir + "/cora";
   auto c = child_process::spawn(
@@ -100,8 +103,10 @@ class cluster_serving_test : public ::testing::TestWithParam<std::string> {};
 // partitioned by FAP over their shards (UCX one-sided reads across processes);
 // the answers' checksum equals the single-process one computed here.
 TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   std::string dir = graph::testing::temp_dir("cluster_serving");
   std::string cora = prepare_cora(dir);
+  ASSERT_TRUE(std::filesystem::exists(cora + "/metadata.json")) << "spindle prepare failed";
   std::string model = dir + "/sage";
   auto init = child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
                                     "1433", "--hidden", "32", "--out", "7", "--out-dir", model});
@@ -152,8 +157,10 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
 // No hang; the requests that lost every owner of a row fail with a clean error; every
 // answered request still equals the single-process answer.
 TEST(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requests) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   std::string dir = graph::testing::temp_dir("cluster_kill");
   std::string cora = prepare_cora(dir);
+  ASSERT_TRUE(std::filesystem::exists(cora + "/metadata.json")) << "spindle prepare failed";
   std::string model = dir + "/sage";
   ASSERT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
                                   "1433", "--hidden", "32", "--out", "7", "--out-dir", model})
