@@ -93,21 +93,6 @@ std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n
   return out;
 }
 
-expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_request>& requests,
-                                        std::size_t batch) {
-  std::vector<float> all;
-  for (std::size_t i = 0; i < requests.size(); i += batch) {
-    std::vector<gnn_request> b(requests.begin() + i,
-                               requests.begin() + std::min(requests.size(), i + batch));
-    auto res = p.run(b);
-    for (std::size_t k = 0; k < b.size(); ++k) {
-      if (!res.errors[k]) return res.errors[k];
-      all.insert(all.end(), res.outputs[k].begin(), res.outputs[k].end());
-    }
-  }
-  return checksum(all.data(), all.size() * sizeof(float));
-}
-
 answer_summary answer_all(gnn_pipeline& p, const std::vector<gnn_request>& requests,
                           std::size_t batch) {
   answer_summary out;
@@ -128,6 +113,15 @@ answer_summary answer_all(gnn_pipeline& p, const std::vector<gnn_request>& reque
   }
   out.checksum = checksum(all.data(), all.size() * sizeof(float));
   return out;
+}
+
+expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                                        std::size_t batch) {
+  auto sum = answer_all(p, requests, batch);
+  if (!sum.failed_ids.empty())
+    return make_error(errc::unavailable, "{} of {} requests failed; first: {}",
+                      sum.failed_ids.size(), requests.size(), sum.first_error);
+  return sum.checksum;
 }
 
 expected<std::uint64_t> answer_checksum_except(gnn_pipeline& p, std::vector<gnn_request> requests,

@@ -97,6 +97,51 @@ std::string prepare_cora(const std::string& dir) {
   return out;
 }
 
+// Cora prepared, a GraphSAGE model, and a 3-server cluster file with 40% of the
+// 15.5 MB feature table per server (FAP partitions most rows, replicates the hottest).
+struct cora_cluster {
+  std::string dir, cora, model, config;
+  explicit cora_cluster(const std::string& name) : dir(graph::testing::temp_dir(name)) {
+    cora = prepare_cora(dir);
+    model = dir + "/sage";
+    EXPECT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
+                                    "1433", "--hidden", "32", "--out", "7", "--out-dir", model})
+                  ->wait(),
+              0);
+    config = dir + "/cluster.toml";
+    std::ofstream f(config);
+    f << "coordinator = \"coord\"\n[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
+    for (const char* name : {"coord", "shard-a", "shard-b"})
+      f << "[[server]]\nname = \"" << name << "\"\nhost = \"127.0.0.1\"\nport = " << free_port()
+        << "\nmemory = 6500000\n";
+  }
+  bool ready() const { return std::filesystem::exists(cora + "/metadata.json"); }
+  /// The single-process checksum of `n` requests minus `skip`.
+  std::uint64_t expected_checksum(std::size_t n,
+                                  const std::vector<std::uint64_t>& skip = {}) const {
+    auto ds = graph::dataset::open(cora);
+    nn::heap_allocator weights;
+    auto m = nn::model::load(model, weights);
+    sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+    thread_pool pool(1, "test");
+    sched::gnn_pipeline local(*ds, *m, router, pool);
+    auto sum = sched::answer_checksum_except(local, sched::degree_requests(*ds, n), skip);
+    EXPECT_TRUE(sum.has_value());
+    return sum ? *sum : 0;
+  }
+  child_process member(int rank, const std::vector<std::string>& env) const {
+    return std::move(*child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
+                                            std::to_string(rank), "--dataset", cora},
+                                           env));
+  }
+  child_process coordinator(std::size_t workload, const std::vector<std::string>& env) const {
+    return std::move(*child_process::spawn(
+        {SPINDLE_BINARY, "node", "--config", config, "--rank", "0", "--dataset", cora, "--model",
+         model, "--workload", std::to_string(workload), "--expect", "2"},
+        env));
+  }
+};
+
 class cluster_serving_test : public ::testing::TestWithParam<std::string> {};
 
 // Three processes serve 10,000 GraphSAGE requests on Cora with the features
@@ -104,53 +149,24 @@ class cluster_serving_test : public ::testing::TestWithParam<std::string> {};
 // the answers' checksum equals the single-process one computed here.
 TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
-  std::string dir = graph::testing::temp_dir("cluster_serving");
-  std::string cora = prepare_cora(dir);
-  ASSERT_TRUE(std::filesystem::exists(cora + "/metadata.json")) << "spindle prepare failed";
-  std::string model = dir + "/sage";
-  auto init = child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
-                                    "1433", "--hidden", "32", "--out", "7", "--out-dir", model});
-  ASSERT_EQ(init->wait(), 0);
-  std::string config = dir + "/cluster.toml";
-  std::ofstream f(config);
-  // 40% of the 15.5 MB table per server: FAP partitions most rows, replicates the hottest.
-  f << "coordinator = \"coord\"\n[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
-  for (const char* name : {"coord", "shard-a", "shard-b"})
-    f << "[[server]]\nname = \"" << name << "\"\nhost = \"127.0.0.1\"\nport = " << free_port()
-      << "\nmemory = 6500000\n";
-  f.close();
+  cora_cluster c("cluster_serving");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   std::vector<std::string> env;
   if (!GetParam().empty()) env.push_back("UCX_TLS=" + GetParam());
   std::vector<child_process> members;
-  for (int rank : {1, 2}) {
-    auto c = child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
-                                   std::to_string(rank), "--dataset", cora},
-                                  env);
-    ASSERT_TRUE(c.has_value());
-    members.push_back(std::move(*c));
-  }
-  auto coord =
-      child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank", "0", "--dataset",
-                            cora, "--model", model, "--workload", "10000", "--expect", "2"},
-                           env);
-  auto line = coord->wait_for("answers ", 240'000);
+  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  auto coord = c.coordinator(10000, env);
+  auto line = coord.wait_for("answers ", 240'000);
   ASSERT_TRUE(line.has_value()) << line.error().to_string();
-
-  auto ds = graph::dataset::open(cora);
-  nn::heap_allocator weights;
-  auto m = nn::model::load(model, weights);
-  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  thread_pool pool(1, "test");
-  sched::gnn_pipeline local(*ds, *m, router, pool);
-  auto want = sched::answer_checksum(local, sched::degree_requests(*ds, 10000));
-  ASSERT_TRUE(want.has_value()) << want.error().to_string();
-  EXPECT_NE(line->find("checksum " + checksum_hex(*want)), std::string::npos) << *line;
+  EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(10000))),
+            std::string::npos)
+      << *line;
   EXPECT_EQ(line->find("from other nodes 0\n"), std::string::npos)
-      << *line;  // rows did cross processes
-  coord->signal(SIGTERM);
-  EXPECT_EQ(coord->wait(), 0);
-  for (auto& c : members) c.signal(SIGTERM);
-  for (auto& c : members) EXPECT_EQ(c.wait(), 0);
+      << *line;  // rows crossed processes
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(), 0);
+  for (auto& m : members) m.signal(SIGTERM);
+  for (auto& m : members) EXPECT_EQ(m.wait(), 0);
 }
 
 // Over tcp a dead member's gets fail: kill one member while the coordinator serves.
@@ -158,40 +174,20 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
 // answered request still equals the single-process answer.
 TEST(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requests) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
-  std::string dir = graph::testing::temp_dir("cluster_kill");
-  std::string cora = prepare_cora(dir);
-  ASSERT_TRUE(std::filesystem::exists(cora + "/metadata.json")) << "spindle prepare failed";
-  std::string model = dir + "/sage";
-  ASSERT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
-                                  "1433", "--hidden", "32", "--out", "7", "--out-dir", model})
-                ->wait(),
-            0);
-  std::string config = dir + "/cluster.toml";
-  std::ofstream f(config);
-  f << "coordinator = \"coord\"\n[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
-  for (const char* name : {"coord", "shard-a", "shard-b"})
-    f << "[[server]]\nname = \"" << name << "\"\nhost = \"127.0.0.1\"\nport = " << free_port()
-      << "\nmemory = 6500000\n";
-  f.close();
+  cora_cluster c("cluster_kill");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   std::vector<std::string> env = {"UCX_TLS=tcp"};
   std::vector<child_process> members;
-  for (int rank : {1, 2})
-    members.push_back(
-        std::move(*child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
-                                         std::to_string(rank), "--dataset", cora},
-                                        env)));
-  auto coord =
-      child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank", "0", "--dataset",
-                            cora, "--model", model, "--workload", "50000", "--expect", "2"},
-                           env);
-  ASSERT_TRUE(coord->wait_for("serving", 120'000).has_value());
+  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  auto coord = c.coordinator(50000, env);
+  ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   members[0].signal(SIGKILL);
   members[0].wait();
   std::vector<std::uint64_t> failed;
   std::string answers;
   for (;;) {
-    auto line = coord->read_line(120'000);
+    auto line = coord.read_line(120'000);
     ASSERT_TRUE(line.has_value()) << "coordinator hung or died";
     if (line->rfind("failed_ids ", 0) == 0) {
       std::stringstream ids(line->substr(11));
@@ -204,17 +200,11 @@ TEST(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_reques
   }
   EXPECT_FALSE(failed.empty()) << answers;
   EXPECT_LT(failed.size(), 50000u) << answers;  // requests before the kill were answered
-  auto ds = graph::dataset::open(cora);
-  nn::heap_allocator weights;
-  auto m = nn::model::load(model, weights);
-  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  thread_pool pool(1, "test");
-  sched::gnn_pipeline local(*ds, *m, router, pool);
-  auto want = sched::answer_checksum_except(local, sched::degree_requests(*ds, 50000), failed);
-  ASSERT_TRUE(want.has_value());
-  EXPECT_NE(answers.find("checksum " + checksum_hex(*want)), std::string::npos) << answers;
-  coord->signal(SIGTERM);
-  EXPECT_EQ(coord->wait(), 0);
+  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(50000, failed))),
+            std::string::npos)
+      << answers;
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(), 0);
   members[1].signal(SIGTERM);
   EXPECT_EQ(members[1].wait(), 0);
 }
