@@ -7,6 +7,7 @@
 //    rows on every server; the rest is hash-partitioned over host memory, then disk.
 //  * random: a seeded shuffle dealt round-robin over all shards with room.
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -24,20 +25,33 @@ std::uint64_t total_capacity(const std::vector<shard_info>& shards) {
   return t;
 }
 
+std::vector<std::uint64_t> room_of(const std::vector<shard_info>& shards) {
+  std::vector<std::uint64_t> room;
+  for (const auto& s : shards) room.push_back(s.capacity_rows);
+  return room;
+}
+
+bool take(int shard, std::uint64_t node, std::vector<std::uint64_t>& room,
+          detail::plan_assembler& out) {
+  if (shard < 0 || room[shard] == 0) return false;
+  --room[shard];
+  out.put(node, shard);
+  return true;
+}
+
 // Puts `node` on a server chosen by hash, probing on when the server is full.
-// `tiers` lists, per server, the shards to try in order.
+// `tiers` lists, per server, the shards to try in order; `preferred(server)`
+// (optional) names a shard to try first.
 bool put_hashed(std::uint64_t node, std::uint64_t seed, const std::vector<std::vector<int>>& tiers,
-                std::vector<std::uint64_t>& room, detail::plan_assembler& out) {
+                std::vector<std::uint64_t>& room, detail::plan_assembler& out,
+                const std::function<int(std::size_t)>& preferred = {}) {
   const std::size_t S = tiers.size();
   std::uint64_t h = mix64(node ^ seed);
   for (std::size_t probe = 0; probe < S; ++probe) {
-    const auto& cand = tiers[(h + probe) % S];
-    for (int shard : cand) {
-      if (room[shard] == 0) continue;
-      --room[shard];
-      out.put(node, shard);
-      return true;
-    }
+    const std::size_t server = (h + probe) % S;
+    if (preferred && take(preferred(server), node, room, out)) return true;
+    for (int shard : tiers[server])
+      if (take(shard, node, room, out)) return true;
   }
   return false;
 }
@@ -52,8 +66,7 @@ class hash_policy final : public placement_policy {
     if (total_capacity(shards) < n)
       return detail::capacity_error(n, total_capacity(shards), in.row_bytes);
     auto index = detail::index_shards(topo, shards);
-    std::vector<std::uint64_t> room;
-    for (const auto& s : shards) room.push_back(s.capacity_rows);
+    auto room = room_of(shards);
     // Per server: its devices, host memory, disk; the device a row prefers is
     // chosen by a second hash so rows spread over a server's devices.
     std::vector<std::vector<int>> tiers(index.size());
@@ -64,27 +77,12 @@ class hash_policy final : public placement_policy {
     }
     detail::plan_assembler out(n, shards);
     for (std::uint64_t v = 0; v < n; ++v) {
-      bool placed = false;
-      std::uint64_t h = mix64(v ^ in.seed);
-      for (std::size_t probe = 0; probe < tiers.size() && !placed; ++probe) {
-        std::size_t s = (h + probe) % tiers.size();
+      auto preferred = [&](std::size_t s) {
         const auto& dev = index[s].devices;
-        int preferred = dev.empty() ? -1 : dev[mix64(v + 1) % dev.size()];
-        if (preferred >= 0 && room[preferred] > 0) {
-          --room[preferred];
-          out.put(v, preferred);
-          placed = true;
-          continue;
-        }
-        for (int shard : tiers[s]) {
-          if (room[shard] == 0) continue;
-          --room[shard];
-          out.put(v, shard);
-          placed = true;
-          break;
-        }
-      }
-      if (!placed) return detail::capacity_error(n, total_capacity(shards), in.row_bytes);
+        return dev.empty() ? -1 : dev[mix64(v + 1) % dev.size()];
+      };
+      if (!put_hashed(v, in.seed, tiers, room, out, preferred))
+        return detail::capacity_error(n, total_capacity(shards), in.row_bytes);
     }
     return std::move(out).finish("hash", in.row_bytes);
   }
@@ -158,8 +156,7 @@ class random_policy final : public placement_policy {
     std::iota(order.begin(), order.end(), std::uint64_t{0});
     std::mt19937_64 rng(in.seed);
     std::shuffle(order.begin(), order.end(), rng);
-    std::vector<std::uint64_t> room;
-    for (const auto& s : shards) room.push_back(s.capacity_rows);
+    auto room = room_of(shards);
     detail::plan_assembler out(n, shards);
     std::size_t next = 0;
     for (std::uint64_t v : order) {

@@ -40,19 +40,35 @@ struct fixture {
   }
 };
 
+// An actor system with one pipeline and a batcher over the fixture; stops them at the end.
+struct serving {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor pipe, batcher;
+  serving(fixture& f, sched::batch_policy bp,
+          std::function<double(const sched::gnn_request&)> psgs) {
+    cfg.set("scheduler.max-threads", 1);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    pipe = spawn_pipeline(*sys, *f.ds, *f.model, *f.router, f.pool);
+    batcher = spawn_batcher(*sys, {pipe}, bp, f.router, std::move(psgs));
+  }
+  ~serving() {
+    caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
+  }
+};
+
 TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail_alone) {
   fixture f;
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 1);
-  caf::actor_system sys{cfg};
-  auto pipe = spawn_pipeline(sys, *f.ds, *f.model, *f.router, f.pool);
   sched::batch_policy bp;
   bp.max_batch = 8;
   const auto* ds = &*f.ds;
-  auto batcher = spawn_batcher(sys, {pipe}, bp, f.router, [ds](const sched::gnn_request& r) {
+  serving srv(f, bp, [ds](const sched::gnn_request& r) {
     return ds
         ->psgs()[std::size_t(std::max<std::int64_t>(0, std::min(r.seeds[0], ds->num_nodes() - 1)))];
   });
+  auto& sys = *srv.sys;
+  auto batcher = srv.batcher;
   sched::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
   caf::scoped_actor self{sys};
   // All 50 requests in flight at once, so batches hold several (max 8).
@@ -83,8 +99,6 @@ TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail
           },
           [&](caf::error&) { FAIL(); });
   EXPECT_EQ(f.router->policy(), sched::routing_policy::loose);
-  self->send_exit(batcher, caf::exit_reason::user_shutdown);
-  self->send_exit(pipe, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace
@@ -95,15 +109,12 @@ namespace {
 
 TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
   fixture f;
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 1);
-  caf::actor_system sys{cfg};
-  auto pipe = spawn_pipeline(sys, *f.ds, *f.model, *f.router, f.pool);
   sched::batch_policy bp;
   bp.max_batch = 16;
   bp.deadline = std::chrono::seconds(5);  // batches close on size only
-  auto batcher =
-      spawn_batcher(sys, {pipe}, bp, f.router, [](const sched::gnn_request&) { return 1.0; });
+  serving srv(f, bp, [](const sched::gnn_request&) { return 1.0; });
+  auto& sys = *srv.sys;
+  auto batcher = srv.batcher;
   caf::scoped_actor self{sys};
   f.router->set_fixed(sched::psgs_router::choice::small);
   self->send(batcher, policy_atom::value, sched::routing_policy::fixed);
@@ -132,8 +143,6 @@ TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
   auto s2 = stats();
   EXPECT_EQ(s2.batches - s1.batches, 8u);  // new max batch size applied
   EXPECT_EQ(s2.large, 8u);                 // new routing applied
-  self->send_exit(batcher, caf::exit_reason::user_shutdown);
-  self->send_exit(pipe, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace
