@@ -75,6 +75,8 @@ class [[nodiscard]] expected {
   /// The error; only valid when !has_value().
   const status& error() const& { return std::get<1>(v_); }
   status&& error() && { return std::get<1>(std::move(v_)); }
+  /// ok() when a value is held, else the error: for calls whose value is not needed.
+  status error_or_ok() const { return has_value() ? status::ok() : error(); }
 
  private:
   std::variant<T, status> v_;

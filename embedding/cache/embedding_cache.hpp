@@ -1,0 +1,94 @@
+// Level 1 of the hierarchical parameter server (HugeCTR HPS §4): a fixed-size
+// slab-set embedding cache with LRU counters, host backend. The per-key probe
+// is gpu/kernels/slab_probe.hpp, the same code the CUDA kernels run.
+// Thread-safe: every batched call may run concurrently with any other; a set is
+// touched only under its own lock (the paper's one-warp-per-slabset exclusion).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.hpp"
+#include "gpu/kernels/slab_probe.hpp"
+
+namespace spindle::embedding {
+
+using gpu::cache_key;
+
+struct cache_options {
+  std::uint64_t capacity = 0;       // slots wanted; rounded up to whole slab sets
+  std::uint32_t dim = 0;            // floats per embedding vector
+  std::uint32_t slabs_per_set = 2;  // the paper's choice for Ampere
+};
+
+/// Keys a Query did not find, with their positions in the query batch.
+struct cache_misses {
+  std::vector<cache_key> keys;
+  std::vector<std::uint32_t> positions;
+  void clear() {
+    keys.clear();
+    positions.clear();
+  }
+};
+
+class embedding_cache {
+ public:
+  /// Validates the options (dim > 0, capacity > 0, 1 <= slabs_per_set <= 64)
+  /// and allocates every slot empty.
+  static expected<std::unique_ptr<embedding_cache>> create(const cache_options& options);
+
+  /// Algorithm 2: values[i*dim ..] = vector of keys[i] for every hit; misses
+  /// (cleared first) lists the others. Bumps the global counter once per call.
+  status query(std::span<const cache_key> keys, std::span<float> values, cache_misses& misses);
+
+  /// Algorithm 3: inserts each absent key into an empty slot of its set, else
+  /// over the set's least recently used slot; keys already present only get
+  /// their counter refreshed (their vectors are never overwritten).
+  status replace(std::span<const cache_key> keys, std::span<const float> values);
+
+  /// Algorithm 4: overwrites the vectors of keys that are present; returns how
+  /// many were. Absent keys are ignored.
+  expected<std::uint64_t> update(std::span<const cache_key> keys, std::span<const float> values);
+
+  /// Appends the keys held by sets [set_begin, set_end) to `out` (Dump).
+  void dump(std::uint64_t set_begin, std::uint64_t set_end, std::vector<cache_key>& out) const;
+
+  std::uint64_t num_sets() const { return num_sets_; }
+  std::uint64_t capacity() const { return num_sets_ * slots_per_set_; }
+  std::uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  std::uint32_t dim() const { return dim_; }
+  std::uint32_t slots_per_set() const { return slots_per_set_; }
+
+ private:
+  embedding_cache(const cache_options& options, std::uint64_t num_sets);
+
+  struct locate_result {
+    gpu::probe_step step;
+    std::uint32_t slot;  // index within the set
+  };
+  /// Probes `q`'s set from its first slab; caller holds the set's lock.
+  locate_result locate(std::uint64_t set, cache_key q) const;
+  void lock(std::uint64_t set) const;
+  void unlock(std::uint64_t set) const;
+  status check_batch(std::span<const cache_key> keys, std::size_t values,
+                     const char* op) const;
+  std::uint64_t slot_index(std::uint64_t set, std::uint32_t slot) const {
+    return set * slots_per_set_ + slot;
+  }
+
+  std::uint32_t dim_;
+  std::uint32_t slabs_per_set_;
+  std::uint32_t slots_per_set_;
+  std::uint64_t num_sets_;
+  std::vector<cache_key> keys_;           // [sets x slots], empty_key when free
+  std::vector<std::uint64_t> counters_;   // last global counter that touched a slot
+  std::vector<float> values_;             // [sets x slots x dim]
+  std::unique_ptr<std::atomic<bool>[]> locks_;  // one spin lock per set
+  std::atomic<std::uint64_t> global_counter_{0};
+  std::atomic<std::uint64_t> size_{0};
+};
+
+}  // namespace spindle::embedding

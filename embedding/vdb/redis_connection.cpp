@@ -1,0 +1,102 @@
+#include "embedding/vdb/redis_connection.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <charconv>
+
+namespace spindle::embedding {
+
+void redis_reply::deleter::operator()(redisReply* r) const {
+  if (r != nullptr) freeReplyObject(r);
+}
+
+bool redis_reply::is_nil() const { return r_->type == REDIS_REPLY_NIL; }
+bool redis_reply::is_array() const { return r_->type == REDIS_REPLY_ARRAY; }
+std::size_t redis_reply::elements() const { return is_array() ? r_->elements : 0; }
+long long redis_reply::integer() const { return r_->integer; }
+
+std::string_view redis_reply::str() const {
+  if (r_->type != REDIS_REPLY_STRING && r_->type != REDIS_REPLY_STATUS) return {};
+  return {r_->str, r_->len};
+}
+
+const redisReply* redis_reply::element(std::size_t i) const { return r_->element[i]; }
+
+bool redis_reply::element_nil(std::size_t i) const {
+  return r_->element[i]->type == REDIS_REPLY_NIL;
+}
+
+std::string_view redis_reply::element_str(std::size_t i) const {
+  const redisReply* e = r_->element[i];
+  if (e->type != REDIS_REPLY_STRING && e->type != REDIS_REPLY_STATUS) return {};
+  return {e->str, e->len};
+}
+
+void redis_connection::deleter::operator()(redisContext* c) const {
+  if (c != nullptr) redisFree(c);
+}
+
+expected<redis_connection> redis_connection::connect(const std::string& host, int port,
+                                                     int timeout_ms) {
+  const timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  redisContext* c = redisConnectWithTimeout(host.c_str(), port, tv);
+  const std::string endpoint = fmt::format("redis {}:{}", host, port);
+  if (c == nullptr) return make_error(errc::unavailable, "{}: cannot allocate a context", endpoint);
+  if (c->err != 0) {
+    status s = make_error(errc::unavailable, "{}: {}", endpoint, c->errstr);
+    redisFree(c);
+    return s;
+  }
+  redisSetTimeout(c, tv);
+  return redis_connection(c, endpoint);
+}
+
+void redis_connection::append(const std::vector<std::string_view>& argv) {
+  std::vector<const char*> args(argv.size());
+  std::vector<std::size_t> lens(argv.size());
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    args[i] = argv[i].data();
+    lens[i] = argv[i].size();
+  }
+  redisAppendCommandArgv(c_.get(), static_cast<int>(argv.size()), args.data(), lens.data());
+  pending_names_.emplace_back(argv.empty() ? "" : argv[0]);
+}
+
+expected<redis_reply> redis_connection::reply() {
+  std::string name = pending_head_ < pending_names_.size() ? pending_names_[pending_head_] : "";
+  if (++pending_head_ >= pending_names_.size()) {
+    pending_names_.clear();
+    pending_head_ = 0;
+  }
+  void* raw = nullptr;
+  if (redisGetReply(c_.get(), &raw) != REDIS_OK || raw == nullptr) {
+    return make_error(errc::unavailable, "{}: {}: {}", endpoint_, name, c_->errstr);
+  }
+  redis_reply r(static_cast<redisReply*>(raw));
+  if (r.get()->type == REDIS_REPLY_ERROR) {
+    return make_error(errc::invalid_argument, "{}: {}: {}", endpoint_, name,
+                      std::string_view(r.get()->str, r.get()->len));
+  }
+  return r;
+}
+
+expected<redis_reply> redis_connection::command(const std::vector<std::string_view>& argv) {
+  append(argv);
+  return reply();
+}
+
+expected<std::pair<std::string, int>> parse_endpoint(std::string_view text) {
+  const auto colon = text.rfind(':');
+  int port = 0;
+  if (colon == std::string_view::npos || colon == 0) {
+    return make_error(errc::invalid_argument, "endpoint '{}': expected HOST:PORT", text);
+  }
+  const auto tail = text.substr(colon + 1);
+  const auto [p, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), port);
+  if (ec != std::errc() || p != tail.data() + tail.size() || port <= 0 || port > 65535) {
+    return make_error(errc::invalid_argument, "endpoint '{}': bad port '{}'", text, tail);
+  }
+  return std::make_pair(std::string(text.substr(0, colon)), port);
+}
+
+}  // namespace spindle::embedding
