@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   apps::register_calibrate(app, g);
   apps::register_serve(app, g);
   apps::register_cluster(app, g);
+  apps::register_hps(app, g);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
