@@ -88,7 +88,7 @@ std::vector<param_spec> parameter_specs(const config::model_desc& d) {
 }
 
 expected<model> model::from(const config::model_desc& d, const safetensors_file& weights,
-                            allocator& alloc) {
+                            allocator& alloc, bool external_embeddings) {
   SPINDLE_TRY(config::validate(d));
   model m;
   m.desc_ = d;
@@ -100,6 +100,7 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
       if (weights.tensors().count(alt)) stored = alt;
     }
     if (spec.optional && !weights.tensors().count(stored)) continue;
+    if (external_embeddings && spec.name.starts_with("emb_l.")) continue;
     auto values = weights.as_f32(stored, spec.shape);
     if (!values) return std::move(values).error();
     SPINDLE_ASSIGN_OR_RETURN(auto t, tensor::empty(alloc, spec.shape));
@@ -109,10 +110,10 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
   return m;
 }
 
-expected<model> model::load(const std::string& dir, allocator& alloc) {
+expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
   SPINDLE_ASSIGN_OR_RETURN(auto w, safetensors_file::open(dir + "/" + d.weights));
-  return from(d, w, alloc);
+  return from(d, w, alloc, external_embeddings);
 }
 
 std::int64_t model::parameter_count() const {
@@ -224,29 +225,49 @@ expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
                                      const std::vector<sparse_input>& sparse) const {
   if (desc_.arch != model_arch::dlrm)
     return make_error(errc::invalid_argument, "{}: not a DLRM model", desc_.name);
-  if (dense.cols() != desc_.dense_in)
-    return make_error(errc::invalid_argument, "{}: dense features have {} columns, expected {}",
-                      desc_.name, dense.cols(), desc_.dense_in);
   if (sparse.size() != desc_.table_rows.size())
     return make_error(errc::invalid_argument, "{}: {} sparse inputs for {} tables", desc_.name,
                       sparse.size(), desc_.table_rows.size());
-  SPINDLE_ASSIGN_OR_RETURN(auto x, tensor::empty(a, dense.shape()));
-  std::memcpy(x.data(), dense.data(), std::size_t(dense.numel()) * sizeof(float));
-  SPINDLE_ASSIGN_OR_RETURN(auto bottom, mlp(a, "bot_l", desc_.bottom, std::move(x), false));
   std::vector<tensor> embs;
   std::vector<const tensor*> refs;
   for (std::size_t t = 0; t < sparse.size(); ++t) {
+    const auto table = p(fmt::format("emb_l.{}.weight", t));
+    if (table.empty())
+      return make_error(errc::invalid_argument,
+                        "{}: table {} is served by the parameter server; use forward_dlrm_pooled",
+                        desc_.name, t);
     if (std::int64_t(sparse[t].offsets.size()) != dense.rows() + 1)
       return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows",
                         desc_.name, t, sparse[t].offsets.size(), dense.rows());
-    auto e = embedding_bag(a, p(fmt::format("emb_l.{}.weight", t)), desc_.embedding_dim,
-                           sparse[t].indices, sparse[t].offsets, reduce_op::sum);
+    auto e = embedding_bag(a, table, desc_.embedding_dim, sparse[t].indices, sparse[t].offsets,
+                           reduce_op::sum);
     if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
     embs.push_back(std::move(*e));
   }
   for (const auto& e : embs) refs.push_back(&e);
-  SPINDLE_ASSIGN_OR_RETURN(auto z, dot_interaction(a, bottom, refs));
-  embs.clear();
+  return forward_dlrm_pooled(a, dense, refs);
+}
+
+expected<tensor> model::forward_dlrm_pooled(allocator& a, const tensor& dense,
+                                            const std::vector<const tensor*>& pooled) const {
+  if (desc_.arch != model_arch::dlrm)
+    return make_error(errc::invalid_argument, "{}: not a DLRM model", desc_.name);
+  if (dense.cols() != desc_.dense_in)
+    return make_error(errc::invalid_argument, "{}: dense features have {} columns, expected {}",
+                      desc_.name, dense.cols(), desc_.dense_in);
+  if (pooled.size() != desc_.table_rows.size())
+    return make_error(errc::invalid_argument, "{}: {} pooled inputs for {} tables", desc_.name,
+                      pooled.size(), desc_.table_rows.size());
+  for (std::size_t t = 0; t < pooled.size(); ++t) {
+    if (pooled[t]->rows() != dense.rows() || pooled[t]->cols() != desc_.embedding_dim)
+      return make_error(errc::invalid_argument, "{}: pooled table {} is [{} x {}], expected [{} x {}]",
+                        desc_.name, t, pooled[t]->rows(), pooled[t]->cols(), dense.rows(),
+                        desc_.embedding_dim);
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto x, tensor::empty(a, dense.shape()));
+  std::memcpy(x.data(), dense.data(), std::size_t(dense.numel()) * sizeof(float));
+  SPINDLE_ASSIGN_OR_RETURN(auto bottom, mlp(a, "bot_l", desc_.bottom, std::move(x), false));
+  SPINDLE_ASSIGN_OR_RETURN(auto z, dot_interaction(a, bottom, pooled));
   bottom = tensor();
   return mlp(a, "top_l", desc_.top, std::move(z), true);
 }

@@ -37,9 +37,12 @@ class model {
   /// Loads DIR/model.toml and its weights; weight tensors come from `weights_alloc`
   /// (a task's allocator, so the GNNSched measurement counts them). Errors name the
   /// tensor and the expected vs found shape.
-  static expected<model> load(const std::string& dir, allocator& weights_alloc);
+  /// With `external_embeddings`, a DLRM's tables (emb_l.<t>.weight) are not loaded:
+  /// they are served by the parameter server and reach forward_dlrm_pooled.
+  static expected<model> load(const std::string& dir, allocator& weights_alloc,
+                              bool external_embeddings = false);
   static expected<model> from(const config::model_desc& d, const safetensors_file& weights,
-                              allocator& weights_alloc);
+                              allocator& weights_alloc, bool external_embeddings = false);
 
   const config::model_desc& desc() const { return desc_; }
   std::int64_t parameter_count() const;
@@ -55,6 +58,10 @@ class model {
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
                                 const std::vector<sparse_input>& sparse) const;
+  /// DLRM forward from already pooled bags: pooled[t] is [B x embedding_dim]
+  /// (the sum of each bag's vectors, as forward_dlrm's embedding bags compute).
+  expected<tensor> forward_dlrm_pooled(allocator& a, const tensor& dense,
+                                       const std::vector<const tensor*>& pooled) const;
 
  private:
   expected<tensor> gnn_layer(allocator& a, int l, const block& b, std::span<const float> degree,

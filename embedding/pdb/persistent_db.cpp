@@ -8,6 +8,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "core/npy.hpp"
 #include "core/progress.hpp"
@@ -35,6 +36,11 @@ status from_rocks(const rocksdb::Status& s, std::string_view what, const std::st
 
 expected<std::unique_ptr<persistent_db>> persistent_db::open(const std::string& path,
                                                             bool read_only) {
+  if (!read_only) {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return make_error(errc::io_error, "rocksdb {}: cannot create the directory: {}", path, ec.message());
+  }
   rocksdb::Options options;
   options.create_if_missing = !read_only;
   options.IncreaseParallelism(2);
