@@ -28,16 +28,14 @@ embedding_cache::embedding_cache(const cache_options& o, std::uint64_t num_sets)
       keys_(num_sets * slots_per_set_, gpu::empty_key),
       counters_(num_sets * slots_per_set_, 0),
       values_(num_sets * slots_per_set_ * dim_, 0.0f),
-      locks_(new std::atomic<bool>[num_sets]) {
-  for (std::uint64_t s = 0; s < num_sets; ++s) locks_[s].store(false, std::memory_order_relaxed);
-}
+      locks_(new set_lock[num_sets]) {}
 
 // Critical sections are a probe of <= slabs_per_set slabs plus one vector copy,
 // so spin briefly, then yield: on a 2-core machine a holder may be descheduled.
 void embedding_cache::lock(std::uint64_t set) const {
   for (int spins = 0;; ++spins) {
-    if (!locks_[set].load(std::memory_order_relaxed) &&
-        !locks_[set].exchange(true, std::memory_order_acquire)) {
+    if (!locks_[set].held.load(std::memory_order_relaxed) &&
+        !locks_[set].held.exchange(true, std::memory_order_acquire)) {
       return;
     }
     if (spins > 64) std::this_thread::yield();
@@ -45,7 +43,18 @@ void embedding_cache::lock(std::uint64_t set) const {
 }
 
 void embedding_cache::unlock(std::uint64_t set) const {
-  locks_[set].store(false, std::memory_order_release);
+  locks_[set].held.store(false, std::memory_order_release);
+}
+
+// Batches are random over the sets: pull a later key's first slab and lock into
+// cache while this key is probed (the host's stand-in for a GPU's many warps).
+void embedding_cache::prefetch(cache_key q) const {
+  const std::uint64_t set = gpu::set_of(q, num_sets_);
+  const cache_key* slab =
+      keys_.data() + slot_index(set, gpu::first_slab_of(q, slabs_per_set_) * gpu::slab_width);
+  __builtin_prefetch(slab);
+  __builtin_prefetch(slab + 8);
+  __builtin_prefetch(&locks_[set]);
 }
 
 embedding_cache::locate_result embedding_cache::locate(std::uint64_t set, cache_key q) const {
@@ -53,7 +62,7 @@ embedding_cache::locate_result embedding_cache::locate(std::uint64_t set, cache_
   const cache_key* set_keys = keys_.data() + slot_index(set, 0);
   for (std::uint32_t i = 0; i < slabs_per_set_; ++i) {
     const std::uint32_t slab = (first + i) % slabs_per_set_;
-    const auto d = gpu::decide(gpu::scan_slab(set_keys + slab * gpu::slab_width, q));
+    const auto d = gpu::scan_prefix(set_keys + slab * gpu::slab_width, q);
     if (d.step != probe_step::next) return {d.step, slab * gpu::slab_width + d.lane};
   }
   return {probe_step::next, 0};  // searched every slab: absent and the set is full
@@ -82,6 +91,7 @@ status embedding_cache::query(std::span<const cache_key> keys, std::span<float> 
   SPINDLE_TRY(check_batch(keys, values.size(), "query"));
   const std::uint64_t g = global_counter_.fetch_add(1, std::memory_order_relaxed) + 1;
   for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i + prefetch_distance < keys.size()) prefetch(keys[i + prefetch_distance]);
     const std::uint64_t set = gpu::set_of(keys[i], num_sets_);
     lock(set);
     const locate_result r = locate(set, keys[i]);

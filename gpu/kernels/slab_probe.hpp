@@ -87,6 +87,18 @@ SPINDLE_HOST_DEVICE inline probe_decision decide(slab_masks m) {
   return {probe_step::next, 0};
 }
 
+/// Host fast path of decide(scan_slab(slab_keys, q)): stops at the key or at the
+/// first empty slot. Equivalent because slots are filled lowest lane first and
+/// never emptied, so a slab's occupied slots are always a prefix of its lanes
+/// (tested against the two-mask form).
+SPINDLE_HOST_DEVICE inline probe_decision scan_prefix(const cache_key* slab_keys, cache_key q) {
+  for (std::uint32_t lane = 0; lane < slab_width; ++lane) {
+    if (slab_keys[lane] == q) return {probe_step::hit, lane};
+    if (slab_keys[lane] == empty_key) return {probe_step::empty, lane};
+  }
+  return {probe_step::next, 0};
+}
+
 /// Index of the slot with the smallest access counter in a full set (the LRU
 /// victim of Algorithm 3); ties go to the lowest slot index.
 SPINDLE_HOST_DEVICE inline std::uint32_t lru_slot(const std::uint64_t* counters,

@@ -41,6 +41,20 @@ TEST(slab_probe_test, decides_hit_before_empty_and_next_when_full) {
   EXPECT_EQ(gpu::lru_slot(counters, 4), 1u);
 }
 
+TEST(slab_probe_test, the_prefix_scan_decides_like_the_two_ballots) {
+  std::mt19937_64 rng(9);
+  std::vector<gpu::cache_key> slab(32);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::uint32_t filled = rng() % 33;  // occupied slots form a prefix
+    for (std::uint32_t i = 0; i < 32; ++i) slab[i] = i < filled ? rng() % 64 : gpu::empty_key;
+    const gpu::cache_key q = rng() % 64;
+    const auto full = gpu::decide(gpu::scan_slab(slab.data(), q));
+    const auto fast = gpu::scan_prefix(slab.data(), q);
+    ASSERT_EQ(full.step, fast.step) << trial;
+    ASSERT_EQ(full.lane, fast.lane) << trial;
+  }
+}
+
 TEST(embedding_cache_test, rounds_capacity_to_whole_slab_sets) {
   auto c = make_cache(100);
   EXPECT_EQ(c->slots_per_set(), 64u);
