@@ -64,15 +64,20 @@ class hash_map_vdb final : public volatile_db {
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, false));
     if (t == nullptr) return std::uint64_t{0};
     const std::uint64_t tick = ++clock_;
+    const auto groups = group(keys);
     std::vector<touch> touches;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      partition& p = *t->parts[partition_of(keys[i], o_.partitions)];
+    for (std::uint32_t pi = 0; pi < o_.partitions; ++pi) {
+      if (groups[pi].empty()) continue;
+      partition& p = *t->parts[pi];
       std::shared_lock lock(p.mu);
-      const auto it = p.index.find(keys[i]);
-      if (it == p.index.end()) continue;
-      std::copy_n(p.values.data() + std::uint64_t{it->second} * dim, dim, values.data() + i * dim);
-      found[i] = 1;
-      touches.push_back({&p, keys[i], tick});
+      for (std::uint32_t i : groups[pi]) {
+        const auto it = p.index.find(keys[i]);
+        if (it == p.index.end()) continue;
+        std::copy_n(p.values.data() + std::uint64_t{it->second} * dim, dim,
+                    values.data() + std::uint64_t{i} * dim);
+        found[i] = 1;
+        touches.push_back({&p, keys[i], tick});
+      }
     }
     const std::uint64_t hits = touches.size();
     queue_touches(std::move(touches));
@@ -84,10 +89,7 @@ class hash_map_vdb final : public volatile_db {
     SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, true));
     const std::uint64_t tick = ++clock_;
-    std::vector<std::vector<std::uint32_t>> by_part(o_.partitions);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      by_part[partition_of(keys[i], o_.partitions)].push_back(static_cast<std::uint32_t>(i));
-    }
+    const auto by_part = group(keys);
     for (std::uint32_t pi = 0; pi < o_.partitions; ++pi) {
       if (by_part[pi].empty()) continue;
       partition& p = *t->parts[pi];
@@ -129,6 +131,14 @@ class hash_map_vdb final : public volatile_db {
   }
 
  private:
+  std::vector<std::vector<std::uint32_t>> group(std::span<const cache_key> keys) const {
+    std::vector<std::vector<std::uint32_t>> g(o_.partitions);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      g[partition_of(keys[i], o_.partitions)].push_back(static_cast<std::uint32_t>(i));
+    }
+    return g;
+  }
+
   expected<table_state*> find_table(std::string_view table, std::uint32_t dim, bool create) {
     {
       std::shared_lock lock(tables_mu_);
@@ -213,11 +223,16 @@ class hash_map_vdb final : public volatile_db {
     if (touches_.size() > 4096) touch_cv_.notify_one();
   }
 
+  // Touches arrive grouped by partition (lookups walk partitions in order), so
+  // one exclusive lock covers each run of the same partition.
   void apply_touches(const std::vector<touch>& batch) {
-    for (const touch& t : batch) {
-      std::unique_lock lock(t.part->mu);
-      const auto it = t.part->index.find(t.key);
-      if (it != t.part->index.end()) bump(*t.part, it->second, t.tick);
+    for (std::size_t i = 0; i < batch.size();) {
+      partition* p = batch[i].part;
+      std::unique_lock lock(p->mu);
+      for (; i < batch.size() && batch[i].part == p; ++i) {
+        const auto it = p->index.find(batch[i].key);
+        if (it != p->index.end()) bump(*p, it->second, batch[i].tick);
+      }
     }
   }
 
