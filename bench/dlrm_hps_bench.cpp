@@ -1,0 +1,131 @@
+// End-to-end DLRM through the parameter server (HPS Fig. 10 analogue):
+// samples/s and p99 batch latency for batch sizes 32..8192, embeddings looked
+// up through L1 (10% of each table) -> hash-map VDB -> RocksDB PDB, next to the
+// same model with every table in memory (same run, same requests).
+// Model: 8 tables x rows x 64, dense 13 -> bottom [256, 64], top [256, 64, 1];
+// one key per table per sample drawn by a Zipf 1.2 law (HPS Synthetic A-like).
+// Usage: dlrm_hps_bench [rows_per_table=100000] [samples_per_point=100000]
+#include <filesystem>
+
+#include "bench/bench_util.hpp"
+#include "bench/hps_workload.hpp"
+#include "embedding/dlrm_hps.hpp"
+
+namespace spindle::bench {
+namespace {
+
+constexpr int tables = 8, dim = 64;
+
+struct request_batch {
+  std::vector<float> dense;
+  std::vector<nn::sparse_input> sparse;
+};
+
+request_batch make_batch(std::vector<zipf_keys>& z, int batch, std::mt19937_64& rng) {
+  request_batch r;
+  r.dense.resize(std::size_t(batch) * 13);
+  for (auto& x : r.dense) x = std::uniform_real_distribution<float>(0, 1)(rng);
+  for (int t = 0; t < tables; ++t) {
+    nn::sparse_input s;
+    for (int b = 0; b < batch; ++b) {
+      s.offsets.push_back(b);
+      s.indices.push_back(std::int64_t(z[t].next()));
+    }
+    s.offsets.push_back(batch);
+    r.sparse.push_back(std::move(s));
+  }
+  return r;
+}
+
+struct point {
+  double samples_per_s = 0, p99_ms = 0, lookup_share = 0, hit_rate = 0;
+};
+
+template <class Run>
+point measure(int batch, std::int64_t samples, std::uint64_t rows, Run run) {
+  std::vector<zipf_keys> z;
+  for (int t = 0; t < tables; ++t) z.emplace_back(rows, 1.2, 100 + t);
+  std::mt19937_64 rng(1);
+  const int batches = int(std::max<std::int64_t>(20, samples / batch));
+  std::vector<request_batch> reqs;
+  for (int i = 0; i < batches + 3; ++i) reqs.push_back(make_batch(z, batch, rng));  // fresh keys for every batch
+  for (int i = 0; i < 3; ++i) run(reqs[batches + i], nullptr);  // warm the allocator
+  std::vector<double> lat;
+  double lookup_ms = 0, total_ms = 0, hits = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < batches; ++i) {
+    embedding::dlrm_timing timing;
+    const auto b0 = std::chrono::steady_clock::now();
+    run(reqs[i], &timing);
+    lat.push_back(seconds_since(b0) * 1e3);
+    lookup_ms += timing.lookup_ms;
+    total_ms += lat.back();
+    for (const auto& t : timing.tables) hits += t.hit_rate / tables;
+  }
+  point p;
+  p.samples_per_s = double(batches) * batch / seconds_since(t0);
+  p.p99_ms = percentile(lat, 0.99);
+  p.lookup_share = lookup_ms / total_ms;
+  p.hit_rate = hits / batches;
+  return p;
+}
+
+}  // namespace
+}  // namespace spindle::bench
+
+int main(int argc, char** argv) {
+  using namespace spindle;
+  using namespace spindle::bench;
+  const std::uint64_t rows = argc > 1 ? std::stoull(argv[1]) : 100000;
+  const std::int64_t samples = argc > 2 ? std::stoll(argv[2]) : 100000;
+  setenv("SPINDLE_PROGRESS", "0", 0);
+  const auto dir = std::filesystem::temp_directory_path() / ("spindle-dlrm-bench-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  config::model_desc d;
+  d.name = "bench-dlrm";
+  d.arch = config::model_arch::dlrm;
+  d.dense_in = 13;
+  d.bottom = {256, dim};
+  d.top = {256, 64, 1};
+  d.embedding_dim = dim;
+  d.table_rows.assign(tables, std::int64_t(rows));
+  if (auto s = nn::init_model(d, 1, (dir / "model").string()); !s) return std::printf("%s\n", s.to_string().c_str()), 1;
+  nn::heap_allocator alloc;
+  auto full = std::move(*nn::model::load((dir / "model").string(), alloc));
+  auto lean = std::move(*nn::model::load((dir / "model").string(), alloc, true));
+  auto pdb = std::move(*embedding::persistent_db::open((dir / "pdb").string()));
+  std::vector<embedding::table_options> opts;
+  for (int t = 0; t < tables; ++t) {
+    const std::string name = "emb" + std::to_string(t);
+    (void)pdb->bulk_load_safetensors(name, (dir / "model" / "weights.safetensors").string(),
+                                     "emb_l." + std::to_string(t) + ".weight");
+    opts.push_back({name, dim, rows, 0.10, 1.0, 0.0f, 2});
+  }
+  auto vdb = std::move(*embedding::make_hash_map_vdb({}));
+  auto session = std::move(*embedding::lookup_session::create(opts, vdb.get(), pdb.get()));
+  auto runner = std::move(*embedding::dlrm_hps_runner::create(lean, *session));
+  std::printf("DLRM: 8 tables x %llu rows x 64 floats, dense 13, bottom [256,64], top [256,64,1]; "
+              "HPS: L1 10%% per table, threshold 1.0 (synchronous), hash-map VDB, RocksDB PDB\n\n",
+              (unsigned long long)rows);
+  std::printf("| batch | in memory samples/s | in memory p99 ms | HPS samples/s | HPS p99 ms | HPS / in memory | L1 hit rate | lookup share of HPS time |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (int batch : {32, 128, 512, 2048, 8192}) {
+    auto dense_of = [&](request_batch& r, int b) { return nn::tensor::borrow(r.dense.data(), {b, 13}); };
+    const point mem = measure(batch, samples, rows, [&](request_batch& r, embedding::dlrm_timing*) {
+      nn::heap_allocator a;
+      (void)full.forward_dlrm(a, dense_of(r, batch), r.sparse);
+    });
+    const point hps = measure(batch, samples, rows, [&](request_batch& r, embedding::dlrm_timing* t) {
+      nn::heap_allocator a;
+      (void)runner.infer(a, dense_of(r, batch), r.sparse, t);
+    });
+    std::printf("| %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.3f | %.0f%% |\n", batch, mem.samples_per_s,
+                mem.p99_ms, hps.samples_per_s, hps.p99_ms, hps.samples_per_s / mem.samples_per_s,
+                hps.hit_rate, hps.lookup_share * 100);
+    std::fflush(stdout);
+  }
+  session.reset();
+  pdb.reset();
+  std::filesystem::remove_all(dir);
+  return 0;
+}
