@@ -1,0 +1,59 @@
+#include "actors/dlrm_inference_actor.hpp"
+
+#include <optional>
+
+namespace spindle::actors {
+namespace {
+
+struct dlrm_state {
+  std::shared_ptr<embedding::lookup_session> session;
+  std::optional<embedding::dlrm_hps_runner> runner;
+  std::string setup_error;
+};
+
+dlrm_reply run_batch(const embedding::dlrm_hps_runner& runner, const nn::model& model,
+                     const dlrm_request& req) {
+  dlrm_reply reply;
+  const auto dense_in = model.desc().dense_in;
+  if (req.batch <= 0 || req.dense.size() != std::size_t(req.batch * dense_in)) {
+    reply.error = fmt::format("dlrm request: {} dense values for batch {} x {}", req.dense.size(),
+                              req.batch, dense_in);
+    return reply;
+  }
+  std::vector<float> dense = req.dense;
+  nn::heap_allocator alloc;
+  auto out = runner.infer(alloc, nn::tensor::borrow(dense.data(), {req.batch, dense_in}),
+                          req.sparse, &reply.timing);
+  if (!out) {
+    reply.error = out.error().to_string();
+  } else {
+    reply.scores.assign(out->data(), out->data() + out->numel());
+  }
+  return reply;
+}
+
+caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model* model,
+                         std::shared_ptr<embedding::lookup_session> session) {
+  self->state.session = std::move(session);
+  auto runner = embedding::dlrm_hps_runner::create(*model, *self->state.session);
+  if (runner) {
+    self->state.runner.emplace(std::move(*runner));
+  } else {
+    self->state.setup_error = runner.error().to_string();
+  }
+  return {
+      [=](dlrm_atom, const dlrm_request& req) -> dlrm_reply {
+        if (!self->state.runner) return dlrm_reply{{}, self->state.setup_error, {}};
+        return run_batch(*self->state.runner, *model, req);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
+                                std::shared_ptr<embedding::lookup_session> session) {
+  return sys.spawn<caf::detached>(dlrm_actor, &model, std::move(session));
+}
+
+}  // namespace spindle::actors

@@ -1,0 +1,18 @@
+// A DLRM inference actor (one per model instance): runs a batch through
+// embedding::dlrm_hps_runner (lookups through the node's lookup session, then
+// the dense model). Spawned detached because it computes and may block on the
+// VDB/PDB; several instances share one session.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "actors/hps_messages.hpp"
+
+namespace spindle::actors {
+
+/// `model` and `session` must outlive the actor. Messages:
+///   (dlrm_atom, dlrm_request) -> dlrm_reply   (errors in the reply, never a failed request)
+caf::actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
+                                std::shared_ptr<embedding::lookup_session> session);
+
+}  // namespace spindle::actors
