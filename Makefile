@@ -1,6 +1,7 @@
 # Spindle's entry points. Each target installs missing Debian packages first
 # (quietly, and only when something is missing), then configures and builds.
-#   make demo   build, generate the embedded R-MAT dataset, prepare it, sample a batch
+#   make demo   build, generate the embedded R-MAT dataset, prepare it, sample a batch, serve
+#               GraphSAGE through the actor pipeline and a DLRM through the parameter server
 #   make test   build, then run every test (ctest; unit + integration)
 #   make bench  build, then run the benchmarks in bench/ (prints tables)
 
@@ -32,6 +33,8 @@ demo: build
 	$(SPINDLE) calibrate $(DEMO_DIR)/rmat16 --out $(DEMO_DIR)/psgs-calibration.json --plot $(DEMO_DIR)/psgs-calibration.png
 	$(SPINDLE) serve --dataset $(DEMO_DIR)/rmat16 --model $(DEMO_DIR)/sage --calibration $(DEMO_DIR)/psgs-calibration.json --workload 5000 --rate 2000
 	$(SPINDLE) serve --dataset $(DEMO_DIR)/rmat16 --model $(DEMO_DIR)/sage --calibration $(DEMO_DIR)/psgs-calibration.json --workload 5000 --clients 16 --policy loose
+	$(SPINDLE) model init --arch dlrm --tables 200000,200000,100000,50000 --seed 1 --out-dir $(DEMO_DIR)/dlrm
+	$(SPINDLE) serve-dlrm --model $(DEMO_DIR)/dlrm --pdb $(DEMO_DIR)/dlrm-pdb --workload 2000 --batch 256
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600

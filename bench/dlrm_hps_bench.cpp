@@ -8,11 +8,14 @@
 #include <filesystem>
 
 #include "bench/bench_util.hpp"
-#include "bench/hps_workload.hpp"
+#include "embedding/synthetic_keys.hpp"
 #include "embedding/dlrm_hps.hpp"
 
 namespace spindle::bench {
 namespace {
+
+using embedding::table_vector;
+using embedding::zipf_keys;
 
 constexpr int tables = 8, dim = 64;
 

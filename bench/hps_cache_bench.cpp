@@ -16,12 +16,15 @@
 #include <unordered_map>
 
 #include "bench/bench_util.hpp"
-#include "bench/hps_workload.hpp"
+#include "embedding/synthetic_keys.hpp"
 #include "core/subprocess.hpp"
 #include "embedding/lookup_session.hpp"
 
 namespace spindle::bench {
 namespace {
+
+using embedding::table_vector;
+using embedding::zipf_keys;
 
 using embedding::cache_key;
 constexpr double alpha = 1.2;

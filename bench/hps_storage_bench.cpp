@@ -6,13 +6,16 @@
 #include <filesystem>
 
 #include "bench/bench_util.hpp"
-#include "bench/hps_workload.hpp"
+#include "embedding/synthetic_keys.hpp"
 #include "embedding/pdb/persistent_db.hpp"
 #include "embedding/vdb/volatile_db.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace spindle::bench {
 namespace {
+
+using embedding::table_vector;
+using embedding::zipf_keys;
 
 using embedding::cache_key;
 

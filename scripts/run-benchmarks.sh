@@ -47,3 +47,12 @@ echo "== actor tax (bench/serving_bench) =="
 echo
 echo "== throughput vs p99, one process (bench/serving_sweep) =="
 "$build/bench/serving_sweep" 20 "$cache/rmat20-f128"
+echo
+echo "== HPS embedding cache (bench/hps_cache_bench) =="
+"$build/bench/hps_cache_bench" 1000000 64 "$build/hps-warmup"
+echo
+echo "== HPS levels 2 and 3 (bench/hps_storage_bench) =="
+"$build/bench/hps_storage_bench" 200000 64 1024
+echo
+echo "== DLRM through the parameter server (bench/dlrm_hps_bench) =="
+"$build/bench/dlrm_hps_bench" 100000 100000

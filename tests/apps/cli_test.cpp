@@ -232,4 +232,26 @@ TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
   EXPECT_NE(r.out.find("model input width 99 does not match"), std::string::npos) << r.out;
 }
 
+TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {
+  const std::string model = *dir_ + "/dlrm", pdb = *dir_ + "/dlrm-pdb";
+  ASSERT_EQ(run("model init --arch dlrm --in 13 --hidden 16 --tables 2000,500 --seed 2 --out-dir " + model).code, 0);
+  auto r = run_stdout("serve-dlrm --model " + model + " --pdb " + pdb +
+                      " --workload 40 --batch 64 --instances 2 --hit-rate-threshold 1.0 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["answered"], 40);
+  EXPECT_EQ(j["errors"], 0);
+  EXPECT_EQ(j["tables"]["emb1"]["lookups"], 40);
+  EXPECT_EQ(j["tables"]["emb0"]["defaulted"], 0);  // threshold 1.0: every miss fetched synchronously
+  r = run("hps load --pdb " + pdb + " --table extra --npy " + *dir_ + "/rmat/indptr.npy");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("indptr.npy: embedding table must be 2-D"), std::string::npos) << r.out;
+  r = run("serve-dlrm --model " + model + " --pdb " + pdb + " --workload 1 --vdb memcached");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--vdb 'memcached'"), std::string::npos) << r.out;
+  r = run("serve-dlrm --model " + model + " --pdb " + pdb + " --workload 1 --vdb redis --vdb-redis 127.0.0.1:1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("redis 127.0.0.1:1"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -1,7 +1,8 @@
-// Key streams for the parameter-server benchmarks: a power-law (Zipf) stream
-// like HPS's Synthetic A (alpha 1.2: about 10% of the keys take ~95% of the
-// lookups), with ranks scrambled over the key space so hot keys are not
-// neighbours, and a table whose vector for key k is a function of k.
+// Synthetic embedding keys for demos, the in-process load generator and the
+// benchmarks: a power-law (Zipf) stream like HPS's Synthetic A (alpha 1.2:
+// about 10% of the keys take ~95% of the lookups), ranks scrambled over the key
+// space so hot keys are not neighbours; and a table whose vector for key k is a
+// function of k. One owner thread per generator.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 #include <random>
 #include <vector>
 
-namespace spindle::bench {
+namespace spindle::embedding {
 
 class zipf_keys {
  public:
@@ -56,4 +57,4 @@ inline void table_vector(std::uint64_t k, std::uint32_t dim, float* out) {
   for (std::uint32_t d = 0; d < dim; ++d) out[d] = float(k % 1000) * 0.001f + float(d);
 }
 
-}  // namespace spindle::bench
+}  // namespace spindle::embedding
