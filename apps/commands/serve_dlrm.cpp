@@ -13,12 +13,14 @@
 #include "actors/embedding_cache_actor.hpp"
 #include "actors/updater_actor.hpp"
 #include "apps/commands/command.hpp"
+#include "config/hps.hpp"
 #include "embedding/synthetic_keys.hpp"
 
 namespace spindle::apps {
 namespace {
 
 struct dlrm_args {
+  std::string hps_config;
   std::string model, pdb, vdb = "hash_map", vdb_redis, updates, consumer = "serve-dlrm";
   double cache_fraction = 0.1, threshold = 0.8;
   std::uint32_t refresh_ms = 0, partitions = 16;
@@ -34,7 +36,31 @@ struct hps_stack {
   std::shared_ptr<embedding::lookup_session> session;
 };
 
-expected<hps_stack> open_stack(const dlrm_args& a, const config::model_desc& d) {
+// Flags give the defaults; the model's model.toml [hps] section, then --hps-config, win.
+expected<config::hps_config> hps_settings(const dlrm_args& a) {
+  config::hps_config c;
+  c.defaults.cache_fraction = a.cache_fraction;
+  c.defaults.hit_rate_threshold = a.threshold;
+  c.defaults.vdb_partitions = a.partitions;
+  c.refresh_interval_ms = a.refresh_ms;
+  SPINDLE_ASSIGN_OR_RETURN(c, config::load_hps_config(a.model + "/model.toml", c));
+  if (!a.hps_config.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(c, config::load_hps_config(a.hps_config, c));
+  }
+  return c;
+}
+
+embedding::vdb_options vdb_options_of(const config::hps_table_config& t) {
+  embedding::vdb_options o;
+  o.partitions = t.vdb_partitions;
+  o.overflow_margin = t.overflow_margin;
+  o.overflow_resolution = t.overflow_resolution;
+  o.policy = *embedding::parse_eviction_policy(t.eviction_policy);  // validated by config
+  return o;
+}
+
+expected<hps_stack> open_stack(const dlrm_args& a, const config::model_desc& d,
+                               const config::hps_config& hc) {
   hps_stack s;
   SPINDLE_ASSIGN_OR_RETURN(s.pdb, embedding::persistent_db::open(a.pdb));
   std::vector<embedding::table_options> tables;
@@ -44,16 +70,19 @@ expected<hps_stack> open_stack(const dlrm_args& a, const config::model_desc& d) 
       SPINDLE_TRY(s.pdb->bulk_load_safetensors(name, a.model + "/" + d.weights,
                                                fmt::format("emb_l.{}.weight", t)));
     }
+    const auto& tc = hc.for_table(name);
     tables.push_back({name, std::uint32_t(d.embedding_dim), std::uint64_t(d.table_rows[t]),
-                      a.cache_fraction, a.threshold, 0.0f, 2});
+                      tc.cache_fraction, tc.hit_rate_threshold, tc.default_value, tc.slabs_per_set});
   }
-  embedding::vdb_options vo;
-  vo.partitions = a.partitions;
+  const embedding::vdb_options vo = vdb_options_of(hc.defaults);
   if (a.vdb == "hash_map") {
     SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_hash_map_vdb(vo));
   } else if (a.vdb == "redis") {
     SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.vdb_redis));
     SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_redis_vdb(vo, ep.first, ep.second));
+  }
+  for (const auto& t : tables) {
+    if (s.vdb && hc.tables.count(t.name)) SPINDLE_TRY(s.vdb->configure_table(t.name, vdb_options_of(hc.for_table(t.name))));
   }
   SPINDLE_ASSIGN_OR_RETURN(auto session,
                            embedding::lookup_session::create(tables, s.vdb.get(), s.pdb.get()));
@@ -173,10 +202,11 @@ status run_serve_dlrm(const dlrm_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(a.model, weights, /*external_embeddings=*/true));
   const auto& d = model.desc();
   if (d.arch != config::model_arch::dlrm) return make_error(errc::invalid_argument, "{}: not a DLRM model", a.model);
-  SPINDLE_ASSIGN_OR_RETURN(auto stack, open_stack(a, d));
+  SPINDLE_ASSIGN_OR_RETURN(auto hc, hps_settings(a));
+  SPINDLE_ASSIGN_OR_RETURN(auto stack, open_stack(a, d, hc));
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
-  auto cache = actors::spawn_embedding_cache(sys, stack.session, a.refresh_ms);
+  auto cache = actors::spawn_embedding_cache(sys, stack.session, hc.refresh_interval_ms);
   std::vector<caf::actor> instances;
   for (int i = 0; i < a.instances; ++i) instances.push_back(actors::spawn_dlrm_inference(sys, model, stack.session));
   caf::actor updater;
@@ -208,6 +238,8 @@ void register_serve_dlrm(CLI::App& app, global_options&) {
   auto a = std::make_shared<dlrm_args>();
   cmd->add_option("--model", a->model, "DLRM model directory (spindle model init --arch dlrm)")->required();
   cmd->add_option("--pdb", a->pdb, "RocksDB directory for the tables (filled from the model on first start)")->required();
+  cmd->add_option("--hps-config", a->hps_config, "TOML with [hps] defaults and [hps.tables.<name>] overrides "
+                                                  "(also read from the model's model.toml; the files win over flags)");
   cmd->add_option("--vdb", a->vdb, "Level 2: hash_map, redis or none")->capture_default_str();
   cmd->add_option("--vdb-redis", a->vdb_redis, "Redis HOST:PORT for --vdb redis");
   cmd->add_option("--vdb-partitions", a->partitions, "VDB partitions per table")->capture_default_str();

@@ -20,6 +20,7 @@ namespace spindle::embedding {
 namespace {
 
 struct partition {
+  const vdb_options* o = nullptr;  // its table's options
   std::shared_mutex mu;
   absl::flat_hash_map<cache_key, std::uint32_t> index;  // key -> slot
   std::vector<cache_key> slot_keys;
@@ -30,6 +31,7 @@ struct partition {
 };
 
 struct table_state {
+  vdb_options o;
   std::uint32_t dim = 0;
   std::vector<std::unique_ptr<partition>> parts;
 };
@@ -64,9 +66,9 @@ class hash_map_vdb final : public volatile_db {
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, false));
     if (t == nullptr) return std::uint64_t{0};
     const std::uint64_t tick = ++clock_;
-    const auto groups = group(keys);
+    const auto groups = group(keys, t->o.partitions);
     std::vector<touch> touches;
-    for (std::uint32_t pi = 0; pi < o_.partitions; ++pi) {
+    for (std::uint32_t pi = 0; pi < t->o.partitions; ++pi) {
       if (groups[pi].empty()) continue;
       partition& p = *t->parts[pi];
       std::shared_lock lock(p.mu);
@@ -89,20 +91,21 @@ class hash_map_vdb final : public volatile_db {
     SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, true));
     const std::uint64_t tick = ++clock_;
-    const auto by_part = group(keys);
-    for (std::uint32_t pi = 0; pi < o_.partitions; ++pi) {
+    const auto by_part = group(keys, t->o.partitions);
+    for (std::uint32_t pi = 0; pi < t->o.partitions; ++pi) {
       if (by_part[pi].empty()) continue;
       partition& p = *t->parts[pi];
       std::unique_lock lock(p.mu);
       for (std::uint32_t i : by_part[pi]) put(p, dim, keys[i], values.data() + std::uint64_t{i} * dim, tick);
-      if (p.index.size() > o_.overflow_margin) prune(p);
+      if (p.index.size() > t->o.overflow_margin) prune(p);
     }
     return status::ok();
   }
 
   expected<std::uint64_t> size(std::string_view table) override {
     std::uint64_t n = 0;
-    for (std::uint32_t p = 0; p < o_.partitions; ++p) {
+    const std::uint32_t parts = options_of(table).partitions;
+    for (std::uint32_t p = 0; p < parts; ++p) {
       SPINDLE_ASSIGN_OR_RETURN(std::uint64_t k, partition_size(table, p));
       n += k;
     }
@@ -110,15 +113,26 @@ class hash_map_vdb final : public volatile_db {
   }
 
   expected<std::uint64_t> partition_size(std::string_view table, std::uint32_t pi) override {
-    if (pi >= o_.partitions) {
-      return make_error(errc::invalid_argument, "vdb: partition {} of {}", pi, o_.partitions);
-    }
     std::shared_lock lock(tables_mu_);
+    const std::uint32_t parts = options_locked(table).partitions;
+    if (pi >= parts) {
+      return make_error(errc::invalid_argument, "vdb '{}': partition {} of {}", table, pi, parts);
+    }
     const auto it = tables_.find(std::string(table));
     if (it == tables_.end()) return std::uint64_t{0};
     partition& p = *it->second->parts[pi];
     std::shared_lock plock(p.mu);
     return std::uint64_t{p.index.size()};
+  }
+
+  status configure_table(std::string_view table, const vdb_options& o) override {
+    SPINDLE_TRY(validate(o).with_context(fmt::format("vdb table '{}'", table)));
+    std::unique_lock lock(tables_mu_);
+    if (tables_.count(std::string(table))) {
+      return make_error(errc::invalid_argument, "vdb table '{}' is in use: configure it before its first insert", table);
+    }
+    table_options_[std::string(table)] = o;
+    return status::ok();
   }
 
   void flush() override {
@@ -131,12 +145,23 @@ class hash_map_vdb final : public volatile_db {
   }
 
  private:
-  std::vector<std::vector<std::uint32_t>> group(std::span<const cache_key> keys) const {
-    std::vector<std::vector<std::uint32_t>> g(o_.partitions);
+  static std::vector<std::vector<std::uint32_t>> group(std::span<const cache_key> keys,
+                                                       std::uint32_t partitions) {
+    std::vector<std::vector<std::uint32_t>> g(partitions);
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      g[partition_of(keys[i], o_.partitions)].push_back(static_cast<std::uint32_t>(i));
+      g[partition_of(keys[i], partitions)].push_back(static_cast<std::uint32_t>(i));
     }
     return g;
+  }
+
+  // Options of `table`: its own when configured, else the backend's.
+  const vdb_options& options_locked(std::string_view table) const {
+    const auto it = table_options_.find(std::string(table));
+    return it == table_options_.end() ? o_ : it->second;
+  }
+  vdb_options options_of(std::string_view table) const {
+    std::shared_lock lock(tables_mu_);
+    return options_locked(table);
   }
 
   expected<table_state*> find_table(std::string_view table, std::uint32_t dim, bool create) {
@@ -150,10 +175,12 @@ class hash_map_vdb final : public volatile_db {
     auto& slot = tables_[std::string(table)];
     if (!slot) {
       slot = std::make_unique<table_state>();
+      slot->o = options_locked(table);
       slot->dim = dim;
-      for (std::uint32_t p = 0; p < o_.partitions; ++p) {
+      for (std::uint32_t p = 0; p < slot->o.partitions; ++p) {
         slot->parts.push_back(std::make_unique<partition>());
-        slot->parts.back()->rng.seed(o_.seed + p);
+        slot->parts.back()->o = &slot->o;
+        slot->parts.back()->rng.seed(slot->o.seed + p);
       }
     }
     return checked_dim(*slot, table, dim);
@@ -188,7 +215,7 @@ class hash_map_vdb final : public volatile_db {
   }
 
   void bump(partition& p, std::uint32_t slot, std::uint64_t tick) {
-    if (o_.policy == eviction_policy::evict_least_used) {
+    if (p.o->policy == eviction_policy::evict_least_used) {
       ++p.score[slot];
     } else {
       p.score[slot] = std::max(p.score[slot], tick);
@@ -198,12 +225,12 @@ class hash_map_vdb final : public volatile_db {
   // HPS §5: a partition past its overflow margin is pruned by its policy down to
   // margin * resolution entries.
   void prune(partition& p) {
-    const auto target = static_cast<std::uint64_t>(o_.overflow_margin * o_.overflow_resolution);
+    const auto target = static_cast<std::uint64_t>(p.o->overflow_margin * p.o->overflow_resolution);
     const std::uint64_t excess = p.index.size() - std::min<std::uint64_t>(target, p.index.size());
     std::vector<std::uint32_t> live;
     live.reserve(p.index.size());
     for (const auto& [key, slot] : p.index) live.push_back(slot);
-    if (o_.policy == eviction_policy::evict_random) {
+    if (p.o->policy == eviction_policy::evict_random) {
       std::shuffle(live.begin(), live.end(), p.rng);
     } else {
       std::nth_element(live.begin(), live.begin() + excess, live.end(),
@@ -250,8 +277,9 @@ class hash_map_vdb final : public volatile_db {
 
   vdb_options o_;
   std::atomic<std::uint64_t> clock_{0};
-  std::shared_mutex tables_mu_;
+  mutable std::shared_mutex tables_mu_;
   std::unordered_map<std::string, std::unique_ptr<table_state>> tables_;  // guarded by tables_mu_
+  std::unordered_map<std::string, vdb_options> table_options_;             // guarded by tables_mu_
   std::mutex touch_mu_;
   std::condition_variable touch_cv_;
   std::vector<touch> touches_;  // guarded by touch_mu_

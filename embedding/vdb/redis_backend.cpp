@@ -35,6 +35,7 @@ std::uint64_t now_us() {
 struct pending_touch {
   std::string zset;
   std::string member;
+  eviction_policy policy = eviction_policy::evict_oldest;
 };
 
 class redis_vdb final : public volatile_db {
@@ -61,11 +62,12 @@ class redis_vdb final : public volatile_db {
                                  std::span<std::uint8_t> found) override {
     SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "lookup"));
     std::fill(found.begin(), found.end(), std::uint8_t{0});
-    const auto groups = group(keys);
     std::lock_guard lock(conn_mu_);
+    const vdb_options o = options_locked(table);
+    const auto groups = group(keys, o.partitions);
     SPINDLE_TRY(check_dim(table, dim, false));
-    std::vector<std::vector<std::string>> names(o_.partitions);
-    for (std::uint32_t p = 0; p < o_.partitions; ++p) {
+    std::vector<std::vector<std::string>> names(o.partitions);
+    for (std::uint32_t p = 0; p < o.partitions; ++p) {
       if (groups[p].empty()) continue;
       std::vector<std::string_view> argv{"MGET"};
       for (std::uint32_t i : groups[p]) names[p].push_back(data_key(table, p, keys[i]));
@@ -74,7 +76,7 @@ class redis_vdb final : public volatile_db {
     }
     std::uint64_t hits = 0;
     std::vector<pending_touch> touches;
-    for (std::uint32_t p = 0; p < o_.partitions; ++p) {
+    for (std::uint32_t p = 0; p < o.partitions; ++p) {
       if (groups[p].empty()) continue;
       SPINDLE_ASSIGN_OR_RETURN(redis_reply r, conn_.reply());
       for (std::size_t j = 0; j < groups[p].size(); ++j) {
@@ -89,28 +91,29 @@ class redis_vdb final : public volatile_db {
         std::memcpy(values.data() + std::uint64_t{i} * dim, bytes.data(), bytes.size());
         found[i] = 1;
         ++hits;
-        touches.push_back({zset_key(table, p), key_bytes(keys[i])});
+        touches.push_back({zset_key(table, p), key_bytes(keys[i]), o.policy});
       }
     }
-    queue_touches(std::move(touches));
+    queue_touches(std::move(touches), o.policy);
     return hits;
   }
 
   status insert(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
                 std::span<const float> values) override {
     SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
-    const auto groups = group(keys);
     std::lock_guard lock(conn_mu_);
+    const vdb_options o = options_locked(table);
+    const auto groups = group(keys, o.partitions);
     SPINDLE_TRY(check_dim(table, dim, true));
     const std::string score = std::to_string(now_us());
     std::uint32_t appended = 0;
-    for (std::uint32_t p = 0; p < o_.partitions; ++p) {
+    for (std::uint32_t p = 0; p < o.partitions; ++p) {
       if (groups[p].empty()) continue;
       std::vector<std::string> names, members;
       std::vector<std::string_view> mset{"MSET"}, zadd{"ZADD", "", "GT"};
       const std::string z = zset_key(table, p);
       zadd[1] = z;
-      if (o_.policy == eviction_policy::evict_least_used) zadd = {"ZADD", z, "NX"};
+      if (o.policy == eviction_policy::evict_least_used) zadd = {"ZADD", z, "NX"};
       for (std::uint32_t i : groups[p]) {
         names.push_back(data_key(table, p, keys[i]));
         members.push_back(key_bytes(keys[i]));
@@ -119,7 +122,7 @@ class redis_vdb final : public volatile_db {
         const float* v = values.data() + std::uint64_t{groups[p][j]} * dim;
         mset.push_back(names[j]);
         mset.emplace_back(reinterpret_cast<const char*>(v), dim * sizeof(float));
-        zadd.push_back(o_.policy == eviction_policy::evict_least_used ? std::string_view("0")
+        zadd.push_back(o.policy == eviction_policy::evict_least_used ? std::string_view("0")
                                                                      : std::string_view(score));
         zadd.push_back(members[j]);
       }
@@ -135,19 +138,24 @@ class redis_vdb final : public volatile_db {
       for (int k = 0; k < 3; ++k, ++seen) {
         auto r = conn_.reply();
         if (!r && first_error.is_ok()) first_error = r.error();
-        if (r && k == 2 && static_cast<std::uint64_t>(r->integer()) > o_.overflow_margin) {
+        if (r && k == 2 && static_cast<std::uint64_t>(r->integer()) > o.overflow_margin) {
           over.emplace_back(p, r->integer());
         }
       }
       SPINDLE_TRY(first_error);
     }
-    for (const auto& [p, card] : over) SPINDLE_TRY(prune(table, p, card));
+    for (const auto& [p, card] : over) SPINDLE_TRY(prune(table, o, p, card));
     return status::ok();
   }
 
   expected<std::uint64_t> size(std::string_view table) override {
     std::uint64_t n = 0;
-    for (std::uint32_t p = 0; p < o_.partitions; ++p) {
+    std::uint32_t parts = 0;
+    {
+      std::lock_guard lock(conn_mu_);
+      parts = options_locked(table).partitions;
+    }
+    for (std::uint32_t p = 0; p < parts; ++p) {
       SPINDLE_ASSIGN_OR_RETURN(std::uint64_t k, partition_size(table, p));
       n += k;
     }
@@ -155,12 +163,20 @@ class redis_vdb final : public volatile_db {
   }
 
   expected<std::uint64_t> partition_size(std::string_view table, std::uint32_t p) override {
-    if (p >= o_.partitions) {
-      return make_error(errc::invalid_argument, "vdb: partition {} of {}", p, o_.partitions);
-    }
     std::lock_guard lock(conn_mu_);
+    const std::uint32_t parts = options_locked(table).partitions;
+    if (p >= parts) {
+      return make_error(errc::invalid_argument, "vdb '{}': partition {} of {}", table, p, parts);
+    }
     SPINDLE_ASSIGN_OR_RETURN(redis_reply r, conn_.command({"ZCARD", zset_key(table, p)}));
     return static_cast<std::uint64_t>(r.integer());
+  }
+
+  status configure_table(std::string_view table, const vdb_options& o) override {
+    SPINDLE_TRY(validate(o).with_context(fmt::format("vdb table '{}'", table)));
+    std::lock_guard lock(conn_mu_);
+    table_options_[std::string(table)] = o;
+    return status::ok();
   }
 
   void flush() override {
@@ -170,12 +186,19 @@ class redis_vdb final : public volatile_db {
   }
 
  private:
-  std::vector<std::vector<std::uint32_t>> group(std::span<const cache_key> keys) const {
-    std::vector<std::vector<std::uint32_t>> g(o_.partitions);
+  static std::vector<std::vector<std::uint32_t>> group(std::span<const cache_key> keys,
+                                                       std::uint32_t partitions) {
+    std::vector<std::vector<std::uint32_t>> g(partitions);
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      g[partition_of(keys[i], o_.partitions)].push_back(static_cast<std::uint32_t>(i));
+      g[partition_of(keys[i], partitions)].push_back(static_cast<std::uint32_t>(i));
     }
     return g;
+  }
+
+  // Caller holds conn_mu_.
+  const vdb_options& options_locked(std::string_view table) const {
+    const auto it = table_options_.find(std::string(table));
+    return it == table_options_.end() ? o_ : it->second;
   }
 
   std::string part_prefix(std::string_view table, std::uint32_t p) const {
@@ -214,11 +237,11 @@ class redis_vdb final : public volatile_db {
   }
 
   // HPS §5: prune a partition past its overflow margin down to the resolution target.
-  status prune(std::string_view table, std::uint32_t p, std::uint64_t card) {
-    const auto target = static_cast<std::uint64_t>(o_.overflow_margin * o_.overflow_resolution);
+  status prune(std::string_view table, const vdb_options& o, std::uint32_t p, std::uint64_t card) {
+    const auto target = static_cast<std::uint64_t>(o.overflow_margin * o.overflow_resolution);
     const std::string excess = std::to_string(card - std::min(card, target));
     const std::string z = zset_key(table, p);
-    auto victims = o_.policy == eviction_policy::evict_random
+    auto victims = o.policy == eviction_policy::evict_random
                        ? conn_.command({"ZRANDMEMBER", z, excess})
                        : conn_.command({"ZRANGE", z, "0", std::to_string(card - target - 1)});
     SPINDLE_TRY(victims.error_or_ok());
@@ -236,8 +259,8 @@ class redis_vdb final : public volatile_db {
     return conn_.reply().error_or_ok();
   }
 
-  void queue_touches(std::vector<pending_touch> batch) {
-    if (batch.empty() || o_.policy == eviction_policy::evict_random) return;
+  void queue_touches(std::vector<pending_touch> batch, eviction_policy policy) {
+    if (batch.empty() || policy == eviction_policy::evict_random) return;
     std::lock_guard lock(touch_mu_);
     touches_.insert(touches_.end(), std::make_move_iterator(batch.begin()),
                     std::make_move_iterator(batch.end()));
@@ -247,7 +270,7 @@ class redis_vdb final : public volatile_db {
   void apply_touches(const std::vector<pending_touch>& batch) {
     const std::string score = std::to_string(now_us());
     for (const auto& t : batch) {
-      if (o_.policy == eviction_policy::evict_least_used) {
+      if (t.policy == eviction_policy::evict_least_used) {
         touch_conn_.append({"ZINCRBY", t.zset, "1", t.member});
       } else {
         touch_conn_.append({"ZADD", t.zset, "XX", "GT", score, t.member});
@@ -277,6 +300,7 @@ class redis_vdb final : public volatile_db {
   redis_connection touch_conn_;  // owned by the "vdb-redis-touch" thread
   std::string prefix_;
   std::unordered_map<std::string, std::uint32_t> dims_;  // guarded by conn_mu_
+  std::unordered_map<std::string, vdb_options> table_options_;  // guarded by conn_mu_
   std::mutex touch_mu_;
   std::condition_variable touch_cv_;
   std::vector<pending_touch> touches_;  // guarded by touch_mu_

@@ -59,6 +59,10 @@ class volatile_db {
   /// Entries of one partition of `table`.
   virtual expected<std::uint64_t> partition_size(std::string_view table, std::uint32_t p) = 0;
 
+  /// Gives `table` its own options (partitions, margin, policy) instead of the
+  /// backend's; only before the table is first used.
+  virtual status configure_table(std::string_view table, const vdb_options& options) = 0;
+
   /// Applies asynchronous bookkeeping (access times) queued so far; for tests.
   virtual void flush() = 0;
 };

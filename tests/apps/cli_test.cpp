@@ -243,6 +243,24 @@ TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {
   EXPECT_EQ(j["errors"], 0);
   EXPECT_EQ(j["tables"]["emb1"]["lookups"], 40);
   EXPECT_EQ(j["tables"]["emb0"]["defaulted"], 0);  // threshold 1.0: every miss fetched synchronously
+  {
+    std::ofstream f(*dir_ + "/hps.toml");
+    f << "[hps]\nhit_rate_threshold = 0.0\n[hps.tables.emb1]\nhit_rate_threshold = 1.0\n";
+  }
+  r = run_stdout("serve-dlrm --model " + model + " --pdb " + pdb + " --hps-config " + *dir_ +
+                 "/hps.toml --workload 20 --batch 64 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tables"]["emb0"]["sync"], 0);   // threshold 0.0: never blocks
+  EXPECT_GT(j["tables"]["emb0"]["defaulted"].get<int>(), 0);
+  EXPECT_EQ(j["tables"]["emb1"]["defaulted"], 0);  // its override: always synchronous
+  {
+    std::ofstream f(*dir_ + "/bad-hps.toml");
+    f << "[hps.tables.emb0]\ncache_fraction = 0\n";
+  }
+  r = run("serve-dlrm --model " + model + " --pdb " + pdb + " --hps-config " + *dir_ + "/bad-hps.toml --workload 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("bad-hps.toml: hps.tables.emb0.cache_fraction = 0"), std::string::npos) << r.out;
   r = run("hps load --pdb " + pdb + " --table extra --npy " + *dir_ + "/rmat/indptr.npy");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("indptr.npy: embedding table must be 2-D"), std::string::npos) << r.out;

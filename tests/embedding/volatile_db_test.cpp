@@ -165,6 +165,27 @@ TEST_P(volatile_db_test, a_dim_mismatch_and_bad_sizes_are_named_errors) {
   EXPECT_NE(s.message().find("3 keys need 12 values"), std::string::npos) << s.message();
 }
 
+TEST_P(volatile_db_test, a_table_can_have_its_own_partitions_margin_and_policy) {
+  vdb_options o;
+  o.partitions = 4;
+  auto db = make(o);
+  ASSERT_TRUE(db);
+  vdb_options small;
+  small.partitions = 1;
+  small.overflow_margin = 10;
+  small.overflow_resolution = 0.5;
+  ASSERT_TRUE(db->configure_table("small", small));
+  small.overflow_resolution = 0;
+  EXPECT_NE(db->configure_table("other", small).message().find("vdb table 'other'"), std::string::npos);
+  const auto keys = range_keys(0, 40);
+  ASSERT_TRUE(db->insert("small", dim, keys, values_for(keys)));
+  ASSERT_TRUE(db->insert("big", dim, keys, values_for(keys)));
+  EXPECT_EQ(*db->size("small"), 5u);
+  EXPECT_EQ(*db->size("big"), 40u);
+  EXPECT_FALSE(db->partition_size("small", 1).has_value());  // it has one partition
+  EXPECT_TRUE(db->partition_size("big", 3).has_value());
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, volatile_db_test, ::testing::Values("hash_map", "redis"),
                          [](const auto& info) { return info.param; });
 
