@@ -138,7 +138,22 @@ void throughput_section(const table& tb) {
   }
 }
 
-void hit_rate_section(const table& tb) {
+void plot_hit_rates(const std::string& prefix) {
+  std::ofstream gp(prefix + "-hit-rate.gp");
+  gp << "set terminal png size 800,500\nset output '" << prefix << "-hit-rate.png'\n"
+     << "set datafile separator ','\nset logscale x\nset xlabel 'cache size (% of the table)'\n"
+     << "set ylabel 'stable hit rate'\nset key right bottom\nset yrange [0:1]\n"
+     << "set title 'L1 hit rate vs cache size: Zipf 1.2, batch 1024'\n"
+     << "plot '" << prefix << "-hit-rate.csv' every ::1 u 1:2 w lp t 'per lookup', '" << prefix
+     << "-hit-rate.csv' every ::1 u 1:3 w lp t 'per unique key (HPS)'\n";
+  gp.close();
+  if (auto p = child_process::spawn({"/usr/bin/gnuplot", prefix + "-hit-rate.gp"}); p && p->wait() == 0)
+    std::printf("plot: %s-hit-rate.png\n", prefix.c_str());
+}
+
+void hit_rate_section(const table& tb, const std::string& prefix) {
+  std::ofstream csv(prefix + "-hit-rate.csv");
+  csv << "cache_percent,per_lookup,per_unique_key\n";
   std::printf("\nhit rate vs cache fraction (batch 1024, query then replace misses; stable = last half of %zu keys)\n\n",
               stream_keys);
   std::printf("| cache fraction | slots | hit rate per lookup, stable | per unique key (HPS), stable | per lookup, whole run |\n|---|---|---|---|---|\n");
@@ -169,7 +184,10 @@ void hit_rate_section(const table& tb) {
     }
     std::printf("| %.0f%% | %llu | %.3f | %.3f | %.3f |\n", f * 100, (unsigned long long)c->capacity(),
                 double(hits2) / all2, double(uhits) / uall, double(hits) / all);
+    csv << f * 100 << "," << double(hits2) / all2 << "," << double(uhits) / uall << "\n";
   }
+  csv.close();
+  plot_hit_rates(prefix);
 }
 
 struct warm_point {
@@ -263,7 +281,7 @@ int main(int argc, char** argv) {
   setenv("SPINDLE_PROGRESS", "0", 0);
   const table tb(rows, dim);
   throughput_section(tb);
-  hit_rate_section(tb);
+  hit_rate_section(tb, prefix);
   const table small(rows / 5, dim);
   warm_up_section(small, prefix);
   return 0;
