@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "embedding/vdb/background_queue.hpp"
 #include "embedding/vdb/volatile_db.hpp"
 
 namespace spindle::embedding {
@@ -44,17 +45,8 @@ struct touch {
 
 class hash_map_vdb final : public volatile_db {
  public:
-  explicit hash_map_vdb(const vdb_options& o) : o_(o), toucher_([this] { touch_loop(); }) {
-    pthread_setname_np(toucher_.native_handle(), "vdb-touch");
-  }
-  ~hash_map_vdb() override {
-    {
-      std::lock_guard lock(touch_mu_);
-      stopping_ = true;
-    }
-    touch_cv_.notify_all();
-    toucher_.join();
-  }
+  explicit hash_map_vdb(const vdb_options& o)
+      : options_(o), touches_("vdb-touch", [this](std::vector<touch>& b) { apply_touches(b); }) {}
 
   std::string_view backend() const override { return "hash_map"; }
 
@@ -66,7 +58,7 @@ class hash_map_vdb final : public volatile_db {
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, false));
     if (t == nullptr) return std::uint64_t{0};
     const std::uint64_t tick = ++clock_;
-    const auto groups = group(keys, t->o.partitions);
+    const auto groups = partition_groups(keys, t->o.partitions);
     std::vector<touch> touches;
     for (std::uint32_t pi = 0; pi < t->o.partitions; ++pi) {
       if (groups[pi].empty()) continue;
@@ -82,7 +74,7 @@ class hash_map_vdb final : public volatile_db {
       }
     }
     const std::uint64_t hits = touches.size();
-    queue_touches(std::move(touches));
+    touches_.push(std::move(touches));
     return hits;
   }
 
@@ -91,7 +83,7 @@ class hash_map_vdb final : public volatile_db {
     SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, true));
     const std::uint64_t tick = ++clock_;
-    const auto by_part = group(keys, t->o.partitions);
+    const auto by_part = partition_groups(keys, t->o.partitions);
     for (std::uint32_t pi = 0; pi < t->o.partitions; ++pi) {
       if (by_part[pi].empty()) continue;
       partition& p = *t->parts[pi];
@@ -114,7 +106,7 @@ class hash_map_vdb final : public volatile_db {
 
   expected<std::uint64_t> partition_size(std::string_view table, std::uint32_t pi) override {
     std::shared_lock lock(tables_mu_);
-    const std::uint32_t parts = options_locked(table).partitions;
+    const std::uint32_t parts = options_.of(table).partitions;
     if (pi >= parts) {
       return make_error(errc::invalid_argument, "vdb '{}': partition {} of {}", table, pi, parts);
     }
@@ -131,37 +123,17 @@ class hash_map_vdb final : public volatile_db {
     if (tables_.count(std::string(table))) {
       return make_error(errc::invalid_argument, "vdb table '{}' is in use: configure it before its first insert", table);
     }
-    table_options_[std::string(table)] = o;
+    options_.set(table, o);
     return status::ok();
   }
 
-  void flush() override {
-    std::vector<touch> batch;
-    {
-      std::lock_guard lock(touch_mu_);
-      batch.swap(touches_);
-    }
-    apply_touches(batch);
-  }
+  void flush() override { touches_.flush(); }
 
  private:
-  static std::vector<std::vector<std::uint32_t>> group(std::span<const cache_key> keys,
-                                                       std::uint32_t partitions) {
-    std::vector<std::vector<std::uint32_t>> g(partitions);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      g[partition_of(keys[i], partitions)].push_back(static_cast<std::uint32_t>(i));
-    }
-    return g;
-  }
-
   // Options of `table`: its own when configured, else the backend's.
-  const vdb_options& options_locked(std::string_view table) const {
-    const auto it = table_options_.find(std::string(table));
-    return it == table_options_.end() ? o_ : it->second;
-  }
   vdb_options options_of(std::string_view table) const {
     std::shared_lock lock(tables_mu_);
-    return options_locked(table);
+    return options_.of(table);
   }
 
   expected<table_state*> find_table(std::string_view table, std::uint32_t dim, bool create) {
@@ -175,7 +147,7 @@ class hash_map_vdb final : public volatile_db {
     auto& slot = tables_[std::string(table)];
     if (!slot) {
       slot = std::make_unique<table_state>();
-      slot->o = options_locked(table);
+      slot->o = options_.of(table);
       slot->dim = dim;
       for (std::uint32_t p = 0; p < slot->o.partitions; ++p) {
         slot->parts.push_back(std::make_unique<partition>());
@@ -243,13 +215,6 @@ class hash_map_vdb final : public volatile_db {
     }
   }
 
-  void queue_touches(std::vector<touch> batch) {
-    if (batch.empty()) return;
-    std::lock_guard lock(touch_mu_);
-    touches_.insert(touches_.end(), batch.begin(), batch.end());
-    if (touches_.size() > 4096) touch_cv_.notify_one();
-  }
-
   // Touches arrive grouped by partition (lookups walk partitions in order), so
   // one exclusive lock covers each run of the same partition.
   void apply_touches(const std::vector<touch>& batch) {
@@ -263,28 +228,11 @@ class hash_map_vdb final : public volatile_db {
     }
   }
 
-  void touch_loop() {
-    std::unique_lock lock(touch_mu_);
-    while (!stopping_) {
-      touch_cv_.wait_for(lock, std::chrono::milliseconds(5));
-      std::vector<touch> batch;
-      batch.swap(touches_);
-      lock.unlock();
-      apply_touches(batch);
-      lock.lock();
-    }
-  }
-
-  vdb_options o_;
   std::atomic<std::uint64_t> clock_{0};
   mutable std::shared_mutex tables_mu_;
   std::unordered_map<std::string, std::unique_ptr<table_state>> tables_;  // guarded by tables_mu_
-  std::unordered_map<std::string, vdb_options> table_options_;             // guarded by tables_mu_
-  std::mutex touch_mu_;
-  std::condition_variable touch_cv_;
-  std::vector<touch> touches_;  // guarded by touch_mu_
-  bool stopping_ = false;       // guarded by touch_mu_
-  std::thread toucher_;         // "vdb-touch": applies queued access times
+  vdb_table_options options_;  // guarded by tables_mu_
+  background_queue<touch> touches_;  // thread "vdb-touch": applies access times; last member
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "embedding/vdb/background_queue.hpp"
 #include "embedding/vdb/redis_connection.hpp"
 #include "embedding/vdb/volatile_db.hpp"
 
@@ -42,18 +43,8 @@ class redis_vdb final : public volatile_db {
  public:
   redis_vdb(const vdb_options& o, redis_connection conn, redis_connection touch_conn,
             std::string prefix)
-      : o_(o), conn_(std::move(conn)), touch_conn_(std::move(touch_conn)),
-        prefix_(std::move(prefix)), toucher_([this] { touch_loop(); }) {
-    pthread_setname_np(toucher_.native_handle(), "vdb-redis-touch");
-  }
-  ~redis_vdb() override {
-    {
-      std::lock_guard lock(touch_mu_);
-      stopping_ = true;
-    }
-    touch_cv_.notify_all();
-    toucher_.join();
-  }
+      : options_(o), conn_(std::move(conn)), touch_conn_(std::move(touch_conn)), prefix_(std::move(prefix)),
+        touches_("vdb-redis-touch", [this](std::vector<pending_touch>& b) { apply_touches(b); }) {}
 
   std::string_view backend() const override { return "redis"; }
 
@@ -63,8 +54,8 @@ class redis_vdb final : public volatile_db {
     SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "lookup"));
     std::fill(found.begin(), found.end(), std::uint8_t{0});
     std::lock_guard lock(conn_mu_);
-    const vdb_options o = options_locked(table);
-    const auto groups = group(keys, o.partitions);
+    const vdb_options o = options_.of(table);
+    const auto groups = partition_groups(keys, o.partitions);
     SPINDLE_TRY(check_dim(table, dim, false));
     std::vector<std::vector<std::string>> names(o.partitions);
     for (std::uint32_t p = 0; p < o.partitions; ++p) {
@@ -94,7 +85,7 @@ class redis_vdb final : public volatile_db {
         touches.push_back({zset_key(table, p), key_bytes(keys[i]), o.policy});
       }
     }
-    queue_touches(std::move(touches), o.policy);
+    if (o.policy != eviction_policy::evict_random) touches_.push(std::move(touches));
     return hits;
   }
 
@@ -102,8 +93,8 @@ class redis_vdb final : public volatile_db {
                 std::span<const float> values) override {
     SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
     std::lock_guard lock(conn_mu_);
-    const vdb_options o = options_locked(table);
-    const auto groups = group(keys, o.partitions);
+    const vdb_options o = options_.of(table);
+    const auto groups = partition_groups(keys, o.partitions);
     SPINDLE_TRY(check_dim(table, dim, true));
     const std::string score = std::to_string(now_us());
     std::uint32_t appended = 0;
@@ -153,7 +144,7 @@ class redis_vdb final : public volatile_db {
     std::uint32_t parts = 0;
     {
       std::lock_guard lock(conn_mu_);
-      parts = options_locked(table).partitions;
+      parts = options_.of(table).partitions;
     }
     for (std::uint32_t p = 0; p < parts; ++p) {
       SPINDLE_ASSIGN_OR_RETURN(std::uint64_t k, partition_size(table, p));
@@ -164,7 +155,7 @@ class redis_vdb final : public volatile_db {
 
   expected<std::uint64_t> partition_size(std::string_view table, std::uint32_t p) override {
     std::lock_guard lock(conn_mu_);
-    const std::uint32_t parts = options_locked(table).partitions;
+    const std::uint32_t parts = options_.of(table).partitions;
     if (p >= parts) {
       return make_error(errc::invalid_argument, "vdb '{}': partition {} of {}", table, p, parts);
     }
@@ -175,31 +166,15 @@ class redis_vdb final : public volatile_db {
   status configure_table(std::string_view table, const vdb_options& o) override {
     SPINDLE_TRY(validate(o).with_context(fmt::format("vdb table '{}'", table)));
     std::lock_guard lock(conn_mu_);
-    table_options_[std::string(table)] = o;
+    options_.set(table, o);
     return status::ok();
   }
 
-  void flush() override {
-    std::unique_lock lock(touch_mu_);
-    touch_cv_.notify_all();
-    touch_cv_.wait(lock, [&] { return touches_.empty() && !touching_; });
-  }
+  void flush() override { touches_.flush(); }
 
  private:
-  static std::vector<std::vector<std::uint32_t>> group(std::span<const cache_key> keys,
-                                                       std::uint32_t partitions) {
-    std::vector<std::vector<std::uint32_t>> g(partitions);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      g[partition_of(keys[i], partitions)].push_back(static_cast<std::uint32_t>(i));
-    }
-    return g;
-  }
 
   // Caller holds conn_mu_.
-  const vdb_options& options_locked(std::string_view table) const {
-    const auto it = table_options_.find(std::string(table));
-    return it == table_options_.end() ? o_ : it->second;
-  }
 
   std::string part_prefix(std::string_view table, std::uint32_t p) const {
     return fmt::format("{}:{}:{}:", prefix_, table, p);
@@ -259,14 +234,6 @@ class redis_vdb final : public volatile_db {
     return conn_.reply().error_or_ok();
   }
 
-  void queue_touches(std::vector<pending_touch> batch, eviction_policy policy) {
-    if (batch.empty() || policy == eviction_policy::evict_random) return;
-    std::lock_guard lock(touch_mu_);
-    touches_.insert(touches_.end(), std::make_move_iterator(batch.begin()),
-                    std::make_move_iterator(batch.end()));
-    touch_cv_.notify_one();
-  }
-
   void apply_touches(const std::vector<pending_touch>& batch) {
     const std::string score = std::to_string(now_us());
     for (const auto& t : batch) {
@@ -279,34 +246,14 @@ class redis_vdb final : public volatile_db {
     for (std::size_t i = 0; i < batch.size(); ++i) (void)touch_conn_.reply();
   }
 
-  void touch_loop() {
-    std::unique_lock lock(touch_mu_);
-    while (!stopping_) {
-      touch_cv_.wait_for(lock, std::chrono::milliseconds(5));
-      std::vector<pending_touch> batch;
-      batch.swap(touches_);
-      touching_ = true;
-      lock.unlock();
-      apply_touches(batch);
-      lock.lock();
-      touching_ = false;
-      touch_cv_.notify_all();
-    }
-  }
-
-  vdb_options o_;
+  vdb_table_options options_;  // guarded by conn_mu_
   std::mutex conn_mu_;
   redis_connection conn_;        // guarded by conn_mu_
-  redis_connection touch_conn_;  // owned by the "vdb-redis-touch" thread
+  redis_connection touch_conn_;  // used only by the "vdb-redis-touch" thread
   std::string prefix_;
   std::unordered_map<std::string, std::uint32_t> dims_;  // guarded by conn_mu_
-  std::unordered_map<std::string, vdb_options> table_options_;  // guarded by conn_mu_
-  std::mutex touch_mu_;
-  std::condition_variable touch_cv_;
-  std::vector<pending_touch> touches_;  // guarded by touch_mu_
-  bool touching_ = false;               // guarded by touch_mu_
-  bool stopping_ = false;               // guarded by touch_mu_
-  std::thread toucher_;                 // "vdb-redis-touch"
+  // Thread "vdb-redis-touch" (owns touch_conn_): writes access scores; last member.
+  background_queue<pending_touch> touches_;
 };
 
 }  // namespace

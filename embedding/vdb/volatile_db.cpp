@@ -41,6 +41,15 @@ std::uint32_t partition_of(cache_key key, std::uint32_t partitions) {
   return static_cast<std::uint32_t>(XXH64(bytes, sizeof bytes, 0) % partitions);
 }
 
+std::vector<std::vector<std::uint32_t>> partition_groups(std::span<const cache_key> keys,
+                                                         std::uint32_t partitions) {
+  std::vector<std::vector<std::uint32_t>> g(partitions);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    g[partition_of(keys[i], partitions)].push_back(static_cast<std::uint32_t>(i));
+  }
+  return g;
+}
+
 status check_vdb_batch(std::string_view table, std::uint32_t dim, std::size_t keys,
                        std::size_t values, const char* op) {
   if (table.empty()) return make_error(errc::invalid_argument, "vdb {}: empty table name", op);

@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "core/status.hpp"
 #include "gpu/kernels/slab_probe.hpp"
@@ -74,6 +76,26 @@ expected<std::unique_ptr<volatile_db>> make_hash_map_vdb(const vdb_options& opti
 expected<std::unique_ptr<volatile_db>> make_redis_vdb(const vdb_options& options,
                                                      const std::string& host, int port,
                                                      std::string prefix = "spindle");
+
+/// Indices of `keys` grouped by partition: result[p] lists the positions in partition p.
+std::vector<std::vector<std::uint32_t>> partition_groups(std::span<const cache_key> keys,
+                                                         std::uint32_t partitions);
+
+/// A backend's options with per-table overrides (configure_table). Not locked:
+/// each backend guards it with its own mutex.
+class vdb_table_options {
+ public:
+  explicit vdb_table_options(vdb_options defaults) : defaults_(std::move(defaults)) {}
+  const vdb_options& of(std::string_view table) const {
+    const auto it = per_table_.find(std::string(table));
+    return it == per_table_.end() ? defaults_ : it->second;
+  }
+  void set(std::string_view table, const vdb_options& o) { per_table_[std::string(table)] = o; }
+
+ private:
+  vdb_options defaults_;
+  std::unordered_map<std::string, vdb_options> per_table_;
+};
 
 /// Shared argument check of lookup/insert: sizes match dim, no reserved key.
 status check_vdb_batch(std::string_view table, std::uint32_t dim, std::size_t keys,

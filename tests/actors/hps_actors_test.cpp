@@ -9,31 +9,18 @@
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/embedding_cache_actor.hpp"
 #include "actors/updater_actor.hpp"
-#include "core/npy.hpp"
+#include "tests/support/golden_dlrm.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace spindle::actors {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string golden = std::string(SPINDLE_SOURCE_DIR) + "/tests/nn/golden/dlrm";
-
-std::vector<std::int64_t> load_i64(const std::string& name) {
-  auto a = npy_array::open(golden + "/" + name + ".npy");
-  auto s = a->as<std::int64_t>();
-  return {s->begin(), s->end()};
-}
+const std::string& golden = testing::golden_dlrm_dir;
 
 dlrm_request golden_request() {
-  dlrm_request r;
-  r.batch = 6;
-  auto dense = npy_array::open(golden + "/dense.npy");
-  auto d = dense->as<float>();
-  r.dense.assign(d->begin(), d->end());
-  for (int t = 0; t < 3; ++t) {
-    r.sparse.push_back({load_i64("indices" + std::to_string(t)), load_i64("offsets" + std::to_string(t))});
-  }
-  return r;
+  testing::golden_dlrm_batch g;
+  return {6, std::move(g.dense), std::move(g.sparse)};
 }
 
 struct hps_node {
@@ -92,8 +79,8 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   ASSERT_TRUE(consumer.has_value()) << consumer.error().to_string();
   auto updater = spawn_updater(sys, std::move(*consumer), node.vdb.get(), node.pdb.get());
 
-  auto expected_arr = npy_array::open(golden + "/expected.npy");
-  auto expected = expected_arr->as<float>();
+  const testing::golden_dlrm_batch fixture;
+  const auto* expected = &fixture.expected;
   const dlrm_request req = golden_request();
   for (const auto& inst : instances) {
     const dlrm_reply r = ask(self, inst, req);

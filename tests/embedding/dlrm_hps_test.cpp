@@ -7,19 +7,13 @@
 
 #include <filesystem>
 
-#include "core/npy.hpp"
+#include "tests/support/golden_dlrm.hpp"
 
 namespace spindle::embedding {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string golden = std::string(SPINDLE_SOURCE_DIR) + "/tests/nn/golden/dlrm";
-
-std::vector<std::int64_t> load_i64(const std::string& name) {
-  auto a = npy_array::open(golden + "/" + name + ".npy");
-  auto s = a->as<std::int64_t>();
-  return {s->begin(), s->end()};
-}
+const std::string& golden = testing::golden_dlrm_dir;
 
 TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   const auto dir = fs::temp_directory_path() / ("spindle-dlrm-hps-" + std::to_string(::getpid()));
@@ -42,16 +36,10 @@ TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   auto runner = dlrm_hps_runner::create(*lean, *session);
   ASSERT_TRUE(runner.has_value()) << runner.error().to_string();
 
-  auto dense_arr = npy_array::open(golden + "/dense.npy");
-  auto dense_span = dense_arr->as<float>();
-  std::vector<float> dense_copy(dense_span->begin(), dense_span->end());
-  auto dense = nn::tensor::borrow(dense_copy.data(), {6, 13});
-  std::vector<nn::sparse_input> sparse;
-  for (int t = 0; t < 3; ++t) {
-    sparse.push_back({load_i64("indices" + std::to_string(t)), load_i64("offsets" + std::to_string(t))});
-  }
-  auto expected_arr = npy_array::open(golden + "/expected.npy");
-  auto expected = expected_arr->as<float>();
+  testing::golden_dlrm_batch g;
+  auto dense = nn::tensor::borrow(g.dense.data(), {6, 13});
+  auto& sparse = g.sparse;
+  const auto* expected = &g.expected;
   auto in_memory = full->forward_dlrm(alloc, dense, sparse);
   ASSERT_TRUE(in_memory.has_value()) << in_memory.error().to_string();
   for (int round = 0; round < 2; ++round) {  // cold (PDB), then warm (L1)

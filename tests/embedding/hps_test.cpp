@@ -3,6 +3,8 @@
 // filling, refresh after updates, and the PDB answering when Redis dies.
 #include <gtest/gtest.h>
 
+#include "tests/graph/test_util.hpp"
+
 #include <filesystem>
 #include <random>
 
@@ -18,12 +20,7 @@ namespace fs = std::filesystem;
 constexpr std::uint32_t dim = 4;
 constexpr std::uint64_t rows = 2000;
 
-fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("spindle-hps-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return graph::testing::temp_dir(name); }
 
 std::vector<float> table_values(float version = 0) {
   std::vector<float> v(rows * dim);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/graph/test_util.hpp"
+
 #include <hiredis/hiredis.h>
 
 #include <filesystem>
@@ -18,12 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 constexpr std::uint32_t dim = 4;
 
-fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("spindle-upd-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return graph::testing::temp_dir(name); }
 
 std::vector<float> versioned(const std::vector<cache_key>& keys, int version) {
   std::vector<float> v;
