@@ -1,0 +1,107 @@
+#include "transport/rpc/codec.hpp"
+
+namespace spindle::transport::rpc {
+
+std::string_view to_string(rpc_status s) {
+  switch (s) {
+    case rpc_status::ok: return "ok";
+    case rpc_status::overloaded: return "overloaded";
+    case rpc_status::deadline_exceeded: return "deadline_exceeded";
+    case rpc_status::bad_request: return "bad_request";
+    case rpc_status::unavailable: return "unavailable";
+    case rpc_status::internal: return "internal";
+    case rpc_status::unauthorized: return "unauthorized";
+  }
+  return "?";
+}
+
+bool token_matches(std::string_view given, std::string_view expected) {
+  // Constant time in the length of `expected`: no early exit on the first difference.
+  unsigned diff = given.size() == expected.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const char g = i < given.size() ? given[i] : 0;
+    diff |= static_cast<unsigned>(static_cast<unsigned char>(g ^ expected[i]));
+  }
+  return diff == 0 && !expected.empty();
+}
+
+namespace detail {
+
+::Status to_wire(rpc_status s) { return static_cast<::Status>(static_cast<std::uint16_t>(s)); }
+
+rpc_status from_wire(::Status s) {
+  const auto v = static_cast<std::uint16_t>(s);
+  return v <= static_cast<std::uint16_t>(rpc_status::unauthorized) ? static_cast<rpc_status>(v)
+                                                                    : rpc_status::internal;
+}
+
+template <class T, class List>
+std::vector<T> to_vector(List l) {
+  std::vector<T> v;
+  v.reserve(l.size());
+  for (auto x : l) v.push_back(x);
+  return v;
+}
+
+template <class Builder, class Vec>
+void fill(Builder b, const Vec& v) {
+  for (unsigned i = 0; i < v.size(); ++i) b.set(i, v[i]);
+}
+
+void write(::GnnRequest::Builder b, const gnn_call& c) {
+  b.setModel(text(c.model));
+  fill(b.initSeeds(c.seeds.size()), c.seeds);
+  b.setSamplerSeed(c.sampler_seed);
+  b.setDeadlineUs(c.deadline_us);
+}
+
+gnn_call read(::GnnRequest::Reader r) {
+  return {str(r.getModel()), to_vector<std::int64_t>(r.getSeeds()), r.getSamplerSeed(), r.getDeadlineUs()};
+}
+
+void write(::GnnReply::Builder b, const gnn_answer& a) {
+  b.setStatus(to_wire(a.status));
+  b.setMessage(text(a.message));
+  b.setWidth(a.width);
+  fill(b.initOutputs(a.outputs.size()), a.outputs);
+  b.setServerUs(a.server_us);
+}
+
+gnn_answer read(::GnnReply::Reader r) {
+  return {from_wire(r.getStatus()), str(r.getMessage()), r.getWidth(), to_vector<float>(r.getOutputs()),
+          r.getServerUs()};
+}
+
+void write(::RecRequest::Builder b, const rec_call& c) {
+  b.setModel(text(c.model));
+  b.setBatch(c.batch);
+  fill(b.initDense(c.dense.size()), c.dense);
+  auto bags = b.initSparse(c.sparse.size());
+  for (unsigned t = 0; t < c.sparse.size(); ++t) {
+    fill(bags[t].initIndices(c.sparse[t].indices.size()), c.sparse[t].indices);
+    fill(bags[t].initOffsets(c.sparse[t].offsets.size()), c.sparse[t].offsets);
+  }
+  b.setDeadlineUs(c.deadline_us);
+}
+
+rec_call read(::RecRequest::Reader r) {
+  rec_call c{str(r.getModel()), r.getBatch(), to_vector<float>(r.getDense()), {}, r.getDeadlineUs()};
+  for (auto bag : r.getSparse()) {
+    c.sparse.push_back({to_vector<std::int64_t>(bag.getIndices()), to_vector<std::int64_t>(bag.getOffsets())});
+  }
+  return c;
+}
+
+void write(::RecReply::Builder b, const rec_answer& a) {
+  b.setStatus(to_wire(a.status));
+  b.setMessage(text(a.message));
+  fill(b.initScores(a.scores.size()), a.scores);
+  b.setServerUs(a.server_us);
+}
+
+rec_answer read(::RecReply::Reader r) {
+  return {from_wire(r.getStatus()), str(r.getMessage()), to_vector<float>(r.getScores()), r.getServerUs()};
+}
+
+}  // namespace detail
+}  // namespace spindle::transport::rpc

@@ -1,0 +1,26 @@
+// Translation between the Cap'n Proto messages of spindle.capnp and the plain
+// types of rpc_types.hpp, shared by the server and the client. Internal to
+// transport/rpc/ (STYLE 14: Cap'n Proto types stay here).
+#pragma once
+
+#include "transport/rpc/rpc_types.hpp"
+#include "transport/rpc/spindle.capnp.h"
+
+namespace spindle::transport::rpc::detail {
+
+inline ::capnp::Text::Reader text(const std::string& s) { return {s.c_str(), s.size()}; }
+inline std::string str(::capnp::Text::Reader t) { return {t.cStr(), t.size()}; }
+
+::Status to_wire(rpc_status s);
+rpc_status from_wire(::Status s);
+
+void write(::GnnRequest::Builder b, const gnn_call& c);
+gnn_call read(::GnnRequest::Reader r);
+void write(::GnnReply::Builder b, const gnn_answer& a);
+gnn_answer read(::GnnReply::Reader r);
+void write(::RecRequest::Builder b, const rec_call& c);
+rec_call read(::RecRequest::Reader r);
+void write(::RecReply::Builder b, const rec_answer& a);
+rec_answer read(::RecReply::Reader r);
+
+}  // namespace spindle::transport::rpc::detail

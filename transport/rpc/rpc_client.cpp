@@ -1,0 +1,250 @@
+#include "transport/rpc/rpc_client.hpp"
+
+#include <capnp/ez-rpc.h>
+#include <kj/async.h>
+#include <kj/async-io.h>
+#include <kj/timer.h>
+
+#include <chrono>
+
+#include "transport/rpc/codec.hpp"
+
+namespace spindle::transport::rpc {
+
+using detail::str;
+using detail::text;
+
+struct rpc_client::impl {
+  capnp::EzRpcClient ez;
+  ::Spindle::Client root;
+  ::Inference::Client inference;
+  ::Admin::Client admin;
+  int timeout_ms;
+
+  impl(const std::string& host, unsigned port, int timeout)
+      : ez(host, port, limits()),
+        root(ez.getMain<::Spindle>()),
+        inference(root.inferenceRequest().send().getInference()),
+        admin(root.adminRequest().send().getAdmin()),
+        timeout_ms(timeout) {}
+
+  static capnp::ReaderOptions limits() {
+    capnp::ReaderOptions o;
+    o.traversalLimitInWords = (256ull << 20) / 8;
+    return o;
+  }
+
+  kj::WaitScope& ws() { return ez.getWaitScope(); }
+  kj::Timer& timer() { return ez.getIoProvider().getTimer(); }
+
+  template <class T>
+  T wait(kj::Promise<T> p) {
+    return timer().timeoutAfter(timeout_ms * kj::MILLISECONDS, kj::mv(p)).wait(ws());
+  }
+};
+
+namespace {
+
+template <class F>
+auto guarded(const std::string& endpoint, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const kj::Exception& e) {
+    return make_error(errc::unavailable, "rpc {}: {}", endpoint, e.getDescription().cStr());
+  }
+}
+
+template <class Results>
+admin_reply admin_of(Results& r) {
+  admin_reply a;
+  a.status = detail::from_wire(r.getStatus());
+  a.message = str(r.getMessage());
+  return a;
+}
+
+double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+expected<std::unique_ptr<rpc_client>> rpc_client::connect(const std::string& endpoint, int timeout_ms) {
+  const auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return make_error(errc::invalid_argument, "--connect '{}': expected HOST:PORT", endpoint);
+  }
+  unsigned port = 0;
+  try {
+    port = unsigned(std::stoul(endpoint.substr(colon + 1)));
+  } catch (const std::exception&) {
+    return make_error(errc::invalid_argument, "--connect '{}': bad port", endpoint);
+  }
+  std::unique_ptr<rpc_client> c;
+  SPINDLE_TRY(guarded(endpoint, [&]() -> status {
+    c.reset(new rpc_client(std::make_unique<impl>(endpoint.substr(0, colon), port, timeout_ms), endpoint));
+    return status::ok();
+  }));
+  SPINDLE_ASSIGN_OR_RETURN(std::uint32_t v, c->server_version());
+  if (v < 1) return make_error(errc::unsupported, "rpc {}: server speaks schema version {}", endpoint, v);
+  return c;
+}
+
+rpc_client::rpc_client(std::unique_ptr<impl> i, std::string endpoint)
+    : impl_(std::move(i)), endpoint_(std::move(endpoint)) {}
+rpc_client::~rpc_client() = default;
+
+expected<std::uint32_t> rpc_client::server_version() {
+  return guarded(endpoint_, [&]() -> expected<std::uint32_t> {
+    return impl_->wait(impl_->inference.versionRequest().send()).getVersion();
+  });
+}
+
+expected<gnn_answer> rpc_client::infer_gnn(const gnn_call& call) {
+  return guarded(endpoint_, [&]() -> expected<gnn_answer> {
+    auto req = impl_->inference.inferGnnRequest();
+    detail::write(req.initRequest(), call);
+    return detail::read(impl_->wait(req.send()).getReply());
+  });
+}
+
+expected<std::vector<gnn_answer>> rpc_client::infer_gnn_batch(const std::vector<gnn_call>& calls) {
+  return guarded(endpoint_, [&]() -> expected<std::vector<gnn_answer>> {
+    auto req = impl_->inference.inferGnnBatchRequest();
+    auto list = req.initRequests(calls.size());
+    for (unsigned i = 0; i < calls.size(); ++i) detail::write(list[i], calls[i]);
+    auto resp = impl_->wait(req.send());
+    std::vector<gnn_answer> out;
+    for (auto r : resp.getReplies()) out.push_back(detail::read(r));
+    return out;
+  });
+}
+
+expected<rec_answer> rpc_client::infer_rec(const rec_call& call) {
+  return guarded(endpoint_, [&]() -> expected<rec_answer> {
+    auto req = impl_->inference.inferRecRequest();
+    detail::write(req.initRequest(), call);
+    return detail::read(impl_->wait(req.send()).getReply());
+  });
+}
+
+status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size_t in_flight,
+                                   const gnn_callback& done) {
+  return guarded(endpoint_, [&]() -> status {
+    std::size_t next = 0;
+    std::function<kj::Promise<void>()> issue = [&]() -> kj::Promise<void> {
+      if (next >= calls.size()) return kj::READY_NOW;
+      const std::size_t i = next++;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto req = impl_->inference.inferGnnRequest();
+      detail::write(req.initRequest(), calls[i]);
+      return req.send().then(
+          [&, i, t0](capnp::Response<::Inference::InferGnnResults> r) {
+            done(i, detail::read(r.getReply()), seconds_between(t0, std::chrono::steady_clock::now()));
+            return issue();
+          },
+          [&, i, t0](kj::Exception&& e) {
+            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+                 seconds_between(t0, std::chrono::steady_clock::now()));
+            return issue();
+          });
+    };
+    auto chains = kj::heapArrayBuilder<kj::Promise<void>>(std::max<std::size_t>(1, in_flight));
+    for (std::size_t c = 0; c < std::max<std::size_t>(1, in_flight); ++c) chains.add(issue());
+    kj::joinPromises(chains.finish()).wait(impl_->ws());
+    return status::ok();
+  });
+}
+
+status rpc_client::run_open_loop(const std::vector<gnn_call>& calls, const std::vector<double>& send_at_s,
+                                 const gnn_callback& done) {
+  if (send_at_s.size() != calls.size()) {
+    return make_error(errc::invalid_argument, "open loop: {} send times for {} calls", send_at_s.size(),
+                      calls.size());
+  }
+  return guarded(endpoint_, [&]() -> status {
+    auto& timer = impl_->timer();
+    const kj::TimePoint start = timer.now();
+    const auto wall0 = std::chrono::steady_clock::now();
+    auto sends = kj::heapArrayBuilder<kj::Promise<void>>(calls.size());
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto at = start + std::int64_t(send_at_s[i] * 1e9) * kj::NANOSECONDS;
+      const auto scheduled = wall0 + std::chrono::nanoseconds(std::int64_t(send_at_s[i] * 1e9));
+      sends.add(timer.atTime(at).then([&, i, scheduled]() {
+        auto req = impl_->inference.inferGnnRequest();
+        detail::write(req.initRequest(), calls[i]);
+        return req.send().then(
+            [&, i, scheduled](capnp::Response<::Inference::InferGnnResults> r) {
+              done(i, detail::read(r.getReply()), seconds_between(scheduled, std::chrono::steady_clock::now()));
+            },
+            [&, i, scheduled](kj::Exception&& e) {
+              done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+                   seconds_between(scheduled, std::chrono::steady_clock::now()));
+            });
+      }));
+    }
+    kj::joinPromises(sends.finish()).wait(impl_->ws());
+    return status::ok();
+  });
+}
+
+expected<admin_reply> rpc_client::stats(const std::string& token) {
+  return guarded(endpoint_, [&]() -> expected<admin_reply> {
+    auto req = impl_->admin.statsRequest();
+    req.setToken(text(token));
+    auto r = impl_->wait(req.send());
+    admin_reply a = admin_of(r);
+    a.json = str(r.getJson());
+    return a;
+  });
+}
+
+expected<admin_reply> rpc_client::list_models(const std::string& token) {
+  return guarded(endpoint_, [&]() -> expected<admin_reply> {
+    auto req = impl_->admin.listModelsRequest();
+    req.setToken(text(token));
+    auto r = impl_->wait(req.send());
+    admin_reply a = admin_of(r);
+    for (auto m : r.getModels()) {
+      a.models.push_back({str(m.getName()), str(m.getKind()), str(m.getArch()), m.getInputWidth(), m.getOutputWidth()});
+    }
+    return a;
+  });
+}
+
+expected<admin_reply> rpc_client::get_tunables(const std::string& token, const std::string& model) {
+  return guarded(endpoint_, [&]() -> expected<admin_reply> {
+    auto req = impl_->admin.getTunablesRequest();
+    req.setToken(text(token));
+    req.setModel(text(model));
+    auto r = impl_->wait(req.send());
+    admin_reply a = admin_of(r);
+    for (auto t : r.getTunables()) a.tunables.push_back({str(t.getName()), str(t.getValue())});
+    return a;
+  });
+}
+
+expected<admin_reply> rpc_client::set_tunable(const std::string& token, const std::string& model,
+                                              const std::string& name, const std::string& value) {
+  return guarded(endpoint_, [&]() -> expected<admin_reply> {
+    auto req = impl_->admin.setTunableRequest();
+    req.setToken(text(token));
+    req.setModel(text(model));
+    req.setName(text(name));
+    req.setValue(text(value));
+    auto r = impl_->wait(req.send());
+    return admin_of(r);
+  });
+}
+
+expected<admin_reply> rpc_client::members(const std::string& token) {
+  return guarded(endpoint_, [&]() -> expected<admin_reply> {
+    auto req = impl_->admin.membersRequest();
+    req.setToken(text(token));
+    auto r = impl_->wait(req.send());
+    admin_reply a = admin_of(r);
+    a.json = str(r.getJson());
+    return a;
+  });
+}
+
+}  // namespace spindle::transport::rpc

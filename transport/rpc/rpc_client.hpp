@@ -1,0 +1,65 @@
+// C++ client of the front door: one connection (reused by every call), sync
+// calls with a timeout, and two asynchronous drivers for load generation on
+// that connection: closed loop (keep N calls in flight) and open loop (send
+// each call at its scheduled time). Not thread-safe: one owner thread per
+// client (Cap'n Proto's event loop is per thread); use one client per thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/rpc/rpc_types.hpp"
+
+namespace spindle::transport::rpc {
+
+/// Called once per call with its index, answer and latency in seconds.
+using gnn_callback = std::function<void(std::size_t, const gnn_answer&, double)>;
+
+struct admin_reply {
+  rpc_status status = rpc_status::ok;
+  std::string message, json;
+  std::vector<model_info> models;
+  std::vector<tunable> tunables;
+};
+
+class rpc_client {
+ public:
+  /// Connects to "HOST:PORT" and checks the server's schema version (errors name
+  /// the endpoint). `timeout_ms` bounds every call.
+  static expected<std::unique_ptr<rpc_client>> connect(const std::string& endpoint,
+                                                       int timeout_ms = 30000);
+  ~rpc_client();
+
+  expected<gnn_answer> infer_gnn(const gnn_call& call);
+  expected<std::vector<gnn_answer>> infer_gnn_batch(const std::vector<gnn_call>& calls);
+  expected<rec_answer> infer_rec(const rec_call& call);
+
+  /// Closed loop: keeps `in_flight` calls outstanding until every call is answered.
+  status run_closed_loop(const std::vector<gnn_call>& calls, std::size_t in_flight,
+                         const gnn_callback& done);
+  /// Open loop: sends call i at `send_at_s[i]` seconds after the start; latency is
+  /// measured from that scheduled time (no coordinated omission).
+  status run_open_loop(const std::vector<gnn_call>& calls, const std::vector<double>& send_at_s,
+                       const gnn_callback& done);
+
+  expected<std::uint32_t> server_version();
+  expected<admin_reply> stats(const std::string& token);
+  expected<admin_reply> list_models(const std::string& token);
+  expected<admin_reply> get_tunables(const std::string& token, const std::string& model);
+  expected<admin_reply> set_tunable(const std::string& token, const std::string& model,
+                                    const std::string& name, const std::string& value);
+  expected<admin_reply> members(const std::string& token);
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  struct impl;
+
+ private:
+  rpc_client(std::unique_ptr<impl> i, std::string endpoint);
+  std::unique_ptr<impl> impl_;
+  std::string endpoint_;
+};
+
+}  // namespace spindle::transport::rpc

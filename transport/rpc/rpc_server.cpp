@@ -1,0 +1,249 @@
+#include "transport/rpc/rpc_server.hpp"
+
+#include <capnp/ez-rpc.h>
+#include <kj/async.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/log.hpp"
+#include "transport/rpc/codec.hpp"
+
+namespace spindle::transport::rpc {
+namespace {
+
+using detail::str;
+using detail::text;
+
+template <class T>
+using shared_fulfiller = std::shared_ptr<kj::Own<kj::CrossThreadPromiseFulfiller<T>>>;
+
+// A promise on this (event-loop) thread and a callback any thread may call once.
+template <class T>
+std::pair<kj::Promise<T>, std::function<void(T)>> cross_thread_reply() {
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<T>();
+  auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<T>>>(kj::mv(paf.fulfiller));
+  return {kj::mv(paf.promise), [f](T v) { (*f)->fulfill(kj::mv(v)); }};
+}
+
+class inference_impl final : public ::Inference::Server {
+ public:
+  explicit inference_impl(rpc_service& s) : s_(s) {}
+
+  kj::Promise<void> version(VersionContext ctx) override {
+    ctx.getResults().setVersion(::SCHEMA_VERSION);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> inferGnn(InferGnnContext ctx) override {
+    return gnn(detail::read(ctx.getParams().getRequest())).then([ctx](gnn_answer a) mutable {
+      detail::write(ctx.getResults().initReply(), a);
+    });
+  }
+
+  kj::Promise<void> inferGnnBatch(InferGnnBatchContext ctx) override {
+    auto requests = ctx.getParams().getRequests();
+    auto promises = kj::heapArrayBuilder<kj::Promise<gnn_answer>>(requests.size());
+    for (auto r : requests) promises.add(gnn(detail::read(r)));
+    return kj::joinPromises(promises.finish()).then([ctx](kj::Array<gnn_answer> answers) mutable {
+      auto out = ctx.getResults().initReplies(answers.size());
+      for (unsigned i = 0; i < answers.size(); ++i) detail::write(out[i], answers[i]);
+    });
+  }
+
+  kj::Promise<void> inferRec(InferRecContext ctx) override {
+    auto [promise, done] = cross_thread_reply<rec_answer>();
+    s_.infer_rec(detail::read(ctx.getParams().getRequest()), std::move(done));
+    return promise.then([ctx](rec_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
+  }
+
+ private:
+  kj::Promise<gnn_answer> gnn(gnn_call call) {
+    auto [promise, done] = cross_thread_reply<gnn_answer>();
+    s_.infer_gnn(std::move(call), std::move(done));
+    return kj::mv(promise);
+  }
+
+  rpc_service& s_;
+};
+
+class admin_impl final : public ::Admin::Server {
+ public:
+  admin_impl(rpc_service& s, std::string token) : s_(s), token_(std::move(token)) {}
+
+  kj::Promise<void> version(VersionContext ctx) override {
+    ctx.getResults().setVersion(::SCHEMA_VERSION);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> stats(StatsContext ctx) override {
+    if (refuse(ctx.getParams().getToken(), ctx.getResults())) return kj::READY_NOW;
+    ctx.getResults().setJson(text(s_.stats_json()));
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> listModels(ListModelsContext ctx) override {
+    if (refuse(ctx.getParams().getToken(), ctx.getResults())) return kj::READY_NOW;
+    const auto models = s_.models();
+    auto out = ctx.getResults().initModels(models.size());
+    for (unsigned i = 0; i < models.size(); ++i) {
+      out[i].setName(text(models[i].name));
+      out[i].setKind(text(models[i].kind));
+      out[i].setArch(text(models[i].arch));
+      out[i].setInputWidth(models[i].input_width);
+      out[i].setOutputWidth(models[i].output_width);
+    }
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> getTunables(GetTunablesContext ctx) override {
+    auto results = ctx.getResults();
+    if (refuse(ctx.getParams().getToken(), results)) return kj::READY_NOW;
+    auto t = s_.tunables(str(ctx.getParams().getModel()));
+    if (!t) return answer(results, t.error());
+    auto out = results.initTunables(t->size());
+    for (unsigned i = 0; i < t->size(); ++i) {
+      out[i].setName(text((*t)[i].name));
+      out[i].setValue(text((*t)[i].value));
+    }
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> setTunable(SetTunableContext ctx) override {
+    auto p = ctx.getParams();
+    if (refuse(p.getToken(), ctx.getResults())) return kj::READY_NOW;
+    return answer(ctx.getResults(), s_.set_tunable(str(p.getModel()), str(p.getName()), str(p.getValue())));
+  }
+
+  kj::Promise<void> members(MembersContext ctx) override {
+    if (refuse(ctx.getParams().getToken(), ctx.getResults())) return kj::READY_NOW;
+    ctx.getResults().setJson(text(s_.members_json()));
+    return kj::READY_NOW;
+  }
+
+ private:
+  template <class Results>
+  bool refuse(::capnp::Text::Reader token, Results r) {
+    if (token_matches({token.cStr(), token.size()}, token_)) return false;
+    r.setStatus(::Status::UNAUTHORIZED);
+    r.setMessage(token_.empty() ? "admin is disabled: the server has no admin token configured"
+                                : "wrong admin token");
+    return true;
+  }
+
+  template <class Results>
+  kj::Promise<void> answer(Results r, const status& s) {
+    if (!s) {
+      r.setStatus(s.code() == errc::invalid_argument || s.code() == errc::not_found
+                      ? ::Status::BAD_REQUEST
+                      : ::Status::INTERNAL);
+      r.setMessage(text(s.message()));
+    }
+    return kj::READY_NOW;
+  }
+
+  rpc_service& s_;
+  std::string token_;
+};
+
+class root_impl final : public ::Spindle::Server {
+ public:
+  root_impl(rpc_service& s, const std::string& token)
+      : inference_(kj::heap<inference_impl>(s)), admin_(kj::heap<admin_impl>(s, token)) {}
+  kj::Promise<void> inference(InferenceContext ctx) override {
+    ctx.getResults().setInference(inference_);
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> admin(AdminContext ctx) override {
+    ctx.getResults().setAdmin(admin_);
+    return kj::READY_NOW;
+  }
+
+ private:
+  ::Inference::Client inference_;
+  ::Admin::Client admin_;
+};
+
+}  // namespace
+
+struct rpc_server::impl {
+  std::thread thread;  // "rpc-server": owns the event loop and every Cap'n Proto object
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;                                         // guarded by mu
+  int port = 0;                                               // guarded by mu
+  std::string error;                                          // guarded by mu
+  kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop;        // guarded by mu
+
+  void run(server_options o, rpc_service& service) {
+    try {
+      const auto colon = o.listen.rfind(':');
+      const std::string host = o.listen.substr(0, colon);
+      const unsigned port_wanted = unsigned(std::stoul(o.listen.substr(colon + 1)));
+      capnp::ReaderOptions limits;
+      limits.traversalLimitInWords = o.max_message_bytes / 8;
+      limits.nestingLimit = 32;
+      capnp::EzRpcServer server(kj::heap<root_impl>(service, o.admin_token), host, port_wanted, limits);
+      auto& ws = server.getWaitScope();
+      const unsigned bound = server.getPort().wait(ws);
+      auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+      {
+        std::lock_guard lock(mu);
+        port = int(bound);
+        stop = kj::mv(paf.fulfiller);
+        ready = true;
+      }
+      cv.notify_all();
+      paf.promise.wait(ws);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    } catch (const kj::Exception& e) {
+      fail(std::string(e.getDescription().cStr()));
+    }
+  }
+
+  void fail(std::string why) {
+    std::lock_guard lock(mu);
+    error = std::move(why);
+    ready = true;
+    cv.notify_all();
+  }
+};
+
+expected<std::unique_ptr<rpc_server>> rpc_server::start(const server_options& options,
+                                                        rpc_service& service) {
+  const auto colon = options.listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == options.listen.size()) {
+    return make_error(errc::invalid_argument, "--listen '{}': expected HOST:PORT", options.listen);
+  }
+  auto i = std::make_unique<impl>();
+  impl* raw = i.get();
+  i->thread = std::thread([raw, options, &service] { raw->run(options, service); });
+  pthread_setname_np(i->thread.native_handle(), "rpc-server");
+  std::unique_lock lock(i->mu);
+  i->cv.wait(lock, [&] { return i->ready; });
+  if (!i->error.empty()) {
+    const std::string why = i->error;
+    lock.unlock();
+    i->thread.join();
+    return make_error(errc::unavailable, "cannot listen on {}: {}", options.listen, why);
+  }
+  const int port = i->port;
+  lock.unlock();
+  std::unique_ptr<rpc_server> s(new rpc_server(std::move(i)));
+  s->port_ = port;
+  return s;
+}
+
+rpc_server::rpc_server(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+
+rpc_server::~rpc_server() {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stop) impl_->stop->fulfill();
+  }
+  impl_->thread.join();
+}
+
+}  // namespace spindle::transport::rpc

@@ -1,0 +1,82 @@
+// The front door's request and reply types as plain C++ values, and the
+// service interface the RPC server calls. Cap'n Proto types never leave
+// transport/rpc/ (STYLE 14): the server and client translate at the edge.
+// Plain values; thread-safe to copy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::transport::rpc {
+
+enum class rpc_status { ok, overloaded, deadline_exceeded, bad_request, unavailable, internal, unauthorized };
+std::string_view to_string(rpc_status s);
+
+struct gnn_call {
+  std::string model;
+  std::vector<std::int64_t> seeds;
+  std::uint64_t sampler_seed = 0;
+  std::uint32_t deadline_us = 0;  // 0: none
+};
+
+struct gnn_answer {
+  rpc_status status = rpc_status::ok;
+  std::string message;
+  std::uint32_t width = 0;
+  std::vector<float> outputs;  // seeds x width
+  std::uint64_t server_us = 0;
+};
+
+struct rec_bag {
+  std::vector<std::int64_t> indices, offsets;
+};
+
+struct rec_call {
+  std::string model;
+  std::uint32_t batch = 0;
+  std::vector<float> dense;
+  std::vector<rec_bag> sparse;
+  std::uint32_t deadline_us = 0;
+};
+
+struct rec_answer {
+  rpc_status status = rpc_status::ok;
+  std::string message;
+  std::vector<float> scores;
+  std::uint64_t server_us = 0;
+};
+
+struct model_info {
+  std::string name, kind, arch;
+  std::uint32_t input_width = 0, output_width = 0;
+};
+
+struct tunable {
+  std::string name, value;
+};
+
+/// What the server asks of the serving system. Inference answers through `done`
+/// exactly once, from any thread; it must not block the caller (the RPC event
+/// loop). Admin calls are short and synchronous (the token is already checked).
+class rpc_service {
+ public:
+  virtual ~rpc_service() = default;
+  virtual void infer_gnn(gnn_call call, std::function<void(gnn_answer)> done) = 0;
+  virtual void infer_rec(rec_call call, std::function<void(rec_answer)> done) = 0;
+  virtual std::string stats_json() = 0;
+  virtual std::vector<model_info> models() = 0;
+  virtual expected<std::vector<tunable>> tunables(const std::string& model) = 0;
+  virtual status set_tunable(const std::string& model, const std::string& name,
+                             const std::string& value) = 0;
+  virtual std::string members_json() = 0;
+};
+
+/// Constant-time comparison of an Admin token with the configured one.
+bool token_matches(std::string_view given, std::string_view expected);
+
+}  // namespace spindle::transport::rpc

@@ -1,0 +1,99 @@
+# Spindle's front door: the Cap'n Proto schema every client speaks (C++ library,
+# `spindle client`, `spindle shell`, the Python client). Version 1.
+#
+# Compatibility rules: fields and methods are only ever added (new ordinals at
+# the end); a client reads `Admin.version` (or `Inference.version`) to learn what
+# the server speaks. Every call answers with a per-request `Status`: one bad
+# request never fails its neighbours in a batch.
+@0xf8bf9206416f48e7;
+
+const schemaVersion :UInt32 = 1;
+
+enum Status {
+  ok @0;                # the request was served; outputs are valid
+  overloaded @1;        # the model's admission queue was full: retry later (backpressure)
+  deadlineExceeded @2;  # the answer was not ready before the request's deadline
+  badRequest @3;        # the request itself is wrong; `message` names the field and value
+  unavailable @4;       # a part of the serving system needed by this request is down
+  internal @5;          # a broken invariant inside the server (a bug: please report)
+  unauthorized @6;      # Admin call without the right token
+}
+
+struct GnnRequest {
+  model @0 :Text;            # name of a loaded GNN model (Admin.listModels)
+  seeds @1 :List(Int64);     # node ids to embed/classify, each in [0, nodes)
+  samplerSeed @2 :UInt64;    # the sampler's random seed: same seeds + same samplerSeed
+                             # give the same answer on any server of the deployment
+  deadlineUs @3 :UInt32;     # 0: no deadline; else the answer is wanted within this many
+                             # microseconds of arrival, or the reply is deadlineExceeded
+}
+
+struct GnnReply {
+  status @0 :Status;
+  message @1 :Text;          # empty when ok; else a one-line reason
+  width @2 :UInt32;          # values per seed (classes or embedding width)
+  outputs @3 :List(Float32); # seeds x width, row-major, in request order
+  serverUs @4 :UInt64;       # time the server spent on the request, microseconds
+}
+
+struct RecRequest {
+  model @0 :Text;                 # name of a loaded recommendation (DLRM) model
+  batch @1 :UInt32;               # samples in this request
+  dense @2 :List(Float32);        # batch x denseIn, row-major
+  sparse @3 :List(Bag);           # one per embedding table, in table order
+  deadlineUs @4 :UInt32;
+  struct Bag {
+    indices @0 :List(Int64);      # keys of all samples, concatenated
+    offsets @1 :List(Int64);      # batch + 1 entries: sample b owns indices[offsets[b], offsets[b+1])
+  }
+}
+
+struct RecReply {
+  status @0 :Status;
+  message @1 :Text;
+  scores @2 :List(Float32);       # one click probability per sample
+  serverUs @3 :UInt64;
+}
+
+interface Inference {
+  version @0 () -> (version :UInt32);
+  inferGnn @1 (request :GnnRequest) -> (reply :GnnReply);
+  inferGnnBatch @2 (requests :List(GnnRequest)) -> (replies :List(GnnReply));
+  inferRec @3 (request :RecRequest) -> (reply :RecReply);
+}
+
+struct ModelInfo {
+  name @0 :Text;
+  kind @1 :Text;        # "gnn" or "dlrm"
+  arch @2 :Text;        # graphsage | gcn | gat | gin | dlrm
+  inputWidth @3 :UInt32;
+  outputWidth @4 :UInt32;
+}
+
+struct Tunable {
+  name @0 :Text;        # e.g. "routing_policy", "batch_deadline_us", "max_batch", "max_queue"
+  value @1 :Text;       # as text: "strict", "2000", ...
+}
+
+interface Admin {
+  version @0 () -> (version :UInt32);
+  # Every call below needs the token from the server's configuration; a wrong
+  # token answers `unauthorized` (compared in constant time).
+  stats @1 (token :Text) -> (status :Status, message :Text, json :Text);
+  # `json`: {"models": {NAME: {"requests", "ok", "overloaded", "deadline_exceeded",
+  #   "bad_request", "errors", "in_flight", "latency_ms": {"p50", "p99", "p999"},
+  #   "batches", "small_executor_batches", "large_executor_batches", "tunables": {...}}},
+  #   "uptime_s"}
+  listModels @2 (token :Text) -> (status :Status, message :Text, models :List(ModelInfo));
+  getTunables @3 (token :Text, model :Text) -> (status :Status, message :Text, tunables :List(Tunable));
+  setTunable @4 (token :Text, model :Text, name :Text, value :Text) -> (status :Status, message :Text);
+  # Applies at once, without restart; the new value shows in getTunables and stats.
+  members @5 (token :Text) -> (status :Status, message :Text, json :Text);
+  # Cluster membership and health: {"members": [{"rank", "name", "alive"}]} (one
+  # entry, this process, for `spindle serve`).
+}
+
+interface Spindle {
+  inference @0 () -> (inference :Inference);
+  admin @1 () -> (admin :Admin);
+}
