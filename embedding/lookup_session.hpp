@@ -84,6 +84,7 @@ class lookup_session {
 
   /// Live tunable: the hit-rate threshold of a table.
   void set_hit_rate_threshold(std::size_t table, double threshold);
+  double hit_rate_threshold(std::size_t table) const { return tables_[table]->threshold.load(); }
   table_stats stats(std::size_t table) const;
   const embedding_cache& cache(std::size_t table) const { return *tables_[table]->cache; }
   /// Blocks until every queued background insertion has been applied.

@@ -13,82 +13,19 @@
 #include "actors/embedding_cache_actor.hpp"
 #include "actors/updater_actor.hpp"
 #include "apps/commands/command.hpp"
-#include "config/hps.hpp"
+#include "apps/commands/hps_stack.hpp"
 #include "embedding/synthetic_keys.hpp"
 
 namespace spindle::apps {
 namespace {
 
-struct dlrm_args {
-  std::string hps_config;
-  std::string model, pdb, vdb = "hash_map", vdb_redis, updates, consumer = "serve-dlrm";
-  double cache_fraction = 0.1, threshold = 0.8;
-  std::uint32_t refresh_ms = 0, partitions = 16;
+struct dlrm_args : hps_stack_args {
+  std::string updates, consumer = "serve-dlrm";
   int instances = 2, batch = 256;
   std::size_t workload = 0;
   std::uint64_t seed = 1;
   bool json = false;
 };
-
-struct hps_stack {
-  std::unique_ptr<embedding::persistent_db> pdb;
-  std::unique_ptr<embedding::volatile_db> vdb;
-  std::shared_ptr<embedding::lookup_session> session;
-};
-
-// Flags give the defaults; the model's model.toml [hps] section, then --hps-config, win.
-expected<config::hps_config> hps_settings(const dlrm_args& a) {
-  config::hps_config c;
-  c.defaults.cache_fraction = a.cache_fraction;
-  c.defaults.hit_rate_threshold = a.threshold;
-  c.defaults.vdb_partitions = a.partitions;
-  c.refresh_interval_ms = a.refresh_ms;
-  SPINDLE_ASSIGN_OR_RETURN(c, config::load_hps_config(a.model + "/model.toml", c));
-  if (!a.hps_config.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(c, config::load_hps_config(a.hps_config, c));
-  }
-  return c;
-}
-
-embedding::vdb_options vdb_options_of(const config::hps_table_config& t) {
-  embedding::vdb_options o;
-  o.partitions = t.vdb_partitions;
-  o.overflow_margin = t.overflow_margin;
-  o.overflow_resolution = t.overflow_resolution;
-  o.policy = *embedding::parse_eviction_policy(t.eviction_policy);  // validated by config
-  return o;
-}
-
-expected<hps_stack> open_stack(const dlrm_args& a, const config::model_desc& d,
-                               const config::hps_config& hc) {
-  hps_stack s;
-  SPINDLE_ASSIGN_OR_RETURN(s.pdb, embedding::persistent_db::open(a.pdb));
-  std::vector<embedding::table_options> tables;
-  for (std::size_t t = 0; t < d.table_rows.size(); ++t) {
-    const std::string name = fmt::format("emb{}", t);
-    if (!s.pdb->table_dim(name)) {  // first start: fill the PDB from the model's weights
-      SPINDLE_TRY(s.pdb->bulk_load_safetensors(name, a.model + "/" + d.weights,
-                                               fmt::format("emb_l.{}.weight", t)));
-    }
-    const auto& tc = hc.for_table(name);
-    tables.push_back({name, std::uint32_t(d.embedding_dim), std::uint64_t(d.table_rows[t]),
-                      tc.cache_fraction, tc.hit_rate_threshold, tc.default_value, tc.slabs_per_set});
-  }
-  const embedding::vdb_options vo = vdb_options_of(hc.defaults);
-  if (a.vdb == "hash_map") {
-    SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_hash_map_vdb(vo));
-  } else if (a.vdb == "redis") {
-    SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.vdb_redis));
-    SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_redis_vdb(vo, ep.first, ep.second));
-  }
-  for (const auto& t : tables) {
-    if (s.vdb && hc.tables.count(t.name)) SPINDLE_TRY(s.vdb->configure_table(t.name, vdb_options_of(hc.for_table(t.name))));
-  }
-  SPINDLE_ASSIGN_OR_RETURN(auto session,
-                           embedding::lookup_session::create(tables, s.vdb.get(), s.pdb.get()));
-  s.session = std::move(session);
-  return s;
-}
 
 actors::dlrm_request make_request(const config::model_desc& d, int batch,
                                   std::vector<embedding::zipf_keys>& keys, std::mt19937_64& rng) {
@@ -194,6 +131,7 @@ void print_result(const run_result& r, const actors::hps_stats& st, const dlrm_a
 }
 
 status run_serve_dlrm(const dlrm_args& a) {
+  if (a.model.empty() || a.pdb.empty()) return make_error(errc::invalid_argument, "serve-dlrm: --model DIR and --pdb DIR are required");
   if (a.workload == 0) return make_error(errc::invalid_argument, "serve-dlrm: --workload N is required (no RPC front door yet)");
   if (a.vdb != "hash_map" && a.vdb != "redis" && a.vdb != "none")
     return make_error(errc::invalid_argument, "--vdb '{}': expected hash_map, redis or none", a.vdb);
@@ -236,18 +174,9 @@ void register_serve_dlrm(CLI::App& app, global_options&) {
   auto* cmd = app.add_subcommand("serve-dlrm", "Serve a DLRM with its tables in the hierarchical parameter server "
                                                "and drive a synthetic workload through inference actors");
   auto a = std::make_shared<dlrm_args>();
-  cmd->add_option("--model", a->model, "DLRM model directory (spindle model init --arch dlrm)")->required();
-  cmd->add_option("--pdb", a->pdb, "RocksDB directory for the tables (filled from the model on first start)")->required();
-  cmd->add_option("--hps-config", a->hps_config, "TOML with [hps] defaults and [hps.tables.<name>] overrides "
-                                                  "(also read from the model's model.toml; the files win over flags)");
-  cmd->add_option("--vdb", a->vdb, "Level 2: hash_map, redis or none")->capture_default_str();
-  cmd->add_option("--vdb-redis", a->vdb_redis, "Redis HOST:PORT for --vdb redis");
-  cmd->add_option("--vdb-partitions", a->partitions, "VDB partitions per table")->capture_default_str();
+  add_hps_stack_options(*cmd, *a, "--model");
   cmd->add_option("--updates", a->updates, "Follow online updates from this Redis HOST:PORT (streams spindle:updates:emb<t>)");
   cmd->add_option("--consumer", a->consumer, "Update consumer name (unique per node)")->capture_default_str();
-  cmd->add_option("--cache-fraction", a->cache_fraction, "L1 slots as a fraction of each table")->capture_default_str();
-  cmd->add_option("--hit-rate-threshold", a->threshold, "Below it misses are fetched synchronously")->capture_default_str();
-  cmd->add_option("--refresh-ms", a->refresh_ms, "Refresh the L1 caches this often (0: never)")->capture_default_str();
   cmd->add_option("--instances", a->instances, "DLRM inference actors (and client threads)")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--batch", a->batch, "Samples per batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--workload", a->workload, "Batches to drive from the in-process generator")->required();

@@ -1,0 +1,456 @@
+#include "actors/gateway.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace spindle::actors {
+
+using transport::rpc::gnn_answer;
+using transport::rpc::rec_answer;
+using transport::rpc::rpc_status;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+/// A call handed to the forwarder actor; `done` runs on a CAF thread.
+struct gnn_dispatch {
+  caf::actor batcher;
+  sched::gnn_request request;
+  std::chrono::microseconds timeout;
+  std::function<void(const gnn_reply*, const caf::error*)> done;
+};
+
+struct rec_dispatch {
+  caf::actor instance;
+  dlrm_request request;
+  std::chrono::microseconds timeout;
+  std::function<void(const dlrm_reply*, const caf::error*)> done;
+};
+
+}  // namespace
+}  // namespace spindle::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_dispatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::rec_dispatch)
+
+namespace spindle::actors {
+namespace {
+
+// Forwards calls to the serving actors and hands replies to their callbacks.
+// Event-based: it never blocks, so it lives on CAF's scheduler.
+caf::behavior forwarder(caf::event_based_actor* self) {
+  return {
+      [=](gnn_dispatch& d) {
+        self->request(d.batcher, d.timeout, infer_atom::value, std::move(d.request))
+            .then([done = d.done](gnn_reply& r) { done(&r, nullptr); },
+                  [done = d.done](caf::error& e) { done(nullptr, &e); });
+      },
+      [=](rec_dispatch& d) {
+        self->request(d.instance, d.timeout, dlrm_atom::value, std::move(d.request))
+            .then([done = d.done](dlrm_reply& r) { done(&r, nullptr); },
+                  [done = d.done](caf::error& e) { done(nullptr, &e); });
+      },
+  };
+}
+
+/// Counters of one model, updated from the RPC and CAF threads.
+struct model_counters {
+  std::atomic<std::uint64_t> requests{0}, ok{0}, overloaded{0}, deadline_exceeded{0}, bad_request{0},
+      errors{0};
+  std::atomic<std::size_t> in_flight{0};
+  std::mutex mu;
+  std::vector<double> latency_ms;  // ring of the last 100,000 answered calls; guarded by mu
+  std::size_t next = 0;            // guarded by mu
+
+  void record(rpc_status s, double ms) {
+    switch (s) {
+      case rpc_status::ok: ++ok; break;
+      case rpc_status::overloaded: ++overloaded; break;
+      case rpc_status::deadline_exceeded: ++deadline_exceeded; break;
+      case rpc_status::bad_request: ++bad_request; break;
+      default: ++errors;
+    }
+    if (s != rpc_status::ok) return;
+    std::lock_guard lock(mu);
+    if (latency_ms.size() < 100000) {
+      latency_ms.push_back(ms);
+    } else {
+      latency_ms[next++ % latency_ms.size()] = ms;
+    }
+  }
+  nlohmann::json json() {
+    std::vector<double> l;
+    {
+      std::lock_guard lock(mu);
+      l = latency_ms;
+    }
+    std::sort(l.begin(), l.end());
+    auto pct = [&](double q) { return l.empty() ? 0.0 : l[std::min(l.size() - 1, std::size_t(q * double(l.size())))]; };
+    return {{"requests", requests.load()},     {"ok", ok.load()},
+            {"overloaded", overloaded.load()}, {"deadline_exceeded", deadline_exceeded.load()},
+            {"bad_request", bad_request.load()}, {"errors", errors.load()},
+            {"in_flight", in_flight.load()},
+            {"latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}}}};
+  }
+};
+
+struct gnn_entry {
+  gnn_model_binding b;
+  std::atomic<std::size_t> max_queue;
+  std::mutex mu;  // guards b.policy
+  model_counters c;
+  explicit gnn_entry(gnn_model_binding binding) : b(std::move(binding)), max_queue(b.max_queue) {}
+};
+
+struct rec_entry {
+  rec_model_binding b;
+  std::atomic<std::size_t> max_queue;
+  std::atomic<std::size_t> next_instance{0};
+  model_counters c;
+  explicit rec_entry(rec_model_binding binding) : b(std::move(binding)), max_queue(b.max_queue) {}
+};
+
+// Maps a serving error ("invalid_argument: ...") to a reply status.
+rpc_status status_of_error(const std::string& error) {
+  if (error.starts_with("invalid_argument") || error.starts_with("not_found")) return rpc_status::bad_request;
+  if (error.starts_with("unavailable")) return rpc_status::unavailable;
+  return rpc_status::internal;
+}
+
+std::chrono::microseconds timeout_of(std::uint32_t deadline_us) {
+  return deadline_us > 0 ? std::chrono::microseconds(deadline_us) : std::chrono::microseconds(std::int64_t(120e6));
+}
+
+double ms_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+template <class Answer>
+bool fail_caf(Answer& a, const caf::error* e, std::uint32_t deadline_us) {
+  if (e == nullptr) return false;
+  if (*e == caf::sec::request_timeout && deadline_us > 0) {
+    a.status = rpc_status::deadline_exceeded;
+    a.message = fmt::format("no answer within the deadline of {} us", deadline_us);
+  } else {
+    a.status = rpc_status::unavailable;
+    a.message = "serving actor failed: " + caf::to_string(*e);
+  }
+  return true;
+}
+
+}  // namespace
+
+struct gateway::state {
+  caf::actor_system& sys;
+  caf::actor forward;
+  std::map<std::string, std::shared_ptr<gnn_entry>> gnn;
+  std::map<std::string, std::shared_ptr<rec_entry>> rec;
+  clock_type::time_point started = clock_type::now();
+  explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(forwarder)) {}
+
+  std::string loaded() const {
+    std::string names;
+    for (const auto& [n, _] : gnn) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& [n, _] : rec) names += (names.empty() ? "" : ", ") + n;
+    return names.empty() ? "none" : names;
+  }
+};
+
+gateway::gateway(caf::actor_system& sys) : s_(std::make_unique<state>(sys)) {}
+gateway::~gateway() { caf::anon_send_exit(s_->forward, caf::exit_reason::user_shutdown); }
+
+void gateway::add_model(gnn_model_binding m) {
+  const std::string name = m.name;
+  s_->gnn[name] = std::make_shared<gnn_entry>(std::move(m));
+}
+
+void gateway::add_model(rec_model_binding m) {
+  const std::string name = m.name;
+  s_->rec[name] = std::make_shared<rec_entry>(std::move(m));
+}
+
+namespace {
+
+status check_gnn_call(const transport::rpc::gnn_call& call, const graph::dataset& ds) {
+  if (call.seeds.empty()) return make_error(errc::invalid_argument, "seeds: empty");
+  if (call.seeds.size() > 4096) return make_error(errc::invalid_argument, "seeds: {} (at most 4096 per request)", call.seeds.size());
+  for (std::size_t i = 0; i < call.seeds.size(); ++i) {
+    if (call.seeds[i] < 0 || call.seeds[i] >= ds.num_nodes()) {
+      return make_error(errc::invalid_argument, "seeds[{}]={} out of range (nodes {})", i, call.seeds[i],
+                        ds.num_nodes());
+    }
+  }
+  return status::ok();
+}
+
+// Admission control: false (and the call counted overloaded) when the model is full.
+bool admit(model_counters& c, std::size_t max_queue) {
+  ++c.requests;
+  if (c.in_flight.fetch_add(1) >= max_queue) {
+    --c.in_flight;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_answer)> done) {
+  const auto it = s_->gnn.find(call.model);
+  if (it == s_->gnn.end()) {
+    const bool is_rec = s_->rec.count(call.model) > 0;
+    return done({rpc_status::bad_request,
+                 is_rec ? fmt::format("model '{}' is a recommendation model: use inferRec", call.model)
+                        : fmt::format("unknown model '{}' (loaded: {})", call.model, s_->loaded())});
+  }
+  auto e = it->second;
+  if (status s = check_gnn_call(call, *e->b.dataset); !s) {
+    ++e->c.requests;
+    e->c.record(rpc_status::bad_request, 0);
+    return done({rpc_status::bad_request, s.message()});
+  }
+  if (!admit(e->c, e->max_queue.load())) {
+    e->c.record(rpc_status::overloaded, 0);
+    return done({rpc_status::overloaded, fmt::format("model '{}' has {} calls in flight (max_queue {})",
+                                                     call.model, e->max_queue.load(), e->max_queue.load())});
+  }
+  const auto t0 = clock_type::now();
+  const std::uint32_t deadline = call.deadline_us;
+  const auto width = std::uint32_t(e->b.model->desc().out);
+  caf::anon_send(s_->forward,
+                 gnn_dispatch{e->b.batcher, {std::move(call.seeds), call.sampler_seed}, timeout_of(deadline),
+                              [e, done, t0, deadline, width](const gnn_reply* r, const caf::error* err) {
+                                --e->c.in_flight;
+                                gnn_answer a;
+                                const double ms = ms_since(t0);
+                                a.server_us = std::uint64_t(ms * 1e3);
+                                if (!fail_caf(a, err, deadline)) {
+                                  if (!r->error.empty()) {
+                                    a.status = status_of_error(r->error);
+                                    a.message = r->error;
+                                  } else if (deadline > 0 && a.server_us > deadline) {
+                                    a.status = rpc_status::deadline_exceeded;
+                                    a.message = fmt::format("answered after {} us, deadline {} us", a.server_us, deadline);
+                                  } else {
+                                    a.width = width;
+                                    a.outputs = r->output;
+                                  }
+                                }
+                                e->c.record(a.status, ms);
+                                done(std::move(a));
+                              }});
+}
+
+namespace {
+
+status check_rec_call(const transport::rpc::rec_call& call, const nn::model& m) {
+  const auto& d = m.desc();
+  if (call.batch == 0) return make_error(errc::invalid_argument, "batch: 0");
+  if (call.dense.size() != std::size_t(call.batch) * d.dense_in) {
+    return make_error(errc::invalid_argument, "dense: {} values for batch {} x dense_in {}", call.dense.size(),
+                      call.batch, d.dense_in);
+  }
+  if (call.sparse.size() != d.table_rows.size()) {
+    return make_error(errc::invalid_argument, "sparse: {} bags lists for {} tables", call.sparse.size(),
+                      d.table_rows.size());
+  }
+  return status::ok();
+}
+
+}  // namespace
+
+void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
+  const auto it = s_->rec.find(call.model);
+  if (it == s_->rec.end()) {
+    return done({rpc_status::bad_request, fmt::format("unknown recommendation model '{}' (loaded: {})",
+                                                      call.model, s_->loaded())});
+  }
+  auto e = it->second;
+  if (status s = check_rec_call(call, *e->b.model); !s) {
+    ++e->c.requests;
+    e->c.record(rpc_status::bad_request, 0);
+    return done({rpc_status::bad_request, s.message()});
+  }
+  if (!admit(e->c, e->max_queue.load())) {
+    e->c.record(rpc_status::overloaded, 0);
+    return done({rpc_status::overloaded, fmt::format("model '{}' is at max_queue {}", call.model, e->max_queue.load())});
+  }
+  dlrm_request req;
+  req.batch = call.batch;
+  req.dense = std::move(call.dense);
+  for (auto& bag : call.sparse) req.sparse.push_back({std::move(bag.indices), std::move(bag.offsets)});
+  const auto& inst = e->b.instances[e->next_instance++ % e->b.instances.size()];
+  const auto t0 = clock_type::now();
+  const std::uint32_t deadline = call.deadline_us;
+  caf::anon_send(s_->forward, rec_dispatch{inst, std::move(req), timeout_of(deadline),
+                                           [e, done, t0, deadline](const dlrm_reply* r, const caf::error* err) {
+                                             --e->c.in_flight;
+                                             rec_answer a;
+                                             const double ms = ms_since(t0);
+                                             a.server_us = std::uint64_t(ms * 1e3);
+                                             if (!fail_caf(a, err, deadline)) {
+                                               if (!r->error.empty()) {
+                                                 a.status = status_of_error(r->error);
+                                                 a.message = r->error;
+                                               } else {
+                                                 a.scores = r->scores;
+                                               }
+                                             }
+                                             e->c.record(a.status, ms);
+                                             done(std::move(a));
+                                           }});
+}
+
+std::vector<transport::rpc::model_info> gateway::models() {
+  std::vector<transport::rpc::model_info> out;
+  for (const auto& [name, e] : s_->gnn) {
+    const auto& d = e->b.model->desc();
+    out.push_back({name, "gnn", std::string(config::to_string(d.arch)), std::uint32_t(d.in), std::uint32_t(d.out)});
+  }
+  for (const auto& [name, e] : s_->rec) {
+    const auto& d = e->b.model->desc();
+    out.push_back({name, "dlrm", "dlrm", std::uint32_t(d.dense_in), 1});
+  }
+  return out;
+}
+
+expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::string& model) {
+  if (auto it = s_->gnn.find(model); it != s_->gnn.end()) {
+    auto& e = *it->second;
+    std::lock_guard lock(e.mu);
+    return std::vector<transport::rpc::tunable>{
+        {"routing_policy", std::string(sched::to_string(e.b.router->policy()))},
+        {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
+        {"max_batch", std::to_string(e.b.policy.max_batch)},
+        {"max_queue", std::to_string(e.max_queue.load())}};
+  }
+  if (auto it = s_->rec.find(model); it != s_->rec.end()) {
+    auto& e = *it->second;
+    std::vector<transport::rpc::tunable> t{{"max_queue", std::to_string(e.max_queue.load())}};
+    for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
+      t.push_back({"hit_rate_threshold." + e.b.session->table(i).name,
+                   fmt::format("{}", e.b.session->hit_rate_threshold(i))});
+    }
+    return t;
+  }
+  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", model, s_->loaded());
+}
+
+namespace {
+
+expected<std::uint64_t> parse_count(const std::string& name, const std::string& value, std::uint64_t lo,
+                                    std::uint64_t hi) {
+  try {
+    std::size_t used = 0;
+    const auto v = std::stoull(value, &used);
+    if (used == value.size() && v >= lo && v <= hi) return std::uint64_t(v);
+  } catch (const std::exception&) {
+  }
+  return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name, value, lo, hi);
+}
+
+status set_gnn_tunable(gnn_entry& e, const std::string& name, const std::string& value) {
+  if (name == "routing_policy") {
+    SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_routing_policy(value));
+    caf::anon_send(e.b.batcher, policy_atom::value, p);  // the batcher sets the shared router
+    e.b.router->set_policy(p);
+    return status::ok();
+  }
+  if (name == "max_queue") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 1u << 20));
+    e.max_queue = v;
+    return status::ok();
+  }
+  std::lock_guard lock(e.mu);
+  if (name == "batch_deadline_us") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 0, 10'000'000));
+    e.b.policy.deadline = std::chrono::microseconds(v);
+  } else if (name == "max_batch") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 65536));
+    e.b.policy.max_batch = v;
+  } else {
+    return make_error(errc::invalid_argument,
+                      "unknown tunable '{}' (GNN models: routing_policy, batch_deadline_us, max_batch, max_queue)", name);
+  }
+  caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
+  return status::ok();
+}
+
+status set_rec_tunable(rec_entry& e, const std::string& name, const std::string& value) {
+  if (name == "max_queue") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 1u << 20));
+    e.max_queue = v;
+    return status::ok();
+  }
+  if (name == "refresh") {
+    caf::anon_send(e.b.cache, refresh_atom::value);
+    return status::ok();
+  }
+  const std::string prefix = "hit_rate_threshold";
+  if (name.starts_with(prefix)) {
+    double t = -1;
+    try {
+      t = std::stod(value);
+    } catch (const std::exception&) {
+    }
+    if (!(t >= 0 && t <= 1)) return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", name, value);
+    for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
+      const auto& table = e.b.session->table(i).name;
+      if (name == prefix || name == prefix + "." + table) e.b.session->set_hit_rate_threshold(i, t);
+    }
+    if (name == prefix || e.b.session->table_index(name.substr(prefix.size() + 1))) return status::ok();
+    return make_error(errc::invalid_argument, "{}: no such table", name);
+  }
+  return make_error(errc::invalid_argument,
+                    "unknown tunable '{}' (DLRM models: max_queue, refresh, hit_rate_threshold[.TABLE])", name);
+}
+
+}  // namespace
+
+status gateway::set_tunable(const std::string& model, const std::string& name, const std::string& value) {
+  if (auto it = s_->gnn.find(model); it != s_->gnn.end()) return set_gnn_tunable(*it->second, name, value);
+  if (auto it = s_->rec.find(model); it != s_->rec.end()) return set_rec_tunable(*it->second, name, value);
+  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", model, s_->loaded());
+}
+
+std::string gateway::stats_json() {
+  nlohmann::json j;
+  caf::scoped_actor self{s_->sys};
+  for (const auto& [name, e] : s_->gnn) {
+    auto m = e->c.json();
+    self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
+        .receive([&](const batcher_stats& st) {
+                   m["batches"] = st.batches;
+                   m["small_executor_batches"] = st.small;
+                   m["large_executor_batches"] = st.large;
+                 },
+                 [](const caf::error&) {});
+    for (const auto& t : *tunables(name)) m["tunables"][t.name] = t.value;
+    j["models"][name] = m;
+  }
+  for (const auto& [name, e] : s_->rec) {
+    auto m = e->c.json();
+    for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
+      const auto st = e->b.session->stats(i);
+      m["tables"][e->b.session->table(i).name] = {
+          {"lookups", st.lookups}, {"unique_keys", st.unique_keys}, {"l1_misses", st.l1_misses},
+          {"hit_rate", st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0},
+          {"sync", st.sync_lookups}, {"async", st.async_lookups}, {"defaulted", st.defaulted}};
+    }
+    for (const auto& t : *tunables(name)) m["tunables"][t.name] = t.value;
+    j["models"][name] = m;
+  }
+  j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();
+  return j.dump();
+}
+
+std::string gateway::members_json() {
+  nlohmann::json j;
+  j["members"] = nlohmann::json::array({{{"rank", 0}, {"name", "serve"}, {"pid", ::getpid()}, {"alive", true}}});
+  return j.dump();
+}
+
+}  // namespace spindle::actors

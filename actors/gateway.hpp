@@ -1,0 +1,65 @@
+// The gateway: the serving system behind the RPC front door. It implements
+// transport::rpc::rpc_service over the actors: GNN calls go to the model's
+// batcher, recommendation calls to its DLRM inference actors (round robin).
+// Admission control: a bounded number of calls in flight per model; beyond it a
+// call is answered `overloaded` at once (backpressure, not unbounded memory).
+// Deadlines become actor request timeouts. Live tunables change the batcher's
+// policies and the parameter server's thresholds. Calls arrive on the RPC
+// thread and never block it: a CAF actor forwards each call and fulfils its
+// reply. Thread-safe.
+#pragma once
+
+#include <caf/all.hpp>
+#include <memory>
+#include <string>
+
+#include "actors/hps_messages.hpp"
+#include "actors/serving_messages.hpp"
+#include "transport/rpc/rpc_types.hpp"
+
+namespace spindle::actors {
+
+struct gnn_model_binding {
+  std::string name;
+  caf::actor batcher;
+  const graph::dataset* dataset = nullptr;
+  const nn::model* model = nullptr;
+  std::shared_ptr<sched::psgs_router> router;
+  sched::batch_policy policy;
+  std::size_t max_queue = 1024;
+};
+
+struct rec_model_binding {
+  std::string name;
+  std::vector<caf::actor> instances;
+  caf::actor cache;  // the embedding_cache actor
+  const nn::model* model = nullptr;
+  std::shared_ptr<embedding::lookup_session> session;
+  std::size_t max_queue = 256;
+};
+
+class gateway final : public transport::rpc::rpc_service {
+ public:
+  explicit gateway(caf::actor_system& sys);
+  ~gateway() override;
+  void add_model(gnn_model_binding m);
+  void add_model(rec_model_binding m);
+
+  void infer_gnn(transport::rpc::gnn_call call,
+                 std::function<void(transport::rpc::gnn_answer)> done) override;
+  void infer_rec(transport::rpc::rec_call call,
+                 std::function<void(transport::rpc::rec_answer)> done) override;
+  std::string stats_json() override;
+  std::vector<transport::rpc::model_info> models() override;
+  expected<std::vector<transport::rpc::tunable>> tunables(const std::string& model) override;
+  status set_tunable(const std::string& model, const std::string& name,
+                     const std::string& value) override;
+  std::string members_json() override;
+
+  struct state;
+
+ private:
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace spindle::actors

@@ -1,0 +1,73 @@
+#include "apps/commands/hps_stack.hpp"
+
+#include "embedding/vdb/redis_connection.hpp"
+
+namespace spindle::apps {
+
+void add_hps_stack_options(CLI::App& cmd, hps_stack_args& a, const std::string& model_flag) {
+  cmd.add_option(model_flag, a.model, "DLRM model directory (spindle model init --arch dlrm)");
+  cmd.add_option("--pdb", a.pdb, "RocksDB directory for the tables (filled from the model on first start)");
+  cmd.add_option("--hps-config", a.hps_config, "TOML with [hps] defaults and [hps.tables.<name>] overrides "
+                                               "(also read from the model's model.toml; the files win over flags)");
+  cmd.add_option("--vdb", a.vdb, "Level 2: hash_map, redis or none")->capture_default_str();
+  cmd.add_option("--vdb-redis", a.vdb_redis, "Redis HOST:PORT for --vdb redis");
+  cmd.add_option("--vdb-partitions", a.partitions, "VDB partitions per table")->capture_default_str();
+  cmd.add_option("--cache-fraction", a.cache_fraction, "L1 slots as a fraction of each table")->capture_default_str();
+  cmd.add_option("--hit-rate-threshold", a.threshold, "Below it misses are fetched synchronously")->capture_default_str();
+  cmd.add_option("--refresh-ms", a.refresh_ms, "Refresh the L1 caches this often (0: never)")->capture_default_str();
+}
+
+expected<config::hps_config> hps_settings(const hps_stack_args& a) {
+  config::hps_config c;
+  c.defaults.cache_fraction = a.cache_fraction;
+  c.defaults.hit_rate_threshold = a.threshold;
+  c.defaults.vdb_partitions = a.partitions;
+  c.refresh_interval_ms = a.refresh_ms;
+  SPINDLE_ASSIGN_OR_RETURN(c, config::load_hps_config(a.model + "/model.toml", c));
+  if (!a.hps_config.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(c, config::load_hps_config(a.hps_config, c));
+  }
+  return c;
+}
+
+static embedding::vdb_options vdb_options_of(const config::hps_table_config& t) {
+  embedding::vdb_options o;
+  o.partitions = t.vdb_partitions;
+  o.overflow_margin = t.overflow_margin;
+  o.overflow_resolution = t.overflow_resolution;
+  o.policy = *embedding::parse_eviction_policy(t.eviction_policy);  // validated by config
+  return o;
+}
+
+expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc& d,
+                               const config::hps_config& hc) {
+  hps_stack s;
+  SPINDLE_ASSIGN_OR_RETURN(s.pdb, embedding::persistent_db::open(a.pdb));
+  std::vector<embedding::table_options> tables;
+  for (std::size_t t = 0; t < d.table_rows.size(); ++t) {
+    const std::string name = fmt::format("emb{}", t);
+    if (!s.pdb->table_dim(name)) {  // first start: fill the PDB from the model's weights
+      SPINDLE_TRY(s.pdb->bulk_load_safetensors(name, a.model + "/" + d.weights,
+                                               fmt::format("emb_l.{}.weight", t)));
+    }
+    const auto& tc = hc.for_table(name);
+    tables.push_back({name, std::uint32_t(d.embedding_dim), std::uint64_t(d.table_rows[t]),
+                      tc.cache_fraction, tc.hit_rate_threshold, tc.default_value, tc.slabs_per_set});
+  }
+  const embedding::vdb_options vo = vdb_options_of(hc.defaults);
+  if (a.vdb == "hash_map") {
+    SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_hash_map_vdb(vo));
+  } else if (a.vdb == "redis") {
+    SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.vdb_redis));
+    SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_redis_vdb(vo, ep.first, ep.second));
+  }
+  for (const auto& t : tables) {
+    if (s.vdb && hc.tables.count(t.name)) SPINDLE_TRY(s.vdb->configure_table(t.name, vdb_options_of(hc.for_table(t.name))));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto session,
+                           embedding::lookup_session::create(tables, s.vdb.get(), s.pdb.get()));
+  s.session = std::move(session);
+  return s;
+}
+
+}  // namespace spindle::apps

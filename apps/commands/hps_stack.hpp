@@ -1,0 +1,39 @@
+// The parameter-server stack a serving command opens for a DLRM: settings from
+// flags, the model's [hps] section and --hps-config; the RocksDB PDB (filled
+// from the model's weights on first start); the VDB; the lookup session. Shared
+// by `spindle serve-dlrm` and `spindle serve --dlrm-model`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "config/hps.hpp"
+#include "config/model.hpp"
+#include "embedding/lookup_session.hpp"
+
+namespace spindle::apps {
+
+struct hps_stack_args {
+  std::string hps_config, model, pdb, vdb = "hash_map", vdb_redis;
+  double cache_fraction = 0.1, threshold = 0.8;
+  std::uint32_t refresh_ms = 0, partitions = 16;
+};
+
+struct hps_stack {
+  std::unique_ptr<embedding::persistent_db> pdb;
+  std::unique_ptr<embedding::volatile_db> vdb;
+  std::shared_ptr<embedding::lookup_session> session;
+};
+
+/// Adds the stack's flags; the model directory flag is named `model_flag`.
+void add_hps_stack_options(CLI::App& cmd, hps_stack_args& a, const std::string& model_flag);
+
+/// Flags give the defaults; the model's model.toml [hps] section, then --hps-config, win.
+expected<config::hps_config> hps_settings(const hps_stack_args& a);
+
+/// Opens PDB (bulk-loading missing tables from the model), VDB and session for model `d`.
+expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc& d,
+                               const config::hps_config& hc);
+
+}  // namespace spindle::apps
