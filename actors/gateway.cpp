@@ -428,7 +428,8 @@ std::string gateway::stats_json() {
                    m["large_executor_batches"] = st.large;
                  },
                  [](const caf::error&) {});
-    for (const auto& t : *tunables(name)) m["tunables"][t.name] = t.value;
+    const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
+    for (const auto& t : *tun) m["tunables"][t.name] = t.value;
     j["models"][name] = m;
   }
   for (const auto& [name, e] : s_->rec) {
@@ -440,7 +441,8 @@ std::string gateway::stats_json() {
           {"hit_rate", st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0},
           {"sync", st.sync_lookups}, {"async", st.async_lookups}, {"defaulted", st.defaulted}};
     }
-    for (const auto& t : *tunables(name)) m["tunables"][t.name] = t.value;
+    const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
+    for (const auto& t : *tun) m["tunables"][t.name] = t.value;
     j["models"][name] = m;
   }
   j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   apps::register_cluster(app, g);
   apps::register_hps(app, g);
   apps::register_serve_dlrm(app, g);
+  apps::register_client(app, g);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "apps/commands/command.hpp"
+#include "apps/commands/serve_rpc.hpp"
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
 #include "sched/psgs_calibrate.hpp"
@@ -26,6 +27,8 @@ struct serve_args {
   std::size_t workload = 0;
   double rate = 0;
   bool json = false;
+  std::string name;  // model name for RPC calls (default: model.toml's)
+  front_door_args door;
 };
 
 expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
@@ -86,6 +89,8 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
 }
 
 status run_serve(const serve_args& a, global_options& g) {
+  const bool listening = a.workload == 0;
+  if (listening) block_stop_signals();  // before any thread starts
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   if (ds.features().empty() || !ds.has_metrics())
     return make_error(errc::invalid_argument,
@@ -97,8 +102,10 @@ status run_serve(const serve_args& a, global_options& g) {
                       "{}: model input width {} does not match {}'s {} features", a.model,
                       model.desc().in, a.dataset, ds.feature_dim());
   SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::parse_routing_policy(a.policy));
-  if (a.workload == 0)
-    return make_error(errc::invalid_argument, "--workload N: give the number of requests to drive");
+  std::string token;
+  if (listening) {
+    SPINDLE_ASSIGN_OR_RETURN(token, admin_token(a.door.admin_token_file));
+  }
   nn::set_blas_threads(1);
   SPINDLE_ASSIGN_OR_RETURN(auto calibration, load_or_calibrate(a, ds, g.pool()));
   auto router = std::make_shared<sched::psgs_router>(std::move(calibration), policy);
@@ -122,6 +129,16 @@ status run_serve(const serve_args& a, global_options& g) {
       if (v >= 0 && v < dsp->num_nodes()) s += dsp->psgs()[std::size_t(v)];
     return s;
   });
+  if (listening) {
+    actors::gateway gw(sys);
+    gw.add_model(actors::gnn_model_binding{a.name.empty() ? model.desc().name : a.name, batcher, &ds, &model,
+                                           router, bp, a.door.max_queue});
+    SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
+    status s = serve_until_signal(gw, a.door, token);
+    caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+    for (auto& p : pipes) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+    return s;
+  }
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(sys, batcher, {sched::degree_requests(ds, a.workload), a.rate, a.clients},
@@ -141,8 +158,9 @@ status run_serve(const serve_args& a, global_options& g) {
 void register_serve(CLI::App& app, global_options& g) {
   auto* cmd =
       app.add_subcommand("serve",
-                         "Serve a GNN in one process (all roles) through the actor pipeline; "
-                         "--workload drives requests from an in-process generator");
+                         "Serve a GNN (and optionally a DLRM) in one process through the actor "
+                         "pipeline behind the Cap'n Proto front door; --workload drives requests "
+                         "from an in-process generator instead");
   auto a = std::make_shared<serve_args>();
   cmd->add_option("--dataset", a->dataset, "Prepared dataset directory")->required();
   cmd->add_option("--model", a->model, "Model directory (model.toml + weights)")->required();
@@ -156,7 +174,11 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_option("--max-batch", a->max_batch, "Maximum requests per batch")->capture_default_str();
   cmd->add_option("--pipelines", a->pipelines, "Pipelines sharing the batcher")
       ->capture_default_str();
-  cmd->add_option("--workload", a->workload, "Requests to drive from the in-process generator");
+  cmd->add_option("--workload", a->workload,
+                  "Drive N requests from the in-process generator, print the report and exit "
+                  "(without it: serve the RPC front door until SIGINT/SIGTERM)");
+  cmd->add_option("--name", a->name, "Model name for RPC calls (default: the model.toml name)");
+  add_front_door_options(*cmd, a->door);
   cmd->add_option("--rate", a->rate, "Open-loop requests per second (0: closed loop)")
       ->capture_default_str();
   cmd->add_option("--clients", a->clients, "Outstanding requests in closed loop")

@@ -180,7 +180,9 @@ status rpc_client::run_open_loop(const std::vector<gnn_call>& calls, const std::
               done(i, {rpc_status::unavailable, e.getDescription().cStr()},
                    seconds_between(scheduled, std::chrono::steady_clock::now()));
             });
-      }));
+        // kj runs a .then() body lazily, when its result is consumed; the join
+        // consumes only at the end, so force it to run as soon as the reply is in.
+      }).eagerlyEvaluate(nullptr));
     }
     kj::joinPromises(sends.finish()).wait(impl_->ws());
     return status::ok();

@@ -1,0 +1,108 @@
+#include "apps/commands/serve_rpc.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <optional>
+#include <random>
+
+#include "actors/dlrm_inference_actor.hpp"
+#include "actors/embedding_cache_actor.hpp"
+#include "core/log.hpp"
+#include "transport/rpc/rpc_server.hpp"
+
+namespace spindle::apps {
+
+void add_front_door_options(CLI::App& cmd, front_door_args& a) {
+  cmd.add_option("--listen", a.listen, "Serve the Cap'n Proto front door on HOST:PORT (port 0: a free one)")
+      ->capture_default_str();
+  cmd.add_option("--admin-token-file", a.admin_token_file,
+                 "Admin token file (created with a random token if absent); without it Admin is disabled");
+  cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")->capture_default_str();
+  add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
+  cmd.add_option("--dlrm-name", a.dlrm_name, "Name of the DLRM model (default: its model.toml name)");
+  cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")->capture_default_str();
+}
+
+void block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+expected<std::string> admin_token(const std::string& path) {
+  if (path.empty()) return std::string();
+  if (std::ifstream in(path); in) {
+    std::string token;
+    std::getline(in, token);
+    if (token.size() < 16) return make_error(errc::invalid_argument, "{}: the admin token must have at least 16 characters", path);
+    return token;
+  }
+  std::random_device rd;
+  std::string token;
+  for (int i = 0; i < 32; ++i) token += "0123456789abcdef"[rd() % 16];
+  {
+    std::ofstream out(path);
+    if (!out) return make_error(errc::io_error, "{}: cannot create the admin token file", path);
+    out << token << "\n";
+  }
+  ::chmod(path.c_str(), 0600);
+  log::info("created admin token file {}", path);
+  return token;
+}
+
+struct dlrm_holder {
+  nn::heap_allocator weights;
+  std::optional<nn::model> model;
+  hps_stack stack;
+};
+
+expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::gateway& g,
+                                                const front_door_args& a) {
+  if (a.dlrm.model.empty()) return std::shared_ptr<dlrm_holder>();
+  if (a.dlrm.pdb.empty()) return make_error(errc::invalid_argument, "--dlrm-model needs --pdb DIR");
+  auto h = std::make_shared<dlrm_holder>();
+  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(a.dlrm.model, h->weights, true));
+  if (m.desc().arch != config::model_arch::dlrm) {
+    return make_error(errc::invalid_argument, "{}: --dlrm-model is not a DLRM model", a.dlrm.model);
+  }
+  h->model.emplace(std::move(m));
+  SPINDLE_ASSIGN_OR_RETURN(auto hc, hps_settings(a.dlrm));
+  SPINDLE_ASSIGN_OR_RETURN(h->stack, open_stack(a.dlrm, h->model->desc(), hc));
+  actors::rec_model_binding b;
+  b.name = a.dlrm_name.empty() ? h->model->desc().name : a.dlrm_name;
+  b.cache = actors::spawn_embedding_cache(sys, h->stack.session, hc.refresh_interval_ms);
+  for (int i = 0; i < std::max(1, a.dlrm_instances); ++i) {
+    b.instances.push_back(actors::spawn_dlrm_inference(sys, *h->model, h->stack.session));
+  }
+  b.model = &*h->model;
+  b.session = h->stack.session;
+  b.max_queue = a.max_queue;
+  g.add_model(std::move(b));
+  return h;
+}
+
+status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token) {
+  transport::rpc::server_options o;
+  o.listen = a.listen;
+  o.admin_token = token;
+  SPINDLE_ASSIGN_OR_RETURN(auto server, transport::rpc::rpc_server::start(o, g));
+  const std::string host = a.listen.substr(0, a.listen.rfind(':'));
+  fmt::print("listening {}:{}\n", host, server->port());
+  if (token.empty()) fmt::print("admin disabled (no --admin-token-file)\n");
+  std::fflush(stdout);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  log::info("serve: stopping on signal {}", sig);
+  server.reset();
+  return status::ok();
+}
+
+}  // namespace spindle::apps

@@ -1,0 +1,44 @@
+// The front-door half of `spindle serve`: the admin token (read from a file, or
+// created there with 0600 permissions), the gateway over the serving actors,
+// the Cap'n Proto server, and the wait for SIGINT/SIGTERM.
+#pragma once
+
+#include <caf/all.hpp>
+#include <string>
+
+#include "actors/gateway.hpp"
+#include "apps/commands/hps_stack.hpp"
+
+namespace spindle::apps {
+
+struct front_door_args {
+  std::string listen = "127.0.0.1:7400";
+  std::string admin_token_file;
+  std::size_t max_queue = 1024;
+  hps_stack_args dlrm;  // --dlrm-model: also serve a DLRM through the parameter server
+  std::string dlrm_name;
+  int dlrm_instances = 2;
+};
+
+/// Adds --listen, --admin-token-file, --max-queue and the --dlrm-* flags.
+void add_front_door_options(CLI::App& cmd, front_door_args& a);
+
+/// Blocks SIGINT and SIGTERM in this and every later thread (call before any
+/// thread starts) so that serve_until_signal can wait for them.
+void block_stop_signals();
+
+/// Reads the token from `path`, or creates the file with a random token. Empty
+/// path: "" (Admin disabled).
+expected<std::string> admin_token(const std::string& path);
+
+/// Adds the DLRM of `a.dlrm` (if any) to the gateway: stack, cache actor, instances.
+/// The returned holder keeps the stack and the model alive.
+struct dlrm_holder;
+expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::gateway& g,
+                                                const front_door_args& a);
+
+/// Starts the RPC server on the gateway, prints "listening HOST:PORT", waits for
+/// SIGINT/SIGTERM, and stops the server.
+status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token);
+
+}  // namespace spindle::apps
