@@ -1,0 +1,196 @@
+// The front door with real processes: `spindle serve --listen` on a free
+// loopback port, queried through the C++ client library. Answers equal the
+// direct pipeline's; one bad request never fails its batch-mates; admission
+// control answers `overloaded`; Admin needs the token, and tunables change live
+// and show in stats; deadlines; garbage bytes on the socket leave the server
+// serving; a DLRM served through the parameter server answers the golden batch;
+// SIGTERM stops the server cleanly.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/subprocess.hpp"
+#include "graph/prepare.hpp"
+#include "sched/gnn_pipeline.hpp"
+#include "tests/graph/test_util.hpp"
+#include "tests/support/golden_dlrm.hpp"
+#include "transport/rpc/rpc_client.hpp"
+
+namespace spindle {
+namespace {
+
+namespace rpc = transport::rpc;
+
+struct server_fixture {
+  std::string dir = graph::testing::temp_dir("front_door");
+  std::string token_file = dir + "/admin.token";
+  thread_pool pool{1, "test"};
+  std::optional<child_process> server;
+  std::unique_ptr<rpc::rpc_client> client;
+  std::string endpoint, token;
+
+  server_fixture() {
+    graph::generate_options o;
+    o.rmat.scale = 11;
+    o.feature_dim = 16;
+    EXPECT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
+    config::model_desc d;
+    d.name = "sage";
+    d.arch = config::model_arch::graphsage;
+    d.in = 16, d.hidden = 32, d.out = 5;
+    EXPECT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+    auto s = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m",
+                                   "--listen", "127.0.0.1:0", "--admin-token-file", token_file,
+                                   "--dlrm-model", testing::golden_dlrm_dir, "--dlrm-name", "ctr",
+                                   "--pdb", dir + "/pdb", "--hit-rate-threshold", "1.0"});
+    EXPECT_TRUE(s.has_value());
+    server.emplace(std::move(*s));
+    auto line = server->wait_for("listening ", 60000);
+    EXPECT_TRUE(line.has_value());
+    endpoint = *line;
+    std::ifstream(token_file) >> token;
+    auto c = rpc::rpc_client::connect(endpoint, 30000);
+    EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().to_string());
+    client = std::move(*c);
+  }
+  ~server_fixture() {
+    client.reset();
+    if (server) {
+      server->signal(SIGTERM);
+      server->wait();
+    }
+  }
+};
+
+server_fixture& fixture() {
+  static server_fixture f;
+  return f;
+}
+
+TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_alone) {
+  auto& f = fixture();
+  auto ds = graph::dataset::open(f.dir + "/g");
+  nn::heap_allocator w;
+  auto model = nn::model::load(f.dir + "/m", w);
+  sched::psgs_calibration cal;
+  cal.small.mean = cal.small.max = {0, 0.002};
+  cal.large.mean = cal.large.max = {0.5, 0.001};
+  sched::compute_crossovers(cal);
+  sched::psgs_router router(cal, sched::routing_policy::strict);
+  sched::gnn_pipeline direct(*ds, *model, router, f.pool);
+  std::vector<rpc::gnn_call> calls;
+  for (std::int64_t i = 0; i < 20; ++i) calls.push_back({"sage", {i * 7, i * 7 + 1}, std::uint64_t(100 + i), 0});
+  calls[5].seeds[1] = 1 << 20;  // out of range
+  auto answers = f.client->infer_gnn_batch(calls);
+  ASSERT_TRUE(answers.has_value()) << answers.error().to_string();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const auto& a = (*answers)[i];
+    if (i == 5) {
+      EXPECT_EQ(a.status, rpc::rpc_status::bad_request);
+      EXPECT_NE(a.message.find("seeds[1]=1048576 out of range (nodes 2048)"), std::string::npos) << a.message;
+      continue;
+    }
+    ASSERT_EQ(a.status, rpc::rpc_status::ok) << a.message;
+    EXPECT_EQ(a.width, 5u);
+    auto want = direct.run({{calls[i].seeds, calls[i].sampler_seed}});
+    ASSERT_TRUE(want.errors[0].is_ok());
+    EXPECT_EQ(a.outputs, want.outputs[0]) << "call " << i;  // bit for bit
+  }
+  auto unknown = f.client->infer_gnn({"nope", {1}, 0, 0});
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(unknown->message.find("unknown model 'nope' (loaded: sage, ctr)"), std::string::npos) << unknown->message;
+}
+
+TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
+  auto& f = fixture();
+  auto denied = f.client->stats("wrong-token-000000");
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_EQ(denied->status, rpc::rpc_status::unauthorized);
+  auto set = f.client->set_tunable(f.token, "sage", "routing_policy", "loose");
+  ASSERT_TRUE(set.has_value());
+  EXPECT_EQ(set->status, rpc::rpc_status::ok) << set->message;
+  auto bad = f.client->set_tunable(f.token, "sage", "max_batch", "zero");
+  EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(bad->message.find("max_batch = 'zero'"), std::string::npos) << bad->message;
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "max_batch", "4")->status, rpc::rpc_status::ok);
+  auto t = f.client->get_tunables(f.token, "sage");
+  std::map<std::string, std::string> m;
+  for (const auto& x : t->tunables) m[x.name] = x.value;
+  EXPECT_EQ(m["routing_policy"], "loose");
+  EXPECT_EQ(m["max_batch"], "4");
+  auto stats = f.client->stats(f.token);
+  ASSERT_EQ(stats->status, rpc::rpc_status::ok);
+  auto j = nlohmann::json::parse(stats->json);
+  EXPECT_EQ(j["models"]["sage"]["tunables"]["routing_policy"], "loose");
+  auto models = f.client->list_models(f.token);
+  ASSERT_EQ(models->models.size(), 2u);
+}
+
+TEST(front_door_test, admission_control_answers_overloaded_and_deadlines_are_kept) {
+  auto& f = fixture();
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "max_queue", "2")->status, rpc::rpc_status::ok);
+  std::vector<rpc::gnn_call> calls(200, {"sage", {3}, 1, 0});
+  std::map<rpc::rpc_status, int> seen;
+  ASSERT_TRUE(f.client->run_closed_loop(calls, 64, [&](std::size_t, const rpc::gnn_answer& a, double) { ++seen[a.status]; }));
+  EXPECT_GT(seen[rpc::rpc_status::overloaded], 0);
+  EXPECT_GT(seen[rpc::rpc_status::ok], 0);
+  EXPECT_EQ(seen[rpc::rpc_status::ok] + seen[rpc::rpc_status::overloaded], 200);
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "max_queue", "1024")->status, rpc::rpc_status::ok);
+  auto late = f.client->infer_gnn({"sage", {3}, 1, 1});  // 1 us deadline
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->status, rpc::rpc_status::deadline_exceeded) << late->message;
+  auto j = nlohmann::json::parse(f.client->stats(f.token)->json);
+  EXPECT_GT(j["models"]["sage"]["overloaded"].get<int>(), 0);
+}
+
+TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
+  auto& f = fixture();
+  const int port = std::stoi(f.endpoint.substr(f.endpoint.rfind(':') + 1));
+  for (int round = 0; round < 3; ++round) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(std::uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    std::string junk(4096, char(0x5a + round));
+    junk[0] = char(0xff);  // segment count far past the limits
+    (void)::write(fd, junk.data(), junk.size());
+    ::close(fd);
+  }
+  auto ok = f.client->infer_gnn({"sage", {1, 2}, 9, 0});
+  ASSERT_TRUE(ok.has_value()) << ok.error().to_string();
+  EXPECT_EQ(ok->status, rpc::rpc_status::ok);
+}
+
+TEST(front_door_test, a_dlrm_answers_the_golden_batch_through_the_parameter_server) {
+  auto& f = fixture();
+  testing::golden_dlrm_batch g;
+  rpc::rec_call call{"ctr", 6, g.dense, {}, 0};
+  for (auto& s : g.sparse) call.sparse.push_back({s.indices, s.offsets});
+  auto r = f.client->infer_rec(call);
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  ASSERT_EQ(r->status, rpc::rpc_status::ok) << r->message;
+  for (int b = 0; b < 6; ++b) EXPECT_NEAR(r->scores[b], g.expected[b], 1e-5);
+  call.sparse[0].indices[0] = 50;  // table 0 has 50 rows
+  auto bad = f.client->infer_rec(call);
+  EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(bad->message.find("table 0: indices[0]=50 out of range"), std::string::npos) << bad->message;
+}
+
+TEST(front_door_test, sigterm_stops_the_server_cleanly) {
+  auto& f = fixture();
+  f.client.reset();
+  f.server->signal(SIGTERM);
+  EXPECT_EQ(f.server->wait(), 0);
+  f.server.reset();
+}
+
+}  // namespace
+}  // namespace spindle
