@@ -1,5 +1,7 @@
 #include "actors/gateway.hpp"
 
+#include "actors/gateway_metrics.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -56,46 +58,7 @@ caf::behavior forwarder(caf::event_based_actor* self) {
   };
 }
 
-/// Counters of one model, updated from the RPC and CAF threads.
-struct model_counters {
-  std::atomic<std::uint64_t> requests{0}, ok{0}, overloaded{0}, deadline_exceeded{0}, bad_request{0},
-      errors{0};
-  std::atomic<std::size_t> in_flight{0};
-  std::mutex mu;
-  std::vector<double> latency_ms;  // ring of the last 100,000 answered calls; guarded by mu
-  std::size_t next = 0;            // guarded by mu
-
-  void record(rpc_status s, double ms) {
-    switch (s) {
-      case rpc_status::ok: ++ok; break;
-      case rpc_status::overloaded: ++overloaded; break;
-      case rpc_status::deadline_exceeded: ++deadline_exceeded; break;
-      case rpc_status::bad_request: ++bad_request; break;
-      default: ++errors;
-    }
-    if (s != rpc_status::ok) return;
-    std::lock_guard lock(mu);
-    if (latency_ms.size() < 100000) {
-      latency_ms.push_back(ms);
-    } else {
-      latency_ms[next++ % latency_ms.size()] = ms;
-    }
-  }
-  nlohmann::json json() {
-    std::vector<double> l;
-    {
-      std::lock_guard lock(mu);
-      l = latency_ms;
-    }
-    std::sort(l.begin(), l.end());
-    auto pct = [&](double q) { return l.empty() ? 0.0 : l[std::min(l.size() - 1, std::size_t(q * double(l.size())))]; };
-    return {{"requests", requests.load()},     {"ok", ok.load()},
-            {"overloaded", overloaded.load()}, {"deadline_exceeded", deadline_exceeded.load()},
-            {"bad_request", bad_request.load()}, {"errors", errors.load()},
-            {"in_flight", in_flight.load()},
-            {"latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}}}};
-  }
-};
+using detail::model_counters;
 
 struct gnn_entry {
   gnn_model_binding b;
@@ -237,6 +200,10 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
                                   } else {
                                     a.width = width;
                                     a.outputs = r->output;
+                                    e->c.batching.observe(r->queued_s);
+                                    e->c.sampling.observe(r->times.sample_s);
+                                    e->c.gathering.observe(r->times.gather_s);
+                                    e->c.compute.observe(r->times.compute_s);
                                   }
                                 }
                                 e->c.record(a.status, ms);
@@ -447,6 +414,40 @@ std::string gateway::stats_json() {
   }
   j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();
   return j.dump();
+}
+
+std::string gateway::prometheus_text() {
+  static const std::vector<std::array<const char*, 3>> help = {
+      {"spindle_requests_total", "counter", "Calls received per model."},
+      {"spindle_responses_total", "counter", "Answers per model and status."},
+      {"spindle_queue_depth", "gauge", "Calls in flight per model (admission queue)."},
+      {"spindle_request_latency_seconds", "histogram", "End-to-end server time of ok answers."},
+      {"spindle_stage_latency_seconds", "histogram", "Per-request time by stage (GNN models)."},
+      {"spindle_cache_hit_rate", "gauge", "L1 embedding-cache hit rate per table (unique keys)."},
+      {"spindle_cache_lookups_total", "counter", "Embedding lookups per table by insertion mode."}};
+  std::map<std::string, std::string> families;
+  for (const auto& [name, e] : s_->gnn) e->c.render(families, name);
+  for (const auto& [name, e] : s_->rec) {
+    e->c.render(families, name);
+    for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
+      const auto st = e->b.session->stats(i);
+      const auto& table = e->b.session->table(i).name;
+      const double hit = st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0;
+      families["spindle_cache_hit_rate"] +=
+          fmt::format("spindle_cache_hit_rate{{model=\"{}\",table=\"{}\"}} {}\n", name, table, hit);
+      for (auto [mode, n] : {std::pair{"sync", st.sync_lookups}, {"async", st.async_lookups}}) {
+        families["spindle_cache_lookups_total"] += fmt::format(
+            "spindle_cache_lookups_total{{model=\"{}\",table=\"{}\",mode=\"{}\"}} {}\n", name, table, mode, n);
+      }
+    }
+  }
+  std::string out;
+  for (const auto& [family, type, text] : help) {
+    const auto it = families.find(family);
+    if (it == families.end()) continue;
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family, text, family, type) + it->second;
+  }
+  return out;
 }
 
 std::string gateway::members_json() {

@@ -55,6 +55,8 @@ class gateway final : public transport::rpc::rpc_service {
   status set_tunable(const std::string& model, const std::string& name,
                      const std::string& value) override;
   std::string members_json() override;
+  /// Prometheus text exposition of every model's counters and histograms.
+  std::string prometheus_text();
 
   struct state;
 

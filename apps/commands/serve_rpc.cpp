@@ -10,6 +10,7 @@
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/embedding_cache_actor.hpp"
 #include "core/log.hpp"
+#include "transport/http/metrics_server.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
 namespace spindle::apps {
@@ -19,6 +20,7 @@ void add_front_door_options(CLI::App& cmd, front_door_args& a) {
       ->capture_default_str();
   cmd.add_option("--admin-token-file", a.admin_token_file,
                  "Admin token file (created with a random token if absent); without it Admin is disabled");
+  cmd.add_option("--metrics", a.metrics, "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
   cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")->capture_default_str();
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
   cmd.add_option("--dlrm-name", a.dlrm_name, "Name of the DLRM model (default: its model.toml name)");
@@ -90,6 +92,11 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   o.listen = a.listen;
   o.admin_token = token;
   SPINDLE_ASSIGN_OR_RETURN(auto server, transport::rpc::rpc_server::start(o, g));
+  std::unique_ptr<transport::http::metrics_server> metrics;
+  if (!a.metrics.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(metrics, transport::http::metrics_server::start(a.metrics, [&g] { return g.prometheus_text(); }));
+    fmt::print("metrics http://{}:{}/metrics\n", a.metrics.substr(0, a.metrics.rfind(':')), metrics->port());
+  }
   const std::string host = a.listen.substr(0, a.listen.rfind(':'));
   fmt::print("listening {}:{}\n", host, server->port());
   if (token.empty()) fmt::print("admin disabled (no --admin-token-file)\n");
@@ -102,6 +109,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   sigwait(&set, &sig);
   log::info("serve: stopping on signal {}", sig);
   server.reset();
+  metrics.reset();
   return status::ok();
 }
 

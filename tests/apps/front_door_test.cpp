@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "core/subprocess.hpp"
@@ -33,6 +34,7 @@ struct server_fixture {
   std::optional<child_process> server;
   std::unique_ptr<rpc::rpc_client> client;
   std::string endpoint, token;
+  int metrics_port = 0;
 
   server_fixture() {
     graph::generate_options o;
@@ -47,9 +49,13 @@ struct server_fixture {
     auto s = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m",
                                    "--listen", "127.0.0.1:0", "--admin-token-file", token_file,
                                    "--dlrm-model", testing::golden_dlrm_dir, "--dlrm-name", "ctr",
-                                   "--pdb", dir + "/pdb", "--hit-rate-threshold", "1.0"});
+                                   "--pdb", dir + "/pdb", "--hit-rate-threshold", "1.0",
+                                   "--metrics", "127.0.0.1:0"});
     EXPECT_TRUE(s.has_value());
     server.emplace(std::move(*s));
+    auto metrics = server->wait_for("metrics http://127.0.0.1:", 60000);
+    EXPECT_TRUE(metrics.has_value());
+    metrics_port = std::stoi(metrics->substr(0, metrics->find('/')));
     auto line = server->wait_for("listening ", 60000);
     EXPECT_TRUE(line.has_value());
     endpoint = *line;
@@ -182,6 +188,23 @@ TEST(front_door_test, a_dlrm_answers_the_golden_batch_through_the_parameter_serv
   auto bad = f.client->infer_rec(call);
   EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
   EXPECT_NE(bad->message.find("table 0: indices[0]=50 out of range"), std::string::npos) << bad->message;
+}
+
+TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_rates) {
+  auto& f = fixture();
+  ASSERT_EQ(f.client->infer_gnn({"sage", {4}, 1, 0})->status, rpc::rpc_status::ok);
+  httplib::Client http("127.0.0.1", f.metrics_port);
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  const std::string& body = res->body;
+  EXPECT_NE(body.find("# TYPE spindle_request_latency_seconds histogram"), std::string::npos);
+  EXPECT_NE(body.find("spindle_responses_total{model=\"sage\",status=\"ok\"}"), std::string::npos);
+  EXPECT_NE(body.find("spindle_stage_latency_seconds_bucket{model=\"sage\",stage=\"sampling\",le=\"+Inf\"}"),
+            std::string::npos);
+  EXPECT_NE(body.find("spindle_cache_hit_rate{model=\"ctr\",table=\"emb0\"}"), std::string::npos);
+  // Each family is one group: its TYPE line comes once, before its first sample.
+  EXPECT_EQ(body.find("# TYPE spindle_requests_total"), body.rfind("# TYPE spindle_requests_total"));
 }
 
 TEST(front_door_test, sigterm_stops_the_server_cleanly) {

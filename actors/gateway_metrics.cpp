@@ -1,0 +1,79 @@
+#include "actors/gateway_metrics.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace spindle::actors::detail {
+
+using transport::rpc::rpc_status;
+
+void histogram::observe(double seconds) {
+  std::size_t b = 0;
+  while (b < bounds.size() && seconds > bounds[b]) ++b;
+  counts_[b].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(std::uint64_t(std::max(0.0, seconds) * 1e9), std::memory_order_relaxed);
+}
+
+void histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b < counts_.size(); ++b) {
+    cumulative += counts_[b].load(std::memory_order_relaxed);
+    const std::string le = b < bounds.size() ? fmt::format("{}", bounds[b]) : "+Inf";
+    out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, le, cumulative);
+  }
+  out += fmt::format("{}_sum{{{}}} {}\n", name, labels, double(sum_ns_.load()) / 1e9);
+  out += fmt::format("{}_count{{{}}} {}\n", name, labels, cumulative);
+}
+
+void model_counters::record(rpc_status s, double ms) {
+  switch (s) {
+    case rpc_status::ok: ++ok; break;
+    case rpc_status::overloaded: ++overloaded; break;
+    case rpc_status::deadline_exceeded: ++deadline_exceeded; break;
+    case rpc_status::bad_request: ++bad_request; break;
+    default: ++errors;
+  }
+  if (s != rpc_status::ok) return;
+  latency.observe(ms / 1e3);
+  std::lock_guard lock(mu_);
+  if (latency_ms_.size() < 100000) {
+    latency_ms_.push_back(ms);
+  } else {
+    latency_ms_[next_++ % latency_ms_.size()] = ms;
+  }
+}
+
+nlohmann::json model_counters::json() {
+  std::vector<double> l;
+  {
+    std::lock_guard lock(mu_);
+    l = latency_ms_;
+  }
+  std::sort(l.begin(), l.end());
+  auto pct = [&](double q) { return l.empty() ? 0.0 : l[std::min(l.size() - 1, std::size_t(q * double(l.size())))]; };
+  return {{"requests", requests.load()},       {"ok", ok.load()},
+          {"overloaded", overloaded.load()},   {"deadline_exceeded", deadline_exceeded.load()},
+          {"bad_request", bad_request.load()}, {"errors", errors.load()},
+          {"in_flight", in_flight.load()},
+          {"latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}}}};
+}
+
+void model_counters::render(std::map<std::string, std::string>& families, const std::string& model) const {
+  const std::string m = fmt::format("model=\"{}\"", model);
+  families["spindle_requests_total"] += fmt::format("spindle_requests_total{{{}}} {}\n", m, requests.load());
+  for (auto [status, n] : {std::pair{"ok", &ok}, {"overloaded", &overloaded}, {"deadline_exceeded", &deadline_exceeded},
+                           {"bad_request", &bad_request}, {"error", &errors}}) {
+    families["spindle_responses_total"] +=
+        fmt::format("spindle_responses_total{{{},status=\"{}\"}} {}\n", m, status, n->load());
+  }
+  families["spindle_queue_depth"] += fmt::format("spindle_queue_depth{{{}}} {}\n", m, in_flight.load());
+  latency.render(families["spindle_request_latency_seconds"], "spindle_request_latency_seconds", m);
+  for (auto [stage, h] : {std::pair{"batching", &batching}, {"sampling", &sampling}, {"gathering", &gathering},
+                          {"compute", &compute}}) {
+    h->render(families["spindle_stage_latency_seconds"], "spindle_stage_latency_seconds",
+              fmt::format("{},stage=\"{}\"", m, stage));
+  }
+}
+
+}  // namespace spindle::actors::detail

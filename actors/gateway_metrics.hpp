@@ -1,0 +1,53 @@
+// Counters and latency histograms of one served model, updated from the RPC
+// and CAF threads without locks (atomics), read by Admin stats (JSON) and the
+// Prometheus endpoint (text exposition). Internal to the gateway.
+#pragma once
+
+#include <array>
+#include <map>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "transport/rpc/rpc_types.hpp"
+
+namespace spindle::actors::detail {
+
+/// A Prometheus histogram with fixed buckets (seconds).
+class histogram {
+ public:
+  static constexpr std::array<double, 12> bounds = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                                    0.05,   0.1,   0.25,  0.5,   1.0,  2.5};
+  void observe(double seconds);
+  /// Lines `<name>_bucket{<labels>,le="..."} n`, `_sum`, `_count`.
+  void render(std::string& out, const std::string& name, const std::string& labels) const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, bounds.size() + 1> counts_{};
+  std::atomic<std::uint64_t> sum_ns_{0};
+};
+
+struct model_counters {
+  std::atomic<std::uint64_t> requests{0}, ok{0}, overloaded{0}, deadline_exceeded{0}, bad_request{0},
+      errors{0};
+  std::atomic<std::size_t> in_flight{0};
+  histogram latency;                                  // end to end, ok answers
+  histogram batching, sampling, gathering, compute;   // per request (GNN)
+
+  /// Counts an answer; ok answers also feed the latency samples.
+  void record(transport::rpc::rpc_status s, double ms);
+  nlohmann::json json();
+  /// Appends this model's samples to `families` (metric family -> its lines), so
+  /// the caller can print each family as one group, as the text format requires.
+  void render(std::map<std::string, std::string>& families, const std::string& model) const;
+
+ private:
+  std::mutex mu_;
+  std::vector<double> latency_ms_;  // ring of the last 100,000 ok answers; guarded by mu_
+  std::size_t next_ = 0;            // guarded by mu_
+};
+
+}  // namespace spindle::actors::detail
