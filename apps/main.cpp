@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   apps::register_hps(app, g);
   apps::register_serve_dlrm(app, g);
   apps::register_client(app, g);
+  apps::register_shell(app, g);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

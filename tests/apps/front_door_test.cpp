@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -205,6 +206,40 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
   EXPECT_NE(body.find("spindle_cache_hit_rate{model=\"ctr\",table=\"emb0\"}"), std::string::npos);
   // Each family is one group: its TYPE line comes once, before its first sample.
   EXPECT_EQ(body.find("# TYPE spindle_requests_total"), body.rfind("# TYPE spindle_requests_total"));
+}
+
+std::pair<int, std::string> run_shell(const std::string& args) {
+  const std::string cmd = std::string(SPINDLE_BINARY) + " shell " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
+  auto& f = fixture();
+  const std::string base = "--connect " + f.endpoint + " --token-file " + f.token_file;
+  auto [code, out] = run_shell(base + " -c 'models; set sage batch_deadline_us 1500; tunables sage; infer sage 1,2 7'");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("sage  gnn (graphsage)"), std::string::npos) << out;
+  EXPECT_NE(out.find("batch_deadline_us = 1500"), std::string::npos) << out;
+  auto t = f.client->get_tunables(f.token, "sage");
+  bool seen = false;
+  for (const auto& x : t->tunables) seen |= x.name == "batch_deadline_us" && x.value == "1500";
+  EXPECT_TRUE(seen);
+  auto j = nlohmann::json::parse(f.client->stats(f.token)->json);
+  EXPECT_EQ(j["models"]["sage"]["tunables"]["batch_deadline_us"], "1500");
+  std::tie(code, out) = run_shell(base + " -c 'frobnicate; set sage max_batch many; infer sage x; watch stats 0.01 1'");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("error: unknown or incomplete command 'frobnicate'"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: bad_request: max_batch = 'many'"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: 'infer sage x': bad number"), std::string::npos) << out;
+  EXPECT_NE(out.find("p99 ms"), std::string::npos) << out;  // the last command still ran
+  std::tie(code, out) = run_shell("--connect " + f.endpoint + " --token nope -c 'stats'");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("unauthorized: wrong admin token"), std::string::npos) << out;
 }
 
 TEST(front_door_test, sigterm_stops_the_server_cleanly) {

@@ -1,0 +1,235 @@
+// `spindle shell --connect HOST:PORT [--token-file F] [-c 'CMD; CMD']`: an
+// operator's console over the Admin and Inference interfaces. Interactive mode
+// has line editing, history and tab completion of commands and model names
+// (libedit); -c runs commands non-interactively for scripts and tests. Every
+// error is one line; bad input never ends the shell (exit code 1 at the end of
+// -c when a command failed).
+#include <editline/readline.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "apps/commands/command.hpp"
+#include "transport/rpc/rpc_client.hpp"
+
+namespace spindle::apps {
+namespace {
+
+namespace rpc = transport::rpc;
+
+const std::vector<std::string> kCommands = {"help", "models", "stats", "tunables", "set", "members",
+                                            "infer", "watch", "quit"};
+
+struct shell_state {
+  std::unique_ptr<rpc::rpc_client> client;
+  std::string token;
+  std::vector<std::string> model_names;  // for completion
+};
+
+shell_state* g_shell = nullptr;  // the completion callback's view (libedit has no user pointer)
+
+std::vector<std::string> split_words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string s; in >> s;) w.push_back(s);
+  return w;
+}
+
+std::string help_text() {
+  return "commands:\n"
+         "  models                          list loaded models\n"
+         "  stats [MODEL]                   counters, latency percentiles, tunables (JSON)\n"
+         "  tunables MODEL                  live-tunable settings of a model\n"
+         "  set MODEL NAME VALUE            change a tunable now (routing_policy, batch_deadline_us,\n"
+         "                                  max_batch, max_queue; DLRM: hit_rate_threshold[.TABLE],\n"
+         "                                  refresh, max_queue)\n"
+         "  members                         cluster membership and health\n"
+         "  infer MODEL ID[,ID...] [SEED]   one GNN request\n"
+         "  watch stats [SECONDS] [TIMES]   refreshing per-model table (default every 1 s, until Ctrl-C)\n"
+         "  help, quit\n";
+}
+
+status admin_ok(const expected<rpc::admin_reply>& r) {
+  if (!r) return r.error();
+  if (r->status != rpc::rpc_status::ok) {
+    return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r->status), r->message);
+  }
+  return status::ok();
+}
+
+void print_watch_table(const std::string& json) {
+  const auto j = nlohmann::json::parse(json);
+  fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "model", "requests", "ok", "overloaded",
+             "in_flight", "p50 ms", "p99 ms", "p999 ms");
+  for (const auto& [name, m] : j["models"].items()) {
+    fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.3f} {:>9.3f}\n", name, m["requests"].get<std::uint64_t>(),
+               m["ok"].get<std::uint64_t>(), m["overloaded"].get<std::uint64_t>(), m["in_flight"].get<std::uint64_t>(),
+               m["latency_ms"]["p50"].get<double>(), m["latency_ms"]["p99"].get<double>(),
+               m["latency_ms"]["p999"].get<double>());
+  }
+}
+
+status watch(shell_state& s, const std::vector<std::string>& w) {
+  if (w.size() < 2 || w[1] != "stats") return make_error(errc::invalid_argument, "usage: watch stats [SECONDS] [TIMES]");
+  const double every = w.size() > 2 ? std::stod(w[2]) : 1.0;
+  const long times = w.size() > 3 ? std::stol(w[3]) : -1;
+  for (long i = 0; times < 0 || i < times; ++i) {
+    auto r = s.client->stats(s.token);
+    SPINDLE_TRY(admin_ok(r));
+    if (isatty(STDOUT_FILENO)) fmt::print("\033[H\033[2J");
+    print_watch_table(r->json);
+    std::fflush(stdout);
+    if (times < 0 || i + 1 < times) std::this_thread::sleep_for(std::chrono::duration<double>(every));
+  }
+  return status::ok();
+}
+
+status infer(shell_state& s, const std::vector<std::string>& w) {
+  if (w.size() < 3) return make_error(errc::invalid_argument, "usage: infer MODEL ID[,ID...] [SAMPLER_SEED]");
+  rpc::gnn_call call{w[1], {}, w.size() > 3 ? std::stoull(w[3]) : 0, 0};
+  std::stringstream ids(w[2]);
+  for (std::string id; std::getline(ids, id, ',');) call.seeds.push_back(std::stoll(id));
+  SPINDLE_ASSIGN_OR_RETURN(auto r, s.client->infer_gnn(call));
+  if (r.status != rpc::rpc_status::ok) return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r.status), r.message);
+  for (std::size_t i = 0; i < call.seeds.size(); ++i) {
+    fmt::print("{}:", call.seeds[i]);
+    for (std::uint32_t k = 0; k < r.width; ++k) fmt::print(" {:.5g}", r.outputs[i * r.width + k]);
+    fmt::print("\n");
+  }
+  return status::ok();
+}
+
+// Runs one command line; returns false on `quit`.
+bool run_command(shell_state& s, const std::string& line, bool& failed) {
+  const auto w = split_words(line);
+  if (w.empty()) return true;
+  status st = status::ok();
+  try {
+    const std::string& cmd = w[0];
+    if (cmd == "quit" || cmd == "exit") return false;
+    if (cmd == "help") {
+      fmt::print("{}", help_text());
+    } else if (cmd == "models") {
+      auto r = s.client->list_models(s.token);
+      st = admin_ok(r);
+      if (st) {
+        for (const auto& m : r->models) fmt::print("{}  {} ({})  in {}  out {}\n", m.name, m.kind, m.arch, m.input_width, m.output_width);
+      }
+    } else if (cmd == "stats") {
+      auto r = s.client->stats(s.token);
+      st = admin_ok(r);
+      if (st) {
+        auto j = nlohmann::json::parse(r->json);
+        fmt::print("{}\n", (w.size() > 1 ? j["models"][w[1]] : j).dump(2));
+      }
+    } else if (cmd == "tunables" && w.size() == 2) {
+      auto r = s.client->get_tunables(s.token, w[1]);
+      st = admin_ok(r);
+      if (st) {
+        for (const auto& t : r->tunables) fmt::print("{} = {}\n", t.name, t.value);
+      }
+    } else if (cmd == "set" && w.size() == 4) {
+      st = admin_ok(s.client->set_tunable(s.token, w[1], w[2], w[3]));
+      if (st) fmt::print("{} {} = {}\n", w[1], w[2], w[3]);
+    } else if (cmd == "members") {
+      auto r = s.client->members(s.token);
+      st = admin_ok(r);
+      if (st) fmt::print("{}\n", nlohmann::json::parse(r->json).dump(2));
+    } else if (cmd == "infer") {
+      st = infer(s, w);
+    } else if (cmd == "watch") {
+      st = watch(s, w);
+    } else {
+      st = make_error(errc::invalid_argument, "unknown or incomplete command '{}' (try help)", fmt::join(w, " "));
+    }
+  } catch (const std::exception& e) {
+    st = make_error(errc::invalid_argument, "'{}': bad number ({})", fmt::join(w, " "), e.what());
+  }
+  if (!st) {
+    fmt::print(stderr, "error: {}\n", st.message());
+    failed = true;
+  }
+  return true;
+}
+
+char* complete_word(const char* text, int state) {
+  static std::vector<std::string> matches;
+  static std::size_t next = 0;
+  if (state == 0) {
+    matches.clear();
+    next = 0;
+    const std::string prefix(text);
+    std::vector<std::string> pool = kCommands;
+    if (g_shell) pool.insert(pool.end(), g_shell->model_names.begin(), g_shell->model_names.end());
+    for (const auto& c : pool) {
+      if (c.rfind(prefix, 0) == 0) matches.push_back(c);
+    }
+  }
+  return next < matches.size() ? strdup(matches[next++].c_str()) : nullptr;
+}
+
+char** complete(const char* text, int, int) {
+  rl_attempted_completion_over = 1;
+  return rl_completion_matches(text, complete_word);
+}
+
+struct shell_args {
+  std::string connect = "127.0.0.1:7400", token, token_file, commands;
+};
+
+status run_shell(const shell_args& a) {
+  shell_state s;
+  s.token = a.token;
+  if (s.token.empty() && !a.token_file.empty()) {
+    std::ifstream in(a.token_file);
+    if (!in || !std::getline(in, s.token)) return make_error(errc::not_found, "{}: cannot read the admin token", a.token_file);
+  }
+  SPINDLE_ASSIGN_OR_RETURN(s.client, rpc::rpc_client::connect(a.connect, 30000));
+  if (auto r = s.client->list_models(s.token); r && r->status == rpc::rpc_status::ok) {
+    for (const auto& m : r->models) s.model_names.push_back(m.name);
+  }
+  bool failed = false;
+  if (!a.commands.empty()) {
+    std::stringstream cmds(a.commands);
+    for (std::string c; std::getline(cmds, c, ';');) {
+      if (!run_command(s, c, failed)) break;
+    }
+    return failed ? make_error(errc::invalid_argument, "a command failed") : status::ok();
+  }
+  g_shell = &s;
+  rl_attempted_completion_function = complete;
+  const std::string history = std::string(getenv("HOME") ? getenv("HOME") : ".") + "/.spindle_history";
+  read_history(history.c_str());
+  fmt::print("spindle shell connected to {} (help for commands)\n", a.connect);
+  for (;;) {
+    char* raw = readline("spindle> ");
+    if (raw == nullptr) break;
+    std::string line(raw);
+    free(raw);
+    if (!split_words(line).empty()) add_history(line.c_str());
+    if (!run_command(s, line, failed)) break;
+  }
+  write_history(history.c_str());
+  g_shell = nullptr;
+  return status::ok();
+}
+
+}  // namespace
+
+void register_shell(CLI::App& app, global_options&) {
+  auto* cmd = app.add_subcommand("shell", "Operator console: stats, tunables and live reconfiguration over Admin");
+  auto a = std::make_shared<shell_args>();
+  cmd->add_option("--connect", a->connect, "Server HOST:PORT")->capture_default_str();
+  cmd->add_option("--token", a->token, "Admin token");
+  cmd->add_option("--token-file", a->token_file, "File holding the admin token");
+  cmd->add_option("-c", a->commands, "Run these ';'-separated commands and exit");
+  cmd->callback([a] {
+    if (int rc = report(run_shell(*a))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
