@@ -35,8 +35,10 @@ demo: build
 	$(SPINDLE) serve --dataset $(DEMO_DIR)/rmat16 --model $(DEMO_DIR)/sage --calibration $(DEMO_DIR)/psgs-calibration.json --workload 5000 --clients 16 --policy loose
 	$(SPINDLE) model init --arch dlrm --tables 200000,200000,100000,50000 --seed 1 --out-dir $(DEMO_DIR)/dlrm
 	$(SPINDLE) serve-dlrm --model $(DEMO_DIR)/dlrm --pdb $(DEMO_DIR)/dlrm-pdb --workload 2000 --batch 256
+	./scripts/demo-front-door.sh $(SPINDLE) $(DEMO_DIR)
 
 test: build
+	@./scripts/install-python-test-deps.sh
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 bench: build

@@ -1,0 +1,153 @@
+"""The client: one connection per Client, asyncio API (pycapnp 2 runs RPC on asyncio)."""
+import asyncio
+import contextlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+import capnp
+
+_SCHEMA = capnp.load(os.path.join(os.path.dirname(__file__), "spindle.capnp"))
+
+
+class SpindleError(Exception):
+    """A call the server answered with a status other than ok (status and message kept)."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class GnnResult:
+    status: str
+    message: str
+    outputs: List[List[float]] = field(default_factory=list)  # one row per seed
+    server_us: int = 0
+
+
+@dataclass
+class RecResult:
+    status: str
+    message: str
+    scores: List[float] = field(default_factory=list)
+    server_us: int = 0
+
+
+def _gnn_result(reply) -> GnnResult:
+    flat = list(reply.outputs)
+    w = reply.width
+    rows = [flat[i:i + w] for i in range(0, len(flat), w)] if w else []
+    return GnnResult(str(reply.status), reply.message, rows, reply.serverUs)
+
+
+def _check(results):
+    status = str(results.status)
+    if status != "ok":
+        raise SpindleError(status, results.message)
+    return results
+
+
+class Client:
+    """A connection to `spindle serve`. Create with `await Client.open(...)` inside a
+    running kj loop (see `run`, `start` and `connect`)."""
+
+    def __init__(self, client, root, token: str):
+        self._client = client
+        self._inference = root.inference().inference
+        self._admin = root.admin().admin
+        self._token = token
+
+    @classmethod
+    async def open(cls, endpoint: str, token: str = "", token_file: Optional[str] = None) -> "Client":
+        host, _, port = endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"endpoint {endpoint!r}: expected HOST:PORT")
+        if token_file:
+            with open(token_file) as f:
+                token = f.readline().strip()
+        stream = await capnp.AsyncIoStream.create_connection(host=host, port=int(port))
+        client = capnp.TwoPartyClient(stream)
+        root = client.bootstrap().cast_as(_SCHEMA.Spindle)
+        self = cls(client, root, token)
+        version = (await self._inference.version()).version
+        if version < 1:
+            raise SpindleError("unsupported", f"server speaks schema version {version}")
+        return self
+
+    async def infer_gnn(self, model: str, seeds: Sequence[int], sampler_seed: int = 0,
+                        deadline_us: int = 0, check: bool = True) -> GnnResult:
+        r = await self._inference.inferGnn(request={
+            "model": model, "seeds": [int(s) for s in seeds], "samplerSeed": sampler_seed,
+            "deadlineUs": deadline_us})
+        result = _gnn_result(r.reply)
+        if check and result.status != "ok":
+            raise SpindleError(result.status, result.message)
+        return result
+
+    async def infer_gnn_batch(self, requests: Sequence[dict]) -> List[GnnResult]:
+        """requests: dicts with model, seeds, and optionally sampler_seed, deadline_us.
+        Each result has its own status: one bad request never fails the others."""
+        wire = [{"model": q["model"], "seeds": [int(s) for s in q["seeds"]],
+                 "samplerSeed": q.get("sampler_seed", 0), "deadlineUs": q.get("deadline_us", 0)}
+                for q in requests]
+        r = await self._inference.inferGnnBatch(requests=wire)
+        return [_gnn_result(x) for x in r.replies]
+
+    async def infer_rec(self, model: str, dense: Sequence[Sequence[float]],
+                        sparse: Sequence[Sequence[Sequence[int]]], deadline_us: int = 0,
+                        check: bool = True) -> RecResult:
+        """dense: one row per sample; sparse: per table, per sample, the keys of its bag."""
+        batch = len(dense)
+        bags = []
+        for table in sparse:
+            if len(table) != batch:
+                raise ValueError(f"a table has {len(table)} bags for {batch} samples")
+            offsets, indices = [0], []
+            for bag in table:
+                indices.extend(int(k) for k in bag)
+                offsets.append(len(indices))
+            bags.append({"indices": indices, "offsets": offsets})
+        r = await self._inference.inferRec(request={
+            "model": model, "batch": batch, "dense": [float(x) for row in dense for x in row],
+            "sparse": bags, "deadlineUs": deadline_us})
+        result = RecResult(str(r.reply.status), r.reply.message, list(r.reply.scores), r.reply.serverUs)
+        if check and result.status != "ok":
+            raise SpindleError(result.status, result.message)
+        return result
+
+    async def stats(self) -> dict:
+        return json.loads(_check(await self._admin.stats(token=self._token)).json)
+
+    async def models(self) -> List[dict]:
+        r = _check(await self._admin.listModels(token=self._token))
+        return [{"name": m.name, "kind": m.kind, "arch": m.arch, "input_width": m.inputWidth,
+                 "output_width": m.outputWidth} for m in r.models]
+
+    async def tunables(self, model: str) -> dict:
+        r = _check(await self._admin.getTunables(token=self._token, model=model))
+        return {t.name: t.value for t in r.tunables}
+
+    async def set_tunable(self, model: str, name: str, value) -> None:
+        # A request builder: pycapnp's keyword form reserves the parameter name `name`.
+        req = self._admin.setTunable_request()
+        req.token, req.model, req.name, req.value = self._token, model, name, str(value)
+        _check(await req.send())
+
+
+@contextlib.asynccontextmanager
+async def connect(endpoint: str, token: str = "", token_file: Optional[str] = None):
+    """`async with connect(...) as c:` inside `run`/`start`."""
+    yield await Client.open(endpoint, token, token_file)
+
+
+def run(coro):
+    """Runs `coro` with the kj event loop pycapnp needs (scripts)."""
+    return asyncio.run(capnp.run(coro))
+
+
+async def start(coro):
+    """Awaitable form of `run` for code already inside asyncio (notebooks)."""
+    return await capnp.run(coro)

@@ -1,0 +1,109 @@
+"""The Python client against a real `spindle serve` (GNN + the golden DLRM) on a
+free loopback port. Run by ctest (python_client_test) or `pytest python/tests`
+with SPINDLE_BINARY pointing at build/apps/spindle."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import spindle_client as sc  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
+GOLDEN = os.path.join(ROOT, "tests", "nn", "golden", "dlrm")
+
+
+def load_npy(path):
+    """Minimal .npy reader (little-endian float32 / int64, C order): no numpy needed."""
+    with open(path, "rb") as f:
+        data = f.read()
+    header_len = struct.unpack("<H", data[8:10])[0]
+    header = data[10:10 + header_len].decode()
+    body = data[10 + header_len:]
+    fmt = "f" if "'<f4'" in header else "q"
+    return list(struct.unpack("<%d%s" % (len(body) // struct.calcsize(fmt), fmt), body))
+
+
+@pytest.fixture(scope="module")
+def server():
+    tmp = tempfile.mkdtemp(prefix="spindle-py-")
+    subprocess.run([SPINDLE, "generate", "--scale", "10", "--feature-dim", "8", "--seed", "1",
+                    "--out", tmp + "/g"], check=True, capture_output=True)
+    subprocess.run([SPINDLE, "model", "init", "--arch", "gcn", "--in", "8", "--hidden", "16", "--out", "3",
+                    "--seed", "1", "--out-dir", tmp + "/m"], check=True, capture_output=True)
+    proc = subprocess.Popen([SPINDLE, "serve", "--dataset", tmp + "/g", "--model", tmp + "/m", "--name", "gcn",
+                             "--listen", "127.0.0.1:0", "--admin-token-file", tmp + "/token",
+                             "--dlrm-model", GOLDEN, "--dlrm-name", "ctr", "--pdb", tmp + "/pdb",
+                             "--hit-rate-threshold", "1.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    endpoint = None
+    for line in proc.stdout:
+        if line.startswith("listening "):
+            endpoint = line.split()[1]
+            break
+    assert endpoint, "server did not start"
+    yield {"endpoint": endpoint, "token_file": tmp + "/token", "spindle": SPINDLE}
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0
+
+
+def test_infer_gnn_matches_the_cli_and_batches_isolate_errors(server):
+    cli = subprocess.run([SPINDLE, "client", "--connect", server["endpoint"], "--model", "gcn", "infer",
+                          "--seeds", "5,6", "--sampler-seed", "3", "--json"], check=True,
+                         capture_output=True, text=True)
+    want = json.loads(cli.stdout)
+
+    async def main():
+        async with sc.connect(server["endpoint"]) as c:
+            r = await c.infer_gnn("gcn", [5, 6], sampler_seed=3)
+            batch = await c.infer_gnn_batch([{"model": "gcn", "seeds": [5, 6], "sampler_seed": 3},
+                                             {"model": "gcn", "seeds": [10 ** 9]},
+                                             {"model": "nope", "seeds": [1]}])
+            with pytest.raises(sc.SpindleError) as err:
+                await c.infer_gnn("gcn", [-1])
+            return r, batch, err.value
+
+    r, batch, err = sc.run(main())
+    assert r.status == "ok" and len(r.outputs) == 2 and len(r.outputs[0]) == 3
+    flat = [x for row in r.outputs for x in row]
+    assert flat == pytest.approx(want["outputs"], rel=0, abs=0)
+    assert batch[0].outputs == r.outputs
+    assert batch[1].status == "badRequest" and "out of range" in batch[1].message
+    assert batch[2].status == "badRequest" and "unknown model 'nope'" in batch[2].message
+    assert err.status == "badRequest" and "seeds[0]=-1" in err.message
+
+
+def test_recommendation_and_admin_calls(server):
+    dense = load_npy(os.path.join(GOLDEN, "dense.npy"))
+    expected = load_npy(os.path.join(GOLDEN, "expected.npy"))
+    rows = [dense[i * 13:(i + 1) * 13] for i in range(6)]
+    sparse = []
+    for t in range(3):
+        idx = load_npy(os.path.join(GOLDEN, "indices%d.npy" % t))
+        off = load_npy(os.path.join(GOLDEN, "offsets%d.npy" % t))
+        sparse.append([idx[off[b]:off[b + 1]] for b in range(6)])
+
+    async def main():
+        async with sc.connect(server["endpoint"], token_file=server["token_file"]) as c:
+            scores = (await c.infer_rec("ctr", rows, sparse)).scores
+            await c.set_tunable("gcn", "routing_policy", "loose")
+            tunables = await c.tunables("gcn")
+            stats = await c.stats()
+            models = await c.models()
+        async with sc.connect(server["endpoint"], token="wrong-token-0000") as bad:
+            with pytest.raises(sc.SpindleError) as err:
+                await bad.stats()
+        return scores, tunables, stats, models, err.value
+
+    scores, tunables, stats, models, err = sc.run(main())
+    assert scores == pytest.approx(expected, abs=1e-5)
+    assert tunables["routing_policy"] == "loose"
+    assert stats["models"]["gcn"]["tunables"]["routing_policy"] == "loose"
+    assert stats["models"]["ctr"]["ok"] >= 1
+    assert {m["name"] for m in models} == {"gcn", "ctr"}
+    assert err.status == "unauthorized"
