@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Serve a prepared graph with a GraphSAGE model and query it: the path a new
+# user copies. With an edge list argument (SNAP "src dst" lines, .gz allowed) it
+# prepares that graph; without one it generates an R-MAT graph.
+#   examples/serve-graphsage/run.sh [EDGES [FEATURES.npy]]
+set -euo pipefail
+spindle="${SPINDLE:-build/apps/spindle}"
+work="${WORK:-serve-graphsage}"
+mkdir -p "$work"
+if [ $# -ge 1 ]; then
+  features=(); [ $# -ge 2 ] && features=(--features "$2")
+  "$spindle" prepare --input "$1" "${features[@]}" --out "$work/graph" --fanouts 25,10
+else
+  [ -f "$work/graph/metadata.json" ] || "$spindle" generate --scale 14 --feature-dim 32 --seed 1 --out "$work/graph"
+fi
+width=$("$spindle" info "$work/graph" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["feature_dim"])')
+# Your trained weights go here instead: see README, "Exporting weights from PyG / PyTorch".
+[ -f "$work/model/model.toml" ] || "$spindle" model init --arch graphsage --in "$width" --hidden 64 --out 8 \
+  --seed 1 --out-dir "$work/model"
+"$spindle" serve --dataset "$work/graph" --model "$work/model" --name sage --listen 127.0.0.1:0 \
+  --admin-token-file "$work/admin.token" > "$work/serve.log" 2>&1 &
+server=$!
+trap 'kill $server; wait $server || true' EXIT
+until grep -q '^listening ' "$work/serve.log"; do sleep 0.2; done
+endpoint=$(sed -n 's/^listening //p' "$work/serve.log")
+"$spindle" client --connect "$endpoint" --model sage infer --seeds 0,1,2
+python3 "$(dirname "$0")/query.py" "$endpoint" "$work/admin.token" || echo "(pip install pycapnp for the Python example)"
