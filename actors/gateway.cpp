@@ -112,6 +112,7 @@ struct gateway::state {
   std::map<std::string, std::shared_ptr<gnn_entry>> gnn;
   std::map<std::string, std::shared_ptr<rec_entry>> rec;
   clock_type::time_point started = clock_type::now();
+  std::unique_ptr<split_path> split;
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(forwarder)) {}
 
   std::string loaded() const {
@@ -448,6 +449,26 @@ std::string gateway::prometheus_text() {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family, text, family, type) + it->second;
   }
   return out;
+}
+
+void gateway::set_split_path(std::unique_ptr<split_path> p) { s_->split = std::move(p); }
+split_path* gateway::split() const { return s_->split.get(); }
+
+void gateway::infer_tensor(const std::string& model, std::span<const std::byte> payload, std::uint32_t deadline_us,
+                           std::function<void(transport::rpc::tensor_answer)> done) {
+  if (!s_->split) return rpc_service::infer_tensor(model, payload, deadline_us, std::move(done));
+  s_->split->infer_tensor(model, payload, deadline_us, std::move(done));
+}
+
+expected<transport::rpc::split_session> gateway::open_split() {
+  if (!s_->split) return rpc_service::open_split();
+  return s_->split->open();
+}
+
+void gateway::infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes,
+                          std::uint32_t deadline_us, std::function<void(transport::rpc::tensor_answer)> done) {
+  if (!s_->split) return rpc_service::infer_split(model, call_id, bytes, deadline_us, std::move(done));
+  s_->split->infer_split(model, call_id, bytes, deadline_us, std::move(done));
 }
 
 std::string gateway::members_json() {

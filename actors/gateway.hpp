@@ -15,6 +15,7 @@
 
 #include "actors/hps_messages.hpp"
 #include "actors/serving_messages.hpp"
+#include "actors/split_path.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
@@ -44,6 +45,9 @@ class gateway final : public transport::rpc::rpc_service {
   ~gateway() override;
   void add_model(gnn_model_binding m);
   void add_model(rec_model_binding m);
+  /// Tensor models and the SplitRPC data path (optional).
+  void set_split_path(std::unique_ptr<split_path> p);
+  split_path* split() const;
 
   void infer_gnn(transport::rpc::gnn_call call,
                  std::function<void(transport::rpc::gnn_answer)> done) override;
@@ -55,6 +59,11 @@ class gateway final : public transport::rpc::rpc_service {
   status set_tunable(const std::string& model, const std::string& name,
                      const std::string& value) override;
   std::string members_json() override;
+  void infer_tensor(const std::string& model, std::span<const std::byte> payload, std::uint32_t deadline_us,
+                    std::function<void(transport::rpc::tensor_answer)> done) override;
+  expected<transport::rpc::split_session> open_split() override;
+  void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes, std::uint32_t deadline_us,
+                   std::function<void(transport::rpc::tensor_answer)> done) override;
   /// Prometheus text exposition of every model's counters and histograms.
   std::string prometheus_text();
 

@@ -21,6 +21,8 @@ void add_front_door_options(CLI::App& cmd, front_door_args& a) {
   cmd.add_option("--admin-token-file", a.admin_token_file,
                  "Admin token file (created with a random token if absent); without it Admin is disabled");
   cmd.add_option("--metrics", a.metrics, "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
+  cmd.add_option("--tensor-models", a.tensor_models,
+                 "Built-in tensor models served over the SplitRPC data path (today: sum)")->delimiter(',');
   cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")->capture_default_str();
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
   cmd.add_option("--dlrm-name", a.dlrm_name, "Name of the DLRM model (default: its model.toml name)");
@@ -87,7 +89,20 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
   return h;
 }
 
+status add_tensor_models(actors::gateway& g, const front_door_args& a) {
+  if (a.tensor_models.empty()) return status::ok();
+  std::vector<actors::tensor_model> models;
+  for (const auto& name : a.tensor_models) {
+    if (name != "sum") return make_error(errc::invalid_argument, "--tensor-models '{}': the built-in models are: sum", name);
+    models.push_back(actors::sum_model(name));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto split, actors::split_path::create(std::move(models)));
+  g.set_split_path(std::move(split));
+  return status::ok();
+}
+
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token) {
+  SPINDLE_TRY(add_tensor_models(g, a));
   transport::rpc::server_options o;
   o.listen = a.listen;
   o.admin_token = token;

@@ -51,7 +51,7 @@ struct server_fixture {
                                    "--listen", "127.0.0.1:0", "--admin-token-file", token_file,
                                    "--dlrm-model", testing::golden_dlrm_dir, "--dlrm-name", "ctr",
                                    "--pdb", dir + "/pdb", "--hit-rate-threshold", "1.0",
-                                   "--metrics", "127.0.0.1:0"});
+                                   "--metrics", "127.0.0.1:0", "--tensor-models", "sum"});
     EXPECT_TRUE(s.has_value());
     server.emplace(std::move(*s));
     auto metrics = server->wait_for("metrics http://127.0.0.1:", 60000);
@@ -240,6 +240,28 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   std::tie(code, out) = run_shell("--connect " + f.endpoint + " --token nope -c 'stats'");
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("unauthorized: wrong admin token"), std::string::npos) << out;
+}
+
+TEST(front_door_test, tensor_payloads_give_the_same_answer_on_the_unified_and_split_paths) {
+  auto& f = fixture();
+  ASSERT_TRUE(f.client->open_split()) << "UCX data path";
+  for (std::size_t floats : {256u, 2048u, 16384u, 150528u}) {  // 1 KiB .. 588 KiB
+    std::vector<float> payload(floats);
+    double sum = 0;
+    for (std::size_t i = 0; i < floats; ++i) sum += payload[i] = float(i % 17) * 0.5f;
+    auto unified = f.client->infer_tensor("sum", payload);
+    auto split = f.client->infer_split("sum", payload);
+    ASSERT_TRUE(unified.has_value() && split.has_value());
+    ASSERT_EQ(unified->status, rpc::rpc_status::ok) << unified->message;
+    ASSERT_EQ(split->status, rpc::rpc_status::ok) << split->message;
+    EXPECT_FLOAT_EQ(unified->result[0], float(sum)) << floats;
+    EXPECT_EQ(unified->result, split->result) << floats;
+    EXPECT_EQ(split->result[1], float(floats));
+  }
+  auto unknown = f.client->infer_split("nope", std::vector<float>(4));
+  EXPECT_FALSE(unknown.has_value());  // the client knows the session's models
+  auto bad = f.client->infer_tensor("sum", std::span<const float>());
+  EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
 }
 
 TEST(front_door_test, sigterm_stops_the_server_cleanly) {

@@ -103,5 +103,18 @@ rec_answer read(::RecReply::Reader r) {
   return {from_wire(r.getStatus()), str(r.getMessage()), to_vector<float>(r.getScores()), r.getServerUs()};
 }
 
+void write(::TensorReply::Builder b, const tensor_answer& a) {
+  b.setStatus(to_wire(a.status));
+  b.setMessage(text(a.message));
+  fill(b.initResult(a.result.size()), a.result);
+  b.setServerUs(a.server_us);
+  b.setComputeUs(a.compute_us);
+}
+
+tensor_answer read(::TensorReply::Reader r) {
+  return {from_wire(r.getStatus()), str(r.getMessage()), to_vector<float>(r.getResult()), r.getServerUs(),
+          r.getComputeUs()};
+}
+
 }  // namespace detail
 }  // namespace spindle::transport::rpc

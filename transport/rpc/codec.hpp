@@ -22,5 +22,7 @@ void write(::RecRequest::Builder b, const rec_call& c);
 rec_call read(::RecRequest::Reader r);
 void write(::RecReply::Builder b, const rec_answer& a);
 rec_answer read(::RecReply::Reader r);
+void write(::TensorReply::Builder b, const tensor_answer& a);
+tensor_answer read(::TensorReply::Reader r);
 
 }  // namespace spindle::transport::rpc::detail

@@ -5,9 +5,15 @@
 #include <kj/async-io.h>
 #include <kj/timer.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "transport/rpc/codec.hpp"
+#include "transport/ucx/ucx.hpp"
+
+#include <cstring>
+#include <optional>
+#include <random>
 
 namespace spindle::transport::rpc {
 
@@ -20,6 +26,12 @@ struct rpc_client::impl {
   ::Inference::Client inference;
   ::Admin::Client admin;
   int timeout_ms;
+  // SplitRPC data path (after open_split): this thread owns the worker.
+  std::optional<ucx::context> ucx_ctx;
+  std::optional<ucx::worker> ucx_worker;
+  std::optional<ucx::endpoint> ucx_ep;
+  std::vector<std::string> split_models;
+  std::uint64_t next_call = 0;
 
   impl(const std::string& host, unsigned port, int timeout)
       : ez(host, port, limits()),
@@ -123,6 +135,61 @@ expected<rec_answer> rpc_client::infer_rec(const rec_call& call) {
   return guarded(endpoint_, [&]() -> expected<rec_answer> {
     auto req = impl_->inference.inferRecRequest();
     detail::write(req.initRequest(), call);
+    return detail::read(impl_->wait(req.send()).getReply());
+  });
+}
+
+expected<tensor_answer> rpc_client::infer_tensor(const std::string& model, std::span<const float> payload,
+                                                 std::uint32_t deadline_us) {
+  return guarded(endpoint_, [&]() -> expected<tensor_answer> {
+    auto req = impl_->inference.inferTensorRequest();
+    req.setModel(text(model));
+    req.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(payload.data()), payload.size_bytes()));
+    req.setDeadlineUs(deadline_us);
+    return detail::read(impl_->wait(req.send()).getReply());
+  });
+}
+
+status rpc_client::open_split() {
+  if (impl_->ucx_ep) return status::ok();
+  std::vector<std::uint8_t> address;
+  SPINDLE_TRY(guarded(endpoint_, [&]() -> status {
+    auto r = impl_->wait(impl_->inference.openSplitRequest().send());
+    auto s = r.getSession();
+    address.assign(s.getWorkerAddress().begin(), s.getWorkerAddress().end());
+    impl_->split_models.clear();
+    for (auto m : s.getModels()) impl_->split_models.push_back(str(m));
+    return status::ok();
+  }));
+  SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
+  impl_->ucx_ctx.emplace(std::move(ctx));
+  SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*impl_->ucx_ctx));
+  impl_->ucx_worker.emplace(std::move(w));
+  SPINDLE_ASSIGN_OR_RETURN(auto ep, ucx::endpoint::connect(*impl_->ucx_worker, address));
+  impl_->ucx_ep.emplace(std::move(ep));
+  // Call ids: a random session prefix, then a counter (unique per session).
+  impl_->next_call = std::uint64_t(std::random_device{}()) << 32;
+  return status::ok();
+}
+
+expected<tensor_answer> rpc_client::infer_split(const std::string& model, std::span<const float> payload,
+                                                std::uint32_t deadline_us) {
+  if (!impl_->ucx_ep) return make_error(errc::invalid_argument, "infer_split: call open_split() first");
+  const auto it = std::find(impl_->split_models.begin(), impl_->split_models.end(), model);
+  if (it == impl_->split_models.end()) {
+    return make_error(errc::invalid_argument, "infer_split: no tensor model '{}' on {}", model, endpoint_);
+  }
+  split_header h{++impl_->next_call, std::uint32_t(it - impl_->split_models.begin())};
+  std::byte header[12];
+  std::memcpy(header, &h.call_id, 8);
+  std::memcpy(header + 8, &h.model, 4);
+  SPINDLE_TRY(impl_->ucx_ep->send_bulk(split_am_id, header, std::as_bytes(payload), impl_->timeout_ms));
+  return guarded(endpoint_, [&]() -> expected<tensor_answer> {
+    auto req = impl_->inference.inferSplitRequest();
+    req.setModel(text(model));
+    req.setCallId(h.call_id);
+    req.setBytes(payload.size_bytes());
+    req.setDeadlineUs(deadline_us);
     return detail::read(impl_->wait(req.send()).getReply());
   });
 }

@@ -36,6 +36,17 @@ class rpc_client {
   expected<std::vector<gnn_answer>> infer_gnn_batch(const std::vector<gnn_call>& calls);
   expected<rec_answer> infer_rec(const rec_call& call);
 
+  /// Tensor model, unified path: the payload inside the Cap'n Proto message.
+  expected<tensor_answer> infer_tensor(const std::string& model, std::span<const float> payload,
+                                       std::uint32_t deadline_us = 0);
+  /// SplitRPC: opens the UCX data path to the server (once per client; over
+  /// UCX's transports, shared memory on one host). Needed before infer_split.
+  status open_split();
+  /// SplitRPC path: the payload over UCX into the server's tensor queue, then a
+  /// small control record over Cap'n Proto.
+  expected<tensor_answer> infer_split(const std::string& model, std::span<const float> payload,
+                                      std::uint32_t deadline_us = 0);
+
   /// Closed loop: keeps `in_flight` calls outstanding until every call is answered.
   status run_closed_loop(const std::vector<gnn_call>& calls, std::size_t in_flight,
                          const gnn_callback& done);

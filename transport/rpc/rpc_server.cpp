@@ -58,6 +58,33 @@ class inference_impl final : public ::Inference::Server {
     return promise.then([ctx](rec_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
   }
 
+  kj::Promise<void> inferTensor(InferTensorContext ctx) override {
+    auto p = ctx.getParams();
+    auto payload = p.getPayload();
+    auto [promise, done] = cross_thread_reply<tensor_answer>();
+    s_.infer_tensor(str(p.getModel()), {reinterpret_cast<const std::byte*>(payload.begin()), payload.size()},
+                    p.getDeadlineUs(), std::move(done));
+    return promise.then([ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
+  }
+
+  kj::Promise<void> openSplit(OpenSplitContext ctx) override {
+    auto s = s_.open_split();
+    if (!s) return KJ_EXCEPTION(FAILED, s.error().to_string());
+    auto out = ctx.getResults().initSession();
+    out.setWorkerAddress(kj::arrayPtr(s->worker_address.data(), s->worker_address.size()));
+    auto names = out.initModels(s->models.size());
+    for (unsigned i = 0; i < s->models.size(); ++i) names.set(i, text(s->models[i]));
+    out.setMaxPayload(s->max_payload);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> inferSplit(InferSplitContext ctx) override {
+    auto p = ctx.getParams();
+    auto [promise, done] = cross_thread_reply<tensor_answer>();
+    s_.infer_split(str(p.getModel()), p.getCallId(), p.getBytes(), p.getDeadlineUs(), std::move(done));
+    return promise.then([ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
+  }
+
  private:
   kj::Promise<gnn_answer> gnn(gnn_call call) {
     auto [promise, done] = cross_thread_reply<gnn_answer>();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,26 @@ struct rec_answer {
   std::uint64_t server_us = 0;
 };
 
+struct tensor_answer {
+  rpc_status status = rpc_status::ok;
+  std::string message;
+  std::vector<float> result;
+  std::uint64_t server_us = 0, compute_us = 0;
+};
+
+struct split_session {
+  std::vector<std::uint8_t> worker_address;
+  std::vector<std::string> models;
+  std::uint64_t max_payload = 0;
+};
+
+/// The 12-byte header of a split payload active message.
+struct split_header {
+  std::uint64_t call_id = 0;
+  std::uint32_t model = 0;
+};
+inline constexpr unsigned split_am_id = 7;
+
 struct model_info {
   std::string name, kind, arch;
   std::uint32_t input_width = 0, output_width = 0;
@@ -74,6 +95,21 @@ class rpc_service {
   virtual status set_tunable(const std::string& model, const std::string& name,
                              const std::string& value) = 0;
   virtual std::string members_json() = 0;
+
+  /// Tensor models (unified path): `payload` is valid only during the call.
+  virtual void infer_tensor(const std::string& model, std::span<const std::byte> payload,
+                            std::uint32_t deadline_us, std::function<void(tensor_answer)> done) {
+    (void)payload, (void)deadline_us;
+    done({rpc_status::bad_request, "no tensor model '" + model + "' on this server"});
+  }
+  virtual expected<split_session> open_split() {
+    return make_error(errc::unsupported, "this server has no SplitRPC data path");
+  }
+  virtual void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes,
+                           std::uint32_t deadline_us, std::function<void(tensor_answer)> done) {
+    (void)call_id, (void)bytes, (void)deadline_us;
+    done({rpc_status::bad_request, "no tensor model '" + model + "' on this server"});
+  }
 };
 
 /// Constant-time comparison of an Admin token with the configured one.

@@ -7,7 +7,7 @@
 # request never fails its neighbours in a batch.
 @0xf8bf9206416f48e7;
 
-const schemaVersion :UInt32 = 1;
+const schemaVersion :UInt32 = 2;  # 2: tensor models, the SplitRPC data path
 
 enum Status {
   ok @0;                # the request was served; outputs are valid
@@ -55,11 +55,34 @@ struct RecReply {
   serverUs @3 :UInt64;
 }
 
+struct TensorReply {
+  status @0 :Status;
+  message @1 :Text;
+  result @2 :List(Float32);   # the tensor model's output for this request
+  serverUs @3 :UInt64;        # arrival of the control record to the reply
+  computeUs @4 :UInt64;       # this request's share of its batch's compute time
+}
+
+struct SplitSession {
+  workerAddress @0 :Data;     # the server's UCX worker: connect an endpoint to it and
+                              # send payloads as active messages (id 7) whose 12-byte
+                              # header is {callId :UInt64, model :UInt32} little-endian
+  models @1 :List(Text);      # tensor models; the header's `model` indexes this list
+  maxPayload @2 :UInt64;      # bytes one payload may have
+}
+
 interface Inference {
   version @0 () -> (version :UInt32);
   inferGnn @1 (request :GnnRequest) -> (reply :GnnReply);
   inferGnnBatch @2 (requests :List(GnnRequest)) -> (replies :List(GnnReply));
   inferRec @3 (request :RecRequest) -> (reply :RecReply);
+  # Tensor models (version 2): a float32 payload in, a float32 result out.
+  # Unified path: the payload travels inside the Cap'n Proto message.
+  inferTensor @4 (model :Text, payload :Data, deadlineUs :UInt32) -> (reply :TensorReply);
+  # SplitRPC path: the payload goes over UCX straight into the model's tensor
+  # queue; this small control record names it by callId (unique per session).
+  openSplit @5 () -> (session :SplitSession);
+  inferSplit @6 (model :Text, callId :UInt64, bytes :UInt64, deadlineUs :UInt32) -> (reply :TensorReply);
 }
 
 struct ModelInfo {

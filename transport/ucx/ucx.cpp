@@ -83,6 +83,7 @@ std::string context::transports() const {
 struct worker::state {
   ucp_worker_h handle = nullptr;
   std::map<unsigned, am_handler> handlers;
+  std::map<unsigned, bulk_handler> bulk_handlers;
   ~state() {
     if (handle) ucp_worker_destroy(handle);
   }
@@ -155,6 +156,67 @@ ucs_status_t am_trampoline(void* arg, const void* /*header*/, size_t /*header_le
   return UCS_OK;
 }
 }  // namespace
+
+namespace {
+ucs_status_t bulk_trampoline(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                             const ucp_am_recv_param_t* param) {
+  auto* handler = static_cast<worker::bulk_handler*>(arg);
+  worker::bulk_message m;
+  m.header = {static_cast<const std::byte*>(header), header_length};
+  m.length = length;
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+    m.rndv = true;
+    m.rndv_desc = data;
+    (*handler)(m);  // calls receive_rndv now, or drops the message
+    return UCS_OK;
+  }
+  m.data = {static_cast<const std::byte*>(data), length};
+  (*handler)(m);
+  return UCS_OK;
+}
+
+void rndv_done(void* request, ucs_status_t st, size_t, void* user) {
+  auto* done = static_cast<std::function<void(status)>*>(user);
+  (*done)(st == UCS_OK ? status::ok() : make_error(errc::unavailable, "ucp_am_recv_data_nbx: {}", ucs_status_string(st)));
+  delete done;
+  if (request != nullptr) ucp_request_free(request);
+}
+}  // namespace
+
+status worker::set_bulk_handler(unsigned id, bulk_handler handler) {
+  auto& slot = s_->bulk_handlers[id];
+  slot = std::move(handler);
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                 UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  p.id = id;
+  p.cb = bulk_trampoline;
+  p.arg = &slot;
+  p.flags = UCP_AM_FLAG_WHOLE_MSG;
+  if (ucs_status_t st = ucp_worker_set_am_recv_handler(s_->handle, &p); st != UCS_OK)
+    return ucx_error(st, "ucp_worker_set_am_recv_handler");
+  return status::ok();
+}
+
+status worker::receive_rndv(void* rndv_desc, std::byte* dest, std::size_t length,
+                            std::function<void(status)> done) {
+  auto* cb = new std::function<void(status)>(std::move(done));  // freed by rndv_done (or below)
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.recv_am = rndv_done;
+  p.user_data = cb;
+  void* req = ucp_am_recv_data_nbx(s_->handle, rndv_desc, dest, length, &p);
+  if (req == nullptr) {  // completed in place: the callback is not called
+    (*cb)(status::ok());
+    delete cb;
+    return status::ok();
+  }
+  if (UCS_PTR_IS_ERR(req)) {
+    delete cb;
+    return ucx_error(UCS_PTR_STATUS(req), "ucp_am_recv_data_nbx");
+  }
+  return status::ok();
+}
 
 status worker::set_am_handler(unsigned id, am_handler handler) {
   auto& slot = s_->handlers[id];
@@ -235,6 +297,14 @@ status endpoint::send_am(unsigned id, std::span<const std::byte> payload, int ti
   ucp_request_param_t p{};
   void* req = ucp_am_send_nbx(s_->handle, id, nullptr, 0, payload.data(), payload.size(), &p);
   return s_->owner->wait_request(req, timeout_ms, "ucp_am_send_nbx");
+}
+
+status endpoint::send_bulk(unsigned id, std::span<const std::byte> header,
+                           std::span<const std::byte> payload, int timeout_ms) {
+  if (s_->failed) return make_error(errc::unavailable, "endpoint: peer is unreachable");
+  ucp_request_param_t p{};
+  void* req = ucp_am_send_nbx(s_->handle, id, header.data(), header.size(), payload.data(), payload.size(), &p);
+  return s_->owner->wait_request(req, timeout_ms, "ucp_am_send_nbx (bulk)");
 }
 
 // ---- memory --------------------------------------------------------------

@@ -60,6 +60,26 @@ class worker {
   /// Registers `handler` for active messages with `id` (payload eager or rndv).
   status set_am_handler(unsigned id, am_handler handler);
 
+  /// A bulk message: `header` always inline; the payload either here (`data`,
+  /// valid during the call) or, when `rndv` is set, still at the sender until
+  /// receive_rndv() pulls it into the receiver's own buffer (zero copy).
+  struct bulk_message {
+    std::span<const std::byte> header;
+    std::span<const std::byte> data;  // eager payload
+    bool rndv = false;
+    void* rndv_desc = nullptr;        // for receive_rndv
+    std::size_t length = 0;           // payload bytes (eager or rndv)
+  };
+  using bulk_handler = std::function<void(const bulk_message&)>;
+  /// Registers `handler` for bulk messages with `id` (runs on the progressing thread).
+  /// For a rendezvous message the handler must call receive_rndv before it
+  /// returns, or the payload is dropped (the sender still completes).
+  status set_bulk_handler(unsigned id, bulk_handler handler);
+  /// Pulls a rendezvous payload into `dest` (length bytes); `done` runs on the
+  /// progressing thread when it has landed (or failed).
+  status receive_rndv(void* rndv_desc, std::byte* dest, std::size_t length,
+                      std::function<void(status)> done);
+
  private:
   struct state;
   explicit worker(std::unique_ptr<state> s);
@@ -85,6 +105,10 @@ class endpoint {
   status flush(int timeout_ms);
   /// Sends an active message and waits for local completion.
   status send_am(unsigned id, std::span<const std::byte> payload, int timeout_ms);
+  /// Sends header + payload (rendezvous when large, so the receiver pulls the
+  /// payload straight into its buffer) and waits for local completion.
+  status send_bulk(unsigned id, std::span<const std::byte> header, std::span<const std::byte> payload,
+                   int timeout_ms);
 
  private:
   struct state;

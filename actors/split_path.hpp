@@ -1,0 +1,58 @@
+// SplitRPC's data path (SplitRPC §3) for tensor models: a small control record
+// arrives over Cap'n Proto while the payload arrives over UCX (active message;
+// rendezvous for large payloads, pulled straight into the model's tensor queue
+// slot, so the server copies nothing), or, on the unified path, inside the
+// Cap'n Proto message (copied once into the queue). An Inference Monitor per
+// model tracks READY -> RX_COMPLETE -> WORK_COMPLETE -> TX_COMPLETE; an
+// executor thread per model takes committed requests as one contiguous span.
+// Threads: "split-rx" (UCX progress, payload arrival), "tensor-<model>" (one
+// executor per model). Thread-safe entry points.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/rpc/rpc_types.hpp"
+
+namespace spindle::actors {
+
+/// A tensor model: computes one result per request over a batch that is one
+/// contiguous span of float32 payloads (`sizes` floats each, back to back).
+struct tensor_model {
+  std::string name;
+  std::function<std::vector<std::vector<float>>(const float* batch, const std::vector<std::size_t>& sizes)> compute;
+  std::size_t max_batch = 32;
+};
+
+/// The built-in "sum" model: per request, [sum of its values, count]. Touches
+/// every payload byte once: a stand-in for compute in the RPC-tax benchmark.
+tensor_model sum_model(std::string name = "sum");
+
+struct split_stats {
+  std::uint64_t calls = 0, copied_bytes = 0, zero_copy_bytes = 0;
+};
+
+class split_path {
+ public:
+  /// `queue_bytes` per model; starts the UCX worker and the executors.
+  static expected<std::unique_ptr<split_path>> create(std::vector<tensor_model> models,
+                                                      std::size_t queue_bytes = 64u << 20);
+  ~split_path();
+
+  void infer_tensor(const std::string& model, std::span<const std::byte> payload, std::uint32_t deadline_us,
+                    std::function<void(transport::rpc::tensor_answer)> done);
+  expected<transport::rpc::split_session> open();
+  void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes, std::uint32_t deadline_us,
+                   std::function<void(transport::rpc::tensor_answer)> done);
+  split_stats stats() const;
+
+  struct impl;
+
+ private:
+  explicit split_path(std::unique_ptr<impl> i);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace spindle::actors
