@@ -56,3 +56,6 @@ echo "== HPS levels 2 and 3 (bench/hps_storage_bench) =="
 echo
 echo "== DLRM through the parameter server (bench/dlrm_hps_bench) =="
 "$build/bench/dlrm_hps_bench" 100000 100000
+echo
+echo "== RPC tax: unified Cap'n Proto vs SplitRPC vs in-process (bench/rpc_tax_bench) =="
+"$build/bench/rpc_tax_bench" 1000
