@@ -7,7 +7,8 @@
 //  (c) an in-process call of the same model (the upper bound),
 // with a breakdown: client serialization, payload bytes copied by Spindle per
 // request, server time, compute, and transport (the rest). One call in flight.
-// The gRPC + protobuf baseline of the issue is not built yet (see README).
+//  (d) gRPC + protobuf (Debian's libgrpc++), the alternative a user would pick,
+//      when it was found at configure time.
 // Usage: rpc_tax_bench [calls_per_size=1000]
 #include <capnp/message.h>
 
@@ -18,6 +19,9 @@
 #include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_server.hpp"
 #include "transport/rpc/spindle.capnp.h"
+#if SPINDLE_WITH_GRPC
+#include "bench/grpc_baseline.hpp"
+#endif
 
 namespace spindle::bench {
 namespace {
@@ -130,8 +134,19 @@ int main(int argc, char** argv) {
     auto after = sp->stats();
     print_row("SplitRPC (UCX data path)", bytes, split_row, 0,
               double(after.copied_bytes - mid.copied_bytes) / (n + 10), inproc_rps);
+#if SPINDLE_WITH_GRPC
+    static auto grpc = grpc_baseline::start(actors::sum_model());
+    row g = measure(n, [&](rpc::tensor_answer* a) {
+      auto r = grpc->infer(payload);
+      if (a) *a = r;
+    });
+    // Copies: client serialization into the protobuf, server parse into bytes.
+    print_row("gRPC + protobuf", bytes, g, grpc->serialization_us(payload, 200), 2.0 * double(bytes), inproc_rps);
+#endif
     std::fflush(stdout);
   }
-  std::printf("\nbaseline not run: gRPC + protobuf (Debian's libgrpc++) is not built yet\n");
+#if !SPINDLE_WITH_GRPC
+  std::printf("\nbaseline not run: gRPC + protobuf (install libgrpc++-dev protobuf-compiler-grpc, reconfigure)\n");
+#endif
   return 0;
 }

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libopenblas-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
   libhiredis-dev redis-server librocksdb-dev libabsl-dev libcpp-httplib-dev libedit-dev curl clang-14 libclang-rt-14-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
 )
 
 missing=()
