@@ -160,6 +160,25 @@ bool admit(model_counters& c, std::size_t max_queue) {
   return true;
 }
 
+// Validation and admission shared by every model kind: answers the call and
+// returns false when it must not go on.
+template <class Answer>
+bool admit_call(model_counters& c, std::size_t max_queue, const status& valid, const std::string& model,
+                const std::function<void(Answer)>& done) {
+  if (!valid) {
+    ++c.requests;
+    c.record(rpc_status::bad_request, 0);
+    done({rpc_status::bad_request, valid.message()});
+    return false;
+  }
+  if (!admit(c, max_queue)) {
+    c.record(rpc_status::overloaded, 0);
+    done({rpc_status::overloaded, fmt::format("model '{}' is at max_queue {} calls in flight", model, max_queue)});
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_answer)> done) {
@@ -171,16 +190,7 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
                         : fmt::format("unknown model '{}' (loaded: {})", call.model, s_->loaded())});
   }
   auto e = it->second;
-  if (status s = check_gnn_call(call, *e->b.dataset); !s) {
-    ++e->c.requests;
-    e->c.record(rpc_status::bad_request, 0);
-    return done({rpc_status::bad_request, s.message()});
-  }
-  if (!admit(e->c, e->max_queue.load())) {
-    e->c.record(rpc_status::overloaded, 0);
-    return done({rpc_status::overloaded, fmt::format("model '{}' has {} calls in flight (max_queue {})",
-                                                     call.model, e->max_queue.load(), e->max_queue.load())});
-  }
+  if (!admit_call(e->c, e->max_queue.load(), check_gnn_call(call, *e->b.dataset), call.model, done)) return;
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
   const auto width = std::uint32_t(e->b.model->desc().out);
@@ -237,15 +247,7 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
                                                       call.model, s_->loaded())});
   }
   auto e = it->second;
-  if (status s = check_rec_call(call, *e->b.model); !s) {
-    ++e->c.requests;
-    e->c.record(rpc_status::bad_request, 0);
-    return done({rpc_status::bad_request, s.message()});
-  }
-  if (!admit(e->c, e->max_queue.load())) {
-    e->c.record(rpc_status::overloaded, 0);
-    return done({rpc_status::overloaded, fmt::format("model '{}' is at max_queue {}", call.model, e->max_queue.load())});
-  }
+  if (!admit_call(e->c, e->max_queue.load(), check_rec_call(call, *e->b.model), call.model, done)) return;
   dlrm_request req;
   req.batch = call.batch;
   req.dense = std::move(call.dense);
