@@ -1,5 +1,6 @@
 #include "apps/commands/cluster_serving.hpp"
 
+#include <set>
 #include <fmt/ranges.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 
 #include "actors/node_actor.hpp"
 #include "core/checksum.hpp"
+#include "core/log.hpp"
 #include "embedding/feature_gather.hpp"
 #include "embedding/feature_shard.hpp"
 #include "sched/dataset_placement.hpp"
@@ -98,8 +100,10 @@ status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
   std::vector<std::byte> own;
   std::vector<std::unique_ptr<ucx::remote_region>> regions;
   std::vector<embedding::shard_access> access(plan.shards.size());
+  std::map<int, std::vector<int>> shards_of;  // member rank -> its shards
   for (std::size_t i = 0; i < plan.shards.size(); ++i) {
     const int server = plan.shards[i].server;
+    shards_of[server].push_back(int(i));
     if (server == 0) {
       own.resize(embedding::shard_bytes(plan.lookup.shard_row_count(sched::shard_index(i)), dim));
       SPINDLE_TRY(
@@ -117,7 +121,26 @@ status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
   }
   embedding::feature_gatherer gatherer(plan.lookup, dim * 4, access);
   std::uint64_t remote_rows = 0, local_rows = 0;
+  // The control plane's word on members (CAF down messages, via the coordinator):
+  // a member seen down has its shards marked unreachable, so its rows come from
+  // replicas or fail cleanly, even on shared memory where a dead owner's mapped
+  // rows would stay readable. Checked at most every 20 ms.
+  auto last_check = std::chrono::steady_clock::now();
+  std::set<int> down;
+  auto watch_members = [&] {
+    if (std::chrono::steady_clock::now() - last_check < std::chrono::milliseconds(20)) return;
+    last_check = std::chrono::steady_clock::now();
+    auto alive = published(self, coordinator);
+    if (!alive) return;
+    for (const auto& [rank, _] : members) {
+      if (alive->count(rank) || down.count(rank)) continue;
+      down.insert(rank);
+      for (int shard : shards_of[rank]) gatherer.mark_unreachable(shard);
+      log::warn("member rank {} is down: its shards are unreachable", rank);
+    }
+  };
   sched::feature_source source = [&](std::span<const std::int64_t> ids, float* out) -> status {
+    watch_members();
     SPINDLE_ASSIGN_OR_RETURN(
         auto rep, gatherer.gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim * 4}));
     remote_rows += rep.remote_rows + rep.mapped_rows;
