@@ -131,6 +131,14 @@ void feature_gatherer::mark_unreachable(int shard) {
   refresh_choices();
 }
 
+void feature_gatherer::reattach(int shard, shard_access a) {
+  if (shard < 0 || std::size_t(shard) >= shards_.size()) return;
+  if (a.remote && a.remote->mapped()) a.local = a.remote->mapped(), a.remote = nullptr, a.mapped = true;
+  shards_[shard] = a;
+  down_[shard] = false;
+  refresh_choices();
+}
+
 std::vector<int> feature_gatherer::unreachable() const {
   std::vector<int> out;
   for (std::size_t s = 0; s < down_.size(); ++s)

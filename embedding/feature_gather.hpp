@@ -53,6 +53,9 @@ class feature_gatherer {
   /// Marks a shard unreachable on word from the control plane (a monitor saw its
   /// owner die). Needed on shared memory, where a dead owner's rows stay readable.
   void mark_unreachable(int shard);
+  /// Reaches `shard` through `access` again (its owner restarted and published a
+  /// new region): the shard is readable again and preferred by cost as before.
+  void reattach(int shard, shard_access access);
 
  private:
   struct pending {

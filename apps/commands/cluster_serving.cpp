@@ -133,10 +133,24 @@ status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
     auto alive = published(self, coordinator);
     if (!alive) return;
     for (const auto& [rank, _] : members) {
-      if (alive->count(rank) || down.count(rank)) continue;
-      down.insert(rank);
-      for (int shard : shards_of[rank]) gatherer.mark_unreachable(shard);
-      log::warn("member rank {} is down: its shards are unreachable", rank);
+      const auto now = alive->find(rank);
+      if (now == alive->end() && !down.count(rank)) {
+        down.insert(rank);
+        for (int shard : shards_of[rank]) gatherer.mark_unreachable(shard);
+        log::warn("member rank {} is down: its shards are unreachable", rank);
+      } else if (now != alive->end() && down.count(rank)) {
+        // It rejoined with a new region: attach it and read its shards again.
+        auto desc = ucx::region_descriptor::decode(now->second);
+        auto region = desc ? ucx::remote_region::attach(worker, *desc) : expected<std::unique_ptr<ucx::remote_region>>(desc.error());
+        if (!region) {
+          log::warn("member rank {} rejoined but cannot be attached: {}", rank, region.error().to_string());
+          continue;
+        }
+        for (int shard : shards_of[rank]) gatherer.reattach(shard, {nullptr, region->get(), 1.0});
+        regions.push_back(std::move(*region));
+        down.erase(rank);
+        log::info("member rank {} rejoined: its shards are readable again", rank);
+      }
     }
   };
   sched::feature_source source = [&](std::span<const std::int64_t> ids, float* out) -> status {

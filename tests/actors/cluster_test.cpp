@@ -215,6 +215,52 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
   EXPECT_EQ(members[1].wait(), 0);
 }
 
+// A killed member that is restarted rejoins, publishes a new region, and the
+// coordinator reads its shards again: requests fail only while it was gone.
+TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  // Rejoining does not depend on the transport (the kill test covers tcp's
+  // failure detection); one transport keeps the suite's time down.
+  if (!GetParam().empty()) GTEST_SKIP() << "rejoin runs over UCX's default transports only";
+  cora_cluster c("cluster_rejoin");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  std::vector<std::string> env;
+  if (!GetParam().empty()) env.push_back("UCX_TLS=" + GetParam());
+  std::vector<child_process> members;
+  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  constexpr std::size_t n = 120000;
+  auto coord = c.coordinator(n, env);
+  ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  members[0].signal(SIGKILL);
+  members[0].wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  members[0] = c.member(1, env);
+  std::vector<std::uint64_t> failed;
+  std::string answers;
+  for (;;) {
+    auto line = coord.read_line(240'000);
+    ASSERT_TRUE(line.has_value()) << "coordinator hung or died";
+    if (line->rfind("failed_ids ", 0) == 0) {
+      std::stringstream ids(line->substr(11));
+      for (std::string id; std::getline(ids, id, ',');) failed.push_back(std::stoull(id));
+    }
+    if (line->rfind("answers ", 0) == 0) {
+      answers = *line;
+      break;
+    }
+  }
+  ASSERT_FALSE(failed.empty()) << answers;
+  EXPECT_LT(*std::max_element(failed.begin(), failed.end()), n * 9 / 10)
+      << "requests still failed near the end: the member was not read again";
+  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(n, failed))), std::string::npos)
+      << answers;
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(), 0);
+  for (auto& m : members) m.signal(SIGTERM);
+  for (auto& m : members) m.wait();
+}
+
 INSTANTIATE_TEST_SUITE_P(transports, cluster_serving_failure_test, ::testing::Values("", "tcp"),
                          [](const auto& info) {
                            return info.param.empty() ? "ucx_default" : info.param;
