@@ -30,11 +30,13 @@ caf::behavior embedding_cache_actor(caf::stateful_actor<cache_state>* self,
                                     std::uint32_t interval_ms) {
   self->state.session = std::move(session);
   self->state.interval_ms = interval_ms;
-  if (interval_ms > 0) self->delayed_send(self, std::chrono::milliseconds(interval_ms), tick_atom::value);
+  if (interval_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds(interval_ms), tick_atom::value);
   return {
       [=](tick_atom) {
         refresh_all(*self->state.session);
-        self->delayed_send(self, std::chrono::milliseconds(self->state.interval_ms), tick_atom::value);
+        self->delayed_send(self, std::chrono::milliseconds(self->state.interval_ms),
+                           tick_atom::value);
       },
       [=](refresh_atom) -> std::uint64_t { return refresh_all(*self->state.session); },
       [=](threshold_atom, const std::string& table, double threshold) -> bool {

@@ -1,12 +1,12 @@
 #include "actors/gateway.hpp"
 
-#include "actors/gateway_metrics.hpp"
-
 #include <unistd.h>
 
 #include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
+
+#include "actors/gateway_metrics.hpp"
 
 namespace spindle::actors {
 
@@ -78,13 +78,15 @@ struct rec_entry {
 
 // Maps a serving error ("invalid_argument: ...") to a reply status.
 rpc_status status_of_error(const std::string& error) {
-  if (error.starts_with("invalid_argument") || error.starts_with("not_found")) return rpc_status::bad_request;
+  if (error.starts_with("invalid_argument") || error.starts_with("not_found"))
+    return rpc_status::bad_request;
   if (error.starts_with("unavailable")) return rpc_status::unavailable;
   return rpc_status::internal;
 }
 
 std::chrono::microseconds timeout_of(std::uint32_t deadline_us) {
-  return deadline_us > 0 ? std::chrono::microseconds(deadline_us) : std::chrono::microseconds(std::int64_t(120e6));
+  return deadline_us > 0 ? std::chrono::microseconds(deadline_us)
+                         : std::chrono::microseconds(std::int64_t(120e6));
 }
 
 double ms_since(clock_type::time_point t0) {
@@ -140,11 +142,13 @@ namespace {
 
 status check_gnn_call(const transport::rpc::gnn_call& call, const graph::dataset& ds) {
   if (call.seeds.empty()) return make_error(errc::invalid_argument, "seeds: empty");
-  if (call.seeds.size() > 4096) return make_error(errc::invalid_argument, "seeds: {} (at most 4096 per request)", call.seeds.size());
+  if (call.seeds.size() > 4096)
+    return make_error(errc::invalid_argument, "seeds: {} (at most 4096 per request)",
+                      call.seeds.size());
   for (std::size_t i = 0; i < call.seeds.size(); ++i) {
     if (call.seeds[i] < 0 || call.seeds[i] >= ds.num_nodes()) {
-      return make_error(errc::invalid_argument, "seeds[{}]={} out of range (nodes {})", i, call.seeds[i],
-                        ds.num_nodes());
+      return make_error(errc::invalid_argument, "seeds[{}]={} out of range (nodes {})", i,
+                        call.seeds[i], ds.num_nodes());
     }
   }
   return status::ok();
@@ -163,8 +167,8 @@ bool admit(model_counters& c, std::size_t max_queue) {
 // Validation and admission shared by every model kind: answers the call and
 // returns false when it must not go on.
 template <class Answer>
-bool admit_call(model_counters& c, std::size_t max_queue, const status& valid, const std::string& model,
-                const std::function<void(Answer)>& done) {
+bool admit_call(model_counters& c, std::size_t max_queue, const status& valid,
+                const std::string& model, const std::function<void(Answer)>& done) {
   if (!valid) {
     ++c.requests;
     c.record(rpc_status::bad_request, 0);
@@ -173,7 +177,8 @@ bool admit_call(model_counters& c, std::size_t max_queue, const status& valid, c
   }
   if (!admit(c, max_queue)) {
     c.record(rpc_status::overloaded, 0);
-    done({rpc_status::overloaded, fmt::format("model '{}' is at max_queue {} calls in flight", model, max_queue)});
+    done({rpc_status::overloaded,
+          fmt::format("model '{}' is at max_queue {} calls in flight", model, max_queue)});
     return false;
   }
   return true;
@@ -186,40 +191,46 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
   if (it == s_->gnn.end()) {
     const bool is_rec = s_->rec.count(call.model) > 0;
     return done({rpc_status::bad_request,
-                 is_rec ? fmt::format("model '{}' is a recommendation model: use inferRec", call.model)
-                        : fmt::format("unknown model '{}' (loaded: {})", call.model, s_->loaded())});
+                 is_rec
+                     ? fmt::format("model '{}' is a recommendation model: use inferRec", call.model)
+                     : fmt::format("unknown model '{}' (loaded: {})", call.model, s_->loaded())});
   }
   auto e = it->second;
-  if (!admit_call(e->c, e->max_queue.load(), check_gnn_call(call, *e->b.dataset), call.model, done)) return;
+  if (!admit_call(e->c, e->max_queue.load(), check_gnn_call(call, *e->b.dataset), call.model, done))
+    return;
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
   const auto width = std::uint32_t(e->b.model->desc().out);
-  caf::anon_send(s_->forward,
-                 gnn_dispatch{e->b.batcher, {std::move(call.seeds), call.sampler_seed}, timeout_of(deadline),
-                              [e, done, t0, deadline, width](const gnn_reply* r, const caf::error* err) {
-                                --e->c.in_flight;
-                                gnn_answer a;
-                                const double ms = ms_since(t0);
-                                a.server_us = std::uint64_t(ms * 1e3);
-                                if (!fail_caf(a, err, deadline)) {
-                                  if (!r->error.empty()) {
-                                    a.status = status_of_error(r->error);
-                                    a.message = r->error;
-                                  } else if (deadline > 0 && a.server_us > deadline) {
-                                    a.status = rpc_status::deadline_exceeded;
-                                    a.message = fmt::format("answered after {} us, deadline {} us", a.server_us, deadline);
-                                  } else {
-                                    a.width = width;
-                                    a.outputs = r->output;
-                                    e->c.batching.observe(r->queued_s);
-                                    e->c.sampling.observe(r->times.sample_s);
-                                    e->c.gathering.observe(r->times.gather_s);
-                                    e->c.compute.observe(r->times.compute_s);
-                                  }
-                                }
-                                e->c.record(a.status, ms);
-                                done(std::move(a));
-                              }});
+  caf::anon_send(
+      s_->forward,
+      gnn_dispatch{e->b.batcher,
+                   {std::move(call.seeds), call.sampler_seed},
+                   timeout_of(deadline),
+                   [e, done, t0, deadline, width](const gnn_reply* r, const caf::error* err) {
+                     --e->c.in_flight;
+                     gnn_answer a;
+                     const double ms = ms_since(t0);
+                     a.server_us = std::uint64_t(ms * 1e3);
+                     if (!fail_caf(a, err, deadline)) {
+                       if (!r->error.empty()) {
+                         a.status = status_of_error(r->error);
+                         a.message = r->error;
+                       } else if (deadline > 0 && a.server_us > deadline) {
+                         a.status = rpc_status::deadline_exceeded;
+                         a.message = fmt::format("answered after {} us, deadline {} us",
+                                                 a.server_us, deadline);
+                       } else {
+                         a.width = width;
+                         a.outputs = r->output;
+                         e->c.batching.observe(r->queued_s);
+                         e->c.sampling.observe(r->times.sample_s);
+                         e->c.gathering.observe(r->times.gather_s);
+                         e->c.compute.observe(r->times.compute_s);
+                       }
+                     }
+                     e->c.record(a.status, ms);
+                     done(std::move(a));
+                   }});
 }
 
 namespace {
@@ -228,12 +239,12 @@ status check_rec_call(const transport::rpc::rec_call& call, const nn::model& m) 
   const auto& d = m.desc();
   if (call.batch == 0) return make_error(errc::invalid_argument, "batch: 0");
   if (call.dense.size() != std::size_t(call.batch) * d.dense_in) {
-    return make_error(errc::invalid_argument, "dense: {} values for batch {} x dense_in {}", call.dense.size(),
-                      call.batch, d.dense_in);
+    return make_error(errc::invalid_argument, "dense: {} values for batch {} x dense_in {}",
+                      call.dense.size(), call.batch, d.dense_in);
   }
   if (call.sparse.size() != d.table_rows.size()) {
-    return make_error(errc::invalid_argument, "sparse: {} bags lists for {} tables", call.sparse.size(),
-                      d.table_rows.size());
+    return make_error(errc::invalid_argument, "sparse: {} bags lists for {} tables",
+                      call.sparse.size(), d.table_rows.size());
   }
   return status::ok();
 }
@@ -243,42 +254,47 @@ status check_rec_call(const transport::rpc::rec_call& call, const nn::model& m) 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
   const auto it = s_->rec.find(call.model);
   if (it == s_->rec.end()) {
-    return done({rpc_status::bad_request, fmt::format("unknown recommendation model '{}' (loaded: {})",
-                                                      call.model, s_->loaded())});
+    return done(
+        {rpc_status::bad_request,
+         fmt::format("unknown recommendation model '{}' (loaded: {})", call.model, s_->loaded())});
   }
   auto e = it->second;
-  if (!admit_call(e->c, e->max_queue.load(), check_rec_call(call, *e->b.model), call.model, done)) return;
+  if (!admit_call(e->c, e->max_queue.load(), check_rec_call(call, *e->b.model), call.model, done))
+    return;
   dlrm_request req;
   req.batch = call.batch;
   req.dense = std::move(call.dense);
-  for (auto& bag : call.sparse) req.sparse.push_back({std::move(bag.indices), std::move(bag.offsets)});
+  for (auto& bag : call.sparse)
+    req.sparse.push_back({std::move(bag.indices), std::move(bag.offsets)});
   const auto& inst = e->b.instances[e->next_instance++ % e->b.instances.size()];
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
-  caf::anon_send(s_->forward, rec_dispatch{inst, std::move(req), timeout_of(deadline),
-                                           [e, done, t0, deadline](const dlrm_reply* r, const caf::error* err) {
-                                             --e->c.in_flight;
-                                             rec_answer a;
-                                             const double ms = ms_since(t0);
-                                             a.server_us = std::uint64_t(ms * 1e3);
-                                             if (!fail_caf(a, err, deadline)) {
-                                               if (!r->error.empty()) {
-                                                 a.status = status_of_error(r->error);
-                                                 a.message = r->error;
-                                               } else {
-                                                 a.scores = r->scores;
-                                               }
-                                             }
-                                             e->c.record(a.status, ms);
-                                             done(std::move(a));
-                                           }});
+  caf::anon_send(s_->forward,
+                 rec_dispatch{inst, std::move(req), timeout_of(deadline),
+                              [e, done, t0, deadline](const dlrm_reply* r, const caf::error* err) {
+                                --e->c.in_flight;
+                                rec_answer a;
+                                const double ms = ms_since(t0);
+                                a.server_us = std::uint64_t(ms * 1e3);
+                                if (!fail_caf(a, err, deadline)) {
+                                  if (!r->error.empty()) {
+                                    a.status = status_of_error(r->error);
+                                    a.message = r->error;
+                                  } else {
+                                    a.scores = r->scores;
+                                  }
+                                }
+                                e->c.record(a.status, ms);
+                                done(std::move(a));
+                              }});
 }
 
 std::vector<transport::rpc::model_info> gateway::models() {
   std::vector<transport::rpc::model_info> out;
   for (const auto& [name, e] : s_->gnn) {
     const auto& d = e->b.model->desc();
-    out.push_back({name, "gnn", std::string(config::to_string(d.arch)), std::uint32_t(d.in), std::uint32_t(d.out)});
+    out.push_back({name, "gnn", std::string(config::to_string(d.arch)), std::uint32_t(d.in),
+                   std::uint32_t(d.out)});
   }
   for (const auto& [name, e] : s_->rec) {
     const auto& d = e->b.model->desc();
@@ -311,15 +327,16 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
 
 namespace {
 
-expected<std::uint64_t> parse_count(const std::string& name, const std::string& value, std::uint64_t lo,
-                                    std::uint64_t hi) {
+expected<std::uint64_t> parse_count(const std::string& name, const std::string& value,
+                                    std::uint64_t lo, std::uint64_t hi) {
   try {
     std::size_t used = 0;
     const auto v = std::stoull(value, &used);
     if (used == value.size() && v >= lo && v <= hi) return std::uint64_t(v);
   } catch (const std::exception&) {
   }
-  return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name, value, lo, hi);
+  return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name,
+                    value, lo, hi);
 }
 
 status set_gnn_tunable(gnn_entry& e, const std::string& name, const std::string& value) {
@@ -343,7 +360,9 @@ status set_gnn_tunable(gnn_entry& e, const std::string& name, const std::string&
     e.b.policy.max_batch = v;
   } else {
     return make_error(errc::invalid_argument,
-                      "unknown tunable '{}' (GNN models: routing_policy, batch_deadline_us, max_batch, max_queue)", name);
+                      "unknown tunable '{}' (GNN models: routing_policy, batch_deadline_us, "
+                      "max_batch, max_queue)",
+                      name);
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
   return status::ok();
@@ -366,23 +385,30 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
       t = std::stod(value);
     } catch (const std::exception&) {
     }
-    if (!(t >= 0 && t <= 1)) return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", name, value);
+    if (!(t >= 0 && t <= 1))
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", name,
+                        value);
     for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
       const auto& table = e.b.session->table(i).name;
       if (name == prefix || name == prefix + "." + table) e.b.session->set_hit_rate_threshold(i, t);
     }
-    if (name == prefix || e.b.session->table_index(name.substr(prefix.size() + 1))) return status::ok();
+    if (name == prefix || e.b.session->table_index(name.substr(prefix.size() + 1)))
+      return status::ok();
     return make_error(errc::invalid_argument, "{}: no such table", name);
   }
-  return make_error(errc::invalid_argument,
-                    "unknown tunable '{}' (DLRM models: max_queue, refresh, hit_rate_threshold[.TABLE])", name);
+  return make_error(
+      errc::invalid_argument,
+      "unknown tunable '{}' (DLRM models: max_queue, refresh, hit_rate_threshold[.TABLE])", name);
 }
 
 }  // namespace
 
-status gateway::set_tunable(const std::string& model, const std::string& name, const std::string& value) {
-  if (auto it = s_->gnn.find(model); it != s_->gnn.end()) return set_gnn_tunable(*it->second, name, value);
-  if (auto it = s_->rec.find(model); it != s_->rec.end()) return set_rec_tunable(*it->second, name, value);
+status gateway::set_tunable(const std::string& model, const std::string& name,
+                            const std::string& value) {
+  if (auto it = s_->gnn.find(model); it != s_->gnn.end())
+    return set_gnn_tunable(*it->second, name, value);
+  if (auto it = s_->rec.find(model); it != s_->rec.end())
+    return set_rec_tunable(*it->second, name, value);
   return make_error(errc::not_found, "unknown model '{}' (loaded: {})", model, s_->loaded());
 }
 
@@ -392,12 +418,13 @@ std::string gateway::stats_json() {
   for (const auto& [name, e] : s_->gnn) {
     auto m = e->c.json();
     self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
-        .receive([&](const batcher_stats& st) {
-                   m["batches"] = st.batches;
-                   m["small_executor_batches"] = st.small;
-                   m["large_executor_batches"] = st.large;
-                 },
-                 [](const caf::error&) {});
+        .receive(
+            [&](const batcher_stats& st) {
+              m["batches"] = st.batches;
+              m["small_executor_batches"] = st.small;
+              m["large_executor_batches"] = st.large;
+            },
+            [](const caf::error&) {});
     const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
     for (const auto& t : *tun) m["tunables"][t.name] = t.value;
     j["models"][name] = m;
@@ -407,9 +434,13 @@ std::string gateway::stats_json() {
     for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);
       m["tables"][e->b.session->table(i).name] = {
-          {"lookups", st.lookups}, {"unique_keys", st.unique_keys}, {"l1_misses", st.l1_misses},
+          {"lookups", st.lookups},
+          {"unique_keys", st.unique_keys},
+          {"l1_misses", st.l1_misses},
           {"hit_rate", st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0},
-          {"sync", st.sync_lookups}, {"async", st.async_lookups}, {"defaulted", st.defaulted}};
+          {"sync", st.sync_lookups},
+          {"async", st.async_lookups},
+          {"defaulted", st.defaulted}};
     }
     const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
     for (const auto& t : *tun) m["tunables"][t.name] = t.value;
@@ -439,8 +470,9 @@ std::string gateway::prometheus_text() {
       families["spindle_cache_hit_rate"] +=
           fmt::format("spindle_cache_hit_rate{{model=\"{}\",table=\"{}\"}} {}\n", name, table, hit);
       for (auto [mode, n] : {std::pair{"sync", st.sync_lookups}, {"async", st.async_lookups}}) {
-        families["spindle_cache_lookups_total"] += fmt::format(
-            "spindle_cache_lookups_total{{model=\"{}\",table=\"{}\",mode=\"{}\"}} {}\n", name, table, mode, n);
+        families["spindle_cache_lookups_total"] +=
+            fmt::format("spindle_cache_lookups_total{{model=\"{}\",table=\"{}\",mode=\"{}\"}} {}\n",
+                        name, table, mode, n);
       }
     }
   }
@@ -456,7 +488,8 @@ std::string gateway::prometheus_text() {
 void gateway::set_split_path(std::unique_ptr<split_path> p) { s_->split = std::move(p); }
 split_path* gateway::split() const { return s_->split.get(); }
 
-void gateway::infer_tensor(const std::string& model, std::span<const std::byte> payload, std::uint32_t deadline_us,
+void gateway::infer_tensor(const std::string& model, std::span<const std::byte> payload,
+                           std::uint32_t deadline_us,
                            std::function<void(transport::rpc::tensor_answer)> done) {
   if (!s_->split) return rpc_service::infer_tensor(model, payload, deadline_us, std::move(done));
   s_->split->infer_tensor(model, payload, deadline_us, std::move(done));
@@ -468,14 +501,17 @@ expected<transport::rpc::split_session> gateway::open_split() {
 }
 
 void gateway::infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes,
-                          std::uint32_t deadline_us, std::function<void(transport::rpc::tensor_answer)> done) {
-  if (!s_->split) return rpc_service::infer_split(model, call_id, bytes, deadline_us, std::move(done));
+                          std::uint32_t deadline_us,
+                          std::function<void(transport::rpc::tensor_answer)> done) {
+  if (!s_->split)
+    return rpc_service::infer_split(model, call_id, bytes, deadline_us, std::move(done));
   s_->split->infer_split(model, call_id, bytes, deadline_us, std::move(done));
 }
 
 std::string gateway::members_json() {
   nlohmann::json j;
-  j["members"] = nlohmann::json::array({{{"rank", 0}, {"name", "serve"}, {"pid", ::getpid()}, {"alive", true}}});
+  j["members"] = nlohmann::json::array(
+      {{{"rank", 0}, {"name", "serve"}, {"pid", ::getpid()}, {"alive", true}}});
   return j.dump();
 }
 

@@ -59,10 +59,12 @@ class gateway final : public transport::rpc::rpc_service {
   status set_tunable(const std::string& model, const std::string& name,
                      const std::string& value) override;
   std::string members_json() override;
-  void infer_tensor(const std::string& model, std::span<const std::byte> payload, std::uint32_t deadline_us,
+  void infer_tensor(const std::string& model, std::span<const std::byte> payload,
+                    std::uint32_t deadline_us,
                     std::function<void(transport::rpc::tensor_answer)> done) override;
   expected<transport::rpc::split_session> open_split() override;
-  void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes, std::uint32_t deadline_us,
+  void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes,
+                   std::uint32_t deadline_us,
                    std::function<void(transport::rpc::tensor_answer)> done) override;
   /// Prometheus text exposition of every model's counters and histograms.
   std::string prometheus_text();

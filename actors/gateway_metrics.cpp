@@ -1,8 +1,8 @@
 #include "actors/gateway_metrics.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace spindle::actors::detail {
 
@@ -28,11 +28,20 @@ void histogram::render(std::string& out, const std::string& name, const std::str
 
 void model_counters::record(rpc_status s, double ms) {
   switch (s) {
-    case rpc_status::ok: ++ok; break;
-    case rpc_status::overloaded: ++overloaded; break;
-    case rpc_status::deadline_exceeded: ++deadline_exceeded; break;
-    case rpc_status::bad_request: ++bad_request; break;
-    default: ++errors;
+    case rpc_status::ok:
+      ++ok;
+      break;
+    case rpc_status::overloaded:
+      ++overloaded;
+      break;
+    case rpc_status::deadline_exceeded:
+      ++deadline_exceeded;
+      break;
+    case rpc_status::bad_request:
+      ++bad_request;
+      break;
+    default:
+      ++errors;
   }
   if (s != rpc_status::ok) return;
   latency.observe(ms / 1e3);
@@ -51,25 +60,38 @@ nlohmann::json model_counters::json() {
     l = latency_ms_;
   }
   std::sort(l.begin(), l.end());
-  auto pct = [&](double q) { return l.empty() ? 0.0 : l[std::min(l.size() - 1, std::size_t(q * double(l.size())))]; };
-  return {{"requests", requests.load()},       {"ok", ok.load()},
-          {"overloaded", overloaded.load()},   {"deadline_exceeded", deadline_exceeded.load()},
-          {"bad_request", bad_request.load()}, {"errors", errors.load()},
+  auto pct = [&](double q) {
+    return l.empty() ? 0.0 : l[std::min(l.size() - 1, std::size_t(q * double(l.size())))];
+  };
+  return {{"requests", requests.load()},
+          {"ok", ok.load()},
+          {"overloaded", overloaded.load()},
+          {"deadline_exceeded", deadline_exceeded.load()},
+          {"bad_request", bad_request.load()},
+          {"errors", errors.load()},
           {"in_flight", in_flight.load()},
           {"latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}}}};
 }
 
-void model_counters::render(std::map<std::string, std::string>& families, const std::string& model) const {
+void model_counters::render(std::map<std::string, std::string>& families,
+                            const std::string& model) const {
   const std::string m = fmt::format("model=\"{}\"", model);
-  families["spindle_requests_total"] += fmt::format("spindle_requests_total{{{}}} {}\n", m, requests.load());
-  for (auto [status, n] : {std::pair{"ok", &ok}, {"overloaded", &overloaded}, {"deadline_exceeded", &deadline_exceeded},
-                           {"bad_request", &bad_request}, {"error", &errors}}) {
+  families["spindle_requests_total"] +=
+      fmt::format("spindle_requests_total{{{}}} {}\n", m, requests.load());
+  for (auto [status, n] : {std::pair{"ok", &ok},
+                           {"overloaded", &overloaded},
+                           {"deadline_exceeded", &deadline_exceeded},
+                           {"bad_request", &bad_request},
+                           {"error", &errors}}) {
     families["spindle_responses_total"] +=
         fmt::format("spindle_responses_total{{{},status=\"{}\"}} {}\n", m, status, n->load());
   }
-  families["spindle_queue_depth"] += fmt::format("spindle_queue_depth{{{}}} {}\n", m, in_flight.load());
+  families["spindle_queue_depth"] +=
+      fmt::format("spindle_queue_depth{{{}}} {}\n", m, in_flight.load());
   latency.render(families["spindle_request_latency_seconds"], "spindle_request_latency_seconds", m);
-  for (auto [stage, h] : {std::pair{"batching", &batching}, {"sampling", &sampling}, {"gathering", &gathering},
+  for (auto [stage, h] : {std::pair{"batching", &batching},
+                          {"sampling", &sampling},
+                          {"gathering", &gathering},
                           {"compute", &compute}}) {
     h->render(families["spindle_stage_latency_seconds"], "spindle_stage_latency_seconds",
               fmt::format("{},stage=\"{}\"", m, stage));

@@ -4,13 +4,12 @@
 #pragma once
 
 #include <array>
-#include <map>
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "transport/rpc/rpc_types.hpp"
 
@@ -31,11 +30,11 @@ class histogram {
 };
 
 struct model_counters {
-  std::atomic<std::uint64_t> requests{0}, ok{0}, overloaded{0}, deadline_exceeded{0}, bad_request{0},
-      errors{0};
+  std::atomic<std::uint64_t> requests{0}, ok{0}, overloaded{0}, deadline_exceeded{0},
+      bad_request{0}, errors{0};
   std::atomic<std::size_t> in_flight{0};
-  histogram latency;                                  // end to end, ok answers
-  histogram batching, sampling, gathering, compute;   // per request (GNN)
+  histogram latency;                                 // end to end, ok answers
+  histogram batching, sampling, gathering, compute;  // per request (GNN)
 
   /// Counts an answer; ok answers also feed the latency samples.
   void record(transport::rpc::rpc_status s, double ms);

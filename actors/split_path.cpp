@@ -52,8 +52,8 @@ struct model_state {
   std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<std::uint64_t, reply_slot> replies;  // by queue slot id; guarded by mu
-  bool stopping = false;                                   // guarded by mu
-  std::thread exec;                                        // "tensor-<name>"
+  bool stopping = false;                                  // guarded by mu
+  std::thread exec;                                       // "tensor-<name>"
 
   // The slot's payload is in place and its control record known: hand it to the executor.
   void ready(std::uint64_t slot, reply_slot r) {
@@ -80,10 +80,12 @@ struct model_state {
       std::vector<std::size_t> floats;
       for (auto s : b.sizes) floats.push_back(s / sizeof(float));
       const auto t0 = clock_type::now();
-      auto results = m.compute(reinterpret_cast<const float*>(b.data), floats);  // one contiguous span
+      auto results =
+          m.compute(reinterpret_cast<const float*>(b.data), floats);  // one contiguous span
       const std::uint64_t compute_us = us_since(t0) / std::max<std::size_t>(1, b.ids.size());
       (void)queue->release(b);
-      for (std::size_t k = 0; k < b.ids.size(); ++k) finish(b.ids[k], std::move(results[k]), compute_us);
+      for (std::size_t k = 0; k < b.ids.size(); ++k)
+        finish(b.ids[k], std::move(results[k]), compute_us);
     }
   }
 
@@ -103,7 +105,8 @@ struct model_state {
     }
     tensor_answer a{rpc_status::ok, "", std::move(result), us_since(r.t0), compute_us};
     if (r.deadline_us > 0 && a.server_us > r.deadline_us) {
-      a = {rpc_status::deadline_exceeded, fmt::format("answered after {} us, deadline {} us", a.server_us, r.deadline_us)};
+      a = {rpc_status::deadline_exceeded,
+           fmt::format("answered after {} us, deadline {} us", a.server_us, r.deadline_us)};
     }
     r.done(std::move(a));
     (void)monitor.advance(r.call_id, sched::call_state::tx_complete);
@@ -153,8 +156,10 @@ struct split_path::impl {
       done_fn done = std::move(c.control->done);
       // A reserved slot still passes through the executor (the queue stays in
       // order); its result goes nowhere.
-      if (c.has_slot) models[c.model]->ready(c.slot, {c.control->call_id, nullptr, c.control->t0, 0});
-      const bool full = c.error.starts_with("tensor queue:") && c.error.find("free") != std::string::npos;
+      if (c.has_slot)
+        models[c.model]->ready(c.slot, {c.control->call_id, nullptr, c.control->t0, 0});
+      const bool full =
+          c.error.starts_with("tensor queue:") && c.error.find("free") != std::string::npos;
       return done({full ? rpc_status::overloaded : rpc_status::bad_request, c.error});
     }
     models[c.model]->ready(c.slot, std::move(*c.control));
@@ -178,7 +183,8 @@ struct split_path::impl {
     {
       std::lock_guard lock(calls_mu);
       auto& c = calls[h.call_id];
-      c.model = h.model, c.bytes = msg.length, c.error = error, c.slot = slot.id, c.has_slot = error.empty();
+      c.model = h.model, c.bytes = msg.length, c.error = error, c.slot = slot.id,
+      c.has_slot = error.empty();
       c.landed = !error.empty() || !msg.rndv;
     }
     if (error.empty() && msg.rndv) {  // pulled by UCX straight into the queue slot
@@ -203,7 +209,8 @@ struct split_path::impl {
   }
 };
 
-expected<std::unique_ptr<split_path>> split_path::create(std::vector<tensor_model> models, std::size_t queue_bytes) {
+expected<std::unique_ptr<split_path>> split_path::create(std::vector<tensor_model> models,
+                                                         std::size_t queue_bytes) {
   auto i = std::make_unique<impl>();
   for (auto& m : models) {
     auto st = std::make_unique<model_state>();
@@ -216,8 +223,9 @@ expected<std::unique_ptr<split_path>> split_path::create(std::vector<tensor_mode
   SPINDLE_ASSIGN_OR_RETURN(auto w, transport::ucx::worker::create(*i->ctx));
   i->worker.emplace(std::move(w));
   impl* raw = i.get();
-  SPINDLE_TRY(i->worker->set_bulk_handler(transport::rpc::split_am_id,
-                                          [raw](const transport::ucx::worker::bulk_message& m) { raw->on_payload(m); }));
+  SPINDLE_TRY(i->worker->set_bulk_handler(
+      transport::rpc::split_am_id,
+      [raw](const transport::ucx::worker::bulk_message& m) { raw->on_payload(m); }));
   i->rx.emplace(*i->worker);
   for (auto& m : i->models) {
     model_state* ms = m.get();
@@ -241,16 +249,19 @@ split_path::~split_path() {
   }
 }
 
-void split_path::infer_tensor(const std::string& model, std::span<const std::byte> payload, std::uint32_t deadline_us,
-                              done_fn done) {
+void split_path::infer_tensor(const std::string& model, std::span<const std::byte> payload,
+                              std::uint32_t deadline_us, done_fn done) {
   model_state* m = impl_->find(model);
-  if (m == nullptr) return done({rpc_status::bad_request, fmt::format("no tensor model '{}'", model)});
+  if (m == nullptr)
+    return done({rpc_status::bad_request, fmt::format("no tensor model '{}'", model)});
   if (payload.empty() || payload.size() % sizeof(float) != 0) {
-    return done({rpc_status::bad_request, fmt::format("payload of {} bytes is not whole float32s", payload.size())});
+    return done({rpc_status::bad_request,
+                 fmt::format("payload of {} bytes is not whole float32s", payload.size())});
   }
   auto slot = m->queue->reserve(payload.size());
   if (!slot) return done({rpc_status::overloaded, slot.error().message()});
-  std::memcpy(slot->data, payload.data(), payload.size());  // unified path: one copy out of the message
+  std::memcpy(slot->data, payload.data(),
+              payload.size());  // unified path: one copy out of the message
   impl_->copied += payload.size();
   ++impl_->n_calls;
   const std::uint64_t call = impl_->unified_ids++;
@@ -270,13 +281,15 @@ expected<transport::rpc::split_session> split_path::open() {
 void split_path::infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes,
                              std::uint32_t deadline_us, done_fn done) {
   model_state* m = impl_->find(model);
-  if (m == nullptr) return done({rpc_status::bad_request, fmt::format("no tensor model '{}'", model)});
+  if (m == nullptr)
+    return done({rpc_status::bad_request, fmt::format("no tensor model '{}'", model)});
   if (auto s = m->monitor.open(call_id); !s) return done({rpc_status::bad_request, s.message()});
   ++impl_->n_calls;
   {
     std::lock_guard lock(impl_->calls_mu);
     auto& c = impl_->calls[call_id];
-    if (c.landed && c.bytes != bytes) c.error = fmt::format("control says {} bytes, payload has {}", bytes, c.bytes);
+    if (c.landed && c.bytes != bytes)
+      c.error = fmt::format("control says {} bytes, payload has {}", bytes, c.bytes);
     c.control = reply_slot{call_id, std::move(done), clock_type::now(), deadline_us};
   }
   impl_->try_ready(call_id);

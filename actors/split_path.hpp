@@ -22,7 +22,9 @@ namespace spindle::actors {
 /// contiguous span of float32 payloads (`sizes` floats each, back to back).
 struct tensor_model {
   std::string name;
-  std::function<std::vector<std::vector<float>>(const float* batch, const std::vector<std::size_t>& sizes)> compute;
+  std::function<std::vector<std::vector<float>>(const float* batch,
+                                                const std::vector<std::size_t>& sizes)>
+      compute;
   std::size_t max_batch = 32;
 };
 
@@ -41,10 +43,12 @@ class split_path {
                                                       std::size_t queue_bytes = 64u << 20);
   ~split_path();
 
-  void infer_tensor(const std::string& model, std::span<const std::byte> payload, std::uint32_t deadline_us,
+  void infer_tensor(const std::string& model, std::span<const std::byte> payload,
+                    std::uint32_t deadline_us,
                     std::function<void(transport::rpc::tensor_answer)> done);
   expected<transport::rpc::split_session> open();
-  void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes, std::uint32_t deadline_us,
+  void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes,
+                   std::uint32_t deadline_us,
                    std::function<void(transport::rpc::tensor_answer)> done);
   split_stats stats() const;
 

@@ -1,19 +1,22 @@
 // The `spindle` command: one binary, one subcommand per task (generate,
 // prepare, info, sample, devices; serving commands arrive with later modules).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
 
 int main(int argc, char** argv) {
   using namespace spindle;
-  CLI::App app{"Spindle: low-latency serving for graph neural networks and embedding-heavy models.\n"
-               "Datasets are directories of .npy arrays plus metadata.json (see README)."};
+  CLI::App app{
+      "Spindle: low-latency serving for graph neural networks and embedding-heavy models.\n"
+      "Datasets are directories of .npy arrays plus metadata.json (see README)."};
   app.set_version_flag("--version", "spindle " SPINDLE_VERSION);
   app.require_subcommand(1);
   apps::global_options g;
-  app.add_option("--threads", g.threads, "Worker threads including the caller (default: one per core)")
+  app.add_option("--threads", g.threads,
+                 "Worker threads including the caller (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", g.log_level, "debug, info, warn, error or off")
       ->check(CLI::IsMember({"debug", "info", "warn", "error", "off"}));

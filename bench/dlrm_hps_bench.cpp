@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "bench/bench_util.hpp"
-#include "embedding/synthetic_keys.hpp"
 #include "embedding/dlrm_hps.hpp"
+#include "embedding/synthetic_keys.hpp"
 
 namespace spindle::bench {
 namespace {
@@ -51,7 +51,8 @@ point measure(int batch, std::int64_t samples, std::uint64_t rows, Run run) {
   std::mt19937_64 rng(1);
   const int batches = int(std::max<std::int64_t>(20, samples / batch));
   std::vector<request_batch> reqs;
-  for (int i = 0; i < batches + 3; ++i) reqs.push_back(make_batch(z, batch, rng));  // fresh keys for every batch
+  for (int i = 0; i < batches + 3; ++i)
+    reqs.push_back(make_batch(z, batch, rng));                  // fresh keys for every batch
   for (int i = 0; i < 3; ++i) run(reqs[batches + i], nullptr);  // warm the allocator
   std::vector<double> lat;
   double lookup_ms = 0, total_ms = 0, hits = 0;
@@ -82,7 +83,8 @@ int main(int argc, char** argv) {
   const std::uint64_t rows = argc > 1 ? std::stoull(argv[1]) : 100000;
   const std::int64_t samples = argc > 2 ? std::stoll(argv[2]) : 100000;
   setenv("SPINDLE_PROGRESS", "0", 0);
-  const auto dir = std::filesystem::temp_directory_path() / ("spindle-dlrm-bench-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("spindle-dlrm-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   config::model_desc d;
   d.name = "bench-dlrm";
@@ -92,7 +94,8 @@ int main(int argc, char** argv) {
   d.top = {256, 64, 1};
   d.embedding_dim = dim;
   d.table_rows.assign(tables, std::int64_t(rows));
-  if (auto s = nn::init_model(d, 1, (dir / "model").string()); !s) return std::printf("%s\n", s.to_string().c_str()), 1;
+  if (auto s = nn::init_model(d, 1, (dir / "model").string()); !s)
+    return std::printf("%s\n", s.to_string().c_str()), 1;
   nn::heap_allocator alloc;
   auto full = std::move(*nn::model::load((dir / "model").string(), alloc));
   auto lean = std::move(*nn::model::load((dir / "model").string(), alloc, true));
@@ -107,24 +110,30 @@ int main(int argc, char** argv) {
   auto vdb = std::move(*embedding::make_hash_map_vdb({}));
   auto session = std::move(*embedding::lookup_session::create(opts, vdb.get(), pdb.get()));
   auto runner = std::move(*embedding::dlrm_hps_runner::create(lean, *session));
-  std::printf("DLRM: 8 tables x %llu rows x 64 floats, dense 13, bottom [256,64], top [256,64,1]; "
-              "HPS: L1 10%% per table, threshold 1.0 (synchronous), hash-map VDB, RocksDB PDB\n\n",
-              (unsigned long long)rows);
-  std::printf("| batch | in memory samples/s | in memory p99 ms | HPS samples/s | HPS p99 ms | HPS / in memory | L1 hit rate | lookup share of HPS time |\n");
+  std::printf(
+      "DLRM: 8 tables x %llu rows x 64 floats, dense 13, bottom [256,64], top [256,64,1]; "
+      "HPS: L1 10%% per table, threshold 1.0 (synchronous), hash-map VDB, RocksDB PDB\n\n",
+      (unsigned long long)rows);
+  std::printf(
+      "| batch | in memory samples/s | in memory p99 ms | HPS samples/s | HPS p99 ms | HPS / in "
+      "memory | L1 hit rate | lookup share of HPS time |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   for (int batch : {32, 128, 512, 2048, 8192}) {
-    auto dense_of = [&](request_batch& r, int b) { return nn::tensor::borrow(r.dense.data(), {b, 13}); };
+    auto dense_of = [&](request_batch& r, int b) {
+      return nn::tensor::borrow(r.dense.data(), {b, 13});
+    };
     const point mem = measure(batch, samples, rows, [&](request_batch& r, embedding::dlrm_timing*) {
       nn::heap_allocator a;
       (void)full.forward_dlrm(a, dense_of(r, batch), r.sparse);
     });
-    const point hps = measure(batch, samples, rows, [&](request_batch& r, embedding::dlrm_timing* t) {
-      nn::heap_allocator a;
-      (void)runner.infer(a, dense_of(r, batch), r.sparse, t);
-    });
-    std::printf("| %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.3f | %.0f%% |\n", batch, mem.samples_per_s,
-                mem.p99_ms, hps.samples_per_s, hps.p99_ms, hps.samples_per_s / mem.samples_per_s,
-                hps.hit_rate, hps.lookup_share * 100);
+    const point hps =
+        measure(batch, samples, rows, [&](request_batch& r, embedding::dlrm_timing* t) {
+          nn::heap_allocator a;
+          (void)runner.infer(a, dense_of(r, batch), r.sparse, t);
+        });
+    std::printf("| %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.3f | %.0f%% |\n", batch,
+                mem.samples_per_s, mem.p99_ms, hps.samples_per_s, hps.p99_ms,
+                hps.samples_per_s / mem.samples_per_s, hps.hit_rate, hps.lookup_share * 100);
     std::fflush(stdout);
   }
   session.reset();

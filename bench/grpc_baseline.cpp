@@ -16,10 +16,12 @@ class tensor_service final : public spindle::bench::Tensor::Service {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string& bytes = req->payload();
     const auto c0 = std::chrono::steady_clock::now();
-    auto r = m_.compute(reinterpret_cast<const float*>(bytes.data()), {bytes.size() / sizeof(float)});
+    auto r =
+        m_.compute(reinterpret_cast<const float*>(bytes.data()), {bytes.size() / sizeof(float)});
     const auto c1 = std::chrono::steady_clock::now();
     for (float x : r[0]) reply->add_result(x);
-    reply->set_compute_us(std::uint64_t(std::chrono::duration<double, std::micro>(c1 - c0).count()));
+    reply->set_compute_us(
+        std::uint64_t(std::chrono::duration<double, std::micro>(c1 - c0).count()));
     reply->set_server_us(std::uint64_t(std::chrono::duration<double, std::micro>(c1 - t0).count()));
     return grpc::Status::OK;
   }
@@ -51,7 +53,10 @@ class grpc_impl final : public grpc_baseline {
     grpc::ClientContext ctx;
     const grpc::Status st = stub_->Infer(&ctx, req, &reply);
     if (!st.ok()) return {transport::rpc::rpc_status::unavailable, st.error_message()};
-    return {transport::rpc::rpc_status::ok, "", {reply.result().begin(), reply.result().end()}, reply.server_us(),
+    return {transport::rpc::rpc_status::ok,
+            "",
+            {reply.result().begin(), reply.result().end()},
+            reply.server_us(),
             reply.compute_us()};
   }
 
@@ -64,7 +69,9 @@ class grpc_impl final : public grpc_baseline {
       req.set_payload(reinterpret_cast<const char*>(payload.data()), payload.size_bytes());
       req.SerializeToString(&out);
     }
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+               .count() /
+           reps;
   }
 
  private:

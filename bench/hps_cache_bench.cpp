@@ -16,9 +16,9 @@
 #include <unordered_map>
 
 #include "bench/bench_util.hpp"
-#include "embedding/synthetic_keys.hpp"
 #include "core/subprocess.hpp"
 #include "embedding/lookup_session.hpp"
+#include "embedding/synthetic_keys.hpp"
 
 namespace spindle::bench {
 namespace {
@@ -58,21 +58,25 @@ void fill_cache(embedding::embedding_cache& c, const table& tb, zipf_keys& z) {
     std::vector<float> out(keys.size() * tb.dim);
     (void)c.query(keys, out, m);
     v.resize(m.keys.size() * tb.dim);
-    for (std::size_t j = 0; j < m.keys.size(); ++j) std::copy_n(tb.row(m.keys[j]), tb.dim, v.data() + j * tb.dim);
+    for (std::size_t j = 0; j < m.keys.size(); ++j)
+      std::copy_n(tb.row(m.keys[j]), tb.dim, v.data() + j * tb.dim);
     (void)c.replace(m.keys, v);
   }
 }
 
 template <class Map>
-double map_lookup_rate(const Map& map, const table& tb, const std::vector<std::vector<cache_key>>& streams,
-                       std::size_t batch, int threads) {
+double map_lookup_rate(const Map& map, const table& tb,
+                       const std::vector<std::vector<cache_key>>& streams, std::size_t batch,
+                       int threads) {
   const double s = run_threads(threads, [&](int t) {
     std::vector<float> out(batch * tb.dim);
     const auto& keys = streams[t];
     for (std::size_t b = 0; b + batch <= keys.size(); b += batch) {
       for (std::size_t i = 0; i < batch; ++i) {
         const auto it = map.find(keys[b + i]);
-        if (it != map.end()) std::copy_n(tb.values.data() + std::uint64_t(it->second) * tb.dim, tb.dim, out.data() + i * tb.dim);
+        if (it != map.end())
+          std::copy_n(tb.values.data() + std::uint64_t(it->second) * tb.dim, tb.dim,
+                      out.data() + i * tb.dim);
       }
     }
   });
@@ -88,8 +92,10 @@ double memcpy_gbs(const table& tb) {
 
 void throughput_section(const table& tb) {
   zipf_keys z(tb.rows, alpha, 7);
-  std::printf("table %llu rows x %u floats; stream: Zipf alpha %.1f, top 10%% of keys = %.1f%% of lookups\n",
-              (unsigned long long)tb.rows, tb.dim, alpha, 100.0 * z.head_mass(0.1));
+  std::printf(
+      "table %llu rows x %u floats; stream: Zipf alpha %.1f, top 10%% of keys = %.1f%% of "
+      "lookups\n",
+      (unsigned long long)tb.rows, tb.dim, alpha, 100.0 * z.head_mass(0.1));
   std::unordered_map<cache_key, std::uint32_t> std_map;
   absl::flat_hash_map<cache_key, std::uint32_t> absl_map;
   for (std::uint64_t k = 0; k < tb.rows; ++k) {
@@ -100,7 +106,9 @@ void throughput_section(const table& tb) {
   fill_cache(*cache, tb, z);
   const double vec_gb = double(tb.dim) * 4 / 1e9;
   std::printf("baseline memcpy (1 thread): %.1f GB/s\n\n", memcpy_gbs(tb));
-  std::printf("| batch | threads | L1 query Mkeys/s | hit rate | L1 replace Mkeys/s | unordered_map Mkeys/s | absl flat_hash_map Mkeys/s | L1 query / absl |\n");
+  std::printf(
+      "| batch | threads | L1 query Mkeys/s | hit rate | L1 replace Mkeys/s | unordered_map "
+      "Mkeys/s | absl flat_hash_map Mkeys/s | L1 query / absl |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   for (std::size_t batch : {64, 1024, 16384}) {
     for (int threads : {1, 2}) {
@@ -122,7 +130,8 @@ void throughput_section(const table& tb) {
       const double rs = run_threads(threads, [&](int t) {
         std::vector<float> v(batch * tb.dim);
         for (std::size_t b = 0; b + batch <= streams[t].size() / 4; b += batch) {
-          for (std::size_t i = 0; i < batch; ++i) std::copy_n(tb.row(streams[t][b + i]), tb.dim, v.data() + i * tb.dim);
+          for (std::size_t i = 0; i < batch; ++i)
+            std::copy_n(tb.row(streams[t][b + i]), tb.dim, v.data() + i * tb.dim);
           (void)cache->replace(std::span(streams[t]).subspan(b, batch), v);
         }
       });
@@ -130,9 +139,12 @@ void throughput_section(const table& tb) {
       const double std_rate = map_lookup_rate(std_map, tb, streams, batch, threads);
       const double absl_rate = map_lookup_rate(absl_map, tb, streams, batch, threads);
       const double q_rate = total / qs;
-      std::printf("| %zu | %d | %.2f (%.2f GB/s) | %.3f | %.2f | %.2f (%.2f GB/s) | %.2f (%.2f GB/s) | %.2f |\n", batch,
-                  threads, q_rate / 1e6, q_rate * vec_gb, double(hits) / total, replaced / rs / 1e6,
-                  std_rate / 1e6, std_rate * vec_gb, absl_rate / 1e6, absl_rate * vec_gb, q_rate / absl_rate);
+      std::printf(
+          "| %zu | %d | %.2f (%.2f GB/s) | %.3f | %.2f | %.2f (%.2f GB/s) | %.2f (%.2f GB/s) | "
+          "%.2f |\n",
+          batch, threads, q_rate / 1e6, q_rate * vec_gb, double(hits) / total, replaced / rs / 1e6,
+          std_rate / 1e6, std_rate * vec_gb, absl_rate / 1e6, absl_rate * vec_gb,
+          q_rate / absl_rate);
       std::fflush(stdout);
     }
   }
@@ -147,19 +159,25 @@ void plot_hit_rates(const std::string& prefix) {
      << "plot '" << prefix << "-hit-rate.csv' every ::1 u 1:2 w lp t 'per lookup', '" << prefix
      << "-hit-rate.csv' every ::1 u 1:3 w lp t 'per unique key (HPS)'\n";
   gp.close();
-  if (auto p = child_process::spawn({"/usr/bin/gnuplot", prefix + "-hit-rate.gp"}); p && p->wait() == 0)
+  if (auto p = child_process::spawn({"/usr/bin/gnuplot", prefix + "-hit-rate.gp"});
+      p && p->wait() == 0)
     std::printf("plot: %s-hit-rate.png\n", prefix.c_str());
 }
 
 void hit_rate_section(const table& tb, const std::string& prefix) {
   std::ofstream csv(prefix + "-hit-rate.csv");
   csv << "cache_percent,per_lookup,per_unique_key\n";
-  std::printf("\nhit rate vs cache fraction (batch 1024, query then replace misses; stable = last half of %zu keys)\n\n",
-              stream_keys);
-  std::printf("| cache fraction | slots | hit rate per lookup, stable | per unique key (HPS), stable | per lookup, whole run |\n|---|---|---|---|---|\n");
+  std::printf(
+      "\nhit rate vs cache fraction (batch 1024, query then replace misses; stable = last half of "
+      "%zu keys)\n\n",
+      stream_keys);
+  std::printf(
+      "| cache fraction | slots | hit rate per lookup, stable | per unique key (HPS), stable | per "
+      "lookup, whole run |\n|---|---|---|---|---|\n");
   for (double f : {0.01, 0.05, 0.10, 0.50}) {
     zipf_keys z(tb.rows, alpha, 11);
-    auto c = std::move(*embedding::embedding_cache::create({std::uint64_t(double(tb.rows) * f), tb.dim, 2}));
+    auto c = std::move(
+        *embedding::embedding_cache::create({std::uint64_t(double(tb.rows) * f), tb.dim, 2}));
     std::uint64_t hits = 0, all = 0, hits2 = 0, all2 = 0, uhits = 0, uall = 0;
     embedding::cache_misses m, um;
     std::vector<float> out(1024 * tb.dim), v;
@@ -171,7 +189,8 @@ void hit_rate_section(const table& tb, const std::string& prefix) {
       (void)c->query(unique, std::span(out).first(unique.size() * tb.dim), um);
       (void)c->query(keys, out, m);
       v.resize(m.keys.size() * tb.dim);
-      for (std::size_t j = 0; j < m.keys.size(); ++j) std::copy_n(tb.row(m.keys[j]), tb.dim, v.data() + j * tb.dim);
+      for (std::size_t j = 0; j < m.keys.size(); ++j)
+        std::copy_n(tb.row(m.keys[j]), tb.dim, v.data() + j * tb.dim);
       (void)c->replace(m.keys, v);
       hits += 1024 - m.keys.size();
       all += 1024;
@@ -182,8 +201,9 @@ void hit_rate_section(const table& tb, const std::string& prefix) {
         uall += unique.size();
       }
     }
-    std::printf("| %.0f%% | %llu | %.3f | %.3f | %.3f |\n", f * 100, (unsigned long long)c->capacity(),
-                double(hits2) / all2, double(uhits) / uall, double(hits) / all);
+    std::printf("| %.0f%% | %llu | %.3f | %.3f | %.3f |\n", f * 100,
+                (unsigned long long)c->capacity(), double(hits2) / all2, double(uhits) / uall,
+                double(hits) / all);
     csv << f * 100 << "," << double(hits2) / all2 << "," << double(uhits) / uall << "\n";
   }
   csv.close();
@@ -212,8 +232,8 @@ std::vector<warm_point> warm_up(const table& tb, double threshold, embedding::pe
   return pts;
 }
 
-void plot_warm_up(const std::vector<std::vector<warm_point>>& curves, const std::vector<double>& thresholds,
-                  const std::string& prefix) {
+void plot_warm_up(const std::vector<std::vector<warm_point>>& curves,
+                  const std::vector<double>& thresholds, const std::string& prefix) {
   std::ofstream csv(prefix + ".csv");
   csv << "batch";
   for (double t : thresholds) csv << ",hit_rate_t" << t << ",latency_ms_t" << t;
@@ -225,14 +245,19 @@ void plot_warm_up(const std::vector<std::vector<warm_point>>& curves, const std:
   }
   csv.close();
   std::ofstream gp(prefix + ".gp");
-  gp << "set terminal png size 1000,800\nset output '" << prefix << ".png'\nset datafile separator ','\n"
-     << "set multiplot layout 2,1 title 'HPS warm-up (Fig. 7 analogue): Zipf 1.2, batch 1024, cache 5%'\n"
+  gp << "set terminal png size 1000,800\nset output '" << prefix
+     << ".png'\nset datafile separator ','\n"
+     << "set multiplot layout 2,1 title 'HPS warm-up (Fig. 7 analogue): Zipf 1.2, batch 1024, "
+        "cache 5%'\n"
      << "set ylabel 'L1 hit rate'\nset key right bottom\nplot ";
   for (std::size_t i = 0; i < thresholds.size(); ++i)
-    gp << (i ? ", " : "") << "'" << prefix << ".csv' every ::1 u 1:" << 2 + 2 * i << " w l t 'threshold " << thresholds[i] << "'";
-  gp << "\nset ylabel 'lookup latency (ms)'\nset xlabel 'batch'\nset logscale y\nset key right top\nplot ";
+    gp << (i ? ", " : "") << "'" << prefix << ".csv' every ::1 u 1:" << 2 + 2 * i
+       << " w l t 'threshold " << thresholds[i] << "'";
+  gp << "\nset ylabel 'lookup latency (ms)'\nset xlabel 'batch'\nset logscale y\nset key right "
+        "top\nplot ";
   for (std::size_t i = 0; i < thresholds.size(); ++i)
-    gp << (i ? ", " : "") << "'" << prefix << ".csv' every ::1 u 1:" << 3 + 2 * i << " w l t 'threshold " << thresholds[i] << "'";
+    gp << (i ? ", " : "") << "'" << prefix << ".csv' every ::1 u 1:" << 3 + 2 * i
+       << " w l t 'threshold " << thresholds[i] << "'";
   gp << "\nunset multiplot\n";
   gp.close();
   if (auto p = child_process::spawn({"/usr/bin/gnuplot", prefix + ".gp"}); p && p->wait() == 0) {
@@ -243,16 +268,21 @@ void plot_warm_up(const std::vector<std::vector<warm_point>>& curves, const std:
 }
 
 void warm_up_section(const table& tb, const std::string& prefix) {
-  const auto dir = std::filesystem::temp_directory_path() / ("spindle-hps-bench-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("spindle-hps-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto pdb = std::move(*embedding::persistent_db::open((dir / "db").string()));
   (void)pdb->bulk_load("t", tb.values, tb.dim);
   const std::vector<double> thresholds = {0.0, 0.5, 1.0};
   std::vector<std::vector<warm_point>> curves;
   for (double t : thresholds) curves.push_back(warm_up(tb, t, *pdb, 400));
-  std::printf("\nwarm-up through L1 -> VDB (hash map) -> PDB (RocksDB), %llu rows, cache 5%%, batch 1024\n\n",
-              (unsigned long long)tb.rows);
-  std::printf("| batches | t=0.0 hit rate | t=0.0 ms | t=0.5 hit rate | t=0.5 ms | t=1.0 hit rate | t=1.0 ms |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\nwarm-up through L1 -> VDB (hash map) -> PDB (RocksDB), %llu rows, cache 5%%, batch "
+      "1024\n\n",
+      (unsigned long long)tb.rows);
+  std::printf(
+      "| batches | t=0.0 hit rate | t=0.0 ms | t=0.5 hit rate | t=0.5 ms | t=1.0 hit rate | t=1.0 "
+      "ms |\n|---|---|---|---|---|---|---|\n");
   for (std::size_t b0 : {0, 10, 25, 50, 100, 200, 300}) {
     std::printf("| %zu-%zu |", b0, b0 + 9);
     for (const auto& c : curves) {

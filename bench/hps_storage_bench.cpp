@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "bench/bench_util.hpp"
-#include "embedding/synthetic_keys.hpp"
 #include "embedding/pdb/persistent_db.hpp"
+#include "embedding/synthetic_keys.hpp"
 #include "embedding/vdb/volatile_db.hpp"
 #include "tests/support/redis_server.hpp"
 
@@ -24,7 +24,8 @@ struct rates {
 };
 
 template <class Insert, class Lookup>
-rates measure(std::uint64_t keys, std::uint32_t dim, std::size_t batch, Insert insert, Lookup lookup) {
+rates measure(std::uint64_t keys, std::uint32_t dim, std::size_t batch, Insert insert,
+              Lookup lookup) {
   std::vector<cache_key> k(batch);
   std::vector<float> v(batch * dim);
   auto t0 = std::chrono::steady_clock::now();
@@ -50,15 +51,17 @@ rates measure(std::uint64_t keys, std::uint32_t dim, std::size_t batch, Insert i
     for (auto& key : k) key = z.next();
     hits += lookup(k, v, found);
   }
-  r.lookup_mbs = double(keys / batch * batch + (keys % batch ? batch : 0)) * dim * 4 / seconds_since(t0) / 1e6;
+  r.lookup_mbs =
+      double(keys / batch * batch + (keys % batch ? batch : 0)) * dim * 4 / seconds_since(t0) / 1e6;
   r.hit = double(hits) / double((keys + batch - 1) / batch * batch);
   return r;
 }
 
-rates vdb_rates(embedding::volatile_db& db, std::uint64_t keys, std::uint32_t dim, std::size_t batch) {
-  return measure(keys, dim, batch,
-                 [&](auto& k, auto& v) { (void)db.insert("t", dim, k, v); },
-                 [&](auto& k, auto& v, auto& f) { return db.lookup("t", dim, k, v, f).value(); });
+rates vdb_rates(embedding::volatile_db& db, std::uint64_t keys, std::uint32_t dim,
+                std::size_t batch) {
+  return measure(
+      keys, dim, batch, [&](auto& k, auto& v) { (void)db.insert("t", dim, k, v); },
+      [&](auto& k, auto& v, auto& f) { return db.lookup("t", dim, k, v, f).value(); });
 }
 
 double memcpy_mbs(std::uint64_t bytes) {
@@ -81,27 +84,33 @@ int main(int argc, char** argv) {
   std::printf("%llu keys x %u floats (%.1f MB), batches of %zu; lookups: Zipf 1.2 over the keys\n",
               (unsigned long long)keys, dim, double(keys) * dim * 4 / 1e6, batch);
   std::printf("baseline memcpy of the same bytes: %.0f MB/s\n\n", memcpy_mbs(keys * dim * 4));
-  std::printf("| level | backend | insert MB/s | lookup MB/s | lookup hit rate |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| level | backend | insert MB/s | lookup MB/s | lookup hit rate |\n|---|---|---|---|---|\n");
   embedding::vdb_options o;
   o.overflow_margin = keys;  // hold everything: this measures the store, not eviction
   auto hash = std::move(*embedding::make_hash_map_vdb(o));
   auto r = vdb_rates(*hash, keys, dim, batch);
-  std::printf("| VDB | hash map (16 partitions) | %.0f | %.0f | %.3f |\n", r.insert_mbs, r.lookup_mbs, r.hit);
+  std::printf("| VDB | hash map (16 partitions) | %.0f | %.0f | %.3f |\n", r.insert_mbs,
+              r.lookup_mbs, r.hit);
   auto server = testing::redis_server::start();
   if (server) {
     auto redis = embedding::make_redis_vdb(o, "127.0.0.1", (*server)->port());
     r = vdb_rates(**redis, keys, dim, batch);
-    std::printf("| VDB | Redis (loopback, 16 partitions) | %.0f | %.0f | %.3f |\n", r.insert_mbs, r.lookup_mbs, r.hit);
+    std::printf("| VDB | Redis (loopback, 16 partitions) | %.0f | %.0f | %.3f |\n", r.insert_mbs,
+                r.lookup_mbs, r.hit);
   } else {
     std::printf("| VDB | Redis | %s | | |\n", server.error().to_string().c_str());
   }
-  const auto dir = std::filesystem::temp_directory_path() / ("spindle-storage-bench-" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("spindle-storage-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto pdb = std::move(*embedding::persistent_db::open((dir / "db").string()));
   (void)pdb->create_table("t", dim);
-  r = measure(keys, dim, batch, [&](auto& k, auto& v) { (void)pdb->insert("t", k, v); },
-              [&](auto& k, auto& v, auto& f) { return pdb->lookup("t", k, v, f).value(); });
-  std::printf("| PDB | RocksDB (MultiGet) | %.0f | %.0f | %.3f |\n", r.insert_mbs, r.lookup_mbs, r.hit);
+  r = measure(
+      keys, dim, batch, [&](auto& k, auto& v) { (void)pdb->insert("t", k, v); },
+      [&](auto& k, auto& v, auto& f) { return pdb->lookup("t", k, v, f).value(); });
+  std::printf("| PDB | RocksDB (MultiGet) | %.0f | %.0f | %.3f |\n", r.insert_mbs, r.lookup_mbs,
+              r.hit);
   pdb.reset();
   std::filesystem::remove_all(dir);
   return 0;

@@ -65,19 +65,22 @@ double serialization_us(const std::vector<float>& payload, int reps) {
     capnp::MallocMessageBuilder msg;
     auto req = msg.initRoot<::Inference::InferTensorParams>();
     req.setModel("sum");
-    req.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(payload.data()), payload.size() * 4));
+    req.setPayload(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(payload.data()), payload.size() * 4));
   }
   return seconds_since(t0) * 1e6 / reps;
 }
 
-void print_row(const char* path, std::size_t bytes, row& r, double ser_us, double copied, double inproc_rps) {
+void print_row(const char* path, std::size_t bytes, row& r, double ser_us, double copied,
+               double inproc_rps) {
   const double rps = double(r.latency_us.size()) / r.wall_s;
   std::vector<double> l = r.latency_us;
   const double p50 = percentile(l, 0.5), p99 = percentile(l, 0.99);
   const double transport = std::max(0.0, mean(r.latency_us) - r.server_us - ser_us);
-  std::printf("| %zu KiB | %s | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.1f | %.1f | %.0f | %.2f |\n", bytes / 1024,
-              path, p50, p99, rps, rps * double(bytes) / 1e6, ser_us, r.server_us, r.compute_us, transport, copied,
-              inproc_rps > 0 ? rps / inproc_rps : 1.0);
+  std::printf(
+      "| %zu KiB | %s | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.1f | %.1f | %.0f | %.2f |\n",
+      bytes / 1024, path, p50, p99, rps, rps * double(bytes) / 1e6, ser_us, r.server_us,
+      r.compute_us, transport, copied, inproc_rps > 0 ? rps / inproc_rps : 1.0);
 }
 
 }  // namespace
@@ -99,12 +102,16 @@ int main(int argc, char** argv) {
   auto client = rpc::rpc_client::connect("127.0.0.1:" + std::to_string((*server)->port()));
   if (!client || !(*client)->open_split()) return std::printf("cannot connect\n"), 1;
   auto& c = **client;
-  std::printf("one call in flight, %d calls per size; server and client in one process on 2 cores\n"
-              "(Cap'n Proto over loopback TCP, UCX over shared memory); copied = payload bytes memcpy'd by Spindle per\n"
-              "request (both sides); transport = mean latency - server time - client serialization\n\n",
-              calls);
-  std::printf("| payload | path | p50 us | p99 us | req/s | MB/s | serialize us | server us | compute us | transport us | "
-              "copied B/req | vs in-process |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "one call in flight, %d calls per size; server and client in one process on 2 cores\n"
+      "(Cap'n Proto over loopback TCP, UCX over shared memory); copied = payload bytes memcpy'd by "
+      "Spindle per\n"
+      "request (both sides); transport = mean latency - server time - client serialization\n\n",
+      calls);
+  std::printf(
+      "| payload | path | p50 us | p99 us | req/s | MB/s | serialize us | server us | compute us | "
+      "transport us | "
+      "copied B/req | vs in-process |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto model = actors::sum_model();
   for (std::size_t bytes : {1024u, 8192u, 65536u, 602112u}) {
     std::vector<float> payload(bytes / 4);
@@ -113,7 +120,9 @@ int main(int argc, char** argv) {
     row inproc = measure(n, [&](rpc::tensor_answer* a) {
       auto t0 = std::chrono::steady_clock::now();
       auto r = model.compute(payload.data(), {payload.size()});
-      if (a) a->compute_us = std::uint64_t(seconds_since(t0) * 1e6), a->server_us = a->compute_us, a->result = r[0];
+      if (a)
+        a->compute_us = std::uint64_t(seconds_since(t0) * 1e6), a->server_us = a->compute_us,
+        a->result = r[0];
     });
     const double inproc_rps = double(n) / inproc.wall_s;
     print_row("in-process call", bytes, inproc, 0, 0, 0);
@@ -141,12 +150,15 @@ int main(int argc, char** argv) {
       if (a) *a = r;
     });
     // Copies: client serialization into the protobuf, server parse into bytes.
-    print_row("gRPC + protobuf", bytes, g, grpc->serialization_us(payload, 200), 2.0 * double(bytes), inproc_rps);
+    print_row("gRPC + protobuf", bytes, g, grpc->serialization_us(payload, 200),
+              2.0 * double(bytes), inproc_rps);
 #endif
     std::fflush(stdout);
   }
 #if !SPINDLE_WITH_GRPC
-  std::printf("\nbaseline not run: gRPC + protobuf (install libgrpc++-dev protobuf-compiler-grpc, reconfigure)\n");
+  std::printf(
+      "\nbaseline not run: gRPC + protobuf (install libgrpc++-dev protobuf-compiler-grpc, "
+      "reconfigure)\n");
 #endif
   return 0;
 }

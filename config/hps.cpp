@@ -11,10 +11,11 @@ namespace spindle::config {
 namespace {
 
 constexpr std::array<std::string_view, 8> kTableKeys = {
-    "cache_fraction",  "hit_rate_threshold",  "default_value",  "slabs_per_set",
-    "vdb_partitions", "overflow_margin",     "overflow_resolution", "eviction_policy"};
+    "cache_fraction", "hit_rate_threshold", "default_value",       "slabs_per_set",
+    "vdb_partitions", "overflow_margin",    "overflow_resolution", "eviction_policy"};
 
-status read_number(const toml::table& t, std::string_view key, double& out, std::string_view where) {
+status read_number(const toml::table& t, std::string_view key, double& out,
+                   std::string_view where) {
   if (const toml::node* n = t.get(key)) {
     auto v = n->value<double>();
     if (!v) return make_error(errc::invalid_argument, "{}.{} must be a number", where, key);
@@ -27,7 +28,8 @@ template <class T>
 status read_count(const toml::table& t, std::string_view key, T& out, std::string_view where) {
   if (const toml::node* n = t.get(key)) {
     auto v = n->value<std::int64_t>();
-    if (!v || *v < 1) return make_error(errc::invalid_argument, "{}.{} must be an integer >= 1", where, key);
+    if (!v || *v < 1)
+      return make_error(errc::invalid_argument, "{}.{} must be an integer >= 1", where, key);
     out = T(*v);
   }
   return status::ok();
@@ -35,24 +37,27 @@ status read_count(const toml::table& t, std::string_view key, T& out, std::strin
 
 status validate_table(const hps_table_config& c, std::string_view where) {
   if (!(c.cache_fraction > 0 && c.cache_fraction <= 1))
-    return make_error(errc::invalid_argument, "{}.cache_fraction = {}: must be in (0, 1]", where, c.cache_fraction);
+    return make_error(errc::invalid_argument, "{}.cache_fraction = {}: must be in (0, 1]", where,
+                      c.cache_fraction);
   if (!(c.hit_rate_threshold >= 0 && c.hit_rate_threshold <= 1))
-    return make_error(errc::invalid_argument, "{}.hit_rate_threshold = {}: must be in [0, 1]", where,
-                      c.hit_rate_threshold);
+    return make_error(errc::invalid_argument, "{}.hit_rate_threshold = {}: must be in [0, 1]",
+                      where, c.hit_rate_threshold);
   if (!(c.overflow_resolution > 0 && c.overflow_resolution <= 1))
-    return make_error(errc::invalid_argument, "{}.overflow_resolution = {}: must be in (0, 1]", where,
-                      c.overflow_resolution);
+    return make_error(errc::invalid_argument, "{}.overflow_resolution = {}: must be in (0, 1]",
+                      where, c.overflow_resolution);
   if (c.slabs_per_set > 64)
-    return make_error(errc::invalid_argument, "{}.slabs_per_set = {}: must be 1..64", where, c.slabs_per_set);
+    return make_error(errc::invalid_argument, "{}.slabs_per_set = {}: must be 1..64", where,
+                      c.slabs_per_set);
   for (auto p : {"evict_oldest", "evict_least_used", "evict_random"})
     if (c.eviction_policy == p) return status::ok();
-  return make_error(errc::invalid_argument,
-                    "{}.eviction_policy = '{}': expected evict_oldest, evict_least_used or evict_random", where,
-                    c.eviction_policy);
+  return make_error(
+      errc::invalid_argument,
+      "{}.eviction_policy = '{}': expected evict_oldest, evict_least_used or evict_random", where,
+      c.eviction_policy);
 }
 
-expected<hps_table_config> read_table(const toml::table& t, hps_table_config c, std::string_view where,
-                                      bool allow_section_keys) {
+expected<hps_table_config> read_table(const toml::table& t, hps_table_config c,
+                                      std::string_view where, bool allow_section_keys) {
   for (auto&& [k, _] : t) {
     const std::string_view key = k.str();
     if (allow_section_keys && (key == "tables" || key == "refresh_interval_ms")) continue;
@@ -84,17 +89,20 @@ expected<hps_config> from_root(const toml::table& root, const hps_config& base) 
   SPINDLE_ASSIGN_OR_RETURN(out.defaults, read_table(*hps, base.defaults, "hps", true));
   if (const toml::node* n = hps->get("refresh_interval_ms")) {
     auto v = n->value<std::int64_t>();
-    if (!v || *v < 0) return make_error(errc::invalid_argument, "hps.refresh_interval_ms must be an integer >= 0");
+    if (!v || *v < 0)
+      return make_error(errc::invalid_argument, "hps.refresh_interval_ms must be an integer >= 0");
     out.refresh_interval_ms = std::uint32_t(*v);
   }
   if (const toml::node* n = hps->get("tables")) {
     const toml::table* tables = n->as_table();
-    if (tables == nullptr) return make_error(errc::invalid_argument, "hps.tables must be a table of tables");
+    if (tables == nullptr)
+      return make_error(errc::invalid_argument, "hps.tables must be a table of tables");
     for (auto&& [name, node] : *tables) {
       const toml::table* t = node.as_table();
       const std::string where = fmt::format("hps.tables.{}", name.str());
       if (t == nullptr) return make_error(errc::invalid_argument, "{} must be a table", where);
-      SPINDLE_ASSIGN_OR_RETURN(out.tables[std::string(name.str())], read_table(*t, out.defaults, where, false));
+      SPINDLE_ASSIGN_OR_RETURN(out.tables[std::string(name.str())],
+                               read_table(*t, out.defaults, where, false));
     }
   }
   return out;
@@ -114,7 +122,8 @@ expected<hps_config> parse_hps_config(std::string_view toml_text, std::string_vi
     if (!r) return std::move(r).error().with_context(fmt::format("{}: ", origin));
     return r;
   } catch (const toml::parse_error& e) {
-    return make_error(errc::invalid_argument, "{}: line {}: {}", origin, e.source().begin.line, e.description());
+    return make_error(errc::invalid_argument, "{}: line {}: {}", origin, e.source().begin.line,
+                      e.description());
   }
 }
 

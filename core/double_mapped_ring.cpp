@@ -32,7 +32,8 @@ expected<double_mapped_ring> double_mapped_ring::create(std::size_t min_bytes, c
   }
   auto* base = static_cast<std::byte*>(area);
   for (int half = 0; half < 2; ++half) {
-    void* got = ::mmap(base + half * bytes, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    void* got =
+        ::mmap(base + half * bytes, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     if (got == MAP_FAILED) {
       const status s = sys_error("mmap (map half)");
       ::munmap(area, 2 * bytes);

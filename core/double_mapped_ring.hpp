@@ -15,7 +15,8 @@ namespace spindle {
 class double_mapped_ring {
  public:
   /// At least `min_bytes` (rounded up to whole pages); errors name the system call.
-  static expected<double_mapped_ring> create(std::size_t min_bytes, const char* name = "spindle-ring");
+  static expected<double_mapped_ring> create(std::size_t min_bytes,
+                                             const char* name = "spindle-ring");
   double_mapped_ring(double_mapped_ring&& other) noexcept;
   double_mapped_ring& operator=(double_mapped_ring&& other) noexcept;
   ~double_mapped_ring();

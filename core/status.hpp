@@ -3,26 +3,26 @@
 // Plain values; thread-safe to copy and pass between threads.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 
-#include <fmt/format.h>
-
 namespace spindle {
 
 enum class errc {
   ok,
-  invalid_argument,  // the caller passed a bad value (flag, option, id)
-  not_found,         // a file, key or name does not exist
-  io_error,          // the OS refused a read, write or map
-  corrupt_data,      // stored bytes fail a header, size, bound or checksum check
-  unsupported,       // a valid but unsupported value (dtype, format version)
-  unavailable,       // a peer, shard or server cannot be reached (died, timed out)
+  invalid_argument,    // the caller passed a bad value (flag, option, id)
+  not_found,           // a file, key or name does not exist
+  io_error,            // the OS refused a read, write or map
+  corrupt_data,        // stored bytes fail a header, size, bound or checksum check
+  unsupported,         // a valid but unsupported value (dtype, format version)
+  unavailable,         // a peer, shard or server cannot be reached (died, timed out)
   resource_exhausted,  // a capacity or memory budget cannot hold what was asked
-  internal,          // a broken invariant inside Spindle
+  internal,            // a broken invariant inside Spindle
 };
 
 /// Stable lower-case name of an error code ("corrupt_data").
@@ -88,14 +88,14 @@ class [[nodiscard]] expected {
 #define SPINDLE_CONCAT(a, b) SPINDLE_CONCAT_INNER(a, b)
 
 /// Returns the status from the enclosing function when `expr` is not ok.
-#define SPINDLE_TRY(expr)                                  \
-  do {                                                     \
-    ::spindle::status spindle_try_status_ = (expr);        \
+#define SPINDLE_TRY(expr)                                         \
+  do {                                                            \
+    ::spindle::status spindle_try_status_ = (expr);               \
     if (!spindle_try_status_.is_ok()) return spindle_try_status_; \
   } while (0)
 
-#define SPINDLE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                  \
+#define SPINDLE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)  \
+  auto tmp = (expr);                                   \
   if (!tmp.has_value()) return std::move(tmp).error(); \
   lhs = std::move(tmp).value()
 

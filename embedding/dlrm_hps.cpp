@@ -83,7 +83,8 @@ expected<nn::tensor> dlrm_hps_runner::infer(nn::allocator& a, const nn::tensor& 
   auto out = model_->forward_dlrm_pooled(a, dense, refs);
   if (timing != nullptr) {
     timing->lookup_ms = std::chrono::duration<double, std::milli>(looked_up - start).count();
-    timing->compute_ms = std::chrono::duration<double, std::milli>(clock::now() - looked_up).count();
+    timing->compute_ms =
+        std::chrono::duration<double, std::milli>(clock::now() - looked_up).count();
   }
   return out;
 }

@@ -133,7 +133,8 @@ void feature_gatherer::mark_unreachable(int shard) {
 
 void feature_gatherer::reattach(int shard, shard_access a) {
   if (shard < 0 || std::size_t(shard) >= shards_.size()) return;
-  if (a.remote && a.remote->mapped()) a.local = a.remote->mapped(), a.remote = nullptr, a.mapped = true;
+  if (a.remote && a.remote->mapped())
+    a.local = a.remote->mapped(), a.remote = nullptr, a.mapped = true;
   shards_[shard] = a;
   down_[shard] = false;
   refresh_choices();

@@ -30,15 +30,17 @@ expected<std::unique_ptr<lookup_session>> lookup_session::create(std::vector<tab
   for (auto& o : tables) {
     if (o.name.empty()) return make_error(errc::invalid_argument, "hps table: empty name");
     if (!(o.cache_fraction > 0.0 && o.cache_fraction <= 1.0)) {
-      return make_error(errc::invalid_argument, "hps table '{}': cache_fraction={} (must be in (0, 1])",
-                        o.name, o.cache_fraction);
+      return make_error(errc::invalid_argument,
+                        "hps table '{}': cache_fraction={} (must be in (0, 1])", o.name,
+                        o.cache_fraction);
     }
     if (!(o.hit_rate_threshold >= 0.0 && o.hit_rate_threshold <= 1.0)) {
       return make_error(errc::invalid_argument,
                         "hps table '{}': hit_rate_threshold={} (must be in [0, 1])", o.name,
                         o.hit_rate_threshold);
     }
-    if (o.rows == 0) return make_error(errc::invalid_argument, "hps table '{}': rows must be > 0", o.name);
+    if (o.rows == 0)
+      return make_error(errc::invalid_argument, "hps table '{}': rows must be > 0", o.name);
     auto t = std::make_unique<table_state>();
     const auto slots = static_cast<std::uint64_t>(std::ceil(double(o.rows) * o.cache_fraction));
     auto cache = embedding_cache::create({slots, o.dim, o.slabs_per_set});
@@ -151,7 +153,8 @@ lookup_session::fetch_result lookup_session::fetch_and_insert(table_state& t,
 expected<lookup_report> lookup_session::lookup(std::size_t table, std::span<const cache_key> keys,
                                                std::span<float> out) {
   if (table >= tables_.size()) {
-    return make_error(errc::invalid_argument, "embedding table index {} of {}", table, tables_.size());
+    return make_error(errc::invalid_argument, "embedding table index {} of {}", table,
+                      tables_.size());
   }
   table_state& t = *tables_[table];
   const std::uint32_t dim = t.options.dim;
@@ -164,7 +167,8 @@ expected<lookup_report> lookup_session::lookup(std::size_t table, std::span<cons
   dedup_keys(keys, unique, inverse);
   std::vector<float> uv(unique.size() * dim);
   cache_misses misses;
-  SPINDLE_TRY(t.cache->query(unique, uv, misses).with_context("hps table '" + t.options.name + "'"));
+  SPINDLE_TRY(
+      t.cache->query(unique, uv, misses).with_context("hps table '" + t.options.name + "'"));
   lookup_report rep;
   rep.keys = keys.size();
   rep.unique_keys = unique.size();
@@ -239,7 +243,8 @@ void lookup_session::wait_idle() {
 
 expected<std::uint64_t> lookup_session::refresh(std::size_t table) {
   if (table >= tables_.size()) {
-    return make_error(errc::invalid_argument, "embedding table index {} of {}", table, tables_.size());
+    return make_error(errc::invalid_argument, "embedding table index {} of {}", table,
+                      tables_.size());
   }
   table_state& t = *tables_[table];
   const std::uint32_t dim = t.options.dim;
@@ -250,7 +255,7 @@ expected<std::uint64_t> lookup_session::refresh(std::size_t table) {
     keys.clear();
     t.cache->dump(set, set + options_.refresh_batch_sets, keys);  // Fig. 3 step 2
     values.assign(keys.size() * dim, 0.0f);
-    const fetch_result r = fetch_lower(t, keys, values);          // step 3
+    const fetch_result r = fetch_lower(t, keys, values);  // step 3
     hit_keys.clear();
     hit_values.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {

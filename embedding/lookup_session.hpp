@@ -29,10 +29,10 @@ namespace spindle::embedding {
 struct table_options {
   std::string name;
   std::uint32_t dim = 0;
-  std::uint64_t rows = 0;             // rows of the full table (sizes the cache)
-  double cache_fraction = 0.1;        // L1 slots = ceil(rows * fraction)
-  double hit_rate_threshold = 0.8;    // sync insertion below it, async at or above
-  float default_value = 0.0f;         // every element of a missed key's default vector
+  std::uint64_t rows = 0;           // rows of the full table (sizes the cache)
+  double cache_fraction = 0.1;      // L1 slots = ceil(rows * fraction)
+  double hit_rate_threshold = 0.8;  // sync insertion below it, async at or above
+  float default_value = 0.0f;       // every element of a missed key's default vector
   std::uint32_t slabs_per_set = 2;
 };
 
@@ -40,12 +40,12 @@ struct table_options {
 struct lookup_report {
   std::uint64_t keys = 0;
   std::uint64_t unique_keys = 0;
-  std::uint64_t l1_misses = 0;      // unique keys not in L1
-  double hit_rate = 1.0;            // 1 - l1_misses / unique_keys (seeds README slip)
-  bool synchronous = false;         // misses were fetched before returning
+  std::uint64_t l1_misses = 0;  // unique keys not in L1
+  double hit_rate = 1.0;        // 1 - l1_misses / unique_keys (seeds README slip)
+  bool synchronous = false;     // misses were fetched before returning
   std::uint64_t from_vdb = 0;
   std::uint64_t from_pdb = 0;
-  std::uint64_t defaulted = 0;      // unique keys answered with the default vector
+  std::uint64_t defaulted = 0;  // unique keys answered with the default vector
 };
 
 /// Running totals of a table (for stats and the warm-up curve).

@@ -21,16 +21,15 @@ status no_cuda(const char* what) {
 }
 }  // namespace
 
-status cache_query_async(slab_cache_view, const cache_key*, std::uint64_t, float*,
-                         std::uint8_t*, std::uint64_t, void*) {
+status cache_query_async(slab_cache_view, const cache_key*, std::uint64_t, float*, std::uint8_t*,
+                         std::uint64_t, void*) {
   return no_cuda("embedding cache query kernel");
 }
 status cache_replace_async(slab_cache_view, const cache_key*, std::uint64_t, const float*,
                            std::uint64_t, void*) {
   return no_cuda("embedding cache replace kernel");
 }
-status cache_update_async(slab_cache_view, const cache_key*, std::uint64_t, const float*,
-                          void*) {
+status cache_update_async(slab_cache_view, const cache_key*, std::uint64_t, const float*, void*) {
   return no_cuda("embedding cache update kernel");
 }
 

@@ -260,9 +260,9 @@ expected<tensor> model::forward_dlrm_pooled(allocator& a, const tensor& dense,
                       pooled.size(), desc_.table_rows.size());
   for (std::size_t t = 0; t < pooled.size(); ++t) {
     if (pooled[t]->rows() != dense.rows() || pooled[t]->cols() != desc_.embedding_dim)
-      return make_error(errc::invalid_argument, "{}: pooled table {} is [{} x {}], expected [{} x {}]",
-                        desc_.name, t, pooled[t]->rows(), pooled[t]->cols(), dense.rows(),
-                        desc_.embedding_dim);
+      return make_error(errc::invalid_argument,
+                        "{}: pooled table {} is [{} x {}], expected [{} x {}]", desc_.name, t,
+                        pooled[t]->rows(), pooled[t]->cols(), dense.rows(), desc_.embedding_dim);
   }
   SPINDLE_ASSIGN_OR_RETURN(auto x, tensor::empty(a, dense.shape()));
   std::memcpy(x.data(), dense.data(), std::size_t(dense.numel()) * sizeof(float));

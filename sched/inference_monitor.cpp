@@ -4,10 +4,14 @@ namespace spindle::sched {
 
 std::string_view to_string(call_state s) {
   switch (s) {
-    case call_state::ready: return "READY";
-    case call_state::rx_complete: return "RX_COMPLETE";
-    case call_state::work_complete: return "WORK_COMPLETE";
-    case call_state::tx_complete: return "TX_COMPLETE";
+    case call_state::ready:
+      return "READY";
+    case call_state::rx_complete:
+      return "RX_COMPLETE";
+    case call_state::work_complete:
+      return "WORK_COMPLETE";
+    case call_state::tx_complete:
+      return "TX_COMPLETE";
   }
   return "?";
 }
@@ -25,12 +29,13 @@ status inference_monitor::advance(std::uint64_t call, call_state to) {
   std::lock_guard lock(mu_);
   const auto it = calls_.find(call);
   if (it == calls_.end()) {
-    return make_error(errc::invalid_argument, "inference monitor: call {} is not live (to {})", call, to_string(to));
+    return make_error(errc::invalid_argument, "inference monitor: call {} is not live (to {})",
+                      call, to_string(to));
   }
   const auto from = it->second;
   if (static_cast<int>(to) != static_cast<int>(from) + 1) {
-    return make_error(errc::invalid_argument, "inference monitor: call {} cannot go from {} to {}", call,
-                      to_string(from), to_string(to));
+    return make_error(errc::invalid_argument, "inference monitor: call {} cannot go from {} to {}",
+                      call, to_string(from), to_string(to));
   }
   --live_[static_cast<int>(from)];
   if (to == call_state::tx_complete) {

@@ -33,8 +33,8 @@ class inference_monitor {
  private:
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, call_state> calls_;  // guarded by mu_
-  std::array<std::size_t, 4> live_{};                     // guarded by mu_
-  std::uint64_t completed_ = 0;                           // guarded by mu_
+  std::array<std::size_t, 4> live_{};                    // guarded by mu_
+  std::uint64_t completed_ = 0;                          // guarded by mu_
 };
 
 }  // namespace spindle::sched

@@ -56,10 +56,10 @@ class tensor_queue {
   };
   double_mapped_ring ring_;
   mutable std::mutex mu_;
-  std::deque<entry> entries_;     // unreleased, oldest first; guarded by mu_
-  std::uint64_t head_ = 0;        // ring offset of the oldest unreleased byte; guarded by mu_
-  std::uint64_t tail_ = 0;        // ring offset of the next reserve; guarded by mu_
-  std::uint64_t next_id_ = 1;     // guarded by mu_
+  std::deque<entry> entries_;  // unreleased, oldest first; guarded by mu_
+  std::uint64_t head_ = 0;     // ring offset of the oldest unreleased byte; guarded by mu_
+  std::uint64_t tail_ = 0;     // ring offset of the next reserve; guarded by mu_
+  std::uint64_t next_id_ = 1;  // guarded by mu_
 };
 
 }  // namespace spindle::sched

@@ -31,10 +31,12 @@ expected<std::unique_ptr<rpc::rpc_client>> open(const client_args& c) {
 
 expected<std::string> token_of(const client_args& c) {
   if (!c.token.empty()) return c.token;
-  if (c.token_file.empty()) return make_error(errc::invalid_argument, "admin: give --token or --token-file");
+  if (c.token_file.empty())
+    return make_error(errc::invalid_argument, "admin: give --token or --token-file");
   std::ifstream in(c.token_file);
   std::string t;
-  if (!in || !std::getline(in, t)) return make_error(errc::not_found, "{}: cannot read the admin token", c.token_file);
+  if (!in || !std::getline(in, t))
+    return make_error(errc::not_found, "{}: cannot read the admin token", c.token_file);
   return t;
 }
 
@@ -47,10 +49,14 @@ struct infer_args {
 
 status run_infer(const client_args& c, const infer_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
-  SPINDLE_ASSIGN_OR_RETURN(auto r, client->infer_gnn({c.model, a.seeds, a.sampler_seed, a.deadline_us}));
+  SPINDLE_ASSIGN_OR_RETURN(auto r,
+                           client->infer_gnn({c.model, a.seeds, a.sampler_seed, a.deadline_us}));
   if (a.json) {
-    nlohmann::json j = {{"status", rpc::to_string(r.status)}, {"message", r.message}, {"width", r.width},
-                        {"outputs", r.outputs}, {"server_us", r.server_us}};
+    nlohmann::json j = {{"status", rpc::to_string(r.status)},
+                        {"message", r.message},
+                        {"width", r.width},
+                        {"outputs", r.outputs},
+                        {"server_us", r.server_us}};
     fmt::print("{}\n", j.dump());
   } else if (r.status != rpc::rpc_status::ok) {
     return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r.status), r.message);
@@ -76,12 +82,14 @@ struct load_args {
 };
 
 // "uniform:N", "degree:DATASET_DIR" or a trace file of ids (one per line).
-expected<std::vector<std::int64_t>> draw_seeds(const std::string& spec, std::size_t n, std::uint64_t seed) {
+expected<std::vector<std::int64_t>> draw_seeds(const std::string& spec, std::size_t n,
+                                               std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::int64_t> out;
   if (spec.starts_with("uniform:")) {
     const auto nodes = std::stoll(spec.substr(8));
-    if (nodes <= 0) return make_error(errc::invalid_argument, "--seeds {}: node count must be > 0", spec);
+    if (nodes <= 0)
+      return make_error(errc::invalid_argument, "--seeds {}: node count must be > 0", spec);
     std::uniform_int_distribution<std::int64_t> pick(0, nodes - 1);
     for (std::size_t i = 0; i < n; ++i) out.push_back(pick(rng));
   } else if (spec.starts_with("degree:")) {
@@ -89,7 +97,9 @@ expected<std::vector<std::int64_t>> draw_seeds(const std::string& spec, std::siz
     for (const auto& r : sched::degree_requests(ds, n)) out.push_back(r.seeds[0]);
   } else {
     std::ifstream in(spec);
-    if (!in) return make_error(errc::not_found, "--seeds {}: expected uniform:N, degree:DIR or a trace file", spec);
+    if (!in)
+      return make_error(errc::not_found,
+                        "--seeds {}: expected uniform:N, degree:DIR or a trace file", spec);
     std::vector<std::int64_t> trace;
     for (std::int64_t v; in >> v;) trace.push_back(v);
     if (trace.empty()) return make_error(errc::invalid_argument, "{}: no node ids", spec);
@@ -104,7 +114,8 @@ double pct(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
 }
 
-status write_cdf(const std::vector<double>& lat_ms, const std::string& csv, const std::string& plot) {
+status write_cdf(const std::vector<double>& lat_ms, const std::string& csv,
+                 const std::string& plot) {
   std::vector<double> l = lat_ms;
   std::sort(l.begin(), l.end());
   const std::string path = csv.empty() ? plot + ".csv" : csv;
@@ -112,13 +123,16 @@ status write_cdf(const std::vector<double>& lat_ms, const std::string& csv, cons
     std::ofstream out(path);
     if (!out) return make_error(errc::io_error, "{}: cannot write", path);
     out << "latency_ms,fraction\n";
-    for (std::size_t i = 0; i < l.size(); ++i) out << l[i] << "," << double(i + 1) / double(l.size()) << "\n";
+    for (std::size_t i = 0; i < l.size(); ++i)
+      out << l[i] << "," << double(i + 1) / double(l.size()) << "\n";
   }
   if (plot.empty()) return status::ok();
   std::ofstream gp(plot + ".gp");
   gp << "set terminal png size 900,550\nset output '" << plot << "'\nset datafile separator ','\n"
-     << "set xlabel 'latency (ms)'\nset ylabel 'fraction of requests'\nset logscale x\nset key off\n"
-     << "set title 'spindle client load: latency CDF'\nplot '" << path << "' every ::1 u 1:2 w l lw 2\n";
+     << "set xlabel 'latency (ms)'\nset ylabel 'fraction of requests'\nset logscale x\nset key "
+        "off\n"
+     << "set title 'spindle client load: latency CDF'\nplot '" << path
+     << "' every ::1 u 1:2 w l lw 2\n";
   gp.close();
   SPINDLE_ASSIGN_OR_RETURN(auto p, child_process::spawn({"/usr/bin/gnuplot", plot + ".gp"}));
   const int rc = p.wait();
@@ -128,12 +142,16 @@ status write_cdf(const std::vector<double>& lat_ms, const std::string& csv, cons
 }
 
 status run_load(const client_args& c, const load_args& a) {
-  if (a.seeds.empty()) return make_error(errc::invalid_argument, "load: --seeds uniform:N | degree:DIR | FILE is required");
+  if (a.seeds.empty())
+    return make_error(errc::invalid_argument,
+                      "load: --seeds uniform:N | degree:DIR | FILE is required");
   SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
   std::vector<rpc::gnn_call> calls;
-  for (std::size_t i = 0; i < seeds.size(); ++i) calls.push_back({c.model, {seeds[i]}, i, a.deadline_us});
-  std::vector<rpc::gnn_call> warm(calls.begin(), calls.begin() + a.warmup), measured(calls.begin() + a.warmup, calls.end());
+  for (std::size_t i = 0; i < seeds.size(); ++i)
+    calls.push_back({c.model, {seeds[i]}, i, a.deadline_us});
+  std::vector<rpc::gnn_call> warm(calls.begin(), calls.begin() + a.warmup),
+      measured(calls.begin() + a.warmup, calls.end());
   SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
   std::vector<double> lat_ms;
   std::map<std::string, std::size_t> by_status;
@@ -161,19 +179,27 @@ status run_load(const client_args& c, const load_args& a) {
   if (!a.csv.empty() || !a.plot.empty()) SPINDLE_TRY(write_cdf(lat_ms, a.csv, a.plot));
   const double tput = double(lat_ms.size()) / wall;
   if (a.json) {
-    nlohmann::json j = {{"requests", measured.size()}, {"answered_ok", lat_ms.size()}, {"status", by_status},
-                        {"throughput_rps", tput}, {"wall_s", wall}, {"mode", a.rate > 0 ? "open" : "closed"},
-                        {"latency_ms", {{"p50", pct(lat_ms, 0.5)}, {"p90", pct(lat_ms, 0.9)},
-                                        {"p99", pct(lat_ms, 0.99)}, {"p999", pct(lat_ms, 0.999)}}}};
+    nlohmann::json j = {{"requests", measured.size()},
+                        {"answered_ok", lat_ms.size()},
+                        {"status", by_status},
+                        {"throughput_rps", tput},
+                        {"wall_s", wall},
+                        {"mode", a.rate > 0 ? "open" : "closed"},
+                        {"latency_ms",
+                         {{"p50", pct(lat_ms, 0.5)},
+                          {"p90", pct(lat_ms, 0.9)},
+                          {"p99", pct(lat_ms, 0.99)},
+                          {"p999", pct(lat_ms, 0.999)}}}};
     if (!first_error.empty()) j["first_error"] = first_error;
     fmt::print("{}\n", j.dump(2));
     return status::ok();
   }
   fmt::print("{} requests ({}), {:.2f} s: {:.0f} req/s ok\n", measured.size(),
-             a.rate > 0 ? fmt::format("open loop, Poisson {:.0f}/s", a.rate) : fmt::format("closed loop, {} clients", a.clients),
+             a.rate > 0 ? fmt::format("open loop, Poisson {:.0f}/s", a.rate)
+                        : fmt::format("closed loop, {} clients", a.clients),
              wall, tput);
-  fmt::print("latency p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  p999 {:.3f} ms\n", pct(lat_ms, 0.5),
-             pct(lat_ms, 0.9), pct(lat_ms, 0.99), pct(lat_ms, 0.999));
+  fmt::print("latency p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  p999 {:.3f} ms\n",
+             pct(lat_ms, 0.5), pct(lat_ms, 0.9), pct(lat_ms, 0.99), pct(lat_ms, 0.999));
   for (const auto& [s, n] : by_status) fmt::print("  {}: {}\n", s, n);
   if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
   return status::ok();
@@ -186,18 +212,21 @@ struct admin_args {
 status run_admin(const client_args& c, const admin_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(c));
   SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
-  expected<rpc::admin_reply> r = make_error(errc::invalid_argument, "admin: unknown call '{}'", a.call);
+  expected<rpc::admin_reply> r =
+      make_error(errc::invalid_argument, "admin: unknown call '{}'", a.call);
   if (a.call == "stats") r = client->stats(token);
   if (a.call == "models") r = client->list_models(token);
   if (a.call == "members") r = client->members(token);
   if (a.call == "tunables") r = client->get_tunables(token, a.model.empty() ? c.model : a.model);
-  if (a.call == "set") r = client->set_tunable(token, a.model.empty() ? c.model : a.model, a.name, a.value);
+  if (a.call == "set")
+    r = client->set_tunable(token, a.model.empty() ? c.model : a.model, a.name, a.value);
   if (!r) return r.error();
   if (r->status != rpc::rpc_status::ok) {
     return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r->status), r->message);
   }
   if (!r->json.empty()) fmt::print("{}\n", nlohmann::json::parse(r->json).dump(2));
-  for (const auto& m : r->models) fmt::print("{} {} {} in {} out {}\n", m.name, m.kind, m.arch, m.input_width, m.output_width);
+  for (const auto& m : r->models)
+    fmt::print("{} {} {} in {} out {}\n", m.name, m.kind, m.arch, m.input_width, m.output_width);
   for (const auto& t : r->tunables) fmt::print("{} = {}\n", t.name, t.value);
   if (a.call == "set") fmt::print("ok\n");
   return status::ok();
@@ -206,7 +235,8 @@ status run_admin(const client_args& c, const admin_args& a) {
 }  // namespace
 
 void register_client(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand("client", "Talk to a running server's front door (infer, load, admin)");
+  auto* cmd =
+      app.add_subcommand("client", "Talk to a running server's front door (infer, load, admin)");
   cmd->require_subcommand(1);
   auto c = std::make_shared<client_args>();
   cmd->add_option("--connect", c->connect, "Server HOST:PORT")->capture_default_str();
@@ -230,10 +260,12 @@ void register_client(CLI::App& app, global_options&) {
   load->add_option("--requests", la->requests, "Measured requests")->capture_default_str();
   load->add_option("--warmup", la->warmup, "Requests before measuring")->capture_default_str();
   load->add_option("--clients", la->clients, "Closed loop: calls in flight")->capture_default_str();
-  load->add_option("--rate", la->rate, "Open loop: Poisson arrivals per second (overrides --clients)");
+  load->add_option("--rate", la->rate,
+                   "Open loop: Poisson arrivals per second (overrides --clients)");
   load->add_option("--seeds", la->seeds, "uniform:N | degree:DATASET_DIR | trace FILE");
   load->add_option("--seed", la->seed, "Random seed")->capture_default_str();
-  load->add_option("--deadline-us", la->deadline_us, "Per-request deadline (0: none)")->capture_default_str();
+  load->add_option("--deadline-us", la->deadline_us, "Per-request deadline (0: none)")
+      ->capture_default_str();
   load->add_option("--csv", la->csv, "Write the latency CDF as CSV");
   load->add_option("--plot", la->plot, "Write the latency CDF as a PNG (gnuplot)");
   load->add_flag("--json", la->json, "Print the report as JSON");
@@ -241,7 +273,9 @@ void register_client(CLI::App& app, global_options&) {
     if (int rc = report(run_load(*c, *la))) throw CLI::RuntimeError(rc);
   });
 
-  auto* admin = cmd->add_subcommand("admin", "One Admin call: stats | models | members | tunables [MODEL] | set MODEL NAME VALUE");
+  auto* admin = cmd->add_subcommand(
+      "admin",
+      "One Admin call: stats | models | members | tunables [MODEL] | set MODEL NAME VALUE");
   auto aa = std::make_shared<admin_args>();
   admin->add_option("call", aa->call, "stats, models, members, tunables or set")->required();
   admin->add_option("model", aa->model, "Model (tunables, set)");

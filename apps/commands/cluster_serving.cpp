@@ -1,10 +1,10 @@
 #include "apps/commands/cluster_serving.hpp"
 
-#include <set>
 #include <fmt/ranges.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "actors/node_actor.hpp"
@@ -141,9 +141,11 @@ status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
       } else if (now != alive->end() && down.count(rank)) {
         // It rejoined with a new region: attach it and read its shards again.
         auto desc = ucx::region_descriptor::decode(now->second);
-        auto region = desc ? ucx::remote_region::attach(worker, *desc) : expected<std::unique_ptr<ucx::remote_region>>(desc.error());
+        auto region = desc ? ucx::remote_region::attach(worker, *desc)
+                           : expected<std::unique_ptr<ucx::remote_region>>(desc.error());
         if (!region) {
-          log::warn("member rank {} rejoined but cannot be attached: {}", rank, region.error().to_string());
+          log::warn("member rank {} rejoined but cannot be attached: {}", rank,
+                    region.error().to_string());
           continue;
         }
         for (int shard : shards_of[rank]) gatherer.reattach(shard, {nullptr, region->get(), 1.0});

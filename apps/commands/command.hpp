@@ -2,10 +2,9 @@
 // process-wide options (threads, log level) and error reporting to stderr.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"

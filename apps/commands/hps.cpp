@@ -38,13 +38,15 @@ status run_load(const load_args& a) {
                                             fmt::format("emb_l.{}.weight", t)));
     }
   } else if (a.table.empty()) {
-    return make_error(errc::invalid_argument, "hps load: give --model DIR, or --table with --npy or --safetensors");
+    return make_error(errc::invalid_argument,
+                      "hps load: give --model DIR, or --table with --npy or --safetensors");
   } else if (!a.npy.empty()) {
     SPINDLE_TRY(db->bulk_load_npy(a.table, a.npy));
   } else if (!a.safetensors.empty() && !a.tensor.empty()) {
     SPINDLE_TRY(db->bulk_load_safetensors(a.table, a.safetensors, a.tensor));
   } else {
-    return make_error(errc::invalid_argument, "hps load: --table needs --npy FILE or --safetensors FILE --tensor NAME");
+    return make_error(errc::invalid_argument,
+                      "hps load: --table needs --npy FILE or --safetensors FILE --tensor NAME");
   }
   for (const auto& t : db->tables()) {
     fmt::print("table {} dim {} rows ~{}\n", t, *db->table_dim(t), *db->approximate_size(t));
@@ -65,13 +67,15 @@ status run_publish(const publish_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto vecs, vec_arr.as<float>());
   if (keys_arr.shape().size() != 1 || vec_arr.shape().size() != 2 ||
       vec_arr.shape()[0] != keys_arr.shape()[0]) {
-    return make_error(errc::invalid_argument, "{} / {}: expected keys [n] int64 and vectors [n, dim] float32",
-                      a.keys, a.vectors);
+    return make_error(errc::invalid_argument,
+                      "{} / {}: expected keys [n] int64 and vectors [n, dim] float32", a.keys,
+                      a.vectors);
   }
-  SPINDLE_ASSIGN_OR_RETURN(auto producer, embedding::update_producer::connect(ep.first, ep.second,
-                                                                              a.prefix, a.max_keys));
+  SPINDLE_ASSIGN_OR_RETURN(auto producer, embedding::update_producer::connect(
+                                              ep.first, ep.second, a.prefix, a.max_keys));
   std::vector<embedding::cache_key> k(keys.begin(), keys.end());
-  SPINDLE_ASSIGN_OR_RETURN(auto n, producer.publish(a.table, std::uint32_t(vec_arr.shape()[1]), k, vecs));
+  SPINDLE_ASSIGN_OR_RETURN(auto n,
+                           producer.publish(a.table, std::uint32_t(vec_arr.shape()[1]), k, vecs));
   fmt::print("published {} keys in {} messages to {}\n", k.size(), n,
              embedding::update_stream_name(a.prefix, a.table));
   return status::ok();
@@ -101,7 +105,8 @@ status run_consume(const consume_args& a) {
   o.consumer = a.consumer;
   o.tables = a.tables;
   o.max_keys_per_second = a.rate;
-  SPINDLE_ASSIGN_OR_RETURN(auto consumer, embedding::update_consumer::connect(ep.first, ep.second, o));
+  SPINDLE_ASSIGN_OR_RETURN(auto consumer,
+                           embedding::update_consumer::connect(ep.first, ep.second, o));
   fmt::print("consumer {} ready\n", a.consumer);
   std::fflush(stdout);
   auto idle_since = std::chrono::steady_clock::now();
@@ -114,8 +119,8 @@ status run_consume(const consume_args& a) {
       idle_since = std::chrono::steady_clock::now();
       fmt::print("applied {} messages {} keys\n", s.applied_messages, s.applied_keys);
       std::fflush(stdout);
-    } else if (a.exit_when_idle_ms > 0 &&
-               std::chrono::steady_clock::now() - idle_since > std::chrono::milliseconds(a.exit_when_idle_ms)) {
+    } else if (a.exit_when_idle_ms > 0 && std::chrono::steady_clock::now() - idle_since >
+                                              std::chrono::milliseconds(a.exit_when_idle_ms)) {
       break;
     }
   }
@@ -126,10 +131,12 @@ status run_consume(const consume_args& a) {
 }
 
 void add_load(CLI::App& hps) {
-  auto* cmd = hps.add_subcommand("load", "Bulk-load embedding tables into the persistent DB (RocksDB)");
+  auto* cmd =
+      hps.add_subcommand("load", "Bulk-load embedding tables into the persistent DB (RocksDB)");
   auto a = std::make_shared<load_args>();
   cmd->add_option("--pdb", a->pdb, "RocksDB directory (created when absent)")->required();
-  cmd->add_option("--model", a->model, "DLRM model directory: loads emb_l.<i>.weight as table emb<i>");
+  cmd->add_option("--model", a->model,
+                  "DLRM model directory: loads emb_l.<i>.weight as table emb<i>");
   cmd->add_option("--table", a->table, "Table name (with --npy or --safetensors)");
   cmd->add_option("--npy", a->npy, "[rows, dim] float32 .npy; row i is key i");
   cmd->add_option("--safetensors", a->safetensors, "safetensors file (with --tensor)");
@@ -155,17 +162,20 @@ void add_publish(CLI::App& hps) {
 }
 
 void add_consume(CLI::App& hps) {
-  auto* cmd = hps.add_subcommand("consume", "Apply a table's update stream to the PDB (and a Redis VDB) until stopped");
+  auto* cmd = hps.add_subcommand(
+      "consume", "Apply a table's update stream to the PDB (and a Redis VDB) until stopped");
   auto a = std::make_shared<consume_args>();
   cmd->add_option("--redis", a->redis, "Stream broker HOST:PORT")->required();
   cmd->add_option("--pdb", a->pdb, "RocksDB directory holding the tables")->required();
   cmd->add_option("--tables", a->tables, "Tables to follow")->required()->delimiter(',');
-  cmd->add_option("--consumer", a->consumer, "Consumer name; reuse it after a restart to resume")->required();
+  cmd->add_option("--consumer", a->consumer, "Consumer name; reuse it after a restart to resume")
+      ->required();
   cmd->add_option("--group", a->group, "Consumer group shared by the nodes")->capture_default_str();
   cmd->add_option("--vdb-redis", a->vdb_redis, "Also apply updates to this Redis VDB HOST:PORT");
   cmd->add_option("--prefix", a->prefix, "Key namespace")->capture_default_str();
   cmd->add_option("--max-keys-per-second", a->rate, "Rate limit (0: none)")->capture_default_str();
-  cmd->add_option("--exit-when-idle-ms", a->exit_when_idle_ms, "Exit after this long with nothing new (0: never)");
+  cmd->add_option("--exit-when-idle-ms", a->exit_when_idle_ms,
+                  "Exit after this long with nothing new (0: never)");
   cmd->callback([a] {
     if (int rc = report(run_consume(*a))) throw CLI::RuntimeError(rc);
   });
@@ -174,7 +184,8 @@ void add_consume(CLI::App& hps) {
 }  // namespace
 
 void register_hps(CLI::App& app, global_options&) {
-  auto* hps = app.add_subcommand("hps", "Hierarchical parameter server tools (PDB load, online updates)");
+  auto* hps =
+      app.add_subcommand("hps", "Hierarchical parameter server tools (PDB load, online updates)");
   hps->require_subcommand(1);
   add_load(*hps);
   add_publish(*hps);

@@ -6,15 +6,21 @@ namespace spindle::apps {
 
 void add_hps_stack_options(CLI::App& cmd, hps_stack_args& a, const std::string& model_flag) {
   cmd.add_option(model_flag, a.model, "DLRM model directory (spindle model init --arch dlrm)");
-  cmd.add_option("--pdb", a.pdb, "RocksDB directory for the tables (filled from the model on first start)");
-  cmd.add_option("--hps-config", a.hps_config, "TOML with [hps] defaults and [hps.tables.<name>] overrides "
-                                               "(also read from the model's model.toml; the files win over flags)");
+  cmd.add_option("--pdb", a.pdb,
+                 "RocksDB directory for the tables (filled from the model on first start)");
+  cmd.add_option("--hps-config", a.hps_config,
+                 "TOML with [hps] defaults and [hps.tables.<name>] overrides "
+                 "(also read from the model's model.toml; the files win over flags)");
   cmd.add_option("--vdb", a.vdb, "Level 2: hash_map, redis or none")->capture_default_str();
   cmd.add_option("--vdb-redis", a.vdb_redis, "Redis HOST:PORT for --vdb redis");
-  cmd.add_option("--vdb-partitions", a.partitions, "VDB partitions per table")->capture_default_str();
-  cmd.add_option("--cache-fraction", a.cache_fraction, "L1 slots as a fraction of each table")->capture_default_str();
-  cmd.add_option("--hit-rate-threshold", a.threshold, "Below it misses are fetched synchronously")->capture_default_str();
-  cmd.add_option("--refresh-ms", a.refresh_ms, "Refresh the L1 caches this often (0: never)")->capture_default_str();
+  cmd.add_option("--vdb-partitions", a.partitions, "VDB partitions per table")
+      ->capture_default_str();
+  cmd.add_option("--cache-fraction", a.cache_fraction, "L1 slots as a fraction of each table")
+      ->capture_default_str();
+  cmd.add_option("--hit-rate-threshold", a.threshold, "Below it misses are fetched synchronously")
+      ->capture_default_str();
+  cmd.add_option("--refresh-ms", a.refresh_ms, "Refresh the L1 caches this often (0: never)")
+      ->capture_default_str();
 }
 
 expected<config::hps_config> hps_settings(const hps_stack_args& a) {
@@ -52,7 +58,8 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
     }
     const auto& tc = hc.for_table(name);
     tables.push_back({name, std::uint32_t(d.embedding_dim), std::uint64_t(d.table_rows[t]),
-                      tc.cache_fraction, tc.hit_rate_threshold, tc.default_value, tc.slabs_per_set});
+                      tc.cache_fraction, tc.hit_rate_threshold, tc.default_value,
+                      tc.slabs_per_set});
   }
   const embedding::vdb_options vo = vdb_options_of(hc.defaults);
   if (a.vdb == "hash_map") {
@@ -62,7 +69,8 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
     SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_redis_vdb(vo, ep.first, ep.second));
   }
   for (const auto& t : tables) {
-    if (s.vdb && hc.tables.count(t.name)) SPINDLE_TRY(s.vdb->configure_table(t.name, vdb_options_of(hc.for_table(t.name))));
+    if (s.vdb && hc.tables.count(t.name))
+      SPINDLE_TRY(s.vdb->configure_table(t.name, vdb_options_of(hc.for_table(t.name))));
   }
   SPINDLE_ASSIGN_OR_RETURN(auto session,
                            embedding::lookup_session::create(tables, s.vdb.get(), s.pdb.get()));

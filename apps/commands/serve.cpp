@@ -131,8 +131,8 @@ status run_serve(const serve_args& a, global_options& g) {
   });
   if (listening) {
     actors::gateway gw(sys);
-    gw.add_model(actors::gnn_model_binding{a.name.empty() ? model.desc().name : a.name, batcher, &ds, &model,
-                                           router, bp, a.door.max_queue});
+    gw.add_model(actors::gnn_model_binding{a.name.empty() ? model.desc().name : a.name, batcher,
+                                           &ds, &model, router, bp, a.door.max_queue});
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
     status s = serve_until_signal(gw, a.door, token);
     caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
@@ -141,8 +141,8 @@ status run_serve(const serve_args& a, global_options& g) {
   }
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
-  actors::spawn_load_client(sys, batcher, {sched::degree_requests(ds, a.workload), a.rate, a.clients},
-                            result, self);
+  actors::spawn_load_client(
+      sys, batcher, {sched::degree_requests(ds, a.workload), a.rate, a.clients}, result, self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;
   self->request(batcher, caf::infinite, actors::stats_atom::value)

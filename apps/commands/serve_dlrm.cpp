@@ -69,7 +69,9 @@ run_result drive(caf::actor_system& sys, const std::vector<caf::actor>& instance
         self->request(instances[c], std::chrono::seconds(60), actors::dlrm_atom::value, req)
             .receive(
                 [&](const actors::dlrm_reply& r) {
-                  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count();
+                  const double ms = std::chrono::duration<double, std::milli>(
+                                        std::chrono::steady_clock::now() - b0)
+                                        .count();
                   std::lock_guard lock(mu);
                   if (!r.error.empty()) {
                     if (res.errors++ == 0) res.first_error = r.error;
@@ -78,7 +80,8 @@ run_result drive(caf::actor_system& sys, const std::vector<caf::actor>& instance
                   res.latency_ms.push_back(ms);
                   res.lookup_ms += r.timing.lookup_ms;
                   res.compute_ms += r.timing.compute_ms;
-                  for (const auto& t : r.timing.tables) res.hit_rate += t.hit_rate / double(r.timing.tables.size());
+                  for (const auto& t : r.timing.tables)
+                    res.hit_rate += t.hit_rate / double(r.timing.tables.size());
                 },
                 [&](const caf::error&) {
                   std::lock_guard lock(mu);
@@ -102,58 +105,79 @@ void print_result(const run_result& r, const actors::hps_stats& st, const dlrm_a
   const double n = double(r.latency_ms.size());
   const double sps = n * a.batch / r.wall_s;
   if (a.json) {
-    nlohmann::json j = {{"batches", a.workload}, {"answered", r.latency_ms.size()}, {"errors", r.errors},
-                        {"batch", a.batch}, {"samples_per_s", sps},
-                        {"batch_latency_ms", {{"p50", pct(r.latency_ms, 0.5)}, {"p99", pct(r.latency_ms, 0.99)},
-                                              {"p999", pct(r.latency_ms, 0.999)}}},
-                        {"mean_lookup_ms", n ? r.lookup_ms / n : 0}, {"mean_compute_ms", n ? r.compute_ms / n : 0},
+    nlohmann::json j = {{"batches", a.workload},
+                        {"answered", r.latency_ms.size()},
+                        {"errors", r.errors},
+                        {"batch", a.batch},
+                        {"samples_per_s", sps},
+                        {"batch_latency_ms",
+                         {{"p50", pct(r.latency_ms, 0.5)},
+                          {"p99", pct(r.latency_ms, 0.99)},
+                          {"p999", pct(r.latency_ms, 0.999)}}},
+                        {"mean_lookup_ms", n ? r.lookup_ms / n : 0},
+                        {"mean_compute_ms", n ? r.compute_ms / n : 0},
                         {"mean_hit_rate", n ? r.hit_rate / n : 0}};
     for (std::size_t t = 0; t < st.tables.size(); ++t) {
       const auto& s = st.stats[t];
-      j["tables"][st.tables[t]] = {{"lookups", s.lookups}, {"sync", s.sync_lookups}, {"async", s.async_lookups},
-                                   {"defaulted", s.defaulted}, {"vdb_errors", s.vdb_errors}};
+      j["tables"][st.tables[t]] = {{"lookups", s.lookups},
+                                   {"sync", s.sync_lookups},
+                                   {"async", s.async_lookups},
+                                   {"defaulted", s.defaulted},
+                                   {"vdb_errors", s.vdb_errors}};
     }
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  fmt::print("batches {} x {} samples, {} instances: {:.0f} samples/s, errors {}\n", r.latency_ms.size(),
-             a.batch, a.instances, sps, r.errors);
-  fmt::print("batch latency p50 {:.2f} ms  p99 {:.2f} ms  p999 {:.2f} ms; mean lookup {:.2f} ms, compute {:.2f} ms; "
-             "mean L1 hit rate {:.3f}\n",
-             pct(r.latency_ms, 0.5), pct(r.latency_ms, 0.99), pct(r.latency_ms, 0.999), n ? r.lookup_ms / n : 0,
-             n ? r.compute_ms / n : 0, n ? r.hit_rate / n : 0);
+  fmt::print("batches {} x {} samples, {} instances: {:.0f} samples/s, errors {}\n",
+             r.latency_ms.size(), a.batch, a.instances, sps, r.errors);
+  fmt::print(
+      "batch latency p50 {:.2f} ms  p99 {:.2f} ms  p999 {:.2f} ms; mean lookup {:.2f} ms, compute "
+      "{:.2f} ms; "
+      "mean L1 hit rate {:.3f}\n",
+      pct(r.latency_ms, 0.5), pct(r.latency_ms, 0.99), pct(r.latency_ms, 0.999),
+      n ? r.lookup_ms / n : 0, n ? r.compute_ms / n : 0, n ? r.hit_rate / n : 0);
   for (std::size_t t = 0; t < st.tables.size(); ++t) {
     const auto& s = st.stats[t];
-    fmt::print("  table {}: lookups {} (sync {}, async {}), default vectors {}, vdb errors {}\n", st.tables[t],
-               s.lookups, s.sync_lookups, s.async_lookups, s.defaulted, s.vdb_errors);
+    fmt::print("  table {}: lookups {} (sync {}, async {}), default vectors {}, vdb errors {}\n",
+               st.tables[t], s.lookups, s.sync_lookups, s.async_lookups, s.defaulted, s.vdb_errors);
   }
   if (r.errors) fmt::print("first error: {}\n", r.first_error);
 }
 
 status run_serve_dlrm(const dlrm_args& a) {
-  if (a.model.empty() || a.pdb.empty()) return make_error(errc::invalid_argument, "serve-dlrm: --model DIR and --pdb DIR are required");
-  if (a.workload == 0) return make_error(errc::invalid_argument, "serve-dlrm: --workload N is required (no RPC front door yet)");
+  if (a.model.empty() || a.pdb.empty())
+    return make_error(errc::invalid_argument, "serve-dlrm: --model DIR and --pdb DIR are required");
+  if (a.workload == 0)
+    return make_error(errc::invalid_argument,
+                      "serve-dlrm: --workload N is required (no RPC front door yet)");
   if (a.vdb != "hash_map" && a.vdb != "redis" && a.vdb != "none")
-    return make_error(errc::invalid_argument, "--vdb '{}': expected hash_map, redis or none", a.vdb);
-  if (a.vdb == "redis" && a.vdb_redis.empty()) return make_error(errc::invalid_argument, "--vdb redis needs --vdb-redis HOST:PORT");
+    return make_error(errc::invalid_argument, "--vdb '{}': expected hash_map, redis or none",
+                      a.vdb);
+  if (a.vdb == "redis" && a.vdb_redis.empty())
+    return make_error(errc::invalid_argument, "--vdb redis needs --vdb-redis HOST:PORT");
   nn::heap_allocator weights;
-  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(a.model, weights, /*external_embeddings=*/true));
+  SPINDLE_ASSIGN_OR_RETURN(auto model,
+                           nn::model::load(a.model, weights, /*external_embeddings=*/true));
   const auto& d = model.desc();
-  if (d.arch != config::model_arch::dlrm) return make_error(errc::invalid_argument, "{}: not a DLRM model", a.model);
+  if (d.arch != config::model_arch::dlrm)
+    return make_error(errc::invalid_argument, "{}: not a DLRM model", a.model);
   SPINDLE_ASSIGN_OR_RETURN(auto hc, hps_settings(a));
   SPINDLE_ASSIGN_OR_RETURN(auto stack, open_stack(a, d, hc));
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
   auto cache = actors::spawn_embedding_cache(sys, stack.session, hc.refresh_interval_ms);
   std::vector<caf::actor> instances;
-  for (int i = 0; i < a.instances; ++i) instances.push_back(actors::spawn_dlrm_inference(sys, model, stack.session));
+  for (int i = 0; i < a.instances; ++i)
+    instances.push_back(actors::spawn_dlrm_inference(sys, model, stack.session));
   caf::actor updater;
   if (!a.updates.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.updates));
     embedding::consumer_options co;
     co.consumer = a.consumer;
-    for (std::size_t t = 0; t < d.table_rows.size(); ++t) co.tables.push_back(fmt::format("emb{}", t));
-    SPINDLE_ASSIGN_OR_RETURN(auto consumer, embedding::update_consumer::connect(ep.first, ep.second, co));
+    for (std::size_t t = 0; t < d.table_rows.size(); ++t)
+      co.tables.push_back(fmt::format("emb{}", t));
+    SPINDLE_ASSIGN_OR_RETURN(auto consumer,
+                             embedding::update_consumer::connect(ep.first, ep.second, co));
     updater = actors::spawn_updater(sys, std::move(consumer), stack.vdb.get(), stack.pdb.get());
   }
   const run_result r = drive(sys, instances, d, a);
@@ -171,15 +195,25 @@ status run_serve_dlrm(const dlrm_args& a) {
 }  // namespace
 
 void register_serve_dlrm(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand("serve-dlrm", "Serve a DLRM with its tables in the hierarchical parameter server "
-                                               "and drive a synthetic workload through inference actors");
+  auto* cmd =
+      app.add_subcommand("serve-dlrm",
+                         "Serve a DLRM with its tables in the hierarchical parameter server "
+                         "and drive a synthetic workload through inference actors");
   auto a = std::make_shared<dlrm_args>();
   add_hps_stack_options(*cmd, *a, "--model");
-  cmd->add_option("--updates", a->updates, "Follow online updates from this Redis HOST:PORT (streams spindle:updates:emb<t>)");
-  cmd->add_option("--consumer", a->consumer, "Update consumer name (unique per node)")->capture_default_str();
-  cmd->add_option("--instances", a->instances, "DLRM inference actors (and client threads)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", a->batch, "Samples per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--workload", a->workload, "Batches to drive from the in-process generator")->required();
+  cmd->add_option(
+      "--updates", a->updates,
+      "Follow online updates from this Redis HOST:PORT (streams spindle:updates:emb<t>)");
+  cmd->add_option("--consumer", a->consumer, "Update consumer name (unique per node)")
+      ->capture_default_str();
+  cmd->add_option("--instances", a->instances, "DLRM inference actors (and client threads)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", a->batch, "Samples per batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--workload", a->workload, "Batches to drive from the in-process generator")
+      ->required();
   cmd->add_option("--seed", a->seed, "Generator seed")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   cmd->callback([a] {

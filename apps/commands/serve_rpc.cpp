@@ -16,17 +16,24 @@
 namespace spindle::apps {
 
 void add_front_door_options(CLI::App& cmd, front_door_args& a) {
-  cmd.add_option("--listen", a.listen, "Serve the Cap'n Proto front door on HOST:PORT (port 0: a free one)")
+  cmd.add_option("--listen", a.listen,
+                 "Serve the Cap'n Proto front door on HOST:PORT (port 0: a free one)")
       ->capture_default_str();
-  cmd.add_option("--admin-token-file", a.admin_token_file,
-                 "Admin token file (created with a random token if absent); without it Admin is disabled");
-  cmd.add_option("--metrics", a.metrics, "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
+  cmd.add_option(
+      "--admin-token-file", a.admin_token_file,
+      "Admin token file (created with a random token if absent); without it Admin is disabled");
+  cmd.add_option("--metrics", a.metrics,
+                 "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
   cmd.add_option("--tensor-models", a.tensor_models,
-                 "Built-in tensor models served over the SplitRPC data path (today: sum)")->delimiter(',');
-  cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")->capture_default_str();
+                 "Built-in tensor models served over the SplitRPC data path (today: sum)")
+      ->delimiter(',');
+  cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")
+      ->capture_default_str();
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
-  cmd.add_option("--dlrm-name", a.dlrm_name, "Name of the DLRM model (default: its model.toml name)");
-  cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")->capture_default_str();
+  cmd.add_option("--dlrm-name", a.dlrm_name,
+                 "Name of the DLRM model (default: its model.toml name)");
+  cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")
+      ->capture_default_str();
 }
 
 void block_stop_signals() {
@@ -42,7 +49,9 @@ expected<std::string> admin_token(const std::string& path) {
   if (std::ifstream in(path); in) {
     std::string token;
     std::getline(in, token);
-    if (token.size() < 16) return make_error(errc::invalid_argument, "{}: the admin token must have at least 16 characters", path);
+    if (token.size() < 16)
+      return make_error(errc::invalid_argument,
+                        "{}: the admin token must have at least 16 characters", path);
     return token;
   }
   std::random_device rd;
@@ -93,7 +102,9 @@ status add_tensor_models(actors::gateway& g, const front_door_args& a) {
   if (a.tensor_models.empty()) return status::ok();
   std::vector<actors::tensor_model> models;
   for (const auto& name : a.tensor_models) {
-    if (name != "sum") return make_error(errc::invalid_argument, "--tensor-models '{}': the built-in models are: sum", name);
+    if (name != "sum")
+      return make_error(errc::invalid_argument,
+                        "--tensor-models '{}': the built-in models are: sum", name);
     models.push_back(actors::sum_model(name));
   }
   SPINDLE_ASSIGN_OR_RETURN(auto split, actors::split_path::create(std::move(models)));
@@ -109,8 +120,10 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   SPINDLE_ASSIGN_OR_RETURN(auto server, transport::rpc::rpc_server::start(o, g));
   std::unique_ptr<transport::http::metrics_server> metrics;
   if (!a.metrics.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(metrics, transport::http::metrics_server::start(a.metrics, [&g] { return g.prometheus_text(); }));
-    fmt::print("metrics http://{}:{}/metrics\n", a.metrics.substr(0, a.metrics.rfind(':')), metrics->port());
+    SPINDLE_ASSIGN_OR_RETURN(metrics, transport::http::metrics_server::start(
+                                          a.metrics, [&g] { return g.prometheus_text(); }));
+    fmt::print("metrics http://{}:{}/metrics\n", a.metrics.substr(0, a.metrics.rfind(':')),
+               metrics->port());
   }
   const std::string host = a.listen.substr(0, a.listen.rfind(':'));
   fmt::print("listening {}:{}\n", host, server->port());

@@ -15,7 +15,7 @@ namespace spindle::apps {
 struct front_door_args {
   std::string listen = "127.0.0.1:7400";
   std::string admin_token_file;
-  std::string metrics;  // HOST:PORT of the Prometheus endpoint; empty: none
+  std::string metrics;                     // HOST:PORT of the Prometheus endpoint; empty: none
   std::vector<std::string> tensor_models;  // built-in tensor models on the SplitRPC path ("sum")
   std::size_t max_queue = 1024;
   hps_stack_args dlrm;  // --dlrm-model: also serve a DLRM through the parameter server

@@ -21,8 +21,8 @@ namespace {
 
 namespace rpc = transport::rpc;
 
-const std::vector<std::string> kCommands = {"help", "models", "stats", "tunables", "set", "members",
-                                            "infer", "watch", "quit"};
+const std::vector<std::string> kCommands = {"help",    "models", "stats", "tunables", "set",
+                                            "members", "infer",  "watch", "quit"};
 
 struct shell_state {
   std::unique_ptr<rpc::rpc_client> client;
@@ -44,12 +44,15 @@ std::string help_text() {
          "  models                          list loaded models\n"
          "  stats [MODEL]                   counters, latency percentiles, tunables (JSON)\n"
          "  tunables MODEL                  live-tunable settings of a model\n"
-         "  set MODEL NAME VALUE            change a tunable now (routing_policy, batch_deadline_us,\n"
-         "                                  max_batch, max_queue; DLRM: hit_rate_threshold[.TABLE],\n"
+         "  set MODEL NAME VALUE            change a tunable now (routing_policy, "
+         "batch_deadline_us,\n"
+         "                                  max_batch, max_queue; DLRM: "
+         "hit_rate_threshold[.TABLE],\n"
          "                                  refresh, max_queue)\n"
          "  members                         cluster membership and health\n"
          "  infer MODEL ID[,ID...] [SEED]   one GNN request\n"
-         "  watch stats [SECONDS] [TIMES]   refreshing per-model table (default every 1 s, until Ctrl-C)\n"
+         "  watch stats [SECONDS] [TIMES]   refreshing per-model table (default every 1 s, until "
+         "Ctrl-C)\n"
          "  help, quit\n";
 }
 
@@ -63,18 +66,20 @@ status admin_ok(const expected<rpc::admin_reply>& r) {
 
 void print_watch_table(const std::string& json) {
   const auto j = nlohmann::json::parse(json);
-  fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "model", "requests", "ok", "overloaded",
-             "in_flight", "p50 ms", "p99 ms", "p999 ms");
+  fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "model", "requests", "ok",
+             "overloaded", "in_flight", "p50 ms", "p99 ms", "p999 ms");
   for (const auto& [name, m] : j["models"].items()) {
-    fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.3f} {:>9.3f}\n", name, m["requests"].get<std::uint64_t>(),
-               m["ok"].get<std::uint64_t>(), m["overloaded"].get<std::uint64_t>(), m["in_flight"].get<std::uint64_t>(),
+    fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.3f} {:>9.3f}\n", name,
+               m["requests"].get<std::uint64_t>(), m["ok"].get<std::uint64_t>(),
+               m["overloaded"].get<std::uint64_t>(), m["in_flight"].get<std::uint64_t>(),
                m["latency_ms"]["p50"].get<double>(), m["latency_ms"]["p99"].get<double>(),
                m["latency_ms"]["p999"].get<double>());
   }
 }
 
 status watch(shell_state& s, const std::vector<std::string>& w) {
-  if (w.size() < 2 || w[1] != "stats") return make_error(errc::invalid_argument, "usage: watch stats [SECONDS] [TIMES]");
+  if (w.size() < 2 || w[1] != "stats")
+    return make_error(errc::invalid_argument, "usage: watch stats [SECONDS] [TIMES]");
   const double every = w.size() > 2 ? std::stod(w[2]) : 1.0;
   const long times = w.size() > 3 ? std::stol(w[3]) : -1;
   for (long i = 0; times < 0 || i < times; ++i) {
@@ -83,18 +88,21 @@ status watch(shell_state& s, const std::vector<std::string>& w) {
     if (isatty(STDOUT_FILENO)) fmt::print("\033[H\033[2J");
     print_watch_table(r->json);
     std::fflush(stdout);
-    if (times < 0 || i + 1 < times) std::this_thread::sleep_for(std::chrono::duration<double>(every));
+    if (times < 0 || i + 1 < times)
+      std::this_thread::sleep_for(std::chrono::duration<double>(every));
   }
   return status::ok();
 }
 
 status infer(shell_state& s, const std::vector<std::string>& w) {
-  if (w.size() < 3) return make_error(errc::invalid_argument, "usage: infer MODEL ID[,ID...] [SAMPLER_SEED]");
+  if (w.size() < 3)
+    return make_error(errc::invalid_argument, "usage: infer MODEL ID[,ID...] [SAMPLER_SEED]");
   rpc::gnn_call call{w[1], {}, w.size() > 3 ? std::stoull(w[3]) : 0, 0};
   std::stringstream ids(w[2]);
   for (std::string id; std::getline(ids, id, ',');) call.seeds.push_back(std::stoll(id));
   SPINDLE_ASSIGN_OR_RETURN(auto r, s.client->infer_gnn(call));
-  if (r.status != rpc::rpc_status::ok) return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r.status), r.message);
+  if (r.status != rpc::rpc_status::ok)
+    return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r.status), r.message);
   for (std::size_t i = 0; i < call.seeds.size(); ++i) {
     fmt::print("{}:", call.seeds[i]);
     for (std::uint32_t k = 0; k < r.width; ++k) fmt::print(" {:.5g}", r.outputs[i * r.width + k]);
@@ -117,7 +125,9 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
       auto r = s.client->list_models(s.token);
       st = admin_ok(r);
       if (st) {
-        for (const auto& m : r->models) fmt::print("{}  {} ({})  in {}  out {}\n", m.name, m.kind, m.arch, m.input_width, m.output_width);
+        for (const auto& m : r->models)
+          fmt::print("{}  {} ({})  in {}  out {}\n", m.name, m.kind, m.arch, m.input_width,
+                     m.output_width);
       }
     } else if (cmd == "stats") {
       auto r = s.client->stats(s.token);
@@ -144,7 +154,8 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
     } else if (cmd == "watch") {
       st = watch(s, w);
     } else {
-      st = make_error(errc::invalid_argument, "unknown or incomplete command '{}' (try help)", fmt::join(w, " "));
+      st = make_error(errc::invalid_argument, "unknown or incomplete command '{}' (try help)",
+                      fmt::join(w, " "));
     }
   } catch (const std::exception& e) {
     st = make_error(errc::invalid_argument, "'{}': bad number ({})", fmt::join(w, " "), e.what());
@@ -186,7 +197,8 @@ status run_shell(const shell_args& a) {
   s.token = a.token;
   if (s.token.empty() && !a.token_file.empty()) {
     std::ifstream in(a.token_file);
-    if (!in || !std::getline(in, s.token)) return make_error(errc::not_found, "{}: cannot read the admin token", a.token_file);
+    if (!in || !std::getline(in, s.token))
+      return make_error(errc::not_found, "{}: cannot read the admin token", a.token_file);
   }
   SPINDLE_ASSIGN_OR_RETURN(s.client, rpc::rpc_client::connect(a.connect, 30000));
   if (auto r = s.client->list_models(s.token); r && r->status == rpc::rpc_status::ok) {
@@ -202,7 +214,8 @@ status run_shell(const shell_args& a) {
   }
   g_shell = &s;
   rl_attempted_completion_function = complete;
-  const std::string history = std::string(getenv("HOME") ? getenv("HOME") : ".") + "/.spindle_history";
+  const std::string history =
+      std::string(getenv("HOME") ? getenv("HOME") : ".") + "/.spindle_history";
   read_history(history.c_str());
   fmt::print("spindle shell connected to {} (help for commands)\n", a.connect);
   for (;;) {
@@ -221,7 +234,8 @@ status run_shell(const shell_args& a) {
 }  // namespace
 
 void register_shell(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand("shell", "Operator console: stats, tunables and live reconfiguration over Admin");
+  auto* cmd = app.add_subcommand(
+      "shell", "Operator console: stats, tunables and live reconfiguration over Admin");
   auto a = std::make_shared<shell_args>();
   cmd->add_option("--connect", a->connect, "Server HOST:PORT")->capture_default_str();
   cmd->add_option("--token", a->token, "Admin token");

@@ -12,8 +12,8 @@ expected<std::unique_ptr<embedding_cache>> embedding_cache::create(const cache_o
     return make_error(errc::invalid_argument, "embedding cache: capacity must be > 0 slots");
   }
   if (o.slabs_per_set == 0 || o.slabs_per_set > 64) {
-    return make_error(errc::invalid_argument,
-                      "embedding cache: slabs_per_set={} (must be 1..64)", o.slabs_per_set);
+    return make_error(errc::invalid_argument, "embedding cache: slabs_per_set={} (must be 1..64)",
+                      o.slabs_per_set);
   }
   const std::uint64_t per_set = std::uint64_t{o.slabs_per_set} * gpu::slab_width;
   const std::uint64_t sets = (o.capacity + per_set - 1) / per_set;

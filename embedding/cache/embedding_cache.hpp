@@ -74,8 +74,7 @@ class embedding_cache {
   void prefetch(cache_key q) const;
   void lock(std::uint64_t set) const;
   void unlock(std::uint64_t set) const;
-  status check_batch(std::span<const cache_key> keys, std::size_t values,
-                     const char* op) const;
+  status check_batch(std::span<const cache_key> keys, std::size_t values, const char* op) const;
   std::uint64_t slot_index(std::uint64_t set, std::uint32_t slot) const {
     return set * slots_per_set_ + slot;
   }
@@ -86,9 +85,9 @@ class embedding_cache {
   std::uint32_t slabs_per_set_;
   std::uint32_t slots_per_set_;
   std::uint64_t num_sets_;
-  std::vector<cache_key> keys_;           // [sets x slots], empty_key when free
-  std::vector<std::uint64_t> counters_;   // last global counter that touched a slot
-  std::vector<float> values_;             // [sets x slots x dim]
+  std::vector<cache_key> keys_;          // [sets x slots], empty_key when free
+  std::vector<std::uint64_t> counters_;  // last global counter that touched a slot
+  std::vector<float> values_;            // [sets x slots x dim]
   // One spin lock per set, each on its own cache line: hot sets of a power-law
   // stream are locked by every thread, and shared lines would bounce between
   // cores. 64 B per set is under 1% of a set's 64 vectors.

@@ -25,8 +25,8 @@ std::string dim_key(const std::string& table) { return "spindle.dim." + table; }
 
 status from_rocks(const rocksdb::Status& s, std::string_view what, const std::string& path) {
   if (s.ok()) return status::ok();
-  const errc code = s.IsNotFound() ? errc::not_found
-                    : s.IsCorruption() ? errc::corrupt_data
+  const errc code = s.IsNotFound()          ? errc::not_found
+                    : s.IsCorruption()      ? errc::corrupt_data
                     : s.IsInvalidArgument() ? errc::invalid_argument
                                             : errc::io_error;
   return make_error(code, "rocksdb {}: {}: {}", path, what, s.ToString());
@@ -35,11 +35,13 @@ status from_rocks(const rocksdb::Status& s, std::string_view what, const std::st
 }  // namespace
 
 expected<std::unique_ptr<persistent_db>> persistent_db::open(const std::string& path,
-                                                            bool read_only) {
+                                                             bool read_only) {
   if (!read_only) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
-    if (ec) return make_error(errc::io_error, "rocksdb {}: cannot create the directory: {}", path, ec.message());
+    if (ec)
+      return make_error(errc::io_error, "rocksdb {}: cannot create the directory: {}", path,
+                        ec.message());
   }
   rocksdb::Options options;
   options.create_if_missing = !read_only;
@@ -79,7 +81,8 @@ status persistent_db::create_table(const std::string& name, std::uint32_t dim) {
   if (name.empty() || name == rocksdb::kDefaultColumnFamilyName) {
     return make_error(errc::invalid_argument, "rocksdb {}: bad table name '{}'", path_, name);
   }
-  if (dim == 0) return make_error(errc::invalid_argument, "rocksdb {}: table '{}': dim 0", path_, name);
+  if (dim == 0)
+    return make_error(errc::invalid_argument, "rocksdb {}: table '{}': dim 0", path_, name);
   std::lock_guard lock(mu_);
   if (const auto it = dims_.find(name); it != dims_.end()) {
     if (it->second == dim) return status::ok();
@@ -148,8 +151,9 @@ expected<std::uint64_t> persistent_db::lookup(const std::string& table,
     if (st[i].IsNotFound()) continue;
     SPINDLE_TRY(from_rocks(st[i], fmt::format("lookup '{}' key {}", table, keys[i]), path_));
     if (out[i].size() != std::size_t{dim} * sizeof(float)) {
-      return make_error(errc::corrupt_data, "rocksdb {}: table '{}' key {} holds {} bytes, expected {}",
-                        path_, table, keys[i], out[i].size(), dim * sizeof(float));
+      return make_error(errc::corrupt_data,
+                        "rocksdb {}: table '{}' key {} holds {} bytes, expected {}", path_, table,
+                        keys[i], out[i].size(), dim * sizeof(float));
     }
     std::memcpy(values.data() + i * dim, out[i].data(), out[i].size());
     found[i] = 1;
@@ -163,8 +167,9 @@ status persistent_db::insert(const std::string& table, std::span<const cache_key
   SPINDLE_ASSIGN_OR_RETURN(std::uint32_t dim, table_dim(table));
   SPINDLE_ASSIGN_OR_RETURN(rocksdb::ColumnFamilyHandle * h, handle(table));
   if (values.size() != keys.size() * dim) {
-    return make_error(errc::invalid_argument, "rocksdb {} insert '{}': {} keys need {} values, got {}",
-                      path_, table, keys.size(), keys.size() * dim, values.size());
+    return make_error(errc::invalid_argument,
+                      "rocksdb {} insert '{}': {} keys need {} values, got {}", path_, table,
+                      keys.size(), keys.size() * dim, values.size());
   }
   rocksdb::WriteBatch batch;
   char k[8];
@@ -180,8 +185,10 @@ status persistent_db::insert(const std::string& table, std::span<const cache_key
 status persistent_db::bulk_load(const std::string& table, std::span<const float> rows,
                                 std::uint32_t dim, cache_key first_key) {
   if (dim == 0 || rows.size() % dim != 0) {
-    return make_error(errc::invalid_argument, "rocksdb {} bulk load '{}': {} floats is not a "
-                      "whole number of rows of dim {}", path_, table, rows.size(), dim);
+    return make_error(errc::invalid_argument,
+                      "rocksdb {} bulk load '{}': {} floats is not a "
+                      "whole number of rows of dim {}",
+                      path_, table, rows.size(), dim);
   }
   SPINDLE_TRY(create_table(table, dim));
   const std::uint64_t n = rows.size() / dim;

@@ -29,7 +29,7 @@ class persistent_db {
   /// Opens (creating when absent, unless read_only) the database directory `path`
   /// with every column family it already holds. Errors name the path.
   static expected<std::unique_ptr<persistent_db>> open(const std::string& path,
-                                                      bool read_only = false);
+                                                       bool read_only = false);
   ~persistent_db();
 
   /// Creates table `name` (a column family) of vectors of `dim` floats; an

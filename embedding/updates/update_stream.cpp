@@ -24,18 +24,25 @@ update_batch parse_entry(const redisReply* e, std::string_view table, std::strin
   b.id = str_of(e->element[0]);
   const redisReply* f = e->element[1];
   std::string_view keys, vectors, dim;
-  for (std::size_t i = 0; f != nullptr && f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
+  for (std::size_t i = 0; f != nullptr && f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements;
+       i += 2) {
     const auto name = str_of(f->element[i]);
     const auto value = str_of(f->element[i + 1]);
-    if (name == "keys") keys = value;
-    else if (name == "vectors") vectors = value;
-    else if (name == "dim") dim = value;
+    if (name == "keys")
+      keys = value;
+    else if (name == "vectors")
+      vectors = value;
+    else if (name == "dim")
+      dim = value;
   }
-  b.dim = dim.empty() ? 0 : static_cast<std::uint32_t>(std::strtoul(std::string(dim).c_str(), nullptr, 10));
+  b.dim = dim.empty()
+              ? 0
+              : static_cast<std::uint32_t>(std::strtoul(std::string(dim).c_str(), nullptr, 10));
   if (b.dim == 0) {
     error = fmt::format("field 'dim' is '{}' (must be a positive integer)", dim);
   } else if (keys.empty() || keys.size() % 8 != 0) {
-    error = fmt::format("field 'keys' has {} bytes (must be a non-zero multiple of 8)", keys.size());
+    error =
+        fmt::format("field 'keys' has {} bytes (must be a non-zero multiple of 8)", keys.size());
   } else if (vectors.size() != keys.size() / 8 * b.dim * sizeof(float)) {
     error = fmt::format("field 'vectors' has {} bytes, {} keys of dim {} need {}", vectors.size(),
                         keys.size() / 8, b.dim, keys.size() / 8 * b.dim * sizeof(float));
@@ -94,12 +101,15 @@ expected<std::uint64_t> update_producer::publish(std::string_view table, std::ui
 
 expected<update_consumer> update_consumer::connect(const std::string& host, int port,
                                                    consumer_options o) {
-  if (o.consumer.empty()) return make_error(errc::invalid_argument, "update consumer: empty consumer name");
+  if (o.consumer.empty())
+    return make_error(errc::invalid_argument, "update consumer: empty consumer name");
   if (o.tables.empty()) return make_error(errc::invalid_argument, "update consumer: no tables");
   SPINDLE_ASSIGN_OR_RETURN(redis_connection c, redis_connection::connect(host, port));
   for (const auto& t : o.tables) {
-    auto r = c.command({"XGROUP", "CREATE", update_stream_name(o.prefix, t), o.group, "0", "MKSTREAM"});
-    if (!r && r.error().message().find("BUSYGROUP") == std::string::npos) return std::move(r).error();
+    auto r =
+        c.command({"XGROUP", "CREATE", update_stream_name(o.prefix, t), o.group, "0", "MKSTREAM"});
+    if (!r && r.error().message().find("BUSYGROUP") == std::string::npos)
+      return std::move(r).error();
   }
   return update_consumer(std::move(c), std::move(o));
 }
@@ -141,9 +151,9 @@ expected<std::vector<update_batch>> update_consumer::claim() {
   std::vector<update_batch> out;
   const std::string idle = std::to_string(o_.claim_idle_ms), count = std::to_string(o_.read_count);
   for (const auto& t : o_.tables) {
-    SPINDLE_ASSIGN_OR_RETURN(redis_reply r,
-                             conn_.command({"XAUTOCLAIM", update_stream_name(o_.prefix, t), o_.group,
-                                            o_.consumer, idle, "0-0", "COUNT", count}));
+    SPINDLE_ASSIGN_OR_RETURN(
+        redis_reply r, conn_.command({"XAUTOCLAIM", update_stream_name(o_.prefix, t), o_.group,
+                                      o_.consumer, idle, "0-0", "COUNT", count}));
     if (r.elements() < 2) continue;
     const redisReply* entries = r.element(1);
     for (std::size_t e = 0; e < entries->elements; ++e) {
@@ -175,8 +185,9 @@ status update_consumer::reject(const update_batch& b, const std::string& why) {
 void update_consumer::throttle(std::uint64_t keys) {
   stats_.applied_keys += keys;
   if (o_.max_keys_per_second <= 0) return;
-  const auto due = started_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                  std::chrono::duration<double>(stats_.applied_keys / o_.max_keys_per_second));
+  const auto due =
+      started_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(stats_.applied_keys / o_.max_keys_per_second));
   std::this_thread::sleep_until(due);
 }
 
@@ -201,7 +212,8 @@ status update_consumer::apply_all(std::vector<update_batch>& batches,
   return status::ok();
 }
 
-expected<std::uint64_t> update_consumer::poll(const std::function<status(const update_batch&)>& apply) {
+expected<std::uint64_t> update_consumer::poll(
+    const std::function<status(const update_batch&)>& apply) {
   std::uint64_t n = 0;
   if (!pending_drained_) {
     SPINDLE_ASSIGN_OR_RETURN(auto mine, read("0", false));
@@ -223,8 +235,8 @@ expected<std::uint64_t> update_consumer::poll(const std::function<status(const u
 expected<std::uint64_t> update_consumer::pending() {
   std::uint64_t total = 0;
   for (const auto& t : o_.tables) {
-    SPINDLE_ASSIGN_OR_RETURN(redis_reply r,
-                             conn_.command({"XPENDING", update_stream_name(o_.prefix, t), o_.group}));
+    SPINDLE_ASSIGN_OR_RETURN(
+        redis_reply r, conn_.command({"XPENDING", update_stream_name(o_.prefix, t), o_.group}));
     if (r.elements() > 0) total += static_cast<std::uint64_t>(r.element(0)->integer);
   }
   return total;

@@ -57,12 +57,12 @@ class update_producer {
 struct consumer_options {
   std::string prefix = "spindle";
   std::string group = "spindle-updaters";
-  std::string consumer;                  // unique per process; reuse it after a restart
+  std::string consumer;  // unique per process; reuse it after a restart
   std::vector<std::string> tables;
-  std::uint32_t read_count = 16;         // messages per XREADGROUP
-  std::uint32_t block_ms = 200;          // wait for new messages at most this long
-  double max_keys_per_second = 0;        // rate limit; 0: none
-  std::uint32_t claim_idle_ms = 30000;   // take over other consumers' messages idle this long
+  std::uint32_t read_count = 16;        // messages per XREADGROUP
+  std::uint32_t block_ms = 200;         // wait for new messages at most this long
+  double max_keys_per_second = 0;       // rate limit; 0: none
+  std::uint32_t claim_idle_ms = 30000;  // take over other consumers' messages idle this long
 };
 
 struct consumer_stats {

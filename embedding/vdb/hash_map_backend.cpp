@@ -88,7 +88,8 @@ class hash_map_vdb final : public volatile_db {
       if (by_part[pi].empty()) continue;
       partition& p = *t->parts[pi];
       std::unique_lock lock(p.mu);
-      for (std::uint32_t i : by_part[pi]) put(p, dim, keys[i], values.data() + std::uint64_t{i} * dim, tick);
+      for (std::uint32_t i : by_part[pi])
+        put(p, dim, keys[i], values.data() + std::uint64_t{i} * dim, tick);
       if (p.index.size() > t->o.overflow_margin) prune(p);
     }
     return status::ok();
@@ -121,7 +122,8 @@ class hash_map_vdb final : public volatile_db {
     SPINDLE_TRY(validate(o).with_context(fmt::format("vdb table '{}'", table)));
     std::unique_lock lock(tables_mu_);
     if (tables_.count(std::string(table))) {
-      return make_error(errc::invalid_argument, "vdb table '{}' is in use: configure it before its first insert", table);
+      return make_error(errc::invalid_argument,
+                        "vdb table '{}' is in use: configure it before its first insert", table);
     }
     options_.set(table, o);
     return status::ok();
@@ -231,7 +233,7 @@ class hash_map_vdb final : public volatile_db {
   std::atomic<std::uint64_t> clock_{0};
   mutable std::shared_mutex tables_mu_;
   std::unordered_map<std::string, std::unique_ptr<table_state>> tables_;  // guarded by tables_mu_
-  vdb_table_options options_;  // guarded by tables_mu_
+  vdb_table_options options_;                                             // guarded by tables_mu_
   background_queue<touch> touches_;  // thread "vdb-touch": applies access times; last member
 };
 

@@ -43,7 +43,10 @@ class redis_vdb final : public volatile_db {
  public:
   redis_vdb(const vdb_options& o, redis_connection conn, redis_connection touch_conn,
             std::string prefix)
-      : options_(o), conn_(std::move(conn)), touch_conn_(std::move(touch_conn)), prefix_(std::move(prefix)),
+      : options_(o),
+        conn_(std::move(conn)),
+        touch_conn_(std::move(touch_conn)),
+        prefix_(std::move(prefix)),
         touches_("vdb-redis-touch", [this](std::vector<pending_touch>& b) { apply_touches(b); }) {}
 
   std::string_view backend() const override { return "redis"; }
@@ -173,7 +176,6 @@ class redis_vdb final : public volatile_db {
   void flush() override { touches_.flush(); }
 
  private:
-
   // Caller holds conn_mu_.
 
   std::string part_prefix(std::string_view table, std::uint32_t p) const {
@@ -187,7 +189,8 @@ class redis_vdb final : public volatile_db {
   }
   static std::string printable(std::string_view name) {
     cache_key k = 0;
-    for (int i = 0; i < 8; ++i) k |= cache_key{static_cast<unsigned char>(name[name.size() - 8 + i])} << (8 * i);
+    for (int i = 0; i < 8; ++i)
+      k |= cache_key{static_cast<unsigned char>(name[name.size() - 8 + i])} << (8 * i);
     return fmt::format("{}<key {}>", name.substr(0, name.size() - 8), k);
   }
 
@@ -259,8 +262,8 @@ class redis_vdb final : public volatile_db {
 }  // namespace
 
 expected<std::unique_ptr<volatile_db>> make_redis_vdb(const vdb_options& options,
-                                                     const std::string& host, int port,
-                                                     std::string prefix) {
+                                                      const std::string& host, int port,
+                                                      std::string prefix) {
   SPINDLE_TRY(validate(options));
   SPINDLE_ASSIGN_OR_RETURN(redis_connection conn, redis_connection::connect(host, port));
   SPINDLE_ASSIGN_OR_RETURN(redis_connection touch, redis_connection::connect(host, port));

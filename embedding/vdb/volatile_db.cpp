@@ -6,9 +6,12 @@ namespace spindle::embedding {
 
 std::string_view to_string(eviction_policy p) {
   switch (p) {
-    case eviction_policy::evict_oldest: return "evict_oldest";
-    case eviction_policy::evict_least_used: return "evict_least_used";
-    case eviction_policy::evict_random: return "evict_random";
+    case eviction_policy::evict_oldest:
+      return "evict_oldest";
+    case eviction_policy::evict_least_used:
+      return "evict_least_used";
+    case eviction_policy::evict_random:
+      return "evict_random";
   }
   return "?";
 }
@@ -53,10 +56,12 @@ std::vector<std::vector<std::uint32_t>> partition_groups(std::span<const cache_k
 status check_vdb_batch(std::string_view table, std::uint32_t dim, std::size_t keys,
                        std::size_t values, const char* op) {
   if (table.empty()) return make_error(errc::invalid_argument, "vdb {}: empty table name", op);
-  if (dim == 0) return make_error(errc::invalid_argument, "vdb {} '{}': dim must be > 0", op, table);
+  if (dim == 0)
+    return make_error(errc::invalid_argument, "vdb {} '{}': dim must be > 0", op, table);
   if (values != keys * dim) {
-    return make_error(errc::invalid_argument, "vdb {} '{}': {} keys need {} values (dim {}), got {}",
-                      op, table, keys, keys * dim, dim, values);
+    return make_error(errc::invalid_argument,
+                      "vdb {} '{}': {} keys need {} values (dim {}), got {}", op, table, keys,
+                      keys * dim, dim, values);
   }
   return status::ok();
 }

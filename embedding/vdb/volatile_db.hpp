@@ -25,11 +25,11 @@ std::string_view to_string(eviction_policy p);
 expected<eviction_policy> parse_eviction_policy(std::string_view text);
 
 struct vdb_options {
-  std::uint32_t partitions = 16;         // P; the paper's evaluation uses 16
+  std::uint32_t partitions = 16;             // P; the paper's evaluation uses 16
   std::uint64_t overflow_margin = 1u << 20;  // max entries per partition
-  double overflow_resolution = 0.8;      // evict down to margin * resolution
+  double overflow_resolution = 0.8;          // evict down to margin * resolution
   eviction_policy policy = eviction_policy::evict_oldest;
-  std::uint64_t seed = 1;                // for evict_random
+  std::uint64_t seed = 1;  // for evict_random
 };
 
 /// Checks ranges (partitions >= 1, margin >= 1, 0 < resolution <= 1); names the field.
@@ -47,13 +47,12 @@ class volatile_db {
   /// sets found[i]; returns how many were found. Refreshes their access
   /// time / use count asynchronously. A table stored with another dim is an error.
   virtual expected<std::uint64_t> lookup(std::string_view table, std::uint32_t dim,
-                                         std::span<const cache_key> keys,
-                                         std::span<float> values,
+                                         std::span<const cache_key> keys, std::span<float> values,
                                          std::span<std::uint8_t> found) = 0;
 
   /// Inserts or overwrites; then prunes every partition past its overflow margin.
-  virtual status insert(std::string_view table, std::uint32_t dim,
-                        std::span<const cache_key> keys, std::span<const float> values) = 0;
+  virtual status insert(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
+                        std::span<const float> values) = 0;
 
   /// Entries of `table` over all partitions.
   virtual expected<std::uint64_t> size(std::string_view table) = 0;
@@ -74,8 +73,8 @@ expected<std::unique_ptr<volatile_db>> make_hash_map_vdb(const vdb_options& opti
 
 /// Redis (a local or shared redis-server); keys namespaced by `prefix`, table and partition.
 expected<std::unique_ptr<volatile_db>> make_redis_vdb(const vdb_options& options,
-                                                     const std::string& host, int port,
-                                                     std::string prefix = "spindle");
+                                                      const std::string& host, int port,
+                                                      std::string prefix = "spindle");
 
 /// Indices of `keys` grouped by partition: result[p] lists the positions in partition p.
 std::vector<std::vector<std::uint32_t>> partition_groups(std::span<const cache_key> keys,

@@ -68,8 +68,8 @@ __device__ std::uint64_t warp_stride() {
   return std::uint64_t{gridDim.x} * blockDim.x / warp_threads;
 }
 
-__global__ void query_kernel(slab_cache_view c, const cache_key* keys, std::uint64_t n,
-                             float* out, std::uint8_t* missed, std::uint64_t g) {
+__global__ void query_kernel(slab_cache_view c, const cache_key* keys, std::uint64_t n, float* out,
+                             std::uint8_t* missed, std::uint64_t g) {
   unsigned lane = 0;
   for (std::uint64_t k = warp_index(lane); k < n; k += warp_stride()) {
     const cache_key q = keys[k];
@@ -138,8 +138,8 @@ status launched(const char* what) {
 
 }  // namespace
 
-status cache_query_async(slab_cache_view cache, const cache_key* keys, std::uint64_t n,
-                         float* out, std::uint8_t* missed, std::uint64_t g, void* stream) {
+status cache_query_async(slab_cache_view cache, const cache_key* keys, std::uint64_t n, float* out,
+                         std::uint8_t* missed, std::uint64_t g, void* stream) {
   query_kernel<<<grid_for(n), block_threads, 0, static_cast<cudaStream_t>(stream)>>>(
       cache, keys, n, out, missed, g);
   return launched("embedding cache query kernel");
@@ -154,8 +154,8 @@ status cache_replace_async(slab_cache_view cache, const cache_key* keys, std::ui
 
 status cache_update_async(slab_cache_view cache, const cache_key* keys, std::uint64_t n,
                           const float* values, void* stream) {
-  update_kernel<<<grid_for(n), block_threads, 0, static_cast<cudaStream_t>(stream)>>>(
-      cache, keys, n, values);
+  update_kernel<<<grid_for(n), block_threads, 0, static_cast<cudaStream_t>(stream)>>>(cache, keys,
+                                                                                      n, values);
   return launched("embedding cache update kernel");
 }
 

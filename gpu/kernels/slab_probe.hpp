@@ -102,7 +102,7 @@ SPINDLE_HOST_DEVICE inline probe_decision scan_prefix(const cache_key* slab_keys
 /// Index of the slot with the smallest access counter in a full set (the LRU
 /// victim of Algorithm 3); ties go to the lowest slot index.
 SPINDLE_HOST_DEVICE inline std::uint32_t lru_slot(const std::uint64_t* counters,
-                                                   std::uint32_t slots) {
+                                                  std::uint32_t slots) {
   std::uint32_t victim = 0;
   for (std::uint32_t i = 1; i < slots; ++i) {
     if (counters[i] < counters[victim]) victim = i;

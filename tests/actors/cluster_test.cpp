@@ -253,7 +253,8 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   ASSERT_FALSE(failed.empty()) << answers;
   EXPECT_LT(*std::max_element(failed.begin(), failed.end()), n * 9 / 10)
       << "requests still failed near the end: the member was not read again";
-  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(n, failed))), std::string::npos)
+  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(n, failed))),
+            std::string::npos)
       << answers;
   coord.signal(SIGTERM);
   EXPECT_EQ(coord.wait(), 0);

@@ -89,7 +89,8 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   }
   dlrm_request bad = req;
   bad.sparse[2].indices[0] = 20;
-  EXPECT_NE(ask(self, instances[0], bad).error.find("table 2: indices[0]=20 out of range"), std::string::npos);
+  EXPECT_NE(ask(self, instances[0], bad).error.find("table 2: indices[0]=20 out of range"),
+            std::string::npos);
   const dlrm_reply before = ask(self, instances[0], req);
   ASSERT_TRUE(before.error.empty());
 
@@ -114,9 +115,10 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   const dlrm_reply fresh = ask(self, instances[1], req);
   ASSERT_TRUE(fresh.error.empty()) << fresh.error;
   // The reference: a brand-new session reading the updated PDB directly.
-  auto cold = std::move(*embedding::lookup_session::create(
-      {{"emb0", 8, 50, 1.0, 1.0, 0.0f, 2}, {"emb1", 8, 30, 1.0, 1.0, 0.0f, 2}, {"emb2", 8, 20, 1.0, 1.0, 0.0f, 2}},
-      nullptr, node.pdb.get()));
+  auto cold = std::move(*embedding::lookup_session::create({{"emb0", 8, 50, 1.0, 1.0, 0.0f, 2},
+                                                            {"emb1", 8, 30, 1.0, 1.0, 0.0f, 2},
+                                                            {"emb2", 8, 20, 1.0, 1.0, 0.0f, 2}},
+                                                           nullptr, node.pdb.get()));
   auto runner = std::move(*embedding::dlrm_hps_runner::create(*node.model, *cold));
   std::vector<float> dense = req.dense;
   auto want = runner.infer(node.alloc, nn::tensor::borrow(dense.data(), {6, 13}), req.sparse);

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -21,7 +20,8 @@ struct run_result {
 
 // Runs spindle with `args`; stderr is captured too unless `stdout_only`.
 run_result run(const std::string& args, bool stdout_only = false) {
-  std::string cmd = std::string(SPINDLE_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
+  std::string cmd =
+      std::string(SPINDLE_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   run_result r{-1, {}};
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -37,10 +37,12 @@ run_result run_stdout(const std::string& args) { return run(args, true); }
 class cli_test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string((fs::temp_directory_path() / ("spindle_cli_test_" + std::to_string(getpid()))).string());
+    dir_ = new std::string(
+        (fs::temp_directory_path() / ("spindle_cli_test_" + std::to_string(getpid()))).string());
     fs::remove_all(*dir_);
     fs::create_directories(*dir_);
-    auto r = run("generate --scale 9 --edge-factor 8 --feature-dim 16 --seed 3 --out " + *dir_ + "/rmat");
+    auto r = run("generate --scale 9 --edge-factor 8 --feature-dim 16 --seed 3 --out " + *dir_ +
+                 "/rmat");
     ASSERT_EQ(r.code, 0) << r.out;
   }
   static void TearDownTestSuite() {
@@ -54,7 +56,8 @@ std::string* cli_test::dir_ = nullptr;
 TEST_F(cli_test, generate_prints_the_summary_table) {
   auto r = run("generate --scale 6 --out " + *dir_ + "/small");
   EXPECT_EQ(r.code, 0);
-  for (auto key : {"nodes", "edges", "out-degree p50/p90/p99/max", "PSGS p50/p99/max", "FAP mass in top 1% / 10%"})
+  for (auto key : {"nodes", "edges", "out-degree p50/p90/p99/max", "PSGS p50/p99/max",
+                   "FAP mass in top 1% / 10%"})
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
 }
 
@@ -69,7 +72,8 @@ TEST_F(cli_test, info_json_is_machine_readable) {
 }
 
 TEST_F(cli_test, sample_json_lists_blocks) {
-  auto r = run_stdout("sample " + *dir_ + "/rmat --seeds 1,2,3 --fanouts 5,3 --json --executor pooled");
+  auto r =
+      run_stdout("sample " + *dir_ + "/rmat --seeds 1,2,3 --fanouts 5,3 --json --executor pooled");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["hop_end"].size(), 3u);
@@ -80,7 +84,8 @@ TEST_F(cli_test, sample_json_lists_blocks) {
 TEST_F(cli_test, bad_input_gives_a_named_error_and_exit_code_1) {
   auto r = run("sample " + *dir_ + "/rmat --seeds 1,99999");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("seed 99999 (position 1) out of range (num_nodes=512)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("seed 99999 (position 1) out of range (num_nodes=512)"), std::string::npos)
+      << r.out;
   r = run("sample " + *dir_ + "/rmat --seeds 1 --fanouts 25,x");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("fanouts: 'x' is not an integer"), std::string::npos) << r.out;
@@ -94,7 +99,8 @@ TEST_F(cli_test, bad_input_gives_a_named_error_and_exit_code_1) {
 
 TEST_F(cli_test, prepare_converts_snap_and_recomputes_in_place) {
   std::ofstream(*dir_ + "/edges.txt") << "# tiny\n10 20\n20 30\n30 10\n10 30\n";
-  auto r = run("prepare --input " + *dir_ + "/edges.txt --undirected --fanouts 2 --out " + *dir_ + "/tiny");
+  auto r = run("prepare --input " + *dir_ + "/edges.txt --undirected --fanouts 2 --out " + *dir_ +
+               "/tiny");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(*dir_ + "/tiny/node_ids.npy"));
   r = run("prepare " + *dir_ + "/tiny --fanouts 1,1 --seed-distribution degree");
@@ -105,9 +111,9 @@ TEST_F(cli_test, prepare_converts_snap_and_recomputes_in_place) {
 }
 
 TEST_F(cli_test, every_subcommand_has_complete_help) {
-  for (auto [cmd, flag] : {std::pair{"generate", "--edge-factor"}, std::pair{"prepare", "--seed-distribution"},
-                           std::pair{"info", "--json"}, std::pair{"sample", "--fanouts"},
-                           std::pair{"devices", "--help"}}) {
+  for (auto [cmd, flag] : {std::pair{"generate", "--edge-factor"},
+                           std::pair{"prepare", "--seed-distribution"}, std::pair{"info", "--json"},
+                           std::pair{"sample", "--fanouts"}, std::pair{"devices", "--help"}}) {
     auto r = run(std::string(cmd) + " --help");
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_NE(r.out.find(flag), std::string::npos) << cmd << "\n" << r.out;
@@ -115,7 +121,8 @@ TEST_F(cli_test, every_subcommand_has_complete_help) {
 }
 
 TEST_F(cli_test, numpy_reads_every_array) {
-  if (!fs::exists("/usr/bin/python3") || std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0)
+  if (!fs::exists("/usr/bin/python3") ||
+      std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0)
     GTEST_SKIP() << "python3-numpy not installed";
   std::string script = *dir_ + "/check.py";
   std::ofstream(script) << "import json, sys, numpy as np\n"
@@ -137,7 +144,8 @@ TEST_F(cli_test, numpy_reads_every_array) {
 namespace {
 
 TEST_F(cli_test, place_prints_the_plan_and_the_evaluator_as_json) {
-  auto r = run_stdout("place " + *dir_ + "/rmat --topology " SPINDLE_SOURCE_DIR
+  auto r = run_stdout("place " + *dir_ +
+                      "/rmat --topology " SPINDLE_SOURCE_DIR
                       "/examples/topology-2server-infiniband.toml --requests 50 --batch 8 --json");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
@@ -153,19 +161,23 @@ TEST_F(cli_test, place_prints_the_plan_and_the_evaluator_as_json) {
 }
 
 TEST_F(cli_test, place_text_output_and_named_errors) {
-  auto r = run("place " + *dir_ + "/rmat --topology " SPINDLE_SOURCE_DIR
+  auto r = run("place " + *dir_ +
+               "/rmat --topology " SPINDLE_SOURCE_DIR
                "/examples/topology-8server-ethernet.toml --policy hash --requests 20");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("placement 'hash'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("aggregation latency p50"), std::string::npos) << r.out;
   std::string bad = *dir_ + "/bad-topology.toml";
-  std::ofstream(bad) << "[[server]]\nname = \"a\"\nnuma_groups = 2\n[[server.device]]\nmemory = \"1GiB\"\n";
+  std::ofstream(bad)
+      << "[[server]]\nname = \"a\"\nnuma_groups = 2\n[[server.device]]\nmemory = \"1GiB\"\n";
   r = run("place " + *dir_ + "/rmat --topology " + bad);
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("bad-topology.toml: server[0] ('a').numa_groups = 2 is larger than the server's 1 devices"),
+  EXPECT_NE(r.out.find("bad-topology.toml: server[0] ('a').numa_groups = 2 is larger than the "
+                       "server's 1 devices"),
             std::string::npos)
       << r.out;
-  r = run("place " + *dir_ + "/rmat --topology " SPINDLE_SOURCE_DIR
+  r = run("place " + *dir_ +
+          "/rmat --topology " SPINDLE_SOURCE_DIR
           "/examples/topology-host-2proc.toml --policy metis");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("placement policy 'metis'"), std::string::npos) << r.out;
@@ -177,7 +189,9 @@ namespace {
 
 TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
   std::string dir = *dir_ + "/sage-model";
-  auto r = run("model init --arch graphsage --in 16 --hidden 32 --out 4 --layers 2 --seed 3 --out-dir " + dir);
+  auto r =
+      run("model init --arch graphsage --in 16 --hidden 32 --out 4 --layers 2 --seed 3 --out-dir " +
+          dir);
   ASSERT_EQ(r.code, 0) << r.out;
   r = run("model info " + dir);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -234,7 +248,10 @@ TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
 
 TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {
   const std::string model = *dir_ + "/dlrm", pdb = *dir_ + "/dlrm-pdb";
-  ASSERT_EQ(run("model init --arch dlrm --in 13 --hidden 16 --tables 2000,500 --seed 2 --out-dir " + model).code, 0);
+  ASSERT_EQ(run("model init --arch dlrm --in 13 --hidden 16 --tables 2000,500 --seed 2 --out-dir " +
+                model)
+                .code,
+            0);
   auto r = run_stdout("serve-dlrm --model " + model + " --pdb " + pdb +
                       " --workload 40 --batch 64 --instances 2 --hit-rate-threshold 1.0 --json");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -242,7 +259,8 @@ TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {
   EXPECT_EQ(j["answered"], 40);
   EXPECT_EQ(j["errors"], 0);
   EXPECT_EQ(j["tables"]["emb1"]["lookups"], 40);
-  EXPECT_EQ(j["tables"]["emb0"]["defaulted"], 0);  // threshold 1.0: every miss fetched synchronously
+  EXPECT_EQ(j["tables"]["emb0"]["defaulted"],
+            0);  // threshold 1.0: every miss fetched synchronously
   {
     std::ofstream f(*dir_ + "/hps.toml");
     f << "[hps]\nhit_rate_threshold = 0.0\n[hps.tables.emb1]\nhit_rate_threshold = 1.0\n";
@@ -251,23 +269,26 @@ TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {
                  "/hps.toml --workload 20 --batch 64 --json");
   ASSERT_EQ(r.code, 0) << r.out;
   j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["tables"]["emb0"]["sync"], 0);   // threshold 0.0: never blocks
+  EXPECT_EQ(j["tables"]["emb0"]["sync"], 0);  // threshold 0.0: never blocks
   EXPECT_GT(j["tables"]["emb0"]["defaulted"].get<int>(), 0);
   EXPECT_EQ(j["tables"]["emb1"]["defaulted"], 0);  // its override: always synchronous
   {
     std::ofstream f(*dir_ + "/bad-hps.toml");
     f << "[hps.tables.emb0]\ncache_fraction = 0\n";
   }
-  r = run("serve-dlrm --model " + model + " --pdb " + pdb + " --hps-config " + *dir_ + "/bad-hps.toml --workload 1");
+  r = run("serve-dlrm --model " + model + " --pdb " + pdb + " --hps-config " + *dir_ +
+          "/bad-hps.toml --workload 1");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("bad-hps.toml: hps.tables.emb0.cache_fraction = 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bad-hps.toml: hps.tables.emb0.cache_fraction = 0"), std::string::npos)
+      << r.out;
   r = run("hps load --pdb " + pdb + " --table extra --npy " + *dir_ + "/rmat/indptr.npy");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("indptr.npy: embedding table must be 2-D"), std::string::npos) << r.out;
   r = run("serve-dlrm --model " + model + " --pdb " + pdb + " --workload 1 --vdb memcached");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("--vdb 'memcached'"), std::string::npos) << r.out;
-  r = run("serve-dlrm --model " + model + " --pdb " + pdb + " --workload 1 --vdb redis --vdb-redis 127.0.0.1:1");
+  r = run("serve-dlrm --model " + model + " --pdb " + pdb +
+          " --workload 1 --vdb redis --vdb-redis 127.0.0.1:1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("redis 127.0.0.1:1"), std::string::npos) << r.out;
 }

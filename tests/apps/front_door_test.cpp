@@ -7,13 +7,13 @@
 // SIGTERM stops the server cleanly.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "core/subprocess.hpp"
@@ -47,11 +47,28 @@ struct server_fixture {
     d.arch = config::model_arch::graphsage;
     d.in = 16, d.hidden = 32, d.out = 5;
     EXPECT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
-    auto s = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m",
-                                   "--listen", "127.0.0.1:0", "--admin-token-file", token_file,
-                                   "--dlrm-model", testing::golden_dlrm_dir, "--dlrm-name", "ctr",
-                                   "--pdb", dir + "/pdb", "--hit-rate-threshold", "1.0",
-                                   "--metrics", "127.0.0.1:0", "--tensor-models", "sum"});
+    auto s = child_process::spawn({SPINDLE_BINARY,
+                                   "serve",
+                                   "--dataset",
+                                   dir + "/g",
+                                   "--model",
+                                   dir + "/m",
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--admin-token-file",
+                                   token_file,
+                                   "--dlrm-model",
+                                   testing::golden_dlrm_dir,
+                                   "--dlrm-name",
+                                   "ctr",
+                                   "--pdb",
+                                   dir + "/pdb",
+                                   "--hit-rate-threshold",
+                                   "1.0",
+                                   "--metrics",
+                                   "127.0.0.1:0",
+                                   "--tensor-models",
+                                   "sum"});
     EXPECT_TRUE(s.has_value());
     server.emplace(std::move(*s));
     auto metrics = server->wait_for("metrics http://127.0.0.1:", 60000);
@@ -91,7 +108,8 @@ TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_
   sched::psgs_router router(cal, sched::routing_policy::strict);
   sched::gnn_pipeline direct(*ds, *model, router, f.pool);
   std::vector<rpc::gnn_call> calls;
-  for (std::int64_t i = 0; i < 20; ++i) calls.push_back({"sage", {i * 7, i * 7 + 1}, std::uint64_t(100 + i), 0});
+  for (std::int64_t i = 0; i < 20; ++i)
+    calls.push_back({"sage", {i * 7, i * 7 + 1}, std::uint64_t(100 + i), 0});
   calls[5].seeds[1] = 1 << 20;  // out of range
   auto answers = f.client->infer_gnn_batch(calls);
   ASSERT_TRUE(answers.has_value()) << answers.error().to_string();
@@ -99,7 +117,8 @@ TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_
     const auto& a = (*answers)[i];
     if (i == 5) {
       EXPECT_EQ(a.status, rpc::rpc_status::bad_request);
-      EXPECT_NE(a.message.find("seeds[1]=1048576 out of range (nodes 2048)"), std::string::npos) << a.message;
+      EXPECT_NE(a.message.find("seeds[1]=1048576 out of range (nodes 2048)"), std::string::npos)
+          << a.message;
       continue;
     }
     ASSERT_EQ(a.status, rpc::rpc_status::ok) << a.message;
@@ -111,7 +130,8 @@ TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_
   auto unknown = f.client->infer_gnn({"nope", {1}, 0, 0});
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ(unknown->status, rpc::rpc_status::bad_request);
-  EXPECT_NE(unknown->message.find("unknown model 'nope' (loaded: sage, ctr)"), std::string::npos) << unknown->message;
+  EXPECT_NE(unknown->message.find("unknown model 'nope' (loaded: sage, ctr)"), std::string::npos)
+      << unknown->message;
 }
 
 TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
@@ -144,11 +164,13 @@ TEST(front_door_test, admission_control_answers_overloaded_and_deadlines_are_kep
   ASSERT_EQ(f.client->set_tunable(f.token, "sage", "max_queue", "2")->status, rpc::rpc_status::ok);
   std::vector<rpc::gnn_call> calls(200, {"sage", {3}, 1, 0});
   std::map<rpc::rpc_status, int> seen;
-  ASSERT_TRUE(f.client->run_closed_loop(calls, 64, [&](std::size_t, const rpc::gnn_answer& a, double) { ++seen[a.status]; }));
+  ASSERT_TRUE(f.client->run_closed_loop(
+      calls, 64, [&](std::size_t, const rpc::gnn_answer& a, double) { ++seen[a.status]; }));
   EXPECT_GT(seen[rpc::rpc_status::overloaded], 0);
   EXPECT_GT(seen[rpc::rpc_status::ok], 0);
   EXPECT_EQ(seen[rpc::rpc_status::ok] + seen[rpc::rpc_status::overloaded], 200);
-  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "max_queue", "1024")->status, rpc::rpc_status::ok);
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "max_queue", "1024")->status,
+            rpc::rpc_status::ok);
   auto late = f.client->infer_gnn({"sage", {3}, 1, 1});  // 1 us deadline
   ASSERT_TRUE(late.has_value());
   EXPECT_EQ(late->status, rpc::rpc_status::deadline_exceeded) << late->message;
@@ -188,7 +210,8 @@ TEST(front_door_test, a_dlrm_answers_the_golden_batch_through_the_parameter_serv
   call.sparse[0].indices[0] = 50;  // table 0 has 50 rows
   auto bad = f.client->infer_rec(call);
   EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
-  EXPECT_NE(bad->message.find("table 0: indices[0]=50 out of range"), std::string::npos) << bad->message;
+  EXPECT_NE(bad->message.find("table 0: indices[0]=50 out of range"), std::string::npos)
+      << bad->message;
 }
 
 TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_rates) {
@@ -201,11 +224,14 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
   const std::string& body = res->body;
   EXPECT_NE(body.find("# TYPE spindle_request_latency_seconds histogram"), std::string::npos);
   EXPECT_NE(body.find("spindle_responses_total{model=\"sage\",status=\"ok\"}"), std::string::npos);
-  EXPECT_NE(body.find("spindle_stage_latency_seconds_bucket{model=\"sage\",stage=\"sampling\",le=\"+Inf\"}"),
-            std::string::npos);
+  EXPECT_NE(
+      body.find(
+          "spindle_stage_latency_seconds_bucket{model=\"sage\",stage=\"sampling\",le=\"+Inf\"}"),
+      std::string::npos);
   EXPECT_NE(body.find("spindle_cache_hit_rate{model=\"ctr\",table=\"emb0\"}"), std::string::npos);
   // Each family is one group: its TYPE line comes once, before its first sample.
-  EXPECT_EQ(body.find("# TYPE spindle_requests_total"), body.rfind("# TYPE spindle_requests_total"));
+  EXPECT_EQ(body.find("# TYPE spindle_requests_total"),
+            body.rfind("# TYPE spindle_requests_total"));
 }
 
 std::pair<int, std::string> run_shell(const std::string& args) {
@@ -221,7 +247,8 @@ std::pair<int, std::string> run_shell(const std::string& args) {
 TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   auto& f = fixture();
   const std::string base = "--connect " + f.endpoint + " --token-file " + f.token_file;
-  auto [code, out] = run_shell(base + " -c 'models; set sage batch_deadline_us 1500; tunables sage; infer sage 1,2 7'");
+  auto [code, out] = run_shell(
+      base + " -c 'models; set sage batch_deadline_us 1500; tunables sage; infer sage 1,2 7'");
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("sage  gnn (graphsage)"), std::string::npos) << out;
   EXPECT_NE(out.find("batch_deadline_us = 1500"), std::string::npos) << out;
@@ -231,9 +258,11 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   EXPECT_TRUE(seen);
   auto j = nlohmann::json::parse(f.client->stats(f.token)->json);
   EXPECT_EQ(j["models"]["sage"]["tunables"]["batch_deadline_us"], "1500");
-  std::tie(code, out) = run_shell(base + " -c 'frobnicate; set sage max_batch many; infer sage x; watch stats 0.01 1'");
+  std::tie(code, out) = run_shell(
+      base + " -c 'frobnicate; set sage max_batch many; infer sage x; watch stats 0.01 1'");
   EXPECT_EQ(code, 1);
-  EXPECT_NE(out.find("error: unknown or incomplete command 'frobnicate'"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: unknown or incomplete command 'frobnicate'"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("error: bad_request: max_batch = 'many'"), std::string::npos) << out;
   EXPECT_NE(out.find("error: 'infer sage x': bad number"), std::string::npos) << out;
   EXPECT_NE(out.find("p99 ms"), std::string::npos) << out;  // the last command still ran

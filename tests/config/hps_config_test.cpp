@@ -1,8 +1,8 @@
 // The [hps] settings: defaults, per-table overrides on top of them, command-line
 // defaults kept where the file is silent, and errors that name the field.
-#include "config/hps.hpp"
-
 #include <gtest/gtest.h>
+
+#include "config/hps.hpp"
 
 namespace spindle::config {
 namespace {
@@ -20,7 +20,8 @@ refresh_interval_ms = 500
 [hps.tables.emb1]
 hit_rate_threshold = 1.0
 overflow_margin = 1000
-)", "m.toml", base);
+)",
+                            "m.toml", base);
   ASSERT_TRUE(c.has_value()) << c.error().to_string();
   EXPECT_EQ(c->refresh_interval_ms, 500u);
   EXPECT_EQ(c->for_table("emb0").cache_fraction, 0.2);
@@ -43,7 +44,8 @@ TEST(hps_config_test, bad_values_name_the_file_and_field) {
   };
   expect_error("[hps]\ncache_fraction = 1.5\n", "h.toml: hps.cache_fraction = 1.5");
   expect_error("[hps]\ncache_fracton = 0.5\n", "unknown field hps.cache_fracton");
-  expect_error("[hps.tables.emb0]\neviction_policy = \"lru\"\n", "hps.tables.emb0.eviction_policy = 'lru'");
+  expect_error("[hps.tables.emb0]\neviction_policy = \"lru\"\n",
+               "hps.tables.emb0.eviction_policy = 'lru'");
   expect_error("[hps]\nvdb_partitions = 0\n", "hps.vdb_partitions must be an integer >= 1");
   expect_error("[hps\n", "h.toml: line 1");
 }

@@ -59,7 +59,8 @@ TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   auto bad = runner->infer(alloc, dense, sparse);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("table 1: indices[0]=30 out of range (rows 30)"),
-            std::string::npos) << bad.error().message();
+            std::string::npos)
+      << bad.error().message();
   auto no_tables = lean->forward_dlrm(alloc, dense, sparse);
   EXPECT_FALSE(no_tables.has_value());
   session.reset();

@@ -161,7 +161,8 @@ TEST(embedding_cache_test, bad_batches_are_named_errors) {
 struct reference_cache {
   std::uint64_t sets, per_set, g = 0;
   std::vector<std::map<cache_key, std::pair<std::uint64_t, std::uint32_t>>> s;
-  reference_cache(std::uint64_t sets_, std::uint64_t per_set_) : sets(sets_), per_set(per_set_), s(sets_) {}
+  reference_cache(std::uint64_t sets_, std::uint64_t per_set_)
+      : sets(sets_), per_set(per_set_), s(sets_) {}
   auto& set_for(cache_key k) { return s[gpu::set_of(k, sets)]; }
   std::optional<std::uint32_t> query(cache_key k) {
     ++g;

@@ -3,14 +3,13 @@
 // filling, refresh after updates, and the PDB answering when Redis dies.
 #include <gtest/gtest.h>
 
-#include "tests/graph/test_util.hpp"
-
 #include <filesystem>
 #include <random>
 
 #include "core/npy.hpp"
 #include "core/safetensors.hpp"
 #include "embedding/lookup_session.hpp"
+#include "tests/graph/test_util.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace spindle::embedding {
@@ -61,24 +60,29 @@ TEST(persistent_db_test, bulk_loads_npy_and_safetensors_and_names_bad_inputs) {
   const auto dir = temp_dir("pdb-load");
   const auto v = table_values(7);
   ASSERT_TRUE(write_npy((dir / "t.npy").string(), dtype::f32,
-                        {std::int64_t(rows), std::int64_t(dim)}, v.data()).has_value());
+                        {std::int64_t(rows), std::int64_t(dim)}, v.data())
+                  .has_value());
   ASSERT_TRUE(write_safetensors((dir / "w.safetensors").string(),
                                 {{"emb_l.0.weight", {std::int64_t(rows), std::int64_t(dim)}, v}}));
   auto db = persistent_db::open((dir / "db").string());
   ASSERT_TRUE(db.has_value());
   ASSERT_TRUE((*db)->bulk_load_npy("a", (dir / "t.npy").string()));
-  ASSERT_TRUE((*db)->bulk_load_safetensors("b", (dir / "w.safetensors").string(), "emb_l.0.weight"));
+  ASSERT_TRUE(
+      (*db)->bulk_load_safetensors("b", (dir / "w.safetensors").string(), "emb_l.0.weight"));
   for (const char* t : {"a", "b"}) {
     std::vector<float> out(dim);
     std::vector<std::uint8_t> found(1);
     ASSERT_EQ(*(*db)->lookup(t, std::vector<cache_key>{123}, out, found), 1u);
     EXPECT_EQ(out[0], 130.0f);
   }
-  const status missing = (*db)->bulk_load_safetensors("c", (dir / "w.safetensors").string(), "emb_l.9.weight");
-  EXPECT_NE(missing.message().find("no tensor 'emb_l.9.weight'"), std::string::npos) << missing.message();
+  const status missing =
+      (*db)->bulk_load_safetensors("c", (dir / "w.safetensors").string(), "emb_l.9.weight");
+  EXPECT_NE(missing.message().find("no tensor 'emb_l.9.weight'"), std::string::npos)
+      << missing.message();
   ASSERT_TRUE(write_npy((dir / "flat.npy").string(), dtype::f32, {8}, v.data()).has_value());
   const status flat = (*db)->bulk_load_npy("d", (dir / "flat.npy").string());
-  EXPECT_NE(flat.message().find("flat.npy: embedding table must be 2-D"), std::string::npos) << flat.message();
+  EXPECT_NE(flat.message().find("flat.npy: embedding table must be 2-D"), std::string::npos)
+      << flat.message();
   fs::remove_all(dir);
 }
 

@@ -5,13 +5,11 @@
 #include "embedding/updates/update_stream.hpp"
 
 #include <gtest/gtest.h>
-
-#include "tests/graph/test_util.hpp"
-
 #include <hiredis/hiredis.h>
 
 #include <filesystem>
 
+#include "tests/graph/test_util.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace spindle::embedding {
@@ -68,16 +66,19 @@ TEST(update_stream_test, updates_reach_pdb_and_vdb_in_order) {
   auto producer = update_producer::connect("127.0.0.1", f.redis->port(), "spindle", 100);
   ASSERT_TRUE(producer.has_value());
   const auto keys = key_range(250);
-  for (int v = 1; v <= 3; ++v) ASSERT_EQ(*producer->publish("t", dim, keys, versioned(keys, v)), 3u);
+  for (int v = 1; v <= 3; ++v)
+    ASSERT_EQ(*producer->publish("t", dim, keys, versioned(keys, v)), 3u);
   auto vdb = std::move(*make_hash_map_vdb({}));
   auto consumer = update_consumer::connect("127.0.0.1", f.redis->port(), f.options("c1"));
   ASSERT_TRUE(consumer.has_value()) << consumer.error().to_string();
   std::vector<std::string> ids;
   for (int i = 0; i < 10 && consumer->stats().applied_messages < 9; ++i) {
-    ASSERT_TRUE(consumer->poll([&](const update_batch& b) {
-      ids.push_back(b.id);
-      return apply_update(b, vdb.get(), f.pdb.get());
-    }).has_value());
+    ASSERT_TRUE(consumer
+                    ->poll([&](const update_batch& b) {
+                      ids.push_back(b.id);
+                      return apply_update(b, vdb.get(), f.pdb.get());
+                    })
+                    .has_value());
   }
   EXPECT_EQ(consumer->stats().applied_messages, 9u);
   EXPECT_EQ(consumer->stats().applied_keys, 750u);
@@ -98,15 +99,20 @@ TEST(update_stream_test, malformed_messages_are_dead_lettered_and_the_rest_appli
   fixture f("bad");
   auto raw = std::move(*redis_connection::connect("127.0.0.1", f.redis->port()));
   const std::string stream = update_stream_name("spindle", "t");
-  ASSERT_TRUE(raw.command({"XADD", stream, "*", "dim", "4", "keys", "abc", "vectors", ""}).has_value());
-  ASSERT_TRUE(raw.command({"XADD", stream, "*", "dim", "zero", "keys", "12345678", "vectors", ""}).has_value());
+  ASSERT_TRUE(
+      raw.command({"XADD", stream, "*", "dim", "4", "keys", "abc", "vectors", ""}).has_value());
+  ASSERT_TRUE(raw.command({"XADD", stream, "*", "dim", "zero", "keys", "12345678", "vectors", ""})
+                  .has_value());
   auto producer = update_producer::connect("127.0.0.1", f.redis->port());
   const auto keys = key_range(3);
-  ASSERT_TRUE(producer->publish("t", 8, keys, std::vector<float>(24, 1.0f)).has_value());  // wrong dim
+  ASSERT_TRUE(
+      producer->publish("t", 8, keys, std::vector<float>(24, 1.0f)).has_value());  // wrong dim
   ASSERT_TRUE(producer->publish("t", dim, keys, versioned(keys, 5)).has_value());
   auto consumer = update_consumer::connect("127.0.0.1", f.redis->port(), f.options("c1"));
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(consumer->poll([&](const update_batch& b) { return apply_update(b, nullptr, f.pdb.get()); }).has_value());
+    ASSERT_TRUE(
+        consumer->poll([&](const update_batch& b) { return apply_update(b, nullptr, f.pdb.get()); })
+            .has_value());
   }
   EXPECT_EQ(consumer->stats().rejected, 3u);
   EXPECT_EQ(consumer->stats().applied_messages, 1u);
@@ -126,13 +132,16 @@ TEST(update_stream_test, a_group_shares_work_and_claims_a_dead_consumers_message
   o.read_count = 5;
   auto dying = update_consumer::connect("127.0.0.1", f.redis->port(), o);
   // It takes 5 messages and fails to apply them (as if it crashed): they stay pending.
-  ASSERT_FALSE(dying->poll([](const update_batch&) { return status(errc::io_error, "disk gone"); }).has_value());
+  ASSERT_FALSE(dying->poll([](const update_batch&) { return status(errc::io_error, "disk gone"); })
+                   .has_value());
   auto ob = f.options("survivor");
   ob.claim_idle_ms = 100;
   auto survivor = update_consumer::connect("127.0.0.1", f.redis->port(), ob);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   for (int i = 0; i < 10 && survivor->stats().applied_messages < 20; ++i) {
-    ASSERT_TRUE(survivor->poll([&](const update_batch& b) { return apply_update(b, nullptr, f.pdb.get()); }).has_value());
+    ASSERT_TRUE(
+        survivor->poll([&](const update_batch& b) { return apply_update(b, nullptr, f.pdb.get()); })
+            .has_value());
   }
   EXPECT_EQ(survivor->stats().applied_messages, 20u);
   EXPECT_GE(survivor->stats().claimed, 1u);
@@ -145,10 +154,19 @@ TEST(update_stream_test, a_killed_consumer_process_resumes_without_losing_update
   f.pdb.reset();  // the consumer process owns the database while it runs
   auto producer = update_producer::connect("127.0.0.1", f.redis->port(), "spindle", 50);
   const auto keys = key_range(1000);
-  for (int v = 1; v <= 4; ++v) ASSERT_TRUE(producer->publish("t", dim, keys, versioned(keys, v)).has_value());
-  const std::vector<std::string> argv = {SPINDLE_BINARY, "hps", "consume", "--redis", f.redis->endpoint(),
-                                         "--pdb", (f.dir / "db").string(), "--tables", "t",
-                                         "--consumer", "node-1"};
+  for (int v = 1; v <= 4; ++v)
+    ASSERT_TRUE(producer->publish("t", dim, keys, versioned(keys, v)).has_value());
+  const std::vector<std::string> argv = {SPINDLE_BINARY,
+                                         "hps",
+                                         "consume",
+                                         "--redis",
+                                         f.redis->endpoint(),
+                                         "--pdb",
+                                         (f.dir / "db").string(),
+                                         "--tables",
+                                         "t",
+                                         "--consumer",
+                                         "node-1"};
   auto throttled = argv;
   throttled.insert(throttled.end(), {"--max-keys-per-second", "4000"});
   auto first = child_process::spawn(throttled);

@@ -176,7 +176,8 @@ TEST_P(volatile_db_test, a_table_can_have_its_own_partitions_margin_and_policy) 
   small.overflow_resolution = 0.5;
   ASSERT_TRUE(db->configure_table("small", small));
   small.overflow_resolution = 0;
-  EXPECT_NE(db->configure_table("other", small).message().find("vdb table 'other'"), std::string::npos);
+  EXPECT_NE(db->configure_table("other", small).message().find("vdb table 'other'"),
+            std::string::npos);
   const auto keys = range_keys(0, 40);
   ASSERT_TRUE(db->insert("small", dim, keys, values_for(keys)));
   ASSERT_TRUE(db->insert("big", dim, keys, values_for(keys)));

@@ -74,7 +74,8 @@ TEST(tensor_queue_test, a_producer_and_a_consumer_thread_keep_every_byte) {
     auto b = q->take(32, 1 << 14);
     std::size_t off = 0;
     for (std::size_t k = 0; k < b.ids.size(); ++k, ++seen) {
-      bad += b.data[off] != std::byte(seen % 256) || b.data[off + b.sizes[k] - 1] != std::byte(seen % 256);
+      bad += b.data[off] != std::byte(seen % 256) ||
+             b.data[off + b.sizes[k] - 1] != std::byte(seen % 256);
       bad += b.sizes[k] != std::size_t(100 + seen % 300);
       off += b.sizes[k];
     }
@@ -93,7 +94,8 @@ TEST(inference_monitor_test, calls_move_one_step_forward_only) {
   ASSERT_TRUE(m.open(7));
   EXPECT_FALSE(m.open(7).is_ok());
   const status skip = m.advance(7, call_state::work_complete);
-  EXPECT_NE(skip.message().find("call 7 cannot go from READY to WORK_COMPLETE"), std::string::npos) << skip.message();
+  EXPECT_NE(skip.message().find("call 7 cannot go from READY to WORK_COMPLETE"), std::string::npos)
+      << skip.message();
   ASSERT_TRUE(m.advance(7, call_state::rx_complete));
   EXPECT_EQ(m.live()[1], 1u);
   ASSERT_TRUE(m.advance(7, call_state::work_complete));
@@ -101,7 +103,8 @@ TEST(inference_monitor_test, calls_move_one_step_forward_only) {
   EXPECT_FALSE(m.state(7).has_value());
   EXPECT_EQ(m.completed(), 1u);
   EXPECT_FALSE(m.advance(7, call_state::tx_complete).is_ok());
-  for (auto s : {call_state::ready, call_state::rx_complete, call_state::work_complete, call_state::tx_complete}) {
+  for (auto s : {call_state::ready, call_state::rx_complete, call_state::work_complete,
+                 call_state::tx_complete}) {
     EXPECT_FALSE(to_string(s).empty());
   }
 }

@@ -11,7 +11,8 @@
 
 namespace spindle::testing {
 
-inline const std::string golden_dlrm_dir = std::string(SPINDLE_SOURCE_DIR) + "/tests/nn/golden/dlrm";
+inline const std::string golden_dlrm_dir =
+    std::string(SPINDLE_SOURCE_DIR) + "/tests/nn/golden/dlrm";
 
 template <class T>
 std::vector<T> golden_dlrm_array(const std::string& name) {

@@ -66,7 +66,8 @@ class redis_server {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
-    return make_error(errc::unavailable, "redis-server did not answer PING (log in {})", dir.string());
+    return make_error(errc::unavailable, "redis-server did not answer PING (log in {})",
+                      dir.string());
   }
 
   ~redis_server() {

@@ -11,8 +11,8 @@ struct metrics_server::impl {
   std::thread thread;  // "metrics-http"
 };
 
-expected<std::unique_ptr<metrics_server>> metrics_server::start(const std::string& listen,
-                                                                std::function<std::string()> render) {
+expected<std::unique_ptr<metrics_server>> metrics_server::start(
+    const std::string& listen, std::function<std::string()> render) {
   const auto colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return make_error(errc::invalid_argument, "--metrics '{}': expected HOST:PORT", listen);
@@ -28,7 +28,8 @@ expected<std::unique_ptr<metrics_server>> metrics_server::start(const std::strin
   i->server.Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
     res.set_content(render(), "text/plain; version=0.0.4");
   });
-  const int bound = port == 0 ? i->server.bind_to_any_port(host) : (i->server.bind_to_port(host, port) ? port : -1);
+  const int bound = port == 0 ? i->server.bind_to_any_port(host)
+                              : (i->server.bind_to_port(host, port) ? port : -1);
   if (bound < 0) return make_error(errc::unavailable, "--metrics {}: cannot bind", listen);
   impl* raw = i.get();
   i->thread = std::thread([raw] { raw->server.listen_after_bind(); });
@@ -36,7 +37,8 @@ expected<std::unique_ptr<metrics_server>> metrics_server::start(const std::strin
   return std::unique_ptr<metrics_server>(new metrics_server(std::move(i), bound));
 }
 
-metrics_server::metrics_server(std::unique_ptr<impl> i, int port) : impl_(std::move(i)), port_(port) {}
+metrics_server::metrics_server(std::unique_ptr<impl> i, int port)
+    : impl_(std::move(i)), port_(port) {}
 
 metrics_server::~metrics_server() {
   impl_->server.stop();

@@ -4,13 +4,20 @@ namespace spindle::transport::rpc {
 
 std::string_view to_string(rpc_status s) {
   switch (s) {
-    case rpc_status::ok: return "ok";
-    case rpc_status::overloaded: return "overloaded";
-    case rpc_status::deadline_exceeded: return "deadline_exceeded";
-    case rpc_status::bad_request: return "bad_request";
-    case rpc_status::unavailable: return "unavailable";
-    case rpc_status::internal: return "internal";
-    case rpc_status::unauthorized: return "unauthorized";
+    case rpc_status::ok:
+      return "ok";
+    case rpc_status::overloaded:
+      return "overloaded";
+    case rpc_status::deadline_exceeded:
+      return "deadline_exceeded";
+    case rpc_status::bad_request:
+      return "bad_request";
+    case rpc_status::unavailable:
+      return "unavailable";
+    case rpc_status::internal:
+      return "internal";
+    case rpc_status::unauthorized:
+      return "unauthorized";
   }
   return "?";
 }
@@ -32,7 +39,7 @@ namespace detail {
 rpc_status from_wire(::Status s) {
   const auto v = static_cast<std::uint16_t>(s);
   return v <= static_cast<std::uint16_t>(rpc_status::unauthorized) ? static_cast<rpc_status>(v)
-                                                                    : rpc_status::internal;
+                                                                   : rpc_status::internal;
 }
 
 template <class T, class List>
@@ -56,7 +63,8 @@ void write(::GnnRequest::Builder b, const gnn_call& c) {
 }
 
 gnn_call read(::GnnRequest::Reader r) {
-  return {str(r.getModel()), to_vector<std::int64_t>(r.getSeeds()), r.getSamplerSeed(), r.getDeadlineUs()};
+  return {str(r.getModel()), to_vector<std::int64_t>(r.getSeeds()), r.getSamplerSeed(),
+          r.getDeadlineUs()};
 }
 
 void write(::GnnReply::Builder b, const gnn_answer& a) {
@@ -68,8 +76,8 @@ void write(::GnnReply::Builder b, const gnn_answer& a) {
 }
 
 gnn_answer read(::GnnReply::Reader r) {
-  return {from_wire(r.getStatus()), str(r.getMessage()), r.getWidth(), to_vector<float>(r.getOutputs()),
-          r.getServerUs()};
+  return {from_wire(r.getStatus()), str(r.getMessage()), r.getWidth(),
+          to_vector<float>(r.getOutputs()), r.getServerUs()};
 }
 
 void write(::RecRequest::Builder b, const rec_call& c) {
@@ -85,9 +93,11 @@ void write(::RecRequest::Builder b, const rec_call& c) {
 }
 
 rec_call read(::RecRequest::Reader r) {
-  rec_call c{str(r.getModel()), r.getBatch(), to_vector<float>(r.getDense()), {}, r.getDeadlineUs()};
+  rec_call c{
+      str(r.getModel()), r.getBatch(), to_vector<float>(r.getDense()), {}, r.getDeadlineUs()};
   for (auto bag : r.getSparse()) {
-    c.sparse.push_back({to_vector<std::int64_t>(bag.getIndices()), to_vector<std::int64_t>(bag.getOffsets())});
+    c.sparse.push_back(
+        {to_vector<std::int64_t>(bag.getIndices()), to_vector<std::int64_t>(bag.getOffsets())});
   }
   return c;
 }
@@ -100,7 +110,8 @@ void write(::RecReply::Builder b, const rec_answer& a) {
 }
 
 rec_answer read(::RecReply::Reader r) {
-  return {from_wire(r.getStatus()), str(r.getMessage()), to_vector<float>(r.getScores()), r.getServerUs()};
+  return {from_wire(r.getStatus()), str(r.getMessage()), to_vector<float>(r.getScores()),
+          r.getServerUs()};
 }
 
 void write(::TensorReply::Builder b, const tensor_answer& a) {
@@ -112,8 +123,8 @@ void write(::TensorReply::Builder b, const tensor_answer& a) {
 }
 
 tensor_answer read(::TensorReply::Reader r) {
-  return {from_wire(r.getStatus()), str(r.getMessage()), to_vector<float>(r.getResult()), r.getServerUs(),
-          r.getComputeUs()};
+  return {from_wire(r.getStatus()), str(r.getMessage()), to_vector<float>(r.getResult()),
+          r.getServerUs(), r.getComputeUs()};
 }
 
 }  // namespace detail

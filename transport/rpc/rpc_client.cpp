@@ -1,19 +1,18 @@
 #include "transport/rpc/rpc_client.hpp"
 
 #include <capnp/ez-rpc.h>
-#include <kj/async.h>
 #include <kj/async-io.h>
+#include <kj/async.h>
 #include <kj/timer.h>
 
 #include <algorithm>
 #include <chrono>
-
-#include "transport/rpc/codec.hpp"
-#include "transport/ucx/ucx.hpp"
-
 #include <cstring>
 #include <optional>
 #include <random>
+
+#include "transport/rpc/codec.hpp"
+#include "transport/ucx/ucx.hpp"
 
 namespace spindle::transport::rpc {
 
@@ -74,13 +73,15 @@ admin_reply admin_of(Results& r) {
   return a;
 }
 
-double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
 }  // namespace
 
-expected<std::unique_ptr<rpc_client>> rpc_client::connect(const std::string& endpoint, int timeout_ms) {
+expected<std::unique_ptr<rpc_client>> rpc_client::connect(const std::string& endpoint,
+                                                          int timeout_ms) {
   const auto colon = endpoint.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return make_error(errc::invalid_argument, "--connect '{}': expected HOST:PORT", endpoint);
@@ -93,11 +94,13 @@ expected<std::unique_ptr<rpc_client>> rpc_client::connect(const std::string& end
   }
   std::unique_ptr<rpc_client> c;
   SPINDLE_TRY(guarded(endpoint, [&]() -> status {
-    c.reset(new rpc_client(std::make_unique<impl>(endpoint.substr(0, colon), port, timeout_ms), endpoint));
+    c.reset(new rpc_client(std::make_unique<impl>(endpoint.substr(0, colon), port, timeout_ms),
+                           endpoint));
     return status::ok();
   }));
   SPINDLE_ASSIGN_OR_RETURN(std::uint32_t v, c->server_version());
-  if (v < 1) return make_error(errc::unsupported, "rpc {}: server speaks schema version {}", endpoint, v);
+  if (v < 1)
+    return make_error(errc::unsupported, "rpc {}: server speaks schema version {}", endpoint, v);
   return c;
 }
 
@@ -139,12 +142,14 @@ expected<rec_answer> rpc_client::infer_rec(const rec_call& call) {
   });
 }
 
-expected<tensor_answer> rpc_client::infer_tensor(const std::string& model, std::span<const float> payload,
+expected<tensor_answer> rpc_client::infer_tensor(const std::string& model,
+                                                 std::span<const float> payload,
                                                  std::uint32_t deadline_us) {
   return guarded(endpoint_, [&]() -> expected<tensor_answer> {
     auto req = impl_->inference.inferTensorRequest();
     req.setModel(text(model));
-    req.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(payload.data()), payload.size_bytes()));
+    req.setPayload(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(payload.data()), payload.size_bytes()));
     req.setDeadlineUs(deadline_us);
     return detail::read(impl_->wait(req.send()).getReply());
   });
@@ -172,18 +177,22 @@ status rpc_client::open_split() {
   return status::ok();
 }
 
-expected<tensor_answer> rpc_client::infer_split(const std::string& model, std::span<const float> payload,
+expected<tensor_answer> rpc_client::infer_split(const std::string& model,
+                                                std::span<const float> payload,
                                                 std::uint32_t deadline_us) {
-  if (!impl_->ucx_ep) return make_error(errc::invalid_argument, "infer_split: call open_split() first");
+  if (!impl_->ucx_ep)
+    return make_error(errc::invalid_argument, "infer_split: call open_split() first");
   const auto it = std::find(impl_->split_models.begin(), impl_->split_models.end(), model);
   if (it == impl_->split_models.end()) {
-    return make_error(errc::invalid_argument, "infer_split: no tensor model '{}' on {}", model, endpoint_);
+    return make_error(errc::invalid_argument, "infer_split: no tensor model '{}' on {}", model,
+                      endpoint_);
   }
   split_header h{++impl_->next_call, std::uint32_t(it - impl_->split_models.begin())};
   std::byte header[12];
   std::memcpy(header, &h.call_id, 8);
   std::memcpy(header + 8, &h.model, 4);
-  SPINDLE_TRY(impl_->ucx_ep->send_bulk(split_am_id, header, std::as_bytes(payload), impl_->timeout_ms));
+  SPINDLE_TRY(
+      impl_->ucx_ep->send_bulk(split_am_id, header, std::as_bytes(payload), impl_->timeout_ms));
   return guarded(endpoint_, [&]() -> expected<tensor_answer> {
     auto req = impl_->inference.inferSplitRequest();
     req.setModel(text(model));
@@ -206,7 +215,8 @@ status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size
       detail::write(req.initRequest(), calls[i]);
       return req.send().then(
           [&, i, t0](capnp::Response<::Inference::InferGnnResults> r) {
-            done(i, detail::read(r.getReply()), seconds_between(t0, std::chrono::steady_clock::now()));
+            done(i, detail::read(r.getReply()),
+                 seconds_between(t0, std::chrono::steady_clock::now()));
             return issue();
           },
           [&, i, t0](kj::Exception&& e) {
@@ -222,11 +232,11 @@ status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size
   });
 }
 
-status rpc_client::run_open_loop(const std::vector<gnn_call>& calls, const std::vector<double>& send_at_s,
-                                 const gnn_callback& done) {
+status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
+                                 const std::vector<double>& send_at_s, const gnn_callback& done) {
   if (send_at_s.size() != calls.size()) {
-    return make_error(errc::invalid_argument, "open loop: {} send times for {} calls", send_at_s.size(),
-                      calls.size());
+    return make_error(errc::invalid_argument, "open loop: {} send times for {} calls",
+                      send_at_s.size(), calls.size());
   }
   return guarded(endpoint_, [&]() -> status {
     auto& timer = impl_->timer();
@@ -236,20 +246,23 @@ status rpc_client::run_open_loop(const std::vector<gnn_call>& calls, const std::
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto at = start + std::int64_t(send_at_s[i] * 1e9) * kj::NANOSECONDS;
       const auto scheduled = wall0 + std::chrono::nanoseconds(std::int64_t(send_at_s[i] * 1e9));
-      sends.add(timer.atTime(at).then([&, i, scheduled]() {
-        auto req = impl_->inference.inferGnnRequest();
-        detail::write(req.initRequest(), calls[i]);
-        return req.send().then(
-            [&, i, scheduled](capnp::Response<::Inference::InferGnnResults> r) {
-              done(i, detail::read(r.getReply()), seconds_between(scheduled, std::chrono::steady_clock::now()));
-            },
-            [&, i, scheduled](kj::Exception&& e) {
-              done(i, {rpc_status::unavailable, e.getDescription().cStr()},
-                   seconds_between(scheduled, std::chrono::steady_clock::now()));
-            });
-        // kj runs a .then() body lazily, when its result is consumed; the join
-        // consumes only at the end, so force it to run as soon as the reply is in.
-      }).eagerlyEvaluate(nullptr));
+      sends.add(timer.atTime(at)
+                    .then([&, i, scheduled]() {
+                      auto req = impl_->inference.inferGnnRequest();
+                      detail::write(req.initRequest(), calls[i]);
+                      return req.send().then(
+                          [&, i, scheduled](capnp::Response<::Inference::InferGnnResults> r) {
+                            done(i, detail::read(r.getReply()),
+                                 seconds_between(scheduled, std::chrono::steady_clock::now()));
+                          },
+                          [&, i, scheduled](kj::Exception&& e) {
+                            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+                                 seconds_between(scheduled, std::chrono::steady_clock::now()));
+                          });
+                      // kj runs a .then() body lazily, when its result is consumed; the join
+                      // consumes only at the end, so force it to run as soon as the reply is in.
+                    })
+                    .eagerlyEvaluate(nullptr));
     }
     kj::joinPromises(sends.finish()).wait(impl_->ws());
     return status::ok();
@@ -274,7 +287,8 @@ expected<admin_reply> rpc_client::list_models(const std::string& token) {
     auto r = impl_->wait(req.send());
     admin_reply a = admin_of(r);
     for (auto m : r.getModels()) {
-      a.models.push_back({str(m.getName()), str(m.getKind()), str(m.getArch()), m.getInputWidth(), m.getOutputWidth()});
+      a.models.push_back({str(m.getName()), str(m.getKind()), str(m.getArch()), m.getInputWidth(),
+                          m.getOutputWidth()});
     }
     return a;
   });

@@ -55,16 +55,19 @@ class inference_impl final : public ::Inference::Server {
   kj::Promise<void> inferRec(InferRecContext ctx) override {
     auto [promise, done] = cross_thread_reply<rec_answer>();
     s_.infer_rec(detail::read(ctx.getParams().getRequest()), std::move(done));
-    return promise.then([ctx](rec_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
+    return promise.then(
+        [ctx](rec_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
   }
 
   kj::Promise<void> inferTensor(InferTensorContext ctx) override {
     auto p = ctx.getParams();
     auto payload = p.getPayload();
     auto [promise, done] = cross_thread_reply<tensor_answer>();
-    s_.infer_tensor(str(p.getModel()), {reinterpret_cast<const std::byte*>(payload.begin()), payload.size()},
+    s_.infer_tensor(str(p.getModel()),
+                    {reinterpret_cast<const std::byte*>(payload.begin()), payload.size()},
                     p.getDeadlineUs(), std::move(done));
-    return promise.then([ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
+    return promise.then(
+        [ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
   }
 
   kj::Promise<void> openSplit(OpenSplitContext ctx) override {
@@ -81,8 +84,10 @@ class inference_impl final : public ::Inference::Server {
   kj::Promise<void> inferSplit(InferSplitContext ctx) override {
     auto p = ctx.getParams();
     auto [promise, done] = cross_thread_reply<tensor_answer>();
-    s_.infer_split(str(p.getModel()), p.getCallId(), p.getBytes(), p.getDeadlineUs(), std::move(done));
-    return promise.then([ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
+    s_.infer_split(str(p.getModel()), p.getCallId(), p.getBytes(), p.getDeadlineUs(),
+                   std::move(done));
+    return promise.then(
+        [ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
   }
 
  private:
@@ -140,7 +145,8 @@ class admin_impl final : public ::Admin::Server {
   kj::Promise<void> setTunable(SetTunableContext ctx) override {
     auto p = ctx.getParams();
     if (refuse(p.getToken(), ctx.getResults())) return kj::READY_NOW;
-    return answer(ctx.getResults(), s_.set_tunable(str(p.getModel()), str(p.getName()), str(p.getValue())));
+    return answer(ctx.getResults(),
+                  s_.set_tunable(str(p.getModel()), str(p.getName()), str(p.getValue())));
   }
 
   kj::Promise<void> members(MembersContext ctx) override {
@@ -198,10 +204,10 @@ struct rpc_server::impl {
   std::thread thread;  // "rpc-server": owns the event loop and every Cap'n Proto object
   std::mutex mu;
   std::condition_variable cv;
-  bool ready = false;                                         // guarded by mu
-  int port = 0;                                               // guarded by mu
-  std::string error;                                          // guarded by mu
-  kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop;        // guarded by mu
+  bool ready = false;                                   // guarded by mu
+  int port = 0;                                         // guarded by mu
+  std::string error;                                    // guarded by mu
+  kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop;  // guarded by mu
 
   void run(server_options o, rpc_service& service) {
     try {
@@ -211,7 +217,8 @@ struct rpc_server::impl {
       capnp::ReaderOptions limits;
       limits.traversalLimitInWords = o.max_message_bytes / 8;
       limits.nestingLimit = 32;
-      capnp::EzRpcServer server(kj::heap<root_impl>(service, o.admin_token), host, port_wanted, limits);
+      capnp::EzRpcServer server(kj::heap<root_impl>(service, o.admin_token), host, port_wanted,
+                                limits);
       auto& ws = server.getWaitScope();
       const unsigned bound = server.getPort().wait(ws);
       auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();

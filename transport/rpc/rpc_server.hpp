@@ -14,9 +14,9 @@
 namespace spindle::transport::rpc {
 
 struct server_options {
-  std::string listen = "127.0.0.1:0";              // port 0: a free port, see port()
-  std::string admin_token;                          // empty: Admin is refused entirely
-  std::uint64_t max_message_bytes = 64ull << 20;    // traversal limit of one message
+  std::string listen = "127.0.0.1:0";             // port 0: a free port, see port()
+  std::string admin_token;                        // empty: Admin is refused entirely
+  std::uint64_t max_message_bytes = 64ull << 20;  // traversal limit of one message
 };
 
 class rpc_server {

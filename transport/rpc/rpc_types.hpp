@@ -15,7 +15,15 @@
 
 namespace spindle::transport::rpc {
 
-enum class rpc_status { ok, overloaded, deadline_exceeded, bad_request, unavailable, internal, unauthorized };
+enum class rpc_status {
+  ok,
+  overloaded,
+  deadline_exceeded,
+  bad_request,
+  unavailable,
+  internal,
+  unauthorized
+};
 std::string_view to_string(rpc_status s);
 
 struct gnn_call {

@@ -158,8 +158,8 @@ ucs_status_t am_trampoline(void* arg, const void* /*header*/, size_t /*header_le
 }  // namespace
 
 namespace {
-ucs_status_t bulk_trampoline(void* arg, const void* header, size_t header_length, void* data, size_t length,
-                             const ucp_am_recv_param_t* param) {
+ucs_status_t bulk_trampoline(void* arg, const void* header, size_t header_length, void* data,
+                             size_t length, const ucp_am_recv_param_t* param) {
   auto* handler = static_cast<worker::bulk_handler*>(arg);
   worker::bulk_message m;
   m.header = {static_cast<const std::byte*>(header), header_length};
@@ -177,7 +177,9 @@ ucs_status_t bulk_trampoline(void* arg, const void* header, size_t header_length
 
 void rndv_done(void* request, ucs_status_t st, size_t, void* user) {
   auto* done = static_cast<std::function<void(status)>*>(user);
-  (*done)(st == UCS_OK ? status::ok() : make_error(errc::unavailable, "ucp_am_recv_data_nbx: {}", ucs_status_string(st)));
+  (*done)(st == UCS_OK
+              ? status::ok()
+              : make_error(errc::unavailable, "ucp_am_recv_data_nbx: {}", ucs_status_string(st)));
   delete done;
   if (request != nullptr) ucp_request_free(request);
 }
@@ -303,7 +305,8 @@ status endpoint::send_bulk(unsigned id, std::span<const std::byte> header,
                            std::span<const std::byte> payload, int timeout_ms) {
   if (s_->failed) return make_error(errc::unavailable, "endpoint: peer is unreachable");
   ucp_request_param_t p{};
-  void* req = ucp_am_send_nbx(s_->handle, id, header.data(), header.size(), payload.data(), payload.size(), &p);
+  void* req = ucp_am_send_nbx(s_->handle, id, header.data(), header.size(), payload.data(),
+                              payload.size(), &p);
   return s_->owner->wait_request(req, timeout_ms, "ucp_am_send_nbx (bulk)");
 }
 

@@ -67,8 +67,8 @@ class worker {
     std::span<const std::byte> header;
     std::span<const std::byte> data;  // eager payload
     bool rndv = false;
-    void* rndv_desc = nullptr;        // for receive_rndv
-    std::size_t length = 0;           // payload bytes (eager or rndv)
+    void* rndv_desc = nullptr;  // for receive_rndv
+    std::size_t length = 0;     // payload bytes (eager or rndv)
   };
   using bulk_handler = std::function<void(const bulk_message&)>;
   /// Registers `handler` for bulk messages with `id` (runs on the progressing thread).
@@ -107,8 +107,8 @@ class endpoint {
   status send_am(unsigned id, std::span<const std::byte> payload, int timeout_ms);
   /// Sends header + payload (rendezvous when large, so the receiver pulls the
   /// payload straight into its buffer) and waits for local completion.
-  status send_bulk(unsigned id, std::span<const std::byte> header, std::span<const std::byte> payload,
-                   int timeout_ms);
+  status send_bulk(unsigned id, std::span<const std::byte> header,
+                   std::span<const std::byte> payload, int timeout_ms);
 
  private:
   struct state;
