@@ -9,8 +9,9 @@ struct pipeline_state {
 
 caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const graph::dataset* ds,
                              const nn::model* model, const sched::psgs_router* router,
-                             thread_pool* pool) {
-  self->state.pipeline = std::make_unique<sched::gnn_pipeline>(*ds, *model, *router, *pool);
+                             thread_pool* pool, sched::feature_source features) {
+  self->state.pipeline =
+      std::make_unique<sched::gnn_pipeline>(*ds, *model, *router, *pool, std::move(features));
   return {
       [=](run_atom, const batch_job& job) -> sched::batch_result {
         return self->state.pipeline->run(job.requests);
@@ -21,8 +22,9 @@ caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const gr
 }  // namespace
 
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
-                          const sched::psgs_router& router, thread_pool& pool) {
-  return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool);
+                          const sched::psgs_router& router, thread_pool& pool,
+                          sched::feature_source features) {
+  return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool, std::move(features));
 }
 
 }  // namespace spindle::actors

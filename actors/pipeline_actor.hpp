@@ -12,7 +12,10 @@ namespace spindle::actors {
 
 /// Spawns a detached pipeline actor owning a gnn_pipeline over the shared
 /// dataset, model and router (which must outlive the actor system).
+/// `features` (optional) replaces reading the dataset's own feature matrix, e.g.
+/// with a gatherer over shards in other processes.
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
-                          const sched::psgs_router& router, thread_pool& pool);
+                          const sched::psgs_router& router, thread_pool& pool,
+                          sched::feature_source features = {});
 
 }  // namespace spindle::actors

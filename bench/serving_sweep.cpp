@@ -5,13 +5,23 @@
 // under 10 ms. Baseline in the same run: the pipeline called directly in one
 // thread, batch 32, no actors (its throughput is the ceiling of one pipeline).
 //
-// usage: serving_sweep [SCALE=20] [DATA_DIR]
+// With PROCS=2, half the feature rows (odd node ids) live in a second process
+// (`spindle serve-shard`, UCX-allocated memory) and the pipelines read them
+// through the feature lookup table over UCX (mapped shared memory on one host);
+// the direct baseline reads the same way.
+//
+// usage: serving_sweep [SCALE=20] [DATA_DIR] [PROCS=1 SPINDLE_BINARY]
 #include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "actors/batcher_actor.hpp"
+#include "core/npy.hpp"
+#include "core/subprocess.hpp"
+#include "embedding/feature_gather.hpp"
+#include "embedding/feature_shard.hpp"
+#include "transport/ucx/ucx.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "bench/bench_util.hpp"
@@ -38,6 +48,53 @@ point run_rate(caf::actor_system& sys, caf::actor batcher, const std::vector<sch
   return {rate, double(lat.size()) / result->wall_s, bench::percentile(lat, 0.99) * 1e3};
 }
 
+// The two-process feature plane: even ids in this process, odd ids in a
+// `spindle serve-shard` child; one gatherer, used by one pipeline thread at a time.
+struct two_process_features {
+  std::optional<child_process> owner;
+  std::optional<sched::feature_lookup> lookup;
+  std::vector<std::byte> local;
+  std::optional<transport::ucx::context> ctx;
+  std::optional<transport::ucx::worker> worker;
+  std::unique_ptr<transport::ucx::remote_region> region;
+  std::unique_ptr<embedding::feature_gatherer> gatherer;
+  std::mutex mu;
+
+  status start(const graph::dataset& ds, const std::string& dir, const std::string& binary) {
+    const auto n = std::uint64_t(ds.num_nodes());
+    const auto dim = std::uint32_t(ds.feature_dim());
+    sched::lookup_builder b(n, 2);
+    for (std::uint64_t v = 0; v < n; ++v) SPINDLE_TRY(b.assign(v, {sched::shard_index(v % 2)}));
+    SPINDLE_ASSIGN_OR_RETURN(auto lk, std::move(b).finish());
+    lookup.emplace(std::move(lk));
+    const auto odd = lookup->shard_rows(1);
+    std::vector<std::int64_t> ids(odd.begin(), odd.end());
+    const std::string rows = dir + "/odd_rows.npy";
+    SPINDLE_TRY(write_npy(rows, dtype::i64, {std::int64_t(ids.size())}, ids.data()).error_or_ok());
+    SPINDLE_ASSIGN_OR_RETURN(auto child, child_process::spawn({binary, "serve-shard", dir, "--rows", rows},
+                                                              {"SPINDLE_PROGRESS=0"}));
+    owner.emplace(std::move(child));
+    SPINDLE_ASSIGN_OR_RETURN(auto line, owner->wait_for("descriptor ", 300'000));
+    SPINDLE_ASSIGN_OR_RETURN(auto desc, transport::ucx::region_descriptor::decode(line));
+    SPINDLE_ASSIGN_OR_RETURN(auto c, transport::ucx::context::create());
+    ctx.emplace(std::move(c));
+    SPINDLE_ASSIGN_OR_RETURN(auto w, transport::ucx::worker::create(*ctx));
+    worker.emplace(std::move(w));
+    SPINDLE_ASSIGN_OR_RETURN(region, transport::ucx::remote_region::attach(*worker, desc, 60'000));
+    local.resize(embedding::shard_bytes(lookup->shard_row_count(0), dim));
+    SPINDLE_TRY(embedding::fill_shard(*lookup, 0, ds.features(), dim, local));
+    gatherer = std::make_unique<embedding::feature_gatherer>(
+        *lookup, dim * 4, std::vector<embedding::shard_access>{{local.data(), nullptr, 0.0}, {nullptr, region.get(), 1.0}});
+    return status::ok();
+  }
+  sched::feature_source source(std::uint32_t dim) {
+    return [this, dim](std::span<const std::int64_t> ids, float* out) -> status {
+      std::lock_guard lock(mu);
+      return gatherer->gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim * 4}).error_or_ok();
+    };
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,6 +110,16 @@ int main(int argc, char** argv) {
     if (auto st = graph::generate_dataset(o, dir, pool); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
   }
   auto ds = graph::dataset::open(dir);
+  const int procs = argc > 3 ? std::atoi(argv[3]) : 1;
+  two_process_features two;
+  sched::feature_source features;
+  if (procs == 2) {
+    if (argc < 5) return fmt::print(stderr, "PROCS=2 needs SPINDLE_BINARY\n"), 2;
+    if (auto st = two.start(*ds, dir, argv[4]); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    features = two.source(std::uint32_t(ds->feature_dim()));
+    fmt::print("2 processes: odd node ids' features in a serve-shard process, read over UCX ({})\n",
+               two.region->mapped() ? "mapped shared memory" : "one-sided gets");
+  }
   const std::string mdir = (std::filesystem::temp_directory_path() / "spindle-sweep-model").string();
   config::model_desc d;
   d.arch = config::model_arch::graphsage;
@@ -72,7 +139,7 @@ int main(int argc, char** argv) {
   auto router0 = std::make_shared<sched::psgs_router>(*cal, sched::routing_policy::strict);
   std::vector<sched::gnn_request> base(2000);
   for (std::size_t i = 0; i < base.size(); ++i) base[i] = {{pick(rng)}, i};
-  sched::gnn_pipeline direct(*ds, *model, *router0, pool);
+  sched::gnn_pipeline direct(*ds, *model, *router0, pool, features);
   auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < base.size(); i += 32)
     direct.run({base.begin() + i, base.begin() + std::min(base.size(), i + 32)});
@@ -96,7 +163,7 @@ int main(int argc, char** argv) {
     caf::actor_system_config cfg;
     cfg.set("scheduler.max-threads", 1);
     caf::actor_system sys{cfg};
-    std::vector<caf::actor> pipes = {actors::spawn_pipeline(sys, *ds, *model, *router, pool)};
+    std::vector<caf::actor> pipes = {actors::spawn_pipeline(sys, *ds, *model, *router, pool, features)};
     sched::batch_policy bp;
     bp.max_batch = 32;
     bp.deadline = std::chrono::milliseconds(2);
