@@ -106,6 +106,24 @@ bool fail_caf(Answer& a, const caf::error* e, std::uint32_t deadline_us) {
   return true;
 }
 
+// The common part of answering a forwarded call: a failed actor request, a
+// serving error, or a missed deadline. True when the reply's result is to be used.
+template <class Answer, class Reply>
+bool settle(Answer& a, const Reply* r, const caf::error* err, std::uint32_t deadline) {
+  if (fail_caf(a, err, deadline)) return false;
+  if (!r->error.empty()) {
+    a.status = status_of_error(r->error);
+    a.message = r->error;
+    return false;
+  }
+  if (deadline > 0 && a.server_us > deadline) {
+    a.status = rpc_status::deadline_exceeded;
+    a.message = fmt::format("answered after {} us, deadline {} us", a.server_us, deadline);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct gateway::state {
@@ -211,22 +229,13 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
                      gnn_answer a;
                      const double ms = ms_since(t0);
                      a.server_us = std::uint64_t(ms * 1e3);
-                     if (!fail_caf(a, err, deadline)) {
-                       if (!r->error.empty()) {
-                         a.status = status_of_error(r->error);
-                         a.message = r->error;
-                       } else if (deadline > 0 && a.server_us > deadline) {
-                         a.status = rpc_status::deadline_exceeded;
-                         a.message = fmt::format("answered after {} us, deadline {} us",
-                                                 a.server_us, deadline);
-                       } else {
-                         a.width = width;
-                         a.outputs = r->output;
-                         e->c.batching.observe(r->queued_s);
-                         e->c.sampling.observe(r->times.sample_s);
-                         e->c.gathering.observe(r->times.gather_s);
-                         e->c.compute.observe(r->times.compute_s);
-                       }
+                     if (settle(a, r, err, deadline)) {
+                       a.width = width;
+                       a.outputs = r->output;
+                       e->c.batching.observe(r->queued_s);
+                       e->c.sampling.observe(r->times.sample_s);
+                       e->c.gathering.observe(r->times.gather_s);
+                       e->c.compute.observe(r->times.compute_s);
                      }
                      e->c.record(a.status, ms);
                      done(std::move(a));
@@ -276,14 +285,7 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
                                 rec_answer a;
                                 const double ms = ms_since(t0);
                                 a.server_us = std::uint64_t(ms * 1e3);
-                                if (!fail_caf(a, err, deadline)) {
-                                  if (!r->error.empty()) {
-                                    a.status = status_of_error(r->error);
-                                    a.message = r->error;
-                                  } else {
-                                    a.scores = r->scores;
-                                  }
-                                }
+                                if (settle(a, r, err, deadline)) a.scores = r->scores;
                                 e->c.record(a.status, ms);
                                 done(std::move(a));
                               }});

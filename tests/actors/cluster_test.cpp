@@ -177,6 +177,23 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
 // still equals the single-process answer.
 class cluster_serving_failure_test : public ::testing::TestWithParam<std::string> {};
 
+// Reads the coordinator's output up to its "answers" line, collecting failed request ids.
+void read_answers(child_process& coord, int timeout_ms, std::vector<std::uint64_t>& failed,
+                  std::string& answers) {
+  for (;;) {
+    auto line = coord.read_line(timeout_ms);
+    ASSERT_TRUE(line.has_value()) << "coordinator hung or died";
+    if (line->rfind("failed_ids ", 0) == 0) {
+      std::stringstream ids(line->substr(11));
+      for (std::string id; std::getline(ids, id, ',');) failed.push_back(std::stoull(id));
+    }
+    if (line->rfind("answers ", 0) == 0) {
+      answers = *line;
+      return;
+    }
+  }
+}
+
 TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requests) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_kill");
@@ -192,18 +209,7 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
   members[0].wait();
   std::vector<std::uint64_t> failed;
   std::string answers;
-  for (;;) {
-    auto line = coord.read_line(120'000);
-    ASSERT_TRUE(line.has_value()) << "coordinator hung or died";
-    if (line->rfind("failed_ids ", 0) == 0) {
-      std::stringstream ids(line->substr(11));
-      for (std::string id; std::getline(ids, id, ',');) failed.push_back(std::stoull(id));
-    }
-    if (line->rfind("answers ", 0) == 0) {
-      answers = *line;
-      break;
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(read_answers(coord, 120'000, failed, answers));
   EXPECT_FALSE(failed.empty()) << answers;
   EXPECT_LT(failed.size(), 50000u) << answers;  // requests before the kill were answered
   EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(50000, failed))),
@@ -238,18 +244,7 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   members[0] = c.member(1, env);
   std::vector<std::uint64_t> failed;
   std::string answers;
-  for (;;) {
-    auto line = coord.read_line(240'000);
-    ASSERT_TRUE(line.has_value()) << "coordinator hung or died";
-    if (line->rfind("failed_ids ", 0) == 0) {
-      std::stringstream ids(line->substr(11));
-      for (std::string id; std::getline(ids, id, ',');) failed.push_back(std::stoull(id));
-    }
-    if (line->rfind("answers ", 0) == 0) {
-      answers = *line;
-      break;
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(read_answers(coord, 240'000, failed, answers));
   ASSERT_FALSE(failed.empty()) << answers;
   EXPECT_LT(*std::max_element(failed.begin(), failed.end()), n * 9 / 10)
       << "requests still failed near the end: the member was not read again";
