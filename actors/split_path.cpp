@@ -115,6 +115,7 @@ struct model_state {
 
 // A split call: its payload and its control record may arrive in either order.
 struct split_call {
+  clock_type::time_point first_seen = clock_type::now();
   std::uint32_t model = 0;
   bool landed = false, has_slot = false;
   std::uint64_t slot = 0, bytes = 0;
@@ -133,6 +134,55 @@ struct split_path::impl {
   std::unordered_map<std::uint64_t, split_call> calls;  // guarded by calls_mu
   std::atomic<std::uint64_t> n_calls{0}, copied{0}, zero_copy{0};
   std::atomic<std::uint64_t> unified_ids{1ull << 63};
+  std::chrono::milliseconds orphan_after{5000};
+  std::mutex reap_mu;
+  std::condition_variable reap_cv;
+  bool stopping = false;  // guarded by reap_mu
+  std::thread reaper;     // "split-reaper"
+
+  // A payload whose control record never came holds its queue slot, and every
+  // later request of that model waits behind it; a control record whose payload
+  // never came waits forever. After `orphan_after` both are resolved: the slot
+  // passes through the executor unanswered, the control is answered unavailable.
+  void reap() {
+    std::vector<std::pair<split_call, std::uint64_t>> orphans;
+    {
+      std::lock_guard lock(calls_mu);
+      const auto now = clock_type::now();
+      for (auto it = calls.begin(); it != calls.end();) {
+        const split_call& c = it->second;
+        const bool stale = now - c.first_seen > orphan_after;
+        const bool payload_only = c.landed && !c.control;
+        const bool control_only = c.control && !c.landed && !c.has_slot;  // no payload seen at all
+        if (stale && (payload_only || control_only)) {
+          orphans.emplace_back(std::move(it->second), it->first);
+          it = calls.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& [c, id] : orphans) {
+      if (c.control) {
+        c.control->done({rpc_status::unavailable,
+                         fmt::format("the payload of call {} never arrived within {} ms", id, orphan_after.count())});
+      } else if (c.has_slot) {
+        log::warn("split path: payload of call {} had no control record within {} ms; dropped", id,
+                  orphan_after.count());
+        models[c.model]->ready(c.slot, {id, nullptr, c.first_seen, 0});
+      }
+    }
+  }
+
+  void reap_loop() {
+    std::unique_lock lock(reap_mu);
+    while (!stopping) {
+      reap_cv.wait_for(lock, std::chrono::milliseconds(100));
+      lock.unlock();
+      reap();
+      lock.lock();
+    }
+  }
 
   model_state* find(const std::string& name) {
     for (auto& m : models) {
@@ -210,8 +260,10 @@ struct split_path::impl {
 };
 
 expected<std::unique_ptr<split_path>> split_path::create(std::vector<tensor_model> models,
-                                                         std::size_t queue_bytes) {
+                                                         std::size_t queue_bytes,
+                                                         std::chrono::milliseconds orphan_after) {
   auto i = std::make_unique<impl>();
+  i->orphan_after = orphan_after;
   for (auto& m : models) {
     auto st = std::make_unique<model_state>();
     SPINDLE_ASSIGN_OR_RETURN(st->queue, sched::tensor_queue::create(queue_bytes));
@@ -227,6 +279,8 @@ expected<std::unique_ptr<split_path>> split_path::create(std::vector<tensor_mode
       transport::rpc::split_am_id,
       [raw](const transport::ucx::worker::bulk_message& m) { raw->on_payload(m); }));
   i->rx.emplace(*i->worker);
+  i->reaper = std::thread([raw] { raw->reap_loop(); });
+  pthread_setname_np(i->reaper.native_handle(), "split-reaper");
   for (auto& m : i->models) {
     model_state* ms = m.get();
     ms->exec = std::thread([ms] { ms->run(); });
@@ -239,6 +293,12 @@ split_path::split_path(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 
 split_path::~split_path() {
   impl_->rx.reset();  // no more payloads
+  {
+    std::lock_guard lock(impl_->reap_mu);
+    impl_->stopping = true;
+  }
+  impl_->reap_cv.notify_all();
+  impl_->reaper.join();
   for (auto& m : impl_->models) {
     {
       std::lock_guard lock(m->mu);

@@ -5,10 +5,11 @@
 // Cap'n Proto message (copied once into the queue). An Inference Monitor per
 // model tracks READY -> RX_COMPLETE -> WORK_COMPLETE -> TX_COMPLETE; an
 // executor thread per model takes committed requests as one contiguous span.
-// Threads: "split-rx" (UCX progress, payload arrival), "tensor-<model>" (one
-// executor per model). Thread-safe entry points.
+// Threads: "ucx-progress" (payload arrival), "tensor-<model>" (one executor per
+// model), "split-reaper" (orphaned halves). Thread-safe entry points.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,9 +39,13 @@ struct split_stats {
 
 class split_path {
  public:
-  /// `queue_bytes` per model; starts the UCX worker and the executors.
-  static expected<std::unique_ptr<split_path>> create(std::vector<tensor_model> models,
-                                                      std::size_t queue_bytes = 64u << 20);
+  /// `queue_bytes` per model; starts the UCX worker and the executors. A payload
+  /// or a control record left without its other half for `orphan_after` is
+  /// resolved by the thread "split-reaper" (the slot is skipped, the call answered
+  /// unavailable).
+  static expected<std::unique_ptr<split_path>> create(
+      std::vector<tensor_model> models, std::size_t queue_bytes = 64u << 20,
+      std::chrono::milliseconds orphan_after = std::chrono::milliseconds(5000));
   ~split_path();
 
   void infer_tensor(const std::string& model, std::span<const std::byte> payload,
