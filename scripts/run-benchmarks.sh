@@ -48,6 +48,9 @@ echo
 echo "== throughput vs p99, one process (bench/serving_sweep) =="
 "$build/bench/serving_sweep" 20 "$cache/rmat20-f128"
 echo
+echo "== throughput vs p99, two processes (bench/serving_sweep ... 2) =="
+"$build/bench/serving_sweep" 20 "$cache/rmat20-f128" 2 "$spindle"
+echo
 echo "== HPS embedding cache (bench/hps_cache_bench) =="
 "$build/bench/hps_cache_bench" 1000000 64 "$build/hps-warmup"
 echo
