@@ -219,27 +219,26 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
   const auto width = std::uint32_t(e->b.model->desc().out);
-  caf::anon_send(
-      s_->forward,
-      gnn_dispatch{e->b.batcher,
-                   {std::move(call.seeds), call.sampler_seed},
-                   timeout_of(deadline),
-                   [e, done, t0, deadline, width](const gnn_reply* r, const caf::error* err) {
-                     --e->c.in_flight;
-                     gnn_answer a;
-                     const double ms = ms_since(t0);
-                     a.server_us = std::uint64_t(ms * 1e3);
-                     if (settle(a, r, err, deadline)) {
-                       a.width = width;
-                       a.outputs = r->output;
-                       e->c.batching.observe(r->queued_s);
-                       e->c.sampling.observe(r->times.sample_s);
-                       e->c.gathering.observe(r->times.gather_s);
-                       e->c.compute.observe(r->times.compute_s);
-                     }
-                     e->c.record(a.status, ms);
-                     done(std::move(a));
-                   }});
+  caf::anon_send(s_->forward, gnn_dispatch{e->b.batcher,
+                                           {std::move(call.seeds), call.sampler_seed},
+                                           timeout_of(deadline),
+                                           [e, done, t0, deadline, width](const gnn_reply* r,
+                                                                          const caf::error* err) {
+                                             --e->c.in_flight;
+                                             gnn_answer a;
+                                             const double ms = ms_since(t0);
+                                             a.server_us = std::uint64_t(ms * 1e3);
+                                             if (settle(a, r, err, deadline)) {
+                                               a.width = width;
+                                               a.outputs = r->output;
+                                               e->c.batching.observe(r->queued_s);
+                                               e->c.sampling.observe(r->times.sample_s);
+                                               e->c.gathering.observe(r->times.gather_s);
+                                               e->c.compute.observe(r->times.compute_s);
+                                             }
+                                             e->c.record(a.status, ms);
+                                             done(std::move(a));
+                                           }});
 }
 
 namespace {

@@ -165,7 +165,8 @@ struct split_path::impl {
     for (auto& [c, id] : orphans) {
       if (c.control) {
         c.control->done({rpc_status::unavailable,
-                         fmt::format("the payload of call {} never arrived within {} ms", id, orphan_after.count())});
+                         fmt::format("the payload of call {} never arrived within {} ms", id,
+                                     orphan_after.count())});
       } else if (c.has_slot) {
         log::warn("split path: payload of call {} had no control record within {} ms; dropped", id,
                   orphan_after.count());

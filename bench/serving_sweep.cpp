@@ -11,24 +11,24 @@
 // the direct baseline reads the same way.
 //
 // usage: serving_sweep [SCALE=20] [DATA_DIR] [PROCS=1 SPINDLE_BINARY]
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <random>
 
-#include <fmt/format.h>
-
 #include "actors/batcher_actor.hpp"
-#include "core/npy.hpp"
-#include "core/subprocess.hpp"
-#include "embedding/feature_gather.hpp"
-#include "embedding/feature_shard.hpp"
-#include "transport/ucx/ucx.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "bench/bench_util.hpp"
+#include "core/npy.hpp"
 #include "core/progress.hpp"
+#include "core/subprocess.hpp"
+#include "embedding/feature_gather.hpp"
+#include "embedding/feature_shard.hpp"
 #include "graph/metrics.hpp"
 #include "graph/prepare.hpp"
 #include "sched/psgs_calibrate.hpp"
+#include "transport/ucx/ucx.hpp"
 
 using namespace spindle;
 
@@ -38,8 +38,8 @@ struct point {
   double offered = 0, achieved = 0, p99_ms = 0;
 };
 
-point run_rate(caf::actor_system& sys, caf::actor batcher, const std::vector<sched::gnn_request>& reqs,
-               double rate) {
+point run_rate(caf::actor_system& sys, caf::actor batcher,
+               const std::vector<sched::gnn_request>& reqs, double rate) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(sys, batcher, {reqs, rate, 0}, result, self);
@@ -71,8 +71,9 @@ struct two_process_features {
     std::vector<std::int64_t> ids(odd.begin(), odd.end());
     const std::string rows = dir + "/odd_rows.npy";
     SPINDLE_TRY(write_npy(rows, dtype::i64, {std::int64_t(ids.size())}, ids.data()).error_or_ok());
-    SPINDLE_ASSIGN_OR_RETURN(auto child, child_process::spawn({binary, "serve-shard", dir, "--rows", rows},
-                                                              {"SPINDLE_PROGRESS=0"}));
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto child,
+        child_process::spawn({binary, "serve-shard", dir, "--rows", rows}, {"SPINDLE_PROGRESS=0"}));
     owner.emplace(std::move(child));
     SPINDLE_ASSIGN_OR_RETURN(auto line, owner->wait_for("descriptor ", 300'000));
     SPINDLE_ASSIGN_OR_RETURN(auto desc, transport::ucx::region_descriptor::decode(line));
@@ -84,13 +85,16 @@ struct two_process_features {
     local.resize(embedding::shard_bytes(lookup->shard_row_count(0), dim));
     SPINDLE_TRY(embedding::fill_shard(*lookup, 0, ds.features(), dim, local));
     gatherer = std::make_unique<embedding::feature_gatherer>(
-        *lookup, dim * 4, std::vector<embedding::shard_access>{{local.data(), nullptr, 0.0}, {nullptr, region.get(), 1.0}});
+        *lookup, dim * 4,
+        std::vector<embedding::shard_access>{{local.data(), nullptr, 0.0},
+                                             {nullptr, region.get(), 1.0}});
     return status::ok();
   }
   sched::feature_source source(std::uint32_t dim) {
     return [this, dim](std::span<const std::int64_t> ids, float* out) -> status {
       std::lock_guard lock(mu);
-      return gatherer->gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim * 4}).error_or_ok();
+      return gatherer->gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim * 4})
+          .error_or_ok();
     };
   }
 };
@@ -107,7 +111,8 @@ int main(int argc, char** argv) {
     graph::generate_options o;
     o.rmat.scale = scale;
     o.feature_dim = 128;
-    if (auto st = graph::generate_dataset(o, dir, pool); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    if (auto st = graph::generate_dataset(o, dir, pool); !st)
+      return fmt::print(stderr, "{}\n", st.to_string()), 1;
   }
   auto ds = graph::dataset::open(dir);
   const int procs = argc > 3 ? std::atoi(argv[3]) : 1;
@@ -115,16 +120,19 @@ int main(int argc, char** argv) {
   sched::feature_source features;
   if (procs == 2) {
     if (argc < 5) return fmt::print(stderr, "PROCS=2 needs SPINDLE_BINARY\n"), 2;
-    if (auto st = two.start(*ds, dir, argv[4]); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    if (auto st = two.start(*ds, dir, argv[4]); !st)
+      return fmt::print(stderr, "{}\n", st.to_string()), 1;
     features = two.source(std::uint32_t(ds->feature_dim()));
     fmt::print("2 processes: odd node ids' features in a serve-shard process, read over UCX ({})\n",
                two.region->mapped() ? "mapped shared memory" : "one-sided gets");
   }
-  const std::string mdir = (std::filesystem::temp_directory_path() / "spindle-sweep-model").string();
+  const std::string mdir =
+      (std::filesystem::temp_directory_path() / "spindle-sweep-model").string();
   config::model_desc d;
   d.arch = config::model_arch::graphsage;
   d.in = 128, d.hidden = 256, d.out = 47;
-  if (auto st = nn::init_model(d, 1, mdir); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+  if (auto st = nn::init_model(d, 1, mdir); !st)
+    return fmt::print(stderr, "{}\n", st.to_string()), 1;
   nn::heap_allocator weights;
   auto model = nn::model::load(mdir, weights);
   sched::calibrate_options co;
@@ -144,9 +152,10 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < base.size(); i += 32)
     direct.run({base.begin() + i, base.begin() + std::min(base.size(), i + 32)});
   const double ceiling = double(base.size()) / bench::seconds_since(t0);
-  fmt::print("R-MAT scale {}, GraphSAGE 128-256-47 [25,10], 1-seed requests; direct pipeline "
-             "(batch 32, no actors): {:.0f} req/s\n",
-             scale, ceiling);
+  fmt::print(
+      "R-MAT scale {}, GraphSAGE 128-256-47 [25,10], 1-seed requests; direct pipeline "
+      "(batch 32, no actors): {:.0f} req/s\n",
+      scale, ceiling);
   fmt::print("{:<14} | {:>16} {:>16} | {}\n", "policy", "max rps p99<10ms", "max rps p99<30ms",
              "sweep (offered: achieved / p99 ms)");
   struct variant {
@@ -154,25 +163,27 @@ int main(int argc, char** argv) {
     sched::routing_policy policy;
     sched::psgs_router::choice fixed;
   };
-  for (const auto& v : std::vector<variant>{{"PSGS-Strict", sched::routing_policy::strict, {}},
-                                            {"PSGS-Loose", sched::routing_policy::loose, {}},
-                                            {"inline-only", sched::routing_policy::fixed, sched::psgs_router::choice::small},
-                                            {"pooled-only", sched::routing_policy::fixed, sched::psgs_router::choice::large}}) {
+  for (const auto& v : std::vector<variant>{
+           {"PSGS-Strict", sched::routing_policy::strict, {}},
+           {"PSGS-Loose", sched::routing_policy::loose, {}},
+           {"inline-only", sched::routing_policy::fixed, sched::psgs_router::choice::small},
+           {"pooled-only", sched::routing_policy::fixed, sched::psgs_router::choice::large}}) {
     auto router = std::make_shared<sched::psgs_router>(*cal, v.policy);
     router->set_fixed(v.fixed);
     caf::actor_system_config cfg;
     cfg.set("scheduler.max-threads", 1);
     caf::actor_system sys{cfg};
-    std::vector<caf::actor> pipes = {actors::spawn_pipeline(sys, *ds, *model, *router, pool, features)};
+    std::vector<caf::actor> pipes = {
+        actors::spawn_pipeline(sys, *ds, *model, *router, pool, features)};
     sched::batch_policy bp;
     bp.max_batch = 32;
     bp.deadline = std::chrono::milliseconds(2);
     const double point = router->threshold();
     if (point > 0 && std::isfinite(point)) bp.psgs_threshold = point;
     const auto* dsp = &*ds;
-    auto batcher = actors::spawn_batcher(sys, pipes, bp, router, [dsp](const sched::gnn_request& r) {
-      return dsp->psgs()[std::size_t(r.seeds[0])];
-    });
+    auto batcher = actors::spawn_batcher(
+        sys, pipes, bp, router,
+        [dsp](const sched::gnn_request& r) { return dsp->psgs()[std::size_t(r.seeds[0])]; });
     double best10 = 0, best30 = 0;
     std::string sweep;
     for (double rate = 250; rate <= 4 * ceiling; rate *= 1.5) {

@@ -37,7 +37,8 @@ struct sender {
 std::future<rpc::tensor_answer> control(split_path& p, std::uint64_t call, std::size_t bytes) {
   auto promise = std::make_shared<std::promise<rpc::tensor_answer>>();
   auto f = promise->get_future();
-  p.infer_split("sum", call, bytes, 0, [promise](rpc::tensor_answer a) { promise->set_value(std::move(a)); });
+  p.infer_split("sum", call, bytes, 0,
+                [promise](rpc::tensor_answer a) { promise->set_value(std::move(a)); });
   return f;
 }
 
@@ -67,7 +68,8 @@ TEST(split_path_test, halves_in_either_order_and_orphans_are_resolved) {
   auto uf = unified->get_future();
   (*p)->infer_tensor("sum", std::as_bytes(std::span(payload)), 0,
                      [unified](rpc::tensor_answer x) { unified->set_value(std::move(x)); });
-  ASSERT_EQ(uf.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "blocked behind the orphan";
+  ASSERT_EQ(uf.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "blocked behind the orphan";
   EXPECT_EQ(uf.get().result[0], 512.0f);
 
   auto lonely = control(**p, 4, 4096);  // a control record whose payload never comes
