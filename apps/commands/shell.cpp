@@ -6,7 +6,9 @@
 // -c when a command failed).
 #include <editline/readline.h>
 #include <fmt/ranges.h>
+#include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -77,19 +79,40 @@ void print_watch_table(const std::string& json) {
   }
 }
 
+std::atomic<bool> g_interrupted{false};
+void on_interrupt(int) { g_interrupted = true; }
+
+// Ctrl-C ends a `watch` and returns to the prompt instead of ending the shell.
+struct interrupt_scope {
+  struct sigaction old {};
+  interrupt_scope() {
+    g_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+  }
+  ~interrupt_scope() { sigaction(SIGINT, &old, nullptr); }
+};
+
 status watch(shell_state& s, const std::vector<std::string>& w) {
   if (w.size() < 2 || w[1] != "stats")
     return make_error(errc::invalid_argument, "usage: watch stats [SECONDS] [TIMES]");
   const double every = w.size() > 2 ? std::stod(w[2]) : 1.0;
   const long times = w.size() > 3 ? std::stol(w[3]) : -1;
-  for (long i = 0; times < 0 || i < times; ++i) {
+  if (!(every > 0)) return make_error(errc::invalid_argument, "watch: SECONDS must be > 0");
+  interrupt_scope ctrl_c;
+  for (long i = 0; (times < 0 || i < times) && !g_interrupted; ++i) {
     auto r = s.client->stats(s.token);
     SPINDLE_TRY(admin_ok(r));
     if (isatty(STDOUT_FILENO)) fmt::print("\033[H\033[2J");
     print_watch_table(r->json);
     std::fflush(stdout);
-    if (times < 0 || i + 1 < times)
-      std::this_thread::sleep_for(std::chrono::duration<double>(every));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(every);
+    while ((times < 0 || i + 1 < times) && !g_interrupted &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
   return status::ok();
 }
