@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -236,14 +237,21 @@ status run_shell(const shell_args& a) {
     return failed ? make_error(errc::invalid_argument, "a command failed") : status::ok();
   }
   g_shell = &s;
+  signal(SIGINT, SIG_IGN);  // Ctrl-C at the prompt must not end the shell (quit or Ctrl-D do)
   rl_attempted_completion_function = complete;
   const std::string history =
       std::string(getenv("HOME") ? getenv("HOME") : ".") + "/.spindle_history";
   read_history(history.c_str());
-  fmt::print("spindle shell connected to {} (help for commands)\n", a.connect);
+  fmt::print("spindle shell connected to {} (help for commands, quit or Ctrl-D to leave)\n",
+             a.connect);
   for (;;) {
+    errno = 0;
     char* raw = readline("spindle> ");
-    if (raw == nullptr) break;
+    if (raw == nullptr && errno == EINTR) {  // Ctrl-C: a fresh prompt, not an exit
+      fmt::print("\n");
+      continue;
+    }
+    if (raw == nullptr) break;  // Ctrl-D
     std::string line(raw);
     free(raw);
     if (!split_words(line).empty()) add_history(line.c_str());
