@@ -113,7 +113,7 @@ lookup_session::fetch_result lookup_session::fetch_lower(table_state& t,
   for (std::size_t j = 0; j < rest.size(); ++j) {
     if (!f[j]) continue;
     std::copy_n(v.data() + j * dim, dim, values.data() + where[j] * dim);
-    r.found[where[j]] = 1;
+    r.found[where[j]] = 2;  // from the PDB: the VDB lacks it
     ++r.from_pdb;
   }
   return r;
@@ -133,15 +133,11 @@ lookup_session::fetch_result lookup_session::fetch_and_insert(table_state& t,
   }
   (void)t.cache->replace(ok_keys, ok_values);
   // Keys the VDB lacked but the PDB had go into the VDB for the next miss (HPS §5).
-  if (vdb_ != nullptr && r.from_pdb > 0 && ok_keys.size() > r.from_vdb) {
-    std::vector<std::uint8_t> present(ok_keys.size(), 0);
-    std::vector<float> scratch(ok_values.size());
-    (void)vdb_->lookup(t.options.name, dim, ok_keys, scratch, present);
-    for (std::size_t i = 0; i < ok_keys.size(); ++i) {
-      if (present[i]) continue;
-      vdb_keys.push_back(ok_keys[i]);
-      vdb_values.insert(vdb_values.end(), ok_values.begin() + i * dim,
-                        ok_values.begin() + (i + 1) * dim);
+  if (vdb_ != nullptr && r.from_pdb > 0) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (r.found[i] != 2) continue;
+      vdb_keys.push_back(keys[i]);
+      vdb_values.insert(vdb_values.end(), values.begin() + i * dim, values.begin() + (i + 1) * dim);
     }
     if (auto s = vdb_->insert(t.options.name, dim, vdb_keys, vdb_values); !s) {
       log::warn("vdb insert failed: {}", s.to_string());

@@ -99,7 +99,7 @@ class lookup_session {
     table_stats stats;  // guarded by stats_mu
   };
   struct fetch_result {
-    std::vector<std::uint8_t> found;
+    std::vector<std::uint8_t> found;  // per key: 0 nowhere, 1 from the VDB, 2 from the PDB
     std::uint64_t from_vdb = 0, from_pdb = 0;
   };
   struct async_job {

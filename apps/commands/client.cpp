@@ -108,12 +108,6 @@ expected<std::vector<std::int64_t>> draw_seeds(const std::string& spec, std::siz
   return out;
 }
 
-double pct(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
-}
-
 status write_cdf(const std::vector<double>& lat_ms, const std::string& csv,
                  const std::string& plot) {
   std::vector<double> l = lat_ms;

@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace spindle::apps {
 
 thread_pool& global_options::pool() {
   if (!pool_) {
     std::size_t participants = threads > 0 ? static_cast<std::size_t>(threads) : available_cores();
-    pool_ = std::make_unique<thread_pool>(std::max<std::size_t>(1, participants - 1), "spindle-pool");
+    pool_ =
+        std::make_unique<thread_pool>(std::max<std::size_t>(1, participants - 1), "spindle-pool");
   }
   return *pool_;
 }
@@ -16,6 +19,12 @@ int report(const status& s) {
   if (s.is_ok()) return 0;
   fmt::print(stderr, "spindle: error: {}\n", s.message());
   return 1;
+}
+
+double pct(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
 }
 
 }  // namespace spindle::apps

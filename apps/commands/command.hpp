@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
@@ -24,6 +25,9 @@ struct global_options {
 
 /// Prints "spindle: error: <message>" to stderr and returns exit code 1 (0 when ok).
 int report(const status& s);
+
+/// The q-quantile (0..1) of `v` for reports; 0 when empty.
+double pct(std::vector<double> v, double q);
 
 void register_generate(CLI::App& app, global_options& g);
 void register_prepare(CLI::App& app, global_options& g);

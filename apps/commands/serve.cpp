@@ -45,12 +45,6 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
   return sched::calibrate(ds, o, pool);
 }
 
-double pct(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
-}
-
 void report_load(const actors::load_result& r, const actors::batcher_stats& st,
                  const serve_args& a) {
   const double n = double(r.latency_s.size());

@@ -95,12 +95,6 @@ run_result drive(caf::actor_system& sys, const std::vector<caf::actor>& instance
   return res;
 }
 
-double pct(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
-}
-
 void print_result(const run_result& r, const actors::hps_stats& st, const dlrm_args& a) {
   const double n = double(r.latency_ms.size());
   const double sps = n * a.batch / r.wall_s;

@@ -13,6 +13,7 @@
 #include "core/npy.hpp"
 #include "core/progress.hpp"
 #include "core/safetensors.hpp"
+#include "embedding/vdb/volatile_db.hpp"
 
 namespace spindle::embedding {
 namespace {
@@ -65,7 +66,8 @@ expected<std::unique_ptr<persistent_db>> persistent_db::open(const std::string& 
     std::string dim;
     if (f != rocksdb::kDefaultColumnFamilyName &&
         raw->Get(rocksdb::ReadOptions(), dim_key(f), &dim).ok()) {
-      db->dims_[f] = static_cast<std::uint32_t>(std::stoul(dim));
+      SPINDLE_ASSIGN_OR_RETURN(db->dims_[f],
+                               parse_stored_dim(dim, "rocksdb " + path + " " + dim_key(f)));
     }
   }
   return db;

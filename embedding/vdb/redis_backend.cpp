@@ -204,7 +204,7 @@ class redis_vdb final : public volatile_db {
       if (create) SPINDLE_TRY(conn_.command({"SET", k, d, "NX"}).error_or_ok());
       SPINDLE_ASSIGN_OR_RETURN(redis_reply r, conn_.command({"GET", k}));
       if (r.is_nil()) return status::ok();  // nothing stored yet: every lookup misses
-      stored = static_cast<std::uint32_t>(std::stoul(std::string(r.str())));
+      SPINDLE_ASSIGN_OR_RETURN(stored, parse_stored_dim(r.str(), conn_.endpoint() + " " + k));
       dims_[std::string(table)] = stored;
     }
     if (stored != dim) {

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <charconv>
+
 namespace spindle::embedding {
 
 std::string_view to_string(eviction_policy p) {
@@ -51,6 +53,16 @@ std::vector<std::vector<std::uint32_t>> partition_groups(std::span<const cache_k
     g[partition_of(keys[i], partitions)].push_back(static_cast<std::uint32_t>(i));
   }
   return g;
+}
+
+expected<std::uint32_t> parse_stored_dim(std::string_view text, std::string_view where) {
+  std::uint32_t dim = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), dim);
+  if (ec != std::errc() || end != text.data() + text.size() || dim == 0) {
+    return make_error(errc::corrupt_data, "{}: stored dim '{}' is not a positive integer", where,
+                      text);
+  }
+  return dim;
 }
 
 status check_vdb_batch(std::string_view table, std::uint32_t dim, std::size_t keys,

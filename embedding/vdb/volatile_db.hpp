@@ -96,6 +96,10 @@ class vdb_table_options {
   std::unordered_map<std::string, vdb_options> per_table_;
 };
 
+/// A table's dim as stored by a backend (decimal text); corrupt_data naming
+/// `where` when it is not a positive integer.
+expected<std::uint32_t> parse_stored_dim(std::string_view text, std::string_view where);
+
 /// Shared argument check of lookup/insert: sizes match dim, no reserved key.
 status check_vdb_batch(std::string_view table, std::uint32_t dim, std::size_t keys,
                        std::size_t values, const char* op);

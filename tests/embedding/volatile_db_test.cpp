@@ -201,6 +201,22 @@ TEST(vdb_options_test, validation_and_policy_names) {
   EXPECT_FALSE(parse_eviction_policy("lru").has_value());
 }
 
+TEST(redis_vdb_test, a_corrupt_stored_dim_is_a_named_error_not_a_crash) {
+  auto redis = testing::redis_server::start();
+  ASSERT_TRUE(redis.has_value()) << redis.error().to_string();
+  auto raw = std::move(*redis_connection::connect("127.0.0.1", (*redis)->port()));
+  ASSERT_TRUE(raw.command({"SET", "spindle:t:dim", "four"}).has_value());
+  auto db = make_redis_vdb({}, "127.0.0.1", (*redis)->port());
+  ASSERT_TRUE(db.has_value());
+  std::vector<float> out(4);
+  std::vector<std::uint8_t> found(1);
+  auto r = (*db)->lookup("t", 4, std::vector<cache_key>{1}, out, found);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), errc::corrupt_data);
+  EXPECT_NE(r.error().message().find("stored dim 'four'"), std::string::npos)
+      << r.error().message();
+}
+
 TEST(redis_vdb_test, an_unreachable_server_is_a_named_error) {
   const int port = testing::free_loopback_port();
   auto db = make_redis_vdb({}, "127.0.0.1", port);
