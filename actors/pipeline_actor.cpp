@@ -1,5 +1,7 @@
 #include "actors/pipeline_actor.hpp"
 
+#include "actors/bridge_messages.hpp"
+
 namespace spindle::actors {
 namespace {
 
@@ -15,6 +17,14 @@ caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const gr
   return {
       [=](run_atom, const batch_job& job) -> sched::batch_result {
         return self->state.pipeline->run(job.requests);
+      },
+      // A batch from another process, through the UCX bridge.
+      [=](bridge_call_atom, const caf::message& m) -> caf::result<bridge_reply> {
+        if (!m.match_elements<run_atom, remote_batch>())
+          return caf::make_error(caf::sec::runtime_error,
+                                 "pipeline: expected (run, remote_batch), got " + to_string(m));
+        auto res = self->state.pipeline->run(m.get_as<remote_batch>(1).requests);
+        return bridge_reply{caf::make_message(to_wire(res))};
       },
   };
 }

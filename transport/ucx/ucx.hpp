@@ -138,6 +138,11 @@ class mapped_memory {
   std::size_t size_ = 0;
 };
 
+/// Appends `bytes` as lowercase hex (addresses and keys travel as text).
+void append_hex(std::string& out, std::span<const std::uint8_t> bytes);
+/// Parses hex text; errors name `field`.
+expected<std::vector<std::uint8_t>> parse_hex(std::string_view text, std::string_view field);
+
 /// What a reader needs to get from a region: published through the control plane.
 struct region_descriptor {
   std::vector<std::uint8_t> worker_address;

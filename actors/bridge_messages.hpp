@@ -1,0 +1,84 @@
+// Messages of the UCX bridge (DESIGN.md "Planes"): the control atoms of the
+// bridge actor, the in-process reply envelope of bridge targets, and the wire
+// types that cross processes inside bridge frames (serialized with CAF's own
+// binary serializer, so they carry `inspect` and are announced to the system).
+#pragma once
+
+#include <caf/all.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/serving_messages.hpp"
+#include "sched/gnn_pipeline.hpp"
+
+namespace spindle::sched {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gnn_request& x) {
+  return f(x.seeds, x.sampler_seed);
+}
+
+}  // namespace spindle::sched
+
+namespace spindle::actors {
+
+using forward_atom = caf::atom_constant<caf::atom("forward")>;
+using bridge_call_atom = caf::atom_constant<caf::atom("bcall")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using peer_atom = caf::atom_constant<caf::atom("peer")>;
+using peer_down_atom = caf::atom_constant<caf::atom("peerdown")>;
+using inbound_atom = caf::atom_constant<caf::atom("inbound")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
+
+/// What a bridge target answers to (bridge_call_atom, caf::message): the reply's
+/// content, sent back to the caller's process as is. In-process only.
+struct bridge_reply {
+  caf::message content;
+};
+
+/// A frame the UCX channel received (header, payload), handed to the bridge
+/// actor in its own process. In-process only.
+struct bridge_frame {
+  std::vector<std::byte> header, payload;
+};
+
+/// A batch of GNN requests for a pipeline in another process.
+struct remote_batch {
+  std::vector<sched::gnn_request> requests;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_batch& x) {
+  return f(caf::meta::type_name("remote_batch"), x.requests);
+}
+
+/// A pipeline's answer to a remote_batch: per-request outputs or errors.
+struct remote_result {
+  std::vector<std::vector<float>> outputs;
+  std::vector<std::int32_t> error_codes;  // spindle::errc per request (0 = ok)
+  std::vector<std::string> error_messages;
+  double sample_s = 0, gather_s = 0, compute_s = 0;
+  std::int32_t executor = 0;  // psgs_router::choice
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_result& x) {
+  return f(caf::meta::type_name("remote_result"), x.outputs, x.error_codes, x.error_messages,
+           x.sample_s, x.gather_s, x.compute_s, x.executor);
+}
+
+remote_batch to_wire(const batch_job& job);
+remote_result to_wire(const sched::batch_result& r);
+sched::batch_result from_wire(remote_result r);
+
+/// Announces the wire types; call on every actor_system_config that runs a bridge.
+void add_bridge_types(caf::actor_system_config& cfg);
+
+/// The text of an error a bridge target returned (its string context when it has one).
+std::string error_text(const caf::error& e);
+
+}  // namespace spindle::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::bridge_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::bridge_frame)

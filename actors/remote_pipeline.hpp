@@ -1,0 +1,18 @@
+// A local stand-in for a pipeline actor in another process: it takes
+// (run_atom, batch_job) like a pipeline, sends the batch through the UCX
+// bridge to the pipeline registered as "pipeline" on `rank`, and answers with
+// its batch_result. A batcher mixes local pipelines and these freely.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "actors/bridge_messages.hpp"
+
+namespace spindle::actors {
+
+/// The name pipelines register under at their process's bridge.
+inline constexpr const char* pipeline_target = "pipeline";
+
+caf::actor spawn_remote_pipeline(caf::actor_system& sys, caf::actor bridge, int rank);
+
+}  // namespace spindle::actors

@@ -1,0 +1,137 @@
+// The UCX bridge between two actor systems (two bridges, two UCX workers, real
+// active messages): a batch forwarded to a pipeline registered on the other
+// side answers exactly like the pipeline called directly; bad requests, unknown
+// targets and a peer reported down fail with errors that name them, at once.
+#include <gtest/gtest.h>
+
+#include "../graph/test_util.hpp"
+#include "actors/pipeline_actor.hpp"
+#include "actors/remote_pipeline.hpp"
+#include "actors/ucx_bridge.hpp"
+#include "graph/prepare.hpp"
+
+namespace spindle::actors {
+namespace {
+
+struct fixture {
+  std::string dir = graph::testing::temp_dir("bridge_ds");
+  std::string model_dir = dir + "-model";
+  thread_pool pool{1, "test"};
+  std::optional<graph::dataset> ds;
+  nn::heap_allocator weights;
+  std::optional<nn::model> model;
+  sched::psgs_router router{sched::psgs_calibration{}, sched::routing_policy::fixed};
+
+  fixture() {
+    graph::generate_options o;
+    o.rmat.scale = 10;
+    o.feature_dim = 8;
+    EXPECT_TRUE(graph::generate_dataset(o, dir, pool).is_ok());
+    ds.emplace(std::move(*graph::dataset::open(dir)));
+    config::model_desc d;
+    d.arch = config::model_arch::graphsage;
+    d.in = 8, d.hidden = 16, d.out = 3;
+    EXPECT_TRUE(nn::init_model(d, 2, model_dir).is_ok());
+    model.emplace(std::move(*nn::model::load(model_dir, weights)));
+  }
+};
+
+// One "process": an actor system with its bridge.
+struct side {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  bridge_handle bridge;
+  explicit side(int rank) {
+    add_bridge_types(cfg);
+    cfg.set("scheduler.max-threads", 1);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    bridge_options o;
+    o.rank = rank;
+    o.timeout = std::chrono::milliseconds(5'000);
+    auto b = spawn_bridge(*sys, o);
+    EXPECT_TRUE(b.has_value()) << b.error().to_string();
+    bridge = *b;
+  }
+  ~side() { caf::anon_send_exit(bridge.actor, caf::exit_reason::user_shutdown); }
+};
+
+std::vector<sched::gnn_request> requests(std::int64_t n) {
+  std::vector<sched::gnn_request> r;
+  for (std::int64_t i = 0; i < n; ++i) r.push_back({{i * 7 % 1024, i % 1024}, std::uint64_t(i)});
+  return r;
+}
+
+TEST(bridge_test, a_batch_through_the_bridge_answers_like_the_direct_pipeline) {
+  fixture f;
+  side coord(0), member(1);
+  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
+  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
+  auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target), pipe);
+  auto proxy = spawn_remote_pipeline(*coord.sys, coord.bridge.actor, 1);
+
+  auto reqs = requests(40);
+  reqs[5].seeds = {1 << 20};  // out of range: this request alone fails
+  sched::gnn_pipeline direct(*f.ds, *f.model, f.router, f.pool);
+  auto want = direct.run(reqs);
+  caf::scoped_actor self{*coord.sys};
+  for (int round = 0; round < 3; ++round) {
+    bool answered = false;
+    self->request(proxy, std::chrono::seconds(10), run_atom::value, batch_job{reqs})
+        .receive(
+            [&](const sched::batch_result& got) {
+              answered = true;
+              ASSERT_EQ(got.outputs.size(), want.outputs.size());
+              for (std::size_t i = 0; i < reqs.size(); ++i) {
+                EXPECT_EQ(got.outputs[i], want.outputs[i]) << "request " << i;
+                EXPECT_EQ(got.errors[i].code(), want.errors[i].code()) << "request " << i;
+                EXPECT_EQ(got.errors[i].message(), want.errors[i].message());
+              }
+              EXPECT_FALSE(got.errors[5].is_ok());
+            },
+            [&](caf::error& e) { ADD_FAILURE() << to_string(e); });
+    EXPECT_TRUE(answered);
+  }
+  caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
+}
+
+TEST(bridge_test, unknown_targets_bad_messages_and_dead_peers_fail_at_once_with_a_reason) {
+  side coord(0), member(1);
+  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
+  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
+  caf::scoped_actor self{*coord.sys};
+  auto forward_error = [&](int rank, std::string target, caf::message m) {
+    std::string text = "(answered)";
+    self->request(coord.bridge.actor, std::chrono::seconds(10), forward_atom::value, rank,
+                  std::move(target), std::move(m))
+        .receive([&](remote_result&) {}, [&](caf::error& e) { text = error_text(e); });
+    return text;
+  };
+  EXPECT_EQ(forward_error(1, "sampler", caf::make_message(run_atom::value, remote_batch{})),
+            "rank 1 has no actor named 'sampler'");
+  // A registered target that does not understand the message says what it got.
+  fixture f;
+  auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target), pipe);
+  EXPECT_NE(forward_error(1, pipeline_target, caf::make_message(run_atom::value, 42))
+                .find("expected (run, remote_batch)"),
+            std::string::npos);
+  // No bridge at rank 2: the send fails and the forward with it, well before the timeout.
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(forward_error(2, pipeline_target, caf::make_message(run_atom::value, remote_batch{}))
+                .find("rank 2"),
+            std::string::npos);
+  // A peer reported down fails new forwards at once; announcing it again heals it.
+  caf::anon_send(coord.bridge.actor, peer_down_atom::value, 1);
+  EXPECT_EQ(forward_error(1, pipeline_target, caf::make_message(run_atom::value, remote_batch{})),
+            "rank 1 is down");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
+  EXPECT_EQ(forward_error(1, pipeline_target, caf::make_message(run_atom::value, remote_batch{})),
+            "(answered)");
+  caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace spindle::actors
