@@ -1,5 +1,6 @@
 #include "actors/batcher_actor.hpp"
 
+#include <algorithm>
 #include <deque>
 
 namespace spindle::actors {
@@ -17,11 +18,13 @@ struct pending {
 struct closed_batch {
   std::vector<pending> items;
   clock_type::time_point closed;
+  int attempts = 0;  // pipelines that failed it as a whole (e.g. their process died)
 };
 
 struct batcher_state {
   std::vector<caf::actor> pipelines;
   std::vector<bool> busy;
+  std::vector<bool> down;          // pipelines whose process is down: given no batches
   std::deque<closed_batch> queue;  // Quiver §4.3: one queue shared by every pipeline
   std::unique_ptr<sched::batch_builder<pending>> builder;
   std::shared_ptr<sched::psgs_router> router;
@@ -49,34 +52,44 @@ gnn_reply reply_for(const sched::batch_result& res, std::size_t i, double queued
 
 void start_next(batcher_ptr self);
 
+bool any_up(batcher_ptr self) {
+  const auto& d = self->state.down;
+  return std::find(d.begin(), d.end(), false) != d.end();
+}
+
 // Runs `batch` on idle pipeline `p`; when it finishes, `p` takes the next queued batch.
+// A batch its pipeline failed as a whole (a pipeline in a process that died) goes
+// back to the front of the queue once, for another pipeline; requests inside a
+// batch that fail on their own (bad seed, unreachable rows) are answered as such.
 void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
   auto& st = self->state;
   st.busy[p] = true;
   batch_job job;
-  const auto now = clock_type::now();
-  auto queued = std::make_shared<std::vector<double>>();
-  auto seeds = std::make_shared<std::vector<std::uint64_t>>();
-  auto promises = std::make_shared<std::vector<caf::response_promise>>();
-  for (auto& item : batch.items) {
-    job.requests.push_back(item.request);
-    queued->push_back(std::chrono::duration<double>(now - item.arrived).count());
-    seeds->push_back(item.request.sampler_seed);
-    promises->push_back(std::move(item.promise));
-  }
+  for (auto& item : batch.items) job.requests.push_back(item.request);
+  auto held = std::make_shared<closed_batch>(std::move(batch));
+  const auto started = clock_type::now();  // the end of each request's time in the batcher
   self->request(st.pipelines[p], caf::infinite, run_atom::value, std::move(job))
       .then(
           [=](const sched::batch_result& res) {
             (res.executor == sched::psgs_router::choice::small ? self->state.stats.small
                                                                : self->state.stats.large)++;
-            for (std::size_t i = 0; i < promises->size(); ++i)
-              (*promises)[i].deliver(reply_for(res, i, (*queued)[i], (*seeds)[i]));
+            ++self->state.stats.per_pipeline[p];
+            for (std::size_t i = 0; i < held->items.size(); ++i) {
+              auto& item = held->items[i];
+              const double queued = std::chrono::duration<double>(started - item.arrived).count();
+              item.promise.deliver(reply_for(res, i, queued, item.request.sampler_seed));
+            }
             self->state.busy[p] = false;
             start_next(self);
           },
           [=](caf::error& err) {
-            for (auto& pr : *promises) pr.deliver(err);
             self->state.busy[p] = false;
+            if (++held->attempts < 2 && any_up(self)) {
+              ++self->state.stats.retried;
+              self->state.queue.push_front(std::move(*held));
+            } else {
+              for (auto& item : held->items) item.promise.deliver(err);
+            }
             start_next(self);
           });
 }
@@ -86,7 +99,7 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
 void start_next(batcher_ptr self) {
   auto& st = self->state;
   for (std::size_t p = 0; p < st.pipelines.size() && !st.queue.empty(); ++p) {
-    if (st.busy[p]) continue;
+    if (st.busy[p] || st.down[p]) continue;
     closed_batch b = std::move(st.queue.front());
     st.queue.pop_front();
     run_on(self, p, std::move(b));
@@ -110,6 +123,8 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
                             std::function<double(const sched::gnn_request&)> psgs_of) {
   auto& st = self->state;
   st.busy.assign(pipelines.size(), false);
+  st.down.assign(pipelines.size(), false);
+  st.stats.per_pipeline.assign(pipelines.size(), 0);
   st.pipelines = std::move(pipelines);
   st.builder = std::make_unique<sched::batch_builder<pending>>(policy);
   st.router = std::move(router);
@@ -134,6 +149,12 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
         self->state.builder->set_policy(p);
       },
       [=](stats_atom) { return self->state.stats; },
+      [=](pipeline_down_atom, const caf::actor& p, bool is_down) {
+        auto& s = self->state;
+        for (std::size_t i = 0; i < s.pipelines.size(); ++i)
+          if (s.pipelines[i] == p) s.down[i] = is_down;
+        start_next(self);
+      },
   };
 }
 

@@ -20,11 +20,16 @@ void send_one(client_ptr self, const caf::actor& batcher, const caf::actor& noti
   auto& st = self->state;
   if (st.sent >= st.spec.requests.size()) return;
   const auto t0 = clock_type::now();
+  const std::size_t index = st.sent;
   auto req = st.spec.requests[st.sent++];
   self->request(batcher, caf::infinite, infer_atom::value, std::move(req))
       .then(
           [=](const gnn_reply& r) {
             auto& s = self->state;
+            if (s.spec.keep_answers) {
+              s.out->outputs[index] = r.output;
+              s.out->error_of[index] = r.error;
+            }
             if (!r.error.empty()) {
               if (s.out->errors++ == 0) s.out->first_error = r.error;
             } else {
@@ -43,7 +48,10 @@ void send_one(client_ptr self, const caf::actor& batcher, const caf::actor& noti
           [=](caf::error& err) {
             auto& s = self->state;
             if (s.out->errors++ == 0) s.out->first_error = to_string(err);
+            if (s.spec.keep_answers) s.out->error_of[index] = to_string(err);
+            if (s.spec.rate <= 0) send_one(self, batcher, notify);
             if (++s.received == s.spec.requests.size()) {
+              s.out->wall_s = std::chrono::duration<double>(clock_type::now() - s.start).count();
               self->send(notify, done_atom::value);
               self->quit();
             }
@@ -55,6 +63,10 @@ caf::behavior load_client(client_ptr self, caf::actor batcher, load_spec spec,
   self->state.spec = std::move(spec);
   self->state.out = std::move(out);
   self->state.start = clock_type::now();
+  if (self->state.spec.keep_answers) {
+    self->state.out->outputs.resize(self->state.spec.requests.size());
+    self->state.out->error_of.resize(self->state.spec.requests.size());
+  }
   if (self->state.spec.rate > 0) {
     self->send(self, tick_atom::value);
   } else {

@@ -21,12 +21,16 @@ struct load_result {
   std::size_t errors = 0;
   std::string first_error;
   double wall_s = 0;
+  // With load_spec::keep_answers, per request (in request order): its output, or its error.
+  std::vector<std::vector<float>> outputs;
+  std::vector<std::string> error_of;
 };
 
 struct load_spec {
   std::vector<sched::gnn_request> requests;
-  double rate = 0;  // requests per second; 0 = closed loop
-  int clients = 4;  // outstanding requests in closed loop
+  double rate = 0;            // requests per second; 0 = closed loop
+  int clients = 4;            // outstanding requests in closed loop
+  bool keep_answers = false;  // fill load_result::outputs / error_of
 };
 
 /// Spawns the client; it sends (done_atom) to `notify` when every reply is in.

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "actors/bridge_messages.hpp"
 #include "core/log.hpp"
 
 namespace spindle::actors {
@@ -17,6 +18,8 @@ struct member {
   int joins = 0;
   caf::actor_addr addr;
   std::string descriptor;  // the node's feature-shard region (UCX), empty if none
+  std::string bridge;      // its UCX bridge address once its pipeline serves, else empty
+  bool ready = false;      // joined and, if it serves batches, registered its pipeline
 };
 
 struct coordinator_state {
@@ -24,9 +27,11 @@ struct coordinator_state {
   std::map<int, member> members;
 };
 
-caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::string name) {
+caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::string name,
+                          std::string descriptor, std::string bridge) {
   self->state.name = std::move(name);
-  self->state.members[0] = {self->state.name, int(::getpid()), true, 1, self->address(), {}};
+  self->state.members[0] = {self->state.name, int(::getpid()),       true,   1,
+                            self->address(),  std::move(descriptor), bridge, true};
   self->set_down_handler([=](caf::down_msg& dm) {
     for (auto& [rank, m] : self->state.members)
       if (m.addr == dm.source && m.alive) {
@@ -35,14 +40,22 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       }
   });
   return {
-      [=](join_atom, int rank, const std::string& who, int pid, const std::string& descriptor) {
+      [=](join_atom, int rank, const std::string& who, int pid,
+          const std::string& descriptor) -> caf::result<ok_atom, std::string> {
+        if (rank <= 0) return caf::make_error(caf::sec::runtime_error, "join: rank must be > 0");
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
         auto& m = self->state.members[rank];
-        m = {who, pid, true, m.joins + 1, sender.address(), descriptor};
+        m = {who, pid, true, m.joins + 1, sender.address(), descriptor, {}, false};
         self->monitor(sender);
         log::info("node {} (rank {}, pid {}) joined{}", who, rank, pid,
                   m.joins > 1 ? " again" : "");
-        return ok_atom::value;
+        return {ok_atom::value, self->state.members[0].bridge};
+      },
+      [=](ready_atom, int rank, const std::string& bridge_address) {
+        auto it = self->state.members.find(rank);
+        if (it == self->state.members.end()) return;
+        it->second.bridge = bridge_address;
+        it->second.ready = true;
       },
       [=](status_atom) {
         nlohmann::json j = nlohmann::json::array();
@@ -52,37 +65,48 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
                        {"pid", m.pid},
                        {"alive", m.alive},
                        {"joins", m.joins},
-                       {"descriptor", m.descriptor}});
+                       {"descriptor", m.descriptor},
+                       {"bridge", m.bridge},
+                       {"ready", m.ready}});
         return j.dump();
       },
   };
 }
 
-caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, int rank,
-                           std::string name, std::string descriptor) {
+caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, member_options o) {
   self->monitor(coord);
-  self->set_down_handler([=](caf::down_msg&) { log::warn("{}: coordinator is down", name); });
-  self->request(coord, std::chrono::seconds(10), join_atom::value, rank, name, int(::getpid()),
-                descriptor)
-      .then([=](ok_atom) { log::info("{} (rank {}) joined the cluster", name, rank); },
-            [=](caf::error& e) { log::error("{}: join failed: {}", name, to_string(e)); });
+  self->set_down_handler([=](caf::down_msg&) { log::warn("{}: coordinator is down", o.name); });
+  self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank, o.name, int(::getpid()),
+                o.descriptor)
+      .then(
+          [=](ok_atom, const std::string& coordinator_bridge) {
+            log::info("{} (rank {}) joined the cluster", o.name, o.rank);
+            // Replies to the coordinator's batches travel over the UCX bridge.
+            if (o.bridge && !coordinator_bridge.empty())
+              self->send(o.bridge, peer_atom::value, 0, coordinator_bridge);
+            if (!o.serves_batches) self->send(coord, ready_atom::value, o.rank, std::string());
+          },
+          [=](caf::error& e) { log::error("{}: join failed: {}", o.name, to_string(e)); });
   return {
       [=](status_atom) {
-        return nlohmann::json{{"rank", rank}, {"name", name}, {"pid", int(::getpid())}}.dump();
+        return nlohmann::json{{"rank", o.rank}, {"name", o.name}, {"pid", int(::getpid())}}.dump();
+      },
+      // Its pipeline is registered at its bridge: tell the coordinator where to send batches.
+      [=](ready_atom, const std::string& bridge_address) {
+        self->send(coord, ready_atom::value, o.rank, bridge_address);
       },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_coordinator(caf::actor_system& sys, std::string name) {
-  return sys.spawn(coordinator, std::move(name));
+caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
+                             std::string bridge) {
+  return sys.spawn(coordinator, std::move(name), std::move(descriptor), std::move(bridge));
 }
 
-caf::actor spawn_member(caf::actor_system& sys, caf::actor coordinator, int rank, std::string name,
-                        std::string descriptor) {
-  return sys.spawn(member_actor, std::move(coordinator), rank, std::move(name),
-                   std::move(descriptor));
+caf::actor spawn_member(caf::actor_system& sys, caf::actor coordinator, member_options options) {
+  return sys.spawn(member_actor, std::move(coordinator), std::move(options));
 }
 
 }  // namespace spindle::actors

@@ -16,6 +16,8 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
+/// (pipeline_down_atom, pipeline, bool down): the pipeline's process died or came back.
+using pipeline_down_atom = caf::atom_constant<caf::atom("pipedown")>;
 
 /// A request's answer: per-seed outputs, or the error that names the fault.
 struct gnn_reply {
@@ -34,6 +36,8 @@ struct batch_job {
 /// Batcher counters for stats.
 struct batcher_stats {
   std::uint64_t batches = 0, requests = 0, small = 0, large = 0;
+  std::uint64_t retried = 0;  // batches re-queued after their pipeline failed as a whole
+  std::vector<std::uint64_t> per_pipeline;  // batches each pipeline answered
 };
 
 }  // namespace spindle::actors

@@ -19,12 +19,14 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
                            const psgs_router& router, thread_pool& pool, feature_source features)
     : ds_(ds), model_(model), router_(router), pooled_(pool), source_(std::move(features)) {}
 
-double gnn_pipeline::psgs(const gnn_request& r) const {
+double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
   double s = 0;
   for (auto v : r.seeds)
-    if (v >= 0 && v < ds_.num_nodes() && !ds_.psgs().empty()) s += ds_.psgs()[std::size_t(v)];
+    if (v >= 0 && v < ds.num_nodes() && !ds.psgs().empty()) s += ds.psgs()[std::size_t(v)];
   return s;
 }
+
+double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, r); }
 
 status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
                              std::vector<float>& out, stage_times& t) {

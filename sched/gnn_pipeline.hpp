@@ -40,6 +40,10 @@ struct batch_result {
 /// default reads the dataset's own features, a cluster reader gathers from shards.
 using feature_source = std::function<status(std::span<const std::int64_t> ids, float* out)>;
 
+/// Summed PSGS of a request's seeds (0 for seeds out of range): what batchers
+/// add up to close a batch at the router's point.
+double summed_psgs(const graph::dataset& ds, const gnn_request& r);
+
 class gnn_pipeline {
  public:
   /// `pool` backs the pooled executor; all references must outlive the pipeline.

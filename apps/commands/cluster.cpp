@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "actors/node_actor.hpp"
@@ -64,18 +65,36 @@ status run_node(const node_args& a) {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 1);
   cfg.load<caf::io::middleman>();
+  actors::add_bridge_types(cfg);
   caf::actor_system sys{cfg};
   caf::actor self_actor;
   std::unique_ptr<shard_service> shard;
-  if (rank == 0) {
-    self_actor = actors::spawn_coordinator(sys, me.name);
-  } else {
-    if (!a.dataset.empty()) {
-      SPINDLE_ASSIGN_OR_RETURN(shard, start_shard(topo, a.dataset, rank));
+  std::optional<actors::bridge_handle> bridge;
+  // A node with a dataset holds its shard in UCX memory; with a model too it
+  // serves batches, which travel over its UCX bridge.
+  if (!a.dataset.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(shard, start_shard(topo, a.dataset, rank));
+    if (!a.model.empty()) {
+      actors::bridge_options bo;
+      bo.rank = rank;
+      SPINDLE_ASSIGN_OR_RETURN(bridge, actors::spawn_bridge(sys, bo));
     }
+  }
+  std::unique_ptr<member_serving> serving;
+  if (rank == 0) {
+    self_actor = actors::spawn_coordinator(sys, me.name, shard ? shard->descriptor : "",
+                                           bridge ? bridge->address : "");
+  } else {
     SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
     SPINDLE_ASSIGN_OR_RETURN(auto coord, connect(sys, coord_spec, 30));
-    self_actor = actors::spawn_member(sys, coord, rank, me.name, shard ? shard->descriptor : "");
+    self_actor = actors::spawn_member(sys, coord,
+                                      {rank, me.name, shard ? shard->descriptor : "",
+                                       bridge ? bridge->actor : caf::actor(), bridge.has_value()});
+    if (bridge) {
+      SPINDLE_ASSIGN_OR_RETURN(
+          serving, start_member_serving(sys, coord, self_actor, *bridge, *shard, topo, a.dataset,
+                                        a.model, rank));
+    }
   }
   auto port = sys.middleman().publish(self_actor, std::uint16_t(me.port), me.host.c_str(), true);
   if (!port)
@@ -84,12 +103,16 @@ status run_node(const node_args& a) {
   fmt::print("node {} (rank {}) listening on {}:{}\nready\n", me.name, rank, me.host, *port);
   std::fflush(stdout);
   if (rank == 0 && a.workload > 0) {
-    SPINDLE_TRY(
-        serve_from_cluster(sys, self_actor, topo, a.dataset, a.model, a.workload, a.expect));
+    if (!bridge)
+      return make_error(errc::invalid_argument, "--workload needs --dataset and --model");
+    SPINDLE_TRY(serve_from_cluster(sys, self_actor, *bridge, *shard, topo, a.dataset, a.model,
+                                   a.workload, a.expect));
   }
   int sig = 0;
   sigwait(&set, &sig);
   log::info("node {}: stopping on signal {}", me.name, sig);
+  serving.reset();
+  if (bridge) caf::anon_send_exit(bridge->actor, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(self_actor, caf::exit_reason::user_shutdown);
   return status::ok();
 }
@@ -164,7 +187,9 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--rank", na->rank, "This node's rank")->required();
   node->add_option("--dataset", na->dataset,
                    "Dataset: members hold their shard of the FAP plan in UCX memory");
-  node->add_option("--model", na->model, "Rank 0: model directory for --workload");
+  node->add_option("--model", na->model,
+                   "Model directory: with --dataset the node runs a pipeline (sampling, "
+                   "gathering, inference) for the coordinator's batches");
   node->add_option("--workload", na->workload,
                    "Rank 0: serve N requests once members joined, print a checksum");
   node->add_option("--expect", na->expect, "Rank 0: members to wait for before serving")

@@ -3,15 +3,19 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
-#include <set>
 #include <thread>
 
+#include "actors/batcher_actor.hpp"
+#include "actors/load_client.hpp"
 #include "actors/node_actor.hpp"
+#include "actors/pipeline_actor.hpp"
+#include "actors/remote_pipeline.hpp"
+#include "apps/commands/cluster_features.hpp"
+#include "apps/commands/member_watch.hpp"
 #include "core/checksum.hpp"
 #include "core/log.hpp"
-#include "embedding/feature_gather.hpp"
 #include "embedding/feature_shard.hpp"
+#include "nn/model.hpp"
 #include "sched/dataset_placement.hpp"
 #include "sched/gnn_pipeline.hpp"
 #include "transport/ucx/progress_loop.hpp"
@@ -38,21 +42,62 @@ expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
                     "server {} has no host-memory shard in the plan (memory = 0?)", server);
 }
 
-// Members with a published shard, by rank, from the coordinator's status.
-expected<std::map<int, std::string>> published(caf::scoped_actor& self, const caf::actor& coord) {
-  std::map<int, std::string> out;
-  status st;
-  self->request(coord, std::chrono::seconds(5), actors::status_atom::value)
-      .receive(
-          [&](const std::string& text) {
-            for (const auto& m : nlohmann::json::parse(text))
-              if (m["alive"].get<bool>() && !m["descriptor"].get<std::string>().empty())
-                out[m["rank"].get<int>()] = m["descriptor"].get<std::string>();
-          },
-          [&](caf::error& e) { st = make_error(errc::unavailable, "status: {}", to_string(e)); });
-  if (!st) return st;
-  return out;
+// Polls the coordinator until `done(members)` holds; fails naming `what` after 60 s.
+expected<std::map<int, member_info>> wait_members(
+    caf::actor_system& sys, const caf::actor& coord, std::string_view what,
+    const std::function<bool(const std::map<int, member_info>&)>& done) {
+  for (int i = 0; i < 600; ++i) {
+    SPINDLE_ASSIGN_OR_RETURN(auto m, live_members(sys, coord));
+    if (done(m)) return m;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return make_error(errc::unavailable, "{} within 60 s", what);
 }
+
+// Every rank that owns a shard of the plan is alive with a published region.
+bool all_owners_published(const sched::placement_plan& plan,
+                          const std::map<int, member_info>& members) {
+  for (const auto& s : plan.shards) {
+    auto it = members.find(s.server);
+    if (it == members.end() || it->second.descriptor.empty()) return false;
+  }
+  return true;
+}
+
+// What one serving process loads: dataset, plan and model, kept alive together.
+struct serving_assets {
+  graph::dataset ds;
+  sched::placement_plan plan;
+  nn::heap_allocator weights;
+  std::unique_ptr<nn::model> model;
+  std::shared_ptr<sched::psgs_router> router =
+      std::make_shared<sched::psgs_router>(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  thread_pool pool{0, "node"};
+  explicit serving_assets(graph::dataset d) : ds(std::move(d)) {}
+};
+
+expected<std::unique_ptr<serving_assets>> load_assets(const config::topology& topo,
+                                                      const std::string& dataset,
+                                                      const std::string& model_dir) {
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dataset));
+  auto a = std::make_unique<serving_assets>(std::move(ds));
+  SPINDLE_ASSIGN_OR_RETURN(a->plan, sched::place_dataset(a->ds, topo, "fap"));
+  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, a->weights));
+  a->model = std::make_unique<nn::model>(std::move(model));
+  return a;
+}
+
+struct member_serving_impl final : member_serving {
+  std::unique_ptr<serving_assets> assets;
+  member_view view;
+  std::unique_ptr<cluster_features> features;
+  std::unique_ptr<member_watch> watch;
+  caf::actor pipeline;
+  ~member_serving_impl() override {
+    caf::anon_send_exit(pipeline, caf::exit_reason::user_shutdown);
+    watch.reset();
+  }
+};
 
 }  // namespace
 
@@ -73,108 +118,141 @@ expected<std::unique_ptr<shard_service>> start_shard(const config::topology& top
   auto s = std::make_unique<ucx_shard>(std::move(ctx), std::move(w), std::move(mem));
   SPINDLE_ASSIGN_OR_RETURN(auto desc, ucx::describe(s->worker, s->memory));
   s->descriptor = desc.encode();
+  s->rows = s->memory.data();
   s->loop = std::make_unique<ucx::progress_loop>(s->worker);
   return std::unique_ptr<shard_service>(std::move(s));
 }
 
-status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
-                          const config::topology& topo, const std::string& dataset,
-                          const std::string& model_dir, std::size_t workload, int expect) {
-  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dataset));
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(ds, topo, "fap"));
-  nn::heap_allocator weights;
-  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, weights));
-  caf::scoped_actor self{sys};
-  std::map<int, std::string> members;
-  for (int i = 0; i < 600 && int(members.size()) < expect; ++i) {
-    SPINDLE_ASSIGN_OR_RETURN(members, published(self, coordinator));
-    if (int(members.size()) < expect) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (int(members.size()) < expect)
-    return make_error(errc::unavailable, "only {} of {} members published a shard within 60 s",
-                      members.size(), expect);
-  // This thread owns the reader worker for the whole run.
-  SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
-  SPINDLE_ASSIGN_OR_RETURN(auto worker, ucx::worker::create(ctx));
-  const auto dim = std::uint32_t(ds.feature_dim());
-  std::vector<std::byte> own;
-  std::vector<std::unique_ptr<ucx::remote_region>> regions;
-  std::vector<embedding::shard_access> access(plan.shards.size());
-  std::map<int, std::vector<int>> shards_of;  // member rank -> its shards
-  for (std::size_t i = 0; i < plan.shards.size(); ++i) {
-    const int server = plan.shards[i].server;
-    shards_of[server].push_back(int(i));
-    if (server == 0) {
-      own.resize(embedding::shard_bytes(plan.lookup.shard_row_count(sched::shard_index(i)), dim));
-      SPINDLE_TRY(
-          embedding::fill_shard(plan.lookup, sched::shard_index(i), ds.features(), dim, own));
-      access[i] = {own.data(), nullptr, 0.0};
-      continue;
-    }
-    auto it = members.find(server);
-    if (it == members.end())
-      return make_error(errc::unavailable, "no member serves shard {} (rank {})", i, server);
-    SPINDLE_ASSIGN_OR_RETURN(auto desc, ucx::region_descriptor::decode(it->second));
-    SPINDLE_ASSIGN_OR_RETURN(auto region, ucx::remote_region::attach(worker, desc));
-    access[i] = {nullptr, region.get(), 1.0};
-    regions.push_back(std::move(region));
-  }
-  embedding::feature_gatherer gatherer(plan.lookup, dim * 4, access);
-  std::uint64_t remote_rows = 0, local_rows = 0;
-  // The control plane's word on members (CAF down messages, via the coordinator):
-  // a member seen down has its shards marked unreachable, so its rows come from
-  // replicas or fail cleanly, even on shared memory where a dead owner's mapped
-  // rows would stay readable. Checked at most every 20 ms.
-  auto last_check = std::chrono::steady_clock::now();
-  std::set<int> down;
-  auto watch_members = [&] {
-    if (std::chrono::steady_clock::now() - last_check < std::chrono::milliseconds(20)) return;
-    last_check = std::chrono::steady_clock::now();
-    auto alive = published(self, coordinator);
-    if (!alive) return;
-    for (const auto& [rank, _] : members) {
-      const auto now = alive->find(rank);
-      if (now == alive->end() && !down.count(rank)) {
-        down.insert(rank);
-        for (int shard : shards_of[rank]) gatherer.mark_unreachable(shard);
-        log::warn("member rank {} is down: its shards are unreachable", rank);
-      } else if (now != alive->end() && down.count(rank)) {
-        // It rejoined with a new region: attach it and read its shards again.
-        auto desc = ucx::region_descriptor::decode(now->second);
-        auto region = desc ? ucx::remote_region::attach(worker, *desc)
-                           : expected<std::unique_ptr<ucx::remote_region>>(desc.error());
-        if (!region) {
-          log::warn("member rank {} rejoined but cannot be attached: {}", rank,
-                    region.error().to_string());
-          continue;
-        }
-        for (int shard : shards_of[rank]) gatherer.reattach(shard, {nullptr, region->get(), 1.0});
-        regions.push_back(std::move(*region));
-        down.erase(rank);
-        log::info("member rank {} rejoined: its shards are readable again", rank);
+expected<std::unique_ptr<member_serving>> start_member_serving(
+    caf::actor_system& sys, caf::actor coordinator, caf::actor member_actor,
+    const actors::bridge_handle& bridge, const shard_service& shard, const config::topology& topo,
+    const std::string& dataset, const std::string& model_dir, int rank) {
+  auto m = std::make_unique<member_serving_impl>();
+  SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(topo, dataset, model_dir));
+  auto& a = *m->assets;
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto members, wait_members(sys, coordinator, "not every shard owner published its region",
+                                 [&](const auto& ms) { return all_owners_published(a.plan, ms); }));
+  m->view.update(std::move(members));
+  SPINDLE_ASSIGN_OR_RETURN(m->features,
+                           cluster_features::create(a.ds, a.plan, rank, shard.rows, m->view));
+  m->watch = std::make_unique<member_watch>(sys, coordinator, m->view);
+  m->pipeline =
+      actors::spawn_pipeline(sys, a.ds, *a.model, *a.router, a.pool, m->features->source());
+  caf::anon_send(bridge.actor, actors::register_atom::value, std::string(actors::pipeline_target),
+                 m->pipeline);
+  caf::anon_send(member_actor, actors::ready_atom::value, bridge.address);
+  log::info("rank {}: pipeline ready for the coordinator's batches", rank);
+  return std::unique_ptr<member_serving>(std::move(m));
+}
+
+namespace {
+
+bool serving(const std::map<int, member_info>& ms, int rank) {
+  auto it = ms.find(rank);
+  return it != ms.end() && it->second.ready && !it->second.bridge.empty();
+}
+
+// Tells the bridge and the batcher which members' pipelines went down or came back.
+member_watch::change_fn reroute(caf::actor bridge, caf::actor batcher,
+                                std::map<int, caf::actor> proxies) {
+  return [=](const std::map<int, member_info>& before, const std::map<int, member_info>& now) {
+    for (const auto& [rank, proxy] : proxies) {
+      const bool was = serving(before, rank), is = serving(now, rank);
+      if (was && !is) {
+        log::warn("rank {} stopped serving: its batches go to the other pipelines", rank);
+        caf::anon_send(bridge, actors::peer_down_atom::value, rank);
+        caf::anon_send(batcher, actors::pipeline_down_atom::value, proxy, true);
+      } else if (is && (!was || before.at(rank).bridge != now.at(rank).bridge)) {
+        log::info("rank {} serves again", rank);
+        caf::anon_send(bridge, actors::peer_atom::value, rank, now.at(rank).bridge);
+        caf::anon_send(batcher, actors::pipeline_down_atom::value, proxy, false);
       }
     }
   };
-  sched::feature_source source = [&](std::span<const std::int64_t> ids, float* out) -> status {
-    watch_members();
-    SPINDLE_ASSIGN_OR_RETURN(
-        auto rep, gatherer.gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim * 4}));
-    remote_rows += rep.remote_rows + rep.mapped_rows;
-    local_rows += rep.local_rows - rep.mapped_rows;
-    return status::ok();
+}
+
+}  // namespace
+
+status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
+                          const actors::bridge_handle& bridge, const shard_service& own,
+                          const config::topology& topo, const std::string& dataset,
+                          const std::string& model_dir, std::size_t workload, int expect) {
+  SPINDLE_ASSIGN_OR_RETURN(auto assets, load_assets(topo, dataset, model_dir));
+  auto& a = *assets;
+  auto ready = [&](const std::map<int, member_info>& ms) {
+    int n = 0;
+    for (const auto& [rank, m] : ms) n += rank > 0 && m.ready;
+    return n >= expect && all_owners_published(a.plan, ms);
   };
-  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  thread_pool pool(0, "node");
-  sched::gnn_pipeline pipeline(ds, model, router, pool, source);
-  fmt::print("serving {} requests\n", workload);
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto members, wait_members(sys, coordinator,
+                                 fmt::format("fewer than {} members were ready", expect), ready));
+  member_view view;
+  view.update(members);
+  SPINDLE_ASSIGN_OR_RETURN(auto features,
+                           cluster_features::create(a.ds, a.plan, 0, own.rows, view));
+  std::vector<caf::actor> pipelines = {
+      actors::spawn_pipeline(sys, a.ds, *a.model, *a.router, a.pool, features->source())};
+  std::map<int, caf::actor> proxies;
+  for (const auto& [rank, m] : members) {
+    if (rank == 0 || !serving(members, rank)) continue;
+    caf::anon_send(bridge.actor, actors::peer_atom::value, rank, m.bridge);
+    proxies[rank] = actors::spawn_remote_pipeline(sys, bridge.actor, rank);
+    pipelines.push_back(proxies[rank]);
+  }
+  sched::batch_policy bp;
+  bp.max_batch = 16;
+  const auto* dsp = &a.ds;
+  auto batcher = actors::spawn_batcher(
+      sys, pipelines, bp, a.router, [dsp](const auto& r) { return sched::summed_psgs(*dsp, r); });
+  member_watch watch(sys, coordinator, view, reroute(bridge.actor, batcher, proxies));
+  fmt::print("serving {} requests on {} pipelines ({} on members)\n", workload, pipelines.size(),
+             proxies.size());
   std::fflush(stdout);
-  // A request whose rows have no reachable owner fails alone; the rest are answered.
-  auto sum = sched::answer_all(pipeline, sched::degree_requests(ds, workload));
-  if (!sum.failed_ids.empty())
-    fmt::print("failed_ids {}\nfirst error: {}\n", fmt::join(sum.failed_ids, ","), sum.first_error);
-  fmt::print("answers {} failed {} checksum {} rows local {} from other nodes {}\n", sum.answered,
-             sum.failed_ids.size(), checksum_hex(sum.checksum), local_rows, remote_rows);
+  actors::load_spec spec;
+  spec.requests = sched::degree_requests(a.ds, workload);
+  spec.clients = 8 * int(pipelines.size());
+  spec.keep_answers = true;
+  auto result = std::make_shared<actors::load_result>();
+  {
+    caf::scoped_actor self{sys};
+    actors::spawn_load_client(sys, batcher, spec, result, self);
+    self->receive([](actors::done_atom) {});
+  }
+  // The checksum covers the answered requests in request order (as a single
+  // process computes it); a request whose rows lost every owner fails alone.
+  std::vector<float> all;
+  std::vector<std::uint64_t> failed;
+  std::string first_error;
+  for (std::size_t i = 0; i < spec.requests.size(); ++i) {
+    if (!result->error_of[i].empty()) {
+      if (failed.empty()) first_error = result->error_of[i];
+      failed.push_back(spec.requests[i].sampler_seed);
+      continue;
+    }
+    all.insert(all.end(), result->outputs[i].begin(), result->outputs[i].end());
+  }
+  if (!failed.empty())
+    fmt::print("failed_ids {}\nfirst error: {}\n", fmt::join(failed, ","), first_error);
+  actors::batcher_stats stats;
+  {
+    caf::scoped_actor self{sys};
+    self->request(batcher, std::chrono::seconds(5), actors::stats_atom::value)
+        .receive([&](const actors::batcher_stats& s) { stats = s; }, [](caf::error&) {});
+  }
+  std::uint64_t on_members = 0;
+  for (std::size_t p = 1; p < stats.per_pipeline.size(); ++p) on_members += stats.per_pipeline[p];
+  fmt::print("batches {} here {} on members {} retried {}\n", stats.batches,
+             stats.per_pipeline.empty() ? 0 : stats.per_pipeline[0], on_members, stats.retried);
+  // "answers" comes last: tests and scripts read up to it.
+  fmt::print("answers {} failed {} checksum {} rows local {} from other nodes {} wall {:.2f} s\n",
+             spec.requests.size() - failed.size(), failed.size(),
+             checksum_hex(checksum(all.data(), all.size() * sizeof(float))), features->local_rows(),
+             features->remote_rows(), result->wall_s);
   std::fflush(stdout);
+  caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+  for (auto& p : pipelines) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
   return status::ok();
 }
 

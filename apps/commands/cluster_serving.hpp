@@ -1,34 +1,51 @@
-// The data-plane side of `spindle node --dataset`: a member holds its server's
-// feature shard of the FAP plan in UCX memory and publishes the descriptor when
-// it joins; the coordinator, once every member has joined, gathers features
-// through the lookup table (its own shard by pointer, the others one-sidedly)
-// and answers a workload, printing a checksum of all answers so runs can be
-// compared with a single process.
+// Serving across processes (`spindle node --dataset ... --model ...`). Every
+// node holds its server's feature shard of the FAP plan in UCX memory and
+// publishes it when it joins. A member with a model runs a pipeline (sampling,
+// gathering, inference) registered at its UCX bridge. The coordinator batches
+// the workload and hands batches to its own pipeline and, through the bridge,
+// to the members' pipelines (one shared queue, Quiver §4.3); every pipeline
+// gathers its own shard by pointer and the others one-sidedly. The answers'
+// checksum is printed so runs can be compared with a single process.
 #pragma once
 
 #include <caf/all.hpp>
 #include <memory>
 #include <string>
 
+#include "actors/ucx_bridge.hpp"
 #include "config/topology.hpp"
 #include "core/status.hpp"
 
 namespace spindle::apps {
 
-/// Keeps a member's shard memory and progress loop alive; `descriptor` is published.
+/// Keeps a node's shard memory and progress loop alive; `descriptor` is published.
 struct shard_service {
   virtual ~shard_service() = default;
   std::string descriptor;
+  const std::byte* rows = nullptr;  // the shard, for this process's own pipeline
 };
 
 /// Allocates and fills rank `rank`'s host-memory shard of the plan for `dataset`.
 expected<std::unique_ptr<shard_service>> start_shard(const config::topology& topo,
                                                      const std::string& dataset, int rank);
 
-/// On the coordinator: waits until `expect` members published shards, then serves
-/// `workload` requests with `model_dir` and prints "answers N failed F checksum HEX ..."
+/// A member's pipeline, serving the coordinator's batches until destroyed.
+struct member_serving {
+  virtual ~member_serving() = default;
+};
+
+/// Waits until every rank owning a shard is alive, then runs a pipeline over
+/// `model_dir`, registers it at `bridge` and tells `member_actor` it is ready.
+expected<std::unique_ptr<member_serving>> start_member_serving(
+    caf::actor_system& sys, caf::actor coordinator, caf::actor member_actor,
+    const actors::bridge_handle& bridge, const shard_service& shard, const config::topology& topo,
+    const std::string& dataset, const std::string& model_dir, int rank);
+
+/// On the coordinator: waits until `expect` members are ready, then serves
+/// `workload` requests and prints "answers N failed F checksum HEX ..."
 /// (preceded by "failed_ids ..." when some requests lost every owner of a row).
 status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
+                          const actors::bridge_handle& bridge, const shard_service& own,
                           const config::topology& topo, const std::string& dataset,
                           const std::string& model_dir, std::size_t workload, int expect);
 

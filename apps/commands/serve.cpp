@@ -117,12 +117,8 @@ status run_serve(const serve_args& a, global_options& g) {
   const double point = router->threshold();
   if (point > 0 && std::isfinite(point)) bp.psgs_threshold = point;
   const auto* dsp = &ds;
-  auto batcher = actors::spawn_batcher(sys, pipes, bp, router, [dsp](const sched::gnn_request& r) {
-    double s = 0;
-    for (auto v : r.seeds)
-      if (v >= 0 && v < dsp->num_nodes()) s += dsp->psgs()[std::size_t(v)];
-    return s;
-  });
+  auto batcher = actors::spawn_batcher(
+      sys, pipes, bp, router, [dsp](const sched::gnn_request& r) { return summed_psgs(*dsp, r); });
   if (listening) {
     actors::gateway gw(sys);
     gw.add_model(actors::gnn_model_binding{a.name.empty() ? model.desc().name : a.name, batcher,

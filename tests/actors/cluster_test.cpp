@@ -130,9 +130,10 @@ struct cora_cluster {
     return sum ? *sum : 0;
   }
   child_process member(int rank, const std::vector<std::string>& env) const {
-    return std::move(*child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
-                                            std::to_string(rank), "--dataset", cora},
-                                           env));
+    return std::move(
+        *child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
+                               std::to_string(rank), "--dataset", cora, "--model", model},
+                              env));
   }
   child_process coordinator(std::size_t workload, const std::vector<std::string>& env) const {
     return std::move(*child_process::spawn(
@@ -156,7 +157,16 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
   std::vector<child_process> members;
   for (int rank : {1, 2}) members.push_back(c.member(rank, env));
   auto coord = c.coordinator(10000, env);
-  auto line = coord.wait_for("answers ", 240'000);
+  auto batches = coord.wait_for("batches ", 240'000);
+  ASSERT_TRUE(batches.has_value()) << batches.error().to_string();
+  // Members sampled and computed some of the batches (sent over the UCX bridge).
+  std::uint64_t total = 0, here = 0, on_members = 0;
+  ASSERT_EQ(
+      std::sscanf(batches->c_str(), "%lu here %lu on members %lu", &total, &here, &on_members), 3)
+      << *batches;
+  EXPECT_GT(on_members, 0u) << *batches;
+  EXPECT_EQ(here + on_members, total) << *batches;
+  auto line = coord.wait_for("answers ", 60'000);
   ASSERT_TRUE(line.has_value()) << line.error().to_string();
   EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(10000))),
             std::string::npos)
