@@ -1,12 +1,22 @@
 #include "actors/bridge_messages.hpp"
 
+#include <cstring>
+
 namespace spindle::actors {
 
 remote_batch to_wire(const batch_job& job) { return {job.requests}; }
 
 remote_result to_wire(const sched::batch_result& r) {
   remote_result w;
-  w.outputs = r.outputs;
+  std::size_t floats = 0;
+  for (const auto& o : r.outputs) floats += o.size();
+  w.output_bytes.resize(floats * sizeof(float));
+  char* at = w.output_bytes.data();
+  for (const auto& o : r.outputs) {
+    w.output_sizes.push_back(std::uint32_t(o.size()));
+    if (!o.empty()) std::memcpy(at, o.data(), o.size() * sizeof(float));
+    at += o.size() * sizeof(float);
+  }
   for (const auto& e : r.errors) {
     w.error_codes.push_back(std::int32_t(e.code()));
     w.error_messages.push_back(e.message());
@@ -18,9 +28,19 @@ remote_result to_wire(const sched::batch_result& r) {
   return w;
 }
 
-sched::batch_result from_wire(remote_result w) {
+expected<sched::batch_result> from_wire(remote_result w) {
+  std::uint64_t floats = 0;
+  for (auto n : w.output_sizes) floats += n;
+  if (floats * sizeof(float) != w.output_bytes.size())
+    return make_error(errc::corrupt_data, "remote_result: sizes sum to {} floats but {} bytes came",
+                      floats, w.output_bytes.size());
   sched::batch_result r;
-  r.outputs = std::move(w.outputs);
+  const char* at = w.output_bytes.data();
+  for (auto n : w.output_sizes) {
+    auto& o = r.outputs.emplace_back(n);
+    if (n) std::memcpy(o.data(), at, n * sizeof(float));
+    at += n * sizeof(float);
+  }
   r.errors.resize(r.outputs.size());
   for (std::size_t i = 0; i < r.errors.size() && i < w.error_codes.size(); ++i)
     if (w.error_codes[i] != 0)

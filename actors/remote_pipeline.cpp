@@ -15,13 +15,15 @@ caf::behavior remote_pipeline(caf::event_based_actor* self, caf::actor bridge, i
                       caf::make_message(run_atom::value, to_wire(job)))
             .then(
                 [=](remote_result& r) mutable {
-                  if (r.outputs.size() != n) {
-                    rp.deliver(caf::make_error(caf::sec::runtime_error,
-                                               fmt::format("rank {} answered {} of {} requests",
-                                                           rank, r.outputs.size(), n)));
+                  auto res = from_wire(std::move(r));
+                  if (res && res->outputs.size() != n)
+                    res = make_error(errc::corrupt_data, "rank {} answered {} of {} requests", rank,
+                                     res->outputs.size(), n);
+                  if (!res) {
+                    rp.deliver(caf::make_error(caf::sec::runtime_error, res.error().to_string()));
                     return;
                   }
-                  rp.deliver(from_wire(std::move(r)));
+                  rp.deliver(std::move(*res));
                 },
                 [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
         return rp;

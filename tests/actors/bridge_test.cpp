@@ -96,6 +96,28 @@ TEST(bridge_test, a_batch_through_the_bridge_answers_like_the_direct_pipeline) {
   caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
 }
 
+TEST(bridge_test, results_round_trip_through_the_wire_type_and_bad_sizes_are_named) {
+  sched::batch_result r;
+  r.outputs = {{1.5f, -2.0f}, {}, {3.25f}};
+  r.errors = {status::ok(), make_error(errc::invalid_argument, "seed 9 out of range"),
+              status::ok()};
+  r.times = {0.1, 0.2, 0.3};
+  r.executor = sched::psgs_router::choice::large;
+  auto back = from_wire(to_wire(r));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->outputs, r.outputs);
+  EXPECT_EQ(back->errors[1].code(), errc::invalid_argument);
+  EXPECT_EQ(back->errors[1].message(), "seed 9 out of range");
+  EXPECT_EQ(back->executor, r.executor);
+  auto w = to_wire(r);
+  w.output_bytes.pop_back();
+  auto bad = from_wire(w);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), errc::corrupt_data);
+  EXPECT_NE(bad.error().message().find("3 floats but 11 bytes"), std::string::npos)
+      << bad.error().message();
+}
+
 TEST(bridge_test, unknown_targets_bad_messages_and_dead_peers_fail_at_once_with_a_reason) {
   side coord(0), member(1);
   caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);

@@ -63,7 +63,8 @@ expected<region_descriptor> region_descriptor::decode(std::string_view text) {
   region_descriptor d;
   SPINDLE_ASSIGN_OR_RETURN(d.base, parse_u64(parts[1], "base"));
   SPINDLE_ASSIGN_OR_RETURN(d.length, parse_u64(parts[2], "length"));
-  SPINDLE_ASSIGN_OR_RETURN(d.worker_address, parse_hex(parts[3], "region descriptor: field worker_address"));
+  SPINDLE_ASSIGN_OR_RETURN(d.worker_address,
+                           parse_hex(parts[3], "region descriptor: field worker_address"));
   SPINDLE_ASSIGN_OR_RETURN(d.rkey, parse_hex(parts[4], "region descriptor: field rkey"));
   return d;
 }

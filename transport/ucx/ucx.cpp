@@ -310,6 +310,30 @@ status endpoint::send_bulk(unsigned id, std::span<const std::byte> header,
   return s_->owner->wait_request(req, timeout_ms, "ucp_am_send_nbx (bulk)");
 }
 
+namespace {
+void post_done(void* request, ucs_status_t st, void* user) {
+  auto* done = static_cast<std::function<void(status)>*>(user);
+  (*done)(st == UCS_OK ? status::ok() : ucx_error(st, "ucp_am_send_nbx (posted)"));
+  delete done;
+  ucp_request_free(request);
+}
+}  // namespace
+
+void endpoint::post_bulk(unsigned id, std::span<const std::byte> header,
+                         std::span<const std::byte> payload, std::function<void(status)> done) {
+  if (s_->failed) return done(make_error(errc::unavailable, "endpoint: peer is unreachable"));
+  auto* cb = new std::function<void(status)>(std::move(done));  // freed by post_done (or below)
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = post_done;
+  p.user_data = cb;
+  void* req = ucp_am_send_nbx(s_->handle, id, header.data(), header.size(), payload.data(),
+                              payload.size(), &p);
+  if (req != nullptr && !UCS_PTR_IS_ERR(req)) return;  // post_done runs later
+  (*cb)(req == nullptr ? status::ok() : ucx_error(UCS_PTR_STATUS(req), "ucp_am_send_nbx (posted)"));
+  delete cb;
+}
+
 // ---- memory --------------------------------------------------------------
 
 expected<mapped_memory> mapped_memory::allocate(const context& ctx, std::size_t bytes) {

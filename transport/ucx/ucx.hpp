@@ -109,6 +109,11 @@ class endpoint {
   /// payload straight into its buffer) and waits for local completion.
   status send_bulk(unsigned id, std::span<const std::byte> header,
                    std::span<const std::byte> payload, int timeout_ms);
+  /// Like send_bulk without waiting: `done` runs on the progressing thread once
+  /// the send completed locally or failed (at once when it completed inline).
+  /// Both buffers must stay valid until then.
+  void post_bulk(unsigned id, std::span<const std::byte> header, std::span<const std::byte> payload,
+                 std::function<void(status)> done);
 
  private:
   struct state;
