@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "actors/scheduler_config.hpp"
 #include "actors/remote_pipeline.hpp"
 #include "actors/ucx_bridge.hpp"
 #include "bench/bench_util.hpp"
@@ -43,8 +44,7 @@ struct system {
   bridge_handle bridge;
   explicit system(int rank) {
     cfg.load<caf::io::middleman>();
-    cfg.set("scheduler.max-threads", 1);
-    if (std::getenv("SPINDLE_CAF_SHARING")) cfg.set("scheduler.policy", caf::atom("sharing"));
+    actors::configure_scheduler(cfg);
     add_bridge_types(cfg);
     sys = std::make_unique<caf::actor_system>(cfg);
     bridge_options o;

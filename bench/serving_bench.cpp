@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "actors/scheduler_config.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
     const double direct_rps = double(n) / bench::seconds_since(t0);
 
     caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 1);
+    actors::configure_scheduler(cfg);
     caf::actor_system sys{cfg};
     auto pipe = actors::spawn_pipeline(sys, *ds, *model, *router, pool);
     sched::batch_policy bp;

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <random>
 
+#include "actors/scheduler_config.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
     auto router = std::make_shared<sched::psgs_router>(*cal, v.policy);
     router->set_fixed(v.fixed);
     caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 1);
+    actors::configure_scheduler(cfg);
     caf::actor_system sys{cfg};
     std::vector<caf::actor> pipes = {
         actors::spawn_pipeline(sys, *ds, *model, *router, pool, features)};

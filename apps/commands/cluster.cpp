@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 
 #include "actors/node_actor.hpp"
+#include "actors/scheduler_config.hpp"
 #include "apps/commands/cluster_serving.hpp"
 #include "apps/commands/command.hpp"
 #include "config/topology.hpp"
@@ -63,7 +66,7 @@ status run_node(const node_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
   SPINDLE_ASSIGN_OR_RETURN(auto me, server_of(topo, rank));
   caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 1);
+  actors::configure_scheduler(cfg);
   cfg.load<caf::io::middleman>();
   actors::add_bridge_types(cfg);
   caf::actor_system sys{cfg};
@@ -111,6 +114,14 @@ status run_node(const node_args& a) {
   int sig = 0;
   sigwait(&set, &sig);
   log::info("node {}: stopping on signal {}", me.name, sig);
+  if (shard) {
+    // Leave without tearing UCX down: UCX 1.13 asserts in ucp_worker_destroy
+    // while purging a tcp endpoint whose peer died during wireup (seen when the
+    // coordinator stops before its members). The process ends here; the OS
+    // reclaims the shard memory, sockets and threads.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
   serving.reset();
   if (bridge) caf::anon_send_exit(bridge->actor, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(self_actor, caf::exit_reason::user_shutdown);

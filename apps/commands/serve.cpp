@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "actors/scheduler_config.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
@@ -104,7 +105,7 @@ status run_serve(const serve_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto calibration, load_or_calibrate(a, ds, g.pool()));
   auto router = std::make_shared<sched::psgs_router>(std::move(calibration), policy);
   caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 1);
+  actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
   std::vector<caf::actor> pipes;
   for (int i = 0; i < std::max(1, a.pipelines); ++i)

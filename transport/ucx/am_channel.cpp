@@ -80,14 +80,20 @@ void am_channel::state::receive(const worker::bulk_message& m) {
 
 void am_channel::state::execute(command& c) {
   if (auto* cc = std::get_if<connect_cmd>(&c)) {
-    peers.erase(cc->peer);
+    if (auto old = peers.find(cc->peer); old != peers.end()) {
+      old->second.forget();  // its process restarted: the old one is dead
+      peers.erase(old);
+    }
     auto addr = parse_hex(cc->address, "bridge address");
     auto ep = addr ? endpoint::connect(w, *addr, /*detect_peer_failure=*/true)
                    : expected<endpoint>(addr.error());
     if (!ep) return on_failure(cc->peer, ep.error());
     peers.emplace(cc->peer, std::move(*ep));
   } else if (auto* dc = std::get_if<disconnect_cmd>(&c)) {
-    peers.erase(dc->peer);
+    if (auto it = peers.find(dc->peer); it != peers.end()) {
+      it->second.forget();  // the peer is dead: no close handshake
+      peers.erase(it);
+    }
   } else if (auto* sc = std::get_if<send_cmd>(&c)) {
     auto it = peers.find(sc->peer);
     if (it == peers.end())
@@ -110,7 +116,10 @@ void am_channel::state::execute(command& c) {
 // A failed send drops the peer's endpoint (outside UCX callbacks) and tells the owner.
 void am_channel::state::report_failures() {
   for (auto& [peer, why] : std::exchange(failed, {})) {
-    peers.erase(peer);
+    if (auto it = peers.find(peer); it != peers.end()) {
+      it->second.forget();
+      peers.erase(it);
+    }
     on_failure(peer, why);
   }
 }
@@ -167,6 +176,7 @@ am_channel::~am_channel() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSendTimeoutMs);
   while (s_->in_flight > 0 && std::chrono::steady_clock::now() < deadline) s_->w.progress();
   s_->failed.clear();
+  for (auto& [peer, ep] : s_->peers) ep.forget();  // released with the worker
   s_->peers.clear();
 }
 

@@ -264,6 +264,7 @@ endpoint::~endpoint() = default;
 void* endpoint::native() const { return s_->handle; }
 worker& endpoint::owner() const { return *s_->owner; }
 bool endpoint::failed() const { return s_->failed; }
+void endpoint::forget() { s_->failed = true; }
 
 expected<endpoint> endpoint::connect(worker& w, std::span<const std::uint8_t> peer_address,
                                      bool detect_peer_failure) {

@@ -101,6 +101,10 @@ class endpoint {
   void* native() const;
   worker& owner() const;
   bool failed() const;
+  /// Skips the close handshake: the endpoint is released with its worker. For
+  /// teardown and dead peers, where UCX 1.13 asserts when a close races the
+  /// peer's wireup (seen over tcp with both sides connected to each other).
+  void forget();
   /// Waits until every operation issued on this endpoint completed.
   status flush(int timeout_ms);
   /// Sends an active message and waits for local completion.
