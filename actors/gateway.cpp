@@ -133,6 +133,7 @@ struct gateway::state {
   std::map<std::string, std::shared_ptr<rec_entry>> rec;
   clock_type::time_point started = clock_type::now();
   std::unique_ptr<split_path> split;
+  std::function<std::string()> members;  // the cluster's member list (JSON array), if any
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(forwarder)) {}
 
   std::string loaded() const {
@@ -509,8 +510,17 @@ void gateway::infer_split(const std::string& model, std::uint64_t call_id, std::
   s_->split->infer_split(model, call_id, bytes, deadline_us, std::move(done));
 }
 
+void gateway::set_members(std::function<std::string()> members) {
+  s_->members = std::move(members);
+}
+
 std::string gateway::members_json() {
   nlohmann::json j;
+  if (s_->members) {
+    auto list = nlohmann::json::parse(s_->members(), nullptr, /*allow_exceptions=*/false);
+    j["members"] = list.is_array() ? list : nlohmann::json::array();
+    return j.dump();
+  }
   j["members"] = nlohmann::json::array(
       {{{"rank", 0}, {"name", "serve"}, {"pid", ::getpid()}, {"alive", true}}});
   return j.dump();

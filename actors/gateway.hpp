@@ -10,6 +10,7 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,9 @@ class gateway final : public transport::rpc::rpc_service {
   /// Tensor models and the SplitRPC data path (optional).
   void set_split_path(std::unique_ptr<split_path> p);
   split_path* split() const;
+  /// On a cluster's coordinator: where Admin.members gets the member list (a
+  /// JSON array, as `spindle cluster-status` prints it). Default: this process.
+  void set_members(std::function<std::string()> members);
 
   void infer_gnn(transport::rpc::gnn_call call,
                  std::function<void(transport::rpc::gnn_answer)> done) override;

@@ -15,6 +15,7 @@
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/cluster_serving.hpp"
 #include "apps/commands/command.hpp"
+#include "apps/commands/serve_rpc.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
 #include "core/subprocess.hpp"
@@ -56,7 +57,25 @@ struct node_args {
   std::string config, dataset, model;
   int rank = 0, expect = 0;
   std::size_t workload = 0;
+  front_door_args door;  // rank 0 with --listen: the Cap'n Proto front door
+  bool listen = false;
 };
+
+// Rank 0: serves the workload and/or the front door over the cluster; returns
+// once the workload is done (no --listen) or a stop signal came (--listen).
+status coordinate(caf::actor_system& sys, caf::actor coordinator,
+                  const actors::bridge_handle& bridge, const shard_service& shard,
+                  const config::topology& topo, const node_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(sys, coordinator, bridge, shard, topo,
+                                                        a.dataset, a.model, a.expect));
+  if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
+  if (!a.listen) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
+  actors::gateway gw(sys);
+  gw.add_model(gnn->binding({}, a.door.max_queue));
+  gw.set_members([g = gnn.get()] { return g->members_json(); });
+  return serve_until_signal(gw, a.door, token);
+}
 
 status run_node(const node_args& a) {
   const std::string& path = a.config;
@@ -105,15 +124,17 @@ status run_node(const node_args& a) {
                       me.name, me.host, me.port, to_string(port.error()));
   fmt::print("node {} (rank {}) listening on {}:{}\nready\n", me.name, rank, me.host, *port);
   std::fflush(stdout);
-  if (rank == 0 && a.workload > 0) {
+  bool stopped = false;
+  if (rank == 0 && (a.workload > 0 || a.listen)) {
     if (!bridge)
-      return make_error(errc::invalid_argument, "--workload needs --dataset and --model");
-    SPINDLE_TRY(serve_from_cluster(sys, self_actor, *bridge, *shard, topo, a.dataset, a.model,
-                                   a.workload, a.expect));
+      return make_error(errc::invalid_argument,
+                        "--workload and --listen need --dataset and --model");
+    SPINDLE_TRY(coordinate(sys, self_actor, *bridge, *shard, topo, a));
+    stopped = a.listen;  // the front door returned on a stop signal
   }
   int sig = 0;
-  sigwait(&set, &sig);
-  log::info("node {}: stopping on signal {}", me.name, sig);
+  if (!stopped) sigwait(&set, &sig);
+  log::info("node {}: stopping{}", me.name, stopped ? "" : fmt::format(" on signal {}", sig));
   if (shard) {
     // Leave without tearing UCX down: UCX 1.13 asserts in ucp_worker_destroy
     // while purging a tcp endpoint whose peer died during wireup (seen when the
@@ -204,6 +225,20 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--workload", na->workload,
                    "Rank 0: serve N requests once members joined, print a checksum");
   node->add_option("--expect", na->expect, "Rank 0: members to wait for before serving")
+      ->capture_default_str();
+  node->add_option_function<std::string>(
+      "--listen",
+      [na](const std::string& v) {
+        na->door.listen = v;
+        na->listen = true;
+      },
+      "Rank 0: serve the Cap'n Proto front door on HOST:PORT (port 0: a free one) over the "
+      "cluster, until SIGINT/SIGTERM");
+  node->add_option("--admin-token-file", na->door.admin_token_file,
+                   "Rank 0: Admin token file (created if absent); without it Admin is disabled");
+  node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");
+  node->add_option("--max-queue", na->door.max_queue,
+                   "Rank 0: calls in flight per model before `overloaded`")
       ->capture_default_str();
   node->callback([na] {
     if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);

@@ -174,12 +174,35 @@ member_watch::change_fn reroute(caf::actor bridge, caf::actor batcher,
 
 }  // namespace
 
-status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
-                          const actors::bridge_handle& bridge, const shard_service& own,
-                          const config::topology& topo, const std::string& dataset,
-                          const std::string& model_dir, std::size_t workload, int expect) {
-  SPINDLE_ASSIGN_OR_RETURN(auto assets, load_assets(topo, dataset, model_dir));
-  auto& a = *assets;
+struct cluster_gnn::parts {
+  caf::actor_system& sys;
+  caf::actor coordinator;
+  std::unique_ptr<serving_assets> assets;
+  member_view view;
+  std::unique_ptr<cluster_features> features;
+  std::vector<caf::actor> pipelines;
+  caf::actor batcher;
+  sched::batch_policy policy;
+  std::unique_ptr<member_watch> watch;
+  std::size_t members = 0;
+  parts(caf::actor_system& s, caf::actor c) : sys(s), coordinator(std::move(c)) {}
+};
+
+cluster_gnn::cluster_gnn(std::unique_ptr<parts> p) : p_(std::move(p)) {}
+
+cluster_gnn::~cluster_gnn() {
+  p_->watch.reset();
+  caf::anon_send_exit(p_->batcher, caf::exit_reason::user_shutdown);
+  for (auto& pl : p_->pipelines) caf::anon_send_exit(pl, caf::exit_reason::user_shutdown);
+}
+
+expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(
+    caf::actor_system& sys, caf::actor coordinator, const actors::bridge_handle& bridge,
+    const shard_service& own, const config::topology& topo, const std::string& dataset,
+    const std::string& model_dir, int expect) {
+  auto p = std::make_unique<parts>(sys, coordinator);
+  SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(topo, dataset, model_dir));
+  auto& a = *p->assets;
   auto ready = [&](const std::map<int, member_info>& ms) {
     int n = 0;
     for (const auto& [rank, m] : ms) n += rank > 0 && m.ready;
@@ -188,36 +211,61 @@ status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
   SPINDLE_ASSIGN_OR_RETURN(
       auto members, wait_members(sys, coordinator,
                                  fmt::format("fewer than {} members were ready", expect), ready));
-  member_view view;
-  view.update(members);
-  SPINDLE_ASSIGN_OR_RETURN(auto features,
-                           cluster_features::create(a.ds, a.plan, 0, own.rows, view));
-  std::vector<caf::actor> pipelines = {
-      actors::spawn_pipeline(sys, a.ds, *a.model, *a.router, a.pool, features->source())};
+  p->view.update(members);
+  SPINDLE_ASSIGN_OR_RETURN(p->features,
+                           cluster_features::create(a.ds, a.plan, 0, own.rows, p->view));
+  p->pipelines = {
+      actors::spawn_pipeline(sys, a.ds, *a.model, *a.router, a.pool, p->features->source())};
   std::map<int, caf::actor> proxies;
   for (const auto& [rank, m] : members) {
     if (rank == 0 || !serving(members, rank)) continue;
     caf::anon_send(bridge.actor, actors::peer_atom::value, rank, m.bridge);
     proxies[rank] = actors::spawn_remote_pipeline(sys, bridge.actor, rank);
-    pipelines.push_back(proxies[rank]);
+    p->pipelines.push_back(proxies[rank]);
   }
-  sched::batch_policy bp;
-  bp.max_batch = 16;
+  p->members = proxies.size();
+  p->policy.max_batch = 16;
   const auto* dsp = &a.ds;
-  auto batcher = actors::spawn_batcher(
-      sys, pipelines, bp, a.router, [dsp](const auto& r) { return sched::summed_psgs(*dsp, r); });
-  member_watch watch(sys, coordinator, view, reroute(bridge.actor, batcher, proxies));
-  fmt::print("serving {} requests on {} pipelines ({} on members)\n", workload, pipelines.size(),
-             proxies.size());
+  p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router,
+                                     [dsp](const auto& r) { return sched::summed_psgs(*dsp, r); });
+  p->watch = std::make_unique<member_watch>(sys, coordinator, p->view,
+                                            reroute(bridge.actor, p->batcher, proxies));
+  return std::unique_ptr<cluster_gnn>(new cluster_gnn(std::move(p)));
+}
+
+actors::gnn_model_binding cluster_gnn::binding(std::string name, std::size_t max_queue) const {
+  auto& a = *p_->assets;
+  return {name.empty() ? a.model->desc().name : std::move(name),
+          p_->batcher,
+          &a.ds,
+          a.model.get(),
+          a.router,
+          p_->policy,
+          max_queue};
+}
+
+std::string cluster_gnn::members_json() const {
+  caf::scoped_actor self{p_->sys};
+  std::string out = "[]";
+  self->request(p_->coordinator, std::chrono::seconds(2), actors::status_atom::value)
+      .receive([&](const std::string& text) { out = text; }, [](caf::error&) {});
+  return out;
+}
+
+status cluster_gnn::run_workload(std::size_t workload) {
+  auto& a = *p_->assets;
+  auto& sys = p_->sys;
+  fmt::print("serving {} requests on {} pipelines ({} on members)\n", workload,
+             p_->pipelines.size(), p_->members);
   std::fflush(stdout);
   actors::load_spec spec;
   spec.requests = sched::degree_requests(a.ds, workload);
-  spec.clients = 8 * int(pipelines.size());
+  spec.clients = 8 * int(p_->pipelines.size());
   spec.keep_answers = true;
   auto result = std::make_shared<actors::load_result>();
   {
     caf::scoped_actor self{sys};
-    actors::spawn_load_client(sys, batcher, spec, result, self);
+    actors::spawn_load_client(sys, p_->batcher, spec, result, self);
     self->receive([](actors::done_atom) {});
   }
   // The checksum covers the answered requests in request order (as a single
@@ -238,21 +286,19 @@ status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
   actors::batcher_stats stats;
   {
     caf::scoped_actor self{sys};
-    self->request(batcher, std::chrono::seconds(5), actors::stats_atom::value)
+    self->request(p_->batcher, std::chrono::seconds(5), actors::stats_atom::value)
         .receive([&](const actors::batcher_stats& s) { stats = s; }, [](caf::error&) {});
   }
   std::uint64_t on_members = 0;
-  for (std::size_t p = 1; p < stats.per_pipeline.size(); ++p) on_members += stats.per_pipeline[p];
+  for (std::size_t i = 1; i < stats.per_pipeline.size(); ++i) on_members += stats.per_pipeline[i];
   fmt::print("batches {} here {} on members {} retried {}\n", stats.batches,
              stats.per_pipeline.empty() ? 0 : stats.per_pipeline[0], on_members, stats.retried);
   // "answers" comes last: tests and scripts read up to it.
   fmt::print("answers {} failed {} checksum {} rows local {} from other nodes {} wall {:.2f} s\n",
              spec.requests.size() - failed.size(), failed.size(),
-             checksum_hex(checksum(all.data(), all.size() * sizeof(float))), features->local_rows(),
-             features->remote_rows(), result->wall_s);
+             checksum_hex(checksum(all.data(), all.size() * sizeof(float))),
+             p_->features->local_rows(), p_->features->remote_rows(), result->wall_s);
   std::fflush(stdout);
-  caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
-  for (auto& p : pipelines) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
   return status::ok();
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/gateway.hpp"
 #include "actors/ucx_bridge.hpp"
 #include "config/topology.hpp"
 #include "core/status.hpp"
@@ -41,12 +42,32 @@ expected<std::unique_ptr<member_serving>> start_member_serving(
     const actors::bridge_handle& bridge, const shard_service& shard, const config::topology& topo,
     const std::string& dataset, const std::string& model_dir, int rank);
 
-/// On the coordinator: waits until `expect` members are ready, then serves
-/// `workload` requests and prints "answers N failed F checksum HEX ..."
-/// (preceded by "failed_ids ..." when some requests lost every owner of a row).
-status serve_from_cluster(caf::actor_system& sys, caf::actor coordinator,
-                          const actors::bridge_handle& bridge, const shard_service& own,
-                          const config::topology& topo, const std::string& dataset,
-                          const std::string& model_dir, std::size_t workload, int expect);
+/// The coordinator's GNN serving over the cluster: its own pipeline and the
+/// members' (through the bridge), fed by one batcher; a member watch reroutes
+/// around members that die and back to those that return.
+class cluster_gnn {
+ public:
+  /// Waits until `expect` members are ready (60 s at most), then starts.
+  static expected<std::unique_ptr<cluster_gnn>> start(
+      caf::actor_system& sys, caf::actor coordinator, const actors::bridge_handle& bridge,
+      const shard_service& own, const config::topology& topo, const std::string& dataset,
+      const std::string& model_dir, int expect);
+  ~cluster_gnn();
+
+  /// The model for the gateway (front door); `name` empty: the model's own name.
+  actors::gnn_model_binding binding(std::string name, std::size_t max_queue) const;
+  /// The coordinator's member list (JSON array), for Admin.members.
+  std::string members_json() const;
+  /// Serves `workload` requests from the in-process generator and prints
+  /// "batches B here H on members M retried R" and then
+  /// "answers N failed F checksum HEX ..." (preceded by "failed_ids ..." when some
+  /// requests lost every owner of a row).
+  status run_workload(std::size_t workload);
+
+ private:
+  struct parts;
+  explicit cluster_gnn(std::unique_ptr<parts> p);
+  std::unique_ptr<parts> p_;
+};
 
 }  // namespace spindle::apps

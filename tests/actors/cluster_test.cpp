@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -265,6 +266,77 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   EXPECT_EQ(coord.wait(), 0);
   for (auto& m : members) m.signal(SIGTERM);
   for (auto& m : members) m.wait();
+}
+
+// The coordinator serves the cluster behind the Cap'n Proto front door: a GNN
+// request through `spindle client infer` answers like a single process, and
+// Admin.members lists the three nodes, alive (then rank 1 down after a kill).
+TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_door");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  std::vector<child_process> members;
+  for (int rank : {1, 2}) members.push_back(c.member(rank, {}));
+  const std::string token = c.dir + "/admin.token";
+  auto coord = *child_process::spawn({SPINDLE_BINARY, "node", "--config", c.config, "--rank", "0",
+                                      "--dataset", c.cora, "--model", c.model, "--expect", "2",
+                                      "--listen", "127.0.0.1:0", "--admin-token-file", token});
+  auto listening = coord.wait_for("listening ", 120'000);
+  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  const std::string endpoint = *listening;
+  auto client = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {SPINDLE_BINARY, "client",       "--connect",
+                                     endpoint,       "--token-file", token};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto p = child_process::spawn(argv);
+    std::string out;
+    while (auto line = p->read_line(30'000)) out += *line;
+    EXPECT_EQ(p->wait(), 0) << out;
+    return out;
+  };
+  // Requests 0..63 of the workload generator: each answer equals the single-process one.
+  auto ds = graph::dataset::open(c.cora);
+  ASSERT_TRUE(ds.has_value());
+  nn::heap_allocator weights;
+  auto model = nn::model::load(c.model, weights);
+  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  thread_pool pool(1, "test");
+  sched::gnn_pipeline local(*ds, *model, router, pool);
+  auto reqs = sched::degree_requests(*ds, 64);
+  auto want = local.run(reqs);
+  for (std::size_t i = 0; i < reqs.size(); i += 9) {
+    auto out = nlohmann::json::parse(
+        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
+                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
+    ASSERT_EQ(out["status"], "ok") << out.dump();
+    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
+  }
+  auto listed = [&] {
+    std::map<int, bool> alive;
+    auto j = nlohmann::json::parse(client({"admin", "members"}));
+    for (const auto& m : j["members"]) alive[m["rank"].get<int>()] = m["alive"].get<bool>();
+    return alive;
+  };
+  EXPECT_EQ(listed(), (std::map<int, bool>{{0, true}, {1, true}, {2, true}}));
+  members[0].signal(SIGKILL);
+  members[0].wait();
+  bool seen_down = false;
+  for (int i = 0; i < 100 && !seen_down; ++i) {
+    seen_down = !listed()[1];
+    if (!seen_down) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(seen_down);
+  // Still serving with rank 1 gone (its rows come from replicas or fail by name).
+  auto out = nlohmann::json::parse(
+      client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[0].seeds[0]),
+              "--sampler-seed", std::to_string(reqs[0].sampler_seed), "--json"}));
+  EXPECT_TRUE(out["status"] == "ok" ||
+              out["message"].get<std::string>().find("shard") != std::string::npos)
+      << out.dump();
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(), 0);
+  members[1].signal(SIGTERM);
+  EXPECT_EQ(members[1].wait(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(transports, cluster_serving_failure_test, ::testing::Values("", "tcp"),
