@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -79,11 +80,14 @@ expected<std::string> child_process::read_line(int timeout_ms) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
-    if (left <= 0)
-      return make_error(errc::unavailable, "child {}: no output line within {} ms", pid_,
-                        timeout_ms);
+    // Poll at least once, so a timeout of 0 still takes output that is ready.
     pollfd p{out_fd_, POLLIN, 0};
-    if (poll(&p, 1, int(left)) <= 0) continue;
+    if (poll(&p, 1, int(std::max<std::int64_t>(left, 0))) <= 0) {
+      if (left <= 0)
+        return make_error(errc::unavailable, "child {}: no output line within {} ms", pid_,
+                          timeout_ms);
+      continue;
+    }
     char buf[4096];
     ssize_t n = ::read(out_fd_, buf, sizeof buf);
     if (n <= 0) return make_error(errc::unavailable, "child {}: output closed", pid_);

@@ -170,19 +170,41 @@ bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-status run_launch(const std::string& path) {
+struct launch_args {
+  std::string config, dataset, model, listen, admin_token_file;
+};
+
+// The `spindle node` command line of rank `r` under `spindle launch`.
+std::vector<std::string> node_argv(const std::string& exe, const launch_args& a, std::size_t r,
+                                   std::size_t ranks) {
+  std::vector<std::string> argv = {exe, "node", "--config", a.config, "--rank", std::to_string(r)};
+  if (!a.dataset.empty()) argv.insert(argv.end(), {"--dataset", a.dataset});
+  if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
+  if (r == 0 && !a.listen.empty()) {
+    argv.insert(argv.end(), {"--listen", a.listen, "--expect", std::to_string(ranks - 1)});
+    if (!a.admin_token_file.empty())
+      argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
+  }
+  return argv;
+}
+
+status run_launch(const launch_args& a) {
+  const std::string& path = a.config;
   sigset_t set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+  if (!a.listen.empty() && (a.dataset.empty() || a.model.empty()))
+    return make_error(errc::invalid_argument, "launch: --listen needs --dataset and --model");
   char exe[4096] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0)
     return make_error(errc::io_error, "launch: cannot find the spindle binary");
   std::vector<std::pair<int, child_process>> children;
   for (std::size_t r = 0; r < topo.servers.size(); ++r) {
-    std::vector<std::string> argv = {exe, "node", "--config", path, "--rank", std::to_string(r)};
+    auto argv = node_argv(exe, a, r, topo.servers.size());
     if (!is_loopback(topo.servers[r].host)) {
-      fmt::print("rank {} runs on {}: start it there with\n  spindle node --config {} --rank {}\n",
-                 r, topo.servers[r].host, path, r);
+      std::string cmd = "spindle";
+      for (std::size_t i = 1; i < argv.size(); ++i) cmd += " " + argv[i];
+      fmt::print("rank {} runs on {}: start it there with\n  {}\n", r, topo.servers[r].host, cmd);
       continue;
     }
     SPINDLE_ASSIGN_OR_RETURN(auto c, child_process::spawn(argv));
@@ -243,13 +265,21 @@ void register_cluster(CLI::App& app, global_options&) {
   node->callback([na] {
     if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);
   });
+  auto la = std::make_shared<launch_args>();
   auto* launch =
       app.add_subcommand("launch",
                          "Start every rank on this host as child processes, relay their output "
                          "and forward SIGINT/SIGTERM; print the command for other hosts");
-  launch->add_option("--config", *path, "Cluster TOML")->required();
-  launch->callback([path] {
-    if (int rc = report(run_launch(*path))) throw CLI::RuntimeError(rc);
+  launch->add_option("--config", la->config, "Cluster TOML")->required();
+  launch->add_option("--dataset", la->dataset,
+                     "Dataset for every rank (each holds its shard of the FAP plan)");
+  launch->add_option("--model", la->model,
+                     "Model for every rank (each runs a pipeline for the coordinator's batches)");
+  launch->add_option("--listen", la->listen,
+                     "Rank 0 serves the front door on HOST:PORT once every rank is ready");
+  launch->add_option("--admin-token-file", la->admin_token_file, "Rank 0's Admin token file");
+  launch->callback([la] {
+    if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
   });
   auto* st = app.add_subcommand("cluster-status",
                                 "Ask the coordinator for the members and their state (JSON)");

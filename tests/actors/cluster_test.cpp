@@ -1,6 +1,7 @@
 // Three real `spindle node` processes on loopback (coordinator + 2 nodes): they
 // join over CAF's middleman, a killed node is seen down, a restarted one rejoins.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -337,6 +338,31 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   EXPECT_EQ(coord.wait(), 0);
   members[1].signal(SIGTERM);
   EXPECT_EQ(members[1].wait(), 0);
+}
+
+// `spindle launch` starts the three ranks with the dataset and model, rank 0
+// opens the front door once the members are ready, a client is answered, and
+// SIGTERM to launch stops every rank cleanly.
+TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_launch");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  auto launch = *child_process::spawn({SPINDLE_BINARY, "launch", "--config", c.config, "--dataset",
+                                       c.cora, "--model", c.model, "--listen", "127.0.0.1:0"});
+  auto listening = launch.wait_for("[rank 0] listening ", 120'000);
+  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  auto p = child_process::spawn({SPINDLE_BINARY, "client", "--connect", *listening, "--model",
+                                 "graphsage", "infer", "--seeds", "3", "--json"});
+  auto line = p->read_line(30'000);
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(nlohmann::json::parse(*line)["status"], "ok") << *line;
+  EXPECT_EQ(p->wait(), 0);
+  launch.signal(SIGTERM);
+  std::string rest;
+  while (auto l = launch.read_line(30'000)) rest += *l + "\n";
+  EXPECT_EQ(launch.wait(), 0) << rest;
+  for (int rank : {0, 1, 2})
+    EXPECT_NE(rest.find(fmt::format("[rank {}] exited with 0", rank)), std::string::npos) << rest;
 }
 
 INSTANTIATE_TEST_SUITE_P(transports, cluster_serving_failure_test, ::testing::Values("", "tcp"),
