@@ -4,7 +4,7 @@
 
 namespace spindle::actors {
 
-remote_batch to_wire(const batch_job& job) { return {job.requests}; }
+remote_batch to_wire(const batch_job& job) { return {job.requests, -1}; }
 
 remote_result to_wire(const sched::batch_result& r) {
   remote_result w;

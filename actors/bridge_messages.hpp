@@ -47,11 +47,12 @@ struct bridge_frame {
 /// A batch of GNN requests for a pipeline in another process.
 struct remote_batch {
   std::vector<sched::gnn_request> requests;
+  std::int32_t executor = -1;  // the sender's routing decision (psgs_router::choice); -1: none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, remote_batch& x) {
-  return f(caf::meta::type_name("remote_batch"), x.requests);
+  return f(caf::meta::type_name("remote_batch"), x.requests, x.executor);
 }
 
 /// A pipeline's answer to a remote_batch: per-request outputs or errors. The

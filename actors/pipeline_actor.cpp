@@ -23,7 +23,16 @@ caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const gr
         if (!m.match_elements<run_atom, remote_batch>())
           return caf::make_error(caf::sec::runtime_error,
                                  "pipeline: expected (run, remote_batch), got " + to_string(m));
-        auto res = self->state.pipeline->run(m.get_as<remote_batch>(1).requests);
+        const auto& rb = m.get_as<remote_batch>(1);
+        // The sender's router decided the executor (one routing policy for the
+        // whole cluster, changed live on the coordinator); -1 routes here.
+        if (rb.executor != -1 && rb.executor != 0 && rb.executor != 1)
+          return caf::make_error(caf::sec::runtime_error,
+                                 "pipeline: executor " + std::to_string(rb.executor) +
+                                     " is not 0 (small), 1 (large) or -1 (route here)");
+        auto res = rb.executor < 0 ? self->state.pipeline->run(rb.requests)
+                                   : self->state.pipeline->run(
+                                         rb.requests, sched::psgs_router::choice(rb.executor));
         return bridge_reply{caf::make_message(to_wire(res))};
       },
   };

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <functional>
+#include <memory>
 
 #include "actors/bridge_messages.hpp"
 
@@ -13,6 +15,12 @@ namespace spindle::actors {
 /// The name pipelines register under at their process's bridge.
 inline constexpr const char* pipeline_target = "pipeline";
 
-caf::actor spawn_remote_pipeline(caf::actor_system& sys, caf::actor bridge, int rank);
+/// With `router`, each batch carries this process's routing decision (summed
+/// `psgs_of` of its requests), so one live routing policy governs every
+/// pipeline of the cluster; without it the remote pipeline routes by itself.
+caf::actor spawn_remote_pipeline(
+    caf::actor_system& sys, caf::actor bridge, int rank,
+    std::shared_ptr<const sched::psgs_router> router = nullptr,
+    std::function<double(const sched::gnn_request&)> psgs_of = nullptr);
 
 }  // namespace spindle::actors

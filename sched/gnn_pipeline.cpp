@@ -67,12 +67,17 @@ status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
 }
 
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
+  double total = 0;
+  for (const auto& r : batch) total += psgs(r);
+  return run(batch, router_.route(total));
+}
+
+batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
+                               psgs_router::choice executor) {
   batch_result res;
   res.outputs.resize(batch.size());
   res.errors.resize(batch.size());
-  double total = 0;
-  for (const auto& r : batch) total += psgs(r);
-  res.executor = router_.route(total);
+  res.executor = executor;
   graph::sampling_executor& ex = res.executor == psgs_router::choice::small
                                      ? static_cast<graph::sampling_executor&>(inline_)
                                      : pooled_;

@@ -56,6 +56,9 @@ class gnn_pipeline {
   /// in the batch are answered. Each request is sampled with its own sampler seed,
   /// so its answer does not depend on which batch it rode in.
   batch_result run(const std::vector<gnn_request>& batch);
+  /// Runs a batch on an executor another router chose (the coordinator's, for a
+  /// batch sent to this process), instead of routing it here.
+  batch_result run(const std::vector<gnn_request>& batch, psgs_router::choice executor);
 
  private:
   status run_one(const gnn_request& r, graph::sampling_executor& ex, std::vector<float>& out,

@@ -57,7 +57,8 @@ struct node_args {
   std::string config, dataset, model;
   int rank = 0, expect = 0;
   std::size_t workload = 0;
-  front_door_args door;  // rank 0 with --listen: the Cap'n Proto front door
+  std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster
+  front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door
   bool listen = false;
 };
 
@@ -66,8 +67,10 @@ struct node_args {
 status coordinate(caf::actor_system& sys, caf::actor coordinator,
                   const actors::bridge_handle& bridge, const shard_service& shard,
                   const config::topology& topo, const node_args& a) {
-  SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(sys, coordinator, bridge, shard, topo,
-                                                        a.dataset, a.model, a.expect));
+  SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::parse_routing_policy(a.policy));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto gnn, cluster_gnn::start(sys, coordinator, bridge, shard, topo, a.dataset, a.model,
+                                   a.expect, a.calibration, policy));
   if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
   if (!a.listen) return status::ok();
   SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
@@ -103,6 +106,16 @@ status run_node(const node_args& a) {
     }
   }
   std::unique_ptr<member_serving> serving;
+  // On every return, stop the actors spawned here: CAF's actor_system waits for
+  // all of its actors when destroyed, so an error would otherwise hang the node.
+  struct stop_actors {
+    caf::actor& node;
+    std::optional<actors::bridge_handle>& bridge;
+    ~stop_actors() {
+      if (node) caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+      if (bridge) caf::anon_send_exit(bridge->actor, caf::exit_reason::user_shutdown);
+    }
+  } stop{self_actor, bridge};
   if (rank == 0) {
     self_actor = actors::spawn_coordinator(sys, me.name, shard ? shard->descriptor : "",
                                            bridge ? bridge->address : "");
@@ -256,6 +269,11 @@ void register_cluster(CLI::App& app, global_options&) {
       },
       "Rank 0: serve the Cap'n Proto front door on HOST:PORT (port 0: a free one) over the "
       "cluster, until SIGINT/SIGTERM");
+  node->add_option("--calibration", na->calibration,
+                   "Rank 0: PSGS calibration (spindle calibrate) routing every pipeline's batches; "
+                   "without it the small executor");
+  node->add_option("--policy", na->policy, "Rank 0 with --calibration: strict | loose | fixed")
+      ->capture_default_str();
   node->add_option("--admin-token-file", na->door.admin_token_file,
                    "Rank 0: Admin token file (created if absent); without it Admin is disabled");
   node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");

@@ -3,6 +3,9 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "actors/batcher_actor.hpp"
@@ -199,10 +202,22 @@ cluster_gnn::~cluster_gnn() {
 expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(
     caf::actor_system& sys, caf::actor coordinator, const actors::bridge_handle& bridge,
     const shard_service& own, const config::topology& topo, const std::string& dataset,
-    const std::string& model_dir, int expect) {
+    const std::string& model_dir, int expect, const std::string& calibration,
+    sched::routing_policy policy) {
   auto p = std::make_unique<parts>(sys, coordinator);
   SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(topo, dataset, model_dir));
   auto& a = *p->assets;
+  if (!calibration.empty()) {
+    std::ifstream in(calibration);
+    if (!in) return make_error(errc::not_found, "{}: cannot open calibration", calibration);
+    std::stringstream text;
+    text << in.rdbuf();
+    SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text.str(), calibration));
+    a.router = std::make_shared<sched::psgs_router>(std::move(c), policy);
+    // A batch also closes once its summed PSGS passes the routing point (Quiver §4.2.2).
+    const double point = a.router->threshold();
+    if (point > 0 && std::isfinite(point)) p->policy.psgs_threshold = point;
+  }
   auto ready = [&](const std::map<int, member_info>& ms) {
     int n = 0;
     for (const auto& [rank, m] : ms) n += rank > 0 && m.ready;
@@ -220,7 +235,10 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(
   for (const auto& [rank, m] : members) {
     if (rank == 0 || !serving(members, rank)) continue;
     caf::anon_send(bridge.actor, actors::peer_atom::value, rank, m.bridge);
-    proxies[rank] = actors::spawn_remote_pipeline(sys, bridge.actor, rank);
+    const auto* dsp = &a.ds;
+    proxies[rank] = actors::spawn_remote_pipeline(
+        sys, bridge.actor, rank, a.router,
+        [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); });
     p->pipelines.push_back(proxies[rank]);
   }
   p->members = proxies.size();

@@ -16,6 +16,7 @@
 #include "actors/ucx_bridge.hpp"
 #include "config/topology.hpp"
 #include "core/status.hpp"
+#include "sched/psgs_router.hpp"
 
 namespace spindle::apps {
 
@@ -48,10 +49,13 @@ expected<std::unique_ptr<member_serving>> start_member_serving(
 class cluster_gnn {
  public:
   /// Waits until `expect` members are ready (60 s at most), then starts.
+  /// `calibration` (a `spindle calibrate` JSON file) with `policy` routes batches by
+  /// PSGS for every pipeline of the cluster; without it the fixed small executor.
   static expected<std::unique_ptr<cluster_gnn>> start(
       caf::actor_system& sys, caf::actor coordinator, const actors::bridge_handle& bridge,
       const shard_service& own, const config::topology& topo, const std::string& dataset,
-      const std::string& model_dir, int expect);
+      const std::string& model_dir, int expect, const std::string& calibration = {},
+      sched::routing_policy policy = sched::routing_policy::fixed);
   ~cluster_gnn();
 
   /// The model for the gateway (front door); `name` empty: the model's own name.

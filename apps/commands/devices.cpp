@@ -7,7 +7,8 @@
 namespace spindle::apps {
 
 void register_devices(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand("devices", "List compute devices (CUDA devices, or the host when none answers)");
+  auto* cmd = app.add_subcommand(
+      "devices", "List compute devices (CUDA devices, or the host when none answers)");
   cmd->callback([] {
     const auto& r = gpu::query_devices();
     fmt::print("CUDA backend: {} ({})\n", r.cuda_built ? "built" : "not built", r.cuda_status);

@@ -11,20 +11,26 @@
 namespace spindle::apps {
 
 void register_generate(CLI::App& app, global_options& g) {
-  auto* cmd = app.add_subcommand("generate", "Generate an R-MAT graph dataset (Graph500 a=0.57 b=0.19 c=0.19) "
-                                             "with synthetic float32 features, PSGS and FAP");
+  auto* cmd = app.add_subcommand("generate",
+                                 "Generate an R-MAT graph dataset (Graph500 a=0.57 b=0.19 c=0.19) "
+                                 "with synthetic float32 features, PSGS and FAP");
   struct args {
     graph::generate_options o;
     metrics_flags metrics;
     std::string out;
   };
   auto a = std::make_shared<args>();
-  cmd->add_option("--scale", a->o.rmat.scale, "log2 of the node count")->default_val(16)->check(CLI::Range(1, 40));
-  cmd->add_option("--edge-factor", a->o.rmat.edge_factor, "Generated edges per node")->default_val(16)
+  cmd->add_option("--scale", a->o.rmat.scale, "log2 of the node count")
+      ->default_val(16)
+      ->check(CLI::Range(1, 40));
+  cmd->add_option("--edge-factor", a->o.rmat.edge_factor, "Generated edges per node")
+      ->default_val(16)
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--feature-dim", a->o.feature_dim, "Feature columns per node (0: none)")->default_val(64)
+  cmd->add_option("--feature-dim", a->o.feature_dim, "Feature columns per node (0: none)")
+      ->default_val(64)
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", a->o.rmat.seed, "Random seed (same seed, same dataset)")->default_val(1);
+  cmd->add_option("--seed", a->o.rmat.seed, "Random seed (same seed, same dataset)")
+      ->default_val(1);
   cmd->add_flag("--undirected", a->o.undirected, "Store both directions of every edge");
   cmd->add_option("--out", a->out, "Output dataset directory")->required();
   add_metrics_flags(*cmd, a->metrics);

@@ -6,8 +6,10 @@
 namespace spindle::apps {
 
 void register_info(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand("info", "Validate a dataset directory and print its summary: sizes, degree "
-                                         "percentiles, PSGS p50/p99/max, FAP concentration");
+  auto* cmd =
+      app.add_subcommand("info",
+                         "Validate a dataset directory and print its summary: sizes, degree "
+                         "percentiles, PSGS p50/p99/max, FAP concentration");
   struct args {
     std::string dir;
     bool json = false, verify = false;

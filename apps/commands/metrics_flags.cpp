@@ -9,7 +9,8 @@
 namespace spindle::apps {
 
 void add_metrics_flags(CLI::App& cmd, metrics_flags& f) {
-  cmd.add_option("--fanouts", f.fanouts, "Neighbours sampled per hop for PSGS/FAP, e.g. 25,10 (-1: all)")
+  cmd.add_option("--fanouts", f.fanouts,
+                 "Neighbours sampled per hop for PSGS/FAP, e.g. 25,10 (-1: all)")
       ->default_val("25,10");
   cmd.add_option("--seed-distribution", f.seed_distribution,
                  "p_0 of request seeds: uniform, degree (proportional to out-degree) or a file of "

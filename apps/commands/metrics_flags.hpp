@@ -2,9 +2,8 @@
 // PSGS/FAP are computed for, and printing the dataset summary afterwards.
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "core/status.hpp"
 #include "graph/prepare.hpp"

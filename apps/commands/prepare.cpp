@@ -1,8 +1,9 @@
 // `spindle prepare`: convert an edge list (+ features) into a dataset
 // directory with PSGS/FAP, or recompute the metrics of an existing one.
+#include "graph/prepare.hpp"
+
 #include "apps/commands/command.hpp"
 #include "apps/commands/metrics_flags.hpp"
-#include "graph/prepare.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -17,11 +18,13 @@ status run_prepare(const prepare_args& a, global_options& g) {
   graph::metrics_request m;
   SPINDLE_TRY(resolve_metrics_flags(a.metrics, m));
   if (a.input.empty()) {
-    if (a.dir.empty()) return make_error(errc::invalid_argument, "give --input PATH --out DIR, or a dataset DIR");
+    if (a.dir.empty())
+      return make_error(errc::invalid_argument, "give --input PATH --out DIR, or a dataset DIR");
     SPINDLE_TRY(graph::recompute_metrics(a.dir, m, g.pool()));
     return print_summary(a.dir, false);
   }
-  if (a.out.empty()) return make_error(errc::invalid_argument, "--out DIR is required with --input");
+  if (a.out.empty())
+    return make_error(errc::invalid_argument, "--out DIR is required with --input");
   graph::prepare_options o;
   o.input = a.input;
   if (!a.format.empty()) {
@@ -34,7 +37,7 @@ status run_prepare(const prepare_args& a, global_options& g) {
   o.build.undirected = a.undirected;
   o.build.keep_self_loops = a.keep_self_loops;
   o.build.keep_duplicates = a.keep_duplicates;
-  o.build.relabel = a.relabel == "always" ? graph::relabel_mode::always
+  o.build.relabel = a.relabel == "always"  ? graph::relabel_mode::always
                     : a.relabel == "never" ? graph::relabel_mode::never
                                            : graph::relabel_mode::auto_detect;
   o.metrics = m;
@@ -47,23 +50,30 @@ status run_prepare(const prepare_args& a, global_options& g) {
 
 void register_prepare(CLI::App& app, global_options& g) {
   auto* cmd = app.add_subcommand(
-      "prepare", "Convert a graph (SNAP/CSV edge list, NumPy edge_index) and its features into a dataset "
-                 "directory and compute PSGS/FAP; `prepare DIR` alone recomputes the metrics in place");
+      "prepare",
+      "Convert a graph (SNAP/CSV edge list, NumPy edge_index) and its features into a dataset "
+      "directory and compute PSGS/FAP; `prepare DIR` alone recomputes the metrics in place");
   auto a = std::make_shared<prepare_args>();
   cmd->add_option("dir", a->dir, "Existing dataset directory whose metrics to recompute");
-  cmd->add_option("--input", a->input, "Edge file: SNAP text, CSV (.csv), or edge_index .npy [2,E]; .gz ok");
+  cmd->add_option("--input", a->input,
+                  "Edge file: SNAP text, CSV (.csv), or edge_index .npy [2,E]; .gz ok");
   cmd->add_option("--format", a->format, "Edge file format (default: from the file name)")
       ->check(CLI::IsMember({"snap", "csv", "npy"}));
-  cmd->add_option("--features", a->features,
-                  "Node features: .npy [N,F], CSV one row per node, or LINQS .content (id, features, label)");
-  cmd->add_option("--features-format", a->features_format, "npy, csv or linqs (default: from the file name)")
+  cmd->add_option(
+      "--features", a->features,
+      "Node features: .npy [N,F], CSV one row per node, or LINQS .content (id, features, label)");
+  cmd->add_option("--features-format", a->features_format,
+                  "npy, csv or linqs (default: from the file name)")
       ->check(CLI::IsMember({"npy", "csv", "linqs"}));
   cmd->add_flag("--undirected", a->undirected, "Symmetrize: store both directions of every edge");
   cmd->add_flag("--keep-self-loops", a->keep_self_loops, "Keep u->u edges (dropped by default)");
-  cmd->add_flag("--keep-duplicates", a->keep_duplicates, "Keep repeated u->v edges (one kept by default)");
-  cmd->add_option("--relabel", a->relabel,
-                  "auto: map sparse ids to 0..N-1 (saved as node_ids.npy) only when needed; always; never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))->default_val("auto");
+  cmd->add_flag("--keep-duplicates", a->keep_duplicates,
+                "Keep repeated u->v edges (one kept by default)");
+  cmd->add_option(
+         "--relabel", a->relabel,
+         "auto: map sparse ids to 0..N-1 (saved as node_ids.npy) only when needed; always; never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->default_val("auto");
   cmd->add_option("--name", a->name, "Dataset name (default: input file stem)");
   cmd->add_option("--out", a->out, "Output dataset directory");
   add_metrics_flags(*cmd, a->metrics);

@@ -1,9 +1,9 @@
 // `spindle sample`: sample one batch from a dataset and show the result, so
 // users see exactly what the sampler hands to GNN layers.
+#include <fmt/format.h>
+
 #include <charconv>
 #include <chrono>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/commands/command.hpp"
@@ -38,8 +38,8 @@ expected<std::vector<std::int64_t>> parse_seed_list(const std::string& text) {
 }
 
 std::string to_json(const graph::sampled_subgraph& s, double micros) {
-  nlohmann::json j{{"nodes", s.nodes}, {"hop_end", s.hop_end}, {"seed_local", s.seed_local},
-                   {"indptr", s.indptr}, {"indices", s.indices}, {"num_edges", s.num_edges()},
+  nlohmann::json j{{"nodes", s.nodes},    {"hop_end", s.hop_end}, {"seed_local", s.seed_local},
+                   {"indptr", s.indptr},  {"indices", s.indices}, {"num_edges", s.num_edges()},
                    {"latency_us", micros}};
   return j.dump();
 }
@@ -67,29 +67,38 @@ status run_sample(const sample_args& a, global_options& g) {
   graph::sample_options o{*fanouts, a.weighted, a.seed};
   graph::inline_executor inl;
   graph::pooled_executor pooled(g.pool());
-  graph::sampling_executor& ex = a.executor == "pooled" ? static_cast<graph::sampling_executor&>(pooled) : inl;
+  graph::sampling_executor& ex =
+      a.executor == "pooled" ? static_cast<graph::sampling_executor&>(pooled) : inl;
   auto t0 = std::chrono::steady_clock::now();
   auto s = ex.sample(d.graph(), seeds, o);
-  double micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  double micros =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (!s) return std::move(s).error().with_context(a.dir + ": ");
-  if (a.json) fmt::print("{}\n", to_json(*s, micros));
-  else print_text(*s, micros, a.max_rows);
+  if (a.json)
+    fmt::print("{}\n", to_json(*s, micros));
+  else
+    print_text(*s, micros, a.max_rows);
   return status::ok();
 }
 
 }  // namespace
 
 void register_sample(CLI::App& app, global_options& g) {
-  auto* cmd = app.add_subcommand("sample", "Sample the k-hop neighbourhood of some seed nodes and print the "
-                                           "sampled blocks (PyG NeighborLoader semantics)");
+  auto* cmd = app.add_subcommand("sample",
+                                 "Sample the k-hop neighbourhood of some seed nodes and print the "
+                                 "sampled blocks (PyG NeighborLoader semantics)");
   auto a = std::make_shared<sample_args>();
   cmd->add_option("dir", a->dir, "Dataset directory")->required();
   cmd->add_option("--seeds", a->seeds, "Comma-separated seed node ids, e.g. 1,2,3")->required();
-  cmd->add_option("--fanouts", a->fanouts, "Neighbours per hop, e.g. 25,10 (-1: all)")->default_val("25,10");
-  cmd->add_option("--seed", a->seed, "Sampler random seed (same seed, same sample)")->default_val(0);
+  cmd->add_option("--fanouts", a->fanouts, "Neighbours per hop, e.g. 25,10 (-1: all)")
+      ->default_val("25,10");
+  cmd->add_option("--seed", a->seed, "Sampler random seed (same seed, same sample)")
+      ->default_val(0);
   cmd->add_option("--executor", a->executor, "inline (calling thread) or pooled (thread pool)")
-      ->check(CLI::IsMember({"inline", "pooled"}))->default_val("inline");
-  cmd->add_flag("--weighted", a->weighted, "Draw neighbours by edge_weight (needs edge_weight.npy)");
+      ->check(CLI::IsMember({"inline", "pooled"}))
+      ->default_val("inline");
+  cmd->add_flag("--weighted", a->weighted,
+                "Draw neighbours by edge_weight (needs edge_weight.npy)");
   cmd->add_option("--max-rows", a->max_rows, "Rows to print in text mode")->default_val(20);
   cmd->add_flag("--json", a->json, "Print nodes, hop_end, seed_local, indptr, indices as JSON");
   cmd->callback([a, &g] {

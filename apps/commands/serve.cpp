@@ -9,10 +9,10 @@
 #include <random>
 #include <sstream>
 
-#include "actors/scheduler_config.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
+#include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/serve_rpc.hpp"
 #include "core/progress.hpp"

@@ -96,6 +96,46 @@ TEST(bridge_test, a_batch_through_the_bridge_answers_like_the_direct_pipeline) {
   caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
 }
 
+// One routing policy for the cluster: the sender's router picks the executor of
+// a bridged batch, and a live change on the sender takes effect on the member.
+TEST(bridge_test, the_senders_router_picks_the_remote_executor_live) {
+  fixture f;  // the member's own router: fixed, small executor
+  side coord(0), member(1);
+  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
+  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
+  auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target), pipe);
+  auto router =
+      std::make_shared<sched::psgs_router>(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  router->set_fixed(sched::psgs_router::choice::large);
+  auto proxy = spawn_remote_pipeline(*coord.sys, coord.bridge.actor, 1, router,
+                                     [](const sched::gnn_request&) { return 1.0; });
+  caf::scoped_actor self{*coord.sys};
+  auto executor_of_next_batch = [&] {
+    auto chosen = sched::psgs_router::choice::small;
+    self->request(proxy, std::chrono::seconds(10), run_atom::value, batch_job{requests(8)})
+        .receive(
+            [&](const sched::batch_result& r) {
+              chosen = r.executor;
+              for (const auto& e : r.errors) EXPECT_TRUE(e.is_ok()) << e.to_string();
+            },
+            [&](caf::error& e) { ADD_FAILURE() << to_string(e); });
+    return chosen;
+  };
+  EXPECT_EQ(executor_of_next_batch(), sched::psgs_router::choice::large);
+  router->set_fixed(sched::psgs_router::choice::small);
+  EXPECT_EQ(executor_of_next_batch(), sched::psgs_router::choice::small);
+  // A batch with an executor the member does not know is refused by name.
+  std::string text;
+  remote_batch bad{requests(2), 7};
+  self->request(coord.bridge.actor, std::chrono::seconds(10), forward_atom::value, 1,
+                std::string(pipeline_target), caf::make_message(run_atom::value, bad))
+      .receive([&](remote_result&) {}, [&](caf::error& e) { text = error_text(e); });
+  EXPECT_NE(text.find("executor 7"), std::string::npos) << text;
+  caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
+}
+
 TEST(bridge_test, results_round_trip_through_the_wire_type_and_bad_sizes_are_named) {
   sched::batch_result r;
   r.outputs = {{1.5f, -2.0f}, {}, {3.25f}};
