@@ -4,36 +4,18 @@
 // targets and a peer reported down fail with errors that name them, at once.
 #include <gtest/gtest.h>
 
-#include "../graph/test_util.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/remote_pipeline.hpp"
 #include "actors/ucx_bridge.hpp"
 #include "graph/prepare.hpp"
+#include "small_gnn.hpp"
 
 namespace spindle::actors {
 namespace {
 
-struct fixture {
-  std::string dir = graph::testing::temp_dir("bridge_ds");
-  std::string model_dir = dir + "-model";
-  thread_pool pool{1, "test"};
-  std::optional<graph::dataset> ds;
-  nn::heap_allocator weights;
-  std::optional<nn::model> model;
+struct fixture : test_support::small_gnn {
   sched::psgs_router router{sched::psgs_calibration{}, sched::routing_policy::fixed};
-
-  fixture() {
-    graph::generate_options o;
-    o.rmat.scale = 10;
-    o.feature_dim = 8;
-    EXPECT_TRUE(graph::generate_dataset(o, dir, pool).is_ok());
-    ds.emplace(std::move(*graph::dataset::open(dir)));
-    config::model_desc d;
-    d.arch = config::model_arch::graphsage;
-    d.in = 8, d.hidden = 16, d.out = 3;
-    EXPECT_TRUE(nn::init_model(d, 2, model_dir).is_ok());
-    model.emplace(std::move(*nn::model::load(model_dir, weights)));
-  }
+  fixture() : small_gnn("bridge_ds", 10, 8, 16, 3) {}
 };
 
 // One "process": an actor system with its bridge.

@@ -4,34 +4,18 @@
 
 #include <map>
 
-#include "../graph/test_util.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "graph/prepare.hpp"
+#include "small_gnn.hpp"
 
 namespace spindle::actors {
 namespace {
 
-struct fixture {
-  std::string dir = graph::testing::temp_dir("serving_ds");
-  std::string model_dir = dir + "-model";
-  thread_pool pool{1, "test"};
-  std::optional<graph::dataset> ds;
-  nn::heap_allocator weights;
-  std::optional<nn::model> model;
+struct fixture : test_support::small_gnn {
   std::shared_ptr<sched::psgs_router> router;
 
-  fixture() {
-    graph::generate_options o;
-    o.rmat.scale = 11;
-    o.feature_dim = 16;
-    EXPECT_TRUE(graph::generate_dataset(o, dir, pool).is_ok());
-    ds.emplace(std::move(*graph::dataset::open(dir)));
-    config::model_desc d;
-    d.arch = config::model_arch::graphsage;
-    d.in = 16, d.hidden = 32, d.out = 5;
-    EXPECT_TRUE(nn::init_model(d, 2, model_dir).is_ok());
-    model.emplace(std::move(*nn::model::load(model_dir, weights)));
+  fixture() : small_gnn("serving_ds", 11, 16, 32, 5) {
     sched::psgs_calibration c;  // a fixed threshold: PSGS below 500 -> inline
     c.small.mean = c.small.max = {0, 0.002};
     c.large.mean = c.large.max = {0.5, 0.001};
