@@ -38,6 +38,7 @@ status cluster_features::attach_all(const graph::dataset& ds, int my_rank,
                                     const std::byte* own_host_rows) {
   my_rank_ = my_rank;
   dim_ = std::uint32_t(ds.feature_dim());
+  accesses_ = std::make_unique<sched::access_counter>(std::size_t(ds.num_nodes()));
   seen_version_ = view_.version();
   const auto members = view_.snapshot();
   std::vector<embedding::shard_access> access(plan_.shards.size());
@@ -109,6 +110,7 @@ void cluster_features::apply_membership() {
 sched::feature_source cluster_features::source() {
   return [this](std::span<const std::int64_t> ids, float* out) -> status {
     apply_membership();
+    accesses_->add(ids);
     SPINDLE_ASSIGN_OR_RETURN(auto rep, gatherer_->gather(ids, {reinterpret_cast<std::byte*>(out),
                                                                ids.size() * dim_ * 4}));
     remote_rows_ += rep.remote_rows + rep.mapped_rows;

@@ -15,6 +15,7 @@
 
 #include "embedding/feature_gather.hpp"
 #include "graph/dataset.hpp"
+#include "sched/access_stats.hpp"
 #include "sched/gnn_pipeline.hpp"
 #include "sched/placement.hpp"
 #include "transport/ucx/ucx.hpp"
@@ -55,6 +56,8 @@ class cluster_features {
   /// The pipeline's feature source (applies membership changes, then gathers).
   sched::feature_source source();
   std::uint64_t local_rows() const { return local_rows_; }
+  /// Rows gathered per node so far (observed FAP; read after the pipeline stopped).
+  const sched::access_counter& accesses() const { return *accesses_; }
   std::uint64_t remote_rows() const { return remote_rows_; }
 
  private:
@@ -76,6 +79,7 @@ class cluster_features {
   std::set<int> down_;
   std::unique_ptr<embedding::feature_gatherer> gatherer_;
   std::uint64_t local_rows_ = 0, remote_rows_ = 0;
+  std::unique_ptr<sched::access_counter> accesses_;
   int my_rank_ = 0;
 };
 

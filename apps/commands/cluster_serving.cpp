@@ -19,6 +19,7 @@
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
 #include "nn/model.hpp"
+#include "sched/access_stats.hpp"
 #include "sched/dataset_placement.hpp"
 #include "sched/gnn_pipeline.hpp"
 #include "transport/ucx/progress_loop.hpp"
@@ -311,6 +312,11 @@ status cluster_gnn::run_workload(std::size_t workload) {
   for (std::size_t i = 1; i < stats.per_pipeline.size(); ++i) on_members += stats.per_pipeline[i];
   fmt::print("batches {} here {} on members {} retried {}\n", stats.batches,
              stats.per_pipeline.empty() ? 0 : stats.per_pipeline[0], on_members, stats.retried);
+  // How far this pipeline's observed accesses drifted from the FAP the plan used
+  // (the signal a re-plan on drift would act on; re-planning is not built yet).
+  const auto& acc = p_->features->accesses();
+  fmt::print("observed accesses {} FAP drift {:.3f}\n", acc.total(),
+             sched::fap_drift(a.ds.fap(), acc.counts()));
   // "answers" comes last: tests and scripts read up to it.
   fmt::print("answers {} failed {} checksum {} rows local {} from other nodes {} wall {:.2f} s\n",
              spec.requests.size() - failed.size(), failed.size(),
