@@ -13,6 +13,13 @@ void access_counter::add(std::span<const std::int64_t> ids) {
   }
 }
 
+std::vector<double> observed_fap(std::span<const std::uint32_t> counts, std::uint64_t requests) {
+  std::vector<double> out(counts.size(), 0.0);
+  if (requests == 0) return out;
+  for (std::size_t i = 0; i < counts.size(); ++i) out[i] = double(counts[i]) / double(requests);
+  return out;
+}
+
 double fap_drift(std::span<const double> planned, std::span<const std::uint32_t> counts) {
   const std::size_t n = std::min(planned.size(), counts.size());
   double p_sum = 0, c_sum = 0;

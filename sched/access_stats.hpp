@@ -24,6 +24,10 @@ class access_counter {
   std::uint64_t total_ = 0;
 };
 
+/// Observed FAP: expected accesses per request (counts / requests), the
+/// measured counterpart of graph/metrics' FAP for a re-plan.
+std::vector<double> observed_fap(std::span<const std::uint32_t> counts, std::uint64_t requests);
+
 /// Total variation distance between `planned` FAP (normalized here) and the
 /// observed `counts` (normalized); 0 when either is empty or all zero.
 double fap_drift(std::span<const double> planned, std::span<const std::uint32_t> counts);

@@ -111,6 +111,7 @@ sched::feature_source cluster_features::source() {
   return [this](std::span<const std::int64_t> ids, float* out) -> status {
     apply_membership();
     accesses_->add(ids);
+    ++gathers_;
     SPINDLE_ASSIGN_OR_RETURN(auto rep, gatherer_->gather(ids, {reinterpret_cast<std::byte*>(out),
                                                                ids.size() * dim_ * 4}));
     remote_rows_ += rep.remote_rows + rep.mapped_rows;

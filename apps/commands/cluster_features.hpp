@@ -58,6 +58,8 @@ class cluster_features {
   std::uint64_t local_rows() const { return local_rows_; }
   /// Rows gathered per node so far (observed FAP; read after the pipeline stopped).
   const sched::access_counter& accesses() const { return *accesses_; }
+  /// Gathers served so far (one per request the pipeline answered or tried).
+  std::uint64_t gathers() const { return gathers_; }
   std::uint64_t remote_rows() const { return remote_rows_; }
 
  private:
@@ -80,6 +82,7 @@ class cluster_features {
   std::unique_ptr<embedding::feature_gatherer> gatherer_;
   std::uint64_t local_rows_ = 0, remote_rows_ = 0;
   std::unique_ptr<sched::access_counter> accesses_;
+  std::uint64_t gathers_ = 0;
   int my_rank_ = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "core/checksum.hpp"
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
+#include "graph/metrics.hpp"
 #include "nn/model.hpp"
 #include "sched/access_stats.hpp"
 #include "sched/dataset_placement.hpp"
@@ -178,6 +179,27 @@ member_watch::change_fn reroute(caf::actor bridge, caf::actor batcher,
 
 }  // namespace
 
+// What a re-plan from the observed accesses would give, in the placement's own
+// link model: expected gather latency per request of the plan in use and of a
+// FAP plan made from what this pipeline gathered. Decision support only: live
+// migration to the new plan is not built.
+void report_replan(const serving_assets& a, const config::topology& topo,
+                   const sched::access_counter& acc, std::uint64_t requests) {
+  if (acc.total() == 0 || requests == 0) return;
+  const auto fap = sched::observed_fap(acc.counts(), requests);
+  auto policy = sched::make_policy("fap");
+  if (!policy) return;
+  auto degree = graph::in_degrees(a.ds.graph());
+  auto fresh = (*policy)->place(topo, {fap, degree, a.plan.row_bytes, 1});
+  if (!fresh)
+    return log::warn("re-plan from observed accesses failed: {}", fresh.error().to_string());
+  fmt::print(
+      "re-plan from observed accesses: expected gather {:.1f} us per 16-seed batch now, "
+      "{:.1f} us with the new plan (not applied)\n",
+      sched::expected_latency_us(topo, a.plan, fap, 16),
+      sched::expected_latency_us(topo, *fresh, fap, 16));
+}
+
 struct cluster_gnn::parts {
   caf::actor_system& sys;
   caf::actor coordinator;
@@ -189,6 +211,7 @@ struct cluster_gnn::parts {
   sched::batch_policy policy;
   std::unique_ptr<member_watch> watch;
   std::size_t members = 0;
+  config::topology topo;
   parts(caf::actor_system& s, caf::actor c) : sys(s), coordinator(std::move(c)) {}
 };
 
@@ -206,6 +229,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(
     const std::string& model_dir, int expect, const std::string& calibration,
     sched::routing_policy policy) {
   auto p = std::make_unique<parts>(sys, coordinator);
+  p->topo = topo;
   SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(topo, dataset, model_dir));
   auto& a = *p->assets;
   if (!calibration.empty()) {
@@ -317,6 +341,7 @@ status cluster_gnn::run_workload(std::size_t workload) {
   const auto& acc = p_->features->accesses();
   fmt::print("observed accesses {} FAP drift {:.3f}\n", acc.total(),
              sched::fap_drift(a.ds.fap(), acc.counts()));
+  report_replan(a, p_->topo, acc, p_->features->gathers());
   // "answers" comes last: tests and scripts read up to it.
   fmt::print("answers {} failed {} checksum {} rows local {} from other nodes {} wall {:.2f} s\n",
              spec.requests.size() - failed.size(), failed.size(),

@@ -26,5 +26,10 @@ TEST(access_stats_test, drift_is_the_total_variation_distance) {
   EXPECT_DOUBLE_EQ(fap_drift({}, std::vector<std::uint32_t>{1}), 0.0);
 }
 
+TEST(access_stats_test, observed_fap_is_accesses_per_request) {
+  EXPECT_EQ(observed_fap(std::vector<std::uint32_t>{4, 0, 2}, 4), (std::vector<double>{1, 0, 0.5}));
+  EXPECT_EQ(observed_fap(std::vector<std::uint32_t>{4}, 0), (std::vector<double>{0}));
+}
+
 }  // namespace
 }  // namespace spindle::sched
