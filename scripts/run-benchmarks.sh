@@ -51,6 +51,15 @@ echo
 echo "== throughput vs p99, two processes (bench/serving_sweep ... 2) =="
 "$build/bench/serving_sweep" 20 "$cache/rmat20-f128" 2 "$spindle"
 echo
+echo "== UCX bridge vs CAF middleman (bench/bridge_bench) =="
+"$build/bench/bridge_bench" 20000
+"$build/bench/bridge_bench" 2000 256 1024
+echo
+if [ -x "${SPINDLE_DGL_PYTHON:-}" ]; then
+  echo "== DGL/PyTorch baseline on the same graph (bench/dgl_baseline, set up by hand) =="
+  OMP_WAIT_POLICY=PASSIVE "$SPINDLE_DGL_PYTHON" bench/dgl_baseline/serve_dgl.py "$cache/rmat20-f128"
+  echo
+fi
 echo "== HPS embedding cache (bench/hps_cache_bench) =="
 "$build/bench/hps_cache_bench" 1000000 64 "$build/hps-warmup"
 echo

@@ -12,3 +12,4 @@ python3 -m venv "$venv"
   pandas pyyaml pydantic psutil tqdm scipy requests networkx
 "$venv/bin/python" -c "import torch, dgl; print('torch', torch.__version__, 'dgl', dgl.__version__)"
 echo "run: OMP_WAIT_POLICY=PASSIVE $venv/bin/python bench/dgl_baseline/serve_dgl.py DATASET_DIR"
+echo "or:  SPINDLE_DGL_PYTHON=$venv/bin/python make bench   (adds the DGL row after the sweeps)"
