@@ -92,15 +92,25 @@ expected<std::unique_ptr<serving_assets>> load_assets(const config::topology& to
   return a;
 }
 
+// Stops `a` and waits until it has terminated, so nothing it references is
+// freed under a batch it is still running (exit messages are asynchronous).
+void stop_and_wait(caf::actor_system& sys, const caf::actor& a) {
+  if (!a) return;
+  caf::scoped_actor self{sys};
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  self->wait_for(a);
+}
+
 struct member_serving_impl final : member_serving {
+  caf::actor_system* sys = nullptr;
   std::unique_ptr<serving_assets> assets;
   member_view view;
   std::unique_ptr<cluster_features> features;
   std::unique_ptr<member_watch> watch;
   caf::actor pipeline;
   ~member_serving_impl() override {
-    caf::anon_send_exit(pipeline, caf::exit_reason::user_shutdown);
     watch.reset();
+    stop_and_wait(*sys, pipeline);  // it reads `features` and `assets` while it runs
   }
 };
 
@@ -133,6 +143,7 @@ expected<std::unique_ptr<member_serving>> start_member_serving(
     const actors::bridge_handle& bridge, const shard_service& shard, const config::topology& topo,
     const std::string& dataset, const std::string& model_dir, int rank) {
   auto m = std::make_unique<member_serving_impl>();
+  m->sys = &sys;
   SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(topo, dataset, model_dir));
   auto& a = *m->assets;
   SPINDLE_ASSIGN_OR_RETURN(
@@ -220,7 +231,9 @@ cluster_gnn::cluster_gnn(std::unique_ptr<parts> p) : p_(std::move(p)) {}
 cluster_gnn::~cluster_gnn() {
   p_->watch.reset();
   caf::anon_send_exit(p_->batcher, caf::exit_reason::user_shutdown);
-  for (auto& pl : p_->pipelines) caf::anon_send_exit(pl, caf::exit_reason::user_shutdown);
+  for (std::size_t i = 1; i < p_->pipelines.size(); ++i)  // remote stand-ins
+    caf::anon_send_exit(p_->pipelines[i], caf::exit_reason::user_shutdown);
+  if (!p_->pipelines.empty()) stop_and_wait(p_->sys, p_->pipelines[0]);  // reads `features`
 }
 
 expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(
