@@ -56,6 +56,8 @@ expected<sched::batch_result> from_wire(remote_result w) {
 void add_bridge_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<remote_batch>("spindle.remote_batch");
   cfg.add_message_type<remote_result>("spindle.remote_result");
+  cfg.add_message_type<gather_request>("spindle.gather_request");
+  cfg.add_message_type<row_block>("spindle.row_block");
 }
 
 std::string error_text(const caf::error& e) {

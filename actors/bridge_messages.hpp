@@ -74,6 +74,26 @@ typename Inspector::result_type inspect(Inspector& f, remote_result& x) {
            x.error_messages, x.sample_s, x.gather_s, x.compute_s, x.executor);
 }
 
+/// A gather for a shard's owner (readers that cannot read one-sidedly).
+struct gather_request {
+  std::vector<std::int64_t> ids;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gather_request& x) {
+  return f(caf::meta::type_name("gather_request"), x.ids);
+}
+
+/// The rows of a gather_request, back to back (float32, host order).
+struct row_block {
+  std::vector<char> bytes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_block& x) {
+  return f(caf::meta::type_name("row_block"), x.bytes);
+}
+
 remote_batch to_wire(const batch_job& job);
 remote_result to_wire(const sched::batch_result& r);
 /// Fails (errc::corrupt_data) when the sizes and the byte block disagree.

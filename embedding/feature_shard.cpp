@@ -30,3 +30,30 @@ status fill_shard(const sched::feature_lookup& lookup, sched::shard_index shard,
 }
 
 }  // namespace spindle::embedding
+
+namespace spindle::embedding {
+
+status copy_owned_rows(const sched::feature_lookup& lookup, sched::shard_index shard,
+                       const std::byte* rows, std::uint32_t dim, std::span<const std::int64_t> ids,
+                       std::span<std::byte> out) {
+  const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
+  if (out.size() != ids.size() * row_bytes)
+    return make_error(errc::invalid_argument, "gather: {} bytes for {} rows of {} bytes",
+                      out.size(), ids.size(), row_bytes);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int64_t id = ids[i];
+    if (id < 0 || std::uint64_t(id) >= lookup.num_nodes())
+      return make_error(errc::invalid_argument, "gather: node {} out of range [0, {})", id,
+                        lookup.num_nodes());
+    const auto loc = lookup.locate(std::uint64_t(id));
+    const sched::class_owner* mine = nullptr;
+    for (const auto& o : loc.owners)
+      if (o.shard == shard) mine = &o;
+    if (!mine) return make_error(errc::not_found, "gather: node {} is not on shard {}", id, shard);
+    std::memcpy(out.data() + i * row_bytes, rows + (mine->start_row + loc.index) * row_bytes,
+                row_bytes);
+  }
+  return status::ok();
+}
+
+}  // namespace spindle::embedding

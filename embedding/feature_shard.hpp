@@ -26,4 +26,12 @@ status fill_rows(std::span<const std::uint64_t> rows, std::span<const float> fea
 status fill_shard(const sched::feature_lookup& lookup, sched::shard_index shard,
                   std::span<const float> features, std::uint32_t dim, std::span<std::byte> dst);
 
+/// The owner's side of a gather, for readers that cannot read one-sidedly:
+/// copies the rows of `ids` from `shard`'s memory `rows` (its layout per
+/// `lookup`) into `out` (ids.size() x dim floats). Fails naming the first id
+/// that is out of range or not held by this shard.
+status copy_owned_rows(const sched::feature_lookup& lookup, sched::shard_index shard,
+                       const std::byte* rows, std::uint32_t dim, std::span<const std::int64_t> ids,
+                       std::span<std::byte> out);
+
 }  // namespace spindle::embedding

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/batcher_actor.hpp"
+#include "actors/feature_shard_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/pipeline_actor.hpp"
@@ -108,9 +109,11 @@ struct member_serving_impl final : member_serving {
   std::unique_ptr<cluster_features> features;
   std::unique_ptr<member_watch> watch;
   caf::actor pipeline;
+  caf::actor shard;  // answers gathers from readers that cannot read one-sidedly
   ~member_serving_impl() override {
     watch.reset();
     stop_and_wait(*sys, pipeline);  // it reads `features` and `assets` while it runs
+    stop_and_wait(*sys, shard);
   }
 };
 
@@ -157,6 +160,11 @@ expected<std::unique_ptr<member_serving>> start_member_serving(
       actors::spawn_pipeline(sys, a.ds, *a.model, *a.router, a.pool, m->features->source());
   caf::anon_send(bridge.actor, actors::register_atom::value, std::string(actors::pipeline_target),
                  m->pipeline);
+  SPINDLE_ASSIGN_OR_RETURN(int host_shard, host_shard_of(a.plan, rank));
+  m->shard = actors::spawn_feature_shard(sys, a.plan.lookup, sched::shard_index(host_shard),
+                                         shard.rows, std::uint32_t(a.ds.feature_dim()));
+  caf::anon_send(bridge.actor, actors::register_atom::value,
+                 std::string(actors::feature_shard_target), m->shard);
   caf::anon_send(member_actor, actors::ready_atom::value, bridge.address);
   log::info("rank {}: pipeline ready for the coordinator's batches", rank);
   return std::unique_ptr<member_serving>(std::move(m));

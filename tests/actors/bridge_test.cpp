@@ -4,9 +4,13 @@
 // targets and a peer reported down fail with errors that name them, at once.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "actors/feature_shard_actor.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/remote_pipeline.hpp"
 #include "actors/ucx_bridge.hpp"
+#include "embedding/feature_shard.hpp"
 #include "graph/prepare.hpp"
 #include "small_gnn.hpp"
 
@@ -116,6 +120,54 @@ TEST(bridge_test, the_senders_router_picks_the_remote_executor_live) {
   EXPECT_NE(text.find("executor 7"), std::string::npos) << text;
   caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
+}
+
+// A reader that cannot read one-sidedly asks the owner's feature_shard actor
+// through the bridge: the rows equal the dataset's; a row the shard does not
+// hold is refused by name; the shard counts what it served.
+TEST(bridge_test, a_feature_shard_serves_gathers_through_the_bridge) {
+  fixture f;
+  const auto n = std::uint64_t(f.ds->num_nodes());
+  const auto dim = std::uint32_t(f.ds->feature_dim());
+  sched::lookup_builder b(n, 2);  // even nodes on shard 0, odd nodes on shard 1
+  for (std::uint64_t v = 0; v < n; ++v)
+    ASSERT_TRUE(b.assign(v, {sched::shard_index(v % 2)}).is_ok());
+  auto lookup = std::move(b).finish();
+  ASSERT_TRUE(lookup.has_value());
+  std::vector<std::byte> rows(embedding::shard_bytes(lookup->shard_row_count(1), dim));
+  ASSERT_TRUE(embedding::fill_shard(*lookup, 1, f.ds->features(), dim, rows).is_ok());
+  side coord(0), member(1);
+  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
+  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
+  auto shard = spawn_feature_shard(*member.sys, *lookup, 1, rows.data(), dim);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(feature_shard_target),
+                 shard);
+  caf::scoped_actor self{*coord.sys};
+  auto gather = [&](std::vector<std::int64_t> ids, std::vector<char>& got) {
+    std::string text;
+    self->request(coord.bridge.actor, std::chrono::seconds(10), forward_atom::value, 1,
+                  std::string(feature_shard_target),
+                  caf::make_message(gather_atom::value, gather_request{std::move(ids)}))
+        .receive([&](row_block& r) { got = std::move(r.bytes); },
+                 [&](caf::error& e) { text = error_text(e); });
+    return text;
+  };
+  std::vector<char> got;
+  const std::vector<std::int64_t> ids = {1, 7, 7, 1023, 5};
+  ASSERT_EQ(gather(ids, got), "");
+  ASSERT_EQ(got.size(), ids.size() * dim * sizeof(float));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(std::memcmp(got.data() + i * dim * sizeof(float),
+                          f.ds->features().data() + std::size_t(ids[i]) * dim, dim * sizeof(float)),
+              0)
+        << "node " << ids[i];
+  EXPECT_NE(gather({3, 4}, got).find("node 4 is not on shard 1"), std::string::npos);
+  EXPECT_NE(gather({-1}, got).find("node -1 out of range"), std::string::npos);
+  std::uint64_t served = 0;
+  self->request(shard, std::chrono::seconds(5), stats_atom::value)
+      .receive([&](std::uint64_t s) { served = s; }, [](caf::error&) {});
+  EXPECT_EQ(served, ids.size());
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
 TEST(bridge_test, results_round_trip_through_the_wire_type_and_bad_sizes_are_named) {
