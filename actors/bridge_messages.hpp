@@ -41,7 +41,7 @@ struct bridge_reply {
 /// A frame the UCX channel received (header, payload), handed to the bridge
 /// actor in its own process. In-process only.
 struct bridge_frame {
-  std::vector<std::byte> header, payload;
+  std::vector<char> header, payload;
 };
 
 /// A batch of GNN requests for a pipeline in another process.

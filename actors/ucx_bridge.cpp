@@ -24,8 +24,8 @@ struct frame_header {
   std::string target;  // request only
 };
 
-std::vector<std::byte> encode(const frame_header& h) {
-  std::vector<std::byte> out(1 + 8 + 4 + 2 + h.target.size());
+std::vector<char> encode(const frame_header& h) {
+  std::vector<char> out(1 + 8 + 4 + 2 + h.target.size());
   auto* p = out.data();
   const auto kind = std::uint8_t(h.kind);
   const auto len = std::uint16_t(h.target.size());
@@ -37,7 +37,7 @@ std::vector<std::byte> encode(const frame_header& h) {
   return out;
 }
 
-expected<frame_header> decode(const std::vector<std::byte>& in) {
+expected<frame_header> decode(const std::vector<char>& in) {
   frame_header h;
   std::uint8_t kind = 0;
   std::uint16_t len = 0;
@@ -52,12 +52,12 @@ expected<frame_header> decode(const std::vector<std::byte>& in) {
     return make_error(errc::corrupt_data, "bridge frame: target length {} in a {}-byte header", len,
                       in.size());
   h.kind = frame_kind(kind);
-  h.target.assign(reinterpret_cast<const char*>(in.data() + 15), len);
+  h.target.assign(in.data() + 15, len);
   return h;
 }
 
-std::vector<std::byte> text_bytes(std::string_view s) {
-  auto* p = reinterpret_cast<const std::byte*>(s.data());
+std::vector<char> text_bytes(std::string_view s) {
+  auto* p = s.data();
   return {p, p + s.size()};
 }
 
@@ -82,19 +82,18 @@ struct bridge_state {
 
 using bridge_ptr = caf::stateful_actor<bridge_state>*;
 
-expected<std::vector<std::byte>> serialize(caf::actor_system& sys, caf::message& m) {
+expected<std::vector<char>> serialize(caf::actor_system& sys, caf::message& m) {
   std::vector<char> buf;
   caf::binary_serializer sink{sys, buf};
   if (auto err = sink(m))
     return make_error(errc::invalid_argument, "bridge: cannot serialize {}: {}", to_string(m),
                       to_string(err));
-  auto* p = reinterpret_cast<const std::byte*>(buf.data());
-  return std::vector<std::byte>(p, p + buf.size());
+  return buf;  // sent as is: the frame's payload
 }
 
-expected<caf::message> deserialize(caf::actor_system& sys, const std::vector<std::byte>& bytes) {
+expected<caf::message> deserialize(caf::actor_system& sys, const std::vector<char>& bytes) {
   caf::message m;
-  caf::binary_deserializer source{sys, reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  caf::binary_deserializer source{sys, bytes.data(), bytes.size()};
   if (auto err = source(m))
     return make_error(errc::corrupt_data, "bridge: cannot deserialize a {}-byte message: {}",
                       bytes.size(), to_string(err));
@@ -119,7 +118,7 @@ void send_error(bridge_ptr self, int to, std::uint64_t id, const std::string& te
 }
 
 // A request from another rank: ask the named local target, ship its reply back.
-void serve_request(bridge_ptr self, const frame_header& h, std::vector<std::byte>& payload) {
+void serve_request(bridge_ptr self, const frame_header& h, std::vector<char>& payload) {
   auto& st = self->state;
   auto target = st.targets.find(h.target);
   if (target == st.targets.end())
@@ -141,15 +140,14 @@ void serve_request(bridge_ptr self, const frame_header& h, std::vector<std::byte
 }
 
 // A reply or error for one of our forwards.
-void complete(bridge_ptr self, const frame_header& h, std::vector<std::byte>& payload) {
+void complete(bridge_ptr self, const frame_header& h, std::vector<char>& payload) {
   auto& st = self->state;
   auto it = st.pending.find(h.id);
   if (it == st.pending.end()) return;  // expired or failed already
   auto promise = std::move(it->second.promise);
   st.pending.erase(it);
   if (h.kind == frame_kind::error) {
-    promise.deliver(
-        bridge_error(std::string(reinterpret_cast<const char*>(payload.data()), payload.size())));
+    promise.deliver(bridge_error(std::string(payload.data(), payload.size())));
     return;
   }
   auto msg = deserialize(self->system(), payload);
@@ -226,7 +224,7 @@ expected<bridge_handle> spawn_bridge(caf::actor_system& sys, bridge_options opti
   // callbacks reach the actor through a slot filled right after spawning.
   auto slot = std::make_shared<caf::actor>();
   auto ready = std::make_shared<std::atomic<bool>>(false);
-  auto on_frame = [slot, ready](std::vector<std::byte> header, std::vector<std::byte> payload) {
+  auto on_frame = [slot, ready](std::vector<char> header, std::vector<char> payload) {
     if (ready->load(std::memory_order_acquire))
       caf::anon_send(*slot, inbound_atom::value,
                      bridge_frame{std::move(header), std::move(payload)});

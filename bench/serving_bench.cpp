@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <random>
 
-#include "actors/scheduler_config.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
+#include "actors/scheduler_config.hpp"
 #include "bench/bench_util.hpp"
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     const auto* dsp = &*ds;
     auto batcher = actors::spawn_batcher(
         sys, {pipe}, bp, router,
-        [dsp](const sched::gnn_request& r) { return dsp->psgs()[std::size_t(r.seeds[0])]; });
+        [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); });
     auto result = std::make_shared<actors::load_result>();
     caf::scoped_actor self{sys};
     actors::spawn_load_client(sys, batcher, {requests, 0, int(batch)}, result, self);

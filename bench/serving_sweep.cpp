@@ -16,10 +16,10 @@
 #include <filesystem>
 #include <random>
 
-#include "actors/scheduler_config.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
+#include "actors/scheduler_config.hpp"
 #include "bench/bench_util.hpp"
 #include "core/npy.hpp"
 #include "core/progress.hpp"
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
     const auto* dsp = &*ds;
     auto batcher = actors::spawn_batcher(
         sys, pipes, bp, router,
-        [dsp](const sched::gnn_request& r) { return dsp->psgs()[std::size_t(r.seeds[0])]; });
+        [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); });
     double best10 = 0, best30 = 0;
     std::string sweep;
     for (double rate = 250; rate <= 4 * ceiling; rate *= 1.5) {

@@ -156,10 +156,7 @@ status run_node(const node_args& a) {
     std::fflush(nullptr);
     std::_Exit(0);
   }
-  serving.reset();
-  if (bridge) caf::anon_send_exit(bridge->actor, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(self_actor, caf::exit_reason::user_shutdown);
-  return status::ok();
+  return status::ok();  // `stop` ends the node and bridge actors, `serving` its pipeline
 }
 
 status run_status(const std::string& path) {

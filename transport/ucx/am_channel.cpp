@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <variant>
 
@@ -28,7 +29,7 @@ struct disconnect_cmd {
 };
 struct send_cmd {
   int peer;
-  std::vector<std::byte> header, payload;
+  std::vector<char> header, payload;
 };
 using command = std::variant<connect_cmd, disconnect_cmd, send_cmd>;
 
@@ -58,23 +59,27 @@ struct am_channel::state {
 };
 
 void am_channel::state::receive(const worker::bulk_message& m) {
-  std::vector<std::byte> header(m.header.begin(), m.header.end());
+  const auto* h = reinterpret_cast<const char*>(m.header.data());
+  std::vector<char> header(h, h + m.header.size());
   if (!m.rndv) {
     ++received;
-    on_frame(std::move(header), std::vector<std::byte>(m.data.begin(), m.data.end()));
+    const auto* d = reinterpret_cast<const char*>(m.data.data());
+    on_frame(std::move(header), std::vector<char>(d, d + m.data.size()));
     return;
   }
   // Rendezvous: pull the payload into a buffer of our own, deliver when it lands.
-  auto buf = std::make_shared<std::vector<std::byte>>(m.length);
-  auto hdr = std::make_shared<std::vector<std::byte>>(std::move(header));
-  auto st = w.receive_rndv(m.rndv_desc, buf->data(), buf->size(), [this, buf, hdr](status s) {
-    if (!s.is_ok()) {
-      log::warn("ucx bridge: a frame's payload was lost: {}", s.to_string());
-      return;
-    }
-    ++received;
-    on_frame(std::move(*hdr), std::move(*buf));
-  });
+  auto buf = std::make_shared<std::vector<char>>(m.length);
+  auto hdr = std::make_shared<std::vector<char>>(std::move(header));
+  auto st =
+      w.receive_rndv(m.rndv_desc, reinterpret_cast<std::byte*>(buf->data()), buf->size(),
+                     [this, buf, hdr](status s) {
+                       if (!s.is_ok()) {
+                         log::warn("ucx bridge: a frame's payload was lost: {}", s.to_string());
+                         return;
+                       }
+                       ++received;
+                       on_frame(std::move(*hdr), std::move(*buf));
+                     });
   if (!st.is_ok()) log::warn("ucx bridge: cannot receive a frame: {}", st.to_string());
 }
 
@@ -103,13 +108,14 @@ void am_channel::state::execute(command& c) {
     // completes this one (a large payload waits for the peer to pull it).
     auto frame = std::make_shared<send_cmd>(std::move(*sc));
     ++in_flight;
-    it->second.post_bulk(kFrameId, frame->header, frame->payload, [this, frame](status st) {
-      --in_flight;
-      if (st.is_ok())
-        ++sent;
-      else
-        failed.emplace_back(frame->peer, std::move(st));
-    });
+    it->second.post_bulk(kFrameId, std::as_bytes(std::span(frame->header)),
+                         std::as_bytes(std::span(frame->payload)), [this, frame](status st) {
+                           --in_flight;
+                           if (st.is_ok())
+                             ++sent;
+                           else
+                             failed.emplace_back(frame->peer, std::move(st));
+                         });
   }
 }
 
@@ -198,7 +204,7 @@ void am_channel::disconnect(int peer) {
   s_->w.signal();
 }
 
-void am_channel::post(int peer, std::vector<std::byte> header, std::vector<std::byte> payload) {
+void am_channel::post(int peer, std::vector<char> header, std::vector<char> payload) {
   {
     std::lock_guard lock(s_->mu);
     s_->queue.push_back(send_cmd{peer, std::move(header), std::move(payload)});

@@ -19,8 +19,7 @@ namespace spindle::transport::ucx {
 class am_channel {
  public:
   /// A received frame: the sender's header and payload (owned, moved out).
-  using frame_handler =
-      std::function<void(std::vector<std::byte> header, std::vector<std::byte> payload)>;
+  using frame_handler = std::function<void(std::vector<char> header, std::vector<char> payload)>;
   /// A send to `peer` failed (the peer died or is unreachable); runs on the channel thread.
   using failure_handler = std::function<void(int peer, const status& why)>;
 
@@ -39,7 +38,7 @@ class am_channel {
   /// Forgets `peer`'s endpoint (it died); later sends to it fail until connect().
   void disconnect(int peer);
   /// Queues a frame to `peer`. Failures are reported through the failure handler.
-  void post(int peer, std::vector<std::byte> header, std::vector<std::byte> payload);
+  void post(int peer, std::vector<char> header, std::vector<char> payload);
   /// Frames sent and received so far (for stats and tests).
   std::uint64_t sent() const;
   std::uint64_t received() const;
