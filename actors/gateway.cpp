@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/gateway_metrics.hpp"
+#include "actors/placement_actor.hpp"
 
 namespace spindle::actors {
 
@@ -305,15 +306,61 @@ std::vector<transport::rpc::model_info> gateway::models() {
   return out;
 }
 
+namespace {
+
+placement_stats placement_stats_of(caf::actor_system& sys, const caf::actor& placement) {
+  placement_stats st;
+  caf::scoped_actor self{sys};
+  self->request(placement, std::chrono::seconds(2), caf::get_atom::value)
+      .receive([&](const placement_stats& s) { st = s; }, [](const caf::error&) {});
+  return st;
+}
+
+// The cluster placement's tunables: the drift threshold, and `replan` (now).
+status set_placement_tunable(caf::actor_system& sys, const caf::actor& placement,
+                             const std::string& name, const std::string& value) {
+  if (name == "placement_drift_threshold") {
+    double t = -1;
+    try {
+      std::size_t used = 0;
+      t = std::stod(value, &used);
+      if (used != value.size()) t = -1;
+    } catch (const std::exception&) {
+    }
+    if (!(t >= 0 && t <= 1))
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", name,
+                        value);
+    caf::anon_send(placement, threshold_atom::value, t);
+    return status::ok();
+  }
+  // replan: the placement publishes the observed FAP and the nodes migrate.
+  status result;
+  caf::scoped_actor self{sys};
+  self->request(placement, std::chrono::seconds(10), replan_atom::value)
+      .receive([](int) {},
+               [&](const caf::error& e) {
+                 result = make_error(errc::unavailable, "replan: {}", to_string(e));
+               });
+  return result;
+}
+
+}  // namespace
+
 expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::string& model) {
   if (auto it = s_->gnn.find(model); it != s_->gnn.end()) {
     auto& e = *it->second;
     std::lock_guard lock(e.mu);
-    return std::vector<transport::rpc::tunable>{
+    std::vector<transport::rpc::tunable> t{
         {"routing_policy", std::string(sched::to_string(e.b.router->policy()))},
         {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
         {"max_batch", std::to_string(e.b.policy.max_batch)},
         {"max_queue", std::to_string(e.max_queue.load())}};
+    if (e.b.placement) {
+      const auto st = placement_stats_of(s_->sys, e.b.placement);
+      t.push_back({"placement_drift_threshold", fmt::format("{}", st.threshold)});
+      t.push_back({"placement_epoch", std::to_string(st.epoch)});
+    }
+    return t;
   }
   if (auto it = s_->rec.find(model); it != s_->rec.end()) {
     auto& e = *it->second;
@@ -341,7 +388,10 @@ expected<std::uint64_t> parse_count(const std::string& name, const std::string& 
                     value, lo, hi);
 }
 
-status set_gnn_tunable(gnn_entry& e, const std::string& name, const std::string& value) {
+status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& name,
+                       const std::string& value) {
+  if (e.b.placement && (name == "placement_drift_threshold" || name == "replan"))
+    return set_placement_tunable(sys, e.b.placement, name, value);
   if (name == "routing_policy") {
     SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_routing_policy(value));
     caf::anon_send(e.b.batcher, policy_atom::value, p);  // the batcher sets the shared router
@@ -363,7 +413,7 @@ status set_gnn_tunable(gnn_entry& e, const std::string& name, const std::string&
   } else {
     return make_error(errc::invalid_argument,
                       "unknown tunable '{}' (GNN models: routing_policy, batch_deadline_us, "
-                      "max_batch, max_queue)",
+                      "max_batch, max_queue; on a cluster also placement_drift_threshold, replan)",
                       name);
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
@@ -408,7 +458,7 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
 status gateway::set_tunable(const std::string& model, const std::string& name,
                             const std::string& value) {
   if (auto it = s_->gnn.find(model); it != s_->gnn.end())
-    return set_gnn_tunable(*it->second, name, value);
+    return set_gnn_tunable(s_->sys, *it->second, name, value);
   if (auto it = s_->rec.find(model); it != s_->rec.end())
     return set_rec_tunable(*it->second, name, value);
   return make_error(errc::not_found, "unknown model '{}' (loaded: {})", model, s_->loaded());
@@ -427,6 +477,15 @@ std::string gateway::stats_json() {
               m["large_executor_batches"] = st.large;
             },
             [](const caf::error&) {});
+    if (e->b.placement) {
+      const auto p = placement_stats_of(s_->sys, e->b.placement);
+      m["placement"] = {{"epoch", p.epoch},
+                        {"drift", p.drift},
+                        {"window_requests", p.window_requests},
+                        {"replans", p.replans},
+                        {"drift_threshold", p.threshold},
+                        {"last_error", p.last_error}};
+    }
     const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
     for (const auto& t : *tun) m["tunables"][t.name] = t.value;
     j["models"][name] = m;

@@ -17,15 +17,65 @@ struct member {
   bool alive = false;
   int joins = 0;
   caf::actor_addr addr;
-  std::string descriptor;  // the node's feature-shard region (UCX), empty if none
-  std::string bridge;      // its UCX bridge address once its pipeline serves, else empty
-  bool ready = false;      // joined and, if it serves batches, registered its pipeline
+  std::string descriptor;      // the node's feature-shard region (UCX), empty if none
+  std::string bridge;          // its UCX bridge address once its pipeline serves, else empty
+  bool ready = false;          // joined and, if it serves batches, registered its pipeline
+  int epoch = 0;               // the placement epoch `descriptor` is laid out for
+  std::string old_descriptor;  // its previous epoch's shard, until retired
+  int old_epoch = -1;
+  int reading = 0;  // the epoch its pipeline reads
+};
+
+struct target_plan {
+  int epoch = 0;
+  std::string fap;  // descriptor of the observed FAP the plan is made from
 };
 
 struct coordinator_state {
   std::string name;
   std::map<int, member> members;
+  target_plan target;
 };
+
+nlohmann::json member_json(int rank, const member& m, const target_plan& t) {
+  nlohmann::json j = {{"rank", rank},
+                      {"name", m.name},
+                      {"pid", m.pid},
+                      {"alive", m.alive},
+                      {"joins", m.joins},
+                      {"descriptor", m.descriptor},
+                      {"bridge", m.bridge},
+                      {"ready", m.ready},
+                      {"epoch", m.epoch},
+                      {"old_descriptor", m.old_descriptor},
+                      {"old_epoch", m.old_epoch},
+                      {"reading", m.reading}};
+  if (rank == 0) {
+    j["target"] = t.epoch;
+    j["fap"] = t.fap;
+  }
+  return j;
+}
+
+// The placement-epoch messages of the coordinator (see node_actor.hpp).
+void on_shard(coordinator_state& st, int rank, int epoch, const std::string& descriptor) {
+  auto it = st.members.find(rank);
+  if (it == st.members.end()) return;
+  auto& m = it->second;
+  if (epoch > m.epoch) {
+    m.old_descriptor = std::move(m.descriptor);
+    m.old_epoch = m.epoch;
+    m.epoch = epoch;
+  }
+  if (epoch == m.epoch) m.descriptor = descriptor;
+}
+
+void on_retire(coordinator_state& st, int rank, int epoch) {
+  auto it = st.members.find(rank);
+  if (it == st.members.end() || it->second.old_epoch != epoch) return;
+  it->second.old_descriptor.clear();
+  it->second.old_epoch = -1;
+}
 
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::string name,
                           std::string descriptor, std::string bridge) {
@@ -46,6 +96,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
         auto& m = self->state.members[rank];
         m = {who, pid, true, m.joins + 1, sender.address(), descriptor, {}, false};
+        // A node (re)starts at the first plan; it migrates to the target by itself.
         self->monitor(sender);
         log::info("node {} (rank {}, pid {}) joined{}", who, rank, pid,
                   m.joins > 1 ? " again" : "");
@@ -57,17 +108,36 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         it->second.bridge = bridge_address;
         it->second.ready = true;
       },
+      [=](shard_atom, int rank, int epoch, const std::string& descriptor) {
+        on_shard(self->state, rank, epoch, descriptor);
+      },
+      [=](retire_atom, int rank, int epoch) { on_retire(self->state, rank, epoch); },
+      [=](reading_atom, int rank, int epoch) {
+        if (auto it = self->state.members.find(rank); it != self->state.members.end())
+          it->second.reading = epoch;
+      },
+      [=](plan_atom, int epoch, const std::string& fap) -> caf::result<ok_atom> {
+        if (epoch <= self->state.target.epoch)
+          return caf::make_error(caf::sec::runtime_error,
+                                 "plan: epoch " + std::to_string(epoch) + " is not after " +
+                                     std::to_string(self->state.target.epoch));
+        // One migration at a time: every live shard holder is on the target and
+        // has freed its old shard (a node tracks one old shard at most).
+        for (const auto& [rank, m] : self->state.members)
+          if (m.alive && !m.descriptor.empty() &&
+              (m.epoch != self->state.target.epoch || m.reading != m.epoch || m.old_epoch >= 0))
+            return caf::make_error(caf::sec::runtime_error,
+                                   "plan: epoch " + std::to_string(self->state.target.epoch) +
+                                       " is still being applied (rank " + std::to_string(rank) +
+                                       ")");
+        self->state.target = {epoch, fap};
+        log::info("placement: target plan is now epoch {}", epoch);
+        return ok_atom::value;
+      },
       [=](status_atom) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& [rank, m] : self->state.members)
-          j.push_back({{"rank", rank},
-                       {"name", m.name},
-                       {"pid", m.pid},
-                       {"alive", m.alive},
-                       {"joins", m.joins},
-                       {"descriptor", m.descriptor},
-                       {"bridge", m.bridge},
-                       {"ready", m.ready}});
+          j.push_back(member_json(rank, m, self->state.target));
         return j.dump();
       },
   };

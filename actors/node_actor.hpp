@@ -16,12 +16,25 @@ using join_atom = caf::atom_constant<caf::atom("join")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using ok_atom = caf::atom_constant<caf::atom("ok")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using shard_atom = caf::atom_constant<caf::atom("shard")>;
+using retire_atom = caf::atom_constant<caf::atom("retire")>;
+using reading_atom = caf::atom_constant<caf::atom("reading")>;
+using plan_atom = caf::atom_constant<caf::atom("plan")>;
 
 /// Spawns the coordinator (rank 0), which publishes its own shard `descriptor`
 /// and UCX `bridge` address (either may be empty):
 ///   (join_atom, rank, name, pid, descriptor) -> (ok_atom, coordinator's bridge address)
 ///   (ready_atom, rank, bridge address)  the member serves batches (or "" if it only holds rows)
-///   (status_atom) -> JSON array: rank, name, pid, alive, joins, descriptor, bridge, ready.
+///   (status_atom) -> JSON array: rank, name, pid, alive, joins, descriptor, bridge, ready,
+///                    and the placement fields below.
+/// Placement epochs (a re-plan migrates rows under a new epoch; 0 = the plan at start):
+///   (plan_atom, epoch, fap descriptor) -> ok_atom  rank 0's placement set a new target plan,
+///                    made from the observed FAP readable at the descriptor; listed on
+///                    rank 0 as "target" and "fap". Epochs only grow.
+///   (shard_atom, rank, epoch, descriptor)  the rank built its shard for that epoch; its
+///                    previous one stays listed as old_descriptor/old_epoch until retired
+///   (retire_atom, rank, epoch)  the rank freed its shard of that epoch
+///   (reading_atom, rank, epoch)  the rank's pipeline reads the plan of that epoch now
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor = {},
                              std::string bridge = {});
 

@@ -1,5 +1,7 @@
 #include "sched/dataset_placement.hpp"
 
+#include <algorithm>
+
 #include "graph/metrics.hpp"
 
 namespace spindle::sched {
@@ -18,6 +20,32 @@ expected<placement_plan> place_dataset(const graph::dataset& ds, const config::t
   SPINDLE_ASSIGN_OR_RETURN(auto p, make_policy(policy));
   auto degree = graph::in_degrees(ds.graph());
   return p->place(topo, {ds.fap(), degree, row_bytes_of(ds), seed});
+}
+
+expected<placement_plan> replace_dataset(const graph::dataset& ds, const config::topology& topo,
+                                         std::span<const double> fap) {
+  if (fap.size() != std::size_t(ds.num_nodes()))
+    return make_error(errc::invalid_argument, "{}: observed FAP has {} entries, the graph {} nodes",
+                      ds.dir(), fap.size(), ds.num_nodes());
+  SPINDLE_ASSIGN_OR_RETURN(auto p, make_policy("fap"));
+  auto degree = graph::in_degrees(ds.graph());
+  return p->place(topo, {fap, degree, row_bytes_of(ds), 1});
+}
+
+std::uint64_t rows_moved(const placement_plan& a, const placement_plan& b) {
+  const auto n = std::min(a.lookup.num_nodes(), b.lookup.num_nodes());
+  std::uint64_t moved = 0;
+  std::vector<shard_index> sa, sb;
+  for (std::uint64_t v = 0; v < n; ++v) {
+    sa.clear();
+    sb.clear();
+    for (const auto& o : a.lookup.locate(v).owners) sa.push_back(o.shard);
+    for (const auto& o : b.lookup.locate(v).owners) sb.push_back(o.shard);
+    std::sort(sa.begin(), sa.end());
+    std::sort(sb.begin(), sb.end());
+    moved += sa != sb;
+  }
+  return moved;
 }
 
 expected<eval_result> evaluate_dataset(const graph::dataset& ds, const config::topology& topo,

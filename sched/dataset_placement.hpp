@@ -21,6 +21,16 @@ std::uint64_t row_bytes_of(const graph::dataset& ds);
 expected<placement_plan> place_dataset(const graph::dataset& ds, const config::topology& topo,
                                        std::string_view policy, std::uint64_t seed = 1);
 
+/// Re-plans `ds` with the FAP policy over an observed `fap` (sched/access_stats)
+/// in place of the precomputed one; fails naming the length when it does not
+/// match the dataset's node count. Deterministic: every node computes the same.
+expected<placement_plan> replace_dataset(const graph::dataset& ds, const config::topology& topo,
+                                         std::span<const double> fap);
+
+/// Nodes whose set of owner shards differs between two plans of the same graph
+/// (the rows a migration from `a` to `b` moves).
+std::uint64_t rows_moved(const placement_plan& a, const placement_plan& b);
+
 /// Evaluates `plan` with the dataset's seed distribution; empty `fanouts` in
 /// `options` means the fanouts the dataset's metrics were computed with.
 expected<eval_result> evaluate_dataset(const graph::dataset& ds, const config::topology& topo,

@@ -60,25 +60,44 @@ struct node_args {
   std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster
   front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door
   bool listen = false;
+  actors::placement_options placement;  // rank 0: re-plan on drift
 };
 
 // Rank 0: serves the workload and/or the front door over the cluster; returns
 // once the workload is done (no --listen) or a stop signal came (--listen).
-status coordinate(caf::actor_system& sys, caf::actor coordinator,
-                  const actors::bridge_handle& bridge, const shard_service& shard,
-                  const config::topology& topo, const node_args& a) {
-  SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::parse_routing_policy(a.policy));
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto gnn, cluster_gnn::start(sys, coordinator, bridge, shard, topo, a.dataset, a.model,
-                                   a.expect, a.calibration, policy));
+status coordinate(node_context node, const actors::bridge_handle& bridge, const node_args& a) {
+  cluster_gnn_options o;
+  o.model_dir = a.model;
+  o.expect = a.expect;
+  o.calibration = a.calibration;
+  SPINDLE_ASSIGN_OR_RETURN(o.policy, sched::parse_routing_policy(a.policy));
+  o.placement = a.placement;
+  SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(node, bridge, o));
   if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
   if (!a.listen) return status::ok();
   SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
-  actors::gateway gw(sys);
+  actors::gateway gw(node.sys);
   gw.add_model(gnn->binding({}, a.door.max_queue));
   gw.set_members([g = gnn.get()] { return g->members_json(); });
   return serve_until_signal(gw, a.door, token);
 }
+
+// What a node with a dataset runs besides its actors: its shard, one member
+// watch, and its side of placement re-plans (declared so the watch stops first).
+struct shard_node {
+  std::unique_ptr<node_shard> shard;
+  member_view view;
+  std::unique_ptr<placement_sync> sync;
+  std::unique_ptr<member_watch> watch;
+  node_context context(caf::actor_system& sys, caf::actor coordinator) {
+    return {sys, std::move(coordinator), *shard, view, *watch, *sync};
+  }
+  void start(caf::actor_system& sys, const caf::actor& coordinator) {
+    sync = std::make_unique<placement_sync>(coordinator, *shard);
+    watch = std::make_unique<member_watch>(sys, coordinator, view);
+    watch->on_poll([s = sync.get()](const auto& alive) { s->poll(alive); });
+  }
+};
 
 status run_node(const node_args& a) {
   const std::string& path = a.config;
@@ -92,13 +111,13 @@ status run_node(const node_args& a) {
   cfg.load<caf::io::middleman>();
   actors::add_bridge_types(cfg);
   caf::actor_system sys{cfg};
-  caf::actor self_actor;
-  std::unique_ptr<shard_service> shard;
+  caf::actor self_actor, coord;
+  shard_node sn;
   std::optional<actors::bridge_handle> bridge;
   // A node with a dataset holds its shard in UCX memory; with a model too it
   // serves batches, which travel over its UCX bridge.
   if (!a.dataset.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(shard, start_shard(topo, a.dataset, rank));
+    SPINDLE_ASSIGN_OR_RETURN(sn.shard, node_shard::start(topo, a.dataset, rank));
     if (!a.model.empty()) {
       actors::bridge_options bo;
       bo.rank = rank;
@@ -116,20 +135,21 @@ status run_node(const node_args& a) {
       if (bridge) caf::anon_send_exit(bridge->actor, caf::exit_reason::user_shutdown);
     }
   } stop{self_actor, bridge};
+  const std::string descriptor = sn.shard ? sn.shard->descriptor(0) : "";
   if (rank == 0) {
-    self_actor = actors::spawn_coordinator(sys, me.name, shard ? shard->descriptor : "",
-                                           bridge ? bridge->address : "");
+    self_actor = actors::spawn_coordinator(sys, me.name, descriptor, bridge ? bridge->address : "");
+    coord = self_actor;
   } else {
     SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
-    SPINDLE_ASSIGN_OR_RETURN(auto coord, connect(sys, coord_spec, 30));
-    self_actor = actors::spawn_member(sys, coord,
-                                      {rank, me.name, shard ? shard->descriptor : "",
-                                       bridge ? bridge->actor : caf::actor(), bridge.has_value()});
-    if (bridge) {
-      SPINDLE_ASSIGN_OR_RETURN(
-          serving, start_member_serving(sys, coord, self_actor, *bridge, *shard, topo, a.dataset,
-                                        a.model, rank));
-    }
+    SPINDLE_ASSIGN_OR_RETURN(coord, connect(sys, coord_spec, 30));
+    self_actor = actors::spawn_member(
+        sys, coord,
+        {rank, me.name, descriptor, bridge ? bridge->actor : caf::actor(), bridge.has_value()});
+  }
+  if (sn.shard) sn.start(sys, coord);
+  if (rank != 0 && bridge) {
+    SPINDLE_ASSIGN_OR_RETURN(
+        serving, start_member_serving(sn.context(sys, coord), self_actor, *bridge, a.model));
   }
   auto port = sys.middleman().publish(self_actor, std::uint16_t(me.port), me.host.c_str(), true);
   if (!port)
@@ -142,13 +162,13 @@ status run_node(const node_args& a) {
     if (!bridge)
       return make_error(errc::invalid_argument,
                         "--workload and --listen need --dataset and --model");
-    SPINDLE_TRY(coordinate(sys, self_actor, *bridge, *shard, topo, a));
+    SPINDLE_TRY(coordinate(sn.context(sys, coord), *bridge, a));
     stopped = a.listen;  // the front door returned on a stop signal
   }
   int sig = 0;
   if (!stopped) sigwait(&set, &sig);
   log::info("node {}: stopping{}", me.name, stopped ? "" : fmt::format(" on signal {}", sig));
-  if (shard) {
+  if (sn.shard) {
     // Leave without tearing UCX down: UCX 1.13 asserts in ucp_worker_destroy
     // while purging a tcp endpoint whose peer died during wireup (seen when the
     // coordinator stops before its members). The process ends here; the OS
@@ -276,6 +296,13 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");
   node->add_option("--max-queue", na->door.max_queue,
                    "Rank 0: calls in flight per model before `overloaded`")
+      ->capture_default_str();
+  node->add_option("--replan-drift", na->placement.drift_threshold,
+                   "Rank 0: re-plan feature placement when the observed FAP drifts past this "
+                   "total-variation distance (0: only on request, Admin `replan`)")
+      ->capture_default_str();
+  node->add_option("--replan-min-requests", na->placement.min_requests,
+                   "Rank 0: requests observed since the last plan before drift is judged")
       ->capture_default_str();
   node->callback([na] {
     if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);

@@ -1,5 +1,6 @@
 #include "apps/commands/cluster_features.hpp"
 
+#include "apps/commands/node_shard.hpp"
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
 
@@ -19,61 +20,158 @@ std::map<int, member_info> member_view::snapshot() const {
   return alive_;
 }
 
-cluster_features::cluster_features(const sched::placement_plan& plan, const member_view& view,
-                                   ucx::context ctx, ucx::worker w)
-    : plan_(plan), view_(view), ctx_(std::move(ctx)), worker_(std::move(w)) {}
+std::string descriptor_for(const member_info& m, int epoch) {
+  if (m.epoch == epoch) return m.descriptor;
+  if (m.old_epoch == epoch) return m.old_descriptor;
+  return {};
+}
 
-expected<std::unique_ptr<cluster_features>> cluster_features::create(
-    const graph::dataset& ds, const sched::placement_plan& plan, int my_rank,
-    const std::byte* own_host_rows, const member_view& view) {
+// What one placement epoch's gathers read: its plan, the regions attached for
+// it, and the gatherer over them.
+struct cluster_features::epoch_state {
+  int epoch = 0;
+  std::shared_ptr<const sched::placement_plan> plan;
+  std::vector<std::vector<std::byte>> copies;
+  std::vector<std::unique_ptr<ucx::remote_region>> regions;
+  std::map<int, std::vector<int>> shards_of;  // rank -> its shards
+  std::map<int, std::string> attached;        // rank -> descriptor read now
+  std::set<int> down;
+  std::unique_ptr<embedding::feature_gatherer> gatherer;
+};
+
+cluster_features::cluster_features(const node_shard& shard, const member_view& view,
+                                   ucx::context ctx, ucx::worker w)
+    : shard_(shard), view_(view), ctx_(std::move(ctx)), worker_(std::move(w)) {}
+
+cluster_features::~cluster_features() = default;
+
+namespace {
+
+// Every shard of `plan` is this rank's or has a live owner with a region for `epoch`.
+bool owners_published(const sched::placement_plan& plan, int epoch, int my_rank,
+                      const std::map<int, member_info>& alive) {
+  for (const auto& s : plan.shards) {
+    if (s.server == my_rank) continue;
+    auto it = alive.find(s.server);
+    if (it == alive.end() || descriptor_for(it->second, epoch).empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool cluster_features::readable(const node_shard& shard, const std::map<int, member_info>& alive) {
+  const auto e = shard.latest();
+  return owners_published(*e.plan, e.epoch, shard.rank(), alive);
+}
+
+expected<std::unique_ptr<cluster_features>> cluster_features::create(const node_shard& shard,
+                                                                     const member_view& view) {
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(ctx));
   std::unique_ptr<cluster_features> f(
-      new cluster_features(plan, view, std::move(ctx), std::move(w)));
-  SPINDLE_TRY(f->attach_all(ds, my_rank, own_host_rows));
+      new cluster_features(shard, view, std::move(ctx), std::move(w)));
+  const auto& ds = shard.dataset();
+  f->dim_ = std::uint32_t(ds.feature_dim());
+  f->accesses_ = std::make_unique<sched::access_counter>(std::size_t(ds.num_nodes()));
+  f->seen_version_ = view.version();
+  const auto alive = view.snapshot();
+  const auto latest = shard.latest();
+  SPINDLE_ASSIGN_OR_RETURN(f->now_, f->attach(latest.epoch, alive));
+  f->reading_.store(latest.epoch, std::memory_order_release);
   return f;
 }
 
-status cluster_features::attach_all(const graph::dataset& ds, int my_rank,
-                                    const std::byte* own_host_rows) {
-  my_rank_ = my_rank;
-  dim_ = std::uint32_t(ds.feature_dim());
-  accesses_ = std::make_unique<sched::access_counter>(std::size_t(ds.num_nodes()));
-  seen_version_ = view_.version();
-  const auto members = view_.snapshot();
-  std::vector<embedding::shard_access> access(plan_.shards.size());
+expected<std::unique_ptr<cluster_features::epoch_state>> cluster_features::attach(
+    int epoch, const std::map<int, member_info>& alive) {
+  const auto mine = shard_.at(epoch);
+  if (!mine) return make_error(errc::unavailable, "placement epoch {} is not held here", epoch);
+  auto st = std::make_unique<epoch_state>();
+  st->epoch = epoch;
+  st->plan = mine->plan;
+  const auto& plan = *st->plan;
+  const int my_rank = shard_.rank();
+  std::vector<embedding::shard_access> access(plan.shards.size());
   bool host_taken = false;
   std::map<int, ucx::remote_region*> region_of;
-  for (std::size_t i = 0; i < plan_.shards.size(); ++i) {
-    const int server = plan_.shards[i].server;
-    shards_of_[server].push_back(int(i));
+  for (std::size_t i = 0; i < plan.shards.size(); ++i) {
+    const int server = plan.shards[i].server;
+    st->shards_of[server].push_back(int(i));
     if (server == my_rank) {
-      if (plan_.shards[i].tier == sched::shard_tier::host && own_host_rows && !host_taken) {
-        access[i] = {own_host_rows, nullptr, 0.0};
+      if (plan.shards[i].tier == sched::shard_tier::host && mine->own_rows && !host_taken) {
+        access[i] = {mine->own_rows, nullptr, 0.0};
         host_taken = true;
         continue;
       }
-      auto& copy = copies_.emplace_back(
-          embedding::shard_bytes(plan_.lookup.shard_row_count(sched::shard_index(i)), dim_));
-      SPINDLE_TRY(
-          embedding::fill_shard(plan_.lookup, sched::shard_index(i), ds.features(), dim_, copy));
+      auto& copy = st->copies.emplace_back(
+          embedding::shard_bytes(plan.lookup.shard_row_count(sched::shard_index(i)), dim_));
+      SPINDLE_TRY(embedding::fill_shard(plan.lookup, sched::shard_index(i),
+                                        shard_.dataset().features(), dim_, copy));
       access[i] = {copy.data(), nullptr, 0.0};
       continue;
     }
-    auto it = members.find(server);
-    if (it == members.end() || it->second.descriptor.empty())
-      return make_error(errc::unavailable, "no live node serves shard {} (rank {})", i, server);
+    auto it = alive.find(server);
+    const auto desc_text = it == alive.end() ? std::string() : descriptor_for(it->second, epoch);
+    if (desc_text.empty())
+      return make_error(errc::unavailable, "no live node serves shard {} (rank {}) of epoch {}", i,
+                        server, epoch);
     if (!region_of.count(server)) {
-      SPINDLE_ASSIGN_OR_RETURN(auto desc, ucx::region_descriptor::decode(it->second.descriptor));
+      SPINDLE_ASSIGN_OR_RETURN(auto desc, ucx::region_descriptor::decode(desc_text));
       SPINDLE_ASSIGN_OR_RETURN(auto region, ucx::remote_region::attach(worker_, desc));
       region_of[server] = region.get();
-      regions_.push_back(std::move(region));
-      attached_[server] = it->second.descriptor;
+      st->regions.push_back(std::move(region));
+      st->attached[server] = desc_text;
     }
     access[i] = {nullptr, region_of[server], 1.0};
   }
-  gatherer_ = std::make_unique<embedding::feature_gatherer>(plan_.lookup, dim_ * 4, access);
-  return status::ok();
+  st->gatherer = std::make_unique<embedding::feature_gatherer>(plan.lookup, dim_ * 4, access);
+  return st;
+}
+
+// A newer epoch whose every owner has published its shard: read it from now on.
+void cluster_features::switch_epoch(const std::map<int, member_info>& alive) {
+  const auto latest = shard_.latest();
+  if (latest.epoch <= now_->epoch ||
+      !owners_published(*latest.plan, latest.epoch, shard_.rank(), alive))
+    return;
+  auto next = attach(latest.epoch, alive);
+  if (!next) {
+    log::warn("placement epoch {} cannot be read yet: {}", latest.epoch, next.error().to_string());
+    return;
+  }
+  log::info("rank {}: gathers read placement epoch {} now (was {})", shard_.rank(), latest.epoch,
+            now_->epoch);
+  now_ = std::move(*next);
+  reading_.store(latest.epoch, std::memory_order_release);
+}
+
+// Marks the shards of members seen down unreachable; reattaches those that came back.
+void cluster_features::follow_members(const std::map<int, member_info>& alive) {
+  auto& st = *now_;
+  for (const auto& [rank, shards] : st.shards_of) {
+    if (rank == shard_.rank()) continue;
+    const auto now = alive.find(rank);
+    const auto desc = now == alive.end() ? std::string() : descriptor_for(now->second, st.epoch);
+    if (desc.empty() && !st.down.count(rank)) {
+      st.down.insert(rank);
+      for (int s : shards) st.gatherer->mark_unreachable(s);
+      log::warn("rank {} is down: its shards are unreachable", rank);
+    } else if (!desc.empty() && (st.down.count(rank) || st.attached[rank] != desc)) {
+      // It rejoined with a new region: attach it and read its shards again.
+      auto d = ucx::region_descriptor::decode(desc);
+      auto region = d ? ucx::remote_region::attach(worker_, *d)
+                      : expected<std::unique_ptr<ucx::remote_region>>(d.error());
+      if (!region) {
+        log::warn("rank {} rejoined but cannot be attached: {}", rank, region.error().to_string());
+        continue;
+      }
+      for (int s : shards) st.gatherer->reattach(s, {nullptr, region->get(), 1.0});
+      st.regions.push_back(std::move(*region));
+      st.attached[rank] = desc;
+      st.down.erase(rank);
+      log::info("rank {} rejoined: its shards are readable again", rank);
+    }
+  }
 }
 
 void cluster_features::apply_membership() {
@@ -81,39 +179,19 @@ void cluster_features::apply_membership() {
   if (v == seen_version_) return;
   seen_version_ = v;
   const auto alive = view_.snapshot();
-  for (const auto& [rank, shards] : shards_of_) {
-    if (rank == my_rank_) continue;
-    const auto now = alive.find(rank);
-    const bool gone = now == alive.end() || now->second.descriptor.empty();
-    if (gone && !down_.count(rank)) {
-      down_.insert(rank);
-      for (int shard : shards) gatherer_->mark_unreachable(shard);
-      log::warn("rank {} is down: its shards are unreachable", rank);
-    } else if (!gone && (down_.count(rank) || attached_[rank] != now->second.descriptor)) {
-      // It rejoined with a new region: attach it and read its shards again.
-      auto desc = ucx::region_descriptor::decode(now->second.descriptor);
-      auto region = desc ? ucx::remote_region::attach(worker_, *desc)
-                         : expected<std::unique_ptr<ucx::remote_region>>(desc.error());
-      if (!region) {
-        log::warn("rank {} rejoined but cannot be attached: {}", rank, region.error().to_string());
-        continue;
-      }
-      for (int shard : shards) gatherer_->reattach(shard, {nullptr, region->get(), 1.0});
-      regions_.push_back(std::move(*region));
-      attached_[rank] = now->second.descriptor;
-      down_.erase(rank);
-      log::info("rank {} rejoined: its shards are readable again", rank);
-    }
-  }
+  switch_epoch(alive);
+  follow_members(alive);
 }
 
 sched::feature_source cluster_features::source() {
   return [this](std::span<const std::int64_t> ids, float* out) -> status {
     apply_membership();
     accesses_->add(ids);
+    accesses_->add_request();
     ++gathers_;
-    SPINDLE_ASSIGN_OR_RETURN(auto rep, gatherer_->gather(ids, {reinterpret_cast<std::byte*>(out),
-                                                               ids.size() * dim_ * 4}));
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto rep,
+        now_->gatherer->gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim_ * 4}));
     remote_rows_ += rep.remote_rows + rep.mapped_rows;
     local_rows_ += rep.local_rows - rep.mapped_rows;
     return status::ok();

@@ -1,9 +1,11 @@
-// The feature reader of one pipeline thread on a cluster node: its own shards by
+// The feature reader of one pipeline thread on a cluster node: its own shard by
 // pointer, every other rank's shard by one-sided UCX reads through the lookup
 // table, with the control plane's word on members applied before each gather
 // (a member seen down has its shards marked unreachable, even on shared memory
 // where its mapped rows would stay readable; a member that rejoined with a new
-// region is attached and read again). One instance per pipeline thread.
+// region is attached and read again). After a re-plan it switches to the new
+// placement epoch between two gathers, once every owner of the new plan has
+// published its shard, and says so (reading_epoch). One instance per pipeline thread.
 #pragma once
 
 #include <atomic>
@@ -21,14 +23,27 @@
 #include "transport/ucx/ucx.hpp"
 
 namespace spindle::apps {
+class node_shard;
+}
+
+namespace spindle::apps {
 
 /// What the coordinator says about one live member.
 struct member_info {
-  std::string descriptor;  // its shard region, empty if none
+  std::string descriptor;  // its shard region for `epoch`, empty if none
   std::string bridge;      // its bridge address once it serves batches
   bool ready = false;
+  int epoch = 0;               // placement epoch of `descriptor`
+  std::string old_descriptor;  // its previous epoch's region until retired
+  int old_epoch = -1;
+  int reading = 0;  // the epoch its pipeline reads
+  int target = 0;   // rank 0 only: the placement epoch the cluster moves to
+  std::string fap;  // rank 0 only: where the target plan's observed FAP is read
   bool operator==(const member_info&) const = default;
 };
+
+/// The member's region laid out for `epoch`, or "" if it has none (yet / any more).
+std::string descriptor_for(const member_info& m, int epoch);
 
 /// The latest membership, written by one watcher thread, read by pipeline threads.
 class member_view {
@@ -45,45 +60,43 @@ class member_view {
 
 class cluster_features {
  public:
-  /// `own_host_rows` is this rank's published host shard (read by pointer);
-  /// other shards of this rank are copied from the dataset. Every other rank
-  /// owning a shard must be alive in `view` with a descriptor.
-  static expected<std::unique_ptr<cluster_features>> create(const graph::dataset& ds,
-                                                            const sched::placement_plan& plan,
-                                                            int my_rank,
-                                                            const std::byte* own_host_rows,
+  /// Reads the newest epoch of `shard` (this rank's own host shard, by
+  /// pointer) whose other owners are all alive in `view` with a region for it;
+  /// other shards of this rank are copied from the dataset.
+  static expected<std::unique_ptr<cluster_features>> create(const node_shard& shard,
                                                             const member_view& view);
+  /// Whether some epoch of `shard` can be read with the members `alive`.
+  static bool readable(const node_shard& shard, const std::map<int, member_info>& alive);
+  ~cluster_features();
   /// The pipeline's feature source (applies membership changes, then gathers).
   sched::feature_source source();
   std::uint64_t local_rows() const { return local_rows_; }
-  /// Rows gathered per node so far (observed FAP; read after the pipeline stopped).
+  /// Rows gathered per node and requests so far (the observed FAP; any thread).
   const sched::access_counter& accesses() const { return *accesses_; }
-  /// Gathers served so far (one per request the pipeline answered or tried).
-  std::uint64_t gathers() const { return gathers_; }
   std::uint64_t remote_rows() const { return remote_rows_; }
+  /// The placement epoch gathers read now (any thread).
+  int reading_epoch() const { return reading_.load(std::memory_order_acquire); }
 
  private:
-  cluster_features(const sched::placement_plan& plan, const member_view& view,
-                   transport::ucx::context ctx, transport::ucx::worker w);
+  struct epoch_state;
+  cluster_features(const node_shard& shard, const member_view& view, transport::ucx::context ctx,
+                   transport::ucx::worker w);
+  expected<std::unique_ptr<epoch_state>> attach(int epoch, const std::map<int, member_info>& alive);
   void apply_membership();
-  status attach_all(const graph::dataset& ds, int my_rank, const std::byte* own_host_rows);
+  void switch_epoch(const std::map<int, member_info>& alive);
+  void follow_members(const std::map<int, member_info>& alive);
 
-  const sched::placement_plan& plan_;
+  const node_shard& shard_;
   const member_view& view_;
   std::uint64_t seen_version_ = 0;
   transport::ucx::context ctx_;
   transport::ucx::worker worker_;
   std::uint32_t dim_ = 0;
-  std::vector<std::vector<std::byte>> copies_;
-  std::vector<std::unique_ptr<transport::ucx::remote_region>> regions_;
-  std::map<int, std::vector<int>> shards_of_;  // rank -> its shards
-  std::map<int, std::string> attached_;        // rank -> descriptor read now
-  std::set<int> down_;
-  std::unique_ptr<embedding::feature_gatherer> gatherer_;
+  std::unique_ptr<epoch_state> now_;
+  std::atomic<int> reading_{0};
   std::uint64_t local_rows_ = 0, remote_rows_ = 0;
   std::unique_ptr<sched::access_counter> accesses_;
   std::uint64_t gathers_ = 0;
-  int my_rank_ = 0;
 };
 
 }  // namespace spindle::apps

@@ -31,15 +31,6 @@ namespace {
 
 namespace ucx = transport::ucx;
 
-struct ucx_shard final : shard_service {
-  ucx::context ctx;
-  ucx::worker worker;
-  ucx::mapped_memory memory;
-  std::unique_ptr<ucx::progress_loop> loop;
-  ucx_shard(ucx::context c, ucx::worker w, ucx::mapped_memory m)
-      : ctx(std::move(c)), worker(std::move(w)), memory(std::move(m)) {}
-};
-
 expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
   for (std::size_t i = 0; i < plan.shards.size(); ++i)
     if (plan.shards[i].server == server && plan.shards[i].tier == sched::shard_tier::host)
@@ -60,34 +51,17 @@ expected<std::map<int, member_info>> wait_members(
   return make_error(errc::unavailable, "{} within 60 s", what);
 }
 
-// Every rank that owns a shard of the plan is alive with a published region.
-bool all_owners_published(const sched::placement_plan& plan,
-                          const std::map<int, member_info>& members) {
-  for (const auto& s : plan.shards) {
-    auto it = members.find(s.server);
-    if (it == members.end() || it->second.descriptor.empty()) return false;
-  }
-  return true;
-}
-
-// What one serving process loads: dataset, plan and model, kept alive together.
+// What one serving process loads besides its shard: the model, kept alive together.
 struct serving_assets {
-  graph::dataset ds;
-  sched::placement_plan plan;
   nn::heap_allocator weights;
   std::unique_ptr<nn::model> model;
   std::shared_ptr<sched::psgs_router> router =
       std::make_shared<sched::psgs_router>(sched::psgs_calibration{}, sched::routing_policy::fixed);
   thread_pool pool{0, "node"};
-  explicit serving_assets(graph::dataset d) : ds(std::move(d)) {}
 };
 
-expected<std::unique_ptr<serving_assets>> load_assets(const config::topology& topo,
-                                                      const std::string& dataset,
-                                                      const std::string& model_dir) {
-  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dataset));
-  auto a = std::make_unique<serving_assets>(std::move(ds));
-  SPINDLE_ASSIGN_OR_RETURN(a->plan, sched::place_dataset(a->ds, topo, "fap"));
+expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_dir) {
+  auto a = std::make_unique<serving_assets>();
   SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, a->weights));
   a->model = std::make_unique<nn::model>(std::move(model));
   return a;
@@ -102,71 +76,76 @@ void stop_and_wait(caf::actor_system& sys, const caf::actor& a) {
   self->wait_for(a);
 }
 
+// Re-registers the feature_shard actor at the bridge when the node's shard
+// moved to a new placement epoch (run at every member-watch poll).
+struct shard_registration {
+  caf::actor_system& sys;
+  caf::actor bridge;
+  node_shard& shard;
+  caf::actor actor;
+  int epoch = -1;
+  void refresh() {
+    const auto e = shard.latest();
+    if (e.epoch == epoch) return;
+    auto host = host_shard_of(*e.plan, shard.rank());
+    if (!host) return;
+    auto next =
+        actors::spawn_feature_shard(sys, e.plan->lookup, sched::shard_index(*host), e.own_rows,
+                                    std::uint32_t(shard.dataset().feature_dim()));
+    caf::anon_send(bridge, actors::register_atom::value, std::string(actors::feature_shard_target),
+                   next);
+    stop_and_wait(sys, actor);  // its rows are freed once every reader moved on
+    actor = std::move(next);
+    epoch = e.epoch;
+  }
+};
+
 struct member_serving_impl final : member_serving {
   caf::actor_system* sys = nullptr;
+  placement_sync* sync = nullptr;
+  member_watch* watch = nullptr;
+  std::uint64_t listener = 0;
   std::unique_ptr<serving_assets> assets;
-  member_view view;
   std::unique_ptr<cluster_features> features;
-  std::unique_ptr<member_watch> watch;
   caf::actor pipeline;
-  caf::actor shard;  // answers gathers from readers that cannot read one-sidedly
+  std::unique_ptr<shard_registration> shard;  // gathers for readers that cannot read one-sidedly
   ~member_serving_impl() override {
-    watch.reset();
+    if (listener) watch->remove(listener);
+    sync->set_reader(nullptr);
     stop_and_wait(*sys, pipeline);  // it reads `features` and `assets` while it runs
-    stop_and_wait(*sys, shard);
+    if (shard) stop_and_wait(*sys, shard->actor);
   }
 };
 
 }  // namespace
 
-expected<std::unique_ptr<shard_service>> start_shard(const config::topology& topo,
-                                                     const std::string& dataset, int rank) {
-  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dataset));
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(ds, topo, "fap"));
-  SPINDLE_ASSIGN_OR_RETURN(int shard, host_shard_of(plan, rank));
-  const auto dim = std::uint32_t(ds.feature_dim());
-  const auto rows =
-      std::max<std::uint64_t>(1, plan.lookup.shard_row_count(sched::shard_index(shard)));
-  SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
-  SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(ctx));
-  SPINDLE_ASSIGN_OR_RETURN(auto mem,
-                           ucx::mapped_memory::allocate(ctx, embedding::shard_bytes(rows, dim)));
-  SPINDLE_TRY(embedding::fill_shard(plan.lookup, sched::shard_index(shard), ds.features(), dim,
-                                    {mem.data(), mem.size()}));
-  auto s = std::make_unique<ucx_shard>(std::move(ctx), std::move(w), std::move(mem));
-  SPINDLE_ASSIGN_OR_RETURN(auto desc, ucx::describe(s->worker, s->memory));
-  s->descriptor = desc.encode();
-  s->rows = s->memory.data();
-  s->loop = std::make_unique<ucx::progress_loop>(s->worker);
-  return std::unique_ptr<shard_service>(std::move(s));
-}
-
-expected<std::unique_ptr<member_serving>> start_member_serving(
-    caf::actor_system& sys, caf::actor coordinator, caf::actor member_actor,
-    const actors::bridge_handle& bridge, const shard_service& shard, const config::topology& topo,
-    const std::string& dataset, const std::string& model_dir, int rank) {
+expected<std::unique_ptr<member_serving>> start_member_serving(node_context node,
+                                                               caf::actor member_actor,
+                                                               const actors::bridge_handle& bridge,
+                                                               const std::string& model_dir) {
   auto m = std::make_unique<member_serving_impl>();
-  m->sys = &sys;
-  SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(topo, dataset, model_dir));
+  m->sys = &node.sys;
+  m->sync = &node.sync;
+  SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(model_dir));
   auto& a = *m->assets;
+  auto& shard = node.shard;
   SPINDLE_ASSIGN_OR_RETURN(
-      auto members, wait_members(sys, coordinator, "not every shard owner published its region",
-                                 [&](const auto& ms) { return all_owners_published(a.plan, ms); }));
-  m->view.update(std::move(members));
-  SPINDLE_ASSIGN_OR_RETURN(m->features,
-                           cluster_features::create(a.ds, a.plan, rank, shard.rows, m->view));
-  m->watch = std::make_unique<member_watch>(sys, coordinator, m->view);
-  m->pipeline =
-      actors::spawn_pipeline(sys, a.ds, *a.model, *a.router, a.pool, m->features->source());
+      auto members,
+      wait_members(node.sys, node.coordinator, "not every shard owner published its region",
+                   [&](const auto& ms) { return cluster_features::readable(shard, ms); }));
+  node.view.update(std::move(members));
+  SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view));
+  node.sync.set_reader(m->features.get());
+  m->pipeline = actors::spawn_pipeline(node.sys, shard.dataset(), *a.model, *a.router, a.pool,
+                                       m->features->source());
   caf::anon_send(bridge.actor, actors::register_atom::value, std::string(actors::pipeline_target),
                  m->pipeline);
-  SPINDLE_ASSIGN_OR_RETURN(int host_shard, host_shard_of(a.plan, rank));
-  m->shard = actors::spawn_feature_shard(sys, a.plan.lookup, sched::shard_index(host_shard),
-                                         shard.rows, std::uint32_t(a.ds.feature_dim()));
-  caf::anon_send(bridge.actor, actors::register_atom::value,
-                 std::string(actors::feature_shard_target), m->shard);
+  m->shard.reset(new shard_registration{node.sys, bridge.actor, shard, {}, -1});
+  m->shard->refresh();
+  m->watch = &node.watch;
+  m->listener = node.watch.on_poll([reg = m->shard.get()](const auto&) { reg->refresh(); });
   caf::anon_send(member_actor, actors::ready_atom::value, bridge.address);
-  log::info("rank {}: pipeline ready for the coordinator's batches", rank);
+  log::info("rank {}: pipeline ready for the coordinator's batches", shard.rank());
   return std::unique_ptr<member_serving>(std::move(m));
 }
 
@@ -198,90 +177,91 @@ member_watch::change_fn reroute(caf::actor bridge, caf::actor batcher,
 
 }  // namespace
 
-// What a re-plan from the observed accesses would give, in the placement's own
-// link model: expected gather latency per request of the plan in use and of a
-// FAP plan made from what this pipeline gathered. Decision support only: live
-// migration to the new plan is not built.
-void report_replan(const serving_assets& a, const config::topology& topo,
-                   const sched::access_counter& acc, std::uint64_t requests) {
-  if (acc.total() == 0 || requests == 0) return;
-  const auto fap = sched::observed_fap(acc.counts(), requests);
-  auto policy = sched::make_policy("fap");
-  if (!policy) return;
-  auto degree = graph::in_degrees(a.ds.graph());
-  auto fresh = (*policy)->place(topo, {fap, degree, a.plan.row_bytes, 1});
-  if (!fresh)
-    return log::warn("re-plan from observed accesses failed: {}", fresh.error().to_string());
-  fmt::print(
-      "re-plan from observed accesses: expected gather {:.1f} us per 16-seed batch now, "
-      "{:.1f} us with the new plan (not applied)\n",
-      sched::expected_latency_us(topo, a.plan, fap, 16),
-      sched::expected_latency_us(topo, *fresh, fap, 16));
-}
-
 struct cluster_gnn::parts {
-  caf::actor_system& sys;
-  caf::actor coordinator;
+  node_context node;
   std::unique_ptr<serving_assets> assets;
-  member_view view;
+  std::shared_ptr<const sched::placement_plan> first_plan;  // epoch 0, for comparison
   std::unique_ptr<cluster_features> features;
   std::vector<caf::actor> pipelines;
   caf::actor batcher;
+  caf::actor placement;
   sched::batch_policy policy;
-  std::unique_ptr<member_watch> watch;
+  std::uint64_t listener = 0;
   std::size_t members = 0;
-  config::topology topo;
-  parts(caf::actor_system& s, caf::actor c) : sys(s), coordinator(std::move(c)) {}
+  explicit parts(node_context n) : node(n) {}
 };
 
 cluster_gnn::cluster_gnn(std::unique_ptr<parts> p) : p_(std::move(p)) {}
 
 cluster_gnn::~cluster_gnn() {
-  p_->watch.reset();
+  if (p_->listener) p_->node.watch.remove(p_->listener);
+  p_->node.sync.set_reader(nullptr);
+  caf::anon_send_exit(p_->placement, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(p_->batcher, caf::exit_reason::user_shutdown);
   for (std::size_t i = 1; i < p_->pipelines.size(); ++i)  // remote stand-ins
     caf::anon_send_exit(p_->pipelines[i], caf::exit_reason::user_shutdown);
-  if (!p_->pipelines.empty()) stop_and_wait(p_->sys, p_->pipelines[0]);  // reads `features`
+  if (!p_->pipelines.empty()) stop_and_wait(p_->node.sys, p_->pipelines[0]);  // reads `features`
 }
 
-expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(
-    caf::actor_system& sys, caf::actor coordinator, const actors::bridge_handle& bridge,
-    const shard_service& own, const config::topology& topo, const std::string& dataset,
-    const std::string& model_dir, int expect, const std::string& calibration,
-    sched::routing_policy policy) {
-  auto p = std::make_unique<parts>(sys, coordinator);
-  p->topo = topo;
-  SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(topo, dataset, model_dir));
+namespace {
+
+// Loads a calibration and routes by it; a batch also closes once its summed
+// PSGS passes the routing point (Quiver §4.2.2).
+status use_calibration(serving_assets& a, sched::batch_policy& policy, const std::string& path,
+                       sched::routing_policy routing) {
+  std::ifstream in(path);
+  if (!in) return make_error(errc::not_found, "{}: cannot open calibration", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text.str(), path));
+  a.router = std::make_shared<sched::psgs_router>(std::move(c), routing);
+  const double point = a.router->threshold();
+  if (point > 0 && std::isfinite(point)) policy.psgs_threshold = point;
+  return status::ok();
+}
+
+// The placement actor's hooks: this pipeline's accesses (a sample of the
+// cluster's: it takes batches from the shared queue like every pipeline) and
+// the node shard, which publishes the observed FAP for the others to read.
+actors::placement_hooks placement_hooks_of(const cluster_features& f, node_shard& shard) {
+  actors::placement_hooks h;
+  h.observe = [&f] { return std::make_pair(f.accesses().snapshot(), f.accesses().requests()); };
+  h.publish = [&shard](const std::vector<double>& fap) {
+    return shard.publish_blob(std::as_bytes(std::span(fap)));
+  };
+  return h;
+}
+
+}  // namespace
+
+expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
+                                                          const actors::bridge_handle& bridge,
+                                                          const cluster_gnn_options& o) {
+  auto p = std::make_unique<parts>(node);
+  SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(o.model_dir));
   auto& a = *p->assets;
-  if (!calibration.empty()) {
-    std::ifstream in(calibration);
-    if (!in) return make_error(errc::not_found, "{}: cannot open calibration", calibration);
-    std::stringstream text;
-    text << in.rdbuf();
-    SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text.str(), calibration));
-    a.router = std::make_shared<sched::psgs_router>(std::move(c), policy);
-    // A batch also closes once its summed PSGS passes the routing point (Quiver §4.2.2).
-    const double point = a.router->threshold();
-    if (point > 0 && std::isfinite(point)) p->policy.psgs_threshold = point;
-  }
+  auto& sys = node.sys;
+  const auto& ds = node.shard.dataset();
+  p->first_plan = node.shard.latest().plan;
+  if (!o.calibration.empty()) SPINDLE_TRY(use_calibration(a, p->policy, o.calibration, o.policy));
   auto ready = [&](const std::map<int, member_info>& ms) {
     int n = 0;
     for (const auto& [rank, m] : ms) n += rank > 0 && m.ready;
-    return n >= expect && all_owners_published(a.plan, ms);
+    return n >= o.expect && cluster_features::readable(node.shard, ms);
   };
   SPINDLE_ASSIGN_OR_RETURN(
-      auto members, wait_members(sys, coordinator,
-                                 fmt::format("fewer than {} members were ready", expect), ready));
-  p->view.update(members);
-  SPINDLE_ASSIGN_OR_RETURN(p->features,
-                           cluster_features::create(a.ds, a.plan, 0, own.rows, p->view));
+      auto members, wait_members(sys, node.coordinator,
+                                 fmt::format("fewer than {} members were ready", o.expect), ready));
+  node.view.update(members);
+  SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view));
+  node.sync.set_reader(p->features.get());
   p->pipelines = {
-      actors::spawn_pipeline(sys, a.ds, *a.model, *a.router, a.pool, p->features->source())};
+      actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, p->features->source())};
   std::map<int, caf::actor> proxies;
+  const auto* dsp = &ds;
   for (const auto& [rank, m] : members) {
     if (rank == 0 || !serving(members, rank)) continue;
     caf::anon_send(bridge.actor, actors::peer_atom::value, rank, m.bridge);
-    const auto* dsp = &a.ds;
     proxies[rank] = actors::spawn_remote_pipeline(
         sys, bridge.actor, rank, a.router,
         [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); });
@@ -289,41 +269,88 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(
   }
   p->members = proxies.size();
   p->policy.max_batch = 16;
-  const auto* dsp = &a.ds;
   p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router,
                                      [dsp](const auto& r) { return sched::summed_psgs(*dsp, r); });
-  p->watch = std::make_unique<member_watch>(sys, coordinator, p->view,
-                                            reroute(bridge.actor, p->batcher, proxies));
+  p->listener = node.watch.on_change(reroute(bridge.actor, p->batcher, proxies));
+  p->placement = actors::spawn_placement(sys, node.coordinator,
+                                         std::vector<double>(ds.fap().begin(), ds.fap().end()),
+                                         o.placement, placement_hooks_of(*p->features, node.shard));
   return std::unique_ptr<cluster_gnn>(new cluster_gnn(std::move(p)));
 }
 
 actors::gnn_model_binding cluster_gnn::binding(std::string name, std::size_t max_queue) const {
   auto& a = *p_->assets;
-  return {name.empty() ? a.model->desc().name : std::move(name),
-          p_->batcher,
-          &a.ds,
-          a.model.get(),
-          a.router,
-          p_->policy,
-          max_queue};
+  actors::gnn_model_binding b{name.empty() ? a.model->desc().name : std::move(name),
+                              p_->batcher,
+                              &p_->node.shard.dataset(),
+                              a.model.get(),
+                              a.router,
+                              p_->policy,
+                              max_queue};
+  b.placement = p_->placement;
+  return b;
 }
 
 std::string cluster_gnn::members_json() const {
-  caf::scoped_actor self{p_->sys};
+  caf::scoped_actor self{p_->node.sys};
   std::string out = "[]";
-  self->request(p_->coordinator, std::chrono::seconds(2), actors::status_atom::value)
+  self->request(p_->node.coordinator, std::chrono::seconds(2), actors::status_atom::value)
       .receive([&](const std::string& text) { out = text; }, [](caf::error&) {});
   return out;
 }
 
+namespace {
+
+// Every live shard holder reads the target epoch and has freed its old shard.
+bool placement_applied(const std::map<int, member_info>& ms, int target) {
+  for (const auto& [rank, m] : ms)
+    if (!m.descriptor.empty() && (m.epoch != target || m.reading != target || m.old_epoch >= 0))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+// Waits (30 s at most) for the placement's last re-plan to be applied on every
+// node, then prints it: "placement epoch E applied ..." or "... not applied".
+void cluster_gnn::report_placement() {
+  auto& sys = p_->node.sys;
+  actors::placement_stats st;
+  {
+    caf::scoped_actor self{sys};
+    self->request(p_->placement, std::chrono::seconds(5), caf::get_atom::value)
+        .receive([&](const actors::placement_stats& s) { st = s; }, [](caf::error&) {});
+  }
+  fmt::print("placement replans {} drift {:.3f} over the last {} requests\n", st.replans, st.drift,
+             st.window_requests);
+  if (st.epoch == 0) return;
+  bool applied = false;
+  for (int i = 0; i < 300 && !applied; ++i) {
+    auto ms = live_members(sys, p_->node.coordinator);
+    applied = ms && placement_applied(*ms, st.epoch);
+    if (!applied) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto now = p_->node.shard.latest();
+  const auto fap =
+      sched::observed_fap(p_->features->accesses().snapshot(), p_->features->accesses().requests());
+  const auto& topo = p_->node.shard.topology();
+  fmt::print(
+      "placement epoch {} {}: rows moved since epoch 0 {}; expected gather per 16-seed batch "
+      "under all observed accesses {:.1f} us on epoch 0's plan, {:.1f} us now\n",
+      st.epoch, applied ? "applied" : "not applied within 30 s",
+      sched::rows_moved(*p_->first_plan, *now.plan),
+      sched::expected_latency_us(topo, *p_->first_plan, fap, 16),
+      sched::expected_latency_us(topo, *now.plan, fap, 16));
+}
+
 status cluster_gnn::run_workload(std::size_t workload) {
-  auto& a = *p_->assets;
-  auto& sys = p_->sys;
+  auto& sys = p_->node.sys;
+  const auto& ds = p_->node.shard.dataset();
   fmt::print("serving {} requests on {} pipelines ({} on members)\n", workload,
              p_->pipelines.size(), p_->members);
   std::fflush(stdout);
   actors::load_spec spec;
-  spec.requests = sched::degree_requests(a.ds, workload);
+  spec.requests = sched::degree_requests(ds, workload);
   spec.clients = 8 * int(p_->pipelines.size());
   spec.keep_answers = true;
   auto result = std::make_shared<actors::load_result>();
@@ -357,12 +384,11 @@ status cluster_gnn::run_workload(std::size_t workload) {
   for (std::size_t i = 1; i < stats.per_pipeline.size(); ++i) on_members += stats.per_pipeline[i];
   fmt::print("batches {} here {} on members {} retried {}\n", stats.batches,
              stats.per_pipeline.empty() ? 0 : stats.per_pipeline[0], on_members, stats.retried);
-  // How far this pipeline's observed accesses drifted from the FAP the plan used
-  // (the signal a re-plan on drift would act on; re-planning is not built yet).
+  // How far this pipeline's observed accesses drifted from the FAP epoch 0 used.
   const auto& acc = p_->features->accesses();
   fmt::print("observed accesses {} FAP drift {:.3f}\n", acc.total(),
-             sched::fap_drift(a.ds.fap(), acc.counts()));
-  report_replan(a, p_->topo, acc, p_->features->gathers());
+             sched::fap_drift(ds.fap(), acc.snapshot()));
+  report_placement();
   // "answers" comes last: tests and scripts read up to it.
   fmt::print("answers {} failed {} checksum {} rows local {} from other nodes {} wall {:.2f} s\n",
              spec.requests.size() - failed.size(), failed.size(),

@@ -4,8 +4,10 @@
 // gathering, inference) registered at its UCX bridge. The coordinator batches
 // the workload and hands batches to its own pipeline and, through the bridge,
 // to the members' pipelines (one shared queue, Quiver §4.3); every pipeline
-// gathers its own shard by pointer and the others one-sidedly. The answers'
-// checksum is printed so runs can be compared with a single process.
+// gathers its own shard by pointer and the others one-sidedly. Its placement
+// actor re-plans on drift or on request, and every node migrates its shard
+// while serving (placement_sync). The answers' checksum is printed so runs can
+// be compared with a single process.
 #pragma once
 
 #include <caf/all.hpp>
@@ -13,23 +15,26 @@
 #include <string>
 
 #include "actors/gateway.hpp"
+#include "actors/placement_actor.hpp"
 #include "actors/ucx_bridge.hpp"
-#include "config/topology.hpp"
+#include "apps/commands/member_watch.hpp"
+#include "apps/commands/node_shard.hpp"
+#include "apps/commands/placement_sync.hpp"
 #include "core/status.hpp"
 #include "sched/psgs_router.hpp"
 
 namespace spindle::apps {
 
-/// Keeps a node's shard memory and progress loop alive; `descriptor` is published.
-struct shard_service {
-  virtual ~shard_service() = default;
-  std::string descriptor;
-  const std::byte* rows = nullptr;  // the shard, for this process's own pipeline
+/// What every serving node has: its shard, its view of the members (kept by
+/// one watch) and its side of placement re-plans. All outlive the serving.
+struct node_context {
+  caf::actor_system& sys;
+  caf::actor coordinator;
+  node_shard& shard;
+  member_view& view;
+  member_watch& watch;
+  placement_sync& sync;
 };
-
-/// Allocates and fills rank `rank`'s host-memory shard of the plan for `dataset`.
-expected<std::unique_ptr<shard_service>> start_shard(const config::topology& topo,
-                                                     const std::string& dataset, int rank);
 
 /// A member's pipeline, serving the coordinator's batches until destroyed.
 struct member_serving {
@@ -38,24 +43,29 @@ struct member_serving {
 
 /// Waits until every rank owning a shard is alive, then runs a pipeline over
 /// `model_dir`, registers it at `bridge` and tells `member_actor` it is ready.
-expected<std::unique_ptr<member_serving>> start_member_serving(
-    caf::actor_system& sys, caf::actor coordinator, caf::actor member_actor,
-    const actors::bridge_handle& bridge, const shard_service& shard, const config::topology& topo,
-    const std::string& dataset, const std::string& model_dir, int rank);
+expected<std::unique_ptr<member_serving>> start_member_serving(node_context node,
+                                                               caf::actor member_actor,
+                                                               const actors::bridge_handle& bridge,
+                                                               const std::string& model_dir);
+
+struct cluster_gnn_options {
+  std::string model_dir;
+  int expect = 0;           // members that must be ready before serving starts
+  std::string calibration;  // a `spindle calibrate` JSON file: PSGS routing for the cluster
+  sched::routing_policy policy = sched::routing_policy::fixed;
+  actors::placement_options placement;
+};
 
 /// The coordinator's GNN serving over the cluster: its own pipeline and the
-/// members' (through the bridge), fed by one batcher; a member watch reroutes
+/// members' (through the bridge), fed by one batcher; the member watch reroutes
 /// around members that die and back to those that return.
 class cluster_gnn {
  public:
   /// Waits until `expect` members are ready (60 s at most), then starts.
-  /// `calibration` (a `spindle calibrate` JSON file) with `policy` routes batches by
-  /// PSGS for every pipeline of the cluster; without it the fixed small executor.
-  static expected<std::unique_ptr<cluster_gnn>> start(
-      caf::actor_system& sys, caf::actor coordinator, const actors::bridge_handle& bridge,
-      const shard_service& own, const config::topology& topo, const std::string& dataset,
-      const std::string& model_dir, int expect, const std::string& calibration = {},
-      sched::routing_policy policy = sched::routing_policy::fixed);
+  /// Without a calibration batches run on the fixed small executor.
+  static expected<std::unique_ptr<cluster_gnn>> start(node_context node,
+                                                      const actors::bridge_handle& bridge,
+                                                      const cluster_gnn_options& options);
   ~cluster_gnn();
 
   /// The model for the gateway (front door); `name` empty: the model's own name.
@@ -63,12 +73,13 @@ class cluster_gnn {
   /// The coordinator's member list (JSON array), for Admin.members.
   std::string members_json() const;
   /// Serves `workload` requests from the in-process generator and prints
-  /// "batches B here H on members M retried R" and then
+  /// "batches B here H on members M retried R", the placement's state, and then
   /// "answers N failed F checksum HEX ..." (preceded by "failed_ids ..." when some
   /// requests lost every owner of a row).
   status run_workload(std::size_t workload);
 
  private:
+  void report_placement();
   struct parts;
   explicit cluster_gnn(std::unique_ptr<parts> p);
   std::unique_ptr<parts> p_;

@@ -19,20 +19,39 @@ expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const 
               if (m["alive"].get<bool>())
                 out[m["rank"].get<int>()] = {m["descriptor"].get<std::string>(),
                                              m.value("bridge", std::string()),
-                                             m.value("ready", false)};
+                                             m.value("ready", false),
+                                             m.value("epoch", 0),
+                                             m.value("old_descriptor", std::string()),
+                                             m.value("old_epoch", -1),
+                                             m.value("reading", 0),
+                                             m.value("target", 0),
+                                             m.value("fap", std::string())};
           },
           [&](caf::error& e) { st = make_error(errc::unavailable, "status: {}", to_string(e)); });
   if (!st) return st;
   return out;
 }
 
-member_watch::member_watch(caf::actor_system& sys, caf::actor coordinator, member_view& view,
-                           change_fn on_change)
-    : sys_(sys),
-      coord_(std::move(coordinator)),
-      view_(view),
-      on_change_(std::move(on_change)),
-      thread_([this] { run(); }) {}
+member_watch::member_watch(caf::actor_system& sys, caf::actor coordinator, member_view& view)
+    : sys_(sys), coord_(std::move(coordinator)), view_(view), thread_([this] { run(); }) {}
+
+std::uint64_t member_watch::on_change(change_fn f) {
+  std::lock_guard lock(mu_);
+  on_change_[next_id_] = std::move(f);
+  return next_id_++;
+}
+
+std::uint64_t member_watch::on_poll(poll_fn f) {
+  std::lock_guard lock(mu_);
+  on_poll_[next_id_] = std::move(f);
+  return next_id_++;
+}
+
+void member_watch::remove(std::uint64_t listener) {
+  std::lock_guard lock(mu_);  // listeners run under it: none of them runs after this
+  on_change_.erase(listener);
+  on_poll_.erase(listener);
+}
 
 member_watch::~member_watch() {
   stop_.store(true);
@@ -44,11 +63,13 @@ void member_watch::run() {
   auto before = view_.snapshot();
   while (!stop_.load()) {
     if (auto now = live_members(sys_, coord_); now) {
+      std::lock_guard lock(mu_);
       if (*now != before) {
         view_.update(*now);
-        if (on_change_) on_change_(before, *now);
+        for (const auto& [id, f] : on_change_) f(before, *now);
         before = std::move(*now);
       }
+      for (const auto& [id, f] : on_poll_) f(before);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -10,8 +10,7 @@ TEST(access_stats_test, counts_ids_and_ignores_out_of_range) {
   access_counter c(4);
   const std::vector<std::int64_t> ids = {0, 2, 2, 3, -1, 4, 99};
   c.add(ids);
-  EXPECT_EQ(std::vector<std::uint32_t>(c.counts().begin(), c.counts().end()),
-            (std::vector<std::uint32_t>{1, 0, 2, 1}));
+  EXPECT_EQ(c.snapshot(), (std::vector<std::uint32_t>{1, 0, 2, 1}));
   EXPECT_EQ(c.total(), 4u);
 }
 
@@ -29,6 +28,33 @@ TEST(access_stats_test, drift_is_the_total_variation_distance) {
 TEST(access_stats_test, observed_fap_is_accesses_per_request) {
   EXPECT_EQ(observed_fap(std::vector<std::uint32_t>{4, 0, 2}, 4), (std::vector<double>{1, 0, 0.5}));
   EXPECT_EQ(observed_fap(std::vector<std::uint32_t>{4}, 0), (std::vector<double>{0}));
+}
+
+TEST(access_stats_test, drift_monitor_waits_for_enough_requests_and_the_threshold) {
+  drift_monitor m({1, 1, 0, 0}, 0.4, 10);
+  const std::vector<std::uint32_t> moved = {0, 0, 5, 5};
+  EXPECT_FALSE(m.observe(moved, 9).replan);  // drift 1.0, but only 9 requests
+  auto r = m.observe(moved, 10);
+  EXPECT_DOUBLE_EQ(r.drift, 1.0);
+  EXPECT_TRUE(r.replan);
+  m.set_threshold(0);  // off: only explicit re-plans
+  EXPECT_FALSE(m.observe(moved, 100).replan);
+}
+
+TEST(access_stats_test, drift_monitor_measures_only_the_window_since_the_last_plan) {
+  drift_monitor m({1, 1, 0, 0}, 0.4, 1);
+  const std::vector<std::uint32_t> first = {0, 0, 8, 8};
+  EXPECT_EQ(m.window_fap(first, 8), (std::vector<double>{0, 0, 1, 1}));
+  m.rebase(m.window_fap(first, 8), first, 8);
+  EXPECT_DOUBLE_EQ(m.observe(first, 8).drift, 0.0);
+  EXPECT_EQ(m.observe(first, 8).window_requests, 0u);
+  // The workload returns to the first rows: the window sees only that.
+  const std::vector<std::uint32_t> later = {4, 4, 8, 8};
+  const auto r = m.observe(later, 12);
+  EXPECT_DOUBLE_EQ(r.drift, 1.0);
+  EXPECT_EQ(r.window_requests, 4u);
+  EXPECT_TRUE(r.replan);
+  EXPECT_EQ(m.window_fap(later, 12), (std::vector<double>{1, 1, 0, 0}));
 }
 
 }  // namespace

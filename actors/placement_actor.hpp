@@ -1,0 +1,55 @@
+// The placement actor (one per cluster, on the coordinator): watches the
+// observed feature accesses, and when they drift past a threshold from the FAP
+// the current plan was made with (sched::drift_monitor), or when asked,
+// publishes the observed FAP and makes it the cluster's target plan: every
+// node then builds its shard of the new epoch beside the old one and readers
+// switch once all owners are ready (apps/commands/placement_sync), so service
+// never stops. It only moves messages and calls the hooks and the monitor.
+#pragma once
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::actors {
+
+using replan_atom = caf::atom_constant<caf::atom("replan")>;
+using threshold_atom = caf::atom_constant<caf::atom("threshold")>;
+
+struct placement_options {
+  double drift_threshold = 0;         // re-plan when drift passes it; <= 0: only on request
+  std::uint64_t min_requests = 2000;  // requests observed since the last plan before judging
+  std::chrono::milliseconds check{250};
+};
+
+struct placement_hooks {
+  /// The cumulative access counts per node and the requests they came from.
+  std::function<std::pair<std::vector<std::uint32_t>, std::uint64_t>()> observe;
+  /// Publishes an observed FAP for the nodes to read; returns its descriptor.
+  std::function<expected<std::string>(const std::vector<double>& fap)> publish;
+};
+
+struct placement_stats {
+  int epoch = 0;  // target plan's epoch (0 = the plan at start)
+  double drift = 0;
+  std::uint64_t window_requests = 0;
+  std::uint64_t replans = 0;
+  double threshold = 0;
+  std::string last_error;
+};
+
+/// `planned_fap` is the FAP epoch 0 was made with; `coordinator` takes plan_atom.
+///   (replan_atom) -> int new epoch   re-plan now from the accesses since the last plan
+///   (threshold_atom, double)         sets the drift threshold (<= 0 turns it off)
+///   (get_atom) -> placement_stats
+caf::actor spawn_placement(caf::actor_system& sys, caf::actor coordinator,
+                           std::vector<double> planned_fap, placement_options options,
+                           placement_hooks hooks);
+
+}  // namespace spindle::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::placement_stats)

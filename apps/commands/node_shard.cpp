@@ -1,0 +1,192 @@
+#include "apps/commands/node_shard.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "embedding/feature_shard.hpp"
+#include "sched/dataset_placement.hpp"
+
+namespace spindle::apps {
+
+namespace ucx = transport::ucx;
+
+struct node_shard::region {
+  ucx::mapped_memory memory;
+  std::string descriptor;
+  explicit region(ucx::mapped_memory m) : memory(std::move(m)) {}
+};
+
+namespace {
+
+expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
+  for (std::size_t i = 0; i < plan.shards.size(); ++i)
+    if (plan.shards[i].server == server && plan.shards[i].tier == sched::shard_tier::host)
+      return int(i);
+  return make_error(errc::invalid_argument,
+                    "server {} has no host-memory shard in the plan (memory = 0?)", server);
+}
+
+// Where `node`'s row is in shard `shard` of `plan`, if that shard holds it.
+const std::byte* row_in(const sched::placement_plan& plan, int shard, const std::byte* rows,
+                        std::uint64_t node, std::size_t row_bytes) {
+  const auto loc = plan.lookup.locate(node);
+  for (const auto& o : loc.owners)
+    if (o.shard == shard) return rows + (o.start_row + loc.index) * row_bytes;
+  return nullptr;
+}
+
+}  // namespace
+
+node_shard::node_shard(const config::topology& topo, graph::dataset ds, int rank)
+    : topo_(topo), ds_(std::move(ds)), rank_(rank) {}
+
+node_shard::~node_shard() {
+  loop_.reset();  // stop progressing before the regions go
+  std::lock_guard lock(mu_);
+  regions_.clear();
+  blob_.reset();
+}
+
+expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& topo,
+                                                        const std::string& dataset, int rank) {
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dataset));
+  std::unique_ptr<node_shard> s(new node_shard(topo, std::move(ds), rank));
+  SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
+  s->ctx_.emplace(std::move(ctx));
+  SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*s->ctx_));
+  s->worker_.emplace(std::move(w));
+  SPINDLE_ASSIGN_OR_RETURN(s->address_, s->worker_->address());
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(s->ds_, topo, "fap"));
+  auto shared = std::make_shared<const sched::placement_plan>(std::move(plan));
+  build_report r;
+  SPINDLE_ASSIGN_OR_RETURN(auto reg, s->fill(*shared, nullptr, r));
+  s->plans_[0] = {0, shared, reg->memory.data()};
+  s->regions_[0] = std::move(reg);
+  // From here on the loop owns the worker; descriptors use its cached address.
+  s->loop_ = std::make_unique<ucx::progress_loop>(*s->worker_);
+  return s;
+}
+
+expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::placement_plan& plan,
+                                                               const epoch_plan* previous,
+                                                               build_report& r) {
+  SPINDLE_ASSIGN_OR_RETURN(int shard, host_shard_of(plan, rank_));
+  const auto dim = std::uint32_t(ds_.feature_dim());
+  const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
+  const auto rows = plan.lookup.shard_rows(sched::shard_index(shard));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto mem, ucx::mapped_memory::allocate(
+                    *ctx_, embedding::shard_bytes(std::max<std::uint64_t>(1, rows.size()), dim)));
+  int old_shard = -1;
+  if (previous && previous->own_rows) {
+    auto s = host_shard_of(*previous->plan, rank_);
+    if (s) old_shard = *s;
+  }
+  const auto features = ds_.features();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::byte* src = nullptr;
+    if (old_shard >= 0)
+      src = row_in(*previous->plan, old_shard, previous->own_rows, rows[i], row_bytes);
+    if (src) {
+      ++r.kept;
+    } else {
+      src = reinterpret_cast<const std::byte*>(features.data() + rows[i] * dim);
+      ++r.from_disk;
+    }
+    std::memcpy(mem.data() + i * row_bytes, src, row_bytes);
+  }
+  r.rows = rows.size();
+  auto reg = std::make_unique<region>(std::move(mem));
+  SPINDLE_TRY(describe(*reg));
+  return reg;
+}
+
+status node_shard::describe(region& reg) const {
+  ucx::region_descriptor d;
+  d.worker_address = address_;
+  SPINDLE_ASSIGN_OR_RETURN(d.rkey, reg.memory.pack_rkey());
+  d.base = reinterpret_cast<std::uint64_t>(reg.memory.data());
+  d.length = reg.memory.size();
+  reg.descriptor = d.encode();
+  return status::ok();
+}
+
+epoch_plan node_shard::latest() const {
+  std::lock_guard lock(mu_);
+  return plans_.rbegin()->second;
+}
+
+std::optional<epoch_plan> node_shard::at(int epoch) const {
+  std::lock_guard lock(mu_);
+  auto it = plans_.find(epoch);
+  if (it == plans_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string node_shard::descriptor(int epoch) const {
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(epoch);
+  return it == regions_.end() ? std::string() : it->second->descriptor;
+}
+
+expected<node_shard::build_report> node_shard::build(int epoch, std::span<const double> fap) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto previous = latest();
+  if (epoch <= previous.epoch)
+    return make_error(errc::invalid_argument, "placement epoch {} is not after {}", epoch,
+                      previous.epoch);
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::replace_dataset(ds_, topo_, fap));
+  auto shared = std::make_shared<const sched::placement_plan>(std::move(plan));
+  build_report r;
+  r.moved = sched::rows_moved(*previous.plan, *shared);
+  SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(mu_);
+  plans_[epoch] = {epoch, shared, reg->memory.data()};
+  regions_[epoch] = std::move(reg);
+  return r;
+}
+
+void node_shard::retire_before(int epoch) {
+  std::lock_guard lock(mu_);
+  while (!plans_.empty() && plans_.begin()->first < epoch) {
+    regions_.erase(plans_.begin()->first);
+    plans_.erase(plans_.begin());
+  }
+}
+
+expected<std::string> node_shard::publish_blob(std::span<const std::byte> bytes) {
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto mem, ucx::mapped_memory::allocate(*ctx_, std::max<std::size_t>(1, bytes.size())));
+  std::memcpy(mem.data(), bytes.data(), bytes.size());
+  auto reg = std::make_unique<region>(std::move(mem));
+  SPINDLE_TRY(describe(*reg));
+  std::lock_guard lock(mu_);
+  blob_ = std::move(reg);
+  return blob_->descriptor;
+}
+
+status node_shard::read_blob(const std::string& descriptor, std::span<std::byte> out) {
+  {
+    std::lock_guard lock(mu_);
+    if (blob_ && blob_->descriptor == descriptor) {  // our own: by pointer
+      if (out.size() > blob_->memory.size())
+        return make_error(errc::invalid_argument, "blob holds {} bytes, {} asked",
+                          blob_->memory.size(), out.size());
+      std::memcpy(out.data(), blob_->memory.data(), out.size());
+      return status::ok();
+    }
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto d, ucx::region_descriptor::decode(descriptor));
+  if (out.size() > d.length)
+    return make_error(errc::invalid_argument, "blob holds {} bytes, {} asked", d.length,
+                      out.size());
+  // A worker of its own: the progress loop owns the shard's worker.
+  SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*ctx_));
+  SPINDLE_ASSIGN_OR_RETURN(auto remote, ucx::remote_region::attach(w, d));
+  const read_op op{0, out.data(), out.size()};
+  return remote->read({&op, 1});
+}
+
+}  // namespace spindle::apps

@@ -1,0 +1,88 @@
+// A cluster node's host-memory feature shard across placement epochs. Epoch 0
+// is the FAP plan of the dataset's precomputed FAP; a re-plan (a new epoch,
+// made from the FAP the coordinator observed) gets a new UCX region built
+// beside the old one, so the old copy keeps serving until every reader has
+// switched, and is freed then. Also publishes small blobs for one-sided reads
+// (the observed FAP of a re-plan) and reads other nodes' blobs. Thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "config/topology.hpp"
+#include "graph/dataset.hpp"
+#include "sched/placement.hpp"
+#include "transport/ucx/progress_loop.hpp"
+#include "transport/ucx/ucx.hpp"
+
+namespace spindle::apps {
+
+/// One epoch's plan and this node's rows of it (nullptr: it holds no host shard).
+struct epoch_plan {
+  int epoch = 0;
+  std::shared_ptr<const sched::placement_plan> plan;
+  const std::byte* own_rows = nullptr;
+};
+
+class node_shard {
+ public:
+  /// Opens `dataset`, places it (epoch 0) and fills rank `rank`'s host shard.
+  static expected<std::unique_ptr<node_shard>> start(const config::topology& topo,
+                                                     const std::string& dataset, int rank);
+  ~node_shard();
+
+  const graph::dataset& dataset() const { return ds_; }
+  const config::topology& topology() const { return topo_; }
+  int rank() const { return rank_; }
+  /// The newest epoch built here, its plan and rows.
+  epoch_plan latest() const;
+  /// The plan of `epoch` if this node still keeps it.
+  std::optional<epoch_plan> at(int epoch) const;
+  /// The descriptor of this node's region for `epoch` ("" if it has none).
+  std::string descriptor(int epoch) const;
+
+  struct build_report {
+    std::uint64_t rows = 0;       // rows of this node's new shard
+    std::uint64_t kept = 0;       // copied from its previous shard
+    std::uint64_t from_disk = 0;  // read from the dataset (rows new to this node)
+    std::uint64_t moved = 0;      // nodes whose owners changed in the cluster
+    double seconds = 0;
+  };
+  /// Builds the shard of a new `epoch` from the FAP plan over `fap`. Rows this
+  /// node held before are copied from its previous shard, the others come from
+  /// its own copy of the dataset (the disk tier), so a migration reads nothing
+  /// from the peers that are serving meanwhile. Fails if `epoch` is not newer.
+  expected<build_report> build(int epoch, std::span<const double> fap);
+  /// Frees every epoch before `epoch` (no reader uses them any more).
+  void retire_before(int epoch);
+
+  /// Publishes `bytes` in a UCX region of its own (replacing the previous blob).
+  expected<std::string> publish_blob(std::span<const std::byte> bytes);
+  /// Reads `bytes` bytes of the blob at `descriptor` one-sidedly into `out`.
+  status read_blob(const std::string& descriptor, std::span<std::byte> out);
+
+ private:
+  struct region;
+  node_shard(const config::topology& topo, graph::dataset ds, int rank);
+  expected<std::unique_ptr<region>> fill(const sched::placement_plan& plan,
+                                         const epoch_plan* previous, build_report& r);
+  status describe(region& reg) const;
+
+  config::topology topo_;
+  graph::dataset ds_;
+  int rank_ = 0;
+  std::optional<transport::ucx::context> ctx_;
+  std::optional<transport::ucx::worker> worker_;
+  std::vector<std::uint8_t> address_;  // the worker's, taken before the loop owns it
+  std::unique_ptr<transport::ucx::progress_loop> loop_;
+  mutable std::mutex mu_;
+  std::map<int, epoch_plan> plans_;
+  std::map<int, std::unique_ptr<region>> regions_;
+  std::unique_ptr<region> blob_;
+};
+
+}  // namespace spindle::apps

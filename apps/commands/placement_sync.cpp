@@ -1,0 +1,66 @@
+#include "apps/commands/placement_sync.hpp"
+
+#include "actors/node_actor.hpp"
+#include "core/log.hpp"
+
+namespace spindle::apps {
+
+placement_sync::placement_sync(caf::actor coordinator, node_shard& shard)
+    : coordinator_(std::move(coordinator)), shard_(shard) {}
+
+void placement_sync::poll(const std::map<int, member_info>& alive) {
+  if (auto it = alive.find(0); it != alive.end()) catch_up(it->second);
+  report_reading();
+  retire(alive);
+}
+
+// Builds and publishes this node's shard of the target epoch.
+void placement_sync::catch_up(const member_info& coordinator) {
+  const int target = coordinator.target;
+  if (target <= shard_.latest().epoch || coordinator.fap.empty()) return;
+  if (std::chrono::steady_clock::now() < retry_at_) return;
+  const int rank = shard_.rank();
+  log::info("rank {}: building its shard of placement epoch {}", rank, target);
+  std::vector<double> fap(std::size_t(shard_.dataset().num_nodes()));
+  auto st = shard_.read_blob(coordinator.fap, std::as_writable_bytes(std::span(fap)));
+  expected<node_shard::build_report> built =
+      st.is_ok() ? shard_.build(target, fap) : expected<node_shard::build_report>(st);
+  if (!built) {
+    log::error("rank {}: placement epoch {} failed (retrying in 1 s): {}", rank, target,
+               built.error().to_string());
+    retry_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    return;
+  }
+  log::info(
+      "rank {}: shard of placement epoch {} ready: {} rows ({} kept, {} new from disk), {} rows "
+      "moved in the cluster, {:.3f} s",
+      rank, target, built->rows, built->kept, built->from_disk, built->moved, built->seconds);
+  caf::anon_send(coordinator_, actors::shard_atom::value, rank, target, shard_.descriptor(target));
+}
+
+void placement_sync::report_reading() {
+  const auto* reader = reader_.load();
+  const int reading = reader ? reader->reading_epoch() : shard_.latest().epoch;
+  if (reading == reported_) return;
+  caf::anon_send(coordinator_, actors::reading_atom::value, shard_.rank(), reading);
+  reported_ = reading;
+}
+
+// Frees the shards of epochs no live member reads any more.
+void placement_sync::retire(const std::map<int, member_info>& alive) {
+  const int latest = shard_.latest().epoch;
+  if (latest == 0) return;
+  const auto mine = alive.find(shard_.rank());
+  if (mine == alive.end() || mine->second.epoch != latest) return;  // not published yet
+  for (const auto& [rank, m] : alive)
+    if (!m.descriptor.empty() && m.reading < latest) return;  // nodes without a shard read none
+  for (int e = 0; e < latest; ++e) {
+    if (!shard_.at(e)) continue;
+    shard_.retire_before(e + 1);
+    caf::anon_send(coordinator_, actors::retire_atom::value, shard_.rank(), e);
+    log::info("rank {}: every member reads placement epoch {}: freed its epoch {} shard",
+              shard_.rank(), latest, e);
+  }
+}
+
+}  // namespace spindle::apps
