@@ -40,6 +40,7 @@ void replan(self_ptr self, std::function<void(expected<int>)> done) {
             s.busy = false;
             s.monitor.rebase(*fap, *counts, requests);
             s.stats.epoch = epoch;
+            s.stats.last_error.clear();
             ++s.stats.replans;
             log::info("placement: re-planned from {} observed requests (epoch {})", requests,
                       epoch);
@@ -59,13 +60,15 @@ void check(self_ptr self) {
   st.stats.drift = r.drift;
   st.stats.window_requests = r.window_requests;
   if (!r.replan || st.busy) return;
-  log::info("placement: FAP drift {:.3f} over {} requests passed {:.3f}: re-planning", r.drift,
-            r.window_requests, st.monitor.threshold());
+  if (st.stats.last_error.empty())
+    log::info("placement: FAP drift {:.3f} over {} requests passed {:.3f}: re-planning", r.drift,
+              r.window_requests, st.monitor.threshold());
   replan(self, [self](expected<int> e) {
-    if (!e) {
-      self->state.stats.last_error = e.error().to_string();
-      log::warn("{}", self->state.stats.last_error);
-    }
+    if (e) return;
+    // Refused while the last re-plan is still being applied: said once, retried.
+    if (self->state.stats.last_error != e.error().to_string())
+      log::info("{} (retrying)", e.error().to_string());
+    self->state.stats.last_error = e.error().to_string();
   });
 }
 

@@ -183,8 +183,14 @@ void cluster_features::apply_membership() {
   follow_members(alive);
 }
 
+void cluster_features::refresh() {
+  std::lock_guard lock(gather_mu_);
+  apply_membership();
+}
+
 sched::feature_source cluster_features::source() {
   return [this](std::span<const std::int64_t> ids, float* out) -> status {
+    std::lock_guard lock(gather_mu_);
     apply_membership();
     accesses_->add(ids);
     accesses_->add_request();

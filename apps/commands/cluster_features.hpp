@@ -76,6 +76,9 @@ class cluster_features {
   std::uint64_t remote_rows() const { return remote_rows_; }
   /// The placement epoch gathers read now (any thread).
   int reading_epoch() const { return reading_.load(std::memory_order_acquire); }
+  /// Applies membership and epoch changes now, between two gathers (any thread;
+  /// so an idle pipeline also leaves an old epoch).
+  void refresh();
 
  private:
   struct epoch_state;
@@ -92,6 +95,7 @@ class cluster_features {
   transport::ucx::context ctx_;
   transport::ucx::worker worker_;
   std::uint32_t dim_ = 0;
+  std::mutex gather_mu_;  // one gather or refresh at a time (uncontended on the hot path)
   std::unique_ptr<epoch_state> now_;
   std::atomic<int> reading_{0};
   std::uint64_t local_rows_ = 0, remote_rows_ = 0;

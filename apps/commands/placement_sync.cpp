@@ -39,7 +39,8 @@ void placement_sync::catch_up(const member_info& coordinator) {
 }
 
 void placement_sync::report_reading() {
-  const auto* reader = reader_.load();
+  auto* reader = reader_.load();
+  if (reader && reader->reading_epoch() < shard_.latest().epoch) reader->refresh();
   const int reading = reader ? reader->reading_epoch() : shard_.latest().epoch;
   if (reading == reported_) return;
   caf::anon_send(coordinator_, actors::reading_atom::value, shard_.rank(), reading);

@@ -23,8 +23,9 @@ class placement_sync {
   placement_sync(caf::actor coordinator, node_shard& shard);
   /// The pipeline reader whose epoch this node reports; nullptr: none (a node
   /// without a pipeline reports the epoch of its newest shard).
-  void set_reader(const cluster_features* reader) { reader_.store(reader); }
-  /// One step of the protocol; called on the member-watch thread.
+  void set_reader(cluster_features* reader) { reader_.store(reader); }
+  /// One step of the protocol; called on the member-watch thread. An idle reader
+  /// is refreshed here, so it leaves an old epoch without waiting for traffic.
   void poll(const std::map<int, member_info>& alive);
 
  private:
@@ -34,7 +35,7 @@ class placement_sync {
 
   caf::actor coordinator_;
   node_shard& shard_;
-  std::atomic<const cluster_features*> reader_{nullptr};
+  std::atomic<cluster_features*> reader_{nullptr};
   int reported_ = -1;
   std::chrono::steady_clock::time_point retry_at_{};
 };

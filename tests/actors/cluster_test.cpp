@@ -137,11 +137,14 @@ struct cora_cluster {
                                std::to_string(rank), "--dataset", cora, "--model", model},
                               env));
   }
-  child_process coordinator(std::size_t workload, const std::vector<std::string>& env) const {
-    return std::move(*child_process::spawn(
-        {SPINDLE_BINARY, "node", "--config", config, "--rank", "0", "--dataset", cora, "--model",
-         model, "--workload", std::to_string(workload), "--expect", "2"},
-        env));
+  child_process coordinator(std::size_t workload, const std::vector<std::string>& env,
+                            const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> argv = {SPINDLE_BINARY, "node", "--config",   config,
+                                     "--rank",       "0",    "--dataset",  cora,
+                                     "--model",      model,  "--workload", std::to_string(workload),
+                                     "--expect",     "2"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::move(*child_process::spawn(argv, env));
   }
 };
 
@@ -175,6 +178,46 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
       << *line;
   EXPECT_EQ(line->find("from other nodes 0\n"), std::string::npos)
       << *line;  // rows crossed processes
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(), 0);
+  for (auto& m : members) m.signal(SIGTERM);
+  for (auto& m : members) EXPECT_EQ(m.wait(), 0);
+}
+
+// Live re-placement: with a low drift threshold the coordinator's placement
+// actor re-plans from the observed accesses while 30,000 requests are served;
+// every node builds its shard of the new epoch beside the old one, readers
+// switch, old shards are freed, and every answer still equals the
+// single-process answer (no request fails, none is lost).
+TEST_P(cluster_serving_test, a_replan_migrates_rows_while_serving) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_replan");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  std::vector<std::string> env;
+  if (!GetParam().empty()) env.push_back("UCX_TLS=" + GetParam());
+  std::vector<child_process> members;
+  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  auto coord =
+      c.coordinator(30000, env, {"--replan-drift", "0.05", "--replan-min-requests", "2000"});
+  auto replans = coord.wait_for("placement replans ", 240'000);
+  ASSERT_TRUE(replans.has_value()) << replans.error().to_string();
+  unsigned long count = 0;
+  ASSERT_EQ(std::sscanf(replans->c_str(), "%lu", &count), 1) << *replans;
+  EXPECT_GE(count, 1u) << *replans;
+  auto applied = coord.wait_for("placement epoch ", 60'000);
+  ASSERT_TRUE(applied.has_value()) << applied.error().to_string();
+  EXPECT_NE(applied->find(" applied: rows moved since epoch 0 "), std::string::npos) << *applied;
+  unsigned long epoch = 0, moved = 0;
+  ASSERT_EQ(
+      std::sscanf(applied->c_str(), "%lu applied: rows moved since epoch 0 %lu", &epoch, &moved), 2)
+      << *applied;
+  EXPECT_GE(epoch, 1u);
+  EXPECT_GT(moved, 0u) << *applied;
+  auto line = coord.wait_for("answers ", 60'000);
+  ASSERT_TRUE(line.has_value()) << line.error().to_string();
+  EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(30000))),
+            std::string::npos)
+      << *line;
   coord.signal(SIGTERM);
   EXPECT_EQ(coord.wait(), 0);
   for (auto& m : members) m.signal(SIGTERM);
