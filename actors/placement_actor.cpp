@@ -28,11 +28,11 @@ void replan(self_ptr self, std::function<void(expected<int>)> done) {
   auto obs = st.hooks.observe();
   const std::uint64_t requests = obs.second;
   auto counts = std::make_shared<std::vector<std::uint32_t>>(std::move(obs.first));
-  auto fap = std::make_shared<std::vector<double>>(st.monitor.window_fap(*counts, requests));
-  auto desc = st.hooks.publish(*fap);
+  auto fap = std::make_shared<std::vector<double>>(st.monitor.replan_fap(*counts, requests));
+  const int epoch = st.stats.epoch + 1;
+  auto desc = st.hooks.publish(epoch, *fap);
   if (!desc) return done(desc.error());
   st.busy = true;
-  const int epoch = st.stats.epoch + 1;
   self->request(st.coordinator, std::chrono::seconds(10), plan_atom::value, epoch, *desc)
       .then(
           [=](ok_atom) {

@@ -29,8 +29,9 @@ struct placement_options {
 struct placement_hooks {
   /// The cumulative access counts per node and the requests they came from.
   std::function<std::pair<std::vector<std::uint32_t>, std::uint64_t>()> observe;
-  /// Publishes an observed FAP for the nodes to read; returns its descriptor.
-  std::function<expected<std::string>(const std::vector<double>& fap)> publish;
+  /// Publishes the FAP of placement `epoch` for the nodes to read (keeping the
+  /// previous epoch's, which nodes may still be reading); returns its descriptor.
+  std::function<expected<std::string>(int epoch, const std::vector<double>& fap)> publish;
 };
 
 struct placement_stats {

@@ -71,9 +71,18 @@ drift_monitor::reading drift_monitor::observe(std::span<const std::uint32_t> cou
   return r;
 }
 
-std::vector<double> drift_monitor::window_fap(std::span<const std::uint32_t> counts,
+std::vector<double> drift_monitor::replan_fap(std::span<const std::uint32_t> counts,
                                               std::uint64_t requests) const {
-  return observed_fap(window(counts), requests >= base_requests_ ? requests - base_requests_ : 0);
+  const auto w = window(counts);
+  const double n = double(requests >= base_requests_ ? requests - base_requests_ : 0);
+  const double prior = double(min_requests_);
+  std::vector<double> out(w.size(), 0.0);
+  if (n + prior <= 0) return out;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const double planned = i < planned_.size() && planned_[i] > 0 ? planned_[i] : 0;
+    out[i] = (double(w[i]) + prior * planned) / (n + prior);
+  }
+  return out;
 }
 
 void drift_monitor::rebase(std::vector<double> planned_fap, std::span<const std::uint32_t> counts,

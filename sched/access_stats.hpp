@@ -58,8 +58,12 @@ class drift_monitor {
   };
   /// Judges the cumulative `counts` / `requests` against the window's base.
   reading observe(std::span<const std::uint32_t> counts, std::uint64_t requests) const;
-  /// The window's observed FAP: what the next plan is made from.
-  std::vector<double> window_fap(std::span<const std::uint32_t> counts,
+  /// What the next plan is made from: the window's observed FAP, with the
+  /// current plan's FAP as a prior worth `min_requests` requests,
+  ///   (window counts + min_requests * planned) / (window requests + min_requests),
+  /// so a re-plan asked for after a few requests stays close to the current plan
+  /// and a long window follows what was observed (noise does not reshuffle rows).
+  std::vector<double> replan_fap(std::span<const std::uint32_t> counts,
                                  std::uint64_t requests) const;
   /// A new plan was made from `planned_fap`: the window restarts at `counts`.
   void rebase(std::vector<double> planned_fap, std::span<const std::uint32_t> counts,

@@ -23,13 +23,19 @@ expected<placement_plan> place_dataset(const graph::dataset& ds, const config::t
 }
 
 expected<placement_plan> replace_dataset(const graph::dataset& ds, const config::topology& topo,
-                                         std::span<const double> fap) {
+                                         std::span<const double> fap,
+                                         std::span<const std::int32_t> home) {
   if (fap.size() != std::size_t(ds.num_nodes()))
     return make_error(errc::invalid_argument, "{}: observed FAP has {} entries, the graph {} nodes",
                       ds.dir(), fap.size(), ds.num_nodes());
+  if (!home.empty() && home.size() != fap.size())
+    return make_error(errc::invalid_argument, "{}: {} previous homes for {} nodes", ds.dir(),
+                      home.size(), fap.size());
   SPINDLE_ASSIGN_OR_RETURN(auto p, make_policy("fap"));
   auto degree = graph::in_degrees(ds.graph());
-  return p->place(topo, {fap, degree, row_bytes_of(ds), 1});
+  placement_input in{fap, degree, row_bytes_of(ds), 1};
+  in.previous_server = home;
+  return p->place(topo, in);
 }
 
 std::uint64_t rows_moved(const placement_plan& a, const placement_plan& b) {

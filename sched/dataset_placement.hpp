@@ -22,10 +22,13 @@ expected<placement_plan> place_dataset(const graph::dataset& ds, const config::t
                                        std::string_view policy, std::uint64_t seed = 1);
 
 /// Re-plans `ds` with the FAP policy over an observed `fap` (sched/access_stats)
-/// in place of the precomputed one; fails naming the length when it does not
-/// match the dataset's node count. Deterministic: every node computes the same.
+/// in place of the precomputed one, keeping rows on their `home` server (the
+/// previous plan's home_servers, or empty) where the balance allows; fails
+/// naming the length when either does not match the node count. A function of
+/// its inputs only: every node given the same fap and homes builds the same plan.
 expected<placement_plan> replace_dataset(const graph::dataset& ds, const config::topology& topo,
-                                         std::span<const double> fap);
+                                         std::span<const double> fap,
+                                         std::span<const std::int32_t> home);
 
 /// Nodes whose set of owner shards differs between two plans of the same graph
 /// (the rows a migration from `a` to `b` moves).

@@ -73,6 +73,23 @@ std::vector<std::uint64_t> placement_plan::shard_rows() const {
   return out;
 }
 
+std::vector<std::int32_t> home_servers(const placement_plan& plan) {
+  std::vector<std::int32_t> home(plan.lookup.num_nodes(), -1);
+  for (std::uint64_t v = 0; v < home.size(); ++v) {
+    std::int32_t h = -1;
+    for (const auto& o : plan.lookup.locate(v).owners) {
+      const int server = plan.shards[o.shard].server;
+      if (h >= 0 && h != server) {
+        h = -1;
+        break;
+      }
+      h = server;
+    }
+    home[v] = h;
+  }
+  return home;
+}
+
 std::vector<reader_site> reader_sites(const config::topology& topo) {
   std::vector<reader_site> out;
   for (std::size_t s = 0; s < topo.servers.size(); ++s) {

@@ -47,6 +47,11 @@ struct placement_input {
   std::uint64_t row_bytes = 0;           // bytes of one feature row
   std::uint64_t seed = 1;                // for the random and hash baselines
   std::size_t batch_hint = 64;           // seeds per request, for the FAP policy's latency model
+  /// [N] or empty: the server that holds each node's row in the plan being
+  /// replaced (-1: none or several). The FAP policy keeps a partitioned row there
+  /// when that costs the balance at most the row's own FAP (a re-plan then moves
+  /// only the rows it must).
+  std::span<const std::int32_t> previous_server;
 };
 
 struct placement_plan {
@@ -59,6 +64,10 @@ struct placement_plan {
   /// Rows each shard holds (its layout length).
   std::vector<std::uint64_t> shard_rows() const;
 };
+
+/// Each node's single home server in `plan` (-1 when it is held by several
+/// servers or none): placement_input::previous_server of a re-plan.
+std::vector<std::int32_t> home_servers(const placement_plan& plan);
 
 /// Where requests are served: every device (a server with none: its host process).
 struct reader_site {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -226,8 +227,18 @@ status use_calibration(serving_assets& a, sched::batch_policy& policy, const std
 actors::placement_hooks placement_hooks_of(const cluster_features& f, node_shard& shard) {
   actors::placement_hooks h;
   h.observe = [&f] { return std::make_pair(f.accesses().snapshot(), f.accesses().requests()); };
-  h.publish = [&shard](const std::vector<double>& fap) {
-    return shard.publish_blob(std::as_bytes(std::span(fap)));
+  // The blob: the FAP (N doubles), then each node's home in the plan being
+  // replaced (N int32), so every node builds the same next plan.
+  h.publish = [&shard](int epoch, const std::vector<double>& fap) -> expected<std::string> {
+    const auto now = shard.latest();
+    if (now.epoch != epoch - 1)
+      return make_error(errc::unavailable, "placement epoch {} is not applied here yet", epoch - 1);
+    const auto home = sched::home_servers(*now.plan);
+    std::vector<std::byte> blob(fap.size() * sizeof(double) + home.size() * sizeof(std::int32_t));
+    std::memcpy(blob.data(), fap.data(), fap.size() * sizeof(double));
+    std::memcpy(blob.data() + fap.size() * sizeof(double), home.data(),
+                home.size() * sizeof(std::int32_t));
+    return shard.publish_blob(epoch, blob);
   };
   return h;
 }

@@ -45,7 +45,7 @@ node_shard::~node_shard() {
   loop_.reset();  // stop progressing before the regions go
   std::lock_guard lock(mu_);
   regions_.clear();
-  blob_.reset();
+  blobs_.clear();
 }
 
 expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& topo,
@@ -130,13 +130,14 @@ std::string node_shard::descriptor(int epoch) const {
   return it == regions_.end() ? std::string() : it->second->descriptor;
 }
 
-expected<node_shard::build_report> node_shard::build(int epoch, std::span<const double> fap) {
+expected<node_shard::build_report> node_shard::build(int epoch, std::span<const double> fap,
+                                                     std::span<const std::int32_t> home) {
   const auto start = std::chrono::steady_clock::now();
   const auto previous = latest();
   if (epoch <= previous.epoch)
     return make_error(errc::invalid_argument, "placement epoch {} is not after {}", epoch,
                       previous.epoch);
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::replace_dataset(ds_, topo_, fap));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::replace_dataset(ds_, topo_, fap, home));
   auto shared = std::make_shared<const sched::placement_plan>(std::move(plan));
   build_report r;
   r.moved = sched::rows_moved(*previous.plan, *shared);
@@ -156,25 +157,28 @@ void node_shard::retire_before(int epoch) {
   }
 }
 
-expected<std::string> node_shard::publish_blob(std::span<const std::byte> bytes) {
+expected<std::string> node_shard::publish_blob(int epoch, std::span<const std::byte> bytes) {
   SPINDLE_ASSIGN_OR_RETURN(
       auto mem, ucx::mapped_memory::allocate(*ctx_, std::max<std::size_t>(1, bytes.size())));
   std::memcpy(mem.data(), bytes.data(), bytes.size());
   auto reg = std::make_unique<region>(std::move(mem));
   SPINDLE_TRY(describe(*reg));
   std::lock_guard lock(mu_);
-  blob_ = std::move(reg);
-  return blob_->descriptor;
+  while (!blobs_.empty() && blobs_.begin()->first < epoch - 1) blobs_.erase(blobs_.begin());
+  auto& slot = blobs_[epoch];
+  slot = std::move(reg);
+  return slot->descriptor;
 }
 
 status node_shard::read_blob(const std::string& descriptor, std::span<std::byte> out) {
   {
     std::lock_guard lock(mu_);
-    if (blob_ && blob_->descriptor == descriptor) {  // our own: by pointer
-      if (out.size() > blob_->memory.size())
+    for (const auto& [epoch, blob] : blobs_) {
+      if (blob->descriptor != descriptor) continue;  // our own: by pointer
+      if (out.size() > blob->memory.size())
         return make_error(errc::invalid_argument, "blob holds {} bytes, {} asked",
-                          blob_->memory.size(), out.size());
-      std::memcpy(out.data(), blob_->memory.data(), out.size());
+                          blob->memory.size(), out.size());
+      std::memcpy(out.data(), blob->memory.data(), out.size());
       return status::ok();
     }
   }

@@ -52,16 +52,21 @@ class node_shard {
     std::uint64_t moved = 0;      // nodes whose owners changed in the cluster
     double seconds = 0;
   };
-  /// Builds the shard of a new `epoch` from the FAP plan over `fap`. Rows this
+  /// Builds the shard of a new `epoch` from the FAP plan over `fap` that keeps
+  /// rows on their `home` servers where it can (both published by rank 0, so
+  /// every node, a restarted one too, builds the same plan). Rows this
   /// node held before are copied from its previous shard, the others come from
   /// its own copy of the dataset (the disk tier), so a migration reads nothing
   /// from the peers that are serving meanwhile. Fails if `epoch` is not newer.
-  expected<build_report> build(int epoch, std::span<const double> fap);
+  expected<build_report> build(int epoch, std::span<const double> fap,
+                               std::span<const std::int32_t> home);
   /// Frees every epoch before `epoch` (no reader uses them any more).
   void retire_before(int epoch);
 
-  /// Publishes `bytes` in a UCX region of its own (replacing the previous blob).
-  expected<std::string> publish_blob(std::span<const std::byte> bytes);
+  /// Publishes `bytes` for placement `epoch` in a UCX region of its own. The
+  /// blob of epoch - 1 (the target nodes may still be reading) is kept, older
+  /// ones are freed, and a second blob for the same epoch replaces the first.
+  expected<std::string> publish_blob(int epoch, std::span<const std::byte> bytes);
   /// Reads `bytes` bytes of the blob at `descriptor` one-sidedly into `out`.
   status read_blob(const std::string& descriptor, std::span<std::byte> out);
 
@@ -82,7 +87,7 @@ class node_shard {
   mutable std::mutex mu_;
   std::map<int, epoch_plan> plans_;
   std::map<int, std::unique_ptr<region>> regions_;
-  std::unique_ptr<region> blob_;
+  std::map<int, std::unique_ptr<region>> blobs_;
 };
 
 }  // namespace spindle::apps

@@ -1,5 +1,7 @@
 #include "apps/commands/placement_sync.hpp"
 
+#include <cstring>
+
 #include "actors/node_actor.hpp"
 #include "core/log.hpp"
 
@@ -21,10 +23,16 @@ void placement_sync::catch_up(const member_info& coordinator) {
   if (std::chrono::steady_clock::now() < retry_at_) return;
   const int rank = shard_.rank();
   log::info("rank {}: building its shard of placement epoch {}", rank, target);
-  std::vector<double> fap(std::size_t(shard_.dataset().num_nodes()));
-  auto st = shard_.read_blob(coordinator.fap, std::as_writable_bytes(std::span(fap)));
+  // The blob is the target's FAP (N doubles) then the homes it keeps (N int32).
+  const auto n = std::size_t(shard_.dataset().num_nodes());
+  std::vector<std::byte> blob(n * (sizeof(double) + sizeof(std::int32_t)));
+  auto st = shard_.read_blob(coordinator.fap, blob);
+  std::vector<double> fap(n);
+  std::vector<std::int32_t> home(n);
+  std::memcpy(fap.data(), blob.data(), n * sizeof(double));
+  std::memcpy(home.data(), blob.data() + n * sizeof(double), n * sizeof(std::int32_t));
   expected<node_shard::build_report> built =
-      st.is_ok() ? shard_.build(target, fap) : expected<node_shard::build_report>(st);
+      st.is_ok() ? shard_.build(target, fap, home) : expected<node_shard::build_report>(st);
   if (!built) {
     log::error("rank {}: placement epoch {} failed (retrying in 1 s): {}", rank, target,
                built.error().to_string());

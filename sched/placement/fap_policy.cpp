@@ -11,6 +11,13 @@
 //    With InfiniBand, N_s excludes disk, so cold rows go to remote memory before
 //    any disk (Fig. 8d); with Ethernet, N_s includes disk, so each server can keep
 //    hot rows locally and cold rows on its own disk (Fig. 8c).
+//  * Re-plans (observed FAP, sched/access_stats) are not in the paper. The greedy
+//    balance alone reshuffles most partitioned rows on any small change of FAP
+//    order, so a re-plan given the previous homes keeps a row on its old server
+//    when that server's summed FAP is at most the lightest one's plus the
+//    hottest row balanced so far. Greedy alone keeps servers within one hottest
+//    row of each other; sticky homes keep them within two, and only rows whose
+//    home must change move.
 //  * How much to replicate is the paper's objective, not a constant: replicas
 //    that land in a tier slower than the network (host memory over PCIe when
 //    InfiniBand is faster) make the last feature later. We build the plan for
@@ -19,7 +26,6 @@
 //    (expected_latency_us: FAP-weighted bytes per link, slowest link wins).
 #include <algorithm>
 #include <limits>
-#include <queue>
 
 #include "sched/placement/policies.hpp"
 
@@ -63,27 +69,30 @@ server_capacity capacity_of(const config::topology& topo, const server_shards& s
 }
 
 // Greedy balance: each row goes to the candidate with the least summed FAP that
-// still has room. Returns -1 when every candidate is full.
+// still has room (lowest index on ties), or stays on `preferred` when that is
+// within the hottest row taken so far of the least. Returns -1 when every candidate is full.
+// Candidates are servers or a group's devices: a handful, so a scan is enough.
 class balancer {
  public:
-  explicit balancer(std::vector<std::uint64_t> room) : room_(std::move(room)), fap_(room_.size()) {
+  explicit balancer(std::vector<std::uint64_t> room) : room_(std::move(room)), fap_(room_.size()) {}
+  int take(double fap, int preferred = -1) {
+    slack_ = std::max(slack_, fap);
+    int best = -1;
     for (std::size_t i = 0; i < room_.size(); ++i)
-      if (room_[i] > 0) heap_.push({0.0, i});
-  }
-  int take(double fap) {
-    if (heap_.empty()) return -1;
-    auto [load, i] = heap_.top();
-    heap_.pop();
-    fap_[i] = load + fap;
-    if (--room_[i] > 0) heap_.push({fap_[i], i});
-    return int(i);
+      if (room_[i] > 0 && (best < 0 || fap_[i] < fap_[std::size_t(best)])) best = int(i);
+    if (best < 0) return -1;
+    if (preferred >= 0 && std::size_t(preferred) < room_.size() && room_[preferred] > 0 &&
+        fap_[preferred] <= fap_[std::size_t(best)] + slack_)
+      best = preferred;
+    fap_[std::size_t(best)] += fap;
+    --room_[std::size_t(best)];
+    return best;
   }
 
  private:
-  using entry = std::pair<double, std::size_t>;
   std::vector<std::uint64_t> room_;
   std::vector<double> fap_;
-  std::priority_queue<entry, std::vector<entry>, std::greater<>> heap_;
+  double slack_ = 0;
 };
 
 // Step (v): the server's hottest device_tier rows go to devices (partitioned
@@ -187,9 +196,10 @@ class fap_policy final : public placement_policy {
     balancer fast(room), slow(disk_room);
     for (std::uint64_t r = replicate; r < n; ++r) {
       std::uint64_t v = order[r];
-      if (int s = fast.take(in.fap[v]); s >= 0) {
+      const int home = in.previous_server.empty() ? -1 : in.previous_server[v];
+      if (int s = fast.take(in.fap[v], home); s >= 0) {
         fast_rows[s].push_back(v);
-      } else if (int d = slow.take(in.fap[v]); d >= 0) {
+      } else if (int d = slow.take(in.fap[v], home); d >= 0) {
         disk_rows[d].push_back(v);
       } else {
         return detail::capacity_error(n, l.total + l.disk_total, in.row_bytes);

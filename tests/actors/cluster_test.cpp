@@ -233,11 +233,13 @@ TEST_P(cluster_serving_test, a_replan_migrates_rows_while_serving) {
 class cluster_serving_failure_test : public ::testing::TestWithParam<std::string> {};
 
 // Reads the coordinator's output up to its "answers" line, collecting failed request ids.
+// `placement`, if given, gets the "placement epoch ..." line.
 void read_answers(child_process& coord, int timeout_ms, std::vector<std::uint64_t>& failed,
-                  std::string& answers) {
+                  std::string& answers, std::string* placement = nullptr) {
   for (;;) {
     auto line = coord.read_line(timeout_ms);
     ASSERT_TRUE(line.has_value()) << "coordinator hung or died";
+    if (placement && line->rfind("placement epoch ", 0) == 0) *placement = *line;
     if (line->rfind("failed_ids ", 0) == 0) {
       std::stringstream ids(line->substr(11));
       for (std::string id; std::getline(ids, id, ',');) failed.push_back(std::stoull(id));
@@ -290,22 +292,25 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   std::vector<child_process> members;
   for (int rank : {1, 2}) members.push_back(c.member(rank, env));
   constexpr std::size_t n = 120000;
-  auto coord = c.coordinator(n, env);
+  // Re-plans run meanwhile: the killed member restarts at epoch 0 and must
+  // catch up with the cluster's epoch by itself before it is read again.
+  auto coord = c.coordinator(n, env, {"--replan-drift", "0.05", "--replan-min-requests", "2000"});
   ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   members[0].signal(SIGKILL);
   members[0].wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   members[0] = c.member(1, env);
   std::vector<std::uint64_t> failed;
-  std::string answers;
-  ASSERT_NO_FATAL_FAILURE(read_answers(coord, 240'000, failed, answers));
+  std::string answers, placement;
+  ASSERT_NO_FATAL_FAILURE(read_answers(coord, 240'000, failed, answers, &placement));
   ASSERT_FALSE(failed.empty()) << answers;
   EXPECT_LT(*std::max_element(failed.begin(), failed.end()), n * 9 / 10)
       << "requests still failed near the end: the member was not read again";
   EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(n, failed))),
             std::string::npos)
       << answers;
+  EXPECT_NE(placement.find(" applied: "), std::string::npos) << placement;
   coord.signal(SIGTERM);
   EXPECT_EQ(coord.wait(), 0);
   for (auto& m : members) m.signal(SIGTERM);
@@ -348,6 +353,35 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   sched::gnn_pipeline local(*ds, *model, router, pool);
   auto reqs = sched::degree_requests(*ds, 64);
   auto want = local.run(reqs);
+  for (std::size_t i = 0; i < reqs.size(); i += 9) {
+    auto out = nlohmann::json::parse(
+        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
+                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
+    ASSERT_EQ(out["status"], "ok") << out.dump();
+    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
+  }
+  // Re-plan on request through Admin: every node moves to epoch 1 while the
+  // front door keeps answering, and answers stay equal to the single process.
+  auto failing =
+      child_process::spawn({SPINDLE_BINARY, "client", "--connect", endpoint, "--token-file", token,
+                            "admin", "set", "graphsage", "placement_drift_threshold", "2"});
+  EXPECT_NE(failing->wait(), 0);  // bad_request, named on stderr
+  client({"admin", "set", "graphsage", "replan", "now"});
+  auto on_epoch = [&](int epoch) {
+    auto j = nlohmann::json::parse(client({"admin", "members"}));
+    for (const auto& m : j["members"])
+      if (m["epoch"] != epoch || m["reading"] != epoch || m["old_epoch"] != -1) return false;
+    return true;
+  };
+  bool moved = false;
+  for (int i = 0; i < 100 && !moved; ++i) {
+    moved = on_epoch(1);
+    if (!moved) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(moved) << client({"admin", "members"});
+  auto stats = nlohmann::json::parse(client({"admin", "stats"}));
+  EXPECT_EQ(stats["models"]["graphsage"]["placement"]["epoch"], 1) << stats.dump();
+  EXPECT_EQ(stats["models"]["graphsage"]["tunables"]["placement_epoch"], "1") << stats.dump();
   for (std::size_t i = 0; i < reqs.size(); i += 9) {
     auto out = nlohmann::json::parse(
         client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),

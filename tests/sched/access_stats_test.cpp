@@ -44,8 +44,9 @@ TEST(access_stats_test, drift_monitor_waits_for_enough_requests_and_the_threshol
 TEST(access_stats_test, drift_monitor_measures_only_the_window_since_the_last_plan) {
   drift_monitor m({1, 1, 0, 0}, 0.4, 1);
   const std::vector<std::uint32_t> first = {0, 0, 8, 8};
-  EXPECT_EQ(m.window_fap(first, 8), (std::vector<double>{0, 0, 1, 1}));
-  m.rebase(m.window_fap(first, 8), first, 8);
+  // The current plan's FAP is a prior worth min_requests (1) requests.
+  EXPECT_EQ(m.replan_fap(first, 8), (std::vector<double>{1.0 / 9, 1.0 / 9, 8.0 / 9, 8.0 / 9}));
+  m.rebase({0, 0, 1, 1}, first, 8);
   EXPECT_DOUBLE_EQ(m.observe(first, 8).drift, 0.0);
   EXPECT_EQ(m.observe(first, 8).window_requests, 0u);
   // The workload returns to the first rows: the window sees only that.
@@ -54,7 +55,15 @@ TEST(access_stats_test, drift_monitor_measures_only_the_window_since_the_last_pl
   EXPECT_DOUBLE_EQ(r.drift, 1.0);
   EXPECT_EQ(r.window_requests, 4u);
   EXPECT_TRUE(r.replan);
-  EXPECT_EQ(m.window_fap(later, 12), (std::vector<double>{1, 1, 0, 0}));
+  EXPECT_EQ(m.replan_fap(later, 12), (std::vector<double>{0.8, 0.8, 0.2, 0.2}));
+}
+
+TEST(access_stats_test, a_replan_after_few_requests_stays_near_the_current_plan) {
+  drift_monitor m({0.5, 0.5, 0, 0}, 0, 1000);
+  const auto fap = m.replan_fap(std::vector<std::uint32_t>{0, 0, 10, 0}, 10);
+  EXPECT_NEAR(fap[0], 500.0 / 1010, 1e-12);
+  EXPECT_NEAR(fap[2], 10.0 / 1010, 1e-12);
+  EXPECT_GT(fap[0], fap[2]);
 }
 
 }  // namespace

@@ -193,6 +193,52 @@ TEST(placement_test, fap_balances_summed_fap_over_the_gpus_of_a_group) {
   EXPECT_DOUBLE_EQ(load[0] + load[1], load[2] + load[3]);  // groups replicate
 }
 
+// A re-plan over a slightly different FAP given the previous homes moves far
+// fewer rows than a fresh plan, and its servers' summed FAP stays as balanced
+// as greedy's (within the hottest partitioned row).
+TEST(placement_test, a_replan_with_previous_homes_moves_few_rows_and_stays_balanced) {
+  rmat_case c;
+  auto t = cluster(3, link_kind::infiniband, c.g.num_nodes, 512);
+  auto policy = make_policy("fap");
+  auto first = (*policy)->place(t, {c.m.fap, c.deg, 512, 1});
+  ASSERT_TRUE(first.has_value()) << first.error().to_string();
+  // The observed FAP: every entry off by up to +-10% (fixed pseudo-noise).
+  std::vector<double> noisy(c.m.fap.size());
+  for (std::size_t v = 0; v < noisy.size(); ++v)
+    noisy[v] = c.m.fap[v] * (0.9 + 0.2 * double((v * 2654435761u) % 1000) / 1000.0);
+  auto fresh = (*policy)->place(t, {noisy, c.deg, 512, 1});
+  const auto home = home_servers(*first);
+  placement_input in{noisy, c.deg, 512, 1};
+  in.previous_server = home;
+  auto sticky = (*policy)->place(t, in);
+  ASSERT_TRUE(fresh.has_value() && sticky.has_value());
+  auto moved = [&](const placement_plan& p) {  // rows whose home server changed
+    const auto now = home_servers(p);
+    std::uint64_t n = 0;
+    for (std::size_t v = 0; v < now.size(); ++v) n += now[v] != home[v];
+    return n;
+  };
+  EXPECT_LT(moved(*sticky) * 4, moved(*fresh)) << moved(*sticky) << " vs " << moved(*fresh);
+  std::printf("rows changing server: %lu with previous homes, %lu without\n",
+              (unsigned long)moved(*sticky), (unsigned long)moved(*fresh));
+  auto imbalance = [&](const placement_plan& p) {
+    std::vector<double> load(3, 0.0);
+    double hottest = 0;
+    for (std::int64_t v = 0; v < c.g.num_nodes; ++v) {
+      const auto h = home_servers(p)[std::size_t(v)];
+      if (h < 0) continue;
+      load[std::size_t(h)] += noisy[std::size_t(v)];
+      hottest = std::max(hottest, noisy[std::size_t(v)]);
+    }
+    return std::pair(
+        *std::max_element(load.begin(), load.end()) - *std::min_element(load.begin(), load.end()),
+        hottest);
+  };
+  const auto [spread, hottest] = imbalance(*sticky);
+  EXPECT_LE(spread, 2 * hottest) << "sticky homes unbalanced the servers";
+  EXPECT_EQ(home_servers(*first).size(), std::size_t(c.g.num_nodes));
+}
+
 TEST(placement_test, shard_layouts_match_the_lookup_table) {
   rmat_case c;
   auto t = cluster(2, link_kind::ethernet, c.g.num_nodes, 64);
