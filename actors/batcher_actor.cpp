@@ -144,6 +144,12 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
         if (seq == self->state.batch_seq && !self->state.builder->empty()) dispatch(self);
       },
       [=](policy_atom, sched::routing_policy p) { self->state.router->set_policy(p); },
+      // From the router actor: batches close once their summed PSGS passes this.
+      [=](threshold_atom, double psgs) {
+        auto p = self->state.builder->policy();
+        p.psgs_threshold = psgs;
+        self->state.builder->set_policy(p);
+      },
       [=](policy_atom, sched::batch_policy p) {
         p.psgs_threshold = self->state.builder->policy().psgs_threshold;
         self->state.builder->set_policy(p);

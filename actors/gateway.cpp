@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "actors/gateway_metrics.hpp"
 #include "actors/placement_actor.hpp"
+#include "actors/router_actor.hpp"
 
 namespace spindle::actors {
 
@@ -355,6 +357,9 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
         {"max_batch", std::to_string(e.b.policy.max_batch)},
         {"max_queue", std::to_string(e.max_queue.load())}};
+    const double o = e.b.router->threshold_override();
+    t.push_back(
+        {"psgs_threshold", std::isnan(o) ? std::string("calibrated") : fmt::format("{}", o)});
     if (e.b.placement) {
       const auto st = placement_stats_of(s_->sys, e.b.placement);
       t.push_back({"placement_drift_threshold", fmt::format("{}", st.threshold)});
@@ -394,8 +399,33 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     return set_placement_tunable(sys, e.b.placement, name, value);
   if (name == "routing_policy") {
     SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_routing_policy(value));
-    caf::anon_send(e.b.batcher, policy_atom::value, p);  // the batcher sets the shared router
-    e.b.router->set_policy(p);
+    if (e.b.router_actor) {
+      caf::anon_send(e.b.router_actor, policy_atom::value, p);
+    } else {
+      caf::anon_send(e.b.batcher, policy_atom::value, p);  // the batcher sets the shared router
+    }
+    e.b.router->set_policy(p);  // visible to the next getTunables at once
+    return status::ok();
+  }
+  if (name == "psgs_threshold") {
+    if (!e.b.router_actor)
+      return make_error(errc::invalid_argument, "psgs_threshold: this model has no router actor");
+    double t = -1;
+    if (value != "calibrated") {
+      try {
+        std::size_t used = 0;
+        t = std::stod(value, &used);
+        if (used != value.size() || !(t >= 0)) t = -2;
+      } catch (const std::exception&) {
+        t = -2;
+      }
+    }
+    if (t == -2)
+      return make_error(errc::invalid_argument,
+                        "psgs_threshold = '{}': expected a summed PSGS >= 0 or 'calibrated'",
+                        value);
+    e.b.router->set_threshold_override(t);
+    caf::anon_send(e.b.router_actor, threshold_atom::value, t);
     return status::ok();
   }
   if (name == "max_queue") {
@@ -412,8 +442,9 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     e.b.policy.max_batch = v;
   } else {
     return make_error(errc::invalid_argument,
-                      "unknown tunable '{}' (GNN models: routing_policy, batch_deadline_us, "
-                      "max_batch, max_queue; on a cluster also placement_drift_threshold, replan)",
+                      "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
+                      "batch_deadline_us, max_batch, max_queue; on a cluster also "
+                      "placement_drift_threshold, replan)",
                       name);
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
@@ -477,6 +508,11 @@ std::string gateway::stats_json() {
               m["large_executor_batches"] = st.large;
             },
             [](const caf::error&) {});
+    if (e->b.router_actor) {
+      self->request(e->b.router_actor, std::chrono::seconds(2), caf::get_atom::value)
+          .receive([&](const std::string& r) { m["routing"] = nlohmann::json::parse(r); },
+                   [](const caf::error&) {});
+    }
     if (e->b.placement) {
       const auto p = placement_stats_of(s_->sys, e->b.placement);
       m["placement"] = {{"epoch", p.epoch},

@@ -29,7 +29,8 @@ struct gnn_model_binding {
   std::shared_ptr<sched::psgs_router> router;
   sched::batch_policy policy;
   std::size_t max_queue = 1024;
-  caf::actor placement;  // a cluster's placement actor (re-plan tunables), or none
+  caf::actor placement;     // a cluster's placement actor (re-plan tunables), or none
+  caf::actor router_actor;  // its router actor (routing tunables); none: set directly
 };
 
 struct rec_model_binding {

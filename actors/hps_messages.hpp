@@ -6,6 +6,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/serving_messages.hpp"
 #include "embedding/dlrm_hps.hpp"
 #include "embedding/updates/update_stream.hpp"
 
@@ -13,7 +14,6 @@ namespace spindle::actors {
 
 using dlrm_atom = caf::atom_constant<caf::atom("dlrm")>;
 using refresh_atom = caf::atom_constant<caf::atom("refresh")>;
-using threshold_atom = caf::atom_constant<caf::atom("threshold")>;
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
 using hps_stats_atom = caf::atom_constant<caf::atom("hpsstats")>;
 

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "actors/serving_messages.hpp"
 #include "core/status.hpp"
 
 namespace spindle::actors {
 
 using replan_atom = caf::atom_constant<caf::atom("replan")>;
-using threshold_atom = caf::atom_constant<caf::atom("threshold")>;
 
 struct placement_options {
   double drift_threshold = 0;         // re-plan when drift passes it; <= 0: only on request

@@ -16,6 +16,8 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
+/// A live threshold change (PSGS routing point, drift, cache hit rate).
+using threshold_atom = caf::atom_constant<caf::atom("threshold")>;
 /// (pipeline_down_atom, pipeline, bool down): the pipeline's process died or came back.
 using pipeline_down_atom = caf::atom_constant<caf::atom("pipedown")>;
 

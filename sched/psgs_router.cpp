@@ -173,9 +173,17 @@ expected<routing_policy> parse_routing_policy(std::string_view text) {
                     text);
 }
 
-psgs_router::psgs_router(psgs_calibration c, routing_policy p) : c_(std::move(c)), policy_(p) {}
+psgs_router::psgs_router(psgs_calibration c, routing_policy p)
+    : c_(std::move(c)), policy_(p), override_(std::numeric_limits<double>::quiet_NaN()) {}
+
+void psgs_router::set_threshold_override(double psgs) {
+  override_.store(psgs >= 0 ? psgs : std::numeric_limits<double>::quiet_NaN(),
+                  std::memory_order_relaxed);
+}
 
 double psgs_router::threshold() const {
+  const double o = threshold_override();
+  if (policy() != routing_policy::fixed && !std::isnan(o)) return o;
   switch (policy()) {
     case routing_policy::strict:
       return c_.latency_preferred.psgs;

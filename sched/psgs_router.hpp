@@ -76,6 +76,12 @@ class psgs_router {
   void set_policy(routing_policy p) { policy_.store(p, std::memory_order_relaxed); }
   routing_policy policy() const { return policy_.load(std::memory_order_relaxed); }
   void set_fixed(choice c) { fixed_.store(c, std::memory_order_relaxed); }
+  /// Overrides the strict/loose routing point with `psgs` (an operator's
+  /// choice, e.g. after re-calibrating elsewhere); NaN or < 0 restores the
+  /// calibrated points. The fixed policy ignores it.
+  void set_threshold_override(double psgs);
+  /// The override, or NaN when the calibrated points are used.
+  double threshold_override() const { return override_.load(std::memory_order_relaxed); }
   /// The PSGS threshold the current policy uses.
   double threshold() const;
   const psgs_calibration& calibration() const { return c_; }
@@ -84,6 +90,7 @@ class psgs_router {
   psgs_calibration c_;
   std::atomic<routing_policy> policy_;
   std::atomic<choice> fixed_{choice::small};
+  std::atomic<double> override_;
 };
 
 }  // namespace spindle::sched

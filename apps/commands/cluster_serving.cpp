@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "actors/node_actor.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/remote_pipeline.hpp"
+#include "actors/router_actor.hpp"
 #include "apps/commands/cluster_features.hpp"
 #include "apps/commands/member_watch.hpp"
 #include "core/checksum.hpp"
@@ -185,6 +187,7 @@ struct cluster_gnn::parts {
   std::unique_ptr<cluster_features> features;
   std::vector<caf::actor> pipelines;
   caf::actor batcher;
+  caf::actor router;
   caf::actor placement;
   sched::batch_policy policy;
   std::uint64_t listener = 0;
@@ -198,6 +201,7 @@ cluster_gnn::~cluster_gnn() {
   if (p_->listener) p_->node.watch.remove(p_->listener);
   p_->node.sync.set_reader(nullptr);
   caf::anon_send_exit(p_->placement, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(p_->router, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(p_->batcher, caf::exit_reason::user_shutdown);
   for (std::size_t i = 1; i < p_->pipelines.size(); ++i)  // remote stand-ins
     caf::anon_send_exit(p_->pipelines[i], caf::exit_reason::user_shutdown);
@@ -216,8 +220,7 @@ status use_calibration(serving_assets& a, sched::batch_policy& policy, const std
   text << in.rdbuf();
   SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text.str(), path));
   a.router = std::make_shared<sched::psgs_router>(std::move(c), routing);
-  const double point = a.router->threshold();
-  if (point > 0 && std::isfinite(point)) policy.psgs_threshold = point;
+  policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
   return status::ok();
 }
 
@@ -241,6 +244,23 @@ actors::placement_hooks placement_hooks_of(const cluster_features& f, node_shard
     return shard.publish_blob(epoch, blob);
   };
   return h;
+}
+
+// The row-ownership table the router reports: the placement epoch this node
+// holds and, per shard, its server, tier and rows.
+std::function<std::string()> owners_json(const node_shard& shard) {
+  return [&shard] {
+    const auto e = shard.latest();
+    nlohmann::json shards = nlohmann::json::array();
+    const auto rows = e.plan->shard_rows();
+    for (std::size_t i = 0; i < e.plan->shards.size(); ++i)
+      shards.push_back({{"server", e.plan->shards[i].server},
+                        {"tier", std::string(sched::to_string(e.plan->shards[i].tier))},
+                        {"rows", rows[i]}});
+    return nlohmann::json{
+        {"epoch", e.epoch}, {"replicated_rows", e.plan->replicated_rows}, {"shards", shards}}
+        .dump();
+  };
 }
 
 }  // namespace
@@ -283,6 +303,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
   p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router,
                                      [dsp](const auto& r) { return sched::summed_psgs(*dsp, r); });
   p->listener = node.watch.on_change(reroute(bridge.actor, p->batcher, proxies));
+  p->router = actors::spawn_router(sys, a.router, p->batcher, owners_json(node.shard));
   p->placement = actors::spawn_placement(sys, node.coordinator,
                                          std::vector<double>(ds.fap().begin(), ds.fap().end()),
                                          o.placement, placement_hooks_of(*p->features, node.shard));
@@ -299,6 +320,7 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name, std::size_t max
                               p_->policy,
                               max_queue};
   b.placement = p_->placement;
+  b.router_actor = p_->router;
   return b;
 }
 

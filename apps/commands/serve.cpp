@@ -12,6 +12,7 @@
 #include "actors/batcher_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
+#include "actors/router_actor.hpp"
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/serve_rpc.hpp"
@@ -115,17 +116,24 @@ status run_serve(const serve_args& a, global_options& g) {
   bp.max_batch = std::size_t(std::max(1, a.max_batch));
   // A batch also closes once its summed PSGS passes the routing point (Quiver
   // §4.2.2); a point of 0 or infinity (curves that never cross) is not used.
-  const double point = router->threshold();
-  if (point > 0 && std::isfinite(point)) bp.psgs_threshold = point;
+  bp.psgs_threshold = actors::batch_close_threshold(router->threshold());
   const auto* dsp = &ds;
   auto batcher = actors::spawn_batcher(
       sys, pipes, bp, router, [dsp](const sched::gnn_request& r) { return summed_psgs(*dsp, r); });
   if (listening) {
     actors::gateway gw(sys);
-    gw.add_model(actors::gnn_model_binding{a.name.empty() ? model.desc().name : a.name, batcher,
-                                           &ds, &model, router, bp, a.door.max_queue});
+    actors::gnn_model_binding b{a.name.empty() ? model.desc().name : a.name,
+                                batcher,
+                                &ds,
+                                &model,
+                                router,
+                                bp,
+                                a.door.max_queue};
+    b.router_actor = actors::spawn_router(sys, router, batcher);
+    gw.add_model(b);
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
     status s = serve_until_signal(gw, a.door, token);
+    caf::anon_send_exit(b.router_actor, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
     for (auto& p : pipes) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
     return s;

@@ -6,6 +6,7 @@
 
 #include "actors/batcher_actor.hpp"
 #include "actors/pipeline_actor.hpp"
+#include "actors/router_actor.hpp"
 #include "graph/prepare.hpp"
 #include "small_gnn.hpp"
 
@@ -127,6 +128,37 @@ TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
   auto s2 = stats();
   EXPECT_EQ(s2.batches - s1.batches, 8u);  // new max batch size applied
   EXPECT_EQ(s2.large, 8u);                 // new routing applied
+}
+
+// The router actor moves the routing point and the batcher's PSGS
+// batch-closing threshold together: requests of PSGS 1 each, max batch 16, a
+// 5 s deadline; with the point at 3.5 every batch closes at 4 requests (PSGS
+// 4 passes it) and the large executor serves it (4 >= 3.5).
+TEST(serving_test, the_router_actor_moves_the_routing_point_and_batch_closing_together) {
+  fixture f;
+  sched::batch_policy bp;
+  bp.max_batch = 16;
+  bp.deadline = std::chrono::seconds(5);
+  serving srv(f, bp, [](const sched::gnn_request&) { return 1.0; });
+  auto& sys = *srv.sys;
+  auto router = spawn_router(sys, f.router, srv.batcher);
+  caf::scoped_actor self{sys};
+  self->send(router, threshold_atom::value, 3.5);
+  std::string table;
+  self->request(router, caf::infinite, caf::get_atom::value)
+      .receive([&](const std::string& t) { table = t; }, [&](caf::error&) { ADD_FAILURE(); });
+  EXPECT_NE(table.find("\"threshold\":3.5"), std::string::npos) << table;
+  for (std::uint64_t i = 0; i < 16; ++i)
+    self->send(srv.batcher, infer_atom::value, sched::gnn_request{{std::int64_t(i)}, i});
+  for (int i = 0; i < 16; ++i)
+    self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; },
+                  caf::after(std::chrono::seconds(4)) >> [] { ADD_FAILURE() << "batch waited"; });
+  batcher_stats st;
+  self->request(srv.batcher, caf::infinite, stats_atom::value)
+      .receive([&](const batcher_stats& s) { st = s; }, [&](caf::error&) { ADD_FAILURE(); });
+  EXPECT_EQ(st.batches, 4u);
+  EXPECT_EQ(st.large, 4u);
+  caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

@@ -155,6 +155,21 @@ TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
   ASSERT_EQ(stats->status, rpc::rpc_status::ok);
   auto j = nlohmann::json::parse(stats->json);
   EXPECT_EQ(j["models"]["sage"]["tunables"]["routing_policy"], "loose");
+  // The router actor: an operator's PSGS routing point, then back to the calibrated one.
+  EXPECT_EQ(j["models"]["sage"]["routing"]["policy"], "loose") << stats->json;
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "psgs_threshold", "1234.5")->status,
+            rpc::rpc_status::ok);
+  j = nlohmann::json::parse(f.client->stats(f.token)->json);
+  EXPECT_EQ(j["models"]["sage"]["routing"]["threshold"], 1234.5) << j.dump();
+  EXPECT_EQ(j["models"]["sage"]["tunables"]["psgs_threshold"], "1234.5");
+  auto neg = f.client->set_tunable(f.token, "sage", "psgs_threshold", "-3");
+  EXPECT_EQ(neg->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(neg->message.find("psgs_threshold = '-3'"), std::string::npos) << neg->message;
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "psgs_threshold", "calibrated")->status,
+            rpc::rpc_status::ok);
+  j = nlohmann::json::parse(f.client->stats(f.token)->json);
+  EXPECT_EQ(j["models"]["sage"]["tunables"]["psgs_threshold"], "calibrated");
+  EXPECT_TRUE(j["models"]["sage"]["routing"]["override"].is_null()) << j.dump();
   auto models = f.client->list_models(f.token);
   ASSERT_EQ(models->models.size(), 2u);
 }

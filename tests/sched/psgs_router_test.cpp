@@ -51,6 +51,22 @@ TEST(psgs_router_test, routes_by_summed_psgs_and_changes_policy_live) {
   EXPECT_FALSE(parse_routing_policy("greedy").has_value());
 }
 
+TEST(psgs_router_test, an_operator_threshold_overrides_the_calibrated_point_until_cleared) {
+  psgs_router r(synthetic(), routing_policy::strict);
+  const double strict = r.threshold();
+  EXPECT_TRUE(std::isnan(r.threshold_override()));
+  r.set_threshold_override(10);
+  EXPECT_EQ(r.threshold(), 10);
+  EXPECT_EQ(r.route(20), psgs_router::choice::large);
+  r.set_policy(routing_policy::loose);
+  EXPECT_EQ(r.threshold(), 10);  // the override holds for both latency policies
+  r.set_policy(routing_policy::fixed);
+  EXPECT_EQ(r.route(1e9), psgs_router::choice::small);  // fixed ignores it
+  r.set_policy(routing_policy::strict);
+  r.set_threshold_override(-1);
+  EXPECT_EQ(r.threshold(), strict);
+}
+
 TEST(psgs_router_test, calibration_round_trips_through_json_and_rejects_other_files) {
   auto c = synthetic();
   auto back = psgs_calibration::from_json(c.to_json(), "cal.json");
