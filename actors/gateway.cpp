@@ -3,13 +3,17 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <shared_mutex>
+#include <thread>
 
 #include "actors/gateway_metrics.hpp"
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
+#include "core/log.hpp"
 
 namespace spindle::actors {
 
@@ -137,6 +141,10 @@ struct gateway::state {
   clock_type::time_point started = clock_type::now();
   std::unique_ptr<split_path> split;
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any
+  model_loader loader;
+  // Guards the model maps: they change on the RPC thread (load, unload) and
+  // are read there and by the metrics thread.
+  mutable std::shared_mutex models_mu;
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(forwarder)) {}
 
   std::string loaded() const {
@@ -152,12 +160,69 @@ gateway::~gateway() { caf::anon_send_exit(s_->forward, caf::exit_reason::user_sh
 
 void gateway::add_model(gnn_model_binding m) {
   const std::string name = m.name;
+  std::unique_lock lock(s_->models_mu);
   s_->gnn[name] = std::make_shared<gnn_entry>(std::move(m));
 }
 
 void gateway::add_model(rec_model_binding m) {
   const std::string name = m.name;
+  std::unique_lock lock(s_->models_mu);
   s_->rec[name] = std::make_shared<rec_entry>(std::move(m));
+}
+
+void gateway::set_model_loader(model_loader loader) { s_->loader = std::move(loader); }
+
+namespace {
+
+status check_model_name(const std::string& name) {
+  if (name.empty() || name.size() > 64)
+    return make_error(errc::invalid_argument, "name '{}': 1 to 64 characters", name);
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+      return make_error(errc::invalid_argument, "name '{}': letters, digits, '_', '-' and '.' only",
+                        name);
+  return status::ok();
+}
+
+}  // namespace
+
+status gateway::load_model(const std::string& name, const std::string& path) {
+  if (!s_->loader.load) return rpc_service::load_model(name, path);
+  SPINDLE_TRY(check_model_name(name));
+  {
+    std::shared_lock lock(s_->models_mu);
+    if (s_->gnn.count(name) || s_->rec.count(name))
+      return make_error(errc::invalid_argument, "name '{}' is already loaded (unload it first)",
+                        name);
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto binding, s_->loader.load(name, path));
+  binding.name = name;
+  add_model(std::move(binding));
+  log::info("admin: loaded model '{}' from {}", name, path);
+  return status::ok();
+}
+
+status gateway::unload_model(const std::string& name) {
+  if (!s_->loader.unload) return rpc_service::unload_model(name);
+  std::shared_ptr<gnn_entry> e;
+  {
+    std::unique_lock lock(s_->models_mu);
+    auto it = s_->gnn.find(name);
+    if (it == s_->gnn.end())
+      return make_error(errc::not_found, "unknown GNN model '{}' (loaded: {})", name, s_->loaded());
+    e = it->second;
+    s_->gnn.erase(it);  // new calls get "unknown model" from here on
+  }
+  // Calls in flight finish before the actors stop (nothing is lost).
+  const auto until = clock_type::now() + std::chrono::seconds(10);
+  while (e->c.in_flight.load() > 0 && clock_type::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (e->c.in_flight.load() > 0)
+    log::warn("admin: unloading '{}' with {} calls still in flight after 10 s", name,
+              e->c.in_flight.load());
+  s_->loader.unload(name);
+  log::info("admin: unloaded model '{}'", name);
+  return status::ok();
 }
 
 namespace {
@@ -557,6 +622,7 @@ std::string gateway::prometheus_text() {
       {"spindle_cache_hit_rate", "gauge", "L1 embedding-cache hit rate per table (unique keys)."},
       {"spindle_cache_lookups_total", "counter", "Embedding lookups per table by insertion mode."}};
   std::map<std::string, std::string> families;
+  std::shared_lock lock(s_->models_mu);
   for (const auto& [name, e] : s_->gnn) e->c.render(families, name);
   for (const auto& [name, e] : s_->rec) {
     e->c.render(families, name);

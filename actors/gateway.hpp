@@ -42,6 +42,14 @@ struct rec_model_binding {
   std::size_t max_queue = 256;
 };
 
+/// How a server loads and frees GNN models for Admin.loadModel / unloadModel.
+struct model_loader {
+  /// Loads `path` as `name` and starts its actors; the binding goes to the gateway.
+  std::function<expected<gnn_model_binding>(const std::string& name, const std::string& path)> load;
+  /// Stops `name`'s actors and frees it (its calls have finished).
+  std::function<void(const std::string& name)> unload;
+};
+
 class gateway final : public transport::rpc::rpc_service {
  public:
   explicit gateway(caf::actor_system& sys);
@@ -54,6 +62,8 @@ class gateway final : public transport::rpc::rpc_service {
   /// On a cluster's coordinator: where Admin.members gets the member list (a
   /// JSON array, as `spindle cluster-status` prints it). Default: this process.
   void set_members(std::function<std::string()> members);
+  /// Enables Admin.loadModel / unloadModel for GNN models.
+  void set_model_loader(model_loader loader);
 
   void infer_gnn(transport::rpc::gnn_call call,
                  std::function<void(transport::rpc::gnn_answer)> done) override;
@@ -65,6 +75,8 @@ class gateway final : public transport::rpc::rpc_service {
   status set_tunable(const std::string& model, const std::string& name,
                      const std::string& value) override;
   std::string members_json() override;
+  status load_model(const std::string& name, const std::string& path) override;
+  status unload_model(const std::string& name) override;
   void infer_tensor(const std::string& model, std::span<const std::byte> payload,
                     std::uint32_t deadline_us,
                     std::function<void(transport::rpc::tensor_answer)> done) override;

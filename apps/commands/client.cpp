@@ -4,7 +4,7 @@
 //           (--rate R); seeds uniform over N nodes, by a dataset's out-degree, or
 //           from a trace file; warm-up; report with throughput, p50/p90/p99/p999,
 //           errors by status; latency CDF as CSV and a gnuplot PNG
-//   admin   one Admin call (stats, models, tunables, set, members)
+//   admin   one Admin call (stats, models, tunables, set, members, load, unload)
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -214,6 +214,8 @@ status run_admin(const client_args& c, const admin_args& a) {
   if (a.call == "tunables") r = client->get_tunables(token, a.model.empty() ? c.model : a.model);
   if (a.call == "set")
     r = client->set_tunable(token, a.model.empty() ? c.model : a.model, a.name, a.value);
+  if (a.call == "load") r = client->load_model(token, a.model, a.name);
+  if (a.call == "unload") r = client->unload_model(token, a.model);
   if (!r) return r.error();
   if (r->status != rpc::rpc_status::ok) {
     return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r->status), r->message);
@@ -222,7 +224,7 @@ status run_admin(const client_args& c, const admin_args& a) {
   for (const auto& m : r->models)
     fmt::print("{} {} {} in {} out {}\n", m.name, m.kind, m.arch, m.input_width, m.output_width);
   for (const auto& t : r->tunables) fmt::print("{} = {}\n", t.name, t.value);
-  if (a.call == "set") fmt::print("ok\n");
+  if (a.call == "set" || a.call == "load" || a.call == "unload") fmt::print("ok\n");
   return status::ok();
 }
 
@@ -269,11 +271,13 @@ void register_client(CLI::App& app, global_options&) {
 
   auto* admin = cmd->add_subcommand(
       "admin",
-      "One Admin call: stats | models | members | tunables [MODEL] | set MODEL NAME VALUE");
+      "One Admin call: stats | models | members | tunables [MODEL] | set MODEL NAME VALUE | "
+      "load NAME MODEL_DIR | unload NAME");
   auto aa = std::make_shared<admin_args>();
-  admin->add_option("call", aa->call, "stats, models, members, tunables or set")->required();
-  admin->add_option("model", aa->model, "Model (tunables, set)");
-  admin->add_option("name", aa->name, "Tunable name (set)");
+  admin->add_option("call", aa->call, "stats, models, members, tunables, set, load or unload")
+      ->required();
+  admin->add_option("model", aa->model, "Model (tunables, set, load, unload)");
+  admin->add_option("name", aa->name, "Tunable name (set); model directory on the server (load)");
   admin->add_option("value", aa->value, "New value (set)");
   admin->callback([c, aa] {
     if (int rc = report(run_admin(*c, *aa))) throw CLI::RuntimeError(rc);

@@ -15,7 +15,9 @@
 #include "actors/router_actor.hpp"
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
+#include "apps/commands/gnn_models.hpp"
 #include "apps/commands/serve_rpc.hpp"
+#include "config/model.hpp"
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
 #include "sched/psgs_calibrate.hpp"
@@ -91,65 +93,42 @@ status run_serve(const serve_args& a, global_options& g) {
   if (ds.features().empty() || !ds.has_metrics())
     return make_error(errc::invalid_argument,
                       "{}: serving needs features and PSGS (spindle prepare)", a.dataset);
-  nn::heap_allocator weights;
-  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(a.model, weights));
-  if (!model.desc().is_gnn() || model.desc().in != ds.feature_dim())
-    return make_error(errc::invalid_argument,
-                      "{}: model input width {} does not match {}'s {} features", a.model,
-                      model.desc().in, a.dataset, ds.feature_dim());
   SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::parse_routing_policy(a.policy));
   std::string token;
   if (listening) {
     SPINDLE_ASSIGN_OR_RETURN(token, admin_token(a.door.admin_token_file));
   }
   nn::set_blas_threads(1);
-  SPINDLE_ASSIGN_OR_RETURN(auto calibration, load_or_calibrate(a, ds, g.pool()));
-  auto router = std::make_shared<sched::psgs_router>(std::move(calibration), policy);
+  gnn_serving_defaults defaults;
+  SPINDLE_ASSIGN_OR_RETURN(defaults.calibration, load_or_calibrate(a, ds, g.pool()));
+  defaults.policy = policy;
+  defaults.batch.deadline = std::chrono::microseconds(a.deadline_us);
+  defaults.batch.max_batch = std::size_t(std::max(1, a.max_batch));
+  defaults.pipelines = a.pipelines;
+  defaults.max_queue = a.door.max_queue;
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
-  std::vector<caf::actor> pipes;
-  for (int i = 0; i < std::max(1, a.pipelines); ++i)
-    pipes.push_back(actors::spawn_pipeline(sys, ds, model, *router, g.pool()));
-  sched::batch_policy bp;
-  bp.deadline = std::chrono::microseconds(a.deadline_us);
-  bp.max_batch = std::size_t(std::max(1, a.max_batch));
-  // A batch also closes once its summed PSGS passes the routing point (Quiver
-  // §4.2.2); a point of 0 or infinity (curves that never cross) is not used.
-  bp.psgs_threshold = actors::batch_close_threshold(router->threshold());
-  const auto* dsp = &ds;
-  auto batcher = actors::spawn_batcher(
-      sys, pipes, bp, router, [dsp](const sched::gnn_request& r) { return summed_psgs(*dsp, r); });
+  gnn_models models(sys, ds, g.pool(), std::move(defaults));
+  SPINDLE_ASSIGN_OR_RETURN(auto model, config::load_model_desc(a.model));
+  SPINDLE_ASSIGN_OR_RETURN(auto b, models.load(a.name.empty() ? model.name : a.name, a.model));
   if (listening) {
     actors::gateway gw(sys);
-    actors::gnn_model_binding b{a.name.empty() ? model.desc().name : a.name,
-                                batcher,
-                                &ds,
-                                &model,
-                                router,
-                                bp,
-                                a.door.max_queue};
-    b.router_actor = actors::spawn_router(sys, router, batcher);
     gw.add_model(b);
+    gw.set_model_loader(models.loader());
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
-    status s = serve_until_signal(gw, a.door, token);
-    caf::anon_send_exit(b.router_actor, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
-    for (auto& p : pipes) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
-    return s;
+    return serve_until_signal(gw, a.door, token);
   }
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(
-      sys, batcher, {sched::degree_requests(ds, a.workload), a.rate, a.clients}, result, self);
+      sys, b.batcher, {sched::degree_requests(ds, a.workload), a.rate, a.clients}, result, self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;
-  self->request(batcher, caf::infinite, actors::stats_atom::value)
+  self->request(b.batcher, caf::infinite, actors::stats_atom::value)
       .receive([&](const actors::batcher_stats& s) { stats = s; }, [](caf::error&) {});
   report_load(*result, stats, a);
-  self->send_exit(batcher, caf::exit_reason::user_shutdown);
-  for (auto& p : pipes) self->send_exit(p, caf::exit_reason::user_shutdown);
-  return status::ok();
+  return status::ok();  // `models` stops the actors
 }
 
 }  // namespace

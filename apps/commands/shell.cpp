@@ -24,8 +24,8 @@ namespace {
 
 namespace rpc = transport::rpc;
 
-const std::vector<std::string> kCommands = {"help",    "models", "stats", "tunables", "set",
-                                            "members", "infer",  "watch", "quit"};
+const std::vector<std::string> kCommands = {"help",   "models",  "stats", "tunables", "set", "load",
+                                            "unload", "members", "infer", "watch",    "quit"};
 
 struct shell_state {
   std::unique_ptr<rpc::rpc_client> client;
@@ -47,16 +47,26 @@ std::string help_text() {
          "  models                          list loaded models\n"
          "  stats [MODEL]                   counters, latency percentiles, tunables (JSON)\n"
          "  tunables MODEL                  live-tunable settings of a model\n"
-         "  set MODEL NAME VALUE            change a tunable now (routing_policy, "
-         "batch_deadline_us,\n"
-         "                                  max_batch, max_queue; DLRM: "
+         "  set MODEL NAME VALUE            change a tunable now (routing_policy, psgs_threshold,\n"
+         "                                  batch_deadline_us, max_batch, max_queue; cluster:\n"
+         "                                  placement_drift_threshold, replan; DLRM: "
          "hit_rate_threshold[.TABLE],\n"
          "                                  refresh, max_queue)\n"
+         "  load NAME MODEL_DIR             serve a GNN model directory (on the server) as NAME\n"
+         "  unload NAME                     stop serving NAME once its calls finished\n"
          "  members                         cluster membership and health\n"
          "  infer MODEL ID[,ID...] [SEED]   one GNN request\n"
          "  watch stats [SECONDS] [TIMES]   refreshing per-model table (default every 1 s, until "
          "Ctrl-C)\n"
          "  help, quit\n";
+}
+
+// The model names tab completion offers (at start, and after load / unload).
+void refresh_names(shell_state& s) {
+  auto r = s.client->list_models(s.token);
+  if (!r || r->status != rpc::rpc_status::ok) return;
+  s.model_names.clear();
+  for (const auto& m : r->models) s.model_names.push_back(m.name);
 }
 
 status admin_ok(const expected<rpc::admin_reply>& r) {
@@ -169,6 +179,12 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
     } else if (cmd == "set" && w.size() == 4) {
       st = admin_ok(s.client->set_tunable(s.token, w[1], w[2], w[3]));
       if (st) fmt::print("{} {} = {}\n", w[1], w[2], w[3]);
+    } else if (cmd == "load" && w.size() == 3) {
+      st = admin_ok(s.client->load_model(s.token, w[1], w[2]));
+      if (st) fmt::print("loaded {}\n", w[1]), refresh_names(s);
+    } else if (cmd == "unload" && w.size() == 2) {
+      st = admin_ok(s.client->unload_model(s.token, w[1]));
+      if (st) fmt::print("unloaded {}\n", w[1]), refresh_names(s);
     } else if (cmd == "members") {
       auto r = s.client->members(s.token);
       st = admin_ok(r);
@@ -225,9 +241,7 @@ status run_shell(const shell_args& a) {
       return make_error(errc::not_found, "{}: cannot read the admin token", a.token_file);
   }
   SPINDLE_ASSIGN_OR_RETURN(s.client, rpc::rpc_client::connect(a.connect, 30000));
-  if (auto r = s.client->list_models(s.token); r && r->status == rpc::rpc_status::ok) {
-    for (const auto& m : r->models) s.model_names.push_back(m.name);
-  }
+  refresh_names(s);
   bool failed = false;
   if (!a.commands.empty()) {
     std::stringstream cmds(a.commands);

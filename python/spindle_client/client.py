@@ -136,6 +136,18 @@ class Client:
         req.token, req.model, req.name, req.value = self._token, model, name, str(value)
         _check(await req.send())
 
+    async def load_model(self, name: str, path: str) -> None:
+        """Serves the GNN model directory `path` (on the server) as `name` (schema 3)."""
+        req = self._admin.loadModel_request()
+        req.token, req.name, req.path = self._token, name, path
+        _check(await req.send())
+
+    async def unload_model(self, name: str) -> None:
+        """Stops serving `name` once its calls in flight finished (schema 3)."""
+        req = self._admin.unloadModel_request()
+        req.token, req.name = self._token, name
+        _check(await req.send())
+
 
 @contextlib.asynccontextmanager
 async def connect(endpoint: str, token: str = "", token_file: Optional[str] = None):

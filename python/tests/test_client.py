@@ -47,7 +47,7 @@ def server():
             endpoint = line.split()[1]
             break
     assert endpoint, "server did not start"
-    yield {"endpoint": endpoint, "token_file": tmp + "/token", "spindle": SPINDLE}
+    yield {"endpoint": endpoint, "token_file": tmp + "/token", "spindle": SPINDLE, "model_dir": tmp + "/m"}
     proc.terminate()
     assert proc.wait(timeout=30) == 0
 
@@ -107,3 +107,23 @@ def test_recommendation_and_admin_calls(server):
     assert stats["models"]["ctr"]["ok"] >= 1
     assert {m["name"] for m in models} == {"gcn", "ctr"}
     assert err.status == "unauthorized"
+
+
+def test_models_load_and_unload_live(server):
+    async def main():
+        async with sc.connect(server["endpoint"], token_file=server["token_file"]) as c:
+            await c.load_model("gcn2", server["model_dir"])
+            names = {m["name"] for m in await c.models()}
+            same = (await c.infer_gnn("gcn2", [1, 2], sampler_seed=5)).outputs
+            ref = (await c.infer_gnn("gcn", [1, 2], sampler_seed=5)).outputs
+            with pytest.raises(sc.SpindleError) as missing:
+                await c.load_model("ghost", server["model_dir"] + "-missing")
+            await c.unload_model("gcn2")
+            after = {m["name"] for m in await c.models()}
+        return names, same, ref, missing.value, after
+
+    names, same, ref, missing, after = sc.run(main())
+    assert "gcn2" in names
+    assert same == ref
+    assert missing.status == "badRequest" and "-missing" in missing.message
+    assert after == {"gcn", "ctr"}

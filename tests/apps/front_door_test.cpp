@@ -15,6 +15,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/subprocess.hpp"
 #include "graph/prepare.hpp"
@@ -306,6 +307,52 @@ TEST(front_door_test, tensor_payloads_give_the_same_answer_on_the_unified_and_sp
   EXPECT_FALSE(unknown.has_value());  // the client knows the session's models
   auto bad = f.client->infer_tensor("sum", std::span<const float>());
   EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
+}
+
+// Admin.loadModel serves a second GNN next to the first without a restart;
+// bad names and paths are refused by name; unloadModel lets the calls in flight
+// finish (a client hammering the model sees only ok, then "unknown model").
+TEST(front_door_test, models_load_and_unload_live_without_losing_calls) {
+  auto& f = fixture();
+  const std::string dir = f.dir + "/m";
+  ASSERT_EQ(f.client->load_model(f.token, "sage2", dir)->status, rpc::rpc_status::ok);
+  EXPECT_EQ(f.client->list_models(f.token)->models.size(), 3u);
+  auto again = f.client->load_model(f.token, "sage2", dir);
+  EXPECT_EQ(again->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(again->message.find("'sage2' is already loaded"), std::string::npos) << again->message;
+  auto missing = f.client->load_model(f.token, "ghost", f.dir + "/no-such-model");
+  EXPECT_EQ(missing->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(missing->message.find("no-such-model"), std::string::npos) << missing->message;
+  auto bad_name = f.client->load_model(f.token, "a b", dir);
+  EXPECT_EQ(bad_name->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(bad_name->message.find("name 'a b'"), std::string::npos) << bad_name->message;
+  auto one = f.client->infer_gnn({"sage2", {3, 4}, 7, 0});
+  auto ref = f.client->infer_gnn({"sage", {3, 4}, 7, 0});
+  ASSERT_EQ(one->status, rpc::rpc_status::ok) << one->message;
+  EXPECT_EQ(one->outputs, ref->outputs);  // same weights, same sampler seed
+  // A second connection keeps calling sage2 while it is unloaded.
+  std::map<rpc::rpc_status, int> seen;
+  std::string other;
+  std::thread hammer([&] {
+    auto c = rpc::rpc_client::connect(f.endpoint, 30000);
+    ASSERT_TRUE(c.has_value());
+    for (int i = 0; i < 400; ++i) {
+      auto a = (*c)->infer_gnn({"sage2", {std::int64_t(i % 50)}, 1, 0});
+      ASSERT_TRUE(a.has_value());
+      ++seen[a->status];
+      if (a->status != rpc::rpc_status::ok) other = a->message;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(f.client->unload_model(f.token, "sage2")->status, rpc::rpc_status::ok);
+  hammer.join();
+  EXPECT_EQ(seen[rpc::rpc_status::ok] + seen[rpc::rpc_status::bad_request], 400);
+  if (seen[rpc::rpc_status::bad_request] > 0)
+    EXPECT_NE(other.find("unknown model 'sage2'"), std::string::npos) << other;
+  EXPECT_EQ(f.client->list_models(f.token)->models.size(), 2u);
+  auto gone = f.client->unload_model(f.token, "sage2");
+  EXPECT_EQ(gone->status, rpc::rpc_status::bad_request);
+  EXPECT_EQ(f.client->infer_gnn({"sage", {3, 4}, 7, 0})->outputs, ref->outputs);  // untouched
 }
 
 TEST(front_door_test, sigterm_stops_the_server_cleanly) {

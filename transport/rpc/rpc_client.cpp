@@ -330,4 +330,26 @@ expected<admin_reply> rpc_client::members(const std::string& token) {
   });
 }
 
+expected<admin_reply> rpc_client::load_model(const std::string& token, const std::string& name,
+                                             const std::string& path) {
+  return guarded(endpoint_, [&]() -> expected<admin_reply> {
+    auto req = impl_->admin.loadModelRequest();
+    req.setToken(text(token));
+    req.setName(text(name));
+    req.setPath(text(path));
+    auto r = impl_->wait(req.send());
+    return admin_of(r);
+  });
+}
+
+expected<admin_reply> rpc_client::unload_model(const std::string& token, const std::string& name) {
+  return guarded(endpoint_, [&]() -> expected<admin_reply> {
+    auto req = impl_->admin.unloadModelRequest();
+    req.setToken(text(token));
+    req.setName(text(name));
+    auto r = impl_->wait(req.send());
+    return admin_of(r);
+  });
+}
+
 }  // namespace spindle::transport::rpc

@@ -62,6 +62,10 @@ class rpc_client {
   expected<admin_reply> set_tunable(const std::string& token, const std::string& model,
                                     const std::string& name, const std::string& value);
   expected<admin_reply> members(const std::string& token);
+  /// Schema version 3: serve the model directory `path` (on the server) as `name`.
+  expected<admin_reply> load_model(const std::string& token, const std::string& name,
+                                   const std::string& path);
+  expected<admin_reply> unload_model(const std::string& token, const std::string& name);
 
   const std::string& endpoint() const { return endpoint_; }
 

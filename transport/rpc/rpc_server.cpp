@@ -155,6 +155,18 @@ class admin_impl final : public ::Admin::Server {
     return kj::READY_NOW;
   }
 
+  kj::Promise<void> loadModel(LoadModelContext ctx) override {
+    auto p = ctx.getParams();
+    if (refuse(p.getToken(), ctx.getResults())) return kj::READY_NOW;
+    return answer(ctx.getResults(), s_.load_model(str(p.getName()), str(p.getPath())));
+  }
+
+  kj::Promise<void> unloadModel(UnloadModelContext ctx) override {
+    auto p = ctx.getParams();
+    if (refuse(p.getToken(), ctx.getResults())) return kj::READY_NOW;
+    return answer(ctx.getResults(), s_.unload_model(str(p.getName())));
+  }
+
  private:
   template <class Results>
   bool refuse(::capnp::Text::Reader token, Results r) {
@@ -168,9 +180,12 @@ class admin_impl final : public ::Admin::Server {
   template <class Results>
   kj::Promise<void> answer(Results r, const status& s) {
     if (!s) {
-      r.setStatus(s.code() == errc::invalid_argument || s.code() == errc::not_found
+      r.setStatus(s.code() == errc::invalid_argument || s.code() == errc::not_found ||
+                          s.code() == errc::unsupported || s.code() == errc::corrupt_data ||
+                          s.code() == errc::io_error
                       ? ::Status::BAD_REQUEST
-                      : ::Status::INTERNAL);
+                  : s.code() == errc::unavailable ? ::Status::UNAVAILABLE
+                                                  : ::Status::INTERNAL);
       r.setMessage(text(s.message()));
     }
     return kj::READY_NOW;

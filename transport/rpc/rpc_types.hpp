@@ -103,6 +103,15 @@ class rpc_service {
   virtual status set_tunable(const std::string& model, const std::string& name,
                              const std::string& value) = 0;
   virtual std::string members_json() = 0;
+  /// Loads a model directory under `name` (Admin.loadModel); the default serves none.
+  virtual status load_model(const std::string& name, const std::string& path) {
+    (void)path;
+    return make_error(errc::unsupported, "this server cannot load models ('{}')", name);
+  }
+  /// Stops serving `name` once its calls in flight finished (Admin.unloadModel).
+  virtual status unload_model(const std::string& name) {
+    return make_error(errc::unsupported, "this server cannot unload models ('{}')", name);
+  }
 
   /// Tensor models (unified path): `payload` is valid only during the call.
   virtual void infer_tensor(const std::string& model, std::span<const std::byte> payload,

@@ -7,7 +7,7 @@
 # request never fails its neighbours in a batch.
 @0xf8bf9206416f48e7;
 
-const schemaVersion :UInt32 = 2;  # 2: tensor models, the SplitRPC data path
+const schemaVersion :UInt32 = 3;  # 2: tensor models, the SplitRPC data path; 3: load/unload
 
 enum Status {
   ok @0;                # the request was served; outputs are valid
@@ -114,6 +114,16 @@ interface Admin {
   members @5 (token :Text) -> (status :Status, message :Text, json :Text);
   # Cluster membership and health: {"members": [{"rank", "name", "alive"}]} (one
   # entry, this process, for `spindle serve`).
+  loadModel @6 (token :Text, name :Text, path :Text) -> (status :Status, message :Text);
+  # (version 3) Loads the GNN model directory `path` (model.toml + weights, read
+  # by the server) under `name` and serves it over the server's dataset with the
+  # server's batching and routing defaults; its input width must match the
+  # dataset's features. badRequest names the path or name that is wrong (a name
+  # already loaded, a missing directory, a width mismatch); the running models
+  # are untouched either way.
+  unloadModel @7 (token :Text, name :Text) -> (status :Status, message :Text);
+  # (version 3) Stops taking calls for `name` at once, lets its calls in flight
+  # finish (10 s at most), then stops its actors and frees it.
 }
 
 interface Spindle {

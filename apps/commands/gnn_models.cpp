@@ -1,0 +1,76 @@
+#include "apps/commands/gnn_models.hpp"
+
+#include "actors/batcher_actor.hpp"
+#include "actors/pipeline_actor.hpp"
+#include "actors/router_actor.hpp"
+#include "nn/model.hpp"
+#include "sched/gnn_pipeline.hpp"
+
+namespace spindle::apps {
+
+// One model and the actors serving it; the actors read the model and router.
+struct gnn_models::served {
+  nn::heap_allocator weights;
+  std::unique_ptr<nn::model> model;
+  std::shared_ptr<sched::psgs_router> router;
+  std::vector<caf::actor> pipelines;
+  caf::actor batcher, router_actor;
+};
+
+gnn_models::gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,
+                       gnn_serving_defaults defaults)
+    : sys_(sys), ds_(ds), pool_(pool), defaults_(std::move(defaults)) {}
+
+gnn_models::~gnn_models() {
+  while (!models_.empty()) unload(models_.begin()->first);
+}
+
+expected<actors::gnn_model_binding> gnn_models::load(const std::string& name,
+                                                     const std::string& path) {
+  if (models_.count(name))
+    return make_error(errc::invalid_argument, "name '{}' is already loaded", name);
+  auto s = std::make_unique<served>();
+  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(path, s->weights));
+  if (!model.desc().is_gnn() || model.desc().in != ds_.feature_dim())
+    return make_error(errc::invalid_argument,
+                      "{}: model input width {} does not match the dataset's {} features", path,
+                      model.desc().in, ds_.feature_dim());
+  s->model = std::make_unique<nn::model>(std::move(model));
+  s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
+  for (int i = 0; i < std::max(1, defaults_.pipelines); ++i)
+    s->pipelines.push_back(actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_));
+  auto bp = defaults_.batch;
+  // A batch also closes once its summed PSGS passes the routing point (Quiver §4.2.2).
+  bp.psgs_threshold = actors::batch_close_threshold(s->router->threshold());
+  const auto* ds = &ds_;
+  s->batcher =
+      actors::spawn_batcher(sys_, s->pipelines, bp, s->router,
+                            [ds](const sched::gnn_request& r) { return summed_psgs(*ds, r); });
+  s->router_actor = actors::spawn_router(sys_, s->router, s->batcher);
+  actors::gnn_model_binding b{name, s->batcher,         &ds_, s->model.get(), s->router,
+                              bp,   defaults_.max_queue};
+  b.router_actor = s->router_actor;
+  models_[name] = std::move(s);
+  return b;
+}
+
+void gnn_models::unload(const std::string& name) {
+  auto it = models_.find(name);
+  if (it == models_.end()) return;
+  auto& s = *it->second;
+  caf::scoped_actor self{sys_};
+  std::vector<caf::actor> all = s.pipelines;
+  all.push_back(s.batcher);
+  all.push_back(s.router_actor);
+  for (auto& a : all) self->send_exit(a, caf::exit_reason::user_shutdown);
+  // The pipelines read the model: it is freed only after they have terminated.
+  for (auto& a : all) self->wait_for(a);
+  models_.erase(it);
+}
+
+actors::model_loader gnn_models::loader() {
+  return {[this](const std::string& name, const std::string& path) { return load(name, path); },
+          [this](const std::string& name) { unload(name); }};
+}
+
+}  // namespace spindle::apps

@@ -1,0 +1,54 @@
+// The GNN models one `spindle serve` process serves over its dataset: each has
+// its own pipelines, batcher and router actor (over the server's calibration
+// and defaults), loaded at start or later through Admin.loadModel, and stopped
+// and freed by unload (after its actors have terminated). Not thread-safe: one
+// caller at a time (start-up, then the RPC thread).
+#pragma once
+
+#include <caf/all.hpp>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "actors/gateway.hpp"
+#include "core/thread_pool.hpp"
+#include "graph/dataset.hpp"
+#include "sched/batching.hpp"
+#include "sched/psgs_router.hpp"
+
+namespace spindle::apps {
+
+struct gnn_serving_defaults {
+  sched::psgs_calibration calibration;
+  sched::routing_policy policy = sched::routing_policy::strict;
+  sched::batch_policy batch;  // deadline and max size; the PSGS threshold follows routing
+  int pipelines = 2;
+  std::size_t max_queue = 1024;
+};
+
+class gnn_models {
+ public:
+  gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,
+             gnn_serving_defaults defaults);
+  ~gnn_models();  // stops every model
+  gnn_models(const gnn_models&) = delete;
+  gnn_models& operator=(const gnn_models&) = delete;
+
+  /// Loads the model directory `path` as `name` and starts its actors. Fails
+  /// naming the path when it is not a GNN whose input width is the dataset's.
+  expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path);
+  /// Stops `name`'s actors, waits for them, and frees the model.
+  void unload(const std::string& name);
+  /// The loader the gateway calls for Admin.loadModel / unloadModel.
+  actors::model_loader loader();
+
+ private:
+  struct served;
+  caf::actor_system& sys_;
+  const graph::dataset& ds_;
+  thread_pool& pool_;
+  gnn_serving_defaults defaults_;
+  std::map<std::string, std::unique_ptr<served>> models_;
+};
+
+}  // namespace spindle::apps
