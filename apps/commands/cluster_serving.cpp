@@ -34,14 +34,6 @@ namespace {
 
 namespace ucx = transport::ucx;
 
-expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
-  for (std::size_t i = 0; i < plan.shards.size(); ++i)
-    if (plan.shards[i].server == server && plan.shards[i].tier == sched::shard_tier::host)
-      return int(i);
-  return make_error(errc::invalid_argument,
-                    "server {} has no host-memory shard in the plan (memory = 0?)", server);
-}
-
 // Polls the coordinator until `done(members)` holds; fails naming `what` after 60 s.
 expected<std::map<int, member_info>> wait_members(
     caf::actor_system& sys, const caf::actor& coord, std::string_view what,

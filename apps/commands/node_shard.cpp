@@ -11,14 +11,6 @@ namespace spindle::apps {
 
 namespace ucx = transport::ucx;
 
-struct node_shard::region {
-  ucx::mapped_memory memory;
-  std::string descriptor;
-  explicit region(ucx::mapped_memory m) : memory(std::move(m)) {}
-};
-
-namespace {
-
 expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
   for (std::size_t i = 0; i < plan.shards.size(); ++i)
     if (plan.shards[i].server == server && plan.shards[i].tier == sched::shard_tier::host)
@@ -26,6 +18,14 @@ expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
   return make_error(errc::invalid_argument,
                     "server {} has no host-memory shard in the plan (memory = 0?)", server);
 }
+
+struct node_shard::region {
+  ucx::mapped_memory memory;
+  std::string descriptor;
+  explicit region(ucx::mapped_memory m) : memory(std::move(m)) {}
+};
+
+namespace {
 
 // Where `node`'s row is in shard `shard` of `plan`, if that shard holds it.
 const std::byte* row_in(const sched::placement_plan& plan, int shard, const std::byte* rows,

@@ -28,6 +28,9 @@ struct epoch_plan {
   const std::byte* own_rows = nullptr;
 };
 
+/// The host-memory shard of `server` in `plan`; fails naming the server.
+expected<int> host_shard_of(const sched::placement_plan& plan, int server);
+
 class node_shard {
  public:
   /// Opens `dataset`, places it (epoch 0) and fills rank `rank`'s host shard.

@@ -131,6 +131,12 @@ struct cora_cluster {
     EXPECT_TRUE(sum.has_value());
     return sum ? *sum : 0;
   }
+  /// Ranks 1 and 2, started with `env`.
+  std::vector<child_process> members(const std::vector<std::string>& env) const {
+    std::vector<child_process> out;
+    for (int rank : {1, 2}) out.push_back(member(rank, env));
+    return out;
+  }
   child_process member(int rank, const std::vector<std::string>& env) const {
     return std::move(
         *child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
@@ -150,6 +156,20 @@ struct cora_cluster {
 
 class cluster_serving_test : public ::testing::TestWithParam<std::string> {};
 
+// The environment selecting a UCX transport ("" keeps UCX's default).
+std::vector<std::string> ucx_env(const std::string& tls) {
+  if (tls.empty()) return {};
+  return {"UCX_TLS=" + tls};
+}
+
+// SIGTERM to the coordinator and the members; each must exit 0.
+void stop_cluster(child_process& coord, std::vector<child_process>& members) {
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(), 0);
+  for (auto& m : members) m.signal(SIGTERM);
+  for (auto& m : members) EXPECT_EQ(m.wait(), 0);
+}
+
 // Three processes serve 10,000 GraphSAGE requests on Cora with the features
 // partitioned by FAP over their shards (UCX one-sided reads across processes);
 // the answers' checksum equals the single-process one computed here.
@@ -157,10 +177,8 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_serving");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  std::vector<std::string> env;
-  if (!GetParam().empty()) env.push_back("UCX_TLS=" + GetParam());
-  std::vector<child_process> members;
-  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  const auto env = ucx_env(GetParam());
+  auto members = c.members(env);
   auto coord = c.coordinator(10000, env);
   auto batches = coord.wait_for("batches ", 240'000);
   ASSERT_TRUE(batches.has_value()) << batches.error().to_string();
@@ -178,10 +196,7 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
       << *line;
   EXPECT_EQ(line->find("from other nodes 0\n"), std::string::npos)
       << *line;  // rows crossed processes
-  coord.signal(SIGTERM);
-  EXPECT_EQ(coord.wait(), 0);
-  for (auto& m : members) m.signal(SIGTERM);
-  for (auto& m : members) EXPECT_EQ(m.wait(), 0);
+  stop_cluster(coord, members);
 }
 
 // Live re-placement: with a low drift threshold the coordinator's placement
@@ -193,10 +208,8 @@ TEST_P(cluster_serving_test, a_replan_migrates_rows_while_serving) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_replan");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  std::vector<std::string> env;
-  if (!GetParam().empty()) env.push_back("UCX_TLS=" + GetParam());
-  std::vector<child_process> members;
-  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  const auto env = ucx_env(GetParam());
+  auto members = c.members(env);
   auto coord =
       c.coordinator(30000, env, {"--replan-drift", "0.05", "--replan-min-requests", "2000"});
   auto replans = coord.wait_for("placement replans ", 240'000);
@@ -218,10 +231,7 @@ TEST_P(cluster_serving_test, a_replan_migrates_rows_while_serving) {
   EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(30000))),
             std::string::npos)
       << *line;
-  coord.signal(SIGTERM);
-  EXPECT_EQ(coord.wait(), 0);
-  for (auto& m : members) m.signal(SIGTERM);
-  for (auto& m : members) EXPECT_EQ(m.wait(), 0);
+  stop_cluster(coord, members);
 }
 
 // Kill one member while the coordinator serves. Over tcp its gets fail; over
@@ -255,10 +265,8 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_kill");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  std::vector<std::string> env;
-  if (!GetParam().empty()) env.push_back("UCX_TLS=" + GetParam());
-  std::vector<child_process> members;
-  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  const auto env = ucx_env(GetParam());
+  auto members = c.members(env);
   auto coord = c.coordinator(50000, env);
   ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -287,10 +295,8 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   if (!GetParam().empty()) GTEST_SKIP() << "rejoin runs over UCX's default transports only";
   cora_cluster c("cluster_rejoin");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  std::vector<std::string> env;
-  if (!GetParam().empty()) env.push_back("UCX_TLS=" + GetParam());
-  std::vector<child_process> members;
-  for (int rank : {1, 2}) members.push_back(c.member(rank, env));
+  const auto env = ucx_env(GetParam());
+  auto members = c.members(env);
   constexpr std::size_t n = 120000;
   // Re-plans run meanwhile: the killed member restarts at epoch 0 and must
   // catch up with the cluster's epoch by itself before it is read again.
