@@ -302,6 +302,19 @@ TEST(front_door_test, tensor_payloads_give_the_same_answer_on_the_unified_and_sp
     EXPECT_FLOAT_EQ(unified->result[0], float(sum)) << floats;
     EXPECT_EQ(unified->result, split->result) << floats;
     EXPECT_EQ(split->result[1], float(floats));
+    // Pipelined: 16 calls in flight on each path, every answer the same.
+    for (bool over_split : {false, true}) {
+      std::map<rpc::rpc_status, int> seen;
+      std::size_t wrong = 0;
+      ASSERT_TRUE(f.client->run_tensor_closed_loop(
+          "sum", payload, 64, 16, over_split,
+          [&](std::size_t, const rpc::tensor_answer& a, double) {
+            ++seen[a.status];
+            wrong += a.status == rpc::rpc_status::ok && a.result != split->result;
+          }));
+      EXPECT_EQ(seen[rpc::rpc_status::ok], 64) << floats << (over_split ? " split" : " unified");
+      EXPECT_EQ(wrong, 0u);
+    }
   }
   auto unknown = f.client->infer_split("nope", std::vector<float>(4));
   EXPECT_FALSE(unknown.has_value());  // the client knows the session's models

@@ -232,6 +232,73 @@ status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size
   });
 }
 
+status rpc_client::run_tensor_closed_loop(const std::string& model, std::span<const float> payload,
+                                          std::size_t calls, std::size_t in_flight, bool split,
+                                          const tensor_callback& done) {
+  std::uint32_t model_index = 0;
+  if (split) {
+    if (!impl_->ucx_ep)
+      return make_error(errc::invalid_argument, "split closed loop: call open_split() first");
+    const auto it = std::find(impl_->split_models.begin(), impl_->split_models.end(), model);
+    if (it == impl_->split_models.end())
+      return make_error(errc::invalid_argument, "split closed loop: no tensor model '{}' on {}",
+                        model, endpoint_);
+    model_index = std::uint32_t(it - impl_->split_models.begin());
+  }
+  return guarded(endpoint_, [&]() -> status {
+    std::size_t next = 0;
+    auto finish = [&](std::size_t i, auto t0, tensor_answer a) {
+      done(i, a, seconds_between(t0, std::chrono::steady_clock::now()));
+    };
+    std::function<kj::Promise<void>()> issue = [&]() -> kj::Promise<void> {
+      if (next >= calls) return kj::READY_NOW;
+      const std::size_t i = next++;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto failed = [&, i, t0](kj::Exception&& e) {
+        finish(i, t0, {rpc_status::unavailable, e.getDescription().cStr()});
+        return issue();
+      };
+      if (!split) {
+        auto req = impl_->inference.inferTensorRequest();
+        req.setModel(text(model));
+        req.setPayload(
+            kj::arrayPtr(reinterpret_cast<const kj::byte*>(payload.data()), payload.size_bytes()));
+        return req.send().then(
+            [&, i, t0](capnp::Response<::Inference::InferTensorResults> r) {
+              finish(i, t0, detail::read(r.getReply()));
+              return issue();
+            },
+            failed);
+      }
+      // The payload first (it lands in the tensor queue), then the control record.
+      split_header h{++impl_->next_call, model_index};
+      std::byte header[12];
+      std::memcpy(header, &h.call_id, 8);
+      std::memcpy(header + 8, &h.model, 4);
+      if (auto st = impl_->ucx_ep->send_bulk(split_am_id, header, std::as_bytes(payload),
+                                             impl_->timeout_ms);
+          !st) {
+        finish(i, t0, {rpc_status::unavailable, st.message()});
+        return issue();
+      }
+      auto req = impl_->inference.inferSplitRequest();
+      req.setModel(text(model));
+      req.setCallId(h.call_id);
+      req.setBytes(payload.size_bytes());
+      return req.send().then(
+          [&, i, t0](capnp::Response<::Inference::InferSplitResults> r) {
+            finish(i, t0, detail::read(r.getReply()));
+            return issue();
+          },
+          failed);
+    };
+    auto chains = kj::heapArrayBuilder<kj::Promise<void>>(std::max<std::size_t>(1, in_flight));
+    for (std::size_t c = 0; c < std::max<std::size_t>(1, in_flight); ++c) chains.add(issue());
+    kj::joinPromises(chains.finish()).wait(impl_->ws());
+    return status::ok();
+  });
+}
+
 status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
                                  const std::vector<double>& send_at_s, const gnn_callback& done) {
   if (send_at_s.size() != calls.size()) {

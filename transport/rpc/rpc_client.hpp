@@ -16,6 +16,7 @@ namespace spindle::transport::rpc {
 
 /// Called once per call with its index, answer and latency in seconds.
 using gnn_callback = std::function<void(std::size_t, const gnn_answer&, double)>;
+using tensor_callback = std::function<void(std::size_t, const tensor_answer&, double)>;
 
 struct admin_reply {
   rpc_status status = rpc_status::ok;
@@ -54,6 +55,14 @@ class rpc_client {
   /// measured from that scheduled time (no coordinated omission).
   status run_open_loop(const std::vector<gnn_call>& calls, const std::vector<double>& send_at_s,
                        const gnn_callback& done);
+
+  /// Closed loop of `calls` tensor calls with the same payload, `in_flight`
+  /// outstanding: over the SplitRPC path (`split`, after open_split: the payload
+  /// over UCX, then the control record; calls pipelined, so the server's tensor
+  /// queue batches them) or the unified path. `done(i, answer, seconds)`.
+  status run_tensor_closed_loop(const std::string& model, std::span<const float> payload,
+                                std::size_t calls, std::size_t in_flight, bool split,
+                                const tensor_callback& done);
 
   expected<std::uint32_t> server_version();
   expected<admin_reply> stats(const std::string& token);
