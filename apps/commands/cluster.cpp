@@ -202,6 +202,7 @@ bool is_loopback(const std::string& host) {
 
 struct launch_args {
   std::string config, dataset, model, listen, admin_token_file;
+  std::string replan_drift;  // passed to rank 0 as --replan-drift
 };
 
 // The `spindle node` command line of rank `r` under `spindle launch`.
@@ -214,6 +215,7 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
     argv.insert(argv.end(), {"--listen", a.listen, "--expect", std::to_string(ranks - 1)});
     if (!a.admin_token_file.empty())
       argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
+    if (!a.replan_drift.empty()) argv.insert(argv.end(), {"--replan-drift", a.replan_drift});
   }
   return argv;
 }
@@ -320,6 +322,8 @@ void register_cluster(CLI::App& app, global_options&) {
   launch->add_option("--listen", la->listen,
                      "Rank 0 serves the front door on HOST:PORT once every rank is ready");
   launch->add_option("--admin-token-file", la->admin_token_file, "Rank 0's Admin token file");
+  launch->add_option("--replan-drift", la->replan_drift,
+                     "Rank 0 re-plans feature placement past this FAP drift (see `node`)");
   launch->callback([la] {
     if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
   });
