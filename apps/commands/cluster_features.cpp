@@ -78,6 +78,7 @@ expected<std::unique_ptr<cluster_features>> cluster_features::create(const node_
   const auto alive = view.snapshot();
   const auto latest = shard.latest();
   SPINDLE_ASSIGN_OR_RETURN(f->now_, f->attach(latest.epoch, alive));
+  f->by_epoch_.push_back({latest.epoch});
   f->reading_.store(latest.epoch, std::memory_order_release);
   return f;
 }
@@ -142,6 +143,7 @@ void cluster_features::switch_epoch(const std::map<int, member_info>& alive) {
   log::info("rank {}: gathers read placement epoch {} now (was {})", shard_.rank(), latest.epoch,
             now_->epoch);
   now_ = std::move(*next);
+  by_epoch_.push_back({latest.epoch});
   reading_.store(latest.epoch, std::memory_order_release);
 }
 
@@ -183,6 +185,11 @@ void cluster_features::apply_membership() {
   follow_members(alive);
 }
 
+std::vector<cluster_features::epoch_rows> cluster_features::rows_by_epoch() {
+  std::lock_guard lock(gather_mu_);
+  return by_epoch_;
+}
+
 void cluster_features::refresh() {
   std::lock_guard lock(gather_mu_);
   apply_membership();
@@ -200,6 +207,10 @@ sched::feature_source cluster_features::source() {
         now_->gatherer->gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim_ * 4}));
     remote_rows_ += rep.remote_rows + rep.mapped_rows;
     local_rows_ += rep.local_rows - rep.mapped_rows;
+    auto& e = by_epoch_.back();
+    ++e.gathers;
+    e.remote += rep.remote_rows + rep.mapped_rows;
+    e.local += rep.local_rows - rep.mapped_rows;
     return status::ok();
   };
 }

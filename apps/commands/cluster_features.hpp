@@ -74,6 +74,13 @@ class cluster_features {
   /// Rows gathered per node and requests so far (the observed FAP; any thread).
   const sched::access_counter& accesses() const { return *accesses_; }
   std::uint64_t remote_rows() const { return remote_rows_; }
+  /// Rows read per placement epoch this reader used: by pointer from its own
+  /// shard, and from other nodes' shards (mapped or one-sided), with the gathers.
+  struct epoch_rows {
+    int epoch = 0;
+    std::uint64_t gathers = 0, local = 0, remote = 0;
+  };
+  std::vector<epoch_rows> rows_by_epoch();
   /// The placement epoch gathers read now (any thread).
   int reading_epoch() const { return reading_.load(std::memory_order_acquire); }
   /// Applies membership and epoch changes now, between two gathers (any thread;
@@ -99,6 +106,7 @@ class cluster_features {
   std::unique_ptr<epoch_state> now_;
   std::atomic<int> reading_{0};
   std::uint64_t local_rows_ = 0, remote_rows_ = 0;
+  std::vector<epoch_rows> by_epoch_;  // guarded by gather_mu_; back() is the current epoch
   std::unique_ptr<sched::access_counter> accesses_;
   std::uint64_t gathers_ = 0;
 };

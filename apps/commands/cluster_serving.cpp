@@ -414,6 +414,13 @@ status cluster_gnn::run_workload(std::size_t workload) {
   fmt::print("observed accesses {} FAP drift {:.3f}\n", acc.total(),
              sched::fap_drift(ds.fap(), acc.snapshot()));
   report_placement();
+  // What each epoch's plan meant for this pipeline's reads (the measured side of
+  // the link model's estimate above).
+  for (const auto& e : p_->features->rows_by_epoch())
+    if (e.gathers > 0)
+      fmt::print("epoch {}: {} requests, rows per request {:.1f} local {:.1f} from other nodes\n",
+                 e.epoch, e.gathers, double(e.local) / double(e.gathers),
+                 double(e.remote) / double(e.gathers));
   // "answers" comes last: tests and scripts read up to it.
   fmt::print("answers {} failed {} checksum {} rows local {} from other nodes {} wall {:.2f} s\n",
              spec.requests.size() - failed.size(), failed.size(),
