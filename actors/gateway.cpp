@@ -422,6 +422,8 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
         {"max_batch", std::to_string(e.b.policy.max_batch)},
         {"max_queue", std::to_string(e.max_queue.load())}};
+    if (e.b.device)
+      t.push_back({"gnnsched_policy", std::string(sched::to_string(e.b.device->policy()))});
     const double o = e.b.router->threshold_override();
     t.push_back(
         {"psgs_threshold", std::isnan(o) ? std::string("calibrated") : fmt::format("{}", o)});
@@ -462,6 +464,15 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
                        const std::string& value) {
   if (e.b.placement && (name == "placement_drift_threshold" || name == "replan"))
     return set_placement_tunable(sys, e.b.placement, name, value);
+  if (name == "gnnsched_policy") {
+    if (!e.b.device)
+      return make_error(errc::invalid_argument,
+                        "gnnsched_policy: this server runs no GNNSched device scheduler (start "
+                        "it with --gnnsched)");
+    SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_grouping_policy(value));
+    e.b.device->set_policy(p);  // the device's: every model on it
+    return status::ok();
+  }
   if (name == "routing_policy") {
     SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_routing_policy(value));
     if (e.b.router_actor) {
@@ -508,8 +519,8 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   } else {
     return make_error(errc::invalid_argument,
                       "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
-                      "batch_deadline_us, max_batch, max_queue; on a cluster also "
-                      "placement_drift_threshold, replan)",
+                      "batch_deadline_us, max_batch, max_queue, gnnsched_policy; on a cluster "
+                      "also placement_drift_threshold, replan)",
                       name);
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
@@ -573,6 +584,14 @@ std::string gateway::stats_json() {
               m["large_executor_batches"] = st.large;
             },
             [](const caf::error&) {});
+    if (e->b.device) {
+      const auto c = e->b.device->stats();
+      m["gnnsched"] = {{"policy", std::string(sched::to_string(e->b.device->policy()))},
+                       {"tasks", c.tasks},
+                       {"groups", c.groups},
+                       {"largest_group", c.largest_group},
+                       {"pool_bytes", e->b.device->capacity()}};
+    }
     if (e->b.router_actor) {
       self->request(e->b.router_actor, std::chrono::seconds(2), caf::get_atom::value)
           .receive([&](const std::string& r) { m["routing"] = nlohmann::json::parse(r); },

@@ -17,6 +17,7 @@
 #include "actors/hps_messages.hpp"
 #include "actors/serving_messages.hpp"
 #include "actors/split_path.hpp"
+#include "sched/device_scheduler.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
@@ -31,6 +32,7 @@ struct gnn_model_binding {
   std::size_t max_queue = 1024;
   caf::actor placement;     // a cluster's placement actor (re-plan tunables), or none
   caf::actor router_actor;  // its router actor (routing tunables); none: set directly
+  sched::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
 };
 
 struct rec_model_binding {

@@ -11,9 +11,11 @@ struct pipeline_state {
 
 caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const graph::dataset* ds,
                              const nn::model* model, const sched::psgs_router* router,
-                             thread_pool* pool, sched::feature_source features) {
+                             thread_pool* pool, sched::feature_source features,
+                             sched::gnn_pipeline::compute_gate gate) {
   self->state.pipeline =
       std::make_unique<sched::gnn_pipeline>(*ds, *model, *router, *pool, std::move(features));
+  self->state.pipeline->set_compute_gate(std::move(gate));
   return {
       [=](run_atom, const batch_job& job) -> sched::batch_result {
         return self->state.pipeline->run(job.requests);
@@ -42,8 +44,9 @@ caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const gr
 
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
                           const sched::psgs_router& router, thread_pool& pool,
-                          sched::feature_source features) {
-  return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool, std::move(features));
+                          sched::feature_source features, sched::gnn_pipeline::compute_gate gate) {
+  return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool, std::move(features),
+                                  std::move(gate));
 }
 
 }  // namespace spindle::actors

@@ -15,8 +15,10 @@ namespace spindle::actors {
 /// dataset, model and router (which must outlive the actor system).
 /// `features` (optional) replaces reading the dataset's own feature matrix, e.g.
 /// with a gatherer over shards in other processes.
+/// `gate` (optional) runs the forward passes through a device scheduler (GNNSched).
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
                           const sched::psgs_router& router, thread_pool& pool,
-                          sched::feature_source features = {});
+                          sched::feature_source features = {},
+                          sched::gnn_pipeline::compute_gate gate = {});
 
 }  // namespace spindle::actors

@@ -7,6 +7,8 @@
 
 #include "core/checksum.hpp"
 #include "graph/metrics.hpp"
+#include "sched/pmc.hpp"
+#include "sched/pmc_check.hpp"
 
 namespace spindle::sched {
 namespace {
@@ -49,21 +51,47 @@ status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
   }
   t.gather_s += since(t0);
   t0 = std::chrono::steady_clock::now();
+  SPINDLE_TRY(forward(sub, r, out));
+  t.compute_s += since(t0);
+  return status::ok();
+}
+
+// The model over the sampled blocks into `out` (one row per requested seed):
+// here with heap memory, or through the compute gate inside a buffer of the
+// PMC estimate's size (GNNSched §3.3; the estimate's safety factor 1.1).
+status gnn_pipeline::forward(const graph::sampled_subgraph& sub, const gnn_request& r,
+                             std::vector<float>& out) {
+  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   std::vector<nn::block> blocks;
   for (int l = 0; l < sub.num_hops(); ++l) {
     auto b = sub.layer_block(l);
     blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
   }
   auto degree = nn::gcn_degrees(sub.indptr, sub.indices, n);
-  nn::heap_allocator alloc;
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto y, model_.forward(alloc, blocks, degree, nn::tensor::borrow(features_.data(), {n, f})));
-  // One output row per requested seed (duplicates share a row).
-  out.resize(r.seeds.size() * std::size_t(y.cols()));
-  for (std::size_t s = 0; s < r.seeds.size(); ++s)
-    std::memcpy(out.data() + s * y.cols(), y.row(sub.seed_local[s]), std::size_t(y.cols()) * 4);
-  t.compute_s += since(t0);
-  return status::ok();
+  auto body = [&](nn::allocator& alloc) -> status {
+    SPINDLE_ASSIGN_OR_RETURN(auto y, model_.forward(alloc, blocks, degree,
+                                                    nn::tensor::borrow(features_.data(), {n, f})));
+    out.resize(r.seeds.size() * std::size_t(y.cols()));
+    for (std::size_t s = 0; s < r.seeds.size(); ++s)
+      std::memcpy(out.data() + s * y.cols(), y.row(sub.seed_local[s]), std::size_t(y.cols()) * 4);
+    return status::ok();
+  };
+  if (!gate_) {
+    nn::heap_allocator alloc;
+    return body(alloc);
+  }
+  const auto est = estimate_pmc(gnn_graph(model_.desc(), block_sizes(sub)));
+  const std::uint64_t outside = est.weight_bytes + std::uint64_t(n * f) * 4;
+  const std::uint64_t bytes =
+      std::max<std::uint64_t>(4096, est.pmc_bytes > outside ? est.pmc_bytes - outside : 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto st = gate_(bytes, solo_s_ > 0 ? 2 * solo_s_ : 0.01, [&](std::span<std::byte> buffer) {
+    nn::buffer_allocator alloc(buffer);
+    return body(alloc);
+  });
+  const double took = since(t0);
+  solo_s_ = solo_s_ == 0 ? took : 0.9 * solo_s_ + 0.1 * std::min(took, 4 * solo_s_);
+  return st;
 }
 
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {

@@ -60,6 +60,14 @@ class gnn_pipeline {
   /// batch sent to this process), instead of routing it here.
   batch_result run(const std::vector<gnn_request>& batch, psgs_router::choice executor);
 
+  /// Where the model's forward pass runs: given the task's buffer size (its PMC
+  /// estimate, activations only: weights and input live elsewhere) and QoS target,
+  /// the gate runs `work` inside such a buffer and returns its status (GNNSched's
+  /// device scheduler). Unset: on this thread with heap memory.
+  using compute_gate = std::function<status(
+      std::uint64_t bytes, double qos_s, const std::function<status(std::span<std::byte>)>& work)>;
+  void set_compute_gate(compute_gate gate) { gate_ = std::move(gate); }
+
  private:
   status run_one(const gnn_request& r, graph::sampling_executor& ex, std::vector<float>& out,
                  stage_times& t);
@@ -68,8 +76,11 @@ class gnn_pipeline {
   const psgs_router& router_;
   graph::inline_executor inline_;
   graph::pooled_executor pooled_;
+  status forward(const graph::sampled_subgraph& sub, const gnn_request& r, std::vector<float>& out);
   feature_source source_;
   std::vector<float> features_;
+  compute_gate gate_;
+  double solo_s_ = 0;  // running mean of a forward pass alone: QoS target = 2x (GNNSched)
 };
 
 /// The workload generator's requests: `n` single-seed requests, seeds drawn by

@@ -21,6 +21,20 @@ gnn_models::gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_
                        gnn_serving_defaults defaults)
     : sys_(sys), ds_(ds), pool_(pool), defaults_(std::move(defaults)) {}
 
+expected<std::unique_ptr<gnn_models>> gnn_models::create(caf::actor_system& sys,
+                                                         const graph::dataset& ds,
+                                                         thread_pool& pool,
+                                                         gnn_serving_defaults defaults) {
+  std::unique_ptr<gnn_models> m(new gnn_models(sys, ds, pool, std::move(defaults)));
+  if (m->defaults_.gnnsched) {
+    m->device_workers_ = std::make_unique<thread_pool>(0, "gnnsched-w");
+    SPINDLE_ASSIGN_OR_RETURN(
+        m->device_, sched::device_scheduler::create(m->defaults_.gnnsched_bytes,
+                                                    *m->device_workers_, *m->defaults_.gnnsched));
+  }
+  return m;
+}
+
 gnn_models::~gnn_models() {
   while (!models_.empty()) unload(models_.begin()->first);
 }
@@ -37,8 +51,16 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& name,
                       model.desc().in, ds_.feature_dim());
   s->model = std::make_unique<nn::model>(std::move(model));
   s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
+  sched::gnn_pipeline::compute_gate gate;
+  if (device_) {
+    gate = [d = device_.get()](std::uint64_t bytes, double qos_s,
+                               const std::function<status(std::span<std::byte>)>& work) {
+      return d->run(bytes, qos_s, work);
+    };
+  }
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i)
-    s->pipelines.push_back(actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_));
+    s->pipelines.push_back(
+        actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {}, gate));
   auto bp = defaults_.batch;
   // A batch also closes once its summed PSGS passes the routing point (Quiver §4.2.2).
   bp.psgs_threshold = actors::batch_close_threshold(s->router->threshold());
@@ -50,6 +72,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& name,
   actors::gnn_model_binding b{name, s->batcher,         &ds_, s->model.get(), s->router,
                               bp,   defaults_.max_queue};
   b.router_actor = s->router_actor;
+  b.device = device_.get();
   models_[name] = std::move(s);
   return b;
 }

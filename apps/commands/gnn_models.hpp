@@ -8,12 +8,14 @@
 #include <caf/all.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "actors/gateway.hpp"
 #include "core/thread_pool.hpp"
 #include "graph/dataset.hpp"
 #include "sched/batching.hpp"
+#include "sched/device_scheduler.hpp"
 #include "sched/psgs_router.hpp"
 
 namespace spindle::apps {
@@ -24,12 +26,18 @@ struct gnn_serving_defaults {
   sched::batch_policy batch;  // deadline and max size; the PSGS threshold follows routing
   int pipelines = 2;
   std::size_t max_queue = 1024;
+  /// GNNSched: the forward passes of every model go through one device
+  /// scheduler with this grouping policy and pool; unset: each pipeline computes alone.
+  std::optional<sched::grouping_policy> gnnsched;
+  std::size_t gnnsched_bytes = 256u << 20;
 };
 
 class gnn_models {
  public:
-  gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,
-             gnn_serving_defaults defaults);
+  /// Fails when the GNNSched pool cannot be reserved.
+  static expected<std::unique_ptr<gnn_models>> create(caf::actor_system& sys,
+                                                      const graph::dataset& ds, thread_pool& pool,
+                                                      gnn_serving_defaults defaults);
   ~gnn_models();  // stops every model
   gnn_models(const gnn_models&) = delete;
   gnn_models& operator=(const gnn_models&) = delete;
@@ -43,11 +51,15 @@ class gnn_models {
   actors::model_loader loader();
 
  private:
+  gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,
+             gnn_serving_defaults defaults);
   struct served;
   caf::actor_system& sys_;
   const graph::dataset& ds_;
   thread_pool& pool_;
   gnn_serving_defaults defaults_;
+  std::unique_ptr<thread_pool> device_workers_;  // "gnnsched-w": where groups run
+  std::unique_ptr<sched::device_scheduler> device_;
   std::map<std::string, std::unique_ptr<served>> models_;
 };
 

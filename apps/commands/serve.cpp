@@ -31,7 +31,9 @@ struct serve_args {
   std::size_t workload = 0;
   double rate = 0;
   bool json = false;
-  std::string name;  // model name for RPC calls (default: model.toml's)
+  std::string name;      // model name for RPC calls (default: model.toml's)
+  std::string gnnsched;  // GNNSched grouping policy for the forward passes, or empty
+  std::size_t gnnsched_mb = 256;
   front_door_args door;
 };
 
@@ -109,7 +111,13 @@ status run_serve(const serve_args& a, global_options& g) {
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
-  gnn_models models(sys, ds, g.pool(), std::move(defaults));
+  if (!a.gnnsched.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(defaults.gnnsched, sched::parse_grouping_policy(a.gnnsched));
+    defaults.gnnsched_bytes = std::size_t(a.gnnsched_mb) << 20;
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto models_ptr,
+                           gnn_models::create(sys, ds, g.pool(), std::move(defaults)));
+  auto& models = *models_ptr;
   SPINDLE_ASSIGN_OR_RETURN(auto model, config::load_model_desc(a.model));
   SPINDLE_ASSIGN_OR_RETURN(auto b, models.load(a.name.empty() ? model.name : a.name, a.model));
   if (listening) {
@@ -156,6 +164,12 @@ void register_serve(CLI::App& app, global_options& g) {
                   "Drive N requests from the in-process generator, print the report and exit "
                   "(without it: serve the RPC front door until SIGINT/SIGTERM)");
   cmd->add_option("--name", a->name, "Model name for RPC calls (default: the model.toml name)");
+  cmd->add_option("--gnnsched", a->gnnsched,
+                  "Run every model's forward passes through GNNSched's device scheduler with "
+                  "this grouping policy: fifo | sqtf | bqt (live: tunable gnnsched_policy)");
+  cmd->add_option("--gnnsched-memory-mb", a->gnnsched_mb,
+                  "With --gnnsched: the device memory pool the groups share")
+      ->capture_default_str();
   add_front_door_options(*cmd, a->door);
   cmd->add_option("--rate", a->rate, "Open-loop requests per second (0: closed loop)")
       ->capture_default_str();

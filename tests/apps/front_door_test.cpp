@@ -48,28 +48,14 @@ struct server_fixture {
     d.arch = config::model_arch::graphsage;
     d.in = 16, d.hidden = 32, d.out = 5;
     EXPECT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
-    auto s = child_process::spawn({SPINDLE_BINARY,
-                                   "serve",
-                                   "--dataset",
-                                   dir + "/g",
-                                   "--model",
-                                   dir + "/m",
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--admin-token-file",
-                                   token_file,
-                                   "--dlrm-model",
-                                   testing::golden_dlrm_dir,
-                                   "--dlrm-name",
-                                   "ctr",
-                                   "--pdb",
-                                   dir + "/pdb",
-                                   "--hit-rate-threshold",
-                                   "1.0",
-                                   "--metrics",
-                                   "127.0.0.1:0",
-                                   "--tensor-models",
-                                   "sum"});
+    auto s = child_process::spawn(
+        {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
+         "127.0.0.1:0", "--admin-token-file", token_file, "--dlrm-model", testing::golden_dlrm_dir,
+         "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--hit-rate-threshold", "1.0", "--metrics",
+         "127.0.0.1:0", "--tensor-models", "sum",
+         // Every GNN forward pass goes through GNNSched's device
+         // scheduler: answers must still equal the direct pipeline.
+         "--gnnsched", "sqtf"});
     EXPECT_TRUE(s.has_value());
     server.emplace(std::move(*s));
     auto metrics = server->wait_for("metrics http://127.0.0.1:", 60000);
@@ -156,6 +142,15 @@ TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
   ASSERT_EQ(stats->status, rpc::rpc_status::ok);
   auto j = nlohmann::json::parse(stats->json);
   EXPECT_EQ(j["models"]["sage"]["tunables"]["routing_policy"], "loose");
+  // GNNSched: the forward passes went through the device scheduler; its policy changes live.
+  EXPECT_GT(j["models"]["sage"]["gnnsched"]["tasks"].get<int>(), 0) << stats->json;
+  EXPECT_EQ(j["models"]["sage"]["tunables"]["gnnsched_policy"], "sqtf");
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "gnnsched_policy", "bqt")->status,
+            rpc::rpc_status::ok);
+  auto bad_policy = f.client->set_tunable(f.token, "sage", "gnnsched_policy", "lifo");
+  EXPECT_EQ(bad_policy->status, rpc::rpc_status::bad_request);
+  j = nlohmann::json::parse(f.client->stats(f.token)->json);
+  EXPECT_EQ(j["models"]["sage"]["gnnsched"]["policy"], "bqt");
   // The router actor: an operator's PSGS routing point, then back to the calibrated one.
   EXPECT_EQ(j["models"]["sage"]["routing"]["policy"], "loose") << stats->json;
   ASSERT_EQ(f.client->set_tunable(f.token, "sage", "psgs_threshold", "1234.5")->status,

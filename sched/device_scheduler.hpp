@@ -1,0 +1,67 @@
+// GNNSched on the serving path: one scheduler per device that the inference
+// tasks of every co-located model go through. A task states its buffer size
+// (the PMC estimate of its forward pass) and QoS target; a scheduler thread
+// repeatedly groups the waiting tasks with the grouping policy (FIFO, SQTF or
+// BQT; sched/gnnsched) so each group fits the device's memory pool, and runs
+// the first group concurrently (sched/colocated), each task inside its own
+// buffer. Tasks that arrive meanwhile join the next grouping. The policy
+// changes live. Thread-safe; run() blocks its caller until its task ran.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "core/thread_pool.hpp"
+#include "gpu/memory_pool.hpp"
+#include "sched/colocated.hpp"
+#include "sched/gnnsched.hpp"
+
+namespace spindle::sched {
+
+class device_scheduler {
+ public:
+  /// A pool of `pool_bytes` on the host device; groups run on `workers`.
+  static expected<std::unique_ptr<device_scheduler>> create(std::size_t pool_bytes,
+                                                            thread_pool& workers,
+                                                            grouping_policy policy);
+  ~device_scheduler();  // finishes the queued tasks, then stops
+
+  using work_fn = std::function<status(std::span<std::byte> buffer)>;
+  /// Queues a task of `bytes` with QoS target `qos_s` and waits until it ran.
+  /// resource_exhausted (naming the sizes) when `bytes` exceeds the whole pool.
+  status run(std::uint64_t bytes, double qos_s, work_fn work);
+
+  void set_policy(grouping_policy p) { policy_.store(p); }
+  grouping_policy policy() const { return policy_.load(); }
+  std::size_t capacity() const { return pool_.capacity(); }
+
+  struct counters {
+    std::uint64_t tasks = 0, groups = 0, largest_group = 0;
+  };
+  counters stats() const;
+
+ private:
+  struct task;
+  device_scheduler(gpu::memory_pool pool, thread_pool& workers, grouping_policy policy);
+  void loop();
+  std::vector<std::shared_ptr<task>> next_group();
+
+  gpu::memory_pool pool_;
+  colocated_runner runner_;
+  std::atomic<grouping_policy> policy_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<task>> queue_;  // arrival order; guarded by mu_
+  counters counters_;                        // guarded by mu_
+  std::uint64_t next_id_ = 0;                // guarded by mu_
+  bool stop_ = false;                        // guarded by mu_
+  std::thread thread_;                       // "gnnsched"
+};
+
+}  // namespace spindle::sched
