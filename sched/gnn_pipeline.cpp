@@ -30,8 +30,11 @@ double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
 
 double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, r); }
 
-status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
-                             std::vector<float>& out, stage_times& t) {
+// Samples `r` and gathers its features into `features`.
+expected<graph::sampled_subgraph> gnn_pipeline::prepare(const gnn_request& r,
+                                                        graph::sampling_executor& ex,
+                                                        std::vector<float>& features,
+                                                        stage_times& t) {
   const auto& d = model_.desc();
   auto t0 = std::chrono::steady_clock::now();
   std::vector<int> fanouts = ds_.metadata().fanouts;
@@ -41,26 +44,22 @@ status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
   t.sample_s += since(t0);
   t0 = std::chrono::steady_clock::now();
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
-  features_.resize(std::size_t(n * f));
+  features.resize(std::size_t(n * f));
   if (source_) {
-    SPINDLE_TRY(source_(sub.nodes, features_.data()));
+    SPINDLE_TRY(source_(sub.nodes, features.data()));
   } else {
     for (std::int64_t i = 0; i < n; ++i)
-      std::memcpy(features_.data() + i * f, ds_.features().data() + sub.nodes[i] * f,
+      std::memcpy(features.data() + i * f, ds_.features().data() + sub.nodes[i] * f,
                   std::size_t(f) * 4);
   }
   t.gather_s += since(t0);
-  t0 = std::chrono::steady_clock::now();
-  SPINDLE_TRY(forward(sub, r, out));
-  t.compute_s += since(t0);
-  return status::ok();
+  return sub;
 }
 
-// The model over the sampled blocks into `out` (one row per requested seed):
-// here with heap memory, or through the compute gate inside a buffer of the
-// PMC estimate's size (GNNSched §3.3; the estimate's safety factor 1.1).
+// The model over the sampled blocks into `out` (one row per requested seed).
 status gnn_pipeline::forward(const graph::sampled_subgraph& sub, const gnn_request& r,
-                             std::vector<float>& out) {
+                             std::span<const float> features, nn::allocator& alloc,
+                             std::vector<float>& out) const {
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   std::vector<nn::block> blocks;
   for (int l = 0; l < sub.num_hops(); ++l) {
@@ -68,30 +67,65 @@ status gnn_pipeline::forward(const graph::sampled_subgraph& sub, const gnn_reque
     blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
   }
   auto degree = nn::gcn_degrees(sub.indptr, sub.indices, n);
-  auto body = [&](nn::allocator& alloc) -> status {
-    SPINDLE_ASSIGN_OR_RETURN(auto y, model_.forward(alloc, blocks, degree,
-                                                    nn::tensor::borrow(features_.data(), {n, f})));
-    out.resize(r.seeds.size() * std::size_t(y.cols()));
-    for (std::size_t s = 0; s < r.seeds.size(); ++s)
-      std::memcpy(out.data() + s * y.cols(), y.row(sub.seed_local[s]), std::size_t(y.cols()) * 4);
-    return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto y, model_.forward(alloc, blocks, degree,
+                             nn::tensor::borrow(const_cast<float*>(features.data()), {n, f})));
+  out.resize(r.seeds.size() * std::size_t(y.cols()));
+  for (std::size_t s = 0; s < r.seeds.size(); ++s)
+    std::memcpy(out.data() + s * y.cols(), y.row(sub.seed_local[s]), std::size_t(y.cols()) * 4);
+  return status::ok();
+}
+
+status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
+                             std::vector<float>& out, stage_times& t) {
+  SPINDLE_ASSIGN_OR_RETURN(auto sub, prepare(r, ex, features_, t));
+  const auto t0 = std::chrono::steady_clock::now();
+  nn::heap_allocator alloc;
+  SPINDLE_TRY(forward(sub, r, features_, alloc, out));
+  t.compute_s += since(t0);
+  return status::ok();
+}
+
+// With a compute gate (GNNSched): every request is sampled and gathered first,
+// then the batch's forward passes run as ONE task of the device scheduler,
+// one after another inside a buffer of the largest pass's PMC estimate
+// (activations only: weights and inputs live elsewhere; safety factor 1.1).
+void gnn_pipeline::run_gated(const std::vector<gnn_request>& batch, graph::sampling_executor& ex,
+                             batch_result& res) {
+  struct prepared {
+    std::size_t index;
+    graph::sampled_subgraph sub;
+    std::vector<float> features;
   };
-  if (!gate_) {
-    nn::heap_allocator alloc;
-    return body(alloc);
+  std::vector<prepared> ready;
+  std::uint64_t bytes = 4096;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!res.errors[i].is_ok()) continue;
+    std::vector<float> features;
+    auto sub = prepare(batch[i], ex, features, res.times);
+    if (!sub) {
+      res.errors[i] = sub.error();
+      continue;
+    }
+    const auto est = estimate_pmc(gnn_graph(model_.desc(), block_sizes(*sub)));
+    const std::uint64_t outside = est.weight_bytes + features.size() * 4;
+    if (est.pmc_bytes > outside) bytes = std::max(bytes, est.pmc_bytes - outside);
+    ready.push_back({i, std::move(*sub), std::move(features)});
   }
-  const auto est = estimate_pmc(gnn_graph(model_.desc(), block_sizes(sub)));
-  const std::uint64_t outside = est.weight_bytes + std::uint64_t(n * f) * 4;
-  const std::uint64_t bytes =
-      std::max<std::uint64_t>(4096, est.pmc_bytes > outside ? est.pmc_bytes - outside : 0);
+  if (ready.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
   auto st = gate_(bytes, solo_s_ > 0 ? 2 * solo_s_ : 0.01, [&](std::span<std::byte> buffer) {
-    nn::buffer_allocator alloc(buffer);
-    return body(alloc);
+    for (auto& p : ready) {
+      nn::buffer_allocator alloc(buffer);
+      res.errors[p.index] = forward(p.sub, batch[p.index], p.features, alloc, res.outputs[p.index]);
+    }
+    return status::ok();
   });
+  if (!st)
+    for (auto& p : ready) res.errors[p.index] = st;
   const double took = since(t0);
+  res.times.compute_s += took;
   solo_s_ = solo_s_ == 0 ? took : 0.9 * solo_s_ + 0.1 * std::min(took, 4 * solo_s_);
-  return st;
 }
 
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
@@ -109,11 +143,15 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
   graph::sampling_executor& ex = res.executor == psgs_router::choice::small
                                      ? static_cast<graph::sampling_executor&>(inline_)
                                      : pooled_;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i].seeds.empty()) {
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (batch[i].seeds.empty())
       res.errors[i] = make_error(errc::invalid_argument, "request {}: no seeds", i);
-      continue;
-    }
+  if (gate_) {
+    run_gated(batch, ex, res);
+    return res;
+  }
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!res.errors[i].is_ok()) continue;
     if (auto st = run_one(batch[i], ex, res.outputs[i], res.times); !st) res.errors[i] = st;
   }
   return res;

@@ -60,10 +60,11 @@ class gnn_pipeline {
   /// batch sent to this process), instead of routing it here.
   batch_result run(const std::vector<gnn_request>& batch, psgs_router::choice executor);
 
-  /// Where the model's forward pass runs: given the task's buffer size (its PMC
-  /// estimate, activations only: weights and input live elsewhere) and QoS target,
-  /// the gate runs `work` inside such a buffer and returns its status (GNNSched's
-  /// device scheduler). Unset: on this thread with heap memory.
+  /// Where a batch's forward passes run: given the task's buffer size (the largest
+  /// pass's PMC estimate, activations only: weights and inputs live elsewhere) and
+  /// QoS target, the gate runs `work` inside such a buffer and returns its status
+  /// (GNNSched's device scheduler; one task per batch). Unset: each pass on this
+  /// thread with heap memory.
   using compute_gate = std::function<status(
       std::uint64_t bytes, double qos_s, const std::function<status(std::span<std::byte>)>& work)>;
   void set_compute_gate(compute_gate gate) { gate_ = std::move(gate); }
@@ -76,7 +77,13 @@ class gnn_pipeline {
   const psgs_router& router_;
   graph::inline_executor inline_;
   graph::pooled_executor pooled_;
-  status forward(const graph::sampled_subgraph& sub, const gnn_request& r, std::vector<float>& out);
+  expected<graph::sampled_subgraph> prepare(const gnn_request& r, graph::sampling_executor& ex,
+                                            std::vector<float>& features, stage_times& t);
+  status forward(const graph::sampled_subgraph& sub, const gnn_request& r,
+                 std::span<const float> features, nn::allocator& alloc,
+                 std::vector<float>& out) const;
+  void run_gated(const std::vector<gnn_request>& batch, graph::sampling_executor& ex,
+                 batch_result& res);
   feature_source source_;
   std::vector<float> features_;
   compute_gate gate_;

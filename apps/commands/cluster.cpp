@@ -3,6 +3,7 @@
 // coordinator), membership over CAF's middleman on each server's host:port.
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -99,9 +100,21 @@ struct shard_node {
   }
 };
 
+// Under `spindle launch`: SIGTERM when launch dies (even by SIGKILL), so no node
+// outlives it; and if launch is already gone, stop now.
+status follow_launch() {
+  const char* launcher = std::getenv("SPINDLE_LAUNCH_PID");
+  if (!launcher) return status::ok();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (std::to_string(::getppid()) != launcher)
+    return make_error(errc::unavailable, "spindle launch (pid {}) is gone", launcher);
+  return status::ok();
+}
+
 status run_node(const node_args& a) {
   const std::string& path = a.config;
   const int rank = a.rank;
+  SPINDLE_TRY(follow_launch());
   sigset_t set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before CAF starts its threads
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
@@ -239,7 +252,9 @@ status run_launch(const launch_args& a) {
       fmt::print("rank {} runs on {}: start it there with\n  {}\n", r, topo.servers[r].host, cmd);
       continue;
     }
-    SPINDLE_ASSIGN_OR_RETURN(auto c, child_process::spawn(argv));
+    // A node started here ends when launch does, even if launch is killed.
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}));
     children.emplace_back(int(r), std::move(c));
   }
   // Relay children's lines, and forward SIGINT/SIGTERM to them.

@@ -24,16 +24,28 @@
 namespace spindle {
 namespace {
 
+// A port free now, below Linux's ephemeral range (32768-60999): the nodes bind it
+// seconds later, and a port from the ephemeral range could meanwhile be handed to
+// any socket another test opens on port 0. Starts at an offset of this process's
+// pid so parallel test binaries rarely probe the same ports.
 int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  static int next = 20000 + int(::getpid() % 6000) * 2;
+  for (int tries = 0; tries < 12000; ++tries) {
+    const int port = next;
+    next = next + 1 >= 32760 ? 20000 : next + 1;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(std::uint16_t(port));
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  ADD_FAILURE() << "no free port in 20000-32759";
+  return 0;
 }
 
 child_process start_node(const std::string& config, int rank) {
