@@ -39,12 +39,13 @@ gnn_models::~gnn_models() {
   while (!models_.empty()) unload(models_.begin()->first);
 }
 
-expected<actors::gnn_model_binding> gnn_models::load(const std::string& name,
+expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_name,
                                                      const std::string& path) {
-  if (models_.count(name))
-    return make_error(errc::invalid_argument, "name '{}' is already loaded", name);
   auto s = std::make_unique<served>();
   SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(path, s->weights));
+  const std::string name = given_name.empty() ? model.desc().name : given_name;
+  if (models_.count(name))
+    return make_error(errc::invalid_argument, "name '{}' is already loaded", name);
   if (!model.desc().is_gnn() || model.desc().in != ds_.feature_dim())
     return make_error(errc::invalid_argument,
                       "{}: model input width {} does not match the dataset's {} features", path,

@@ -42,8 +42,9 @@ class gnn_models {
   gnn_models(const gnn_models&) = delete;
   gnn_models& operator=(const gnn_models&) = delete;
 
-  /// Loads the model directory `path` as `name` and starts its actors. Fails
-  /// naming the path when it is not a GNN whose input width is the dataset's.
+  /// Loads the model directory `path` as `name` (empty: the name in its
+  /// model.toml) and starts its actors. Fails naming the path when it is not a
+  /// GNN whose input width is the dataset's.
   expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path);
   /// Stops `name`'s actors, waits for them, and frees the model.
   void unload(const std::string& name);

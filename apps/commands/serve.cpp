@@ -17,7 +17,6 @@
 #include "apps/commands/command.hpp"
 #include "apps/commands/gnn_models.hpp"
 #include "apps/commands/serve_rpc.hpp"
-#include "config/model.hpp"
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
 #include "sched/psgs_calibrate.hpp"
@@ -118,8 +117,7 @@ status run_serve(const serve_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto models_ptr,
                            gnn_models::create(sys, ds, g.pool(), std::move(defaults)));
   auto& models = *models_ptr;
-  SPINDLE_ASSIGN_OR_RETURN(auto model, config::load_model_desc(a.model));
-  SPINDLE_ASSIGN_OR_RETURN(auto b, models.load(a.name.empty() ? model.name : a.name, a.model));
+  SPINDLE_ASSIGN_OR_RETURN(auto b, models.load(a.name, a.model));
   if (listening) {
     actors::gateway gw(sys);
     gw.add_model(b);

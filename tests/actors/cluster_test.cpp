@@ -174,12 +174,14 @@ std::vector<std::string> ucx_env(const std::string& tls) {
   return {"UCX_TLS=" + tls};
 }
 
-// SIGTERM to the coordinator and the members; each must exit 0.
-void stop_cluster(child_process& coord, std::vector<child_process>& members) {
+// SIGTERM to the coordinator and the members from index `first` on (those
+// before it were killed by the test); each must exit 0.
+void stop_cluster(child_process& coord, std::vector<child_process>& members,
+                  std::size_t first = 0) {
   coord.signal(SIGTERM);
   EXPECT_EQ(coord.wait(), 0);
-  for (auto& m : members) m.signal(SIGTERM);
-  for (auto& m : members) EXPECT_EQ(m.wait(), 0);
+  for (std::size_t i = first; i < members.size(); ++i) members[i].signal(SIGTERM);
+  for (std::size_t i = first; i < members.size(); ++i) EXPECT_EQ(members[i].wait(), 0);
 }
 
 // Three processes serve 10,000 GraphSAGE requests on Cora with the features
@@ -292,10 +294,7 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
   EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(50000, failed))),
             std::string::npos)
       << answers;
-  coord.signal(SIGTERM);
-  EXPECT_EQ(coord.wait(), 0);
-  members[1].signal(SIGTERM);
-  EXPECT_EQ(members[1].wait(), 0);
+  stop_cluster(coord, members, 1);  // members[0] was killed
 }
 
 // A killed member that is restarted rejoins, publishes a new region, and the
@@ -429,10 +428,7 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   EXPECT_TRUE(out["status"] == "ok" ||
               out["message"].get<std::string>().find("shard") != std::string::npos)
       << out.dump();
-  coord.signal(SIGTERM);
-  EXPECT_EQ(coord.wait(), 0);
-  members[1].signal(SIGTERM);
-  EXPECT_EQ(members[1].wait(), 0);
+  stop_cluster(coord, members, 1);  // members[0] was killed
 }
 
 // `spindle launch` starts the three ranks with the dataset and model, rank 0
