@@ -94,12 +94,19 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
           });
 }
 
+void close_open_batch(batcher_ptr self);
+
 // Hands queued batches to idle pipelines, oldest first: no pipeline has its own
 // queue, so a slow batch never holds others behind it while a pipeline is idle.
+// Work-conserving: an idle pipeline with nothing queued takes the open batch at
+// once, so the deadline only bounds waiting while every pipeline is busy.
 void start_next(batcher_ptr self) {
   auto& st = self->state;
-  for (std::size_t p = 0; p < st.pipelines.size() && !st.queue.empty(); ++p) {
+  for (std::size_t p = 0; p < st.pipelines.size(); ++p) {
     if (st.busy[p] || st.down[p]) continue;
+    if (st.queue.empty() && !st.builder->empty() && st.builder->policy().work_conserving)
+      close_open_batch(self);
+    if (st.queue.empty()) return;
     closed_batch b = std::move(st.queue.front());
     st.queue.pop_front();
     run_on(self, p, std::move(b));
@@ -107,7 +114,7 @@ void start_next(batcher_ptr self) {
 }
 
 // Closes the open batch into the shared queue.
-void dispatch(batcher_ptr self) {
+void close_open_batch(batcher_ptr self) {
   auto& st = self->state;
   auto items = st.builder->take();
   ++st.batch_seq;
@@ -115,7 +122,18 @@ void dispatch(batcher_ptr self) {
   ++st.stats.batches;
   st.stats.requests += items.size();
   st.queue.push_back({std::move(items), clock_type::now()});
+}
+
+void dispatch(batcher_ptr self) {
+  close_open_batch(self);
   start_next(self);
+}
+
+bool any_idle(batcher_ptr self) {
+  const auto& st = self->state;
+  for (std::size_t p = 0; p < st.pipelines.size(); ++p)
+    if (!st.busy[p] && !st.down[p]) return true;
+  return false;
 }
 
 caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
@@ -134,10 +152,16 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
         auto& s = self->state;
         auto rp = self->make_response_promise();
         const auto now = clock_type::now();
-        if (s.builder->empty())  // Quiver §4.2.2: the batch closes at its deadline at the latest
-          self->delayed_send(self, s.builder->policy().deadline, flush_atom::value, s.batch_seq);
+        const bool opens = s.builder->empty();
         double psgs = s.psgs_of(r);
-        if (s.builder->add({std::move(r), rp, now}, psgs, now)) dispatch(self);
+        if (s.builder->add({std::move(r), rp, now}, psgs, now) ||
+            (s.builder->policy().work_conserving && any_idle(self))) {
+          dispatch(self);  // full, or a pipeline is idle: waiting would only add latency
+        } else if (opens) {
+          // Every pipeline is busy. Quiver §4.2.2: the batch closes at its
+          // deadline at the latest (an idle pipeline takes it earlier).
+          self->delayed_send(self, s.builder->policy().deadline, flush_atom::value, s.batch_seq);
+        }
         return rp;
       },
       [=](flush_atom, std::uint64_t seq) {

@@ -1,5 +1,7 @@
 // The per-model batcher actor: collects inference requests into dynamic
 // batches (deadline, max size, summed-PSGS threshold; sched::batch_builder),
+// work-conserving (a request that finds a pipeline idle goes at once; requests
+// wait for the deadline only while every pipeline is busy),
 // puts closed batches in one queue that every idle pipeline takes from (Quiver
 // §4.3: multiplexed pipelines, no per-pipeline straggler queues), and answers every request
 // with its own output or error. Batch policy and routing policy change live.

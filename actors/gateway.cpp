@@ -421,6 +421,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"routing_policy", std::string(sched::to_string(e.b.router->policy()))},
         {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
         {"max_batch", std::to_string(e.b.policy.max_batch)},
+        {"work_conserving", e.b.policy.work_conserving ? "true" : "false"},
         {"max_queue", std::to_string(e.max_queue.load())}};
     if (e.b.device)
       t.push_back({"gnnsched_policy", std::string(sched::to_string(e.b.device->policy()))});
@@ -516,10 +517,15 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   } else if (name == "max_batch") {
     SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 65536));
     e.b.policy.max_batch = v;
+  } else if (name == "work_conserving") {
+    if (value != "true" && value != "false")
+      return make_error(errc::invalid_argument, "work_conserving = '{}': expected true or false",
+                        value);
+    e.b.policy.work_conserving = value == "true";
   } else {
     return make_error(errc::invalid_argument,
                       "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
-                      "batch_deadline_us, max_batch, max_queue, gnnsched_policy; on a cluster "
+                      "batch_deadline_us, max_batch, work_conserving, max_queue, gnnsched_policy; on a cluster "
                       "also placement_drift_threshold, replan)",
                       name);
   }

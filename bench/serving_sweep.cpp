@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   auto model = nn::model::load(mdir, weights);
   sched::calibrate_options co;
   co.batches = 150;
-  auto cal = sched::calibrate(*ds, co, pool);
+  auto cal = sched::calibrate(*ds, *model, co, pool);
   if (!cal) return fmt::print(stderr, "{}\n", cal.error().to_string()), 1;
   auto p0 = graph::seed_probabilities(ds->graph(), config::parse_seed_distribution("degree"));
   std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());

@@ -8,9 +8,15 @@
 namespace spindle::graph {
 namespace {
 
+struct chunk_result {
+  std::vector<std::int64_t> globals;
+  std::vector<std::int64_t> row_sizes;
+};
+
 // Per-thread scratch reused across calls, so steady-state sampling allocates
-// only its output.
+// nothing once its output has grown to size.
 struct thread_scratch {
+  std::vector<chunk_result> chunks;  // the pooled executor's per-chunk results
   detail::id_map map;
   std::vector<std::int64_t> positions;
   std::vector<std::pair<double, std::int64_t>> keys;
@@ -102,21 +108,18 @@ void sample_hop_inline(const csr_view& g, const sample_options& o, int hop, thre
   append_rows(s.globals, s.row_sizes, s.map, out);
 }
 
-struct chunk_result {
-  std::vector<std::int64_t> globals;
-  std::vector<std::int64_t> row_sizes;
-};
-
 // One hop with rows split over the pool; merged in row order so the result
 // equals the inline executor's.
 void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thread_pool& pool,
                        std::int64_t grain, thread_scratch& caller, sampled_subgraph& out) {
   std::int64_t begin = out.hop_begin(hop), end = out.hop_end[hop - 1];
-  std::vector<chunk_result> chunks(static_cast<std::size_t>((end - begin + grain - 1) / grain));
+  auto& chunks = caller.chunks;
+  const auto count = static_cast<std::size_t>((end - begin + grain - 1) / grain);
+  if (chunks.size() < count) chunks.resize(count);
+  for (std::size_t i = 0; i < count; ++i) chunks[i].globals.clear(), chunks[i].row_sizes.clear();
   pool.parallel_for(begin, end, grain, [&](std::int64_t lo, std::int64_t hi, std::size_t) {
     thread_scratch& s = scratch();
     chunk_result& c = chunks[static_cast<std::size_t>((lo - begin) / grain)];
-    c.row_sizes.reserve(static_cast<std::size_t>(hi - lo));
     for (std::int64_t r = lo; r < hi; ++r) {
       prefetch_rows(g, out, r, hi);
       std::size_t before = c.globals.size();
@@ -124,7 +127,8 @@ void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thre
       c.row_sizes.push_back(static_cast<std::int64_t>(c.globals.size() - before));
     }
   });
-  for (const auto& c : chunks) append_rows(c.globals, c.row_sizes, caller.map, out);
+  for (std::size_t i = 0; i < count; ++i)
+    append_rows(chunks[i].globals, chunks[i].row_sizes, caller.map, out);
 }
 
 status validate_call(const csr_view& g, std::span<const std::int64_t> seeds, const sample_options& o) {
@@ -135,17 +139,20 @@ status validate_call(const csr_view& g, std::span<const std::int64_t> seeds, con
 // The frame both executors share: validate, add seeds, run each hop with
 // `run_hop`, close the hop.
 template <class HopFn>
-expected<sampled_subgraph> sample_hops(const csr_view& g, std::span<const std::int64_t> seeds,
-                                       const sample_options& o, HopFn&& run_hop) {
+status sample_hops(const csr_view& g, std::span<const std::int64_t> seeds,
+                   const sample_options& o, sampled_subgraph& out, HopFn&& run_hop) {
   SPINDLE_TRY(validate_call(g, seeds, o));
   thread_scratch& s = scratch();
-  sampled_subgraph out;
+  out.nodes.clear();
+  out.hop_end.clear();
+  out.seed_local.clear();
+  out.indices.clear();
   add_seeds(seeds, s.map, out);
   for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
     run_hop(hop, s, out);
     out.hop_end.push_back(static_cast<std::int64_t>(out.nodes.size()));
   }
-  return out;
+  return status::ok();
 }
 
 }  // namespace
@@ -177,16 +184,16 @@ status validate_sample_options(const csr_view& g, const sample_options& o) {
   return status::ok();
 }
 
-expected<sampled_subgraph> inline_executor::sample(const csr_view& g, std::span<const std::int64_t> seeds,
-                                                   const sample_options& o) {
-  return sample_hops(g, seeds, o, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
+status inline_executor::sample_into(const csr_view& g, std::span<const std::int64_t> seeds,
+                                    const sample_options& o, sampled_subgraph& result) {
+  return sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
     sample_hop_inline(g, o, hop, s, out);
   });
 }
 
-expected<sampled_subgraph> pooled_executor::sample(const csr_view& g, std::span<const std::int64_t> seeds,
-                                                   const sample_options& o) {
-  return sample_hops(g, seeds, o, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
+status pooled_executor::sample_into(const csr_view& g, std::span<const std::int64_t> seeds,
+                                    const sample_options& o, sampled_subgraph& result) {
+  return sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
     std::int64_t rows = out.hop_end[hop - 1] - out.hop_begin(hop);
     if (rows < 2 * grain_) sample_hop_inline(g, o, hop, s, out);
     else sample_hop_pooled(g, o, hop, pool_, grain_, s, out);

@@ -63,17 +63,26 @@ class sampling_executor {
  public:
   virtual ~sampling_executor() = default;
   virtual std::string_view name() const = 0;
-  /// Samples the k-hop subgraph of `seeds`; validates seeds and options first.
-  virtual expected<sampled_subgraph> sample(const csr_view& g, std::span<const std::int64_t> seeds,
-                                            const sample_options& options) = 0;
+  /// Samples the k-hop subgraph of `seeds` into `out`, reusing its capacity (a
+  /// serving pipeline keeps one `out` across batches, so steady-state sampling
+  /// allocates nothing). Validates seeds and options first.
+  virtual status sample_into(const csr_view& g, std::span<const std::int64_t> seeds,
+                             const sample_options& options, sampled_subgraph& out) = 0;
+  /// Samples into a new subgraph.
+  expected<sampled_subgraph> sample(const csr_view& g, std::span<const std::int64_t> seeds,
+                                    const sample_options& options) {
+    sampled_subgraph out;
+    SPINDLE_TRY(sample_into(g, seeds, options, out));
+    return out;
+  }
 };
 
 /// Runs on the calling thread: lowest latency for small batches.
 class inline_executor final : public sampling_executor {
  public:
   std::string_view name() const override { return "inline"; }
-  expected<sampled_subgraph> sample(const csr_view& g, std::span<const std::int64_t> seeds,
-                                    const sample_options& options) override;
+  status sample_into(const csr_view& g, std::span<const std::int64_t> seeds,
+                     const sample_options& options, sampled_subgraph& out) override;
 };
 
 /// Splits each hop's frontier over `pool` (the caller helps): higher throughput
@@ -83,8 +92,8 @@ class pooled_executor final : public sampling_executor {
   explicit pooled_executor(thread_pool& pool, std::int64_t min_rows_per_task = 64)
       : pool_(pool), grain_(min_rows_per_task) {}
   std::string_view name() const override { return "pooled"; }
-  expected<sampled_subgraph> sample(const csr_view& g, std::span<const std::int64_t> seeds,
-                                    const sample_options& options) override;
+  status sample_into(const csr_view& g, std::span<const std::int64_t> seeds,
+                     const sample_options& options, sampled_subgraph& out) override;
 
  private:
   thread_pool& pool_;

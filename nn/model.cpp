@@ -107,6 +107,7 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
     std::memcpy(t.data(), values->data(), values->size() * sizeof(float));
     m.params_.emplace(spec.name, std::move(t));
   }
+  m.cache_layer_weights();
   return m;
 }
 
@@ -134,48 +135,60 @@ std::span<const float> model::p(const std::string& name) const {
   return {it->second.data(), std::size_t(it->second.numel())};
 }
 
+void model::cache_layer_weights() {
+  layers_.assign(std::size_t(desc_.is_gnn() ? desc_.layers : 0), {});
+  for (int l = 0; l < int(layers_.size()); ++l) {
+    auto& w = layers_[std::size_t(l)];
+    for (auto [field, name] :
+         {std::pair{&w.lin_l, "lin_l.weight"}, {&w.lin_l_bias, "lin_l.bias"},
+          {&w.lin_r, "lin_r.weight"}, {&w.lin, "lin.weight"}, {&w.bias, "bias"},
+          {&w.lin_src, "lin_src.weight"}, {&w.att_src, "att_src"}, {&w.att_dst, "att_dst"},
+          {&w.nn0, "nn.0.weight"}, {&w.nn0_bias, "nn.0.bias"}, {&w.nn2, "nn.2.weight"},
+          {&w.nn2_bias, "nn.2.bias"}, {&w.eps, "eps"}})
+      *field = p(conv(l, name));
+  }
+}
+
+namespace {
+void add_bias_(tensor& y, std::span<const float> bias) {
+  for (std::int64_t r = 0; r < y.rows(); ++r)
+    for (std::int64_t c = 0; c < y.cols(); ++c) y.row(r)[c] += bias[std::size_t(c)];
+}
+}  // namespace
+
 expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
-                                  std::span<const float> degree, const tensor& x) const {
+                                  std::span<const float> degree, const tensor& x,
+                                  thread_pool* pool) const {
   auto [in, out, heads] = dims(desc_, l);
+  const auto& w = layers_[std::size_t(l)];
   switch (desc_.arch) {
     case model_arch::graphsage: {  // PyG SAGEConv: lin_l(mean_j x_j) + lin_r(x_i)
-      SPINDLE_ASSIGN_OR_RETURN(auto agg, propagate(a, b, x, reduce_op::mean));
-      SPINDLE_ASSIGN_OR_RETURN(
-          auto y, linear(a, agg, p(conv(l, "lin_l.weight")), p(conv(l, "lin_l.bias")), out));
-      agg = tensor();
-      SPINDLE_ASSIGN_OR_RETURN(auto r,
-                               linear(a, x.head(b.num_dst), p(conv(l, "lin_r.weight")), {}, out));
-      add_(y, r);
+      SPINDLE_ASSIGN_OR_RETURN(auto agg, propagate(a, b, x, reduce_op::mean, pool));
+      SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, agg, w.lin_l, w.lin_l_bias, out, pool));
+      SPINDLE_TRY(linear_accumulate(y, x.head(b.num_dst), w.lin_r, pool));
       return y;
     }
     case model_arch::gcn: {  // PyG GCNConv: propagate(norm, x W) + b
-      SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, p(conv(l, "lin.weight")), {}, out));
-      SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gcn(a, b, h, degree));
-      auto bias = p(conv(l, "bias"));
-      for (std::int64_t r = 0; r < y.rows(); ++r)
-        for (std::int64_t c = 0; c < out; ++c) y.row(r)[c] += bias[c];
+      SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, w.lin, {}, out, pool));
+      SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gcn(a, b, h, degree, pool));
+      add_bias_(y, w.bias);
       return y;
     }
     case model_arch::gat: {
-      SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, p(conv(l, "lin_src.weight")), {}, heads * out));
-      SPINDLE_ASSIGN_OR_RETURN(
-          auto y, propagate_gat(a, b, h, int(heads), p(conv(l, "att_src")), p(conv(l, "att_dst"))));
-      auto bias = p(conv(l, "bias"));
-      for (std::int64_t r = 0; r < y.rows(); ++r)
-        for (std::int64_t c = 0; c < heads * out; ++c) y.row(r)[c] += bias[c];
+      SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, w.lin_src, {}, heads * out, pool));
+      SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gat(a, b, h, int(heads), w.att_src, w.att_dst));
+      add_bias_(y, w.bias);
       return y;
     }
     case model_arch::gin: {  // PyG GINConv: nn((1 + eps) x_i + sum_j x_j)
-      SPINDLE_ASSIGN_OR_RETURN(auto z, propagate(a, b, x, reduce_op::sum));
-      auto eps_span = p(conv(l, "eps"));
-      const float scale = 1.0f + (eps_span.empty() ? 0.0f : eps_span[0]);
+      SPINDLE_ASSIGN_OR_RETURN(auto z, propagate(a, b, x, reduce_op::sum, pool));
+      const float scale = 1.0f + (w.eps.empty() ? 0.0f : w.eps[0]);
       for (std::int64_t r = 0; r < b.num_dst; ++r)
         for (std::int64_t c = 0; c < in; ++c) z.row(r)[c] += scale * x.row(r)[c];
-      SPINDLE_ASSIGN_OR_RETURN(
-          auto y, linear(a, z, p(conv(l, "nn.0.weight")), p(conv(l, "nn.0.bias")), out));
+      SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, z, w.nn0, w.nn0_bias, out, pool));
       z = tensor();
       relu_(y);
-      return linear(a, y, p(conv(l, "nn.2.weight")), p(conv(l, "nn.2.bias")), out);
+      return linear(a, y, w.nn2, w.nn2_bias, out, pool);
     }
     case model_arch::dlrm:
       break;
@@ -184,7 +197,8 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
 }
 
 expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
-                                std::span<const float> degree, const tensor& x) const {
+                                std::span<const float> degree, const tensor& x,
+                                thread_pool* pool) const {
   if (!desc_.is_gnn()) return make_error(errc::invalid_argument, "{}: not a GNN model", desc_.name);
   if (int(blocks.size()) != desc_.layers)
     return make_error(errc::invalid_argument, "{}: {} layers but {} sampled blocks (one per hop)",
@@ -196,7 +210,7 @@ expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
     return make_error(errc::invalid_argument, "{}: GCN needs a degree per node", desc_.name);
   tensor h;
   for (int l = 0; l < desc_.layers; ++l) {
-    SPINDLE_ASSIGN_OR_RETURN(auto y, gnn_layer(a, l, blocks[l], degree, l == 0 ? x : h));
+    SPINDLE_ASSIGN_OR_RETURN(auto y, gnn_layer(a, l, blocks[l], degree, l == 0 ? x : h, pool));
     if (l < desc_.layers - 1) relu_(y);
     h = std::move(y);
   }

@@ -52,8 +52,10 @@ class model {
   /// GNN forward: blocks[0] is the input layer; `x` holds features of blocks[0]'s
   /// src nodes; `degree` (GCN only) is 1 + sampled in-degree per src node.
   /// Returns [blocks.back().num_dst x out].
+  /// With `pool`, each layer's GEMMs and aggregation split their rows over it.
   expected<tensor> forward(allocator& a, std::span<const block> blocks,
-                           std::span<const float> degree, const tensor& x) const;
+                           std::span<const float> degree, const tensor& x,
+                           thread_pool* pool = nullptr) const;
   /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
@@ -64,14 +66,21 @@ class model {
                                        const std::vector<const tensor*>& pooled) const;
 
  private:
+  // One GNN layer's parameters, resolved once at load (no lookup per pass).
+  struct layer_weights {
+    std::span<const float> lin_l, lin_l_bias, lin_r, lin, bias, lin_src, att_src, att_dst, nn0,
+        nn0_bias, nn2, nn2_bias, eps;
+  };
+  void cache_layer_weights();
   expected<tensor> gnn_layer(allocator& a, int l, const block& b, std::span<const float> degree,
-                             const tensor& x) const;
+                             const tensor& x, thread_pool* pool) const;
   expected<tensor> mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
                        tensor x, bool sigmoid_last) const;
   std::span<const float> p(const std::string& name) const;
 
   config::model_desc desc_;
-  std::map<std::string, tensor> params_;
+  std::map<std::string, tensor> params_;  // node-based: spans into it survive moves
+  std::vector<layer_weights> layers_;
 };
 
 /// GCN degrees for a sampled subgraph in CSR form (rows = expanded nodes): 1 +

@@ -13,22 +13,59 @@ namespace spindle::nn {
 
 void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
 
+void for_row_chunks(thread_pool* pool, std::int64_t rows, std::int64_t min_rows,
+                    const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  const auto slots = pool ? std::int64_t(pool->slots()) : 1;
+  if (slots < 2 || rows < 2 * min_rows) {
+    if (rows > 0) fn(0, rows);
+    return;
+  }
+  const std::int64_t grain = std::max(min_rows, (rows + slots - 1) / slots);
+  pool->parallel_for(0, rows, grain,
+                     [&](std::int64_t lo, std::int64_t hi, std::size_t) { fn(lo, hi); });
+}
+
+namespace {
+// GEMMs below this many rows per thread are not worth a hand-off to the pool.
+constexpr std::int64_t kGemmGrain = 48;
+
+// y[rows] = beta * y + x W^T on rows [lo, hi), single-threaded OpenBLAS.
+void gemm_rows(const tensor& x, std::span<const float> w, float beta, tensor& y, std::int64_t lo,
+               std::int64_t hi) {
+  const auto in = int(x.cols()), out = int(y.cols());
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(hi - lo), out, in, 1.0f, x.row(lo), in,
+              w.data(), in, beta, y.row(lo), out);
+}
+}  // namespace
+
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
-                        std::span<const float> bias, std::int64_t out_features) {
+                        std::span<const float> bias, std::int64_t out_features,
+                        thread_pool* pool) {
   const std::int64_t n = x.rows(), in = x.cols();
   if (std::int64_t(weight.size()) != out_features * in)
     return make_error(errc::invalid_argument, "linear: weight has {} values, expected {} x {}",
                       weight.size(), out_features, in);
   SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
-  if (n > 0)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(out_features), int(in), 1.0f,
-                x.data(), int(in), weight.data(), int(in), 0.0f, y.data(), int(out_features));
-  if (!bias.empty())
-    for (std::int64_t r = 0; r < n; ++r) {
+  for_row_chunks(pool, n, kGemmGrain, [&](std::int64_t lo, std::int64_t hi) {
+    gemm_rows(x, weight, 0.0f, y, lo, hi);
+    if (bias.empty()) return;
+    for (std::int64_t r = lo; r < hi; ++r) {
       float* row = y.row(r);
       for (std::int64_t c = 0; c < out_features; ++c) row[c] += bias[c];
     }
+  });
   return y;
+}
+
+status linear_accumulate(tensor& y, const tensor& x, std::span<const float> weight,
+                         thread_pool* pool) {
+  if (x.rows() != y.rows() || std::int64_t(weight.size()) != y.cols() * x.cols())
+    return make_error(errc::invalid_argument,
+                      "linear_accumulate: x [{} x {}], weight {} values, y [{} x {}]", x.rows(),
+                      x.cols(), weight.size(), y.rows(), y.cols());
+  for_row_chunks(pool, y.rows(), kGemmGrain,
+                 [&](std::int64_t lo, std::int64_t hi) { gemm_rows(x, weight, 1.0f, y, lo, hi); });
+  return status::ok();
 }
 
 void add_(tensor& y, const tensor& x) {
@@ -73,58 +110,68 @@ void softmax_impl(tensor& t) {
 void softmax_rows_(tensor& t) { softmax_impl<false>(t); }
 void log_softmax_rows_(tensor& t) { softmax_impl<true>(t); }
 
-expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, reduce_op op) {
-  const std::int64_t f = x_src.cols(), e0 = b.indptr[0];
-  SPINDLE_ASSIGN_OR_RETURN(auto messages, tensor::empty(a, {b.num_edges(), f}));
-  for (std::int64_t e = 0; e < b.num_edges(); ++e)
-    std::memcpy(messages.row(e), x_src.row(b.indices[e0 + e]), std::size_t(f) * sizeof(float));
-  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {b.num_dst, f}));
-  for (std::int64_t i = 0; i < b.num_dst; ++i) {
-    float* o = out.row(i);
-    const std::int64_t lo = b.indptr[i] - e0, hi = b.indptr[i + 1] - e0;
-    if (hi == lo) continue;
-    if (op == reduce_op::max) std::fill(o, o + f, -std::numeric_limits<float>::infinity());
-    for (std::int64_t e = lo; e < hi; ++e) {
-      const float* m = messages.row(e);
-      if (op == reduce_op::max)
-        for (std::int64_t c = 0; c < f; ++c) o[c] = std::max(o[c], m[c]);
-      else
-        for (std::int64_t c = 0; c < f; ++c) o[c] += m[c];
-    }
-    if (op == reduce_op::mean) {
-      const float inv = 1.0f / float(hi - lo);
-      for (std::int64_t c = 0; c < f; ++c) o[c] *= inv;
-    }
+namespace {
+// Rows of a block's sources are random in memory: load a few edges ahead.
+constexpr std::int64_t kEdgesAhead = 6;
+// Aggregation below this many dst rows per thread stays on one thread.
+constexpr std::int64_t kAggregateGrain = 64;
+
+void prefetch_row(const float* row, std::int64_t f) {
+  for (std::int64_t c = 0; c < f; c += 16) __builtin_prefetch(row + c);
+}
+
+// o (= 0) reduced over the rows x_src[indices[lo, hi)] by op.
+void reduce_row(const block& b, const tensor& x, std::int64_t lo, std::int64_t hi, reduce_op op,
+                float* o) {
+  const std::int64_t f = x.cols(), end = b.indptr[b.num_dst];
+  if (op == reduce_op::max) std::fill(o, o + f, -std::numeric_limits<float>::infinity());
+  for (std::int64_t e = lo; e < hi; ++e) {
+    if (e + kEdgesAhead < end) prefetch_row(x.row(b.indices[e + kEdgesAhead]), f);
+    const float* m = x.row(b.indices[e]);
+    if (op == reduce_op::max)
+      for (std::int64_t c = 0; c < f; ++c) o[c] = std::max(o[c], m[c]);
+    else
+      for (std::int64_t c = 0; c < f; ++c) o[c] += m[c];
   }
+  if (op == reduce_op::mean) {
+    const float inv = 1.0f / float(hi - lo);
+    for (std::int64_t c = 0; c < f; ++c) o[c] *= inv;
+  }
+}
+}  // namespace
+
+expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, reduce_op op,
+                           thread_pool* pool) {
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {b.num_dst, x_src.cols()}));
+  for_row_chunks(pool, b.num_dst, kAggregateGrain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i)
+      if (b.indptr[i + 1] > b.indptr[i])
+        reduce_row(b, x_src, b.indptr[i], b.indptr[i + 1], op, out.row(i));
+  });
   return out;
 }
 
 expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
-                               std::span<const float> degree) {
-  const std::int64_t f = h.cols(), e0 = b.indptr[0];
-  SPINDLE_ASSIGN_OR_RETURN(auto messages, tensor::empty(a, {b.num_edges(), f}));
-  for (std::int64_t i = 0; i < b.num_dst; ++i) {
-    const float di = 1.0f / std::sqrt(degree[i]);
-    for (std::int64_t e = b.indptr[i] - e0; e < b.indptr[i + 1] - e0; ++e) {
-      const std::int32_t j = b.indices[e0 + e];
-      // PyG add_remaining_self_loops: an existing i->i edge is the self-loop term.
-      const float w = j == i ? 0.0f : di / std::sqrt(degree[j]);
-      const float* src = h.row(j);
-      float* m = messages.row(e);
-      for (std::int64_t c = 0; c < f; ++c) m[c] = w * src[c];
-    }
-  }
+                               std::span<const float> degree, thread_pool* pool) {
+  const std::int64_t f = h.cols(), end = b.indptr[b.num_dst];
   SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {b.num_dst, f}));
-  for (std::int64_t i = 0; i < b.num_dst; ++i) {
-    float* o = out.row(i);
-    const float self = 1.0f / degree[i];
-    const float* hi = h.row(i);
-    for (std::int64_t c = 0; c < f; ++c) o[c] = self * hi[c];
-    for (std::int64_t e = b.indptr[i] - e0; e < b.indptr[i + 1] - e0; ++e) {
-      const float* m = messages.row(e);
-      for (std::int64_t c = 0; c < f; ++c) o[c] += m[c];
+  for_row_chunks(pool, b.num_dst, kAggregateGrain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) {
+      float* o = out.row(i);
+      const float di = 1.0f / std::sqrt(degree[i]), self = 1.0f / degree[i];
+      const float* hi_row = h.row(i);
+      for (std::int64_t c = 0; c < f; ++c) o[c] = self * hi_row[c];
+      for (std::int64_t e = b.indptr[i]; e < b.indptr[i + 1]; ++e) {
+        if (e + kEdgesAhead < end) prefetch_row(h.row(b.indices[e + kEdgesAhead]), f);
+        const std::int32_t j = b.indices[e];
+        // PyG add_remaining_self_loops: an existing i->i edge is the self-loop term.
+        if (j == i) continue;
+        const float w = di / std::sqrt(degree[j]);
+        const float* src = h.row(j);
+        for (std::int64_t c = 0; c < f; ++c) o[c] += w * src[c];
+      }
     }
-  }
+  });
   return out;
 }
 

@@ -2,16 +2,21 @@
 // (OpenBLAS sgemm), activations, row softmax, sparse aggregation over a sampled
 // block (sum, mean, max, GCN-normalised, GAT attention with several heads),
 // embedding bags, concatenation and DLRM's pairwise dot interaction. Outputs and
-// temporaries come from the caller's allocator, so peak memory is measurable;
-// Propagate materialises its messages [E x F] as PyG does (GNNSched Table 2).
+// temporaries come from the caller's allocator, so peak memory is measurable.
+// Sum/mean/max and GCN aggregation are sparse-dense products over the block's
+// CSR (no [E x F] message tensor); GAT keeps per-edge scores and messages.
+// With a thread pool, an op splits its rows over the pool's threads (each runs
+// single-threaded OpenBLAS on its rows); without one it runs on the caller.
 // Pure functions; thread-safe for distinct outputs.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "core/status.hpp"
+#include "core/thread_pool.hpp"
 #include "nn/tensor.hpp"
 
 namespace spindle::nn {
@@ -30,7 +35,15 @@ void set_blas_threads(int threads);
 
 /// y = x W^T + b (PyTorch Linear: W is [out, in]); `bias` may be empty.
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
-                        std::span<const float> bias, std::int64_t out_features);
+                        std::span<const float> bias, std::int64_t out_features,
+                        thread_pool* pool = nullptr);
+/// y += x W^T (y is [x.rows() x out]); errors name the mismatched shape.
+status linear_accumulate(tensor& y, const tensor& x, std::span<const float> weight,
+                         thread_pool* pool = nullptr);
+/// Calls fn(lo, hi) over [0, rows) split into one chunk per pool slot (at least
+/// `min_rows` rows each); on the caller alone without a pool or for few rows.
+void for_row_chunks(thread_pool* pool, std::int64_t rows, std::int64_t min_rows,
+                    const std::function<void(std::int64_t, std::int64_t)>& fn);
 /// y += x (same shape).
 void add_(tensor& y, const tensor& x);
 void relu_(tensor& t);
@@ -42,14 +55,15 @@ void log_softmax_rows_(tensor& t);
 
 enum class reduce_op { sum, mean, max };
 
-/// PyG-style Propagate: messages x_src[j] for every edge into a temporary
-/// [E x F], reduced per dst row (empty rows give 0).
-expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, reduce_op op);
+/// PyG-style Propagate as a sparse-dense product: out_i = reduce_{j in N(i)} x_src[j]
+/// over the block's CSR, accumulated in edge order (empty rows give 0).
+expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, reduce_op op,
+                           thread_pool* pool = nullptr);
 
 /// GCN (PyG GCNConv with self-loops): out_i = sum_{j != i} h_j / sqrt(d_j d_i) + h_i / d_i,
 /// where d = 1 + in-degree without self edges (gcn_degrees). `degree` is per src node.
 expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
-                               std::span<const float> degree);
+                               std::span<const float> degree, thread_pool* pool = nullptr);
 
 /// GAT (PyG GATConv, self-loops added, concat heads): h is [num_src x heads*C];
 /// att_src/att_dst are [heads x C]; LeakyReLU(0.2) scores, softmax over each dst's

@@ -1,6 +1,8 @@
 // Dynamic batching policy of a model's batcher (Quiver §4.2.2): a batch closes
 // at its deadline (measured from its first request), at the maximum batch size,
-// or when the summed PSGS of its seeds reaches a threshold (the router's point).
+// or when the summed PSGS of its seeds reaches a threshold (the router's point);
+// and, work-conserving (the default), as soon as a pipeline is idle, so the
+// deadline only bounds waiting while every pipeline is busy.
 // Pure state machine; one owner.
 #pragma once
 
@@ -15,6 +17,9 @@ struct batch_policy {
   std::chrono::microseconds deadline{2000};
   std::size_t max_batch = 64;
   double psgs_threshold = std::numeric_limits<double>::infinity();
+  /// An idle pipeline takes the open batch at once (false: batches close only on
+  /// deadline, size or PSGS, e.g. to measure fixed-size batching).
+  bool work_conserving = true;
 };
 
 template <class Request>

@@ -15,11 +15,38 @@ namespace {
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+
+// GCN degrees (1 + sampled neighbours other than the node itself; nn::gcn_degrees)
+// into `d`, reusing its capacity.
+void gcn_degrees_into(const graph::sampled_subgraph& sub, std::vector<float>& d) {
+  const std::int64_t n = sub.hop_end.back(), rows = std::int64_t(sub.indptr.size()) - 1;
+  d.assign(std::size_t(n), 1.0f);
+  for (std::int64_t v = 0; v < rows && v < n; ++v)
+    for (std::int64_t e = sub.indptr[v]; e < sub.indptr[v + 1]; ++e) d[v] += sub.indices[e] != v;
+}
 }  // namespace
 
 gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
                            const psgs_router& router, thread_pool& pool, feature_source features)
-    : ds_(ds), model_(model), router_(router), pooled_(pool), source_(std::move(features)) {}
+    : ds_(ds),
+      model_(model),
+      router_(router),
+      small_(nullptr),
+      large_(&pool),
+      source_(std::move(features)),
+      arena_(4u << 20) {
+  options_.fanouts = ds_.metadata().fanouts;
+  if (int(options_.fanouts.size()) != model_.desc().layers)
+    options_.fanouts.assign(std::size_t(model_.desc().layers), 10);
+}
+
+std::uint64_t shared_graph_seed(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
   double s = 0;
@@ -30,102 +57,157 @@ double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
 
 double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, r); }
 
-// Samples `r` and gathers its features into `features`.
-expected<graph::sampled_subgraph> gnn_pipeline::prepare(const gnn_request& r,
-                                                        graph::sampling_executor& ex,
-                                                        std::vector<float>& features,
-                                                        stage_times& t) {
-  const auto& d = model_.desc();
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<int> fanouts = ds_.metadata().fanouts;
-  if (int(fanouts.size()) != d.layers) fanouts.assign(std::size_t(d.layers), 10);
-  SPINDLE_ASSIGN_OR_RETURN(auto sub,
-                           ex.sample(ds_.graph(), r.seeds, {fanouts, false, r.sampler_seed}));
-  t.sample_s += since(t0);
-  t0 = std::chrono::steady_clock::now();
-  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
-  features.resize(std::size_t(n * f));
-  if (source_) {
-    SPINDLE_TRY(source_(sub.nodes, features.data()));
-  } else {
-    for (std::int64_t i = 0; i < n; ++i)
-      std::memcpy(features.data() + i * f, ds_.features().data() + sub.nodes[i] * f,
-                  std::size_t(f) * 4);
-  }
-  t.gather_s += since(t0);
-  return sub;
+batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
+  return c == psgs_router::choice::small ? static_cast<batch_executor&>(small_) : large_;
 }
 
-// The model over the sampled blocks into `out` (one row per requested seed).
-status gnn_pipeline::forward(const graph::sampled_subgraph& sub, const gnn_request& r,
-                             std::span<const float> features, nn::allocator& alloc,
-                             std::vector<float>& out) const {
-  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
-  std::vector<nn::block> blocks;
-  for (int l = 0; l < sub.num_hops(); ++l) {
-    auto b = sub.layer_block(l);
-    blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
-  }
-  auto degree = nn::gcn_degrees(sub.indptr, sub.indices, n);
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto y, model_.forward(alloc, blocks, degree,
-                             nn::tensor::borrow(const_cast<float*>(features.data()), {n, f})));
-  out.resize(r.seeds.size() * std::size_t(y.cols()));
-  for (std::size_t s = 0; s < r.seeds.size(); ++s)
-    std::memcpy(out.data() + s * y.cols(), y.row(sub.seed_local[s]), std::size_t(y.cols()) * 4);
-  return status::ok();
+prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
+  if (pb.used == pb.groups.size()) pb.groups.emplace_back();
+  auto& g = pb.groups[pb.used++];
+  g.members.clear();
+  g.seeds.clear();
+  g.ready = false;
+  return g;
 }
 
-status gnn_pipeline::run_one(const gnn_request& r, graph::sampling_executor& ex,
-                             std::vector<float>& out, stage_times& t) {
-  SPINDLE_ASSIGN_OR_RETURN(auto sub, prepare(r, ex, features_, t));
-  const auto t0 = std::chrono::steady_clock::now();
-  nn::heap_allocator alloc;
-  SPINDLE_TRY(forward(sub, r, features_, alloc, out));
-  t.compute_s += since(t0);
-  return status::ok();
-}
-
-// With a compute gate (GNNSched): every request is sampled and gathered first,
-// then the batch's forward passes run as ONE task of the device scheduler,
-// one after another inside a buffer of the largest pass's PMC estimate
-// (activations only: weights and inputs live elsewhere; safety factor 1.1).
-void gnn_pipeline::run_gated(const std::vector<gnn_request>& batch, graph::sampling_executor& ex,
-                             batch_result& res) {
-  struct prepared {
-    std::size_t index;
-    graph::sampled_subgraph sub;
-    std::vector<float> features;
-  };
-  std::vector<prepared> ready;
-  std::uint64_t bytes = 4096;
+// Validates every request and sorts the valid ones into graphs: one shared by
+// every request without a sampler seed, one per request with one; then samples
+// and gathers each graph.
+void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
+                                prepared_batch& pb) {
+  auto& res = pb.result;
+  res.outputs.clear();
+  res.outputs.resize(batch.size());
+  res.errors.assign(batch.size(), status::ok());
+  res.times = {};
+  res.work = {};
+  res.executor = c;
+  pb.used = 0;
+  std::size_t shared = SIZE_MAX;
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (!res.errors[i].is_ok()) continue;
-    std::vector<float> features;
-    auto sub = prepare(batch[i], ex, features, res.times);
-    if (!sub) {
-      res.errors[i] = sub.error();
+    const auto& r = batch[i];
+    if (r.seeds.empty()) {
+      res.errors[i] = make_error(errc::invalid_argument, "request {}: no seeds", i);
       continue;
     }
-    const auto est = estimate_pmc(gnn_graph(model_.desc(), block_sizes(*sub)));
-    const std::uint64_t outside = est.weight_bytes + features.size() * 4;
-    if (est.pmc_bytes > outside) bytes = std::max(bytes, est.pmc_bytes - outside);
-    ready.push_back({i, std::move(*sub), std::move(features)});
-  }
-  if (ready.empty()) return;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto st = gate_(bytes, solo_s_ > 0 ? 2 * solo_s_ : 0.01, [&](std::span<std::byte> buffer) {
-    for (auto& p : ready) {
-      nn::buffer_allocator alloc(buffer);
-      res.errors[p.index] = forward(p.sub, batch[p.index], p.features, alloc, res.outputs[p.index]);
+    if (auto st = graph::validate_seeds(ds_.graph(), r.seeds); !st) {
+      res.errors[i] = st;
+      continue;
     }
+    if (!r.reproducible() && shared == SIZE_MAX) {
+      shared = pb.used;
+      next_group(pb);
+    }
+    auto& g = r.reproducible() ? next_group(pb) : pb.groups[shared];
+    g.members.push_back(i);
+    g.seeds.insert(g.seeds.end(), r.seeds.begin(), r.seeds.end());
+  }
+  auto& ex = executor_for(c);
+  for (std::size_t k = 0; k < pb.used; ++k) {
+    auto& g = pb.groups[k];
+    const std::uint64_t seed =
+        k == shared ? shared_graph_seed(batches_++) : batch[g.members.front()].sampler_seed;
+    if (auto st = prepare_group(g, seed, ex, res); !st)
+      for (auto m : g.members) res.errors[m] = st;
+    else
+      g.ready = true;
+  }
+}
+
+status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampler_seed,
+                                   batch_executor& ex, batch_result& res) {
+  auto t0 = std::chrono::steady_clock::now();
+  options_.seed = sampler_seed;
+  SPINDLE_TRY(ex.sample(ds_.graph(), g.seeds, options_, g.sub));
+  res.times.sample_s += since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const auto& sub = g.sub;
+  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
+  g.features.resize(std::size_t(n * f));
+  if (source_)
+    SPINDLE_TRY(source_(sub.nodes, g.features.data()));
+  else
+    ex.gather(ds_.features(), f, sub.nodes, g.features.data());
+  res.times.gather_s += since(t0);
+  g.blocks.clear();
+  for (int l = 0; l < sub.num_hops(); ++l) {
+    auto b = sub.layer_block(l);
+    g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+  }
+  if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
+  res.work.graphs += 1;
+  res.work.rows += std::uint64_t(n);
+  res.work.edges += std::uint64_t(sub.num_edges());
+  res.work.output_rows += std::uint64_t(sub.hop_end.front());
+  return status::ok();
+}
+
+// The forward pass of one graph; each member's answer is read from its seeds' rows.
+status gnn_pipeline::compute_group(const prepared_batch::group& g,
+                                   const std::vector<gnn_request>& batch, batch_executor* ex,
+                                   nn::allocator& alloc, batch_result& res) const {
+  const auto& sub = g.sub;
+  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
+  auto x = nn::tensor::borrow(const_cast<float*>(g.features.data()), {n, f});
+  auto y = ex ? ex->forward(model_, alloc, g.blocks, g.degree, x)
+              : model_.forward(alloc, g.blocks, g.degree, x);
+  if (!y) return std::move(y).error();
+  const auto cols = std::size_t(y->cols());
+  std::size_t offset = 0;
+  for (auto m : g.members) {
+    const auto& seeds = batch[m].seeds;
+    auto& out = res.outputs[m];
+    out.resize(seeds.size() * cols);
+    for (std::size_t s = 0; s < seeds.size(); ++s)
+      std::memcpy(out.data() + s * cols, y->row(sub.seed_local[offset + s]), cols * 4);
+    offset += seeds.size();
+  }
+  return status::ok();
+}
+
+std::uint64_t gnn_pipeline::task_bytes(const prepared_batch& pb) const {
+  std::uint64_t bytes = 4096;
+  for (std::size_t k = 0; k < pb.used; ++k) {
+    const auto& g = pb.groups[k];
+    if (!g.ready) continue;
+    const auto est = estimate_pmc(gnn_graph(model_.desc(), block_sizes(g.sub)));
+    const std::uint64_t outside = est.weight_bytes + g.features.size() * 4;
+    if (est.pmc_bytes > outside) bytes = std::max(bytes, est.pmc_bytes - outside);
+  }
+  return bytes;
+}
+
+void gnn_pipeline::compute(prepared_batch& pb, const std::vector<gnn_request>& batch,
+                           std::span<std::byte> buffer) const {
+  for (std::size_t k = 0; k < pb.used; ++k) {
+    const auto& g = pb.groups[k];
+    if (!g.ready) continue;
+    nn::buffer_allocator alloc(buffer);
+    if (auto st = compute_group(g, batch, nullptr, alloc, pb.result); !st)
+      for (auto m : g.members) pb.result.errors[m] = st;
+  }
+}
+
+void gnn_pipeline::record_pass(double took) {
+  solo_s_ = solo_s_ == 0 ? took : 0.9 * solo_s_ + 0.1 * std::min(took, 4 * solo_s_);
+}
+
+// With a compute gate (GNNSched): the batch's forward passes run as ONE task of
+// the device scheduler, inside a buffer of the largest pass's PMC estimate
+// (activations only: weights and inputs live elsewhere).
+void gnn_pipeline::run_gated(const std::vector<gnn_request>& batch, prepared_batch& pb) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto st = gate_(task_bytes(pb), qos_target(), [&](std::span<std::byte> buffer) {
+    compute(pb, batch, buffer);
     return status::ok();
   });
   if (!st)
-    for (auto& p : ready) res.errors[p.index] = st;
+    for (std::size_t k = 0; k < pb.used; ++k)
+      if (pb.groups[k].ready)
+        for (auto m : pb.groups[k].members) pb.result.errors[m] = st;
   const double took = since(t0);
-  res.times.compute_s += took;
-  solo_s_ = solo_s_ == 0 ? took : 0.9 * solo_s_ + 0.1 * std::min(took, 4 * solo_s_);
+  pb.result.times.compute_s += took;
+  record_pass(took);
 }
 
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
@@ -136,33 +218,40 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
 
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
                                psgs_router::choice executor) {
-  batch_result res;
-  res.outputs.resize(batch.size());
-  res.errors.resize(batch.size());
-  res.executor = executor;
-  graph::sampling_executor& ex = res.executor == psgs_router::choice::small
-                                     ? static_cast<graph::sampling_executor&>(inline_)
-                                     : pooled_;
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    if (batch[i].seeds.empty())
-      res.errors[i] = make_error(errc::invalid_argument, "request {}: no seeds", i);
+  prepare_into(batch, executor, scratch_);
+  auto& res = scratch_.result;
   if (gate_) {
-    run_gated(batch, ex, res);
-    return res;
+    run_gated(batch, scratch_);
+    return std::move(res);
   }
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (!res.errors[i].is_ok()) continue;
-    if (auto st = run_one(batch[i], ex, res.outputs[i], res.times); !st) res.errors[i] = st;
+  auto& ex = executor_for(executor);
+  for (std::size_t k = 0; k < scratch_.used; ++k) {
+    const auto& g = scratch_.groups[k];
+    if (!g.ready) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    arena_.reset();
+    if (auto st = compute_group(g, batch, &ex, arena_, res); !st)
+      for (auto m : g.members) res.errors[m] = st;
+    res.times.compute_s += since(t0);
   }
-  return res;
+  return std::move(res);
 }
 
-std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n) {
+std::unique_ptr<prepared_batch> gnn_pipeline::prepare(const std::vector<gnn_request>& batch) {
+  double total = 0;
+  for (const auto& r : batch) total += psgs(r);
+  auto pb = std::make_unique<prepared_batch>();
+  prepare_into(batch, router_.route(total), *pb);
+  return pb;
+}
+
+std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n,
+                                         bool reproducible) {
   auto p0 = graph::seed_probabilities(ds.graph(), config::parse_seed_distribution("degree"));
   std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
   std::mt19937_64 rng(1);
   std::vector<gnn_request> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, i};
+  for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, reproducible ? i + 1 : 0};
   return out;
 }
 

@@ -38,16 +38,17 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
   int y = -1;
   switch (d.arch) {
     case model_arch::graphsage: {
-      int p = gb.add(conv(l, "propagate"), 0, bytes(nd, in), bytes(ne, in), {x});
+      // Aggregation is a sparse-dense product (no [E x F] messages); lin_r
+      // accumulates into lin_l's output (sgemm with beta = 1).
+      int p = gb.add(conv(l, "propagate"), 0, bytes(nd, in), 0, {x});
       int ll = gb.add(conv(l, "lin_l"), bytes(out, in) + bytes(out, 1), bytes(nd, out), 0, {p});
-      int lr = gb.add(conv(l, "lin_r"), bytes(out, in), bytes(nd, out), 0, {x});
-      gb.add(conv(l, "add"), 0, 0, 0, {lr});  // in place into lin_l's output
+      gb.add(conv(l, "lin_r"), bytes(out, in), 0, 0, {x});
       y = ll;
       break;
     }
     case model_arch::gcn: {
       int m = gb.add(conv(l, "matmul"), bytes(out, in) + bytes(out, 1), bytes(ns, out), 0, {x});
-      y = gb.add(conv(l, "propagate"), 0, bytes(nd, out), bytes(ne, out), {m});
+      y = gb.add(conv(l, "propagate"), 0, bytes(nd, out), 0, {m});
       break;
     }
     case model_arch::gat: {
@@ -60,7 +61,7 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
       break;
     }
     case model_arch::gin: {
-      int p = gb.add(conv(l, "propagate"), 0, bytes(nd, in), bytes(ne, in), {x});
+      int p = gb.add(conv(l, "propagate"), 0, bytes(nd, in), 0, {x});
       int l0 = gb.add(conv(l, "nn.0"), bytes(out, in) + bytes(out, 1) + bytes(1, 1), bytes(nd, out),
                       0, {p});
       y = gb.add(conv(l, "nn.2"), bytes(out, out) + bytes(out, 1), bytes(nd, out), 0, {l0});

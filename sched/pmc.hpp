@@ -5,7 +5,9 @@
 // freed when their operator ends; outputs when their last consumer ends), the
 // running maximum, a safety factor and 512-byte rounding. The DAG mirrors the
 // allocations of nn/'s operators, so the estimate can be checked against the
-// peak measured by nn's allocator. Pure functions.
+// peak measured by nn's allocator. nn/ aggregates by sparse-dense products, so
+// where PyG's Table 2 has an [NE x F] message temporary Spindle has none (GAT
+// keeps its per-edge scores and messages). Pure functions.
 #pragma once
 
 #include <cstdint>

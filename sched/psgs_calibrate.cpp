@@ -10,6 +10,9 @@
 #include "core/subprocess.hpp"
 #include "graph/metrics.hpp"
 #include "graph/sampler.hpp"
+#include "core/log.hpp"
+#include "sched/gnn_pipeline.hpp"
+#include <unistd.h>
 
 namespace spindle::sched {
 namespace {
@@ -49,41 +52,105 @@ expected<std::vector<batch>> make_batches(const graph::dataset& ds, const calibr
 
 }  // namespace
 
-expected<psgs_calibration> calibrate(const graph::dataset& ds, const calibrate_options& options,
-                                     thread_pool& pool, progress* progress_out) {
+namespace {
+
+std::vector<gnn_request> as_requests(const batch& b) {
+  std::vector<gnn_request> out(b.seeds.size());
+  for (std::size_t i = 0; i < b.seeds.size(); ++i) out[i].seeds = {b.seeds[i]};
+  return out;
+}
+
+// Times every batch on `choice`; `lanes` pipelines run side by side (one per
+// pool slot for the small executor, one for the large).
+std::vector<std::pair<double, double>> time_batches(const graph::dataset& ds,
+                                                    const nn::model& model,
+                                                    const std::vector<batch>& batches,
+                                                    psgs_router::choice choice, thread_pool& pool,
+                                                    progress* progress_out) {
+  psgs_router router(psgs_calibration{}, routing_policy::fixed);
+  const std::size_t lanes = choice == psgs_router::choice::small ? pool.slots() : 1;
+  std::vector<std::unique_ptr<gnn_pipeline>> pipes;
+  for (std::size_t i = 0; i < lanes; ++i)
+    pipes.push_back(std::make_unique<gnn_pipeline>(ds, model, router, pool));
+  std::vector<std::pair<double, double>> out(batches.size());
+  auto run_range = [&](gnn_pipeline& p, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) {
+      auto reqs = as_requests(batches[std::size_t(i)]);
+      const auto t0 = std::chrono::steady_clock::now();
+      p.run(reqs, choice);
+      out[std::size_t(i)] = {batches[std::size_t(i)].psgs, seconds_since(t0)};
+      if (progress_out) progress_out->advance(1);
+    }
+  };
+  for (auto& p : pipes) p->run(as_requests(batches.front()), choice);  // warm the arenas
+  if (lanes == 1) {
+    run_range(*pipes[0], 0, std::int64_t(batches.size()));
+  } else {
+    const auto n = std::int64_t(batches.size()), per = (n + std::int64_t(lanes) - 1) / std::int64_t(lanes);
+    pool.parallel_for(0, std::int64_t(lanes), 1, [&](std::int64_t lane, std::int64_t, std::size_t) {
+      run_range(*pipes[std::size_t(lane)], lane * per, std::min(n, (lane + 1) * per));
+    });
+  }
+  return out;
+}
+
+status check_curve(const executor_curve& c, const calibrate_options& o) {
+  if (c.buckets.size() >= 3) return status::ok();
+  return make_error(errc::invalid_argument,
+                    "calibration: only {} of {} PSGS buckets of the {} executor got batches; "
+                    "raise --batches (now {}) or --max-seeds (now {})",
+                    c.buckets.size(), o.buckets, c.executor, o.batches, o.max_seeds);
+}
+
+// Batches faster than this are timer and scheduler noise more than work.
+constexpr double kTooFastS = 20e-6;
+
+void warn_if_noise(const executor_curve& c) {
+  double mean = 0;
+  for (const auto& b : c.buckets) mean += b.mean_s / double(c.buckets.size());
+  if (mean < kTooFastS || c.mean.b <= 0)
+    log::warn("calibration: {} batches take {:.1f} us on average (slope {:.3g} s per PSGS): "
+              "timing noise dominates, so the crossover points are unreliable; calibrate with "
+              "larger --max-seeds",
+              c.executor, mean * 1e6, c.mean.b);
+}
+
+}  // namespace
+
+expected<psgs_calibration> calibrate(const graph::dataset& ds, const nn::model& model,
+                                     const calibrate_options& o, thread_pool& pool,
+                                     progress* progress_out) {
   if (!ds.has_metrics())
     return make_error(errc::invalid_argument, "{}: no PSGS; run `spindle prepare {}` first",
                       ds.dir(), ds.dir());
-  calibrate_options o = options;
-  if (o.fanouts.empty()) o.fanouts = ds.metadata().fanouts;
+  if (o.batches < 1) return make_error(errc::invalid_argument, "calibration: --batches must be > 0");
   SPINDLE_ASSIGN_OR_RETURN(auto batches, make_batches(ds, o));
-  std::vector<std::pair<double, double>> small(batches.size()), large;
-  // Small executor at full load: every pool slot samples its own batch.
-  pool.parallel_for(0, std::int64_t(batches.size()), 1,
-                    [&](std::int64_t lo, std::int64_t hi, std::size_t) {
-                      graph::inline_executor ex;
-                      for (std::int64_t i = lo; i < hi; ++i) {
-                        auto t0 = std::chrono::steady_clock::now();
-                        auto sub = ex.sample(ds.graph(), batches[i].seeds,
-                                             {o.fanouts, false, o.seed + std::uint64_t(i)});
-                        small[std::size_t(i)] = {batches[i].psgs, seconds_since(t0)};
-                        if (progress_out && sub) progress_out->advance(1);
-                      }
-                    });
-  // Large executor: the pool works on one batch at a time.
-  graph::pooled_executor pooled(pool);
-  for (std::size_t i = 0; i < batches.size(); ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    SPINDLE_ASSIGN_OR_RETURN(
-        auto sub, pooled.sample(ds.graph(), batches[i].seeds, {o.fanouts, false, o.seed + i}));
-    large.push_back({batches[i].psgs, seconds_since(t0)});
-    if (progress_out) progress_out->advance(1);
-  }
+  auto small = time_batches(ds, model, batches, psgs_router::choice::small, pool, progress_out);
+  auto large = time_batches(ds, model, batches, psgs_router::choice::large, pool, progress_out);
   psgs_calibration c;
   c.small = build_curve("inline", std::move(small), o.buckets);
   c.large = build_curve(fmt::format("pooled({})", pool.slots()), std::move(large), o.buckets);
+  SPINDLE_TRY(check_curve(c.small, o));
+  SPINDLE_TRY(check_curve(c.large, o));
+  warn_if_noise(c.small);
+  warn_if_noise(c.large);
   compute_crossovers(c);
   return c;
+}
+
+expected<nn::model> default_calibration_model(const graph::dataset& ds, nn::allocator& weights) {
+  config::model_desc d;
+  d.name = "calibration-sage";
+  d.arch = config::model_arch::graphsage;
+  d.layers = std::max<int>(1, int(ds.metadata().fanouts.size()));
+  d.in = int(ds.feature_dim()), d.hidden = 256, d.out = 47;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   fmt::format("spindle-calibration-model-{}", ::getpid());
+  SPINDLE_TRY(nn::init_model(d, 1, dir.string()));
+  auto m = nn::model::load(dir.string(), weights);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return m;
 }
 
 status plot_calibration(const psgs_calibration& c, const std::string& png_path) {
@@ -101,7 +168,7 @@ status plot_calibration(const psgs_calibration& c, const std::string& png_path) 
   }
   std::ofstream gp(base + ".gp");
   gp << "set terminal png size 1000,650\nset output '" << png_path << "'\n"
-     << "set logscale x\nset xlabel 'summed PSGS of the batch'\nset ylabel 'sampling latency "
+     << "set logscale x\nset xlabel 'summed PSGS of the batch'\nset ylabel 'batch latency (sample+gather+forward) "
         "(ms)'\n"
      << "set key left top\nset title 'PSGS calibration: " << c.small.executor << " vs "
      << c.large.executor << "'\n";

@@ -57,6 +57,21 @@ def sampled_subgraph(rng):
     return np.array(hop_end, np.int64), np.array(indptr, np.int64), np.array(indices, np.int32)
 
 
+def batch_subgraph(rng):
+    """A jointly sampled batch of 64 seeds (fanouts up to 25, 10), hub-heavy like
+    R-MAT: neighbours are drawn by a Zipf law, so many rows share them."""
+    hop_end = [64, 600, 2400]
+    indptr, indices = [0], []
+    for row in range(hop_end[1]):
+        limit = hop_end[1] if row < hop_end[0] else hop_end[2]
+        weights = 1.0 / np.arange(1, limit + 1)
+        k = int(rng.integers(5, 26)) if row < hop_end[0] else int(rng.integers(0, 11))
+        nbrs = rng.choice(limit, size=k, replace=False, p=weights / weights.sum())
+        indices.extend(int(v) for v in nbrs)
+        indptr.append(len(indices))
+    return np.array(hop_end, np.int64), np.array(indptr, np.int64), np.array(indices, np.int32)
+
+
 class GNN(torch.nn.Module):
     def __init__(self, convs):
         super().__init__()
@@ -74,9 +89,9 @@ def gin_mlp(i, o):
     return torch.nn.Sequential(torch.nn.Linear(i, o), torch.nn.ReLU(), torch.nn.Linear(o, o))
 
 
-def gnn_fixture(out_dir, arch, convs, extra):
+def gnn_fixture(out_dir, arch, convs, extra, name=None, subgraph=sampled_subgraph):
     rng = np.random.default_rng(7)
-    hop_end, indptr, indices = sampled_subgraph(rng)
+    hop_end, indptr, indices = subgraph(rng)
     x = rng.standard_normal((hop_end[-1], IN)).astype(np.float32)
     rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     edge_index = torch.tensor(np.stack([indices.astype(np.int64), rows]).tolist(), dtype=torch.long)
@@ -85,7 +100,7 @@ def gnn_fixture(out_dir, arch, convs, extra):
         for p in model.parameters():  # biases default to zero: make them count
             p.uniform_(-0.5, 0.5)
         expected = to_numpy(model(torch.tensor(x.tolist()), edge_index)[: hop_end[0]])
-    d = os.path.join(out_dir, arch)
+    d = os.path.join(out_dir, name or arch)
     os.makedirs(d, exist_ok=True)
     write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
     with open(os.path.join(d, "model.toml"), "w") as f:
@@ -159,6 +174,16 @@ def main():
                 f"heads = {HEADS}\n")
     gnn_fixture(out_dir, "gin", [GINConv(gin_mlp(IN, HIDDEN)), GINConv(gin_mlp(HIDDEN, OUT))], "")
     dlrm_fixture(out_dir)
+    # The same layers over a jointly sampled batch of 64 seeds (the serving path's shape);
+    # made last so the fixtures above keep their weights.
+    b64 = dict(subgraph=batch_subgraph)
+    gnn_fixture(out_dir, "graphsage", [SAGEConv(IN, HIDDEN), SAGEConv(HIDDEN, OUT)], "",
+                "graphsage-b64", **b64)
+    gnn_fixture(out_dir, "gcn", [GCNConv(IN, HIDDEN), GCNConv(HIDDEN, OUT)], "", "gcn-b64", **b64)
+    gnn_fixture(out_dir, "gat", [GATConv(IN, HIDDEN, heads=HEADS), GATConv(HIDDEN * HEADS, OUT, heads=1)],
+                f"heads = {HEADS}\n", "gat-b64", **b64)
+    gnn_fixture(out_dir, "gin", [GINConv(gin_mlp(IN, HIDDEN)), GINConv(gin_mlp(HIDDEN, OUT))], "",
+                "gin-b64", **b64)
     print("fixtures written to", out_dir)
 
 

@@ -1,5 +1,6 @@
-// `spindle calibrate`: Quiver §4.2.1 PSGS calibration between the inline and
-// pooled samplers; writes the calibration file, a text table and a PNG plot.
+// `spindle calibrate`: Quiver §4.2.1 PSGS calibration of the served pipeline
+// (joint sample + gather + forward pass) on the inline and pooled executors;
+// writes the calibration file, a text table and a PNG plot.
 #include <fstream>
 
 #include "apps/commands/command.hpp"
@@ -10,7 +11,7 @@ namespace spindle::apps {
 namespace {
 
 struct calibrate_args {
-  std::string dir, out = "psgs-calibration.json", plot = "psgs-calibration.png", fanouts;
+  std::string dir, out = "psgs-calibration.json", plot = "psgs-calibration.png", model;
   int buckets = 10, batches = 300;
   std::size_t max_seeds = 1024;
 };
@@ -19,11 +20,15 @@ status run_calibrate(const calibrate_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
   sched::calibrate_options o;
   o.buckets = a.buckets, o.batches = a.batches, o.max_seeds = a.max_seeds;
-  if (!a.fanouts.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(o.fanouts, config::parse_fanouts(a.fanouts));
-  }
+  nn::heap_allocator weights;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, a.model.empty()
+                                       ? sched::default_calibration_model(ds, weights)
+                                       : nn::model::load(a.model, weights));
+  if (m.desc().in != ds.feature_dim())
+    return make_error(errc::invalid_argument, "{}: model.in = {} but {} has {} features per node",
+                      a.model, m.desc().in, a.dir, ds.feature_dim());
   progress bar("calibrating", std::uint64_t(2 * a.batches), "batches");
-  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::calibrate(ds, o, g.pool(), &bar));
+  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::calibrate(ds, m, o, g.pool(), &bar));
   bar.finish();
   std::ofstream out(a.out);
   out << c.to_json() << '\n';
@@ -42,15 +47,16 @@ status run_calibrate(const calibrate_args& a, global_options& g) {
 void register_calibrate(CLI::App& app, global_options& g) {
   auto* cmd =
       app.add_subcommand("calibrate",
-                         "Measure sampling latency against summed PSGS for the inline and pooled "
-                         "executors near full load and derive Quiver's four routing points");
+                         "Measure the served pipeline's batch latency (sample + gather + forward) "
+                         "against summed PSGS on the inline and pooled executors near full load "
+                         "and derive Quiver's four routing points");
   auto a = std::make_shared<calibrate_args>();
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with PSGS)")->required();
   cmd->add_option("--out", a->out, "Calibration file to write")->capture_default_str();
   cmd->add_option("--plot", a->plot, "PNG plot to write (gnuplot); empty for none")
       ->capture_default_str();
-  cmd->add_option("--fanouts", a->fanouts,
-                  "Sampler fanouts (default: the dataset's metrics fanouts)");
+  cmd->add_option("--model", a->model,
+                  "Model directory to time (default: a 2-layer GraphSAGE, 256 hidden, 47 out)");
   cmd->add_option("--buckets", a->buckets, "PSGS buckets")->capture_default_str();
   cmd->add_option("--batches", a->batches, "Batches per executor")->capture_default_str();
   cmd->add_option("--max-seeds", a->max_seeds, "Largest batch, in seeds' worth of PSGS")

@@ -79,6 +79,7 @@ struct load_args {
   std::uint64_t seed = 1;
   std::uint32_t deadline_us = 0;
   bool json = false;
+  bool reproducible = false;  // request i carries sampler seed i + 1
 };
 
 // "uniform:N", "degree:DATASET_DIR" or a trace file of ids (one per line).
@@ -143,7 +144,7 @@ status run_load(const client_args& c, const load_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
   std::vector<rpc::gnn_call> calls;
   for (std::size_t i = 0; i < seeds.size(); ++i)
-    calls.push_back({c.model, {seeds[i]}, i, a.deadline_us});
+    calls.push_back({c.model, {seeds[i]}, a.reproducible ? i + 1 : 0, a.deadline_us});
   std::vector<rpc::gnn_call> warm(calls.begin(), calls.begin() + a.warmup),
       measured(calls.begin() + a.warmup, calls.end());
   SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
@@ -244,7 +245,10 @@ void register_client(CLI::App& app, global_options&) {
   auto* infer = cmd->add_subcommand("infer", "One GNN request");
   auto ia = std::make_shared<infer_args>();
   infer->add_option("--seeds", ia->seeds, "Node ids")->required()->delimiter(',');
-  infer->add_option("--sampler-seed", ia->sampler_seed, "Sampler seed")->capture_default_str();
+  infer->add_option("--sampler-seed", ia->sampler_seed,
+                    "Sampler seed: nonzero samples the request on its own (same seeds + seed, "
+                    "same answer); 0 shares its batch's sampled graph")
+      ->capture_default_str();
   infer->add_option("--deadline-us", ia->deadline_us, "Deadline (0: none)")->capture_default_str();
   infer->add_flag("--json", ia->json, "Print JSON");
   infer->callback([c, ia] {
@@ -265,6 +269,9 @@ void register_client(CLI::App& app, global_options&) {
   load->add_option("--csv", la->csv, "Write the latency CDF as CSV");
   load->add_option("--plot", la->plot, "Write the latency CDF as a PNG (gnuplot)");
   load->add_flag("--json", la->json, "Print the report as JSON");
+  load->add_flag("--reproducible", la->reproducible,
+                 "Give request i sampler seed i + 1 (sampled on its own, fixed answer); by "
+                 "default requests carry none and share their batch's sampled graph");
   load->callback([c, la] {
     if (int rc = report(run_load(*c, *la))) throw CLI::RuntimeError(rc);
   });

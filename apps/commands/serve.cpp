@@ -30,6 +30,7 @@ struct serve_args {
   std::size_t workload = 0;
   double rate = 0;
   bool json = false;
+  bool reproducible = false;  // --workload requests carry sampler seeds
   std::string name;      // model name for RPC calls (default: model.toml's)
   std::string gnnsched;  // GNNSched grouping policy for the forward passes, or empty
   std::size_t gnnsched_mb = 256;
@@ -45,9 +46,14 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
     text << in.rdbuf();
     return sched::psgs_calibration::from_json(text.str(), a.calibration);
   }
+  // Calibrate on the served model: the curves time the whole served pipeline.
   sched::calibrate_options o;
   o.batches = 100;
-  return sched::calibrate(ds, o, pool);
+  nn::heap_allocator weights;
+  auto m = a.model.empty() ? sched::default_calibration_model(ds, weights)
+                           : nn::model::load(a.model, weights);
+  if (!m) return std::move(m).error();
+  return sched::calibrate(ds, *m, o, pool);
 }
 
 void report_load(const actors::load_result& r, const actors::batcher_stats& st,
@@ -128,7 +134,7 @@ status run_serve(const serve_args& a, global_options& g) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(
-      sys, b.batcher, {sched::degree_requests(ds, a.workload), a.rate, a.clients}, result, self);
+      sys, b.batcher, {sched::degree_requests(ds, a.workload, a.reproducible), a.rate, a.clients}, result, self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;
   self->request(b.batcher, caf::infinite, actors::stats_atom::value)
@@ -174,6 +180,9 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_option("--clients", a->clients, "Outstanding requests in closed loop")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object");
+  cmd->add_flag("--reproducible", a->reproducible,
+                "--workload requests carry sampler seeds (each sampled on its own, fixed "
+                "answers); by default they share their batch's sampled graph, as real clients' do");
   cmd->callback([a, &g] {
     if (a->json) set_progress_enabled(false);
     if (int rc = report(run_serve(*a, g))) throw CLI::RuntimeError(rc);

@@ -56,9 +56,18 @@ TEST_P(gnn_golden_test, matches_pyg_on_a_sampled_subgraph) {
   ASSERT_TRUE(y.has_value()) << y.error().to_string();
   EXPECT_EQ(y->rows(), sub.hop_end[0]);
   expect_close(*y, load<float>(dir + "/expected.npy"));
+  // The large executor's path: every layer's rows split over a pool.
+  thread_pool pool(1, "golden");
+  auto split = m->forward(alloc, blocks, degree, xt, &pool);
+  ASSERT_TRUE(split.has_value()) << split.error().to_string();
+  expect_close(*split, load<float>(dir + "/expected.npy"));
 }
 
-INSTANTIATE_TEST_SUITE_P(pyg, gnn_golden_test, ::testing::Values("graphsage", "gcn", "gat", "gin"));
+// The -b64 fixtures are one jointly sampled batch of 64 seeds (the serving
+// path's shape: hub neighbours shared by many rows).
+INSTANTIATE_TEST_SUITE_P(pyg, gnn_golden_test,
+                         ::testing::Values("graphsage", "gcn", "gat", "gin", "graphsage-b64",
+                                           "gcn-b64", "gat-b64", "gin-b64"));
 
 TEST(dlrm_golden_test, matches_a_pytorch_dlrm) {
   const std::string dir = fixture("dlrm");

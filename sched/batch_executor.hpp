@@ -1,0 +1,65 @@
+// Where one batch's work runs (Quiver §4.2: PSGS picks the executor per
+// batch): the batch's joint k-hop sample, the gather of its unique feature
+// rows, and its forward pass. Two host executors: `small` runs everything on
+// the calling pipeline's thread; `large` spreads one batch over a thread pool
+// (each hop's frontier split in row ranges, gather and GEMM/aggregation rows
+// split over the pool's threads). A device executor (CUDA) implements the same
+// three calls. An executor is used by one pipeline thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/thread_pool.hpp"
+#include "graph/sampler.hpp"
+#include "nn/model.hpp"
+
+namespace spindle::sched {
+
+class batch_executor {
+ public:
+  virtual ~batch_executor() = default;
+  virtual std::string_view name() const = 0;
+  /// The batch's joint sample into `out` (capacity reused).
+  virtual status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
+                        const graph::sample_options& options, graph::sampled_subgraph& out) = 0;
+  /// out[i] = table row ids[i] ([ids.size() x dim]); ids are unique and in range.
+  virtual void gather(std::span<const float> table, std::int64_t dim,
+                      std::span<const std::int64_t> ids, float* out) = 0;
+  /// The model's forward pass over the batch's blocks.
+  virtual expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
+                                       std::span<const nn::block> blocks,
+                                       std::span<const float> degree, const nn::tensor& x) = 0;
+};
+
+/// The host executors: `pool` null is the small one (the caller's thread), a
+/// pool the large one (the pool's threads and the caller; the pool must outlive it).
+class host_executor final : public batch_executor {
+ public:
+  explicit host_executor(thread_pool* pool = nullptr);
+  std::string_view name() const override { return name_; }
+  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
+                const graph::sample_options& options, graph::sampled_subgraph& out) override;
+  void gather(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
+              float* out) override;
+  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
+                               std::span<const nn::block> blocks, std::span<const float> degree,
+                               const nn::tensor& x) override;
+
+ private:
+  thread_pool* pool_;
+  std::string name_;
+  graph::inline_executor inline_;
+  std::unique_ptr<graph::pooled_executor> pooled_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> order_;  // (id, position), sorted by id
+};
+
+/// Copies rows ids[lo, hi) of `table` in address order (`order` sorted by id)
+/// with prefetching: the gather's per-thread kernel.
+void gather_sorted(std::span<const float> table, std::int64_t dim,
+                   std::span<const std::pair<std::int64_t, std::int64_t>> order, float* out);
+
+}  // namespace spindle::sched

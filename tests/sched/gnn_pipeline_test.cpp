@@ -1,0 +1,112 @@
+// The batched serving core: one jointly sampled graph, one gather of unique rows
+// and one forward pass per batch; reproducible requests keep their own graph;
+// both executors give the same answers; the arena stops allocating once warm.
+#include "sched/gnn_pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "../actors/small_gnn.hpp"
+
+namespace spindle::sched {
+namespace {
+
+struct fixture : actors::test_support::small_gnn {
+  psgs_router router{psgs_calibration{}, routing_policy::fixed};
+  fixture() : small_gnn("pipeline_ds", 12, 16, 32, 5) {}
+};
+
+std::vector<gnn_request> shared_requests(std::size_t n) {
+  std::vector<gnn_request> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i].seeds = {std::int64_t(i * 7 % 300)};
+  return out;
+}
+
+TEST(gnn_pipeline_test, a_batch_is_one_sampled_graph_one_gather_and_one_forward_pass) {
+  fixture f;
+  gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
+  auto batch = shared_requests(64);
+  auto res = p.run(batch, psgs_router::choice::small);
+  EXPECT_EQ(res.work.graphs, 1u);
+  // The joint sample of the batch's seeds, as the pipeline drew it (its first batch).
+  std::vector<std::int64_t> seeds;
+  for (const auto& r : batch) seeds.push_back(r.seeds[0]);
+  graph::inline_executor ex;
+  auto sub = ex.sample(f.ds->graph(), seeds, {{25, 10}, false, shared_graph_seed(0)});
+  ASSERT_TRUE(sub.has_value());
+  EXPECT_EQ(res.work.rows, sub->nodes.size());  // each unique row gathered once
+  EXPECT_EQ(std::set<std::int64_t>(seeds.begin(), seeds.end()).size(), res.work.output_rows);
+  // Every answer is its seed's row of one forward pass over that graph.
+  std::vector<nn::block> blocks;
+  for (int l = 0; l < sub->num_hops(); ++l) {
+    auto b = sub->layer_block(l);
+    blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+  }
+  std::vector<float> x;
+  for (auto v : sub->nodes)
+    x.insert(x.end(), f.ds->features().begin() + v * 16, f.ds->features().begin() + (v + 1) * 16);
+  nn::heap_allocator a;
+  auto y = f.model->forward(a, blocks, {},
+                            nn::tensor::borrow(x.data(), {std::int64_t(sub->nodes.size()), 16}));
+  ASSERT_TRUE(y.has_value());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    ASSERT_TRUE(res.errors[i].is_ok()) << res.errors[i].to_string();
+    const float* want = y->row(sub->seed_local[i]);
+    for (int c = 0; c < 5; ++c) EXPECT_FLOAT_EQ(res.outputs[i][c], want[c]) << i;
+  }
+}
+
+TEST(gnn_pipeline_test, a_request_with_a_sampler_seed_answers_the_same_in_any_batch) {
+  fixture f;
+  gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
+  const gnn_request mine{{5, 17}, 42};
+  auto alone = p.run({mine}, psgs_router::choice::small);
+  auto batch = shared_requests(40);
+  batch.insert(batch.begin() + 13, mine);
+  auto ridden = p.run(batch, psgs_router::choice::large);
+  ASSERT_TRUE(alone.errors[0].is_ok());
+  EXPECT_EQ(ridden.outputs[13], alone.outputs[0]);  // bit for bit
+  EXPECT_EQ(ridden.work.graphs, 2u);                // the shared graph + its own
+}
+
+TEST(gnn_pipeline_test, both_executors_answer_a_batch_of_64_alike) {
+  fixture f;
+  gnn_pipeline small(*f.ds, *f.model, f.router, f.pool), large(*f.ds, *f.model, f.router, f.pool);
+  auto batch = shared_requests(64);
+  auto a = small.run(batch, psgs_router::choice::small);
+  auto b = large.run(batch, psgs_router::choice::large);  // same first-batch seed
+  EXPECT_EQ(b.executor, psgs_router::choice::large);
+  EXPECT_EQ(a.work.rows, b.work.rows);
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    for (std::size_t c = 0; c < a.outputs[i].size(); ++c)
+      EXPECT_NEAR(a.outputs[i][c], b.outputs[i][c], 1e-5f * std::max(1.0f, std::abs(a.outputs[i][c])));
+}
+
+TEST(gnn_pipeline_test, a_bad_seed_fails_its_request_and_the_rest_are_answered) {
+  fixture f;
+  gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
+  auto batch = shared_requests(8);
+  batch[3].seeds = {1, 999999};
+  batch[5].seeds.clear();
+  auto res = p.run(batch, psgs_router::choice::small);
+  EXPECT_NE(res.errors[3].to_string().find("999999"), std::string::npos);
+  EXPECT_FALSE(res.errors[5].is_ok());
+  for (std::size_t i : {0, 1, 2, 4, 6, 7}) {
+    EXPECT_TRUE(res.errors[i].is_ok()) << i;
+    EXPECT_EQ(res.outputs[i].size(), 5u);
+  }
+}
+
+TEST(gnn_pipeline_test, the_forward_pass_arena_stops_allocating_once_warm) {
+  fixture f;
+  gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
+  for (int i = 0; i < 5; ++i) p.run(shared_requests(64), psgs_router::choice::small);
+  const auto warm = p.arena_allocations();
+  for (int i = 0; i < 50; ++i) p.run(shared_requests(64), psgs_router::choice::small);
+  EXPECT_LE(p.arena_allocations(), warm + 1);  // at most one growth to a new high-water mark
+}
+
+}  // namespace
+}  // namespace spindle::sched
