@@ -23,7 +23,7 @@ struct closed_batch {
 
 struct batcher_state {
   std::vector<caf::actor> pipelines;
-  std::vector<bool> busy;
+  std::vector<std::size_t> in_flight;  // batches each pipeline holds
   std::vector<bool> down;          // pipelines whose process is down: given no batches
   std::deque<closed_batch> queue;  // Quiver §4.3: one queue shared by every pipeline
   std::unique_ptr<sched::batch_builder<pending>> builder;
@@ -63,7 +63,7 @@ bool any_up(batcher_ptr self) {
 // batch that fail on their own (bad seed, unreachable rows) are answered as such.
 void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
   auto& st = self->state;
-  st.busy[p] = true;
+  ++st.in_flight[p];
   batch_job job;
   for (auto& item : batch.items) job.requests.push_back(item.request);
   auto held = std::make_shared<closed_batch>(std::move(batch));
@@ -79,11 +79,11 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
               const double queued = std::chrono::duration<double>(started - item.arrived).count();
               item.promise.deliver(reply_for(res, i, queued, item.request.sampler_seed));
             }
-            self->state.busy[p] = false;
+            --self->state.in_flight[p];
             start_next(self);
           },
           [=](caf::error& err) {
-            self->state.busy[p] = false;
+            --self->state.in_flight[p];
             if (++held->attempts < 2 && any_up(self)) {
               ++self->state.stats.retried;
               self->state.queue.push_front(std::move(*held));
@@ -102,11 +102,19 @@ void close_open_batch(batcher_ptr self);
 // once, so the deadline only bounds waiting while every pipeline is busy.
 void start_next(batcher_ptr self) {
   auto& st = self->state;
-  for (std::size_t p = 0; p < st.pipelines.size(); ++p) {
-    if (st.busy[p] || st.down[p]) continue;
-    if (st.queue.empty() && !st.builder->empty() && st.builder->policy().work_conserving)
+  const auto& policy = st.builder->policy();
+  for (std::size_t p = 0; p < st.pipelines.size(); ++p) {  // idle pipelines first
+    if (st.in_flight[p] > 0 || st.down[p]) continue;
+    if (st.queue.empty() && !st.builder->empty() && policy.work_conserving)
       close_open_batch(self);
     if (st.queue.empty()) return;
+    closed_batch b = std::move(st.queue.front());
+    st.queue.pop_front();
+    run_on(self, p, std::move(b));
+  }
+  for (std::size_t p = 0; p < st.pipelines.size() && !st.queue.empty(); ++p) {
+    if (st.down[p] || st.in_flight[p] >= std::max<std::size_t>(1, policy.pipeline_depth))
+      continue;
     closed_batch b = std::move(st.queue.front());
     st.queue.pop_front();
     run_on(self, p, std::move(b));
@@ -132,7 +140,7 @@ void dispatch(batcher_ptr self) {
 bool any_idle(batcher_ptr self) {
   const auto& st = self->state;
   for (std::size_t p = 0; p < st.pipelines.size(); ++p)
-    if (!st.busy[p] && !st.down[p]) return true;
+    if (st.in_flight[p] == 0 && !st.down[p]) return true;
   return false;
 }
 
@@ -140,7 +148,7 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
                             sched::batch_policy policy, std::shared_ptr<sched::psgs_router> router,
                             std::function<double(const sched::gnn_request&)> psgs_of) {
   auto& st = self->state;
-  st.busy.assign(pipelines.size(), false);
+  st.in_flight.assign(pipelines.size(), 0);
   st.down.assign(pipelines.size(), false);
   st.stats.per_pipeline.assign(pipelines.size(), 0);
   st.pipelines = std::move(pipelines);

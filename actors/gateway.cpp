@@ -596,6 +596,8 @@ std::string gateway::stats_json() {
                        {"tasks", c.tasks},
                        {"groups", c.groups},
                        {"largest_group", c.largest_group},
+                       {"grouped_tasks", c.grouped_tasks},
+                       {"overruns", c.overruns},
                        {"pool_bytes", e->b.device->capacity()}};
     }
     if (e->b.router_actor) {

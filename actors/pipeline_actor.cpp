@@ -1,24 +1,89 @@
 #include "actors/pipeline_actor.hpp"
 
+#include <map>
+
 #include "actors/bridge_messages.hpp"
 
 namespace spindle::actors {
 namespace {
 
-struct pipeline_state {
-  std::unique_ptr<sched::gnn_pipeline> pipeline;
+using gnnsched_done_atom = caf::atom_constant<caf::atom("gsdone")>;
+
+// A batch whose forward pass waits in (or runs on) the device scheduler.
+struct waiting_batch {
+  caf::response_promise promise;
+  std::shared_ptr<sched::prepared_batch> prepared;
+  std::shared_ptr<const std::vector<sched::gnn_request>> requests;
+  std::chrono::steady_clock::time_point submitted;
 };
 
-caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const graph::dataset* ds,
-                             const nn::model* model, const sched::psgs_router* router,
-                             thread_pool* pool, sched::feature_source features,
-                             sched::gnn_pipeline::compute_gate gate) {
+struct pipeline_state {
+  std::unique_ptr<sched::gnn_pipeline> pipeline;
+  sched::device_scheduler* device = nullptr;
+  std::map<std::uint64_t, waiting_batch> waiting;
+  std::uint64_t next_id = 0;
+};
+
+using pipeline_ptr = caf::stateful_actor<pipeline_state>*;
+
+// GNNSched: sample and gather here, then hand the forward pass to the device
+// scheduler and return; the pipeline takes its next batch while the pass
+// waits for its group, and answers when the scheduler reports back.
+caf::response_promise submit_gated(pipeline_ptr self, const batch_job& job) {
+  auto& st = self->state;
+  auto requests = std::make_shared<const std::vector<sched::gnn_request>>(job.requests);
+  std::shared_ptr<sched::prepared_batch> pb = st.pipeline->prepare(*requests);
+  auto rp = self->make_response_promise();
+  const auto id = st.next_id++;
+  st.waiting.emplace(id, waiting_batch{rp, pb, requests, std::chrono::steady_clock::now()});
+  const sched::gnn_pipeline* pipe = st.pipeline.get();
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.device->submit(
+      pipe->task_bytes(*pb), pipe->qos_target(),
+      [pipe, pb, requests](std::span<std::byte> buffer) {
+        pipe->compute(*pb, *requests, buffer);
+        return status::ok();
+      },
+      [me, id](status s) {
+        caf::anon_send(me, gnnsched_done_atom::value, id, std::int32_t(s.code()), s.message());
+      });
+  return rp;
+}
+
+void finish_gated(pipeline_ptr self, std::uint64_t id, std::int32_t code,
+                  const std::string& message) {
+  auto& st = self->state;
+  auto it = st.waiting.find(id);
+  if (it == st.waiting.end()) return;
+  auto w = std::move(it->second);
+  st.waiting.erase(it);
+  auto& res = w.prepared->result;
+  if (code != 0) {
+    const auto err = make_error(errc(code), "{}", message);
+    for (std::size_t k = 0; k < w.prepared->used; ++k)
+      if (w.prepared->groups[k].ready)
+        for (auto m : w.prepared->groups[k].members) res.errors[m] = err;
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - w.submitted).count();
+  res.times.compute_s += took;
+  st.pipeline->record_pass(took);
+  w.promise.deliver(std::move(res));
+}
+
+caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const nn::model* model,
+                             const sched::psgs_router* router, thread_pool* pool,
+                             sched::feature_source features, sched::device_scheduler* device) {
   self->state.pipeline =
       std::make_unique<sched::gnn_pipeline>(*ds, *model, *router, *pool, std::move(features));
-  self->state.pipeline->set_compute_gate(std::move(gate));
+  self->state.device = device;
   return {
-      [=](run_atom, const batch_job& job) -> sched::batch_result {
+      [=](run_atom, const batch_job& job) -> caf::result<sched::batch_result> {
+        if (self->state.device) return submit_gated(self, job);
         return self->state.pipeline->run(job.requests);
+      },
+      [=](gnnsched_done_atom, std::uint64_t id, std::int32_t code, const std::string& message) {
+        finish_gated(self, id, code, message);
       },
       // A batch from another process, through the UCX bridge.
       [=](bridge_call_atom, const caf::message& m) -> caf::result<bridge_reply> {
@@ -44,9 +109,9 @@ caf::behavior pipeline_actor(caf::stateful_actor<pipeline_state>* self, const gr
 
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
                           const sched::psgs_router& router, thread_pool& pool,
-                          sched::feature_source features, sched::gnn_pipeline::compute_gate gate) {
+                          sched::feature_source features, sched::device_scheduler* device) {
   return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool, std::move(features),
-                                  std::move(gate));
+                                  device);
 }
 
 }  // namespace spindle::actors

@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include "actors/serving_messages.hpp"
+#include "sched/device_scheduler.hpp"
 
 namespace spindle::actors {
 
@@ -15,10 +16,12 @@ namespace spindle::actors {
 /// dataset, model and router (which must outlive the actor system).
 /// `features` (optional) replaces reading the dataset's own feature matrix, e.g.
 /// with a gatherer over shards in other processes.
-/// `gate` (optional) runs the forward passes through a device scheduler (GNNSched).
+/// `device` (optional) runs the forward passes through GNNSched's device
+/// scheduler: the pipeline submits each batch's pass and takes its next batch
+/// while the pass waits for its group (answers come when the group ran).
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
                           const sched::psgs_router& router, thread_pool& pool,
                           sched::feature_source features = {},
-                          sched::gnn_pipeline::compute_gate gate = {});
+                          sched::device_scheduler* device = nullptr);
 
 }  // namespace spindle::actors

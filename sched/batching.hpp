@@ -20,6 +20,10 @@ struct batch_policy {
   /// An idle pipeline takes the open batch at once (false: batches close only on
   /// deadline, size or PSGS, e.g. to measure fixed-size batching).
   bool work_conserving = true;
+  /// Batches a pipeline may hold at once. 2 with GNNSched: a pipeline samples
+  /// its next (queued) batch while its last forward pass waits for its group.
+  /// Only a pipeline holding none takes an open batch early (work conservation).
+  std::size_t pipeline_depth = 1;
 };
 
 template <class Request>

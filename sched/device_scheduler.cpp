@@ -11,7 +11,7 @@ struct device_scheduler::task {
   std::uint64_t id = 0, bytes = 0;
   double qos_s = 0;
   work_fn work;
-  std::promise<status> done;
+  done_fn done;
 };
 
 device_scheduler::device_scheduler(gpu::memory_pool pool, thread_pool& workers,
@@ -36,26 +36,35 @@ device_scheduler::~device_scheduler() {
   thread_.join();
 }
 
-status device_scheduler::run(std::uint64_t bytes, double qos_s, work_fn work) {
+void device_scheduler::submit(std::uint64_t bytes, double qos_s, work_fn work, done_fn done) {
   const std::uint64_t rounded = (bytes + 511) / 512 * 512;
   if (rounded > pool_.capacity())
-    return make_error(errc::resource_exhausted,
-                      "inference task needs {} bytes, the device pool holds {} (raise "
-                      "--gnnsched-memory)",
-                      rounded, pool_.capacity());
+    return done(make_error(errc::resource_exhausted,
+                           "inference task needs {} bytes, the device pool holds {} (raise "
+                           "--gnnsched-memory)",
+                           rounded, pool_.capacity()));
   auto t = std::make_shared<task>();
   t->bytes = rounded;
   t->qos_s = qos_s;
   t->work = std::move(work);
-  auto result = t->done.get_future();
+  t->done = std::move(done);
   {
     std::lock_guard lock(mu_);
-    if (stop_) return make_error(errc::unavailable, "the device scheduler is stopping");
+    if (stop_) {
+      t->done(make_error(errc::unavailable, "the device scheduler is stopping"));
+      return;
+    }
     t->id = next_id_++;
     queue_.push_back(std::move(t));
   }
   cv_.notify_one();
-  return result.get();
+}
+
+status device_scheduler::run(std::uint64_t bytes, double qos_s, work_fn work) {
+  std::promise<status> result;
+  auto got = result.get_future();
+  submit(bytes, qos_s, std::move(work), [&result](status st) { result.set_value(std::move(st)); });
+  return got.get();
 }
 
 // Groups the waiting tasks by the policy and takes the first group out of the queue.
@@ -87,14 +96,18 @@ void device_scheduler::loop() {
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
       group = next_group();
+      std::uint64_t bytes = 0;
+      for (const auto& t : group) bytes += t->bytes;
       counters_.tasks += group.size();
       ++counters_.groups;
+      if (group.size() > 1) counters_.grouped_tasks += group.size();
+      if (bytes > pool_.capacity()) ++counters_.overruns;
       counters_.largest_group = std::max<std::uint64_t>(counters_.largest_group, group.size());
     }
     std::vector<colocated_job> jobs;
     for (const auto& t : group) jobs.push_back({t->bytes, t->work});
     auto results = runner_.start(std::move(jobs)).get();
-    for (std::size_t i = 0; i < group.size(); ++i) group[i]->done.set_value(results[i]);
+    for (std::size_t i = 0; i < group.size(); ++i) group[i]->done(results[i]);
   }
 }
 

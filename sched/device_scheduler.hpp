@@ -5,7 +5,10 @@
 // BQT; sched/gnnsched) so each group fits the device's memory pool, and runs
 // the first group concurrently (sched/colocated), each task inside its own
 // buffer. Tasks that arrive meanwhile join the next grouping. The policy
-// changes live. Thread-safe; run() blocks its caller until its task ran.
+// changes live. Thread-safe. submit() returns at once (the pipeline goes on
+// sampling its next batch while the task waits for its group, so tasks of
+// several pipelines and models meet in the queue and are co-located);
+// run() is submit() plus a wait.
 #pragma once
 
 #include <atomic>
@@ -33,8 +36,13 @@ class device_scheduler {
   ~device_scheduler();  // finishes the queued tasks, then stops
 
   using work_fn = std::function<status(std::span<std::byte> buffer)>;
-  /// Queues a task of `bytes` with QoS target `qos_s` and waits until it ran.
-  /// resource_exhausted (naming the sizes) when `bytes` exceeds the whole pool.
+  using done_fn = std::function<void(status)>;
+  /// Queues a task of `bytes` with QoS target `qos_s` and returns; `done` gets
+  /// its status once its group ran (on a scheduler thread; keep it short), or at
+  /// once with resource_exhausted (naming the sizes) when `bytes` exceeds the
+  /// whole pool, or unavailable when the scheduler is stopping.
+  void submit(std::uint64_t bytes, double qos_s, work_fn work, done_fn done);
+  /// submit() and wait for the status.
   status run(std::uint64_t bytes, double qos_s, work_fn work);
 
   void set_policy(grouping_policy p) { policy_.store(p); }
@@ -43,6 +51,8 @@ class device_scheduler {
 
   struct counters {
     std::uint64_t tasks = 0, groups = 0, largest_group = 0;
+    std::uint64_t grouped_tasks = 0;  // tasks that ran in a group of 2 or more
+    std::uint64_t overruns = 0;       // groups whose buffers exceeded the pool (must stay 0)
   };
   counters stats() const;
 

@@ -192,24 +192,6 @@ void gnn_pipeline::record_pass(double took) {
   solo_s_ = solo_s_ == 0 ? took : 0.9 * solo_s_ + 0.1 * std::min(took, 4 * solo_s_);
 }
 
-// With a compute gate (GNNSched): the batch's forward passes run as ONE task of
-// the device scheduler, inside a buffer of the largest pass's PMC estimate
-// (activations only: weights and inputs live elsewhere).
-void gnn_pipeline::run_gated(const std::vector<gnn_request>& batch, prepared_batch& pb) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto st = gate_(task_bytes(pb), qos_target(), [&](std::span<std::byte> buffer) {
-    compute(pb, batch, buffer);
-    return status::ok();
-  });
-  if (!st)
-    for (std::size_t k = 0; k < pb.used; ++k)
-      if (pb.groups[k].ready)
-        for (auto m : pb.groups[k].members) pb.result.errors[m] = st;
-  const double took = since(t0);
-  pb.result.times.compute_s += took;
-  record_pass(took);
-}
-
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
   double total = 0;
   for (const auto& r : batch) total += psgs(r);
@@ -220,10 +202,6 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
                                psgs_router::choice executor) {
   prepare_into(batch, executor, scratch_);
   auto& res = scratch_.result;
-  if (gate_) {
-    run_gated(batch, scratch_);
-    return std::move(res);
-  }
   auto& ex = executor_for(executor);
   for (std::size_t k = 0; k < scratch_.used; ++k) {
     const auto& g = scratch_.groups[k];

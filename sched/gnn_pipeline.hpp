@@ -114,14 +114,6 @@ class gnn_pipeline {
   void compute(prepared_batch& pb, const std::vector<gnn_request>& batch,
                std::span<std::byte> buffer) const;
 
-  /// Where a batch's forward passes run: given the task's buffer size (the largest
-  /// pass's PMC estimate, activations only: weights and inputs live elsewhere) and
-  /// QoS target, the gate runs `work` inside such a buffer and returns its status
-  /// (GNNSched's device scheduler; one task per batch). Unset: each pass on this
-  /// pipeline's executor with its arena.
-  using compute_gate = std::function<status(
-      std::uint64_t bytes, double qos_s, const std::function<status(std::span<std::byte>)>& work)>;
-  void set_compute_gate(compute_gate gate) { gate_ = std::move(gate); }
   /// GNNSched's QoS target for this pipeline's tasks: 2 x the mean solo pass time.
   double qos_target() const { return solo_s_ > 0 ? 2 * solo_s_ : 0.01; }
   /// Feeds a pass's measured time into the QoS target's running mean.
@@ -139,7 +131,6 @@ class gnn_pipeline {
                        batch_result& res);
   status compute_group(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
                        batch_executor* ex, nn::allocator& alloc, batch_result& res) const;
-  void run_gated(const std::vector<gnn_request>& batch, prepared_batch& pb);
 
   const graph::dataset& ds_;
   const nn::model& model_;
@@ -151,7 +142,6 @@ class gnn_pipeline {
   prepared_batch scratch_;  // reused by run()
   nn::arena_allocator arena_;
   std::uint64_t batches_ = 0;  // seeds the shared graph of each batch
-  compute_gate gate_;
   double solo_s_ = 0;  // running mean of a forward pass alone: QoS target = 2x (GNNSched)
 };
 

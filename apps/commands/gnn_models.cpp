@@ -52,17 +52,12 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
                       model.desc().in, ds_.feature_dim());
   s->model = std::make_unique<nn::model>(std::move(model));
   s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
-  sched::gnn_pipeline::compute_gate gate;
-  if (device_) {
-    gate = [d = device_.get()](std::uint64_t bytes, double qos_s,
-                               const std::function<status(std::span<std::byte>)>& work) {
-      return d->run(bytes, qos_s, work);
-    };
-  }
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i)
     s->pipelines.push_back(
-        actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {}, gate));
+        actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {}, device_.get()));
   auto bp = defaults_.batch;
+  // GNNSched: a pipeline samples its next batch while its last pass waits for a group.
+  if (device_) bp.pipeline_depth = 2;
   // A batch also closes once its summed PSGS passes the routing point (Quiver §4.2.2).
   bp.psgs_threshold = actors::batch_close_threshold(s->router->threshold());
   const auto* ds = &ds_;

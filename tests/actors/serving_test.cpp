@@ -167,3 +167,72 @@ TEST(serving_test, the_router_actor_moves_the_routing_point_and_batch_closing_to
 
 }  // namespace
 }  // namespace spindle::actors
+
+namespace spindle::actors {
+namespace {
+
+// A lone request on an idle server goes at once: with a 5 s deadline, it is
+// answered long before the deadline (work-conserving batcher). Under a burst
+// the batches still hold several requests.
+TEST(serving_test, a_lone_request_on_an_idle_server_does_not_wait_for_the_deadline) {
+  fixture f;
+  sched::batch_policy bp;
+  bp.max_batch = 32;
+  bp.deadline = std::chrono::seconds(5);
+  serving srv(f, bp, [](const sched::gnn_request&) { return 1.0; });
+  caf::scoped_actor self{*srv.sys};
+  const auto t0 = std::chrono::steady_clock::now();
+  self->send(srv.batcher, infer_atom::value, sched::gnn_request{{3}, 0});
+  self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; },
+                caf::after(std::chrono::seconds(4)) >> [] { ADD_FAILURE() << "waited"; });
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  for (std::int64_t i = 0; i < 200; ++i)
+    self->send(srv.batcher, infer_atom::value, sched::gnn_request{{i}, 0});
+  for (int i = 0; i < 200; ++i)
+    self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; });
+  self->request(srv.batcher, caf::infinite, stats_atom::value)
+      .receive([&](const batcher_stats& s) { EXPECT_LT(s.batches, 150u); },
+               [&](caf::error&) { ADD_FAILURE(); });
+}
+
+// GNNSched co-locates while serving: two pipelines submit their passes without
+// waiting for their groups, so tasks meet in the queue and groups of two or
+// more run; no group overruns the pool; answers equal the direct pipeline's.
+TEST(serving_test, gnnsched_groups_passes_of_several_pipelines_while_serving) {
+  fixture f;
+  thread_pool workers(2, "test-gs");
+  auto device = sched::device_scheduler::create(64u << 20, workers, sched::grouping_policy::bqt);
+  ASSERT_TRUE(device.has_value()) << device.error().to_string();
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  std::vector<caf::actor> pipes;
+  for (int i = 0; i < 2; ++i)
+    pipes.push_back(spawn_pipeline(sys, *f.ds, *f.model, *f.router, f.pool, {}, device->get()));
+  sched::batch_policy bp;
+  bp.max_batch = 4;
+  bp.pipeline_depth = 2;
+  auto batcher = spawn_batcher(sys, pipes, bp, f.router, [](const sched::gnn_request&) { return 1.0; });
+  sched::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
+  caf::scoped_actor self{sys};
+  std::map<std::uint64_t, std::vector<float>> want;
+  for (std::uint64_t i = 1; i <= 400; ++i) {
+    sched::gnn_request r{{std::int64_t(i * 13 % 2048)}, i};
+    want[i] = direct.run({r}).outputs[0];
+    self->send(batcher, infer_atom::value, r);
+  }
+  for (int k = 0; k < 400; ++k)
+    self->receive([&](const gnn_reply& got) {
+      ASSERT_TRUE(got.error.empty()) << got.error;
+      EXPECT_EQ(got.output, want[got.sampler_seed]) << got.sampler_seed;
+    });
+  const auto c = (*device)->stats();
+  EXPECT_GT(c.largest_group, 1u) << c.groups << " groups of " << c.tasks << " tasks";
+  EXPECT_GT(c.grouped_tasks, 0u);
+  EXPECT_EQ(c.overruns, 0u);
+  caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+  for (auto& p : pipes) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace spindle::actors
