@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/status.hpp"
 
@@ -31,6 +32,29 @@ class batched_reader {
   /// The region mapped into this process (shared memory), when the transport
   /// can map it; readers then copy rows by pointer. nullptr otherwise.
   virtual const std::byte* mapped() const { return nullptr; }
+};
+
+/// A window [offset, offset + bytes) of another reader's region, read as a region
+/// of its own (e.g. one shard of a node's region that holds several). `base`
+/// must outlive it.
+class offset_reader final : public batched_reader {
+ public:
+  offset_reader(batched_reader& base, std::uint64_t offset, std::uint64_t bytes)
+      : base_(base), offset_(offset), bytes_(bytes) {}
+  std::uint64_t size() const override { return bytes_; }
+  status read(std::span<const read_op> ops) override {
+    ops_.assign(ops.begin(), ops.end());
+    for (auto& op : ops_) op.offset += offset_;
+    return base_.read(ops_);
+  }
+  const std::byte* mapped() const override {
+    return base_.mapped() ? base_.mapped() + offset_ : nullptr;
+  }
+
+ private:
+  batched_reader& base_;
+  std::uint64_t offset_, bytes_;
+  std::vector<read_op> ops_;
 };
 
 }  // namespace spindle

@@ -1,5 +1,7 @@
 #include "apps/commands/cluster_features.hpp"
 
+#include <algorithm>
+
 #include "apps/commands/node_shard.hpp"
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
@@ -33,6 +35,7 @@ struct cluster_features::epoch_state {
   std::shared_ptr<const sched::placement_plan> plan;
   std::vector<std::vector<std::byte>> copies;
   std::vector<std::unique_ptr<ucx::remote_region>> regions;
+  std::vector<std::unique_ptr<offset_reader>> windows;  // one per remote shard
   std::map<int, std::vector<int>> shards_of;  // rank -> its shards
   std::map<int, std::string> attached;        // rank -> descriptor read now
   std::set<int> down;
@@ -123,10 +126,25 @@ expected<std::unique_ptr<cluster_features::epoch_state>> cluster_features::attac
       st->regions.push_back(std::move(region));
       st->attached[server] = desc_text;
     }
-    access[i] = {nullptr, region_of[server], 1.0};
+    SPINDLE_ASSIGN_OR_RETURN(auto* window, shard_window(*st, server, int(i), *region_of[server]));
+    access[i] = {nullptr, window, 1.0};
   }
   st->gatherer = std::make_unique<embedding::feature_gatherer>(plan.lookup, dim_ * 4, access);
   return st;
+}
+
+expected<batched_reader*> cluster_features::shard_window(epoch_state& st, int server, int shard,
+                                                         batched_reader& region) const {
+  SPINDLE_ASSIGN_OR_RETURN(auto layout, region_layout(*st.plan, server, dim_));
+  const auto slot = std::find_if(layout.begin(), layout.end(),
+                                 [&](const region_slot& r) { return r.shard == shard; });
+  if (slot == layout.end() || slot->offset + slot->bytes > region.size())
+    return make_error(errc::corrupt_data,
+                      "shard {} of rank {} lies outside the {} bytes that rank published for "
+                      "epoch {}",
+                      shard, server, region.size(), st.epoch);
+  st.windows.push_back(std::make_unique<offset_reader>(region, slot->offset, slot->bytes));
+  return st.windows.back().get();
 }
 
 // A newer epoch whose every owner has published its shard: read it from now on.
@@ -167,7 +185,11 @@ void cluster_features::follow_members(const std::map<int, member_info>& alive) {
         log::warn("rank {} rejoined but cannot be attached: {}", rank, region.error().to_string());
         continue;
       }
-      for (int s : shards) st.gatherer->reattach(s, {nullptr, region->get(), 1.0});
+      for (int s : shards) {
+        auto window = shard_window(st, rank, s, **region);
+        if (window) st.gatherer->reattach(s, {nullptr, *window, 1.0});
+        else log::warn("rank {} rejoined: {}", rank, window.error().to_string());
+      }
       st.regions.push_back(std::move(*region));
       st.attached[rank] = desc;
       st.down.erase(rank);

@@ -95,6 +95,10 @@ class cluster_features {
   void apply_membership();
   void switch_epoch(const std::map<int, member_info>& alive);
   void follow_members(const std::map<int, member_info>& alive);
+  /// A reader of `shard` inside `server`'s region (which holds all its shards),
+  /// kept in `st`; fails when the shard lies outside what the server published.
+  expected<batched_reader*> shard_window(epoch_state& st, int server, int shard,
+                                         batched_reader& region) const;
 
   const node_shard& shard_;
   const member_view& view_;

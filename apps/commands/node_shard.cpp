@@ -19,6 +19,23 @@ expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
                     "server {} has no host-memory shard in the plan (memory = 0?)", server);
 }
 
+expected<std::vector<region_slot>> region_layout(const sched::placement_plan& plan, int server,
+                                                 std::uint32_t dim) {
+  SPINDLE_ASSIGN_OR_RETURN(int host, host_shard_of(plan, server));
+  std::vector<region_slot> out;
+  std::uint64_t at = 0;
+  auto add = [&](int shard) {
+    const auto bytes = embedding::shard_bytes(
+        std::max<std::uint64_t>(1, plan.lookup.shard_row_count(sched::shard_index(shard))), dim);
+    out.push_back({shard, at, bytes});
+    at += bytes;
+  };
+  add(host);
+  for (std::size_t i = 0; i < plan.shards.size(); ++i)
+    if (plan.shards[i].server == server && int(i) != host) add(int(i));
+  return out;
+}
+
 struct node_shard::region {
   ucx::mapped_memory memory;
   std::string descriptor;
@@ -71,32 +88,35 @@ expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& 
 expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::placement_plan& plan,
                                                                const epoch_plan* previous,
                                                                build_report& r) {
-  SPINDLE_ASSIGN_OR_RETURN(int shard, host_shard_of(plan, rank_));
   const auto dim = std::uint32_t(ds_.feature_dim());
   const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
-  const auto rows = plan.lookup.shard_rows(sched::shard_index(shard));
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto mem, ucx::mapped_memory::allocate(
-                    *ctx_, embedding::shard_bytes(std::max<std::uint64_t>(1, rows.size()), dim)));
+  SPINDLE_ASSIGN_OR_RETURN(auto layout, region_layout(plan, rank_, dim));
+  SPINDLE_ASSIGN_OR_RETURN(auto mem, ucx::mapped_memory::allocate(
+                                         *ctx_, layout.back().offset + layout.back().bytes));
   int old_shard = -1;
   if (previous && previous->own_rows) {
     auto s = host_shard_of(*previous->plan, rank_);
     if (s) old_shard = *s;
   }
   const auto features = ds_.features();
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::byte* src = nullptr;
-    if (old_shard >= 0)
-      src = row_in(*previous->plan, old_shard, previous->own_rows, rows[i], row_bytes);
-    if (src) {
-      ++r.kept;
-    } else {
-      src = reinterpret_cast<const std::byte*>(features.data() + rows[i] * dim);
-      ++r.from_disk;
+  for (const auto& slot : layout) {
+    const bool host = &slot == &layout.front();
+    const auto rows = plan.lookup.shard_rows(sched::shard_index(slot.shard));
+    std::byte* dst = mem.data() + slot.offset;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::byte* src = nullptr;
+      if (host && old_shard >= 0)
+        src = row_in(*previous->plan, old_shard, previous->own_rows, rows[i], row_bytes);
+      if (src) {
+        ++r.kept;
+      } else {
+        src = reinterpret_cast<const std::byte*>(features.data() + rows[i] * dim);
+        ++r.from_disk;
+      }
+      std::memcpy(dst + i * row_bytes, src, row_bytes);
     }
-    std::memcpy(mem.data() + i * row_bytes, src, row_bytes);
+    r.rows += rows.size();
   }
-  r.rows = rows.size();
   auto reg = std::make_unique<region>(std::move(mem));
   SPINDLE_TRY(describe(*reg));
   return reg;

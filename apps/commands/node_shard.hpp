@@ -1,4 +1,5 @@
-// A cluster node's host-memory feature shard across placement epochs. Epoch 0
+// A cluster node's feature shards across placement epochs (its host shard, and
+// its disk/device tiers' shards after it in the same region). Epoch 0
 // is the FAP plan of the dataset's precomputed FAP; a re-plan (a new epoch,
 // made from the FAP the coordinator observed) gets a new UCX region built
 // beside the old one, so the old copy keeps serving until every reader has
@@ -30,6 +31,17 @@ struct epoch_plan {
 
 /// The host-memory shard of `server` in `plan`; fails naming the server.
 expected<int> host_shard_of(const sched::placement_plan& plan, int server);
+
+/// Where each of `server`'s shards sits in the UCX region the server publishes:
+/// its host shard first (the epoch's own_rows), then its other tiers' shards
+/// (disk, device) in shard order. Readers on other nodes address a shard at its
+/// offset; every node computes the same layout from the plan.
+struct region_slot {
+  int shard = 0;
+  std::uint64_t offset = 0, bytes = 0;
+};
+expected<std::vector<region_slot>> region_layout(const sched::placement_plan& plan, int server,
+                                                 std::uint32_t dim);
 
 class node_shard {
  public:

@@ -115,7 +115,10 @@ std::string prepare_cora(const std::string& dir) {
 // 15.5 MB feature table per server (FAP partitions most rows, replicates the hottest).
 struct cora_cluster {
   std::string dir, cora, model, config;
-  explicit cora_cluster(const std::string& name) : dir(graph::testing::temp_dir(name)) {
+  /// `tiers`: each server's memory (and other tiers) in the cluster file.
+  explicit cora_cluster(const std::string& name,
+                        const std::string& tiers = "memory = 6500000\n")
+      : dir(graph::testing::temp_dir(name)) {
     cora = prepare_cora(dir);
     model = dir + "/sage";
     EXPECT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
@@ -127,7 +130,7 @@ struct cora_cluster {
     f << "coordinator = \"coord\"\n[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
     for (const char* name : {"coord", "shard-a", "shard-b"})
       f << "[[server]]\nname = \"" << name << "\"\nhost = \"127.0.0.1\"\nport = " << free_port()
-        << "\nmemory = 6500000\n";
+        << "\n" << tiers;
   }
   bool ready() const { return std::filesystem::exists(cora + "/metadata.json"); }
   /// The single-process checksum of `n` requests minus `skip`.
@@ -210,6 +213,26 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
       << *line;
   EXPECT_EQ(line->find("from other nodes 0\n"), std::string::npos)
       << *line;  // rows crossed processes
+  stop_cluster(coord, members);
+}
+
+// Servers with a disk tier beside host memory (3 MB of host memory each: most
+// of Cora's 15.5 MB of features land in the disk tiers' shards). Each node
+// publishes all its shards in one region and readers address each shard at
+// its offset, so the answers equal one process's (before, every remote shard
+// was read as its server's host shard: silently wrong answers).
+TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_process) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_tiers", "memory = 3000000\ndisk = 100000000\n");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const auto env = ucx_env(GetParam());
+  auto members = c.members(env);
+  auto coord = c.coordinator(3000, env);
+  auto line = coord.wait_for("answers ", 240'000);
+  ASSERT_TRUE(line.has_value()) << line.error().to_string();
+  EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(3000))),
+            std::string::npos)
+      << *line;
   stop_cluster(coord, members);
 }
 
