@@ -9,6 +9,15 @@
 
 extern "C" void openblas_set_num_threads(int);
 
+// The row kernels below (aggregation, element-wise activations) are compiled
+// for Haswell (AVX2 + FMA) and for the x86-64 baseline; the loader picks the clone the CPU
+// runs (GCC function multi-versioning), so one binary is fast everywhere.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SPINDLE_ROW_KERNEL __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define SPINDLE_ROW_KERNEL
+#endif
+
 namespace spindle::nn {
 
 void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
@@ -68,13 +77,15 @@ status linear_accumulate(tensor& y, const tensor& x, std::span<const float> weig
   return status::ok();
 }
 
-void add_(tensor& y, const tensor& x) {
-  const std::int64_t n = y.numel();
-  for (std::int64_t i = 0; i < n; ++i) y.data()[i] += x.data()[i];
+SPINDLE_ROW_KERNEL void add_(tensor& y, const tensor& x) {
+  float* __restrict__ o = y.data();
+  const float* __restrict__ in = x.data();
+  for (std::int64_t i = 0, n = y.numel(); i < n; ++i) o[i] += in[i];
 }
 
-void relu_(tensor& t) {
-  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) t.data()[i] = std::max(t.data()[i], 0.0f);
+SPINDLE_ROW_KERNEL void relu_(tensor& t) {
+  float* p = t.data();
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = p[i] > 0.0f ? p[i] : 0.0f;
 }
 
 void elu_(tensor& t, float alpha) {
@@ -120,6 +131,22 @@ void prefetch_row(const float* row, std::int64_t f) {
   for (std::int64_t c = 0; c < f; c += 16) __builtin_prefetch(row + c);
 }
 
+// o += w * row over f columns.
+SPINDLE_ROW_KERNEL void axpy_row(float* __restrict__ o, const float* __restrict__ row, float w,
+                                 std::int64_t f) {
+  for (std::int64_t c = 0; c < f; ++c) o[c] += w * row[c];
+}
+
+SPINDLE_ROW_KERNEL void add_row(float* __restrict__ o, const float* __restrict__ row,
+                                std::int64_t f) {
+  for (std::int64_t c = 0; c < f; ++c) o[c] += row[c];
+}
+
+SPINDLE_ROW_KERNEL void max_row(float* __restrict__ o, const float* __restrict__ row,
+                                std::int64_t f) {
+  for (std::int64_t c = 0; c < f; ++c) o[c] = o[c] > row[c] ? o[c] : row[c];
+}
+
 // o (= 0) reduced over the rows x_src[indices[lo, hi)] by op.
 void reduce_row(const block& b, const tensor& x, std::int64_t lo, std::int64_t hi, reduce_op op,
                 float* o) {
@@ -129,9 +156,9 @@ void reduce_row(const block& b, const tensor& x, std::int64_t lo, std::int64_t h
     if (e + kEdgesAhead < end) prefetch_row(x.row(b.indices[e + kEdgesAhead]), f);
     const float* m = x.row(b.indices[e]);
     if (op == reduce_op::max)
-      for (std::int64_t c = 0; c < f; ++c) o[c] = std::max(o[c], m[c]);
+      max_row(o, m, f);
     else
-      for (std::int64_t c = 0; c < f; ++c) o[c] += m[c];
+      add_row(o, m, f);
   }
   if (op == reduce_op::mean) {
     const float inv = 1.0f / float(hi - lo);
@@ -166,9 +193,7 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
         const std::int32_t j = b.indices[e];
         // PyG add_remaining_self_loops: an existing i->i edge is the self-loop term.
         if (j == i) continue;
-        const float w = di / std::sqrt(degree[j]);
-        const float* src = h.row(j);
-        for (std::int64_t c = 0; c < f; ++c) o[c] += w * src[c];
+        axpy_row(o, h.row(j), di / std::sqrt(degree[j]), f);
       }
     }
   });

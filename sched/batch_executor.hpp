@@ -54,12 +54,11 @@ class host_executor final : public batch_executor {
   std::string name_;
   graph::inline_executor inline_;
   std::unique_ptr<graph::pooled_executor> pooled_;
-  std::vector<std::pair<std::int64_t, std::int64_t>> order_;  // (id, position), sorted by id
 };
 
-/// Copies rows ids[lo, hi) of `table` in address order (`order` sorted by id)
-/// with prefetching: the gather's per-thread kernel.
-void gather_sorted(std::span<const float> table, std::int64_t dim,
-                   std::span<const std::pair<std::int64_t, std::int64_t>> order, float* out);
+/// out[i] = table row ids[i], prefetching a few rows ahead: the gather's
+/// per-thread kernel.
+void gather_rows(std::span<const float> table, std::int64_t dim,
+                 std::span<const std::int64_t> ids, float* out);
 
 }  // namespace spindle::sched

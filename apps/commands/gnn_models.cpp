@@ -26,6 +26,7 @@ expected<std::unique_ptr<gnn_models>> gnn_models::create(caf::actor_system& sys,
                                                          thread_pool& pool,
                                                          gnn_serving_defaults defaults) {
   std::unique_ptr<gnn_models> m(new gnn_models(sys, ds, pool, std::move(defaults)));
+  ds.warm_features();  // no page fault on a row's first read while serving
   if (m->defaults_.gnnsched) {
     m->device_workers_ = std::make_unique<thread_pool>(0, "gnnsched-w");
     SPINDLE_ASSIGN_OR_RETURN(
