@@ -6,9 +6,13 @@
 
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
+#include "nn/ops.hpp"
 
 int main(int argc, char** argv) {
   using namespace spindle;
+  // Spindle owns its threads: OpenBLAS runs single-threaded inside each
+  // pipeline or pool thread (its own spinning threads would fight ours).
+  nn::set_blas_threads(1);
   CLI::App app{
       "Spindle: low-latency serving for graph neural networks and embedding-heavy models.\n"
       "Datasets are directories of .npy arrays plus metadata.json (see README)."};

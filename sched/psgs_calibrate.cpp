@@ -68,7 +68,10 @@ std::vector<std::pair<double, double>> time_batches(const graph::dataset& ds,
                                                     psgs_router::choice choice, thread_pool& pool,
                                                     progress* progress_out) {
   psgs_router router(psgs_calibration{}, routing_policy::fixed);
-  const std::size_t lanes = choice == psgs_router::choice::small ? pool.slots() : 1;
+  // Small: one pipeline per core, each on its own batch (the pool's slots, at
+  // most one per core); large: the pool on one batch at a time.
+  const std::size_t lanes =
+      choice == psgs_router::choice::small ? std::min(pool.slots(), available_cores()) : 1;
   std::vector<std::unique_ptr<gnn_pipeline>> pipes;
   for (std::size_t i = 0; i < lanes; ++i)
     pipes.push_back(std::make_unique<gnn_pipeline>(ds, model, router, pool));
@@ -125,6 +128,7 @@ expected<psgs_calibration> calibrate(const graph::dataset& ds, const nn::model& 
                       ds.dir(), ds.dir());
   if (o.batches < 1) return make_error(errc::invalid_argument, "calibration: --batches must be > 0");
   SPINDLE_ASSIGN_OR_RETURN(auto batches, make_batches(ds, o));
+  ds.warm_features();  // page faults would time the first executor's batches, not its work
   auto small = time_batches(ds, model, batches, psgs_router::choice::small, pool, progress_out);
   auto large = time_batches(ds, model, batches, psgs_router::choice::large, pool, progress_out);
   psgs_calibration c;

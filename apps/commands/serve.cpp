@@ -57,7 +57,7 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
 }
 
 void report_load(const actors::load_result& r, const actors::batcher_stats& st,
-                 const serve_args& a) {
+                 const sched::device_scheduler* device, const serve_args& a) {
   const double n = double(r.latency_s.size());
   const double tput = n / r.wall_s;
   if (a.json) {
@@ -77,6 +77,14 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
                         {"batches", st.batches},
                         {"small_executor_batches", st.small},
                         {"large_executor_batches", st.large}};
+    if (device) {
+      const auto c = device->stats();
+      j["gnnsched"] = {{"tasks", c.tasks},
+                       {"groups", c.groups},
+                       {"largest_group", c.largest_group},
+                       {"grouped_tasks", c.grouped_tasks},
+                       {"overruns", c.overruns}};
+    }
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -91,6 +99,11 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
       r.queued_s / n * 1e3, r.sample_s / n * 1e3, r.gather_s / n * 1e3, r.compute_s / n * 1e3);
   fmt::print("batches {} (mean {:.1f} requests); inline {} / pooled {}\n", st.batches,
              st.batches ? double(st.requests) / double(st.batches) : 0.0, st.small, st.large);
+  if (device) {
+    const auto c = device->stats();
+    fmt::print("gnnsched: {} tasks in {} groups, largest {}, {} tasks co-located, {} overruns\n",
+               c.tasks, c.groups, c.largest_group, c.grouped_tasks, c.overruns);
+  }
 }
 
 status run_serve(const serve_args& a, global_options& g) {
@@ -134,12 +147,13 @@ status run_serve(const serve_args& a, global_options& g) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(
-      sys, b.batcher, {sched::degree_requests(ds, a.workload, a.reproducible), a.rate, a.clients}, result, self);
+      sys, b.batcher, {sched::degree_requests(ds, a.workload, a.reproducible), a.rate, a.clients}, result,
+      self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;
   self->request(b.batcher, caf::infinite, actors::stats_atom::value)
       .receive([&](const actors::batcher_stats& s) { stats = s; }, [](caf::error&) {});
-  report_load(*result, stats, a);
+  report_load(*result, stats, b.device, a);
   return status::ok();  // `models` stops the actors
 }
 
