@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One request at a time on an idle server, end to end through the Cap'n Proto
+# front door (`spindle client load --clients 1`): p50/p99 with the
+# work-conserving batcher (the default), then, same server and same run, with
+# work_conserving false (every lone request waits for the 2 ms batch deadline:
+# the behaviour before issue #14).
+#   usage: bench/idle_latency.sh SPINDLE DATASET_DIR [REQUESTS=2000]
+set -euo pipefail
+spindle="$1"; data="$2"; n="${3:-2000}"
+work=$(mktemp -d)
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT
+export SPINDLE_PROGRESS=0
+"$spindle" model init --arch graphsage --in "$(python3 -c "import json;print(json.load(open('$data/metadata.json'))['feature_dim'])")" \
+  --hidden 256 --out 47 --seed 1 --out-dir "$work/sage" > /dev/null
+"$spindle" calibrate "$data" --model "$work/sage" --out "$work/cal.json" --plot "" --batches 60 > /dev/null
+"$spindle" serve --dataset "$data" --model "$work/sage" --name sage --calibration "$work/cal.json" \
+  --listen 127.0.0.1:0 --admin-token-file "$work/admin.token" > "$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 1 600); do grep -q '^listening ' "$work/serve.log" && break; sleep 0.1; done
+endpoint=$(sed -n 's/^listening //p' "$work/serve.log")
+load() {
+  "$spindle" client --connect "$endpoint" --model sage load --requests "$n" --warmup 200 \
+    --clients 1 --seeds "degree:$data" --json |
+    python3 -c "import json,sys; j=json.load(sys.stdin); l=j['latency_ms']; print(f\"p50 {l['p50']:.3f} ms  p99 {l['p99']:.3f} ms  ({j['throughput_rps']:.0f} req/s)\")"
+}
+echo "idle server, one request in flight, $n requests, $data"
+echo "  work-conserving batcher (default):          $(load)"
+"$spindle" shell --connect "$endpoint" --token-file "$work/admin.token" -c 'set sage work_conserving false' > /dev/null
+echo "  deadline-bound batcher (2 ms, as before):   $(load)"
