@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The plain-script baseline for bench/batch_breakdown and bench/serving_sweep:
+a NumPy neighbour sampler plus a PyTorch GraphSAGE (mean aggregator), the
+script a user would write before reaching for a serving system.
+
+It reads a Spindle dataset directory (indptr.npy, indices.npy, features.npy),
+builds the sweep's model shape (128-256-47, 2 layers, fanouts [25, 10]),
+draws single seeds by out-degree, and serves fixed batches back to back
+(closed loop, one batch in flight): per batch size, seeds/s and the p50/p99
+batch latency (sample + gather + forward).
+
+Set up fairly: Debian's python3-torch (OpenBLAS), torch threads = cores,
+OMP_WAIT_POLICY=PASSIVE (set by the caller), inference_mode, the sampler
+vectorised with NumPy (one frontier at a time, each node expanded once, the
+batch's seeds sampled jointly as NeighborLoader does; neighbours drawn with
+replacement where a row has more than the fanout, cheaper than PyG's default).
+   OMP_WAIT_POLICY=PASSIVE python3 serve_torch.py DATASET_DIR [--batches 40]
+"""
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+
+
+class Sage(torch.nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.lin_l = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+        self.lin_r = torch.nn.ModuleList(
+            torch.nn.Linear(a, b, bias=False) for a, b in zip(dims, dims[1:]))
+
+    def forward(self, blocks, x):
+        for i, (dst_n, src, dst) in enumerate(blocks):
+            agg = torch.zeros(dst_n, x.shape[1]).index_add_(0, dst, x[src])
+            deg = torch.bincount(dst, minlength=dst_n).clamp(min=1).unsqueeze(1)
+            x = self.lin_l[i](agg / deg) + self.lin_r[i](x[:dst_n])
+            if i + 1 < len(self.lin_l):
+                x = torch.relu(x)
+        return x
+
+
+class Sampler:
+    def __init__(self, indptr, indices, fanouts, rng):
+        self.indptr, self.indices, self.fanouts, self.rng = indptr, indices, fanouts, rng
+        self.local = np.full(len(indptr) - 1, -1, np.int64)
+
+    def sample(self, seeds):
+        nodes = list(dict.fromkeys(seeds.tolist()))
+        nodes = np.array(nodes, np.int64)
+        self.local[nodes] = np.arange(len(nodes))
+        hop_end, edges = [len(nodes)], []
+        begin = 0
+        for k in self.fanouts:
+            frontier = nodes[begin:]
+            start, deg = self.indptr[frontier], self.indptr[frontier + 1] - self.indptr[frontier]
+            take = np.minimum(deg, k)
+            rows = np.repeat(np.arange(begin, len(nodes)), take)
+            first = np.repeat(start, take)
+            within = np.arange(take.sum()) - np.repeat(np.cumsum(take) - take, take)
+            full = np.repeat(deg <= k, take)
+            rand = (self.rng.random(len(rows)) * np.repeat(deg, take)).astype(np.int64)
+            nbrs = self.indices[first + np.where(full, within, rand)].astype(np.int64)
+            new = np.unique(nbrs[self.local[nbrs] < 0])
+            self.local[new] = np.arange(len(nodes), len(nodes) + len(new))
+            nodes = np.concatenate([nodes, new])
+            edges.append((rows, self.local[nbrs]))
+            begin = hop_end[-1]
+            hop_end.append(len(nodes))
+        self.local[nodes] = -1
+        # Layer l (input side first) uses the edges of hop K - l.
+        blocks = []
+        for l in range(len(self.fanouts)):
+            rows, src = edges[len(self.fanouts) - 1 - l]
+            dst_n = hop_end[len(self.fanouts) - 1 - l]
+            blocks.append((dst_n, torch.from_numpy(src), torch.from_numpy(rows)))
+        return nodes, blocks
+
+
+def blas_library():
+    """The BLAS this process loaded (Debian's torch links libblas.so.3, an alternative)."""
+    with open("/proc/self/maps") as f:
+        libs = {line.split()[-1] for line in f if "blas" in line.lower()}
+    return ", ".join(sorted(os.path.realpath(p) for p in libs)) or "none found"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dataset")
+    ap.add_argument("--batches", type=int, default=40)
+    a = ap.parse_args()
+    torch.set_num_threads(os.cpu_count())
+    indptr = np.load(os.path.join(a.dataset, "indptr.npy")).astype(np.int64)
+    indices = np.load(os.path.join(a.dataset, "indices.npy"))
+    feats = torch.from_numpy(np.ascontiguousarray(np.load(os.path.join(a.dataset, "features.npy"))))
+    deg = np.diff(indptr).astype(np.float64)
+    p0 = deg / deg.sum()
+    rng = np.random.default_rng(1)
+    sampler = Sampler(indptr, indices, [25, 10], rng)
+    model = Sage([feats.shape[1], 256, 47]).eval()
+    print(f"{a.dataset}: NumPy sampler + PyTorch {torch.__version__} GraphSAGE "
+          f"{feats.shape[1]}-256-47 [25,10], {torch.get_num_threads()} torch threads, "
+          f"BLAS {blas_library()}")
+    print(f"{'batch':>6} | {'seeds/s':>9} | {'p50 ms':>8} {'p99 ms':>8}")
+    with torch.inference_mode():
+        for batch in (1, 16, 64, 256):
+            lat = []
+            count = a.batches * (4 if batch == 1 else 1)
+            seeds = rng.choice(len(p0), size=(count + 3) * batch, p=p0)
+            t0 = None
+            for i in range(count + 3):
+                if i == 3:
+                    t0 = time.perf_counter()
+                s = time.perf_counter()
+                nodes, blocks = sampler.sample(seeds[i * batch:(i + 1) * batch])
+                model(blocks, feats[torch.from_numpy(nodes)])
+                lat.append(time.perf_counter() - s)
+            wall = time.perf_counter() - t0
+            lat = np.array(lat[3:]) * 1e3
+            print(f"{batch:>6} | {count * batch / wall:>9.0f} | {np.percentile(lat, 50):>8.2f} "
+                  f"{np.percentile(lat, 99):>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
