@@ -81,6 +81,7 @@ status run_task(const task& t, const loaded_model& lm, std::span<std::byte> buff
 struct outcome {
   std::vector<double> ratio, jct, queue;
   int violations = 0, failures = 0;
+  std::size_t largest_group = 0;
 };
 
 outcome replay(std::vector<task*> tasks, const std::vector<loaded_model>& models,
@@ -111,6 +112,7 @@ outcome replay(std::vector<task*> tasks, const std::vector<loaded_model>& models
     for (const auto& st : groups[0]) prepare(*tasks[st.id]);
     for (std::size_t gi = 0; gi < groups.size(); ++gi) {
       const auto& g = groups[gi];
+      o.largest_group = std::max(o.largest_group, g.size());
       std::vector<sched::colocated_job> jobs;
       double s = bench::seconds_since(t0);
       for (const auto& st : g) {
@@ -236,9 +238,9 @@ int main(int argc, char** argv) {
       "mean solo time {:.2f} ms (baseline: QT = 2 x solo)\n",
       kTasks, kLayers, kWidth, double(ma) / 1048576, double(buffers[buffers.size() / 2]) / 1048576,
       double(max_buffer) / 1048576, solo_mean * 1e3);
-  fmt::print("{:<10} {:>3} {:<8} | {:>7} {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>5}\n", "workload",
-             "λ", "policy", "viol%", "p50 L/QT", "p90 L/QT", "p99 L/QT", "JCT ms", "queue ms",
-             "fail");
+  fmt::print("{:<10} {:>3} {:<8} | {:>7} {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>5} {:>7}\n",
+             "workload", "λ", "policy", "viol%", "p50 L/QT", "p90 L/QT", "p99 L/QT", "JCT ms",
+             "queue ms", "fail", "max grp");
   const std::vector<std::string> policy_names = {"fifo", "sqtf", "bqt", "all"};
   for (int w = 0; w <= int(archs.size()); ++w) {
     std::vector<task*> pick;
@@ -272,9 +274,11 @@ int main(int argc, char** argv) {
           return v > 1e8 ? std::string("fail") : fmt::format("{:.2f}", v);
         };
         fmt::print(
-            "{:<10} {:>3.0f} {:<8} | {:>6.0f}% {:>8} {:>8} {:>8} | {:>9.2f} {:>9.2f} | {:>5}\n",
+            "{:<10} {:>3.0f} {:<8} | {:>6.0f}% {:>8} {:>8} {:>8} | {:>9.2f} {:>9.2f} | {:>5} "
+            "{:>7}\n",
             name, lambda, policy_names[p], 100.0 * o.violations / double(pick.size()), pct(0.5),
-            pct(0.9), pct(0.99), mean(o.jct) * 1e3, mean(o.queue) * 1e3, o.failures);
+            pct(0.9), pct(0.99), mean(o.jct) * 1e3, mean(o.queue) * 1e3, o.failures,
+            o.largest_group);
       }
     }
   }
