@@ -1,5 +1,7 @@
 #include "actors/pipeline_actor.hpp"
 
+#include <pthread.h>
+
 #include <map>
 
 #include "actors/bridge_messages.hpp"
@@ -74,6 +76,7 @@ void finish_gated(pipeline_ptr self, std::uint64_t id, std::int32_t code,
 caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const nn::model* model,
                              const sched::psgs_router* router, thread_pool* pool,
                              sched::feature_source features, sched::device_scheduler* device) {
+  pthread_setname_np(pthread_self(), "spindle-pipe");  // detached: this thread is the actor's
   self->state.pipeline =
       std::make_unique<sched::gnn_pipeline>(*ds, *model, *router, *pool, std::move(features));
   self->state.device = device;

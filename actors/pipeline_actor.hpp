@@ -1,6 +1,6 @@
 // The inference pipeline actor (Quiver §4.3): samples, gathers and runs the
 // model for one batch at a time by calling sched::gnn_pipeline. It blocks while
-// it computes, so it is spawned detached (its own thread), never on the CAF
+// it computes, so it is spawned detached (its own thread, named "spindle-pipe"), never on the CAF
 // scheduler. Several pipelines serve one batcher. Registered at the UCX bridge,
 // it also answers batches from other processes ((bridge_call_atom, message)).
 #pragma once

@@ -6,6 +6,12 @@
 #include <chrono>
 #include <cstdint>
 #include <vector>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unistd.h>
 
 #include "core/thread_pool.hpp"
 #include "graph/edge_list.hpp"
@@ -57,6 +63,27 @@ inline double random_read_rate(std::int64_t words, double min_seconds = 0.5) {
   volatile std::uint64_t sink = sum;
   (void)sink;
   return static_cast<double>(reads) / dt;
+}
+
+/// CPU seconds (user + system) this process's threads have used, summed by thread name.
+inline std::map<std::string, double> thread_cpu_seconds() {
+  std::map<std::string, double> out;
+  const double tick = double(sysconf(_SC_CLK_TCK));
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm"), stat(t.path() / "stat");
+    std::string name, line;
+    std::getline(comm, name);
+    std::getline(stat, line);
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    double user = 0, sys = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) user = std::stod(field);
+      if (i == 15) sys = std::stod(field);
+    }
+    out[name] += (user + sys) / tick;
+  }
+  return out;
 }
 
 }  // namespace spindle::bench

@@ -224,6 +224,16 @@ TEST_F(cli_test, calibrate_writes_the_calibration_table_and_plot) {
   EXPECT_EQ(std::string(magic + 1, 3), "PNG");
 }
 
+// Too few batches to fit curves: a clear error naming the knobs, no calibration file.
+TEST_F(cli_test, calibrate_refuses_to_fit_curves_from_too_few_batches) {
+  std::string out = *dir_ + "/cal-few.json";
+  auto r = run("calibrate " + *dir_ + "/rmat --batches 2 --buckets 10 --out " + out + " --plot ''");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("PSGS buckets"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--batches (now 2)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
 
 namespace {
