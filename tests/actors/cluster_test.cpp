@@ -19,6 +19,7 @@
 #include "../graph/test_util.hpp"
 #include "core/checksum.hpp"
 #include "core/subprocess.hpp"
+#include "nn/ops.hpp"
 #include "sched/gnn_pipeline.hpp"
 
 namespace spindle {
@@ -119,6 +120,9 @@ struct cora_cluster {
   explicit cora_cluster(const std::string& name,
                         const std::string& tiers = "memory = 6500000\n")
       : dir(graph::testing::temp_dir(name)) {
+    // Answers are bit for bit only under the same BLAS threading: `spindle`
+    // runs OpenBLAS single-threaded, so the single-process reference here does too.
+    nn::set_blas_threads(1);
     cora = prepare_cora(dir);
     model = dir + "/sage";
     EXPECT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
@@ -187,6 +191,19 @@ void stop_cluster(child_process& coord, std::vector<child_process>& members,
   for (std::size_t i = first; i < members.size(); ++i) EXPECT_EQ(members[i].wait(), 0);
 }
 
+// Waits for the coordinator's `answers` line; every one of the `n` requests must
+// be answered with the single-process checksum. Returns the line ("" if none).
+std::string expect_single_process_answers(child_process& coord, const cora_cluster& c,
+                                          std::size_t n, int timeout_ms) {
+  auto line = coord.wait_for("answers ", timeout_ms);
+  EXPECT_TRUE(line.has_value()) << line.error().to_string();
+  if (!line) return {};
+  EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(n))),
+            std::string::npos)
+      << *line;
+  return *line;
+}
+
 // Three processes serve 10,000 GraphSAGE requests on Cora with the features
 // partitioned by FAP over their shards (UCX one-sided reads across processes);
 // the answers' checksum equals the single-process one computed here.
@@ -206,13 +223,8 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
       << *batches;
   EXPECT_GT(on_members, 0u) << *batches;
   EXPECT_EQ(here + on_members, total) << *batches;
-  auto line = coord.wait_for("answers ", 60'000);
-  ASSERT_TRUE(line.has_value()) << line.error().to_string();
-  EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(10000))),
-            std::string::npos)
-      << *line;
-  EXPECT_EQ(line->find("from other nodes 0\n"), std::string::npos)
-      << *line;  // rows crossed processes
+  const auto line = expect_single_process_answers(coord, c, 10000, 60'000);
+  EXPECT_EQ(line.find("from other nodes 0\n"), std::string::npos) << line;  // rows crossed
   stop_cluster(coord, members);
 }
 
@@ -228,11 +240,7 @@ TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_pr
   const auto env = ucx_env(GetParam());
   auto members = c.members(env);
   auto coord = c.coordinator(3000, env);
-  auto line = coord.wait_for("answers ", 240'000);
-  ASSERT_TRUE(line.has_value()) << line.error().to_string();
-  EXPECT_NE(line->find("failed 0 checksum " + checksum_hex(c.expected_checksum(3000))),
-            std::string::npos)
-      << *line;
+  expect_single_process_answers(coord, c, 3000, 240'000);
   stop_cluster(coord, members);
 }
 
