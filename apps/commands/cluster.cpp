@@ -14,14 +14,17 @@
 
 #include "actors/node_actor.hpp"
 #include "actors/scheduler_config.hpp"
-#include "apps/commands/cluster_serving.hpp"
 #include "apps/commands/command.hpp"
-#include "apps/commands/serve_rpc.hpp"
+#include "apps/commands/runtime_flags.hpp"
+#include "node/cluster_serving.hpp"
+#include "node/serve_rpc.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
 #include "core/subprocess.hpp"
 
 namespace spindle::apps {
+
+using namespace node;  // the node runtime these commands start
 namespace {
 
 sigset_t stop_signals() {

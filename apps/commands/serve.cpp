@@ -15,13 +15,16 @@
 #include "actors/router_actor.hpp"
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
-#include "apps/commands/gnn_models.hpp"
-#include "apps/commands/serve_rpc.hpp"
+#include "apps/commands/runtime_flags.hpp"
+#include "node/gnn_models.hpp"
+#include "node/serve_rpc.hpp"
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
 #include "sched/psgs_calibrate.hpp"
 
 namespace spindle::apps {
+
+using namespace node;  // the node runtime these commands start
 namespace {
 
 struct serve_args {

@@ -13,10 +13,13 @@
 #include "actors/embedding_cache_actor.hpp"
 #include "actors/updater_actor.hpp"
 #include "apps/commands/command.hpp"
-#include "apps/commands/hps_stack.hpp"
+#include "apps/commands/runtime_flags.hpp"
+#include "node/hps_stack.hpp"
 #include "embedding/synthetic_keys.hpp"
 
 namespace spindle::apps {
+
+using namespace node;  // the node runtime these commands start
 namespace {
 
 struct dlrm_args : hps_stack_args {

@@ -1,4 +1,4 @@
-#include "apps/commands/node_shard.hpp"
+#include "node/node_shard.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "embedding/feature_shard.hpp"
 #include "sched/dataset_placement.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 namespace ucx = transport::ucx;
 
@@ -213,4 +213,4 @@ status node_shard::read_blob(const std::string& descriptor, std::span<std::byte>
   return remote->read({&op, 1});
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -1,4 +1,4 @@
-#include "apps/commands/member_watch.hpp"
+#include "node/member_watch.hpp"
 
 #include <pthread.h>
 
@@ -6,7 +6,7 @@
 
 #include "actors/node_actor.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const caf::actor& coord) {
   caf::scoped_actor self{sys};
@@ -75,4 +75,4 @@ void member_watch::run() {
   }
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

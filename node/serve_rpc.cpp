@@ -1,4 +1,4 @@
-#include "apps/commands/serve_rpc.hpp"
+#include "node/serve_rpc.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,28 +13,7 @@
 #include "transport/http/metrics_server.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
-namespace spindle::apps {
-
-void add_front_door_options(CLI::App& cmd, front_door_args& a) {
-  cmd.add_option("--listen", a.listen,
-                 "Serve the Cap'n Proto front door on HOST:PORT (port 0: a free one)")
-      ->capture_default_str();
-  cmd.add_option(
-      "--admin-token-file", a.admin_token_file,
-      "Admin token file (created with a random token if absent); without it Admin is disabled");
-  cmd.add_option("--metrics", a.metrics,
-                 "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
-  cmd.add_option("--tensor-models", a.tensor_models,
-                 "Built-in tensor models served over the SplitRPC data path (today: sum)")
-      ->delimiter(',');
-  cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")
-      ->capture_default_str();
-  add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
-  cmd.add_option("--dlrm-name", a.dlrm_name,
-                 "Name of the DLRM model (default: its model.toml name)");
-  cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")
-      ->capture_default_str();
-}
+namespace spindle::node {
 
 void block_stop_signals() {
   sigset_t set;
@@ -141,4 +120,4 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   return status::ok();
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -1,4 +1,4 @@
-#include "apps/commands/gnn_models.hpp"
+#include "node/gnn_models.hpp"
 
 #include "actors/batcher_actor.hpp"
 #include "actors/pipeline_actor.hpp"
@@ -6,7 +6,7 @@
 #include "nn/model.hpp"
 #include "sched/gnn_pipeline.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 // One model and the actors serving it; the actors read the model and router.
 struct gnn_models::served {
@@ -93,4 +93,4 @@ actors::model_loader gnn_models::loader() {
           [this](const std::string& name) { unload(name); }};
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

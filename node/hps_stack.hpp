@@ -4,7 +4,6 @@
 // by `spindle serve-dlrm` and `spindle serve --dlrm-model`.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
@@ -12,7 +11,7 @@
 #include "config/model.hpp"
 #include "embedding/lookup_session.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 struct hps_stack_args {
   std::string hps_config, model, pdb, vdb = "hash_map", vdb_redis;
@@ -26,9 +25,6 @@ struct hps_stack {
   std::shared_ptr<embedding::lookup_session> session;
 };
 
-/// Adds the stack's flags; the model directory flag is named `model_flag`.
-void add_hps_stack_options(CLI::App& cmd, hps_stack_args& a, const std::string& model_flag);
-
 /// Flags give the defaults; the model's model.toml [hps] section, then --hps-config, win.
 expected<config::hps_config> hps_settings(const hps_stack_args& a);
 
@@ -36,4 +32,4 @@ expected<config::hps_config> hps_settings(const hps_stack_args& a);
 expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc& d,
                                const config::hps_config& hc);
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

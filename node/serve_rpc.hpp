@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "actors/gateway.hpp"
-#include "apps/commands/hps_stack.hpp"
+#include "node/hps_stack.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 struct front_door_args {
   std::string listen = "127.0.0.1:7400";
@@ -22,9 +22,6 @@ struct front_door_args {
   std::string dlrm_name;
   int dlrm_instances = 2;
 };
-
-/// Adds --listen, --admin-token-file, --max-queue and the --dlrm-* flags.
-void add_front_door_options(CLI::App& cmd, front_door_args& a);
 
 /// Blocks SIGINT and SIGTERM in this and every later thread (call before any
 /// thread starts) so that serve_until_signal can wait for them.
@@ -44,4 +41,4 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
 /// SIGINT/SIGTERM, and stops the server.
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token);
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -13,10 +13,10 @@
 #include <functional>
 #include <map>
 
-#include "apps/commands/cluster_features.hpp"
-#include "apps/commands/node_shard.hpp"
+#include "node/cluster_features.hpp"
+#include "node/node_shard.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 class placement_sync {
  public:
@@ -40,4 +40,4 @@ class placement_sync {
   std::chrono::steady_clock::time_point retry_at_{};
 };
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -1,12 +1,12 @@
-#include "apps/commands/cluster_features.hpp"
+#include "node/cluster_features.hpp"
 
 #include <algorithm>
 
-#include "apps/commands/node_shard.hpp"
+#include "node/node_shard.hpp"
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 namespace ucx = transport::ucx;
 
@@ -237,4 +237,4 @@ sched::feature_source cluster_features::source() {
   };
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -18,7 +18,7 @@
 #include "sched/device_scheduler.hpp"
 #include "sched/psgs_router.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 struct gnn_serving_defaults {
   sched::psgs_calibration calibration;
@@ -64,4 +64,4 @@ class gnn_models {
   std::map<std::string, std::unique_ptr<served>> models_;
 };
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

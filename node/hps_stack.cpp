@@ -1,27 +1,8 @@
-#include "apps/commands/hps_stack.hpp"
+#include "node/hps_stack.hpp"
 
 #include "embedding/vdb/redis_connection.hpp"
 
-namespace spindle::apps {
-
-void add_hps_stack_options(CLI::App& cmd, hps_stack_args& a, const std::string& model_flag) {
-  cmd.add_option(model_flag, a.model, "DLRM model directory (spindle model init --arch dlrm)");
-  cmd.add_option("--pdb", a.pdb,
-                 "RocksDB directory for the tables (filled from the model on first start)");
-  cmd.add_option("--hps-config", a.hps_config,
-                 "TOML with [hps] defaults and [hps.tables.<name>] overrides "
-                 "(also read from the model's model.toml; the files win over flags)");
-  cmd.add_option("--vdb", a.vdb, "Level 2: hash_map, redis or none")->capture_default_str();
-  cmd.add_option("--vdb-redis", a.vdb_redis, "Redis HOST:PORT for --vdb redis");
-  cmd.add_option("--vdb-partitions", a.partitions, "VDB partitions per table")
-      ->capture_default_str();
-  cmd.add_option("--cache-fraction", a.cache_fraction, "L1 slots as a fraction of each table")
-      ->capture_default_str();
-  cmd.add_option("--hit-rate-threshold", a.threshold, "Below it misses are fetched synchronously")
-      ->capture_default_str();
-  cmd.add_option("--refresh-ms", a.refresh_ms, "Refresh the L1 caches this often (0: never)")
-      ->capture_default_str();
-}
+namespace spindle::node {
 
 expected<config::hps_config> hps_settings(const hps_stack_args& a) {
   config::hps_config c;
@@ -78,4 +59,4 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
   return s;
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "apps/commands/cluster_features.hpp"
+#include "node/cluster_features.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 /// Asks the coordinator once for its live members (rank > 0 and rank 0 itself).
 expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const caf::actor& coord);
@@ -45,4 +45,4 @@ class member_watch {
   std::thread thread_;
 };
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

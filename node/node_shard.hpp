@@ -20,7 +20,7 @@
 #include "transport/ucx/progress_loop.hpp"
 #include "transport/ucx/ucx.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 /// One epoch's plan and this node's rows of it (nullptr: it holds no host shard).
 struct epoch_plan {
@@ -105,4 +105,4 @@ class node_shard {
   std::map<int, std::unique_ptr<region>> blobs_;
 };
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -1,4 +1,4 @@
-#include "apps/commands/cluster_serving.hpp"
+#include "node/cluster_serving.hpp"
 
 #include <fmt/ranges.h>
 
@@ -17,8 +17,8 @@
 #include "actors/pipeline_actor.hpp"
 #include "actors/remote_pipeline.hpp"
 #include "actors/router_actor.hpp"
-#include "apps/commands/cluster_features.hpp"
-#include "apps/commands/member_watch.hpp"
+#include "node/cluster_features.hpp"
+#include "node/member_watch.hpp"
 #include "core/checksum.hpp"
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
@@ -29,7 +29,7 @@
 #include "sched/gnn_pipeline.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 namespace {
 
 namespace ucx = transport::ucx;
@@ -430,4 +430,4 @@ status cluster_gnn::run_workload(std::size_t workload) {
   return status::ok();
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

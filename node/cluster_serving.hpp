@@ -17,13 +17,13 @@
 #include "actors/gateway.hpp"
 #include "actors/placement_actor.hpp"
 #include "actors/ucx_bridge.hpp"
-#include "apps/commands/member_watch.hpp"
-#include "apps/commands/node_shard.hpp"
-#include "apps/commands/placement_sync.hpp"
+#include "node/member_watch.hpp"
+#include "node/node_shard.hpp"
+#include "node/placement_sync.hpp"
 #include "core/status.hpp"
 #include "sched/psgs_router.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 /// What every serving node has: its shard, its view of the members (kept by
 /// one watch) and its side of placement re-plans. All outlive the serving.
@@ -85,4 +85,4 @@ class cluster_gnn {
   std::unique_ptr<parts> p_;
 };
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -22,11 +22,11 @@
 #include "sched/placement.hpp"
 #include "transport/ucx/ucx.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 class node_shard;
 }
 
-namespace spindle::apps {
+namespace spindle::node {
 
 /// What the coordinator says about one live member.
 struct member_info {
@@ -115,4 +115,4 @@ class cluster_features {
   std::uint64_t gathers_ = 0;
 };
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -1,11 +1,11 @@
-#include "apps/commands/placement_sync.hpp"
+#include "node/placement_sync.hpp"
 
 #include <cstring>
 
 #include "actors/node_actor.hpp"
 #include "core/log.hpp"
 
-namespace spindle::apps {
+namespace spindle::node {
 
 placement_sync::placement_sync(caf::actor coordinator, node_shard& shard)
     : coordinator_(std::move(coordinator)), shard_(shard) {}
@@ -72,4 +72,4 @@ void placement_sync::retire(const std::map<int, member_info>& alive) {
   }
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::node

@@ -1,0 +1,45 @@
+#include "apps/commands/runtime_flags.hpp"
+
+namespace spindle::apps {
+
+void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::string& model_flag) {
+  cmd.add_option(model_flag, a.model, "DLRM model directory (spindle model init --arch dlrm)");
+  cmd.add_option("--pdb", a.pdb,
+                 "RocksDB directory for the tables (filled from the model on first start)");
+  cmd.add_option("--hps-config", a.hps_config,
+                 "TOML with [hps] defaults and [hps.tables.<name>] overrides "
+                 "(also read from the model's model.toml; the files win over flags)");
+  cmd.add_option("--vdb", a.vdb, "Level 2: hash_map, redis or none")->capture_default_str();
+  cmd.add_option("--vdb-redis", a.vdb_redis, "Redis HOST:PORT for --vdb redis");
+  cmd.add_option("--vdb-partitions", a.partitions, "VDB partitions per table")
+      ->capture_default_str();
+  cmd.add_option("--cache-fraction", a.cache_fraction, "L1 slots as a fraction of each table")
+      ->capture_default_str();
+  cmd.add_option("--hit-rate-threshold", a.threshold, "Below it misses are fetched synchronously")
+      ->capture_default_str();
+  cmd.add_option("--refresh-ms", a.refresh_ms, "Refresh the L1 caches this often (0: never)")
+      ->capture_default_str();
+}
+
+void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
+  cmd.add_option("--listen", a.listen,
+                 "Serve the Cap'n Proto front door on HOST:PORT (port 0: a free one)")
+      ->capture_default_str();
+  cmd.add_option(
+      "--admin-token-file", a.admin_token_file,
+      "Admin token file (created with a random token if absent); without it Admin is disabled");
+  cmd.add_option("--metrics", a.metrics,
+                 "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
+  cmd.add_option("--tensor-models", a.tensor_models,
+                 "Built-in tensor models served over the SplitRPC data path (today: sum)")
+      ->delimiter(',');
+  cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")
+      ->capture_default_str();
+  add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
+  cmd.add_option("--dlrm-name", a.dlrm_name,
+                 "Name of the DLRM model (default: its model.toml name)");
+  cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")
+      ->capture_default_str();
+}
+
+}  // namespace spindle::apps

@@ -1,0 +1,19 @@
+// The command-line flags of the node runtime's settings: the parameter-server
+// stack's and the front door's, shared by the serving commands.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "node/hps_stack.hpp"
+#include "node/serve_rpc.hpp"
+
+namespace spindle::apps {
+
+/// Adds the stack's flags; the model directory flag is named `model_flag`.
+void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::string& model_flag);
+
+/// Adds --listen, --admin-token-file, --max-queue and the --dlrm-* flags.
+void add_front_door_options(CLI::App& cmd, node::front_door_args& a);
+
+}  // namespace spindle::apps
