@@ -94,7 +94,12 @@ class Client:
                  "samplerSeed": q.get("sampler_seed", 0), "deadlineUs": q.get("deadline_us", 0)}
                 for q in requests]
         r = await self._inference.inferGnnBatch(requests=wire)
-        return [_gnn_result(x) for x in r.replies]
+        results = [_gnn_result(x) for x in r.replies]
+        if len(results) != len(wire):  # refused whole (over the server's limits): one reply
+            first = results[0] if results else None
+            raise SpindleError(first.status if first else "badRequest",
+                               first.message if first else "no replies")
+        return results
 
     async def infer_rec(self, model: str, dense: Sequence[Sequence[float]],
                         sparse: Sequence[Sequence[Sequence[int]]], deadline_us: int = 0,

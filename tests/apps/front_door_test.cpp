@@ -22,7 +22,9 @@
 #include "sched/gnn_pipeline.hpp"
 #include "tests/graph/test_util.hpp"
 #include "tests/support/golden_dlrm.hpp"
+#include "nn/ops.hpp"
 #include "transport/rpc/rpc_client.hpp"
+#include "transport/rpc/rpc_server.hpp"
 
 namespace spindle {
 namespace {
@@ -39,6 +41,7 @@ struct server_fixture {
   int metrics_port = 0;
 
   server_fixture() {
+    nn::set_blas_threads(1);  // as the server: bit-for-bit answers need the same BLAS threading
     graph::generate_options o;
     o.rmat.scale = 11;
     o.feature_dim = 16;
@@ -119,6 +122,29 @@ TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_
   EXPECT_EQ(unknown->status, rpc::rpc_status::bad_request);
   EXPECT_NE(unknown->message.find("unknown model 'nope' (loaded: sage, ctr)"), std::string::npos)
       << unknown->message;
+}
+
+// A call over inferGnnBatch's limits is refused up front with badRequest naming
+// the limit (before: 10^6 requests computed for seconds, then failed to send a
+// 95 MB reply); the server goes on answering.
+TEST(front_door_test, an_oversized_batch_call_is_refused_up_front) {
+  auto& f = fixture();
+  std::vector<rpc::gnn_call> many(rpc::kMaxBatchRequests + 1, rpc::gnn_call{"sage", {1}, 0, 0});
+  auto r = f.client->infer_gnn_batch(many);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().to_string().find("1025 requests (at most 1024 per call)"), std::string::npos)
+      << r.error().to_string();
+  std::vector<std::int64_t> seeds(4000);
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i % 2048);
+  std::vector<rpc::gnn_call> heavy(17, rpc::gnn_call{"sage", seeds, 0, 0});
+  r = f.client->infer_gnn_batch(heavy);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().to_string().find("68000 seeds in all (at most 65536 per call)"),
+            std::string::npos)
+      << r.error().to_string();
+  auto ok = f.client->infer_gnn_batch({{"sage", {1, 2}, 0, 0}});
+  ASSERT_TRUE(ok.has_value()) << ok.error().to_string();
+  EXPECT_EQ((*ok)[0].status, rpc::rpc_status::ok);
 }
 
 TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {

@@ -44,6 +44,10 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<void> inferGnnBatch(InferGnnBatchContext ctx) override {
     auto requests = ctx.getParams().getRequests();
+    if (auto why = batch_too_large(requests); !why.empty()) {
+      detail::write(ctx.getResults().initReplies(1)[0], {rpc_status::bad_request, why});
+      return kj::READY_NOW;
+    }
     auto promises = kj::heapArrayBuilder<kj::Promise<gnn_answer>>(requests.size());
     for (auto r : requests) promises.add(gnn(detail::read(r)));
     return kj::joinPromises(promises.finish()).then([ctx](kj::Array<gnn_answer> answers) mutable {
@@ -91,6 +95,19 @@ class inference_impl final : public ::Inference::Server {
   }
 
  private:
+  // Refused before any work or allocation: the reply's size follows the seeds.
+  static std::string batch_too_large(capnp::List<::GnnRequest>::Reader requests) {
+    if (requests.size() > kMaxBatchRequests)
+      return fmt::format("inferGnnBatch: {} requests (at most {} per call)", requests.size(),
+                         kMaxBatchRequests);
+    std::size_t seeds = 0;
+    for (auto r : requests) seeds += r.getSeeds().size();
+    if (seeds > kMaxBatchSeeds)
+      return fmt::format("inferGnnBatch: {} seeds in all (at most {} per call)", seeds,
+                         kMaxBatchSeeds);
+    return {};
+  }
+
   kj::Promise<gnn_answer> gnn(gnn_call call) {
     auto [promise, done] = cross_thread_reply<gnn_answer>();
     s_.infer_gnn(std::move(call), std::move(done));

@@ -6,12 +6,17 @@
 // bound what one message can cost; malformed messages fail only their call.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::transport::rpc {
+
+/// Limits of one inferGnnBatch call, checked before any work (larger: badRequest).
+inline constexpr std::size_t kMaxBatchRequests = 1024;
+inline constexpr std::size_t kMaxBatchSeeds = 65536;
 
 struct server_options {
   std::string listen = "127.0.0.1:0";             // port 0: a free port, see port()

@@ -75,6 +75,8 @@ interface Inference {
   version @0 () -> (version :UInt32);
   inferGnn @1 (request :GnnRequest) -> (reply :GnnReply);
   inferGnnBatch @2 (requests :List(GnnRequest)) -> (replies :List(GnnReply));
+  # At most 1,024 requests and 65,536 seeds in all per call: a larger call is
+  # refused up front with ONE reply of status badRequest naming the limit.
   inferRec @3 (request :RecRequest) -> (reply :RecReply);
   # Tensor models (version 2): a float32 payload in, a float32 result out.
   # Unified path: the payload travels inside the Cap'n Proto message.
