@@ -86,6 +86,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
     for (auto& [rank, m] : self->state.members)
       if (m.addr == dm.source && m.alive) {
         m.alive = false;
+        m.ready = false;  // a dead member serves nothing (it reports ready again on rejoin)
         log::warn("node {} (rank {}) is down: {}", m.name, rank, to_string(dm.reason));
       }
   });

@@ -452,6 +452,9 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
     if (!seen_down) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(seen_down);
+  // Admin.members reports the dead member not ready (it said ready=true before).
+  for (const auto& m : nlohmann::json::parse(client({"admin", "members"}))["members"])
+    if (m["rank"] == 1) EXPECT_FALSE(m["ready"].get<bool>()) << m.dump();
   // Still serving with rank 1 gone (its rows come from replicas or fail by name).
   auto out = nlohmann::json::parse(
       client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[0].seeds[0]),
