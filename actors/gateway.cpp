@@ -24,6 +24,15 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+// A client-supplied name or value as errors and logs show it: at most 64
+// characters, then how much was cut (a 10 MB name must not come back whole).
+std::string shown(std::string_view text) {
+  constexpr std::size_t kShown = 64;
+  if (text.size() <= kShown) return std::string(text);
+  return fmt::format("{}...(+{} bytes)", text.substr(0, kShown), text.size() - kShown);
+}
+
+
 /// A call handed to the forwarder actor; `done` runs on a CAF thread.
 struct gnn_dispatch {
   caf::actor batcher;
@@ -176,11 +185,11 @@ namespace {
 
 status check_model_name(const std::string& name) {
   if (name.empty() || name.size() > 64)
-    return make_error(errc::invalid_argument, "name '{}': 1 to 64 characters", name);
+    return make_error(errc::invalid_argument, "name '{}': 1 to 64 characters", shown(name));
   for (char c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
       return make_error(errc::invalid_argument, "name '{}': letters, digits, '_', '-' and '.' only",
-                        name);
+                        shown(name));
   return status::ok();
 }
 
@@ -209,7 +218,7 @@ status gateway::unload_model(const std::string& name) {
     std::unique_lock lock(s_->models_mu);
     auto it = s_->gnn.find(name);
     if (it == s_->gnn.end())
-      return make_error(errc::not_found, "unknown GNN model '{}' (loaded: {})", name, s_->loaded());
+      return make_error(errc::not_found, "unknown GNN model '{}' (loaded: {})", shown(name), s_->loaded());
     e = it->second;
     s_->gnn.erase(it);  // new calls get "unknown model" from here on
   }
@@ -265,7 +274,7 @@ bool admit_call(model_counters& c, std::size_t max_queue, const status& valid,
   if (!admit(c, max_queue)) {
     c.record(rpc_status::overloaded, 0);
     done({rpc_status::overloaded,
-          fmt::format("model '{}' is at max_queue {} calls in flight", model, max_queue)});
+          fmt::format("model '{}' is at max_queue {} calls in flight", shown(model), max_queue)});
     return false;
   }
   return true;
@@ -279,8 +288,8 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
     const bool is_rec = s_->rec.count(call.model) > 0;
     return done({rpc_status::bad_request,
                  is_rec
-                     ? fmt::format("model '{}' is a recommendation model: use inferRec", call.model)
-                     : fmt::format("unknown model '{}' (loaded: {})", call.model, s_->loaded())});
+                     ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
+                     : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
   auto e = it->second;
   if (!admit_call(e->c, e->max_queue.load(), check_gnn_call(call, *e->b.dataset), call.model, done))
@@ -319,6 +328,10 @@ status check_rec_call(const transport::rpc::rec_call& call, const nn::model& m) 
     return make_error(errc::invalid_argument, "dense: {} values for batch {} x dense_in {}",
                       call.dense.size(), call.batch, d.dense_in);
   }
+  for (std::size_t i = 0; i < call.dense.size(); ++i)  // NaN in, NaN scores out: refuse
+    if (!std::isfinite(call.dense[i]))
+      return make_error(errc::invalid_argument, "dense[{}] = {}: not a finite number (sample {})",
+                        i, call.dense[i], i / std::max(1, d.dense_in));
   if (call.sparse.size() != d.table_rows.size()) {
     return make_error(errc::invalid_argument, "sparse: {} bags lists for {} tables",
                       call.sparse.size(), d.table_rows.size());
@@ -333,7 +346,7 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   if (it == s_->rec.end()) {
     return done(
         {rpc_status::bad_request,
-         fmt::format("unknown recommendation model '{}' (loaded: {})", call.model, s_->loaded())});
+         fmt::format("unknown recommendation model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
   auto e = it->second;
   if (!admit_call(e->c, e->max_queue.load(), check_rec_call(call, *e->b.model), call.model, done))
@@ -395,8 +408,8 @@ status set_placement_tunable(caf::actor_system& sys, const caf::actor& placement
     } catch (const std::exception&) {
     }
     if (!(t >= 0 && t <= 1))
-      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", name,
-                        value);
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", shown(name),
+                        shown(value));
     caf::anon_send(placement, threshold_atom::value, t);
     return status::ok();
   }
@@ -444,7 +457,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     }
     return t;
   }
-  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", model, s_->loaded());
+  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(model), s_->loaded());
 }
 
 namespace {
@@ -458,7 +471,7 @@ expected<std::uint64_t> parse_count(const std::string& name, const std::string& 
   } catch (const std::exception&) {
   }
   return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name,
-                    value, lo, hi);
+                    shown(value), lo, hi);
 }
 
 status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& name,
@@ -492,15 +505,15 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
       try {
         std::size_t used = 0;
         t = std::stod(value, &used);
-        if (used != value.size() || !(t >= 0)) t = -2;
+        if (used != value.size() || !(t >= 0) || !std::isfinite(t)) t = -2;
       } catch (const std::exception&) {
         t = -2;
       }
     }
     if (t == -2)
       return make_error(errc::invalid_argument,
-                        "psgs_threshold = '{}': expected a summed PSGS >= 0 or 'calibrated'",
-                        value);
+                        "psgs_threshold = '{}': expected a finite summed PSGS >= 0 or 'calibrated'",
+                        shown(value));
     e.b.router->set_threshold_override(t);
     caf::anon_send(e.b.router_actor, threshold_atom::value, t);
     return status::ok();
@@ -520,14 +533,14 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   } else if (name == "work_conserving") {
     if (value != "true" && value != "false")
       return make_error(errc::invalid_argument, "work_conserving = '{}': expected true or false",
-                        value);
+                        shown(value));
     e.b.policy.work_conserving = value == "true";
   } else {
     return make_error(errc::invalid_argument,
                       "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
                       "batch_deadline_us, max_batch, work_conserving, max_queue, gnnsched_policy; on a cluster "
                       "also placement_drift_threshold, replan)",
-                      name);
+                      shown(name));
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
   return status::ok();
@@ -551,19 +564,20 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     } catch (const std::exception&) {
     }
     if (!(t >= 0 && t <= 1))
-      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", name,
-                        value);
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", shown(name),
+                        shown(value));
     for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
       const auto& table = e.b.session->table(i).name;
       if (name == prefix || name == prefix + "." + table) e.b.session->set_hit_rate_threshold(i, t);
     }
     if (name == prefix || e.b.session->table_index(name.substr(prefix.size() + 1)))
       return status::ok();
-    return make_error(errc::invalid_argument, "{}: no such table", name);
+    return make_error(errc::invalid_argument, "{}: no such table", shown(name));
   }
   return make_error(
       errc::invalid_argument,
-      "unknown tunable '{}' (DLRM models: max_queue, refresh, hit_rate_threshold[.TABLE])", name);
+      "unknown tunable '{}' (DLRM models: max_queue, refresh, hit_rate_threshold[.TABLE])",
+      shown(name));
 }
 
 }  // namespace
@@ -574,7 +588,7 @@ status gateway::set_tunable(const std::string& model, const std::string& name,
     return set_gnn_tunable(s_->sys, *it->second, name, value);
   if (auto it = s_->rec.find(model); it != s_->rec.end())
     return set_rec_tunable(*it->second, name, value);
-  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", model, s_->loaded());
+  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(model), s_->loaded());
 }
 
 std::string gateway::stats_json() {

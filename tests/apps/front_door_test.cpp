@@ -7,6 +7,8 @@
 // SIGTERM stops the server cleanly.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <limits>
 #include <httplib.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -249,6 +251,32 @@ TEST(front_door_test, a_dlrm_answers_the_golden_batch_through_the_parameter_serv
   EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
   EXPECT_NE(bad->message.find("table 0: indices[0]=50 out of range"), std::string::npos)
       << bad->message;
+  call.sparse[0].indices[0] = 1;
+  call.dense[14] = std::numeric_limits<float>::quiet_NaN();  // NaN in: refused, not NaN scores
+  auto nan = f.client->infer_rec(call);
+  ASSERT_TRUE(nan.has_value());
+  EXPECT_EQ(nan->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(nan->message.find("dense[14] = nan: not a finite number (sample 1)"),
+            std::string::npos)
+      << nan->message;
+}
+
+// Hostile values get short errors and are refused: a 1 MB model name comes back
+// cut to 64 characters; psgs_threshold=inf is not a threshold.
+TEST(front_door_test, hostile_names_and_values_are_refused_with_short_errors) {
+  auto& f = fixture();
+  const std::string huge(1 << 20, 'x');
+  auto r = f.client->infer_gnn({huge, {1}, 0, 0});
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(r->status, rpc::rpc_status::bad_request);
+  EXPECT_LT(r->message.size(), 300u);
+  EXPECT_NE(r->message.find("(+1048512 bytes)"), std::string::npos) << r->message;
+  auto inf = f.client->set_tunable(f.token, "sage", "psgs_threshold", "inf");
+  ASSERT_TRUE(inf.has_value());
+  EXPECT_EQ(inf->status, rpc::rpc_status::bad_request) << inf->message;
+  auto tun = f.client->set_tunable(f.token, "sage", huge, "1");
+  ASSERT_TRUE(tun.has_value());
+  EXPECT_LT(tun->message.size(), 400u);
 }
 
 TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_rates) {
