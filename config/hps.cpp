@@ -1,4 +1,5 @@
 #include "config/hps.hpp"
+#include "core/text_file.hpp"
 
 #include <toml++/toml.h>
 
@@ -128,11 +129,8 @@ expected<hps_config> parse_hps_config(std::string_view toml_text, std::string_vi
 }
 
 expected<hps_config> load_hps_config(const std::string& path, const hps_config& base) {
-  std::ifstream in(path);
-  if (!in) return make_error(errc::not_found, "{}: cannot open", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_hps_config(text.str(), path, base);
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "parameter-server settings"));
+  return parse_hps_config(text, path, base);
 }
 
 }  // namespace spindle::config

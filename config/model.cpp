@@ -1,4 +1,5 @@
 #include "config/model.hpp"
+#include "core/text_file.hpp"
 
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
@@ -82,7 +83,24 @@ expected<model_arch> parse_model_arch(std::string_view text) {
                     "model.arch = '{}': expected graphsage, gcn, gat, gin or dlrm", text);
 }
 
+// model.weights names a file inside the model directory: a path that leaves it
+// is refused before the file system is touched (no probing of other files).
+status validate_weights_path(const std::string& w) {
+  bool escapes = w.empty() || w.front() == '/';
+  for (std::size_t at = 0; !escapes && at <= w.size();) {
+    const auto end = std::min(w.find('/', at), w.size());
+    escapes = w.compare(at, end - at, "..") == 0;
+    at = end + 1;
+  }
+  if (!escapes) return status::ok();
+  return make_error(errc::invalid_argument,
+                    "model.weights = '{}': must name a file inside the model directory (a "
+                    "relative path without '..')",
+                    w.substr(0, 256));
+}
+
 status validate(const model_desc& d) {
+  SPINDLE_TRY(validate_weights_path(d.weights));
   auto positive = [](std::string_view f, std::int64_t v) {
     return v > 0 ? status::ok()
                  : make_error(errc::invalid_argument, "model.{} = {}: must be > 0", f, v);
@@ -126,11 +144,8 @@ expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_vi
 
 expected<model_desc> load_model_desc(const std::string& dir) {
   std::string path = dir + "/model.toml";
-  std::ifstream in(path);
-  if (!in) return make_error(errc::not_found, "{}: cannot open model description", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_model_desc(text.str(), path);
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "model description"));
+  return parse_model_desc(text, path);
 }
 
 std::string to_toml(const model_desc& d) {

@@ -1,4 +1,5 @@
 #include "config/topology.hpp"
+#include "core/text_file.hpp"
 
 #include <toml++/toml.h>
 
@@ -237,11 +238,8 @@ expected<topology> parse_topology(std::string_view toml_text, std::string_view o
 }
 
 expected<topology> load_topology(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(errc::not_found, "{}: cannot open topology file", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_topology(text.str(), path);
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "topology file"));
+  return parse_topology(text, path);
 }
 
 }  // namespace spindle::config

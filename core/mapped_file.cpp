@@ -12,7 +12,8 @@
 namespace spindle {
 
 expected<mapped_file> mapped_file::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO must not block the open; it is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     errc code = errno == ENOENT ? errc::not_found : errc::io_error;
     return make_error(code, "{}: cannot open: {}", path, std::strerror(errno));
@@ -22,6 +23,14 @@ expected<mapped_file> mapped_file::open(const std::string& path) {
     int e = errno;
     ::close(fd);
     return make_error(errc::io_error, "{}: cannot stat: {}", path, std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(errc::invalid_argument, "{}: must be a regular file (found {})", path,
+                      S_ISFIFO(st.st_mode)  ? "a FIFO"
+                      : S_ISCHR(st.st_mode) ? "a character device"
+                      : S_ISDIR(st.st_mode) ? "a directory"
+                                            : "a special file");
   }
   mapped_file f;
   f.path_ = path;

@@ -12,7 +12,8 @@ namespace spindle {
 
 class mapped_file {
  public:
-  /// Maps `path` read-only; empty files map to an empty view.
+  /// Maps `path` read-only; empty files map to an empty view. Only regular files:
+  /// a FIFO or device is refused (naming what it is), never waited on.
   static expected<mapped_file> open(const std::string& path);
 
   mapped_file() = default;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/dataset.hpp"
+#include "core/text_file.hpp"
 
 namespace spindle::graph {
 namespace {
@@ -85,13 +86,13 @@ std::string metadata_to_json(const dataset_metadata& m) {
 
 expected<dataset_metadata> read_metadata(const std::string& dir) {
   std::string path = dir + "/metadata.json";
-  std::ifstream in(path);
-  if (!in) return make_error(errc::not_found, "{}: cannot open (is '{}' a dataset directory?)", path, dir);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  auto text = read_text_file(path, "dataset metadata");
+  if (!text && text.error().code() == errc::not_found)
+    return make_error(errc::not_found, "{}: cannot open (is '{}' a dataset directory?)", path, dir);
+  if (!text) return std::move(text).error();
   dataset_metadata m;
   try {
-    json j = json::parse(ss.str());
+    json j = json::parse(*text);
     SPINDLE_TRY(parse_metadata(j, m));
   } catch (const std::exception& e) {
     return make_error(errc::corrupt_data, "{}: {}", path, e.what());

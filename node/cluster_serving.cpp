@@ -1,4 +1,5 @@
 #include "node/cluster_serving.hpp"
+#include "core/text_file.hpp"
 
 #include <fmt/ranges.h>
 
@@ -206,11 +207,8 @@ namespace {
 // PSGS passes the routing point (Quiver §4.2.2).
 status use_calibration(serving_assets& a, sched::batch_policy& policy, const std::string& path,
                        sched::routing_policy routing) {
-  std::ifstream in(path);
-  if (!in) return make_error(errc::not_found, "{}: cannot open calibration", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text.str(), path));
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "calibration"));
+  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text, path));
   a.router = std::make_shared<sched::psgs_router>(std::move(c), routing);
   policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
   return status::ok();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "actors/batcher_actor.hpp"
+#include "core/text_file.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/router_actor.hpp"
@@ -43,11 +44,8 @@ struct serve_args {
 expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
                                                     thread_pool& pool) {
   if (!a.calibration.empty()) {
-    std::ifstream in(a.calibration);
-    if (!in) return make_error(errc::not_found, "{}: cannot open calibration", a.calibration);
-    std::stringstream text;
-    text << in.rdbuf();
-    return sched::psgs_calibration::from_json(text.str(), a.calibration);
+    SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(a.calibration, "calibration"));
+    return sched::psgs_calibration::from_json(text, a.calibration);
   }
   // Calibrate on the served model: the curves time the whole served pipeline.
   sched::calibrate_options o;

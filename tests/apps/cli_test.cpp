@@ -1,6 +1,7 @@
 // Runs the real `spindle` binary as a user would and checks its output and
 // exit codes, including bad input and numpy compatibility of what it writes.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -204,6 +205,45 @@ TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
   r = run("model info " + *dir_ + "/no-such-model");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("model.toml: cannot open"), std::string::npos) << r.out;
+}
+
+// Files that never end or are not files: a clean error naming them (before:
+// std::bad_alloc and rc 134, or a hang on a FIFO). A weights path that leaves
+// the model directory is refused before the file system is touched.
+TEST_F(cli_test, hostile_config_files_fail_cleanly_and_weights_stay_in_the_model_dir) {
+  const std::string dir = *dir_ + "/hostile-model";
+  fs::create_directories(dir);
+  fs::remove(dir + "/model.toml");
+  fs::create_symlink("/dev/zero", dir + "/model.toml");
+  auto r = run("model info " + dir);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("must be a regular file, found a character device"), std::string::npos)
+      << r.out;
+  r = run("cluster-status --config /dev/zero");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("/dev/zero: topology file must be a regular file"), std::string::npos)
+      << r.out;
+  const std::string fifo = *dir_ + "/fifo.toml";
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = run("cluster-status --config " + fifo);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("found a FIFO"), std::string::npos) << r.out;
+  fs::remove(dir + "/model.toml");
+  std::ofstream(dir + "/model.toml")
+      << "[model]\nname = \"x\"\narch = \"gcn\"\nweights = \"../../../../etc/hostname\"\n"
+         "in = 4\nhidden = 4\nout = 2\n";
+  r = run("model info " + dir);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("must name a file inside the model directory"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("bytes"), std::string::npos) << r.out;  // nothing about /etc/hostname
+  const std::string ds = *dir_ + "/zero-ds";
+  fs::create_directories(ds);
+  fs::remove(ds + "/metadata.json");
+  fs::create_symlink("/dev/zero", ds + "/metadata.json");
+  r = run("info " + ds);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("dataset metadata must be a regular file"), std::string::npos) << r.out;
 }
 
 }  // namespace
