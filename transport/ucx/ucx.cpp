@@ -430,17 +430,37 @@ remote_region::~remote_region() {
   if (rkey_) ucp_rkey_destroy(static_cast<ucp_rkey_h>(rkey_));
 }
 
-expected<std::unique_ptr<remote_region>> remote_region::attach(worker& w,
-                                                               const region_descriptor& d,
-                                                               int timeout_ms) {
-  SPINDLE_ASSIGN_OR_RETURN(auto ep, endpoint::connect(w, d.worker_address));
+namespace {
+// Unpacks `d`'s rkey on a new endpoint of `w` with the given error mode.
+expected<std::pair<endpoint, ucp_rkey_h>> connect_region(worker& w, const region_descriptor& d,
+                                                         bool detect_peer_failure) {
+  SPINDLE_ASSIGN_OR_RETURN(auto ep, endpoint::connect(w, d.worker_address, detect_peer_failure));
   ucp_rkey_h rkey = nullptr;
   if (ucs_status_t st =
           ucp_ep_rkey_unpack(static_cast<ucp_ep_h>(ep.native()), d.rkey.data(), &rkey);
       st != UCS_OK)
     return ucx_error(st, "ucp_ep_rkey_unpack");
+  return std::pair{std::move(ep), rkey};
+}
+}  // namespace
+
+// Shared memory (the rkey maps here): no peer error handling, so gets stay
+// truly one-sided. Anything else (TCP): the owner serves every get from its
+// worker, and without peer error handling on both sides a reader that dies
+// while a reply is in flight makes UCX abort the OWNER (seen: a surviving
+// member killed by ucs_fatal "Endpoint timeout" in ucp_get_req_handler). So
+// those endpoints are made again with UCX's peer failure detection on.
+expected<std::unique_ptr<remote_region>> remote_region::attach(worker& w,
+                                                               const region_descriptor& d,
+                                                               int timeout_ms) {
+  SPINDLE_ASSIGN_OR_RETURN(auto first, connect_region(w, d, false));
+  void* ptr = nullptr;
+  if (ucp_rkey_ptr(first.second, d.base, &ptr) != UCS_OK) {
+    ucp_rkey_destroy(first.second);
+    SPINDLE_ASSIGN_OR_RETURN(first, connect_region(w, d, true));
+  }
   return std::unique_ptr<remote_region>(
-      new remote_region(std::move(ep), rkey, d.base, d.length, timeout_ms));
+      new remote_region(std::move(first.first), first.second, d.base, d.length, timeout_ms));
 }
 
 status remote_region::read(std::span<const read_op> ops) {
