@@ -10,6 +10,7 @@
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/embedding_cache_actor.hpp"
 #include "core/log.hpp"
+#include "core/text_file.hpp"
 #include "transport/http/metrics_server.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
@@ -25,9 +26,15 @@ void block_stop_signals() {
 
 expected<std::string> admin_token(const std::string& path) {
   if (path.empty()) return std::string();
-  if (std::ifstream in(path); in) {
-    std::string token;
-    std::getline(in, token);
+  if (struct stat st {}; ::stat(path.c_str(), &st) == 0) {
+    // A token others can read is no secret: refuse it rather than serve with it.
+    if ((st.st_mode & 077) != 0)
+      return make_error(errc::invalid_argument,
+                        "{}: the admin token file is open to other users (mode {:04o}); run "
+                        "chmod 600 {}",
+                        path, st.st_mode & 07777, path);
+    SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "admin token file", 4096));
+    std::string token = text.substr(0, text.find('\n'));
     if (token.size() < 16)
       return make_error(errc::invalid_argument,
                         "{}: the admin token must have at least 16 characters", path);
@@ -91,7 +98,35 @@ status add_tensor_models(actors::gateway& g, const front_door_args& a) {
   return status::ok();
 }
 
+namespace {
+bool is_loopback_host(std::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+status check_bind(std::string_view flag, const std::string& endpoint, bool has_token) {
+  if (endpoint.empty()) return status::ok();
+  const auto host = std::string_view(endpoint).substr(0, endpoint.rfind(':'));
+  if (is_loopback_host(host)) return status::ok();
+  if (!has_token)
+    return make_error(errc::invalid_argument,
+                      "{} {}: not a loopback address; refusing to serve beyond this machine "
+                      "without --admin-token-file",
+                      flag, endpoint);
+  log::warn("{} {} serves beyond this machine (not a loopback address)", flag, endpoint);
+  return status::ok();
+}
+}  // namespace
+
+status check_exposure(const front_door_args& a) {
+  const bool has_token = !a.admin_token_file.empty();
+  SPINDLE_TRY(check_bind("--listen", a.listen, has_token));
+  return check_bind("--metrics", a.metrics, has_token);
+}
+
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token) {
+  SPINDLE_TRY(check_exposure(a));
   SPINDLE_TRY(add_tensor_models(g, a));
   transport::rpc::server_options o;
   o.listen = a.listen;

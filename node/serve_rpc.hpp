@@ -27,8 +27,9 @@ struct front_door_args {
 /// thread starts) so that serve_until_signal can wait for them.
 void block_stop_signals();
 
-/// Reads the token from `path`, or creates the file with a random token. Empty
-/// path: "" (Admin disabled).
+/// Reads the token from `path`, or creates the file (mode 0600) with a random
+/// token. Empty path: "" (Admin disabled). Refuses a token file other users may
+/// read or write, naming its mode.
 expected<std::string> admin_token(const std::string& path);
 
 /// Adds the DLRM of `a.dlrm` (if any) to the gateway: stack, cache actor, instances.
@@ -37,7 +38,11 @@ struct dlrm_holder;
 expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::gateway& g,
                                                 const front_door_args& a);
 
-/// Starts the RPC server on the gateway, prints "listening HOST:PORT", waits for
+/// Ok when --listen and --metrics bind loopback addresses; a non-loopback bind
+/// is refused without --admin-token-file and warned about with one.
+status check_exposure(const front_door_args& a);
+
+/// Starts the RPC server on the gateway (after check_exposure), prints "listening HOST:PORT", waits for
 /// SIGINT/SIGTERM, and stops the server.
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token);
 

@@ -70,6 +70,7 @@ struct node_args {
 // Rank 0: serves the workload and/or the front door over the cluster; returns
 // once the workload is done (no --listen) or a stop signal came (--listen).
 status coordinate(node_context node, const actors::bridge_handle& bridge, const node_args& a) {
+  if (a.listen) SPINDLE_TRY(check_exposure(a.door));  // before the cluster starts serving
   cluster_gnn_options o;
   o.model_dir = a.model;
   o.expect = a.expect;

@@ -109,6 +109,7 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
 
 status run_serve(const serve_args& a, global_options& g) {
   const bool listening = a.workload == 0;
+  if (listening) SPINDLE_TRY(check_exposure(a.door));  // before loading anything
   if (listening) block_stop_signals();  // before any thread starts
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   if (ds.features().empty() || !ds.has_metrics())

@@ -210,6 +210,29 @@ TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
 // Files that never end or are not files: a clean error naming them (before:
 // std::bad_alloc and rc 134, or a hang on a FIFO). A weights path that leaves
 // the model directory is refused before the file system is touched.
+// A front door on a non-loopback address needs an admin token (refused before
+// anything binds), and a token file other users can read is refused by mode.
+TEST_F(cli_test, serve_refuses_exposure_without_a_token_and_a_token_others_can_read) {
+  const std::string model = *dir_ + "/exposure-model";
+  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 8 --out 3 --out-dir " + model).code, 0);
+  auto r = run("serve --dataset " + *dir_ + "/rmat --model " + model + " --listen 0.0.0.0:0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--listen 0.0.0.0:0: not a loopback address"), std::string::npos) << r.out;
+  r = run("serve --dataset " + *dir_ + "/rmat --model " + model +
+          " --listen 127.0.0.1:0 --metrics 0.0.0.0:0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--metrics 0.0.0.0:0"), std::string::npos) << r.out;
+  const std::string token = *dir_ + "/open.token";
+  std::ofstream(token) << "0123456789abcdef0123456789abcdef\n";
+  fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::others_read | fs::perms::others_write);
+  r = run("serve --dataset " + *dir_ + "/rmat --model " + model +
+          " --listen 127.0.0.1:0 --admin-token-file " + token);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("open to other users (mode 0646); run chmod 600"), std::string::npos)
+      << r.out;
+}
+
 TEST_F(cli_test, hostile_config_files_fail_cleanly_and_weights_stay_in_the_model_dir) {
   const std::string dir = *dir_ + "/hostile-model";
   fs::create_directories(dir);
