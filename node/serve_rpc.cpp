@@ -131,6 +131,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   transport::rpc::server_options o;
   o.listen = a.listen;
   o.admin_token = token;
+  if (a.max_connections > 0) o.max_connections = a.max_connections;
   SPINDLE_ASSIGN_OR_RETURN(auto server, transport::rpc::rpc_server::start(o, g));
   std::unique_ptr<transport::http::metrics_server> metrics;
   if (!a.metrics.empty()) {

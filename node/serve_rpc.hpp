@@ -18,6 +18,7 @@ struct front_door_args {
   std::string metrics;                     // HOST:PORT of the Prometheus endpoint; empty: none
   std::vector<std::string> tensor_models;  // built-in tensor models on the SplitRPC path ("sum")
   std::size_t max_queue = 1024;
+  std::size_t max_connections = 0;  // 0: the descriptor limit less 64, at most 4,096
   hps_stack_args dlrm;  // --dlrm-model: also serve a DLRM through the parameter server
   std::string dlrm_name;
   int dlrm_instances = 2;

@@ -35,6 +35,10 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
       ->delimiter(',');
   cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")
       ->capture_default_str();
+  cmd.add_option("--max-connections", a.max_connections,
+                 "Open client connections before new ones are closed at once (0: the process's "
+                 "file-descriptor limit less 64, at most 4096)")
+      ->capture_default_str();
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
   cmd.add_option("--dlrm-name", a.dlrm_name,
                  "Name of the DLRM model (default: its model.toml name)");

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -423,6 +424,91 @@ TEST(front_door_test, sigterm_stops_the_server_cleanly) {
   f.server->signal(SIGTERM);
   EXPECT_EQ(f.server->wait(), 0);
   f.server.reset();
+}
+
+}  // namespace
+}  // namespace spindle
+
+namespace spindle {
+namespace {
+
+int connect_raw(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(std::uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+// Reads the server's output until a line contains `text` (or the time is up).
+bool saw_line(child_process& p, const std::string& text, int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < until)
+    if (auto l = p.read_line(500); l && l->find(text) != std::string::npos) return true;
+  return false;
+}
+
+// `spindle serve` under `ulimit -n 200` with `extra` flags, its log on stdout.
+child_process serve_with_few_fds(const server_fixture& f, const std::string& extra) {
+  const std::string cmd =
+      fmt::format("ulimit -n 200; exec {} serve --dataset {}/g --model {}/m --listen 127.0.0.1:0 {} 2>&1",
+                  SPINDLE_BINARY, f.dir, f.dir, extra);
+  return std::move(*child_process::spawn({"/bin/bash", "-c", cmd}));
+}
+
+// The server gets answered again once connections are gone: a fresh client's call succeeds.
+void expect_answers(const std::string& endpoint) {
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    if (auto c = rpc::rpc_client::connect(endpoint, 5000); c) {
+      auto a = (*c)->infer_gnn({"sage", {1}, 0, 0});
+      if (a && a->status == rpc::rpc_status::ok) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ADD_FAILURE() << "the front door at " << endpoint << " never answered again";
+}
+
+// Before: with `ulimit -n 256` and 300 connections the rpc-server thread
+// exited, the listener closed, and connections were refused for good with
+// nothing logged. Now a failed accept is logged and retried with backoff.
+TEST(front_door_test, running_out_of_file_descriptors_leaves_the_front_door_serving) {
+  auto& f = fixture();
+  auto s = serve_with_few_fds(f, "--max-connections 100000");  // no cap: hit EMFILE
+  auto endpoint = s.wait_for("listening ", 60000);
+  ASSERT_TRUE(endpoint.has_value());
+  const int port = std::stoi(endpoint->substr(endpoint->rfind(':') + 1));
+  std::vector<int> socks;
+  for (int i = 0; i < 300; ++i)
+    if (int fd = connect_raw(port); fd >= 0) socks.push_back(fd);
+  EXPECT_TRUE(saw_line(s, "rpc: accept failed", 10000));
+  for (int fd : socks) ::close(fd);
+  expect_answers(*endpoint);
+  s.signal(SIGTERM);
+  EXPECT_EQ(s.wait(), 0);
+}
+
+// With a connection cap the excess is closed at once and logged; the server
+// answers again once connections are gone.
+TEST(front_door_test, connections_past_the_cap_are_closed_at_once) {
+  auto& f = fixture();
+  auto s = serve_with_few_fds(f, "--max-connections 8");
+  auto endpoint = s.wait_for("listening ", 60000);
+  ASSERT_TRUE(endpoint.has_value());
+  const int port = std::stoi(endpoint->substr(endpoint->rfind(':') + 1));
+  std::vector<int> socks;
+  for (int i = 0; i < 20; ++i) socks.push_back(connect_raw(port));
+  EXPECT_TRUE(saw_line(s, "rpc: refusing a connection: 8 open, --max-connections 8", 10000));
+  char byte;
+  timeval tv{5, 0};
+  ::setsockopt(socks.back(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::recv(socks.back(), &byte, 1, 0), 0);  // closed by the server, not left hanging
+  for (int fd : socks) ::close(fd);
+  expect_answers(*endpoint);
+  s.signal(SIGTERM);
+  EXPECT_EQ(s.wait(), 0);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "transport/rpc/rpc_server.hpp"
 
-#include <capnp/ez-rpc.h>
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
 #include <kj/async.h>
+#include <sys/resource.h>
 
 #include <condition_variable>
 #include <mutex>
@@ -232,6 +234,90 @@ class root_impl final : public ::Spindle::Server {
 
 }  // namespace
 
+namespace {
+
+// One client connection: its two-party network and RPC system, with a flow
+// limit so a connection cannot queue unbounded calls (Cap'n Proto stops reading
+// from it until answers drain).
+struct connection {
+  kj::Own<kj::AsyncIoStream> stream;
+  capnp::TwoPartyVatNetwork network;
+  capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+  connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client main,
+             capnp::ReaderOptions limits, std::size_t flow_limit)
+      : stream(kj::mv(s)),
+        network(*stream, capnp::rpc::twoparty::Side::SERVER, limits),
+        rpc(capnp::makeRpcServer(network, kj::mv(main))) {
+    rpc.setFlowLimit(flow_limit);
+  }
+};
+
+// The accept loop. A failed accept (EMFILE when the process is out of file
+// descriptors, ...) is logged and retried with backoff, never the end of the
+// listener; past max_connections a new connection is closed at once and counted.
+class acceptor final : public kj::TaskSet::ErrorHandler {
+ public:
+  acceptor(kj::ConnectionReceiver& listener, kj::Timer& timer, capnp::Capability::Client main,
+           capnp::ReaderOptions limits, const server_options& o)
+      : listener_(listener), timer_(timer), main_(kj::mv(main)), limits_(limits), o_(o) {}
+
+  kj::Promise<void> loop() {
+    // evalNow: accept() may throw at once (EMFILE); that must reach the handler below.
+    return kj::evalNow([this] { return listener_.accept(); })
+        .then(
+        [this](kj::Own<kj::AsyncIoStream> stream) {
+          backoff_ms_ = 0;
+          admit(kj::mv(stream));
+          return loop();
+        },
+        [this](kj::Exception&& e) -> kj::Promise<void> {
+          backoff_ms_ = backoff_ms_ == 0 ? 10 : std::min<std::uint64_t>(backoff_ms_ * 2, 1000);
+          if (++accept_failures_ % 100 == 1)  // rate-limited: one line per 100 failures
+            log::warn("rpc: accept failed ({} so far): {}; retrying in {} ms", accept_failures_,
+                      e.getDescription().cStr(), backoff_ms_);
+          return timer_.afterDelay(backoff_ms_ * kj::MILLISECONDS).then([this] { return loop(); });
+        });
+  }
+
+  void taskFailed(kj::Exception&& e) override {
+    log::debug("rpc: a connection ended with an error: {}", e.getDescription().cStr());
+  }
+
+ private:
+  void admit(kj::Own<kj::AsyncIoStream> stream) {
+    if (open_ >= o_.max_connections) {
+      if (++refused_ % 100 == 1)
+        log::warn("rpc: refusing a connection: {} open, --max-connections {} ({} refused so far)",
+                  open_, o_.max_connections, refused_);
+      return;  // `stream` closes here: the client sees the connection end at once
+    }
+    ++open_;
+    auto c = kj::heap<connection>(kj::mv(stream), main_, limits_, o_.flow_limit_bytes);
+    auto done = c->network.onDisconnect();
+    tasks_.add(done.attach(kj::mv(c)).then([this] { --open_; },
+                                           [this](kj::Exception&&) { --open_; }));
+  }
+
+  kj::ConnectionReceiver& listener_;
+  kj::Timer& timer_;
+  capnp::Capability::Client main_;
+  capnp::ReaderOptions limits_;
+  server_options o_;
+  kj::TaskSet tasks_{*this};
+  std::size_t open_ = 0;
+  std::uint64_t backoff_ms_ = 0, accept_failures_ = 0, refused_ = 0;
+};
+
+}  // namespace
+
+std::size_t default_max_connections() {
+  struct rlimit r {};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 4096;
+  // Keep descriptors for the process itself (files, UCX, CAF, the metrics server).
+  const auto fds = std::size_t(r.rlim_cur);
+  return fds > 128 ? std::min<std::size_t>(4096, fds - 64) : std::max<std::size_t>(1, fds / 2);
+}
+
 struct rpc_server::impl {
   std::thread thread;  // "rpc-server": owns the event loop and every Cap'n Proto object
   std::mutex mu;
@@ -244,19 +330,24 @@ struct rpc_server::impl {
   void run(server_options o, rpc_service& service) {
     try {
       const auto colon = o.listen.rfind(':');
-      const std::string host = o.listen.substr(0, colon);
+      std::string host = o.listen.substr(0, colon);
+      if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
       const unsigned port_wanted = unsigned(std::stoul(o.listen.substr(colon + 1)));
       capnp::ReaderOptions limits;
       limits.traversalLimitInWords = o.max_message_bytes / 8;
       limits.nestingLimit = 32;
-      capnp::EzRpcServer server(kj::heap<root_impl>(service, o.admin_token), host, port_wanted,
-                                limits);
-      auto& ws = server.getWaitScope();
-      const unsigned bound = server.getPort().wait(ws);
+      auto io = kj::setupAsyncIo();
+      auto& ws = io.waitScope;
+      auto address = io.provider->getNetwork().parseAddress(host, port_wanted).wait(ws);
+      auto listener = address->listen();
+      capnp::Capability::Client main = kj::heap<root_impl>(service, o.admin_token);
+      acceptor accept(*listener, io.provider->getTimer(), kj::mv(main), limits, o);
+      auto accepting = accept.loop().eagerlyEvaluate(
+          [](kj::Exception&& e) { log::error("rpc: accept loop ended: {}", e.getDescription().cStr()); });
       auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
       {
         std::lock_guard lock(mu);
-        port = int(bound);
+        port = int(listener->getPort());
         stop = kj::mv(paf.fulfiller);
         ready = true;
       }

@@ -4,6 +4,9 @@
 // any thread through cross-thread fulfillers, so neither the event loop nor the
 // serving threads ever wait on each other. Message size and traversal limits
 // bound what one message can cost; malformed messages fail only their call.
+// Failed accepts (e.g. out of file descriptors) are logged and retried with
+// backoff; connections past a cap are closed at once; each connection has a
+// flow limit on the calls it may have in flight.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +21,19 @@ namespace spindle::transport::rpc {
 inline constexpr std::size_t kMaxBatchRequests = 1024;
 inline constexpr std::size_t kMaxBatchSeeds = 65536;
 
+/// Connections the server keeps open by default: the process's descriptor limit
+/// less 64 it keeps for itself, at most 4,096.
+std::size_t default_max_connections();
+
 struct server_options {
   std::string listen = "127.0.0.1:0";             // port 0: a free port, see port()
   std::string admin_token;                        // empty: Admin is refused entirely
   std::uint64_t max_message_bytes = 64ull << 20;  // traversal limit of one message
+  /// Past this many open connections a new one is closed at once (and logged).
+  std::size_t max_connections = default_max_connections();
+  /// Bytes of calls one connection may have in flight before Cap'n Proto stops
+  /// reading from it (its flow limit).
+  std::size_t flow_limit_bytes = 4u << 20;
 };
 
 class rpc_server {
