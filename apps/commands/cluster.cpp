@@ -65,7 +65,18 @@ struct node_args {
   front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door
   bool listen = false;
   actors::placement_options placement;  // rank 0: re-plan on drift
+  std::uint32_t peer_timeout_ms = 1000;  // a peer silent this long is declared down
 };
+
+// CAF's middleman sends heartbeats every fifth of the timeout and closes a
+// connection that stays silent for the whole timeout: a frozen peer (SIGSTOP,
+// a hung host) is then seen down like a dead one (CAF's default waits 30 s).
+void set_peer_timeout(caf::actor_system_config& cfg, std::uint32_t timeout_ms) {
+  if (timeout_ms == 0) return;  // 0: CAF's defaults (no heartbeats)
+  cfg.set("middleman.heartbeat-interval",
+          caf::timespan{std::chrono::milliseconds(std::max<std::uint32_t>(1, timeout_ms / 5))});
+  cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::milliseconds(timeout_ms)});
+}
 
 // Rank 0: serves the workload and/or the front door over the cluster; returns
 // once the workload is done (no --listen) or a stop signal came (--listen).
@@ -126,6 +137,7 @@ status run_node(const node_args& a) {
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   cfg.load<caf::io::middleman>();
+  set_peer_timeout(cfg, a.peer_timeout_ms);
   actors::add_bridge_types(cfg);
   caf::actor_system sys{cfg};
   caf::actor self_actor, coord;
@@ -317,6 +329,10 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");
   node->add_option("--max-queue", na->door.max_queue,
                    "Rank 0: calls in flight per model before `overloaded`")
+      ->capture_default_str();
+  node->add_option("--peer-timeout-ms", na->peer_timeout_ms,
+                   "Declare a peer down after this long without a message (heartbeats every "
+                   "fifth of it; 0: never, CAF's default)")
       ->capture_default_str();
   node->add_option("--replan-drift", na->placement.drift_threshold,
                    "Rank 0: re-plan feature placement when the observed FAP drifts past this "

@@ -328,6 +328,40 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
   stop_cluster(coord, members, 1);  // members[0] was killed
 }
 
+// A frozen member (SIGSTOP) is declared down by heartbeats within the peer
+// timeout (1 s by default), like a killed one: the workload finishes, only the
+// requests it held or whose rows only it had fail, and every other answer
+// equals one process's. Before: it stayed alive=true and requests waited the
+// bridge's full 30 s.
+TEST_P(cluster_serving_failure_test, a_frozen_member_is_declared_down_and_serving_goes_on) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  // Over UCX's tcp transport a frozen peer still makes UCX abort other
+  // processes (ucs_fatal "Endpoint timeout" answering the frozen reader's gets,
+  // and in ucp_worker_destroy at exit): open, see README "Failure behaviour".
+  if (!GetParam().empty()) GTEST_SKIP() << "frozen peers over UCX tcp: not handled yet";
+  cora_cluster c("cluster_freeze");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const auto env = ucx_env(GetParam());
+  auto members = c.members(env);
+  auto coord = c.coordinator(50000, env);
+  ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  members[0].signal(SIGSTOP);
+  const auto frozen = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> failed;
+  std::string answers;
+  ASSERT_NO_FATAL_FAILURE(read_answers(coord, 60'000, failed, answers));
+  EXPECT_LT(std::chrono::steady_clock::now() - frozen, std::chrono::seconds(20)) << answers;
+  EXPECT_LT(failed.size(), 50000u) << answers;
+  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(50000, failed))),
+            std::string::npos)
+      << answers;
+  members[0].signal(SIGCONT);
+  members[0].signal(SIGKILL);  // woken, it has lost its coordinator: not part of this test
+  members[0].wait();
+  stop_cluster(coord, members, 1);
+}
+
 // A killed member that is restarted rejoins, publishes a new region, and the
 // coordinator reads its shards again: requests fail only while it was gone.
 TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
