@@ -1,5 +1,7 @@
 #include "embedding/lookup_session.hpp"
 
+#include <atomic>
+
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
@@ -87,11 +89,13 @@ lookup_session::fetch_result lookup_session::fetch_lower(table_state& t,
     if (got) {
       r.from_vdb = *got;
     } else {
-      // HPS §5: the PDB answers when a VDB lookup fails.
-      log::warn("vdb lookup failed, using the persistent db: {}", got.error().to_string());
+      // HPS §5: the PDB answers when a VDB lookup fails. One line per 1,000
+      // failures: a VDB that is down fails every lookup until it is back.
       std::fill(r.found.begin(), r.found.end(), std::uint8_t{0});
       std::lock_guard lock(t.stats_mu);
-      ++t.stats.vdb_errors;
+      if (t.stats.vdb_errors++ % 1000 == 0)
+        log::warn("vdb lookup failed ({} so far in table {}), using the persistent db: {}",
+                  t.stats.vdb_errors, t.options.name, got.error().to_string());
     }
   }
   if (pdb_ == nullptr || r.from_vdb == keys.size()) return r;
@@ -140,7 +144,9 @@ lookup_session::fetch_result lookup_session::fetch_and_insert(table_state& t,
       vdb_values.insert(vdb_values.end(), values.begin() + i * dim, values.begin() + (i + 1) * dim);
     }
     if (auto s = vdb_->insert(t.options.name, dim, vdb_keys, vdb_values); !s) {
-      log::warn("vdb insert failed: {}", s.to_string());
+      static std::atomic<std::uint64_t> failures{0};
+      if (const auto n = failures.fetch_add(1); n % 1000 == 0)
+        log::warn("vdb insert failed ({} so far): {}", n + 1, s.to_string());
     }
   }
   return r;

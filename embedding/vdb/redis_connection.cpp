@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "core/log.hpp"
+
 namespace spindle::embedding {
 
 void redis_reply::deleter::operator()(redisReply* r) const {
@@ -48,10 +50,39 @@ expected<redis_connection> redis_connection::connect(const std::string& host, in
     return s;
   }
   redisSetTimeout(c, tv);
-  return redis_connection(c, endpoint);
+  redis_connection conn(c, endpoint);
+  conn.host_ = host, conn.port_ = port, conn.timeout_ms_ = timeout_ms;
+  return conn;
+}
+
+void redis_connection::heal() {
+  if (c_ && c_->err == 0) return;
+  if (pending_head_ < pending_names_.size()) return;  // replies of the old context pending
+  const auto now = std::chrono::steady_clock::now();
+  if (!broken_logged_) {
+    log::warn("{}: connection lost ({}); reconnecting with backoff", endpoint_,
+              c_ ? c_->errstr : "no context");
+    broken_logged_ = true;
+    broken_since_ = now;
+  }
+  if (now < retry_at_) return;
+  auto fresh = connect(host_, port_, timeout_ms_);
+  if (!fresh) {
+    backoff_ = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(2000),
+        backoff_.count() == 0 ? std::chrono::milliseconds(50) : 2 * backoff_);
+    retry_at_ = now + backoff_;
+    return;
+  }
+  c_ = std::move(fresh->c_);
+  log::info("{}: reconnected after {} ms", endpoint_,
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - broken_since_).count());
+  backoff_ = std::chrono::milliseconds(0);
+  broken_logged_ = false;
 }
 
 void redis_connection::append(const std::vector<std::string_view>& argv) {
+  heal();
   std::vector<const char*> args(argv.size());
   std::vector<std::size_t> lens(argv.size());
   for (std::size_t i = 0; i < argv.size(); ++i) {
@@ -70,6 +101,10 @@ expected<redis_reply> redis_connection::reply() {
   }
   void* raw = nullptr;
   if (redisGetReply(c_.get(), &raw) != REDIS_OK || raw == nullptr) {
+    // The context is broken: none of the other pending replies will come.
+    pending_names_.clear();
+    pending_head_ = 0;
+    if (c_->err == 0) c_->err = REDIS_ERR_IO;  // make heal() replace it
     return make_error(errc::unavailable, "{}: {}: {}", endpoint_, name, c_->errstr);
   }
   redis_reply r(static_cast<redisReply*>(raw));

@@ -1,8 +1,12 @@
 // RAII hiredis connection with a pipelined command API: append any number of
 // commands, then read their replies in order. Errors name the server and the
-// command. One owner thread per connection (hiredis contexts are not thread-safe).
+// command. A connection that broke (Redis restarted, reset by peer) reconnects
+// by itself at the next command, with backoff (50 ms doubling to 2 s), logging
+// once when it is lost and once when it is back. One owner thread per
+// connection (hiredis contexts are not thread-safe).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -58,11 +62,19 @@ class redis_connection {
     void operator()(redisContext* c) const;
   };
   redis_connection(redisContext* c, std::string endpoint) : c_(c), endpoint_(std::move(endpoint)) {}
+  /// A broken context is replaced (at most once per backoff) when no reply is pending.
+  void heal();
 
   std::unique_ptr<redisContext, deleter> c_;
   std::string endpoint_;
+  std::string host_;
+  int port_ = 0, timeout_ms_ = 5000;
   std::vector<std::string> pending_names_;  // command names awaiting replies, oldest first
   std::size_t pending_head_ = 0;
+  // Reconnection: when the next attempt may run, the current backoff, and when it broke.
+  std::chrono::steady_clock::time_point retry_at_{}, broken_since_{};
+  std::chrono::milliseconds backoff_{0};
+  bool broken_logged_ = false;
 };
 
 /// Parses "HOST:PORT" (e.g. "127.0.0.1:6379"); errors name the text.

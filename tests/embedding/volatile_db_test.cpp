@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <set>
 
 #include "tests/support/redis_server.hpp"
@@ -215,6 +217,36 @@ TEST(redis_vdb_test, a_corrupt_stored_dim_is_a_named_error_not_a_crash) {
   EXPECT_EQ(r.error().code(), errc::corrupt_data);
   EXPECT_NE(r.error().message().find("stored dim 'four'"), std::string::npos)
       << r.error().message();
+}
+
+// Redis restarts (empty): the VDB reconnects by itself with backoff, and new
+// inserts land in the new server (before: every call failed with "Connection
+// reset by peer" forever and DBSIZE stayed 0).
+TEST(redis_vdb_test, the_vdb_reconnects_after_redis_restarts_and_refills) {
+  auto redis = testing::redis_server::start();
+  ASSERT_TRUE(redis.has_value()) << redis.error().to_string();
+  auto db = make_redis_vdb({}, "127.0.0.1", (*redis)->port());
+  ASSERT_TRUE(db.has_value()) << db.error().to_string();
+  const std::vector<cache_key> keys{1, 2, 3};
+  const std::vector<float> values(3 * 4, 0.5f);
+  ASSERT_TRUE((*db)->insert("t", 4, keys, values).is_ok());
+  ASSERT_TRUE((*redis)->restart().is_ok());
+  std::vector<float> out(12);
+  std::vector<std::uint8_t> found(3);
+  bool back = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!back && std::chrono::steady_clock::now() < until) {
+    back = (*db)->lookup("t", 4, keys, out, found).has_value();
+    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(back) << "the VDB never reconnected";
+  EXPECT_EQ(found, (std::vector<std::uint8_t>{0, 0, 0}));  // a fresh server: empty
+  ASSERT_TRUE((*db)->insert("t", 4, keys, values).is_ok());
+  ASSERT_TRUE((*db)->lookup("t", 4, keys, out, found).has_value());
+  EXPECT_EQ(found, (std::vector<std::uint8_t>{1, 1, 1}));
+  auto raw = redis_connection::connect("127.0.0.1", (*redis)->port());
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_GT(raw->command({"DBSIZE"})->integer(), 0);
 }
 
 TEST(redis_vdb_test, an_unreachable_server_is_a_named_error) {

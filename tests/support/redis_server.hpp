@@ -77,6 +77,25 @@ class redis_server {
     std::filesystem::remove_all(dir_, ec);
   }
 
+  /// Stops the server and starts a fresh (empty) one on the same port, as a
+  /// Redis restart looks to clients; waits until it answers PING.
+  status restart() {
+    child_.signal(SIGTERM);
+    child_.wait();
+    const std::string exe = redis_server_path();
+    auto child = child_process::spawn({exe, "--port", std::to_string(port_), "--bind",
+                                       "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+                                       dir_.string(), "--logfile", (dir_ / "redis.log").string()});
+    if (!child) return std::move(child).error();
+    child_ = std::move(*child);
+    for (int i = 0; i < 200; ++i) {
+      if (auto c = embedding::redis_connection::connect("127.0.0.1", port_, 200))
+        if (c->command({"PING"})) return status::ok();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return make_error(errc::unavailable, "redis-server did not come back on port {}", port_);
+  }
+
   int port() const { return port_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
