@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <cstdio>
 #include <thread>
 
@@ -88,6 +90,41 @@ struct consume_args {
   int exit_when_idle_ms = 0;
 };
 
+// A Redis outage seen by the consumer: said once when it starts and once when
+// it ends; meanwhile each retry waits a backoff (100 ms doubling to 2 s).
+class outage {
+ public:
+  /// Waits before the next retry when `e` is Redis being unreachable (or empty
+  /// after a restart); returns `e` for any other error.
+  status wait_or_fail(const status& e) {
+    const bool redis_gone = e.code() == errc::unavailable ||
+                            e.message().find("NOGROUP") != std::string::npos ||
+                            e.message().find("LOADING") != std::string::npos;
+    if (!redis_gone) return e;
+    if (backoff_.count() == 0) {
+      fmt::print("redis unavailable ({}); retrying with backoff\n", e.message());
+      std::fflush(stdout);
+      since_ = std::chrono::steady_clock::now();
+    }
+    backoff_ = std::min(std::chrono::milliseconds(2000),
+                        backoff_.count() == 0 ? std::chrono::milliseconds(100) : 2 * backoff_);
+    std::this_thread::sleep_for(backoff_);
+    return status::ok();
+  }
+  void over() {
+    if (backoff_.count() == 0) return;
+    fmt::print("redis back after {} ms\n", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::steady_clock::now() - since_)
+                                                .count());
+    std::fflush(stdout);
+    backoff_ = std::chrono::milliseconds(0);
+  }
+
+ private:
+  std::chrono::milliseconds backoff_{0};
+  std::chrono::steady_clock::time_point since_{};
+};
+
 status run_consume(const consume_args& a) {
   signal(SIGINT, on_stop_signal);
   signal(SIGTERM, on_stop_signal);
@@ -105,17 +142,29 @@ status run_consume(const consume_args& a) {
   o.consumer = a.consumer;
   o.tables = a.tables;
   o.max_keys_per_second = a.rate;
-  SPINDLE_ASSIGN_OR_RETURN(auto consumer,
-                           embedding::update_consumer::connect(ep.first, ep.second, o));
+  SPINDLE_ASSIGN_OR_RETURN(auto first, embedding::update_consumer::connect(ep.first, ep.second, o));
+  std::optional<embedding::update_consumer> consumer(std::move(first));
   fmt::print("consumer {} ready\n", a.consumer);
   std::fflush(stdout);
   auto idle_since = std::chrono::steady_clock::now();
+  outage redis_down;
   while (!g_stop) {
-    SPINDLE_ASSIGN_OR_RETURN(auto n, consumer.poll([&](const embedding::update_batch& b) {
+    auto n = consumer->poll([&](const embedding::update_batch& b) {
       return embedding::apply_update(b, vdb.get(), pdb.get());
-    }));
-    const auto& s = consumer.stats();
-    if (n > 0) {
+    });
+    if (!n) {
+      // Redis went away (or came back empty, without our group): retry with
+      // backoff instead of exiting; the connection reconnects by itself.
+      SPINDLE_TRY(redis_down.wait_or_fail(n.error()));
+      if (n.error().message().find("NOGROUP") != std::string::npos) {
+        auto again = embedding::update_consumer::connect(ep.first, ep.second, o);
+        if (again) consumer.emplace(std::move(*again));
+      }
+      continue;
+    }
+    redis_down.over();
+    const auto& s = consumer->stats();
+    if (*n > 0) {
       idle_since = std::chrono::steady_clock::now();
       fmt::print("applied {} messages {} keys\n", s.applied_messages, s.applied_keys);
       std::fflush(stdout);
@@ -124,7 +173,7 @@ status run_consume(const consume_args& a) {
       break;
     }
   }
-  const auto& s = consumer.stats();
+  const auto& s = consumer->stats();
   fmt::print("stopped: applied {} messages {} keys, rejected {}, claimed {}\n", s.applied_messages,
              s.applied_keys, s.rejected, s.claimed);
   return status::ok();

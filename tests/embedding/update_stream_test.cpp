@@ -195,5 +195,34 @@ TEST(update_stream_test, a_killed_consumer_process_resumes_without_losing_update
   for (cache_key k = 0; k < 1000; ++k) ASSERT_EQ(f.pdb_value(k), float(k * 100 + 4)) << "key " << k;
 }
 
+// Redis restarts under a running `spindle hps consume`: it says so, retries
+// with backoff, recreates its group on the new (empty) server and applies the
+// updates published after the restart (before: it exited when Redis died).
+TEST(update_stream_test, a_consumer_process_survives_a_redis_restart) {
+  fixture f("redis_restart");
+  f.pdb.reset();
+  auto consumer = child_process::spawn({SPINDLE_BINARY, "hps", "consume", "--redis",
+                                        f.redis->endpoint(), "--pdb", (f.dir / "db").string(),
+                                        "--tables", "t", "--consumer", "node-1"});
+  ASSERT_TRUE(consumer.has_value());
+  ASSERT_TRUE(consumer->wait_for("consumer node-1 ready", 20000).has_value());
+  ASSERT_TRUE(f.redis->restart().is_ok());
+  ASSERT_TRUE(consumer->wait_for("redis unavailable", 20000).has_value());
+  const auto keys = key_range(100);
+  // Publish until the consumer, back on the new server, has applied the updates.
+  bool applied = false;
+  for (int attempt = 0; attempt < 40 && !applied; ++attempt) {
+    auto producer = update_producer::connect("127.0.0.1", f.redis->port(), "spindle", 100);
+    ASSERT_TRUE(producer.has_value());
+    ASSERT_TRUE(producer->publish("t", dim, keys, versioned(keys, 7)).has_value());
+    applied = consumer->wait_for("applied ", 500).has_value();
+  }
+  EXPECT_TRUE(applied);
+  consumer->signal(SIGTERM);
+  EXPECT_EQ(consumer->wait(), 0);
+  f.pdb = std::move(*persistent_db::open((f.dir / "db").string(), true));
+  EXPECT_EQ(f.pdb_value(5), float(5 * 100 + 7));
+}
+
 }  // namespace
 }  // namespace spindle::embedding
