@@ -5,6 +5,9 @@
 #include <thread>
 
 namespace spindle::transport::http {
+namespace {
+constexpr std::size_t kMetricsWorkers = 16;  // threads "metrics-http" serves scrapes on
+}  // namespace
 
 struct metrics_server::impl {
   httplib::Server server;
@@ -25,6 +28,12 @@ expected<std::unique_ptr<metrics_server>> metrics_server::start(
     return make_error(errc::invalid_argument, "--metrics '{}': bad port", listen);
   }
   auto i = std::make_unique<impl>();
+  // Slow or half-sent requests must not hold the workers a scrape needs: short
+  // read/keep-alive timeouts and more workers than a handful of stuck sockets.
+  i->server.set_read_timeout(0, 200'000);
+  i->server.set_write_timeout(1, 0);
+  i->server.set_keep_alive_timeout(1);
+  i->server.new_task_queue = [] { return new httplib::ThreadPool(kMetricsWorkers); };
   i->server.Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
     res.set_content(render(), "text/plain; version=0.0.4");
   });
