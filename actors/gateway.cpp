@@ -151,12 +151,37 @@ struct gateway::state {
   std::unique_ptr<split_path> split;
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any
   model_loader loader;
-  // Guards the model maps: they change on the RPC thread (load, unload) and
-  // are read there and by the metrics thread.
+  // Guards the model maps: they change on the admin thread (load, unload) and
+  // are read on the RPC thread, the admin thread and the metrics thread. Every
+  // read goes through the accessors below (shared lock); entries are shared_ptrs,
+  // so a call keeps its model alive after an unload removed it from the map.
   mutable std::shared_mutex models_mu;
+  std::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(forwarder)) {}
 
+  std::shared_ptr<gnn_entry> gnn_of(const std::string& name) const {
+    std::shared_lock lock(models_mu);
+    auto it = gnn.find(name);
+    return it == gnn.end() ? nullptr : it->second;
+  }
+  std::shared_ptr<rec_entry> rec_of(const std::string& name) const {
+    std::shared_lock lock(models_mu);
+    auto it = rec.find(name);
+    return it == rec.end() ? nullptr : it->second;
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<gnn_entry>>> gnn_all() const {
+    std::shared_lock lock(models_mu);
+    return {gnn.begin(), gnn.end()};
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<rec_entry>>> rec_all() const {
+    std::shared_lock lock(models_mu);
+    return {rec.begin(), rec.end()};
+  }
   std::string loaded() const {
+    std::shared_lock lock(models_mu);
+    return loaded_locked();
+  }
+  std::string loaded_locked() const {  // models_mu held
     std::string names;
     for (const auto& [n, _] : gnn) names += (names.empty() ? "" : ", ") + n;
     for (const auto& [n, _] : rec) names += (names.empty() ? "" : ", ") + n;
@@ -198,12 +223,10 @@ status check_model_name(const std::string& name) {
 status gateway::load_model(const std::string& name, const std::string& path) {
   if (!s_->loader.load) return rpc_service::load_model(name, path);
   SPINDLE_TRY(check_model_name(name));
-  {
-    std::shared_lock lock(s_->models_mu);
-    if (s_->gnn.count(name) || s_->rec.count(name))
-      return make_error(errc::invalid_argument, "name '{}' is already loaded (unload it first)",
-                        name);
-  }
+  std::lock_guard one_at_a_time(s_->loading);
+  if (s_->gnn_of(name) || s_->rec_of(name))
+    return make_error(errc::invalid_argument, "name '{}' is already loaded (unload it first)",
+                      name);
   SPINDLE_ASSIGN_OR_RETURN(auto binding, s_->loader.load(name, path));
   binding.name = name;
   add_model(std::move(binding));
@@ -213,12 +236,14 @@ status gateway::load_model(const std::string& name, const std::string& path) {
 
 status gateway::unload_model(const std::string& name) {
   if (!s_->loader.unload) return rpc_service::unload_model(name);
+  std::lock_guard one_at_a_time(s_->loading);
   std::shared_ptr<gnn_entry> e;
   {
     std::unique_lock lock(s_->models_mu);
     auto it = s_->gnn.find(name);
     if (it == s_->gnn.end())
-      return make_error(errc::not_found, "unknown GNN model '{}' (loaded: {})", shown(name), s_->loaded());
+      return make_error(errc::not_found, "unknown GNN model '{}' (loaded: {})", shown(name),
+                        s_->loaded_locked());
     e = it->second;
     s_->gnn.erase(it);  // new calls get "unknown model" from here on
   }
@@ -283,15 +308,14 @@ bool admit_call(model_counters& c, std::size_t max_queue, const status& valid,
 }  // namespace
 
 void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_answer)> done) {
-  const auto it = s_->gnn.find(call.model);
-  if (it == s_->gnn.end()) {
-    const bool is_rec = s_->rec.count(call.model) > 0;
+  auto e = s_->gnn_of(call.model);
+  if (!e) {
+    const bool is_rec = s_->rec_of(call.model) != nullptr;
     return done({rpc_status::bad_request,
                  is_rec
                      ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
                      : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
-  auto e = it->second;
   if (!admit_call(e->c, e->max_queue.load(), check_gnn_call(call, *e->b.dataset), call.model, done))
     return;
   const auto t0 = clock_type::now();
@@ -342,13 +366,12 @@ status check_rec_call(const transport::rpc::rec_call& call, const nn::model& m) 
 }  // namespace
 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
-  const auto it = s_->rec.find(call.model);
-  if (it == s_->rec.end()) {
-    return done(
-        {rpc_status::bad_request,
-         fmt::format("unknown recommendation model '{}' (loaded: {})", shown(call.model), s_->loaded())});
+  auto e = s_->rec_of(call.model);
+  if (!e) {
+    return done({rpc_status::bad_request,
+                 fmt::format("unknown recommendation model '{}' (loaded: {})", shown(call.model),
+                             s_->loaded())});
   }
-  auto e = it->second;
   if (!admit_call(e->c, e->max_queue.load(), check_rec_call(call, *e->b.model), call.model, done))
     return;
   dlrm_request req;
@@ -374,12 +397,12 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
 
 std::vector<transport::rpc::model_info> gateway::models() {
   std::vector<transport::rpc::model_info> out;
-  for (const auto& [name, e] : s_->gnn) {
+  for (const auto& [name, e] : s_->gnn_all()) {
     const auto& d = e->b.model->desc();
     out.push_back({name, "gnn", std::string(config::to_string(d.arch)), std::uint32_t(d.in),
                    std::uint32_t(d.out)});
   }
-  for (const auto& [name, e] : s_->rec) {
+  for (const auto& [name, e] : s_->rec_all()) {
     const auto& d = e->b.model->desc();
     out.push_back({name, "dlrm", "dlrm", std::uint32_t(d.dense_in), 1});
   }
@@ -427,8 +450,8 @@ status set_placement_tunable(caf::actor_system& sys, const caf::actor& placement
 }  // namespace
 
 expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::string& model) {
-  if (auto it = s_->gnn.find(model); it != s_->gnn.end()) {
-    auto& e = *it->second;
+  if (auto entry = s_->gnn_of(model)) {
+    auto& e = *entry;
     std::lock_guard lock(e.mu);
     std::vector<transport::rpc::tunable> t{
         {"routing_policy", std::string(sched::to_string(e.b.router->policy()))},
@@ -448,8 +471,8 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     }
     return t;
   }
-  if (auto it = s_->rec.find(model); it != s_->rec.end()) {
-    auto& e = *it->second;
+  if (auto entry = s_->rec_of(model)) {
+    auto& e = *entry;
     std::vector<transport::rpc::tunable> t{{"max_queue", std::to_string(e.max_queue.load())}};
     for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
       t.push_back({"hit_rate_threshold." + e.b.session->table(i).name,
@@ -584,17 +607,15 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
 
 status gateway::set_tunable(const std::string& model, const std::string& name,
                             const std::string& value) {
-  if (auto it = s_->gnn.find(model); it != s_->gnn.end())
-    return set_gnn_tunable(s_->sys, *it->second, name, value);
-  if (auto it = s_->rec.find(model); it != s_->rec.end())
-    return set_rec_tunable(*it->second, name, value);
+  if (auto e = s_->gnn_of(model)) return set_gnn_tunable(s_->sys, *e, name, value);
+  if (auto e = s_->rec_of(model)) return set_rec_tunable(*e, name, value);
   return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(model), s_->loaded());
 }
 
 std::string gateway::stats_json() {
   nlohmann::json j;
   caf::scoped_actor self{s_->sys};
-  for (const auto& [name, e] : s_->gnn) {
+  for (const auto& [name, e] : s_->gnn_all()) {
     auto m = e->c.json();
     self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
         .receive(
@@ -632,7 +653,7 @@ std::string gateway::stats_json() {
     for (const auto& t : *tun) m["tunables"][t.name] = t.value;
     j["models"][name] = m;
   }
-  for (const auto& [name, e] : s_->rec) {
+  for (const auto& [name, e] : s_->rec_all()) {
     auto m = e->c.json();
     for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -538,6 +539,52 @@ TEST(front_door_test, half_sent_http_requests_do_not_stall_a_metrics_scrape) {
   EXPECT_EQ(r->status, 200);
   EXPECT_LT(took, std::chrono::seconds(3));
   for (int fd : stuck) ::close(fd);
+}
+
+}  // namespace
+}  // namespace spindle
+
+namespace spindle {
+namespace {
+
+// Loading a large model (268 MB of weights) runs off the RPC thread: an
+// inference call on another model during the load is answered at once (before,
+// loads ran on the RPC thread and stalled every model for the whole load).
+TEST(front_door_test, loading_a_large_model_does_not_stall_other_models) {
+  auto& f = fixture();
+  config::model_desc big;
+  big.arch = config::model_arch::gcn;
+  big.in = 16, big.hidden = 8192, big.out = 8192;
+  const std::string dir = f.dir + "/big";
+  ASSERT_TRUE(nn::init_model(big, 3, dir).is_ok());
+  std::atomic<bool> loading{true};
+  double load_s = 0;
+  std::thread loader([&] {
+    auto c = rpc::rpc_client::connect(f.endpoint, 30000);
+    ASSERT_TRUE(c.has_value());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = (*c)->load_model(f.token, "big", dir);
+    load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    loading = false;
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, rpc::rpc_status::ok) << r->message;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  double worst_s = 0;
+  int during = 0;
+  while (loading) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = f.client->infer_gnn({"sage", {5}, 0, 0});
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ(a->status, rpc::rpc_status::ok);
+    if (loading) worst_s = std::max(worst_s, s), ++during;
+  }
+  loader.join();
+  EXPECT_GT(during, 0) << "the load took " << load_s << " s";
+  // The load took a while; calls during it did not wait for it.
+  EXPECT_LT(worst_s, std::max(0.05, load_s / 3)) << "load " << load_s << " s";
+  EXPECT_EQ(f.client->unload_model(f.token, "big")->status, rpc::rpc_status::ok);
 }
 
 }  // namespace

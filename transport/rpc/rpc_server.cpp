@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/log.hpp"
+#include "core/thread_pool.hpp"
 #include "transport/rpc/codec.hpp"
 
 namespace spindle::transport::rpc {
@@ -121,7 +122,8 @@ class inference_impl final : public ::Inference::Server {
 
 class admin_impl final : public ::Admin::Server {
  public:
-  admin_impl(rpc_service& s, std::string token) : s_(s), token_(std::move(token)) {}
+  admin_impl(rpc_service& s, std::string token, thread_pool& worker)
+      : s_(s), token_(std::move(token)), worker_(worker) {}
 
   kj::Promise<void> version(VersionContext ctx) override {
     ctx.getResults().setVersion(::SCHEMA_VERSION);
@@ -174,19 +176,30 @@ class admin_impl final : public ::Admin::Server {
     return kj::READY_NOW;
   }
 
+  // Loading reads and copies a model and unloading waits for its calls: both
+  // run on the admin worker, so inference on this thread never waits for them.
   kj::Promise<void> loadModel(LoadModelContext ctx) override {
     auto p = ctx.getParams();
     if (refuse(p.getToken(), ctx.getResults())) return kj::READY_NOW;
-    return answer(ctx.getResults(), s_.load_model(str(p.getName()), str(p.getPath())));
+    return off_thread(ctx, [this, name = str(p.getName()), path = str(p.getPath())] {
+      return s_.load_model(name, path);
+    });
   }
 
   kj::Promise<void> unloadModel(UnloadModelContext ctx) override {
     auto p = ctx.getParams();
     if (refuse(p.getToken(), ctx.getResults())) return kj::READY_NOW;
-    return answer(ctx.getResults(), s_.unload_model(str(p.getName())));
+    return off_thread(ctx, [this, name = str(p.getName())] { return s_.unload_model(name); });
   }
 
  private:
+  template <class Context>
+  kj::Promise<void> off_thread(Context ctx, std::function<status()> work) {
+    auto [promise, done] = cross_thread_reply<status>();
+    worker_.submit([work = std::move(work), done = std::move(done)] { done(work()); });
+    return promise.then([this, ctx](status s) mutable { return answer(ctx.getResults(), s); });
+  }
+
   template <class Results>
   bool refuse(::capnp::Text::Reader token, Results r) {
     if (token_matches({token.cStr(), token.size()}, token_)) return false;
@@ -212,12 +225,14 @@ class admin_impl final : public ::Admin::Server {
 
   rpc_service& s_;
   std::string token_;
+  thread_pool& worker_;  // "rpc-admin": model loads and unloads, one at a time
 };
 
 class root_impl final : public ::Spindle::Server {
  public:
-  root_impl(rpc_service& s, const std::string& token)
-      : inference_(kj::heap<inference_impl>(s)), admin_(kj::heap<admin_impl>(s, token)) {}
+  root_impl(rpc_service& s, const std::string& token, thread_pool& admin_worker)
+      : inference_(kj::heap<inference_impl>(s)),
+        admin_(kj::heap<admin_impl>(s, token, admin_worker)) {}
   kj::Promise<void> inference(InferenceContext ctx) override {
     ctx.getResults().setInference(inference_);
     return kj::READY_NOW;
@@ -319,6 +334,7 @@ std::size_t default_max_connections() {
 }
 
 struct rpc_server::impl {
+  thread_pool admin_worker{1, "rpc-admin"};  // Admin calls that may take long (model loads)
   std::thread thread;  // "rpc-server": owns the event loop and every Cap'n Proto object
   std::mutex mu;
   std::condition_variable cv;
@@ -340,7 +356,7 @@ struct rpc_server::impl {
       auto& ws = io.waitScope;
       auto address = io.provider->getNetwork().parseAddress(host, port_wanted).wait(ws);
       auto listener = address->listen();
-      capnp::Capability::Client main = kj::heap<root_impl>(service, o.admin_token);
+      capnp::Capability::Client main = kj::heap<root_impl>(service, o.admin_token, admin_worker);
       acceptor accept(*listener, io.provider->getTimer(), kj::mv(main), limits, o);
       auto accepting = accept.loop().eagerlyEvaluate(
           [](kj::Exception&& e) { log::error("rpc: accept loop ended: {}", e.getDescription().cStr()); });
