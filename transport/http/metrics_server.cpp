@@ -6,7 +6,7 @@
 
 namespace spindle::transport::http {
 namespace {
-constexpr std::size_t kMetricsWorkers = 16;  // threads "metrics-http" serves scrapes on
+constexpr std::size_t kMetricsWorkers = 32;  // threads "metrics-http" serves scrapes on
 }  // namespace
 
 struct metrics_server::impl {
@@ -30,7 +30,7 @@ expected<std::unique_ptr<metrics_server>> metrics_server::start(
   auto i = std::make_unique<impl>();
   // Slow or half-sent requests must not hold the workers a scrape needs: short
   // read/keep-alive timeouts and more workers than a handful of stuck sockets.
-  i->server.set_read_timeout(0, 200'000);
+  i->server.set_read_timeout(0, 100'000);
   i->server.set_write_timeout(1, 0);
   i->server.set_keep_alive_timeout(1);
   i->server.new_task_queue = [] { return new httplib::ThreadPool(kMetricsWorkers); };
