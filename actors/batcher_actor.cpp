@@ -24,8 +24,8 @@ struct closed_batch {
 struct batcher_state {
   std::vector<caf::actor> pipelines;
   std::vector<std::size_t> in_flight;  // batches each pipeline holds
-  std::vector<bool> down;          // pipelines whose process is down: given no batches
-  std::deque<closed_batch> queue;  // Quiver §4.3: one queue shared by every pipeline
+  std::vector<bool> down;              // pipelines whose process is down: given no batches
+  std::deque<closed_batch> queue;      // Quiver §4.3: one queue shared by every pipeline
   std::unique_ptr<sched::batch_builder<pending>> builder;
   std::shared_ptr<sched::psgs_router> router;
   std::function<double(const sched::gnn_request&)> psgs_of;
@@ -105,16 +105,14 @@ void start_next(batcher_ptr self) {
   const auto& policy = st.builder->policy();
   for (std::size_t p = 0; p < st.pipelines.size(); ++p) {  // idle pipelines first
     if (st.in_flight[p] > 0 || st.down[p]) continue;
-    if (st.queue.empty() && !st.builder->empty() && policy.work_conserving)
-      close_open_batch(self);
+    if (st.queue.empty() && !st.builder->empty() && policy.work_conserving) close_open_batch(self);
     if (st.queue.empty()) return;
     closed_batch b = std::move(st.queue.front());
     st.queue.pop_front();
     run_on(self, p, std::move(b));
   }
   for (std::size_t p = 0; p < st.pipelines.size() && !st.queue.empty(); ++p) {
-    if (st.down[p] || st.in_flight[p] >= std::max<std::size_t>(1, policy.pipeline_depth))
-      continue;
+    if (st.down[p] || st.in_flight[p] >= std::max<std::size_t>(1, policy.pipeline_depth)) continue;
     closed_batch b = std::move(st.queue.front());
     st.queue.pop_front();
     run_on(self, p, std::move(b));

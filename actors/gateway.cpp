@@ -32,7 +32,6 @@ std::string shown(std::string_view text) {
   return fmt::format("{}...(+{} bytes)", text.substr(0, kShown), text.size() - kShown);
 }
 
-
 /// A call handed to the forwarder actor; `done` runs on a CAF thread.
 struct gnn_dispatch {
   caf::actor batcher;
@@ -311,10 +310,11 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
   auto e = s_->gnn_of(call.model);
   if (!e) {
     const bool is_rec = s_->rec_of(call.model) != nullptr;
-    return done({rpc_status::bad_request,
-                 is_rec
-                     ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
-                     : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
+    return done(
+        {rpc_status::bad_request,
+         is_rec
+             ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
+             : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
   if (!admit_call(e->c, e->max_queue.load(), check_gnn_call(call, *e->b.dataset), call.model, done))
     return;
@@ -368,9 +368,9 @@ status check_rec_call(const transport::rpc::rec_call& call, const nn::model& m) 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
   auto e = s_->rec_of(call.model);
   if (!e) {
-    return done({rpc_status::bad_request,
-                 fmt::format("unknown recommendation model '{}' (loaded: {})", shown(call.model),
-                             s_->loaded())});
+    return done(
+        {rpc_status::bad_request, fmt::format("unknown recommendation model '{}' (loaded: {})",
+                                              shown(call.model), s_->loaded())});
   }
   if (!admit_call(e->c, e->max_queue.load(), check_rec_call(call, *e->b.model), call.model, done))
     return;
@@ -431,8 +431,8 @@ status set_placement_tunable(caf::actor_system& sys, const caf::actor& placement
     } catch (const std::exception&) {
     }
     if (!(t >= 0 && t <= 1))
-      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", shown(name),
-                        shown(value));
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]",
+                        shown(name), shown(value));
     caf::anon_send(placement, threshold_atom::value, t);
     return status::ok();
   }
@@ -559,11 +559,12 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
                         shown(value));
     e.b.policy.work_conserving = value == "true";
   } else {
-    return make_error(errc::invalid_argument,
-                      "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
-                      "batch_deadline_us, max_batch, work_conserving, max_queue, gnnsched_policy; on a cluster "
-                      "also placement_drift_threshold, replan)",
-                      shown(name));
+    return make_error(
+        errc::invalid_argument,
+        "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
+        "batch_deadline_us, max_batch, work_conserving, max_queue, gnnsched_policy; on a cluster "
+        "also placement_drift_threshold, replan)",
+        shown(name));
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
   return status::ok();
@@ -587,8 +588,8 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     } catch (const std::exception&) {
     }
     if (!(t >= 0 && t <= 1))
-      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]", shown(name),
-                        shown(value));
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]",
+                        shown(name), shown(value));
     for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
       const auto& table = e.b.session->table(i).name;
       if (name == prefix || name == prefix + "." + table) e.b.session->set_hit_rate_threshold(i, t);

@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   d.arch = config::model_arch::graphsage;
   d.in = int(ds->feature_dim()), d.hidden = 256, d.out = 47;
   const auto mdir = (std::filesystem::temp_directory_path() / "spindle-breakdown-model").string();
-  if (auto st = nn::init_model(d, 1, mdir); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+  if (auto st = nn::init_model(d, 1, mdir); !st)
+    return fmt::print(stderr, "{}\n", st.to_string()), 1;
   nn::heap_allocator weights;
   auto model = nn::model::load(mdir, weights);
   thread_pool pool(1, "bench");
@@ -119,8 +120,8 @@ int main(int argc, char** argv) {
   sched::gnn_pipeline p(*ds, *model, router, pool);
   fmt::print("{}: GraphSAGE {}-256-47 [25,10], direct pipeline, small executor, 1 thread\n",
              argv[1], d.in);
-  fmt::print("{:>6} | {:>9} | {:>9} {:>9} {:>10} | {:>8} {:>9}\n", "batch", "seeds/s",
-             "sample us", "gather us", "forward us", "rows", "edges");
+  fmt::print("{:>6} | {:>9} | {:>9} {:>9} {:>10} | {:>8} {:>9}\n", "batch", "seeds/s", "sample us",
+             "gather us", "forward us", "rows", "edges");
   for (std::size_t b : {1, 16, 64, 256}) {
     auto r = run_batches(p, *ds, b, b == 1 ? batches * 8 : batches);
     fmt::print("{:>6} | {:>9.0f} | {:>9.1f} {:>9.1f} {:>10.1f} | {:>8.0f} {:>9.0f}\n", b,
@@ -192,19 +193,22 @@ int main(int argc, char** argv) {
   const double mem = memcpy_gbs();
   const std::int64_t n = std::int64_t(rows / kBatches);
   const double per = 1e6 / 64;
-  fmt::print("\nbatch 64 (mean of {} batches): {} unique rows, {:.0f} sampled edges, layer-0 GEMM "
-             "{:.0f} x {} x 256\n",
-             kBatches, n, edges / kBatches, dst0 / kBatches, f);
+  fmt::print(
+      "\nbatch 64 (mean of {} batches): {} unique rows, {:.0f} sampled edges, layer-0 GEMM "
+      "{:.0f} x {} x 256\n",
+      kBatches, n, edges / kBatches, dst0 / kBatches, f);
   fmt::print("{:<12} | {:>8} | {:<28} | {}\n", "stage", "us/seed", "achieved", "same-run limit");
   fmt::print("{:<12} | {:>8.1f} | {:>10.1f} M edges/s         | {:.1f} M random reads/s\n",
              "sampling", sample_s * per, edges / kBatches / sample_s / 1e6, reads / 1e6);
-  fmt::print("{:<12} | {:>8.1f} | {:>10.2f} GB/s gathered      | {:.2f} GB/s random-row copy, "
-             "{:.2f} GB/s memcpy\n",
-             "gather", gather_s * per, double(n * f * 4) / gather_s / 1e9, rows_gbs, mem);
+  fmt::print(
+      "{:<12} | {:>8.1f} | {:>10.2f} GB/s gathered      | {:.2f} GB/s random-row copy, "
+      "{:.2f} GB/s memcpy\n",
+      "gather", gather_s * per, double(n * f * 4) / gather_s / 1e9, rows_gbs, mem);
   fmt::print("{:<12} | {:>8.1f} | {:>10.2f} GB/s rows read     | {:.2f} GB/s random-row copy\n",
              "aggregation", agg_s * per, agg_bytes / agg_s / 1e9, rows_gbs);
-  fmt::print("{:<12} | {:>8.1f} | {:>10.1f} GFLOP/s            | {:.1f} GFLOP/s sgemm at the "
-             "layer-0 shape, {:.1f} at 1024^3\n",
-             "GEMM", gemm_s * per, flops / gemm_s / 1e9, at_shape / 1e9, peak / 1e9);
+  fmt::print(
+      "{:<12} | {:>8.1f} | {:>10.1f} GFLOP/s            | {:.1f} GFLOP/s sgemm at the "
+      "layer-0 shape, {:.1f} at 1024^3\n",
+      "GEMM", gemm_s * per, flops / gemm_s / 1e9, at_shape / 1e9, peak / 1e9);
   return 0;
 }

@@ -2,16 +2,17 @@
 // they run on, and same-run machine baselines (random reads, streaming reads).
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
-#include <unistd.h>
+#include <vector>
 
 #include "core/thread_pool.hpp"
 #include "graph/edge_list.hpp"

@@ -54,7 +54,8 @@ void prepare(task& t) {
   const std::int64_t n = t.sub.hop_end.back(), f = t.ds->feature_dim();
   t.staged.resize(std::size_t(n * f));
   for (std::int64_t i = 0; i < n; ++i)
-    std::memcpy(t.staged.data() + i * f, t.ds->features().data() + t.sub.nodes[i] * f, std::size_t(f) * 4);
+    std::memcpy(t.staged.data() + i * f, t.ds->features().data() + t.sub.nodes[i] * f,
+                std::size_t(f) * 4);
 }
 
 std::vector<nn::block> blocks_of(const graph::sampled_subgraph& sub) {

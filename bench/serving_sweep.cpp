@@ -113,10 +113,10 @@ std::string cpu_shares(const std::map<std::string, double>& before,
   std::map<std::string, double> group;
   for (const auto& [name, s] : after) {
     const double used = s - (before.count(name) ? before.at(name) : 0.0);
-    const std::string g = name == "spindle-pipe"        ? "pipelines"
-                          : name.starts_with("bench")   ? "pool"
-                          : name.starts_with("caf")     ? "CAF (batcher, client, scheduler)"
-                                                        : "other";
+    const std::string g = name == "spindle-pipe"      ? "pipelines"
+                          : name.starts_with("bench") ? "pool"
+                          : name.starts_with("caf")   ? "CAF (batcher, client, scheduler)"
+                                                      : "other";
     group[g] += used;
   }
   std::string out;
@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
       "R-MAT scale {}, GraphSAGE 128-256-47 [25,10], 1-seed requests; direct pipeline (batch 64, "
       "no actors): {:.0f} req/s on 1 thread, {:.0f} on 2\n",
       scale, ceiling1, ceiling);
-  fmt::print("{:<14} | {:>16} {:>16} | {} | {}\n", "policy", "max rps p99<10ms",
-             "max rps p99<30ms", "batch", "sweep (offered: achieved / p99 ms)");
+  fmt::print("{:<14} | {:>16} {:>16} | {} | {}\n", "policy", "max rps p99<10ms", "max rps p99<30ms",
+             "batch", "sweep (offered: achieved / p99 ms)");
   // Every variant batches up to 128 requests, work-conserving, with a 2 ms
   // deadline, except fixed-batch: the fixed-batch-size baseline (batches of
   // exactly 32, closed on size only; a 100 ms deadline only keeps the sweep
@@ -239,7 +239,8 @@ int main(int argc, char** argv) {
       const auto cpu0 = bench::thread_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
       auto pt = run_rate(sys, batcher, reqs, rate);
-      if (pt.p99_ms < 30) cpu = cpu_shares(cpu0, bench::thread_cpu_seconds(), bench::seconds_since(t0));
+      if (pt.p99_ms < 30)
+        cpu = cpu_shares(cpu0, bench::thread_cpu_seconds(), bench::seconds_since(t0));
       sweep += fmt::format(" {:.0f}: {:.0f}/{:.1f}", rate, pt.achieved, pt.p99_ms);
       if (pt.p99_ms < 10) best10 = std::max(best10, pt.achieved);
       if (pt.p99_ms < 30) best30 = std::max(best30, pt.achieved);

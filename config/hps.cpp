@@ -1,5 +1,4 @@
 #include "config/hps.hpp"
-#include "core/text_file.hpp"
 
 #include <toml++/toml.h>
 
@@ -7,6 +6,8 @@
 #include <array>
 #include <fstream>
 #include <sstream>
+
+#include "core/text_file.hpp"
 
 namespace spindle::config {
 namespace {

@@ -1,5 +1,4 @@
 #include "config/model.hpp"
-#include "core/text_file.hpp"
 
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
@@ -8,6 +7,8 @@
 #include <array>
 #include <fstream>
 #include <sstream>
+
+#include "core/text_file.hpp"
 
 namespace spindle::config {
 namespace {

@@ -1,5 +1,4 @@
 #include "config/topology.hpp"
-#include "core/text_file.hpp"
 
 #include <toml++/toml.h>
 
@@ -9,6 +8,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "core/text_file.hpp"
 
 namespace spindle::config {
 namespace {

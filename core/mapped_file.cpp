@@ -40,7 +40,8 @@ expected<mapped_file> mapped_file::open(const std::string& path) {
     if (p == MAP_FAILED) {
       int e = errno;
       ::close(fd);
-      return make_error(errc::io_error, "{}: cannot map {} bytes: {}", path, f.size_, std::strerror(e));
+      return make_error(errc::io_error, "{}: cannot map {} bytes: {}", path, f.size_,
+                        std::strerror(e));
     }
     f.data_ = static_cast<const std::uint8_t*>(p);
   }

@@ -34,8 +34,8 @@ status require_regular_file(const std::string& path, std::string_view what) {
   if (::stat(path.c_str(), &st) != 0)
     return make_error(errc::not_found, "{}: cannot open {}: {}", path, what, std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    return make_error(errc::invalid_argument, "{}: {} must be a regular file, found {}", path,
-                      what, kind_of(st.st_mode));
+    return make_error(errc::invalid_argument, "{}: {} must be a regular file, found {}", path, what,
+                      kind_of(st.st_mode));
   return status::ok();
 }
 
@@ -49,11 +49,11 @@ expected<std::string> read_text_file(const std::string& path, std::string_view w
   if (::fstat(f.fd, &st) != 0)
     return make_error(errc::io_error, "{}: cannot stat {}: {}", path, what, std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    return make_error(errc::invalid_argument, "{}: {} must be a regular file, found {}", path,
-                      what, kind_of(st.st_mode));
+    return make_error(errc::invalid_argument, "{}: {} must be a regular file, found {}", path, what,
+                      kind_of(st.st_mode));
   if (std::uint64_t(st.st_size) > max_bytes)
-    return make_error(errc::invalid_argument, "{}: {} is {} bytes, more than the {} allowed",
-                      path, what, st.st_size, max_bytes);
+    return make_error(errc::invalid_argument, "{}: {} is {} bytes, more than the {} allowed", path,
+                      what, st.st_size, max_bytes);
   std::string text(std::size_t(st.st_size), '\0');
   std::size_t got = 0;
   while (got < text.size()) {

@@ -1,10 +1,9 @@
 #include "embedding/lookup_session.hpp"
 
-#include <atomic>
-
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "core/log.hpp"

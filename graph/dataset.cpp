@@ -1,9 +1,8 @@
 #include "graph/dataset.hpp"
 
 #include <sys/mman.h>
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
@@ -18,8 +17,7 @@ namespace spindle::graph {
 namespace {
 
 // Maps one recorded array and checks it against its metadata record.
-expected<npy_array> open_array(const std::string& dir, const array_record& r,
-                               bool verify) {
+expected<npy_array> open_array(const std::string& dir, const array_record& r, bool verify) {
   SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(dir + "/" + r.file));
   if (a.type() != r.type)
     return make_error(errc::corrupt_data, "{}: dtype {} but metadata.json says {}", r.file,
@@ -33,31 +31,33 @@ expected<npy_array> open_array(const std::string& dir, const array_record& r,
   if (verify) {
     std::uint64_t sum = checksum(a.raw(), a.byte_size());
     if (sum != r.checksum)
-      return make_error(errc::corrupt_data, "{}: checksum {} does not match metadata.json ({})", r.file,
-                        checksum_hex(sum), checksum_hex(r.checksum));
+      return make_error(errc::corrupt_data, "{}: checksum {} does not match metadata.json ({})",
+                        r.file, checksum_hex(sum), checksum_hex(r.checksum));
   }
   return a;
 }
 
 status expect_shape(const array_record& r, std::vector<std::int64_t> shape) {
   if (r.shape != shape)
-    return make_error(errc::corrupt_data, "{}: shape [{}], expected [{}] from metadata.json counts", r.file,
-                      fmt::join(r.shape, ", "), fmt::join(shape, ", "));
+    return make_error(errc::corrupt_data, "{}: shape [{}], expected [{}] from metadata.json counts",
+                      r.file, fmt::join(r.shape, ", "), fmt::join(shape, ", "));
   return status::ok();
 }
 
 status check_finite_nonneg(std::span<const double> v, const std::string& file, const char* what) {
   for (std::size_t i = 0; i < v.size(); ++i)
     if (!std::isfinite(v[i]) || v[i] < 0)
-      return make_error(errc::corrupt_data, "{}: {}[{}]={} must be finite and >= 0", file, what, i, v[i]);
+      return make_error(errc::corrupt_data, "{}: {}[{}]={} must be finite and >= 0", file, what, i,
+                        v[i]);
   return status::ok();
 }
 
-status check_labels(std::span<const std::int64_t> labels, std::int64_t classes, const std::string& file) {
+status check_labels(std::span<const std::int64_t> labels, std::int64_t classes,
+                    const std::string& file) {
   for (std::size_t i = 0; i < labels.size(); ++i)
     if (labels[i] < 0 || labels[i] >= classes)
-      return make_error(errc::corrupt_data, "{}: labels[{}]={} out of range (num_classes={})", file, i,
-                        labels[i], classes);
+      return make_error(errc::corrupt_data, "{}: labels[{}]={} out of range (num_classes={})", file,
+                        i, labels[i], classes);
   return status::ok();
 }
 
@@ -70,7 +70,8 @@ expected<dataset> dataset::open(const std::string& dir, open_options options) {
   const auto& m = d.meta_;
   for (const char* required : {"indptr", "indices"})
     if (!m.arrays.count(required))
-      return make_error(errc::corrupt_data, "{}/metadata.json: arrays.{} is missing", dir, required);
+      return make_error(errc::corrupt_data, "{}/metadata.json: arrays.{} is missing", dir,
+                        required);
   for (const auto& [name, r] : m.arrays) {
     auto a = open_array(dir, r, options.verify_checksums);
     if (!a) return std::move(a).error().with_context(dir + "/");
@@ -82,9 +83,13 @@ expected<dataset> dataset::open(const std::string& dir, open_options options) {
   d.graph_.num_nodes = m.num_nodes;
   SPINDLE_ASSIGN_OR_RETURN(d.graph_.indptr, d.files_.at("indptr").as<std::int64_t>());
   const npy_array& idx = d.files_.at("indices");
-  if (idx.type() == dtype::i32) d.graph_.indices32 = *idx.as<std::int32_t>();
-  else if (idx.type() == dtype::i64) d.graph_.indices64 = *idx.as<std::int64_t>();
-  else return make_error(errc::corrupt_data, "{}/indices.npy: dtype {} (expected int32 or int64)", dir, to_string(idx.type()));
+  if (idx.type() == dtype::i32)
+    d.graph_.indices32 = *idx.as<std::int32_t>();
+  else if (idx.type() == dtype::i64)
+    d.graph_.indices64 = *idx.as<std::int64_t>();
+  else
+    return make_error(errc::corrupt_data, "{}/indices.npy: dtype {} (expected int32 or int64)", dir,
+                      to_string(idx.type()));
   if (m.arrays.count("edge_weight")) {
     SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("edge_weight"), {m.num_edges})));
     SPINDLE_ASSIGN_OR_RETURN(d.graph_.edge_weight, d.files_.at("edge_weight").as<float>());
@@ -132,8 +137,8 @@ expected<dataset_writer> dataset_writer::update(const std::string& dir) {
   return w;
 }
 
-status dataset_writer::write_array(const std::string& name, dtype type, std::vector<std::int64_t> shape,
-                                   const void* data) {
+status dataset_writer::write_array(const std::string& name, dtype type,
+                                   std::vector<std::int64_t> shape, const void* data) {
   array_record r{name + ".npy", type, shape, 0, 0};
   SPINDLE_ASSIGN_OR_RETURN(r.checksum, write_npy(dir_ + "/" + r.file, type, shape, data));
   r.bytes = dtype_size(type);
@@ -146,15 +151,19 @@ status dataset_writer::write_graph(const csr_view& g) {
   meta_.num_nodes = g.num_nodes;
   meta_.num_edges = g.num_edges();
   SPINDLE_TRY(write_array("indptr", dtype::i64, {g.num_nodes + 1}, g.indptr.data()));
-  if (g.wide()) SPINDLE_TRY(write_array("indices", dtype::i64, {g.num_edges()}, g.indices64.data()));
-  else SPINDLE_TRY(write_array("indices", dtype::i32, {g.num_edges()}, g.indices32.data()));
+  if (g.wide())
+    SPINDLE_TRY(write_array("indices", dtype::i64, {g.num_edges()}, g.indices64.data()));
+  else
+    SPINDLE_TRY(write_array("indices", dtype::i32, {g.num_edges()}, g.indices32.data()));
   meta_.arrays.erase("edge_weight");
-  if (g.weighted()) SPINDLE_TRY(write_array("edge_weight", dtype::f32, {g.num_edges()}, g.edge_weight.data()));
+  if (g.weighted())
+    SPINDLE_TRY(write_array("edge_weight", dtype::f32, {g.num_edges()}, g.edge_weight.data()));
   return status::ok();
 }
 
-status dataset_writer::write_features(std::int64_t rows, std::int64_t cols,
-                                      const std::function<void(std::int64_t, std::int64_t, float*)>& fill) {
+status dataset_writer::write_features(
+    std::int64_t rows, std::int64_t cols,
+    const std::function<void(std::int64_t, std::int64_t, float*)>& fill) {
   std::string file = "features.npy";
   SPINDLE_ASSIGN_OR_RETURN(auto w, npy_writer::create(dir_ + "/" + file, dtype::f32, {rows, cols}));
   const std::int64_t chunk = std::max<std::int64_t>(1, (1 << 22) / std::max<std::int64_t>(cols, 1));
@@ -172,9 +181,11 @@ status dataset_writer::write_features(std::int64_t rows, std::int64_t cols,
   return status::ok();
 }
 
-status dataset_writer::write_labels(std::span<const std::int64_t> labels, std::int64_t num_classes) {
+status dataset_writer::write_labels(std::span<const std::int64_t> labels,
+                                    std::int64_t num_classes) {
   meta_.num_classes = num_classes;
-  return write_array("labels", dtype::i64, {static_cast<std::int64_t>(labels.size())}, labels.data());
+  return write_array("labels", dtype::i64, {static_cast<std::int64_t>(labels.size())},
+                     labels.data());
 }
 
 status dataset_writer::write_node_ids(std::span<const std::int64_t> ids) {

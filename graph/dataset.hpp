@@ -36,10 +36,10 @@ struct dataset_metadata {
   std::string source;  // where it came from: input path(s) or "rmat scale=..."
   std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   bool undirected = false;
-  std::vector<int> fanouts;         // the metrics' fanouts; empty when not computed
-  std::string seed_distribution;    // "uniform", "degree" or a file path
-  std::vector<double> hop_mass;     // expected nodes visited per hop per request
-  std::map<std::string, std::string> build;  // how it was built (flags, counts dropped)
+  std::vector<int> fanouts;                    // the metrics' fanouts; empty when not computed
+  std::string seed_distribution;               // "uniform", "degree" or a file path
+  std::vector<double> hop_mass;                // expected nodes visited per hop per request
+  std::map<std::string, std::string> build;    // how it was built (flags, counts dropped)
   std::map<std::string, array_record> arrays;  // "indptr", "indices", "features", ...
 };
 

@@ -2,12 +2,11 @@
 // become status values naming the field.
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "graph/dataset.hpp"
 #include "core/text_file.hpp"
+#include "graph/dataset.hpp"
 
 namespace spindle::graph {
 namespace {
@@ -15,8 +14,11 @@ namespace {
 using nlohmann::json;
 
 json to_json(const array_record& r) {
-  return json{{"file", r.file}, {"dtype", std::string(to_string(r.type))}, {"shape", r.shape},
-              {"bytes", r.bytes}, {"xxh3_64", checksum_hex(r.checksum)}};
+  return json{{"file", r.file},
+              {"dtype", std::string(to_string(r.type))},
+              {"shape", r.shape},
+              {"bytes", r.bytes},
+              {"xxh3_64", checksum_hex(r.checksum)}};
 }
 
 expected<array_record> record_from_json(const std::string& name, const json& j) {
@@ -31,8 +33,8 @@ expected<array_record> record_from_json(const std::string& name, const json& j) 
     return make_error(errc::corrupt_data, "metadata.json: arrays.{}: {}", name, e.what());
   }
   if (r.file.find('/') != std::string::npos || r.file.empty())
-    return make_error(errc::corrupt_data, "metadata.json: arrays.{}.file '{}' must be a plain file name",
-                      name, r.file);
+    return make_error(errc::corrupt_data,
+                      "metadata.json: arrays.{}.file '{}' must be a plain file name", name, r.file);
   return r;
 }
 
@@ -62,22 +64,31 @@ status parse_metadata(const json& j, dataset_metadata& m) {
     m.arrays[name] = std::move(r);
   }
   if (m.num_nodes < 0 || m.num_edges < 0 || m.feature_dim < 0 || m.num_classes < 0)
-    return make_error(errc::corrupt_data, "metadata.json: negative count (num_nodes={}, num_edges={})",
-                      m.num_nodes, m.num_edges);
+    return make_error(errc::corrupt_data,
+                      "metadata.json: negative count (num_nodes={}, num_edges={})", m.num_nodes,
+                      m.num_edges);
   return status::ok();
 }
 
 }  // namespace
 
 std::string metadata_to_json(const dataset_metadata& m) {
-  json j{{"format", "spindle-dataset"}, {"format_version", m.format_version}, {"name", m.name},
-         {"source", m.source}, {"num_nodes", m.num_nodes}, {"num_edges", m.num_edges},
-         {"feature_dim", m.feature_dim}, {"num_classes", m.num_classes},
-         {"undirected", m.undirected}, {"build", m.build}};
+  json j{{"format", "spindle-dataset"},
+         {"format_version", m.format_version},
+         {"name", m.name},
+         {"source", m.source},
+         {"num_nodes", m.num_nodes},
+         {"num_edges", m.num_edges},
+         {"feature_dim", m.feature_dim},
+         {"num_classes", m.num_classes},
+         {"undirected", m.undirected},
+         {"build", m.build}};
   if (!m.fanouts.empty())
-    j["metrics"] = {{"fanouts", m.fanouts}, {"seed_distribution", m.seed_distribution},
-                    {"hop_mass", m.hop_mass},
-                    {"definition", "expected visit counts, seeds/README.md; psgs includes the seed"}};
+    j["metrics"] = {
+        {"fanouts", m.fanouts},
+        {"seed_distribution", m.seed_distribution},
+        {"hop_mass", m.hop_mass},
+        {"definition", "expected visit counts, seeds/README.md; psgs includes the seed"}};
   json arrays = json::object();
   for (const auto& [name, r] : m.arrays) arrays[name] = to_json(r);
   j["arrays"] = arrays;

@@ -41,8 +41,10 @@ void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options
   }
   detail::rng r(o.seed, static_cast<std::uint64_t>(hop), static_cast<std::uint64_t>(v));
   s.positions.clear();
-  if (o.weighted) detail::pick_weighted(r, g.edge_weight.data() + begin, deg, fanout, s.keys, s.positions);
-  else detail::pick_uniform(r, deg, fanout, s.positions);
+  if (o.weighted)
+    detail::pick_weighted(r, g.edge_weight.data() + begin, deg, fanout, s.keys, s.positions);
+  else
+    detail::pick_uniform(r, deg, fanout, s.positions);
   for (auto p : s.positions) out.push_back(g.neighbour(begin + p));
 }
 
@@ -84,12 +86,15 @@ void add_seeds(std::span<const std::int64_t> seeds, detail::id_map& map, sampled
 
 // Rows are random in the graph: load row r+4's offsets and row r+2's first
 // neighbours ahead of use (their offsets were requested two rows earlier).
-void prefetch_rows(const csr_view& g, const sampled_subgraph& out, std::int64_t r, std::int64_t end) {
+void prefetch_rows(const csr_view& g, const sampled_subgraph& out, std::int64_t r,
+                   std::int64_t end) {
   if (r + 4 < end) __builtin_prefetch(&g.indptr[out.nodes[r + 4]]);
   if (r + 2 < end) {
     std::int64_t e = g.indptr[out.nodes[r + 2]];
-    if (g.wide()) __builtin_prefetch(g.indices64.data() + e);
-    else __builtin_prefetch(g.indices32.data() + e);
+    if (g.wide())
+      __builtin_prefetch(g.indices64.data() + e);
+    else
+      __builtin_prefetch(g.indices32.data() + e);
   }
 }
 
@@ -131,7 +136,8 @@ void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thre
     append_rows(chunks[i].globals, chunks[i].row_sizes, caller.map, out);
 }
 
-status validate_call(const csr_view& g, std::span<const std::int64_t> seeds, const sample_options& o) {
+status validate_call(const csr_view& g, std::span<const std::int64_t> seeds,
+                     const sample_options& o) {
   SPINDLE_TRY(validate_sample_options(g, o));
   return validate_seeds(g, seeds);
 }
@@ -139,8 +145,8 @@ status validate_call(const csr_view& g, std::span<const std::int64_t> seeds, con
 // The frame both executors share: validate, add seeds, run each hop with
 // `run_hop`, close the hop.
 template <class HopFn>
-status sample_hops(const csr_view& g, std::span<const std::int64_t> seeds,
-                   const sample_options& o, sampled_subgraph& out, HopFn&& run_hop) {
+status sample_hops(const csr_view& g, std::span<const std::int64_t> seeds, const sample_options& o,
+                   sampled_subgraph& out, HopFn&& run_hop) {
   SPINDLE_TRY(validate_call(g, seeds, o));
   thread_scratch& s = scratch();
   out.nodes.clear();
@@ -176,11 +182,14 @@ status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds) {
 }
 
 status validate_sample_options(const csr_view& g, const sample_options& o) {
-  if (o.fanouts.empty()) return make_error(errc::invalid_argument, "fanouts: at least one hop is needed");
+  if (o.fanouts.empty())
+    return make_error(errc::invalid_argument, "fanouts: at least one hop is needed");
   for (int f : o.fanouts)
-    if (f == 0 || f < -1) return make_error(errc::invalid_argument, "fanouts: {} must be positive or -1", f);
+    if (f == 0 || f < -1)
+      return make_error(errc::invalid_argument, "fanouts: {} must be positive or -1", f);
   if (o.weighted && !g.weighted())
-    return make_error(errc::invalid_argument, "weighted sampling asked but the graph has no edge_weight");
+    return make_error(errc::invalid_argument,
+                      "weighted sampling asked but the graph has no edge_weight");
   return status::ok();
 }
 
@@ -195,8 +204,10 @@ status pooled_executor::sample_into(const csr_view& g, std::span<const std::int6
                                     const sample_options& o, sampled_subgraph& result) {
   return sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
     std::int64_t rows = out.hop_end[hop - 1] - out.hop_begin(hop);
-    if (rows < 2 * grain_) sample_hop_inline(g, o, hop, s, out);
-    else sample_hop_pooled(g, o, hop, pool_, grain_, s, out);
+    if (rows < 2 * grain_)
+      sample_hop_inline(g, o, hop, s, out);
+    else
+      sample_hop_pooled(g, o, hop, pool_, grain_, s, out);
   });
 }
 

@@ -27,8 +27,8 @@ struct sample_options {
 /// nodes are [0, num_src) (dst first, as PyG/DGL expect), edges in CSR by dst.
 struct block_view {
   std::int64_t num_dst = 0, num_src = 0;
-  std::span<const std::int64_t> indptr;  // num_dst + 1
-  std::span<const std::int32_t> indices; // local src ids
+  std::span<const std::int64_t> indptr;   // num_dst + 1
+  std::span<const std::int32_t> indices;  // local src ids
 };
 
 /// The sampled subgraph of one batch.

@@ -139,12 +139,19 @@ void model::cache_layer_weights() {
   layers_.assign(std::size_t(desc_.is_gnn() ? desc_.layers : 0), {});
   for (int l = 0; l < int(layers_.size()); ++l) {
     auto& w = layers_[std::size_t(l)];
-    for (auto [field, name] :
-         {std::pair{&w.lin_l, "lin_l.weight"}, {&w.lin_l_bias, "lin_l.bias"},
-          {&w.lin_r, "lin_r.weight"}, {&w.lin, "lin.weight"}, {&w.bias, "bias"},
-          {&w.lin_src, "lin_src.weight"}, {&w.att_src, "att_src"}, {&w.att_dst, "att_dst"},
-          {&w.nn0, "nn.0.weight"}, {&w.nn0_bias, "nn.0.bias"}, {&w.nn2, "nn.2.weight"},
-          {&w.nn2_bias, "nn.2.bias"}, {&w.eps, "eps"}})
+    for (auto [field, name] : {std::pair{&w.lin_l, "lin_l.weight"},
+                               {&w.lin_l_bias, "lin_l.bias"},
+                               {&w.lin_r, "lin_r.weight"},
+                               {&w.lin, "lin.weight"},
+                               {&w.bias, "bias"},
+                               {&w.lin_src, "lin_src.weight"},
+                               {&w.att_src, "att_src"},
+                               {&w.att_dst, "att_dst"},
+                               {&w.nn0, "nn.0.weight"},
+                               {&w.nn0_bias, "nn.0.bias"},
+                               {&w.nn2, "nn.2.weight"},
+                               {&w.nn2_bias, "nn.2.bias"},
+                               {&w.eps, "eps"}})
       *field = p(conv(l, name));
   }
 }

@@ -48,8 +48,7 @@ void gemm_rows(const tensor& x, std::span<const float> w, float beta, tensor& y,
 }  // namespace
 
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
-                        std::span<const float> bias, std::int64_t out_features,
-                        thread_pool* pool) {
+                        std::span<const float> bias, std::int64_t out_features, thread_pool* pool) {
   const std::int64_t n = x.rows(), in = x.cols();
   if (std::int64_t(weight.size()) != out_features * in)
     return make_error(errc::invalid_argument, "linear: weight has {} values, expected {} x {}",

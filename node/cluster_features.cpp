@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "node/node_shard.hpp"
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
+#include "node/node_shard.hpp"
 
 namespace spindle::node {
 
@@ -36,8 +36,8 @@ struct cluster_features::epoch_state {
   std::vector<std::vector<std::byte>> copies;
   std::vector<std::unique_ptr<ucx::remote_region>> regions;
   std::vector<std::unique_ptr<offset_reader>> windows;  // one per remote shard
-  std::map<int, std::vector<int>> shards_of;  // rank -> its shards
-  std::map<int, std::string> attached;        // rank -> descriptor read now
+  std::map<int, std::vector<int>> shards_of;            // rank -> its shards
+  std::map<int, std::string> attached;                  // rank -> descriptor read now
   std::set<int> down;
   std::unique_ptr<embedding::feature_gatherer> gatherer;
 };
@@ -187,8 +187,10 @@ void cluster_features::follow_members(const std::map<int, member_info>& alive) {
       }
       for (int s : shards) {
         auto window = shard_window(st, rank, s, **region);
-        if (window) st.gatherer->reattach(s, {nullptr, *window, 1.0});
-        else log::warn("rank {} rejoined: {}", rank, window.error().to_string());
+        if (window)
+          st.gatherer->reattach(s, {nullptr, *window, 1.0});
+        else
+          log::warn("rank {} rejoined: {}", rank, window.error().to_string());
       }
       st.regions.push_back(std::move(*region));
       st.attached[rank] = desc;

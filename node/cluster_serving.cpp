@@ -1,5 +1,4 @@
 #include "node/cluster_serving.hpp"
-#include "core/text_file.hpp"
 
 #include <fmt/ranges.h>
 
@@ -18,13 +17,14 @@
 #include "actors/pipeline_actor.hpp"
 #include "actors/remote_pipeline.hpp"
 #include "actors/router_actor.hpp"
-#include "node/cluster_features.hpp"
-#include "node/member_watch.hpp"
 #include "core/checksum.hpp"
 #include "core/log.hpp"
+#include "core/text_file.hpp"
 #include "embedding/feature_shard.hpp"
 #include "graph/metrics.hpp"
 #include "nn/model.hpp"
+#include "node/cluster_features.hpp"
+#include "node/member_watch.hpp"
 #include "sched/access_stats.hpp"
 #include "sched/dataset_placement.hpp"
 #include "sched/gnn_pipeline.hpp"

@@ -17,10 +17,10 @@
 #include "actors/gateway.hpp"
 #include "actors/placement_actor.hpp"
 #include "actors/ucx_bridge.hpp"
+#include "core/status.hpp"
 #include "node/member_watch.hpp"
 #include "node/node_shard.hpp"
 #include "node/placement_sync.hpp"
-#include "core/status.hpp"
 #include "sched/psgs_router.hpp"
 
 namespace spindle::node {

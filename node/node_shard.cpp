@@ -91,8 +91,8 @@ expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::plac
   const auto dim = std::uint32_t(ds_.feature_dim());
   const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
   SPINDLE_ASSIGN_OR_RETURN(auto layout, region_layout(plan, rank_, dim));
-  SPINDLE_ASSIGN_OR_RETURN(auto mem, ucx::mapped_memory::allocate(
-                                         *ctx_, layout.back().offset + layout.back().bytes));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto mem, ucx::mapped_memory::allocate(*ctx_, layout.back().offset + layout.back().bytes));
   int old_shard = -1;
   if (previous && previous->own_rows) {
     auto s = host_shard_of(*previous->plan, rank_);

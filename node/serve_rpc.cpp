@@ -26,7 +26,7 @@ void block_stop_signals() {
 
 expected<std::string> admin_token(const std::string& path) {
   if (path.empty()) return std::string();
-  if (struct stat st {}; ::stat(path.c_str(), &st) == 0) {
+  if (struct stat st{}; ::stat(path.c_str(), &st) == 0) {
     // A token others can read is no secret: refuse it rather than serve with it.
     if ((st.st_mode & 077) != 0)
       return make_error(errc::invalid_argument,

@@ -19,7 +19,7 @@ struct front_door_args {
   std::vector<std::string> tensor_models;  // built-in tensor models on the SplitRPC path ("sum")
   std::size_t max_queue = 1024;
   std::size_t max_connections = 0;  // 0: the descriptor limit less 64, at most 4,096
-  hps_stack_args dlrm;  // --dlrm-model: also serve a DLRM through the parameter server
+  hps_stack_args dlrm;              // --dlrm-model: also serve a DLRM through the parameter server
   std::string dlrm_name;
   int dlrm_instances = 2;
 };
@@ -43,8 +43,8 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
 /// is refused without --admin-token-file and warned about with one.
 status check_exposure(const front_door_args& a);
 
-/// Starts the RPC server on the gateway (after check_exposure), prints "listening HOST:PORT", waits for
-/// SIGINT/SIGTERM, and stops the server.
+/// Starts the RPC server on the gateway (after check_exposure), prints "listening HOST:PORT", waits
+/// for SIGINT/SIGTERM, and stops the server.
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token);
 
 }  // namespace spindle::node

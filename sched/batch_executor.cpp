@@ -16,8 +16,7 @@ constexpr std::size_t kRowsAhead = 8;
 }  // namespace
 
 host_executor::host_executor(thread_pool* pool)
-    : pool_(pool),
-      name_(pool ? fmt::format("pooled({})", pool->slots()) : std::string("inline")) {
+    : pool_(pool), name_(pool ? fmt::format("pooled({})", pool->slots()) : std::string("inline")) {
   if (pool_) pooled_ = std::make_unique<graph::pooled_executor>(*pool_, kSampleGrain);
 }
 
@@ -27,8 +26,8 @@ status host_executor::sample(const graph::csr_view& g, std::span<const std::int6
   return inline_.sample_into(g, seeds, options, out);
 }
 
-void gather_rows(std::span<const float> table, std::int64_t dim,
-                 std::span<const std::int64_t> ids, float* out) {
+void gather_rows(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
+                 float* out) {
   const auto bytes = std::size_t(dim) * sizeof(float);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (i + kRowsAhead < ids.size()) {
@@ -45,11 +44,10 @@ void gather_rows(std::span<const float> table, std::int64_t dim,
 // sort costs more than the locality gains (bench/batch_breakdown).
 void host_executor::gather(std::span<const float> table, std::int64_t dim,
                            std::span<const std::int64_t> ids, float* out) {
-  nn::for_row_chunks(pool_, std::int64_t(ids.size()), kGatherGrain,
-                     [&](std::int64_t lo, std::int64_t hi) {
-                       gather_rows(table, dim, ids.subspan(std::size_t(lo), std::size_t(hi - lo)),
-                                   out + lo * dim);
-                     });
+  nn::for_row_chunks(
+      pool_, std::int64_t(ids.size()), kGatherGrain, [&](std::int64_t lo, std::int64_t hi) {
+        gather_rows(table, dim, ids.subspan(std::size_t(lo), std::size_t(hi - lo)), out + lo * dim);
+      });
 }
 
 expected<nn::tensor> host_executor::forward(const nn::model& m, nn::allocator& a,

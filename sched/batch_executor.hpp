@@ -58,7 +58,7 @@ class host_executor final : public batch_executor {
 
 /// out[i] = table row ids[i], prefetching a few rows ahead: the gather's
 /// per-thread kernel.
-void gather_rows(std::span<const float> table, std::int64_t dim,
-                 std::span<const std::int64_t> ids, float* out);
+void gather_rows(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
+                 float* out);
 
 }  // namespace spindle::sched

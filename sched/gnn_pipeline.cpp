@@ -16,7 +16,6 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-
 // GCN degrees (1 + sampled neighbours other than the node itself; nn::gcn_degrees)
 // into `d`, reusing its capacity.
 void gcn_degrees_into(const graph::sampled_subgraph& sub, std::vector<float>& d) {

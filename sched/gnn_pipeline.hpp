@@ -79,10 +79,10 @@ struct prepared_batch {
     std::vector<std::size_t> members;  // request indices answered by this graph
     std::vector<std::int64_t> seeds;   // the members' seeds, concatenated
     graph::sampled_subgraph sub;
-    std::vector<float> features;       // [sub.nodes x F]
+    std::vector<float> features;  // [sub.nodes x F]
     std::vector<nn::block> blocks;
-    std::vector<float> degree;         // GCN only
-    bool ready = false;                // sampled and gathered; false: members hold the error
+    std::vector<float> degree;  // GCN only
+    bool ready = false;         // sampled and gathered; false: members hold the error
   };
   std::vector<group> groups;
   std::size_t used = 0;  // groups in use (the rest keep their capacity)
@@ -139,10 +139,10 @@ class gnn_pipeline {
   host_executor large_;
   feature_source source_;
   graph::sample_options options_;  // the served fanouts; the seed is set per graph
-  prepared_batch scratch_;  // reused by run()
+  prepared_batch scratch_;         // reused by run()
   nn::arena_allocator arena_;
   std::uint64_t batches_ = 0;  // seeds the shared graph of each batch
-  double solo_s_ = 0;  // running mean of a forward pass alone: QoS target = 2x (GNNSched)
+  double solo_s_ = 0;          // running mean of a forward pass alone: QoS target = 2x (GNNSched)
 };
 
 /// The workload generator's requests: `n` single-seed requests, seeds drawn by

@@ -1,5 +1,7 @@
 #include "sched/psgs_calibrate.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -7,12 +9,11 @@
 #include <fstream>
 #include <random>
 
+#include "core/log.hpp"
 #include "core/subprocess.hpp"
 #include "graph/metrics.hpp"
 #include "graph/sampler.hpp"
-#include "core/log.hpp"
 #include "sched/gnn_pipeline.hpp"
-#include <unistd.h>
 
 namespace spindle::sched {
 namespace {
@@ -89,7 +90,8 @@ std::vector<std::pair<double, double>> time_batches(const graph::dataset& ds,
   if (lanes == 1) {
     run_range(*pipes[0], 0, std::int64_t(batches.size()));
   } else {
-    const auto n = std::int64_t(batches.size()), per = (n + std::int64_t(lanes) - 1) / std::int64_t(lanes);
+    const auto n = std::int64_t(batches.size()),
+               per = (n + std::int64_t(lanes) - 1) / std::int64_t(lanes);
     pool.parallel_for(0, std::int64_t(lanes), 1, [&](std::int64_t lane, std::int64_t, std::size_t) {
       run_range(*pipes[std::size_t(lane)], lane * per, std::min(n, (lane + 1) * per));
     });
@@ -112,10 +114,11 @@ void warn_if_noise(const executor_curve& c) {
   double mean = 0;
   for (const auto& b : c.buckets) mean += b.mean_s / double(c.buckets.size());
   if (mean < kTooFastS || c.mean.b <= 0)
-    log::warn("calibration: {} batches take {:.1f} us on average (slope {:.3g} s per PSGS): "
-              "timing noise dominates, so the crossover points are unreliable; calibrate with "
-              "larger --max-seeds",
-              c.executor, mean * 1e6, c.mean.b);
+    log::warn(
+        "calibration: {} batches take {:.1f} us on average (slope {:.3g} s per PSGS): "
+        "timing noise dominates, so the crossover points are unreliable; calibrate with "
+        "larger --max-seeds",
+        c.executor, mean * 1e6, c.mean.b);
 }
 
 }  // namespace
@@ -126,7 +129,8 @@ expected<psgs_calibration> calibrate(const graph::dataset& ds, const nn::model& 
   if (!ds.has_metrics())
     return make_error(errc::invalid_argument, "{}: no PSGS; run `spindle prepare {}` first",
                       ds.dir(), ds.dir());
-  if (o.batches < 1) return make_error(errc::invalid_argument, "calibration: --batches must be > 0");
+  if (o.batches < 1)
+    return make_error(errc::invalid_argument, "calibration: --batches must be > 0");
   SPINDLE_ASSIGN_OR_RETURN(auto batches, make_batches(ds, o));
   ds.warm_features();  // page faults would time the first executor's batches, not its work
   auto small = time_batches(ds, model, batches, psgs_router::choice::small, pool, progress_out);
@@ -172,7 +176,8 @@ status plot_calibration(const psgs_calibration& c, const std::string& png_path) 
   }
   std::ofstream gp(base + ".gp");
   gp << "set terminal png size 1000,650\nset output '" << png_path << "'\n"
-     << "set logscale x\nset xlabel 'summed PSGS of the batch'\nset ylabel 'batch latency (sample+gather+forward) "
+     << "set logscale x\nset xlabel 'summed PSGS of the batch'\nset ylabel 'batch latency "
+        "(sample+gather+forward) "
         "(ms)'\n"
      << "set key left top\nset title 'PSGS calibration: " << c.small.executor << " vs "
      << c.large.executor << "'\n";

@@ -21,9 +21,8 @@ status run_calibrate(const calibrate_args& a, global_options& g) {
   sched::calibrate_options o;
   o.buckets = a.buckets, o.batches = a.batches, o.max_seeds = a.max_seeds;
   nn::heap_allocator weights;
-  SPINDLE_ASSIGN_OR_RETURN(auto m, a.model.empty()
-                                       ? sched::default_calibration_model(ds, weights)
-                                       : nn::model::load(a.model, weights));
+  SPINDLE_ASSIGN_OR_RETURN(auto m, a.model.empty() ? sched::default_calibration_model(ds, weights)
+                                                   : nn::model::load(a.model, weights));
   if (m.desc().in != ds.feature_dim())
     return make_error(errc::invalid_argument, "{}: model.in = {} but {} has {} features per node",
                       a.model, m.desc().in, a.dir, ds.feature_dim());

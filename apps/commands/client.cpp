@@ -245,9 +245,10 @@ void register_client(CLI::App& app, global_options&) {
   auto* infer = cmd->add_subcommand("infer", "One GNN request");
   auto ia = std::make_shared<infer_args>();
   infer->add_option("--seeds", ia->seeds, "Node ids")->required()->delimiter(',');
-  infer->add_option("--sampler-seed", ia->sampler_seed,
-                    "Sampler seed: nonzero samples the request on its own (same seeds + seed, "
-                    "same answer); 0 shares its batch's sampled graph")
+  infer
+      ->add_option("--sampler-seed", ia->sampler_seed,
+                   "Sampler seed: nonzero samples the request on its own (same seeds + seed, "
+                   "same answer); 0 shares its batch's sampled graph")
       ->capture_default_str();
   infer->add_option("--deadline-us", ia->deadline_us, "Deadline (0: none)")->capture_default_str();
   infer->add_flag("--json", ia->json, "Print JSON");

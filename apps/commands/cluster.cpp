@@ -16,11 +16,11 @@
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
-#include "node/cluster_serving.hpp"
-#include "node/serve_rpc.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
 #include "core/subprocess.hpp"
+#include "node/cluster_serving.hpp"
+#include "node/serve_rpc.hpp"
 
 namespace spindle::apps {
 
@@ -64,7 +64,7 @@ struct node_args {
   std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster
   front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door
   bool listen = false;
-  actors::placement_options placement;  // rank 0: re-plan on drift
+  actors::placement_options placement;   // rank 0: re-plan on drift
   std::uint32_t peer_timeout_ms = 1000;  // a peer silent this long is declared down
 };
 

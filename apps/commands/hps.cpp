@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "apps/commands/command.hpp"
@@ -114,8 +114,8 @@ class outage {
   void over() {
     if (backoff_.count() == 0) return;
     fmt::print("redis back after {} ms\n", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                std::chrono::steady_clock::now() - since_)
-                                                .count());
+                                               std::chrono::steady_clock::now() - since_)
+                                               .count());
     std::fflush(stdout);
     backoff_ = std::chrono::milliseconds(0);
   }

@@ -84,9 +84,10 @@ status run_sample(const sample_args& a, global_options& g) {
       SPINDLE_ASSIGN_OR_RETURN(auto one, ex.sample(d.graph(), std::span(&v, 1), o));
       nodes += one.nodes.size(), edges += std::size_t(one.num_edges());
     }
-    fmt::print("per seed (one graph per seed, as requests with a sampler seed): {} nodes, {} "
-               "edges in all, vs {} nodes, {} edges sampled jointly\n",
-               nodes, edges, s->nodes.size(), s->num_edges());
+    fmt::print(
+        "per seed (one graph per seed, as requests with a sampler seed): {} nodes, {} "
+        "edges in all, vs {} nodes, {} edges sampled jointly\n",
+        nodes, edges, s->nodes.size(), s->num_edges());
   }
   return status::ok();
 }

@@ -10,17 +10,17 @@
 #include <sstream>
 
 #include "actors/batcher_actor.hpp"
-#include "core/text_file.hpp"
 #include "actors/load_client.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
+#include "core/progress.hpp"
+#include "core/text_file.hpp"
+#include "graph/metrics.hpp"
 #include "node/gnn_models.hpp"
 #include "node/serve_rpc.hpp"
-#include "core/progress.hpp"
-#include "graph/metrics.hpp"
 #include "sched/psgs_calibrate.hpp"
 
 namespace spindle::apps {
@@ -35,8 +35,8 @@ struct serve_args {
   double rate = 0;
   bool json = false;
   bool reproducible = false;  // --workload requests carry sampler seeds
-  std::string name;      // model name for RPC calls (default: model.toml's)
-  std::string gnnsched;  // GNNSched grouping policy for the forward passes, or empty
+  std::string name;           // model name for RPC calls (default: model.toml's)
+  std::string gnnsched;       // GNNSched grouping policy for the forward passes, or empty
   std::size_t gnnsched_mb = 256;
   front_door_args door;
 };
@@ -110,7 +110,7 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
 status run_serve(const serve_args& a, global_options& g) {
   const bool listening = a.workload == 0;
   if (listening) SPINDLE_TRY(check_exposure(a.door));  // before loading anything
-  if (listening) block_stop_signals();  // before any thread starts
+  if (listening) block_stop_signals();                 // before any thread starts
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   if (ds.features().empty() || !ds.has_metrics())
     return make_error(errc::invalid_argument,
@@ -149,8 +149,8 @@ status run_serve(const serve_args& a, global_options& g) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(
-      sys, b.batcher, {sched::degree_requests(ds, a.workload, a.reproducible), a.rate, a.clients}, result,
-      self);
+      sys, b.batcher, {sched::degree_requests(ds, a.workload, a.reproducible), a.rate, a.clients},
+      result, self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;
   self->request(b.batcher, caf::infinite, actors::stats_atom::value)

@@ -14,8 +14,8 @@
 #include "actors/updater_actor.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
-#include "node/hps_stack.hpp"
 #include "embedding/synthetic_keys.hpp"
+#include "node/hps_stack.hpp"
 
 namespace spindle::apps {
 

@@ -117,8 +117,7 @@ std::string prepare_cora(const std::string& dir) {
 struct cora_cluster {
   std::string dir, cora, model, config;
   /// `tiers`: each server's memory (and other tiers) in the cluster file.
-  explicit cora_cluster(const std::string& name,
-                        const std::string& tiers = "memory = 6500000\n")
+  explicit cora_cluster(const std::string& name, const std::string& tiers = "memory = 6500000\n")
       : dir(graph::testing::temp_dir(name)) {
     // Answers are bit for bit only under the same BLAS threading: `spindle`
     // runs OpenBLAS single-threaded, so the single-process reference here does too.
@@ -134,7 +133,8 @@ struct cora_cluster {
     f << "coordinator = \"coord\"\n[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
     for (const char* name : {"coord", "shard-a", "shard-b"})
       f << "[[server]]\nname = \"" << name << "\"\nhost = \"127.0.0.1\"\nport = " << free_port()
-        << "\n" << tiers;
+        << "\n"
+        << tiers;
   }
   bool ready() const { return std::filesystem::exists(cora + "/metadata.json"); }
   /// The single-process checksum of `n` requests minus `skip`.

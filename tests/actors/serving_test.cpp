@@ -212,7 +212,8 @@ TEST(serving_test, gnnsched_groups_passes_of_several_pipelines_while_serving) {
   sched::batch_policy bp;
   bp.max_batch = 4;
   bp.pipeline_depth = 2;
-  auto batcher = spawn_batcher(sys, pipes, bp, f.router, [](const sched::gnn_request&) { return 1.0; });
+  auto batcher =
+      spawn_batcher(sys, pipes, bp, f.router, [](const sched::gnn_request&) { return 1.0; });
   sched::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
   caf::scoped_actor self{sys};
   std::map<std::uint64_t, std::vector<float>> want;

@@ -7,26 +7,25 @@
 // SIGTERM stops the server cleanly.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-
-#include <limits>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/subprocess.hpp"
 #include "graph/prepare.hpp"
+#include "nn/ops.hpp"
 #include "sched/gnn_pipeline.hpp"
 #include "tests/graph/test_util.hpp"
 #include "tests/support/golden_dlrm.hpp"
-#include "nn/ops.hpp"
 #include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
@@ -258,8 +257,7 @@ TEST(front_door_test, a_dlrm_answers_the_golden_batch_through_the_parameter_serv
   auto nan = f.client->infer_rec(call);
   ASSERT_TRUE(nan.has_value());
   EXPECT_EQ(nan->status, rpc::rpc_status::bad_request);
-  EXPECT_NE(nan->message.find("dense[14] = nan: not a finite number (sample 1)"),
-            std::string::npos)
+  EXPECT_NE(nan->message.find("dense[14] = nan: not a finite number (sample 1)"), std::string::npos)
       << nan->message;
 }
 
@@ -419,7 +417,6 @@ TEST(front_door_test, models_load_and_unload_live_without_losing_calls) {
   EXPECT_EQ(f.client->infer_gnn({"sage", {3, 4}, 7, 0})->outputs, ref->outputs);  // untouched
 }
 
-
 }  // namespace
 }  // namespace spindle
 
@@ -447,9 +444,9 @@ bool saw_line(child_process& p, const std::string& text, int timeout_ms) {
 
 // `spindle serve` under `ulimit -n 200` with `extra` flags, its log on stdout.
 child_process serve_with_few_fds(const server_fixture& f, const std::string& extra) {
-  const std::string cmd =
-      fmt::format("ulimit -n 200; exec {} serve --dataset {}/g --model {}/m --listen 127.0.0.1:0 {} 2>&1",
-                  SPINDLE_BINARY, f.dir, f.dir, extra);
+  const std::string cmd = fmt::format(
+      "ulimit -n 200; exec {} serve --dataset {}/g --model {}/m --listen 127.0.0.1:0 {} 2>&1",
+      SPINDLE_BINARY, f.dir, f.dir, extra);
   return std::move(*child_process::spawn({"/bin/bash", "-c", cmd}));
 }
 

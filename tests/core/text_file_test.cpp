@@ -13,7 +13,8 @@ namespace spindle {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("spindle_text_file_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("spindle_text_file_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

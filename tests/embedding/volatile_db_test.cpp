@@ -5,9 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include <set>
+#include <thread>
 
 #include "tests/support/redis_server.hpp"
 

@@ -81,7 +81,8 @@ TEST(gnn_pipeline_test, both_executors_answer_a_batch_of_64_alike) {
   EXPECT_EQ(a.work.rows, b.work.rows);
   for (std::size_t i = 0; i < batch.size(); ++i)
     for (std::size_t c = 0; c < a.outputs[i].size(); ++c)
-      EXPECT_NEAR(a.outputs[i][c], b.outputs[i][c], 1e-5f * std::max(1.0f, std::abs(a.outputs[i][c])));
+      EXPECT_NEAR(a.outputs[i][c], b.outputs[i][c],
+                  1e-5f * std::max(1.0f, std::abs(a.outputs[i][c])));
 }
 
 TEST(gnn_pipeline_test, a_bad_seed_fails_its_request_and_the_rest_are_answered) {

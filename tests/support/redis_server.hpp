@@ -83,9 +83,9 @@ class redis_server {
     child_.signal(SIGTERM);
     child_.wait();
     const std::string exe = redis_server_path();
-    auto child = child_process::spawn({exe, "--port", std::to_string(port_), "--bind",
-                                       "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
-                                       dir_.string(), "--logfile", (dir_ / "redis.log").string()});
+    auto child = child_process::spawn({exe, "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                       "--save", "", "--appendonly", "no", "--dir", dir_.string(),
+                                       "--logfile", (dir_ / "redis.log").string()});
     if (!child) return std::move(child).error();
     child_ = std::move(*child);
     for (int i = 0; i < 200; ++i) {

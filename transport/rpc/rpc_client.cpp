@@ -134,8 +134,8 @@ expected<std::vector<gnn_answer>> rpc_client::infer_gnn_batch(const std::vector<
     if (out.size() != calls.size() && out.size() == 1 && out[0].status != rpc_status::ok)
       return make_error(errc::invalid_argument, "{}", out[0].message);
     if (out.size() != calls.size())
-      return make_error(errc::corrupt_data, "inferGnnBatch: {} replies for {} requests",
-                        out.size(), calls.size());
+      return make_error(errc::corrupt_data, "inferGnnBatch: {} replies for {} requests", out.size(),
+                        calls.size());
     return out;
   });
 }

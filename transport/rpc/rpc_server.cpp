@@ -280,18 +280,20 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
     // evalNow: accept() may throw at once (EMFILE); that must reach the handler below.
     return kj::evalNow([this] { return listener_.accept(); })
         .then(
-        [this](kj::Own<kj::AsyncIoStream> stream) {
-          backoff_ms_ = 0;
-          admit(kj::mv(stream));
-          return loop();
-        },
-        [this](kj::Exception&& e) -> kj::Promise<void> {
-          backoff_ms_ = backoff_ms_ == 0 ? 10 : std::min<std::uint64_t>(backoff_ms_ * 2, 1000);
-          if (++accept_failures_ % 100 == 1)  // rate-limited: one line per 100 failures
-            log::warn("rpc: accept failed ({} so far): {}; retrying in {} ms", accept_failures_,
-                      e.getDescription().cStr(), backoff_ms_);
-          return timer_.afterDelay(backoff_ms_ * kj::MILLISECONDS).then([this] { return loop(); });
-        });
+            [this](kj::Own<kj::AsyncIoStream> stream) {
+              backoff_ms_ = 0;
+              admit(kj::mv(stream));
+              return loop();
+            },
+            [this](kj::Exception&& e) -> kj::Promise<void> {
+              backoff_ms_ = backoff_ms_ == 0 ? 10 : std::min<std::uint64_t>(backoff_ms_ * 2, 1000);
+              if (++accept_failures_ % 100 == 1)  // rate-limited: one line per 100 failures
+                log::warn("rpc: accept failed ({} so far): {}; retrying in {} ms", accept_failures_,
+                          e.getDescription().cStr(), backoff_ms_);
+              return timer_.afterDelay(backoff_ms_ * kj::MILLISECONDS).then([this] {
+                return loop();
+              });
+            });
   }
 
   void taskFailed(kj::Exception&& e) override {
@@ -309,8 +311,8 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
     ++open_;
     auto c = kj::heap<connection>(kj::mv(stream), main_, limits_, o_.flow_limit_bytes);
     auto done = c->network.onDisconnect();
-    tasks_.add(done.attach(kj::mv(c)).then([this] { --open_; },
-                                           [this](kj::Exception&&) { --open_; }));
+    tasks_.add(
+        done.attach(kj::mv(c)).then([this] { --open_; }, [this](kj::Exception&&) { --open_; }));
   }
 
   kj::ConnectionReceiver& listener_;
@@ -358,8 +360,9 @@ struct rpc_server::impl {
       auto listener = address->listen();
       capnp::Capability::Client main = kj::heap<root_impl>(service, o.admin_token, admin_worker);
       acceptor accept(*listener, io.provider->getTimer(), kj::mv(main), limits, o);
-      auto accepting = accept.loop().eagerlyEvaluate(
-          [](kj::Exception&& e) { log::error("rpc: accept loop ended: {}", e.getDescription().cStr()); });
+      auto accepting = accept.loop().eagerlyEvaluate([](kj::Exception&& e) {
+        log::error("rpc: accept loop ended: {}", e.getDescription().cStr());
+      });
       auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
       {
         std::lock_guard lock(mu);
