@@ -6,7 +6,8 @@
 // Deadlines become actor request timeouts. Live tunables change the batcher's
 // policies and the parameter server's thresholds. Calls arrive on the RPC
 // thread and never block it: a CAF actor forwards each call and fulfils its
-// reply. Thread-safe.
+// reply. Thread-safe. Implementation: gateway.cpp (service and calls),
+// gateway_tunables.cpp, gateway_stats.cpp, over the state in gateway_state.hpp.
 #pragma once
 
 #include <caf/all.hpp>

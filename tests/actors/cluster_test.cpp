@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -306,6 +307,26 @@ void read_answers(child_process& coord, int timeout_ms, std::vector<std::uint64_
   }
 }
 
+// Rank 1 (members[0]) is lost half a second into a 50,000-request workload by
+// `lose`; the workload must still finish within `timeout_ms`, with some but not
+// all requests failed and every other answer equal to one process's. Returns
+// the failed requests' ids.
+std::vector<std::uint64_t> lose_a_member_mid_run(const cora_cluster& c, child_process& coord,
+                                                 const std::function<void()>& lose,
+                                                 int timeout_ms) {
+  std::vector<std::uint64_t> failed;
+  EXPECT_TRUE(coord.wait_for("serving", 120'000).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  lose();
+  std::string answers;
+  read_answers(coord, timeout_ms, failed, answers);
+  EXPECT_LT(failed.size(), 50000u) << answers;  // requests before the loss were answered
+  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(50000, failed))),
+            std::string::npos)
+      << answers;
+  return failed;
+}
+
 TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requests) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_kill");
@@ -313,18 +334,14 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
   const auto env = ucx_env(GetParam());
   auto members = c.members(env);
   auto coord = c.coordinator(50000, env);
-  ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  members[0].signal(SIGKILL);
-  members[0].wait();
-  std::vector<std::uint64_t> failed;
-  std::string answers;
-  ASSERT_NO_FATAL_FAILURE(read_answers(coord, 120'000, failed, answers));
-  EXPECT_FALSE(failed.empty()) << answers;
-  EXPECT_LT(failed.size(), 50000u) << answers;  // requests before the kill were answered
-  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(50000, failed))),
-            std::string::npos)
-      << answers;
+  const auto failed = lose_a_member_mid_run(
+      c, coord,
+      [&] {
+        members[0].signal(SIGKILL);
+        members[0].wait();
+      },
+      120'000);
+  EXPECT_FALSE(failed.empty());
   stop_cluster(coord, members, 1);  // members[0] was killed
 }
 
@@ -344,18 +361,15 @@ TEST_P(cluster_serving_failure_test, a_frozen_member_is_declared_down_and_servin
   const auto env = ucx_env(GetParam());
   auto members = c.members(env);
   auto coord = c.coordinator(50000, env);
-  ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  members[0].signal(SIGSTOP);
-  const auto frozen = std::chrono::steady_clock::now();
-  std::vector<std::uint64_t> failed;
-  std::string answers;
-  ASSERT_NO_FATAL_FAILURE(read_answers(coord, 60'000, failed, answers));
-  EXPECT_LT(std::chrono::steady_clock::now() - frozen, std::chrono::seconds(20)) << answers;
-  EXPECT_LT(failed.size(), 50000u) << answers;
-  EXPECT_NE(answers.find("checksum " + checksum_hex(c.expected_checksum(50000, failed))),
-            std::string::npos)
-      << answers;
+  std::chrono::steady_clock::time_point frozen;
+  lose_a_member_mid_run(
+      c, coord,
+      [&] {
+        members[0].signal(SIGSTOP);
+        frozen = std::chrono::steady_clock::now();
+      },
+      60'000);
+  EXPECT_LT(std::chrono::steady_clock::now() - frozen, std::chrono::seconds(20));
   members[0].signal(SIGCONT);
   members[0].signal(SIGKILL);  // woken, it has lost its coordinator: not part of this test
   members[0].wait();

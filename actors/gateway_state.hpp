@@ -1,0 +1,108 @@
+// The gateway's shared state, for its implementation files only (gateway.cpp:
+// the service and calls; gateway_tunables.cpp: live tunables; gateway_stats.cpp:
+// stats JSON, Prometheus text and members). Not a public header.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "actors/gateway.hpp"
+#include "actors/gateway_metrics.hpp"
+#include "actors/placement_actor.hpp"
+
+namespace spindle::actors::detail {
+
+// A client-supplied name or value as errors and logs show it: at most 64
+// characters, then how much was cut (a 10 MB name must not come back whole).
+inline std::string shown(std::string_view text) {
+  constexpr std::size_t kShown = 64;
+  if (text.size() <= kShown) return std::string(text);
+  return fmt::format("{}...(+{} bytes)", text.substr(0, kShown), text.size() - kShown);
+}
+
+/// The forwarder actor's behavior (gateway.cpp): it hands calls to the serving
+/// actors and replies to their callbacks.
+caf::behavior gateway_forwarder(caf::event_based_actor* self);
+
+/// A cluster placement actor's state (threshold, epoch), asked with a timeout.
+placement_stats placement_stats_of(caf::actor_system& sys, const caf::actor& placement);
+
+struct gnn_entry {
+  gnn_model_binding b;
+  std::atomic<std::size_t> max_queue;
+  std::mutex mu;  // guards b.policy
+  model_counters c;
+  explicit gnn_entry(gnn_model_binding binding) : b(std::move(binding)), max_queue(b.max_queue) {}
+};
+
+struct rec_entry {
+  rec_model_binding b;
+  std::atomic<std::size_t> max_queue;
+  std::atomic<std::size_t> next_instance{0};
+  model_counters c;
+  explicit rec_entry(rec_model_binding binding) : b(std::move(binding)), max_queue(b.max_queue) {}
+};
+
+}  // namespace spindle::actors::detail
+
+namespace spindle::actors {
+
+using clock_type = std::chrono::steady_clock;
+using detail::gnn_entry;
+using detail::rec_entry;
+using detail::shown;
+
+struct gateway::state {
+  caf::actor_system& sys;
+  caf::actor forward;
+  std::map<std::string, std::shared_ptr<gnn_entry>> gnn;
+  std::map<std::string, std::shared_ptr<rec_entry>> rec;
+  clock_type::time_point started = clock_type::now();
+  std::unique_ptr<split_path> split;
+  std::function<std::string()> members;  // the cluster's member list (JSON array), if any
+  model_loader loader;
+  // Guards the model maps: they change on the admin thread (load, unload) and
+  // are read on the RPC thread, the admin thread and the metrics thread. Every
+  // read goes through the accessors below (shared lock); entries are shared_ptrs,
+  // so a call keeps its model alive after an unload removed it from the map.
+  mutable std::shared_mutex models_mu;
+  std::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
+  explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(detail::gateway_forwarder)) {}
+
+  std::shared_ptr<gnn_entry> gnn_of(const std::string& name) const {
+    std::shared_lock lock(models_mu);
+    auto it = gnn.find(name);
+    return it == gnn.end() ? nullptr : it->second;
+  }
+  std::shared_ptr<rec_entry> rec_of(const std::string& name) const {
+    std::shared_lock lock(models_mu);
+    auto it = rec.find(name);
+    return it == rec.end() ? nullptr : it->second;
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<gnn_entry>>> gnn_all() const {
+    std::shared_lock lock(models_mu);
+    return {gnn.begin(), gnn.end()};
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<rec_entry>>> rec_all() const {
+    std::shared_lock lock(models_mu);
+    return {rec.begin(), rec.end()};
+  }
+  std::string loaded() const {
+    std::shared_lock lock(models_mu);
+    return loaded_locked();
+  }
+  std::string loaded_locked() const {  // models_mu held
+    std::string names;
+    for (const auto& [n, _] : gnn) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& [n, _] : rec) names += (names.empty() ? "" : ", ") + n;
+    return names.empty() ? "none" : names;
+  }
+};
+
+}  // namespace spindle::actors

@@ -1,0 +1,130 @@
+// The gateway's read-outs: stats JSON (Admin.stats, the shell), Prometheus
+// text (/metrics) and the member list (Admin.members).
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "actors/gateway.hpp"
+#include "actors/gateway_state.hpp"
+#include "actors/placement_actor.hpp"
+#include "actors/router_actor.hpp"
+#include "core/log.hpp"
+
+namespace spindle::actors {
+
+using transport::rpc::rpc_status;
+
+std::string gateway::stats_json() {
+  nlohmann::json j;
+  caf::scoped_actor self{s_->sys};
+  for (const auto& [name, e] : s_->gnn_all()) {
+    auto m = e->c.json();
+    self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
+        .receive(
+            [&](const batcher_stats& st) {
+              m["batches"] = st.batches;
+              m["small_executor_batches"] = st.small;
+              m["large_executor_batches"] = st.large;
+            },
+            [](const caf::error&) {});
+    if (e->b.device) {
+      const auto c = e->b.device->stats();
+      m["gnnsched"] = {{"policy", std::string(sched::to_string(e->b.device->policy()))},
+                       {"tasks", c.tasks},
+                       {"groups", c.groups},
+                       {"largest_group", c.largest_group},
+                       {"grouped_tasks", c.grouped_tasks},
+                       {"overruns", c.overruns},
+                       {"pool_bytes", e->b.device->capacity()}};
+    }
+    if (e->b.router_actor) {
+      self->request(e->b.router_actor, std::chrono::seconds(2), caf::get_atom::value)
+          .receive([&](const std::string& r) { m["routing"] = nlohmann::json::parse(r); },
+                   [](const caf::error&) {});
+    }
+    if (e->b.placement) {
+      const auto p = detail::placement_stats_of(s_->sys, e->b.placement);
+      m["placement"] = {{"epoch", p.epoch},
+                        {"drift", p.drift},
+                        {"window_requests", p.window_requests},
+                        {"replans", p.replans},
+                        {"drift_threshold", p.threshold},
+                        {"last_error", p.last_error}};
+    }
+    const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
+    for (const auto& t : *tun) m["tunables"][t.name] = t.value;
+    j["models"][name] = m;
+  }
+  for (const auto& [name, e] : s_->rec_all()) {
+    auto m = e->c.json();
+    for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
+      const auto st = e->b.session->stats(i);
+      m["tables"][e->b.session->table(i).name] = {
+          {"lookups", st.lookups},
+          {"unique_keys", st.unique_keys},
+          {"l1_misses", st.l1_misses},
+          {"hit_rate", st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0},
+          {"sync", st.sync_lookups},
+          {"async", st.async_lookups},
+          {"defaulted", st.defaulted}};
+    }
+    const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
+    for (const auto& t : *tun) m["tunables"][t.name] = t.value;
+    j["models"][name] = m;
+  }
+  j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();
+  return j.dump();
+}
+
+std::string gateway::prometheus_text() {
+  static const std::vector<std::array<const char*, 3>> help = {
+      {"spindle_requests_total", "counter", "Calls received per model."},
+      {"spindle_responses_total", "counter", "Answers per model and status."},
+      {"spindle_queue_depth", "gauge", "Calls in flight per model (admission queue)."},
+      {"spindle_request_latency_seconds", "histogram", "End-to-end server time of ok answers."},
+      {"spindle_stage_latency_seconds", "histogram", "Per-request time by stage (GNN models)."},
+      {"spindle_cache_hit_rate", "gauge", "L1 embedding-cache hit rate per table (unique keys)."},
+      {"spindle_cache_lookups_total", "counter", "Embedding lookups per table by insertion mode."}};
+  std::map<std::string, std::string> families;
+  std::shared_lock lock(s_->models_mu);
+  for (const auto& [name, e] : s_->gnn) e->c.render(families, name);
+  for (const auto& [name, e] : s_->rec) {
+    e->c.render(families, name);
+    for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
+      const auto st = e->b.session->stats(i);
+      const auto& table = e->b.session->table(i).name;
+      const double hit = st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0;
+      families["spindle_cache_hit_rate"] +=
+          fmt::format("spindle_cache_hit_rate{{model=\"{}\",table=\"{}\"}} {}\n", name, table, hit);
+      for (auto [mode, n] : {std::pair{"sync", st.sync_lookups}, {"async", st.async_lookups}}) {
+        families["spindle_cache_lookups_total"] +=
+            fmt::format("spindle_cache_lookups_total{{model=\"{}\",table=\"{}\",mode=\"{}\"}} {}\n",
+                        name, table, mode, n);
+      }
+    }
+  }
+  std::string out;
+  for (const auto& [family, type, text] : help) {
+    const auto it = families.find(family);
+    if (it == families.end()) continue;
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family, text, family, type) + it->second;
+  }
+  return out;
+}
+
+void gateway::set_members(std::function<std::string()> members) {
+  s_->members = std::move(members);
+}
+
+std::string gateway::members_json() {
+  nlohmann::json j;
+  if (s_->members) {
+    auto list = nlohmann::json::parse(s_->members(), nullptr, /*allow_exceptions=*/false);
+    j["members"] = list.is_array() ? list : nlohmann::json::array();
+    return j.dump();
+  }
+  j["members"] = nlohmann::json::array(
+      {{{"rank", 0}, {"name", "serve"}, {"pid", ::getpid()}, {"alive", true}}});
+  return j.dump();
+}
+
+}  // namespace spindle::actors

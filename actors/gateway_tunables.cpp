@@ -1,0 +1,220 @@
+// Live tunables of the gateway's models: list them, change them (batching,
+// routing, GNNSched, placement and parameter-server thresholds).
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "actors/gateway.hpp"
+#include "actors/gateway_state.hpp"
+#include "actors/placement_actor.hpp"
+#include "actors/router_actor.hpp"
+#include "core/log.hpp"
+
+namespace spindle::actors {
+
+using transport::rpc::rpc_status;
+
+placement_stats detail::placement_stats_of(caf::actor_system& sys, const caf::actor& placement) {
+  placement_stats st;
+  caf::scoped_actor self{sys};
+  self->request(placement, std::chrono::seconds(2), caf::get_atom::value)
+      .receive([&](const placement_stats& s) { st = s; }, [](const caf::error&) {});
+  return st;
+}
+
+namespace {
+
+// The cluster placement's tunables: the drift threshold, and `replan` (now).
+status set_placement_tunable(caf::actor_system& sys, const caf::actor& placement,
+                             const std::string& name, const std::string& value) {
+  if (name == "placement_drift_threshold") {
+    double t = -1;
+    try {
+      std::size_t used = 0;
+      t = std::stod(value, &used);
+      if (used != value.size()) t = -1;
+    } catch (const std::exception&) {
+    }
+    if (!(t >= 0 && t <= 1))
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]",
+                        shown(name), shown(value));
+    caf::anon_send(placement, threshold_atom::value, t);
+    return status::ok();
+  }
+  // replan: the placement publishes the observed FAP and the nodes migrate.
+  status result;
+  caf::scoped_actor self{sys};
+  self->request(placement, std::chrono::seconds(10), replan_atom::value)
+      .receive([](int) {},
+               [&](const caf::error& e) {
+                 result = make_error(errc::unavailable, "replan: {}", to_string(e));
+               });
+  return result;
+}
+
+}  // namespace
+
+expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::string& model) {
+  if (auto entry = s_->gnn_of(model)) {
+    auto& e = *entry;
+    std::lock_guard lock(e.mu);
+    std::vector<transport::rpc::tunable> t{
+        {"routing_policy", std::string(sched::to_string(e.b.router->policy()))},
+        {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
+        {"max_batch", std::to_string(e.b.policy.max_batch)},
+        {"work_conserving", e.b.policy.work_conserving ? "true" : "false"},
+        {"max_queue", std::to_string(e.max_queue.load())}};
+    if (e.b.device)
+      t.push_back({"gnnsched_policy", std::string(sched::to_string(e.b.device->policy()))});
+    const double o = e.b.router->threshold_override();
+    t.push_back(
+        {"psgs_threshold", std::isnan(o) ? std::string("calibrated") : fmt::format("{}", o)});
+    if (e.b.placement) {
+      const auto st = detail::placement_stats_of(s_->sys, e.b.placement);
+      t.push_back({"placement_drift_threshold", fmt::format("{}", st.threshold)});
+      t.push_back({"placement_epoch", std::to_string(st.epoch)});
+    }
+    return t;
+  }
+  if (auto entry = s_->rec_of(model)) {
+    auto& e = *entry;
+    std::vector<transport::rpc::tunable> t{{"max_queue", std::to_string(e.max_queue.load())}};
+    for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
+      t.push_back({"hit_rate_threshold." + e.b.session->table(i).name,
+                   fmt::format("{}", e.b.session->hit_rate_threshold(i))});
+    }
+    return t;
+  }
+  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(model), s_->loaded());
+}
+
+namespace {
+
+expected<std::uint64_t> parse_count(const std::string& name, const std::string& value,
+                                    std::uint64_t lo, std::uint64_t hi) {
+  try {
+    std::size_t used = 0;
+    const auto v = std::stoull(value, &used);
+    if (used == value.size() && v >= lo && v <= hi) return std::uint64_t(v);
+  } catch (const std::exception&) {
+  }
+  return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name,
+                    shown(value), lo, hi);
+}
+
+status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& name,
+                       const std::string& value) {
+  if (e.b.placement && (name == "placement_drift_threshold" || name == "replan"))
+    return set_placement_tunable(sys, e.b.placement, name, value);
+  if (name == "gnnsched_policy") {
+    if (!e.b.device)
+      return make_error(errc::invalid_argument,
+                        "gnnsched_policy: this server runs no GNNSched device scheduler (start "
+                        "it with --gnnsched)");
+    SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_grouping_policy(value));
+    e.b.device->set_policy(p);  // the device's: every model on it
+    return status::ok();
+  }
+  if (name == "routing_policy") {
+    SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_routing_policy(value));
+    if (e.b.router_actor) {
+      caf::anon_send(e.b.router_actor, policy_atom::value, p);
+    } else {
+      caf::anon_send(e.b.batcher, policy_atom::value, p);  // the batcher sets the shared router
+    }
+    e.b.router->set_policy(p);  // visible to the next getTunables at once
+    return status::ok();
+  }
+  if (name == "psgs_threshold") {
+    if (!e.b.router_actor)
+      return make_error(errc::invalid_argument, "psgs_threshold: this model has no router actor");
+    double t = -1;
+    if (value != "calibrated") {
+      try {
+        std::size_t used = 0;
+        t = std::stod(value, &used);
+        if (used != value.size() || !(t >= 0) || !std::isfinite(t)) t = -2;
+      } catch (const std::exception&) {
+        t = -2;
+      }
+    }
+    if (t == -2)
+      return make_error(errc::invalid_argument,
+                        "psgs_threshold = '{}': expected a finite summed PSGS >= 0 or 'calibrated'",
+                        shown(value));
+    e.b.router->set_threshold_override(t);
+    caf::anon_send(e.b.router_actor, threshold_atom::value, t);
+    return status::ok();
+  }
+  if (name == "max_queue") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 1u << 20));
+    e.max_queue = v;
+    return status::ok();
+  }
+  std::lock_guard lock(e.mu);
+  if (name == "batch_deadline_us") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 0, 10'000'000));
+    e.b.policy.deadline = std::chrono::microseconds(v);
+  } else if (name == "max_batch") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 65536));
+    e.b.policy.max_batch = v;
+  } else if (name == "work_conserving") {
+    if (value != "true" && value != "false")
+      return make_error(errc::invalid_argument, "work_conserving = '{}': expected true or false",
+                        shown(value));
+    e.b.policy.work_conserving = value == "true";
+  } else {
+    return make_error(
+        errc::invalid_argument,
+        "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
+        "batch_deadline_us, max_batch, work_conserving, max_queue, gnnsched_policy; on a cluster "
+        "also placement_drift_threshold, replan)",
+        shown(name));
+  }
+  caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
+  return status::ok();
+}
+
+status set_rec_tunable(rec_entry& e, const std::string& name, const std::string& value) {
+  if (name == "max_queue") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 1u << 20));
+    e.max_queue = v;
+    return status::ok();
+  }
+  if (name == "refresh") {
+    caf::anon_send(e.b.cache, refresh_atom::value);
+    return status::ok();
+  }
+  const std::string prefix = "hit_rate_threshold";
+  if (name.starts_with(prefix)) {
+    double t = -1;
+    try {
+      t = std::stod(value);
+    } catch (const std::exception&) {
+    }
+    if (!(t >= 0 && t <= 1))
+      return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]",
+                        shown(name), shown(value));
+    for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
+      const auto& table = e.b.session->table(i).name;
+      if (name == prefix || name == prefix + "." + table) e.b.session->set_hit_rate_threshold(i, t);
+    }
+    if (name == prefix || e.b.session->table_index(name.substr(prefix.size() + 1)))
+      return status::ok();
+    return make_error(errc::invalid_argument, "{}: no such table", shown(name));
+  }
+  return make_error(
+      errc::invalid_argument,
+      "unknown tunable '{}' (DLRM models: max_queue, refresh, hit_rate_threshold[.TABLE])",
+      shown(name));
+}
+
+}  // namespace
+
+status gateway::set_tunable(const std::string& model, const std::string& name,
+                            const std::string& value) {
+  if (auto e = s_->gnn_of(model)) return set_gnn_tunable(s_->sys, *e, name, value);
+  if (auto e = s_->rec_of(model)) return set_rec_tunable(*e, name, value);
+  return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(model), s_->loaded());
+}
+
+}  // namespace spindle::actors
