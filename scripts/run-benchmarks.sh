@@ -48,6 +48,21 @@ echo
 echo "== throughput vs p99, one process (bench/serving_sweep) =="
 "$build/bench/serving_sweep" 20 "$cache/rmat20-f128"
 echo
+echo "== batched core: per-stage breakdown beside same-run limits (bench/batch_breakdown) =="
+"$build/bench/batch_breakdown" "$cache/rmat20-f128" 60
+echo
+echo "== one request on an idle server, work-conserving vs deadline-bound (bench/idle_latency.sh) =="
+bench/idle_latency.sh "$spindle" "$cache/rmat20-f128" 2000
+echo
+torch_py=""
+for py in /usr/bin/python3 python3; do  # Debian's python3-torch lives in /usr/bin/python3
+  if "$py" -c "import torch" 2>/dev/null; then torch_py="$py"; break; fi
+done
+if [ -n "$torch_py" ]; then
+  echo "== plain NumPy + PyTorch script on the same files (bench/torch_baseline) =="
+  OMP_WAIT_POLICY=PASSIVE "$torch_py" bench/torch_baseline/serve_torch.py "$cache/rmat20-f128"
+  echo
+fi
 echo "== throughput vs p99, two processes (bench/serving_sweep ... 2) =="
 "$build/bench/serving_sweep" 20 "$cache/rmat20-f128" 2 "$spindle"
 echo
