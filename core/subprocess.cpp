@@ -106,6 +106,14 @@ void child_process::signal(int sig) {
   if (pid_ > 0) ::kill(pid_, sig);
 }
 
+std::optional<int> child_process::try_wait() {
+  if (pid_ <= 0) return std::nullopt;
+  int st = 0;
+  if (waitpid(pid_, &st, WNOHANG) != pid_) return std::nullopt;
+  pid_ = -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 int child_process::wait() {
   if (pid_ <= 0) return -1;
   int st = 0;

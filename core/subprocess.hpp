@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ class child_process {
   void signal(int sig);
   /// Waits for exit; returns the exit code, or 128 + signal number.
   int wait();
+  /// The exit code (or 128 + signal) when the child has ended, reaping it;
+  /// nullopt while it runs (never blocks).
+  std::optional<int> try_wait();
 
  private:
   child_process() = default;

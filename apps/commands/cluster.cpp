@@ -232,7 +232,46 @@ bool is_loopback(const std::string& host) {
 struct launch_args {
   std::string config, dataset, model, listen, admin_token_file;
   std::string replan_drift;  // passed to rank 0 as --replan-drift
+  bool restart = false;      // restart a rank that exits (backoff 1 s doubling to 30 s)
 };
+
+// One rank started here, and when to start it again after it exited.
+struct launched_rank {
+  int rank = 0;
+  std::vector<std::string> argv;
+  std::optional<child_process> process;
+  std::chrono::steady_clock::time_point restart_at{};
+  std::chrono::milliseconds backoff{0};
+};
+
+// Reaps a rank that exited, says so, and (with --restart) starts it again once
+// its backoff has passed. Returns whether the rank is running (or will be).
+bool tend(launched_rank& r, bool restart) {
+  using namespace std::chrono;
+  if (r.process) {
+    const auto code = r.process->try_wait();
+    if (!code) return true;
+    r.process.reset();
+    if (!restart) {
+      fmt::print("[rank {}] exited with {}\n", r.rank, *code);
+      return false;
+    }
+    r.backoff = std::min<milliseconds>(seconds(30), r.backoff.count() ? 2 * r.backoff : seconds(1));
+    r.restart_at = steady_clock::now() + r.backoff;
+    fmt::print("[rank {}] exited with {}; restarting in {} ms\n", r.rank, *code, r.backoff.count());
+    return true;
+  }
+  if (!restart || steady_clock::now() < r.restart_at) return restart;
+  auto c = child_process::spawn(r.argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())});
+  if (!c) {
+    fmt::print("[rank {}] cannot restart: {}\n", r.rank, c.error().to_string());
+    r.restart_at = steady_clock::now() + r.backoff;
+    return true;
+  }
+  r.process.emplace(std::move(*c));
+  fmt::print("[rank {}] restarted\n", r.rank);
+  return true;
+}
 
 // The `spindle node` command line of rank `r` under `spindle launch`.
 std::vector<std::string> node_argv(const std::string& exe, const launch_args& a, std::size_t r,
@@ -259,7 +298,7 @@ status run_launch(const launch_args& a) {
   char exe[4096] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0)
     return make_error(errc::io_error, "launch: cannot find the spindle binary");
-  std::vector<std::pair<int, child_process>> children;
+  std::vector<launched_rank> ranks;
   for (std::size_t r = 0; r < topo.servers.size(); ++r) {
     auto argv = node_argv(exe, a, r, topo.servers.size());
     if (!is_loopback(topo.servers[r].host)) {
@@ -271,22 +310,28 @@ status run_launch(const launch_args& a) {
     // A node started here ends when launch does, even if launch is killed.
     SPINDLE_ASSIGN_OR_RETURN(
         auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}));
-    children.emplace_back(int(r), std::move(c));
+    auto& lr = ranks.emplace_back();
+    lr.rank = int(r), lr.argv = std::move(argv);
+    lr.process.emplace(std::move(c));
   }
-  // Relay children's lines, and forward SIGINT/SIGTERM to them.
+  // Relay children's lines, reap (and with --restart restart) ranks that
+  // exit, and forward SIGINT/SIGTERM to them.
   timespec tick{0, 100'000'000};
-  for (std::size_t open = children.size(); open > 0;) {
-    for (auto& [rank, c] : children)
-      while (auto line = c.read_line(0)) fmt::print("[rank {}] {}\n", rank, *line);
+  for (bool any = !ranks.empty(); any;) {
+    for (auto& r : ranks)
+      if (r.process)
+        while (auto line = r.process->read_line(0)) fmt::print("[rank {}] {}\n", r.rank, *line);
     std::fflush(stdout);
     siginfo_t info;
     if (sigtimedwait(&set, &info, &tick) > 0) {
-      for (auto& [rank, c] : children) c.signal(info.si_signo);
-      for (auto& [rank, c] : children) fmt::print("[rank {}] exited with {}\n", rank, c.wait());
+      for (auto& r : ranks)
+        if (r.process) r.process->signal(info.si_signo);
+      for (auto& r : ranks)
+        if (r.process) fmt::print("[rank {}] exited with {}\n", r.rank, r.process->wait());
       return status::ok();
     }
-    open = 0;
-    for (auto& [rank, c] : children) open += ::kill(c.pid(), 0) == 0;
+    any = false;
+    for (auto& r : ranks) any = tend(r, a.restart) || any;
   }
   return status::ok();
 }
@@ -357,6 +402,9 @@ void register_cluster(CLI::App& app, global_options&) {
   launch->add_option("--listen", la->listen,
                      "Rank 0 serves the front door on HOST:PORT once every rank is ready");
   launch->add_option("--admin-token-file", la->admin_token_file, "Rank 0's Admin token file");
+  launch->add_flag("--restart", la->restart,
+                   "Restart a rank that exits, after a backoff (1 s doubling to 30 s); without it "
+                   "an exited rank is reported and left down");
   launch->add_option("--replan-drift", la->replan_drift,
                      "Rank 0 re-plans feature placement past this FAP drift (see `node`)");
   launch->callback([la] {

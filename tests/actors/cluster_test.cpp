@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -516,6 +517,43 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
 // `spindle launch` starts the three ranks with the dataset and model, rank 0
 // opens the front door once the members are ready, a client is answered, and
 // SIGTERM to launch stops every rank cleanly.
+// The pid of the `spindle node` process of `rank` started with cluster file `config`.
+pid_t node_pid(const std::string& config, int rank) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream f(e.path() / "cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmd.find(std::string("node") + '\0' + "--config" + '\0' + config + '\0' + "--rank" + '\0' +
+                 std::to_string(rank) + '\0') != std::string::npos)
+      return pid_t(std::stoi(e.path().filename().string()));
+  }
+  return -1;
+}
+
+// `spindle launch --restart`: a rank killed with SIGKILL is reaped, reported
+// and started again after its backoff (before: launch kept a zombie and said
+// nothing), and SIGTERM still stops everything cleanly.
+TEST(cluster_front_door_test, launch_reaps_reports_and_restarts_a_killed_rank) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_launch_restart");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  auto launch =
+      *child_process::spawn({SPINDLE_BINARY, "launch", "--config", c.config, "--dataset", c.cora,
+                             "--model", c.model, "--listen", "127.0.0.1:0", "--restart"});
+  ASSERT_TRUE(launch.wait_for("[rank 0] listening ", 120'000).has_value());
+  const pid_t victim = node_pid(c.config, 1);
+  ASSERT_GT(victim, 0);
+  ::kill(victim, SIGKILL);
+  auto exited = launch.wait_for("[rank 1] exited with 137; restarting in 1000 ms", 30'000);
+  EXPECT_TRUE(exited.has_value());
+  EXPECT_TRUE(launch.wait_for("[rank 1] restarted", 30'000).has_value());
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // let it join again
+  EXPECT_GT(node_pid(c.config, 1), 0);
+  launch.signal(SIGTERM);
+  std::string rest;
+  while (auto l = launch.read_line(30'000)) rest += *l + "\n";
+  EXPECT_EQ(launch.wait(), 0) << rest;
+}
+
 TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_launch");
