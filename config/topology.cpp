@@ -121,8 +121,12 @@ status parse_links(const toml::table& t, topology& topo, std::string_view origin
   }
   SPINDLE_ASSIGN_OR_RETURN(auto intra, typed_field<std::string>(t, "intra", "pcie", where));
   SPINDLE_ASSIGN_OR_RETURN(auto inter, typed_field<std::string>(t, "inter", "ethernet", where));
-  SPINDLE_ASSIGN_OR_RETURN(topo.intra, parse_link_kind(intra));
-  SPINDLE_ASSIGN_OR_RETURN(topo.inter, parse_link_kind(inter));
+  // The link names' errors name the file and field (links.intra = 'nvlnk': ...).
+  auto intra_kind = parse_link_kind(intra);
+  if (!intra_kind) return std::move(intra_kind).error().with_context(where + ".intra: ");
+  auto inter_kind = parse_link_kind(inter);
+  if (!inter_kind) return std::move(inter_kind).error().with_context(where + ".inter: ");
+  topo.intra = *intra_kind, topo.inter = *inter_kind;
   for (int k = 0; k < kConfigurableLinks; ++k) {
     const toml::table* lt = t[kLinkNames[k]].as_table();
     if (!lt) continue;

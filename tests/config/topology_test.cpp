@@ -90,6 +90,11 @@ TEST(topology_test, rejects_impossible_configs_naming_the_field) {
   EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemory = \"3 parsecs\"\n").find("unknown unit"),
             std::string::npos);
   EXPECT_NE(error_of("[[server]\n").find("t.toml:1"), std::string::npos);
+  // A misspelt link name names the file and the field (it named neither before).
+  EXPECT_NE(error_of(std::string(kMinimal) + "[links]\ninter = \"ethernt\"\n")
+                .find("t.toml: links.inter: link 'ethernt'"),
+            std::string::npos)
+      << error_of(std::string(kMinimal) + "[links]\ninter = \"ethernt\"\n");
 }
 
 TEST(topology_test, sizes_parse_with_binary_and_decimal_units) {
