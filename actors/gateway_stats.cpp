@@ -13,6 +13,16 @@ namespace spindle::actors {
 
 using transport::rpc::rpc_status;
 
+namespace {
+// One model's entry in the stats, with its live tunables.
+void add_model_json(nlohmann::json& j, const std::string& name, nlohmann::json m,
+                    const expected<std::vector<transport::rpc::tunable>>& tunables) {
+  if (tunables)
+    for (const auto& t : *tunables) m["tunables"][t.name] = t.value;
+  j["models"][name] = std::move(m);
+}
+}  // namespace
+
 std::string gateway::stats_json() {
   nlohmann::json j;
   caf::scoped_actor self{s_->sys};
@@ -50,9 +60,7 @@ std::string gateway::stats_json() {
                         {"drift_threshold", p.threshold},
                         {"last_error", p.last_error}};
     }
-    const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
-    for (const auto& t : *tun) m["tunables"][t.name] = t.value;
-    j["models"][name] = m;
+    add_model_json(j, name, std::move(m), tunables(name));
   }
   for (const auto& [name, e] : s_->rec_all()) {
     auto m = e->c.json();
@@ -67,9 +75,7 @@ std::string gateway::stats_json() {
           {"async", st.async_lookups},
           {"defaulted", st.defaulted}};
     }
-    const auto tun = tunables(name);  // keep the expected alive: `*tunables(...)` would dangle
-    for (const auto& t : *tun) m["tunables"][t.name] = t.value;
-    j["models"][name] = m;
+    add_model_json(j, name, std::move(m), tunables(name));
   }
   j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();
   return j.dump();

@@ -191,10 +191,15 @@ void gnn_pipeline::record_pass(double took) {
   solo_s_ = solo_s_ == 0 ? took : 0.9 * solo_s_ + 0.1 * std::min(took, 4 * solo_s_);
 }
 
-batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
+// Quiver §4.2: the executor follows the batch's summed PSGS.
+psgs_router::choice gnn_pipeline::route(const std::vector<gnn_request>& batch) const {
   double total = 0;
   for (const auto& r : batch) total += psgs(r);
-  return run(batch, router_.route(total));
+  return router_.route(total);
+}
+
+batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
+  return run(batch, route(batch));
 }
 
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
@@ -215,10 +220,8 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
 }
 
 std::unique_ptr<prepared_batch> gnn_pipeline::prepare(const std::vector<gnn_request>& batch) {
-  double total = 0;
-  for (const auto& r : batch) total += psgs(r);
   auto pb = std::make_unique<prepared_batch>();
-  prepare_into(batch, router_.route(total), *pb);
+  prepare_into(batch, route(batch), *pb);
   return pb;
 }
 

@@ -123,6 +123,7 @@ class gnn_pipeline {
   std::uint64_t arena_allocations() const { return arena_.system_allocations(); }
 
  private:
+  psgs_router::choice route(const std::vector<gnn_request>& batch) const;
   batch_executor& executor_for(psgs_router::choice c);
   void prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
                     prepared_batch& pb);
