@@ -231,6 +231,13 @@ struct split_path::impl {
     } else {
       slot = *s;
     }
+    if (error.empty() && !msg.rndv) {
+      // Eager: one copy into the queue, finished before the call is marked landed
+      // (the control record may arrive on another thread at any moment, and
+      // try_ready hands the slot to the executor as soon as both halves are seen).
+      std::memcpy(slot.data, msg.data.data(), msg.length);
+      copied += msg.length;
+    }
     {
       std::lock_guard lock(calls_mu);
       auto& c = calls[h.call_id];
@@ -251,10 +258,6 @@ struct split_path::impl {
         try_ready(id);
       });
       return;
-    }
-    if (error.empty()) {
-      std::memcpy(slot.data, msg.data.data(), msg.length);  // eager: one copy into the queue
-      copied += msg.length;
     }
     try_ready(h.call_id);
   }

@@ -359,7 +359,13 @@ TEST(front_door_test, tensor_payloads_give_the_same_answer_on_the_unified_and_sp
           "sum", payload, 64, 16, over_split,
           [&](std::size_t, const rpc::tensor_answer& a, double) {
             ++seen[a.status];
-            wrong += a.status == rpc::rpc_status::ok && a.result != split->result;
+            if (a.status == rpc::rpc_status::ok && a.result != split->result) {
+              ++wrong;
+              ADD_FAILURE() << floats << (over_split ? " split" : " unified") << " got "
+                            << (a.result.empty() ? -1.f : a.result[0]) << ","
+                            << (a.result.size() > 1 ? a.result[1] : -1.f) << " want "
+                            << split->result[0] << "," << split->result[1];
+            }
           }));
       EXPECT_EQ(seen[rpc::rpc_status::ok], 64) << floats << (over_split ? " split" : " unified");
       EXPECT_EQ(wrong, 0u);
