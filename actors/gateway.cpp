@@ -179,11 +179,11 @@ status gateway::unload_model(const std::string& name) {
   }
   // Calls in flight finish before the actors stop (nothing is lost).
   const auto until = clock_type::now() + std::chrono::seconds(10);
-  while (e->c.in_flight.load() > 0 && clock_type::now() < until)
+  while (e->admission.in_flight() > 0 && clock_type::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (e->c.in_flight.load() > 0)
+  if (e->admission.in_flight() > 0)
     log::warn("admin: unloading '{}' with {} calls still in flight after 10 s", name,
-              e->c.in_flight.load());
+              e->admission.in_flight());
   s_->loader.unload(name);
   log::info("admin: unloaded model '{}'", name);
   return status::ok();
@@ -205,31 +205,22 @@ status check_gnn_call(const transport::rpc::gnn_call& call, const graph::dataset
   return status::ok();
 }
 
-// Admission control: false (and the call counted overloaded) when the model is full.
-bool admit(model_counters& c, std::size_t max_queue) {
-  ++c.requests;
-  if (c.in_flight.fetch_add(1) >= max_queue) {
-    --c.in_flight;
-    return false;
-  }
-  return true;
-}
-
 // Validation and admission shared by every model kind: answers the call and
 // returns false when it must not go on.
 template <class Answer>
-bool admit_call(model_counters& c, std::size_t max_queue, const status& valid,
+bool admit_call(model_counters& c, sched::admission_control& admission, const status& valid,
                 const std::string& model, const std::function<void(Answer)>& done) {
+  ++c.requests;
   if (!valid) {
-    ++c.requests;
     c.record(rpc_status::bad_request, 0);
     done({rpc_status::bad_request, valid.message()});
     return false;
   }
-  if (!admit(c, max_queue)) {
+  if (!admission.try_admit()) {
     c.record(rpc_status::overloaded, 0);
     done({rpc_status::overloaded,
-          fmt::format("model '{}' is at max_queue {} calls in flight", shown(model), max_queue)});
+          fmt::format("model '{}' is at its admission limit ({} calls in flight)", shown(model),
+                      admission.limit())});
     return false;
   }
   return true;
@@ -247,7 +238,7 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
              ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
              : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
-  if (!admit_call(e->c, e->max_queue.load(), check_gnn_call(call, *e->b.dataset), call.model, done))
+  if (!admit_call(e->c, e->admission, check_gnn_call(call, *e->b.dataset), call.model, done))
     return;
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
@@ -257,7 +248,7 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
                                            timeout_of(deadline),
                                            [e, done, t0, deadline, width](const gnn_reply* r,
                                                                           const caf::error* err) {
-                                             --e->c.in_flight;
+                                             e->admission.complete();
                                              gnn_answer a;
                                              const double ms = ms_since(t0);
                                              a.server_us = std::uint64_t(ms * 1e3);
@@ -303,8 +294,7 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
         {rpc_status::bad_request, fmt::format("unknown recommendation model '{}' (loaded: {})",
                                               shown(call.model), s_->loaded())});
   }
-  if (!admit_call(e->c, e->max_queue.load(), check_rec_call(call, *e->b.model), call.model, done))
-    return;
+  if (!admit_call(e->c, e->admission, check_rec_call(call, *e->b.model), call.model, done)) return;
   dlrm_request req;
   req.batch = call.batch;
   req.dense = std::move(call.dense);
@@ -316,7 +306,7 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   caf::anon_send(s_->forward,
                  rec_dispatch{inst, std::move(req), timeout_of(deadline),
                               [e, done, t0, deadline](const dlrm_reply* r, const caf::error* err) {
-                                --e->c.in_flight;
+                                e->admission.complete();
                                 rec_answer a;
                                 const double ms = ms_since(t0);
                                 a.server_us = std::uint64_t(ms * 1e3);

@@ -18,6 +18,7 @@
 #include "actors/hps_messages.hpp"
 #include "actors/serving_messages.hpp"
 #include "actors/split_path.hpp"
+#include "sched/admission.hpp"
 #include "sched/device_scheduler.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
@@ -30,9 +31,9 @@ struct gnn_model_binding {
   const nn::model* model = nullptr;
   std::shared_ptr<sched::psgs_router> router;
   sched::batch_policy policy;
-  std::size_t max_queue = 1024;
-  caf::actor placement;     // a cluster's placement actor (re-plan tunables), or none
-  caf::actor router_actor;  // its router actor (routing tunables); none: set directly
+  sched::admission_options admission;  // SLO, max_queue (the floor follows max_batch)
+  caf::actor placement;                // a cluster's placement actor (re-plan tunables), or none
+  caf::actor router_actor;             // its router actor (routing tunables); none: set directly
   sched::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
 };
 
@@ -42,7 +43,7 @@ struct rec_model_binding {
   caf::actor cache;  // the embedding_cache actor
   const nn::model* model = nullptr;
   std::shared_ptr<embedding::lookup_session> session;
-  std::size_t max_queue = 256;
+  sched::admission_options admission;  // SLO, max_queue (the floor follows the instances)
 };
 
 /// How a server loads and frees GNN models for Admin.loadModel / unloadModel.

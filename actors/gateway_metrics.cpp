@@ -53,7 +53,7 @@ void model_counters::record(rpc_status s, double ms) {
   }
 }
 
-nlohmann::json model_counters::json() {
+nlohmann::json model_counters::json(const sched::admission_control& admission) {
   std::vector<double> l;
   {
     std::lock_guard lock(mu_);
@@ -69,12 +69,14 @@ nlohmann::json model_counters::json() {
           {"deadline_exceeded", deadline_exceeded.load()},
           {"bad_request", bad_request.load()},
           {"errors", errors.load()},
-          {"in_flight", in_flight.load()},
+          {"in_flight", admission.in_flight()},
+          {"admission_limit", admission.limit()},
+          {"capacity_rps", admission.capacity_rps()},
           {"latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}}}};
 }
 
-void model_counters::render(std::map<std::string, std::string>& families,
-                            const std::string& model) const {
+void model_counters::render(std::map<std::string, std::string>& families, const std::string& model,
+                            const sched::admission_control& admission) const {
   const std::string m = fmt::format("model=\"{}\"", model);
   families["spindle_requests_total"] +=
       fmt::format("spindle_requests_total{{{}}} {}\n", m, requests.load());
@@ -87,7 +89,9 @@ void model_counters::render(std::map<std::string, std::string>& families,
         fmt::format("spindle_responses_total{{{},status=\"{}\"}} {}\n", m, status, n->load());
   }
   families["spindle_queue_depth"] +=
-      fmt::format("spindle_queue_depth{{{}}} {}\n", m, in_flight.load());
+      fmt::format("spindle_queue_depth{{{}}} {}\n", m, admission.in_flight());
+  families["spindle_admission_limit"] +=
+      fmt::format("spindle_admission_limit{{{}}} {}\n", m, admission.limit());
   latency.render(families["spindle_request_latency_seconds"], "spindle_request_latency_seconds", m);
   for (auto [stage, h] : {std::pair{"batching", &batching},
                           {"sampling", &sampling},

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/admission.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors::detail {
@@ -32,16 +33,17 @@ class histogram {
 struct model_counters {
   std::atomic<std::uint64_t> requests{0}, ok{0}, overloaded{0}, deadline_exceeded{0},
       bad_request{0}, errors{0};
-  std::atomic<std::size_t> in_flight{0};
   histogram latency;                                 // end to end, ok answers
   histogram batching, sampling, gathering, compute;  // per request (GNN)
 
   /// Counts an answer; ok answers also feed the latency samples.
   void record(transport::rpc::rpc_status s, double ms);
-  nlohmann::json json();
+  /// Counters, latency percentiles and the model's admission state.
+  nlohmann::json json(const sched::admission_control& admission);
   /// Appends this model's samples to `families` (metric family -> its lines), so
   /// the caller can print each family as one group, as the text format requires.
-  void render(std::map<std::string, std::string>& families, const std::string& model) const;
+  void render(std::map<std::string, std::string>& families, const std::string& model,
+              const sched::admission_control& admission) const;
 
  private:
   std::mutex mu_;

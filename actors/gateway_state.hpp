@@ -33,20 +33,30 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self);
 /// A cluster placement actor's state (threshold, epoch), asked with a timeout.
 placement_stats placement_stats_of(caf::actor_system& sys, const caf::actor& placement);
 
+// The admission limit's floor: a cold or idle model still takes a full batch
+// before its capacity is measured (GNN: max_batch; DLRM: two calls per instance).
+inline sched::admission_options with_floor(sched::admission_options o, std::size_t floor) {
+  o.floor = floor;
+  return o;
+}
+
 struct gnn_entry {
   gnn_model_binding b;
-  std::atomic<std::size_t> max_queue;
+  sched::admission_control admission;
   std::mutex mu;  // guards b.policy
   model_counters c;
-  explicit gnn_entry(gnn_model_binding binding) : b(std::move(binding)), max_queue(b.max_queue) {}
+  explicit gnn_entry(gnn_model_binding binding)
+      : b(std::move(binding)), admission(with_floor(b.admission, b.policy.max_batch)) {}
 };
 
 struct rec_entry {
   rec_model_binding b;
-  std::atomic<std::size_t> max_queue;
+  sched::admission_control admission;
   std::atomic<std::size_t> next_instance{0};
   model_counters c;
-  explicit rec_entry(rec_model_binding binding) : b(std::move(binding)), max_queue(b.max_queue) {}
+  explicit rec_entry(rec_model_binding binding)
+      : b(std::move(binding)),
+        admission(with_floor(b.admission, 2 * std::max<std::size_t>(1, b.instances.size()))) {}
 };
 
 }  // namespace spindle::actors::detail

@@ -27,7 +27,7 @@ std::string gateway::stats_json() {
   nlohmann::json j;
   caf::scoped_actor self{s_->sys};
   for (const auto& [name, e] : s_->gnn_all()) {
-    auto m = e->c.json();
+    auto m = e->c.json(e->admission);
     self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
         .receive(
             [&](const batcher_stats& st) {
@@ -63,7 +63,7 @@ std::string gateway::stats_json() {
     add_model_json(j, name, std::move(m), tunables(name));
   }
   for (const auto& [name, e] : s_->rec_all()) {
-    auto m = e->c.json();
+    auto m = e->c.json(e->admission);
     for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);
       m["tables"][e->b.session->table(i).name] = {
@@ -86,15 +86,17 @@ std::string gateway::prometheus_text() {
       {"spindle_requests_total", "counter", "Calls received per model."},
       {"spindle_responses_total", "counter", "Answers per model and status."},
       {"spindle_queue_depth", "gauge", "Calls in flight per model (admission queue)."},
+      {"spindle_admission_limit", "gauge",
+       "Calls in flight a model admits now (measured capacity x SLO share, capped at max_queue)."},
       {"spindle_request_latency_seconds", "histogram", "End-to-end server time of ok answers."},
       {"spindle_stage_latency_seconds", "histogram", "Per-request time by stage (GNN models)."},
       {"spindle_cache_hit_rate", "gauge", "L1 embedding-cache hit rate per table (unique keys)."},
       {"spindle_cache_lookups_total", "counter", "Embedding lookups per table by insertion mode."}};
   std::map<std::string, std::string> families;
   std::shared_lock lock(s_->models_mu);
-  for (const auto& [name, e] : s_->gnn) e->c.render(families, name);
+  for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission);
   for (const auto& [name, e] : s_->rec) {
-    e->c.render(families, name);
+    e->c.render(families, name, e->admission);
     for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);
       const auto& table = e->b.session->table(i).name;

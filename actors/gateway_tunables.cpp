@@ -62,7 +62,8 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
         {"max_batch", std::to_string(e.b.policy.max_batch)},
         {"work_conserving", e.b.policy.work_conserving ? "true" : "false"},
-        {"max_queue", std::to_string(e.max_queue.load())}};
+        {"max_queue", std::to_string(e.admission.options().max_queue)},
+        {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)}};
     if (e.b.device)
       t.push_back({"gnnsched_policy", std::string(sched::to_string(e.b.device->policy()))});
     const double o = e.b.router->threshold_override();
@@ -77,7 +78,9 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
   }
   if (auto entry = s_->rec_of(model)) {
     auto& e = *entry;
-    std::vector<transport::rpc::tunable> t{{"max_queue", std::to_string(e.max_queue.load())}};
+    std::vector<transport::rpc::tunable> t{
+        {"max_queue", std::to_string(e.admission.options().max_queue)},
+        {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)}};
     for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
       t.push_back({"hit_rate_threshold." + e.b.session->table(i).name,
                    fmt::format("{}", e.b.session->hit_rate_threshold(i))});
@@ -99,6 +102,24 @@ expected<std::uint64_t> parse_count(const std::string& name, const std::string& 
   }
   return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name,
                     shown(value), lo, hi);
+}
+
+// max_queue and slo_ms, shared by every model kind; nullopt: not one of them.
+std::optional<status> set_admission_tunable(sched::admission_control& a, const std::string& name,
+                                            const std::string& value) {
+  if (name == "max_queue") {
+    auto v = parse_count(name, value, 1, 1u << 20);
+    if (!v) return status(v.error());
+    a.set_max_queue(*v);
+    return status::ok();
+  }
+  if (name == "slo_ms") {
+    auto v = parse_count(name, value, 0, 3'600'000);
+    if (!v) return status(v.error());
+    a.set_slo(std::chrono::milliseconds(*v));
+    return status::ok();
+  }
+  return std::nullopt;
 }
 
 status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& name,
@@ -145,11 +166,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     caf::anon_send(e.b.router_actor, threshold_atom::value, t);
     return status::ok();
   }
-  if (name == "max_queue") {
-    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 1u << 20));
-    e.max_queue = v;
-    return status::ok();
-  }
+  if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
   std::lock_guard lock(e.mu);
   if (name == "batch_deadline_us") {
     SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 0, 10'000'000));
@@ -157,29 +174,26 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   } else if (name == "max_batch") {
     SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 65536));
     e.b.policy.max_batch = v;
+    e.admission.set_floor(v);
   } else if (name == "work_conserving") {
     if (value != "true" && value != "false")
       return make_error(errc::invalid_argument, "work_conserving = '{}': expected true or false",
                         shown(value));
     e.b.policy.work_conserving = value == "true";
   } else {
-    return make_error(
-        errc::invalid_argument,
-        "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
-        "batch_deadline_us, max_batch, work_conserving, max_queue, gnnsched_policy; on a cluster "
-        "also placement_drift_threshold, replan)",
-        shown(name));
+    return make_error(errc::invalid_argument,
+                      "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
+                      "batch_deadline_us, max_batch, work_conserving, max_queue, slo_ms, "
+                      "gnnsched_policy; on a cluster "
+                      "also placement_drift_threshold, replan)",
+                      shown(name));
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
   return status::ok();
 }
 
 status set_rec_tunable(rec_entry& e, const std::string& name, const std::string& value) {
-  if (name == "max_queue") {
-    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 1u << 20));
-    e.max_queue = v;
-    return status::ok();
-  }
+  if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
   if (name == "refresh") {
     caf::anon_send(e.b.cache, refresh_atom::value);
     return status::ok();
@@ -204,7 +218,7 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
   }
   return make_error(
       errc::invalid_argument,
-      "unknown tunable '{}' (DLRM models: max_queue, refresh, hit_rate_threshold[.TABLE])",
+      "unknown tunable '{}' (DLRM models: max_queue, slo_ms, refresh, hit_rate_threshold[.TABLE])",
       shown(name));
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "actors/bridge_messages.hpp"
+#include "core/thread_priority.hpp"
 
 namespace spindle::actors {
 namespace {
@@ -77,6 +78,7 @@ caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const 
                              const sched::psgs_router* router, thread_pool* pool,
                              sched::feature_source features, sched::device_scheduler* device) {
   pthread_setname_np(pthread_self(), "spindle-pipe");  // detached: this thread is the actor's
+  lower_to_compute_priority();
   self->state.pipeline =
       std::make_unique<sched::gnn_pipeline>(*ds, *model, *router, *pool, std::move(features));
   self->state.device = device;

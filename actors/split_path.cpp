@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/log.hpp"
+#include "core/thread_priority.hpp"
 #include "sched/inference_monitor.hpp"
 #include "sched/tensor_queue.hpp"
 #include "transport/ucx/progress_loop.hpp"
@@ -287,7 +288,10 @@ expected<std::unique_ptr<split_path>> split_path::create(std::vector<tensor_mode
   pthread_setname_np(i->reaper.native_handle(), "split-reaper");
   for (auto& m : i->models) {
     model_state* ms = m.get();
-    ms->exec = std::thread([ms] { ms->run(); });
+    ms->exec = std::thread([ms] {
+      lower_to_compute_priority();
+      ms->run();
+    });
     pthread_setname_np(ms->exec.native_handle(), ("tensor-" + ms->m.name).substr(0, 15).c_str());
   }
   return std::unique_ptr<split_path>(new split_path(std::move(i)));

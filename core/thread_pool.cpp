@@ -6,6 +6,8 @@
 #include <atomic>
 #include <memory>
 
+#include "core/thread_priority.hpp"
+
 namespace spindle {
 namespace {
 
@@ -53,7 +55,10 @@ thread_pool::thread_pool(std::size_t workers, std::string name) {
   if (workers == 0) workers = available_cores();
   threads_.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
-    threads_.emplace_back([this] { worker_loop(); });
+    threads_.emplace_back([this] {
+      lower_to_compute_priority();  // pool work is compute: requests' threads go first
+      worker_loop();
+    });
     std::string thread_name = (name + "-" + std::to_string(i)).substr(0, 15);
     pthread_setname_np(threads_.back().native_handle(), thread_name.c_str());
   }

@@ -300,7 +300,8 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
   return std::unique_ptr<cluster_gnn>(new cluster_gnn(std::move(p)));
 }
 
-actors::gnn_model_binding cluster_gnn::binding(std::string name, std::size_t max_queue) const {
+actors::gnn_model_binding cluster_gnn::binding(std::string name,
+                                               sched::admission_options admission) const {
   auto& a = *p_->assets;
   actors::gnn_model_binding b{name.empty() ? a.model->desc().name : std::move(name),
                               p_->batcher,
@@ -308,7 +309,7 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name, std::size_t max
                               a.model.get(),
                               a.router,
                               p_->policy,
-                              max_queue};
+                              admission};
   b.placement = p_->placement;
   b.router_actor = p_->router;
   return b;

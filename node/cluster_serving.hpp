@@ -69,7 +69,7 @@ class cluster_gnn {
   ~cluster_gnn();
 
   /// The model for the gateway (front door); `name` empty: the model's own name.
-  actors::gnn_model_binding binding(std::string name, std::size_t max_queue) const;
+  actors::gnn_model_binding binding(std::string name, sched::admission_options admission) const;
   /// The coordinator's member list (JSON array), for Admin.members.
   std::string members_json() const;
   /// Serves `workload` requests from the in-process generator and prints

@@ -67,7 +67,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
                             [ds](const sched::gnn_request& r) { return summed_psgs(*ds, r); });
   s->router_actor = actors::spawn_router(sys_, s->router, s->batcher);
   actors::gnn_model_binding b{name, s->batcher,         &ds_, s->model.get(), s->router,
-                              bp,   defaults_.max_queue};
+                              bp,   defaults_.admission};
   b.router_actor = s->router_actor;
   b.device = device_.get();
   models_[name] = std::move(s);

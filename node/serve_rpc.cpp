@@ -79,7 +79,7 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
   }
   b.model = &*h->model;
   b.session = h->stack.session;
-  b.max_queue = a.max_queue;
+  b.admission = a.admission();
   g.add_model(std::move(b));
   return h;
 }

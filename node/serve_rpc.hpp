@@ -9,6 +9,7 @@
 
 #include "actors/gateway.hpp"
 #include "node/hps_stack.hpp"
+#include "sched/admission.hpp"
 
 namespace spindle::node {
 
@@ -17,11 +18,20 @@ struct front_door_args {
   std::string admin_token_file;
   std::string metrics;                     // HOST:PORT of the Prometheus endpoint; empty: none
   std::vector<std::string> tensor_models;  // built-in tensor models on the SplitRPC path ("sum")
-  std::size_t max_queue = 1024;
-  std::size_t max_connections = 0;  // 0: the descriptor limit less 64, at most 4,096
-  hps_stack_args dlrm;              // --dlrm-model: also serve a DLRM through the parameter server
+  std::size_t max_queue = 1024;            // hard cap on calls in flight per model
+  std::uint32_t slo_ms = 30;               // end-to-end objective the admission limit is sized from
+  std::size_t max_connections = 0;         // 0: the descriptor limit less 64, at most 4,096
+  hps_stack_args dlrm;  // --dlrm-model: also serve a DLRM through the parameter server
   std::string dlrm_name;
   int dlrm_instances = 2;
+
+  /// Each model's admission control: limit from the SLO, capped at max_queue.
+  sched::admission_options admission() const {
+    sched::admission_options o;
+    o.slo = std::chrono::milliseconds(slo_ms);
+    o.max_queue = max_queue;
+    return o;
+  }
 };
 
 /// Blocks SIGINT and SIGTERM in this and every later thread (call before any

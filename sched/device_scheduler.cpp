@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <future>
 
+#include "core/thread_priority.hpp"
+
 namespace spindle::sched {
 
 struct device_scheduler::task {
@@ -89,6 +91,7 @@ std::vector<std::shared_ptr<device_scheduler::task>> device_scheduler::next_grou
 
 void device_scheduler::loop() {
   pthread_setname_np(pthread_self(), "gnnsched");
+  lower_to_compute_priority();
   for (;;) {
     std::vector<std::shared_ptr<task>> group;
     {

@@ -75,7 +75,7 @@ struct load_args {
   std::size_t requests = 1000, warmup = 100;
   int clients = 8;
   double rate = 0;
-  std::string seeds = "", csv, plot;
+  std::string seeds = "", csv, plot, log;
   std::uint64_t seed = 1;
   std::uint32_t deadline_us = 0;
   bool json = false;
@@ -136,6 +136,19 @@ status write_cdf(const std::vector<double>& lat_ms, const std::string& csv,
   return status::ok();
 }
 
+status write_request_log(const std::string& path,
+                         const std::vector<std::pair<double, rpc::rpc_status>>& per_request,
+                         const std::vector<double>& send_at) {
+  std::ofstream out(path);
+  if (!out) return make_error(errc::io_error, "--log {}: cannot write", path);
+  out << "index,sent_s,latency_ms,status\n";
+  for (std::size_t i = 0; i < per_request.size(); ++i) {
+    out << i << ',' << (i < send_at.size() ? send_at[i] : 0.0) << ',' << per_request[i].first << ','
+        << rpc::to_string(per_request[i].second) << '\n';
+  }
+  return out ? status::ok() : make_error(errc::io_error, "--log {}: write failed", path);
+}
+
 status run_load(const client_args& c, const load_args& a) {
   if (a.seeds.empty())
     return make_error(errc::invalid_argument,
@@ -150,27 +163,35 @@ status run_load(const client_args& c, const load_args& a) {
   SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
   std::vector<double> lat_ms;
   std::map<std::string, std::size_t> by_status;
+  std::map<std::string, std::vector<double>> refused_ms;  // how fast each refusal came
   std::string first_error;
-  auto done = [&](std::size_t, const rpc::gnn_answer& r, double s) {
+  std::vector<std::pair<double, rpc::rpc_status>> per_request(measured.size());
+  auto done = [&](std::size_t i, const rpc::gnn_answer& r, double s) {
+    per_request[i] = {s * 1e3, r.status};
     ++by_status[std::string(rpc::to_string(r.status))];
     if (r.status == rpc::rpc_status::ok) {
       lat_ms.push_back(s * 1e3);
-    } else if (first_error.empty()) {
+    } else {
+      refused_ms[std::string(rpc::to_string(r.status))].push_back(s * 1e3);
+    }
+    if (r.status != rpc::rpc_status::ok && first_error.empty()) {
       first_error = std::string(rpc::to_string(r.status)) + ": " + r.message;
     }
   };
+  std::vector<double> send_at;  // open loop: each request's scheduled send time
   const auto t0 = std::chrono::steady_clock::now();
   if (a.rate > 0) {
     std::mt19937_64 rng(a.seed + 1);
     std::exponential_distribution<double> gap(a.rate);
-    std::vector<double> at(measured.size());
+    send_at.resize(measured.size());
     double t = 0;
-    for (auto& x : at) x = t += gap(rng);
-    SPINDLE_TRY(client->run_open_loop(measured, at, done));
+    for (auto& x : send_at) x = t += gap(rng);
+    SPINDLE_TRY(client->run_open_loop(measured, send_at, done));
   } else {
     SPINDLE_TRY(client->run_closed_loop(measured, std::max(1, a.clients), done));
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!a.log.empty()) SPINDLE_TRY(write_request_log(a.log, per_request, send_at));
   if (!a.csv.empty() || !a.plot.empty()) SPINDLE_TRY(write_cdf(lat_ms, a.csv, a.plot));
   const double tput = double(lat_ms.size()) / wall;
   if (a.json) {
@@ -185,6 +206,8 @@ status run_load(const client_args& c, const load_args& a) {
                           {"p90", pct(lat_ms, 0.9)},
                           {"p99", pct(lat_ms, 0.99)},
                           {"p999", pct(lat_ms, 0.999)}}}};
+    for (const auto& [st, v] : refused_ms)
+      j["refused_latency_ms"][st] = {{"p50", pct(v, 0.5)}, {"p99", pct(v, 0.99)}};
     if (!first_error.empty()) j["first_error"] = first_error;
     fmt::print("{}\n", j.dump(2));
     return status::ok();
@@ -195,7 +218,14 @@ status run_load(const client_args& c, const load_args& a) {
              wall, tput);
   fmt::print("latency p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  p999 {:.3f} ms\n",
              pct(lat_ms, 0.5), pct(lat_ms, 0.9), pct(lat_ms, 0.99), pct(lat_ms, 0.999));
-  for (const auto& [s, n] : by_status) fmt::print("  {}: {}\n", s, n);
+  for (const auto& [s, n] : by_status) {
+    if (auto it = refused_ms.find(s); it != refused_ms.end()) {
+      fmt::print("  {}: {} (answered in p50 {:.3f} ms, p99 {:.3f} ms)\n", s, n,
+                 pct(it->second, 0.5), pct(it->second, 0.99));
+    } else {
+      fmt::print("  {}: {}\n", s, n);
+    }
+  }
   if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
   return status::ok();
 }
@@ -269,6 +299,9 @@ void register_client(CLI::App& app, global_options&) {
       ->capture_default_str();
   load->add_option("--csv", la->csv, "Write the latency CDF as CSV");
   load->add_option("--plot", la->plot, "Write the latency CDF as a PNG (gnuplot)");
+  load->add_option("--log", la->log,
+                   "Write every measured request as CSV: index, sent_s (scheduled), latency_ms, "
+                   "status (to see when slow or refused answers happened)");
   load->add_flag("--json", la->json, "Print the report as JSON");
   load->add_flag("--reproducible", la->reproducible,
                  "Give request i sampler seed i + 1 (sampled on its own, fixed answer); by "

@@ -93,7 +93,7 @@ status coordinate(node_context node, const actors::bridge_handle& bridge, const 
   if (!a.listen) return status::ok();
   SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
   actors::gateway gw(node.sys);
-  gw.add_model(gnn->binding({}, a.door.max_queue));
+  gw.add_model(gnn->binding({}, a.door.admission()));
   gw.set_members([g = gnn.get()] { return g->members_json(); });
   return serve_until_signal(gw, a.door, token);
 }
@@ -373,7 +373,11 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Rank 0: Admin token file (created if absent); without it Admin is disabled");
   node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");
   node->add_option("--max-queue", na->door.max_queue,
-                   "Rank 0: calls in flight per model before `overloaded`")
+                   "Rank 0: calls in flight per model before `overloaded` (a hard cap)")
+      ->capture_default_str();
+  node->add_option("--slo-ms", na->door.slo_ms,
+                   "Rank 0: end-to-end latency objective; calls in flight are limited to the "
+                   "measured capacity x half of it (0: only --max-queue)")
       ->capture_default_str();
   node->add_option("--peer-timeout-ms", na->peer_timeout_ms,
                    "Declare a peer down after this long without a message (heartbeats every "

@@ -33,7 +33,13 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
   cmd.add_option("--tensor-models", a.tensor_models,
                  "Built-in tensor models served over the SplitRPC data path (today: sum)")
       ->delimiter(',');
-  cmd.add_option("--max-queue", a.max_queue, "Calls in flight per model before `overloaded`")
+  cmd.add_option("--max-queue", a.max_queue,
+                 "Calls in flight per model before `overloaded` (a hard cap)")
+      ->capture_default_str();
+  cmd.add_option("--slo-ms", a.slo_ms,
+                 "End-to-end latency objective: calls in flight are limited to the measured "
+                 "capacity x half of it, the rest answered `overloaded` at once (0: only "
+                 "--max-queue; live: tunable slo_ms)")
       ->capture_default_str();
   cmd.add_option("--max-connections", a.max_connections,
                  "Open client connections before new ones are closed at once (0: the process's "

@@ -127,7 +127,7 @@ status run_serve(const serve_args& a, global_options& g) {
   defaults.batch.deadline = std::chrono::microseconds(a.deadline_us);
   defaults.batch.max_batch = std::size_t(std::max(1, a.max_batch));
   defaults.pipelines = a.pipelines;
-  defaults.max_queue = a.door.max_queue;
+  defaults.admission = a.door.admission();
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};

@@ -218,6 +218,32 @@ TEST(front_door_test, admission_control_answers_overloaded_and_deadlines_are_kep
   EXPECT_GT(j["models"]["sage"]["overloaded"].get<int>(), 0);
 }
 
+// The admission limit follows the SLO, not max_queue: 512 calls kept in flight
+// (max_queue 1024) are cut to what the model answers within half the SLO, and
+// the rest are refused at once. Before: all 512 queued and none was refused.
+TEST(front_door_test, a_flood_is_cut_to_the_slo_and_refused_fast) {
+  auto& f = fixture();
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "slo_ms", "10")->status, rpc::rpc_status::ok);
+  std::vector<rpc::gnn_call> calls(20000, {"sage", {3}, 0, 0});
+  std::vector<double> refused_s, ok_s;
+  ASSERT_TRUE(
+      f.client->run_closed_loop(calls, 512, [&](std::size_t, const rpc::gnn_answer& a, double s) {
+        (a.status == rpc::rpc_status::ok ? ok_s : refused_s).push_back(s);
+      }));
+  auto j = nlohmann::json::parse(f.client->stats(f.token)->json)["models"]["sage"];
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "slo_ms", "30")->status, rpc::rpc_status::ok);
+  ASSERT_FALSE(refused_s.empty());
+  ASSERT_FALSE(ok_s.empty());
+  EXPECT_GT(j["capacity_rps"].get<double>(), 0);
+  EXPECT_LT(j["admission_limit"].get<std::size_t>(), 512u) << j.dump();
+  std::sort(refused_s.begin(), refused_s.end());
+  fmt::print("flood: {} ok, {} refused (p50 {:.3f} ms), admission limit {}, capacity {:.0f}/s\n",
+             ok_s.size(), refused_s.size(), refused_s[refused_s.size() / 2] * 1e3,
+             j["admission_limit"].get<std::size_t>(), j["capacity_rps"].get<double>());
+  // Generous for a loaded CI machine; before, refusals were never given at all.
+  EXPECT_LT(refused_s[refused_s.size() / 2], 0.05);
+}
+
 TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
   auto& f = fixture();
   const int port = std::stoi(f.endpoint.substr(f.endpoint.rfind(':') + 1));

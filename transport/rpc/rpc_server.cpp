@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/log.hpp"
@@ -20,9 +21,36 @@ using detail::str;
 using detail::text;
 
 template <class T>
-using shared_fulfiller = std::shared_ptr<kj::Own<kj::CrossThreadPromiseFulfiller<T>>>;
+struct reply_state {
+  std::thread::id owner = std::this_thread::get_id();  // the event-loop thread
+  bool in_call = true;                                 // read and written by the owner only
+  std::optional<T> now;                                // read and written by the owner only
+  kj::Own<kj::CrossThreadPromiseFulfiller<T>> fulfiller;
+};
 
-// A promise on this (event-loop) thread and a callback any thread may call once.
+// Runs `call(done)` and returns the answer's promise on this (event-loop)
+// thread. `done` may be called once from any thread; when it is called during
+// `call` on this thread (refusals: overloaded, bad request, unknown model) the
+// answer is returned at once, without the cross-thread wake-up a fulfiller
+// costs, so that refusing stays cheap when the server is overloaded.
+template <class T, class Call>
+kj::Promise<T> answer_of(Call&& call) {
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<T>();
+  auto st = std::make_shared<reply_state<T>>();
+  st->fulfiller = kj::mv(paf.fulfiller);
+  call([st](T v) {
+    if (std::this_thread::get_id() == st->owner && st->in_call) {
+      st->now = std::move(v);
+    } else {
+      st->fulfiller->fulfill(kj::mv(v));
+    }
+  });
+  st->in_call = false;
+  if (st->now) return kj::mv(*st->now);
+  return kj::mv(paf.promise);
+}
+
+// A promise on this thread and a callback any thread may call once.
 template <class T>
 std::pair<kj::Promise<T>, std::function<void(T)>> cross_thread_reply() {
   auto paf = kj::newPromiseAndCrossThreadFulfiller<T>();
@@ -60,8 +88,8 @@ class inference_impl final : public ::Inference::Server {
   }
 
   kj::Promise<void> inferRec(InferRecContext ctx) override {
-    auto [promise, done] = cross_thread_reply<rec_answer>();
-    s_.infer_rec(detail::read(ctx.getParams().getRequest()), std::move(done));
+    auto promise = answer_of<rec_answer>(
+        [&](auto done) { s_.infer_rec(detail::read(ctx.getParams().getRequest()), done); });
     return promise.then(
         [ctx](rec_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
   }
@@ -69,10 +97,11 @@ class inference_impl final : public ::Inference::Server {
   kj::Promise<void> inferTensor(InferTensorContext ctx) override {
     auto p = ctx.getParams();
     auto payload = p.getPayload();
-    auto [promise, done] = cross_thread_reply<tensor_answer>();
-    s_.infer_tensor(str(p.getModel()),
-                    {reinterpret_cast<const std::byte*>(payload.begin()), payload.size()},
-                    p.getDeadlineUs(), std::move(done));
+    auto promise = answer_of<tensor_answer>([&](auto done) {
+      s_.infer_tensor(str(p.getModel()),
+                      {reinterpret_cast<const std::byte*>(payload.begin()), payload.size()},
+                      p.getDeadlineUs(), done);
+    });
     return promise.then(
         [ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
   }
@@ -90,9 +119,9 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<void> inferSplit(InferSplitContext ctx) override {
     auto p = ctx.getParams();
-    auto [promise, done] = cross_thread_reply<tensor_answer>();
-    s_.infer_split(str(p.getModel()), p.getCallId(), p.getBytes(), p.getDeadlineUs(),
-                   std::move(done));
+    auto promise = answer_of<tensor_answer>([&](auto done) {
+      s_.infer_split(str(p.getModel()), p.getCallId(), p.getBytes(), p.getDeadlineUs(), done);
+    });
     return promise.then(
         [ctx](tensor_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
   }
@@ -112,9 +141,7 @@ class inference_impl final : public ::Inference::Server {
   }
 
   kj::Promise<gnn_answer> gnn(gnn_call call) {
-    auto [promise, done] = cross_thread_reply<gnn_answer>();
-    s_.infer_gnn(std::move(call), std::move(done));
-    return kj::mv(promise);
+    return answer_of<gnn_answer>([&](auto done) { s_.infer_gnn(std::move(call), done); });
   }
 
   rpc_service& s_;
