@@ -7,6 +7,7 @@
 
 #include "actors/bridge_messages.hpp"
 #include "core/log.hpp"
+#include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
 namespace {
@@ -33,6 +34,7 @@ struct target_plan {
 
 struct coordinator_state {
   std::string name;
+  std::string token;  // the cluster token: joins and outside status queries carry it
   std::map<int, member> members;
   target_plan target;
 };
@@ -77,9 +79,27 @@ void on_retire(coordinator_state& st, int rank, int epoch) {
   it->second.old_epoch = -1;
 }
 
+// A status query from this process needs no token; any other must carry it.
+bool trusted_sender(caf::stateful_actor<coordinator_state>* self) {
+  const auto& sender = self->current_sender();
+  return sender && sender->node() == self->node();
+}
+
+std::string status_json(const coordinator_state& st) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [rank, m] : st.members) j.push_back(member_json(rank, m, st.target));
+  return j.dump();
+}
+
+caf::error unauthorized(const std::string& what) {
+  return caf::make_error(caf::sec::runtime_error,
+                         "unauthorized: " + what + " needs the cluster token (token_file)");
+}
+
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::string name,
-                          std::string descriptor, std::string bridge) {
+                          std::string descriptor, std::string bridge, std::string token) {
   self->state.name = std::move(name);
+  self->state.token = std::move(token);
   self->state.members[0] = {self->state.name, int(::getpid()),       true,   1,
                             self->address(),  std::move(descriptor), bridge, true};
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -91,8 +111,13 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       }
   });
   return {
-      [=](join_atom, int rank, const std::string& who, int pid,
-          const std::string& descriptor) -> caf::result<ok_atom, std::string> {
+      [=](join_atom, int rank, const std::string& who, int pid, const std::string& descriptor,
+          const std::string& token) -> caf::result<ok_atom, std::string> {
+        if (!transport::rpc::token_matches(token, self->state.token)) {
+          log::warn("refused a join as rank {} ('{}'): wrong cluster token", rank,
+                    who.substr(0, 64));
+          return unauthorized("join");
+        }
         if (rank <= 0) return caf::make_error(caf::sec::runtime_error, "join: rank must be > 0");
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
         auto& m = self->state.members[rank];
@@ -135,20 +160,25 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         log::info("placement: target plan is now epoch {}", epoch);
         return ok_atom::value;
       },
-      [=](status_atom) {
-        nlohmann::json j = nlohmann::json::array();
-        for (const auto& [rank, m] : self->state.members)
-          j.push_back(member_json(rank, m, self->state.target));
-        return j.dump();
+      [=](status_atom) -> caf::result<std::string> {
+        if (!trusted_sender(self)) return unauthorized("status");
+        return status_json(self->state);
+      },
+      [=](status_atom, const std::string& token) -> caf::result<std::string> {
+        if (!transport::rpc::token_matches(token, self->state.token)) return unauthorized("status");
+        return status_json(self->state);
       },
   };
 }
 
 caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, member_options o) {
   self->monitor(coord);
-  self->set_down_handler([=](caf::down_msg&) { log::warn("{}: coordinator is down", o.name); });
+  self->set_down_handler([=](caf::down_msg&) {
+    log::warn("{}: coordinator is down", o.name);
+    if (o.on_coordinator_down) o.on_coordinator_down();
+  });
   self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank, o.name, int(::getpid()),
-                o.descriptor)
+                o.descriptor, o.token)
       .then(
           [=](ok_atom, const std::string& coordinator_bridge) {
             log::info("{} (rank {}) joined the cluster", o.name, o.rank);
@@ -172,8 +202,9 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
 }  // namespace
 
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
-                             std::string bridge) {
-  return sys.spawn(coordinator, std::move(name), std::move(descriptor), std::move(bridge));
+                             std::string bridge, std::string token) {
+  return sys.spawn(coordinator, std::move(name), std::move(descriptor), std::move(bridge),
+                   std::move(token));
 }
 
 caf::actor spawn_member(caf::actor_system& sys, caf::actor coordinator, member_options options) {

@@ -8,6 +8,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <functional>
 #include <string>
 
 namespace spindle::actors {
@@ -23,10 +24,12 @@ using plan_atom = caf::atom_constant<caf::atom("plan")>;
 
 /// Spawns the coordinator (rank 0), which publishes its own shard `descriptor`
 /// and UCX `bridge` address (either may be empty):
-///   (join_atom, rank, name, pid, descriptor) -> (ok_atom, coordinator's bridge address)
+/// The cluster `token` authenticates joins and outside status queries.
+///   (join_atom, rank, name, pid, descriptor, token) -> (ok_atom, coordinator's bridge address)
 ///   (ready_atom, rank, bridge address)  the member serves batches (or "" if it only holds rows)
 ///   (status_atom) -> JSON array: rank, name, pid, alive, joins, descriptor, bridge, ready,
-///                    and the placement fields below.
+///                    and the placement fields below; only for senders in this process
+///   (status_atom, token) -> the same, for anyone holding the cluster token
 /// Placement epochs (a re-plan migrates rows under a new epoch; 0 = the plan at start):
 ///   (plan_atom, epoch, fap descriptor) -> ok_atom  rank 0's placement set a new target plan,
 ///                    made from the observed FAP readable at the descriptor; listed on
@@ -35,8 +38,8 @@ using plan_atom = caf::atom_constant<caf::atom("plan")>;
 ///                    previous one stays listed as old_descriptor/old_epoch until retired
 ///   (retire_atom, rank, epoch)  the rank freed its shard of that epoch
 ///   (reading_atom, rank, epoch)  the rank's pipeline reads the plan of that epoch now
-caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor = {},
-                             std::string bridge = {});
+caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
+                             std::string bridge, std::string token);
 
 struct member_options {
   int rank = 1;
@@ -44,6 +47,9 @@ struct member_options {
   std::string descriptor;       // its feature shard's UCX region, or empty
   caf::actor bridge;            // its UCX bridge, told the coordinator's address on join
   bool serves_batches = false;  // if set, ready is sent later with (ready_atom, address)
+  std::string token;            // the cluster token
+  /// Called (on a CAF thread) when the coordinator is seen down.
+  std::function<void()> on_coordinator_down;
 };
 
 /// Spawns a member node actor that joins `coordinator`. It answers (status_atom)

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   // Spindle owns its threads: OpenBLAS runs single-threaded inside each
   // pipeline or pool thread (its own spinning threads would fight ours).
   nn::set_blas_threads(1);
+  apps::set_process_argv(argc, argv);
   CLI::App app{
       "Spindle: low-latency serving for graph neural networks and embedding-heavy models.\n"
       "Datasets are directories of .npy arrays plus metadata.json (see README)."};

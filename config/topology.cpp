@@ -144,7 +144,9 @@ status parse_links(const toml::table& t, topology& topo, std::string_view origin
 expected<topology> build_topology(const toml::table& root, std::string_view origin) {
   topology topo;
   for (int k = 0; k < kLinkKinds; ++k) topo.links[k] = default_link_figures(link_kind(k));
-  SPINDLE_TRY(reject_unknown_keys(root, {"coordinator", "links", "server"}, origin));
+  SPINDLE_TRY(reject_unknown_keys(root, {"coordinator", "links", "server", "token_file"}, origin));
+  SPINDLE_ASSIGN_OR_RETURN(topo.token_file,
+                           typed_field<std::string>(root, "token_file", std::string(), origin));
   if (const toml::table* links = root["links"].as_table()) {
     SPINDLE_TRY(parse_links(*links, topo, origin));
   }
@@ -244,7 +246,15 @@ expected<topology> parse_topology(std::string_view toml_text, std::string_view o
 
 expected<topology> load_topology(const std::string& path) {
   SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "topology file"));
-  return parse_topology(text, path);
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, parse_topology(text, path));
+  if (topo.token_file.empty()) {
+    topo.token_file = path + ".token";
+  } else if (topo.token_file.front() != '/') {
+    const auto slash = path.rfind('/');
+    topo.token_file =
+        (slash == std::string::npos ? "" : path.substr(0, slash + 1)) + topo.token_file;
+  }
+  return topo;
 }
 
 }  // namespace spindle::config

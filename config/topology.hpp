@@ -65,6 +65,10 @@ struct topology {
   link_kind intra = link_kind::pcie;
   link_kind inter = link_kind::ethernet;
   std::array<link_figures, kLinkKinds> links{};
+  /// The cluster's shared secret: members send it to join, `cluster-status`
+  /// to read the members. TOML `token_file` (relative to the TOML's folder);
+  /// default: the TOML's path + ".token", created by rank 0 or launch (mode 0600).
+  std::string token_file;
 
   /// Figures of a link; remote_disk adds the network's latency to the disk's
   /// and takes the lower bandwidth.

@@ -37,10 +37,10 @@ namespace ucx = transport::ucx;
 
 // Polls the coordinator until `done(members)` holds; fails naming `what` after 60 s.
 expected<std::map<int, member_info>> wait_members(
-    caf::actor_system& sys, const caf::actor& coord, std::string_view what,
-    const std::function<bool(const std::map<int, member_info>&)>& done) {
+    caf::actor_system& sys, const caf::actor& coord, const std::string& token,
+    std::string_view what, const std::function<bool(const std::map<int, member_info>&)>& done) {
   for (int i = 0; i < 600; ++i) {
-    SPINDLE_ASSIGN_OR_RETURN(auto m, live_members(sys, coord));
+    SPINDLE_ASSIGN_OR_RETURN(auto m, live_members(sys, coord, token));
     if (done(m)) return m;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -126,9 +126,10 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
   auto& a = *m->assets;
   auto& shard = node.shard;
   SPINDLE_ASSIGN_OR_RETURN(
-      auto members,
-      wait_members(node.sys, node.coordinator, "not every shard owner published its region",
-                   [&](const auto& ms) { return cluster_features::readable(shard, ms); }));
+      auto members, wait_members(node.sys, node.coordinator, node.token,
+                                 "not every shard owner published its region", [&](const auto& ms) {
+                                   return cluster_features::readable(shard, ms);
+                                 }));
   node.view.update(std::move(members));
   SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view));
   node.sync.set_reader(m->features.get());
@@ -271,7 +272,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
     return n >= o.expect && cluster_features::readable(node.shard, ms);
   };
   SPINDLE_ASSIGN_OR_RETURN(
-      auto members, wait_members(sys, node.coordinator,
+      auto members, wait_members(sys, node.coordinator, node.token,
                                  fmt::format("fewer than {} members were ready", o.expect), ready));
   node.view.update(members);
   SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view));
@@ -350,7 +351,7 @@ void cluster_gnn::report_placement() {
   if (st.epoch == 0) return;
   bool applied = false;
   for (int i = 0; i < 300 && !applied; ++i) {
-    auto ms = live_members(sys, p_->node.coordinator);
+    auto ms = live_members(sys, p_->node.coordinator, p_->node.token);
     applied = ms && placement_applied(*ms, st.epoch);
     if (!applied) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

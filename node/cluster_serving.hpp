@@ -30,6 +30,7 @@ namespace spindle::node {
 struct node_context {
   caf::actor_system& sys;
   caf::actor coordinator;
+  std::string token;  // the cluster token (status queries)
   node_shard& shard;
   member_view& view;
   member_watch& watch;

@@ -8,11 +8,12 @@
 
 namespace spindle::node {
 
-expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const caf::actor& coord) {
+expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const caf::actor& coord,
+                                                  const std::string& token) {
   caf::scoped_actor self{sys};
   std::map<int, member_info> out;
   status st;
-  self->request(coord, std::chrono::seconds(5), actors::status_atom::value)
+  self->request(coord, std::chrono::seconds(5), actors::status_atom::value, token)
       .receive(
           [&](const std::string& text) {
             for (const auto& m : nlohmann::json::parse(text))
@@ -32,8 +33,13 @@ expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const 
   return out;
 }
 
-member_watch::member_watch(caf::actor_system& sys, caf::actor coordinator, member_view& view)
-    : sys_(sys), coord_(std::move(coordinator)), view_(view), thread_([this] { run(); }) {}
+member_watch::member_watch(caf::actor_system& sys, caf::actor coordinator, std::string token,
+                           member_view& view)
+    : sys_(sys),
+      coord_(std::move(coordinator)),
+      token_(std::move(token)),
+      view_(view),
+      thread_([this] { run(); }) {}
 
 std::uint64_t member_watch::on_change(change_fn f) {
   std::lock_guard lock(mu_);
@@ -62,7 +68,7 @@ void member_watch::run() {
   pthread_setname_np(pthread_self(), "member-watch");
   auto before = view_.snapshot();
   while (!stop_.load()) {
-    if (auto now = live_members(sys_, coord_); now) {
+    if (auto now = live_members(sys_, coord_, token_); now) {
       std::lock_guard lock(mu_);
       if (*now != before) {
         view_.update(*now);

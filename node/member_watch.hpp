@@ -16,14 +16,17 @@
 namespace spindle::node {
 
 /// Asks the coordinator once for its live members (rank > 0 and rank 0 itself).
-expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const caf::actor& coord);
+/// The live members as the coordinator lists them; `token` is the cluster token.
+expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const caf::actor& coord,
+                                                  const std::string& token);
 
 class member_watch {
  public:
   using change_fn = std::function<void(const std::map<int, member_info>& before,
                                        const std::map<int, member_info>& now)>;
   using poll_fn = std::function<void(const std::map<int, member_info>& now)>;
-  member_watch(caf::actor_system& sys, caf::actor coordinator, member_view& view);
+  member_watch(caf::actor_system& sys, caf::actor coordinator, std::string token,
+               member_view& view);
   /// Adds a listener; it runs until removed (remove() waits for a run in progress).
   std::uint64_t on_change(change_fn f);
   std::uint64_t on_poll(poll_fn f);
@@ -36,6 +39,7 @@ class member_watch {
   void run();
   caf::actor_system& sys_;
   caf::actor coord_;
+  std::string token_;
   member_view& view_;
   std::mutex mu_;
   std::uint64_t next_id_ = 1;

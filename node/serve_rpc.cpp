@@ -10,7 +10,9 @@
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/embedding_cache_actor.hpp"
 #include "core/log.hpp"
+#include "core/signals.hpp"
 #include "core/text_file.hpp"
+#include "node/token_file.hpp"
 #include "transport/http/metrics_server.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
@@ -21,36 +23,12 @@ void block_stop_signals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  wait_for_signals_here(set);
 }
 
 expected<std::string> admin_token(const std::string& path) {
   if (path.empty()) return std::string();
-  if (struct stat st{}; ::stat(path.c_str(), &st) == 0) {
-    // A token others can read is no secret: refuse it rather than serve with it.
-    if ((st.st_mode & 077) != 0)
-      return make_error(errc::invalid_argument,
-                        "{}: the admin token file is open to other users (mode {:04o}); run "
-                        "chmod 600 {}",
-                        path, st.st_mode & 07777, path);
-    SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "admin token file", 4096));
-    std::string token = text.substr(0, text.find('\n'));
-    if (token.size() < 16)
-      return make_error(errc::invalid_argument,
-                        "{}: the admin token must have at least 16 characters", path);
-    return token;
-  }
-  std::random_device rd;
-  std::string token;
-  for (int i = 0; i < 32; ++i) token += "0123456789abcdef"[rd() % 16];
-  {
-    std::ofstream out(path);
-    if (!out) return make_error(errc::io_error, "{}: cannot create the admin token file", path);
-    out << token << "\n";
-  }
-  ::chmod(path.c_str(), 0600);
-  log::info("created admin token file {}", path);
-  return token;
+  return token_file(path, "admin token file", true);
 }
 
 struct dlrm_holder {

@@ -1,14 +1,18 @@
 // `spindle node`, `spindle launch` and `spindle cluster-status`: one process per
 // node of a cluster described by a topology TOML (servers = ranks, rank 0 = the
 // coordinator), membership over CAF's middleman on each server's host:port.
+#include <linux/close_range.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <thread>
 
@@ -18,14 +22,21 @@
 #include "apps/commands/runtime_flags.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
+#include "core/signals.hpp"
 #include "core/subprocess.hpp"
 #include "node/cluster_serving.hpp"
 #include "node/serve_rpc.hpp"
+#include "node/token_file.hpp"
+#include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {
 
 using namespace node;  // the node runtime these commands start
 namespace {
+
+// A member's node actor raises it when the coordinator is seen down; the main
+// thread then waits for a coordinator to listen again and rejoins (rejoin()).
+constexpr int kCoordinatorLost = SIGUSR1;
 
 sigset_t stop_signals() {
   sigset_t set;
@@ -105,12 +116,13 @@ struct shard_node {
   member_view view;
   std::unique_ptr<placement_sync> sync;
   std::unique_ptr<member_watch> watch;
+  std::string token;  // the cluster token
   node_context context(caf::actor_system& sys, caf::actor coordinator) {
-    return {sys, std::move(coordinator), *shard, view, *watch, *sync};
+    return {sys, std::move(coordinator), token, *shard, view, *watch, *sync};
   }
   void start(caf::actor_system& sys, const caf::actor& coordinator) {
     sync = std::make_unique<placement_sync>(coordinator, *shard);
-    watch = std::make_unique<member_watch>(sys, coordinator, view);
+    watch = std::make_unique<member_watch>(sys, coordinator, token, view);
     watch->on_poll([s = sync.get()](const auto& alive) { s->poll(alive); });
   }
 };
@@ -126,14 +138,67 @@ status follow_launch() {
   return status::ok();
 }
 
+// True when something accepts TCP connections on host:port.
+bool listening(const config::server_spec& s) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (::getaddrinfo(s.host.c_str(), std::to_string(s.port).c_str(), &hints, &res) != 0)
+    return false;
+  bool ok = false;
+  for (auto* r = res; r && !ok; r = r->ai_next) {
+    const int fd = ::socket(r->ai_family, r->ai_socktype | SOCK_CLOEXEC, r->ai_protocol);
+    if (fd < 0) continue;
+    ok = ::connect(fd, r->ai_addr, r->ai_addrlen) == 0;
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return ok;
+}
+
+// The coordinator is gone (killed, restarting). A member keeps nothing a new
+// coordinator could use (its actor handles, epochs and bridges name the old
+// one), so it waits until rank 0 listens again and then re-executes itself
+// with the same command line: same pid (launch keeps tracking it), a fresh
+// shard of the start plan, and a join that re-registers its descriptor and
+// bridge, from which the new coordinator rebuilds the cluster view. SIGINT and
+// SIGTERM still stop it while it waits.
+status rejoin(const config::topology& topo, const config::server_spec& me, sigset_t stop) {
+  SPINDLE_ASSIGN_OR_RETURN(auto coord, server_of(topo, 0));
+  log::warn("node {}: the coordinator is gone; rejoining when {}:{} listens again", me.name,
+            coord.host, coord.port);
+  sigdelset(&stop, kCoordinatorLost);
+  const timespec poll{0, 200'000'000};
+  for (;;) {
+    if (const int sig = sigtimedwait(&stop, nullptr, &poll); sig > 0) {
+      log::info("node {}: stopping on signal {}", me.name, sig);
+      std::fflush(nullptr);
+      std::_Exit(0);  // as a normal stop of a node with a shard: no UCX teardown
+    }
+    if (listening(coord)) break;
+  }
+  const auto& args = process_argv();
+  std::vector<char*> argv;
+  for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  // Sockets, UCX and CAF descriptors must not survive into the new image (the
+  // node's own port would still be bound there).
+  ::close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
+  ::execv("/proc/self/exe", argv.data());
+  return make_error(errc::io_error, "node {}: cannot re-execute to rejoin: {}", me.name,
+                    std::strerror(errno));
+}
+
 status run_node(const node_args& a) {
   const std::string& path = a.config;
   const int rank = a.rank;
   SPINDLE_TRY(follow_launch());
   sigset_t set = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before CAF starts its threads
+  if (rank != 0) sigaddset(&set, kCoordinatorLost);
+  wait_for_signals_here(set);  // before CAF starts its threads
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
   SPINDLE_ASSIGN_OR_RETURN(auto me, server_of(topo, rank));
+  SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));  // before any UCX context
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   cfg.load<caf::io::middleman>();
@@ -166,14 +231,19 @@ status run_node(const node_args& a) {
   } stop{self_actor, bridge};
   const std::string descriptor = sn.shard ? sn.shard->descriptor(0) : "";
   if (rank == 0) {
-    self_actor = actors::spawn_coordinator(sys, me.name, descriptor, bridge ? bridge->address : "");
+    SPINDLE_ASSIGN_OR_RETURN(sn.token, token_file(topo.token_file, "cluster token file", true));
+    self_actor = actors::spawn_coordinator(sys, me.name, descriptor, bridge ? bridge->address : "",
+                                           sn.token);
     coord = self_actor;
   } else {
     SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
     SPINDLE_ASSIGN_OR_RETURN(coord, connect(sys, coord_spec, 30));
+    // Read after the coordinator is up: rank 0 creates the file before it listens.
+    SPINDLE_ASSIGN_OR_RETURN(sn.token, token_file(topo.token_file, "cluster token file", false));
     self_actor = actors::spawn_member(
         sys, coord,
-        {rank, me.name, descriptor, bridge ? bridge->actor : caf::actor(), bridge.has_value()});
+        {rank, me.name, descriptor, bridge ? bridge->actor : caf::actor(), bridge.has_value(),
+         sn.token, [] { ::kill(::getpid(), kCoordinatorLost); }});
   }
   if (sn.shard) sn.start(sys, coord);
   if (rank != 0 && bridge) {
@@ -196,6 +266,7 @@ status run_node(const node_args& a) {
   }
   int sig = 0;
   if (!stopped) sigwait(&set, &sig);
+  if (sig == kCoordinatorLost) return rejoin(topo, me, set);
   log::info("node {}: stopping{}", me.name, stopped ? "" : fmt::format(" on signal {}", sig));
   if (sn.shard) {
     // Leave without tearing UCX down: UCX 1.13 asserts in ucp_worker_destroy
@@ -208,8 +279,10 @@ status run_node(const node_args& a) {
   return status::ok();  // `stop` ends the node and bridge actors, `serving` its pipeline
 }
 
-status run_status(const std::string& path) {
+status run_status(const std::string& path, const std::string& token_path) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto token, token_file(token_path.empty() ? topo.token_file : token_path,
+                                                  "cluster token file", false));
   SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
@@ -217,7 +290,7 @@ status run_status(const std::string& path) {
   SPINDLE_ASSIGN_OR_RETURN(auto coord, connect(sys, coord_spec, 5));
   caf::scoped_actor self{sys};
   status result;
-  self->request(coord, std::chrono::seconds(10), actors::status_atom::value)
+  self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
       .receive([&](const std::string& json) { fmt::print("{}\n", json); },
                [&](caf::error& e) {
                  result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
@@ -291,10 +364,12 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
 status run_launch(const launch_args& a) {
   const std::string& path = a.config;
   sigset_t set = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  wait_for_signals_here(set);
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
   if (!a.listen.empty() && (a.dataset.empty() || a.model.empty()))
     return make_error(errc::invalid_argument, "launch: --listen needs --dataset and --model");
+  // Before any rank starts: members read it as soon as they reach rank 0.
+  SPINDLE_TRY(token_file(topo.token_file, "cluster token file", true).error_or_ok());
   char exe[4096] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0)
     return make_error(errc::io_error, "launch: cannot find the spindle binary");
@@ -417,8 +492,11 @@ void register_cluster(CLI::App& app, global_options&) {
   auto* st = app.add_subcommand("cluster-status",
                                 "Ask the coordinator for the members and their state (JSON)");
   st->add_option("--config", *path, "Cluster TOML")->required();
-  st->callback([path] {
-    if (int rc = report(run_status(*path))) throw CLI::RuntimeError(rc);
+  auto token_path = std::make_shared<std::string>();
+  st->add_option("--token-file", *token_path,
+                 "The cluster token file (default: the TOML's token_file, or its path + .token)");
+  st->callback([path, token_path] {
+    if (int rc = report(run_status(*path, *token_path))) throw CLI::RuntimeError(rc);
   });
 }
 

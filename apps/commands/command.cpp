@@ -6,6 +6,16 @@
 
 namespace spindle::apps {
 
+namespace {
+std::vector<std::string>& argv_store() {
+  static std::vector<std::string> a;
+  return a;
+}
+}  // namespace
+
+void set_process_argv(int argc, char** argv) { argv_store().assign(argv, argv + argc); }
+const std::vector<std::string>& process_argv() { return argv_store(); }
+
 thread_pool& global_options::pool() {
   if (!pool_) {
     std::size_t participants = threads > 0 ? static_cast<std::size_t>(threads) : available_cores();

@@ -12,6 +12,11 @@
 
 namespace spindle::apps {
 
+/// The command line the process started with (main sets it): a cluster member
+/// re-executes itself with it to rejoin a restarted coordinator.
+void set_process_argv(int argc, char** argv);
+const std::vector<std::string>& process_argv();
+
 struct global_options {
   int threads = 0;  // 0: one participant per available core
   std::string log_level = "info";

@@ -22,6 +22,7 @@
 #include "node/gnn_models.hpp"
 #include "node/serve_rpc.hpp"
 #include "sched/psgs_calibrate.hpp"
+#include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {
 
@@ -109,8 +110,13 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
 
 status run_serve(const serve_args& a, global_options& g) {
   const bool listening = a.workload == 0;
-  if (listening) SPINDLE_TRY(check_exposure(a.door));  // before loading anything
-  if (listening) block_stop_signals();                 // before any thread starts
+  if (listening) {
+    SPINDLE_TRY(check_exposure(a.door));  // before loading anything
+    // The SplitRPC data path's UCX worker listens only where the front door does.
+    SPINDLE_TRY(
+        transport::ucx::restrict_to_host(a.door.listen.substr(0, a.door.listen.rfind(':'))));
+  }
+  if (listening) block_stop_signals();  // before any thread starts
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   if (ds.features().empty() || !ds.has_metrics())
     return make_error(errc::invalid_argument,

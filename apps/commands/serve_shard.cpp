@@ -11,8 +11,10 @@
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
 #include "core/npy.hpp"
+#include "core/signals.hpp"
 #include "embedding/feature_shard.hpp"
 #include "sched/dataset_placement.hpp"
+#include "transport/ucx/net_devices.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
 namespace spindle::apps {
@@ -20,6 +22,7 @@ namespace {
 
 struct shard_args {
   std::string dir, topology, policy = "fap", rows_file;
+  std::string host = "127.0.0.1";  // the interface UCX may listen on
   int shard = -1;
   bool no_progress = false;
 };
@@ -56,7 +59,7 @@ status run_serve_shard(const shard_args& a) {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  wait_for_signals_here(set);
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
   if (ds.features().empty())
     return make_error(errc::invalid_argument, "{}: dataset has no features", a.dir);
@@ -64,6 +67,7 @@ status run_serve_shard(const shard_args& a) {
   if (rows.empty())
     return make_error(errc::invalid_argument, "serve-shard: the shard holds no rows");
   const auto dim = std::uint32_t(ds.feature_dim());
+  SPINDLE_TRY(transport::ucx::restrict_to_host(a.host));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, transport::ucx::context::create());
   SPINDLE_ASSIGN_OR_RETURN(auto worker, transport::ucx::worker::create(ctx));
   SPINDLE_ASSIGN_OR_RETURN(auto mem, transport::ucx::mapped_memory::allocate(
@@ -94,6 +98,9 @@ void register_serve_shard(CLI::App& app, global_options&) {
                   "Topology TOML; with --shard, serve that shard of the plan");
   cmd->add_option("--policy", a->policy, "Placement policy for --topology")->capture_default_str();
   cmd->add_option("--shard", a->shard, "Shard index in the plan (see `spindle place`)");
+  cmd->add_option("--host", a->host,
+                  "Address whose interface UCX may listen on (0.0.0.0: every interface)")
+      ->capture_default_str();
   cmd->add_option("--rows", a->rows_file,
                   "Serve exactly these node ids (1-D int64 .npy), in order");
   cmd->add_flag("--no-progress", a->no_progress,

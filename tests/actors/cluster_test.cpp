@@ -15,6 +15,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -89,6 +90,33 @@ TEST(cluster_test, nodes_join_a_killed_node_is_seen_down_and_a_restart_rejoins) 
   auto coord = start_node(config, 0);
   auto a = start_node(config, 1);
   auto b = start_node(config, 2);
+  // cluster-status lists descriptors and bridge addresses: only with the cluster
+  // token (rank 0 created config + ".token", mode 0600).
+  EXPECT_EQ(std::filesystem::status(config + ".token").permissions() &
+                std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  {
+    const std::string wrong = dir + "/wrong.token";
+    std::ofstream(wrong) << "0123456789abcdef0123\n";
+    std::filesystem::permissions(
+        wrong, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    auto c = child_process::spawn({"/bin/sh", "-c",
+                                   std::string(SPINDLE_BINARY) + " cluster-status --config " +
+                                       config + " --token-file " + wrong + " 2>&1"});
+    std::string out;
+    while (auto l = c->read_line(20'000)) out += *l;
+    EXPECT_NE(c->wait(), 0);
+    EXPECT_NE(out.find("unauthorized: status needs the cluster token"), std::string::npos) << out;
+    std::filesystem::permissions(wrong, std::filesystem::perms::others_read,
+                                 std::filesystem::perm_options::add);
+    c = child_process::spawn({"/bin/sh", "-c",
+                              std::string(SPINDLE_BINARY) + " cluster-status --config " + config +
+                                  " --token-file " + wrong + " 2>&1"});
+    out.clear();
+    while (auto l = c->read_line(20'000)) out += *l;
+    EXPECT_NE(c->wait(), 0);
+    EXPECT_NE(out.find("open to other users"), std::string::npos) << out;
+  }
   EXPECT_TRUE(wait_member(config, 1, true, 1));
   EXPECT_TRUE(wait_member(config, 2, true, 1));
   a.signal(SIGKILL);
@@ -503,7 +531,9 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   EXPECT_TRUE(seen_down);
   // Admin.members reports the dead member not ready (it said ready=true before).
   for (const auto& m : nlohmann::json::parse(client({"admin", "members"}))["members"])
-    if (m["rank"] == 1) EXPECT_FALSE(m["ready"].get<bool>()) << m.dump();
+    if (m["rank"] == 1) {
+      EXPECT_FALSE(m["ready"].get<bool>()) << m.dump();
+    }
   // Still serving with rank 1 gone (its rows come from replicas or fail by name).
   auto out = nlohmann::json::parse(
       client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[0].seeds[0]),
@@ -554,6 +584,86 @@ TEST(cluster_front_door_test, launch_reaps_reports_and_restarts_a_killed_rank) {
   EXPECT_EQ(launch.wait(), 0) << rest;
 }
 
+// The local addresses `pid` listens on (TCP, IPv4 and IPv6), as hex strings
+// from /proc/net/tcp{,6} matched to the process's socket inodes (what `ss
+// -ltnp` shows, without needing iproute2).
+std::vector<std::string> listening_addresses(pid_t pid) {
+  std::set<std::string> inodes;
+  for (const auto& e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(e.path(), ec).string();
+    if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<std::string> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream f(table);
+    std::string line;
+    std::getline(f, line);  // header
+    while (std::getline(f, line)) {
+      std::istringstream in(line);
+      std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
+      in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+      if (state == "0A" && inodes.count(inode)) out.push_back(local);
+    }
+  }
+  return out;
+}
+
+// True for a /proc/net/tcp{,6} local address on loopback (127.0.0.0/8, ::1).
+bool loopback_address(const std::string& hex) {
+  const std::string ip = hex.substr(0, hex.find(':'));
+  if (ip.size() == 8) return ip.substr(6, 2) == "7F";  // little-endian IPv4: first octet last
+  return ip == "00000000000000000000000001000000";     // ::1
+}
+
+// One GNN call through the front door at `door`: (exit code, output, seconds).
+std::tuple<int, std::string, double> infer_once(const std::string& door) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto p = child_process::spawn(
+      {"/bin/sh", "-c",
+       std::string(SPINDLE_BINARY) + " client --connect " + door +
+           " --model graphsage --timeout-ms 5000 infer --seeds 3 --json 2>&1"});
+  std::string out;
+  while (auto l = p->read_line(30'000)) out += *l + "\n";
+  const int rc = p->wait();
+  return {rc, out, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+// Losing the coordinator (#15 item 8): kill -9 of rank 0 under launch --restart.
+// During the outage a client is refused at once; the members (same pids) wait,
+// then rejoin the restarted rank 0, which serves again. Before: members never
+// rejoined and the new rank 0 waited for them forever.
+TEST(cluster_front_door_test, a_killed_coordinator_restarts_and_its_members_rejoin) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_coordinator_restart");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const std::string door = "127.0.0.1:" + std::to_string(free_port());
+  auto launch = *child_process::spawn({SPINDLE_BINARY, "launch", "--config", c.config, "--dataset",
+                                       c.cora, "--model", c.model, "--listen", door, "--restart"});
+  ASSERT_TRUE(launch.wait_for("[rank 0] listening ", 120'000).has_value());
+  auto [rc, out, s] = infer_once(door);
+  ASSERT_EQ(rc, 0) << out;
+  const pid_t member1 = node_pid(c.config, 1), member2 = node_pid(c.config, 2);
+  ::kill(node_pid(c.config, 0), SIGKILL);
+  std::tie(rc, out, s) = infer_once(door);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_LT(s, 2.0) << "the outage must be answered at once: " << out;
+  EXPECT_NE(out.find("Connection refused"), std::string::npos) << out;
+  EXPECT_TRUE(launch.wait_for("[rank 0] restarted", 30'000).has_value());
+  auto again = launch.wait_for("[rank 0] listening ", 120'000);
+  ASSERT_TRUE(again.has_value())
+      << "the restarted coordinator never served: members did not rejoin";
+  std::tie(rc, out, s) = infer_once(door);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"ok\""), std::string::npos) << out;
+  EXPECT_EQ(node_pid(c.config, 1), member1);  // rejoined, not restarted
+  EXPECT_EQ(node_pid(c.config, 2), member2);
+  launch.signal(SIGTERM);
+  std::string rest;
+  while (auto l = launch.read_line(30'000)) rest += *l + "\n";
+  EXPECT_EQ(launch.wait(), 0) << rest;
+}
+
 TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_launch");
@@ -562,6 +672,14 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
                                        c.cora, "--model", c.model, "--listen", "127.0.0.1:0"});
   auto listening = launch.wait_for("[rank 0] listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  // Nothing of a loopback cluster listens outside loopback (#15 item 12: UCX's
+  // tcp transport used to open listeners on every interface).
+  for (int rank : {0, 1, 2}) {
+    const auto addresses = listening_addresses(node_pid(c.config, rank));
+    EXPECT_GE(addresses.size(), 2u) << "rank " << rank;  // CAF's port and UCX's at least
+    for (const auto& a : addresses)
+      EXPECT_TRUE(loopback_address(a)) << "rank " << rank << " listens on " << a;
+  }
   auto p = child_process::spawn({SPINDLE_BINARY, "client", "--connect", *listening, "--model",
                                  "graphsage", "infer", "--seeds", "3", "--json"});
   auto line = p->read_line(30'000);

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "transport/rpc/codec.hpp"
+#include "transport/ucx/net_devices.hpp"
 #include "transport/ucx/ucx.hpp"
 
 namespace spindle::transport::rpc {
@@ -172,6 +173,9 @@ status rpc_client::open_split() {
     for (auto m : s.getModels()) impl_->split_models.push_back(str(m));
     return status::ok();
   }));
+  // A client of a server on this machine needs no UCX listener elsewhere.
+  if (const auto host = endpoint_.substr(0, endpoint_.rfind(':')); ucx::interface_of(host))
+    SPINDLE_TRY(ucx::restrict_to_host(host));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   impl_->ucx_ctx.emplace(std::move(ctx));
   SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*impl_->ucx_ctx));

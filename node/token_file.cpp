@@ -1,0 +1,56 @@
+#include "node/token_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "core/log.hpp"
+#include "core/text_file.hpp"
+
+namespace spindle::node {
+namespace {
+
+expected<std::string> read_token(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return make_error(errc::not_found, "{}: no {} ({})", path, what, std::strerror(errno));
+  // A token others can read is no secret: refuse it rather than serve with it.
+  if ((st.st_mode & 077) != 0)
+    return make_error(errc::invalid_argument,
+                      "{}: the {} is open to other users (mode {:04o}); run chmod 600 {}", path,
+                      what, st.st_mode & 07777, path);
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, std::string(what), 4096));
+  std::string token = text.substr(0, text.find('\n'));
+  if (token.size() < 16)
+    return make_error(errc::invalid_argument, "{}: the {} must hold at least 16 characters", path,
+                      what);
+  return token;
+}
+
+}  // namespace
+
+expected<std::string> token_file(const std::string& path, std::string_view what, bool create) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 || !create) return read_token(path, what);
+  std::random_device rd;
+  std::string token;
+  for (int i = 0; i < 32; ++i) token += "0123456789abcdef"[rd() % 16];
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return read_token(path, what);  // created meanwhile by another process
+    return make_error(errc::io_error, "{}: cannot create the {}: {}", path, what,
+                      std::strerror(errno));
+  }
+  const std::string line = token + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == ssize_t(line.size());
+  ::close(fd);
+  if (!written) return make_error(errc::io_error, "{}: cannot write the {}", path, what);
+  log::info("created {} {}", what, path);
+  return token;
+}
+
+}  // namespace spindle::node
