@@ -141,10 +141,28 @@ status parse_links(const toml::table& t, topology& topo, std::string_view origin
   return status::ok();
 }
 
+status parse_placement(const toml::table& t, topology& topo, std::string_view origin) {
+  const std::string where = fmt::format("{}: placement", origin);
+  SPINDLE_TRY(reject_unknown_keys(t, {"min_replicas", "replica_fap_share"}, where));
+  SPINDLE_ASSIGN_OR_RETURN(auto copies, typed_field<std::int64_t>(t, "min_replicas", 1, where));
+  SPINDLE_ASSIGN_OR_RETURN(auto share, typed_field<double>(t, "replica_fap_share", 0.0, where));
+  if (copies < 1 || copies > 64)
+    return make_error(errc::invalid_argument, "{}.min_replicas = {}: expected 1..64", where,
+                      copies);
+  if (!(share >= 0.0 && share <= 1.0))
+    return make_error(errc::invalid_argument, "{}.replica_fap_share = {}: expected 0..1", where,
+                      share);
+  topo.placement = {int(copies), share};
+  return status::ok();
+}
+
 expected<topology> build_topology(const toml::table& root, std::string_view origin) {
   topology topo;
   for (int k = 0; k < kLinkKinds; ++k) topo.links[k] = default_link_figures(link_kind(k));
-  SPINDLE_TRY(reject_unknown_keys(root, {"coordinator", "links", "server", "token_file"}, origin));
+  SPINDLE_TRY(reject_unknown_keys(
+      root, {"coordinator", "links", "placement", "server", "token_file"}, origin));
+  if (const toml::table* p = root["placement"].as_table())
+    SPINDLE_TRY(parse_placement(*p, topo, origin));
   SPINDLE_ASSIGN_OR_RETURN(topo.token_file,
                            typed_field<std::string>(root, "token_file", std::string(), origin));
   if (const toml::table* links = root["links"].as_table()) {

@@ -59,6 +59,15 @@ struct server_spec {
 
 /// The whole deployment. `intra` is how devices of one NUMA group reach each
 /// other (nvlink, pcie or shm); `inter` is how servers reach each other.
+/// [placement] of a cluster TOML: how the FAP placement guards against losing
+/// a server. The hottest rows, in FAP order until `replica_fap_share` of the
+/// FAP mass, get copies on at least `min_replicas` distinct servers, so that
+/// share of the accesses survives any one server's loss.
+struct placement_settings {
+  int min_replicas = 1;            // 1: no extra copies beyond what the latency model picks
+  double replica_fap_share = 0.0;  // share of the FAP mass to protect, in [0, 1]
+};
+
 struct topology {
   std::vector<server_spec> servers;
   std::string coordinator;  // name of the rank-0 server
@@ -69,6 +78,7 @@ struct topology {
   /// to read the members. TOML `token_file` (relative to the TOML's folder);
   /// default: the TOML's path + ".token", created by rank 0 or launch (mode 0600).
   std::string token_file;
+  placement_settings placement;
 
   /// Figures of a link; remote_disk adds the network's latency to the disk's
   /// and takes the lower bandwidth.

@@ -90,6 +90,25 @@ std::vector<std::int32_t> home_servers(const placement_plan& plan) {
   return home;
 }
 
+double surviving_fap_share(const placement_plan& plan, std::span<const double> fap) {
+  const auto home = home_servers(plan);
+  std::vector<double> alone(
+      plan.shards.empty()
+          ? 0
+          : 1 + std::max_element(plan.shards.begin(), plan.shards.end(),
+                                 [](const auto& a, const auto& b) { return a.server < b.server; })
+                    ->server,
+      0.0);
+  double total = 0;
+  for (std::uint64_t v = 0; v < home.size() && v < fap.size(); ++v) {
+    total += fap[v];
+    if (home[v] >= 0) alone[std::size_t(home[v])] += fap[v];
+  }
+  if (total <= 0) return 1.0;
+  const double worst = alone.empty() ? 0.0 : *std::max_element(alone.begin(), alone.end());
+  return 1.0 - worst / total;
+}
+
 std::vector<reader_site> reader_sites(const config::topology& topo) {
   std::vector<reader_site> out;
   for (std::size_t s = 0; s < topo.servers.size(); ++s) {

@@ -69,6 +69,11 @@ struct placement_plan {
 /// servers or none): placement_input::previous_server of a re-plan.
 std::vector<std::int32_t> home_servers(const placement_plan& plan);
 
+/// The share of the FAP mass still readable after losing any one server: 1 minus
+/// the largest FAP mass held by a single server alone (rows on several servers
+/// survive). What `place` reports against [placement] replica_fap_share.
+double surviving_fap_share(const placement_plan& plan, std::span<const double> fap);
+
 /// Where requests are served: every device (a server with none: its host process).
 struct reader_site {
   int server = 0;

@@ -20,10 +20,12 @@ struct place_args {
 struct shard_summary {
   std::vector<std::uint64_t> rows;
   std::vector<double> fap;
+  double surviving = 0;  // share of the FAP mass readable after any one server's loss
 };
 
 shard_summary summarise(const sched::placement_plan& plan, std::span<const double> fap) {
-  shard_summary s{plan.shard_rows(), std::vector<double>(plan.shards.size(), 0.0)};
+  shard_summary s{plan.shard_rows(), std::vector<double>(plan.shards.size(), 0.0),
+                  sched::surviving_fap_share(plan, fap)};
   for (std::uint64_t v = 0; v < plan.lookup.num_nodes(); ++v)
     for (const auto& o : plan.lookup.locate(v).owners) s.fap[o.shard] += fap[v];
   return s;
@@ -52,6 +54,9 @@ nlohmann::json to_json(const config::topology& topo, const sched::placement_plan
           {"nodes", plan.lookup.num_nodes()},
           {"row_bytes", plan.row_bytes},
           {"replicated_rows", plan.replicated_rows},
+          {"surviving_fap_share", sum.surviving},
+          {"min_replicas", topo.placement.min_replicas},
+          {"replica_fap_share", topo.placement.replica_fap_share},
           {"lookup_bytes", plan.lookup.per_node_bytes()},
           {"owner_classes", plan.lookup.num_classes()},
           {"shards", shards},
@@ -81,6 +86,10 @@ void print_text(const config::topology& topo, const sched::placement_plan& plan,
       "replicated rows: {} ({:.1f}%); lookup table: {:.2f} MiB (6 B/node), {} owner classes\n",
       plan.replicated_rows, 100.0 * double(plan.replicated_rows) / double(plan.lookup.num_nodes()),
       double(plan.lookup.per_node_bytes()) / 1048576.0, plan.lookup.num_classes());
+  fmt::print(
+      "FAP mass readable after losing any one server: {:.1f}% ([placement] min_replicas {}, "
+      "replica_fap_share {})\n",
+      100.0 * sum.surviving, topo.placement.min_replicas, topo.placement.replica_fap_share);
   fmt::print(
       "evaluator: {} requests x {} seeds; aggregation latency p50 {:.1f} us, p99 {:.1f} us, "
       "mean {:.1f} us\n",

@@ -18,6 +18,13 @@
 //    hottest row balanced so far. Greedy alone keeps servers within one hottest
 //    row of each other; sticky homes keep them within two, and only rows whose
 //    home must change move.
+//  * Surviving a server's loss is not in the paper either. With [placement]
+//    min_replicas = m and replica_fap_share = f, the hottest rows in FAP order
+//    until f of the FAP mass are placed on m distinct servers (each extra copy
+//    on the least loaded server with room that does not hold the row yet), so
+//    that share survives any one loss. The copies come out of the spare room
+//    the latency model would otherwise use for full replication; a cluster
+//    without room for them fails, naming the settings.
 //  * How much to replicate is the paper's objective, not a constant: replicas
 //    that land in a tier slower than the network (host memory over PCIe when
 //    InfiniBand is faster) make the last feature later. We build the plan for
@@ -75,13 +82,17 @@ server_capacity capacity_of(const config::topology& topo, const server_shards& s
 class balancer {
  public:
   explicit balancer(std::vector<std::uint64_t> room) : room_(std::move(room)), fap_(room_.size()) {}
-  int take(double fap, int preferred = -1) {
+  /// As take(), among candidates not in `excluded` (a row's extra copies).
+  int take(double fap, int preferred = -1, const std::vector<int>& excluded = {}) {
     slack_ = std::max(slack_, fap);
     int best = -1;
     for (std::size_t i = 0; i < room_.size(); ++i)
-      if (room_[i] > 0 && (best < 0 || fap_[i] < fap_[std::size_t(best)])) best = int(i);
+      if (room_[i] > 0 && std::find(excluded.begin(), excluded.end(), int(i)) == excluded.end() &&
+          (best < 0 || fap_[i] < fap_[std::size_t(best)]))
+        best = int(i);
     if (best < 0) return -1;
     if (preferred >= 0 && std::size_t(preferred) < room_.size() && room_[preferred] > 0 &&
+        std::find(excluded.begin(), excluded.end(), preferred) == excluded.end() &&
         fap_[preferred] <= fap_[std::size_t(best)] + slack_)
       best = preferred;
     fap_[std::size_t(best)] += fap;
@@ -136,6 +147,20 @@ class fap_policy final : public placement_policy {
     if (l.total + l.disk_total < n)
       return detail::capacity_error(n, l.total + l.disk_total, in.row_bytes);
     auto order = detail::rank_descending(in.fap);  // step (i)
+    const auto& guard = topo.placement;
+    if (guard.min_replicas > int(topo.servers.size()))
+      return make_error(errc::invalid_argument,
+                        "placement.min_replicas = {}: the cluster has {} servers",
+                        guard.min_replicas, topo.servers.size());
+    const std::uint64_t protect = rows_for_share(order, in.fap, guard);
+    const std::uint64_t copies = protect * std::uint64_t(guard.min_replicas - 1);
+    if (copies > 0 && l.total < n + copies)
+      return make_error(errc::resource_exhausted,
+                        "placement.min_replicas = {} for replica_fap_share = {}: {} rows need {} "
+                        "more copies but the servers' memory has room for {} beyond the table "
+                        "(lower the share or add memory)",
+                        guard.min_replicas, guard.replica_fap_share, protect, copies,
+                        l.total > n ? l.total - n : 0);
     // How much to replicate: the link model picks among candidates (see top).
     const int S = int(topo.servers.size());
     std::uint64_t most = 0;
@@ -148,13 +173,21 @@ class fap_policy final : public placement_policy {
     std::sort(candidates.rbegin(), candidates.rend());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     expected<placement_plan> best = make_error(errc::internal, "fap: no candidate plan");
+    status last_error;
     double best_latency = 0;
     for (std::uint64_t r : candidates) {
-      auto plan = build(topo, in, l, order, r);
+      auto plan = build(topo, in, l, order, r, protect);
+      // Full replication may leave no room for the protected rows' copies; a
+      // candidate with fewer replicas still can.
+      if (!plan && plan.error().code() == errc::resource_exhausted && protect > 0) {
+        last_error = plan.error();
+        continue;
+      }
       if (!plan) return plan;
       double latency = expected_latency_us(topo, *plan, in.fap, in.batch_hint);
       if (!best || latency < best_latency) best = std::move(plan), best_latency = latency;
     }
+    if (!best && !last_error.is_ok()) return last_error;
     return best;
   }
 
@@ -178,12 +211,45 @@ class fap_policy final : public placement_policy {
     }
   };
 
+  // The hottest rows, in FAP order, until `share` of the FAP mass (0 without
+  // the setting, or when full replication on every server already covers it).
+  static std::uint64_t rows_for_share(const std::vector<std::uint64_t>& order,
+                                      std::span<const double> fap,
+                                      const config::placement_settings& guard) {
+    if (guard.min_replicas <= 1 || guard.replica_fap_share <= 0) return 0;
+    double total = 0;
+    for (double f : fap) total += f;
+    double sum = 0;
+    std::uint64_t k = 0;
+    while (k < order.size() && sum < guard.replica_fap_share * total) sum += fap[order[k++]];
+    return k;
+  }
+
+  // min_replicas - 1 more copies of row v (first copy on `first`) on distinct servers.
+  static status add_copies(const config::topology& topo, const placement_input& in, std::uint64_t v,
+                           int first, balancer& fast,
+                           std::vector<std::vector<std::uint64_t>>& fast_rows) {
+    std::vector<int> holders = {first};
+    while (int(holders.size()) < topo.placement.min_replicas) {
+      const int s = fast.take(in.fap[v], -1, holders);
+      if (s < 0)
+        return make_error(errc::resource_exhausted,
+                          "placement.min_replicas = {} for replica_fap_share = {}: no room for "
+                          "another copy of node {} (the servers' memory is full; lower the "
+                          "share or add memory)",
+                          topo.placement.min_replicas, topo.placement.replica_fap_share, v);
+      fast_rows[s].push_back(v);
+      holders.push_back(s);
+    }
+    return status::ok();
+  }
+
   // Step (iv), inter-server: replicate the hottest `replicate` rows on every
   // server, balance the rest over servers' fast tiers, then (InfiniBand) disks;
   // step (v) inside each server.
   static expected<placement_plan> build(const config::topology& topo, const placement_input& in,
                                         const layout& l, const std::vector<std::uint64_t>& order,
-                                        std::uint64_t replicate) {
+                                        std::uint64_t replicate, std::uint64_t protect) {
     const std::uint64_t n = in.fap.size();
     const int S = int(topo.servers.size());
     std::vector<std::vector<std::uint64_t>> fast_rows(S), disk_rows(S);
@@ -199,6 +265,7 @@ class fap_policy final : public placement_policy {
       const int home = in.previous_server.empty() ? -1 : in.previous_server[v];
       if (int s = fast.take(in.fap[v], home); s >= 0) {
         fast_rows[s].push_back(v);
+        if (r < protect) SPINDLE_TRY(add_copies(topo, in, v, s, fast, fast_rows));
       } else if (int d = slow.take(in.fap[v], home); d >= 0) {
         disk_rows[d].push_back(v);
       } else {

@@ -109,6 +109,54 @@ TEST(placement_test, over_infiniband_partitions_hot_rows_across_servers) {
   EXPECT_EQ(plan->replicated_rows, 0u);
 }
 
+topology three_hosts(std::uint64_t rows_each) {
+  topology t;
+  t.inter = link_kind::infiniband;
+  for (int k = 0; k < config::kLinkKinds; ++k)
+    t.links[k] = config::default_link_figures(link_kind(k));
+  for (int s = 0; s < 3; ++s)
+    t.servers.push_back({fmt::format("s{}", s), "127.0.0.1", 0, rows_each, 0, 1, {}});
+  t.coordinator = "s0";
+  return t;
+}
+
+std::set<int> servers_of(const placement_plan& p, std::uint64_t node) {
+  std::set<int> out;
+  for (const auto& o : p.lookup.locate(node).owners) out.insert(p.shards[o.shard].server);
+  return out;
+}
+
+// [placement] min_replicas / replica_fap_share (#15 item 9): the hottest rows
+// up to the share of the FAP mass sit on two servers, so that share survives
+// any one server's loss; surviving_fap_share reports it.
+TEST(placement_test, min_replicas_keeps_a_share_of_the_fap_mass_on_two_servers) {
+  auto fap = decreasing_fap(60);
+  auto t = three_hosts(26);  // 78 rows of room for 60: 18 spare
+  auto bare = place("fap", t, fap);
+  ASSERT_TRUE(bare.has_value()) << bare.error().to_string();
+  const double before = surviving_fap_share(*bare, fap);
+  t.placement = {2, 0.3};
+  auto guarded = place("fap", t, fap);
+  ASSERT_TRUE(guarded.has_value()) << guarded.error().to_string();
+  const double after = surviving_fap_share(*guarded, fap);
+  EXPECT_GE(after, 0.3 + (1 - 0.3) / 3 - 0.05);  // the protected share plus the rest spread
+  EXPECT_GT(after, before);
+  double total = 0, sum = 0;
+  for (double f : fap) total += f;
+  for (std::uint64_t v = 0; sum < 0.3 * total; sum += fap[v++])
+    EXPECT_GE(servers_of(*guarded, v).size(), 2u) << "node " << v;
+  for (std::uint64_t v = 0; v < 60; ++v) EXPECT_GE(servers_of(*guarded, v).size(), 1u);
+  t.placement = {2, 0.9};  // 0.9 of the mass needs ~41 extra copies: no room
+  auto full = place("fap", t, fap);
+  ASSERT_FALSE(full.has_value());
+  EXPECT_NE(full.error().message().find("placement.min_replicas = 2"), std::string::npos)
+      << full.error().message();
+  t.placement = {4, 0.3};
+  auto too_many = place("fap", t, fap);
+  ASSERT_FALSE(too_many.has_value());
+  EXPECT_NE(too_many.error().message().find("the cluster has 3 servers"), std::string::npos);
+}
+
 TEST(placement_test, too_small_a_topology_is_rejected_with_the_capacity) {
   auto fap = decreasing_fap(100);
   auto t = two_servers(link_kind::infiniband);
