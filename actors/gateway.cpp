@@ -15,6 +15,7 @@
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "core/log.hpp"
+#include "transport/rpc/request_checks.hpp"
 
 namespace spindle::actors {
 
@@ -191,20 +192,6 @@ status gateway::unload_model(const std::string& name) {
 
 namespace {
 
-status check_gnn_call(const transport::rpc::gnn_call& call, const graph::dataset& ds) {
-  if (call.seeds.empty()) return make_error(errc::invalid_argument, "seeds: empty");
-  if (call.seeds.size() > 4096)
-    return make_error(errc::invalid_argument, "seeds: {} (at most 4096 per request)",
-                      call.seeds.size());
-  for (std::size_t i = 0; i < call.seeds.size(); ++i) {
-    if (call.seeds[i] < 0 || call.seeds[i] >= ds.num_nodes()) {
-      return make_error(errc::invalid_argument, "seeds[{}]={} out of range (nodes {})", i,
-                        call.seeds[i], ds.num_nodes());
-    }
-  }
-  return status::ok();
-}
-
 // Validation and admission shared by every model kind: answers the call and
 // returns false when it must not go on.
 template <class Answer>
@@ -238,7 +225,8 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
              ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
              : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
-  if (!admit_call(e->c, e->admission, check_gnn_call(call, *e->b.dataset), call.model, done))
+  if (!admit_call(e->c, e->admission, check_gnn_call(call, e->b.dataset->num_nodes()), call.model,
+                  done))
     return;
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
@@ -265,28 +253,6 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
                                            }});
 }
 
-namespace {
-
-status check_rec_call(const transport::rpc::rec_call& call, const nn::model& m) {
-  const auto& d = m.desc();
-  if (call.batch == 0) return make_error(errc::invalid_argument, "batch: 0");
-  if (call.dense.size() != std::size_t(call.batch) * d.dense_in) {
-    return make_error(errc::invalid_argument, "dense: {} values for batch {} x dense_in {}",
-                      call.dense.size(), call.batch, d.dense_in);
-  }
-  for (std::size_t i = 0; i < call.dense.size(); ++i)  // NaN in, NaN scores out: refuse
-    if (!std::isfinite(call.dense[i]))
-      return make_error(errc::invalid_argument, "dense[{}] = {}: not a finite number (sample {})",
-                        i, call.dense[i], i / std::max(1, d.dense_in));
-  if (call.sparse.size() != d.table_rows.size()) {
-    return make_error(errc::invalid_argument, "sparse: {} bags lists for {} tables",
-                      call.sparse.size(), d.table_rows.size());
-  }
-  return status::ok();
-}
-
-}  // namespace
-
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
   auto e = s_->rec_of(call.model);
   if (!e) {
@@ -294,7 +260,11 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
         {rpc_status::bad_request, fmt::format("unknown recommendation model '{}' (loaded: {})",
                                               shown(call.model), s_->loaded())});
   }
-  if (!admit_call(e->c, e->admission, check_rec_call(call, *e->b.model), call.model, done)) return;
+  if (!admit_call(
+          e->c, e->admission,
+          check_rec_call(call, e->b.model->desc().dense_in, e->b.model->desc().table_rows.size()),
+          call.model, done))
+    return;
   dlrm_request req;
   req.batch = call.batch;
   req.dense = std::move(call.dense);

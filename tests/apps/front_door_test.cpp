@@ -26,6 +26,7 @@
 #include "sched/gnn_pipeline.hpp"
 #include "tests/graph/test_util.hpp"
 #include "tests/support/golden_dlrm.hpp"
+#include "transport/rpc/request_checks.hpp"
 #include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_server.hpp"
 

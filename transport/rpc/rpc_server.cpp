@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/thread_pool.hpp"
 #include "transport/rpc/codec.hpp"
+#include "transport/rpc/request_checks.hpp"
 
 namespace spindle::transport::rpc {
 namespace {
@@ -129,15 +130,10 @@ class inference_impl final : public ::Inference::Server {
  private:
   // Refused before any work or allocation: the reply's size follows the seeds.
   static std::string batch_too_large(capnp::List<::GnnRequest>::Reader requests) {
-    if (requests.size() > kMaxBatchRequests)
-      return fmt::format("inferGnnBatch: {} requests (at most {} per call)", requests.size(),
-                         kMaxBatchRequests);
+    if (requests.size() > kMaxBatchRequests) return check_gnn_batch(requests.size(), 0);
     std::size_t seeds = 0;
     for (auto r : requests) seeds += r.getSeeds().size();
-    if (seeds > kMaxBatchSeeds)
-      return fmt::format("inferGnnBatch: {} seeds in all (at most {} per call)", seeds,
-                         kMaxBatchSeeds);
-    return {};
+    return check_gnn_batch(requests.size(), seeds);
   }
 
   kj::Promise<gnn_answer> gnn(gnn_call call) {

@@ -17,9 +17,6 @@
 
 namespace spindle::transport::rpc {
 
-/// Limits of one inferGnnBatch call, checked before any work (larger: badRequest).
-inline constexpr std::size_t kMaxBatchRequests = 1024;
-inline constexpr std::size_t kMaxBatchSeeds = 65536;
 
 /// Connections the server keeps open by default: the process's descriptor limit
 /// less 64 it keeps for itself, at most 4,096.
