@@ -125,13 +125,13 @@ gateway::~gateway() { caf::anon_send_exit(s_->forward, caf::exit_reason::user_sh
 
 void gateway::add_model(gnn_model_binding m) {
   const std::string name = m.name;
-  std::unique_lock lock(s_->models_mu);
+  spindle::lock_guard lock(s_->models_mu);
   s_->gnn[name] = std::make_shared<gnn_entry>(std::move(m));
 }
 
 void gateway::add_model(rec_model_binding m) {
   const std::string name = m.name;
-  std::unique_lock lock(s_->models_mu);
+  spindle::lock_guard lock(s_->models_mu);
   s_->rec[name] = std::make_shared<rec_entry>(std::move(m));
 }
 
@@ -154,7 +154,7 @@ status check_model_name(const std::string& name) {
 status gateway::load_model(const std::string& name, const std::string& path) {
   if (!s_->loader.load) return rpc_service::load_model(name, path);
   SPINDLE_TRY(check_model_name(name));
-  std::lock_guard one_at_a_time(s_->loading);
+  spindle::lock_guard one_at_a_time(s_->loading);
   if (s_->gnn_of(name) || s_->rec_of(name))
     return make_error(errc::invalid_argument, "name '{}' is already loaded (unload it first)",
                       name);
@@ -167,10 +167,10 @@ status gateway::load_model(const std::string& name, const std::string& path) {
 
 status gateway::unload_model(const std::string& name) {
   if (!s_->loader.unload) return rpc_service::unload_model(name);
-  std::lock_guard one_at_a_time(s_->loading);
+  spindle::lock_guard one_at_a_time(s_->loading);
   std::shared_ptr<gnn_entry> e;
   {
-    std::unique_lock lock(s_->models_mu);
+    spindle::lock_guard lock(s_->models_mu);
     auto it = s_->gnn.find(name);
     if (it == s_->gnn.end())
       return make_error(errc::not_found, "unknown GNN model '{}' (loaded: {})", shown(name),

@@ -15,6 +15,7 @@
 #include "actors/gateway.hpp"
 #include "actors/gateway_metrics.hpp"
 #include "actors/placement_actor.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace spindle::actors::detail {
 
@@ -71,43 +72,43 @@ using detail::shown;
 struct gateway::state {
   caf::actor_system& sys;
   caf::actor forward;
-  std::map<std::string, std::shared_ptr<gnn_entry>> gnn;
-  std::map<std::string, std::shared_ptr<rec_entry>> rec;
+  // Guards the model maps: they change on the admin thread (load, unload) and
+  // are read on the RPC thread, the admin thread and the metrics thread. Reads
+  // go through the accessors below (shared lock); entries are shared_ptrs, so a
+  // call keeps its model alive after an unload removed it from the map.
+  mutable spindle::shared_mutex models_mu;
+  std::map<std::string, std::shared_ptr<gnn_entry>> gnn SPINDLE_GUARDED_BY(models_mu);
+  std::map<std::string, std::shared_ptr<rec_entry>> rec SPINDLE_GUARDED_BY(models_mu);
   clock_type::time_point started = clock_type::now();
   std::unique_ptr<split_path> split;
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any
   model_loader loader;
-  // Guards the model maps: they change on the admin thread (load, unload) and
-  // are read on the RPC thread, the admin thread and the metrics thread. Every
-  // read goes through the accessors below (shared lock); entries are shared_ptrs,
-  // so a call keeps its model alive after an unload removed it from the map.
-  mutable std::shared_mutex models_mu;
-  std::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
+  spindle::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(detail::gateway_forwarder)) {}
 
   std::shared_ptr<gnn_entry> gnn_of(const std::string& name) const {
-    std::shared_lock lock(models_mu);
+    spindle::shared_lock lock(models_mu);
     auto it = gnn.find(name);
     return it == gnn.end() ? nullptr : it->second;
   }
   std::shared_ptr<rec_entry> rec_of(const std::string& name) const {
-    std::shared_lock lock(models_mu);
+    spindle::shared_lock lock(models_mu);
     auto it = rec.find(name);
     return it == rec.end() ? nullptr : it->second;
   }
   std::vector<std::pair<std::string, std::shared_ptr<gnn_entry>>> gnn_all() const {
-    std::shared_lock lock(models_mu);
+    spindle::shared_lock lock(models_mu);
     return {gnn.begin(), gnn.end()};
   }
   std::vector<std::pair<std::string, std::shared_ptr<rec_entry>>> rec_all() const {
-    std::shared_lock lock(models_mu);
+    spindle::shared_lock lock(models_mu);
     return {rec.begin(), rec.end()};
   }
   std::string loaded() const {
-    std::shared_lock lock(models_mu);
+    spindle::shared_lock lock(models_mu);
     return loaded_locked();
   }
-  std::string loaded_locked() const {  // models_mu held
+  std::string loaded_locked() const SPINDLE_REQUIRES_SHARED(models_mu) {
     std::string names;
     for (const auto& [n, _] : gnn) names += (names.empty() ? "" : ", ") + n;
     for (const auto& [n, _] : rec) names += (names.empty() ? "" : ", ") + n;

@@ -93,7 +93,7 @@ std::string gateway::prometheus_text() {
       {"spindle_cache_hit_rate", "gauge", "L1 embedding-cache hit rate per table (unique keys)."},
       {"spindle_cache_lookups_total", "counter", "Embedding lookups per table by insertion mode."}};
   std::map<std::string, std::string> families;
-  std::shared_lock lock(s_->models_mu);
+  spindle::shared_lock lock(s_->models_mu);
   for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission);
   for (const auto& [name, e] : s_->rec) {
     e->c.render(families, name, e->admission);

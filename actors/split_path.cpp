@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/log.hpp"
+#include "core/thread_annotations.hpp"
 #include "core/thread_priority.hpp"
 #include "sched/inference_monitor.hpp"
 #include "sched/tensor_queue.hpp"
@@ -131,8 +132,8 @@ struct split_path::impl {
   std::optional<transport::ucx::context> ctx;
   std::optional<transport::ucx::worker> worker;
   std::optional<transport::ucx::progress_loop> rx;  // thread "ucx-progress" (split-rx role)
-  std::mutex calls_mu;
-  std::unordered_map<std::uint64_t, split_call> calls;  // guarded by calls_mu
+  spindle::mutex calls_mu;
+  std::unordered_map<std::uint64_t, split_call> calls SPINDLE_GUARDED_BY(calls_mu);
   std::atomic<std::uint64_t> n_calls{0}, copied{0}, zero_copy{0};
   std::atomic<std::uint64_t> unified_ids{1ull << 63};
   std::chrono::milliseconds orphan_after{5000};
@@ -148,7 +149,7 @@ struct split_path::impl {
   void reap() {
     std::vector<std::pair<split_call, std::uint64_t>> orphans;
     {
-      std::lock_guard lock(calls_mu);
+      spindle::lock_guard lock(calls_mu);
       const auto now = clock_type::now();
       for (auto it = calls.begin(); it != calls.end();) {
         const split_call& c = it->second;
@@ -194,13 +195,20 @@ struct split_path::impl {
   }
 
   // Both halves present (payload landed, control known): pass to the executor.
-  void try_ready(std::uint64_t call_id) {
-    std::unique_lock lock(calls_mu);
+  // Takes the call out of `calls` when both halves are in.
+  std::optional<split_call> take_complete(std::uint64_t call_id) {
+    spindle::lock_guard lock(calls_mu);
     auto it = calls.find(call_id);
-    if (it == calls.end() || !it->second.landed || !it->second.control) return;
+    if (it == calls.end() || !it->second.landed || !it->second.control) return std::nullopt;
     split_call c = std::move(it->second);
     calls.erase(it);
-    lock.unlock();
+    return c;
+  }
+
+  void try_ready(std::uint64_t call_id) {
+    auto taken = take_complete(call_id);
+    if (!taken) return;
+    split_call& c = *taken;
     if (c.error.empty() && (c.bytes == 0 || c.bytes % sizeof(float) != 0)) {
       c.error = fmt::format("payload of {} bytes is not whole float32s", c.bytes);
     }
@@ -240,7 +248,7 @@ struct split_path::impl {
       copied += msg.length;
     }
     {
-      std::lock_guard lock(calls_mu);
+      spindle::lock_guard lock(calls_mu);
       auto& c = calls[h.call_id];
       c.model = h.model, c.bytes = msg.length, c.error = error, c.slot = slot.id,
       c.has_slot = error.empty();
@@ -251,7 +259,7 @@ struct split_path::impl {
       const std::uint64_t id = h.call_id;
       (void)worker->receive_rndv(msg.rndv_desc, slot.data, msg.length, [this, id](status s) {
         {
-          std::lock_guard lock(calls_mu);
+          spindle::lock_guard lock(calls_mu);
           auto& c = calls[id];
           c.landed = true;
           if (!s) c.error = s.message();
@@ -354,7 +362,7 @@ void split_path::infer_split(const std::string& model, std::uint64_t call_id, st
   if (auto s = m->monitor.open(call_id); !s) return done({rpc_status::bad_request, s.message()});
   ++impl_->n_calls;
   {
-    std::lock_guard lock(impl_->calls_mu);
+    spindle::lock_guard lock(impl_->calls_mu);
     auto& c = impl_->calls[call_id];
     if (c.landed && c.bytes != bytes)
       c.error = fmt::format("control says {} bytes, payload has {}", bytes, c.bytes);

@@ -12,10 +12,11 @@ std::int64_t ticks(admission_control::clock::time_point t) {
 
 }  // namespace
 
-admission_control::admission_control(admission_options o) : o_(o) {
+admission_control::admission_control(admission_options o) {
+  spindle::lock_guard lock(mu_);
+  o_ = o;
   window_start_ = clock::now();
   window_end_ns_ = ticks(window_start_ + o_.window);
-  std::lock_guard lock(mu_);
   recompute_limit();
 }
 
@@ -34,8 +35,9 @@ void admission_control::complete(clock::time_point now) {
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   done_in_window_.fetch_add(1, std::memory_order_relaxed);
   if (ticks(now) < window_end_ns_.load(std::memory_order_relaxed)) return;
-  std::unique_lock lock(mu_, std::try_to_lock);
-  if (lock.owns_lock() && ticks(now) >= window_end_ns_.load(std::memory_order_relaxed)) roll(now);
+  if (!mu_.try_lock()) return;  // another thread is closing this window
+  if (ticks(now) >= window_end_ns_.load(std::memory_order_relaxed)) roll(now);
+  mu_.unlock();
 }
 
 // Capacity tracking. A window that refused calls ran at the limit, so its
@@ -76,30 +78,30 @@ void admission_control::recompute_limit() {
 }
 
 double admission_control::capacity_rps() const {
-  std::lock_guard lock(mu_);
+  spindle::lock_guard lock(mu_);
   return capacity_;
 }
 
 void admission_control::set_slo(std::chrono::microseconds slo) {
-  std::lock_guard lock(mu_);
+  spindle::lock_guard lock(mu_);
   o_.slo = slo;
   recompute_limit();
 }
 
 void admission_control::set_max_queue(std::size_t max_queue) {
-  std::lock_guard lock(mu_);
+  spindle::lock_guard lock(mu_);
   o_.max_queue = max_queue;
   recompute_limit();
 }
 
 void admission_control::set_floor(std::size_t floor) {
-  std::lock_guard lock(mu_);
+  spindle::lock_guard lock(mu_);
   o_.floor = floor;
   recompute_limit();
 }
 
 admission_options admission_control::options() const {
-  std::lock_guard lock(mu_);
+  spindle::lock_guard lock(mu_);
   return o_;
 }
 

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <mutex>
 
+#include "core/thread_annotations.hpp"
+
 namespace spindle::sched {
 
 struct admission_options {
@@ -52,18 +54,18 @@ class admission_control {
   admission_options options() const;
 
  private:
-  void roll(clock::time_point now);  // mu_ held
-  void recompute_limit();            // mu_ held
+  void roll(clock::time_point now) SPINDLE_REQUIRES(mu_);
+  void recompute_limit() SPINDLE_REQUIRES(mu_);
 
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::size_t> limit_;
   std::atomic<std::uint64_t> done_in_window_{0}, refused_in_window_{0}, refused_total_{0};
   std::atomic<std::int64_t>
       window_end_ns_;  // clock ticks; the window closes at the first completion past it
-  mutable std::mutex mu_;
-  admission_options o_;             // guarded by mu_
-  clock::time_point window_start_;  // guarded by mu_
-  double capacity_ = 0;             // guarded by mu_
+  mutable spindle::mutex mu_;
+  admission_options o_ SPINDLE_GUARDED_BY(mu_);
+  clock::time_point window_start_ SPINDLE_GUARDED_BY(mu_);
+  double capacity_ SPINDLE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace spindle::sched
