@@ -54,6 +54,9 @@ echo
 echo "== one request on an idle server, work-conserving vs deadline-bound (bench/idle_latency.sh) =="
 bench/idle_latency.sh "$spindle" "$cache/rmat20-f128" 2000
 echo
+echo "== overload at the front door: 0.5x and 2x capacity, SLO-sized admission vs max_queue only (bench/overload.sh) =="
+bench/overload.sh "$spindle" "$cache/rmat20-f128" 100000
+echo
 torch_py=""
 for py in /usr/bin/python3 python3; do  # Debian's python3-torch lives in /usr/bin/python3
   if "$py" -c "import torch" 2>/dev/null; then torch_py="$py"; break; fi
