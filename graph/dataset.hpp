@@ -36,6 +36,10 @@ struct dataset_metadata {
   std::string source;  // where it came from: input path(s) or "rmat scale=..."
   std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   bool undirected = false;
+  /// What a node's CSR row lists for a directed input edge u -> v: "in" (v's row
+  /// holds u: PyG/DGL message flow), "out" (u's row holds v), "both" (undirected);
+  /// empty in datasets written before issue #16, which stored "out".
+  std::string edge_direction;
   std::vector<int> fanouts;                    // the metrics' fanouts; empty when not computed
   std::string seed_distribution;               // "uniform", "degree" or a file path
   std::vector<double> hop_mass;                // expected nodes visited per hop per request

@@ -52,6 +52,11 @@ status parse_metadata(const json& j, dataset_metadata& m) {
   m.feature_dim = j.value("feature_dim", std::int64_t{0});
   m.num_classes = j.value("num_classes", std::int64_t{0});
   m.undirected = j.value("undirected", false);
+  m.edge_direction = j.value("edge_direction", std::string());
+  if (!m.edge_direction.empty() && m.edge_direction != "in" && m.edge_direction != "out" &&
+      m.edge_direction != "both")
+    return make_error(errc::corrupt_data, "edge_direction = '{}': expected in, out or both",
+                      m.edge_direction.substr(0, 64));
   if (j.contains("metrics")) {
     const json& mj = j.at("metrics");
     m.fanouts = mj.at("fanouts").get<std::vector<int>>();
@@ -82,6 +87,7 @@ std::string metadata_to_json(const dataset_metadata& m) {
          {"feature_dim", m.feature_dim},
          {"num_classes", m.num_classes},
          {"undirected", m.undirected},
+         {"edge_direction", m.edge_direction},
          {"build", m.build}};
   if (!m.fanouts.empty())
     j["metrics"] = {

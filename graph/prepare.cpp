@@ -64,6 +64,14 @@ std::string default_name(const std::string& path) {
 
 }  // namespace
 
+std::string_view to_string(edge_direction d) { return d == edge_direction::in ? "in" : "out"; }
+
+expected<edge_direction> parse_edge_direction(std::string_view name) {
+  if (name == "in") return edge_direction::in;
+  if (name == "out") return edge_direction::out;
+  return make_error(errc::invalid_argument, "--edge-direction '{}': expected in or out", name);
+}
+
 status prepare_dataset(const prepare_options& o, const std::string& out_dir, thread_pool& pool) {
   edge_format fmt = o.format.value_or(guess_edge_format(o.input));
   log::info("reading edges from {} ({})", o.input, to_string(fmt));
@@ -85,6 +93,8 @@ status prepare_dataset(const prepare_options& o, const std::string& out_dir, thr
     }
   }
   std::int64_t input_edges = static_cast<std::int64_t>(edges.src.size());
+  // Rows are what a node aggregates over: with `in`, v's row holds u for u -> v.
+  if (o.direction == edge_direction::in) std::swap(edges.src, edges.dst);
   std::vector<std::string> names = !features.row_names.empty() ? features.row_names : edges.names;
   if (!edges.names.empty()) build.relabel = relabel_mode::never;  // interned ids are already dense
   log::info("building CSR from {} edges", input_edges);
@@ -93,6 +103,7 @@ status prepare_dataset(const prepare_options& o, const std::string& out_dir, thr
   meta.name = o.name.empty() ? default_name(o.input) : o.name;
   meta.source = o.input + (o.features.empty() ? "" : " + " + o.features);
   meta.undirected = build.undirected;
+  meta.edge_direction = build.undirected ? "both" : std::string(to_string(o.direction));
   meta.build["input_edges"] = std::to_string(input_edges);
   meta.build["self_loops_dropped"] = std::to_string(built->self_loops_dropped);
   meta.build["duplicates_dropped"] = std::to_string(built->duplicates_dropped);
@@ -135,6 +146,7 @@ status generate_dataset(const generate_options& o, const std::string& out_dir, t
   meta.source = fmt::format("rmat scale={} edge_factor={} a={} b={} c={} seed={}", o.rmat.scale,
                             o.rmat.edge_factor, o.rmat.a, o.rmat.b, o.rmat.c, o.rmat.seed);
   meta.undirected = o.undirected;
+  meta.edge_direction = o.undirected ? "both" : "out";  // rows hold the generated edges' targets
   meta.build["self_loops_dropped"] = std::to_string(built.self_loops_dropped);
   meta.build["duplicates_dropped"] = std::to_string(built.duplicates_dropped);
   SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));

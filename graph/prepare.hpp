@@ -22,12 +22,21 @@ struct metrics_request {
   config::seed_distribution seeds;
 };
 
+/// Which stored neighbours a node aggregates over, for a directed input edge u -> v.
+/// in (PyG and DGL's message flow, the default): v aggregates over u, so v's CSR
+/// row lists the sources of its incoming edges. out: u's row lists the targets
+/// of its outgoing edges (Spindle before issue #16). Undirected graphs store both.
+enum class edge_direction { in, out };
+std::string_view to_string(edge_direction d);
+expected<edge_direction> parse_edge_direction(std::string_view name);
+
 struct prepare_options {
   std::string input;                     // edge file
   std::optional<edge_format> format;     // guessed from the name when empty
   std::string features;                  // optional feature file
   std::optional<feature_format> features_format;
   build_options build;
+  edge_direction direction = edge_direction::in;
   metrics_request metrics;
   std::string name;                      // dataset name (default: input file stem)
 };

@@ -165,6 +165,39 @@ def dlrm_fixture(out_dir):
     np.save(os.path.join(d, "expected.npy"), expected)
 
 
+def directed_fixture(out_dir):
+    """A directed graph as PyG users hold it: edge_index [2, E] (source row 0,
+    target row 1) and x, with a 2-layer GraphSAGE run by PyG on the whole graph.
+    Spindle must prepare edge_index.npy so that each node aggregates over the
+    sources of its incoming edges (PyG's flow source_to_target), and give the
+    same outputs for every node."""
+    rng = np.random.default_rng(11)
+    n = 12
+    pairs = set()
+    while len(pairs) < 30:
+        u, v = (int(a) for a in rng.integers(0, n, 2))
+        if u != v and (v, u) not in pairs:  # no reciprocal pairs: direction matters everywhere
+            pairs.add((u, v))
+    src, dst = zip(*sorted(pairs))
+    edge_index = np.array([src, dst], np.int64)
+    x = rng.standard_normal((n, IN)).astype(np.float32)
+    model = GNN([SAGEConv(IN, HIDDEN), SAGEConv(HIDDEN, OUT)]).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(-0.5, 0.5)
+        expected = to_numpy(model(torch.tensor(x.tolist()), torch.tensor(edge_index.tolist())))
+    d = os.path.join(out_dir, "graphsage-directed")
+    os.makedirs(d, exist_ok=True)
+    write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
+    with open(os.path.join(d, "model.toml"), "w") as f:
+        f.write('[model]\nname = "golden-directed"\narch = "graphsage"\n'
+                f'weights = "weights.safetensors"\nin = {IN}\nhidden = {HIDDEN}\nout = {OUT}\n'
+                "layers = 2\n")
+    np.save(os.path.join(d, "edge_index.npy"), edge_index)
+    np.save(os.path.join(d, "x.npy"), x)
+    np.save(os.path.join(d, "expected.npy"), expected)
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else "tests/nn/golden"
     torch.manual_seed(3)
@@ -184,6 +217,7 @@ def main():
                 f"heads = {HEADS}\n", "gat-b64", **b64)
     gnn_fixture(out_dir, "gin", [GINConv(gin_mlp(IN, HIDDEN)), GINConv(gin_mlp(HIDDEN, OUT))], "",
                 "gin-b64", **b64)
+    directed_fixture(out_dir)  # last: the fixtures above keep their weights
     print("fixtures written to", out_dir)
 
 

@@ -10,6 +10,7 @@ namespace {
 
 struct prepare_args {
   std::string dir, input, format, features, features_format, out, relabel = "auto", name;
+  std::string edge_direction = "in";
   bool undirected = false, keep_self_loops = false, keep_duplicates = false;
   metrics_flags metrics;
 };
@@ -34,6 +35,7 @@ status run_prepare(const prepare_args& a, global_options& g) {
   if (!a.features_format.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(o.features_format, graph::parse_feature_format(a.features_format));
   }
+  SPINDLE_ASSIGN_OR_RETURN(o.direction, graph::parse_edge_direction(a.edge_direction));
   o.build.undirected = a.undirected;
   o.build.keep_self_loops = a.keep_self_loops;
   o.build.keep_duplicates = a.keep_duplicates;
@@ -66,6 +68,12 @@ void register_prepare(CLI::App& app, global_options& g) {
                   "npy, csv or linqs (default: from the file name)")
       ->check(CLI::IsMember({"npy", "csv", "linqs"}));
   cmd->add_flag("--undirected", a->undirected, "Symmetrize: store both directions of every edge");
+  cmd->add_option("--edge-direction", a->edge_direction,
+                  "For an edge u -> v (edge_index column [u, v], or a line 'u v'): in = v "
+                  "aggregates over u, as PyG and DGL do (default, every format); out = u "
+                  "aggregates over v (what Spindle stored before issue #16). Stored in metadata.json")
+      ->check(CLI::IsMember({"in", "out"}))
+      ->capture_default_str();
   cmd->add_flag("--keep-self-loops", a->keep_self_loops, "Keep u->u edges (dropped by default)");
   cmd->add_flag("--keep-duplicates", a->keep_duplicates,
                 "Keep repeated u->v edges (one kept by default)");

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <string>
 
+#include "../graph/test_util.hpp"
 #include "core/npy.hpp"
+#include "graph/dataset.hpp"
+#include "graph/prepare.hpp"
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
 
@@ -68,6 +71,65 @@ TEST_P(gnn_golden_test, matches_pyg_on_a_sampled_subgraph) {
 INSTANTIATE_TEST_SUITE_P(pyg, gnn_golden_test,
                          ::testing::Values("graphsage", "gcn", "gat", "gin", "graphsage-b64",
                                            "gcn-b64", "gat-b64", "gin-b64"));
+
+// Issue #16: a directed graph given as PyG's edge_index (row 0 sources, row 1
+// targets). `prepare` with the default edge direction must make each node
+// aggregate over the sources of its incoming edges, so a 2-layer GraphSAGE over
+// every node's whole neighbourhood equals PyG's SAGEConv on the same graph;
+// with --edge-direction out it must not (the graph has no reciprocal pairs).
+std::vector<float> full_graph_forward(const std::string& fixture_dir,
+                                      graph::edge_direction direction) {
+  const std::string out = graph::testing::temp_dir("golden_directed") + "/ds";
+  graph::prepare_options o;
+  o.input = fixture_dir + "/edge_index.npy";
+  o.features = fixture_dir + "/x.npy";
+  o.direction = direction;
+  thread_pool pool(1, "prepare");
+  auto st = graph::prepare_dataset(o, out, pool);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  auto ds = graph::dataset::open(out);
+  EXPECT_TRUE(ds.has_value());
+  if (!ds) return {};
+  EXPECT_EQ(ds->metadata().edge_direction, std::string(graph::to_string(direction)));
+  // Every node is a seed and every neighbour is taken: the whole graph, as PyG sees it.
+  const auto g = ds->graph();
+  const std::int64_t n = g.num_nodes;
+  graph::sampled_subgraph sub;
+  sub.hop_end = {n, n, n};
+  sub.indptr.assign(g.indptr.begin(), g.indptr.begin() + n + 1);
+  for (std::int64_t e = 0; e < g.num_edges(); ++e)
+    sub.indices.push_back(std::int32_t(g.neighbour(e)));
+  heap_allocator alloc;
+  auto m = model::load(fixture_dir, alloc);
+  EXPECT_TRUE(m.has_value());
+  if (!m) return {};
+  std::vector<block> blocks;
+  for (int l = 0; l < sub.num_hops(); ++l) {
+    auto b = sub.layer_block(l);
+    blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+  }
+  auto x = load<float>(fixture_dir + "/x.npy");
+  auto degree = gcn_degrees(sub.indptr, sub.indices, n);
+  auto y = m->forward(alloc, blocks, degree, tensor::borrow(x.data(), {n, m->desc().in}));
+  EXPECT_TRUE(y.has_value());
+  if (!y) return {};
+  return {y->data(), y->data() + y->numel()};
+}
+
+TEST(gnn_golden_test, a_directed_edge_index_aggregates_like_pyg) {
+  const std::string dir = fixture("graphsage-directed");
+  const auto want = load<float>(dir + "/expected.npy");
+  const auto got = full_graph_forward(dir, graph::edge_direction::in);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i]))) << "element " << i;
+  const auto reversed = full_graph_forward(dir, graph::edge_direction::out);
+  ASSERT_EQ(reversed.size(), want.size());
+  double diff = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    diff = std::max(diff, double(std::abs(reversed[i] - want[i])));
+  EXPECT_GT(diff, 1e-2) << "--edge-direction out must differ from PyG on a directed graph";
+}
 
 TEST(dlrm_golden_test, matches_a_pytorch_dlrm) {
   const std::string dir = fixture("dlrm");
