@@ -29,7 +29,7 @@ demo: build
 	$(SPINDLE) sample $(DEMO_DIR)/rmat16 --seeds 0,1,2,3 --fanouts 25,10 --max-rows 8
 	$(SPINDLE) place $(DEMO_DIR)/rmat16 --topology examples/topology-8server-ethernet.toml --policy fap
 	$(SPINDLE) place $(DEMO_DIR)/rmat16 --topology examples/topology-8server-ethernet.toml --policy hash
-	$(SPINDLE) model init --arch graphsage --in 64 --hidden 128 --out 16 --seed 1 --out-dir $(DEMO_DIR)/sage
+	$(SPINDLE) model init --arch graphsage --in 64 --hidden 128 --classes 16 --seed 1 --out-dir $(DEMO_DIR)/sage
 	$(SPINDLE) calibrate $(DEMO_DIR)/rmat16 --out $(DEMO_DIR)/psgs-calibration.json --plot $(DEMO_DIR)/psgs-calibration.png
 	$(SPINDLE) serve --dataset $(DEMO_DIR)/rmat16 --model $(DEMO_DIR)/sage --calibration $(DEMO_DIR)/psgs-calibration.json --workload 5000 --rate 2000
 	$(SPINDLE) serve --dataset $(DEMO_DIR)/rmat16 --model $(DEMO_DIR)/sage --calibration $(DEMO_DIR)/psgs-calibration.json --workload 5000 --clients 16 --policy loose

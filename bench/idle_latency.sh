@@ -11,7 +11,7 @@ work=$(mktemp -d)
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT
 export SPINDLE_PROGRESS=0
 "$spindle" model init --arch graphsage --in "$(python3 -c "import json;print(json.load(open('$data/metadata.json'))['feature_dim'])")" \
-  --hidden 256 --out 47 --seed 1 --out-dir "$work/sage" > /dev/null
+  --hidden 256 --classes 47 --seed 1 --out-dir "$work/sage" > /dev/null
 "$spindle" calibrate "$data" --model "$work/sage" --out "$work/cal.json" --plot "" --batches 60 > /dev/null
 "$spindle" serve --dataset "$data" --model "$work/sage" --name sage --calibration "$work/cal.json" \
   --listen 127.0.0.1:0 --admin-token-file "$work/admin.token" > "$work/serve.log" 2>&1 &

@@ -16,7 +16,7 @@ export SPINDLE_PROGRESS=0
 server_cpu=0; client_cpu=1
 if [ "$(nproc)" -lt 2 ]; then echo "warning: fewer than 2 cores: server and client share one"; client_cpu=0; fi
 "$spindle" model init --arch graphsage --in "$(python3 -c "import json;print(json.load(open('$data/metadata.json'))['feature_dim'])")" \
-  --hidden 256 --out 47 --seed 1 --out-dir "$work/sage" > /dev/null
+  --hidden 256 --classes 47 --seed 1 --out-dir "$work/sage" > /dev/null
 "$spindle" calibrate "$data" --model "$work/sage" --out "$work/cal.json" --plot "" --batches 60 > /dev/null
 taskset -c $server_cpu "$spindle" serve --dataset "$data" --model "$work/sage" --name sage \
   --calibration "$work/cal.json" --listen 127.0.0.1:0 --admin-token-file "$work/admin.token" \

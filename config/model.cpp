@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/text_file.hpp"
@@ -38,6 +39,10 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
     auto v = e.value<std::int64_t>();
     if (!v)
       return make_error(errc::invalid_argument, "{}: model.{} must hold integers", origin, key);
+    if (*v < std::int64_t(std::numeric_limits<T>::min()) ||
+        *v > std::int64_t(std::numeric_limits<T>::max()))
+      return make_error(errc::invalid_argument, "{}: model.{} holds {}, out of range", origin, key,
+                        *v);
     out.push_back(T(*v));
   }
   return status::ok();
@@ -46,10 +51,10 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 15> known = {
+  static constexpr std::array<std::string_view, 16> known = {
       "name",       "arch",          "weights",     "in",       "hidden", "out",
       "layers",     "heads",         "log_softmax", "dense_in", "bottom", "top",
-      "table_rows", "embedding_dim", "description"};
+      "table_rows", "embedding_dim", "description", "fanouts"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -69,6 +74,7 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   SPINDLE_TRY(read_list(*t, "bottom", d.bottom, origin));
   SPINDLE_TRY(read_list(*t, "top", d.top, origin));
   SPINDLE_TRY(read_list(*t, "table_rows", d.table_rows, origin));
+  SPINDLE_TRY(read_list(*t, "fanouts", d.fanouts, origin));
   if (auto st = validate(d); !st) return std::move(st).with_context(fmt::format("{}: ", origin));
   return d;
 }
@@ -100,6 +106,19 @@ status validate_weights_path(const std::string& w) {
                     w.substr(0, 256));
 }
 
+status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field) {
+  if (fanouts.empty()) return status::ok();
+  if (int(fanouts.size()) != layers)
+    return make_error(errc::invalid_argument,
+                      "{} = [{}]: {} values for a model of {} layers (one per sampled hop)", field,
+                      fmt::join(fanouts, ", "), fanouts.size(), layers);
+  for (std::size_t i = 0; i < fanouts.size(); ++i)
+    if (fanouts[i] <= 0 || fanouts[i] > 100000)
+      return make_error(errc::invalid_argument, "{}[{}] = {}: expected 1..100000", field, i,
+                        fanouts[i]);
+  return status::ok();
+}
+
 status validate(const model_desc& d) {
   SPINDLE_TRY(validate_weights_path(d.weights));
   auto positive = [](std::string_view f, std::int64_t v) {
@@ -112,7 +131,7 @@ status validate(const model_desc& d) {
     SPINDLE_TRY(positive("out", d.out));
     SPINDLE_TRY(positive("layers", d.layers));
     if (d.arch == model_arch::gat) SPINDLE_TRY(positive("heads", d.heads));
-    return status::ok();
+    return validate_fanouts(d.fanouts, d.layers, "model.fanouts");
   }
   SPINDLE_TRY(positive("dense_in", d.dense_in));
   SPINDLE_TRY(positive("embedding_dim", d.embedding_dim));
@@ -155,6 +174,7 @@ std::string to_toml(const model_desc& d) {
   if (d.is_gnn()) {
     s += fmt::format("in = {}\nhidden = {}\nout = {}\nlayers = {}\n", d.in, d.hidden, d.out,
                      d.layers);
+    if (!d.fanouts.empty()) s += fmt::format("fanouts = [{}]\n", fmt::join(d.fanouts, ", "));
     if (d.arch == model_arch::gat) s += fmt::format("heads = {}\n", d.heads);
     s += fmt::format("log_softmax = {}\n", d.log_softmax);
   } else {

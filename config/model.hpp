@@ -22,7 +22,10 @@ struct model_desc {
   std::string weights = "weights.safetensors";  // relative to the model directory
   // GNNs: feature width in, hidden width, classes out, one layer per sampled hop.
   int in = 0, hidden = 0, out = 0, layers = 2;
-  int heads = 4;             // GAT: heads of every layer but the last (which has 1)
+  int heads = 4;  // GAT: heads of every layer but the last (which has 1)
+  /// GNNs: neighbours sampled per hop when serving, one per layer (model.toml
+  /// `fanouts = [25, 10]`); empty: the dataset's, when it has one per layer.
+  std::vector<int> fanouts;
   bool log_softmax = false;  // apply log_softmax to the output (PyG examples do)
   // DLRM: dense features -> bottom MLP -> embedding_dim; tables of table_rows rows.
   int dense_in = 0;
@@ -37,6 +40,8 @@ struct model_desc {
 expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin);
 /// Reads DIR/model.toml.
 expected<model_desc> load_model_desc(const std::string& dir);
+/// One fanout per layer, each in 1..100000 (empty passes); errors name `field`.
+status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);
 /// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").
 status validate(const model_desc& d);
 /// The TOML text of `d` (what `spindle model init` writes).

@@ -111,6 +111,12 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
   return m;
 }
 
+status model::set_fanouts(std::vector<int> fanouts) {
+  SPINDLE_TRY(config::validate_fanouts(fanouts, desc_.layers, "--fanouts"));
+  desc_.fanouts = std::move(fanouts);
+  return status::ok();
+}
+
 expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
   SPINDLE_ASSIGN_OR_RETURN(auto w, safetensors_file::open(dir + "/" + d.weights));

@@ -45,6 +45,9 @@ class model {
                               allocator& weights_alloc, bool external_embeddings = false);
 
   const config::model_desc& desc() const { return desc_; }
+  /// Serve with these fanouts instead of model.toml's (a --fanouts flag); fails,
+  /// naming the values, unless there is one per layer, each in 1..100000.
+  status set_fanouts(std::vector<int> fanouts);
   std::int64_t parameter_count() const;
   std::size_t weight_bytes() const;
   const tensor& param(const std::string& name) const { return params_.at(name); }

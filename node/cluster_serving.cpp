@@ -56,9 +56,13 @@ struct serving_assets {
   thread_pool pool{0, "node"};
 };
 
-expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_dir) {
+expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_dir,
+                                                      const graph::dataset& ds) {
   auto a = std::make_unique<serving_assets>();
   SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, a->weights));
+  // Fanouts belong to the model; refuse one whose layers nothing fits.
+  if (auto f = sched::served_fanouts(model.desc(), ds.metadata()); !f)
+    return std::move(f).error().with_context(model_dir + "/model.toml: ");
   a->model = std::make_unique<nn::model>(std::move(model));
   return a;
 }
@@ -122,7 +126,7 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
   auto m = std::make_unique<member_serving_impl>();
   m->sys = &node.sys;
   m->sync = &node.sync;
-  SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(model_dir));
+  SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(model_dir, node.shard.dataset()));
   auto& a = *m->assets;
   auto& shard = node.shard;
   SPINDLE_ASSIGN_OR_RETURN(
@@ -260,7 +264,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
                                                           const actors::bridge_handle& bridge,
                                                           const cluster_gnn_options& o) {
   auto p = std::make_unique<parts>(node);
-  SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(o.model_dir));
+  SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(o.model_dir, node.shard.dataset()));
   auto& a = *p->assets;
   auto& sys = node.sys;
   const auto& ds = node.shard.dataset();

@@ -51,6 +51,11 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     return make_error(errc::invalid_argument,
                       "{}: model input width {} does not match the dataset's {} features", path,
                       model.desc().in, ds_.feature_dim());
+  if (!defaults_.fanouts.empty())
+    SPINDLE_TRY(std::move(model.set_fanouts(defaults_.fanouts)).with_context(path + ": "));
+  // Fanouts belong to the model; refuse one whose layers nothing fits (no silent default).
+  if (auto f = sched::served_fanouts(model.desc(), ds_.metadata()); !f)
+    return std::move(f).error().with_context(path + "/model.toml: ");
   s->model = std::make_unique<nn::model>(std::move(model));
   s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i)

@@ -1,5 +1,7 @@
 #include "sched/gnn_pipeline.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -35,9 +37,24 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
       large_(&pool),
       source_(std::move(features)),
       arena_(4u << 20) {
-  options_.fanouts = ds_.metadata().fanouts;
-  if (int(options_.fanouts.size()) != model_.desc().layers)
-    options_.fanouts.assign(std::size_t(model_.desc().layers), 10);
+  if (auto f = served_fanouts(model_.desc(), ds_.metadata()))
+    options_.fanouts = std::move(*f);
+  else
+    setup_error_ = f.error();  // every request is answered with it (loaders check first)
+}
+
+expected<std::vector<int>> served_fanouts(const config::model_desc& model,
+                                          const graph::dataset_metadata& ds) {
+  if (!model.fanouts.empty()) {
+    SPINDLE_TRY(config::validate_fanouts(model.fanouts, model.layers, "fanouts"));
+    return model.fanouts;
+  }
+  if (int(ds.fanouts.size()) == model.layers) return ds.fanouts;
+  return make_error(errc::invalid_argument,
+                    "model '{}' has {} layers but no fanouts of its own, and the dataset's "
+                    "fanouts are [{}]: set fanouts = [...] (one per layer) in model.toml or pass "
+                    "--fanouts",
+                    model.name, model.layers, fmt::join(ds.fanouts, ", "));
 }
 
 std::uint64_t shared_graph_seed(std::uint64_t x) {
@@ -85,6 +102,10 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
   std::size_t shared = SIZE_MAX;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& r = batch[i];
+    if (!setup_error_.is_ok()) {
+      res.errors[i] = setup_error_;
+      continue;
+    }
     if (r.seeds.empty()) {
       res.errors[i] = make_error(errc::invalid_argument, "request {}: no seeds", i);
       continue;

@@ -89,6 +89,13 @@ struct prepared_batch {
   batch_result result;
 };
 
+/// The fanouts a model is served with: its own (model.toml `fanouts`, or a
+/// --fanouts override), else the dataset's when it has one per layer. Fails,
+/// naming both, when neither fits the layer count (before issue #16 the
+/// pipeline sampled 10 per hop without a word).
+expected<std::vector<int>> served_fanouts(const config::model_desc& model,
+                                          const graph::dataset_metadata& ds);
+
 class gnn_pipeline {
  public:
   /// `pool` backs the large executor; all references must outlive the pipeline.
@@ -140,6 +147,7 @@ class gnn_pipeline {
   host_executor large_;
   feature_source source_;
   graph::sample_options options_;  // the served fanouts; the seed is set per graph
+  status setup_error_;             // no usable fanouts: every request gets this
   prepared_batch scratch_;         // reused by run()
   nn::arena_allocator arena_;
   std::uint64_t batches_ = 0;  // seeds the shared graph of each batch

@@ -129,6 +129,7 @@ expected<psgs_calibration> calibrate(const graph::dataset& ds, const nn::model& 
   if (!ds.has_metrics())
     return make_error(errc::invalid_argument, "{}: no PSGS; run `spindle prepare {}` first",
                       ds.dir(), ds.dir());
+  SPINDLE_TRY(served_fanouts(model.desc(), ds.metadata()).error_or_ok());
   if (o.batches < 1)
     return make_error(errc::invalid_argument, "calibration: --batches must be > 0");
   SPINDLE_ASSIGN_OR_RETURN(auto batches, make_batches(ds, o));

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/commands/command.hpp"
+#include "config/sampling.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -12,7 +13,9 @@ namespace {
 struct init_args {
   std::string arch, out_dir, name,
       tables = "100000,100000,100000,100000,100000,100000,100000,100000";
-  int in = 0, hidden = 0, out = 0, layers = 2, heads = 4;
+  int in = 0, hidden = 0, classes = 0, layers = 2, heads = 4;
+  int deprecated_out = 0;  // --out, the old spelling of --classes
+  std::string fanouts;     // written to model.toml
   std::uint64_t seed = 1;
 };
 
@@ -40,7 +43,19 @@ status run_init(const init_args& a) {
   d.arch = arch;
   d.name = a.name.empty() ? a.arch : a.name;
   if (d.is_gnn()) {
-    d.in = a.in, d.hidden = a.hidden, d.out = a.out, d.layers = a.layers, d.heads = a.heads;
+    int classes = a.classes;
+    if (a.deprecated_out > 0) {
+      fmt::print(stderr, "spindle: warning: --out is deprecated for `model init`; use --classes\n");
+      if (classes == 0) classes = a.deprecated_out;
+    }
+    if (classes <= 0)
+      return make_error(errc::invalid_argument,
+                        "--classes N (the output width) is required for a GNN");
+    d.in = a.in, d.hidden = a.hidden, d.out = classes, d.layers = a.layers, d.heads = a.heads;
+    if (!a.fanouts.empty()) {
+      SPINDLE_ASSIGN_OR_RETURN(d.fanouts, config::parse_fanouts(a.fanouts));
+      SPINDLE_TRY(config::validate_fanouts(d.fanouts, d.layers, "--fanouts"));
+    }
   } else {
     // Hera Table I, DLRM(A): dense-FC 128-64-64, predict-FC 256-64-1, 64-wide tables.
     d.dense_in = a.in ? a.in : 128;
@@ -80,7 +95,11 @@ void register_model(CLI::App& app, global_options&) {
   init->add_option("--arch", a->arch, "graphsage | gcn | gat | gin | dlrm")->required();
   init->add_option("--in", a->in, "Input feature width (DLRM: dense features, default 128)");
   init->add_option("--hidden", a->hidden, "Hidden width (DLRM: embedding width, default 64)");
-  init->add_option("--out", a->out, "Output classes (GNNs)");
+  init->add_option("--classes", a->classes, "Output classes, the last layer's width (GNNs)");
+  init->add_option("--out", a->deprecated_out, "Deprecated spelling of --classes");
+  init->add_option("--fanouts", a->fanouts,
+                   "GNNs: neighbours sampled per hop when serving, one per layer (e.g. 25,10), "
+                   "written to model.toml");
   init->add_option("--layers", a->layers, "GNN layers = sampled hops")->capture_default_str();
   init->add_option("--heads", a->heads, "GAT heads")->capture_default_str();
   init->add_option("--tables", a->tables, "DLRM: rows per embedding table, comma-separated")

@@ -39,6 +39,7 @@ struct serve_args {
   std::string name;           // model name for RPC calls (default: model.toml's)
   std::string gnnsched;       // GNNSched grouping policy for the forward passes, or empty
   std::size_t gnnsched_mb = 256;
+  std::string fanouts;  // overrides model.toml's (and the dataset's) fanouts
   front_door_args door;
 };
 
@@ -55,6 +56,10 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
   auto m = a.model.empty() ? sched::default_calibration_model(ds, weights)
                            : nn::model::load(a.model, weights);
   if (!m) return std::move(m).error();
+  if (!a.fanouts.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(a.fanouts));
+    SPINDLE_TRY(m->set_fanouts(std::move(f)));
+  }
   return sched::calibrate(ds, *m, o, pool);
 }
 
@@ -133,6 +138,9 @@ status run_serve(const serve_args& a, global_options& g) {
   defaults.batch.deadline = std::chrono::microseconds(a.deadline_us);
   defaults.batch.max_batch = std::size_t(std::max(1, a.max_batch));
   defaults.pipelines = a.pipelines;
+  if (!a.fanouts.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(defaults.fanouts, config::parse_fanouts(a.fanouts));
+  }
   defaults.admission = a.door.admission();
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
@@ -184,6 +192,9 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_option("--deadline-us", a->deadline_us, "Batch deadline, microseconds")
       ->capture_default_str();
   cmd->add_option("--max-batch", a->max_batch, "Maximum requests per batch")->capture_default_str();
+  cmd->add_option("--fanouts", a->fanouts,
+                  "Neighbours sampled per hop, one per model layer (e.g. 25,10); default: "
+                  "model.toml's fanouts, else the dataset's when it has one per layer");
   cmd->add_option("--pipelines", a->pipelines, "Pipelines sharing the batcher")
       ->capture_default_str();
   cmd->add_option("--workload", a->workload,

@@ -15,7 +15,7 @@ else
 fi
 width=$("$spindle" info "$work/graph" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["feature_dim"])')
 # Your trained weights go here instead: see README, "Exporting weights from PyG / PyTorch".
-[ -f "$work/model/model.toml" ] || "$spindle" model init --arch graphsage --in "$width" --hidden 64 --out 8 \
+[ -f "$work/model/model.toml" ] || "$spindle" model init --arch graphsage --in "$width" --hidden 64 --classes 8 \
   --seed 1 --out-dir "$work/model"
 "$spindle" serve --dataset "$work/graph" --model "$work/model" --name sage --listen 127.0.0.1:0 \
   --admin-token-file "$work/admin.token" > "$work/serve.log" 2>&1 &

@@ -155,7 +155,7 @@ struct cora_cluster {
     cora = prepare_cora(dir);
     model = dir + "/sage";
     EXPECT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
-                                    "1433", "--hidden", "32", "--out", "7", "--out-dir", model})
+                                    "1433", "--hidden", "32", "--classes", "7", "--out-dir", model})
                   ->wait(),
               0);
     config = dir + "/cluster.toml";
@@ -648,7 +648,10 @@ TEST(cluster_front_door_test, a_killed_coordinator_restarts_and_its_members_rejo
   std::tie(rc, out, s) = infer_once(door);
   EXPECT_NE(rc, 0) << out;
   EXPECT_LT(s, 2.0) << "the outage must be answered at once: " << out;
-  EXPECT_NE(out.find("Connection refused"), std::string::npos) << out;
+  // Refused, or reset when the call raced the dying process's sockets.
+  EXPECT_TRUE(out.find("Connection refused") != std::string::npos ||
+              out.find("Connection reset") != std::string::npos)
+      << out;
   EXPECT_TRUE(launch.wait_for("[rank 0] restarted", 30'000).has_value());
   auto again = launch.wait_for("[rank 0] listening ", 120'000);
   ASSERT_TRUE(again.has_value())

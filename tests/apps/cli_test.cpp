@@ -191,7 +191,7 @@ namespace {
 TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
   std::string dir = *dir_ + "/sage-model";
   auto r =
-      run("model init --arch graphsage --in 16 --hidden 32 --out 4 --layers 2 --seed 3 --out-dir " +
+      run("model init --arch graphsage --in 16 --hidden 32 --classes 4 --layers 2 --seed 3 --out-dir " +
           dir);
   ASSERT_EQ(r.code, 0) << r.out;
   r = run("model info " + dir);
@@ -199,7 +199,7 @@ TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
   EXPECT_NE(r.out.find("convs.0.lin_l.weight         [32, 16]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("convs.1.lin_r.weight         [4, 32]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("parameters: 1316"), std::string::npos) << r.out;  // 16*32*2+32 + 32*4*2+4
-  r = run("model init --arch transformer --in 1 --hidden 1 --out 1 --out-dir " + dir);
+  r = run("model init --arch transformer --in 1 --hidden 1 --classes 1 --out-dir " + dir);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("model.arch = 'transformer'"), std::string::npos) << r.out;
   r = run("model info " + *dir_ + "/no-such-model");
@@ -214,7 +214,7 @@ TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
 // anything binds), and a token file other users can read is refused by mode.
 TEST_F(cli_test, serve_refuses_exposure_without_a_token_and_a_token_others_can_read) {
   const std::string model = *dir_ + "/exposure-model";
-  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 8 --out 3 --out-dir " + model).code, 0);
+  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 8 --classes 3 --out-dir " + model).code, 0);
   auto r = run("serve --dataset " + *dir_ + "/rmat --model " + model + " --listen 0.0.0.0:0");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("--listen 0.0.0.0:0: not a loopback address"), std::string::npos) << r.out;
@@ -303,7 +303,7 @@ namespace {
 
 TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
   std::string model = *dir_ + "/serve-model";
-  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 16 --out 3 --out-dir " + model).code, 0);
+  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 16 --classes 3 --out-dir " + model).code, 0);
   auto r = run_stdout("serve --dataset " + *dir_ + "/rmat --model " + model +
                       " --workload 300 --clients 8 --max-batch 8 --json");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -313,7 +313,7 @@ TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
   EXPECT_GT(j["throughput_rps"].get<double>(), 0.0);
   EXPECT_LE(j["latency_ms"]["p50"].get<double>(), j["latency_ms"]["p99"].get<double>());
   std::string wide = *dir_ + "/wide-model";
-  ASSERT_EQ(run("model init --arch gcn --in 99 --hidden 16 --out 3 --out-dir " + wide).code, 0);
+  ASSERT_EQ(run("model init --arch gcn --in 99 --hidden 16 --classes 3 --out-dir " + wide).code, 0);
   r = run("serve --dataset " + *dir_ + "/rmat --model " + wide + " --workload 10");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("model input width 99 does not match"), std::string::npos) << r.out;

@@ -96,6 +96,27 @@ TEST(model_test, model_description_errors_name_the_field) {
       "embedding_dim = 4\ntable_rows = [10]\n",
       "m.toml");
   EXPECT_NE(d.error().message().find("model.top = [3]: must end with 1"), std::string::npos);
+  // Fanouts (issue #16): one per layer, round-tripped through to_toml.
+  d = config::parse_model_desc(
+      "[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 2\nlayers = 3\n"
+      "fanouts = [25, 10]\n",
+      "m.toml");
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.error().message().find("m.toml: model.fanouts = [25, 10]: 2 values for a model of 3"),
+            std::string::npos)
+      << d.error().message();
+  d = config::parse_model_desc(
+      "[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 2\nfanouts = [25, 99999999999]\n",
+      "m.toml");
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.error().message().find("out of range"), std::string::npos) << d.error().message();
+  d = config::parse_model_desc(
+      "[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 2\nfanouts = [25, 10]\n", "m.toml");
+  ASSERT_TRUE(d.has_value()) << d.error().to_string();
+  EXPECT_EQ(d->fanouts, (std::vector<int>{25, 10}));
+  auto again = config::parse_model_desc(config::to_toml(*d), "again.toml");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->fanouts, d->fanouts);
   EXPECT_FALSE(config::parse_model_arch("x").has_value());
   for (auto a : {config::model_arch::graphsage, config::model_arch::dlrm})
     EXPECT_EQ(*config::parse_model_arch(config::to_string(a)), a);

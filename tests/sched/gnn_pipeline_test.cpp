@@ -111,3 +111,45 @@ TEST(gnn_pipeline_test, the_forward_pass_arena_stops_allocating_once_warm) {
 
 }  // namespace
 }  // namespace spindle::sched
+
+namespace spindle::sched {
+namespace {
+
+// Issue #16: fanouts belong to the served model. A 3-layer model on a dataset
+// whose metrics used 2 fanouts is refused by name (before: 10 per hop, silently);
+// its own fanouts, from model.toml or --fanouts, are what the sampler draws.
+TEST(gnn_pipeline_test, fanouts_come_from_the_model_and_a_misfit_is_an_error) {
+  fixture f;
+  ASSERT_EQ(f.ds->metadata().fanouts.size(), 2u);
+  config::model_desc three = f.model->desc();
+  three.layers = 3;
+  auto misfit = served_fanouts(three, f.ds->metadata());
+  ASSERT_FALSE(misfit.has_value());
+  EXPECT_NE(misfit.error().message().find("has 3 layers but no fanouts of its own"),
+            std::string::npos)
+      << misfit.error().message();
+  EXPECT_NE(misfit.error().message().find("--fanouts"), std::string::npos);
+  three.fanouts = {4, 3, 2};
+  ASSERT_TRUE(served_fanouts(three, f.ds->metadata()).has_value());
+  EXPECT_EQ(*served_fanouts(three, f.ds->metadata()), (std::vector<int>{4, 3, 2}));
+  // The model's own fanouts win over the dataset's; they bound what is sampled.
+  nn::model m = std::move(*f.model);
+  EXPECT_FALSE(m.set_fanouts({5}).is_ok());  // one per layer
+  EXPECT_FALSE(m.set_fanouts({5, 0}).is_ok());
+  ASSERT_TRUE(m.set_fanouts({1, 1}).is_ok());
+  gnn_pipeline p(*f.ds, m, f.router, f.pool);
+  std::vector<gnn_request> one(1);
+  one[0] = {{std::int64_t(0)}, 7};
+  auto r = p.run(one);
+  ASSERT_TRUE(r.errors[0].is_ok()) << r.errors[0].to_string();
+  EXPECT_LE(r.work.rows, 3u);  // seed + at most 1 + 1 sampled nodes
+  EXPECT_TRUE(config::validate_fanouts({}, 3, "x").is_ok());
+  EXPECT_FALSE(config::validate_fanouts({1, 2}, 3, "model.fanouts").is_ok());
+  EXPECT_NE(config::validate_fanouts({1, 2}, 3, "model.fanouts")
+                .message()
+                .find("model.fanouts = [1, 2]: 2 values for a model of 3 layers"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace spindle::sched
