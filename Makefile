@@ -23,7 +23,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	$(SPINDLE) generate --scale 16 --edge-factor 16 --feature-dim 64 --seed 1 --out $(DEMO_DIR)/rmat16
+	$(SPINDLE) generate --scale 16 --edge-factor 16 --feature-dim 64 --seed 1 --force --out $(DEMO_DIR)/rmat16
 	$(SPINDLE) prepare $(DEMO_DIR)/rmat16 --fanouts 25,10 --seed-distribution degree
 	$(SPINDLE) info $(DEMO_DIR)/rmat16 --verify
 	$(SPINDLE) sample $(DEMO_DIR)/rmat16 --seeds 0,1,2,3 --fanouts 25,10 --max-rows 8

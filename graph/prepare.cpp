@@ -1,6 +1,11 @@
 #include "graph/prepare.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <unordered_map>
 
@@ -15,8 +20,8 @@ namespace {
 status write_metrics_for(dataset_writer& w, const csr_view& g, const metrics_request& m,
                          thread_pool& pool) {
   SPINDLE_ASSIGN_OR_RETURN(auto p0, seed_probabilities(g, m.seeds));
-  progress prog("computing PSGS and FAP", static_cast<std::uint64_t>(g.num_edges()) * m.fanouts.size(),
-                "edges");
+  progress prog("computing PSGS and FAP",
+                static_cast<std::uint64_t>(g.num_edges()) * m.fanouts.size(), "edges");
   SPINDLE_ASSIGN_OR_RETURN(auto metrics, compute_metrics(g, m.fanouts, p0, pool, &prog));
   prog.finish();
   return w.write_metrics(metrics, m.fanouts, m.seeds.to_string());
@@ -26,7 +31,8 @@ status write_metrics_for(dataset_writer& w, const csr_view& g, const metrics_req
 // renumbered to content-row order.
 std::int64_t map_to_rows(edge_list& e, const std::vector<std::string>& row_names) {
   std::unordered_map<std::string, std::int64_t> row_of;
-  for (std::size_t r = 0; r < row_names.size(); ++r) row_of.emplace(row_names[r], static_cast<std::int64_t>(r));
+  for (std::size_t r = 0; r < row_names.size(); ++r)
+    row_of.emplace(row_names[r], static_cast<std::int64_t>(r));
   auto lookup = [&](std::int64_t id) -> std::int64_t {
     auto it = row_of.find(e.names.empty() ? std::to_string(id) : e.names[id]);
     return it == row_of.end() ? -1 : it->second;
@@ -53,7 +59,8 @@ status check_duplicate_ids(const std::vector<std::string>& ids, const std::strin
   std::sort(sorted.begin(), sorted.end());
   auto dup = std::adjacent_find(sorted.begin(), sorted.end());
   if (dup != sorted.end())
-    return make_error(errc::invalid_argument, "{}: node id {} appears on more than one row", path, *dup);
+    return make_error(errc::invalid_argument, "{}: node id {} appears on more than one row", path,
+                      *dup);
   return status::ok();
 }
 
@@ -61,6 +68,12 @@ std::string default_name(const std::string& path) {
   std::string stem = std::filesystem::path(path).filename().string();
   return stem.substr(0, stem.find('.'));
 }
+
+// The writers proper, into the folder write_dataset_dir gives them.
+status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,
+                            thread_pool& pool);
+status generate_dataset_into(const generate_options& o, const std::string& out_dir,
+                             thread_pool& pool);
 
 }  // namespace
 
@@ -72,7 +85,50 @@ expected<edge_direction> parse_edge_direction(std::string_view name) {
   return make_error(errc::invalid_argument, "--edge-direction '{}': expected in or out", name);
 }
 
+status write_dataset_dir(const std::string& out_dir, bool force,
+                         const std::function<status(const std::string&)>& write) {
+  namespace fs = std::filesystem;
+  std::string out = out_dir;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec))
+      return make_error(errc::invalid_argument, "--out {}: exists and is not a directory", out);
+    auto it = fs::directory_iterator(out, ec);
+    if (!ec && it != fs::directory_iterator() && !force)
+      return make_error(errc::invalid_argument,
+                        "--out {}: not empty (holds '{}'); pass --force to replace it whole", out,
+                        it->path().filename().string());
+  }
+  const std::string staging = fmt::format("{}.partial-{}", out, ::getpid());
+  const std::string old = fmt::format("{}.old-{}", out, ::getpid());
+  fs::remove_all(staging, ec);
+  if (auto st = write(staging); !st) {
+    fs::remove_all(staging, ec);
+    return st;
+  }
+  const bool had = fs::exists(out, ec);
+  if (had && std::rename(out.c_str(), old.c_str()) != 0)
+    return make_error(errc::io_error, "--out {}: cannot move the old dataset aside: {}", out,
+                      std::strerror(errno));
+  if (std::rename(staging.c_str(), out.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    if (had) (void)std::rename(old.c_str(), out.c_str());  // put the old one back
+    return make_error(errc::io_error, "--out {}: cannot move the new dataset in: {}", out, why);
+  }
+  if (had) fs::remove_all(old, ec);
+  return status::ok();
+}
+
 status prepare_dataset(const prepare_options& o, const std::string& out_dir, thread_pool& pool) {
+  return write_dataset_dir(
+      out_dir, o.force, [&](const std::string& dir) { return prepare_dataset_into(o, dir, pool); });
+}
+
+namespace {
+
+status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,
+                            thread_pool& pool) {
   edge_format fmt = o.format.value_or(guess_edge_format(o.input));
   log::info("reading edges from {} ({})", o.input, to_string(fmt));
   SPINDLE_ASSIGN_OR_RETURN(edge_list edges, load_edges(o.input, fmt));
@@ -89,7 +145,8 @@ status prepare_dataset(const prepare_options& o, const std::string& out_dir, thr
       SPINDLE_TRY(check_duplicate_ids(features.row_names, o.features));
       std::int64_t dropped = map_to_rows(edges, features.row_names);
       meta.build["edges_with_unknown_endpoint_dropped"] = std::to_string(dropped);
-      if (dropped) log::warn("{}: {} edges name nodes missing from {}; dropped", o.input, dropped, o.features);
+      if (dropped)
+        log::warn("{}: {} edges name nodes missing from {}; dropped", o.input, dropped, o.features);
     }
   }
   std::int64_t input_edges = static_cast<std::int64_t>(edges.src.size());
@@ -113,14 +170,19 @@ status prepare_dataset(const prepare_options& o, const std::string& out_dir, thr
   if (!built->original_ids.empty()) SPINDLE_TRY(w.write_node_ids(built->original_ids));
   if (!names.empty()) SPINDLE_TRY(w.write_node_names(names));
   if (features.rows > 0)
-    SPINDLE_TRY(w.write_features(features.rows, features.cols, [&](std::int64_t lo, std::int64_t hi, float* out) {
-      std::copy(features.values.begin() + lo * features.cols, features.values.begin() + hi * features.cols, out);
-    }));
+    SPINDLE_TRY(w.write_features(features.rows, features.cols,
+                                 [&](std::int64_t lo, std::int64_t hi, float* out) {
+                                   std::copy(features.values.begin() + lo * features.cols,
+                                             features.values.begin() + hi * features.cols, out);
+                                 }));
   if (!features.labels.empty())
-    SPINDLE_TRY(w.write_labels(features.labels, static_cast<std::int64_t>(features.class_names.size())));
+    SPINDLE_TRY(
+        w.write_labels(features.labels, static_cast<std::int64_t>(features.class_names.size())));
   SPINDLE_TRY(write_metrics_for(w, g, o.metrics, pool));
   return w.finish();
 }
+
+}  // namespace
 
 status recompute_metrics(const std::string& dir, const metrics_request& m, thread_pool& pool) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, dataset::open(dir));
@@ -130,9 +192,20 @@ status recompute_metrics(const std::string& dir, const metrics_request& m, threa
 }
 
 status generate_dataset(const generate_options& o, const std::string& out_dir, thread_pool& pool) {
-  if (o.feature_dim < 0) return make_error(errc::invalid_argument, "--feature-dim {} must be >= 0", o.feature_dim);
+  return write_dataset_dir(out_dir, o.force, [&](const std::string& dir) {
+    return generate_dataset_into(o, dir, pool);
+  });
+}
+
+namespace {
+
+status generate_dataset_into(const generate_options& o, const std::string& out_dir,
+                             thread_pool& pool) {
+  if (o.feature_dim < 0)
+    return make_error(errc::invalid_argument, "--feature-dim {} must be >= 0", o.feature_dim);
   SPINDLE_TRY(validate(o.rmat));
-  std::uint64_t m = (std::uint64_t{1} << o.rmat.scale) * static_cast<std::uint64_t>(o.rmat.edge_factor);
+  std::uint64_t m =
+      (std::uint64_t{1} << o.rmat.scale) * static_cast<std::uint64_t>(o.rmat.edge_factor);
   progress gen_prog("generating R-MAT edges", m, "edges");
   SPINDLE_ASSIGN_OR_RETURN(edge_list edges, generate_rmat(o.rmat, pool, &gen_prog));
   gen_prog.finish();
@@ -153,17 +226,23 @@ status generate_dataset(const generate_options& o, const std::string& out_dir, t
   csr_view g = built.csr.view();
   SPINDLE_TRY(w.write_graph(g));
   if (o.feature_dim > 0) {
-    progress feat_prog("writing synthetic features", static_cast<std::uint64_t>(g.num_nodes), "rows");
-    SPINDLE_TRY(w.write_features(g.num_nodes, o.feature_dim, [&](std::int64_t lo, std::int64_t hi, float* out) {
-      pool.parallel_for(lo, hi, 4096, [&](std::int64_t a, std::int64_t b, std::size_t) {
-        for (std::int64_t v = a; v < b; ++v)
-          synthetic_features(o.rmat.seed, v, {out + (v - lo) * o.feature_dim, static_cast<std::size_t>(o.feature_dim)});
-      });
-      feat_prog.advance(static_cast<std::uint64_t>(hi - lo));
-    }));
+    progress feat_prog("writing synthetic features", static_cast<std::uint64_t>(g.num_nodes),
+                       "rows");
+    SPINDLE_TRY(w.write_features(
+        g.num_nodes, o.feature_dim, [&](std::int64_t lo, std::int64_t hi, float* out) {
+          pool.parallel_for(lo, hi, 4096, [&](std::int64_t a, std::int64_t b, std::size_t) {
+            for (std::int64_t v = a; v < b; ++v)
+              synthetic_features(
+                  o.rmat.seed, v,
+                  {out + (v - lo) * o.feature_dim, static_cast<std::size_t>(o.feature_dim)});
+          });
+          feat_prog.advance(static_cast<std::uint64_t>(hi - lo));
+        }));
   }
   SPINDLE_TRY(write_metrics_for(w, g, o.metrics, pool));
   return w.finish();
 }
+
+}  // namespace
 
 }  // namespace spindle::graph

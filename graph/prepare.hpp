@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,15 +40,24 @@ struct prepare_options {
   edge_direction direction = edge_direction::in;
   metrics_request metrics;
   std::string name;                      // dataset name (default: input file stem)
+  bool force = false;                    // replace a non-empty output directory
 };
 
 /// Converts `o.input` (+ features) into a dataset directory at `out_dir`.
 status prepare_dataset(const prepare_options& o, const std::string& out_dir, thread_pool& pool);
 
+/// Runs `write(staging)` into a new folder beside `out_dir`, then puts it in
+/// place of `out_dir` whole (renames), so no file of an earlier dataset is left
+/// beside the new metadata and a failed run leaves `out_dir` as it was. A
+/// non-empty `out_dir` is refused, naming an entry, unless `force`.
+status write_dataset_dir(const std::string& out_dir, bool force,
+                         const std::function<status(const std::string&)>& write);
+
 /// Recomputes psgs.npy / fap.npy of an existing dataset in place.
 status recompute_metrics(const std::string& dir, const metrics_request& m, thread_pool& pool);
 
 struct generate_options {
+  bool force = false;  // replace a non-empty output directory
   rmat_options rmat;
   std::int64_t feature_dim = 64;
   bool undirected = false;

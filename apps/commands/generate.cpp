@@ -32,7 +32,9 @@ void register_generate(CLI::App& app, global_options& g) {
   cmd->add_option("--seed", a->o.rmat.seed, "Random seed (same seed, same dataset)")
       ->default_val(1);
   cmd->add_flag("--undirected", a->o.undirected, "Store both directions of every edge");
-  cmd->add_option("--out", a->out, "Output dataset directory")->required();
+  cmd->add_option("--out", a->out, "Output dataset directory (new or empty)")->required();
+  cmd->add_flag("--force", a->o.force,
+                "Replace a non-empty --out whole (written beside it, then renamed into place)");
   add_metrics_flags(*cmd, a->metrics);
   cmd->callback([a, &g] {
     status s = resolve_metrics_flags(a->metrics, a->o.metrics);

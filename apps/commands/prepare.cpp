@@ -11,7 +11,7 @@ namespace {
 struct prepare_args {
   std::string dir, input, format, features, features_format, out, relabel = "auto", name;
   std::string edge_direction = "in";
-  bool undirected = false, keep_self_loops = false, keep_duplicates = false;
+  bool undirected = false, keep_self_loops = false, keep_duplicates = false, force = false;
   metrics_flags metrics;
 };
 
@@ -44,6 +44,7 @@ status run_prepare(const prepare_args& a, global_options& g) {
                                            : graph::relabel_mode::auto_detect;
   o.metrics = m;
   o.name = a.name;
+  o.force = a.force;
   SPINDLE_TRY(graph::prepare_dataset(o, a.out, g.pool()));
   return print_summary(a.out, false);
 }
@@ -68,10 +69,11 @@ void register_prepare(CLI::App& app, global_options& g) {
                   "npy, csv or linqs (default: from the file name)")
       ->check(CLI::IsMember({"npy", "csv", "linqs"}));
   cmd->add_flag("--undirected", a->undirected, "Symmetrize: store both directions of every edge");
-  cmd->add_option("--edge-direction", a->edge_direction,
-                  "For an edge u -> v (edge_index column [u, v], or a line 'u v'): in = v "
-                  "aggregates over u, as PyG and DGL do (default, every format); out = u "
-                  "aggregates over v (what Spindle stored before issue #16). Stored in metadata.json")
+  cmd->add_option(
+         "--edge-direction", a->edge_direction,
+         "For an edge u -> v (edge_index column [u, v], or a line 'u v'): in = v "
+         "aggregates over u, as PyG and DGL do (default, every format); out = u "
+         "aggregates over v (what Spindle stored before issue #16). Stored in metadata.json")
       ->check(CLI::IsMember({"in", "out"}))
       ->capture_default_str();
   cmd->add_flag("--keep-self-loops", a->keep_self_loops, "Keep u->u edges (dropped by default)");
@@ -83,7 +85,9 @@ void register_prepare(CLI::App& app, global_options& g) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->default_val("auto");
   cmd->add_option("--name", a->name, "Dataset name (default: input file stem)");
-  cmd->add_option("--out", a->out, "Output dataset directory");
+  cmd->add_option("--out", a->out, "Output dataset directory (new or empty)");
+  cmd->add_flag("--force", a->force,
+                "Replace a non-empty --out whole (written beside it, then renamed into place)");
   add_metrics_flags(*cmd, a->metrics);
   cmd->callback([a, &g] {
     if (int rc = report(run_prepare(*a, g))) throw CLI::RuntimeError(rc);

@@ -62,6 +62,28 @@ TEST_F(cli_test, generate_prints_the_summary_table) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
 }
 
+// Issue #16 item 5: `--out EXISTING` used to overwrite in place and leave the
+// earlier dataset's features.npy / labels.npy beside the new metadata. Now a
+// non-empty directory is refused by name, and --force replaces it whole.
+TEST_F(cli_test, an_existing_output_directory_is_refused_or_replaced_whole) {
+  const std::string out = *dir_ + "/reused";
+  ASSERT_EQ(run("generate --scale 6 --feature-dim 8 --out " + out).code, 0);
+  ASSERT_TRUE(fs::exists(out + "/features.npy"));
+  auto r = run("generate --scale 5 --feature-dim 0 --out " + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--out " + out + ": not empty"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out + "/features.npy"));  // left as it was
+  r = run("generate --scale 5 --feature-dim 0 --force --out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(out + "/features.npy"));  // nothing stale beside the new metadata
+  auto info = run_stdout("info " + out + " --json --verify");
+  ASSERT_EQ(info.code, 0) << info.out;
+  EXPECT_EQ(nlohmann::json::parse(info.out)["num_nodes"], 32);
+  for (const auto& e : fs::directory_iterator(*dir_))  // no staging or old folders left
+    EXPECT_EQ(e.path().filename().string().find("reused."), std::string::npos) << e.path();
+}
+
 TEST_F(cli_test, info_json_is_machine_readable) {
   auto r = run_stdout("info " + *dir_ + "/rmat --json --verify");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -190,9 +212,9 @@ namespace {
 
 TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
   std::string dir = *dir_ + "/sage-model";
-  auto r =
-      run("model init --arch graphsage --in 16 --hidden 32 --classes 4 --layers 2 --seed 3 --out-dir " +
-          dir);
+  auto r = run(
+      "model init --arch graphsage --in 16 --hidden 32 --classes 4 --layers 2 --seed 3 --out-dir " +
+      dir);
   ASSERT_EQ(r.code, 0) << r.out;
   r = run("model info " + dir);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -303,7 +325,8 @@ namespace {
 
 TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
   std::string model = *dir_ + "/serve-model";
-  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 16 --classes 3 --out-dir " + model).code, 0);
+  ASSERT_EQ(run("model init --arch gcn --in 16 --hidden 16 --classes 3 --out-dir " + model).code,
+            0);
   auto r = run_stdout("serve --dataset " + *dir_ + "/rmat --model " + model +
                       " --workload 300 --clients 8 --max-batch 8 --json");
   ASSERT_EQ(r.code, 0) << r.out;
