@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/commands/cli_errors.hpp"
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
 #include "nn/ops.hpp"
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
   apps::global_options g;
   app.add_option("--threads", g.threads,
                  "Worker threads including the caller (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   app.add_option("--log-level", g.log_level, "debug, info, warn, error or off")
       ->check(CLI::IsMember({"debug", "info", "warn", "error", "off"}));
   app.parse_complete_callback([&] {
@@ -44,6 +45,19 @@ int main(int argc, char** argv) {
   apps::register_serve_dlrm(app, g);
   apps::register_client(app, g);
   apps::register_shell(app, g);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::Success& e) {  // --version
+    return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command's own failure, already reported
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "spindle: error: {}\n", apps::describe_parse_error(app, e, argc, argv));
+    return 1;
+  }
   return 0;
 }

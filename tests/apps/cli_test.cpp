@@ -84,6 +84,36 @@ TEST_F(cli_test, an_existing_output_directory_is_refused_or_replaced_whole) {
     EXPECT_EQ(e.path().filename().string().find("reused."), std::string::npos) << e.path();
 }
 
+// Issue #16 item 7: parse errors follow the house format (exit 1, "spindle:
+// error:"; CLI11 exited 104-106 without it), suggest the nearest flag or
+// subcommand, and bounds are readable (not a 300-digit double).
+TEST_F(cli_test, parse_errors_use_the_house_format_and_suggest_a_spelling) {
+  auto r = run("serv");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spindle: error: unknown command 'serv' (did you mean 'serve'?)"),
+            std::string::npos)
+      << r.out;
+  r = run("serve --datset x --model y");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spindle: error: --dataset is required; '--datset' is not a flag here "
+                       "(did you mean '--dataset'?)"),
+            std::string::npos)
+      << r.out;
+  r = run("prepare --undirectd");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("(did you mean '--undirected'?)"), std::string::npos) << r.out;
+  r = run("--threads -1 info x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spindle: error: --threads: Value -1 not in range 0 to 4096"),
+            std::string::npos)
+      << r.out;
+  EXPECT_LT(r.out.size(), 200u) << r.out;
+  r = run("frob");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spindle: error: unknown command 'frob'"), std::string::npos) << r.out;
+  EXPECT_EQ(run("--help").code, 0);
+}
+
 TEST_F(cli_test, info_json_is_machine_readable) {
   auto r = run_stdout("info " + *dir_ + "/rmat --json --verify");
   ASSERT_EQ(r.code, 0) << r.out;
