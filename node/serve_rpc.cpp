@@ -14,6 +14,7 @@
 #include "core/text_file.hpp"
 #include "node/token_file.hpp"
 #include "transport/http/metrics_server.hpp"
+#include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
 namespace spindle::node {
@@ -85,8 +86,8 @@ bool is_loopback_host(std::string_view host) {
 
 status check_bind(std::string_view flag, const std::string& endpoint, bool has_token) {
   if (endpoint.empty()) return status::ok();
-  const auto host = std::string_view(endpoint).substr(0, endpoint.rfind(':'));
-  if (is_loopback_host(host)) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(auto where, transport::parse_host_port(endpoint, flag));
+  if (is_loopback_host(where.host)) return status::ok();
   if (!has_token)
     return make_error(errc::invalid_argument,
                       "{} {}: not a loopback address; refusing to serve beyond this machine "

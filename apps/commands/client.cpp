@@ -293,7 +293,7 @@ void register_client(CLI::App& app, global_options&) {
   load->add_option("--clients", la->clients, "Closed loop: calls in flight")->capture_default_str();
   load->add_option("--rate", la->rate,
                    "Open loop: Poisson arrivals per second (overrides --clients)");
-  load->add_option("--seeds", la->seeds, "uniform:N | degree:DATASET_DIR | trace FILE");
+  load->add_option("--seeds", la->seeds, "uniform:N | degree:DATASET_DIR | trace FILE")->required();
   load->add_option("--seed", la->seed, "Random seed")->capture_default_str();
   load->add_option("--deadline-us", la->deadline_us, "Per-request deadline (0: none)")
       ->capture_default_str();

@@ -134,7 +134,9 @@ void register_place(CLI::App& app, global_options&) {
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with metrics)")->required();
   cmd->add_option("--topology", a->topology, "Topology TOML (see examples/topology-*.toml)")
       ->required();
-  cmd->add_option("--policy", a->policy, "fap | hash | degree | random")->capture_default_str();
+  cmd->add_option("--policy", a->policy, "fap | hash | degree | random")
+      ->check(CLI::IsMember({"fap", "hash", "degree", "random"}))
+      ->capture_default_str();
   cmd->add_option("--requests", a->requests, "Requests the evaluator replays")
       ->capture_default_str();
   cmd->add_option("--batch", a->batch, "Seeds per request")->capture_default_str();

@@ -188,14 +188,20 @@ void register_serve(CLI::App& app, global_options& g) {
                   "PSGS calibration from `spindle calibrate` (default: a quick one now)");
   cmd->add_option("--policy", a->policy,
                   "Routing: strict (PSGS-Strict) | loose (PSGS-Loose) | fixed")
+      ->check(CLI::IsMember({"strict", "loose", "fixed"}))
       ->capture_default_str();
+  // The same bounds as the live tunables (batch_deadline_us, max_batch).
   cmd->add_option("--deadline-us", a->deadline_us, "Batch deadline, microseconds")
+      ->check(CLI::Range(0, 10'000'000))
       ->capture_default_str();
-  cmd->add_option("--max-batch", a->max_batch, "Maximum requests per batch")->capture_default_str();
+  cmd->add_option("--max-batch", a->max_batch, "Maximum requests per batch")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   cmd->add_option("--fanouts", a->fanouts,
                   "Neighbours sampled per hop, one per model layer (e.g. 25,10); default: "
                   "model.toml's fanouts, else the dataset's when it has one per layer");
   cmd->add_option("--pipelines", a->pipelines, "Pipelines sharing the batcher")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--workload", a->workload,
                   "Drive N requests from the in-process generator, print the report and exit "

@@ -198,6 +198,8 @@ void register_serve_dlrm(CLI::App& app, global_options&) {
                          "and drive a synthetic workload through inference actors");
   auto a = std::make_shared<dlrm_args>();
   add_hps_stack_options(*cmd, *a, "--model");
+  cmd->get_option("--model")->required();
+  cmd->get_option("--pdb")->required();
   cmd->add_option(
       "--updates", a->updates,
       "Follow online updates from this Redis HOST:PORT (streams spindle:updates:emb<t>)");

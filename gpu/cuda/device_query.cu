@@ -14,7 +14,13 @@ std::vector<device_info> query_cuda_devices(std::string& status) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    status = err != cudaSuccess ? std::string(cudaGetErrorString(err)) : "driver reports 0 devices";
+    // No driver (or one older than the runtime) on a machine without a GPU is the
+    // common case: say so plainly, with the runtime's words after it.
+    if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice || count == 0)
+      status = "no GPU found";
+    else
+      status = "no usable GPU";
+    if (err != cudaSuccess) status += std::string(" (CUDA: ") + cudaGetErrorString(err) + ")";
     cudaGetLastError();  // clear the sticky error
     return {};
   }

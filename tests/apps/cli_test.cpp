@@ -108,6 +108,19 @@ TEST_F(cli_test, parse_errors_use_the_house_format_and_suggest_a_spelling) {
             std::string::npos)
       << r.out;
   EXPECT_LT(r.out.size(), 200u) << r.out;
+  // Bounds and choices checked by the parser, the same as the live tunables.
+  r = run("serve --dataset x --model y --max-batch 0");
+  EXPECT_NE(r.out.find("--max-batch: Value 0 not in range 1 to 65536"), std::string::npos) << r.out;
+  r = run("serve --dataset x --model y --policy stric");
+  EXPECT_NE(r.out.find("--policy: stric not in {strict,loose,fixed}"), std::string::npos) << r.out;
+  r = run("serve-dlrm");
+  EXPECT_NE(r.out.find("--model is required"), std::string::npos) << r.out;
+  // A port out of range was bound as a random one; now refused before anything loads.
+  r = run("serve --dataset /nonexistent --model /nonexistent --listen 127.0.0.1:99999");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--listen '127.0.0.1:99999': port 99999 is not in 0..65535"),
+            std::string::npos)
+      << r.out;
   r = run("frob");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("spindle: error: unknown command 'frob'"), std::string::npos) << r.out;

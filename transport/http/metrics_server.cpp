@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "transport/rpc/endpoint.hpp"
+
 namespace spindle::transport::http {
 namespace {
 constexpr std::size_t kMetricsWorkers = 32;  // threads "metrics-http" serves scrapes on
@@ -16,17 +18,9 @@ struct metrics_server::impl {
 
 expected<std::unique_ptr<metrics_server>> metrics_server::start(
     const std::string& listen, std::function<std::string()> render) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return make_error(errc::invalid_argument, "--metrics '{}': expected HOST:PORT", listen);
-  }
-  const std::string host = listen.substr(0, colon);
-  int port = 0;
-  try {
-    port = std::stoi(listen.substr(colon + 1));
-  } catch (const std::exception&) {
-    return make_error(errc::invalid_argument, "--metrics '{}': bad port", listen);
-  }
+  SPINDLE_ASSIGN_OR_RETURN(auto where, parse_host_port(listen, "--metrics"));
+  const std::string host = where.host;
+  const int port = int(where.port);
   auto i = std::make_unique<impl>();
   // Slow or half-sent requests must not hold the workers a scrape needs: short
   // read/keep-alive timeouts and more workers than a handful of stuck sockets.

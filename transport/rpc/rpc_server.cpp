@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/thread_pool.hpp"
 #include "transport/rpc/codec.hpp"
+#include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/request_checks.hpp"
 
 namespace spindle::transport::rpc {
@@ -370,10 +371,9 @@ struct rpc_server::impl {
 
   void run(server_options o, rpc_service& service) {
     try {
-      const auto colon = o.listen.rfind(':');
-      std::string host = o.listen.substr(0, colon);
-      if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-      const unsigned port_wanted = unsigned(std::stoul(o.listen.substr(colon + 1)));
+      const auto where = parse_host_port(o.listen, "--listen");  // checked by start()
+      const std::string host = where->host;
+      const unsigned port_wanted = where->port;
       capnp::ReaderOptions limits;
       limits.traversalLimitInWords = o.max_message_bytes / 8;
       limits.nestingLimit = 32;
@@ -412,10 +412,7 @@ struct rpc_server::impl {
 
 expected<std::unique_ptr<rpc_server>> rpc_server::start(const server_options& options,
                                                         rpc_service& service) {
-  const auto colon = options.listen.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == options.listen.size()) {
-    return make_error(errc::invalid_argument, "--listen '{}': expected HOST:PORT", options.listen);
-  }
+  SPINDLE_TRY(parse_host_port(options.listen, "--listen").error_or_ok());
   auto i = std::make_unique<impl>();
   impl* raw = i.get();
   i->thread = std::thread([raw, options, &service] { raw->run(options, service); });
