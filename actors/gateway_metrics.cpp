@@ -76,7 +76,7 @@ nlohmann::json model_counters::json(const sched::admission_control& admission) {
 }
 
 void model_counters::render(std::map<std::string, std::string>& families, const std::string& model,
-                            const sched::admission_control& admission) const {
+                            const sched::admission_control& admission, bool stages) const {
   const std::string m = fmt::format("model=\"{}\"", model);
   families["spindle_requests_total"] +=
       fmt::format("spindle_requests_total{{{}}} {}\n", m, requests.load());
@@ -93,6 +93,7 @@ void model_counters::render(std::map<std::string, std::string>& families, const 
   families["spindle_admission_limit"] +=
       fmt::format("spindle_admission_limit{{{}}} {}\n", m, admission.limit());
   latency.render(families["spindle_request_latency_seconds"], "spindle_request_latency_seconds", m);
+  if (!stages) return;
   for (auto [stage, h] : {std::pair{"batching", &batching},
                           {"sampling", &sampling},
                           {"gathering", &gathering},

@@ -94,9 +94,9 @@ std::string gateway::prometheus_text() {
       {"spindle_cache_lookups_total", "counter", "Embedding lookups per table by insertion mode."}};
   std::map<std::string, std::string> families;
   spindle::shared_lock lock(s_->models_mu);
-  for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission);
+  for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission, true);
   for (const auto& [name, e] : s_->rec) {
-    e->c.render(families, name, e->admission);
+    e->c.render(families, name, e->admission, false);
     for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);
       const auto& table = e->b.session->table(i).name;

@@ -3,12 +3,19 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 import capnp
 
 _SCHEMA = capnp.load(os.path.join(os.path.dirname(__file__), "spindle.capnp"))
+
+
+def _status_name(status) -> str:
+    """The server's status as the CLI, the logs and /metrics spell it: snake case
+    ("bad_request", "deadline_exceeded"), not Cap'n Proto's enum names."""
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", str(status)).lower()
 
 
 class SpindleError(Exception):
@@ -40,11 +47,11 @@ def _gnn_result(reply) -> GnnResult:
     flat = list(reply.outputs)
     w = reply.width
     rows = [flat[i:i + w] for i in range(0, len(flat), w)] if w else []
-    return GnnResult(str(reply.status), reply.message, rows, reply.serverUs)
+    return GnnResult(_status_name(reply.status), reply.message, rows, reply.serverUs)
 
 
 def _check(results):
-    status = str(results.status)
+    status = _status_name(results.status)
     if status != "ok":
         raise SpindleError(status, results.message)
     return results
@@ -97,7 +104,7 @@ class Client:
         results = [_gnn_result(x) for x in r.replies]
         if len(results) != len(wire):  # refused whole (over the server's limits): one reply
             first = results[0] if results else None
-            raise SpindleError(first.status if first else "badRequest",
+            raise SpindleError(first.status if first else "bad_request",
                                first.message if first else "no replies")
         return results
 
@@ -118,7 +125,7 @@ class Client:
         r = await self._inference.inferRec(request={
             "model": model, "batch": batch, "dense": [float(x) for row in dense for x in row],
             "sparse": bags, "deadlineUs": deadline_us})
-        result = RecResult(str(r.reply.status), r.reply.message, list(r.reply.scores), r.reply.serverUs)
+        result = RecResult(_status_name(r.reply.status), r.reply.message, list(r.reply.scores), r.reply.serverUs)
         if check and result.status != "ok":
             raise SpindleError(result.status, result.message)
         return result

@@ -73,9 +73,9 @@ def test_infer_gnn_matches_the_cli_and_batches_isolate_errors(server):
     flat = [x for row in r.outputs for x in row]
     assert flat == pytest.approx(want["outputs"], rel=0, abs=0)
     assert batch[0].outputs == r.outputs
-    assert batch[1].status == "badRequest" and "out of range" in batch[1].message
-    assert batch[2].status == "badRequest" and "unknown model 'nope'" in batch[2].message
-    assert err.status == "badRequest" and "seeds[0]=-1" in err.message
+    assert batch[1].status == "bad_request" and "out of range" in batch[1].message
+    assert batch[2].status == "bad_request" and "unknown model 'nope'" in batch[2].message
+    assert err.status == "bad_request" and "seeds[0]=-1" in err.message
 
 
 def test_recommendation_and_admin_calls(server):
@@ -125,5 +125,5 @@ def test_models_load_and_unload_live(server):
     names, same, ref, missing, after = sc.run(main())
     assert "gcn2" in names
     assert same == ref
-    assert missing.status == "badRequest" and "-missing" in missing.message
+    assert missing.status == "bad_request" and "-missing" in missing.message
     assert after == {"gcn", "ctr"}

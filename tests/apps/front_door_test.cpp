@@ -342,6 +342,11 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
           "spindle_stage_latency_seconds_bucket{model=\"sage\",stage=\"sampling\",le=\"+Inf\"}"),
       std::string::npos);
   EXPECT_NE(body.find("spindle_cache_hit_rate{model=\"ctr\",table=\"emb0\"}"), std::string::npos);
+  // Issue #16 item 13: buckets from 10 us; a DLRM exports no GNN stage histograms.
+  EXPECT_NE(body.find("stage=\"sampling\",le=\"1e-05\"}"), std::string::npos)
+      << body.substr(0, 2000);
+  EXPECT_EQ(body.find("spindle_stage_latency_seconds_bucket{model=\"ctr\""), std::string::npos);
+  EXPECT_NE(body.find("spindle_admission_limit{model=\"sage\"}"), std::string::npos);
   // Each family is one group: its TYPE line comes once, before its first sample.
   EXPECT_EQ(body.find("# TYPE spindle_requests_total"),
             body.rfind("# TYPE spindle_requests_total"));
