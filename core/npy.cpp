@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/half.hpp"
+
 namespace spindle {
 namespace {
 
@@ -17,9 +19,11 @@ struct dtype_row {
   std::size_t size;
 };
 constexpr dtype_row kDtypes[] = {
-    {dtype::u8, "uint8", "|u1", 1},     {dtype::i32, "int32", "<i4", 4},
-    {dtype::i64, "int64", "<i8", 8},    {dtype::f16, "float16", "<f2", 2},
-    {dtype::f32, "float32", "<f4", 4},  {dtype::f64, "float64", "<f8", 8},
+    {dtype::u8, "uint8", "|u1", 1},    {dtype::i32, "int32", "<i4", 4},
+    {dtype::i64, "int64", "<i8", 8},   {dtype::f16, "float16", "<f2", 2},
+    {dtype::f32, "float32", "<f4", 4}, {dtype::f64, "float64", "<f8", 8},
+    {dtype::u32, "uint32", "<u4", 4},  {dtype::u64, "uint64", "<u8", 8},
+    {dtype::b1, "bool", "|b1", 1},
 };
 
 const dtype_row& row_of(dtype t) { return kDtypes[static_cast<int>(t)]; }
@@ -96,23 +100,25 @@ expected<npy_header> parse_npy_header(const std::uint8_t* data, std::size_t size
   std::size_t len_bytes = major == 1 ? 2 : (major == 2 || major == 3) ? 4 : 0;
   if (len_bytes == 0)
     return make_error(errc::unsupported, "{}: .npy version {} is not supported", name, major);
-  if (size < 8 + len_bytes)
-    return make_error(errc::corrupt_data, "{}: truncated header", name);
+  if (size < 8 + len_bytes) return make_error(errc::corrupt_data, "{}: truncated header", name);
   std::size_t header_len = 0;
   for (std::size_t i = 0; i < len_bytes; ++i) header_len |= std::size_t{data[8 + i]} << (8 * i);
   std::size_t offset = 8 + len_bytes + header_len;
   if (offset > size)
-    return make_error(errc::corrupt_data, "{}: header length {} runs past the end of the {}-byte file",
-                      name, header_len, size);
+    return make_error(errc::corrupt_data,
+                      "{}: header length {} runs past the end of the {}-byte file", name,
+                      header_len, size);
   std::string_view dict(reinterpret_cast<const char*>(data + 8 + len_bytes), header_len);
   SPINDLE_ASSIGN_OR_RETURN(auto descr_text, dict_value(dict, "descr", name));
   SPINDLE_ASSIGN_OR_RETURN(auto order_text, dict_value(dict, "fortran_order", name));
   SPINDLE_ASSIGN_OR_RETURN(auto shape_text, dict_value(dict, "shape", name));
-  if (order_text.substr(0, 5) != "False")
-    return make_error(errc::unsupported, "{}: Fortran-order arrays are not supported", name);
+  const bool fortran = order_text.substr(0, 4) == "True";
+  if (!fortran && order_text.substr(0, 5) != "False")
+    return make_error(errc::corrupt_data, "{}: header 'fortran_order' is neither True nor False",
+                      name);
   SPINDLE_ASSIGN_OR_RETURN(dtype type, parse_descr(descr_text, name));
   SPINDLE_ASSIGN_OR_RETURN(auto shape, parse_shape(shape_text, name));
-  return npy_header{type, std::move(shape), offset};
+  return npy_header{type, std::move(shape), offset, fortran};
 }
 
 std::int64_t npy_array::num_elements() const {
@@ -122,23 +128,108 @@ std::int64_t npy_array::num_elements() const {
 }
 
 expected<npy_array> npy_array::open(const std::string& path) {
+  SPINDLE_ASSIGN_OR_RETURN(auto a, open_any_order(path));
+  if (a.fortran_ && a.shape_.size() > 1)
+    return make_error(errc::unsupported,
+                      "{}: Fortran-order array; this file must be C order (np.ascontiguousarray)",
+                      path);
+  return a;
+}
+
+std::size_t npy_array::offset_of(std::int64_t r, std::int64_t c) const {
+  const std::int64_t rows = shape_.empty() ? 1 : shape_[0];
+  const std::int64_t cols = shape_.size() > 1 ? shape_[1] : 1;
+  return std::size_t(fortran_ ? c * rows + r : r * cols + c) * dtype_size(type_);
+}
+
+double npy_array::element(std::int64_t r, std::int64_t c) const {
+  const std::uint8_t* p = data_ + offset_of(r, c);
+  auto get = [p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return double(v);
+  };
+  switch (type_) {
+    case dtype::u8:
+      return get(std::uint8_t{});
+    case dtype::b1:
+      return *p != 0 ? 1.0 : 0.0;
+    case dtype::i32:
+      return get(std::int32_t{});
+    case dtype::i64:
+      return get(std::int64_t{});
+    case dtype::u32:
+      return get(std::uint32_t{});
+    case dtype::u64:
+      return get(std::uint64_t{});
+    case dtype::f32:
+      return get(float{});
+    case dtype::f64:
+      return get(double{});
+    case dtype::f16: {
+      std::uint16_t h;
+      std::memcpy(&h, p, 2);
+      return double(half_to_float(h));
+    }
+  }
+  return 0;
+}
+
+expected<std::int64_t> npy_array::element_i64(std::int64_t r, std::int64_t c) const {
+  const std::uint8_t* p = data_ + offset_of(r, c);
+  switch (type_) {
+    case dtype::u8:
+    case dtype::b1:
+      return std::int64_t(*p);
+    case dtype::i32: {
+      std::int32_t v;
+      std::memcpy(&v, p, 4);
+      return std::int64_t(v);
+    }
+    case dtype::i64: {
+      std::int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case dtype::u32: {
+      std::uint32_t v;
+      std::memcpy(&v, p, 4);
+      return std::int64_t(v);
+    }
+    case dtype::u64: {
+      std::uint64_t v;
+      std::memcpy(&v, p, 8);
+      if (v > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+        return make_error(errc::invalid_argument, "{}: [{}, {}] = {} is past the int64 range",
+                          path(), r, c, v);
+      return std::int64_t(v);
+    }
+    default:
+      return make_error(errc::unsupported, "{}: dtype {} holds no integer ids", path(),
+                        to_string(type_));
+  }
+}
+
+expected<npy_array> npy_array::open_any_order(const std::string& path) {
   npy_array a;
   SPINDLE_ASSIGN_OR_RETURN(a.file_, mapped_file::open(path));
   SPINDLE_ASSIGN_OR_RETURN(auto h, parse_npy_header(a.file_.data(), a.file_.size(), path));
   std::size_t elem = dtype_size(h.type);
   std::size_t count = 1;
   for (auto d : h.shape) {
-    if (d != 0 && count > std::numeric_limits<std::size_t>::max() / elem / static_cast<std::size_t>(d))
+    if (d != 0 &&
+        count > std::numeric_limits<std::size_t>::max() / elem / static_cast<std::size_t>(d))
       return make_error(errc::corrupt_data, "{}: shape is too large", path);
     count *= static_cast<std::size_t>(d);
   }
   std::size_t have = a.file_.size() - h.data_offset;
   if (have != count * elem)
-    return make_error(errc::corrupt_data,
-                      "{}: {}: header says {} {} elements ({} bytes) but the file holds {} data bytes",
-                      path, have < count * elem ? "truncated" : "trailing bytes", count,
-                      to_string(h.type), count * elem, have);
+    return make_error(
+        errc::corrupt_data,
+        "{}: {}: header says {} {} elements ({} bytes) but the file holds {} data bytes", path,
+        have < count * elem ? "truncated" : "trailing bytes", count, to_string(h.type),
+        count * elem, have);
   a.type_ = h.type;
+  a.fortran_ = h.fortran;
   a.shape_ = std::move(h.shape);
   a.data_ = a.file_.data() + h.data_offset;
   a.bytes_ = have;

@@ -17,19 +17,43 @@
 
 namespace spindle {
 
-enum class dtype { u8, i32, i64, f16, f32, f64 };
+enum class dtype { u8, i32, i64, f16, f32, f64, u32, u64, b1 };
 
-std::string_view to_string(dtype t);            // "int32", "float16", ...
-std::size_t dtype_size(dtype t);                // bytes per element
-std::string_view npy_descr(dtype t);            // "<i4", "<f2", "|u1", ...
+std::string_view to_string(dtype t);                      // "int32", "float16", ...
+std::size_t dtype_size(dtype t);                          // bytes per element
+std::string_view npy_descr(dtype t);                      // "<i4", "<f2", "|u1", ...
 expected<dtype> parse_dtype_name(std::string_view name);  // inverse of to_string
 
-template <class T> constexpr dtype dtype_of();
-template <> constexpr dtype dtype_of<std::uint8_t>() { return dtype::u8; }
-template <> constexpr dtype dtype_of<std::int32_t>() { return dtype::i32; }
-template <> constexpr dtype dtype_of<std::int64_t>() { return dtype::i64; }
-template <> constexpr dtype dtype_of<float>() { return dtype::f32; }
-template <> constexpr dtype dtype_of<double>() { return dtype::f64; }
+template <class T>
+constexpr dtype dtype_of();
+template <>
+constexpr dtype dtype_of<std::uint8_t>() {
+  return dtype::u8;
+}
+template <>
+constexpr dtype dtype_of<std::int32_t>() {
+  return dtype::i32;
+}
+template <>
+constexpr dtype dtype_of<std::int64_t>() {
+  return dtype::i64;
+}
+template <>
+constexpr dtype dtype_of<float>() {
+  return dtype::f32;
+}
+template <>
+constexpr dtype dtype_of<double>() {
+  return dtype::f64;
+}
+template <>
+constexpr dtype dtype_of<std::uint32_t>() {
+  return dtype::u32;
+}
+template <>
+constexpr dtype dtype_of<std::uint64_t>() {
+  return dtype::u64;
+}
 
 /// A mapped, validated .npy file (C order, little-endian).
 class npy_array {
@@ -37,6 +61,18 @@ class npy_array {
   /// Maps `path` and checks magic, version, header syntax, dtype and that the
   /// data size matches the shape exactly; errors name the file and the fault.
   static expected<npy_array> open(const std::string& path);
+  /// As open(), also accepting Fortran (column-major) order, as np.save(a.T)
+  /// writes: for inputs the loaders read element by element (see element()).
+  static expected<npy_array> open_any_order(const std::string& path);
+
+  /// True for a Fortran-order (column-major) array.
+  bool fortran_order() const { return fortran_; }
+  /// Element (r, c) of a 2-D array as double, whatever the order and dtype
+  /// (integers past 2^53 lose precision: use element_i64 for ids).
+  double element(std::int64_t r, std::int64_t c) const;
+  /// Element (r, c) of a 2-D integer (or bool) array; error naming the file and
+  /// position for a value out of int64 range or a float dtype.
+  expected<std::int64_t> element_i64(std::int64_t r, std::int64_t c) const;
 
   const std::string& path() const { return file_.path(); }
   dtype type() const { return type_; }
@@ -49,14 +85,16 @@ class npy_array {
   template <class T>
   expected<std::span<const T>> as() const {
     if (type_ != dtype_of<T>())
-      return make_error(errc::unsupported, "{}: dtype is {}, expected {}", path(),
-                        to_string(type_), to_string(dtype_of<T>()));
+      return make_error(errc::unsupported, "{}: dtype is {}, expected {}", path(), to_string(type_),
+                        to_string(dtype_of<T>()));
     return std::span<const T>(reinterpret_cast<const T*>(data_), bytes_ / sizeof(T));
   }
 
  private:
   mapped_file file_;
+  std::size_t offset_of(std::int64_t r, std::int64_t c) const;
   dtype type_ = dtype::u8;
+  bool fortran_ = false;
   std::vector<std::int64_t> shape_;
   const std::uint8_t* data_ = nullptr;
   std::size_t bytes_ = 0;
@@ -67,6 +105,7 @@ struct npy_header {
   dtype type;
   std::vector<std::int64_t> shape;
   std::size_t data_offset;
+  bool fortran = false;
 };
 expected<npy_header> parse_npy_header(const std::uint8_t* data, std::size_t size,
                                       std::string_view name);
@@ -83,7 +122,9 @@ class npy_writer {
 
   status write(const void* data, std::size_t bytes);
   template <class T>
-  status write(std::span<const T> values) { return write(values.data(), values.size_bytes()); }
+  status write(std::span<const T> values) {
+    return write(values.data(), values.size_bytes());
+  }
   /// Flushes, checks the byte count, renames into place; returns the data checksum.
   expected<std::uint64_t> close();
   /// Bytes of data the declared shape needs.

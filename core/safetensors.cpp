@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/half.hpp"
+
 namespace spindle {
 namespace {
 
@@ -17,25 +19,6 @@ std::size_t dtype_bytes(const std::string& d) {
   if (d == "F16" || d == "BF16" || d == "I16" || d == "U16") return 2;
   if (d == "I8" || d == "U8" || d == "BOOL" || d == "F8_E4M3" || d == "F8_E5M2") return 1;
   return 0;
-}
-
-float half_to_float(std::uint16_t h) {
-  std::uint32_t sign = std::uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  std::uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) mant <<= 1, --exp;
-      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  return std::bit_cast<float>(bits);
 }
 
 status parse_entry(const std::string& path, const std::string& name, const nlohmann::json& e,

@@ -1,5 +1,7 @@
 #include "graph/loaders.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -27,7 +29,8 @@ struct name_table {
   bool active = false;
 
   std::int64_t intern(std::string_view name, edge_list& out) {
-    auto [it, inserted] = index.try_emplace(std::string(name), static_cast<std::int64_t>(out.names.size()));
+    auto [it, inserted] =
+        index.try_emplace(std::string(name), static_cast<std::int64_t>(out.names.size()));
     if (inserted) out.names.emplace_back(name);
     return it->second;
   }
@@ -42,8 +45,8 @@ status parse_edge_line(const std::string& path, std::int64_t line_no,
                        const std::vector<std::string_view>& f, edge_list& out, name_table& names) {
   std::int64_t a = 0, b = 0;
   if (f.size() < 2 || f.size() > 3)
-    return make_error(errc::invalid_argument, "{}:{}: expected 'src dst [weight]', got {} fields", path,
-                      line_no, f.size());
+    return make_error(errc::invalid_argument, "{}:{}: expected 'src dst [weight]', got {} fields",
+                      path, line_no, f.size());
   if (!names.active && (!parse_number(f[0], a) || !parse_number(f[1], b))) names.activate(out);
   if (names.active) {
     a = names.intern(f[0], out);
@@ -52,13 +55,15 @@ status parse_edge_line(const std::string& path, std::int64_t line_no,
   if (f.size() == 3) {
     float w = 0;
     if (!parse_number(f[2], w))
-      return make_error(errc::invalid_argument, "{}:{}: weight '{}' is not a number", path, line_no, f[2]);
+      return make_error(errc::invalid_argument, "{}:{}: weight '{}' is not a number", path, line_no,
+                        f[2]);
     if (out.weight.size() != out.src.size())
       return make_error(errc::invalid_argument, "{}:{}: weight given here but not on earlier lines",
                         path, line_no);
     out.weight.push_back(w);
   } else if (!out.weight.empty()) {
-    return make_error(errc::invalid_argument, "{}:{}: weight missing (earlier lines have one)", path, line_no);
+    return make_error(errc::invalid_argument, "{}:{}: weight missing (earlier lines have one)",
+                      path, line_no);
   }
   out.src.push_back(a);
   out.dst.push_back(b);
@@ -70,77 +75,66 @@ expected<edge_list> load_text_edges(const std::string& path, bool csv) {
   name_table names;
   std::vector<std::string_view> fields;
   bool first = true;
-  SPINDLE_TRY(for_each_line(path, [&](std::int64_t line_no, std::string_view line) -> status {
-    if (is_comment(line)) return status::ok();
-    split_fields(line, fields);
-    std::int64_t probe = 0;
-    bool header = csv && first && !fields.empty() && !parse_number(fields[0], probe);
-    first = false;
-    if (header) return status::ok();
-    return parse_edge_line(path, line_no, fields, out, names);
-  }, true));
+  SPINDLE_TRY(for_each_line(
+      path,
+      [&](std::int64_t line_no, std::string_view line) -> status {
+        if (is_comment(line)) return status::ok();
+        split_fields(line, fields);
+        std::int64_t probe = 0;
+        bool header = csv && first && !fields.empty() && !parse_number(fields[0], probe);
+        first = false;
+        if (header) return status::ok();
+        return parse_edge_line(path, line_no, fields, out, names);
+      },
+      true));
   return out;
 }
 
+// edge_index as PyG holds it, [2, E] (row 0 sources), or the [E, 2] of an edge
+// list, in C or Fortran order (np.save(edges.T) writes Fortran order), with
+// int32/int64/uint32/uint64 ids.
 expected<edge_list> load_npy_edges(const std::string& path) {
-  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
-  if (a.shape().size() != 2 || a.shape()[0] != 2)
-    return make_error(errc::invalid_argument, "{}: edge_index must have shape [2, E]", path);
-  std::int64_t m = a.shape()[1];
-  edge_list out;
-  out.src.resize(m);
-  out.dst.resize(m);
-  if (a.type() == dtype::i64) {
-    auto v = *a.as<std::int64_t>();
-    std::copy_n(v.begin(), m, out.src.begin());
-    std::copy_n(v.begin() + m, m, out.dst.begin());
-  } else if (a.type() == dtype::i32) {
-    auto v = *a.as<std::int32_t>();
-    std::copy_n(v.begin(), m, out.src.begin());
-    std::copy_n(v.begin() + m, m, out.dst.begin());
-  } else {
-    return make_error(errc::unsupported, "{}: edge_index dtype {} (expected int64 or int32)", path,
+  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open_any_order(path));
+  const auto& shape = a.shape();
+  if (shape.size() != 2 || (shape[0] != 2 && shape[1] != 2))
+    return make_error(errc::invalid_argument,
+                      "{}: edge_index must have shape [2, E] (or [E, 2]); found [{}]", path,
+                      fmt::join(shape, ", "));
+  if (a.type() == dtype::f16 || a.type() == dtype::f32 || a.type() == dtype::f64 ||
+      a.type() == dtype::b1)
+    return make_error(errc::unsupported,
+                      "{}: edge_index dtype {} (expected int64, int32, uint64 or uint32)", path,
                       to_string(a.type()));
+  const bool rows_are_ends = shape[0] == 2;  // [2, E]; a [2, 2] array is read as [2, E] too
+  const std::int64_t m = rows_are_ends ? shape[1] : shape[0];
+  edge_list out;
+  out.src.resize(std::size_t(m));
+  out.dst.resize(std::size_t(m));
+  for (std::int64_t e = 0; e < m; ++e) {
+    SPINDLE_ASSIGN_OR_RETURN(out.src[e], rows_are_ends ? a.element_i64(0, e) : a.element_i64(e, 0));
+    SPINDLE_ASSIGN_OR_RETURN(out.dst[e], rows_are_ends ? a.element_i64(1, e) : a.element_i64(e, 1));
   }
   return out;
-}
-
-float half_to_float(std::uint16_t h) {
-  std::uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  std::uint32_t bits;
-  if (exp == 0) {
-    float f = static_cast<float>(mant) * (1.0f / 16777216.0f);  // subnormal: mant * 2^-24
-    return sign ? -f : f;
-  }
-  if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
-  else bits = sign | ((exp + 112) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 expected<feature_table> load_npy_features(const std::string& path) {
-  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open_any_order(path));
   if (a.shape().size() != 2)
     return make_error(errc::invalid_argument, "{}: features must have shape [N, F], got {} dims",
                       path, a.shape().size());
   feature_table t;
   t.rows = a.shape()[0];
   t.cols = a.shape()[1];
-  t.values.resize(t.rows * t.cols);
-  auto convert = [&](auto span) { std::transform(span.begin(), span.end(), t.values.begin(), [](auto x) { return static_cast<float>(x); }); };
-  switch (a.type()) {
-    case dtype::f32: convert(*a.as<float>()); break;
-    case dtype::f64: convert(*a.as<double>()); break;
-    case dtype::i64: convert(*a.as<std::int64_t>()); break;
-    case dtype::i32: convert(*a.as<std::int32_t>()); break;
-    case dtype::u8: convert(*a.as<std::uint8_t>()); break;
-    case dtype::f16: {
-      auto raw = reinterpret_cast<const std::uint16_t*>(a.raw());
-      for (std::size_t i = 0; i < t.values.size(); ++i) t.values[i] = half_to_float(raw[i]);
-      break;
-    }
+  t.values.resize(std::size_t(t.rows * t.cols));
+  if (a.type() == dtype::f32 && !a.fortran_order()) {  // the common case: one copy
+    auto v = *a.as<float>();
+    std::copy(v.begin(), v.end(), t.values.begin());
+    return t;
   }
+  // Any dtype (bool and integer features become 0/1 and counts), any order.
+  for (std::int64_t r = 0; r < t.rows; ++r)
+    for (std::int64_t c = 0; c < t.cols; ++c)
+      t.values[std::size_t(r * t.cols + c)] = float(a.element(r, c));
   return t;
 }
 
@@ -150,13 +144,13 @@ status parse_feature_row(const std::string& path, std::int64_t line_no,
   std::int64_t cols = static_cast<std::int64_t>(last - first);
   if (t.rows == 0) t.cols = cols;
   if (cols != t.cols || cols == 0)
-    return make_error(errc::invalid_argument, "{}:{}: {} feature columns, earlier rows have {}", path,
-                      line_no, cols, t.cols);
+    return make_error(errc::invalid_argument, "{}:{}: {} feature columns, earlier rows have {}",
+                      path, line_no, cols, t.cols);
   for (std::size_t i = first; i < last; ++i) {
     float x = 0;
     if (!parse_number(f[i], x))
-      return make_error(errc::invalid_argument, "{}:{}: field {} '{}' is not a number", path, line_no,
-                        i + 1, f[i]);
+      return make_error(errc::invalid_argument, "{}:{}: field {} '{}' is not a number", path,
+                        line_no, i + 1, f[i]);
     t.values.push_back(x);
   }
   ++t.rows;
@@ -167,20 +161,25 @@ expected<feature_table> load_text_features(const std::string& path, bool linqs) 
   feature_table t;
   std::vector<std::string_view> f;
   std::vector<std::string> label_text;
-  SPINDLE_TRY(for_each_line(path, [&](std::int64_t line_no, std::string_view line) -> status {
-    if (is_comment(line)) return status::ok();
-    split_fields(line, f);
-    if (!linqs) {
-      float probe = 0;
-      if (t.rows == 0 && !f.empty() && !parse_number(f[0], probe)) return status::ok();  // header
-      return parse_feature_row(path, line_no, f, 0, f.size(), t);
-    }
-    if (f.size() < 3)
-      return make_error(errc::invalid_argument, "{}:{}: expected 'id features... label'", path, line_no);
-    t.row_names.emplace_back(f[0]);
-    label_text.emplace_back(f.back());
-    return parse_feature_row(path, line_no, f, 1, f.size() - 1, t);
-  }, true));
+  SPINDLE_TRY(for_each_line(
+      path,
+      [&](std::int64_t line_no, std::string_view line) -> status {
+        if (is_comment(line)) return status::ok();
+        split_fields(line, f);
+        if (!linqs) {
+          float probe = 0;
+          if (t.rows == 0 && !f.empty() && !parse_number(f[0], probe))
+            return status::ok();  // header
+          return parse_feature_row(path, line_no, f, 0, f.size(), t);
+        }
+        if (f.size() < 3)
+          return make_error(errc::invalid_argument, "{}:{}: expected 'id features... label'", path,
+                            line_no);
+        t.row_names.emplace_back(f[0]);
+        label_text.emplace_back(f.back());
+        return parse_feature_row(path, line_no, f, 1, f.size() - 1, t);
+      },
+      true));
   if (linqs) {
     std::map<std::string, std::int64_t> classes;
     for (const auto& s : label_text) classes.emplace(s, 0);
@@ -198,9 +197,12 @@ expected<feature_table> load_text_features(const std::string& path, bool linqs) 
 
 std::string_view to_string(edge_format f) {
   switch (f) {
-    case edge_format::snap: return "snap";
-    case edge_format::csv: return "csv";
-    case edge_format::npy: return "npy";
+    case edge_format::snap:
+      return "snap";
+    case edge_format::csv:
+      return "csv";
+    case edge_format::npy:
+      return "npy";
   }
   return "unknown";
 }
@@ -219,18 +221,24 @@ edge_format guess_edge_format(std::string_view path) {
 
 expected<edge_list> load_edges(const std::string& path, edge_format format) {
   switch (format) {
-    case edge_format::npy: return load_npy_edges(path);
-    case edge_format::csv: return load_text_edges(path, true);
-    case edge_format::snap: return load_text_edges(path, false);
+    case edge_format::npy:
+      return load_npy_edges(path);
+    case edge_format::csv:
+      return load_text_edges(path, true);
+    case edge_format::snap:
+      return load_text_edges(path, false);
   }
   return make_error(errc::internal, "unknown edge format");
 }
 
 std::string_view to_string(feature_format f) {
   switch (f) {
-    case feature_format::npy: return "npy";
-    case feature_format::csv: return "csv";
-    case feature_format::linqs: return "linqs";
+    case feature_format::npy:
+      return "npy";
+    case feature_format::csv:
+      return "csv";
+    case feature_format::linqs:
+      return "linqs";
   }
   return "unknown";
 }
@@ -238,7 +246,8 @@ std::string_view to_string(feature_format f) {
 expected<feature_format> parse_feature_format(std::string_view name) {
   for (auto f : {feature_format::npy, feature_format::csv, feature_format::linqs})
     if (name == to_string(f)) return f;
-  return make_error(errc::invalid_argument, "--features-format: '{}' is not one of npy, csv, linqs", name);
+  return make_error(errc::invalid_argument, "--features-format: '{}' is not one of npy, csv, linqs",
+                    name);
 }
 
 feature_format guess_feature_format(std::string_view path) {
@@ -249,9 +258,12 @@ feature_format guess_feature_format(std::string_view path) {
 
 expected<feature_table> load_features(const std::string& path, feature_format format) {
   switch (format) {
-    case feature_format::npy: return load_npy_features(path);
-    case feature_format::csv: return load_text_features(path, false);
-    case feature_format::linqs: return load_text_features(path, true);
+    case feature_format::npy:
+      return load_npy_features(path);
+    case feature_format::csv:
+      return load_text_features(path, false);
+    case feature_format::linqs:
+      return load_text_features(path, true);
   }
   return make_error(errc::internal, "unknown feature format");
 }

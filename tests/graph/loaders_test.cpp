@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <fstream>
+
 #include "core/npy.hpp"
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
@@ -45,7 +47,8 @@ TEST(loaders_test, malformed_line_names_file_and_line) {
   ASSERT_FALSE(e.has_value());
   EXPECT_EQ(e.error().message(), dir + "/e.txt:2: expected 'src dst [weight]', got 4 fields");
   write_text(dir + "/w.txt", "0 1 x\n");
-  EXPECT_NE(load_edges(dir + "/w.txt", edge_format::snap).error().message().find("weight 'x'"), std::string::npos);
+  EXPECT_NE(load_edges(dir + "/w.txt", edge_format::snap).error().message().find("weight 'x'"),
+            std::string::npos);
 }
 
 TEST(loaders_test, string_ids_are_interned) {
@@ -73,6 +76,69 @@ TEST(loaders_test, reads_npy_edge_index_and_features) {
   EXPECT_EQ(f->values[5], 6.0f);
 }
 
+// A .npy as numpy writes it, with any descr and order (write_npy writes C order only).
+void write_raw_npy(const std::string& path, const std::string& descr, bool fortran,
+                   const std::string& shape, const void* data, std::size_t bytes) {
+  std::string header = "{'descr': '" + descr +
+                       "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': (" +
+                       shape + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  f.write("\x93NUMPY\x01\x00", 8);
+  const std::uint16_t len = std::uint16_t(header.size());
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f << header;
+  f.write(static_cast<const char*>(data), std::streamsize(bytes));
+}
+
+// Issue #16 item 3: np.save(edges.T) writes Fortran order (refused before),
+// [E, 2] edge lists, unsigned ids and bool features are what users export.
+TEST(loaders_test, reads_fortran_order_e_by_2_and_unsigned_npy_inputs) {
+  const std::string dir = temp_dir("npy_any");
+  const std::vector<std::int64_t> want_src{0, 1, 2}, want_dst{1, 2, 0};
+  // [2, 3] in Fortran order: column-major, so the bytes are (src, dst) pairs.
+  std::vector<std::int64_t> pairs{0, 1, 1, 2, 2, 0};
+  write_raw_npy(dir + "/f.npy", "<i8", true, "2, 3", pairs.data(), pairs.size() * 8);
+  auto e = load_edges(dir + "/f.npy", edge_format::npy);
+  ASSERT_TRUE(e.has_value()) << e.error().to_string();
+  EXPECT_EQ(e->src, want_src);
+  EXPECT_EQ(e->dst, want_dst);
+  // [3, 2] in C order: the same bytes.
+  write_raw_npy(dir + "/e2.npy", "<i8", false, "3, 2", pairs.data(), pairs.size() * 8);
+  e = load_edges(dir + "/e2.npy", edge_format::npy);
+  ASSERT_TRUE(e.has_value()) << e.error().to_string();
+  EXPECT_EQ(e->src, want_src);
+  EXPECT_EQ(e->dst, want_dst);
+  // uint32 [2, 3] in C order.
+  std::vector<std::uint32_t> u{0, 1, 2, 1, 2, 0};
+  write_raw_npy(dir + "/u.npy", "<u4", false, "2, 3", u.data(), u.size() * 4);
+  e = load_edges(dir + "/u.npy", edge_format::npy);
+  ASSERT_TRUE(e.has_value()) << e.error().to_string();
+  EXPECT_EQ(e->dst, want_dst);
+  // uint64 past int64, and float ids, and a shape that fits neither: named errors.
+  std::vector<std::uint64_t> big{0, 1, ~0ull, 1};
+  write_raw_npy(dir + "/big.npy", "<u8", false, "2, 2", big.data(), big.size() * 8);
+  e = load_edges(dir + "/big.npy", edge_format::npy);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message().find("[1, 0] = 18446744073709551615 is past the int64 range"),
+            std::string::npos)
+      << e.error().message();
+  std::vector<float> fl(6, 1.0f);
+  write_raw_npy(dir + "/fl.npy", "<f4", false, "2, 3", fl.data(), fl.size() * 4);
+  e = load_edges(dir + "/fl.npy", edge_format::npy);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message().find("edge_index dtype float32"), std::string::npos);
+  // bool features in Fortran order: [2, 3] column-major.
+  const bool b[6] = {true, false, false, true, true, false};  // columns (1,0) (0,1) (1,0)
+  write_raw_npy(dir + "/b.npy", "|b1", true, "2, 3", b, 6);
+  auto f = load_features(dir + "/b.npy", feature_format::npy);
+  ASSERT_TRUE(f.has_value()) << f.error().to_string();
+  EXPECT_EQ(f->values, (std::vector<float>{1, 0, 1, 0, 1, 0}));
+  // The dataset's own arrays stay C order only.
+  EXPECT_FALSE(npy_array::open(dir + "/f.npy").has_value());
+}
+
 TEST(loaders_test, ragged_feature_csv_is_rejected) {
   std::string dir = temp_dir("feat");
   write_text(dir + "/x.csv", "1,2,3\n4,5\n");
@@ -85,7 +151,8 @@ TEST(loaders_test, ragged_feature_csv_is_rejected) {
 class real_graph_test : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(shared_data("README.md"))) GTEST_SKIP() << "../shared/data not present";
+    if (!std::filesystem::exists(shared_data("README.md")))
+      GTEST_SKIP() << "../shared/data not present";
   }
   // Prepares the LINQS pair <name>/<name>.{cites,content.gz} as an undirected dataset.
   expected<dataset> prepare_linqs(const std::string& name) {
@@ -122,7 +189,11 @@ TEST_F(real_graph_test, citeseer_string_ids_and_unknown_endpoints) {
 }
 
 TEST_F(real_graph_test, snap_graphs_match_their_published_counts) {
-  struct row { const char* file; bool undirected; std::int64_t nodes, edges; };
+  struct row {
+    const char* file;
+    bool undirected;
+    std::int64_t nodes, edges;
+  };
   for (auto r : {row{"ego-Facebook/facebook_combined.txt.gz", true, 4039, 2 * 88234},
                  row{"wiki-Vote/Wiki-Vote.txt.gz", false, 7115, 103689},
                  row{"soc-Slashdot0902/soc-Slashdot0902.txt.gz", false, 82168, 948464 - 78303}}) {
