@@ -69,6 +69,22 @@ std::string default_name(const std::string& path) {
   return stem.substr(0, stem.find('.'));
 }
 
+feature_table make_features(const synthetic_features_spec& s, const csr_view& g) {
+  using kind = synthetic_features_spec::kind;
+  feature_table t;
+  t.rows = g.num_nodes;
+  t.cols = s.columns;
+  t.values.assign(std::size_t(t.rows * t.cols), 0.0f);
+  for (std::int64_t v = 0; v < t.rows; ++v) {
+    float* row = t.values.data() + v * t.cols;
+    const std::int64_t d = g.degree(v);
+    if (s.what == kind::degree) row[0] = float(d);
+    if (s.what == kind::onehot_degree) row[std::min<std::int64_t>(d, t.cols - 1)] = 1.0f;
+    if (s.what == kind::random) synthetic_features(1, v, {row, std::size_t(t.cols)});
+  }
+  return t;
+}
+
 // The writers proper, into the folder write_dataset_dir gives them.
 status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,
                             thread_pool& pool);
@@ -83,6 +99,40 @@ expected<edge_direction> parse_edge_direction(std::string_view name) {
   if (name == "in") return edge_direction::in;
   if (name == "out") return edge_direction::out;
   return make_error(errc::invalid_argument, "--edge-direction '{}': expected in or out", name);
+}
+
+expected<std::optional<synthetic_features_spec>> parse_synthetic_features(std::string_view text) {
+  using kind = synthetic_features_spec::kind;
+  auto number = [&](std::string_view digits, int lo, int hi) -> expected<int> {
+    int v = 0;
+    if (digits.empty() || digits.size() > 6 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return make_error(errc::invalid_argument, "--features {}: '{}' is not a number", text,
+                        digits);
+    for (char c : digits) v = v * 10 + (c - '0');
+    if (v < lo || v > hi)
+      return make_error(errc::invalid_argument, "--features {}: {} is not in {}..{}", text, v, lo,
+                        hi);
+    return v;
+  };
+  synthetic_features_spec s;
+  s.text = std::string(text);
+  if (text == "degree") return std::optional{s};
+  if (text == "onehot-degree" || text.starts_with("onehot-degree:")) {
+    s.what = kind::onehot_degree;
+    int max = 32;
+    if (text.size() > 13) {
+      SPINDLE_ASSIGN_OR_RETURN(max, number(text.substr(14), 1, 65535));
+    }
+    s.columns = max + 1;
+    return std::optional{s};
+  }
+  if (text.starts_with("random:")) {
+    s.what = kind::random;
+    SPINDLE_ASSIGN_OR_RETURN(s.columns, number(text.substr(7), 1, 65536));
+    return std::optional{s};
+  }
+  return std::optional<synthetic_features_spec>{};
 }
 
 status write_dataset_dir(const std::string& out_dir, bool force,
@@ -164,6 +214,11 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
   meta.build["input_edges"] = std::to_string(input_edges);
   meta.build["self_loops_dropped"] = std::to_string(built->self_loops_dropped);
   meta.build["duplicates_dropped"] = std::to_string(built->duplicates_dropped);
+  if (o.synthetic) {  // a featureless graph: the features are made, and metadata says how
+    features = make_features(*o.synthetic, built->csr.view());
+    meta.build["features"] = o.synthetic->text;
+    meta.source += " + features " + o.synthetic->text;
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));
   csr_view g = built->csr.view();
   SPINDLE_TRY(w.write_graph(g));

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,16 +31,30 @@ enum class edge_direction { in, out };
 std::string_view to_string(edge_direction d);
 expected<edge_direction> parse_edge_direction(std::string_view name);
 
+/// Features made for a graph that has none (PyG's usual choices for featureless
+/// graphs): `degree` (one column: the node's stored degree), `onehot-degree[:MAX]`
+/// (PyG's OneHotDegree: MAX + 1 columns, degrees past MAX in the last; default
+/// MAX 32), `random:DIM` (DIM columns of N(0, 1), fixed per node).
+struct synthetic_features_spec {
+  enum class kind { degree, onehot_degree, random } what = kind::degree;
+  int columns = 1;   // onehot: MAX + 1; random: DIM
+  std::string text;  // as given, recorded in metadata.json
+};
+/// Parses "degree", "onehot-degree", "onehot-degree:MAX" or "random:DIM";
+/// nullopt when `text` is none of them (a feature file's path).
+expected<std::optional<synthetic_features_spec>> parse_synthetic_features(std::string_view text);
+
 struct prepare_options {
-  std::string input;                     // edge file
-  std::optional<edge_format> format;     // guessed from the name when empty
-  std::string features;                  // optional feature file
+  std::string input;                  // edge file
+  std::optional<edge_format> format;  // guessed from the name when empty
+  std::string features;               // optional feature file
   std::optional<feature_format> features_format;
+  std::optional<synthetic_features_spec> synthetic;  // instead of a feature file
   build_options build;
   edge_direction direction = edge_direction::in;
   metrics_request metrics;
-  std::string name;                      // dataset name (default: input file stem)
-  bool force = false;                    // replace a non-empty output directory
+  std::string name;    // dataset name (default: input file stem)
+  bool force = false;  // replace a non-empty output directory
 };
 
 /// Converts `o.input` (+ features) into a dataset directory at `out_dir`.

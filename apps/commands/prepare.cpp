@@ -31,7 +31,8 @@ status run_prepare(const prepare_args& a, global_options& g) {
   if (!a.format.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(o.format, graph::parse_edge_format(a.format));
   }
-  o.features = a.features;
+  SPINDLE_ASSIGN_OR_RETURN(o.synthetic, graph::parse_synthetic_features(a.features));
+  if (!o.synthetic) o.features = a.features;
   if (!a.features_format.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(o.features_format, graph::parse_feature_format(a.features_format));
   }
@@ -64,7 +65,9 @@ void register_prepare(CLI::App& app, global_options& g) {
       ->check(CLI::IsMember({"snap", "csv", "npy"}));
   cmd->add_option(
       "--features", a->features,
-      "Node features: .npy [N,F], CSV one row per node, or LINQS .content (id, features, label)");
+      "Node features: .npy [N,F], CSV one row per node, or LINQS .content (id, features, "
+      "label); for a featureless graph: degree, onehot-degree[:MAX] (PyG's OneHotDegree, "
+      "MAX 32) or random:DIM (recorded in metadata.json)");
   cmd->add_option("--features-format", a->features_format,
                   "npy, csv or linqs (default: from the file name)")
       ->check(CLI::IsMember({"npy", "csv", "linqs"}));

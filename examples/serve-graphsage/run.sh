@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Serve a prepared graph with a GraphSAGE model and query it: the path a new
 # user copies. With an edge list argument (SNAP "src dst" lines, .gz allowed) it
-# prepares that graph; without one it generates an R-MAT graph.
-#   examples/serve-graphsage/run.sh [EDGES [FEATURES.npy]]
+# prepares that graph (a graph without a feature file gets one-hot degree
+# features, PyG's OneHotDegree); without one it generates an R-MAT graph.
+#   examples/serve-graphsage/run.sh [EDGES [FEATURES.npy | degree | onehot-degree:MAX | random:DIM]]
 set -euo pipefail
 spindle="${SPINDLE:-build/apps/spindle}"
 work="${WORK:-serve-graphsage}"
 mkdir -p "$work"
 if [ $# -ge 1 ]; then
-  features=(); [ $# -ge 2 ] && features=(--features "$2")
-  "$spindle" prepare --input "$1" "${features[@]}" --out "$work/graph" --fanouts 25,10
+  features=(--features "${2:-onehot-degree:32}")
+  "$spindle" prepare --input "$1" "${features[@]}" --force --out "$work/graph" --fanouts 25,10
 else
   [ -f "$work/graph/metadata.json" ] || "$spindle" generate --scale 14 --feature-dim 32 --seed 1 --out "$work/graph"
 fi

@@ -139,6 +139,38 @@ TEST(loaders_test, reads_fortran_order_e_by_2_and_unsigned_npy_inputs) {
   EXPECT_FALSE(npy_array::open(dir + "/f.npy").has_value());
 }
 
+// Issue #16 item 4: a featureless graph gets PyG's usual features, and
+// metadata.json says which (before: `serving needs features`).
+TEST(loaders_test, featureless_graphs_get_degree_onehot_or_random_features) {
+  const std::string dir = temp_dir("synthetic");
+  write_text(dir + "/e.txt", "0 1\n0 2\n2 1\n");  // in-direction: 1 <- {0, 2}, 2 <- {0}
+  thread_pool pool(1, "test");
+  auto features_of = [&](const std::string& spec) {
+    prepare_options o;
+    o.input = dir + "/e.txt";
+    o.synthetic = *parse_synthetic_features(spec);
+    o.force = true;
+    EXPECT_TRUE(prepare_dataset(o, dir + "/ds", pool).is_ok());
+    auto ds = dataset::open(dir + "/ds");
+    EXPECT_TRUE(ds.has_value());
+    EXPECT_EQ(ds->metadata().build.at("features"), spec);
+    auto f = ds->features();
+    return std::make_pair(ds->feature_dim(), std::vector<float>(f.begin(), f.end()));
+  };
+  auto [dim, v] = features_of("degree");
+  EXPECT_EQ(dim, 1);
+  EXPECT_EQ(v, (std::vector<float>{0, 2, 1}));
+  std::tie(dim, v) = features_of("onehot-degree:1");  // degree 2 clips into the last column
+  EXPECT_EQ(dim, 2);
+  EXPECT_EQ(v, (std::vector<float>{1, 0, 0, 1, 0, 1}));
+  std::tie(dim, v) = features_of("random:4");
+  EXPECT_EQ(dim, 4);
+  EXPECT_NE(v[0], v[4]);
+  EXPECT_FALSE(parse_synthetic_features("random:x").has_value());
+  EXPECT_FALSE(parse_synthetic_features("onehot-degree:0").has_value());
+  EXPECT_FALSE(parse_synthetic_features("x.npy")->has_value());  // a file, not a spec
+}
+
 TEST(loaders_test, ragged_feature_csv_is_rejected) {
   std::string dir = temp_dir("feat");
   write_text(dir + "/x.csv", "1,2,3\n4,5\n");
