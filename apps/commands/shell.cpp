@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -30,8 +31,18 @@ const std::vector<std::string> kCommands = {"help",   "models",  "stats", "tunab
 struct shell_state {
   std::unique_ptr<rpc::rpc_client> client;
   std::string token;
-  std::vector<std::string> model_names;  // for completion
+  std::vector<std::string> model_names;                           // for completion
+  std::map<std::string, std::vector<std::string>> tunable_names;  // per model, fetched on demand
 };
+
+// The usage line of a command given the wrong number of words.
+std::string usage_of(const std::string& cmd) {
+  if (cmd == "set") return "usage: set MODEL TUNABLE VALUE  (`tunables MODEL` lists them)";
+  if (cmd == "tunables") return "usage: tunables MODEL";
+  if (cmd == "load") return "usage: load NAME MODEL_DIR";
+  if (cmd == "unload") return "usage: unload NAME";
+  return "";
+}
 
 shell_state* g_shell = nullptr;  // the completion callback's view (libedit has no user pointer)
 
@@ -170,7 +181,14 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
       st = admin_ok(r);
       if (st) {
         auto j = nlohmann::json::parse(r->json);
-        fmt::print("{}\n", (w.size() > 1 ? j["models"][w[1]] : j).dump(2));
+        if (w.size() > 1 && !j["models"].contains(w[1])) {
+          std::string names;
+          for (const auto& [n, _] : j["models"].items()) names += (names.empty() ? "" : ", ") + n;
+          st = make_error(errc::invalid_argument, "unknown model '{}' (loaded: {})", w[1],
+                          names.empty() ? "none" : names);
+        } else {
+          fmt::print("{}\n", (w.size() > 1 ? j["models"][w[1]] : j).dump(2));
+        }
       }
     } else if (cmd == "tunables" && w.size() == 2) {
       auto r = s.client->get_tunables(s.token, w[1]);
@@ -195,6 +213,8 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
       st = infer(s, w);
     } else if (cmd == "watch") {
       st = watch(s, w);
+    } else if (!usage_of(cmd).empty()) {
+      st = make_error(errc::invalid_argument, "{}", usage_of(cmd));
     } else {
       st = make_error(errc::invalid_argument, "unknown or incomplete command '{}' (try help)",
                       fmt::join(w, " "));
@@ -209,6 +229,30 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
   return true;
 }
 
+// The words that may come next after `before` (the words already typed):
+// commands first, then model names after a command that takes one, then the
+// model's tunable names after `set MODEL`.
+std::vector<std::string> candidates(const std::vector<std::string>& before) {
+  static const std::vector<std::string> takes_model = {"stats", "tunables", "set", "unload",
+                                                       "infer"};
+  if (before.empty()) return kCommands;
+  if (!g_shell) return {};
+  if (before.size() == 1 &&
+      std::find(takes_model.begin(), takes_model.end(), before[0]) != takes_model.end())
+    return g_shell->model_names;
+  if (before.size() == 1 && before[0] == "watch") return {"stats"};
+  if (before.size() == 2 && before[0] == "set") {
+    auto& names = g_shell->tunable_names[before[1]];
+    if (names.empty()) {
+      if (auto r = g_shell->client->get_tunables(g_shell->token, before[1]);
+          r && r->status == rpc::rpc_status::ok)
+        for (const auto& t : r->tunables) names.push_back(t.name);
+    }
+    return names;
+  }
+  return {};
+}
+
 char* complete_word(const char* text, int state) {
   static std::vector<std::string> matches;
   static std::size_t next = 0;
@@ -216,11 +260,13 @@ char* complete_word(const char* text, int state) {
     matches.clear();
     next = 0;
     const std::string prefix(text);
-    std::vector<std::string> pool = kCommands;
-    if (g_shell) pool.insert(pool.end(), g_shell->model_names.begin(), g_shell->model_names.end());
-    for (const auto& c : pool) {
+    // The words before the one being completed.
+    const std::string line(rl_line_buffer, std::size_t(std::max(0, rl_point)));
+    auto before = split_words(line);
+    if (!before.empty() && !line.empty() && !std::isspace(static_cast<unsigned char>(line.back())))
+      before.pop_back();
+    for (const auto& c : candidates(before))
       if (c.rfind(prefix, 0) == 0) matches.push_back(c);
-    }
   }
   return next < matches.size() ? strdup(matches[next++].c_str()) : nullptr;
 }

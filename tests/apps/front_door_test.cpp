@@ -384,6 +384,12 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   EXPECT_NE(out.find("error: bad_request: max_batch = 'many'"), std::string::npos) << out;
   EXPECT_NE(out.find("error: 'infer sage x': bad number"), std::string::npos) << out;
   EXPECT_NE(out.find("p99 ms"), std::string::npos) << out;  // the last command still ran
+  // Issue #16 item 14: `stats nope` printed `null`; `set sage` said "unknown command".
+  std::tie(code, out) = run_shell(base + " -c 'stats nope; set sage'");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("error: unknown model 'nope' (loaded: "), std::string::npos) << out;
+  EXPECT_NE(out.find("error: usage: set MODEL TUNABLE VALUE"), std::string::npos) << out;
+  EXPECT_EQ(out.find("null"), std::string::npos) << out;
   std::tie(code, out) = run_shell("--connect " + f.endpoint + " --token nope -c 'stats'");
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("unauthorized: wrong admin token"), std::string::npos) << out;
