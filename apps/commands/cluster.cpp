@@ -304,8 +304,9 @@ bool is_loopback(const std::string& host) {
 
 struct launch_args {
   std::string config, dataset, model, listen, admin_token_file;
-  std::string replan_drift;  // passed to rank 0 as --replan-drift
-  bool restart = false;      // restart a rank that exits (backoff 1 s doubling to 30 s)
+  std::string metrics, calibration, policy;  // rank 0's, as `node` takes them
+  double replan_drift = 0;                   // passed to rank 0 as --replan-drift when > 0
+  bool restart = false;  // restart a rank that exits (backoff 1 s doubling to 30 s)
 };
 
 // One rank started here, and when to start it again after it exited.
@@ -356,7 +357,11 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
     argv.insert(argv.end(), {"--listen", a.listen, "--expect", std::to_string(ranks - 1)});
     if (!a.admin_token_file.empty())
       argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
-    if (!a.replan_drift.empty()) argv.insert(argv.end(), {"--replan-drift", a.replan_drift});
+    if (a.replan_drift > 0)
+      argv.insert(argv.end(), {"--replan-drift", fmt::format("{}", a.replan_drift)});
+    if (!a.metrics.empty()) argv.insert(argv.end(), {"--metrics", a.metrics});
+    if (!a.calibration.empty()) argv.insert(argv.end(), {"--calibration", a.calibration});
+    if (!a.policy.empty()) argv.insert(argv.end(), {"--policy", a.policy});
   }
   return argv;
 }
@@ -443,6 +448,7 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Rank 0: PSGS calibration (spindle calibrate) routing every pipeline's batches; "
                    "without it the small executor");
   node->add_option("--policy", na->policy, "Rank 0 with --calibration: strict | loose | fixed")
+      ->check(CLI::IsMember({"strict", "loose", "fixed"}))
       ->capture_default_str();
   node->add_option("--admin-token-file", na->door.admin_token_file,
                    "Rank 0: Admin token file (created if absent); without it Admin is disabled");
@@ -484,8 +490,15 @@ void register_cluster(CLI::App& app, global_options&) {
   launch->add_flag("--restart", la->restart,
                    "Restart a rank that exits, after a backoff (1 s doubling to 30 s); without it "
                    "an exited rank is reported and left down");
-  launch->add_option("--replan-drift", la->replan_drift,
-                     "Rank 0 re-plans feature placement past this FAP drift (see `node`)");
+  launch
+      ->add_option("--replan-drift", la->replan_drift,
+                   "Rank 0 re-plans feature placement past this FAP drift (see `node`)")
+      ->check(CLI::Range(0.0, 1e6));
+  launch->add_option("--metrics", la->metrics, "Rank 0: Prometheus metrics on HOST:PORT");
+  launch->add_option("--calibration", la->calibration,
+                     "Rank 0: PSGS calibration from `spindle calibrate` (see `node`)");
+  launch->add_option("--policy", la->policy, "Rank 0 with --calibration: strict | loose | fixed")
+      ->check(CLI::IsMember({"strict", "loose", "fixed"}));
   launch->callback([la] {
     if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
   });

@@ -671,8 +671,10 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_launch");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const int metrics_port = free_port();
   auto launch = *child_process::spawn({SPINDLE_BINARY, "launch", "--config", c.config, "--dataset",
-                                       c.cora, "--model", c.model, "--listen", "127.0.0.1:0"});
+                                       c.cora, "--model", c.model, "--listen", "127.0.0.1:0",
+                                       "--metrics", fmt::format("127.0.0.1:{}", metrics_port)});
   auto listening = launch.wait_for("[rank 0] listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   // Nothing of a loopback cluster listens outside loopback (#15 item 12: UCX's
@@ -682,6 +684,23 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
     EXPECT_GE(addresses.size(), 2u) << "rank " << rank;  // CAF's port and UCX's at least
     for (const auto& a : addresses)
       EXPECT_TRUE(loopback_address(a)) << "rank " << rank << " listens on " << a;
+  }
+  // launch passes --metrics to rank 0 (#16 item 9: it had only `node`'s flags).
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(std::uint16_t(metrics_port));
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string get = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(::write(fd, get.data(), get.size()), ssize_t(get.size()));
+    std::string body;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) body.append(buf, std::size_t(n));
+    ::close(fd);
+    EXPECT_NE(body.find("spindle_admission_limit{model=\"graphsage\"}"), std::string::npos)
+        << body.substr(0, 500);
   }
   auto p = child_process::spawn({SPINDLE_BINARY, "client", "--connect", *listening, "--model",
                                  "graphsage", "infer", "--seeds", "3", "--json"});
