@@ -192,6 +192,27 @@ status gateway::unload_model(const std::string& name) {
 
 namespace {
 
+// A call naming its nodes by input id (seedIds) gets them resolved to rows.
+status resolve_seed_ids(transport::rpc::gnn_call& call, const gnn_entry& e) {
+  if (call.seed_ids.empty()) return status::ok();
+  if (!call.seeds.empty())
+    return make_error(errc::invalid_argument, "give seeds or seedIds, not both");
+  if (call.seed_ids.size() > transport::rpc::kMaxSeedsPerRequest)
+    return make_error(errc::invalid_argument, "seedIds: {} (at most {} per request)",
+                      call.seed_ids.size(), transport::rpc::kMaxSeedsPerRequest);
+  if (!e.ids)
+    return make_error(errc::unavailable, "seedIds: the dataset's ids are not readable: {}",
+                      e.ids_error);
+  call.seeds.reserve(call.seed_ids.size());
+  for (std::size_t i = 0; i < call.seed_ids.size(); ++i) {
+    auto row = e.ids->resolve(call.seed_ids[i]);
+    if (!row)
+      return make_error(errc::invalid_argument, "seedIds[{}]: {}", i, row.error().message());
+    call.seeds.push_back(*row);
+  }
+  return status::ok();
+}
+
 // Validation and admission shared by every model kind: answers the call and
 // returns false when it must not go on.
 template <class Answer>
@@ -225,9 +246,9 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
              ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
              : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
-  if (!admit_call(e->c, e->admission, check_gnn_call(call, e->b.dataset->num_nodes()), call.model,
-                  done))
-    return;
+  status valid = resolve_seed_ids(call, *e);
+  if (valid) valid = check_gnn_call(call, e->b.dataset->num_nodes());
+  if (!admit_call(e->c, e->admission, valid, call.model, done)) return;
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
   const auto width = std::uint32_t(e->b.model->desc().out);

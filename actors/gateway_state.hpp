@@ -16,6 +16,7 @@
 #include "actors/gateway_metrics.hpp"
 #include "actors/placement_actor.hpp"
 #include "core/thread_annotations.hpp"
+#include "graph/node_index.hpp"
 
 namespace spindle::actors::detail {
 
@@ -46,8 +47,18 @@ struct gnn_entry {
   sched::admission_control admission;
   std::mutex mu;  // guards b.policy
   model_counters c;
+  // The dataset's input ids (requests may name nodes by them); built once here,
+  // on the thread that adds the model, never on the RPC thread.
+  std::optional<graph::node_index> ids;
+  std::string ids_error;  // why there is no index, for a request that needs one
   explicit gnn_entry(gnn_model_binding binding)
-      : b(std::move(binding)), admission(with_floor(b.admission, b.policy.max_batch)) {}
+      : b(std::move(binding)), admission(with_floor(b.admission, b.policy.max_batch)) {
+    if (!b.dataset) return;
+    if (auto x = graph::node_index::build(*b.dataset))
+      ids.emplace(std::move(*x));
+    else
+      ids_error = x.error().message();
+  }
 };
 
 struct rec_entry {

@@ -42,6 +42,7 @@ expected<std::string> token_of(const client_args& c) {
 
 struct infer_args {
   std::vector<std::int64_t> seeds;
+  std::vector<std::string> ids;  // input ids, resolved by the server
   std::uint64_t sampler_seed = 0;
   std::uint32_t deadline_us = 0;
   bool json = false;
@@ -49,8 +50,10 @@ struct infer_args {
 
 status run_infer(const client_args& c, const infer_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
-  SPINDLE_ASSIGN_OR_RETURN(auto r,
-                           client->infer_gnn({c.model, a.seeds, a.sampler_seed, a.deadline_us}));
+  if (a.seeds.empty() == a.ids.empty())
+    return make_error(errc::invalid_argument, "infer: give --seeds (rows) or --ids (input ids)");
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto r, client->infer_gnn({c.model, a.seeds, a.sampler_seed, a.deadline_us, a.ids}));
   if (a.json) {
     nlohmann::json j = {{"status", rpc::to_string(r.status)},
                         {"message", r.message},
@@ -61,8 +64,12 @@ status run_infer(const client_args& c, const infer_args& a) {
   } else if (r.status != rpc::rpc_status::ok) {
     return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r.status), r.message);
   } else {
-    for (std::size_t i = 0; i < a.seeds.size(); ++i) {
-      fmt::print("seed {}:", a.seeds[i]);
+    const std::size_t n = a.ids.empty() ? a.seeds.size() : a.ids.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (a.ids.empty())
+        fmt::print("seed {}:", a.seeds[i]);
+      else
+        fmt::print("id {}:", a.ids[i]);
       for (std::uint32_t k = 0; k < r.width; ++k) fmt::print(" {:.5g}", r.outputs[i * r.width + k]);
       fmt::print("\n");
     }
@@ -274,7 +281,12 @@ void register_client(CLI::App& app, global_options&) {
 
   auto* infer = cmd->add_subcommand("infer", "One GNN request");
   auto ia = std::make_shared<infer_args>();
-  infer->add_option("--seeds", ia->seeds, "Node ids")->required()->delimiter(',');
+  infer->add_option("--seeds", ia->seeds, "Node rows in the dataset (0..N-1)")->delimiter(',');
+  infer
+      ->add_option("--ids", ia->ids,
+                   "Nodes by the input data's ids instead (node_names.txt / node_ids.npy of "
+                   "the served dataset), e.g. CiteSeer's 100157")
+      ->delimiter(',');
   infer
       ->add_option("--sampler-seed", ia->sampler_seed,
                    "Sampler seed: nonzero samples the request on its own (same seeds + seed, "

@@ -84,11 +84,14 @@ class Client:
             raise SpindleError("unsupported", f"server speaks schema version {version}")
         return self
 
-    async def infer_gnn(self, model: str, seeds: Sequence[int], sampler_seed: int = 0,
-                        deadline_us: int = 0, check: bool = True) -> GnnResult:
+    async def infer_gnn(self, model: str, seeds: Sequence[int] = (), sampler_seed: int = 0,
+                        deadline_us: int = 0, check: bool = True,
+                        ids: Sequence[str] = ()) -> GnnResult:
+        """seeds: dataset rows; or ids: the nodes as the input data names them
+        (e.g. CiteSeer's "100157"), resolved by the server."""
         r = await self._inference.inferGnn(request={
             "model": model, "seeds": [int(s) for s in seeds], "samplerSeed": sampler_seed,
-            "deadlineUs": deadline_us})
+            "deadlineUs": deadline_us, "seedIds": [str(i) for i in ids]})
         result = _gnn_result(r.reply)
         if check and result.status != "ok":
             raise SpindleError(result.status, result.message)

@@ -66,6 +66,8 @@ def test_infer_gnn_matches_the_cli_and_batches_isolate_errors(server):
                                              {"model": "nope", "seeds": [1]}])
             with pytest.raises(sc.SpindleError) as err:
                 await c.infer_gnn("gcn", [-1])
+            by_id = await c.infer_gnn("gcn", ids=["5", "6"], sampler_seed=3)  # input ids
+            assert by_id.outputs == r.outputs
             return r, batch, err.value
 
     r, batch, err = sc.run(main())

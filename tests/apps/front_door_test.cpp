@@ -266,6 +266,28 @@ TEST(front_door_test, open_loop_latencies_are_positive_and_cover_the_server_time
   EXPECT_EQ(bad, 0u);
 }
 
+// Issue #16 item 6: seedIds name nodes by the input's ids (here a generated
+// dataset: its row numbers) and are resolved by the gateway.
+TEST(front_door_test, seed_ids_are_resolved_by_the_server) {
+  auto& f = fixture();
+  auto by_row = f.client->infer_gnn({"sage", {3, 5}, 9, 0});
+  rpc::gnn_call named{"sage", {}, 9, 0};
+  named.seed_ids = {"3", "5"};
+  auto by_id = f.client->infer_gnn(named);
+  ASSERT_TRUE(by_row.has_value() && by_id.has_value());
+  ASSERT_EQ(by_id->status, rpc::rpc_status::ok) << by_id->message;
+  EXPECT_EQ(by_id->outputs, by_row->outputs);
+  named.seed_ids = {"3", "x17"};
+  auto unknown = f.client->infer_gnn(named);
+  EXPECT_EQ(unknown->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(unknown->message.find("seedIds[1]: id 'x17' is not a node of dataset"),
+            std::string::npos)
+      << unknown->message;
+  named.seeds = {3};
+  auto both = f.client->infer_gnn(named);
+  EXPECT_NE(both->message.find("give seeds or seedIds, not both"), std::string::npos);
+}
+
 TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
   auto& f = fixture();
   const int port = std::stoi(f.endpoint.substr(f.endpoint.rfind(':') + 1));

@@ -7,6 +7,7 @@
 
 #include "core/npy.hpp"
 #include "graph/dataset.hpp"
+#include "graph/node_index.hpp"
 #include "graph/prepare.hpp"
 #include "test_util.hpp"
 
@@ -169,6 +170,36 @@ TEST(loaders_test, featureless_graphs_get_degree_onehot_or_random_features) {
   EXPECT_FALSE(parse_synthetic_features("random:x").has_value());
   EXPECT_FALSE(parse_synthetic_features("onehot-degree:0").has_value());
   EXPECT_FALSE(parse_synthetic_features("x.npy")->has_value());  // a file, not a spec
+}
+
+// Issue #16 item 6: requests may name nodes by the input's ids; node_index maps
+// them to rows (node_names.txt for text ids, node_ids.npy for sparse integers).
+TEST(loaders_test, node_index_resolves_input_ids_to_rows) {
+  const std::string dir = temp_dir("ids");
+  write_text(dir + "/names.txt", "alpha beta\nbeta gamma\n");
+  write_text(dir + "/sparse.txt", "100157 7\n7 42\n");
+  thread_pool pool(1, "test");
+  for (const char* input : {"names.txt", "sparse.txt"}) {
+    prepare_options o;
+    o.input = dir + "/" + input;
+    o.force = true;
+    ASSERT_TRUE(prepare_dataset(o, dir + "/ds", pool).is_ok()) << input;
+    auto ds = dataset::open(dir + "/ds");
+    ASSERT_TRUE(ds.has_value());
+    auto index = node_index::build(*ds);
+    ASSERT_TRUE(index.has_value()) << index.error().to_string();
+    EXPECT_EQ(index->size(), 3u);
+    const std::string first = std::string(input) == "names.txt" ? "beta" : "100157";
+    auto row = index->resolve(first);
+    ASSERT_TRUE(row.has_value()) << row.error().to_string();
+    EXPECT_GE(*row, 0);
+    EXPECT_LT(*row, 3);
+    auto missing = index->resolve("nope");
+    ASSERT_FALSE(missing.has_value());
+    EXPECT_NE(missing.error().message().find("id 'nope' is not a node of dataset"),
+              std::string::npos)
+        << missing.error().message();
+  }
 }
 
 TEST(loaders_test, ragged_feature_csv_is_rejected) {

@@ -60,11 +60,17 @@ void write(::GnnRequest::Builder b, const gnn_call& c) {
   fill(b.initSeeds(c.seeds.size()), c.seeds);
   b.setSamplerSeed(c.sampler_seed);
   b.setDeadlineUs(c.deadline_us);
+  if (!c.seed_ids.empty()) {
+    auto ids = b.initSeedIds(unsigned(c.seed_ids.size()));
+    for (unsigned i = 0; i < c.seed_ids.size(); ++i) ids.set(i, text(c.seed_ids[i]));
+  }
 }
 
 gnn_call read(::GnnRequest::Reader r) {
-  return {str(r.getModel()), to_vector<std::int64_t>(r.getSeeds()), r.getSamplerSeed(),
-          r.getDeadlineUs()};
+  gnn_call c{str(r.getModel()), to_vector<std::int64_t>(r.getSeeds()), r.getSamplerSeed(),
+             r.getDeadlineUs()};
+  for (auto id : r.getSeedIds()) c.seed_ids.push_back(str(id));
+  return c;
 }
 
 void write(::GnnReply::Builder b, const gnn_answer& a) {

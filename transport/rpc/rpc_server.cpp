@@ -133,7 +133,7 @@ class inference_impl final : public ::Inference::Server {
   static std::string batch_too_large(capnp::List<::GnnRequest>::Reader requests) {
     if (requests.size() > kMaxBatchRequests) return check_gnn_batch(requests.size(), 0);
     std::size_t seeds = 0;
-    for (auto r : requests) seeds += r.getSeeds().size();
+    for (auto r : requests) seeds += r.getSeeds().size() + r.getSeedIds().size();
     return check_gnn_batch(requests.size(), seeds);
   }
 

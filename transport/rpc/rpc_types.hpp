@@ -30,7 +30,8 @@ struct gnn_call {
   std::string model;
   std::vector<std::int64_t> seeds;
   std::uint64_t sampler_seed = 0;
-  std::uint32_t deadline_us = 0;  // 0: none
+  std::uint32_t deadline_us = 0;      // 0: none
+  std::vector<std::string> seed_ids;  // instead of seeds: input ids the server resolves
 };
 
 struct gnn_answer {

@@ -26,6 +26,9 @@ struct GnnRequest {
                              # give the same answer on any server of the deployment
   deadlineUs @3 :UInt32;     # 0: no deadline; else the answer is wanted within this many
                              # microseconds of arrival, or the reply is deadlineExceeded
+  seedIds @4 :List(Text);    # instead of seeds: the nodes as the user's data names them
+                             # (node_names.txt / node_ids.npy of the dataset), resolved by
+                             # the server; an unknown id is badRequest naming it
 }
 
 struct GnnReply {
