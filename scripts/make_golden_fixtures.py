@@ -45,6 +45,16 @@ def write_safetensors(path, tensors):
             f.write(b)
 
 
+def write_model_dir(out_dir, name, model, toml_text):
+    """DIR/name with the model's weights.safetensors and model.toml; returns DIR/name."""
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
+    with open(os.path.join(d, "model.toml"), "w") as f:
+        f.write(toml_text)
+    return d
+
+
 def sampled_subgraph(rng):
     hop_end = [4, 12, 30]
     indptr, indices = [0], []
@@ -100,12 +110,9 @@ def gnn_fixture(out_dir, arch, convs, extra, name=None, subgraph=sampled_subgrap
         for p in model.parameters():  # biases default to zero: make them count
             p.uniform_(-0.5, 0.5)
         expected = to_numpy(model(torch.tensor(x.tolist()), edge_index)[: hop_end[0]])
-    d = os.path.join(out_dir, name or arch)
-    os.makedirs(d, exist_ok=True)
-    write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
-    with open(os.path.join(d, "model.toml"), "w") as f:
-        f.write(f'[model]\nname = "golden-{arch}"\narch = "{arch}"\nweights = "weights.safetensors"\n'
-                f"in = {IN}\nhidden = {HIDDEN}\nout = {OUT}\nlayers = 2\n{extra}")
+    d = write_model_dir(out_dir, name or arch, model,
+                        f'[model]\nname = "golden-{arch}"\narch = "{arch}"\nweights = "weights.safetensors"\n'
+                        f"in = {IN}\nhidden = {HIDDEN}\nout = {OUT}\nlayers = 2\n{extra}")
     for name, arr in [("x", x), ("hop_end", hop_end), ("indptr", indptr), ("indices", indices),
                       ("expected", expected)]:
         np.save(os.path.join(d, name + ".npy"), arr)
@@ -151,13 +158,10 @@ def dlrm_fixture(out_dir):
     with torch.no_grad():
         expected = to_numpy(model(torch.tensor(dense.tolist()), [torch.tensor(i.tolist(), dtype=torch.long) for i in indices],
                                   [torch.tensor(o[:-1].tolist(), dtype=torch.long) for o in offsets]))
-    d = os.path.join(out_dir, "dlrm")
-    os.makedirs(d, exist_ok=True)
-    write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
-    with open(os.path.join(d, "model.toml"), "w") as f:
-        f.write('[model]\nname = "golden-dlrm"\narch = "dlrm"\nweights = "weights.safetensors"\n'
-                f"dense_in = 13\nbottom = [16, {dim}]\ntop = [12, 1]\nembedding_dim = {dim}\n"
-                f"table_rows = [{', '.join(map(str, rows))}]\n")
+    d = write_model_dir(out_dir, "dlrm", model,
+                        '[model]\nname = "golden-dlrm"\narch = "dlrm"\nweights = "weights.safetensors"\n'
+                        f"dense_in = 13\nbottom = [16, {dim}]\ntop = [12, 1]\nembedding_dim = {dim}\n"
+                        f"table_rows = [{', '.join(map(str, rows))}]\n")
     np.save(os.path.join(d, "dense.npy"), dense)
     for t in range(len(rows)):
         np.save(os.path.join(d, f"indices{t}.npy"), indices[t])
@@ -186,13 +190,10 @@ def directed_fixture(out_dir):
         for p in model.parameters():
             p.uniform_(-0.5, 0.5)
         expected = to_numpy(model(torch.tensor(x.tolist()), torch.tensor(edge_index.tolist())))
-    d = os.path.join(out_dir, "graphsage-directed")
-    os.makedirs(d, exist_ok=True)
-    write_safetensors(os.path.join(d, "weights.safetensors"), model.state_dict())
-    with open(os.path.join(d, "model.toml"), "w") as f:
-        f.write('[model]\nname = "golden-directed"\narch = "graphsage"\n'
-                f'weights = "weights.safetensors"\nin = {IN}\nhidden = {HIDDEN}\nout = {OUT}\n'
-                "layers = 2\n")
+    d = write_model_dir(out_dir, "graphsage-directed", model,
+                        '[model]\nname = "golden-directed"\narch = "graphsage"\n'
+                        f'weights = "weights.safetensors"\nin = {IN}\nhidden = {HIDDEN}\nout = {OUT}\n'
+                        "layers = 2\n")
     np.save(os.path.join(d, "edge_index.npy"), edge_index)
     np.save(os.path.join(d, "x.npy"), x)
     np.save(os.path.join(d, "expected.npy"), expected)
