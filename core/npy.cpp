@@ -142,34 +142,39 @@ std::size_t npy_array::offset_of(std::int64_t r, std::int64_t c) const {
   return std::size_t(fortran_ ? c * rows + r : r * cols + c) * dtype_size(type_);
 }
 
+namespace {
+
+// The value of type T stored (unaligned) at p.
+template <class T>
+T load_at(const std::uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
 double npy_array::element(std::int64_t r, std::int64_t c) const {
   const std::uint8_t* p = data_ + offset_of(r, c);
-  auto get = [p](auto v) {
-    std::memcpy(&v, p, sizeof v);
-    return double(v);
-  };
   switch (type_) {
     case dtype::u8:
-      return get(std::uint8_t{});
+      return load_at<std::uint8_t>(p);
     case dtype::b1:
       return *p != 0 ? 1.0 : 0.0;
     case dtype::i32:
-      return get(std::int32_t{});
+      return load_at<std::int32_t>(p);
     case dtype::i64:
-      return get(std::int64_t{});
+      return double(load_at<std::int64_t>(p));
     case dtype::u32:
-      return get(std::uint32_t{});
+      return load_at<std::uint32_t>(p);
     case dtype::u64:
-      return get(std::uint64_t{});
+      return double(load_at<std::uint64_t>(p));
     case dtype::f32:
-      return get(float{});
+      return load_at<float>(p);
     case dtype::f64:
-      return get(double{});
-    case dtype::f16: {
-      std::uint16_t h;
-      std::memcpy(&h, p, 2);
-      return double(half_to_float(h));
-    }
+      return load_at<double>(p);
+    case dtype::f16:
+      return half_to_float(load_at<std::uint16_t>(p));
   }
   return 0;
 }
@@ -180,24 +185,14 @@ expected<std::int64_t> npy_array::element_i64(std::int64_t r, std::int64_t c) co
     case dtype::u8:
     case dtype::b1:
       return std::int64_t(*p);
-    case dtype::i32: {
-      std::int32_t v;
-      std::memcpy(&v, p, 4);
-      return std::int64_t(v);
-    }
-    case dtype::i64: {
-      std::int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case dtype::u32: {
-      std::uint32_t v;
-      std::memcpy(&v, p, 4);
-      return std::int64_t(v);
-    }
+    case dtype::i32:
+      return std::int64_t(load_at<std::int32_t>(p));
+    case dtype::i64:
+      return load_at<std::int64_t>(p);
+    case dtype::u32:
+      return std::int64_t(load_at<std::uint32_t>(p));
     case dtype::u64: {
-      std::uint64_t v;
-      std::memcpy(&v, p, 8);
+      const auto v = load_at<std::uint64_t>(p);
       if (v > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
         return make_error(errc::invalid_argument, "{}: [{}, {}] = {} is past the int64 range",
                           path(), r, c, v);
