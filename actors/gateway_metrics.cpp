@@ -45,24 +45,40 @@ void model_counters::record(rpc_status s, double ms) {
   }
   if (s != rpc_status::ok) return;
   latency.observe(ms / 1e3);
+  const sample x{ms, std::chrono::steady_clock::now()};
   std::lock_guard lock(mu_);
   if (latency_ms_.size() < 100000) {
-    latency_ms_.push_back(ms);
+    latency_ms_.push_back(x);
   } else {
-    latency_ms_[next_++ % latency_ms_.size()] = ms;
+    latency_ms_[next_++ % latency_ms_.size()] = x;
   }
 }
 
-nlohmann::json model_counters::json(const sched::admission_control& admission) {
-  std::vector<double> l;
-  {
-    std::lock_guard lock(mu_);
-    l = latency_ms_;
-  }
+namespace {
+
+// p50/p99/p999 of `l` (sorted here).
+nlohmann::json percentiles(std::vector<double> l) {
   std::sort(l.begin(), l.end());
   auto pct = [&](double q) {
     return l.empty() ? 0.0 : l[std::min(l.size() - 1, std::size_t(q * double(l.size())))];
   };
+  return {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}, {"count", l.size()}};
+}
+
+}  // namespace
+
+nlohmann::json model_counters::json(const sched::admission_control& admission) {
+  // All of the ring, and the last 10 s of it (so a live change shows at once).
+  std::vector<double> all, recent;
+  const auto since = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  {
+    std::lock_guard lock(mu_);
+    all.reserve(latency_ms_.size());
+    for (const auto& x : latency_ms_) {
+      all.push_back(x.ms);
+      if (x.at >= since) recent.push_back(x.ms);
+    }
+  }
   return {{"requests", requests.load()},
           {"ok", ok.load()},
           {"overloaded", overloaded.load()},
@@ -72,7 +88,8 @@ nlohmann::json model_counters::json(const sched::admission_control& admission) {
           {"in_flight", admission.in_flight()},
           {"admission_limit", admission.limit()},
           {"capacity_rps", admission.capacity_rps()},
-          {"latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}}}};
+          {"latency_ms", percentiles(std::move(all))},
+          {"latency_ms_10s", percentiles(std::move(recent))}};
 }
 
 void model_counters::render(std::map<std::string, std::string>& families, const std::string& model,

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -51,7 +52,12 @@ struct model_counters {
 
  private:
   std::mutex mu_;
-  std::vector<double> latency_ms_;  // ring of the last 100,000 ok answers; guarded by mu_
+  // Ring of the last 100,000 ok answers: latency and when it was recorded.
+  struct sample {
+    double ms;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<sample> latency_ms_;  // guarded by mu_
   std::size_t next_ = 0;            // guarded by mu_
 };
 

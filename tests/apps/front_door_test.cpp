@@ -406,6 +406,10 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   EXPECT_NE(out.find("error: bad_request: max_batch = 'many'"), std::string::npos) << out;
   EXPECT_NE(out.find("error: 'infer sage x': bad number"), std::string::npos) << out;
   EXPECT_NE(out.find("p99 ms"), std::string::npos) << out;  // the last command still ran
+  // watch shows the last 10 s beside the whole ring (#16 item 14).
+  EXPECT_NE(out.find("p99 ms (10s)"), std::string::npos) << out;
+  auto recent = nlohmann::json::parse(f.client->stats(f.token)->json)["models"]["sage"];
+  EXPECT_GT(recent["latency_ms_10s"]["count"].get<std::size_t>(), 0u) << recent.dump();
   // Issue #16 item 14: `stats nope` printed `null`; `set sage` said "unknown command".
   std::tie(code, out) = run_shell(base + " -c 'stats nope; set sage'");
   EXPECT_EQ(code, 1);
