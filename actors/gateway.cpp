@@ -252,16 +252,18 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
   const auto width = std::uint32_t(e->b.model->desc().out);
+  const std::size_t seeds = call.seeds.size();
   caf::anon_send(s_->forward, gnn_dispatch{e->b.batcher,
                                            {std::move(call.seeds), call.sampler_seed},
                                            timeout_of(deadline),
-                                           [e, done, t0, deadline, width](const gnn_reply* r,
-                                                                          const caf::error* err) {
+                                           [e, done, t0, deadline, width, seeds](
+                                               const gnn_reply* r, const caf::error* err) {
                                              e->admission.complete();
                                              gnn_answer a;
                                              const double ms = ms_since(t0);
                                              a.server_us = std::uint64_t(ms * 1e3);
                                              if (settle(a, r, err, deadline)) {
+                                               e->c.inferences += seeds;
                                                a.width = width;
                                                a.outputs = r->output;
                                                e->c.batching.observe(r->queued_s);
@@ -294,17 +296,21 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   const auto& inst = e->b.instances[e->next_instance++ % e->b.instances.size()];
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
-  caf::anon_send(s_->forward,
-                 rec_dispatch{inst, std::move(req), timeout_of(deadline),
-                              [e, done, t0, deadline](const dlrm_reply* r, const caf::error* err) {
-                                e->admission.complete();
-                                rec_answer a;
-                                const double ms = ms_since(t0);
-                                a.server_us = std::uint64_t(ms * 1e3);
-                                if (settle(a, r, err, deadline)) a.scores = r->scores;
-                                e->c.record(a.status, ms);
-                                done(std::move(a));
-                              }});
+  const std::uint64_t samples = call.batch;
+  caf::anon_send(s_->forward, rec_dispatch{inst, std::move(req), timeout_of(deadline),
+                                           [e, done, t0, deadline, samples](const dlrm_reply* r,
+                                                                            const caf::error* err) {
+                                             e->admission.complete();
+                                             rec_answer a;
+                                             const double ms = ms_since(t0);
+                                             a.server_us = std::uint64_t(ms * 1e3);
+                                             if (settle(a, r, err, deadline)) {
+                                               e->c.inferences += samples;
+                                               a.scores = r->scores;
+                                             }
+                                             e->c.record(a.status, ms);
+                                             done(std::move(a));
+                                           }});
 }
 
 std::vector<transport::rpc::model_info> gateway::models() {

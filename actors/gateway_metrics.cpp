@@ -85,6 +85,7 @@ nlohmann::json model_counters::json(const sched::admission_control& admission) {
           {"deadline_exceeded", deadline_exceeded.load()},
           {"bad_request", bad_request.load()},
           {"errors", errors.load()},
+          {"inferences", inferences.load()},
           {"in_flight", admission.in_flight()},
           {"admission_limit", admission.limit()},
           {"capacity_rps", admission.capacity_rps()},
@@ -105,6 +106,9 @@ void model_counters::render(std::map<std::string, std::string>& families, const 
     families["spindle_responses_total"] +=
         fmt::format("spindle_responses_total{{{},status=\"{}\"}} {}\n", m, status, n->load());
   }
+  families["spindle_inferences_total"] +=
+      fmt::format("spindle_inferences_total{{{}}} {}\n", m, inferences.load());
+  families["spindle_model_ready"] += fmt::format("spindle_model_ready{{{}}} 1\n", m);
   families["spindle_queue_depth"] +=
       fmt::format("spindle_queue_depth{{{}}} {}\n", m, admission.in_flight());
   families["spindle_admission_limit"] +=

@@ -37,6 +37,9 @@ class histogram {
 struct model_counters {
   std::atomic<std::uint64_t> requests{0}, ok{0}, overloaded{0}, deadline_exceeded{0},
       bad_request{0}, errors{0};
+  /// Inferences answered ok: seeds of GNN calls, samples of recommendation calls
+  /// (Triton's nv_inference_count; requests count calls).
+  std::atomic<std::uint64_t> inferences{0};
   histogram latency;                                 // end to end, ok answers
   histogram batching, sampling, gathering, compute;  // per request (GNN)
 

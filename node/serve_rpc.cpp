@@ -86,8 +86,9 @@ bool is_loopback_host(std::string_view host) {
 
 status check_bind(std::string_view flag, const std::string& endpoint, bool has_token) {
   if (endpoint.empty()) return status::ok();
-  SPINDLE_ASSIGN_OR_RETURN(auto where, transport::parse_host_port(endpoint, flag));
-  if (is_loopback_host(where.host)) return status::ok();
+  const auto where = transport::parse_host_port(endpoint, flag);
+  if (!where) return where.error();
+  if (is_loopback_host(where->host)) return status::ok();
   if (!has_token)
     return make_error(errc::invalid_argument,
                       "{} {}: not a loopback address; refusing to serve beyond this machine "

@@ -369,6 +369,8 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
       << body.substr(0, 2000);
   EXPECT_EQ(body.find("spindle_stage_latency_seconds_bucket{model=\"ctr\""), std::string::npos);
   EXPECT_NE(body.find("spindle_admission_limit{model=\"sage\"}"), std::string::npos);
+  EXPECT_NE(body.find("spindle_model_ready{model=\"sage\"} 1"), std::string::npos);
+  EXPECT_EQ(body.find("spindle_inferences_total{model=\"sage\"} 0\n"), std::string::npos);
   // Each family is one group: its TYPE line comes once, before its first sample.
   EXPECT_EQ(body.find("# TYPE spindle_requests_total"),
             body.rfind("# TYPE spindle_requests_total"));
@@ -500,8 +502,9 @@ TEST(front_door_test, models_load_and_unload_live_without_losing_calls) {
   ASSERT_EQ(f.client->unload_model(f.token, "sage2")->status, rpc::rpc_status::ok);
   hammer.join();
   EXPECT_EQ(seen[rpc::rpc_status::ok] + seen[rpc::rpc_status::bad_request], 400);
-  if (seen[rpc::rpc_status::bad_request] > 0)
+  if (seen[rpc::rpc_status::bad_request] > 0) {
     EXPECT_NE(other.find("unknown model 'sage2'"), std::string::npos) << other;
+  }
   EXPECT_EQ(f.client->list_models(f.token)->models.size(), 2u);
   auto gone = f.client->unload_model(f.token, "sage2");
   EXPECT_EQ(gone->status, rpc::rpc_status::bad_request);
