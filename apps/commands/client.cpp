@@ -10,6 +10,7 @@
 #include <random>
 
 #include "apps/commands/command.hpp"
+#include "apps/commands/load_sweep.hpp"
 #include "core/subprocess.hpp"
 #include "graph/dataset.hpp"
 #include "sched/gnn_pipeline.hpp"
@@ -83,6 +84,7 @@ struct load_args {
   int clients = 8;
   double rate = 0;
   std::string seeds = "", csv, plot, log;
+  std::string concurrency_range, rate_range;  // sweep mode (load_sweep.hpp)
   std::uint64_t seed = 1;
   std::uint32_t deadline_us = 0;
   bool json = false;
@@ -168,6 +170,19 @@ status run_load(const client_args& c, const load_args& a) {
   std::vector<rpc::gnn_call> warm(calls.begin(), calls.begin() + a.warmup),
       measured(calls.begin() + a.warmup, calls.end());
   SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
+  if (!a.concurrency_range.empty() || !a.rate_range.empty()) {
+    if (!a.concurrency_range.empty() && !a.rate_range.empty())
+      return make_error(errc::invalid_argument,
+                        "load: give --concurrency-range or --rate-range, not both");
+    const bool open_loop = !a.rate_range.empty();
+    SPINDLE_ASSIGN_OR_RETURN(auto levels,
+                             parse_range(open_loop ? a.rate_range : a.concurrency_range,
+                                         open_loop ? "--rate-range" : "--concurrency-range"));
+    SPINDLE_ASSIGN_OR_RETURN(auto rows, run_sweep(*client, measured, open_loop, levels, a.seed));
+    print_sweep(rows, open_loop, a.json);
+    if (!a.plot.empty()) SPINDLE_TRY(plot_sweep(rows, open_loop, a.plot));
+    return status::ok();
+  }
   std::vector<double> lat_ms;
   std::map<std::string, std::size_t> by_status;
   std::map<std::string, std::vector<double>> refused_ms;  // how fast each refusal came
@@ -310,7 +325,13 @@ void register_client(CLI::App& app, global_options&) {
   load->add_option("--deadline-us", la->deadline_us, "Per-request deadline (0: none)")
       ->capture_default_str();
   load->add_option("--csv", la->csv, "Write the latency CDF as CSV");
-  load->add_option("--plot", la->plot, "Write the latency CDF as a PNG (gnuplot)");
+  load->add_option("--plot", la->plot,
+                   "Write the latency CDF as a PNG (gnuplot); in a sweep, p99 against throughput");
+  load->add_option("--concurrency-range", la->concurrency_range,
+                   "Sweep closed-loop levels START:END:STEP calls in flight, each measured in "
+                   "windows of --requests until two agree within 10% (at most 4)");
+  load->add_option("--rate-range", la->rate_range,
+                   "Sweep open-loop Poisson rates START:END:STEP per second, as above");
   load->add_option("--log", la->log,
                    "Write every measured request as CSV: index, sent_s (scheduled), latency_ms, "
                    "status (to see when slow or refused answers happened)");

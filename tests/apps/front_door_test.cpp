@@ -288,6 +288,28 @@ TEST(front_door_test, seed_ids_are_resolved_by_the_server) {
   EXPECT_NE(both->message.find("give seeds or seedIds, not both"), std::string::npos);
 }
 
+// Issue #16 item 11: a sweep like perf_analyzer's, one row per level.
+TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
+  auto& f = fixture();
+  const std::string cmd = std::string(SPINDLE_BINARY) + " client --connect " + f.endpoint +
+                          " --model sage load --requests 200 --warmup 20 --seeds uniform:100 "
+                          "--concurrency-range 1:3:2 --json 2>/dev/null";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  auto rows = nlohmann::json::parse(out);
+  ASSERT_EQ(rows.size(), 2u) << out;
+  EXPECT_EQ(rows[0]["concurrency"], 1.0);
+  EXPECT_EQ(rows[1]["concurrency"], 3.0);
+  for (const auto& r : rows) {
+    EXPECT_GT(r["throughput_rps"].get<double>(), 0) << r.dump();
+    EXPECT_GE(r["windows"].get<int>(), 1);
+    EXPECT_LE(r["windows"].get<int>(), 4);
+  }
+}
+
 TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
   auto& f = fixture();
   const int port = std::stoi(f.endpoint.substr(f.endpoint.rfind(':') + 1));

@@ -1,0 +1,164 @@
+#include "apps/commands/load_sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "apps/commands/command.hpp"
+#include "core/subprocess.hpp"
+
+namespace spindle::apps {
+namespace {
+
+namespace rpc = transport::rpc;
+
+// A gnuplot single-quoted string: a quote inside is written twice.
+std::string gnuplot_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+bool close_to(double a, double b) {
+  return std::abs(a - b) <= 0.1 * std::max({std::abs(a), std::abs(b), 1e-9});
+}
+
+// One window at one level: ok latencies and counts.
+expected<sweep_row> window(rpc::rpc_client& client, const std::vector<rpc::gnn_call>& calls,
+                           bool open_loop, double level, std::mt19937_64& rng) {
+  std::vector<double> lat_ms;
+  sweep_row row;
+  row.level = level;
+  auto done = [&](std::size_t, const rpc::gnn_answer& a, double s) {
+    if (a.status == rpc::rpc_status::ok) {
+      lat_ms.push_back(s * 1e3);
+    } else {
+      ++row.refused;
+    }
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  if (open_loop) {
+    std::exponential_distribution<double> gap(level);
+    std::vector<double> at(calls.size());
+    double t = 0;
+    for (auto& x : at) x = t += gap(rng);
+    SPINDLE_TRY(client.run_open_loop(calls, at, done));
+  } else {
+    SPINDLE_TRY(client.run_closed_loop(calls, std::size_t(level), done));
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  row.ok = lat_ms.size();
+  row.throughput = wall > 0 ? double(lat_ms.size()) / wall : 0;
+  row.p50_ms = pct(lat_ms, 0.5);
+  row.p99_ms = pct(lat_ms, 0.99);
+  return row;
+}
+
+}  // namespace
+
+expected<std::vector<double>> parse_range(std::string_view text, std::string_view flag) {
+  std::vector<double> parts;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto colon = text.find(':', pos);
+    const std::string item(
+        text.substr(pos, colon == std::string_view::npos ? text.npos : colon - pos));
+    try {
+      std::size_t used = 0;
+      parts.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      return make_error(errc::invalid_argument, "{} '{}': '{}' is not a number", flag, text, item);
+    }
+    if (colon == std::string_view::npos) break;
+    pos = colon + 1;
+  }
+  if (parts.size() == 1) parts = {parts[0], parts[0], 1};
+  if (parts.size() != 3 || !(parts[0] > 0) || parts[1] < parts[0] || !(parts[2] > 0))
+    return make_error(errc::invalid_argument,
+                      "{} '{}': expected START:END:STEP with 0 < START <= END and STEP > 0", flag,
+                      text);
+  std::vector<double> levels;
+  for (double v = parts[0]; v <= parts[1] + 1e-9 && levels.size() < 1000; v += parts[2])
+    levels.push_back(v);
+  return levels;
+}
+
+expected<std::vector<sweep_row>> run_sweep(rpc::rpc_client& client,
+                                           const std::vector<rpc::gnn_call>& calls, bool open_loop,
+                                           const std::vector<double>& levels, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<sweep_row> rows;
+  for (double level : levels) {
+    sweep_row last;
+    for (int w = 1; w <= 4; ++w) {
+      SPINDLE_ASSIGN_OR_RETURN(auto now, window(client, calls, open_loop, level, rng));
+      now.windows = w;
+      now.stable =
+          w > 1 && close_to(now.throughput, last.throughput) && close_to(now.p99_ms, last.p99_ms);
+      last = now;
+      if (last.stable) break;
+    }
+    rows.push_back(last);
+  }
+  return rows;
+}
+
+void print_sweep(const std::vector<sweep_row>& rows, bool open_loop, bool json) {
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : rows)
+      j.push_back({{open_loop ? "rate" : "concurrency", r.level},
+                   {"throughput_rps", r.throughput},
+                   {"p50_ms", r.p50_ms},
+                   {"p99_ms", r.p99_ms},
+                   {"ok", r.ok},
+                   {"refused", r.refused},
+                   {"windows", r.windows},
+                   {"stable", r.stable}});
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("{:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {}\n", open_loop ? "rate/s" : "in flight",
+             "ok/s", "p50 ms", "p99 ms", "refused", "windows", "");
+  for (const auto& r : rows)
+    fmt::print("{:>12.0f} {:>12.0f} {:>9.3f} {:>9.3f} {:>9} {:>8} {}\n", r.level, r.throughput,
+               r.p50_ms, r.p99_ms, r.refused, r.windows, r.stable ? "" : "(not stable)");
+}
+
+status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std::string& png) {
+  const std::string data = png + ".csv";
+  {
+    std::ofstream out(data);
+    if (!out) return make_error(errc::io_error, "--plot {}: cannot write {}", png, data);
+    for (const auto& r : rows) out << r.throughput << ',' << r.p99_ms << ',' << r.level << '\n';
+  }
+  const std::string script = png + ".gp";
+  {
+    std::ofstream gp(script);
+    // Paths go through gnuplot variables set on the command line, so quotes in them
+    // cannot break the script.
+    gp << "set terminal png size 900,550\nset output out\nset datafile separator ','\n"
+       << "set xlabel 'throughput (ok answers/s)'\nset ylabel 'p99 latency (ms)'\n"
+       << "set logscale y\nset key off\nset grid\n"
+       << "set title sprintf('spindle client load: p99 vs throughput, "
+       << (open_loop ? "open loop (Poisson rate per point)"
+                     : "closed loop (calls in flight per point)")
+       << "')\nplot data u 1:2 w lp lw 2 pt 7, data u 1:2:3 w labels offset 0,1\n";
+  }
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto p, child_process::spawn({"/usr/bin/gnuplot", "-e",
+                                    "out=" + gnuplot_quoted(png) + "; data=" + gnuplot_quoted(data),
+                                    script}));
+  const int rc = p.wait();
+  std::remove(script.c_str());
+  if (rc != 0) return make_error(errc::io_error, "gnuplot failed (exit {}) writing {}", rc, png);
+  return status::ok();
+}
+
+}  // namespace spindle::apps
