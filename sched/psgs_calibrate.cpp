@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/gnuplot.hpp"
 #include "core/log.hpp"
 #include "core/subprocess.hpp"
 #include "graph/metrics.hpp"
@@ -162,48 +163,47 @@ expected<nn::model> default_calibration_model(const graph::dataset& ds, nn::allo
   return m;
 }
 
-status plot_calibration(const psgs_calibration& c, const std::string& png_path) {
-  std::string gnuplot;
-  for (const char* dir : {"/usr/bin/gnuplot", "/usr/local/bin/gnuplot"})
-    if (std::filesystem::exists(dir)) gnuplot = dir;
-  if (gnuplot.empty())
-    return make_error(errc::not_found, "gnuplot not found (apt-get install gnuplot-nox) for {}",
-                      png_path);
+status plot_calibration(const psgs_calibration& c, const std::string& png_path,
+                        const std::string& dataset) {
   const std::string base = png_path + ".tmp";
   for (const auto* curve : {&c.small, &c.large}) {
     std::ofstream dat(base + (curve == &c.small ? ".small.dat" : ".large.dat"));
     for (const auto& b : curve->buckets)
       dat << b.psgs_mean << ' ' << b.mean_s * 1e3 << ' ' << b.max_s * 1e3 << '\n';
   }
-  std::ofstream gp(base + ".gp");
-  gp << "set terminal png size 1000,650\nset output '" << png_path << "'\n"
-     << "set logscale x\nset xlabel 'summed PSGS of the batch'\nset ylabel 'batch latency "
-        "(sample+gather+forward) "
-        "(ms)'\n"
-     << "set key left top\nset title 'PSGS calibration: " << c.small.executor << " vs "
-     << c.large.executor << "'\n";
+  // Log y: one slow batch (a max) must not flatten the mean curves.
+  std::string gp =
+      "set terminal png size 1000,650\nset output out\nset logscale xy\n"
+      "set xlabel 'summed PSGS of the batch'\n"
+      "set ylabel 'batch latency (sample+gather+forward) (ms)'\nset key left top\nset grid\n"
+      "set title title\n";
   int n = 1;
   for (auto [name, p] : {std::pair{"CPU-preferred", c.cpu_preferred},
                          {"GPU-preferred", c.gpu_preferred},
                          {"latency-preferred", c.latency_preferred},
                          {"throughput-preferred", c.throughput_preferred}})
     if (p.exists) {
-      gp << "set arrow " << n << " from " << p.psgs << ", graph 0 to " << p.psgs
-         << ", graph 1 nohead dt 2\nset label " << n << " '" << name << "' at " << p.psgs
-         << ", graph " << 0.95 - 0.05 * n << " font ',9'\n";
+      gp += fmt::format(
+          "set arrow {} from {}, graph 0 to {}, graph 1 nohead dt 2\n"
+          "set label {} '{} ({:.0f})' at {}, graph {} font ',9'\n",
+          n, p.psgs, p.psgs, n, name, p.psgs, p.psgs, 0.95 - 0.05 * n);
       ++n;
     }
-  gp << "plot '" << base << ".small.dat' u 1:2 w lp t '" << c.small.executor << " mean', '" << base
-     << ".small.dat' u 1:3 w lp t '" << c.small.executor << " max', '" << base
-     << ".large.dat' u 1:2 w lp t '" << c.large.executor << " mean', '" << base
-     << ".large.dat' u 1:3 w lp t '" << c.large.executor << " max'\n";
-  gp.close();
-  SPINDLE_ASSIGN_OR_RETURN(auto proc, child_process::spawn({gnuplot, base + ".gp"}));
-  int rc = proc.wait();
-  for (const char* ext : {".small.dat", ".large.dat", ".gp"}) std::filesystem::remove(base + ext);
-  if (rc != 0 || !std::filesystem::exists(png_path))
-    return make_error(errc::io_error, "gnuplot failed (exit {}) writing {}", rc, png_path);
-  return status::ok();
+  gp +=
+      "plot small u 1:2 w lp t small_name.' mean', small u 1:3 w lp t small_name.' max', "
+      "large u 1:2 w lp t large_name.' mean', large u 1:3 w lp t large_name.' max'\n";
+  const status st = run_gnuplot(
+      gp, png_path,
+      {{"small", base + ".small.dat"},
+       {"large", base + ".large.dat"},
+       {"small_name", c.small.executor},
+       {"large_name", c.large.executor},
+       {"title", fmt::format("PSGS calibration of {}: {} vs {} executor, crossover points marked",
+                             dataset.empty() ? std::string("the dataset") : dataset,
+                             c.small.executor, c.large.executor)}});
+  std::error_code ec;
+  for (const char* ext : {".small.dat", ".large.dat"}) std::filesystem::remove(base + ext, ec);
+  return st;
 }
 
 }  // namespace spindle::sched

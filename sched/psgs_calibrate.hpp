@@ -39,6 +39,7 @@ expected<nn::model> default_calibration_model(const graph::dataset& ds, nn::allo
 
 /// Writes a PNG of the four curves with the crossover points marked, using
 /// gnuplot (Debian's gnuplot-nox); errors name the missing program or file.
-status plot_calibration(const psgs_calibration& c, const std::string& png_path);
+status plot_calibration(const psgs_calibration& c, const std::string& png_path,
+                        const std::string& dataset = {});
 
 }  // namespace spindle::sched

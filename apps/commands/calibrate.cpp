@@ -35,7 +35,7 @@ status run_calibrate(const calibrate_args& a, global_options& g) {
   fmt::print("{}", c.table());
   fmt::print("calibration written to {}\n", a.out);
   if (!a.plot.empty()) {
-    SPINDLE_TRY(sched::plot_calibration(c, a.plot));
+    SPINDLE_TRY(sched::plot_calibration(c, a.plot, ds.metadata().name));
     fmt::print("plot written to {}\n", a.plot);
   }
   return status::ok();

@@ -11,7 +11,7 @@
 
 #include "apps/commands/command.hpp"
 #include "apps/commands/load_sweep.hpp"
-#include "core/subprocess.hpp"
+#include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
 #include "sched/gnn_pipeline.hpp"
 #include "transport/rpc/rpc_client.hpp"
@@ -118,31 +118,41 @@ expected<std::vector<std::int64_t>> draw_seeds(const std::string& spec, std::siz
   return out;
 }
 
-status write_cdf(const std::vector<double>& lat_ms, const std::string& csv,
-                 const std::string& plot) {
+// The latency distribution as CSV and, with `plot`, a PNG of the tail: the
+// share of requests slower than x, both axes logarithmic, so p99 and p999 are as
+// readable as p50 (a linear CDF hid them), with p50/p99/p999 marked and the
+// title naming the model, the mode and the request count.
+status write_cdf(const std::vector<double>& lat_ms, const std::string& csv, const std::string& plot,
+                 const std::string& title) {
   std::vector<double> l = lat_ms;
   std::sort(l.begin(), l.end());
   const std::string path = csv.empty() ? plot + ".csv" : csv;
   {
     std::ofstream out(path);
     if (!out) return make_error(errc::io_error, "{}: cannot write", path);
-    out << "latency_ms,fraction\n";
-    for (std::size_t i = 0; i < l.size(); ++i)
-      out << l[i] << "," << double(i + 1) / double(l.size()) << "\n";
+    out << "latency_ms,fraction,slower\n";
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const double f = double(i + 1) / double(l.size());
+      out << l[i] << "," << f << "," << std::max(1.0 - f, 1.0 / double(l.size())) << "\n";
+    }
   }
-  if (plot.empty()) return status::ok();
-  std::ofstream gp(plot + ".gp");
-  gp << "set terminal png size 900,550\nset output '" << plot << "'\nset datafile separator ','\n"
-     << "set xlabel 'latency (ms)'\nset ylabel 'fraction of requests'\nset logscale x\nset key "
-        "off\n"
-     << "set title 'spindle client load: latency CDF'\nplot '" << path
-     << "' every ::1 u 1:2 w l lw 2\n";
-  gp.close();
-  SPINDLE_ASSIGN_OR_RETURN(auto p, child_process::spawn({"/usr/bin/gnuplot", plot + ".gp"}));
-  const int rc = p.wait();
-  std::remove((plot + ".gp").c_str());
-  if (rc != 0) return make_error(errc::io_error, "gnuplot failed (exit {}) writing {}", rc, plot);
-  return status::ok();
+  if (plot.empty() || l.empty()) return status::ok();
+  std::string marks;
+  int n = 1;
+  for (auto [name, q] : {std::pair{"p50", 0.5}, {"p99", 0.99}, {"p999", 0.999}}) {
+    const double x = pct(l, q);
+    marks += fmt::format(
+        "set arrow {} from {}, graph 0 to {}, graph 1 nohead dt 2\n"
+        "set label {} '{} {:.3g} ms' at {}, graph {} offset 0.5,0 font ',9'\n",
+        n, x, x, n, name, x, x, 0.95 - 0.06 * n);
+    ++n;
+  }
+  const std::string script =
+      "set terminal png size 900,550\nset output out\nset datafile separator ','\n"
+      "set xlabel 'latency (ms)'\nset ylabel 'share of requests slower'\n"
+      "set logscale xy\nset format y '10^{%L}'\nset key off\nset grid\nset title title\n" +
+      marks + "plot data every ::1 u 1:3 w l lw 2\n";
+  return run_gnuplot(script, plot, {{"data", path}, {"title", title}});
 }
 
 status write_request_log(const std::string& path,
@@ -214,7 +224,13 @@ status run_load(const client_args& c, const load_args& a) {
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.log.empty()) SPINDLE_TRY(write_request_log(a.log, per_request, send_at));
-  if (!a.csv.empty() || !a.plot.empty()) SPINDLE_TRY(write_cdf(lat_ms, a.csv, a.plot));
+  if (!a.csv.empty() || !a.plot.empty()) {
+    const std::string mode = a.rate > 0 ? fmt::format("open loop, Poisson {:.0f}/s", a.rate)
+                                        : fmt::format("closed loop, {} in flight", a.clients);
+    SPINDLE_TRY(write_cdf(lat_ms, a.csv, a.plot,
+                          fmt::format("spindle client load: model {}, {}, {} requests", c.model,
+                                      mode, measured.size())));
+  }
   const double tput = double(lat_ms.size()) / wall;
   if (a.json) {
     nlohmann::json j = {{"requests", measured.size()},

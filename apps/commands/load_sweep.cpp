@@ -10,19 +10,12 @@
 #include <random>
 
 #include "apps/commands/command.hpp"
-#include "core/subprocess.hpp"
+#include "core/gnuplot.hpp"
 
 namespace spindle::apps {
 namespace {
 
 namespace rpc = transport::rpc;
-
-// A gnuplot single-quoted string: a quote inside is written twice.
-std::string gnuplot_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
 
 bool close_to(double a, double b) {
   return std::abs(a - b) <= 0.1 * std::max({std::abs(a), std::abs(b), 1e-9});
@@ -138,26 +131,16 @@ status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std:
     if (!out) return make_error(errc::io_error, "--plot {}: cannot write {}", png, data);
     for (const auto& r : rows) out << r.throughput << ',' << r.p99_ms << ',' << r.level << '\n';
   }
-  const std::string script = png + ".gp";
-  {
-    std::ofstream gp(script);
-    // Paths go through gnuplot variables set on the command line, so quotes in them
-    // cannot break the script.
-    gp << "set terminal png size 900,550\nset output out\nset datafile separator ','\n"
-       << "set xlabel 'throughput (ok answers/s)'\nset ylabel 'p99 latency (ms)'\n"
-       << "set logscale y\nset key off\nset grid\n"
-       << "set title sprintf('spindle client load: p99 vs throughput, "
-       << (open_loop ? "open loop (Poisson rate per point)"
-                     : "closed loop (calls in flight per point)")
-       << "')\nplot data u 1:2 w lp lw 2 pt 7, data u 1:2:3 w labels offset 0,1\n";
-  }
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto p, child_process::spawn({"/usr/bin/gnuplot", "-e",
-                                    "out=" + gnuplot_quoted(png) + "; data=" + gnuplot_quoted(data),
-                                    script}));
-  const int rc = p.wait();
-  std::remove(script.c_str());
-  if (rc != 0) return make_error(errc::io_error, "gnuplot failed (exit {}) writing {}", rc, png);
+  const std::string script =
+      std::string(
+          "set terminal png size 900,550\nset output out\nset datafile separator ','\n"
+          "set xlabel 'throughput (ok answers/s)'\nset ylabel 'p99 latency (ms)'\n"
+          "set logscale y\nset key off\nset grid\n"
+          "set title 'spindle client load: p99 vs throughput, ") +
+      (open_loop ? "open loop (Poisson rate per point)"
+                 : "closed loop (calls in flight per point)") +
+      "'\nplot data u 1:2 w lp lw 2 pt 7, data u 1:2:3 w labels offset 0,1\n";
+  SPINDLE_TRY(run_gnuplot(script, png, {{"data", data}}));
   return status::ok();
 }
 

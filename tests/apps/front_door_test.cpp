@@ -293,7 +293,8 @@ TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
   auto& f = fixture();
   const std::string cmd = std::string(SPINDLE_BINARY) + " client --connect " + f.endpoint +
                           " --model sage load --requests 200 --warmup 20 --seeds uniform:100 "
-                          "--concurrency-range 1:3:2 --json 2>/dev/null";
+                          "--concurrency-range 1:3:2 --json --plot \"" +
+                          f.dir + "/it's sweep.png\" 2>/dev/null";
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -308,6 +309,9 @@ TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
     EXPECT_GE(r["windows"].get<int>(), 1);
     EXPECT_LE(r["windows"].get<int>(), 4);
   }
+  // A path with a quote and a space (#16 item 12: gnuplot failed and left a file named `it`).
+  EXPECT_TRUE(std::filesystem::exists(f.dir + "/it's sweep.png"));
+  EXPECT_FALSE(std::filesystem::exists(f.dir + "/it"));
 }
 
 TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
