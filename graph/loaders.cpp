@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <unordered_map>
 
 #include "core/npy.hpp"
+#include "core/npz.hpp"
 #include "graph/text_reader.hpp"
 
 namespace spindle::graph {
@@ -213,8 +215,27 @@ expected<edge_format> parse_edge_format(std::string_view name) {
   return make_error(errc::invalid_argument, "--format: '{}' is not one of snap, csv, npy", name);
 }
 
+// A .npz (PyG/OGB export): the first of `names` it holds, read by `load` from
+// a temporary .npy. Errors name the archive and the arrays it holds.
+template <class Load>
+auto from_npz(const std::string& path, std::initializer_list<const char*> names, Load load)
+    -> decltype(load(path)) {
+  SPINDLE_ASSIGN_OR_RETURN(auto held, npz_arrays(path));
+  for (const char* name : names) {
+    if (std::find(held.begin(), held.end(), name) == held.end()) continue;
+    SPINDLE_ASSIGN_OR_RETURN(auto tmp, extract_npz_array(path, name));
+    auto r = load(tmp);
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    if (!r) return std::move(r).error().with_context(fmt::format("{} ({}): ", path, name));
+    return r;
+  }
+  return make_error(errc::invalid_argument, "{}: holds none of [{}] (it holds: {})", path,
+                    fmt::join(names, ", "), fmt::join(held, ", "));
+}
+
 edge_format guess_edge_format(std::string_view path) {
-  if (ends_with(path, ".npy")) return edge_format::npy;
+  if (ends_with(path, ".npy") || ends_with(path, ".npz")) return edge_format::npy;
   if (ends_with(path, ".csv") || ends_with(path, ".csv.gz")) return edge_format::csv;
   return edge_format::snap;
 }
@@ -222,6 +243,7 @@ edge_format guess_edge_format(std::string_view path) {
 expected<edge_list> load_edges(const std::string& path, edge_format format) {
   switch (format) {
     case edge_format::npy:
+      if (ends_with(path, ".npz")) return from_npz(path, {"edge_index", "edges"}, load_npy_edges);
       return load_npy_edges(path);
     case edge_format::csv:
       return load_text_edges(path, true);
@@ -251,7 +273,7 @@ expected<feature_format> parse_feature_format(std::string_view name) {
 }
 
 feature_format guess_feature_format(std::string_view path) {
-  if (ends_with(path, ".npy")) return feature_format::npy;
+  if (ends_with(path, ".npy") || ends_with(path, ".npz")) return feature_format::npy;
   if (ends_with(path, ".content") || ends_with(path, ".content.gz")) return feature_format::linqs;
   return feature_format::csv;
 }
@@ -259,6 +281,8 @@ feature_format guess_feature_format(std::string_view path) {
 expected<feature_table> load_features(const std::string& path, feature_format format) {
   switch (format) {
     case feature_format::npy:
+      if (ends_with(path, ".npz"))
+        return from_npz(path, {"x", "features", "node_feat"}, load_npy_features);
       return load_npy_features(path);
     case feature_format::csv:
       return load_text_features(path, false);

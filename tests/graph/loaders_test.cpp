@@ -202,6 +202,62 @@ TEST(loaders_test, node_index_resolves_input_ids_to_rows) {
   }
 }
 
+// A stored (uncompressed) zip of .npy members, as np.savez writes it.
+void write_npz(const std::string& path,
+               const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string out, central;
+  auto le = [](std::string& s, std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) s += char((v >> (8 * i)) & 0xff);
+  };
+  for (const auto& [name, data] : files) {
+    const std::uint32_t crc =
+        std::uint32_t(crc32(0, reinterpret_cast<const Bytef*>(data.data()), uInt(data.size())));
+    const std::size_t offset = out.size();
+    le(out, 0x04034b50, 4), le(out, 20, 2), le(out, 0, 2), le(out, 0, 2), le(out, 0, 4);
+    le(out, crc, 4), le(out, data.size(), 4), le(out, data.size(), 4);
+    le(out, name.size(), 2), le(out, 0, 2);
+    out += name + data;
+    le(central, 0x02014b50, 4), le(central, 20, 2), le(central, 20, 2), le(central, 0, 2);
+    le(central, 0, 2), le(central, 0, 4), le(central, crc, 4), le(central, data.size(), 4);
+    le(central, data.size(), 4), le(central, name.size(), 2), le(central, 0, 2);
+    le(central, 0, 2), le(central, 0, 2), le(central, 0, 2), le(central, 0, 4);
+    le(central, offset, 4);
+    central += name;
+  }
+  const std::size_t dir = out.size();
+  out += central;
+  le(out, 0x06054b50, 4), le(out, 0, 2), le(out, 0, 2), le(out, files.size(), 2);
+  le(out, files.size(), 2), le(out, central.size(), 4), le(out, dir, 4), le(out, 0, 2);
+  std::ofstream(path, std::ios::binary) << out;
+}
+
+// Issue #16 item 3: .npz (PyG/OGB exports) was parsed as SNAP text.
+TEST(loaders_test, reads_edge_index_and_features_from_an_npz) {
+  const std::string dir = temp_dir("npz");
+  std::vector<std::int64_t> ei{0, 0, 2, 1, 2, 1};
+  std::vector<float> x{0, 1, 2, 3, 4, 5};
+  ASSERT_TRUE(write_npy(dir + "/ei.npy", dtype::i64, {2, 3}, ei.data()).has_value());
+  ASSERT_TRUE(write_npy(dir + "/x.npy", dtype::f32, {3, 2}, x.data()).has_value());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  write_npz(dir + "/g.npz",
+            {{"edge_index.npy", slurp(dir + "/ei.npy")}, {"x.npy", slurp(dir + "/x.npy")}});
+  auto e = load_edges(dir + "/g.npz", guess_edge_format(dir + "/g.npz"));
+  ASSERT_TRUE(e.has_value()) << e.error().to_string();
+  EXPECT_EQ(e->dst, (std::vector<std::int64_t>{1, 2, 1}));
+  auto f = load_features(dir + "/g.npz", guess_feature_format(dir + "/g.npz"));
+  ASSERT_TRUE(f.has_value()) << f.error().to_string();
+  EXPECT_EQ(f->values, x);
+  write_npz(dir + "/other.npz", {{"y.npy", slurp(dir + "/x.npy")}});
+  e = load_edges(dir + "/other.npz", edge_format::npy);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message().find("holds none of [edge_index, edges] (it holds: y)"),
+            std::string::npos)
+      << e.error().message();
+}
+
 TEST(loaders_test, ragged_feature_csv_is_rejected) {
   std::string dir = temp_dir("feat");
   write_text(dir + "/x.csv", "1,2,3\n4,5\n");
