@@ -185,6 +185,9 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
         self->state.builder->set_policy(p);
       },
       [=](stats_atom) { return self->state.stats; },
+      [=](fanouts_atom, const std::vector<int>& fanouts) {
+        for (const auto& p : self->state.pipelines) self->send(p, fanouts_atom::value, fanouts);
+      },
       [=](pipeline_down_atom, const caf::actor& p, bool is_down) {
         auto& s = self->state;
         for (std::size_t i = 0; i < s.pipelines.size(); ++i)

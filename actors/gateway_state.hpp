@@ -17,6 +17,7 @@
 #include "actors/placement_actor.hpp"
 #include "core/thread_annotations.hpp"
 #include "graph/node_index.hpp"
+#include "sched/gnn_pipeline.hpp"
 
 namespace spindle::actors::detail {
 
@@ -45,7 +46,8 @@ inline sched::admission_options with_floor(sched::admission_options o, std::size
 struct gnn_entry {
   gnn_model_binding b;
   sched::admission_control admission;
-  std::mutex mu;  // guards b.policy
+  std::mutex mu;             // guards b.policy and fanouts
+  std::vector<int> fanouts;  // what the pipelines sample with (tunable `fanouts`)
   model_counters c;
   // The dataset's input ids (requests may name nodes by them); built once here,
   // on the thread that adds the model, never on the RPC thread.
@@ -54,6 +56,8 @@ struct gnn_entry {
   explicit gnn_entry(gnn_model_binding binding)
       : b(std::move(binding)), admission(with_floor(b.admission, b.policy.max_batch)) {
     if (!b.dataset) return;
+    if (b.model)
+      if (auto f = sched::served_fanouts(b.model->desc(), b.dataset->metadata())) fanouts = *f;
     if (auto x = graph::node_index::build(*b.dataset))
       ids.emplace(std::move(*x));
     else

@@ -1,5 +1,7 @@
 // Live tunables of the gateway's models: list them, change them (batching,
 // routing, GNNSched, placement and parameter-server thresholds).
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +9,7 @@
 #include "actors/gateway_state.hpp"
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
+#include "config/sampling.hpp"
 #include "core/log.hpp"
 
 namespace spindle::actors {
@@ -63,7 +66,8 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"max_batch", std::to_string(e.b.policy.max_batch)},
         {"work_conserving", e.b.policy.work_conserving ? "true" : "false"},
         {"max_queue", std::to_string(e.admission.options().max_queue)},
-        {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)}};
+        {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)},
+        {"fanouts", fmt::format("{}", fmt::join(e.fanouts, ","))}};
     if (e.b.device)
       t.push_back({"gnnsched_policy", std::string(sched::to_string(e.b.device->policy()))});
     const double o = e.b.router->threshold_override();
@@ -167,6 +171,21 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     return status::ok();
   }
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
+  if (name == "fanouts") {
+    if (e.b.placement)
+      return make_error(errc::invalid_argument,
+                        "fanouts: members of a cluster sample with the fanouts they started "
+                        "with; set fanouts in model.toml (or --fanouts) and restart");
+    SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(value));
+    SPINDLE_TRY(config::validate_fanouts(f, e.b.model->desc().layers, "fanouts"));
+    if (f.empty())
+      return make_error(errc::invalid_argument, "fanouts = '{}': one value per layer ({})",
+                        shown(value), e.b.model->desc().layers);
+    std::lock_guard lock(e.mu);
+    e.fanouts = f;
+    caf::anon_send(e.b.batcher, fanouts_atom::value, std::move(f));
+    return status::ok();
+  }
   std::lock_guard lock(e.mu);
   if (name == "batch_deadline_us") {
     SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 0, 10'000'000));
@@ -184,7 +203,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     return make_error(errc::invalid_argument,
                       "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
                       "batch_deadline_us, max_batch, work_conserving, max_queue, slo_ms, "
-                      "gnnsched_policy; on a cluster "
+                      "fanouts, gnnsched_policy; on a cluster "
                       "also placement_drift_threshold, replan)",
                       shown(name));
   }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "actors/bridge_messages.hpp"
+#include "core/log.hpp"
 #include "core/thread_priority.hpp"
 
 namespace spindle::actors {
@@ -86,6 +87,10 @@ caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const 
       [=](run_atom, const batch_job& job) -> caf::result<sched::batch_result> {
         if (self->state.device) return submit_gated(self, job);
         return self->state.pipeline->run(job.requests);
+      },
+      [=](fanouts_atom, const std::vector<int>& fanouts) {
+        if (auto st = self->state.pipeline->set_fanouts(fanouts); !st)
+          log::warn("pipeline: {}", st.message());  // the gateway checked it first
       },
       [=](gnnsched_done_atom, std::uint64_t id, std::int32_t code, const std::string& message) {
         finish_gated(self, id, code, message);

@@ -16,6 +16,9 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
+/// (fanouts_atom, std::vector<int>): sample with these fanouts from the next
+/// batch on (batcher: passed to its pipelines in this process).
+using fanouts_atom = caf::atom_constant<caf::atom("fanouts")>;
 /// A live threshold change (PSGS routing point, drift, cache hit rate).
 using threshold_atom = caf::atom_constant<caf::atom("threshold")>;
 /// (pipeline_down_atom, pipeline, bool down): the pipeline's process died or came back.

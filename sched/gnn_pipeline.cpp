@@ -43,6 +43,16 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
     setup_error_ = f.error();  // every request is answered with it (loaders check first)
 }
 
+status gnn_pipeline::set_fanouts(std::vector<int> fanouts) {
+  SPINDLE_TRY(config::validate_fanouts(fanouts, model_.desc().layers, "fanouts"));
+  if (fanouts.empty())
+    return make_error(errc::invalid_argument, "fanouts: one value per layer ({})",
+                      model_.desc().layers);
+  options_.fanouts = std::move(fanouts);
+  setup_error_ = status::ok();
+  return status::ok();
+}
+
 expected<std::vector<int>> served_fanouts(const config::model_desc& model,
                                           const graph::dataset_metadata& ds) {
   if (!model.fanouts.empty()) {

@@ -102,6 +102,11 @@ class gnn_pipeline {
   gnn_pipeline(const graph::dataset& ds, const nn::model& model, const psgs_router& router,
                thread_pool& pool, feature_source features = {});
 
+  /// Samples with `fanouts` (one per model layer) from the next batch on; fails,
+  /// naming the values, otherwise. The pipeline's own thread only.
+  status set_fanouts(std::vector<int> fanouts);
+  const std::vector<int>& fanouts() const { return options_.fanouts; }
+
   /// Summed PSGS of a request's seeds (0 for seeds out of range).
   double psgs(const gnn_request& r) const;
   /// Runs a batch, routed by its summed PSGS. A request with a bad seed gets an

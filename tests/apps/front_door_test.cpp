@@ -314,6 +314,32 @@ TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
   EXPECT_FALSE(std::filesystem::exists(f.dir + "/it"));
 }
 
+// Issue #16 item 2: fanouts are a live tunable, and changing them changes the
+// work: a reproducible request sampled with 1,1 differs from the same request
+// with the served fanouts, and setting them back gives the first answer again.
+TEST(front_door_test, fanouts_change_live_and_change_the_sampled_graph) {
+  auto& f = fixture();
+  std::string served;
+  const auto tunables = f.client->get_tunables(f.token, "sage");
+  ASSERT_TRUE(tunables.has_value());
+  for (const auto& t : tunables->tunables)
+    if (t.name == "fanouts") served = t.value;
+  ASSERT_FALSE(served.empty());
+  auto before = f.client->infer_gnn({"sage", {0, 1}, 11, 0});
+  ASSERT_EQ(before->status, rpc::rpc_status::ok) << before->message;
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "fanouts", "1,1")->status, rpc::rpc_status::ok);
+  auto narrow = f.client->infer_gnn({"sage", {0, 1}, 11, 0});
+  ASSERT_EQ(narrow->status, rpc::rpc_status::ok) << narrow->message;
+  EXPECT_NE(narrow->outputs, before->outputs);
+  auto bad = f.client->set_tunable(f.token, "sage", "fanouts", "3");
+  EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(bad->message.find("fanouts = [3]: 1 values for a model of 2 layers"), std::string::npos)
+      << bad->message;
+  ASSERT_EQ(f.client->set_tunable(f.token, "sage", "fanouts", served)->status, rpc::rpc_status::ok);
+  auto again = f.client->infer_gnn({"sage", {0, 1}, 11, 0});
+  EXPECT_EQ(again->outputs, before->outputs);
+}
+
 TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
   auto& f = fixture();
   const int port = std::stoi(f.endpoint.substr(f.endpoint.rfind(':') + 1));
