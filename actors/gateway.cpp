@@ -123,16 +123,20 @@ bool settle(Answer& a, const Reply* r, const caf::error* err, std::uint32_t dead
 gateway::gateway(caf::actor_system& sys) : s_(std::make_unique<state>(sys)) {}
 gateway::~gateway() { caf::anon_send_exit(s_->forward, caf::exit_reason::user_shutdown); }
 
+// Entries are built before the map's lock is taken: a GNN entry reads the
+// dataset's id files, which must not hold up calls on the RPC thread.
 void gateway::add_model(gnn_model_binding m) {
   const std::string name = m.name;
+  auto e = std::make_shared<gnn_entry>(std::move(m));
   spindle::lock_guard lock(s_->models_mu);
-  s_->gnn[name] = std::make_shared<gnn_entry>(std::move(m));
+  s_->gnn[name] = std::move(e);
 }
 
 void gateway::add_model(rec_model_binding m) {
   const std::string name = m.name;
+  auto e = std::make_shared<rec_entry>(std::move(m));
   spindle::lock_guard lock(s_->models_mu);
-  s_->rec[name] = std::make_shared<rec_entry>(std::move(m));
+  s_->rec[name] = std::move(e);
 }
 
 void gateway::set_model_loader(model_loader loader) { s_->loader = std::move(loader); }
