@@ -55,7 +55,7 @@ status check_finite_nonneg(std::span<const double> v, const std::string& file, c
 status check_labels(std::span<const std::int64_t> labels, std::int64_t classes,
                     const std::string& file) {
   for (std::size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] < 0 || labels[i] >= classes)
+    if (labels[i] < -1 || labels[i] >= classes)  // -1: unlabelled (OGB's nan)
       return make_error(errc::corrupt_data, "{}: labels[{}]={} out of range (num_classes={})", file,
                         i, labels[i], classes);
   return status::ok();

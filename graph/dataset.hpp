@@ -70,6 +70,7 @@ class dataset {
   void warm_features() const;
   std::span<const double> psgs() const { return psgs_; }  // empty when not computed
   std::span<const double> fap() const { return fap_; }
+  /// Class of each node, -1 where the input had none (OGB's nan); empty when unlabelled.
   std::span<const std::int64_t> labels() const { return labels_; }
   std::span<const std::int64_t> node_ids() const { return node_ids_; }  // input ids, if relabelled
   bool has_metrics() const { return !psgs_.empty(); }

@@ -10,6 +10,7 @@
 
 #include "core/npy.hpp"
 #include "core/npz.hpp"
+#include "graph/ogb.hpp"
 #include "graph/text_reader.hpp"
 
 namespace spindle::graph {
@@ -205,14 +206,17 @@ std::string_view to_string(edge_format f) {
       return "csv";
     case edge_format::npy:
       return "npy";
+    case edge_format::ogb:
+      return "ogb";
   }
   return "unknown";
 }
 
 expected<edge_format> parse_edge_format(std::string_view name) {
-  for (auto f : {edge_format::snap, edge_format::csv, edge_format::npy})
+  for (auto f : {edge_format::snap, edge_format::csv, edge_format::npy, edge_format::ogb})
     if (name == to_string(f)) return f;
-  return make_error(errc::invalid_argument, "--format: '{}' is not one of snap, csv, npy", name);
+  return make_error(errc::invalid_argument, "--format: '{}' is not one of snap, csv, npy, ogb",
+                    name);
 }
 
 // A .npz (PyG/OGB export): the first of `names` it holds, read by `load` from
@@ -235,6 +239,7 @@ auto from_npz(const std::string& path, std::initializer_list<const char*> names,
 }
 
 edge_format guess_edge_format(std::string_view path) {
+  if (looks_like_ogb(std::string(path))) return edge_format::ogb;
   if (ends_with(path, ".npy") || ends_with(path, ".npz")) return edge_format::npy;
   if (ends_with(path, ".csv") || ends_with(path, ".csv.gz")) return edge_format::csv;
   return edge_format::snap;
@@ -247,6 +252,10 @@ expected<edge_list> load_edges(const std::string& path, edge_format format) {
       return load_npy_edges(path);
     case edge_format::csv:
       return load_text_edges(path, true);
+    case edge_format::ogb: {
+      SPINDLE_ASSIGN_OR_RETURN(auto layout, find_ogb_layout(path));
+      return load_text_edges(layout.edges, true);
+    }
     case edge_format::snap:
       return load_text_edges(path, false);
   }

@@ -1,5 +1,5 @@
 // Readers for the graph inputs users bring: SNAP edge lists, CSV edge lists,
-// NumPy edge_index [2,E], and node features as .npy, CSV (one row per node) or
+// NumPy edge_index [2,E] (.npy/.npz), OGB dataset folders, and node features as .npy, CSV (one row per node) or
 // LINQS "content" files (id, features..., label). Plain or .gz text. Pure
 // functions; errors name the file, line and field.
 #pragma once
@@ -14,10 +14,10 @@
 
 namespace spindle::graph {
 
-enum class edge_format { snap, csv, npy };
+enum class edge_format { snap, csv, npy, ogb };
 std::string_view to_string(edge_format f);
 expected<edge_format> parse_edge_format(std::string_view name);
-/// .npy -> npy; .csv / .csv.gz -> csv; anything else -> snap.
+/// An OGB dataset folder -> ogb; .npy -> npy; .csv / .csv.gz -> csv; anything else -> snap.
 edge_format guess_edge_format(std::string_view path);
 
 /// Reads edges; a third column (text) is the edge weight. `#` and `%` lines are

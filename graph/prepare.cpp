@@ -13,6 +13,7 @@
 #include "core/progress.hpp"
 #include "graph/dataset.hpp"
 #include "graph/metrics.hpp"
+#include "graph/ogb.hpp"
 
 namespace spindle::graph {
 namespace {
@@ -83,6 +84,29 @@ feature_table make_features(const synthetic_features_spec& s, const csr_view& g)
     if (s.what == kind::random) synthetic_features(1, v, {row, std::size_t(t.cols)});
   }
   return t;
+}
+
+struct ogb_extras {
+  std::int64_t num_nodes = -1;
+  ogb_labels labels;
+};
+
+// What an OGB folder adds to its edges: the node count, its node-feat file
+// (unless --features names others) and its labels.
+expected<ogb_extras> read_ogb_extras(const prepare_options& o, std::string& features_path,
+                                     std::optional<feature_format>& features_format) {
+  SPINDLE_ASSIGN_OR_RETURN(auto layout, find_ogb_layout(o.input));
+  ogb_extras x;
+  x.num_nodes = layout.num_nodes;
+  if (features_path.empty() && !o.synthetic && !layout.features.empty()) {
+    features_path = layout.features;
+    features_format = feature_format::csv;
+  }
+  if (!layout.labels.empty()) {
+    log::info("reading labels from {}", layout.labels);
+    SPINDLE_ASSIGN_OR_RETURN(x.labels, load_ogb_labels(layout.labels));
+  }
+  return x;
 }
 
 // The writers proper, into the folder write_dataset_dir gives them.
@@ -185,11 +209,30 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
   feature_table features;
   build_options build = o.build;
   dataset_metadata meta;
-  if (!o.features.empty()) {
-    feature_format ff = o.features_format.value_or(guess_feature_format(o.features));
-    log::info("reading features from {} ({})", o.features, to_string(ff));
-    SPINDLE_ASSIGN_OR_RETURN(features, load_features(o.features, ff));
+  std::string features_path = o.features;
+  std::optional<feature_format> features_format = o.features_format;
+  if (fmt == edge_format::ogb) {
+    SPINDLE_ASSIGN_OR_RETURN(auto ogb, read_ogb_extras(o, features_path, features_format));
+    build.relabel = relabel_mode::never;  // OGB numbers nodes 0..N-1
+    if (ogb.num_nodes > 0) build.num_nodes = ogb.num_nodes;
+    features.labels = std::move(ogb.labels.values);
+    for (std::int64_t c = 0; c < ogb.labels.num_classes; ++c)
+      features.class_names.push_back(std::to_string(c));
+  }
+  if (!features_path.empty()) {
+    feature_format ff = features_format.value_or(guess_feature_format(features_path));
+    log::info("reading features from {} ({})", features_path, to_string(ff));
+    auto labels = std::move(features.labels);
+    auto classes = std::move(features.class_names);
+    SPINDLE_ASSIGN_OR_RETURN(features, load_features(features_path, ff));
+    if (features.labels.empty()) {
+      features.labels = std::move(labels);
+      features.class_names = std::move(classes);
+    }
     build.relabel = relabel_mode::never;
+    if (build.num_nodes > 0 && build.num_nodes != features.rows)
+      return make_error(errc::invalid_argument, "{}: {} feature rows, but the graph has {} nodes",
+                        features_path, features.rows, build.num_nodes);
     build.num_nodes = features.rows;
     if (!features.row_names.empty()) {
       SPINDLE_TRY(check_duplicate_ids(features.row_names, o.features));
@@ -208,7 +251,7 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
   auto built = build_csr(std::move(edges), build, &pool);
   if (!built) return std::move(built).error().with_context(o.input + ": ");
   meta.name = o.name.empty() ? default_name(o.input) : o.name;
-  meta.source = o.input + (o.features.empty() ? "" : " + " + o.features);
+  meta.source = o.input + (features_path.empty() ? "" : " + " + features_path);
   meta.undirected = build.undirected;
   meta.edge_direction = build.undirected ? "both" : std::string(to_string(o.direction));
   meta.build["input_edges"] = std::to_string(input_edges);
@@ -230,6 +273,9 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
                                    std::copy(features.values.begin() + lo * features.cols,
                                              features.values.begin() + hi * features.cols, out);
                                  }));
+  if (!features.labels.empty() && std::int64_t(features.labels.size()) != g.num_nodes)
+    return make_error(errc::invalid_argument, "{}: {} labels, but the graph has {} nodes", o.input,
+                      features.labels.size(), g.num_nodes);
   if (!features.labels.empty())
     SPINDLE_TRY(
         w.write_labels(features.labels, static_cast<std::int64_t>(features.class_names.size())));

@@ -60,9 +60,10 @@ void register_prepare(CLI::App& app, global_options& g) {
   auto a = std::make_shared<prepare_args>();
   cmd->add_option("dir", a->dir, "Existing dataset directory whose metrics to recompute");
   cmd->add_option("--input", a->input,
-                  "Edge file: SNAP text, CSV (.csv), or edge_index .npy [2,E]; .gz ok");
+                  "Edge file: SNAP text, CSV (.csv), edge_index .npy/.npz [2,E], or an OGB dataset "
+                  "folder (raw/edge.csv.gz; its node-feat and node-label are read too); .gz ok");
   cmd->add_option("--format", a->format, "Edge file format (default: from the file name)")
-      ->check(CLI::IsMember({"snap", "csv", "npy"}));
+      ->check(CLI::IsMember({"snap", "csv", "npy", "ogb"}));
   cmd->add_option(
       "--features", a->features,
       "Node features: .npy [N,F], CSV one row per node, or LINQS .content (id, features, "

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/npy.hpp"
@@ -256,6 +257,66 @@ TEST(loaders_test, reads_edge_index_and_features_from_an_npz) {
   EXPECT_NE(e.error().message().find("holds none of [edge_index, edges] (it holds: y)"),
             std::string::npos)
       << e.error().message();
+}
+
+void write_gz(const std::string& path, const std::string& text) {
+  gzFile gz = gzopen(path.c_str(), "wb");
+  gzwrite(gz, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(gz);
+}
+
+// Issue #16 item 3: OGB's on-disk layout (raw/*.csv.gz, as `ogb` downloads it)
+// is read whole: edges, node count (isolated nodes kept), features and labels.
+TEST(loaders_test, reads_an_ogb_dataset_folder) {
+  const std::string dir = temp_dir("ogb");
+  std::filesystem::create_directories(dir + "/arxiv/raw");
+  write_gz(dir + "/arxiv/raw/edge.csv.gz", "0,1\n2,1\n0,2\n");
+  write_gz(dir + "/arxiv/raw/num-node-list.csv.gz", "4\n");
+  write_gz(dir + "/arxiv/raw/num-edge-list.csv.gz", "3\n");
+  write_gz(dir + "/arxiv/raw/node-feat.csv.gz", "0.5,1\n1.5,2\n2.5,3\n3.5,4\n");
+  write_gz(dir + "/arxiv/raw/node-label.csv.gz", "3\n0\nnan\n1\n");
+  EXPECT_EQ(guess_edge_format(dir + "/arxiv"), edge_format::ogb);
+  EXPECT_EQ(guess_edge_format(dir + "/arxiv/raw"), edge_format::ogb);
+  thread_pool pool(1, "test");
+  prepare_options o;
+  o.input = dir + "/arxiv";
+  ASSERT_TRUE(prepare_dataset(o, dir + "/ds", pool).is_ok());
+  auto ds = dataset::open(dir + "/ds");
+  ASSERT_TRUE(ds.has_value()) << ds.error().message();
+  EXPECT_EQ(ds->num_nodes(), 4);  // node 3 has no edge but is counted
+  EXPECT_EQ(ds->feature_dim(), 2);
+  auto f = ds->features();
+  EXPECT_EQ(std::vector<float>(f.begin(), f.end()),
+            (std::vector<float>{0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4}));
+  auto l = ds->labels();
+  EXPECT_EQ(std::vector<std::int64_t>(l.begin(), l.end()),
+            (std::vector<std::int64_t>{3, 0, -1, 1}));
+  EXPECT_EQ(ds->metadata().num_classes, 4);
+  auto g = ds->graph();  // in-direction: 1 aggregates over {0, 2}, 2 over {0}
+  EXPECT_EQ(g.degree(0), 0);
+  EXPECT_EQ(g.degree(1), 2);
+  EXPECT_EQ(g.degree(2), 1);
+
+  // What Spindle cannot serve is named.
+  write_gz(dir + "/arxiv/raw/num-node-list.csv.gz", "4\n5\n");
+  auto st = prepare_dataset(o, dir + "/ds2", pool);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("holds 2 graphs"), std::string::npos) << st.message();
+  write_gz(dir + "/arxiv/raw/num-node-list.csv.gz", "4\n");
+  write_gz(dir + "/arxiv/raw/node-label.csv.gz", "3\n0\n1\n");
+  st = prepare_dataset(o, dir + "/ds2", pool);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("3 labels, but the graph has 4 nodes"), std::string::npos)
+      << st.message();
+  std::filesystem::create_directories(dir + "/arxiv/raw/relations");
+  st = prepare_dataset(o, dir + "/ds2", pool);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("heterogeneous"), std::string::npos) << st.message();
+  o.input = dir + "/nothing";
+  o.format = edge_format::ogb;
+  st = prepare_dataset(o, dir + "/ds2", pool);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("needs the dataset folder"), std::string::npos);
 }
 
 TEST(loaders_test, ragged_feature_csv_is_rejected) {
