@@ -1,13 +1,18 @@
 // `spindle client --connect HOST:PORT ...`: the front door from the command line.
 //   infer   one GNN request, printed for people (or --json for scripts)
+//   rec     one recommendation (DLRM) request: a batch from a JSON file, or one
+//           sample from --dense and --sparse
 //   load    the load generator: closed loop (--clients C) or open-loop Poisson
 //           (--rate R); seeds uniform over N nodes, by a dataset's out-degree, or
 //           from a trace file; warm-up; report with throughput, p50/p90/p99/p999,
 //           errors by status; latency CDF as CSV and a gnuplot PNG
 //   admin   one Admin call (stats, models, tunables, set, members, load, unload)
+#include <charconv>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <ranges>
 
 #include "apps/commands/command.hpp"
 #include "apps/commands/load_sweep.hpp"
@@ -76,6 +81,107 @@ status run_infer(const client_args& c, const infer_args& a) {
     }
     fmt::print("server time {} us\n", r.server_us);
   }
+  return status::ok();
+}
+
+struct rec_args {
+  std::string input;                // JSON file ("-": stdin)
+  std::vector<float> dense;         // one sample
+  std::vector<std::string> sparse;  // one sample: keys per table ("3,7")
+  std::uint32_t deadline_us = 0;
+  bool json = false;
+};
+
+std::string read_all(const std::string& path) {
+  if (path == "-") return {std::istreambuf_iterator<char>(std::cin), {}};
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// {"dense": [[f, ...], ...], "sparse": [[[key, ...] per table] per sample]}.
+expected<rpc::rec_call> rec_call_from_json(const std::string& path) {
+  const std::string text = read_all(path);
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return make_error(errc::invalid_argument, "{}: not a JSON object", path);
+  if (!j.contains("dense") || !j["dense"].is_array() || !j.contains("sparse") ||
+      !j["sparse"].is_array() || j["dense"].size() != j["sparse"].size() || j["dense"].empty())
+    return make_error(errc::invalid_argument,
+                      "{}: expected {{\"dense\": [[...] per sample], \"sparse\": [[[keys] per "
+                      "table] per sample]}} with as many samples in each",
+                      path);
+  rpc::rec_call call;
+  call.batch = std::uint32_t(j["dense"].size());
+  for (std::size_t b = 0; b < j["dense"].size(); ++b) {
+    const auto& d = j["dense"][b];
+    const auto& s = j["sparse"][b];
+    if (!d.is_array() || !s.is_array())
+      return make_error(errc::invalid_argument, "{}: sample {}: dense and sparse must be lists",
+                        path, b);
+    try {
+      for (const auto& x : d) call.dense.push_back(x.get<float>());
+      if (b == 0) call.sparse.resize(s.size(), rpc::rec_bag{{}, {0}});
+      if (s.size() != call.sparse.size())
+        return make_error(errc::invalid_argument, "{}: sample {}: {} tables, sample 0 has {}", path,
+                          b, s.size(), call.sparse.size());
+      for (std::size_t t = 0; t < s.size(); ++t) {
+        for (const auto& k : s[t]) call.sparse[t].indices.push_back(k.get<std::int64_t>());
+        call.sparse[t].offsets.push_back(std::int64_t(call.sparse[t].indices.size()));
+      }
+    } catch (const nlohmann::json::exception& e) {
+      return make_error(errc::invalid_argument, "{}: sample {}: {}", path, b, e.what());
+    }
+  }
+  return call;
+}
+
+expected<rpc::rec_call> rec_call_of(const rec_args& a) {
+  if (!a.input.empty()) {
+    if (!a.dense.empty() || !a.sparse.empty())
+      return make_error(errc::invalid_argument, "rec: give --input, or --dense and --sparse");
+    return rec_call_from_json(a.input);
+  }
+  if (a.dense.empty() && a.sparse.empty())
+    return make_error(errc::invalid_argument,
+                      "rec: give --input FILE.json, or one sample as --dense and --sparse");
+  rpc::rec_call call;
+  call.batch = 1;
+  call.dense = a.dense;
+  for (const auto& keys : a.sparse) {
+    rpc::rec_bag bag{{}, {0}};
+    for (auto part : std::views::split(std::string_view(keys), ',')) {
+      std::string_view text(part.begin(), part.end());
+      std::int64_t k = 0;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
+      if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+        return make_error(errc::invalid_argument, "--sparse {}: '{}' is not a key", keys, text);
+      bag.indices.push_back(k);
+    }
+    bag.offsets.push_back(std::int64_t(bag.indices.size()));
+    call.sparse.push_back(std::move(bag));
+  }
+  return call;
+}
+
+status run_rec(const client_args& c, const rec_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto call, rec_call_of(a));
+  call.model = c.model;
+  call.deadline_us = a.deadline_us;
+  SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
+  SPINDLE_ASSIGN_OR_RETURN(auto r, client->infer_rec(call));
+  if (a.json) {
+    nlohmann::json j = {{"status", rpc::to_string(r.status)},
+                        {"message", r.message},
+                        {"scores", r.scores},
+                        {"server_us", r.server_us}};
+    fmt::print("{}\n", j.dump());
+    return status::ok();
+  }
+  if (r.status != rpc::rpc_status::ok)
+    return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r.status), r.message);
+  for (std::size_t b = 0; b < r.scores.size(); ++b)
+    fmt::print("sample {}: {:.6g}\n", b, r.scores[b]);
+  fmt::print("server time {} us\n", r.server_us);
   return status::ok();
 }
 
@@ -300,8 +406,8 @@ status run_admin(const client_args& c, const admin_args& a) {
 }  // namespace
 
 void register_client(CLI::App& app, global_options&) {
-  auto* cmd =
-      app.add_subcommand("client", "Talk to a running server's front door (infer, load, admin)");
+  auto* cmd = app.add_subcommand("client",
+                                 "Talk to a running server's front door (infer, rec, load, admin)");
   cmd->require_subcommand(1);
   auto c = std::make_shared<client_args>();
   cmd->add_option("--connect", c->connect, "Server HOST:PORT")->capture_default_str();
@@ -327,6 +433,23 @@ void register_client(CLI::App& app, global_options&) {
   infer->add_flag("--json", ia->json, "Print JSON");
   infer->callback([c, ia] {
     if (int rc = report(run_infer(*c, *ia))) throw CLI::RuntimeError(rc);
+  });
+
+  auto* rec =
+      cmd->add_subcommand("rec", "One recommendation (DLRM) request: click probability per sample");
+  auto ra = std::make_shared<rec_args>();
+  rec->add_option("--input", ra->input,
+                  "JSON batch ('-': stdin): {\"dense\": [[x, ...] per sample], \"sparse\": "
+                  "[[[key, ...] per table] per sample]}");
+  rec->add_option("--dense", ra->dense, "One sample's dense features, comma-separated")
+      ->delimiter(',');
+  rec->add_option("--sparse", ra->sparse,
+                  "One sample's keys for one table, comma-separated; repeat once per table, "
+                  "in table order");
+  rec->add_option("--deadline-us", ra->deadline_us, "Deadline (0: none)")->capture_default_str();
+  rec->add_flag("--json", ra->json, "Print JSON");
+  rec->callback([c, ra] {
+    if (int rc = report(run_rec(*c, *ra))) throw CLI::RuntimeError(rc);
   });
 
   auto* load = cmd->add_subcommand("load", "Load generator with a latency report");

@@ -90,6 +90,19 @@ server_fixture& fixture() {
   return f;
 }
 
+// Runs the spindle binary with `args` (through the shell); exit code and stdout
+// (and stderr unless `stderr_too` is false).
+std::pair<int, std::string> run_spindle(const std::string& args, bool stderr_too = true) {
+  const std::string cmd =
+      std::string(SPINDLE_BINARY) + " " + args + (stderr_too ? " 2>&1" : " 2>/dev/null");
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int rc = pclose(p);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
 TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_alone) {
   auto& f = fixture();
   auto ds = graph::dataset::open(f.dir + "/g");
@@ -291,15 +304,13 @@ TEST(front_door_test, seed_ids_are_resolved_by_the_server) {
 // Issue #16 item 11: a sweep like perf_analyzer's, one row per level.
 TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
   auto& f = fixture();
-  const std::string cmd = std::string(SPINDLE_BINARY) + " client --connect " + f.endpoint +
-                          " --model sage load --requests 200 --warmup 20 --seeds uniform:100 "
-                          "--concurrency-range 1:3:2 --json --plot \"" +
-                          f.dir + "/it's sweep.png\" 2>/dev/null";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << out;
+  auto [rc, out] =
+      run_spindle("client --connect " + f.endpoint +
+                      " --model sage load --requests 200 --warmup 20 --seeds uniform:100 "
+                      "--concurrency-range 1:3:2 --json --plot \"" +
+                      f.dir + "/it's sweep.png\"",
+                  false);
+  ASSERT_EQ(rc, 0) << out;
   auto rows = nlohmann::json::parse(out);
   ASSERT_EQ(rows.size(), 2u) << out;
   EXPECT_EQ(rows[0]["concurrency"], 1.0);
@@ -383,6 +394,50 @@ TEST(front_door_test, a_dlrm_answers_the_golden_batch_through_the_parameter_serv
       << nan->message;
 }
 
+// Issue #16 item 9: `spindle client rec` queries a recommendation model, from a
+// JSON batch or one sample on the command line, with the golden scores.
+TEST(front_door_test, the_client_queries_a_recommendation_model) {
+  auto& f = fixture();
+  testing::golden_dlrm_batch g;
+  nlohmann::json batch = {{"dense", nlohmann::json::array()}, {"sparse", nlohmann::json::array()}};
+  for (int b = 0; b < 6; ++b) {
+    batch["dense"].push_back(
+        std::vector<float>(g.dense.begin() + b * 13, g.dense.begin() + b * 13 + 13));
+    nlohmann::json tables = nlohmann::json::array();
+    for (const auto& s : g.sparse)
+      tables.push_back(std::vector<std::int64_t>(s.indices.begin() + s.offsets[b],
+                                                 s.indices.begin() + s.offsets[b + 1]));
+    batch["sparse"].push_back(tables);
+  }
+  std::ofstream(f.dir + "/rec.json") << batch.dump();
+  const std::string door = "client --connect " + f.endpoint + " --model ctr rec ";
+  auto [rc, out] = run_spindle(door + "--json --input " + f.dir + "/rec.json");
+  ASSERT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["status"], "ok") << out;
+  for (int b = 0; b < 6; ++b) EXPECT_NEAR(j["scores"][b].get<float>(), g.expected[b], 1e-5);
+  // Sample 2 alone, from flags.
+  std::string args = door + "--dense ";
+  for (int k = 0; k < 13; ++k) args += fmt::format("{}{}", k ? "," : "", g.dense[2 * 13 + k]);
+  for (const auto& t : batch["sparse"][2]) {
+    std::string keys;
+    for (const auto& k : t) keys += (keys.empty() ? "" : ",") + std::to_string(k.get<long>());
+    args += " --sparse " + (keys.empty() ? std::string("''") : keys);
+  }
+  std::tie(rc, out) = run_spindle(args);
+  ASSERT_EQ(rc, 0) << out;
+  const float score = std::stof(out.substr(out.find("sample 0: ") + 10));
+  EXPECT_NEAR(score, g.expected[2], 1e-4) << out;
+  // Bad input names the file or the value.
+  std::ofstream(f.dir + "/bad.json") << "{\"dense\": [[1]]}";
+  std::tie(rc, out) = run_spindle(door + "--input " + f.dir + "/bad.json");
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("bad.json: expected {\"dense\""), std::string::npos) << out;
+  std::tie(rc, out) = run_spindle(door + "--dense 1 --sparse 1,x");
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("--sparse 1,x: 'x' is not a key"), std::string::npos) << out;
+}
+
 // Hostile values get short errors and are refused: a 1 MB model name comes back
 // cut to 64 characters; psgs_threshold=inf is not a threshold.
 TEST(front_door_test, hostile_names_and_values_are_refused_with_short_errors) {
@@ -429,13 +484,7 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
 }
 
 std::pair<int, std::string> run_shell(const std::string& args) {
-  const std::string cmd = std::string(SPINDLE_BINARY) + " shell " + args + " 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  return run_spindle("shell " + args);
 }
 
 TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
