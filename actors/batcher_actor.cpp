@@ -43,6 +43,8 @@ gnn_reply reply_for(const sched::batch_result& res, std::size_t i, double queued
   const double n = double(res.outputs.size());
   r.times = {res.times.sample_s / n, res.times.gather_s / n, res.times.compute_s / n};
   r.queued_s = queued;
+  r.batch_requests = std::uint32_t(res.outputs.size());
+  r.leads_batch = i == 0;
   if (res.errors[i].is_ok())
     r.output = res.outputs[i];
   else

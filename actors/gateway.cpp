@@ -266,6 +266,11 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
                                              gnn_answer a;
                                              const double ms = ms_since(t0);
                                              a.server_us = std::uint64_t(ms * 1e3);
+                                             if (r) {
+                                               e->c.queue_us += std::uint64_t(r->queued_s * 1e6);
+                                               if (r->leads_batch)
+                                                 e->c.record_execution(r->batch_requests);
+                                             }
                                              if (settle(a, r, err, deadline)) {
                                                e->c.inferences += seeds;
                                                a.width = width;
@@ -308,6 +313,7 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
                                              rec_answer a;
                                              const double ms = ms_since(t0);
                                              a.server_us = std::uint64_t(ms * 1e3);
+                                             if (r) e->c.record_execution(samples);
                                              if (settle(a, r, err, deadline)) {
                                                e->c.inferences += samples;
                                                a.scores = r->scores;

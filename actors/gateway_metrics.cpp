@@ -8,22 +8,27 @@ namespace spindle::actors::detail {
 
 using transport::rpc::rpc_status;
 
-void histogram::observe(double seconds) {
+void histogram::observe(double value) {
   std::size_t b = 0;
-  while (b < bounds.size() && seconds > bounds[b]) ++b;
+  while (b < bounds_.size() && value > bounds_[b]) ++b;
   counts_[b].fetch_add(1, std::memory_order_relaxed);
-  sum_ns_.fetch_add(std::uint64_t(std::max(0.0, seconds) * 1e9), std::memory_order_relaxed);
+  sum_.fetch_add(std::uint64_t(std::max(0.0, value) * unit_), std::memory_order_relaxed);
 }
 
 void histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
   std::uint64_t cumulative = 0;
   for (std::size_t b = 0; b < counts_.size(); ++b) {
     cumulative += counts_[b].load(std::memory_order_relaxed);
-    const std::string le = b < bounds.size() ? fmt::format("{}", bounds[b]) : "+Inf";
+    const std::string le = b < bounds_.size() ? fmt::format("{}", bounds_[b]) : "+Inf";
     out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, le, cumulative);
   }
-  out += fmt::format("{}_sum{{{}}} {}\n", name, labels, double(sum_ns_.load()) / 1e9);
+  out += fmt::format("{}_sum{{{}}} {}\n", name, labels, double(sum_.load()) / unit_);
   out += fmt::format("{}_count{{{}}} {}\n", name, labels, cumulative);
+}
+
+void model_counters::record_execution(std::uint64_t size) {
+  executions.fetch_add(1, std::memory_order_relaxed);
+  batch_size.observe(double(size));
 }
 
 void model_counters::record(rpc_status s, double ms) {
@@ -86,6 +91,7 @@ nlohmann::json model_counters::json(const sched::admission_control& admission) {
           {"bad_request", bad_request.load()},
           {"errors", errors.load()},
           {"inferences", inferences.load()},
+          {"executions", executions.load()},
           {"in_flight", admission.in_flight()},
           {"admission_limit", admission.limit()},
           {"capacity_rps", admission.capacity_rps()},
@@ -108,6 +114,9 @@ void model_counters::render(std::map<std::string, std::string>& families, const 
   }
   families["spindle_inferences_total"] +=
       fmt::format("spindle_inferences_total{{{}}} {}\n", m, inferences.load());
+  families["spindle_executions_total"] +=
+      fmt::format("spindle_executions_total{{{}}} {}\n", m, executions.load());
+  batch_size.render(families["spindle_batch_size"], "spindle_batch_size", m);
   families["spindle_model_ready"] += fmt::format("spindle_model_ready{{{}}} 1\n", m);
   families["spindle_queue_depth"] +=
       fmt::format("spindle_queue_depth{{{}}} {}\n", m, admission.in_flight());
@@ -115,6 +124,8 @@ void model_counters::render(std::map<std::string, std::string>& families, const 
       fmt::format("spindle_admission_limit{{{}}} {}\n", m, admission.limit());
   latency.render(families["spindle_request_latency_seconds"], "spindle_request_latency_seconds", m);
   if (!stages) return;
+  families["spindle_queue_duration_seconds_total"] += fmt::format(
+      "spindle_queue_duration_seconds_total{{{}}} {}\n", m, double(queue_us.load()) / 1e6);
   for (auto [stage, h] : {std::pair{"batching", &batching},
                           {"sampling", &sampling},
                           {"gathering", &gathering},

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,21 +18,30 @@
 
 namespace spindle::actors::detail {
 
-/// A Prometheus histogram with fixed buckets (seconds).
+/// A Prometheus histogram with fixed buckets: latency in seconds by default.
 class histogram {
  public:
   // From 10 µs: stage times of small batches are tens of microseconds, and a
   // first bucket of 0.5 ms held 97-99.98% of them.
-  static constexpr std::array<double, 17> bounds = {
+  static constexpr std::array<double, 17> seconds = {
       0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
       0.01,    0.025,    0.05,    0.1,    0.25,    0.5,    1.0,   2.5};
-  void observe(double seconds);
+  /// Batch sizes (requests or samples per execution), powers of two to 4,096.
+  static constexpr std::array<double, 13> sizes = {1,   2,   4,   8,    16,   32,  64,
+                                                   128, 256, 512, 1024, 2048, 4096};
+
+  /// `unit`: the sum is kept in integer steps of 1/unit (ns for seconds; whole sizes).
+  explicit histogram(std::span<const double> bounds = seconds, double unit = 1e9)
+      : bounds_(bounds), unit_(unit), counts_(bounds.size() + 1) {}
+  void observe(double value);
   /// Lines `<name>_bucket{<labels>,le="..."} n`, `_sum`, `_count`.
   void render(std::string& out, const std::string& name, const std::string& labels) const;
 
  private:
-  std::array<std::atomic<std::uint64_t>, bounds.size() + 1> counts_{};
-  std::atomic<std::uint64_t> sum_ns_{0};
+  std::span<const double> bounds_;  // static arrays above
+  double unit_;
+  std::vector<std::atomic<std::uint64_t>> counts_;
+  std::atomic<std::uint64_t> sum_{0};  // sum of observations x unit_
 };
 
 struct model_counters {
@@ -40,8 +50,17 @@ struct model_counters {
   /// Inferences answered ok: seeds of GNN calls, samples of recommendation calls
   /// (Triton's nv_inference_count; requests count calls).
   std::atomic<std::uint64_t> inferences{0};
+  /// Batches run (Triton's nv_inference_exec_count) and their sizes: GNN batches
+  /// in requests, recommendation calls in samples.
+  std::atomic<std::uint64_t> executions{0};
+  histogram batch_size{histogram::sizes, 1.0};
+  /// Time requests waited in the batcher (Triton's queue duration), ok or not.
+  std::atomic<std::uint64_t> queue_us{0};
   histogram latency;                                 // end to end, ok answers
   histogram batching, sampling, gathering, compute;  // per request (GNN)
+
+  /// Counts one batch of `size` requests (or samples).
+  void record_execution(std::uint64_t size);
 
   /// Counts an answer; ok answers also feed the latency samples.
   void record(transport::rpc::rpc_status s, double ms);

@@ -30,7 +30,9 @@ struct gnn_reply {
   std::vector<float> output;
   std::string error;  // empty when ok
   sched::stage_times times;
-  double queued_s = 0;  // time spent in the batcher
+  double queued_s = 0;               // time spent in the batcher
+  std::uint32_t batch_requests = 0;  // requests in this request's batch
+  bool leads_batch = false;          // the first request of its batch (counts the execution once)
 };
 
 /// A closed batch handed to a pipeline.

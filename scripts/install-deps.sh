@@ -11,6 +11,7 @@ packages=(
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
   libhiredis-dev redis-server librocksdb-dev libabsl-dev libcpp-httplib-dev libedit-dev curl clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  prometheus  # promtool: the metrics test checks the exposition format with it
 )
 
 missing=()

@@ -90,17 +90,20 @@ server_fixture& fixture() {
   return f;
 }
 
-// Runs the spindle binary with `args` (through the shell); exit code and stdout
-// (and stderr unless `stderr_too` is false).
-std::pair<int, std::string> run_spindle(const std::string& args, bool stderr_too = true) {
-  const std::string cmd =
-      std::string(SPINDLE_BINARY) + " " + args + (stderr_too ? " 2>&1" : " 2>/dev/null");
+// Runs `cmd` through the shell; exit code and stdout (and stderr unless
+// `stderr_too` is false).
+std::pair<int, std::string> run_command(const std::string& command, bool stderr_too = true) {
+  const std::string cmd = command + (stderr_too ? " 2>&1" : " 2>/dev/null");
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
   for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   const int rc = pclose(p);
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+std::pair<int, std::string> run_spindle(const std::string& args, bool stderr_too = true) {
+  return run_command(std::string(SPINDLE_BINARY) + " " + args, stderr_too);
 }
 
 TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_alone) {
@@ -481,6 +484,22 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
   // Each family is one group: its TYPE line comes once, before its first sample.
   EXPECT_EQ(body.find("# TYPE spindle_requests_total"),
             body.rfind("# TYPE spindle_requests_total"));
+  // Triton-like execution counters: batches run and their sizes, queue time.
+  EXPECT_NE(body.find("# TYPE spindle_batch_size histogram"), std::string::npos);
+  EXPECT_NE(body.find("spindle_batch_size_bucket{model=\"sage\",le=\"+Inf\"}"), std::string::npos);
+  EXPECT_EQ(body.find("spindle_executions_total{model=\"sage\"} 0\n"), std::string::npos);
+  EXPECT_NE(body.find("spindle_queue_duration_seconds_total{model=\"sage\"}"), std::string::npos);
+  auto stats = nlohmann::json::parse(f.client->stats(f.token)->json);
+  const auto& sage = stats["models"]["sage"];
+  EXPECT_GE(sage["executions"].get<std::uint64_t>(), 1u) << sage.dump();
+  EXPECT_LE(sage["executions"].get<std::uint64_t>(), sage["requests"].get<std::uint64_t>());
+  // The exposition format as Prometheus itself reads it (promtool lints too).
+  const std::string scrape = f.dir + "/scrape.txt";
+  std::ofstream(scrape) << body;
+  if (std::system("command -v promtool >/dev/null") != 0)
+    GTEST_SKIP() << "promtool not installed (Debian package prometheus; make deps installs it)";
+  auto [rc, out] = run_command("promtool check metrics < " + scrape);
+  EXPECT_EQ(rc, 0) << out;
 }
 
 std::pair<int, std::string> run_shell(const std::string& args) {
