@@ -71,6 +71,7 @@ std::string help_text() {
          "  infer MODEL ID[,ID...] [SEED]   one GNN request\n"
          "  watch stats [SECONDS] [TIMES]   refreshing per-model table (default every 1 s, until "
          "Ctrl-C)\n"
+         "  complete TEXT                   the words tab offers after TEXT (for scripts)\n"
          "  help, quit\n";
 }
 
@@ -161,6 +162,44 @@ status infer(shell_state& s, const std::vector<std::string>& w) {
   return status::ok();
 }
 
+// The words that may come next after `before` (the words already typed):
+// commands first, then model names after a command that takes one, then the
+// model's tunable names after `set MODEL`.
+std::vector<std::string> candidates(shell_state& s, const std::vector<std::string>& before) {
+  static const std::vector<std::string> takes_model = {"stats", "tunables", "set", "unload",
+                                                       "infer"};
+  if (before.empty()) return kCommands;
+  if (before.size() == 1 &&
+      std::find(takes_model.begin(), takes_model.end(), before[0]) != takes_model.end())
+    return s.model_names;
+  if (before.size() == 1 && before[0] == "watch") return {"stats"};
+  if (before.size() == 2 && before[0] == "set") {
+    auto& names = s.tunable_names[before[1]];
+    if (names.empty()) {
+      if (auto r = s.client->get_tunables(s.token, before[1]);
+          r && r->status == rpc::rpc_status::ok)
+        for (const auto& t : r->tunables) names.push_back(t.name);
+    }
+    return names;
+  }
+  return {};
+}
+
+// What tab offers at the end of `line` (the text typed so far): the candidates
+// for the word being typed that start with its prefix.
+std::vector<std::string> completions(shell_state& s, const std::string& line) {
+  auto before = split_words(line);
+  std::string prefix;
+  if (!before.empty() && !line.empty() && !std::isspace(static_cast<unsigned char>(line.back()))) {
+    prefix = before.back();
+    before.pop_back();
+  }
+  std::vector<std::string> out;
+  for (const auto& c : candidates(s, before))
+    if (c.rfind(prefix, 0) == 0) out.push_back(c);
+  return out;
+}
+
 // Runs one command line; returns false on `quit`.
 bool run_command(shell_state& s, const std::string& line, bool& failed) {
   const auto w = split_words(line);
@@ -212,6 +251,10 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
       auto r = s.client->members(s.token);
       st = admin_ok(r);
       if (st) fmt::print("{}\n", nlohmann::json::parse(r->json).dump(2));
+    } else if (cmd == "complete") {  // what tab offers after the rest of the line (scripts, tests)
+      const std::string rest = line.substr(line.find("complete") + 8);
+      for (const auto& c : completions(s, rest.empty() ? rest : rest.substr(1)))
+        fmt::print("{}\n", c);
     } else if (cmd == "infer") {
       st = infer(s, w);
     } else if (cmd == "watch") {
@@ -232,44 +275,14 @@ bool run_command(shell_state& s, const std::string& line, bool& failed) {
   return true;
 }
 
-// The words that may come next after `before` (the words already typed):
-// commands first, then model names after a command that takes one, then the
-// model's tunable names after `set MODEL`.
-std::vector<std::string> candidates(const std::vector<std::string>& before) {
-  static const std::vector<std::string> takes_model = {"stats", "tunables", "set", "unload",
-                                                       "infer"};
-  if (before.empty()) return kCommands;
-  if (!g_shell) return {};
-  if (before.size() == 1 &&
-      std::find(takes_model.begin(), takes_model.end(), before[0]) != takes_model.end())
-    return g_shell->model_names;
-  if (before.size() == 1 && before[0] == "watch") return {"stats"};
-  if (before.size() == 2 && before[0] == "set") {
-    auto& names = g_shell->tunable_names[before[1]];
-    if (names.empty()) {
-      if (auto r = g_shell->client->get_tunables(g_shell->token, before[1]);
-          r && r->status == rpc::rpc_status::ok)
-        for (const auto& t : r->tunables) names.push_back(t.name);
-    }
-    return names;
-  }
-  return {};
-}
-
-char* complete_word(const char* text, int state) {
+char* complete_word(const char*, int state) {
   static std::vector<std::string> matches;
   static std::size_t next = 0;
   if (state == 0) {
-    matches.clear();
     next = 0;
-    const std::string prefix(text);
-    // The words before the one being completed.
-    const std::string line(rl_line_buffer, std::size_t(std::max(0, rl_point)));
-    auto before = split_words(line);
-    if (!before.empty() && !line.empty() && !std::isspace(static_cast<unsigned char>(line.back())))
-      before.pop_back();
-    for (const auto& c : candidates(before))
-      if (c.rfind(prefix, 0) == 0) matches.push_back(c);
+    matches = g_shell ? completions(*g_shell,
+                                    std::string(rl_line_buffer, std::size_t(std::max(0, rl_point))))
+                      : std::vector<std::string>{};
   }
   return next < matches.size() ? strdup(matches[next++].c_str()) : nullptr;
 }

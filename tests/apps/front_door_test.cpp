@@ -543,6 +543,39 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   EXPECT_NE(out.find("unauthorized: wrong admin token"), std::string::npos) << out;
 }
 
+// Issue #16 item 14: tab completion depends on the position (the shell's
+// `complete TEXT` prints what tab offers after TEXT).
+TEST(front_door_test, shell_completion_offers_commands_models_then_tunables) {
+  auto& f = fixture();
+  auto offers = [&](const std::string& text) {
+    auto [code, out] = run_shell("--connect " + f.endpoint + " --token-file " + f.token_file +
+                                 " -c 'complete " + text + "'");
+    EXPECT_EQ(code, 0) << out;
+    std::vector<std::string> words;
+    std::istringstream in(out);
+    for (std::string w; std::getline(in, w);) words.push_back(w);
+    return words;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& w) {
+    return std::find(v.begin(), v.end(), w) != v.end();
+  };
+  auto first = offers("");
+  EXPECT_TRUE(has(first, "stats") && has(first, "set") && has(first, "watch"));
+  EXPECT_FALSE(has(first, "sage"));
+  EXPECT_EQ(offers("se"), std::vector<std::string>{"set"});
+  auto models = offers("stats ");
+  EXPECT_TRUE(has(models, "sage")) << ::testing::PrintToString(models);
+  EXPECT_FALSE(has(models, "stats"));
+  EXPECT_EQ(offers("set sa"), std::vector<std::string>{"sage"});
+  auto tunables = offers("set sage ");
+  EXPECT_TRUE(has(tunables, "batch_deadline_us") && has(tunables, "fanouts"))
+      << ::testing::PrintToString(tunables);
+  EXPECT_FALSE(has(tunables, "sage"));
+  for (const auto& t : offers("set sage max_")) EXPECT_EQ(t.rfind("max_", 0), 0u) << t;
+  EXPECT_TRUE(offers("set sage max_batch ").empty());  // a value: nothing to offer
+  EXPECT_TRUE(offers("set nope ").empty());
+}
+
 TEST(front_door_test, tensor_payloads_give_the_same_answer_on_the_unified_and_split_paths) {
   auto& f = fixture();
   ASSERT_TRUE(f.client->open_split()) << "UCX data path";
