@@ -140,6 +140,8 @@ void gateway::add_model(rec_model_binding m) {
 }
 
 void gateway::set_model_loader(model_loader loader) { s_->loader = std::move(loader); }
+void gateway::set_ready(bool ready) { s_->ready = ready; }
+bool gateway::ready() { return s_->ready; }
 
 namespace {
 
@@ -328,11 +330,12 @@ std::vector<transport::rpc::model_info> gateway::models() {
   for (const auto& [name, e] : s_->gnn_all()) {
     const auto& d = e->b.model->desc();
     out.push_back({name, "gnn", std::string(config::to_string(d.arch)), std::uint32_t(d.in),
-                   std::uint32_t(d.out)});
+                   std::uint32_t(d.out), 0, e->b.version});
   }
   for (const auto& [name, e] : s_->rec_all()) {
     const auto& d = e->b.model->desc();
-    out.push_back({name, "dlrm", "dlrm", std::uint32_t(d.dense_in), 1});
+    out.push_back({name, "dlrm", "dlrm", std::uint32_t(d.dense_in), 1,
+                   std::uint32_t(d.table_rows.size()), e->b.version});
   }
   return out;
 }

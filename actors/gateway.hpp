@@ -35,6 +35,7 @@ struct gnn_model_binding {
   caf::actor placement;                // a cluster's placement actor (re-plan tunables), or none
   caf::actor router_actor;             // its router actor (routing tunables); none: set directly
   sched::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
+  std::string version = "1";                  // the model repository's version served under `name`
 };
 
 struct rec_model_binding {
@@ -44,6 +45,7 @@ struct rec_model_binding {
   const nn::model* model = nullptr;
   std::shared_ptr<embedding::lookup_session> session;
   sched::admission_options admission;  // SLO, max_queue (the floor follows the instances)
+  std::string version = "1";
 };
 
 /// How a server loads and frees GNN models for Admin.loadModel / unloadModel.
@@ -68,6 +70,10 @@ class gateway final : public transport::rpc::rpc_service {
   void set_members(std::function<std::string()> members);
   /// Enables Admin.loadModel / unloadModel for GNN models.
   void set_model_loader(model_loader loader);
+  /// Readiness (KServe /v2/health/ready, Admin.version): false until the server
+  /// has loaded and warmed its models.
+  void set_ready(bool ready);
+  bool ready() override;
 
   void infer_gnn(transport::rpc::gnn_call call,
                  std::function<void(transport::rpc::gnn_answer)> done) override;

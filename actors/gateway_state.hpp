@@ -95,6 +95,7 @@ struct gateway::state {
   std::map<std::string, std::shared_ptr<gnn_entry>> gnn SPINDLE_GUARDED_BY(models_mu);
   std::map<std::string, std::shared_ptr<rec_entry>> rec SPINDLE_GUARDED_BY(models_mu);
   clock_type::time_point started = clock_type::now();
+  std::atomic<bool> ready{false};  // set once the server's models are loaded and warmed
   std::unique_ptr<split_path> split;
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any
   model_loader loader;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <future>
 #include <optional>
 #include <random>
 
@@ -14,6 +15,7 @@
 #include "core/text_file.hpp"
 #include "node/token_file.hpp"
 #include "transport/http/metrics_server.hpp"
+#include "transport/kserve/http_server.hpp"
 #include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
@@ -102,7 +104,42 @@ status check_bind(std::string_view flag, const std::string& endpoint, bool has_t
 status check_exposure(const front_door_args& a) {
   const bool has_token = !a.admin_token_file.empty();
   SPINDLE_TRY(check_bind("--listen", a.listen, has_token));
+  SPINDLE_TRY(check_bind("--http", a.http, has_token));
+  SPINDLE_TRY(check_bind("--grpc", a.grpc, has_token));
   return check_bind("--metrics", a.metrics, has_token);
+}
+
+namespace {
+
+// One request shaped for `m`: seed 0 of a GNN; one sample of zeros and key 0
+// per table of a recommendation model.
+status warm_one(actors::gateway& g, const transport::rpc::model_info& m) {
+  using transport::rpc::rpc_status;
+  std::promise<std::pair<rpc_status, std::string>> answer;
+  auto got = answer.get_future();
+  if (m.kind == "gnn") {
+    g.infer_gnn({m.name, {0}, 1, 0}, [&answer](transport::rpc::gnn_answer a) {
+      answer.set_value({a.status, a.message});
+    });
+  } else {
+    transport::rpc::rec_call call{m.name, 1, std::vector<float>(m.input_width, 0.0f), {}, 0};
+    for (std::uint32_t t = 0; t < m.tables; ++t) call.sparse.push_back({{0}, {0, 1}});
+    g.infer_rec(std::move(call), [&answer](transport::rpc::rec_answer a) {
+      answer.set_value({a.status, a.message});
+    });
+  }
+  auto [st, message] = got.get();
+  if (st != rpc_status::ok)
+    return make_error(errc::unavailable, "warming model '{}': {}: {}", m.name,
+                      transport::rpc::to_string(st), message);
+  return status::ok();
+}
+
+}  // namespace
+
+status warm_up(actors::gateway& g) {
+  for (const auto& m : g.models()) SPINDLE_TRY(warm_one(g, m));
+  return status::ok();
 }
 
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token) {
@@ -120,7 +157,19 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     fmt::print("metrics http://{}:{}/metrics\n", a.metrics.substr(0, a.metrics.rfind(':')),
                metrics->port());
   }
+  transport::kserve::door door(g);
+  std::unique_ptr<transport::kserve::http_server> http;
+  if (!a.http.empty()) {
+    transport::kserve::http_options ho;
+    ho.listen = a.http;
+    ho.admin_token = token;
+    ho.max_body_bytes = a.http_max_body_mb << 20;
+    SPINDLE_ASSIGN_OR_RETURN(http, transport::kserve::http_server::start(ho, door));
+  }
+  SPINDLE_TRY(warm_up(g));
+  g.set_ready(true);
   const std::string host = a.listen.substr(0, a.listen.rfind(':'));
+  if (http) fmt::print("http http://{}:{}/v2\n", a.http.substr(0, a.http.rfind(':')), http->port());
   fmt::print("listening {}:{}\n", host, server->port());
   if (token.empty()) fmt::print("admin disabled (no --admin-token-file)\n");
   std::fflush(stdout);
@@ -131,6 +180,8 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   int sig = 0;
   sigwait(&set, &sig);
   log::info("serve: stopping on signal {}", sig);
+  g.set_ready(false);
+  http.reset();
   server.reset();
   metrics.reset();
   return status::ok();

@@ -17,6 +17,9 @@ struct front_door_args {
   std::string listen = "127.0.0.1:7400";
   std::string admin_token_file;
   std::string metrics;                     // HOST:PORT of the Prometheus endpoint; empty: none
+  std::string http;                        // HOST:PORT of KServe v2 over HTTP/REST; empty: none
+  std::string grpc;                        // HOST:PORT of KServe v2 over gRPC; empty: none
+  std::size_t http_max_body_mb = 64;       // larger HTTP bodies and gRPC messages are refused
   std::vector<std::string> tensor_models;  // built-in tensor models on the SplitRPC path ("sum")
   std::size_t max_queue = 1024;            // hard cap on calls in flight per model
   std::uint32_t slo_ms = 30;               // end-to-end objective the admission limit is sized from
@@ -53,8 +56,15 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
 /// is refused without --admin-token-file and warned about with one.
 status check_exposure(const front_door_args& a);
 
-/// Starts the RPC server on the gateway (after check_exposure), prints "listening HOST:PORT", waits
-/// for SIGINT/SIGTERM, and stops the server.
+/// Sends one small request to every model through the gateway (a warm-up
+/// batch: first-touch of weights and features, the pipelines' arenas) and
+/// fails naming the model whose answer is not ok.
+status warm_up(actors::gateway& g);
+
+/// Starts the RPC server on the gateway (after check_exposure), and the KServe
+/// HTTP and gRPC doors when asked; warms every model, marks the gateway ready,
+/// prints "listening HOST:PORT" (and "http ..."/"grpc ..."), waits for
+/// SIGINT/SIGTERM, and stops the servers.
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token);
 
 }  // namespace spindle::node

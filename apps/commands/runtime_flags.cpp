@@ -30,6 +30,17 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
       "Admin token file (created with a random token if absent); without it Admin is disabled");
   cmd.add_option("--metrics", a.metrics,
                  "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
+  cmd.add_option("--http", a.http,
+                 "Serve the KServe v2 inference protocol over HTTP/REST on HOST:PORT (Triton's "
+                 "and KServe's clients, curl; port 0: a free one)");
+  cmd.add_option("--grpc", a.grpc,
+                 "Serve the KServe v2 inference protocol over gRPC on HOST:PORT "
+                 "(inference.GRPCInferenceService)");
+  cmd.add_option(
+         "--http-max-body-mb", a.http_max_body_mb,
+         "Largest HTTP request body or gRPC message, MiB (larger: 413 / RESOURCE_EXHAUSTED)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   cmd.add_option("--tensor-models", a.tensor_models,
                  "Built-in tensor models served over the SplitRPC data path (today: sum)")
       ->delimiter(',');

@@ -84,6 +84,8 @@ inline constexpr unsigned split_am_id = 7;
 struct model_info {
   std::string name, kind, arch;
   std::uint32_t input_width = 0, output_width = 0;
+  std::uint32_t tables = 0;   // recommendation models: embedding tables (inputs per table)
+  std::string version = "1";  // the version served under this name (model repository)
 };
 
 struct tunable {
@@ -104,6 +106,14 @@ class rpc_service {
   virtual status set_tunable(const std::string& model, const std::string& name,
                              const std::string& value) = 0;
   virtual std::string members_json() = 0;
+  /// Ready to serve: models loaded and warmed (KServe /v2/health/ready, Admin.version).
+  virtual bool ready() { return true; }
+  /// `name` is loaded, warmed and not draining.
+  virtual bool model_ready(const std::string& name) {
+    for (const auto& m : models())
+      if (m.name == name) return true;
+    return false;
+  }
   /// Loads a model directory under `name` (Admin.loadModel); the default serves none.
   virtual status load_model(const std::string& name, const std::string& path) {
     (void)path;

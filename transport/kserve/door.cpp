@@ -1,0 +1,231 @@
+#include "transport/kserve/door.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace spindle::transport::kserve {
+namespace {
+
+using rpc::rpc_status;
+
+bool is_gnn(const rpc::model_info& m) { return m.kind == "gnn"; }
+
+// Which outputs to send and how: those requested (each must exist), else all.
+expected<std::vector<requested_output>> outputs_wanted(const infer_request& r,
+                                                       const std::string& only) {
+  if (r.outputs.empty()) return std::vector<requested_output>{{only, r.binary_outputs}};
+  for (const auto& o : r.outputs)
+    if (o.name != only)
+      return make_error(errc::invalid_argument, "unknown output '{}' (the model has: {})",
+                        o.name.substr(0, 64), only);
+  return r.outputs;
+}
+
+expected<const tensor*> integer_input(const infer_request& r, const std::string& name,
+                                      bool required) {
+  const tensor* t = r.input(name);
+  if (!t) {
+    if (!required) return static_cast<const tensor*>(nullptr);
+    return make_error(errc::invalid_argument, "missing input '{}'", name);
+  }
+  if (!t->is_integer() || t->datatype == "BOOL")
+    return make_error(errc::invalid_argument,
+                      "input '{}': datatype {}, expected INT64 (or another integer type)", name,
+                      t->datatype);
+  return t;
+}
+
+status no_other_inputs(const infer_request& r, const std::vector<std::string>& known) {
+  for (const auto& t : r.inputs)
+    if (std::find(known.begin(), known.end(), t.name) == known.end())
+      return make_error(errc::invalid_argument, "unknown input '{}' (the model takes: {})",
+                        t.name.substr(0, 64), fmt::join(known, ", "));
+  return status::ok();
+}
+
+std::string table_input(const char* what, std::size_t t) { return fmt::format("{}_{}", what, t); }
+
+}  // namespace
+
+int http_status_of(const infer_outcome& o) {
+  if (o.not_found) return 404;
+  switch (o.status) {
+    case rpc_status::ok:
+      return 200;
+    case rpc_status::bad_request:
+      return 400;
+    case rpc_status::overloaded:
+    case rpc_status::unavailable:
+      return 503;
+    case rpc_status::deadline_exceeded:
+      return 504;
+    case rpc_status::unauthorized:
+      return 401;
+    case rpc_status::internal:
+      return 500;
+  }
+  return 500;
+}
+
+model_metadata metadata_of(const rpc::model_info& m) {
+  model_metadata md;
+  md.name = m.name;
+  md.platform = "spindle_" + m.arch;
+  md.versions = {m.version};
+  if (is_gnn(m)) {
+    md.inputs = {{"seeds", "INT64", {-1}, false}, {"seed_ids", "BYTES", {-1}, true}};
+    md.outputs = {{"output", "FP32", {-1, std::int64_t(m.output_width)}, false}};
+    return md;
+  }
+  md.inputs = {{"dense", "FP32", {-1, std::int64_t(m.input_width)}, false}};
+  for (std::uint32_t t = 0; t < m.tables; ++t) {
+    md.inputs.push_back({table_input("indices", t), "INT64", {-1}, true});
+    md.inputs.push_back({table_input("offsets", t), "INT64", {-1}, true});
+    md.inputs.push_back({table_input("sparse", t), "INT64", {-1, -1}, true});
+  }
+  md.outputs = {{"scores", "FP32", {-1}, false}};
+  return md;
+}
+
+expected<rpc::gnn_call> gnn_call_of(const infer_request& r) {
+  SPINDLE_TRY(no_other_inputs(r, {"seeds", "seed_ids", "sampler_seed"}));
+  rpc::gnn_call call;
+  call.model = r.model;
+  SPINDLE_ASSIGN_OR_RETURN(const tensor* seeds, integer_input(r, "seeds", false));
+  const tensor* ids = r.input("seed_ids");
+  if (!seeds && !ids) return make_error(errc::invalid_argument, "missing input 'seeds'");
+  if (seeds && ids)
+    return make_error(errc::invalid_argument, "give input 'seeds' or 'seed_ids', not both");
+  if (seeds && seeds->shape.size() > 2)
+    return make_error(errc::invalid_argument, "input 'seeds': shape of rank {}, expected [N]",
+                      seeds->shape.size());
+  if (seeds) call.seeds = seeds->ints;
+  if (ids) {
+    if (!ids->is_bytes())
+      return make_error(errc::invalid_argument, "input 'seed_ids': datatype {}, expected BYTES",
+                        ids->datatype);
+    call.seed_ids = ids->strings;
+  }
+  SPINDLE_ASSIGN_OR_RETURN(const tensor* seed, integer_input(r, "sampler_seed", false));
+  if (seed) {
+    if (seed->ints.size() != 1 || seed->ints[0] < 0)
+      return make_error(errc::invalid_argument,
+                        "input 'sampler_seed': one integer >= 0 expected, got {} elements",
+                        seed->ints.size());
+    call.sampler_seed = std::uint64_t(seed->ints[0]);
+  }
+  if (r.sampler_seed) call.sampler_seed = *r.sampler_seed;
+  if (r.timeout_us) call.deadline_us = std::uint32_t(std::min<std::uint64_t>(*r.timeout_us, ~0u));
+  return call;
+}
+
+namespace {
+
+// Table t's bag: indices_T + offsets_T, or sparse_T [batch, lookups].
+expected<rpc::rec_bag> bag_of(const infer_request& r, std::size_t t, std::uint32_t batch) {
+  SPINDLE_ASSIGN_OR_RETURN(const tensor* fixed, integer_input(r, table_input("sparse", t), false));
+  if (fixed) {
+    if (fixed->shape.size() != 2 || fixed->shape[0] != batch)
+      return make_error(errc::invalid_argument,
+                        "input '{}': shape [{}], expected [{}, lookups] (one row per sample)",
+                        fixed->name, fmt::join(fixed->shape, ", "), batch);
+    rpc::rec_bag bag{fixed->ints, {}};
+    for (std::uint32_t b = 0; b <= batch; ++b)
+      bag.offsets.push_back(std::int64_t(b) * fixed->shape[1]);
+    return bag;
+  }
+  SPINDLE_ASSIGN_OR_RETURN(const tensor* idx, integer_input(r, table_input("indices", t), false));
+  SPINDLE_ASSIGN_OR_RETURN(const tensor* off, integer_input(r, table_input("offsets", t), false));
+  if (!idx || !off)
+    return make_error(
+        errc::invalid_argument, "table {}: give inputs '{}' and '{}', or '{}' [batch, lookups]", t,
+        table_input("indices", t), table_input("offsets", t), table_input("sparse", t));
+  return rpc::rec_bag{idx->ints, off->ints};
+}
+
+}  // namespace
+
+expected<rpc::rec_call> rec_call_of(const infer_request& r, const rpc::model_info& m) {
+  std::vector<std::string> known = {"dense"};
+  for (std::uint32_t t = 0; t < m.tables; ++t)
+    for (const char* what : {"indices", "offsets", "sparse"}) known.push_back(table_input(what, t));
+  SPINDLE_TRY(no_other_inputs(r, known));
+  const tensor* dense = r.input("dense");
+  if (!dense) return make_error(errc::invalid_argument, "missing input 'dense'");
+  if (!dense->is_float())
+    return make_error(errc::invalid_argument, "input 'dense': datatype {}, expected FP32",
+                      dense->datatype);
+  if (dense->shape.size() != 2 || dense->shape[1] != std::int64_t(m.input_width) ||
+      dense->shape[0] <= 0)
+    return make_error(errc::invalid_argument, "input 'dense': shape [{}], expected [batch, {}]",
+                      fmt::join(dense->shape, ", "), m.input_width);
+  rpc::rec_call call;
+  call.model = r.model;
+  call.batch = std::uint32_t(dense->shape[0]);
+  call.dense = dense->floats;
+  for (std::uint32_t t = 0; t < m.tables; ++t) {
+    SPINDLE_ASSIGN_OR_RETURN(auto bag, bag_of(r, t, call.batch));
+    call.sparse.push_back(std::move(bag));
+  }
+  if (r.timeout_us) call.deadline_us = std::uint32_t(std::min<std::uint64_t>(*r.timeout_us, ~0u));
+  return call;
+}
+
+std::optional<rpc::model_info> door::find(const std::string& name, const std::string& version) {
+  for (auto& m : service_.models())
+    if (m.name == name && (version.empty() || version == m.version)) return std::move(m);
+  return std::nullopt;
+}
+
+bool door::model_ready(const std::string& name, const std::string& version) {
+  return find(name, version).has_value() && service_.model_ready(name);
+}
+
+void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
+  auto m = find(r.model, r.version);
+  if (!m) {
+    infer_outcome o;
+    o.not_found = true;
+    o.status = rpc_status::bad_request;
+    o.message = r.version.empty() ? fmt::format("unknown model '{}'", r.model.substr(0, 64))
+                                  : fmt::format("unknown model '{}' version '{}'",
+                                                r.model.substr(0, 64), r.version.substr(0, 16));
+    return done(std::move(o));
+  }
+  auto fail = [&](const status& st) {
+    return done({rpc_status::bad_request, false, st.message(), {}});
+  };
+  infer_response head{m->name, m->version, r.id, {}};
+  if (is_gnn(*m)) {
+    auto wanted = outputs_wanted(r, "output");
+    if (!wanted) return fail(wanted.error());
+    auto call = gnn_call_of(r);
+    if (!call) return fail(call.error());
+    const auto n = std::int64_t(call->seeds.empty() ? call->seed_ids.size() : call->seeds.size());
+    const bool binary = (*wanted)[0].binary;
+    service_.infer_gnn(std::move(*call), [done, head, n, binary](rpc::gnn_answer a) {
+      infer_outcome o{a.status, false, std::move(a.message), head};
+      if (a.status == rpc_status::ok)
+        o.response.outputs.push_back(
+            {"output", "FP32", {n, std::int64_t(a.width)}, std::move(a.outputs), binary});
+      done(std::move(o));
+    });
+    return;
+  }
+  auto wanted = outputs_wanted(r, "scores");
+  if (!wanted) return fail(wanted.error());
+  auto call = rec_call_of(r, *m);
+  if (!call) return fail(call.error());
+  const bool binary = (*wanted)[0].binary;
+  service_.infer_rec(std::move(*call), [done, head, binary](rpc::rec_answer a) {
+    infer_outcome o{a.status, false, std::move(a.message), head};
+    if (a.status == rpc_status::ok) {
+      const auto n = std::int64_t(a.scores.size());
+      o.response.outputs.push_back({"scores", "FP32", {n}, std::move(a.scores), binary});
+    }
+    done(std::move(o));
+  });
+}
+
+}  // namespace spindle::transport::kserve

@@ -1,0 +1,214 @@
+#include "transport/kserve/http_server.hpp"
+
+#include <httplib.h>
+#include <pthread.h>
+
+#include <charconv>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/log.hpp"
+#include "transport/kserve/infer_json.hpp"
+#include "transport/rpc/endpoint.hpp"
+
+namespace spindle::transport::kserve {
+namespace {
+
+using json = nlohmann::json;
+constexpr const char* kJson = "application/json";
+constexpr const char* kHeaderLength = "Inference-Header-Content-Length";
+constexpr const char* kModelPath = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+
+void send_error(httplib::Response& res, int status, std::string_view message) {
+  res.status = status;
+  res.set_content(error_body(message), kJson);
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json metadata_json(const model_metadata& m) {
+  auto tensors = [](const std::vector<tensor_metadata>& ts) {
+    json out = json::array();
+    for (const auto& t : ts) {
+      json x = {{"name", t.name}, {"datatype", t.datatype}, {"shape", t.shape}};
+      if (t.optional) x["parameters"] = {{"optional", true}};
+      out.push_back(std::move(x));
+    }
+    return out;
+  };
+  return {{"name", m.name},
+          {"versions", m.versions},
+          {"platform", m.platform},
+          {"inputs", tensors(m.inputs)},
+          {"outputs", tensors(m.outputs)}};
+}
+
+std::optional<std::size_t> header_length(const httplib::Request& req, bool& bad) {
+  bad = false;
+  if (!req.has_header(kHeaderLength)) return std::nullopt;
+  const std::string v = req.get_header_value(kHeaderLength);
+  std::size_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  bad = v.empty() || ec != std::errc() || p != v.data() + v.size();
+  return n;
+}
+
+void handle_infer(door& d, const httplib::Request& req, httplib::Response& res) {
+  bool bad = false;
+  const auto head = header_length(req, bad);
+  if (bad)
+    return send_error(res, 400,
+                      fmt::format("{}: '{}' is not a byte count", kHeaderLength,
+                                  req.get_header_value(kHeaderLength).substr(0, 32)));
+  auto parsed = parse_infer_request(req.body, head);
+  if (!parsed) return send_error(res, 400, parsed.error().message());
+  parsed->model = req.matches[1];
+  parsed->version = req.matches[2];
+  std::promise<infer_outcome> answer;
+  auto got = answer.get_future();
+  d.infer(std::move(*parsed), [&answer](infer_outcome o) { answer.set_value(std::move(o)); });
+  infer_outcome o = got.get();
+  if (o.status != rpc::rpc_status::ok || o.not_found)
+    return send_error(res, http_status_of(o), o.message);
+  std::optional<std::size_t> out_head;
+  std::string body = render_infer_response(o.response, out_head);
+  if (out_head) {
+    res.set_header(kHeaderLength, std::to_string(*out_head));
+    res.set_content(std::move(body), "application/octet-stream");
+  } else {
+    res.set_content(std::move(body), kJson);
+  }
+}
+
+bool authorized(const httplib::Request& req, const std::string& token) {
+  const std::string h = req.get_header_value("Authorization");
+  return !token.empty() && h.starts_with("Bearer ") &&
+         rpc::token_matches(std::string_view(h).substr(7), token);
+}
+
+void handle_repository(door& d, const std::string& token, const httplib::Request& req,
+                       httplib::Response& res) {
+  if (!authorized(req, token))
+    return send_error(res, 401,
+                      token.empty() ? "model repository calls are disabled (no admin token)"
+                                    : "wrong or missing admin token (Authorization: Bearer TOKEN)");
+  const std::string name = req.matches[1], action = req.matches[2];
+  std::string path;  // empty: the model repository's latest version of `name`
+  if (!req.body.empty()) {
+    auto j = json::parse(req.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      return send_error(res, 400, "request body is not a JSON object");
+    if (j.contains("parameters") && j["parameters"].is_object() &&
+        j["parameters"].contains("path") && j["parameters"]["path"].is_string())
+      path = j["parameters"]["path"].get<std::string>();
+  }
+  const status st =
+      action == "load" ? d.service().load_model(name, path) : d.service().unload_model(name);
+  if (!st) {
+    const int code = st.code() == errc::not_found     ? 404
+                     : st.code() == errc::unsupported ? 501
+                                                      : 400;
+    return send_error(res, code, st.message());
+  }
+  res.status = 200;
+  res.set_content("{}", kJson);
+}
+
+void add_routes(httplib::Server& s, door& d, const std::string& token) {
+  s.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dump({{"name", "spindle"},
+                          {"version", "0.1.0"},
+                          {"extensions", {"binary_tensor_data", "model_repository"}}}),
+                    kJson);
+  });
+  auto live = [](const httplib::Request&, httplib::Response& res) { res.status = 200; };
+  s.Get("/v2/health/live", live);
+  s.Get("/healthz", live);
+  s.Get("/v2/health/ready", [&d](const httplib::Request&, httplib::Response& res) {
+    res.status = d.ready() ? 200 : 503;
+  });
+  s.Get(std::string(kModelPath) + "/ready",
+        [&d](const httplib::Request& req, httplib::Response& res) {
+          if (!d.find(req.matches[1], req.matches[2]))
+            return send_error(
+                res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
+          res.status = d.ready() && d.model_ready(req.matches[1], req.matches[2]) ? 200 : 400;
+        });
+  s.Get(kModelPath, [&d](const httplib::Request& req, httplib::Response& res) {
+    auto m = d.find(req.matches[1], req.matches[2]);
+    if (!m)
+      return send_error(res, 404,
+                        fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
+    res.set_content(dump(metadata_json(metadata_of(*m))), kJson);
+  });
+  s.Post(std::string(kModelPath) + "/infer",
+         [&d](const httplib::Request& req, httplib::Response& res) { handle_infer(d, req, res); });
+  s.Post("/v2/repository/index", [&d](const httplib::Request&, httplib::Response& res) {
+    json out = json::array();
+    for (const auto& m : d.service().models())
+      out.push_back({{"name", m.name},
+                     {"version", m.version},
+                     {"state", d.service().model_ready(m.name) ? "READY" : "UNAVAILABLE"}});
+    res.set_content(dump(out), kJson);
+  });
+  s.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
+         [&d, token](const httplib::Request& req, httplib::Response& res) {
+           handle_repository(d, token, req, res);
+         });
+}
+
+}  // namespace
+
+struct http_server::impl {
+  httplib::Server server;
+  std::thread thread;  // runs the accept loop
+};
+
+expected<std::unique_ptr<http_server>> http_server::start(const http_options& o, door& d) {
+  SPINDLE_ASSIGN_OR_RETURN(auto where, parse_host_port(o.listen, "--http"));
+  auto i = std::make_unique<impl>();
+  const std::size_t workers = std::max<std::size_t>(1, o.workers);
+  i->server.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  i->server.set_payload_max_length(o.max_body_bytes);
+  i->server.set_read_timeout(5, 0);
+  i->server.set_keep_alive_max_count(1000000);
+  i->server.set_tcp_nodelay(true);
+  add_routes(i->server, d, o.admin_token);
+  i->server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string why = res.status == 404   ? "no such path: " + req.path.substr(0, 128)
+                            : res.status == 413 ? "request body is larger than the limit"
+                                                : "HTTP " + std::to_string(res.status);
+    res.set_content(error_body(why), kJson);
+  });
+  i->server.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        log::error("kserve http: {}", what);
+        send_error(res, 500, what);
+      });
+  const int port = int(where.port);
+  const int bound = port == 0 ? i->server.bind_to_any_port(where.host)
+                              : (i->server.bind_to_port(where.host, port) ? port : -1);
+  if (bound < 0) return make_error(errc::unavailable, "--http {}: cannot bind", o.listen);
+  impl* raw = i.get();
+  i->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  pthread_setname_np(i->thread.native_handle(), "kserve-http");
+  return std::unique_ptr<http_server>(new http_server(std::move(i), bound));
+}
+
+http_server::http_server(std::unique_ptr<impl> i, int port) : impl_(std::move(i)), port_(port) {}
+
+http_server::~http_server() {
+  impl_->server.stop();
+  impl_->thread.join();
+}
+
+}  // namespace spindle::transport::kserve
