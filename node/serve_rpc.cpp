@@ -15,6 +15,7 @@
 #include "core/text_file.hpp"
 #include "node/token_file.hpp"
 #include "transport/http/metrics_server.hpp"
+#include "transport/kserve/grpc_server.hpp"
 #include "transport/kserve/http_server.hpp"
 #include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/rpc_server.hpp"
@@ -166,10 +167,19 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     ho.max_body_bytes = a.http_max_body_mb << 20;
     SPINDLE_ASSIGN_OR_RETURN(http, transport::kserve::http_server::start(ho, door));
   }
+  std::unique_ptr<transport::kserve::grpc_server> grpc;
+  if (!a.grpc.empty()) {
+    transport::kserve::grpc_options go;
+    go.listen = a.grpc;
+    go.admin_token = token;
+    go.max_message_bytes = a.http_max_body_mb << 20;
+    SPINDLE_ASSIGN_OR_RETURN(grpc, transport::kserve::grpc_server::start(go, door));
+  }
   SPINDLE_TRY(warm_up(g));
   g.set_ready(true);
   const std::string host = a.listen.substr(0, a.listen.rfind(':'));
   if (http) fmt::print("http http://{}:{}/v2\n", a.http.substr(0, a.http.rfind(':')), http->port());
+  if (grpc) fmt::print("grpc {}:{}\n", a.grpc.substr(0, a.grpc.rfind(':')), grpc->port());
   fmt::print("listening {}:{}\n", host, server->port());
   if (token.empty()) fmt::print("admin disabled (no --admin-token-file)\n");
   std::fflush(stdout);
@@ -181,6 +191,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   sigwait(&set, &sig);
   log::info("serve: stopping on signal {}", sig);
   g.set_ready(false);
+  grpc.reset();
   http.reset();
   server.reset();
   metrics.reset();

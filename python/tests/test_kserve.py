@@ -1,0 +1,198 @@
+"""KServe v2 over HTTP/REST and gRPC, called with the clients Triton users
+have (tritonclient[http], tritonclient[grpc]) and with raw HTTP for the bad
+inputs, against a real `spindle serve --http --grpc`. Answers must equal the
+Cap'n Proto path's; every bad input gets the right status and message and the
+server keeps serving."""
+import http.client
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+tritonhttp = pytest.importorskip("tritonclient.http")
+tritongrpc = pytest.importorskip("tritonclient.grpc")
+from tritonclient.utils import InferenceServerException  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
+GOLDEN = os.path.join(ROOT, "tests", "nn", "golden", "dlrm")
+
+
+@pytest.fixture(scope="module")
+def server():
+    tmp = tempfile.mkdtemp(prefix="spindle-kserve-")
+    subprocess.run([SPINDLE, "generate", "--scale", "10", "--feature-dim", "8", "--seed", "1",
+                    "--out", tmp + "/g"], check=True, capture_output=True)
+    subprocess.run([SPINDLE, "model", "init", "--arch", "gcn", "--in", "8", "--hidden", "16",
+                    "--classes", "3", "--seed", "1", "--out-dir", tmp + "/m"],
+                   check=True, capture_output=True)
+    proc = subprocess.Popen([SPINDLE, "serve", "--dataset", tmp + "/g", "--model", tmp + "/m",
+                             "--name", "gcn", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                             "--grpc", "127.0.0.1:0", "--http-max-body-mb", "1",
+                             "--admin-token-file", tmp + "/token", "--dlrm-model", GOLDEN,
+                             "--dlrm-name", "ctr", "--pdb", tmp + "/pdb",
+                             "--hit-rate-threshold", "1.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    where = {}
+    for line in proc.stdout:
+        if line.startswith("http "):
+            where["http"] = line.split()[1].replace("http://", "").replace("/v2", "")
+        elif line.startswith("grpc "):
+            where["grpc"] = line.split()[1]
+        elif line.startswith("listening "):
+            where["capnp"] = line.split()[1]
+            break
+    assert set(where) == {"http", "grpc", "capnp"}, where
+    where["token"] = open(tmp + "/token").read().strip()
+    where["dir"] = tmp
+    yield where
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0
+
+
+def capnp_answer(server, seeds, sampler_seed):
+    out = subprocess.run([SPINDLE, "client", "--connect", server["capnp"], "--model", "gcn", "infer",
+                          "--seeds", ",".join(map(str, seeds)), "--sampler-seed", str(sampler_seed),
+                          "--json"], check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    return np.array(r["outputs"], dtype=np.float32).reshape(len(seeds), r["width"])
+
+
+def gnn_inputs(module, seeds, sampler_seed, binary=True):
+    s = module.InferInput("seeds", [len(seeds)], "INT64")
+    t = module.InferInput("sampler_seed", [1], "UINT64")
+    if module is tritonhttp:
+        s.set_data_from_numpy(np.array(seeds, dtype=np.int64), binary_data=binary)
+        t.set_data_from_numpy(np.array([sampler_seed], dtype=np.uint64), binary_data=binary)
+    else:
+        s.set_data_from_numpy(np.array(seeds, dtype=np.int64))
+        t.set_data_from_numpy(np.array([sampler_seed], dtype=np.uint64))
+    return [s, t]
+
+
+def test_health_and_metadata_over_http_and_grpc(server):
+    for client in (tritonhttp.InferenceServerClient(server["http"]),
+                   tritongrpc.InferenceServerClient(server["grpc"])):
+        assert client.is_server_live() and client.is_server_ready()
+        assert client.is_model_ready("gcn") and client.is_model_ready("ctr")
+        md = client.get_model_metadata("gcn")
+        if not isinstance(md, dict):  # gRPC: a protobuf message
+            from google.protobuf.json_format import MessageToDict
+            md = MessageToDict(md, preserving_proto_field_name=True)
+        assert [i["name"] for i in md["inputs"]][:1] == ["seeds"]
+        assert md["outputs"][0]["datatype"] == "FP32"
+        assert [int(d) for d in md["outputs"][0]["shape"]] == [-1, 3]
+
+
+def test_gnn_answers_equal_the_capnp_path(server):
+    seeds, seed = [5, 6, 77], 3
+    want = capnp_answer(server, seeds, seed)
+    http_client = tritonhttp.InferenceServerClient(server["http"])
+    for binary in (True, False):  # Triton's binary-tensor extension, then JSON lists
+        outputs = [tritonhttp.InferRequestedOutput("output", binary_data=binary)]
+        r = http_client.infer("gcn", gnn_inputs(tritonhttp, seeds, seed, binary), outputs=outputs)
+        assert np.array_equal(r.as_numpy("output"), want), binary
+    g = tritongrpc.InferenceServerClient(server["grpc"]).infer("gcn", gnn_inputs(tritongrpc, seeds, seed))
+    assert np.array_equal(g.as_numpy("output"), want)
+
+
+def dlrm_inputs(module):
+    dense = np.load(os.path.join(GOLDEN, "dense.npy")).astype(np.float32).reshape(6, 13)
+    inputs = [module.InferInput("dense", list(dense.shape), "FP32")]
+    inputs[0].set_data_from_numpy(dense)
+    for t in range(3):
+        for what in ("indices", "offsets"):
+            a = np.load(os.path.join(GOLDEN, "%s%d.npy" % (what, t))).astype(np.int64)
+            x = module.InferInput("%s_%d" % (what, t), [len(a)], "INT64")
+            x.set_data_from_numpy(a)
+            inputs.append(x)
+    return inputs
+
+
+def test_a_recommendation_model_answers_the_golden_batch(server):
+    expected = np.load(os.path.join(GOLDEN, "expected.npy")).reshape(-1)
+    for module, where in ((tritonhttp, server["http"]), (tritongrpc, server["grpc"])):
+        r = module.InferenceServerClient(where).infer("ctr", dlrm_inputs(module))
+        assert np.allclose(r.as_numpy("scores"), expected, rtol=0, atol=1e-5), module.__name__
+
+
+def raw_post(server, path, body, headers=None):
+    host, port = server["http"].split(":")
+    c = http.client.HTTPConnection(host, int(port), timeout=30)
+    c.request("POST", path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data
+
+
+SEEDS_JSON = {"name": "seeds", "datatype": "INT64", "shape": [2], "data": [1, 2]}
+
+
+@pytest.mark.parametrize("path,body,headers,status,message", [
+    ("/v2/models/nope/infer", {"inputs": [SEEDS_JSON]}, None, 404, "unknown model 'nope'"),
+    ("/v2/models/gcn/versions/7/infer", {"inputs": [SEEDS_JSON]}, None, 404, "version '7'"),
+    ("/v2/models/gcn/infer", {"inputs": [dict(SEEDS_JSON, datatype="FP32")]}, None, 400,
+     "input 'seeds': datatype FP32, expected INT64"),
+    ("/v2/models/gcn/infer", {"inputs": [dict(SEEDS_JSON, shape=[3])]}, None, 400,
+     "shape [3] holds 3 elements, 2 were sent"),
+    ("/v2/models/gcn/infer", {"inputs": [dict(SEEDS_JSON, data=[1, 10 ** 9])]}, None, 400,
+     "seeds[1]=1000000000 out of range"),
+    ("/v2/models/gcn/infer", b'{"inputs": [', None, 400, "not a JSON object"),
+    ("/v2/models/gcn/infer", {"inputs": [{"name": "seeds", "datatype": "INT64", "shape": [2],
+                                          "parameters": {"binary_data_size": 16}}]},
+     {"Inference-Header-Content-Length": "9999"}, 400, "past the body"),
+    ("/v2/models/gcn/infer", {"inputs": [{"name": "seeds", "datatype": "INT64", "shape": [2],
+                                          "parameters": {"binary_data_size": 16}}]},
+     None, 400, "only 0 binary bytes remain"),
+    ("/v2/models/ctr/infer", {"inputs": [{"name": "dense", "datatype": "FP32", "shape": [1, 2],
+                                          "data": [1, 2]}]}, None, 400,
+     "input 'dense': shape [1, 2], expected [batch, 13]"),
+])
+def test_bad_http_input_gets_the_right_status_and_the_server_keeps_serving(
+        server, path, body, headers, status, message):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    code, data = raw_post(server, path, raw, headers)
+    assert code == status, data
+    assert message in json.loads(data)["error"], data
+    ok, _ = raw_post(server, "/v2/models/gcn/infer", json.dumps({"inputs": [SEEDS_JSON]}).encode())
+    assert ok == 200
+
+
+def test_a_body_past_the_limit_is_refused(server):
+    code, data = raw_post(server, "/v2/models/gcn/infer", b"x" * (2 << 20))
+    assert code == 413, data
+    assert "larger than the limit" in json.loads(data)["error"]
+
+
+def test_bad_grpc_input_gets_the_right_code(server):
+    import grpc
+    client = tritongrpc.InferenceServerClient(server["grpc"])
+    cases = [("nope", gnn_inputs(tritongrpc, [1], 0), "StatusCode.NOT_FOUND", "unknown model"),
+             ("gcn", gnn_inputs(tritongrpc, [10 ** 9], 0), "StatusCode.INVALID_ARGUMENT", "out of range")]
+    bad_type = tritongrpc.InferInput("seeds", [2], "FP32")
+    bad_type.set_data_from_numpy(np.array([1, 2], dtype=np.float32))
+    cases.append(("gcn", [bad_type], "StatusCode.INVALID_ARGUMENT", "datatype FP32"))
+    for model, inputs, code, message in cases:
+        with pytest.raises(InferenceServerException) as e:
+            client.infer(model, inputs)
+        assert e.value.status() == code, str(e.value)
+        assert message in e.value.message(), str(e.value)
+    assert client.infer("gcn", gnn_inputs(tritongrpc, [1], 0)).as_numpy("output").shape == (1, 3)
+    del grpc
+
+
+def test_repository_calls_need_the_token(server):
+    client = tritonhttp.InferenceServerClient(server["http"])
+    index = client.get_model_repository_index()
+    assert {m["name"] for m in index} == {"gcn", "ctr"}
+    with pytest.raises(InferenceServerException) as e:
+        client.unload_model("gcn")
+    assert "admin token" in e.value.message()
+    g = tritongrpc.InferenceServerClient(server["grpc"])
+    with pytest.raises(InferenceServerException):
+        g.unload_model("gcn", headers={"authorization": "Bearer wrong"})
+    assert client.is_model_ready("gcn")

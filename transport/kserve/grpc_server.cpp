@@ -1,0 +1,271 @@
+#include "transport/kserve/grpc_server.hpp"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "grpc_service.grpc.pb.h"
+#include "transport/rpc/endpoint.hpp"
+
+namespace spindle::transport::kserve {
+namespace {
+
+namespace pb = ::inference;
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
+using grpc::Status;
+using grpc::StatusCode;
+
+ServerUnaryReactor* finish(CallbackServerContext* ctx, Status st = Status::OK) {
+  auto* r = ctx->DefaultReactor();
+  r->Finish(std::move(st));
+  return r;
+}
+
+grpc::StatusCode code_of(const infer_outcome& o) {
+  switch (http_status_of(o)) {
+    case 200:
+      return StatusCode::OK;
+    case 400:
+      return StatusCode::INVALID_ARGUMENT;
+    case 404:
+      return StatusCode::NOT_FOUND;
+    case 503:
+      return StatusCode::UNAVAILABLE;
+    case 504:
+      return StatusCode::DEADLINE_EXCEEDED;
+    case 401:
+      return StatusCode::UNAUTHENTICATED;
+    default:
+      return StatusCode::INTERNAL;
+  }
+}
+
+expected<std::uint64_t> unsigned_of(const pb::InferParameter& p, const char* name) {
+  switch (p.parameter_choice_case()) {
+    case pb::InferParameter::kUint64Param:
+      return p.uint64_param();
+    case pb::InferParameter::kInt64Param:
+      if (p.int64_param() >= 0) return std::uint64_t(p.int64_param());
+      break;
+    default:
+      break;
+  }
+  return make_error(errc::invalid_argument, "parameters.{}: not an integer >= 0", name);
+}
+
+// One input from typed contents (when no raw bytes came for it).
+void from_contents(const pb::InferTensorContents& c, tensor& t) {
+  if (t.is_bytes()) {
+    t.strings.assign(c.bytes_contents().begin(), c.bytes_contents().end());
+  } else if (t.is_float()) {
+    t.floats.assign(c.fp32_contents().begin(), c.fp32_contents().end());
+    for (double x : c.fp64_contents()) t.floats.push_back(float(x));
+  } else {
+    for (bool b : c.bool_contents()) t.ints.push_back(b);
+    for (auto x : c.int_contents()) t.ints.push_back(x);
+    for (auto x : c.int64_contents()) t.ints.push_back(x);
+    for (auto x : c.uint_contents()) t.ints.push_back(std::int64_t(x));
+    for (auto x : c.uint64_contents()) t.ints.push_back(std::int64_t(x));
+  }
+}
+
+expected<infer_request> request_of(const pb::ModelInferRequest& in) {
+  infer_request r;
+  r.model = in.model_name();
+  r.version = in.model_version();
+  r.id = in.id();
+  if (auto it = in.parameters().find("timeout"); it != in.parameters().end()) {
+    SPINDLE_ASSIGN_OR_RETURN(r.timeout_us, unsigned_of(it->second, "timeout"));
+  }
+  if (auto it = in.parameters().find("sampler_seed"); it != in.parameters().end()) {
+    SPINDLE_ASSIGN_OR_RETURN(r.sampler_seed, unsigned_of(it->second, "sampler_seed"));
+  }
+  const bool raw = in.raw_input_contents_size() > 0;
+  if (raw && in.raw_input_contents_size() != in.inputs_size())
+    return make_error(errc::invalid_argument, "{} raw_input_contents for {} inputs",
+                      in.raw_input_contents_size(), in.inputs_size());
+  for (int i = 0; i < in.inputs_size(); ++i) {
+    const auto& x = in.inputs(i);
+    tensor t;
+    t.name = x.name();
+    t.datatype = x.datatype();
+    t.shape.assign(x.shape().begin(), x.shape().end());
+    if (!known_datatype(t.datatype))
+      return make_error(errc::invalid_argument, "input '{}': unknown datatype '{}'", t.name,
+                        t.datatype.substr(0, 32));
+    if (raw) {
+      SPINDLE_TRY(decode_raw(t, in.raw_input_contents(i)));
+    } else {
+      from_contents(x.contents(), t);
+    }
+    SPINDLE_TRY(check_shape(t));
+    r.inputs.push_back(std::move(t));
+  }
+  for (const auto& o : in.outputs()) r.outputs.push_back({o.name(), true});
+  return r;
+}
+
+void fill(const infer_response& r, pb::ModelInferResponse& out) {
+  out.set_model_name(r.model);
+  out.set_model_version(r.version);
+  out.set_id(r.id);
+  for (const auto& o : r.outputs) {
+    auto* t = out.add_outputs();
+    t->set_name(o.name);
+    t->set_datatype(o.datatype);
+    for (auto d : o.shape) t->add_shape(d);
+    out.add_raw_output_contents(reinterpret_cast<const char*>(o.data.data()),
+                                o.data.size() * sizeof(float));
+  }
+}
+
+bool authorized(CallbackServerContext* ctx, const std::string& token) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (token.empty() || it == md.end()) return false;
+  const std::string_view v(it->second.data(), it->second.size());
+  return v.starts_with("Bearer ") && rpc::token_matches(v.substr(7), token);
+}
+
+class service final : public pb::GRPCInferenceService::CallbackService {
+ public:
+  service(door& d, std::string token) : d_(d), token_(std::move(token)) {}
+
+  ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const pb::ServerLiveRequest*,
+                                 pb::ServerLiveResponse* out) override {
+    out->set_live(d_.live());
+    return finish(ctx);
+  }
+  ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const pb::ServerReadyRequest*,
+                                  pb::ServerReadyResponse* out) override {
+    out->set_ready(d_.ready());
+    return finish(ctx);
+  }
+  ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const pb::ModelReadyRequest* in,
+                                 pb::ModelReadyResponse* out) override {
+    if (!d_.find(in->name(), in->version()))
+      return finish(
+          ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+    out->set_ready(d_.ready() && d_.model_ready(in->name(), in->version()));
+    return finish(ctx);
+  }
+  ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const pb::ServerMetadataRequest*,
+                                     pb::ServerMetadataResponse* out) override {
+    out->set_name("spindle");
+    out->set_version("0.1.0");
+    out->add_extensions("model_repository");
+    return finish(ctx);
+  }
+  ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const pb::ModelMetadataRequest* in,
+                                    pb::ModelMetadataResponse* out) override {
+    auto m = d_.find(in->name(), in->version());
+    if (!m)
+      return finish(
+          ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+    const auto md = metadata_of(*m);
+    out->set_name(md.name);
+    out->set_platform(md.platform);
+    for (const auto& v : md.versions) out->add_versions(v);
+    auto add = [](const tensor_metadata& t, pb::ModelMetadataResponse::TensorMetadata* x) {
+      x->set_name(t.name);
+      x->set_datatype(t.datatype);
+      for (auto d : t.shape) x->add_shape(d);
+    };
+    for (const auto& t : md.inputs) add(t, out->add_inputs());
+    for (const auto& t : md.outputs) add(t, out->add_outputs());
+    return finish(ctx);
+  }
+  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const pb::ModelInferRequest* in,
+                                 pb::ModelInferResponse* out) override {
+    auto r = request_of(*in);
+    if (!r) return finish(ctx, Status(StatusCode::INVALID_ARGUMENT, r.error().message()));
+    auto* reactor = ctx->DefaultReactor();
+    d_.infer(std::move(*r), [reactor, out](infer_outcome o) {
+      if (o.status != rpc::rpc_status::ok || o.not_found)
+        return reactor->Finish(Status(code_of(o), o.message));
+      fill(o.response, *out);
+      reactor->Finish(Status::OK);
+    });
+    return reactor;
+  }
+  ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const pb::RepositoryIndexRequest*,
+                                      pb::RepositoryIndexResponse* out) override {
+    for (const auto& m : d_.service().models()) {
+      auto* x = out->add_models();
+      x->set_name(m.name);
+      x->set_version(m.version);
+      x->set_state(d_.service().model_ready(m.name) ? "READY" : "UNAVAILABLE");
+    }
+    return finish(ctx);
+  }
+  ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx,
+                                          const pb::RepositoryModelLoadRequest* in,
+                                          pb::RepositoryModelLoadResponse*) override {
+    std::string path;
+    if (auto it = in->parameters().find("path"); it != in->parameters().end())
+      path = it->second.string_param();
+    return repository(ctx, [&] { return d_.service().load_model(in->model_name(), path); });
+  }
+  ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
+                                            const pb::RepositoryModelUnloadRequest* in,
+                                            pb::RepositoryModelUnloadResponse*) override {
+    return repository(ctx, [&] { return d_.service().unload_model(in->model_name()); });
+  }
+
+ private:
+  template <class F>
+  ServerUnaryReactor* repository(CallbackServerContext* ctx, F call) {
+    if (!authorized(ctx, token_))
+      return finish(
+          ctx,
+          Status(StatusCode::UNAUTHENTICATED,
+                 token_.empty() ? "model repository calls are disabled (no admin token)"
+                                : "wrong or missing admin token (authorization: Bearer TOKEN)"));
+    const status st = call();
+    if (st) return finish(ctx);
+    const auto code = st.code() == errc::not_found     ? StatusCode::NOT_FOUND
+                      : st.code() == errc::unsupported ? StatusCode::UNIMPLEMENTED
+                                                       : StatusCode::INVALID_ARGUMENT;
+    return finish(ctx, Status(code, st.message()));
+  }
+
+  door& d_;
+  std::string token_;
+};
+
+}  // namespace
+
+struct grpc_server::impl {
+  std::unique_ptr<service> svc;
+  std::unique_ptr<grpc::Server> server;
+};
+
+expected<std::unique_ptr<grpc_server>> grpc_server::start(const grpc_options& o, door& d) {
+  SPINDLE_ASSIGN_OR_RETURN(auto where, parse_host_port(o.listen, "--grpc"));
+  auto i = std::make_unique<impl>();
+  i->svc = std::make_unique<service>(d, o.admin_token);
+  grpc::ServerBuilder b;
+  int bound = 0;
+  const std::string host = where.host.find(':') != std::string::npos && where.host.front() != '['
+                               ? "[" + where.host + "]"
+                               : where.host;
+  b.AddListeningPort(fmt::format("{}:{}", host, where.port), grpc::InsecureServerCredentials(),
+                     &bound);
+  b.RegisterService(i->svc.get());
+  b.SetMaxReceiveMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
+  b.SetMaxSendMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
+  i->server = b.BuildAndStart();
+  if (!i->server || bound == 0)
+    return make_error(errc::unavailable, "--grpc {}: cannot bind", o.listen);
+  return std::unique_ptr<grpc_server>(new grpc_server(std::move(i), bound));
+}
+
+grpc_server::grpc_server(std::unique_ptr<impl> i, int port) : impl_(std::move(i)), port_(port) {}
+
+grpc_server::~grpc_server() {
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  impl_->server->Wait();
+}
+
+}  // namespace spindle::transport::kserve
