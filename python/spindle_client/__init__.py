@@ -1,5 +1,13 @@
 """Python client of Spindle's Cap'n Proto front door (schema: spindle.capnp).
 
+Blocking (numpy in and out):
+
+    from spindle_client import Client
+    with Client("127.0.0.1:7400", model="sage") as c:
+        out = c.infer_gnn([1, 2, 3])    # float32 array [3, width]
+
+asyncio:
+
     import spindle_client as sc
 
     async def main():
@@ -10,6 +18,8 @@
 
     sc.run(main())                      # scripts; in a notebook: await sc.start(main())
 """
-from .client import (Client, GnnResult, RecResult, SpindleError, connect, run, start)
+from .blocking import Client
+from .client import AsyncClient, GnnResult, RecResult, SpindleError, connect, run, start
 
-__all__ = ["Client", "GnnResult", "RecResult", "SpindleError", "connect", "run", "start"]
+__all__ = ["AsyncClient", "Client", "GnnResult", "RecResult", "SpindleError", "connect", "run",
+           "start"]

@@ -1,4 +1,4 @@
-"""The client: one connection per Client, asyncio API (pycapnp 2 runs RPC on asyncio)."""
+"""The asyncio client: one connection per AsyncClient (pycapnp 2 runs RPC on asyncio)."""
 import asyncio
 import contextlib
 import json
@@ -57,9 +57,10 @@ def _check(results):
     return results
 
 
-class Client:
-    """A connection to `spindle serve`. Create with `await Client.open(...)` inside a
-    running kj loop (see `run`, `start` and `connect`)."""
+class AsyncClient:
+    """A connection to `spindle serve`. Create with `await AsyncClient.open(...)` inside a
+    running kj loop (see `run`, `start` and `connect`); `spindle_client.Client` is the
+    blocking form."""
 
     def __init__(self, client, root, token: str):
         self._client = client
@@ -68,7 +69,7 @@ class Client:
         self._token = token
 
     @classmethod
-    async def open(cls, endpoint: str, token: str = "", token_file: Optional[str] = None) -> "Client":
+    async def open(cls, endpoint: str, token: str = "", token_file: Optional[str] = None) -> "AsyncClient":
         host, _, port = endpoint.rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"endpoint {endpoint!r}: expected HOST:PORT")
@@ -83,6 +84,10 @@ class Client:
         if version < 1:
             raise SpindleError("unsupported", f"server speaks schema version {version}")
         return self
+
+    async def ready(self) -> bool:
+        """The server's models are loaded and warmed (as KServe's /v2/health/ready; schema 4)."""
+        return bool((await self._inference.version()).ready)
 
     async def infer_gnn(self, model: str, seeds: Sequence[int] = (), sampler_seed: int = 0,
                         deadline_us: int = 0, check: bool = True,
@@ -141,6 +146,10 @@ class Client:
         return [{"name": m.name, "kind": m.kind, "arch": m.arch, "input_width": m.inputWidth,
                  "output_width": m.outputWidth} for m in r.models]
 
+    async def close(self) -> None:
+        """Ends the connection (the server sees it closed)."""
+        self._client.close()
+
     async def tunables(self, model: str) -> dict:
         r = _check(await self._admin.getTunables(token=self._token, model=model))
         return {t.name: t.value for t in r.tunables}
@@ -167,7 +176,7 @@ class Client:
 @contextlib.asynccontextmanager
 async def connect(endpoint: str, token: str = "", token_file: Optional[str] = None):
     """`async with connect(...) as c:` inside `run`/`start`."""
-    yield await Client.open(endpoint, token, token_file)
+    yield await AsyncClient.open(endpoint, token, token_file)
 
 
 def run(coro):

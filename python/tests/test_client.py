@@ -129,3 +129,47 @@ def test_models_load_and_unload_live(server):
     assert same == ref
     assert missing.status == "bad_request" and "-missing" in missing.message
     assert after == {"gcn", "ctr"}
+
+
+def test_the_blocking_client_returns_numpy_arrays(server):
+    import numpy as np
+    with sc.Client(server["endpoint"], model="gcn") as c:
+        assert c.ready()
+        out = c.infer_gnn([5, 6], sampler_seed=3)
+        assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == (2, 3)
+
+        async def reference():
+            async with sc.connect(server["endpoint"]) as a:
+                return (await a.infer_gnn("gcn", [5, 6], sampler_seed=3)).outputs
+
+        assert out.tolist() == sc.run(reference())
+        assert np.array_equal(c.infer_gnn(ids=["5", "6"], sampler_seed=3), out)
+        with pytest.raises(sc.SpindleError) as err:
+            c.infer_gnn([10 ** 9])
+        assert err.value.status == "bad_request"
+        dense = np.array(load_npy(os.path.join(GOLDEN, "dense.npy")), dtype=np.float32).reshape(6, 13)
+        sparse = []
+        for t in range(3):
+            idx = load_npy(os.path.join(GOLDEN, "indices%d.npy" % t))
+            off = load_npy(os.path.join(GOLDEN, "offsets%d.npy" % t))
+            sparse.append([idx[off[b]:off[b + 1]] for b in range(6)])
+        scores = c.infer_rec(dense, sparse, model="ctr")
+        expected = load_npy(os.path.join(GOLDEN, "expected.npy"))
+        assert scores.shape == (6,) and np.allclose(scores, expected, atol=1e-5)
+    with pytest.raises(sc.SpindleError):
+        c.infer_gnn([1])  # closed
+
+
+def test_pip_install_writes_nothing_into_the_source_tree(tmp_path):
+    src = os.path.join(ROOT, "python")
+
+    def listing():
+        return sorted(os.path.relpath(os.path.join(d, f), src)
+                      for d, _, files in os.walk(src) for f in files if "__pycache__" not in d)
+
+    before = listing()
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                        str(tmp_path), src], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert os.path.exists(os.path.join(tmp_path, "spindle_client", "spindle.capnp"))
+    assert listing() == before

@@ -85,6 +85,12 @@ def test_health_and_metadata_over_http_and_grpc(server):
         assert [i["name"] for i in md["inputs"]][:1] == ["seeds"]
         assert md["outputs"][0]["datatype"] == "FP32"
         assert [int(d) for d in md["outputs"][0]["shape"]] == [-1, 3]
+    # The Cap'n Proto door says the same (Inference.version's ready).
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import spindle_client as sc
+    with sc.Client(server["capnp"]) as c:
+        assert c.ready() is True
 
 
 def test_gnn_answers_equal_the_capnp_path(server):

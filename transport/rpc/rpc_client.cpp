@@ -115,6 +115,12 @@ expected<std::uint32_t> rpc_client::server_version() {
   });
 }
 
+expected<bool> rpc_client::server_ready() {
+  return guarded(endpoint_, [&]() -> expected<bool> {
+    return impl_->wait(impl_->inference.versionRequest().send()).getReady();
+  });
+}
+
 expected<gnn_answer> rpc_client::infer_gnn(const gnn_call& call) {
   return guarded(endpoint_, [&]() -> expected<gnn_answer> {
     auto req = impl_->inference.inferGnnRequest();

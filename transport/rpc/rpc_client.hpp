@@ -65,6 +65,8 @@ class rpc_client {
                                 const tensor_callback& done);
 
   expected<std::uint32_t> server_version();
+  /// Schema version 4: the server's models are loaded and warmed (as /v2/health/ready).
+  expected<bool> server_ready();
   expected<admin_reply> stats(const std::string& token);
   expected<admin_reply> list_models(const std::string& token);
   expected<admin_reply> get_tunables(const std::string& token, const std::string& model);

@@ -66,6 +66,7 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<void> version(VersionContext ctx) override {
     ctx.getResults().setVersion(::SCHEMA_VERSION);
+    ctx.getResults().setReady(s_.ready());
     return kj::READY_NOW;
   }
 
@@ -151,6 +152,7 @@ class admin_impl final : public ::Admin::Server {
 
   kj::Promise<void> version(VersionContext ctx) override {
     ctx.getResults().setVersion(::SCHEMA_VERSION);
+    ctx.getResults().setReady(s_.ready());
     return kj::READY_NOW;
   }
 

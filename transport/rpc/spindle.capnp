@@ -7,7 +7,8 @@
 # request never fails its neighbours in a batch.
 @0xf8bf9206416f48e7;
 
-const schemaVersion :UInt32 = 3;  # 2: tensor models, the SplitRPC data path; 3: load/unload
+const schemaVersion :UInt32 = 4;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
+                                  # 4: version() also says whether the server is ready
 
 enum Status {
   ok @0;                # the request was served; outputs are valid
@@ -75,7 +76,9 @@ struct SplitSession {
 }
 
 interface Inference {
-  version @0 () -> (version :UInt32);
+  version @0 () -> (version :UInt32, ready :Bool);
+  # ready: models loaded and warmed, as KServe's /v2/health/ready (false while
+  # starting and stopping; old servers always say false).
   inferGnn @1 (request :GnnRequest) -> (reply :GnnReply);
   inferGnnBatch @2 (requests :List(GnnRequest)) -> (replies :List(GnnReply));
   # At most 1,024 requests and 65,536 seeds in all per call: a larger call is
@@ -104,7 +107,7 @@ struct Tunable {
 }
 
 interface Admin {
-  version @0 () -> (version :UInt32);
+  version @0 () -> (version :UInt32, ready :Bool);  # ready: as Inference.version
   # Every call below needs the token from the server's configuration; a wrong
   # token answers `unauthorized` (compared in constant time).
   stats @1 (token :Text) -> (status :Status, message :Text, json :Text);
