@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
@@ -157,17 +158,72 @@ status check_model_name(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// Calls in flight on `e` finish before its actors stop (nothing is lost).
+void drain(const std::string& name, gnn_entry& e) {
+  const auto until = clock_type::now() + std::chrono::seconds(10);
+  while (e.admission.in_flight() > 0 && clock_type::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (e.admission.in_flight() > 0)
+    log::warn("admin: unloading '{}' with {} calls still in flight after 10 s", name,
+              e.admission.in_flight());
+}
+
+const std::string& key_of(const gnn_model_binding& b) { return b.key.empty() ? b.name : b.key; }
+
+}  // namespace
+
+// One request through `b`'s own batcher (not yet reachable by clients): a new
+// version serves only once it has answered.
+status gateway::warm(const gnn_model_binding& b) {
+  auto answer = std::make_shared<std::promise<std::string>>();
+  auto got = answer->get_future();
+  caf::anon_send(
+      s_->forward,
+      gnn_dispatch{b.batcher,
+                   {{0}, 1},
+                   std::chrono::seconds(30),
+                   [answer](const gnn_reply* r, const caf::error* err) {
+                     answer->set_value(r ? r->error : err ? caf::to_string(*err) : "no answer");
+                   }});
+  const std::string error = got.get();
+  if (!error.empty())
+    return make_error(errc::unavailable, "warming '{}' version {}: {}", b.name, b.version, error);
+  return status::ok();
+}
+
 status gateway::load_model(const std::string& name, const std::string& path) {
   if (!s_->loader.load) return rpc_service::load_model(name, path);
   SPINDLE_TRY(check_model_name(name));
   spindle::lock_guard one_at_a_time(s_->loading);
-  if (s_->gnn_of(name) || s_->rec_of(name))
+  if (s_->rec_of(name))
+    return make_error(errc::invalid_argument, "name '{}' is a recommendation model", name);
+  auto old = s_->gnn_of(name);
+  if (old && (!path.empty() || !s_->loader.version_to_serve))
     return make_error(errc::invalid_argument, "name '{}' is already loaded (unload it first)",
                       name);
+  if (old) {  // a model repository: roll to the version its policy picks now
+    SPINDLE_ASSIGN_OR_RETURN(auto version, s_->loader.version_to_serve(name));
+    if (version == old->b.version) {
+      log::info("admin: '{}' already serves version {}", name, version);
+      return status::ok();
+    }
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto binding, s_->loader.load(name, path));
   binding.name = name;
-  add_model(std::move(binding));
-  log::info("admin: loaded model '{}' from {}", name, path);
+  if (auto st = warm(binding); !st) {
+    s_->loader.unload(key_of(binding));
+    return st;
+  }
+  add_model(binding);  // from here new calls go to the new version
+  log::info("admin: serving model '{}' version {} from {}", name, binding.version,
+            path.empty() ? "the model repository" : path);
+  if (old) {
+    drain(name, *old);
+    s_->loader.unload(key_of(old->b));
+    log::info("admin: version {} of '{}' drained and unloaded", old->b.version, name);
+  }
   return status::ok();
 }
 
@@ -184,14 +240,8 @@ status gateway::unload_model(const std::string& name) {
     e = it->second;
     s_->gnn.erase(it);  // new calls get "unknown model" from here on
   }
-  // Calls in flight finish before the actors stop (nothing is lost).
-  const auto until = clock_type::now() + std::chrono::seconds(10);
-  while (e->admission.in_flight() > 0 && clock_type::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (e->admission.in_flight() > 0)
-    log::warn("admin: unloading '{}' with {} calls still in flight after 10 s", name,
-              e->admission.in_flight());
-  s_->loader.unload(name);
+  drain(name, *e);
+  s_->loader.unload(key_of(e->b));
   log::info("admin: unloaded model '{}'", name);
   return status::ok();
 }

@@ -36,6 +36,7 @@ struct gnn_model_binding {
   caf::actor router_actor;             // its router actor (routing tunables); none: set directly
   sched::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
   std::string version = "1";                  // the model repository's version served under `name`
+  std::string key;  // the loader's name for it (NAME@VERSION); empty: `name`
 };
 
 struct rec_model_binding {
@@ -52,8 +53,11 @@ struct rec_model_binding {
 struct model_loader {
   /// Loads `path` as `name` and starts its actors; the binding goes to the gateway.
   std::function<expected<gnn_model_binding>(const std::string& name, const std::string& path)> load;
-  /// Stops `name`'s actors and frees it (its calls have finished).
-  std::function<void(const std::string& name)> unload;
+  /// Stops the actors of the model loaded as `key` and frees it (its calls have finished).
+  std::function<void(const std::string& key)> unload;
+  /// With a model repository: the version `name` should be served at now (a
+  /// load of a served name then rolls to it); unset: no repository.
+  std::function<expected<std::string>(const std::string& name)> version_to_serve;
 };
 
 class gateway final : public transport::rpc::rpc_service {
@@ -70,6 +74,8 @@ class gateway final : public transport::rpc::rpc_service {
   void set_members(std::function<std::string()> members);
   /// Enables Admin.loadModel / unloadModel for GNN models.
   void set_model_loader(model_loader loader);
+  /// One warm-up request through `b`'s batcher before it is reachable.
+  status warm(const gnn_model_binding& b);
   /// Readiness (KServe /v2/health/ready, Admin.version): false until the server
   /// has loaded and warmed its models.
   void set_ready(bool ready);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -51,10 +52,11 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 16> known = {
-      "name",       "arch",          "weights",     "in",       "hidden", "out",
-      "layers",     "heads",         "log_softmax", "dense_in", "bottom", "top",
-      "table_rows", "embedding_dim", "description", "fanouts"};
+  static constexpr std::array<std::string_view, 20> known = {
+      "name",       "arch",          "weights",     "in",       "hidden",    "out",
+      "layers",     "heads",         "log_softmax", "dense_in", "bottom",    "top",
+      "table_rows", "embedding_dim", "description", "fanouts",  "max_batch", "batch_deadline_us",
+      "slo_ms",     "version_policy"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -75,6 +77,23 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   SPINDLE_TRY(read_list(*t, "top", d.top, origin));
   SPINDLE_TRY(read_list(*t, "table_rows", d.table_rows, origin));
   SPINDLE_TRY(read_list(*t, "fanouts", d.fanouts, origin));
+  SPINDLE_TRY(read_int(*t, "max_batch", d.max_batch, origin));
+  SPINDLE_TRY(read_int(*t, "batch_deadline_us", d.batch_deadline_us, origin));
+  SPINDLE_TRY(read_int(*t, "slo_ms", d.slo_ms, origin));
+  if (t->get("version_policy"))
+    d.version_policy = t->get("version_policy")->value_or(std::string());
+  if (d.max_batch < 0 || d.max_batch > 65536)
+    return make_error(errc::invalid_argument, "{}: model.max_batch = {}: expected 1..65536", origin,
+                      d.max_batch);
+  if (d.batch_deadline_us < 0 || d.batch_deadline_us > 10'000'000)
+    return make_error(errc::invalid_argument,
+                      "{}: model.batch_deadline_us = {}: expected 0..10000000", origin,
+                      d.batch_deadline_us);
+  if (d.slo_ms < 0 || d.slo_ms > 600'000)
+    return make_error(errc::invalid_argument, "{}: model.slo_ms = {}: expected 0..600000", origin,
+                      d.slo_ms);
+  if (auto v = pick_version(d.version_policy, {1}); !v && v.error().code() != errc::not_found)
+    return make_error(errc::invalid_argument, "{}: model.{}", origin, v.error().message());
   if (auto st = validate(d); !st) return std::move(st).with_context(fmt::format("{}: ", origin));
   return d;
 }
@@ -168,6 +187,26 @@ expected<model_desc> load_model_desc(const std::string& dir) {
   return parse_model_desc(text, path);
 }
 
+expected<int> pick_version(const std::string& policy, const std::vector<int>& versions) {
+  if (versions.empty()) return make_error(errc::not_found, "no versions");
+  if (policy.empty() || policy == "latest")
+    return *std::max_element(versions.begin(), versions.end());
+  if (policy.starts_with("specific:")) {
+    int v = 0;
+    const std::string_view text = std::string_view(policy).substr(9);
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || v <= 0)
+      return make_error(errc::invalid_argument, "version_policy '{}': V must be a version >= 1",
+                        policy);
+    if (std::find(versions.begin(), versions.end(), v) == versions.end())
+      return make_error(errc::not_found, "version_policy '{}': no version {} (have: {})", policy, v,
+                        fmt::join(versions, ", "));
+    return v;
+  }
+  return make_error(errc::invalid_argument, "version_policy '{}': expected latest or specific:V",
+                    policy);
+}
+
 std::string to_toml(const model_desc& d) {
   std::string s = fmt::format("[model]\nname = \"{}\"\narch = \"{}\"\nweights = \"{}\"\n", d.name,
                               to_string(d.arch), d.weights);
@@ -183,6 +222,10 @@ std::string to_toml(const model_desc& d) {
         d.dense_in, fmt::join(d.bottom, ", "), fmt::join(d.top, ", "), d.embedding_dim,
         fmt::join(d.table_rows, ", "));
   }
+  if (d.max_batch) s += fmt::format("max_batch = {}\n", d.max_batch);
+  if (d.batch_deadline_us) s += fmt::format("batch_deadline_us = {}\n", d.batch_deadline_us);
+  if (d.slo_ms) s += fmt::format("slo_ms = {}\n", d.slo_ms);
+  if (!d.version_policy.empty()) s += fmt::format("version_policy = \"{}\"\n", d.version_policy);
   return s;
 }
 

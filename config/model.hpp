@@ -34,8 +34,19 @@ struct model_desc {
   std::vector<std::int64_t> table_rows;
   int embedding_dim = 0;
 
+  // Serving settings (a model repository's model.toml; 0 / empty: the server's
+  // flags). Flags given on the command line override them.
+  int max_batch = 0;           // requests per batch
+  int batch_deadline_us = 0;   // batch deadline
+  int slo_ms = 0;              // end-to-end objective admission is sized from
+  std::string version_policy;  // "latest" (default) or "specific:V"
+
   bool is_gnn() const { return arch != model_arch::dlrm; }
 };
+
+/// Which version of a model repository entry to serve: the highest (`latest`,
+/// the default for an empty policy) or `specific:V`. Errors name the policy.
+expected<int> pick_version(const std::string& policy, const std::vector<int>& versions);
 
 expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin);
 /// Reads DIR/model.toml.

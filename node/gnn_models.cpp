@@ -4,6 +4,7 @@
 #include "actors/pipeline_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "nn/model.hpp"
+#include "node/model_repository.hpp"
 #include "sched/gnn_pipeline.hpp"
 
 namespace spindle::node {
@@ -62,6 +63,14 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     s->pipelines.push_back(
         actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {}, device_.get()));
   auto bp = defaults_.batch;
+  auto admission = defaults_.admission;
+  const auto& desc = s->model->desc();  // a repository model.toml's serving settings
+  if (desc.max_batch > 0 && !defaults_.max_batch_from_flag)
+    bp.max_batch = std::size_t(desc.max_batch);
+  if (desc.batch_deadline_us > 0 && !defaults_.deadline_from_flag)
+    bp.deadline = std::chrono::microseconds(desc.batch_deadline_us);
+  if (desc.slo_ms > 0 && !defaults_.slo_from_flag)
+    admission.slo = std::chrono::milliseconds(desc.slo_ms);
   // GNNSched: a pipeline samples its next batch while its last pass waits for a group.
   if (device_) bp.pipeline_depth = 2;
   // A batch also closes once its summed PSGS passes the routing point (Quiver §4.2.2).
@@ -71,8 +80,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
       actors::spawn_batcher(sys_, s->pipelines, bp, s->router,
                             [ds](const sched::gnn_request& r) { return summed_psgs(*ds, r); });
   s->router_actor = actors::spawn_router(sys_, s->router, s->batcher);
-  actors::gnn_model_binding b{name, s->batcher,         &ds_, s->model.get(), s->router,
-                              bp,   defaults_.admission};
+  actors::gnn_model_binding b{name, s->batcher, &ds_, s->model.get(), s->router, bp, admission};
   b.router_actor = s->router_actor;
   b.device = device_.get();
   models_[name] = std::move(s);
@@ -94,8 +102,42 @@ void gnn_models::unload(const std::string& name) {
 }
 
 actors::model_loader gnn_models::loader() {
-  return {[this](const std::string& name, const std::string& path) { return load(name, path); },
-          [this](const std::string& name) { unload(name); }};
+  actors::model_loader l;
+  l.load = [this](const std::string& name,
+                  const std::string& path) -> expected<actors::gnn_model_binding> {
+    if (!path.empty()) return load(name, path);
+    if (defaults_.repository.empty())
+      return make_error(errc::invalid_argument,
+                        "load '{}': give the model directory (this server has no "
+                        "--model-repository)",
+                        name);
+    SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_version(defaults_.repository, name));
+    const std::string key = fmt::format("{}@{}", name, picked.version);
+    SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, picked.path));
+    b.name = name;
+    b.key = key;
+    b.version = std::to_string(picked.version);
+    return b;
+  };
+  l.unload = [this](const std::string& key) { unload(key); };
+  if (!defaults_.repository.empty())
+    l.version_to_serve = [this](const std::string& name) -> expected<std::string> {
+      SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_version(defaults_.repository, name));
+      return std::to_string(picked.version);
+    };
+  return l;
+}
+
+expected<std::vector<actors::gnn_model_binding>> gnn_models::load_repository() {
+  SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(defaults_.repository));
+  std::vector<actors::gnn_model_binding> out;
+  auto l = loader();
+  for (const auto& [name, _] : all) {
+    auto b = l.load(name, "");
+    if (!b) return std::move(b).error().with_context("model repository: ");
+    out.push_back(std::move(*b));
+  }
+  return out;
 }
 
 }  // namespace spindle::node

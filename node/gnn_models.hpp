@@ -31,6 +31,9 @@ struct gnn_serving_defaults {
   /// scheduler with this grouping policy and pool; unset: each pipeline computes alone.
   std::optional<sched::grouping_policy> gnnsched;
   std::size_t gnnsched_bytes = 256u << 20;
+  /// Set when the flag was given: it overrides the model.toml's serving settings.
+  bool max_batch_from_flag = false, deadline_from_flag = false, slo_from_flag = false;
+  std::string repository;  // --model-repository DIR; empty: none
 };
 
 class gnn_models {
@@ -49,8 +52,12 @@ class gnn_models {
   expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path);
   /// Stops `name`'s actors, waits for them, and frees the model.
   void unload(const std::string& name);
-  /// The loader the gateway calls for Admin.loadModel / unloadModel.
+  /// The loader the gateway calls for Admin.loadModel / unloadModel (and KServe's
+  /// repository load/unload): a load without a path takes the repository's
+  /// version of the name, served under the key NAME@VERSION.
   actors::model_loader loader();
+  /// Loads every model of the repository (each at its policy's version).
+  expected<std::vector<actors::gnn_model_binding>> load_repository();
 
  private:
   gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,

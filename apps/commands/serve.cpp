@@ -16,10 +16,12 @@
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
+#include "core/log.hpp"
 #include "core/progress.hpp"
 #include "core/text_file.hpp"
 #include "graph/metrics.hpp"
 #include "node/gnn_models.hpp"
+#include "node/model_repository.hpp"
 #include "node/serve_rpc.hpp"
 #include "sched/psgs_calibrate.hpp"
 #include "transport/ucx/net_devices.hpp"
@@ -39,7 +41,9 @@ struct serve_args {
   std::string name;           // model name for RPC calls (default: model.toml's)
   std::string gnnsched;       // GNNSched grouping policy for the forward passes, or empty
   std::size_t gnnsched_mb = 256;
-  std::string fanouts;  // overrides model.toml's (and the dataset's) fanouts
+  std::string fanouts;     // overrides model.toml's (and the dataset's) fanouts
+  std::string repository;  // --model-repository DIR
+  bool max_batch_flag = false, deadline_flag = false, slo_flag = false;  // given explicitly
   front_door_args door;
 };
 
@@ -53,8 +57,13 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
   sched::calibrate_options o;
   o.batches = 100;
   nn::heap_allocator weights;
-  auto m = a.model.empty() ? sched::default_calibration_model(ds, weights)
-                           : nn::model::load(a.model, weights);
+  std::string model_dir = a.model;
+  if (model_dir.empty() && !a.repository.empty()) {  // calibrate on one of the repository's
+    SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(a.repository));
+    if (!all.empty()) model_dir = all.begin()->second.versions.rbegin()->second;
+  }
+  auto m = model_dir.empty() ? sched::default_calibration_model(ds, weights)
+                             : nn::model::load(model_dir, weights);
   if (!m) return std::move(m).error();
   if (!a.fanouts.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(a.fanouts));
@@ -114,6 +123,8 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
 }
 
 status run_serve(const serve_args& a, global_options& g) {
+  if (a.model.empty() && a.repository.empty())
+    return make_error(errc::invalid_argument, "give --model DIR or --model-repository DIR");
   const bool listening = a.workload == 0;
   if (listening) {
     SPINDLE_TRY(check_exposure(a.door));  // before loading anything
@@ -142,6 +153,10 @@ status run_serve(const serve_args& a, global_options& g) {
     SPINDLE_ASSIGN_OR_RETURN(defaults.fanouts, config::parse_fanouts(a.fanouts));
   }
   defaults.admission = a.door.admission();
+  defaults.max_batch_from_flag = a.max_batch_flag;
+  defaults.deadline_from_flag = a.deadline_flag;
+  defaults.slo_from_flag = a.slo_flag;
+  defaults.repository = a.repository;
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
@@ -152,10 +167,26 @@ status run_serve(const serve_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto models_ptr,
                            gnn_models::create(sys, ds, g.pool(), std::move(defaults)));
   auto& models = *models_ptr;
-  SPINDLE_ASSIGN_OR_RETURN(auto b, models.load(a.name, a.model));
+  std::vector<actors::gnn_model_binding> bindings;
+  if (!a.model.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto b, models.load(a.name, a.model));
+    bindings.push_back(std::move(b));
+  }
+  if (!a.repository.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto from_repository, models.load_repository());
+    for (auto& b : from_repository) {
+      log::info("model repository: serving '{}' version {}", b.name, b.version);
+      bindings.push_back(std::move(b));
+    }
+  }
+  if (bindings.empty())
+    return make_error(errc::not_found,
+                      "--model-repository {}: holds no model (NAME/VERSION/model.toml)",
+                      a.repository);
+  const auto& b = bindings.front();
   if (listening) {
     actors::gateway gw(sys);
-    gw.add_model(b);
+    for (const auto& x : bindings) gw.add_model(x);
     gw.set_model_loader(models.loader());
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
     return serve_until_signal(gw, a.door, token);
@@ -183,7 +214,11 @@ void register_serve(CLI::App& app, global_options& g) {
                          "from an in-process generator instead");
   auto a = std::make_shared<serve_args>();
   cmd->add_option("--dataset", a->dataset, "Prepared dataset directory")->required();
-  cmd->add_option("--model", a->model, "Model directory (model.toml + weights)")->required();
+  cmd->add_option("--model", a->model, "Model directory (model.toml + weights)");
+  cmd->add_option("--model-repository", a->repository,
+                  "Serve every model of DIR/NAME/VERSION/ (Triton's layout: model.toml + "
+                  "weights), each at the version its model.toml's version_policy picks "
+                  "(latest by default); loading a served NAME again rolls it to its new version");
   cmd->add_option("--calibration", a->calibration,
                   "PSGS calibration from `spindle calibrate` (default: a quick one now)");
   cmd->add_option("--policy", a->policy,
@@ -222,7 +257,10 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_flag("--reproducible", a->reproducible,
                 "--workload requests carry sampler seeds (each sampled on its own, fixed "
                 "answers); by default they share their batch's sampled graph, as real clients' do");
-  cmd->callback([a, &g] {
+  cmd->callback([a, &g, cmd] {
+    a->max_batch_flag = cmd->count("--max-batch") > 0;
+    a->deadline_flag = cmd->count("--deadline-us") > 0;
+    a->slo_flag = cmd->count("--slo-ms") > 0;
     if (a->json) set_progress_enabled(false);
     if (int rc = report(run_serve(*a, g))) throw CLI::RuntimeError(rc);
   });

@@ -202,3 +202,72 @@ def test_repository_calls_need_the_token(server):
     with pytest.raises(InferenceServerException):
         g.unload_model("gcn", headers={"authorization": "Bearer wrong"})
     assert client.is_model_ready("gcn")
+
+
+def test_a_version_roll_loses_no_request(tmp_path):
+    """Version 2 loads while a client hammers the model; every answer is ok,
+    version 1 drains, and the answers change to version 2's."""
+    import threading
+    repo = tmp_path / "repo"
+    subprocess.run([SPINDLE, "generate", "--scale", "10", "--feature-dim", "8", "--seed", "1",
+                    "--out", str(tmp_path / "g")], check=True, capture_output=True)
+
+    def init(version, seed):
+        subprocess.run([SPINDLE, "model", "init", "--arch", "graphsage", "--in", "8", "--hidden", "16",
+                        "--classes", "3", "--seed", str(seed), "--out-dir", str(repo / "sage" / str(version))],
+                       check=True, capture_output=True)
+
+    init(1, 1)
+    proc = subprocess.Popen([SPINDLE, "serve", "--dataset", str(tmp_path / "g"), "--model-repository",
+                             str(repo), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                             "--admin-token-file", str(tmp_path / "token")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        where = None
+        for line in proc.stdout:
+            if line.startswith("http "):
+                where = line.split()[1].replace("http://", "").replace("/v2", "")
+            if line.startswith("listening "):
+                break
+        assert where
+        token = (tmp_path / "token").read_text().strip()
+        client = tritonhttp.InferenceServerClient(where)
+        assert client.get_model_metadata("sage")["versions"] == ["1"]
+        v1 = client.infer("sage", gnn_inputs(tritonhttp, [3], 9)).as_numpy("output")
+        stop, seen, errors = threading.Event(), [], []
+
+        def hammer():
+            c = tritonhttp.InferenceServerClient(where)
+            while not stop.is_set():
+                try:
+                    seen.append(c.infer("sage", gnn_inputs(tritonhttp, [3], 9)).as_numpy("output"))
+                except Exception as e:  # any refusal fails the test
+                    errors.append(str(e))
+
+        t = threading.Thread(target=hammer)
+        t.start()
+        init(2, 2)
+        client.load_model("sage", headers={"Authorization": "Bearer " + token})
+        after = len(seen)
+        import time
+        time.sleep(0.3)
+        stop.set()
+        t.join()
+        assert not errors, errors[:3]
+        assert len(seen) > after  # answered after the roll too
+        assert client.get_model_metadata("sage")["versions"] == ["2"]
+        v2 = client.infer("sage", gnn_inputs(tritonhttp, [3], 9)).as_numpy("output")
+        assert not np.array_equal(v1, v2)
+        assert all(np.array_equal(x, v1) or np.array_equal(x, v2) for x in seen)
+        assert np.array_equal(seen[-1], v2)
+        with pytest.raises(InferenceServerException) as e:  # version 1 is gone
+            client.infer("sage", gnn_inputs(tritonhttp, [3], 9), model_version="1")
+        assert "version '1'" in e.value.message()
+        # Loading again with nothing new is a no-op; a missing model is named.
+        client.load_model("sage", headers={"Authorization": "Bearer " + token})
+        with pytest.raises(InferenceServerException) as e:
+            client.load_model("nope", headers={"Authorization": "Bearer " + token})
+        assert "no model 'nope'" in e.value.message()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0

@@ -1,0 +1,33 @@
+// A model repository in Triton's layout: DIR/NAME/VERSION/ holds model.toml
+// and its weights (VERSION a positive integer). `spindle serve
+// --model-repository DIR` serves every NAME at the version its model.toml's
+// version_policy picks (the latest by default) and re-reads DIR on each load,
+// so a new version directory is found when it is loaded.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::node {
+
+struct repository_model {
+  std::string name;
+  std::map<int, std::string> versions;  // version -> its directory
+};
+
+/// The models under `dir` (names are subdirectories holding at least one
+/// numbered version with a model.toml). Errors name the directory.
+expected<std::map<std::string, repository_model>> scan_repository(const std::string& dir);
+
+struct picked_version {
+  int version = 0;
+  std::string path;
+};
+/// The version of `name` its policy serves (the latest version's model.toml
+/// holds the policy). Errors name the repository, the model and its versions.
+expected<picked_version> pick_repository_version(const std::string& dir, const std::string& name);
+
+}  // namespace spindle::node
