@@ -271,3 +271,20 @@ def test_a_version_roll_loses_no_request(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
+
+
+def test_the_readme_curl_examples_work(server):
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = text.split("<!-- kserve-curl:start -->")[1].split("<!-- kserve-curl:end -->")[0]
+    commands = block.replace("\\\n", " ").replace("```", "").strip().splitlines()
+    assert len(commands) >= 4
+    for cmd in commands:
+        cmd = cmd.replace("localhost:8000", server["http"]).replace("/models/sage", "/models/gcn")
+        r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, (cmd, r.stderr)
+        out = r.stdout.strip()
+        assert out, cmd
+        if out.startswith(("{", "[")):
+            assert "error" not in json.loads(out), (cmd, out)
+        else:
+            assert out == "200", (cmd, out)
