@@ -87,5 +87,7 @@ echo
 echo "== DLRM through the parameter server (bench/dlrm_hps_bench) =="
 "$build/bench/dlrm_hps_bench" 100000 100000
 echo
+echo "== KServe v2 doors vs Cap'n Proto: HTTP/JSON, HTTP binary, gRPC (bench/kserve_bench) =="
+"$build/bench/kserve_bench" "$spindle" 4000
 echo "== RPC tax: unified Cap'n Proto vs SplitRPC vs in-process (bench/rpc_tax_bench) =="
 "$build/bench/rpc_tax_bench" 1000
