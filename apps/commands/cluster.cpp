@@ -305,6 +305,7 @@ bool is_loopback(const std::string& host) {
 struct launch_args {
   std::string config, dataset, model, listen, admin_token_file;
   std::string metrics, calibration, policy;  // rank 0's, as `node` takes them
+  std::string http, grpc;                    // rank 0's KServe v2 doors
   double replan_drift = 0;                   // passed to rank 0 as --replan-drift when > 0
   bool restart = false;  // restart a rank that exits (backoff 1 s doubling to 30 s)
 };
@@ -360,6 +361,8 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
     if (a.replan_drift > 0)
       argv.insert(argv.end(), {"--replan-drift", fmt::format("{}", a.replan_drift)});
     if (!a.metrics.empty()) argv.insert(argv.end(), {"--metrics", a.metrics});
+    if (!a.http.empty()) argv.insert(argv.end(), {"--http", a.http});
+    if (!a.grpc.empty()) argv.insert(argv.end(), {"--grpc", a.grpc});
     if (!a.calibration.empty()) argv.insert(argv.end(), {"--calibration", a.calibration});
     if (!a.policy.empty()) argv.insert(argv.end(), {"--policy", a.policy});
   }
@@ -453,6 +456,8 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--admin-token-file", na->door.admin_token_file,
                    "Rank 0: Admin token file (created if absent); without it Admin is disabled");
   node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");
+  node->add_option("--http", na->door.http, "Rank 0: KServe v2 over HTTP/REST on HOST:PORT");
+  node->add_option("--grpc", na->door.grpc, "Rank 0: KServe v2 over gRPC on HOST:PORT");
   node->add_option("--max-queue", na->door.max_queue,
                    "Rank 0: calls in flight per model before `overloaded` (a hard cap)")
       ->capture_default_str();
@@ -495,6 +500,8 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Rank 0 re-plans feature placement past this FAP drift (see `node`)")
       ->check(CLI::Range(0.0, 1e6));
   launch->add_option("--metrics", la->metrics, "Rank 0: Prometheus metrics on HOST:PORT");
+  launch->add_option("--http", la->http, "Rank 0: KServe v2 over HTTP/REST on HOST:PORT");
+  launch->add_option("--grpc", la->grpc, "Rank 0: KServe v2 over gRPC on HOST:PORT");
   launch->add_option("--calibration", la->calibration,
                      "Rank 0: PSGS calibration from `spindle calibrate` (see `node`)");
   launch->add_option("--policy", la->policy, "Rank 0 with --calibration: strict | loose | fixed")

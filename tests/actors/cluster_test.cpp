@@ -667,14 +667,38 @@ TEST(cluster_front_door_test, a_killed_coordinator_restarts_and_its_members_rejo
   EXPECT_EQ(launch.wait(), 0) << rest;
 }
 
+// Sends `request` to 127.0.0.1:`port` and returns everything the server answers.
+std::string http_exchange(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(std::uint16_t(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "cannot connect";
+  }
+  if (::write(fd, request.data(), request.size()) != ssize_t(request.size())) {
+    ::close(fd);
+    return "cannot send";
+  }
+  std::string body;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) body.append(buf, std::size_t(n));
+  ::close(fd);
+  return body;
+}
+
 TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_launch");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const int metrics_port = free_port();
+  const int http_port = free_port();
   auto launch = *child_process::spawn({SPINDLE_BINARY, "launch", "--config", c.config, "--dataset",
                                        c.cora, "--model", c.model, "--listen", "127.0.0.1:0",
-                                       "--metrics", fmt::format("127.0.0.1:{}", metrics_port)});
+                                       "--metrics", fmt::format("127.0.0.1:{}", metrics_port),
+                                       "--http", fmt::format("127.0.0.1:{}", http_port)});
   auto listening = launch.wait_for("[rank 0] listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   // Nothing of a loopback cluster listens outside loopback (#15 item 12: UCX's
@@ -686,22 +710,19 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
       EXPECT_TRUE(loopback_address(a)) << "rank " << rank << " listens on " << a;
   }
   // launch passes --metrics to rank 0 (#16 item 9: it had only `node`'s flags).
-  {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(std::uint16_t(metrics_port));
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    const std::string get = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
-    ASSERT_EQ(::write(fd, get.data(), get.size()), ssize_t(get.size()));
-    std::string body;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) body.append(buf, std::size_t(n));
-    ::close(fd);
-    EXPECT_NE(body.find("spindle_admission_limit{model=\"graphsage\"}"), std::string::npos)
-        << body.substr(0, 500);
-  }
+  const std::string metrics =
+      http_exchange(metrics_port, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+  EXPECT_NE(metrics.find("spindle_admission_limit{model=\"graphsage\"}"), std::string::npos)
+      << metrics.substr(0, 500);
+  // ... and --http: rank 0 answers KServe v2 calls for the cluster (#17).
+  const std::string body =
+      R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})";
+  const std::string answer = http_exchange(
+      http_port, fmt::format("POST /v2/models/graphsage/infer HTTP/1.0\r\nHost: x\r\n"
+                             "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+                             body.size(), body));
+  EXPECT_NE(answer.find("200 OK"), std::string::npos) << answer.substr(0, 500);
+  EXPECT_NE(answer.find("\"name\":\"output\""), std::string::npos) << answer.substr(0, 500);
   auto p = child_process::spawn({SPINDLE_BINARY, "client", "--connect", *listening, "--model",
                                  "graphsage", "infer", "--seeds", "3", "--json"});
   auto line = p->read_line(30'000);
