@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cmath>
 #include <future>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
@@ -127,10 +129,18 @@ gateway::~gateway() { caf::anon_send_exit(s_->forward, caf::exit_reason::user_sh
 // Entries are built before the map's lock is taken: a GNN entry reads the
 // dataset's id files, which must not hold up calls on the RPC thread.
 void gateway::add_model(gnn_model_binding m) {
-  const std::string name = m.name;
+  const std::string name = m.name, key = m.key;
   auto e = std::make_shared<gnn_entry>(std::move(m));
   spindle::lock_guard lock(s_->models_mu);
-  s_->gnn[name] = std::move(e);
+  if (key.find('@') == std::string::npos) {
+    s_->gnn[name] = std::move(e);
+    return;
+  }
+  s_->gnn[key] = e;
+  auto current = s_->gnn.find(name);
+  if (current == s_->gnn.end() ||
+      std::atoi(e->b.version.c_str()) > std::atoi(current->second->b.version.c_str()))
+    s_->gnn[name] = std::move(e);
 }
 
 void gateway::add_model(rec_model_binding m) {
@@ -199,30 +209,57 @@ status gateway::load_model(const std::string& name, const std::string& path) {
   spindle::lock_guard one_at_a_time(s_->loading);
   if (s_->rec_of(name))
     return make_error(errc::invalid_argument, "name '{}' is a recommendation model", name);
-  auto old = s_->gnn_of(name);
-  if (old && (!path.empty() || !s_->loader.version_to_serve))
+  if (path.empty() && s_->loader.versions_to_serve) return sync_versions(name);
+  if (s_->gnn_of(name))
     return make_error(errc::invalid_argument, "name '{}' is already loaded (unload it first)",
                       name);
-  if (old) {  // a model repository: roll to the version its policy picks now
-    SPINDLE_ASSIGN_OR_RETURN(auto version, s_->loader.version_to_serve(name));
-    if (version == old->b.version) {
-      log::info("admin: '{}' already serves version {}", name, version);
-      return status::ok();
-    }
-  }
   SPINDLE_ASSIGN_OR_RETURN(auto binding, s_->loader.load(name, path));
   binding.name = name;
   if (auto st = warm(binding); !st) {
     s_->loader.unload(key_of(binding));
     return st;
   }
-  add_model(binding);  // from here new calls go to the new version
-  log::info("admin: serving model '{}' version {} from {}", name, binding.version,
-            path.empty() ? "the model repository" : path);
-  if (old) {
-    drain(name, *old);
-    s_->loader.unload(key_of(old->b));
-    log::info("admin: version {} of '{}' drained and unloaded", old->b.version, name);
+  add_model(binding);
+  log::info("admin: loaded model '{}' from {}", name, path);
+  return status::ok();
+}
+
+// A model repository's load: serve exactly the versions `name`'s policy picks
+// now. New versions are loaded and warmed before any call reaches them; then
+// the name serves the highest picked version, and versions no longer picked
+// leave the maps, drain their calls in flight and are unloaded.
+status gateway::sync_versions(const std::string& name) {
+  SPINDLE_ASSIGN_OR_RETURN(auto wanted, s_->loader.versions_to_serve(name));
+  std::map<std::string, std::shared_ptr<gnn_entry>> have;  // version -> entry
+  {
+    spindle::shared_lock lock(s_->models_mu);
+    for (const auto& [key, e] : s_->gnn)
+      if (key.starts_with(name + "@")) have[e->b.version] = e;
+  }
+  for (const auto& v : wanted) {
+    if (have.count(v)) continue;
+    SPINDLE_ASSIGN_OR_RETURN(auto binding, s_->loader.load_version(name, v));
+    if (auto st = warm(binding); !st) {
+      s_->loader.unload(key_of(binding));
+      return st;
+    }
+    add_model(binding);
+    log::info("admin: serving model '{}' version {}", name, v);
+  }
+  std::vector<std::shared_ptr<gnn_entry>> retired;
+  {
+    spindle::lock_guard lock(s_->models_mu);
+    s_->gnn[name] = s_->gnn.at(name + "@" + wanted.front());  // calls without a version
+    for (const auto& [v, e] : have) {
+      if (std::find(wanted.begin(), wanted.end(), v) != wanted.end()) continue;
+      s_->gnn.erase(name + "@" + v);
+      retired.push_back(e);
+    }
+  }
+  for (const auto& e : retired) {
+    drain(name, *e);
+    s_->loader.unload(key_of(e->b));
+    log::info("admin: version {} of '{}' drained and unloaded", e->b.version, name);
   }
   return status::ok();
 }
@@ -230,18 +267,28 @@ status gateway::load_model(const std::string& name, const std::string& path) {
 status gateway::unload_model(const std::string& name) {
   if (!s_->loader.unload) return rpc_service::unload_model(name);
   spindle::lock_guard one_at_a_time(s_->loading);
-  std::shared_ptr<gnn_entry> e;
+  std::vector<std::shared_ptr<gnn_entry>> gone;
   {
     spindle::lock_guard lock(s_->models_mu);
     auto it = s_->gnn.find(name);
-    if (it == s_->gnn.end())
+    if (it == s_->gnn.end() || name.find('@') != std::string::npos)
       return make_error(errc::not_found, "unknown GNN model '{}' (loaded: {})", shown(name),
                         s_->loaded_locked());
-    e = it->second;
+    gone.push_back(it->second);
     s_->gnn.erase(it);  // new calls get "unknown model" from here on
+    for (auto v = s_->gnn.begin(); v != s_->gnn.end();) {  // and every version of it
+      if (!v->first.starts_with(name + "@")) {
+        ++v;
+        continue;
+      }
+      if (v->second != gone.front()) gone.push_back(v->second);
+      v = s_->gnn.erase(v);
+    }
   }
-  drain(name, *e);
-  s_->loader.unload(key_of(e->b));
+  for (const auto& e : gone) {
+    drain(name, *e);
+    s_->loader.unload(key_of(e->b));
+  }
   log::info("admin: unloaded model '{}'", name);
   return status::ok();
 }
@@ -377,10 +424,27 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
 
 std::vector<transport::rpc::model_info> gateway::models() {
   std::vector<transport::rpc::model_info> out;
+  std::map<std::string, std::vector<std::string>> versions;  // repository versions by name
+  for (const auto& [key, e] : s_->gnn_all())
+    if (const auto at = key.find('@'); at != std::string::npos)
+      versions[key.substr(0, at)].push_back(e->b.version);
   for (const auto& [name, e] : s_->gnn_all()) {
+    if (name.find('@') != std::string::npos) continue;  // listed as a version of its name
     const auto& d = e->b.model->desc();
-    out.push_back({name, "gnn", std::string(config::to_string(d.arch)), std::uint32_t(d.in),
-                   std::uint32_t(d.out), 0, e->b.version});
+    transport::rpc::model_info m{name,
+                                 "gnn",
+                                 std::string(config::to_string(d.arch)),
+                                 std::uint32_t(d.in),
+                                 std::uint32_t(d.out),
+                                 0,
+                                 e->b.version,
+                                 {}};
+    m.versions = versions[name];
+    m.versions.push_back(e->b.version);
+    std::sort(m.versions.begin(), m.versions.end(), [](const auto& a, const auto& b) {
+      return std::atoi(a.c_str()) > std::atoi(b.c_str());
+    });
+    out.push_back(std::move(m));
   }
   for (const auto& [name, e] : s_->rec_all()) {
     const auto& d = e->b.model->desc();

@@ -55,15 +55,20 @@ struct model_loader {
   std::function<expected<gnn_model_binding>(const std::string& name, const std::string& path)> load;
   /// Stops the actors of the model loaded as `key` and frees it (its calls have finished).
   std::function<void(const std::string& key)> unload;
-  /// With a model repository: the version `name` should be served at now (a
-  /// load of a served name then rolls to it); unset: no repository.
-  std::function<expected<std::string>(const std::string& name)> version_to_serve;
+  /// With a model repository (unset without one): the versions `name` should be
+  /// served at now, highest first (the first answers calls without a version),
+  /// and a loader of one version (key NAME@VERSION).
+  std::function<expected<std::vector<std::string>>(const std::string& name)> versions_to_serve;
+  std::function<expected<gnn_model_binding>(const std::string& name, const std::string& version)>
+      load_version;
 };
 
 class gateway final : public transport::rpc::rpc_service {
  public:
   explicit gateway(caf::actor_system& sys);
   ~gateway() override;
+  /// Serves `m` under its name; a model repository version (key NAME@V) is also
+  /// served under its key, and under NAME when it is the highest version so far.
   void add_model(gnn_model_binding m);
   void add_model(rec_model_binding m);
   /// Tensor models and the SplitRPC data path (optional).
@@ -76,6 +81,8 @@ class gateway final : public transport::rpc::rpc_service {
   void set_model_loader(model_loader loader);
   /// One warm-up request through `b`'s batcher before it is reachable.
   status warm(const gnn_model_binding& b);
+  /// Serves exactly the repository versions of `name` its policy picks now.
+  status sync_versions(const std::string& name);
   /// Readiness (KServe /v2/health/ready, Admin.version): false until the server
   /// has loaded and warmed its models.
   void set_ready(bool ready);

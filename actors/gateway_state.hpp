@@ -112,9 +112,20 @@ struct gateway::state {
     auto it = rec.find(name);
     return it == rec.end() ? nullptr : it->second;
   }
+  /// Each served entry once: by name, and by NAME@V for a repository version
+  /// other than the one the name serves.
   std::vector<std::pair<std::string, std::shared_ptr<gnn_entry>>> gnn_all() const {
     spindle::shared_lock lock(models_mu);
-    return {gnn.begin(), gnn.end()};
+    std::vector<std::pair<std::string, std::shared_ptr<gnn_entry>>> out;
+    for (const auto& [key, e] : gnn) {
+      const auto at = key.find('@');
+      if (at != std::string::npos) {
+        auto d = gnn.find(key.substr(0, at));
+        if (d != gnn.end() && d->second == e) continue;
+      }
+      out.emplace_back(key, e);
+    }
+    return out;
   }
   std::vector<std::pair<std::string, std::shared_ptr<rec_entry>>> rec_all() const {
     spindle::shared_lock lock(models_mu);
@@ -126,7 +137,8 @@ struct gateway::state {
   }
   std::string loaded_locked() const SPINDLE_REQUIRES_SHARED(models_mu) {
     std::string names;
-    for (const auto& [n, _] : gnn) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& [n, _] : gnn)
+      if (n.find('@') == std::string::npos) names += (names.empty() ? "" : ", ") + n;
     for (const auto& [n, _] : rec) names += (names.empty() ? "" : ", ") + n;
     return names.empty() ? "none" : names;
   }

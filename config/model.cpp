@@ -92,7 +92,7 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   if (d.slo_ms < 0 || d.slo_ms > 600'000)
     return make_error(errc::invalid_argument, "{}: model.slo_ms = {}: expected 0..600000", origin,
                       d.slo_ms);
-  if (auto v = pick_version(d.version_policy, {1}); !v && v.error().code() != errc::not_found)
+  if (auto v = pick_versions(d.version_policy, {1}); !v && v.error().code() != errc::not_found)
     return make_error(errc::invalid_argument, "{}: model.{}", origin, v.error().message());
   if (auto st = validate(d); !st) return std::move(st).with_context(fmt::format("{}: ", origin));
   return d;
@@ -187,24 +187,57 @@ expected<model_desc> load_model_desc(const std::string& dir) {
   return parse_model_desc(text, path);
 }
 
-expected<int> pick_version(const std::string& policy, const std::vector<int>& versions) {
-  if (versions.empty()) return make_error(errc::not_found, "no versions");
-  if (policy.empty() || policy == "latest")
-    return *std::max_element(versions.begin(), versions.end());
-  if (policy.starts_with("specific:")) {
+namespace {
+
+expected<std::vector<int>> positive_list(const std::string& policy, std::string_view text) {
+  std::vector<int> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
     int v = 0;
-    const std::string_view text = std::string_view(policy).substr(9);
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || v <= 0)
-      return make_error(errc::invalid_argument, "version_policy '{}': V must be a version >= 1",
-                        policy);
-    if (std::find(versions.begin(), versions.end(), v) == versions.end())
-      return make_error(errc::not_found, "version_policy '{}': no version {} (have: {})", policy, v,
-                        fmt::join(versions, ", "));
-    return v;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || v <= 0)
+      return make_error(errc::invalid_argument, "version_policy '{}': '{}' is not a number >= 1",
+                        policy, item);
+    out.push_back(v);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
   }
-  return make_error(errc::invalid_argument, "version_policy '{}': expected latest or specific:V",
-                    policy);
+  if (out.empty())
+    return make_error(errc::invalid_argument, "version_policy '{}': no number", policy);
+  return out;
+}
+
+}  // namespace
+
+expected<std::vector<int>> pick_versions(const std::string& policy,
+                                         const std::vector<int>& versions) {
+  std::vector<int> have = versions;
+  std::sort(have.rbegin(), have.rend());
+  std::vector<int> out;
+  if (policy.empty() || policy == "latest" || policy == "all") {
+    out = policy == "all" ? have
+                          : std::vector<int>(have.begin(), have.begin() + (have.empty() ? 0 : 1));
+  } else if (policy.starts_with("latest:")) {
+    SPINDLE_ASSIGN_OR_RETURN(auto n, positive_list(policy, std::string_view(policy).substr(7)));
+    if (n.size() != 1)
+      return make_error(errc::invalid_argument, "version_policy '{}': latest:N takes one N",
+                        policy);
+    out.assign(have.begin(), have.begin() + std::min<std::size_t>(have.size(), std::size_t(n[0])));
+  } else if (policy.starts_with("specific:")) {
+    SPINDLE_ASSIGN_OR_RETURN(out, positive_list(policy, std::string_view(policy).substr(9)));
+    std::sort(out.rbegin(), out.rend());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    for (int v : out)
+      if (std::find(have.begin(), have.end(), v) == have.end())
+        return make_error(errc::not_found, "version_policy '{}': no version {} (have: {})", policy,
+                          v, fmt::join(have, ", "));
+  } else {
+    return make_error(errc::invalid_argument,
+                      "version_policy '{}': expected latest, latest:N, specific:V[,V...] or all",
+                      policy);
+  }
+  if (out.empty()) return make_error(errc::not_found, "no versions");
+  return out;
 }
 
 std::string to_toml(const model_desc& d) {

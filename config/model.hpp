@@ -44,9 +44,12 @@ struct model_desc {
   bool is_gnn() const { return arch != model_arch::dlrm; }
 };
 
-/// Which version of a model repository entry to serve: the highest (`latest`,
-/// the default for an empty policy) or `specific:V`. Errors name the policy.
-expected<int> pick_version(const std::string& policy, const std::vector<int>& versions);
+/// Which versions of a model repository entry to serve, highest first (Triton's
+/// version policies): `latest` (the default for an empty policy) or `latest:N`
+/// (the N highest), `specific:V[,V...]` (each must exist), `all`. The first is
+/// the version a call without a version gets. Errors name the policy.
+expected<std::vector<int>> pick_versions(const std::string& policy,
+                                         const std::vector<int>& versions);
 
 expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin);
 /// Reads DIR/model.toml.

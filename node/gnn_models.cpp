@@ -105,26 +105,36 @@ actors::model_loader gnn_models::loader() {
   actors::model_loader l;
   l.load = [this](const std::string& name,
                   const std::string& path) -> expected<actors::gnn_model_binding> {
-    if (!path.empty()) return load(name, path);
-    if (defaults_.repository.empty())
+    if (path.empty())
       return make_error(errc::invalid_argument,
                         "load '{}': give the model directory (this server has no "
                         "--model-repository)",
                         name);
-    SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_version(defaults_.repository, name));
-    const std::string key = fmt::format("{}@{}", name, picked.version);
-    SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, picked.path));
-    b.name = name;
-    b.key = key;
-    b.version = std::to_string(picked.version);
-    return b;
+    return load(name, path);
   };
   l.unload = [this](const std::string& key) { unload(key); };
-  if (!defaults_.repository.empty())
-    l.version_to_serve = [this](const std::string& name) -> expected<std::string> {
-      SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_version(defaults_.repository, name));
-      return std::to_string(picked.version);
-    };
+  if (defaults_.repository.empty()) return l;
+  l.versions_to_serve = [this](const std::string& name) -> expected<std::vector<std::string>> {
+    SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_versions(defaults_.repository, name));
+    std::vector<std::string> out;
+    for (const auto& p : picked) out.push_back(std::to_string(p.version));
+    return out;
+  };
+  l.load_version = [this](const std::string& name,
+                          const std::string& version) -> expected<actors::gnn_model_binding> {
+    SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(defaults_.repository));
+    auto it = all.find(name);
+    const int v = std::atoi(version.c_str());
+    if (it == all.end() || !it->second.versions.count(v))
+      return make_error(errc::not_found, "model repository {}: no {}/{}/model.toml",
+                        defaults_.repository, name, version);
+    const std::string key = fmt::format("{}@{}", name, version);
+    SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, it->second.versions.at(v)));
+    b.name = name;
+    b.key = key;
+    b.version = version;
+    return b;
+  };
   return l;
 }
 
@@ -133,9 +143,13 @@ expected<std::vector<actors::gnn_model_binding>> gnn_models::load_repository() {
   std::vector<actors::gnn_model_binding> out;
   auto l = loader();
   for (const auto& [name, _] : all) {
-    auto b = l.load(name, "");
-    if (!b) return std::move(b).error().with_context("model repository: ");
-    out.push_back(std::move(*b));
+    auto versions = l.versions_to_serve(name);
+    if (!versions) return std::move(versions).error().with_context("model repository: ");
+    for (const auto& v : *versions) {
+      auto b = l.load_version(name, v);
+      if (!b) return std::move(b).error().with_context("model repository: ");
+      out.push_back(std::move(*b));
+    }
   }
   return out;
 }

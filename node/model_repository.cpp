@@ -41,7 +41,8 @@ expected<std::map<std::string, repository_model>> scan_repository(const std::str
   return out;
 }
 
-expected<picked_version> pick_repository_version(const std::string& dir, const std::string& name) {
+expected<std::vector<picked_version>> pick_repository_versions(const std::string& dir,
+                                                               const std::string& name) {
   SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(dir));
   auto it = all.find(name);
   if (it == all.end()) {
@@ -57,9 +58,12 @@ expected<picked_version> pick_repository_version(const std::string& dir, const s
   for (const auto& [v, _] : it->second.versions) versions.push_back(v);
   const std::string& latest = it->second.versions.rbegin()->second;
   SPINDLE_ASSIGN_OR_RETURN(auto desc, config::load_model_desc(latest));
-  auto v = config::pick_version(desc.version_policy, versions);
-  if (!v) return std::move(v).error().with_context(fmt::format("{}/model.toml: ", latest));
-  return picked_version{*v, it->second.versions.at(*v)};
+  auto picked = config::pick_versions(desc.version_policy, versions);
+  if (!picked)
+    return std::move(picked).error().with_context(fmt::format("{}/model.toml: ", latest));
+  std::vector<picked_version> out;
+  for (int v : *picked) out.push_back({v, it->second.versions.at(v)});
+  return out;
 }
 
 }  // namespace spindle::node

@@ -1,6 +1,6 @@
 // A model repository in Triton's layout: DIR/NAME/VERSION/ holds model.toml
 // and its weights (VERSION a positive integer). `spindle serve
-// --model-repository DIR` serves every NAME at the version its model.toml's
+// --model-repository DIR` serves every NAME at the versions its model.toml's
 // version_policy picks (the latest by default) and re-reads DIR on each load,
 // so a new version directory is found when it is loaded.
 #pragma once
@@ -26,8 +26,9 @@ struct picked_version {
   int version = 0;
   std::string path;
 };
-/// The version of `name` its policy serves (the latest version's model.toml
-/// holds the policy). Errors name the repository, the model and its versions.
-expected<picked_version> pick_repository_version(const std::string& dir, const std::string& name);
+/// The versions of `name` its policy serves, highest first (the latest version's
+/// model.toml holds the policy). Errors name the repository, the model and its versions.
+expected<std::vector<picked_version>> pick_repository_versions(const std::string& dir,
+                                                               const std::string& name);
 
 }  // namespace spindle::node

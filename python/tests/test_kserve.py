@@ -263,6 +263,20 @@ def test_a_version_roll_loses_no_request(tmp_path):
         with pytest.raises(InferenceServerException) as e:  # version 1 is gone
             client.infer("sage", gnn_inputs(tritonhttp, [3], 9), model_version="1")
         assert "version '1'" in e.value.message()
+        # latest:2 in the newest model.toml: versions 3 and 2 are served side by side.
+        init(3, 3)
+        with open(repo / "sage" / "3" / "model.toml", "a") as f:
+            f.write('version_policy = "latest:2"\n')
+        client.load_model("sage", headers={"Authorization": "Bearer " + token})
+        assert client.get_model_metadata("sage")["versions"] == ["3", "2"]
+        assert client.is_model_ready("sage", "2") and client.is_model_ready("sage", "3")
+        v3 = client.infer("sage", gnn_inputs(tritonhttp, [3], 9)).as_numpy("output")
+        assert not np.array_equal(v3, v2)
+        pinned = client.infer("sage", gnn_inputs(tritonhttp, [3], 9), model_version="2")
+        assert np.array_equal(pinned.as_numpy("output"), v2)
+        assert pinned.get_response()["model_version"] == "2"
+        assert np.array_equal(
+            client.infer("sage", gnn_inputs(tritonhttp, [3], 9), model_version="3").as_numpy("output"), v3)
         # Loading again with nothing new is a no-op; a missing model is named.
         client.load_model("sage", headers={"Authorization": "Bearer " + token})
         with pytest.raises(InferenceServerException) as e:

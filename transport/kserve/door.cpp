@@ -72,7 +72,7 @@ model_metadata metadata_of(const rpc::model_info& m) {
   model_metadata md;
   md.name = m.name;
   md.platform = "spindle_" + m.arch;
-  md.versions = {m.version};
+  md.versions = m.versions.empty() ? std::vector<std::string>{m.version} : m.versions;
   if (is_gnn(m)) {
     md.inputs = {{"seeds", "INT64", {-1}, false}, {"seed_ids", "BYTES", {-1}, true}};
     md.outputs = {{"output", "FP32", {-1, std::int64_t(m.output_width)}, false}};
@@ -173,9 +173,19 @@ expected<rpc::rec_call> rec_call_of(const infer_request& r, const rpc::model_inf
 }
 
 std::optional<rpc::model_info> door::find(const std::string& name, const std::string& version) {
-  for (auto& m : service_.models())
-    if (m.name == name && (version.empty() || version == m.version)) return std::move(m);
+  for (auto& m : service_.models()) {
+    if (m.name != name) continue;
+    if (version.empty() || version == m.version) return std::move(m);
+    if (std::find(m.versions.begin(), m.versions.end(), version) == m.versions.end()) break;
+    m.version = version;  // another served version of the name: called as NAME@VERSION
+    return std::move(m);
+  }
   return std::nullopt;
+}
+
+std::string door::call_name(const rpc::model_info& m, const std::string& version) {
+  const bool other = !version.empty() && !m.versions.empty() && version != m.versions.front();
+  return other ? m.name + "@" + version : m.name;
 }
 
 bool door::model_ready(const std::string& name, const std::string& version) {
@@ -197,6 +207,7 @@ void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
     return done({rpc_status::bad_request, false, st.message(), {}});
   };
   infer_response head{m->name, m->version, r.id, {}};
+  r.model = call_name(*m, r.version);
   if (is_gnn(*m)) {
     auto wanted = outputs_wanted(r, "output");
     if (!wanted) return fail(wanted.error());

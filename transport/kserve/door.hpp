@@ -55,8 +55,12 @@ class door {
  public:
   explicit door(rpc::rpc_service& service) : service_(service) {}
 
-  /// The model named `name` (and `version`, when not empty), or nullopt.
+  /// The model named `name` (at `version`, when not empty: one of the versions
+  /// it serves, reported as its version), or nullopt.
   std::optional<rpc::model_info> find(const std::string& name, const std::string& version);
+  /// The gateway's name for `m` at `version`: NAME, or NAME@VERSION for a served
+  /// version other than the one calls without a version get.
+  static std::string call_name(const rpc::model_info& m, const std::string& version);
   bool live() const { return true; }
   bool ready() { return service_.ready(); }
   bool model_ready(const std::string& name, const std::string& version);

@@ -85,7 +85,8 @@ struct model_info {
   std::string name, kind, arch;
   std::uint32_t input_width = 0, output_width = 0;
   std::uint32_t tables = 0;   // recommendation models: embedding tables (inputs per table)
-  std::string version = "1";  // the version served under this name (model repository)
+  std::string version = "1";  // the version a call without a version gets (model repository)
+  std::vector<std::string> versions;  // every version served, highest first (empty: `version`)
 };
 
 struct tunable {
