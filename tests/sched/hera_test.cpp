@@ -1,0 +1,144 @@
+// Hera's algorithms on a hand-made profile table whose answers were worked
+// out by hand (the comments show the arithmetic): worker scalability,
+// Algorithm 1's affinity, Algorithm 2's plan, Algorithm 3's worker and LLC
+// choices, and the profile file's errors.
+#include <gtest/gtest.h>
+
+#include "sched/hera/colocation.hpp"
+
+namespace spindle::sched::hera {
+namespace {
+
+// 4 cores, 4 LLC ways, 10 GB/s. D: bandwidth bound (flat past 2 workers);
+// N: compute bound and cache sensitive; W: compute bound, cache insensitive.
+profile_table table(double mem_bw = 10) {
+  profile_table t;
+  t.machine = {4, 4, mem_bw};
+  t.models["D"] = {
+      50,
+      0.99,
+      {{80, 90, 95, 100}, {150, 170, 180, 190}, {170, 185, 195, 200}, {175, 190, 200, 205}},
+      {3, 6, 7, 7.5},
+      "test"};
+  t.models["N"] = {
+      50,
+      0.99,
+      {{50, 80, 95, 100}, {100, 160, 190, 200}, {150, 240, 285, 300}, {200, 320, 380, 400}},
+      {0.5, 1, 1.5, 2},
+      "test"};
+  t.models["W"] = {
+      50,
+      0.99,
+      {{100, 100, 100, 100}, {200, 200, 200, 200}, {300, 300, 300, 300}, {400, 400, 400, 400}},
+      {1, 2, 3, 4},
+      "test"};
+  return t;
+}
+
+TEST(hera_test, worker_scalability_is_the_slope_of_the_upper_half) {
+  const auto t = table();
+  // D: (205 - 190) / 190 = 0.079 < 0.5; N: (400 - 200) / 200 = 1.0.
+  EXPECT_EQ(worker_scalability(t.models.at("D"), 4), scalability::low);
+  EXPECT_EQ(worker_scalability(t.models.at("N"), 4), scalability::high);
+  // A profile that stops at 2 workers (memory capacity) is low whatever its slope.
+  model_profile capped = t.models.at("W");
+  capped.qps.resize(2);
+  capped.mem_bw_gbps.resize(2);
+  EXPECT_EQ(worker_scalability(capped, 4), scalability::low);
+}
+
+TEST(hera_test, algorithm_1_affinity_on_a_hand_made_table) {
+  const auto t = table();
+  // D-N at 2 workers each: i=1: (150/190 + 190/200)/2 = 0.8697 (best);
+  // i=2: (170/190 + 160/200)/2 = 0.8474; i=3: (180/190 + 80/200)/2 = 0.6737.
+  // DRAM: min(10 / (6 + 1), 1) = 1.
+  auto dn = co_location_affinity(t.models.at("D"), t.models.at("N"), t.machine);
+  EXPECT_NEAR(dn.llc, (150.0 / 190 + 190.0 / 200) / 2, 1e-12);
+  EXPECT_EQ(dn.ways_a, 1);
+  EXPECT_EQ(dn.ways_b, 3);
+  EXPECT_DOUBLE_EQ(dn.dram, 1.0);
+  EXPECT_DOUBLE_EQ(dn.system, dn.llc);
+  // D-W: W does not care about ways, so D takes 3: (180/190 + 1)/2 = 0.9737.
+  auto dw = co_location_affinity(t.models.at("D"), t.models.at("W"), t.machine);
+  EXPECT_NEAR(dw.system, (180.0 / 190 + 1) / 2, 1e-12);
+  EXPECT_EQ(dw.ways_a, 3);
+  // At 4 GB/s the bandwidth term decides: D-W min(4/8, 1) = 0.5, D-N 4/7.
+  const auto slow = table(4);
+  EXPECT_DOUBLE_EQ(
+      co_location_affinity(slow.models.at("D"), slow.models.at("W"), slow.machine).system, 0.5);
+  EXPECT_NEAR(co_location_affinity(slow.models.at("D"), slow.models.at("N"), slow.machine).system,
+              4.0 / 7, 1e-12);
+  // One way (no resctrl): the LLC cannot be split, so only DRAM counts.
+  profile_table one;
+  one.machine = {4, 1, 10};
+  for (const auto& [n, m] : t.models) {
+    model_profile p = m;
+    for (auto& row : p.qps) row = {row.back()};
+    one.models[n] = p;
+  }
+  auto f = co_location_affinity(one.models.at("D"), one.models.at("N"), one.machine);
+  EXPECT_DOUBLE_EQ(f.llc, 1.0);
+  EXPECT_EQ(f.ways_a, 1);
+}
+
+TEST(hera_test, algorithm_2_plans_the_by_hand_answer) {
+  const auto t = table();
+  // D (low) goes beside W (affinity 0.974 > 0.870): each (D, W) server gives
+  // D at(2, 3) = 180 and W at(2, 1) = 200. D needs 500: three servers
+  // (540), and W gets 600 >= 100 on the way. N (high) alone: 400 >= 300, one
+  // server. EMU of a (D, W) server: 180/205 + 200/400 = 1.378.
+  auto plan = plan_cluster(t, {{"D", 500}, {"N", 300}, {"W", 100}});
+  ASSERT_TRUE(plan.has_value()) << plan.error().message();
+  ASSERT_EQ(plan->servers.size(), 4u);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(plan->servers[s].models, (std::vector<std::string>{"D", "W"}));
+    EXPECT_EQ(plan->servers[s].qps, (std::vector<double>{180, 200}));
+    EXPECT_NEAR(plan->servers[s].emu, 180.0 / 205 + 0.5, 1e-12);
+  }
+  EXPECT_EQ(plan->servers[3].models, std::vector<std::string>{"N"});
+  EXPECT_DOUBLE_EQ(plan->servers[3].emu, 1.0);
+  EXPECT_DOUBLE_EQ(plan->serviced.at("D"), 540);
+  EXPECT_DOUBLE_EQ(plan->serviced.at("W"), 600);
+  EXPECT_EQ(plan->classes.at("D"), scalability::low);
+  // At 4 GB/s D pairs with N instead (4/7 > 1/2), each scaled by 4/7.
+  auto slow = plan_cluster(table(4), {{"D", 100}, {"N", 10}, {"W", 10}});
+  ASSERT_TRUE(slow.has_value());
+  EXPECT_EQ(slow->servers[0].models, (std::vector<std::string>{"D", "N"}));
+  EXPECT_NEAR(slow->servers[0].qps[0], 150.0 * 4 / 7, 1e-9);
+  // Errors name the model.
+  EXPECT_NE(plan_cluster(t, {{"X", 1}}).error().message().find("'X'"), std::string::npos);
+}
+
+TEST(hera_test, algorithm_3_sizes_pools_from_the_profile) {
+  const auto t = table();
+  const auto& n = t.models.at("N");  // SLA 50 ms; QPS at 4 ways: 100, 200, 300, 400
+  EXPECT_EQ(find_number_of_workers(n, 250, 4, 4), 3);
+  EXPECT_EQ(find_number_of_workers(n, 1000, 4, 4), 4);  // short: the most QPS
+  EXPECT_EQ(find_number_of_workers(n, 250, 4, 2), 2);   // capped by the cores given
+  EXPECT_EQ(adjust_workers(n, 45, 150, 7, 4, 4), 7);    // slack 0.9: inside the band
+  EXPECT_EQ(adjust_workers(n, 75, 150, 2, 4, 4), 3);    // slack 1.5: 1.5 x 150 = 225 -> 3
+  EXPECT_EQ(adjust_workers(n, 25, 150, 4, 4, 4), 2);    // slack 0.5: 150 -> 2 (shrink)
+  EXPECT_EQ(adjust_workers(n, 45, 150, 3, 4, 4, {0.95, 1.0}), 2);  // a tighter band
+  // D at 2 workers + N at 2: i=1: 150+190 = 340 (best), i=2: 330, i=3: 260.
+  EXPECT_EQ(best_llc_partition(t.models.at("D"), 2, n, 2, 4), (std::pair{1, 3}));
+  EXPECT_EQ(best_llc_partition(t.models.at("D"), 2, n, 2, 1), (std::pair{1, 1}));
+}
+
+TEST(hera_test, profile_files_round_trip_and_name_their_faults) {
+  const auto t = table();
+  auto back = parse_profile_table(to_json(t), "p.json");
+  ASSERT_TRUE(back.has_value()) << back.error().message();
+  EXPECT_EQ(back->models.at("D").qps, t.models.at("D").qps);
+  EXPECT_EQ(back->machine.llc_ways, 4);
+  auto bad = t;
+  bad.models["D"].qps[2].pop_back();
+  auto e = parse_profile_table(to_json(bad), "p.json");
+  ASSERT_FALSE(e.has_value());
+  EXPECT_EQ(e.error().message(),
+            "p.json: models.D.qps[2] has 3 way columns, machine.llc_ways is 4");
+  EXPECT_NE(parse_profile_table("{}", "p.json").error().message().find("p.json: expected"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace spindle::sched::hera
