@@ -434,3 +434,37 @@ TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {
 }
 
 }  // namespace
+
+namespace spindle {
+namespace {
+
+// Issue #18: `colocate affinity` and `colocate plan` over the hand-made profile
+// table of examples/ (its by-hand answers: hera_test).
+TEST(colocate_cli_test, plans_and_affinities_over_a_profile_table) {
+  const std::string profiles =
+      std::string(SPINDLE_SOURCE_DIR) + "/examples/hera-profile-handmade.json";
+  auto r =
+      run("colocate plan --profiles " + profiles + " --targets D=500,N=300,W=100 --json", true);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["servers"].size(), 4u) << r.out;
+  EXPECT_EQ(j["servers"][0]["models"], nlohmann::json({"D", "W"}));
+  EXPECT_EQ(j["isolated_servers"], 5);
+  EXPECT_EQ(j["scalability"]["D"], "low");
+  r = run("colocate affinity --profiles " + profiles);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("D              W               0.974  1.000   0.974     3:1"),
+            std::string::npos)
+      << r.out;
+  r = run("colocate plan --profiles " + profiles + " --targets Q=5");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spindle: error: target for 'Q': no such model in the profiles"),
+            std::string::npos)
+      << r.out;
+  r = run("colocate plan --profiles /nonexistent.json --targets D=1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("/nonexistent.json"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace spindle

@@ -1,0 +1,158 @@
+// `spindle colocate`: Hera's cluster-level decisions over a profile table
+// (from `spindle profile`, or written by hand in the same JSON):
+//   affinity   Algorithm 1 for every model pair, with each model's worker scalability
+//   plan       Algorithm 2 for target QPS per model: the servers, their model pairs,
+//              the expected QPS and EMU, beside one-model-per-server isolation
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "apps/commands/command.hpp"
+#include "sched/hera/colocation.hpp"
+
+namespace spindle::apps {
+namespace {
+
+namespace hera = sched::hera;
+
+struct colocate_args {
+  std::string profiles;
+  std::vector<std::string> targets;  // model=QPS
+  double min_gain = 0.5;
+  bool json = false;
+};
+
+expected<std::map<std::string, double>> parse_targets(const std::vector<std::string>& items) {
+  std::map<std::string, double> out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    double q = -1;
+    if (eq != std::string::npos) {
+      const char* b = item.data() + eq + 1;
+      auto [p, ec] = std::from_chars(b, item.data() + item.size(), q);
+      if (ec != std::errc() || p != item.data() + item.size()) q = -1;
+    }
+    if (eq == std::string::npos || eq == 0 || q < 0)
+      return make_error(errc::invalid_argument, "--targets '{}': expected MODEL=QPS (QPS >= 0)",
+                        item);
+    out[item.substr(0, eq)] = q;
+  }
+  if (out.empty()) return make_error(errc::invalid_argument, "--targets: give MODEL=QPS,...");
+  return out;
+}
+
+status run_affinity(const colocate_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto t, hera::load_profile_table(a.profiles));
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json)
+    fmt::print("{} cores, {} LLC ways, {:.1f} GB/s\n{:<14} {:<14} {:>6} {:>6} {:>7} {:>9}\n",
+               t.machine.cores, t.machine.llc_ways, t.machine.mem_bw_gbps, "model A", "model B",
+               "LLC", "DRAM", "system", "ways A:B");
+  for (auto i = t.models.begin(); i != t.models.end(); ++i)
+    for (auto j = std::next(i); j != t.models.end(); ++j) {
+      const auto f = hera::co_location_affinity(i->second, j->second, t.machine);
+      if (a.json) {
+        rows.push_back({{"a", i->first},
+                        {"b", j->first},
+                        {"llc", f.llc},
+                        {"dram", f.dram},
+                        {"system", f.system},
+                        {"ways_a", f.ways_a},
+                        {"ways_b", f.ways_b}});
+      } else {
+        fmt::print("{:<14} {:<14} {:>6.3f} {:>6.3f} {:>7.3f} {:>5}:{}\n", i->first, j->first, f.llc,
+                   f.dram, f.system, f.ways_a, f.ways_b);
+      }
+    }
+  nlohmann::json classes;
+  for (const auto& [n, m] : t.models)
+    classes[n] =
+        std::string(hera::to_string(hera::worker_scalability(m, t.machine.cores, a.min_gain)));
+  if (a.json) {
+    fmt::print("{}\n", nlohmann::json{{"pairs", rows}, {"scalability", classes}}.dump(2));
+    return status::ok();
+  }
+  fmt::print("worker scalability:");
+  for (const auto& [n, c] : classes.items()) fmt::print(" {}={}", n, c.get<std::string>());
+  fmt::print("\n");
+  return status::ok();
+}
+
+status run_plan(const colocate_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto t, hera::load_profile_table(a.profiles));
+  SPINDLE_ASSIGN_OR_RETURN(auto targets, parse_targets(a.targets));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, hera::plan_cluster(t, targets, a.min_gain));
+  // The baseline users run today (DeepRecSys-style): every model on servers of its own.
+  std::size_t isolated = 0;
+  for (const auto& [name, q] : targets) {
+    const double per = hera::isolated_qps(t.models.at(name), t.machine);
+    isolated += std::size_t(std::ceil(q / per));
+  }
+  double emu = 0;
+  for (const auto& s : plan.servers) emu += s.emu;
+  emu = plan.servers.empty() ? 0 : emu / double(plan.servers.size());
+  if (a.json) {
+    nlohmann::json servers = nlohmann::json::array();
+    for (const auto& s : plan.servers)
+      servers.push_back({{"models", s.models}, {"qps", s.qps}, {"emu", s.emu}});
+    nlohmann::json classes;
+    for (const auto& [n, c] : plan.classes) classes[n] = std::string(hera::to_string(c));
+    fmt::print("{}\n", nlohmann::json{{"servers", servers},
+                                      {"serviced_qps", plan.serviced},
+                                      {"scalability", classes},
+                                      {"mean_emu", emu},
+                                      {"isolated_servers", isolated}}
+                           .dump(2));
+    return status::ok();
+  }
+  fmt::print("{:>6}  {:<28} {:<22} {:>6}\n", "server", "models", "expected QPS", "EMU");
+  for (std::size_t i = 0; i < plan.servers.size(); ++i) {
+    const auto& s = plan.servers[i];
+    std::vector<std::string> q;
+    for (double x : s.qps) q.push_back(fmt::format("{:.0f}", x));
+    fmt::print("{:>6}  {:<28} {:<22} {:>5.0f}%\n", i, fmt::format("{}", fmt::join(s.models, " + ")),
+               fmt::format("{}", fmt::join(q, " + ")), s.emu * 100);
+  }
+  for (const auto& [name, q] : targets)
+    fmt::print("{}: target {:.0f} QPS, planned {:.0f} ({} scalability)\n", name, q,
+               plan.serviced.at(name), hera::to_string(plan.classes.at(name)));
+  fmt::print("Hera: {} servers, mean EMU {:.0f}%; one model per server: {} servers, EMU 100%\n",
+             plan.servers.size(), emu * 100, isolated);
+  return status::ok();
+}
+
+}  // namespace
+
+void register_colocate(CLI::App& app, global_options&) {
+  auto* cmd = app.add_subcommand(
+      "colocate", "Hera's co-location decisions over a profile table (spindle profile)");
+  cmd->require_subcommand(1);
+  auto a = std::make_shared<colocate_args>();
+  auto common = [a](CLI::App* sub) {
+    sub->add_option("--profiles", a->profiles, "Profile table (JSON from spindle profile)")
+        ->required();
+    sub->add_option("--min-gain", a->min_gain,
+                    "High worker scalability: QPS gain of the upper half of the workers, as a "
+                    "share of linear (Hera's curve slope)")
+        ->check(CLI::Range(0.0, 10.0))
+        ->capture_default_str();
+    sub->add_flag("--json", a->json, "Print JSON");
+  };
+  auto* affinity = cmd->add_subcommand("affinity", "Algorithm 1 for every model pair");
+  common(affinity);
+  affinity->callback([a] {
+    if (int rc = report(run_affinity(*a))) throw CLI::RuntimeError(rc);
+  });
+  auto* plan = cmd->add_subcommand(
+      "plan", "Algorithm 2: servers, model pairs and expected QPS for target QPS per model");
+  common(plan);
+  plan->add_option("--targets", a->targets, "Target QPS per model: MODEL=QPS,...")
+      ->delimiter(',')
+      ->required();
+  plan->callback([a] {
+    if (int rc = report(run_plan(*a))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
