@@ -4,7 +4,12 @@
 // choices, and the profile file's errors.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "sched/hera/colocation.hpp"
+#include "sched/hera/profiler.hpp"
+#include "sched/worker_pool.hpp"
 
 namespace spindle::sched::hera {
 namespace {
@@ -138,6 +143,56 @@ TEST(hera_test, profile_files_round_trip_and_name_their_faults) {
             "p.json: models.D.qps[2] has 3 way columns, machine.llc_ways is 4");
   EXPECT_NE(parse_profile_table("{}", "p.json").error().message().find("p.json: expected"),
             std::string::npos);
+}
+
+// The SLA search on an M/M/1-like curve: tail = 1000 / (1000 - rate) ms meets a
+// 10 ms SLA up to rate 900.
+TEST(hera_test, the_max_qps_search_finds_the_sla_edge) {
+  int calls = 0;
+  auto measure = [&](double rate) {
+    ++calls;
+    load_result r{rate, rate, rate < 1000 ? 1000 / (1000 - rate) : 1e9, 1};
+    return r;
+  };
+  const double q = max_qps_meeting_sla(measure, 10, 2000, 12);
+  EXPECT_NEAR(q, 900, 2000.0 / 4096 + 1e-9);
+  EXPECT_LE(q, 900);
+  EXPECT_EQ(calls, 13);
+  EXPECT_DOUBLE_EQ(max_qps_meeting_sla(measure, 10, 500, 12), 500);  // upper already meets
+  // A rate the pool cannot keep up with fails even with a short tail.
+  auto behind = [](double rate) { return load_result{rate, rate * 0.5, 1, 1}; };
+  EXPECT_DOUBLE_EQ(max_qps_meeting_sla(behind, 10, 100, 5), 0);
+}
+
+// Hera's pools are resized live: growing and shrinking under load loses no query.
+TEST(hera_test, a_worker_pool_resized_under_load_loses_no_query) {
+  std::atomic<int> ran{0};
+  {
+    worker_pool pool(2, "test-pool");
+    for (int i = 0; i < 2000; ++i) {
+      pool.submit([&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        ++ran;
+      });
+      if (i == 500) pool.resize(4);
+      if (i == 1000) pool.resize(1);
+      if (i == 1500) pool.resize(3);
+    }
+    EXPECT_EQ(pool.workers(), 3u);
+  }  // the destructor runs what is queued
+  EXPECT_EQ(ran.load(), 2000);
+  worker_pool p(1, "test-pool");
+  std::atomic<int> busy{0}, most{0};
+  for (int i = 0; i < 64; ++i)
+    p.submit([&] {
+      const int now = ++busy;
+      most = std::max(most.load(), now);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      --busy;
+    });
+  p.resize(4);
+  while (p.queued() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GT(most.load(), 1);  // the new workers took queries
 }
 
 }  // namespace
