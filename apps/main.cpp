@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   apps::register_client(app, g);
   apps::register_shell(app, g);
   apps::register_colocate(app, g);
+  apps::register_profile(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -50,5 +50,6 @@ void register_serve_dlrm(CLI::App& app, global_options& g);
 void register_client(CLI::App& app, global_options& g);
 void register_shell(CLI::App& app, global_options& g);
 void register_colocate(CLI::App& app, global_options& g);
+void register_profile(CLI::App& app, global_options& g);
 
 }  // namespace spindle::apps

@@ -26,8 +26,8 @@ load_result run_poisson(worker_pool& pool, const std::function<void()>& query, d
   const auto t0 = clock_type::now();
   double at = 0;
   for (at = gap(rng); at < seconds; at += gap(rng)) {
-    const auto when = t0 + std::chrono::duration_cast<clock_type::duration>(
-                               std::chrono::duration<double>(at));
+    const auto when =
+        t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(at));
     std::this_thread::sleep_until(when);
     ++sent;
     pool.submit([&, when] {

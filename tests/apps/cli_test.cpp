@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -464,6 +465,35 @@ TEST(colocate_cli_test, plans_and_affinities_over_a_profile_table) {
   r = run("colocate plan --profiles /nonexistent.json --targets D=1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("/nonexistent.json"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace spindle
+
+namespace spindle {
+namespace {
+
+// Issue #18: `spindle profile` measures a real model under Poisson load and
+// writes a table the planner reads.
+TEST(colocate_cli_test, profile_writes_a_table_the_planner_reads) {
+  const std::string dir = ::testing::TempDir() + "/spindle-profile-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string golden = std::string(SPINDLE_SOURCE_DIR) + "/tests/nn/golden/dlrm";
+  auto r = run("profile --model ctr=" + golden + " --model ctr2=" + golden +
+               " --workers 2 --seconds 0.1 --steps 2 --sla-ms 50 --out " + dir + "/p.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("profile table written to"), std::string::npos) << r.out;
+  std::ifstream in(dir + "/p.json");
+  auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["models"]["ctr"]["qps"].size(), 2u) << j.dump();
+  EXPECT_GT(j["models"]["ctr"]["qps"][0][0].get<double>(), 0) << j.dump();
+  EXPECT_GT(j["machine"]["mem_bw_gbps"].get<double>(), 0);
+  r = run("colocate plan --profiles " + dir + "/p.json --targets ctr=100,ctr2=100");
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = run("profile --model " + dir + " --out " + dir + "/q.json");  // not a model directory
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("model.toml"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
