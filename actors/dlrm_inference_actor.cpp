@@ -11,8 +11,10 @@ struct dlrm_state {
   std::string setup_error;
 };
 
-dlrm_reply run_batch(const embedding::dlrm_hps_runner& runner, const nn::model& model,
-                     const dlrm_request& req) {
+}  // namespace
+
+dlrm_reply run_dlrm_batch(const embedding::dlrm_hps_runner& runner, const nn::model& model,
+                          const dlrm_request& req) {
   dlrm_reply reply;
   const auto dense_in = model.desc().dense_in;
   if (req.batch <= 0 || req.dense.size() != std::size_t(req.batch * dense_in)) {
@@ -32,6 +34,8 @@ dlrm_reply run_batch(const embedding::dlrm_hps_runner& runner, const nn::model& 
   return reply;
 }
 
+namespace {
+
 caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model* model,
                          std::shared_ptr<embedding::lookup_session> session) {
   self->state.session = std::move(session);
@@ -44,7 +48,7 @@ caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model*
   return {
       [=](dlrm_atom, const dlrm_request& req) -> dlrm_reply {
         if (!self->state.runner) return dlrm_reply{{}, self->state.setup_error, {}};
-        return run_batch(*self->state.runner, *model, req);
+        return run_dlrm_batch(*self->state.runner, *model, req);
       },
   };
 }

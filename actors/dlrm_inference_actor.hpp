@@ -15,4 +15,9 @@ namespace spindle::actors {
 caf::actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
                                 std::shared_ptr<embedding::lookup_session> session);
 
+/// One batch through `runner` (the actor's work, also what a recommendation
+/// model's worker-pool workers run): errors in the reply.
+dlrm_reply run_dlrm_batch(const embedding::dlrm_hps_runner& runner, const nn::model& model,
+                          const dlrm_request& req);
+
 }  // namespace spindle::actors

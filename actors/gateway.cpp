@@ -13,6 +13,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "actors/dlrm_inference_actor.hpp"
 #include "actors/gateway_metrics.hpp"
 #include "actors/gateway_state.hpp"
 #include "actors/placement_actor.hpp"
@@ -124,7 +125,18 @@ bool settle(Answer& a, const Reply* r, const caf::error* err, std::uint32_t dead
 }  // namespace
 
 gateway::gateway(caf::actor_system& sys) : s_(std::make_unique<state>(sys)) {}
-gateway::~gateway() { caf::anon_send_exit(s_->forward, caf::exit_reason::user_shutdown); }
+gateway::~gateway() {
+  caf::anon_send_exit(s_->forward, caf::exit_reason::user_shutdown);
+  quiesce();
+}
+
+void gateway::quiesce() {
+  // A pooled call holds its entry: let every call finish, so no entry (and no
+  // pool) is freed on one of its own workers, and nothing a worker reads is
+  // freed under it.
+  for (const auto& [name, e] : s_->rec_all())
+    if (e->b.pool) e->b.pool->wait_idle();
+}
 
 // Entries are built before the map's lock is taken: a GNN entry reads the
 // dataset's id files, which must not hold up calls on the RPC thread.
@@ -401,10 +413,31 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   req.dense = std::move(call.dense);
   for (auto& bag : call.sparse)
     req.sparse.push_back({std::move(bag.indices), std::move(bag.offsets)});
-  const auto& inst = e->b.instances[e->next_instance++ % e->b.instances.size()];
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
   const std::uint64_t samples = call.batch;
+  if (e->b.pool) {  // Hera's worker pool: a worker runs the whole batch
+    e->b.pool->submit([e, req = std::move(req), done, t0, deadline, samples] {
+      rec_answer a;
+      if (deadline > 0 && ms_since(t0) * 1e3 > deadline) {
+        a.status = rpc_status::deadline_exceeded;
+        a.message = fmt::format("queued past the deadline of {} us", deadline);
+      } else {
+        const dlrm_reply r = run_dlrm_batch(*e->b.runner, *e->b.model, req);
+        a.server_us = std::uint64_t(ms_since(t0) * 1e3);
+        e->c.record_execution(samples);
+        if (settle(a, &r, nullptr, deadline)) {
+          e->c.inferences += samples;
+          a.scores = r.scores;
+        }
+      }
+      e->admission.complete();
+      e->c.record(a.status, ms_since(t0));
+      done(std::move(a));
+    });
+    return;
+  }
+  const auto& inst = e->b.instances[e->next_instance++ % e->b.instances.size()];
   caf::anon_send(s_->forward, rec_dispatch{inst, std::move(req), timeout_of(deadline),
                                            [e, done, t0, deadline, samples](const dlrm_reply* r,
                                                                             const caf::error* err) {

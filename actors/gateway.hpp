@@ -18,8 +18,10 @@
 #include "actors/hps_messages.hpp"
 #include "actors/serving_messages.hpp"
 #include "actors/split_path.hpp"
+#include "embedding/dlrm_hps.hpp"
 #include "sched/admission.hpp"
 #include "sched/device_scheduler.hpp"
+#include "sched/worker_pool.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
@@ -41,6 +43,11 @@ struct gnn_model_binding {
 
 struct rec_model_binding {
   std::string name;
+  /// Hera's worker pool: each worker runs whole batches through `runner`
+  /// (resized live by the `workers` tunable and the node manager). When unset,
+  /// calls go round robin to `instances` (DLRM inference actors).
+  std::shared_ptr<sched::worker_pool> pool;
+  std::shared_ptr<const embedding::dlrm_hps_runner> runner;
   std::vector<caf::actor> instances;
   caf::actor cache;  // the embedding_cache actor
   const nn::model* model = nullptr;
@@ -79,6 +86,9 @@ class gateway final : public transport::rpc::rpc_service {
   void set_members(std::function<std::string()> members);
   /// Enables Admin.loadModel / unloadModel for GNN models.
   void set_model_loader(model_loader loader);
+  /// Waits until no recommendation call is queued or running in a worker pool
+  /// (after the front doors stopped: before what the models use is freed).
+  void quiesce();
   /// One warm-up request through `b`'s batcher before it is reachable.
   status warm(const gnn_model_binding& b);
   /// Serves exactly the repository versions of `name` its policy picks now.

@@ -72,7 +72,9 @@ struct rec_entry {
   model_counters c;
   explicit rec_entry(rec_model_binding binding)
       : b(std::move(binding)),
-        admission(with_floor(b.admission, 2 * std::max<std::size_t>(1, b.instances.size()))) {}
+        admission(with_floor(
+            b.admission,
+            2 * std::max<std::size_t>(1, b.pool ? b.pool->workers() : b.instances.size()))) {}
 };
 
 }  // namespace spindle::actors::detail

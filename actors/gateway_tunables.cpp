@@ -2,6 +2,7 @@
 // routing, GNNSched, placement and parameter-server thresholds).
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -85,6 +86,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     std::vector<transport::rpc::tunable> t{
         {"max_queue", std::to_string(e.admission.options().max_queue)},
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)}};
+    if (e.b.pool) t.push_back({"workers", std::to_string(e.b.pool->workers())});
     for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
       t.push_back({"hit_rate_threshold." + e.b.session->table(i).name,
                    fmt::format("{}", e.b.session->hit_rate_threshold(i))});
@@ -217,6 +219,14 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     caf::anon_send(e.b.cache, refresh_atom::value);
     return status::ok();
   }
+  if (name == "workers" && e.b.pool) {  // Hera's pool, resized live (nothing queued is lost)
+    int n = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || p != value.data() + value.size() || n < 1 || n > 1024)
+      return make_error(errc::invalid_argument, "workers = '{}': expected 1..1024", shown(value));
+    e.b.pool->resize(std::size_t(n));
+    return status::ok();
+  }
   const std::string prefix = "hit_rate_threshold";
   if (name.starts_with(prefix)) {
     double t = -1;
@@ -235,10 +245,10 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
       return status::ok();
     return make_error(errc::invalid_argument, "{}: no such table", shown(name));
   }
-  return make_error(
-      errc::invalid_argument,
-      "unknown tunable '{}' (DLRM models: max_queue, slo_ms, refresh, hit_rate_threshold[.TABLE])",
-      shown(name));
+  return make_error(errc::invalid_argument,
+                    "unknown tunable '{}' (DLRM models: max_queue, slo_ms, workers, refresh, "
+                    "hit_rate_threshold[.TABLE])",
+                    shown(name));
 }
 
 }  // namespace

@@ -56,9 +56,13 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
   actors::rec_model_binding b;
   b.name = a.dlrm_name.empty() ? h->model->desc().name : a.dlrm_name;
   b.cache = actors::spawn_embedding_cache(sys, h->stack.session, hc.refresh_interval_ms);
-  for (int i = 0; i < std::max(1, a.dlrm_instances); ++i) {
-    b.instances.push_back(actors::spawn_dlrm_inference(sys, *h->model, h->stack.session));
-  }
+  // Hera's worker pool: --dlrm-instances workers, each running whole batches
+  // (live tunable `workers`; the node manager resizes it).
+  SPINDLE_ASSIGN_OR_RETURN(auto runner,
+                           embedding::dlrm_hps_runner::create(*h->model, *h->stack.session));
+  b.runner = std::make_shared<const embedding::dlrm_hps_runner>(std::move(runner));
+  b.pool = std::make_shared<sched::worker_pool>(std::size_t(std::max(1, a.dlrm_instances)),
+                                                "rec-" + b.name);
   b.model = &*h->model;
   b.session = h->stack.session;
   b.admission = a.admission();
@@ -195,6 +199,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   http.reset();
   server.reset();
   metrics.reset();
+  g.quiesce();
   return status::ok();
 }
 

@@ -71,9 +71,21 @@ void worker_pool::run(std::size_t id) {
       if (jobs_.empty()) return;  // stopping, nothing left
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      ++active_;
     }
     job();
+    job = nullptr;  // its captures go before the pool counts it done
+    {
+      std::lock_guard lock(mu_);
+      --active_;
+    }
+    idle_cv_.notify_all();
   }
+}
+
+void worker_pool::wait_idle() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return jobs_.empty() && active_ == 0; });
 }
 
 }  // namespace spindle::sched

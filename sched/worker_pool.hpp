@@ -27,13 +27,17 @@ class worker_pool {
   void resize(std::size_t workers);
   std::size_t workers() const;
   std::size_t queued() const;
+  /// Blocks until no query is queued or running (and each finished query's
+  /// captures are destroyed), e.g. before what those captures own goes away.
+  void wait_idle();
 
  private:
   void run(std::size_t id);
 
   std::string name_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, idle_cv_;
+  std::size_t active_ = 0;  // queries being run
   std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> threads_;  // grows; finished ones are joined on shutdown
   std::size_t target_ = 0;            // workers wanted

@@ -441,6 +441,40 @@ TEST(front_door_test, the_client_queries_a_recommendation_model) {
   EXPECT_NE(out.find("--sparse 1,x: 'x' is not a key"), std::string::npos) << out;
 }
 
+// Issue #18: a recommendation model runs on a worker pool that is resized live
+// (tunable `workers`); calls in flight through the resizes all answer ok.
+TEST(front_door_test, a_recommendation_pool_resized_under_load_loses_no_call) {
+  auto& f = fixture();
+  testing::golden_dlrm_batch g;
+  rpc::rec_call call{"ctr", 6, g.dense, {}, 0};
+  for (auto& s : g.sparse) call.sparse.push_back({s.indices, s.offsets});
+  std::atomic<int> ok{0}, bad{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 3; ++c)
+    clients.emplace_back([&] {
+      auto client = rpc::rpc_client::connect(f.endpoint, 30000);
+      while (!stop) {
+        auto r = (*client)->infer_rec(call);
+        (r && r->status == rpc::rpc_status::ok ? ok : bad)++;
+      }
+    });
+  for (const char* n : {"3", "1", "4", "2"}) {
+    ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "workers", n)->status, rpc::rpc_status::ok);
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  }
+  stop = true;
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(ok.load(), 10);
+  bool seen = false;
+  for (const auto& t : f.client->get_tunables(f.token, "ctr")->tunables)
+    seen |= t.name == "workers" && t.value == "2";
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(f.client->set_tunable(f.token, "ctr", "workers", "0")->status,
+            rpc::rpc_status::bad_request);
+}
+
 // Hostile values get short errors and are refused: a 1 MB model name comes back
 // cut to 64 characters; psgs_threshold=inf is not a threshold.
 TEST(front_door_test, hostile_names_and_values_are_refused_with_short_errors) {
