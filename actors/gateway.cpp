@@ -130,6 +130,67 @@ gateway::~gateway() {
   quiesce();
 }
 
+status gateway::set_node_manager(sched::hera::manager_policy policy,
+                                 const sched::hera::profile_table& profiles, int max_workers) {
+  for (const auto& [name, e] : s_->rec_all()) {
+    if (!e->b.pool) continue;
+    std::lock_guard lock(e->manager_mu);
+    if (policy == sched::hera::manager_policy::hera) {
+      auto it = profiles.models.find(name);
+      if (it == profiles.models.end())
+        return make_error(errc::invalid_argument,
+                          "node manager hera: no profile for model '{}' (spindle profile --model "
+                          "{}=DIR)",
+                          name, name);
+      e->profile = it->second;
+    }
+    e->manager.sla_ms = double(e->admission.options().slo.count()) / 1000.0;
+    if (e->profile) e->manager.sla_ms = e->profile->sla_ms;
+    e->manager.max_workers = std::max(1, max_workers);
+    e->last_requests = e->c.requests.load();
+    e->last_tick = clock_type::now();
+  }
+  s_->manager = policy;
+  return status::ok();
+}
+
+std::chrono::milliseconds gateway::manage_step() {
+  const auto period = std::chrono::milliseconds(s_->manager_period_ms.load());
+  if (!s_->manager) return period;
+  for (const auto& [name, e] : s_->rec_all()) {
+    if (!e->b.pool) continue;
+    std::lock_guard lock(e->manager_mu);
+    const auto now = clock_type::now();
+    const double seconds = std::chrono::duration<double>(now - e->last_tick).count();
+    const std::uint64_t requests = e->c.requests.load();
+    const double q = e->profile ? e->profile->percentile : 0.99;
+    const auto [tail, answers] = e->c.tail_since(e->last_tick, q);
+    sched::hera::model_window w{tail,
+                                seconds > 0 ? double(requests - e->last_requests) / seconds : 0,
+                                int(e->b.pool->workers()), answers};
+    const int next = sched::hera::decide_workers(*s_->manager, e->profile ? &*e->profile : nullptr,
+                                                 e->manager, w);
+    if (next != w.workers) {
+      e->b.pool->resize(std::size_t(next));
+      log::info(
+          "node manager ({}): '{}' {} -> {} workers (p{:g} {:.2f} ms vs SLA {:g} ms, {:.0f} "
+          "req/s)",
+          sched::hera::to_string(*s_->manager), name, w.workers, next, q * 100, tail,
+          e->manager.sla_ms, w.traffic_qps);
+    }
+    e->last_decision = {{"policy", std::string(sched::hera::to_string(*s_->manager))},
+                        {"tail_ms", tail},
+                        {"sla_ms", e->manager.sla_ms},
+                        {"slack", e->manager.sla_ms > 0 ? tail / e->manager.sla_ms : 0},
+                        {"traffic_qps", w.traffic_qps},
+                        {"workers_before", w.workers},
+                        {"workers", next}};
+    e->last_requests = requests;
+    e->last_tick = now;
+  }
+  return period;
+}
+
 void gateway::quiesce() {
   // A pooled call holds its entry: let every call finish, so no entry (and no
   // pool) is freed on one of its own workers, and nothing a worker reads is
@@ -164,6 +225,7 @@ void gateway::add_model(rec_model_binding m) {
 
 void gateway::set_model_loader(model_loader loader) { s_->loader = std::move(loader); }
 void gateway::set_ready(bool ready) { s_->ready = ready; }
+caf::actor_system& gateway::system() { return s_->sys; }
 bool gateway::ready() { return s_->ready; }
 
 namespace {

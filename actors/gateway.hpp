@@ -21,6 +21,7 @@
 #include "embedding/dlrm_hps.hpp"
 #include "sched/admission.hpp"
 #include "sched/device_scheduler.hpp"
+#include "sched/hera/manager.hpp"
 #include "sched/worker_pool.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
@@ -86,6 +87,16 @@ class gateway final : public transport::rpc::rpc_service {
   void set_members(std::function<std::string()> members);
   /// Enables Admin.loadModel / unloadModel for GNN models.
   void set_model_loader(model_loader loader);
+  caf::actor_system& system();
+  /// Turns on the node resource manager for the recommendation models with a
+  /// worker pool: `profiles` (Hera) holds each model's profile; models missing
+  /// from it are named in the error. Each model starts with its admission SLO as
+  /// SLA and may use up to `max_workers`.
+  status set_node_manager(sched::hera::manager_policy policy,
+                          const sched::hera::profile_table& profiles, int max_workers);
+  /// One monitor-and-adjust period over every managed model (the colocation
+  /// actor calls it every manager_period_ms). Returns the next period.
+  std::chrono::milliseconds manage_step();
   /// Waits until no recommendation call is queued or running in a worker pool
   /// (after the front doors stopped: before what the models use is freed).
   void quiesce();

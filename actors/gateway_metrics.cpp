@@ -72,6 +72,20 @@ nlohmann::json percentiles(std::vector<double> l) {
 
 }  // namespace
 
+std::pair<double, std::size_t> model_counters::tail_since(
+    std::chrono::steady_clock::time_point since, double q) {
+  std::vector<double> recent;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& x : latency_ms_)
+      if (x.at >= since) recent.push_back(x.ms);
+  }
+  if (recent.empty()) return {0.0, 0};
+  std::sort(recent.begin(), recent.end());
+  return {recent[std::min(recent.size() - 1, std::size_t(q * double(recent.size())))],
+          recent.size()};
+}
+
 nlohmann::json model_counters::json(const sched::admission_control& admission) {
   // All of the ring, and the last 10 s of it (so a live change shows at once).
   std::vector<double> all, recent;

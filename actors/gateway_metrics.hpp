@@ -64,6 +64,8 @@ struct model_counters {
 
   /// Counts an answer; ok answers also feed the latency samples.
   void record(transport::rpc::rpc_status s, double ms);
+  /// The q-quantile of the ok latencies recorded since `since`, and how many.
+  std::pair<double, std::size_t> tail_since(std::chrono::steady_clock::time_point since, double q);
   /// Counters, latency percentiles and the model's admission state.
   nlohmann::json json(const sched::admission_control& admission);
   /// Appends this model's samples to `families` (metric family -> its lines), so

@@ -18,8 +18,11 @@
 #include "core/thread_annotations.hpp"
 #include "graph/node_index.hpp"
 #include "sched/gnn_pipeline.hpp"
+#include "sched/hera/manager.hpp"
 
 namespace spindle::actors::detail {
+
+using clock_type = std::chrono::steady_clock;
 
 // A client-supplied name or value as errors and logs show it: at most 64
 // characters, then how much was cut (a 10 MB name must not come back whole).
@@ -70,6 +73,13 @@ struct rec_entry {
   sched::admission_control admission;
   std::atomic<std::size_t> next_instance{0};
   model_counters c;
+  // The node manager's view of this model (guarded by manager_mu).
+  std::mutex manager_mu;
+  sched::hera::manager_settings manager;              // SLA, slack band, max workers
+  std::optional<sched::hera::model_profile> profile;  // from --profiles
+  std::uint64_t last_requests = 0;
+  clock_type::time_point last_tick = clock_type::now();
+  nlohmann::json last_decision;
   explicit rec_entry(rec_model_binding binding)
       : b(std::move(binding)),
         admission(with_floor(
@@ -98,6 +108,9 @@ struct gateway::state {
   std::map<std::string, std::shared_ptr<rec_entry>> rec SPINDLE_GUARDED_BY(models_mu);
   clock_type::time_point started = clock_type::now();
   std::atomic<bool> ready{false};  // set once the server's models are loaded and warmed
+  // The node manager (Hera Algorithm 3 or the PARTIES-style baseline), if on.
+  std::optional<sched::hera::manager_policy> manager;
+  std::atomic<int> manager_period_ms{1000};  // T_monitor (tunable manager_period_ms)
   std::unique_ptr<split_path> split;
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any
   model_loader loader;

@@ -64,6 +64,11 @@ std::string gateway::stats_json() {
   }
   for (const auto& [name, e] : s_->rec_all()) {
     auto m = e->c.json(e->admission);
+    if (e->b.pool) {
+      m["workers"] = e->b.pool->workers();
+      std::lock_guard lock(e->manager_mu);
+      if (!e->last_decision.is_null()) m["manager"] = e->last_decision;
+    }
     for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);
       m["tables"][e->b.session->table(i).name] = {

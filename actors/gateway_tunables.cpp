@@ -86,7 +86,15 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     std::vector<transport::rpc::tunable> t{
         {"max_queue", std::to_string(e.admission.options().max_queue)},
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)}};
-    if (e.b.pool) t.push_back({"workers", std::to_string(e.b.pool->workers())});
+    if (e.b.pool) {
+      t.push_back({"workers", std::to_string(e.b.pool->workers())});
+      std::lock_guard lock(e.manager_mu);
+      t.push_back({"manager_period_ms", std::to_string(s_->manager_period_ms.load())});
+      t.push_back({"manager_sla_ms", fmt::format("{}", e.manager.sla_ms)});
+      t.push_back({"slack_low", fmt::format("{}", e.manager.band.low)});
+      t.push_back({"slack_high", fmt::format("{}", e.manager.band.high)});
+      t.push_back({"max_workers", std::to_string(e.manager.max_workers)});
+    }
     for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
       t.push_back({"hit_rate_threshold." + e.b.session->table(i).name,
                    fmt::format("{}", e.b.session->hit_rate_threshold(i))});
@@ -219,6 +227,28 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     caf::anon_send(e.b.cache, refresh_atom::value);
     return status::ok();
   }
+  if (e.b.pool && (name == "manager_sla_ms" || name == "slack_low" || name == "slack_high" ||
+                   name == "max_workers")) {
+    double v = -1;
+    try {
+      v = std::stod(value);
+    } catch (const std::exception&) {
+    }
+    std::lock_guard lock(e.manager_mu);
+    auto& m = e.manager;
+    const bool ok = name == "manager_sla_ms" ? v > 0 && v <= 600000
+                    : name == "max_workers"  ? v >= 1 && v <= 1024 && v == std::floor(v)
+                    : name == "slack_low"    ? v > 0 && v <= m.band.high
+                                             : v >= m.band.low && v <= 100;
+    if (!ok)
+      return make_error(errc::invalid_argument, "{} = '{}': out of range (slack_low <= slack_high)",
+                        name, shown(value));
+    if (name == "manager_sla_ms") m.sla_ms = v;
+    if (name == "max_workers") m.max_workers = int(v);
+    if (name == "slack_low") m.band.low = v;
+    if (name == "slack_high") m.band.high = v;
+    return status::ok();
+  }
   if (name == "workers" && e.b.pool) {  // Hera's pool, resized live (nothing queued is lost)
     int n = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -256,7 +286,18 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
 status gateway::set_tunable(const std::string& model, const std::string& name,
                             const std::string& value) {
   if (auto e = s_->gnn_of(model)) return set_gnn_tunable(s_->sys, *e, name, value);
-  if (auto e = s_->rec_of(model)) return set_rec_tunable(*e, name, value);
+  if (auto e = s_->rec_of(model)) {
+    if (name == "manager_period_ms" && e->b.pool) {  // T_monitor, for every managed model
+      int ms = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+      if (ec != std::errc() || p != value.data() + value.size() || ms < 10 || ms > 600000)
+        return make_error(errc::invalid_argument, "manager_period_ms = '{}': expected 10..600000",
+                          shown(value));
+      s_->manager_period_ms = ms;
+      return status::ok();
+    }
+    return set_rec_tunable(*e, name, value);
+  }
   return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(model), s_->loaded());
 }
 

@@ -7,13 +7,16 @@
 #include <future>
 #include <optional>
 #include <random>
+#include <thread>
 
+#include "actors/colocation_actor.hpp"
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/embedding_cache_actor.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "core/text_file.hpp"
 #include "node/token_file.hpp"
+#include "sched/hera/profile.hpp"
 #include "transport/http/metrics_server.hpp"
 #include "transport/kserve/grpc_server.hpp"
 #include "transport/kserve/http_server.hpp"
@@ -179,6 +182,21 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     go.max_message_bytes = a.http_max_body_mb << 20;
     SPINDLE_ASSIGN_OR_RETURN(grpc, transport::kserve::grpc_server::start(go, door));
   }
+  caf::actor manager;
+  if (!a.node_manager.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::hera::parse_manager_policy(a.node_manager));
+    sched::hera::profile_table profiles;
+    if (policy == sched::hera::manager_policy::hera) {
+      if (a.profiles.empty())
+        return make_error(errc::invalid_argument,
+                          "--node-manager hera needs --profiles FILE (spindle profile)");
+      SPINDLE_ASSIGN_OR_RETURN(profiles, sched::hera::load_profile_table(a.profiles));
+    }
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    SPINDLE_TRY(g.set_node_manager(policy, profiles,
+                                   a.manager_max_workers > 0 ? a.manager_max_workers : cores));
+    manager = actors::spawn_colocation_manager(g.system(), g);
+  }
   SPINDLE_TRY(warm_up(g));
   g.set_ready(true);
   const std::string host = a.listen.substr(0, a.listen.rfind(':'));
@@ -195,6 +213,11 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   sigwait(&set, &sig);
   log::info("serve: stopping on signal {}", sig);
   g.set_ready(false);
+  if (manager) {
+    caf::scoped_actor self{g.system()};
+    self->send_exit(manager, caf::exit_reason::user_shutdown);
+    self->wait_for(manager);
+  }
   grpc.reset();
   http.reset();
   server.reset();

@@ -57,6 +57,16 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
                  "file-descriptor limit less 64, at most 4096)")
       ->capture_default_str();
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
+  cmd.add_option("--node-manager", a.node_manager,
+                 "Resize recommendation models' worker pools every manager_period_ms: hera "
+                 "(Algorithm 3 over --profiles) or parties (one worker per period on SLA slack)")
+      ->check(CLI::IsMember({"hera", "parties"}));
+  cmd.add_option("--profiles", a.profiles,
+                 "Profile table for --node-manager hera (spindle profile)");
+  cmd.add_option("--manager-max-workers", a.manager_max_workers,
+                 "Workers the node manager may give one model (0: the cores)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   cmd.add_option("--dlrm-name", a.dlrm_name,
                  "Name of the DLRM model (default: its model.toml name)");
   cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "sched/hera/colocation.hpp"
+#include "sched/hera/manager.hpp"
 #include "sched/hera/profiler.hpp"
 #include "sched/worker_pool.hpp"
 
@@ -193,6 +194,28 @@ TEST(hera_test, a_worker_pool_resized_under_load_loses_no_query) {
   p.resize(4);
   while (p.queued() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_GT(most.load(), 1);  // the new workers took queries
+}
+
+// Algorithm 3 jumps to the profiled worker count; the PARTIES-style baseline
+// steps one worker per period on the same windows.
+TEST(hera_test, the_node_manager_sizes_from_the_profile_and_parties_steps) {
+  const auto t = table();
+  const auto& n = t.models.at("N");  // 100, 200, 300, 400 QPS at 1..4 workers
+  manager_settings s{50, {}, 4};
+  // A spike: tail 100 ms (slack 2) at 180 QPS -> urgency 2 x 180 = 360 -> 4 workers.
+  model_window spike{100, 180, 1, 50};
+  EXPECT_EQ(decide_workers(manager_policy::hera, &n, s, spike), 4);
+  EXPECT_EQ(decide_workers(manager_policy::parties, nullptr, s, spike), 2);
+  // Idle: tail 5 ms (slack 0.1) at 90 QPS -> 1 worker; PARTIES gives back one.
+  model_window idle{5, 90, 4, 50};
+  EXPECT_EQ(decide_workers(manager_policy::hera, &n, s, idle), 1);
+  EXPECT_EQ(decide_workers(manager_policy::parties, nullptr, s, idle), 3);
+  // Inside the band, or with no answers in the window: no change.
+  EXPECT_EQ(decide_workers(manager_policy::hera, &n, s, {45, 500, 2, 50}), 2);
+  EXPECT_EQ(decide_workers(manager_policy::hera, &n, s, {500, 500, 2, 0}), 2);
+  // Bounded by the cores given.
+  EXPECT_EQ(decide_workers(manager_policy::parties, nullptr, {50, {}, 2}, {100, 1, 2, 5}), 2);
+  EXPECT_FALSE(parse_manager_policy("static").has_value());
 }
 
 }  // namespace

@@ -1,0 +1,16 @@
+// Hera's node resource manager loop (Algorithm 3's monitor-and-adjust): an
+// actor that asks the gateway for one manage_step() every T_monitor (the
+// tunable manager_period_ms). The decisions themselves are sched/hera's; the
+// gateway applies them to the models' worker pools.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "actors/gateway.hpp"
+
+namespace spindle::actors {
+
+/// `gw` must outlive the actor; stop it with an exit message before the gateway goes.
+caf::actor spawn_colocation_manager(caf::actor_system& sys, gateway& gw);
+
+}  // namespace spindle::actors
