@@ -35,6 +35,8 @@ demo: build
 	$(SPINDLE) serve --dataset $(DEMO_DIR)/rmat16 --model $(DEMO_DIR)/sage --calibration $(DEMO_DIR)/psgs-calibration.json --workload 5000 --clients 16 --policy loose
 	$(SPINDLE) model init --arch dlrm --tables 200000,200000,100000,50000 --seed 1 --out-dir $(DEMO_DIR)/dlrm
 	$(SPINDLE) serve-dlrm --model $(DEMO_DIR)/dlrm --pdb $(DEMO_DIR)/dlrm-pdb --workload 2000 --batch 256
+	$(SPINDLE) profile --model ctr=$(DEMO_DIR)/dlrm --workers 2 --seconds 0.2 --steps 3 --sla-ms 20 --out $(DEMO_DIR)/profile.json
+	$(SPINDLE) colocate plan --profiles examples/hera-profile-handmade.json --targets D=500,N=300,W=100
 	./scripts/demo-front-door.sh $(SPINDLE) $(DEMO_DIR)
 
 test: build
