@@ -3,6 +3,8 @@
 //   affinity   Algorithm 1 for every model pair, with each model's worker scalability
 //   plan       Algorithm 2 for target QPS per model: the servers, their model pairs,
 //              the expected QPS and EMU, beside one-model-per-server isolation
+//   simulate   servers needed and mean EMU of Hera, Hera-Random, Random and
+//              isolation for clusters of 1..1000 servers (Hera Figs. 11, 15)
 #include <fmt/ranges.h>
 
 #include <charconv>
@@ -10,6 +12,7 @@
 
 #include "apps/commands/command.hpp"
 #include "sched/hera/colocation.hpp"
+#include "sched/hera/simulate.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -21,6 +24,8 @@ struct colocate_args {
   std::vector<std::string> targets;  // model=QPS
   double min_gain = 0.5;
   bool json = false;
+  std::vector<std::size_t> servers{1, 10, 100, 1000};  // simulate: cluster sizes
+  std::uint64_t seed = 1;
 };
 
 expected<std::map<std::string, double>> parse_targets(const std::vector<std::string>& items) {
@@ -122,6 +127,36 @@ status run_plan(const colocate_args& a) {
   return status::ok();
 }
 
+status run_simulate(const colocate_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto t, hera::load_profile_table(a.profiles));
+  SPINDLE_ASSIGN_OR_RETURN(auto mix, parse_targets(a.targets));
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json)
+    fmt::print("{:>9}  {:<24} {:>8} {:>9} {:>14}\n", "isolated", "policy", "servers", "mean EMU",
+               "vs isolation");
+  for (std::size_t n : a.servers) {
+    const auto targets = hera::targets_for(t, mix, n);
+    std::size_t base = 0;
+    for (auto p : {hera::selection::isolation, hera::selection::hera, hera::selection::hera_random,
+                   hera::selection::random}) {
+      SPINDLE_ASSIGN_OR_RETURN(auto r, hera::simulate(t, targets, p, a.seed, a.min_gain));
+      if (p == hera::selection::isolation) base = r.servers;
+      if (a.json) {
+        rows.push_back({{"cluster", n},
+                        {"policy", std::string(hera::to_string(p))},
+                        {"servers", r.servers},
+                        {"mean_emu", r.mean_emu}});
+      } else {
+        fmt::print("{:>9}  {:<24} {:>8} {:>8.0f}% {:>13.0f}%\n", n, hera::to_string(p), r.servers,
+                   r.mean_emu * 100,
+                   100.0 * double(r.servers) / double(std::max<std::size_t>(1, base)));
+      }
+    }
+  }
+  if (a.json) fmt::print("{}\n", rows.dump(2));
+  return status::ok();
+}
+
 }  // namespace
 
 void register_colocate(CLI::App& app, global_options&) {
@@ -152,6 +187,21 @@ void register_colocate(CLI::App& app, global_options&) {
       ->required();
   plan->callback([a] {
     if (int rc = report(run_plan(*a))) throw CLI::RuntimeError(rc);
+  });
+  auto* sim = cmd->add_subcommand(
+      "simulate",
+      "Servers needed and mean EMU of Hera, Hera-Random, Random and isolation for clusters of "
+      "--servers isolated servers' worth of load, split by --mix");
+  common(sim);
+  sim->add_option("--mix", a->targets, "Share of the load per model: MODEL=WEIGHT,...")
+      ->delimiter(',')
+      ->required();
+  sim->add_option("--servers", a->servers, "Cluster sizes (isolated servers' worth of load)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sim->add_option("--seed", a->seed, "Seed of the random policies")->capture_default_str();
+  sim->callback([a] {
+    if (int rc = report(run_simulate(*a))) throw CLI::RuntimeError(rc);
   });
 }
 

@@ -462,6 +462,14 @@ TEST(colocate_cli_test, plans_and_affinities_over_a_profile_table) {
   EXPECT_NE(r.out.find("spindle: error: target for 'Q': no such model in the profiles"),
             std::string::npos)
       << r.out;
+  r = run("colocate simulate --profiles " + profiles + " --mix D=1,N=1,W=1 --servers 30 --json",
+          true);
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u) << r.out;
+  EXPECT_EQ(j[0]["servers"], 30);  // isolation
+  EXPECT_EQ(j[1]["policy"], "Hera");
+  EXPECT_EQ(j[1]["servers"], 26);  // hera_test works it out by hand
   r = run("colocate plan --profiles /nonexistent.json --targets D=1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("/nonexistent.json"), std::string::npos) << r.out;

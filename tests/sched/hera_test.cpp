@@ -10,6 +10,7 @@
 #include "sched/hera/colocation.hpp"
 #include "sched/hera/manager.hpp"
 #include "sched/hera/profiler.hpp"
+#include "sched/hera/simulate.hpp"
 #include "sched/worker_pool.hpp"
 
 namespace spindle::sched::hera {
@@ -216,6 +217,34 @@ TEST(hera_test, the_node_manager_sizes_from_the_profile_and_parties_steps) {
   // Bounded by the cores given.
   EXPECT_EQ(decide_workers(manager_policy::parties, nullptr, {50, {}, 2}, {100, 1, 2, 5}), 2);
   EXPECT_FALSE(parse_manager_policy("static").has_value());
+}
+
+// The simulator on the hand table, 30 isolated servers' worth of an even mix:
+// isolation needs exactly 30 at EMU 1; Hera needs 12 (D + W) + 4 W + 10 N = 26
+// with mean EMU (12 x 1.378 + 14) / 26.
+TEST(hera_test, the_simulator_counts_servers_and_emu_per_policy) {
+  const auto t = table();
+  const auto targets = targets_for(t, {{"D", 1}, {"N", 1}, {"W", 1}}, 30);
+  EXPECT_DOUBLE_EQ(targets.at("D"), 10 * 205.0);
+  auto iso = simulate(t, targets, selection::isolation);
+  ASSERT_TRUE(iso.has_value());
+  EXPECT_EQ(iso->servers, 30u);
+  EXPECT_DOUBLE_EQ(iso->mean_emu, 1.0);
+  auto hera = simulate(t, targets, selection::hera);
+  ASSERT_TRUE(hera.has_value());
+  EXPECT_EQ(hera->servers, 26u);
+  EXPECT_NEAR(hera->mean_emu, (12 * (180.0 / 205 + 0.5) + 14) / 26, 1e-9);
+  // Random policies are reproducible by seed and serve the targets too.
+  for (auto p : {selection::hera_random, selection::random}) {
+    auto a = simulate(t, targets, p, 7), b = simulate(t, targets, p, 7);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    EXPECT_EQ(a->servers, b->servers);
+    EXPECT_GT(a->servers, 0u);
+    EXPECT_GT(a->mean_emu, 0.5);
+  }
+  // Hera-Random has one high partner to choose from per low model here: W or N.
+  auto hr = simulate(t, targets, selection::hera_random, 3);
+  EXPECT_GE(hr->servers, hera->servers);
 }
 
 }  // namespace
