@@ -22,7 +22,7 @@ namespace hera = sched::hera;
 struct colocate_args {
   std::string profiles;
   std::vector<std::string> targets;  // model=QPS
-  double min_gain = 0.5;
+  double min_gain = hera::kDefaultMinGain;
   bool json = false;
   std::vector<std::size_t> servers{1, 10, 100, 1000};  // simulate: cluster sizes
   std::uint64_t seed = 1;

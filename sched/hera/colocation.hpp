@@ -20,10 +20,13 @@ std::string_view to_string(scalability s);
 /// Hera §VI-B "the slope of the performance scalability curve", made concrete:
 /// W = the machine's cores; the gain of the upper half of the workers,
 /// (QPS[W] - QPS[W/2]) / QPS[W/2] at all ways, is 1.0 when QPS doubles
-/// (linear). High when the gain reaches `min_gain` (default 0.5: at least half
-/// of linear); low otherwise, and low when the profile stops before W workers
-/// (memory-capacity bound, as DLRM(B)).
-scalability worker_scalability(const model_profile& m, int cores, double min_gain = 0.5);
+/// (linear). High when the gain reaches `min_gain`; low otherwise, and low when
+/// the profile stops before W workers (memory-capacity bound, as DLRM(B)).
+/// The default 0.6 makes a model saturating at 12 of 16 workers low, as Hera
+/// classifies DLRM(D) (gain 0.5), while one saturating at 14 stays high (DLRM(A)).
+inline constexpr double kDefaultMinGain = 0.6;
+scalability worker_scalability(const model_profile& m, int cores,
+                               double min_gain = kDefaultMinGain);
 
 /// Algorithm 1's result for a pair (A, B) sharing one machine, each with half
 /// of its cores as workers.
@@ -72,7 +75,7 @@ struct cluster_plan {
 /// serves 0 QPS.
 expected<cluster_plan> plan_cluster(const profile_table& t,
                                     const std::map<std::string, double>& target_qps,
-                                    double min_gain = 0.5);
+                                    double min_gain = kDefaultMinGain);
 
 /// Algorithm 3's find_number_of_workers: the fewest workers (up to
 /// `max_workers`) whose profiled QPS at `ways` reaches `traffic`; the most QPS

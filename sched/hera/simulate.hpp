@@ -28,7 +28,8 @@ struct simulation {
 /// Servers and EMU of `policy` for `targets` (QPS per model); `seed` drives the
 /// random policies.
 expected<simulation> simulate(const profile_table& t, const std::map<std::string, double>& targets,
-                              selection policy, std::uint64_t seed = 1, double min_gain = 0.5);
+                              selection policy, std::uint64_t seed = 1,
+                              double min_gain = kDefaultMinGain);
 
 /// Targets for a cluster of about `servers` isolated servers: each model's
 /// share of `mix` (weights) of that many servers' worth of its isolated QPS.

@@ -44,7 +44,7 @@ profile_table table(double mem_bw = 10) {
 
 TEST(hera_test, worker_scalability_is_the_slope_of_the_upper_half) {
   const auto t = table();
-  // D: (205 - 190) / 190 = 0.079 < 0.5; N: (400 - 200) / 200 = 1.0.
+  // D: (205 - 190) / 190 = 0.079 < 0.6; N: (400 - 200) / 200 = 1.0.
   EXPECT_EQ(worker_scalability(t.models.at("D"), 4), scalability::low);
   EXPECT_EQ(worker_scalability(t.models.at("N"), 4), scalability::high);
   // A profile that stops at 2 workers (memory capacity) is low whatever its slope.
@@ -52,6 +52,11 @@ TEST(hera_test, worker_scalability_is_the_slope_of_the_upper_half) {
   capped.qps.resize(2);
   capped.mem_bw_gbps.resize(2);
   EXPECT_EQ(worker_scalability(capped, 4), scalability::low);
+  // Saturating at 3 of 4 workers: gain (3 - 2) / 2 = 0.5, low by default, high at 0.5.
+  model_profile sat = t.models.at("W");
+  sat.qps[3] = sat.qps[2];
+  EXPECT_EQ(worker_scalability(sat, 4), scalability::low);
+  EXPECT_EQ(worker_scalability(sat, 4, 0.5), scalability::high);
 }
 
 TEST(hera_test, algorithm_1_affinity_on_a_hand_made_table) {
