@@ -15,7 +15,8 @@
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 5> kArchNames = {"graphsage", "gcn", "gat", "gin", "dlrm"};
+constexpr std::array<std::string_view, 7> kArchNames = {"graphsage", "gcn", "gat", "gin",
+                                                        "dlrm",      "ncf", "wnd"};
 
 template <class T>
 status read_int(const toml::table& t, std::string_view key, T& out, std::string_view origin) {
@@ -106,7 +107,7 @@ expected<model_arch> parse_model_arch(std::string_view text) {
   for (std::size_t i = 0; i < kArchNames.size(); ++i)
     if (kArchNames[i] == text) return model_arch(i);
   return make_error(errc::invalid_argument,
-                    "model.arch = '{}': expected graphsage, gcn, gat, gin or dlrm", text);
+                    "model.arch = '{}': expected graphsage, gcn, gat, gin, dlrm, ncf or wnd", text);
 }
 
 // model.weights names a file inside the model directory: a path that leaves it
@@ -152,8 +153,34 @@ status validate(const model_desc& d) {
     if (d.arch == model_arch::gat) SPINDLE_TRY(positive("heads", d.heads));
     return validate_fanouts(d.fanouts, d.layers, "model.fanouts");
   }
-  SPINDLE_TRY(positive("dense_in", d.dense_in));
   SPINDLE_TRY(positive("embedding_dim", d.embedding_dim));
+  for (std::size_t i = 0; i < d.table_rows.size(); ++i)
+    if (d.table_rows[i] <= 0)
+      return make_error(errc::invalid_argument, "model.table_rows[{}] = {}: must be > 0", i,
+                        d.table_rows[i]);
+  for (int w : d.top) SPINDLE_TRY(positive("top[*]", w));
+  if (d.arch == model_arch::ncf) {  // GMF user, GMF item, MLP user, MLP item
+    if (d.table_rows.size() != 4)
+      return make_error(errc::invalid_argument,
+                        "model.table_rows: NCF has 4 tables (GMF user, GMF item, MLP user, MLP "
+                        "item), got {}",
+                        d.table_rows.size());
+    if (d.top.empty())
+      return make_error(errc::invalid_argument, "model.top: NCF's MLP tower needs a layer");
+    if (d.dense_in != 0)
+      return make_error(errc::invalid_argument, "model.dense_in = {}: NCF has no dense input",
+                        d.dense_in);
+    return status::ok();
+  }
+  SPINDLE_TRY(positive("dense_in", d.dense_in));
+  if (d.arch == model_arch::wnd) {
+    if (d.table_rows.empty())
+      return make_error(errc::invalid_argument, "model.table_rows: at least one table");
+    if (d.top.empty() || d.top.back() != 1)
+      return make_error(errc::invalid_argument, "model.top = [{}]: must end with 1",
+                        fmt::join(d.top, ", "));
+    return status::ok();
+  }
   if (d.bottom.empty() || d.bottom.back() != d.embedding_dim)
     return make_error(errc::invalid_argument,
                       "model.bottom = [{}]: must end with embedding_dim = {}",

@@ -12,7 +12,9 @@
 
 namespace spindle::config {
 
-enum class model_arch { graphsage, gcn, gat, gin, dlrm };
+/// GNNs (graphsage, gcn, gat, gin) and recommendation models (dlrm; ncf:
+/// NeuMF, He et al. 2017; wnd: Wide & Deep, Cheng et al. 2016 — Hera Table I).
+enum class model_arch { graphsage, gcn, gat, gin, dlrm, ncf, wnd };
 std::string_view to_string(model_arch a);
 expected<model_arch> parse_model_arch(std::string_view text);
 
@@ -41,7 +43,10 @@ struct model_desc {
   int slo_ms = 0;              // end-to-end objective admission is sized from
   std::string version_policy;  // "latest" (default) or "specific:V"
 
-  bool is_gnn() const { return arch != model_arch::dlrm; }
+  bool is_gnn() const {
+    return arch != model_arch::dlrm && arch != model_arch::ncf && arch != model_arch::wnd;
+  }
+  bool is_rec() const { return !is_gnn(); }
 };
 
 /// Which versions of a model repository entry to serve, highest first (Triton's

@@ -52,6 +52,8 @@ void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
         s.push_back({conv(l, "eps"), {1}, true});
         break;
       case model_arch::dlrm:
+      case model_arch::ncf:
+      case model_arch::wnd:
         break;
     }
   }
@@ -80,9 +82,28 @@ std::vector<param_spec> parameter_specs(const config::model_desc& d) {
     gnn_specs(d, s);
     return s;
   }
+  auto tables = [&] {
+    for (std::size_t t = 0; t < d.table_rows.size(); ++t)
+      s.push_back({fmt::format("emb_l.{}.weight", t), {d.table_rows[t], d.embedding_dim}});
+  };
+  if (d.arch == model_arch::ncf) {  // NeuMF: GMF (tables 0, 1) beside an MLP (tables 2, 3)
+    tables();
+    mlp_specs("mlp_l", 2 * std::int64_t(d.embedding_dim), d.top, s);
+    s.push_back({"predict.weight", {1, d.embedding_dim + d.top.back()}});
+    s.push_back({"predict.bias", {1}});
+    return s;
+  }
+  if (d.arch == model_arch::wnd) {  // wide: dense + one weight per key; deep: MLP
+    s.push_back({"wide.weight", {1, d.dense_in}});
+    s.push_back({"wide.bias", {1}});
+    for (std::size_t t = 0; t < d.table_rows.size(); ++t)
+      s.push_back({fmt::format("wide_emb.{}.weight", t), {d.table_rows[t], 1}});
+    tables();
+    mlp_specs("top_l", d.dense_in + std::int64_t(d.table_rows.size()) * d.embedding_dim, d.top, s);
+    return s;
+  }
   mlp_specs("bot_l", d.dense_in, d.bottom, s);
-  for (std::size_t t = 0; t < d.table_rows.size(); ++t)
-    s.push_back({fmt::format("emb_l.{}.weight", t), {d.table_rows[t], d.embedding_dim}});
+  tables();
   mlp_specs("top_l", dlrm_top_in(d), d.top, s);
   return s;
 }
@@ -204,6 +225,8 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
       return linear(a, y, w.nn2, w.nn2_bias, out, pool);
     }
     case model_arch::dlrm:
+    case model_arch::ncf:
+    case model_arch::wnd:
       break;
   }
   return make_error(errc::internal, "gnn_layer on a DLRM model");
@@ -232,12 +255,14 @@ expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
 }
 
 expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
-                            tensor x, bool sigmoid_last) const {
+                            tensor x, bool sigmoid_last, bool linear_last) const {
   for (std::size_t i = 0; i < widths.size(); ++i) {
     SPINDLE_ASSIGN_OR_RETURN(auto y,
                              linear(a, x, p(fmt::format("{}.{}.weight", prefix, 2 * i)),
                                     p(fmt::format("{}.{}.bias", prefix, 2 * i)), widths[i]));
-    if (i + 1 < widths.size() || !sigmoid_last) {
+    if (linear_last && i + 1 == widths.size()) {
+      // the last layer stays linear (its logit is added to the wide part)
+    } else if (i + 1 < widths.size() || !sigmoid_last) {
       relu_(y);
     } else {
       for (std::int64_t k = 0; k < y.numel(); ++k)
@@ -273,6 +298,64 @@ expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
   }
   for (const auto& e : embs) refs.push_back(&e);
   return forward_dlrm_pooled(a, dense, refs);
+}
+
+namespace {
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+expected<tensor> model::forward_rec(allocator& a, const tensor& dense,
+                                    const std::vector<sparse_input>& sparse) const {
+  if (desc_.arch == model_arch::dlrm) return forward_dlrm(a, dense, sparse);
+  if (!desc_.is_rec())
+    return make_error(errc::invalid_argument, "{}: not a recommendation model", desc_.name);
+  if (sparse.size() != desc_.table_rows.size())
+    return make_error(errc::invalid_argument, "{}: {} sparse inputs for {} tables", desc_.name,
+                      sparse.size(), desc_.table_rows.size());
+  const std::int64_t batch = std::int64_t(sparse[0].offsets.size()) - 1;
+  if (desc_.arch == model_arch::wnd && (dense.rows() != batch || dense.cols() != desc_.dense_in))
+    return make_error(errc::invalid_argument, "{}: dense is [{} x {}], expected [{} x {}]",
+                      desc_.name, dense.rows(), dense.cols(), batch, desc_.dense_in);
+  // Sum-pooled bags of every table (and, for Wide & Deep, of the wide weights).
+  auto bag = [&](const std::string& name, std::int64_t dim, std::size_t t) -> expected<tensor> {
+    if (std::int64_t(sparse[t].offsets.size()) != batch + 1)
+      return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows",
+                        desc_.name, t, sparse[t].offsets.size(), batch);
+    auto e = embedding_bag(a, p(name), dim, sparse[t].indices, sparse[t].offsets, reduce_op::sum);
+    if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
+    return e;
+  };
+  const std::int64_t d = desc_.embedding_dim;
+  std::vector<tensor> embs;
+  for (std::size_t t = 0; t < sparse.size(); ++t) {
+    SPINDLE_ASSIGN_OR_RETURN(auto e, bag(fmt::format("emb_l.{}.weight", t), d, t));
+    embs.push_back(std::move(e));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {batch, 1}));
+  if (desc_.arch == model_arch::ncf) {
+    for (std::int64_t r = 0; r < batch; ++r)  // GMF: user x item, elementwise (into table 0)
+      for (std::int64_t c = 0; c < d; ++c) embs[0].row(r)[c] *= embs[1].row(r)[c];
+    SPINDLE_ASSIGN_OR_RETURN(auto x, concat_cols(a, {&embs[2], &embs[3]}));
+    SPINDLE_ASSIGN_OR_RETURN(auto h, mlp(a, "mlp_l", desc_.top, std::move(x), false));
+    SPINDLE_ASSIGN_OR_RETURN(auto z, concat_cols(a, {&embs[0], &h}));
+    SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, z, p("predict.weight"), p("predict.bias"), 1));
+    for (std::int64_t r = 0; r < batch; ++r) out.row(r)[0] = sigmoid(y.row(r)[0]);
+    return out;
+  }
+  // Wide & Deep: sigmoid(wide(dense) + Σ wide key weights + deep(dense ++ embeddings)).
+  SPINDLE_ASSIGN_OR_RETURN(auto wide, linear(a, dense, p("wide.weight"), p("wide.bias"), 1));
+  for (std::size_t t = 0; t < sparse.size(); ++t) {
+    SPINDLE_ASSIGN_OR_RETURN(auto w, bag(fmt::format("wide_emb.{}.weight", t), 1, t));
+    for (std::int64_t r = 0; r < batch; ++r) wide.row(r)[0] += w.row(r)[0];
+  }
+  std::vector<const tensor*> parts{&dense};
+  for (const auto& e : embs) parts.push_back(&e);
+  SPINDLE_ASSIGN_OR_RETURN(auto x, concat_cols(a, parts));
+  SPINDLE_ASSIGN_OR_RETURN(auto deep, mlp(a, "top_l", desc_.top, std::move(x), false, true));
+  for (std::int64_t r = 0; r < batch; ++r) out.row(r)[0] = sigmoid(wide.row(r)[0] + deep.row(r)[0]);
+  return out;
 }
 
 expected<tensor> model::forward_dlrm_pooled(allocator& a, const tensor& dense,

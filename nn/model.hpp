@@ -63,6 +63,13 @@ class model {
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
                                 const std::vector<sparse_input>& sparse) const;
+  /// Any recommendation model (dlrm, ncf, wnd) with its tables in memory: dense
+  /// [B x dense_in] (NCF: ignored), one sparse_input per table; returns [B x 1]
+  /// click probabilities. NCF (NeuMF): sigmoid(predict(GMF(t0 * t1) ++
+  /// MLP(t2 ++ t3))). Wide & Deep: sigmoid(wide(dense) + Σ_t wide_emb_t[keys] +
+  /// deep(dense ++ t0 ++ ... ++ tT-1)), deep's last layer linear.
+  expected<tensor> forward_rec(allocator& a, const tensor& dense,
+                               const std::vector<sparse_input>& sparse) const;
   /// DLRM forward from already pooled bags: pooled[t] is [B x embedding_dim]
   /// (the sum of each bag's vectors, as forward_dlrm's embedding bags compute).
   expected<tensor> forward_dlrm_pooled(allocator& a, const tensor& dense,
@@ -78,7 +85,7 @@ class model {
   expected<tensor> gnn_layer(allocator& a, int l, const block& b, std::span<const float> degree,
                              const tensor& x, thread_pool* pool) const;
   expected<tensor> mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
-                       tensor x, bool sigmoid_last) const;
+                       tensor x, bool sigmoid_last, bool linear_last = false) const;
   std::span<const float> p(const std::string& name) const;
 
   config::model_desc desc_;

@@ -68,6 +68,8 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
       break;
     }
     case model_arch::dlrm:
+    case model_arch::ncf:
+    case model_arch::wnd:
       break;
   }
   // Activation (in place, zero memory) closes the layer and releases its input.

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes the golden fixtures of tests/nn: weights, inputs and expected outputs of
-the real PyTorch Geometric layers (and a plain PyTorch DLRM), so Spindle's models
-are checked against PyG itself.
+the real PyTorch Geometric layers (and plain PyTorch DLRM, NCF and Wide & Deep
+models), so Spindle's models are checked against PyG and PyTorch themselves.
 
 Run by hand (not in CI) with torch + torch_geometric installed, e.g. on Debian 12:
   apt-get install python3-torch && pip install --break-system-packages torch_geometric==2.3.1
-  /usr/bin/python3 scripts/make_golden_fixtures.py tests/nn/golden
+  /usr/bin/python3 scripts/make_golden_fixtures.py tests/nn/golden [--only ncf,wnd]
 
 Each GNN fixture is a 2-hop sampled subgraph in Spindle's sampler layout
 (hop_end, CSR rows of expanded nodes -> local neighbour ids). PyG runs the model
@@ -169,6 +169,90 @@ def dlrm_fixture(out_dir):
     np.save(os.path.join(d, "expected.npy"), expected)
 
 
+class NCF(torch.nn.Module):
+    """NeuMF (He et al. 2017): GMF over tables 0 (user) and 1 (item) beside an MLP
+    over tables 2 and 3, then one predict layer and a sigmoid (Hera Table I: 4
+    tables, 1 lookup, concat)."""
+
+    def __init__(self, rows, dim, mlp):
+        super().__init__()
+        self.emb_l = torch.nn.ModuleList([torch.nn.EmbeddingBag(n, dim, mode="sum") for n in rows])
+        widths, layers = [2 * dim] + mlp, []
+        for i in range(1, len(widths)):
+            layers += [torch.nn.Linear(widths[i - 1], widths[i]), torch.nn.ReLU()]
+        self.mlp_l = torch.nn.Sequential(*layers)
+        self.predict = torch.nn.Linear(dim + mlp[-1], 1)
+
+    def forward(self, dense, indices, offsets):
+        e = [emb(i, o) for emb, i, o in zip(self.emb_l, indices, offsets)]
+        h = self.mlp_l(torch.cat([e[2], e[3]], dim=1))
+        return torch.sigmoid(self.predict(torch.cat([e[0] * e[1], h], dim=1)))
+
+
+class WideDeep(torch.nn.Module):
+    """Wide & Deep (Cheng et al. 2016): a linear wide part over the dense
+    features plus one learned weight per sparse key, and a deep MLP over the
+    dense features and every table's embedding; sigmoid of the sum."""
+
+    def __init__(self, dense_in, rows, dim, top):
+        super().__init__()
+        self.wide = torch.nn.Linear(dense_in, 1)
+        self.wide_emb = torch.nn.ModuleList([torch.nn.EmbeddingBag(n, 1, mode="sum") for n in rows])
+        self.emb_l = torch.nn.ModuleList([torch.nn.EmbeddingBag(n, dim, mode="sum") for n in rows])
+        widths, layers = [dense_in + len(rows) * dim] + top, []
+        for i in range(1, len(widths)):
+            layers.append(torch.nn.Linear(widths[i - 1], widths[i]))
+            if i < len(widths) - 1:
+                layers.append(torch.nn.ReLU())
+        self.top_l = torch.nn.Sequential(*layers)
+
+    def forward(self, dense, indices, offsets):
+        wide = self.wide(dense)
+        for w, i, o in zip(self.wide_emb, indices, offsets):
+            wide = wide + w(i, o)
+        deep = self.top_l(torch.cat([dense] + [e(i, o) for e, i, o in zip(self.emb_l, indices, offsets)], dim=1))
+        return torch.sigmoid(wide + deep)
+
+
+def rec_fixture(out_dir, name, model, toml, rows, dense_in, batch, max_lookups):
+    """Runs `model` on a random batch and writes its weights, inputs and outputs."""
+    rng = np.random.default_rng(13)
+    dense = rng.standard_normal((batch, dense_in)).astype(np.float32)
+    indices, offsets = [], []
+    for n in rows:
+        lens = rng.integers(1, max_lookups + 1, size=batch)
+        offsets.append(np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+        indices.append(rng.integers(0, n, size=int(lens.sum())).astype(np.int64))
+    with torch.no_grad():
+        for p in model.parameters():  # spread the weights so the check is not near zero
+            p.uniform_(-0.3, 0.3)
+        expected = to_numpy(model(torch.tensor(dense.tolist()).reshape(batch, dense_in),
+                                  [torch.tensor(i.tolist(), dtype=torch.long) for i in indices],
+                                  [torch.tensor(o[:-1].tolist(), dtype=torch.long) for o in offsets]))
+    d = write_model_dir(out_dir, name, model, toml)
+    np.save(os.path.join(d, "dense.npy"), dense)
+    for t in range(len(rows)):
+        np.save(os.path.join(d, f"indices{t}.npy"), indices[t])
+        np.save(os.path.join(d, f"offsets{t}.npy"), offsets[t])
+    np.save(os.path.join(d, "expected.npy"), expected)
+
+
+def ncf_fixture(out_dir):
+    rows, dim, mlp = [40, 30, 40, 30], 8, [16, 16, 8]
+    rec_fixture(out_dir, "ncf", NCF(rows, dim, mlp).eval(),
+                '[model]\nname = "golden-ncf"\narch = "ncf"\nweights = "weights.safetensors"\n'
+                f"dense_in = 0\ntop = [{', '.join(map(str, mlp))}]\nembedding_dim = {dim}\n"
+                f"table_rows = [{', '.join(map(str, rows))}]\n", rows, 0, 6, 1)
+
+
+def wnd_fixture(out_dir):
+    rows, dim, top = [20, 30, 25], 4, [16, 8, 1]
+    rec_fixture(out_dir, "wnd", WideDeep(13, rows, dim, top).eval(),
+                '[model]\nname = "golden-wnd"\narch = "wnd"\nweights = "weights.safetensors"\n'
+                f"dense_in = 13\ntop = [{', '.join(map(str, top))}]\nembedding_dim = {dim}\n"
+                f"table_rows = [{', '.join(map(str, rows))}]\n", rows, 13, 6, 3)
+
+
 def directed_fixture(out_dir):
     """A directed graph as PyG users hold it: edge_index [2, E] (source row 0,
     target row 1) and x, with a 2-layer GraphSAGE run by PyG on the whole graph.
@@ -200,7 +284,13 @@ def directed_fixture(out_dir):
 
 
 def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else "tests/nn/golden"
+    out_dir = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "tests/nn/golden"
+    if "--only" in sys.argv:  # e.g. --only ncf,wnd: write these, leave the others as they are
+        torch.manual_seed(5)
+        for name in sys.argv[sys.argv.index("--only") + 1].split(","):
+            {"ncf": ncf_fixture, "wnd": wnd_fixture, "dlrm": dlrm_fixture,
+             "directed": directed_fixture}[name](out_dir)
+        return
     torch.manual_seed(3)
     gnn_fixture(out_dir, "graphsage", [SAGEConv(IN, HIDDEN), SAGEConv(HIDDEN, OUT)], "")
     gnn_fixture(out_dir, "gcn", [GCNConv(IN, HIDDEN), GCNConv(HIDDEN, OUT)], "")

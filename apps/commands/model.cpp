@@ -12,7 +12,7 @@ namespace {
 
 struct init_args {
   std::string arch, out_dir, name,
-      tables = "100000,100000,100000,100000,100000,100000,100000,100000";
+      tables;  // default per architecture (below)
   int in = 0, hidden = 0, classes = 0, layers = 2, heads = 4;
   int deprecated_out = 0;  // --out, the old spelling of --classes
   std::string fanouts;     // written to model.toml
@@ -56,13 +56,35 @@ status run_init(const init_args& a) {
       SPINDLE_ASSIGN_OR_RETURN(d.fanouts, config::parse_fanouts(a.fanouts));
       SPINDLE_TRY(config::validate_fanouts(d.fanouts, d.layers, "--fanouts"));
     }
+  } else if (arch == config::model_arch::ncf) {
+    // Hera Table I, NCF: predict-FC 256-256-128, 4 tables of 64 wide, 1 lookup, SLA 5 ms.
+    d.embedding_dim = a.hidden ? a.hidden : 64;
+    d.top = {256, 256, 128};
+    d.slo_ms = 5;
+    SPINDLE_ASSIGN_OR_RETURN(
+        d.table_rows, parse_rows(a.tables.empty() ? "100000,100000,100000,100000" : a.tables));
+  } else if (arch == config::model_arch::wnd) {
+    // Hera Table I, Wide&Deep: predict-FC 1024-512-256, 27 tables of 32 wide, SLA 25 ms
+    // (rows scaled to 10,000 per table by default: --tables to change).
+    d.dense_in = a.in ? a.in : 13;
+    d.embedding_dim = a.hidden ? a.hidden : 32;
+    d.top = {1024, 512, 256, 1};
+    d.slo_ms = 25;
+    std::string rows = a.tables;
+    if (rows.empty())
+      for (int t = 0; t < 27; ++t) rows += t ? ",10000" : "10000";
+    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, parse_rows(rows));
   } else {
     // Hera Table I, DLRM(A): dense-FC 128-64-64, predict-FC 256-64-1, 64-wide tables.
     d.dense_in = a.in ? a.in : 128;
     d.embedding_dim = a.hidden ? a.hidden : 64;
     d.bottom = {64, d.embedding_dim};
     d.top = {256, 64, 1};
-    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, parse_rows(a.tables));
+    d.slo_ms = 100;
+    SPINDLE_ASSIGN_OR_RETURN(
+        d.table_rows,
+        parse_rows(a.tables.empty() ? "100000,100000,100000,100000,100000,100000,100000,100000"
+                                    : a.tables));
   }
   SPINDLE_TRY(nn::init_model(d, a.seed, a.out_dir));
   fmt::print("wrote {}/model.toml and {}/{}\n", a.out_dir, a.out_dir, d.weights);
@@ -92,7 +114,7 @@ void register_model(CLI::App& app, global_options&) {
   auto* init = cmd->add_subcommand(
       "init", "Write a model description and randomly initialised safetensors weights");
   auto a = std::make_shared<init_args>();
-  init->add_option("--arch", a->arch, "graphsage | gcn | gat | gin | dlrm")->required();
+  init->add_option("--arch", a->arch, "graphsage | gcn | gat | gin | dlrm | ncf | wnd")->required();
   init->add_option("--in", a->in, "Input feature width (DLRM: dense features, default 128)");
   init->add_option("--hidden", a->hidden, "Hidden width (DLRM: embedding width, default 64)");
   init->add_option("--classes", a->classes, "Output classes, the last layer's width (GNNs)");
@@ -102,7 +124,9 @@ void register_model(CLI::App& app, global_options&) {
                    "written to model.toml");
   init->add_option("--layers", a->layers, "GNN layers = sampled hops")->capture_default_str();
   init->add_option("--heads", a->heads, "GAT heads")->capture_default_str();
-  init->add_option("--tables", a->tables, "DLRM: rows per embedding table, comma-separated")
+  init->add_option("--tables", a->tables,
+                   "Recommendation models: rows per embedding table, comma-separated (default: 8 x "
+                   "100000 for dlrm, 4 x 100000 for ncf, 27 x 10000 for wnd)")
       ->capture_default_str();
   init->add_option("--name", a->name, "Model name (default: the architecture)");
   init->add_option("--seed", a->seed, "Random seed")->capture_default_str();

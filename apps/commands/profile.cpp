@@ -47,23 +47,24 @@ struct query_set {
   std::atomic<std::size_t> next{0};
   double bytes_per_query = 0;  // embedding bytes one query gathers
 
+  std::int64_t batch = 0;
+
   void run() {
     const std::size_t i = next.fetch_add(1, std::memory_order_relaxed) % dense.size();
     nn::heap_allocator a;
-    auto& d = dense[i];
-    auto x = nn::tensor::borrow(
-        d.data(), {std::int64_t(d.size()) / model->desc().dense_in, model->desc().dense_in});
-    (void)model->forward_dlrm(a, x, sparse[i]);
+    auto x = nn::tensor::borrow(dense[i].data(), {batch, model->desc().dense_in});
+    (void)model->forward_rec(a, x, sparse[i]);
   }
 };
 
 expected<std::unique_ptr<query_set>> make_queries(const std::string& dir, const profile_args& a) {
   auto q = std::make_unique<query_set>();
   SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(dir, q->weights));
-  if (m.desc().arch != config::model_arch::dlrm)
+  if (!m.desc().is_rec())
     return make_error(errc::invalid_argument, "{}: not a recommendation model (arch {})", dir,
                       config::to_string(m.desc().arch));
   q->model.emplace(std::move(m));
+  q->batch = a.batch;
   const auto& d = q->model->desc();
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> u(0, 1);

@@ -154,5 +154,37 @@ TEST(dlrm_golden_test, matches_a_pytorch_dlrm) {
       << bad.error().message();
 }
 
+// Hera Table I's NCF (NeuMF) and Wide & Deep against plain PyTorch modules
+// (scripts/make_golden_fixtures.py --only ncf,wnd): same weights, same inputs.
+class rec_golden_test : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(rec_golden_test, matches_pytorch) {
+  const std::string dir = fixture(GetParam());
+  heap_allocator alloc;
+  auto m = model::load(dir, alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  std::vector<sparse_input> sparse;
+  for (std::size_t t = 0; t < m->desc().table_rows.size(); ++t)
+    sparse.push_back({load<std::int64_t>(dir + "/indices" + std::to_string(t) + ".npy"),
+                      load<std::int64_t>(dir + "/offsets" + std::to_string(t) + ".npy")});
+  const std::int64_t batch = std::int64_t(sparse[0].offsets.size()) - 1;
+  auto dense = load<float>(dir + "/dense.npy");
+  auto y = m->forward_rec(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
+  ASSERT_TRUE(y.has_value()) << y.error().to_string();
+  const auto want = load<float>(dir + "/expected.npy");
+  ASSERT_EQ(y->numel(), std::int64_t(want.size()));
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(y->data()[i], want[i], 1e-5f * std::max(1.0f, std::abs(want[i]))) << i;
+  // A key past a table is named, not read.
+  sparse.back().indices[0] = 1 << 20;
+  auto bad =
+      m->forward_rec(alloc, tensor::borrow(dense.data(), {batch, m->desc().dense_in}), sparse);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("embedding_bag: index 1048576"), std::string::npos)
+      << bad.error().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(table_i, rec_golden_test, ::testing::Values("ncf", "wnd"));
+
 }  // namespace
 }  // namespace spindle::nn
