@@ -4,6 +4,8 @@
 
 #include <fmt/ranges.h>
 
+#include <map>
+
 #include "apps/commands/command.hpp"
 #include "config/sampling.hpp"
 
@@ -17,7 +19,25 @@ struct init_args {
   int deprecated_out = 0;  // --out, the old spelling of --classes
   std::string fanouts;     // written to model.toml
   std::uint64_t seed = 1;
+  std::string variant = "A";  // DLRM: Hera Table I's (A)..(D)
 };
+
+// Hera Table I's DLRM variants: dense-FC (bottom), predict-FC (top), tables,
+// embedding width, SLA. Rows per table are scaled down (--tables overrides);
+// lookups per table are a property of the queries (profile --lookups: A 80,
+// B 120, C 20, D 80).
+struct dlrm_variant {
+  std::vector<int> bottom, top;
+  int tables, dim, dense_in, sla_ms;
+};
+const std::map<std::string, dlrm_variant>& dlrm_variants() {
+  static const std::map<std::string, dlrm_variant> v = {
+      {"A", {{64, 64}, {256, 64, 1}, 8, 64, 128, 100}},
+      {"B", {{128, 64}, {128, 64, 1}, 40, 64, 256, 400}},
+      {"C", {{1024, 256, 32}, {512, 256, 1}, 10, 32, 2560, 100}},
+      {"D", {{256, 256}, {256, 64, 1}, 8, 256, 256, 100}}};
+  return v;
+}
 
 expected<std::vector<std::int64_t>> parse_rows(const std::string& text) {
   std::vector<std::int64_t> rows;
@@ -75,16 +95,23 @@ status run_init(const init_args& a) {
       for (int t = 0; t < 27; ++t) rows += t ? ",10000" : "10000";
     SPINDLE_ASSIGN_OR_RETURN(d.table_rows, parse_rows(rows));
   } else {
-    // Hera Table I, DLRM(A): dense-FC 128-64-64, predict-FC 256-64-1, 64-wide tables.
-    d.dense_in = a.in ? a.in : 128;
-    d.embedding_dim = a.hidden ? a.hidden : 64;
-    d.bottom = {64, d.embedding_dim};
-    d.top = {256, 64, 1};
-    d.slo_ms = 100;
-    SPINDLE_ASSIGN_OR_RETURN(
-        d.table_rows,
-        parse_rows(a.tables.empty() ? "100000,100000,100000,100000,100000,100000,100000,100000"
-                                    : a.tables));
+    // Hera Table I's DLRM(A)..(D) (--variant); DLRM(A): dense-FC 128-64-64,
+    // predict-FC 256-64-1, 8 tables 64 wide. --in/--hidden override the dense
+    // input and the embedding width (the bottom MLP's last width follows it).
+    auto it = dlrm_variants().find(a.variant);
+    if (it == dlrm_variants().end())
+      return make_error(errc::invalid_argument, "--variant '{}': expected A, B, C or D", a.variant);
+    const auto& v = it->second;
+    d.dense_in = a.in ? a.in : v.dense_in;
+    d.embedding_dim = a.hidden ? a.hidden : v.dim;
+    d.bottom = v.bottom;
+    d.bottom.back() = d.embedding_dim;
+    d.top = v.top;
+    d.slo_ms = v.sla_ms;
+    std::string rows = a.tables;
+    if (rows.empty())
+      for (int t = 0; t < v.tables; ++t) rows += t ? ",100000" : "100000";
+    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, parse_rows(rows));
   }
   SPINDLE_TRY(nn::init_model(d, a.seed, a.out_dir));
   fmt::print("wrote {}/model.toml and {}/{}\n", a.out_dir, a.out_dir, d.weights);
@@ -124,9 +151,13 @@ void register_model(CLI::App& app, global_options&) {
                    "written to model.toml");
   init->add_option("--layers", a->layers, "GNN layers = sampled hops")->capture_default_str();
   init->add_option("--heads", a->heads, "GAT heads")->capture_default_str();
+  init->add_option("--variant", a->variant,
+                   "DLRM: Hera Table I's DLRM(A), (B), (C) or (D) (widths, tables, SLA)")
+      ->check(CLI::IsMember({"A", "B", "C", "D"}))
+      ->capture_default_str();
   init->add_option("--tables", a->tables,
-                   "Recommendation models: rows per embedding table, comma-separated (default: 8 x "
-                   "100000 for dlrm, 4 x 100000 for ncf, 27 x 10000 for wnd)")
+                   "Recommendation models: rows per embedding table, comma-separated (default: "
+                   "100000 per table of the DLRM variant, 4 x 100000 for ncf, 27 x 10000 for wnd)")
       ->capture_default_str();
   init->add_option("--name", a->name, "Model name (default: the architecture)");
   init->add_option("--seed", a->seed, "Random seed")->capture_default_str();

@@ -508,3 +508,27 @@ TEST(colocate_cli_test, profile_writes_a_table_the_planner_reads) {
 
 }  // namespace
 }  // namespace spindle
+
+namespace spindle {
+namespace {
+
+// Issue #18: Hera Table I's DLRM variants as model init presets.
+TEST(colocate_cli_test, model_init_writes_table_i_variants) {
+  const std::string dir = ::testing::TempDir() + "/spindle-variants-" + std::to_string(::getpid());
+  auto r = run("model init --arch dlrm --variant C --tables 100,200 --out-dir " + dir + "/c");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(dir + "/c/model.toml");
+  const std::string toml((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(toml.find("dense_in = 2560"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("bottom = [1024, 256, 32]"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("slo_ms = 100"), std::string::npos) << toml;
+  r = run("model init --arch ncf --tables 10,20,10,20 --out-dir " + dir + "/n");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run("model init --arch ncf --tables 10,20 --out-dir " + dir + "/bad");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("NCF has 4 tables"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace spindle
