@@ -19,6 +19,7 @@
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "core/log.hpp"
+#include "sched/rec_batch.hpp"
 #include "transport/rpc/request_checks.hpp"
 
 namespace spindle::actors {
@@ -458,6 +459,81 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
                                            }});
 }
 
+namespace {
+
+// Answers one pooled call from its reply (or its own error).
+void answer_call(rec_entry& e, detail::pending_rec& c, const dlrm_reply& r) {
+  rec_answer a;
+  a.server_us = std::uint64_t(ms_since(c.t0) * 1e3);
+  if (settle(a, &r, nullptr, c.deadline)) {
+    e.c.inferences += std::uint64_t(c.req.batch);
+    a.scores = r.scores;
+  }
+  e.admission.complete();
+  e.c.record(a.status, ms_since(c.t0));
+  c.done(std::move(a));
+}
+
+// A worker's turn: every call queued for the model (up to max_batch_samples)
+// becomes one batch, one forward pass (work-conserving: nothing waits for a
+// batch to fill). Calls past their deadline are refused first; if the merged
+// batch fails, each call runs alone so a bad call fails only itself.
+void run_pending(rec_entry& e) {
+  std::vector<detail::pending_rec> calls;
+  {
+    std::lock_guard lock(e.pending_mu);
+    std::int64_t samples = 0;
+    const std::int64_t budget = e.max_batch_samples.load();
+    while (!e.pending.empty() &&
+           (calls.empty() || samples + e.pending.front().req.batch <= budget)) {
+      samples += e.pending.front().req.batch;
+      calls.push_back(std::move(e.pending.front()));
+      e.pending.pop_front();
+    }
+  }
+  std::vector<detail::pending_rec*> live;
+  for (auto& c : calls) {
+    if (c.deadline > 0 && ms_since(c.t0) * 1e3 > c.deadline) {
+      rec_answer a{rpc_status::deadline_exceeded,
+                   fmt::format("queued past the deadline of {} us", c.deadline)};
+      e.admission.complete();
+      e.c.record(a.status, ms_since(c.t0));
+      c.done(std::move(a));
+      continue;
+    }
+    live.push_back(&c);
+  }
+  if (live.empty()) return;
+  if (live.size() == 1) {
+    e.c.record_execution(std::uint64_t(live[0]->req.batch));
+    answer_call(e, *live[0], run_dlrm_batch(*e.b.runner, *e.b.model, live[0]->req));
+    return;
+  }
+  std::vector<sched::rec_batch_input> parts;
+  for (auto* c : live) parts.push_back({c->req.batch, c->req.dense, c->req.sparse});
+  std::vector<const sched::rec_batch_input*> refs;
+  std::vector<std::int64_t> sizes;
+  for (const auto& p : parts) refs.push_back(&p), sizes.push_back(p.batch);
+  auto merged = sched::merge_rec_batches(refs);
+  dlrm_request big{merged.batch, std::move(merged.dense), std::move(merged.sparse)};
+  e.c.record_execution(std::uint64_t(big.batch));
+  const dlrm_reply r = run_dlrm_batch(*e.b.runner, *e.b.model, big);
+  if (!r.error.empty()) {  // isolate the fault: each call alone
+    for (auto* c : live) {
+      e.c.record_execution(std::uint64_t(c->req.batch));
+      answer_call(e, *c, run_dlrm_batch(*e.b.runner, *e.b.model, c->req));
+    }
+    return;
+  }
+  auto split = sched::split_scores(r.scores, sizes);
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    dlrm_reply one{std::move(split[i]), {}, r.timing};
+    answer_call(e, *live[i], one);
+  }
+}
+
+}  // namespace
+
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
   auto e = s_->rec_of(call.model);
   if (!e) {
@@ -478,25 +554,12 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   const auto t0 = clock_type::now();
   const std::uint32_t deadline = call.deadline_us;
   const std::uint64_t samples = call.batch;
-  if (e->b.pool) {  // Hera's worker pool: a worker runs the whole batch
-    e->b.pool->submit([e, req = std::move(req), done, t0, deadline, samples] {
-      rec_answer a;
-      if (deadline > 0 && ms_since(t0) * 1e3 > deadline) {
-        a.status = rpc_status::deadline_exceeded;
-        a.message = fmt::format("queued past the deadline of {} us", deadline);
-      } else {
-        const dlrm_reply r = run_dlrm_batch(*e->b.runner, *e->b.model, req);
-        a.server_us = std::uint64_t(ms_since(t0) * 1e3);
-        e->c.record_execution(samples);
-        if (settle(a, &r, nullptr, deadline)) {
-          e->c.inferences += samples;
-          a.scores = r.scores;
-        }
-      }
-      e->admission.complete();
-      e->c.record(a.status, ms_since(t0));
-      done(std::move(a));
-    });
+  if (e->b.pool) {  // Hera's worker pool, with work-conserving dynamic batching
+    {
+      std::lock_guard lock(e->pending_mu);
+      e->pending.push_back({std::move(req), std::move(done), t0, deadline});
+    }
+    e->b.pool->submit([e] { run_pending(*e); });
     return;
   }
   const auto& inst = e->b.instances[e->next_instance++ % e->b.instances.size()];

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,14 @@ struct gnn_entry {
   }
 };
 
+/// A recommendation call waiting for a worker of its model's pool.
+struct pending_rec {
+  dlrm_request req;
+  std::function<void(transport::rpc::rec_answer)> done;
+  clock_type::time_point t0;
+  std::uint32_t deadline = 0;
+};
+
 struct rec_entry {
   rec_model_binding b;
   sched::admission_control admission;
@@ -80,6 +89,10 @@ struct rec_entry {
   std::uint64_t last_requests = 0;
   clock_type::time_point last_tick = clock_type::now();
   nlohmann::json last_decision;
+  // Calls waiting for a worker; a worker merges what is queued (dynamic batching).
+  std::mutex pending_mu;
+  std::deque<pending_rec> pending;
+  std::atomic<std::int64_t> max_batch_samples{4096};  // tunable max_batch_samples
   explicit rec_entry(rec_model_binding binding)
       : b(std::move(binding)),
         admission(with_floor(

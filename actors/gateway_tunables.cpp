@@ -88,6 +88,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)}};
     if (e.b.pool) {
       t.push_back({"workers", std::to_string(e.b.pool->workers())});
+      t.push_back({"max_batch_samples", std::to_string(e.max_batch_samples.load())});
       std::lock_guard lock(e.manager_mu);
       t.push_back({"manager_period_ms", std::to_string(s_->manager_period_ms.load())});
       t.push_back({"manager_sla_ms", fmt::format("{}", e.manager.sla_ms)});
@@ -247,6 +248,15 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     if (name == "max_workers") m.max_workers = int(v);
     if (name == "slack_low") m.band.low = v;
     if (name == "slack_high") m.band.high = v;
+    return status::ok();
+  }
+  if (name == "max_batch_samples" && e.b.pool) {  // the dynamic batch's sample budget
+    std::int64_t n = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || p != value.data() + value.size() || n < 1 || n > 1 << 20)
+      return make_error(errc::invalid_argument, "max_batch_samples = '{}': expected 1..1048576",
+                        shown(value));
+    e.max_batch_samples = n;
     return status::ok();
   }
   if (name == "workers" && e.b.pool) {  // Hera's pool, resized live (nothing queued is lost)

@@ -475,6 +475,67 @@ TEST(front_door_test, a_recommendation_pool_resized_under_load_loses_no_call) {
             rpc::rpc_status::bad_request);
 }
 
+// Issue #18: recommendation calls queued together run as one batch (one
+// forward pass), each caller still gets exactly its own golden scores; with a
+// sample budget of one call, every call runs alone. The work changes: the
+// executions counted per call.
+TEST(front_door_test, recommendation_calls_are_batched_and_answered_exactly) {
+  auto& f = fixture();
+  testing::golden_dlrm_batch g;
+  rpc::rec_call call{"ctr", 6, g.dense, {}, 0};
+  for (auto& s : g.sparse) call.sparse.push_back({s.indices, s.offsets});
+  auto executions = [&] {
+    return nlohmann::json::parse(f.client->stats(f.token)->json)["models"]["ctr"]["executions"]
+        .get<std::uint64_t>();
+  };
+  auto run_clients = [&](int clients, int calls) {
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> ts;
+    for (int c = 0; c < clients; ++c)
+      ts.emplace_back([&] {
+        auto client = rpc::rpc_client::connect(f.endpoint, 30000);
+        for (int i = 0; i < calls; ++i) {
+          auto r = (*client)->infer_rec(call);
+          bool ok = r && r->status == rpc::rpc_status::ok && r->scores.size() == 6;
+          for (int b = 0; ok && b < 6; ++b) ok = std::abs(r->scores[b] - g.expected[b]) < 1e-5;
+          if (!ok) ++wrong;
+        }
+      });
+    for (auto& t : ts) t.join();
+    return wrong.load();
+  };
+  ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "workers", "1")->status, rpc::rpc_status::ok);
+  // Admit every call (8 in flight on one worker would otherwise meet the SLO limit).
+  ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "slo_ms", "0")->status, rpc::rpc_status::ok);
+  const auto before = executions();
+  EXPECT_EQ(run_clients(8, 40), 0);
+  const auto batched = executions() - before;
+  std::printf("dynamic batching: 320 calls from 8 clients ran as %llu forward passes\n",
+              static_cast<unsigned long long>(batched));
+  EXPECT_LT(batched, 320u) << "8 clients on 1 worker: calls must share forward passes";
+  ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "max_batch_samples", "6")->status,
+            rpc::rpc_status::ok);
+  const auto before_alone = executions();
+  EXPECT_EQ(run_clients(8, 40), 0);
+  EXPECT_EQ(executions() - before_alone, 320u);
+  ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "max_batch_samples", "4096")->status,
+            rpc::rpc_status::ok);
+  ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "slo_ms", "30")->status, rpc::rpc_status::ok);
+  // A bad call merged with good ones fails alone.
+  rpc::rec_call bad = call;
+  bad.sparse[0].indices[0] = 50;
+  std::atomic<int> good_ok{0};
+  std::thread t([&] {
+    auto client = rpc::rpc_client::connect(f.endpoint, 30000);
+    for (int i = 0; i < 50; ++i)
+      good_ok += (*client)->infer_rec(call)->status == rpc::rpc_status::ok;
+  });
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(f.client->infer_rec(bad)->status, rpc::rpc_status::bad_request);
+  t.join();
+  EXPECT_EQ(good_ok.load(), 50);
+}
+
 // Hostile values get short errors and are refused: a 1 MB model name comes back
 // cut to 64 characters; psgs_threshold=inf is not a threshold.
 TEST(front_door_test, hostile_names_and_values_are_refused_with_short_errors) {

@@ -1,0 +1,30 @@
+// Dynamic batching of recommendation calls: several calls' samples become one
+// batch (dense rows stacked, each table's bags appended with shifted offsets),
+// run as one forward pass, and the scores are split back per call. Pure logic
+// over plain vectors; the gateway's worker pools use it (work-conserving: a
+// worker takes every call queued for its model, up to a sample budget).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "nn/model.hpp"
+
+namespace spindle::sched {
+
+struct rec_batch_input {
+  std::int64_t batch = 0;
+  std::vector<float> dense;              // batch x dense_in
+  std::vector<nn::sparse_input> sparse;  // one per table; offsets batch + 1
+};
+
+/// Stacks `parts` (same table count) into one batch. Offsets of each table are
+/// shifted past the bags before them.
+rec_batch_input merge_rec_batches(std::span<const rec_batch_input* const> parts);
+
+/// Splits a merged batch's scores back into one vector per part, in order.
+std::vector<std::vector<float>> split_scores(std::span<const float> scores,
+                                             std::span<const std::int64_t> batches);
+
+}  // namespace spindle::sched
