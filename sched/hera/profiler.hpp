@@ -27,8 +27,9 @@ load_result run_poisson(worker_pool& pool, const std::function<void()>& query, d
 double closed_loop_qps(const std::function<void()>& query, int workers, double seconds);
 
 /// The highest rate in (0, upper] that meets the SLA: `measure(rate)` must have
-/// tail <= sla_ms and achieve >= 95% of the offered rate. Bisects `steps`
-/// times; 0 when even upper / 2^steps fails.
+/// tail <= sla_ms (the tail counts from each query's scheduled arrival, so a
+/// pool falling behind shows in it) and have answered something. Bisects
+/// `steps` times; 0 when even upper / 2^steps fails.
 double max_qps_meeting_sla(const std::function<load_result(double)>& measure, double sla_ms,
                            double upper, int steps);
 

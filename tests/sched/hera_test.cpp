@@ -166,9 +166,12 @@ TEST(hera_test, the_max_qps_search_finds_the_sla_edge) {
   EXPECT_LE(q, 900);
   EXPECT_EQ(calls, 13);
   EXPECT_DOUBLE_EQ(max_qps_meeting_sla(measure, 10, 500, 12), 500);  // upper already meets
-  // A rate the pool cannot keep up with fails even with a short tail.
-  auto behind = [](double rate) { return load_result{rate, rate * 0.5, 1, 1}; };
+  // A pool falling behind shows as a tail past the SLA at every rate.
+  auto behind = [](double rate) { return load_result{rate, rate * 0.5, 1e6, 1}; };
   EXPECT_DOUBLE_EQ(max_qps_meeting_sla(behind, 10, 100, 5), 0);
+  // A window with no query is no evidence.
+  auto empty = [](double rate) { return load_result{rate, 0, 0, 0}; };
+  EXPECT_DOUBLE_EQ(max_qps_meeting_sla(empty, 10, 100, 5), 0);
 }
 
 // Hera's pools are resized live: growing and shrinking under load loses no query.
