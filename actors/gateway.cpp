@@ -509,12 +509,13 @@ void run_pending(rec_entry& e) {
     answer_call(e, *live[0], run_dlrm_batch(*e.b.runner, *e.b.model, live[0]->req));
     return;
   }
-  std::vector<sched::rec_batch_input> parts;
-  for (auto* c : live) parts.push_back({c->req.batch, c->req.dense, c->req.sparse});
-  std::vector<const sched::rec_batch_input*> refs;
+  std::vector<sched::rec_batch_view> parts;
   std::vector<std::int64_t> sizes;
-  for (const auto& p : parts) refs.push_back(&p), sizes.push_back(p.batch);
-  auto merged = sched::merge_rec_batches(refs);
+  for (auto* c : live) {
+    parts.push_back({c->req.batch, c->req.dense, c->req.sparse});
+    sizes.push_back(c->req.batch);
+  }
+  auto merged = sched::merge_rec_batches(parts);
   dlrm_request big{merged.batch, std::move(merged.dense), std::move(merged.sparse)};
   e.c.record_execution(std::uint64_t(big.batch));
   const dlrm_reply r = run_dlrm_batch(*e.b.runner, *e.b.model, big);

@@ -2,17 +2,20 @@
 
 namespace spindle::sched {
 
-rec_batch_input merge_rec_batches(std::span<const rec_batch_input* const> parts) {
+rec_batch_input merge_rec_batches(std::span<const rec_batch_view> parts) {
   rec_batch_input out;
   if (parts.empty()) return out;
-  out.sparse.resize(parts.front()->sparse.size());
+  out.sparse.resize(parts.front().sparse.size());
+  std::size_t dense = 0;
+  for (const auto& p : parts) dense += p.dense.size();
+  out.dense.reserve(dense);
   for (auto& bag : out.sparse) bag.offsets.push_back(0);
-  for (const auto* p : parts) {
-    out.batch += p->batch;
-    out.dense.insert(out.dense.end(), p->dense.begin(), p->dense.end());
-    for (std::size_t t = 0; t < out.sparse.size() && t < p->sparse.size(); ++t) {
+  for (const auto& p : parts) {
+    out.batch += p.batch;
+    out.dense.insert(out.dense.end(), p.dense.begin(), p.dense.end());
+    for (std::size_t t = 0; t < out.sparse.size() && t < p.sparse.size(); ++t) {
       auto& dst = out.sparse[t];
-      const auto& src = p->sparse[t];
+      const auto& src = p.sparse[t];
       const std::int64_t base = std::int64_t(dst.indices.size());
       dst.indices.insert(dst.indices.end(), src.indices.begin(), src.indices.end());
       for (std::size_t b = 1; b < src.offsets.size(); ++b)

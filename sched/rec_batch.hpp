@@ -19,9 +19,16 @@ struct rec_batch_input {
   std::vector<nn::sparse_input> sparse;  // one per table; offsets batch + 1
 };
 
-/// Stacks `parts` (same table count) into one batch. Offsets of each table are
-/// shifted past the bags before them.
-rec_batch_input merge_rec_batches(std::span<const rec_batch_input* const> parts);
+/// One call's samples, read in place (no copy before the merge).
+struct rec_batch_view {
+  std::int64_t batch = 0;
+  std::span<const float> dense;
+  std::span<const nn::sparse_input> sparse;
+};
+
+/// Stacks `parts` (same table count) into one batch, copying each value once.
+/// Offsets of each table are shifted past the bags before them.
+rec_batch_input merge_rec_batches(std::span<const rec_batch_view> parts);
 
 /// Splits a merged batch's scores back into one vector per part, in order.
 std::vector<std::vector<float>> split_scores(std::span<const float> scores,

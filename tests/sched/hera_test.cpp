@@ -11,6 +11,7 @@
 #include "sched/hera/manager.hpp"
 #include "sched/hera/profiler.hpp"
 #include "sched/hera/simulate.hpp"
+#include "sched/rec_batch.hpp"
 #include "sched/worker_pool.hpp"
 
 namespace spindle::sched::hera {
@@ -253,6 +254,24 @@ TEST(hera_test, the_simulator_counts_servers_and_emu_per_policy) {
   // Hera-Random has one high partner to choose from per low model here: W or N.
   auto hr = simulate(t, targets, selection::hera_random, 3);
   EXPECT_GE(hr->servers, hera->servers);
+}
+
+// Dynamic batching: two calls stack into one batch with each table's offsets
+// shifted past the bags before them, and the scores split back in order.
+TEST(hera_test, recommendation_calls_merge_and_split) {
+  const std::vector<float> d1 = {1, 2}, d2 = {3, 4, 5, 6};
+  const std::vector<nn::sparse_input> s1 = {{{7}, {0, 1}}}, s2 = {{{8, 9, 10}, {0, 2, 3}}};
+  const std::vector<rec_batch_view> parts = {{1, d1, s1}, {2, d2, s2}};
+  const auto m = merge_rec_batches(parts);
+  EXPECT_EQ(m.batch, 3);
+  EXPECT_EQ(m.dense, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(m.sparse[0].indices, (std::vector<std::int64_t>{7, 8, 9, 10}));
+  EXPECT_EQ(m.sparse[0].offsets, (std::vector<std::int64_t>{0, 1, 3, 4}));
+  const std::vector<float> scores = {0.1f, 0.2f, 0.3f};
+  const std::vector<std::int64_t> sizes = {1, 2};
+  const auto split = split_scores(scores, sizes);
+  EXPECT_EQ(split[0], std::vector<float>{0.1f});
+  EXPECT_EQ(split[1], (std::vector<float>{0.2f, 0.3f}));
 }
 
 }  // namespace
