@@ -581,36 +581,69 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
                                            }});
 }
 
+namespace {
+
+transport::rpc::model_info info_of(const std::string& name, const gnn_entry& e,
+                                   std::vector<std::string> versions) {
+  const auto& d = e.b.model->desc();
+  transport::rpc::model_info m{name,
+                               "gnn",
+                               std::string(config::to_string(d.arch)),
+                               std::uint32_t(d.in),
+                               std::uint32_t(d.out),
+                               0,
+                               e.b.version,
+                               {}};
+  m.versions = std::move(versions);
+  if (std::find(m.versions.begin(), m.versions.end(), e.b.version) == m.versions.end())
+    m.versions.push_back(e.b.version);
+  std::sort(m.versions.begin(), m.versions.end(), [](const auto& x, const auto& y) {
+    return std::atoi(x.c_str()) > std::atoi(y.c_str());
+  });
+  return m;
+}
+
+transport::rpc::model_info info_of(const std::string& name, const rec_entry& e) {
+  const auto& d = e.b.model->desc();
+  return {
+      name,        "dlrm", "dlrm", std::uint32_t(d.dense_in), 1, std::uint32_t(d.table_rows.size()),
+      e.b.version, {}};
+}
+
+}  // namespace
+
 std::vector<transport::rpc::model_info> gateway::models() {
   std::vector<transport::rpc::model_info> out;
   std::map<std::string, std::vector<std::string>> versions;  // repository versions by name
-  for (const auto& [key, e] : s_->gnn_all())
+  const auto all = s_->gnn_all();
+  for (const auto& [key, e] : all)
     if (const auto at = key.find('@'); at != std::string::npos)
       versions[key.substr(0, at)].push_back(e->b.version);
-  for (const auto& [name, e] : s_->gnn_all()) {
-    if (name.find('@') != std::string::npos) continue;  // listed as a version of its name
-    const auto& d = e->b.model->desc();
-    transport::rpc::model_info m{name,
-                                 "gnn",
-                                 std::string(config::to_string(d.arch)),
-                                 std::uint32_t(d.in),
-                                 std::uint32_t(d.out),
-                                 0,
-                                 e->b.version,
-                                 {}};
-    m.versions = versions[name];
-    m.versions.push_back(e->b.version);
-    std::sort(m.versions.begin(), m.versions.end(), [](const auto& a, const auto& b) {
-      return std::atoi(a.c_str()) > std::atoi(b.c_str());
-    });
-    out.push_back(std::move(m));
-  }
-  for (const auto& [name, e] : s_->rec_all()) {
-    const auto& d = e->b.model->desc();
-    out.push_back({name, "dlrm", "dlrm", std::uint32_t(d.dense_in), 1,
-                   std::uint32_t(d.table_rows.size()), e->b.version});
-  }
+  for (const auto& [name, e] : all)
+    if (name.find('@') == std::string::npos)  // NAME@V is listed as a version of NAME
+      out.push_back(info_of(name, *e, versions[name]));
+  for (const auto& [name, e] : s_->rec_all()) out.push_back(info_of(name, *e));
   return out;
+}
+
+// The KServe doors ask this on every call: one name's entry and its versions,
+// not the whole model list.
+std::optional<transport::rpc::model_info> gateway::model(const std::string& name) {
+  if (name.find('@') != std::string::npos) return std::nullopt;
+  if (auto r = s_->rec_of(name)) return info_of(name, *r);
+  std::shared_ptr<gnn_entry> e;
+  std::vector<std::string> versions;
+  {
+    spindle::shared_lock lock(s_->models_mu);
+    auto it = s_->gnn.find(name);
+    if (it == s_->gnn.end()) return std::nullopt;
+    e = it->second;
+    const std::string prefix = name + "@";
+    for (auto v = s_->gnn.lower_bound(prefix); v != s_->gnn.end() && v->first.starts_with(prefix);
+         ++v)
+      versions.push_back(v->second->b.version);
+  }
+  return info_of(name, *e, std::move(versions));
 }
 
 void gateway::set_split_path(std::unique_ptr<split_path> p) { s_->split = std::move(p); }

@@ -115,6 +115,7 @@ class gateway final : public transport::rpc::rpc_service {
                  std::function<void(transport::rpc::rec_answer)> done) override;
   std::string stats_json() override;
   std::vector<transport::rpc::model_info> models() override;
+  std::optional<transport::rpc::model_info> model(const std::string& name) override;
   expected<std::vector<transport::rpc::tunable>> tunables(const std::string& model) override;
   status set_tunable(const std::string& model, const std::string& name,
                      const std::string& value) override;

@@ -173,14 +173,12 @@ expected<rpc::rec_call> rec_call_of(const infer_request& r, const rpc::model_inf
 }
 
 std::optional<rpc::model_info> door::find(const std::string& name, const std::string& version) {
-  for (auto& m : service_.models()) {
-    if (m.name != name) continue;
-    if (version.empty() || version == m.version) return std::move(m);
-    if (std::find(m.versions.begin(), m.versions.end(), version) == m.versions.end()) break;
-    m.version = version;  // another served version of the name: called as NAME@VERSION
-    return std::move(m);
-  }
-  return std::nullopt;
+  auto m = service_.model(name);
+  if (!m || version.empty() || version == m->version) return m;
+  if (std::find(m->versions.begin(), m->versions.end(), version) == m->versions.end())
+    return std::nullopt;
+  m->version = version;  // another served version of the name: called as NAME@VERSION
+  return m;
 }
 
 std::string door::call_name(const rpc::model_info& m, const std::string& version) {

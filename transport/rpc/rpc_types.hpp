@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -107,14 +108,16 @@ class rpc_service {
   virtual status set_tunable(const std::string& model, const std::string& name,
                              const std::string& value) = 0;
   virtual std::string members_json() = 0;
+  /// One model's description, or nullopt (the default scans models()).
+  virtual std::optional<model_info> model(const std::string& name) {
+    for (auto& m : models())
+      if (m.name == name) return std::move(m);
+    return std::nullopt;
+  }
   /// Ready to serve: models loaded and warmed (KServe /v2/health/ready, Admin.version).
   virtual bool ready() { return true; }
   /// `name` is loaded, warmed and not draining.
-  virtual bool model_ready(const std::string& name) {
-    for (const auto& m : models())
-      if (m.name == name) return true;
-    return false;
-  }
+  virtual bool model_ready(const std::string& name) { return model(name).has_value(); }
   /// Loads a model directory under `name` (Admin.loadModel); the default serves none.
   virtual status load_model(const std::string& name, const std::string& path) {
     (void)path;
