@@ -13,7 +13,7 @@ struct dlrm_state {
 
 }  // namespace
 
-dlrm_reply run_dlrm_batch(const embedding::dlrm_hps_runner& runner, const nn::model& model,
+dlrm_reply run_dlrm_batch(const embedding::rec_runner& runner, const nn::model& model,
                           const dlrm_request& req) {
   dlrm_reply reply;
   const auto dense_in = model.desc().dense_in;

@@ -17,7 +17,7 @@ caf::actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
 
 /// One batch through `runner` (the actor's work, also what a recommendation
 /// model's worker-pool workers run): errors in the reply.
-dlrm_reply run_dlrm_batch(const embedding::dlrm_hps_runner& runner, const nn::model& model,
+dlrm_reply run_dlrm_batch(const embedding::rec_runner& runner, const nn::model& model,
                           const dlrm_request& req);
 
 }  // namespace spindle::actors

@@ -131,30 +131,6 @@ gateway::~gateway() {
   quiesce();
 }
 
-status gateway::set_node_manager(sched::hera::manager_policy policy,
-                                 const sched::hera::profile_table& profiles, int max_workers) {
-  for (const auto& [name, e] : s_->rec_all()) {
-    if (!e->b.pool) continue;
-    std::lock_guard lock(e->manager_mu);
-    if (policy == sched::hera::manager_policy::hera) {
-      auto it = profiles.models.find(name);
-      if (it == profiles.models.end())
-        return make_error(errc::invalid_argument,
-                          "node manager hera: no profile for model '{}' (spindle profile --model "
-                          "{}=DIR)",
-                          name, name);
-      e->profile = it->second;
-    }
-    e->manager.sla_ms = double(e->admission.options().slo.count()) / 1000.0;
-    if (e->profile) e->manager.sla_ms = e->profile->sla_ms;
-    e->manager.max_workers = std::max(1, max_workers);
-    e->last_requests = e->c.requests.load();
-    e->last_tick = clock_type::now();
-  }
-  s_->manager = policy;
-  return status::ok();
-}
-
 std::chrono::milliseconds gateway::manage_step() {
   const auto period = std::chrono::milliseconds(s_->manager_period_ms.load());
   if (!s_->manager) return period;
@@ -279,11 +255,17 @@ status gateway::warm(const gnn_model_binding& b) {
 }
 
 status gateway::load_model(const std::string& name, const std::string& path) {
-  if (!s_->loader.load) return rpc_service::load_model(name, path);
   SPINDLE_TRY(check_model_name(name));
+  if (!path.empty()) {
+    auto d = config::load_model_desc(path);
+    if (d && d->is_rec()) return load_rec(name, path);
+    if (!d && !s_->loader.load) return d.error();  // no GNN loader to say it instead
+  }
+  if (!s_->loader.load) return rpc_service::load_model(name, path);
   spindle::lock_guard one_at_a_time(s_->loading);
   if (s_->rec_of(name))
-    return make_error(errc::invalid_argument, "name '{}' is a recommendation model", name);
+    return make_error(errc::invalid_argument,
+                      "name '{}' is a recommendation model (unload it first)", name);
   if (path.empty() && s_->loader.versions_to_serve) return sync_versions(name);
   if (s_->gnn_of(name))
     return make_error(errc::invalid_argument, "name '{}' is already loaded (unload it first)",
@@ -340,7 +322,10 @@ status gateway::sync_versions(const std::string& name) {
 }
 
 status gateway::unload_model(const std::string& name) {
-  if (!s_->loader.unload) return rpc_service::unload_model(name);
+  if (s_->rec_of(name)) return unload_rec(name);
+  if (!s_->loader.unload)
+    return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(name),
+                      s_->loaded());
   spindle::lock_guard one_at_a_time(s_->loading);
   std::vector<std::shared_ptr<gnn_entry>> gone;
   {
@@ -605,9 +590,16 @@ transport::rpc::model_info info_of(const std::string& name, const gnn_entry& e,
 
 transport::rpc::model_info info_of(const std::string& name, const rec_entry& e) {
   const auto& d = e.b.model->desc();
-  return {
-      name,        "dlrm", "dlrm", std::uint32_t(d.dense_in), 1, std::uint32_t(d.table_rows.size()),
-      e.b.version, {}};
+  // kind "dlrm" is the protocol's name for every recommendation model (capnp
+  // schema: "gnn" or "dlrm"); arch says which one.
+  return {name,
+          "dlrm",
+          std::string(config::to_string(d.arch)),
+          std::uint32_t(d.dense_in),
+          1,
+          std::uint32_t(d.table_rows.size()),
+          e.b.version,
+          {}};
 }
 
 }  // namespace

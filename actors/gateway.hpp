@@ -48,7 +48,10 @@ struct rec_model_binding {
   /// (resized live by the `workers` tunable and the node manager). When unset,
   /// calls go round robin to `instances` (DLRM inference actors).
   std::shared_ptr<sched::worker_pool> pool;
-  std::shared_ptr<const embedding::dlrm_hps_runner> runner;
+  std::shared_ptr<const embedding::rec_runner> runner;
+  /// Keeps what `runner` and `model` use alive (weights, tables) while the
+  /// model is served; dropped when it is unloaded and its calls drained.
+  std::shared_ptr<const void> owner;
   std::vector<caf::actor> instances;
   caf::actor cache;  // the embedding_cache actor
   const nn::model* model = nullptr;
@@ -61,6 +64,11 @@ struct rec_model_binding {
 struct model_loader {
   /// Loads `path` as `name` and starts its actors; the binding goes to the gateway.
   std::function<expected<gnn_model_binding>(const std::string& name, const std::string& path)> load;
+  /// Loads a recommendation model directory (model.toml says dlrm, ncf, wnd or
+  /// din) as `name` with its worker pool; unset: such loads are refused. It is
+  /// freed through the binding's `owner` once unloaded and drained.
+  std::function<expected<rec_model_binding>(const std::string& name, const std::string& path)>
+      load_rec;
   /// Stops the actors of the model loaded as `key` and frees it (its calls have finished).
   std::function<void(const std::string& key)> unload;
   /// With a model repository (unset without one): the versions `name` should be
@@ -135,6 +143,9 @@ class gateway final : public transport::rpc::rpc_service {
   struct state;
 
  private:
+  status load_rec(const std::string& name, const std::string& path);
+  status unload_rec(const std::string& name);
+
   std::unique_ptr<state> s_;
 };
 

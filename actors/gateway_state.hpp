@@ -123,6 +123,8 @@ struct gateway::state {
   std::atomic<bool> ready{false};  // set once the server's models are loaded and warmed
   // The node manager (Hera Algorithm 3 or the PARTIES-style baseline), if on.
   std::optional<sched::hera::manager_policy> manager;
+  sched::hera::profile_table manager_profiles;  // what set_node_manager was given
+  int manager_max_workers = 1;
   std::atomic<int> manager_period_ms{1000};  // T_monitor (tunable manager_period_ms)
   std::unique_ptr<split_path> split;
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any

@@ -69,7 +69,7 @@ std::string gateway::stats_json() {
       std::lock_guard lock(e->manager_mu);
       if (!e->last_decision.is_null()) m["manager"] = e->last_decision;
     }
-    for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
+    for (std::size_t i = 0; e->b.session && i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);
       m["tables"][e->b.session->table(i).name] = {
           {"lookups", st.lookups},
@@ -111,7 +111,7 @@ std::string gateway::prometheus_text() {
   for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission, true);
   for (const auto& [name, e] : s_->rec) {
     e->c.render(families, name, e->admission, false);
-    for (std::size_t i = 0; i < e->b.session->table_count(); ++i) {
+    for (std::size_t i = 0; e->b.session && i < e->b.session->table_count(); ++i) {
       const auto st = e->b.session->stats(i);
       const auto& table = e->b.session->table(i).name;
       const double hit = st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0;

@@ -96,7 +96,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
       t.push_back({"slack_high", fmt::format("{}", e.manager.band.high)});
       t.push_back({"max_workers", std::to_string(e.manager.max_workers)});
     }
-    for (std::size_t i = 0; i < e.b.session->table_count(); ++i) {
+    for (std::size_t i = 0; e.b.session && i < e.b.session->table_count(); ++i) {
       t.push_back({"hit_rate_threshold." + e.b.session->table(i).name,
                    fmt::format("{}", e.b.session->hit_rate_threshold(i))});
     }
@@ -224,7 +224,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
 
 status set_rec_tunable(rec_entry& e, const std::string& name, const std::string& value) {
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
-  if (name == "refresh") {
+  if (name == "refresh" && e.b.cache) {
     caf::anon_send(e.b.cache, refresh_atom::value);
     return status::ok();
   }
@@ -268,7 +268,7 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     return status::ok();
   }
   const std::string prefix = "hit_rate_threshold";
-  if (name.starts_with(prefix)) {
+  if (name.starts_with(prefix) && e.b.session) {
     double t = -1;
     try {
       t = std::stod(value);
@@ -286,8 +286,9 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     return make_error(errc::invalid_argument, "{}: no such table", shown(name));
   }
   return make_error(errc::invalid_argument,
-                    "unknown tunable '{}' (DLRM models: max_queue, slo_ms, workers, refresh, "
-                    "hit_rate_threshold[.TABLE])",
+                    "unknown tunable '{}' (recommendation models: max_queue, slo_ms, workers, "
+                    "max_batch_samples, manager_sla_ms, slack_low, slack_high, max_workers; "
+                    "through the parameter server also refresh, hit_rate_threshold[.TABLE])",
                     shown(name));
 }
 

@@ -15,8 +15,8 @@
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 7> kArchNames = {"graphsage", "gcn", "gat", "gin",
-                                                        "dlrm",      "ncf", "wnd"};
+constexpr std::array<std::string_view, 8> kArchNames = {"graphsage", "gcn", "gat", "gin",
+                                                        "dlrm",      "ncf", "wnd", "din"};
 
 template <class T>
 status read_int(const toml::table& t, std::string_view key, T& out, std::string_view origin) {
@@ -53,11 +53,11 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 20> known = {
-      "name",       "arch",          "weights",     "in",       "hidden",    "out",
-      "layers",     "heads",         "log_softmax", "dense_in", "bottom",    "top",
-      "table_rows", "embedding_dim", "description", "fanouts",  "max_batch", "batch_deadline_us",
-      "slo_ms",     "version_policy"};
+  static constexpr std::array<std::string_view, 21> known = {
+      "name",       "arch",           "weights",     "in",       "hidden",    "out",
+      "layers",     "heads",          "log_softmax", "dense_in", "bottom",    "top",
+      "table_rows", "embedding_dim",  "description", "fanouts",  "max_batch", "batch_deadline_us",
+      "slo_ms",     "version_policy", "attention"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -76,6 +76,7 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   SPINDLE_TRY(read_int(*t, "embedding_dim", d.embedding_dim, origin));
   SPINDLE_TRY(read_list(*t, "bottom", d.bottom, origin));
   SPINDLE_TRY(read_list(*t, "top", d.top, origin));
+  SPINDLE_TRY(read_list(*t, "attention", d.attention, origin));
   SPINDLE_TRY(read_list(*t, "table_rows", d.table_rows, origin));
   SPINDLE_TRY(read_list(*t, "fanouts", d.fanouts, origin));
   SPINDLE_TRY(read_int(*t, "max_batch", d.max_batch, origin));
@@ -126,6 +127,35 @@ status validate_weights_path(const std::string& w) {
                     w.substr(0, 256));
 }
 
+namespace {
+
+// DIN's four tables: user profile, candidate item, behaviour sequence (each key
+// one behaviour, pooled by attention against the candidate) and context.
+status validate_din(const model_desc& d) {
+  if (d.table_rows.size() != 4)
+    return make_error(errc::invalid_argument,
+                      "model.table_rows: DIN has 4 tables (user, candidate, behaviours, context), "
+                      "got {}",
+                      d.table_rows.size());
+  if (d.dense_in != 0)
+    return make_error(errc::invalid_argument, "model.dense_in = {}: DIN has no dense input",
+                      d.dense_in);
+  if (d.attention.empty() || d.attention.back() != 1)
+    return make_error(errc::invalid_argument, "model.attention = [{}]: must end with 1",
+                      fmt::join(d.attention, ", "));
+  if (d.top.empty() || d.top.back() != 2)
+    return make_error(errc::invalid_argument,
+                      "model.top = [{}]: DIN's predict MLP must end with 2 (softmax over "
+                      "no-click, click)",
+                      fmt::join(d.top, ", "));
+  for (int w : d.attention)
+    if (w <= 0)
+      return make_error(errc::invalid_argument, "model.attention[*] = {}: must be > 0", w);
+  return status::ok();
+}
+
+}  // namespace
+
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field) {
   if (fanouts.empty()) return status::ok();
   if (int(fanouts.size()) != layers)
@@ -172,6 +202,7 @@ status validate(const model_desc& d) {
                         d.dense_in);
     return status::ok();
   }
+  if (d.arch == model_arch::din) return validate_din(d);
   SPINDLE_TRY(positive("dense_in", d.dense_in));
   if (d.arch == model_arch::wnd) {
     if (d.table_rows.empty())
@@ -281,6 +312,8 @@ std::string to_toml(const model_desc& d) {
         "dense_in = {}\nbottom = [{}]\ntop = [{}]\nembedding_dim = {}\ntable_rows = [{}]\n",
         d.dense_in, fmt::join(d.bottom, ", "), fmt::join(d.top, ", "), d.embedding_dim,
         fmt::join(d.table_rows, ", "));
+    if (d.arch == model_arch::din)
+      s += fmt::format("attention = [{}]\n", fmt::join(d.attention, ", "));
   }
   if (d.max_batch) s += fmt::format("max_batch = {}\n", d.max_batch);
   if (d.batch_deadline_us) s += fmt::format("batch_deadline_us = {}\n", d.batch_deadline_us);

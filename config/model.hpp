@@ -13,8 +13,9 @@
 namespace spindle::config {
 
 /// GNNs (graphsage, gcn, gat, gin) and recommendation models (dlrm; ncf:
-/// NeuMF, He et al. 2017; wnd: Wide & Deep, Cheng et al. 2016 — Hera Table I).
-enum class model_arch { graphsage, gcn, gat, gin, dlrm, ncf, wnd };
+/// NeuMF, He et al. 2017; wnd: Wide & Deep, Cheng et al. 2016; din: Deep
+/// Interest Network, Zhou et al. 2018 — Hera Table I).
+enum class model_arch { graphsage, gcn, gat, gin, dlrm, ncf, wnd, din };
 std::string_view to_string(model_arch a);
 expected<model_arch> parse_model_arch(std::string_view text);
 
@@ -35,6 +36,9 @@ struct model_desc {
   std::vector<int> top;     // top MLP widths; the last is 1 (sigmoid)
   std::vector<std::int64_t> table_rows;
   int embedding_dim = 0;
+  /// DIN: the local activation unit's widths (the last is 1), run on every
+  /// behaviour against the candidate (model.toml `attention = [80, 40, 1]`).
+  std::vector<int> attention;
 
   // Serving settings (a model repository's model.toml; 0 / empty: the server's
   // flags). Flags given on the command line override them.
@@ -44,7 +48,8 @@ struct model_desc {
   std::string version_policy;  // "latest" (default) or "specific:V"
 
   bool is_gnn() const {
-    return arch != model_arch::dlrm && arch != model_arch::ncf && arch != model_arch::wnd;
+    return arch != model_arch::dlrm && arch != model_arch::ncf && arch != model_arch::wnd &&
+           arch != model_arch::din;
   }
   bool is_rec() const { return !is_gnn(); }
 };

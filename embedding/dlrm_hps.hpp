@@ -9,21 +9,16 @@
 #include <vector>
 
 #include "embedding/lookup_session.hpp"
+#include "embedding/rec_runner.hpp"
 #include "nn/model.hpp"
 
 namespace spindle::embedding {
-
-/// Where one DLRM batch spent its time.
-struct dlrm_timing {
-  double lookup_ms = 0, compute_ms = 0;
-  std::vector<lookup_report> tables;
-};
 
 /// Sums the rows of each bag: out[b] = sum of rows[offsets[b] .. offsets[b+1]).
 void pool_bags(std::span<const float> rows, std::uint32_t dim,
                std::span<const std::int64_t> offsets, std::span<float> out);
 
-class dlrm_hps_runner {
+class dlrm_hps_runner final : public rec_runner {
  public:
   /// `model` (a DLRM, loaded with external embeddings) and `session` must outlive
   /// the runner; every model table must be a session table of the same width.
@@ -33,7 +28,7 @@ class dlrm_hps_runner {
   /// table; indices must lie in [0, table rows) (errors name the table and position).
   expected<nn::tensor> infer(nn::allocator& a, const nn::tensor& dense,
                              const std::vector<nn::sparse_input>& sparse,
-                             dlrm_timing* timing = nullptr) const;
+                             dlrm_timing* timing = nullptr) const override;
 
  private:
   dlrm_hps_runner(const nn::model& m, lookup_session& s, std::vector<std::size_t> tables)

@@ -54,6 +54,7 @@ void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
       case model_arch::dlrm:
       case model_arch::ncf:
       case model_arch::wnd:
+      case model_arch::din:
         break;
     }
   }
@@ -91,6 +92,12 @@ std::vector<param_spec> parameter_specs(const config::model_desc& d) {
     mlp_specs("mlp_l", 2 * std::int64_t(d.embedding_dim), d.top, s);
     s.push_back({"predict.weight", {1, d.embedding_dim + d.top.back()}});
     s.push_back({"predict.bias", {1}});
+    return s;
+  }
+  if (d.arch == model_arch::din) {  // tables, the local activation unit, the predict MLP
+    tables();
+    mlp_specs("att_l", 4 * std::int64_t(d.embedding_dim), d.attention, s);
+    mlp_specs("top_l", 4 * std::int64_t(d.embedding_dim), d.top, s);
     return s;
   }
   if (d.arch == model_arch::wnd) {  // wide: dense + one weight per key; deep: MLP
@@ -227,6 +234,7 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
     case model_arch::dlrm:
     case model_arch::ncf:
     case model_arch::wnd:
+    case model_arch::din:
       break;
   }
   return make_error(errc::internal, "gnn_layer on a DLRM model");
@@ -330,9 +338,14 @@ expected<tensor> model::forward_rec(allocator& a, const tensor& dense,
   const std::int64_t d = desc_.embedding_dim;
   std::vector<tensor> embs;
   for (std::size_t t = 0; t < sparse.size(); ++t) {
+    if (desc_.arch == model_arch::din && t == 2) {  // behaviours: pooled by attention
+      embs.emplace_back();
+      continue;
+    }
     SPINDLE_ASSIGN_OR_RETURN(auto e, bag(fmt::format("emb_l.{}.weight", t), d, t));
     embs.push_back(std::move(e));
   }
+  if (desc_.arch == model_arch::din) return forward_din(a, embs, sparse[2]);
   SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {batch, 1}));
   if (desc_.arch == model_arch::ncf) {
     for (std::int64_t r = 0; r < batch; ++r)  // GMF: user x item, elementwise (into table 0)

@@ -63,11 +63,12 @@ class model {
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
                                 const std::vector<sparse_input>& sparse) const;
-  /// Any recommendation model (dlrm, ncf, wnd) with its tables in memory: dense
+  /// Any recommendation model (dlrm, ncf, wnd, din) with its tables in memory: dense
   /// [B x dense_in] (NCF: ignored), one sparse_input per table; returns [B x 1]
   /// click probabilities. NCF (NeuMF): sigmoid(predict(GMF(t0 * t1) ++
   /// MLP(t2 ++ t3))). Wide & Deep: sigmoid(wide(dense) + Σ_t wide_emb_t[keys] +
-  /// deep(dense ++ t0 ++ ... ++ tT-1)), deep's last layer linear.
+  /// deep(dense ++ t0 ++ ... ++ tT-1)), deep's last layer linear. DIN: see
+  /// model_din.cpp (tables: user, candidate, behaviours, context).
   expected<tensor> forward_rec(allocator& a, const tensor& dense,
                                const std::vector<sparse_input>& sparse) const;
   /// DLRM forward from already pooled bags: pooled[t] is [B x embedding_dim]
@@ -84,6 +85,11 @@ class model {
   void cache_layer_weights();
   expected<tensor> gnn_layer(allocator& a, int l, const block& b, std::span<const float> degree,
                              const tensor& x, thread_pool* pool) const;
+  // DIN (model_din.cpp): bags holds every table's sum-pooled bag (table 2's unused).
+  expected<tensor> forward_din(allocator& a, const std::vector<tensor>& bags,
+                               const sparse_input& behaviours) const;
+  expected<tensor> din_unit_input(allocator& a, const sparse_input& behaviours,
+                                  const tensor& candidate) const;
   expected<tensor> mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
                        tensor x, bool sigmoid_last, bool linear_last = false) const;
   std::span<const float> p(const std::string& name) const;

@@ -15,6 +15,7 @@
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "core/text_file.hpp"
+#include "node/rec_models.hpp"
 #include "node/token_file.hpp"
 #include "sched/hera/profile.hpp"
 #include "transport/http/metrics_server.hpp"
@@ -71,6 +72,25 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
   b.admission = a.admission();
   g.add_model(std::move(b));
   return h;
+}
+
+std::function<expected<actors::rec_model_binding>(const std::string&, const std::string&)>
+rec_loader(const front_door_args& a) {
+  rec_model_options o{a.rec_workers, a.admission(), a.slo_from_flag};
+  return
+      [o](const std::string& name, const std::string& dir) { return load_rec_model(name, dir, o); };
+}
+
+status add_rec_models(actors::gateway& g, const front_door_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto pairs, parse_rec_model_flags(a.rec_models));
+  const auto load = rec_loader(a);
+  for (const auto& [name, dir] : pairs) {
+    SPINDLE_ASSIGN_OR_RETURN(auto b, load(name, dir));
+    log::info("serving recommendation model '{}' ({}) from {} with {} workers", b.name,
+              config::to_string(b.model->desc().arch), dir, b.pool->workers());
+    g.add_model(std::move(b));
+  }
+  return status::ok();
 }
 
 status add_tensor_models(actors::gateway& g, const front_door_args& a) {

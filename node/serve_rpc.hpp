@@ -27,7 +27,10 @@ struct front_door_args {
   std::string node_manager;     // "hera" or "parties": resize recommendation pools; empty: off
   std::string profiles;         // --profiles: the profile table Hera's manager reads
   int manager_max_workers = 0;  // workers one model may have (0: the cores)
-  hps_stack_args dlrm;          // --dlrm-model: also serve a DLRM through the parameter server
+  std::vector<std::string> rec_models;  // --rec-model NAME=DIR: tables in memory, own pool
+  int rec_workers = 2;                  // each one's starting workers
+  bool slo_from_flag = false;           // --slo-ms given (wins over model.toml's slo_ms)
+  hps_stack_args dlrm;  // --dlrm-model: also serve a DLRM through the parameter server
   std::string dlrm_name;
   int dlrm_instances = 2;
 
@@ -54,6 +57,14 @@ expected<std::string> admin_token(const std::string& path);
 struct dlrm_holder;
 expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::gateway& g,
                                                 const front_door_args& a);
+
+/// Admin.loadModel's loader of recommendation model directories (rec_models.hpp),
+/// with --rec-workers workers and the server's admission settings.
+std::function<expected<actors::rec_model_binding>(const std::string&, const std::string&)>
+rec_loader(const front_door_args& a);
+
+/// Loads every --rec-model NAME=DIR into the gateway (errors name the value or DIR).
+status add_rec_models(actors::gateway& g, const front_door_args& a);
 
 /// Ok when --listen and --metrics bind loopback addresses; a non-loopback bind
 /// is refused without --admin-token-file and warned about with one.

@@ -70,6 +70,7 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
     case model_arch::dlrm:
     case model_arch::ncf:
     case model_arch::wnd:
+    case model_arch::din:
       break;
   }
   // Activation (in place, zero memory) closes the layer and releases its input.

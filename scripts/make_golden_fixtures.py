@@ -214,13 +214,50 @@ class WideDeep(torch.nn.Module):
         return torch.sigmoid(wide + deep)
 
 
-def rec_fixture(out_dir, name, model, toml, rows, dense_in, batch, max_lookups):
+class DIN(torch.nn.Module):
+    """Deep Interest Network (Zhou et al. 2018), as Spindle serves it: tables 0
+    user, 1 candidate, 2 behaviour sequence, 3 context. Each behaviour e is
+    scored against the candidate q by the local activation unit on
+    [e, q, e - q, e * q] (sigmoid between layers, no softmax over behaviours);
+    the interest is the weighted sum; the predict MLP (ReLU) ends in 2 logits
+    and the answer is softmax(z)[:, 1]."""
+
+    def __init__(self, rows, dim, attention, top):
+        super().__init__()
+        self.emb_l = torch.nn.ModuleList([torch.nn.EmbeddingBag(n, dim, mode="sum") for n in rows])
+        self.att_l = self.stack(4 * dim, attention, torch.nn.Sigmoid)
+        self.top_l = self.stack(4 * dim, top, torch.nn.ReLU)
+
+    @staticmethod
+    def stack(width, widths, act):
+        layers = []
+        for i, w in enumerate(widths):
+            layers.append(torch.nn.Linear(width, w))
+            if i + 1 < len(widths):
+                layers.append(act())
+            width = w
+        return torch.nn.Sequential(*layers)
+
+    def forward(self, dense, indices, offsets):
+        user, cand, ctx = (self.emb_l[t](indices[t], offsets[t]) for t in (0, 1, 3))
+        keys, starts = indices[2], offsets[2].tolist() + [len(indices[2])]
+        interest = []
+        for b in range(cand.shape[0]):
+            e = self.emb_l[2].weight[keys[starts[b]:starts[b + 1]]]
+            q = cand[b].expand_as(e)
+            w = self.att_l(torch.cat([e, q, e - q, e * q], dim=1))
+            interest.append((w * e).sum(dim=0))
+        z = self.top_l(torch.cat([user, torch.stack(interest), cand, ctx], dim=1))
+        return torch.softmax(z, dim=1)[:, 1:2]
+
+
+def rec_fixture(out_dir, name, model, toml, rows, dense_in, batch, max_lookups, min_lookups=1):
     """Runs `model` on a random batch and writes its weights, inputs and outputs."""
     rng = np.random.default_rng(13)
     dense = rng.standard_normal((batch, dense_in)).astype(np.float32)
     indices, offsets = [], []
     for n in rows:
-        lens = rng.integers(1, max_lookups + 1, size=batch)
+        lens = rng.integers(min_lookups, max_lookups + 1, size=batch)
         offsets.append(np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
         indices.append(rng.integers(0, n, size=int(lens.sum())).astype(np.int64))
     with torch.no_grad():
@@ -251,6 +288,16 @@ def wnd_fixture(out_dir):
                 '[model]\nname = "golden-wnd"\narch = "wnd"\nweights = "weights.safetensors"\n'
                 f"dense_in = 13\ntop = [{', '.join(map(str, top))}]\nembedding_dim = {dim}\n"
                 f"table_rows = [{', '.join(map(str, rows))}]\n", rows, 13, 6, 3)
+
+
+def din_fixture(out_dir):
+    # Bags of 0..4 keys: a sample with no behaviours (zero interest) is covered.
+    rows, dim, attention, top = [20, 30, 40, 10], 4, [12, 6, 1], [16, 8, 2]
+    rec_fixture(out_dir, "din", DIN(rows, dim, attention, top).eval(),
+                '[model]\nname = "golden-din"\narch = "din"\nweights = "weights.safetensors"\n'
+                f"dense_in = 0\ntop = [{', '.join(map(str, top))}]\nembedding_dim = {dim}\n"
+                f"attention = [{', '.join(map(str, attention))}]\n"
+                f"table_rows = [{', '.join(map(str, rows))}]\n", rows, 0, 7, 4, 0)
 
 
 def directed_fixture(out_dir):
@@ -288,7 +335,7 @@ def main():
     if "--only" in sys.argv:  # e.g. --only ncf,wnd: write these, leave the others as they are
         torch.manual_seed(5)
         for name in sys.argv[sys.argv.index("--only") + 1].split(","):
-            {"ncf": ncf_fixture, "wnd": wnd_fixture, "dlrm": dlrm_fixture,
+            {"ncf": ncf_fixture, "wnd": wnd_fixture, "din": din_fixture, "dlrm": dlrm_fixture,
              "directed": directed_fixture}[name](out_dir)
         return
     torch.manual_seed(3)

@@ -68,6 +68,9 @@ std::string describe_parse_error(const CLI::App& app, const CLI::ParseError& e, 
     else if (!w.empty() && w[0] == '-')
       continue;
     if (std::find(known.begin(), known.end(), w) != known.end()) continue;
+    const bool extra = msg.find("were not expected") != std::string::npos;
+    if (const std::string s = nearest(w, known); extra && !s.empty() && w.rfind("--", 0) == 0)
+      return "'" + w + "' is not a flag here (did you mean '" + s + "'?)";
     if (const std::string s = nearest(w, known); !s.empty() && msg.find(w) != std::string::npos)
       return msg + " (did you mean '" + s + "'?)";
     if (w.rfind("--", 0) == 0) {  // an unknown flag CLI11 reported as a missing required one

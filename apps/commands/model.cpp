@@ -83,6 +83,16 @@ status run_init(const init_args& a) {
     d.slo_ms = 5;
     SPINDLE_ASSIGN_OR_RETURN(
         d.table_rows, parse_rows(a.tables.empty() ? "100000,100000,100000,100000" : a.tables));
+  } else if (arch == config::model_arch::din) {
+    // Hera Table I, DIN: predict-FC 200-80-2, 4 tables of 32 (user, candidate,
+    // behaviours, context; about 3 lookups), attention + FC, SLA 100 ms. The local
+    // activation unit is DIN's 80-40-1. Rows scaled to 100,000 per table.
+    d.embedding_dim = a.hidden ? a.hidden : 32;
+    d.attention = {80, 40, 1};
+    d.top = {200, 80, 2};
+    d.slo_ms = 100;
+    SPINDLE_ASSIGN_OR_RETURN(
+        d.table_rows, parse_rows(a.tables.empty() ? "100000,100000,100000,100000" : a.tables));
   } else if (arch == config::model_arch::wnd) {
     // Hera Table I, Wide&Deep: predict-FC 1024-512-256, 27 tables of 32 wide, SLA 25 ms
     // (rows scaled to 10,000 per table by default: --tables to change).
@@ -141,7 +151,8 @@ void register_model(CLI::App& app, global_options&) {
   auto* init = cmd->add_subcommand(
       "init", "Write a model description and randomly initialised safetensors weights");
   auto a = std::make_shared<init_args>();
-  init->add_option("--arch", a->arch, "graphsage | gcn | gat | gin | dlrm | ncf | wnd")->required();
+  init->add_option("--arch", a->arch, "graphsage | gcn | gat | gin | dlrm | ncf | wnd | din")
+      ->required();
   init->add_option("--in", a->in, "Input feature width (DLRM: dense features, default 128)");
   init->add_option("--hidden", a->hidden, "Hidden width (DLRM: embedding width, default 64)");
   init->add_option("--classes", a->classes, "Output classes, the last layer's width (GNNs)");
@@ -155,9 +166,10 @@ void register_model(CLI::App& app, global_options&) {
                    "DLRM: Hera Table I's DLRM(A), (B), (C) or (D) (widths, tables, SLA)")
       ->check(CLI::IsMember({"A", "B", "C", "D"}))
       ->capture_default_str();
-  init->add_option("--tables", a->tables,
-                   "Recommendation models: rows per embedding table, comma-separated (default: "
-                   "100000 per table of the DLRM variant, 4 x 100000 for ncf, 27 x 10000 for wnd)")
+  init->add_option(
+          "--tables", a->tables,
+          "Recommendation models: rows per embedding table, comma-separated (default: "
+          "100000 per table of the DLRM variant, 4 x 100000 for ncf and din, 27 x 10000 for wnd)")
       ->capture_default_str();
   init->add_option("--name", a->name, "Model name (default: the architecture)");
   init->add_option("--seed", a->seed, "Random seed")->capture_default_str();

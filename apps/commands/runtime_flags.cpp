@@ -56,6 +56,14 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
                  "Open client connections before new ones are closed at once (0: the process's "
                  "file-descriptor limit less 64, at most 4096)")
       ->capture_default_str();
+  cmd.add_option("--rec-model", a.rec_models,
+                 "Serve a recommendation model (dlrm, ncf, wnd, din; tables in memory) as "
+                 "NAME=DIR, with its own worker pool and dynamic batching; repeatable");
+  cmd.add_option("--rec-workers", a.rec_workers,
+                 "Workers each --rec-model (or one loaded later) starts with (live: tunable "
+                 "workers; the node manager resizes them)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
   cmd.add_option("--node-manager", a.node_manager,
                  "Resize recommendation models' worker pools every manager_period_ms: hera "

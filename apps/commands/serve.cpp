@@ -122,9 +122,36 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
   }
 }
 
+// Recommendation models only (--rec-model, --dlrm-model): no dataset, no GNN.
+status serve_rec_only(const serve_args& a) {
+  if (a.workload > 0)
+    return make_error(errc::invalid_argument, "--workload drives a GNN: give --model DIR");
+  SPINDLE_TRY(check_exposure(a.door));
+  block_stop_signals();
+  SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
+  nn::set_blas_threads(1);
+  caf::actor_system_config cfg;
+  actors::configure_scheduler(cfg);
+  caf::actor_system sys{cfg};
+  actors::gateway gw(sys);
+  actors::model_loader loader;
+  loader.load_rec = rec_loader(a.door);
+  gw.set_model_loader(std::move(loader));
+  SPINDLE_TRY(add_rec_models(gw, a.door));
+  SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
+  return serve_until_signal(gw, a.door, token);
+}
+
 status run_serve(const serve_args& a, global_options& g) {
+  const bool rec_only = !a.door.rec_models.empty() || !a.door.dlrm.model.empty();
+  if (a.model.empty() && a.repository.empty() && rec_only && a.dataset.empty())
+    return serve_rec_only(a);
   if (a.model.empty() && a.repository.empty())
-    return make_error(errc::invalid_argument, "give --model DIR or --model-repository DIR");
+    return make_error(errc::invalid_argument,
+                      "give --model DIR or --model-repository DIR (with --dataset), or "
+                      "--rec-model NAME=DIR");
+  if (a.dataset.empty())
+    return make_error(errc::invalid_argument, "--dataset DIR: a GNN model needs its graph");
   const bool listening = a.workload == 0;
   if (listening) {
     SPINDLE_TRY(check_exposure(a.door));  // before loading anything
@@ -187,7 +214,10 @@ status run_serve(const serve_args& a, global_options& g) {
   if (listening) {
     actors::gateway gw(sys);
     for (const auto& x : bindings) gw.add_model(x);
-    gw.set_model_loader(models.loader());
+    auto loader = models.loader();
+    loader.load_rec = rec_loader(a.door);
+    gw.set_model_loader(std::move(loader));
+    SPINDLE_TRY(add_rec_models(gw, a.door));
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
     return serve_until_signal(gw, a.door, token);
   }
@@ -207,13 +237,15 @@ status run_serve(const serve_args& a, global_options& g) {
 }  // namespace
 
 void register_serve(CLI::App& app, global_options& g) {
-  auto* cmd =
-      app.add_subcommand("serve",
-                         "Serve a GNN (and optionally a DLRM) in one process through the actor "
-                         "pipeline behind the Cap'n Proto front door; --workload drives requests "
-                         "from an in-process generator instead");
+  auto* cmd = app.add_subcommand(
+      "serve",
+      "Serve GNNs and recommendation models in one process behind the "
+      "Cap'n Proto front door (and KServe over HTTP/gRPC); --workload drives requests "
+      "from an in-process generator instead");
   auto a = std::make_shared<serve_args>();
-  cmd->add_option("--dataset", a->dataset, "Prepared dataset directory")->required();
+  cmd->add_option("--dataset", a->dataset,
+                  "Prepared dataset directory (needed by GNN models; a server of only "
+                  "recommendation models has none)");
   cmd->add_option("--model", a->model, "Model directory (model.toml + weights)");
   cmd->add_option("--model-repository", a->repository,
                   "Serve every model of DIR/NAME/VERSION/ (Triton's layout: model.toml + "
@@ -261,6 +293,7 @@ void register_serve(CLI::App& app, global_options& g) {
     a->max_batch_flag = cmd->count("--max-batch") > 0;
     a->deadline_flag = cmd->count("--deadline-us") > 0;
     a->slo_flag = cmd->count("--slo-ms") > 0;
+    a->door.slo_from_flag = a->slo_flag;
     if (a->json) set_progress_enabled(false);
     if (int rc = report(run_serve(*a, g))) throw CLI::RuntimeError(rc);
   });

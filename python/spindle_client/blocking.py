@@ -1,7 +1,7 @@
 """The blocking client: plain method calls that return numpy arrays, for
-scripts and notebooks that do not use asyncio. Each Client runs the asyncio
-client (and pycapnp's kj event loop) on its own background thread and waits
-for each answer.
+scripts and notebooks that do not use asyncio. Every Client of a process runs
+its asyncio client on one shared background thread (pycapnp allows one kj
+event loop per process), so Clients may be used from several threads at once.
 
     from spindle_client import Client
     with Client("127.0.0.1:7400", model="sage") as c:
@@ -17,46 +17,86 @@ import numpy as np
 from .client import AsyncClient, SpindleError
 
 
+class _Loop:
+    """The background thread running pycapnp's kj event loop for every Client."""
+
+    _lock = threading.Lock()
+    _instance: Optional["_Loop"] = None
+
+    @classmethod
+    def get(cls) -> "_Loop":
+        with cls._lock:
+            if cls._instance is None or not cls._instance.thread.is_alive():
+                cls._instance = cls()
+            return cls._instance
+
+    def __init__(self):
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        started = threading.Event()
+
+        async def main():
+            self.loop = asyncio.get_running_loop()
+            started.set()
+            await asyncio.Event().wait()  # for the life of the process (a daemon thread)
+
+        self.thread = threading.Thread(target=lambda: asyncio.run(capnp.run(main())),
+                                       name="spindle-client", daemon=True)
+        self.thread.start()
+        started.wait()
+
+    def call(self, coro, timeout: float):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    # The AsyncClients live here and are only touched on the loop's thread: a
+    # pycapnp object freed on another thread aborts the process.
+    clients: dict = {}
+
+    async def open(self, endpoint, token, token_file) -> int:
+        c = await AsyncClient.open(endpoint, token, token_file)
+        key = id(c)
+        self.clients[key] = c
+        return key
+
+    async def run(self, key: int, fn):
+        c = self.clients.get(key)
+        if c is None:
+            raise SpindleError("unavailable", "the client is closed")
+        try:
+            return await fn(c)
+        except (SpindleError, ValueError, TypeError) as e:
+            fresh = SpindleError(e.status, e.message) if isinstance(e, SpindleError) else type(e)(str(e))
+        except Exception as e:  # pycapnp's errors (a dropped connection)
+            fresh = SpindleError("unavailable", str(e))
+        # Raised outside the handler: the caller's thread gets an exception that
+        # holds none of this thread's frames (nor the capnp replies in them).
+        raise fresh
+
+    async def close(self, key: int) -> None:
+        c = self.clients.pop(key, None)
+        if c is not None:
+            await c.close()
+
+
 class Client:
     """A blocking connection to `spindle serve`. `model` is the default model of
-    infer calls; `timeout` (seconds) bounds every call."""
+    infer calls; `timeout` (seconds) bounds every call. Thread-safe."""
 
     def __init__(self, endpoint: str, model: str = "", token: str = "",
                  token_file: Optional[str] = None, timeout: float = 60.0):
         self.model = model
         self.timeout = timeout
-        self._opened = threading.Event()
-        self._error: Optional[BaseException] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._client: Optional[AsyncClient] = None
-        self._thread = threading.Thread(target=self._serve, args=(endpoint, token, token_file),
-                                        name="spindle-client", daemon=True)
-        self._thread.start()
-        if not self._opened.wait(timeout):
-            raise TimeoutError(f"{endpoint}: no connection after {timeout} s")
-        if self._error is not None:
-            raise self._error
+        self._runner = _Loop.get()
+        self._key: Optional[int] = None
+        try:
+            self._key = self._runner.call(self._runner.open(endpoint, token, token_file), timeout)
+        except TimeoutError:
+            raise TimeoutError(f"{endpoint}: no connection after {timeout} s") from None
 
-    def _serve(self, endpoint, token, token_file):
-        async def main():
-            self._loop = asyncio.get_running_loop()
-            self._stop = asyncio.Event()
-            try:
-                self._client = await AsyncClient.open(endpoint, token, token_file)
-            except BaseException as e:  # reported to the constructor's caller
-                self._error = e
-                self._opened.set()
-                return
-            self._opened.set()
-            await self._stop.wait()
-            await self._client.close()
-
-        asyncio.run(capnp.run(main()))
-
-    def _call(self, coro):
-        if self._loop is None or self._client is None:
+    def _call(self, fn):
+        """fn(AsyncClient) -> coroutine, run on the loop's thread."""
+        if self._key is None:
             raise SpindleError("unavailable", "the client is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout)
+        return self._runner.call(self._runner.run(self._key, fn), self.timeout)
 
     def _model(self, model: Optional[str]) -> str:
         name = model or self.model
@@ -66,7 +106,7 @@ class Client:
 
     def ready(self) -> bool:
         """The server's models are loaded and warmed."""
-        return self._call(self._client.ready())
+        return self._call(lambda c: c.ready())
 
     def infer_gnn(self, seeds: Sequence[int] = (), model: Optional[str] = None,
                   sampler_seed: int = 0, deadline_us: int = 0,
@@ -74,7 +114,7 @@ class Client:
         """Outputs of `seeds` (dataset rows) or `ids` (the data's own node ids) as a
         float32 array [n, width]; raises SpindleError when the server refuses."""
         seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
-        r = self._call(self._client.infer_gnn(self._model(model), seeds.tolist(), sampler_seed,
+        r = self._call(lambda c: c.infer_gnn(self._model(model), seeds.tolist(), sampler_seed,
                                               deadline_us, True, [str(i) for i in ids]))
         return np.asarray(r.outputs, dtype=np.float32).reshape(len(r.outputs), -1)
 
@@ -85,22 +125,42 @@ class Client:
         dense = np.asarray(dense, dtype=np.float32)
         if dense.ndim != 2:
             raise ValueError(f"dense must be [batch, features], got shape {dense.shape}")
-        r = self._call(self._client.infer_rec(self._model(model), dense.tolist(), sparse,
+        r = self._call(lambda c: c.infer_rec(self._model(model), dense.tolist(), sparse,
                                               deadline_us))
         return np.asarray(r.scores, dtype=np.float32)
 
     def stats(self) -> dict:
-        return self._call(self._client.stats())
+        return self._call(lambda c: c.stats())
 
     def models(self) -> list:
-        return self._call(self._client.models())
+        return self._call(lambda c: c.models())
+
+    def tunables(self, model: Optional[str] = None) -> dict:
+        return self._call(lambda c: c.tunables(self._model(model)))
+
+    def set_tunable(self, name: str, value, model: Optional[str] = None) -> None:
+        self._call(lambda c: c.set_tunable(self._model(model), name, value))
+
+    def load_model(self, name: str, path: str) -> None:
+        """Serves the model directory `path` (on the server) as `name`: a GNN, or a
+        recommendation model (dlrm, ncf, wnd, din) with its own worker pool."""
+        self._call(lambda c: c.load_model(name, path))
+
+    def unload_model(self, name: str) -> None:
+        """Stops serving `name` once its calls in flight have finished."""
+        self._call(lambda c: c.unload_model(name))
 
     def close(self) -> None:
-        """Closes the connection and stops the background thread (idempotent)."""
-        if self._loop is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(self.timeout)
-        self._loop = None
+        """Closes the connection (idempotent)."""
+        key, self._key = self._key, None
+        if key is not None:
+            self._runner.call(self._runner.close(key), self.timeout)
+
+    def __del__(self):
+        # Not closed by its user: closed on the loop's thread, without waiting.
+        key, self._key = getattr(self, "_key", None), None
+        if key is not None and self._runner.thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self._runner.close(key), self._runner.loop)
 
     def __enter__(self) -> "Client":
         return self

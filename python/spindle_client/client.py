@@ -161,7 +161,8 @@ class AsyncClient:
         _check(await req.send())
 
     async def load_model(self, name: str, path: str) -> None:
-        """Serves the GNN model directory `path` (on the server) as `name` (schema 3)."""
+        """Serves the model directory `path` (on the server) as `name`: a GNN, or a
+        recommendation model (dlrm, ncf, wnd, din) with its own worker pool (schema 3)."""
         req = self._admin.loadModel_request()
         req.token, req.name, req.path = self._token, name, path
         _check(await req.send())

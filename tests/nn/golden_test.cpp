@@ -154,8 +154,9 @@ TEST(dlrm_golden_test, matches_a_pytorch_dlrm) {
       << bad.error().message();
 }
 
-// Hera Table I's NCF (NeuMF) and Wide & Deep against plain PyTorch modules
-// (scripts/make_golden_fixtures.py --only ncf,wnd): same weights, same inputs.
+// Hera Table I's NCF (NeuMF), Wide & Deep plain PyTorch modules
+// and DIN (scripts/make_golden_fixtures.py --only ncf,wnd / --only din): same
+// weights, same inputs.
 class rec_golden_test : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(rec_golden_test, matches_pytorch) {
@@ -184,7 +185,35 @@ TEST_P(rec_golden_test, matches_pytorch) {
       << bad.error().message();
 }
 
-INSTANTIATE_TEST_SUITE_P(table_i, rec_golden_test, ::testing::Values("ncf", "wnd"));
+INSTANTIATE_TEST_SUITE_P(table_i, rec_golden_test, ::testing::Values("ncf", "wnd", "din"));
+
+// DIN's behaviour keys go through the attention unit, not embedding_bag: a bad one
+// is still named with its table, and bad behaviour offsets are refused.
+TEST(din_golden, names_a_bad_behaviour_key_and_bad_offsets) {
+  const std::string dir = fixture("din");
+  heap_allocator alloc;
+  auto m = model::load(dir, alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  std::vector<sparse_input> sparse;
+  for (int t = 0; t < 4; ++t)
+    sparse.push_back({load<std::int64_t>(dir + "/indices" + std::to_string(t) + ".npy"),
+                      load<std::int64_t>(dir + "/offsets" + std::to_string(t) + ".npy")});
+  ASSERT_FALSE(sparse[2].indices.empty());
+  const std::int64_t batch = std::int64_t(sparse[0].offsets.size()) - 1;
+  const tensor dense = tensor::borrow(nullptr, {batch, 0});
+  auto keys = sparse;
+  keys[2].indices[0] = 40;  // the behaviour table has 40 rows
+  auto bad = m->forward_rec(alloc, dense, keys);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("table 2: embedding_bag: index 40"), std::string::npos)
+      << bad.error().message();
+  auto offs = sparse;
+  offs[2].offsets[2] = offs[2].offsets[1] - 1;  // decreasing
+  bad = m->forward_rec(alloc, dense, offs);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("table 2: offsets"), std::string::npos)
+      << bad.error().message();
+}
 
 }  // namespace
 }  // namespace spindle::nn

@@ -315,6 +315,41 @@ status rpc_client::run_tensor_closed_loop(const std::string& model, std::span<co
   });
 }
 
+namespace {
+
+// Sends call i at send_at_s[i] seconds after the start; `send(i, scheduled)`
+// issues it and returns the promise that reports its answer.
+template <class Send>
+void drive_open_loop(kj::Timer& timer, kj::WaitScope& ws, const std::vector<double>& send_at_s,
+                     Send send, bool precise = true) {
+  // The event loop's timer.now() is the time of its last poll, which may be
+  // long past; a fresh reading keeps send times and latencies on one clock.
+  const kj::TimePoint start = kj::systemPreciseMonotonicClock().now();
+  const auto wall0 = std::chrono::steady_clock::now();
+  auto replies = kj::heapArrayBuilder<kj::Promise<void>>(send_at_s.size());
+  // Sends on time: the event loop's timers wake with millisecond granularity
+  // (epoll), which made idle-server round trips look 0.5 ms slower than they
+  // are, so the loop sleeps on a timer only until 1 ms before a send and then
+  // polls (running replies as they arrive) until the send time.
+  for (std::size_t i = 0; i < send_at_s.size(); ++i) {
+    const auto at = start + std::int64_t(send_at_s[i] * 1e9) * kj::NANOSECONDS;
+    auto& clock = kj::systemPreciseMonotonicClock();
+    if (!precise) {
+      if (at > clock.now()) timer.atTime(at).wait(ws);
+    } else {
+      if (at - clock.now() > 2 * kj::MILLISECONDS) timer.atTime(at - kj::MILLISECONDS).wait(ws);
+      while (clock.now() < at) ws.poll();
+    }
+    // kj runs a .then() body lazily, when its result is consumed; the join
+    // consumes only at the end, so force it to run as soon as the reply is in.
+    replies.add(send(i, wall0 + std::chrono::nanoseconds(std::int64_t(send_at_s[i] * 1e9)))
+                    .eagerlyEvaluate(nullptr));
+  }
+  kj::joinPromises(replies.finish()).wait(ws);
+}
+
+}  // namespace
+
 status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
                                  const std::vector<double>& send_at_s, const gnn_callback& done) {
   if (send_at_s.size() != calls.size()) {
@@ -322,42 +357,43 @@ status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
                       send_at_s.size(), calls.size());
   }
   return guarded(endpoint_, [&]() -> status {
-    auto& timer = impl_->timer();
-    // The event loop's timer.now() is the time of its last poll, which may be
-    // long past; a fresh reading keeps send times and latencies on one clock.
-    const kj::TimePoint start = kj::systemPreciseMonotonicClock().now();
-    const auto wall0 = std::chrono::steady_clock::now();
-    auto replies = kj::heapArrayBuilder<kj::Promise<void>>(calls.size());
-    auto send = [&](std::size_t i, std::chrono::steady_clock::time_point scheduled) {
+    drive_open_loop(impl_->timer(), impl_->ws(), send_at_s, [&](std::size_t i, auto scheduled) {
       auto req = impl_->inference.inferGnnRequest();
       detail::write(req.initRequest(), calls[i]);
-      // kj runs a .then() body lazily, when its result is consumed; the join
-      // consumes only at the end, so force it to run as soon as the reply is in.
-      replies.add(req.send()
-                      .then(
-                          [&, i, scheduled](capnp::Response<::Inference::InferGnnResults> r) {
-                            done(i, detail::read(r.getReply()),
-                                 seconds_between(scheduled, std::chrono::steady_clock::now()));
-                          },
-                          [&, i, scheduled](kj::Exception&& e) {
-                            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
-                                 seconds_between(scheduled, std::chrono::steady_clock::now()));
-                          })
-                      .eagerlyEvaluate(nullptr));
-    };
-    // Sends on time: the event loop's timers wake with millisecond granularity
-    // (epoll), which made idle-server round trips look 0.5 ms slower than they
-    // are, so the loop sleeps on a timer only until 1 ms before a send and then
-    // polls (running replies as they arrive) until the send time.
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      const auto at = start + std::int64_t(send_at_s[i] * 1e9) * kj::NANOSECONDS;
-      auto& clock = kj::systemPreciseMonotonicClock();
-      if (at - clock.now() > 2 * kj::MILLISECONDS)
-        timer.atTime(at - kj::MILLISECONDS).wait(impl_->ws());
-      while (clock.now() < at) impl_->ws().poll();
-      send(i, wall0 + std::chrono::nanoseconds(std::int64_t(send_at_s[i] * 1e9)));
-    }
-    kj::joinPromises(replies.finish()).wait(impl_->ws());
+      return req.send().then(
+          [&, i, scheduled](capnp::Response<::Inference::InferGnnResults> r) {
+            done(i, detail::read(r.getReply()),
+                 seconds_between(scheduled, std::chrono::steady_clock::now()));
+          },
+          [&, i, scheduled](kj::Exception&& e) {
+            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+                 seconds_between(scheduled, std::chrono::steady_clock::now()));
+          });
+    });
+    return status::ok();
+  });
+}
+
+status rpc_client::run_open_loop_rec(const std::function<const rec_call&(std::size_t)>& call_of,
+                                     const std::vector<double>& send_at_s, const rec_callback& done,
+                                     bool precise) {
+  return guarded(endpoint_, [&]() -> status {
+    drive_open_loop(
+        impl_->timer(), impl_->ws(), send_at_s,
+        [&](std::size_t i, auto scheduled) {
+          auto req = impl_->inference.inferRecRequest();
+          detail::write(req.initRequest(), call_of(i));
+          return req.send().then(
+              [&, i, scheduled](capnp::Response<::Inference::InferRecResults> r) {
+                done(i, detail::read(r.getReply()),
+                     seconds_between(scheduled, std::chrono::steady_clock::now()));
+              },
+              [&, i, scheduled](kj::Exception&& e) {
+                done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+                     seconds_between(scheduled, std::chrono::steady_clock::now()));
+              });
+        },
+        precise);
     return status::ok();
   });
 }

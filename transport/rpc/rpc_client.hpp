@@ -16,6 +16,7 @@ namespace spindle::transport::rpc {
 
 /// Called once per call with its index, answer and latency in seconds.
 using gnn_callback = std::function<void(std::size_t, const gnn_answer&, double)>;
+using rec_callback = std::function<void(std::size_t, const rec_answer&, double)>;
 using tensor_callback = std::function<void(std::size_t, const tensor_answer&, double)>;
 
 struct admin_reply {
@@ -55,6 +56,15 @@ class rpc_client {
   /// measured from that scheduled time (no coordinated omission).
   status run_open_loop(const std::vector<gnn_call>& calls, const std::vector<double>& send_at_s,
                        const gnn_callback& done);
+
+  /// Open loop of recommendation calls, as run_open_loop: call i is
+  /// `call_of(i)` (a benchmark cycles through a few prepared calls). With
+  /// `precise` false the sender sleeps on the event loop's timer (sends up to
+  /// ~1 ms late) instead of polling through the last millisecond before each
+  /// send, which at thousands of calls per second keeps a core busy.
+  status run_open_loop_rec(const std::function<const rec_call&(std::size_t)>& call_of,
+                           const std::vector<double>& send_at_s, const rec_callback& done,
+                           bool precise = true);
 
   /// Closed loop of `calls` tensor calls with the same payload, `in_flight`
   /// outstanding: over the SplitRPC path (`split`, after open_split: the payload

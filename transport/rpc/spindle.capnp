@@ -95,7 +95,7 @@ interface Inference {
 
 struct ModelInfo {
   name @0 :Text;
-  kind @1 :Text;        # "gnn" or "dlrm"
+  kind @1 :Text;        # "gnn" or "dlrm" (any recommendation model; arch says which)
   arch @2 :Text;        # graphsage | gcn | gat | gin | dlrm
   inputWidth @3 :UInt32;
   outputWidth @4 :UInt32;
