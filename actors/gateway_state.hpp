@@ -41,7 +41,7 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self);
 placement_stats placement_stats_of(caf::actor_system& sys, const caf::actor& placement);
 
 // The admission limit's floor: a cold or idle model still takes a full batch
-// before its capacity is measured (GNN: max_batch; DLRM: two calls per instance).
+// before its capacity is measured (GNN: max_batch; recommendation: see rec_entry).
 inline sched::admission_options with_floor(sched::admission_options o, std::size_t floor) {
   o.floor = floor;
   return o;
@@ -95,9 +95,14 @@ struct rec_entry {
   std::atomic<std::int64_t> max_batch_samples{4096};  // tunable max_batch_samples
   explicit rec_entry(rec_model_binding binding)
       : b(std::move(binding)),
-        admission(with_floor(
-            b.admission,
-            2 * std::max<std::size_t>(1, b.pool ? b.pool->workers() : b.instances.size()))) {}
+        admission(with_floor(b.admission, admission_floor(b))) {}
+  // A pool's worker takes every queued call into one pass (up to 4,096 samples):
+  // the floor is one such pass of 64-sample calls, so a burst is batched, not
+  // refused, before capacity is measured. Actors take one call each: two apiece.
+  static std::size_t admission_floor(const rec_model_binding& b) {
+    if (b.pool) return 64;
+    return 2 * std::max<std::size_t>(1, b.instances.size());
+  }
 };
 
 }  // namespace spindle::actors::detail

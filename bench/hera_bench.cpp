@@ -112,7 +112,8 @@ std::vector<answer> drive(const std::string& endpoint, const model_spec& m,
            [&](std::size_t i) -> const rpc::rec_call& { return calls[i % calls.size()]; }, send_at,
            [&](std::size_t i, const rpc::rec_answer& a, double s) {
              out[i] = {send_at[i], s, a.status == rpc::rpc_status::ok};
-           }),
+           },
+           false),  // no polling between sends: the client must not take a core
        "open loop");
   return out;
 }
@@ -123,15 +124,12 @@ struct server {
 };
 
 server start_server(const std::string& bin, const std::string& dir,
-                    const std::vector<model_spec>& models, std::vector<std::string> extra) {
-  std::vector<std::string> argv{bin,
-                                "serve",
-                                "--listen",
-                                "127.0.0.1:0",
-                                "--admin-token-file",
-                                dir + "/token",
-                                "--rec-workers",
-                                "1"};
+                    const std::vector<model_spec>& models, std::vector<std::string> extra,
+                    int workers = 1) {
+  std::vector<std::string> argv{
+      bin, "serve", "--listen", "127.0.0.1:0", "--admin-token-file", dir + "/token"};
+  argv.push_back("--rec-workers");
+  argv.push_back(std::to_string(workers));
   for (const auto& m : models) {
     argv.push_back("--rec-model");
     argv.push_back(m.name + "=" + m.dir);
@@ -362,28 +360,53 @@ void fig14(const std::string& bin, const std::string& dir, const std::vector<mod
 
 // ---- 3. measured co-location EMU against the simulator ----
 
-// Both models at s x the simulator's QPS for 2 s: do both meet their SLAs?
-bool pair_meets_sla(const server& srv, const model_spec& a, const model_spec& b, double qa,
-                    double qb, double s, std::uint64_t seed) {
-  std::vector<std::vector<answer>> got(2);
-  std::thread ta([&] {
-    got[0] = drive(srv.endpoint, a, arrivals([&](double) { return s * qa; }, s * qa, 2.0, seed), 1);
-  });
-  std::thread tb([&] {
-    got[1] =
-        drive(srv.endpoint, b, arrivals([&](double) { return s * qb; }, s * qb, 2.0, seed + 1), 2);
-  });
-  ta.join();
-  tb.join();
-  for (int k = 0; k < 2; ++k) {
+// Each model of `m` at its rate in `qps` (Poisson, 2 s, at once): does every
+// call succeed and every model's p99 meet its SLA?
+bool meets_sla(const server& srv, const std::vector<model_spec>& m, const std::vector<double>& qps,
+               std::uint64_t seed) {
+  std::vector<std::vector<answer>> got(m.size());
+  std::vector<std::thread> load;
+  for (std::size_t k = 0; k < m.size(); ++k)
+    load.emplace_back([&, k] {
+      const double r = qps[k];
+      got[k] = drive(srv.endpoint, m[k], arrivals([r](double) { return r; }, r, 2.0, seed + k), k);
+    });
+  for (auto& t : load) t.join();
+  for (std::size_t k = 0; k < m.size(); ++k) {
     std::vector<double> lat;
     for (const auto& x : got[k]) {
       if (!x.ok) return false;
       lat.push_back(x.latency_s * 1e3);
     }
-    if (percentile(lat, 0.99) > (k ? b.sla_ms : a.sla_ms)) return false;
+    if (percentile(lat, 0.99) > m[k].sla_ms) return false;
   }
   return true;
+}
+
+// The highest s in (0, hi) with meets(s), bisected 6 times.
+double bisect(double hi, const std::function<bool(double)>& meets) {
+  double lo = 0;
+  for (int step = 0; step < 6; ++step) {
+    const double mid = (lo + hi) / 2;
+    (meets(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// Hera's max load: each model alone on the served path (RPC, gateway, dynamic
+// batching, a pool of `cores` workers), the highest Poisson rate meeting its SLA.
+void served_max_load(const std::string& bin, const std::string& dir, std::vector<model_spec>& m) {
+  server srv = start_server(bin, dir, m, {}, g_profiles.machine.cores);
+  fmt::print(
+      "\nMax load on the served path (alone, {} workers, over Cap'n Proto; the unit of "
+      "the loads and EMU below):\n| model | profile (in process) | served |\n|---|---|---|\n",
+      g_profiles.machine.cores);
+  for (auto& x : m) {
+    const double profiled = x.iso_qps;
+    x.iso_qps = bisect(1.5 * profiled, [&](double r) { return meets_sla(srv, {x}, {r}, 31); });
+    fmt::print("| {} | {:.0f} | {:.0f} |\n", x.name, profiled, x.iso_qps);
+  }
+  stop_server(srv);
 }
 
 void pair_emu(const std::string& bin, const std::string& dir, const std::vector<model_spec>& m) {
@@ -399,13 +422,13 @@ void pair_emu(const std::string& bin, const std::string& dir, const std::vector<
     const auto& b = m[std::size_t(j)];
     const auto [qa, qb] = hera::colocated_qps(g_profiles.models.at(a.name),
                                               g_profiles.models.at(b.name), g_profiles.machine);
-    const double emu_pred = qa / a.iso_qps + qb / b.iso_qps;
-    double lo = 0, hi = 2;
-    for (int step = 0; step < 6; ++step) {
-      const double mid = (lo + hi) / 2;
-      (pair_meets_sla(srv, a, b, qa, qb, mid, 50 + step) ? lo : hi) = mid;
-    }
-    const double emu_meas = lo * emu_pred;
+    const auto& machine = g_profiles.machine;
+    const double emu_pred = qa / hera::isolated_qps(g_profiles.models.at(a.name), machine) +
+                            qb / hera::isolated_qps(g_profiles.models.at(b.name), machine);
+    const double lo = bisect(2.0, [&](double x) {
+      return meets_sla(srv, {a, b}, {x * qa, x * qb}, 50);
+    });
+    const double emu_meas = lo * qa / a.iso_qps + lo * qb / b.iso_qps;
     fmt::print("| {} + {} | {:.0f} + {:.0f} | {:.0f}% | {:.2f} | {:.0f}% | {:+.0f}% |\n", a.name,
                b.name, qa, qb, 100 * emu_pred, lo, 100 * emu_meas,
                emu_meas > 0 ? 100 * (emu_pred - emu_meas) / emu_meas : 0.0);
@@ -428,6 +451,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   auto models = make_models(bin, dir);
   profile_models(bin, dir, models);
+  served_max_load(bin, dir, models);
   fig14(bin, dir, {models[0], models[1]}, seconds);
   pair_emu(bin, dir, models);
   return 0;

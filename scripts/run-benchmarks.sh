@@ -91,3 +91,6 @@ echo "== KServe v2 doors vs Cap'n Proto: HTTP/JSON, HTTP binary, gRPC (bench/kse
 "$build/bench/kserve_bench" "$spindle" 4000
 echo "== RPC tax: unified Cap'n Proto vs SplitRPC vs in-process (bench/rpc_tax_bench) =="
 "$build/bench/rpc_tax_bench" 1000
+echo
+echo "== Hera: profiles, Fig. 14 analogue, co-location EMU vs the simulator (bench/hera_bench) =="
+"$build/bench/hera_bench" "$spindle" "$build/hera-bench" 30

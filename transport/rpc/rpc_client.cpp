@@ -342,8 +342,10 @@ void drive_open_loop(kj::Timer& timer, kj::WaitScope& ws, const std::vector<doub
     }
     // kj runs a .then() body lazily, when its result is consumed; the join
     // consumes only at the end, so force it to run as soon as the reply is in.
-    replies.add(send(i, wall0 + std::chrono::nanoseconds(std::int64_t(send_at_s[i] * 1e9)))
-                    .eagerlyEvaluate(nullptr));
+    // Precise: latency from the scheduled time; else from the actual send.
+    const auto from = precise ? wall0 + std::chrono::nanoseconds(std::int64_t(send_at_s[i] * 1e9))
+                              : std::chrono::steady_clock::now();
+    replies.add(send(i, from).eagerlyEvaluate(nullptr));
   }
   kj::joinPromises(replies.finish()).wait(ws);
 }

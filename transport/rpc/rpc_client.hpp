@@ -61,7 +61,8 @@ class rpc_client {
   /// `call_of(i)` (a benchmark cycles through a few prepared calls). With
   /// `precise` false the sender sleeps on the event loop's timer (sends up to
   /// ~1 ms late) instead of polling through the last millisecond before each
-  /// send, which at thousands of calls per second keeps a core busy.
+  /// send, which at thousands of calls per second keeps a core busy; latency
+  /// then counts from the actual send.
   status run_open_loop_rec(const std::function<const rec_call&(std::size_t)>& call_of,
                            const std::vector<double>& send_at_s, const rec_callback& done,
                            bool precise = true);
