@@ -37,6 +37,7 @@ demo: build
 	$(SPINDLE) serve-dlrm --model $(DEMO_DIR)/dlrm --pdb $(DEMO_DIR)/dlrm-pdb --workload 2000 --batch 256
 	$(SPINDLE) profile --model ctr=$(DEMO_DIR)/dlrm --workers 2 --seconds 0.2 --steps 3 --sla-ms 20 --out $(DEMO_DIR)/profile.json
 	$(SPINDLE) colocate plan --profiles examples/hera-profile-handmade.json --targets D=500,N=300,W=100
+	./scripts/demo-hera.sh $(SPINDLE) $(DEMO_DIR)
 	./scripts/demo-front-door.sh $(SPINDLE) $(DEMO_DIR)
 
 test: build

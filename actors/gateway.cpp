@@ -135,7 +135,7 @@ std::chrono::milliseconds gateway::manage_step() {
   const auto period = std::chrono::milliseconds(s_->manager_period_ms.load());
   if (!s_->manager) return period;
   for (const auto& [name, e] : s_->rec_all()) {
-    if (!e->b.pool) continue;
+    if (!e->b.pool || !e->managed) continue;
     std::lock_guard lock(e->manager_mu);
     const auto now = clock_type::now();
     const double seconds = std::chrono::duration<double>(now - e->last_tick).count();

@@ -13,6 +13,7 @@
 #include <caf/all.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "actors/hps_messages.hpp"
@@ -87,6 +88,8 @@ class gateway final : public transport::rpc::rpc_service {
   /// served under its key, and under NAME when it is the highest version so far.
   void add_model(gnn_model_binding m);
   void add_model(rec_model_binding m);
+  /// The binding a recommendation model is served with (none: not served).
+  std::optional<rec_model_binding> rec_binding(const std::string& name) const;
   /// Tensor models and the SplitRPC data path (optional).
   void set_split_path(std::unique_ptr<split_path> p);
   split_path* split() const;

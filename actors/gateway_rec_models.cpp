@@ -26,6 +26,7 @@ status enroll(const gateway::state& s, const std::string& name, rec_entry& e) {
   e.manager.max_workers = s.manager_max_workers;
   e.last_requests = e.c.requests.load();
   e.last_tick = clock_type::now();
+  e.managed = true;
   return status::ok();
 }
 
@@ -46,6 +47,12 @@ status gateway::set_node_manager(sched::hera::manager_policy policy,
   return status::ok();
 }
 
+std::optional<rec_model_binding> gateway::rec_binding(const std::string& name) const {
+  auto e = s_->rec_of(name);
+  if (!e) return std::nullopt;
+  return e->b;
+}
+
 // Loaded (and run once) by the server's loader, then enrolled with the node
 // manager when one runs, and only then reachable by calls.
 status gateway::load_rec(const std::string& name, const std::string& path) {
@@ -59,7 +66,9 @@ status gateway::load_rec(const std::string& name, const std::string& path) {
   SPINDLE_ASSIGN_OR_RETURN(auto binding, s_->loader.load_rec(name, path));
   binding.name = name;
   auto e = std::make_shared<rec_entry>(std::move(binding));
-  if (s_->manager && e->b.pool) SPINDLE_TRY(enroll(*s_, name, *e));
+  if (s_->manager && e->b.pool)
+    if (auto st = enroll(*s_, name, *e); !st)  // served, at its workers, unmanaged
+      log::warn("admin: '{}' is not managed: {}", name, st.message());
   {
     spindle::lock_guard lock(s_->models_mu);
     s_->rec[name] = std::move(e);

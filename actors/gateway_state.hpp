@@ -86,6 +86,7 @@ struct rec_entry {
   std::mutex manager_mu;
   sched::hera::manager_settings manager;              // SLA, slack band, max workers
   std::optional<sched::hera::model_profile> profile;  // from --profiles
+  std::atomic<bool> managed{false};                   // enrolled with the node manager
   std::uint64_t last_requests = 0;
   clock_type::time_point last_tick = clock_type::now();
   nlohmann::json last_decision;
@@ -94,8 +95,7 @@ struct rec_entry {
   std::deque<pending_rec> pending;
   std::atomic<std::int64_t> max_batch_samples{4096};  // tunable max_batch_samples
   explicit rec_entry(rec_model_binding binding)
-      : b(std::move(binding)),
-        admission(with_floor(b.admission, admission_floor(b))) {}
+      : b(std::move(binding)), admission(with_floor(b.admission, admission_floor(b))) {}
   // A pool's worker takes every queued call into one pass (up to 4,096 samples):
   // the floor is one such pass of 64-sample calls, so a burst is batched, not
   // refused, before capacity is measured. Actors take one call each: two apiece.

@@ -82,16 +82,19 @@ struct model_state {
       std::vector<std::size_t> floats;
       for (auto s : b.sizes) floats.push_back(s / sizeof(float));
       const auto t0 = clock_type::now();
+      const auto* data = reinterpret_cast<const float*>(b.data);  // one contiguous span
+      std::vector<std::string> errors(b.ids.size());
       auto results =
-          m.compute(reinterpret_cast<const float*>(b.data), floats);  // one contiguous span
+          m.compute_checked ? m.compute_checked(data, floats, errors) : m.compute(data, floats);
       const std::uint64_t compute_us = us_since(t0) / std::max<std::size_t>(1, b.ids.size());
       (void)queue->release(b);
       for (std::size_t k = 0; k < b.ids.size(); ++k)
-        finish(b.ids[k], std::move(results[k]), compute_us);
+        finish(b.ids[k], std::move(results[k]), compute_us, std::move(errors[k]));
     }
   }
 
-  void finish(std::uint64_t slot, std::vector<float> result, std::uint64_t compute_us) {
+  void finish(std::uint64_t slot, std::vector<float> result, std::uint64_t compute_us,
+              std::string error = {}) {
     reply_slot r;
     {
       std::lock_guard lock(mu);
@@ -106,7 +109,9 @@ struct model_state {
       return;
     }
     tensor_answer a{rpc_status::ok, "", std::move(result), us_since(r.t0), compute_us};
-    if (r.deadline_us > 0 && a.server_us > r.deadline_us) {
+    if (!error.empty()) {
+      a = {rpc_status::bad_request, fmt::format("model '{}': {}", m.name, error)};
+    } else if (r.deadline_us > 0 && a.server_us > r.deadline_us) {
       a = {rpc_status::deadline_exceeded,
            fmt::format("answered after {} us, deadline {} us", a.server_us, r.deadline_us)};
     }

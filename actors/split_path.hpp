@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "embedding/rec_runner.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
@@ -22,16 +23,28 @@ namespace spindle::actors {
 /// A tensor model: computes one result per request over a batch that is one
 /// contiguous span of float32 payloads (`sizes` floats each, back to back).
 struct tensor_model {
+  using results = std::vector<std::vector<float>>;
   std::string name;
-  std::function<std::vector<std::vector<float>>(const float* batch,
-                                                const std::vector<std::size_t>& sizes)>
-      compute;
+  std::function<results(const float* batch, const std::vector<std::size_t>& sizes)> compute;
   std::size_t max_batch = 32;
+  /// Optional: per-request errors (answered bad_request, naming the problem);
+  /// `errors` has one entry per request, empty when it succeeded. Used instead
+  /// of `compute` when set.
+  std::function<results(const float* batch, const std::vector<std::size_t>& sizes,
+                        std::vector<std::string>& errors)>
+      compute_checked;
 };
 
 /// The built-in "sum" model: per request, [sum of its values, count]. Touches
 /// every payload byte once: a stand-in for compute in the RPC-tax benchmark.
 tensor_model sum_model(std::string name = "sum");
+
+/// A recommendation model on the tensor path (SplitRPC carrying a real model):
+/// each payload is a request packed by sched::pack_rec_request; the requests the
+/// executor takes at once become one batch (one forward pass through `runner`),
+/// and each gets its scores. `owner` keeps what the runner reads alive.
+tensor_model rec_tensor_model(std::string name, std::shared_ptr<const embedding::rec_runner> runner,
+                              const nn::model* model, std::shared_ptr<const void> owner);
 
 struct split_stats {
   std::uint64_t calls = 0, copied_bytes = 0, zero_copy_bytes = 0;

@@ -9,13 +9,22 @@
 // request, server time, compute, and transport (the rest). One call in flight.
 //  (d) gRPC + protobuf (Debian's libgrpc++), the alternative a user would pick,
 //      when it was found at configure time.
-// Usage: rpc_tax_bench [calls_per_size=1000]
+// Then a real recommendation model (Hera Table I's DLRM(A): 128 dense, 8 tables
+// of 64, 80 lookups per table, rows scaled to 100,000) for batches of 256 and
+// 4,096 samples: inferRec (the request as Cap'n Proto structs, through the
+// gateway's batcher and pool), the unified tensor path and the SplitRPC path
+// (the packed request, sched/rec_wire.hpp), against the in-process forward pass.
+// Usage: rpc_tax_bench [calls_per_size=1000] [DLRM_A_DIR]
 #include <capnp/message.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <random>
 
 #include "actors/gateway.hpp"
 #include "bench/bench_util.hpp"
+#include "node/rec_models.hpp"
+#include "sched/rec_wire.hpp"
 #include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_server.hpp"
 #include "transport/rpc/spindle.capnp.h"
@@ -86,14 +95,113 @@ void print_row(const char* path, std::size_t bytes, row& r, double ser_us, doubl
 }  // namespace
 }  // namespace spindle::bench
 
+// Hera Table I's DLRM(A) with 100,000 rows per table, written once to `dir`.
+spindle::expected<spindle::actors::rec_model_binding> dlrm_a(const std::string& dir) {
+  using namespace spindle;
+  if (!std::filesystem::exists(dir + "/model.toml")) {
+    config::model_desc d;
+    d.name = "dlrm_a";
+    d.arch = config::model_arch::dlrm;
+    d.dense_in = 128, d.bottom = {64, 64}, d.top = {256, 64, 1}, d.embedding_dim = 64;
+    d.table_rows.assign(8, 100000);
+    SPINDLE_TRY(nn::init_model(d, 1, dir));
+  }
+  return node::load_rec_model("dlrm_a", dir, {});
+}
+
+struct rec_request {
+  std::vector<float> dense;
+  std::vector<spindle::nn::sparse_input> sparse;
+};
+
+rec_request random_request(std::int64_t batch, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> x(0, 1);
+  std::uniform_int_distribution<std::int64_t> key(0, 99999);
+  rec_request r;
+  r.dense.resize(std::size_t(batch * 128));
+  for (auto& v : r.dense) v = x(rng);
+  for (int t = 0; t < 8; ++t) {
+    spindle::nn::sparse_input s;
+    for (std::int64_t b = 0; b <= batch; ++b) s.offsets.push_back(b * 80);
+    for (std::int64_t i = 0; i < batch * 80; ++i) s.indices.push_back(key(rng));
+    r.sparse.push_back(std::move(s));
+  }
+  return r;
+}
+
+void rec_rpc_tax(spindle::transport::rpc::rpc_client& c,
+                 const spindle::actors::rec_model_binding& b, int calls) {
+  using namespace spindle;
+  using namespace spindle::bench;
+  namespace rpc = transport::rpc;
+  std::printf(
+      "\nRecommendation model dlrm_a (Hera Table I DLRM(A): 128 dense, 8 tables x 64, 80 "
+      "lookups/table, 100,000 rows/table), one call in flight; RPC tax = 1 - in-process / p50\n\n"
+      "| batch | path | request MB | p50 ms | p99 ms | samples/s | RPC tax |\n"
+      "|---|---|---|---|---|---|---|\n");
+  for (std::int64_t batch : {256, 4096}) {
+    auto req = random_request(batch, 5);
+    const auto payload = sched::pack_rec_request(batch, req.dense, req.sparse);
+    const double mb = double(payload.size()) * 4 / 1e6;
+    const int n = batch > 1000 ? std::max(10, calls / 50) : std::max(20, calls / 10);
+    row inproc = measure(n, [&](rpc::tensor_answer* a) {
+      nn::heap_allocator alloc;
+      auto t0 = std::chrono::steady_clock::now();
+      auto y =
+          b.runner->infer(alloc, nn::tensor::borrow(req.dense.data(), {batch, 128}), req.sparse);
+      if (a) a->server_us = a->compute_us = std::uint64_t(seconds_since(t0) * 1e6);
+      if (!y) std::printf("in-process: %s\n", y.error().to_string().c_str());
+    });
+    rpc::rec_call call{"dlrm_a", std::uint32_t(batch), req.dense, {}, 0};
+    for (const auto& s : req.sparse) call.sparse.push_back({s.indices, s.offsets});
+    std::size_t failed = 0;
+    row over_rec = measure(n, [&](rpc::tensor_answer* a) {
+      auto r = c.infer_rec(call);
+      failed += !r || r->status != rpc::rpc_status::ok;
+      if (a && r) a->server_us = r->server_us;
+    });
+    row unified = measure(n, [&](rpc::tensor_answer* a) {
+      auto r = c.infer_tensor("dlrm_a", payload);
+      failed += !r || r->status != rpc::rpc_status::ok;
+      if (a && r) *a = *r;
+    });
+    row split = measure(n, [&](rpc::tensor_answer* a) {
+      auto r = c.infer_split("dlrm_a", payload);
+      failed += !r || r->status != rpc::rpc_status::ok;
+      if (a && r) *a = *r;
+    });
+    const double base = percentile(inproc.latency_us, 0.5);
+    auto line = [&](const char* path, row& r) {
+      const double p50 = percentile(r.latency_us, 0.5);
+      std::printf("| %lld | %s | %.1f | %.2f | %.2f | %.0f | %.0f%% |\n", (long long)batch, path,
+                  mb, p50 / 1e3, percentile(r.latency_us, 0.99) / 1e3, double(batch) * 1e6 / p50,
+                  100 * (1 - base / p50));
+    };
+    line("in-process forward", inproc);
+    line("inferRec (Cap'n Proto structs, pool)", over_rec);
+    line("unified tensor path (packed)", unified);
+    line("SplitRPC (packed, UCX data path)", split);
+    if (failed) std::printf("(%zu calls failed)\n", failed);
+    std::fflush(stdout);
+  }
+}
+
 int main(int argc, char** argv) {
   using namespace spindle;
   using namespace spindle::bench;
   const int calls = argc > 1 ? std::atoi(argv[1]) : 1000;
+  const std::string rec_dir = argc > 2 ? argv[2] : "/tmp/spindle-rpc-tax-dlrm-a";
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
   actors::gateway gw(sys);
-  auto split = actors::split_path::create({actors::sum_model()});
+  auto rec = dlrm_a(rec_dir);
+  if (!rec) return std::printf("%s\n", rec.error().to_string().c_str()), 1;
+  gw.add_model(*rec);
+  auto split = actors::split_path::create(
+      {actors::sum_model(),
+       actors::rec_tensor_model("dlrm_a", rec->runner, rec->model, rec->owner)},
+      256u << 20);
   if (!split) return std::printf("%s\n", split.error().to_string().c_str()), 1;
   auto* sp = split->get();
   gw.set_split_path(std::move(*split));
@@ -192,6 +300,8 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
+  rec_rpc_tax(c, *rec, calls);
+  gw.quiesce();
 #if !SPINDLE_WITH_GRPC
   std::printf(
       "\nbaseline not run: gRPC + protobuf (install libgrpc++-dev protobuf-compiler-grpc, "

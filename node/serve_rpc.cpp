@@ -97,10 +97,16 @@ status add_tensor_models(actors::gateway& g, const front_door_args& a) {
   if (a.tensor_models.empty()) return status::ok();
   std::vector<actors::tensor_model> models;
   for (const auto& name : a.tensor_models) {
-    if (name != "sum")
+    if (name == "sum") {
+      models.push_back(actors::sum_model(name));
+      continue;
+    }
+    // A served recommendation model: its requests may also come over SplitRPC.
+    auto b = g.rec_binding(name);
+    if (!b || !b->runner)
       return make_error(errc::invalid_argument,
-                        "--tensor-models '{}': the built-in models are: sum", name);
-    models.push_back(actors::sum_model(name));
+                        "--tensor-models '{}': expected sum or the name of a --rec-model", name);
+    models.push_back(actors::rec_tensor_model(name, b->runner, b->model, b->owner));
   }
   SPINDLE_ASSIGN_OR_RETURN(auto split, actors::split_path::create(std::move(models)));
   g.set_split_path(std::move(split));

@@ -42,7 +42,8 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd.add_option("--tensor-models", a.tensor_models,
-                 "Built-in tensor models served over the SplitRPC data path (today: sum)")
+                 "Models served over the SplitRPC data path: the built-in sum, or a --rec-model's "
+                 "name (its requests packed as sched/rec_wire.hpp says)")
       ->delimiter(',');
   cmd.add_option("--max-queue", a.max_queue,
                  "Calls in flight per model before `overloaded` (a hard cap)")

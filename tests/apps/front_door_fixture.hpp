@@ -56,7 +56,9 @@ struct server_fixture {
         {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
          "127.0.0.1:0", "--admin-token-file", token_file, "--dlrm-model", testing::golden_dlrm_dir,
          "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--hit-rate-threshold", "1.0", "--metrics",
-         "127.0.0.1:0", "--tensor-models", "sum",
+         "127.0.0.1:0", "--rec-model",
+         std::string("wd=") + SPINDLE_SOURCE_DIR + "/tests/nn/golden/wnd", "--tensor-models",
+         "sum,wd",
          // Every GNN forward pass goes through GNNSched's device
          // scheduler: answers must still equal the direct pipeline.
          "--gnnsched", "sqtf"});

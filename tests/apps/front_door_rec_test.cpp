@@ -2,6 +2,7 @@
 // DLRM through the parameter server, `spindle client rec`, the worker pool
 // resized under load, and dynamic batching (issues #7, #16, #18). Linked before
 // front_door_test.cpp, whose last test stops the server.
+#include "sched/rec_wire.hpp"
 #include "tests/apps/front_door_fixture.hpp"
 
 namespace spindle {
@@ -171,6 +172,75 @@ TEST(front_door_test, recommendation_calls_are_batched_and_answered_exactly) {
     EXPECT_EQ(f.client->infer_rec(bad)->status, rpc::rpc_status::bad_request);
   t.join();
   EXPECT_EQ(good_ok.load(), 50);
+}
+
+template <class T>
+std::vector<T> golden_wnd(const std::string& name) {
+  auto a =
+      npy_array::open(std::string(SPINDLE_SOURCE_DIR) + "/tests/nn/golden/wnd/" + name + ".npy");
+  auto v = a->template as<T>();
+  return {v->begin(), v->end()};
+}
+
+// Issue #18: a recommendation model (the Wide & Deep golden, served by
+// --rec-model) also answers over SplitRPC's data path and the unified tensor
+// path: the same scores as PyTorch, as its inferRec gives. 16 split calls in
+// flight are batched by the model's executor, each answered with its own
+// scores; bad payloads are refused naming the field, and it keeps serving.
+TEST(front_door_test, a_recommendation_model_answers_over_splitrpc_as_over_infer_rec) {
+  auto& f = fixture();
+  const auto dense = golden_wnd<float>("dense");
+  const auto want = golden_wnd<float>("expected");
+  std::vector<nn::sparse_input> sparse;
+  for (int t = 0; t < 3; ++t)
+    sparse.push_back({golden_wnd<std::int64_t>("indices" + std::to_string(t)),
+                      golden_wnd<std::int64_t>("offsets" + std::to_string(t))});
+  rpc::rec_call call{"wd", 6, dense, {}, 0};
+  for (auto& s : sparse) call.sparse.push_back({s.indices, s.offsets});
+  auto over_rec = f.client->infer_rec(call);
+  ASSERT_TRUE(over_rec.has_value() && over_rec->status == rpc::rpc_status::ok);
+  const auto payload = sched::pack_rec_request(6, dense, sparse);
+  ASSERT_TRUE(f.client->open_split());
+  auto split = f.client->infer_split("wd", payload);
+  auto unified = f.client->infer_tensor("wd", payload);
+  ASSERT_TRUE(split.has_value() && unified.has_value());
+  ASSERT_EQ(split->status, rpc::rpc_status::ok) << split->message;
+  ASSERT_EQ(unified->status, rpc::rpc_status::ok) << unified->message;
+  ASSERT_EQ(split->result.size(), want.size());
+  for (std::size_t b = 0; b < want.size(); ++b) {
+    EXPECT_NEAR(split->result[b], want[b], 1e-5) << b;
+    EXPECT_EQ(split->result[b], unified->result[b]) << b;
+    EXPECT_EQ(split->result[b], over_rec->scores[b]) << b;
+  }
+  std::size_t ok = 0, wrong = 0;
+  ASSERT_TRUE(f.client->run_tensor_closed_loop(
+      "wd", payload, 64, 16, true, [&](std::size_t, const rpc::tensor_answer& a, double) {
+        ok += a.status == rpc::rpc_status::ok;
+        // A merged batch may round differently from a lone one (sgemm's blocking
+        // depends on the row count): each answer within 1e-5 of PyTorch's.
+        bool off = a.result.size() != want.size();
+        for (std::size_t b = 0; !off && b < want.size(); ++b)
+          off = std::abs(a.result[b] - want[b]) > 1e-5f;
+        wrong += off;
+      }));
+  EXPECT_EQ(ok, 64u);
+  EXPECT_EQ(wrong, 0u);
+  auto bad = payload;
+  bad[2] = sched::pack_rec_request(1, std::vector<float>(12), {})[2];  // dense_in 12, not 13
+  auto r = f.client->infer_split("wd", bad);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(r->message.find("dense_in = 12: the model has 13"), std::string::npos) << r->message;
+  r = f.client->infer_split("wd", std::vector<float>(payload.begin(), payload.end() - 2));
+  EXPECT_EQ(r->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(r->message.find("table 2: 15 keys, payload ends"), std::string::npos) << r->message;
+  auto keys = sparse;
+  keys[1].indices[0] = 30;  // table 1 has 30 rows
+  r = f.client->infer_split("wd", sched::pack_rec_request(6, dense, keys));
+  EXPECT_EQ(r->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(r->message.find("index 30"), std::string::npos) << r->message;
+  split = f.client->infer_split("wd", payload);  // still serving
+  ASSERT_EQ(split->status, rpc::rpc_status::ok);
 }
 
 }  // namespace

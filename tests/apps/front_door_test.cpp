@@ -50,7 +50,8 @@ TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_
   auto unknown = f.client->infer_gnn({"nope", {1}, 0, 0});
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ(unknown->status, rpc::rpc_status::bad_request);
-  EXPECT_NE(unknown->message.find("unknown model 'nope' (loaded: sage, ctr)"), std::string::npos)
+  EXPECT_NE(unknown->message.find("unknown model 'nope' (loaded: sage, ctr, wd)"),
+            std::string::npos)
       << unknown->message;
 }
 
@@ -123,7 +124,7 @@ TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
   EXPECT_EQ(j["models"]["sage"]["tunables"]["psgs_threshold"], "calibrated");
   EXPECT_TRUE(j["models"]["sage"]["routing"]["override"].is_null()) << j.dump();
   auto models = f.client->list_models(f.token);
-  ASSERT_EQ(models->models.size(), 2u);
+  ASSERT_EQ(models->models.size(), 3u);  // sage, ctr, wd
 }
 
 TEST(front_door_test, admission_control_answers_overloaded_and_deadlines_are_kept) {
@@ -467,7 +468,7 @@ TEST(front_door_test, models_load_and_unload_live_without_losing_calls) {
   auto& f = fixture();
   const std::string dir = f.dir + "/m";
   ASSERT_EQ(f.client->load_model(f.token, "sage2", dir)->status, rpc::rpc_status::ok);
-  EXPECT_EQ(f.client->list_models(f.token)->models.size(), 3u);
+  EXPECT_EQ(f.client->list_models(f.token)->models.size(), 4u);
   auto again = f.client->load_model(f.token, "sage2", dir);
   EXPECT_EQ(again->status, rpc::rpc_status::bad_request);
   EXPECT_NE(again->message.find("'sage2' is already loaded"), std::string::npos) << again->message;
@@ -501,7 +502,7 @@ TEST(front_door_test, models_load_and_unload_live_without_losing_calls) {
   if (seen[rpc::rpc_status::bad_request] > 0) {
     EXPECT_NE(other.find("unknown model 'sage2'"), std::string::npos) << other;
   }
-  EXPECT_EQ(f.client->list_models(f.token)->models.size(), 2u);
+  EXPECT_EQ(f.client->list_models(f.token)->models.size(), 3u);
   auto gone = f.client->unload_model(f.token, "sage2");
   EXPECT_EQ(gone->status, rpc::rpc_status::bad_request);
   EXPECT_EQ(f.client->infer_gnn({"sage", {3, 4}, 7, 0})->outputs, ref->outputs);  // untouched
