@@ -1,6 +1,7 @@
 // Built instead of cuda/device_query.cu when no CUDA compiler was found.
 #include "gpu/detail/cuda_query.hpp"
 #include "gpu/embedding_cache_kernels.hpp"
+#include "gpu/gnn_kernels.hpp"
 
 namespace spindle::gpu::detail {
 
@@ -32,5 +33,22 @@ status cache_replace_async(slab_cache_view, const cache_key*, std::uint64_t, con
 status cache_update_async(slab_cache_view, const cache_key*, std::uint64_t, const float*, void*) {
   return no_cuda("embedding cache update kernel");
 }
+
+status sample_hop_async(csr_device_view, const std::int64_t*, std::int64_t, int, std::uint64_t, int,
+                        std::int64_t*, std::int64_t*, void*) {
+  return no_cuda("sampling kernel");
+}
+status spmm_async(const std::int64_t*, const std::int32_t*, const float*, std::int64_t,
+                  std::int64_t, spmm_reduce, float*, void*) {
+  return no_cuda("SpMM kernel");
+}
+status activation_async(float*, std::int64_t, activation, float, void*) {
+  return no_cuda("activation kernel");
+}
+expected<void*> device_alloc(std::size_t) { return no_cuda("device memory"); }
+void device_free(void*) {}
+status copy_to_device(void*, const void*, std::size_t) { return no_cuda("copy to device"); }
+status copy_to_host(void*, const void*, std::size_t) { return no_cuda("copy to host"); }
+status synchronize(void*) { return no_cuda("synchronize"); }
 
 }  // namespace spindle::gpu

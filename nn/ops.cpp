@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "gpu/kernels/activation.hpp"
+
 extern "C" void openblas_set_num_threads(int);
 
 // The row kernels below (aggregation, element-wise activations) are compiled
@@ -84,21 +86,16 @@ SPINDLE_ROW_KERNEL void add_(tensor& y, const tensor& x) {
 
 SPINDLE_ROW_KERNEL void relu_(tensor& t) {
   float* p = t.data();
-  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = p[i] > 0.0f ? p[i] : 0.0f;
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = gpu::relu(p[i]);
 }
 
 void elu_(tensor& t, float alpha) {
-  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
-    float& v = t.data()[i];
-    if (v < 0) v = alpha * std::expm1(v);
-  }
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) t.data()[i] = gpu::elu(t.data()[i], alpha);
 }
 
 void leaky_relu_(tensor& t, float slope) {
-  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
-    float& v = t.data()[i];
-    if (v < 0) v *= slope;
-  }
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
+    t.data()[i] = gpu::leaky_relu(t.data()[i], slope);
 }
 
 namespace {

@@ -20,22 +20,21 @@ inline void pick_uniform(rng& r, std::int64_t deg, int fanout, std::vector<std::
     for (std::int64_t i = 0; i < deg; ++i) out.push_back(i);
     return;
   }
-  if (fanout > 64) {  // Floyd's membership scan is O(l^2): use a partial shuffle instead
+  if (fanout >
+      gpu::kMaxFloydFanout) {  // Floyd's membership scan is O(l^2): use a partial shuffle instead
     std::vector<std::int64_t> pos(static_cast<std::size_t>(deg));
     for (std::int64_t i = 0; i < deg; ++i) pos[i] = i;
     for (std::int64_t i = 0; i < fanout; ++i) {
-      std::swap(pos[i], pos[i + static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(deg - i)))]);
+      std::swap(pos[i],
+                pos[i + static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(deg - i)))]);
       out.push_back(pos[i]);
     }
     return;
   }
-  // Floyd: for j in [deg-l, deg) draw t in [0, j]; take t unless already taken, else j.
-  std::size_t base = out.size();
-  for (std::int64_t j = deg - fanout; j < deg; ++j) {
-    auto t = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(j + 1)));
-    bool taken = std::find(out.begin() + static_cast<std::ptrdiff_t>(base), out.end(), t) != out.end();
-    out.push_back(taken ? j : t);
-  }
+  // Floyd's draw, the very function the CUDA sampling kernel runs.
+  const std::size_t base = out.size();
+  out.resize(base + static_cast<std::size_t>(fanout));
+  gpu::floyd_draw(r, deg, fanout, out.data() + base);
 }
 
 /// Appends up to `fanout` positions drawn without replacement with probability

@@ -1,0 +1,107 @@
+// CUDA kernels of GNN serving: thin wrappers over the shared per-element logic
+// of gpu/kernels/ (the draw, the SpMM element, the activations), which the host
+// tests check. Compiled and linked for sm_80/sm_90; run only where a GPU exists.
+#include <cuda_runtime.h>
+
+#include "gpu/gnn_kernels.hpp"
+#include "gpu/kernels/sample_draw.hpp"
+
+namespace spindle::gpu {
+namespace {
+
+status check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return status::ok();
+  return make_error(errc::unavailable, "{}: {}", what, cudaGetErrorString(e));
+}
+
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+// One block per frontier row: thread 0 runs the draw (sequential by nature,
+// at most kMaxFloydFanout steps); the block's threads then map positions to ids.
+__global__ void sample_hop_kernel(csr_device_view g, const std::int64_t* frontier,
+                                  std::int64_t rows, int fanout, std::uint64_t seed, int hop,
+                                  std::int64_t* out, std::int64_t* counts) {
+  __shared__ std::int64_t positions[kMaxFloydFanout];
+  __shared__ std::int64_t taken;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t v = frontier[row];
+    const std::int64_t begin = g.indptr[v], deg = g.indptr[v + 1] - begin;
+    if (threadIdx.x == 0 && deg > fanout) taken = draw_row(seed, hop, v, deg, fanout, positions);
+    __syncthreads();
+    const std::int64_t n = deg <= fanout ? deg : taken;
+    for (std::int64_t k = threadIdx.x; k < n; k += blockDim.x)
+      out[row * fanout + k] = g.indices[begin + (deg <= fanout ? k : positions[k])];
+    if (threadIdx.x == 0) counts[row] = n;
+    __syncthreads();
+  }
+}
+
+__global__ void spmm_kernel(const std::int64_t* indptr, const std::int32_t* indices,
+                            const float* x, std::int64_t rows, std::int64_t width,
+                            spmm_reduce op, float* out) {
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+    for (std::int64_t col = threadIdx.x; col < width; col += blockDim.x)
+      out[row * width + col] = spmm_element(indptr, indices, x, width, row, col, op);
+}
+
+__global__ void activation_kernel(float* data, std::int64_t n, activation a, float param) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    data[i] = activate(a, data[i], param);
+}
+
+unsigned grid_for(std::int64_t rows) {
+  return unsigned(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
+}
+
+}  // namespace
+
+status sample_hop_async(csr_device_view g, const std::int64_t* frontier, std::int64_t rows,
+                        int fanout, std::uint64_t seed, int hop, std::int64_t* out,
+                        std::int64_t* counts, void* stream) {
+  if (fanout < 1 || fanout > kMaxFloydFanout)
+    return make_error(errc::unsupported, "sample_hop: fanout {} (the device draws 1..{})", fanout,
+                      kMaxFloydFanout);
+  if (rows == 0) return status::ok();
+  sample_hop_kernel<<<grid_for(rows), 32, 0, as_stream(stream)>>>(g, frontier, rows, fanout, seed,
+                                                                  hop, out, counts);
+  return check(cudaGetLastError(), "sample_hop");
+}
+
+status spmm_async(const std::int64_t* indptr, const std::int32_t* indices, const float* x,
+                  std::int64_t rows, std::int64_t width, spmm_reduce op, float* out,
+                  void* stream) {
+  if (rows == 0 || width == 0) return status::ok();
+  const unsigned threads = unsigned(width < 256 ? ((width + 31) / 32) * 32 : 256);
+  spmm_kernel<<<grid_for(rows), threads, 0, as_stream(stream)>>>(indptr, indices, x, rows, width,
+                                                                 op, out);
+  return check(cudaGetLastError(), "spmm");
+}
+
+status activation_async(float* data, std::int64_t n, activation a, float param, void* stream) {
+  if (n == 0 || a == activation::none) return status::ok();
+  activation_kernel<<<grid_for((n + 255) / 256), 256, 0, as_stream(stream)>>>(data, n, a, param);
+  return check(cudaGetLastError(), "activation");
+}
+
+expected<void*> device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  SPINDLE_TRY(check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc"));
+  return p;
+}
+
+void device_free(void* p) { cudaFree(p); }
+
+status copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  return check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device");
+}
+
+status copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy to host");
+}
+
+status synchronize(void* stream) {
+  return check(cudaStreamSynchronize(as_stream(stream)), "synchronize");
+}
+
+}  // namespace spindle::gpu

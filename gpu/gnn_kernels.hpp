@@ -1,0 +1,47 @@
+// CUDA launchers of the GNN serving kernels: the sampling step of one hop (one
+// thread block per frontier row, gpu/kernels/sample_draw.hpp's draw), the CSR
+// SpMM of a block's aggregation (gpu/kernels/spmm_row.hpp, a thread per
+// column), and an element-wise activation (gpu/kernels/activation.hpp), plus
+// the device memory they read. Asynchronous on `stream` (nullptr: the default
+// stream). Built only with the CUDA backend; without it every call answers
+// errc::unsupported, and nothing here has run on a GPU yet (README, Devices).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.hpp"
+#include "gpu/kernels/activation.hpp"
+#include "gpu/kernels/spmm_row.hpp"
+
+namespace spindle::gpu {
+
+/// A graph's CSR in device memory (or UVA-mapped host memory).
+struct csr_device_view {
+  const std::int64_t* indptr = nullptr;   // num_nodes + 1
+  const std::int32_t* indices = nullptr;  // neighbour ids (graphs below 2^31 nodes)
+  std::int64_t num_nodes = 0;
+};
+
+/// One hop: for frontier row i (node frontier[i]) writes the global ids of its
+/// sampled neighbours to out[i * fanout ...] and how many to counts[i]
+/// (fanout in 1..kMaxFloydFanout; the host's draw for the same seed, hop, node).
+status sample_hop_async(csr_device_view g, const std::int64_t* frontier, std::int64_t rows,
+                        int fanout, std::uint64_t seed, int hop, std::int64_t* out,
+                        std::int64_t* counts, void* stream);
+
+/// out [rows x width] = the aggregation of x [num_src x width] over a block's CSR.
+status spmm_async(const std::int64_t* indptr, const std::int32_t* indices, const float* x,
+                  std::int64_t rows, std::int64_t width, spmm_reduce op, float* out, void* stream);
+
+/// data[0, n) = activate(a, data[i], param), in place.
+status activation_async(float* data, std::int64_t n, activation a, float param, void* stream);
+
+/// Device memory: allocate, free, copy (host <-> device), wait for a stream.
+expected<void*> device_alloc(std::size_t bytes);
+void device_free(void* p);
+status copy_to_device(void* dst, const void* src, std::size_t bytes);
+status copy_to_host(void* dst, const void* src, std::size_t bytes);
+status synchronize(void* stream);
+
+}  // namespace spindle::gpu

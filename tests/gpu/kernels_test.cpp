@@ -1,0 +1,133 @@
+// The per-element logic the CUDA kernels run (gpu/kernels/), checked on the
+// host against the host operators: the sampling draw gives the host sampler's
+// neighbours for the same seed, hop and node; the SpMM element equals
+// nn::propagate's rows; the activations equal nn's. Without a GPU the launchers
+// answer an error naming the kernel (and nothing crashes).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gpu/device.hpp"
+#include "gpu/gnn_kernels.hpp"
+#include "gpu/kernels/sample_draw.hpp"
+#include "graph/rmat.hpp"
+#include "graph/sampler.hpp"
+#include "nn/ops.hpp"
+
+namespace spindle::gpu {
+namespace {
+
+graph::csr_graph small_graph() {
+  thread_pool pool(1);
+  graph::rmat_options o;
+  o.scale = 10;
+  o.edge_factor = 24;  // many rows above the fanouts
+  graph::build_options b;
+  b.relabel = graph::relabel_mode::never;
+  b.num_nodes = 1 << 10;
+  return graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+}
+
+TEST(kernels, the_device_draw_gives_the_host_samplers_neighbours) {
+  const auto g = small_graph();
+  const auto v = g.view();
+  std::vector<std::int64_t> seeds(200);
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i * 5);
+  graph::inline_executor ex;
+  std::int64_t drawn_rows = 0;
+  for (int fanout : {3, 10, 25, 64}) {
+    graph::sample_options o{{fanout}, false, 1234};
+    auto s = ex.sample(v, seeds, o);
+    ASSERT_TRUE(s.has_value());
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      const std::int64_t row = s->seed_local[i], node = seeds[i];
+      const std::int64_t begin = v.indptr[node], deg = v.indptr[node + 1] - begin;
+      std::vector<std::int64_t> pos(std::size_t(std::max<std::int64_t>(deg, 1)));
+      const std::int64_t n = draw_row(o.seed, 1, node, deg, fanout, pos.data());
+      drawn_rows += deg > fanout;
+      ASSERT_EQ(n, s->indptr[row + 1] - s->indptr[row]) << node;
+      for (std::int64_t k = 0; k < n; ++k)
+        EXPECT_EQ(v.neighbour(begin + pos[k]), s->nodes[s->indices[s->indptr[row] + k]])
+            << "node " << node << " fanout " << fanout << " position " << k;
+    }
+  }
+  EXPECT_GT(drawn_rows, 100);  // the Floyd path ran, not only whole rows
+}
+
+TEST(kernels, the_draw_is_uniform_over_positions) {
+  std::vector<int> hits(20, 0);
+  std::int64_t out[5];
+  for (std::uint64_t node = 0; node < 20000; ++node) {
+    ASSERT_EQ(draw_row(7, 1, std::int64_t(node), 20, 5, out), 5);
+    for (int k = 0; k < 5; ++k) {
+      for (int j = 0; j < k; ++j) ASSERT_NE(out[j], out[k]);  // distinct
+      ++hits[std::size_t(out[k])];
+    }
+  }
+  for (int h : hits) EXPECT_NEAR(h, 5000, 300);  // 20000 x 5 / 20
+}
+
+TEST(kernels, the_spmm_element_equals_the_host_aggregation) {
+  std::mt19937 rng(3);
+  const std::int64_t dst = 50, src = 120, width = 37;
+  std::vector<std::int64_t> indptr{0};
+  std::vector<std::int32_t> indices;
+  for (std::int64_t r = 0; r < dst; ++r) {
+    const int deg = int(rng() % 9);  // some rows without edges
+    for (int e = 0; e < deg; ++e) indices.push_back(std::int32_t(rng() % src));
+    indptr.push_back(std::int64_t(indices.size()));
+  }
+  std::vector<float> x(std::size_t(src * width));
+  std::normal_distribution<float> n(0, 1);
+  for (auto& f : x) f = n(rng);
+  nn::heap_allocator alloc;
+  const nn::block b{dst, src, indptr, indices};
+  const auto xt = nn::tensor::borrow(x.data(), {src, width});
+  for (auto [op, dev] : {std::pair{nn::reduce_op::sum, spmm_reduce::sum},
+                         {nn::reduce_op::mean, spmm_reduce::mean},
+                         {nn::reduce_op::max, spmm_reduce::max}}) {
+    auto host = nn::propagate(alloc, b, xt, op);
+    ASSERT_TRUE(host.has_value());
+    for (std::int64_t r = 0; r < dst; ++r)
+      for (std::int64_t c = 0; c < width; ++c)
+        ASSERT_EQ(spmm_element(indptr.data(), indices.data(), x.data(), width, r, c, dev),
+                  host->row(r)[c])
+            << "row " << r << " column " << c << " op " << int(dev);
+  }
+}
+
+TEST(kernels, the_activations_equal_the_host_operators) {
+  std::vector<float> v;
+  for (int i = -400; i <= 400; ++i) v.push_back(float(i) / 37.0f);
+  nn::heap_allocator alloc;
+  auto run = [&](auto op) {
+    auto t = nn::tensor::empty(alloc, {1, std::int64_t(v.size())}).value();
+    std::copy(v.begin(), v.end(), t.data());
+    op(t);
+    return std::vector<float>(t.data(), t.data() + t.numel());
+  };
+  const auto relu = run([](nn::tensor& t) { nn::relu_(t); });
+  const auto elu = run([](nn::tensor& t) { nn::elu_(t, 0.7f); });
+  const auto leaky = run([](nn::tensor& t) { nn::leaky_relu_(t, 0.2f); });
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(activate(activation::relu, v[i], 0), relu[i]);
+    EXPECT_EQ(activate(activation::elu, v[i], 0.7f), elu[i]);
+    EXPECT_EQ(activate(activation::leaky_relu, v[i], 0.2f), leaky[i]);
+    EXPECT_FLOAT_EQ(activate(activation::sigmoid, v[i], 0), 1.0f / (1.0f + std::exp(-v[i])));
+    EXPECT_EQ(activate(activation::none, v[i], 0), v[i]);
+  }
+}
+
+TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
+  if (query_devices().devices.front().kind == device_kind::cuda) GTEST_SKIP() << "a GPU exists";
+  auto p = device_alloc(1024);
+  ASSERT_FALSE(p.has_value());
+  EXPECT_FALSE(p.error().message().empty());
+  float x = 1;
+  auto st = activation_async(&x, 1, activation::relu, 0, nullptr);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_FALSE(sample_hop_async({}, nullptr, 1, 100, 1, 1, nullptr, nullptr, nullptr).is_ok());
+}
+
+}  // namespace
+}  // namespace spindle::gpu
