@@ -11,7 +11,7 @@ JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-data
 SPINDLE := $(BUILD_DIR)/apps/spindle
 
-.PHONY: deps configure build demo test bench clean
+.PHONY: deps configure build demo test bench clean gpu-check
 
 deps:
 	@./scripts/install-deps.sh
@@ -43,6 +43,9 @@ demo: build
 test: build
 	@./scripts/install-python-test-deps.sh
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+gpu-check: build
+	./scripts/gpu-check.sh
 
 bench: build
 	@./scripts/run-benchmarks.sh $(BUILD_DIR)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `make gpu-check`: on a machine with an NVIDIA GPU, builds Spindle for the local
+# GPU's architecture (build-gpu/), runs the unit tests and tests/gpu/gpu_check
+# (each CUDA kernel against the host path on the same inputs) and prints its
+# table. Without a GPU it says so and exits 0: nothing is claimed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU or driver here (nvidia-smi $(command -v nvidia-smi > /dev/null \
+    && echo 'lists no device' || echo 'not found')); nothing was run on a GPU."
+  if [ -x build/tests/gpu/gpu_check ]; then build/tests/gpu/gpu_check; fi
+  exit 0
+fi
+nvidia-smi -L
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPINDLE_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=native
+cmake --build build-gpu
+(cd build-gpu && ctest -L unit --output-on-failure)
+build-gpu/tests/gpu/gpu_check
