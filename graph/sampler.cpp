@@ -22,6 +22,7 @@ struct thread_scratch {
   std::vector<std::pair<double, std::int64_t>> keys;
   std::vector<std::int64_t> globals;
   std::vector<std::int64_t> row_sizes;
+  std::vector<std::int64_t> frontier;  // sample_with_drawer's hop rows
 };
 
 thread_scratch& scratch() {
@@ -191,6 +192,28 @@ status validate_sample_options(const csr_view& g, const sample_options& o) {
     return make_error(errc::invalid_argument,
                       "weighted sampling asked but the graph has no edge_weight");
   return status::ok();
+}
+
+status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds,
+                          const sample_options& o, const hop_drawer& draw,
+                          sampled_subgraph& result) {
+  status failed = status::ok();
+  auto st =
+      sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
+        if (!failed.is_ok()) return;
+        s.globals.clear();
+        s.row_sizes.clear();
+        const std::int64_t begin = out.hop_begin(hop), end = out.hop_end[hop - 1];
+        // Copied: out.nodes grows while the hop's ids are mapped.
+        s.frontier.assign(out.nodes.begin() + begin, out.nodes.begin() + end);
+        failed = draw(s.frontier, hop, o.fanouts[std::size_t(hop - 1)], s.globals, s.row_sizes);
+        if (failed.is_ok() && s.row_sizes.size() != s.frontier.size())
+          failed = make_error(errc::internal, "hop {}: {} row sizes for {} rows", hop,
+                              s.row_sizes.size(), s.frontier.size());
+        if (failed.is_ok()) append_rows(s.globals, s.row_sizes, s.map, out);
+      });
+  SPINDLE_TRY(st);
+  return failed;
 }
 
 status inline_executor::sample_into(const csr_view& g, std::span<const std::int64_t> seeds,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,20 @@ class sampling_executor {
     return out;
   }
 };
+
+/// A whole hop's neighbour draws made elsewhere (the CUDA sampling kernel):
+/// for each global id of `frontier` (the rows expanded at `hop`), append its
+/// sampled neighbours' global ids to `globals` and their count to `row_sizes`,
+/// as gpu/kernels/sample_draw.hpp's draw_row picks them.
+using hop_drawer =
+    std::function<status(std::span<const std::int64_t> frontier, int hop, int fanout,
+                         std::vector<std::int64_t>& globals, std::vector<std::int64_t>& row_sizes)>;
+
+/// The inline executor's frame (validation, seeds, local ids, CSR) with every
+/// hop drawn by `draw`: what a device executor runs. Same draws, same subgraph.
+status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds,
+                          const sample_options& options, const hop_drawer& draw,
+                          sampled_subgraph& out);
 
 /// Runs on the calling thread: lowest latency for small batches.
 class inline_executor final : public sampling_executor {

@@ -11,6 +11,7 @@
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
 #include "nn/ops.hpp"
+#include "sched/cuda_sampling.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -82,6 +83,28 @@ status check_sampler(std::string& result) {
   return mismatched ? make_error(errc::internal, "{}", result) : status::ok();
 }
 
+// The whole executor: 2 hops [25, 10] on the device vs the inline executor.
+status check_executor(std::string& result) {
+  thread_pool pool(2);
+  graph::rmat_options o;
+  o.scale = 14;
+  graph::build_options b;
+  b.relabel = graph::relabel_mode::never;
+  b.num_nodes = 1 << 14;
+  auto g = graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, sched::cuda_sampling_executor::create(g.view()));
+  std::vector<std::int64_t> seeds(1024);
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i * 11 % (1 << 14));
+  const graph::sample_options opts{{25, 10}, false, 7};
+  SPINDLE_ASSIGN_OR_RETURN(auto dev, ex->sample(g.view(), seeds, opts));
+  graph::inline_executor host_ex;
+  SPINDLE_ASSIGN_OR_RETURN(auto host, host_ex.sample(g.view(), seeds, opts));
+  const bool same = dev.nodes == host.nodes && dev.indptr == host.indptr &&
+                    dev.indices == host.indices && dev.hop_end == host.hop_end;
+  result = fmt::format("{} seeds, {} sampled edges", seeds.size(), host.num_edges());
+  return same ? status::ok() : make_error(errc::internal, "subgraphs differ ({})", result);
+}
+
 status check_spmm_and_activation(std::string& result) {
   std::mt19937 rng(5);
   const std::int64_t dst = 2048, src = 8192, width = 128;
@@ -139,6 +162,7 @@ int main() {
                 st.is_ok() ? ("same: " + result).c_str() : ("FAILED: " + st.message()).c_str());
   };
   row("sample_hop (1 block per frontier row)", "graph::inline_executor", check_sampler);
+  row("cuda_sampling_executor, 2 hops", "graph::inline_executor", check_executor);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);
   std::printf(
       "not compared yet: the HPS slab-cache kernels, a CUDA serving executor (not built)\n");

@@ -13,6 +13,7 @@
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
 #include "nn/ops.hpp"
+#include "sched/cuda_sampling.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -52,6 +53,50 @@ TEST(kernels, the_device_draw_gives_the_host_samplers_neighbours) {
     }
   }
   EXPECT_GT(drawn_rows, 100);  // the Floyd path ran, not only whole rows
+}
+
+// The device executor's frame with the device's draw run on the host: the same
+// subgraph as the inline executor, over two hops (the second hop's frontier
+// comes from the first's draws).
+TEST(kernels, a_hop_drawer_with_the_device_draw_samples_as_the_inline_executor) {
+  const auto g = small_graph();
+  const auto v = g.view();
+  const std::vector<std::int64_t> seeds = {3, 7, 7, 100, 512, 1000};
+  const graph::sample_options o{{10, 5}, false, 42};
+  auto host_draw = [&](std::span<const std::int64_t> frontier, int hop, int fanout,
+                       std::vector<std::int64_t>& globals, std::vector<std::int64_t>& sizes) {
+    std::vector<std::int64_t> pos(4096);
+    for (auto node : frontier) {
+      const std::int64_t begin = v.indptr[node], deg = v.indptr[node + 1] - begin;
+      const std::int64_t n = draw_row(o.seed, hop, node, deg, fanout, pos.data());
+      for (std::int64_t k = 0; k < n; ++k) globals.push_back(v.neighbour(begin + pos[k]));
+      sizes.push_back(n);
+    }
+    return status::ok();
+  };
+  graph::sampled_subgraph via_drawer;
+  ASSERT_TRUE(graph::sample_with_drawer(v, seeds, o, host_draw, via_drawer).is_ok());
+  graph::inline_executor ex;
+  auto want = ex.sample(v, seeds, o);
+  ASSERT_TRUE(want.has_value());
+  EXPECT_EQ(via_drawer.nodes, want->nodes);
+  EXPECT_EQ(via_drawer.hop_end, want->hop_end);
+  EXPECT_EQ(via_drawer.seed_local, want->seed_local);
+  EXPECT_EQ(via_drawer.indptr, want->indptr);
+  EXPECT_EQ(via_drawer.indices, want->indices);
+  // A drawer's error is the call's; a drawer that loses rows is caught.
+  auto failing = [](auto, int, int, auto&, auto&) {
+    return make_error(errc::unavailable, "device lost");
+  };
+  EXPECT_EQ(graph::sample_with_drawer(v, seeds, o, failing, via_drawer).message(), "device lost");
+  auto short_one = [](auto, int, int, auto&, std::vector<std::int64_t>& sizes) {
+    sizes.push_back(0);
+    return status::ok();
+  };
+  EXPECT_NE(graph::sample_with_drawer(v, seeds, o, short_one, via_drawer)
+                .message()
+                .find("1 row sizes for 5 rows"),
+            std::string::npos);
 }
 
 TEST(kernels, the_draw_is_uniform_over_positions) {
@@ -127,6 +172,10 @@ TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   auto st = activation_async(&x, 1, activation::relu, 0, nullptr);
   EXPECT_FALSE(st.is_ok());
   EXPECT_FALSE(sample_hop_async({}, nullptr, 1, 100, 1, 1, nullptr, nullptr, nullptr).is_ok());
+  const auto g = small_graph();
+  auto ex = sched::cuda_sampling_executor::create(g.view());
+  ASSERT_FALSE(ex.has_value());  // no device: refused, naming why
+  EXPECT_FALSE(ex.error().message().empty());
 }
 
 }  // namespace

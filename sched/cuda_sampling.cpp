@@ -1,0 +1,79 @@
+#include "sched/cuda_sampling.hpp"
+
+#include "gpu/gnn_kernels.hpp"
+#include "gpu/kernels/sample_draw.hpp"
+
+namespace spindle::sched {
+
+expected<std::unique_ptr<cuda_sampling_executor>> cuda_sampling_executor::create(
+    const graph::csr_view& g) {
+  if (g.wide()) return make_error(errc::unsupported, "cuda sampling: graphs of 2^31 nodes or more");
+  std::unique_ptr<cuda_sampling_executor> ex(new cuda_sampling_executor);
+  const std::size_t ptr_bytes = g.indptr.size_bytes(), idx_bytes = g.indices32.size_bytes();
+  SPINDLE_ASSIGN_OR_RETURN(ex->indptr_, gpu::device_alloc(ptr_bytes));
+  SPINDLE_ASSIGN_OR_RETURN(ex->indices_, gpu::device_alloc(idx_bytes));
+  SPINDLE_TRY(gpu::copy_to_device(ex->indptr_, g.indptr.data(), ptr_bytes));
+  SPINDLE_TRY(gpu::copy_to_device(ex->indices_, g.indices32.data(), idx_bytes));
+  ex->num_nodes_ = g.num_nodes;
+  return ex;
+}
+
+cuda_sampling_executor::~cuda_sampling_executor() {
+  gpu::device_free(indptr_);
+  gpu::device_free(indices_);
+}
+
+status cuda_sampling_executor::draw_hop(std::span<const std::int64_t> frontier, int hop, int fanout,
+                                        std::uint64_t seed, std::vector<std::int64_t>& globals,
+                                        std::vector<std::int64_t>& row_sizes) {
+  const auto rows = std::int64_t(frontier.size());
+  if (rows == 0) return status::ok();
+  // Frontier in, fanout slots and a count per row out (one allocation each way).
+  SPINDLE_ASSIGN_OR_RETURN(void* d_frontier, gpu::device_alloc(frontier.size_bytes()));
+  SPINDLE_ASSIGN_OR_RETURN(void* d_out, gpu::device_alloc(std::size_t(rows) * (fanout + 1) * 8));
+  auto free_all = [&] {
+    gpu::device_free(d_frontier);
+    gpu::device_free(d_out);
+  };
+  auto* out = static_cast<std::int64_t*>(d_out);
+  status st = gpu::copy_to_device(d_frontier, frontier.data(), frontier.size_bytes());
+  if (st)
+    st = gpu::sample_hop_async({static_cast<const std::int64_t*>(indptr_),
+                                static_cast<const std::int32_t*>(indices_), num_nodes_},
+                               static_cast<const std::int64_t*>(d_frontier), rows, fanout, seed,
+                               hop, out, out + rows * fanout, nullptr);
+  if (st) st = gpu::synchronize(nullptr);
+  std::vector<std::int64_t> host(std::size_t(rows) * (fanout + 1));
+  if (st) st = gpu::copy_to_host(host.data(), d_out, host.size() * 8);
+  free_all();
+  SPINDLE_TRY(st);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t n = host[std::size_t(rows * fanout + r)];
+    globals.insert(globals.end(), host.begin() + r * fanout, host.begin() + r * fanout + n);
+    row_sizes.push_back(n);
+  }
+  return status::ok();
+}
+
+status cuda_sampling_executor::sample_into(const graph::csr_view& g,
+                                           std::span<const std::int64_t> seeds,
+                                           const graph::sample_options& o,
+                                           graph::sampled_subgraph& out) {
+  if (o.weighted) return make_error(errc::unsupported, "cuda sampling: weighted draws");
+  for (int f : o.fanouts)
+    if (f < 1 || f > gpu::kMaxFloydFanout)
+      return make_error(errc::unsupported, "cuda sampling: fanout {} (the device draws 1..{})", f,
+                        gpu::kMaxFloydFanout);
+  if (g.num_nodes != num_nodes_)
+    return make_error(errc::invalid_argument, "cuda sampling: graph of {} nodes, device holds {}",
+                      g.num_nodes, num_nodes_);
+  return graph::sample_with_drawer(
+      g, seeds, o,
+      [&](std::span<const std::int64_t> frontier, int hop, int fanout,
+          std::vector<std::int64_t>& globals, std::vector<std::int64_t>& row_sizes) {
+        return draw_hop(frontier, hop, fanout, o.seed, globals, row_sizes);
+      },
+      out);
+}
+
+}  // namespace spindle::sched

@@ -1,0 +1,35 @@
+// The GPU sampling executor (Quiver §4.2): each hop's frontier is expanded by
+// the CUDA kernel (one thread block per frontier row, the host sampler's draw),
+// and the ids are mapped to the batch's local ids on the host, as the inline
+// executor does, so both give the same subgraph. Needs a CUDA device: create()
+// fails naming why there is none. Uniform draws with fanouts 1..64 (or -1 for
+// rows no longer than the fanout) only; other options are refused.
+#pragma once
+
+#include <memory>
+
+#include "graph/sampler.hpp"
+
+namespace spindle::sched {
+
+class cuda_sampling_executor final : public graph::sampling_executor {
+ public:
+  /// Copies g's CSR to the device once (graphs below 2^31 nodes).
+  static expected<std::unique_ptr<cuda_sampling_executor>> create(const graph::csr_view& g);
+  ~cuda_sampling_executor() override;
+  std::string_view name() const override { return "cuda"; }
+  status sample_into(const graph::csr_view& g, std::span<const std::int64_t> seeds,
+                     const graph::sample_options& options, graph::sampled_subgraph& out) override;
+
+  /// The hop drawer over the device CSR (used by sample_into; public for tests).
+  status draw_hop(std::span<const std::int64_t> frontier, int hop, int fanout, std::uint64_t seed,
+                  std::vector<std::int64_t>& globals, std::vector<std::int64_t>& row_sizes);
+
+ private:
+  cuda_sampling_executor() = default;
+  void* indptr_ = nullptr;
+  void* indices_ = nullptr;
+  std::int64_t num_nodes_ = 0;
+};
+
+}  // namespace spindle::sched
