@@ -77,11 +77,12 @@ void finish_gated(pipeline_ptr self, std::uint64_t id, std::int32_t code,
 
 caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const nn::model* model,
                              const sched::psgs_router* router, thread_pool* pool,
-                             sched::feature_source features, sched::device_scheduler* device) {
+                             sched::feature_source features, sched::device_scheduler* device,
+                             std::shared_ptr<sched::batch_executor> large) {
   pthread_setname_np(pthread_self(), "spindle-pipe");  // detached: this thread is the actor's
   lower_to_compute_priority();
-  self->state.pipeline =
-      std::make_unique<sched::gnn_pipeline>(*ds, *model, *router, *pool, std::move(features));
+  self->state.pipeline = std::make_unique<sched::gnn_pipeline>(
+      *ds, *model, *router, *pool, std::move(features), std::move(large));
   self->state.device = device;
   return {
       [=](run_atom, const batch_job& job) -> caf::result<sched::batch_result> {
@@ -119,9 +120,10 @@ caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const 
 
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
                           const sched::psgs_router& router, thread_pool& pool,
-                          sched::feature_source features, sched::device_scheduler* device) {
+                          sched::feature_source features, sched::device_scheduler* device,
+                          std::shared_ptr<sched::batch_executor> large) {
   return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool, std::move(features),
-                                  device);
+                                  device, std::move(large));
 }
 
 }  // namespace spindle::actors

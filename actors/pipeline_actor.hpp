@@ -19,9 +19,11 @@ namespace spindle::actors {
 /// `device` (optional) runs the forward passes through GNNSched's device
 /// scheduler: the pipeline submits each batch's pass and takes its next batch
 /// while the pass waits for its group (answers come when the group ran).
+/// `large` (optional) is the pipeline's large executor (a GPU's), else the pool.
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
                           const sched::psgs_router& router, thread_pool& pool,
                           sched::feature_source features = {},
-                          sched::device_scheduler* device = nullptr);
+                          sched::device_scheduler* device = nullptr,
+                          std::shared_ptr<sched::batch_executor> large = nullptr);
 
 }  // namespace spindle::actors

@@ -41,13 +41,27 @@ device_info host_device() {
   d.kind = device_kind::host;
   d.name = cpu_model();
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  d.memory_bytes = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  d.memory_bytes = pages > 0 && page > 0
+                       ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+                       : 0;
   return d;
 }
 
 const device_report& query_devices() {
   static const device_report report = build_report();  // thread-safe init, logged once
   return report;
+}
+
+expected<device_kind> resolve_device(std::string_view flag) {
+  const auto& r = query_devices();
+  const bool cuda = !r.devices.empty() && r.devices.front().kind == device_kind::cuda;
+  if (flag == "host") return device_kind::host;
+  if (flag == "auto") return cuda ? device_kind::cuda : device_kind::host;
+  if (flag == "cuda") {
+    if (cuda) return device_kind::cuda;
+    return make_error(errc::unavailable, "--device cuda: {}", r.cuda_status);
+  }
+  return make_error(errc::invalid_argument, "--device '{}': expected auto, host or cuda", flag);
 }
 
 }  // namespace spindle::gpu

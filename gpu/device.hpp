@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status.hpp"
+
 namespace spindle::gpu {
 
 enum class device_kind { host, cuda };
@@ -21,13 +23,17 @@ struct device_info {
 };
 
 struct device_report {
-  bool cuda_built = false;       // this binary has the CUDA backend
-  std::string cuda_status;       // "2 CUDA devices", or why none is usable
+  bool cuda_built = false;           // this binary has the CUDA backend
+  std::string cuda_status;           // "2 CUDA devices", or why none is usable
   std::vector<device_info> devices;  // CUDA devices, or the single host device
 };
 
 /// The usable devices; logs "no CUDA device, using host (<reason>)" once.
 const device_report& query_devices();
+
+/// `--device` as a user gives it: host, cuda (errors naming why there is no
+/// usable CUDA device) or auto (cuda when one is usable, else host).
+expected<device_kind> resolve_device(std::string_view flag);
 
 /// The host device: CPU model name and physical memory.
 device_info host_device();

@@ -12,6 +12,7 @@
 
 #include "core/status.hpp"
 #include "gpu/kernels/activation.hpp"
+#include "gpu/kernels/gather_row.hpp"
 #include "gpu/kernels/spmm_row.hpp"
 
 namespace spindle::gpu {
@@ -36,6 +37,16 @@ status spmm_async(const std::int64_t* indptr, const std::int32_t* indices, const
 
 /// data[0, n) = activate(a, data[i], param), in place.
 status activation_async(float* data, std::int64_t n, activation a, float param, void* stream);
+
+/// out[i * dim ...] = the feature row of ids[i], from the tier the lookup names.
+status gather_async(tier_lookup lookup, const float* device_rows, const float* host_rows,
+                    std::int64_t dim, const std::int64_t* ids, std::int64_t n, float* out,
+                    void* stream);
+
+/// Pins and maps host memory into the device's address space (UVA): the
+/// returned pointer is what kernels read the host tier through.
+expected<const void*> map_host(const void* p, std::size_t bytes);
+void unmap_host(const void* p);
 
 /// Device memory: allocate, free, copy (host <-> device), wait for a stream.
 expected<void*> device_alloc(std::size_t bytes);

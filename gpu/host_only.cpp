@@ -45,6 +45,12 @@ status spmm_async(const std::int64_t*, const std::int32_t*, const float*, std::i
 status activation_async(float*, std::int64_t, activation, float, void*) {
   return no_cuda("activation kernel");
 }
+status gather_async(tier_lookup, const float*, const float*, std::int64_t, const std::int64_t*,
+                    std::int64_t, float*, void*) {
+  return no_cuda("gather kernel");
+}
+expected<const void*> map_host(const void*, std::size_t) { return no_cuda("UVA mapping"); }
+void unmap_host(const void*) {}
 expected<void*> device_alloc(std::size_t) { return no_cuda("device memory"); }
 void device_free(void*) {}
 status copy_to_device(void*, const void*, std::size_t) { return no_cuda("copy to device"); }

@@ -5,6 +5,7 @@
 #include "actors/router_actor.hpp"
 #include "nn/model.hpp"
 #include "node/model_repository.hpp"
+#include "sched/cuda_executor.hpp"
 #include "sched/gnn_pipeline.hpp"
 
 namespace spindle::node {
@@ -59,9 +60,16 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     return std::move(f).error().with_context(path + "/model.toml: ");
   s->model = std::make_unique<nn::model>(std::move(model));
   s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
-  for (int i = 0; i < std::max(1, defaults_.pipelines); ++i)
-    s->pipelines.push_back(
-        actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {}, device_.get()));
+  for (int i = 0; i < std::max(1, defaults_.pipelines); ++i) {
+    std::shared_ptr<sched::batch_executor> large;  // a GPU's, with --device cuda
+    if (defaults_.device == gpu::device_kind::cuda) {
+      SPINDLE_ASSIGN_OR_RETURN(auto ex,
+                               sched::cuda_executor::create(ds_, defaults_.device_feature_bytes));
+      large = std::move(ex);
+    }
+    s->pipelines.push_back(actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {},
+                                                  device_.get(), std::move(large)));
+  }
   auto bp = defaults_.batch;
   auto admission = defaults_.admission;
   const auto& desc = s->model->desc();  // a repository model.toml's serving settings

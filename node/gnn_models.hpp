@@ -13,6 +13,7 @@
 
 #include "actors/gateway.hpp"
 #include "core/thread_pool.hpp"
+#include "gpu/device.hpp"
 #include "graph/dataset.hpp"
 #include "sched/batching.hpp"
 #include "sched/device_scheduler.hpp"
@@ -34,6 +35,10 @@ struct gnn_serving_defaults {
   /// Set when the flag was given: it overrides the model.toml's serving settings.
   bool max_batch_from_flag = false, deadline_from_flag = false, slo_from_flag = false;
   std::string repository;  // --model-repository DIR; empty: none
+  /// --device: cuda gives each pipeline a GPU large executor (sampling and
+  /// gather on the device, this many bytes of feature rows in device memory).
+  gpu::device_kind device = gpu::device_kind::host;
+  std::size_t device_feature_bytes = std::size_t(1) << 30;
 };
 
 class gnn_models {

@@ -29,12 +29,14 @@ void gcn_degrees_into(const graph::sampled_subgraph& sub, std::vector<float>& d)
 }  // namespace
 
 gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
-                           const psgs_router& router, thread_pool& pool, feature_source features)
+                           const psgs_router& router, thread_pool& pool, feature_source features,
+                           std::shared_ptr<batch_executor> device)
     : ds_(ds),
       model_(model),
       router_(router),
       small_(nullptr),
       large_(&pool),
+      device_(std::move(device)),
       source_(std::move(features)),
       arena_(4u << 20) {
   if (auto f = served_fanouts(model_.desc(), ds_.metadata()))
@@ -84,7 +86,8 @@ double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
 double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, r); }
 
 batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
-  return c == psgs_router::choice::small ? static_cast<batch_executor&>(small_) : large_;
+  if (c == psgs_router::choice::small) return small_;
+  return device_ ? *device_ : static_cast<batch_executor&>(large_);
 }
 
 prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {

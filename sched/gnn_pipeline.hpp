@@ -99,8 +99,11 @@ expected<std::vector<int>> served_fanouts(const config::model_desc& model,
 class gnn_pipeline {
  public:
   /// `pool` backs the large executor; all references must outlive the pipeline.
+  /// `device`, when given, is the large executor instead of the pool (Quiver:
+  /// PSGS sends large batches to the GPU).
   gnn_pipeline(const graph::dataset& ds, const nn::model& model, const psgs_router& router,
-               thread_pool& pool, feature_source features = {});
+               thread_pool& pool, feature_source features = {},
+               std::shared_ptr<batch_executor> device = nullptr);
 
   /// Samples with `fanouts` (one per model layer) from the next batch on; fails,
   /// naming the values, otherwise. The pipeline's own thread only.
@@ -150,6 +153,7 @@ class gnn_pipeline {
   const psgs_router& router_;
   host_executor small_;
   host_executor large_;
+  std::shared_ptr<batch_executor> device_;  // replaces large_ when set
   feature_source source_;
   graph::sample_options options_;  // the served fanouts; the seed is set per graph
   status setup_error_;             // no usable fanouts: every request gets this

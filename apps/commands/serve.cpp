@@ -41,8 +41,10 @@ struct serve_args {
   std::string name;           // model name for RPC calls (default: model.toml's)
   std::string gnnsched;       // GNNSched grouping policy for the forward passes, or empty
   std::size_t gnnsched_mb = 256;
-  std::string fanouts;     // overrides model.toml's (and the dataset's) fanouts
-  std::string repository;  // --model-repository DIR
+  std::string fanouts;          // overrides model.toml's (and the dataset's) fanouts
+  std::string repository;       // --model-repository DIR
+  std::string device = "auto";  // --device auto|host|cuda
+  std::size_t device_feature_mb = 1024;
   bool max_batch_flag = false, deadline_flag = false, slo_flag = false;  // given explicitly
   front_door_args door;
 };
@@ -184,6 +186,9 @@ status run_serve(const serve_args& a, global_options& g) {
   defaults.deadline_from_flag = a.deadline_flag;
   defaults.slo_from_flag = a.slo_flag;
   defaults.repository = a.repository;
+  SPINDLE_ASSIGN_OR_RETURN(defaults.device, gpu::resolve_device(a.device));
+  defaults.device_feature_bytes = a.device_feature_mb << 20;
+  log::info("serving on the {} device (--device {})", gpu::to_string(defaults.device), a.device);
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
@@ -274,6 +279,15 @@ void register_serve(CLI::App& app, global_options& g) {
                   "Drive N requests from the in-process generator, print the report and exit "
                   "(without it: serve the RPC front door until SIGINT/SIGTERM)");
   cmd->add_option("--name", a->name, "Model name for RPC calls (default: the model.toml name)");
+  cmd->add_option("--device", a->device,
+                  "Where large batches run (PSGS's large executor): auto (a CUDA GPU when one is "
+                  "usable, else the host), host, or cuda (fails without a GPU)")
+      ->check(CLI::IsMember({"auto", "host", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--device-feature-mb", a->device_feature_mb,
+                  "With a GPU: feature rows (highest FAP first) kept in device memory; the rest "
+                  "are read from host memory over UVA")
+      ->capture_default_str();
   cmd->add_option("--gnnsched", a->gnnsched,
                   "Run every model's forward passes through GNNSched's device scheduler with "
                   "this grouping policy: fifo | sqtf | bqt (live: tunable gnnsched_policy)");

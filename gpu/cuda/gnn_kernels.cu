@@ -50,6 +50,15 @@ __global__ void activation_kernel(float* data, std::int64_t n, activation a, flo
     data[i] = activate(a, data[i], param);
 }
 
+// A block per id, a thread per column.
+__global__ void gather_kernel(tier_lookup lookup, const float* device_rows, const float* host_rows,
+                              std::int64_t dim, const std::int64_t* ids, std::int64_t n,
+                              float* out) {
+  for (std::int64_t i = blockIdx.x; i < n; i += gridDim.x)
+    for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x)
+      out[i * dim + c] = gather_element(lookup, device_rows, host_rows, dim, ids[i], c);
+}
+
 unsigned grid_for(std::int64_t rows) {
   return unsigned(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
 }
@@ -83,6 +92,28 @@ status activation_async(float* data, std::int64_t n, activation a, float param, 
   activation_kernel<<<grid_for((n + 255) / 256), 256, 0, as_stream(stream)>>>(data, n, a, param);
   return check(cudaGetLastError(), "activation");
 }
+
+status gather_async(tier_lookup lookup, const float* device_rows, const float* host_rows,
+                    std::int64_t dim, const std::int64_t* ids, std::int64_t n, float* out,
+                    void* stream) {
+  if (n == 0 || dim == 0) return status::ok();
+  const unsigned threads = unsigned(dim < 256 ? ((dim + 31) / 32) * 32 : 256);
+  gather_kernel<<<grid_for(n), threads, 0, as_stream(stream)>>>(lookup, device_rows, host_rows,
+                                                                dim, ids, n, out);
+  return check(cudaGetLastError(), "gather");
+}
+
+expected<const void*> map_host(const void* p, std::size_t bytes) {
+  SPINDLE_TRY(check(cudaHostRegister(const_cast<void*>(p), bytes,
+                                     cudaHostRegisterMapped | cudaHostRegisterReadOnly),
+                    "cudaHostRegister"));
+  void* dev = nullptr;
+  SPINDLE_TRY(check(cudaHostGetDevicePointer(&dev, const_cast<void*>(p), 0),
+                    "cudaHostGetDevicePointer"));
+  return static_cast<const void*>(dev);
+}
+
+void unmap_host(const void* p) { cudaHostUnregister(const_cast<void*>(p)); }
 
 expected<void*> device_alloc(std::size_t bytes) {
   void* p = nullptr;

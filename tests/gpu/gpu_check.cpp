@@ -11,7 +11,9 @@
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
 #include "nn/ops.hpp"
+#include "sched/batch_executor.hpp"
 #include "sched/cuda_sampling.hpp"
+#include "sched/feature_tiers.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -105,6 +107,47 @@ status check_executor(std::string& result) {
   return same ? status::ok() : make_error(errc::internal, "subgraphs differ ({})", result);
 }
 
+// The tiered gather: a quarter of the rows on the device, the rest over UVA.
+status check_gather(std::string& result) {
+  thread_pool pool(2);
+  graph::rmat_options o;
+  o.scale = 14;
+  graph::build_options b;
+  b.relabel = graph::relabel_mode::never;
+  b.num_nodes = 1 << 14;
+  auto g = graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+  const std::int64_t n = 1 << 14, dim = 64;
+  std::vector<float> table(std::size_t(n * dim));
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = float(i % 9973) * 0.25f;
+  std::vector<double> fap(std::size_t(n));
+  for (std::int64_t v = 0; v < n; ++v)
+    fap[std::size_t(v)] = double(g.view().indptr[v + 1] - g.view().indptr[v]);
+  const auto t = sched::plan_feature_tiers(fap, n, dim, std::size_t(n / 4 * dim) * 4);
+  std::vector<float> device_table;
+  for (auto v : t.device_nodes)
+    device_table.insert(device_table.end(), table.begin() + v * dim, table.begin() + (v + 1) * dim);
+  std::vector<std::int64_t> ids(4096);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int64_t(i * 7 % std::size_t(n));
+  SPINDLE_ASSIGN_OR_RETURN(auto d_rows, device_array<float>::of(device_table));
+  SPINDLE_ASSIGN_OR_RETURN(auto d_tier, device_array<std::uint8_t>::of(t.tier));
+  SPINDLE_ASSIGN_OR_RETURN(auto d_row, device_array<std::int64_t>::of(t.row));
+  SPINDLE_ASSIGN_OR_RETURN(auto d_ids, device_array<std::int64_t>::of(ids));
+  SPINDLE_ASSIGN_OR_RETURN(auto d_out,
+                           device_array<float>::of(std::vector<float>(ids.size() * dim)));
+  SPINDLE_ASSIGN_OR_RETURN(const void* host_rows, map_host(table.data(), table.size() * 4));
+  auto st = gather_async({d_tier.p, d_row.p}, d_rows.p, static_cast<const float*>(host_rows), dim,
+                         d_ids.p, std::int64_t(ids.size()), d_out.p, nullptr);
+  if (st) st = synchronize(nullptr);
+  unmap_host(table.data());
+  SPINDLE_TRY(st);
+  const auto got = d_out.to_host();
+  std::vector<float> want(ids.size() * dim);
+  sched::gather_rows(table, dim, ids, want.data());
+  result = fmt::format("{} rows of {} floats, {:.0f}% of FAP mass on the device", ids.size(), dim,
+                       100 * t.device_fap_share);
+  return got == want ? status::ok() : make_error(errc::internal, "bytes differ ({})", result);
+}
+
 status check_spmm_and_activation(std::string& result) {
   std::mt19937 rng(5);
   const std::int64_t dst = 2048, src = 8192, width = 128;
@@ -163,6 +206,7 @@ int main() {
   };
   row("sample_hop (1 block per frontier row)", "graph::inline_executor", check_sampler);
   row("cuda_sampling_executor, 2 hops", "graph::inline_executor", check_executor);
+  row("gather over device + UVA host tiers", "sched::gather_rows", check_gather);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);
   std::printf(
       "not compared yet: the HPS slab-cache kernels, a CUDA serving executor (not built)\n");

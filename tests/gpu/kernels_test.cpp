@@ -14,6 +14,7 @@
 #include "graph/sampler.hpp"
 #include "nn/ops.hpp"
 #include "sched/cuda_sampling.hpp"
+#include "sched/feature_tiers.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -163,6 +164,42 @@ TEST(kernels, the_activations_equal_the_host_operators) {
   }
 }
 
+// Quiver's feature tiers: the highest-FAP rows go to the device table within
+// the budget, and the gather kernel's element function over the two tiers
+// reads exactly the plain table's rows.
+TEST(kernels, the_tiered_gather_reads_the_plain_tables_rows) {
+  const std::int64_t n = 1000, dim = 6;
+  std::vector<double> fap(n);
+  std::mt19937 rng(9);
+  for (auto& f : fap) f = std::exponential_distribution<double>(1.0)(rng);
+  const auto t = sched::plan_feature_tiers(fap, n, dim, 100 * dim * sizeof(float) + 5);
+  ASSERT_EQ(t.device_nodes.size(), 100u);
+  double min_in = 1e9, max_out = 0, total = 0, kept = 0;
+  for (std::int64_t v = 0; v < n; ++v) {
+    total += fap[v];
+    if (t.tier[v] == 0)
+      min_in = std::min(min_in, fap[v]), kept += fap[v];
+    else
+      max_out = std::max(max_out, fap[v]);
+  }
+  EXPECT_GE(min_in, max_out);  // the device holds the hottest rows
+  EXPECT_NEAR(t.device_fap_share, kept / total, 1e-12);
+  std::vector<float> table(std::size_t(n * dim));
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = float(i) * 0.5f;
+  std::vector<float> device_table;
+  for (auto v : t.device_nodes)
+    device_table.insert(device_table.end(), table.begin() + v * dim, table.begin() + (v + 1) * dim);
+  const tier_lookup lookup{t.tier.data(), t.row.data()};
+  for (std::int64_t v = 0; v < n; ++v)
+    for (std::int64_t c = 0; c < dim; ++c)
+      ASSERT_EQ(gather_element(lookup, device_table.data(), table.data(), dim, v, c),
+                table[std::size_t(v * dim + c)])
+          << v << "," << c;
+  // No budget: every row on the host; a budget past the table: every row on the device.
+  EXPECT_TRUE(sched::plan_feature_tiers(fap, n, dim, 0).device_nodes.empty());
+  EXPECT_EQ(sched::plan_feature_tiers(fap, n, dim, 1u << 30).device_nodes.size(), std::size_t(n));
+}
+
 TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   if (query_devices().devices.front().kind == device_kind::cuda) GTEST_SKIP() << "a GPU exists";
   auto p = device_alloc(1024);
@@ -176,6 +213,11 @@ TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   auto ex = sched::cuda_sampling_executor::create(g.view());
   ASSERT_FALSE(ex.has_value());  // no device: refused, naming why
   EXPECT_FALSE(ex.error().message().empty());
+  EXPECT_EQ(resolve_device("auto").value(), device_kind::host);
+  EXPECT_EQ(resolve_device("host").value(), device_kind::host);
+  ASSERT_FALSE(resolve_device("cuda").has_value());
+  EXPECT_NE(resolve_device("cuda").error().message().find("--device cuda: "), std::string::npos);
+  EXPECT_FALSE(resolve_device("tpu").has_value());
 }
 
 }  // namespace
