@@ -119,7 +119,7 @@ status check_gather(std::string& result) {
   const std::int64_t n = 1 << 14, dim = 64;
   std::vector<float> table(std::size_t(n * dim));
   for (std::size_t i = 0; i < table.size(); ++i) table[i] = float(i % 9973) * 0.25f;
-  std::vector<double> fap(std::size_t(n));
+  std::vector<double> fap(static_cast<std::size_t>(n));
   for (std::int64_t v = 0; v < n; ++v)
     fap[std::size_t(v)] = double(g.view().indptr[v + 1] - g.view().indptr[v]);
   const auto t = sched::plan_feature_tiers(fap, n, dim, std::size_t(n / 4 * dim) * 4);
