@@ -10,6 +10,7 @@
 #include "gpu/device.hpp"
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/sample_draw.hpp"
+#include "gpu/nccl_exchange.hpp"
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
 #include "nn/ops.hpp"
@@ -198,6 +199,30 @@ TEST(kernels, the_tiered_gather_reads_the_plain_tables_rows) {
   // No budget: every row on the host; a budget past the table: every row on the device.
   EXPECT_TRUE(sched::plan_feature_tiers(fap, n, dim, 0).device_nodes.empty());
   EXPECT_EQ(sched::plan_feature_tiers(fap, n, dim, 1u << 30).device_nodes.size(), std::size_t(n));
+}
+
+// The multi-GPU exchange's bookkeeping: each GPU asks the owner of every row it
+// needs, in its own order, and the answers land in the positions it asked.
+TEST(kernels, the_exchange_plan_asks_each_owner_for_its_rows) {
+  const std::vector<std::vector<std::int64_t>> wanted = {{0, 5, 2, 7}, {1, 3, 4}, {6, 8}};
+  auto owner = [](std::int64_t id) { return int(id % 3); };  // a 3-way partitioned tier
+  const auto p = plan_exchange(wanted, 3, owner);
+  for (int d = 0; d < 3; ++d) {
+    std::vector<std::int64_t> back(wanted[std::size_t(d)].size(), -1);
+    for (int s = 0; s < 3; ++s)
+      for (std::size_t k = 0; k < p.ask[d][s].size(); ++k) {
+        EXPECT_EQ(owner(p.ask[d][s][k]), s);
+        back[p.slot[d][s][k]] = p.ask[d][s][k];
+      }
+    EXPECT_EQ(back, wanted[std::size_t(d)]);  // every row asked once, back in place
+  }
+  EXPECT_EQ(p.remote_rows(), 5u);  // 5, 2, 7 | 3 | 6 live on another GPU
+  EXPECT_EQ(sharing_for(true), tier_sharing::partition);
+  EXPECT_EQ(sharing_for(false), tier_sharing::replicate);
+  auto group = nccl_group::create(2);
+  if (query_devices().devices.size() < 2 ||
+      query_devices().devices.front().kind != device_kind::cuda)
+    EXPECT_FALSE(group.has_value());  // no GPUs: refused, naming why
 }
 
 TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
