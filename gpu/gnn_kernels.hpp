@@ -43,6 +43,18 @@ status gather_async(tier_lookup lookup, const float* device_rows, const float* h
                     std::int64_t dim, const std::int64_t* ids, std::int64_t n, float* out,
                     void* stream);
 
+/// A cuBLAS handle (the device GNN layers' GEMMs); freed by blas_destroy.
+expected<void*> blas_create();
+void blas_destroy(void* blas);
+
+/// One GraphSAGE layer on the device (PyG SAGEConv, row-major, device memory):
+/// y [num_dst x out] = act(mean_agg(x) W_l^T + b_l + x[:num_dst] W_r^T), with
+/// `agg` [num_dst x in] as scratch. W_l, W_r are [out x in] as PyG stores them.
+status sage_layer_async(void* blas, const std::int64_t* indptr, const std::int32_t* indices,
+                        const float* x, std::int64_t num_dst, std::int64_t in, std::int64_t out,
+                        const float* w_l, const float* b_l, const float* w_r, float* agg, float* y,
+                        activation act);
+
 /// Pins and maps host memory into the device's address space (UVA): the
 /// returned pointer is what kernels read the host tier through.
 expected<const void*> map_host(const void* p, std::size_t bytes);

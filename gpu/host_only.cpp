@@ -50,6 +50,13 @@ status gather_async(tier_lookup, const float*, const float*, std::int64_t, const
   return no_cuda("gather kernel");
 }
 expected<const void*> map_host(const void*, std::size_t) { return no_cuda("UVA mapping"); }
+expected<void*> blas_create() { return no_cuda("cuBLAS"); }
+void blas_destroy(void*) {}
+status sage_layer_async(void*, const std::int64_t*, const std::int32_t*, const float*, std::int64_t,
+                        std::int64_t, std::int64_t, const float*, const float*, const float*,
+                        float*, float*, activation) {
+  return no_cuda("GraphSAGE layer");
+}
 void unmap_host(const void*) {}
 expected<void*> device_alloc(std::size_t) { return no_cuda("device memory"); }
 void device_free(void*) {}

@@ -1,11 +1,13 @@
 // The device batch executor (Quiver: PSGS sends large batches to the GPU): the
 // batch's sample by the CUDA sampling kernel, its feature gather by the gather
 // kernel over the dataset's feature tiers (the highest-FAP rows in device
-// memory, the rest read from host memory through UVA), and its forward pass on
-// the host (the device GNN layers are not built yet: x comes back to host
-// memory). Needs a CUDA device; create() names why not. One pipeline at a time.
+// memory, the rest read from host memory through UVA), and its forward pass:
+// GraphSAGE's layers on the device (SpMM kernel + cuBLAS GEMMs + fused bias and
+// ReLU), other architectures on the host. Needs a CUDA device; create() names
+// why not. One pipeline at a time.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "graph/dataset.hpp"
@@ -35,6 +37,10 @@ class cuda_executor final : public batch_executor {
  private:
   cuda_executor() = default;
   status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
+  expected<nn::tensor> sage_forward(const nn::model& m, nn::allocator& a,
+                                    std::span<const nn::block> blocks, const nn::tensor& x);
+  struct device_weights;
+  expected<const device_weights*> weights_of(const nn::model& m);
 
   std::unique_ptr<cuda_sampling_executor> sampler_;
   host_executor host_;  // the forward pass, and the gather of a table that is not the dataset's
@@ -44,6 +50,8 @@ class cuda_executor final : public batch_executor {
   void* lookup_tier_ = nullptr;
   void* lookup_row_ = nullptr;
   const void* host_rows_ = nullptr;  // UVA address of the host features
+  void* blas_ = nullptr;
+  std::map<const nn::model*, std::unique_ptr<device_weights>> weights_;  // uploaded once
 };
 
 }  // namespace spindle::sched

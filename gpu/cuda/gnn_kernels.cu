@@ -1,7 +1,9 @@
 // CUDA kernels of GNN serving: thin wrappers over the shared per-element logic
 // of gpu/kernels/ (the draw, the SpMM element, the activations), which the host
 // tests check. Compiled and linked for sm_80/sm_90; run only where a GPU exists.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/sample_draw.hpp"
@@ -59,6 +61,45 @@ __global__ void gather_kernel(tier_lookup lookup, const float* device_rows, cons
       out[i * dim + c] = gather_element(lookup, device_rows, host_rows, dim, ids[i], c);
 }
 
+__global__ void bias_activation_kernel(float* y, std::int64_t rows, std::int64_t cols,
+                                       const float* bias, activation a) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      y[r * cols + c] = bias_activate(y[r * cols + c], bias[c], a, 0.0f);
+}
+
+status blas_check(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return status::ok();
+  return make_error(errc::unavailable, "{}: cuBLAS status {}", what, int(s));
+}
+
+// cuBLAS is opened on first use (dlopen), not linked: its libraries are some
+// 700 MB and would cost every spindle process ~0.5 s at start, GPU or not.
+struct blas_api {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+  std::string error;
+};
+
+const blas_api& blas() {
+  static const blas_api api = [] {
+    blas_api a;
+    void* lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      a.error = dlerror();
+      return a;
+    }
+    a.create = reinterpret_cast<decltype(a.create)>(dlsym(lib, "cublasCreate_v2"));
+    a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(lib, "cublasDestroy_v2"));
+    a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(lib, "cublasSgemm_v2"));
+    if (!a.create || !a.destroy || !a.sgemm) a.error = "libcublas lacks cublasCreate/Sgemm";
+    return a;
+  }();
+  return api;
+}
+
 unsigned grid_for(std::int64_t rows) {
   return unsigned(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
 }
@@ -101,6 +142,42 @@ status gather_async(tier_lookup lookup, const float* device_rows, const float* h
   gather_kernel<<<grid_for(n), threads, 0, as_stream(stream)>>>(lookup, device_rows, host_rows,
                                                                 dim, ids, n, out);
   return check(cudaGetLastError(), "gather");
+}
+
+expected<void*> blas_create() {
+  if (!blas().error.empty())
+    return make_error(errc::unavailable, "cuBLAS: {}", blas().error);
+  cublasHandle_t h = nullptr;
+  SPINDLE_TRY(blas_check(blas().create(&h), "cublasCreate"));
+  return static_cast<void*>(h);
+}
+
+void blas_destroy(void* handle) {
+  if (handle && blas().destroy) blas().destroy(static_cast<cublasHandle_t>(handle));
+}
+
+// Row-major y [n x out] (+)= a [n x in] W^T with W [out x in]: in cuBLAS's
+// column-major terms y^T = op_T(W) a^T, so W is read transposed and a as is.
+status gemm_wt(cublasHandle_t h, const float* a, std::int64_t n, std::int64_t in,
+               const float* w, std::int64_t out, float beta, float* y) {
+  const float one = 1.0f;
+  return blas_check(blas().sgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, int(out), int(n), int(in), &one, w,
+                                int(in), a, int(in), &beta, y, int(out)),
+                    "cublasSgemm");
+}
+
+status sage_layer_async(void* handle, const std::int64_t* indptr, const std::int32_t* indices,
+                        const float* x, std::int64_t num_dst, std::int64_t in, std::int64_t out,
+                        const float* w_l, const float* b_l, const float* w_r, float* agg,
+                        float* y, activation act) {
+  if (num_dst == 0) return status::ok();
+  auto h = static_cast<cublasHandle_t>(handle);
+  SPINDLE_TRY(spmm_async(indptr, indices, x, num_dst, in, spmm_reduce::mean, agg, nullptr));
+  SPINDLE_TRY(gemm_wt(h, agg, num_dst, in, w_l, out, 0.0f, y));
+  SPINDLE_TRY(gemm_wt(h, x, num_dst, in, w_r, out, 1.0f, y));  // x's first num_dst rows: dst
+  const unsigned threads = unsigned(out < 256 ? ((out + 31) / 32) * 32 : 256);
+  bias_activation_kernel<<<grid_for(num_dst), threads>>>(y, num_dst, out, b_l, act);
+  return check(cudaGetLastError(), "bias + activation");
 }
 
 expected<const void*> map_host(const void* p, std::size_t bytes) {

@@ -33,4 +33,9 @@ SPINDLE_HOST_DEVICE inline float activate(activation a, float v, float param) {
   return v;
 }
 
+/// A linear layer's epilogue: its bias added, then `a` (fused after a GEMM).
+SPINDLE_HOST_DEVICE inline float bias_activate(float v, float bias, activation a, float param) {
+  return activate(a, v + bias, param);
+}
+
 }  // namespace spindle::gpu
