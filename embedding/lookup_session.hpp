@@ -59,6 +59,9 @@ struct session_options {
   std::size_t async_queue_limit = 256;      // pending background insertions; more are dropped
   std::uint32_t refresh_interval_ms = 0;    // 0: refresh only on command
   std::uint64_t refresh_batch_sets = 1024;  // slab sets dumped per refresh step
+  /// Where the L1 caches live: "auto" (a GPU's memory when one is usable, as
+  /// HPS does; else host memory), "host" or "cuda" (fails without a GPU).
+  std::string l1_device = "auto";
 };
 
 class lookup_session {
@@ -86,14 +89,14 @@ class lookup_session {
   void set_hit_rate_threshold(std::size_t table, double threshold);
   double hit_rate_threshold(std::size_t table) const { return tables_[table]->threshold.load(); }
   table_stats stats(std::size_t table) const;
-  const embedding_cache& cache(std::size_t table) const { return *tables_[table]->cache; }
+  const l1_cache& cache(std::size_t table) const { return *tables_[table]->cache; }
   /// Blocks until every queued background insertion has been applied.
   void wait_idle();
 
  private:
   struct table_state {
     table_options options;
-    std::unique_ptr<embedding_cache> cache;
+    std::unique_ptr<l1_cache> cache;
     std::atomic<double> threshold{0.8};
     mutable std::mutex stats_mu;
     table_stats stats;  // guarded by stats_mu

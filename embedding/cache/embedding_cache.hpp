@@ -12,29 +12,12 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "embedding/cache/l1_cache.hpp"
 #include "gpu/kernels/slab_probe.hpp"
 
 namespace spindle::embedding {
 
-using gpu::cache_key;
-
-struct cache_options {
-  std::uint64_t capacity = 0;       // slots wanted; rounded up to whole slab sets
-  std::uint32_t dim = 0;            // floats per embedding vector
-  std::uint32_t slabs_per_set = 2;  // the paper's choice for Ampere
-};
-
-/// Keys a Query did not find, with their positions in the query batch.
-struct cache_misses {
-  std::vector<cache_key> keys;
-  std::vector<std::uint32_t> positions;
-  void clear() {
-    keys.clear();
-    positions.clear();
-  }
-};
-
-class embedding_cache {
+class embedding_cache final : public l1_cache {
  public:
   /// Validates the options (dim > 0, capacity > 0, 1 <= slabs_per_set <= 64)
   /// and allocates every slot empty.
@@ -42,24 +25,28 @@ class embedding_cache {
 
   /// Algorithm 2: values[i*dim ..] = vector of keys[i] for every hit; misses
   /// (cleared first) lists the others. Bumps the global counter once per call.
-  status query(std::span<const cache_key> keys, std::span<float> values, cache_misses& misses);
+  std::string_view where() const override { return "host"; }
+  status query(std::span<const cache_key> keys, std::span<float> values,
+               cache_misses& misses) override;
 
   /// Algorithm 3: inserts each absent key into an empty slot of its set, else
   /// over the set's least recently used slot; keys already present only get
   /// their counter refreshed (their vectors are never overwritten).
-  status replace(std::span<const cache_key> keys, std::span<const float> values);
+  status replace(std::span<const cache_key> keys, std::span<const float> values) override;
 
   /// Algorithm 4: overwrites the vectors of keys that are present; returns how
   /// many were. Absent keys are ignored.
-  expected<std::uint64_t> update(std::span<const cache_key> keys, std::span<const float> values);
+  expected<std::uint64_t> update(std::span<const cache_key> keys,
+                                 std::span<const float> values) override;
 
   /// Appends the keys held by sets [set_begin, set_end) to `out` (Dump).
-  void dump(std::uint64_t set_begin, std::uint64_t set_end, std::vector<cache_key>& out) const;
+  void dump(std::uint64_t set_begin, std::uint64_t set_end,
+            std::vector<cache_key>& out) const override;
 
-  std::uint64_t num_sets() const { return num_sets_; }
+  std::uint64_t num_sets() const override { return num_sets_; }
   std::uint64_t capacity() const { return num_sets_ * slots_per_set_; }
   std::uint64_t size() const { return size_.load(std::memory_order_relaxed); }
-  std::uint32_t dim() const { return dim_; }
+  std::uint32_t dim() const override { return dim_; }
   std::uint32_t slots_per_set() const { return slots_per_set_; }
 
  private:

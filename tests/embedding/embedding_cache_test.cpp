@@ -10,6 +10,10 @@
 #include <set>
 #include <thread>
 
+#include "embedding/cache/device_cache.hpp"
+#include "embedding/lookup_session.hpp"
+#include "gpu/device.hpp"
+
 namespace spindle::embedding {
 namespace {
 
@@ -344,6 +348,29 @@ TEST(embedding_cache_concurrency_test, eviction_under_contention_keeps_capacity_
   EXPECT_EQ(dumped.size(), c->size());
   EXPECT_EQ(std::set<cache_key>(dumped.begin(), dumped.end()).size(), dumped.size());
   EXPECT_EQ(c->size(), c->capacity());
+}
+
+// HPS's L1 goes to a GPU's memory when one is usable (lookup_session's
+// l1_device "auto"); here there is none, so it is the host cache, and asking
+// for the device names why it cannot be had.
+TEST(embedding_cache, the_l1_lives_on_the_device_only_when_one_is_usable) {
+  auto host = make_l1_cache({64, 4, 2}, false);
+  ASSERT_TRUE(host.has_value());
+  EXPECT_EQ((*host)->where(), "host");
+  if (gpu::query_devices().devices.front().kind == gpu::device_kind::cuda) GTEST_SKIP();
+  auto dev = make_l1_cache({64, 4, 2}, true);
+  ASSERT_FALSE(dev.has_value());
+  EXPECT_FALSE(dev.error().message().empty());
+  EXPECT_FALSE(make_l1_cache({0, 4, 2}, true).has_value());  // bad options are named first
+  session_options o;
+  o.l1_device = "cuda";
+  auto s = lookup_session::create({{"emb0", 4, 100}}, nullptr, nullptr, o);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("--device cuda"), std::string::npos) << s.error().message();
+  o.l1_device = "auto";
+  s = lookup_session::create({{"emb0", 4, 100}}, nullptr, nullptr, o);
+  ASSERT_TRUE(s.has_value()) << s.error().to_string();
+  EXPECT_EQ((*s)->cache(0).where(), "host");
 }
 
 }  // namespace
