@@ -1,5 +1,6 @@
 // Built instead of cuda/device_query.cu when no CUDA compiler was found.
 #include "gpu/detail/cuda_query.hpp"
+#include "gpu/device_arena.hpp"
 #include "gpu/embedding_cache_kernels.hpp"
 #include "gpu/gnn_kernels.hpp"
 
@@ -60,6 +61,8 @@ status sage_layer_async(void*, const std::int64_t*, const std::int32_t*, const f
 void unmap_host(const void*) {}
 expected<void*> device_alloc(std::size_t) { return no_cuda("device memory"); }
 void device_free(void*) {}
+expected<void*> stream_create() { return no_cuda("CUDA stream"); }
+void stream_destroy(void*) {}
 status copy_to_device(void*, const void*, std::size_t) { return no_cuda("copy to device"); }
 status copy_to_host(void*, const void*, std::size_t) { return no_cuda("copy to host"); }
 status synchronize(void*) { return no_cuda("synchronize"); }

@@ -63,30 +63,33 @@ expected<nn::tensor> cuda_executor::sage_forward(const nn::model& m, nn::allocat
                                                  const nn::tensor& x) {
   SPINDLE_ASSIGN_OR_RETURN(const auto* w, weights_of(m));
   const auto& d = m.desc();
-  SPINDLE_ASSIGN_OR_RETURN(auto h, upload_block(x.data(), std::size_t(x.numel()) * 4));
+  arena_->reset();  // the batch's x, blocks and activations
+  auto put = [&](const void* data, std::size_t bytes) -> expected<void*> {
+    SPINDLE_ASSIGN_OR_RETURN(void* p, arena_->take(bytes));
+    SPINDLE_TRY(gpu::copy_to_device(p, data, bytes));
+    return p;
+  };
+  SPINDLE_ASSIGN_OR_RETURN(void* h, put(x.data(), std::size_t(x.numel()) * 4));
   std::int64_t width = x.cols();
   for (std::size_t l = 0; l < blocks.size(); ++l) {
     const auto& b = blocks[l];
     const std::int64_t out = l + 1 == blocks.size() ? d.out : d.hidden;
-    SPINDLE_ASSIGN_OR_RETURN(auto indptr, upload_block(b.indptr.data(), b.indptr.size_bytes()));
-    SPINDLE_ASSIGN_OR_RETURN(auto indices, upload_block(b.indices.data(), b.indices.size_bytes()));
-    SPINDLE_ASSIGN_OR_RETURN(void* agg, gpu::device_alloc(std::size_t(b.num_dst * width) * 4));
-    device_block agg_block(agg);
-    SPINDLE_ASSIGN_OR_RETURN(void* y, gpu::device_alloc(std::size_t(b.num_dst * out) * 4));
-    auto y_block = std::make_unique<device_block>(y);
+    SPINDLE_ASSIGN_OR_RETURN(void* indptr, put(b.indptr.data(), b.indptr.size_bytes()));
+    SPINDLE_ASSIGN_OR_RETURN(void* indices, put(b.indices.data(), b.indices.size_bytes()));
+    SPINDLE_ASSIGN_OR_RETURN(auto* agg, arena_->take_n<float>(std::size_t(b.num_dst * width)));
+    SPINDLE_ASSIGN_OR_RETURN(auto* y, arena_->take_n<float>(std::size_t(b.num_dst * out)));
     SPINDLE_TRY(gpu::sage_layer_async(
-        blas_, indptr->as<const std::int64_t>(), indices->as<const std::int32_t>(),
-        h->as<const float>(), b.num_dst, width, out, w->w_l[l]->as<const float>(),
-        w->b_l[l]->as<const float>(), w->w_r[l]->as<const float>(), agg_block.as<float>(),
-        y_block->as<float>(),
+        blas_, static_cast<const std::int64_t*>(indptr), static_cast<const std::int32_t*>(indices),
+        static_cast<const float*>(h), b.num_dst, width, out, w->w_l[l]->as<const float>(),
+        w->b_l[l]->as<const float>(), w->w_r[l]->as<const float>(), agg, y,
         l + 1 == blocks.size() ? gpu::activation::none : gpu::activation::relu));
-    h = std::move(y_block);
+    h = y;
     width = out;
   }
   SPINDLE_TRY(gpu::synchronize(nullptr));
   const std::int64_t rows = blocks.back().num_dst;
   SPINDLE_ASSIGN_OR_RETURN(auto y, nn::tensor::empty(a, {rows, width}));
-  SPINDLE_TRY(gpu::copy_to_host(y.data(), h->p, std::size_t(rows * width) * 4));
+  SPINDLE_TRY(gpu::copy_to_host(y.data(), h, std::size_t(rows * width) * 4));
   if (d.log_softmax) nn::log_softmax_rows_(y);
   return y;
 }
@@ -133,21 +136,17 @@ status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int6
 
 status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids,
                                        float* out) {
-  SPINDLE_ASSIGN_OR_RETURN(void* d_ids, upload(ids.data(), ids.size_bytes()));
-  auto d_out = gpu::device_alloc(ids.size() * std::size_t(dim) * 4);
-  status st = d_out ? status::ok() : d_out.error();
-  if (st)
-    st = gpu::gather_async({static_cast<const std::uint8_t*>(lookup_tier_),
-                            static_cast<const std::int64_t*>(lookup_row_)},
-                           static_cast<const float*>(device_rows_),
-                           static_cast<const float*>(host_rows_), dim,
-                           static_cast<const std::int64_t*>(d_ids), std::int64_t(ids.size()),
-                           static_cast<float*>(*d_out), nullptr);
-  if (st) st = gpu::synchronize(nullptr);
-  if (st) st = gpu::copy_to_host(out, *d_out, ids.size() * std::size_t(dim) * 4);
-  gpu::device_free(d_ids);
-  if (d_out) gpu::device_free(*d_out);
-  return st;
+  arena_->reset();
+  SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(ids.size()));
+  SPINDLE_ASSIGN_OR_RETURN(auto* d_out, arena_->take_n<float>(ids.size() * std::size_t(dim)));
+  SPINDLE_TRY(gpu::copy_to_device(d_ids, ids.data(), ids.size_bytes()));
+  SPINDLE_TRY(gpu::gather_async({static_cast<const std::uint8_t*>(lookup_tier_),
+                                 static_cast<const std::int64_t*>(lookup_row_)},
+                                static_cast<const float*>(device_rows_),
+                                static_cast<const float*>(host_rows_), dim, d_ids,
+                                std::int64_t(ids.size()), d_out, arena_->stream()));
+  SPINDLE_TRY(gpu::synchronize(arena_->stream()));
+  return gpu::copy_to_host(out, d_out, ids.size() * std::size_t(dim) * 4);
 }
 
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,

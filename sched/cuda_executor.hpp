@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "gpu/device_arena.hpp"
 #include "graph/dataset.hpp"
 #include "sched/batch_executor.hpp"
 #include "sched/cuda_sampling.hpp"
@@ -51,6 +52,7 @@ class cuda_executor final : public batch_executor {
   void* lookup_row_ = nullptr;
   const void* host_rows_ = nullptr;  // UVA address of the host features
   void* blas_ = nullptr;
+  std::unique_ptr<gpu::device_arena> arena_;  // a batch's gather and layer buffers
   std::map<const nn::model*, std::unique_ptr<device_weights>> weights_;  // uploaded once
 };
 

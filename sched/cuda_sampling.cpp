@@ -15,6 +15,7 @@ expected<std::unique_ptr<cuda_sampling_executor>> cuda_sampling_executor::create
   SPINDLE_TRY(gpu::copy_to_device(ex->indptr_, g.indptr.data(), ptr_bytes));
   SPINDLE_TRY(gpu::copy_to_device(ex->indices_, g.indices32.data(), idx_bytes));
   ex->num_nodes_ = g.num_nodes;
+  SPINDLE_ASSIGN_OR_RETURN(ex->arena_, gpu::device_arena::create(std::size_t(64) << 20));
   return ex;
 }
 
@@ -28,25 +29,19 @@ status cuda_sampling_executor::draw_hop(std::span<const std::int64_t> frontier, 
                                         std::vector<std::int64_t>& row_sizes) {
   const auto rows = std::int64_t(frontier.size());
   if (rows == 0) return status::ok();
-  // Frontier in, fanout slots and a count per row out (one allocation each way).
-  SPINDLE_ASSIGN_OR_RETURN(void* d_frontier, gpu::device_alloc(frontier.size_bytes()));
-  SPINDLE_ASSIGN_OR_RETURN(void* d_out, gpu::device_alloc(std::size_t(rows) * (fanout + 1) * 8));
-  auto free_all = [&] {
-    gpu::device_free(d_frontier);
-    gpu::device_free(d_out);
-  };
-  auto* out = static_cast<std::int64_t*>(d_out);
-  status st = gpu::copy_to_device(d_frontier, frontier.data(), frontier.size_bytes());
-  if (st)
-    st = gpu::sample_hop_async({static_cast<const std::int64_t*>(indptr_),
-                                static_cast<const std::int32_t*>(indices_), num_nodes_},
-                               static_cast<const std::int64_t*>(d_frontier), rows, fanout, seed,
-                               hop, out, out + rows * fanout, nullptr);
-  if (st) st = gpu::synchronize(nullptr);
+  // Frontier in, fanout slots and a count per row out, from the hop's arena.
+  arena_->reset();
+  SPINDLE_ASSIGN_OR_RETURN(auto* d_frontier, arena_->take_n<std::int64_t>(frontier.size()));
+  SPINDLE_ASSIGN_OR_RETURN(auto* out,
+                           arena_->take_n<std::int64_t>(std::size_t(rows) * (fanout + 1)));
+  SPINDLE_TRY(gpu::copy_to_device(d_frontier, frontier.data(), frontier.size_bytes()));
+  SPINDLE_TRY(gpu::sample_hop_async({static_cast<const std::int64_t*>(indptr_),
+                                     static_cast<const std::int32_t*>(indices_), num_nodes_},
+                                    d_frontier, rows, fanout, seed, hop, out, out + rows * fanout,
+                                    arena_->stream()));
+  SPINDLE_TRY(gpu::synchronize(arena_->stream()));
   std::vector<std::int64_t> host(std::size_t(rows) * (fanout + 1));
-  if (st) st = gpu::copy_to_host(host.data(), d_out, host.size() * 8);
-  free_all();
-  SPINDLE_TRY(st);
+  SPINDLE_TRY(gpu::copy_to_host(host.data(), out, host.size() * 8));
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t n = host[std::size_t(rows * fanout + r)];
     globals.insert(globals.end(), host.begin() + r * fanout, host.begin() + r * fanout + n);

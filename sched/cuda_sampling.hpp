@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "gpu/device_arena.hpp"
 #include "graph/sampler.hpp"
 
 namespace spindle::sched {
@@ -27,6 +28,7 @@ class cuda_sampling_executor final : public graph::sampling_executor {
 
  private:
   cuda_sampling_executor() = default;
+  std::unique_ptr<gpu::device_arena> arena_;  // each hop's frontier and draws
   void* indptr_ = nullptr;
   void* indices_ = nullptr;
   std::int64_t num_nodes_ = 0;

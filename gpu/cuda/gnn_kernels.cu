@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include "gpu/device_arena.hpp"
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/sample_draw.hpp"
 
@@ -198,7 +199,20 @@ expected<void*> device_alloc(std::size_t bytes) {
   return p;
 }
 
-void device_free(void* p) { cudaFree(p); }
+void device_free(void* p) {
+  if (p) cudaFree(p);
+}
+
+expected<void*> stream_create() {
+  cudaStream_t s = nullptr;
+  // A blocking stream: it waits for copies issued on the legacy default stream.
+  SPINDLE_TRY(check(cudaStreamCreate(&s), "cudaStreamCreate"));
+  return static_cast<void*>(s);
+}
+
+void stream_destroy(void* stream) {
+  if (stream) cudaStreamDestroy(as_stream(stream));
+}
 
 status copy_to_device(void* dst, const void* src, std::size_t bytes) {
   return check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device");

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "gpu/device.hpp"
+#include "gpu/device_arena.hpp"
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/sample_draw.hpp"
 #include "gpu/nccl_exchange.hpp"
@@ -243,6 +244,8 @@ TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   ASSERT_FALSE(resolve_device("cuda").has_value());
   EXPECT_NE(resolve_device("cuda").error().message().find("--device cuda: "), std::string::npos);
   EXPECT_FALSE(resolve_device("tpu").has_value());
+  EXPECT_FALSE(device_arena::create(1 << 20).has_value());
+  EXPECT_FALSE(stream_create().has_value());
 }
 
 }  // namespace
