@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
+from serving import start_server  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
@@ -36,17 +37,10 @@ def server():
                     "--out", tmp + "/g"], check=True, capture_output=True)
     subprocess.run([SPINDLE, "model", "init", "--arch", "gcn", "--in", "8", "--hidden", "16", "--out", "3",
                     "--seed", "1", "--out-dir", tmp + "/m"], check=True, capture_output=True)
-    proc = subprocess.Popen([SPINDLE, "serve", "--dataset", tmp + "/g", "--model", tmp + "/m", "--name", "gcn",
-                             "--listen", "127.0.0.1:0", "--admin-token-file", tmp + "/token",
-                             "--dlrm-model", GOLDEN, "--dlrm-name", "ctr", "--pdb", tmp + "/pdb",
-                             "--hit-rate-threshold", "1.0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    endpoint = None
-    for line in proc.stdout:
-        if line.startswith("listening "):
-            endpoint = line.split()[1]
-            break
-    assert endpoint, "server did not start"
+    proc, endpoint = start_server([SPINDLE, "serve", "--dataset", tmp + "/g", "--model", tmp + "/m",
+                                   "--name", "gcn", "--listen", "127.0.0.1:0", "--admin-token-file",
+                                   tmp + "/token", "--dlrm-model", GOLDEN, "--dlrm-name", "ctr",
+                                   "--pdb", tmp + "/pdb", "--hit-rate-threshold", "1.0"])
     yield {"endpoint": endpoint, "token_file": tmp + "/token", "spindle": SPINDLE, "model_dir": tmp + "/m"}
     proc.terminate()
     assert proc.wait(timeout=30) == 0

@@ -13,6 +13,7 @@ import pytest
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
+from serving import start_server  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
@@ -36,17 +37,11 @@ def serve(tmp, policy, extra=()):
                        check=True, capture_output=True)
         subprocess.run([SPINDLE, "model", "init", "--arch", "gcn", "--in", "8", "--hidden", "8",
                         "--classes", "2", "--out-dir", tmp + "/m"], check=True, capture_output=True)
-    proc = subprocess.Popen([SPINDLE, "serve", "--dataset", g, "--model", tmp + "/m", "--listen",
-                             "127.0.0.1:0", "--admin-token-file", tmp + "/token", "--dlrm-model",
-                             GOLDEN, "--dlrm-name", "ctr", "--pdb", tmp + "/pdb-" + policy,
-                             "--dlrm-instances", "3", "--node-manager", policy,
-                             "--manager-max-workers", "4", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for line in proc.stdout:
-        if line.startswith("listening "):
-            return proc, line.split()[1]
-    proc.kill()
-    raise AssertionError("server did not start")
+    return start_server([SPINDLE, "serve", "--dataset", g, "--model", tmp + "/m", "--listen",
+                         "127.0.0.1:0", "--admin-token-file", tmp + "/token", "--dlrm-model",
+                         GOLDEN, "--dlrm-name", "ctr", "--pdb", tmp + "/pdb-" + policy,
+                         "--dlrm-instances", "3", "--node-manager", policy,
+                         "--manager-max-workers", "4", *extra])
 
 
 def admin(endpoint, tmp, *args):

@@ -3,7 +3,6 @@ Deep, DIN) on a live `spindle serve` without any GNN: their answers equal plain
 PyTorch's (the golden fixtures), and they load and unload live through the
 Python client while another model keeps serving, losing no call."""
 import os
-import subprocess
 import tempfile
 import asyncio
 import threading
@@ -14,6 +13,7 @@ import pytest
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
+from serving import start_server  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
@@ -37,16 +37,10 @@ def golden(name):
 @pytest.fixture(scope="module")
 def server():
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.Popen([SPINDLE, "serve", "--rec-model", "ncf=" + os.path.join(GOLDEN, "ncf"),
-                                 "--rec-model", "din=" + os.path.join(GOLDEN, "din"), "--listen",
-                                 "127.0.0.1:0", "--admin-token-file", tmp + "/token"],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        endpoint = None
-        for line in proc.stdout:
-            if line.startswith("listening "):
-                endpoint = line.split()[1]
-                break
-        assert endpoint, "server did not start"
+        proc, endpoint = start_server([SPINDLE, "serve", "--rec-model",
+                                       "ncf=" + os.path.join(GOLDEN, "ncf"), "--rec-model",
+                                       "din=" + os.path.join(GOLDEN, "din"), "--listen",
+                                       "127.0.0.1:0", "--admin-token-file", tmp + "/token"])
         try:
             yield endpoint, tmp + "/token"
         finally:

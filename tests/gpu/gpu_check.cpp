@@ -48,14 +48,19 @@ struct device_array {
   }
 };
 
-status check_sampler(std::string& result) {
+// The R-MAT graph every check samples or aggregates over (2^14 nodes).
+graph::csr_graph rmat14() {
   thread_pool pool(2);
   graph::rmat_options o;
   o.scale = 14;
   graph::build_options b;
   b.relabel = graph::relabel_mode::never;
   b.num_nodes = 1 << 14;
-  auto g = graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+  return graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+}
+
+status check_sampler(std::string& result) {
+  const auto g = rmat14();
   const auto v = g.view();
   if (v.wide()) return make_error(errc::unsupported, "64-bit neighbour ids");
   std::vector<std::int64_t> seeds(4096);
@@ -94,13 +99,7 @@ status check_sampler(std::string& result) {
 
 // The whole executor: 2 hops [25, 10] on the device vs the inline executor.
 status check_executor(std::string& result) {
-  thread_pool pool(2);
-  graph::rmat_options o;
-  o.scale = 14;
-  graph::build_options b;
-  b.relabel = graph::relabel_mode::never;
-  b.num_nodes = 1 << 14;
-  auto g = graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+  const auto g = rmat14();
   SPINDLE_ASSIGN_OR_RETURN(auto ex, sched::cuda_sampling_executor::create(g.view()));
   std::vector<std::int64_t> seeds(1024);
   for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i * 11 % (1 << 14));
@@ -116,13 +115,7 @@ status check_executor(std::string& result) {
 
 // The tiered gather: a quarter of the rows on the device, the rest over UVA.
 status check_gather(std::string& result) {
-  thread_pool pool(2);
-  graph::rmat_options o;
-  o.scale = 14;
-  graph::build_options b;
-  b.relabel = graph::relabel_mode::never;
-  b.num_nodes = 1 << 14;
-  auto g = graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+  const auto g = rmat14();
   const std::int64_t n = 1 << 14, dim = 64;
   std::vector<float> table(std::size_t(n * dim));
   for (std::size_t i = 0; i < table.size(); ++i) table[i] = float(i % 9973) * 0.25f;
@@ -158,13 +151,7 @@ status check_gather(std::string& result) {
 // GraphSAGE 32-64-16 over a sampled 2-hop batch: the device layers
 // (sage_layer_async, what cuda_executor runs) vs nn::model::forward.
 status check_sage(std::string& result) {
-  thread_pool pool(2);
-  graph::rmat_options o;
-  o.scale = 14;
-  graph::build_options bo;
-  bo.relabel = graph::relabel_mode::never;
-  bo.num_nodes = 1 << 14;
-  auto g = graph::build_csr(graph::generate_rmat(o, pool).value(), bo, &pool).value().csr;
+  const auto g = rmat14();
   std::vector<std::int64_t> seeds(256);
   for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i * 13);
   graph::inline_executor ex;
