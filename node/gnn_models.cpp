@@ -61,12 +61,10 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   s->model = std::make_unique<nn::model>(std::move(model));
   s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i) {
-    std::shared_ptr<sched::batch_executor> large;  // a GPU's, with --device cuda
-    if (defaults_.device == gpu::device_kind::cuda) {
-      SPINDLE_ASSIGN_OR_RETURN(auto ex,
-                               sched::cuda_executor::create(ds_, defaults_.device_feature_bytes));
-      large = std::move(ex);
-    }
+    // A GPU's, with --device cuda (one per pipeline: an executor serves one at a time).
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto large,
+        sched::make_large_executor(ds_, defaults_.device, defaults_.device_feature_bytes));
     s->pipelines.push_back(actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {},
                                                   device_.get(), std::move(large)));
   }

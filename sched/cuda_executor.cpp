@@ -169,4 +169,12 @@ expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a
   return host_.forward(m, a, blocks, degree, x);
 }
 
+expected<std::shared_ptr<batch_executor>> make_large_executor(const graph::dataset& ds,
+                                                              gpu::device_kind device,
+                                                              std::size_t device_feature_bytes) {
+  if (device != gpu::device_kind::cuda) return std::shared_ptr<batch_executor>();
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, cuda_executor::create(ds, device_feature_bytes));
+  return std::shared_ptr<batch_executor>(std::move(ex));
+}
+
 }  // namespace spindle::sched

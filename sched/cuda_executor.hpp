@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "gpu/device.hpp"
 #include "gpu/device_arena.hpp"
 #include "graph/dataset.hpp"
 #include "sched/batch_executor.hpp"
@@ -55,5 +56,11 @@ class cuda_executor final : public batch_executor {
   std::unique_ptr<gpu::device_arena> arena_;  // a batch's gather and layer buffers
   std::map<const nn::model*, std::unique_ptr<device_weights>> weights_;  // uploaded once
 };
+
+/// PSGS's large executor for `device`: a cuda_executor on a GPU, none (the
+/// pool) on the host. What serve, the node runtime and calibrate share.
+expected<std::shared_ptr<batch_executor>> make_large_executor(const graph::dataset& ds,
+                                                              gpu::device_kind device,
+                                                              std::size_t device_feature_bytes);
 
 }  // namespace spindle::sched

@@ -7,6 +7,7 @@
 // warns when batches are too fast to time. Also writes the gnuplot plot.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/thread_pool.hpp"
 #include "graph/dataset.hpp"
 #include "nn/model.hpp"
+#include "sched/batch_executor.hpp"
 #include "sched/psgs_router.hpp"
 
 namespace spindle::sched {
@@ -23,6 +25,9 @@ struct calibrate_options {
   int batches = 300;             // per executor
   std::size_t max_seeds = 1024;  // largest batch: this many seeds' worth of PSGS
   std::uint64_t seed = 1;
+  /// The large executor to calibrate instead of the pool (a GPU's: PSGS then
+  /// picks between the host's small executor and the device, as in Quiver).
+  std::shared_ptr<batch_executor> device;
 };
 
 /// Times `model` served over `ds` (which needs its PSGS: spindle prepare); the

@@ -5,6 +5,8 @@
 
 #include "apps/commands/command.hpp"
 #include "core/progress.hpp"
+#include "gpu/device.hpp"
+#include "sched/cuda_executor.hpp"
 #include "sched/psgs_calibrate.hpp"
 
 namespace spindle::apps {
@@ -14,12 +16,17 @@ struct calibrate_args {
   std::string dir, out = "psgs-calibration.json", plot = "psgs-calibration.png", model;
   int buckets = 10, batches = 300;
   std::size_t max_seeds = 1024;
+  std::string device = "auto";
+  std::size_t device_feature_mb = 1024;
 };
 
 status run_calibrate(const calibrate_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
   sched::calibrate_options o;
   o.buckets = a.buckets, o.batches = a.batches, o.max_seeds = a.max_seeds;
+  SPINDLE_ASSIGN_OR_RETURN(const auto device, gpu::resolve_device(a.device));
+  SPINDLE_ASSIGN_OR_RETURN(o.device,
+                           sched::make_large_executor(ds, device, a.device_feature_mb << 20));
   nn::heap_allocator weights;
   SPINDLE_ASSIGN_OR_RETURN(auto m, a.model.empty() ? sched::default_calibration_model(ds, weights)
                                                    : nn::model::load(a.model, weights));
@@ -59,6 +66,14 @@ void register_calibrate(CLI::App& app, global_options& g) {
   cmd->add_option("--buckets", a->buckets, "PSGS buckets")->capture_default_str();
   cmd->add_option("--batches", a->batches, "Batches per executor")->capture_default_str();
   cmd->add_option("--max-seeds", a->max_seeds, "Largest batch, in seeds' worth of PSGS")
+      ->capture_default_str();
+  cmd->add_option("--device", a->device,
+                  "The large executor to calibrate: auto (a CUDA GPU when usable, else the "
+                  "pool), host (the pool) or cuda")
+      ->check(CLI::IsMember({"auto", "host", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--device-feature-mb", a->device_feature_mb,
+                  "With a GPU: feature rows kept in device memory (the rest over UVA)")
       ->capture_default_str();
   cmd->callback([a, &g] {
     if (int rc = report(run_calibrate(*a, g))) throw CLI::RuntimeError(rc);

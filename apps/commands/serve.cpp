@@ -23,6 +23,7 @@
 #include "node/gnn_models.hpp"
 #include "node/model_repository.hpp"
 #include "node/serve_rpc.hpp"
+#include "sched/cuda_executor.hpp"
 #include "sched/psgs_calibrate.hpp"
 #include "transport/ucx/net_devices.hpp"
 
@@ -50,7 +51,7 @@ struct serve_args {
 };
 
 expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
-                                                    thread_pool& pool) {
+                                                    thread_pool& pool, gpu::device_kind device) {
   if (!a.calibration.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(a.calibration, "calibration"));
     return sched::psgs_calibration::from_json(text, a.calibration);
@@ -58,6 +59,9 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
   // Calibrate on the served model: the curves time the whole served pipeline.
   sched::calibrate_options o;
   o.batches = 100;
+  // The large executor calibrated is the one that will serve (a GPU's with --device).
+  SPINDLE_ASSIGN_OR_RETURN(o.device,
+                           sched::make_large_executor(ds, device, a.device_feature_mb << 20));
   nn::heap_allocator weights;
   std::string model_dir = a.model;
   if (model_dir.empty() && !a.repository.empty()) {  // calibrate on one of the repository's
@@ -173,7 +177,9 @@ status run_serve(const serve_args& a, global_options& g) {
   }
   nn::set_blas_threads(1);
   gnn_serving_defaults defaults;
-  SPINDLE_ASSIGN_OR_RETURN(defaults.calibration, load_or_calibrate(a, ds, g.pool()));
+  SPINDLE_ASSIGN_OR_RETURN(defaults.device, gpu::resolve_device(a.device));
+  SPINDLE_ASSIGN_OR_RETURN(defaults.calibration,
+                           load_or_calibrate(a, ds, g.pool(), defaults.device));
   defaults.policy = policy;
   defaults.batch.deadline = std::chrono::microseconds(a.deadline_us);
   defaults.batch.max_batch = std::size_t(std::max(1, a.max_batch));
@@ -186,7 +192,6 @@ status run_serve(const serve_args& a, global_options& g) {
   defaults.deadline_from_flag = a.deadline_flag;
   defaults.slo_from_flag = a.slo_flag;
   defaults.repository = a.repository;
-  SPINDLE_ASSIGN_OR_RETURN(defaults.device, gpu::resolve_device(a.device));
   defaults.device_feature_bytes = a.device_feature_mb << 20;
   log::info("serving on the {} device (--device {})", gpu::to_string(defaults.device), a.device);
   caf::actor_system_config cfg;
