@@ -55,6 +55,20 @@ status sage_layer_async(void* blas, const std::int64_t* indptr, const std::int32
                         const float* w_l, const float* b_l, const float* w_r, float* agg, float* y,
                         activation act);
 
+/// Row-major y [n x out] (+)= a [n x in] W^T (W [out x in], PyTorch's layout).
+status gemm_wt_async(void* blas, const float* a, std::int64_t n, std::int64_t in, const float* w,
+                     std::int64_t out, float beta, float* y);
+/// y [rows x cols] = act(y + bias) (a linear layer's epilogue).
+status bias_activation_async(float* y, std::int64_t rows, std::int64_t cols, const float* bias,
+                             activation act, void* stream);
+/// y [num_dst x width] = GCN's normalized aggregation of h (gcn_element).
+status gcn_aggregate_async(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
+                           const float* degree, std::int64_t num_dst, std::int64_t width, float* y,
+                           void* stream);
+/// z [num_dst x width] = gin_combine(z, x, scale) in place (z holds Σ_j x_j).
+status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
+                         float scale, void* stream);
+
 /// Pins and maps host memory into the device's address space (UVA): the
 /// returned pointer is what kernels read the host tier through.
 expected<const void*> map_host(const void* p, std::size_t bytes);

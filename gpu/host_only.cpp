@@ -52,6 +52,20 @@ status gather_async(tier_lookup, const float*, const float*, std::int64_t, const
 }
 expected<const void*> map_host(const void*, std::size_t) { return no_cuda("UVA mapping"); }
 expected<void*> blas_create() { return no_cuda("cuBLAS"); }
+status gemm_wt_async(void*, const float*, std::int64_t, std::int64_t, const float*, std::int64_t,
+                     float, float*) {
+  return no_cuda("GEMM");
+}
+status bias_activation_async(float*, std::int64_t, std::int64_t, const float*, activation, void*) {
+  return no_cuda("bias + activation kernel");
+}
+status gcn_aggregate_async(const std::int64_t*, const std::int32_t*, const float*, const float*,
+                           std::int64_t, std::int64_t, float*, void*) {
+  return no_cuda("GCN aggregation kernel");
+}
+status gin_combine_async(float*, const float*, std::int64_t, std::int64_t, float, void*) {
+  return no_cuda("GIN combine kernel");
+}
 void blas_destroy(void*) {}
 status sage_layer_async(void*, const std::int64_t*, const std::int32_t*, const float*, std::int64_t,
                         std::int64_t, std::int64_t, const float*, const float*, const float*,

@@ -51,6 +51,7 @@ class model {
   std::int64_t parameter_count() const;
   std::size_t weight_bytes() const;
   const tensor& param(const std::string& name) const { return params_.at(name); }
+  bool has_param(const std::string& name) const { return params_.count(name) > 0; }
 
   /// GNN forward: blocks[0] is the input layer; `x` holds features of blocks[0]'s
   /// src nodes; `degree` (GCN only) is 1 + sampled in-degree per src node.

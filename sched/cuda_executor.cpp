@@ -15,83 +15,12 @@ expected<void*> upload(const void* data, std::size_t bytes) {
   return p;
 }
 
-// Device memory freed at scope end.
-struct device_block {
-  void* p = nullptr;
-  explicit device_block(void* q) : p(q) {}
-  device_block(const device_block&) = delete;
-  ~device_block() { gpu::device_free(p); }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(p);
-  }
-};
-
-expected<std::unique_ptr<device_block>> upload_block(const void* data, std::size_t bytes) {
-  SPINDLE_ASSIGN_OR_RETURN(void* p, upload(data, bytes));
-  return std::make_unique<device_block>(p);
-}
-
 }  // namespace
 
-// One model's GraphSAGE weights in device memory (lin_l, its bias, lin_r per layer).
-struct cuda_executor::device_weights {
-  std::vector<std::unique_ptr<device_block>> w_l, b_l, w_r;
-};
-
-expected<const cuda_executor::device_weights*> cuda_executor::weights_of(const nn::model& m) {
-  if (auto it = weights_.find(&m); it != weights_.end()) return it->second.get();
-  auto w = std::make_unique<device_weights>();
-  for (int l = 0; l < m.desc().layers; ++l) {
-    auto put = [&](std::vector<std::unique_ptr<device_block>>& to, const char* name) -> status {
-      const auto& t = m.param(fmt::format("convs.{}.{}", l, name));
-      SPINDLE_ASSIGN_OR_RETURN(auto b, upload_block(t.data(), std::size_t(t.numel()) * 4));
-      to.push_back(std::move(b));
-      return status::ok();
-    };
-    SPINDLE_TRY(put(w->w_l, "lin_l.weight"));
-    SPINDLE_TRY(put(w->b_l, "lin_l.bias"));
-    SPINDLE_TRY(put(w->w_r, "lin_r.weight"));
-  }
-  return (weights_[&m] = std::move(w)).get();
-}
-
-// PyG SAGEConv per layer on the device; ReLU between layers; the result (and
-// log_softmax, when the model asks) on the host.
-expected<nn::tensor> cuda_executor::sage_forward(const nn::model& m, nn::allocator& a,
-                                                 std::span<const nn::block> blocks,
-                                                 const nn::tensor& x) {
-  SPINDLE_ASSIGN_OR_RETURN(const auto* w, weights_of(m));
-  const auto& d = m.desc();
-  arena_->reset();  // the batch's x, blocks and activations
-  auto put = [&](const void* data, std::size_t bytes) -> expected<void*> {
-    SPINDLE_ASSIGN_OR_RETURN(void* p, arena_->take(bytes));
-    SPINDLE_TRY(gpu::copy_to_device(p, data, bytes));
-    return p;
-  };
-  SPINDLE_ASSIGN_OR_RETURN(void* h, put(x.data(), std::size_t(x.numel()) * 4));
-  std::int64_t width = x.cols();
-  for (std::size_t l = 0; l < blocks.size(); ++l) {
-    const auto& b = blocks[l];
-    const std::int64_t out = l + 1 == blocks.size() ? d.out : d.hidden;
-    SPINDLE_ASSIGN_OR_RETURN(void* indptr, put(b.indptr.data(), b.indptr.size_bytes()));
-    SPINDLE_ASSIGN_OR_RETURN(void* indices, put(b.indices.data(), b.indices.size_bytes()));
-    SPINDLE_ASSIGN_OR_RETURN(auto* agg, arena_->take_n<float>(std::size_t(b.num_dst * width)));
-    SPINDLE_ASSIGN_OR_RETURN(auto* y, arena_->take_n<float>(std::size_t(b.num_dst * out)));
-    SPINDLE_TRY(gpu::sage_layer_async(
-        blas_, static_cast<const std::int64_t*>(indptr), static_cast<const std::int32_t*>(indices),
-        static_cast<const float*>(h), b.num_dst, width, out, w->w_l[l]->as<const float>(),
-        w->b_l[l]->as<const float>(), w->w_r[l]->as<const float>(), agg, y,
-        l + 1 == blocks.size() ? gpu::activation::none : gpu::activation::relu));
-    h = y;
-    width = out;
-  }
-  SPINDLE_TRY(gpu::synchronize(nullptr));
-  const std::int64_t rows = blocks.back().num_dst;
-  SPINDLE_ASSIGN_OR_RETURN(auto y, nn::tensor::empty(a, {rows, width}));
-  SPINDLE_TRY(gpu::copy_to_host(y.data(), h, std::size_t(rows * width) * 4));
-  if (d.log_softmax) nn::log_softmax_rows_(y);
-  return y;
+expected<const device_model*> cuda_executor::device_model_of(const nn::model& m) {
+  if (auto it = models_.find(&m); it != models_.end()) return it->second.get();
+  SPINDLE_ASSIGN_OR_RETURN(auto dm, device_model::create(m));
+  return (models_[&m] = std::move(dm)).get();
 }
 
 expected<std::unique_ptr<cuda_executor>> cuda_executor::create(const graph::dataset& ds,
@@ -121,7 +50,7 @@ expected<std::unique_ptr<cuda_executor>> cuda_executor::create(const graph::data
 }
 
 cuda_executor::~cuda_executor() {
-  weights_.clear();
+  models_.clear();
   gpu::blas_destroy(blas_);
   if (host_rows_) gpu::unmap_host(features_.data());
   gpu::device_free(device_rows_);
@@ -160,10 +89,11 @@ void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
 expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a,
                                             std::span<const nn::block> blocks,
                                             std::span<const float> degree, const nn::tensor& x) {
-  if (m.desc().arch == config::model_arch::graphsage && !blocks.empty()) {
-    auto y = sage_forward(m, a, blocks, x);
+  if (device_model::supports(m) && !blocks.empty()) {
+    auto dm = device_model_of(m);
+    auto y = dm ? (*dm)->forward(*arena_, blas_, a, blocks, degree, x) : dm.error();
     if (y) return y;
-    log::warn("cuda executor: GraphSAGE on the device failed ({}); running on the host",
+    log::warn("cuda executor: the device forward pass failed ({}); running on the host",
               y.error().message());
   }
   return host_.forward(m, a, blocks, degree, x);

@@ -2,9 +2,8 @@
 // batch's sample by the CUDA sampling kernel, its feature gather by the gather
 // kernel over the dataset's feature tiers (the highest-FAP rows in device
 // memory, the rest read from host memory through UVA), and its forward pass:
-// GraphSAGE's layers on the device (SpMM kernel + cuBLAS GEMMs + fused bias and
-// ReLU), other architectures on the host. Needs a CUDA device; create() names
-// why not. One pipeline at a time.
+// GraphSAGE, GCN and GIN on the device (sched/cuda_layers), GAT on the host. Needs a CUDA device;
+// create() names why not. One pipeline at a time.
 #pragma once
 
 #include <map>
@@ -14,6 +13,7 @@
 #include "gpu/device_arena.hpp"
 #include "graph/dataset.hpp"
 #include "sched/batch_executor.hpp"
+#include "sched/cuda_layers.hpp"
 #include "sched/cuda_sampling.hpp"
 #include "sched/feature_tiers.hpp"
 
@@ -39,10 +39,7 @@ class cuda_executor final : public batch_executor {
  private:
   cuda_executor() = default;
   status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
-  expected<nn::tensor> sage_forward(const nn::model& m, nn::allocator& a,
-                                    std::span<const nn::block> blocks, const nn::tensor& x);
-  struct device_weights;
-  expected<const device_weights*> weights_of(const nn::model& m);
+  expected<const device_model*> device_model_of(const nn::model& m);
 
   std::unique_ptr<cuda_sampling_executor> sampler_;
   host_executor host_;  // the forward pass, and the gather of a table that is not the dataset's
@@ -54,7 +51,7 @@ class cuda_executor final : public batch_executor {
   const void* host_rows_ = nullptr;  // UVA address of the host features
   void* blas_ = nullptr;
   std::unique_ptr<gpu::device_arena> arena_;  // a batch's gather and layer buffers
-  std::map<const nn::model*, std::unique_ptr<device_weights>> weights_;  // uploaded once
+  std::map<const nn::model*, std::unique_ptr<device_model>> models_;  // weights uploaded once
 };
 
 /// PSGS's large executor for `device`: a cuda_executor on a GPU, none (the

@@ -69,6 +69,19 @@ __global__ void bias_activation_kernel(float* y, std::int64_t rows, std::int64_t
       y[r * cols + c] = bias_activate(y[r * cols + c], bias[c], a, 0.0f);
 }
 
+__global__ void gcn_kernel(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
+                           const float* degree, std::int64_t rows, std::int64_t width, float* y) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (std::int64_t c = threadIdx.x; c < width; c += blockDim.x)
+      y[r * width + c] = gcn_element(indptr, indices, h, degree, width, r, c);
+}
+
+__global__ void gin_kernel(float* z, const float* x, std::int64_t n, float scale) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    z[i] = gin_combine(z[i], x[i], scale);
+}
+
 status blas_check(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return status::ok();
   return make_error(errc::unavailable, "{}: cuBLAS status {}", what, int(s));
@@ -165,6 +178,41 @@ status gemm_wt(cublasHandle_t h, const float* a, std::int64_t n, std::int64_t in
   return blas_check(blas().sgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, int(out), int(n), int(in), &one, w,
                                 int(in), a, int(in), &beta, y, int(out)),
                     "cublasSgemm");
+}
+
+status gemm_wt_async(void* handle, const float* a, std::int64_t n, std::int64_t in, const float* w,
+                     std::int64_t out, float beta, float* y) {
+  if (n == 0) return status::ok();
+  return gemm_wt(static_cast<cublasHandle_t>(handle), a, n, in, w, out, beta, y);
+}
+
+unsigned threads_for(std::int64_t cols) {
+  return unsigned(cols < 256 ? ((cols + 31) / 32) * 32 : 256);
+}
+
+status bias_activation_async(float* y, std::int64_t rows, std::int64_t cols, const float* bias,
+                             activation act, void* stream) {
+  if (rows == 0) return status::ok();
+  bias_activation_kernel<<<grid_for(rows), threads_for(cols), 0, as_stream(stream)>>>(
+      y, rows, cols, bias, act);
+  return check(cudaGetLastError(), "bias + activation");
+}
+
+status gcn_aggregate_async(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
+                           const float* degree, std::int64_t num_dst, std::int64_t width,
+                           float* y, void* stream) {
+  if (num_dst == 0) return status::ok();
+  gcn_kernel<<<grid_for(num_dst), threads_for(width), 0, as_stream(stream)>>>(
+      indptr, indices, h, degree, num_dst, width, y);
+  return check(cudaGetLastError(), "gcn aggregate");
+}
+
+status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
+                         float scale, void* stream) {
+  const std::int64_t n = num_dst * width;
+  if (n == 0) return status::ok();
+  gin_kernel<<<grid_for((n + 255) / 256), 256, 0, as_stream(stream)>>>(z, x, n, scale);
+  return check(cudaGetLastError(), "gin combine");
 }
 
 status sage_layer_async(void* handle, const std::int64_t* indptr, const std::int32_t* indices,

@@ -6,6 +6,7 @@
 // in the same order, mean as the sum times 1/count, so the results are equal).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "gpu/host_device.hpp"
@@ -32,6 +33,28 @@ SPINDLE_HOST_DEVICE inline float spmm_element(const std::int64_t* indptr,
   }
   if (op == spmm_reduce::mean) acc *= 1.0f / static_cast<float>(hi - lo);
   return acc;
+}
+
+/// GCN's normalized aggregation (PyG GCNConv with add_remaining_self_loops) at
+/// one element: h_i / deg_i + Σ_{j ≠ i} h_j / sqrt(deg_i deg_j) over row i's
+/// edges, `degree` being 1 + the sampled in-degree (nn::gcn_degrees).
+SPINDLE_HOST_DEVICE inline float gcn_element(const std::int64_t* indptr,
+                                             const std::int32_t* indices, const float* h,
+                                             const float* degree, std::int64_t width,
+                                             std::int64_t row, std::int64_t col) {
+  const float di = 1.0f / sqrtf(degree[row]);
+  float acc = (1.0f / degree[row]) * h[row * width + col];
+  for (std::int64_t e = indptr[row]; e < indptr[row + 1]; ++e) {
+    const std::int64_t j = indices[e];
+    if (j == row) continue;  // an existing i->i edge is the self-loop term
+    acc += di / sqrtf(degree[j]) * h[j * width + col];
+  }
+  return acc;
+}
+
+/// GIN's input to its MLP at one element: (1 + eps) x_i + Σ_j x_j.
+SPINDLE_HOST_DEVICE inline float gin_combine(float neighbour_sum, float self, float scale) {
+  return neighbour_sum + scale * self;
 }
 
 }  // namespace spindle::gpu

@@ -14,6 +14,7 @@
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
 #include "sched/batch_executor.hpp"
+#include "sched/cuda_layers.hpp"
 #include "sched/cuda_sampling.hpp"
 #include "sched/feature_tiers.hpp"
 
@@ -148,18 +149,18 @@ status check_gather(std::string& result) {
   return got == want ? status::ok() : make_error(errc::internal, "bytes differ ({})", result);
 }
 
-// GraphSAGE 32-64-16 over a sampled 2-hop batch: the device layers
-// (sage_layer_async, what cuda_executor runs) vs nn::model::forward.
-status check_sage(std::string& result) {
+// A 2-layer 32-64-16 GNN of `arch` over a sampled 2-hop batch: the device
+// layers (sched::device_model, what cuda_executor runs) vs nn::model::forward.
+status check_layers(config::model_arch arch, std::string& result) {
   const auto g = rmat14();
   std::vector<std::int64_t> seeds(256);
   for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i * 13);
   graph::inline_executor ex;
   SPINDLE_ASSIGN_OR_RETURN(auto sub, ex.sample(g.view(), seeds, {{10, 5}, false, 3}));
   config::model_desc d;
-  d.arch = config::model_arch::graphsage;
+  d.arch = arch;
   d.in = 32, d.hidden = 64, d.out = 16, d.layers = 2;
-  const std::string dir = "/tmp/spindle-gpu-check-sage";
+  const std::string dir = fmt::format("/tmp/spindle-gpu-check-{}", config::to_string(arch));
   SPINDLE_TRY(nn::init_model(d, 1, dir));
   nn::heap_allocator alloc;
   SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(dir, alloc));
@@ -168,46 +169,22 @@ status check_sage(std::string& result) {
     const auto bv = sub.layer_block(l);
     blocks.push_back({bv.num_dst, bv.num_src, bv.indptr, bv.indices});
   }
+  const auto degree = nn::gcn_degrees(sub.indptr, sub.indices, sub.hop_end.back());
   std::vector<float> x(std::size_t(blocks[0].num_src * d.in));
   std::mt19937 rng(1);
   std::normal_distribution<float> n(0, 1);
   for (auto& f : x) f = n(rng);
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto want,
-      m.forward(alloc, blocks, {}, nn::tensor::borrow(x.data(), {blocks[0].num_src, d.in})));
+  const auto xt = nn::tensor::borrow(x.data(), {blocks[0].num_src, d.in});
+  SPINDLE_ASSIGN_OR_RETURN(auto want, m.forward(alloc, blocks, degree, xt));
+  SPINDLE_ASSIGN_OR_RETURN(auto dm, sched::device_model::create(m));
+  SPINDLE_ASSIGN_OR_RETURN(auto arena, device_arena::create(std::size_t(64) << 20));
   SPINDLE_ASSIGN_OR_RETURN(void* blas, blas_create());
-  SPINDLE_ASSIGN_OR_RETURN(auto h, device_array<float>::of(x));
-  std::int64_t width = d.in;
-  std::vector<float> got;
-  for (int l = 0; l < 2; ++l) {
-    const auto& b = blocks[std::size_t(l)];
-    const std::int64_t out = l == 1 ? d.out : d.hidden;
-    auto param = [&](const char* name) {
-      const auto& t = m.param(fmt::format("convs.{}.{}", l, name));
-      return std::vector<float>(t.data(), t.data() + t.numel());
-    };
-    SPINDLE_ASSIGN_OR_RETURN(auto wl, device_array<float>::of(param("lin_l.weight")));
-    SPINDLE_ASSIGN_OR_RETURN(auto bl, device_array<float>::of(param("lin_l.bias")));
-    SPINDLE_ASSIGN_OR_RETURN(auto wr, device_array<float>::of(param("lin_r.weight")));
-    SPINDLE_ASSIGN_OR_RETURN(auto ip,
-                             device_array<std::int64_t>::of({b.indptr.begin(), b.indptr.end()}));
-    SPINDLE_ASSIGN_OR_RETURN(auto ix,
-                             device_array<std::int32_t>::of({b.indices.begin(), b.indices.end()}));
-    SPINDLE_ASSIGN_OR_RETURN(
-        auto agg, device_array<float>::of(std::vector<float>(std::size_t(b.num_dst * width))));
-    SPINDLE_ASSIGN_OR_RETURN(
-        auto y, device_array<float>::of(std::vector<float>(std::size_t(b.num_dst * out))));
-    SPINDLE_TRY(sage_layer_async(blas, ip.p, ix.p, h.p, b.num_dst, width, out, wl.p, bl.p, wr.p,
-                                 agg.p, y.p, l == 1 ? activation::none : activation::relu));
-    SPINDLE_TRY(synchronize(nullptr));
-    if (l == 1) got = y.to_host();
-    h = std::move(y);
-    width = out;
-  }
+  auto got = dm->forward(*arena, blas, alloc, blocks, degree, xt);
   blas_destroy(blas);
+  if (!got) return got.error();
   double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, std::abs(double(got[i]) - want.data()[i]) /
+  for (std::int64_t i = 0; i < want.numel(); ++i)
+    worst = std::max(worst, std::abs(double(got->data()[i]) - want.data()[i]) /
                                 std::max(1e-3, std::abs(double(want.data()[i]))));
   result =
       fmt::format("{} x {} outputs, max relative error {:.2e}", want.rows(), want.cols(), worst);
@@ -314,7 +291,12 @@ int main() {
   row("sample_hop (1 block per frontier row)", "graph::inline_executor", check_sampler);
   row("cuda_sampling_executor, 2 hops", "graph::inline_executor", check_executor);
   row("gather over device + UVA host tiers", "sched::gather_rows", check_gather);
-  row("GraphSAGE layers (spmm + cuBLAS + bias/ReLU)", "nn::model::forward", check_sage);
+  row("GraphSAGE layers (spmm + cuBLAS + bias/ReLU)", "nn::model::forward",
+      [](std::string& r) { return check_layers(spindle::config::model_arch::graphsage, r); });
+  row("GCN layers (cuBLAS + normalized aggregation)", "nn::model::forward",
+      [](std::string& r) { return check_layers(spindle::config::model_arch::gcn, r); });
+  row("GIN layers (sum + (1+eps)x, two cuBLAS GEMMs)", "nn::model::forward",
+      [](std::string& r) { return check_layers(spindle::config::model_arch::gin, r); });
   row("HPS slab cache (query, replace, update)", "embedding::embedding_cache", check_cache);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);
   return failed ? 1 : 0;

@@ -1,0 +1,120 @@
+#include "sched/cuda_layers.hpp"
+
+#include "gpu/gnn_kernels.hpp"
+
+namespace spindle::sched {
+namespace {
+
+using config::model_arch;
+
+// Copies `bytes` of host data into the arena.
+expected<void*> put(gpu::device_arena& arena, const void* data, std::size_t bytes) {
+  SPINDLE_ASSIGN_OR_RETURN(void* p, arena.take(bytes));
+  SPINDLE_TRY(gpu::copy_to_device(p, data, bytes));
+  return p;
+}
+
+struct layer_io {
+  const std::int64_t* indptr;
+  const std::int32_t* indices;
+  const float* x;  // [num_src x in]
+  std::int64_t num_src, num_dst, in, out;
+};
+
+}  // namespace
+
+bool device_model::supports(const nn::model& m) {
+  const auto a = m.desc().arch;
+  return a == model_arch::graphsage || a == model_arch::gcn || a == model_arch::gin;
+}
+
+expected<std::unique_ptr<device_model>> device_model::create(const nn::model& m) {
+  if (!supports(m))
+    return make_error(errc::unsupported, "{}: no device layers for {}", m.desc().name,
+                      config::to_string(m.desc().arch));
+  std::unique_ptr<device_model> dm(new device_model);
+  dm->model_ = &m;
+  for (const auto& spec : nn::parameter_specs(m.desc())) {
+    if (spec.optional && spec.name.ends_with(".eps")) continue;  // read on the host
+    const auto& t = m.param(spec.name);
+    SPINDLE_ASSIGN_OR_RETURN(void* p, gpu::device_alloc(std::size_t(t.numel()) * 4));
+    dm->params_[spec.name] = p;
+    SPINDLE_TRY(gpu::copy_to_device(p, t.data(), std::size_t(t.numel()) * 4));
+  }
+  return dm;
+}
+
+device_model::~device_model() {
+  for (auto& [name, p] : params_) gpu::device_free(p);
+}
+
+const float* device_model::param(int layer, const std::string& name) const {
+  return static_cast<const float*>(params_.at(fmt::format("convs.{}.{}", layer, name)));
+}
+
+expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas, nn::allocator& a,
+                                           std::span<const nn::block> blocks,
+                                           std::span<const float> degree,
+                                           const nn::tensor& x) const {
+  const auto& d = model_->desc();
+  arena.reset();
+  SPINDLE_ASSIGN_OR_RETURN(void* h, put(arena, x.data(), std::size_t(x.numel()) * 4));
+  const float* deg = nullptr;
+  if (d.arch == model_arch::gcn) {
+    SPINDLE_ASSIGN_OR_RETURN(void* p, put(arena, degree.data(), degree.size_bytes()));
+    deg = static_cast<const float*>(p);
+  }
+  std::int64_t width = x.cols(), num_src = x.rows();
+  for (std::size_t l = 0; l < blocks.size(); ++l) {
+    const auto& b = blocks[l];
+    const int li = int(l);
+    const bool last = l + 1 == blocks.size();
+    const std::int64_t out = last ? d.out : d.hidden;
+    const auto act = last ? gpu::activation::none : gpu::activation::relu;
+    SPINDLE_ASSIGN_OR_RETURN(void* ip, put(arena, b.indptr.data(), b.indptr.size_bytes()));
+    SPINDLE_ASSIGN_OR_RETURN(void* ix, put(arena, b.indices.data(), b.indices.size_bytes()));
+    const auto* indptr = static_cast<const std::int64_t*>(ip);
+    const auto* indices = static_cast<const std::int32_t*>(ix);
+    const auto* xin = static_cast<const float*>(h);
+    SPINDLE_ASSIGN_OR_RETURN(auto* y, arena.take_n<float>(std::size_t(b.num_dst * out)));
+    if (d.arch == model_arch::graphsage) {  // lin_l(mean_j x_j) + b + lin_r(x_i)
+      SPINDLE_ASSIGN_OR_RETURN(auto* agg, arena.take_n<float>(std::size_t(b.num_dst * width)));
+      SPINDLE_TRY(gpu::sage_layer_async(blas, indptr, indices, xin, b.num_dst, width, out,
+                                        param(li, "lin_l.weight"), param(li, "lin_l.bias"),
+                                        param(li, "lin_r.weight"), agg, y, act));
+    } else if (d.arch == model_arch::gcn) {  // propagate(norm, x W) + b
+      SPINDLE_ASSIGN_OR_RETURN(auto* xw, arena.take_n<float>(std::size_t(num_src * out)));
+      SPINDLE_TRY(
+          gpu::gemm_wt_async(blas, xin, num_src, width, param(li, "lin.weight"), out, 0.0f, xw));
+      SPINDLE_TRY(gpu::gcn_aggregate_async(indptr, indices, xw, deg, b.num_dst, out, y, nullptr));
+      SPINDLE_TRY(gpu::bias_activation_async(y, b.num_dst, out, param(li, "bias"), act, nullptr));
+    } else {  // GIN: nn((1 + eps) x_i + Σ_j x_j), nn = Linear, ReLU, Linear
+      const auto eps = fmt::format("convs.{}.eps", li);  // optional (0 when absent)
+      const float scale = 1.0f + (model_->has_param(eps) ? model_->param(eps).data()[0] : 0.0f);
+      SPINDLE_ASSIGN_OR_RETURN(auto* z, arena.take_n<float>(std::size_t(b.num_dst * width)));
+      SPINDLE_ASSIGN_OR_RETURN(auto* mid, arena.take_n<float>(std::size_t(b.num_dst * out)));
+      SPINDLE_TRY(gpu::spmm_async(indptr, indices, xin, b.num_dst, width, gpu::spmm_reduce::sum, z,
+                                  nullptr));
+      SPINDLE_TRY(gpu::gin_combine_async(z, xin, b.num_dst, width, scale, nullptr));
+      SPINDLE_TRY(
+          gpu::gemm_wt_async(blas, z, b.num_dst, width, param(li, "nn.0.weight"), out, 0.0f, mid));
+      SPINDLE_TRY(gpu::bias_activation_async(mid, b.num_dst, out, param(li, "nn.0.bias"),
+                                             gpu::activation::relu, nullptr));
+      SPINDLE_TRY(
+          gpu::gemm_wt_async(blas, mid, b.num_dst, out, param(li, "nn.2.weight"), out, 0.0f, y));
+      SPINDLE_TRY(
+          gpu::bias_activation_async(y, b.num_dst, out, param(li, "nn.2.bias"), act, nullptr));
+    }
+    h = y;
+    width = out;
+    num_src = b.num_dst;
+  }
+  SPINDLE_TRY(gpu::synchronize(nullptr));
+  const std::int64_t rows = blocks.back().num_dst;
+  SPINDLE_ASSIGN_OR_RETURN(auto y, nn::tensor::empty(a, {rows, width}));
+  SPINDLE_TRY(gpu::copy_to_host(y.data(), h, std::size_t(rows * width) * 4));
+  if (d.log_softmax) nn::log_softmax_rows_(y);
+  return y;
+}
+
+}  // namespace spindle::sched

@@ -1,0 +1,41 @@
+// A GNN's forward pass on the GPU: the model's weights uploaded once, then per
+// layer the aggregation kernel of its architecture (mean SpMM for GraphSAGE,
+// the normalized aggregation for GCN, sum + (1 + eps) x for GIN), cuBLAS GEMMs
+// in PyTorch's weight layout and a fused bias + activation; the same model
+// files and answers as nn::model::forward (within 1e-4 relative, checked by
+// `make gpu-check` on a GPU). GAT runs on the host. One owner thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gpu/device_arena.hpp"
+#include "nn/model.hpp"
+
+namespace spindle::sched {
+
+class device_model {
+ public:
+  /// Whether `m`'s architecture has device layers (graphsage, gcn, gin).
+  static bool supports(const nn::model& m);
+  /// Uploads every layer parameter of `m`.
+  static expected<std::unique_ptr<device_model>> create(const nn::model& m);
+  ~device_model();
+
+  /// The forward pass over `blocks` (blocks[0] the input layer; `degree` for
+  /// GCN), with every batch buffer from `arena` (reset first) and `blas`
+  /// (gpu::blas_create); the output comes back in `a`'s host memory.
+  expected<nn::tensor> forward(gpu::device_arena& arena, void* blas, nn::allocator& a,
+                               std::span<const nn::block> blocks, std::span<const float> degree,
+                               const nn::tensor& x) const;
+
+ private:
+  device_model() = default;
+  const float* param(int layer, const std::string& name) const;
+
+  const nn::model* model_ = nullptr;
+  std::map<std::string, void*> params_;  // "convs.L.NAME" -> device copy
+};
+
+}  // namespace spindle::sched
