@@ -68,8 +68,8 @@ bool cluster_features::readable(const node_shard& shard, const std::map<int, mem
   return owners_published(*e.plan, e.epoch, shard.rank(), alive);
 }
 
-expected<std::unique_ptr<cluster_features>> cluster_features::create(const node_shard& shard,
-                                                                     const member_view& view) {
+expected<std::unique_ptr<cluster_features>> cluster_features::create(
+    const node_shard& shard, const member_view& view, const std::map<int, member_info>* ready) {
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(ctx));
   std::unique_ptr<cluster_features> f(
@@ -78,7 +78,7 @@ expected<std::unique_ptr<cluster_features>> cluster_features::create(const node_
   f->dim_ = std::uint32_t(ds.feature_dim());
   f->accesses_ = std::make_unique<sched::access_counter>(std::size_t(ds.num_nodes()));
   f->seen_version_ = view.version();
-  const auto alive = view.snapshot();
+  const auto alive = ready ? *ready : view.snapshot();
   const auto latest = shard.latest();
   SPINDLE_ASSIGN_OR_RETURN(f->now_, f->attach(latest.epoch, alive));
   f->by_epoch_.push_back({latest.epoch});

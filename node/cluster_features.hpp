@@ -63,8 +63,11 @@ class cluster_features {
   /// Reads the newest epoch of `shard` (this rank's own host shard, by
   /// pointer) whose other owners are all alive in `view` with a region for it;
   /// other shards of this rank are copied from the dataset.
-  static expected<std::unique_ptr<cluster_features>> create(const node_shard& shard,
-                                                            const member_view& view);
+  /// `ready`: the member list that was seen readable, attached from (the view
+  /// may meanwhile hold an older poll's answer); null: the view's snapshot.
+  static expected<std::unique_ptr<cluster_features>> create(
+      const node_shard& shard, const member_view& view,
+      const std::map<int, member_info>* ready = nullptr);
   /// Whether some epoch of `shard` can be read with the members `alive`.
   static bool readable(const node_shard& shard, const std::map<int, member_info>& alive);
   ~cluster_features();

@@ -134,8 +134,9 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
                                  "not every shard owner published its region", [&](const auto& ms) {
                                    return cluster_features::readable(shard, ms);
                                  }));
-  node.view.update(std::move(members));
-  SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view));
+  node.view.update(members);
+  // From the list seen readable: the watcher may have put an older one in the view since.
+  SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view, &members));
   node.sync.set_reader(m->features.get());
   m->pipeline = actors::spawn_pipeline(node.sys, shard.dataset(), *a.model, *a.router, a.pool,
                                        m->features->source());
@@ -279,7 +280,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
       auto members, wait_members(sys, node.coordinator, node.token,
                                  fmt::format("fewer than {} members were ready", o.expect), ready));
   node.view.update(members);
-  SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view));
+  SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view, &members));
   node.sync.set_reader(p->features.get());
   p->pipelines = {
       actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, p->features->source())};
