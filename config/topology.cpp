@@ -160,7 +160,7 @@ expected<topology> build_topology(const toml::table& root, std::string_view orig
   topology topo;
   for (int k = 0; k < kLinkKinds; ++k) topo.links[k] = default_link_figures(link_kind(k));
   SPINDLE_TRY(reject_unknown_keys(
-      root, {"coordinator", "links", "placement", "server", "token_file"}, origin));
+      root, {"coordinator", "links", "placement", "server", "token_file", "colocation"}, origin));
   if (const toml::table* p = root["placement"].as_table())
     SPINDLE_TRY(parse_placement(*p, topo, origin));
   SPINDLE_ASSIGN_OR_RETURN(topo.token_file,

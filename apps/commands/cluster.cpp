@@ -20,13 +20,17 @@
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
+#include "config/colocation.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "core/subprocess.hpp"
+#include "core/text_file.hpp"
 #include "node/cluster_serving.hpp"
 #include "node/serve_rpc.hpp"
 #include "node/token_file.hpp"
+#include "sched/hera/colocation.hpp"
+#include "sched/hera/profile.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {
@@ -126,17 +130,6 @@ struct shard_node {
     watch->on_poll([s = sync.get()](const auto& alive) { s->poll(alive); });
   }
 };
-
-// Under `spindle launch`: SIGTERM when launch dies (even by SIGKILL), so no node
-// outlives it; and if launch is already gone, stop now.
-status follow_launch() {
-  const char* launcher = std::getenv("SPINDLE_LAUNCH_PID");
-  if (!launcher) return status::ok();
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (std::to_string(::getppid()) != launcher)
-    return make_error(errc::unavailable, "spindle launch (pid {}) is gone", launcher);
-  return status::ok();
-}
 
 // True when something accepts TCP connections on host:port.
 bool listening(const config::server_spec& s) {
@@ -313,6 +306,7 @@ struct launch_args {
 // One rank started here, and when to start it again after it exited.
 struct launched_rank {
   int rank = 0;
+  std::string label;  // how its lines are prefixed: "rank N", or "rank N hera"
   std::vector<std::string> argv;
   std::optional<child_process> process;
   std::chrono::steady_clock::time_point restart_at{};
@@ -328,23 +322,23 @@ bool tend(launched_rank& r, bool restart) {
     if (!code) return true;
     r.process.reset();
     if (!restart) {
-      fmt::print("[rank {}] exited with {}\n", r.rank, *code);
+      fmt::print("[{}] exited with {}\n", r.label, *code);
       return false;
     }
     r.backoff = std::min<milliseconds>(seconds(30), r.backoff.count() ? 2 * r.backoff : seconds(1));
     r.restart_at = steady_clock::now() + r.backoff;
-    fmt::print("[rank {}] exited with {}; restarting in {} ms\n", r.rank, *code, r.backoff.count());
+    fmt::print("[{}] exited with {}; restarting in {} ms\n", r.label, *code, r.backoff.count());
     return true;
   }
   if (!restart || steady_clock::now() < r.restart_at) return restart;
   auto c = child_process::spawn(r.argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())});
   if (!c) {
-    fmt::print("[rank {}] cannot restart: {}\n", r.rank, c.error().to_string());
+    fmt::print("[{}] cannot restart: {}\n", r.label, c.error().to_string());
     r.restart_at = steady_clock::now() + r.backoff;
     return true;
   }
   r.process.emplace(std::move(*c));
-  fmt::print("[rank {}] restarted\n", r.rank);
+  fmt::print("[{}] restarted\n", r.label);
   return true;
 }
 
@@ -367,6 +361,54 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
     if (!a.policy.empty()) argv.insert(argv.end(), {"--policy", a.policy});
   }
   return argv;
+}
+
+// Hera Algorithm 2 over the cluster TOML's [colocation] section: plan server i
+// runs on local rank i as a `spindle serve` of its one or two recommendation
+// models (worker pools under Hera's node manager, on a free loopback port,
+// Admin with the cluster token); its "listening" line says where.
+status launch_colocation(const std::string& exe, const config::topology& topo,
+                         const std::string& path, std::vector<launched_rank>& ranks) {
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "cluster config"));
+  SPINDLE_ASSIGN_OR_RETURN(auto section, config::parse_colocation(text, path));
+  if (!section) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(auto profiles, sched::hera::load_profile_table(section->profiles));
+  std::map<std::string, double> targets;
+  std::map<std::string, std::string> dirs;
+  for (const auto& m : section->models) targets[m.name] = m.qps, dirs[m.name] = m.dir;
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::hera::plan_cluster(profiles, targets));
+  std::vector<int> local;
+  for (std::size_t r = 0; r < topo.servers.size(); ++r)
+    if (is_loopback(topo.servers[r].host)) local.push_back(int(r));
+  if (plan.servers.size() > local.size())
+    return make_error(errc::invalid_argument,
+                      "{}: the colocation plan needs {} servers; {} ranks run on this machine",
+                      path, plan.servers.size(), local.size());
+  for (std::size_t i = 0; i < plan.servers.size(); ++i) {
+    const auto& sp = plan.servers[i];
+    const int rank = local[i];
+    fmt::print("[plan] server {} on rank {}: {} expected {} QPS, EMU {:.0f}%\n", i, rank,
+               fmt::join(sp.models, " + "), fmt::join(sp.qps, " + "), 100 * sp.emu);
+    std::vector<std::string> argv = {exe,
+                                     "serve",
+                                     "--listen",
+                                     topo.servers[std::size_t(rank)].host + ":0",
+                                     "--admin-token-file",
+                                     topo.token_file,
+                                     "--node-manager",
+                                     "hera",
+                                     "--profiles",
+                                     section->profiles,
+                                     "--rec-workers",
+                                     "1"};
+    for (const auto& m : sp.models) argv.insert(argv.end(), {"--rec-model", m + "=" + dirs[m]});
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}));
+    auto& lr = ranks.emplace_back();
+    lr.rank = rank, lr.label = fmt::format("rank {} hera", rank), lr.argv = std::move(argv);
+    lr.process.emplace(std::move(c));
+  }
+  return status::ok();
 }
 
 status run_launch(const launch_args& a) {
@@ -394,23 +436,24 @@ status run_launch(const launch_args& a) {
     SPINDLE_ASSIGN_OR_RETURN(
         auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}));
     auto& lr = ranks.emplace_back();
-    lr.rank = int(r), lr.argv = std::move(argv);
+    lr.rank = int(r), lr.label = fmt::format("rank {}", r), lr.argv = std::move(argv);
     lr.process.emplace(std::move(c));
   }
+  SPINDLE_TRY(launch_colocation(exe, topo, path, ranks));
   // Relay children's lines, reap (and with --restart restart) ranks that
   // exit, and forward SIGINT/SIGTERM to them.
   timespec tick{0, 100'000'000};
   for (bool any = !ranks.empty(); any;) {
     for (auto& r : ranks)
       if (r.process)
-        while (auto line = r.process->read_line(0)) fmt::print("[rank {}] {}\n", r.rank, *line);
+        while (auto line = r.process->read_line(0)) fmt::print("[{}] {}\n", r.label, *line);
     std::fflush(stdout);
     siginfo_t info;
     if (sigtimedwait(&set, &info, &tick) > 0) {
       for (auto& r : ranks)
         if (r.process) r.process->signal(info.si_signo);
       for (auto& r : ranks)
-        if (r.process) fmt::print("[rank {}] exited with {}\n", r.rank, r.process->wait());
+        if (r.process) fmt::print("[{}] exited with {}\n", r.label, r.process->wait());
       return status::ok();
     }
     any = false;

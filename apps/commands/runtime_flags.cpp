@@ -1,5 +1,12 @@
 #include "apps/commands/runtime_flags.hpp"
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
 namespace spindle::apps {
 
 void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::string& model_flag) {
@@ -80,6 +87,15 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
                  "Name of the DLRM model (default: its model.toml name)");
   cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")
       ->capture_default_str();
+}
+
+status follow_launch() {
+  const char* launcher = std::getenv("SPINDLE_LAUNCH_PID");
+  if (!launcher) return status::ok();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (std::to_string(::getppid()) != launcher)
+    return make_error(errc::unavailable, "spindle launch (pid {}) is gone", launcher);
+  return status::ok();
 }
 
 }  // namespace spindle::apps

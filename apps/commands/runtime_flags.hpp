@@ -16,4 +16,9 @@ void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::st
 /// Adds --listen, --admin-token-file, --max-queue and the --dlrm-* flags.
 void add_front_door_options(CLI::App& cmd, node::front_door_args& a);
 
+/// Under `spindle launch` (SPINDLE_LAUNCH_PID set): SIGTERM when launch dies
+/// (even by SIGKILL), so no process it started outlives it; and if launch is
+/// already gone, an error (stop now). Elsewhere: nothing.
+status follow_launch();
+
 }  // namespace spindle::apps

@@ -130,6 +130,7 @@ void report_load(const actors::load_result& r, const actors::batcher_stats& st,
 
 // Recommendation models only (--rec-model, --dlrm-model): no dataset, no GNN.
 status serve_rec_only(const serve_args& a) {
+  SPINDLE_TRY(follow_launch());  // a plan server of `spindle launch` ends with it
   if (a.workload > 0)
     return make_error(errc::invalid_argument, "--workload drives a GNN: give --model DIR");
   SPINDLE_TRY(check_exposure(a.door));

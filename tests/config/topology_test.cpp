@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "config/colocation.hpp"
+
 namespace spindle::config {
 namespace {
 
@@ -123,6 +125,42 @@ TEST(topology_test, with_server_count_copies_server_zero) {
   auto big = t->with_server_count(32);
   EXPECT_EQ(big.servers.size(), 32u);
   EXPECT_TRUE(validate(big).is_ok());
+}
+
+}  // namespace
+}  // namespace spindle::config
+
+namespace spindle::config {
+namespace {
+
+// The cluster TOML's [colocation] section (spindle launch, Hera Algorithm 2):
+// paths relative to the file, and each bad field named.
+TEST(colocation_section, is_read_with_paths_relative_to_the_file) {
+  const std::string toml =
+      "[colocation]\nprofiles = \"p.json\"\n[[colocation.model]]\nname = \"ncf\"\n"
+      "dir = \"models/ncf\"\nqps = 300\n[[colocation.model]]\nname = \"wnd\"\ndir = \"/abs/wnd\"\n"
+      "qps = 12.5\n";
+  auto c = parse_colocation(toml, "/etc/spindle/cluster.toml");
+  ASSERT_TRUE(c.has_value() && c->has_value()) << (c ? "" : c.error().to_string());
+  EXPECT_EQ((*c)->profiles, "/etc/spindle/p.json");
+  ASSERT_EQ((*c)->models.size(), 2u);
+  EXPECT_EQ((*c)->models[0].dir, "/etc/spindle/models/ncf");
+  EXPECT_EQ((*c)->models[0].qps, 300);
+  EXPECT_EQ((*c)->models[1].dir, "/abs/wnd");
+  EXPECT_FALSE(parse_colocation("coordinator = \"a\"\n", "c.toml")->has_value());  // none
+  auto err = [](const std::string& text) {
+    auto r = parse_colocation(text, "c.toml");
+    return r ? std::string() : r.error().message();
+  };
+  EXPECT_NE(err("[colocation]\n").find("colocation.profiles"), std::string::npos);
+  EXPECT_NE(err("[colocation]\nprofiles = \"p\"\n").find("at least one model"), std::string::npos);
+  EXPECT_NE(err("[colocation]\nprofiles = \"p\"\n[[colocation.model]]\nname = \"a\"\ndir = \"d\"\n")
+                .find("colocation.model[0].qps = 0"),
+            std::string::npos);
+  EXPECT_NE(err("[colocation]\nprofiles = \"p\"\n[[colocation.model]]\nname = \"a\"\ndir = \"d\"\n"
+                "qps = 1\n[[colocation.model]]\nname = \"a\"\ndir = \"e\"\nqps = 2\n")
+                .find("'a' is listed twice"),
+            std::string::npos);
 }
 
 }  // namespace
