@@ -478,9 +478,9 @@ void run_pending(rec_entry& e) {
   }
   std::vector<detail::pending_rec*> live;
   for (auto& c : calls) {
-    if (c.deadline > 0 && ms_since(c.t0) * 1e3 > c.deadline) {
+    if (c.queue_deadline > 0 && ms_since(c.t0) * 1e3 > c.queue_deadline) {
       rec_answer a{rpc_status::deadline_exceeded,
-                   fmt::format("queued past the deadline of {} us", c.deadline)};
+                   fmt::format("queued past the deadline of {} us", c.queue_deadline)};
       e.admission.complete();
       e.c.record(a.status, ms_since(c.t0));
       c.done(std::move(a));
@@ -543,7 +543,10 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   if (e->b.pool) {  // Hera's worker pool, with work-conserving dynamic batching
     {
       std::lock_guard lock(e->pending_mu);
-      e->pending.push_back({std::move(req), std::move(done), t0, deadline});
+      // Queued past its own deadline, or the model's SLA for a call without
+      // one, a call is answered deadline_exceeded rather than computed late.
+      const std::uint32_t queue_deadline = deadline ? deadline : e->queue_deadline_us.load();
+      e->pending.push_back({std::move(req), std::move(done), t0, deadline, queue_deadline});
     }
     e->b.pool->submit([e] { run_pending(*e); });
     return;

@@ -74,7 +74,8 @@ struct pending_rec {
   dlrm_request req;
   std::function<void(transport::rpc::rec_answer)> done;
   clock_type::time_point t0;
-  std::uint32_t deadline = 0;
+  std::uint32_t deadline = 0;        // the call's own (µs; 0: none)
+  std::uint32_t queue_deadline = 0;  // how long it may wait for a worker (µs; 0: forever)
 };
 
 struct rec_entry {
@@ -94,6 +95,10 @@ struct rec_entry {
   std::mutex pending_mu;
   std::deque<pending_rec> pending;
   std::atomic<std::int64_t> max_batch_samples{4096};  // tunable max_batch_samples
+  // A call without its own deadline may wait this long (µs) before it is
+  // answered deadline_exceeded instead of computed late: the model's SLA
+  // (model.toml slo_ms) unless set (tunable queue_deadline_us; 0: none).
+  std::atomic<std::uint32_t> queue_deadline_us{0};
   explicit rec_entry(rec_model_binding binding)
       : b(std::move(binding)), admission(with_floor(b.admission, admission_floor(b))) {}
   // A pool's worker takes every queued call into one pass (up to 4,096 samples):

@@ -89,6 +89,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     if (e.b.pool) {
       t.push_back({"workers", std::to_string(e.b.pool->workers())});
       t.push_back({"max_batch_samples", std::to_string(e.max_batch_samples.load())});
+      t.push_back({"queue_deadline_us", std::to_string(e.queue_deadline_us.load())});
       std::lock_guard lock(e.manager_mu);
       t.push_back({"manager_period_ms", std::to_string(s_->manager_period_ms.load())});
       t.push_back({"manager_sla_ms", fmt::format("{}", e.manager.sla_ms)});
@@ -250,6 +251,15 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
     if (name == "slack_high") m.band.high = v;
     return status::ok();
   }
+  if (name == "queue_deadline_us" && e.b.pool) {  // deadline of calls that bring none
+    std::uint32_t n = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || p != value.data() + value.size() || n > 600'000'000)
+      return make_error(errc::invalid_argument,
+                        "queue_deadline_us = '{}': expected 0..600000000 (0: none)", shown(value));
+    e.queue_deadline_us = n;
+    return status::ok();
+  }
   if (name == "max_batch_samples" && e.b.pool) {  // the dynamic batch's sample budget
     std::int64_t n = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -285,11 +295,12 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
       return status::ok();
     return make_error(errc::invalid_argument, "{}: no such table", shown(name));
   }
-  return make_error(errc::invalid_argument,
-                    "unknown tunable '{}' (recommendation models: max_queue, slo_ms, workers, "
-                    "max_batch_samples, manager_sla_ms, slack_low, slack_high, max_workers; "
-                    "through the parameter server also refresh, hit_rate_threshold[.TABLE])",
-                    shown(name));
+  return make_error(
+      errc::invalid_argument,
+      "unknown tunable '{}' (recommendation models: max_queue, slo_ms, workers, "
+      "max_batch_samples, queue_deadline_us, manager_sla_ms, slack_low, slack_high, max_workers; "
+      "through the parameter server also refresh, hit_rate_threshold[.TABLE])",
+      shown(name));
 }
 
 }  // namespace

@@ -168,3 +168,34 @@ def test_blocking_clients_work_from_several_threads_at_once(server):
     c.close()
     with pytest.raises(sc.SpindleError, match="closed"):
         c.stats()
+
+
+def test_calls_queued_past_the_queue_deadline_are_refused_not_computed(server):
+    """queue_deadline_us (default: the model's SLA, model.toml slo_ms): a call
+    without its own deadline that waited longer for a worker is answered
+    deadline_exceeded instead of being computed late."""
+    endpoint, token = server
+    dense, sparse, expected = golden("ncf")
+
+    async def burst(c, n=48):
+        return await asyncio.gather(*[c.infer_rec("ncf", dense.tolist(), sparse, check=False)
+                                      for _ in range(n)])
+
+    async def main():
+        async with sc.connect(endpoint, token_file=token) as c:
+            assert (await c.tunables("ncf"))["queue_deadline_us"] == "0"  # the golden has no SLA
+            await c.set_tunable("ncf", "queue_deadline_us", 1)
+            late = await burst(c)
+            await c.set_tunable("ncf", "queue_deadline_us", 0)
+            again = await burst(c)
+            with pytest.raises(sc.SpindleError, match="queue_deadline_us = '-3'"):
+                await c.set_tunable("ncf", "queue_deadline_us", -3)
+            return late, again
+
+    late, again = sc.run(main())
+    refused = [r for r in late if r.status != "ok"]
+    assert refused, "48 calls at once on 2 workers: some must have waited more than 1 us"
+    assert all(r.status == "deadline_exceeded" and "queued past the deadline of 1 us" in r.message
+               for r in refused), [(r.status, r.message) for r in refused[:3]]
+    for r in [r for r in late if r.status == "ok"] + list(again):
+        assert r.status == "ok" and close(r.scores, expected)
