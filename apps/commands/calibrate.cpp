@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "apps/commands/command.hpp"
+#include "apps/commands/runtime_flags.hpp"
 #include "core/progress.hpp"
 #include "gpu/device.hpp"
 #include "sched/cuda_executor.hpp"
@@ -67,14 +68,7 @@ void register_calibrate(CLI::App& app, global_options& g) {
   cmd->add_option("--batches", a->batches, "Batches per executor")->capture_default_str();
   cmd->add_option("--max-seeds", a->max_seeds, "Largest batch, in seeds' worth of PSGS")
       ->capture_default_str();
-  cmd->add_option("--device", a->device,
-                  "The large executor to calibrate: auto (a CUDA GPU when usable, else the "
-                  "pool), host (the pool) or cuda")
-      ->check(CLI::IsMember({"auto", "host", "cuda"}))
-      ->capture_default_str();
-  cmd->add_option("--device-feature-mb", a->device_feature_mb,
-                  "With a GPU: feature rows kept in device memory (the rest over UVA)")
-      ->capture_default_str();
+  add_device_options(*cmd, a->device, a->device_feature_mb);
   cmd->callback([a, &g] {
     if (int rc = report(run_calibrate(*a, g))) throw CLI::RuntimeError(rc);
   });

@@ -89,6 +89,18 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
       ->capture_default_str();
 }
 
+void add_device_options(CLI::App& cmd, std::string& device, std::size_t& feature_mb) {
+  cmd.add_option("--device", device,
+                 "Where large batches run (PSGS's large executor): auto (a CUDA GPU when one is "
+                 "usable, else the host pool), host, or cuda (fails without a GPU)")
+      ->check(CLI::IsMember({"auto", "host", "cuda"}))
+      ->capture_default_str();
+  cmd.add_option("--device-feature-mb", feature_mb,
+                 "With a GPU: feature rows (highest FAP first) kept in device memory; the rest "
+                 "are read from host memory over UVA")
+      ->capture_default_str();
+}
+
 status follow_launch() {
   const char* launcher = std::getenv("SPINDLE_LAUNCH_PID");
   if (!launcher) return status::ok();

@@ -16,6 +16,10 @@ void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::st
 /// Adds --listen, --admin-token-file, --max-queue and the --dlrm-* flags.
 void add_front_door_options(CLI::App& cmd, node::front_door_args& a);
 
+/// --device auto|host|cuda and --device-feature-mb (serve, calibrate): where
+/// PSGS's large executor runs and how many feature rows it keeps on a GPU.
+void add_device_options(CLI::App& cmd, std::string& device, std::size_t& feature_mb);
+
 /// Under `spindle launch` (SPINDLE_LAUNCH_PID set): SIGTERM when launch dies
 /// (even by SIGKILL), so no process it started outlives it; and if launch is
 /// already gone, an error (stop now). Elsewhere: nothing.

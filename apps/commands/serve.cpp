@@ -285,15 +285,7 @@ void register_serve(CLI::App& app, global_options& g) {
                   "Drive N requests from the in-process generator, print the report and exit "
                   "(without it: serve the RPC front door until SIGINT/SIGTERM)");
   cmd->add_option("--name", a->name, "Model name for RPC calls (default: the model.toml name)");
-  cmd->add_option("--device", a->device,
-                  "Where large batches run (PSGS's large executor): auto (a CUDA GPU when one is "
-                  "usable, else the host), host, or cuda (fails without a GPU)")
-      ->check(CLI::IsMember({"auto", "host", "cuda"}))
-      ->capture_default_str();
-  cmd->add_option("--device-feature-mb", a->device_feature_mb,
-                  "With a GPU: feature rows (highest FAP first) kept in device memory; the rest "
-                  "are read from host memory over UVA")
-      ->capture_default_str();
+  add_device_options(*cmd, a->device, a->device_feature_mb);
   cmd->add_option("--gnnsched", a->gnnsched,
                   "Run every model's forward passes through GNNSched's device scheduler with "
                   "this grouping policy: fifo | sqtf | bqt (live: tunable gnnsched_policy)");

@@ -116,16 +116,26 @@ TEST(kernels, the_draw_is_uniform_over_positions) {
   for (int h : hits) EXPECT_NEAR(h, 5000, 300);  // 20000 x 5 / 20
 }
 
+// A random block's CSR: rows of 0..max_deg-1 edges (some empty); with
+// `self_loops`, every fifth row's first edge points at itself.
+void random_block(std::mt19937& rng, std::int64_t dst, std::int64_t src, int max_deg,
+                  bool self_loops, std::vector<std::int64_t>& indptr,
+                  std::vector<std::int32_t>& indices) {
+  indptr = {0};
+  for (std::int64_t r = 0; r < dst; ++r) {
+    for (int e = 0, d = int(rng() % unsigned(max_deg)); e < d; ++e)
+      indices.push_back(self_loops && e == 0 && r % 5 == 0 ? std::int32_t(r)
+                                                           : std::int32_t(rng() % src));
+    indptr.push_back(std::int64_t(indices.size()));
+  }
+}
+
 TEST(kernels, the_spmm_element_equals_the_host_aggregation) {
   std::mt19937 rng(3);
   const std::int64_t dst = 50, src = 120, width = 37;
-  std::vector<std::int64_t> indptr{0};
+  std::vector<std::int64_t> indptr;
   std::vector<std::int32_t> indices;
-  for (std::int64_t r = 0; r < dst; ++r) {
-    const int deg = int(rng() % 9);  // some rows without edges
-    for (int e = 0; e < deg; ++e) indices.push_back(std::int32_t(rng() % src));
-    indptr.push_back(std::int64_t(indices.size()));
-  }
+  random_block(rng, dst, src, 9, false, indptr, indices);
   std::vector<float> x(std::size_t(src * width));
   std::normal_distribution<float> n(0, 1);
   for (auto& f : x) f = n(rng);
@@ -150,13 +160,9 @@ TEST(kernels, the_spmm_element_equals_the_host_aggregation) {
 TEST(kernels, the_gcn_element_equals_the_host_normalized_aggregation) {
   std::mt19937 rng(4);
   const std::int64_t dst = 40, src = 90, width = 17;
-  std::vector<std::int64_t> indptr{0};
+  std::vector<std::int64_t> indptr;
   std::vector<std::int32_t> indices;
-  for (std::int64_t r = 0; r < dst; ++r) {
-    for (int e = 0, d = int(rng() % 7); e < d; ++e)
-      indices.push_back(e == 0 && r % 5 == 0 ? std::int32_t(r) : std::int32_t(rng() % src));
-    indptr.push_back(std::int64_t(indices.size()));
-  }
+  random_block(rng, dst, src, 7, true, indptr, indices);
   const auto degree = nn::gcn_degrees(indptr, indices, src);
   std::vector<float> h(std::size_t(src * width));
   std::normal_distribution<float> n(0, 1);
