@@ -37,6 +37,22 @@ class device_arena {
   std::size_t size_ = 0, used_ = 0;
 };
 
+/// Page-locked host memory (cudaMallocHost) for a batch's transfers: copies
+/// from it run as DMA without a staging copy. Grows on demand; one owner.
+class pinned_buffer {
+ public:
+  pinned_buffer() = default;
+  ~pinned_buffer();
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  /// At least `bytes` of pinned memory (contents not kept when it grows).
+  expected<void*> reserve(std::size_t bytes);
+
+ private:
+  void* p_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 /// A CUDA stream (tasks of a GNNSched group each on their own), or the error.
 expected<void*> stream_create();
 void stream_destroy(void* stream);

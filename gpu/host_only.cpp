@@ -76,6 +76,8 @@ void unmap_host(const void*) {}
 expected<void*> device_alloc(std::size_t) { return no_cuda("device memory"); }
 void device_free(void*) {}
 expected<void*> stream_create() { return no_cuda("CUDA stream"); }
+pinned_buffer::~pinned_buffer() = default;
+expected<void*> pinned_buffer::reserve(std::size_t) { return no_cuda("pinned host memory"); }
 void stream_destroy(void*) {}
 status copy_to_device(void*, const void*, std::size_t) { return no_cuda("copy to device"); }
 status copy_to_host(void*, const void*, std::size_t) { return no_cuda("copy to host"); }

@@ -40,11 +40,13 @@ status cuda_sampling_executor::draw_hop(std::span<const std::int64_t> frontier, 
                                     d_frontier, rows, fanout, seed, hop, out, out + rows * fanout,
                                     arena_->stream()));
   SPINDLE_TRY(gpu::synchronize(arena_->stream()));
-  std::vector<std::int64_t> host(std::size_t(rows) * (fanout + 1));
-  SPINDLE_TRY(gpu::copy_to_host(host.data(), out, host.size() * 8));
+  const std::size_t words = std::size_t(rows) * (fanout + 1);
+  SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(words * 8));
+  SPINDLE_TRY(gpu::copy_to_host(pinned, out, words * 8));
+  const auto* host = static_cast<const std::int64_t*>(pinned);
   for (std::int64_t r = 0; r < rows; ++r) {
-    const std::int64_t n = host[std::size_t(rows * fanout + r)];
-    globals.insert(globals.end(), host.begin() + r * fanout, host.begin() + r * fanout + n);
+    const std::int64_t n = host[rows * fanout + r];
+    globals.insert(globals.end(), host + r * fanout, host + r * fanout + n);
     row_sizes.push_back(n);
   }
   return status::ok();

@@ -29,6 +29,7 @@ class cuda_sampling_executor final : public graph::sampling_executor {
  private:
   cuda_sampling_executor() = default;
   std::unique_ptr<gpu::device_arena> arena_;  // each hop's frontier and draws
+  gpu::pinned_buffer staging_;                // the draws copied back (DMA, no bounce)
   void* indptr_ = nullptr;
   void* indices_ = nullptr;
   std::int64_t num_nodes_ = 0;

@@ -251,6 +251,19 @@ void device_free(void* p) {
   if (p) cudaFree(p);
 }
 
+pinned_buffer::~pinned_buffer() {
+  if (p_) cudaFreeHost(p_);
+}
+
+expected<void*> pinned_buffer::reserve(std::size_t bytes) {
+  if (bytes <= size_) return p_;
+  if (p_) cudaFreeHost(p_);
+  p_ = nullptr, size_ = 0;
+  SPINDLE_TRY(check(cudaMallocHost(&p_, bytes), "cudaMallocHost"));
+  size_ = bytes;
+  return p_;
+}
+
 expected<void*> stream_create() {
   cudaStream_t s = nullptr;
   // A blocking stream: it waits for copies issued on the legacy default stream.

@@ -283,6 +283,8 @@ TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   EXPECT_FALSE(resolve_device("tpu").has_value());
   EXPECT_FALSE(device_arena::create(1 << 20).has_value());
   EXPECT_FALSE(stream_create().has_value());
+  pinned_buffer pinned;
+  EXPECT_FALSE(pinned.reserve(4096).has_value());
 }
 
 }  // namespace
