@@ -13,7 +13,10 @@
 //    simulator expects of the pair, s bisected until both meet their SLAs;
 //    one worker each) next to the simulator's prediction (colocated_qps).
 //
-// Usage: hera_bench SPINDLE_BINARY [OUT_DIR] [SECONDS]   (default /tmp/hera-bench, 30)
+// 4. (between 2 and 3) the SLA queue deadline on against off, NCF overloaded.
+//
+// Usage: hera_bench SPINDLE_BINARY [OUT_DIR] [SECONDS] [deadline]
+//   (default /tmp/hera-bench, 30; "deadline": stop after the queue-deadline figure)
 #include <signal.h>
 
 #include <array>
@@ -358,6 +361,43 @@ void fig14(const std::string& bin, const std::string& dir, const std::vector<mod
       dir, dir);
 }
 
+// ---- SLA queue deadline: late calls refused instead of computed ----
+
+// NCF alone at 2x its served max load for 3 s, with queue_deadline_us = its SLA
+// (the default) and 0 (computed however late): calls answered ok, goodput (ok
+// within SLA at the client) and the p99 of the ok answers, same run. Admission
+// control (sized from the SLO) refuses part of the overload in both.
+void queue_deadline_figure(const std::string& bin, const std::string& dir, const model_spec& m) {
+  fmt::print(
+      "\nQueue deadline from the SLA ({} alone at 2x its served max load, 3 s, 2 "
+      "workers):\n| queue_deadline_us | calls | answered ok | ok within SLA | p99 of ok "
+      "answers |\n|---|---|---|---|---|\n",
+      m.name);
+  for (const std::uint32_t deadline : {std::uint32_t(m.sla_ms * 1000), 0u}) {
+    server srv = start_server(bin, dir, {m}, {}, g_profiles.machine.cores);
+    auto admin = rpc::rpc_client::connect(srv.endpoint, 60000);
+    must(admin.error_or_ok(), "connect");
+    (void)(*admin)->set_tunable(srv.token, m.name, "queue_deadline_us", std::to_string(deadline));
+    (void)(*admin)->set_tunable(srv.token, m.name, "max_queue", "100000");  // no admission cut
+    const double rate = 2 * m.iso_qps;
+    const auto got =
+        drive(srv.endpoint, m, arrivals([rate](double) { return rate; }, rate, 3.0, 77), 5);
+    std::vector<double> ok;
+    std::size_t good = 0;
+    for (const auto& a : got)
+      if (a.ok) ok.push_back(a.latency_s * 1e3), good += a.latency_s * 1e3 <= m.sla_ms;
+    std::uint64_t answered = 0;
+    if (auto st = (*admin)->stats(srv.token)) {
+      const auto j = nlohmann::json::parse(st->json, nullptr, false);
+      if (!j.is_discarded())
+        answered = j["models"][m.name].value("inferences", 0ull) / std::uint64_t(m.batch);
+    }
+    fmt::print("| {} | {} | {} | {} | {:.1f} ms |\n", deadline, got.size(), answered, good,
+               percentile(ok, 0.99));
+    stop_server(srv);
+  }
+}
+
 // ---- 3. measured co-location EMU against the simulator ----
 
 // Each model of `m` at its rate in `qps` (Poisson, 2 s, at once): does every
@@ -452,6 +492,8 @@ int main(int argc, char** argv) {
   auto models = make_models(bin, dir);
   profile_models(bin, dir, models);
   served_max_load(bin, dir, models);
+  queue_deadline_figure(bin, dir, models[1]);
+  if (argc > 4 && std::string(argv[4]) == "deadline") return 0;  // only up to here
   fig14(bin, dir, {models[0], models[1]}, seconds);
   pair_emu(bin, dir, models);
   return 0;

@@ -57,6 +57,13 @@ expected<std::vector<std::int64_t>> parse_rows(const std::string& text) {
   return rows;
 }
 
+// --tables when given, else `tables` tables of `rows` rows (the scaled Table I size).
+expected<std::vector<std::int64_t>> table_rows_or(const std::string& given, int tables,
+                                                  std::int64_t rows) {
+  if (!given.empty()) return parse_rows(given);
+  return std::vector<std::int64_t>(std::size_t(tables), rows);
+}
+
 status run_init(const init_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto arch, config::parse_model_arch(a.arch));
   config::model_desc d;
@@ -81,8 +88,7 @@ status run_init(const init_args& a) {
     d.embedding_dim = a.hidden ? a.hidden : 64;
     d.top = {256, 256, 128};
     d.slo_ms = 5;
-    SPINDLE_ASSIGN_OR_RETURN(
-        d.table_rows, parse_rows(a.tables.empty() ? "100000,100000,100000,100000" : a.tables));
+    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, table_rows_or(a.tables, 4, 100000));
   } else if (arch == config::model_arch::din) {
     // Hera Table I, DIN: predict-FC 200-80-2, 4 tables of 32 (user, candidate,
     // behaviours, context; about 3 lookups), attention + FC, SLA 100 ms. The local
@@ -91,8 +97,7 @@ status run_init(const init_args& a) {
     d.attention = {80, 40, 1};
     d.top = {200, 80, 2};
     d.slo_ms = 100;
-    SPINDLE_ASSIGN_OR_RETURN(
-        d.table_rows, parse_rows(a.tables.empty() ? "100000,100000,100000,100000" : a.tables));
+    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, table_rows_or(a.tables, 4, 100000));
   } else if (arch == config::model_arch::wnd) {
     // Hera Table I, Wide&Deep: predict-FC 1024-512-256, 27 tables of 32 wide, SLA 25 ms
     // (rows scaled to 10,000 per table by default: --tables to change).
@@ -100,10 +105,7 @@ status run_init(const init_args& a) {
     d.embedding_dim = a.hidden ? a.hidden : 32;
     d.top = {1024, 512, 256, 1};
     d.slo_ms = 25;
-    std::string rows = a.tables;
-    if (rows.empty())
-      for (int t = 0; t < 27; ++t) rows += t ? ",10000" : "10000";
-    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, parse_rows(rows));
+    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, table_rows_or(a.tables, 27, 10000));
   } else {
     // Hera Table I's DLRM(A)..(D) (--variant); DLRM(A): dense-FC 128-64-64,
     // predict-FC 256-64-1, 8 tables 64 wide. --in/--hidden override the dense
@@ -118,10 +120,7 @@ status run_init(const init_args& a) {
     d.bottom.back() = d.embedding_dim;
     d.top = v.top;
     d.slo_ms = v.sla_ms;
-    std::string rows = a.tables;
-    if (rows.empty())
-      for (int t = 0; t < v.tables; ++t) rows += t ? ",100000" : "100000";
-    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, parse_rows(rows));
+    SPINDLE_ASSIGN_OR_RETURN(d.table_rows, table_rows_or(a.tables, v.tables, 100000));
   }
   SPINDLE_TRY(nn::init_model(d, a.seed, a.out_dir));
   fmt::print("wrote {}/model.toml and {}/{}\n", a.out_dir, a.out_dir, d.weights);

@@ -7,7 +7,7 @@ namespace spindle::embedding {
 
 expected<std::unique_ptr<device_embedding_cache>> device_embedding_cache::create(
     const cache_options& o) {
-  SPINDLE_TRY(embedding_cache::create(o).error_or_ok());  // the same checks, named the same way
+  SPINDLE_TRY(embedding_cache::validate(o));  // the host cache's checks, named the same way
   std::unique_ptr<device_embedding_cache> c(new device_embedding_cache);
   auto& v = c->view_;
   v.slabs_per_set = o.slabs_per_set;
@@ -45,7 +45,7 @@ device_embedding_cache::~device_embedding_cache() {
     gpu::device_free(p);
 }
 
-status device_embedding_cache::stage(std::size_t keys, bool) {
+status device_embedding_cache::stage(std::size_t keys) {
   if (keys <= staged_keys_) return status::ok();
   for (void* p : {keys_in_, values_io_, missed_}) gpu::device_free(p);
   keys_in_ = values_io_ = missed_ = nullptr;
@@ -65,7 +65,7 @@ status device_embedding_cache::query(std::span<const cache_key> keys, std::span<
                       values.size(), keys.size(), view_.dim);
   if (keys.empty()) return status::ok();
   std::lock_guard lock(mu_);
-  SPINDLE_TRY(stage(keys.size(), true));
+  SPINDLE_TRY(stage(keys.size()));
   SPINDLE_TRY(gpu::copy_to_device(keys_in_, keys.data(), keys.size_bytes()));
   SPINDLE_TRY(gpu::cache_query_async(view_, static_cast<const cache_key*>(keys_in_), keys.size(),
                                      static_cast<float*>(values_io_),
@@ -83,7 +83,7 @@ status device_embedding_cache::replace(std::span<const cache_key> keys,
                                        std::span<const float> values) {
   if (keys.empty()) return status::ok();
   std::lock_guard lock(mu_);
-  SPINDLE_TRY(stage(keys.size(), true));
+  SPINDLE_TRY(stage(keys.size()));
   SPINDLE_TRY(gpu::copy_to_device(keys_in_, keys.data(), keys.size_bytes()));
   SPINDLE_TRY(gpu::copy_to_device(values_io_, values.data(), keys.size() * view_.dim * 4));
   SPINDLE_TRY(gpu::cache_replace_async(view_, static_cast<const cache_key*>(keys_in_), keys.size(),

@@ -33,7 +33,7 @@ class device_embedding_cache final : public l1_cache {
  private:
   device_embedding_cache() = default;
   // Device scratch for a call's keys, values and miss flags (grown as needed).
-  status stage(std::size_t keys, bool with_values);
+  status stage(std::size_t keys);
 
   mutable std::mutex mu_;
   gpu::slab_cache_view view_;

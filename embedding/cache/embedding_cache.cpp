@@ -7,6 +7,13 @@ namespace spindle::embedding {
 using gpu::probe_step;
 
 expected<std::unique_ptr<embedding_cache>> embedding_cache::create(const cache_options& o) {
+  SPINDLE_TRY(validate(o));
+  const std::uint64_t per_set = std::uint64_t{o.slabs_per_set} * gpu::slab_width;
+  const std::uint64_t sets = (o.capacity + per_set - 1) / per_set;
+  return std::unique_ptr<embedding_cache>(new embedding_cache(o, sets));
+}
+
+status embedding_cache::validate(const cache_options& o) {
   if (o.dim == 0) return make_error(errc::invalid_argument, "embedding cache: dim must be > 0");
   if (o.capacity == 0) {
     return make_error(errc::invalid_argument, "embedding cache: capacity must be > 0 slots");
@@ -15,9 +22,7 @@ expected<std::unique_ptr<embedding_cache>> embedding_cache::create(const cache_o
     return make_error(errc::invalid_argument, "embedding cache: slabs_per_set={} (must be 1..64)",
                       o.slabs_per_set);
   }
-  const std::uint64_t per_set = std::uint64_t{o.slabs_per_set} * gpu::slab_width;
-  const std::uint64_t sets = (o.capacity + per_set - 1) / per_set;
-  return std::unique_ptr<embedding_cache>(new embedding_cache(o, sets));
+  return status::ok();
 }
 
 embedding_cache::embedding_cache(const cache_options& o, std::uint64_t num_sets)

@@ -22,6 +22,8 @@ class embedding_cache final : public l1_cache {
   /// Validates the options (dim > 0, capacity > 0, 1 <= slabs_per_set <= 64)
   /// and allocates every slot empty.
   static expected<std::unique_ptr<embedding_cache>> create(const cache_options& options);
+  /// The checks create() makes (shared with the device cache), allocating nothing.
+  static status validate(const cache_options& options);
 
   /// Algorithm 2: values[i*dim ..] = vector of keys[i] for every hit; misses
   /// (cleared first) lists the others. Bumps the global counter once per call.
