@@ -44,8 +44,8 @@ caf::response_promise submit_gated(pipeline_ptr self, const batch_job& job) {
   auto me = caf::actor_cast<caf::actor>(self);
   st.device->submit(
       pipe->task_bytes(*pb), pipe->qos_target(),
-      [pipe, pb, requests](std::span<std::byte> buffer) {
-        pipe->compute(*pb, *requests, buffer);
+      [pipe, pb, requests](gpu::pool_slot slot) {
+        pipe->compute(*pb, *requests, slot);
         return status::ok();
       },
       [me, id](status s) {

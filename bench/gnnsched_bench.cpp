@@ -119,8 +119,8 @@ outcome replay(std::vector<task*> tasks, const std::vector<loaded_model>& models
       for (const auto& st : g) {
         const task* t = tasks[st.id];
         start[st.id] = s;
-        jobs.push_back({t->buffer, [t, &models](std::span<std::byte> b) {
-                          return run_task(*t, models[t->arch], b);
+        jobs.push_back({t->buffer, [t, &models](gpu::pool_slot s) {
+                          return run_task(*t, models[t->arch], s.memory);
                         }});
       }
       auto running = runner.start(std::move(jobs), policy != 3);
@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
       auto r =
           solo_runner
               .start({{t.buffer,
-                       [&](std::span<std::byte> b) { return run_task(t, models[t.arch], b); }}})
+                       [&](gpu::pool_slot s) { return run_task(t, models[t.arch], s.memory); }}})
               .get();
       if (!r[0].is_ok()) return fmt::print(stderr, "solo run failed: {}\n", r[0].to_string()), 1;
       t.solo = bench::seconds_since(s);

@@ -14,7 +14,11 @@
 // through the feature lookup table over UCX (mapped shared memory on one host);
 // the direct baseline reads the same way.
 //
-// usage: serving_sweep [SCALE=20] [DATA_DIR] [PROCS=1 SPINDLE_BINARY]
+// With --device cuda, PSGS's large executor is the GPU's (sched::cuda_executor:
+// sampling, tiered gather and layers on the device; calibrated as served), as
+// `make gpu-check` runs it beside --device host.
+//
+// usage: serving_sweep [SCALE=20] [DATA_DIR] [PROCS=1 SPINDLE_BINARY] [--device host|cuda]
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -34,6 +38,7 @@
 #include "embedding/feature_shard.hpp"
 #include "graph/metrics.hpp"
 #include "graph/prepare.hpp"
+#include "sched/cuda_executor.hpp"
 #include "sched/psgs_calibrate.hpp"
 #include "transport/ucx/ucx.hpp"
 
@@ -126,7 +131,19 @@ std::string cpu_shares(const std::map<std::string, double>& before,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int raw_argc, char** raw_argv) {
+  std::vector<char*> args;  // the positional arguments; --device X taken out
+  std::string device_flag = "host";
+  for (int i = 0; i < raw_argc; ++i) {
+    if (std::string_view(raw_argv[i]) == "--device" && i + 1 < raw_argc)
+      device_flag = raw_argv[++i];
+    else
+      args.push_back(raw_argv[i]);
+  }
+  const int argc = int(args.size());
+  char** argv = args.data();
+  auto device = gpu::resolve_device(device_flag);
+  if (!device) return fmt::print(stderr, "{}\n", device.error().message()), 2;
   const int scale = argc > 1 ? std::atoi(argv[1]) : 20;
   const std::string dir = argc > 2 ? argv[2] : fmt::format("/tmp/spindle-gather-bench-s{}", scale);
   set_progress_enabled(false);
@@ -161,8 +178,17 @@ int main(int argc, char** argv) {
     return fmt::print(stderr, "{}\n", st.to_string()), 1;
   nn::heap_allocator weights;
   auto model = nn::model::load(mdir, weights);
+  auto executors = sched::device_executors::create(*ds, *device, std::size_t(1) << 30);
+  if (!executors) return fmt::print(stderr, "{}\n", executors.error().to_string()), 1;
+  auto large = [&] {  // PSGS's large executor: the GPU's, or none (the pool)
+    auto ex = executors->make();
+    if (!ex) fmt::print(stderr, "{}\n", ex.error().to_string()), std::exit(1);
+    return *ex;
+  };
+  fmt::print("large executor: {}\n", *device == gpu::device_kind::cuda ? "cuda" : "host pool");
   sched::calibrate_options co;
   co.batches = 150;
+  co.device = large();
   auto cal = sched::calibrate(*ds, *model, co, pool);
   if (!cal) return fmt::print(stderr, "{}\n", cal.error().to_string()), 1;
   auto p0 = graph::seed_probabilities(ds->graph(), config::parse_seed_distribution("degree"));
@@ -220,7 +246,8 @@ int main(int argc, char** argv) {
     caf::actor_system sys{cfg};
     std::vector<caf::actor> pipes;
     for (int i = 0; i < 2; ++i)
-      pipes.push_back(actors::spawn_pipeline(sys, *ds, *model, *router, pool, features));
+      pipes.push_back(
+          actors::spawn_pipeline(sys, *ds, *model, *router, pool, features, nullptr, large()));
     sched::batch_policy bp;
     const bool fixed_batch = v.deadline > std::chrono::milliseconds(2);
     bp.max_batch = fixed_batch ? 32 : 128;

@@ -12,7 +12,17 @@ expected<std::unique_ptr<device_arena>> device_arena::create(std::size_t bytes) 
   return a;
 }
 
+std::unique_ptr<device_arena> device_arena::over(void* base, std::size_t bytes, void* stream) {
+  std::unique_ptr<device_arena> a(new device_arena);
+  a->base_ = base;
+  a->size_ = bytes;
+  a->stream_ = stream;
+  a->owned_ = false;
+  return a;
+}
+
 device_arena::~device_arena() {
+  if (!owned_) return;
   stream_destroy(stream_);
   device_free(base_);
 }

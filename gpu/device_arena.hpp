@@ -15,6 +15,9 @@ namespace spindle::gpu {
 class device_arena {
  public:
   static expected<std::unique_ptr<device_arena>> create(std::size_t bytes);
+  /// An arena over `region` of device memory it does not own (a GNNSched task's
+  /// slot of the device pool), whose work runs on `stream` (not owned either).
+  static std::unique_ptr<device_arena> over(void* base, std::size_t bytes, void* stream);
   ~device_arena();
   /// The next `bytes` of the region; errc::resource_exhausted (naming the sizes)
   /// when it cannot hold them.
@@ -35,6 +38,7 @@ class device_arena {
   void* base_ = nullptr;
   void* stream_ = nullptr;
   std::size_t size_ = 0, used_ = 0;
+  bool owned_ = true;
 };
 
 /// Page-locked host memory (cudaMallocHost) for a batch's transfers: copies

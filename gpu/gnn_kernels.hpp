@@ -43,9 +43,11 @@ status gather_async(tier_lookup lookup, const float* device_rows, const float* h
                     std::int64_t dim, const std::int64_t* ids, std::int64_t n, float* out,
                     void* stream);
 
-/// A cuBLAS handle (the device GNN layers' GEMMs); freed by blas_destroy.
+/// A cuBLAS handle (the device GNN layers' GEMMs); freed by blas_destroy. A
+/// handle's GEMMs run on the stream last set (one handle per concurrent stream).
 expected<void*> blas_create();
 void blas_destroy(void* blas);
+status blas_set_stream(void* blas, void* stream);
 
 /// One GraphSAGE layer on the device (PyG SAGEConv, row-major, device memory):
 /// y [num_dst x out] = act(mean_agg(x) W_l^T + b_l + x[:num_dst] W_r^T), with
@@ -53,7 +55,7 @@ void blas_destroy(void* blas);
 status sage_layer_async(void* blas, const std::int64_t* indptr, const std::int32_t* indices,
                         const float* x, std::int64_t num_dst, std::int64_t in, std::int64_t out,
                         const float* w_l, const float* b_l, const float* w_r, float* agg, float* y,
-                        activation act);
+                        activation act, void* stream);
 
 /// Row-major y [n x out] (+)= a [n x in] W^T (W [out x in], PyTorch's layout).
 status gemm_wt_async(void* blas, const float* a, std::int64_t n, std::int64_t in, const float* w,
@@ -79,6 +81,9 @@ expected<void*> device_alloc(std::size_t bytes);
 void device_free(void* p);
 status copy_to_device(void* dst, const void* src, std::size_t bytes);
 status copy_to_host(void* dst, const void* src, std::size_t bytes);
+/// The same, queued on `stream` (ordered with its kernels; wait with synchronize).
+status copy_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream);
+status copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream);
 status synchronize(void* stream);
 
 }  // namespace spindle::gpu

@@ -67,9 +67,10 @@ status gin_combine_async(float*, const float*, std::int64_t, std::int64_t, float
   return no_cuda("GIN combine kernel");
 }
 void blas_destroy(void*) {}
+status blas_set_stream(void*, void*) { return no_cuda("cuBLAS"); }
 status sage_layer_async(void*, const std::int64_t*, const std::int32_t*, const float*, std::int64_t,
                         std::int64_t, std::int64_t, const float*, const float*, const float*,
-                        float*, float*, activation) {
+                        float*, float*, activation, void*) {
   return no_cuda("GraphSAGE layer");
 }
 void unmap_host(const void*) {}
@@ -81,6 +82,12 @@ expected<void*> pinned_buffer::reserve(std::size_t) { return no_cuda("pinned hos
 void stream_destroy(void*) {}
 status copy_to_device(void*, const void*, std::size_t) { return no_cuda("copy to device"); }
 status copy_to_host(void*, const void*, std::size_t) { return no_cuda("copy to host"); }
+status copy_to_device_async(void*, const void*, std::size_t, void*) {
+  return no_cuda("copy to device");
+}
+status copy_to_host_async(void*, const void*, std::size_t, void*) {
+  return no_cuda("copy to host");
+}
 status synchronize(void*) { return no_cuda("synchronize"); }
 
 }  // namespace spindle::gpu

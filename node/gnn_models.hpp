@@ -16,6 +16,7 @@
 #include "gpu/device.hpp"
 #include "graph/dataset.hpp"
 #include "sched/batching.hpp"
+#include "sched/cuda_executor.hpp"
 #include "sched/device_scheduler.hpp"
 #include "sched/psgs_router.hpp"
 
@@ -72,6 +73,7 @@ class gnn_models {
   const graph::dataset& ds_;
   thread_pool& pool_;
   gnn_serving_defaults defaults_;
+  sched::device_executors executors_;            // --device cuda: the GPU's, shared by models
   std::unique_ptr<thread_pool> device_workers_;  // "gnnsched-w": where groups run
   std::unique_ptr<sched::device_scheduler> device_;
   std::map<std::string, std::unique_ptr<served>> models_;

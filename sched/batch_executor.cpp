@@ -56,4 +56,11 @@ expected<nn::tensor> host_executor::forward(const nn::model& m, nn::allocator& a
   return m.forward(a, blocks, degree, x, pool_);
 }
 
+expected<nn::tensor> batch_executor::forward_in(device_slot, const nn::model& m, nn::allocator&,
+                                                std::span<const nn::block>, std::span<const float>,
+                                                const nn::tensor&) {
+  return make_error(errc::unsupported, "{} executor: no device layers for {}", name(),
+                    m.desc().name);
+}
+
 }  // namespace spindle::sched

@@ -14,10 +14,15 @@
 #include <string_view>
 
 #include "core/thread_pool.hpp"
+#include "gpu/memory_pool.hpp"
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
 
 namespace spindle::sched {
+
+/// A GNNSched task's share of a device memory pool and the stream its work runs
+/// on (GNNSched §3.2 on a GPU: the tasks of a group each on their own stream).
+using device_slot = gpu::pool_slot;
 
 class batch_executor {
  public:
@@ -33,6 +38,12 @@ class batch_executor {
   virtual expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
                                        std::span<const nn::block> blocks,
                                        std::span<const float> degree, const nn::tensor& x) = 0;
+  /// The forward pass with its buffers in `slot` and its work on the slot's
+  /// stream (may run beside other slots' passes). Executors without device
+  /// layers for `m` answer errc::unsupported, and the caller runs forward().
+  virtual expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
+                                          std::span<const nn::block> blocks,
+                                          std::span<const float> degree, const nn::tensor& x);
 };
 
 /// The host executors: `pool` null is the small one (the caller's thread), a

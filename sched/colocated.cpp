@@ -6,7 +6,7 @@ namespace spindle::sched {
 
 std::future<std::vector<status>> colocated_runner::start(std::vector<colocated_job> jobs,
                                                          bool check_memory) {
-  std::vector<std::span<std::byte>> buffers(jobs.size());
+  std::vector<gpu::pool_slot> buffers(jobs.size());
   std::vector<status> results(jobs.size());
   if (check_memory) {
     std::uint64_t total = 0;
@@ -22,10 +22,13 @@ std::future<std::vector<status>> colocated_runner::start(std::vector<colocated_j
   }
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     auto b = pool_.insert(jobs[i].buffer_bytes);
-    if (b)
-      buffers[i] = *b;
-    else
+    auto stream = pool_.lane_stream(i);  // each task of the group on its own stream
+    if (!b)
       results[i] = std::move(b).error();
+    else if (!stream)
+      results[i] = std::move(stream).error();
+    else
+      buffers[i] = {*b, *stream};
   }
   // A launcher thread joins the pool's parallel_for, so the scheduler thread is
   // free to prepare the next group meanwhile.

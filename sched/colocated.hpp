@@ -16,10 +16,11 @@
 
 namespace spindle::sched {
 
-/// One task of a group: its buffer size and the work to run inside that buffer.
+/// One task of a group: its buffer size and the work to run inside that buffer
+/// (and, on a GPU, on the slot's stream: task i of a group on lane i's stream).
 struct colocated_job {
   std::uint64_t buffer_bytes = 0;
-  std::function<status(std::span<std::byte>)> run;
+  std::function<status(gpu::pool_slot)> run;
 };
 
 class colocated_runner {

@@ -1,61 +1,49 @@
 #include "sched/cuda_executor.hpp"
 
+#include <cstring>
+
 #include "core/log.hpp"
 #include "gpu/gnn_kernels.hpp"
 
 namespace spindle::sched {
 namespace {
 
-expected<void*> upload(const void* data, std::size_t bytes) {
-  SPINDLE_ASSIGN_OR_RETURN(void* p, gpu::device_alloc(bytes));
-  if (auto st = gpu::copy_to_device(p, data, bytes); !st) {
-    gpu::device_free(p);
-    return st;
-  }
-  return p;
-}
+constexpr std::size_t kFirstArena = std::size_t(256) << 20;
+constexpr std::size_t kLargestArena = std::size_t(16) << 30;
+
+bool exhausted(const status& st) { return st.code() == errc::resource_exhausted; }
 
 }  // namespace
 
-expected<const device_model*> cuda_executor::device_model_of(const nn::model& m) {
-  if (auto it = models_.find(&m); it != models_.end()) return it->second.get();
-  SPINDLE_ASSIGN_OR_RETURN(auto dm, device_model::create(m));
-  return (models_[&m] = std::move(dm)).get();
-}
-
-expected<std::unique_ptr<cuda_executor>> cuda_executor::create(const graph::dataset& ds,
-                                                               std::size_t device_feature_bytes) {
+expected<std::unique_ptr<cuda_executor>> cuda_executor::create(
+    std::shared_ptr<cuda_resident> resident) {
   std::unique_ptr<cuda_executor> ex(new cuda_executor);
-  SPINDLE_ASSIGN_OR_RETURN(ex->sampler_, cuda_sampling_executor::create(ds.graph()));
-  const std::int64_t n = ds.metadata().num_nodes, dim = ds.feature_dim();
-  ex->features_ = ds.features();
-  ex->tiers_ = plan_feature_tiers(ds.fap(), n, dim, device_feature_bytes);
-  std::vector<float> device_table;
-  device_table.reserve(ex->tiers_.device_nodes.size() * std::size_t(dim));
-  for (auto v : ex->tiers_.device_nodes)
-    device_table.insert(device_table.end(), ex->features_.begin() + v * dim,
-                        ex->features_.begin() + (v + 1) * dim);
-  SPINDLE_ASSIGN_OR_RETURN(ex->device_rows_, upload(device_table.data(), device_table.size() * 4));
-  SPINDLE_ASSIGN_OR_RETURN(ex->lookup_tier_,
-                           upload(ex->tiers_.tier.data(), ex->tiers_.tier.size()));
-  SPINDLE_ASSIGN_OR_RETURN(ex->lookup_row_,
-                           upload(ex->tiers_.row.data(), ex->tiers_.row.size() * 8));
-  SPINDLE_ASSIGN_OR_RETURN(ex->host_rows_,
-                           gpu::map_host(ex->features_.data(), ex->features_.size_bytes()));
-  log::info(
-      "cuda executor: {} of {} feature rows on the device ({:.0f}% of FAP mass), the rest "
-      "read over UVA",
-      ex->tiers_.device_nodes.size(), n, 100 * ex->tiers_.device_fap_share);
+  ex->resident_ = std::move(resident);
+  SPINDLE_ASSIGN_OR_RETURN(ex->sampler_, cuda_sampling_executor::create(ex->resident_->csr()));
+  SPINDLE_ASSIGN_OR_RETURN(ex->arena_, gpu::device_arena::create(kFirstArena));
+  if (auto blas = gpu::blas_create())
+    ex->blas_ = *blas;
+  else  // sampling and gather still run on the device
+    log::warn("cuda executor: {}; forward passes run on the host", blas.error().message());
   return ex;
 }
 
 cuda_executor::~cuda_executor() {
-  models_.clear();
   gpu::blas_destroy(blas_);
-  if (host_rows_) gpu::unmap_host(features_.data());
-  gpu::device_free(device_rows_);
-  gpu::device_free(lookup_tier_);
-  gpu::device_free(lookup_row_);
+  for (auto& [stream, blas] : slot_blas_) gpu::blas_destroy(blas);
+}
+
+// A batch larger than the arena: a new arena of twice what was asked (the old
+// one's buffers are dead once a batch failed), up to kLargestArena.
+status cuda_executor::grow_arena(std::size_t at_least) {
+  const std::size_t want = std::max(2 * arena_->capacity(), 2 * at_least);
+  if (arena_->capacity() >= kLargestArena)
+    return make_error(errc::resource_exhausted, "cuda executor: a batch needs more than {} MiB",
+                      kLargestArena >> 20);
+  arena_.reset();
+  SPINDLE_ASSIGN_OR_RETURN(arena_, gpu::device_arena::create(std::min(want, kLargestArena)));
+  log::info("cuda executor: batch arena grown to {} MiB", arena_->capacity() >> 20);
+  return status::ok();
 }
 
 status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
@@ -65,33 +53,53 @@ status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int6
 
 status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids,
                                        float* out) {
+  const std::size_t out_bytes = ids.size() * std::size_t(dim) * 4;
+  if (ids.size_bytes() + out_bytes + 512 > arena_->capacity()) {
+    SPINDLE_TRY(grow_arena(ids.size_bytes() + out_bytes + 512));
+  }
   arena_->reset();
+  void* const stream = arena_->stream();
   SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(ids.size()));
   SPINDLE_ASSIGN_OR_RETURN(auto* d_out, arena_->take_n<float>(ids.size() * std::size_t(dim)));
-  SPINDLE_TRY(gpu::copy_to_device(d_ids, ids.data(), ids.size_bytes()));
-  SPINDLE_TRY(gpu::gather_async({static_cast<const std::uint8_t*>(lookup_tier_),
-                                 static_cast<const std::int64_t*>(lookup_row_)},
-                                static_cast<const float*>(device_rows_),
-                                static_cast<const float*>(host_rows_), dim, d_ids,
-                                std::int64_t(ids.size()), d_out, arena_->stream()));
-  SPINDLE_TRY(gpu::synchronize(arena_->stream()));
-  return gpu::copy_to_host(out, d_out, ids.size() * std::size_t(dim) * 4);
+  SPINDLE_TRY(gpu::copy_to_device_async(d_ids, ids.data(), ids.size_bytes(), stream));
+  SPINDLE_TRY(resident_->gather_async(dim, d_ids, std::int64_t(ids.size()), d_out, stream));
+  SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(out_bytes));
+  SPINDLE_TRY(gpu::copy_to_host_async(pinned, d_out, out_bytes, stream));
+  SPINDLE_TRY(gpu::synchronize(stream));
+  std::memcpy(out, pinned, out_bytes);
+  return status::ok();
 }
 
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
                            std::span<const std::int64_t> ids, float* out) {
   // The dataset's own table is on the device tiers; any other (a remote
   // shard's rows), or a device failure, is gathered on the host.
-  if (table.data() == features_.data() && gather_on_device(dim, ids, out)) return;
+  if (resident_->holds(table)) {
+    auto st = gather_on_device(dim, ids, out);
+    if (st) return;
+    log::warn("cuda executor: the device gather failed ({}); gathering on the host", st.message());
+  }
   host_.gather(table, dim, ids, out);
+}
+
+expected<nn::tensor> cuda_executor::forward_on_device(const nn::model& m, nn::allocator& a,
+                                                      std::span<const nn::block> blocks,
+                                                      std::span<const float> degree,
+                                                      const nn::tensor& x) {
+  SPINDLE_ASSIGN_OR_RETURN(const device_model* dm, resident_->model(m));
+  for (int attempt = 0;; ++attempt) {
+    arena_->reset();
+    auto y = dm->forward(*arena_, blas_, a, blocks, degree, x);
+    if (y || !exhausted(y.error()) || attempt == 3) return y;
+    SPINDLE_TRY(grow_arena(arena_->capacity()));
+  }
 }
 
 expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a,
                                             std::span<const nn::block> blocks,
                                             std::span<const float> degree, const nn::tensor& x) {
-  if (device_model::supports(m) && !blocks.empty()) {
-    auto dm = device_model_of(m);
-    auto y = dm ? (*dm)->forward(*arena_, blas_, a, blocks, degree, x) : dm.error();
+  if (blas_ && device_model::supports(m) && !blocks.empty()) {
+    auto y = forward_on_device(m, a, blocks, degree, x);
     if (y) return y;
     log::warn("cuda executor: the device forward pass failed ({}); running on the host",
               y.error().message());
@@ -99,12 +107,50 @@ expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a
   return host_.forward(m, a, blocks, degree, x);
 }
 
+expected<void*> cuda_executor::blas_for(void* stream) {
+  std::lock_guard lock(slot_mu_);
+  if (auto it = slot_blas_.find(stream); it != slot_blas_.end()) return it->second;
+  SPINDLE_ASSIGN_OR_RETURN(void* blas, gpu::blas_create());
+  return slot_blas_[stream] = blas;
+}
+
+expected<nn::tensor> cuda_executor::forward_in(device_slot slot, const nn::model& m,
+                                               nn::allocator& a, std::span<const nn::block> blocks,
+                                               std::span<const float> degree, const nn::tensor& x) {
+  if (!device_model::supports(m) || blocks.empty())
+    return batch_executor::forward_in(slot, m, a, blocks, degree, x);
+  SPINDLE_ASSIGN_OR_RETURN(const device_model* dm, resident_->model(m));
+  SPINDLE_ASSIGN_OR_RETURN(void* blas, blas_for(slot.stream));
+  auto arena = gpu::device_arena::over(slot.memory.data(), slot.memory.size(), slot.stream);
+  return dm->forward(*arena, blas, a, blocks, degree, x);
+}
+
+expected<device_executors> device_executors::create(const graph::dataset& ds,
+                                                    gpu::device_kind device,
+                                                    std::size_t device_feature_bytes) {
+  device_executors out;
+  if (device == gpu::device_kind::cuda) {
+    SPINDLE_ASSIGN_OR_RETURN(out.resident_, cuda_resident::create(ds, device_feature_bytes));
+  }
+  return out;
+}
+
+expected<std::shared_ptr<batch_executor>> device_executors::make() const {
+  if (!resident_) return std::shared_ptr<batch_executor>();
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, cuda_executor::create(resident_));
+  return std::shared_ptr<batch_executor>(std::move(ex));
+}
+
+void device_executors::forget(const nn::model& m) const {
+  if (resident_) resident_->forget(m);
+}
+
 expected<std::shared_ptr<batch_executor>> make_large_executor(const graph::dataset& ds,
                                                               gpu::device_kind device,
                                                               std::size_t device_feature_bytes) {
-  if (device != gpu::device_kind::cuda) return std::shared_ptr<batch_executor>();
-  SPINDLE_ASSIGN_OR_RETURN(auto ex, cuda_executor::create(ds, device_feature_bytes));
-  return std::shared_ptr<batch_executor>(std::move(ex));
+  SPINDLE_ASSIGN_OR_RETURN(auto executors,
+                           device_executors::create(ds, device, device_feature_bytes));
+  return executors.make();
 }
 
 }  // namespace spindle::sched

@@ -1,30 +1,29 @@
 // The device batch executor (Quiver: PSGS sends large batches to the GPU): the
 // batch's sample by the CUDA sampling kernel, its feature gather by the gather
-// kernel over the dataset's feature tiers (the highest-FAP rows in device
-// memory, the rest read from host memory through UVA), and its forward pass:
-// GraphSAGE, GCN and GIN on the device (sched/cuda_layers), GAT on the host. Needs a CUDA device;
-// create() names why not. One pipeline at a time.
+// kernel over the dataset's feature tiers (sched/cuda_resident: the highest-FAP
+// rows in device memory, the rest read from host memory through UVA), and its
+// forward pass: GraphSAGE, GCN and GIN on the device (sched/cuda_layers), GAT
+// on the host. Each executor has its own arena, stream and cuBLAS handle; the
+// graph, tiers and weights are the resident's, shared. Needs a CUDA device:
+// create() names why not. One pipeline at a time; forward_in may run from
+// several GNNSched workers at once (each slot its own stream and handle).
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "gpu/device.hpp"
 #include "gpu/device_arena.hpp"
 #include "graph/dataset.hpp"
 #include "sched/batch_executor.hpp"
-#include "sched/cuda_layers.hpp"
-#include "sched/cuda_sampling.hpp"
-#include "sched/feature_tiers.hpp"
+#include "sched/cuda_resident.hpp"
 
 namespace spindle::sched {
 
 class cuda_executor final : public batch_executor {
  public:
-  /// Copies the CSR and up to `device_feature_bytes` of feature rows (by FAP)
-  /// to the device and maps the host features for the rest.
-  static expected<std::unique_ptr<cuda_executor>> create(const graph::dataset& ds,
-                                                         std::size_t device_feature_bytes);
+  static expected<std::unique_ptr<cuda_executor>> create(std::shared_ptr<cuda_resident> resident);
   ~cuda_executor() override;
   std::string_view name() const override { return "cuda"; }
   status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
@@ -34,28 +33,48 @@ class cuda_executor final : public batch_executor {
   expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
                                std::span<const nn::block> blocks, std::span<const float> degree,
                                const nn::tensor& x) override;
-  const feature_tiers& tiers() const { return tiers_; }
+  expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
+                                  std::span<const nn::block> blocks, std::span<const float> degree,
+                                  const nn::tensor& x) override;
+  const feature_tiers& tiers() const { return resident_->tiers(); }
 
  private:
   cuda_executor() = default;
   status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
-  expected<const device_model*> device_model_of(const nn::model& m);
+  expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
+                                         std::span<const nn::block> blocks,
+                                         std::span<const float> degree, const nn::tensor& x);
+  status grow_arena(std::size_t at_least);
+  expected<void*> blas_for(void* stream);
 
+  std::shared_ptr<cuda_resident> resident_;
   std::unique_ptr<cuda_sampling_executor> sampler_;
-  host_executor host_;  // the forward pass, and the gather of a table that is not the dataset's
-  feature_tiers tiers_;
-  std::span<const float> features_;
-  void* device_rows_ = nullptr;
-  void* lookup_tier_ = nullptr;
-  void* lookup_row_ = nullptr;
-  const void* host_rows_ = nullptr;  // UVA address of the host features
-  void* blas_ = nullptr;
+  host_executor host_;  // GAT's pass, and the gather of a table that is not the dataset's
   std::unique_ptr<gpu::device_arena> arena_;  // a batch's gather and layer buffers
-  std::map<const nn::model*, std::unique_ptr<device_model>> models_;  // weights uploaded once
+  gpu::pinned_buffer staging_;                // gathered rows come back through it
+  void* blas_ = nullptr;                      // on arena_'s stream
+  std::mutex slot_mu_;
+  std::map<void*, void*> slot_blas_;  // a cuBLAS handle per GNNSched stream; guarded
 };
 
-/// PSGS's large executor for `device`: a cuda_executor on a GPU, none (the
-/// pool) on the host. What serve, the node runtime and calibrate share.
+/// The large executors of one dataset on one device: on a GPU, a cuda_executor
+/// per pipeline over one shared cuda_resident; on the host, none (PSGS's large
+/// executor is then the thread pool). What serve, the node runtime and
+/// calibrate share.
+class device_executors {
+ public:
+  static expected<device_executors> create(const graph::dataset& ds, gpu::device_kind device,
+                                           std::size_t device_feature_bytes);
+  /// A new executor (null on the host).
+  expected<std::shared_ptr<batch_executor>> make() const;
+  /// Frees `m`'s device weights (call when `m` is unloaded).
+  void forget(const nn::model& m) const;
+
+ private:
+  std::shared_ptr<cuda_resident> resident_;
+};
+
+/// device_executors::create(...).make(): one executor, for a single user.
 expected<std::shared_ptr<batch_executor>> make_large_executor(const graph::dataset& ds,
                                                               gpu::device_kind device,
                                                               std::size_t device_feature_bytes);

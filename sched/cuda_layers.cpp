@@ -7,10 +7,10 @@ namespace {
 
 using config::model_arch;
 
-// Copies `bytes` of host data into the arena.
+// Copies `bytes` of host data into the arena, on the arena's stream.
 expected<void*> put(gpu::device_arena& arena, const void* data, std::size_t bytes) {
   SPINDLE_ASSIGN_OR_RETURN(void* p, arena.take(bytes));
-  SPINDLE_TRY(gpu::copy_to_device(p, data, bytes));
+  SPINDLE_TRY(gpu::copy_to_device_async(p, data, bytes, arena.stream()));
   return p;
 }
 
@@ -57,7 +57,8 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
                                            std::span<const float> degree,
                                            const nn::tensor& x) const {
   const auto& d = model_->desc();
-  arena.reset();
+  void* const stream = arena.stream();  // every copy, kernel and GEMM of the pass
+  SPINDLE_TRY(gpu::blas_set_stream(blas, stream));
   SPINDLE_ASSIGN_OR_RETURN(void* h, put(arena, x.data(), std::size_t(x.numel()) * 4));
   const float* deg = nullptr;
   if (d.arch == model_arch::gcn) {
@@ -81,35 +82,35 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
       SPINDLE_ASSIGN_OR_RETURN(auto* agg, arena.take_n<float>(std::size_t(b.num_dst * width)));
       SPINDLE_TRY(gpu::sage_layer_async(blas, indptr, indices, xin, b.num_dst, width, out,
                                         param(li, "lin_l.weight"), param(li, "lin_l.bias"),
-                                        param(li, "lin_r.weight"), agg, y, act));
+                                        param(li, "lin_r.weight"), agg, y, act, stream));
     } else if (d.arch == model_arch::gcn) {  // propagate(norm, x W) + b
       SPINDLE_ASSIGN_OR_RETURN(auto* xw, arena.take_n<float>(std::size_t(num_src * out)));
       SPINDLE_TRY(
           gpu::gemm_wt_async(blas, xin, num_src, width, param(li, "lin.weight"), out, 0.0f, xw));
-      SPINDLE_TRY(gpu::gcn_aggregate_async(indptr, indices, xw, deg, b.num_dst, out, y, nullptr));
-      SPINDLE_TRY(gpu::bias_activation_async(y, b.num_dst, out, param(li, "bias"), act, nullptr));
+      SPINDLE_TRY(gpu::gcn_aggregate_async(indptr, indices, xw, deg, b.num_dst, out, y, stream));
+      SPINDLE_TRY(gpu::bias_activation_async(y, b.num_dst, out, param(li, "bias"), act, stream));
     } else {  // GIN: nn((1 + eps) x_i + Σ_j x_j), nn = Linear, ReLU, Linear
       const auto eps = fmt::format("convs.{}.eps", li);  // optional (0 when absent)
       const float scale = 1.0f + (model_->has_param(eps) ? model_->param(eps).data()[0] : 0.0f);
       SPINDLE_ASSIGN_OR_RETURN(auto* z, arena.take_n<float>(std::size_t(b.num_dst * width)));
       SPINDLE_ASSIGN_OR_RETURN(auto* mid, arena.take_n<float>(std::size_t(b.num_dst * out)));
       SPINDLE_TRY(gpu::spmm_async(indptr, indices, xin, b.num_dst, width, gpu::spmm_reduce::sum, z,
-                                  nullptr));
-      SPINDLE_TRY(gpu::gin_combine_async(z, xin, b.num_dst, width, scale, nullptr));
+                                  stream));
+      SPINDLE_TRY(gpu::gin_combine_async(z, xin, b.num_dst, width, scale, stream));
       SPINDLE_TRY(
           gpu::gemm_wt_async(blas, z, b.num_dst, width, param(li, "nn.0.weight"), out, 0.0f, mid));
       SPINDLE_TRY(gpu::bias_activation_async(mid, b.num_dst, out, param(li, "nn.0.bias"),
-                                             gpu::activation::relu, nullptr));
+                                             gpu::activation::relu, stream));
       SPINDLE_TRY(
           gpu::gemm_wt_async(blas, mid, b.num_dst, out, param(li, "nn.2.weight"), out, 0.0f, y));
       SPINDLE_TRY(
-          gpu::bias_activation_async(y, b.num_dst, out, param(li, "nn.2.bias"), act, nullptr));
+          gpu::bias_activation_async(y, b.num_dst, out, param(li, "nn.2.bias"), act, stream));
     }
     h = y;
     width = out;
     num_src = b.num_dst;
   }
-  SPINDLE_TRY(gpu::synchronize(nullptr));
+  SPINDLE_TRY(gpu::synchronize(stream));
   const std::int64_t rows = blocks.back().num_dst;
   SPINDLE_ASSIGN_OR_RETURN(auto y, nn::tensor::empty(a, {rows, width}));
   SPINDLE_TRY(gpu::copy_to_host(y.data(), h, std::size_t(rows * width) * 4));

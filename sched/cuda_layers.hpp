@@ -24,8 +24,10 @@ class device_model {
   ~device_model();
 
   /// The forward pass over `blocks` (blocks[0] the input layer; `degree` for
-  /// GCN), with every batch buffer from `arena` (reset first) and `blas`
-  /// (gpu::blas_create); the output comes back in `a`'s host memory.
+  /// GCN), with every batch buffer taken from `arena` and all its work on the
+  /// arena's stream (`blas`, from gpu::blas_create, is set to it: one handle per
+  /// concurrent pass); the output comes back in `a`'s host memory. Const: passes
+  /// on different arenas and handles may run at once.
   expected<nn::tensor> forward(gpu::device_arena& arena, void* blas, nn::allocator& a,
                                std::span<const nn::block> blocks, std::span<const float> degree,
                                const nn::tensor& x) const;

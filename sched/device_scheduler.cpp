@@ -22,8 +22,9 @@ device_scheduler::device_scheduler(gpu::memory_pool pool, thread_pool& workers,
 
 expected<std::unique_ptr<device_scheduler>> device_scheduler::create(std::size_t pool_bytes,
                                                                      thread_pool& workers,
-                                                                     grouping_policy policy) {
-  SPINDLE_ASSIGN_OR_RETURN(auto pool, gpu::memory_pool::create(pool_bytes));
+                                                                     grouping_policy policy,
+                                                                     gpu::device_kind where) {
+  SPINDLE_ASSIGN_OR_RETURN(auto pool, gpu::memory_pool::create(pool_bytes, where));
   std::unique_ptr<device_scheduler> s(new device_scheduler(std::move(pool), workers, policy));
   s->thread_ = std::thread([p = s.get()] { p->loop(); });
   return s;

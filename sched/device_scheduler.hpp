@@ -29,13 +29,16 @@ namespace spindle::sched {
 
 class device_scheduler {
  public:
-  /// A pool of `pool_bytes` on the host device; groups run on `workers`.
-  static expected<std::unique_ptr<device_scheduler>> create(std::size_t pool_bytes,
-                                                            thread_pool& workers,
-                                                            grouping_policy policy);
+  /// A pool of `pool_bytes` on `where` (a GPU's memory, or the host's); groups
+  /// are launched from `workers`.
+  static expected<std::unique_ptr<device_scheduler>> create(
+      std::size_t pool_bytes, thread_pool& workers, grouping_policy policy,
+      gpu::device_kind where = gpu::device_kind::host);
   ~device_scheduler();  // finishes the queued tasks, then stops
 
-  using work_fn = std::function<status(std::span<std::byte> buffer)>;
+  /// A task's work, in its slot of the pool (on a GPU pool: device memory and
+  /// the task's own stream).
+  using work_fn = std::function<status(gpu::pool_slot slot)>;
   using done_fn = std::function<void(status)>;
   /// Queues a task of `bytes` with QoS target `qos_s` and returns; `done` gets
   /// its status once its group ran (on a scheduler thread; keep it short), or at
@@ -48,6 +51,7 @@ class device_scheduler {
   void set_policy(grouping_policy p) { policy_.store(p); }
   grouping_policy policy() const { return policy_.load(); }
   std::size_t capacity() const { return pool_.capacity(); }
+  gpu::device_kind where() const { return pool_.where(); }
 
   struct counters {
     std::uint64_t tasks = 0, groups = 0, largest_group = 0;

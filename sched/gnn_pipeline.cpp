@@ -178,12 +178,17 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampl
 // The forward pass of one graph; each member's answer is read from its seeds' rows.
 status gnn_pipeline::compute_group(const prepared_batch::group& g,
                                    const std::vector<gnn_request>& batch, batch_executor* ex,
-                                   nn::allocator& alloc, batch_result& res) const {
+                                   nn::allocator& alloc, batch_result& res,
+                                   const gpu::pool_slot* device) const {
   const auto& sub = g.sub;
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   auto x = nn::tensor::borrow(const_cast<float*>(g.features.data()), {n, f});
-  auto y = ex ? ex->forward(model_, alloc, g.blocks, g.degree, x)
-              : model_.forward(alloc, g.blocks, g.degree, x);
+  // A GNNSched device slot: the pass on the device, in the slot, on its stream.
+  auto y = device ? device_->forward_in(*device, model_, alloc, g.blocks, g.degree, x)
+           : ex   ? ex->forward(model_, alloc, g.blocks, g.degree, x)
+                  : model_.forward(alloc, g.blocks, g.degree, x);
+  if (!y && device && y.error().code() == errc::unsupported)  // no device layers (GAT)
+    y = model_.forward(alloc, g.blocks, g.degree, x);
   if (!y) return std::move(y).error();
   const auto cols = std::size_t(y->cols());
   std::size_t offset = 0;
@@ -211,12 +216,22 @@ std::uint64_t gnn_pipeline::task_bytes(const prepared_batch& pb) const {
 }
 
 void gnn_pipeline::compute(prepared_batch& pb, const std::vector<gnn_request>& batch,
-                           std::span<std::byte> buffer) const {
+                           gpu::pool_slot slot) const {
+  const bool on_device = slot.stream != nullptr;
   for (std::size_t k = 0; k < pb.used; ++k) {
     const auto& g = pb.groups[k];
     if (!g.ready) continue;
-    nn::buffer_allocator alloc(buffer);
-    if (auto st = compute_group(g, batch, nullptr, alloc, pb.result); !st)
+    status st;
+    if (on_device && !device_) {
+      st = make_error(errc::internal, "a GPU pool's slot, but this pipeline has no GPU executor");
+    } else if (on_device) {  // device memory is the slot; the answer's rows come back to the heap
+      nn::heap_allocator host;
+      st = compute_group(g, batch, nullptr, host, pb.result, &slot);
+    } else {
+      nn::buffer_allocator alloc(slot.memory);
+      st = compute_group(g, batch, nullptr, alloc, pb.result);
+    }
+    if (!st)
       for (auto m : g.members) pb.result.errors[m] = st;
   }
 }

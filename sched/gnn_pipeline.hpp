@@ -124,10 +124,13 @@ class gnn_pipeline {
   /// The activation bytes the prepared batch's largest forward pass needs (PMC
   /// estimate without weights and inputs), at least 4 KiB.
   std::uint64_t task_bytes(const prepared_batch& pb) const;
-  /// Runs the prepared batch's forward passes inside `buffer` and fills its
-  /// answers. Thread-safe against this pipeline's other calls (touches only `pb`).
+  /// Runs the prepared batch's forward passes inside `slot` and fills its
+  /// answers: a host slot is the passes' scratch memory; a device slot (a GPU
+  /// pool's, with its own stream) runs them on the device executor, or on the
+  /// host for a model without device layers. Thread-safe against this
+  /// pipeline's other calls (touches only `pb` and the executor's forward_in).
   void compute(prepared_batch& pb, const std::vector<gnn_request>& batch,
-               std::span<std::byte> buffer) const;
+               gpu::pool_slot slot) const;
 
   /// GNNSched's QoS target for this pipeline's tasks: 2 x the mean solo pass time.
   double qos_target() const { return solo_s_ > 0 ? 2 * solo_s_ : 0.01; }
@@ -146,7 +149,8 @@ class gnn_pipeline {
   status prepare_group(prepared_batch::group& g, std::uint64_t sampler_seed, batch_executor& ex,
                        batch_result& res);
   status compute_group(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
-                       batch_executor* ex, nn::allocator& alloc, batch_result& res) const;
+                       batch_executor* ex, nn::allocator& alloc, batch_result& res,
+                       const gpu::pool_slot* device = nullptr) const;
 
   const graph::dataset& ds_;
   const nn::model& model_;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make gpu-check`: on a machine with an NVIDIA GPU, builds Spindle for the local
 # GPU's architecture (build-gpu/), runs the unit tests and tests/gpu/gpu_check
-# (each CUDA kernel against the host path on the same inputs) and prints its
-# table. Without a GPU it says so and exits 0: nothing is claimed.
+# (each CUDA kernel, the device executor and GNNSched's device pool against the
+# host path on the same inputs) and prints its table, then the serving sweep
+# (bench/serving_sweep) with the CUDA executor beside the host's, same run.
+# Without a GPU it says so and exits 0: nothing is claimed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
@@ -17,3 +19,10 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPINDLE_CUD
 cmake --build build-gpu
 (cd build-gpu && ctest -L unit --output-on-failure)
 build-gpu/tests/gpu/gpu_check
+# The serving sweep, same data, same run: PSGS's large executor on the host
+# pool, then on the GPU (SCALE overrides the R-MAT scale, default 18).
+scale="${SCALE:-18}"
+for device in host cuda; do
+  echo "== serving_sweep $scale, --device $device"
+  build-gpu/bench/serving_sweep "$scale" "/tmp/spindle-gpu-check-s$scale" --device "$device"
+done

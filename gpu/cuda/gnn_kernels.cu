@@ -93,6 +93,7 @@ struct blas_api {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasDestroy_v2) destroy = nullptr;
   decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
   std::string error;
 };
 
@@ -108,7 +109,8 @@ const blas_api& blas() {
     a.create = reinterpret_cast<decltype(a.create)>(dlsym(lib, "cublasCreate_v2"));
     a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(lib, "cublasDestroy_v2"));
     a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(lib, "cublasSgemm_v2"));
-    if (!a.create || !a.destroy || !a.sgemm) a.error = "libcublas lacks cublasCreate/Sgemm";
+    a.set_stream = reinterpret_cast<decltype(a.set_stream)>(dlsym(lib, "cublasSetStream_v2"));
+    if (!a.create || !a.destroy || !a.sgemm || !a.set_stream) a.error = "libcublas lacks cublasCreate/Sgemm";
     return a;
   }();
   return api;
@@ -170,6 +172,11 @@ void blas_destroy(void* handle) {
   if (handle && blas().destroy) blas().destroy(static_cast<cublasHandle_t>(handle));
 }
 
+status blas_set_stream(void* handle, void* stream) {
+  return blas_check(blas().set_stream(static_cast<cublasHandle_t>(handle), as_stream(stream)),
+                    "cublasSetStream");
+}
+
 // Row-major y [n x out] (+)= a [n x in] W^T with W [out x in]: in cuBLAS's
 // column-major terms y^T = op_T(W) a^T, so W is read transposed and a as is.
 status gemm_wt(cublasHandle_t h, const float* a, std::int64_t n, std::int64_t in,
@@ -218,14 +225,15 @@ status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::in
 status sage_layer_async(void* handle, const std::int64_t* indptr, const std::int32_t* indices,
                         const float* x, std::int64_t num_dst, std::int64_t in, std::int64_t out,
                         const float* w_l, const float* b_l, const float* w_r, float* agg,
-                        float* y, activation act) {
+                        float* y, activation act, void* stream) {
   if (num_dst == 0) return status::ok();
   auto h = static_cast<cublasHandle_t>(handle);
-  SPINDLE_TRY(spmm_async(indptr, indices, x, num_dst, in, spmm_reduce::mean, agg, nullptr));
+  SPINDLE_TRY(spmm_async(indptr, indices, x, num_dst, in, spmm_reduce::mean, agg, stream));
   SPINDLE_TRY(gemm_wt(h, agg, num_dst, in, w_l, out, 0.0f, y));
   SPINDLE_TRY(gemm_wt(h, x, num_dst, in, w_r, out, 1.0f, y));  // x's first num_dst rows: dst
   const unsigned threads = unsigned(out < 256 ? ((out + 31) / 32) * 32 : 256);
-  bias_activation_kernel<<<grid_for(num_dst), threads>>>(y, num_dst, out, b_l, act);
+  bias_activation_kernel<<<grid_for(num_dst), threads, 0, as_stream(stream)>>>(y, num_dst, out,
+                                                                                b_l, act);
   return check(cudaGetLastError(), "bias + activation");
 }
 
@@ -281,6 +289,16 @@ status copy_to_device(void* dst, const void* src, std::size_t bytes) {
 
 status copy_to_host(void* dst, const void* src, std::size_t bytes) {
   return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy to host");
+}
+
+status copy_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream) {
+  return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, as_stream(stream)),
+               "copy to device");
+}
+
+status copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream) {
+  return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, as_stream(stream)),
+               "copy to host");
 }
 
 status synchronize(void* stream) {

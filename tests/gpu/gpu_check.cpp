@@ -4,19 +4,26 @@
 // 1e-4 relative). Without a GPU it says why and exits 0: nothing is claimed.
 #include <cmath>
 #include <cstdio>
+#include <future>
+#include <optional>
 #include <random>
+#include <string_view>
 
 #include "embedding/cache/device_cache.hpp"
 #include "gpu/device.hpp"
 #include "gpu/gnn_kernels.hpp"
+#include "graph/prepare.hpp"
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
 #include "sched/batch_executor.hpp"
+#include "sched/cuda_executor.hpp"
 #include "sched/cuda_layers.hpp"
 #include "sched/cuda_sampling.hpp"
+#include "sched/device_scheduler.hpp"
 #include "sched/feature_tiers.hpp"
+#include "sched/gnn_pipeline.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -266,11 +273,147 @@ status check_spmm_and_activation(std::string& result) {
   return worst <= 1e-4 ? status::ok() : make_error(errc::internal, "{}", result);
 }
 
+// Where the served-path checks put their executors and pool: the GPU, or with
+// --harness the host (both sides then run the host path: a check of the
+// comparison itself, which must show no difference).
+device_kind served_device = device_kind::cuda;
+
+// The served path's inputs: an R-MAT 2^14 dataset with 32 features and a
+// 2-layer 32-64-16 model of `arch` (fanouts [25, 10]).
+struct served_inputs {
+  graph::dataset ds;
+  nn::heap_allocator weights;
+  std::optional<nn::model> model;
+  thread_pool pool{2, "gpu-check"};
+  sched::psgs_router router{sched::psgs_calibration{}, sched::routing_policy::fixed};
+  explicit served_inputs(graph::dataset d) : ds(std::move(d)) {}
+};
+
+expected<std::unique_ptr<served_inputs>> served(config::model_arch arch) {
+  const std::string dir = "/tmp/spindle-gpu-check-dataset";
+  if (!graph::dataset::open(dir)) {
+    thread_pool pool(2);
+    graph::generate_options o;
+    o.force = true;
+    o.rmat.scale = 14;
+    o.feature_dim = 32;
+    SPINDLE_TRY(graph::generate_dataset(o, dir, pool));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dir));
+  auto in = std::make_unique<served_inputs>(std::move(ds));
+  config::model_desc d;
+  d.arch = arch;
+  d.in = 32, d.hidden = 64, d.out = 16, d.layers = 2;
+  const std::string mdir = fmt::format("/tmp/spindle-gpu-check-served-{}", config::to_string(arch));
+  SPINDLE_TRY(nn::init_model(d, 1, mdir));
+  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(mdir, in->weights));
+  in->model.emplace(std::move(m));
+  return in;
+}
+
+std::vector<sched::gnn_request> served_batch(int b) {
+  std::vector<sched::gnn_request> out(64);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].seeds = {std::int64_t((b * 64 + int(i)) * 37 % (1 << 14))};
+  return out;
+}
+
+// Worst relative error of `got` against `want`, answer by answer.
+double worst_error(const sched::batch_result& got, const sched::batch_result& want) {
+  double worst = 0;
+  for (std::size_t r = 0; r < want.outputs.size(); ++r) {
+    if (!got.errors[r] || got.outputs[r].size() != want.outputs[r].size()) return 1e9;
+    for (std::size_t c = 0; c < want.outputs[r].size(); ++c)
+      worst = std::max(worst, std::abs(double(got.outputs[r][c]) - want.outputs[r][c]) /
+                                  std::max(1e-3, std::abs(double(want.outputs[r][c]))));
+  }
+  return worst;
+}
+
+// Served batches through sched::cuda_executor as PSGS's large executor (device
+// sampling, gather over a device tier of 1 MiB plus UVA, device layers) vs the
+// host pipeline: the same 8 batches of 64, the same joint samples.
+status check_served(config::model_arch arch, std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto in, served(arch));
+  SPINDLE_ASSIGN_OR_RETURN(auto executors,
+                           sched::device_executors::create(in->ds, served_device, 1 << 20));
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
+  sched::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
+  sched::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
+  double worst = 0;
+  for (int b = 0; b < 8; ++b) {
+    const auto batch = served_batch(b);
+    worst = std::max(worst, worst_error(dev.run(batch, sched::psgs_router::choice::large),
+                                        host.run(batch, sched::psgs_router::choice::large)));
+  }
+  result = fmt::format("8 batches of 64, max relative error {:.2e}", worst);
+  return worst <= 1e-4 ? status::ok() : make_error(errc::internal, "{}", result);
+}
+
+// GNNSched with its pool in device memory: 8 prepared batches submitted at
+// once, grouped, each task of a group on its own stream, vs the host passes.
+status check_gnnsched(std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto in, served(config::model_arch::graphsage));
+  SPINDLE_ASSIGN_OR_RETURN(auto executors,
+                           sched::device_executors::create(in->ds, served_device, 1 << 20));
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
+  sched::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
+  sched::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
+  thread_pool workers(4, "gpu-check-w");
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto scheduler, sched::device_scheduler::create(std::size_t(256) << 20, workers,
+                                                      sched::grouping_policy::bqt, served_device));
+  std::vector<std::vector<sched::gnn_request>> batches;
+  std::vector<std::unique_ptr<sched::prepared_batch>> on_dev, on_host;
+  for (int b = 0; b < 8; ++b) {
+    batches.push_back(served_batch(b));
+    on_dev.push_back(dev.prepare(batches.back()));
+    on_host.push_back(host.prepare(batches.back()));
+  }
+  std::vector<std::future<status>> done;
+  for (int b = 0; b < 8; ++b) {
+    auto p = std::make_shared<std::promise<status>>();
+    done.push_back(p->get_future());
+    scheduler->submit(
+        dev.task_bytes(*on_dev[b]), 0.01,
+        [&, b](pool_slot slot) {
+          dev.compute(*on_dev[b], batches[b], slot);
+          return status::ok();
+        },
+        [p](status st) { p->set_value(std::move(st)); });
+  }
+  double worst = 0;
+  for (int b = 0; b < 8; ++b) {
+    SPINDLE_TRY(done[b].get());
+    std::vector<std::byte> buffer(host.task_bytes(*on_host[b]));
+    host.compute(*on_host[b], batches[b], {buffer, nullptr});
+    worst = std::max(worst, worst_error(on_dev[b]->result, on_host[b]->result));
+  }
+  const auto st = scheduler->stats();
+  result = fmt::format("8 tasks in {} groups (largest {}), max relative error {:.2e}", st.groups,
+                       st.largest_group, worst);
+  return worst <= 1e-4 ? status::ok() : make_error(errc::internal, "{}", result);
+}
+
 }  // namespace
 }  // namespace spindle::gpu
 
-int main() {
+int main(int argc, char** argv) {
   using namespace spindle::gpu;
+  if (argc > 1 && std::string_view(argv[1]) == "--harness") {  // the host on both sides
+    served_device = device_kind::host;
+    int failed = 0;
+    for (auto check :
+         {+[](std::string& r) { return check_served(spindle::config::model_arch::gin, r); },
+          +[](std::string& r) { return check_gnnsched(r); }}) {
+      std::string result;
+      const auto st = check(result);
+      failed += !st.is_ok();
+      std::printf("harness (host vs host): %s\n",
+                  st.is_ok() ? result.c_str() : st.to_string().c_str());
+    }
+    return failed ? 1 : 0;
+  }
   const auto& report = query_devices();
   std::printf("CUDA backend built: %s; %s\n", report.cuda_built ? "yes" : "no",
               report.cuda_status.c_str());
@@ -297,6 +440,11 @@ int main() {
       [](std::string& r) { return check_layers(spindle::config::model_arch::gcn, r); });
   row("GIN layers (sum + (1+eps)x, two cuBLAS GEMMs)", "nn::model::forward",
       [](std::string& r) { return check_layers(spindle::config::model_arch::gin, r); });
+  row("cuda_executor: served GraphSAGE batches", "host gnn_pipeline",
+      [](std::string& r) { return check_served(spindle::config::model_arch::graphsage, r); });
+  row("cuda_executor: served GIN batches", "host gnn_pipeline",
+      [](std::string& r) { return check_served(spindle::config::model_arch::gin, r); });
+  row("GNNSched pool in device memory, a stream per task", "host gnn_pipeline", check_gnnsched);
   row("HPS slab cache (query, replace, update)", "embedding::embedding_cache", check_cache);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);
   return failed ? 1 : 0;

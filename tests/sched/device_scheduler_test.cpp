@@ -21,7 +21,8 @@ TEST(device_scheduler_test, tasks_from_many_threads_run_in_groups_within_the_poo
     callers.emplace_back([&, c] {
       for (int i = 0; i < 20; ++i) {
         const auto mark = std::byte(c * 20 + i);
-        auto st = (*d)->run(4000, 0.001 * (c + 1), [&](std::span<std::byte> b) {
+        auto st = (*d)->run(4000, 0.001 * (c + 1), [&](gpu::pool_slot slot) {
+          const auto b = slot.memory;
           if (b.size() < 4000) return make_error(errc::internal, "buffer {} bytes", b.size());
           std::memset(b.data(), int(mark), b.size());
           std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -45,7 +46,7 @@ TEST(device_scheduler_test, an_oversize_task_is_refused_by_size_and_the_policy_c
   auto d = device_scheduler::create(8192, workers, grouping_policy::fifo);
   ASSERT_TRUE(d.has_value());
   bool ran = false;
-  auto st = (*d)->run(10000, 0.01, [&](std::span<std::byte>) {
+  auto st = (*d)->run(10000, 0.01, [&](gpu::pool_slot) {
     ran = true;
     return status::ok();
   });
@@ -56,7 +57,7 @@ TEST(device_scheduler_test, an_oversize_task_is_refused_by_size_and_the_policy_c
   (*d)->set_policy(grouping_policy::bqt);
   EXPECT_EQ((*d)->policy(), grouping_policy::bqt);
   // A task's own error comes back to its caller.
-  auto failed = (*d)->run(100, 0.01, [](std::span<std::byte>) {
+  auto failed = (*d)->run(100, 0.01, [](gpu::pool_slot) {
     return make_error(errc::invalid_argument, "the task's own error");
   });
   EXPECT_EQ(failed.message(), "the task's own error");

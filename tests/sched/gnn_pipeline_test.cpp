@@ -151,5 +151,59 @@ TEST(gnn_pipeline_test, fanouts_come_from_the_model_and_a_misfit_is_an_error) {
             std::string::npos);
 }
 
+// The large executor as a GPU's is seen by GNNSched's device slots: forward_in
+// is asked first, and a model it has no device layers for (here: every model,
+// as GAT on a GPU) falls back to the host pass with the same answers.
+struct slot_recording_executor final : batch_executor {
+  host_executor host;
+  int forward_in_calls = 0;
+  void* last_stream = nullptr;
+  std::string_view name() const override { return "recording"; }
+  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
+                const graph::sample_options& o, graph::sampled_subgraph& out) override {
+    return host.sample(g, seeds, o, out);
+  }
+  void gather(std::span<const float> t, std::int64_t dim, std::span<const std::int64_t> ids,
+              float* out) override {
+    host.gather(t, dim, ids, out);
+  }
+  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
+                               std::span<const nn::block> blocks, std::span<const float> degree,
+                               const nn::tensor& x) override {
+    return host.forward(m, a, blocks, degree, x);
+  }
+  expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
+                                  std::span<const nn::block> blocks, std::span<const float> degree,
+                                  const nn::tensor& x) override {
+    ++forward_in_calls;
+    last_stream = slot.stream;
+    return batch_executor::forward_in(slot, m, a, blocks, degree, x);
+  }
+};
+
+TEST(gnn_pipeline_test, a_device_slot_goes_to_the_executor_and_falls_back_to_the_host_pass) {
+  fixture f;
+  auto ex = std::make_shared<slot_recording_executor>();
+  gnn_pipeline on_device(*f.ds, *f.model, f.router, f.pool, {}, ex);
+  gnn_pipeline on_host(*f.ds, *f.model, f.router, f.pool);
+  const auto batch = shared_requests(16);
+  auto pb = on_device.prepare(batch), want = on_host.prepare(batch);
+  int stream = 0;  // any non-null stream marks a GPU pool's slot
+  on_device.compute(*pb, batch, {std::span<std::byte>(), &stream});
+  std::vector<std::byte> buffer(on_host.task_bytes(*want));
+  on_host.compute(*want, batch, {buffer, nullptr});
+  EXPECT_GE(ex->forward_in_calls, 1);
+  EXPECT_EQ(ex->last_stream, &stream);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    ASSERT_TRUE(pb->result.errors[i].is_ok()) << pb->result.errors[i].to_string();
+    EXPECT_EQ(pb->result.outputs[i], want->result.outputs[i]) << i;
+  }
+  // A GPU pool's slot in a pipeline with no GPU executor: named, not a crash.
+  auto again = on_host.prepare(batch);
+  on_host.compute(*again, batch, {std::span<std::byte>(), &stream});
+  EXPECT_EQ(again->result.errors[0].code(), errc::internal);
+  EXPECT_NE(again->result.errors[0].message().find("no GPU executor"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace spindle::sched

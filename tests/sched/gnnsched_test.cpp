@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu/device.hpp"
 #include "gpu/memory_pool.hpp"
 
 namespace spindle::sched {
@@ -113,9 +114,9 @@ TEST(colocated_test, a_group_runs_concurrently_in_disjoint_buffers_then_the_pool
   std::vector<colocated_job> jobs;
   std::vector<std::byte*> seen(4);
   for (int i = 0; i < 4; ++i)
-    jobs.push_back({1024, [&seen, i](std::span<std::byte> b) {
-                      std::fill(b.begin(), b.end(), std::byte(i));
-                      seen[i] = b.data();
+    jobs.push_back({1024, [&seen, i](gpu::pool_slot s) {
+                      std::fill(s.memory.begin(), s.memory.end(), std::byte(i));
+                      seen[i] = s.memory.data();
                       return status::ok();
                     }});
   auto results = runner.start(std::move(jobs)).get();
@@ -124,14 +125,39 @@ TEST(colocated_test, a_group_runs_concurrently_in_disjoint_buffers_then_the_pool
   EXPECT_EQ(pool->used(), 0u);
   // Too much for the pool: refused as a whole with memory checks, partly failed without.
   std::vector<colocated_job> big;
-  for (int i = 0; i < 3; ++i)
-    big.push_back({4096, [](std::span<std::byte>) { return status::ok(); }});
+  for (int i = 0; i < 3; ++i) big.push_back({4096, [](gpu::pool_slot) { return status::ok(); }});
   auto refused = runner.start(big).get();
   for (const auto& r : refused) EXPECT_EQ(r.code(), errc::resource_exhausted);
   auto all_at_once = runner.start(big, false).get();
   int failed = 0;
   for (const auto& r : all_at_once) failed += !r.is_ok();
   EXPECT_EQ(failed, 1);
+}
+
+// GNNSched §3.2 on a GPU gives each task of a group its own stream; a host pool
+// gives none (its tasks run on threads), and a GPU pool here names the driver.
+TEST(gnnsched_test, host_pool_slots_have_no_stream_and_a_gpu_pool_needs_a_gpu) {
+  auto pool = gpu::memory_pool::create(8 * 1024);
+  ASSERT_TRUE(pool.has_value());
+  EXPECT_EQ(pool->where(), gpu::device_kind::host);
+  thread_pool workers(2);
+  colocated_runner runner(*pool, workers);
+  std::vector<void*> streams(3, &workers);
+  std::vector<colocated_job> jobs;
+  for (int i = 0; i < 3; ++i)
+    jobs.push_back({1024, [&streams, i](gpu::pool_slot s) {
+                      streams[i] = s.stream;
+                      return s.memory.size() >= 1024 ? status::ok()
+                                                     : make_error(errc::internal, "short slot");
+                    }});
+  for (const auto& r : runner.start(std::move(jobs)).get()) EXPECT_TRUE(r.is_ok());
+  for (void* s : streams) EXPECT_EQ(s, nullptr);
+  const auto& devices = gpu::query_devices();
+  if (!devices.devices.empty() && devices.devices.front().kind == gpu::device_kind::cuda)
+    GTEST_SKIP() << "a GPU is present: make gpu-check covers the device pool";
+  auto on_gpu = gpu::memory_pool::create(8 * 1024, gpu::device_kind::cuda);
+  ASSERT_FALSE(on_gpu.has_value());
+  EXPECT_FALSE(on_gpu.error().message().empty());
 }
 
 }  // namespace
