@@ -12,6 +12,7 @@
 
 #include "core/status.hpp"
 #include "gpu/kernels/activation.hpp"
+#include "gpu/kernels/gat_row.hpp"
 #include "gpu/kernels/gather_row.hpp"
 #include "gpu/kernels/spmm_row.hpp"
 
@@ -67,6 +68,15 @@ status bias_activation_async(float* y, std::int64_t rows, std::int64_t cols, con
 status gcn_aggregate_async(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
                            const float* degree, std::int64_t num_dst, std::int64_t width, float* y,
                            void* stream);
+/// scores [rows x heads] = every node's GAT score per head (gat_node_score)
+/// of h [rows x hc], hc = heads * c, against att [heads x c].
+status gat_scores_async(const float* h, std::int64_t rows, std::int64_t hc, int heads,
+                        const float* att, float* scores, void* stream);
+/// y [num_dst x hc] = GAT's attention aggregation of h (gat_element), from the
+/// node scores s_src [num_src x heads] and s_dst [num_dst x heads].
+status gat_aggregate_async(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
+                           std::int64_t num_dst, std::int64_t hc, int heads, const float* s_src,
+                           const float* s_dst, float negative_slope, float* y, void* stream);
 /// z [num_dst x width] = gin_combine(z, x, scale) in place (z holds Σ_j x_j).
 status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
                          float scale, void* stream);

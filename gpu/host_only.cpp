@@ -63,6 +63,14 @@ status gcn_aggregate_async(const std::int64_t*, const std::int32_t*, const float
                            std::int64_t, std::int64_t, float*, void*) {
   return no_cuda("GCN aggregation kernel");
 }
+status gat_scores_async(const float*, std::int64_t, std::int64_t, int, const float*, float*,
+                        void*) {
+  return no_cuda("GAT score kernel");
+}
+status gat_aggregate_async(const std::int64_t*, const std::int32_t*, const float*, std::int64_t,
+                           std::int64_t, int, const float*, const float*, float, float*, void*) {
+  return no_cuda("GAT aggregation kernel");
+}
 status gin_combine_async(float*, const float*, std::int64_t, std::int64_t, float, void*) {
   return no_cuda("GIN combine kernel");
 }

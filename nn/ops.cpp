@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "gpu/kernels/activation.hpp"
+#include "gpu/kernels/gat_row.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -201,11 +202,9 @@ expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, in
                                float negative_slope) {
   const std::int64_t hc = h.cols(), c = hc / heads, e0 = b.indptr[0];
   const std::int64_t edges = b.num_edges() + b.num_dst;  // plus one self-loop per dst
+  // The per-node, per-edge and softmax pieces are the GAT kernel's (gpu/kernels/gat_row.hpp).
   auto node_score = [&](std::int64_t j, std::span<const float> att, int k) {
-    const float* x = h.row(j) + k * c;
-    float s = 0;
-    for (std::int64_t t = 0; t < c; ++t) s += x[t] * att[std::size_t(k * c + t)];
-    return s;
+    return gpu::gat_node_score(h.data(), hc, c, att.data(), j, k);
   };
   SPINDLE_ASSIGN_OR_RETURN(auto alpha, tensor::empty(a, {edges, heads}));
   SPINDLE_ASSIGN_OR_RETURN(auto messages, tensor::empty(a, {edges, hc}));
@@ -227,15 +226,14 @@ expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, in
       const float ad = node_score(i, att_dst, k);
       float mx = -std::numeric_limits<float>::infinity();
       for (std::int64_t t = 0; t < deg; ++t) {
-        float s = node_score(src_of(t), att_src, k) + ad;
-        s = s < 0 ? s * negative_slope : s;
+        const float s = gpu::gat_edge_score(node_score(src_of(t), att_src, k), ad, negative_slope);
         alpha.row(first + t)[k] = s;
         mx = std::max(mx, s);
       }
       double sum = 0;
       for (std::int64_t t = 0; t < deg; ++t) sum += std::exp(double(alpha.row(first + t)[k] - mx));
       for (std::int64_t t = 0; t < deg; ++t)
-        alpha.row(first + t)[k] = float(std::exp(double(alpha.row(first + t)[k] - mx)) / sum);
+        alpha.row(first + t)[k] = gpu::gat_weight(alpha.row(first + t)[k], mx, sum);
     }
     for (std::int64_t t = 0; t < deg; ++t, ++slot) {
       const float* x = h.row(src_of(t));

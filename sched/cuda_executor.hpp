@@ -2,8 +2,7 @@
 // batch's sample by the CUDA sampling kernel, its feature gather by the gather
 // kernel over the dataset's feature tiers (sched/cuda_resident: the highest-FAP
 // rows in device memory, the rest read from host memory through UVA), and its
-// forward pass: GraphSAGE, GCN and GIN on the device (sched/cuda_layers), GAT
-// on the host. Each executor has its own arena, stream and cuBLAS handle; the
+// forward pass: GraphSAGE, GCN, GIN and GAT on the device (sched/cuda_layers). Each executor has its own arena, stream and cuBLAS handle; the
 // graph, tiers and weights are the resident's, shared. Needs a CUDA device:
 // create() names why not. One pipeline at a time; forward_in may run from
 // several GNNSched workers at once (each slot its own stream and handle).
@@ -49,7 +48,7 @@ class cuda_executor final : public batch_executor {
 
   std::shared_ptr<cuda_resident> resident_;
   std::unique_ptr<cuda_sampling_executor> sampler_;
-  host_executor host_;  // GAT's pass, and the gather of a table that is not the dataset's
+  host_executor host_;  // fallbacks, and the gather of a table that is not the dataset's
   std::unique_ptr<gpu::device_arena> arena_;  // a batch's gather and layer buffers
   gpu::pinned_buffer staging_;                // gathered rows come back through it
   void* blas_ = nullptr;                      // on arena_'s stream

@@ -25,7 +25,8 @@ struct layer_io {
 
 bool device_model::supports(const nn::model& m) {
   const auto a = m.desc().arch;
-  return a == model_arch::graphsage || a == model_arch::gcn || a == model_arch::gin;
+  return a == model_arch::graphsage || a == model_arch::gcn || a == model_arch::gin ||
+         a == model_arch::gat;
 }
 
 expected<std::unique_ptr<device_model>> device_model::create(const nn::model& m) {
@@ -70,15 +71,30 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
     const auto& b = blocks[l];
     const int li = int(l);
     const bool last = l + 1 == blocks.size();
-    const std::int64_t out = last ? d.out : d.hidden;
+    const std::int64_t out = last ? d.out : d.hidden;  // per head for GAT
+    const int heads = d.arch == model_arch::gat && !last ? d.heads : 1;
     const auto act = last ? gpu::activation::none : gpu::activation::relu;
     SPINDLE_ASSIGN_OR_RETURN(void* ip, put(arena, b.indptr.data(), b.indptr.size_bytes()));
     SPINDLE_ASSIGN_OR_RETURN(void* ix, put(arena, b.indices.data(), b.indices.size_bytes()));
     const auto* indptr = static_cast<const std::int64_t*>(ip);
     const auto* indices = static_cast<const std::int32_t*>(ix);
     const auto* xin = static_cast<const float*>(h);
-    SPINDLE_ASSIGN_OR_RETURN(auto* y, arena.take_n<float>(std::size_t(b.num_dst * out)));
-    if (d.arch == model_arch::graphsage) {  // lin_l(mean_j x_j) + b + lin_r(x_i)
+    SPINDLE_ASSIGN_OR_RETURN(auto* y, arena.take_n<float>(std::size_t(b.num_dst * heads * out)));
+    if (d.arch == model_arch::gat) {  // GATConv: attention over lin_src(x), heads concatenated
+      const std::int64_t hc = heads * out;
+      SPINDLE_ASSIGN_OR_RETURN(auto* xw, arena.take_n<float>(std::size_t(num_src * hc)));
+      SPINDLE_ASSIGN_OR_RETURN(auto* s_src, arena.take_n<float>(std::size_t(num_src * heads)));
+      SPINDLE_ASSIGN_OR_RETURN(auto* s_dst, arena.take_n<float>(std::size_t(b.num_dst * heads)));
+      SPINDLE_TRY(
+          gpu::gemm_wt_async(blas, xin, num_src, width, param(li, "lin_src.weight"), hc, 0.0f, xw));
+      SPINDLE_TRY(
+          gpu::gat_scores_async(xw, num_src, hc, heads, param(li, "att_src"), s_src, stream));
+      SPINDLE_TRY(
+          gpu::gat_scores_async(xw, b.num_dst, hc, heads, param(li, "att_dst"), s_dst, stream));
+      SPINDLE_TRY(gpu::gat_aggregate_async(indptr, indices, xw, b.num_dst, hc, heads, s_src, s_dst,
+                                           0.2f, y, stream));
+      SPINDLE_TRY(gpu::bias_activation_async(y, b.num_dst, hc, param(li, "bias"), act, stream));
+    } else if (d.arch == model_arch::graphsage) {  // lin_l(mean_j x_j) + b + lin_r(x_i)
       SPINDLE_ASSIGN_OR_RETURN(auto* agg, arena.take_n<float>(std::size_t(b.num_dst * width)));
       SPINDLE_TRY(gpu::sage_layer_async(blas, indptr, indices, xin, b.num_dst, width, out,
                                         param(li, "lin_l.weight"), param(li, "lin_l.bias"),
@@ -107,7 +123,7 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
           gpu::bias_activation_async(y, b.num_dst, out, param(li, "nn.2.bias"), act, stream));
     }
     h = y;
-    width = out;
+    width = heads * out;
     num_src = b.num_dst;
   }
   SPINDLE_TRY(gpu::synchronize(stream));

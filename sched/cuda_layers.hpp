@@ -1,9 +1,10 @@
 // A GNN's forward pass on the GPU: the model's weights uploaded once, then per
 // layer the aggregation kernel of its architecture (mean SpMM for GraphSAGE,
-// the normalized aggregation for GCN, sum + (1 + eps) x for GIN), cuBLAS GEMMs
-// in PyTorch's weight layout and a fused bias + activation; the same model
-// files and answers as nn::model::forward (within 1e-4 relative, checked by
-// `make gpu-check` on a GPU). GAT runs on the host. One owner thread.
+// the normalized aggregation for GCN, sum + (1 + eps) x for GIN, per-head node
+// scores and the softmax-weighted sum for GAT), cuBLAS GEMMs in PyTorch's
+// weight layout and a fused bias + activation; the same model files and answers
+// as nn::model::forward (within 1e-4 relative, checked by `make gpu-check` on a
+// GPU).
 #pragma once
 
 #include <map>
@@ -17,7 +18,7 @@ namespace spindle::sched {
 
 class device_model {
  public:
-  /// Whether `m`'s architecture has device layers (graphsage, gcn, gin).
+  /// Whether `m`'s architecture has device layers (graphsage, gcn, gin, gat).
   static bool supports(const nn::model& m);
   /// Uploads every layer parameter of `m`.
   static expected<std::unique_ptr<device_model>> create(const nn::model& m);

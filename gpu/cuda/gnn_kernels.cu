@@ -7,6 +7,7 @@
 
 #include "gpu/device_arena.hpp"
 #include "gpu/gnn_kernels.hpp"
+#include "gpu/kernels/gat_row.hpp"
 #include "gpu/kernels/sample_draw.hpp"
 
 namespace spindle::gpu {
@@ -39,9 +40,8 @@ __global__ void sample_hop_kernel(csr_device_view g, const std::int64_t* frontie
   }
 }
 
-__global__ void spmm_kernel(const std::int64_t* indptr, const std::int32_t* indices,
-                            const float* x, std::int64_t rows, std::int64_t width,
-                            spmm_reduce op, float* out) {
+__global__ void spmm_kernel(const std::int64_t* indptr, const std::int32_t* indices, const float* x,
+                            std::int64_t rows, std::int64_t width, spmm_reduce op, float* out) {
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x)
     for (std::int64_t col = threadIdx.x; col < width; col += blockDim.x)
       out[row * width + col] = spmm_element(indptr, indices, x, width, row, col, op);
@@ -74,6 +74,25 @@ __global__ void gcn_kernel(const std::int64_t* indptr, const std::int32_t* indic
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
     for (std::int64_t c = threadIdx.x; c < width; c += blockDim.x)
       y[r * width + c] = gcn_element(indptr, indices, h, degree, width, r, c);
+}
+
+// A thread per (node, head).
+__global__ void gat_scores_kernel(const float* h, std::int64_t rows, std::int64_t hc, int heads,
+                                  const float* att, float* scores) {
+  const std::int64_t n = rows * heads, c = hc / heads;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    scores[i] = gat_node_score(h, hc, c, att, i / heads, int(i % heads));
+}
+
+// A block per dst row, a thread per column (of heads * c).
+__global__ void gat_kernel(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
+                           std::int64_t rows, std::int64_t hc, int heads, const float* s_src,
+                           const float* s_dst, float slope, float* y) {
+  const std::int64_t c = hc / heads;
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (std::int64_t col = threadIdx.x; col < hc; col += blockDim.x)
+      y[r * hc + col] = gat_element(indptr, indices, h, hc, c, s_src, s_dst, heads, r, col, slope);
 }
 
 __global__ void gin_kernel(float* z, const float* x, std::int64_t n, float scale) {
@@ -110,7 +129,8 @@ const blas_api& blas() {
     a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(lib, "cublasDestroy_v2"));
     a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(lib, "cublasSgemm_v2"));
     a.set_stream = reinterpret_cast<decltype(a.set_stream)>(dlsym(lib, "cublasSetStream_v2"));
-    if (!a.create || !a.destroy || !a.sgemm || !a.set_stream) a.error = "libcublas lacks cublasCreate/Sgemm";
+    if (!a.create || !a.destroy || !a.sgemm || !a.set_stream)
+      a.error = "libcublas lacks cublasCreate/Sgemm";
     return a;
   }();
   return api;
@@ -135,8 +155,7 @@ status sample_hop_async(csr_device_view g, const std::int64_t* frontier, std::in
 }
 
 status spmm_async(const std::int64_t* indptr, const std::int32_t* indices, const float* x,
-                  std::int64_t rows, std::int64_t width, spmm_reduce op, float* out,
-                  void* stream) {
+                  std::int64_t rows, std::int64_t width, spmm_reduce op, float* out, void* stream) {
   if (rows == 0 || width == 0) return status::ok();
   const unsigned threads = unsigned(width < 256 ? ((width + 31) / 32) * 32 : 256);
   spmm_kernel<<<grid_for(rows), threads, 0, as_stream(stream)>>>(indptr, indices, x, rows, width,
@@ -155,14 +174,13 @@ status gather_async(tier_lookup lookup, const float* device_rows, const float* h
                     void* stream) {
   if (n == 0 || dim == 0) return status::ok();
   const unsigned threads = unsigned(dim < 256 ? ((dim + 31) / 32) * 32 : 256);
-  gather_kernel<<<grid_for(n), threads, 0, as_stream(stream)>>>(lookup, device_rows, host_rows,
-                                                                dim, ids, n, out);
+  gather_kernel<<<grid_for(n), threads, 0, as_stream(stream)>>>(lookup, device_rows, host_rows, dim,
+                                                                ids, n, out);
   return check(cudaGetLastError(), "gather");
 }
 
 expected<void*> blas_create() {
-  if (!blas().error.empty())
-    return make_error(errc::unavailable, "cuBLAS: {}", blas().error);
+  if (!blas().error.empty()) return make_error(errc::unavailable, "cuBLAS: {}", blas().error);
   cublasHandle_t h = nullptr;
   SPINDLE_TRY(blas_check(blas().create(&h), "cublasCreate"));
   return static_cast<void*>(h);
@@ -179,11 +197,11 @@ status blas_set_stream(void* handle, void* stream) {
 
 // Row-major y [n x out] (+)= a [n x in] W^T with W [out x in]: in cuBLAS's
 // column-major terms y^T = op_T(W) a^T, so W is read transposed and a as is.
-status gemm_wt(cublasHandle_t h, const float* a, std::int64_t n, std::int64_t in,
-               const float* w, std::int64_t out, float beta, float* y) {
+status gemm_wt(cublasHandle_t h, const float* a, std::int64_t n, std::int64_t in, const float* w,
+               std::int64_t out, float beta, float* y) {
   const float one = 1.0f;
   return blas_check(blas().sgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, int(out), int(n), int(in), &one, w,
-                                int(in), a, int(in), &beta, y, int(out)),
+                                 int(in), a, int(in), &beta, y, int(out)),
                     "cublasSgemm");
 }
 
@@ -200,18 +218,36 @@ unsigned threads_for(std::int64_t cols) {
 status bias_activation_async(float* y, std::int64_t rows, std::int64_t cols, const float* bias,
                              activation act, void* stream) {
   if (rows == 0) return status::ok();
-  bias_activation_kernel<<<grid_for(rows), threads_for(cols), 0, as_stream(stream)>>>(
-      y, rows, cols, bias, act);
+  bias_activation_kernel<<<grid_for(rows), threads_for(cols), 0, as_stream(stream)>>>(y, rows, cols,
+                                                                                      bias, act);
   return check(cudaGetLastError(), "bias + activation");
 }
 
 status gcn_aggregate_async(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
-                           const float* degree, std::int64_t num_dst, std::int64_t width,
-                           float* y, void* stream) {
+                           const float* degree, std::int64_t num_dst, std::int64_t width, float* y,
+                           void* stream) {
   if (num_dst == 0) return status::ok();
   gcn_kernel<<<grid_for(num_dst), threads_for(width), 0, as_stream(stream)>>>(
       indptr, indices, h, degree, num_dst, width, y);
   return check(cudaGetLastError(), "gcn aggregate");
+}
+
+status gat_scores_async(const float* h, std::int64_t rows, std::int64_t hc, int heads,
+                        const float* att, float* scores, void* stream) {
+  const std::int64_t n = rows * heads;
+  if (n == 0) return status::ok();
+  gat_scores_kernel<<<grid_for((n + 255) / 256), 256, 0, as_stream(stream)>>>(h, rows, hc, heads,
+                                                                              att, scores);
+  return check(cudaGetLastError(), "gat scores");
+}
+
+status gat_aggregate_async(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
+                           std::int64_t num_dst, std::int64_t hc, int heads, const float* s_src,
+                           const float* s_dst, float negative_slope, float* y, void* stream) {
+  if (num_dst == 0) return status::ok();
+  gat_kernel<<<grid_for(num_dst), threads_for(hc), 0, as_stream(stream)>>>(
+      indptr, indices, h, num_dst, hc, heads, s_src, s_dst, negative_slope, y);
+  return check(cudaGetLastError(), "gat aggregate");
 }
 
 status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
@@ -224,16 +260,16 @@ status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::in
 
 status sage_layer_async(void* handle, const std::int64_t* indptr, const std::int32_t* indices,
                         const float* x, std::int64_t num_dst, std::int64_t in, std::int64_t out,
-                        const float* w_l, const float* b_l, const float* w_r, float* agg,
-                        float* y, activation act, void* stream) {
+                        const float* w_l, const float* b_l, const float* w_r, float* agg, float* y,
+                        activation act, void* stream) {
   if (num_dst == 0) return status::ok();
   auto h = static_cast<cublasHandle_t>(handle);
   SPINDLE_TRY(spmm_async(indptr, indices, x, num_dst, in, spmm_reduce::mean, agg, stream));
   SPINDLE_TRY(gemm_wt(h, agg, num_dst, in, w_l, out, 0.0f, y));
   SPINDLE_TRY(gemm_wt(h, x, num_dst, in, w_r, out, 1.0f, y));  // x's first num_dst rows: dst
   const unsigned threads = unsigned(out < 256 ? ((out + 31) / 32) * 32 : 256);
-  bias_activation_kernel<<<grid_for(num_dst), threads, 0, as_stream(stream)>>>(y, num_dst, out,
-                                                                                b_l, act);
+  bias_activation_kernel<<<grid_for(num_dst), threads, 0, as_stream(stream)>>>(y, num_dst, out, b_l,
+                                                                               act);
   return check(cudaGetLastError(), "bias + activation");
 }
 
@@ -242,8 +278,8 @@ expected<const void*> map_host(const void* p, std::size_t bytes) {
                                      cudaHostRegisterMapped | cudaHostRegisterReadOnly),
                     "cudaHostRegister"));
   void* dev = nullptr;
-  SPINDLE_TRY(check(cudaHostGetDevicePointer(&dev, const_cast<void*>(p), 0),
-                    "cudaHostGetDevicePointer"));
+  SPINDLE_TRY(
+      check(cudaHostGetDevicePointer(&dev, const_cast<void*>(p), 0), "cudaHostGetDevicePointer"));
   return static_cast<const void*>(dev);
 }
 

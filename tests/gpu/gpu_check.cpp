@@ -440,10 +440,14 @@ int main(int argc, char** argv) {
       [](std::string& r) { return check_layers(spindle::config::model_arch::gcn, r); });
   row("GIN layers (sum + (1+eps)x, two cuBLAS GEMMs)", "nn::model::forward",
       [](std::string& r) { return check_layers(spindle::config::model_arch::gin, r); });
+  row("GAT layers (cuBLAS + per-head scores + softmax aggregation)", "nn::model::forward",
+      [](std::string& r) { return check_layers(spindle::config::model_arch::gat, r); });
   row("cuda_executor: served GraphSAGE batches", "host gnn_pipeline",
       [](std::string& r) { return check_served(spindle::config::model_arch::graphsage, r); });
   row("cuda_executor: served GIN batches", "host gnn_pipeline",
       [](std::string& r) { return check_served(spindle::config::model_arch::gin, r); });
+  row("cuda_executor: served GAT batches", "host gnn_pipeline",
+      [](std::string& r) { return check_served(spindle::config::model_arch::gat, r); });
   row("GNNSched pool in device memory, a stream per task", "host gnn_pipeline", check_gnnsched);
   row("HPS slab cache (query, replace, update)", "embedding::embedding_cache", check_cache);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);

@@ -181,6 +181,43 @@ TEST(kernels, the_gcn_element_equals_the_host_normalized_aggregation) {
   EXPECT_EQ(gin_combine(2.0f, 3.0f, 1.5f), 6.5f);  // Σ_j x_j + (1 + eps) x_i
 }
 
+// GAT's attention aggregation (4 heads of 8, self-loop edges in some rows): the
+// device element equals nn::propagate_gat (same edge order and softmax in
+// double; the host may fuse multiply-adds, hence a tolerance).
+TEST(kernels, the_gat_element_equals_the_host_attention_aggregation) {
+  std::mt19937 rng(11);
+  const std::int64_t dst = 40, src = 90;
+  const int heads = 4;
+  const std::int64_t c = 8, hc = heads * c;
+  std::vector<std::int64_t> indptr;
+  std::vector<std::int32_t> indices;
+  random_block(rng, dst, src, 8, true, indptr, indices);
+  std::normal_distribution<float> n(0, 1);
+  std::vector<float> h(static_cast<std::size_t>(src * hc)), att_src(static_cast<std::size_t>(hc)),
+      att_dst(static_cast<std::size_t>(hc));
+  for (auto* v : {&h, &att_src, &att_dst})
+    for (auto& f : *v) f = n(rng);
+  nn::heap_allocator alloc;
+  auto host = nn::propagate_gat(alloc, {dst, src, indptr, indices},
+                                nn::tensor::borrow(h.data(), {src, hc}), heads, att_src, att_dst);
+  ASSERT_TRUE(host.has_value());
+  std::vector<float> s_src(std::size_t(src * heads)), s_dst(std::size_t(dst * heads));
+  for (std::int64_t j = 0; j < src; ++j)
+    for (int k = 0; k < heads; ++k) {
+      s_src[std::size_t(j * heads + k)] = gat_node_score(h.data(), hc, c, att_src.data(), j, k);
+      if (j < dst)
+        s_dst[std::size_t(j * heads + k)] = gat_node_score(h.data(), hc, c, att_dst.data(), j, k);
+    }
+  for (std::int64_t r = 0; r < dst; ++r)
+    for (std::int64_t col = 0; col < hc; ++col) {
+      const float want = host->row(r)[col];
+      EXPECT_NEAR(gat_element(indptr.data(), indices.data(), h.data(), hc, c, s_src.data(),
+                              s_dst.data(), heads, r, col, 0.2f),
+                  want, 1e-5f * std::max(1.0f, std::abs(want)))
+          << "row " << r << " column " << col;
+    }
+}
+
 TEST(kernels, the_activations_equal_the_host_operators) {
   std::vector<float> v;
   for (int i = -400; i <= 400; ++i) v.push_back(float(i) / 37.0f);
