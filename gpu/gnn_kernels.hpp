@@ -81,10 +81,17 @@ status gat_aggregate_async(const std::int64_t* indptr, const std::int32_t* indic
 status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
                          float scale, void* stream);
 
-/// Pins and maps host memory into the device's address space (UVA): the
-/// returned pointer is what kernels read the host tier through.
+/// Pins and maps host memory into the address space of every GPU (UVA,
+/// portable): the returned pointer is what the current GPU's kernels read the
+/// host tier through. Mapping a range again (from another GPU) is counted;
+/// the last unmap_host unpins it.
 expected<const void*> map_host(const void* p, std::size_t bytes);
 void unmap_host(const void* p);
+
+/// The calling thread's current GPU (every call above works on it), and how
+/// many GPUs the driver shows.
+status set_device(int index);
+expected<int> device_count();
 
 /// Device memory: allocate, free, copy (host <-> device), wait for a stream.
 expected<void*> device_alloc(std::size_t bytes);

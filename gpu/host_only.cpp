@@ -82,6 +82,8 @@ status sage_layer_async(void*, const std::int64_t*, const std::int32_t*, const f
   return no_cuda("GraphSAGE layer");
 }
 void unmap_host(const void*) {}
+status set_device(int) { return no_cuda("set device"); }
+expected<int> device_count() { return no_cuda("device count"); }
 expected<void*> device_alloc(std::size_t) { return no_cuda("device memory"); }
 void device_free(void*) {}
 expected<void*> stream_create() { return no_cuda("CUDA stream"); }

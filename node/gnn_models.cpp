@@ -30,8 +30,9 @@ expected<std::unique_ptr<gnn_models>> gnn_models::create(caf::actor_system& sys,
   std::unique_ptr<gnn_models> m(new gnn_models(sys, ds, pool, std::move(defaults)));
   ds.warm_features();  // no page fault on a row's first read while serving
   const auto device = m->defaults_.device;
-  SPINDLE_ASSIGN_OR_RETURN(m->executors_, sched::device_executors::create(
-                                              ds, device, m->defaults_.device_feature_bytes));
+  SPINDLE_ASSIGN_OR_RETURN(
+      m->executors_, sched::device_executors::create(ds, device, m->defaults_.device_feature_bytes,
+                                                     m->defaults_.gpu_layout));
   if (m->defaults_.gnnsched) {  // on a GPU the pool is device memory, a stream per task
     m->device_workers_ = std::make_unique<thread_pool>(0, "gnnsched-w");
     SPINDLE_ASSIGN_OR_RETURN(m->device_, sched::device_scheduler::create(

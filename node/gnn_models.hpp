@@ -39,7 +39,8 @@ struct gnn_serving_defaults {
   /// --device: cuda gives each pipeline a GPU large executor (sampling and
   /// gather on the device, this many bytes of feature rows in device memory).
   gpu::device_kind device = gpu::device_kind::host;
-  std::size_t device_feature_bytes = std::size_t(1) << 30;
+  std::size_t device_feature_bytes = std::size_t(1) << 30;  // per GPU
+  sched::gpu_layout gpu_layout;                             // --gpus, and --topology's links
 };
 
 class gnn_models {

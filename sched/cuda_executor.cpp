@@ -16,9 +16,11 @@ bool exhausted(const status& st) { return st.code() == errc::resource_exhausted;
 }  // namespace
 
 expected<std::unique_ptr<cuda_executor>> cuda_executor::create(
-    std::shared_ptr<cuda_resident> resident) {
+    std::shared_ptr<cuda_resident> resident, std::shared_ptr<peer_exchange> peers) {
+  SPINDLE_TRY(gpu::set_device(resident->gpu()));
   std::unique_ptr<cuda_executor> ex(new cuda_executor);
   ex->resident_ = std::move(resident);
+  ex->peers_ = std::move(peers);
   SPINDLE_ASSIGN_OR_RETURN(ex->sampler_, cuda_sampling_executor::create(ex->resident_->csr()));
   SPINDLE_ASSIGN_OR_RETURN(ex->arena_, gpu::device_arena::create(kFirstArena));
   if (auto blas = gpu::blas_create())
@@ -29,6 +31,7 @@ expected<std::unique_ptr<cuda_executor>> cuda_executor::create(
 }
 
 cuda_executor::~cuda_executor() {
+  (void)gpu::set_device(resident_->gpu());
   gpu::blas_destroy(blas_);
   for (auto& [stream, blas] : slot_blas_) gpu::blas_destroy(blas);
 }
@@ -48,6 +51,7 @@ status cuda_executor::grow_arena(std::size_t at_least) {
 
 status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
                              const graph::sample_options& options, graph::sampled_subgraph& out) {
+  SPINDLE_TRY(gpu::set_device(resident_->gpu()));  // the thread may have served another GPU
   return sampler_->sample_into(g, seeds, options, out);
 }
 
@@ -70,12 +74,40 @@ status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::in
   return status::ok();
 }
 
+// Rows this GPU holds or reads over UVA through the kernel, rows a peer GPU
+// holds over NCCL, each back to its place in `out`.
+status cuda_executor::gather_with_peers(std::int64_t dim, std::span<const std::int64_t> ids,
+                                        float* out) {
+  own_ids_.clear(), peer_ids_.clear(), own_at_.clear(), peer_at_.clear();
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const bool peer = peers_->from_peer(resident_->gpu(), ids[k]);
+    (peer ? peer_ids_ : own_ids_).push_back(ids[k]);
+    (peer ? peer_at_ : own_at_).push_back(k);
+  }
+  if (peer_ids_.empty()) return gather_on_device(dim, ids, out);
+  const std::size_t row = std::size_t(dim);
+  rows_.resize(std::max(own_ids_.size(), peer_ids_.size()) * row);
+  auto place = [&](const std::vector<std::size_t>& at) {
+    for (std::size_t i = 0; i < at.size(); ++i)
+      std::memcpy(out + at[i] * row, rows_.data() + i * row, row * sizeof(float));
+  };
+  if (!own_ids_.empty()) {
+    SPINDLE_TRY(gather_on_device(dim, own_ids_, rows_.data()));
+    place(own_at_);
+  }
+  SPINDLE_TRY(peers_->fetch(resident_->gpu(), peer_ids_, dim, rows_.data()));
+  SPINDLE_TRY(gpu::set_device(resident_->gpu()));
+  place(peer_at_);
+  return status::ok();
+}
+
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
                            std::span<const std::int64_t> ids, float* out) {
   // The dataset's own table is on the device tiers; any other (a remote
   // shard's rows), or a device failure, is gathered on the host.
   if (resident_->holds(table)) {
-    auto st = gather_on_device(dim, ids, out);
+    auto st = gpu::set_device(resident_->gpu());
+    if (st) st = peers_ ? gather_with_peers(dim, ids, out) : gather_on_device(dim, ids, out);
     if (st) return;
     log::warn("cuda executor: the device gather failed ({}); gathering on the host", st.message());
   }
@@ -99,7 +131,8 @@ expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a
                                             std::span<const nn::block> blocks,
                                             std::span<const float> degree, const nn::tensor& x) {
   if (blas_ && device_model::supports(m) && !blocks.empty()) {
-    auto y = forward_on_device(m, a, blocks, degree, x);
+    auto on = gpu::set_device(resident_->gpu());
+    auto y = on ? forward_on_device(m, a, blocks, degree, x) : expected<nn::tensor>(on);
     if (y) return y;
     log::warn("cuda executor: the device forward pass failed ({}); running on the host",
               y.error().message());
@@ -119,6 +152,7 @@ expected<nn::tensor> cuda_executor::forward_in(device_slot slot, const nn::model
                                                std::span<const float> degree, const nn::tensor& x) {
   if (!device_model::supports(m) || blocks.empty())
     return batch_executor::forward_in(slot, m, a, blocks, degree, x);
+  SPINDLE_TRY(gpu::set_device(resident_->gpu()));
   SPINDLE_ASSIGN_OR_RETURN(const device_model* dm, resident_->model(m));
   SPINDLE_ASSIGN_OR_RETURN(void* blas, blas_for(slot.stream));
   auto arena = gpu::device_arena::over(slot.memory.data(), slot.memory.size(), slot.stream);
@@ -127,22 +161,46 @@ expected<nn::tensor> cuda_executor::forward_in(device_slot slot, const nn::model
 
 expected<device_executors> device_executors::create(const graph::dataset& ds,
                                                     gpu::device_kind device,
-                                                    std::size_t device_feature_bytes) {
+                                                    std::size_t device_feature_bytes_per_gpu,
+                                                    gpu_layout layout) {
   device_executors out;
-  if (device == gpu::device_kind::cuda) {
-    SPINDLE_ASSIGN_OR_RETURN(out.resident_, cuda_resident::create(ds, device_feature_bytes));
+  if (device != gpu::device_kind::cuda) return out;
+  SPINDLE_ASSIGN_OR_RETURN(const int have, gpu::device_count());
+  if (layout.gpus < 1 || layout.gpus > have)
+    return make_error(errc::invalid_argument, "--gpus {}: this machine has {} GPU(s)", layout.gpus,
+                      have);
+  auto tiers = plan_gpu_tiers(ds.fap(), ds.metadata().num_nodes, ds.feature_dim(),
+                              device_feature_bytes_per_gpu, layout.gpus, layout.partition);
+  for (int g = 0; g < layout.gpus; ++g) {
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto r, cuda_resident::create(ds, std::move(tiers.per_gpu[std::size_t(g)]), g));
+    out.residents_.push_back(std::move(r));
   }
+  if (layout.gpus > 1 && layout.partition) {
+    auto peers = peer_exchange::create(out.residents_, std::move(tiers.owner));
+    if (peers)
+      out.peers_ = std::move(*peers);
+    else  // still correct: a peer's rows are this GPU's host tier, read over UVA
+      log::warn("cuda: {}; rows other GPUs hold are read from host memory over UVA",
+                peers.error().message());
+  }
+  log::info("cuda: {} GPU(s), device tier {} ({:.0f}% of FAP mass on GPUs)", layout.gpus,
+            layout.gpus == 1   ? "on one GPU"
+            : layout.partition ? "partitioned"
+                               : "replicated",
+            100 * tiers.device_fap_share);
   return out;
 }
 
-expected<std::shared_ptr<batch_executor>> device_executors::make() const {
-  if (!resident_) return std::shared_ptr<batch_executor>();
-  SPINDLE_ASSIGN_OR_RETURN(auto ex, cuda_executor::create(resident_));
+expected<std::shared_ptr<batch_executor>> device_executors::make() {
+  if (residents_.empty()) return std::shared_ptr<batch_executor>();
+  const auto& r = residents_[std::size_t(next_++ % int(residents_.size()))];
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, cuda_executor::create(r, peers_));
   return std::shared_ptr<batch_executor>(std::move(ex));
 }
 
 void device_executors::forget(const nn::model& m) const {
-  if (resident_) resident_->forget(m);
+  for (const auto& r : residents_) r->forget(m);
 }
 
 expected<std::shared_ptr<batch_executor>> make_large_executor(const graph::dataset& ds,

@@ -2,9 +2,9 @@
 // batch's sample by the CUDA sampling kernel, its feature gather by the gather
 // kernel over the dataset's feature tiers (sched/cuda_resident: the highest-FAP
 // rows in device memory, the rest read from host memory through UVA), and its
-// forward pass: GraphSAGE, GCN, GIN and GAT on the device (sched/cuda_layers). Each executor has its own arena, stream and cuBLAS handle; the
-// graph, tiers and weights are the resident's, shared. Needs a CUDA device:
-// create() names why not. One pipeline at a time; forward_in may run from
+// forward pass: GraphSAGE, GCN, GIN and GAT on the device (sched/cuda_layers). Each executor has
+// its own arena, stream and cuBLAS handle; the graph, tiers and weights are the resident's, shared.
+// Needs a CUDA device: create() names why not. One pipeline at a time; forward_in may run from
 // several GNNSched workers at once (each slot its own stream and handle).
 #pragma once
 
@@ -17,12 +17,16 @@
 #include "graph/dataset.hpp"
 #include "sched/batch_executor.hpp"
 #include "sched/cuda_resident.hpp"
+#include "sched/peer_exchange.hpp"
 
 namespace spindle::sched {
 
 class cuda_executor final : public batch_executor {
  public:
-  static expected<std::unique_ptr<cuda_executor>> create(std::shared_ptr<cuda_resident> resident);
+  /// An executor on `resident`'s GPU; with `peers`, rows a peer GPU holds are
+  /// fetched from it over NCCL (else read from host memory over UVA).
+  static expected<std::unique_ptr<cuda_executor>> create(
+      std::shared_ptr<cuda_resident> resident, std::shared_ptr<peer_exchange> peers = nullptr);
   ~cuda_executor() override;
   std::string_view name() const override { return "cuda"; }
   status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
@@ -40,6 +44,7 @@ class cuda_executor final : public batch_executor {
  private:
   cuda_executor() = default;
   status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
+  status gather_with_peers(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
   expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
                                          std::span<const nn::block> blocks,
                                          std::span<const float> degree, const nn::tensor& x);
@@ -47,30 +52,46 @@ class cuda_executor final : public batch_executor {
   expected<void*> blas_for(void* stream);
 
   std::shared_ptr<cuda_resident> resident_;
+  std::shared_ptr<peer_exchange> peers_;
   std::unique_ptr<cuda_sampling_executor> sampler_;
   host_executor host_;  // fallbacks, and the gather of a table that is not the dataset's
   std::unique_ptr<gpu::device_arena> arena_;  // a batch's gather and layer buffers
   gpu::pinned_buffer staging_;                // gathered rows come back through it
   void* blas_ = nullptr;                      // on arena_'s stream
   std::mutex slot_mu_;
-  std::map<void*, void*> slot_blas_;  // a cuBLAS handle per GNNSched stream; guarded
+  std::map<void*, void*> slot_blas_;              // a cuBLAS handle per GNNSched stream; guarded
+  std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
+  std::vector<std::size_t> own_at_, peer_at_;
+  std::vector<float> rows_;
 };
 
-/// The large executors of one dataset on one device: on a GPU, a cuda_executor
-/// per pipeline over one shared cuda_resident; on the host, none (PSGS's large
-/// executor is then the thread pool). What serve, the node runtime and
-/// calibrate share.
+/// Where a server's GPUs keep features: how many GPUs, and whether they
+/// partition the device tier (NVLink: each row on one GPU, fetched by peers
+/// over NCCL) or replicate it (PCIe). Quiver decides by the topology's links.
+struct gpu_layout {
+  int gpus = 1;
+  bool partition = false;
+};
+
+/// The large executors of one dataset: on GPUs, a cuda_executor per pipeline
+/// (pipelines dealt round-robin over the GPUs) over one cuda_resident per GPU;
+/// on the host, none (PSGS's large executor is then the thread pool). What
+/// serve, the node runtime and calibrate share.
 class device_executors {
  public:
   static expected<device_executors> create(const graph::dataset& ds, gpu::device_kind device,
-                                           std::size_t device_feature_bytes);
-  /// A new executor (null on the host).
-  expected<std::shared_ptr<batch_executor>> make() const;
+                                           std::size_t device_feature_bytes_per_gpu,
+                                           gpu_layout layout = {});
+  /// A new executor (null on the host), on the next GPU in turn.
+  expected<std::shared_ptr<batch_executor>> make();
   /// Frees `m`'s device weights (call when `m` is unloaded).
   void forget(const nn::model& m) const;
+  int gpus() const { return int(residents_.size()); }
 
  private:
-  std::shared_ptr<cuda_resident> resident_;
+  std::vector<std::shared_ptr<cuda_resident>> residents_;
+  std::shared_ptr<peer_exchange> peers_;
+  int next_ = 0;
 };
 
 /// device_executors::create(...).make(): one executor, for a single user.

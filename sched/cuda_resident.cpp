@@ -18,12 +18,14 @@ expected<void*> upload(const void* data, std::size_t bytes) {
 }  // namespace
 
 expected<std::shared_ptr<cuda_resident>> cuda_resident::create(const graph::dataset& ds,
-                                                               std::size_t device_feature_bytes) {
+                                                               feature_tiers tiers, int gpu) {
+  SPINDLE_TRY(gpu::set_device(gpu));
   std::shared_ptr<cuda_resident> r(new cuda_resident);
+  r->gpu_ = gpu;
   SPINDLE_ASSIGN_OR_RETURN(r->csr_, device_csr::create(ds.graph()));
   const std::int64_t n = ds.metadata().num_nodes, dim = ds.feature_dim();
   r->features_ = ds.features();
-  r->tiers_ = plan_feature_tiers(ds.fap(), n, dim, device_feature_bytes);
+  r->tiers_ = std::move(tiers);
   std::vector<float> device_table;
   device_table.reserve(r->tiers_.device_nodes.size() * std::size_t(dim));
   for (auto v : r->tiers_.device_nodes)
@@ -35,13 +37,14 @@ expected<std::shared_ptr<cuda_resident>> cuda_resident::create(const graph::data
   SPINDLE_ASSIGN_OR_RETURN(r->host_rows_,
                            gpu::map_host(r->features_.data(), r->features_.size_bytes()));
   log::info(
-      "cuda: the graph and {} of {} feature rows on the device ({:.0f}% of FAP mass), the rest "
-      "read over UVA",
-      r->tiers_.device_nodes.size(), n, 100 * r->tiers_.device_fap_share);
+      "cuda: GPU {} holds the graph and {} of {} feature rows ({:.0f}% of FAP mass); the rest "
+      "are read over UVA or from a peer GPU",
+      gpu, r->tiers_.device_nodes.size(), n, 100 * r->tiers_.device_fap_share);
   return r;
 }
 
 cuda_resident::~cuda_resident() {
+  (void)gpu::set_device(gpu_);
   models_.clear();
   if (host_rows_) gpu::unmap_host(features_.data());
   gpu::device_free(device_rows_);
@@ -60,6 +63,7 @@ status cuda_resident::gather_async(std::int64_t dim, const std::int64_t* ids, st
 expected<const device_model*> cuda_resident::model(const nn::model& m) {
   std::lock_guard lock(mu_);
   if (auto it = models_.find(&m); it != models_.end()) return it->second.get();
+  SPINDLE_TRY(gpu::set_device(gpu_));
   SPINDLE_ASSIGN_OR_RETURN(auto dm, device_model::create(m));
   return (models_[&m] = std::move(dm)).get();
 }

@@ -20,19 +20,21 @@ namespace spindle::sched {
 
 class cuda_resident {
  public:
-  /// Uploads ds's CSR and up to `device_feature_bytes` of feature rows (by FAP)
-  /// and maps the host features for the rest.
+  /// On GPU `gpu`: uploads ds's CSR and the device tier of `tiers` (from
+  /// plan_feature_tiers or plan_gpu_tiers) and maps the host features for the rest.
   static expected<std::shared_ptr<cuda_resident>> create(const graph::dataset& ds,
-                                                         std::size_t device_feature_bytes);
+                                                         feature_tiers tiers, int gpu = 0);
   ~cuda_resident();
   cuda_resident(const cuda_resident&) = delete;
   cuda_resident& operator=(const cuda_resident&) = delete;
 
+  int gpu() const { return gpu_; }
   const std::shared_ptr<const device_csr>& csr() const { return csr_; }
   const feature_tiers& tiers() const { return tiers_; }
   /// Whether `table` is the dataset's feature table (the one held in the tiers).
   bool holds(std::span<const float> table) const { return table.data() == features_.data(); }
-  /// out[i * dim ...] = the feature row of ids[i] (device memory), on `stream`.
+  /// out[i * dim ...] = the feature row of ids[i] (device memory), on `stream`;
+  /// the caller's current device must be gpu().
   status gather_async(std::int64_t dim, const std::int64_t* ids, std::int64_t n, float* out,
                       void* stream) const;
   /// `m`'s weights on the device (uploaded on first use, then shared).
@@ -43,6 +45,7 @@ class cuda_resident {
  private:
   cuda_resident() = default;
 
+  int gpu_ = 0;
   std::shared_ptr<const device_csr> csr_;
   feature_tiers tiers_;
   std::span<const float> features_;

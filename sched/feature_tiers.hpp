@@ -23,4 +23,24 @@ struct feature_tiers {
 feature_tiers plan_feature_tiers(std::span<const double> fap, std::int64_t num_nodes,
                                  std::int64_t dim, std::size_t device_bytes);
 
+/// The tiers of several GPUs in one server (Quiver §5.2 across GPUs). With
+/// `partition` (GPUs joined by NVLink) the hottest gpus x fits rows are dealt
+/// round-robin in FAP order, each held by one GPU, so the server keeps `gpus`
+/// times as many rows on devices; otherwise (PCIe) every GPU holds the same
+/// hottest rows. per_gpu[g] is GPU g's own tiers: a row another GPU holds is
+/// g's host tier there, so a gather that does not fetch it from its owner still
+/// reads it, over UVA.
+struct gpu_tiers {
+  std::vector<feature_tiers> per_gpu;
+  std::vector<std::int32_t> owner;  // per node: the GPU holding it when partitioned, else -1
+  double device_fap_share = 0;      // FAP mass on some GPU's memory
+  /// Whether GPU g would fetch node v from a peer (a partitioned row of another GPU).
+  bool from_peer(int g, std::int64_t v) const {
+    const auto o = owner.empty() ? -1 : owner[std::size_t(v)];
+    return o >= 0 && o != g;
+  }
+};
+gpu_tiers plan_gpu_tiers(std::span<const double> fap, std::int64_t num_nodes, std::int64_t dim,
+                         std::size_t device_bytes_per_gpu, int gpus, bool partition);
+
 }  // namespace spindle::sched

@@ -16,6 +16,7 @@
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
+#include "config/topology.hpp"
 #include "core/log.hpp"
 #include "core/progress.hpp"
 #include "core/text_file.hpp"
@@ -46,9 +47,26 @@ struct serve_args {
   std::string repository;       // --model-repository DIR
   std::string device = "auto";  // --device auto|host|cuda
   std::size_t device_feature_mb = 1024;
+  int gpus = 1;              // --gpus: GPUs the pipelines are dealt over
+  std::string gpu_topology;  // --topology: its intra link partitions or replicates
   bool max_batch_flag = false, deadline_flag = false, slo_flag = false;  // given explicitly
   front_door_args door;
 };
+
+// --gpus and --topology: how many GPUs, and whether their links (the topology's
+// intra link, as Quiver's placement reads it) partition the device tier.
+expected<sched::gpu_layout> gpu_layout_of(const serve_args& a, gpu::device_kind device) {
+  sched::gpu_layout layout;
+  layout.gpus = a.gpus;
+  if (a.gpus > 1 && device != gpu::device_kind::cuda)
+    return make_error(errc::invalid_argument,
+                      "--gpus {} needs GPUs (--device {} serves on the host)", a.gpus, a.device);
+  if (!a.gpu_topology.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.gpu_topology));
+    layout.partition = topo.peer_links();
+  }
+  return layout;
+}
 
 expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
                                                     thread_pool& pool, gpu::device_kind device) {
@@ -179,6 +197,7 @@ status run_serve(const serve_args& a, global_options& g) {
   nn::set_blas_threads(1);
   gnn_serving_defaults defaults;
   SPINDLE_ASSIGN_OR_RETURN(defaults.device, gpu::resolve_device(a.device));
+  SPINDLE_ASSIGN_OR_RETURN(defaults.gpu_layout, gpu_layout_of(a, defaults.device));
   SPINDLE_ASSIGN_OR_RETURN(defaults.calibration,
                            load_or_calibrate(a, ds, g.pool(), defaults.device));
   defaults.policy = policy;
@@ -199,6 +218,11 @@ status run_serve(const serve_args& a, global_options& g) {
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
   if (!a.gnnsched.empty()) {
+    if (defaults.gpu_layout.gpus > 1)
+      return make_error(errc::invalid_argument,
+                        "--gnnsched with --gpus {}: GNNSched's pool is one GPU's memory; serve "
+                        "with --gpus 1",
+                        defaults.gpu_layout.gpus);
     SPINDLE_ASSIGN_OR_RETURN(defaults.gnnsched, sched::parse_grouping_policy(a.gnnsched));
     defaults.gnnsched_bytes = std::size_t(a.gnnsched_mb) << 20;
   }
@@ -286,6 +310,15 @@ void register_serve(CLI::App& app, global_options& g) {
                   "(without it: serve the RPC front door until SIGINT/SIGTERM)");
   cmd->add_option("--name", a->name, "Model name for RPC calls (default: the model.toml name)");
   add_device_options(*cmd, a->device, a->device_feature_mb);
+  cmd->add_option("--gpus", a->gpus,
+                  "With --device cuda: GPUs the pipelines are dealt over, each with its own "
+                  "feature tier of --device-feature-mb")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--topology", a->gpu_topology,
+                  "Topology TOML whose intra link decides how several GPUs share the device "
+                  "tier: nvlink partitions it (rows fetched from the GPU holding them, over "
+                  "NCCL), pcie replicates it (the default without a file)");
   cmd->add_option("--gnnsched", a->gnnsched,
                   "Run every model's forward passes through GNNSched's device scheduler with "
                   "this grouping policy: fifo | sqtf | bqt (live: tunable gnnsched_policy)");

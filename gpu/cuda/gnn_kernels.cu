@@ -5,6 +5,9 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <map>
+#include <mutex>
+
 #include "gpu/device_arena.hpp"
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/gat_row.hpp"
@@ -273,17 +276,50 @@ status sage_layer_async(void* handle, const std::int64_t* indptr, const std::int
   return check(cudaGetLastError(), "bias + activation");
 }
 
+// How many map_host calls each pinned range has (one pin serves every GPU).
+std::mutex& mapped_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<const void*, int>& mapped() {
+  static std::map<const void*, int> m;
+  return m;
+}
+
 expected<const void*> map_host(const void* p, std::size_t bytes) {
-  SPINDLE_TRY(check(cudaHostRegister(const_cast<void*>(p), bytes,
-                                     cudaHostRegisterMapped | cudaHostRegisterReadOnly),
-                    "cudaHostRegister"));
+  {
+    std::lock_guard lock(mapped_mu());
+    if (mapped()[p]++ == 0) {
+      const auto e = cudaHostRegister(
+          const_cast<void*>(p), bytes,
+          cudaHostRegisterMapped | cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+      if (e != cudaSuccess) {
+        mapped().erase(p);
+        return check(e, "cudaHostRegister");
+      }
+    }
+  }
   void* dev = nullptr;
   SPINDLE_TRY(
       check(cudaHostGetDevicePointer(&dev, const_cast<void*>(p), 0), "cudaHostGetDevicePointer"));
   return static_cast<const void*>(dev);
 }
 
-void unmap_host(const void* p) { cudaHostUnregister(const_cast<void*>(p)); }
+void unmap_host(const void* p) {
+  std::lock_guard lock(mapped_mu());
+  auto it = mapped().find(p);
+  if (it == mapped().end() || --it->second > 0) return;
+  mapped().erase(it);
+  cudaHostUnregister(const_cast<void*>(p));
+}
+
+status set_device(int index) { return check(cudaSetDevice(index), "cudaSetDevice"); }
+
+expected<int> device_count() {
+  int n = 0;
+  SPINDLE_TRY(check(cudaGetDeviceCount(&n), "cudaGetDeviceCount"));
+  return n;
+}
 
 expected<void*> device_alloc(std::size_t bytes) {
   void* p = nullptr;

@@ -384,6 +384,15 @@ TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
   r = run("serve --dataset " + *dir_ + "/rmat --model " + wide + " --workload 10");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("model input width 99 does not match"), std::string::npos) << r.out;
+  // Several GPUs need GPUs; a bad topology file is named (here there is no GPU).
+  r = run("serve --dataset " + *dir_ + "/rmat --model " + model + " --device host --gpus 2");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--gpus 2 needs GPUs (--device host serves on the host)"), std::string::npos)
+      << r.out;
+  r = run("serve --dataset " + *dir_ + "/rmat --model " + model +
+          " --device host --topology /nonexistent/topology.toml --workload 10");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("/nonexistent/topology.toml"), std::string::npos) << r.out;
 }
 
 TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {

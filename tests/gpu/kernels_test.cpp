@@ -278,6 +278,41 @@ TEST(kernels, the_tiered_gather_reads_the_plain_tables_rows) {
 
 // The multi-GPU exchange's bookkeeping: each GPU asks the owner of every row it
 // needs, in its own order, and the answers land in the positions it asked.
+// Several GPUs: partitioned (NVLink), the hottest 3 x fits rows are dealt
+// round-robin in FAP order, each held by one GPU and fetched by the others;
+// replicated (PCIe), every GPU holds the same hottest rows and fetches nothing.
+TEST(kernels, several_gpus_partition_or_replicate_the_device_tier) {
+  const std::int64_t n = 1000, dim = 16;
+  std::vector<double> fap(static_cast<std::size_t>(n));
+  for (std::int64_t v = 0; v < n; ++v) fap[std::size_t(v)] = double((v * 37) % n);
+  const std::size_t budget = 50 * dim * sizeof(float);  // 50 rows per GPU
+  const auto one = sched::plan_feature_tiers(fap, n, dim, budget);
+  const auto part = sched::plan_gpu_tiers(fap, n, dim, budget, 3, true);
+  ASSERT_EQ(part.per_gpu.size(), 3u);
+  const auto hottest = sched::plan_feature_tiers(fap, n, dim, 3 * budget).device_nodes;
+  ASSERT_EQ(hottest.size(), 150u);
+  for (std::size_t r = 0; r < hottest.size(); ++r) {
+    const auto v = hottest[r];
+    const int g = int(r % 3);
+    EXPECT_EQ(part.owner[std::size_t(v)], g) << "node " << v;
+    for (int h = 0; h < 3; ++h) {
+      EXPECT_EQ(part.per_gpu[std::size_t(h)].tier[std::size_t(v)], h == g ? 0 : 1);
+      EXPECT_EQ(part.from_peer(h, v), h != g);
+    }
+  }
+  std::int64_t held = 0;
+  for (const auto& t : part.per_gpu) held += std::int64_t(t.device_nodes.size());
+  EXPECT_EQ(held, 150);
+  EXPECT_GT(part.device_fap_share, one.device_fap_share);
+  for (std::int64_t v = 0; v < n; ++v)
+    if (part.owner[std::size_t(v)] < 0) EXPECT_FALSE(part.from_peer(0, v));
+  const auto rep = sched::plan_gpu_tiers(fap, n, dim, budget, 3, false);
+  ASSERT_EQ(rep.per_gpu.size(), 3u);
+  for (const auto& t : rep.per_gpu) EXPECT_EQ(t.device_nodes, one.device_nodes);
+  for (std::int64_t v = 0; v < n; ++v) EXPECT_FALSE(rep.from_peer(1, v));
+  EXPECT_DOUBLE_EQ(rep.device_fap_share, one.device_fap_share);
+}
+
 TEST(kernels, the_exchange_plan_asks_each_owner_for_its_rows) {
   const std::vector<std::vector<std::int64_t>> wanted = {{0, 5, 2, 7}, {1, 3, 4}, {6, 8}};
   auto owner = [](std::int64_t id) { return int(id % 3); };  // a 3-way partitioned tier

@@ -1,0 +1,96 @@
+#include "sched/peer_exchange.hpp"
+
+#include <cstring>
+
+#include "gpu/gnn_kernels.hpp"
+
+namespace spindle::sched {
+
+expected<std::shared_ptr<peer_exchange>> peer_exchange::create(
+    std::vector<std::shared_ptr<cuda_resident>> residents, std::vector<std::int32_t> owner) {
+  std::shared_ptr<peer_exchange> x(new peer_exchange);
+  SPINDLE_ASSIGN_OR_RETURN(x->nccl_, gpu::nccl_group::create(int(residents.size())));
+  x->residents_ = std::move(residents);
+  x->owner_ = std::move(owner);
+  x->scratch_.resize(x->residents_.size());
+  return x;
+}
+
+peer_exchange::~peer_exchange() {
+  for (std::size_t g = 0; g < scratch_.size(); ++g) {
+    (void)gpu::set_device(int(g));
+    gpu::device_free(scratch_[g].ids);
+    gpu::device_free(scratch_[g].rows);
+  }
+}
+
+status peer_exchange::reserve(int gpu, std::size_t ids, std::size_t row_bytes) {
+  auto& s = scratch_[std::size_t(gpu)];
+  SPINDLE_TRY(gpu::set_device(gpu));
+  if (ids * 8 > s.id_bytes) {
+    gpu::device_free(s.ids);
+    s.ids = nullptr, s.id_bytes = 0;
+    SPINDLE_ASSIGN_OR_RETURN(s.ids, gpu::device_alloc(2 * ids * 8));
+    s.id_bytes = 2 * ids * 8;
+  }
+  if (row_bytes > s.row_bytes) {
+    gpu::device_free(s.rows);
+    s.rows = nullptr, s.row_bytes = 0;
+    SPINDLE_ASSIGN_OR_RETURN(s.rows, gpu::device_alloc(2 * row_bytes));
+    s.row_bytes = 2 * row_bytes;
+  }
+  return status::ok();
+}
+
+status peer_exchange::fetch(int gpu, std::span<const std::int64_t> ids, std::int64_t dim,
+                            float* out) {
+  std::lock_guard lock(mu_);
+  const int gpus = int(residents_.size());
+  for (auto v : ids)
+    if (v < 0 || std::size_t(v) >= owner_.size() || !from_peer(gpu, v))
+      return make_error(errc::invalid_argument,
+                        "peer exchange: node {} is not held by a peer of GPU {}", v, gpu);
+  const auto n = static_cast<std::size_t>(gpus);
+  std::vector<std::vector<std::int64_t>> wanted(n);
+  wanted[std::size_t(gpu)].assign(ids.begin(), ids.end());
+  const auto plan =
+      gpu::plan_exchange(wanted, gpus, [&](std::int64_t v) { return owner_[std::size_t(v)]; });
+  const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
+  // Each owner gathers the rows asked of it into its send buffer.
+  std::vector<std::vector<const float*>> send(n, std::vector<const float*>(n));
+  std::vector<std::vector<float*>> recv(n, std::vector<float*>(n));
+  for (int s = 0; s < gpus; ++s) {
+    const auto& asked = plan.ask[std::size_t(gpu)][std::size_t(s)];
+    if (s == gpu || asked.empty()) continue;
+    SPINDLE_TRY(reserve(s, asked.size(), asked.size() * row_bytes));
+    auto& sc = scratch_[std::size_t(s)];
+    SPINDLE_TRY(gpu::copy_to_device(sc.ids, asked.data(), asked.size() * 8));
+    SPINDLE_TRY(residents_[std::size_t(s)]->gather_async(
+        dim, static_cast<const std::int64_t*>(sc.ids), std::int64_t(asked.size()),
+        static_cast<float*>(sc.rows), nullptr));
+    SPINDLE_TRY(gpu::synchronize(nullptr));
+    send[std::size_t(s)][std::size_t(gpu)] = static_cast<const float*>(sc.rows);
+  }
+  // The asking GPU receives every owner's rows back to back.
+  SPINDLE_TRY(reserve(gpu, 0, ids.size() * row_bytes));
+  std::size_t at = 0;
+  for (int s = 0; s < gpus; ++s) {
+    recv[std::size_t(gpu)][std::size_t(s)] =
+        static_cast<float*>(scratch_[std::size_t(gpu)].rows) + at * std::size_t(dim);
+    at += plan.ask[std::size_t(gpu)][std::size_t(s)].size();
+  }
+  SPINDLE_TRY(nccl_->exchange(plan, dim, send, recv));
+  SPINDLE_TRY(gpu::set_device(gpu));
+  landed_.resize(ids.size() * std::size_t(dim));
+  SPINDLE_TRY(
+      gpu::copy_to_host(landed_.data(), scratch_[std::size_t(gpu)].rows, ids.size() * row_bytes));
+  at = 0;  // each row to the position its id had in `ids`
+  for (int s = 0; s < gpus; ++s)
+    for (std::size_t k : plan.slot[std::size_t(gpu)][std::size_t(s)])
+      std::memcpy(out + k * std::size_t(dim), landed_.data() + (at++) * std::size_t(dim),
+                  row_bytes);
+  rows_fetched_ += ids.size();
+  return status::ok();
+}
+
+}  // namespace spindle::sched

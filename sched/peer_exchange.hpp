@@ -1,0 +1,56 @@
+// The feature exchange between the GPUs of one server whose device tier is
+// partitioned (NVLink; Quiver §5.2, #19 item 6a): a GPU's batch asks each
+// peer for the rows that peer holds; every owner gathers its rows with the
+// gather kernel, and one grouped NCCL send/recv round (gpu::nccl_group) moves
+// them to the asking GPU. Which rows cross is plan_exchange's bookkeeping and
+// gpu_tiers' owners, both host-tested. Thread-safe: one exchange at a time.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "gpu/nccl_exchange.hpp"
+#include "sched/cuda_resident.hpp"
+#include "sched/feature_tiers.hpp"
+
+namespace spindle::sched {
+
+class peer_exchange {
+ public:
+  /// One resident per GPU (index = GPU), partitioned by `tiers`; fails, naming
+  /// why, without NCCL or without that many GPUs.
+  static expected<std::shared_ptr<peer_exchange>> create(
+      std::vector<std::shared_ptr<cuda_resident>> residents, std::vector<std::int32_t> owner);
+  ~peer_exchange();
+
+  /// Whether GPU `gpu` fetches node v from a peer.
+  bool from_peer(int gpu, std::int64_t v) const {
+    const auto o = owner_[std::size_t(v)];
+    return o >= 0 && o != gpu;
+  }
+  /// out[k * dim ...] (host memory) = the row of ids[k], each held by a GPU
+  /// other than `gpu`, fetched from its owner over NCCL.
+  status fetch(int gpu, std::span<const std::int64_t> ids, std::int64_t dim, float* out);
+  std::uint64_t rows_fetched() const { return rows_fetched_; }
+
+ private:
+  struct scratch {  // one GPU's grow-only buffers
+    void* ids = nullptr;
+    void* rows = nullptr;
+    std::size_t id_bytes = 0, row_bytes = 0;
+  };
+  peer_exchange() = default;
+  status reserve(int gpu, std::size_t ids, std::size_t row_bytes);
+
+  std::mutex mu_;
+  std::unique_ptr<gpu::nccl_group> nccl_;
+  std::vector<std::shared_ptr<cuda_resident>> residents_;
+  std::vector<std::int32_t> owner_;
+  std::vector<scratch> scratch_;    // per GPU; guarded by mu_
+  std::vector<float> landed_;       // received rows on the host; guarded by mu_
+  std::uint64_t rows_fetched_ = 0;  // guarded by mu_
+};
+
+}  // namespace spindle::sched
