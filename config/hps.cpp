@@ -62,7 +62,8 @@ expected<hps_table_config> read_table(const toml::table& t, hps_table_config c,
                                       std::string_view where, bool allow_section_keys) {
   for (auto&& [k, _] : t) {
     const std::string_view key = k.str();
-    if (allow_section_keys && (key == "tables" || key == "refresh_interval_ms")) continue;
+    if (allow_section_keys && (key == "tables" || key == "refresh_interval_ms" || key == "l1_gpus"))
+      continue;
     if (std::find(kTableKeys.begin(), kTableKeys.end(), key) == kTableKeys.end())
       return make_error(errc::invalid_argument, "unknown field {}.{}", where, key);
   }
@@ -94,6 +95,12 @@ expected<hps_config> from_root(const toml::table& root, const hps_config& base) 
     if (!v || *v < 0)
       return make_error(errc::invalid_argument, "hps.refresh_interval_ms must be an integer >= 0");
     out.refresh_interval_ms = std::uint32_t(*v);
+  }
+  if (const toml::node* n = hps->get("l1_gpus")) {
+    auto v = n->value<std::int64_t>();
+    if (!v || *v < 1 || *v > 64)
+      return make_error(errc::invalid_argument, "hps.l1_gpus must be an integer in 1..64");
+    out.l1_gpus = int(*v);
   }
   if (const toml::node* n = hps->get("tables")) {
     const toml::table* tables = n->as_table();

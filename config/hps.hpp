@@ -12,6 +12,7 @@
 //   overflow_resolution = 0.8     # prune down to margin * resolution
 //   eviction_policy = "evict_oldest"   # evict_oldest | evict_least_used | evict_random
 //   refresh_interval_ms = 0       # periodic L1 refresh (0: on command only)
+//   l1_gpus = 1                   # GPUs holding an L1 replica (updates broadcast over NCCL)
 //   [hps.tables.emb0]
 //   cache_fraction = 0.5
 #pragma once
@@ -40,6 +41,7 @@ struct hps_config {
   hps_table_config defaults;
   std::map<std::string, hps_table_config> tables;  // overrides, by table name
   std::uint32_t refresh_interval_ms = 0;
+  int l1_gpus = 1;  // with the L1 on GPUs: how many hold a replica
 
   /// The settings of `table`: its override when present, else the defaults.
   const hps_table_config& for_table(const std::string& table) const;

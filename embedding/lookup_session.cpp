@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/log.hpp"
-#include "embedding/cache/device_cache.hpp"
+#include "embedding/cache/replicated_cache.hpp"
 #include "gpu/device.hpp"
 
 namespace spindle::embedding {
@@ -31,6 +31,8 @@ expected<std::unique_ptr<lookup_session>> lookup_session::create(std::vector<tab
                                                                  session_options options) {
   SPINDLE_ASSIGN_OR_RETURN(const auto device, gpu::resolve_device(options.l1_device));
   const bool on_device = device == gpu::device_kind::cuda;
+  if (options.l1_gpus < 1)
+    return make_error(errc::invalid_argument, "hps.l1_gpus = {}: must be >= 1", options.l1_gpus);
   std::unique_ptr<lookup_session> s(new lookup_session(vdb, pdb, options));
   for (auto& o : tables) {
     if (o.name.empty()) return make_error(errc::invalid_argument, "hps table: empty name");
@@ -48,7 +50,7 @@ expected<std::unique_ptr<lookup_session>> lookup_session::create(std::vector<tab
       return make_error(errc::invalid_argument, "hps table '{}': rows must be > 0", o.name);
     auto t = std::make_unique<table_state>();
     const auto slots = static_cast<std::uint64_t>(std::ceil(double(o.rows) * o.cache_fraction));
-    auto cache = make_l1_cache({slots, o.dim, o.slabs_per_set}, on_device);
+    auto cache = make_l1_cache({slots, o.dim, o.slabs_per_set}, on_device, options.l1_gpus);
     if (!cache) return std::move(cache).error().with_context("hps table '" + o.name + "'");
     t->cache = std::move(*cache);
     t->threshold = o.hit_rate_threshold;

@@ -62,6 +62,8 @@ struct session_options {
   /// Where the L1 caches live: "auto" (a GPU's memory when one is usable, as
   /// HPS does; else host memory), "host" or "cuda" (fails without a GPU).
   std::string l1_device = "auto";
+  /// With the L1 on GPUs: how many hold a replica (updates broadcast over NCCL).
+  int l1_gpus = 1;
 };
 
 class lookup_session {

@@ -48,8 +48,8 @@ class nccl_group {
   virtual status exchange(const exchange_plan& plan, std::int64_t dim,
                           const std::vector<std::vector<const float*>>& send,
                           const std::vector<std::vector<float*>>& recv) = 0;
-  /// Every GPU's buffers[g] (`count` floats) gets GPU root's.
-  virtual status broadcast(int root, const std::vector<float*>& buffers, std::size_t count) = 0;
+  /// Every GPU's buffers[g] (device memory of GPU g, `bytes` long) gets GPU root's.
+  virtual status broadcast(int root, const std::vector<void*>& buffers, std::size_t bytes) = 0;
 };
 
 }  // namespace spindle::gpu

@@ -53,8 +53,10 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
     if (s.vdb && hc.tables.count(t.name))
       SPINDLE_TRY(s.vdb->configure_table(t.name, vdb_options_of(hc.for_table(t.name))));
   }
+  embedding::session_options so;
+  so.l1_gpus = hc.l1_gpus;
   SPINDLE_ASSIGN_OR_RETURN(auto session,
-                           embedding::lookup_session::create(tables, s.vdb.get(), s.pdb.get()));
+                           embedding::lookup_session::create(tables, s.vdb.get(), s.pdb.get(), so));
   s.session = std::move(session);
   return s;
 }

@@ -6,9 +6,11 @@
 namespace spindle::embedding {
 
 expected<std::unique_ptr<device_embedding_cache>> device_embedding_cache::create(
-    const cache_options& o) {
+    const cache_options& o, int gpu) {
   SPINDLE_TRY(embedding_cache::validate(o));  // the host cache's checks, named the same way
+  SPINDLE_TRY(gpu::set_device(gpu));
   std::unique_ptr<device_embedding_cache> c(new device_embedding_cache);
+  c->gpu_ = gpu;
   auto& v = c->view_;
   v.slabs_per_set = o.slabs_per_set;
   v.dim = o.dim;
@@ -39,6 +41,7 @@ expected<std::unique_ptr<device_embedding_cache>> device_embedding_cache::create
 }
 
 device_embedding_cache::~device_embedding_cache() {
+  (void)gpu::set_device(gpu_);
   for (void* p : {static_cast<void*>(view_.keys), static_cast<void*>(view_.counters),
                   static_cast<void*>(view_.values), static_cast<void*>(view_.locks), keys_in_,
                   values_io_, missed_})
@@ -65,6 +68,7 @@ status device_embedding_cache::query(std::span<const cache_key> keys, std::span<
                       values.size(), keys.size(), view_.dim);
   if (keys.empty()) return status::ok();
   std::lock_guard lock(mu_);
+  SPINDLE_TRY(gpu::set_device(gpu_));
   SPINDLE_TRY(stage(keys.size()));
   SPINDLE_TRY(gpu::copy_to_device(keys_in_, keys.data(), keys.size_bytes()));
   SPINDLE_TRY(gpu::cache_query_async(view_, static_cast<const cache_key*>(keys_in_), keys.size(),
@@ -83,6 +87,7 @@ status device_embedding_cache::replace(std::span<const cache_key> keys,
                                        std::span<const float> values) {
   if (keys.empty()) return status::ok();
   std::lock_guard lock(mu_);
+  SPINDLE_TRY(gpu::set_device(gpu_));
   SPINDLE_TRY(stage(keys.size()));
   SPINDLE_TRY(gpu::copy_to_device(keys_in_, keys.data(), keys.size_bytes()));
   SPINDLE_TRY(gpu::copy_to_device(values_io_, values.data(), keys.size() * view_.dim * 4));
@@ -98,6 +103,7 @@ expected<std::uint64_t> device_embedding_cache::update(std::span<const cache_key
   cache_misses misses;
   SPINDLE_TRY(query(keys, scratch, misses));  // how many are present (Algorithm 4's count)
   std::lock_guard lock(mu_);
+  SPINDLE_TRY(gpu::set_device(gpu_));
   SPINDLE_TRY(gpu::copy_to_device(keys_in_, keys.data(), keys.size_bytes()));
   SPINDLE_TRY(gpu::copy_to_device(values_io_, values.data(), keys.size() * view_.dim * 4));
   SPINDLE_TRY(gpu::cache_update_async(view_, static_cast<const cache_key*>(keys_in_), keys.size(),
@@ -113,9 +119,28 @@ void device_embedding_cache::dump(std::uint64_t set_begin, std::uint64_t set_end
   const std::uint64_t per_set = std::uint64_t{view_.slabs_per_set} * gpu::slab_width;
   std::vector<cache_key> keys((set_end - set_begin) * per_set);
   std::lock_guard lock(mu_);
+  if (!gpu::set_device(gpu_)) return;
   if (!gpu::copy_to_host(keys.data(), view_.keys + set_begin * per_set, keys.size() * 8)) return;
   for (auto k : keys)
     if (k != gpu::empty_key) out.push_back(k);
+}
+
+status device_embedding_cache::replace_from_device(const cache_key* keys, std::size_t n,
+                                                   const float* values) {
+  if (n == 0) return status::ok();
+  std::lock_guard lock(mu_);
+  SPINDLE_TRY(gpu::set_device(gpu_));
+  SPINDLE_TRY(gpu::cache_replace_async(view_, keys, n, values, ++counter_, nullptr));
+  return gpu::synchronize(nullptr);
+}
+
+status device_embedding_cache::update_from_device(const cache_key* keys, std::size_t n,
+                                                  const float* values) {
+  if (n == 0) return status::ok();
+  std::lock_guard lock(mu_);
+  SPINDLE_TRY(gpu::set_device(gpu_));
+  SPINDLE_TRY(gpu::cache_update_async(view_, keys, n, values, nullptr));
+  return gpu::synchronize(nullptr);
 }
 
 expected<std::unique_ptr<l1_cache>> make_l1_cache(const cache_options& o, bool on_device) {

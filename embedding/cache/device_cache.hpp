@@ -17,7 +17,9 @@ namespace spindle::embedding {
 
 class device_embedding_cache final : public l1_cache {
  public:
-  static expected<std::unique_ptr<device_embedding_cache>> create(const cache_options& o);
+  /// A cache in the memory of GPU `gpu` (every call then runs there).
+  static expected<std::unique_ptr<device_embedding_cache>> create(const cache_options& o,
+                                                                  int gpu = 0);
   ~device_embedding_cache() override;
   std::string_view where() const override { return "cuda"; }
   status query(std::span<const cache_key> keys, std::span<float> values,
@@ -29,6 +31,12 @@ class device_embedding_cache final : public l1_cache {
             std::vector<cache_key>& out) const override;
   std::uint64_t num_sets() const override { return view_.num_sets; }
   std::uint32_t dim() const override { return view_.dim; }
+  int gpu() const { return gpu_; }
+
+  /// Algorithms 3 and 4 over `n` keys and vectors already in this GPU's memory
+  /// (a broadcast's landing buffers), without a copy from the host.
+  status replace_from_device(const cache_key* keys, std::size_t n, const float* values);
+  status update_from_device(const cache_key* keys, std::size_t n, const float* values);
 
  private:
   device_embedding_cache() = default;
@@ -36,6 +44,7 @@ class device_embedding_cache final : public l1_cache {
   status stage(std::size_t keys);
 
   mutable std::mutex mu_;
+  int gpu_ = 0;
   gpu::slab_cache_view view_;
   std::atomic<std::uint64_t> counter_{0};
   void* keys_in_ = nullptr;

@@ -55,10 +55,10 @@ class nccl_group_impl final : public nccl_group {
     return synchronize_all();
   }
 
-  status broadcast(int root, const std::vector<float*>& buffers, std::size_t count) override {
+  status broadcast(int root, const std::vector<void*>& buffers, std::size_t bytes) override {
     SPINDLE_TRY(nccl_check(ncclGroupStart(), "ncclGroupStart"));
     for (std::size_t g = 0; g < comms_.size(); ++g)
-      ncclBroadcast(buffers[std::size_t(root)], buffers[g], count, ncclFloat, root, comms_[g],
+      ncclBroadcast(buffers[std::size_t(root)], buffers[g], bytes, ncclUint8, root, comms_[g],
                     streams_[g]);
     SPINDLE_TRY(nccl_check(ncclGroupEnd(), "ncclGroupEnd"));
     return synchronize_all();

@@ -17,6 +17,7 @@ arch = "dlrm"
 cache_fraction = 0.2
 eviction_policy = "evict_random"
 refresh_interval_ms = 500
+l1_gpus = 2
 [hps.tables.emb1]
 hit_rate_threshold = 1.0
 overflow_margin = 1000
@@ -24,6 +25,7 @@ overflow_margin = 1000
                             "m.toml", base);
   ASSERT_TRUE(c.has_value()) << c.error().to_string();
   EXPECT_EQ(c->refresh_interval_ms, 500u);
+  EXPECT_EQ(c->l1_gpus, 2);
   EXPECT_EQ(c->for_table("emb0").cache_fraction, 0.2);
   EXPECT_EQ(c->for_table("emb0").vdb_partitions, 4u);
   EXPECT_EQ(c->for_table("emb0").hit_rate_threshold, 0.8);
@@ -48,6 +50,8 @@ TEST(hps_config_test, bad_values_name_the_file_and_field) {
                "hps.tables.emb0.eviction_policy = 'lru'");
   expect_error("[hps]\nvdb_partitions = 0\n", "hps.vdb_partitions must be an integer >= 1");
   expect_error("[hps\n", "h.toml: line 1");
+  expect_error("[hps]\nl1_gpus = 0\n", "hps.l1_gpus must be an integer in 1..64");
+  expect_error("[hps.tables.emb0]\nl1_gpus = 2\n", "unknown field hps.tables.emb0.l1_gpus");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "embedding/cache/device_cache.hpp"
+#include "embedding/cache/replicated_cache.hpp"
 #include "embedding/lookup_session.hpp"
 #include "gpu/device.hpp"
 
@@ -371,6 +372,19 @@ TEST(embedding_cache, the_l1_lives_on_the_device_only_when_one_is_usable) {
   s = lookup_session::create({{"emb0", 4, 100}}, nullptr, nullptr, o);
   ASSERT_TRUE(s.has_value()) << s.error().to_string();
   EXPECT_EQ((*s)->cache(0).where(), "host");
+  // Replicas on several GPUs need the GPUs (and NCCL); on the host the count is moot.
+  o.l1_gpus = 2;
+  s = lookup_session::create({{"emb0", 4, 100}}, nullptr, nullptr, o);
+  ASSERT_TRUE(s.has_value()) << s.error().to_string();
+  EXPECT_EQ((*s)->cache(0).where(), "host");
+  auto replicas = replicated_l1_cache::create({64, 4, 2}, 2);
+  ASSERT_FALSE(replicas.has_value());
+  EXPECT_NE(replicas.error().message().find("2 GPUs"), std::string::npos)
+      << replicas.error().message();
+  o.l1_gpus = 0;
+  s = lookup_session::create({{"emb0", 4, 100}}, nullptr, nullptr, o);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("l1_gpus = 0"), std::string::npos) << s.error().message();
 }
 
 }  // namespace
