@@ -34,6 +34,7 @@ cuda_executor::~cuda_executor() {
   (void)gpu::set_device(resident_->gpu());
   gpu::blas_destroy(blas_);
   for (auto& [stream, blas] : slot_blas_) gpu::blas_destroy(blas);
+  gpu::device_free(gathered_);
 }
 
 // A batch larger than the arena: a new arena of twice what was asked (the old
@@ -58,19 +59,27 @@ status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int6
 status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids,
                                        float* out) {
   const std::size_t out_bytes = ids.size() * std::size_t(dim) * 4;
-  if (ids.size_bytes() + out_bytes + 512 > arena_->capacity()) {
-    SPINDLE_TRY(grow_arena(ids.size_bytes() + out_bytes + 512));
+  gathered_for_ = nullptr;
+  if (ids.size_bytes() + 512 > arena_->capacity()) {
+    SPINDLE_TRY(grow_arena(ids.size_bytes() + 512));
+  }
+  if (out_bytes > gathered_bytes_) {
+    gpu::device_free(gathered_);
+    gathered_ = nullptr, gathered_bytes_ = 0;
+    SPINDLE_ASSIGN_OR_RETURN(gathered_, gpu::device_alloc(2 * out_bytes));
+    gathered_bytes_ = 2 * out_bytes;
   }
   arena_->reset();
   void* const stream = arena_->stream();
   SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(ids.size()));
-  SPINDLE_ASSIGN_OR_RETURN(auto* d_out, arena_->take_n<float>(ids.size() * std::size_t(dim)));
+  auto* d_out = static_cast<float*>(gathered_);
   SPINDLE_TRY(gpu::copy_to_device_async(d_ids, ids.data(), ids.size_bytes(), stream));
   SPINDLE_TRY(resident_->gather_async(dim, d_ids, std::int64_t(ids.size()), d_out, stream));
   SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(out_bytes));
   SPINDLE_TRY(gpu::copy_to_host_async(pinned, d_out, out_bytes, stream));
   SPINDLE_TRY(gpu::synchronize(stream));
   std::memcpy(out, pinned, out_bytes);
+  gathered_for_ = out, gathered_for_bytes_ = out_bytes;
   return status::ok();
 }
 
@@ -95,6 +104,7 @@ status cuda_executor::gather_with_peers(std::int64_t dim, std::span<const std::i
     SPINDLE_TRY(gather_on_device(dim, own_ids_, rows_.data()));
     place(own_at_);
   }
+  gathered_for_ = nullptr;  // the batch's rows are whole on the host only
   SPINDLE_TRY(peers_->fetch(resident_->gpu(), peer_ids_, dim, rows_.data()));
   SPINDLE_TRY(gpu::set_device(resident_->gpu()));
   place(peer_at_);
@@ -103,6 +113,7 @@ status cuda_executor::gather_with_peers(std::int64_t dim, std::span<const std::i
 
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
                            std::span<const std::int64_t> ids, float* out) {
+  gathered_for_ = nullptr;  // set again only by a gather done whole on the device
   // The dataset's own table is on the device tiers; any other (a remote
   // shard's rows), or a device failure, is gathered on the host.
   if (resident_->holds(table)) {
@@ -114,14 +125,21 @@ void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
   host_.gather(table, dim, ids, out);
 }
 
+const float* cuda_executor::take_gathered(const nn::tensor& x) {
+  const bool same = gathered_for_ != nullptr && gathered_for_ == x.data() &&
+                    gathered_for_bytes_ == std::size_t(x.numel()) * sizeof(float);
+  gathered_for_ = nullptr;  // good for this one pass only
+  return same ? static_cast<const float*>(gathered_) : nullptr;
+}
+
 expected<nn::tensor> cuda_executor::forward_on_device(const nn::model& m, nn::allocator& a,
                                                       std::span<const nn::block> blocks,
                                                       std::span<const float> degree,
-                                                      const nn::tensor& x) {
+                                                      const nn::tensor& x, const float* x_device) {
   SPINDLE_ASSIGN_OR_RETURN(const device_model* dm, resident_->model(m));
   for (int attempt = 0;; ++attempt) {
     arena_->reset();
-    auto y = dm->forward(*arena_, blas_, a, blocks, degree, x);
+    auto y = dm->forward(*arena_, blas_, a, blocks, degree, x, x_device);
     if (y || !exhausted(y.error()) || attempt == 3) return y;
     SPINDLE_TRY(grow_arena(arena_->capacity()));
   }
@@ -130,9 +148,11 @@ expected<nn::tensor> cuda_executor::forward_on_device(const nn::model& m, nn::al
 expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a,
                                             std::span<const nn::block> blocks,
                                             std::span<const float> degree, const nn::tensor& x) {
+  // x is the rows this executor just gathered: they are on the device already.
+  const float* x_device = take_gathered(x);
   if (blas_ && device_model::supports(m) && !blocks.empty()) {
     auto on = gpu::set_device(resident_->gpu());
-    auto y = on ? forward_on_device(m, a, blocks, degree, x) : expected<nn::tensor>(on);
+    auto y = on ? forward_on_device(m, a, blocks, degree, x, x_device) : expected<nn::tensor>(on);
     if (y) return y;
     log::warn("cuda executor: the device forward pass failed ({}); running on the host",
               y.error().message());

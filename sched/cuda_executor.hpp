@@ -47,7 +47,9 @@ class cuda_executor final : public batch_executor {
   status gather_with_peers(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
   expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
                                          std::span<const nn::block> blocks,
-                                         std::span<const float> degree, const nn::tensor& x);
+                                         std::span<const float> degree, const nn::tensor& x,
+                                         const float* x_device);
+  const float* take_gathered(const nn::tensor& x);
   status grow_arena(std::size_t at_least);
   expected<void*> blas_for(void* stream);
 
@@ -59,7 +61,14 @@ class cuda_executor final : public batch_executor {
   gpu::pinned_buffer staging_;                // gathered rows come back through it
   void* blas_ = nullptr;                      // on arena_'s stream
   std::mutex slot_mu_;
-  std::map<void*, void*> slot_blas_;              // a cuBLAS handle per GNNSched stream; guarded
+  std::map<void*, void*> slot_blas_;  // a cuBLAS handle per GNNSched stream; guarded
+  // The last gather's rows stay on the device (grow-only): the forward pass of
+  // the same host rows (x.data() == gathered_for_) reads them there instead of
+  // uploading them again. Consumed by that forward pass.
+  void* gathered_ = nullptr;
+  std::size_t gathered_bytes_ = 0;
+  const float* gathered_for_ = nullptr;
+  std::size_t gathered_for_bytes_ = 0;
   std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
   std::vector<std::size_t> own_at_, peer_at_;
   std::vector<float> rows_;

@@ -55,12 +55,15 @@ const float* device_model::param(int layer, const std::string& name) const {
 
 expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas, nn::allocator& a,
                                            std::span<const nn::block> blocks,
-                                           std::span<const float> degree,
-                                           const nn::tensor& x) const {
+                                           std::span<const float> degree, const nn::tensor& x,
+                                           const float* x_device) const {
   const auto& d = model_->desc();
   void* const stream = arena.stream();  // every copy, kernel and GEMM of the pass
   SPINDLE_TRY(gpu::blas_set_stream(blas, stream));
-  SPINDLE_ASSIGN_OR_RETURN(void* h, put(arena, x.data(), std::size_t(x.numel()) * 4));
+  const void* h = x_device;
+  if (!h) {
+    SPINDLE_ASSIGN_OR_RETURN(h, put(arena, x.data(), std::size_t(x.numel()) * 4));
+  }
   const float* deg = nullptr;
   if (d.arch == model_arch::gcn) {
     SPINDLE_ASSIGN_OR_RETURN(void* p, put(arena, degree.data(), degree.size_bytes()));

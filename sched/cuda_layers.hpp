@@ -29,9 +29,11 @@ class device_model {
   /// arena's stream (`blas`, from gpu::blas_create, is set to it: one handle per
   /// concurrent pass); the output comes back in `a`'s host memory. Const: passes
   /// on different arenas and handles may run at once.
+  /// `x_device`, when given, is x already in device memory (the batch's gather
+  /// on the device), so x is not uploaded again.
   expected<nn::tensor> forward(gpu::device_arena& arena, void* blas, nn::allocator& a,
                                std::span<const nn::block> blocks, std::span<const float> degree,
-                               const nn::tensor& x) const;
+                               const nn::tensor& x, const float* x_device = nullptr) const;
 
  private:
   device_model() = default;
