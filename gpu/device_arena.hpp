@@ -57,6 +57,25 @@ class pinned_buffer {
   std::size_t size_ = 0;
 };
 
+/// Device memory of one GPU that grows on demand (to twice what was asked;
+/// contents not kept) and is freed on that GPU: scratch that lives across
+/// batches. One owner.
+class device_buffer {
+ public:
+  explicit device_buffer(int gpu = 0) : gpu_(gpu) {}
+  ~device_buffer();
+  device_buffer(device_buffer&& o) noexcept;
+  device_buffer& operator=(device_buffer&& o) noexcept;
+  /// At least `bytes` of GPU gpu's memory (made the current device first).
+  expected<void*> reserve(std::size_t bytes);
+  void* data() const { return p_; }
+
+ private:
+  int gpu_ = 0;
+  void* p_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 /// A CUDA stream (tasks of a GNNSched group each on their own), or the error.
 expected<void*> stream_create();
 void stream_destroy(void* stream);

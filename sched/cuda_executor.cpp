@@ -21,6 +21,7 @@ expected<std::unique_ptr<cuda_executor>> cuda_executor::create(
   std::unique_ptr<cuda_executor> ex(new cuda_executor);
   ex->resident_ = std::move(resident);
   ex->peers_ = std::move(peers);
+  ex->gathered_ = gpu::device_buffer(ex->resident_->gpu());
   SPINDLE_ASSIGN_OR_RETURN(ex->sampler_, cuda_sampling_executor::create(ex->resident_->csr()));
   SPINDLE_ASSIGN_OR_RETURN(ex->arena_, gpu::device_arena::create(kFirstArena));
   if (auto blas = gpu::blas_create())
@@ -34,7 +35,6 @@ cuda_executor::~cuda_executor() {
   (void)gpu::set_device(resident_->gpu());
   gpu::blas_destroy(blas_);
   for (auto& [stream, blas] : slot_blas_) gpu::blas_destroy(blas);
-  gpu::device_free(gathered_);
 }
 
 // A batch larger than the arena: a new arena of twice what was asked (the old
@@ -63,16 +63,11 @@ status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::in
   if (ids.size_bytes() + 512 > arena_->capacity()) {
     SPINDLE_TRY(grow_arena(ids.size_bytes() + 512));
   }
-  if (out_bytes > gathered_bytes_) {
-    gpu::device_free(gathered_);
-    gathered_ = nullptr, gathered_bytes_ = 0;
-    SPINDLE_ASSIGN_OR_RETURN(gathered_, gpu::device_alloc(2 * out_bytes));
-    gathered_bytes_ = 2 * out_bytes;
-  }
+  SPINDLE_ASSIGN_OR_RETURN(void* rows, gathered_.reserve(out_bytes));
   arena_->reset();
   void* const stream = arena_->stream();
   SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(ids.size()));
-  auto* d_out = static_cast<float*>(gathered_);
+  auto* d_out = static_cast<float*>(rows);
   SPINDLE_TRY(gpu::copy_to_device_async(d_ids, ids.data(), ids.size_bytes(), stream));
   SPINDLE_TRY(resident_->gather_async(dim, d_ids, std::int64_t(ids.size()), d_out, stream));
   SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(out_bytes));
@@ -129,7 +124,7 @@ const float* cuda_executor::take_gathered(const nn::tensor& x) {
   const bool same = gathered_for_ != nullptr && gathered_for_ == x.data() &&
                     gathered_for_bytes_ == std::size_t(x.numel()) * sizeof(float);
   gathered_for_ = nullptr;  // good for this one pass only
-  return same ? static_cast<const float*>(gathered_) : nullptr;
+  return same ? static_cast<const float*>(gathered_.data()) : nullptr;
 }
 
 expected<nn::tensor> cuda_executor::forward_on_device(const nn::model& m, nn::allocator& a,

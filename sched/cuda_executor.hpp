@@ -65,8 +65,7 @@ class cuda_executor final : public batch_executor {
   // The last gather's rows stay on the device (grow-only): the forward pass of
   // the same host rows (x.data() == gathered_for_) reads them there instead of
   // uploading them again. Consumed by that forward pass.
-  void* gathered_ = nullptr;
-  std::size_t gathered_bytes_ = 0;
+  gpu::device_buffer gathered_;
   const float* gathered_for_ = nullptr;
   std::size_t gathered_for_bytes_ = 0;
   std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are

@@ -12,34 +12,9 @@ expected<std::shared_ptr<peer_exchange>> peer_exchange::create(
   SPINDLE_ASSIGN_OR_RETURN(x->nccl_, gpu::nccl_group::create(int(residents.size())));
   x->residents_ = std::move(residents);
   x->owner_ = std::move(owner);
-  x->scratch_.resize(x->residents_.size());
+  for (int g = 0; g < int(x->residents_.size()); ++g)
+    x->scratch_.push_back({gpu::device_buffer(g), gpu::device_buffer(g)});
   return x;
-}
-
-peer_exchange::~peer_exchange() {
-  for (std::size_t g = 0; g < scratch_.size(); ++g) {
-    (void)gpu::set_device(int(g));
-    gpu::device_free(scratch_[g].ids);
-    gpu::device_free(scratch_[g].rows);
-  }
-}
-
-status peer_exchange::reserve(int gpu, std::size_t ids, std::size_t row_bytes) {
-  auto& s = scratch_[std::size_t(gpu)];
-  SPINDLE_TRY(gpu::set_device(gpu));
-  if (ids * 8 > s.id_bytes) {
-    gpu::device_free(s.ids);
-    s.ids = nullptr, s.id_bytes = 0;
-    SPINDLE_ASSIGN_OR_RETURN(s.ids, gpu::device_alloc(2 * ids * 8));
-    s.id_bytes = 2 * ids * 8;
-  }
-  if (row_bytes > s.row_bytes) {
-    gpu::device_free(s.rows);
-    s.rows = nullptr, s.row_bytes = 0;
-    SPINDLE_ASSIGN_OR_RETURN(s.rows, gpu::device_alloc(2 * row_bytes));
-    s.row_bytes = 2 * row_bytes;
-  }
-  return status::ok();
 }
 
 status peer_exchange::fetch(int gpu, std::span<const std::int64_t> ids, std::int64_t dim,
@@ -62,28 +37,28 @@ status peer_exchange::fetch(int gpu, std::span<const std::int64_t> ids, std::int
   for (int s = 0; s < gpus; ++s) {
     const auto& asked = plan.ask[std::size_t(gpu)][std::size_t(s)];
     if (s == gpu || asked.empty()) continue;
-    SPINDLE_TRY(reserve(s, asked.size(), asked.size() * row_bytes));
     auto& sc = scratch_[std::size_t(s)];
-    SPINDLE_TRY(gpu::copy_to_device(sc.ids, asked.data(), asked.size() * 8));
+    SPINDLE_ASSIGN_OR_RETURN(void* d_ids, sc.ids.reserve(asked.size() * 8));
+    SPINDLE_ASSIGN_OR_RETURN(void* d_rows, sc.rows.reserve(asked.size() * row_bytes));
+    SPINDLE_TRY(gpu::copy_to_device(d_ids, asked.data(), asked.size() * 8));
     SPINDLE_TRY(residents_[std::size_t(s)]->gather_async(
-        dim, static_cast<const std::int64_t*>(sc.ids), std::int64_t(asked.size()),
-        static_cast<float*>(sc.rows), nullptr));
+        dim, static_cast<const std::int64_t*>(d_ids), std::int64_t(asked.size()),
+        static_cast<float*>(d_rows), nullptr));
     SPINDLE_TRY(gpu::synchronize(nullptr));
-    send[std::size_t(s)][std::size_t(gpu)] = static_cast<const float*>(sc.rows);
+    send[std::size_t(s)][std::size_t(gpu)] = static_cast<const float*>(d_rows);
   }
   // The asking GPU receives every owner's rows back to back.
-  SPINDLE_TRY(reserve(gpu, 0, ids.size() * row_bytes));
+  SPINDLE_ASSIGN_OR_RETURN(void* landing,
+                           scratch_[std::size_t(gpu)].rows.reserve(ids.size() * row_bytes));
   std::size_t at = 0;
   for (int s = 0; s < gpus; ++s) {
-    recv[std::size_t(gpu)][std::size_t(s)] =
-        static_cast<float*>(scratch_[std::size_t(gpu)].rows) + at * std::size_t(dim);
+    recv[std::size_t(gpu)][std::size_t(s)] = static_cast<float*>(landing) + at * std::size_t(dim);
     at += plan.ask[std::size_t(gpu)][std::size_t(s)].size();
   }
   SPINDLE_TRY(nccl_->exchange(plan, dim, send, recv));
   SPINDLE_TRY(gpu::set_device(gpu));
   landed_.resize(ids.size() * std::size_t(dim));
-  SPINDLE_TRY(
-      gpu::copy_to_host(landed_.data(), scratch_[std::size_t(gpu)].rows, ids.size() * row_bytes));
+  SPINDLE_TRY(gpu::copy_to_host(landed_.data(), landing, ids.size() * row_bytes));
   at = 0;  // each row to the position its id had in `ids`
   for (int s = 0; s < gpus; ++s)
     for (std::size_t k : plan.slot[std::size_t(gpu)][std::size_t(s)])

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "gpu/device_arena.hpp"
 #include "gpu/nccl_exchange.hpp"
 #include "sched/cuda_resident.hpp"
 #include "sched/feature_tiers.hpp"
@@ -23,7 +24,6 @@ class peer_exchange {
   /// why, without NCCL or without that many GPUs.
   static expected<std::shared_ptr<peer_exchange>> create(
       std::vector<std::shared_ptr<cuda_resident>> residents, std::vector<std::int32_t> owner);
-  ~peer_exchange();
 
   /// Whether GPU `gpu` fetches node v from a peer.
   bool from_peer(int gpu, std::int64_t v) const {
@@ -36,13 +36,10 @@ class peer_exchange {
   std::uint64_t rows_fetched() const { return rows_fetched_; }
 
  private:
-  struct scratch {  // one GPU's grow-only buffers
-    void* ids = nullptr;
-    void* rows = nullptr;
-    std::size_t id_bytes = 0, row_bytes = 0;
+  struct scratch {  // one GPU's buffers
+    gpu::device_buffer ids, rows;
   };
   peer_exchange() = default;
-  status reserve(int gpu, std::size_t ids, std::size_t row_bytes);
 
   std::mutex mu_;
   std::unique_ptr<gpu::nccl_group> nccl_;

@@ -14,31 +14,9 @@ expected<std::unique_ptr<replicated_l1_cache>> replicated_l1_cache::create(const
     SPINDLE_ASSIGN_OR_RETURN(auto r, device_embedding_cache::create(o, g));
     c->replicas_.push_back(std::move(r));
   }
-  c->inboxes_.resize(std::size_t(gpus));
+  for (int g = 0; g < gpus; ++g)
+    c->inboxes_.push_back({gpu::device_buffer(g), gpu::device_buffer(g)});
   return c;
-}
-
-replicated_l1_cache::~replicated_l1_cache() {
-  for (std::size_t g = 0; g < inboxes_.size(); ++g) {
-    (void)gpu::set_device(int(g));
-    gpu::device_free(inboxes_[g].keys);
-    gpu::device_free(inboxes_[g].values);
-  }
-}
-
-status replicated_l1_cache::reserve(std::size_t keys) {
-  for (std::size_t g = 0; g < inboxes_.size(); ++g) {
-    auto& in = inboxes_[g];
-    if (keys <= in.capacity) continue;
-    SPINDLE_TRY(gpu::set_device(int(g)));
-    gpu::device_free(in.keys);
-    gpu::device_free(in.values);
-    in = {};
-    SPINDLE_ASSIGN_OR_RETURN(in.keys, gpu::device_alloc(2 * keys * sizeof(cache_key)));
-    SPINDLE_ASSIGN_OR_RETURN(in.values, gpu::device_alloc(2 * keys * dim() * sizeof(float)));
-    in.capacity = 2 * keys;
-  }
-  return status::ok();
 }
 
 status replicated_l1_cache::broadcast_apply(std::span<const cache_key> keys,
@@ -46,18 +24,21 @@ status replicated_l1_cache::broadcast_apply(std::span<const cache_key> keys,
                                             std::size_t first) {
   if (keys.empty()) return status::ok();
   std::lock_guard lock(write_mu_);
-  SPINDLE_TRY(reserve(keys.size()));
   const std::size_t value_bytes = keys.size() * dim() * sizeof(float);
-  SPINDLE_TRY(gpu::set_device(0));
-  SPINDLE_TRY(gpu::copy_to_device(inboxes_[0].keys, keys.data(), keys.size_bytes()));
-  SPINDLE_TRY(gpu::copy_to_device(inboxes_[0].values, values.data(), value_bytes));
   std::vector<void*> key_bufs, value_bufs;
-  for (auto& in : inboxes_) key_bufs.push_back(in.keys), value_bufs.push_back(in.values);
+  for (auto& in : inboxes_) {
+    SPINDLE_ASSIGN_OR_RETURN(void* k, in.keys.reserve(keys.size_bytes()));
+    SPINDLE_ASSIGN_OR_RETURN(void* v, in.values.reserve(value_bytes));
+    key_bufs.push_back(k), value_bufs.push_back(v);
+  }
+  SPINDLE_TRY(gpu::set_device(0));
+  SPINDLE_TRY(gpu::copy_to_device(key_bufs[0], keys.data(), keys.size_bytes()));
+  SPINDLE_TRY(gpu::copy_to_device(value_bufs[0], values.data(), value_bytes));
   SPINDLE_TRY(nccl_->broadcast(0, key_bufs, keys.size_bytes()));
   SPINDLE_TRY(nccl_->broadcast(0, value_bufs, value_bytes));
   for (std::size_t g = first; g < replicas_.size(); ++g) {
-    const auto* k = static_cast<const cache_key*>(inboxes_[g].keys);
-    const auto* v = static_cast<const float*>(inboxes_[g].values);
+    const auto* k = static_cast<const cache_key*>(key_bufs[g]);
+    const auto* v = static_cast<const float*>(value_bufs[g]);
     SPINDLE_TRY(what == op::replace ? replicas_[g]->replace_from_device(k, keys.size(), v)
                                     : replicas_[g]->update_from_device(k, keys.size(), v));
   }

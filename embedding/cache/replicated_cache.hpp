@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "embedding/cache/device_cache.hpp"
+#include "gpu/device_arena.hpp"
 #include "gpu/nccl_exchange.hpp"
 
 namespace spindle::embedding {
@@ -19,7 +20,6 @@ namespace spindle::embedding {
 class replicated_l1_cache final : public l1_cache {
  public:
   static expected<std::unique_ptr<replicated_l1_cache>> create(const cache_options& o, int gpus);
-  ~replicated_l1_cache() override;
   std::string_view where() const override { return "cuda"; }
   /// On the next replica in turn.
   status query(std::span<const cache_key> keys, std::span<float> values,
@@ -36,17 +36,14 @@ class replicated_l1_cache final : public l1_cache {
   std::size_t replicas() const { return replicas_.size(); }
 
  private:
-  struct inbox {  // a GPU's landing buffers for a broadcast (grow-only)
-    void* keys = nullptr;
-    void* values = nullptr;
-    std::size_t capacity = 0;  // keys
+  struct inbox {  // a GPU's landing buffers for a broadcast
+    gpu::device_buffer keys, values;
   };
   enum class op { replace, update };
   replicated_l1_cache() = default;
   // Uploads to GPU 0, broadcasts to the others, applies on replicas [first, n).
   status broadcast_apply(std::span<const cache_key> keys, std::span<const float> values, op what,
                          std::size_t first);
-  status reserve(std::size_t keys);
 
   std::vector<std::unique_ptr<device_embedding_cache>> replicas_;
   std::unique_ptr<gpu::nccl_group> nccl_;

@@ -9,6 +9,7 @@
 
 #include "gpu/device.hpp"
 #include "gpu/device_arena.hpp"
+#include "gpu/memory_pool.hpp"
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/sample_draw.hpp"
 #include "gpu/nccl_exchange.hpp"
@@ -357,6 +358,16 @@ TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   EXPECT_FALSE(stream_create().has_value());
   pinned_buffer pinned;
   EXPECT_FALSE(pinned.reserve(4096).has_value());
+  device_buffer scratch(0);
+  EXPECT_FALSE(scratch.reserve(4096).has_value());
+  EXPECT_EQ(scratch.data(), nullptr);
+  // The executors and the several-GPU pieces are refused, named, not half-built.
+  EXPECT_FALSE(sched::device_csr::create(g.view()).has_value());
+  auto replicated_pool = memory_pool::create(4096, device_kind::cuda);
+  EXPECT_FALSE(replicated_pool.has_value());
+  auto group = nccl_group::create(2);
+  ASSERT_FALSE(group.has_value());
+  EXPECT_NE(group.error().message().find("2 GPUs"), std::string::npos) << group.error().message();
 }
 
 }  // namespace
