@@ -21,7 +21,8 @@ expected<memory_pool> memory_pool::create(std::size_t bytes, device_kind where) 
   const std::size_t size = (bytes + 4095) / 4096 * 4096;
   memory_pool pool;
   pool.where_ = where;
-  if (where == device_kind::cuda) {
+  if (where == device_kind::cuda) {  // GPU 0's: GNNSched serves one GPU
+    SPINDLE_TRY(set_device(0));
     SPINDLE_ASSIGN_OR_RETURN(void* p, device_alloc(size ? size : 4096));
     pool.base_ =
         std::unique_ptr<std::byte, detail::pool_deleter>(static_cast<std::byte*>(p), {where});

@@ -199,6 +199,7 @@ expected<device_executors> device_executors::create(const graph::dataset& ds,
       log::warn("cuda: {}; rows other GPUs hold are read from host memory over UVA",
                 peers.error().message());
   }
+  SPINDLE_TRY(gpu::set_device(0));  // the creating thread goes on with GPU 0 current
   log::info("cuda: {} GPU(s), device tier {} ({:.0f}% of FAP mass on GPUs)", layout.gpus,
             layout.gpus == 1   ? "on one GPU"
             : layout.partition ? "partitioned"

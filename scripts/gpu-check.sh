@@ -24,5 +24,14 @@ build-gpu/tests/gpu/gpu_check
 scale="${SCALE:-18}"
 for device in host cuda; do
   echo "== serving_sweep $scale, --device $device"
-  build-gpu/bench/serving_sweep "$scale" "/tmp/spindle-gpu-check-s$scale" --device "$device"
+  build-gpu/bench/serving_sweep "$scale" "/tmp/spindle-gpu-check-s$scale" --device "$device" |
+    tee "/tmp/spindle-gpu-check-sweep-$device.txt"
 done
+# Side by side: each routing policy's highest throughput with p99 under 30 ms.
+echo "| policy | host req/s (p99<30ms) | cuda req/s (p99<30ms) | cuda / host |"
+echo "|---|---|---|---|"
+join <(awk -F'|' '/^(PSGS|fixed|inline|pooled)/ {split($2, a, " "); gsub(/ /, "", $1); print $1, a[2]}' \
+         /tmp/spindle-gpu-check-sweep-host.txt | sort) \
+     <(awk -F'|' '/^(PSGS|fixed|inline|pooled)/ {split($2, a, " "); gsub(/ /, "", $1); print $1, a[2]}' \
+         /tmp/spindle-gpu-check-sweep-cuda.txt | sort) |
+  awk '{printf "| %s | %s | %s | %.2f |\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}'
