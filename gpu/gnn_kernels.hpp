@@ -44,6 +44,10 @@ status gather_async(tier_lookup lookup, const float* device_rows, const float* h
                     std::int64_t dim, const std::int64_t* ids, std::int64_t n, float* out,
                     void* stream);
 
+/// dst row rows_to[i] = src row i (dim floats), i < n (gather_row.hpp's placed_at).
+status place_rows_async(const float* src, const std::int64_t* rows_to, std::int64_t n,
+                        std::int64_t dim, float* dst, void* stream);
+
 /// A cuBLAS handle (the device GNN layers' GEMMs); freed by blas_destroy. A
 /// handle's GEMMs run on the stream last set (one handle per concurrent stream).
 expected<void*> blas_create();

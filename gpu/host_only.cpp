@@ -50,6 +50,10 @@ status gather_async(tier_lookup, const float*, const float*, std::int64_t, const
                     std::int64_t, float*, void*) {
   return no_cuda("gather kernel");
 }
+status place_rows_async(const float*, const std::int64_t*, std::int64_t, std::int64_t, float*,
+                        void*) {
+  return no_cuda("place kernel");
+}
 expected<const void*> map_host(const void*, std::size_t) { return no_cuda("UVA mapping"); }
 expected<void*> blas_create() { return no_cuda("cuBLAS"); }
 status gemm_wt_async(void*, const float*, std::int64_t, std::int64_t, const float*, std::int64_t,

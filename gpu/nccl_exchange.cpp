@@ -26,4 +26,12 @@ exchange_plan plan_exchange(const std::vector<std::vector<std::int64_t>>& wanted
   return p;
 }
 
+std::vector<std::int64_t> landing_positions(const exchange_plan& plan, int gpu,
+                                            const std::vector<std::int64_t>& place_at) {
+  std::vector<std::int64_t> out;
+  for (const auto& slots : plan.slot[std::size_t(gpu)])
+    for (std::size_t k : slots) out.push_back(place_at[k]);
+  return out;
+}
+
 }  // namespace spindle::gpu

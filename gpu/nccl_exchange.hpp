@@ -37,6 +37,12 @@ struct exchange_plan {
 exchange_plan plan_exchange(const std::vector<std::vector<std::int64_t>>& wanted, int gpus,
                             const std::function<int(std::int64_t)>& owner);
 
+/// Where GPU `gpu`'s received rows go: the exchange lands them owner by owner
+/// (plan.ask[gpu][0], then [1], ...); row j of that order belongs at
+/// place_at[k] for the position k in `gpu`'s request it answers.
+std::vector<std::int64_t> landing_positions(const exchange_plan& plan, int gpu,
+                                            const std::vector<std::int64_t>& place_at);
+
 /// A communicator over this server's GPUs 0..n-1 (ncclCommInitAll), one stream each.
 class nccl_group {
  public:

@@ -56,20 +56,38 @@ status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int6
   return sampler_->sample_into(g, seeds, options, out);
 }
 
+// The batch's rows into gathered_ on the device, then one download to `out`.
+// Rows this GPU holds, or reads over UVA, come from the gather kernel; with a
+// partitioned tier, rows a peer holds come from it over NCCL, and both are
+// placed at their positions on the device.
 status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids,
                                        float* out) {
-  const std::size_t out_bytes = ids.size() * std::size_t(dim) * 4;
+  const std::size_t row_bytes = std::size_t(dim) * 4, out_bytes = ids.size() * row_bytes;
   gathered_for_ = nullptr;
-  if (ids.size_bytes() + 512 > arena_->capacity()) {
-    SPINDLE_TRY(grow_arena(ids.size_bytes() + 512));
+  if (ids.size() * (16 + row_bytes) + 1024 > arena_->capacity()) {
+    SPINDLE_TRY(grow_arena(ids.size() * (16 + row_bytes) + 1024));
   }
   SPINDLE_ASSIGN_OR_RETURN(void* rows, gathered_.reserve(out_bytes));
+  auto* d_out = static_cast<float*>(rows);
   arena_->reset();
   void* const stream = arena_->stream();
-  SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(ids.size()));
-  auto* d_out = static_cast<float*>(rows);
-  SPINDLE_TRY(gpu::copy_to_device_async(d_ids, ids.data(), ids.size_bytes(), stream));
-  SPINDLE_TRY(resident_->gather_async(dim, d_ids, std::int64_t(ids.size()), d_out, stream));
+  split_by_holder(ids);
+  if (peer_ids_.empty()) {  // every row here or over UVA: gathered in place
+    SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(ids.size()));
+    SPINDLE_TRY(gpu::copy_to_device_async(d_ids, ids.data(), ids.size_bytes(), stream));
+    SPINDLE_TRY(resident_->gather_async(dim, d_ids, std::int64_t(ids.size()), d_out, stream));
+  } else {
+    const auto own = own_ids_.size();
+    SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(own));
+    SPINDLE_ASSIGN_OR_RETURN(auto* d_at, arena_->take_n<std::int64_t>(own));
+    SPINDLE_ASSIGN_OR_RETURN(auto* d_rows, arena_->take_n<float>(own * std::size_t(dim)));
+    SPINDLE_TRY(gpu::copy_to_device_async(d_ids, own_ids_.data(), own * 8, stream));
+    SPINDLE_TRY(gpu::copy_to_device_async(d_at, own_at_.data(), own * 8, stream));
+    SPINDLE_TRY(resident_->gather_async(dim, d_ids, std::int64_t(own), d_rows, stream));
+    SPINDLE_TRY(gpu::place_rows_async(d_rows, d_at, std::int64_t(own), dim, d_out, stream));
+    SPINDLE_TRY(peers_->fetch(resident_->gpu(), peer_ids_, peer_at_, dim, d_out, stream));
+    SPINDLE_TRY(gpu::set_device(resident_->gpu()));
+  }
   SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(out_bytes));
   SPINDLE_TRY(gpu::copy_to_host_async(pinned, d_out, out_bytes, stream));
   SPINDLE_TRY(gpu::synchronize(stream));
@@ -78,32 +96,16 @@ status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::in
   return status::ok();
 }
 
-// Rows this GPU holds or reads over UVA through the kernel, rows a peer GPU
-// holds over NCCL, each back to its place in `out`.
-status cuda_executor::gather_with_peers(std::int64_t dim, std::span<const std::int64_t> ids,
-                                        float* out) {
+// ids[k] to own_ids_ (held here, or read over UVA) or peer_ids_ (held by a
+// peer GPU), with k in own_at_ / peer_at_.
+void cuda_executor::split_by_holder(std::span<const std::int64_t> ids) {
   own_ids_.clear(), peer_ids_.clear(), own_at_.clear(), peer_at_.clear();
+  if (!peers_) return;
   for (std::size_t k = 0; k < ids.size(); ++k) {
     const bool peer = peers_->from_peer(resident_->gpu(), ids[k]);
     (peer ? peer_ids_ : own_ids_).push_back(ids[k]);
-    (peer ? peer_at_ : own_at_).push_back(k);
+    (peer ? peer_at_ : own_at_).push_back(std::int64_t(k));
   }
-  if (peer_ids_.empty()) return gather_on_device(dim, ids, out);
-  const std::size_t row = std::size_t(dim);
-  rows_.resize(std::max(own_ids_.size(), peer_ids_.size()) * row);
-  auto place = [&](const std::vector<std::size_t>& at) {
-    for (std::size_t i = 0; i < at.size(); ++i)
-      std::memcpy(out + at[i] * row, rows_.data() + i * row, row * sizeof(float));
-  };
-  if (!own_ids_.empty()) {
-    SPINDLE_TRY(gather_on_device(dim, own_ids_, rows_.data()));
-    place(own_at_);
-  }
-  gathered_for_ = nullptr;  // the batch's rows are whole on the host only
-  SPINDLE_TRY(peers_->fetch(resident_->gpu(), peer_ids_, dim, rows_.data()));
-  SPINDLE_TRY(gpu::set_device(resident_->gpu()));
-  place(peer_at_);
-  return status::ok();
 }
 
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
@@ -113,7 +115,7 @@ void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
   // shard's rows), or a device failure, is gathered on the host.
   if (resident_->holds(table)) {
     auto st = gpu::set_device(resident_->gpu());
-    if (st) st = peers_ ? gather_with_peers(dim, ids, out) : gather_on_device(dim, ids, out);
+    if (st) st = gather_on_device(dim, ids, out);
     if (st) return;
     log::warn("cuda executor: the device gather failed ({}); gathering on the host", st.message());
   }

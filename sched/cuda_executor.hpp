@@ -44,7 +44,7 @@ class cuda_executor final : public batch_executor {
  private:
   cuda_executor() = default;
   status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
-  status gather_with_peers(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
+  void split_by_holder(std::span<const std::int64_t> ids);
   expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
                                          std::span<const nn::block> blocks,
                                          std::span<const float> degree, const nn::tensor& x,
@@ -69,8 +69,7 @@ class cuda_executor final : public batch_executor {
   const float* gathered_for_ = nullptr;
   std::size_t gathered_for_bytes_ = 0;
   std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
-  std::vector<std::size_t> own_at_, peer_at_;
-  std::vector<float> rows_;
+  std::vector<std::int64_t> own_at_, peer_at_;
 };
 
 /// Where a server's GPUs keep features: how many GPUs, and whether they

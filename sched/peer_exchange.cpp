@@ -1,7 +1,5 @@
 #include "sched/peer_exchange.hpp"
 
-#include <cstring>
-
 #include "gpu/gnn_kernels.hpp"
 
 namespace spindle::sched {
@@ -17,8 +15,9 @@ expected<std::shared_ptr<peer_exchange>> peer_exchange::create(
   return x;
 }
 
-status peer_exchange::fetch(int gpu, std::span<const std::int64_t> ids, std::int64_t dim,
-                            float* out) {
+status peer_exchange::fetch(int gpu, std::span<const std::int64_t> ids,
+                            const std::vector<std::int64_t>& place_at, std::int64_t dim, float* dst,
+                            void* stream) {
   std::lock_guard lock(mu_);
   const int gpus = int(residents_.size());
   for (auto v : ids)
@@ -56,14 +55,15 @@ status peer_exchange::fetch(int gpu, std::span<const std::int64_t> ids, std::int
     at += plan.ask[std::size_t(gpu)][std::size_t(s)].size();
   }
   SPINDLE_TRY(nccl_->exchange(plan, dim, send, recv));
+  // Each received row to its place in the batch, on the asking GPU.
   SPINDLE_TRY(gpu::set_device(gpu));
-  landed_.resize(ids.size() * std::size_t(dim));
-  SPINDLE_TRY(gpu::copy_to_host(landed_.data(), landing, ids.size() * row_bytes));
-  at = 0;  // each row to the position its id had in `ids`
-  for (int s = 0; s < gpus; ++s)
-    for (std::size_t k : plan.slot[std::size_t(gpu)][std::size_t(s)])
-      std::memcpy(out + k * std::size_t(dim), landed_.data() + (at++) * std::size_t(dim),
-                  row_bytes);
+  const auto to = gpu::landing_positions(plan, gpu, place_at);
+  SPINDLE_ASSIGN_OR_RETURN(void* d_to, scratch_[std::size_t(gpu)].ids.reserve(to.size() * 8));
+  SPINDLE_TRY(gpu::copy_to_device(d_to, to.data(), to.size() * 8));
+  SPINDLE_TRY(gpu::place_rows_async(static_cast<const float*>(landing),
+                                    static_cast<const std::int64_t*>(d_to), std::int64_t(to.size()),
+                                    dim, dst, stream));
+  SPINDLE_TRY(gpu::synchronize(stream));  // the landing buffer is reused by the next fetch
   rows_fetched_ += ids.size();
   return status::ok();
 }

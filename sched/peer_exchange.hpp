@@ -30,9 +30,12 @@ class peer_exchange {
     const auto o = owner_[std::size_t(v)];
     return o >= 0 && o != gpu;
   }
-  /// out[k * dim ...] (host memory) = the row of ids[k], each held by a GPU
-  /// other than `gpu`, fetched from its owner over NCCL.
-  status fetch(int gpu, std::span<const std::int64_t> ids, std::int64_t dim, float* out);
+  /// Row place_at[k] of `dst` (device memory of `gpu`) = the row of ids[k],
+  /// each held by a GPU other than `gpu`, fetched from its owner over NCCL and
+  /// placed by the place kernel on `stream` (done when this returns).
+  status fetch(int gpu, std::span<const std::int64_t> ids,
+               const std::vector<std::int64_t>& place_at, std::int64_t dim, float* dst,
+               void* stream);
   std::uint64_t rows_fetched() const { return rows_fetched_; }
 
  private:
@@ -46,7 +49,6 @@ class peer_exchange {
   std::vector<std::shared_ptr<cuda_resident>> residents_;
   std::vector<std::int32_t> owner_;
   std::vector<scratch> scratch_;    // per GPU; guarded by mu_
-  std::vector<float> landed_;       // received rows on the host; guarded by mu_
   std::uint64_t rows_fetched_ = 0;  // guarded by mu_
 };
 

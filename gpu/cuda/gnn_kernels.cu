@@ -79,6 +79,14 @@ __global__ void gcn_kernel(const std::int64_t* indptr, const std::int32_t* indic
       y[r * width + c] = gcn_element(indptr, indices, h, degree, width, r, c);
 }
 
+// A block per source row, a thread per column.
+__global__ void place_kernel(const float* src, const std::int64_t* rows_to, std::int64_t n,
+                             std::int64_t dim, float* dst) {
+  for (std::int64_t i = blockIdx.x; i < n; i += gridDim.x)
+    for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x)
+      dst[placed_at(rows_to, dim, i, c)] = src[i * dim + c];
+}
+
 // A thread per (node, head).
 __global__ void gat_scores_kernel(const float* h, std::int64_t rows, std::int64_t hc, int heads,
                                   const float* att, float* scores) {
@@ -180,6 +188,14 @@ status gather_async(tier_lookup lookup, const float* device_rows, const float* h
   gather_kernel<<<grid_for(n), threads, 0, as_stream(stream)>>>(lookup, device_rows, host_rows, dim,
                                                                 ids, n, out);
   return check(cudaGetLastError(), "gather");
+}
+
+status place_rows_async(const float* src, const std::int64_t* rows_to, std::int64_t n,
+                        std::int64_t dim, float* dst, void* stream) {
+  if (n == 0 || dim == 0) return status::ok();
+  const unsigned threads = unsigned(dim < 256 ? ((dim + 31) / 32) * 32 : 256);
+  place_kernel<<<grid_for(n), threads, 0, as_stream(stream)>>>(src, rows_to, n, dim, dst);
+  return check(cudaGetLastError(), "place rows");
 }
 
 expected<void*> blas_create() {

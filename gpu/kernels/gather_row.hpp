@@ -25,4 +25,18 @@ SPINDLE_HOST_DEVICE inline float gather_element(tier_lookup lookup, const float*
   return table[lookup.row[node] * dim + col];
 }
 
+/// Where element `col` of source row i lands when rows are placed by position
+/// (rows_to[i]: the destination row): the place kernel's one element.
+SPINDLE_HOST_DEVICE inline std::int64_t placed_at(const std::int64_t* rows_to, std::int64_t dim,
+                                                  std::int64_t i, std::int64_t col) {
+  return rows_to[i] * dim + col;
+}
+
+/// dst row rows_to[i] = src row i, for i < n (the host's run of the place kernel).
+inline void place_rows(const float* src, const std::int64_t* rows_to, std::int64_t n,
+                       std::int64_t dim, float* dst) {
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t c = 0; c < dim; ++c) dst[placed_at(rows_to, dim, i, c)] = src[i * dim + c];
+}
+
 }  // namespace spindle::gpu

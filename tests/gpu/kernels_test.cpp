@@ -336,6 +336,33 @@ TEST(kernels, the_exchange_plan_asks_each_owner_for_its_rows) {
   EXPECT_EQ(group.has_value(), two_gpus);  // no GPUs: refused, naming why
 }
 
+// A fetch's received rows (owner by owner, as the exchange lands them) placed
+// by landing_positions and the place kernel's logic: every row ends at the
+// batch position its id had, among rows gathered locally.
+TEST(kernels, fetched_rows_land_where_the_batch_wants_them) {
+  const std::int64_t dim = 3;
+  auto owner = [](std::int64_t id) { return int(id % 3); };
+  auto row_of = [&](std::int64_t id, std::int64_t c) { return float(id * 10 + c); };
+  // GPU 1's batch: ids at positions 0..7; its own rows (id % 3 == 1) are local.
+  const std::vector<std::int64_t> batch = {9, 4, 2, 7, 5, 12, 1, 8};
+  std::vector<std::int64_t> peer_ids, peer_at;
+  for (std::size_t k = 0; k < batch.size(); ++k)
+    if (owner(batch[k]) != 1) peer_ids.push_back(batch[k]), peer_at.push_back(std::int64_t(k));
+  const auto plan = plan_exchange({{}, peer_ids, {}}, 3, owner);
+  std::vector<float> landing;  // what the NCCL round leaves on GPU 1
+  for (int s = 0; s < 3; ++s)
+    for (auto id : plan.ask[1][std::size_t(s)])
+      for (std::int64_t c = 0; c < dim; ++c) landing.push_back(row_of(id, c));
+  const auto to = landing_positions(plan, 1, peer_at);
+  ASSERT_EQ(to.size(), peer_ids.size());
+  std::vector<float> out(batch.size() * dim, -1.0f);
+  place_rows(landing.data(), to.data(), std::int64_t(to.size()), dim, out.data());
+  for (std::size_t k = 0; k < batch.size(); ++k)
+    for (std::int64_t c = 0; c < dim; ++c)
+      EXPECT_EQ(out[k * dim + std::size_t(c)], owner(batch[k]) == 1 ? -1.0f : row_of(batch[k], c))
+          << "position " << k;
+}
+
 TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   if (query_devices().devices.front().kind == device_kind::cuda) GTEST_SKIP() << "a GPU exists";
   auto p = device_alloc(1024);
