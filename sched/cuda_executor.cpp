@@ -63,7 +63,7 @@ status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int6
 status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids,
                                        float* out) {
   const std::size_t row_bytes = std::size_t(dim) * 4, out_bytes = ids.size() * row_bytes;
-  gathered_for_ = nullptr;
+  gathered_for_.forget();
   if (ids.size() * (16 + row_bytes) + 1024 > arena_->capacity()) {
     SPINDLE_TRY(grow_arena(ids.size() * (16 + row_bytes) + 1024));
   }
@@ -92,7 +92,7 @@ status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::in
   SPINDLE_TRY(gpu::copy_to_host_async(pinned, d_out, out_bytes, stream));
   SPINDLE_TRY(gpu::synchronize(stream));
   std::memcpy(out, pinned, out_bytes);
-  gathered_for_ = out, gathered_for_bytes_ = out_bytes;
+  gathered_for_.note(out, out_bytes);
   return status::ok();
 }
 
@@ -110,7 +110,7 @@ void cuda_executor::split_by_holder(std::span<const std::int64_t> ids) {
 
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
                            std::span<const std::int64_t> ids, float* out) {
-  gathered_for_ = nullptr;  // set again only by a gather done whole on the device
+  gathered_for_.forget();  // noted again only by a gather done whole on the device
   // The dataset's own table is on the device tiers; any other (a remote
   // shard's rows), or a device failure, is gathered on the host.
   if (resident_->holds(table)) {
@@ -123,9 +123,7 @@ void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
 }
 
 const float* cuda_executor::take_gathered(const nn::tensor& x) {
-  const bool same = gathered_for_ != nullptr && gathered_for_ == x.data() &&
-                    gathered_for_bytes_ == std::size_t(x.numel()) * sizeof(float);
-  gathered_for_ = nullptr;  // good for this one pass only
+  const bool same = gathered_for_.take(x.data(), std::size_t(x.numel()) * sizeof(float));
   return same ? static_cast<const float*>(gathered_.data()) : nullptr;
 }
 

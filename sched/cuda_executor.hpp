@@ -17,6 +17,7 @@
 #include "graph/dataset.hpp"
 #include "sched/batch_executor.hpp"
 #include "sched/cuda_resident.hpp"
+#include "sched/device_rows_note.hpp"
 #include "sched/peer_exchange.hpp"
 
 namespace spindle::sched {
@@ -61,13 +62,9 @@ class cuda_executor final : public batch_executor {
   gpu::pinned_buffer staging_;                // gathered rows come back through it
   void* blas_ = nullptr;                      // on arena_'s stream
   std::mutex slot_mu_;
-  std::map<void*, void*> slot_blas_;  // a cuBLAS handle per GNNSched stream; guarded
-  // The last gather's rows stay on the device (grow-only): the forward pass of
-  // the same host rows (x.data() == gathered_for_) reads them there instead of
-  // uploading them again. Consumed by that forward pass.
-  gpu::device_buffer gathered_;
-  const float* gathered_for_ = nullptr;
-  std::size_t gathered_for_bytes_ = 0;
+  std::map<void*, void*> slot_blas_;              // a cuBLAS handle per GNNSched stream; guarded
+  gpu::device_buffer gathered_;                   // the last gather's rows, on the device
+  device_rows_note gathered_for_;                 // ... and the host rows they mirror
   std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
   std::vector<std::int64_t> own_at_, peer_at_;
 };

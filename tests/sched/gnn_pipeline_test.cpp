@@ -9,6 +9,7 @@
 #include <set>
 
 #include "../actors/small_gnn.hpp"
+#include "sched/device_rows_note.hpp"
 
 namespace spindle::sched {
 namespace {
@@ -203,6 +204,26 @@ TEST(gnn_pipeline_test, a_device_slot_goes_to_the_executor_and_falls_back_to_the
   on_host.compute(*again, batch, {std::span<std::byte>(), &stream});
   EXPECT_EQ(again->result.errors[0].code(), errc::internal);
   EXPECT_NE(again->result.errors[0].message().find("no GPU executor"), std::string::npos);
+}
+
+// The device executor reads a batch's rows where its gather left them only for
+// the pass over exactly those host rows, once: a later batch whose rows reached
+// the same host buffer another way (a remote shard's gather) must upload them.
+TEST(gnn_pipeline_test, gathered_device_rows_serve_one_pass_over_the_same_rows_only) {
+  std::vector<float> rows(64), other(64);
+  device_rows_note note;
+  EXPECT_FALSE(note.take(rows.data(), 256));  // nothing noted
+  note.note(rows.data(), 256);
+  EXPECT_FALSE(note.take(other.data(), 256));  // other rows: and the note is gone
+  EXPECT_FALSE(note.take(rows.data(), 256));
+  note.note(rows.data(), 256);
+  EXPECT_FALSE(note.take(rows.data(), 128));  // same buffer, another size
+  note.note(rows.data(), 256);
+  EXPECT_TRUE(note.take(rows.data(), 256));
+  EXPECT_FALSE(note.take(rows.data(), 256));  // one pass only
+  note.note(rows.data(), 256);
+  note.forget();  // a gather not done on the device
+  EXPECT_FALSE(note.take(rows.data(), 256));
 }
 
 }  // namespace
