@@ -156,6 +156,26 @@ status check_gather(std::string& result) {
   return got == want ? status::ok() : make_error(errc::internal, "bytes differ ({})", result);
 }
 
+// The place kernel (a fetch's rows to their batch positions) vs place_rows on
+// the host: 3,000 rows of 48 floats to a shuffled set of positions.
+status check_place(std::string& result) {
+  const std::int64_t n = 3000, dim = 48;
+  std::vector<float> src(std::size_t(n * dim));
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.5f;
+  std::vector<std::int64_t> to(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) to[std::size_t(i)] = (i * 7919) % n;  // a permutation
+  std::vector<float> want(src.size(), 0.0f);
+  place_rows(src.data(), to.data(), n, dim, want.data());
+  SPINDLE_ASSIGN_OR_RETURN(auto d_src, device_array<float>::of(src));
+  SPINDLE_ASSIGN_OR_RETURN(auto d_to, device_array<std::int64_t>::of(to));
+  SPINDLE_ASSIGN_OR_RETURN(auto d_dst, device_array<float>::of(std::vector<float>(src.size())));
+  SPINDLE_TRY(place_rows_async(d_src.p, d_to.p, n, dim, d_dst.p, nullptr));
+  SPINDLE_TRY(synchronize(nullptr));
+  result = fmt::format("{} rows of {} floats", n, dim);
+  return d_dst.to_host() == want ? status::ok()
+                                 : make_error(errc::internal, "bytes differ ({})", result);
+}
+
 // A 2-layer 32-64-16 GNN of `arch` over a sampled 2-hop batch: the device
 // layers (sched::device_model, what cuda_executor runs) vs nn::model::forward.
 status check_layers(config::model_arch arch, std::string& result) {
@@ -434,6 +454,7 @@ int main(int argc, char** argv) {
   row("sample_hop (1 block per frontier row)", "graph::inline_executor", check_sampler);
   row("cuda_sampling_executor, 2 hops", "graph::inline_executor", check_executor);
   row("gather over device + UVA host tiers", "sched::gather_rows", check_gather);
+  row("place rows (a peer fetch's rows to batch positions)", "gpu::place_rows", check_place);
   row("GraphSAGE layers (spmm + cuBLAS + bias/ReLU)", "nn::model::forward",
       [](std::string& r) { return check_layers(spindle::config::model_arch::graphsage, r); });
   row("GCN layers (cuBLAS + normalized aggregation)", "nn::model::forward",
