@@ -30,9 +30,8 @@ expected<std::unique_ptr<gnn_models>> gnn_models::create(caf::actor_system& sys,
   std::unique_ptr<gnn_models> m(new gnn_models(sys, ds, pool, std::move(defaults)));
   ds.warm_features();  // no page fault on a row's first read while serving
   const auto device = m->defaults_.device;
-  SPINDLE_ASSIGN_OR_RETURN(
-      m->executors_, sched::device_executors::create(ds, device, m->defaults_.device_feature_bytes,
-                                                     m->defaults_.gpu_layout));
+  if (device == gpu::device_kind::cuda && m->defaults_.executors.gpus() == 0)
+    return make_error(errc::invalid_argument, "--device cuda: no GPU executors were created");
   if (m->defaults_.gnnsched) {  // on a GPU the pool is device memory, a stream per task
     m->device_workers_ = std::make_unique<thread_pool>(0, "gnnsched-w");
     SPINDLE_ASSIGN_OR_RETURN(m->device_, sched::device_scheduler::create(
@@ -67,7 +66,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i) {
     // A GPU's, with --device cuda (one per pipeline: an executor serves one at a
     // time; the graph, feature tiers and weights on the device are shared).
-    SPINDLE_ASSIGN_OR_RETURN(auto large, executors_.make());
+    SPINDLE_ASSIGN_OR_RETURN(auto large, defaults_.executors.make());
     s->pipelines.push_back(actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {},
                                                   device_.get(), std::move(large)));
   }
@@ -107,7 +106,7 @@ void gnn_models::unload(const std::string& name) {
   for (auto& a : all) self->send_exit(a, caf::exit_reason::user_shutdown);
   // The pipelines read the model: it is freed only after they have terminated.
   for (auto& a : all) self->wait_for(a);
-  executors_.forget(*s.model);
+  defaults_.executors.forget(*s.model);
   models_.erase(it);
 }
 

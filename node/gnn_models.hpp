@@ -36,11 +36,11 @@ struct gnn_serving_defaults {
   /// Set when the flag was given: it overrides the model.toml's serving settings.
   bool max_batch_from_flag = false, deadline_from_flag = false, slo_from_flag = false;
   std::string repository;  // --model-repository DIR; empty: none
-  /// --device: cuda gives each pipeline a GPU large executor (sampling and
-  /// gather on the device, this many bytes of feature rows in device memory).
+  /// --device: cuda gives each pipeline a GPU large executor (sampling, gather
+  /// and layers on the device) made by `executors`, which serve creates once
+  /// (--gpus, --topology, --device-feature-mb) and also calibrates with.
   gpu::device_kind device = gpu::device_kind::host;
-  std::size_t device_feature_bytes = std::size_t(1) << 30;  // per GPU
-  sched::gpu_layout gpu_layout;                             // --gpus, and --topology's links
+  sched::device_executors executors;
 };
 
 class gnn_models {
@@ -74,7 +74,6 @@ class gnn_models {
   const graph::dataset& ds_;
   thread_pool& pool_;
   gnn_serving_defaults defaults_;
-  sched::device_executors executors_;            // --device cuda: the GPU's, shared by models
   std::unique_ptr<thread_pool> device_workers_;  // "gnnsched-w": where groups run
   std::unique_ptr<sched::device_scheduler> device_;
   std::map<std::string, std::unique_ptr<served>> models_;

@@ -8,7 +8,7 @@
 namespace spindle::sched {
 namespace {
 
-constexpr std::size_t kFirstArena = std::size_t(256) << 20;
+constexpr std::size_t kFirstArena = std::size_t(64) << 20;  // grown when a batch needs more
 constexpr std::size_t kLargestArena = std::size_t(16) << 30;
 
 bool exhausted(const status& st) { return st.code() == errc::resource_exhausted; }

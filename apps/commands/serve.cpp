@@ -69,7 +69,8 @@ expected<sched::gpu_layout> gpu_layout_of(const serve_args& a, gpu::device_kind 
 }
 
 expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
-                                                    thread_pool& pool, gpu::device_kind device) {
+                                                    thread_pool& pool,
+                                                    sched::device_executors& executors) {
   if (!a.calibration.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(a.calibration, "calibration"));
     return sched::psgs_calibration::from_json(text, a.calibration);
@@ -77,9 +78,9 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
   // Calibrate on the served model: the curves time the whole served pipeline.
   sched::calibrate_options o;
   o.batches = 100;
-  // The large executor calibrated is the one that will serve (a GPU's with --device).
-  SPINDLE_ASSIGN_OR_RETURN(o.device,
-                           sched::make_large_executor(ds, device, a.device_feature_mb << 20));
+  // The large executor calibrated is the one that will serve (a GPU's with
+  // --device, over the same device-resident graph and tiers the server uses).
+  SPINDLE_ASSIGN_OR_RETURN(o.device, executors.make());
   nn::heap_allocator weights;
   std::string model_dir = a.model;
   if (model_dir.empty() && !a.repository.empty()) {  // calibrate on one of the repository's
@@ -93,7 +94,9 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
     SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(a.fanouts));
     SPINDLE_TRY(m->set_fanouts(std::move(f)));
   }
-  return sched::calibrate(ds, *m, o, pool);
+  auto calibration = sched::calibrate(ds, *m, o, pool);
+  executors.forget(*m);  // the calibration model's device weights go with it
+  return calibration;
 }
 
 void report_load(const actors::load_result& r, const actors::batcher_stats& st,
@@ -197,9 +200,18 @@ status run_serve(const serve_args& a, global_options& g) {
   nn::set_blas_threads(1);
   gnn_serving_defaults defaults;
   SPINDLE_ASSIGN_OR_RETURN(defaults.device, gpu::resolve_device(a.device));
-  SPINDLE_ASSIGN_OR_RETURN(defaults.gpu_layout, gpu_layout_of(a, defaults.device));
+  SPINDLE_ASSIGN_OR_RETURN(const auto layout, gpu_layout_of(a, defaults.device));
+  if (!a.gnnsched.empty() && layout.gpus > 1)
+    return make_error(errc::invalid_argument,
+                      "--gnnsched with --gpus {}: GNNSched's pool is one GPU's memory; serve with "
+                      "--gpus 1",
+                      layout.gpus);
+  // The GPUs' graph, tiers and weights: uploaded once, for calibration and serving.
+  SPINDLE_ASSIGN_OR_RETURN(
+      defaults.executors,
+      sched::device_executors::create(ds, defaults.device, a.device_feature_mb << 20, layout));
   SPINDLE_ASSIGN_OR_RETURN(defaults.calibration,
-                           load_or_calibrate(a, ds, g.pool(), defaults.device));
+                           load_or_calibrate(a, ds, g.pool(), defaults.executors));
   defaults.policy = policy;
   defaults.batch.deadline = std::chrono::microseconds(a.deadline_us);
   defaults.batch.max_batch = std::size_t(std::max(1, a.max_batch));
@@ -212,17 +224,11 @@ status run_serve(const serve_args& a, global_options& g) {
   defaults.deadline_from_flag = a.deadline_flag;
   defaults.slo_from_flag = a.slo_flag;
   defaults.repository = a.repository;
-  defaults.device_feature_bytes = a.device_feature_mb << 20;
   log::info("serving on the {} device (--device {})", gpu::to_string(defaults.device), a.device);
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
   if (!a.gnnsched.empty()) {
-    if (defaults.gpu_layout.gpus > 1)
-      return make_error(errc::invalid_argument,
-                        "--gnnsched with --gpus {}: GNNSched's pool is one GPU's memory; serve "
-                        "with --gpus 1",
-                        defaults.gpu_layout.gpus);
     SPINDLE_ASSIGN_OR_RETURN(defaults.gnnsched, sched::parse_grouping_policy(a.gnnsched));
     defaults.gnnsched_bytes = std::size_t(a.gnnsched_mb) << 20;
   }

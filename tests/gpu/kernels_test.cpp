@@ -9,9 +9,9 @@
 
 #include "gpu/device.hpp"
 #include "gpu/device_arena.hpp"
-#include "gpu/memory_pool.hpp"
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/sample_draw.hpp"
+#include "gpu/memory_pool.hpp"
 #include "gpu/nccl_exchange.hpp"
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
@@ -131,15 +131,21 @@ void random_block(std::mt19937& rng, std::int64_t dst, std::int64_t src, int max
   }
 }
 
+// n standard-normal floats.
+std::vector<float> normal_values(std::mt19937& rng, std::int64_t n) {
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (auto& f : out) f = d(rng);
+  return out;
+}
+
 TEST(kernels, the_spmm_element_equals_the_host_aggregation) {
   std::mt19937 rng(3);
   const std::int64_t dst = 50, src = 120, width = 37;
   std::vector<std::int64_t> indptr;
   std::vector<std::int32_t> indices;
   random_block(rng, dst, src, 9, false, indptr, indices);
-  std::vector<float> x(std::size_t(src * width));
-  std::normal_distribution<float> n(0, 1);
-  for (auto& f : x) f = n(rng);
+  auto x = normal_values(rng, src * width);
   nn::heap_allocator alloc;
   const nn::block b{dst, src, indptr, indices};
   const auto xt = nn::tensor::borrow(x.data(), {src, width});
@@ -165,9 +171,7 @@ TEST(kernels, the_gcn_element_equals_the_host_normalized_aggregation) {
   std::vector<std::int32_t> indices;
   random_block(rng, dst, src, 7, true, indptr, indices);
   const auto degree = nn::gcn_degrees(indptr, indices, src);
-  std::vector<float> h(std::size_t(src * width));
-  std::normal_distribution<float> n(0, 1);
-  for (auto& f : h) f = n(rng);
+  auto h = normal_values(rng, src * width);
   nn::heap_allocator alloc;
   auto host = nn::propagate_gcn(alloc, {dst, src, indptr, indices},
                                 nn::tensor::borrow(h.data(), {src, width}), degree);
@@ -193,11 +197,8 @@ TEST(kernels, the_gat_element_equals_the_host_attention_aggregation) {
   std::vector<std::int64_t> indptr;
   std::vector<std::int32_t> indices;
   random_block(rng, dst, src, 8, true, indptr, indices);
-  std::normal_distribution<float> n(0, 1);
-  std::vector<float> h(static_cast<std::size_t>(src * hc)), att_src(static_cast<std::size_t>(hc)),
-      att_dst(static_cast<std::size_t>(hc));
-  for (auto* v : {&h, &att_src, &att_dst})
-    for (auto& f : *v) f = n(rng);
+  auto h = normal_values(rng, src * hc), att_src = normal_values(rng, hc),
+       att_dst = normal_values(rng, hc);
   nn::heap_allocator alloc;
   auto host = nn::propagate_gat(alloc, {dst, src, indptr, indices},
                                 nn::tensor::borrow(h.data(), {src, hc}), heads, att_src, att_dst);
