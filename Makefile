@@ -11,7 +11,7 @@ JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-data
 SPINDLE := $(BUILD_DIR)/apps/spindle
 
-.PHONY: deps configure build demo test bench clean gpu-check
+.PHONY: deps configure build demo test bench clean gpu-check gpu-bundle
 
 deps:
 	@./scripts/install-deps.sh
@@ -46,6 +46,11 @@ test: build
 
 gpu-check: build
 	./scripts/gpu-check.sh
+
+# The GPU check packed for a bare accelerator machine (gpu-bundle/, <= 60 MiB):
+# carry it there and run gpu-bundle/run.sh [OUT_DIR].
+gpu-bundle: configure
+	./scripts/gpu-bundle.sh
 
 bench: build
 	@./scripts/run-benchmarks.sh $(BUILD_DIR)

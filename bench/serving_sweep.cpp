@@ -18,9 +18,14 @@
 // sampling, tiered gather and layers on the device; calibrated as served), as
 // `make gpu-check` runs it beside --device host.
 //
+// --policies NAME,NAME runs only those variants (gpu-bundle/run.sh: PSGS-Loose
+// and pooled-only, to stay inside a lent GPU machine's minutes).
+//
 // usage: serving_sweep [SCALE=20] [DATA_DIR] [PROCS=1 SPINDLE_BINARY] [--device host|cuda]
+//                      [--policies NAME,...]
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -133,10 +138,13 @@ std::string cpu_shares(const std::map<std::string, double>& before,
 
 int main(int raw_argc, char** raw_argv) {
   std::vector<char*> args;  // the positional arguments; --device X taken out
-  std::string device_flag = "host";
+  std::string device_flag = "host", only;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a log even if the run is stopped
   for (int i = 0; i < raw_argc; ++i) {
     if (std::string_view(raw_argv[i]) == "--device" && i + 1 < raw_argc)
       device_flag = raw_argv[++i];
+    else if (std::string_view(raw_argv[i]) == "--policies" && i + 1 < raw_argc)
+      only = "," + std::string(raw_argv[++i]) + ",";
     else
       args.push_back(raw_argv[i]);
   }
@@ -239,6 +247,7 @@ int main(int raw_argc, char** raw_argv) {
             std::chrono::milliseconds(100)},
            {"inline-only", sched::routing_policy::fixed, sched::psgs_router::choice::small},
            {"pooled-only", sched::routing_policy::fixed, sched::psgs_router::choice::large}}) {
+    if (!only.empty() && only.find("," + v.name + ",") == std::string::npos) continue;
     auto router = std::make_shared<sched::psgs_router>(*cal, v.policy);
     router->set_fixed(v.fixed);
     caf::actor_system_config cfg;

@@ -10,13 +10,14 @@
 #include <limits>
 #include <sstream>
 
+#include "config/detail/model_ops_toml.hpp"
 #include "core/text_file.hpp"
 
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 8> kArchNames = {"graphsage", "gcn", "gat", "gin",
-                                                        "dlrm",      "ncf", "wnd", "din"};
+constexpr std::array<std::string_view, 9> kArchNames = {
+    "graphsage", "gcn", "gat", "gin", "dlrm", "ncf", "wnd", "din", "stack"};
 
 template <class T>
 status read_int(const toml::table& t, std::string_view key, T& out, std::string_view origin) {
@@ -53,11 +54,11 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 21> known = {
+  static constexpr std::array<std::string_view, 22> known = {
       "name",       "arch",           "weights",     "in",       "hidden",    "out",
       "layers",     "heads",          "log_softmax", "dense_in", "bottom",    "top",
       "table_rows", "embedding_dim",  "description", "fanouts",  "max_batch", "batch_deadline_us",
-      "slo_ms",     "version_policy", "attention"};
+      "slo_ms",     "version_policy", "attention",   "ignore_tensors"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -82,6 +83,18 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   SPINDLE_TRY(read_int(*t, "max_batch", d.max_batch, origin));
   SPINDLE_TRY(read_int(*t, "batch_deadline_us", d.batch_deadline_us, origin));
   SPINDLE_TRY(read_int(*t, "slo_ms", d.slo_ms, origin));
+  if (const toml::node* n = t->get("ignore_tensors")) {
+    const toml::array* arr = n->as_array();
+    if (!arr) return make_error(errc::invalid_argument, "{}: model.ignore_tensors must be a list", origin);
+    for (const auto& e : *arr) {
+      auto v = e.value<std::string>();
+      if (!v || v->empty())
+        return make_error(errc::invalid_argument,
+                          "{}: model.ignore_tensors must hold non-empty tensor names or prefixes",
+                          origin);
+      d.ignore_tensors.push_back(*v);
+    }
+  }
   if (t->get("version_policy"))
     d.version_policy = t->get("version_policy")->value_or(std::string());
   if (d.max_batch < 0 || d.max_batch > 65536)
@@ -96,6 +109,31 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                       d.slo_ms);
   if (auto v = pick_versions(d.version_policy, {1}); !v && v.error().code() != errc::not_found)
     return make_error(errc::invalid_argument, "{}: model.{}", origin, v.error().message());
+  if (const toml::node* n = root.get("op")) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables())
+      return make_error(errc::invalid_argument, "{}: [[op]] must be an array of tables", origin);
+    if (d.arch != model_arch::stack)
+      return make_error(errc::invalid_argument,
+                        "{}: [[op]] tables describe a stack model; set model.arch = \"stack\"",
+                        origin);
+    SPINDLE_ASSIGN_OR_RETURN(d.ops, detail::parse_ops(*arr, origin));
+  }
+  for (auto&& [k, _] : root)
+    if (k.str() != "model" && k.str() != "op")
+      return make_error(errc::invalid_argument, "{}: unknown table [{}]", origin, k.str());
+  if (d.arch == model_arch::stack) {
+    if (t->get("layers") || t->get("hidden") || t->get("heads"))
+      return make_error(errc::invalid_argument,
+                        "{}: a stack model's layers, widths and heads are its [[op]]s; remove "
+                        "model.layers / model.hidden / model.heads",
+                        origin);
+    auto hops = validate_ops(d.ops, d.in, d.out);
+    if (!hops) return std::move(hops).error().with_context(fmt::format("{}: ", origin));
+    d.layers = *hops;
+    d.hidden = 0;
+    for (const auto& op : d.ops) d.hidden = std::max(d.hidden, op.width);
+  }
   if (auto st = validate(d); !st) return std::move(st).with_context(fmt::format("{}: ", origin));
   return d;
 }
@@ -108,7 +146,9 @@ expected<model_arch> parse_model_arch(std::string_view text) {
   for (std::size_t i = 0; i < kArchNames.size(); ++i)
     if (kArchNames[i] == text) return model_arch(i);
   return make_error(errc::invalid_argument,
-                    "model.arch = '{}': expected graphsage, gcn, gat, gin, dlrm, ncf or wnd", text);
+                    "model.arch = '{}': expected graphsage, gcn, gat, gin, stack, dlrm, ncf, wnd or "
+                    "din",
+                    text);
 }
 
 // model.weights names a file inside the model directory: a path that leaves it
@@ -175,6 +215,13 @@ status validate(const model_desc& d) {
     return v > 0 ? status::ok()
                  : make_error(errc::invalid_argument, "model.{} = {}: must be > 0", f, v);
   };
+  if (d.arch == model_arch::stack) {
+    auto ops = d.ops;
+    SPINDLE_ASSIGN_OR_RETURN(int hops, validate_ops(ops, d.in, d.out));
+    if (hops != d.layers)
+      return make_error(errc::invalid_argument,
+                        "model.layers = {}, but the stack has {} message-passing ops", d.layers, hops);
+  }
   if (d.is_gnn()) {
     SPINDLE_TRY(positive("in", d.in));
     SPINDLE_TRY(positive("hidden", d.hidden));
@@ -301,7 +348,11 @@ expected<std::vector<int>> pick_versions(const std::string& policy,
 std::string to_toml(const model_desc& d) {
   std::string s = fmt::format("[model]\nname = \"{}\"\narch = \"{}\"\nweights = \"{}\"\n", d.name,
                               to_string(d.arch), d.weights);
-  if (d.is_gnn()) {
+  if (d.arch == model_arch::stack) {
+    s += fmt::format("in = {}\nout = {}\n", d.in, d.out);
+    if (!d.fanouts.empty()) s += fmt::format("fanouts = [{}]\n", fmt::join(d.fanouts, ", "));
+    if (d.log_softmax) s += "log_softmax = true\n";
+  } else if (d.is_gnn()) {
     s += fmt::format("in = {}\nhidden = {}\nout = {}\nlayers = {}\n", d.in, d.hidden, d.out,
                      d.layers);
     if (!d.fanouts.empty()) s += fmt::format("fanouts = [{}]\n", fmt::join(d.fanouts, ", "));
@@ -319,6 +370,12 @@ std::string to_toml(const model_desc& d) {
   if (d.batch_deadline_us) s += fmt::format("batch_deadline_us = {}\n", d.batch_deadline_us);
   if (d.slo_ms) s += fmt::format("slo_ms = {}\n", d.slo_ms);
   if (!d.version_policy.empty()) s += fmt::format("version_policy = \"{}\"\n", d.version_policy);
+  if (!d.ignore_tensors.empty()) {
+    std::vector<std::string> quoted;
+    for (const auto& n : d.ignore_tensors) quoted.push_back(fmt::format("\"{}\"", n));
+    s += fmt::format("ignore_tensors = [{}]\n", fmt::join(quoted, ", "));
+  }
+  if (d.arch == model_arch::stack) s += ops_to_toml(d.ops);
   return s;
 }
 

@@ -8,14 +8,16 @@
 #include <string_view>
 #include <vector>
 
+#include "config/model_ops.hpp"
 #include "core/status.hpp"
 
 namespace spindle::config {
 
-/// GNNs (graphsage, gcn, gat, gin) and recommendation models (dlrm; ncf:
-/// NeuMF, He et al. 2017; wnd: Wide & Deep, Cheng et al. 2016; din: Deep
-/// Interest Network, Zhou et al. 2018 — Hera Table I).
-enum class model_arch { graphsage, gcn, gat, gin, dlrm, ncf, wnd, din };
+/// GNNs (graphsage, gcn, gat, gin: fixed shapes; stack: any stack of `[[op]]`s,
+/// config/model_ops.hpp) and recommendation models (dlrm; ncf: NeuMF, He et al.
+/// 2017; wnd: Wide & Deep, Cheng et al. 2016; din: Deep Interest Network, Zhou
+/// et al. 2018 — Hera Table I).
+enum class model_arch { graphsage, gcn, gat, gin, dlrm, ncf, wnd, din, stack };
 std::string_view to_string(model_arch a);
 expected<model_arch> parse_model_arch(std::string_view text);
 
@@ -24,12 +26,18 @@ struct model_desc {
   model_arch arch = model_arch::graphsage;
   std::string weights = "weights.safetensors";  // relative to the model directory
   // GNNs: feature width in, hidden width, classes out, one layer per sampled hop.
+  // A stack model states in and out; layers is its message-passing ops and hidden
+  // its widest op (both derived).
   int in = 0, hidden = 0, out = 0, layers = 2;
+  std::vector<gnn_op> ops;  // arch = "stack": the `[[op]]` tables, in order
   int heads = 4;  // GAT: heads of every layer but the last (which has 1)
   /// GNNs: neighbours sampled per hop when serving, one per layer (model.toml
   /// `fanouts = [25, 10]`); empty: the dataset's, when it has one per layer.
   std::vector<int> fanouts;
   bool log_softmax = false;  // apply log_softmax to the output (PyG examples do)
+  /// Tensors of the weights file the model may leave unused, by name or prefix
+  /// (model.toml `ignore_tensors = ["aux_head."]`); any other unused one is refused.
+  std::vector<std::string> ignore_tensors;
   // DLRM: dense features -> bottom MLP -> embedding_dim; tables of table_rows rows.
   int dense_in = 0;
   std::vector<int> bottom;  // bottom MLP widths; the last equals embedding_dim

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
+
+#include "core/log.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -24,37 +27,41 @@ layer_dims dims(const config::model_desc& d, int l) {
 }
 
 std::string conv(int l, std::string_view rest) { return fmt::format("convs.{}.{}", l, rest); }
+std::string use(int l, std::string_view kind, std::string_view what) {
+  return fmt::format("layer {} {}: {}", l, kind, what);
+}
 
 void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
   for (int l = 0; l < d.layers; ++l) {
     auto [in, out, h] = dims(d, l);
     switch (d.arch) {
       case model_arch::graphsage:
-        s.push_back({conv(l, "lin_l.weight"), {out, in}});
-        s.push_back({conv(l, "lin_l.bias"), {out}});
-        s.push_back({conv(l, "lin_r.weight"), {out, in}});
+        s.push_back({conv(l, "lin_l.weight"), {out, in}, false, use(l, "SAGEConv", "neighbour-mean projection")});
+        s.push_back({conv(l, "lin_l.bias"), {out}, false, use(l, "SAGEConv", "bias")});
+        s.push_back({conv(l, "lin_r.weight"), {out, in}, false, use(l, "SAGEConv", "root projection")});
         break;
       case model_arch::gcn:
-        s.push_back({conv(l, "lin.weight"), {out, in}});
-        s.push_back({conv(l, "bias"), {out}});
+        s.push_back({conv(l, "lin.weight"), {out, in}, false, use(l, "GCNConv", "projection")});
+        s.push_back({conv(l, "bias"), {out}, false, use(l, "GCNConv", "bias")});
         break;
       case model_arch::gat:
-        s.push_back({conv(l, "lin_src.weight"), {h * out, in}});
-        s.push_back({conv(l, "att_src"), {1, h, out}});
-        s.push_back({conv(l, "att_dst"), {1, h, out}});
-        s.push_back({conv(l, "bias"), {h * out}});
+        s.push_back({conv(l, "lin_src.weight"), {h * out, in}, false, use(l, "GATConv", "shared projection")});
+        s.push_back({conv(l, "att_src"), {1, h, out}, false, use(l, "GATConv", "source attention")});
+        s.push_back({conv(l, "att_dst"), {1, h, out}, false, use(l, "GATConv", "target attention")});
+        s.push_back({conv(l, "bias"), {h * out}, false, use(l, "GATConv", "bias")});
         break;
       case model_arch::gin:
-        s.push_back({conv(l, "nn.0.weight"), {out, in}});
-        s.push_back({conv(l, "nn.0.bias"), {out}});
-        s.push_back({conv(l, "nn.2.weight"), {out, out}});
-        s.push_back({conv(l, "nn.2.bias"), {out}});
-        s.push_back({conv(l, "eps"), {1}, true});
+        s.push_back({conv(l, "nn.0.weight"), {out, in}, false, use(l, "GINConv", "nn Linear 1")});
+        s.push_back({conv(l, "nn.0.bias"), {out}, false, use(l, "GINConv", "nn Linear 1 bias")});
+        s.push_back({conv(l, "nn.2.weight"), {out, out}, false, use(l, "GINConv", "nn Linear 2")});
+        s.push_back({conv(l, "nn.2.bias"), {out}, false, use(l, "GINConv", "nn Linear 2 bias")});
+        s.push_back({conv(l, "eps"), {1}, true, use(l, "GINConv", "trained eps (0 when absent)")});
         break;
       case model_arch::dlrm:
       case model_arch::ncf:
       case model_arch::wnd:
       case model_arch::din:
+      case model_arch::stack:
         break;
     }
   }
@@ -64,8 +71,10 @@ void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
 void mlp_specs(const std::string& prefix, std::int64_t in, const std::vector<int>& widths,
                std::vector<param_spec>& s) {
   for (std::size_t i = 0; i < widths.size(); ++i) {
-    s.push_back({fmt::format("{}.{}.weight", prefix, 2 * i), {widths[i], in}});
-    s.push_back({fmt::format("{}.{}.bias", prefix, 2 * i), {widths[i]}});
+    s.push_back({fmt::format("{}.{}.weight", prefix, 2 * i), {widths[i], in}, false,
+                 fmt::format("{} Linear {} weight", prefix, i)});
+    s.push_back({fmt::format("{}.{}.bias", prefix, 2 * i), {widths[i]}, false,
+                 fmt::format("{} Linear {} bias", prefix, i)});
     in = widths[i];
   }
 }
@@ -79,19 +88,21 @@ std::int64_t dlrm_top_in(const config::model_desc& d) {
 
 std::vector<param_spec> parameter_specs(const config::model_desc& d) {
   std::vector<param_spec> s;
+  if (d.arch == model_arch::stack) return stack_parameter_specs(d);
   if (d.is_gnn()) {
     gnn_specs(d, s);
     return s;
   }
   auto tables = [&] {
     for (std::size_t t = 0; t < d.table_rows.size(); ++t)
-      s.push_back({fmt::format("emb_l.{}.weight", t), {d.table_rows[t], d.embedding_dim}});
+      s.push_back({fmt::format("emb_l.{}.weight", t), {d.table_rows[t], d.embedding_dim}, false,
+                   fmt::format("embedding table {}", t)});
   };
   if (d.arch == model_arch::ncf) {  // NeuMF: GMF (tables 0, 1) beside an MLP (tables 2, 3)
     tables();
     mlp_specs("mlp_l", 2 * std::int64_t(d.embedding_dim), d.top, s);
-    s.push_back({"predict.weight", {1, d.embedding_dim + d.top.back()}});
-    s.push_back({"predict.bias", {1}});
+    s.push_back({"predict.weight", {1, d.embedding_dim + d.top.back()}, false, "NeuMF predict layer"});
+    s.push_back({"predict.bias", {1}, false, "NeuMF predict bias"});
     return s;
   }
   if (d.arch == model_arch::din) {  // tables, the local activation unit, the predict MLP
@@ -101,10 +112,11 @@ std::vector<param_spec> parameter_specs(const config::model_desc& d) {
     return s;
   }
   if (d.arch == model_arch::wnd) {  // wide: dense + one weight per key; deep: MLP
-    s.push_back({"wide.weight", {1, d.dense_in}});
-    s.push_back({"wide.bias", {1}});
+    s.push_back({"wide.weight", {1, d.dense_in}, false, "wide part, dense weights"});
+    s.push_back({"wide.bias", {1}, false, "wide part, bias"});
     for (std::size_t t = 0; t < d.table_rows.size(); ++t)
-      s.push_back({fmt::format("wide_emb.{}.weight", t), {d.table_rows[t], 1}});
+      s.push_back({fmt::format("wide_emb.{}.weight", t), {d.table_rows[t], 1}, false,
+                   fmt::format("wide part, table {} key weights", t)});
     tables();
     mlp_specs("top_l", d.dense_in + std::int64_t(d.table_rows.size()) * d.embedding_dim, d.top, s);
     return s;
@@ -115,11 +127,69 @@ std::vector<param_spec> parameter_specs(const config::model_desc& d) {
   return s;
 }
 
+namespace {
+
+// "a, b, c and 7 more" for error messages.
+std::string name_list(const std::vector<std::string>& names, std::size_t show = 12) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < show; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > show) s += fmt::format(" and {} more", names.size() - show);
+  return s;
+}
+
+std::vector<std::string> names_of(const safetensors_file& w) {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : w.tensors()) names.push_back(name);
+  return names;
+}
+
+// A tensor the description needs and the file lacks: names what the file holds,
+// and the likely cause when it looks like PyG's attribute naming.
+status missing_tensor(const config::model_desc& d, const safetensors_file& w, const std::string& name) {
+  const auto held = names_of(w);
+  std::string hint;
+  for (const auto& h : held)
+    if (h.starts_with("conv1.") || h.starts_with("conv2.") || h.starts_with("lin")) {
+      hint = "; the file looks like a PyG module's state_dict with its own attribute names: "
+             "export it with spindle_client.export.export_pyg, or name the convolutions convs.0, "
+             "convs.1, ...";
+      break;
+    }
+  return make_error(errc::invalid_argument,
+                    "{}: model '{}' ({}) needs tensor '{}', which the file does not hold; it "
+                    "holds {} tensors: {}{}",
+                    w.path(), d.name, config::to_string(d.arch), name, held.size(),
+                    name_list(held), hint);
+}
+
+bool ignored(const config::model_desc& d, const std::string& name) {
+  for (const auto& prefix : d.ignore_tensors)
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
+// PyG 2.3's GATConv stores its shared projection twice (lin_src and lin_dst):
+// lin_dst is consumed when it equals lin_src; a different one (a bipartite
+// GATConv with separate projections) is not something Spindle computes.
+status check_gat_lin_dst(const safetensors_file& w, const std::string& src, const std::string& dst,
+                         const std::vector<std::int64_t>& shape) {
+  auto a = w.as_f32(src, shape);
+  auto b = w.as_f32(dst, shape);
+  if (a && b && *a == *b) return status::ok();
+  return make_error(errc::invalid_argument,
+                    "{}: '{}' differs from '{}': separate source and target projections "
+                    "(GATConv with in_channels as a pair) are not supported",
+                    w.path(), dst, src);
+}
+
+}  // namespace
+
 expected<model> model::from(const config::model_desc& d, const safetensors_file& weights,
                             allocator& alloc, bool external_embeddings) {
   SPINDLE_TRY(config::validate(d));
   model m;
   m.desc_ = d;
+  std::set<std::string> consumed;
   for (const auto& spec : parameter_specs(d)) {
     std::string stored = spec.name;
     // PyG >= 2.4 names GATConv's shared projection `lin`, 2.3 `lin_src`.
@@ -127,14 +197,38 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
       std::string alt = stored.substr(0, stored.size() - 14) + "lin.weight";
       if (weights.tensors().count(alt)) stored = alt;
     }
+    if (stored.ends_with("lin_src.weight")) {
+      const std::string dst = stored.substr(0, stored.size() - 14) + "lin_dst.weight";
+      if (weights.tensors().count(dst)) {
+        SPINDLE_TRY(check_gat_lin_dst(weights, stored, dst, spec.shape));
+        consumed.insert(dst);
+      }
+    }
     if (spec.optional && !weights.tensors().count(stored)) continue;
+    consumed.insert(stored);
+    if (!spec.load) continue;
     if (external_embeddings && spec.name.starts_with("emb_l.")) continue;
+    if (!weights.tensors().count(stored)) return missing_tensor(d, weights, stored);
     auto values = weights.as_f32(stored, spec.shape);
     if (!values) return std::move(values).error();
     SPINDLE_ASSIGN_OR_RETURN(auto t, tensor::empty(alloc, spec.shape));
     std::memcpy(t.data(), values->data(), values->size() * sizeof(float));
     m.params_.emplace(spec.name, std::move(t));
   }
+  std::vector<std::string> extra, skipped;
+  for (const auto& [name, _] : weights.tensors())
+    if (!consumed.count(name)) (ignored(d, name) ? skipped : extra).push_back(name);
+  if (!extra.empty())
+    return make_error(errc::invalid_argument,
+                      "{}: model '{}' ({}) does not use {} tensor(s) of the file: {}. Serving "
+                      "without them would give wrong answers (a BatchNorm, a head or a second "
+                      "projection left out); describe them in model.toml, or list them in "
+                      "model.ignore_tensors if they are truly unused",
+                      weights.path(), d.name, config::to_string(d.arch), extra.size(),
+                      name_list(extra));
+  if (!skipped.empty())
+    log::warn("{}: ignoring {} tensor(s) by model.ignore_tensors: {}", weights.path(),
+                     skipped.size(), name_list(skipped));
   m.cache_layer_weights();
   return m;
 }
@@ -161,6 +255,20 @@ std::size_t model::weight_bytes() const {
   std::size_t n = 0;
   for (const auto& [_, t] : params_) n += round_up(std::size_t(t.numel()) * sizeof(float));
   return n;
+}
+
+bool model::needs_degrees() const {
+  if (desc_.arch == model_arch::gcn) return true;
+  for (const auto& op : desc_.ops)
+    if (op.kind == config::op_kind::gcn && op.normalize) return true;
+  return false;
+}
+
+bool model::graph_degrees() const {
+  for (const auto& op : desc_.ops)
+    if (op.kind == config::op_kind::gcn && op.normalize && op.norm == config::gcn_norm::graph)
+      return true;
+  return false;
 }
 
 std::span<const float> model::p(const std::string& name) const {
@@ -235,9 +343,10 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
     case model_arch::ncf:
     case model_arch::wnd:
     case model_arch::din:
+    case model_arch::stack:
       break;
   }
-  return make_error(errc::internal, "gnn_layer on a DLRM model");
+  return make_error(errc::internal, "gnn_layer on a {} model", config::to_string(desc_.arch));
 }
 
 expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
@@ -250,8 +359,9 @@ expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
   if (x.cols() != desc_.in || x.rows() < blocks[0].num_src)
     return make_error(errc::invalid_argument, "{}: features are [{} x {}], expected [{} x {}]",
                       desc_.name, x.rows(), x.cols(), blocks[0].num_src, desc_.in);
-  if (desc_.arch == model_arch::gcn && std::int64_t(degree.size()) < blocks[0].num_src)
+  if (needs_degrees() && std::int64_t(degree.size()) < blocks[0].num_src)
     return make_error(errc::invalid_argument, "{}: GCN needs a degree per node", desc_.name);
+  if (desc_.arch == model_arch::stack) return forward_stack(a, blocks, degree, x, pool);
   tensor h;
   for (int l = 0; l < desc_.layers; ++l) {
     SPINDLE_ASSIGN_OR_RETURN(auto y, gnn_layer(a, l, blocks[l], degree, l == 0 ? x : h, pool));

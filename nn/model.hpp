@@ -21,10 +21,15 @@ struct param_spec {
   std::string name;
   std::vector<std::int64_t> shape;
   bool optional = false;  // e.g. GIN's eps buffer (0 when absent)
+  std::string purpose;    // what the forward pass uses it for (`spindle model info`)
+  bool load = true;       // false: a buffer the pass does not read (BatchNorm's
+                          // num_batches_tracked), accepted when present, never loaded
 };
 
 /// Every parameter `d` needs, in a stable order, with PyG / PyTorch names.
 std::vector<param_spec> parameter_specs(const config::model_desc& d);
+/// The parameters of a stack model's ops (model_stack.cpp).
+std::vector<param_spec> stack_parameter_specs(const config::model_desc& d);
 
 /// One table's lookups for a batch: bag b holds indices[offsets[b], offsets[b+1]).
 struct sparse_input {
@@ -41,6 +46,9 @@ class model {
   /// they are served by the parameter server and reach forward_dlrm_pooled.
   static expected<model> load(const std::string& dir, allocator& weights_alloc,
                               bool external_embeddings = false);
+  /// Refuses, naming them, tensors in `weights` that `d` does not consume (a model
+  /// served without its BatchNorm or second projection gives wrong answers), unless
+  /// model.toml's `ignore_tensors` lists them (by name or prefix; logged).
   static expected<model> from(const config::model_desc& d, const safetensors_file& weights,
                               allocator& weights_alloc, bool external_embeddings = false);
 
@@ -49,12 +57,18 @@ class model {
   /// naming the values, unless there is one per layer, each in 1..100000.
   status set_fanouts(std::vector<int> fanouts);
   std::int64_t parameter_count() const;
+  /// Whether forward() needs per-node degrees (GCN layers) and whether they are the
+  /// graph's (a stack's GCNConv with norm = "graph") rather than the sampled block's.
+  bool needs_degrees() const;
+  bool graph_degrees() const;
   std::size_t weight_bytes() const;
   const tensor& param(const std::string& name) const { return params_.at(name); }
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
 
   /// GNN forward: blocks[0] is the input layer; `x` holds features of blocks[0]'s
-  /// src nodes; `degree` (GCN only) is 1 + sampled in-degree per src node.
+  /// src nodes; `degree` (GCN only) is 1 + sampled in-degree per src node, or for
+  /// a stack model each src node's in-neighbour count without self edges, of the
+  /// graph when graph_degrees() and of the sampled subgraph otherwise.
   /// Returns [blocks.back().num_dst x out].
   /// With `pool`, each layer's GEMMs and aggregation split their rows over it.
   expected<tensor> forward(allocator& a, std::span<const block> blocks,
@@ -94,6 +108,13 @@ class model {
   expected<tensor> mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
                        tensor x, bool sigmoid_last, bool linear_last = false) const;
   std::span<const float> p(const std::string& name) const;
+  // Stack models (model_stack.cpp): the ops in order, values freed after last use.
+  expected<tensor> forward_stack(allocator& a, std::span<const block> blocks,
+                                 std::span<const float> degree, const tensor& x,
+                                 thread_pool* pool) const;
+  expected<tensor> stack_op(allocator& a, std::size_t i, const block* b,
+                            std::span<const float> degree, std::vector<tensor*>& in,
+                            std::vector<bool>& owned, thread_pool* pool) const;
 
   config::model_desc desc_;
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves

@@ -18,14 +18,6 @@
 #include "nn/model.hpp"
 
 namespace spindle::nn {
-namespace {
-
-void sigmoid_(tensor& t) {
-  for (std::int64_t k = 0; k < t.numel(); ++k) t.data()[k] = 1.0f / (1.0f + std::exp(-t.data()[k]));
-}
-
-}  // namespace
-
 // [e, q, e - q, e * q] for every behaviour, its sample's candidate as q.
 expected<tensor> model::din_unit_input(allocator& a, const sparse_input& behaviours,
                                        const tensor& candidate) const {

@@ -144,16 +144,24 @@ SPINDLE_ROW_KERNEL void max_row(float* __restrict__ o, const float* __restrict__
   for (std::int64_t c = 0; c < f; ++c) o[c] = o[c] > row[c] ? o[c] : row[c];
 }
 
+SPINDLE_ROW_KERNEL void min_row(float* __restrict__ o, const float* __restrict__ row,
+                                std::int64_t f) {
+  for (std::int64_t c = 0; c < f; ++c) o[c] = o[c] < row[c] ? o[c] : row[c];
+}
+
 // o (= 0) reduced over the rows x_src[indices[lo, hi)] by op.
 void reduce_row(const block& b, const tensor& x, std::int64_t lo, std::int64_t hi, reduce_op op,
                 float* o) {
   const std::int64_t f = x.cols(), end = b.indptr[b.num_dst];
   if (op == reduce_op::max) std::fill(o, o + f, -std::numeric_limits<float>::infinity());
+  if (op == reduce_op::min) std::fill(o, o + f, std::numeric_limits<float>::infinity());
   for (std::int64_t e = lo; e < hi; ++e) {
     if (e + kEdgesAhead < end) prefetch_row(x.row(b.indices[e + kEdgesAhead]), f);
     const float* m = x.row(b.indices[e]);
     if (op == reduce_op::max)
       max_row(o, m, f);
+    else if (op == reduce_op::min)
+      min_row(o, m, f);
     else
       add_row(o, m, f);
   }
@@ -197,11 +205,45 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
   return out;
 }
 
+expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
+                               std::span<const float> neighbours, const gcn_options& o,
+                               thread_pool* pool) {
+  const std::int64_t f = h.cols();
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {b.num_dst, f}));
+  if (!o.normalize) {  // PyG: no gcn_norm, so no self-loops either: a sum over the edges
+    for_row_chunks(pool, b.num_dst, kAggregateGrain, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i)
+        for (std::int64_t e = b.indptr[i]; e < b.indptr[i + 1]; ++e)
+          add_row(out.row(i), h.row(b.indices[e]), f);
+    });
+    return out;
+  }
+  const float fill = o.add_self_loops ? (o.improved ? 2.0f : 1.0f) : 0.0f;
+  auto inv_sqrt = [&](std::int64_t v) {
+    const float d = neighbours[std::size_t(v)] + fill;
+    return d > 0 ? 1.0f / std::sqrt(d) : 0.0f;
+  };
+  for_row_chunks(pool, b.num_dst, kAggregateGrain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) {
+      float* row = out.row(i);
+      const float di = inv_sqrt(i);
+      if (fill > 0) axpy_row(row, h.row(i), fill * di * di, f);
+      for (std::int64_t e = b.indptr[i]; e < b.indptr[i + 1]; ++e) {
+        const std::int32_t j = b.indices[e];
+        // add_remaining_self_loops: an existing i->i edge is the self-loop term.
+        if (j == i && fill > 0) continue;
+        axpy_row(row, h.row(j), di * inv_sqrt(j), f);
+      }
+    }
+  });
+  return out;
+}
+
 expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
                                std::span<const float> att_src, std::span<const float> att_dst,
-                               float negative_slope) {
+                               float negative_slope, bool add_self_loops) {
   const std::int64_t hc = h.cols(), c = hc / heads, e0 = b.indptr[0];
-  const std::int64_t edges = b.num_edges() + b.num_dst;  // plus one self-loop per dst
+  const std::int64_t edges = b.num_edges() + b.num_dst;  // at most one self-loop per dst
   // The per-node, per-edge and softmax pieces are the GAT kernel's (gpu/kernels/gat_row.hpp).
   auto node_score = [&](std::int64_t j, std::span<const float> att, int k) {
     return gpu::gat_node_score(h.data(), hc, c, att.data(), j, k);
@@ -217,9 +259,11 @@ expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, in
     // GATConv removes self-loops and adds one per node).
     std::vector<std::int64_t>& nbrs = scratch;
     nbrs.clear();
+    // Without self-loops the edges are taken as given (an existing i->i edge stays).
     for (std::int64_t e = b.indptr[i] - e0; e < b.indptr[i + 1] - e0; ++e)
-      if (b.indices[e0 + e] != i) nbrs.push_back(b.indices[e0 + e]);
-    nbrs.push_back(i);
+      if (b.indices[e0 + e] != i || !add_self_loops) nbrs.push_back(b.indices[e0 + e]);
+    if (add_self_loops) nbrs.push_back(i);
+    if (nbrs.empty()) continue;  // no edge: PyG's softmax aggregation gives 0
     auto src_of = [&](std::int64_t k) { return nbrs[std::size_t(k)]; };
     const std::int64_t deg = std::int64_t(nbrs.size());
     for (int k = 0; k < heads; ++k) {

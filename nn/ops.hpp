@@ -53,7 +53,31 @@ void leaky_relu_(tensor& t, float slope = 0.01f);
 void softmax_rows_(tensor& t);
 void log_softmax_rows_(tensor& t);
 
-enum class reduce_op { sum, mean, max };
+enum class reduce_op { sum, mean, max, min };
+
+/// Node-wise layers of a GNN stack (nn/ops_node.cpp; per-element logic in
+/// gpu/kernels/activation.hpp and norm_row.hpp, shared with the device).
+/// BatchNorm1d in eval mode; `weight`/`bias` empty when not affine.
+void batch_norm_(tensor& t, std::span<const float> mean, std::span<const float> var,
+                 std::span<const float> weight, std::span<const float> bias, float eps);
+/// torch.nn.LayerNorm over each row; `weight`/`bias` empty when not affine.
+void layer_norm_(tensor& t, std::span<const float> weight, std::span<const float> bias, float eps);
+/// F.normalize(p=2, dim=-1) of each row.
+void l2_normalize_rows_(tensor& t);
+void gelu_(tensor& t, bool approximate_tanh);
+void tanh_(tensor& t);
+void sigmoid_(tensor& t);
+/// PReLU: `weight` has one value (shared) or one per column.
+void prelu_(tensor& t, std::span<const float> weight);
+/// y = max(y, x) elementwise (same shape).
+void max_(tensor& y, const tensor& x);
+
+/// GCNConv's options beyond the default (self-loops of weight 1, symmetric norm).
+struct gcn_options {
+  bool add_self_loops = true;
+  bool improved = false;   // self-loops of weight 2
+  bool normalize = true;   // false: a plain sum over the edges (no self-loops added)
+};
 
 /// PyG-style Propagate as a sparse-dense product: out_i = reduce_{j in N(i)} x_src[j]
 /// over the block's CSR, accumulated in edge order (empty rows give 0).
@@ -64,6 +88,12 @@ expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, re
 /// where d = 1 + in-degree without self edges (gcn_degrees). `degree` is per src node.
 expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
                                std::span<const float> degree, thread_pool* pool = nullptr);
+/// GCNConv with `o`: `neighbours[v]` is v's in-neighbour count without self edges
+/// (the graph's or the block's); deg = neighbours + self-loop weight (0 without
+/// self-loops), 1/sqrt(0) taken as 0 as PyG does.
+expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
+                               std::span<const float> neighbours, const gcn_options& o,
+                               thread_pool* pool = nullptr);
 
 /// GAT (PyG GATConv, self-loops added, concat heads): h is [num_src x heads*C];
 /// att_src/att_dst are [heads x C]; LeakyReLU(0.2) scores, softmax over each dst's
@@ -71,7 +101,7 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
 /// messages [(E+num_dst) x heads*C].
 expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
                                std::span<const float> att_src, std::span<const float> att_dst,
-                               float negative_slope = 0.2f);
+                               float negative_slope = 0.2f, bool add_self_loops = true);
 
 /// Sum or mean of table rows per bag: bag i holds indices[offsets[i], offsets[i+1]).
 /// Errors name the first index outside the table.

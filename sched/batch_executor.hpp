@@ -44,6 +44,12 @@ class batch_executor {
   virtual expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
                                           std::span<const nn::block> blocks,
                                           std::span<const float> degree, const nn::tensor& x);
+  /// The slot bytes forward_in needs beyond the host estimate's (a device pass
+  /// copies the features and block CSR into its slot); 0 on the host.
+  virtual std::uint64_t slot_bytes(const nn::model&, std::span<const nn::block>, std::int64_t,
+                                   std::size_t) const {
+    return 0;
+  }
 };
 
 /// The host executors: `pool` null is the small one (the caller's thread), a

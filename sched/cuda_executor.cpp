@@ -162,6 +162,12 @@ expected<void*> cuda_executor::blas_for(void* stream) {
   return slot_blas_[stream] = blas;
 }
 
+std::uint64_t cuda_executor::slot_bytes(const nn::model& m, std::span<const nn::block> blocks,
+                                         std::int64_t x_rows, std::size_t degree_bytes) const {
+  if (!device_model::supports(m) || blocks.empty()) return 0;
+  return device_model::arena_bytes(m.desc(), blocks, x_rows, degree_bytes);
+}
+
 expected<nn::tensor> cuda_executor::forward_in(device_slot slot, const nn::model& m,
                                                nn::allocator& a, std::span<const nn::block> blocks,
                                                std::span<const float> degree, const nn::tensor& x) {

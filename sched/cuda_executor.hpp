@@ -40,6 +40,8 @@ class cuda_executor final : public batch_executor {
   expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
                                   std::span<const nn::block> blocks, std::span<const float> degree,
                                   const nn::tensor& x) override;
+  std::uint64_t slot_bytes(const nn::model& m, std::span<const nn::block> blocks,
+                           std::int64_t x_rows, std::size_t degree_bytes) const override;
   const feature_tiers& tiers() const { return resident_->tiers(); }
 
  private:

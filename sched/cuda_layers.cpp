@@ -137,4 +137,33 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
   return y;
 }
 
+std::size_t device_model::arena_bytes(const config::model_desc& d,
+                                      std::span<const nn::block> blocks, std::int64_t x_rows,
+                                      std::size_t degree_bytes) {
+  auto aligned = [](std::size_t b) { return (b + 255) / 256 * 256; };
+  auto floats = [&](std::int64_t n) { return aligned(std::size_t(n) * 4); };
+  std::size_t total = floats(x_rows * d.in);
+  if (d.arch == model_arch::gcn) total += aligned(degree_bytes);
+  std::int64_t width = d.in, num_src = x_rows;
+  for (std::size_t l = 0; l < blocks.size(); ++l) {
+    const auto& b = blocks[l];
+    const bool last = l + 1 == blocks.size();
+    const std::int64_t out = last ? d.out : d.hidden;
+    const int heads = d.arch == model_arch::gat && !last ? d.heads : 1;
+    total += aligned(b.indptr.size_bytes()) + aligned(b.indices.size_bytes());
+    total += floats(b.num_dst * heads * out);
+    if (d.arch == model_arch::gat)
+      total += floats(num_src * heads * out) + floats(num_src * heads) + floats(b.num_dst * heads);
+    else if (d.arch == model_arch::graphsage)
+      total += floats(b.num_dst * width);
+    else if (d.arch == model_arch::gcn)
+      total += floats(num_src * out);
+    else
+      total += floats(b.num_dst * width) + floats(b.num_dst * out);
+    width = heads * out;
+    num_src = b.num_dst;
+  }
+  return total;
+}
+
 }  // namespace spindle::sched

@@ -34,6 +34,12 @@ class device_model {
   expected<nn::tensor> forward(gpu::device_arena& arena, void* blas, nn::allocator& a,
                                std::span<const nn::block> blocks, std::span<const float> degree,
                                const nn::tensor& x, const float* x_device = nullptr) const;
+  /// The arena bytes forward() takes for these blocks with x uploaded (every buffer
+  /// it takes, 256-byte aligned: the arena frees nothing within a pass). A GNNSched
+  /// device slot must be this large; the host PMC estimate leaves out the features
+  /// and block CSR, which the device pass copies into its slot.
+  static std::size_t arena_bytes(const config::model_desc& d, std::span<const nn::block> blocks,
+                                 std::int64_t x_rows, std::size_t degree_bytes);
 
  private:
   device_model() = default;

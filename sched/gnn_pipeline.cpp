@@ -26,6 +26,20 @@ void gcn_degrees_into(const graph::sampled_subgraph& sub, std::vector<float>& d)
   for (std::int64_t v = 0; v < rows && v < n; ++v)
     for (std::int64_t e = sub.indptr[v]; e < sub.indptr[v + 1]; ++e) d[v] += sub.indices[e] != v;
 }
+
+// Each node's in-neighbour count without self edges in the whole graph: a stack
+// model's GCNConv with norm = "graph" normalises by it (PyG's full-graph answer).
+std::vector<float> graph_neighbour_counts(const graph::csr_view& g) {
+  std::vector<float> n(std::size_t(g.num_nodes));
+  graph::with_indices(g, [&](auto indices) {
+    for (std::int64_t v = 0; v < g.num_nodes; ++v) {
+      std::int64_t c = 0;
+      for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) c += indices[e] != v;
+      n[std::size_t(v)] = float(c);
+    }
+  });
+  return n;
+}
 }  // namespace
 
 gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
@@ -43,6 +57,8 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
     options_.fanouts = std::move(*f);
   else
     setup_error_ = f.error();  // every request is answered with it (loaders check first)
+  if (model_.desc().arch == config::model_arch::stack && model_.graph_degrees())
+    graph_neighbours_ = graph_neighbour_counts(ds_.graph());
 }
 
 status gnn_pipeline::set_fanouts(std::vector<int> fanouts) {
@@ -168,6 +184,16 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampl
     g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
   }
   if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
+  if (model_.desc().arch == config::model_arch::stack && model_.needs_degrees()) {
+    if (model_.graph_degrees()) {  // the graph's neighbour counts of the sampled nodes
+      g.degree.resize(sub.nodes.size());
+      for (std::size_t i = 0; i < sub.nodes.size(); ++i)
+        g.degree[i] = graph_neighbours_[std::size_t(sub.nodes[i])];
+    } else {  // the sampled subgraph's
+      gcn_degrees_into(sub, g.degree);
+      for (auto& d : g.degree) d -= 1.0f;
+    }
+  }
   res.work.graphs += 1;
   res.work.rows += std::uint64_t(n);
   res.work.edges += std::uint64_t(sub.num_edges());
@@ -211,6 +237,9 @@ std::uint64_t gnn_pipeline::task_bytes(const prepared_batch& pb) const {
     const auto est = estimate_pmc(gnn_graph(model_.desc(), block_sizes(g.sub)));
     const std::uint64_t outside = est.weight_bytes + g.features.size() * 4;
     if (est.pmc_bytes > outside) bytes = std::max(bytes, est.pmc_bytes - outside);
+    if (device_)  // a device slot also holds the features and CSR the pass uploads
+      bytes = std::max(bytes, device_->slot_bytes(model_, g.blocks, g.sub.hop_end.back(),
+                                                  g.degree.size() * sizeof(float)));
   }
   return bytes;
 }

@@ -160,6 +160,7 @@ class gnn_pipeline {
   std::shared_ptr<batch_executor> device_;  // replaces large_ when set
   feature_source source_;
   graph::sample_options options_;  // the served fanouts; the seed is set per graph
+  std::vector<float> graph_neighbours_;  // stack GCN with graph norm: per node, else empty
   status setup_error_;             // no usable fanouts: every request gets this
   prepared_batch scratch_;         // reused by run()
   nn::arena_allocator arena_;

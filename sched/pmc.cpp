@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+
+#include <fmt/format.h>
 
 namespace spindle::sched {
 namespace {
@@ -71,6 +74,7 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
     case model_arch::ncf:
     case model_arch::wnd:
     case model_arch::din:
+    case model_arch::stack:
       break;
   }
   // Activation (in place, zero memory) closes the layer and releases its input.
@@ -78,9 +82,50 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
   return y;
 }
 
+// A stack model: one op per [[op]], sized by the rows of the block its value
+// belongs to. Each op's inputs are released after their last use (nn/'s
+// forward_stack); in-place node-wise ops allocate nothing new (a copy when the
+// input is still needed later is counted as their output).
+pmc_graph stack_graph(const config::model_desc& d, std::span<const block_dims> blocks) {
+  graph_builder gb;
+  gb.g.input_bytes = blocks.empty() ? 0 : bytes(blocks[0].num_src, d.in);
+  std::map<std::string, std::pair<int, std::int64_t>> values{{"x", {-1, blocks.empty() ? 0 : blocks[0].num_src}}};
+  std::map<std::string, std::int64_t> widths{{"x", d.in}};
+  std::size_t hop = 0;
+  for (std::size_t i = 0; i < d.ops.size(); ++i) {
+    const auto& op = d.ops[i];
+    std::vector<int> in;
+    std::int64_t rows = values.at(op.inputs[0]).second;
+    for (const auto& name : op.inputs) {
+      in.push_back(values.at(name).first);
+      rows = std::min(rows, values.at(name).second);
+    }
+    const std::int64_t w_in = widths.at(op.inputs[0]);
+    u64 temp = 0, weights = 0;
+    if (config::is_message_passing(op.kind) && hop < blocks.size()) {
+      const auto& b = blocks[hop++];
+      rows = b.num_dst;
+      temp = bytes(b.num_src, std::max<std::int64_t>(op.width, w_in));  // projection / aggregate
+      if (op.kind == config::op_kind::gat)
+        temp += bytes(b.num_edges + b.num_dst, op.heads) +
+                bytes(b.num_edges + b.num_dst, std::int64_t(op.heads) * op.out);
+      weights = bytes(std::int64_t(op.width) + 1, w_in) * 2;
+    } else if (op.kind == config::op_kind::linear) {
+      weights = bytes(op.out, w_in + 1);
+    }
+    const int id = gb.add(fmt::format("op{}.{}", i, config::to_string(op.kind)), weights,
+                          bytes(rows, op.width), temp, in);
+    values[op.name] = {id, rows};
+    widths[op.name] = op.width;
+  }
+  gb.add("output", 0, 0, 0, {});
+  return gb.g;
+}
+
 }  // namespace
 
 pmc_graph gnn_graph(const config::model_desc& d, std::span<const block_dims> blocks) {
+  if (d.arch == model_arch::stack) return stack_graph(d, blocks);
   graph_builder gb;
   gb.g.input_bytes = blocks.empty() ? 0 : bytes(blocks[0].num_src, d.in);
   int x = -1;

@@ -133,9 +133,12 @@ status run_info(const std::string& dir) {
   const auto& d = m.desc();
   fmt::print("model '{}': {} ({})\n", d.name, config::to_string(d.arch), dir);
   for (const auto& spec : nn::parameter_specs(d)) {
-    if (spec.optional) continue;
-    fmt::print("  {:<28} {}\n", spec.name, format_shape(m.param(spec.name).shape()));
+    if (!m.has_param(spec.name)) continue;  // an absent optional tensor
+    fmt::print("  {:<28} {:<14} {}\n", spec.name, format_shape(m.param(spec.name).shape()),
+               spec.purpose);
   }
+  if (!d.ignore_tensors.empty())
+    fmt::print("ignored by model.ignore_tensors: {}\n", fmt::join(d.ignore_tensors, ", "));
   fmt::print("parameters: {} ({:.2f} MiB float32)\n", m.parameter_count(),
              double(m.parameter_count()) * 4 / 1048576.0);
   return status::ok();

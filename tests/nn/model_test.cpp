@@ -56,8 +56,87 @@ TEST(model_test, wrong_shapes_missing_tensors_and_dtypes_name_the_tensor) {
   auto p = safetensors_file::open(dir + "/partial.safetensors");
   auto m2 = model::from(sage(12, 8, 3), *p, alloc);
   ASSERT_FALSE(m2.has_value());
-  EXPECT_NE(m2.error().message().find("missing tensor 'convs.0.lin_l.bias'"), std::string::npos)
+  EXPECT_NE(m2.error().message().find("needs tensor 'convs.0.lin_l.bias', which the file does not "
+                                      "hold; it holds 1 tensors: convs.0.lin_l.weight"),
+            std::string::npos)
       << m2.error().message();
+}
+
+// A weights file with tensors the description does not use (a BatchNorm after
+// the first layer, as PyG's examples write it) is refused by name, never served
+// without them; model.ignore_tensors is the named opt-out.
+TEST(model_test, tensors_the_model_does_not_use_are_refused_by_name) {
+  std::string dir = temp("extra");
+  ASSERT_TRUE(init_model(sage(12, 8, 3), 5, dir).is_ok());
+  auto w = safetensors_file::open(dir + "/weights.safetensors");
+  ASSERT_TRUE(w.has_value());
+  std::vector<safetensor_f32> tensors;
+  for (const auto& [name, _] : w->tensors())
+    tensors.push_back({name, w->tensors().at(name).shape, *w->as_f32(name, {})});
+  for (auto name : {"bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var"})
+    tensors.push_back({name, {8}, std::vector<float>(8, 1.0f)});
+  ASSERT_TRUE(write_safetensors(dir + "/with_bn.safetensors", tensors).is_ok());
+  auto bn = safetensors_file::open(dir + "/with_bn.safetensors");
+  ASSERT_TRUE(bn.has_value());
+  heap_allocator alloc;
+  auto m = model::from(sage(12, 8, 3), *bn, alloc);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.error().message().find("does not use 4 tensor(s) of the file: bn1.bias, bn1.running_mean, "
+                                     "bn1.running_var, bn1.weight"),
+            std::string::npos)
+      << m.error().message();
+  auto d = sage(12, 8, 3);
+  d.ignore_tensors = {"bn1."};
+  auto ok = model::from(d, *bn, alloc);
+  ASSERT_TRUE(ok.has_value()) << ok.error().to_string();
+  d.ignore_tensors = {"bn1.weight"};  // a name, not the whole prefix: the rest still refused
+  auto partial = model::from(d, *bn, alloc);
+  ASSERT_FALSE(partial.has_value());
+  EXPECT_NE(partial.error().message().find("does not use 3 tensor(s)"), std::string::npos);
+}
+
+// PyG 2.3's GATConv stores its shared projection twice; a second projection
+// that differs (a bipartite GATConv) is refused, not served with lin_src alone.
+TEST(model_test, a_gat_target_projection_must_equal_the_shared_one) {
+  auto d = sage(12, 8, 3);
+  d.arch = config::model_arch::gat;
+  std::string dir = temp("gat_dst");
+  ASSERT_TRUE(init_model(d, 5, dir).is_ok());
+  heap_allocator alloc;
+  auto shared = model::load(dir, alloc);  // init writes lin_dst equal to lin_src
+  ASSERT_TRUE(shared.has_value()) << shared.error().to_string();
+  auto w = safetensors_file::open(dir + "/weights.safetensors");
+  std::vector<safetensor_f32> tensors;
+  for (const auto& [name, view] : w->tensors()) {
+    tensors.push_back({name, view.shape, *w->as_f32(name, {})});
+    if (name == "convs.0.lin_dst.weight") tensors.back().values[0] += 1.0f;
+  }
+  ASSERT_TRUE(write_safetensors(dir + "/bipartite.safetensors", tensors).is_ok());
+  auto b = safetensors_file::open(dir + "/bipartite.safetensors");
+  auto m = model::from(d, *b, alloc);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.error().message().find("'convs.0.lin_dst.weight' differs from 'convs.0.lin_src.weight'"),
+            std::string::npos)
+      << m.error().message();
+}
+
+// PyG's idiomatic attribute names (conv1, conv2) are named in the error with the
+// way out, rather than a bare "missing tensor".
+TEST(model_test, a_missing_tensor_lists_what_the_file_holds) {
+  std::string dir = temp("pyg_names");
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(write_safetensors(dir + "/w.safetensors",
+                                {{"conv1.lin_l.weight", {8, 12}, std::vector<float>(96)},
+                                 {"conv1.lin_l.bias", {8}, std::vector<float>(8)}})
+                  .is_ok());
+  auto w = safetensors_file::open(dir + "/w.safetensors");
+  heap_allocator alloc;
+  auto m = model::from(sage(12, 8, 3), *w, alloc);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.error().message().find("it holds 2 tensors: conv1.lin_l.bias, conv1.lin_l.weight"),
+            std::string::npos)
+      << m.error().message();
+  EXPECT_NE(m.error().message().find("export_pyg"), std::string::npos) << m.error().message();
 }
 
 TEST(model_test, safetensors_rejects_corrupt_headers) {

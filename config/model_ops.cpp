@@ -1,0 +1,298 @@
+#include "config/model_ops.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "config/detail/model_ops_toml.hpp"
+
+namespace spindle::config {
+namespace {
+
+constexpr std::array<std::string_view, 19> kKindNames = {
+    "sage", "gcn",  "gat",     "gin",   "linear", "batch_norm", "layer_norm",
+    "relu", "elu",  "leaky_relu", "gelu", "tanh", "sigmoid",   "prelu",
+    "add",  "cat",  "max",     "log_softmax", "softmax"};
+
+expected<op_kind> parse_kind(std::string_view text, std::string_view field) {
+  for (std::size_t i = 0; i < kKindNames.size(); ++i)
+    if (kKindNames[i] == text) return op_kind(i);
+  return make_error(errc::invalid_argument, "{}.kind = '{}': expected one of {}", field, text,
+                    fmt::join(kKindNames, ", "));
+}
+
+// The keys each kind may carry (beyond kind, name, inputs): anything else is a
+// setting Spindle would not honour, so it is refused.
+const std::set<std::string_view>& keys_for(op_kind k) {
+  static const std::map<op_kind, std::set<std::string_view>> keys = {
+      {op_kind::sage, {"prefix", "in", "out", "aggr", "normalize", "root_weight", "project", "bias"}},
+      {op_kind::gcn, {"prefix", "in", "out", "add_self_loops", "normalize", "improved", "bias", "norm"}},
+      {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
+      {op_kind::gin, {"prefix", "in", "eps"}},
+      {op_kind::linear, {"prefix", "in", "out", "bias"}},
+      {op_kind::batch_norm, {"prefix", "in", "eps", "affine"}},
+      {op_kind::layer_norm, {"prefix", "in", "eps", "affine"}},
+      {op_kind::elu, {"alpha"}},
+      {op_kind::leaky_relu, {"negative_slope"}},
+      {op_kind::gelu, {"approximate"}},
+      {op_kind::prelu, {"prefix", "channels"}},
+  };
+  static const std::set<std::string_view> none;
+  auto it = keys.find(k);
+  return it == keys.end() ? none : it->second;
+}
+
+template <class T>
+status read(const toml::table& t, std::string_view key, T& out, const std::string& field) {
+  const toml::node* n = t.get(key);
+  if (!n) return status::ok();
+  if constexpr (std::is_same_v<T, bool>) {
+    auto v = n->value<bool>();
+    if (!v) return make_error(errc::invalid_argument, "{}.{} must be true or false", field, key);
+    out = *v;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    auto v = n->value<std::string>();
+    if (!v) return make_error(errc::invalid_argument, "{}.{} must be a string", field, key);
+    out = *v;
+  } else if constexpr (std::is_same_v<T, float>) {
+    auto v = n->value<double>();
+    if (!v || !std::isfinite(*v))
+      return make_error(errc::invalid_argument, "{}.{} must be a finite number", field, key);
+    out = float(*v);
+  } else {
+    auto v = n->value<std::int64_t>();
+    if (!v || *v < 0 || *v > 1'000'000)
+      return make_error(errc::invalid_argument, "{}.{} must be an integer in 0..1000000", field, key);
+    out = T(*v);
+  }
+  return status::ok();
+}
+
+expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
+  gnn_op op;
+  std::string kind;
+  SPINDLE_TRY(read(t, "kind", kind, field));
+  if (kind.empty()) return make_error(errc::invalid_argument, "{}.kind is required", field);
+  SPINDLE_ASSIGN_OR_RETURN(op.kind, parse_kind(kind, field));
+  const auto& allowed = keys_for(op.kind);
+  for (auto&& [k, _] : t) {
+    const std::string_view key = k.str();
+    if (key != "kind" && key != "name" && key != "inputs" && !allowed.count(key))
+      return make_error(errc::invalid_argument, "{}.{}: not a setting of {} that Spindle honours",
+                        field, key, kind);
+  }
+  if (op.kind == op_kind::leaky_relu) op.negative_slope = 0.01f;
+  if (op.kind == op_kind::gin) op.eps = 0.0f;
+  SPINDLE_TRY(read(t, "name", op.name, field));
+  if (const toml::node* n = t.get("inputs")) {
+    const toml::array* arr = n->as_array();
+    if (!arr) return make_error(errc::invalid_argument, "{}.inputs must be a list of names", field);
+    for (const auto& e : *arr) {
+      auto v = e.value<std::string>();
+      if (!v) return make_error(errc::invalid_argument, "{}.inputs must hold names", field);
+      op.inputs.push_back(*v);
+    }
+  }
+  SPINDLE_TRY(read(t, "prefix", op.prefix, field));
+  SPINDLE_TRY(read(t, "in", op.in, field));
+  SPINDLE_TRY(read(t, "out", op.out, field));
+  SPINDLE_TRY(read(t, "aggr", op.aggr, field));
+  SPINDLE_TRY(read(t, "normalize", op.normalize, field));
+  SPINDLE_TRY(read(t, "root_weight", op.root_weight, field));
+  SPINDLE_TRY(read(t, "project", op.project, field));
+  SPINDLE_TRY(read(t, "bias", op.bias, field));
+  SPINDLE_TRY(read(t, "add_self_loops", op.add_self_loops, field));
+  SPINDLE_TRY(read(t, "improved", op.improved, field));
+  SPINDLE_TRY(read(t, "heads", op.heads, field));
+  SPINDLE_TRY(read(t, "concat", op.concat, field));
+  SPINDLE_TRY(read(t, "negative_slope", op.negative_slope, field));
+  SPINDLE_TRY(read(t, "alpha", op.alpha, field));
+  SPINDLE_TRY(read(t, "eps", op.eps, field));
+  SPINDLE_TRY(read(t, "affine", op.affine, field));
+  SPINDLE_TRY(read(t, "channels", op.channels, field));
+  std::string norm = "graph", approximate = "none";
+  SPINDLE_TRY(read(t, "norm", norm, field));
+  SPINDLE_TRY(read(t, "approximate", approximate, field));
+  if (norm != "graph" && norm != "block")
+    return make_error(errc::invalid_argument, "{}.norm = '{}': expected graph or block", field, norm);
+  op.norm = norm == "graph" ? gcn_norm::graph : gcn_norm::block;
+  if (approximate != "none" && approximate != "tanh")
+    return make_error(errc::invalid_argument, "{}.approximate = '{}': expected none or tanh", field,
+                      approximate);
+  op.approximate_tanh = approximate == "tanh";
+  if (op.kind == op_kind::sage && op.aggr != "mean" && op.aggr != "sum" && op.aggr != "max" &&
+      op.aggr != "min")
+    return make_error(errc::invalid_argument,
+                      "{}.aggr = '{}': Spindle computes SAGEConv with mean, sum, max or min", field,
+                      op.aggr);
+  return op;
+}
+
+}  // namespace
+
+std::string_view to_string(op_kind k) { return kKindNames[std::size_t(k)]; }
+
+bool is_message_passing(op_kind k) {
+  return k == op_kind::sage || k == op_kind::gcn || k == op_kind::gat || k == op_kind::gin;
+}
+
+namespace detail {
+
+expected<std::vector<gnn_op>> parse_ops(const toml::array& ops, std::string_view origin) {
+  std::vector<gnn_op> out;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string field = fmt::format("op[{}]", i);
+    const toml::table* t = ops.get(i)->as_table();
+    if (!t) return make_error(errc::invalid_argument, "{}: {} must be a table", origin, field);
+    auto op = parse_op(*t, field);
+    if (!op) return std::move(op).error().with_context(fmt::format("{}: ", origin));
+    out.push_back(std::move(*op));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The width `op` produces from its inputs' widths; errors name the op.
+expected<int> output_width(const gnn_op& op, const std::vector<int>& in, const std::string& field) {
+  auto needs_in = [&](int w) -> status {
+    if (op.in > 0 && op.in != w)
+      return make_error(errc::invalid_argument, "{}.in = {}, but its input is {} wide", field,
+                        op.in, w);
+    return status::ok();
+  };
+  auto positive_out = [&]() -> status {
+    return op.out > 0 ? status::ok()
+                      : make_error(errc::invalid_argument, "{}.out must be > 0", field);
+  };
+  const int w = in.empty() ? 0 : in[0];
+  switch (op.kind) {
+    case op_kind::add:
+    case op_kind::max:
+      for (int x : in)
+        if (x != w)
+          return make_error(errc::invalid_argument, "{} ({}) joins inputs of widths {}", field,
+                            to_string(op.kind), fmt::join(in, ", "));
+      return w;
+    case op_kind::cat: {
+      int sum = 0;
+      for (int x : in) sum += x;
+      return sum;
+    }
+    case op_kind::sage:
+    case op_kind::gcn:
+    case op_kind::linear:
+      SPINDLE_TRY(needs_in(w));
+      SPINDLE_TRY(positive_out());
+      return op.out;
+    case op_kind::gat:
+      SPINDLE_TRY(needs_in(w));
+      SPINDLE_TRY(positive_out());
+      if (op.heads <= 0) return make_error(errc::invalid_argument, "{}.heads must be > 0", field);
+      return op.concat ? op.heads * op.out : op.out;
+    case op_kind::prelu:
+      if (op.channels != 1 && op.channels != w)
+        return make_error(errc::invalid_argument, "{}.channels = {}: expected 1 or the width {}",
+                          field, op.channels, w);
+      return w;
+    default:
+      SPINDLE_TRY(needs_in(w));
+      return w;
+  }
+}
+
+bool needs_prefix(op_kind k) {
+  return is_message_passing(k) || k == op_kind::linear || k == op_kind::batch_norm ||
+         k == op_kind::layer_norm || k == op_kind::prelu;
+}
+
+}  // namespace
+
+expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
+  if (ops.empty())
+    return make_error(errc::invalid_argument, "a stack model needs at least one [[op]]");
+  std::map<std::string, int> widths{{"x", in}};
+  std::string previous = "x";
+  int hops = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    auto& op = ops[i];
+    const std::string field = fmt::format("op[{}] ({})", i, to_string(op.kind));
+    if (op.name.empty()) op.name = fmt::format("op{}", i);
+    if (op.name == "x" || widths.count(op.name))
+      return make_error(errc::invalid_argument, "{}.name = '{}' is already taken", field, op.name);
+    if (op.inputs.empty()) op.inputs = {previous};
+    const bool join = op.kind == op_kind::add || op.kind == op_kind::cat || op.kind == op_kind::max;
+    if (!join && op.inputs.size() != 1)
+      return make_error(errc::invalid_argument, "{} takes one input, got {}", field,
+                        op.inputs.size());
+    if (join && op.inputs.size() < 2)
+      return make_error(errc::invalid_argument, "{} joins at least two inputs", field);
+    std::vector<int> in_widths;
+    for (const auto& name : op.inputs) {
+      auto it = widths.find(name);
+      if (it == widths.end())
+        return make_error(errc::invalid_argument, "{}.inputs: '{}' is not an earlier op's name",
+                          field, name);
+      in_widths.push_back(it->second);
+    }
+    if (needs_prefix(op.kind) && op.prefix.empty())
+      return make_error(errc::invalid_argument, "{}.prefix (its tensors' name prefix) is required",
+                        field);
+    SPINDLE_ASSIGN_OR_RETURN(op.width, output_width(op, in_widths, field));
+    hops += is_message_passing(op.kind);
+    widths[op.name] = op.width;
+    previous = op.name;
+  }
+  int graph_norm = 0, block_norm = 0;
+  for (const auto& op : ops)
+    if (op.kind == op_kind::gcn && op.normalize) (op.norm == gcn_norm::graph ? graph_norm : block_norm)++;
+  if (graph_norm && block_norm)
+    return make_error(errc::invalid_argument,
+                      "GCN ops normalise by the graph's degrees ({}) and by the block's ({}): one "
+                      "kind per model",
+                      graph_norm, block_norm);
+  if (hops == 0)
+    return make_error(errc::invalid_argument, "a stack model needs a message-passing op (sage, "
+                                              "gcn, gat or gin)");
+  if (ops.back().width != out)
+    return make_error(errc::invalid_argument, "the last op produces {} columns, model.out = {}",
+                      ops.back().width, out);
+  return hops;
+}
+
+std::string ops_to_toml(const std::vector<gnn_op>& ops) {
+  std::string s;
+  for (const auto& op : ops) {
+    s += fmt::format("\n[[op]]\nkind = \"{}\"\nname = \"{}\"\ninputs = [\"{}\"]\n",
+                     to_string(op.kind), op.name, fmt::join(op.inputs, "\", \""));
+    const auto& keys = keys_for(op.kind);
+    auto has = [&](std::string_view k) { return keys.count(k) > 0; };
+    if (has("prefix")) s += fmt::format("prefix = \"{}\"\n", op.prefix);
+    if (has("in") && op.in) s += fmt::format("in = {}\n", op.in);
+    if (has("out")) s += fmt::format("out = {}\n", op.out);
+    if (has("aggr")) s += fmt::format("aggr = \"{}\"\n", op.aggr);
+    if (has("normalize")) s += fmt::format("normalize = {}\n", op.normalize);
+    if (has("root_weight")) s += fmt::format("root_weight = {}\n", op.root_weight);
+    if (has("project")) s += fmt::format("project = {}\n", op.project);
+    if (has("bias")) s += fmt::format("bias = {}\n", op.bias);
+    if (has("add_self_loops")) s += fmt::format("add_self_loops = {}\n", op.add_self_loops);
+    if (has("improved")) s += fmt::format("improved = {}\n", op.improved);
+    if (has("norm")) s += fmt::format("norm = \"{}\"\n", op.norm == gcn_norm::graph ? "graph" : "block");
+    if (has("heads")) s += fmt::format("heads = {}\nconcat = {}\n", op.heads, op.concat);
+    if (has("negative_slope")) s += fmt::format("negative_slope = {}\n", op.negative_slope);
+    if (has("alpha")) s += fmt::format("alpha = {}\n", op.alpha);
+    if (has("eps")) s += fmt::format("eps = {}\n", op.eps);
+    if (has("affine")) s += fmt::format("affine = {}\n", op.affine);
+    if (has("approximate")) s += fmt::format("approximate = \"{}\"\n", op.approximate_tanh ? "tanh" : "none");
+    if (has("channels")) s += fmt::format("channels = {}\n", op.channels);
+  }
+  return s;
+}
+
+}  // namespace spindle::config

@@ -1,0 +1,66 @@
+// A GNN described as a stack of operations (model.toml `arch = "stack"` with
+// one `[[op]]` table per operation), as a user's PyG module computes it:
+// message-passing layers (each consumes one sampled hop), node-wise layers
+// (Linear, BatchNorm, LayerNorm, activations) and joins (residual add, JK cat
+// and max). spindle_client.export writes it from a live PyG module; anything
+// it does not describe is refused, never approximated. Plain values.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::config {
+
+enum class op_kind {
+  sage,        // PyG SAGEConv: aggr mean|sum|max|min, normalize, root_weight, project, bias
+  gcn,         // PyG GCNConv: add_self_loops, normalize, improved, bias; degrees of the graph or block
+  gat,         // PyG GATConv: heads, concat, negative_slope, add_self_loops, bias
+  gin,         // PyG GINConv's aggregation (1 + eps) x_i + sum_j x_j (eps: <prefix>.eps); its nn follows as ops
+  linear,      // torch.nn.Linear (bias optional)
+  batch_norm,  // BatchNorm1d in eval mode (running statistics, affine optional)
+  layer_norm,  // torch.nn.LayerNorm over the last dimension (affine optional)
+  relu, elu, leaky_relu, gelu, tanh, sigmoid, prelu,
+  add,         // residual: the sum of its inputs (each input's first rows)
+  cat,         // JumpingKnowledge cat: inputs side by side
+  max,         // JumpingKnowledge max: elementwise maximum of the inputs
+  log_softmax, softmax,
+};
+std::string_view to_string(op_kind k);
+bool is_message_passing(op_kind k);
+
+/// How GCNConv normalises: by the graph's degrees (PyG's full-graph answer when
+/// every neighbour is sampled; the default) or by degrees inside the sampled block.
+enum class gcn_norm { graph, block };
+
+struct gnn_op {
+  op_kind kind = op_kind::relu;
+  std::string name;                 // the value it produces (default "op<i>")
+  std::vector<std::string> inputs;  // values it reads; default: the previous op's ("x": features)
+  std::string prefix;               // tensor names: <prefix>.weight, <prefix>.lin_l.weight, ...
+  int in = 0, out = 0;              // widths (out per head for GAT)
+  std::string aggr = "mean";        // sage
+  bool normalize = false, root_weight = true, project = false, bias = true;  // sage, gcn, linear
+  bool add_self_loops = true, improved = false;                              // gcn, gat
+  gcn_norm norm = gcn_norm::graph;                                           // gcn
+  int heads = 1;                                                             // gat
+  bool concat = true;                                                        // gat
+  float negative_slope = 0.2f;  // gat (0.2); leaky_relu (0.01 unless given)
+  float alpha = 1.0f;           // elu
+  float eps = 1e-5f;  // batch_norm, layer_norm; gin's eps when <prefix>.eps is absent (0 unless given)
+  bool affine = true;           // batch_norm, layer_norm
+  bool approximate_tanh = false;  // gelu(approximate="tanh")
+  int channels = 1;               // prelu: 1 or the width
+  int width = 0;                  // the width it produces (filled by validate_ops)
+};
+
+/// Checks names, inputs and widths along the stack (features are `in` wide),
+/// fills each op's `width`, and returns how many message-passing ops (hops) there are.
+/// The last op must produce `out` columns.
+expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out);
+/// The `[[op]]` tables of `ops` (what to_toml writes for a stack model).
+std::string ops_to_toml(const std::vector<gnn_op>& ops);
+
+}  // namespace spindle::config
