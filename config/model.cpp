@@ -203,9 +203,9 @@ status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string
                       "{} = [{}]: {} values for a model of {} layers (one per sampled hop)", field,
                       fmt::join(fanouts, ", "), fanouts.size(), layers);
   for (std::size_t i = 0; i < fanouts.size(); ++i)
-    if (fanouts[i] <= 0 || fanouts[i] > 100000)
-      return make_error(errc::invalid_argument, "{}[{}] = {}: expected 1..100000", field, i,
-                        fanouts[i]);
+    if (fanouts[i] != -1 && (fanouts[i] <= 0 || fanouts[i] > 100000))
+      return make_error(errc::invalid_argument, "{}[{}] = {}: expected 1..100000, or -1 (every neighbour)",
+                        field, i, fanouts[i]);
   return status::ok();
 }
 

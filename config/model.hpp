@@ -72,7 +72,7 @@ expected<std::vector<int>> pick_versions(const std::string& policy,
 expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin);
 /// Reads DIR/model.toml.
 expected<model_desc> load_model_desc(const std::string& dir);
-/// One fanout per layer, each in 1..100000 (empty passes); errors name `field`.
+/// One fanout per layer, each in 1..100000 or -1 for every neighbour (empty passes); errors name `field`.
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);
 /// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").
 status validate(const model_desc& d);

@@ -54,7 +54,7 @@ class model {
 
   const config::model_desc& desc() const { return desc_; }
   /// Serve with these fanouts instead of model.toml's (a --fanouts flag); fails,
-  /// naming the values, unless there is one per layer, each in 1..100000.
+  /// naming the values, unless there is one per layer, each in 1..100000 or -1 (every neighbour).
   status set_fanouts(std::vector<int> fanouts);
   std::int64_t parameter_count() const;
   /// Whether forward() needs per-node degrees (GCN layers) and whether they are the

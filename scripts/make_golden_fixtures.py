@@ -6,6 +6,8 @@ models), so Spindle's models are checked against PyG and PyTorch themselves.
 Run by hand (not in CI) with torch + torch_geometric installed, e.g. on Debian 12:
   apt-get install python3-torch && pip install --break-system-packages torch_geometric==2.3.1
   /usr/bin/python3 scripts/make_golden_fixtures.py tests/nn/golden [--only ncf,wnd]
+  (--only pyg: the models of scripts/pyg_user_models.py, trained on Cora, exported with
+  spindle_client.export.export_pyg)
 
 Each GNN fixture is a 2-hop sampled subgraph in Spindle's sampler layout
 (hop_end, CSR rows of expanded nodes -> local neighbour ids). PyG runs the model
@@ -330,13 +332,21 @@ def directed_fixture(out_dir):
     np.save(os.path.join(d, "expected.npy"), expected)
 
 
+def pyg_user_fixtures(out_dir):
+    """Models as PyG users write them, trained on Cora, exported with export_pyg
+    (scripts/pyg_user_models.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pyg_user_models
+    pyg_user_models.write_fixtures(out_dir)
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "tests/nn/golden"
     if "--only" in sys.argv:  # e.g. --only ncf,wnd: write these, leave the others as they are
         torch.manual_seed(5)
         for name in sys.argv[sys.argv.index("--only") + 1].split(","):
             {"ncf": ncf_fixture, "wnd": wnd_fixture, "din": din_fixture, "dlrm": dlrm_fixture,
-             "directed": directed_fixture}[name](out_dir)
+             "directed": directed_fixture, "pyg": pyg_user_fixtures}[name](out_dir)
         return
     torch.manual_seed(3)
     gnn_fixture(out_dir, "graphsage", [SAGEConv(IN, HIDDEN), SAGEConv(HIDDEN, OUT)], "")

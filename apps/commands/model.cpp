@@ -134,7 +134,7 @@ status run_info(const std::string& dir) {
   fmt::print("model '{}': {} ({})\n", d.name, config::to_string(d.arch), dir);
   for (const auto& spec : nn::parameter_specs(d)) {
     if (!m.has_param(spec.name)) continue;  // an absent optional tensor
-    fmt::print("  {:<28} {:<14} {}\n", spec.name, format_shape(m.param(spec.name).shape()),
+    fmt::print("  {:<40} {:<14} {}\n", spec.name, format_shape(m.param(spec.name).shape()),
                spec.purpose);
   }
   if (!d.ignore_tensors.empty())

@@ -17,9 +17,25 @@ asyncio:
             print(await c.stats())      # dict
 
     sc.run(main())                      # scripts; in a notebook: await sc.start(main())
+
+Exporting a PyTorch Geometric model (needs torch and torch_geometric, not pycapnp):
+
+    from spindle_client.export import export_pyg
+    export_pyg(model, "models/sage", name="sage", fanouts=[25, 10])
 """
-from .blocking import Client
-from .client import AsyncClient, GnnResult, RecResult, SpindleError, connect, run, start
+# The client classes load pycapnp; imported on first use, so spindle_client.export
+# works where only torch and torch_geometric are installed.
+_LAZY = {"Client": ".blocking", "AsyncClient": ".client", "GnnResult": ".client",
+         "RecResult": ".client", "SpindleError": ".client", "connect": ".client", "run": ".client",
+         "start": ".client"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["AsyncClient", "Client", "GnnResult", "RecResult", "SpindleError", "connect", "run",
            "start"]
