@@ -345,6 +345,25 @@ expected<std::vector<int>> pick_versions(const std::string& policy,
   return out;
 }
 
+std::string summary(const model_desc& d) {
+  if (d.arch != model_arch::stack) {
+    if (d.is_gnn())
+      return fmt::format("{} {}-{}-{}, {} layers{}", to_string(d.arch), d.in, d.hidden, d.out,
+                         d.layers, d.log_softmax ? ", log_softmax" : "");
+    return std::string(to_string(d.arch));
+  }
+  std::string s;
+  for (const auto& op : d.ops) {
+    if (!s.empty()) s += " > ";
+    s += to_string(op.kind);
+    if (is_message_passing(op.kind) || op.kind == op_kind::linear)
+      s += fmt::format("({}->{})", op.in ? op.in : 0, op.width);
+    if (op.kind == op_kind::sage && op.aggr != "mean") s += "[" + op.aggr + "]";
+    if (op.inputs.size() > 1) s += fmt::format("[{}]", fmt::join(op.inputs, ","));
+  }
+  return s;
+}
+
 std::string to_toml(const model_desc& d) {
   std::string s = fmt::format("[model]\nname = \"{}\"\narch = \"{}\"\nweights = \"{}\"\n", d.name,
                               to_string(d.arch), d.weights);

@@ -76,6 +76,9 @@ expected<model_desc> load_model_desc(const std::string& dir);
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);
 /// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").
 status validate(const model_desc& d);
+/// One line naming what the model computes: "sage(1433->64) > batch_norm > relu >
+/// sage(64->7) > log_softmax" for a stack, "graphsage 128-256-47, 2 layers" otherwise.
+std::string summary(const model_desc& d);
 /// The TOML text of `d` (what `spindle model init` writes).
 std::string to_toml(const model_desc& d);
 

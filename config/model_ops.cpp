@@ -87,6 +87,7 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
   }
   if (op.kind == op_kind::leaky_relu) op.negative_slope = 0.01f;
   if (op.kind == op_kind::gin) op.eps = 0.0f;
+  if (op.kind == op_kind::gcn) op.normalize = true;  // GCNConv's default (SAGEConv's is false)
   SPINDLE_TRY(read(t, "name", op.name, field));
   if (const toml::node* n = t.get("inputs")) {
     const toml::array* arr = n->as_array();

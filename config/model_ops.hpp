@@ -43,6 +43,7 @@ struct gnn_op {
   int in = 0, out = 0;              // widths (out per head for GAT)
   std::string aggr = "mean";        // sage
   bool normalize = false, root_weight = true, project = false, bias = true;  // sage, gcn, linear
+                                                                             // (gcn: normalize true)
   bool add_self_loops = true, improved = false;                              // gcn, gat
   gcn_norm norm = gcn_norm::graph;                                           // gcn
   int heads = 1;                                                             // gat

@@ -1,5 +1,9 @@
 #include "node/gnn_models.hpp"
 
+#include <fmt/ranges.h>
+
+#include "core/log.hpp"
+
 #include "actors/batcher_actor.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/router_actor.hpp"
@@ -41,6 +45,21 @@ expected<std::unique_ptr<gnn_models>> gnn_models::create(caf::actor_system& sys,
   return m;
 }
 
+namespace {
+// What a served model's answers depend on, stated once at load: its layers, the
+// fanouts in force (-1: every neighbour), how requests share sampled graphs and
+// the PSGS routing point.
+void log_served_model(const std::string& name, const std::string& path, const nn::model& m,
+                      const graph::dataset& ds, const sched::psgs_router& router) {
+  const auto fanouts = sched::served_fanouts(m.desc(), ds.metadata());
+  log::info("serving GNN '{}' from {}: {}; fanouts [{}]; sampling shared (a call without a "
+            "sampler seed shares its batch's sampled graph){}; PSGS routing point {:.0f}",
+            name, path, config::summary(m.desc()),
+            fanouts ? fmt::format("{}", fmt::join(*fanouts, ", ")) : "?",
+            m.graph_degrees() ? "; GCN normalised by the graph's degrees" : "", router.threshold());
+}
+}  // namespace
+
 gnn_models::~gnn_models() {
   while (!models_.empty()) unload(models_.begin()->first);
 }
@@ -63,6 +82,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     return std::move(f).error().with_context(path + "/model.toml: ");
   s->model = std::make_unique<nn::model>(std::move(model));
   s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
+  log_served_model(name, path, *s->model, ds_, *s->router);
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i) {
     // A GPU's, with --device cuda (one per pipeline: an executor serves one at a
     // time; the graph, feature tiers and weights on the device are shared).

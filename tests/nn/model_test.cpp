@@ -201,6 +201,58 @@ TEST(model_test, model_description_errors_name_the_field) {
     EXPECT_EQ(*config::parse_model_arch(config::to_string(a)), a);
 }
 
+// A stack model's [[op]] tables: what Spindle would not honour is refused by
+// name (a setting a kind does not have, an unknown input, widths that do not
+// chain, GCN ops mixing graph and block degrees); a valid one round-trips.
+TEST(model_test, stack_ops_refuse_what_they_cannot_honour) {
+  const std::string head = "[model]\narch = \"stack\"\nin = 4\nout = 2\n";
+  auto err = [&](const std::string& ops) {
+    auto d = config::parse_model_desc(head + ops, "m.toml");
+    return d ? std::string("accepted") : d.error().message();
+  };
+  EXPECT_NE(err("[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\nactivation = \"elu\"\n")
+                .find("m.toml: op[0].activation: not a setting of sage that Spindle honours"),
+            std::string::npos);
+  EXPECT_NE(err("[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\naggr = \"lstm\"\n")
+                .find("op[0].aggr = 'lstm'"),
+            std::string::npos);
+  EXPECT_NE(err("[[op]]\nkind = \"transformer\"\n").find("op[0].kind = 'transformer'"),
+            std::string::npos);
+  EXPECT_NE(err("[[op]]\nkind = \"sage\"\nprefix = \"c\"\nin = 5\nout = 2\n")
+                .find("op[0] (sage).in = 5, but its input is 4 wide"),
+            std::string::npos);
+  EXPECT_NE(err("[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\n"
+                "[[op]]\nkind = \"add\"\ninputs = [\"op0\", \"nope\"]\n")
+                .find("'nope' is not an earlier op's name"),
+            std::string::npos);
+  EXPECT_NE(err("[[op]]\nkind = \"gcn\"\nprefix = \"a\"\nout = 4\n"
+                "[[op]]\nkind = \"gcn\"\nprefix = \"b\"\nout = 2\nnorm = \"block\"\n")
+                .find("one kind per model"),
+            std::string::npos);
+  EXPECT_NE(err("[[op]]\nkind = \"linear\"\nprefix = \"l\"\nout = 2\n")
+                .find("needs a message-passing op"),
+            std::string::npos);
+  EXPECT_NE(err("[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 3\n")
+                .find("the last op produces 3 columns, model.out = 2"),
+            std::string::npos);
+  const std::string ok =
+      "fanouts = [-1, 10]\n"
+      "[[op]]\nkind = \"gat\"\nprefix = \"c1\"\nout = 3\nheads = 2\n"
+      "[[op]]\nkind = \"elu\"\nalpha = 0.5\n"
+      "[[op]]\nkind = \"sage\"\nprefix = \"c2\"\nout = 2\naggr = \"max\"\n"
+      "[[op]]\nkind = \"log_softmax\"\n";
+  auto d = config::parse_model_desc(head + ok, "m.toml");
+  ASSERT_TRUE(d.has_value()) << d.error().to_string();
+  EXPECT_EQ(d->layers, 2);
+  EXPECT_EQ(d->ops[0].width, 6);
+  EXPECT_EQ(d->fanouts, (std::vector<int>{-1, 10}));
+  auto again = config::parse_model_desc(config::to_toml(*d), "again.toml");
+  ASSERT_TRUE(again.has_value()) << again.error().to_string() << "\n" << config::to_toml(*d);
+  EXPECT_EQ(config::summary(*again), config::summary(*d));
+  EXPECT_EQ(again->ops[1].alpha, 0.5f);
+  EXPECT_EQ(again->ops[2].aggr, "max");
+}
+
 TEST(model_test, buffer_allocator_reuses_freed_space_and_reports_exhaustion) {
   alignas(512) static std::byte buffer[4096];
   buffer_allocator a({buffer, sizeof buffer});

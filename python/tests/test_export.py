@@ -1,0 +1,87 @@
+"""spindle_client.export.export_pyg on models as PyG users write them: what it
+cannot express is refused by name, writing nothing; what it writes is what the
+served answers are checked against (tests/sched/pyg_golden_test.cpp, fixtures from
+scripts/pyg_user_models.py). Needs torch and torch_geometric (skipped without)."""
+import os
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric")
+import torch.nn.functional as F  # noqa: E402
+from torch_geometric.nn import GCNConv, SAGEConv, TransformerConv  # noqa: E402
+
+from spindle_client.export import ExportError, export_pyg  # noqa: E402
+
+
+class WithTransformer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = TransformerConv(8, 4)
+
+    def forward(self, x, edge_index):
+        return self.conv1(x, edge_index)
+
+
+class SageLstm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = SAGEConv(8, 4, aggr="lstm")
+
+    def forward(self, x, edge_index):
+        return self.conv1(x, edge_index)
+
+
+class Scaled(torch.nn.Module):  # an arithmetic Spindle does not compute
+    def __init__(self):
+        super().__init__()
+        self.conv1 = GCNConv(8, 4)
+
+    def forward(self, x, edge_index):
+        return self.conv1(x, edge_index) * 2
+
+
+class Plain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = SAGEConv(8, 16)
+        self.bn = torch.nn.BatchNorm1d(16)
+        self.conv2 = SAGEConv(16, 3)
+
+    def forward(self, x, edge_index):
+        x = F.elu(self.bn(self.conv1(x, edge_index)))
+        x = F.dropout(x, p=0.5, training=self.training)
+        return F.log_softmax(self.conv2(x, edge_index), dim=-1)
+
+
+@pytest.mark.parametrize("model,message", [
+    (WithTransformer, "conv1: TransformerConv is not supported"),
+    (SageLstm, "conv1: SAGEConv(aggr='lstm') is not supported"),
+    (Scaled, "mul is not supported"),
+])
+def test_an_unsupported_model_is_refused_by_name_and_nothing_is_written(tmp_path, model, message):
+    out = tmp_path / "m"
+    with pytest.raises(ExportError) as e:
+        export_pyg(model(), str(out), name="m")
+    assert message in str(e.value)
+    assert isinstance(e.value, ValueError)
+    assert not out.exists()
+
+
+def test_a_user_model_is_written_and_spindle_loads_it(tmp_path):
+    out = tmp_path / "plain"
+    kinds = export_pyg(Plain(), str(out), name="plain", fanouts=[10, -1])
+    assert kinds == ["sage", "batch_norm", "elu", "sage", "log_softmax"]
+    text = (out / "model.toml").read_text()
+    assert 'arch = "stack"' in text and "fanouts = [10, -1]" in text
+    binary = os.environ.get("SPINDLE_BINARY")
+    if binary:  # the C++ loader accepts every tensor written (none unused, none missing)
+        info = subprocess.run([binary, "model", "info", str(out)], capture_output=True, text=True)
+        assert info.returncode == 0, info.stderr
+        assert "bn.running_var" in info.stdout and "op 1 batch_norm" in info.stdout
+
+
+def test_fanouts_must_match_the_layers(tmp_path):
+    with pytest.raises(ExportError, match="2 message-passing layers"):
+        export_pyg(Plain(), str(tmp_path / "p"), name="p", fanouts=[10])
