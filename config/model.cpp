@@ -54,11 +54,11 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 22> known = {
+  static constexpr std::array<std::string_view, 23> known = {
       "name",       "arch",           "weights",     "in",       "hidden",    "out",
       "layers",     "heads",          "log_softmax", "dense_in", "bottom",    "top",
       "table_rows", "embedding_dim",  "description", "fanouts",  "max_batch", "batch_deadline_us",
-      "slo_ms",     "version_policy", "attention",   "ignore_tensors"};
+      "slo_ms",     "version_policy", "attention",   "ignore_tensors", "sampling"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -95,6 +95,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
       d.ignore_tensors.push_back(*v);
     }
   }
+  if (t->get("sampling")) d.sampling = t->get("sampling")->value_or(std::string("?"));
+  SPINDLE_TRY(validate_sampling(d.sampling, fmt::format("{}: model.sampling", origin)));
   if (t->get("version_policy"))
     d.version_policy = t->get("version_policy")->value_or(std::string());
   if (d.max_batch < 0 || d.max_batch > 65536)
@@ -195,6 +197,11 @@ status validate_din(const model_desc& d) {
 }
 
 }  // namespace
+
+status validate_sampling(std::string_view mode, std::string_view field) {
+  if (mode == "shared" || mode == "per_request") return status::ok();
+  return make_error(errc::invalid_argument, "{} = '{}': expected shared or per_request", field, mode);
+}
 
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field) {
   if (fanouts.empty()) return status::ok();
@@ -389,6 +396,7 @@ std::string to_toml(const model_desc& d) {
   if (d.batch_deadline_us) s += fmt::format("batch_deadline_us = {}\n", d.batch_deadline_us);
   if (d.slo_ms) s += fmt::format("slo_ms = {}\n", d.slo_ms);
   if (!d.version_policy.empty()) s += fmt::format("version_policy = \"{}\"\n", d.version_policy);
+  if (d.sampling != "shared") s += fmt::format("sampling = \"{}\"\n", d.sampling);
   if (!d.ignore_tensors.empty()) {
     std::vector<std::string> quoted;
     for (const auto& n : d.ignore_tensors) quoted.push_back(fmt::format("\"{}\"", n));

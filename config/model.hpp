@@ -34,6 +34,12 @@ struct model_desc {
   /// GNNs: neighbours sampled per hop when serving, one per layer (model.toml
   /// `fanouts = [25, 10]`); empty: the dataset's, when it has one per layer.
   std::vector<int> fanouts;
+  /// What a call's answer depends on (model.toml `sampling`): "shared" (the
+  /// default; calls without a sampler seed share their batch's sampled graph, so an
+  /// answer can depend on the batch it rode in) or "per_request" (each call is
+  /// sampled on its own with a seed derived from its seeds: the same call gets the
+  /// same answer whatever its batch, at the cost of one sample per call).
+  std::string sampling = "shared";
   bool log_softmax = false;  // apply log_softmax to the output (PyG examples do)
   /// Tensors of the weights file the model may leave unused, by name or prefix
   /// (model.toml `ignore_tensors = ["aux_head."]`); any other unused one is refused.
@@ -72,6 +78,8 @@ expected<std::vector<int>> pick_versions(const std::string& policy,
 expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin);
 /// Reads DIR/model.toml.
 expected<model_desc> load_model_desc(const std::string& dir);
+/// "shared" or "per_request" (model_desc::sampling); errors name `field`.
+status validate_sampling(std::string_view mode, std::string_view field);
 /// One fanout per layer, each in 1..100000 or -1 for every neighbour (empty passes); errors name `field`.
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);
 /// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").

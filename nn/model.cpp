@@ -239,6 +239,12 @@ status model::set_fanouts(std::vector<int> fanouts) {
   return status::ok();
 }
 
+status model::set_sampling(const std::string& mode) {
+  SPINDLE_TRY(config::validate_sampling(mode, "--sampling"));
+  desc_.sampling = mode;
+  return status::ok();
+}
+
 expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
   SPINDLE_ASSIGN_OR_RETURN(auto w, safetensors_file::open(dir + "/" + d.weights));

@@ -56,6 +56,8 @@ class model {
   /// Serve with these fanouts instead of model.toml's (a --fanouts flag); fails,
   /// naming the values, unless there is one per layer, each in 1..100000 or -1 (every neighbour).
   status set_fanouts(std::vector<int> fanouts);
+  /// Serve with this sampling mode instead of model.toml's (a --sampling flag).
+  status set_sampling(const std::string& mode);
   std::int64_t parameter_count() const;
   /// Whether forward() needs per-node degrees (GCN layers) and whether they are the
   /// graph's (a stack's GCNConv with norm = "graph") rather than the sampled block's.

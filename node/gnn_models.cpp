@@ -52,10 +52,12 @@ namespace {
 void log_served_model(const std::string& name, const std::string& path, const nn::model& m,
                       const graph::dataset& ds, const sched::psgs_router& router) {
   const auto fanouts = sched::served_fanouts(m.desc(), ds.metadata());
-  log::info("serving GNN '{}' from {}: {}; fanouts [{}]; sampling shared (a call without a "
-            "sampler seed shares its batch's sampled graph){}; PSGS routing point {:.0f}",
+  log::info("serving GNN '{}' from {}: {}; fanouts [{}]; sampling {}{}; PSGS routing point {:.0f}",
             name, path, config::summary(m.desc()),
             fanouts ? fmt::format("{}", fmt::join(*fanouts, ", ")) : "?",
+            m.desc().sampling == "per_request"
+                ? "per_request (each call sampled on its own, seeded by its seeds)"
+                : "shared (a call without a sampler seed shares its batch's sampled graph)",
             m.graph_degrees() ? "; GCN normalised by the graph's degrees" : "", router.threshold());
 }
 }  // namespace
@@ -77,6 +79,8 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
                       model.desc().in, ds_.feature_dim());
   if (!defaults_.fanouts.empty())
     SPINDLE_TRY(std::move(model.set_fanouts(defaults_.fanouts)).with_context(path + ": "));
+  if (!defaults_.sampling.empty())
+    SPINDLE_TRY(std::move(model.set_sampling(defaults_.sampling)).with_context(path + ": "));
   // Fanouts belong to the model; refuse one whose layers nothing fits (no silent default).
   if (auto f = sched::served_fanouts(model.desc(), ds_.metadata()); !f)
     return std::move(f).error().with_context(path + "/model.toml: ");

@@ -28,6 +28,7 @@ struct gnn_serving_defaults {
   sched::batch_policy batch;  // deadline and max size; the PSGS threshold follows routing
   int pipelines = 2;
   std::vector<int> fanouts;  // a --fanouts override for every model loaded; empty: their own
+  std::string sampling;      // a --sampling override for every model loaded; empty: their own
   sched::admission_options admission;  // the SLO and max_queue of each model
   /// GNNSched: the forward passes of every model go through one device
   /// scheduler with this grouping policy and pool; unset: each pipeline computes alone.

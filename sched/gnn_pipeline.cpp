@@ -42,6 +42,17 @@ std::vector<float> graph_neighbour_counts(const graph::csr_view& g) {
 }
 }  // namespace
 
+std::uint64_t per_request_seed(std::span<const std::int64_t> seeds) {
+  std::uint64_t h = 0x5350494e444c45ull;  // "SPINDLE"
+  for (auto s : seeds) {  // splitmix64 over the seed ids, in order
+    h += std::uint64_t(s) + 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+  }
+  return h | 1;  // nonzero: a sampler seed
+}
+
 gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
                            const psgs_router& router, thread_pool& pool, feature_source features,
                            std::shared_ptr<batch_executor> device)
@@ -57,6 +68,7 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
     options_.fanouts = std::move(*f);
   else
     setup_error_ = f.error();  // every request is answered with it (loaders check first)
+  per_request_ = model_.desc().sampling == "per_request";
   if (model_.desc().arch == config::model_arch::stack && model_.graph_degrees())
     graph_neighbours_ = graph_neighbour_counts(ds_.graph());
 }
@@ -143,19 +155,22 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
       res.errors[i] = st;
       continue;
     }
-    if (!r.reproducible() && shared == SIZE_MAX) {
+    const bool own = r.reproducible() || per_request_;
+    if (!own && shared == SIZE_MAX) {
       shared = pb.used;
       next_group(pb);
     }
-    auto& g = r.reproducible() ? next_group(pb) : pb.groups[shared];
+    auto& g = own ? next_group(pb) : pb.groups[shared];
     g.members.push_back(i);
     g.seeds.insert(g.seeds.end(), r.seeds.begin(), r.seeds.end());
   }
   auto& ex = executor_for(c);
   for (std::size_t k = 0; k < pb.used; ++k) {
     auto& g = pb.groups[k];
-    const std::uint64_t seed =
-        k == shared ? shared_graph_seed(batches_++) : batch[g.members.front()].sampler_seed;
+    const auto& first = batch[g.members.front()];
+    const std::uint64_t seed = k == shared        ? shared_graph_seed(batches_++)
+                               : first.reproducible() ? first.sampler_seed
+                                                      : per_request_seed(first.seeds);
     if (auto st = prepare_group(g, seed, ex, res); !st)
       for (auto m : g.members) res.errors[m] = st;
     else

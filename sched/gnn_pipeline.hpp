@@ -160,6 +160,7 @@ class gnn_pipeline {
   std::shared_ptr<batch_executor> device_;  // replaces large_ when set
   feature_source source_;
   graph::sample_options options_;  // the served fanouts; the seed is set per graph
+  bool per_request_ = false;  // model sampling = "per_request": no shared batch graph
   std::vector<float> graph_neighbours_;  // stack GCN with graph norm: per node, else empty
   status setup_error_;             // no usable fanouts: every request gets this
   prepared_batch scratch_;         // reused by run()
@@ -171,6 +172,10 @@ class gnn_pipeline {
 /// The workload generator's requests: `n` single-seed requests, seeds drawn by
 /// out-degree (seed 1). With `reproducible`, request i carries sampler seed i + 1
 /// (its answer is fixed); otherwise none (requests share their batch's graph).
+/// The sampler seed a call without one gets under sampling = "per_request": a
+/// hash of its seed ids (nonzero), so the same call is sampled the same way.
+std::uint64_t per_request_seed(std::span<const std::int64_t> seeds);
+
 std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n,
                                          bool reproducible = true);
 

@@ -44,6 +44,7 @@ struct serve_args {
   std::string gnnsched;       // GNNSched grouping policy for the forward passes, or empty
   std::size_t gnnsched_mb = 256;
   std::string fanouts;          // overrides model.toml's (and the dataset's) fanouts
+  std::string sampling;         // overrides model.toml's sampling mode
   std::string repository;       // --model-repository DIR
   std::string device = "auto";  // --device auto|host|cuda
   std::size_t device_feature_mb = 1024;
@@ -219,6 +220,7 @@ status run_serve(const serve_args& a, global_options& g) {
   if (!a.fanouts.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(defaults.fanouts, config::parse_fanouts(a.fanouts));
   }
+  defaults.sampling = a.sampling;
   defaults.admission = a.door.admission();
   defaults.max_batch_from_flag = a.max_batch_flag;
   defaults.deadline_from_flag = a.deadline_flag;
@@ -308,6 +310,12 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_option("--fanouts", a->fanouts,
                   "Neighbours sampled per hop, one per model layer (e.g. 25,10); default: "
                   "model.toml's fanouts, else the dataset's when it has one per layer");
+  cmd->add_option("--sampling", a->sampling,
+                  "What an answer depends on: shared (calls without a sampler seed share their "
+                  "batch's sampled graph) or per_request (each call sampled on its own, seeded "
+                  "by its seeds: the same call, the same answer); default: model.toml's, else "
+                  "shared")
+      ->check(CLI::IsMember({"shared", "per_request"}));
   cmd->add_option("--pipelines", a->pipelines, "Pipelines sharing the batcher")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

@@ -72,6 +72,36 @@ TEST(gnn_pipeline_test, a_request_with_a_sampler_seed_answers_the_same_in_any_ba
   EXPECT_EQ(ridden.work.graphs, 2u);                // the shared graph + its own
 }
 
+// sampling = "per_request": a call without a sampler seed is sampled on its own,
+// seeded by its seeds, so it answers the same alone or inside any batch; under
+// "shared" it rides its batch's graph (and, with small fanouts, answers differ).
+TEST(gnn_pipeline_test, per_request_sampling_answers_a_call_the_same_in_any_batch) {
+  fixture f;
+  ASSERT_TRUE(f.model->set_fanouts({3, 2}).is_ok());
+  ASSERT_TRUE(f.model->set_sampling("per_request").is_ok());
+  EXPECT_FALSE(f.model->set_sampling("batch").is_ok());
+  gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
+  const gnn_request mine{{5, 17}, 0};
+  auto alone = p.run({mine}, psgs_router::choice::small);
+  auto batch = shared_requests(40);
+  batch.insert(batch.begin() + 13, mine);
+  auto ridden = p.run(batch, psgs_router::choice::large);
+  ASSERT_TRUE(alone.errors[0].is_ok());
+  EXPECT_EQ(ridden.outputs[13], alone.outputs[0]);  // bit for bit
+  EXPECT_EQ(ridden.work.graphs, 41u);               // one graph per call
+  EXPECT_EQ(per_request_seed(mine.seeds), per_request_seed(std::vector<std::int64_t>{5, 17}));
+  EXPECT_NE(per_request_seed(mine.seeds), per_request_seed(std::vector<std::int64_t>{17, 5}));
+  ASSERT_TRUE(f.model->set_sampling("shared").is_ok());
+  gnn_pipeline q(*f.ds, *f.model, f.router, f.pool);
+  auto shared_alone = q.run({mine}, psgs_router::choice::small);
+  bool differs = false;
+  for (int b = 0; b < 5 && !differs; ++b) {
+    auto again = q.run(batch, psgs_router::choice::small);
+    differs = again.outputs[13] != shared_alone.outputs[0];
+  }
+  EXPECT_TRUE(differs) << "a shared batch graph never changed the answer: the test shows nothing";
+}
+
 TEST(gnn_pipeline_test, both_executors_answer_a_batch_of_64_alike) {
   fixture f;
   gnn_pipeline small(*f.ds, *f.model, f.router, f.pool), large(*f.ds, *f.model, f.router, f.pool);
