@@ -8,6 +8,7 @@
 #include <charconv>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "config/detail/model_ops_toml.hpp"
@@ -360,11 +361,14 @@ std::string summary(const model_desc& d) {
     return std::string(to_string(d.arch));
   }
   std::string s;
+  std::map<std::string, int> width{{"x", d.in}};
   for (const auto& op : d.ops) {
     if (!s.empty()) s += " > ";
     s += to_string(op.kind);
+    const auto in = op.inputs.empty() ? width.end() : width.find(op.inputs[0]);
     if (is_message_passing(op.kind) || op.kind == op_kind::linear)
-      s += fmt::format("({}->{})", op.in ? op.in : 0, op.width);
+      s += fmt::format("({}->{})", in == width.end() ? op.in : in->second, op.width);
+    width[op.name] = op.width;
     if (op.kind == op_kind::sage && op.aggr != "mean") s += "[" + op.aggr + "]";
     if (op.inputs.size() > 1) s += fmt::format("[{}]", fmt::join(op.inputs, ","));
   }

@@ -14,6 +14,7 @@
 #include "gpu/kernels/activation.hpp"
 #include "gpu/kernels/gat_row.hpp"
 #include "gpu/kernels/gather_row.hpp"
+#include "gpu/kernels/norm_row.hpp"
 #include "gpu/kernels/spmm_row.hpp"
 
 namespace spindle::gpu {
@@ -84,6 +85,29 @@ status gat_aggregate_async(const std::int64_t* indptr, const std::int32_t* indic
 /// z [num_dst x width] = gin_combine(z, x, scale) in place (z holds Σ_j x_j).
 status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
                          float scale, void* stream);
+
+// --- a stack model's ops (sched::device_model::forward_stack) -------------------
+
+/// y [num_dst x width] = GCNConv's aggregation with its options (gcn_element_ex).
+status gcn_aggregate_ex_async(const std::int64_t* indptr, const std::int32_t* indices,
+                              const float* h, const float* neighbours, float fill,
+                              std::int64_t num_dst, std::int64_t width, float* y, void* stream);
+/// Row-wise node ops, in place on y [rows x cols] (norm_row.hpp, activation.hpp).
+enum class row_op { batch_norm, layer_norm, l2_normalize, prelu };
+/// batch_norm: p0 mean, p1 var, p2 weight, p3 bias (weight/bias null: not affine);
+/// layer_norm: p2 weight, p3 bias (null: not affine); prelu: p2 the weights (one, or
+/// one per column when `per_column`).
+status row_op_async(row_op op, float* y, std::int64_t rows, std::int64_t cols, const float* p0,
+                    const float* p1, const float* p2, const float* p3, float eps, bool per_column,
+                    void* stream);
+/// y[i] = y[i] + x[i] (add) or max(y[i], x[i]) (max), i < n.
+status combine_async(float* y, const float* x, std::int64_t n, bool max, void* stream);
+/// dst[r, offset + c] = src[r, c] for r < rows, c < src_cols (dst rows dst_cols wide).
+status copy_cols_async(float* dst, std::int64_t dst_cols, std::int64_t offset, const float* src,
+                       std::int64_t src_cols, std::int64_t rows, void* stream);
+/// y [rows x c] = the mean over heads of h [rows x heads*c] (GATConv concat=False).
+status mean_heads_async(const float* h, std::int64_t rows, int heads, std::int64_t c, float* y,
+                        void* stream);
 
 /// Pins and maps host memory into the address space of every GPU (UVA,
 /// portable): the returned pointer is what the current GPU's kernels read the

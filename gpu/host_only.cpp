@@ -78,6 +78,24 @@ status gat_aggregate_async(const std::int64_t*, const std::int32_t*, const float
 status gin_combine_async(float*, const float*, std::int64_t, std::int64_t, float, void*) {
   return no_cuda("GIN combine kernel");
 }
+status gcn_aggregate_ex_async(const std::int64_t*, const std::int32_t*, const float*, const float*,
+                              float, std::int64_t, std::int64_t, float*, void*) {
+  return no_cuda("GCN aggregation kernel");
+}
+status row_op_async(row_op, float*, std::int64_t, std::int64_t, const float*, const float*,
+                    const float*, const float*, float, bool, void*) {
+  return no_cuda("row op kernel");
+}
+status combine_async(float*, const float*, std::int64_t, bool, void*) {
+  return no_cuda("combine kernel");
+}
+status copy_cols_async(float*, std::int64_t, std::int64_t, const float*, std::int64_t,
+                       std::int64_t, void*) {
+  return no_cuda("device copy");
+}
+status mean_heads_async(const float*, std::int64_t, int, std::int64_t, float*, void*) {
+  return no_cuda("mean over heads kernel");
+}
 void blas_destroy(void*) {}
 status blas_set_stream(void*, void*) { return no_cuda("cuBLAS"); }
 status sage_layer_async(void*, const std::int64_t*, const std::int32_t*, const float*, std::int64_t,

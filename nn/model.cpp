@@ -532,12 +532,15 @@ status init_model(const config::model_desc& d, std::uint64_t seed, const std::st
     std::int64_t n = 1;
     for (auto s : spec.shape) n *= s;
     // PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)); embeddings N(0, 1) scaled down.
-    const std::int64_t fan_in =
-        spec.shape.size() >= 2 ? spec.shape.back() : std::max<std::int64_t>(1, spec.shape.back());
+    const std::int64_t fan_in = spec.shape.empty()       ? 1  // a scalar (num_batches_tracked)
+                                : spec.shape.size() >= 2 ? spec.shape.back()
+                                                         : std::max<std::int64_t>(1, spec.shape.back());
     const float bound = spec.name.ends_with(".eps") ? 0.0f : 1.0f / std::sqrt(float(fan_in));
     std::uniform_real_distribution<float> u(-bound, bound);
     t.values.resize(std::size_t(n));
     for (auto& v : t.values) v = bound == 0 ? 0.0f : u(rng);
+    if (spec.name.ends_with("running_var"))  // a variance: positive
+      for (auto& v : t.values) v = 1.0f + std::abs(v);
     tensors.push_back(std::move(t));
     if (d.arch == model_arch::gat && spec.name.ends_with("lin_src.weight")) {
       safetensor_f32 dst = tensors.back();  // PyG 2.3 stores the shared projection twice

@@ -9,6 +9,7 @@
 
 #include "gpu/kernels/activation.hpp"
 #include "gpu/kernels/gat_row.hpp"
+#include "gpu/kernels/spmm_row.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -219,10 +220,8 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
     return out;
   }
   const float fill = o.add_self_loops ? (o.improved ? 2.0f : 1.0f) : 0.0f;
-  auto inv_sqrt = [&](std::int64_t v) {
-    const float d = neighbours[std::size_t(v)] + fill;
-    return d > 0 ? 1.0f / std::sqrt(d) : 0.0f;
-  };
+  // The device's per-element formula (gpu::gcn_element_ex), by rows.
+  auto inv_sqrt = [&](std::int64_t v) { return gpu::gcn_inv_sqrt(neighbours.data(), v, fill); };
   for_row_chunks(pool, b.num_dst, kAggregateGrain, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; ++i) {
       float* row = out.row(i);

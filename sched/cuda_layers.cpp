@@ -1,18 +1,14 @@
 #include "sched/cuda_layers.hpp"
 
 #include "gpu/gnn_kernels.hpp"
+#include "sched/detail/arena_put.hpp"
 
 namespace spindle::sched {
 namespace {
 
 using config::model_arch;
 
-// Copies `bytes` of host data into the arena, on the arena's stream.
-expected<void*> put(gpu::device_arena& arena, const void* data, std::size_t bytes) {
-  SPINDLE_ASSIGN_OR_RETURN(void* p, arena.take(bytes));
-  SPINDLE_TRY(gpu::copy_to_device_async(p, data, bytes, arena.stream()));
-  return p;
-}
+using detail::put;
 
 struct layer_io {
   const std::int64_t* indptr;
@@ -25,6 +21,16 @@ struct layer_io {
 
 bool device_model::supports(const nn::model& m) {
   const auto a = m.desc().arch;
+  if (a == model_arch::stack) {
+    const auto& ops = m.desc().ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const auto k = ops[i].kind;
+      if (k == config::op_kind::gat && !ops[i].add_self_loops) return false;
+      if ((k == config::op_kind::log_softmax || k == config::op_kind::softmax) && i + 1 != ops.size())
+        return false;
+    }
+    return true;
+  }
   return a == model_arch::graphsage || a == model_arch::gcn || a == model_arch::gin ||
          a == model_arch::gat;
 }
@@ -37,6 +43,7 @@ expected<std::unique_ptr<device_model>> device_model::create(const nn::model& m)
   dm->model_ = &m;
   for (const auto& spec : nn::parameter_specs(m.desc())) {
     if (spec.optional && spec.name.ends_with(".eps")) continue;  // read on the host
+    if (!spec.load || !m.has_param(spec.name)) continue;      // absent optional, unread buffer
     const auto& t = m.param(spec.name);
     SPINDLE_ASSIGN_OR_RETURN(void* p, gpu::device_alloc(std::size_t(t.numel()) * 4));
     dm->params_[spec.name] = p;
@@ -49,6 +56,11 @@ device_model::~device_model() {
   for (auto& [name, p] : params_) gpu::device_free(p);
 }
 
+const float* device_model::tensor(const std::string& name) const {
+  auto it = params_.find(name);
+  return it == params_.end() ? nullptr : static_cast<const float*>(it->second);
+}
+
 const float* device_model::param(int layer, const std::string& name) const {
   return static_cast<const float*>(params_.at(fmt::format("convs.{}.{}", layer, name)));
 }
@@ -58,6 +70,7 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
                                            std::span<const float> degree, const nn::tensor& x,
                                            const float* x_device) const {
   const auto& d = model_->desc();
+  if (d.arch == model_arch::stack) return forward_stack(arena, blas, a, blocks, degree, x, x_device);
   void* const stream = arena.stream();  // every copy, kernel and GEMM of the pass
   SPINDLE_TRY(gpu::blas_set_stream(blas, stream));
   const void* h = x_device;
@@ -140,6 +153,7 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
 std::size_t device_model::arena_bytes(const config::model_desc& d,
                                       std::span<const nn::block> blocks, std::int64_t x_rows,
                                       std::size_t degree_bytes) {
+  if (d.arch == model_arch::stack) return stack_arena_bytes(d, blocks, x_rows, degree_bytes);
   auto aligned = [](std::size_t b) { return (b + 255) / 256 * 256; };
   auto floats = [&](std::int64_t n) { return aligned(std::size_t(n) * 4); };
   std::size_t total = floats(x_rows * d.in);

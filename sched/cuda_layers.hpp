@@ -18,7 +18,9 @@ namespace spindle::sched {
 
 class device_model {
  public:
-  /// Whether `m`'s architecture has device layers (graphsage, gcn, gin, gat).
+  /// Whether `m` has device layers: graphsage, gcn, gin, gat, and stack models
+  /// whose every op runs on the device (not GATConv without self-loops, and
+  /// softmax only as the last op; those run on the host).
   static bool supports(const nn::model& m);
   /// Uploads every layer parameter of `m`.
   static expected<std::unique_ptr<device_model>> create(const nn::model& m);
@@ -44,6 +46,15 @@ class device_model {
  private:
   device_model() = default;
   const float* param(int layer, const std::string& name) const;
+  const float* tensor(const std::string& name) const;  // null when the model has none
+  // A stack model's ops on the device (cuda_stack_layers.cpp).
+  expected<nn::tensor> forward_stack(gpu::device_arena& arena, void* blas, nn::allocator& a,
+                                     std::span<const nn::block> blocks,
+                                     std::span<const float> degree, const nn::tensor& x,
+                                     const float* x_device) const;
+  static std::size_t stack_arena_bytes(const config::model_desc& d,
+                                       std::span<const nn::block> blocks, std::int64_t x_rows,
+                                       std::size_t degree_bytes);
 
   const nn::model* model_ = nullptr;
   std::map<std::string, void*> params_;  // "convs.L.NAME" -> device copy

@@ -112,6 +112,63 @@ __global__ void gin_kernel(float* z, const float* x, std::int64_t n, float scale
     z[i] = gin_combine(z[i], x[i], scale);
 }
 
+__global__ void gcn_ex_kernel(const std::int64_t* indptr, const std::int32_t* indices,
+                              const float* h, const float* neighbours, float fill, std::int64_t rows,
+                              std::int64_t width, float* y) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (std::int64_t c = threadIdx.x; c < width; c += blockDim.x)
+      y[r * width + c] = gcn_element_ex(indptr, indices, h, neighbours, fill, width, r, c);
+}
+
+// A block per row; layer_norm's and l2's row statistics by thread 0 (rows are
+// a few hundred columns: the pass is memory-bound either way).
+__global__ void row_op_kernel(row_op op, float* y, std::int64_t rows, std::int64_t cols,
+                              const float* p0, const float* p1, const float* p2, const float* p3,
+                              float eps, bool per_column) {
+  __shared__ float mean, inv_std;
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float* row = y + r * cols;
+    if (op == row_op::layer_norm || op == row_op::l2_normalize) {
+      if (threadIdx.x == 0) {
+        if (op == row_op::layer_norm) {
+          layer_norm_stats(row, cols, eps, mean, inv_std);
+        } else {
+          double sq = 0;
+          for (std::int64_t c = 0; c < cols; ++c) sq += double(row[c]) * row[c];
+          inv_std = l2_scale(sq);
+        }
+      }
+      __syncthreads();
+    }
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float w = p2 ? p2[per_column ? c : 0] : 1.0f, b = p3 ? p3[c] : 0.0f;
+      switch (op) {
+        case row_op::batch_norm: row[c] = batch_norm(row[c], p0[c], p1[c], eps, w, b); break;
+        case row_op::layer_norm: row[c] = layer_norm(row[c], mean, inv_std, w, b); break;
+        case row_op::l2_normalize: row[c] *= inv_std; break;
+        case row_op::prelu: row[c] = prelu(row[c], w); break;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void combine_kernel(float* y, const float* x, std::int64_t n, bool max) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    y[i] = max ? (y[i] > x[i] ? y[i] : x[i]) : y[i] + x[i];
+}
+
+__global__ void mean_heads_kernel(const float* h, std::int64_t rows, int heads, std::int64_t c,
+                                  float* y) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (std::int64_t q = threadIdx.x; q < c; q += blockDim.x) {
+      float s = 0;
+      for (int k = 0; k < heads; ++k) s += h[r * heads * c + k * c + q] / float(heads);
+      y[r * c + q] = s;
+    }
+}
+
 status blas_check(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return status::ok();
   return make_error(errc::unavailable, "{}: cuBLAS status {}", what, int(s));
@@ -290,6 +347,46 @@ status sage_layer_async(void* handle, const std::int64_t* indptr, const std::int
   bias_activation_kernel<<<grid_for(num_dst), threads, 0, as_stream(stream)>>>(y, num_dst, out, b_l,
                                                                                act);
   return check(cudaGetLastError(), "bias + activation");
+}
+
+status gcn_aggregate_ex_async(const std::int64_t* indptr, const std::int32_t* indices,
+                              const float* h, const float* neighbours, float fill,
+                              std::int64_t num_dst, std::int64_t width, float* y, void* stream) {
+  if (num_dst == 0) return status::ok();
+  gcn_ex_kernel<<<grid_for(num_dst), threads_for(width), 0, as_stream(stream)>>>(
+      indptr, indices, h, neighbours, fill, num_dst, width, y);
+  return check(cudaGetLastError(), "gcn aggregate (options)");
+}
+
+status row_op_async(row_op op, float* y, std::int64_t rows, std::int64_t cols, const float* p0,
+                    const float* p1, const float* p2, const float* p3, float eps, bool per_column,
+                    void* stream) {
+  if (rows == 0) return status::ok();
+  row_op_kernel<<<grid_for(rows), threads_for(cols), 0, as_stream(stream)>>>(
+      op, y, rows, cols, p0, p1, p2, p3, eps, per_column);
+  return check(cudaGetLastError(), "row op");
+}
+
+status combine_async(float* y, const float* x, std::int64_t n, bool max, void* stream) {
+  if (n == 0) return status::ok();
+  combine_kernel<<<grid_for((n + 255) / 256), 256, 0, as_stream(stream)>>>(y, x, n, max);
+  return check(cudaGetLastError(), "combine");
+}
+
+status copy_cols_async(float* dst, std::int64_t dst_cols, std::int64_t offset, const float* src,
+                       std::int64_t src_cols, std::int64_t rows, void* stream) {
+  if (rows == 0) return status::ok();
+  return check(cudaMemcpy2DAsync(dst + offset, std::size_t(dst_cols) * 4, src,
+                                 std::size_t(src_cols) * 4, std::size_t(src_cols) * 4,
+                                 std::size_t(rows), cudaMemcpyDeviceToDevice, as_stream(stream)),
+               "copy columns");
+}
+
+status mean_heads_async(const float* h, std::int64_t rows, int heads, std::int64_t c, float* y,
+                        void* stream) {
+  if (rows == 0) return status::ok();
+  mean_heads_kernel<<<grid_for(rows), threads_for(c), 0, as_stream(stream)>>>(h, rows, heads, c, y);
+  return check(cudaGetLastError(), "mean over heads");
 }
 
 // How many map_host calls each pinned range has (one pin serves every GPU).

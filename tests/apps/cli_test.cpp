@@ -262,8 +262,14 @@ TEST_F(cli_test, model_init_then_info_lists_pyg_tensor_names) {
   ASSERT_EQ(r.code, 0) << r.out;
   r = run("model info " + dir);
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("convs.0.lin_l.weight         [32, 16]"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("convs.1.lin_r.weight         [4, 32]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("convs.0.lin_l.weight                     [32, 16]       layer 0 SAGEConv: "
+                       "neighbour-mean projection"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("convs.1.lin_r.weight                     [4, 32]        layer 1 SAGEConv: "
+                       "root projection"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("parameters: 1316"), std::string::npos) << r.out;  // 16*32*2+32 + 32*4*2+4
   r = run("model init --arch transformer --in 1 --hidden 1 --classes 1 --out-dir " + dir);
   EXPECT_EQ(r.code, 1);

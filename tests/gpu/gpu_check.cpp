@@ -202,18 +202,15 @@ status check_place(std::string& result) {
                                  : make_error(errc::internal, "bytes differ ({})", result);
 }
 
-// A 2-layer 32-64-16 GNN of `arch` over a sampled 2-hop batch: the device
-// layers (sched::device_model, what cuda_executor runs) vs nn::model::forward.
-status check_layers(config::model_arch arch, std::string& result) {
+// A GNN described by `d` (2 hops, 32 features in) over a sampled 2-hop batch: the
+// device layers (sched::device_model, what cuda_executor runs) vs nn::model::forward.
+status check_desc(const config::model_desc& d, const std::string& tag, std::string& result) {
   const auto g = rmat14();
   std::vector<std::int64_t> seeds(256);
   for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i * 13);
   graph::inline_executor ex;
   SPINDLE_ASSIGN_OR_RETURN(auto sub, ex.sample(g.view(), seeds, {{10, 5}, false, 3}));
-  config::model_desc d;
-  d.arch = arch;
-  d.in = 32, d.hidden = 64, d.out = 16, d.layers = 2;
-  const std::string dir = fmt::format("/tmp/spindle-gpu-check-{}", config::to_string(arch));
+  const std::string dir = "/tmp/spindle-gpu-check-" + tag;
   SPINDLE_TRY(nn::init_model(d, 1, dir));
   nn::heap_allocator alloc;
   SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(dir, alloc));
@@ -222,7 +219,9 @@ status check_layers(config::model_arch arch, std::string& result) {
     const auto bv = sub.layer_block(l);
     blocks.push_back({bv.num_dst, bv.num_src, bv.indptr, bv.indices});
   }
-  const auto degree = nn::gcn_degrees(sub.indptr, sub.indices, sub.hop_end.back());
+  auto degree = nn::gcn_degrees(sub.indptr, sub.indices, sub.hop_end.back());
+  if (d.arch == config::model_arch::stack)  // a stack's GCN reads neighbour counts
+    for (auto& v : degree) v -= 1.0f;
   std::vector<float> x(std::size_t(blocks[0].num_src * d.in));
   std::mt19937 rng(1);
   std::normal_distribution<float> n(0, 1);
@@ -238,6 +237,75 @@ status check_layers(config::model_arch arch, std::string& result) {
   comparison c;
   for (std::int64_t i = 0; i < want.numel(); ++i) c.add(got->data()[i], want.data()[i]);
   return c.check(fmt::format("{} x {} outputs", want.rows(), want.cols()), result);
+}
+
+status check_layers(config::model_arch arch, std::string& result) {
+  config::model_desc d;
+  d.arch = arch;
+  d.in = 32, d.hidden = 64, d.out = 16, d.layers = 2;
+  return check_desc(d, std::string(config::to_string(arch)), result);
+}
+
+// Stack models (what spindle_client.export writes) covering every op kind with a
+// device path: SAGEConv max + project + normalize, BatchNorm, ELU, GCNConv with
+// the graph-style options, LayerNorm, LeakyReLU, log_softmax; and GATConv with
+// concat=False, PReLU, GIN's aggregation and MLP, JumpingKnowledge cat, a residual
+// add, GELU, sum and min aggregation.
+expected<config::model_desc> stack_desc(int which) {
+  const std::string a =
+      "[model]\narch = \"stack\"\nin = 32\nout = 16\n"
+      "[[op]]\nkind = \"sage\"\nprefix = \"c1\"\nout = 48\naggr = \"max\"\nproject = true\n"
+      "normalize = true\n"
+      "[[op]]\nkind = \"batch_norm\"\nprefix = \"bn\"\n"
+      "[[op]]\nkind = \"elu\"\nalpha = 0.7\n"
+      "[[op]]\nkind = \"gcn\"\nprefix = \"c2\"\nout = 24\nimproved = true\n"
+      "[[op]]\nkind = \"layer_norm\"\nprefix = \"ln\"\n"
+      "[[op]]\nkind = \"leaky_relu\"\nnegative_slope = 0.1\n"
+      "[[op]]\nkind = \"linear\"\nprefix = \"head\"\nout = 16\n"
+      "[[op]]\nkind = \"log_softmax\"\n";
+  const std::string b =
+      "[model]\narch = \"stack\"\nin = 32\nout = 16\n"
+      "[[op]]\nkind = \"linear\"\nname = \"h0\"\nprefix = \"lin\"\nout = 32\n"
+      "[[op]]\nkind = \"gat\"\nname = \"g\"\nprefix = \"c1\"\nout = 32\nheads = 3\n"
+      "concat = false\n"
+      "[[op]]\nkind = \"prelu\"\nname = \"p\"\nprefix = \"act\"\nchannels = 32\n"
+      "[[op]]\nkind = \"add\"\nname = \"r\"\ninputs = [\"p\", \"h0\"]\n"
+      "[[op]]\nkind = \"gin\"\nname = \"z\"\nprefix = \"c2\"\neps = 0.25\n"
+      "[[op]]\nkind = \"linear\"\nprefix = \"c2.nn.0\"\nout = 32\n"
+      "[[op]]\nkind = \"gelu\"\nname = \"q\"\n"
+      "[[op]]\nkind = \"cat\"\nname = \"jk\"\ninputs = [\"r\", \"q\"]\n"
+      "[[op]]\nkind = \"tanh\"\n"
+      "[[op]]\nkind = \"linear\"\nprefix = \"head\"\nout = 16\n";
+  return config::parse_model_desc(which == 0 ? a : b, "gpu_check");
+}
+
+status check_stack(int which, std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto d, stack_desc(which));
+  return check_desc(d, fmt::format("stack{}", which), result);
+}
+
+// Without a GPU: the stack descriptions parse, initialise and run on the host.
+status check_stack_host(int which, std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto d, stack_desc(which));
+  const std::string dir = fmt::format("/tmp/spindle-gpu-check-host-stack{}", which);
+  SPINDLE_TRY(nn::init_model(d, 1, dir));
+  nn::heap_allocator alloc;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(dir, alloc));
+  const auto g = rmat14();
+  graph::inline_executor ex;
+  std::vector<std::int64_t> seeds{1, 2, 3};
+  SPINDLE_ASSIGN_OR_RETURN(auto sub, ex.sample(g.view(), seeds, {{10, 5}, false, 3}));
+  std::vector<nn::block> blocks;
+  for (int l = 0; l < 2; ++l) {
+    const auto bv = sub.layer_block(l);
+    blocks.push_back({bv.num_dst, bv.num_src, bv.indptr, bv.indices});
+  }
+  auto degree = nn::gcn_degrees(sub.indptr, sub.indices, sub.hop_end.back());
+  std::vector<float> x(std::size_t(blocks[0].num_src * 32), 0.5f);
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto y, m.forward(alloc, blocks, degree, nn::tensor::borrow(x.data(), {blocks[0].num_src, 32})));
+  result = fmt::format("stack {}: {} ({} x {})", which, config::summary(m.desc()), y.rows(), y.cols());
+  return y.rows() == 3 && y.cols() == 16 ? status::ok() : make_error(errc::internal, "{}", result);
 }
 
 // HPS's L1 on the device vs the host cache: 500 keys replaced into 4,096 slots
@@ -453,7 +521,9 @@ int main(int argc, char** argv) {
     int failed = 0;
     for (auto check :
          {+[](std::string& r) { return check_served(spindle::config::model_arch::gin, r); },
-          +[](std::string& r) { return check_gnnsched(r); }}) {
+          +[](std::string& r) { return check_gnnsched(r); },
+         +[](std::string& r) { return check_stack_host(0, r); },
+         +[](std::string& r) { return check_stack_host(1, r); }}) {
       std::string result;
       const auto st = check(result);
       failed += !st.is_ok();
@@ -491,6 +561,10 @@ int main(int argc, char** argv) {
       [](std::string& r) { return check_layers(spindle::config::model_arch::gin, r); });
   row("GAT layers (cuBLAS + per-head scores + softmax aggregation)", "nn::model::forward",
       [](std::string& r) { return check_layers(spindle::config::model_arch::gat, r); });
+  row("stack: SAGE max/project/normalize, BatchNorm, ELU, GCN, LayerNorm, head", "nn::model::forward",
+      [](std::string& r) { return check_stack(0, r); });
+  row("stack: GAT concat=False, PReLU, residual, GIN, GELU, JK cat, tanh", "nn::model::forward",
+      [](std::string& r) { return check_stack(1, r); });
   row("cuda_executor: served GraphSAGE batches", "host gnn_pipeline",
       [](std::string& r) { return check_served(spindle::config::model_arch::graphsage, r); });
   row("cuda_executor: served GIN batches", "host gnn_pipeline",

@@ -151,7 +151,8 @@ TEST(kernels, the_spmm_element_equals_the_host_aggregation) {
   const auto xt = nn::tensor::borrow(x.data(), {src, width});
   for (auto [op, dev] : {std::pair{nn::reduce_op::sum, spmm_reduce::sum},
                          {nn::reduce_op::mean, spmm_reduce::mean},
-                         {nn::reduce_op::max, spmm_reduce::max}}) {
+                         {nn::reduce_op::max, spmm_reduce::max},
+                         {nn::reduce_op::min, spmm_reduce::min}}) {
     auto host = nn::propagate(alloc, b, xt, op);
     ASSERT_TRUE(host.has_value());
     for (std::int64_t r = 0; r < dst; ++r)
@@ -184,6 +185,85 @@ TEST(kernels, the_gcn_element_equals_the_host_normalized_aggregation) {
           << r << "," << c;
     }
   EXPECT_EQ(gin_combine(2.0f, 3.0f, 1.5f), 6.5f);  // Σ_j x_j + (1 + eps) x_i
+}
+
+// A stack model's GCNConv options (self-loop weight 1 or 2, or none; neighbour
+// counts as the graph's or the block's): the device element equals
+// nn::propagate_gcn with gcn_options.
+TEST(kernels, the_gcn_options_element_equals_the_host_aggregation) {
+  std::mt19937 rng(14);
+  const std::int64_t dst = 40, src = 90, width = 11;
+  std::vector<std::int64_t> indptr;
+  std::vector<std::int32_t> indices;
+  random_block(rng, dst, src, 7, true, indptr, indices);
+  std::vector<float> neighbours(static_cast<std::size_t>(src));
+  for (auto& n : neighbours) n = float(rng() % 30);  // some 0: 1/sqrt(0) taken as 0
+  auto h = normal_values(rng, src * width);
+  nn::heap_allocator alloc;
+  for (auto [self_loops, improved] : {std::pair{true, false}, {true, true}, {false, false}}) {
+    nn::gcn_options o{self_loops, improved, true};
+    auto host = nn::propagate_gcn(alloc, {dst, src, indptr, indices},
+                                  nn::tensor::borrow(h.data(), {src, width}), neighbours, o);
+    ASSERT_TRUE(host.has_value());
+    const float fill = self_loops ? (improved ? 2.0f : 1.0f) : 0.0f;
+    for (std::int64_t r = 0; r < dst; ++r)
+      for (std::int64_t c = 0; c < width; ++c) {
+        const float want = host->row(r)[c];
+        EXPECT_NEAR(gcn_element_ex(indptr.data(), indices.data(), h.data(), neighbours.data(), fill,
+                                   width, r, c),
+                    want, 1e-5f * std::max(1.0f, std::abs(want)))
+            << r << "," << c << " fill " << fill;
+      }
+  }
+}
+
+// The node-wise layers of a stack (BatchNorm, LayerNorm, L2 normalize, PReLU,
+// GELU, tanh): the device's per-element functions equal the host operators.
+TEST(kernels, the_norm_and_activation_elements_equal_the_host_layers) {
+  std::mt19937 rng(15);
+  const std::int64_t rows = 6, cols = 13;
+  const auto x = normal_values(rng, rows * cols);
+  const auto p = normal_values(rng, 4 * cols);
+  std::vector<float> var(p.begin() + cols, p.begin() + 2 * cols);
+  for (auto& v : var) v = 0.5f + std::abs(v);
+  const std::span<const float> mean(p.data(), std::size_t(cols)), w(p.data() + 2 * cols, std::size_t(cols)),
+      bias(p.data() + 3 * cols, std::size_t(cols));
+  nn::heap_allocator alloc;
+  auto fresh = [&] {
+    auto t = nn::tensor::empty(alloc, {rows, cols}).value();
+    std::copy(x.begin(), x.end(), t.data());
+    return t;
+  };
+  auto bn = fresh();
+  nn::batch_norm_(bn, mean, var, w, bias, 1e-5f);
+  auto ln = fresh();
+  nn::layer_norm_(ln, w, bias, 1e-5f);
+  auto l2 = fresh();
+  nn::l2_normalize_rows_(l2);
+  auto pr = fresh();
+  nn::prelu_(pr, w);
+  auto ge = fresh();
+  nn::gelu_(ge, false);
+  auto th = fresh();
+  nn::tanh_(th);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = x.data() + r * cols;
+    float m = 0, inv = 0;
+    layer_norm_stats(row, cols, 1e-5f, m, inv);
+    double sq = 0;
+    for (std::int64_t c = 0; c < cols; ++c) sq += double(row[c]) * row[c];
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float v = row[c];
+      EXPECT_EQ(bn.row(r)[c], batch_norm(v, mean[c], var[c], 1e-5f, w[c], bias[c]));
+      EXPECT_EQ(ln.row(r)[c], layer_norm(v, m, inv, w[c], bias[c]));
+      EXPECT_EQ(l2.row(r)[c], v * l2_scale(sq));
+      EXPECT_EQ(pr.row(r)[c], prelu(v, w[c]));
+      EXPECT_EQ(ge.row(r)[c], activate(activation::gelu, v, 0));
+      EXPECT_EQ(th.row(r)[c], activate(activation::tanh, v, 0));
+    }
+  }
+  EXPECT_NEAR(gelu(1.0f), 0.8413447f, 1e-6f);  // torch.nn.functional.gelu(1.0)
+  EXPECT_NEAR(gelu_tanh(1.0f), 0.8411920f, 1e-6f);
 }
 
 // GAT's attention aggregation (4 heads of 8, self-loop edges in some rows): the
