@@ -1,6 +1,8 @@
 // Model throughput and latency per batch size (issue #4): GraphSAGE, GCN, GAT,
 // GIN (2 layers, hidden 256, [25,10] sampled blocks of R-MAT scale 16 with 128
-// features) and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
+// features); the same GraphSAGE as a stack model (what spindle_client.export
+// writes: the interpreter's cost) and a stack with BatchNorm, ELU and
+// log_softmax at the same widths (issue #25); and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
 // tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB). Baseline
 // in the same run: this machine's raw sgemm FLOP/s (OpenBLAS, 1 thread) and
 // Eigen's, which is how the GEMM library was picked. Model FLOP/s counts the
@@ -75,7 +77,31 @@ double gnn_flops(const config::model_desc& d, const std::vector<nn::block>& bloc
         break;
     }
   }
+  for (std::size_t i = 0, hop = 0; i < d.ops.size(); ++i) {  // stack models: their sage ops
+    const auto& op = d.ops[i];
+    if (!config::is_message_passing(op.kind)) continue;
+    const double nd = double(blocks[hop++].num_dst), in = i == 0 ? d.in : 256;
+    if (op.kind == config::op_kind::sage) f += 2 * 2 * nd * in * op.out;
+  }
   return f;
+}
+
+// GraphSAGE 128-256-47 as a stack, plain (sage > relu > sage) or with BatchNorm
+// and ELU between the layers and log_softmax after.
+config::model_desc sage_stack(bool bn_elu) {
+  const std::string plain =
+      "[model]\narch = \"stack\"\nin = 128\nout = 47\n"
+      "[[op]]\nkind = \"sage\"\nprefix = \"c1\"\nout = 256\n"
+      "[[op]]\nkind = \"relu\"\n"
+      "[[op]]\nkind = \"sage\"\nprefix = \"c2\"\nout = 47\n";
+  const std::string with =
+      "[model]\narch = \"stack\"\nin = 128\nout = 47\n"
+      "[[op]]\nkind = \"sage\"\nprefix = \"c1\"\nout = 256\n"
+      "[[op]]\nkind = \"batch_norm\"\nprefix = \"bn1\"\n"
+      "[[op]]\nkind = \"elu\"\n"
+      "[[op]]\nkind = \"sage\"\nprefix = \"c2\"\nout = 47\n"
+      "[[op]]\nkind = \"log_softmax\"\n";
+  return config::parse_model_desc(bn_elu ? with : plain, "model_bench").value();
 }
 
 }  // namespace
@@ -100,12 +126,19 @@ int main(int argc, char** argv) {
   graph::inline_executor sampler;
   fmt::print("\n{:<10} {:>6} {:>8} {:>10} {:>10} {:>12} {:>10} {:>8}\n", "model", "batch", "nodes",
              "p50 ms", "p99 ms", "seeds/s", "GFLOP/s", "vs gemm");
+  std::vector<std::pair<std::string, config::model_desc>> gnns;
   for (auto arch : {config::model_arch::graphsage, config::model_arch::gcn, config::model_arch::gat,
                     config::model_arch::gin}) {
     config::model_desc d;
     d.arch = arch;
     d.in = 128, d.hidden = arch == config::model_arch::gat ? 64 : 256, d.heads = 4, d.out = 47;
-    std::string dir = tmp + "/" + std::string(config::to_string(arch));
+    gnns.emplace_back(std::string(config::to_string(arch)), d);
+  }
+  gnns.emplace_back("sage-stack", sage_stack(false));
+  gnns.emplace_back("sage-bn-elu", sage_stack(true));
+  for (const auto& [label, d] : gnns) {
+    rng.seed(7);  // every model gets the same seeds (the stack rows compare with graphsage's)
+    std::string dir = tmp + "/" + label;
     if (auto st = nn::init_model(d, 1, dir); !st)
       return fmt::print(stderr, "{}\n", st.to_string()), 1;
     nn::heap_allocator weights;
@@ -137,7 +170,7 @@ int main(int argc, char** argv) {
       double total = 0;
       for (double t : times) total += t;
       fmt::print("{:<10} {:>6} {:>8.0f} {:>10.3f} {:>10.3f} {:>12.0f} {:>10.2f} {:>7.0f}%\n",
-                 config::to_string(arch), batch, nodes / reps, bench::percentile(times, 0.5) * 1e3,
+                 label, batch, nodes / reps, bench::percentile(times, 0.5) * 1e3,
                  bench::percentile(times, 0.99) * 1e3, batch * reps / total, flops / total / 1e9,
                  100 * flops / total / 1e9 / peak);
     }

@@ -11,10 +11,20 @@
 
 namespace spindle::gpu {
 
-/// BatchNorm1d (eval): (v - mean) / sqrt(var + eps) * weight + bias.
+/// BatchNorm1d (eval) as PyTorch's CPU kernel computes it: per column
+/// scale = weight / sqrt(var + eps) and shift = bias - mean * scale, then
+/// v * scale + shift (the host precomputes both per column: one multiply-add per
+/// element).
+SPINDLE_HOST_DEVICE inline float bn_scale(float var, float eps, float weight) {
+  return weight / sqrtf(var + eps);
+}
+SPINDLE_HOST_DEVICE inline float bn_shift(float mean, float scale, float bias) {
+  return bias - mean * scale;
+}
 SPINDLE_HOST_DEVICE inline float batch_norm(float v, float mean, float var, float eps, float weight,
                                             float bias) {
-  return (v - mean) / sqrtf(var + eps) * weight + bias;
+  const float s = bn_scale(var, eps, weight);
+  return v * s + bn_shift(mean, s, bias);
 }
 
 /// One row's mean and 1 / sqrt(biased variance + eps), as torch.nn.LayerNorm computes

@@ -59,17 +59,21 @@ TEST(gnn_pipeline_test, a_batch_is_one_sampled_graph_one_gather_and_one_forward_
   }
 }
 
-TEST(gnn_pipeline_test, a_request_with_a_sampler_seed_answers_the_same_in_any_batch) {
-  fixture f;
-  gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
-  const gnn_request mine{{5, 17}, 42};
+// `mine` alone, then as request 13 of a batch of 41; the graphs the batch took.
+std::uint64_t expect_same_alone_and_in_a_batch(gnn_pipeline& p, const gnn_request& mine) {
   auto alone = p.run({mine}, psgs_router::choice::small);
   auto batch = shared_requests(40);
   batch.insert(batch.begin() + 13, mine);
   auto ridden = p.run(batch, psgs_router::choice::large);
-  ASSERT_TRUE(alone.errors[0].is_ok());
+  EXPECT_TRUE(alone.errors[0].is_ok());
   EXPECT_EQ(ridden.outputs[13], alone.outputs[0]);  // bit for bit
-  EXPECT_EQ(ridden.work.graphs, 2u);                // the shared graph + its own
+  return ridden.work.graphs;
+}
+
+TEST(gnn_pipeline_test, a_request_with_a_sampler_seed_answers_the_same_in_any_batch) {
+  fixture f;
+  gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
+  EXPECT_EQ(expect_same_alone_and_in_a_batch(p, {{5, 17}, 42}), 2u);  // shared + its own
 }
 
 // sampling = "per_request": a call without a sampler seed is sampled on its own,
@@ -82,13 +86,9 @@ TEST(gnn_pipeline_test, per_request_sampling_answers_a_call_the_same_in_any_batc
   EXPECT_FALSE(f.model->set_sampling("batch").is_ok());
   gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);
   const gnn_request mine{{5, 17}, 0};
-  auto alone = p.run({mine}, psgs_router::choice::small);
+  EXPECT_EQ(expect_same_alone_and_in_a_batch(p, mine), 41u);  // one graph per call
   auto batch = shared_requests(40);
   batch.insert(batch.begin() + 13, mine);
-  auto ridden = p.run(batch, psgs_router::choice::large);
-  ASSERT_TRUE(alone.errors[0].is_ok());
-  EXPECT_EQ(ridden.outputs[13], alone.outputs[0]);  // bit for bit
-  EXPECT_EQ(ridden.work.graphs, 41u);               // one graph per call
   EXPECT_EQ(per_request_seed(mine.seeds), per_request_seed(std::vector<std::int64_t>{5, 17}));
   EXPECT_NE(per_request_seed(mine.seeds), per_request_seed(std::vector<std::int64_t>{17, 5}));
   ASSERT_TRUE(f.model->set_sampling("shared").is_ok());
