@@ -396,7 +396,8 @@ struct served_inputs {
   explicit served_inputs(graph::dataset d) : ds(std::move(d)) {}
 };
 
-expected<std::unique_ptr<served_inputs>> served(config::model_arch arch) {
+expected<std::unique_ptr<served_inputs>> served_desc(const config::model_desc& d,
+                                                     const std::string& tag) {
   const std::string dir = "/tmp/spindle-gpu-check-dataset";
   if (!graph::dataset::open(dir)) {
     thread_pool pool(2);
@@ -408,14 +409,18 @@ expected<std::unique_ptr<served_inputs>> served(config::model_arch arch) {
   }
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dir));
   auto in = std::make_unique<served_inputs>(std::move(ds));
-  config::model_desc d;
-  d.arch = arch;
-  d.in = 32, d.hidden = 64, d.out = 16, d.layers = 2;
-  const std::string mdir = fmt::format("/tmp/spindle-gpu-check-served-{}", config::to_string(arch));
+  const std::string mdir = "/tmp/spindle-gpu-check-served-" + tag;
   SPINDLE_TRY(nn::init_model(d, 1, mdir));
   SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(mdir, in->weights));
   in->model.emplace(std::move(m));
   return in;
+}
+
+expected<std::unique_ptr<served_inputs>> served(config::model_arch arch) {
+  config::model_desc d;
+  d.arch = arch;
+  d.in = 32, d.hidden = 64, d.out = 16, d.layers = 2;
+  return served_desc(d, std::string(config::to_string(arch)));
 }
 
 std::vector<sched::gnn_request> served_batch(int b) {
@@ -451,8 +456,7 @@ void compare_results(const sched::batch_result& got, const sched::batch_result& 
 // Served batches through sched::cuda_executor as PSGS's large executor (device
 // sampling, gather over a device tier of 1 MiB plus UVA, device layers) vs the
 // host pipeline: the same 8 batches of 64, the same joint samples.
-status check_served(config::model_arch arch, std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto in, served(arch));
+status check_served_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
   SPINDLE_ASSIGN_OR_RETURN(auto executors,
                            sched::device_executors::create(in->ds, served_device, 1 << 20));
   SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
@@ -467,10 +471,14 @@ status check_served(config::model_arch arch, std::string& result) {
   return c.check("8 batches of 64", result);
 }
 
+status check_served(config::model_arch arch, std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto in, served(arch));
+  return check_served_inputs(std::move(in), result);
+}
+
 // GNNSched with its pool in device memory: 8 prepared batches submitted at
 // once, grouped, each task of a group on its own stream, vs the host passes.
-status check_gnnsched(std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto in, served(config::model_arch::graphsage));
+status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
   SPINDLE_ASSIGN_OR_RETURN(auto executors,
                            sched::device_executors::create(in->ds, served_device, 1 << 20));
   SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
@@ -511,6 +519,25 @@ status check_gnnsched(std::string& result) {
                  result);
 }
 
+status check_gnnsched(std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto in, served(config::model_arch::graphsage));
+  return check_gnnsched_inputs(std::move(in), result);
+}
+
+// A stack model served through the pipeline (device sampling, tiered gather,
+// device stack ops; GCN by the graph's degrees) and in GNNSched's device pool.
+status check_served_stack(int which, std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto d, stack_desc(which));
+  SPINDLE_ASSIGN_OR_RETURN(auto in, served_desc(d, fmt::format("stack{}", which)));
+  return check_served_inputs(std::move(in), result);
+}
+
+status check_gnnsched_stack(std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto d, stack_desc(0));
+  SPINDLE_ASSIGN_OR_RETURN(auto in, served_desc(d, "stack0"));
+  return check_gnnsched_inputs(std::move(in), result);
+}
+
 }  // namespace
 }  // namespace spindle::gpu
 
@@ -523,7 +550,10 @@ int main(int argc, char** argv) {
          {+[](std::string& r) { return check_served(spindle::config::model_arch::gin, r); },
           +[](std::string& r) { return check_gnnsched(r); },
          +[](std::string& r) { return check_stack_host(0, r); },
-         +[](std::string& r) { return check_stack_host(1, r); }}) {
+         +[](std::string& r) { return check_stack_host(1, r); },
+         +[](std::string& r) { return check_served_stack(0, r); },
+         +[](std::string& r) { return check_served_stack(1, r); },
+         +[](std::string& r) { return check_gnnsched_stack(r); }}) {
       std::string result;
       const auto st = check(result);
       failed += !st.is_ok();
@@ -572,6 +602,11 @@ int main(int argc, char** argv) {
   row("cuda_executor: served GAT batches", "host gnn_pipeline",
       [](std::string& r) { return check_served(spindle::config::model_arch::gat, r); });
   row("GNNSched pool in device memory, a stream per task", "host gnn_pipeline", check_gnnsched);
+  row("cuda_executor: served stack model 0 (graph-degree GCN, BatchNorm, ...)", "host gnn_pipeline",
+      [](std::string& r) { return check_served_stack(0, r); });
+  row("cuda_executor: served stack model 1 (GAT mean heads, GIN, JK cat, ...)", "host gnn_pipeline",
+      [](std::string& r) { return check_served_stack(1, r); });
+  row("GNNSched device pool: stack model 0", "host gnn_pipeline", check_gnnsched_stack);
   row("HPS slab cache (query, replace, update)", "embedding::embedding_cache", check_cache);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);
   return failed ? 1 : 0;
