@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   apps::register_sample(app, g);
   apps::register_devices(app, g);
   apps::register_place(app, g);
+  apps::register_partition(app, g);
   apps::register_serve_shard(app, g);
   apps::register_model(app, g);
   apps::register_calibrate(app, g);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 
 #include "core/checksum.hpp"
@@ -98,6 +99,22 @@ expected<dataset> dataset::open(const std::string& dir, open_options options) {
   if (m.arrays.count("features")) {
     SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("features"), {m.num_nodes, m.feature_dim})));
     SPINDLE_ASSIGN_OR_RETURN(d.features_, d.files_.at("features").as<float>());
+  }
+  if (m.arrays.count("part_rows") || m.arrays.count("part_features")) {
+    if (!m.arrays.count("part_rows") || !m.arrays.count("part_features"))
+      return make_error(errc::corrupt_data, "{}: part_rows.npy and part_features.npy must be "
+                                            "present together", dir);
+    const auto rows = m.arrays.at("part_rows").shape.empty() ? 0 : m.arrays.at("part_rows").shape[0];
+    SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("part_rows"), {rows})));
+    SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("part_features"), {rows, m.feature_dim})));
+    SPINDLE_ASSIGN_OR_RETURN(d.part_rows_, d.files_.at("part_rows").as<std::int64_t>());
+    SPINDLE_ASSIGN_OR_RETURN(d.part_features_, d.files_.at("part_features").as<float>());
+    for (std::size_t i = 0; i < d.part_rows_.size(); ++i)
+      if (d.part_rows_[i] < 0 || d.part_rows_[i] >= m.num_nodes ||
+          (i > 0 && d.part_rows_[i] <= d.part_rows_[i - 1]))
+        return make_error(errc::corrupt_data,
+                          "{}/part_rows.npy: entry {} = {} (node ids must be ascending, in 0..{})",
+                          dir, i, d.part_rows_[i], m.num_nodes - 1);
   }
   for (auto [name, span] : {std::pair{"psgs", &d.psgs_}, std::pair{"fap", &d.fap_}}) {
     if (!m.arrays.count(name)) continue;
@@ -231,6 +248,44 @@ status dataset_writer::finish() {
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
     return make_error(errc::io_error, "{}: cannot write: {}", path, std::strerror(errno));
+  return status::ok();
+}
+
+const float* dataset::feature_row(std::int64_t v) const {
+  const auto f = std::size_t(meta_.feature_dim);
+  if (!features_.empty()) return v >= 0 && v < num_nodes() ? features_.data() + std::size_t(v) * f : nullptr;
+  auto it = std::lower_bound(part_rows_.begin(), part_rows_.end(), v);
+  if (it == part_rows_.end() || *it != v) return nullptr;
+  return part_features_.data() + std::size_t(it - part_rows_.begin()) * f;
+}
+
+status dataset_writer::write_partition(std::span<const std::int64_t> rows, std::int64_t dim,
+                                       const std::function<const float*(std::int64_t)>& row_of) {
+  SPINDLE_TRY(write_array("part_rows", dtype::i64, {std::int64_t(rows.size())}, rows.data()));
+  std::string file = "part_features.npy";
+  SPINDLE_ASSIGN_OR_RETURN(auto w, npy_writer::create(dir_ + "/" + file, dtype::f32,
+                                                      {std::int64_t(rows.size()), dim}));
+  for (auto v : rows) {
+    const float* row = row_of(v);
+    if (!row) return make_error(errc::invalid_argument, "partition: node {} has no feature row", v);
+    SPINDLE_TRY(w.write(row, std::size_t(dim) * sizeof(float)));
+  }
+  array_record r{file, dtype::f32, {std::int64_t(rows.size()), dim}, w.expected_bytes(), 0};
+  SPINDLE_ASSIGN_OR_RETURN(r.checksum, w.close());
+  meta_.arrays["part_features"] = r;
+  meta_.feature_dim = dim;
+  return status::ok();
+}
+
+status dataset_writer::copy_array(const std::string& from, const std::string& name,
+                                  const array_record& r) {
+  std::error_code ec;
+  std::filesystem::copy_file(from + "/" + r.file, dir_ + "/" + r.file,
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec)
+    return make_error(errc::io_error, "{}/{}: cannot copy to {}: {}", from, r.file, dir_,
+                      ec.message());
+  meta_.arrays[name] = r;
   return status::ok();
 }
 

@@ -62,8 +62,15 @@ class dataset {
   csr_view graph() const { return graph_; }
   std::int64_t num_nodes() const { return graph_.num_nodes; }
   std::int64_t feature_dim() const { return meta_.feature_dim; }
-  /// Row-major float32 [num_nodes, feature_dim]; empty when there are no features.
+  /// Row-major float32 [num_nodes, feature_dim]; empty when there are no features,
+  /// and in a cluster rank's partition (which holds only its rows: feature_row()).
   std::span<const float> features() const { return features_; }
+  /// A rank's partition of a cluster dataset (`spindle partition`): the graph
+  /// and metrics whole, feature rows only for the nodes part_rows() lists (sorted).
+  bool partitioned() const { return !part_rows_.empty() || meta_.build.count("partition_rank"); }
+  std::span<const std::int64_t> part_rows() const { return part_rows_; }
+  /// Node v's feature row, or nullptr when this (partitioned) dataset does not hold it.
+  const float* feature_row(std::int64_t v) const;
   /// Maps every page of the feature table into this process now (the file is
   /// memory-mapped; a serving process would otherwise take a page fault on each
   /// row's first read, hundreds of microseconds per cold batch). Idempotent.
@@ -81,6 +88,8 @@ class dataset {
   std::map<std::string, npy_array> files_;
   csr_view graph_;
   std::span<const float> features_;
+  std::span<const std::int64_t> part_rows_;  // a partition's nodes, ascending
+  std::span<const float> part_features_;     // their rows, in that order
   std::span<const double> psgs_, fap_;
   std::span<const std::int64_t> labels_, node_ids_;
 };
@@ -105,6 +114,12 @@ class dataset_writer {
   status write_node_names(const std::vector<std::string>& names);
   status write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,
                        const std::string& seed_distribution);
+  /// A partition's rows: part_rows.npy (`rows`, ascending) and part_features.npy
+  /// ([rows x feature_dim], row i from `row_of(rows[i])`).
+  status write_partition(std::span<const std::int64_t> rows, std::int64_t dim,
+                         const std::function<const float*(std::int64_t)>& row_of);
+  /// Copies array `name` of the dataset in `from` (file and record, checksum kept).
+  status copy_array(const std::string& from, const std::string& name, const array_record& r);
   status finish();
 
  private:

@@ -1,6 +1,7 @@
 #include "node/cluster_features.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
@@ -109,8 +110,14 @@ expected<std::unique_ptr<cluster_features::epoch_state>> cluster_features::attac
       }
       auto& copy = st->copies.emplace_back(
           embedding::shard_bytes(plan.lookup.shard_row_count(sched::shard_index(i)), dim_));
-      SPINDLE_TRY(embedding::fill_shard(plan.lookup, sched::shard_index(i),
-                                        shard_.dataset().features(), dim_, copy));
+      const auto rows = plan.lookup.shard_rows(sched::shard_index(i));
+      for (std::size_t k = 0; k < rows.size(); ++k) {  // whole dataset or this rank's partition
+        const float* row = shard_.dataset().feature_row(std::int64_t(rows[k]));
+        if (!row)
+          return make_error(errc::corrupt_data, "rank {}: node {} of shard {} is not in {}",
+                            my_rank, rows[k], i, shard_.dataset().dir());
+        std::memcpy(copy.data() + k * dim_ * 4, row, std::size_t(dim_) * 4);
+      }
       access[i] = {copy.data(), nullptr, 0.0};
       continue;
     }

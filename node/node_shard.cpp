@@ -5,6 +5,7 @@
 
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
+#include "sched/dataset_partition.hpp"
 #include "sched/dataset_placement.hpp"
 
 namespace spindle::node {
@@ -67,14 +68,21 @@ node_shard::~node_shard() {
 
 expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& topo,
                                                         const std::string& dataset, int rank) {
-  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dataset));
+  // A partitioned dataset (`spindle partition`): this rank's folder, whose rows are
+  // exactly those of its shards under the same plan (checked by checksum).
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(sched::rank_dataset_dir(dataset, rank)));
   std::unique_ptr<node_shard> s(new node_shard(topo, std::move(ds), rank));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   s->ctx_.emplace(std::move(ctx));
   SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*s->ctx_));
   s->worker_.emplace(std::move(w));
   SPINDLE_ASSIGN_OR_RETURN(s->address_, s->worker_->address());
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(s->ds_, topo, "fap"));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan,
+                           sched::place_dataset(s->ds_, topo, sched::partition_policy(s->ds_)));
+  SPINDLE_TRY(sched::check_partition(s->ds_, rank, plan));
+  if (s->ds_.partitioned())
+    log::info("rank {}: serving its partition {} ({} of {} feature rows)", rank, s->ds_.dir(),
+              s->ds_.part_rows().size(), s->ds_.num_nodes());
   auto shared = std::make_shared<const sched::placement_plan>(std::move(plan));
   build_report r;
   SPINDLE_ASSIGN_OR_RETURN(auto reg, s->fill(*shared, nullptr, r));
@@ -98,7 +106,6 @@ expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::plac
     auto s = host_shard_of(*previous->plan, rank_);
     if (s) old_shard = *s;
   }
-  const auto features = ds_.features();
   for (const auto& slot : layout) {
     const bool host = &slot == &layout.front();
     const auto rows = plan.lookup.shard_rows(sched::shard_index(slot.shard));
@@ -110,7 +117,13 @@ expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::plac
       if (src) {
         ++r.kept;
       } else {
-        src = reinterpret_cast<const std::byte*>(features.data() + rows[i] * dim);
+        src = reinterpret_cast<const std::byte*>(ds_.feature_row(std::int64_t(rows[i])));
+        if (!src)  // a partition holds every row of its rank's shards: never for epoch 0
+          return make_error(errc::unsupported,
+                            "rank {}: node {}'s row is not in its partition {}; moving rows from "
+                            "their current owner over UCX is not built yet, so a partitioned "
+                            "dataset keeps its first placement",
+                            rank_, rows[i], ds_.dir());
         ++r.from_disk;
       }
       std::memcpy(dst + i * row_bytes, src, row_bytes);

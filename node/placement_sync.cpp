@@ -33,6 +33,11 @@ void placement_sync::catch_up(const member_info& coordinator) {
   std::memcpy(home.data(), blob.data() + n * sizeof(double), n * sizeof(std::int32_t));
   expected<node_shard::build_report> built =
       st.is_ok() ? shard_.build(target, fap, home) : expected<node_shard::build_report>(st);
+  if (!built && built.error().code() == errc::unsupported) {  // retrying cannot help
+    log::error("rank {}: placement epoch {} refused: {}", rank, target, built.error().to_string());
+    retry_at_ = std::chrono::steady_clock::time_point::max();
+    return;
+  }
   if (!built) {
     log::error("rank {}: placement epoch {} failed (retrying in 1 s): {}", rank, target,
                built.error().to_string());

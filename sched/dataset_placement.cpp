@@ -12,7 +12,7 @@ std::uint64_t row_bytes_of(const graph::dataset& ds) {
 
 expected<placement_plan> place_dataset(const graph::dataset& ds, const config::topology& topo,
                                        std::string_view policy, std::uint64_t seed) {
-  if (ds.feature_dim() <= 0 || ds.features().empty())
+  if (ds.feature_dim() <= 0 || (ds.features().empty() && !ds.partitioned()))
     return make_error(errc::invalid_argument, "{}: dataset has no features to place", ds.dir());
   if (!ds.has_metrics())
     return make_error(errc::invalid_argument,

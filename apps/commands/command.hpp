@@ -40,6 +40,7 @@ void register_info(CLI::App& app, global_options& g);
 void register_sample(CLI::App& app, global_options& g);
 void register_devices(CLI::App& app, global_options& g);
 void register_place(CLI::App& app, global_options& g);
+void register_partition(CLI::App& app, global_options& g);
 void register_serve_shard(CLI::App& app, global_options& g);
 void register_model(CLI::App& app, global_options& g);
 void register_calibrate(CLI::App& app, global_options& g);

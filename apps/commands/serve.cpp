@@ -190,6 +190,12 @@ status run_serve(const serve_args& a, global_options& g) {
   }
   if (listening) block_stop_signals();  // before any thread starts
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
+  if (ds.partitioned())
+    return make_error(errc::invalid_argument,
+                      "{}: is one rank's partition of a cluster dataset (spindle partition); serve "
+                      "it with `spindle node`/`launch --dataset` on the partition's folder, or "
+                      "serve the whole dataset here",
+                      a.dataset);
   if (ds.features().empty() || !ds.has_metrics())
     return make_error(errc::invalid_argument,
                       "{}: serving needs features and PSGS (spindle prepare)", a.dataset);

@@ -146,6 +146,7 @@ std::string prepare_cora(const std::string& dir) {
 // 15.5 MB feature table per server (FAP partitions most rows, replicates the hottest).
 struct cora_cluster {
   std::string dir, cora, model, config;
+  std::string serve;  // what the ranks get as --dataset: cora, or a partition of it
   /// `tiers`: each server's memory (and other tiers) in the cluster file.
   explicit cora_cluster(const std::string& name, const std::string& tiers = "memory = 6500000\n")
       : dir(graph::testing::temp_dir(name)) {
@@ -153,6 +154,7 @@ struct cora_cluster {
     // runs OpenBLAS single-threaded, so the single-process reference here does too.
     nn::set_blas_threads(1);
     cora = prepare_cora(dir);
+    serve = cora;
     model = dir + "/sage";
     EXPECT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
                                     "1433", "--hidden", "32", "--classes", "7", "--out-dir", model})
@@ -189,13 +191,13 @@ struct cora_cluster {
   child_process member(int rank, const std::vector<std::string>& env) const {
     return std::move(
         *child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
-                               std::to_string(rank), "--dataset", cora, "--model", model},
+                               std::to_string(rank), "--dataset", serve, "--model", model},
                               env));
   }
   child_process coordinator(std::size_t workload, const std::vector<std::string>& env,
                             const std::vector<std::string>& extra = {}) const {
     std::vector<std::string> argv = {SPINDLE_BINARY, "node", "--config",   config,
-                                     "--rank",       "0",    "--dataset",  cora,
+                                     "--rank",       "0",    "--dataset",  serve,
                                      "--model",      model,  "--workload", std::to_string(workload),
                                      "--expect",     "2"};
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -272,6 +274,46 @@ TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_pr
   auto coord = c.coordinator(3000, env);
   expect_single_process_answers(coord, c, 3000, 240'000);
   stop_cluster(coord, members);
+}
+
+// A partitioned dataset (`spindle partition`): each rank's folder holds the
+// graph and only the feature rows of its shards, and the whole dataset is moved
+// away before the ranks start, so no rank can read a row it does not own; the
+// answers still equal one process's over the whole dataset.
+TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_process) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_partition");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const std::string parts = c.dir + "/parts";
+  auto part = child_process::spawn(
+      {SPINDLE_BINARY, "partition", c.cora, "--config", c.config, "--out", parts},
+      {"SPINDLE_PROGRESS=0"});
+  ASSERT_TRUE(part.has_value());
+  auto summary = part->wait_for("every rank also holds", 120'000);
+  ASSERT_TRUE(summary.has_value()) << summary.error().to_string();
+  ASSERT_EQ(part->wait(), 0);
+  const auto full_bytes = std::filesystem::file_size(c.cora + "/features.npy");
+  for (int rank : {0, 1, 2}) {
+    const std::string r = parts + "/rank-" + std::to_string(rank);
+    EXPECT_FALSE(std::filesystem::exists(r + "/features.npy")) << r;
+    EXPECT_LT(std::filesystem::file_size(r + "/part_features.npy"), full_bytes) << r;
+    EXPECT_TRUE(std::filesystem::exists(r + "/indices.npy")) << r;  // the graph, replicated
+  }
+  const std::string full = c.dir + "/whole";  // only this test process reads it
+  std::filesystem::rename(c.cora, full);
+  c.cora = full;
+  c.serve = parts;
+  const auto env = ucx_env(GetParam());
+  auto members = c.members(env);
+  auto coord = c.coordinator(3000, env);
+  expect_single_process_answers(coord, c, 3000, 240'000);
+  stop_cluster(coord, members);
+  // A rank's folder used for another rank is refused by name.
+  auto wrong = child_process::spawn({SPINDLE_BINARY, "node", "--config", c.config, "--rank", "1",
+                                     "--dataset", parts + "/rank-2", "--model", c.model},
+                                    env);
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_NE(wrong->wait(), 0);
 }
 
 // Live re-placement: with a low drift threshold the coordinator's placement
