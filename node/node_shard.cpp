@@ -95,7 +95,8 @@ expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& 
 
 expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::placement_plan& plan,
                                                                const epoch_plan* previous,
-                                                               build_report& r) {
+                                                               build_report& r,
+                                                               const row_fetch& fetch) {
   const auto dim = std::uint32_t(ds_.feature_dim());
   const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
   SPINDLE_ASSIGN_OR_RETURN(auto layout, region_layout(plan, rank_, dim));
@@ -106,6 +107,10 @@ expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::plac
     auto s = host_shard_of(*previous->plan, rank_);
     if (s) old_shard = *s;
   }
+  // Rows kept from this node's previous host shard are copied; the others are
+  // fetched from their current owners in one batch (rows to positions below).
+  std::vector<std::int64_t> wanted;
+  std::vector<std::byte*> wanted_at;
   for (const auto& slot : layout) {
     const bool host = &slot == &layout.front();
     const auto rows = plan.lookup.shard_rows(sched::shard_index(slot.shard));
@@ -116,23 +121,52 @@ expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::plac
         src = row_in(*previous->plan, old_shard, previous->own_rows, rows[i], row_bytes);
       if (src) {
         ++r.kept;
+        std::memcpy(dst + i * row_bytes, src, row_bytes);
       } else {
-        src = reinterpret_cast<const std::byte*>(ds_.feature_row(std::int64_t(rows[i])));
-        if (!src)  // a partition holds every row of its rank's shards: never for epoch 0
-          return make_error(errc::unsupported,
-                            "rank {}: node {}'s row is not in its partition {}; moving rows from "
-                            "their current owner over UCX is not built yet, so a partitioned "
-                            "dataset keeps its first placement",
-                            rank_, rows[i], ds_.dir());
-        ++r.from_disk;
+        wanted.push_back(std::int64_t(rows[i]));
+        wanted_at.push_back(dst + i * row_bytes);
       }
-      std::memcpy(dst + i * row_bytes, src, row_bytes);
     }
     r.rows += rows.size();
   }
+  SPINDLE_TRY(place_wanted(wanted, wanted_at, row_bytes, fetch, r));
   auto reg = std::make_unique<region>(std::move(mem));
   SPINDLE_TRY(describe(*reg));
   return reg;
+}
+
+status node_shard::place_wanted(std::span<const std::int64_t> wanted,
+                                std::span<std::byte* const> at, std::size_t row_bytes,
+                                const row_fetch& fetch, build_report& r) const {
+  if (wanted.empty()) return status::ok();
+  status fetched = make_error(errc::unavailable, "no reader of the serving epoch");
+  std::vector<float> rows;
+  if (fetch) {
+    rows.resize(wanted.size() * row_bytes / sizeof(float));
+    fetched = fetch(wanted, rows.data());
+  }
+  if (fetched) {
+    for (std::size_t i = 0; i < wanted.size(); ++i)
+      std::memcpy(at[i], reinterpret_cast<const std::byte*>(rows.data()) + i * row_bytes,
+                  row_bytes);
+    r.fetched += wanted.size();
+    return status::ok();
+  }
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    const auto* src = reinterpret_cast<const std::byte*>(ds_.feature_row(wanted[i]));
+    if (!src)  // a partition: the row lives only on its owners
+      return make_error(errc::unavailable,
+                        "rank {}: node {}'s row is not in its partition {} and its owners could "
+                        "not be read ({})",
+                        rank_, wanted[i], ds_.dir(), fetched.message());
+    std::memcpy(at[i], src, row_bytes);
+  }
+  if (fetch)
+    log::warn("rank {}: {} rows read from this node's copy of the dataset: their owners could "
+              "not be read ({})",
+              rank_, wanted.size(), fetched.message());
+  r.from_disk += wanted.size();
+  return status::ok();
 }
 
 status node_shard::describe(region& reg) const {
@@ -164,7 +198,8 @@ std::string node_shard::descriptor(int epoch) const {
 }
 
 expected<node_shard::build_report> node_shard::build(int epoch, std::span<const double> fap,
-                                                     std::span<const std::int32_t> home) {
+                                                     std::span<const std::int32_t> home,
+                                                     const row_fetch& fetch) {
   const auto start = std::chrono::steady_clock::now();
   const auto previous = latest();
   if (epoch <= previous.epoch)
@@ -174,7 +209,7 @@ expected<node_shard::build_report> node_shard::build(int epoch, std::span<const 
   auto shared = std::make_shared<const sched::placement_plan>(std::move(plan));
   build_report r;
   r.moved = sched::rows_moved(*previous.plan, *shared);
-  SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r));
+  SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r, fetch));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard lock(mu_);
   plans_[epoch] = {epoch, shared, reg->memory.data()};

@@ -7,6 +7,7 @@
 // (the observed FAP of a re-plan) and reads other nodes' blobs. Thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,18 +64,22 @@ class node_shard {
   struct build_report {
     std::uint64_t rows = 0;       // rows of this node's new shard
     std::uint64_t kept = 0;       // copied from its previous shard
-    std::uint64_t from_disk = 0;  // read from the dataset (rows new to this node)
+    std::uint64_t fetched = 0;    // read from their current owners (one-sided UCX gets)
+    std::uint64_t from_disk = 0;  // read from this node's own copy (when a fetch failed)
     std::uint64_t moved = 0;      // nodes whose owners changed in the cluster
     double seconds = 0;
   };
   /// Builds the shard of a new `epoch` from the FAP plan over `fap` that keeps
   /// rows on their `home` servers where it can (both published by rank 0, so
   /// every node, a restarted one too, builds the same plan). Rows this
-  /// node held before are copied from its previous shard, the others come from
-  /// its own copy of the dataset (the disk tier), so a migration reads nothing
-  /// from the peers that are serving meanwhile. Fails if `epoch` is not newer.
+  /// node held before are copied from its previous shard. Fails if `epoch` is
+  /// not newer.
+  /// `fetch` reads rows from their current owners (a cluster_features reader of the
+  /// serving epoch: one-sided UCX gets); rows it cannot read come from this node's
+  /// own copy when it has one (a whole dataset), else the build fails (a partition).
+  using row_fetch = std::function<status(std::span<const std::int64_t> ids, float* out)>;
   expected<build_report> build(int epoch, std::span<const double> fap,
-                               std::span<const std::int32_t> home);
+                               std::span<const std::int32_t> home, const row_fetch& fetch = {});
   /// Frees every epoch before `epoch` (no reader uses them any more).
   void retire_before(int epoch);
 
@@ -89,8 +94,12 @@ class node_shard {
   struct region;
   node_shard(const config::topology& topo, graph::dataset ds, int rank);
   expected<std::unique_ptr<region>> fill(const sched::placement_plan& plan,
-                                         const epoch_plan* previous, build_report& r);
+                                         const epoch_plan* previous, build_report& r,
+                                         const row_fetch& fetch = {});
   status describe(region& reg) const;
+  // The rows a new shard needs from outside its previous host shard, into `at`.
+  status place_wanted(std::span<const std::int64_t> wanted, std::span<std::byte* const> at,
+                      std::size_t row_bytes, const row_fetch& fetch, build_report& r) const;
 
   config::topology topo_;
   graph::dataset ds_;

@@ -11,13 +11,14 @@ placement_sync::placement_sync(caf::actor coordinator, node_shard& shard)
     : coordinator_(std::move(coordinator)), shard_(shard) {}
 
 void placement_sync::poll(const std::map<int, member_info>& alive) {
-  if (auto it = alive.find(0); it != alive.end()) catch_up(it->second);
+  if (auto it = alive.find(0); it != alive.end()) catch_up(it->second, alive);
   report_reading();
   retire(alive);
 }
 
 // Builds and publishes this node's shard of the target epoch.
-void placement_sync::catch_up(const member_info& coordinator) {
+void placement_sync::catch_up(const member_info& coordinator,
+                              const std::map<int, member_info>& alive) {
   const int target = coordinator.target;
   if (target <= shard_.latest().epoch || coordinator.fap.empty()) return;
   if (std::chrono::steady_clock::now() < retry_at_) return;
@@ -31,8 +32,21 @@ void placement_sync::catch_up(const member_info& coordinator) {
   std::vector<std::int32_t> home(n);
   std::memcpy(fap.data(), blob.data(), n * sizeof(double));
   std::memcpy(home.data(), blob.data() + n * sizeof(double), n * sizeof(std::int32_t));
+  // A reader of the epoch being served, for the rows this node does not hold yet:
+  // they come from their current owners (one-sided gets), not from a local copy.
+  member_view view;
+  view.update(alive);
+  auto reader = cluster_features::create(shard_, view, &alive);
+  if (!reader)
+    log::warn("rank {}: no reader of placement epoch {} for the migration: {}", rank,
+              shard_.latest().epoch, reader.error().to_string());
+  node_shard::row_fetch fetch;
+  if (reader) {
+    auto source = (*reader)->source();
+    fetch = [source](std::span<const std::int64_t> ids, float* out) { return source(ids, out); };
+  }
   expected<node_shard::build_report> built =
-      st.is_ok() ? shard_.build(target, fap, home) : expected<node_shard::build_report>(st);
+      st.is_ok() ? shard_.build(target, fap, home, fetch) : expected<node_shard::build_report>(st);
   if (!built && built.error().code() == errc::unsupported) {  // retrying cannot help
     log::error("rank {}: placement epoch {} refused: {}", rank, target, built.error().to_string());
     retry_at_ = std::chrono::steady_clock::time_point::max();
@@ -45,9 +59,10 @@ void placement_sync::catch_up(const member_info& coordinator) {
     return;
   }
   log::info(
-      "rank {}: shard of placement epoch {} ready: {} rows ({} kept, {} new from disk), {} rows "
-      "moved in the cluster, {:.3f} s",
-      rank, target, built->rows, built->kept, built->from_disk, built->moved, built->seconds);
+      "rank {}: shard of placement epoch {} ready: {} rows ({} kept, {} fetched from their "
+      "owners, {} from its own copy), {} rows moved in the cluster, {:.3f} s",
+      rank, target, built->rows, built->kept, built->fetched, built->from_disk, built->moved,
+      built->seconds);
   caf::anon_send(coordinator_, actors::shard_atom::value, rank, target, shard_.descriptor(target));
 }
 

@@ -1,7 +1,9 @@
 // A node's side of a placement re-plan, run at every member-watch poll: when
 // rank 0 announces a target epoch newer than this node's shard, it reads the
 // observed FAP one-sidedly from rank 0, builds its shard of the new plan beside
-// the old one (node_shard::build) and publishes it; it reports the epoch its
+// the old one (node_shard::build: rows new to this node are read from their
+// current owners with one-sided UCX gets, through a reader of the serving epoch)
+// and publishes it; it reports the epoch its
 // pipeline reads; and once every live member reads the new epoch it frees the
 // old shard. A node that restarts mid-way starts at epoch 0 and catches up the
 // same way. The reader switches epochs itself (cluster_features).
@@ -29,7 +31,7 @@ class placement_sync {
   void poll(const std::map<int, member_info>& alive);
 
  private:
-  void catch_up(const member_info& coordinator);
+  void catch_up(const member_info& coordinator, const std::map<int, member_info>& alive);
   void report_reading();
   void retire(const std::map<int, member_info>& alive);
 

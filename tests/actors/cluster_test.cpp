@@ -279,6 +279,7 @@ TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_pr
 // A partitioned dataset (`spindle partition`): each rank's folder holds the
 // graph and only the feature rows of its shards, and the whole dataset is moved
 // away before the ranks start, so no rank can read a row it does not own; the
+// cluster re-plans while serving (rows moved over UCX from their owners) and the
 // answers still equal one process's over the whole dataset.
 TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_process) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
@@ -305,8 +306,14 @@ TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_
   c.serve = parts;
   const auto env = ucx_env(GetParam());
   auto members = c.members(env);
-  auto coord = c.coordinator(3000, env);
-  expect_single_process_answers(coord, c, 3000, 240'000);
+  // With re-placement while serving: a partition has no copy of the rows it does
+  // not own, so every row a new epoch moves is read from its owner over UCX.
+  auto coord =
+      c.coordinator(30000, env, {"--replan-drift", "0.05", "--replan-min-requests", "2000"});
+  auto applied = coord.wait_for("placement epoch ", 240'000);
+  ASSERT_TRUE(applied.has_value()) << applied.error().to_string();
+  EXPECT_NE(applied->find(" applied: rows moved since epoch 0 "), std::string::npos) << *applied;
+  expect_single_process_answers(coord, c, 30000, 240'000);
   stop_cluster(coord, members);
   // A rank's folder used for another rank is refused by name.
   auto wrong = child_process::spawn({SPINDLE_BINARY, "node", "--config", c.config, "--rank", "1",
