@@ -102,6 +102,8 @@ struct shard_registration {
 
 struct member_serving_impl final : member_serving {
   caf::actor_system* sys = nullptr;
+  const graph::dataset* ds = nullptr;
+  caf::actor batcher;  // the member's own front door's, when it has one
   placement_sync* sync = nullptr;
   member_watch* watch = nullptr;
   std::uint64_t listener = 0;
@@ -112,8 +114,19 @@ struct member_serving_impl final : member_serving {
   ~member_serving_impl() override {
     if (listener) watch->remove(listener);
     sync->set_reader(nullptr);
+    stop_and_wait(*sys, batcher);
     stop_and_wait(*sys, pipeline);  // it reads `features` and `assets` while it runs
     if (shard) stop_and_wait(*sys, shard->actor);
+  }
+  actors::gnn_model_binding door(sched::admission_options admission) override {
+    sched::batch_policy bp;
+    if (!batcher) {
+      const auto* d = ds;
+      batcher = actors::spawn_batcher(*sys, {pipeline}, bp, assets->router,
+                                      [d](const sched::gnn_request& r) { return summed_psgs(*d, r); });
+    }
+    return {assets->model->desc().name, batcher, ds, assets->model.get(), assets->router, bp,
+            admission};
   }
 };
 
@@ -125,6 +138,7 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
                                                                const std::string& model_dir) {
   auto m = std::make_unique<member_serving_impl>();
   m->sys = &node.sys;
+  m->ds = &node.shard.dataset();
   m->sync = &node.sync;
   SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(model_dir, node.shard.dataset()));
   auto& a = *m->assets;

@@ -40,6 +40,11 @@ struct node_context {
 /// A member's pipeline, serving the coordinator's batches until destroyed.
 struct member_serving {
   virtual ~member_serving() = default;
+  /// A front door on this member (`spindle node --rank N --listen`): calls batched
+  /// by its own batcher into its own pipeline, which reads the cluster's shards
+  /// (its own by pointer, the others one-sidedly); the coordinator's batcher is
+  /// not on the path. The batcher is started on the first call.
+  virtual actors::gnn_model_binding door(sched::admission_options admission) = 0;
 };
 
 /// Waits until every rank owning a shard is alive, then runs a pipeline over

@@ -257,6 +257,23 @@ status run_node(const node_args& a) {
     SPINDLE_TRY(coordinate(sn.context(sys, coord), *bridge, a));
     stopped = a.listen;  // the front door returned on a stop signal
   }
+  if (rank != 0 && a.listen) {  // a member's own front door over the cluster's shards
+    if (!serving)
+      return make_error(errc::invalid_argument, "--listen on rank {} needs --dataset and --model",
+                        rank);
+    SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
+    actors::gateway gw(sys);
+    gw.add_model(serving->door(a.door.admission()));
+    gw.set_members([&sys, coord, cluster_token = sn.token] {  // the whole cluster, from rank 0
+      caf::scoped_actor self{sys};
+      std::string out = "[]";
+      self->request(coord, std::chrono::seconds(2), actors::status_atom::value, cluster_token)
+          .receive([&](const std::string& text) { out = text; }, [](caf::error&) {});
+      return out;
+    });
+    SPINDLE_TRY(serve_until_signal(gw, a.door, token));
+    stopped = true;
+  }
   int sig = 0;
   if (!stopped) sigwait(&set, &sig);
   if (sig == kCoordinatorLost) return rejoin(topo, me, set);

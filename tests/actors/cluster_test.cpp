@@ -491,6 +491,60 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   for (auto& m : members) m.wait();
 }
 
+// A front door on a member (`spindle node --rank 1 --listen`): its own batcher
+// and pipeline answer calls over the cluster's shards without the coordinator's
+// batcher, equal to one process; its Admin.members shows the whole cluster.
+TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_member_door");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const std::string token = c.dir + "/member-admin.token";
+  auto door_member =
+      *child_process::spawn({SPINDLE_BINARY, "node", "--config", c.config, "--rank", "1",
+                             "--dataset", c.cora, "--model", c.model, "--listen", "127.0.0.1:0",
+                             "--admin-token-file", token});
+  auto plain_member = c.member(2, {});
+  auto coord = c.coordinator(100, {});  // serves a short workload, then stays up
+  ASSERT_TRUE(coord.wait_for("answers ", 120'000).has_value());
+  auto listening = door_member.wait_for("listening ", 120'000);
+  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  const std::string endpoint = *listening;
+  auto client = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {SPINDLE_BINARY, "client",       "--connect",
+                                     endpoint,       "--token-file", token};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto p = child_process::spawn(argv);
+    std::string out;
+    while (auto line = p->read_line(30'000)) out += *line;
+    EXPECT_EQ(p->wait(), 0) << out;
+    return out;
+  };
+  auto ds = graph::dataset::open(c.cora);
+  ASSERT_TRUE(ds.has_value());
+  nn::heap_allocator weights;
+  auto model = nn::model::load(c.model, weights);
+  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  thread_pool pool(1, "test");
+  sched::gnn_pipeline local(*ds, *model, router, pool);
+  auto reqs = sched::degree_requests(*ds, 64);
+  auto want = local.run(reqs);
+  for (std::size_t i = 0; i < reqs.size(); i += 7) {
+    auto out = nlohmann::json::parse(
+        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
+                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
+    ASSERT_EQ(out["status"], "ok") << out.dump();
+    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
+  }
+  auto members = nlohmann::json::parse(client({"admin", "members"}));
+  EXPECT_EQ(members["members"].size(), 3u) << members.dump();
+  coord.signal(SIGTERM);
+  coord.wait();
+  for (auto* m : {&door_member, &plain_member}) {
+    m->signal(SIGTERM);
+    m->wait();
+  }
+}
+
 // The coordinator serves the cluster behind the Cap'n Proto front door: a GNN
 // request through `spindle client infer` answers like a single process, and
 // Admin.members lists the three nodes, alive (then rank 1 down after a kill).
