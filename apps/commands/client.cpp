@@ -8,6 +8,9 @@
 //           errors by status; latency CDF as CSV and a gnuplot PNG
 //   admin   one Admin call (stats, models, tunables, set, members, load, unload)
 #include <charconv>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -31,8 +34,29 @@ struct client_args {
   int timeout_ms = 30000;
 };
 
+// --connect A,B,C: the doors of several nodes (a cluster's ranks).
+std::vector<std::string> endpoints_of(const client_args& c) {
+  std::vector<std::string> out;
+  for (auto part : std::views::split(c.connect, ',')) {
+    std::string e(part.begin(), part.end());
+    if (!e.empty()) out.push_back(e);
+  }
+  return out;
+}
+
+// The first door that accepts, moving on from a refused or dead one (named on stderr).
 expected<std::unique_ptr<rpc::rpc_client>> open(const client_args& c) {
-  return rpc::rpc_client::connect(c.connect, c.timeout_ms);
+  const auto endpoints = endpoints_of(c);
+  if (endpoints.empty()) return make_error(errc::invalid_argument, "--connect: no HOST:PORT given");
+  std::string tried;
+  for (const auto& e : endpoints) {
+    auto client = rpc::rpc_client::connect(e, c.timeout_ms);
+    if (client) return client;
+    if (endpoints.size() > 1)
+      fmt::print(stderr, "spindle: {}: {}; trying the next door\n", e, client.error().message());
+    tried += (tried.empty() ? "" : "; ") + client.error().message();
+  }
+  return make_error(errc::unavailable, "--connect {}: no door answered ({})", c.connect, tried);
 }
 
 expected<std::string> token_of(const client_args& c) {
@@ -274,10 +298,69 @@ status write_request_log(const std::string& path,
   return out ? status::ok() : make_error(errc::io_error, "--log {}: write failed", path);
 }
 
+// Several doors: call i goes to the doors in turn (round-robin over those that
+// accepted a connection; a refused one's share goes to the others), each door
+// driven by its own client on its own thread (a client belongs to one thread),
+// with the in-flight window split between them. `done` is called under a lock
+// with the call's index in `calls`; returns the calls each door answered.
+expected<std::map<std::string, std::size_t>> spread_calls(
+    const client_args& c, const std::vector<rpc::gnn_call>& calls, const load_args& a,
+    const std::vector<double>& send_at, const rpc::gnn_callback& done) {
+  std::vector<std::string> live;
+  for (const auto& e : endpoints_of(c)) {
+    auto client = rpc::rpc_client::connect(e, c.timeout_ms);
+    if (client) {
+      live.push_back(e);
+    } else {
+      fmt::print(stderr, "spindle: {}: {}; its calls go to the other doors\n", e,
+                 client.error().message());
+    }
+  }
+  if (live.empty()) return make_error(errc::unavailable, "--connect {}: no door answered", c.connect);
+  std::mutex mu;
+  std::map<std::string, std::size_t> answered;
+  std::vector<status> results(live.size());
+  std::vector<std::thread> threads;
+  for (std::size_t d = 0; d < live.size(); ++d) {
+    threads.emplace_back([&, d] {
+      std::vector<std::size_t> mine;
+      for (std::size_t i = d; i < calls.size(); i += live.size()) mine.push_back(i);
+      std::vector<rpc::gnn_call> part;
+      std::vector<double> at;
+      for (auto i : mine) {
+        part.push_back(calls[i]);
+        if (!send_at.empty()) at.push_back(send_at[i]);
+      }
+      auto client = rpc::rpc_client::connect(live[d], c.timeout_ms);
+      if (!client) {
+        results[d] = client.error();
+        return;
+      }
+      auto local = [&](std::size_t k, const rpc::gnn_answer& r, double s) {
+        std::lock_guard lock(mu);
+        answered[live[d]] += r.status == rpc::rpc_status::ok;
+        done(mine[k], r, s);
+      };
+      const int window = std::max(1, a.clients / int(live.size()));
+      results[d] = send_at.empty() ? (*client)->run_closed_loop(part, std::size_t(window), local)
+                                   : (*client)->run_open_loop(part, at, local);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::size_t d = 0; d < live.size(); ++d)
+    if (!results[d])
+      fmt::print(stderr, "spindle: {}: {}\n", live[d], results[d].to_string());
+  return answered;
+}
+
 status run_load(const client_args& c, const load_args& a) {
   if (a.seeds.empty())
     return make_error(errc::invalid_argument,
                       "load: --seeds uniform:N | degree:DIR | FILE is required");
+  const bool several = endpoints_of(c).size() > 1;
+  if (several && (!a.concurrency_range.empty() || !a.rate_range.empty()))
+    return make_error(errc::invalid_argument,
+                      "load: a sweep drives one door; give one --connect HOST:PORT");
   SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
   std::vector<rpc::gnn_call> calls;
@@ -285,7 +368,11 @@ status run_load(const client_args& c, const load_args& a) {
     calls.push_back({c.model, {seeds[i]}, a.reproducible ? i + 1 : 0, a.deadline_us});
   std::vector<rpc::gnn_call> warm(calls.begin(), calls.begin() + a.warmup),
       measured(calls.begin() + a.warmup, calls.end());
-  SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
+  if (several) {
+    SPINDLE_TRY(spread_calls(c, warm, a, {}, [](auto, auto&, double) {}).error_or_ok());
+  } else {
+    SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
+  }
   if (!a.concurrency_range.empty() || !a.rate_range.empty()) {
     if (!a.concurrency_range.empty() && !a.rate_range.empty())
       return make_error(errc::invalid_argument,
@@ -324,6 +411,11 @@ status run_load(const client_args& c, const load_args& a) {
     send_at.resize(measured.size());
     double t = 0;
     for (auto& x : send_at) x = t += gap(rng);
+  }
+  std::map<std::string, std::size_t> per_door;
+  if (several) {
+    SPINDLE_ASSIGN_OR_RETURN(per_door, spread_calls(c, measured, a, send_at, done));
+  } else if (a.rate > 0) {
     SPINDLE_TRY(client->run_open_loop(measured, send_at, done));
   } else {
     SPINDLE_TRY(client->run_closed_loop(measured, std::max(1, a.clients), done));
@@ -353,6 +445,7 @@ status run_load(const client_args& c, const load_args& a) {
     for (const auto& [st, v] : refused_ms)
       j["refused_latency_ms"][st] = {{"p50", pct(v, 0.5)}, {"p99", pct(v, 0.99)}};
     if (!first_error.empty()) j["first_error"] = first_error;
+    if (!per_door.empty()) j["answered_ok_by_door"] = per_door;
     fmt::print("{}\n", j.dump(2));
     return status::ok();
   }
@@ -371,6 +464,7 @@ status run_load(const client_args& c, const load_args& a) {
     }
   }
   if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
+  for (const auto& [door, n] : per_door) fmt::print("  answered ok by {}: {}\n", door, n);
   return status::ok();
 }
 
@@ -410,7 +504,10 @@ void register_client(CLI::App& app, global_options&) {
                                  "Talk to a running server's front door (infer, rec, load, admin)");
   cmd->require_subcommand(1);
   auto c = std::make_shared<client_args>();
-  cmd->add_option("--connect", c->connect, "Server HOST:PORT")->capture_default_str();
+  cmd->add_option("--connect", c->connect,
+                  "Server HOST:PORT, or several (HOST:PORT,HOST:PORT: a cluster's doors): one "
+                  "call goes to the first that accepts; `load` spreads its calls over them")
+      ->capture_default_str();
   cmd->add_option("--model", c->model, "Model name (see `admin models`)");
   cmd->add_option("--token", c->token, "Admin token");
   cmd->add_option("--token-file", c->token_file, "File holding the admin token");

@@ -239,6 +239,37 @@ TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
   EXPECT_FALSE(std::filesystem::exists(f.dir + "/it"));
 }
 
+// Several doors (a cluster's ranks): `--connect A,B,C` sends a single call to the
+// first door that accepts, and `client load` spreads its calls over every door
+// that accepts, moving on from a refused one.
+TEST(front_door_test, the_client_spreads_calls_over_several_doors) {
+  auto& f = fixture();
+  auto second = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", f.dir + "/g",
+                                      "--model", f.dir + "/m", "--listen", "127.0.0.1:0"});
+  ASSERT_TRUE(second.has_value());
+  auto listening = second->wait_for("listening ", 60'000);
+  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  const std::string refused = "127.0.0.1:1";  // nothing listens there
+  auto [rc, out] = run_spindle("client --connect " + f.endpoint + "," + refused + "," +
+                                   *listening +
+                                   " --model sage load --requests 300 --warmup 10 "
+                                   "--seeds uniform:100 --clients 4 --json",
+                               false);
+  ASSERT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(j["answered_ok"], 300) << out;
+  ASSERT_EQ(j["answered_ok_by_door"].size(), 2u) << out;
+  EXPECT_EQ(j["answered_ok_by_door"][f.endpoint], 150) << out;
+  EXPECT_EQ(j["answered_ok_by_door"][*listening], 150) << out;
+  auto [rc1, one] = run_spindle(
+      "client --connect " + refused + "," + *listening + " --model sage infer --seeds 1 --json",
+      false);
+  EXPECT_EQ(rc1, 0) << one;
+  EXPECT_NE(one.find("\"ok\""), std::string::npos) << one;
+  second->signal(SIGTERM);
+  EXPECT_EQ(second->wait(), 0);
+}
+
 // Issue #16 item 2: fanouts are a live tunable, and changing them changes the
 // work: a reproducible request sampled with 1,1 differs from the same request
 // with the served fanouts, and setting them back gives the first answer again.
