@@ -6,6 +6,11 @@ event loop per process), so Clients may be used from several threads at once.
     from spindle_client import Client
     with Client("127.0.0.1:7400", model="sage") as c:
         out = c.infer_gnn([1, 2, 3])        # numpy float32 array [3, width]
+
+Several doors (a cluster's ranks, each started with --listen) spread the calls:
+Client("10.0.0.1:7400,10.0.0.2:7400") or a list connects to every door that
+accepts and sends calls round-robin; a door that drops is left and the call is
+sent to the next one.
 """
 import asyncio
 import threading
@@ -78,25 +83,62 @@ class _Loop:
 
 
 class Client:
-    """A blocking connection to `spindle serve`. `model` is the default model of
-    infer calls; `timeout` (seconds) bounds every call. Thread-safe."""
+    """A blocking connection to `spindle serve`, or to several doors of a cluster
+    ("HOST:PORT,HOST:PORT" or a list: calls round-robin over those that accept).
+    `model` is the default model of infer calls; `timeout` (seconds) bounds every
+    call. Thread-safe."""
 
-    def __init__(self, endpoint: str, model: str = "", token: str = "",
+    def __init__(self, endpoint, model: str = "", token: str = "",
                  token_file: Optional[str] = None, timeout: float = 60.0):
         self.model = model
         self.timeout = timeout
         self._runner = _Loop.get()
-        self._key: Optional[int] = None
-        try:
-            self._key = self._runner.call(self._runner.open(endpoint, token, token_file), timeout)
-        except TimeoutError:
-            raise TimeoutError(f"{endpoint}: no connection after {timeout} s") from None
+        endpoints = endpoint.split(",") if isinstance(endpoint, str) else list(endpoint)
+        endpoints = [e.strip() for e in endpoints if e.strip()]
+        if not endpoints:
+            raise ValueError("endpoint: no HOST:PORT given")
+        self._doors: list = []  # (endpoint, key) of every door that accepted
+        self._next = 0
+        self._lock = threading.Lock()
+        errors = []
+        for e in endpoints:
+            try:
+                key = self._runner.call(self._runner.open(e, token, token_file), timeout)
+                self._doors.append((e, key))
+            except TimeoutError:
+                errors.append(f"{e}: no connection after {timeout} s")
+            except (OSError, SpindleError, Exception) as err:  # refused: move on to the next door
+                if len(endpoints) == 1:
+                    raise
+                errors.append(f"{e}: {err}")
+        if not self._doors:
+            if len(endpoints) == 1 and errors:
+                raise TimeoutError(errors[0])
+            raise SpindleError("unavailable", "no door answered: " + "; ".join(errors))
+
+    @property
+    def endpoints(self) -> list:
+        """The doors this client sends calls to (those that accepted and have not dropped)."""
+        with self._lock:
+            return [e for e, _ in self._doors]
 
     def _call(self, fn):
-        """fn(AsyncClient) -> coroutine, run on the loop's thread."""
-        if self._key is None:
-            raise SpindleError("unavailable", "the client is closed")
-        return self._runner.call(self._runner.run(self._key, fn), self.timeout)
+        """fn(AsyncClient) -> coroutine, run on the loop's thread, on the next door;
+        a door whose connection dropped is left and the call goes to the next one."""
+        while True:
+            with self._lock:
+                if not self._doors:
+                    raise SpindleError("unavailable", "the client is closed (or every door dropped)")
+                door = self._doors[self._next % len(self._doors)]
+                self._next += 1
+            try:
+                return self._runner.call(self._runner.run(door[1], fn), self.timeout)
+            except SpindleError as e:
+                if e.status != "unavailable" or len(self.endpoints) <= 1:
+                    raise
+                with self._lock:
+                    if door in self._doors:
+                        self._doors.remove(door)
 
     def _model(self, model: Optional[str]) -> str:
         name = model or self.model
@@ -151,16 +193,22 @@ class Client:
         self._call(lambda c: c.unload_model(name))
 
     def close(self) -> None:
-        """Closes the connection (idempotent)."""
-        key, self._key = self._key, None
-        if key is not None:
+        """Closes every connection (idempotent)."""
+        with self._lock:
+            doors, self._doors = self._doors, []
+        for _, key in doors:
             self._runner.call(self._runner.close(key), self.timeout)
 
     def __del__(self):
         # Not closed by its user: closed on the loop's thread, without waiting.
-        key, self._key = getattr(self, "_key", None), None
-        if key is not None and self._runner.thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self._runner.close(key), self._runner.loop)
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            doors, self._doors = self._doors, []
+        for _, key in doors:
+            if self._runner.thread.is_alive():
+                asyncio.run_coroutine_threadsafe(self._runner.close(key), self._runner.loop)
 
     def __enter__(self) -> "Client":
         return self

@@ -154,6 +154,20 @@ def test_the_blocking_client_returns_numpy_arrays(server):
         c.infer_gnn([1])  # closed
 
 
+def test_the_blocking_client_spreads_calls_over_several_doors(server):
+    """Doors of a cluster: a refused one is skipped, calls go round-robin over the
+    others (here the same server twice), and every answer is the same."""
+    doors = [server["endpoint"], "127.0.0.1:1", server["endpoint"]]
+    with sc.Client(",".join(doors), model="gcn") as c:
+        assert c.endpoints == [server["endpoint"], server["endpoint"]]
+        first = c.infer_gnn([5, 6], sampler_seed=3)
+        for _ in range(3):
+            assert c.infer_gnn([5, 6], sampler_seed=3).tolist() == first.tolist()
+    with pytest.raises(sc.SpindleError) as err:
+        sc.Client("127.0.0.1:1,127.0.0.1:2")
+    assert err.value.status == "unavailable" and "no door answered" in err.value.message
+
+
 def test_pip_install_writes_nothing_into_the_source_tree(tmp_path):
     src = os.path.join(ROOT, "python")
 
