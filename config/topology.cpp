@@ -72,10 +72,14 @@ expected<std::vector<device_spec>> parse_device(const toml::table& t, const std:
 
 expected<std::vector<server_spec>> parse_server(const toml::table& t, const std::string& where) {
   SPINDLE_TRY(reject_unknown_keys(
-      t, {"name", "host", "port", "memory", "disk", "numa_groups", "device", "replicas"}, where));
+      t, {"name", "host", "port", "memory", "disk", "numa_groups", "device", "replicas", "door"},
+      where));
   server_spec s;
   SPINDLE_ASSIGN_OR_RETURN(s.name, typed_field<std::string>(t, "name", "", where));
   SPINDLE_ASSIGN_OR_RETURN(s.host, typed_field<std::string>(t, "host", "127.0.0.1", where));
+  SPINDLE_ASSIGN_OR_RETURN(s.door, typed_field<std::string>(t, "door", std::string(), where));
+  if (!s.door.empty() && s.door.rfind(':') == std::string::npos)
+    return make_error(errc::invalid_argument, "{}.door = '{}': expected HOST:PORT", where, s.door);
   SPINDLE_ASSIGN_OR_RETURN(auto port, typed_field<std::int64_t>(t, "port", 0, where));
   SPINDLE_ASSIGN_OR_RETURN(auto groups, typed_field<std::int64_t>(t, "numa_groups", 1, where));
   SPINDLE_ASSIGN_OR_RETURN(auto replicas, typed_field<std::int64_t>(t, "replicas", 1, where));
@@ -160,7 +164,10 @@ expected<topology> build_topology(const toml::table& root, std::string_view orig
   topology topo;
   for (int k = 0; k < kLinkKinds; ++k) topo.links[k] = default_link_figures(link_kind(k));
   SPINDLE_TRY(reject_unknown_keys(
-      root, {"coordinator", "links", "placement", "server", "token_file", "colocation"}, origin));
+      root, {"coordinator", "links", "placement", "server", "token_file", "colocation", "launcher"},
+      origin));
+  SPINDLE_ASSIGN_OR_RETURN(topo.launcher,
+                           typed_field<std::string>(root, "launcher", topo.launcher, origin));
   if (const toml::table* p = root["placement"].as_table())
     SPINDLE_TRY(parse_placement(*p, topo, origin));
   SPINDLE_ASSIGN_OR_RETURN(topo.token_file,

@@ -55,6 +55,9 @@ struct server_spec {
   std::uint64_t disk_bytes = 0;    // disk tier budget; 0 = no disk tier
   int numa_groups = 1;
   std::vector<device_spec> devices;
+  /// TOML `door = "HOST:PORT"`: under `spindle launch`, this rank opens a front
+  /// door there (rank 0's is launch's --listen); empty: none.
+  std::string door;
 };
 
 /// The whole deployment. `intra` is how devices of one NUMA group reach each
@@ -78,6 +81,11 @@ struct topology {
   /// to read the members. TOML `token_file` (relative to the TOML's folder);
   /// default: the TOML's path + ".token", created by rank 0 or launch (mode 0600).
   std::string token_file;
+  /// How `spindle launch` starts a rank on another host: a command prefix with
+  /// {host} and {rank} (TOML `launcher`; default "ssh {host}"), followed by the
+  /// rank's `spindle node` command line. Ranks on 127.0.0.1, localhost or ::1
+  /// are started directly.
+  std::string launcher = "ssh {host}";
   placement_settings placement;
 
   /// Figures of a link; remote_disk adds the network's latency to the disk's

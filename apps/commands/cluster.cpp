@@ -308,6 +308,28 @@ status run_status(const std::string& path, const std::string& token_path) {
   return result;
 }
 
+// Ranks on these hosts are started by launch itself; others through the launcher.
+bool is_this_machine(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1";
+}
+
+// `sh -c "<launcher with {host} and {rank}> <the rank's command, shell-quoted>"`.
+std::vector<std::string> launcher_argv(const std::string& launcher, const std::string& host,
+                                       int rank, const std::vector<std::string>& argv) {
+  std::string prefix = launcher;
+  for (auto [key, value] : {std::pair<std::string, std::string>{"{host}", host},
+                            {"{rank}", std::to_string(rank)}})
+    for (std::size_t at = prefix.find(key); at != std::string::npos; at = prefix.find(key))
+      prefix.replace(at, key.size(), value);
+  std::string cmd = "exec " + prefix;  // the launcher replaces the shell: signals reach it
+  for (const auto& arg : argv) {
+    std::string q = "'";
+    for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    cmd += " " + q + "'";
+  }
+  return {"/bin/sh", "-c", cmd};
+}
+
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -361,10 +383,15 @@ bool tend(launched_rank& r, bool restart) {
 
 // The `spindle node` command line of rank `r` under `spindle launch`.
 std::vector<std::string> node_argv(const std::string& exe, const launch_args& a, std::size_t r,
-                                   std::size_t ranks) {
+                                   std::size_t ranks, const std::string& door) {
   std::vector<std::string> argv = {exe, "node", "--config", a.config, "--rank", std::to_string(r)};
   if (!a.dataset.empty()) argv.insert(argv.end(), {"--dataset", a.dataset});
   if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
+  if (r != 0 && !door.empty()) {  // the TOML's door for this rank
+    argv.insert(argv.end(), {"--listen", door});
+    if (!a.admin_token_file.empty())
+      argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
+  }
   if (r == 0 && !a.listen.empty()) {
     argv.insert(argv.end(), {"--listen", a.listen, "--expect", std::to_string(ranks - 1)});
     if (!a.admin_token_file.empty())
@@ -442,18 +469,27 @@ status run_launch(const launch_args& a) {
     return make_error(errc::io_error, "launch: cannot find the spindle binary");
   std::vector<launched_rank> ranks;
   for (std::size_t r = 0; r < topo.servers.size(); ++r) {
-    auto argv = node_argv(exe, a, r, topo.servers.size());
-    if (!is_loopback(topo.servers[r].host)) {
-      std::string cmd = "spindle";
-      for (std::size_t i = 1; i < argv.size(); ++i) cmd += " " + argv[i];
-      fmt::print("rank {} runs on {}: start it there with\n  {}\n", r, topo.servers[r].host, cmd);
-      continue;
+    auto argv = node_argv(exe, a, r, topo.servers.size(), topo.servers[r].door);
+    const std::string& host = topo.servers[r].host;
+    std::string label = fmt::format("rank {}", r);
+    if (!is_this_machine(host)) {
+      if (topo.launcher.empty()) {
+        std::string cmd = "spindle";
+        for (std::size_t i = 1; i < argv.size(); ++i) cmd += " " + argv[i];
+        fmt::print("rank {} runs on {}: start it there with\n  {}\n", r, host, cmd);
+        continue;
+      }
+      // Through the TOML's launcher (ssh, ip netns exec, ...): its output relayed,
+      // signals forwarded to it, restarted with --restart like a local rank.
+      argv = launcher_argv(topo.launcher, host, int(r), argv);
+      label = fmt::format("rank {}@{}", r, host);
+      fmt::print("rank {} on {}: {}\n", r, host, argv.back());
     }
     // A node started here ends when launch does, even if launch is killed.
     SPINDLE_ASSIGN_OR_RETURN(
         auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}));
     auto& lr = ranks.emplace_back();
-    lr.rank = int(r), lr.label = fmt::format("rank {}", r), lr.argv = std::move(argv);
+    lr.rank = int(r), lr.label = label, lr.argv = std::move(argv);
     lr.process.emplace(std::move(c));
   }
   SPINDLE_TRY(launch_colocation(exe, topo, path, ranks));

@@ -812,6 +812,71 @@ std::string http_exchange(int port, const std::string& request) {
   return body;
 }
 
+// Ranks on other hosts are started through the TOML's launcher (here `env`,
+// standing in for ssh or `ip netns exec`, on hosts 127.0.0.2 and 127.0.0.3):
+// their lines are relayed with the rank and host, rank 1 opens the door its
+// [[server]] names, every rank serves its partition, a load spread over two
+// doors is answered through both, and SIGTERM stops every rank.
+TEST(cluster_front_door_test, launch_starts_other_hosts_through_the_launcher) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_launcher");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const std::string config = c.dir + "/hosts.toml";
+  const std::string door = fmt::format("127.0.0.1:{}", free_port());
+  {
+    std::ofstream f(config);
+    f << "coordinator = \"s0\"\nlauncher = \"env SPINDLE_LAUNCHED={host}/{rank}\"\n"
+         "[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
+    const char* hosts[] = {"127.0.0.1", "127.0.0.2", "127.0.0.3"};
+    for (int r = 0; r < 3; ++r) {
+      f << "[[server]]\nname = \"s" << r << "\"\nhost = \"" << hosts[r]
+        << "\"\nport = " << free_port() << "\nmemory = 6500000\n";
+      if (r == 1) f << "door = \"" << door << "\"\n";
+    }
+  }
+  const std::string parts = c.dir + "/parts";
+  ASSERT_EQ(child_process::spawn({SPINDLE_BINARY, "partition", c.cora, "--config", config, "--out",
+                                  parts},
+                                 {"SPINDLE_PROGRESS=0"})
+                ->wait(),
+            0);
+  const std::string token = c.dir + "/admin.token";
+  auto launch = *child_process::spawn({SPINDLE_BINARY, "launch", "--config", config, "--dataset",
+                                       parts, "--model", c.model, "--listen", "127.0.0.1:0",
+                                       "--admin-token-file", token});
+  // Both doors' lines, in whichever order the ranks print them.
+  std::optional<std::string> listening, member_door;
+  std::string seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while ((!listening || !member_door) && std::chrono::steady_clock::now() < deadline) {
+    auto line = launch.read_line(1000);
+    if (!line) continue;
+    seen += *line + "\n";
+    for (auto [prefix, slot] : {std::pair{std::string("[rank 0] listening "), &listening},
+                                {std::string("[rank 1@127.0.0.2] listening "), &member_door}})
+      if (line->rfind(prefix, 0) == 0) *slot = line->substr(prefix.size());
+  }
+  ASSERT_TRUE(listening && member_door) << seen;
+  EXPECT_EQ(*member_door, door);
+  auto p = child_process::spawn({SPINDLE_BINARY, "client", "--connect", *listening + "," + door,
+                                 "--model", "graphsage", "load", "--seeds", "uniform:2708",
+                                 "--requests", "400", "--warmup", "10", "--json"});
+  std::string out;
+  while (auto l = p->read_line(60'000)) out += *l + "\n";
+  ASSERT_EQ(p->wait(), 0) << out;
+  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(j["answered_ok"], 400) << out;
+  EXPECT_EQ(j["answered_ok_by_door"][door], 200) << out;
+  EXPECT_EQ(j["answered_ok_by_door"][*listening], 200) << out;
+  launch.signal(SIGTERM);
+  std::string rest;
+  while (auto l = launch.read_line(30'000)) rest += *l + "\n";
+  EXPECT_EQ(launch.wait(), 0) << rest;
+  EXPECT_NE(rest.find("[rank 0] exited with 0"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("[rank 1@127.0.0.2] exited with 0"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("[rank 2@127.0.0.3] exited with 0"), std::string::npos) << rest;
+}
+
 TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
   cora_cluster c("cluster_launch");
