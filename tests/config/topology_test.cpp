@@ -44,6 +44,20 @@ TEST(topology_test, minimal_file_gets_defaults) {
   EXPECT_EQ(t->inter, link_kind::ethernet);
   EXPECT_DOUBLE_EQ(t->figures(link_kind::nvlink).bandwidth_gbs, 600.0);
   EXPECT_DOUBLE_EQ(t->figures(link_kind::infiniband).bandwidth_gbs, 100.0);
+  EXPECT_EQ(t->launcher, "ssh {host}");
+  EXPECT_TRUE(t->servers[0].door.empty());
+}
+
+// launch's settings: the launcher template for other hosts and a rank's own door.
+TEST(topology_test, launcher_and_doors_are_read_and_checked) {
+  auto t = parse("launcher = \"ip netns exec {host}\"\n[[server]]\nname = \"a\"\n"
+                 "door = \"127.0.0.1:7401\"\n");
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  EXPECT_EQ(t->launcher, "ip netns exec {host}");
+  EXPECT_EQ(t->servers[0].door, "127.0.0.1:7401");
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\ndoor = \"7401\"\n")
+                .find("server[0].door = '7401': expected HOST:PORT"),
+            std::string::npos);
 }
 
 TEST(topology_test, link_figures_are_overridable) {
