@@ -51,11 +51,11 @@ TEST(topology_test, minimal_file_gets_defaults) {
 // launch's settings: the launcher template for other hosts and a rank's own door.
 TEST(topology_test, launcher_and_doors_are_read_and_checked) {
   auto t = parse("launcher = \"ip netns exec {host}\"\n[[server]]\nname = \"a\"\n"
-                 "door = \"127.0.0.1:7401\"\n");
+                 "door = \"127.0.0.1:7401\"\nmemory = 1024\n");
   ASSERT_TRUE(t.has_value()) << t.error().to_string();
   EXPECT_EQ(t->launcher, "ip netns exec {host}");
   EXPECT_EQ(t->servers[0].door, "127.0.0.1:7401");
-  EXPECT_NE(error_of("[[server]]\nname = \"a\"\ndoor = \"7401\"\n")
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemory = 1024\ndoor = \"7401\"\n")
                 .find("server[0].door = '7401': expected HOST:PORT"),
             std::string::npos);
 }
