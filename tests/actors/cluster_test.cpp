@@ -491,6 +491,33 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   for (auto& m : members) m.wait();
 }
 
+// `spindle client --connect endpoint --token-file token ARGS...`: its output, exit 0 expected.
+std::function<std::string(std::vector<std::string>)> door_client(const std::string& endpoint,
+                                                                 const std::string& token) {
+  return [endpoint, token](std::vector<std::string> args) {
+    std::vector<std::string> argv = {SPINDLE_BINARY, "client",       "--connect",
+                                     endpoint,       "--token-file", token};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto p = child_process::spawn(argv);
+    std::string out;
+    while (auto line = p->read_line(30'000)) out += *line;
+    EXPECT_EQ(p->wait(), 0) << out;
+    return out;
+  };
+}
+
+// The answers one process gives `reqs` on the cluster's dataset and model.
+sched::batch_result single_process_results(const cora_cluster& c,
+                                           const std::vector<sched::gnn_request>& reqs) {
+  auto ds = graph::dataset::open(c.cora);
+  nn::heap_allocator weights;
+  auto model = nn::model::load(c.model, weights);
+  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  thread_pool pool(1, "test");
+  sched::gnn_pipeline local(*ds, *model, router, pool);
+  return local.run(reqs);
+}
+
 // A front door on a member (`spindle node --rank 1 --listen`): its own batcher
 // and pipeline answer calls over the cluster's shards without the coordinator's
 // batcher, equal to one process; its Admin.members shows the whole cluster.
@@ -509,25 +536,9 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   auto listening = door_member.wait_for("listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   const std::string endpoint = *listening;
-  auto client = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {SPINDLE_BINARY, "client",       "--connect",
-                                     endpoint,       "--token-file", token};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto p = child_process::spawn(argv);
-    std::string out;
-    while (auto line = p->read_line(30'000)) out += *line;
-    EXPECT_EQ(p->wait(), 0) << out;
-    return out;
-  };
-  auto ds = graph::dataset::open(c.cora);
-  ASSERT_TRUE(ds.has_value());
-  nn::heap_allocator weights;
-  auto model = nn::model::load(c.model, weights);
-  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  thread_pool pool(1, "test");
-  sched::gnn_pipeline local(*ds, *model, router, pool);
-  auto reqs = sched::degree_requests(*ds, 64);
-  auto want = local.run(reqs);
+  auto client = door_client(endpoint, token);
+  auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
+  auto want = single_process_results(c, reqs);
   for (std::size_t i = 0; i < reqs.size(); i += 7) {
     auto out = nlohmann::json::parse(
         client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
@@ -581,26 +592,10 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   auto listening = coord.wait_for("listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   const std::string endpoint = *listening;
-  auto client = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {SPINDLE_BINARY, "client",       "--connect",
-                                     endpoint,       "--token-file", token};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto p = child_process::spawn(argv);
-    std::string out;
-    while (auto line = p->read_line(30'000)) out += *line;
-    EXPECT_EQ(p->wait(), 0) << out;
-    return out;
-  };
+  auto client = door_client(endpoint, token);
   // Requests 0..63 of the workload generator: each answer equals the single-process one.
-  auto ds = graph::dataset::open(c.cora);
-  ASSERT_TRUE(ds.has_value());
-  nn::heap_allocator weights;
-  auto model = nn::model::load(c.model, weights);
-  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  thread_pool pool(1, "test");
-  sched::gnn_pipeline local(*ds, *model, router, pool);
-  auto reqs = sched::degree_requests(*ds, 64);
-  auto want = local.run(reqs);
+  auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
+  auto want = single_process_results(c, reqs);
   for (std::size_t i = 0; i < reqs.size(); i += 9) {
     auto out = nlohmann::json::parse(
         client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
