@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A test bed where links behave like a network (root): N network namespaces,
+# each joined by a veth pair to one bridge in this namespace, every link shaped
+# with tc's token bucket (tbf: bandwidth and a queue bound; this kernel has no
+# netem, so no added delay, jitter or loss are emulated).
+#
+#   scripts/netns-cluster.sh up NAME N RATE   namespaces NAME-0..NAME-(N-1) at 10.77.S.1..N
+#                                             (S from NAME's hash), the bridge NAME-br at
+#                                             10.77.S.254, each veth shaped to RATE (tc
+#                                             syntax: 1gbit, 10gbit, 25gbit); prints
+#                                             "host R ADDRESS NAMESPACE" per rank
+#   scripts/netns-cluster.sh down NAME        removes them (idempotent)
+#   scripts/netns-cluster.sh run NAME N RATE -- CMD...
+#                                             up, CMD with SPINDLE_NETNS=NAME and
+#                                             SPINDLE_NETNS_SUBNET=10.77.S in its
+#                                             environment, then down, even on error,
+#                                             SIGINT or SIGTERM
+# A rank runs in its namespace with `ip netns exec NAME-{rank}` (a cluster TOML's
+# launcher). Names end in the creating shell's pid: `up` first removes the beds of
+# pids that no longer run (left by a kill -9), naming them.
+set -euo pipefail
+
+subnet_of() {  # 10.77.S from the name (1..250)
+  local h
+  h=$(printf '%s' "$1" | cksum | cut -d' ' -f1)
+  echo "10.77.$((h % 250 + 1))"
+}
+
+down() {
+  local name=$1
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^${name}-[0-9]*$" || true); do
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  ip link del "${name}-br" 2>/dev/null || true
+  for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${name}h[0-9]*$" || true); do
+    ip link del "$l" 2>/dev/null || true
+  done
+}
+
+reap_stale() {  # beds named spn<PID>... whose pid is gone
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^spn[0-9]+-[0-9]+$' || true); do
+    local pid=${ns#spn}; pid=${pid%%-*}
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "netns-cluster: removing the stale test bed spn$pid (its pid $pid is gone)" >&2
+      down "spn$pid"
+    fi
+  done
+}
+
+up() {
+  local name=$1 n=$2 rate=$3 subnet
+  subnet=$(subnet_of "$name")
+  reap_stale
+  down "$name"
+  ip link add "${name}-br" type bridge
+  ip addr add "${subnet}.254/24" dev "${name}-br"
+  ip link set "${name}-br" up
+  for ((r = 0; r < n; ++r)); do
+    local ns="${name}-${r}" host="${name}h${r}" peer="${name}p${r}"
+    ip netns add "$ns"
+    ip link add "$host" type veth peer name "$peer"
+    ip link set "$peer" netns "$ns"
+    ip link set "$host" master "${name}-br" up
+    ip netns exec "$ns" ip link set lo up
+    ip netns exec "$ns" ip addr add "${subnet}.$((r + 1))/24" dev "$peer"
+    ip netns exec "$ns" ip link set "$peer" up
+    # Both directions of the link: the namespace's egress and the bridge port's.
+    ip netns exec "$ns" tc qdisc add dev "$peer" root tbf rate "$rate" burst 256kb latency 50ms
+    tc qdisc add dev "$host" root tbf rate "$rate" burst 256kb latency 50ms
+    echo "host $r ${subnet}.$((r + 1)) $ns"
+  done
+}
+
+case "${1:-}" in
+  up) [ $# -eq 4 ] || { echo "usage: $0 up NAME N RATE" >&2; exit 2; }; up "$2" "$3" "$4" ;;
+  down) [ $# -eq 2 ] || { echo "usage: $0 down NAME" >&2; exit 2; }; down "$2" ;;
+  run)
+    [ $# -ge 6 ] && [ "$5" = "--" ] || { echo "usage: $0 run NAME N RATE -- CMD..." >&2; exit 2; }
+    name=$2 n=$3 rate=$4
+    shift 5
+    trap 'down "$name"' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    up "$name" "$n" "$rate" >&2
+    SPINDLE_NETNS="$name" SPINDLE_NETNS_SUBNET="$(subnet_of "$name")" "$@"
+    ;;
+  *) echo "usage: $0 up NAME N RATE | down NAME | run NAME N RATE -- CMD..." >&2; exit 2 ;;
+esac

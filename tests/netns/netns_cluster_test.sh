@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A cluster across network namespaces (scripts/netns-cluster.sh): three ranks,
+# each in its own namespace behind a tbf-shaped 1 Gbit/s veth link, started by
+# `spindle launch` through the launcher `ip netns exec NAME-{rank}`, UCX over TCP
+# only (no shared memory between the namespaces), serving a partitioned dataset.
+# Requests with a sampler seed through rank 0's door (on its namespace address)
+# must answer exactly as one process does. Skipped (77) where namespaces cannot
+# be made (not root, no iproute2).
+set -uo pipefail
+spindle=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+name="spn$$"
+if ! ip netns add "${name}-probe" 2> /dev/null; then
+  echo "netns_cluster_test: skipped: cannot create network namespaces here (needs root and iproute2)"
+  exit 77
+fi
+ip netns del "${name}-probe"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The cluster and the one process run in the namespaces' shell (below); they are
+# stopped there, before the namespaces go.
+body() {
+  bg=()
+  checks
+  local rc=$?
+  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
+  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
+  return $rc
+}
+
+checks() {
+  local subnet=$SPINDLE_NETNS_SUBNET
+  "$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || return 1
+  "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || return 1
+  {
+    echo "coordinator = \"s0\""
+    echo "launcher = \"ip netns exec ${SPINDLE_NETNS}-{rank} env UCX_TLS=tcp,self\""
+    echo "[links]"; echo "intra = \"shm\""; echo "inter = \"ethernet\""
+    for r in 0 1 2; do
+      echo "[[server]]"; echo "name = \"s$r\""; echo "host = \"${subnet}.$((r + 1))\""
+      echo "port = 7600"; echo "memory = 240000"
+    done
+  } > "$work/cluster.toml"
+  "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" || return 1
+  "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
+    --listen "${subnet}.1:7700" --admin-token-file "$work/admin.token" > "$work/launch.log" 2>&1 &
+  bg+=($!)
+  "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
+  bg+=($!)
+  local one="" door=""
+  for _ in $(seq 600); do
+    [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+    grep -q "^\[rank 0@${subnet}.1\] listening " "$work/launch.log" && door="${subnet}.1:7700"
+    [ -n "$one" ] && [ -n "$door" ] && break
+    sleep 0.2
+  done
+  if [ -z "$door" ] || [ -z "$one" ]; then
+    echo "FAIL: no door (cluster: '${door}', one process: '${one}')"; cat "$work/launch.log"; return 1
+  fi
+  grep "@" "$work/launch.log" | grep -E "ready|listening" | head -6
+  local same=0
+  for i in $(seq 1 12); do
+    local seed=$(( (i * 337) % 4096 ))
+    a=$("$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    if python3 -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); sys.exit(0 if a["status"]=="ok" and a["outputs"]==b["outputs"] else 1)' "$a" "$b"; then
+      same=$((same + 1))
+    else
+      echo "FAIL: request $i (seed $seed) differs: cluster $a; one process $b"
+    fi
+  done
+  echo "netns cluster: $same of 12 answers equal one process's (3 namespaces, 1 Gbit/s tbf links, UCX over tcp)"
+  [ "$same" -eq 12 ]
+}
+export -f body checks
+export spindle work
+"$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body
