@@ -3,8 +3,8 @@
 # each in its own namespace behind a tbf-shaped 1 Gbit/s veth link, started by
 # `spindle launch` through the launcher `ip netns exec NAME-{rank}`, UCX over TCP
 # only (no shared memory between the namespaces), serving a partitioned dataset.
-# Requests with a sampler seed through rank 0's door (on its namespace address)
-# must answer exactly as one process does. Skipped (77) where namespaces cannot
+# Requests with a sampler seed through rank 0's door and rank 1's own door (on
+# their namespace addresses) must answer exactly as one process does. Skipped (77) where namespaces cannot
 # be made (not root, no iproute2).
 set -uo pipefail
 spindle=$1
@@ -40,6 +40,7 @@ checks() {
     for r in 0 1 2; do
       echo "[[server]]"; echo "name = \"s$r\""; echo "host = \"${subnet}.$((r + 1))\""
       echo "port = 7600"; echo "memory = 240000"
+      [ "$r" = 1 ] && echo "door = \"${subnet}.2:7701\""
     done
   } > "$work/cluster.toml"
   "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" || return 1
@@ -48,21 +49,25 @@ checks() {
   bg+=($!)
   "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
   bg+=($!)
-  local one="" door=""
+  local one="" door="" door2=""
   for _ in $(seq 600); do
     [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
     grep -q "^\[rank 0@${subnet}.1\] listening " "$work/launch.log" && door="${subnet}.1:7700"
-    [ -n "$one" ] && [ -n "$door" ] && break
+    grep -q "^\[rank 1@${subnet}.2\] listening " "$work/launch.log" && door2="${subnet}.2:7701"
+    [ -n "$one" ] && [ -n "$door" ] && [ -n "$door2" ] && break
     sleep 0.2
   done
-  if [ -z "$door" ] || [ -z "$one" ]; then
-    echo "FAIL: no door (cluster: '${door}', one process: '${one}')"; cat "$work/launch.log"; return 1
+  if [ -z "$door" ] || [ -z "$door2" ] || [ -z "$one" ]; then
+    echo "FAIL: no door (rank 0: '${door}', rank 1: '${door2}', one process: '${one}')"
+    cat "$work/launch.log"; return 1
   fi
   grep "@" "$work/launch.log" | grep -E "ready|listening" | head -6
   local same=0
   for i in $(seq 1 12); do
     local seed=$(( (i * 337) % 4096 ))
-    a=$("$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    local through=$door
+    [ $((i % 2)) = 0 ] && through=$door2  # every other call through rank 1's own door
+    a=$("$spindle" client --connect "$through" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
     b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
     if python3 -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); sys.exit(0 if a["status"]=="ok" and a["outputs"]==b["outputs"] else 1)' "$a" "$b"; then
       same=$((same + 1))
@@ -70,7 +75,7 @@ checks() {
       echo "FAIL: request $i (seed $seed) differs: cluster $a; one process $b"
     fi
   done
-  echo "netns cluster: $same of 12 answers equal one process's (3 namespaces, 1 Gbit/s tbf links, UCX over tcp)"
+  echo "netns cluster: $same of 12 answers through rank 0's and rank 1's doors equal one process's (3 namespaces, 1 Gbit/s tbf links, UCX over tcp)"
   [ "$same" -eq 12 ]
 }
 export -f body checks
