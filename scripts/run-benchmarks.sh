@@ -94,3 +94,11 @@ echo "== RPC tax: unified Cap'n Proto vs SplitRPC vs in-process (bench/rpc_tax_b
 echo
 echo "== Hera: profiles, Fig. 14 analogue, co-location EMU vs the simulator (bench/hera_bench) =="
 "$build/bench/hera_bench" "$spindle" "$build/hera-bench" 30
+echo
+echo "== A cluster on emulated links: FAP vs hash, 1/10/25 Gbit/s (bench/netns_cluster.sh) =="
+if ip netns add spindle-bench-probe 2> /dev/null; then
+  ip netns del spindle-bench-probe
+  bench/netns_cluster.sh "$spindle" 16 4000 16
+else
+  echo "skipped: network namespaces cannot be made here (needs root and iproute2)"
+fi
