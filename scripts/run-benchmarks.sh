@@ -98,7 +98,7 @@ echo
 echo "== A cluster on emulated links: FAP vs hash, 1/10/25 Gbit/s (bench/netns_cluster.sh) =="
 if ip netns add spindle-bench-probe 2> /dev/null; then
   ip netns del spindle-bench-probe
-  bench/netns_cluster.sh "$spindle" 16 4000 16
+  "$(dirname "$0")/../bench/netns_cluster.sh" "$spindle" 16 4000 16
 else
   echo "skipped: network namespaces cannot be made here (needs root and iproute2)"
 fi
