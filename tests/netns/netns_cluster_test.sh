@@ -4,7 +4,9 @@
 # `spindle launch` through the launcher `ip netns exec NAME-{rank}`, UCX over TCP
 # only (no shared memory between the namespaces), serving a partitioned dataset.
 # Requests with a sampler seed through rank 0's door and rank 1's own door (on
-# their namespace addresses) must answer exactly as one process does. Skipped (77) where namespaces cannot
+# their namespace addresses) must answer exactly as one process does; with rank 2
+# killed and restarted (launch --restart) while calls go on, every call is
+# answered as one process answers it or refused, never wrong. Skipped (77) where namespaces cannot
 # be made (not root, no iproute2).
 set -uo pipefail
 spindle=$1
@@ -45,7 +47,8 @@ checks() {
   } > "$work/cluster.toml"
   "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" || return 1
   "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
-    --listen "${subnet}.1:7700" --admin-token-file "$work/admin.token" > "$work/launch.log" 2>&1 &
+    --listen "${subnet}.1:7700" --admin-token-file "$work/admin.token" --restart \
+    > "$work/launch.log" 2>&1 &
   bg+=($!)
   "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
   bg+=($!)
@@ -76,7 +79,40 @@ checks() {
     fi
   done
   echo "netns cluster: $same of 12 answers through rank 0's and rank 1's doors equal one process's (3 namespaces, 1 Gbit/s tbf links, UCX over tcp)"
-  [ "$same" -eq 12 ]
+  [ "$same" -eq 12 ] || return 1
+  # Rank 2 killed (kill -9) while calls go on, restarted by launch --restart: every
+  # call is answered as one process answers it or refused, never wrong.
+  local rank2 right=0 refused=0 wrong=0
+  rank2=$(pgrep -f "node --config $work/cluster.toml --rank 2" | head -1)
+  [ -n "$rank2" ] || { echo "FAIL: no rank 2 process"; return 1; }
+  local killed_at
+  killed_at=$(date +%s.%N)
+  kill -9 "$rank2"
+  for i in $(seq 1 40); do
+    local seed=$(( (i * 911) % 4096 ))
+    a=$("$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$((i + 100))" --json 2>&1)
+    b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$((i + 100))" --json 2>&1)
+    case $(python3 -c 'import json,sys
+try:
+    a = json.loads(sys.argv[1])
+except ValueError:
+    print("refused"); sys.exit()
+b = json.loads(sys.argv[2])
+print("refused" if a.get("status") != "ok" else ("right" if a["outputs"] == b["outputs"] else "wrong"))' "$a" "$b") in
+      right) right=$((right + 1)) ;;
+      refused) refused=$((refused + 1)) ;;
+      *) wrong=$((wrong + 1)); echo "WRONG answer to request $i: $a vs $b" ;;
+    esac
+  done
+  local back=""
+  for _ in $(seq 300); do
+    if [ "$(grep -c "^\[rank 2@${subnet}.3\] ready" "$work/launch.log")" -ge 2 ]; then
+      back=$(python3 -c "import time; print('%.1f' % (time.time() - $killed_at))"); break
+    fi
+    sleep 0.1
+  done
+  echo "rank 2 killed and restarted under calls: $right answered as one process, $refused refused, $wrong wrong; rank 2 ready again ${back:-never} s after the kill"
+  [ "$wrong" -eq 0 ] && [ "$right" -gt 0 ] && [ -n "$back" ]
 }
 export -f body checks
 export spindle work
