@@ -41,6 +41,8 @@ struct gnn_model_binding {
   sched::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
   std::string version = "1";                  // the model repository's version served under `name`
   std::string key;  // the loader's name for it (NAME@VERSION); empty: `name`
+  /// A cluster pipeline's feature rows read so far: {local, from other ranks}; unset: none.
+  std::function<std::pair<std::uint64_t, std::uint64_t>()> feature_rows;
 };
 
 struct rec_model_binding {

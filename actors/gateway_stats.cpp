@@ -51,6 +51,10 @@ std::string gateway::stats_json() {
           .receive([&](const std::string& r) { m["routing"] = nlohmann::json::parse(r); },
                    [](const caf::error&) {});
     }
+    if (e->b.feature_rows) {
+      const auto [local, remote] = e->b.feature_rows();
+      m["feature_rows"] = {{"local", local}, {"remote", remote}};
+    }
     if (e->b.placement) {
       const auto p = detail::placement_stats_of(s_->sys, e->b.placement);
       m["placement"] = {{"epoch", p.epoch},

@@ -73,10 +73,10 @@ class cluster_features {
   ~cluster_features();
   /// The pipeline's feature source (applies membership changes, then gathers).
   sched::feature_source source();
-  std::uint64_t local_rows() const { return local_rows_; }
+  std::uint64_t local_rows() const { return local_rows_.load(std::memory_order_relaxed); }
   /// Rows gathered per node and requests so far (the observed FAP; any thread).
   const sched::access_counter& accesses() const { return *accesses_; }
-  std::uint64_t remote_rows() const { return remote_rows_; }
+  std::uint64_t remote_rows() const { return remote_rows_.load(std::memory_order_relaxed); }
   /// Rows read per placement epoch this reader used: by pointer from its own
   /// shard, and from other nodes' shards (mapped or one-sided), with the gathers.
   struct epoch_rows {
@@ -112,7 +112,7 @@ class cluster_features {
   std::mutex gather_mu_;  // one gather or refresh at a time (uncontended on the hot path)
   std::unique_ptr<epoch_state> now_;
   std::atomic<int> reading_{0};
-  std::uint64_t local_rows_ = 0, remote_rows_ = 0;
+  std::atomic<std::uint64_t> local_rows_{0}, remote_rows_{0};  // read by stats from any thread
   std::vector<epoch_rows> by_epoch_;  // guarded by gather_mu_; back() is the current epoch
   std::unique_ptr<sched::access_counter> accesses_;
   std::uint64_t gathers_ = 0;

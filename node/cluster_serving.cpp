@@ -125,8 +125,11 @@ struct member_serving_impl final : member_serving {
       batcher = actors::spawn_batcher(*sys, {pipeline}, bp, assets->router,
                                       [d](const sched::gnn_request& r) { return summed_psgs(*d, r); });
     }
-    return {assets->model->desc().name, batcher, ds, assets->model.get(), assets->router, bp,
-            admission};
+    actors::gnn_model_binding b{assets->model->desc().name, batcher, ds, assets->model.get(),
+                                assets->router, bp, admission};
+    const auto* f = features.get();
+    b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
+    return b;
   }
 };
 
@@ -332,6 +335,8 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name,
                               admission};
   b.placement = p_->placement;
   b.router_actor = p_->router;
+  if (const auto* f = p_->features.get())
+    b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
   return b;
 }
 
