@@ -548,6 +548,11 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   }
   auto members = nlohmann::json::parse(client({"admin", "members"}));
   EXPECT_EQ(members["members"].size(), 3u) << members.dump();
+  // Its stats count the feature rows its pipeline read, its own and other ranks'.
+  auto stats = nlohmann::json::parse(client({"admin", "stats"}));
+  const auto& rows = stats["models"]["graphsage"]["feature_rows"];
+  EXPECT_GT(rows["local"].get<std::uint64_t>(), 0u) << stats.dump();
+  EXPECT_GT(rows["remote"].get<std::uint64_t>(), 0u) << stats.dump();
   // The coordinator is lost: the member's door still answers every call, with
   // the answer or a named refusal for rows only the lost rank held (no hang).
   coord.signal(SIGKILL);
