@@ -57,16 +57,7 @@ echo "| one process, loopback | $tput | $p50 | $p99 | $ok | - | 0 |"
 bench_rate() {  # inside the bed: both policies at this rate
   local subnet=$SPINDLE_NETNS_SUBNET rate=$1
   for policy in fap hash; do
-    {
-      echo "coordinator = \"s0\""
-      echo "launcher = \"ip netns exec ${SPINDLE_NETNS}-{rank} env UCX_TLS=tcp,self\""
-      echo "[links]"; echo "intra = \"shm\""; echo "inter = \"ethernet\""
-      for r in 0 1 2; do
-        echo "[[server]]"; echo "name = \"s$r\""; echo "host = \"${subnet}.$((r + 1))\""
-        echo "port = 7600"; echo "memory = $memory"
-        [ "$r" != 0 ] && echo "door = \"${subnet}.$((r + 1)):7700\""
-      done
-    } > "$work/c.toml"
+    "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" 3 "$memory" 7700 > "$work/c.toml"
     "$spindle" partition "$work/whole" --config "$work/c.toml" --out "$work/p-$policy" --policy "$policy" --force > /dev/null
     "$spindle" launch --config "$work/c.toml" --dataset "$work/p-$policy" --model "$work/m" \
       --listen "${subnet}.1:7700" --admin-token-file "$work/t" > "$work/launch.log" 2>&1 &
@@ -95,7 +86,7 @@ bench_rate() {  # inside the bed: both policies at this rate
   done
 }
 export -f bench_rate load cpu_s summary remote_rows
-export spindle work memory rows requests in_flight
+export spindle work memory rows requests in_flight root
 for rate in 1gbit 10gbit 25gbit; do
   "$root/scripts/netns-cluster.sh" run "spn$$" 3 "$rate" -- bash -c "bench_rate $rate" 2> /dev/null
 done

@@ -10,6 +10,12 @@
 #                                             syntax: 1gbit, 10gbit, 25gbit); prints
 #                                             "host R ADDRESS NAMESPACE" per rank
 #   scripts/netns-cluster.sh down NAME        removes them (idempotent)
+#   scripts/netns-cluster.sh toml NAME N MEMORY [DOOR_PORT]
+#                                             a cluster TOML for the bed: rank R at
+#                                             10.77.S.(R+1):7600 with MEMORY bytes of
+#                                             rows, started by `ip netns exec NAME-R`
+#                                             with UCX over TCP; ranks 1.. open a door
+#                                             on DOOR_PORT when given
 #   scripts/netns-cluster.sh run NAME N RATE -- CMD...
 #                                             up, CMD with SPINDLE_NETNS=NAME and
 #                                             SPINDLE_NETNS_SUBNET=10.77.S in its
@@ -71,9 +77,23 @@ up() {
   done
 }
 
+toml() {
+  local name=$1 n=$2 memory=$3 door=${4:-} subnet r
+  subnet=$(subnet_of "$name")
+  echo "coordinator = \"s0\""
+  echo "launcher = \"ip netns exec ${name}-{rank} env UCX_TLS=tcp,self\""
+  printf '[links]\nintra = "shm"\ninter = "ethernet"\n'
+  for ((r = 0; r < n; ++r)); do
+    printf '[[server]]\nname = "s%d"\nhost = "%s.%d"\nport = 7600\nmemory = %s\n' \
+      "$r" "$subnet" $((r + 1)) "$memory"
+    if [ -n "$door" ] && [ "$r" -gt 0 ]; then echo "door = \"${subnet}.$((r + 1)):${door}\""; fi
+  done
+}
+
 case "${1:-}" in
   up) [ $# -eq 4 ] || { echo "usage: $0 up NAME N RATE" >&2; exit 2; }; up "$2" "$3" "$4" ;;
   down) [ $# -eq 2 ] || { echo "usage: $0 down NAME" >&2; exit 2; }; down "$2" ;;
+  toml) [ $# -ge 4 ] || { echo "usage: $0 toml NAME N MEMORY [DOOR_PORT]" >&2; exit 2; }; toml "$2" "$3" "$4" "${5:-}" ;;
   run)
     [ $# -ge 6 ] && [ "$5" = "--" ] || { echo "usage: $0 run NAME N RATE -- CMD..." >&2; exit 2; }
     name=$2 n=$3 rate=$4
@@ -84,5 +104,5 @@ case "${1:-}" in
     up "$name" "$n" "$rate" >&2
     SPINDLE_NETNS="$name" SPINDLE_NETNS_SUBNET="$(subnet_of "$name")" "$@"
     ;;
-  *) echo "usage: $0 up NAME N RATE | down NAME | run NAME N RATE -- CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 up NAME N RATE | down NAME | toml NAME N MEMORY [DOOR_PORT] | run NAME N RATE -- CMD..." >&2; exit 2 ;;
 esac

@@ -518,6 +518,20 @@ sched::batch_result single_process_results(const cora_cluster& c,
   return local.run(reqs);
 }
 
+// Every `step`-th of `reqs` through the door `client` answers as `want` (one process).
+void expect_door_answers(const std::function<std::string(std::vector<std::string>)>& client,
+                         const std::vector<sched::gnn_request>& reqs,
+                         const sched::batch_result& want, std::size_t step) {
+  for (std::size_t i = 0; i < reqs.size(); i += step) {
+    auto out = nlohmann::json::parse(
+        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
+                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
+    EXPECT_EQ(out["status"], "ok") << out.dump();
+    if (out["status"] != "ok") return;
+    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
+  }
+}
+
 // A front door on a member (`spindle node --rank 1 --listen`): its own batcher
 // and pipeline answer calls over the cluster's shards without the coordinator's
 // batcher, equal to one process; its Admin.members shows the whole cluster.
@@ -539,13 +553,7 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   auto client = door_client(endpoint, token);
   auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
   auto want = single_process_results(c, reqs);
-  for (std::size_t i = 0; i < reqs.size(); i += 7) {
-    auto out = nlohmann::json::parse(
-        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
-                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
-    ASSERT_EQ(out["status"], "ok") << out.dump();
-    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
-  }
+  expect_door_answers(client, reqs, want, 7);
   auto members = nlohmann::json::parse(client({"admin", "members"}));
   EXPECT_EQ(members["members"].size(), 3u) << members.dump();
   // Its stats count the feature rows its pipeline read, its own and other ranks'.
@@ -601,13 +609,7 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   // Requests 0..63 of the workload generator: each answer equals the single-process one.
   auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
   auto want = single_process_results(c, reqs);
-  for (std::size_t i = 0; i < reqs.size(); i += 9) {
-    auto out = nlohmann::json::parse(
-        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
-                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
-    ASSERT_EQ(out["status"], "ok") << out.dump();
-    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
-  }
+  expect_door_answers(client, reqs, want, 9);
   // Re-plan on request through Admin: every node moves to epoch 1 while the
   // front door keeps answering, and answers stay equal to the single process.
   auto failing =
@@ -630,13 +632,7 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   auto stats = nlohmann::json::parse(client({"admin", "stats"}));
   EXPECT_EQ(stats["models"]["graphsage"]["placement"]["epoch"], 1) << stats.dump();
   EXPECT_EQ(stats["models"]["graphsage"]["tunables"]["placement_epoch"], "1") << stats.dump();
-  for (std::size_t i = 0; i < reqs.size(); i += 9) {
-    auto out = nlohmann::json::parse(
-        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
-                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
-    ASSERT_EQ(out["status"], "ok") << out.dump();
-    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
-  }
+  expect_door_answers(client, reqs, want, 9);
   auto listed = [&] {
     std::map<int, bool> alive;
     auto j = nlohmann::json::parse(client({"admin", "members"}));

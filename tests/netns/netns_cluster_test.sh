@@ -35,16 +35,8 @@ checks() {
   local subnet=$SPINDLE_NETNS_SUBNET
   "$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || return 1
   "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || return 1
-  {
-    echo "coordinator = \"s0\""
-    echo "launcher = \"ip netns exec ${SPINDLE_NETNS}-{rank} env UCX_TLS=tcp,self\""
-    echo "[links]"; echo "intra = \"shm\""; echo "inter = \"ethernet\""
-    for r in 0 1 2; do
-      echo "[[server]]"; echo "name = \"s$r\""; echo "host = \"${subnet}.$((r + 1))\""
-      echo "port = 7600"; echo "memory = 240000"
-      [ "$r" = 1 ] && echo "door = \"${subnet}.2:7701\""
-    done
-  } > "$work/cluster.toml"
+  # Ranks 1 and 2 open their own doors on port 7701.
+  "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" 3 240000 7701 > "$work/cluster.toml"
   "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" || return 1
   "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
     --listen "${subnet}.1:7700" --admin-token-file "$work/admin.token" --restart \
@@ -115,5 +107,5 @@ print("refused" if a.get("status") != "ok" else ("right" if a["outputs"] == b["o
   [ "$wrong" -eq 0 ] && [ "$right" -gt 0 ] && [ -n "$back" ]
 }
 export -f body checks
-export spindle work
+export spindle work root
 "$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body
