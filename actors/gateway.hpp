@@ -41,6 +41,10 @@ struct gnn_model_binding {
   sched::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
   std::string version = "1";                  // the model repository's version served under `name`
   std::string key;  // the loader's name for it (NAME@VERSION); empty: `name`
+  /// Served by a cluster (rank 0's door or a member's): every rank samples with the
+  /// fanouts it started with, so the fanouts tunable is refused rather than changed
+  /// on one rank's pipeline (its answers would differ from the other ranks').
+  bool cluster = false;
   /// A cluster pipeline's feature rows read so far: {local, from other ranks}; unset: none.
   std::function<std::pair<std::uint64_t, std::uint64_t>()> feature_rows;
 };

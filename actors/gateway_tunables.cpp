@@ -184,7 +184,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   }
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
   if (name == "fanouts") {
-    if (e.b.placement)
+    if (e.b.placement || e.b.cluster)
       return make_error(errc::invalid_argument,
                         "fanouts: members of a cluster sample with the fanouts they started "
                         "with; set fanouts in model.toml (or --fanouts) and restart");

@@ -127,6 +127,7 @@ struct member_serving_impl final : member_serving {
     }
     actors::gnn_model_binding b{assets->model->desc().name, batcher, ds, assets->model.get(),
                                 assets->router, bp, admission};
+    b.cluster = true;
     const auto* f = features.get();
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
     return b;
@@ -335,6 +336,7 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name,
                               admission};
   b.placement = p_->placement;
   b.router_actor = p_->router;
+  b.cluster = true;
   if (const auto* f = p_->features.get())
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
   return b;

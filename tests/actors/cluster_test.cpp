@@ -556,6 +556,18 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   expect_door_answers(client, reqs, want, 7);
   auto members = nlohmann::json::parse(client({"admin", "members"}));
   EXPECT_EQ(members["members"].size(), 3u) << members.dump();
+  // Fanouts are fixed on a cluster: refused on a member's door too, by name.
+  auto fanouts = child_process::spawn(
+      {"/bin/sh", "-c",
+       fmt::format("'{}' client --connect {} --token-file '{}' admin set graphsage fanouts 5,5 "
+                   "2>&1",
+                   SPINDLE_BINARY, endpoint, token)});
+  std::string refusal;
+  while (auto line = fanouts->read_line(30'000)) refusal += *line;
+  EXPECT_NE(fanouts->wait(), 0);
+  EXPECT_NE(refusal.find("members of a cluster sample with the fanouts they started with"),
+            std::string::npos)
+      << refusal;
   // Its stats count the feature rows its pipeline read, its own and other ranks'.
   auto stats = nlohmann::json::parse(client({"admin", "stats"}));
   const auto& rows = stats["models"]["graphsage"]["feature_rows"];
