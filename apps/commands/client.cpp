@@ -36,27 +36,16 @@ struct client_args {
 
 // --connect A,B,C: the doors of several nodes (a cluster's ranks).
 std::vector<std::string> endpoints_of(const client_args& c) {
-  std::vector<std::string> out;
-  for (auto part : std::views::split(c.connect, ',')) {
-    std::string e(part.begin(), part.end());
-    if (!e.empty()) out.push_back(e);
-  }
-  return out;
+  return rpc::rpc_client::split_endpoints(c.connect);
 }
 
 // The first door that accepts, moving on from a refused or dead one (named on stderr).
 expected<std::unique_ptr<rpc::rpc_client>> open(const client_args& c) {
-  const auto endpoints = endpoints_of(c);
-  if (endpoints.empty()) return make_error(errc::invalid_argument, "--connect: no HOST:PORT given");
-  std::string tried;
-  for (const auto& e : endpoints) {
-    auto client = rpc::rpc_client::connect(e, c.timeout_ms);
-    if (client) return client;
-    if (endpoints.size() > 1)
-      fmt::print(stderr, "spindle: {}: {}; trying the next door\n", e, client.error().message());
-    tried += (tried.empty() ? "" : "; ") + client.error().message();
-  }
-  return make_error(errc::unavailable, "--connect {}: no door answered ({})", c.connect, tried);
+  std::vector<std::string> skipped;
+  auto client = rpc::rpc_client::connect_any(c.connect, c.timeout_ms, &skipped);
+  if (client)
+    for (const auto& why : skipped) fmt::print(stderr, "spindle: {}; tried the next door\n", why);
+  return client;
 }
 
 expected<std::string> token_of(const client_args& c) {

@@ -266,6 +266,18 @@ TEST(front_door_test, the_client_spreads_calls_over_several_doors) {
       false);
   EXPECT_EQ(rc1, 0) << one;
   EXPECT_NE(one.find("\"ok\""), std::string::npos) << one;
+  // The C++ client library: the first door that accepts.
+  std::vector<std::string> skipped;
+  auto any = rpc::rpc_client::connect_any(refused + "," + f.endpoint, 30000, &skipped);
+  ASSERT_TRUE(any.has_value()) << any.error().to_string();
+  EXPECT_EQ(skipped.size(), 1u);
+  auto answer = (*any)->infer_gnn({"sage", {1}, 7, 0});
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, rpc::rpc_status::ok) << answer->message;
+  auto none = rpc::rpc_client::connect_any(refused + ",127.0.0.1:2");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.error().message().find("no door answered"), std::string::npos)
+      << none.error().message();
   second->signal(SIGTERM);
   EXPECT_EQ(second->wait(), 0);
 }

@@ -81,6 +81,33 @@ double seconds_between(std::chrono::steady_clock::time_point a,
 
 }  // namespace
 
+std::vector<std::string> rpc_client::split_endpoints(const std::string& endpoints) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= endpoints.size()) {
+    const auto comma = std::min(endpoints.find(',', at), endpoints.size());
+    if (comma > at) out.push_back(endpoints.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+expected<std::unique_ptr<rpc_client>> rpc_client::connect_any(const std::string& endpoints,
+                                                              int timeout_ms,
+                                                              std::vector<std::string>* skipped) {
+  const auto doors = split_endpoints(endpoints);
+  if (doors.empty())
+    return make_error(errc::invalid_argument, "--connect '{}': no HOST:PORT given", endpoints);
+  std::string tried;
+  for (const auto& e : doors) {
+    auto client = connect(e, timeout_ms);
+    if (client) return client;
+    if (skipped) skipped->push_back(client.error().message());
+    tried += (tried.empty() ? "" : "; ") + client.error().message();
+  }
+  return make_error(errc::unavailable, "--connect {}: no door answered ({})", endpoints, tried);
+}
+
 expected<std::unique_ptr<rpc_client>> rpc_client::connect(const std::string& endpoint,
                                                           int timeout_ms) {
   const auto colon = endpoint.rfind(':');

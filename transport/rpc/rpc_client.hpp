@@ -32,6 +32,14 @@ class rpc_client {
   /// the endpoint). `timeout_ms` bounds every call.
   static expected<std::unique_ptr<rpc_client>> connect(const std::string& endpoint,
                                                        int timeout_ms = 30000);
+  /// Several doors ("HOST:PORT,HOST:PORT": a cluster's ranks): connects to the
+  /// first that accepts, moving on from a refused or dead one (each named in the
+  /// error when none accepts). `skipped` gets the doors passed over, with why.
+  static expected<std::unique_ptr<rpc_client>> connect_any(
+      const std::string& endpoints, int timeout_ms = 30000,
+      std::vector<std::string>* skipped = nullptr);
+  /// "A,B,C" split into its doors (empty parts dropped).
+  static std::vector<std::string> split_endpoints(const std::string& endpoints);
   ~rpc_client();
 
   expected<gnn_answer> infer_gnn(const gnn_call& call);
