@@ -1,0 +1,171 @@
+// Shared by the cluster tests (cluster_test.cpp, cluster_door_test.cpp): free
+// ports, real `spindle node` processes and their status, and a three-server
+// Cora cluster with a GraphSAGE model and its single-process reference.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "../graph/test_util.hpp"
+#include "core/checksum.hpp"
+#include "core/subprocess.hpp"
+#include "nn/ops.hpp"
+#include "sched/gnn_pipeline.hpp"
+
+namespace spindle::cluster_testing {
+
+// A port free now, below Linux's ephemeral range (32768-60999): the nodes bind it
+// seconds later, and a port from the ephemeral range could meanwhile be handed to
+// any socket another test opens on port 0. Starts at an offset of this process's
+// pid so parallel test binaries rarely probe the same ports.
+inline int free_port() {
+  static int next = 20000 + int(::getpid() % 6000) * 2;
+  for (int tries = 0; tries < 12000; ++tries) {
+    const int port = next;
+    next = next + 1 >= 32760 ? 20000 : next + 1;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(std::uint16_t(port));
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  ADD_FAILURE() << "no free port in 20000-32759";
+  return 0;
+}
+
+inline child_process start_node(const std::string& config, int rank) {
+  auto c = child_process::spawn(
+      {SPINDLE_BINARY, "node", "--config", config, "--rank", std::to_string(rank)});
+  EXPECT_TRUE(c.has_value());
+  EXPECT_TRUE(c->wait_for("ready", 30'000).has_value()) << "rank " << rank;
+  return std::move(*c);
+}
+
+inline nlohmann::json cluster_status(const std::string& config) {
+  auto c = child_process::spawn({SPINDLE_BINARY, "cluster-status", "--config", config});
+  auto line = c->read_line(20'000);
+  EXPECT_TRUE(line.has_value());
+  c->wait();
+  return line ? nlohmann::json::parse(*line) : nlohmann::json::array();
+}
+
+// Polls the coordinator until member `rank` has the wanted state.
+inline bool wait_member(const std::string& config, int rank, bool alive, int joins) {
+  for (int i = 0; i < 100; ++i) {
+    for (const auto& m : cluster_status(config))
+      if (m["rank"] == rank && m["alive"] == alive && m["joins"] == joins) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+inline bool have_cora() {
+  return std::filesystem::exists(graph::testing::shared_data("cora/cora.cites"));
+}
+
+inline std::string prepare_cora(const std::string& dir) {
+  std::string out = dir + "/cora";
+  auto c = child_process::spawn(
+      {SPINDLE_BINARY, "prepare", "--input", graph::testing::shared_data("cora/cora.cites"),
+       "--features", graph::testing::shared_data("cora/cora.content.gz"), "--undirected", "--out",
+       out},
+      {"SPINDLE_PROGRESS=0"});
+  EXPECT_EQ(c->wait(), 0);
+  return out;
+}
+
+// Cora prepared, a GraphSAGE model, and a 3-server cluster file with 40% of the
+// 15.5 MB feature table per server (FAP partitions most rows, replicates the hottest).
+struct cora_cluster {
+  std::string dir, cora, model, config;
+  std::string serve;  // what the ranks get as --dataset: cora, or a partition of it
+  /// `tiers`: each server's memory (and other tiers) in the cluster file.
+  explicit cora_cluster(const std::string& name, const std::string& tiers = "memory = 6500000\n")
+      : dir(graph::testing::temp_dir(name)) {
+    // Answers are bit for bit only under the same BLAS threading: `spindle`
+    // runs OpenBLAS single-threaded, so the single-process reference here does too.
+    nn::set_blas_threads(1);
+    cora = prepare_cora(dir);
+    serve = cora;
+    model = dir + "/sage";
+    EXPECT_EQ(child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "graphsage", "--in",
+                                    "1433", "--hidden", "32", "--classes", "7", "--out-dir", model})
+                  ->wait(),
+              0);
+    config = dir + "/cluster.toml";
+    std::ofstream f(config);
+    f << "coordinator = \"coord\"\n[links]\nintra = \"shm\"\ninter = \"infiniband\"\n";
+    for (const char* name : {"coord", "shard-a", "shard-b"})
+      f << "[[server]]\nname = \"" << name << "\"\nhost = \"127.0.0.1\"\nport = " << free_port()
+        << "\n"
+        << tiers;
+  }
+  bool ready() const { return std::filesystem::exists(cora + "/metadata.json"); }
+  /// The single-process checksum of `n` requests minus `skip`.
+  std::uint64_t expected_checksum(std::size_t n,
+                                  const std::vector<std::uint64_t>& skip = {}) const {
+    auto ds = graph::dataset::open(cora);
+    nn::heap_allocator weights;
+    auto m = nn::model::load(model, weights);
+    sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+    thread_pool pool(1, "test");
+    sched::gnn_pipeline local(*ds, *m, router, pool);
+    auto sum = sched::answer_checksum_except(local, sched::degree_requests(*ds, n), skip);
+    EXPECT_TRUE(sum.has_value());
+    return sum ? *sum : 0;
+  }
+  /// Ranks 1 and 2, started with `env`.
+  std::vector<child_process> members(const std::vector<std::string>& env) const {
+    std::vector<child_process> out;
+    for (int rank : {1, 2}) out.push_back(member(rank, env));
+    return out;
+  }
+  child_process member(int rank, const std::vector<std::string>& env) const {
+    return std::move(
+        *child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
+                               std::to_string(rank), "--dataset", serve, "--model", model},
+                              env));
+  }
+  child_process coordinator(std::size_t workload, const std::vector<std::string>& env,
+                            const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> argv = {SPINDLE_BINARY, "node", "--config",   config,
+                                     "--rank",       "0",    "--dataset",  serve,
+                                     "--model",      model,  "--workload", std::to_string(workload),
+                                     "--expect",     "2"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::move(*child_process::spawn(argv, env));
+  }
+};
+
+// SIGTERM to the coordinator and the members from index `first` on (those
+// before it were killed by the test); each must exit 0.
+inline void stop_cluster(child_process& coord, std::vector<child_process>& members,
+                         std::size_t first = 0) {
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(), 0);
+  for (std::size_t i = first; i < members.size(); ++i) members[i].signal(SIGTERM);
+  for (std::size_t i = first; i < members.size(); ++i) EXPECT_EQ(members[i].wait(), 0);
+}
+
+}  // namespace spindle::cluster_testing
