@@ -40,18 +40,9 @@ void placement_sync::catch_up(const member_info& coordinator,
   if (!reader)
     log::warn("rank {}: no reader of placement epoch {} for the migration: {}", rank,
               shard_.latest().epoch, reader.error().to_string());
-  node_shard::row_fetch fetch;
-  if (reader) {
-    auto source = (*reader)->source();
-    fetch = [source](std::span<const std::int64_t> ids, float* out) { return source(ids, out); };
-  }
+  const node_shard::row_fetch fetch = reader ? (*reader)->source() : node_shard::row_fetch{};
   expected<node_shard::build_report> built =
       st.is_ok() ? shard_.build(target, fap, home, fetch) : expected<node_shard::build_report>(st);
-  if (!built && built.error().code() == errc::unsupported) {  // retrying cannot help
-    log::error("rank {}: placement epoch {} refused: {}", rank, target, built.error().to_string());
-    retry_at_ = std::chrono::steady_clock::time_point::max();
-    return;
-  }
   if (!built) {
     log::error("rank {}: placement epoch {} failed (retrying in 1 s): {}", rank, target,
                built.error().to_string());

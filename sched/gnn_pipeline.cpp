@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 
 #include "core/checksum.hpp"
@@ -29,15 +32,21 @@ void gcn_degrees_into(const graph::sampled_subgraph& sub, std::vector<float>& d)
 
 // Each node's in-neighbour count without self edges in the whole graph: a stack
 // model's GCNConv with norm = "graph" normalises by it (PyG's full-graph answer).
-std::vector<float> graph_neighbour_counts(const graph::csr_view& g) {
-  std::vector<float> n(std::size_t(g.num_nodes));
+// Computed once per graph and shared by every pipeline and model over it.
+std::shared_ptr<const std::vector<float>> graph_neighbour_counts(const graph::csr_view& g) {
+  static std::mutex mu;
+  static std::map<const std::int64_t*, std::weak_ptr<const std::vector<float>>> cache;
+  std::lock_guard lock(mu);
+  if (auto hit = cache[g.indptr.data()].lock()) return hit;
+  auto n = std::make_shared<std::vector<float>>(std::size_t(g.num_nodes));
   graph::with_indices(g, [&](auto indices) {
     for (std::int64_t v = 0; v < g.num_nodes; ++v) {
       std::int64_t c = 0;
       for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) c += indices[e] != v;
-      n[std::size_t(v)] = float(c);
+      (*n)[std::size_t(v)] = float(c);
     }
   });
+  cache[g.indptr.data()] = n;
   return n;
 }
 }  // namespace
@@ -203,7 +212,7 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampl
     if (model_.graph_degrees()) {  // the graph's neighbour counts of the sampled nodes
       g.degree.resize(sub.nodes.size());
       for (std::size_t i = 0; i < sub.nodes.size(); ++i)
-        g.degree[i] = graph_neighbours_[std::size_t(sub.nodes[i])];
+        g.degree[i] = (*graph_neighbours_)[std::size_t(sub.nodes[i])];
     } else {  // the sampled subgraph's
       gcn_degrees_into(sub, g.degree);
       for (auto& d : g.degree) d -= 1.0f;

@@ -161,7 +161,7 @@ class gnn_pipeline {
   feature_source source_;
   graph::sample_options options_;  // the served fanouts; the seed is set per graph
   bool per_request_ = false;  // model sampling = "per_request": no shared batch graph
-  std::vector<float> graph_neighbours_;  // stack GCN with graph norm: per node, else empty
+  std::shared_ptr<const std::vector<float>> graph_neighbours_;  // stack GCN, graph norm; else null
   status setup_error_;             // no usable fanouts: every request gets this
   prepared_batch scratch_;         // reused by run()
   nn::arena_allocator arena_;
