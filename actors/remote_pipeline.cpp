@@ -7,7 +7,8 @@ namespace {
 
 caf::behavior remote_pipeline(caf::event_based_actor* self, caf::actor bridge, int rank,
                               std::shared_ptr<const sched::psgs_router> router,
-                              std::function<double(const sched::gnn_request&)> psgs_of) {
+                              std::function<double(const sched::gnn_request&)> psgs_of,
+                              std::string target) {
   return {
       [=](run_atom, const batch_job& job) -> caf::response_promise {
         auto rp = self->make_response_promise();
@@ -18,8 +19,8 @@ caf::behavior remote_pipeline(caf::event_based_actor* self, caf::actor bridge, i
           for (const auto& r : job.requests) total += psgs_of(r);
           wire.executor = std::int32_t(router->route(total));
         }
-        self->request(bridge, caf::infinite, forward_atom::value, rank,
-                      std::string(pipeline_target), caf::make_message(run_atom::value, wire))
+        self->request(bridge, caf::infinite, forward_atom::value, rank, target,
+                      caf::make_message(run_atom::value, wire))
             .then(
                 [=](remote_result& r) mutable {
                   auto res = from_wire(std::move(r));
@@ -40,10 +41,16 @@ caf::behavior remote_pipeline(caf::event_based_actor* self, caf::actor bridge, i
 
 }  // namespace
 
+std::string pipeline_target_name(int index) {
+  return index == 0 ? std::string(pipeline_target) : fmt::format("{}.{}", pipeline_target, index);
+}
+
 caf::actor spawn_remote_pipeline(caf::actor_system& sys, caf::actor bridge, int rank,
                                  std::shared_ptr<const sched::psgs_router> router,
-                                 std::function<double(const sched::gnn_request&)> psgs_of) {
-  return sys.spawn(remote_pipeline, std::move(bridge), rank, std::move(router), std::move(psgs_of));
+                                 std::function<double(const sched::gnn_request&)> psgs_of,
+                                 int index) {
+  return sys.spawn(remote_pipeline, std::move(bridge), rank, std::move(router), std::move(psgs_of),
+                   pipeline_target_name(index));
 }
 
 }  // namespace spindle::actors

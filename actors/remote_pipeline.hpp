@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "actors/bridge_messages.hpp"
 
@@ -15,12 +16,17 @@ namespace spindle::actors {
 /// The name pipelines register under at their process's bridge.
 inline constexpr const char* pipeline_target = "pipeline";
 
+/// The bridge name of a process's pipeline `index`: "pipeline", "pipeline.1", ...
+/// (a node running several pipelines registers each under its own name).
+std::string pipeline_target_name(int index);
+
 /// With `router`, each batch carries this process's routing decision (summed
 /// `psgs_of` of its requests), so one live routing policy governs every
 /// pipeline of the cluster; without it the remote pipeline routes by itself.
+/// `index` picks which of the rank's pipelines it stands in for.
 caf::actor spawn_remote_pipeline(
     caf::actor_system& sys, caf::actor bridge, int rank,
     std::shared_ptr<const sched::psgs_router> router = nullptr,
-    std::function<double(const sched::gnn_request&)> psgs_of = nullptr);
+    std::function<double(const sched::gnn_request&)> psgs_of = nullptr, int index = 0);
 
 }  // namespace spindle::actors

@@ -103,30 +103,31 @@ struct shard_registration {
 struct member_serving_impl final : member_serving {
   caf::actor_system* sys = nullptr;
   const graph::dataset* ds = nullptr;
+  node_pipelines config;
   caf::actor batcher;  // the member's own front door's, when it has one
   placement_sync* sync = nullptr;
   member_watch* watch = nullptr;
   std::uint64_t listener = 0;
   std::unique_ptr<serving_assets> assets;
   std::unique_ptr<cluster_features> features;
-  caf::actor pipeline;
+  std::vector<caf::actor> pipelines;
   std::unique_ptr<shard_registration> shard;  // gathers for readers that cannot read one-sidedly
   ~member_serving_impl() override {
     if (listener) watch->remove(listener);
     sync->set_reader(nullptr);
     stop_and_wait(*sys, batcher);
-    stop_and_wait(*sys, pipeline);  // it reads `features` and `assets` while it runs
+    for (const auto& p : pipelines)
+      stop_and_wait(*sys, p);  // they read `features` and `assets` while they run
     if (shard) stop_and_wait(*sys, shard->actor);
   }
   actors::gnn_model_binding door(sched::admission_options admission) override {
-    sched::batch_policy bp;
     if (!batcher) {
       const auto* d = ds;
-      batcher = actors::spawn_batcher(*sys, {pipeline}, bp, assets->router,
+      batcher = actors::spawn_batcher(*sys, pipelines, config.batch, assets->router,
                                       [d](const sched::gnn_request& r) { return summed_psgs(*d, r); });
     }
     actors::gnn_model_binding b{assets->model->desc().name, batcher, ds, assets->model.get(),
-                                assets->router, bp, admission};
+                                assets->router, config.batch, admission};
     b.cluster = true;
     const auto* f = features.get();
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
@@ -134,15 +135,26 @@ struct member_serving_impl final : member_serving {
   }
 };
 
+// `n` pipelines over the node's cluster features, sharing the node's pool.
+std::vector<caf::actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
+                                        serving_assets& a, cluster_features& f, int n) {
+  std::vector<caf::actor> out;
+  for (int i = 0; i < std::max(1, n); ++i)
+    out.push_back(actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, f.source()));
+  return out;
+}
+
 }  // namespace
 
 expected<std::unique_ptr<member_serving>> start_member_serving(node_context node,
                                                                caf::actor member_actor,
                                                                const actors::bridge_handle& bridge,
-                                                               const std::string& model_dir) {
+                                                               const std::string& model_dir,
+                                                               const node_pipelines& p) {
   auto m = std::make_unique<member_serving_impl>();
   m->sys = &node.sys;
   m->ds = &node.shard.dataset();
+  m->config = p;
   m->sync = &node.sync;
   SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(model_dir, node.shard.dataset()));
   auto& a = *m->assets;
@@ -156,16 +168,17 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
   // From the list seen readable: the watcher may have put an older one in the view since.
   SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view, &members));
   node.sync.set_reader(m->features.get());
-  m->pipeline = actors::spawn_pipeline(node.sys, shard.dataset(), *a.model, *a.router, a.pool,
-                                       m->features->source());
-  caf::anon_send(bridge.actor, actors::register_atom::value, std::string(actors::pipeline_target),
-                 m->pipeline);
+  m->pipelines = spawn_pipelines(node.sys, shard.dataset(), a, *m->features, p.pipelines);
+  for (std::size_t i = 0; i < m->pipelines.size(); ++i)
+    caf::anon_send(bridge.actor, actors::register_atom::value,
+                   actors::pipeline_target_name(int(i)), m->pipelines[i]);
   m->shard.reset(new shard_registration{node.sys, bridge.actor, shard, {}, -1});
   m->shard->refresh();
   m->watch = &node.watch;
   m->listener = node.watch.on_poll([reg = m->shard.get()](const auto&) { reg->refresh(); });
   caf::anon_send(member_actor, actors::ready_atom::value, bridge.address);
-  log::info("rank {}: pipeline ready for the coordinator's batches", shard.rank());
+  log::info("rank {}: {} pipeline{} ready for the coordinator's batches", shard.rank(),
+            m->pipelines.size(), m->pipelines.size() == 1 ? "" : "s");
   return std::unique_ptr<member_serving>(std::move(m));
 }
 
@@ -178,19 +191,22 @@ bool serving(const std::map<int, member_info>& ms, int rank) {
 
 // Tells the bridge and the batcher which members' pipelines went down or came back.
 member_watch::change_fn reroute(caf::actor bridge, caf::actor batcher,
-                                std::map<int, caf::actor> proxies) {
+                                std::map<int, std::vector<caf::actor>> proxies) {
   return [=](const std::map<int, member_info>& before, const std::map<int, member_info>& now) {
-    for (const auto& [rank, proxy] : proxies) {
+    for (const auto& [rank, of_rank] : proxies) {
       const bool was = serving(before, rank), is = serving(now, rank);
-      if (was && !is) {
+      const bool down = was && !is;
+      if (down) {
         log::warn("rank {} stopped serving: its batches go to the other pipelines", rank);
         caf::anon_send(bridge, actors::peer_down_atom::value, rank);
-        caf::anon_send(batcher, actors::pipeline_down_atom::value, proxy, true);
       } else if (is && (!was || before.at(rank).bridge != now.at(rank).bridge)) {
         log::info("rank {} serves again", rank);
         caf::anon_send(bridge, actors::peer_atom::value, rank, now.at(rank).bridge);
-        caf::anon_send(batcher, actors::pipeline_down_atom::value, proxy, false);
+      } else {
+        continue;
       }
+      for (const auto& proxy : of_rank)
+        caf::anon_send(batcher, actors::pipeline_down_atom::value, proxy, down);
     }
   };
 }
@@ -202,7 +218,8 @@ struct cluster_gnn::parts {
   std::unique_ptr<serving_assets> assets;
   std::shared_ptr<const sched::placement_plan> first_plan;  // epoch 0, for comparison
   std::unique_ptr<cluster_features> features;
-  std::vector<caf::actor> pipelines;
+  std::vector<caf::actor> pipelines;  // this node's first, then the members' stand-ins
+  std::size_t local = 0;              // how many of `pipelines` run here
   caf::actor batcher;
   caf::actor router;
   caf::actor placement;
@@ -220,9 +237,10 @@ cluster_gnn::~cluster_gnn() {
   caf::anon_send_exit(p_->placement, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(p_->router, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(p_->batcher, caf::exit_reason::user_shutdown);
-  for (std::size_t i = 1; i < p_->pipelines.size(); ++i)  // remote stand-ins
+  for (std::size_t i = p_->local; i < p_->pipelines.size(); ++i)  // remote stand-ins
     caf::anon_send_exit(p_->pipelines[i], caf::exit_reason::user_shutdown);
-  if (!p_->pipelines.empty()) stop_and_wait(p_->node.sys, p_->pipelines[0]);  // reads `features`
+  for (std::size_t i = 0; i < p_->local; ++i)
+    stop_and_wait(p_->node.sys, p_->pipelines[i]);  // they read `features`
 }
 
 namespace {
@@ -283,6 +301,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
                                                           const actors::bridge_handle& bridge,
                                                           const cluster_gnn_options& o) {
   auto p = std::make_unique<parts>(node);
+  p->policy = o.serving.batch;
   SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(o.model_dir, node.shard.dataset()));
   auto& a = *p->assets;
   auto& sys = node.sys;
@@ -300,20 +319,21 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
   node.view.update(members);
   SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view, &members));
   node.sync.set_reader(p->features.get());
-  p->pipelines = {
-      actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, p->features->source())};
-  std::map<int, caf::actor> proxies;
+  p->pipelines = spawn_pipelines(sys, ds, a, *p->features, o.serving.pipelines);
+  p->local = p->pipelines.size();
+  std::map<int, std::vector<caf::actor>> proxies;
   const auto* dsp = &ds;
   for (const auto& [rank, m] : members) {
     if (rank == 0 || !serving(members, rank)) continue;
     caf::anon_send(bridge.actor, actors::peer_atom::value, rank, m.bridge);
-    proxies[rank] = actors::spawn_remote_pipeline(
-        sys, bridge.actor, rank, a.router,
-        [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); });
-    p->pipelines.push_back(proxies[rank]);
+    for (std::size_t i = 0; i < p->local; ++i) {  // every member runs as many as this node
+      proxies[rank].push_back(actors::spawn_remote_pipeline(
+          sys, bridge.actor, rank, a.router,
+          [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); }, int(i)));
+      p->pipelines.push_back(proxies[rank].back());
+    }
   }
   p->members = proxies.size();
-  p->policy.max_batch = 16;
   p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router,
                                      [dsp](const auto& r) { return sched::summed_psgs(*dsp, r); });
   p->listener = node.watch.on_change(reroute(bridge.actor, p->batcher, proxies));
@@ -397,8 +417,8 @@ void cluster_gnn::report_placement() {
 status cluster_gnn::run_workload(std::size_t workload) {
   auto& sys = p_->node.sys;
   const auto& ds = p_->node.shard.dataset();
-  fmt::print("serving {} requests on {} pipelines ({} on members)\n", workload,
-             p_->pipelines.size(), p_->members);
+  fmt::print("serving {} requests on {} pipelines ({} on {} members)\n", workload,
+             p_->pipelines.size(), p_->pipelines.size() - p_->local, p_->members);
   std::fflush(stdout);
   actors::load_spec spec;
   spec.requests = sched::degree_requests(ds, workload);
@@ -431,10 +451,11 @@ status cluster_gnn::run_workload(std::size_t workload) {
     self->request(p_->batcher, std::chrono::seconds(5), actors::stats_atom::value)
         .receive([&](const actors::batcher_stats& s) { stats = s; }, [](caf::error&) {});
   }
-  std::uint64_t on_members = 0;
-  for (std::size_t i = 1; i < stats.per_pipeline.size(); ++i) on_members += stats.per_pipeline[i];
-  fmt::print("batches {} here {} on members {} retried {}\n", stats.batches,
-             stats.per_pipeline.empty() ? 0 : stats.per_pipeline[0], on_members, stats.retried);
+  std::uint64_t here = 0, on_members = 0;
+  for (std::size_t i = 0; i < stats.per_pipeline.size(); ++i)
+    (i < p_->local ? here : on_members) += stats.per_pipeline[i];
+  fmt::print("batches {} here {} on members {} retried {}\n", stats.batches, here, on_members,
+             stats.retried);
   // How far this pipeline's observed accesses drifted from the FAP epoch 0 used.
   const auto& acc = p_->features->accesses();
   fmt::print("observed accesses {} FAP drift {:.3f}\n", acc.total(),

@@ -47,14 +47,29 @@ struct member_serving {
   virtual actors::gnn_model_binding door(sched::admission_options admission) = 0;
 };
 
-/// Waits until every rank owning a shard is alive, then runs a pipeline over
-/// `model_dir`, registers it at `bridge` and tells `member_actor` it is ready.
+/// How a node serves GNN batches: its pipelines (every rank of a cluster runs
+/// the same number; `launch` passes one value to all) and the batch policy of
+/// the batcher at its door.
+struct node_pipelines {
+  int pipelines = 1;  // each its own sampler and forward pass, sharing the node's pool
+  sched::batch_policy batch = [] {
+    sched::batch_policy b;
+    b.max_batch = 16;  // a cluster's batches also cross links: smaller than one process's 64
+    return b;
+  }();
+};
+
+/// Waits until every rank owning a shard is alive, then runs `p.pipelines`
+/// pipelines over `model_dir`, registers each at `bridge` and tells
+/// `member_actor` it is ready.
 expected<std::unique_ptr<member_serving>> start_member_serving(node_context node,
                                                                caf::actor member_actor,
                                                                const actors::bridge_handle& bridge,
-                                                               const std::string& model_dir);
+                                                               const std::string& model_dir,
+                                                               const node_pipelines& p);
 
 struct cluster_gnn_options {
+  node_pipelines serving;  // every member runs as many pipelines as this node
   std::string model_dir;
   int expect = 0;           // members that must be ready before serving starts
   std::string calibration;  // a `spindle calibrate` JSON file: PSGS routing for the cluster

@@ -72,6 +72,26 @@ expected<caf::actor> connect(caf::actor_system& sys, const config::server_spec& 
   }
 }
 
+// Every rank runs the same number of pipelines (the coordinator's stand-ins for
+// a member's pipelines assume so); `launch` passes these to all.
+void add_pipeline_options(CLI::App& cmd, node_pipelines& p) {
+  cmd.add_option("--pipelines", p.pipelines,
+                 "Pipelines on this node, sharing its pool (every rank of a cluster must run "
+                 "the same number)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd.add_option("--max-batch", p.batch.max_batch,
+                 "Requests per batch at this node's door (live: tunable max_batch)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd.add_option_function<int>(
+         "--batch-deadline-us",
+         [&p](int us) { p.batch.deadline = std::chrono::microseconds(us); },
+         "How long a batch waits to fill at this node's door (live: tunable batch_deadline_us; "
+         "default 2000)")
+      ->check(CLI::Range(0, 10'000'000));
+}
+
 struct node_args {
   std::string config, dataset, model;
   int rank = 0, expect = 0;
@@ -81,6 +101,7 @@ struct node_args {
   bool listen = false;
   actors::placement_options placement;   // rank 0: re-plan on drift
   std::uint32_t peer_timeout_ms = 1000;  // a peer silent this long is declared down
+  node_pipelines serving;                // pipelines and the door's batch policy
 };
 
 // CAF's middleman sends heartbeats every fifth of the timeout and closes a
@@ -98,6 +119,7 @@ void set_peer_timeout(caf::actor_system_config& cfg, std::uint32_t timeout_ms) {
 status coordinate(node_context node, const actors::bridge_handle& bridge, const node_args& a) {
   if (a.listen) SPINDLE_TRY(check_exposure(a.door));  // before the cluster starts serving
   cluster_gnn_options o;
+  o.serving = a.serving;
   o.model_dir = a.model;
   o.expect = a.expect;
   o.calibration = a.calibration;
@@ -241,7 +263,7 @@ status run_node(const node_args& a) {
   if (sn.shard) sn.start(sys, coord);
   if (rank != 0 && bridge) {
     SPINDLE_ASSIGN_OR_RETURN(
-        serving, start_member_serving(sn.context(sys, coord), self_actor, *bridge, a.model));
+        serving, start_member_serving(sn.context(sys, coord), self_actor, *bridge, a.model, a.serving));
   }
   auto port = sys.middleman().publish(self_actor, std::uint16_t(me.port), me.host.c_str(), true);
   if (!port)
@@ -340,6 +362,7 @@ struct launch_args {
   std::string http, grpc;                    // rank 0's KServe v2 doors
   double replan_drift = 0;                   // passed to rank 0 as --replan-drift when > 0
   bool restart = false;  // restart a rank that exits (backoff 1 s doubling to 30 s)
+  std::vector<std::string> serving;  // --pipelines, --max-batch, ...: passed to every rank
 };
 
 // One rank started here, and when to start it again after it exited.
@@ -387,6 +410,7 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
   std::vector<std::string> argv = {exe, "node", "--config", a.config, "--rank", std::to_string(r)};
   if (!a.dataset.empty()) argv.insert(argv.end(), {"--dataset", a.dataset});
   if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
+  argv.insert(argv.end(), a.serving.begin(), a.serving.end());
   if (r != 0 && !door.empty()) {  // the TOML's door for this rank
     argv.insert(argv.end(), {"--listen", door});
     if (!a.admin_token_file.empty())
@@ -572,6 +596,7 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--replan-min-requests", na->placement.min_requests,
                    "Rank 0: requests observed since the last plan before drift is judged")
       ->capture_default_str();
+  add_pipeline_options(*node, na->serving);
   node->callback([na] {
     if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);
   });
@@ -602,6 +627,10 @@ void register_cluster(CLI::App& app, global_options&) {
                      "Rank 0: PSGS calibration from `spindle calibrate` (see `node`)");
   launch->add_option("--policy", la->policy, "Rank 0 with --calibration: strict | loose | fixed")
       ->check(CLI::IsMember({"strict", "loose", "fixed"}));
+  for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us"})
+    launch->add_option_function<std::string>(
+        flag, [la, flag](const std::string& v) { la->serving.insert(la->serving.end(), {flag, v}); },
+        "Passed to every rank (see `node`)");
   launch->callback([la] {
     if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
   });

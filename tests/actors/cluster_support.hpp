@@ -136,16 +136,19 @@ struct cora_cluster {
     return sum ? *sum : 0;
   }
   /// Ranks 1 and 2, started with `env`.
-  std::vector<child_process> members(const std::vector<std::string>& env) const {
+  std::vector<child_process> members(const std::vector<std::string>& env,
+                                      const std::vector<std::string>& extra = {}) const {
     std::vector<child_process> out;
-    for (int rank : {1, 2}) out.push_back(member(rank, env));
+    for (int rank : {1, 2}) out.push_back(member(rank, env, extra));
     return out;
   }
-  child_process member(int rank, const std::vector<std::string>& env) const {
-    return std::move(
-        *child_process::spawn({SPINDLE_BINARY, "node", "--config", config, "--rank",
-                               std::to_string(rank), "--dataset", serve, "--model", model},
-                              env));
+  child_process member(int rank, const std::vector<std::string>& env,
+                       const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> argv = {SPINDLE_BINARY, "node",    "--config", config,
+                                     "--rank",       std::to_string(rank), "--dataset", serve,
+                                     "--model",      model};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::move(*child_process::spawn(argv, env));
   }
   child_process coordinator(std::size_t workload, const std::vector<std::string>& env,
                             const std::vector<std::string>& extra = {}) const {

@@ -105,6 +105,32 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
   stop_cluster(coord, members);
 }
 
+// Every rank runs two pipelines (`--pipelines 2`, registered at the bridge as
+// "pipeline" and "pipeline.1"); the coordinator's batcher feeds all six with
+// batches of at most 8: members' pipelines take batches and the answers still
+// equal one process's.
+TEST(cluster_pipelines_test, two_pipelines_per_node_answer_exactly_like_one_process) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_pipelines");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  const std::vector<std::string> flags = {"--pipelines", "2", "--max-batch", "8"};
+  auto members = c.members({}, flags);
+  auto coord = c.coordinator(4000, {}, flags);
+  auto serving = coord.wait_for("serving ", 240'000);
+  ASSERT_TRUE(serving.has_value()) << serving.error().to_string();
+  EXPECT_NE(serving->find("on 6 pipelines (4 on 2 members)"), std::string::npos) << *serving;
+  auto batches = coord.wait_for("batches ", 240'000);
+  ASSERT_TRUE(batches.has_value()) << batches.error().to_string();
+  std::uint64_t total = 0, here = 0, on_members = 0;
+  ASSERT_EQ(
+      std::sscanf(batches->c_str(), "%lu here %lu on members %lu", &total, &here, &on_members), 3)
+      << *batches;
+  EXPECT_GT(on_members, 0u) << *batches;
+  EXPECT_GE(total, 4000u / 8) << *batches;  // no batch above --max-batch
+  expect_single_process_answers(coord, c, 4000, 60'000);
+  stop_cluster(coord, members);
+}
+
 // Servers with a disk tier beside host memory (3 MB of host memory each: most
 // of Cora's 15.5 MB of features land in the disk tiers' shards). Each node
 // publishes all its shards in one region and readers address each shard at
