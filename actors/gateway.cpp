@@ -323,6 +323,11 @@ status gateway::sync_versions(const std::string& name) {
 
 status gateway::unload_model(const std::string& name) {
   if (s_->rec_of(name)) return unload_rec(name);
+  if (!s_->loader.unload && s_->gnn_of(name))
+    return make_error(errc::invalid_argument,
+                      "model '{}' is served as this server started it (a cluster's GNN: restart "
+                      "its ranks with another --model); it cannot be unloaded here",
+                      shown(name));
   if (!s_->loader.unload)
     return make_error(errc::not_found, "unknown model '{}' (loaded: {})", shown(name),
                       s_->loaded());

@@ -93,6 +93,15 @@ status add_rec_models(actors::gateway& g, const front_door_args& a) {
   return status::ok();
 }
 
+expected<std::shared_ptr<dlrm_holder>> add_rec_serving(caf::actor_system& sys, actors::gateway& g,
+                                                       const front_door_args& a,
+                                                       actors::model_loader loader) {
+  loader.load_rec = rec_loader(a);
+  g.set_model_loader(std::move(loader));
+  SPINDLE_TRY(add_rec_models(g, a));
+  return add_dlrm(sys, g, a);
+}
+
 status add_tensor_models(actors::gateway& g, const front_door_args& a) {
   if (a.tensor_models.empty()) return status::ok();
   std::vector<actors::tensor_model> models;

@@ -66,6 +66,13 @@ rec_loader(const front_door_args& a);
 /// Loads every --rec-model NAME=DIR into the gateway (errors name the value or DIR).
 status add_rec_models(actors::gateway& g, const front_door_args& a);
 
+/// Everything recommendation a door serves: Admin.loadModel of recommendation
+/// directories (besides `loader`'s GNN loads), every --rec-model and the
+/// --dlrm-model. The holder keeps the DLRM's stack alive (null without one).
+expected<std::shared_ptr<dlrm_holder>> add_rec_serving(caf::actor_system& sys, actors::gateway& g,
+                                                       const front_door_args& a,
+                                                       actors::model_loader loader = {});
+
 /// Ok when --listen and --metrics bind loopback addresses; a non-loopback bind
 /// is refused without --admin-token-file and warned about with one.
 status check_exposure(const front_door_args& a);

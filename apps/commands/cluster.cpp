@@ -114,6 +114,35 @@ void set_peer_timeout(caf::actor_system_config& cfg, std::uint32_t timeout_ms) {
   cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::milliseconds(timeout_ms)});
 }
 
+// A node's front door: the cluster's GNN (when this node runs its pipelines)
+// and the recommendation models of --rec-model and --dlrm-model, which every
+// node serves on its own (tables in its memory; a DLRM with its own L1 cache
+// and PDB, its VDB where --vdb says, a shared Redis giving every node the same
+// level 2). Admin loads of recommendation models reach this node; a GNN load is
+// refused by name (the ranks serve the GNN they started with).
+status serve_door(caf::actor_system& sys, const node_args& a,
+                  std::optional<actors::gnn_model_binding> gnn,
+                  std::function<std::string()> members) {
+  SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
+  actors::gateway gw(sys);
+  if (gnn) gw.add_model(std::move(*gnn));
+  actors::model_loader loader;
+  loader.load = [](const std::string& name,
+                   const std::string& path) -> expected<actors::gnn_model_binding> {
+    return make_error(errc::invalid_argument,
+                      "loading '{}' from {}: a cluster's ranks serve the GNN they started with "
+                      "(restart them with --model); recommendation models load on this node",
+                      name, path);
+  };
+  SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, std::move(loader)));
+  gw.set_members(std::move(members));
+  return serve_until_signal(gw, a.door, token);
+}
+
+bool serves_rec(const node_args& a) {
+  return !a.door.rec_models.empty() || !a.door.dlrm.model.empty();
+}
+
 // Rank 0: serves the workload and/or the front door over the cluster; returns
 // once the workload is done (no --listen) or a stop signal came (--listen).
 status coordinate(node_context node, const actors::bridge_handle& bridge, const node_args& a) {
@@ -128,11 +157,8 @@ status coordinate(node_context node, const actors::bridge_handle& bridge, const 
   SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(node, bridge, o));
   if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
   if (!a.listen) return status::ok();
-  SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
-  actors::gateway gw(node.sys);
-  gw.add_model(gnn->binding({}, a.door.admission()));
-  gw.set_members([g = gnn.get()] { return g->members_json(); });
-  return serve_until_signal(gw, a.door, token);
+  return serve_door(node.sys, a, gnn->binding({}, a.door.admission()),
+                    [g = gnn.get()] { return g->members_json(); });
 }
 
 // What a node with a dataset runs besides its actors: its shard, one member
@@ -272,28 +298,28 @@ status run_node(const node_args& a) {
   fmt::print("node {} (rank {}) listening on {}:{}\nready\n", me.name, rank, me.host, *port);
   std::fflush(stdout);
   bool stopped = false;
-  if (rank == 0 && (a.workload > 0 || a.listen)) {
-    if (!bridge)
-      return make_error(errc::invalid_argument,
-                        "--workload and --listen need --dataset and --model");
+  auto whole_cluster = [&sys, coord, cluster_token = sn.token] {  // the member list, from rank 0
+    caf::scoped_actor self{sys};
+    std::string out = "[]";
+    self->request(coord, std::chrono::seconds(2), actors::status_atom::value, cluster_token)
+        .receive([&](const std::string& text) { out = text; }, [](caf::error&) {});
+    return out;
+  };
+  if (rank == 0 && bridge && (a.workload > 0 || a.listen)) {
     SPINDLE_TRY(coordinate(sn.context(sys, coord), *bridge, a));
     stopped = a.listen;  // the front door returned on a stop signal
-  }
-  if (rank != 0 && a.listen) {  // a member's own front door over the cluster's shards
-    if (!serving)
-      return make_error(errc::invalid_argument, "--listen on rank {} needs --dataset and --model",
+  } else if (a.workload > 0) {
+    return make_error(errc::invalid_argument, "--workload needs --dataset and --model");
+  } else if (a.listen) {  // a member's own front door, or a node of recommendation models only
+    if (!serving && !serves_rec(a))
+      return make_error(errc::invalid_argument,
+                        "--listen on rank {} needs --dataset and --model, or --rec-model / "
+                        "--dlrm-model",
                         rank);
-    SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
-    actors::gateway gw(sys);
-    gw.add_model(serving->door(a.door.admission()));
-    gw.set_members([&sys, coord, cluster_token = sn.token] {  // the whole cluster, from rank 0
-      caf::scoped_actor self{sys};
-      std::string out = "[]";
-      self->request(coord, std::chrono::seconds(2), actors::status_atom::value, cluster_token)
-          .receive([&](const std::string& text) { out = text; }, [](caf::error&) {});
-      return out;
-    });
-    SPINDLE_TRY(serve_until_signal(gw, a.door, token));
+    SPINDLE_TRY(check_exposure(a.door));
+    std::optional<actors::gnn_model_binding> gnn;
+    if (serving) gnn = serving->door(a.door.admission());
+    SPINDLE_TRY(serve_door(sys, a, std::move(gnn), whole_cluster));
     stopped = true;
   }
   int sig = 0;
@@ -363,7 +389,16 @@ struct launch_args {
   double replan_drift = 0;                   // passed to rank 0 as --replan-drift when > 0
   bool restart = false;  // restart a rank that exits (backoff 1 s doubling to 30 s)
   std::vector<std::string> serving;  // --pipelines, --max-batch, ...: passed to every rank
+  std::vector<std::string> rec;      // recommendation models' flags: passed to every door
+  std::string pdb;                   // --pdb DIR: rank N's DLRM tables in DIR/rank-N
 };
+
+// The recommendation flags of a rank with a door: as given, and its own PDB
+// (RocksDB allows one process per directory).
+void add_rec_flags(std::vector<std::string>& argv, const launch_args& a, std::size_t rank) {
+  argv.insert(argv.end(), a.rec.begin(), a.rec.end());
+  if (!a.pdb.empty()) argv.insert(argv.end(), {"--pdb", fmt::format("{}/rank-{}", a.pdb, rank)});
+}
 
 // One rank started here, and when to start it again after it exited.
 struct launched_rank {
@@ -413,11 +448,13 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
   argv.insert(argv.end(), a.serving.begin(), a.serving.end());
   if (r != 0 && !door.empty()) {  // the TOML's door for this rank
     argv.insert(argv.end(), {"--listen", door});
+    add_rec_flags(argv, a, r);
     if (!a.admin_token_file.empty())
       argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
   }
   if (r == 0 && !a.listen.empty()) {
     argv.insert(argv.end(), {"--listen", a.listen, "--expect", std::to_string(ranks - 1)});
+    add_rec_flags(argv, a, r);
     if (!a.admin_token_file.empty())
       argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
     if (a.replan_drift > 0)
@@ -597,6 +634,7 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Rank 0: requests observed since the last plan before drift is judged")
       ->capture_default_str();
   add_pipeline_options(*node, na->serving);
+  add_rec_serving_options(*node, na->door);
   node->callback([na] {
     if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);
   });
@@ -631,6 +669,20 @@ void register_cluster(CLI::App& app, global_options&) {
     launch->add_option_function<std::string>(
         flag, [la, flag](const std::string& v) { la->serving.insert(la->serving.end(), {flag, v}); },
         "Passed to every rank (see `node`)");
+  for (const char* flag :
+       {"--rec-model", "--rec-workers", "--dlrm-model", "--dlrm-name", "--dlrm-instances",
+        "--hps-config", "--vdb", "--vdb-redis", "--vdb-partitions", "--cache-fraction",
+        "--hit-rate-threshold", "--refresh-ms"}) {
+    auto* o = launch->add_option_function<std::vector<std::string>>(
+        flag,
+        [la, flag](const std::vector<std::string>& vs) {
+          for (const auto& v : vs) la->rec.insert(la->rec.end(), {flag, v});
+        },
+        "Passed to every rank with a door (see `node`)");
+    if (std::string_view(flag) != "--rec-model") o->expected(1);
+  }
+  launch->add_option("--pdb", la->pdb,
+                     "DLRM tables (RocksDB): rank N's in DIR/rank-N, filled on its first start");
   launch->callback([la] {
     if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
   });

@@ -64,6 +64,10 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
                  "Open client connections before new ones are closed at once (0: the process's "
                  "file-descriptor limit less 64, at most 4096)")
       ->capture_default_str();
+  add_rec_serving_options(cmd, a);
+}
+
+void add_rec_serving_options(CLI::App& cmd, node::front_door_args& a) {
   cmd.add_option("--rec-model", a.rec_models,
                  "Serve a recommendation model (dlrm, ncf, wnd, din; tables in memory) as "
                  "NAME=DIR, with its own worker pool and dynamic batching; repeatable");

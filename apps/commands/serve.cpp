@@ -163,11 +163,7 @@ status serve_rec_only(const serve_args& a) {
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
   actors::gateway gw(sys);
-  actors::model_loader loader;
-  loader.load_rec = rec_loader(a.door);
-  gw.set_model_loader(std::move(loader));
-  SPINDLE_TRY(add_rec_models(gw, a.door));
-  SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
+  SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door));
   return serve_until_signal(gw, a.door, token);
 }
 
@@ -263,11 +259,7 @@ status run_serve(const serve_args& a, global_options& g) {
   if (listening) {
     actors::gateway gw(sys);
     for (const auto& x : bindings) gw.add_model(x);
-    auto loader = models.loader();
-    loader.load_rec = rec_loader(a.door);
-    gw.set_model_loader(std::move(loader));
-    SPINDLE_TRY(add_rec_models(gw, a.door));
-    SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_dlrm(sys, gw, a.door));
+    SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, models.loader()));
     return serve_until_signal(gw, a.door, token);
   }
   auto result = std::make_shared<actors::load_result>();
