@@ -288,7 +288,7 @@ def test_a_version_roll_loses_no_request(tmp_path):
 
 
 def test_the_readme_curl_examples_work(server):
-    text = open(os.path.join(ROOT, "README.md")).read()
+    text = open(os.path.join(ROOT, "docs", "kserve.md")).read()
     block = text.split("<!-- kserve-curl:start -->")[1].split("<!-- kserve-curl:end -->")[0]
     commands = block.replace("\\\n", " ").replace("```", "").strip().splitlines()
     assert len(commands) >= 4
