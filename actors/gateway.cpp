@@ -240,10 +240,13 @@ const std::string& key_of(const gnn_model_binding& b) { return b.key.empty() ? b
 status gateway::warm(const gnn_model_binding& b) {
   auto answer = std::make_shared<std::promise<std::string>>();
   auto got = answer->get_future();
+  sched::gnn_request request;  // node 0, sampled on its own
+  request.seeds.push_back(0);
+  request.sampler_seed = 1;
   caf::anon_send(
       s_->forward,
       gnn_dispatch{b.batcher,
-                   {{0}, 1},
+                   std::move(request),
                    std::chrono::seconds(30),
                    [answer](const gnn_reply* r, const caf::error* err) {
                      answer->set_value(r ? r->error : err ? caf::to_string(*err) : "no answer");

@@ -27,7 +27,10 @@ expected<std::vector<int>> parse_fanouts(std::string_view text) {
 
 std::string format_fanouts(const std::vector<int>& fanouts) {
   std::string s;
-  for (std::size_t i = 0; i < fanouts.size(); ++i) s += (i ? "," : "") + std::to_string(fanouts[i]);
+  for (std::size_t i = 0; i < fanouts.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(fanouts[i]);
+  }
   return s;
 }
 

@@ -31,7 +31,9 @@ const dtype_row& row_of(dtype t) { return kDtypes[static_cast<int>(t)]; }
 // Finds the value text after `'key':` in the header dict.
 expected<std::string_view> dict_value(std::string_view dict, std::string_view key,
                                       std::string_view name) {
-  std::string quoted = "'" + std::string(key) + "'";
+  std::string quoted;  // 'key' (built in place: GCC 12 misreads the temporaries of a + chain)
+  quoted.reserve(key.size() + 2);
+  quoted.append(1, '\'').append(key).append(1, '\'');
   auto pos = dict.find(quoted);
   if (pos == std::string_view::npos)
     return make_error(errc::corrupt_data, "{}: header has no '{}' entry", name, key);

@@ -6,17 +6,15 @@
 namespace spindle::sched {
 namespace {
 
-void put_u32(std::vector<float>& w, std::uint32_t v) {
-  float f;
-  std::memcpy(&f, &v, 4);
-  w.push_back(f);
+// Writers into a buffer sized beforehand; each returns the next free word.
+float* put_u32(float* at, std::uint32_t v) {
+  std::memcpy(at, &v, 4);
+  return at + 1;
 }
 
-void put_i64(std::vector<float>& w, std::int64_t v) {
-  float f[2];
-  std::memcpy(f, &v, 8);
-  w.push_back(f[0]);
-  w.push_back(f[1]);
+float* put_i64(float* at, std::int64_t v) {
+  std::memcpy(at, &v, 8);
+  return at + 2;
 }
 
 // Reads words in order; every read is bounds-checked.
@@ -41,15 +39,19 @@ struct reader {
 
 std::vector<float> pack_rec_request(std::int64_t batch, std::span<const float> dense,
                                     std::span<const nn::sparse_input> sparse) {
-  std::vector<float> w;
-  put_u32(w, kRecWireMagic);
-  put_u32(w, std::uint32_t(batch));
-  put_u32(w, batch > 0 ? std::uint32_t(dense.size() / std::size_t(batch)) : 0);
-  put_u32(w, std::uint32_t(sparse.size()));
-  w.insert(w.end(), dense.begin(), dense.end());
+  std::size_t words = 4 + dense.size();
+  for (const auto& t : sparse) words += 2 * (t.offsets.size() + t.indices.size());
+  std::vector<float> w(words);
+  float* at = w.data();
+  at = put_u32(at, kRecWireMagic);
+  at = put_u32(at, std::uint32_t(batch));
+  at = put_u32(at, batch > 0 ? std::uint32_t(dense.size() / std::size_t(batch)) : 0);
+  at = put_u32(at, std::uint32_t(sparse.size()));
+  if (!dense.empty()) std::memcpy(at, dense.data(), dense.size() * sizeof(float));
+  at += dense.size();
   for (const auto& t : sparse) {
-    for (auto o : t.offsets) put_i64(w, o);
-    for (auto k : t.indices) put_i64(w, k);
+    for (auto o : t.offsets) at = put_i64(at, o);
+    for (auto k : t.indices) at = put_i64(at, k);
   }
   return w;
 }

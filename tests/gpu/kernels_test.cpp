@@ -387,8 +387,11 @@ TEST(kernels, several_gpus_partition_or_replicate_the_device_tier) {
   for (const auto& t : part.per_gpu) held += std::int64_t(t.device_nodes.size());
   EXPECT_EQ(held, 150);
   EXPECT_GT(part.device_fap_share, one.device_fap_share);
-  for (std::int64_t v = 0; v < n; ++v)
-    if (part.owner[std::size_t(v)] < 0) EXPECT_FALSE(part.from_peer(0, v));
+  for (std::int64_t v = 0; v < n; ++v) {
+    if (part.owner[std::size_t(v)] < 0) {
+      EXPECT_FALSE(part.from_peer(0, v));
+    }
+  }
   const auto rep = sched::plan_gpu_tiers(fap, n, dim, budget, 3, false);
   ASSERT_EQ(rep.per_gpu.size(), 3u);
   for (const auto& t : rep.per_gpu) EXPECT_EQ(t.device_nodes, one.device_nodes);
