@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "actors/serving_messages.hpp"
-#include "sched/batching.hpp"
+#include "sched/serving/batching.hpp"
 
 namespace spindle::actors {
 

@@ -11,7 +11,7 @@
 
 #include "actors/serving_messages.hpp"
 #include "core/status.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 namespace spindle::sched {
 

@@ -1,7 +1,7 @@
 #include "actors/feature_shard_actor.hpp"
 
 #include "embedding/feature_shard.hpp"
-#include "sched/access_stats.hpp"
+#include "sched/placement/access_stats.hpp"
 
 namespace spindle::actors {
 namespace {

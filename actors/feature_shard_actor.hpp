@@ -8,7 +8,7 @@
 #include <caf/all.hpp>
 
 #include "actors/bridge_messages.hpp"
-#include "sched/feature_lookup.hpp"
+#include "sched/placement/feature_lookup.hpp"
 
 namespace spindle::actors {
 

@@ -19,7 +19,7 @@
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "core/log.hpp"
-#include "sched/rec_batch.hpp"
+#include "sched/serving/rec_batch.hpp"
 #include "transport/rpc/request_checks.hpp"
 
 namespace spindle::actors {

@@ -20,10 +20,10 @@
 #include "actors/serving_messages.hpp"
 #include "actors/split_path.hpp"
 #include "embedding/dlrm_hps.hpp"
-#include "sched/admission.hpp"
-#include "sched/device_scheduler.hpp"
-#include "sched/hera/manager.hpp"
-#include "sched/worker_pool.hpp"
+#include "sched/serving/admission.hpp"
+#include "sched/colocation/device_scheduler.hpp"
+#include "sched/colocation/hera/manager.hpp"
+#include "sched/serving/worker_pool.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {

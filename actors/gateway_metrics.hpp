@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sched/admission.hpp"
+#include "sched/serving/admission.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors::detail {

@@ -18,8 +18,8 @@
 #include "actors/placement_actor.hpp"
 #include "core/thread_annotations.hpp"
 #include "graph/node_index.hpp"
-#include "sched/gnn_pipeline.hpp"
-#include "sched/hera/manager.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
+#include "sched/colocation/hera/manager.hpp"
 
 namespace spindle::actors::detail {
 

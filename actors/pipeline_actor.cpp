@@ -7,6 +7,7 @@
 #include "actors/bridge_messages.hpp"
 #include "core/log.hpp"
 #include "core/thread_priority.hpp"
+#include "sched/colocation/task_bytes.hpp"
 
 namespace spindle::actors {
 namespace {
@@ -43,7 +44,7 @@ caf::response_promise submit_gated(pipeline_ptr self, const batch_job& job) {
   const sched::gnn_pipeline* pipe = st.pipeline.get();
   auto me = caf::actor_cast<caf::actor>(self);
   st.device->submit(
-      pipe->task_bytes(*pb), pipe->qos_target(),
+      sched::task_bytes(*pipe, *pb), pipe->qos_target(),
       [pipe, pb, requests](gpu::pool_slot slot) {
         pipe->compute(*pb, *requests, slot);
         return status::ok();

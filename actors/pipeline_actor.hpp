@@ -8,7 +8,7 @@
 #include <caf/all.hpp>
 
 #include "actors/serving_messages.hpp"
-#include "sched/device_scheduler.hpp"
+#include "sched/colocation/device_scheduler.hpp"
 
 namespace spindle::actors {
 

@@ -2,7 +2,7 @@
 
 #include "actors/node_actor.hpp"
 #include "core/log.hpp"
-#include "sched/access_stats.hpp"
+#include "sched/placement/access_stats.hpp"
 
 namespace spindle::actors {
 namespace {

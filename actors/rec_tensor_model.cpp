@@ -1,6 +1,6 @@
 // A recommendation model on SplitRPC's tensor path (split_path.hpp).
 #include "actors/split_path.hpp"
-#include "sched/rec_wire.hpp"
+#include "sched/splitrpc/rec_wire.hpp"
 
 namespace spindle::actors {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "actors/serving_messages.hpp"
-#include "sched/psgs_router.hpp"
+#include "sched/serving/psgs_router.hpp"
 
 namespace spindle::actors {
 

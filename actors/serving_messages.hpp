@@ -6,8 +6,8 @@
 
 #include <caf/all.hpp>
 
-#include "sched/batching.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/batching.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 namespace spindle::actors {
 

@@ -9,8 +9,8 @@
 #include "core/log.hpp"
 #include "core/thread_annotations.hpp"
 #include "core/thread_priority.hpp"
-#include "sched/inference_monitor.hpp"
-#include "sched/tensor_queue.hpp"
+#include "sched/splitrpc/inference_monitor.hpp"
+#include "sched/splitrpc/tensor_queue.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
 namespace spindle::actors {

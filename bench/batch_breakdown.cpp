@@ -19,7 +19,7 @@
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
 #include "nn/ops.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 using namespace spindle;
 

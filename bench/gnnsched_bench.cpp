@@ -22,9 +22,9 @@
 #include "graph/dataset.hpp"
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
-#include "sched/colocated.hpp"
-#include "sched/gnnsched.hpp"
-#include "sched/pmc_check.hpp"
+#include "sched/colocation/colocated.hpp"
+#include "sched/colocation/gnnsched.hpp"
+#include "sched/colocation/pmc_check.hpp"
 
 using namespace spindle;
 using clock_type = std::chrono::steady_clock;

@@ -33,8 +33,8 @@
 #include "core/gnuplot.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
-#include "sched/hera/colocation.hpp"
-#include "sched/hera/profile.hpp"
+#include "sched/colocation/hera/colocation.hpp"
+#include "sched/colocation/hera/profile.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle::bench {

@@ -15,7 +15,7 @@
 #include "core/log.hpp"
 #include "core/progress.hpp"
 #include "graph/dataset.hpp"
-#include "sched/dataset_placement.hpp"
+#include "sched/placement/dataset_placement.hpp"
 
 using namespace spindle;
 

@@ -11,7 +11,7 @@
 
 #include "bench/bench_util.hpp"
 #include "core/progress.hpp"
-#include "sched/pmc_check.hpp"
+#include "sched/colocation/pmc_check.hpp"
 
 using namespace spindle;
 

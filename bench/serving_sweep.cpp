@@ -43,8 +43,8 @@
 #include "embedding/feature_shard.hpp"
 #include "graph/metrics.hpp"
 #include "graph/prepare.hpp"
-#include "sched/cuda_executor.hpp"
-#include "sched/psgs_calibrate.hpp"
+#include "sched/serving/cuda_executor.hpp"
+#include "sched/serving/psgs_calibrate.hpp"
 #include "transport/ucx/ucx.hpp"
 
 using namespace spindle;

@@ -13,7 +13,7 @@
 
 #include "core/batched_read.hpp"
 #include "core/status.hpp"
-#include "sched/feature_lookup.hpp"
+#include "sched/placement/feature_lookup.hpp"
 
 namespace spindle::embedding {
 

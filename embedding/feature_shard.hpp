@@ -8,7 +8,7 @@
 #include <span>
 
 #include "core/status.hpp"
-#include "sched/feature_lookup.hpp"
+#include "sched/placement/feature_lookup.hpp"
 
 namespace spindle::embedding {
 

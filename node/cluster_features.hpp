@@ -17,9 +17,9 @@
 
 #include "embedding/feature_gather.hpp"
 #include "graph/dataset.hpp"
-#include "sched/access_stats.hpp"
-#include "sched/gnn_pipeline.hpp"
-#include "sched/placement.hpp"
+#include "sched/placement/access_stats.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
+#include "sched/placement/placement.hpp"
 #include "transport/ucx/ucx.hpp"
 
 namespace spindle::node {

@@ -25,9 +25,9 @@
 #include "nn/model.hpp"
 #include "node/cluster_features.hpp"
 #include "node/member_watch.hpp"
-#include "sched/access_stats.hpp"
-#include "sched/dataset_placement.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/placement/access_stats.hpp"
+#include "sched/placement/dataset_placement.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
 namespace spindle::node {

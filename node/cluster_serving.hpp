@@ -21,7 +21,7 @@
 #include "node/member_watch.hpp"
 #include "node/node_shard.hpp"
 #include "node/placement_sync.hpp"
-#include "sched/psgs_router.hpp"
+#include "sched/serving/psgs_router.hpp"
 
 namespace spindle::node {
 

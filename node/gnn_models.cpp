@@ -9,8 +9,8 @@
 #include "actors/router_actor.hpp"
 #include "nn/model.hpp"
 #include "node/model_repository.hpp"
-#include "sched/cuda_executor.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/cuda_executor.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 namespace spindle::node {
 

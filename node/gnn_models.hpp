@@ -15,10 +15,10 @@
 #include "core/thread_pool.hpp"
 #include "gpu/device.hpp"
 #include "graph/dataset.hpp"
-#include "sched/batching.hpp"
-#include "sched/cuda_executor.hpp"
-#include "sched/device_scheduler.hpp"
-#include "sched/psgs_router.hpp"
+#include "sched/serving/batching.hpp"
+#include "sched/serving/cuda_executor.hpp"
+#include "sched/colocation/device_scheduler.hpp"
+#include "sched/serving/psgs_router.hpp"
 
 namespace spindle::node {
 

@@ -5,8 +5,8 @@
 
 #include "core/log.hpp"
 #include "embedding/feature_shard.hpp"
-#include "sched/dataset_partition.hpp"
-#include "sched/dataset_placement.hpp"
+#include "sched/placement/dataset_partition.hpp"
+#include "sched/placement/dataset_placement.hpp"
 
 namespace spindle::node {
 

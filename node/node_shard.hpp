@@ -17,7 +17,7 @@
 
 #include "config/topology.hpp"
 #include "graph/dataset.hpp"
-#include "sched/placement.hpp"
+#include "sched/placement/placement.hpp"
 #include "transport/ucx/progress_loop.hpp"
 #include "transport/ucx/ucx.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "actors/gateway.hpp"
-#include "sched/admission.hpp"
+#include "sched/serving/admission.hpp"
 
 namespace spindle::node {
 

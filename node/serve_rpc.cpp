@@ -17,7 +17,7 @@
 #include "core/text_file.hpp"
 #include "node/rec_models.hpp"
 #include "node/token_file.hpp"
-#include "sched/hera/profile.hpp"
+#include "sched/colocation/hera/profile.hpp"
 #include "transport/http/metrics_server.hpp"
 #include "transport/kserve/grpc_server.hpp"
 #include "transport/kserve/http_server.hpp"

@@ -9,7 +9,7 @@
 
 #include "actors/gateway.hpp"
 #include "node/hps_stack.hpp"
-#include "sched/admission.hpp"
+#include "sched/serving/admission.hpp"
 
 namespace spindle::node {
 

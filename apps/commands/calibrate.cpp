@@ -7,8 +7,8 @@
 #include "apps/commands/runtime_flags.hpp"
 #include "core/progress.hpp"
 #include "gpu/device.hpp"
-#include "sched/cuda_executor.hpp"
-#include "sched/psgs_calibrate.hpp"
+#include "sched/serving/cuda_executor.hpp"
+#include "sched/serving/psgs_calibrate.hpp"
 
 namespace spindle::apps {
 namespace {

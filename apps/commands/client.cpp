@@ -21,7 +21,7 @@
 #include "apps/commands/load_sweep.hpp"
 #include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle::apps {

@@ -29,8 +29,8 @@
 #include "node/cluster_serving.hpp"
 #include "node/serve_rpc.hpp"
 #include "node/token_file.hpp"
-#include "sched/hera/colocation.hpp"
-#include "sched/hera/profile.hpp"
+#include "sched/colocation/hera/colocation.hpp"
+#include "sched/colocation/hera/profile.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {

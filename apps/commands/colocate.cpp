@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands/command.hpp"
-#include "sched/hera/colocation.hpp"
-#include "sched/hera/simulate.hpp"
+#include "sched/colocation/hera/colocation.hpp"
+#include "sched/colocation/hera/simulate.hpp"
 
 namespace spindle::apps {
 namespace {

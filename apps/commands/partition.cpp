@@ -4,7 +4,7 @@
 // placement plan. `spindle node --dataset DIR` then serves from DIR/rank-N.
 #include "apps/commands/command.hpp"
 #include "core/checksum.hpp"
-#include "sched/dataset_partition.hpp"
+#include "sched/placement/dataset_partition.hpp"
 
 namespace spindle::apps {
 namespace {

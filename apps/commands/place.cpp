@@ -5,7 +5,7 @@
 #include "apps/commands/command.hpp"
 #include "config/sampling.hpp"
 #include "core/progress.hpp"
-#include "sched/dataset_placement.hpp"
+#include "sched/placement/dataset_placement.hpp"
 
 namespace spindle::apps {
 namespace {

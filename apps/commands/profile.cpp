@@ -22,8 +22,8 @@
 #include "core/gnuplot.hpp"
 #include "core/log.hpp"
 #include "nn/model.hpp"
-#include "sched/hera/colocation.hpp"
-#include "sched/hera/profiler.hpp"
+#include "sched/colocation/hera/colocation.hpp"
+#include "sched/colocation/hera/profiler.hpp"
 
 namespace spindle::apps {
 namespace {

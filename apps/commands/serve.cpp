@@ -24,8 +24,8 @@
 #include "node/gnn_models.hpp"
 #include "node/model_repository.hpp"
 #include "node/serve_rpc.hpp"
-#include "sched/cuda_executor.hpp"
-#include "sched/psgs_calibrate.hpp"
+#include "sched/serving/cuda_executor.hpp"
+#include "sched/serving/psgs_calibrate.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {

@@ -13,7 +13,7 @@
 #include "core/npy.hpp"
 #include "core/signals.hpp"
 #include "embedding/feature_shard.hpp"
-#include "sched/dataset_placement.hpp"
+#include "sched/placement/dataset_placement.hpp"
 #include "transport/ucx/net_devices.hpp"
 #include "transport/ucx/progress_loop.hpp"
 

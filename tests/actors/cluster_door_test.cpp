@@ -24,7 +24,7 @@
 #include "core/checksum.hpp"
 #include "core/subprocess.hpp"
 #include "nn/ops.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 #include "tests/actors/cluster_support.hpp"
 
 namespace spindle {

@@ -135,7 +135,8 @@ TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_
   std::string dbsize;
   while (auto line = keys->read_line(10'000)) dbsize += *line;
   keys->wait();
-  if (!dbsize.empty()) EXPECT_GT(std::stol(dbsize), 0) << dbsize;
+  ASSERT_FALSE(dbsize.empty()) << "redis-cli dbsize printed nothing";
+  EXPECT_GT(std::stol(dbsize), 0) << dbsize;
   // Admin through a member's door: a recommendation model loads on that node
   // and answers there; a GNN load is refused by name.
   auto load = spindle_run({"client", "--connect", doors[1], "--token-file", token, "admin", "load",

@@ -26,7 +26,7 @@
 #include "core/checksum.hpp"
 #include "core/subprocess.hpp"
 #include "nn/ops.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 namespace spindle::cluster_testing {
 

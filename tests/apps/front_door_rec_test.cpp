@@ -2,7 +2,7 @@
 // DLRM through the parameter server, `spindle client rec`, the worker pool
 // resized under load, and dynamic batching (issues #7, #16, #18). Linked before
 // front_door_test.cpp, whose last test stops the server.
-#include "sched/rec_wire.hpp"
+#include "sched/splitrpc/rec_wire.hpp"
 #include "tests/apps/front_door_fixture.hpp"
 
 namespace spindle {
@@ -106,8 +106,9 @@ TEST(front_door_test, a_recommendation_pool_resized_under_load_loses_no_call) {
   EXPECT_EQ(bad.load(), 0);
   EXPECT_GT(ok.load(), 10);
   bool seen = false;
-  for (const auto& t : f.client->get_tunables(f.token, "ctr")->tunables)
-    seen |= t.name == "workers" && t.value == "2";
+  const auto tunables = f.client->get_tunables(f.token, "ctr");  // held: the loop reads into it
+  ASSERT_TRUE(tunables.has_value()) << tunables.error().to_string();
+  for (const auto& t : tunables->tunables) seen |= t.name == "workers" && t.value == "2";
   EXPECT_TRUE(seen);
   EXPECT_EQ(f.client->set_tunable(f.token, "ctr", "workers", "0")->status,
             rpc::rpc_status::bad_request);

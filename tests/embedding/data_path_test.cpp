@@ -12,7 +12,7 @@
 #include "embedding/feature_gather.hpp"
 #include "embedding/feature_shard.hpp"
 #include "graph/prepare.hpp"
-#include "sched/dataset_placement.hpp"
+#include "sched/placement/dataset_placement.hpp"
 #include "transport/ucx/ucx.hpp"
 
 namespace spindle::embedding {

@@ -17,13 +17,14 @@
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
-#include "sched/batch_executor.hpp"
-#include "sched/cuda_executor.hpp"
-#include "sched/cuda_layers.hpp"
-#include "sched/cuda_sampling.hpp"
-#include "sched/device_scheduler.hpp"
-#include "sched/feature_tiers.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/batch_executor.hpp"
+#include "sched/serving/cuda_executor.hpp"
+#include "sched/serving/cuda_layers.hpp"
+#include "sched/serving/cuda_sampling.hpp"
+#include "sched/colocation/device_scheduler.hpp"
+#include "sched/colocation/task_bytes.hpp"
+#include "sched/placement/feature_tiers.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -500,7 +501,7 @@ status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& res
     auto p = std::make_shared<std::promise<status>>();
     done.push_back(p->get_future());
     scheduler->submit(
-        dev.task_bytes(*on_dev[b]), 0.01,
+        sched::task_bytes(dev, *on_dev[b]), 0.01,
         [&, b](pool_slot slot) {
           dev.compute(*on_dev[b], batches[b], slot);
           return status::ok();
@@ -510,7 +511,7 @@ status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& res
   comparison c;
   for (int b = 0; b < 8; ++b) {
     SPINDLE_TRY(done[b].get());
-    std::vector<std::byte> buffer(host.task_bytes(*on_host[b]));
+    std::vector<std::byte> buffer(sched::task_bytes(host, *on_host[b]));
     host.compute(*on_host[b], batches[b], {buffer, nullptr});
     compare_results(on_dev[b]->result, on_host[b]->result, c);
   }

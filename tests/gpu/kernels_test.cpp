@@ -17,8 +17,8 @@
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
-#include "sched/cuda_sampling.hpp"
-#include "sched/feature_tiers.hpp"
+#include "sched/serving/cuda_sampling.hpp"
+#include "sched/placement/feature_tiers.hpp"
 
 namespace spindle::gpu {
 namespace {

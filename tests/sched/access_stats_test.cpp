@@ -1,5 +1,5 @@
 // Observed access counts and their drift from the planned FAP.
-#include "sched/access_stats.hpp"
+#include "sched/placement/access_stats.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Admission control sized from the SLO: the limit follows the measured
 // capacity (Little's law), stays between its floor and max_queue, falls when a
 // window at the limit completes less, and is max_queue with no SLO.
-#include "sched/admission.hpp"
+#include "sched/serving/admission.hpp"
 
 #include <gtest/gtest.h>
 

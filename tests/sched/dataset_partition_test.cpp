@@ -2,7 +2,7 @@
 // exactly the feature rows of its shards (every node's row on at least one
 // rank, equal to the whole dataset's); a folder is checked against the rank
 // and the plan it was made for, and a one-process serve reads no partition.
-#include "sched/dataset_partition.hpp"
+#include "sched/placement/dataset_partition.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "../actors/small_gnn.hpp"
-#include "sched/dataset_placement.hpp"
+#include "sched/placement/dataset_placement.hpp"
 
 namespace spindle::sched {
 namespace {

@@ -1,7 +1,7 @@
 // GNNSched's device scheduler on the serving path: tasks from several threads
 // run in groups that fit the pool, each in a buffer no other task of its group
 // touches; oversize tasks are refused by size; the policy changes live.
-#include "sched/device_scheduler.hpp"
+#include "sched/colocation/device_scheduler.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The batched serving core: one jointly sampled graph, one gather of unique rows
 // and one forward pass per batch; reproducible requests keep their own graph;
 // both executors give the same answers; the arena stops allocating once warm.
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,8 @@
 #include <set>
 
 #include "../actors/small_gnn.hpp"
-#include "sched/device_rows_note.hpp"
+#include "sched/colocation/task_bytes.hpp"
+#include "sched/serving/device_rows_note.hpp"
 
 namespace spindle::sched {
 namespace {
@@ -221,7 +222,7 @@ TEST(gnn_pipeline_test, a_device_slot_goes_to_the_executor_and_falls_back_to_the
   auto pb = on_device.prepare(batch), want = on_host.prepare(batch);
   int stream = 0;  // any non-null stream marks a GPU pool's slot
   on_device.compute(*pb, batch, {std::span<std::byte>(), &stream});
-  std::vector<std::byte> buffer(on_host.task_bytes(*want));
+  std::vector<std::byte> buffer(sched::task_bytes(on_host, *want));
   on_host.compute(*want, batch, {buffer, nullptr});
   EXPECT_GE(ex->forward_in_calls, 1);
   EXPECT_EQ(ex->last_stream, &stream);

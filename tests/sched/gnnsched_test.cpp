@@ -1,4 +1,4 @@
-#include "sched/gnnsched.hpp"
+#include "sched/colocation/gnnsched.hpp"
 
 #include <gtest/gtest.h>
 
@@ -102,7 +102,7 @@ TEST(gnnsched_test, memory_pool_inserts_contiguous_buffers_and_clears_per_group)
 
 #include <atomic>
 
-#include "sched/colocated.hpp"
+#include "sched/colocation/colocated.hpp"
 
 namespace spindle::sched {
 namespace {

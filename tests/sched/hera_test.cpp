@@ -7,12 +7,12 @@
 #include <atomic>
 #include <thread>
 
-#include "sched/hera/colocation.hpp"
-#include "sched/hera/manager.hpp"
-#include "sched/hera/profiler.hpp"
-#include "sched/hera/simulate.hpp"
-#include "sched/rec_batch.hpp"
-#include "sched/worker_pool.hpp"
+#include "sched/colocation/hera/colocation.hpp"
+#include "sched/colocation/hera/manager.hpp"
+#include "sched/colocation/hera/profiler.hpp"
+#include "sched/colocation/hera/simulate.hpp"
+#include "sched/serving/rec_batch.hpp"
+#include "sched/serving/worker_pool.hpp"
 
 namespace spindle::sched::hera {
 namespace {

@@ -1,4 +1,4 @@
-#include "sched/placement.hpp"
+#include "sched/placement/placement.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "../graph/test_util.hpp"
 #include "graph/metrics.hpp"
-#include "sched/placement_eval.hpp"
+#include "sched/placement/placement_eval.hpp"
 
 namespace spindle::sched {
 namespace {

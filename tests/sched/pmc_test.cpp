@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "../graph/test_util.hpp"
-#include "sched/pmc_check.hpp"
+#include "sched/colocation/pmc_check.hpp"
 
 namespace spindle::sched {
 namespace {

@@ -1,4 +1,4 @@
-#include "sched/psgs_router.hpp"
+#include "sched/serving/psgs_router.hpp"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
 #include "nn/model.hpp"
-#include "sched/gnn_pipeline.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 
 namespace spindle::sched {
 namespace {

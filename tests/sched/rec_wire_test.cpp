@@ -1,6 +1,6 @@
 // The recommendation payload of the tensor path (sched/rec_wire): a packed
 // request unpacks to the same batch, and each malformed field is named.
-#include "sched/rec_wire.hpp"
+#include "sched/splitrpc/rec_wire.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <thread>
 
-#include "sched/inference_monitor.hpp"
-#include "sched/tensor_queue.hpp"
+#include "sched/splitrpc/inference_monitor.hpp"
+#include "sched/splitrpc/tensor_queue.hpp"
 
 namespace spindle::sched {
 namespace {
