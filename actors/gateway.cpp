@@ -408,15 +408,19 @@ bool admit_call(model_counters& c, sched::admission_control& admission, const st
 }  // namespace
 
 void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_answer)> done) {
-  auto e = s_->gnn_of(call.model);
+  auto e = s_->gnn_for_call(call.model);
   if (!e) {
     const bool is_rec = s_->rec_of(call.model) != nullptr;
     return done(
         {rpc_status::bad_request,
-         is_rec
-             ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
+         is_rec ? fmt::format("model '{}' is a recommendation model: use inferRec",
+                              shown(call.model))
+         : call.model.empty()
+             ? fmt::format("no model named, and {} GNN models are loaded (loaded: {})",
+                           s_->gnn_all().size(), s_->loaded())
              : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
+  if (call.model.empty()) call.model = e->b.name;  // the only GNN loaded
   status valid = resolve_seed_ids(call, *e);
   if (valid) valid = check_gnn_call(call, e->b.dataset->num_nodes());
   if (!admit_call(e->c, e->admission, valid, call.model, done)) return;
@@ -529,12 +533,13 @@ void run_pending(rec_entry& e) {
 }  // namespace
 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
-  auto e = s_->rec_of(call.model);
+  auto e = s_->rec_for_call(call.model);
   if (!e) {
     return done(
         {rpc_status::bad_request, fmt::format("unknown recommendation model '{}' (loaded: {})",
                                               shown(call.model), s_->loaded())});
   }
+  if (call.model.empty()) call.model = e->b.name;  // the only recommendation model loaded
   if (!admit_call(
           e->c, e->admission,
           check_rec_call(call, e->b.model->desc().dense_in, e->b.model->desc().table_rows.size()),

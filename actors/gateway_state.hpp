@@ -152,6 +152,18 @@ struct gateway::state {
     auto it = rec.find(name);
     return it == rec.end() ? nullptr : it->second;
   }
+  /// The model a call names; a call naming none (empty) gets the only GNN (or
+  /// the only recommendation model) when exactly one is loaded.
+  std::shared_ptr<gnn_entry> gnn_for_call(const std::string& name) const {
+    if (!name.empty()) return gnn_of(name);
+    auto all = gnn_all();
+    return all.size() == 1 ? all.front().second : nullptr;
+  }
+  std::shared_ptr<rec_entry> rec_for_call(const std::string& name) const {
+    if (!name.empty()) return rec_of(name);
+    spindle::shared_lock lock(models_mu);
+    return rec.size() == 1 ? rec.begin()->second : nullptr;
+  }
   /// Each served entry once: by name, and by NAME@V for a repository version
   /// other than the one the name serves.
   std::vector<std::pair<std::string, std::shared_ptr<gnn_entry>>> gnn_all() const {

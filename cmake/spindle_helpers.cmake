@@ -28,7 +28,9 @@ function(spindle_test name)
     set(ARG_TIMEOUT 300)
   endif()
   add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+  # Cluster tokens without a token_file go to the state folder: the build's, not ~.
+  set_tests_properties(${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT}
+                       ENVIRONMENT "SPINDLE_STATE_DIR=${PROJECT_BINARY_DIR}/test-state")
 endfunction()
 
 # spindle_bench(NAME SOURCES ... DEPS ...): a benchmark binary run by `make bench`.

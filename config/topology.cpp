@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -269,11 +271,31 @@ expected<topology> parse_topology(std::string_view toml_text, std::string_view o
   }
 }
 
+std::string default_token_file(const std::string& toml_path) {
+  std::string state;
+  if (const char* d = std::getenv("SPINDLE_STATE_DIR"); d && *d) {
+    state = d;
+  } else if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) {
+    state = std::string(x) + "/spindle";
+  } else {
+    const char* home = std::getenv("HOME");
+    state = std::string(home && *home ? home : "/tmp") + "/.local/state/spindle";
+  }
+  std::error_code ec;
+  auto abs = std::filesystem::weakly_canonical(toml_path, ec);
+  const std::string full = ec ? toml_path : abs.string();
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a: stable across runs and hosts
+  for (unsigned char c : full) h = (h ^ c) * 1099511628211ull;
+  std::string stem = std::filesystem::path(toml_path).filename().string();
+  if (stem.size() > 5 && stem.ends_with(".toml")) stem.resize(stem.size() - 5);
+  return fmt::format("{}/clusters/{}-{:08x}.token", state, stem, std::uint32_t(h ^ (h >> 32)));
+}
+
 expected<topology> load_topology(const std::string& path) {
   SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "topology file"));
   SPINDLE_ASSIGN_OR_RETURN(auto topo, parse_topology(text, path));
   if (topo.token_file.empty()) {
-    topo.token_file = path + ".token";
+    topo.token_file = default_token_file(path);
   } else if (topo.token_file.front() != '/') {
     const auto slash = path.rfind('/');
     topo.token_file =

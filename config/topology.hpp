@@ -79,7 +79,7 @@ struct topology {
   std::array<link_figures, kLinkKinds> links{};
   /// The cluster's shared secret: members send it to join, `cluster-status`
   /// to read the members. TOML `token_file` (relative to the TOML's folder);
-  /// default: the TOML's path + ".token", created by rank 0 or launch (mode 0600).
+  /// default: default_token_file(path), created by rank 0 or launch (mode 0600).
   std::string token_file;
   /// How `spindle launch` starts a rank on another host: a command prefix with
   /// {host} and {rank} (TOML `launcher`; default "ssh {host}"), followed by the
@@ -106,6 +106,13 @@ struct topology {
 expected<topology> parse_topology(std::string_view toml_text, std::string_view origin);
 /// Reads and parses a topology file.
 expected<topology> load_topology(const std::string& path);
+
+/// Where a cluster's token lives when its TOML names no token_file: with the
+/// user's state, not beside the TOML (which may sit in a source tree):
+/// $SPINDLE_STATE_DIR, else $XDG_STATE_HOME/spindle, else ~/.local/state/spindle,
+/// then clusters/STEM-HASH.token (STEM: the TOML's file name without .toml;
+/// HASH: of its absolute path, so two clusters' files of one name differ).
+std::string default_token_file(const std::string& toml_path);
 /// Checks a topology built in code; errors name the field ("server[1].device[0].numa").
 status validate(const topology& t);
 

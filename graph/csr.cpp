@@ -1,5 +1,6 @@
 #include "graph/csr.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace spindle::graph {
@@ -77,6 +78,27 @@ std::vector<std::int64_t> in_degrees(const csr_view& g) {
     for (auto v : idx) ++deg[v];
   });
   return deg;
+}
+
+edge_shape inspect_edge_shape(const csr_view& g) {
+  edge_shape out;
+  with_indices(g, [&](auto idx) {
+    auto row = [&](std::int64_t v) { return idx.subspan(g.indptr[v], g.indptr[v + 1] - g.indptr[v]); };
+    auto has = [&](std::int64_t v, std::int64_t u) {
+      auto r = row(v);
+      return std::is_sorted(r.begin(), r.end())
+                 ? std::binary_search(r.begin(), r.end(), u)
+                 : std::find(r.begin(), r.end(), u) != r.end();
+    };
+    for (std::int64_t v = 0; v < g.num_nodes; ++v)
+      for (auto u : row(v)) {
+        if (std::int64_t(u) == v) continue;
+        ++out.edges;
+        out.below += std::int64_t(u) < v;
+        out.reciprocated += has(std::int64_t(u), v);
+      }
+  });
+  return out;
 }
 
 }  // namespace spindle::graph

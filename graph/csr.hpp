@@ -47,6 +47,18 @@ struct csr_graph {
   csr_view view() const;
 };
 
+/// How a graph's stored edges look: an undirected graph listed once per edge
+/// (u < v, as SNAP's undirected files are) stores every edge one way; one listed
+/// in both directions stores each edge reciprocated. Self-loops are not counted.
+struct edge_shape {
+  std::int64_t edges = 0;         // stored edges, self-loops excluded
+  std::int64_t below = 0;         // of them, neighbour id < row id
+  std::int64_t reciprocated = 0;  // of them, (v, u) whose (u, v) is stored too
+  bool one_way() const { return edges > 0 && reciprocated == 0 && (below == 0 || below == edges); }
+  bool symmetric() const { return edges > 0 && reciprocated == edges; }
+};
+edge_shape inspect_edge_shape(const csr_view& g);
+
 /// True when node ids need 64-bit indices.
 inline bool needs_wide_indices(std::int64_t num_nodes) { return num_nodes >= (std::int64_t{1} << 31); }
 

@@ -201,6 +201,23 @@ status prepare_dataset(const prepare_options& o, const std::string& out_dir, thr
 
 namespace {
 
+// An edge file that looks undirected but was read as directed: say so, and
+// which flag stores it as the user most likely meant.
+void warn_if_undirected(const std::string& input, const csr_view& g) {
+  const auto shape = inspect_edge_shape(g);
+  if (shape.one_way())
+    log::warn(
+        "{}: every one of the {} edges is listed once, all from the lower id to the higher "
+        "(or all the other way): this looks like an undirected graph listed once per edge "
+        "(SNAP's undirected files are). Stored as directed, a node aggregates over one side "
+        "only; if the graph is undirected, prepare it with --undirected (both directions)",
+        input, shape.edges);
+  else if (shape.symmetric())
+    log::info("{}: every edge is listed in both directions: stored as an undirected graph "
+              "already (--undirected would change nothing)",
+              input);
+}
+
 status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,
                             thread_pool& pool) {
   edge_format fmt = o.format.value_or(guess_edge_format(o.input));
@@ -250,6 +267,7 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
   log::info("building CSR from {} edges", input_edges);
   auto built = build_csr(std::move(edges), build, &pool);
   if (!built) return std::move(built).error().with_context(o.input + ": ");
+  if (!build.undirected) warn_if_undirected(o.input, built->csr.view());
   meta.name = o.name.empty() ? default_name(o.input) : o.name;
   meta.source = o.input + (features_path.empty() ? "" : " + " + features_path);
   meta.undirected = build.undirected;

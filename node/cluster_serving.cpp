@@ -120,14 +120,19 @@ struct member_serving_impl final : member_serving {
       stop_and_wait(*sys, p);  // they read `features` and `assets` while they run
     if (shard) stop_and_wait(*sys, shard->actor);
   }
-  actors::gnn_model_binding door(sched::admission_options admission) override {
+  actors::gnn_model_binding door(std::string name, sched::admission_options admission) override {
     if (!batcher) {
       const auto* d = ds;
       batcher = actors::spawn_batcher(*sys, pipelines, config.batch, assets->router,
                                       [d](const sched::gnn_request& r) { return summed_psgs(*d, r); });
     }
-    actors::gnn_model_binding b{assets->model->desc().name, batcher, ds, assets->model.get(),
-                                assets->router, config.batch, admission};
+    actors::gnn_model_binding b{name.empty() ? assets->model->desc().name : std::move(name),
+                                batcher,
+                                ds,
+                                assets->model.get(),
+                                assets->router,
+                                config.batch,
+                                admission};
     b.cluster = true;
     const auto* f = features.get();
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };

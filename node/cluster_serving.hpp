@@ -44,7 +44,9 @@ struct member_serving {
   /// by its own batcher into its own pipeline, which reads the cluster's shards
   /// (its own by pointer, the others one-sidedly); the coordinator's batcher is
   /// not on the path. The batcher is started on the first call.
-  virtual actors::gnn_model_binding door(sched::admission_options admission) = 0;
+  /// `name` empty: the model's own name.
+  virtual actors::gnn_model_binding door(std::string name,
+                                         sched::admission_options admission) = 0;
 };
 
 /// How a node serves GNN batches: its pipelines (every rank of a cluster runs

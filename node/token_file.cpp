@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "core/log.hpp"
@@ -39,6 +40,12 @@ expected<std::string> token_file(const std::string& path, std::string_view what,
   std::random_device rd;
   std::string token;
   for (int i = 0; i < 32; ++i) token += "0123456789abcdef"[rd() % 16];
+  if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
+    std::error_code ec;  // the state folder (default_token_file's) may not exist yet
+    if (std::filesystem::create_directories(parent, ec) && !ec)  // made here: private
+      std::filesystem::permissions(parent, std::filesystem::perms::owner_all,
+                                   std::filesystem::perm_options::replace, ec);
+  }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == EEXIST) return read_token(path, what);  // created meanwhile by another process

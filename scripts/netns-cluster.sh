@@ -82,6 +82,7 @@ toml() {
   subnet=$(subnet_of "$name")
   echo "coordinator = \"s0\""
   echo "launcher = \"ip netns exec ${name}-{rank} env UCX_TLS=tcp,self\""
+  echo "token_file = \"${name}.token\""  # beside this TOML (a scratch folder)
   printf '[links]\nintra = "shm"\ninter = "ethernet"\n'
   for ((r = 0; r < n; ++r)); do
     printf '[[server]]\nname = "s%d"\nhost = "%s.%d"\nport = 7600\nmemory = %s\n' \

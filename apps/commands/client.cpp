@@ -18,6 +18,7 @@
 #include <ranges>
 
 #include "apps/commands/command.hpp"
+#include "apps/commands/members_table.hpp"
 #include "apps/commands/load_sweep.hpp"
 #include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
@@ -459,6 +460,7 @@ status run_load(const client_args& c, const load_args& a) {
 
 struct admin_args {
   std::string call, model, name, value;
+  bool json = false;  // members: the raw JSON instead of the table
 };
 
 status run_admin(const client_args& c, const admin_args& a) {
@@ -478,7 +480,10 @@ status run_admin(const client_args& c, const admin_args& a) {
   if (r->status != rpc::rpc_status::ok) {
     return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r->status), r->message);
   }
-  if (!r->json.empty()) fmt::print("{}\n", nlohmann::json::parse(r->json).dump(2));
+  if (a.call == "members" && !a.json && !r->json.empty())
+    fmt::print("{}", members_table(nlohmann::json::parse(r->json)));
+  else if (!r->json.empty())
+    fmt::print("{}\n", nlohmann::json::parse(r->json).dump(2));
   for (const auto& m : r->models)
     fmt::print("{} {} {} in {} out {}\n", m.name, m.kind, m.arch, m.input_width, m.output_width);
   for (const auto& t : r->tunables) fmt::print("{} = {}\n", t.name, t.value);
@@ -578,6 +583,7 @@ void register_client(CLI::App& app, global_options&) {
   admin->add_option("model", aa->model, "Model (tunables, set, load, unload)");
   admin->add_option("name", aa->name, "Tunable name (set); model directory on the server (load)");
   admin->add_option("value", aa->value, "New value (set)");
+  admin->add_flag("--json", aa->json, "members: the raw JSON (descriptors, bridges) instead of a table");
   admin->callback([c, aa] {
     if (int rc = report(run_admin(*c, *aa))) throw CLI::RuntimeError(rc);
   });

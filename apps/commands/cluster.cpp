@@ -19,6 +19,7 @@
 #include "actors/node_actor.hpp"
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
+#include "apps/commands/members_table.hpp"
 #include "apps/commands/runtime_flags.hpp"
 #include "config/colocation.hpp"
 #include "config/topology.hpp"
@@ -102,6 +103,7 @@ struct node_args {
   actors::placement_options placement;   // rank 0: re-plan on drift
   std::uint32_t peer_timeout_ms = 1000;  // a peer silent this long is declared down
   node_pipelines serving;                // pipelines and the door's batch policy
+  std::string name;                      // the GNN's name at the door (default: model.toml's)
 };
 
 // CAF's middleman sends heartbeats every fifth of the timeout and closes a
@@ -157,7 +159,7 @@ status coordinate(node_context node, const actors::bridge_handle& bridge, const 
   SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(node, bridge, o));
   if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
   if (!a.listen) return status::ok();
-  return serve_door(node.sys, a, gnn->binding({}, a.door.admission()),
+  return serve_door(node.sys, a, gnn->binding(a.name, a.door.admission()),
                     [g = gnn.get()] { return g->members_json(); });
 }
 
@@ -318,7 +320,7 @@ status run_node(const node_args& a) {
                         rank);
     SPINDLE_TRY(check_exposure(a.door));
     std::optional<actors::gnn_model_binding> gnn;
-    if (serving) gnn = serving->door(a.door.admission());
+    if (serving) gnn = serving->door(a.name, a.door.admission());
     SPINDLE_TRY(serve_door(sys, a, std::move(gnn), whole_cluster));
     stopped = true;
   }
@@ -337,7 +339,7 @@ status run_node(const node_args& a) {
   return status::ok();  // `stop` ends the node and bridge actors, `serving` its pipeline
 }
 
-status run_status(const std::string& path, const std::string& token_path) {
+status run_status(const std::string& path, const std::string& token_path, bool json) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
   SPINDLE_ASSIGN_OR_RETURN(auto token, token_file(token_path.empty() ? topo.token_file : token_path,
                                                   "cluster token file", false));
@@ -349,7 +351,14 @@ status run_status(const std::string& path, const std::string& token_path) {
   caf::scoped_actor self{sys};
   status result;
   self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
-      .receive([&](const std::string& json) { fmt::print("{}\n", json); },
+      .receive(
+          [&](const std::string& text) {
+            if (json) {
+              fmt::print("{}\n", text);
+            } else {
+              fmt::print("{}", members_table(nlohmann::json::parse(text)));
+            }
+          },
                [&](caf::error& e) {
                  result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
                });
@@ -634,6 +643,8 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Rank 0: requests observed since the last plan before drift is judged")
       ->capture_default_str();
   add_pipeline_options(*node, na->serving);
+  node->add_option("--name", na->name,
+                   "Name clients call the GNN by at this node's door (default: model.toml's name)");
   add_rec_serving_options(*node, na->door);
   node->callback([na] {
     if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);
@@ -665,7 +676,7 @@ void register_cluster(CLI::App& app, global_options&) {
                      "Rank 0: PSGS calibration from `spindle calibrate` (see `node`)");
   launch->add_option("--policy", la->policy, "Rank 0 with --calibration: strict | loose | fixed")
       ->check(CLI::IsMember({"strict", "loose", "fixed"}));
-  for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us"})
+  for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us", "--name"})
     launch->add_option_function<std::string>(
         flag, [la, flag](const std::string& v) { la->serving.insert(la->serving.end(), {flag, v}); },
         "Passed to every rank (see `node`)");
@@ -687,13 +698,15 @@ void register_cluster(CLI::App& app, global_options&) {
     if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
   });
   auto* st = app.add_subcommand("cluster-status",
-                                "Ask the coordinator for the members and their state (JSON)");
+                                "Ask the coordinator for the members and their state (a table; --json: raw)");
   st->add_option("--config", *path, "Cluster TOML")->required();
   auto token_path = std::make_shared<std::string>();
   st->add_option("--token-file", *token_path,
-                 "The cluster token file (default: the TOML's token_file, or its path + .token)");
-  st->callback([path, token_path] {
-    if (int rc = report(run_status(*path, *token_path))) throw CLI::RuntimeError(rc);
+                 "The cluster token file (default: the TOML's token_file, else ~/.local/state/spindle/clusters/NAME-HASH.token)");
+  auto json = std::make_shared<bool>(false);
+  st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
+  st->callback([path, token_path, json] {
+    if (int rc = report(run_status(*path, *token_path, *json))) throw CLI::RuntimeError(rc);
   });
 }
 

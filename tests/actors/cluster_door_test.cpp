@@ -94,8 +94,13 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
   auto want = single_process_results(c, reqs);
   expect_door_answers(client, reqs, want, 7);
-  auto members = nlohmann::json::parse(client({"admin", "members"}));
+  auto members = nlohmann::json::parse(client({"admin", "members", "--json"}));
   EXPECT_EQ(members["members"].size(), 3u) << members.dump();
+  // Without --json: a table a person reads (no descriptor or bridge bytes).
+  const auto table = client({"admin", "members"});
+  EXPECT_NE(table.find("RANK"), std::string::npos) << table;
+  EXPECT_NE(table.find("shard-a"), std::string::npos) << table;
+  EXPECT_LT(table.size(), 2000u) << table;
   // Fanouts are fixed on a cluster: refused on a member's door too, by name.
   auto fanouts = child_process::spawn(
       {"/bin/sh", "-c",
@@ -170,7 +175,7 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   EXPECT_NE(failing->wait(), 0);  // bad_request, named on stderr
   client({"admin", "set", "graphsage", "replan", "now"});
   auto on_epoch = [&](int epoch) {
-    auto j = nlohmann::json::parse(client({"admin", "members"}));
+    auto j = nlohmann::json::parse(client({"admin", "members", "--json"}));
     for (const auto& m : j["members"])
       if (m["epoch"] != epoch || m["reading"] != epoch || m["old_epoch"] != -1) return false;
     return true;
@@ -180,14 +185,14 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
     moved = on_epoch(1);
     if (!moved) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(moved) << client({"admin", "members"});
+  EXPECT_TRUE(moved) << client({"admin", "members", "--json"});
   auto stats = nlohmann::json::parse(client({"admin", "stats"}));
   EXPECT_EQ(stats["models"]["graphsage"]["placement"]["epoch"], 1) << stats.dump();
   EXPECT_EQ(stats["models"]["graphsage"]["tunables"]["placement_epoch"], "1") << stats.dump();
   expect_door_answers(client, reqs, want, 9);
   auto listed = [&] {
     std::map<int, bool> alive;
-    auto j = nlohmann::json::parse(client({"admin", "members"}));
+    auto j = nlohmann::json::parse(client({"admin", "members", "--json"}));
     for (const auto& m : j["members"]) alive[m["rank"].get<int>()] = m["alive"].get<bool>();
     return alive;
   };
@@ -201,7 +206,7 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   }
   EXPECT_TRUE(seen_down);
   // Admin.members reports the dead member not ready (it said ready=true before).
-  for (const auto& m : nlohmann::json::parse(client({"admin", "members"}))["members"])
+  for (const auto& m : nlohmann::json::parse(client({"admin", "members", "--json"}))["members"])
     if (m["rank"] == 1) {
       EXPECT_FALSE(m["ready"].get<bool>()) << m.dump();
     }
@@ -432,8 +437,9 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   const int metrics_port = free_port();
   const int http_port = free_port();
   auto launch = *child_process::spawn({SPINDLE_BINARY, "launch", "--config", c.config, "--dataset",
-                                       c.cora, "--model", c.model, "--listen", "127.0.0.1:0",
-                                       "--metrics", fmt::format("127.0.0.1:{}", metrics_port),
+                                       c.cora, "--model", c.model, "--name", "sage", "--listen",
+                                       "127.0.0.1:0", "--metrics",
+                                       fmt::format("127.0.0.1:{}", metrics_port),
                                        "--http", fmt::format("127.0.0.1:{}", http_port)});
   auto listening = launch.wait_for("[rank 0] listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
@@ -448,19 +454,20 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   // launch passes --metrics to rank 0 (#16 item 9: it had only `node`'s flags).
   const std::string metrics =
       http_exchange(metrics_port, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
-  EXPECT_NE(metrics.find("spindle_admission_limit{model=\"graphsage\"}"), std::string::npos)
+  // --name: the model is called `sage` at the door, whatever model.toml says.
+  EXPECT_NE(metrics.find("spindle_admission_limit{model=\"sage\"}"), std::string::npos)
       << metrics.substr(0, 500);
   // ... and --http: rank 0 answers KServe v2 calls for the cluster (#17).
   const std::string body =
       R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})";
   const std::string answer = http_exchange(
-      http_port, fmt::format("POST /v2/models/graphsage/infer HTTP/1.0\r\nHost: x\r\n"
+      http_port, fmt::format("POST /v2/models/sage/infer HTTP/1.0\r\nHost: x\r\n"
                              "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
                              body.size(), body));
   EXPECT_NE(answer.find("200 OK"), std::string::npos) << answer.substr(0, 500);
   EXPECT_NE(answer.find("\"name\":\"output\""), std::string::npos) << answer.substr(0, 500);
   auto p = child_process::spawn({SPINDLE_BINARY, "client", "--connect", *listening, "--model",
-                                 "graphsage", "infer", "--seeds", "3", "--json"});
+                                 "sage", "infer", "--seeds", "3", "--json"});
   auto line = p->read_line(30'000);
   ASSERT_TRUE(line.has_value());
   EXPECT_EQ(nlohmann::json::parse(*line)["status"], "ok") << *line;

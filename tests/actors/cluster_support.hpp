@@ -63,7 +63,7 @@ inline child_process start_node(const std::string& config, int rank) {
 }
 
 inline nlohmann::json cluster_status(const std::string& config) {
-  auto c = child_process::spawn({SPINDLE_BINARY, "cluster-status", "--config", config});
+  auto c = child_process::spawn({SPINDLE_BINARY, "cluster-status", "--config", config, "--json"});
   auto line = c->read_line(20'000);
   EXPECT_TRUE(line.has_value());
   c->wait();

@@ -2,6 +2,7 @@
 // join over CAF's middleman, a killed node is seen down, a restarted one rejoins;
 // they serve Cora (whole, with a disk tier, or partitioned) exactly like one
 // process, through re-placements, member kills, freezes and restarts.
+#include "config/topology.hpp"
 #include "tests/actors/cluster_support.hpp"
 
 namespace spindle {
@@ -22,8 +23,8 @@ TEST(cluster_test, nodes_join_a_killed_node_is_seen_down_and_a_restart_rejoins) 
   auto a = start_node(config, 1);
   auto b = start_node(config, 2);
   // cluster-status lists descriptors and bridge addresses: only with the cluster
-  // token (rank 0 created config + ".token", mode 0600).
-  EXPECT_EQ(std::filesystem::status(config + ".token").permissions() &
+  // token (rank 0 created it with the user's state, mode 0600).
+  EXPECT_EQ(std::filesystem::status(config::default_token_file(config)).permissions() &
                 std::filesystem::perms::others_read,
             std::filesystem::perms::none);
   {

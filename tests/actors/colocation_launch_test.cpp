@@ -11,6 +11,7 @@
 #include <set>
 
 #include "../graph/test_util.hpp"
+#include "config/topology.hpp"
 #include "core/npy.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
@@ -83,7 +84,7 @@ TEST(colocation_launch_test, launch_places_each_plan_servers_models_on_its_rank)
       ready.insert(rank);
   }
   EXPECT_EQ(planned, (std::map<int, std::string>{{0, "D + W"}, {1, "D + W"}, {2, "N"}})) << seen;
-  auto token = read_text_file(config + ".token", "token");
+  auto token = read_text_file(config::default_token_file(config), "token");
   ASSERT_TRUE(token.has_value());
   std::string t = *token;
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();

@@ -176,6 +176,24 @@ TEST_F(cli_test, prepare_converts_snap_and_recomputes_in_place) {
   EXPECT_EQ(j["metrics"]["seed_distribution"], "degree");
 }
 
+// ego-Facebook's file lists each undirected edge once (u < v): read as directed,
+// a node aggregates over one side only. prepare says so and names the flag.
+TEST_F(cli_test, prepare_warns_when_an_edge_list_looks_undirected) {
+  std::ofstream(*dir_ + "/once.txt") << "0 1\n0 2\n1 2\n2 3\n";
+  auto r = run("prepare --input " + *dir_ + "/once.txt --out " + *dir_ + "/once");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("looks like an undirected graph listed once per edge"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("prepare it with --undirected"), std::string::npos) << r.out;
+  r = run("prepare --input " + *dir_ + "/once.txt --undirected --out " + *dir_ + "/both");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("looks like an undirected graph"), std::string::npos) << r.out;
+  std::ofstream(*dir_ + "/directed.txt") << "0 1\n2 1\n1 0\n3 2\n";
+  r = run("prepare --input " + *dir_ + "/directed.txt --out " + *dir_ + "/directed");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("undirected"), std::string::npos) << r.out;
+}
+
 TEST_F(cli_test, every_subcommand_has_complete_help) {
   for (auto [cmd, flag] : {std::pair{"generate", "--edge-factor"},
                            std::pair{"prepare", "--seed-distribution"}, std::pair{"info", "--json"},

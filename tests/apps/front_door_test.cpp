@@ -266,6 +266,11 @@ TEST(front_door_test, the_client_spreads_calls_over_several_doors) {
       false);
   EXPECT_EQ(rc1, 0) << one;
   EXPECT_NE(one.find("\"ok\""), std::string::npos) << one;
+  // A call naming no model gets the only one loaded there.
+  auto [rc2, unnamed] =
+      run_spindle("client --connect " + *listening + " infer --seeds 1 --json", false);
+  EXPECT_EQ(rc2, 0) << unnamed;
+  EXPECT_NE(unnamed.find("\"ok\""), std::string::npos) << unnamed;
   // The C++ client library: the first door that accepts.
   std::vector<std::string> skipped;
   auto any = rpc::rpc_client::connect_any(refused + "," + f.endpoint, 30000, &skipped);

@@ -20,6 +20,31 @@ std::vector<std::int64_t> row(const csr_graph& g, std::int64_t v) {
   return out;
 }
 
+// What `prepare` reads to warn about an undirected file read as directed.
+TEST(edge_list_test, edge_shape_tells_one_way_symmetric_and_mixed_graphs_apart) {
+  auto one_way = build_csr(edges({{0, 1}, {0, 2}, {1, 2}, {2, 3}, {1, 1}}), {});
+  ASSERT_TRUE(one_way.has_value());
+  auto s = inspect_edge_shape(one_way->csr.view());
+  EXPECT_EQ(s.edges, 4);  // the self-loop was dropped
+  EXPECT_EQ(s.reciprocated, 0);
+  EXPECT_TRUE(s.one_way());
+  EXPECT_FALSE(s.symmetric());
+  build_options both;
+  both.undirected = true;
+  auto sym = build_csr(edges({{0, 1}, {0, 2}, {1, 2}}), both);
+  ASSERT_TRUE(sym.has_value());
+  s = inspect_edge_shape(sym->csr.view());
+  EXPECT_EQ(s.edges, 6);
+  EXPECT_TRUE(s.symmetric());
+  EXPECT_FALSE(s.one_way());
+  auto mixed = build_csr(edges({{0, 1}, {2, 1}, {1, 0}}), {});  // a directed graph
+  ASSERT_TRUE(mixed.has_value());
+  s = inspect_edge_shape(mixed->csr.view());
+  EXPECT_EQ(s.reciprocated, 2);
+  EXPECT_FALSE(s.one_way());
+  EXPECT_FALSE(s.symmetric());
+}
+
 TEST(edge_list_test, drops_self_loops_and_duplicates_by_default) {
   auto b = build_csr(edges({{0, 1}, {0, 1}, {1, 1}, {2, 0}}), {});
   ASSERT_TRUE(b.has_value());
