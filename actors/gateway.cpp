@@ -18,6 +18,7 @@
 #include "actors/gateway_state.hpp"
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
+#include "core/call_origin.hpp"
 #include "core/log.hpp"
 #include "sched/serving/rec_batch.hpp"
 #include "transport/rpc/request_checks.hpp"
@@ -280,7 +281,7 @@ status gateway::load_model(const std::string& name, const std::string& path) {
     return st;
   }
   add_model(binding);
-  log::info("admin: loaded model '{}' from {}", name, path);
+  log::info("admin via {}: loaded model '{}' from {}", call_origin(), name, path);
   return status::ok();
 }
 
@@ -304,7 +305,7 @@ status gateway::sync_versions(const std::string& name) {
       return st;
     }
     add_model(binding);
-    log::info("admin: serving model '{}' version {}", name, v);
+    log::info("admin via {}: serving model '{}' version {}", call_origin(), name, v);
   }
   std::vector<std::shared_ptr<gnn_entry>> retired;
   {
@@ -319,7 +320,7 @@ status gateway::sync_versions(const std::string& name) {
   for (const auto& e : retired) {
     drain(name, *e);
     s_->loader.unload(key_of(e->b));
-    log::info("admin: version {} of '{}' drained and unloaded", e->b.version, name);
+    log::info("admin via {}: version {} of '{}' drained and unloaded", call_origin(), e->b.version, name);
   }
   return status::ok();
 }
@@ -357,7 +358,7 @@ status gateway::unload_model(const std::string& name) {
     drain(name, *e);
     s_->loader.unload(key_of(e->b));
   }
-  log::info("admin: unloaded model '{}'", name);
+  log::info("admin via {}: unloaded model '{}'", call_origin(), name);
   return status::ok();
 }
 
@@ -407,7 +408,27 @@ bool admit_call(model_counters& c, sched::admission_control& admission, const st
 
 }  // namespace
 
+void gateway::set_access_log(std::shared_ptr<access_log> log) { s_->access = std::move(log); }
+
+namespace {
+
+// `done`, writing the call's access-log line first (door, model, items, status, latency).
+template <class Answer>
+std::function<void(Answer)> logged(std::shared_ptr<access_log> log, std::string model,
+                                   const char* kind, std::size_t items,
+                                   std::function<void(Answer)> done) {
+  return [log = std::move(log), door = call_origin(), model = std::move(model), kind, items,
+          t0 = clock_type::now(), done = std::move(done)](Answer a) {
+    log->write(door, model, kind, items, transport::rpc::to_string(a.status), ms_since(t0));
+    done(std::move(a));
+  };
+}
+
+}  // namespace
+
 void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_answer)> done) {
+  if (s_->access)
+    done = logged<gnn_answer>(s_->access, call.model, "gnn", call.seeds.size(), std::move(done));
   auto e = s_->gnn_for_call(call.model);
   if (!e) {
     const bool is_rec = s_->rec_of(call.model) != nullptr;
@@ -533,6 +554,9 @@ void run_pending(rec_entry& e) {
 }  // namespace
 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
+  if (s_->access)
+    done = logged<rec_answer>(s_->access, call.model, "rec", std::size_t(call.batch),
+                              std::move(done));
   auto e = s_->rec_for_call(call.model);
   if (!e) {
     return done(

@@ -19,6 +19,7 @@
 #include "actors/hps_messages.hpp"
 #include "actors/serving_messages.hpp"
 #include "actors/split_path.hpp"
+#include "core/access_log.hpp"
 #include "embedding/dlrm_hps.hpp"
 #include "sched/serving/admission.hpp"
 #include "sched/colocation/device_scheduler.hpp"
@@ -102,6 +103,8 @@ class gateway final : public transport::rpc::rpc_service {
   /// On a cluster's coordinator: where Admin.members gets the member list (a
   /// JSON array, as `spindle cluster-status` prints it). Default: this process.
   void set_members(std::function<std::string()> members);
+  /// One line per inference call from now on (--access-log); null: none.
+  void set_access_log(std::shared_ptr<access_log> log);
   /// Enables Admin.loadModel / unloadModel for GNN models.
   void set_model_loader(model_loader loader);
   caf::actor_system& system();
@@ -152,6 +155,8 @@ class gateway final : public transport::rpc::rpc_service {
   struct state;
 
  private:
+  status apply_tunable(const std::string& model, const std::string& name,
+                       const std::string& value);
   status load_rec(const std::string& name, const std::string& path);
   status unload_rec(const std::string& name);
 

@@ -108,7 +108,9 @@ nlohmann::json model_counters::json(const sched::admission_control& admission) {
           {"executions", executions.load()},
           {"in_flight", admission.in_flight()},
           {"admission_limit", admission.limit()},
-          {"capacity_rps", admission.capacity_rps()},
+          {"capacity_rps",  // null until measured under load
+           admission.capacity_rps() > 0 ? nlohmann::json(admission.capacity_rps())
+                                        : nlohmann::json(nullptr)},
           {"latency_ms", percentiles(std::move(all))},
           {"latency_ms_10s", percentiles(std::move(recent))}};
 }

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "actors/gateway_state.hpp"
+#include "core/call_origin.hpp"
 #include "core/log.hpp"
 
 namespace spindle::actors {
@@ -73,7 +74,7 @@ status gateway::load_rec(const std::string& name, const std::string& path) {
     spindle::lock_guard lock(s_->models_mu);
     s_->rec[name] = std::move(e);
   }
-  log::info("admin: loaded recommendation model '{}' from {}", name, path);
+  log::info("admin via {}: loaded recommendation model '{}' from {}", call_origin(), name, path);
   return status::ok();
 }
 
@@ -101,7 +102,7 @@ status gateway::unload_rec(const std::string& name) {
   if (e->b.pool) e->b.pool->wait_idle();
   for (const auto& a : e->b.instances) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   if (e->b.cache) caf::anon_send_exit(e->b.cache, caf::exit_reason::user_shutdown);
-  log::info("admin: unloaded recommendation model '{}' ({} calls answered)", name,
+  log::info("admin via {}: unloaded recommendation model '{}' ({} calls answered)", call_origin(), name,
             e->c.requests.load());
   return status::ok();
 }

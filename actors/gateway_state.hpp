@@ -138,6 +138,7 @@ struct gateway::state {
   std::atomic<int> manager_period_ms{1000};  // T_monitor (tunable manager_period_ms)
   std::unique_ptr<split_path> split;
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any
+  std::shared_ptr<access_log> access;     // --access-log, or null (set before serving)
   model_loader loader;
   spindle::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(detail::gateway_forwarder)) {}

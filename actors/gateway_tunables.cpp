@@ -11,6 +11,8 @@
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "config/sampling.hpp"
+#include "config/tunables.hpp"
+#include "core/call_origin.hpp"
 #include "core/log.hpp"
 
 namespace spindle::actors {
@@ -213,11 +215,9 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     e.b.policy.work_conserving = value == "true";
   } else {
     return make_error(errc::invalid_argument,
-                      "unknown tunable '{}' (GNN models: routing_policy, psgs_threshold, "
-                      "batch_deadline_us, max_batch, work_conserving, max_queue, slo_ms, "
-                      "fanouts, gnnsched_policy; on a cluster "
-                      "also placement_drift_threshold, replan)",
-                      shown(name));
+                      "unknown tunable '{}' (GNN models: {}; on a cluster's coordinator also {})",
+                      shown(name), config::tunable_names(config::tunable_scope::gnn),
+                      config::tunable_names(config::tunable_scope::cluster));
   }
   caf::anon_send(e.b.batcher, policy_atom::value, e.b.policy);
   return status::ok();
@@ -297,16 +297,26 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
   }
   return make_error(
       errc::invalid_argument,
-      "unknown tunable '{}' (recommendation models: max_queue, slo_ms, workers, "
-      "max_batch_samples, queue_deadline_us, manager_sla_ms, slack_low, slack_high, max_workers; "
-      "through the parameter server also refresh, hit_rate_threshold[.TABLE])",
-      shown(name));
+      "unknown tunable '{}' (recommendation models: {}; through the parameter server also {})",
+      shown(name), config::tunable_names(config::tunable_scope::rec),
+      config::tunable_names(config::tunable_scope::parameter_server));
 }
 
 }  // namespace
 
 status gateway::set_tunable(const std::string& model, const std::string& name,
                             const std::string& value) {
+  auto st = apply_tunable(model, name, value);
+  if (st)
+    log::info("admin via {}: {} {} = {}", call_origin(), shown(model), shown(name), shown(value));
+  else
+    log::info("admin via {}: {} {} = {} refused: {}", call_origin(), shown(model), shown(name),
+              shown(value), st.message());
+  return st;
+}
+
+status gateway::apply_tunable(const std::string& model, const std::string& name,
+                              const std::string& value) {
   if (auto e = s_->gnn_of(model)) return set_gnn_tunable(s_->sys, *e, name, value);
   if (auto e = s_->rec_of(model)) {
     if (name == "manager_period_ms" && e->b.pool) {  // T_monitor, for every managed model

@@ -18,7 +18,8 @@ extern char** environ;
 namespace spindle {
 
 expected<child_process> child_process::spawn(const std::vector<std::string>& argv,
-                                             const std::vector<std::string>& env) {
+                                             const std::vector<std::string>& env,
+                                             bool merge_stderr) {
   if (argv.empty()) return make_error(errc::invalid_argument, "spawn: empty argv");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
@@ -27,6 +28,7 @@ expected<child_process> child_process::spawn(const std::vector<std::string>& arg
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  if (merge_stderr) posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   std::vector<std::string> envs;
   for (char** e = environ; *e; ++e) envs.emplace_back(*e);
   envs.insert(envs.end(), env.begin(), env.end());

@@ -16,9 +16,11 @@ namespace spindle {
 class child_process {
  public:
   /// Runs argv[0] (a path) with argv; `env` entries ("KEY=VALUE") are added to
-  /// the inherited environment. stdin is /dev/null; stderr is inherited.
+  /// the inherited environment. stdin is /dev/null; stderr is inherited, or
+  /// with `merge_stderr` read with stdout (a relay that prefixes every line).
   static expected<child_process> spawn(const std::vector<std::string>& argv,
-                                       const std::vector<std::string>& env = {});
+                                       const std::vector<std::string>& env = {},
+                                       bool merge_stderr = false);
   child_process(child_process&&) noexcept;
   child_process& operator=(child_process&&) noexcept;
   /// Kills (SIGKILL) and reaps a child that is still running.

@@ -188,6 +188,11 @@ status warm_up(actors::gateway& g) {
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token) {
   SPINDLE_TRY(check_exposure(a));
   SPINDLE_TRY(add_tensor_models(g, a));
+  if (!a.access_log.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto log, access_log::open(a.access_log));
+    g.set_access_log(std::move(log));
+    log::info("access log: {} (one line per call)", a.access_log);
+  }
   transport::rpc::server_options o;
   o.listen = a.listen;
   o.admin_token = token;

@@ -17,6 +17,7 @@ struct front_door_args {
   std::string listen = "127.0.0.1:7400";
   std::string admin_token_file;
   std::string metrics;                     // HOST:PORT of the Prometheus endpoint; empty: none
+  std::string access_log;                  // --access-log FILE: one line per call; empty: none
   std::string http;                        // HOST:PORT of KServe v2 over HTTP/REST; empty: none
   std::string grpc;                        // HOST:PORT of KServe v2 over gRPC; empty: none
   std::size_t http_max_body_mb = 64;       // larger HTTP bodies and gRPC messages are refused

@@ -256,6 +256,7 @@ status write_cdf(const std::vector<double>& lat_ms, const std::string& csv, cons
       out << l[i] << "," << f << "," << std::max(1.0 - f, 1.0 / double(l.size())) << "\n";
     }
   }
+  fmt::print(stderr, "wrote the latency CDF to {}\n", path);  // stderr: --json stays clean
   if (plot.empty() || l.empty()) return status::ok();
   std::string marks;
   int n = 1;
@@ -272,7 +273,9 @@ status write_cdf(const std::vector<double>& lat_ms, const std::string& csv, cons
       "set xlabel 'latency (ms)'\nset ylabel 'share of requests slower'\n"
       "set logscale xy\nset format y '10^{%L}'\nset key off\nset grid\nset title title\n" +
       marks + "plot data every ::1 u 1:3 w l lw 2\n";
-  return run_gnuplot(script, plot, {{"data", path}, {"title", title}});
+  SPINDLE_TRY(run_gnuplot(script, plot, {{"data", path}, {"title", title}}));
+  fmt::print(stderr, "wrote the latency plot to {}\n", plot);
+  return status::ok();
 }
 
 status write_request_log(const std::string& path,

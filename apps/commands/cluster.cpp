@@ -437,7 +437,7 @@ bool tend(launched_rank& r, bool restart) {
     return true;
   }
   if (!restart || steady_clock::now() < r.restart_at) return restart;
-  auto c = child_process::spawn(r.argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())});
+  auto c = child_process::spawn(r.argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true);
   if (!c) {
     fmt::print("[{}] cannot restart: {}\n", r.label, c.error().to_string());
     r.restart_at = steady_clock::now() + r.backoff;
@@ -517,7 +517,7 @@ status launch_colocation(const std::string& exe, const config::topology& topo,
                                      "1"};
     for (const auto& m : sp.models) argv.insert(argv.end(), {"--rec-model", m + "=" + dirs[m]});
     SPINDLE_ASSIGN_OR_RETURN(
-        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}));
+        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
     auto& lr = ranks.emplace_back();
     lr.rank = rank, lr.label = fmt::format("rank {} hera", rank), lr.argv = std::move(argv);
     lr.process.emplace(std::move(c));
@@ -557,7 +557,7 @@ status run_launch(const launch_args& a) {
     }
     // A node started here ends when launch does, even if launch is killed.
     SPINDLE_ASSIGN_OR_RETURN(
-        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}));
+        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
     auto& lr = ranks.emplace_back();
     lr.rank = int(r), lr.label = label, lr.argv = std::move(argv);
     lr.process.emplace(std::move(c));
@@ -622,6 +622,8 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--admin-token-file", na->door.admin_token_file,
                    "Rank 0: Admin token file (created if absent); without it Admin is disabled");
   node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");
+  node->add_option("--access-log", na->door.access_log,
+                   "This node's door: one line per call to FILE (see `serve`)");
   node->add_option("--http", na->door.http, "Rank 0: KServe v2 over HTTP/REST on HOST:PORT");
   node->add_option("--grpc", na->door.grpc, "Rank 0: KServe v2 over gRPC on HOST:PORT");
   node->add_option("--max-queue", na->door.max_queue,

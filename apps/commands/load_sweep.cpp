@@ -141,6 +141,7 @@ status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std:
                  : "closed loop (calls in flight per point)") +
       "'\nplot data u 1:2 w lp lw 2 pt 7, data u 1:2:3 w labels offset 0,1\n";
   SPINDLE_TRY(run_gnuplot(script, png, {{"data", data}}));
+  fmt::print(stderr, "wrote the sweep to {} and its plot to {}\n", data, png);
   return status::ok();
 }
 

@@ -37,6 +37,9 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
       "Admin token file (created with a random token if absent); without it Admin is disabled");
   cmd.add_option("--metrics", a.metrics,
                  "Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9400)");
+  cmd.add_option("--access-log", a.access_log,
+                 "Append one line per call to FILE: time, door, model, seeds or samples, "
+                 "status, latency (flushed at least once a second while calls come)");
   cmd.add_option("--http", a.http,
                  "Serve the KServe v2 inference protocol over HTTP/REST on HOST:PORT (Triton's "
                  "and KServe's clients, curl; port 0: a free one)");

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "apps/commands/command.hpp"
+#include "config/tunables.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle::apps {
@@ -58,13 +59,7 @@ std::string help_text() {
          "  models                          list loaded models\n"
          "  stats [MODEL]                   counters, latency percentiles, tunables (JSON)\n"
          "  tunables MODEL                  live-tunable settings of a model\n"
-         "  set MODEL NAME VALUE            change a tunable now (routing_policy, psgs_threshold,\n"
-         "                                  batch_deadline_us, max_batch, work_conserving,\n"
-         "                                  max_queue,\n"
-         "                                  gnnsched_policy; cluster:\n"
-         "                                  placement_drift_threshold, replan; DLRM: "
-         "hit_rate_threshold[.TABLE],\n"
-         "                                  refresh, max_queue)\n"
+         "  set MODEL NAME VALUE            change a tunable now (the tunables below)\n"
          "  load NAME MODEL_DIR             serve a GNN model directory (on the server) as NAME\n"
          "  unload NAME                     stop serving NAME once its calls finished\n"
          "  members                         cluster membership and health\n"
@@ -72,7 +67,9 @@ std::string help_text() {
          "  watch stats [SECONDS] [TIMES]   refreshing per-model table (default every 1 s, until "
          "Ctrl-C)\n"
          "  complete TEXT                   the words tab offers after TEXT (for scripts)\n"
-         "  help, quit\n";
+         "  help, quit\n"
+         "tunables (set MODEL NAME VALUE):\n" +
+         config::tunables_help();
 }
 
 // The model names tab completion offers (at start, and after load / unload).

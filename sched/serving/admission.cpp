@@ -52,7 +52,9 @@ void admission_control::roll(clock::time_point now) {
   const auto done = done_in_window_.exchange(0, std::memory_order_relaxed);
   const auto refused = refused_in_window_.exchange(0, std::memory_order_relaxed);
   const double rate = seconds > 0 ? double(done) / seconds : 0;
-  if (capacity_ == 0) {
+  if (done < o_.min_window_calls && refused == 0) {
+    // too few calls to measure anything: capacity stays as it was
+  } else if (capacity_ == 0) {
     capacity_ = rate;
   } else if (refused > 0) {
     capacity_ = 0.5 * capacity_ + 0.5 * rate;

@@ -28,6 +28,9 @@ struct admission_options {
   /// idle model still fills its pipelines before capacity is known.
   std::size_t floor = 128;
   std::chrono::milliseconds window{100};
+  /// A window with fewer completions (and no refusal) says nothing of capacity:
+  /// one warm-up call in an idle second is not a rate the model can sustain.
+  std::size_t min_window_calls = 8;
 };
 
 class admission_control {
@@ -43,7 +46,8 @@ class admission_control {
 
   std::size_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
   std::size_t limit() const { return limit_.load(std::memory_order_relaxed); }
-  /// Measured completions per second at capacity (0 until the first window).
+  /// Measured completions per second at capacity (0 until a window had
+  /// min_window_calls completions or a refusal).
   double capacity_rps() const;
   std::uint64_t refused() const { return refused_total_.load(std::memory_order_relaxed); }
 

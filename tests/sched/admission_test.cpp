@@ -37,6 +37,21 @@ TEST(admission_test, the_limit_is_capacity_times_the_slo_share_within_floor_and_
   EXPECT_EQ(a.limit(), 100u);  // no SLO: only max_queue
 }
 
+// One warm-up call in an idle second is no measure of capacity (stats showed
+// capacity_rps 0.57 before any load): windows of a few calls leave it unknown.
+TEST(admission_test, a_window_of_a_few_calls_does_not_measure_capacity) {
+  admission_options o;
+  o.slo = milliseconds(30), o.floor = 16;
+  admission_control a(o);
+  auto t = clock_type::now();
+  run_window(a, t, 1, milliseconds(1700));
+  run_window(a, t, 3, milliseconds(100));
+  EXPECT_EQ(a.capacity_rps(), 0);
+  EXPECT_EQ(a.limit(), 16u);
+  run_window(a, t, 100, milliseconds(100));
+  EXPECT_NEAR(a.capacity_rps(), 1000, 1);
+}
+
 TEST(admission_test, calls_past_the_limit_are_refused_and_counted) {
   admission_options o;
   o.floor = 3, o.max_queue = 3;

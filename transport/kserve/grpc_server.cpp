@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/call_origin.hpp"
 #include "grpc_service.grpc.pb.h"
 #include "transport/rpc/endpoint.hpp"
 
@@ -178,6 +179,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   }
   ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const pb::ModelInferRequest* in,
                                  pb::ModelInferResponse* out) override {
+    scoped_call_origin origin("grpc " + ctx->peer());
     auto r = request_of(*in);
     if (!r) return finish(ctx, Status(StatusCode::INVALID_ARGUMENT, r.error().message()));
     auto* reactor = ctx->DefaultReactor();
@@ -202,6 +204,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx,
                                           const pb::RepositoryModelLoadRequest* in,
                                           pb::RepositoryModelLoadResponse*) override {
+    scoped_call_origin origin("grpc " + ctx->peer());
     std::string path;
     if (auto it = in->parameters().find("path"); it != in->parameters().end())
       path = it->second.string_param();
@@ -210,6 +213,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
                                             const pb::RepositoryModelUnloadRequest* in,
                                             pb::RepositoryModelUnloadResponse*) override {
+    scoped_call_origin origin("grpc " + ctx->peer());
     return repository(ctx, [&] { return d_.service().unload_model(in->model_name()); });
   }
 

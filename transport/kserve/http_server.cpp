@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/call_origin.hpp"
 #include "core/log.hpp"
 #include "transport/kserve/infer_json.hpp"
 #include "transport/rpc/endpoint.hpp"
@@ -116,6 +117,11 @@ void handle_repository(door& d, const std::string& token, const httplib::Request
 }
 
 void add_routes(httplib::Server& s, door& d, const std::string& token) {
+  // Every request names its door and client to the gateway (logs, access log).
+  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    set_call_origin(fmt::format("http {}:{}", req.remote_addr, req.remote_port));
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   s.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(dump({{"name", "spindle"},
                           {"version", "0.1.0"},

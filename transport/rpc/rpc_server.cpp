@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/call_origin.hpp"
 #include "core/log.hpp"
 #include "core/thread_pool.hpp"
 #include "transport/rpc/codec.hpp"
@@ -222,7 +223,10 @@ class admin_impl final : public ::Admin::Server {
   template <class Context>
   kj::Promise<void> off_thread(Context ctx, std::function<status()> work) {
     auto [promise, done] = cross_thread_reply<status>();
-    worker_.submit([work = std::move(work), done = std::move(done)] { done(work()); });
+    worker_.submit([work = std::move(work), done = std::move(done)] {
+      scoped_call_origin origin("capnp");
+      done(work());
+    });
     return promise.then([this, ctx](status s) mutable { return answer(ctx.getResults(), s); });
   }
 
@@ -417,7 +421,10 @@ expected<std::unique_ptr<rpc_server>> rpc_server::start(const server_options& op
   SPINDLE_TRY(parse_host_port(options.listen, "--listen").error_or_ok());
   auto i = std::make_unique<impl>();
   impl* raw = i.get();
-  i->thread = std::thread([raw, options, &service] { raw->run(options, service); });
+  i->thread = std::thread([raw, options, &service] {
+    set_call_origin("capnp");  // every call this thread hands the service came through this door
+    raw->run(options, service);
+  });
   pthread_setname_np(i->thread.native_handle(), "rpc-server");
   std::unique_lock lock(i->mu);
   i->cv.wait(lock, [&] { return i->ready; });

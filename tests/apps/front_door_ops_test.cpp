@@ -1,0 +1,95 @@
+// What an operator reads from a running server: the access log (one line per
+// call, naming its door), the log line of every tunable change and who asked,
+// and one table of tunables that the server and the shell's help share.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/tunables.hpp"
+#include "tests/apps/front_door_fixture.hpp"
+
+namespace spindle {
+namespace {
+
+using namespace front_door;
+
+TEST(front_door_ops_test, the_access_log_names_every_call_and_its_door) {
+  auto& f = fixture();
+  const std::string log = f.dir + "/access.log", token = f.dir + "/ops.token";
+  auto s = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", f.dir + "/g", "--model",
+                                 f.dir + "/m", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                                 "--admin-token-file", token, "--access-log", log},
+                                {}, true);  // its log lines too
+  ASSERT_TRUE(s.has_value());
+  auto http = s->wait_for("http http://127.0.0.1:", 60'000);
+  ASSERT_TRUE(http.has_value()) << http.error().to_string();
+  const int http_port = std::stoi(http->substr(0, http->find('/')));
+  auto listening = s->wait_for("listening ", 60'000);
+  ASSERT_TRUE(listening.has_value());
+  // Two calls over Cap'n Proto (one naming no model), one over HTTP, one refused.
+  for (const char* args : {" --model sage infer --seeds 1,2", " infer --seeds 3"})
+    EXPECT_EQ(run_spindle("client --connect " + *listening + args).first, 0);
+  httplib::Client c("127.0.0.1", http_port);
+  auto r = c.Post("/v2/models/sage/infer",
+                  R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[4]}]})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(run_spindle("client --connect " + *listening + " --model nope infer --seeds 1").first,
+            0);
+  // A tunable change and a refused one, each logged with the door that asked.
+  EXPECT_EQ(run_spindle("client --connect " + *listening + " --token-file " + token +
+                        " admin set sage max_batch 16")
+                .first,
+            0);
+  EXPECT_NE(run_spindle("client --connect " + *listening + " --token-file " + token +
+                        " admin set sage max_batch zero")
+                .first,
+            0);
+  // Every GNN tunable of the shared table is one the server knows (a bad value
+  // is refused by its own name, never as an unknown tunable).
+  for (const auto& t : config::tunables()) {
+    if (t.scope != config::tunable_scope::gnn) continue;
+    auto [rc, out] = run_spindle("client --connect " + *listening + " --token-file " + token +
+                                 " admin set sage " + std::string(t.name) + " '?bad?'");
+    EXPECT_NE(rc, 0) << t.name;
+    EXPECT_EQ(out.find("unknown tunable"), std::string::npos) << t.name << ": " << out;
+  }
+  s->signal(SIGTERM);
+  std::string server_log;
+  while (auto line = s->read_line(30'000)) server_log += *line + "\n";
+  EXPECT_EQ(s->wait(), 0) << server_log;
+  EXPECT_NE(server_log.find("admin via capnp: sage max_batch = 16"), std::string::npos)
+      << server_log;
+  EXPECT_NE(server_log.find("admin via capnp: sage max_batch = zero refused"), std::string::npos)
+      << server_log;
+  std::ifstream in(log);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_GE(lines.size(), 4u);
+  auto count = [&](const std::string& needle) {
+    int n = 0;
+    for (const auto& l : lines) n += l.find(needle) != std::string::npos;
+    return n;
+  };
+  EXPECT_EQ(count("door=capnp model=sage kind=gnn items=2 status=ok"), 1);
+  EXPECT_EQ(count("door=capnp model=- kind=gnn items=1 status=ok"), 1);  // no model named
+  EXPECT_EQ(count("door=http 127.0.0.1:"), 1);
+  EXPECT_EQ(count("model=nope kind=gnn items=1 status=bad_request"), 1);
+  for (const auto& l : lines) EXPECT_NE(l.find(" ms="), std::string::npos) << l;
+}
+
+// The shell's help lists every tunable of the table the server refuses with.
+TEST(front_door_ops_test, the_shell_help_lists_every_tunable) {
+  auto& f = fixture();
+  auto [rc, out] = run_spindle("shell --connect " + f.endpoint + " -c help");
+  ASSERT_EQ(rc, 0) << out;
+  for (const auto& t : config::tunables())
+    EXPECT_NE(out.find(std::string(t.name)), std::string::npos) << t.name << "\n" << out;
+}
+
+}  // namespace
+}  // namespace spindle
