@@ -74,7 +74,9 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
                                                     sched::device_executors& executors) {
   if (!a.calibration.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(a.calibration, "calibration"));
-    return sched::psgs_calibration::from_json(text, a.calibration);
+    SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text, a.calibration));
+    log::info("PSGS routing from {}: {}", a.calibration, c.summary());
+    return c;
   }
   // Calibrate on the served model: the curves time the whole served pipeline.
   sched::calibrate_options o;
@@ -95,8 +97,12 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
     SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(a.fanouts));
     SPINDLE_TRY(m->set_fanouts(std::move(f)));
   }
+  log::info("no --calibration: calibrating PSGS routing now ({} batches per executor; "
+            "`spindle calibrate` saves one with its table and plot)",
+            o.batches);
   auto calibration = sched::calibrate(ds, *m, o, pool);
   executors.forget(*m);  // the calibration model's device weights go with it
+  if (calibration) log::info("PSGS routing calibrated: {}", calibration->summary());
   return calibration;
 }
 

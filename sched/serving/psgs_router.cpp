@@ -154,6 +154,19 @@ std::string psgs_calibration::table() const {
   return s;
 }
 
+std::string psgs_calibration::summary() const {
+  std::size_t n_small = 0, n_large = 0;
+  for (const auto& b : small.buckets) n_small += b.count;
+  for (const auto& b : large.buckets) n_large += b.count;
+  return fmt::format(
+      "{} batches on {} and {} on {}, summed PSGS {:.0f}..{:.0f}; routing point strict {}, "
+      "loose {}",
+      n_small, small.executor, n_large, large.executor,
+      small.buckets.empty() ? 0.0 : small.buckets.front().psgs_lo,
+      small.buckets.empty() ? 0.0 : small.buckets.back().psgs_hi, point(latency_preferred),
+      point(throughput_preferred));
+}
+
 std::string_view to_string(routing_policy p) {
   switch (p) {
     case routing_policy::strict:

@@ -54,6 +54,9 @@ struct psgs_calibration {
   static expected<psgs_calibration> from_json(std::string_view text, std::string_view origin);
   /// A text table of both curves and the four points.
   std::string table() const;
+  /// One line: the batches measured and the strict and loose routing points
+  /// (for a server's start-up log).
+  std::string summary() const;
 };
 
 /// Buckets (psgs, seconds) samples into `buckets` geometric PSGS ranges and fits lines.

@@ -403,6 +403,13 @@ TEST_F(cli_test, serve_drives_a_workload_through_the_actor_pipeline) {
   EXPECT_EQ(j["errors"], 0);
   EXPECT_GT(j["throughput_rps"].get<double>(), 0.0);
   EXPECT_LE(j["latency_ms"]["p50"].get<double>(), j["latency_ms"]["p99"].get<double>());
+  // Without --calibration the server calibrates now and says what it found.
+  r = run("serve --dataset " + *dir_ + "/rmat --model " + model + " --workload 50");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no --calibration: calibrating PSGS routing now"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("PSGS routing calibrated: 100 batches on inline"), std::string::npos)
+      << r.out;
   std::string wide = *dir_ + "/wide-model";
   ASSERT_EQ(run("model init --arch gcn --in 99 --hidden 16 --classes 3 --out-dir " + wide).code, 0);
   r = run("serve --dataset " + *dir_ + "/rmat --model " + wide + " --workload 10");
