@@ -15,6 +15,12 @@ void histogram::observe(double value) {
   sum_.fetch_add(std::uint64_t(std::max(0.0, value) * unit_), std::memory_order_relaxed);
 }
 
+std::uint64_t histogram::count() const {
+  std::uint64_t n = 0;
+  for (const auto& c : counts_) n += c.load(std::memory_order_relaxed);
+  return n;
+}
+
 void histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
   std::uint64_t cumulative = 0;
   for (std::size_t b = 0; b < counts_.size(); ++b) {
@@ -48,7 +54,15 @@ void model_counters::record(rpc_status s, double ms) {
     default:
       ++errors;
   }
-  if (s != rpc_status::ok) return;
+  last_answer_ms.store(std::uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count()),
+                       std::memory_order_relaxed);
+  if (s != rpc_status::ok) {
+    fail_count.fetch_add(1, std::memory_order_relaxed);
+    fail_ns.fetch_add(std::uint64_t(ms * 1e6), std::memory_order_relaxed);
+    return;
+  }
   latency.observe(ms / 1e3);
   const sample x{ms, std::chrono::steady_clock::now()};
   std::lock_guard lock(mu_);
@@ -112,6 +126,13 @@ nlohmann::json model_counters::json(const sched::admission_control& admission) {
            admission.capacity_rps() > 0 ? nlohmann::json(admission.capacity_rps())
                                         : nlohmann::json(nullptr)},
           {"latency_ms", percentiles(std::move(all))},
+          // Triton's statistics extension reads these: [count, total ns] per duration.
+          {"durations_ns",
+           {{"success", {latency.count(), latency.sum_units()}},
+            {"fail", {fail_count.load(), fail_ns.load()}},
+            {"queue", {requests.load(), queue_us.load() * 1000}},
+            {"compute", {compute.count(), compute.sum_units()}}}},
+          {"last_inference_ms", last_answer_ms.load()},
           {"latency_ms_10s", percentiles(std::move(recent))}};
 }
 

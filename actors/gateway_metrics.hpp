@@ -36,6 +36,9 @@ class histogram {
   void observe(double value);
   /// Lines `<name>_bucket{<labels>,le="..."} n`, `_sum`, `_count`.
   void render(std::string& out, const std::string& name, const std::string& labels) const;
+  /// Observations so far, and their sum in units (ns for the seconds histograms).
+  std::uint64_t count() const;
+  std::uint64_t sum_units() const { return sum_.load(std::memory_order_relaxed); }
 
  private:
   std::span<const double> bounds_;  // static arrays above
@@ -56,7 +59,10 @@ struct model_counters {
   histogram batch_size{histogram::sizes, 1.0};
   /// Time requests waited in the batcher (Triton's queue duration), ok or not.
   std::atomic<std::uint64_t> queue_us{0};
-  histogram latency;                                 // end to end, ok answers
+  histogram latency;                                     // end to end, ok answers
+  std::atomic<std::uint64_t> fail_count{0}, fail_ns{0};  // answers other than ok, and their time
+  std::atomic<std::uint64_t> last_answer_ms{
+      0};  // wall clock (ms since the epoch) of the last answer
   histogram batching, sampling, gathering, compute;  // per request (GNN)
 
   /// Counts one batch of `size` requests (or samples).

@@ -8,6 +8,7 @@
 #include "actors/placement_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "core/log.hpp"
+#include "core/process_metrics.hpp"
 
 namespace spindle::actors {
 
@@ -111,30 +112,52 @@ std::string gateway::prometheus_text() {
       {"spindle_cache_hit_rate", "gauge", "L1 embedding-cache hit rate per table (unique keys)."},
       {"spindle_cache_lookups_total", "counter", "Embedding lookups per table by insertion mode."}};
   std::map<std::string, std::string> families;
-  spindle::shared_lock lock(s_->models_mu);
-  for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission, true);
-  for (const auto& [name, e] : s_->rec) {
-    e->c.render(families, name, e->admission, false);
-    for (std::size_t i = 0; e->b.session && i < e->b.session->table_count(); ++i) {
-      const auto st = e->b.session->stats(i);
-      const auto& table = e->b.session->table(i).name;
-      const double hit = st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0;
-      families["spindle_cache_hit_rate"] +=
-          fmt::format("spindle_cache_hit_rate{{model=\"{}\",table=\"{}\"}} {}\n", name, table, hit);
-      for (auto [mode, n] : {std::pair{"sync", st.sync_lookups}, {"async", st.async_lookups}}) {
-        families["spindle_cache_lookups_total"] +=
-            fmt::format("spindle_cache_lookups_total{{model=\"{}\",table=\"{}\",mode=\"{}\"}} {}\n",
-                        name, table, mode, n);
+  {
+    spindle::shared_lock lock(s_->models_mu);
+    for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission, true);
+    for (const auto& [name, e] : s_->rec) {
+      e->c.render(families, name, e->admission, false);
+      for (std::size_t i = 0; e->b.session && i < e->b.session->table_count(); ++i) {
+        const auto st = e->b.session->stats(i);
+        const auto& table = e->b.session->table(i).name;
+        const double hit =
+            st.unique_keys ? 1.0 - double(st.l1_misses) / double(st.unique_keys) : 0.0;
+        families["spindle_cache_hit_rate"] += fmt::format(
+            "spindle_cache_hit_rate{{model=\"{}\",table=\"{}\"}} {}\n", name, table, hit);
+        for (auto [mode, n] : {std::pair{"sync", st.sync_lookups}, {"async", st.async_lookups}}) {
+          families["spindle_cache_lookups_total"] += fmt::format(
+              "spindle_cache_lookups_total{{model=\"{}\",table=\"{}\",mode=\"{}\"}} {}\n", name,
+              table, mode, n);
+        }
       }
     }
+  }  // the models' lock: the member list below may ask another process
+  // A cluster's members as the coordinator sees them (any door that has the list).
+  if (s_->members) {
+    auto list = nlohmann::json::parse(s_->members(), nullptr, /*allow_exceptions=*/false);
+    for (const auto& m : list.is_array() ? list : nlohmann::json::array()) {
+      const auto labels = fmt::format("rank=\"{}\",name=\"{}\"", m.value("rank", -1),
+                                      m.value("name", std::string()));
+      families["spindle_cluster_member_alive"] += fmt::format(
+          "spindle_cluster_member_alive{{{}}} {}\n", labels, m.value("alive", false) ? 1 : 0);
+      families["spindle_cluster_member_ready"] += fmt::format(
+          "spindle_cluster_member_ready{{{}}} {}\n", labels, m.value("ready", false) ? 1 : 0);
+      families["spindle_cluster_member_epoch"] +=
+          fmt::format("spindle_cluster_member_epoch{{{}}} {}\n", labels, m.value("epoch", 0));
+    }
   }
+  static const std::vector<std::array<const char*, 3>> cluster_help = {
+      {"spindle_cluster_member_alive", "gauge", "1 while the cluster member is up."},
+      {"spindle_cluster_member_ready", "gauge", "1 while the member's pipelines serve batches."},
+      {"spindle_cluster_member_epoch", "gauge", "The placement epoch the member holds."}};
   std::string out;
-  for (const auto& [family, type, text] : help) {
-    const auto it = families.find(family);
-    if (it == families.end()) continue;
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family, text, family, type) + it->second;
-  }
-  return out;
+  for (const auto* table : {&help, &cluster_help})
+    for (const auto& [family, type, text] : *table) {
+      const auto it = families.find(family);
+      if (it == families.end()) continue;
+      out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family, text, family, type) + it->second;
+    }
+  return out + process_metrics_text();
 }
 
 void gateway::set_members(std::function<std::string()> members) {

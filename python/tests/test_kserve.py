@@ -125,6 +125,29 @@ def test_a_recommendation_model_answers_the_golden_batch(server):
         assert np.allclose(r.as_numpy("scores"), expected, rtol=0, atol=1e-5), module.__name__
 
 
+def test_model_config_and_statistics_for_tritonclient_and_perf_analyzer(server):
+    h = tritonhttp.InferenceServerClient(server["http"])
+    g = tritongrpc.InferenceServerClient(server["grpc"])
+    h.infer("gcn", gnn_inputs(tritonhttp, [1, 2], 5))
+    for cfg in (h.get_model_config("gcn"), g.get_model_config("gcn", as_json=True)["config"]):
+        assert cfg["name"] == "gcn"
+        assert cfg["input"][0]["name"] == "seeds" and cfg["input"][0]["data_type"] == "TYPE_INT64"
+        assert cfg["output"][0]["name"] == "output" and cfg["output"][0]["data_type"] == "TYPE_FP32"
+    stats = h.get_inference_statistics("gcn")["model_stats"]
+    assert stats[0]["name"] == "gcn"
+    assert int(stats[0]["inference_count"]) >= 2
+    success = stats[0]["inference_stats"]["success"]
+    assert int(success["count"]) >= 1 and int(success["ns"]) > 0
+    gstats = g.get_inference_statistics("gcn", as_json=True)["model_stats"]
+    assert int(gstats[0]["inference_count"]) >= int(stats[0]["inference_count"])
+    names = {m["name"] for m in h.get_inference_statistics()["model_stats"]}
+    assert {"gcn", "ctr"} <= names
+    with pytest.raises(InferenceServerException):
+        h.get_model_config("nope")
+    with pytest.raises(InferenceServerException):
+        g.get_inference_statistics("nope")
+
+
 def raw_post(server, path, body, headers=None):
     host, port = server["http"].split(":")
     c = http.client.HTTPConnection(host, int(port), timeout=30)

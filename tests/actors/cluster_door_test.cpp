@@ -455,6 +455,9 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
   const std::string metrics =
       http_exchange(metrics_port, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
   // --name: the model is called `sage` at the door, whatever model.toml says.
+  EXPECT_NE(metrics.find("spindle_cluster_member_alive{rank=\"2\",name=\"shard-b\"} 1"),
+            std::string::npos)
+      << metrics.substr(0, 500);
   EXPECT_NE(metrics.find("spindle_admission_limit{model=\"sage\"}"), std::string::npos)
       << metrics.substr(0, 500);
   // ... and --http: rank 0 answers KServe v2 calls for the cluster (#17).

@@ -373,6 +373,10 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
   EXPECT_NE(body.find("spindle_admission_limit{model=\"sage\"}"), std::string::npos);
   EXPECT_NE(body.find("spindle_model_ready{model=\"sage\"} 1"), std::string::npos);
   EXPECT_EQ(body.find("spindle_inferences_total{model=\"sage\"} 0\n"), std::string::npos);
+  // The process's own cost, as every Prometheus exporter gives it.
+  for (const char* series : {"process_cpu_seconds_total ", "process_resident_memory_bytes ",
+                             "process_open_fds ", "process_max_fds ", "process_start_time_seconds "})
+    EXPECT_NE(body.find(std::string("\n") + series), std::string::npos) << series;
   // Each family is one group: its TYPE line comes once, before its first sample.
   EXPECT_EQ(body.find("# TYPE spindle_requests_total"),
             body.rfind("# TYPE spindle_requests_total"));

@@ -6,6 +6,7 @@
 
 #include "core/call_origin.hpp"
 #include "grpc_service.grpc.pb.h"
+#include "transport/kserve/triton_extensions.hpp"
 #include "transport/rpc/endpoint.hpp"
 
 namespace spindle::transport::kserve {
@@ -156,6 +157,67 @@ class service final : public pb::GRPCInferenceService::CallbackService {
     out->set_name("spindle");
     out->set_version("0.1.0");
     out->add_extensions("model_repository");
+    out->add_extensions("model_configuration");
+    out->add_extensions("statistics");
+    return finish(ctx);
+  }
+  ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const pb::ModelConfigRequest* in,
+                                  pb::ModelConfigResponse* out) override {
+    auto m = d_.find(in->name(), in->version());
+    if (!m)
+      return finish(
+          ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+    const auto md = metadata_of(*m);
+    auto* c = out->mutable_config();
+    c->set_name(md.name);
+    c->set_platform(md.platform);
+    c->set_backend("spindle");
+    c->set_max_batch_size(0);  // the batch is the tensors' first dimension; Spindle batches calls
+    for (const auto& t : md.inputs) {
+      auto* x = c->add_input();
+      x->set_name(t.name);
+      x->set_data_type(pb::DataType(triton_type_code(t.datatype)));
+      for (auto d : t.shape) x->add_dims(d);
+      x->set_optional(t.optional);
+    }
+    for (const auto& t : md.outputs) {
+      auto* x = c->add_output();
+      x->set_name(t.name);
+      x->set_data_type(pb::DataType(triton_type_code(t.datatype)));
+      for (auto d : t.shape) x->add_dims(d);
+    }
+    return finish(ctx);
+  }
+  ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx,
+                                      const pb::ModelStatisticsRequest* in,
+                                      pb::ModelStatisticsResponse* out) override {
+    std::string name;
+    if (!in->name().empty()) {
+      auto m = d_.find(in->name(), in->version());
+      if (!m)
+        return finish(
+            ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+      name = m->name;
+    }
+    auto set = [](const duration_stat& d, pb::StatisticDuration* x) {
+      x->set_count(d.count);
+      x->set_ns(d.ns);
+    };
+    for (const auto& s : statistics_of(d_.service(), name)) {
+      auto* x = out->add_model_stats();
+      x->set_name(s.name);
+      x->set_version(s.version);
+      x->set_last_inference(s.last_inference_ms);
+      x->set_inference_count(s.inference_count);
+      x->set_execution_count(s.execution_count);
+      auto* st = x->mutable_inference_stats();
+      set(s.success, st->mutable_success());
+      set(s.fail, st->mutable_fail());
+      set(s.queue, st->mutable_queue());
+      set(s.compute_infer, st->mutable_compute_infer());
+      st->mutable_compute_input();
+      st->mutable_compute_output();
+    }
     return finish(ctx);
   }
   ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const pb::ModelMetadataRequest* in,

@@ -11,6 +11,7 @@
 #include "core/call_origin.hpp"
 #include "core/log.hpp"
 #include "transport/kserve/infer_json.hpp"
+#include "transport/kserve/triton_extensions.hpp"
 #include "transport/rpc/endpoint.hpp"
 
 namespace spindle::transport::kserve {
@@ -123,10 +124,12 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   s.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump({{"name", "spindle"},
-                          {"version", "0.1.0"},
-                          {"extensions", {"binary_tensor_data", "model_repository"}}}),
-                    kJson);
+    res.set_content(
+        dump({{"name", "spindle"},
+              {"version", "0.1.0"},
+              {"extensions",
+               {"binary_tensor_data", "model_repository", "model_configuration", "statistics"}}}),
+        kJson);
   });
   auto live = [](const httplib::Request&, httplib::Response& res) { res.status = 200; };
   s.Get("/v2/health/live", live);
@@ -140,6 +143,28 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
             return send_error(
                 res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
           res.status = d.ready() && d.model_ready(req.matches[1], req.matches[2]) ? 200 : 400;
+        });
+  // Triton's statistics and model-configuration extensions (tritonclient,
+  // perf_analyzer); /v2/models/stats before the model routes, which would take it
+  // for a model named "stats".
+  s.Get("/v2/models/stats", [&d](const httplib::Request&, httplib::Response& res) {
+    res.set_content(statistics_json(statistics_of(d.service(), "")), kJson);
+  });
+  s.Get(std::string(kModelPath) + "/stats",
+        [&d](const httplib::Request& req, httplib::Response& res) {
+          auto m = d.find(req.matches[1], req.matches[2]);
+          if (!m)
+            return send_error(
+                res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
+          res.set_content(statistics_json(statistics_of(d.service(), m->name)), kJson);
+        });
+  s.Get(std::string(kModelPath) + "/config",
+        [&d](const httplib::Request& req, httplib::Response& res) {
+          auto m = d.find(req.matches[1], req.matches[2]);
+          if (!m)
+            return send_error(
+                res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
+          res.set_content(config_json(metadata_of(*m)), kJson);
         });
   s.Get(kModelPath, [&d](const httplib::Request& req, httplib::Response& res) {
     auto m = d.find(req.matches[1], req.matches[2]);
