@@ -163,7 +163,7 @@ class Client:
     def infer_rec(self, dense, sparse: Sequence[Sequence[Sequence[int]]],
                   model: Optional[str] = None, deadline_us: int = 0) -> np.ndarray:
         """Click probabilities of a recommendation batch: `dense` [batch, dense_in],
-        `sparse` per table, per sample, the keys of its bag. float32 array [batch]."""
+        `sparse` per sample, then per table, the keys of its bag. float32 array [batch]."""
         dense = np.asarray(dense, dtype=np.float32)
         if dense.ndim != 2:
             raise ValueError(f"dense must be [batch, features], got shape {dense.shape}")

@@ -119,15 +119,23 @@ class AsyncClient:
     async def infer_rec(self, model: str, dense: Sequence[Sequence[float]],
                         sparse: Sequence[Sequence[Sequence[int]]], deadline_us: int = 0,
                         check: bool = True) -> RecResult:
-        """dense: one row per sample; sparse: per table, per sample, the keys of its bag."""
+        """dense: one row per sample; sparse: per sample, then per table, the keys
+        of its bag (as a batch is, and as `spindle client rec --input` takes it)."""
         batch = len(dense)
+        if len(sparse) != batch:
+            raise ValueError(
+                f"sparse has {len(sparse)} entries for {batch} samples: give one per sample, "
+                "each a list of bags (one per table); the per-table nesting is not accepted")
+        tables = len(sparse[0]) if batch else 0
+        for i, sample in enumerate(sparse):
+            if len(sample) != tables:
+                raise ValueError(f"sparse[{i}] has {len(sample)} bags, sparse[0] has {tables}: "
+                                 "every sample has one bag per table")
         bags = []
-        for table in sparse:
-            if len(table) != batch:
-                raise ValueError(f"a table has {len(table)} bags for {batch} samples")
+        for t in range(tables):
             offsets, indices = [0], []
-            for bag in table:
-                indices.extend(int(k) for k in bag)
+            for sample in sparse:
+                indices.extend(int(k) for k in sample[t])
                 offsets.append(len(indices))
             bags.append({"indices": indices, "offsets": offsets})
         r = await self._inference.inferRec(request={

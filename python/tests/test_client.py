@@ -83,6 +83,7 @@ def test_recommendation_and_admin_calls(server):
         idx = load_npy(os.path.join(GOLDEN, "indices%d.npy" % t))
         off = load_npy(os.path.join(GOLDEN, "offsets%d.npy" % t))
         sparse.append([idx[off[b]:off[b + 1]] for b in range(6)])
+    sparse = [list(s) for s in zip(*sparse)]  # per sample, then per table
 
     async def main():
         async with sc.connect(server["endpoint"], token_file=server["token_file"]) as c:
@@ -147,6 +148,9 @@ def test_the_blocking_client_returns_numpy_arrays(server):
             idx = load_npy(os.path.join(GOLDEN, "indices%d.npy" % t))
             off = load_npy(os.path.join(GOLDEN, "offsets%d.npy" % t))
             sparse.append([idx[off[b]:off[b + 1]] for b in range(6)])
+        with pytest.raises(ValueError, match="per-table nesting is not accepted"):
+            c.infer_rec(dense, sparse, model="ctr")  # 3 tables' lists for 6 samples
+        sparse = [list(s) for s in zip(*sparse)]  # per sample, then per table
         scores = c.infer_rec(dense, sparse, model="ctr")
         expected = load_npy(os.path.join(GOLDEN, "expected.npy"))
         assert scores.shape == (6,) and np.allclose(scores, expected, atol=1e-5)

@@ -27,7 +27,7 @@ def golden_batch():
         idx = np.load(os.path.join(GOLDEN, "indices%d.npy" % t)).tolist()
         off = np.load(os.path.join(GOLDEN, "offsets%d.npy" % t)).tolist()
         sparse.append([idx[off[b]:off[b + 1]] for b in range(6)])
-    return dense, sparse
+    return dense, [list(s) for s in zip(*sparse)]  # per sample, then per table
 
 
 def serve(tmp, policy, extra=()):

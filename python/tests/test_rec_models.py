@@ -31,7 +31,7 @@ def golden(name):
         off = np.load(os.path.join(d, "offsets%d.npy" % t)).tolist()
         sparse.append([idx[off[b]:off[b + 1]] for b in range(batch)])
         t += 1
-    return dense, sparse, expected
+    return dense, [list(s) for s in zip(*sparse)], expected  # per sample, then per table
 
 
 @pytest.fixture(scope="module")
