@@ -246,9 +246,7 @@ status gateway::warm(const gnn_model_binding& b) {
   request.sampler_seed = 1;
   caf::anon_send(
       s_->forward,
-      gnn_dispatch{b.batcher,
-                   std::move(request),
-                   std::chrono::seconds(30),
+      gnn_dispatch{b.batcher, std::move(request), std::chrono::seconds(30),
                    [answer](const gnn_reply* r, const caf::error* err) {
                      answer->set_value(r ? r->error : err ? caf::to_string(*err) : "no answer");
                    }});
@@ -320,7 +318,8 @@ status gateway::sync_versions(const std::string& name) {
   for (const auto& e : retired) {
     drain(name, *e);
     s_->loader.unload(key_of(e->b));
-    log::info("admin via {}: version {} of '{}' drained and unloaded", call_origin(), e->b.version, name);
+    log::info("admin via {}: version {} of '{}' drained and unloaded", call_origin(), e->b.version,
+              name);
   }
   return status::ok();
 }
@@ -434,8 +433,8 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
     const bool is_rec = s_->rec_of(call.model) != nullptr;
     return done(
         {rpc_status::bad_request,
-         is_rec ? fmt::format("model '{}' is a recommendation model: use inferRec",
-                              shown(call.model))
+         is_rec
+             ? fmt::format("model '{}' is a recommendation model: use inferRec", shown(call.model))
          : call.model.empty()
              ? fmt::format("no model named, and {} GNN models are loaded (loaded: {})",
                            s_->gnn_all().size(), s_->loaded())
@@ -555,8 +554,8 @@ void run_pending(rec_entry& e) {
 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
   if (s_->access)
-    done = logged<rec_answer>(s_->access, call.model, "rec", std::size_t(call.batch),
-                              std::move(done));
+    done =
+        logged<rec_answer>(s_->access, call.model, "rec", std::size_t(call.batch), std::move(done));
   auto e = s_->rec_for_call(call.model);
   if (!e) {
     return done(
@@ -639,7 +638,8 @@ transport::rpc::model_info info_of(const std::string& name, const rec_entry& e) 
           1,
           std::uint32_t(d.table_rows.size()),
           e.b.version,
-          {}};
+          {},
+          std::vector<std::uint64_t>(d.table_rows.begin(), d.table_rows.end())};
 }
 
 }  // namespace

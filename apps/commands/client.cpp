@@ -8,18 +8,19 @@
 //           errors by status; latency CDF as CSV and a gnuplot PNG
 //   admin   one Admin call (stats, models, tunables, set, members, load, unload)
 #include <charconv>
-#include <map>
-#include <mutex>
-#include <thread>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <ranges>
+#include <thread>
 
 #include "apps/commands/command.hpp"
-#include "apps/commands/members_table.hpp"
 #include "apps/commands/load_sweep.hpp"
+#include "apps/commands/members_table.hpp"
+#include "apps/commands/rec_load.hpp"
 #include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
 #include "sched/serving/gnn_pipeline.hpp"
@@ -106,49 +107,6 @@ struct rec_args {
   bool json = false;
 };
 
-std::string read_all(const std::string& path) {
-  if (path == "-") return {std::istreambuf_iterator<char>(std::cin), {}};
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// {"dense": [[f, ...], ...], "sparse": [[[key, ...] per table] per sample]}.
-expected<rpc::rec_call> rec_call_from_json(const std::string& path) {
-  const std::string text = read_all(path);
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return make_error(errc::invalid_argument, "{}: not a JSON object", path);
-  if (!j.contains("dense") || !j["dense"].is_array() || !j.contains("sparse") ||
-      !j["sparse"].is_array() || j["dense"].size() != j["sparse"].size() || j["dense"].empty())
-    return make_error(errc::invalid_argument,
-                      "{}: expected {{\"dense\": [[...] per sample], \"sparse\": [[[keys] per "
-                      "table] per sample]}} with as many samples in each",
-                      path);
-  rpc::rec_call call;
-  call.batch = std::uint32_t(j["dense"].size());
-  for (std::size_t b = 0; b < j["dense"].size(); ++b) {
-    const auto& d = j["dense"][b];
-    const auto& s = j["sparse"][b];
-    if (!d.is_array() || !s.is_array())
-      return make_error(errc::invalid_argument, "{}: sample {}: dense and sparse must be lists",
-                        path, b);
-    try {
-      for (const auto& x : d) call.dense.push_back(x.get<float>());
-      if (b == 0) call.sparse.resize(s.size(), rpc::rec_bag{{}, {0}});
-      if (s.size() != call.sparse.size())
-        return make_error(errc::invalid_argument, "{}: sample {}: {} tables, sample 0 has {}", path,
-                          b, s.size(), call.sparse.size());
-      for (std::size_t t = 0; t < s.size(); ++t) {
-        for (const auto& k : s[t]) call.sparse[t].indices.push_back(k.get<std::int64_t>());
-        call.sparse[t].offsets.push_back(std::int64_t(call.sparse[t].indices.size()));
-      }
-    } catch (const nlohmann::json::exception& e) {
-      return make_error(errc::invalid_argument, "{}: sample {}: {}", path, b, e.what());
-    }
-  }
-  return call;
-}
-
 expected<rpc::rec_call> rec_call_of(const rec_args& a) {
   if (!a.input.empty()) {
     if (!a.dense.empty() || !a.sparse.empty())
@@ -209,6 +167,7 @@ struct load_args {
   std::uint32_t deadline_us = 0;
   bool json = false;
   bool reproducible = false;  // request i carries sampler seed i + 1
+  rec_load_options rec;       // recommendation models: the batches sent
 };
 
 // "uniform:N", "degree:DATASET_DIR" or a trace file of ids (one per line).
@@ -296,9 +255,11 @@ status write_request_log(const std::string& path,
 // driven by its own client on its own thread (a client belongs to one thread),
 // with the in-flight window split between them. `done` is called under a lock
 // with the call's index in `calls`; returns the calls each door answered.
-expected<std::map<std::string, std::size_t>> spread_calls(
-    const client_args& c, const std::vector<rpc::gnn_call>& calls, const load_args& a,
-    const std::vector<double>& send_at, const rpc::gnn_callback& done) {
+expected<std::map<std::string, std::size_t>> spread_calls(const client_args& c,
+                                                          const std::vector<rpc::gnn_call>& calls,
+                                                          const load_args& a,
+                                                          const std::vector<double>& send_at,
+                                                          const rpc::gnn_callback& done) {
   std::vector<std::string> live;
   for (const auto& e : endpoints_of(c)) {
     auto client = rpc::rpc_client::connect(e, c.timeout_ms);
@@ -309,7 +270,8 @@ expected<std::map<std::string, std::size_t>> spread_calls(
                  client.error().message());
     }
   }
-  if (live.empty()) return make_error(errc::unavailable, "--connect {}: no door answered", c.connect);
+  if (live.empty())
+    return make_error(errc::unavailable, "--connect {}: no door answered", c.connect);
   std::mutex mu;
   std::map<std::string, std::size_t> answered;
   std::vector<status> results(live.size());
@@ -341,20 +303,145 @@ expected<std::map<std::string, std::size_t>> spread_calls(
   }
   for (auto& t : threads) t.join();
   for (std::size_t d = 0; d < live.size(); ++d)
-    if (!results[d])
-      fmt::print(stderr, "spindle: {}: {}\n", live[d], results[d].to_string());
+    if (!results[d]) fmt::print(stderr, "spindle: {}: {}\n", live[d], results[d].to_string());
   return answered;
 }
 
-status run_load(const client_args& c, const load_args& a) {
-  if (a.seeds.empty())
+// What a load measured, for either kind of model: latencies of ok answers,
+// answers by status, how fast refusals came, and each request's outcome.
+struct load_report {
+  std::vector<double> lat_ms;
+  std::map<std::string, std::size_t> by_status;
+  std::map<std::string, std::vector<double>> refused_ms;
+  std::string first_error;
+  std::vector<std::pair<double, rpc::rpc_status>> per_request;
+  explicit load_report(std::size_t n) : per_request(n) {}
+  template <class Answer>
+  void record(std::size_t i, const Answer& r, double s) {
+    per_request[i] = {s * 1e3, r.status};
+    const std::string st(rpc::to_string(r.status));
+    ++by_status[st];
+    if (r.status == rpc::rpc_status::ok) {
+      lat_ms.push_back(s * 1e3);
+      return;
+    }
+    refused_ms[st].push_back(s * 1e3);
+    if (first_error.empty()) first_error = st + ": " + r.message;
+  }
+};
+
+// Exponential gaps at `rate` per second: each request's scheduled send time.
+std::vector<double> poisson_schedule(std::size_t n, double rate, std::uint64_t seed) {
+  std::vector<double> at;
+  if (rate <= 0) return at;
+  std::mt19937_64 rng(seed + 1);
+  std::exponential_distribution<double> gap(rate);
+  at.resize(n);
+  double t = 0;
+  for (auto& x : at) x = t += gap(rng);
+  return at;
+}
+
+status print_report(const client_args& c, const load_args& a, const load_report& r,
+                    std::size_t requests, double wall, const std::vector<double>& send_at,
+                    const std::map<std::string, std::size_t>& per_door, std::uint32_t samples) {
+  if (!a.log.empty()) SPINDLE_TRY(write_request_log(a.log, r.per_request, send_at));
+  const std::string mode = a.rate > 0 ? fmt::format("open loop, Poisson {:.0f}/s", a.rate)
+                                      : fmt::format("closed loop, {} in flight", a.clients);
+  if (!a.csv.empty() || !a.plot.empty())
+    SPINDLE_TRY(write_cdf(
+        r.lat_ms, a.csv, a.plot,
+        fmt::format("spindle client load: model {}, {}, {} requests", c.model, mode, requests)));
+  const auto& lat_ms = r.lat_ms;
+  const double tput = double(lat_ms.size()) / wall;
+  if (a.json) {
+    nlohmann::json j = {{"requests", requests},
+                        {"answered_ok", lat_ms.size()},
+                        {"status", r.by_status},
+                        {"throughput_rps", tput},
+                        {"wall_s", wall},
+                        {"mode", a.rate > 0 ? "open" : "closed"},
+                        {"latency_ms",
+                         {{"p50", pct(lat_ms, 0.5)},
+                          {"p90", pct(lat_ms, 0.9)},
+                          {"p99", pct(lat_ms, 0.99)},
+                          {"p999", pct(lat_ms, 0.999)}}}};
+    if (samples > 0) {
+      j["samples_per_call"] = samples;
+      j["samples_per_s"] = tput * samples;
+    }
+    for (const auto& [st, v] : r.refused_ms)
+      j["refused_latency_ms"][st] = {{"p50", pct(v, 0.5)}, {"p99", pct(v, 0.99)}};
+    if (!r.first_error.empty()) j["first_error"] = r.first_error;
+    if (!per_door.empty()) j["answered_ok_by_door"] = per_door;
+    fmt::print("{}\n", j.dump(2));
+    return status::ok();
+  }
+  fmt::print(
+      "{} requests ({}), {:.2f} s: {:.0f} req/s ok{}\n", requests,
+      a.rate > 0 ? mode : fmt::format("closed loop, {} clients", a.clients), wall, tput,
+      samples > 0 ? fmt::format(" ({:.0f} samples/s, {} per call)", tput * samples, samples) : "");
+  fmt::print("latency p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  p999 {:.3f} ms\n",
+             pct(lat_ms, 0.5), pct(lat_ms, 0.9), pct(lat_ms, 0.99), pct(lat_ms, 0.999));
+  for (const auto& [s, n] : r.by_status) {
+    if (auto it = r.refused_ms.find(s); it != r.refused_ms.end()) {
+      fmt::print("  {}: {} (answered in p50 {:.3f} ms, p99 {:.3f} ms)\n", s, n,
+                 pct(it->second, 0.5), pct(it->second, 0.99));
+    } else {
+      fmt::print("  {}: {}\n", s, n);
+    }
+  }
+  if (!r.first_error.empty()) fmt::print("first error: {}\n", r.first_error);
+  for (const auto& [door, n] : per_door) fmt::print("  answered ok by {}: {}\n", door, n);
+  return status::ok();
+}
+
+// A recommendation model under load: batches from its description (or a file),
+// sent in turn, closed or open loop, on one door.
+status run_rec_load(const client_args& c, const load_args& a, rpc::rpc_client& client,
+                    const rpc::model_info& m) {
+  if (endpoints_of(c).size() > 1 || !a.concurrency_range.empty() || !a.rate_range.empty())
     return make_error(errc::invalid_argument,
-                      "load: --seeds uniform:N | degree:DIR | FILE is required");
+                      "load: recommendation model '{}': one door and one level per run (sweeps "
+                      "and several doors drive GNN models)",
+                      m.name);
+  auto o = a.rec;
+  o.seed = a.seed;
+  SPINDLE_ASSIGN_OR_RETURN(auto calls, rec_load_calls(m, m.name, o));
+  for (auto& x : calls) x.deadline_us = a.deadline_us;
+  auto call_of = [&](std::size_t i) -> const rpc::rec_call& { return calls[i % calls.size()]; };
+  SPINDLE_TRY(client.run_closed_loop_rec(call_of, a.warmup, std::size_t(std::max(1, a.clients)),
+                                         [](auto, auto&, double) {}));
+  load_report r(a.requests);
+  auto done = [&](std::size_t i, const rpc::rec_answer& x, double s) { r.record(i, x, s); };
+  const auto send_at = poisson_schedule(a.requests, a.rate, a.seed);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (a.rate > 0) {
+    SPINDLE_TRY(client.run_open_loop_rec(call_of, send_at, done));
+  } else {
+    SPINDLE_TRY(
+        client.run_closed_loop_rec(call_of, a.requests, std::size_t(std::max(1, a.clients)), done));
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return print_report(c, a, r, a.requests, wall, send_at, {}, calls.front().batch);
+}
+
+status run_load(const client_args& c, const load_args& a) {
   const bool several = endpoints_of(c).size() > 1;
+  SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
+  if (a.seeds.empty()) {  // a recommendation model needs none: its description says what to send
+    SPINDLE_ASSIGN_OR_RETURN(auto models, client->models());
+    const rpc::model_info* m = nullptr;
+    for (const auto& x : models)
+      if (x.name == c.model || (c.model.empty() && models.size() == 1)) m = &x;
+    if (m && m->kind != "gnn") return run_rec_load(c, a, *client, *m);
+    return make_error(errc::invalid_argument,
+                      "load: --seeds uniform:N | degree:DIR | FILE is required for a GNN model{}",
+                      m ? fmt::format(" ('{}')", m->name) : std::string());
+  }
   if (several && (!a.concurrency_range.empty() || !a.rate_range.empty()))
     return make_error(errc::invalid_argument,
                       "load: a sweep drives one door; give one --connect HOST:PORT");
-  SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
   std::vector<rpc::gnn_call> calls;
   for (std::size_t i = 0; i < seeds.size(); ++i)
@@ -379,32 +466,10 @@ status run_load(const client_args& c, const load_args& a) {
     if (!a.plot.empty()) SPINDLE_TRY(plot_sweep(rows, open_loop, a.plot));
     return status::ok();
   }
-  std::vector<double> lat_ms;
-  std::map<std::string, std::size_t> by_status;
-  std::map<std::string, std::vector<double>> refused_ms;  // how fast each refusal came
-  std::string first_error;
-  std::vector<std::pair<double, rpc::rpc_status>> per_request(measured.size());
-  auto done = [&](std::size_t i, const rpc::gnn_answer& r, double s) {
-    per_request[i] = {s * 1e3, r.status};
-    ++by_status[std::string(rpc::to_string(r.status))];
-    if (r.status == rpc::rpc_status::ok) {
-      lat_ms.push_back(s * 1e3);
-    } else {
-      refused_ms[std::string(rpc::to_string(r.status))].push_back(s * 1e3);
-    }
-    if (r.status != rpc::rpc_status::ok && first_error.empty()) {
-      first_error = std::string(rpc::to_string(r.status)) + ": " + r.message;
-    }
-  };
-  std::vector<double> send_at;  // open loop: each request's scheduled send time
+  load_report r(measured.size());
+  auto done = [&](std::size_t i, const rpc::gnn_answer& x, double s) { r.record(i, x, s); };
+  const auto send_at = poisson_schedule(measured.size(), a.rate, a.seed);
   const auto t0 = std::chrono::steady_clock::now();
-  if (a.rate > 0) {
-    std::mt19937_64 rng(a.seed + 1);
-    std::exponential_distribution<double> gap(a.rate);
-    send_at.resize(measured.size());
-    double t = 0;
-    for (auto& x : send_at) x = t += gap(rng);
-  }
   std::map<std::string, std::size_t> per_door;
   if (several) {
     SPINDLE_ASSIGN_OR_RETURN(per_door, spread_calls(c, measured, a, send_at, done));
@@ -414,51 +479,7 @@ status run_load(const client_args& c, const load_args& a) {
     SPINDLE_TRY(client->run_closed_loop(measured, std::max(1, a.clients), done));
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!a.log.empty()) SPINDLE_TRY(write_request_log(a.log, per_request, send_at));
-  if (!a.csv.empty() || !a.plot.empty()) {
-    const std::string mode = a.rate > 0 ? fmt::format("open loop, Poisson {:.0f}/s", a.rate)
-                                        : fmt::format("closed loop, {} in flight", a.clients);
-    SPINDLE_TRY(write_cdf(lat_ms, a.csv, a.plot,
-                          fmt::format("spindle client load: model {}, {}, {} requests", c.model,
-                                      mode, measured.size())));
-  }
-  const double tput = double(lat_ms.size()) / wall;
-  if (a.json) {
-    nlohmann::json j = {{"requests", measured.size()},
-                        {"answered_ok", lat_ms.size()},
-                        {"status", by_status},
-                        {"throughput_rps", tput},
-                        {"wall_s", wall},
-                        {"mode", a.rate > 0 ? "open" : "closed"},
-                        {"latency_ms",
-                         {{"p50", pct(lat_ms, 0.5)},
-                          {"p90", pct(lat_ms, 0.9)},
-                          {"p99", pct(lat_ms, 0.99)},
-                          {"p999", pct(lat_ms, 0.999)}}}};
-    for (const auto& [st, v] : refused_ms)
-      j["refused_latency_ms"][st] = {{"p50", pct(v, 0.5)}, {"p99", pct(v, 0.99)}};
-    if (!first_error.empty()) j["first_error"] = first_error;
-    if (!per_door.empty()) j["answered_ok_by_door"] = per_door;
-    fmt::print("{}\n", j.dump(2));
-    return status::ok();
-  }
-  fmt::print("{} requests ({}), {:.2f} s: {:.0f} req/s ok\n", measured.size(),
-             a.rate > 0 ? fmt::format("open loop, Poisson {:.0f}/s", a.rate)
-                        : fmt::format("closed loop, {} clients", a.clients),
-             wall, tput);
-  fmt::print("latency p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  p999 {:.3f} ms\n",
-             pct(lat_ms, 0.5), pct(lat_ms, 0.9), pct(lat_ms, 0.99), pct(lat_ms, 0.999));
-  for (const auto& [s, n] : by_status) {
-    if (auto it = refused_ms.find(s); it != refused_ms.end()) {
-      fmt::print("  {}: {} (answered in p50 {:.3f} ms, p99 {:.3f} ms)\n", s, n,
-                 pct(it->second, 0.5), pct(it->second, 0.99));
-    } else {
-      fmt::print("  {}: {}\n", s, n);
-    }
-  }
-  if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
-  for (const auto& [door, n] : per_door) fmt::print("  answered ok by {}: {}\n", door, n);
-  return status::ok();
+  return print_report(c, a, r, measured.size(), wall, send_at, per_door, 0);
 }
 
 struct admin_args {
@@ -553,7 +574,23 @@ void register_client(CLI::App& app, global_options&) {
   load->add_option("--clients", la->clients, "Closed loop: calls in flight")->capture_default_str();
   load->add_option("--rate", la->rate,
                    "Open loop: Poisson arrivals per second (overrides --clients)");
-  load->add_option("--seeds", la->seeds, "uniform:N | degree:DATASET_DIR | trace FILE")->required();
+  load->add_option("--seeds", la->seeds,
+                   "GNN models: uniform:N | degree:DATASET_DIR | trace FILE (a recommendation "
+                   "model needs none: its batches are drawn from its description)");
+  load->add_option("--batch", la->rec.batch, "Recommendation models: samples per call")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  load->add_option(
+          "--zipf", la->rec.zipf,
+          "Recommendation models: skew of each table's keys (P(k) ~ 1/(k+1)^s; 0: uniform)")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  load->add_option("--lookups", la->rec.lookups, "Recommendation models: keys per sample per table")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  load->add_option("--input", la->rec.input,
+                   "Recommendation models: send this JSON batch (`client rec --input`'s form) "
+                   "instead of drawn ones");
   load->add_option("--seed", la->seed, "Random seed")->capture_default_str();
   load->add_option("--deadline-us", la->deadline_us, "Per-request deadline (0: none)")
       ->capture_default_str();
@@ -586,7 +623,8 @@ void register_client(CLI::App& app, global_options&) {
   admin->add_option("model", aa->model, "Model (tunables, set, load, unload)");
   admin->add_option("name", aa->name, "Tunable name (set); model directory on the server (load)");
   admin->add_option("value", aa->value, "New value (set)");
-  admin->add_flag("--json", aa->json, "members: the raw JSON (descriptors, bridges) instead of a table");
+  admin->add_flag("--json", aa->json,
+                  "members: the raw JSON (descriptors, bridges) instead of a table");
   admin->callback([c, aa] {
     if (int rc = report(run_admin(*c, *aa))) throw CLI::RuntimeError(rc);
   });

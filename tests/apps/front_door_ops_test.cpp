@@ -19,10 +19,10 @@ using namespace front_door;
 TEST(front_door_ops_test, the_access_log_and_the_admin_log_name_the_door_and_help_lists_tunables) {
   auto& f = fixture();
   const std::string log = f.dir + "/access.log", token = f.dir + "/ops.token";
-  auto s = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", f.dir + "/g", "--model",
-                                 f.dir + "/m", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-                                 "--admin-token-file", token, "--access-log", log},
-                                {}, true);  // its log lines too
+  auto s = child_process::spawn(
+      {SPINDLE_BINARY, "serve", "--dataset", f.dir + "/g", "--model", f.dir + "/m", "--listen",
+       "127.0.0.1:0", "--http", "127.0.0.1:0", "--admin-token-file", token, "--access-log", log},
+      {}, true);  // its log lines too
   ASSERT_TRUE(s.has_value());
   auto http = s->wait_for("http http://127.0.0.1:", 60'000);
   ASSERT_TRUE(http.has_value()) << http.error().to_string();
@@ -85,6 +85,42 @@ TEST(front_door_ops_test, the_access_log_and_the_admin_log_name_the_door_and_hel
   EXPECT_EQ(count("door=http 127.0.0.1:"), 1);
   EXPECT_EQ(count("model=nope kind=gnn items=1 status=bad_request"), 1);
   for (const auto& l : lines) EXPECT_NE(l.find(" ms="), std::string::npos) << l;
+}
+
+}  // namespace
+}  // namespace spindle
+
+namespace spindle {
+namespace {
+
+using namespace front_door;
+
+// `client load` drives recommendation models too: batches drawn from the
+// model's description (its dense width and table rows, Zipf keys), closed and
+// open loop, with the same report as for GNNs plus samples per second.
+TEST(front_door_ops_test, client_load_drives_a_recommendation_model_from_its_description) {
+  auto& f = fixture();
+  for (const char* model : {"ctr", "wd"}) {
+    auto [rc, out] = run_spindle("client --connect " + f.endpoint + " --model " + model +
+                                     " load --batch 16 --requests 60 --warmup 5 --json",
+                                 false);
+    ASSERT_EQ(rc, 0) << out;
+    auto j = nlohmann::json::parse(out.substr(out.find('{')));
+    EXPECT_EQ(j["answered_ok"], 60) << out;
+    EXPECT_EQ(j["samples_per_call"], 16) << out;
+    EXPECT_GT(j["samples_per_s"].get<double>(), 0) << out;
+  }
+  auto [rc, out] = run_spindle("client --connect " + f.endpoint +
+                                   " --model ctr load --batch 4 --requests 40 --rate 400 --json",
+                               false);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out.substr(out.find('{')))["mode"], "open") << out;
+  // A GNN still needs its seeds, and says so.
+  auto [rc2, gnn] = run_spindle("client --connect " + f.endpoint + " --model sage load");
+  EXPECT_NE(rc2, 0);
+  EXPECT_NE(gnn.find("--seeds uniform:N | degree:DIR | FILE is required for a GNN model ('sage')"),
+            std::string::npos)
+      << gnn;
 }
 
 }  // namespace

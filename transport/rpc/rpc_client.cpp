@@ -142,6 +142,20 @@ expected<std::uint32_t> rpc_client::server_version() {
   });
 }
 
+expected<std::vector<model_info>> rpc_client::models() {
+  return guarded(endpoint_, [&]() -> expected<std::vector<model_info>> {
+    auto r = impl_->wait(impl_->inference.modelsRequest().send());
+    std::vector<model_info> out;
+    for (auto m : r.getModels()) {
+      out.push_back({str(m.getName()), str(m.getKind()), str(m.getArch()), m.getInputWidth(),
+                     m.getOutputWidth()});
+      for (auto rows : m.getTableRows()) out.back().table_rows.push_back(rows);
+      out.back().tables = std::uint32_t(out.back().table_rows.size());
+    }
+    return out;
+  });
+}
+
 expected<bool> rpc_client::server_ready() {
   return guarded(endpoint_, [&]() -> expected<bool> {
     return impl_->wait(impl_->inference.versionRequest().send()).getReady();
@@ -258,6 +272,36 @@ status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size
       detail::write(req.initRequest(), calls[i]);
       return req.send().then(
           [&, i, t0](capnp::Response<::Inference::InferGnnResults> r) {
+            done(i, detail::read(r.getReply()),
+                 seconds_between(t0, std::chrono::steady_clock::now()));
+            return issue();
+          },
+          [&, i, t0](kj::Exception&& e) {
+            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+                 seconds_between(t0, std::chrono::steady_clock::now()));
+            return issue();
+          });
+    };
+    auto chains = kj::heapArrayBuilder<kj::Promise<void>>(std::max<std::size_t>(1, in_flight));
+    for (std::size_t c = 0; c < std::max<std::size_t>(1, in_flight); ++c) chains.add(issue());
+    kj::joinPromises(chains.finish()).wait(impl_->ws());
+    return status::ok();
+  });
+}
+
+status rpc_client::run_closed_loop_rec(const std::function<const rec_call&(std::size_t)>& call_of,
+                                       std::size_t calls, std::size_t in_flight,
+                                       const rec_callback& done) {
+  return guarded(endpoint_, [&]() -> status {
+    std::size_t next = 0;
+    std::function<kj::Promise<void>()> issue = [&]() -> kj::Promise<void> {
+      if (next >= calls) return kj::READY_NOW;
+      const std::size_t i = next++;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto req = impl_->inference.inferRecRequest();
+      detail::write(req.initRequest(), call_of(i));
+      return req.send().then(
+          [&, i, t0](capnp::Response<::Inference::InferRecResults> r) {
             done(i, detail::read(r.getReply()),
                  seconds_between(t0, std::chrono::steady_clock::now()));
             return issue();
@@ -447,6 +491,8 @@ expected<admin_reply> rpc_client::list_models(const std::string& token) {
     for (auto m : r.getModels()) {
       a.models.push_back({str(m.getName()), str(m.getKind()), str(m.getArch()), m.getInputWidth(),
                           m.getOutputWidth()});
+      for (auto rows : m.getTableRows()) a.models.back().table_rows.push_back(rows);
+      a.models.back().tables = std::uint32_t(a.models.back().table_rows.size());
     }
     return a;
   });

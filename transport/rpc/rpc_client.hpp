@@ -75,6 +75,11 @@ class rpc_client {
                            const std::vector<double>& send_at_s, const rec_callback& done,
                            bool precise = true);
 
+  /// Closed loop of `calls` recommendation calls, call i being `call_of(i)`,
+  /// `in_flight` outstanding.
+  status run_closed_loop_rec(const std::function<const rec_call&(std::size_t)>& call_of,
+                             std::size_t calls, std::size_t in_flight, const rec_callback& done);
+
   /// Closed loop of `calls` tensor calls with the same payload, `in_flight`
   /// outstanding: over the SplitRPC path (`split`, after open_split: the payload
   /// over UCX, then the control record; calls pipelined, so the server's tensor
@@ -84,6 +89,8 @@ class rpc_client {
                                 const tensor_callback& done);
 
   expected<std::uint32_t> server_version();
+  /// What the served models take (schema 5; no token).
+  expected<std::vector<model_info>> models();
   /// Schema version 4: the server's models are loaded and warmed (as /v2/health/ready).
   expected<bool> server_ready();
   expected<admin_reply> stats(const std::string& token);

@@ -23,6 +23,19 @@ namespace {
 using detail::str;
 using detail::text;
 
+// Admin.listModels and Inference.models: what each served model takes.
+void fill_models(::capnp::List<::ModelInfo>::Builder out, const std::vector<model_info>& models) {
+  for (unsigned i = 0; i < models.size(); ++i) {
+    out[i].setName(text(models[i].name));
+    out[i].setKind(text(models[i].kind));
+    out[i].setArch(text(models[i].arch));
+    out[i].setInputWidth(models[i].input_width);
+    out[i].setOutputWidth(models[i].output_width);
+    auto rows = out[i].initTableRows(unsigned(models[i].table_rows.size()));
+    for (unsigned t = 0; t < rows.size(); ++t) rows.set(t, models[i].table_rows[t]);
+  }
+}
+
 template <class T>
 struct reply_state {
   std::thread::id owner = std::this_thread::get_id();  // the event-loop thread
@@ -68,6 +81,12 @@ class inference_impl final : public ::Inference::Server {
   kj::Promise<void> version(VersionContext ctx) override {
     ctx.getResults().setVersion(::SCHEMA_VERSION);
     ctx.getResults().setReady(s_.ready());
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> models(ModelsContext ctx) override {
+    const auto models = s_.models();
+    fill_models(ctx.getResults().initModels(unsigned(models.size())), models);
     return kj::READY_NOW;
   }
 
@@ -166,14 +185,7 @@ class admin_impl final : public ::Admin::Server {
   kj::Promise<void> listModels(ListModelsContext ctx) override {
     if (refuse(ctx.getParams().getToken(), ctx.getResults())) return kj::READY_NOW;
     const auto models = s_.models();
-    auto out = ctx.getResults().initModels(models.size());
-    for (unsigned i = 0; i < models.size(); ++i) {
-      out[i].setName(text(models[i].name));
-      out[i].setKind(text(models[i].kind));
-      out[i].setArch(text(models[i].arch));
-      out[i].setInputWidth(models[i].input_width);
-      out[i].setOutputWidth(models[i].output_width);
-    }
+    fill_models(ctx.getResults().initModels(unsigned(models.size())), models);
     return kj::READY_NOW;
   }
 

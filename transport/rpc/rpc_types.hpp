@@ -87,7 +87,8 @@ struct model_info {
   std::uint32_t input_width = 0, output_width = 0;
   std::uint32_t tables = 0;   // recommendation models: embedding tables (inputs per table)
   std::string version = "1";  // the version a call without a version gets (model repository)
-  std::vector<std::string> versions;  // every version served, highest first (empty: `version`)
+  std::vector<std::string> versions;      // every version served, highest first (empty: `version`)
+  std::vector<std::uint64_t> table_rows;  // recommendation models: rows of each table
 };
 
 struct tunable {

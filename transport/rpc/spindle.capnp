@@ -7,8 +7,9 @@
 # request never fails its neighbours in a batch.
 @0xf8bf9206416f48e7;
 
-const schemaVersion :UInt32 = 4;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
-                                  # 4: version() also says whether the server is ready
+const schemaVersion :UInt32 = 5;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
+                                  # 4: version() also says whether the server is ready;
+                                  # 5: models() without a token (as KServe's metadata)
 
 enum Status {
   ok @0;                # the request was served; outputs are valid
@@ -91,6 +92,9 @@ interface Inference {
   # queue; this small control record names it by callId (unique per session).
   openSplit @5 () -> (session :SplitSession);
   inferSplit @6 (model :Text, callId :UInt64, bytes :UInt64, deadlineUs :UInt32) -> (reply :TensorReply);
+  # Version 5: what the served models take (no token: as KServe's model metadata),
+  # for clients that build calls from a model's description (load generators).
+  models @7 () -> (models :List(ModelInfo));
 }
 
 struct ModelInfo {
@@ -99,6 +103,7 @@ struct ModelInfo {
   arch @2 :Text;        # graphsage | gcn | gat | gin | dlrm
   inputWidth @3 :UInt32;
   outputWidth @4 :UInt32;
+  tableRows @5 :List(UInt64);  # recommendation models: rows of each embedding table, in order
 }
 
 struct Tunable {
