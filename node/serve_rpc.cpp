@@ -200,8 +200,9 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   SPINDLE_ASSIGN_OR_RETURN(auto server, transport::rpc::rpc_server::start(o, g));
   std::unique_ptr<transport::http::metrics_server> metrics;
   if (!a.metrics.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(metrics, transport::http::metrics_server::start(
-                                          a.metrics, [&g] { return g.prometheus_text(); }));
+    SPINDLE_ASSIGN_OR_RETURN(
+        metrics, transport::http::metrics_server::start(
+                     a.metrics, [&g] { return g.prometheus_text(); }, a.max_connections));
     fmt::print("metrics http://{}:{}/metrics\n", a.metrics.substr(0, a.metrics.rfind(':')),
                metrics->port());
   }
@@ -212,6 +213,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     ho.listen = a.http;
     ho.admin_token = token;
     ho.max_body_bytes = a.http_max_body_mb << 20;
+    ho.max_connections = a.max_connections;
     SPINDLE_ASSIGN_OR_RETURN(http, transport::kserve::http_server::start(ho, door));
   }
   std::unique_ptr<transport::kserve::grpc_server> grpc;

@@ -64,7 +64,8 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
                  "--max-queue; live: tunable slo_ms)")
       ->capture_default_str();
   cmd.add_option("--max-connections", a.max_connections,
-                 "Open client connections before new ones are closed at once (0: the process's "
+                 "Open client connections per door (Cap'n Proto, HTTP, metrics) before new ones "
+                 "are closed at once (0: the process's "
                  "file-descriptor limit less 64, at most 4096)")
       ->capture_default_str();
   add_rec_serving_options(cmd, a);

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/call_origin.hpp"
 #include "core/log.hpp"
+#include "transport/http/event_server.hpp"
 #include "transport/kserve/infer_json.hpp"
 #include "transport/kserve/triton_extensions.hpp"
 #include "transport/rpc/endpoint.hpp"
@@ -117,13 +117,8 @@ void handle_repository(door& d, const std::string& token, const httplib::Request
   res.set_content("{}", kJson);
 }
 
-void add_routes(httplib::Server& s, door& d, const std::string& token) {
-  // Every request names its door and client to the gateway (logs, access log).
-  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
-    set_call_origin(fmt::format("http {}:{}", req.remote_addr, req.remote_port));
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  s.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
+void add_routes(http::event_server& s, door& d, const std::string& token) {
+  s.get("/v2", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(
         dump({{"name", "spindle"},
               {"version", "0.1.0"},
@@ -132,12 +127,12 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
         kJson);
   });
   auto live = [](const httplib::Request&, httplib::Response& res) { res.status = 200; };
-  s.Get("/v2/health/live", live);
-  s.Get("/healthz", live);
-  s.Get("/v2/health/ready", [&d](const httplib::Request&, httplib::Response& res) {
+  s.get("/v2/health/live", live);
+  s.get("/healthz", live);
+  s.get("/v2/health/ready", [&d](const httplib::Request&, httplib::Response& res) {
     res.status = d.ready() ? 200 : 503;
   });
-  s.Get(std::string(kModelPath) + "/ready",
+  s.get(std::string(kModelPath) + "/ready",
         [&d](const httplib::Request& req, httplib::Response& res) {
           if (!d.find(req.matches[1], req.matches[2]))
             return send_error(
@@ -147,10 +142,10 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
   // Triton's statistics and model-configuration extensions (tritonclient,
   // perf_analyzer); /v2/models/stats before the model routes, which would take it
   // for a model named "stats".
-  s.Get("/v2/models/stats", [&d](const httplib::Request&, httplib::Response& res) {
+  s.get("/v2/models/stats", [&d](const httplib::Request&, httplib::Response& res) {
     res.set_content(statistics_json(statistics_of(d.service(), "")), kJson);
   });
-  s.Get(std::string(kModelPath) + "/stats",
+  s.get(std::string(kModelPath) + "/stats",
         [&d](const httplib::Request& req, httplib::Response& res) {
           auto m = d.find(req.matches[1], req.matches[2]);
           if (!m)
@@ -158,7 +153,7 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
                 res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
           res.set_content(statistics_json(statistics_of(d.service(), m->name)), kJson);
         });
-  s.Get(std::string(kModelPath) + "/config",
+  s.get(std::string(kModelPath) + "/config",
         [&d](const httplib::Request& req, httplib::Response& res) {
           auto m = d.find(req.matches[1], req.matches[2]);
           if (!m)
@@ -166,16 +161,16 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
                 res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
           res.set_content(config_json(metadata_of(*m)), kJson);
         });
-  s.Get(kModelPath, [&d](const httplib::Request& req, httplib::Response& res) {
+  s.get(kModelPath, [&d](const httplib::Request& req, httplib::Response& res) {
     auto m = d.find(req.matches[1], req.matches[2]);
     if (!m)
       return send_error(res, 404,
                         fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
     res.set_content(dump(metadata_json(metadata_of(*m))), kJson);
   });
-  s.Post(std::string(kModelPath) + "/infer",
+  s.post(std::string(kModelPath) + "/infer",
          [&d](const httplib::Request& req, httplib::Response& res) { handle_infer(d, req, res); });
-  s.Post("/v2/repository/index", [&d](const httplib::Request&, httplib::Response& res) {
+  s.post("/v2/repository/index", [&d](const httplib::Request&, httplib::Response& res) {
     json out = json::array();
     for (const auto& m : d.service().models())
       out.push_back({{"name", m.name},
@@ -183,7 +178,7 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
                      {"state", d.service().model_ready(m.name) ? "READY" : "UNAVAILABLE"}});
     res.set_content(dump(out), kJson);
   });
-  s.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
+  s.post(R"(/v2/repository/models/([^/]+)/(load|unload))",
          [&d, token](const httplib::Request& req, httplib::Response& res) {
            handle_repository(d, token, req, res);
          });
@@ -192,54 +187,34 @@ void add_routes(httplib::Server& s, door& d, const std::string& token) {
 }  // namespace
 
 struct http_server::impl {
-  httplib::Server server;
-  std::thread thread;  // runs the accept loop
+  std::unique_ptr<http::event_server> server;
 };
 
 expected<std::unique_ptr<http_server>> http_server::start(const http_options& o, door& d) {
   SPINDLE_ASSIGN_OR_RETURN(auto where, parse_host_port(o.listen, "--http"));
+  http::event_server_options eo;
+  eo.host = where.host;
+  eo.port = int(where.port);
+  eo.name = "kserve-http";
+  eo.workers = std::max<std::size_t>(1, o.workers);
+  eo.max_body_bytes = o.max_body_bytes;
+  eo.max_connections = o.max_connections;
+  eo.header_timeout = eo.body_timeout = o.request_timeout;
+  auto bound = http::event_server::bind(eo);
+  if (!bound) return std::move(bound).error().with_context("--http " + o.listen + ": ");
   auto i = std::make_unique<impl>();
-  const std::size_t workers = std::max<std::size_t>(1, o.workers);
-  i->server.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  i->server.set_payload_max_length(o.max_body_bytes);
-  i->server.set_read_timeout(5, 0);
-  i->server.set_keep_alive_max_count(1000000);
-  i->server.set_tcp_nodelay(true);
-  add_routes(i->server, d, o.admin_token);
-  i->server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const std::string why = res.status == 404   ? "no such path: " + req.path.substr(0, 128)
-                            : res.status == 413 ? "request body is larger than the limit"
-                                                : "HTTP " + std::to_string(res.status);
+  i->server = std::move(*bound);
+  add_routes(*i->server, d, o.admin_token);
+  i->server->on_error([](int, const std::string& why, httplib::Response& res) {
     res.set_content(error_body(why), kJson);
   });
-  i->server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        log::error("kserve http: {}", what);
-        send_error(res, 500, what);
-      });
-  const int port = int(where.port);
-  const int bound = port == 0 ? i->server.bind_to_any_port(where.host)
-                              : (i->server.bind_to_port(where.host, port) ? port : -1);
-  if (bound < 0) return make_error(errc::unavailable, "--http {}: cannot bind", o.listen);
-  impl* raw = i.get();
-  i->thread = std::thread([raw] { raw->server.listen_after_bind(); });
-  pthread_setname_np(i->thread.native_handle(), "kserve-http");
-  return std::unique_ptr<http_server>(new http_server(std::move(i), bound));
+  i->server->start();
+  const int port = i->server->port();
+  return std::unique_ptr<http_server>(new http_server(std::move(i), port));
 }
 
 http_server::http_server(std::unique_ptr<impl> i, int port) : impl_(std::move(i)), port_(port) {}
 
-http_server::~http_server() {
-  impl_->server.stop();
-  impl_->thread.join();
-}
+http_server::~http_server() = default;  // the event server stops and joins
 
 }  // namespace spindle::transport::kserve

@@ -1,4 +1,5 @@
-// KServe v2 over HTTP/REST (cpp-httplib) for `spindle serve --http HOST:PORT`:
+// KServe v2 over HTTP/REST for `spindle serve --http HOST:PORT` (on the
+// event-driven transport/http/event_server: a slow client holds no thread):
 // health, server and model metadata, readiness, infer (JSON tensors and
 // Triton's binary-tensor extension) and the model-repository extension (load
 // and unload behind the admin token, as "Authorization: Bearer TOKEN").
@@ -7,6 +8,7 @@
 // the door, so through the gateway's admission control, batcher and metrics.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -20,6 +22,8 @@ struct http_options {
   std::string admin_token;                 // empty: repository load/unload refused
   std::size_t max_body_bytes = 64u << 20;  // larger bodies: 413
   std::size_t workers = 64;                // requests served at once (each waits for its answer)
+  std::size_t max_connections = 0;         // open at once; more are closed (0: fd limit less 64)
+  std::chrono::milliseconds request_timeout{5000};  // headers, then body: 408 past it
 };
 
 class http_server {

@@ -1,0 +1,248 @@
+// Chaos: slow and hostile clients on every door of a real `spindle serve`. For
+// each door (KServe HTTP, /metrics, Cap'n Proto, KServe gRPC): up to 1,000
+// slowloris connections (a request begun and never finished), then 50 good calls
+// on that door (p99 under 100 ms) and on the Cap'n Proto door (unaffected);
+// garbage bytes and oversized bodies on the HTTP door; and a half-sent request
+// answered 408 once its deadline passed. Every figure is printed.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/subprocess.hpp"
+#include "graph/prepare.hpp"
+#include "grpc_service.grpc.pb.h"
+#include "nn/model.hpp"
+#include "nn/ops.hpp"
+#include "tests/graph/test_util.hpp"
+#include "transport/rpc/rpc_client.hpp"
+
+namespace spindle {
+namespace {
+
+namespace rpc = transport::rpc;
+using clock_type = std::chrono::steady_clock;
+
+// The connections a door gets: as many as the descriptor limit allows, at most 1,000.
+std::size_t slow_count() {
+  rlimit r{};
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  r.rlim_cur = r.rlim_max;  // the server, spawned after this, inherits the raised limit
+  ::setrlimit(RLIMIT_NOFILE, &r);
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  const std::size_t room = r.rlim_cur > 400 ? (std::size_t(r.rlim_cur) - 300) / 2 : 50;
+  return std::min<std::size_t>(1000, room);
+}
+
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(std::uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// `n` connections to `port`, each sent `prefix` and then left waiting.
+std::vector<int> slowloris(int port, std::size_t n, const std::string& prefix) {
+  std::vector<int> fds;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int fd = connect_to(port);
+    if (fd < 0) break;
+    if (!prefix.empty()) [[maybe_unused]] auto w = ::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL);
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+double p99_ms(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 1e9 : v[std::min(v.size() - 1, std::size_t(0.99 * double(v.size())))];
+}
+
+// `n` timed calls of `call` (which must succeed); their latencies in ms.
+std::vector<double> timed(int n, const std::function<bool()>& call) {
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    const auto t0 = clock_type::now();
+    EXPECT_TRUE(call()) << "call " << i;
+    ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+  }
+  return ms;
+}
+
+struct server {
+  std::string dir = graph::testing::temp_dir("chaos_slow");
+  std::optional<child_process> proc;
+  int http = 0, grpc = 0, metrics = 0;
+  std::string capnp;
+  server() {
+    thread_pool pool{1, "test"};
+    graph::generate_options o;
+    o.rmat.scale = 10;
+    o.feature_dim = 8;
+    EXPECT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
+    config::model_desc d;
+    d.name = "sage";
+    d.arch = config::model_arch::graphsage;
+    d.in = 8, d.hidden = 16, d.out = 4;
+    EXPECT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+    proc.emplace(std::move(*child_process::spawn(
+        {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
+         "127.0.0.1:0", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--metrics",
+         "127.0.0.1:0", "--max-connections", "4000"})));
+    auto m = proc->wait_for("metrics http://127.0.0.1:", 60'000);
+    EXPECT_TRUE(m.has_value());
+    metrics = std::stoi(m->substr(0, m->find('/')));
+    auto h = proc->wait_for("http http://127.0.0.1:", 60'000);
+    EXPECT_TRUE(h.has_value());
+    http = std::stoi(h->substr(0, h->find('/')));
+    auto g = proc->wait_for("grpc ", 60'000);
+    EXPECT_TRUE(g.has_value());
+    grpc = std::stoi(g->substr(g->rfind(':') + 1));
+    auto l = proc->wait_for("listening ", 60'000);
+    EXPECT_TRUE(l.has_value());
+    capnp = *l;
+  }
+  ~server() {
+    proc->signal(SIGTERM);
+    proc->wait();
+  }
+};
+
+bool http_infer(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  auto r = c.Post("/v2/models/sage/infer",
+                  R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})",
+                  "application/json");
+  return r && r->status == 200;
+}
+
+bool metrics_scrape(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get("/metrics");
+  return r && r->status == 200 && r->body.find("spindle_requests_total") != std::string::npos;
+}
+
+TEST(chaos_slow_clients_test, slowloris_on_every_door_leaves_good_calls_fast) {
+  const std::size_t n = slow_count();
+  server s;
+  auto capnp = rpc::rpc_client::connect(s.capnp, 30'000);
+  ASSERT_TRUE(capnp.has_value()) << capnp.error().to_string();
+  auto capnp_call = [&] {
+    auto a = (*capnp)->infer_gnn({"sage", {5}, 0, 0});
+    return a.has_value() && a->status == rpc::rpc_status::ok;
+  };
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  auto grpc_call = [&] {
+    inference::ModelInferRequest req;
+    req.set_model_name("sage");
+    auto* in = req.add_inputs();
+    in->set_name("seeds");
+    in->set_datatype("INT64");
+    in->add_shape(1);
+    in->mutable_contents()->add_int64_contents(7);
+    inference::ModelInferResponse res;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub->ModelInfer(&ctx, req, &res).ok();
+  };
+  struct door {
+    const char* name;
+    int port;
+    std::string prefix;
+    std::function<bool()> good;
+  };
+  const std::vector<door> doors = {
+      {"KServe HTTP", s.http,
+       "POST /v2/models/sage/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"in",
+       [&] { return http_infer(s.http); }},
+      {"metrics", s.metrics, "GET /metrics HTTP/1.1\r\nHost: x\r\n",
+       [&] { return metrics_scrape(s.metrics); }},
+      {"Cap'n Proto", 0, std::string("\x00\x00\x00\x00\x10\x00", 6), capnp_call},
+      {"KServe gRPC", s.grpc, "PRI * HTTP/2.0\r\n", grpc_call},
+      // Idle floods (connected, nothing sent) and garbage frames.
+      {"KServe HTTP, idle", s.http, "", [&] { return http_infer(s.http); }},
+      {"KServe gRPC, idle", s.grpc, "", grpc_call},
+      {"Cap'n Proto, garbage", 0, std::string("\xff\xff\xff\x7f garbage", 12), capnp_call},
+  };
+  const int capnp_port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
+  for (const auto& d : doors) {
+    ASSERT_TRUE(d.good()) << d.name << ": no answer before the attack";
+    const auto t0 = clock_type::now();
+    auto fds = slowloris(d.port ? d.port : capnp_port, n, d.prefix);
+    const double open_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    const auto here = timed(50, d.good);
+    const auto other = timed(50, capnp_call);
+    std::printf("%s: %zu slowloris connections held (opened in %.2f s); 50 good calls p99 %.1f "
+                "ms there, %.1f ms on Cap'n Proto\n",
+                d.name, fds.size(), open_s, p99_ms(here), p99_ms(other));
+    EXPECT_GE(fds.size(), std::min<std::size_t>(n, 50)) << d.name;
+    EXPECT_LT(p99_ms(here), 100.0) << d.name;
+    EXPECT_LT(p99_ms(other), 100.0) << d.name;
+    for (int fd : fds) ::close(fd);
+  }
+}
+
+// A request begun and never finished is answered 408 once its deadline (5 s)
+// passed, and the connection closed: the server keeps no half-sent request.
+TEST(chaos_slow_clients_test, a_half_sent_http_request_gets_408_and_is_closed) {
+  server s;
+  const int fd = connect_to(s.http);
+  ASSERT_GE(fd, 0);
+  const std::string partial = "POST /v2/models/sage/infer HTTP/1.1\r\nContent-Length: 50\r\n\r\n{";
+  ASSERT_EQ(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL), ssize_t(partial.size()));
+  timeval tv{15, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto t0 = clock_type::now();
+  std::string got;
+  char buf[4096];
+  for (ssize_t k; (k = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, std::size_t(k));
+  const double s_waited = std::chrono::duration<double>(clock_type::now() - t0).count();
+  ::close(fd);
+  std::printf("half-sent request: answered after %.1f s: %s\n", s_waited,
+              got.substr(0, got.find('\r')).c_str());
+  EXPECT_NE(got.find("HTTP/1.1 408"), std::string::npos) << got;
+  EXPECT_GT(s_waited, 4.0);
+  EXPECT_LT(s_waited, 8.0);
+  // Garbage, a body past the limit, and a chunked body: each refused by name.
+  for (auto [bytes, want] : std::vector<std::pair<std::string, std::string>>{
+           {"\x16\x03\x01 not http at all\r\n\r\n", "HTTP/1.1 400"},
+           {"POST /v2/models/sage/infer HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
+            "HTTP/1.1 413"},
+           {"POST /v2/models/sage/infer HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "HTTP/1.1 411"}}) {
+    const int g = connect_to(s.http);
+    ASSERT_GE(g, 0);
+    ::send(g, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    ::setsockopt(g, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string answer;
+    for (ssize_t k; (k = ::recv(g, buf, sizeof buf, 0)) > 0;) answer.append(buf, std::size_t(k));
+    ::close(g);
+    EXPECT_EQ(answer.rfind(want, 0), 0u) << answer;
+  }
+  EXPECT_TRUE(http_infer(s.http));  // and it still serves
+}
+
+}  // namespace
+}  // namespace spindle

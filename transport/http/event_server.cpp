@@ -1,0 +1,590 @@
+#include "transport/http/event_server.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <regex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/call_origin.hpp"
+#include "core/log.hpp"
+
+namespace spindle::transport::http {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// draining: a refused request's response is sent and the write side shut; what
+// the client still sends is read and dropped for a moment, so it reads the
+// response instead of a reset (a client mid-way through a large body).
+enum class phase { head, body, handler, writing, draining };
+
+struct connection {
+  int fd = -1;
+  std::uint64_t gen = 0;  // tells a completion for a closed fd from one for its reuse
+  std::string addr;
+  int remote_port = 0;
+  phase at = phase::head;
+  std::string in;
+  std::size_t head_end = 0, content_length = 0;
+  httplib::Request req;
+  std::string out;
+  std::size_t out_at = 0;
+  bool close_after = false;
+  clock_type::time_point deadline;
+};
+
+struct route {
+  std::string method;
+  std::regex re;
+  handler h;
+};
+
+struct job {
+  int fd;
+  std::uint64_t gen;
+  httplib::Request req;
+  bool keep_alive;
+};
+
+struct completion {
+  int fd;
+  std::uint64_t gen;
+  std::string bytes;
+  bool close_after;
+};
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+const char* reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Status";
+  }
+}
+
+std::string serialize(const httplib::Response& res, bool keep_alive) {
+  const int status = res.status > 0 ? res.status : 200;
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", status, reason(status));
+  for (const auto& [k, v] : res.headers)
+    if (!iequals(k, "Content-Length") && !iequals(k, "Connection")) out += k + ": " + v + "\r\n";
+  out += fmt::format("Content-Length: {}\r\nConnection: {}\r\n\r\n", res.body.size(),
+                     keep_alive ? "keep-alive" : "close");
+  return out + res.body;
+}
+
+std::size_t default_max_connections() {
+  rlimit r{};
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  const std::size_t fds = r.rlim_cur == RLIM_INFINITY ? 4096 : std::size_t(r.rlim_cur);
+  return std::clamp<std::size_t>(fds > 64 ? fds - 64 : 1, 1, 4096);
+}
+
+}  // namespace
+
+struct event_server::impl {
+  event_server_options o;
+  int listen_fd = -1, epoll_fd = -1, wake_fd = -1, port = 0;
+  std::vector<route> routes;
+  std::function<void(int, const std::string&, httplib::Response&)> error_body;
+  std::unordered_map<int, connection> conns;
+  std::uint64_t next_gen = 1;
+  std::thread io;
+  std::vector<std::thread> workers;
+  std::atomic<bool> stopping{false};
+  std::mutex work_mu;
+  std::condition_variable work_cv;
+  std::deque<job> work;
+  std::mutex done_mu;
+  std::vector<completion> done;
+  mutable std::mutex stats_mu;
+  counters stats;
+  clock_type::time_point last_report = clock_type::now();
+  std::uint64_t reported_timeouts = 0, reported_refused = 0;
+
+  ~impl() {
+    for (int fd : {listen_fd, epoll_fd, wake_fd})
+      if (fd >= 0) ::close(fd);
+  }
+
+  void watch(int fd, std::uint32_t events, int op) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd, op, fd, &ev);
+  }
+
+  void close_conn(connection& c) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    ::close(c.fd);
+    conns.erase(c.fd);  // `c` is gone from here on
+  }
+
+  // Queues a response on `c` (from this thread): written as the socket takes it.
+  void respond(connection& c, std::string bytes, bool close_after) {
+    c.out = std::move(bytes);
+    c.out_at = 0;
+    c.close_after = close_after;
+    c.at = phase::writing;
+    c.deadline = clock_type::now() + o.write_timeout;
+    flush(c);
+  }
+
+  void refuse(connection& c, int status, const std::string& why) {
+    httplib::Response res;
+    res.status = status;
+    if (error_body) error_body(status, why, res);
+    if (res.body.empty()) res.set_content(why + "\n", "text/plain");
+    respond(c, serialize(res, false), true);
+  }
+
+  // Writes what the socket takes; done: close, or read the next request.
+  void flush(connection& c) {
+    while (c.out_at < c.out.size()) {
+      const ssize_t n =
+          ::send(c.fd, c.out.data() + c.out_at, c.out.size() - c.out_at, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out_at += std::size_t(n);
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        watch(c.fd, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+        return;
+      }
+      return close_conn(c);
+    }
+    if (c.close_after) {
+      ::shutdown(c.fd, SHUT_WR);
+      c.at = phase::draining;
+      c.deadline = clock_type::now() + std::chrono::seconds(1);
+      watch(c.fd, EPOLLIN, EPOLL_CTL_MOD);
+      return;
+    }
+    c.out.clear();
+    c.at = phase::head;
+    c.deadline = clock_type::now() + o.idle_timeout;
+    watch(c.fd, EPOLLIN, EPOLL_CTL_MOD);
+    parse(c);  // a pipelined request may be buffered already
+  }
+
+  // Reads what arrived; parses when a request may be complete.
+  void on_readable(connection& c) {
+    char buf[16384];
+    if (c.at == phase::draining) {
+      for (;;) {
+        const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n > 0) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        return close_conn(c);  // the client is done
+      }
+    }
+    for (;;) {
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        if (c.in.empty() && c.at == phase::head)  // the first byte starts the header clock
+          c.deadline = clock_type::now() + o.header_timeout;
+        c.in.append(buf, std::size_t(n));
+        if (c.in.size() > o.max_header_bytes + o.max_body_bytes + 16384) break;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (c.at == phase::handler) {  // the client left; the answer will be dropped
+        ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+        c.at = phase::writing;
+        c.close_after = true;
+        return;
+      }
+      return close_conn(c);
+    }
+    parse(c);
+  }
+
+  void parse(connection& c) {
+    if (c.at == phase::head) {
+      const auto end = c.in.find("\r\n\r\n");
+      if (end == std::string::npos) {
+        if (c.in.size() > o.max_header_bytes)
+          refuse(c, 431, fmt::format("request headers past {} bytes", o.max_header_bytes));
+        return;
+      }
+      c.head_end = end + 4;
+      if (auto st = parse_head(c); !st) return;
+      c.at = phase::body;
+      c.deadline = clock_type::now() + o.body_timeout;
+    }
+    if (c.at != phase::body || c.in.size() - c.head_end < c.content_length) return;
+    c.req.body = c.in.substr(c.head_end, c.content_length);
+    c.in.erase(0, c.head_end + c.content_length);
+    dispatch(c);
+  }
+
+  // The request line and headers of c.in[0, head_end); false: refused.
+  bool parse_head(connection& c) {
+    c.req = httplib::Request{};
+    const std::string_view head(c.in.data(), c.head_end - 4);
+    const auto line_end = head.find("\r\n");
+    const std::string_view line = head.substr(0, line_end);
+    const auto sp1 = line.find(' '), sp2 = line.rfind(' ');
+    if (sp1 == std::string::npos || sp2 <= sp1 || !line.substr(sp2 + 1).starts_with("HTTP/1.")) {
+      refuse(c, 400, "malformed request line");
+      return false;
+    }
+    c.req.method = std::string(line.substr(0, sp1));
+    c.req.version = std::string(line.substr(sp2 + 1));
+    const std::string target(line.substr(sp1 + 1, sp2 - sp1 - 1));
+    const auto q = target.find('?');
+    c.req.path = target.substr(0, q);
+    c.req.target = target;
+    if (q != std::string::npos)
+      httplib::detail::parse_query_text(target.substr(q + 1), c.req.params);
+    std::size_t at = line_end == std::string::npos ? head.size() : line_end + 2;
+    while (at < head.size()) {
+      auto e = head.find("\r\n", at);
+      if (e == std::string::npos) e = head.size();
+      const auto h = head.substr(at, e - at);
+      const auto colon = h.find(':');
+      if (colon == std::string::npos) {
+        refuse(c, 400, "malformed header line");
+        return false;
+      }
+      auto v = h.substr(colon + 1);
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      c.req.headers.emplace(std::string(h.substr(0, colon)), std::string(v));
+      at = e + 2;
+    }
+    c.req.remote_addr = c.addr;
+    c.req.remote_port = c.remote_port;
+    if (c.req.has_header("Transfer-Encoding") &&
+        c.req.get_header_value("Transfer-Encoding") != "identity") {
+      refuse(c, 411, "chunked request bodies are not accepted: send Content-Length");
+      return false;
+    }
+    c.content_length = 0;
+    if (c.req.has_header("Content-Length")) {
+      const auto text = c.req.get_header_value("Content-Length");
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0') {
+        refuse(c, 400, fmt::format("Content-Length: '{}' is not a byte count", text.substr(0, 32)));
+        return false;
+      }
+      if (n > o.max_body_bytes) {
+        refuse(c, 413, "request body is larger than the limit");
+        return false;
+      }
+      c.content_length = std::size_t(n);
+    }
+    return true;
+  }
+
+  bool keep_alive(const httplib::Request& r) const {
+    const auto conn = r.get_header_value("Connection");
+    if (r.version == "HTTP/1.0") return iequals(conn, "keep-alive");
+    return !iequals(conn, "close");
+  }
+
+  void dispatch(connection& c) {
+    c.at = phase::handler;
+    c.deadline = clock_type::time_point::max();  // the handler's time is the server's
+    {
+      std::lock_guard lock(stats_mu);
+      ++stats.requests;
+    }
+    const bool ka = keep_alive(c.req);
+    {
+      std::lock_guard lock(work_mu);
+      work.push_back({c.fd, c.gen, std::move(c.req), ka});
+    }
+    work_cv.notify_one();
+  }
+
+  void run_job(job& j) {
+    set_call_origin(fmt::format("{} {}:{}", o.name == "kserve-http" ? "http" : o.name,
+                                j.req.remote_addr, j.req.remote_port));
+    httplib::Response res;
+    bool routed = false;
+    for (const auto& r : routes) {
+      if (r.method != j.req.method) continue;
+      if (!std::regex_match(j.req.path, j.req.matches, r.re)) continue;
+      routed = true;
+      try {
+        r.h(j.req, res);
+      } catch (const std::exception& e) {
+        log::error("{}: {} {}: {}", o.name, j.req.method, j.req.path.substr(0, 128), e.what());
+        res = httplib::Response{};
+        res.status = 500;
+        if (error_body) error_body(500, e.what(), res);
+      }
+      break;
+    }
+    if (!routed) {
+      res.status = 404;
+      if (error_body) error_body(404, "no such path: " + j.req.path.substr(0, 128), res);
+      if (res.body.empty()) res.set_content("not found\n", "text/plain");
+    }
+    {
+      std::lock_guard lock(done_mu);
+      done.push_back({j.fd, j.gen, serialize(res, j.keep_alive), !j.keep_alive});
+    }
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto w = ::write(wake_fd, &one, sizeof one);
+  }
+
+  void worker_loop() {
+    for (;;) {
+      std::unique_lock lock(work_mu);
+      work_cv.wait(lock, [&] { return stopping.load() || !work.empty(); });
+      if (work.empty()) return;
+      job j = std::move(work.front());
+      work.pop_front();
+      lock.unlock();
+      run_job(j);
+    }
+  }
+
+  void accept_all() {
+    for (;;) {
+      sockaddr_storage sa{};
+      socklen_t len = sizeof sa;
+      const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;  // EAGAIN, or out of descriptors: the next event retries
+      if (conns.size() >= o.max_connections) {
+        ::close(fd);
+        std::lock_guard lock(stats_mu);
+        ++stats.refused;
+        continue;
+      }
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
+      ::getnameinfo(reinterpret_cast<sockaddr*>(&sa), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV);
+      auto& c = conns[fd];
+      c.fd = fd;
+      c.gen = next_gen++;
+      c.addr = host;
+      c.remote_port = std::atoi(serv);
+      c.deadline = clock_type::now() + o.idle_timeout;
+      watch(fd, EPOLLIN, EPOLL_CTL_ADD);
+      std::lock_guard lock(stats_mu);
+      ++stats.accepted;
+    }
+  }
+
+  void take_completions() {
+    std::uint64_t n;
+    [[maybe_unused]] auto r = ::read(wake_fd, &n, sizeof n);
+    std::vector<completion> ready;
+    {
+      std::lock_guard lock(done_mu);
+      ready.swap(done);
+    }
+    for (auto& x : ready) {
+      auto it = conns.find(x.fd);
+      if (it == conns.end() || it->second.gen != x.gen) continue;  // closed meanwhile
+      auto& c = it->second;
+      if (c.close_after && c.at == phase::writing) {  // the client left during the handler
+        close_conn(c);
+        continue;
+      }
+      respond(c, std::move(x.bytes), x.close_after);
+    }
+  }
+
+  // Deadlines: an unfinished request gets 408, an idle connection is closed,
+  // a response nobody reads is dropped.
+  void expire() {
+    const auto now = clock_type::now();
+    std::vector<int> late;
+    for (auto& [fd, c] : conns)
+      if (now > c.deadline) late.push_back(fd);
+    std::uint64_t timed_out = 0, dropped = 0;
+    for (int fd : late) {
+      auto& c = conns.at(fd);
+      if (c.at == phase::draining) {
+        close_conn(c);
+      } else if (c.at == phase::writing) {
+        ++dropped;
+        close_conn(c);
+      } else if (c.in.empty() && c.at == phase::head) {
+        close_conn(c);  // idle: nothing was asked
+      } else {
+        ++timed_out;
+        refuse(c, 408, "request not complete in time");
+      }
+    }
+    std::lock_guard lock(stats_mu);
+    stats.timed_out += timed_out;
+    stats.write_dropped += dropped;
+    if (now - last_report > std::chrono::seconds(10) &&
+        (stats.timed_out > reported_timeouts || stats.refused > reported_refused)) {
+      log::warn(
+          "{}: {} requests not complete in time (408), {} connections past the limit of {} "
+          "closed at once, in the last {:.0f} s",
+          o.name, stats.timed_out - reported_timeouts, stats.refused - reported_refused,
+          o.max_connections, std::chrono::duration<double>(now - last_report).count());
+      reported_timeouts = stats.timed_out;
+      reported_refused = stats.refused;
+      last_report = now;
+    }
+  }
+
+  void io_loop() {
+    epoll_event events[256];
+    while (!stopping.load()) {
+      const int n = ::epoll_wait(epoll_fd, events, 256, 100);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == listen_fd) {
+          accept_all();
+        } else if (fd == wake_fd) {
+          take_completions();
+        } else if (auto it = conns.find(fd); it != conns.end()) {
+          auto& c = it->second;
+          if (events[i].events & EPOLLOUT && c.at == phase::writing) {
+            flush(c);
+          } else if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+            on_readable(c);
+          }
+        }
+      }
+      expire();
+    }
+  }
+};
+
+expected<std::unique_ptr<event_server>> event_server::bind(const event_server_options& o) {
+  auto i = std::make_unique<impl>();
+  i->o = o;
+  if (i->o.max_connections == 0) i->o.max_connections = default_max_connections();
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  if (int rc = ::getaddrinfo(o.host.c_str(), std::to_string(o.port).c_str(), &hints, &res); rc != 0)
+    return make_error(errc::invalid_argument, "{} {}:{}: {}", o.name, o.host, o.port,
+                      ::gai_strerror(rc));
+  for (auto* r = res; r && i->listen_fd < 0; r = r->ai_next) {
+    const int fd = ::socket(r->ai_family, r->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, r->ai_addr, r->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
+      i->listen_fd = fd;
+    } else {
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(res);
+  if (i->listen_fd < 0)
+    return make_error(errc::unavailable, "{} {}:{}: cannot bind: {}", o.name, o.host, o.port,
+                      std::strerror(errno));
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  ::getsockname(i->listen_fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  i->port = ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  i->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  i->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (i->epoll_fd < 0 || i->wake_fd < 0)
+    return make_error(errc::io_error, "{}: epoll/eventfd: {}", o.name, std::strerror(errno));
+  i->watch(i->listen_fd, EPOLLIN, EPOLL_CTL_ADD);
+  i->watch(i->wake_fd, EPOLLIN, EPOLL_CTL_ADD);
+  return std::unique_ptr<event_server>(new event_server(std::move(i)));
+}
+
+event_server::event_server(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+
+event_server::~event_server() {
+  impl_->stopping = true;
+  impl_->work_cv.notify_all();
+  if (impl_->io.joinable()) impl_->io.join();
+  for (auto& t : impl_->workers) t.join();
+  for (auto& [fd, c] : impl_->conns) ::close(fd);
+}
+
+void event_server::get(const std::string& pattern, handler h) {
+  impl_->routes.push_back({"GET", std::regex(pattern), std::move(h)});
+}
+
+void event_server::post(const std::string& pattern, handler h) {
+  impl_->routes.push_back({"POST", std::regex(pattern), std::move(h)});
+}
+
+void event_server::on_error(
+    std::function<void(int status, const std::string& why, httplib::Response&)> f) {
+  impl_->error_body = std::move(f);
+}
+
+void event_server::start() {
+  impl* raw = impl_.get();
+  raw->io = std::thread([raw] { raw->io_loop(); });
+  pthread_setname_np(raw->io.native_handle(), raw->o.name.substr(0, 15).c_str());
+  for (std::size_t k = 0; k < std::max<std::size_t>(1, raw->o.workers); ++k) {
+    raw->workers.emplace_back([raw] { raw->worker_loop(); });
+    pthread_setname_np(raw->workers.back().native_handle(),
+                       (raw->o.name.substr(0, 11) + "-w").c_str());
+  }
+}
+
+int event_server::port() const { return impl_->port; }
+
+event_server::counters event_server::stats() const {
+  std::lock_guard lock(impl_->stats_mu);
+  return impl_->stats;
+}
+
+}  // namespace spindle::transport::http
