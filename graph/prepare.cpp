@@ -1,5 +1,6 @@
 #include "graph/prepare.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,11 +160,48 @@ expected<std::optional<synthetic_features_spec>> parse_synthetic_features(std::s
   return std::optional<synthetic_features_spec>{};
 }
 
+namespace {
+
+// Folders `out.partial-PID` and `out.old-PID` of a process that is gone (killed
+// mid-write): a partial one is removed; an old one is the previous dataset,
+// moved aside just before the new one went in, so it is put back when `out` is
+// missing and removed otherwise. A live process's folders are left alone.
+void clean_stale_staging(const std::string& out) {
+  namespace fs = std::filesystem;
+  const fs::path path(out);
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const std::string base = path.filename().string();
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    for (const std::string kind : {".partial-", ".old-"}) {
+      if (!name.starts_with(base + kind)) continue;
+      const std::string digits = name.substr(base.size() + kind.size());
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = pid_t(std::stol(digits));
+      if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive
+      std::error_code e2;
+      if (kind == ".old-" && !fs::exists(out, e2)) {
+        fs::rename(it->path(), out, e2);
+        log::warn("{}: put back the dataset that process {} had moved aside when it died", out,
+                  pid);
+      } else {
+        fs::remove_all(it->path(), e2);
+        log::info("removed {}, left by process {} (no longer running)", it->path().string(), pid);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 status write_dataset_dir(const std::string& out_dir, bool force,
                          const std::function<status(const std::string&)>& write) {
   namespace fs = std::filesystem;
   std::string out = out_dir;
   while (out.size() > 1 && out.back() == '/') out.pop_back();
+  clean_stale_staging(out);
   std::error_code ec;
   if (fs::exists(out, ec)) {
     if (!fs::is_directory(out, ec))
@@ -213,9 +251,10 @@ void warn_if_undirected(const std::string& input, const csr_view& g) {
         "only; if the graph is undirected, prepare it with --undirected (both directions)",
         input, shape.edges);
   else if (shape.symmetric())
-    log::info("{}: every edge is listed in both directions: stored as an undirected graph "
-              "already (--undirected would change nothing)",
-              input);
+    log::info(
+        "{}: every edge is listed in both directions: stored as an undirected graph "
+        "already (--undirected would change nothing)",
+        input);
 }
 
 status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,

@@ -1,6 +1,9 @@
 #include "graph/dataset.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -33,7 +36,8 @@ class dataset_test : public ::testing::Test {
   std::string copy(const std::string& name) {
     std::string dir = testing::temp_dir(name);
     for (const auto& f : fs::directory_iterator(*golden_))
-      fs::copy_file(f.path(), dir + "/" + f.path().filename().string(), fs::copy_options::overwrite_existing);
+      fs::copy_file(f.path(), dir + "/" + f.path().filename().string(),
+                    fs::copy_options::overwrite_existing);
     return dir;
   }
   static std::string read(const std::string& p) {
@@ -44,9 +48,12 @@ class dataset_test : public ::testing::Test {
     std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
   }
   // Overwrites element `index` (of `width` bytes) in the .npy data with `value`.
-  static void poke(const std::string& path, std::size_t index, std::int64_t value, std::size_t width) {
+  static void poke(const std::string& path, std::size_t index, std::int64_t value,
+                   std::size_t width) {
     std::string bytes = read(path);
-    auto h = parse_npy_header(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), path).value();
+    auto h =
+        parse_npy_header(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), path)
+            .value();
     std::memcpy(bytes.data() + h.data_offset + index * width, &value, width);
     write(path, bytes);
   }
@@ -72,7 +79,8 @@ TEST_F(dataset_test, out_of_range_index_is_named) {
   poke(dir + "/indices.npy", 3, 99999, 4);
   auto d = dataset::open(dir);
   ASSERT_FALSE(d.has_value());
-  EXPECT_EQ(d.error().message(), dir + "/indices.npy: indices[3]=99999 out of range (num_nodes=128)");
+  EXPECT_EQ(d.error().message(),
+            dir + "/indices.npy: indices[3]=99999 out of range (num_nodes=128)");
 }
 
 TEST_F(dataset_test, non_monotone_indptr_is_named) {
@@ -80,7 +88,8 @@ TEST_F(dataset_test, non_monotone_indptr_is_named) {
   poke(dir + "/indptr.npy", 5, 1000000, 8);
   auto d = dataset::open(dir);
   ASSERT_FALSE(d.has_value());
-  EXPECT_NE(d.error().message().find("indptr.npy: not monotone: indptr[5]=1000000"), std::string::npos)
+  EXPECT_NE(d.error().message().find("indptr.npy: not monotone: indptr[5]=1000000"),
+            std::string::npos)
       << d.error().message();
 }
 
@@ -90,7 +99,8 @@ TEST_F(dataset_test, truncated_array_is_named) {
   write(dir + "/features.npy", bytes.substr(0, bytes.size() - 10));
   auto d = dataset::open(dir);
   ASSERT_FALSE(d.has_value());
-  EXPECT_NE(d.error().message().find("features.npy: truncated"), std::string::npos) << d.error().message();
+  EXPECT_NE(d.error().message().find("features.npy: truncated"), std::string::npos)
+      << d.error().message();
 }
 
 TEST_F(dataset_test, checksum_mismatch_is_found_only_when_asked) {
@@ -119,7 +129,8 @@ TEST_F(dataset_test, missing_or_garbled_metadata_is_named) {
 TEST_F(dataset_test, recompute_metrics_in_place_updates_metadata) {
   std::string dir = copy("recompute");
   thread_pool pool(1);
-  ASSERT_TRUE(recompute_metrics(dir, {{2}, {config::seed_distribution_kind::degree, {}}}, pool).is_ok());
+  ASSERT_TRUE(
+      recompute_metrics(dir, {{2}, {config::seed_distribution_kind::degree, {}}}, pool).is_ok());
   auto d = dataset::open(dir, {.verify_checksums = true});
   ASSERT_TRUE(d.has_value()) << d.error().to_string();
   EXPECT_EQ(d->metadata().fanouts, (std::vector<int>{2}));
@@ -130,10 +141,13 @@ TEST_F(dataset_test, recompute_metrics_in_place_updates_metadata) {
 // a dataset that opens must be safe to sample and summarise.
 TEST_F(dataset_test, byte_flips_give_success_or_a_clean_error) {
   std::vector<std::string> files;
-  for (const auto& f : fs::directory_iterator(*golden_)) files.push_back(f.path().filename().string());
+  for (const auto& f : fs::directory_iterator(*golden_))
+    files.push_back(f.path().filename().string());
   std::sort(files.begin(), files.end());
   std::uint64_t state = 99;
-  auto next = [&] { return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  auto next = [&] {
+    return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33;
+  };
   int failures = 0;
   std::string dir = copy("fuzz");
   for (int iter = 0; iter < 400; ++iter) {
@@ -141,7 +155,8 @@ TEST_F(dataset_test, byte_flips_give_success_or_a_clean_error) {
     std::string original = read(*golden_ + "/" + name);
     std::string bytes = original;
     int flips = 1 + static_cast<int>(next() % 3);
-    for (int f = 0; f < flips; ++f) bytes[next() % bytes.size()] ^= static_cast<char>(1 + next() % 255);
+    for (int f = 0; f < flips; ++f)
+      bytes[next() % bytes.size()] ^= static_cast<char>(1 + next() % 255);
     write(dir + "/" + name, bytes);
     for (bool verify : {false, true}) {
       auto d = dataset::open(dir, {.verify_checksums = verify});
@@ -159,6 +174,46 @@ TEST_F(dataset_test, byte_flips_give_success_or_a_clean_error) {
     write(dir + "/" + name, original);
   }
   EXPECT_GT(failures, 100);  // most flips must be caught
+}
+
+}  // namespace
+}  // namespace spindle::graph
+
+namespace spindle::graph {
+namespace {
+
+// A `generate`/`prepare` killed mid-write leaves DIR.partial-PID (and, killed
+// between its two renames, DIR.old-PID holding the previous dataset). The next
+// write into DIR removes the partial folder of the dead process, puts a lone
+// old dataset back, and leaves a live process's folders alone.
+TEST(dataset_dir_test, a_dead_writers_leftovers_are_cleaned_and_nothing_is_lost) {
+  namespace fs = std::filesystem;
+  const std::string dir = testing::temp_dir("stale_staging");
+  const std::string out = dir + "/data";
+  const pid_t dead = [] {  // a pid that no process has now
+    const pid_t p = ::fork();
+    if (p == 0) ::_exit(0);
+    ::waitpid(p, nullptr, 0);
+    return p;
+  }();
+  fs::create_directories(fmt::format("{}.partial-{}", out, dead));
+  std::ofstream(fmt::format("{}.partial-{}/half.npy", out, dead)) << "half";
+  fs::create_directories(fmt::format("{}.old-{}", out, dead));  // the previous dataset
+  std::ofstream(fmt::format("{}.old-{}/metadata.json", out, dead)) << "{}";
+  const std::string live = fmt::format("{}.partial-{}", out, ::getppid());  // a live pid
+  fs::create_directories(live);
+  // The next write: `out` is missing, so the old dataset comes back first, and
+  // then a non-forced write is refused rather than replacing it.
+  auto st = write_dataset_dir(out, false, [](const std::string& d) {
+    fs::create_directories(d);
+    return status::ok();
+  });
+  EXPECT_FALSE(fs::exists(fmt::format("{}.partial-{}", out, dead)));
+  EXPECT_FALSE(fs::exists(fmt::format("{}.old-{}", out, dead)));
+  EXPECT_TRUE(fs::exists(out + "/metadata.json"));  // nothing lost
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("not empty"), std::string::npos) << st.message();
+  EXPECT_TRUE(fs::exists(live));  // not ours to remove
 }
 
 }  // namespace
