@@ -69,6 +69,20 @@ std::vector<std::string> ucx_env(const std::string& tls) {
   return {"UCX_TLS=" + tls};
 }
 
+// Reads the coordinator's "batches B here H on members M" line: members took
+// some, the counts add up, and there were at least `least` batches.
+void expect_members_took_batches(child_process& coord, std::uint64_t least) {
+  auto batches = coord.wait_for("batches ", 240'000);
+  ASSERT_TRUE(batches.has_value()) << batches.error().to_string();
+  std::uint64_t total = 0, here = 0, on_members = 0;
+  ASSERT_EQ(
+      std::sscanf(batches->c_str(), "%lu here %lu on members %lu", &total, &here, &on_members), 3)
+      << *batches;
+  EXPECT_GT(on_members, 0u) << *batches;
+  EXPECT_EQ(here + on_members, total) << *batches;
+  EXPECT_GE(total, least) << *batches;
+}
+
 // Waits for the coordinator's `answers` line; every one of the `n` requests must
 // be answered with the single-process checksum. Returns the line ("" if none).
 std::string expect_single_process_answers(child_process& coord, const cora_cluster& c,
@@ -92,15 +106,8 @@ TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
   const auto env = ucx_env(GetParam());
   auto members = c.members(env);
   auto coord = c.coordinator(10000, env);
-  auto batches = coord.wait_for("batches ", 240'000);
-  ASSERT_TRUE(batches.has_value()) << batches.error().to_string();
   // Members sampled and computed some of the batches (sent over the UCX bridge).
-  std::uint64_t total = 0, here = 0, on_members = 0;
-  ASSERT_EQ(
-      std::sscanf(batches->c_str(), "%lu here %lu on members %lu", &total, &here, &on_members), 3)
-      << *batches;
-  EXPECT_GT(on_members, 0u) << *batches;
-  EXPECT_EQ(here + on_members, total) << *batches;
+  expect_members_took_batches(coord, 0);
   const auto line = expect_single_process_answers(coord, c, 10000, 60'000);
   EXPECT_EQ(line.find("from other nodes 0\n"), std::string::npos) << line;  // rows crossed
   stop_cluster(coord, members);
@@ -120,14 +127,7 @@ TEST(cluster_pipelines_test, two_pipelines_per_node_answer_exactly_like_one_proc
   auto serving = coord.wait_for("serving ", 240'000);
   ASSERT_TRUE(serving.has_value()) << serving.error().to_string();
   EXPECT_NE(serving->find("on 6 pipelines (4 on 2 members)"), std::string::npos) << *serving;
-  auto batches = coord.wait_for("batches ", 240'000);
-  ASSERT_TRUE(batches.has_value()) << batches.error().to_string();
-  std::uint64_t total = 0, here = 0, on_members = 0;
-  ASSERT_EQ(
-      std::sscanf(batches->c_str(), "%lu here %lu on members %lu", &total, &here, &on_members), 3)
-      << *batches;
-  EXPECT_GT(on_members, 0u) << *batches;
-  EXPECT_GE(total, 4000u / 8) << *batches;  // no batch above --max-batch
+  expect_members_took_batches(coord, 4000 / 8);  // no batch above --max-batch
   expect_single_process_answers(coord, c, 4000, 60'000);
   stop_cluster(coord, members);
 }
@@ -302,10 +302,13 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
 // bridge's full 30 s.
 TEST_P(cluster_serving_failure_test, a_frozen_member_is_declared_down_and_serving_goes_on) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
-  // Over UCX's tcp transport a frozen peer still makes UCX abort other
-  // processes (ucs_fatal "Endpoint timeout" answering the frozen reader's gets,
-  // and in ucp_worker_destroy at exit): open, see README "Failure behaviour".
-  if (!GetParam().empty()) GTEST_SKIP() << "frozen peers over UCX tcp: not handled yet";
+  // Over UCX's tcp transport a frozen peer still makes UCX 1.13 abort other
+  // processes: an owner answering the frozen reader's emulated gets dies in
+  // ucp_get_req_handler ("Endpoint timeout", fatal whatever the error mode), and
+  // a reader destroying its worker asserts on the requests still queued to the
+  // frozen peer. Open (docs/operations.md); SPINDLE_TRY_FROZEN_TCP=1 runs it.
+  if (!GetParam().empty() && !std::getenv("SPINDLE_TRY_FROZEN_TCP"))
+    GTEST_SKIP() << "frozen peers over UCX tcp: not handled yet";
   cora_cluster c("cluster_freeze");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const auto env = ucx_env(GetParam());

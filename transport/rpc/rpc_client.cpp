@@ -260,31 +260,50 @@ expected<tensor_answer> rpc_client::infer_split(const std::string& model,
   });
 }
 
+namespace {
+
+// Keeps `in_flight` calls outstanding until `count` were answered: `one(i)`
+// sends call i and resolves once its answer was handed on.
+void run_chains(kj::WaitScope& ws, std::size_t count, std::size_t in_flight,
+                const std::function<kj::Promise<void>(std::size_t)>& one) {
+  std::size_t next = 0;
+  std::function<kj::Promise<void>()> issue = [&]() -> kj::Promise<void> {
+    if (next >= count) return kj::READY_NOW;
+    return one(next++).then([&] { return issue(); });
+  };
+  const std::size_t chains_n = std::max<std::size_t>(1, in_flight);
+  auto chains = kj::heapArrayBuilder<kj::Promise<void>>(chains_n);
+  for (std::size_t c = 0; c < chains_n; ++c) chains.add(issue());
+  kj::joinPromises(chains.finish()).wait(ws);
+}
+
+// Call i's reply handed to `done` with its time since `t0`; a transport
+// failure becomes an `unavailable` answer naming it.
+template <class Results, class Answer>
+kj::Promise<void> answer_to(kj::Promise<capnp::Response<Results>> reply, std::size_t i,
+                            std::chrono::steady_clock::time_point t0,
+                            const std::function<void(std::size_t, const Answer&, double)>& done) {
+  return reply.then(
+      [&done, i, t0](capnp::Response<Results> r) {
+        done(i, detail::read(r.getReply()), seconds_between(t0, std::chrono::steady_clock::now()));
+      },
+      [&done, i, t0](kj::Exception&& e) {
+        done(i, Answer{rpc_status::unavailable, e.getDescription().cStr()},
+             seconds_between(t0, std::chrono::steady_clock::now()));
+      });
+}
+
+}  // namespace
+
 status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size_t in_flight,
                                    const gnn_callback& done) {
   return guarded(endpoint_, [&]() -> status {
-    std::size_t next = 0;
-    std::function<kj::Promise<void>()> issue = [&]() -> kj::Promise<void> {
-      if (next >= calls.size()) return kj::READY_NOW;
-      const std::size_t i = next++;
+    run_chains(impl_->ws(), calls.size(), in_flight, [&](std::size_t i) {
       const auto t0 = std::chrono::steady_clock::now();
       auto req = impl_->inference.inferGnnRequest();
       detail::write(req.initRequest(), calls[i]);
-      return req.send().then(
-          [&, i, t0](capnp::Response<::Inference::InferGnnResults> r) {
-            done(i, detail::read(r.getReply()),
-                 seconds_between(t0, std::chrono::steady_clock::now()));
-            return issue();
-          },
-          [&, i, t0](kj::Exception&& e) {
-            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
-                 seconds_between(t0, std::chrono::steady_clock::now()));
-            return issue();
-          });
-    };
-    auto chains = kj::heapArrayBuilder<kj::Promise<void>>(std::max<std::size_t>(1, in_flight));
-    for (std::size_t c = 0; c < std::max<std::size_t>(1, in_flight); ++c) chains.add(issue());
-    kj::joinPromises(chains.finish()).wait(impl_->ws());
+      return answer_to<::Inference::InferGnnResults, gnn_answer>(req.send(), i, t0, done);
+    });
     return status::ok();
   });
 }
@@ -293,28 +312,12 @@ status rpc_client::run_closed_loop_rec(const std::function<const rec_call&(std::
                                        std::size_t calls, std::size_t in_flight,
                                        const rec_callback& done) {
   return guarded(endpoint_, [&]() -> status {
-    std::size_t next = 0;
-    std::function<kj::Promise<void>()> issue = [&]() -> kj::Promise<void> {
-      if (next >= calls) return kj::READY_NOW;
-      const std::size_t i = next++;
+    run_chains(impl_->ws(), calls, in_flight, [&](std::size_t i) {
       const auto t0 = std::chrono::steady_clock::now();
       auto req = impl_->inference.inferRecRequest();
       detail::write(req.initRequest(), call_of(i));
-      return req.send().then(
-          [&, i, t0](capnp::Response<::Inference::InferRecResults> r) {
-            done(i, detail::read(r.getReply()),
-                 seconds_between(t0, std::chrono::steady_clock::now()));
-            return issue();
-          },
-          [&, i, t0](kj::Exception&& e) {
-            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
-                 seconds_between(t0, std::chrono::steady_clock::now()));
-            return issue();
-          });
-    };
-    auto chains = kj::heapArrayBuilder<kj::Promise<void>>(std::max<std::size_t>(1, in_flight));
-    for (std::size_t c = 0; c < std::max<std::size_t>(1, in_flight); ++c) chains.add(issue());
-    kj::joinPromises(chains.finish()).wait(impl_->ws());
+      return answer_to<::Inference::InferRecResults, rec_answer>(req.send(), i, t0, done);
+    });
     return status::ok();
   });
 }
