@@ -300,4 +300,15 @@ table_stats lookup_session::stats(std::size_t table) const {
   return tables_[table]->stats;
 }
 
+bool lookup_session::l1_holds_every_row(std::size_t t) const {
+  const auto& c = *tables_[t]->cache;
+  const auto& o = tables_[t]->options;
+  return o.cache_fraction >= 1.0 && c.num_sets() > 0;
+}
+
+status lookup_session::warm_l1(std::size_t t, std::span<const cache_key> keys,
+                               std::span<const float> values) {
+  return tables_[t]->cache->replace(keys, values);
+}
+
 }  // namespace spindle::embedding

@@ -92,6 +92,10 @@ class lookup_session {
   double hit_rate_threshold(std::size_t table) const { return tables_[table]->threshold.load(); }
   table_stats stats(std::size_t table) const;
   const l1_cache& cache(std::size_t table) const { return *tables_[table]->cache; }
+  /// True when table `t`'s L1 has a slot for every row (cache_fraction 1).
+  bool l1_holds_every_row(std::size_t t) const;
+  /// Writes rows into table `t`'s L1 (warm-up; Algorithm 3's replace).
+  status warm_l1(std::size_t t, std::span<const cache_key> keys, std::span<const float> values);
   /// Blocks until every queued background insertion has been applied.
   void wait_idle();
 

@@ -17,6 +17,7 @@ struct hps_stack_args {
   std::string hps_config, model, pdb, vdb = "hash_map", vdb_redis;
   double cache_fraction = 0.1, threshold = 0.8;
   std::uint32_t refresh_ms = 0, partitions = 16;
+  bool warm_up = true;  // fill the in-process VDB (and an L1 that holds a whole table) at start
 };
 
 struct hps_stack {

@@ -26,6 +26,10 @@ void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::st
       ->capture_default_str();
   cmd.add_option("--refresh-ms", a.refresh_ms, "Refresh the L1 caches this often (0: never)")
       ->capture_default_str();
+  cmd.add_flag("--warm-up,!--no-warm-up", a.warm_up,
+               "At start, copy every table from the PDB into the in-process VDB, and into the L1 "
+               "cache where it holds the whole table (--cache-fraction 1)")
+      ->capture_default_str();
 }
 
 void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {

@@ -9,6 +9,7 @@
 #include "core/npy.hpp"
 #include "core/safetensors.hpp"
 #include "embedding/lookup_session.hpp"
+#include "embedding/warm_up.hpp"
 #include "tests/graph/test_util.hpp"
 #include "tests/support/redis_server.hpp"
 
@@ -124,6 +125,39 @@ TEST(lookup_session_test, below_the_threshold_misses_are_fetched_synchronously) 
   EXPECT_EQ(again->hit_rate, 1.0);
   EXPECT_FALSE(again->synchronous);
   EXPECT_EQ(*h.vdb->size("t"), 3u);  // PDB rows went into the VDB too
+}
+
+// Warm-up at start: every PDB row goes into the VDB, so the first batch's misses
+// come from memory, not RocksDB; an L1 that holds the whole table is filled too.
+TEST(lookup_session_test, warm_up_fills_the_vdb_and_an_l1_that_holds_the_table) {
+  three_levels h(1.0);
+  auto reports = warm_up(*h.session, *h.pdb, h.vdb.get(), 333);
+  ASSERT_TRUE(reports.has_value()) << reports.error().to_string();
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ((*reports)[0].to_vdb, rows);
+  EXPECT_EQ((*reports)[0].to_l1, 0u);  // cache_fraction 0.1: hot rows are not known
+  EXPECT_EQ(*h.vdb->size("t"), rows);
+  std::vector<cache_key> keys = {5, 9, 1234};
+  std::vector<float> out(keys.size() * dim);
+  auto r = h.session->lookup(0, keys, out);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->from_vdb, 3u);
+  EXPECT_EQ(r->from_pdb, 0u);
+  EXPECT_EQ(out[2 * dim + 1], 1234.5f);
+  // A cache as large as the table is filled: every key hits at once.
+  auto vdb = std::move(*make_hash_map_vdb({}));
+  table_options whole{"t", dim, rows, 1.0, 1.0, -1.0f, 2};
+  auto session = std::move(*lookup_session::create({whole}, vdb.get(), h.pdb.get()));
+  reports = warm_up(*session, *h.pdb, nullptr);
+  ASSERT_TRUE(reports.has_value());
+  EXPECT_EQ((*reports)[0].to_l1, rows);
+  std::vector<cache_key> all;
+  for (std::uint64_t k = 0; k < rows; k += 7) all.push_back(k);
+  out.resize(all.size() * dim);
+  r = session->lookup(0, all, out);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_GT(r->hit_rate, 0.95);  // set-associative: a few rows may share a full set
+  EXPECT_EQ(out[dim * 1], 7.0f);
 }
 
 TEST(lookup_session_test, above_the_threshold_misses_get_defaults_now_and_values_later) {
