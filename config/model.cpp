@@ -17,8 +17,8 @@
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 9> kArchNames = {
-    "graphsage", "gcn", "gat", "gin", "dlrm", "ncf", "wnd", "din", "stack"};
+constexpr std::array<std::string_view, 9> kArchNames = {"graphsage", "gcn", "gat", "gin",  "dlrm",
+                                                        "ncf",       "wnd", "din", "stack"};
 
 template <class T>
 status read_int(const toml::table& t, std::string_view key, T& out, std::string_view origin) {
@@ -55,11 +55,18 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 23> known = {
-      "name",       "arch",           "weights",     "in",       "hidden",    "out",
-      "layers",     "heads",          "log_softmax", "dense_in", "bottom",    "top",
-      "table_rows", "embedding_dim",  "description", "fanouts",  "max_batch", "batch_deadline_us",
-      "slo_ms",     "version_policy", "attention",   "ignore_tensors", "sampling"};
+  static constexpr std::array<std::string_view, 23> known = {"name",        "arch",
+                                                             "weights",     "in",
+                                                             "hidden",      "out",
+                                                             "layers",      "heads",
+                                                             "log_softmax", "dense_in",
+                                                             "bottom",      "top",
+                                                             "table_rows",  "embedding_dim",
+                                                             "description", "fanouts",
+                                                             "max_batch",   "batch_deadline_us",
+                                                             "slo_ms",      "version_policy",
+                                                             "attention",   "ignore_tensors",
+                                                             "sampling"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -86,7 +93,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   SPINDLE_TRY(read_int(*t, "slo_ms", d.slo_ms, origin));
   if (const toml::node* n = t->get("ignore_tensors")) {
     const toml::array* arr = n->as_array();
-    if (!arr) return make_error(errc::invalid_argument, "{}: model.ignore_tensors must be a list", origin);
+    if (!arr)
+      return make_error(errc::invalid_argument, "{}: model.ignore_tensors must be a list", origin);
     for (const auto& e : *arr) {
       auto v = e.value<std::string>();
       if (!v || v->empty())
@@ -148,10 +156,11 @@ std::string_view to_string(model_arch a) { return kArchNames[std::size_t(a)]; }
 expected<model_arch> parse_model_arch(std::string_view text) {
   for (std::size_t i = 0; i < kArchNames.size(); ++i)
     if (kArchNames[i] == text) return model_arch(i);
-  return make_error(errc::invalid_argument,
-                    "model.arch = '{}': expected graphsage, gcn, gat, gin, stack, dlrm, ncf, wnd or "
-                    "din",
-                    text);
+  return make_error(
+      errc::invalid_argument,
+      "model.arch = '{}': expected graphsage, gcn, gat, gin, stack, dlrm, ncf, wnd or "
+      "din",
+      text);
 }
 
 // model.weights names a file inside the model directory: a path that leaves it
@@ -201,7 +210,8 @@ status validate_din(const model_desc& d) {
 
 status validate_sampling(std::string_view mode, std::string_view field) {
   if (mode == "shared" || mode == "per_request") return status::ok();
-  return make_error(errc::invalid_argument, "{} = '{}': expected shared or per_request", field, mode);
+  return make_error(errc::invalid_argument, "{} = '{}': expected shared or per_request", field,
+                    mode);
 }
 
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field) {
@@ -212,8 +222,9 @@ status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string
                       fmt::join(fanouts, ", "), fanouts.size(), layers);
   for (std::size_t i = 0; i < fanouts.size(); ++i)
     if (fanouts[i] != -1 && (fanouts[i] <= 0 || fanouts[i] > 100000))
-      return make_error(errc::invalid_argument, "{}[{}] = {}: expected 1..100000, or -1 (every neighbour)",
-                        field, i, fanouts[i]);
+      return make_error(errc::invalid_argument,
+                        "{}[{}] = {}: expected 1..100000, or -1 (every neighbour)", field, i,
+                        fanouts[i]);
   return status::ok();
 }
 
@@ -228,7 +239,8 @@ status validate(const model_desc& d) {
     SPINDLE_ASSIGN_OR_RETURN(int hops, validate_ops(ops, d.in, d.out));
     if (hops != d.layers)
       return make_error(errc::invalid_argument,
-                        "model.layers = {}, but the stack has {} message-passing ops", d.layers, hops);
+                        "model.layers = {}, but the stack has {} message-passing ops", d.layers,
+                        hops);
   }
   if (d.is_gnn()) {
     SPINDLE_TRY(positive("in", d.in));
@@ -287,7 +299,11 @@ status validate(const model_desc& d) {
 
 expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin) {
   try {
-    return from_table(toml::parse(toml_text, origin), origin);
+    auto d = from_table(toml::parse(toml_text, origin), origin);
+    // Every refusal names the file, whichever check made it.
+    if (!d && d.error().message().find(origin) == std::string::npos)
+      return std::move(d).error().with_context(std::string(origin) + ": ");
+    return d;
   } catch (const toml::parse_error& e) {
     return make_error(errc::invalid_argument, "{}:{}:{}: {}", origin, e.source().begin.line,
                       e.source().begin.column, e.description());
