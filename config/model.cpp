@@ -55,17 +55,29 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 23> known = {"name",        "arch",
-                                                             "weights",     "in",
-                                                             "hidden",      "out",
-                                                             "layers",      "heads",
-                                                             "log_softmax", "dense_in",
-                                                             "bottom",      "top",
-                                                             "table_rows",  "embedding_dim",
-                                                             "description", "fanouts",
-                                                             "max_batch",   "batch_deadline_us",
-                                                             "slo_ms",      "version_policy",
-                                                             "attention",   "ignore_tensors",
+  static constexpr std::array<std::string_view, 24> known = {"weights_crc32",
+                                                             "name",
+                                                             "arch",
+                                                             "weights",
+                                                             "in",
+                                                             "hidden",
+                                                             "out",
+                                                             "layers",
+                                                             "heads",
+                                                             "log_softmax",
+                                                             "dense_in",
+                                                             "bottom",
+                                                             "top",
+                                                             "table_rows",
+                                                             "embedding_dim",
+                                                             "description",
+                                                             "fanouts",
+                                                             "max_batch",
+                                                             "batch_deadline_us",
+                                                             "slo_ms",
+                                                             "version_policy",
+                                                             "attention",
+                                                             "ignore_tensors",
                                                              "sampling"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
@@ -75,6 +87,14 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   std::string arch = t->get("arch") ? t->get("arch")->value_or(std::string()) : "";
   SPINDLE_ASSIGN_OR_RETURN(d.arch, parse_model_arch(arch));
   if (t->get("weights")) d.weights = t->get("weights")->value_or(d.weights);
+  if (t->get("weights_crc32")) {
+    d.weights_crc32 = t->get("weights_crc32")->value_or(std::string());
+    if (d.weights_crc32.size() != 8 ||
+        d.weights_crc32.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return make_error(errc::invalid_argument,
+                        "{}: model.weights_crc32 = '{}': expected 8 lowercase hex digits", origin,
+                        d.weights_crc32.substr(0, 16));
+  }
   if (t->get("log_softmax")) d.log_softmax = t->get("log_softmax")->value_or(false);
   SPINDLE_TRY(read_int(*t, "in", d.in, origin));
   SPINDLE_TRY(read_int(*t, "hidden", d.hidden, origin));
@@ -394,6 +414,7 @@ std::string summary(const model_desc& d) {
 std::string to_toml(const model_desc& d) {
   std::string s = fmt::format("[model]\nname = \"{}\"\narch = \"{}\"\nweights = \"{}\"\n", d.name,
                               to_string(d.arch), d.weights);
+  if (!d.weights_crc32.empty()) s += fmt::format("weights_crc32 = \"{}\"\n", d.weights_crc32);
   if (d.arch == model_arch::stack) {
     s += fmt::format("in = {}\nout = {}\n", d.in, d.out);
     if (!d.fanouts.empty()) s += fmt::format("fanouts = [{}]\n", fmt::join(d.fanouts, ", "));

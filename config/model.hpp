@@ -25,6 +25,10 @@ struct model_desc {
   std::string name = "model";
   model_arch arch = model_arch::graphsage;
   std::string weights = "weights.safetensors";  // relative to the model directory
+  /// CRC-32 of the weights file (8 hex digits, zlib's) as its writer recorded it
+  /// (`model init`, export_pyg); loading refuses a file that no longer matches.
+  /// Empty: not recorded, not checked.
+  std::string weights_crc32;
   // GNNs: feature width in, hidden width, classes out, one layer per sampled hop.
   // A stack model states in and out; layers is its message-passing ops and hidden
   // its widest op (both derived).

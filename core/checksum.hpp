@@ -7,7 +7,13 @@
 #include <memory>
 #include <string>
 
+#include "core/status.hpp"
+
 namespace spindle {
+
+/// zlib's CRC-32 of a whole file, read in pieces, as 8 lowercase hex digits
+/// (what Python's zlib.crc32 gives); errors name the file.
+expected<std::string> file_crc32_hex(const std::string& path);
 
 /// XXH3-64 of `size` bytes at `data`.
 std::uint64_t checksum(const void* data, std::size_t size);

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "core/checksum.hpp"
 #include "core/log.hpp"
 
 namespace spindle::nn {
@@ -36,18 +37,27 @@ void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
     auto [in, out, h] = dims(d, l);
     switch (d.arch) {
       case model_arch::graphsage:
-        s.push_back({conv(l, "lin_l.weight"), {out, in}, false, use(l, "SAGEConv", "neighbour-mean projection")});
+        s.push_back({conv(l, "lin_l.weight"),
+                     {out, in},
+                     false,
+                     use(l, "SAGEConv", "neighbour-mean projection")});
         s.push_back({conv(l, "lin_l.bias"), {out}, false, use(l, "SAGEConv", "bias")});
-        s.push_back({conv(l, "lin_r.weight"), {out, in}, false, use(l, "SAGEConv", "root projection")});
+        s.push_back(
+            {conv(l, "lin_r.weight"), {out, in}, false, use(l, "SAGEConv", "root projection")});
         break;
       case model_arch::gcn:
         s.push_back({conv(l, "lin.weight"), {out, in}, false, use(l, "GCNConv", "projection")});
         s.push_back({conv(l, "bias"), {out}, false, use(l, "GCNConv", "bias")});
         break;
       case model_arch::gat:
-        s.push_back({conv(l, "lin_src.weight"), {h * out, in}, false, use(l, "GATConv", "shared projection")});
-        s.push_back({conv(l, "att_src"), {1, h, out}, false, use(l, "GATConv", "source attention")});
-        s.push_back({conv(l, "att_dst"), {1, h, out}, false, use(l, "GATConv", "target attention")});
+        s.push_back({conv(l, "lin_src.weight"),
+                     {h * out, in},
+                     false,
+                     use(l, "GATConv", "shared projection")});
+        s.push_back(
+            {conv(l, "att_src"), {1, h, out}, false, use(l, "GATConv", "source attention")});
+        s.push_back(
+            {conv(l, "att_dst"), {1, h, out}, false, use(l, "GATConv", "target attention")});
         s.push_back({conv(l, "bias"), {h * out}, false, use(l, "GATConv", "bias")});
         break;
       case model_arch::gin:
@@ -71,9 +81,13 @@ void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
 void mlp_specs(const std::string& prefix, std::int64_t in, const std::vector<int>& widths,
                std::vector<param_spec>& s) {
   for (std::size_t i = 0; i < widths.size(); ++i) {
-    s.push_back({fmt::format("{}.{}.weight", prefix, 2 * i), {widths[i], in}, false,
+    s.push_back({fmt::format("{}.{}.weight", prefix, 2 * i),
+                 {widths[i], in},
+                 false,
                  fmt::format("{} Linear {} weight", prefix, i)});
-    s.push_back({fmt::format("{}.{}.bias", prefix, 2 * i), {widths[i]}, false,
+    s.push_back({fmt::format("{}.{}.bias", prefix, 2 * i),
+                 {widths[i]},
+                 false,
                  fmt::format("{} Linear {} bias", prefix, i)});
     in = widths[i];
   }
@@ -95,13 +109,16 @@ std::vector<param_spec> parameter_specs(const config::model_desc& d) {
   }
   auto tables = [&] {
     for (std::size_t t = 0; t < d.table_rows.size(); ++t)
-      s.push_back({fmt::format("emb_l.{}.weight", t), {d.table_rows[t], d.embedding_dim}, false,
+      s.push_back({fmt::format("emb_l.{}.weight", t),
+                   {d.table_rows[t], d.embedding_dim},
+                   false,
                    fmt::format("embedding table {}", t)});
   };
   if (d.arch == model_arch::ncf) {  // NeuMF: GMF (tables 0, 1) beside an MLP (tables 2, 3)
     tables();
     mlp_specs("mlp_l", 2 * std::int64_t(d.embedding_dim), d.top, s);
-    s.push_back({"predict.weight", {1, d.embedding_dim + d.top.back()}, false, "NeuMF predict layer"});
+    s.push_back(
+        {"predict.weight", {1, d.embedding_dim + d.top.back()}, false, "NeuMF predict layer"});
     s.push_back({"predict.bias", {1}, false, "NeuMF predict bias"});
     return s;
   }
@@ -115,7 +132,9 @@ std::vector<param_spec> parameter_specs(const config::model_desc& d) {
     s.push_back({"wide.weight", {1, d.dense_in}, false, "wide part, dense weights"});
     s.push_back({"wide.bias", {1}, false, "wide part, bias"});
     for (std::size_t t = 0; t < d.table_rows.size(); ++t)
-      s.push_back({fmt::format("wide_emb.{}.weight", t), {d.table_rows[t], 1}, false,
+      s.push_back({fmt::format("wide_emb.{}.weight", t),
+                   {d.table_rows[t], 1},
+                   false,
                    fmt::format("wide part, table {} key weights", t)});
     tables();
     mlp_specs("top_l", d.dense_in + std::int64_t(d.table_rows.size()) * d.embedding_dim, d.top, s);
@@ -145,21 +164,23 @@ std::vector<std::string> names_of(const safetensors_file& w) {
 
 // A tensor the description needs and the file lacks: names what the file holds,
 // and the likely cause when it looks like PyG's attribute naming.
-status missing_tensor(const config::model_desc& d, const safetensors_file& w, const std::string& name) {
+status missing_tensor(const config::model_desc& d, const safetensors_file& w,
+                      const std::string& name) {
   const auto held = names_of(w);
   std::string hint;
   for (const auto& h : held)
     if (h.starts_with("conv1.") || h.starts_with("conv2.") || h.starts_with("lin")) {
-      hint = "; the file looks like a PyG module's state_dict with its own attribute names: "
-             "export it with spindle_client.export.export_pyg, or name the convolutions convs.0, "
-             "convs.1, ...";
+      hint =
+          "; the file looks like a PyG module's state_dict with its own attribute names: "
+          "export it with spindle_client.export.export_pyg, or name the convolutions convs.0, "
+          "convs.1, ...";
       break;
     }
   return make_error(errc::invalid_argument,
                     "{}: model '{}' ({}) needs tensor '{}', which the file does not hold; it "
                     "holds {} tensors: {}{}",
-                    w.path(), d.name, config::to_string(d.arch), name, held.size(),
-                    name_list(held), hint);
+                    w.path(), d.name, config::to_string(d.arch), name, held.size(), name_list(held),
+                    hint);
 }
 
 bool ignored(const config::model_desc& d, const std::string& name) {
@@ -228,7 +249,7 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
                       name_list(extra));
   if (!skipped.empty())
     log::warn("{}: ignoring {} tensor(s) by model.ignore_tensors: {}", weights.path(),
-                     skipped.size(), name_list(skipped));
+              skipped.size(), name_list(skipped));
   m.cache_layer_weights();
   return m;
 }
@@ -247,6 +268,15 @@ status model::set_sampling(const std::string& mode) {
 
 expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
+  if (!d.weights_crc32.empty()) {  // a damaged or replaced file is refused, not served
+    const std::string path = dir + "/" + d.weights;
+    SPINDLE_ASSIGN_OR_RETURN(auto crc, file_crc32_hex(path));
+    if (crc != d.weights_crc32)
+      return make_error(errc::corrupt_data,
+                        "{}: CRC-32 {} does not match model.toml's weights_crc32 {}: the file "
+                        "was changed or damaged since it was written",
+                        path, crc, d.weights_crc32);
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto w, safetensors_file::open(dir + "/" + d.weights));
   return from(d, w, alloc, external_embeddings);
 }
@@ -532,9 +562,10 @@ status init_model(const config::model_desc& d, std::uint64_t seed, const std::st
     std::int64_t n = 1;
     for (auto s : spec.shape) n *= s;
     // PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)); embeddings N(0, 1) scaled down.
-    const std::int64_t fan_in = spec.shape.empty()       ? 1  // a scalar (num_batches_tracked)
-                                : spec.shape.size() >= 2 ? spec.shape.back()
-                                                         : std::max<std::int64_t>(1, spec.shape.back());
+    const std::int64_t fan_in = spec.shape.empty() ? 1  // a scalar (num_batches_tracked)
+                                : spec.shape.size() >= 2
+                                    ? spec.shape.back()
+                                    : std::max<std::int64_t>(1, spec.shape.back());
     const float bound = spec.name.ends_with(".eps") ? 0.0f : 1.0f / std::sqrt(float(fan_in));
     std::uniform_real_distribution<float> u(-bound, bound);
     t.values.resize(std::size_t(n));
@@ -550,8 +581,10 @@ status init_model(const config::model_desc& d, std::uint64_t seed, const std::st
   }
   SPINDLE_TRY(write_safetensors(dir + "/" + d.weights, tensors,
                                 {{"format", "pt"}, {"producer", "spindle model init"}}));
+  auto written = d;
+  SPINDLE_ASSIGN_OR_RETURN(written.weights_crc32, file_crc32_hex(dir + "/" + d.weights));
   std::ofstream out(dir + "/model.toml");
-  out << config::to_toml(d);
+  out << config::to_toml(written);
   if (!out) return make_error(errc::io_error, "{}/model.toml: write failed", dir);
   return status::ok();
 }

@@ -18,6 +18,7 @@ import os
 import shutil
 import struct
 import tempfile
+import zlib
 
 __all__ = ["ExportError", "export_pyg"]
 
@@ -500,8 +501,13 @@ def _write_dir(out_dir, toml_text, tensors):
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
     try:
+        weights = _safetensors_bytes(tensors)
         with open(os.path.join(staging, "weights.safetensors"), "wb") as f:
-            f.write(_safetensors_bytes(tensors))
+            f.write(weights)
+        # The loader refuses weights that no longer match (damaged, replaced).
+        crc = f'weights_crc32 = "{zlib.crc32(weights) & 0xffffffff:08x}"\n'
+        toml_text = toml_text.replace('weights = "weights.safetensors"\n',
+                                      'weights = "weights.safetensors"\n' + crc, 1)
         with open(os.path.join(staging, "model.toml"), "w") as f:
             f.write(toml_text)
         os.makedirs(out_dir, exist_ok=True)

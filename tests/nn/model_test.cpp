@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace spindle::nn {
 namespace {
@@ -35,6 +36,46 @@ TEST(model_test, init_then_load_round_trips_every_architecture) {
     EXPECT_GT(m->parameter_count(), 0);
     EXPECT_EQ(alloc.current(), m->weight_bytes());
   }
+}
+
+// model init records the weights' CRC-32 in model.toml; a weights file changed
+// since (one flipped byte in a float) is refused by name instead of served, and
+// a malformed weights_crc32 is refused too. A model.toml without it loads.
+TEST(model_test, weights_that_no_longer_match_their_crc32_are_refused) {
+  std::string dir = temp("crc32");
+  ASSERT_TRUE(init_model(sage(12, 8, 3), 5, dir).is_ok());
+  auto d = config::load_model_desc(dir);
+  ASSERT_TRUE(d.has_value());
+  ASSERT_EQ(d->weights_crc32.size(), 8u);
+  {
+    std::fstream f(dir + "/weights.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const auto at = std::streamoff(f.tellg()) - 5;  // inside the last tensor's floats
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(at);
+    c = char(c ^ 0x10);
+    f.write(&c, 1);
+  }
+  heap_allocator alloc;
+  auto m = model::load(dir, alloc);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.error().message().find("does not match model.toml's weights_crc32"),
+            std::string::npos)
+      << m.error().message();
+  // Without the record, nothing is checked (models written before it existed).
+  std::ifstream toml(dir + "/model.toml");
+  std::string text(std::istreambuf_iterator<char>(toml), {});
+  const auto line = text.find("weights_crc32");
+  text.erase(line, text.find('\n', line) - line + 1);
+  std::ofstream(dir + "/model.toml") << text;
+  EXPECT_TRUE(model::load(dir, alloc).has_value());
+  auto bad = config::parse_model_desc(
+      "[model]\narch = \"graphsage\"\nweights_crc32 = \"xyz\"\nin = 2\nhidden = 2\nout = 2\n",
+      "m/model.toml");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("weights_crc32 = 'xyz'"), std::string::npos);
 }
 
 TEST(model_test, wrong_shapes_missing_tensors_and_dtypes_name_the_tensor) {
@@ -81,9 +122,10 @@ TEST(model_test, tensors_the_model_does_not_use_are_refused_by_name) {
   heap_allocator alloc;
   auto m = model::from(sage(12, 8, 3), *bn, alloc);
   ASSERT_FALSE(m.has_value());
-  EXPECT_NE(m.error().message().find("does not use 4 tensor(s) of the file: bn1.bias, bn1.running_mean, "
-                                     "bn1.running_var, bn1.weight"),
-            std::string::npos)
+  EXPECT_NE(
+      m.error().message().find("does not use 4 tensor(s) of the file: bn1.bias, bn1.running_mean, "
+                               "bn1.running_var, bn1.weight"),
+      std::string::npos)
       << m.error().message();
   auto d = sage(12, 8, 3);
   d.ignore_tensors = {"bn1."};
@@ -115,8 +157,9 @@ TEST(model_test, a_gat_target_projection_must_equal_the_shared_one) {
   auto b = safetensors_file::open(dir + "/bipartite.safetensors");
   auto m = model::from(d, *b, alloc);
   ASSERT_FALSE(m.has_value());
-  EXPECT_NE(m.error().message().find("'convs.0.lin_dst.weight' differs from 'convs.0.lin_src.weight'"),
-            std::string::npos)
+  EXPECT_NE(
+      m.error().message().find("'convs.0.lin_dst.weight' differs from 'convs.0.lin_src.weight'"),
+      std::string::npos)
       << m.error().message();
 }
 
