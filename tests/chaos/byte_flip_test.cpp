@@ -146,3 +146,39 @@ TEST(chaos_byte_flip_test, every_input_kind_survives_200_flips_with_a_named_erro
 
 }  // namespace
 }  // namespace spindle
+
+namespace spindle {
+namespace {
+
+// A corrupt RocksDB file under the parameter server: the warm-up reads every
+// row at start, so the server refuses to start, naming the database file,
+// instead of serving wrong or default vectors.
+TEST(chaos_byte_flip_test, a_corrupt_rocksdb_file_is_refused_at_start_by_name) {
+  const std::string dir = graph::testing::temp_dir("chaos_rocksdb");
+  ASSERT_EQ(run({"model", "init", "--arch", "dlrm", "--in", "13", "--hidden", "16", "--tables",
+                 "2000,500", "--seed", "2", "--out-dir", dir + "/dlrm"})
+                .code,
+            0);
+  const std::vector<std::string> serve = {"serve-dlrm", "--model",    dir + "/dlrm",
+                                          "--pdb",      dir + "/pdb", "--workload",
+                                          "5",          "--batch",    "16"};
+  ASSERT_EQ(run(serve).code, 0);  // fills and flushes the PDB
+  int corrupted = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/pdb")) {
+    if (e.path().extension() != ".sst") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.write("XXXXXXXXXXXXXXXX", 16);
+    ++corrupted;
+  }
+  ASSERT_GT(corrupted, 0);
+  const auto r = run(serve);
+  std::printf("corrupt RocksDB (%d table files): exit %d: %s", corrupted, r.code,
+              r.out.substr(r.out.find("spindle: error")).c_str());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("Corruption"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(dir + "/pdb/"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace spindle
