@@ -5,7 +5,8 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config ccache python3 python3-pip python3-numpy gnuplot-nox
+  build-essential cmake ninja-build pkg-config ccache python3 python3-pip python3-venv python3-numpy
+  gnuplot-nox
   libcaf-dev libucx-dev ucx-utils libcapnp-dev capnproto libfmt-dev
   libgtest-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libopenblas-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
