@@ -95,6 +95,7 @@ struct rec_entry {
   std::mutex pending_mu;
   std::deque<pending_rec> pending;
   std::atomic<std::int64_t> max_batch_samples{4096};  // tunable max_batch_samples
+  std::atomic<bool> intra_call{true};  // tunable intra_call: idle workers share a large batch
   // A call without its own deadline may wait this long (µs) before it is
   // answered deadline_exceeded instead of computed late: the model's SLA
   // (model.toml slo_ms) unless set (tunable queue_deadline_us; 0: none).

@@ -91,6 +91,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     if (e.b.pool) {
       t.push_back({"workers", std::to_string(e.b.pool->workers())});
       t.push_back({"max_batch_samples", std::to_string(e.max_batch_samples.load())});
+      t.push_back({"intra_call", e.intra_call.load() ? "true" : "false"});
       t.push_back({"queue_deadline_us", std::to_string(e.queue_deadline_us.load())});
       std::lock_guard lock(e.manager_mu);
       t.push_back({"manager_period_ms", std::to_string(s_->manager_period_ms.load())});
@@ -258,6 +259,13 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
       return make_error(errc::invalid_argument,
                         "queue_deadline_us = '{}': expected 0..600000000 (0: none)", shown(value));
     e.queue_deadline_us = n;
+    return status::ok();
+  }
+  if (name == "intra_call" && e.b.pool) {  // idle workers share a large batch
+    if (value != "true" && value != "false")
+      return make_error(errc::invalid_argument, "intra_call = '{}': expected true or false",
+                        shown(value));
+    e.intra_call = value == "true";
     return status::ok();
   }
   if (name == "max_batch_samples" && e.b.pool) {  // the dynamic batch's sample budget

@@ -7,28 +7,35 @@ namespace spindle::config {
 const std::vector<tunable_doc>& tunables() {
   using s = tunable_scope;
   static const std::vector<tunable_doc> table = {
-      {"routing_policy", s::gnn, "strict | loose | fixed", "how a batch's summed PSGS picks its executor"},
-      {"psgs_threshold", s::gnn, "a summed PSGS >= 0 | calibrated", "the routing point, overriding the calibration's"},
+      {"routing_policy", s::gnn, "strict | loose | fixed",
+       "how a batch's summed PSGS picks its executor"},
+      {"psgs_threshold", s::gnn, "a summed PSGS >= 0 | calibrated",
+       "the routing point, overriding the calibration's"},
       {"batch_deadline_us", s::gnn, "0..10000000", "how long a batch waits to fill"},
       {"max_batch", s::gnn, "1..65536", "requests per batch (also the admission floor)"},
       {"work_conserving", s::gnn, "true | false", "an idle pipeline takes the open batch at once"},
-      {"fanouts", s::gnn, "one per layer, e.g. 25,10 (-1: all)", "the sampler's fanouts (one process only)"},
+      {"fanouts", s::gnn, "one per layer, e.g. 25,10 (-1: all)",
+       "the sampler's fanouts (one process only)"},
       {"gnnsched_policy", s::gnn, "fifo | sqtf | bqt", "GNNSched's grouping on the device"},
       {"max_queue", s::gnn, "1..", "calls in flight before `overloaded` (hard cap)"},
       {"slo_ms", s::gnn, "0..", "latency objective sizing admission (0: only max_queue)"},
-      {"placement_drift_threshold", s::cluster, "a total-variation distance >= 0", "re-plan placement past this FAP drift"},
+      {"placement_drift_threshold", s::cluster, "a total-variation distance >= 0",
+       "re-plan placement past this FAP drift"},
       {"replan", s::cluster, "now", "re-plan feature placement now"},
       {"max_queue", s::rec, "1..", "calls in flight before `overloaded` (hard cap)"},
       {"slo_ms", s::rec, "0..", "latency objective sizing admission"},
       {"workers", s::rec, "1..1024", "the model's worker pool"},
       {"max_batch_samples", s::rec, "1..", "samples per batch a worker runs"},
+      {"intra_call", s::rec, "true | false",
+       "idle workers share a large batch (chunks of >= 64 samples)"},
       {"queue_deadline_us", s::rec, "0..", "how long a call may wait for a worker"},
       {"manager_sla_ms", s::rec, "> 0", "the node manager's SLA for this model"},
       {"slack_low", s::rec, "0..1", "below it, the node manager adds a worker"},
       {"slack_high", s::rec, "0..1", "above it, the node manager removes one"},
       {"max_workers", s::rec, "1..", "workers the node manager may give this model"},
       {"refresh", s::parameter_server, "now", "refresh the L1 cache from the VDB/PDB"},
-      {"hit_rate_threshold[.TABLE]", s::parameter_server, "0..1", "below it, misses are fetched synchronously"},
+      {"hit_rate_threshold[.TABLE]", s::parameter_server, "0..1",
+       "below it, misses are fetched synchronously"},
   };
   return table;
 }
@@ -37,10 +44,14 @@ namespace {
 
 std::string_view scope_title(tunable_scope s) {
   switch (s) {
-    case tunable_scope::gnn: return "GNN models";
-    case tunable_scope::cluster: return "on a cluster's coordinator, also";
-    case tunable_scope::rec: return "recommendation models";
-    case tunable_scope::parameter_server: return "through the parameter server, also";
+    case tunable_scope::gnn:
+      return "GNN models";
+    case tunable_scope::cluster:
+      return "on a cluster's coordinator, also";
+    case tunable_scope::rec:
+      return "recommendation models";
+    case tunable_scope::parameter_server:
+      return "through the parameter server, also";
   }
   return "";
 }
@@ -60,8 +71,7 @@ std::string tunables_help() {
                      tunable_scope::parameter_server}) {
     out += fmt::format("  {}:\n", scope_title(scope));
     for (const auto& t : tunables())
-      if (t.scope == scope)
-        out += fmt::format("    {:<28} {} ({})\n", t.name, t.what, t.values);
+      if (t.scope == scope) out += fmt::format("    {:<28} {} ({})\n", t.name, t.what, t.values);
   }
   return out;
 }

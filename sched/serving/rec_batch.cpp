@@ -37,4 +37,22 @@ std::vector<std::vector<float>> split_scores(std::span<const float> scores,
   return out;
 }
 
-}  // namespace spindle::sched::serving
+rec_batch_input slice_rec_batch(const rec_batch_view& b, std::int64_t begin, std::int64_t end) {
+  rec_batch_input out;
+  out.batch = end - begin;
+  const std::size_t width = b.batch > 0 ? b.dense.size() / std::size_t(b.batch) : 0;
+  out.dense.assign(b.dense.begin() + std::ptrdiff_t(std::size_t(begin) * width),
+                   b.dense.begin() + std::ptrdiff_t(std::size_t(end) * width));
+  for (const auto& t : b.sparse) {
+    nn::sparse_input s;
+    const auto first = t.offsets[std::size_t(begin)], last = t.offsets[std::size_t(end)];
+    s.indices.assign(t.indices.begin() + first, t.indices.begin() + last);
+    s.offsets.reserve(std::size_t(out.batch) + 1);
+    for (std::int64_t i = begin; i <= end; ++i)
+      s.offsets.push_back(t.offsets[std::size_t(i)] - first);
+    out.sparse.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace spindle::sched::inline serving

@@ -30,6 +30,10 @@ struct rec_batch_view {
 /// Offsets of each table are shifted past the bags before them.
 rec_batch_input merge_rec_batches(std::span<const rec_batch_view> parts);
 
+/// Samples [begin, end) of `b` as a batch of their own (intra-call parallelism:
+/// a large call's samples run as chunks on idle workers); offsets rebased to 0.
+rec_batch_input slice_rec_batch(const rec_batch_view& b, std::int64_t begin, std::int64_t end);
+
 /// Splits a merged batch's scores back into one vector per part, in order.
 std::vector<std::vector<float>> split_scores(std::span<const float> scores,
                                              std::span<const std::int64_t> batches);

@@ -83,9 +83,15 @@ void worker_pool::run(std::size_t id) {
   }
 }
 
+std::size_t worker_pool::idle_workers() const {
+  std::lock_guard lock(mu_);
+  const std::size_t busy = active_ + jobs_.size();
+  return running_ > busy ? running_ - busy : 0;
+}
+
 void worker_pool::wait_idle() {
   std::unique_lock lock(mu_);
   idle_cv_.wait(lock, [&] { return jobs_.empty() && active_ == 0; });
 }
 
-}  // namespace spindle::sched::serving
+}  // namespace spindle::sched::inline serving

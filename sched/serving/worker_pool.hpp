@@ -27,6 +27,9 @@ class worker_pool {
   void resize(std::size_t workers);
   std::size_t workers() const;
   std::size_t queued() const;
+  /// Workers neither running a job nor about to take a queued one: what a call
+  /// may borrow for intra-call parallelism without delaying another.
+  std::size_t idle_workers() const;
   /// Blocks until no query is queued or running (and each finished query's
   /// captures are destroyed), e.g. before what those captures own goes away.
   void wait_idle();

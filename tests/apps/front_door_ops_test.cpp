@@ -102,8 +102,9 @@ TEST(front_door_ops_test, client_load_drives_a_recommendation_model_from_its_des
   // Its own server: the shared fixture is stopped by the last front_door_test.
   const std::string dir = graph::testing::temp_dir("front_door_rec_load");
   auto server = child_process::spawn(
-      {SPINDLE_BINARY, "serve", "--listen", "127.0.0.1:0", "--dlrm-model", testing::golden_dlrm_dir,
-       "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--rec-model",
+      {SPINDLE_BINARY, "serve", "--listen", "127.0.0.1:0", "--admin-token-file",
+       dir + "/admin.token", "--dlrm-model", testing::golden_dlrm_dir, "--dlrm-name", "ctr",
+       "--pdb", dir + "/pdb", "--rec-model",
        std::string("wd=") + SPINDLE_SOURCE_DIR + "/tests/nn/golden/wnd"});
   ASSERT_TRUE(server.has_value());
   auto listening = server->wait_for("listening ", 60'000);
@@ -126,6 +127,35 @@ TEST(front_door_ops_test, client_load_drives_a_recommendation_model_from_its_des
                                false);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(nlohmann::json::parse(out.substr(out.find('{')))["mode"], "open") << out;
+  // Intra-call parallelism (idle workers share a large batch) gives the same
+  // scores as one worker running it whole (wd: tables in memory, 2 workers).
+  {
+    std::string batch = R"({"dense": [)", sparse;
+    for (int i = 0; i < 300; ++i) {
+      batch += (i ? "," : "") + std::string("[");
+      for (int k = 0; k < 13; ++k)
+        batch += (k ? "," : "") + std::to_string(0.01 * ((i * 7 + k) % 97));
+      batch += "]";
+      sparse += (i ? "," : "") + fmt::format("[[{}], [{}], [{}]]", i % 20, i % 30, i % 25);
+    }
+    batch += R"(], "sparse": [)" + sparse + "]}";
+    const std::string file = dir + "/batch300.json";
+    std::ofstream(file) << batch;
+    auto scores = [&](const char* intra) {
+      EXPECT_EQ(run_spindle("client --connect " + f.endpoint + " --token-file " + dir +
+                            "/admin.token admin set wd intra_call " + intra)
+                    .first,
+                0);
+      auto [rc, out] = run_spindle(
+          "client --connect " + f.endpoint + " --model wd rec --input " + file + " --json", false);
+      EXPECT_EQ(rc, 0) << out;
+      return nlohmann::json::parse(out.substr(out.find('{')))["scores"].get<std::vector<float>>();
+    };
+    const auto whole = scores("false"), chunked = scores("true");
+    ASSERT_EQ(whole.size(), 300u);
+    ASSERT_EQ(chunked.size(), 300u);
+    for (std::size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(chunked[i], whole[i], 1e-6) << i;
+  }
   // A model it cannot find, or a GNN, needs seeds, and says so.
   auto [rc2, gnn] = run_spindle("client --connect " + f.endpoint + " --model sage load");
   EXPECT_NE(rc2, 0);

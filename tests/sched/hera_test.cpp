@@ -272,6 +272,20 @@ TEST(hera_test, recommendation_calls_merge_and_split) {
   const auto split = split_scores(scores, sizes);
   EXPECT_EQ(split[0], std::vector<float>{0.1f});
   EXPECT_EQ(split[1], (std::vector<float>{0.2f, 0.3f}));
+  // Intra-call parallelism: a slice of the merged batch is a batch of its own
+  // (offsets rebased), and the slices merge back into the same batch.
+  const rec_batch_view whole{m.batch, m.dense, m.sparse};
+  const auto a = slice_rec_batch(whole, 0, 1), b = slice_rec_batch(whole, 1, 3);
+  EXPECT_EQ(b.batch, 2);
+  EXPECT_EQ(b.dense, (std::vector<float>{3, 4, 5, 6}));
+  EXPECT_EQ(b.sparse[0].indices, (std::vector<std::int64_t>{8, 9, 10}));
+  EXPECT_EQ(b.sparse[0].offsets, (std::vector<std::int64_t>{0, 2, 3}));
+  const std::vector<rec_batch_view> back = {{a.batch, a.dense, a.sparse},
+                                            {b.batch, b.dense, b.sparse}};
+  const auto again = merge_rec_batches(back);
+  EXPECT_EQ(again.dense, m.dense);
+  EXPECT_EQ(again.sparse[0].indices, m.sparse[0].indices);
+  EXPECT_EQ(again.sparse[0].offsets, m.sparse[0].offsets);
 }
 
 }  // namespace
