@@ -496,7 +496,7 @@ void answer_call(rec_entry& e, detail::pending_rec& c, const dlrm_reply& r) {
 // worker taking one, so one call uses the cores that are free; a busy pool runs
 // each batch whole on one core (its GEMMs are single-threaded). A chunk not yet
 // started by the time this worker is free is run here (no waiting on a queue).
-constexpr std::int64_t kMinChunk = 64;
+constexpr std::int64_t kMinChunk = 32;
 
 struct chunked_batch {
   struct chunk {

@@ -102,3 +102,10 @@ if ip netns add spindle-bench-probe 2> /dev/null; then
 else
   echo "skipped: network namespaces cannot be made here (needs root and iproute2)"
 fi
+echo
+echo "== A DLRM (26 tables x 128, 13 dense, 512-256-128 / 1024-1024-512-256-1) vs PyTorch (bench/dlrm_vs_torch.sh) =="
+if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
+  "$(dirname "$0")/../bench/dlrm_vs_torch.sh" "$spindle" 10000
+else
+  echo "skipped: /usr/bin/python3 has no torch (apt-get install python3-torch)"
+fi

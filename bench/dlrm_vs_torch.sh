@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A DLRM served by Spindle beside the same model in plain PyTorch, same run,
+# same machine: 26 tables (ROWS rows each) x 128, 13 dense, bottom
+# 13-512-256-128, top 479-1024-1024-512-256-1, one Zipf-1.2 key per table per
+# sample. Spindle: `spindle serve --rec-model` (tables in memory, 2 workers,
+# intra-call parallelism on) driven by `spindle client load` over Cap'n Proto,
+# 1 and 2 calls in flight. PyTorch: bench/torch_baseline/dlrm_torch.py on
+# Debian's OpenBLAS, 2 threads, OMP_WAIT_POLICY=PASSIVE, batches back to back.
+# First checks that both give the same scores for one batch.
+#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=64,256,1024]
+set -euo pipefail
+spindle=$(readlink -f "$1")
+rows=${2:-10000}
+batches=${3:-64,256,1024}
+root=$(cd "$(dirname "$0")/.." && pwd)
+py=/usr/bin/python3
+work=$(mktemp -d)
+server=""
+trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
+"$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --write --rows "$rows"
+"$spindle" serve --rec-model "ctr=$work/m" --rec-workers 2 --listen 127.0.0.1:0 > "$work/log" 2>&1 &
+server=$!
+for _ in $(seq 300); do grep -q '^listening ' "$work/log" && break; sleep 0.2; done
+door=$(sed -n 's/^listening //p' "$work/log")
+
+# The same scores: one batch of 64 through Spindle and through PyTorch.
+"$py" - "$work/m" "$work/batch.json" <<'PY'
+import json, sys, numpy as np
+rng = np.random.default_rng(7)
+m = __import__("tomllib").load(open(sys.argv[1] + "/model.toml", "rb"))["model"]
+dense = rng.standard_normal((64, 13)).round(4).tolist()
+sparse = [[[int(rng.integers(0, r))] for r in m["table_rows"]] for _ in range(64)]
+json.dump({"dense": dense, "sparse": sparse}, open(sys.argv[2], "w"))
+PY
+"$spindle" client --connect "$door" --model ctr rec --input "$work/batch.json" --json > "$work/scores.json"
+"$py" - "$work/m" "$work/batch.json" "$work/scores.json" "$root" <<'PY'
+import json, sys, torch
+sys.path.insert(0, sys.argv[4] + "/bench/torch_baseline")
+import dlrm_torch as d
+m = __import__("tomllib").load(open(sys.argv[1] + "/model.toml", "rb"))["model"]
+model = d.DLRM(m["dense_in"], m["bottom"], m["top"], m["table_rows"], m["embedding_dim"]).eval()
+model.load_state_dict(d.load_safetensors(sys.argv[1] + "/weights.safetensors"))
+b = json.load(open(sys.argv[2]))
+dense = torch.tensor(b["dense"], dtype=torch.float32)
+idx = [torch.tensor([s[t][0] for s in b["sparse"]]) for t in range(len(m["table_rows"]))]
+off = [torch.arange(len(b["dense"])) for _ in idx]
+want = model(dense, idx, off).detach().numpy().ravel()
+got = json.load(open(sys.argv[3]))["scores"]
+print("same scores: max |Spindle - PyTorch| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got, want)), len(got)))
+PY
+
+declare -A torch_sps
+while read -r line; do
+  b=$(echo "$line" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["batch"])')
+  torch_sps[$b]=$(echo "$line" | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.2f" % (j["samples_per_s"], j["p50_ms"]))')
+done < <(OMP_WAIT_POLICY=PASSIVE "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --batches "$batches" --threads 2)
+
+echo "| batch | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio |"
+echo "|---|---|---|---|---|---|---|"
+for b in ${batches//,/ }; do
+  read -r tsps tp50 <<< "${torch_sps[$b]}"
+  for clients in 1 2; do
+    requests=$(( 30000 / b + 20 ))
+    "$spindle" client --connect "$door" --model ctr load --batch "$b" --clients "$clients" \
+      --requests "$requests" --warmup 5 --json > "$work/load.json"
+    "$py" - "$work/load.json" "$b" "$clients" "$tsps" "$tp50" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+t = float(sys.argv[4])
+print("| %s | %s | %.0f | %.2f | %.2f | %.0f (%s) | %.2f |" % (sys.argv[2], sys.argv[3], j["samples_per_s"],
+      j["latency_ms"]["p50"], j["latency_ms"]["p99"], t, sys.argv[5], j["samples_per_s"] / t))
+PY
+  done
+done
