@@ -588,6 +588,10 @@ void register_client(CLI::App& app, global_options&) {
   load->add_option("--lookups", la->rec.lookups, "Recommendation models: keys per sample per table")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  load->add_option("--distinct-batches", la->rec.distinct,
+                   "Recommendation models: batches drawn, then sent in turn (more: fresher keys)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   load->add_option("--input", la->rec.input,
                    "Recommendation models: send this JSON batch (`client rec --input`'s form) "
                    "instead of drawn ones");

@@ -71,17 +71,23 @@ class redis_server {
   }
 
   ~redis_server() {
-    child_.signal(SIGTERM);
-    child_.wait();
+    if (!down_) {
+      child_.signal(SIGTERM);
+      child_.wait();
+    }
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
 
-  /// Stops the server and starts a fresh (empty) one on the same port, as a
-  /// Redis restart looks to clients; waits until it answers PING.
-  status restart() {
-    child_.signal(SIGTERM);
-    child_.wait();
+  /// Stops the server (with `sig`: SIGKILL for a crash) and starts a fresh
+  /// (empty) one on the same port, as a Redis restart looks to clients; waits
+  /// until it answers PING.
+  status restart(int sig = SIGTERM) {
+    if (!down_) {
+      child_.signal(sig);
+      child_.wait();
+    }
+    down_ = false;
     const std::string exe = redis_server_path();
     auto child = child_process::spawn({exe, "--port", std::to_string(port_), "--bind", "127.0.0.1",
                                        "--save", "", "--appendonly", "no", "--dir", dir_.string(),
@@ -96,6 +102,12 @@ class redis_server {
     return make_error(errc::unavailable, "redis-server did not come back on port {}", port_);
   }
 
+  /// Kills the server (SIGKILL) and leaves it down until restart().
+  void kill() {
+    child_.signal(SIGKILL);
+    child_.wait();
+    down_ = true;
+  }
   int port() const { return port_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
@@ -105,6 +117,7 @@ class redis_server {
   child_process child_;
   int port_;
   std::filesystem::path dir_;
+  bool down_ = false;  // killed, not restarted yet
 };
 
 }  // namespace spindle::testing

@@ -1,0 +1,68 @@
+// Chaos: the shared Redis VDB killed (SIGKILL) and restarted empty while a
+// recommendation model serves an open-loop load through the parameter server.
+// Every call must still be answered ok (lookups fall back to the PDB, HPS §5),
+// and once Redis is back the server writes to it again. Prints the figures.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/subprocess.hpp"
+#include "tests/graph/test_util.hpp"
+#include "tests/support/redis_server.hpp"
+
+namespace spindle {
+namespace {
+
+TEST(chaos_redis_test, redis_killed_and_restarted_under_a_recommendation_load_loses_no_call) {
+  auto redis = testing::redis_server::start();
+  if (!redis) GTEST_SKIP() << redis.error().to_string();
+  const std::string dir = graph::testing::temp_dir("chaos_redis");
+  // Tables larger than the L1 (10% of them), so misses keep reaching the VDB.
+  auto init = child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "dlrm", "--in", "13",
+                                    "--hidden", "16", "--tables", "20000,5000", "--seed", "2",
+                                    "--out-dir", dir + "/dlrm"});
+  ASSERT_EQ(init->wait(), 0);
+  auto server = child_process::spawn(
+      {SPINDLE_BINARY, "serve", "--listen", "127.0.0.1:0", "--dlrm-model", dir + "/dlrm",
+       "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--vdb", "redis", "--vdb-redis",
+       (*redis)->endpoint(), "--hit-rate-threshold", "1.0", "--cache-fraction", "0.01"});
+  ASSERT_TRUE(server.has_value());
+  auto listening = server->wait_for("listening ", 60'000);
+  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  // 3,000 calls at 500/s (6 s); Redis dies at 2 s and comes back empty at 3.5 s.
+  auto load = child_process::spawn(
+      {"/bin/sh", "-c",
+       std::string("'") + SPINDLE_BINARY + "' client --connect " + *listening +
+           " --model ctr load --batch 8 --requests 3000 --warmup 10 --rate 500 "
+           "--distinct-batches 3000 --json 2>/dev/null"});
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  (*redis)->kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE((*redis)->restart().is_ok());
+  std::string out;
+  while (auto line = load->read_line(60'000)) out += *line + "\n";
+  ASSERT_EQ(load->wait(), 0) << out;
+  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  std::printf(
+      "Redis killed for 1.5 s under 500 calls/s: %d of 3000 answered ok, p99 %.2f ms, "
+      "p999 %.2f ms\n",
+      j["answered_ok"].get<int>(), j["latency_ms"]["p99"].get<double>(),
+      j["latency_ms"]["p999"].get<double>());
+  EXPECT_EQ(j["answered_ok"], 3000) << out;
+  // The new, empty Redis is written to again (misses are inserted on the way back).
+  auto keys = child_process::spawn(
+      {"/bin/sh", "-c", "redis-cli -p " + std::to_string((*redis)->port()) + " dbsize"});
+  std::string dbsize;
+  while (auto line = keys->read_line(10'000)) dbsize += *line;
+  keys->wait();
+  ASSERT_FALSE(dbsize.empty());
+  EXPECT_GT(std::stol(dbsize), 0) << "Redis after the restart holds no key";
+  server->signal(SIGTERM);
+  EXPECT_EQ(server->wait(), 0);
+}
+
+}  // namespace
+}  // namespace spindle
