@@ -120,31 +120,11 @@ def gnn_fixture(out_dir, arch, convs, extra, name=None, subgraph=sampled_subgrap
         np.save(os.path.join(d, name + ".npy"), arr)
 
 
-class DLRM(torch.nn.Module):
-    def __init__(self, dense_in, bottom, top, rows, dim):
-        super().__init__()
-        self.bot_l = self.mlp([dense_in] + bottom, sigmoid=False)
-        self.emb_l = torch.nn.ModuleList([torch.nn.EmbeddingBag(n, dim, mode="sum") for n in rows])
-        k = len(rows) + 1
-        self.top_l = self.mlp([dim + k * (k - 1) // 2] + top, sigmoid=True)
-
-    @staticmethod
-    def mlp(widths, sigmoid):
-        layers = []
-        for i in range(1, len(widths)):
-            layers.append(torch.nn.Linear(widths[i - 1], widths[i]))
-            layers.append(torch.nn.Sigmoid() if sigmoid and i == len(widths) - 1 else torch.nn.ReLU())
-        return torch.nn.Sequential(*layers)
-
-    def forward(self, dense, indices, offsets):
-        x = self.bot_l(dense)
-        ly = [emb(i, o) for emb, i, o in zip(self.emb_l, indices, offsets)]
-        t = torch.cat([x] + ly, dim=1).view(x.shape[0], -1, x.shape[1])
-        z = torch.bmm(t, torch.transpose(t, 1, 2))
-        n = t.shape[1]
-        li = [i for i in range(n) for j in range(i)]
-        lj = [j for i in range(n) for j in range(i)]
-        return self.top_l(torch.cat([x, z[:, li, lj]], dim=1))
+# The plain PyTorch DLRM (EmbeddingBag sum, bottom MLP, dot interaction, top
+# MLP) is shared with the benchmark's PyTorch peer, so both measure one model.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                                "torch_baseline"))
+from dlrm_torch import DLRM  # noqa: E402
 
 
 def dlrm_fixture(out_dir):

@@ -41,7 +41,7 @@ def load_safetensors(path):
 
 
 class DLRM(torch.nn.Module):
-    """As scripts/make_golden_fixtures.py's (the golden fixtures Spindle equals)."""
+    """The reference DLRM: the golden fixtures (scripts/make_golden_fixtures.py) use it too."""
 
     def __init__(self, dense_in, bottom, top, rows, dim):
         super().__init__()
