@@ -166,11 +166,11 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   }
   if (name == "psgs_threshold") {
     if (!e.b.router_actor)
-      return make_error(errc::invalid_argument,
-                        e.b.cluster ? "psgs_threshold: a member's door runs its batches on the "
-                                      "small executor (members take no calibration); set it on "
-                                      "rank 0's door, which routes the batches it hands out"
-                                    : "psgs_threshold: this model has no router actor");
+      return make_error(errc::invalid_argument, "psgs_threshold: {}",
+                        e.b.cluster ? "a member's door runs its batches on the small executor "
+                                      "(members take no calibration); set it on rank 0's door, "
+                                      "which routes the batches it hands out"
+                                    : "this model has no router actor");
     double t = -1;
     if (value != "calibrated") {
       try {
