@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/log.hpp"
+
 namespace spindle::embedding {
 
 expected<std::vector<warm_up_report>> warm_up(lookup_session& session, persistent_db& pdb,
@@ -50,6 +52,8 @@ expected<std::vector<warm_up_report>> warm_up(lookup_session& session, persisten
       }
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log::info("warm-up of table '{}': {} rows into the VDB, {} into the L1 cache, {:.2f} s",
+              r.table, r.to_vdb, r.to_l1, r.seconds);  // as each table is done: progress
     out.push_back(r);
   }
   return out;

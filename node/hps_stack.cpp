@@ -1,6 +1,5 @@
 #include "node/hps_stack.hpp"
 
-#include "core/log.hpp"
 #include "embedding/vdb/redis_connection.hpp"
 #include "embedding/warm_up.hpp"
 
@@ -63,11 +62,7 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
   if (a.warm_up) {
     // A shared Redis is warmed once, by whoever loads it: here only the in-process map.
     auto* vdb = a.vdb == "hash_map" ? s.vdb.get() : nullptr;
-    SPINDLE_ASSIGN_OR_RETURN(auto reports, embedding::warm_up(*s.session, *s.pdb, vdb));
-    for (const auto& r : reports)
-      if (r.to_vdb + r.to_l1 > 0)
-        log::info("warm-up of table '{}': {} rows into the VDB, {} into the L1 cache, {:.2f} s",
-                  r.table, r.to_vdb, r.to_l1, r.seconds);
+    SPINDLE_TRY(embedding::warm_up(*s.session, *s.pdb, vdb).error_or_ok());  // logs each table
   }
   return s;
 }
