@@ -17,26 +17,16 @@
 #include "core/subprocess.hpp"
 #include "tests/actors/cluster_support.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/spindle_cli.hpp"
 
 namespace spindle {
 namespace {
 
 using namespace cluster_testing;
 
-struct run_out {
-  int code = 0;
-  std::string out;
-};
-
 // `spindle ARGS...` with stdout and stderr together.
-run_out spindle_run(const std::vector<std::string>& args) {
-  std::string cmd = std::string("'") + SPINDLE_BINARY + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  auto p = child_process::spawn({"/bin/sh", "-c", cmd + " 2>&1"});
-  run_out r;
-  while (auto line = p->read_line(60'000)) r.out += *line + "\n";
-  r.code = p->wait();
-  return r;
+testing::cli_outcome spindle_run(const std::vector<std::string>& args) {
+  return testing::run_spindle_cli(args);
 }
 
 // A batch of `n` samples for a DLRM with 13 dense features and tables of 2,000
@@ -71,7 +61,8 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
                   const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], 1e-6 * std::max(1.0, std::abs(want[i]))) << what << " sample " << i;
+    EXPECT_NEAR(got[i], want[i], 1e-6 * std::max(1.0, std::abs(want[i])))
+        << what << " sample " << i;
 }
 
 TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_shared_redis) {
@@ -130,8 +121,8 @@ TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_
     for (const auto& door : doors) expect_close(scores(door, token, "ctr", batch), want, door);
   }
   // Both nodes wrote their misses to the shared level 2.
-  auto keys = child_process::spawn({"/bin/sh", "-c",
-                                    fmt::format("redis-cli -p {} dbsize", (*redis)->port())});
+  auto keys = child_process::spawn(
+      {"/bin/sh", "-c", fmt::format("redis-cli -p {} dbsize", (*redis)->port())});
   std::string dbsize;
   while (auto line = keys->read_line(10'000)) dbsize += *line;
   keys->wait();
@@ -139,20 +130,20 @@ TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_
   EXPECT_GT(std::stol(dbsize), 0) << dbsize;
   // Admin through a member's door: a recommendation model loads on that node
   // and answers there; a GNN load is refused by name.
-  auto load = spindle_run({"client", "--connect", doors[1], "--token-file", token, "admin", "load",
-                           "ncf", ncf});
+  auto load = spindle_run(
+      {"client", "--connect", doors[1], "--token-file", token, "admin", "load", "ncf", ncf});
   EXPECT_EQ(load.code, 0) << load.out;
-  auto ncf_call = spindle_run({"client", "--connect", doors[1], "--token-file", token, "--model",
-                               "ncf", "rec", "--sparse", "1", "--sparse", "2", "--sparse", "3",
-                               "--sparse", "4", "--json"});
+  auto ncf_call =
+      spindle_run({"client", "--connect", doors[1], "--token-file", token, "--model", "ncf", "rec",
+                   "--sparse", "1", "--sparse", "2", "--sparse", "3", "--sparse", "4", "--json"});
   EXPECT_NE(ncf_call.out.find("\"ok\""), std::string::npos) << ncf_call.out;
-  auto gnn = spindle_run({"client", "--connect", doors[1], "--token-file", token, "admin", "load",
-                          "other", c.model});
+  auto gnn = spindle_run(
+      {"client", "--connect", doors[1], "--token-file", token, "admin", "load", "other", c.model});
   EXPECT_NE(gnn.code, 0);
   EXPECT_NE(gnn.out.find("a cluster's ranks serve the GNN they started with"), std::string::npos)
       << gnn.out;
-  auto unload = spindle_run({"client", "--connect", doors[0], "--token-file", token, "admin",
-                             "unload", "graphsage"});
+  auto unload = spindle_run(
+      {"client", "--connect", doors[0], "--token-file", token, "admin", "unload", "graphsage"});
   EXPECT_NE(unload.code, 0);
   EXPECT_NE(unload.out.find("cannot be unloaded here"), std::string::npos) << unload.out;
   for (auto* p : {&single, &door_member, &plain_member, &coord}) {

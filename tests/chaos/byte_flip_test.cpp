@@ -19,25 +19,15 @@
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
 #include "tests/graph/test_util.hpp"
+#include "tests/support/spindle_cli.hpp"
 
 namespace spindle {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct outcome {
-  int code = 0;
-  std::string out;
-};
-
-outcome run(const std::vector<std::string>& args) {
-  std::string cmd = "timeout 60 '" + std::string(SPINDLE_BINARY) + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  auto p = child_process::spawn({"/bin/sh", "-c", cmd + " 2>&1"});
-  outcome o;
-  while (auto line = p->read_line(90'000)) o.out += *line + "\n";
-  o.code = p->wait();
-  return o;
+testing::cli_outcome run(const std::vector<std::string>& args) {
+  return testing::run_spindle_cli(args, 60);
 }
 
 void flip_bytes(const std::string& path, std::mt19937_64& rng) {
