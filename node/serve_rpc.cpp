@@ -185,7 +185,9 @@ status warm_up(actors::gateway& g) {
   return status::ok();
 }
 
-status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token) {
+status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token,
+                          const std::vector<int>& also, const std::function<bool(int)>& on_also,
+                          int* stopped_by) {
   SPINDLE_TRY(check_exposure(a));
   SPINDLE_TRY(add_tensor_models(g, a));
   if (!a.access_log.empty()) {
@@ -251,8 +253,13 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  for (int s : also) sigaddset(&set, s);
   int sig = 0;
-  sigwait(&set, &sig);
+  for (;;) {
+    sigwait(&set, &sig);
+    if (sig == SIGINT || sig == SIGTERM || !on_also || on_also(sig)) break;
+  }
+  if (stopped_by) *stopped_by = sig;
   log::info("serve: stopping on signal {}", sig);
   g.set_ready(false);
   if (manager) {

@@ -87,6 +87,12 @@ status warm_up(actors::gateway& g);
 /// HTTP and gRPC doors when asked; warms every model, marks the gateway ready,
 /// prints "listening HOST:PORT" (and "http ..."/"grpc ..."), waits for
 /// SIGINT/SIGTERM, and stops the servers.
-status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token);
+/// Signals in `also` are waited for too (a cluster member's "coordinator lost"
+/// and "back"): `on_also(sig)` says whether to stop (none given: stop). The
+/// signal that stopped it goes to `*stopped_by` when given.
+status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token,
+                          const std::vector<int>& also = {},
+                          const std::function<bool(int)>& on_also = nullptr,
+                          int* stopped_by = nullptr);
 
 }  // namespace spindle::node

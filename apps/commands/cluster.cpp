@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +43,8 @@ namespace {
 // A member's node actor raises it when the coordinator is seen down; the main
 // thread then waits for a coordinator to listen again and rejoins (rejoin()).
 constexpr int kCoordinatorLost = SIGUSR1;
+// A member with a door: the lost coordinator listens again (time to rejoin).
+constexpr int kCoordinatorBack = SIGUSR2;
 
 sigset_t stop_signals() {
   sigset_t set;
@@ -86,8 +89,7 @@ void add_pipeline_options(CLI::App& cmd, node_pipelines& p) {
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   cmd.add_option_function<int>(
-         "--batch-deadline-us",
-         [&p](int us) { p.batch.deadline = std::chrono::microseconds(us); },
+         "--batch-deadline-us", [&p](int us) { p.batch.deadline = std::chrono::microseconds(us); },
          "How long a batch waits to fill at this node's door (live: tunable batch_deadline_us; "
          "default 2000)")
       ->check(CLI::Range(0, 10'000'000));
@@ -124,7 +126,8 @@ void set_peer_timeout(caf::actor_system_config& cfg, std::uint32_t timeout_ms) {
 // refused by name (the ranks serve the GNN they started with).
 status serve_door(caf::actor_system& sys, const node_args& a,
                   std::optional<actors::gnn_model_binding> gnn,
-                  std::function<std::string()> members) {
+                  std::function<std::string()> members, const std::vector<int>& also = {},
+                  const std::function<bool(int)>& on_also = nullptr, int* stopped_by = nullptr) {
   SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
   actors::gateway gw(sys);
   if (gnn) gw.add_model(std::move(*gnn));
@@ -138,7 +141,7 @@ status serve_door(caf::actor_system& sys, const node_args& a,
   };
   SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, std::move(loader)));
   gw.set_members(std::move(members));
-  return serve_until_signal(gw, a.door, token);
+  return serve_until_signal(gw, a.door, token, also, on_also, stopped_by);
 }
 
 bool serves_rec(const node_args& a) {
@@ -210,6 +213,7 @@ status rejoin(const config::topology& topo, const config::server_spec& me, sigse
   log::warn("node {}: the coordinator is gone; rejoining when {}:{} listens again", me.name,
             coord.host, coord.port);
   sigdelset(&stop, kCoordinatorLost);
+  sigdelset(&stop, kCoordinatorBack);
   const timespec poll{0, 200'000'000};
   for (;;) {
     if (const int sig = sigtimedwait(&stop, nullptr, &poll); sig > 0) {
@@ -237,7 +241,10 @@ status run_node(const node_args& a) {
   const int rank = a.rank;
   SPINDLE_TRY(follow_launch());
   sigset_t set = stop_signals();
-  if (rank != 0) sigaddset(&set, kCoordinatorLost);
+  if (rank != 0) {
+    sigaddset(&set, kCoordinatorLost);
+    sigaddset(&set, kCoordinatorBack);
+  }
   wait_for_signals_here(set);  // before CAF starts its threads
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
   SPINDLE_ASSIGN_OR_RETURN(auto me, server_of(topo, rank));
@@ -290,8 +297,8 @@ status run_node(const node_args& a) {
   }
   if (sn.shard) sn.start(sys, coord);
   if (rank != 0 && bridge) {
-    SPINDLE_ASSIGN_OR_RETURN(
-        serving, start_member_serving(sn.context(sys, coord), self_actor, *bridge, a.model, a.serving));
+    SPINDLE_ASSIGN_OR_RETURN(serving, start_member_serving(sn.context(sys, coord), self_actor,
+                                                           *bridge, a.model, a.serving));
   }
   auto port = sys.middleman().publish(self_actor, std::uint16_t(me.port), me.host.c_str(), true);
   if (!port)
@@ -321,7 +328,35 @@ status run_node(const node_args& a) {
     SPINDLE_TRY(check_exposure(a.door));
     std::optional<actors::gnn_model_binding> gnn;
     if (serving) gnn = serving->door(a.name, a.door.admission());
-    SPINDLE_TRY(serve_door(sys, a, std::move(gnn), whole_cluster));
+    // A member's door keeps answering while the coordinator is gone; once it
+    // listens again the door stops and the member rejoins (re-executing itself,
+    // its door opening again in the new image).
+    std::atomic<bool> door_done{false};
+    std::thread watcher;
+    SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
+    auto on_signal = [&](int sig) {
+      if (sig == kCoordinatorBack) return true;  // stop the door, then rejoin
+      if (sig != kCoordinatorLost || watcher.joinable()) return false;
+      log::warn(
+          "node {}: the coordinator is gone; this door goes on answering and rejoins "
+          "when {}:{} listens again",
+          me.name, coord_spec.host, coord_spec.port);
+      watcher = std::thread([&door_done, coord_spec] {
+        while (!door_done && !listening(coord_spec))
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        if (!door_done) ::kill(::getpid(), kCoordinatorBack);
+      });
+      return false;
+    };
+    int stopped_by = 0;
+    const auto served = serve_door(
+        sys, a, std::move(gnn), whole_cluster,
+        rank != 0 ? std::vector<int>{kCoordinatorLost, kCoordinatorBack} : std::vector<int>{},
+        on_signal, &stopped_by);
+    door_done = true;
+    if (watcher.joinable()) watcher.join();
+    SPINDLE_TRY(served);
+    if (stopped_by == kCoordinatorBack) return rejoin(topo, me, set);
     stopped = true;
   }
   int sig = 0;
@@ -359,9 +394,9 @@ status run_status(const std::string& path, const std::string& token_path, bool j
               fmt::print("{}", members_table(nlohmann::json::parse(text)));
             }
           },
-               [&](caf::error& e) {
-                 result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
-               });
+          [&](caf::error& e) {
+            result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
+          });
   return result;
 }
 
@@ -374,8 +409,8 @@ bool is_this_machine(const std::string& host) {
 std::vector<std::string> launcher_argv(const std::string& launcher, const std::string& host,
                                        int rank, const std::vector<std::string>& argv) {
   std::string prefix = launcher;
-  for (auto [key, value] : {std::pair<std::string, std::string>{"{host}", host},
-                            {"{rank}", std::to_string(rank)}})
+  for (auto [key, value] :
+       {std::pair<std::string, std::string>{"{host}", host}, {"{rank}", std::to_string(rank)}})
     for (std::size_t at = prefix.find(key); at != std::string::npos; at = prefix.find(key))
       prefix.replace(at, key.size(), value);
   std::string cmd = "exec " + prefix;  // the launcher replaces the shell: signals reach it
@@ -396,7 +431,7 @@ struct launch_args {
   std::string metrics, calibration, policy;  // rank 0's, as `node` takes them
   std::string http, grpc;                    // rank 0's KServe v2 doors
   double replan_drift = 0;                   // passed to rank 0 as --replan-drift when > 0
-  bool restart = false;  // restart a rank that exits (backoff 1 s doubling to 30 s)
+  bool restart = false;              // restart a rank that exits (backoff 1 s doubling to 30 s)
   std::vector<std::string> serving;  // --pipelines, --max-batch, ...: passed to every rank
   std::vector<std::string> rec;      // recommendation models' flags: passed to every door
   std::string pdb;                   // --pdb DIR: rank N's DLRM tables in DIR/rank-N
@@ -517,7 +552,8 @@ status launch_colocation(const std::string& exe, const config::topology& topo,
                                      "1"};
     for (const auto& m : sp.models) argv.insert(argv.end(), {"--rec-model", m + "=" + dirs[m]});
     SPINDLE_ASSIGN_OR_RETURN(
-        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
+        auto c,
+        child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
     auto& lr = ranks.emplace_back();
     lr.rank = rank, lr.label = fmt::format("rank {} hera", rank), lr.argv = std::move(argv);
     lr.process.emplace(std::move(c));
@@ -557,7 +593,8 @@ status run_launch(const launch_args& a) {
     }
     // A node started here ends when launch does, even if launch is killed.
     SPINDLE_ASSIGN_OR_RETURN(
-        auto c, child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
+        auto c,
+        child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
     auto& lr = ranks.emplace_back();
     lr.rank = int(r), lr.label = label, lr.argv = std::move(argv);
     lr.process.emplace(std::move(c));
@@ -680,7 +717,10 @@ void register_cluster(CLI::App& app, global_options&) {
       ->check(CLI::IsMember({"strict", "loose", "fixed"}));
   for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us", "--name"})
     launch->add_option_function<std::string>(
-        flag, [la, flag](const std::string& v) { la->serving.insert(la->serving.end(), {flag, v}); },
+        flag,
+        [la, flag](const std::string& v) {
+          la->serving.insert(la->serving.end(), {flag, v});
+        },
         "Passed to every rank (see `node`)");
   for (const char* flag :
        {"--rec-model", "--rec-workers", "--dlrm-model", "--dlrm-name", "--dlrm-instances",
@@ -699,12 +739,14 @@ void register_cluster(CLI::App& app, global_options&) {
   launch->callback([la] {
     if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
   });
-  auto* st = app.add_subcommand("cluster-status",
-                                "Ask the coordinator for the members and their state (a table; --json: raw)");
+  auto* st = app.add_subcommand(
+      "cluster-status",
+      "Ask the coordinator for the members and their state (a table; --json: raw)");
   st->add_option("--config", *path, "Cluster TOML")->required();
   auto token_path = std::make_shared<std::string>();
   st->add_option("--token-file", *token_path,
-                 "The cluster token file (default: the TOML's token_file, else ~/.local/state/spindle/clusters/NAME-HASH.token)");
+                 "The cluster token file (default: the TOML's token_file, else "
+                 "~/.local/state/spindle/clusters/NAME-HASH.token)");
   auto json = std::make_shared<bool>(false);
   st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
   st->callback([path, token_path, json] {

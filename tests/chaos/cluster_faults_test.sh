@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Chaos on a loopback cluster under `spindle launch --restart` (3 ranks, a
+# partitioned dataset, doors on rank 0 and rank 1) while calls with sampler
+# seeds go on, each compared with one process serving the whole dataset:
+#   1. a member killed (kill -9) and restarted by launch;
+#   2. a member frozen (SIGSTOP) for 3 s, then woken (SIGCONT);
+#   3. the coordinator killed (kill -9) and restarted, calls going to rank 1's door.
+# Every call must be answered as one process answers it, or refused: 0 wrong.
+# Prints, per fault, the calls right / refused / wrong and the time to serve again.
+#   usage: cluster_faults_test.sh SPINDLE
+set -uo pipefail
+spindle=$1
+work=$(mktemp -d)
+bg=()
+cleanup() {
+  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
+  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+ports=$(python3 -c 'import socket
+ps=[]
+ss=[]
+for _ in range(5):
+    s=socket.socket(); s.bind(("127.0.0.1",0)); ps.append(s.getsockname()[1]); ss.append(s)
+print(" ".join(map(str,ps)))')
+read -r p0 p1 p2 door0 door1 <<< "$ports"
+"$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || exit 1
+"$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || exit 1
+cat > "$work/cluster.toml" <<EOF
+coordinator = "s0"
+token_file = "cluster.token"
+[[server]]
+name = "s0"
+host = "127.0.0.1"
+port = $p0
+memory = 240000
+[[server]]
+name = "s1"
+host = "127.0.0.1"
+port = $p1
+memory = 240000
+door = "127.0.0.1:$door1"
+[[server]]
+name = "s2"
+host = "127.0.0.1"
+port = $p2
+memory = 240000
+EOF
+"$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || exit 1
+"$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
+  --listen "127.0.0.1:$door0" --restart > "$work/launch.log" 2>&1 &
+bg+=($!)
+"$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
+bg+=($!)
+one=""
+for _ in $(seq 600); do
+  [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+  if [ -n "$one" ] && grep -q "^\[rank 0\] listening " "$work/launch.log" &&
+    grep -q "^\[rank 1\] listening " "$work/launch.log"; then break; fi
+  sleep 0.2
+done
+grep -q "^\[rank 0\] listening " "$work/launch.log" || { echo "FAIL: no cluster"; cat "$work/launch.log"; exit 1; }
+[ -n "$one" ] || { echo "FAIL: no single process"; exit 1; }
+
+# calls DOOR N FIRST: N seeded calls; prints "right refused wrong".
+calls() {
+  local door=$1 n=$2 first=$3 right=0 refused=0 wrong=0
+  for i in $(seq "$first" $((first + n - 1))); do
+    local seed=$(( (i * 911) % 4096 ))
+    local a b
+    a=$(timeout 20 "$spindle" client --connect "$door" --timeout-ms 5000 --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    case $(python3 -c 'import json,sys
+try:
+    a = json.loads(sys.argv[1])
+except ValueError:
+    print("refused"); sys.exit()
+b = json.loads(sys.argv[2])
+print("refused" if a.get("status") != "ok" else ("right" if a["outputs"] == b["outputs"] else "wrong"))' "$a" "$b") in
+      right) right=$((right + 1)) ;;
+      refused) refused=$((refused + 1)) ;;
+      *) wrong=$((wrong + 1)); echo "WRONG answer to request $i: $a vs $b" >&2 ;;
+    esac
+  done
+  echo "$right $refused $wrong"
+}
+
+# until_right DOOR: seconds until a call through DOOR is answered right again.
+until_right() {
+  local door=$1 t0 i=1000
+  t0=$(date +%s.%N)
+  for _ in $(seq 150); do
+    read -r r _ _ <<< "$(calls "$door" 1 $i)"
+    [ "$r" = 1 ] && { python3 -c "import time; print('%.1f' % (time.time() - $t0))"; return; }
+    i=$((i + 1))
+    sleep 0.2
+  done
+  echo never
+}
+
+read -r r f w <<< "$(calls "127.0.0.1:$door0" 12 1)"
+echo "before any fault: $r of 12 right through rank 0's door ($f refused, $w wrong)"
+[ "$r" = 12 ] || { echo "FAIL: the cluster does not answer as one process"; exit 1; }
+status=0
+pid_of() { pgrep -f "node --config $work/cluster.toml --rank $1" | head -1; }
+
+# 1. A member killed.
+kill -9 "$(pid_of 2)"
+read -r r f w <<< "$(calls "127.0.0.1:$door0" 20 100)"
+back=$(until_right "127.0.0.1:$door0")
+echo "member kill -9: $r right, $f refused, $w wrong; answered right again after ${back} s"
+[ "$w" = 0 ] || status=1
+
+# 2. A member frozen for 3 s.
+sleep 2
+frozen=$(pid_of 2)
+kill -STOP "$frozen"
+read -r r f w <<< "$(calls "127.0.0.1:$door0" 10 200)"
+sleep 1
+kill -CONT "$frozen"
+read -r r2 f2 w2 <<< "$(calls "127.0.0.1:$door0" 10 300)"
+echo "member SIGSTOP 3 s then SIGCONT: $((r + r2)) right, $((f + f2)) refused, $((w + w2)) wrong"
+[ "$w" = 0 ] && [ "$w2" = 0 ] || status=1
+
+# 3. The coordinator killed: rank 1's own door goes on answering (or refusing).
+sleep 2
+kill -9 "$(pid_of 0)"
+read -r r f w <<< "$(calls "127.0.0.1:$door1" 20 400)"
+back=$(until_right "127.0.0.1:$door0")
+echo "coordinator kill -9: through rank 1's door $r right, $f refused, $w wrong; rank 0's door answered right again after ${back} s"
+[ "$w" = 0 ] || status=1
+[ "$back" != never ] || status=1
+[ "$status" = 0 ] || tail -40 "$work/launch.log"
+exit "$status"
