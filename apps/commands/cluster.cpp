@@ -342,8 +342,19 @@ status run_node(const node_args& a) {
           "when {}:{} listens again",
           me.name, coord_spec.host, coord_spec.port);
       watcher = std::thread([&door_done, coord_spec] {
-        while (!door_done && !listening(coord_spec))
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        // The old coordinator's port may accept for a moment while its process
+        // dies (its sockets close one by one): "back" means listening after it
+        // was seen closed, or 5 s after the loss.
+        const auto lost_at = std::chrono::steady_clock::now();
+        bool seen_closed = false;
+        while (!door_done) {
+          const bool up = listening(coord_spec);
+          if (!up) seen_closed = true;
+          if (up &&
+              (seen_closed || std::chrono::steady_clock::now() - lost_at > std::chrono::seconds(5)))
+            break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
         if (!door_done) ::kill(::getpid(), kCoordinatorBack);
       });
       return false;
