@@ -236,6 +236,53 @@ status rejoin(const config::topology& topo, const config::server_spec& me, sigse
                     std::strerror(errno));
 }
 
+// Polls rank 0's port until the coordinator is back: listening after its port
+// was seen closed, or 5 s after the loss (a dying coordinator's port may still
+// accept for a moment while its sockets close one by one). Then raises
+// kCoordinatorBack, unless `done` was set first.
+void watch_for_coordinator(const std::atomic<bool>& done, const config::server_spec& coord) {
+  const auto lost_at = std::chrono::steady_clock::now();
+  bool seen_closed = false;
+  while (!done) {
+    const bool up = listening(coord);
+    if (!up) seen_closed = true;
+    if (up && (seen_closed || std::chrono::steady_clock::now() - lost_at > std::chrono::seconds(5)))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!done) ::kill(::getpid(), kCoordinatorBack);
+}
+
+// A node's own door (a member's, or a node of recommendation models only). A
+// member's door keeps answering while the coordinator is gone; once it is back
+// the door stops with *stopped_by = kCoordinatorBack, for the caller to rejoin
+// (re-executing itself, the door opening again in the new image).
+status serve_node_door(caf::actor_system& sys, const node_args& a,
+                       std::optional<actors::gnn_model_binding> gnn,
+                       std::function<std::string()> members, const config::topology& topo, int rank,
+                       int* stopped_by) {
+  SPINDLE_ASSIGN_OR_RETURN(auto coord, server_of(topo, 0));
+  std::atomic<bool> done{false};
+  std::thread watcher;
+  auto on_signal = [&](int sig) {
+    if (sig == kCoordinatorBack) return true;  // stop the door, then rejoin
+    if (sig != kCoordinatorLost || watcher.joinable()) return false;
+    log::warn(
+        "node rank {}: the coordinator is gone; this door goes on answering and rejoins "
+        "when {}:{} listens again",
+        rank, coord.host, coord.port);
+    watcher = std::thread([&done, coord] { watch_for_coordinator(done, coord); });
+    return false;
+  };
+  const auto signals =
+      rank != 0 ? std::vector<int>{kCoordinatorLost, kCoordinatorBack} : std::vector<int>{};
+  const auto served =
+      serve_door(sys, a, std::move(gnn), std::move(members), signals, on_signal, stopped_by);
+  done = true;
+  if (watcher.joinable()) watcher.join();
+  return served;
+}
+
 status run_node(const node_args& a) {
   const std::string& path = a.config;
   const int rank = a.rank;
@@ -328,45 +375,8 @@ status run_node(const node_args& a) {
     SPINDLE_TRY(check_exposure(a.door));
     std::optional<actors::gnn_model_binding> gnn;
     if (serving) gnn = serving->door(a.name, a.door.admission());
-    // A member's door keeps answering while the coordinator is gone; once it
-    // listens again the door stops and the member rejoins (re-executing itself,
-    // its door opening again in the new image).
-    std::atomic<bool> door_done{false};
-    std::thread watcher;
-    SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
-    auto on_signal = [&](int sig) {
-      if (sig == kCoordinatorBack) return true;  // stop the door, then rejoin
-      if (sig != kCoordinatorLost || watcher.joinable()) return false;
-      log::warn(
-          "node {}: the coordinator is gone; this door goes on answering and rejoins "
-          "when {}:{} listens again",
-          me.name, coord_spec.host, coord_spec.port);
-      watcher = std::thread([&door_done, coord_spec] {
-        // The old coordinator's port may accept for a moment while its process
-        // dies (its sockets close one by one): "back" means listening after it
-        // was seen closed, or 5 s after the loss.
-        const auto lost_at = std::chrono::steady_clock::now();
-        bool seen_closed = false;
-        while (!door_done) {
-          const bool up = listening(coord_spec);
-          if (!up) seen_closed = true;
-          if (up &&
-              (seen_closed || std::chrono::steady_clock::now() - lost_at > std::chrono::seconds(5)))
-            break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        if (!door_done) ::kill(::getpid(), kCoordinatorBack);
-      });
-      return false;
-    };
     int stopped_by = 0;
-    const auto served = serve_door(
-        sys, a, std::move(gnn), whole_cluster,
-        rank != 0 ? std::vector<int>{kCoordinatorLost, kCoordinatorBack} : std::vector<int>{},
-        on_signal, &stopped_by);
-    door_done = true;
-    if (watcher.joinable()) watcher.join();
-    SPINDLE_TRY(served);
+    SPINDLE_TRY(serve_node_door(sys, a, std::move(gnn), whole_cluster, topo, rank, &stopped_by));
     if (stopped_by == kCoordinatorBack) return rejoin(topo, me, set);
     stopped = true;
   }
