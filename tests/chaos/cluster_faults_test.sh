@@ -10,6 +10,7 @@
 #   usage: cluster_faults_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 bg=()
 cleanup() {
@@ -72,13 +73,7 @@ calls() {
     local a b
     a=$(timeout 20 "$spindle" client --connect "$door" --timeout-ms 5000 --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
     b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    case $(python3 -c 'import json,sys
-try:
-    a = json.loads(sys.argv[1])
-except ValueError:
-    print("refused"); sys.exit()
-b = json.loads(sys.argv[2])
-print("refused" if a.get("status") != "ok" else ("right" if a["outputs"] == b["outputs"] else "wrong"))' "$a" "$b") in
+    case $(python3 "$root/tests/support/judge_answer.py" "$a" "$b") in
       right) right=$((right + 1)) ;;
       refused) refused=$((refused + 1)) ;;
       *) wrong=$((wrong + 1)); echo "WRONG answer to request $i: $a vs $b" >&2 ;;
