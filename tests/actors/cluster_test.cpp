@@ -302,13 +302,10 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
 // bridge's full 30 s.
 TEST_P(cluster_serving_failure_test, a_frozen_member_is_declared_down_and_serving_goes_on) {
   if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
-  // Over UCX's tcp transport a frozen peer still makes UCX 1.13 abort other
-  // processes: an owner answering the frozen reader's emulated gets dies in
-  // ucp_get_req_handler ("Endpoint timeout", fatal whatever the error mode), and
-  // a reader destroying its worker asserts on the requests still queued to the
-  // frozen peer. Open (docs/operations.md); SPINDLE_TRY_FROZEN_TCP=1 runs it.
-  if (!GetParam().empty() && !std::getenv("SPINDLE_TRY_FROZEN_TCP"))
-    GTEST_SKIP() << "frozen peers over UCX tcp: not handled yet";
+  // Over UCX's tcp transport this once made UCX 1.13 abort other processes
+  // (ucs_fatal in ucp_get_req_handler, an assertion in ucp_worker_destroy);
+  // reads now go as messages the owner answers (transport/ucx/am_reads.hpp)
+  // and a worker with a request stuck on the frozen peer is kept until exit.
   cora_cluster c("cluster_freeze");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const auto env = ucx_env(GetParam());

@@ -62,10 +62,51 @@ TEST(ucx_test, shared_memory_gets_complete_while_the_owner_is_idle) {
   check_random_gets(w, false);
 }
 
-// Over TCP the gets are emulated: they complete because the owner progresses.
-TEST(ucx_test, tcp_gets_complete_with_the_owner_progress_loop) {
+// Over TCP reads go as requests the owner's worker answers with the rows:
+// they complete because the owner progresses.
+TEST(ucx_test, tcp_reads_complete_with_the_owner_progress_loop) {
   pair_of_workers w("tcp");
   check_random_gets(w, true);
+}
+
+// A reader may only read what the owner mapped for remote access: a request
+// for other memory is refused by the owner, naming the range.
+TEST(ucx_test, tcp_reads_of_memory_the_owner_did_not_map_are_refused) {
+  pair_of_workers w("tcp");
+  auto mem = mapped_memory::allocate(w.ctx, 4096);
+  ASSERT_TRUE(mem.has_value());
+  auto desc = describe(w.owner, *mem);
+  ASSERT_TRUE(desc.has_value());
+  std::vector<std::byte> secret(4096, std::byte{42});
+  desc->base = reinterpret_cast<std::uint64_t>(secret.data());  // forged
+  progress_loop loop(w.owner);
+  auto region = remote_region::attach(w.reader, *desc);
+  ASSERT_TRUE(region.has_value()) << region.error().to_string();
+  std::vector<std::byte> out(64);
+  read_op op{0, out.data(), out.size()};
+  auto st = (*region)->read({&op, 1});
+  EXPECT_EQ(st.code(), errc::invalid_argument) << st.to_string();
+  EXPECT_NE(st.message().find("not memory this node exposed"), std::string::npos) << st.message();
+  EXPECT_EQ(out[0], std::byte{0});
+}
+
+// An owner that never answers (frozen) makes a read fail as unavailable within
+// its timeout; the reader's worker is then kept until exit rather than
+// destroyed under a request UCX cannot cancel, and nothing aborts.
+TEST(ucx_test, a_read_from_a_silent_owner_times_out_and_keeps_the_worker) {
+  pair_of_workers w("tcp");
+  auto mem = mapped_memory::allocate(w.ctx, 4096);
+  ASSERT_TRUE(mem.has_value());
+  auto desc = describe(w.owner, *mem);
+  ASSERT_TRUE(desc.has_value());
+  auto region = remote_region::attach(w.reader, *desc, 300);  // nobody progresses the owner
+  ASSERT_TRUE(region.has_value()) << region.error().to_string();
+  std::vector<std::byte> out(64);
+  read_op op{0, out.data(), out.size()};
+  auto st = (*region)->read({&op, 1});
+  EXPECT_EQ(st.code(), errc::unavailable) << st.to_string();
+  EXPECT_TRUE(w.reader.kept_until_exit());
+  EXPECT_EQ((*region)->read({&op, 1}).code(), errc::unavailable);  // stays down
 }
 
 TEST(ucx_test, active_messages_reach_the_handler) {

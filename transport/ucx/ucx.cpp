@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx.hpp"
 
+#include "transport/ucx/am_reads.hpp"
+
 #include <sys/mman.h>
 #include <ucp/api/ucp.h>
 
@@ -54,16 +56,26 @@ expected<context> context::create(std::string_view transports) {
   if (s != UCS_OK) return ucx_error(s, "ucp_init");
   context c;
   c.handle_ = handle;
+  c.kept_ = std::make_shared<std::atomic<int>>(0);
+  const std::string chosen = c.transports();
+  c.one_sided_network_ = chosen.find("rc_") != std::string::npos ||
+                         chosen.find("dc_") != std::string::npos ||
+                         chosen.find("ud_") != std::string::npos;
   return c;
 }
 
-context::context(context&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+context::context(context&& o) noexcept
+    : handle_(std::exchange(o.handle_, nullptr)),
+      kept_(std::move(o.kept_)),
+      one_sided_network_(o.one_sided_network_) {}
 context& context::operator=(context&& o) noexcept {
   std::swap(handle_, o.handle_);
+  std::swap(kept_, o.kept_);
+  std::swap(one_sided_network_, o.one_sided_network_);
   return *this;
 }
 context::~context() {
-  if (handle_) ucp_cleanup(ctx_of(handle_));
+  if (handle_ && !(kept_ && kept_->load() > 0)) ucp_cleanup(ctx_of(handle_));
 }
 
 std::string context::transports() const {
@@ -82,10 +94,27 @@ std::string context::transports() const {
 
 struct worker::state {
   ucp_worker_h handle = nullptr;
+  std::shared_ptr<std::atomic<int>> ctx_kept;  // the context's count of kept workers
+  bool kept = false;
+  bool one_sided_network = false;  // the context's
   std::map<unsigned, am_handler> handlers;
   std::map<unsigned, bulk_handler> bulk_handlers;
+  std::unique_ptr<detail::read_table> reads;  // serves and issues reads by message
   ~state() {
-    if (handle) ucp_worker_destroy(handle);
+    if (!handle) return;
+    // A reply still queued to a frozen reader: UCX would assert in destroy.
+    if (reads && reads->replies_in_flight() > 0 && !kept) {
+      kept = true;
+      if (ctx_kept) ctx_kept->fetch_add(1);
+    }
+    if (kept) {
+      // Handlers stay reachable from UCX: leak them with the worker.
+      new std::map<unsigned, am_handler>(std::move(handlers));
+      new std::map<unsigned, bulk_handler>(std::move(bulk_handlers));
+      (void)reads.release();
+      return;
+    }
+    ucp_worker_destroy(handle);
   }
 };
 
@@ -95,14 +124,24 @@ worker& worker::operator=(worker&&) noexcept = default;
 worker::~worker() = default;
 void* worker::native() const { return s_->handle; }
 
+void worker::keep_until_exit() {
+  if (s_->kept) return;
+  s_->kept = true;
+  if (s_->ctx_kept) s_->ctx_kept->fetch_add(1);
+}
+bool worker::kept_until_exit() const { return s_->kept; }
+
 expected<worker> worker::create(const context& ctx) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   // One owner thread per worker (see the header); signal() is thread-safe anyway.
   params.thread_mode = UCS_THREAD_MODE_SINGLE;
   auto s = std::make_unique<state>();
+  s->ctx_kept = ctx.kept_workers();
+  s->one_sided_network = ctx.one_sided_network();
   if (ucs_status_t st = ucp_worker_create(ctx_of(ctx.native()), &params, &s->handle); st != UCS_OK)
     return ucx_error(st, "ucp_worker_create");
+  SPINDLE_ASSIGN_OR_RETURN(s->reads, detail::read_table::install(s->handle));
   return worker(std::move(s));
 }
 
@@ -136,8 +175,10 @@ status worker::wait_request(void* request, int timeout_ms, std::string_view what
     ucp_worker_progress(s_->handle);
     if ((spins & 1023) == 1023 && std::chrono::steady_clock::now() > deadline) {
       // UCX 1.13 cannot cancel RMA/flush requests; release it and let the
-      // caller treat the peer as unreachable.
+      // caller treat the peer as unreachable. The request stays queued on its
+      // endpoint, so this worker can no longer be destroyed safely.
       ucp_request_free(ptr);
+      keep_until_exit();
       return make_error(errc::unavailable, "{}: no completion within {} ms", what, timeout_ms);
     }
   }
@@ -357,6 +398,7 @@ expected<mapped_memory> mapped_memory::allocate(const context& ctx, std::size_t 
   m.memh_ = memh;
   m.data_ = static_cast<std::byte*>(attr.address);
   m.size_ = bytes;
+  detail::expose_memory(m.data_, m.size_);  // readable by peers' read requests, as by gets
   return m;
 }
 
@@ -373,6 +415,7 @@ mapped_memory& mapped_memory::operator=(mapped_memory&& o) noexcept {
   return *this;
 }
 mapped_memory::~mapped_memory() {
+  if (data_) detail::withdraw_memory(data_);
   if (memh_) ucp_mem_unmap(ctx_of(ctx_), static_cast<ucp_mem_h>(memh_));
 }
 
@@ -459,12 +502,36 @@ expected<std::unique_ptr<remote_region>> remote_region::attach(worker& w,
     ucp_rkey_destroy(first.second);
     SPINDLE_ASSIGN_OR_RETURN(first, connect_region(w, d, true));
   }
-  return std::unique_ptr<remote_region>(
+  std::unique_ptr<remote_region> r(
       new remote_region(std::move(first.first), first.second, d.base, d.length, timeout_ms));
+  // SPINDLE_UCX_EMULATED_GETS=1 keeps UCX's own emulated gets, for comparison
+  // (bench/gather_bench); they are unsafe with frozen peers (see am_reads.hpp).
+  const char* env = std::getenv("SPINDLE_UCX_EMULATED_GETS");
+  const bool emulated = env && *env && std::string_view(env) != "0";
+  r->by_messages_ = r->mapped_ == nullptr && !w.s_->one_sided_network && !emulated;
+  return r;
+}
+
+status remote_region::read_by_messages(std::span<const read_op> ops) {
+  for (const auto& op : ops)
+    if (op.offset + op.bytes > length_)
+      return make_error(errc::invalid_argument, "remote read [{}, +{}) beyond region of {} bytes",
+                        op.offset, op.bytes, length_);
+  worker& w = ep_.owner();
+  bool timed_out = false;
+  status st = w.s_->reads->read(static_cast<ucp_ep_h>(ep_.native()), base_, ops, timeout_ms_,
+                                timed_out);
+  if (timed_out || (!st.is_ok() && st.code() == errc::unavailable)) {
+    // The request may still sit queued on the endpoint: never close or destroy it.
+    ep_.forget();
+    w.keep_until_exit();
+  }
+  return st;
 }
 
 status remote_region::read(std::span<const read_op> ops) {
   if (ep_.failed()) return make_error(errc::unavailable, "remote region: owner is unreachable");
+  if (by_messages_) return read_by_messages(ops);
   auto* ep = static_cast<ucp_ep_h>(ep_.native());
   auto* w = static_cast<ucp_worker_h>(ep_.owner().native());
   ucp_request_param_t p{};

@@ -5,6 +5,7 @@
 // another thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,12 +28,20 @@ class context {
   context& operator=(context&&) noexcept;
   ~context();
   void* native() const { return handle_; }
+  /// Workers of this context kept until exit (see worker::keep_until_exit); the
+  /// context then is too, as UCX cannot clean up under a live worker.
+  std::shared_ptr<std::atomic<int>> kept_workers() const { return kept_; }
+  /// Whether UCX chose a network transport with true one-sided gets (RDMA:
+  /// rc, dc, ud); without one, reads of a peer's memory go as messages.
+  bool one_sided_network() const { return one_sided_network_; }
   /// The transports UCX chose, as "posix/memory, tcp/lo, ..." for logs.
   std::string transports() const;
 
  private:
   context() = default;
   void* handle_ = nullptr;
+  std::shared_ptr<std::atomic<int>> kept_;
+  bool one_sided_network_ = false;
 };
 
 /// One UCP worker. Progress, address and endpoints go through its single owner.
@@ -57,6 +66,12 @@ class worker {
   /// Waits for a UCX request (a ucs_status_ptr_t) to finish, progressing the
   /// worker, and frees it; gives up after `timeout_ms` with errc::unavailable.
   status wait_request(void* request, int timeout_ms, std::string_view what);
+  /// Never destroys this worker (nor its context): UCX 1.13 asserts in
+  /// ucp_worker_destroy while requests to a frozen peer are still queued on
+  /// one of its endpoints, and cannot cancel them. Called when an operation
+  /// to a peer timed out; the memory is the OS's to take back at exit.
+  void keep_until_exit();
+  bool kept_until_exit() const;
   /// Registers `handler` for active messages with `id` (payload eager or rndv).
   status set_am_handler(unsigned id, am_handler handler);
 
@@ -82,6 +97,7 @@ class worker {
 
  private:
   struct state;
+  friend class remote_region;
   explicit worker(std::unique_ptr<state> s);
   std::unique_ptr<state> s_;
 };
@@ -167,9 +183,12 @@ struct region_descriptor {
 /// A descriptor for `memory`, owned by `w`.
 expected<region_descriptor> describe(const worker& w, const mapped_memory& memory);
 
-/// A remote region read by one-sided gets through an endpoint of the reader's
-/// worker. read() issues every get, then flushes once; the reader's thread owns
-/// the worker while it runs.
+/// A remote region read through an endpoint of the reader's worker: by pointer
+/// when UCX maps the owner's memory here (shared memory), by one-sided gets over
+/// an RDMA transport, and otherwise (tcp) by read requests the owner's worker
+/// answers with the rows (transport/ucx/am_reads.hpp says why not UCX's
+/// emulated gets). read() issues everything, then waits once; the reader's
+/// thread owns the worker while it runs.
 class remote_region final : public batched_reader {
  public:
   static expected<std::unique_ptr<remote_region>> attach(worker& w, const region_descriptor& d,
@@ -183,7 +202,9 @@ class remote_region final : public batched_reader {
 
  private:
   remote_region(endpoint ep, void* rkey, std::uint64_t base, std::uint64_t length, int timeout);
+  status read_by_messages(std::span<const read_op> ops);
   endpoint ep_;
+  bool by_messages_ = false;
   void* rkey_ = nullptr;
   std::uint64_t base_ = 0;
   std::uint64_t length_ = 0;
