@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "apps/commands/command.hpp"
+#include "apps/commands/door_load.hpp"
 #include "apps/commands/load_sweep.hpp"
 #include "apps/commands/members_table.hpp"
 #include "apps/commands/rec_load.hpp"
@@ -168,6 +169,7 @@ struct load_args {
   bool json = false;
   bool reproducible = false;  // request i carries sampler seed i + 1
   rec_load_options rec;       // recommendation models: the batches sent
+  std::string door = "capnp";  // or a KServe door: http, grpc (door_load.hpp)
 };
 
 // "uniform:N", "degree:DATASET_DIR" or a trace file of ids (one per line).
@@ -426,7 +428,68 @@ status run_rec_load(const client_args& c, const load_args& a, rpc::rpc_client& c
   return print_report(c, a, r, a.requests, wall, send_at, {}, calls.front().batch);
 }
 
+// Warm-up, then the measured calls, on a KServe door: `infer(client, i)`
+// answers call i (warm-up calls first, then the measured ones).
+template <class Infer>
+status drive_door(const client_args& c, const load_args& a, const door_connect& connect,
+                  std::uint32_t samples, const Infer& infer) {
+  const auto threads = std::size_t(std::max(1, a.clients));
+  SPINDLE_TRY(run_door_loop(connect, a.warmup, threads, {},
+                            [&](auto& client, std::size_t i, auto) { (void)infer(client, i); }));
+  load_report r(a.requests);
+  std::mutex mu;
+  const auto send_at = poisson_schedule(a.requests, a.rate, a.seed);
+  const auto t0 = std::chrono::steady_clock::now();
+  SPINDLE_TRY(run_door_loop(connect, a.requests, threads, send_at,
+                            [&](auto& client, std::size_t i, auto due) {
+                              const auto x = infer(client, a.warmup + i);
+                              const double s = std::chrono::duration<double>(
+                                                   std::chrono::steady_clock::now() - due)
+                                                   .count();
+                              std::lock_guard lock(mu);
+                              r.record(i, x, s);
+                            }));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return print_report(c, a, r, a.requests, wall, send_at, {}, samples);
+}
+
+// `client load --door http|grpc`: either model kind, described by the door's
+// model configuration; one door and one level per run.
+status run_kserve_load(const client_args& c, const load_args& a) {
+  if (endpoints_of(c).size() > 1 || !a.concurrency_range.empty() || !a.rate_range.empty())
+    return make_error(errc::invalid_argument,
+                      "load --door {}: one door and one level per run (sweeps and several doors "
+                      "use the Cap'n Proto door)",
+                      a.door);
+  if (c.model.empty())
+    return make_error(errc::invalid_argument, "load --door {}: give --model NAME", a.door);
+  SPINDLE_ASSIGN_OR_RETURN(auto connect, door_connector(a.door, c.connect, c.timeout_ms));
+  SPINDLE_ASSIGN_OR_RETURN(auto probe, connect());
+  SPINDLE_ASSIGN_OR_RETURN(auto m, probe->describe(c.model));
+  if (m.kind != "gnn") {
+    auto o = a.rec;
+    o.seed = a.seed;
+    SPINDLE_ASSIGN_OR_RETURN(auto calls, rec_load_calls(m, m.name, o));
+    for (auto& x : calls) x.deadline_us = a.deadline_us;
+    return drive_door(c, a, connect, calls.front().batch, [&](auto& client, std::size_t i) {
+      return client.infer_rec(calls[i % calls.size()]);
+    });
+  }
+  if (a.seeds.empty())
+    return make_error(errc::invalid_argument,
+                      "load: --seeds uniform:N | degree:DIR | FILE is required for a GNN model "
+                      "('{}')",
+                      m.name);
+  SPINDLE_ASSIGN_OR_RETURN(auto seeds, draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
+  std::vector<rpc::gnn_call> calls;
+  for (std::size_t i = 0; i < seeds.size(); ++i)
+    calls.push_back({c.model, {seeds[i]}, a.reproducible ? i + 1 : 0, a.deadline_us});
+  return drive_door(c, a, connect, 0,
+                    [&](auto& client, std::size_t i) { return client.infer_gnn(calls[i]); });
+}
+
 status run_load(const client_args& c, const load_args& a) {
+  if (a.door != "capnp") return run_kserve_load(c, a);
   const bool several = endpoints_of(c).size() > 1;
   SPINDLE_ASSIGN_OR_RETURN(auto client, open(c));
   if (a.seeds.empty()) {  // a recommendation model needs none: its description says what to send
@@ -572,6 +635,12 @@ void register_client(CLI::App& app, global_options&) {
   load->add_option("--requests", la->requests, "Measured requests")->capture_default_str();
   load->add_option("--warmup", la->warmup, "Requests before measuring")->capture_default_str();
   load->add_option("--clients", la->clients, "Closed loop: calls in flight")->capture_default_str();
+  load->add_option("--door", la->door,
+                   "capnp (default), or a KServe door: http (binary tensors) | grpc; --connect "
+                   "then names that door, and --clients is the connection pool (one call in "
+                   "flight per connection, open loop too)")
+      ->check(CLI::IsMember({"capnp", "http", "grpc"}))
+      ->capture_default_str();
   load->add_option("--rate", la->rate,
                    "Open loop: Poisson arrivals per second (overrides --clients)");
   load->add_option("--seeds", la->seeds,

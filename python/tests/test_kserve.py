@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import tempfile
+import urllib.request
 
 import numpy as np
 import pytest
@@ -325,3 +326,25 @@ def test_the_readme_curl_examples_work(server):
             assert "error" not in json.loads(out), (cmd, out)
         else:
             assert out == "200", (cmd, out)
+
+
+def test_the_load_generator_drives_both_kserve_doors_for_both_model_kinds(server):
+    # `client load --door http|grpc` learns a recommendation model from Triton's
+    # model configuration (its table_rows parameter) and draws valid keys.
+    config = json.loads(urllib.request.urlopen(
+        f"http://{server['http']}/v2/models/ctr/config").read())
+    rows = config["parameters"]["table_rows"]["string_value"].split(",")
+    assert len(rows) == sum(1 for t in config["input"] if t["name"].startswith("indices_"))
+    for door in ("http", "grpc"):
+        for model, extra in (("ctr", ["--batch", "8"]), ("gcn", ["--seeds", "uniform:1024"])):
+            out = subprocess.run([SPINDLE, "client", "--connect", server[door], "--model", model,
+                                  "load", "--door", door, "--requests", "60", "--warmup", "5",
+                                  "--clients", "3", "--json"] + extra,
+                                 check=True, capture_output=True, text=True).stdout
+            r = json.loads(out)
+            assert r["status"] == {"ok": 60}, (door, model, r)
+            if model == "ctr":
+                assert r["samples_per_call"] == 8
+    bad = subprocess.run([SPINDLE, "client", "--connect", server["http"], "--model", "nosuch",
+                          "load", "--door", "http"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "nosuch" in bad.stderr + bad.stdout

@@ -55,7 +55,8 @@ int http_status_of(const infer_outcome& o) {
       return 200;
     case rpc_status::bad_request:
       return 400;
-    case rpc_status::overloaded:
+    case rpc_status::overloaded:  // full now: retry later or at another door
+      return 429;
     case rpc_status::unavailable:
       return 503;
     case rpc_status::deadline_exceeded:
@@ -85,6 +86,7 @@ model_metadata metadata_of(const rpc::model_info& m) {
     md.inputs.push_back({table_input("sparse", t), "INT64", {-1, -1}, true});
   }
   md.outputs = {{"scores", "FP32", {-1}, false}};
+  if (!m.table_rows.empty()) md.parameters["table_rows"] = fmt::format("{}", fmt::join(m.table_rows, ","));
   return md;
 }
 

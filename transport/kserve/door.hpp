@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct model_metadata {
   std::string name, platform;
   std::vector<std::string> versions;
   std::vector<tensor_metadata> inputs, outputs;
+  /// Triton config parameters (string values): "table_rows" of a recommendation
+  /// model ("100000,20000,..."), so a load generator can draw valid keys.
+  std::map<std::string, std::string> parameters;
 };
 
 /// What an infer request came to: ok with a response, or a status and message.

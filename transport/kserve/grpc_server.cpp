@@ -32,6 +32,8 @@ grpc::StatusCode code_of(const infer_outcome& o) {
       return StatusCode::INVALID_ARGUMENT;
     case 404:
       return StatusCode::NOT_FOUND;
+    case 429:
+      return StatusCode::RESOURCE_EXHAUSTED;
     case 503:
       return StatusCode::UNAVAILABLE;
     case 504:
@@ -173,6 +175,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
     c->set_platform(md.platform);
     c->set_backend("spindle");
     c->set_max_batch_size(0);  // the batch is the tensors' first dimension; Spindle batches calls
+    for (const auto& [k, v] : md.parameters) (*c->mutable_parameters())[k].set_string_value(v);
     for (const auto& t : md.inputs) {
       auto* x = c->add_input();
       x->set_name(t.name);

@@ -68,13 +68,14 @@ std::string config_json(const model_metadata& m) {
   };
   // max_batch_size 0: the batch is in the tensors' own first dimension (-1),
   // and Spindle batches calls itself.
-  return json{{"name", m.name},
-              {"platform", m.platform},
-              {"backend", "spindle"},
-              {"max_batch_size", 0},
-              {"input", tensors(m.inputs, true)},
-              {"output", tensors(m.outputs, false)}}
-      .dump();
+  json j{{"name", m.name},
+         {"platform", m.platform},
+         {"backend", "spindle"},
+         {"max_batch_size", 0},
+         {"input", tensors(m.inputs, true)},
+         {"output", tensors(m.outputs, false)}};
+  for (const auto& [k, v] : m.parameters) j["parameters"][k] = {{"string_value", v}};
+  return j.dump();
 }
 
 std::string statistics_json(const std::vector<model_statistics>& stats) {
