@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
-# Quiver §6 on emulated links (root; scripts/netns-cluster.sh): a 3-rank cluster,
-# one rank per network namespace, links shaped to 1, 10 and 25 Gbit/s (tbf), UCX
-# over TCP, serving R-MAT (SCALE, 128 features) partitioned by FAP or by hash
-# placement, every rank with its own door. The load (`spindle client load`,
-# closed loop, IN_FLIGHT calls, spread over the three doors) runs in this
-# namespace. Printed per link rate and policy: throughput, p50/p99, CPU seconds
-# per 1,000 calls of each rank (no funnel through rank 0) and the feature bytes
-# read from other ranks per call (admin stats' feature_rows); beside it,
-# in the same run, one process serving the whole dataset on loopback.
-#   usage: bench/netns_cluster.sh SPINDLE [SCALE=16] [REQUESTS=4000] [IN_FLIGHT=16]
+# Quiver §6 on emulated links (root; scripts/netns-cluster.sh): clusters of 2, 3
+# and 4 ranks, one rank per network namespace, links shaped to 1, 10 and 25
+# Gbit/s (tbf), UCX over TCP, serving R-MAT (SCALE, 128 features) partitioned by
+# FAP, by hash, or by degree (PaGraph: the highest-degree rows that fit
+# replicated on every rank, the rest hashed), every rank with its own door.
+# Cluster memory is 1.35x the feature table, split evenly. The load (`spindle
+# client load`, closed loop, IN_FLIGHT calls, spread over every door) runs in
+# this namespace. Printed per size, link rate and policy: throughput, p50/p99,
+# CPU seconds per 1,000 calls of each rank (no funnel through rank 0) and the
+# feature bytes read from other ranks per call (admin stats' feature_rows);
+# beside it, in the same run, one process serving the whole dataset on loopback.
+# Then the per-call CPU cost is fitted as C0 + CR x remote rows over every row,
+# and build/bench/cluster_projection projects 8 and 32 servers with it.
+#   usage: bench/netns_cluster.sh SPINDLE [SCALE=16] [REQUESTS=4000] [IN_FLIGHT=16] [SIZES="2 3 4"] [RATES="1gbit 10gbit 25gbit"]
 set -euo pipefail
 spindle=$(readlink -f "$1")
 scale=${2:-16}
 requests=${3:-4000}
 in_flight=${4:-16}
+sizes=${5:-2 3 4}
+rates=${6:-1gbit 10gbit 25gbit}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$spindle" generate --scale "$scale" --edge-factor 16 --feature-dim 128 --seed 1 --out "$work/whole" > /dev/null 2>&1
 "$spindle" model init --arch graphsage --in 128 --hidden 256 --classes 47 --seed 1 --out-dir "$work/m" > /dev/null
 rows=$((1 << scale))
-memory=$((rows * 128 * 4 * 45 / 100))  # each server holds about 45% of the feature rows
+memory_of() { echo $((rows * 128 * 4 * 135 / 100 / $1)); }  # 1.35x the table over N ranks
 
 load() {  # load DOORS: one JSON report
   "$spindle" client --connect "$1" --model graphsage load --seeds "uniform:$rows" \
@@ -50,43 +56,68 @@ one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | hea
 read -r tput p50 p99 ok < <(load "$one" | summary)
 kill -TERM "$one_pid"; wait "$one_pid" 2> /dev/null || true
 echo "R-MAT scale $scale, GraphSAGE 128-256-47 [25,10], $requests calls, $in_flight in flight, closed loop"
-echo "| setup | req/s | p50 ms | p99 ms | ok | CPU s per 1k calls: rank 0 / 1 / 2 | remote KiB per call |"
+echo "| setup | req/s | p50 ms | p99 ms | ok | CPU s per 1k calls, each rank | remote KiB per call |"
 echo "|---|---|---|---|---|---|---|"
 echo "| one process, loopback | $tput | $p50 | $p99 | $ok | - | 0 |"
+: > "$work/fit.txt"  # "cpu_us_per_call remote_rows_per_call" per cluster row
 
-bench_rate() {  # inside the bed: both policies at this rate
-  local subnet=$SPINDLE_NETNS_SUBNET rate=$1
-  for policy in fap hash; do
-    "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" 3 "$memory" 7700 > "$work/c.toml"
+bench_rate() {  # inside the bed: every policy at this size and rate
+  local subnet=$SPINDLE_NETNS_SUBNET n=$1 rate=$2
+  for policy in fap hash degree; do
+    "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" "$n" "$(memory_of "$n")" 7700 > "$work/c.toml"
     "$spindle" partition "$work/whole" --config "$work/c.toml" --out "$work/p-$policy" --policy "$policy" --force > /dev/null
     "$spindle" launch --config "$work/c.toml" --dataset "$work/p-$policy" --model "$work/m" \
       --listen "${subnet}.1:7700" --admin-token-file "$work/t" > "$work/launch.log" 2>&1 &
     local launch=$!
     for _ in $(seq 600); do
-      [ "$(grep -c '\] listening ' "$work/launch.log")" -ge 3 ] && break
+      [ "$(grep -c '\] listening ' "$work/launch.log")" -ge "$n" ] && break
       sleep 0.2
     done
-    local pids=() before=() after=()
-    for r in 0 1 2; do pids+=("$(pgrep -f "node --config $work/c.toml --rank $r" | head -1)"); done
-    local doors="${subnet}.1:7700,${subnet}.2:7700,${subnet}.3:7700" rows0 rows1
+    local pids=() before=() after=() doors="" r
+    for ((r = 0; r < n; ++r)); do
+      pids+=("$(pgrep -f "node --config $work/c.toml --rank $r" | head -1)")
+      doors+="${doors:+,}${subnet}.$((r + 1)):7700"
+    done
+    local rows0 rows1
     rows0=$(remote_rows "$doors")
     for p in "${pids[@]}"; do before+=("$(cpu_s "$p")"); done
     read -r tput p50 p99 ok < <(load "$doors" | summary)
     for p in "${pids[@]}"; do after+=("$(cpu_s "$p")"); done
     rows1=$(remote_rows "$doors")
-    local kib
+    local kib per_call cpu="" total=0
     kib=$(awk -v a="$rows1" -v b="$rows0" -v n="$((requests + 200))" 'BEGIN {printf "%.1f", (a - b) * 512 / 1024 / n}')
-    local cpu=""
-    for i in 0 1 2; do
-      cpu+=$(awk -v a="${after[$i]}" -v b="${before[$i]}" -v n="$requests" 'BEGIN {printf "%.2f", (a - b) * 1000 / n}')
-      [ $i -lt 2 ] && cpu+=" / "
+    per_call=$(awk -v a="$rows1" -v b="$rows0" -v n="$((requests + 200))" 'BEGIN {printf "%.2f", (a - b) / n}')
+    for ((r = 0; r < n; ++r)); do
+      cpu+=$(awk -v a="${after[$r]}" -v b="${before[$r]}" -v n="$requests" 'BEGIN {printf "%.2f", (a - b) * 1000 / n}')
+      total=$(awk -v t="$total" -v a="${after[$r]}" -v b="${before[$r]}" 'BEGIN {print t + a - b}')
+      [ $r -lt $((n - 1)) ] && cpu+=" / "
     done
-    echo "| 3 namespaces, $rate links, $policy placement | $tput | $p50 | $p99 | $ok | $cpu | $kib |"
+    echo "| $n namespaces, $rate links, $policy placement | $tput | $p50 | $p99 | $ok | $cpu | $kib |"
+    awk -v t="$total" -v n="$requests" -v rr="$per_call" 'BEGIN {printf "%.2f %s\n", t * 1e6 / n, rr}' >> "$work/fit.txt"
     kill -TERM "$launch"; wait "$launch" 2> /dev/null || true
   done
 }
-export -f bench_rate load cpu_s summary remote_rows
-export spindle work memory rows requests in_flight root
-for rate in 1gbit 10gbit 25gbit; do
-  "$root/scripts/netns-cluster.sh" run "spn$$" 3 "$rate" -- bash -c "bench_rate $rate" 2> /dev/null
+export -f bench_rate load cpu_s summary remote_rows memory_of
+export spindle work rows requests in_flight root
+for n in $sizes; do
+  for rate in $rates; do
+    "$root/scripts/netns-cluster.sh" run "spn$$" "$n" "$rate" -- bash -c "bench_rate $n $rate" 2> /dev/null
+  done
 done
+
+# CPU per call = C0 + CR x remote rows per call, least squares over every row above.
+read -r c0 cr < <(python3 -c '
+import sys
+pts = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+n = len(pts); mx = sum(p[1] for p in pts) / n; my = sum(p[0] for p in pts) / n
+sxx = sum((p[1] - mx) ** 2 for p in pts); sxy = sum((p[1] - mx) * (p[0] - my) for p in pts)
+cr = sxy / sxx if sxx > 0 else 0.0
+print("%.2f %.4f" % (my - cr * mx, cr))' "$work/fit.txt")
+echo
+echo "fitted cost per call over the rows above: ${c0} us + ${cr} us per remote row (CPU, all ranks)"
+projection="$(dirname "$spindle")/../bench/cluster_projection"
+if [ -x "$projection" ]; then
+  "$projection" "$root/examples" "$work/whole" "$c0" "$cr" 2
+else
+  echo "(build/bench/cluster_projection not built: no projection)"
+fi
