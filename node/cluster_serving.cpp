@@ -28,6 +28,7 @@
 #include "sched/placement/access_stats.hpp"
 #include "sched/placement/dataset_placement.hpp"
 #include "sched/serving/gnn_pipeline.hpp"
+#include "sched/serving/psgs_calibrate.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
 namespace spindle::node {
@@ -54,17 +55,56 @@ struct serving_assets {
   std::shared_ptr<sched::psgs_router> router =
       std::make_shared<sched::psgs_router>(sched::psgs_calibration{}, sched::routing_policy::fixed);
   thread_pool pool{0, "node"};
+  std::unique_ptr<thread_pool> device_workers;         // GNNSched's, when on
+  std::unique_ptr<sched::device_scheduler> device;     // its pipelines' passes, grouped
 };
 
 expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_dir,
-                                                      const graph::dataset& ds) {
+                                                      const graph::dataset& ds,
+                                                      const node_pipelines& p) {
   auto a = std::make_unique<serving_assets>();
   SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, a->weights));
   // Fanouts belong to the model; refuse one whose layers nothing fits.
   if (auto f = sched::served_fanouts(model.desc(), ds.metadata()); !f)
     return std::move(f).error().with_context(model_dir + "/model.toml: ");
   a->model = std::make_unique<nn::model>(std::move(model));
+  if (p.gnnsched) {
+    a->device_workers = std::make_unique<thread_pool>(0, "gnnsched-w");
+    SPINDLE_ASSIGN_OR_RETURN(a->device, sched::device_scheduler::create(
+                                            p.gnnsched_bytes, *a->device_workers, *p.gnnsched));
+  }
   return a;
+}
+
+// Quiver §4.2.1's calibration with this node's view of the features: the rows
+// of other ranks are read as served (mapped shared memory or one-sided reads),
+// through a reader of its own so the calibration batches do not count in the
+// observed FAP that re-plans placement. Routes by it from now on.
+status calibrate_over_cluster(serving_assets& a, sched::batch_policy& policy,
+                              const node_shard& shard, const member_view& view,
+                              const std::map<int, member_info>& members,
+                              const node_pipelines& p) {
+  SPINDLE_ASSIGN_OR_RETURN(auto reader, cluster_features::create(shard, view, &members));
+  sched::calibrate_options o;
+  o.batches = p.calibrate_batches;
+  o.features = reader->source();
+  log::info("rank {}: calibrating PSGS routing over the cluster's shards ({} batches per "
+            "executor)",
+            shard.rank(), o.batches);
+  auto c = sched::calibrate(shard.dataset(), *a.model, o, a.pool);
+  if (!c) return std::move(c).error().with_context("--calibrate: ");
+  log::info("rank {}: PSGS routing calibrated over the cluster: {} ({} remote rows read)",
+            shard.rank(), c->summary(), reader->remote_rows());
+  if (!p.calibration_out.empty()) {
+    std::ofstream out(p.calibration_out);
+    out << c->to_json() << "\n";
+    if (!out)
+      return make_error(errc::io_error, "--calibration-out {}: cannot write", p.calibration_out);
+    log::info("rank {}: wrote the cluster's calibration to {}", shard.rank(), p.calibration_out);
+  }
+  a.router = std::make_shared<sched::psgs_router>(std::move(*c), p.routing);
+  policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
+  return status::ok();
 }
 
 // Stops `a` and waits until it has terminated, so nothing it references is
@@ -134,6 +174,7 @@ struct member_serving_impl final : member_serving {
                                 config.batch,
                                 admission};
     b.cluster = true;
+    b.device = assets->device.get();
     const auto* f = features.get();
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
     return b;
@@ -145,7 +186,8 @@ std::vector<caf::actor> spawn_pipelines(caf::actor_system& sys, const graph::dat
                                         serving_assets& a, cluster_features& f, int n) {
   std::vector<caf::actor> out;
   for (int i = 0; i < std::max(1, n); ++i)
-    out.push_back(actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, f.source()));
+    out.push_back(
+        actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, f.source(), a.device.get()));
   return out;
 }
 
@@ -161,7 +203,7 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
   m->ds = &node.shard.dataset();
   m->config = p;
   m->sync = &node.sync;
-  SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(model_dir, node.shard.dataset()));
+  SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(model_dir, node.shard.dataset(), p));
   auto& a = *m->assets;
   auto& shard = node.shard;
   SPINDLE_ASSIGN_OR_RETURN(
@@ -170,6 +212,8 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
                                    return cluster_features::readable(shard, ms);
                                  }));
   node.view.update(members);
+  if (p.calibrate)
+    SPINDLE_TRY(calibrate_over_cluster(a, m->config.batch, shard, node.view, members, p));
   // From the list seen readable: the watcher may have put an older one in the view since.
   SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view, &members));
   node.sync.set_reader(m->features.get());
@@ -307,7 +351,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
                                                           const cluster_gnn_options& o) {
   auto p = std::make_unique<parts>(node);
   p->policy = o.serving.batch;
-  SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(o.model_dir, node.shard.dataset()));
+  SPINDLE_ASSIGN_OR_RETURN(p->assets, load_assets(o.model_dir, node.shard.dataset(), o.serving));
   auto& a = *p->assets;
   auto& sys = node.sys;
   const auto& ds = node.shard.dataset();
@@ -322,6 +366,8 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
       auto members, wait_members(sys, node.coordinator, node.token,
                                  fmt::format("fewer than {} members were ready", o.expect), ready));
   node.view.update(members);
+  if (o.serving.calibrate)
+    SPINDLE_TRY(calibrate_over_cluster(a, p->policy, node.shard, node.view, members, o.serving));
   SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view, &members));
   node.sync.set_reader(p->features.get());
   p->pipelines = spawn_pipelines(sys, ds, a, *p->features, o.serving.pipelines);
@@ -362,6 +408,7 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name,
   b.placement = p_->placement;
   b.router_actor = p_->router;
   b.cluster = true;
+  b.device = a.device.get();
   if (const auto* f = p_->features.get())
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
   return b;

@@ -12,6 +12,7 @@
 
 #include <caf/all.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "actors/gateway.hpp"
@@ -21,6 +22,7 @@
 #include "node/member_watch.hpp"
 #include "node/node_shard.hpp"
 #include "node/placement_sync.hpp"
+#include "sched/colocation/device_scheduler.hpp"
 #include "sched/serving/psgs_router.hpp"
 
 namespace spindle::node {
@@ -59,6 +61,18 @@ struct node_pipelines {
     b.max_batch = 16;  // a cluster's batches also cross links: smaller than one process's 64
     return b;
   }();
+  /// GNNSched on this node: its pipelines' forward passes grouped by this policy
+  /// on one shared pool of `gnnsched_bytes` (the host's memory: nodes have no
+  /// device executor yet). Unset: each pipeline runs its own passes.
+  std::optional<sched::grouping_policy> gnnsched;
+  std::size_t gnnsched_bytes = std::size_t(256) << 20;
+  /// Times PSGS routing at start over the cluster's shards, rows from other
+  /// ranks read as served (a calibration of this cluster, not of one process),
+  /// and routes this node's door by it; written to `calibration_out` when set.
+  bool calibrate = false;
+  int calibrate_batches = 100;  // per executor
+  std::string calibration_out;
+  sched::routing_policy routing = sched::routing_policy::strict;
 };
 
 /// Waits until every rank owning a shard is alive, then runs `p.pipelines`

@@ -21,6 +21,7 @@
 #include "actors/scheduler_config.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/members_table.hpp"
+#include "apps/commands/node_flags.hpp"
 #include "apps/commands/runtime_flags.hpp"
 #include "config/colocation.hpp"
 #include "config/topology.hpp"
@@ -74,25 +75,6 @@ expected<caf::actor> connect(caf::actor_system& sys, const config::server_spec& 
                         s.host, s.port, to_string(a.error()));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-}
-
-// Every rank runs the same number of pipelines (the coordinator's stand-ins for
-// a member's pipelines assume so); `launch` passes these to all.
-void add_pipeline_options(CLI::App& cmd, node_pipelines& p) {
-  cmd.add_option("--pipelines", p.pipelines,
-                 "Pipelines on this node, sharing its pool (every rank of a cluster must run "
-                 "the same number)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd.add_option("--max-batch", p.batch.max_batch,
-                 "Requests per batch at this node's door (live: tunable max_batch)")
-      ->check(CLI::Range(1, 65536))
-      ->capture_default_str();
-  cmd.add_option_function<int>(
-         "--batch-deadline-us", [&p](int us) { p.batch.deadline = std::chrono::microseconds(us); },
-         "How long a batch waits to fill at this node's door (live: tunable batch_deadline_us; "
-         "default 2000)")
-      ->check(CLI::Range(0, 10'000'000));
 }
 
 struct node_args {
@@ -283,6 +265,21 @@ status serve_node_door(caf::actor_system& sys, const node_args& a,
   return served;
 }
 
+// --calibrate times this cluster at start; --calibration FILE reads one made
+// before: not both. The routing policy (--policy) applies to either.
+status check_calibration_flags(node_args& a) {
+  if (a.serving.calibrate && !a.calibration.empty())
+    return make_error(errc::invalid_argument,
+                      "--calibrate and --calibration {}: give one (--calibrate times this "
+                      "cluster at start)",
+                      a.calibration);
+  if (!a.serving.calibration_out.empty() && !a.serving.calibrate)
+    return make_error(errc::invalid_argument, "--calibration-out {} needs --calibrate",
+                      a.serving.calibration_out);
+  SPINDLE_ASSIGN_OR_RETURN(a.serving.routing, sched::parse_routing_policy(a.policy));
+  return status::ok();
+}
+
 status run_node(const node_args& a) {
   const std::string& path = a.config;
   const int rank = a.rank;
@@ -450,6 +447,7 @@ bool is_loopback(const std::string& host) {
 struct launch_args {
   std::string config, dataset, model, listen, admin_token_file;
   std::string metrics, calibration, policy;  // rank 0's, as `node` takes them
+  std::string calibration_out;               // rank 0's, with --calibrate
   std::string http, grpc;                    // rank 0's KServe v2 doors
   double replan_drift = 0;                   // passed to rank 0 as --replan-drift when > 0
   bool restart = false;              // restart a rank that exits (backoff 1 s doubling to 30 s)
@@ -528,6 +526,8 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
     if (!a.http.empty()) argv.insert(argv.end(), {"--http", a.http});
     if (!a.grpc.empty()) argv.insert(argv.end(), {"--grpc", a.grpc});
     if (!a.calibration.empty()) argv.insert(argv.end(), {"--calibration", a.calibration});
+    if (!a.calibration_out.empty())
+      argv.insert(argv.end(), {"--calibration-out", a.calibration_out});
     if (!a.policy.empty()) argv.insert(argv.end(), {"--policy", a.policy});
   }
   return argv;
@@ -707,7 +707,9 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Name clients call the GNN by at this node's door (default: model.toml's name)");
   add_rec_serving_options(*node, na->door);
   node->callback([na] {
-    if (int rc = report(run_node(*na))) throw CLI::RuntimeError(rc);
+    status st = check_calibration_flags(*na);
+    if (st.is_ok()) st = run_node(*na);
+    if (int rc = report(st)) throw CLI::RuntimeError(rc);
   });
   auto la = std::make_shared<launch_args>();
   auto* launch =
@@ -736,7 +738,13 @@ void register_cluster(CLI::App& app, global_options&) {
                      "Rank 0: PSGS calibration from `spindle calibrate` (see `node`)");
   launch->add_option("--policy", la->policy, "Rank 0 with --calibration: strict | loose | fixed")
       ->check(CLI::IsMember({"strict", "loose", "fixed"}));
-  for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us", "--name"})
+  launch->add_flag_callback(
+      "--calibrate", [la] { la->serving.push_back("--calibrate"); },
+      "Every rank times PSGS routing over the cluster's shards at start (see `node`)");
+  launch->add_option("--calibration-out", la->calibration_out,
+                     "With --calibrate: rank 0 writes the cluster's calibration there");
+  for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us", "--name",
+                           "--gnnsched", "--gnnsched-memory-mb", "--calibrate-batches"})
     launch->add_option_function<std::string>(
         flag,
         [la, flag](const std::string& v) {

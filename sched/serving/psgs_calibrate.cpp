@@ -69,6 +69,7 @@ std::vector<std::pair<double, double>> time_batches(const graph::dataset& ds,
                                                     const std::vector<batch>& batches,
                                                     psgs_router::choice choice, thread_pool& pool,
                                                     const std::shared_ptr<batch_executor>& device,
+                                                    const feature_source& features,
                                                     progress* progress_out) {
   psgs_router router(psgs_calibration{}, routing_policy::fixed);
   // Small: one pipeline per core, each on its own batch (the pool's slots, at
@@ -78,7 +79,7 @@ std::vector<std::pair<double, double>> time_batches(const graph::dataset& ds,
   std::vector<std::unique_ptr<gnn_pipeline>> pipes;
   for (std::size_t i = 0; i < lanes; ++i)
     pipes.push_back(
-        std::make_unique<gnn_pipeline>(ds, model, router, pool, feature_source{}, device));
+        std::make_unique<gnn_pipeline>(ds, model, router, pool, features, device));
   std::vector<std::pair<double, double>> out(batches.size());
   auto run_range = [&](gnn_pipeline& p, std::int64_t lo, std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; ++i) {
@@ -136,11 +137,12 @@ expected<psgs_calibration> calibrate(const graph::dataset& ds, const nn::model& 
   if (o.batches < 1)
     return make_error(errc::invalid_argument, "calibration: --batches must be > 0");
   SPINDLE_ASSIGN_OR_RETURN(auto batches, make_batches(ds, o));
-  ds.warm_features();  // page faults would time the first executor's batches, not its work
-  auto small =
-      time_batches(ds, model, batches, psgs_router::choice::small, pool, nullptr, progress_out);
-  auto large =
-      time_batches(ds, model, batches, psgs_router::choice::large, pool, o.device, progress_out);
+  // Page faults would time the first executor's batches, not its work.
+  if (!o.features) ds.warm_features();
+  auto small = time_batches(ds, model, batches, psgs_router::choice::small, pool, nullptr,
+                            o.features, progress_out);
+  auto large = time_batches(ds, model, batches, psgs_router::choice::large, pool, o.device,
+                            o.features, progress_out);
   psgs_calibration c;
   c.small = build_curve("inline", std::move(small), o.buckets);
   c.large = build_curve(

@@ -16,6 +16,7 @@
 #include "graph/dataset.hpp"
 #include "nn/model.hpp"
 #include "sched/serving/batch_executor.hpp"
+#include "sched/serving/gnn_pipeline.hpp"
 #include "sched/serving/psgs_router.hpp"
 
 namespace spindle::sched::inline serving {
@@ -28,6 +29,9 @@ struct calibrate_options {
   /// The large executor to calibrate instead of the pool (a GPU's: PSGS then
   /// picks between the host's small executor and the device, as in Quiver).
   std::shared_ptr<batch_executor> device;
+  /// Where gathers read feature rows (a cluster node's shards, its own and the
+  /// other ranks'); empty: the dataset's own matrix, as a single process serves.
+  feature_source features;
 };
 
 /// Times `model` served over `ds` (which needs its PSGS: spindle prepare); the

@@ -1,0 +1,48 @@
+#include "apps/commands/node_flags.hpp"
+
+#include "sched/colocation/gnnsched.hpp"
+
+namespace spindle::apps {
+
+// Every rank runs the same number of pipelines (the coordinator's stand-ins for
+// a member's pipelines assume so); `launch` passes these to all.
+void add_pipeline_options(CLI::App& cmd, node::node_pipelines& p) {
+  cmd.add_option("--pipelines", p.pipelines,
+                 "Pipelines on this node, sharing its pool (every rank of a cluster must run "
+                 "the same number)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd.add_option("--max-batch", p.batch.max_batch,
+                 "Requests per batch at this node's door (live: tunable max_batch)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd.add_option_function<int>(
+         "--batch-deadline-us", [&p](int us) { p.batch.deadline = std::chrono::microseconds(us); },
+         "How long a batch waits to fill at this node's door (live: tunable batch_deadline_us; "
+         "default 2000)")
+      ->check(CLI::Range(0, 10'000'000));
+  cmd.add_option_function<std::string>(
+         "--gnnsched",
+         [&p](const std::string& v) {
+           auto g = sched::parse_grouping_policy(v);
+           if (!g) throw CLI::ValidationError("--gnnsched", g.error().message());
+           p.gnnsched = *g;
+         },
+         "GNNSched on this node: its pipelines' forward passes grouped by this policy on one "
+         "shared pool: fifo | sqtf | bqt (live: tunable gnnsched_policy)");
+  cmd.add_option_function<std::size_t>(
+         "--gnnsched-memory-mb", [&p](std::size_t mb) { p.gnnsched_bytes = mb << 20; },
+         "With --gnnsched: the memory pool the groups share (default 256)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_flag("--calibrate", p.calibrate,
+               "Time PSGS routing at start over the cluster's shards (other ranks' rows read as "
+               "served) and route this node's door by it, instead of a one-process --calibration");
+  cmd.add_option("--calibrate-batches", p.calibrate_batches,
+                 "With --calibrate: batches per executor")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd.add_option("--calibration-out", p.calibration_out,
+                 "With --calibrate: also write the calibration there (`--calibration` reads it)");
+}
+
+}  // namespace spindle::apps

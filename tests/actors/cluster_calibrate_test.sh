@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# A loopback cluster (3 ranks, a partitioned dataset, doors on rank 0 and rank
+# 1) started by `spindle launch --calibrate --gnnsched sqtf`: every rank times
+# PSGS routing over the cluster's shards at start (other ranks' rows read as
+# served) and groups its pipelines' forward passes with GNNSched. Checks:
+#   - each rank logs its calibration over the cluster, and rank 0 writes it
+#     (--calibration-out) in the form `--calibration` reads back;
+#   - seeded calls through both doors answer as one process serving the
+#     whole dataset does;
+#   - both doors' Admin stats show GNNSched's groups;
+#   - --calibrate with --calibration, or --calibration-out alone, is refused by name.
+#   usage: cluster_calibrate_test.sh SPINDLE
+set -uo pipefail
+spindle=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+bg=()
+cleanup() {
+  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
+  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export SPINDLE_PROGRESS=0
+fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
+
+read -r p0 p1 p2 door0 door1 <<< "$(python3 -c 'import socket
+ss=[socket.socket() for _ in range(5)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+"$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || fail generate
+"$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || fail "model init"
+cat > "$work/cluster.toml" <<EOF
+coordinator = "s0"
+token_file = "cluster.token"
+[[server]]
+name = "s0"
+host = "127.0.0.1"
+port = $p0
+memory = 240000
+[[server]]
+name = "s1"
+host = "127.0.0.1"
+port = $p1
+memory = 240000
+door = "127.0.0.1:$door1"
+[[server]]
+name = "s2"
+host = "127.0.0.1"
+port = $p2
+memory = 240000
+EOF
+"$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || fail partition
+
+# Refusals first: they name the flags.
+out=$("$spindle" node --config "$work/cluster.toml" --rank 0 --dataset "$work/parts" --model "$work/m" \
+  --calibrate --calibration "$work/x.json" 2>&1) && fail "--calibrate with --calibration was accepted"
+grep -q -- "--calibrate and --calibration" <<< "$out" || fail "no refusal naming both flags: $out"
+out=$("$spindle" node --config "$work/cluster.toml" --rank 0 --calibration-out "$work/x.json" 2>&1) &&
+  fail "--calibration-out without --calibrate was accepted"
+grep -q -- "needs --calibrate" <<< "$out" || fail "no refusal naming --calibrate: $out"
+
+"$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
+  --listen "127.0.0.1:$door0" --admin-token-file "$work/admin.token" \
+  --calibrate --calibrate-batches 40 --calibration-out "$work/cluster-calibration.json" \
+  --gnnsched sqtf > "$work/launch.log" 2>&1 &
+bg+=($!)
+"$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
+bg+=($!)
+one=""
+for _ in $(seq 900); do
+  [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+  if [ -n "$one" ] && grep -q "^\[rank 0\] listening " "$work/launch.log" &&
+    grep -q "^\[rank 1\] listening " "$work/launch.log"; then break; fi
+  sleep 0.2
+done
+grep -q "^\[rank 1\] listening " "$work/launch.log" || fail "the cluster's doors did not open"
+[ -n "$one" ] || fail "no single process"
+
+for r in 0 1 2; do
+  line=$(grep "^\[rank $r\].*PSGS routing calibrated over the cluster" "$work/launch.log" | head -1)
+  [ -n "$line" ] || fail "rank $r did not calibrate over the cluster"
+  echo "rank $r: ${line#*calibrated over the cluster: }"
+done
+python3 - "$work/cluster-calibration.json" <<'EOF' || fail "the written calibration does not read back"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert "small" in c and "large" in c, sorted(c)
+EOF
+
+right=0
+for i in $(seq 1 12); do
+  seed=$(( (i * 911) % 4096 ))
+  door="127.0.0.1:$door0"; [ $((i % 2)) = 0 ] && door="127.0.0.1:$door1"
+  a=$(timeout 20 "$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+  b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+  verdict=$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")
+  [ "$verdict" = right ] || fail "request $i through $door: $verdict ($a vs $b)"
+  right=$((right + 1))
+done
+echo "$right of 12 seeded calls through both doors answered as one process"
+
+for door in "127.0.0.1:$door0" "127.0.0.1:$door1"; do
+  tasks=$("$spindle" client --connect "$door" --token-file "$work/admin.token" admin stats |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["models"]["graphsage"]["gnnsched"]["tasks"])') ||
+    fail "$door: no gnnsched section in Admin stats"
+  [ "$tasks" -gt 0 ] || fail "$door: GNNSched ran no task"
+  echo "$door: GNNSched ran $tasks tasks"
+done
