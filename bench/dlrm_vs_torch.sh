@@ -3,25 +3,33 @@
 # same machine: 26 tables (ROWS rows each) x 128, 13 dense, bottom
 # 13-512-256-128, top 479-1024-1024-512-256-1, one Zipf-1.2 key per table per
 # sample. Spindle: `spindle serve --rec-model` (tables in memory, 2 workers,
-# intra-call parallelism on) driven by `spindle client load` over Cap'n Proto,
-# 1 and 2 calls in flight. PyTorch: bench/torch_baseline/dlrm_torch.py on
+# intra-call parallelism on) driven by `spindle client load` over each door
+# (Cap'n Proto, KServe HTTP with binary tensors, KServe gRPC), 1 and 2 calls
+# in flight; and the same weights through the parameter server
+# (`--dlrm-model`, tables in RocksDB behind the VDB and L1 cache, warmed at
+# start) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
 # Debian's OpenBLAS, 2 threads, OMP_WAIT_POLICY=PASSIVE, batches back to back.
 # First checks that both give the same scores for one batch.
-#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=64,256,1024]
+#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps"]
 set -euo pipefail
 spindle=$(readlink -f "$1")
 rows=${2:-10000}
-batches=${3:-64,256,1024}
+batches=${3:-1,64,256,1024}
+doors=${4:-capnp http grpc ps}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=/usr/bin/python3
 work=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
 "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --write --rows "$rows"
-"$spindle" serve --rec-model "ctr=$work/m" --rec-workers 2 --listen 127.0.0.1:0 > "$work/log" 2>&1 &
+"$spindle" serve --rec-model "ctr=$work/m" --rec-workers 2 --listen 127.0.0.1:0 \
+  --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
+  --dlrm-model "$work/m" --dlrm-name ctr_ps --pdb "$work/pdb" > "$work/log" 2>&1 &
 server=$!
-for _ in $(seq 300); do grep -q '^listening ' "$work/log" && break; sleep 0.2; done
+for _ in $(seq 600); do grep -q '^listening ' "$work/log" && break; sleep 0.2; done
 door=$(sed -n 's/^listening //p' "$work/log")
+http=$(sed -n 's#^http http://\([^/]*\)/v2#\1#p' "$work/log")
+grpc=$(sed -n 's/^grpc //p' "$work/log")
 
 # The same scores: one batch of 64 through Spindle and through PyTorch.
 "$py" - "$work/m" "$work/batch.json" <<'PY'
@@ -55,20 +63,30 @@ while read -r line; do
   torch_sps[$b]=$(echo "$line" | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.2f" % (j["samples_per_s"], j["p50_ms"]))')
 done < <(OMP_WAIT_POLICY=PASSIVE "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --batches "$batches" --threads 2)
 
-echo "| batch | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio |"
-echo "|---|---|---|---|---|---|---|"
+echo "| batch | path | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio |"
+echo "|---|---|---|---|---|---|---|---|"
 for b in ${batches//,/ }; do
   read -r tsps tp50 <<< "${torch_sps[$b]}"
-  for clients in 1 2; do
-    requests=$(( 30000 / b + 20 ))
-    "$spindle" client --connect "$door" --model ctr load --batch "$b" --clients "$clients" \
-      --requests "$requests" --warmup 5 --json > "$work/load.json"
-    "$py" - "$work/load.json" "$b" "$clients" "$tsps" "$tp50" <<'PY'
+  requests=$(( 30000 / b + 20 ))
+  [ "$requests" -gt 3000 ] && requests=3000
+  for path in $doors; do
+    case $path in
+      capnp) args=(--connect "$door" --model ctr load) ;;
+      http) args=(--connect "$http" --model ctr load --door http) ;;
+      grpc) args=(--connect "$grpc" --model ctr load --door grpc) ;;
+      ps) args=(--connect "$door" --model ctr_ps load) ;;
+      *) echo "unknown path $path (capnp http grpc ps)" >&2; exit 2 ;;
+    esac
+    for clients in 1 2; do
+      "$spindle" client "${args[@]}" --batch "$b" --clients "$clients" \
+        --requests "$requests" --warmup 5 --json > "$work/load.json"
+      "$py" - "$work/load.json" "$b" "$path" "$clients" "$tsps" "$tp50" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-t = float(sys.argv[4])
-print("| %s | %s | %.0f | %.2f | %.2f | %.0f (%s) | %.2f |" % (sys.argv[2], sys.argv[3], j["samples_per_s"],
-      j["latency_ms"]["p50"], j["latency_ms"]["p99"], t, sys.argv[5], j["samples_per_s"] / t))
+t = float(sys.argv[5])
+print("| %s | %s | %s | %.0f | %.2f | %.2f | %.0f (%s) | %.2f |" % (sys.argv[2], sys.argv[3], sys.argv[4],
+      j["samples_per_s"], j["latency_ms"]["p50"], j["latency_ms"]["p99"], t, sys.argv[6], j["samples_per_s"] / t))
 PY
+    done
   done
 done
