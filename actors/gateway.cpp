@@ -326,7 +326,8 @@ status gateway::sync_versions(const std::string& name) {
 
 status gateway::unload_model(const std::string& name) {
   if (s_->rec_of(name)) return unload_rec(name);
-  if (!s_->loader.unload && s_->gnn_of(name))
+  const auto pinned = s_->gnn_of(name);
+  if ((pinned && pinned->b.pinned) || (!s_->loader.unload && pinned))
     return make_error(errc::invalid_argument,
                       "model '{}' is served as this server started it (a cluster's GNN: restart "
                       "its ranks with another --model); it cannot be unloaded here",

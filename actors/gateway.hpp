@@ -46,6 +46,9 @@ struct gnn_model_binding {
   /// fanouts it started with, so the fanouts tunable is refused rather than changed
   /// on one rank's pipeline (its answers would differ from the other ranks').
   bool cluster = false;
+  /// Served as the server started it (a cluster's GNN, whose pipelines every
+  /// rank shares): Admin.unloadModel is refused by name. Loaded models are not.
+  bool pinned = false;
   /// A cluster pipeline's feature rows read so far: {local, from other ranks}; unset: none.
   std::function<std::pair<std::uint64_t, std::uint64_t>()> feature_rows;
 };

@@ -37,6 +37,7 @@ struct coordinator_state {
   std::string token;  // the cluster token: joins and outside status queries carry it
   std::map<int, member> members;
   target_plan target;
+  std::map<std::string, std::string> models;  // GNNs loaded at run time: name -> directory
 };
 
 nlohmann::json member_json(int rank, const member& m, const target_plan& t) {
@@ -163,6 +164,25 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       [=](status_atom) -> caf::result<std::string> {
         if (!trusted_sender(self)) return unauthorized("status");
         return status_json(self->state);
+      },
+      // The GNNs loaded at run time, which every node with a door serves.
+      [=](models_atom, const std::string& token) -> caf::result<std::string> {
+        if (!transport::rpc::token_matches(token, self->state.token)) return unauthorized("models");
+        return nlohmann::json(self->state.models).dump();
+      },
+      [=](models_atom, const std::string& op, const std::string& name, const std::string& path,
+          const std::string& token) -> caf::result<ok_atom> {
+        if (!transport::rpc::token_matches(token, self->state.token)) return unauthorized("models");
+        if (op == "add") {
+          self->state.models[name] = path;
+        } else if (op == "remove") {
+          self->state.models.erase(name);
+        } else {
+          return caf::make_error(caf::sec::runtime_error, "models: unknown change '" + op + "'");
+        }
+        log::info("cluster models: {} '{}'{}", op == "add" ? "serving" : "no longer serving",
+                  name, op == "add" ? " from " + path : std::string());
+        return ok_atom::value;
       },
       [=](status_atom, const std::string& token) -> caf::result<std::string> {
         if (!transport::rpc::token_matches(token, self->state.token)) return unauthorized("status");

@@ -21,6 +21,7 @@ using shard_atom = caf::atom_constant<caf::atom("shard")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 using reading_atom = caf::atom_constant<caf::atom("reading")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
+using models_atom = caf::atom_constant<caf::atom("models")>;
 
 /// Spawns the coordinator (rank 0), which publishes its own shard `descriptor`
 /// and UCX `bridge` address (either may be empty):
@@ -38,6 +39,9 @@ using plan_atom = caf::atom_constant<caf::atom("plan")>;
 ///                    previous one stays listed as old_descriptor/old_epoch until retired
 ///   (retire_atom, rank, epoch)  the rank freed its shard of that epoch
 ///   (reading_atom, rank, epoch)  the rank's pipeline reads the plan of that epoch now
+/// GNN models loaded at run time (every node with a door serves them):
+///   (models_atom, token) -> JSON object {name: model directory}
+///   (models_atom, "add" | "remove", name, directory, token) -> ok_atom
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
                              std::string bridge, std::string token);
 

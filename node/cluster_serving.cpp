@@ -25,6 +25,7 @@
 #include "nn/model.hpp"
 #include "node/cluster_features.hpp"
 #include "node/member_watch.hpp"
+#include "node/serving_assets.hpp"
 #include "sched/placement/access_stats.hpp"
 #include "sched/placement/dataset_placement.hpp"
 #include "sched/serving/gnn_pipeline.hpp"
@@ -46,74 +47,6 @@ expected<std::map<int, member_info>> wait_members(
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return make_error(errc::unavailable, "{} within 60 s", what);
-}
-
-// What one serving process loads besides its shard: the model, kept alive together.
-struct serving_assets {
-  nn::heap_allocator weights;
-  std::unique_ptr<nn::model> model;
-  std::shared_ptr<sched::psgs_router> router =
-      std::make_shared<sched::psgs_router>(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  thread_pool pool{0, "node"};
-  std::unique_ptr<thread_pool> device_workers;         // GNNSched's, when on
-  std::unique_ptr<sched::device_scheduler> device;     // its pipelines' passes, grouped
-};
-
-expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_dir,
-                                                      const graph::dataset& ds,
-                                                      const node_pipelines& p) {
-  auto a = std::make_unique<serving_assets>();
-  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, a->weights));
-  // Fanouts belong to the model; refuse one whose layers nothing fits.
-  if (auto f = sched::served_fanouts(model.desc(), ds.metadata()); !f)
-    return std::move(f).error().with_context(model_dir + "/model.toml: ");
-  a->model = std::make_unique<nn::model>(std::move(model));
-  if (p.gnnsched) {
-    a->device_workers = std::make_unique<thread_pool>(0, "gnnsched-w");
-    SPINDLE_ASSIGN_OR_RETURN(a->device, sched::device_scheduler::create(
-                                            p.gnnsched_bytes, *a->device_workers, *p.gnnsched));
-  }
-  return a;
-}
-
-// Quiver §4.2.1's calibration with this node's view of the features: the rows
-// of other ranks are read as served (mapped shared memory or one-sided reads),
-// through a reader of its own so the calibration batches do not count in the
-// observed FAP that re-plans placement. Routes by it from now on.
-status calibrate_over_cluster(serving_assets& a, sched::batch_policy& policy,
-                              const node_shard& shard, const member_view& view,
-                              const std::map<int, member_info>& members,
-                              const node_pipelines& p) {
-  SPINDLE_ASSIGN_OR_RETURN(auto reader, cluster_features::create(shard, view, &members));
-  sched::calibrate_options o;
-  o.batches = p.calibrate_batches;
-  o.features = reader->source();
-  log::info("rank {}: calibrating PSGS routing over the cluster's shards ({} batches per "
-            "executor)",
-            shard.rank(), o.batches);
-  auto c = sched::calibrate(shard.dataset(), *a.model, o, a.pool);
-  if (!c) return std::move(c).error().with_context("--calibrate: ");
-  log::info("rank {}: PSGS routing calibrated over the cluster: {} ({} remote rows read)",
-            shard.rank(), c->summary(), reader->remote_rows());
-  if (!p.calibration_out.empty()) {
-    std::ofstream out(p.calibration_out);
-    out << c->to_json() << "\n";
-    if (!out)
-      return make_error(errc::io_error, "--calibration-out {}: cannot write", p.calibration_out);
-    log::info("rank {}: wrote the cluster's calibration to {}", shard.rank(), p.calibration_out);
-  }
-  a.router = std::make_shared<sched::psgs_router>(std::move(*c), p.routing);
-  policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
-  return status::ok();
-}
-
-// Stops `a` and waits until it has terminated, so nothing it references is
-// freed under a batch it is still running (exit messages are asynchronous).
-void stop_and_wait(caf::actor_system& sys, const caf::actor& a) {
-  if (!a) return;
-  caf::scoped_actor self{sys};
-  self->send_exit(a, caf::exit_reason::user_shutdown);
-  self->wait_for(a);
 }
 
 // Re-registers the feature_shard actor at the bridge when the node's shard
@@ -174,22 +107,13 @@ struct member_serving_impl final : member_serving {
                                 config.batch,
                                 admission};
     b.cluster = true;
+    b.pinned = true;
     b.device = assets->device.get();
     const auto* f = features.get();
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
     return b;
   }
 };
-
-// `n` pipelines over the node's cluster features, sharing the node's pool.
-std::vector<caf::actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
-                                        serving_assets& a, cluster_features& f, int n) {
-  std::vector<caf::actor> out;
-  for (int i = 0; i < std::max(1, n); ++i)
-    out.push_back(
-        actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, f.source(), a.device.get()));
-  return out;
-}
 
 }  // namespace
 
@@ -408,6 +332,7 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name,
   b.placement = p_->placement;
   b.router_actor = p_->router;
   b.cluster = true;
+  b.pinned = true;
   b.device = a.device.get();
   if (const auto* f = p_->features.get())
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };

@@ -30,6 +30,8 @@
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
 #include "node/cluster_serving.hpp"
+#include "node/door_gnns.hpp"
+#include "node/model_follower.hpp"
 #include "node/serve_rpc.hpp"
 #include "node/token_file.hpp"
 #include "sched/colocation/hera/colocation.hpp"
@@ -108,22 +110,32 @@ void set_peer_timeout(caf::actor_system_config& cfg, std::uint32_t timeout_ms) {
 // refused by name (the ranks serve the GNN they started with).
 status serve_door(caf::actor_system& sys, const node_args& a,
                   std::optional<actors::gnn_model_binding> gnn,
-                  std::function<std::string()> members, const std::vector<int>& also = {},
+                  std::function<std::string()> members, std::shared_ptr<door_gnns> gnns,
+                  const std::vector<int>& also = {},
                   const std::function<bool(int)>& on_also = nullptr, int* stopped_by = nullptr) {
   SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
   actors::gateway gw(sys);
   if (gnn) gw.add_model(std::move(*gnn));
   actors::model_loader loader;
-  loader.load = [](const std::string& name,
-                   const std::string& path) -> expected<actors::gnn_model_binding> {
-    return make_error(errc::invalid_argument,
-                      "loading '{}' from {}: a cluster's ranks serve the GNN they started with "
-                      "(restart them with --model); recommendation models load on this node",
-                      name, path);
-  };
+  if (gnns) {
+    loader = gnns->loader(a.door.admission());
+  } else {
+    loader.load = [](const std::string& name,
+                     const std::string& path) -> expected<actors::gnn_model_binding> {
+      return make_error(errc::invalid_argument,
+                        "loading '{}' from {}: this node holds no shard of the cluster's "
+                        "dataset (start it with --dataset and --model to serve GNNs); "
+                        "recommendation models load on this node",
+                        name, path);
+    };
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, std::move(loader)));
   gw.set_members(std::move(members));
-  return serve_until_signal(gw, a.door, token, also, on_also, stopped_by);
+  std::optional<model_follower> follower;  // GNNs loaded through other doors
+  if (gnns) follower.emplace(gw, *gnns);
+  auto served = serve_until_signal(gw, a.door, token, also, on_also, stopped_by);
+  follower.reset();
+  return served;
 }
 
 bool serves_rec(const node_args& a) {
@@ -145,7 +157,8 @@ status coordinate(node_context node, const actors::bridge_handle& bridge, const 
   if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
   if (!a.listen) return status::ok();
   return serve_door(node.sys, a, gnn->binding(a.name, a.door.admission()),
-                    [g = gnn.get()] { return g->members_json(); });
+                    [g = gnn.get()] { return g->members_json(); },
+                    std::make_shared<door_gnns>(node, a.serving));
 }
 
 // What a node with a dataset runs besides its actors: its shard, one member
@@ -241,8 +254,8 @@ void watch_for_coordinator(const std::atomic<bool>& done, const config::server_s
 // (re-executing itself, the door opening again in the new image).
 status serve_node_door(caf::actor_system& sys, const node_args& a,
                        std::optional<actors::gnn_model_binding> gnn,
-                       std::function<std::string()> members, const config::topology& topo, int rank,
-                       int* stopped_by) {
+                       std::function<std::string()> members, std::shared_ptr<door_gnns> gnns,
+                       const config::topology& topo, int rank, int* stopped_by) {
   SPINDLE_ASSIGN_OR_RETURN(auto coord, server_of(topo, 0));
   std::atomic<bool> done{false};
   std::thread watcher;
@@ -259,7 +272,8 @@ status serve_node_door(caf::actor_system& sys, const node_args& a,
   const auto signals =
       rank != 0 ? std::vector<int>{kCoordinatorLost, kCoordinatorBack} : std::vector<int>{};
   const auto served =
-      serve_door(sys, a, std::move(gnn), std::move(members), signals, on_signal, stopped_by);
+      serve_door(sys, a, std::move(gnn), std::move(members), std::move(gnns), signals, on_signal,
+                 stopped_by);
   done = true;
   if (watcher.joinable()) watcher.join();
   return served;
@@ -373,7 +387,10 @@ status run_node(const node_args& a) {
     std::optional<actors::gnn_model_binding> gnn;
     if (serving) gnn = serving->door(a.name, a.door.admission());
     int stopped_by = 0;
-    SPINDLE_TRY(serve_node_door(sys, a, std::move(gnn), whole_cluster, topo, rank, &stopped_by));
+    std::shared_ptr<door_gnns> gnns;  // a member with pipelines serves loaded GNNs too
+    if (serving) gnns = std::make_shared<door_gnns>(sn.context(sys, coord), a.serving);
+    SPINDLE_TRY(serve_node_door(sys, a, std::move(gnn), whole_cluster, std::move(gnns), topo, rank,
+                                &stopped_by));
     if (stopped_by == kCoordinatorBack) return rejoin(topo, me, set);
     stopped = true;
   }

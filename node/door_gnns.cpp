@@ -1,0 +1,142 @@
+#include "node/door_gnns.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/batcher_actor.hpp"
+#include "actors/node_actor.hpp"
+#include "core/log.hpp"
+#include "graph/metrics.hpp"
+#include "node/serving_assets.hpp"
+
+namespace spindle::node {
+
+struct door_gnns::model {
+  caf::actor_system* sys = nullptr;
+  std::unique_ptr<serving_assets> assets;
+  std::unique_ptr<cluster_features> features;
+  std::vector<caf::actor> pipelines;
+  caf::actor batcher;
+  ~model() {
+    stop_and_wait(*sys, batcher);
+    for (const auto& p : pipelines) stop_and_wait(*sys, p);  // they read features and assets
+  }
+};
+
+door_gnns::door_gnns(node_context node, node_pipelines p) : node_(node), p_(std::move(p)) {
+  p_.calibrate = false;  // a loaded model routes by the fixed policy (no calibration at load)
+}
+
+door_gnns::~door_gnns() {
+  std::lock_guard lock(mu_);
+  models_.clear();
+}
+
+std::set<std::string> door_gnns::names() const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> out = loading_;
+  for (const auto& [name, m] : models_) out.insert(name);
+  return out;
+}
+
+status door_gnns::announce(std::string_view op, const std::string& name,
+                           const std::string& path) const {
+  caf::scoped_actor self{node_.sys};
+  status result;
+  self->request(node_.coordinator, std::chrono::seconds(5), actors::models_atom::value,
+                std::string(op), name, path, node_.token)
+      .receive([](actors::ok_atom) {},
+               [&](caf::error& e) {
+                 result = make_error(errc::unavailable, "telling the coordinator ({} '{}'): {}",
+                                     op, name, node_.sys.render(e));
+               });
+  return result;
+}
+
+expected<std::map<std::string, std::string>> door_gnns::listed() const {
+  caf::scoped_actor self{node_.sys};
+  expected<std::map<std::string, std::string>> out =
+      make_error(errc::unavailable, "the coordinator did not answer");
+  self->request(node_.coordinator, std::chrono::seconds(2), actors::models_atom::value,
+                node_.token)
+      .receive(
+          [&](const std::string& text) {
+            auto j = nlohmann::json::parse(text, nullptr, false);
+            if (j.is_object()) out = j.get<std::map<std::string, std::string>>();
+          },
+          [&](caf::error& e) {
+            out = make_error(errc::unavailable, "cluster models: {}", node_.sys.render(e));
+          });
+  return out;
+}
+
+expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
+                                                    const std::string& path,
+                                                    sched::admission_options admission) {
+  {
+    std::lock_guard lock(mu_);
+    if (models_.count(name) || loading_.count(name))
+      return make_error(errc::invalid_argument, "name '{}' is already loaded here", name);
+    loading_.insert(name);
+  }
+  auto m = std::make_unique<model>();
+  m->sys = &node_.sys;
+  const auto& ds = node_.shard.dataset();
+  status made = [&]() -> status {
+    SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(path, ds, p_));
+    const auto members = node_.view.snapshot();
+    SPINDLE_ASSIGN_OR_RETURN(m->features,
+                             cluster_features::create(node_.shard, node_.view, &members));
+    m->pipelines = spawn_pipelines(node_.sys, ds, *m->assets, *m->features, p_.pipelines);
+    const auto* d = &ds;
+    m->batcher =
+        actors::spawn_batcher(node_.sys, m->pipelines, p_.batch, m->assets->router,
+                              [d](const sched::gnn_request& r) { return sched::summed_psgs(*d, r); });
+    return status::ok();
+  }();
+  std::lock_guard lock(mu_);
+  loading_.erase(name);
+  if (!made) return std::move(made).with_context(fmt::format("loading '{}' from {}: ", name, path));
+  actors::gnn_model_binding b{name,   m->batcher,     &ds,         m->assets->model.get(),
+                              m->assets->router, p_.batch, admission};
+  b.cluster = true;
+  b.device = m->assets->device.get();
+  const auto* f = m->features.get();
+  b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
+  models_[name] = std::move(m);
+  return b;
+}
+
+void door_gnns::unload(const std::string& key) {
+  const std::string name = key.substr(0, key.find('@'));
+  std::unique_ptr<model> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end()) return;
+    gone = std::move(it->second);
+    models_.erase(it);
+  }
+  gone.reset();  // stops its batcher and pipelines, then frees what they read
+}
+
+actors::model_loader door_gnns::loader(sched::admission_options admission) {
+  actors::model_loader l;
+  l.load = [this, admission](const std::string& name,
+                             const std::string& path) -> expected<actors::gnn_model_binding> {
+    SPINDLE_ASSIGN_OR_RETURN(auto b, load(name, path, admission));
+    // Every other node with a door follows the coordinator's list.
+    if (auto st = announce("add", name, path); !st)
+      log::warn("'{}' is served at this door only: {}", name, st.message());
+    return b;
+  };
+  l.unload = [this](const std::string& key) {
+    const std::string name = key.substr(0, key.find('@'));
+    // Off the list first, so no follower loads it again meanwhile.
+    if (auto st = announce("remove", name, ""); !st)
+      log::warn("'{}' unloaded at this door only: {}", name, st.message());
+    unload(key);
+  };
+  return l;
+}
+
+}  // namespace spindle::node

@@ -1,0 +1,50 @@
+// GNN models loaded at run time through a cluster node's door (Admin
+// loadModel / unloadModel, KServe's repository calls). Each runs on this node:
+// pipelines of its own over the cluster's shards (a feature reader of its own;
+// other ranks' rows read as the cluster's GNN reads them) behind a batcher of
+// its own. The coordinator lists them, and every node with a door follows the
+// list (model_follower), so a load or an unload through any door reaches every
+// node. The GNN the ranks started with is the cluster's (one queue over every
+// rank's pipelines) and stays pinned. Thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "actors/gateway.hpp"
+#include "node/cluster_serving.hpp"
+
+namespace spindle::node {
+
+class door_gnns {
+ public:
+  door_gnns(node_context node, node_pipelines p);
+  ~door_gnns();  // stops every loaded model's actors
+  door_gnns(const door_gnns&) = delete;
+  door_gnns& operator=(const door_gnns&) = delete;
+
+  /// The loader a node's gateway calls: loads here, then tells the coordinator.
+  actors::model_loader loader(sched::admission_options admission);
+  /// Names loaded or loading here.
+  std::set<std::string> names() const;
+  /// The coordinator's list: name -> model directory.
+  expected<std::map<std::string, std::string>> listed() const;
+
+ private:
+  struct model;
+  expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path,
+                                           sched::admission_options admission);
+  void unload(const std::string& key);
+  status announce(std::string_view op, const std::string& name, const std::string& path) const;
+
+  node_context node_;
+  node_pipelines p_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<model>> models_;  // guarded by mu_
+  std::set<std::string> loading_;                         // guarded by mu_
+};
+
+}  // namespace spindle::node

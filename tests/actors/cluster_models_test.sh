@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# GNN models loaded and unloaded at run time on a loopback cluster (3 ranks, a
+# partitioned dataset, doors on rank 0 and rank 1), through either door:
+#   - a model loaded through rank 1's door is served at rank 0's door too
+#     within seconds, and both answer seeded calls as one process serving that
+#     model over the whole dataset does;
+#   - unloaded through rank 0's door, it leaves rank 1's door too;
+#   - the GNN the ranks started with cannot be unloaded (refused by name);
+#   - a load of a directory that is no model is refused by name, and the doors
+#     go on serving.
+# Prints how long each change took to reach the other door.
+#   usage: cluster_models_test.sh SPINDLE
+set -uo pipefail
+spindle=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+bg=()
+cleanup() {
+  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
+  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export SPINDLE_PROGRESS=0
+fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
+
+read -r p0 p1 p2 door0 door1 <<< "$(python3 -c 'import socket
+ss=[socket.socket() for _ in range(5)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+"$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || fail generate
+"$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || fail "model init"
+"$spindle" model init --arch gcn --in 32 --hidden 16 --classes 5 --seed 9 --name late --out-dir "$work/late" > /dev/null || fail "model init late"
+cat > "$work/cluster.toml" <<EOF
+coordinator = "s0"
+token_file = "cluster.token"
+[[server]]
+name = "s0"
+host = "127.0.0.1"
+port = $p0
+memory = 240000
+[[server]]
+name = "s1"
+host = "127.0.0.1"
+port = $p1
+memory = 240000
+door = "127.0.0.1:$door1"
+[[server]]
+name = "s2"
+host = "127.0.0.1"
+port = $p2
+memory = 240000
+EOF
+"$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || fail partition
+"$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
+  --listen "127.0.0.1:$door0" --admin-token-file "$work/admin.token" > "$work/launch.log" 2>&1 &
+bg+=($!)
+"$spindle" serve --dataset "$work/whole" --model "$work/late" --name late --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
+bg+=($!)
+one=""
+for _ in $(seq 900); do
+  [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+  if [ -n "$one" ] && grep -q "^\[rank 0\] listening " "$work/launch.log" &&
+    grep -q "^\[rank 1\] listening " "$work/launch.log"; then break; fi
+  sleep 0.2
+done
+grep -q "^\[rank 1\] listening " "$work/launch.log" || fail "the cluster's doors did not open"
+[ -n "$one" ] || fail "no single process"
+d0="127.0.0.1:$door0"; d1="127.0.0.1:$door1"
+admin() { "$spindle" client --connect "$1" --token-file "$work/admin.token" admin "${@:2}" 2>&1; }
+serves() { "$spindle" client --connect "$1" --model "$2" infer --seeds 1 --json 2> /dev/null | grep -q '"status": *"ok"'; }
+gone() { ! serves "$1" "$2"; }
+seconds_until() {  # CMD...: seconds until CMD succeeds (at most 20)
+  local t0; t0=$(date +%s.%N)
+  for _ in $(seq 200); do
+    if "$@"; then python3 -c "import time; print('%.2f' % (time.time() - $t0))"; return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+out=$(admin "$d1" load late "$work/late") || fail "load through rank 1's door: $out"
+took=$(seconds_until serves "$d0" late) || fail "rank 0's door never served the model loaded at rank 1"
+echo "loaded through rank 1's door; rank 0's door served it ${took} s later"
+for i in $(seq 1 10); do
+  seed=$(( (i * 577) % 4096 ))
+  door=$d0; [ $((i % 2)) = 0 ] && door=$d1
+  a=$(timeout 20 "$spindle" client --connect "$door" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+  b=$("$spindle" client --connect "$one" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+  verdict=$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")
+  [ "$verdict" = right ] || fail "call $i through $door: $verdict ($a vs $b)"
+done
+echo "10 of 10 seeded calls through both doors answered as one process serving it"
+
+out=$(admin "$d0" unload graphsage) && fail "the cluster's own GNN was unloaded: $out"
+grep -q "cannot be unloaded" <<< "$out" || fail "no refusal naming why: $out"
+out=$(admin "$d0" load broken "$work/parts") && fail "a dataset directory loaded as a model: $out"
+echo "refused: $(echo "$out" | tail -1)"
+
+out=$(admin "$d0" unload late) || fail "unload through rank 0's door: $out"
+took=$(seconds_until gone "$d1" late) || fail "rank 1's door still serves the unloaded model"
+echo "unloaded through rank 0's door; rank 1's door dropped it ${took} s later"
+for door in "$d0" "$d1"; do
+  serves "$door" graphsage || fail "$door stopped serving the cluster's GNN"
+done
+echo "both doors still serve the cluster's GNN"
