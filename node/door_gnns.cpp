@@ -4,6 +4,7 @@
 
 #include "actors/batcher_actor.hpp"
 #include "actors/node_actor.hpp"
+#include "core/call_origin.hpp"
 #include "core/log.hpp"
 #include "graph/metrics.hpp"
 #include "node/serving_assets.hpp"
@@ -16,6 +17,7 @@ struct door_gnns::model {
   std::unique_ptr<cluster_features> features;
   std::vector<caf::actor> pipelines;
   caf::actor batcher;
+  time_point listed_since = time_point::max();
   ~model() {
     stop_and_wait(*sys, batcher);
     for (const auto& p : pipelines) stop_and_wait(*sys, p);  // they read features and assets
@@ -31,11 +33,18 @@ door_gnns::~door_gnns() {
   models_.clear();
 }
 
-std::set<std::string> door_gnns::names() const {
+std::map<std::string, door_gnns::time_point> door_gnns::loaded() const {
   std::lock_guard lock(mu_);
-  std::set<std::string> out = loading_;
-  for (const auto& [name, m] : models_) out.insert(name);
+  std::map<std::string, time_point> out;
+  for (const auto& name : loading_) out[name] = time_point::max();
+  for (const auto& [name, m] : models_) out[name] = m->listed_since;
   return out;
+}
+
+void door_gnns::mark_listed(const std::string& name) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  if (auto it = models_.find(name); it != models_.end()) it->second->listed_since = now;
 }
 
 status door_gnns::announce(std::string_view op, const std::string& name,
@@ -124,14 +133,24 @@ actors::model_loader door_gnns::loader(sched::admission_options admission) {
   l.load = [this, admission](const std::string& name,
                              const std::string& path) -> expected<actors::gnn_model_binding> {
     SPINDLE_ASSIGN_OR_RETURN(auto b, load(name, path, admission));
+    // Following the list (model_follower): it is listed already, and saying
+    // "add" again could bring back a model another door just unloaded.
+    if (call_origin() == kFollowerOrigin) {
+      mark_listed(name);
+      return b;
+    }
     // Every other node with a door follows the coordinator's list.
     if (auto st = announce("add", name, path); !st)
       log::warn("'{}' is served at this door only: {}", name, st.message());
+    else
+      mark_listed(name);
     return b;
   };
   l.unload = [this](const std::string& key) {
     const std::string name = key.substr(0, key.find('@'));
-    // Off the list first, so no follower loads it again meanwhile.
+    // Off the list first, so no follower loads it again meanwhile (a follower's
+    // own unload follows the list: it is off already).
+    if (call_origin() == kFollowerOrigin) return unload(key);
     if (auto st = announce("remove", name, ""); !st)
       log::warn("'{}' unloaded at this door only: {}", name, st.message());
     unload(key);

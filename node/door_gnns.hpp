@@ -8,6 +8,7 @@
 // rank's pipelines) and stays pinned. Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,9 @@
 
 namespace spindle::node {
 
+/// The call origin of a model_follower's loads and unloads.
+inline constexpr const char* kFollowerOrigin = "cluster";
+
 class door_gnns {
  public:
   door_gnns(node_context node, node_pipelines p);
@@ -28,8 +32,11 @@ class door_gnns {
 
   /// The loader a node's gateway calls: loads here, then tells the coordinator.
   actors::model_loader loader(sched::admission_options admission);
-  /// Names loaded or loading here.
-  std::set<std::string> names() const;
+  using time_point = std::chrono::steady_clock::time_point;
+  /// Names loaded or loading here, each with when the coordinator's list was
+  /// known to hold it (time_point::max(): not yet, or never: then it is served
+  /// at this door only and no follower may take it away).
+  std::map<std::string, time_point> loaded() const;
   /// The coordinator's list: name -> model directory.
   expected<std::map<std::string, std::string>> listed() const;
 
@@ -38,6 +45,7 @@ class door_gnns {
   expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path,
                                            sched::admission_options admission);
   void unload(const std::string& key);
+  void mark_listed(const std::string& name);
   status announce(std::string_view op, const std::string& name, const std::string& path) const;
 
   node_context node_;

@@ -18,17 +18,22 @@ model_follower::~model_follower() {
 
 void model_follower::run() {
   pthread_setname_np(pthread_self(), "model-follow");
-  scoped_call_origin origin("cluster");
+  scoped_call_origin origin(kFollowerOrigin);
   while (!stop_) {
-    if (auto listed = gnns_.listed()) follow(*listed);
+    const auto asked = std::chrono::steady_clock::now();
+    if (auto listed = gnns_.listed()) follow(*listed, asked);
     for (auto waited = std::chrono::milliseconds(0); waited < period_ && !stop_;
          waited += std::chrono::milliseconds(10))
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
-void model_follower::follow(const std::map<std::string, std::string>& listed) {
-  const auto here = gnns_.names();
+// Loads what the list holds and this door lacks; unloads what left the list,
+// but only models known listed before the list was asked for (a model loaded
+// here while the list was on its way is not in it yet).
+void model_follower::follow(const std::map<std::string, std::string>& listed,
+                            std::chrono::steady_clock::time_point asked) {
+  const auto here = gnns_.loaded();
   for (const auto& [name, path] : listed) {
     if (here.count(name)) continue;
     if (auto f = failed_.find(name); f != failed_.end() && f->second == path) continue;
@@ -38,8 +43,8 @@ void model_follower::follow(const std::map<std::string, std::string>& listed) {
       failed_[name] = path;
     }
   }
-  for (const auto& name : here) {
-    if (listed.count(name)) continue;
+  for (const auto& [name, since] : here) {
+    if (listed.count(name) || since >= asked) continue;
     if (auto st = gw_.unload_model(name); !st && st.code() != errc::not_found)
       log::warn("cluster model '{}': not unloaded at this door: {}", name, st.message());
   }

@@ -27,7 +27,8 @@ class model_follower {
 
  private:
   void run();
-  void follow(const std::map<std::string, std::string>& listed);
+  void follow(const std::map<std::string, std::string>& listed,
+              std::chrono::steady_clock::time_point asked);
 
   actors::gateway& gw_;
   const door_gnns& gnns_;

@@ -55,7 +55,10 @@ EOF
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
   --listen "127.0.0.1:$door0" --admin-token-file "$work/admin.token" > "$work/launch.log" 2>&1 &
 bg+=($!)
-"$spindle" serve --dataset "$work/whole" --model "$work/late" --name late --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
+# --policy fixed: the small executor, as the cluster's doors run a loaded model
+# (GCN's pooled pass may sum in another order: equal to 1e-7, not bit for bit).
+"$spindle" serve --dataset "$work/whole" --model "$work/late" --name late --policy fixed \
+  --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
 bg+=($!)
 one=""
 for _ in $(seq 900); do
