@@ -614,6 +614,30 @@ void run_pending(rec_entry& e) {
 
 }  // namespace
 
+namespace {
+// What a recommendation model takes: its own description, or the remote one.
+const config::model_desc& rec_desc(const rec_entry& e) {
+  return e.b.remote_desc ? *e.b.remote_desc : e.b.model->desc();
+}
+
+// A call for a model another server serves: admitted here, answered there.
+void forward_rec(const std::shared_ptr<rec_entry>& e, transport::rpc::rec_call call,
+                 std::function<void(rec_answer)> done) {
+  const auto t0 = clock_type::now();
+  const std::uint64_t samples = call.batch;
+  e->b.forward(std::move(call), [e, done = std::move(done), t0, samples](rec_answer a) {
+    e->admission.complete();
+    const double ms = ms_since(t0);
+    if (a.status == rpc_status::ok) {
+      e->c.record_execution(samples);
+      e->c.inferences += samples;
+    }
+    e->c.record(a.status, ms);
+    done(std::move(a));
+  });
+}
+}  // namespace
+
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
   if (s_->access)
     done =
@@ -627,9 +651,10 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   if (call.model.empty()) call.model = e->b.name;  // the only recommendation model loaded
   if (!admit_call(
           e->c, e->admission,
-          check_rec_call(call, e->b.model->desc().dense_in, e->b.model->desc().table_rows.size()),
+          check_rec_call(call, rec_desc(*e).dense_in, rec_desc(*e).table_rows.size()),
           call.model, done))
     return;
+  if (e->b.forward) return forward_rec(e, std::move(call), std::move(done));
   dlrm_request req;
   req.batch = call.batch;
   req.dense = std::move(call.dense);
@@ -690,7 +715,7 @@ transport::rpc::model_info info_of(const std::string& name, const gnn_entry& e,
 }
 
 transport::rpc::model_info info_of(const std::string& name, const rec_entry& e) {
-  const auto& d = e.b.model->desc();
+  const auto& d = rec_desc(e);
   // kind "dlrm" is the protocol's name for every recommendation model (capnp
   // schema: "gnn" or "dlrm"); arch says which one.
   return {name,

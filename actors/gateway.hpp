@@ -69,6 +69,12 @@ struct rec_model_binding {
   std::shared_ptr<embedding::lookup_session> session;
   sched::admission_options admission;  // SLO, max_queue (the floor follows the instances)
   std::string version = "1";
+  /// Served by another server (a Hera plan server): calls are checked against
+  /// `remote_desc` and handed to `forward`, which answers each once; no model,
+  /// pool or instances here.
+  std::function<void(transport::rpc::rec_call, std::function<void(transport::rpc::rec_answer)>)>
+      forward;
+  std::shared_ptr<const config::model_desc> remote_desc;
 };
 
 /// How a server loads and frees GNN models for Admin.loadModel / unloadModel.

@@ -3,6 +3,7 @@
 // coordinator), membership over CAF's middleman on each server's host:port.
 #include <linux/close_range.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -32,6 +33,7 @@
 #include "node/cluster_serving.hpp"
 #include "node/door_gnns.hpp"
 #include "node/model_follower.hpp"
+#include "node/rec_forwarder.hpp"
 #include "node/serve_rpc.hpp"
 #include "node/token_file.hpp"
 #include "sched/colocation/hera/colocation.hpp"
@@ -90,6 +92,7 @@ struct node_args {
   std::uint32_t peer_timeout_ms = 1000;  // a peer silent this long is declared down
   node_pipelines serving;                // pipelines and the door's batch policy
   std::string name;                      // the GNN's name at the door (default: model.toml's)
+  std::vector<std::string> forwards;     // --forward NAME=HOST:PORT,...: served elsewhere
 };
 
 // CAF's middleman sends heartbeats every fifth of the timeout and closes a
@@ -114,8 +117,17 @@ status serve_door(caf::actor_system& sys, const node_args& a,
                   const std::vector<int>& also = {},
                   const std::function<bool(int)>& on_also = nullptr, int* stopped_by = nullptr) {
   SPINDLE_ASSIGN_OR_RETURN(auto token, admin_token(a.door.admin_token_file));
+  // Recommendation models a Hera plan server serves: calls at this door go there.
+  // Declared before the gateway, whose bindings call into them.
+  std::vector<std::shared_ptr<rec_forwarder>> forwarders;
+  for (const auto& text : a.forwards) {
+    SPINDLE_ASSIGN_OR_RETURN(auto spec, parse_forward(text));
+    SPINDLE_ASSIGN_OR_RETURN(auto f, rec_forwarder::start(spec));
+    forwarders.push_back(std::move(f));
+  }
   actors::gateway gw(sys);
   if (gnn) gw.add_model(std::move(*gnn));
+  for (const auto& f : forwarders) gw.add_model(f->binding(a.door.admission()));
   actors::model_loader loader;
   if (gnns) {
     loader = gnns->loader(a.door.admission());
@@ -139,7 +151,7 @@ status serve_door(caf::actor_system& sys, const node_args& a,
 }
 
 bool serves_rec(const node_args& a) {
-  return !a.door.rec_models.empty() || !a.door.dlrm.model.empty();
+  return !a.door.rec_models.empty() || !a.door.dlrm.model.empty() || !a.forwards.empty();
 }
 
 // Rank 0: serves the workload and/or the front door over the cluster; returns
@@ -457,6 +469,27 @@ std::vector<std::string> launcher_argv(const std::string& launcher, const std::s
   return {"/bin/sh", "-c", cmd};
 }
 
+// A port free on `host` now (bound, read, released), for a child to listen on.
+expected<int> free_port(const std::string& host) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host.c_str(), "0", &hints, &res) != 0 || !res)
+    return make_error(errc::invalid_argument, "host '{}': cannot resolve", host);
+  const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+      port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  freeaddrinfo(res);
+  if (port <= 0) return make_error(errc::io_error, "host '{}': no free port", host);
+  return port;
+}
+
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -521,7 +554,8 @@ bool tend(launched_rank& r, bool restart) {
 
 // The `spindle node` command line of rank `r` under `spindle launch`.
 std::vector<std::string> node_argv(const std::string& exe, const launch_args& a, std::size_t r,
-                                   std::size_t ranks, const std::string& door) {
+                                   std::size_t ranks, const std::string& door,
+                                   const std::vector<std::string>& forwards) {
   std::vector<std::string> argv = {exe, "node", "--config", a.config, "--rank", std::to_string(r)};
   if (!a.dataset.empty()) argv.insert(argv.end(), {"--dataset", a.dataset});
   if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
@@ -529,12 +563,14 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
   if (r != 0 && !door.empty()) {  // the TOML's door for this rank
     argv.insert(argv.end(), {"--listen", door});
     add_rec_flags(argv, a, r);
+    argv.insert(argv.end(), forwards.begin(), forwards.end());
     if (!a.admin_token_file.empty())
       argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
   }
   if (r == 0 && !a.listen.empty()) {
     argv.insert(argv.end(), {"--listen", a.listen, "--expect", std::to_string(ranks - 1)});
     add_rec_flags(argv, a, r);
+    argv.insert(argv.end(), forwards.begin(), forwards.end());
     if (!a.admin_token_file.empty())
       argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
     if (a.replan_drift > 0)
@@ -555,7 +591,8 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
 // models (worker pools under Hera's node manager, on a free loopback port,
 // Admin with the cluster token); its "listening" line says where.
 status launch_colocation(const std::string& exe, const config::topology& topo,
-                         const std::string& path, std::vector<launched_rank>& ranks) {
+                         const std::string& path, std::vector<launched_rank>& ranks,
+                         std::map<std::string, std::vector<std::string>>& routes) {
   SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "cluster config"));
   SPINDLE_ASSIGN_OR_RETURN(auto section, config::parse_colocation(text, path));
   if (!section) return status::ok();
@@ -576,10 +613,15 @@ status launch_colocation(const std::string& exe, const config::topology& topo,
     const int rank = local[i];
     fmt::print("[plan] server {} on rank {}: {} expected {} QPS, EMU {:.0f}%\n", i, rank,
                fmt::join(sp.models, " + "), fmt::join(sp.qps, " + "), 100 * sp.emu);
+    // A port chosen now, kept across --restart: every door forwards there.
+    const std::string& host = topo.servers[std::size_t(rank)].host;
+    SPINDLE_ASSIGN_OR_RETURN(const int port, free_port(host));
+    const std::string listen = fmt::format("{}:{}", host, port);
+    for (const auto& m : sp.models) routes[m].push_back(listen);
     std::vector<std::string> argv = {exe,
                                      "serve",
                                      "--listen",
-                                     topo.servers[std::size_t(rank)].host + ":0",
+                                     listen,
                                      "--admin-token-file",
                                      topo.token_file,
                                      "--node-manager",
@@ -612,8 +654,14 @@ status run_launch(const launch_args& a) {
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0)
     return make_error(errc::io_error, "launch: cannot find the spindle binary");
   std::vector<launched_rank> ranks;
+  // Hera's plan servers first: every rank's door forwards their models to them.
+  std::map<std::string, std::vector<std::string>> routes;
+  SPINDLE_TRY(launch_colocation(exe, topo, path, ranks, routes));
+  std::vector<std::string> forwards;
+  for (const auto& [model, at] : routes)
+    forwards.insert(forwards.end(), {"--forward", fmt::format("{}={}", model, fmt::join(at, ","))});
   for (std::size_t r = 0; r < topo.servers.size(); ++r) {
-    auto argv = node_argv(exe, a, r, topo.servers.size(), topo.servers[r].door);
+    auto argv = node_argv(exe, a, r, topo.servers.size(), topo.servers[r].door, forwards);
     const std::string& host = topo.servers[r].host;
     std::string label = fmt::format("rank {}", r);
     if (!is_this_machine(host)) {
@@ -637,7 +685,6 @@ status run_launch(const launch_args& a) {
     lr.rank = int(r), lr.label = label, lr.argv = std::move(argv);
     lr.process.emplace(std::move(c));
   }
-  SPINDLE_TRY(launch_colocation(exe, topo, path, ranks));
   // Relay children's lines, reap (and with --restart restart) ranks that
   // exit, and forward SIGINT/SIGTERM to them.
   timespec tick{0, 100'000'000};
@@ -720,6 +767,10 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Rank 0: requests observed since the last plan before drift is judged")
       ->capture_default_str();
   add_pipeline_options(*node, na->serving);
+  node->add_option("--forward", na->forwards,
+                   "A recommendation model another server serves, as NAME=HOST:PORT[,HOST:PORT"
+                   "...]: calls for it at this door go there, to its servers in turn "
+                   "(`launch` passes the Hera plan's servers); repeatable");
   node->add_option("--name", na->name,
                    "Name clients call the GNN by at this node's door (default: model.toml's name)");
   add_rec_serving_options(*node, na->door);

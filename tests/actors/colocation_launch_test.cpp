@@ -3,6 +3,8 @@
 // the profile table; launch plans the servers and starts each plan server on
 // its rank as a `spindle serve` of its model pair. Each must serve exactly the
 // models the plan gave it, with the golden answers, and stop with launch.
+// Rank 1's own door (no dataset, no model of its own) forwards each model to
+// the plan servers that serve it: the NCF golden batch answers there too.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -15,6 +17,7 @@
 #include "core/npy.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
+#include "tests/actors/cluster_support.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle {
@@ -44,11 +47,13 @@ TEST(colocation_launch_test, launch_places_each_plan_servers_models_on_its_rank)
   // Three ranks on loopback; the hand-made profile table (examples/) with
   // targets D=200, N=100, W=50 plans (D + W), (D + W) and (N) (hera_test).
   std::string toml = "coordinator = \"r0\"\n[links]\nintra = \"shm\"\ninter = \"ethernet\"\n";
+  const std::string door = fmt::format("127.0.0.1:{}", cluster_testing::free_port());
   for (int r = 0; r < 3; ++r) {
     toml += fmt::format(
         "[[server]]\nname = \"r{}\"\nhost = \"127.0.0.1\"\nport = {}\n"
         "memory = \"1GiB\"\n",
         r, 24000 + int(::getpid() % 3000) * 3 + r);
+    if (r == 1) toml += fmt::format("door = \"{}\"\n", door);
   }
   toml +=
       fmt::format("[colocation]\nprofiles = \"{}/examples/hera-profile-handmade.json\"\n", kSource);
@@ -66,7 +71,8 @@ TEST(colocation_launch_test, launch_places_each_plan_servers_models_on_its_rank)
   std::map<int, std::string> planned;   // rank -> "D + W"
   std::string seen;
   std::set<int> ready;  // node ranks that joined (stopping one mid-join takes long)
-  while (endpoint.size() < 3 || ready.size() < 3) {
+  bool door_open = false;
+  while (endpoint.size() < 3 || ready.size() < 3 || !door_open) {
     auto line = launch->read_line(120'000);
     ASSERT_TRUE(line.has_value()) << seen;
     seen += *line + "\n";
@@ -79,6 +85,7 @@ TEST(colocation_launch_test, launch_places_each_plan_servers_models_on_its_rank)
     if (line->find(" hera] listening ") != std::string::npos &&
         std::sscanf(line->c_str(), "[rank %d", &rank) == 1)
       endpoint[rank] = line->substr(line->rfind(' ') + 1);
+    if (line->starts_with("[rank 1] listening ")) door_open = true;
     if (line->ends_with("] ready") && line->find(" hera]") == std::string::npos &&
         std::sscanf(line->c_str(), "[rank %d", &rank) == 1)
       ready.insert(rank);
@@ -104,6 +111,24 @@ TEST(colocation_launch_test, launch_places_each_plan_servers_models_on_its_rank)
   auto r = (*c)->infer_rec(call);
   ASSERT_TRUE(r.has_value() && r->status == rpc::rpc_status::ok) << (r ? r->message : "");
   for (std::size_t b = 0; b < want.size(); ++b) EXPECT_NEAR(r->scores[b], want[b], 1e-5);
+  // Through rank 1's door: N is forwarded to rank 2's plan server, and every
+  // planned model is listed there with its description.
+  auto d = rpc::rpc_client::connect(door);
+  ASSERT_TRUE(d.has_value()) << d.error().to_string() << "\n" << seen;
+  auto fr = (*d)->infer_rec(call);
+  ASSERT_TRUE(fr.has_value() && fr->status == rpc::rpc_status::ok)
+      << (fr ? fr->message : fr.error().to_string());
+  for (std::size_t b = 0; b < want.size(); ++b) EXPECT_NEAR(fr->scores[b], want[b], 1e-5);
+  auto listed = (*d)->models();
+  ASSERT_TRUE(listed.has_value());
+  std::set<std::string> at_door;
+  for (const auto& m : *listed) at_door.insert(m.name);
+  EXPECT_EQ(at_door, (std::set<std::string>{"D", "N", "W"}));
+  auto bad = call;
+  bad.sparse[0].indices[0] = 1 << 30;  // checked at the door against the plan server's tables
+  auto refused = (*d)->infer_rec(bad);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, rpc::rpc_status::bad_request) << refused->message;
   launch->signal(SIGTERM);
   std::string rest;
   while (auto l = launch->read_line(30'000)) rest += *l + "\n";
