@@ -18,11 +18,13 @@
 // sampling, tiered gather and layers on the device; calibrated as served), as
 // `make gpu-check` runs it beside --device host.
 //
+// --direct-only prints the direct-pipeline baseline and stops (for
+// bench/gnn_served_vs_direct.sh, which measures the served path out of process).
 // --policies NAME,NAME runs only those variants (gpu-bundle/run.sh: PSGS-Loose
 // and pooled-only, to stay inside a lent GPU machine's minutes).
 //
 // usage: serving_sweep [SCALE=20] [DATA_DIR] [PROCS=1 SPINDLE_BINARY] [--device host|cuda]
-//                      [--policies NAME,...]
+//                      [--policies NAME,...] [--direct-only]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -139,10 +141,13 @@ std::string cpu_shares(const std::map<std::string, double>& before,
 int main(int raw_argc, char** raw_argv) {
   std::vector<char*> args;  // the positional arguments; --device X taken out
   std::string device_flag = "host", only;
+  bool direct_only = false;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a log even if the run is stopped
   for (int i = 0; i < raw_argc; ++i) {
     if (std::string_view(raw_argv[i]) == "--device" && i + 1 < raw_argc)
       device_flag = raw_argv[++i];
+    else if (std::string_view(raw_argv[i]) == "--direct-only")
+      direct_only = true;
     else if (std::string_view(raw_argv[i]) == "--policies" && i + 1 < raw_argc)
       only = "," + std::string(raw_argv[++i]) + ",";
     else
@@ -228,6 +233,7 @@ int main(int raw_argc, char** raw_argv) {
       "R-MAT scale {}, GraphSAGE 128-256-47 [25,10], 1-seed requests; direct pipeline (batch 64, "
       "no actors): {:.0f} req/s on 1 thread, {:.0f} on 2\n",
       scale, ceiling1, ceiling);
+  if (direct_only) return 0;
   fmt::print("{:<14} | {:>16} {:>16} | {} | {}\n", "policy", "max rps p99<10ms", "max rps p99<30ms",
              "batch", "sweep (offered: achieved / p99 ms)");
   // Every variant batches up to 128 requests, work-conserving, with a 2 ms

@@ -51,6 +51,9 @@ echo
 echo "== batched core: per-stage breakdown beside same-run limits (bench/batch_breakdown) =="
 "$build/bench/batch_breakdown" "$cache/rmat20-f128" 60
 echo
+echo "== the GNN served path (client in its own process) vs the direct pipeline vs a plain PyTorch script (bench/gnn_served_vs_direct.sh) =="
+bench/gnn_served_vs_direct.sh "$spindle" "$cache/rmat20-f128"
+
 echo "== one request on an idle server, work-conserving vs deadline-bound (bench/idle_latency.sh) =="
 bench/idle_latency.sh "$spindle" "$cache/rmat20-f128" 2000
 echo
