@@ -88,6 +88,9 @@ struct model_loader {
       load_rec;
   /// Stops the actors of the model loaded as `key` and frees it (its calls have finished).
   std::function<void(const std::string& key)> unload;
+  /// Told after a recommendation model was unloaded and drained (a cluster door
+  /// takes it off the cluster's model list); unset: nobody is told.
+  std::function<void(const std::string& name)> rec_unloaded;
   /// With a model repository (unset without one): the versions `name` should be
   /// served at now, highest first (the first answers calls without a version),
   /// and a loader of one version (key NAME@VERSION).

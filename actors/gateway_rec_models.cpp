@@ -104,6 +104,7 @@ status gateway::unload_rec(const std::string& name) {
   if (e->b.cache) caf::anon_send_exit(e->b.cache, caf::exit_reason::user_shutdown);
   log::info("admin via {}: unloaded recommendation model '{}' ({} calls answered)", call_origin(), name,
             e->c.requests.load());
+  if (s_->loader.rec_unloaded) s_->loader.rec_unloaded(name);
   return status::ok();
 }
 

@@ -38,6 +38,7 @@ std::map<std::string, door_gnns::time_point> door_gnns::loaded() const {
   std::map<std::string, time_point> out;
   for (const auto& name : loading_) out[name] = time_point::max();
   for (const auto& [name, m] : models_) out[name] = m->listed_since;
+  for (const auto& [name, since] : recs_) out[name] = since;
   return out;
 }
 
@@ -45,6 +46,18 @@ void door_gnns::mark_listed(const std::string& name) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
   if (auto it = models_.find(name); it != models_.end()) it->second->listed_since = now;
+  if (auto it = recs_.find(name); it != recs_.end()) it->second = now;
+}
+
+// Following the list (model_follower), a model is listed already, and saying
+// "add" again could bring back a model another door just unloaded.
+void door_gnns::listed_after_load(const std::string& name, const std::string& path) {
+  if (call_origin() == kFollowerOrigin) return mark_listed(name);
+  // Every other node with a door follows the coordinator's list.
+  if (auto st = announce("add", name, path); !st)
+    log::warn("'{}' is served at this door only: {}", name, st.message());
+  else
+    mark_listed(name);
 }
 
 status door_gnns::announce(std::string_view op, const std::string& name,
@@ -128,23 +141,33 @@ void door_gnns::unload(const std::string& key) {
   gone.reset();  // stops its batcher and pipelines, then frees what they read
 }
 
-actors::model_loader door_gnns::loader(sched::admission_options admission) {
+actors::model_loader door_gnns::loader(sched::admission_options admission, rec_load_fn load_rec) {
   actors::model_loader l;
   l.load = [this, admission](const std::string& name,
                              const std::string& path) -> expected<actors::gnn_model_binding> {
     SPINDLE_ASSIGN_OR_RETURN(auto b, load(name, path, admission));
-    // Following the list (model_follower): it is listed already, and saying
-    // "add" again could bring back a model another door just unloaded.
-    if (call_origin() == kFollowerOrigin) {
-      mark_listed(name);
-      return b;
-    }
-    // Every other node with a door follows the coordinator's list.
-    if (auto st = announce("add", name, path); !st)
-      log::warn("'{}' is served at this door only: {}", name, st.message());
-    else
-      mark_listed(name);
+    listed_after_load(name, path);
     return b;
+  };
+  l.load_rec = [this, inner = std::move(load_rec)](
+                   const std::string& name,
+                   const std::string& path) -> expected<actors::rec_model_binding> {
+    SPINDLE_ASSIGN_OR_RETURN(auto b, inner(name, path));
+    {
+      std::lock_guard lock(mu_);
+      recs_[name] = time_point::max();
+    }
+    listed_after_load(name, path);
+    return b;
+  };
+  l.rec_unloaded = [this](const std::string& name) {
+    // Off the list before off this door's set: the follower must not see it
+    // listed and missing here, and load it again.
+    if (call_origin() != kFollowerOrigin)
+      if (auto st = announce("remove", name, ""); !st)
+        log::warn("'{}' unloaded at this door only: {}", name, st.message());
+    std::lock_guard lock(mu_);
+    recs_.erase(name);
   };
   l.unload = [this](const std::string& key) {
     const std::string name = key.substr(0, key.find('@'));

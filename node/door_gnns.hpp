@@ -1,5 +1,6 @@
-// GNN models loaded at run time through a cluster node's door (Admin
-// loadModel / unloadModel, KServe's repository calls). Each runs on this node:
+// Models loaded at run time through a cluster node's door (Admin loadModel /
+// unloadModel, KServe's repository calls). A recommendation model loads as on
+// any server (the door's own loader). A GNN runs on this node:
 // pipelines of its own over the cluster's shards (a feature reader of its own;
 // other ranks' rows read as the cluster's GNN reads them) behind a batcher of
 // its own. The coordinator lists them, and every node with a door follows the
@@ -30,8 +31,11 @@ class door_gnns {
   door_gnns(const door_gnns&) = delete;
   door_gnns& operator=(const door_gnns&) = delete;
 
-  /// The loader a node's gateway calls: loads here, then tells the coordinator.
-  actors::model_loader loader(sched::admission_options admission);
+  /// The loader a node's gateway calls: loads here, then tells the coordinator;
+  /// recommendation models through `load_rec` (the door's own loader).
+  using rec_load_fn = std::function<expected<actors::rec_model_binding>(const std::string&,
+                                                                        const std::string&)>;
+  actors::model_loader loader(sched::admission_options admission, rec_load_fn load_rec);
   using time_point = std::chrono::steady_clock::time_point;
   /// Names loaded or loading here, each with when the coordinator's list was
   /// known to hold it (time_point::max(): not yet, or never: then it is served
@@ -46,6 +50,8 @@ class door_gnns {
                                            sched::admission_options admission);
   void unload(const std::string& key);
   void mark_listed(const std::string& name);
+  /// After a load through this door (not the follower's): tells the coordinator.
+  void listed_after_load(const std::string& name, const std::string& path);
   status announce(std::string_view op, const std::string& name, const std::string& path) const;
 
   node_context node_;
@@ -53,6 +59,7 @@ class door_gnns {
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<model>> models_;  // guarded by mu_
   std::set<std::string> loading_;                         // guarded by mu_
+  std::map<std::string, time_point> recs_;  // guarded by mu_: recommendation models loaded here
 };
 
 }  // namespace spindle::node

@@ -96,7 +96,7 @@ status add_rec_models(actors::gateway& g, const front_door_args& a) {
 expected<std::shared_ptr<dlrm_holder>> add_rec_serving(caf::actor_system& sys, actors::gateway& g,
                                                        const front_door_args& a,
                                                        actors::model_loader loader) {
-  loader.load_rec = rec_loader(a);
+  if (!loader.load_rec) loader.load_rec = rec_loader(a);  // a cluster door brings its own
   g.set_model_loader(std::move(loader));
   SPINDLE_TRY(add_rec_models(g, a));
   return add_dlrm(sys, g, a);

@@ -68,8 +68,8 @@ rec_loader(const front_door_args& a);
 status add_rec_models(actors::gateway& g, const front_door_args& a);
 
 /// Everything recommendation a door serves: Admin.loadModel of recommendation
-/// directories (besides `loader`'s GNN loads), every --rec-model and the
-/// --dlrm-model. The holder keeps the DLRM's stack alive (null without one).
+/// directories (besides `loader`'s GNN loads; `loader.load_rec` when set, else
+/// rec_loader(a)), every --rec-model and the --dlrm-model. The holder keeps the DLRM's stack alive (null without one).
 expected<std::shared_ptr<dlrm_holder>> add_rec_serving(caf::actor_system& sys, actors::gateway& g,
                                                        const front_door_args& a,
                                                        actors::model_loader loader = {});

@@ -130,7 +130,7 @@ status serve_door(caf::actor_system& sys, const node_args& a,
   for (const auto& f : forwarders) gw.add_model(f->binding(a.door.admission()));
   actors::model_loader loader;
   if (gnns) {
-    loader = gnns->loader(a.door.admission());
+    loader = gnns->loader(a.door.admission(), rec_loader(a.door));
   } else {
     loader.load = [](const std::string& name,
                      const std::string& path) -> expected<actors::gnn_model_binding> {

@@ -7,7 +7,9 @@
 #   - unloaded through rank 0's door, it leaves rank 1's door too;
 #   - the GNN the ranks started with cannot be unloaded (refused by name);
 #   - a load of a directory that is no model is refused by name, and the doors
-#     go on serving.
+#     go on serving;
+#   - a recommendation model (NCF) loaded through rank 0's door is served at
+#     rank 1's with the same scores, and unloaded through rank 1's leaves both.
 # Prints how long each change took to reach the other door.
 #   usage: cluster_models_test.sh SPINDLE
 set -uo pipefail
@@ -31,6 +33,7 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')"
 "$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || fail generate
 "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || fail "model init"
 "$spindle" model init --arch gcn --in 32 --hidden 16 --classes 5 --seed 9 --name late --out-dir "$work/late" > /dev/null || fail "model init late"
+"$spindle" model init --arch ncf --tables 10,20,10,20 --seed 4 --out-dir "$work/ncf" > /dev/null || fail "model init ncf"
 cat > "$work/cluster.toml" <<EOF
 coordinator = "s0"
 token_file = "cluster.token"
@@ -107,3 +110,16 @@ for door in "$d0" "$d1"; do
   serves "$door" graphsage || fail "$door stopped serving the cluster's GNN"
 done
 echo "both doors still serve the cluster's GNN"
+
+rec() { "$spindle" client --connect "$1" --model ncf rec --sparse 1 --sparse 2 --sparse 3 --sparse 4 --json 2> /dev/null; }
+rec_served() { rec "$1" | grep -q '"status": *"ok"'; }
+rec_gone() { ! rec_served "$1"; }
+out=$(admin "$d0" load ncf "$work/ncf") || fail "recommendation load through rank 0's door: $out"
+took=$(seconds_until rec_served "$d1") || fail "rank 1's door never served the NCF loaded at rank 0"
+echo "NCF loaded through rank 0's door; rank 1's door served it ${took} s later"
+a=$(rec "$d0" | python3 -c 'import json,sys; print(json.load(sys.stdin)["scores"])')
+b=$(rec "$d1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["scores"])')
+[ "$a" = "$b" ] || fail "NCF scores differ between the doors: $a vs $b"
+out=$(admin "$d1" unload ncf) || fail "recommendation unload through rank 1's door: $out"
+took=$(seconds_until rec_gone "$d0") || fail "rank 0's door still serves the unloaded NCF"
+echo "NCF unloaded through rank 1's door; rank 0's door dropped it ${took} s later"
