@@ -27,4 +27,12 @@ void wait_for_signals_here(const sigset_t& set) {
   }
 }
 
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
 }  // namespace spindle

@@ -14,4 +14,7 @@ namespace spindle {
 /// earlier receives it, to the calling thread, where sigwait takes it.
 void wait_for_signals_here(const sigset_t& set);
 
+/// {SIGINT, SIGTERM}: what stops a server, a node or launch.
+sigset_t stop_signal_set();
+
 }  // namespace spindle

@@ -46,6 +46,8 @@ void register_model(CLI::App& app, global_options& g);
 void register_calibrate(CLI::App& app, global_options& g);
 void register_serve(CLI::App& app, global_options& g);
 void register_cluster(CLI::App& app, global_options& g);
+/// `spindle launch` (launch.cpp); registered by register_cluster.
+void register_launch(CLI::App& app);
 void register_hps(CLI::App& app, global_options& g);
 void register_serve_dlrm(CLI::App& app, global_options& g);
 void register_client(CLI::App& app, global_options& g);
