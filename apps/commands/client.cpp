@@ -398,14 +398,31 @@ status print_report(const client_args& c, const load_args& a, const load_report&
   return status::ok();
 }
 
+bool sweeping(const load_args& a) { return !a.concurrency_range.empty() || !a.rate_range.empty(); }
+
+// --concurrency-range / --rate-range: every level through `run`, then the table and plot.
+status sweep(const load_args& a, const window_runner& run, std::size_t calls_per_window) {
+  if (!a.concurrency_range.empty() && !a.rate_range.empty())
+    return make_error(errc::invalid_argument,
+                      "load: give --concurrency-range or --rate-range, not both");
+  const bool open_loop = !a.rate_range.empty();
+  SPINDLE_ASSIGN_OR_RETURN(auto levels,
+                           parse_range(open_loop ? a.rate_range : a.concurrency_range,
+                                       open_loop ? "--rate-range" : "--concurrency-range"));
+  SPINDLE_ASSIGN_OR_RETURN(auto rows, run_sweep(run, calls_per_window, open_loop, levels, a.seed));
+  print_sweep(rows, open_loop, a.json);
+  if (!a.plot.empty()) SPINDLE_TRY(plot_sweep(rows, open_loop, a.plot));
+  return status::ok();
+}
+
 // A recommendation model under load: batches from its description (or a file),
-// sent in turn, closed or open loop, on one door.
+// sent in turn, closed or open loop (or swept level by level), on one door.
 status run_rec_load(const client_args& c, const load_args& a, rpc::rpc_client& client,
                     const rpc::model_info& m) {
-  if (endpoints_of(c).size() > 1 || !a.concurrency_range.empty() || !a.rate_range.empty())
+  if (endpoints_of(c).size() > 1)
     return make_error(errc::invalid_argument,
-                      "load: recommendation model '{}': one door and one level per run (sweeps "
-                      "and several doors drive GNN models)",
+                      "load: recommendation model '{}': one door per run (several doors drive "
+                      "GNN models)",
                       m.name);
   auto o = a.rec;
   o.seed = a.seed;
@@ -414,6 +431,17 @@ status run_rec_load(const client_args& c, const load_args& a, rpc::rpc_client& c
   auto call_of = [&](std::size_t i) -> const rpc::rec_call& { return calls[i % calls.size()]; };
   SPINDLE_TRY(client.run_closed_loop_rec(call_of, a.warmup, std::size_t(std::max(1, a.clients)),
                                          [](auto, auto&, double) {}));
+  if (sweeping(a))
+    return sweep(
+        a,
+        [&](std::size_t in_flight, const std::vector<double>& at, const answer_fn& done) {
+          auto each = [&](std::size_t, const rpc::rec_answer& x, double s) {
+            done(x.status == rpc::rpc_status::ok, s);
+          };
+          return at.empty() ? client.run_closed_loop_rec(call_of, a.requests, in_flight, each)
+                            : client.run_open_loop_rec(call_of, at, each);
+        },
+        a.requests);
   load_report r(a.requests);
   auto done = [&](std::size_t i, const rpc::rec_answer& x, double s) { r.record(i, x, s); };
   const auto send_at = poisson_schedule(a.requests, a.rate, a.seed);
@@ -436,6 +464,20 @@ status drive_door(const client_args& c, const load_args& a, const door_connect& 
   const auto threads = std::size_t(std::max(1, a.clients));
   SPINDLE_TRY(run_door_loop(connect, a.warmup, threads, {},
                             [&](auto& client, std::size_t i, auto) { (void)infer(client, i); }));
+  if (sweeping(a))  // closed loop: a connection per call in flight; open: the --clients pool
+    return sweep(
+        a,
+        [&](std::size_t in_flight, const std::vector<double>& at, const answer_fn& done) {
+          return run_door_loop(connect, a.requests, at.empty() ? in_flight : threads, at,
+                               [&](auto& client, std::size_t i, auto due) {
+                                 const auto x = infer(client, a.warmup + i);
+                                 done(x.status == rpc::rpc_status::ok,
+                                      std::chrono::duration<double>(
+                                          std::chrono::steady_clock::now() - due)
+                                          .count());
+                               });
+        },
+        a.requests);
   load_report r(a.requests);
   std::mutex mu;
   const auto send_at = poisson_schedule(a.requests, a.rate, a.seed);
@@ -456,10 +498,9 @@ status drive_door(const client_args& c, const load_args& a, const door_connect& 
 // `client load --door http|grpc`: either model kind, described by the door's
 // model configuration; one door and one level per run.
 status run_kserve_load(const client_args& c, const load_args& a) {
-  if (endpoints_of(c).size() > 1 || !a.concurrency_range.empty() || !a.rate_range.empty())
+  if (endpoints_of(c).size() > 1)
     return make_error(errc::invalid_argument,
-                      "load --door {}: one door and one level per run (sweeps and several doors "
-                      "use the Cap'n Proto door)",
+                      "load --door {}: one door per run (several doors: the Cap'n Proto door)",
                       a.door);
   if (c.model.empty())
     return make_error(errc::invalid_argument, "load --door {}: give --model NAME", a.door);
@@ -516,19 +557,7 @@ status run_load(const client_args& c, const load_args& a) {
   } else {
     SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
   }
-  if (!a.concurrency_range.empty() || !a.rate_range.empty()) {
-    if (!a.concurrency_range.empty() && !a.rate_range.empty())
-      return make_error(errc::invalid_argument,
-                        "load: give --concurrency-range or --rate-range, not both");
-    const bool open_loop = !a.rate_range.empty();
-    SPINDLE_ASSIGN_OR_RETURN(auto levels,
-                             parse_range(open_loop ? a.rate_range : a.concurrency_range,
-                                         open_loop ? "--rate-range" : "--concurrency-range"));
-    SPINDLE_ASSIGN_OR_RETURN(auto rows, run_sweep(*client, measured, open_loop, levels, a.seed));
-    print_sweep(rows, open_loop, a.json);
-    if (!a.plot.empty()) SPINDLE_TRY(plot_sweep(rows, open_loop, a.plot));
-    return status::ok();
-  }
+  if (sweeping(a)) return sweep(a, capnp_gnn_runner(*client, measured), measured.size());
   load_report r(measured.size());
   auto done = [&](std::size_t i, const rpc::gnn_answer& x, double s) { r.record(i, x, s); };
   const auto send_at = poisson_schedule(measured.size(), a.rate, a.seed);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <random>
 
 #include "apps/commands/command.hpp"
@@ -22,28 +23,29 @@ bool close_to(double a, double b) {
 }
 
 // One window at one level: ok latencies and counts.
-expected<sweep_row> window(rpc::rpc_client& client, const std::vector<rpc::gnn_call>& calls,
-                           bool open_loop, double level, std::mt19937_64& rng) {
+expected<sweep_row> window(const window_runner& run, std::size_t calls, bool open_loop,
+                           double level, std::mt19937_64& rng) {
   std::vector<double> lat_ms;
   sweep_row row;
   row.level = level;
-  auto done = [&](std::size_t, const rpc::gnn_answer& a, double s) {
-    if (a.status == rpc::rpc_status::ok) {
+  std::mutex mu;  // KServe runners answer from several threads
+  auto done = [&](bool ok, double s) {
+    std::lock_guard lock(mu);
+    if (ok) {
       lat_ms.push_back(s * 1e3);
     } else {
       ++row.refused;
     }
   };
-  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<double> at;
   if (open_loop) {
     std::exponential_distribution<double> gap(level);
-    std::vector<double> at(calls.size());
+    at.resize(calls);
     double t = 0;
     for (auto& x : at) x = t += gap(rng);
-    SPINDLE_TRY(client.run_open_loop(calls, at, done));
-  } else {
-    SPINDLE_TRY(client.run_closed_loop(calls, std::size_t(level), done));
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  SPINDLE_TRY(run(open_loop ? 0 : std::size_t(level), at, done));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   row.ok = lat_ms.size();
   row.throughput = wall > 0 ? double(lat_ms.size()) / wall : 0;
@@ -82,15 +84,26 @@ expected<std::vector<double>> parse_range(std::string_view text, std::string_vie
   return levels;
 }
 
-expected<std::vector<sweep_row>> run_sweep(rpc::rpc_client& client,
-                                           const std::vector<rpc::gnn_call>& calls, bool open_loop,
-                                           const std::vector<double>& levels, std::uint64_t seed) {
+window_runner capnp_gnn_runner(rpc::rpc_client& client, const std::vector<rpc::gnn_call>& calls) {
+  return [&client, &calls](std::size_t in_flight, const std::vector<double>& send_at,
+                           const answer_fn& done) {
+    auto each = [&](std::size_t, const rpc::gnn_answer& a, double s) {
+      done(a.status == rpc::rpc_status::ok, s);
+    };
+    return send_at.empty() ? client.run_closed_loop(calls, in_flight, each)
+                           : client.run_open_loop(calls, send_at, each);
+  };
+}
+
+expected<std::vector<sweep_row>> run_sweep(const window_runner& run, std::size_t calls,
+                                           bool open_loop, const std::vector<double>& levels,
+                                           std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<sweep_row> rows;
   for (double level : levels) {
     sweep_row last;
     for (int w = 1; w <= 4; ++w) {
-      SPINDLE_ASSIGN_OR_RETURN(auto now, window(client, calls, open_loop, level, rng));
+      SPINDLE_ASSIGN_OR_RETURN(auto now, window(run, calls, open_loop, level, rng));
       now.windows = w;
       now.stable =
           w > 1 && close_to(now.throughput, last.throughput) && close_to(now.p99_ms, last.p99_ms);

@@ -5,6 +5,7 @@
 // throughput-vs-p99 plot.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,11 +27,22 @@ struct sweep_row {
 /// "A:B:STEP" -> A, A+STEP, ... <= B (A alone: one level). Errors name `flag`.
 expected<std::vector<double>> parse_range(std::string_view text, std::string_view flag);
 
-/// Measures every level with `calls` (one window's worth, reused per window).
-expected<std::vector<sweep_row>> run_sweep(transport::rpc::rpc_client& client,
-                                           const std::vector<transport::rpc::gnn_call>& calls,
+/// One window of calls at one level, on whatever door and model kind: open loop
+/// when `send_at` is non-empty (call i due send_at[i] s after the start), else
+/// closed loop with `in_flight` calls outstanding. `done(ok, seconds)` once per call.
+using answer_fn = std::function<void(bool ok, double seconds)>;
+using window_runner = std::function<status(std::size_t in_flight,
+                                           const std::vector<double>& send_at,
+                                           const answer_fn& done)>;
+
+/// Measures every level, each window `calls` calls run by `run`.
+expected<std::vector<sweep_row>> run_sweep(const window_runner& run, std::size_t calls,
                                            bool open_loop, const std::vector<double>& levels,
                                            std::uint64_t seed);
+
+/// The runner of GNN calls on the Cap'n Proto door (`calls`: one window's worth).
+window_runner capnp_gnn_runner(transport::rpc::rpc_client& client,
+                               const std::vector<transport::rpc::gnn_call>& calls);
 
 /// The rows as a table (stdout) or JSON, and as a PNG of p99 against throughput.
 void print_sweep(const std::vector<sweep_row>& rows, bool open_loop, bool json);
