@@ -345,6 +345,14 @@ def test_the_load_generator_drives_both_kserve_doors_for_both_model_kinds(server
             assert r["status"] == {"ok": 60}, (door, model, r)
             if model == "ctr":
                 assert r["samples_per_call"] == 8
+    # A sweep, level by level, on a KServe door with a recommendation model.
+    out = subprocess.run([SPINDLE, "client", "--connect", server["grpc"], "--model", "ctr", "load",
+                          "--door", "grpc", "--batch", "8", "--requests", "30", "--warmup", "2",
+                          "--concurrency-range", "1:2:1", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)
+    assert [r["concurrency"] for r in rows] == [1, 2], rows
+    assert all(r["ok"] == 30 and r["refused"] == 0 for r in rows), rows
     bad = subprocess.run([SPINDLE, "client", "--connect", server["http"], "--model", "nosuch",
                           "load", "--door", "http"], capture_output=True, text=True)
     assert bad.returncode != 0 and "nosuch" in bad.stderr + bad.stdout
