@@ -24,9 +24,14 @@ struct door_gnns::model {
   }
 };
 
-door_gnns::door_gnns(node_context node, node_pipelines p) : node_(node), p_(std::move(p)) {
+door_gnns::door_gnns(node_context node, node_pipelines p)
+    : sys_(node.sys), coordinator_(node.coordinator), token_(node.token), node_(node),
+      p_(std::move(p)) {
   p_.calibrate = false;  // a loaded model routes by the fixed policy (no calibration at load)
 }
+
+door_gnns::door_gnns(caf::actor_system& sys, caf::actor coordinator, std::string token)
+    : sys_(sys), coordinator_(std::move(coordinator)), token_(std::move(token)) {}
 
 door_gnns::~door_gnns() {
   std::lock_guard lock(mu_);
@@ -62,31 +67,30 @@ void door_gnns::listed_after_load(const std::string& name, const std::string& pa
 
 status door_gnns::announce(std::string_view op, const std::string& name,
                            const std::string& path) const {
-  caf::scoped_actor self{node_.sys};
+  caf::scoped_actor self{sys_};
   status result;
-  self->request(node_.coordinator, std::chrono::seconds(5), actors::models_atom::value,
-                std::string(op), name, path, node_.token)
+  self->request(coordinator_, std::chrono::seconds(5), actors::models_atom::value,
+                std::string(op), name, path, token_)
       .receive([](actors::ok_atom) {},
                [&](caf::error& e) {
                  result = make_error(errc::unavailable, "telling the coordinator ({} '{}'): {}",
-                                     op, name, node_.sys.render(e));
+                                     op, name, sys_.render(e));
                });
   return result;
 }
 
 expected<std::map<std::string, std::string>> door_gnns::listed() const {
-  caf::scoped_actor self{node_.sys};
+  caf::scoped_actor self{sys_};
   expected<std::map<std::string, std::string>> out =
       make_error(errc::unavailable, "the coordinator did not answer");
-  self->request(node_.coordinator, std::chrono::seconds(2), actors::models_atom::value,
-                node_.token)
+  self->request(coordinator_, std::chrono::seconds(2), actors::models_atom::value, token_)
       .receive(
           [&](const std::string& text) {
             auto j = nlohmann::json::parse(text, nullptr, false);
             if (j.is_object()) out = j.get<std::map<std::string, std::string>>();
           },
           [&](caf::error& e) {
-            out = make_error(errc::unavailable, "cluster models: {}", node_.sys.render(e));
+            out = make_error(errc::unavailable, "cluster models: {}", sys_.render(e));
           });
   return out;
 }
@@ -94,6 +98,13 @@ expected<std::map<std::string, std::string>> door_gnns::listed() const {
 expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
                                                     const std::string& path,
                                                     sched::admission_options admission) {
+  if (!node_)
+    return make_error(errc::invalid_argument,
+                      "loading '{}' from {}: this node holds no shard of the cluster's dataset "
+                      "(start it with --dataset and --model to serve GNNs); recommendation "
+                      "models load here",
+                      name, path);
+  const node_context& node = *node_;
   {
     std::lock_guard lock(mu_);
     if (models_.count(name) || loading_.count(name))
@@ -101,17 +112,16 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
     loading_.insert(name);
   }
   auto m = std::make_unique<model>();
-  m->sys = &node_.sys;
-  const auto& ds = node_.shard.dataset();
+  m->sys = &sys_;
+  const auto& ds = node.shard.dataset();
   status made = [&]() -> status {
     SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(path, ds, p_));
-    const auto members = node_.view.snapshot();
-    SPINDLE_ASSIGN_OR_RETURN(m->features,
-                             cluster_features::create(node_.shard, node_.view, &members));
-    m->pipelines = spawn_pipelines(node_.sys, ds, *m->assets, *m->features, p_.pipelines);
+    const auto members = node.view.snapshot();
+    SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(node.shard, node.view, &members));
+    m->pipelines = spawn_pipelines(sys_, ds, *m->assets, *m->features, p_.pipelines);
     const auto* d = &ds;
     m->batcher =
-        actors::spawn_batcher(node_.sys, m->pipelines, p_.batch, m->assets->router,
+        actors::spawn_batcher(sys_, m->pipelines, p_.batch, m->assets->router,
                               [d](const sched::gnn_request& r) { return sched::summed_psgs(*d, r); });
     return status::ok();
   }();

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -27,6 +28,9 @@ inline constexpr const char* kFollowerOrigin = "cluster";
 class door_gnns {
  public:
   door_gnns(node_context node, node_pipelines p);
+  /// A door with no shard of the dataset (recommendation models only): it
+  /// follows the list for recommendation models; GNN loads are refused by name.
+  door_gnns(caf::actor_system& sys, caf::actor coordinator, std::string token);
   ~door_gnns();  // stops every loaded model's actors
   door_gnns(const door_gnns&) = delete;
   door_gnns& operator=(const door_gnns&) = delete;
@@ -54,7 +58,10 @@ class door_gnns {
   void listed_after_load(const std::string& name, const std::string& path);
   status announce(std::string_view op, const std::string& name, const std::string& path) const;
 
-  node_context node_;
+  caf::actor_system& sys_;
+  caf::actor coordinator_;
+  std::string token_;
+  std::optional<node_context> node_;  // none: this node serves no GNN
   node_pipelines p_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<model>> models_;  // guarded by mu_

@@ -388,8 +388,10 @@ status run_node(const node_args& a) {
     std::optional<actors::gnn_model_binding> gnn;
     if (serving) gnn = serving->door(a.name, a.door.admission());
     int stopped_by = 0;
-    std::shared_ptr<door_gnns> gnns;  // a member with pipelines serves loaded GNNs too
-    if (serving) gnns = std::make_shared<door_gnns>(sn.context(sys, coord), a.serving);
+    // A member with pipelines serves loaded GNNs too; every door follows the
+    // cluster's model list (a door without a shard, its recommendation models).
+    auto gnns = serving ? std::make_shared<door_gnns>(sn.context(sys, coord), a.serving)
+                        : std::make_shared<door_gnns>(sys, coord, sn.token);
     SPINDLE_TRY(serve_node_door(sys, a, std::move(gnn), whole_cluster, std::move(gnns), topo, rank,
                                 &stopped_by));
     if (stopped_by == kCoordinatorBack) return rejoin(topo, me, set);

@@ -9,7 +9,10 @@
 #   - a load of a directory that is no model is refused by name, and the doors
 #     go on serving;
 #   - a recommendation model (NCF) loaded through rank 0's door is served at
-#     rank 1's with the same scores, and unloaded through rank 1's leaves both.
+#     rank 1's with the same scores, and unloaded through rank 1's leaves both;
+#   - on a cluster of recommendation models only (no dataset on any rank), a
+#     load and an unload through either door reach the other; a GNN load there
+#     is refused by name.
 # Prints how long each change took to reach the other door.
 #   usage: cluster_models_test.sh SPINDLE
 set -uo pipefail
@@ -123,3 +126,30 @@ b=$(rec "$d1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["scores"
 out=$(admin "$d1" unload ncf) || fail "recommendation unload through rank 1's door: $out"
 took=$(seconds_until rec_gone "$d0") || fail "rank 0's door still serves the unloaded NCF"
 echo "NCF unloaded through rank 1's door; rank 0's door dropped it ${took} s later"
+
+# A cluster of recommendation models only: two ranks, no dataset, a door each.
+read -r q0 q1 e0 e1 <<< "$(python3 -c 'import socket
+ss=[socket.socket() for _ in range(4)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+printf 'coordinator = "t0"\ntoken_file = "rec.token"\n[[server]]\nname = "t0"\nhost = "127.0.0.1"\nport = %s\nmemory = 100000\n[[server]]\nname = "t1"\nhost = "127.0.0.1"\nport = %s\nmemory = 100000\n' \
+  "$q0" "$q1" > "$work/rec.toml"
+"$spindle" node --config "$work/rec.toml" --rank 0 --listen "127.0.0.1:$e0" --rec-model "ctr=$work/ncf" \
+  --admin-token-file "$work/admin.token" > "$work/r0.log" 2>&1 &
+bg+=($!)
+for _ in $(seq 300); do grep -q '^listening ' "$work/r0.log" && break; sleep 0.1; done
+"$spindle" node --config "$work/rec.toml" --rank 1 --listen "127.0.0.1:$e1" --rec-model "ctr=$work/ncf" \
+  --admin-token-file "$work/admin.token" > "$work/r1.log" 2>&1 &
+bg+=($!)
+for _ in $(seq 300); do grep -q '^listening ' "$work/r1.log" && break; sleep 0.1; done
+grep -q '^listening ' "$work/r1.log" || fail "the recommendation-only cluster did not open its doors"
+r0="127.0.0.1:$e0"; r1="127.0.0.1:$e1"
+out=$(admin "$r0" load ncf "$work/ncf") || fail "load on the recommendation-only cluster: $out"
+took=$(seconds_until rec_served "$r1") || fail "rank 1 of the recommendation-only cluster never served it"
+echo "recommendation-only cluster: loaded through rank 0's door, served at rank 1's ${took} s later"
+out=$(admin "$r1" unload ncf) || fail "unload on the recommendation-only cluster: $out"
+took=$(seconds_until rec_gone "$r0") || fail "rank 0 of the recommendation-only cluster still serves it"
+echo "recommendation-only cluster: unloaded through rank 1's door, gone at rank 0's ${took} s later"
+out=$(admin "$r1" load late "$work/late") && fail "a GNN loaded on a node without a shard: $out"
+grep -q "holds no shard" <<< "$out" || fail "no refusal naming why: $out"
+
