@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,14 @@ struct reply_header {
 
 // ---- the exposed-memory registry ----------------------------------------
 
-std::mutex& registry_mu() {
-  static std::mutex mu;
+// Shared while an owner checks and copies rows (so a region cannot be unmapped
+// under the copy), exclusive while a region is exposed or withdrawn.
+std::shared_mutex& registry_mu() {
+  static std::shared_mutex mu;
   return mu;
 }
+
+bool exposed_locked(std::uint64_t address, std::uint64_t bytes);
 std::map<std::uintptr_t, std::size_t>& registry() {
   static std::map<std::uintptr_t, std::size_t> r;
   return r;
@@ -84,17 +89,22 @@ ucs_status_t post(ucp_ep_h ep, unsigned id, std::unique_ptr<outgoing> out, const
 }  // namespace
 
 void expose_memory(const std::byte* base, std::size_t length) {
-  std::lock_guard lock(registry_mu());
+  std::unique_lock lock(registry_mu());
   registry()[reinterpret_cast<std::uintptr_t>(base)] = length;
 }
 
 void withdraw_memory(const std::byte* base) {
-  std::lock_guard lock(registry_mu());
+  std::unique_lock lock(registry_mu());
   registry().erase(reinterpret_cast<std::uintptr_t>(base));
 }
 
 bool memory_exposed(std::uint64_t address, std::uint64_t bytes) {
-  std::lock_guard lock(registry_mu());
+  std::shared_lock lock(registry_mu());
+  return exposed_locked(address, bytes);
+}
+
+namespace {
+bool exposed_locked(std::uint64_t address, std::uint64_t bytes) {
   const auto& r = registry();
   auto it = r.upper_bound(std::uintptr_t(address));
   if (it == r.begin()) return false;
@@ -102,6 +112,7 @@ bool memory_exposed(std::uint64_t address, std::uint64_t bytes) {
   const std::uint64_t offset = address - it->first;
   return offset <= it->second && bytes <= it->second - offset;
 }
+}  // namespace
 
 // ---- one worker's table ---------------------------------------------------
 
@@ -158,8 +169,9 @@ ucs_status_t read_table::state::serve(const void* header, std::size_t header_byt
   std::vector<wire_op> ops(h.ops);
   std::memcpy(ops.data(), data, length);
   std::uint64_t total = 0;
+  std::shared_lock exposed(registry_mu());  // held until the rows are copied
   for (const auto& op : ops) {
-    if (!memory_exposed(op.address, op.bytes)) {
+    if (!exposed_locked(op.address, op.bytes)) {
       answer(ep, h.id, make_error(errc::invalid_argument,
                                   "[{:#x}, +{}) is not memory this node exposed", op.address,
                                   op.bytes));
@@ -181,6 +193,7 @@ ucs_status_t read_table::state::serve(const void* header, std::size_t header_byt
     std::memcpy(at, reinterpret_cast<const void*>(op.address), op.bytes);
     at += op.bytes;
   }
+  exposed.unlock();
   out->in_flight = &replies;
   auto* raw = out.get();
   (void)post(ep, kReplyId, std::move(out), &raw->reply, sizeof(raw->reply), raw->payload.data(),
