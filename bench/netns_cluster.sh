@@ -10,6 +10,8 @@
 # CPU seconds per 1,000 calls of each rank (no funnel through rank 0) and the
 # feature bytes read from other ranks per call (admin stats' feature_rows);
 # beside it, in the same run, one process serving the whole dataset on loopback.
+# Each row also gives the p99 at a fixed offered load (open loop, Poisson
+# FIXED_RATE calls/s, default 2,000, over the same doors).
 # Then the per-call CPU cost is fitted as C0 + CR x remote rows over every row,
 # and build/bench/cluster_projection projects 8 and 32 servers with it.
 #   usage: bench/netns_cluster.sh SPINDLE [SCALE=16] [REQUESTS=4000] [IN_FLIGHT=16] [SIZES="2 3 4"] [RATES="1gbit 10gbit 25gbit"]
@@ -20,6 +22,7 @@ requests=${3:-4000}
 in_flight=${4:-16}
 sizes=${5:-2 3 4}
 rates=${6:-1gbit 10gbit 25gbit}
+fixed_rate=${FIXED_RATE:-2000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -45,6 +48,11 @@ remote_rows() {  # remote feature rows read so far, summed over the doors (admin
   done
   echo "$total"
 }
+fixed_p99() {  # fixed_p99 DOORS: p99 ms of an open loop at $fixed_rate calls/s
+  "$spindle" client --connect "$1" --model graphsage load --seeds "uniform:$rows" \
+    --requests "$requests" --warmup 200 --clients "$in_flight" --rate "$fixed_rate" --json 2> /dev/null |
+    python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["latency_ms"]["p99"])'
+}
 summary() {  # summary JSON: "req/s p50 p99"
   python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print("%.0f %.2f %.2f %d" % (j["throughput_rps"], j["latency_ms"]["p50"], j["latency_ms"]["p99"], j["answered_ok"]))'
 }
@@ -54,11 +62,12 @@ one_pid=$!
 for _ in $(seq 300); do grep -q '^listening ' "$work/one.log" && break; sleep 0.2; done
 one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
 read -r tput p50 p99 ok < <(load "$one" | summary)
+fixed=$(fixed_p99 "$one")
 kill -TERM "$one_pid"; wait "$one_pid" 2> /dev/null || true
 echo "R-MAT scale $scale, GraphSAGE 128-256-47 [25,10], $requests calls, $in_flight in flight, closed loop"
-echo "| setup | req/s | p50 ms | p99 ms | ok | CPU s per 1k calls, each rank | remote KiB per call |"
-echo "|---|---|---|---|---|---|---|"
-echo "| one process, loopback | $tput | $p50 | $p99 | $ok | - | 0 |"
+echo "| setup | req/s | p50 ms | p99 ms | ok | p99 ms at $fixed_rate/s | CPU s per 1k calls, each rank | remote KiB per call |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| one process, loopback | $tput | $p50 | $p99 | $ok | $fixed | - | 0 |"
 : > "$work/fit.txt"  # "cpu_us_per_call remote_rows_per_call" per cluster row
 
 bench_rate() {  # inside the bed: every policy at this size and rate
@@ -84,6 +93,8 @@ bench_rate() {  # inside the bed: every policy at this size and rate
     read -r tput p50 p99 ok < <(load "$doors" | summary)
     for p in "${pids[@]}"; do after+=("$(cpu_s "$p")"); done
     rows1=$(remote_rows "$doors")
+    local fixed
+    fixed=$(fixed_p99 "$doors")
     local kib per_call cpu="" total=0
     kib=$(awk -v a="$rows1" -v b="$rows0" -v n="$((requests + 200))" 'BEGIN {printf "%.1f", (a - b) * 512 / 1024 / n}')
     per_call=$(awk -v a="$rows1" -v b="$rows0" -v n="$((requests + 200))" 'BEGIN {printf "%.2f", (a - b) / n}')
@@ -92,13 +103,13 @@ bench_rate() {  # inside the bed: every policy at this size and rate
       total=$(awk -v t="$total" -v a="${after[$r]}" -v b="${before[$r]}" 'BEGIN {print t + a - b}')
       [ $r -lt $((n - 1)) ] && cpu+=" / "
     done
-    echo "| $n namespaces, $rate links, $policy placement | $tput | $p50 | $p99 | $ok | $cpu | $kib |"
+    echo "| $n namespaces, $rate links, $policy placement | $tput | $p50 | $p99 | $ok | $fixed | $cpu | $kib |"
     awk -v t="$total" -v n="$requests" -v rr="$per_call" 'BEGIN {printf "%.2f %s\n", t * 1e6 / n, rr}' >> "$work/fit.txt"
     kill -TERM "$launch"; wait "$launch" 2> /dev/null || true
   done
 }
-export -f bench_rate load cpu_s summary remote_rows memory_of
-export spindle work rows requests in_flight root
+export -f bench_rate load cpu_s summary remote_rows memory_of fixed_p99
+export spindle work rows requests in_flight root fixed_rate
 for n in $sizes; do
   for rate in $rates; do
     "$root/scripts/netns-cluster.sh" run "spn$$" "$n" "$rate" -- bash -c "bench_rate $n $rate" 2> /dev/null
