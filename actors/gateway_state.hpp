@@ -104,9 +104,11 @@ struct rec_entry {
       : b(std::move(binding)), admission(with_floor(b.admission, admission_floor(b))) {}
   // A pool's worker takes every queued call into one pass (up to 4,096 samples):
   // the floor is one such pass of 64-sample calls, so a burst is batched, not
-  // refused, before capacity is measured. Actors take one call each: two apiece.
+  // refused, before capacity is measured. A model served elsewhere (forward)
+  // is batched by its server, which admits for itself: the same 64. Actors take
+  // one call each: two apiece.
   static std::size_t admission_floor(const rec_model_binding& b) {
-    if (b.pool) return 64;
+    if (b.pool || b.forward) return 64;
     return 2 * std::max<std::size_t>(1, b.instances.size());
   }
 };

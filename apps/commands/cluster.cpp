@@ -117,23 +117,11 @@ status serve_door(caf::actor_system& sys, const node_args& a,
   actors::gateway gw(sys);
   if (gnn) gw.add_model(std::move(*gnn));
   for (const auto& f : forwarders) gw.add_model(f->binding(a.door.admission()));
-  actors::model_loader loader;
-  if (gnns) {
-    loader = gnns->loader(a.door.admission(), rec_loader(a.door));
-  } else {
-    loader.load = [](const std::string& name,
-                     const std::string& path) -> expected<actors::gnn_model_binding> {
-      return make_error(errc::invalid_argument,
-                        "loading '{}' from {}: this node holds no shard of the cluster's "
-                        "dataset (start it with --dataset and --model to serve GNNs); "
-                        "recommendation models load on this node",
-                        name, path);
-    };
-  }
+  // Loads through this door reach every node with a door (the coordinator's list).
+  auto loader = gnns->loader(a.door.admission(), rec_loader(a.door));
   SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, std::move(loader)));
   gw.set_members(std::move(members));
-  std::optional<model_follower> follower;  // GNNs loaded through other doors
-  if (gnns) follower.emplace(gw, *gnns);
+  std::optional<model_follower> follower(std::in_place, gw, *gnns);  // loads at other doors
   auto served = serve_until_signal(gw, a.door, token, also, on_also, stopped_by);
   follower.reset();
   return served;

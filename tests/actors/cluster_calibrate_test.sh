@@ -24,33 +24,9 @@ trap cleanup EXIT
 export SPINDLE_PROGRESS=0
 fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
 
-read -r p0 p1 p2 door0 door1 <<< "$(python3 -c 'import socket
-ss=[socket.socket() for _ in range(5)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')"
-"$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || fail generate
-"$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || fail "model init"
-cat > "$work/cluster.toml" <<EOF
-coordinator = "s0"
-token_file = "cluster.token"
-[[server]]
-name = "s0"
-host = "127.0.0.1"
-port = $p0
-memory = 240000
-[[server]]
-name = "s1"
-host = "127.0.0.1"
-port = $p1
-memory = 240000
-door = "127.0.0.1:$door1"
-[[server]]
-name = "s2"
-host = "127.0.0.1"
-port = $p2
-memory = 240000
-EOF
-"$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || fail partition
+source "$root/tests/support/loopback_cluster.sh"
+read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
+out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || fail "$out"
 
 # Refusals first: they name the flags.
 out=$("$spindle" node --config "$work/cluster.toml" --rank 0 --dataset "$work/parts" --model "$work/m" \

@@ -29,35 +29,11 @@ trap cleanup EXIT
 export SPINDLE_PROGRESS=0
 fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
 
-read -r p0 p1 p2 door0 door1 <<< "$(python3 -c 'import socket
-ss=[socket.socket() for _ in range(5)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')"
-"$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || fail generate
-"$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || fail "model init"
+source "$root/tests/support/loopback_cluster.sh"
+read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
+out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || fail "$out"
 "$spindle" model init --arch gcn --in 32 --hidden 16 --classes 5 --seed 9 --name late --out-dir "$work/late" > /dev/null || fail "model init late"
 "$spindle" model init --arch ncf --tables 10,20,10,20 --seed 4 --out-dir "$work/ncf" > /dev/null || fail "model init ncf"
-cat > "$work/cluster.toml" <<EOF
-coordinator = "s0"
-token_file = "cluster.token"
-[[server]]
-name = "s0"
-host = "127.0.0.1"
-port = $p0
-memory = 240000
-[[server]]
-name = "s1"
-host = "127.0.0.1"
-port = $p1
-memory = 240000
-door = "127.0.0.1:$door1"
-[[server]]
-name = "s2"
-host = "127.0.0.1"
-port = $p2
-memory = 240000
-EOF
-"$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || fail partition
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
   --listen "127.0.0.1:$door0" --admin-token-file "$work/admin.token" > "$work/launch.log" 2>&1 &
 bg+=($!)
@@ -128,10 +104,7 @@ took=$(seconds_until rec_gone "$d0") || fail "rank 0's door still serves the unl
 echo "NCF unloaded through rank 1's door; rank 0's door dropped it ${took} s later"
 
 # A cluster of recommendation models only: two ranks, no dataset, a door each.
-read -r q0 q1 e0 e1 <<< "$(python3 -c 'import socket
-ss=[socket.socket() for _ in range(4)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+read -r q0 q1 e0 e1 <<< "$(free_ports 4)"
 printf 'coordinator = "t0"\ntoken_file = "rec.token"\n[[server]]\nname = "t0"\nhost = "127.0.0.1"\nport = %s\nmemory = 100000\n[[server]]\nname = "t1"\nhost = "127.0.0.1"\nport = %s\nmemory = 100000\n' \
   "$q0" "$q1" > "$work/rec.toml"
 "$spindle" node --config "$work/rec.toml" --rank 0 --listen "127.0.0.1:$e0" --rec-model "ctr=$work/ncf" \

@@ -18,6 +18,7 @@
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
 #include "tests/actors/cluster_support.hpp"
+#include "tests/support/spindle_cli.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle {
@@ -124,6 +125,13 @@ TEST(colocation_launch_test, launch_places_each_plan_servers_models_on_its_rank)
   std::set<std::string> at_door;
   for (const auto& m : *listed) at_door.insert(m.name);
   EXPECT_EQ(at_door, (std::set<std::string>{"D", "N", "W"}));
+  // Several calls in flight through the door are forwarded, none refused by
+  // the door itself (its admission floor follows the server's batching).
+  auto load = testing::run_spindle_cli({"client", "--connect", door, "--model", "N", "load", "--batch",
+                               "8", "--requests", "300", "--warmup", "10", "--clients", "4",
+                               "--json"});
+  EXPECT_EQ(load.code, 0) << load.out;
+  EXPECT_NE(load.out.find("\"ok\": 300"), std::string::npos) << load.out;
   auto bad = call;
   bad.sparse[0].indices[0] = 1 << 30;  // checked at the door against the plan server's tables
   auto refused = (*d)->infer_rec(bad);

@@ -20,36 +20,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ports=$(python3 -c 'import socket
-ps=[]
-ss=[]
-for _ in range(5):
-    s=socket.socket(); s.bind(("127.0.0.1",0)); ps.append(s.getsockname()[1]); ss.append(s)
-print(" ".join(map(str,ps)))')
-read -r p0 p1 p2 door0 door1 <<< "$ports"
-"$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || exit 1
-"$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || exit 1
-cat > "$work/cluster.toml" <<EOF
-coordinator = "s0"
-token_file = "cluster.token"
-[[server]]
-name = "s0"
-host = "127.0.0.1"
-port = $p0
-memory = 240000
-[[server]]
-name = "s1"
-host = "127.0.0.1"
-port = $p1
-memory = 240000
-door = "127.0.0.1:$door1"
-[[server]]
-name = "s2"
-host = "127.0.0.1"
-port = $p2
-memory = 240000
-EOF
-"$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || exit 1
+source "$root/tests/support/loopback_cluster.sh"
+read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
+out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || { echo "FAIL: $out"; exit 1; }
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
   --listen "127.0.0.1:$door0" --restart > "$work/launch.log" 2>&1 &
 bg+=($!)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grpc_service.grpc.pb.h"
+#include "transport/rpc/endpoint.hpp"
 
 namespace spindle::transport::kserve {
 namespace {
@@ -113,17 +114,6 @@ expected<rpc::model_info> info_of(const std::string& model, const std::string& p
 
 constexpr const char* kHeaderLength = "Inference-Header-Content-Length";
 
-expected<std::pair<std::string, int>> host_port(const std::string& endpoint) {
-  const auto colon = endpoint.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      std::sscanf(endpoint.c_str() + colon + 1, "%d", &port) != 1 || port <= 0 || port > 65535)
-    return make_error(errc::invalid_argument, "'{}': expected HOST:PORT", endpoint);
-  std::string host = endpoint.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return std::pair{host, port};
-}
 
 // The output `name` of a binary-extension answer (JSON header, then bytes).
 raw_answer parse_http_answer(const httplib::Result& res, const std::string& name) {
@@ -354,8 +344,8 @@ rpc::rpc_status status_of_http(int http_status) {
 }
 
 expected<std::unique_ptr<door_client>> connect_http(const std::string& endpoint, int timeout_ms) {
-  SPINDLE_ASSIGN_OR_RETURN(auto hp, host_port(endpoint));
-  auto c = std::make_unique<http_door>(endpoint, hp.first, hp.second, timeout_ms);
+  SPINDLE_ASSIGN_OR_RETURN(auto hp, parse_host_port(endpoint, "--connect"));
+  auto c = std::make_unique<http_door>(endpoint, hp.host, int(hp.port), timeout_ms);
   if (!c->live())
     return make_error(errc::unavailable, "{}: no KServe HTTP door answers /v2/health/live",
                       endpoint);
@@ -363,7 +353,7 @@ expected<std::unique_ptr<door_client>> connect_http(const std::string& endpoint,
 }
 
 expected<std::unique_ptr<door_client>> connect_grpc(const std::string& endpoint, int timeout_ms) {
-  SPINDLE_TRY(host_port(endpoint).error_or_ok());
+  SPINDLE_TRY(parse_host_port(endpoint, "--connect").error_or_ok());
   auto c = std::make_unique<grpc_door>(endpoint, timeout_ms);
   if (!c->live())
     return make_error(errc::unavailable, "{}: no KServe gRPC door answers ServerLive", endpoint);

@@ -1,0 +1,45 @@
+# Sourced by the loopback cluster test scripts (cluster_faults_test,
+# cluster_calibrate_test, cluster_models_test): free loopback ports, and a
+# 3-rank cluster on loopback with its data.
+
+# free_ports N: N loopback ports free now, on one line.
+free_ports() {
+  python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+}
+
+# three_rank_cluster SPINDLE WORK P0 P1 P2 DOOR1: WORK/whole (R-MAT s12, 32
+# features), WORK/m (GraphSAGE 32-32-8), WORK/cluster.toml (ranks s0..s2 on
+# ports P0..P2, s1 with its own door on DOOR1) and WORK/parts (the dataset
+# partitioned over the ranks). Returns non-zero naming the step that failed.
+three_rank_cluster() {
+  local spindle=$1 work=$2 p0=$3 p1=$4 p2=$5 door1=$6
+  "$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" \
+    > /dev/null 2>&1 || { echo "generate failed"; return 1; }
+  "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 \
+    --out-dir "$work/m" > /dev/null || { echo "model init failed"; return 1; }
+  cat > "$work/cluster.toml" <<TOML
+coordinator = "s0"
+token_file = "cluster.token"
+[[server]]
+name = "s0"
+host = "127.0.0.1"
+port = $p0
+memory = 240000
+[[server]]
+name = "s1"
+host = "127.0.0.1"
+port = $p1
+memory = 240000
+door = "127.0.0.1:$door1"
+[[server]]
+name = "s2"
+host = "127.0.0.1"
+port = $p2
+memory = 240000
+TOML
+  "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" \
+    > /dev/null || { echo "partition failed"; return 1; }
+}
