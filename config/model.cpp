@@ -150,8 +150,17 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                         origin);
     SPINDLE_ASSIGN_OR_RETURN(d.ops, detail::parse_ops(*arr, origin));
   }
+  if (const toml::node* n = root.get("verified")) {
+    const toml::table* v = n->as_table();
+    if (!v) return make_error(errc::invalid_argument, "{}: [verified] must be a table", origin);
+    for (auto&& [k, value] : *v) {
+      std::ostringstream text;
+      value.visit([&](const auto& x) { text << x; });
+      d.verified.emplace_back(std::string(k.str()), text.str());
+    }
+  }
   for (auto&& [k, _] : root)
-    if (k.str() != "model" && k.str() != "op")
+    if (k.str() != "model" && k.str() != "op" && k.str() != "verified")
       return make_error(errc::invalid_argument, "{}: unknown table [{}]", origin, k.str());
   if (d.arch == model_arch::stack) {
     if (t->get("layers") || t->get("hidden") || t->get("heads"))

@@ -48,6 +48,10 @@ struct model_desc {
   /// Tensors of the weights file the model may leave unused, by name or prefix
   /// (model.toml `ignore_tensors = ["aux_head."]`); any other unused one is refused.
   std::vector<std::string> ignore_tensors;
+  /// model.toml's [verified] table as the exporter wrote it (how the model was
+  /// checked against the module it came from: graphs, difference, releases),
+  /// each value as its TOML text; empty when the file has none.
+  std::vector<std::pair<std::string, std::string>> verified;
   // DLRM: dense features -> bottom MLP -> embedding_dim; tables of table_rows rows.
   int dense_in = 0;
   std::vector<int> bottom;  // bottom MLP widths; the last equals embedding_dim

@@ -30,6 +30,8 @@ void symmetrise(edge_list& e) {
 
 // Sorts one row by neighbour id, then drops self-loops and duplicates as asked.
 // Returns the row's new length; `scratch` holds (neighbour, weight) pairs.
+// `loops` and `dups` count what the row held (kept or dropped): a repeated
+// self-loop counts as a self-loop only.
 std::int64_t tidy_row(std::int64_t v, std::int64_t* nbr, float* w, std::int64_t len,
                       const build_options& opt, std::vector<std::pair<std::int64_t, float>>& scratch,
                       std::int64_t& loops, std::int64_t& dups) {
@@ -41,8 +43,11 @@ std::int64_t tidy_row(std::int64_t v, std::int64_t* nbr, float* w, std::int64_t 
   std::int64_t out = 0;
   for (std::int64_t i = 0; i < len; ++i) {
     auto [u, wt] = scratch[i];
-    if (u == v && !opt.keep_self_loops) { ++loops; continue; }
-    if (!opt.keep_duplicates && out > 0 && nbr[out - 1] == u) { ++dups; continue; }
+    const bool loop = u == v, dup = !loop && i > 0 && scratch[i - 1].first == u;
+    loops += loop;
+    dups += dup;
+    if (loop && !opt.keep_self_loops) continue;
+    if (dup && !opt.keep_duplicates) continue;
     nbr[out] = u;
     if (w) w[out] = wt;
     ++out;
@@ -79,8 +84,10 @@ built_graph to_csr(edge_list& e, std::int64_t n, const build_options& opt, threa
   };
   if (pool) pool->parallel_for(0, n, 4096, tidy);
   else tidy(0, n, 0);
-  out.self_loops_dropped = std::accumulate(loops.begin(), loops.end(), std::int64_t{0});
-  out.duplicates_dropped = std::accumulate(dups.begin(), dups.end(), std::int64_t{0});
+  out.self_loops = std::accumulate(loops.begin(), loops.end(), std::int64_t{0});
+  out.duplicates = std::accumulate(dups.begin(), dups.end(), std::int64_t{0});
+  out.self_loops_dropped = opt.keep_self_loops ? 0 : out.self_loops;
+  out.duplicates_dropped = opt.keep_duplicates ? 0 : out.duplicates;
 
   csr_graph& g = out.csr;
   g.num_nodes = n;

@@ -40,6 +40,8 @@ struct build_options {
 struct built_graph {
   csr_graph csr;
   std::vector<std::int64_t> original_ids;  // dense id -> input id; empty when not relabelled
+  std::int64_t self_loops = 0;          // u->u edges in the input (kept or dropped)
+  std::int64_t duplicates = 0;          // repeats of an earlier u->v (kept or dropped)
   std::int64_t self_loops_dropped = 0;
   std::int64_t duplicates_dropped = 0;
 };

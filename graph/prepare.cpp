@@ -257,6 +257,27 @@ void warn_if_undirected(const std::string& input, const csr_view& g) {
         input);
 }
 
+// Every edge prepare adds or drops, with the flag that changes it: a served
+// model aggregates over what is stored, so a silent difference from the input
+// is a silent difference from the user's PyG answers.
+void report_edge_counts(const std::string& input, std::int64_t input_edges, const built_graph& b,
+                        const build_options& build) {
+  const std::int64_t stored = b.csr.view().num_edges();
+  fmt::print(stderr, "spindle: {}: {} input edges -> {} stored\n", input, input_edges, stored);
+  if (build.undirected)
+    fmt::print(stderr, "  added the reverse of every edge (--undirected)\n");
+  if (b.self_loops_dropped)
+    fmt::print(stderr, "  dropped {} self-loops u->u (--keep-self-loops keeps them)\n",
+               b.self_loops_dropped);
+  else if (b.self_loops)
+    fmt::print(stderr, "  kept {} self-loops u->u (--drop-self-loops drops them)\n", b.self_loops);
+  if (b.duplicates_dropped)
+    fmt::print(stderr, "  dropped {} repeated edges (--keep-duplicates keeps them)\n",
+               b.duplicates_dropped);
+  else if (b.duplicates)
+    fmt::print(stderr, "  kept {} repeated edges (--drop-duplicates drops them)\n", b.duplicates);
+}
+
 status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,
                             thread_pool& pool) {
   edge_format fmt = o.format.value_or(guess_edge_format(o.input));
@@ -299,6 +320,9 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
     }
   }
   std::int64_t input_edges = static_cast<std::int64_t>(edges.src.size());
+  const bool edge_index = fmt == edge_format::npy;
+  build.keep_self_loops = o.keep_self_loops.value_or(edge_index);
+  build.keep_duplicates = o.keep_duplicates.value_or(edge_index);
   // Rows are what a node aggregates over: with `in`, v's row holds u for u -> v.
   if (o.direction == edge_direction::in) std::swap(edges.src, edges.dst);
   std::vector<std::string> names = !features.row_names.empty() ? features.row_names : edges.names;
@@ -314,6 +338,9 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
   meta.build["input_edges"] = std::to_string(input_edges);
   meta.build["self_loops_dropped"] = std::to_string(built->self_loops_dropped);
   meta.build["duplicates_dropped"] = std::to_string(built->duplicates_dropped);
+  meta.build["self_loops_kept"] = std::to_string(built->self_loops - built->self_loops_dropped);
+  meta.build["duplicates_kept"] = std::to_string(built->duplicates - built->duplicates_dropped);
+  report_edge_counts(o.input, input_edges, *built, build);
   if (o.synthetic) {  // a featureless graph: the features are made, and metadata says how
     features = make_features(*o.synthetic, built->csr.view());
     meta.build["features"] = o.synthetic->text;

@@ -50,7 +50,10 @@ struct prepare_options {
   std::string features;               // optional feature file
   std::optional<feature_format> features_format;
   std::optional<synthetic_features_spec> synthetic;  // instead of a feature file
-  build_options build;
+  build_options build;  // its keep_* are replaced by the two below
+  // Self-loops and repeated edges: kept when unset for a NumPy edge_index (PyG's
+  // layers see every column of it), dropped when unset for text edge lists.
+  std::optional<bool> keep_self_loops, keep_duplicates;
   edge_direction direction = edge_direction::in;
   metrics_request metrics;
   std::string name;    // dataset name (default: input file stem)

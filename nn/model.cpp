@@ -387,7 +387,7 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
 
 expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
                                 std::span<const float> degree, const tensor& x,
-                                thread_pool* pool) const {
+                                thread_pool* pool, const op_observer* observe) const {
   if (!desc_.is_gnn()) return make_error(errc::invalid_argument, "{}: not a GNN model", desc_.name);
   if (int(blocks.size()) != desc_.layers)
     return make_error(errc::invalid_argument, "{}: {} layers but {} sampled blocks (one per hop)",
@@ -397,7 +397,7 @@ expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
                       desc_.name, x.rows(), x.cols(), blocks[0].num_src, desc_.in);
   if (needs_degrees() && std::int64_t(degree.size()) < blocks[0].num_src)
     return make_error(errc::invalid_argument, "{}: GCN needs a degree per node", desc_.name);
-  if (desc_.arch == model_arch::stack) return forward_stack(a, blocks, degree, x, pool);
+  if (desc_.arch == model_arch::stack) return forward_stack(a, blocks, degree, x, pool, observe);
   tensor h;
   for (int l = 0; l < desc_.layers; ++l) {
     SPINDLE_ASSIGN_OR_RETURN(auto y, gnn_layer(a, l, blocks[l], degree, l == 0 ? x : h, pool));

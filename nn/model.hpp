@@ -5,6 +5,7 @@
 // threads may run forward() at once, each with its own allocator.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ struct param_spec {
 std::vector<param_spec> parameter_specs(const config::model_desc& d);
 /// The parameters of a stack model's ops (model_stack.cpp).
 std::vector<param_spec> stack_parameter_specs(const config::model_desc& d);
+
+/// Sees each op's output of a stack model's forward pass as it is made (op index,
+/// value; rows are the producing block's dst nodes): `spindle model verify`
+/// compares them with the user's module op by op.
+using op_observer = std::function<void(std::size_t op, const tensor& value)>;
 
 /// One table's lookups for a batch: bag b holds indices[offsets[b], offsets[b+1]).
 struct sparse_input {
@@ -73,9 +79,10 @@ class model {
   /// graph when graph_degrees() and of the sampled subgraph otherwise.
   /// Returns [blocks.back().num_dst x out].
   /// With `pool`, each layer's GEMMs and aggregation split their rows over it.
+  /// With `observe` (stack models), every op's output is shown to it.
   expected<tensor> forward(allocator& a, std::span<const block> blocks,
                            std::span<const float> degree, const tensor& x,
-                           thread_pool* pool = nullptr) const;
+                           thread_pool* pool = nullptr, const op_observer* observe = nullptr) const;
   /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
@@ -113,7 +120,7 @@ class model {
   // Stack models (model_stack.cpp): the ops in order, values freed after last use.
   expected<tensor> forward_stack(allocator& a, std::span<const block> blocks,
                                  std::span<const float> degree, const tensor& x,
-                                 thread_pool* pool) const;
+                                 thread_pool* pool, const op_observer* observe) const;
   expected<tensor> stack_op(allocator& a, std::size_t i, const block* b,
                             std::span<const float> degree, std::vector<tensor*>& in,
                             std::vector<bool>& owned, thread_pool* pool) const;

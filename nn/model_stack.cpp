@@ -226,7 +226,7 @@ expected<tensor> model::stack_op(allocator& a, std::size_t i, const block* b,
 
 expected<tensor> model::forward_stack(allocator& a, std::span<const block> blocks,
                                       std::span<const float> degree, const tensor& x,
-                                      thread_pool* pool) const {
+                                      thread_pool* pool, const op_observer* observe) const {
   const auto& ops = desc_.ops;
   std::map<std::string, std::size_t> last_use;
   for (std::size_t i = 0; i < ops.size(); ++i)
@@ -253,6 +253,7 @@ expected<tensor> model::forward_stack(allocator& a, std::span<const block> block
     auto y = stack_op(a, i, b, degree, in, owned, pool);
     if (!y) return std::move(y).error().with_context(fmt::format("{}: op {} ({}): ", desc_.name, i,
                                                                  config::to_string(op.kind)));
+    if (observe) (*observe)(i, *y);
     for (const auto& name : op.inputs)
       if (name != "x" && last_use.at(name) == i) values.erase(name);
     values.insert_or_assign(op.name, std::move(*y));

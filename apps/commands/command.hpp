@@ -43,6 +43,8 @@ void register_place(CLI::App& app, global_options& g);
 void register_partition(CLI::App& app, global_options& g);
 void register_serve_shard(CLI::App& app, global_options& g);
 void register_model(CLI::App& app, global_options& g);
+/// `spindle model verify` (model_verify.cpp); registered by register_model.
+void register_model_verify(CLI::App& model_cmd, global_options& g);
 void register_calibrate(CLI::App& app, global_options& g);
 void register_serve(CLI::App& app, global_options& g);
 void register_cluster(CLI::App& app, global_options& g);

@@ -139,6 +139,9 @@ status run_info(const std::string& dir) {
   }
   if (!d.ignore_tensors.empty())
     fmt::print("ignored by model.ignore_tensors: {}\n", fmt::join(d.ignore_tensors, ", "));
+  if (d.verified.empty() && d.arch == config::model_arch::stack)
+    fmt::print("verified: no record (not written by a checking exporter)\n");
+  for (const auto& [k, v] : d.verified) fmt::print("verified.{}: {}\n", k, v);
   fmt::print("parameters: {} ({:.2f} MiB float32)\n", m.parameter_count(),
              double(m.parameter_count()) * 4 / 1048576.0);
   return status::ok();
@@ -146,7 +149,7 @@ status run_info(const std::string& dir) {
 
 }  // namespace
 
-void register_model(CLI::App& app, global_options&) {
+void register_model(CLI::App& app, global_options& g) {
   auto* cmd = app.add_subcommand("model",
                                  "Create and inspect model directories (model.toml + safetensors)");
   cmd->require_subcommand(1);
@@ -185,6 +188,7 @@ void register_model(CLI::App& app, global_options&) {
   info->callback([dir] {
     if (int rc = report(run_info(*dir))) throw CLI::RuntimeError(rc);
   });
+  register_model_verify(*cmd, g);
 }
 
 }  // namespace spindle::apps

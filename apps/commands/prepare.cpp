@@ -12,6 +12,7 @@ struct prepare_args {
   std::string dir, input, format, features, features_format, out, relabel = "auto", name;
   std::string edge_direction = "in";
   bool undirected = false, keep_self_loops = false, keep_duplicates = false, force = false;
+  bool drop_self_loops = false, drop_duplicates = false;
   metrics_flags metrics;
 };
 
@@ -38,8 +39,12 @@ status run_prepare(const prepare_args& a, global_options& g) {
   }
   SPINDLE_ASSIGN_OR_RETURN(o.direction, graph::parse_edge_direction(a.edge_direction));
   o.build.undirected = a.undirected;
-  o.build.keep_self_loops = a.keep_self_loops;
-  o.build.keep_duplicates = a.keep_duplicates;
+  if (a.keep_self_loops && a.drop_self_loops)
+    return make_error(errc::invalid_argument, "--keep-self-loops and --drop-self-loops: give one");
+  if (a.keep_duplicates && a.drop_duplicates)
+    return make_error(errc::invalid_argument, "--keep-duplicates and --drop-duplicates: give one");
+  if (a.keep_self_loops || a.drop_self_loops) o.keep_self_loops = a.keep_self_loops;
+  if (a.keep_duplicates || a.drop_duplicates) o.keep_duplicates = a.keep_duplicates;
   o.build.relabel = a.relabel == "always"  ? graph::relabel_mode::always
                     : a.relabel == "never" ? graph::relabel_mode::never
                                            : graph::relabel_mode::auto_detect;
@@ -80,9 +85,14 @@ void register_prepare(CLI::App& app, global_options& g) {
          "aggregates over v (what Spindle stored before issue #16). Stored in metadata.json")
       ->check(CLI::IsMember({"in", "out"}))
       ->capture_default_str();
-  cmd->add_flag("--keep-self-loops", a->keep_self_loops, "Keep u->u edges (dropped by default)");
+  cmd->add_flag("--keep-self-loops", a->keep_self_loops,
+                "Keep u->u edges (the default for a NumPy edge_index, as PyG sees it)");
+  cmd->add_flag("--drop-self-loops", a->drop_self_loops,
+                "Drop u->u edges (the default for SNAP and CSV edge lists)");
   cmd->add_flag("--keep-duplicates", a->keep_duplicates,
-                "Keep repeated u->v edges (one kept by default)");
+                "Keep repeated u->v edges (the default for a NumPy edge_index)");
+  cmd->add_flag("--drop-duplicates", a->drop_duplicates,
+                "Keep one of each repeated u->v edge (the default for SNAP and CSV edge lists)");
   cmd->add_option(
          "--relabel", a->relabel,
          "auto: map sparse ids to 0..N-1 (saved as node_ids.npy) only when needed; always; never")

@@ -173,6 +173,47 @@ TEST(loaders_test, featureless_graphs_get_degree_onehot_or_random_features) {
   EXPECT_FALSE(parse_synthetic_features("x.npy")->has_value());  // a file, not a spec
 }
 
+// A NumPy edge_index is stored as PyG sees it: self-loops and repeated edges
+// kept (a served model aggregates over them as PyG's layers do), every count
+// printed with the flag that changes it; text edge lists keep dropping them.
+TEST(loaders_test, an_edge_index_keeps_self_loops_and_repeats_and_says_so) {
+  const std::string dir = temp_dir("keep_loops");
+  // columns: 0->1 twice, 2->2 (a self-loop), 1->2
+  const std::vector<std::int64_t> ei = {0, 0, 2, 1, 1, 1, 2, 2};
+  ASSERT_TRUE(write_npy(dir + "/ei.npy", dtype::i64, {2, 4}, ei.data()).has_value());
+  write_text(dir + "/e.txt", "0 1\n0 1\n2 2\n1 2\n");
+  thread_pool pool(1, "test");
+  auto stored = [&](const std::string& input, std::optional<bool> keep) {
+    prepare_options o;
+    o.input = dir + "/" + input;
+    o.keep_self_loops = o.keep_duplicates = keep;
+    o.force = true;
+    ::testing::internal::CaptureStderr();
+    EXPECT_TRUE(prepare_dataset(o, dir + "/ds", pool).is_ok()) << input;
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    auto ds = dataset::open(dir + "/ds");
+    EXPECT_TRUE(ds.has_value());
+    return std::make_pair(ds ? ds->graph().num_edges() : -1, said);
+  };
+  auto [edges, said] = stored("ei.npy", std::nullopt);
+  EXPECT_EQ(edges, 4);
+  EXPECT_NE(said.find("kept 1 self-loops u->u (--drop-self-loops drops them)"), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("kept 1 repeated edges (--drop-duplicates drops them)"), std::string::npos);
+  std::tie(edges, said) = stored("ei.npy", false);
+  EXPECT_EQ(edges, 2);
+  EXPECT_NE(said.find("dropped 1 self-loops u->u (--keep-self-loops keeps them)"),
+            std::string::npos) << said;
+  std::tie(edges, said) = stored("e.txt", std::nullopt);
+  EXPECT_EQ(edges, 2);
+  EXPECT_NE(said.find("dropped 1 repeated edges (--keep-duplicates keeps them)"),
+            std::string::npos) << said;
+  auto ds = dataset::open(dir + "/ds");
+  ASSERT_TRUE(ds.has_value());
+  EXPECT_EQ(ds->metadata().build.at("duplicates_dropped"), "1");
+  EXPECT_EQ(ds->metadata().build.at("self_loops_kept"), "0");
+}
+
 // Issue #16 item 6: requests may name nodes by the input's ids; node_index maps
 // them to rows (node_names.txt for text ids, node_ids.npy for sparse integers).
 TEST(loaders_test, node_index_resolves_input_ids_to_rows) {

@@ -1,0 +1,120 @@
+// `spindle model verify DIR --x X.npy --edge-index EI.npy --out OUT`: the
+// model's answers on a user's small graph through the serving path (every node,
+// every neighbour), written op by op as OUT/op-<i>.npy [nodes x width] in node
+// order. For a recommendation model, `--rec-inputs IN` (IN/dense.npy [B x
+// dense_in] float32, IN/indices-<t>.npy and IN/offsets-<t>.npy int64 per table,
+// B + 1 offsets) gives OUT/output.npy [B x 1]. spindle_client's exporters run it
+// and compare with the user's live module before they write a model; people run
+// it to see where an answer parts from theirs.
+#include <filesystem>
+
+#include "apps/commands/command.hpp"
+#include "core/npy.hpp"
+#include "graph/dataset.hpp"
+#include "graph/prepare.hpp"
+#include "nn/model.hpp"
+#include "sched/serving/full_graph_check.hpp"
+
+namespace spindle::apps {
+namespace {
+
+struct verify_args {
+  std::string dir, x, edge_index, rec_inputs, out;
+  bool drop_self_loops = false, drop_duplicates = false;
+};
+
+template <class T>
+expected<std::vector<T>> read_npy(const std::string& path, std::vector<std::int64_t>* shape = nullptr) {
+  SPINDLE_ASSIGN_OR_RETURN(auto arr, npy_array::open(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto v, arr.as<T>());
+  if (shape) *shape = arr.shape();
+  return std::vector<T>(v.begin(), v.end());
+}
+
+status run_verify_rec(const verify_args& a) {
+  nn::heap_allocator alloc;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(a.dir, alloc));
+  const auto& d = m.desc();
+  if (!d.is_rec())
+    return make_error(errc::invalid_argument, "{}: --rec-inputs is for recommendation models",
+                      a.dir);
+  std::vector<std::int64_t> shape;
+  SPINDLE_ASSIGN_OR_RETURN(auto dense_v, read_npy<float>(a.rec_inputs + "/dense.npy", &shape));
+  if (shape.size() != 2)
+    return make_error(errc::invalid_argument, "{}/dense.npy: expected [batch, dense_in]",
+                      a.rec_inputs);
+  auto dense = nn::tensor::borrow(dense_v.data(), {shape[0], shape[1]});
+  std::vector<nn::sparse_input> sparse(d.table_rows.size());
+  for (std::size_t t = 0; t < sparse.size(); ++t) {
+    const std::string base = fmt::format("{}/{{}}-{}.npy", a.rec_inputs, t);
+    SPINDLE_ASSIGN_OR_RETURN(sparse[t].indices,
+                             read_npy<std::int64_t>(fmt::format(fmt::runtime(base), "indices")));
+    SPINDLE_ASSIGN_OR_RETURN(sparse[t].offsets,
+                             read_npy<std::int64_t>(fmt::format(fmt::runtime(base), "offsets")));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto y, m.forward_rec(alloc, dense, sparse));
+  if (auto w = write_npy(a.out + "/output.npy", dtype::f32, {y.rows(), y.cols()}, y.data()); !w)
+    return std::move(w).error();
+  fmt::print("model '{}': {} answers written to {}/output.npy\n", d.name, y.rows(), a.out);
+  return status::ok();
+}
+
+status run_verify(const verify_args& a, global_options& g) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  if (ec) return make_error(errc::io_error, "--out {}: {}", a.out, ec.message());
+  if (!a.rec_inputs.empty()) return run_verify_rec(a);
+  if (a.x.empty() || a.edge_index.empty())
+    return make_error(errc::invalid_argument,
+                      "give --x and --edge-index (a GNN) or --rec-inputs (a recommendation model)");
+  graph::prepare_options o;
+  o.input = a.edge_index;
+  o.format = graph::edge_format::npy;
+  o.features = a.x;
+  o.keep_self_loops = !a.drop_self_loops;
+  o.keep_duplicates = !a.drop_duplicates;
+  o.force = true;
+  o.metrics.fanouts = {-1};
+  const std::string ds_dir = a.out + "/dataset";
+  SPINDLE_TRY(graph::prepare_dataset(o, ds_dir, g.pool()));
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(ds_dir));
+  nn::heap_allocator alloc;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(a.dir, alloc));
+  SPINDLE_ASSIGN_OR_RETURN(auto ops, sched::full_graph_ops(ds, m));
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string path = fmt::format("{}/op-{}.npy", a.out, i);
+    if (auto w = write_npy(path, dtype::f32, {ops[i].rows, ops[i].cols}, ops[i].values.data()); !w)
+      return std::move(w).error();
+  }
+  fmt::print("model '{}': {} ops over {} nodes and {} edges written to {}/op-<i>.npy\n",
+             m.desc().name, ops.size(), ds.num_nodes(), ds.graph().num_edges(), a.out);
+  return status::ok();
+}
+
+}  // namespace
+
+void register_model_verify(CLI::App& model_cmd, global_options& g) {
+  auto* cmd = model_cmd.add_subcommand(
+      "verify",
+      "Run a stack model over every node of a small graph (every neighbour) and write each "
+      "op's output (OUT/op-<i>.npy), to compare with the module it was exported from");
+  auto a = std::make_shared<verify_args>();
+  cmd->add_option("dir", a->dir, "Model directory")->required();
+  cmd->add_option("--x", a->x, "Node features, .npy float32 [N, F]");
+  cmd->add_option("--edge-index", a->edge_index, "edge_index .npy int64 [2, E] (PyG's)");
+  cmd->add_option("--rec-inputs", a->rec_inputs,
+                  "Recommendation models: a folder with dense.npy [B, dense_in] float32 and "
+                  "indices-<t>.npy, offsets-<t>.npy (B + 1 offsets) int64 per table");
+  cmd->add_option("--out", a->out, "Folder for op-<i>.npy (and the prepared dataset)")
+      ->required();
+  cmd->add_flag("--drop-self-loops", a->drop_self_loops,
+                "Check the graph without its u->u edges (as `prepare --drop-self-loops`)");
+  cmd->add_flag("--drop-duplicates", a->drop_duplicates,
+                "Check the graph with one of each repeated edge (`prepare --drop-duplicates`)");
+  cmd->callback([a, &g] {
+    if (int rc = report(run_verify(*a, g))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps

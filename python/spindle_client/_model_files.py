@@ -1,0 +1,96 @@
+"""Writing a Spindle model directory (model.toml + weights.safetensors) the way
+the C++ loader reads it: staged in a folder beside the target, checked there,
+then moved into place whole, so a refused export leaves nothing behind."""
+import json
+import os
+import shutil
+import struct
+import tempfile
+import zlib
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    raise TypeError(type(v))
+
+
+def model_toml(name, in_width, out_width, fanouts, ops, producer="export_pyg"):
+    lines = [f"# Written by spindle_client.export.{producer}", "[model]",
+             f"name = {json.dumps(name)}", 'arch = "stack"', 'weights = "weights.safetensors"',
+             f"in = {in_width}", f"out = {out_width}"]
+    if fanouts is not None:
+        lines.append(f"fanouts = {toml_value(fanouts)}")
+    for op in ops:
+        lines.append("")
+        lines.append("[[op]]")
+        for k, v in op.items():
+            lines.append(f"{k} = {toml_value(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def verified_table(record):
+    """model.toml's [verified] table: how (and whether) the export was checked."""
+    lines = ["", "[verified]"]
+    for k, v in record.items():
+        lines.append(f"{k} = {toml_value(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def safetensors_bytes(tensors, producer="spindle export"):
+    header, blobs, offset = {"__metadata__": {"format": "pt", "producer": producer}}, [], 0
+    for name, t in tensors.items():
+        values = t.contiguous().reshape(-1).tolist()
+        data = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+class Staging:
+    """A folder beside out_dir holding the files until commit(); removed on exit."""
+
+    def __init__(self, out_dir):
+        self.out_dir = os.path.abspath(out_dir)
+        parent = os.path.dirname(self.out_dir)
+        os.makedirs(parent, exist_ok=True)
+        self.path = tempfile.mkdtemp(prefix=".export-", dir=parent)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def write(self, toml_text, tensors):
+        weights = safetensors_bytes(tensors)
+        with open(os.path.join(self.path, "weights.safetensors"), "wb") as f:
+            f.write(weights)
+        # The loader refuses weights that no longer match (damaged, replaced).
+        crc = f'weights_crc32 = "{zlib.crc32(weights) & 0xffffffff:08x}"\n'
+        self.toml = toml_text.replace('weights = "weights.safetensors"\n',
+                                      'weights = "weights.safetensors"\n' + crc, 1)
+        self._write_toml()
+
+    def append_toml(self, text):
+        self.toml += text
+        self._write_toml()
+
+    def _write_toml(self):
+        with open(os.path.join(self.path, "model.toml"), "w") as f:
+            f.write(self.toml)
+
+    def commit(self):
+        os.makedirs(self.out_dir, exist_ok=True)
+        for fname in ("weights.safetensors", "model.toml"):
+            os.replace(os.path.join(self.path, fname), os.path.join(self.out_dir, fname))

@@ -1,0 +1,537 @@
+"""Translates a PyTorch Geometric module, as users write it, into Spindle's stack
+ops (model.toml [[op]] tables) and the tensors they read.
+
+The module's forward(x, edge_index) is traced with torch.fx through a wrapper
+whose forward takes exactly (x, edge_index), so forwards with optional or
+keyword-only arguments (PyG's own model classes: edge_weight=None, batch=None)
+trace on every torch release, those arguments at their defaults as at serving.
+Message-passing layers, Linear, norms, activations, Dropout and
+JumpingKnowledge are leaves; in-place calls (h.relu_(), F.relu(h, inplace=True),
+nn.ReLU(inplace=True) without assignment) become the ops they are, and the
+value they change is the op's output from then on. Anything Spindle cannot
+compute raises ExportError naming the module path or operation."""
+import inspect
+import operator
+
+from ._verify import CheckError
+
+
+class ExportError(CheckError):
+    """The model holds a module or operation Spindle does not serve, or its check
+    against the module failed; nothing was written."""
+
+
+MESSAGE_PASSING = {"sage", "gcn", "gat", "gin"}
+_PATH = "m."  # the user's module inside the tracing wrapper
+
+
+def _leaf_types():
+    import torch
+    import torch_geometric.nn as gnn
+    from torch_geometric.nn import MessagePassing
+    from torch_geometric.nn.dense.linear import Linear as PygLinear
+    leaves = [MessagePassing, torch.nn.Linear, PygLinear, torch.nn.ReLU, torch.nn.ELU,
+              torch.nn.LeakyReLU, torch.nn.GELU, torch.nn.Tanh, torch.nn.Sigmoid,
+              torch.nn.PReLU, torch.nn.Dropout, torch.nn.Identity, torch.nn.LogSoftmax,
+              torch.nn.Softmax, gnn.JumpingKnowledge, torch.nn.modules.batchnorm._NormBase,
+              torch.nn.LayerNorm, torch.nn.GroupNorm]
+    # Every PyG norm is a leaf, so one Spindle lacks is refused by its own name.
+    try:
+        import torch_geometric.nn.norm as pyg_norm
+        leaves += [c for c in vars(pyg_norm).values()
+                   if isinstance(c, type) and issubclass(c, torch.nn.Module)]
+    except ImportError:
+        pass
+    return tuple(leaves)
+
+
+def _positional_wrapper(module, n_args, what):
+    """A module whose forward takes exactly n_args tensors and calls `module` with them."""
+    import torch
+    forward = getattr(type(module), "forward", None)
+    if forward is None or forward is torch.nn.Module.forward:
+        raise ExportError(f"{what} has no forward: export the submodule whose "
+                          f"forward(x, edge_index) you call (its encoder, say)")
+    params = list(inspect.signature(forward).parameters.values())[1:]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    if len(positional) < n_args and not has_varargs:
+        names = ", ".join(p.name for p in params)
+        want = "(x, edge_index)" if n_args == 2 else "(x)"
+        raise ExportError(f"{what}.forward({names}) is not forward{want}; Spindle serves node "
+                          f"features and edge_index (recommendation models: export_torch)")
+    for p in positional[n_args:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
+        if p.default is inspect.Parameter.empty:
+            raise ExportError(f"{what}.forward needs '{p.name}', which Spindle does not pass "
+                              f"(it serves forward(x, edge_index); give it a default of None)")
+
+    class _Wrapper(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = module
+
+    if n_args == 2:
+        _Wrapper.forward = lambda self, x, edge_index: self.m(x, edge_index)
+    else:
+        _Wrapper.forward = lambda self, x: self.m(x)
+    return _Wrapper()
+
+
+def trace(module, what, n_args=2):
+    """(graph, GraphModule) of module's forward, traced through the positional wrapper."""
+    import torch.fx
+    leaves = _leaf_types()
+
+    class _Tracer(torch.fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
+
+    root = _positional_wrapper(module, n_args, what)
+    try:
+        graph = _Tracer().trace(root)
+    except ExportError:
+        raise
+    except Exception as e:  # noqa: BLE001  (tracing fails in many ways; say which module)
+        raise ExportError(f"{what}: its forward cannot be traced with torch.fx "
+                          f"({type(e).__name__}: {e})") from e
+    # A layer whose result is unused must not be computed (nor take a sampled hop);
+    # an in-place call has no users but changes a value that others read.
+    for node in reversed(list(graph.nodes)):
+        if (node.op in ("call_module", "call_function", "call_method") and not node.users
+                and not _in_place(node, root)):
+            graph.erase_node(node)
+    return graph, torch.fx.GraphModule(root, graph)
+
+
+def _in_place(node, root):
+    if node.kwargs.get("inplace") is True:
+        return True
+    if node.op == "call_module":
+        return bool(getattr(root.get_submodule(node.target), "inplace", False))
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return node.target in (operator.iadd,) or (name.endswith("_") and not name.startswith("__"))
+
+
+def _strip_none(args, kwargs):
+    """Trailing None positional arguments and None keywords: optional inputs unused."""
+    args = list(args)
+    while args and args[-1] is None:
+        args.pop()
+    return args, {k: v for k, v in kwargs.items() if v is not None}
+
+
+def check_supported_shape(model):
+    """Refusals that name the kind of model before tracing says something obscure."""
+    import torch
+    from torch_geometric.nn import MessagePassing
+    name = type(model).__name__
+    try:
+        from torch_geometric.nn import HeteroConv
+    except ImportError:
+        HeteroConv = ()
+    for path, m in model.named_modules():
+        if HeteroConv and isinstance(m, HeteroConv):
+            raise ExportError(f"{path or name}: heterogeneous models (HeteroConv) are not served "
+                              f"yet: Spindle serves one node type and one edge type")
+        if isinstance(m, torch.nn.ModuleDict) and any("__" in k for k in m.keys()):
+            raise ExportError(f"{path or name}: heterogeneous models (to_hetero) are not served "
+                              f"yet: Spindle serves one node type and one edge type")
+    mods = list(model.modules())
+    if not any(isinstance(m, MessagePassing) for m in mods):
+        if any(isinstance(m, (torch.nn.EmbeddingBag, torch.nn.Embedding)) for m in mods):
+            raise ExportError(f"{name} holds embedding tables and no message-passing layer: "
+                              f"export recommendation models with export_torch")
+        raise ExportError(f"{name} has no message-passing layer (SAGEConv, GCNConv, GATConv, "
+                          f"GINConv): nothing for Spindle to sample")
+    for path, p in model.named_parameters():
+        if isinstance(p, torch.nn.parameter.UninitializedParameter):
+            raise ExportError(f"{path}: a lazy module (in_channels=-1) without weights yet; pass "
+                              f"check=(x, edge_index) to initialise it with a forward on your data")
+
+
+def gcn_improved_in_effect(conv):
+    """Whether GCNConv(improved=True) weighs self-loops 2 in the installed PyG: PyG
+    2.3 ignored `improved` without edge weights, later releases do not. Asked of
+    PyG's own gcn_norm on a two-node graph, so the export follows the release the
+    module comes from."""
+    if not conv.improved:
+        return False
+    import torch
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+    ei = torch.tensor([[0], [1]])
+    out = gcn_norm(ei, None, 2, True, True)
+    ei2, w = out[0], out[1]
+    for k in range(ei2.shape[1]):
+        if int(ei2[0, k]) == 1 and int(ei2[1, k]) == 1:
+            return abs(float(w[k]) - 2.0 / 3.0) < 1e-6
+    return True
+
+
+class Translator:
+    def __init__(self, model):
+        self.model = model
+        self.ops = []
+        self.tensors = {}        # name -> tensor, in the order written
+        self.width = {"x": None}  # value -> width
+        self.names = set()
+        self.produced_by = {}    # op name -> the top-level fx node whose value it is
+        self.gm = None           # the traced wrapper (for the check's per-node values)
+
+    # --- the top-level module -------------------------------------------------
+    def run(self):
+        model = self.model
+        was_training = model.training
+        model.eval()
+        try:
+            check_supported_shape(model)
+            graph, self.gm = trace(model, type(model).__name__)
+            value = {}
+            x_node, self.edge_index = [n for n in graph.nodes if n.op == "placeholder"]
+            value[x_node] = "x"
+            result = self._walk(graph, value, self.gm, prefix="", top=True)
+        finally:
+            model.train(was_training)
+        if self.width["x"] is None:
+            raise ExportError("the input width is unknown: no layer reads x directly")
+        if not self.ops or result != self.ops[-1]["name"]:
+            raise ExportError("the model's output is not the result of its last operation")
+        return self.ops, self.tensors, self.width["x"], self.width[result]
+
+    def _walk(self, graph, value, root, prefix, top=False):
+        """Translates `graph`'s nodes (module paths relative to `root`, the tracing
+        wrapper, tensor names under `prefix`); returns the value name of its output."""
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                out = node.args[0]
+                if isinstance(out, (tuple, list)):
+                    raise ExportError("forward returns several values; Spindle serves one tensor")
+                return self._value(value, out, "output")
+            if node.op == "call_module":
+                module = root.get_submodule(node.target)
+                self._module(node, module, prefix + _user_path(node.target), value)
+            elif node.op in ("call_function", "call_method"):
+                self._function(node, value)
+            elif node.op == "get_attr":
+                raise ExportError(f"{_user_path(node.target)}: a tensor read directly in forward "
+                                  f"is not supported (use a module)")
+            else:
+                raise ExportError(f"{node.name}: unsupported graph node {node.op}")
+            made = value.get(node)
+            if top and made not in (None, "x") and made not in self.produced_by:
+                self.produced_by[made] = node
+            # An in-place call changes its input: readers after it see the op's output.
+            if _in_place(node, root) and node.args and node.args[0] in value and node in value:
+                value[node.args[0]] = value[node]
+        raise ExportError("the traced forward has no output")
+
+    # --- helpers ---------------------------------------------------------------
+    def _value(self, value, arg, where):
+        import torch.fx
+        if not isinstance(arg, torch.fx.Node) or arg not in value:
+            raise ExportError(f"{where}: reads {arg!r}, which is not a tensor Spindle computes")
+        return value[arg]
+
+    def _emit(self, node_name, kind, inputs, width, **fields):
+        name = node_name.replace(".", "_")
+        while name in self.names or name == "x":
+            name += "_"
+        self.names.add(name)
+        op = {"kind": kind, "name": name, "inputs": list(inputs)}
+        op.update(fields)
+        self.ops.append(op)
+        self.width[name] = width
+        return name
+
+    def _take(self, prefix, module, names):
+        """Records module's tensors `names` under `prefix`."""
+        state = module.state_dict()
+        for n in names:
+            if n not in state:
+                raise ExportError(f"{prefix}: has no tensor '{n}'")
+            self.tensors[f"{prefix}.{n}"] = state[n].detach().float().cpu()
+
+    def _input_width(self, name, want, where):
+        have = self.width[name]
+        if have is None:
+            self.width[name] = want
+        elif want != have:
+            raise ExportError(f"{where}: expects {want} input columns, its input has {have}")
+
+    # --- modules ---------------------------------------------------------------
+    def _module(self, node, module, path, value):
+        import torch
+        import torch_geometric.nn as gnn
+        from torch_geometric.nn import MessagePassing
+        kind = type(module).__name__
+        if isinstance(module, MessagePassing):
+            return self._conv(node, module, path, value)
+        args, kwargs = _strip_none(node.args, node.kwargs)
+        if isinstance(module, gnn.JumpingKnowledge):
+            if module.mode not in ("cat", "max"):
+                raise ExportError(f"{path}: JumpingKnowledge(mode='{module.mode}') is not "
+                                  f"supported (cat and max are)")
+            xs = args[0]
+            if not isinstance(xs, (list, tuple)):
+                raise ExportError(f"{path}: JumpingKnowledge must get a list of layer outputs")
+            ins = [self._value(value, a, path) for a in xs]
+            widths = [self.width[i] for i in ins]
+            w = sum(widths) if module.mode == "cat" else widths[0]
+            value[node] = self._emit(node.name, module.mode, ins, w)
+            return
+        if len(args) != 1 or kwargs:
+            raise ExportError(f"{path}: {kind} called with {len(args) + len(kwargs)} inputs; "
+                              f"Spindle serves it on one (no batch vector)")
+        src = self._value(value, args[0], path)
+        if isinstance(module, (torch.nn.Dropout, torch.nn.Identity)):
+            value[node] = src  # identity at inference
+            return
+        w = self.width[src]
+        simple = {torch.nn.ReLU: "relu", torch.nn.Tanh: "tanh", torch.nn.Sigmoid: "sigmoid"}
+        for t, k in simple.items():
+            if type(module) is t:
+                value[node] = self._emit(node.name, k, [src], w)
+                return
+        if isinstance(module, torch.nn.ELU):
+            value[node] = self._emit(node.name, "elu", [src], w, alpha=float(module.alpha))
+        elif isinstance(module, torch.nn.LeakyReLU):
+            value[node] = self._emit(node.name, "leaky_relu", [src], w,
+                                     negative_slope=float(module.negative_slope))
+        elif isinstance(module, torch.nn.GELU):
+            value[node] = self._emit(node.name, "gelu", [src], w,
+                                     approximate=getattr(module, "approximate", "none"))
+        elif isinstance(module, torch.nn.PReLU):
+            self._take(path, module, ["weight"])
+            value[node] = self._emit(node.name, "prelu", [src], w, prefix=path,
+                                     channels=int(module.num_parameters))
+        elif isinstance(module, (torch.nn.LogSoftmax, torch.nn.Softmax)):
+            if module.dim not in (-1, 1):
+                raise ExportError(f"{path}: {kind}(dim={module.dim}); Spindle takes it over classes")
+            k = "log_softmax" if isinstance(module, torch.nn.LogSoftmax) else "softmax"
+            value[node] = self._emit(node.name, k, [src], w)
+        elif _is_linear(module):
+            weight = module.weight
+            if weight.dim() != 2 or isinstance(weight, torch.nn.parameter.UninitializedParameter):
+                raise ExportError(f"{path}: lazy Linear without weights; run the model once first")
+            out, inw = weight.shape
+            self._input_width(src, int(inw), path)
+            names = ["weight"] + (["bias"] if module.bias is not None else [])
+            self._take(path, module, names)
+            value[node] = self._emit(node.name, "linear", [src], int(out), prefix=path,
+                                     **{"in": int(inw), "out": int(out),
+                                        "bias": module.bias is not None})
+        else:
+            self._norm(node, module, path, src, value)
+
+    def _norm(self, node, module, path, src, value):
+        import torch
+        import torch_geometric.nn as gnn
+        kind = type(module).__name__
+        if hasattr(gnn, "BatchNorm") and isinstance(module, gnn.BatchNorm):
+            module, path = module.module, path + ".module"
+        if hasattr(gnn, "LayerNorm") and isinstance(module, gnn.LayerNorm):
+            if getattr(module, "mode", "graph") != "node":
+                raise ExportError(f"{path}: torch_geometric LayerNorm(mode='graph') normalises over "
+                                  f"the whole graph; Spindle serves mode='node' or torch.nn.LayerNorm")
+            width = int(module.in_channels)
+            affine = module.weight is not None
+            self._input_width(src, width, path)
+            if affine:
+                self._take(path, module, ["weight", "bias"])
+            value[node] = self._emit(node.name, "layer_norm", [src], width, prefix=path,
+                                     **{"in": width, "eps": float(module.eps), "affine": affine})
+            return
+        if isinstance(module, torch.nn.BatchNorm1d):
+            if not module.track_running_stats:
+                raise ExportError(f"{path}: BatchNorm1d(track_running_stats=False) uses batch "
+                                  f"statistics at inference; Spindle serves running statistics")
+            width = int(module.num_features)
+            self._input_width(src, width, path)
+            names = (["weight", "bias"] if module.affine else []) + ["running_mean", "running_var"]
+            self._take(path, module, names)
+            value[node] = self._emit(node.name, "batch_norm", [src], width, prefix=path,
+                                     **{"in": width, "eps": float(module.eps),
+                                        "affine": bool(module.affine)})
+            return
+        if isinstance(module, torch.nn.LayerNorm):
+            shape = tuple(module.normalized_shape)
+            if len(shape) != 1:
+                raise ExportError(f"{path}: LayerNorm over {shape}; Spindle normalises one dimension")
+            width = int(shape[0])
+            self._input_width(src, width, path)
+            affine = module.elementwise_affine
+            if affine:
+                self._take(path, module, ["weight", "bias"])
+            value[node] = self._emit(node.name, "layer_norm", [src], width, prefix=path,
+                                     **{"in": width, "eps": float(module.eps), "affine": affine})
+            return
+        raise ExportError(f"{path}: {kind} is not supported")
+
+    # --- message passing --------------------------------------------------------
+    def _conv(self, node, conv, path, value):
+        from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+        kind = type(conv).__name__
+        if type(conv) not in (SAGEConv, GCNConv, GATConv, GINConv):
+            raise ExportError(f"{path}: {kind} is not supported (Spindle serves SAGEConv, GCNConv, "
+                              f"GATConv and GINConv)")
+        args, kwargs = _strip_none(node.args, node.kwargs)
+        if len(args) != 2 or kwargs:
+            extra = ", ".join(list(kwargs)) or f"{len(args)} arguments"
+            raise ExportError(f"{path}: {kind} must be called as conv(x, edge_index) ({extra}: "
+                              f"edge weights, attributes and sizes are not served)")
+        if args[1] is not self.edge_index:
+            raise ExportError(f"{path}: {kind}'s second argument must be forward's edge_index")
+        src = self._value(value, args[0], path)
+        if isinstance(conv, SAGEConv):
+            return self._sage(node, conv, path, src, value)
+        if isinstance(conv, GCNConv):
+            return self._gcn(node, conv, path, src, value)
+        if isinstance(conv, GATConv):
+            return self._gat(node, conv, path, src, value)
+        return self._gin(node, conv, path, src, value)
+
+    def _sage(self, node, conv, path, src, value):
+        aggr = conv.aggr if isinstance(conv.aggr, str) else None
+        aggr = {"add": "sum"}.get(aggr, aggr)
+        if aggr not in ("mean", "sum", "max", "min"):
+            raise ExportError(f"{path}: SAGEConv(aggr={conv.aggr!r}) is not supported (mean, sum, "
+                              f"max, min are)")
+        out, inw = conv.lin_l.weight.shape
+        self._input_width(src, int(inw), path)
+        names = []
+        if conv.project:
+            names += ["lin.weight", "lin.bias"]
+        names += ["lin_l.weight"] + (["lin_l.bias"] if conv.lin_l.bias is not None else [])
+        if conv.root_weight:
+            names.append("lin_r.weight")
+        self._take(path, conv, names)
+        value[node] = self._emit(node.name, "sage", [src], int(out), prefix=path,
+                                 **{"in": int(inw), "out": int(out), "aggr": aggr,
+                                    "normalize": bool(conv.normalize),
+                                    "root_weight": bool(conv.root_weight),
+                                    "project": bool(conv.project),
+                                    "bias": conv.lin_l.bias is not None})
+
+    def _gcn(self, node, conv, path, src, value):
+        if getattr(conv, "cached", False):
+            pass  # caching the normalisation does not change the answer
+        out, inw = conv.lin.weight.shape
+        self._input_width(src, int(inw), path)
+        has_bias = conv.bias is not None
+        self._take(path, conv, ["lin.weight"] + (["bias"] if has_bias else []))
+        value[node] = self._emit(node.name, "gcn", [src], int(out), prefix=path,
+                                 **{"in": int(inw), "out": int(out),
+                                    "add_self_loops": bool(conv.add_self_loops),
+                                    "normalize": bool(conv.normalize),
+                                    "improved": gcn_improved_in_effect(conv), "bias": has_bias,
+                                    "norm": "graph"})
+
+    def _gat(self, node, conv, path, src, value):
+        if getattr(conv, "edge_dim", None) is not None:
+            raise ExportError(f"{path}: GATConv(edge_dim=...) needs edge attributes; not supported")
+        if not isinstance(conv.in_channels, int):
+            raise ExportError(f"{path}: GATConv with separate source/target widths is not supported")
+        if getattr(conv, "fill_value", "mean") != "mean" and conv.add_self_loops:
+            pass  # fill_value only matters with edge attributes
+        state = conv.state_dict()
+        weight = state.get("lin_src.weight", state.get("lin.weight"))
+        heads, out = int(conv.heads), int(conv.out_channels)
+        inw = int(weight.shape[1])
+        self._input_width(src, inw, path)
+        self.tensors[f"{path}.lin_src.weight"] = weight.detach().float().cpu()
+        names = ["att_src", "att_dst"] + (["bias"] if conv.bias is not None else [])
+        self._take(path, conv, names)
+        width = heads * out if conv.concat else out
+        value[node] = self._emit(node.name, "gat", [src], width, prefix=path,
+                                 **{"in": inw, "out": out, "heads": heads,
+                                    "concat": bool(conv.concat),
+                                    "negative_slope": float(conv.negative_slope),
+                                    "add_self_loops": bool(conv.add_self_loops),
+                                    "bias": conv.bias is not None})
+
+    def _gin(self, node, conv, path, src, value):
+        eps = float(conv.eps.detach().reshape(-1)[0])
+        self.tensors[f"{path}.eps"] = conv.eps.detach().float().cpu().reshape(1)
+        w = self.width[src]
+        agg = self._emit(node.name + "_aggregate", "gin", [src], w, prefix=path, eps=eps)
+        # GINConv's nn, translated into ops on the aggregated value.
+        graph, gm = trace(conv.nn, f"{path}.nn", n_args=1)
+        inner = {}
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        inner[placeholders[0]] = agg
+        for n in graph.nodes:  # keep inner names apart from the outer graph's
+            if n.op != "placeholder":
+                n.name = f"{node.name}_{n.name}"
+        value[node] = self._walk(graph, inner, gm, prefix=f"{path}.nn.")
+        if self.width[src] is None:  # x's width, learnt from the nn's first Linear
+            self.width[src] = self.width[agg]
+        if self.width[agg] != self.width[src]:
+            raise ExportError(f"{path}.nn: reads {self.width[agg]} columns, GINConv's input has "
+                              f"{self.width[src]}")
+
+    # --- functions and methods ------------------------------------------------------
+    def _function(self, node, value):
+        import torch
+        import torch.nn.functional as F
+        t = node.target
+        name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
+        args, kw = list(node.args), dict(node.kwargs)
+        kw.pop("inplace", None)  # in place or not, the same values
+        where = f"{node.name} ({name})"
+        if t in (operator.getitem,):
+            raise ExportError(f"{where}: indexing a tensor is not supported")
+        if t in (F.dropout, torch.dropout) or name in ("dropout", "feature_alpha_dropout"):
+            value[node] = self._value(value, args[0], where)
+            return
+        if t in (torch.cat, torch.concat) or name == "cat":
+            parts = args[0]
+            dim = args[1] if len(args) > 1 else kw.get("dim", 0)
+            if dim not in (-1, 1):
+                raise ExportError(f"{where}: torch.cat(dim={dim}); Spindle joins columns (dim=-1)")
+            ins = [self._value(value, a, where) for a in parts]
+            value[node] = self._emit(node.name, "cat", ins, sum(self.width[i] for i in ins))
+            return
+        if t in (operator.add, torch.add, operator.iadd) or name in ("add", "add_", "__add__"):
+            if len(args) != 2 or kw:
+                raise ExportError(f"{where}: only the sum of two tensors is supported")
+            ins = [self._value(value, a, where) for a in args]
+            if self.width[ins[0]] != self.width[ins[1]]:
+                raise ExportError(f"{where}: adds widths {self.width[ins[0]]} and {self.width[ins[1]]}")
+            value[node] = self._emit(node.name, "add", ins, self.width[ins[0]])
+            return
+        src = self._value(value, args[0], where)
+        w = self.width[src]
+        simple = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
+        if name in simple and (len(args) == 1 or (len(args) == 2 and args[1] is False)) and not kw:
+            value[node] = self._emit(node.name, simple[name], [src], w)
+        elif name in ("elu", "elu_"):
+            alpha = args[1] if len(args) > 1 else kw.get("alpha", 1.0)
+            value[node] = self._emit(node.name, "elu", [src], w, alpha=float(alpha))
+        elif name in ("leaky_relu", "leaky_relu_"):
+            slope = args[1] if len(args) > 1 else kw.get("negative_slope", 0.01)
+            value[node] = self._emit(node.name, "leaky_relu", [src], w, negative_slope=float(slope))
+        elif name == "gelu":
+            value[node] = self._emit(node.name, "gelu", [src], w,
+                                     approximate=kw.get("approximate", "none"))
+        elif name in ("log_softmax", "softmax"):
+            dim = args[1] if len(args) > 1 else kw.get("dim")
+            if dim not in (-1, 1):
+                raise ExportError(f"{where}: {name}(dim={dim}); Spindle takes it over the classes "
+                                  f"(dim=-1)")
+            value[node] = self._emit(node.name, name, [src], w)
+        else:
+            raise ExportError(f"{where}: {name} is not supported")
+
+
+
+
+def _user_path(target):
+    """A module path as the user's model names it (without the tracing wrapper's)."""
+    return target[len(_PATH):] if target.startswith(_PATH) else target
+
+
+def _is_linear(module):
+    import torch
+    from torch_geometric.nn.dense.linear import Linear as PygLinear
+    return isinstance(module, (torch.nn.Linear, PygLinear))

@@ -1,0 +1,136 @@
+"""Every export is checked before it is written: the user's live module and
+Spindle's own C++ forward (`spindle model verify`, the serving path with every
+neighbour) run on the same graphs, and a difference beyond the tolerance
+refuses the export, naming the first op whose output differs.
+
+The generated check graph exercises what aggregation depends on: self-loops (a
+node with two), repeated edges, isolated nodes, a node that only sends, and a
+hub with a high in-degree. The user's own graph is checked too when given."""
+import os
+import shutil
+import subprocess
+import tempfile
+
+TOLERANCE = 1e-4
+
+
+class CheckError(ValueError):
+    """Raised (as the exporter's ExportError) when the check refuses an export."""
+
+
+def spindle_binary(given):
+    """The `spindle` executable the check runs: `given`, $SPINDLE_BINARY, or PATH's."""
+    path = given or os.environ.get("SPINDLE_BINARY") or shutil.which("spindle")
+    if not path or not os.access(path, os.X_OK):
+        raise CheckError("cannot check the export against your module: no spindle binary found "
+                         "(pass spindle='path/to/spindle' or set SPINDLE_BINARY; check=False "
+                         "writes it unchecked)")
+    return path
+
+
+def generated_graph(in_width, seed=0):
+    """(label, x, edge_index) of the generated check graph, as numpy arrays."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    n = 48
+    src = list(rng.integers(0, n - 2, 120))
+    dst = list(rng.integers(0, n - 2, 120))
+    src += list(range(1, 31))          # a hub: node 0 has in-degree 30+
+    dst += [0] * 30
+    src += [3, 3, 5, 7, 7, 7]          # self-loops (node 3 twice) and a triple edge
+    dst += [3, 3, 5, 9, 9, 9]
+    src += [n - 2] * 3                 # n-2 only sends; n-1 is isolated
+    dst += [1, 2, 4]
+    x = rng.standard_normal((n, in_width)).astype(np.float32)
+    ei = np.array([src, dst], dtype=np.int64)
+    label = (f"generated: {n} nodes, {ei.shape[1]} edges with self-loops, repeated edges, "
+             f"isolated nodes and a hub")
+    return label, x, ei
+
+
+def user_graph(check):
+    """(label, x, edge_index) from check=(x, edge_index) (tensors or arrays)."""
+    import numpy as np
+    if not (isinstance(check, (tuple, list)) and len(check) == 2):
+        raise CheckError("check must be True, False or (x, edge_index)")
+    x, ei = (np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t) for t in check)
+    if x.ndim != 2:
+        raise CheckError(f"check: x has shape {list(x.shape)}; expected [nodes, features]")
+    if ei.ndim != 2 or ei.shape[0] != 2:
+        raise CheckError(f"check: edge_index has shape {list(ei.shape)}; expected [2, edges]")
+    if ei.size and (ei.min() < 0 or ei.max() >= x.shape[0]):
+        raise CheckError(f"check: edge_index holds node {int(ei.max())}, x has {x.shape[0]} rows")
+    x, ei = x.astype(np.float32), ei.astype(np.int64)
+    return f"yours: {x.shape[0]} nodes, {ei.shape[1]} edges", x, ei
+
+
+def relative_difference(got, want):
+    """max |got - want| over max |want| (1 when the shapes differ or values are not finite)."""
+    import numpy as np
+    if got.shape != want.shape:
+        return float("inf")
+    if not (np.isfinite(got).all() and np.isfinite(want).all()):
+        same = np.array_equal(np.isfinite(got), np.isfinite(want))
+        got, want = np.nan_to_num(got), np.nan_to_num(want)
+        if not same:
+            return float("inf")
+    scale = max(float(np.abs(want).max()) if want.size else 0.0, 1e-6)
+    return float(np.abs(got - want).max()) / scale if want.size else 0.0
+
+
+def run_spindle(binary, model_dir, x, ei, n_ops):
+    """Each op's output of Spindle's forward over every node of (x, edge_index)."""
+    import numpy as np
+    with tempfile.TemporaryDirectory(prefix="spindle-check-") as tmp:
+        np.save(os.path.join(tmp, "x.npy"), x)
+        np.save(os.path.join(tmp, "edge_index.npy"), ei)
+        out = os.path.join(tmp, "out")
+        cmd = [binary, "--log-level", "warn", "model", "verify", model_dir,
+               "--x", os.path.join(tmp, "x.npy"), "--edge-index", os.path.join(tmp, "edge_index.npy"),
+               "--out", out]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            raise CheckError(f"Spindle could not run the exported model ({' '.join(cmd[3:5])}): "
+                             f"{r.stderr.strip()[-2000:]}")
+        return [np.load(os.path.join(out, f"op-{i}.npy")) for i in range(n_ops)]
+
+
+def module_values(gm, x, ei):
+    """The traced module's value at every top-level fx node (cloned when made)."""
+    import torch
+    import torch.fx
+    values = {}
+
+    class _Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            out = super().run_node(n)
+            if isinstance(out, torch.Tensor):
+                values[n] = out.detach().clone()
+            return out
+
+    caches = ("_cached_edge_index", "_cached_adj_t")
+    saved = [(m, a, getattr(m, a)) for m in gm.modules() for a in caches if hasattr(m, a)]
+    try:
+        for m, a, _ in saved:
+            setattr(m, a, None)
+        with torch.no_grad():
+            _Recorder(gm).run(torch.from_numpy(x), torch.from_numpy(ei))
+    finally:
+        for m, a, v in saved:
+            setattr(m, a, v)
+    return values
+
+
+def first_difference(ops, produced_by, spindle_ops, values, tolerance):
+    """(op index, difference) of the first op whose output parts from the module's."""
+    for i, op in enumerate(ops):
+        node = produced_by.get(op["name"])
+        if node is None or node not in values:
+            continue
+        want = values[node].float().numpy()
+        if want.ndim != 2:
+            continue
+        d = relative_difference(spindle_ops[i], want)
+        if d > tolerance:
+            return i, d, node
+    return None
