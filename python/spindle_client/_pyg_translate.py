@@ -150,10 +150,11 @@ def check_supported_shape(model):
 
 
 def gcn_improved_in_effect(conv):
-    """Whether GCNConv(improved=True) weighs self-loops 2 in the installed PyG: PyG
-    2.3 ignored `improved` without edge weights, later releases do not. Asked of
-    PyG's own gcn_norm on a two-node graph, so the export follows the release the
-    module comes from."""
+    """Whether GCNConv(improved=True) weighs self-loops 2 in the installed PyG without
+    edge weights (as Spindle serves it). PyG 2.3.1 and 2.8.1 do not: their
+    add_remaining_self_loops ignores the fill value when there are no weights.
+    Asked of PyG's own gcn_norm on a two-node graph, so the export follows
+    whichever release the module comes from."""
     if not conv.improved:
         return False
     import torch

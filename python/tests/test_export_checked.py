@@ -200,6 +200,22 @@ def test_a_heterogeneous_model_is_refused_by_name(tmp_path):
         export_pyg(Hetero(), str(tmp_path / "m"), name="m", check=False)
 
 
+def test_a_to_hetero_model_is_refused_by_name(tmp_path):
+    from torch_geometric.nn import to_hetero
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = SAGEConv((-1, -1), 8)
+
+        def forward(self, x, edge_index):
+            return self.conv1(x, edge_index)
+
+    meta = (["paper", "author"], [("author", "writes", "paper"), ("paper", "rev", "author")])
+    with pytest.raises(ExportError, match="conv1: heterogeneous models .to_hetero."):
+        export_pyg(to_hetero(Net(), meta), str(tmp_path / "m"), name="m", check=False)
+
+
 def test_a_check_needs_the_binary_and_says_so(tmp_path, monkeypatch):
     monkeypatch.delenv("SPINDLE_BINARY", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -62,9 +62,11 @@ def cora_arrays(shared):
     return e, rng.standard_normal((n, 1433)).astype(np.float32)
 
 
-def make_model(spindle, out, in_dim):
-    """The README's exported model: PyG's, when torch_geometric is here, else one
-    made by `spindle model init` with the same name."""
+def make_model(spindle, out, x, edges):
+    """The README's exported model: PyG's, checked on the README's graph as the
+    README's call does, when torch_geometric is here; else one made by `spindle
+    model init` with the same name."""
+    in_dim = x.shape[1]
     try:
         import torch
         from torch_geometric.nn import SAGEConv
@@ -80,7 +82,8 @@ def make_model(spindle, out, in_dim):
                 return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
 
         torch.manual_seed(0)
-        export_pyg(Sage().eval(), out, name="cora", fanouts=[25, 10])
+        export_pyg(Sage().eval(), out, name="cora", fanouts=[25, 10],
+                   check=(torch.from_numpy(x), torch.from_numpy(edges)), spindle=spindle)
         print("model: exported from PyG")
     except ImportError:
         subprocess.run([spindle, "model", "init", "--arch", "graphsage", "--name", "cora",
@@ -119,7 +122,7 @@ def main():
         edges, x = cora_arrays(shared)
         np.save(os.path.join(work, "edge_index.npy"), edges)
         np.save(os.path.join(work, "x.npy"), x)
-        make_model(os.path.join(build, "apps", "spindle"), os.path.join(work, "my-model"), x.shape[1])
+        make_model(os.path.join(build, "apps", "spindle"), os.path.join(work, "my-model"), x, edges)
         network = index_reachable()
         script = ["set -euo pipefail"]
         for i, (need, text) in enumerate(found):
