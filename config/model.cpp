@@ -1,5 +1,7 @@
 #include "config/model.hpp"
 
+#include "core/path_guard.hpp"
+
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
@@ -26,6 +28,10 @@ status read_int(const toml::table& t, std::string_view key, T& out, std::string_
     auto v = n->value<std::int64_t>();
     if (!v)
       return make_error(errc::invalid_argument, "{}: model.{} must be an integer", origin, key);
+    if (*v < std::int64_t(std::numeric_limits<T>::min()) ||
+        *v > std::int64_t(std::numeric_limits<T>::max()))
+      return make_error(errc::invalid_argument, "{}: model.{} = {} is out of range", origin, key,
+                        *v);
     out = T(*v);
   }
   return status::ok();
@@ -341,6 +347,8 @@ expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_vi
 
 expected<model_desc> load_model_desc(const std::string& dir) {
   std::string path = dir + "/model.toml";
+  if (auto inside = require_file_inside(dir, path); !inside && inside.code() != errc::not_found)
+    return inside;
   SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "model description"));
   return parse_model_desc(text, path);
 }

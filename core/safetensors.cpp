@@ -1,8 +1,12 @@
 #include "core/safetensors.hpp"
 
+#include "core/json_depth.hpp"
+
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -62,6 +66,25 @@ std::string format_shape(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
+namespace {
+
+// Two tensors sharing bytes: a crafted file, never one a writer makes; refused.
+status check_no_overlap(const std::string& path, const std::map<std::string, safetensor_view>& ts) {
+  std::vector<std::pair<const std::uint8_t*, const std::string*>> starts;
+  for (const auto& [name, t] : ts)
+    if (!t.bytes.empty()) starts.push_back({t.bytes.data(), &name});
+  std::sort(starts.begin(), starts.end());
+  for (std::size_t i = 1; i < starts.size(); ++i) {
+    const auto& prev = ts.at(*starts[i - 1].second);
+    if (prev.bytes.data() + prev.bytes.size() > starts[i].first)
+      return make_error(errc::corrupt_data, "{}: tensors '{}' and '{}' overlap in the data section",
+                        path, *starts[i - 1].second, *starts[i].second);
+  }
+  return status::ok();
+}
+
+}  // namespace
+
 expected<safetensors_file> safetensors_file::open(const std::string& path) {
   safetensors_file f;
   SPINDLE_ASSIGN_OR_RETURN(f.file_, mapped_file::open(path));
@@ -72,8 +95,13 @@ expected<safetensors_file> safetensors_file::open(const std::string& path) {
   std::uint64_t hlen = 0;
   std::memcpy(&hlen, p, 8);  // little-endian on every platform Spindle builds for
   if (hlen > size - 8 || hlen > (100u << 20))
-    return make_error(errc::corrupt_data, "{}: header length {} exceeds the file ({} bytes)", path,
-                      hlen, size);
+    return make_error(errc::corrupt_data,
+                      "{}: its header length field exceeds the file or 100 MiB ({} bytes)", path,
+                      size);
+  const std::string_view head(reinterpret_cast<const char*>(p + 8), hlen);
+  if (json_depth(head, kMaxJsonDepth) > kMaxJsonDepth)
+    return make_error(errc::corrupt_data, "{}: header is nested deeper than {} levels", path,
+                      kMaxJsonDepth);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(p + 8, p + 8 + hlen);
@@ -99,6 +127,7 @@ expected<safetensors_file> safetensors_file::open(const std::string& path) {
     }
     f.tensors_.emplace(name, std::move(v));
   }
+  SPINDLE_TRY(check_no_overlap(path, f.tensors_));
   return f;
 }
 
@@ -133,6 +162,10 @@ expected<std::vector<float>> safetensors_file::as_f32(
                       "{}: tensor '{}' has dtype {}; weights must be F32, F64, F16 or BF16", path(),
                       name, t.dtype);
   }
+  for (std::size_t i = 0; i < out.size(); ++i)  // a NaN weight answers NaN to every call
+    if (!std::isfinite(out[i]))
+      return make_error(errc::corrupt_data, "{}: tensor '{}' holds {} at element {}", path(), name,
+                        out[i], i);
   return out;
 }
 

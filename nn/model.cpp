@@ -1,5 +1,7 @@
 #include "nn/model.hpp"
 
+#include "core/path_guard.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -268,14 +270,15 @@ status model::set_sampling(const std::string& mode) {
 
 expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
+  SPINDLE_TRY(require_file_inside(dir, dir + "/" + d.weights));
   if (!d.weights_crc32.empty()) {  // a damaged or replaced file is refused, not served
     const std::string path = dir + "/" + d.weights;
     SPINDLE_ASSIGN_OR_RETURN(auto crc, file_crc32_hex(path));
     if (crc != d.weights_crc32)
       return make_error(errc::corrupt_data,
-                        "{}: CRC-32 {} does not match model.toml's weights_crc32 {}: the file "
+                        "{}: its CRC-32 does not match model.toml's weights_crc32 {}: the file "
                         "was changed or damaged since it was written",
-                        path, crc, d.weights_crc32);
+                        path, d.weights_crc32);
   }
   SPINDLE_ASSIGN_OR_RETURN(auto w, safetensors_file::open(dir + "/" + d.weights));
   return from(d, w, alloc, external_embeddings);

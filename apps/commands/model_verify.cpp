@@ -6,6 +6,10 @@
 // B + 1 offsets) gives OUT/output.npy [B x 1]. spindle_client's exporters run it
 // and compare with the user's live module before they write a model; people run
 // it to see where an answer parts from theirs.
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "apps/commands/command.hpp"
@@ -74,9 +78,21 @@ status run_verify(const verify_args& a, global_options& g) {
   o.features = a.x;
   o.keep_self_loops = !a.drop_self_loops;
   o.keep_duplicates = !a.drop_duplicates;
-  o.force = true;
   o.metrics.fanouts = {-1};
-  const std::string ds_dir = a.out + "/dataset";
+  // The prepared graph goes to a folder of its own, removed after: nothing of
+  // the user's in --out is replaced.
+  std::string scratch = a.out + "/.verify-XXXXXX";
+  if (!::mkdtemp(scratch.data()))
+    return make_error(errc::io_error, "--out {}: cannot make a scratch folder: {}", a.out,
+                      std::strerror(errno));
+  struct remove_after {
+    std::string dir;
+    ~remove_after() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } cleanup{scratch};
+  const std::string ds_dir = scratch + "/dataset";
   SPINDLE_TRY(graph::prepare_dataset(o, ds_dir, g.pool()));
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(ds_dir));
   nn::heap_allocator alloc;

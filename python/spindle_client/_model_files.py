@@ -57,6 +57,15 @@ def safetensors_bytes(tensors, producer="spindle export"):
     return struct.pack("<Q", len(text)) + text + b"".join(blobs)
 
 
+def check_out_dir(out_dir):
+    """Refuses, before any work, an out_dir that cannot become a model folder."""
+    from ._verify import ExportError
+    if not isinstance(out_dir, (str, os.PathLike)) or not str(out_dir):
+        raise ExportError(f"out_dir={out_dir!r}: give the model folder's path")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ExportError(f"out_dir {out_dir}: exists and is not a folder")
+
+
 class Staging:
     """A folder beside out_dir holding the files until commit(); removed on exit."""
 

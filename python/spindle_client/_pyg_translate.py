@@ -13,12 +13,7 @@ compute raises ExportError naming the module path or operation."""
 import inspect
 import operator
 
-from ._verify import CheckError
-
-
-class ExportError(CheckError):
-    """The model holds a module or operation Spindle does not serve, or its check
-    against the module failed; nothing was written."""
+from ._verify import ExportError
 
 
 MESSAGE_PASSING = {"sage", "gcn", "gat", "gin"}
@@ -180,18 +175,13 @@ class Translator:
 
     # --- the top-level module -------------------------------------------------
     def run(self):
-        model = self.model
-        was_training = model.training
-        model.eval()
-        try:
-            check_supported_shape(model)
-            graph, self.gm = trace(model, type(model).__name__)
-            value = {}
-            x_node, self.edge_index = [n for n in graph.nodes if n.op == "placeholder"]
-            value[x_node] = "x"
-            result = self._walk(graph, value, self.gm, prefix="", top=True)
-        finally:
-            model.train(was_training)
+        model = self.model  # in eval mode (the caller's, who restores each module's)
+        check_supported_shape(model)
+        graph, self.gm = trace(model, type(model).__name__)
+        value = {}
+        x_node, self.edge_index = [n for n in graph.nodes if n.op == "placeholder"]
+        value[x_node] = "x"
+        result = self._walk(graph, value, self.gm, prefix="", top=True)
         if self.width["x"] is None:
             raise ExportError("the input width is unknown: no layer reads x directly")
         if not self.ops or result != self.ops[-1]["name"]:
@@ -384,6 +374,13 @@ class Translator:
         if args[1] is not self.edge_index:
             raise ExportError(f"{path}: {kind}'s second argument must be forward's edge_index")
         src = self._value(value, args[0], path)
+        if getattr(conv, "flow", "source_to_target") != "source_to_target":
+            raise ExportError(f"{path}: {kind}(flow='{conv.flow}') is not served (Spindle "
+                              f"aggregates along edge_index's direction, source_to_target)")
+        if isinstance(conv, (GCNConv, GINConv)) and conv.aggr != "add":
+            raise ExportError(f"{path}: {kind}(aggr={conv.aggr!r}) is not served ('add' is)")
+        if isinstance(conv, GATConv) and getattr(conv, "residual", False):
+            raise ExportError(f"{path}: GATConv(residual=True) is not served")
         if isinstance(conv, SAGEConv):
             return self._sage(node, conv, path, src, value)
         if isinstance(conv, GCNConv):
@@ -486,6 +483,8 @@ class Translator:
             value[node] = self._value(value, args[0], where)
             return
         if t in (torch.cat, torch.concat) or name == "cat":
+            if not args and "tensors" in kw:
+                args = [kw.pop("tensors")]
             parts = args[0]
             dim = args[1] if len(args) > 1 else kw.get("dim", 0)
             if dim not in (-1, 1):

@@ -24,15 +24,28 @@ def export_torch(model, out_dir, *, name, example_inputs, check=True, spindle=No
     answer must equal its output within `tolerance` (check=False skips that).
     Returns "dlrm". Raises ExportError naming what is not served.
     """
+    import warnings
+
     import torch
-    desc, tensors = _dlrm(model)
+    files.check_out_dir(out_dir)
+    desc, tensors = _dlrm(model)  # copies: the check's forward cannot change them
     dense, bags = _dlrm_inputs(example_inputs, desc)
-    was_training = model.training
+    modes = [(m, m.training) for m in model.modules()]
     model.eval()
     try:
-        with torch.no_grad():
-            want = model(*example_inputs)
-        want = want.detach().float().reshape(-1, 1).numpy()
+        try:
+            with torch.no_grad():
+                want = model(*example_inputs)
+            want = want.detach().float().reshape(-1, 1).numpy()
+        except Exception as e:  # noqa: BLE001  (the user's forward may raise anything)
+            raise ExportError(f"{type(model).__name__} failed on example_inputs "
+                              f"({type(e).__name__}: {str(e)[:300]})") from e
+        if want.shape[0] != dense.shape[0]:
+            raise ExportError(f"{type(model).__name__} returned {want.shape[0]} scores for a "
+                              f"batch of {dense.shape[0]}")
+        if check is False:
+            warnings.warn("export_torch(check=False): the interaction's pair order is assumed to be "
+                          "DLRM_Net's (i > j); a module in torch.triu_indices order is served wrong")
         orders = ["tril", "triu"] if check is not False else ["tril"]
         tried = []
         for order in orders:
@@ -40,7 +53,8 @@ def export_torch(model, out_dir, *, name, example_inputs, check=True, spindle=No
             with files.Staging(out_dir) as stage:
                 stage.write(_toml(name, desc), t)
                 if check is False:
-                    record = {"checked": False, "reason": "export_torch(check=False)"}
+                    record = {"checked": False, "reason": "export_torch(check=False)",
+                              "interaction_pairs": _ORDER_NAMES["tril"] + ", assumed"}
                 else:
                     got = _run(verify.spindle_binary(spindle), stage.path, dense, bags)
                     d = verify.relative_difference(got, want)
@@ -57,7 +71,8 @@ def export_torch(model, out_dir, *, name, example_inputs, check=True, spindle=No
                 stage.commit()
                 return "dlrm"
     finally:
-        model.train(was_training)
+        for m, training in modes:
+            m.training = training
     raise ExportError(
         f"check failed: Spindle's DLRM answers differ from {type(model).__name__}'s on your "
         f"example_inputs for every interaction order tried ({'; '.join(tried)}; tolerance "
@@ -108,11 +123,18 @@ def _dlrm(model):
                           f"serves the dot interaction")
     if getattr(model, "arch_interaction_itself", False):
         raise ExportError(f"{cls}: arch_interaction_itself=True (self pairs) is not served")
+    if getattr(model, "loss_threshold", 0.0):
+        raise ExportError(f"{cls}: loss_threshold={model.loss_threshold} clamps the scores; "
+                          f"Spindle serves them unclamped (set it to 0.0)")
     tables = list(model.emb_l)
     for t, e in enumerate(tables):
         if not isinstance(e, torch.nn.EmbeddingBag) or e.mode != "sum":
             raise ExportError(f"emb_l.{t}: {type(e).__name__}(mode={getattr(e, 'mode', None)!r}); "
                               f"Spindle pools bags by sum (EmbeddingBag(mode='sum'))")
+        for option in ("max_norm", "padding_idx"):
+            if getattr(e, option, None) is not None:
+                raise ExportError(f"emb_l.{t}: EmbeddingBag({option}={getattr(e, option)}) is not "
+                                  f"served (Spindle sums the rows as stored)")
     dims = {int(e.embedding_dim) for e in tables}
     if len(dims) != 1:
         raise ExportError(f"emb_l: tables of widths {sorted(dims)}; DLRM's tables share one width")
@@ -130,10 +152,10 @@ def _dlrm(model):
     tensors = {}
     for prefix, layers in (("bot_l", bot), ("top_l", tp)):
         for i, (_, lin) in enumerate(layers):
-            tensors[f"{prefix}.{2 * i}.weight"] = lin.weight.detach().float().cpu()
-            tensors[f"{prefix}.{2 * i}.bias"] = lin.bias.detach().float().cpu()
+            tensors[f"{prefix}.{2 * i}.weight"] = lin.weight.detach().float().cpu().clone()
+            tensors[f"{prefix}.{2 * i}.bias"] = lin.bias.detach().float().cpu().clone()
     for t, e in enumerate(tables):
-        tensors[f"emb_l.{t}.weight"] = e.weight.detach().float().cpu()
+        tensors[f"emb_l.{t}.weight"] = e.weight.detach().float().cpu().clone()
     desc = {"dense_in": int(bot[0][1].in_features), "bottom": bottom, "top": top,
             "embedding_dim": dim, "table_rows": [int(e.num_embeddings) for e in tables]}
     return desc, tensors
@@ -167,6 +189,8 @@ def _dlrm_inputs(example_inputs, desc):
         raise ExportError("example_inputs: expected (dense_x, offsets, indices), DLRM_Net.forward's "
                           "arguments")
     dense_x, offs, idx = example_inputs
+    if not hasattr(dense_x, "detach"):
+        raise ExportError("example_inputs[0]: dense_x must be a torch tensor")
     dense = dense_x.detach().float().cpu().numpy()
     if dense.ndim != 2 or dense.shape[1] != desc["dense_in"]:
         raise ExportError(f"example_inputs[0]: dense_x is {list(dense.shape)}, expected "
@@ -175,14 +199,26 @@ def _dlrm_inputs(example_inputs, desc):
     if len(offs) != tables or len(idx) != tables:
         raise ExportError(f"example_inputs: {len(offs)} offset and {len(idx)} index lists for "
                           f"{tables} tables")
+    def array(v):
+        return np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v).reshape(-1)
+
     bags = []
     for t in range(tables):
-        i = np.asarray(idx[t].detach().cpu().numpy(), dtype=np.int64).reshape(-1)
-        o = np.asarray(offs[t].detach().cpu().numpy(), dtype=np.int64).reshape(-1)
+        i, o = array(idx[t]), array(offs[t])
+        if not (np.issubdtype(i.dtype, np.integer) and np.issubdtype(o.dtype, np.integer)):
+            raise ExportError(f"example_inputs: table {t}'s indices and offsets must be integers")
+        i, o = i.astype(np.int64), o.astype(np.int64)
+        if i.size and (i.min() < 0 or i.max() >= desc["table_rows"][t]):
+            raise ExportError(f"example_inputs[2][{t}]: index {int(i.max() if i.max() >= 0 else i.min())} "
+                              f"outside table {t}'s {desc['table_rows'][t]} rows")
         if o.shape[0] != dense.shape[0]:
             raise ExportError(f"example_inputs[1][{t}]: {o.shape[0]} offsets for a batch of "
                               f"{dense.shape[0]} (one per bag, DLRM_Net's lS_o)")
-        bags.append((i, np.append(o, i.shape[0]).astype(np.int64)))
+        o = np.append(o, i.shape[0])
+        if o[0] != 0 or (np.diff(o) < 0).any():
+            raise ExportError(f"example_inputs[1][{t}]: offsets must start at 0 and never "
+                              f"decrease (EmbeddingBag's offsets)")
+        bags.append((i, o))
     return dense.astype(np.float32), bags
 
 

@@ -14,22 +14,26 @@ import tempfile
 TOLERANCE = 1e-4
 
 
-class CheckError(ValueError):
-    """Raised (as the exporter's ExportError) when the check refuses an export."""
+class ExportError(ValueError):
+    """The model holds a module or operation Spindle does not serve, or its check
+    against the module failed, or an argument is wrong; nothing was written."""
+
+
 
 
 def spindle_binary(given):
     """The `spindle` executable the check runs: `given`, $SPINDLE_BINARY, or PATH's."""
     path = given or os.environ.get("SPINDLE_BINARY") or shutil.which("spindle")
     if not path or not os.access(path, os.X_OK):
-        raise CheckError("cannot check the export against your module: no spindle binary found "
+        raise ExportError("cannot check the export against your module: no spindle binary found "
                          "(pass spindle='path/to/spindle' or set SPINDLE_BINARY; check=False "
                          "writes it unchecked)")
     return path
 
 
-def generated_graph(in_width, seed=0):
-    """(label, x, edge_index) of the generated check graph, as numpy arrays."""
+def generated_graph(in_width, seed=0, self_loops=True):
+    """(label, x, edge_index) of the generated check graph, as numpy arrays (without
+    self-loops for a model served exactly only on graphs without them)."""
     import numpy as np
     rng = np.random.default_rng(seed)
     n = 48
@@ -43,8 +47,10 @@ def generated_graph(in_width, seed=0):
     dst += [1, 2, 4]
     x = rng.standard_normal((n, in_width)).astype(np.float32)
     ei = np.array([src, dst], dtype=np.int64)
-    label = (f"generated: {n} nodes, {ei.shape[1]} edges with self-loops, repeated edges, "
-             f"isolated nodes and a hub")
+    if not self_loops:
+        ei = ei[:, ei[0] != ei[1]]
+    label = (f"generated: {n} nodes, {ei.shape[1]} edges with "
+             f"{'self-loops, ' if self_loops else ''}repeated edges, isolated nodes and a hub")
     return label, x, ei
 
 
@@ -52,14 +58,18 @@ def user_graph(check):
     """(label, x, edge_index) from check=(x, edge_index) (tensors or arrays)."""
     import numpy as np
     if not (isinstance(check, (tuple, list)) and len(check) == 2):
-        raise CheckError("check must be True, False or (x, edge_index)")
+        raise ExportError("check must be True, False or (x, edge_index)")
     x, ei = (np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t) for t in check)
     if x.ndim != 2:
-        raise CheckError(f"check: x has shape {list(x.shape)}; expected [nodes, features]")
+        raise ExportError(f"check: x has shape {list(x.shape)}; expected [nodes, features]")
     if ei.ndim != 2 or ei.shape[0] != 2:
-        raise CheckError(f"check: edge_index has shape {list(ei.shape)}; expected [2, edges]")
-    if ei.size and (ei.min() < 0 or ei.max() >= x.shape[0]):
-        raise CheckError(f"check: edge_index holds node {int(ei.max())}, x has {x.shape[0]} rows")
+        raise ExportError(f"check: edge_index has shape {list(ei.shape)}; expected [2, edges]")
+    if not np.issubdtype(ei.dtype, np.integer):
+        raise ExportError(f"check: edge_index has dtype {ei.dtype}; expected integers")
+    if ei.size and ei.min() < 0:
+        raise ExportError(f"check: edge_index holds node {int(ei.min())}; ids start at 0")
+    if ei.size and ei.max() >= x.shape[0]:
+        raise ExportError(f"check: edge_index holds node {int(ei.max())}, x has {x.shape[0]} rows")
     x, ei = x.astype(np.float32), ei.astype(np.int64)
     return f"yours: {x.shape[0]} nodes, {ei.shape[1]} edges", x, ei
 
@@ -90,8 +100,12 @@ def run_spindle(binary, model_dir, x, ei, n_ops):
                "--out", out]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         if r.returncode != 0:
-            raise CheckError(f"Spindle could not run the exported model ({' '.join(cmd[3:5])}): "
-                             f"{r.stderr.strip()[-2000:]}")
+            raise ExportError(f"Spindle could not run the exported model (`{binary} model verify` "
+                             f"exited {r.returncode}): {r.stderr.strip()[-2000:] or 'no message'}")
+        missing = [i for i in range(n_ops) if not os.path.exists(os.path.join(out, f"op-{i}.npy"))]
+        if missing:
+            raise ExportError(f"`{binary} model verify` wrote no op-{missing[0]}.npy: is {binary} "
+                             f"Spindle's binary (build/apps/spindle)?")
         return [np.load(os.path.join(out, f"op-{i}.npy")) for i in range(n_ops)]
 
 

@@ -39,8 +39,10 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     """
     import torch
 
+    files.check_out_dir(out_dir)
+    fanouts = _fanout_list(fanouts)
     graphs = _check_graphs(check)
-    was_training = model.training
+    modes = [(m, m.training) for m in model.modules()]  # restored one by one afterwards
     model.eval()
     try:
         if graphs and graphs[-1][0].startswith("yours"):
@@ -48,25 +50,40 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
         ex = Translator(model)
         ops, tensors, in_width, out_width = ex.run()
         _check_fanouts(ops, fanouts)
-        text = files.model_toml(name, in_width, out_width,
-                                None if fanouts is None else [int(f) for f in fanouts], ops)
+        for label, x, _ in graphs or []:
+            if x.shape[1] != in_width:
+                raise ExportError(f"check: x has {x.shape[1]} columns; the model reads {in_width}")
+        text = files.model_toml(name, in_width, out_width, fanouts, ops)
         with files.Staging(out_dir) as stage:
             stage.write(text, tensors)
             if graphs is None:
                 record = {"checked": False, "reason": "export_pyg(check=False)"}
             else:
-                graphs.insert(0, verify.generated_graph(in_width))
+                loops = not any(op["kind"] == "gcn" and op["normalize"] and not op["add_self_loops"]
+                                for op in ops)
+                graphs.insert(0, verify.generated_graph(in_width, self_loops=loops))
                 record = _check(model, ex, ops, stage.path, graphs, spindle, tolerance)
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
             stage.commit()
-    except verify.CheckError as e:
-        if isinstance(e, ExportError):
-            raise
-        raise ExportError(str(e)) from e
     finally:
-        model.train(was_training)
+        for m, training in modes:
+            m.training = training
     return [op["kind"] for op in ops]
+
+
+def _fanout_list(fanouts):
+    """fanouts as a list of ints, or None; anything else refused by name."""
+    if fanouts is None:
+        return None
+    if isinstance(fanouts, (str, bytes)) or not hasattr(fanouts, "__iter__"):
+        raise ExportError(f"fanouts={fanouts!r}: give a list, one int per message-passing layer")
+    out = []
+    for f in fanouts:
+        if isinstance(f, bool) or not float(f).is_integer():
+            raise ExportError(f"fanouts: {f!r} is not a whole number")
+        out.append(int(f))
+    return out
 
 
 def _check_graphs(check):
@@ -85,14 +102,23 @@ def _initialise_lazy(model, graph):
         return
     _, x, ei = graph
     with torch.no_grad():
-        model(torch.from_numpy(x), torch.from_numpy(ei))
+        _call(model, x, ei, "initialising its lazy modules on your check graph")
+
+
+def _call(model, x, ei, what):
+    """model(x, edge_index) on numpy arrays; its own failure becomes an ExportError."""
+    import torch
+    try:
+        return model(torch.from_numpy(x), torch.from_numpy(ei))
+    except Exception as e:  # noqa: BLE001  (the user's forward may raise anything)
+        raise ExportError(f"{type(model).__name__} failed {what} ({type(e).__name__}: "
+                          f"{str(e)[:300]}); is it float32, and x as wide as it reads?") from e
 
 
 def _check_fanouts(ops, fanouts):
     if fanouts is None:
         return
     hops = sum(1 for op in ops if op["kind"] in MESSAGE_PASSING)
-    fanouts = [int(f) for f in fanouts]
     if len(fanouts) != hops:
         raise ExportError(f"fanouts {fanouts}: the model has {hops} message-passing layers, "
                           f"one fanout each")
@@ -113,7 +139,7 @@ def _run_fresh(model, x, ei):
         for m, a, _ in saved:
             setattr(m, a, None)
         with torch.no_grad():
-            return model(torch.from_numpy(x), torch.from_numpy(ei))
+            return _call(model, x, ei, "on the check graph")
     finally:
         for m, a, v in saved:
             setattr(m, a, v)

@@ -256,3 +256,53 @@ def test_spindle_model_verify_writes_every_op_in_node_order(tmp_path):
         want = model.eval()(x, ei).numpy()
     assert out.shape == want.shape
     assert np.abs(out - want).max() <= 1e-4 * np.abs(want).max()
+
+
+class NoSelfLoops(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = GCNConv(8, 4, add_self_loops=False)
+
+    def forward(self, x, edge_index):
+        return self.conv1(x, edge_index)
+
+
+@needs_binary
+def test_gcn_without_added_self_loops_is_served_only_on_graphs_without_them(tmp_path):
+    # PyG counts an existing i->i edge in the degree there; Spindle refuses such a
+    # graph rather than answer differently.
+    torch.manual_seed(0)
+    x, ei = user_graph()
+    with pytest.raises(ExportError, match="add_self_loops = false.* without self-loops"):
+        export_checked(NoSelfLoops(), tmp_path, check=(x, ei))
+    no_loops = ei[:, ei[0] != ei[1]]
+    kinds, text = export_checked(NoSelfLoops(), tmp_path, check=(x, no_loops))
+    assert kinds == ["gcn"] and "checked = true" in text
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"fanouts": "25"}, "give a list"),
+    ({"fanouts": [25.5, 10]}, "not a whole number"),
+    ({"check": (torch.randn(60, 5), user_graph()[1])}, "x has 5 columns; the model reads 8"),
+    ({"check": (torch.randn(60, 8), torch.tensor([[0, -1], [1, 2]]))}, "holds node -1"),
+])
+def test_bad_arguments_are_refused_by_name(tmp_path, kwargs, message):
+    with pytest.raises(ExportError, match=message):
+        export_pyg(GCN(8, 16, 2, 3), str(tmp_path / "m"), name="m", spindle=BINARY, **kwargs)
+    assert not (tmp_path / "m").exists()
+
+
+def test_an_out_dir_that_is_a_file_is_refused_first(tmp_path):
+    (tmp_path / "f").write_text("mine")
+    with pytest.raises(ExportError, match="exists and is not a folder"):
+        export_pyg(GCN(8, 16, 2, 3), str(tmp_path / "f"), name="m", check=False)
+    assert (tmp_path / "f").read_text() == "mine"
+
+
+@needs_binary
+def test_each_module_keeps_its_own_mode(tmp_path):
+    model = GraphSAGE(8, 16, 2, 3, norm="batch_norm")
+    model.train()
+    model.norms[0].eval()  # a frozen BatchNorm inside a model in training
+    export_checked(model, tmp_path)
+    assert model.training and not model.norms[0].training and model.convs[1].training

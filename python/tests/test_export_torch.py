@@ -28,9 +28,10 @@ def mlp(widths, sigmoid_last):
 class DlrmNet(torch.nn.Module):
     """DLRM_Net's structure: bags summed, bottom MLP, dot interaction (i > j), top MLP."""
 
-    def __init__(self, dense_in=5, dim=4, rows=(20, 30, 10), bottom_relu=True):
+    def __init__(self, dense_in=5, dim=4, rows=(20, 30, 10), bottom_relu=True, **emb):
         super().__init__()
-        self.emb_l = torch.nn.ModuleList([torch.nn.EmbeddingBag(r, dim, mode="sum") for r in rows])
+        self.emb_l = torch.nn.ModuleList([torch.nn.EmbeddingBag(r, dim, mode="sum", **emb)
+                                          for r in rows])
         self.bot_l = mlp([dense_in, 8, dim], sigmoid_last=False)
         if not bottom_relu:
             self.bot_l = torch.nn.Sequential(*list(self.bot_l)[:-1], torch.nn.Identity())
@@ -102,3 +103,28 @@ def test_other_models_are_refused_by_name(tmp_path):
     with pytest.raises(ExportError, match="recognises DLRM_Net-shaped models"):
         export_torch(torch.nn.Linear(3, 1), str(tmp_path / "d"), name="x",
                      example_inputs=inputs(), spindle=BINARY)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: DlrmNet(max_norm=1.0), r"emb_l.0: EmbeddingBag\(max_norm=1.0\) is not served"),
+    (lambda: DlrmNet(padding_idx=0), r"emb_l.0: EmbeddingBag\(padding_idx=0\) is not served"),
+])
+def test_embedding_options_spindle_does_not_apply_are_refused(tmp_path, make, message):
+    with pytest.raises(ExportError, match=message):
+        export_torch(make(), str(tmp_path / "d"), name="ctr", example_inputs=inputs(),
+                     spindle=BINARY)
+
+
+def test_a_score_clamp_is_refused(tmp_path):
+    m = DlrmNet()
+    m.loss_threshold = 0.45
+    with pytest.raises(ExportError, match="loss_threshold=0.45 clamps the scores"):
+        export_torch(m, str(tmp_path / "d"), name="ctr", example_inputs=inputs(), spindle=BINARY)
+
+
+def test_bad_example_inputs_are_refused_by_name(tmp_path):
+    dense, offsets, indices = inputs()
+    indices[1] = indices[1] + 100  # past table 1's 30 rows
+    with pytest.raises(ExportError, match=r"example_inputs\[2\]\[1\]: index .* outside table 1"):
+        export_torch(DlrmNet(), str(tmp_path / "d"), name="ctr",
+                     example_inputs=(dense, offsets, indices), spindle=BINARY)

@@ -16,7 +16,10 @@ expected<std::vector<op_value>> full_graph_ops(const graph::dataset& ds, nn::mod
                       d.name);
   const std::int64_t n = ds.num_nodes();
   if (n <= 0 || n > max_nodes)
-    return make_error(errc::invalid_argument, "the check graph has {} nodes; 1..{} are checked",
+    return make_error(errc::invalid_argument,
+                      "the check graph has {} nodes; 1..{} are checked (every node is one seed "
+                      "of one batch): check on a subgraph, e.g. PyG's k_hop_subgraph around a "
+                      "few thousand nodes",
                       n, max_nodes);
   SPINDLE_TRY(model.set_fanouts(std::vector<int>(std::size_t(d.layers), -1)));
   psgs_router router{psgs_calibration{}, routing_policy::fixed};

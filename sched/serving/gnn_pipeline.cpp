@@ -60,6 +60,25 @@ std::uint64_t per_request_seed(std::span<const std::int64_t> seeds) {
   return h | 1;  // nonzero: a sampler seed
 }
 
+// GCNConv(normalize=True, add_self_loops=False) counts an existing i->i edge in
+// PyG's degree, where Spindle's normalisation leaves self edges out of it: the
+// two agree only on a graph without self-loops, so any other is refused.
+static status check_self_loop_semantics(const config::model_desc& d, const graph::csr_view& g) {
+  std::size_t op = 0;
+  for (; op < d.ops.size(); ++op)
+    if (d.ops[op].kind == config::op_kind::gcn && d.ops[op].normalize && !d.ops[op].add_self_loops)
+      break;
+  if (op == d.ops.size()) return status::ok();
+  std::int64_t loops = 0;
+  for (std::int64_t v = 0; v < g.num_nodes; ++v)
+    for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) loops += g.neighbour(e) == v;
+  if (loops == 0) return status::ok();
+  return make_error(errc::unsupported,
+                    "{}: op {} (gcn, add_self_loops = false) is served exactly only on a graph "
+                    "without self-loops, and this one has {} (prepare --drop-self-loops)",
+                    d.name, op, loops);
+}
+
 gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
                            const psgs_router& router, thread_pool& pool, feature_source features,
                            std::shared_ptr<batch_executor> device)
@@ -76,6 +95,7 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
   else
     setup_error_ = f.error();  // every request is answered with it (loaders check first)
   per_request_ = model_.desc().sampling == "per_request";
+  if (auto st = check_self_loop_semantics(model_.desc(), ds_.graph()); !st) setup_error_ = st;
   if (model_.desc().arch == config::model_arch::stack && model_.graph_degrees())
     graph_neighbours_ = graph_neighbour_counts(ds_.graph());
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/subprocess.hpp"
+#include "tests/chaos/chaos_server.hpp"
 #include "graph/prepare.hpp"
 #include "grpc_service.grpc.pb.h"
 #include "nn/model.hpp"
@@ -44,19 +45,6 @@ std::size_t slow_count() {
   ::getrlimit(RLIMIT_NOFILE, &r);
   const std::size_t room = r.rlim_cur > 400 ? (std::size_t(r.rlim_cur) - 300) / 2 : 50;
   return std::min<std::size_t>(1000, room);
-}
-
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(std::uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // `n` connections to `port`, each sent `prefix` and then left waiting.
@@ -87,54 +75,6 @@ std::vector<double> timed(int n, const std::function<bool()>& call) {
   return ms;
 }
 
-struct server {
-  std::string dir = graph::testing::temp_dir("chaos_slow");
-  std::optional<child_process> proc;
-  int http = 0, grpc = 0, metrics = 0;
-  std::string capnp;
-  server() {
-    thread_pool pool{1, "test"};
-    graph::generate_options o;
-    o.rmat.scale = 10;
-    o.feature_dim = 8;
-    EXPECT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
-    config::model_desc d;
-    d.name = "sage";
-    d.arch = config::model_arch::graphsage;
-    d.in = 8, d.hidden = 16, d.out = 4;
-    EXPECT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
-    proc.emplace(std::move(*child_process::spawn(
-        {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
-         "127.0.0.1:0", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--metrics",
-         "127.0.0.1:0", "--max-connections", "4000"})));
-    auto m = proc->wait_for("metrics http://127.0.0.1:", 60'000);
-    EXPECT_TRUE(m.has_value());
-    metrics = std::stoi(m->substr(0, m->find('/')));
-    auto h = proc->wait_for("http http://127.0.0.1:", 60'000);
-    EXPECT_TRUE(h.has_value());
-    http = std::stoi(h->substr(0, h->find('/')));
-    auto g = proc->wait_for("grpc ", 60'000);
-    EXPECT_TRUE(g.has_value());
-    grpc = std::stoi(g->substr(g->rfind(':') + 1));
-    auto l = proc->wait_for("listening ", 60'000);
-    EXPECT_TRUE(l.has_value());
-    capnp = *l;
-  }
-  ~server() {
-    proc->signal(SIGTERM);
-    proc->wait();
-  }
-};
-
-bool http_infer(int port) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_read_timeout(10, 0);
-  auto r = c.Post("/v2/models/sage/infer",
-                  R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})",
-                  "application/json");
-  return r && r->status == 200;
-}
-
 bool metrics_scrape(int port) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(10, 0);
@@ -144,7 +84,7 @@ bool metrics_scrape(int port) {
 
 TEST(chaos_slow_clients_test, slowloris_on_every_door_leaves_good_calls_fast) {
   const std::size_t n = slow_count();
-  server s;
+  chaos_server s;
   auto capnp = rpc::rpc_client::connect(s.capnp, 30'000);
   ASSERT_TRUE(capnp.has_value()) << capnp.error().to_string();
   auto capnp_call = [&] {
@@ -207,7 +147,7 @@ TEST(chaos_slow_clients_test, slowloris_on_every_door_leaves_good_calls_fast) {
 // A request begun and never finished is answered 408 once its deadline (5 s)
 // passed, and the connection closed: the server keeps no half-sent request.
 TEST(chaos_slow_clients_test, a_half_sent_http_request_gets_408_and_is_closed) {
-  server s;
+  chaos_server s;
   const int fd = connect_to(s.http);
   ASSERT_GE(fd, 0);
   const std::string partial = "POST /v2/models/sage/infer HTTP/1.1\r\nContent-Length: 50\r\n\r\n{";
@@ -232,13 +172,7 @@ TEST(chaos_slow_clients_test, a_half_sent_http_request_gets_408_and_is_closed) {
             "HTTP/1.1 413"},
            {"POST /v2/models/sage/infer HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
             "HTTP/1.1 411"}}) {
-    const int g = connect_to(s.http);
-    ASSERT_GE(g, 0);
-    ::send(g, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    ::setsockopt(g, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    std::string answer;
-    for (ssize_t k; (k = ::recv(g, buf, sizeof buf, 0)) > 0;) answer.append(buf, std::size_t(k));
-    ::close(g);
+    const std::string answer = raw_exchange(s.http, bytes);
     EXPECT_EQ(answer.rfind(want, 0), 0u) << answer;
   }
   EXPECT_TRUE(http_infer(s.http));  // and it still serves

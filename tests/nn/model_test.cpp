@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <iterator>
 
@@ -204,6 +206,59 @@ TEST(model_test, safetensors_rejects_corrupt_headers) {
   EXPECT_EQ(v.error().code(), errc::unsupported);
   write("not json", 0);
   EXPECT_FALSE(safetensors_file::open(dir + "/w.safetensors").has_value());
+}
+
+// What a hostile model folder could hold: a header nested 100,000 deep (a
+// recursive dump() overflowed the stack), two tensors sharing bytes, NaN
+// weights, a weights file that is a link out of the folder (its bytes were
+// quoted in the error), and a width past int (4294967360 loaded as 64).
+TEST(model_test, hostile_model_folders_are_refused_by_name) {
+  std::string dir = temp("hostile");
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& header, const std::string& data) {
+    std::ofstream f(dir + "/w.safetensors", std::ios::binary);
+    std::uint64_t n = header.size();
+    f.write(reinterpret_cast<const char*>(&n), 8);
+    f << header << data;
+  };
+  const std::size_t depth = 100'000;
+  write(R"({"__metadata__":{"x":)" + std::string(depth, '[') + std::string(depth, ']') + "}}", "");
+  auto f = safetensors_file::open(dir + "/w.safetensors");
+  ASSERT_FALSE(f.has_value());
+  EXPECT_NE(f.error().message().find("nested deeper than 64"), std::string::npos)
+      << f.error().message();
+  write(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, '\0'));
+  f = safetensors_file::open(dir + "/w.safetensors");
+  ASSERT_FALSE(f.has_value());
+  EXPECT_NE(f.error().message().find("tensors 'a' and 'b' overlap"), std::string::npos);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data() + 4, &nan, 4);
+  write(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", bytes);
+  f = safetensors_file::open(dir + "/w.safetensors");
+  ASSERT_TRUE(f.has_value());
+  auto v = f->as_f32("a", {2});
+  ASSERT_FALSE(v.has_value());
+  EXPECT_NE(v.error().message().find("tensor 'a' holds nan at element 1"), std::string::npos)
+      << v.error().message();
+
+  const std::string model_dir = temp("hostile_link");
+  ASSERT_TRUE(init_model(sage(12, 8, 3), 5, model_dir).is_ok());
+  std::filesystem::remove(model_dir + "/weights.safetensors");
+  std::filesystem::create_symlink("/etc/passwd", model_dir + "/weights.safetensors");
+  heap_allocator alloc;
+  auto m = model::load(model_dir, alloc);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.error().message().find("a link to a file outside the model folder"),
+            std::string::npos) << m.error().message();
+  EXPECT_EQ(m.error().message().find("root"), std::string::npos);  // no byte of it quoted
+
+  auto d = config::parse_model_desc(
+      "[model]\narch = \"graphsage\"\nin = 4\nhidden = 4294967360\nout = 2\n", "m.toml");
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.error().message().find("model.hidden = 4294967360 is out of range"),
+            std::string::npos) << d.error().message();
 }
 
 TEST(model_test, model_description_errors_name_the_field) {

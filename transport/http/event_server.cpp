@@ -20,7 +20,6 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <regex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -55,7 +54,7 @@ struct connection {
 
 struct route {
   std::string method;
-  std::regex re;
+  path_template path;
   handler h;
 };
 
@@ -100,6 +99,8 @@ const char* reason(int status) {
       return "Length Required";
     case 413:
       return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
     case 429:
       return "Too Many Requests";
     case 431:
@@ -262,6 +263,8 @@ struct event_server::impl {
         return;
       }
       c.head_end = end + 4;
+      if (c.head_end > o.max_header_bytes)  // however the bytes arrived
+        return refuse(c, 431, fmt::format("request headers past {} bytes", o.max_header_bytes));
       if (auto st = parse_head(c); !st) return;
       c.at = phase::body;
       c.deadline = clock_type::now() + o.body_timeout;
@@ -285,6 +288,10 @@ struct event_server::impl {
     }
     c.req.method = std::string(line.substr(0, sp1));
     c.req.version = std::string(line.substr(sp2 + 1));
+    if (sp2 - sp1 - 1 > o.max_path_bytes) {
+      refuse(c, 414, fmt::format("request target past {} bytes", o.max_path_bytes));
+      return false;
+    }
     const std::string target(line.substr(sp1 + 1, sp2 - sp1 - 1));
     const auto q = target.find('?');
     c.req.path = target.substr(0, q);
@@ -297,7 +304,8 @@ struct event_server::impl {
       if (e == std::string::npos) e = head.size();
       const auto h = head.substr(at, e - at);
       const auto colon = h.find(':');
-      if (colon == std::string::npos) {
+      // RFC 9112 §5.1: no whitespace between the field name and the colon.
+      if (colon == std::string::npos || colon == 0 || h[colon - 1] == ' ' || h[colon - 1] == '\t') {
         refuse(c, 400, "malformed header line");
         return false;
       }
@@ -309,17 +317,27 @@ struct event_server::impl {
     }
     c.req.remote_addr = c.addr;
     c.req.remote_port = c.remote_port;
-    if (c.req.has_header("Transfer-Encoding") &&
-        c.req.get_header_value("Transfer-Encoding") != "identity") {
-      refuse(c, 411, "chunked request bodies are not accepted: send Content-Length");
+    // RFC 9112 §6: no Transfer-Encoding at all (a body is framed by Content-Length
+    // only), and one Content-Length of digits: anything else could be read
+    // differently by a proxy in front (request smuggling).
+    if (c.req.has_header("Transfer-Encoding")) {
+      refuse(c, 411, "Transfer-Encoding is not accepted: send the body with Content-Length");
       return false;
     }
     c.content_length = 0;
     if (c.req.has_header("Content-Length")) {
       const auto text = c.req.get_header_value("Content-Length");
+      const auto [first, last] = c.req.headers.equal_range("Content-Length");
+      for (auto it = first; it != last; ++it)
+        if (it->second != text) {
+          refuse(c, 400, "conflicting Content-Length headers");
+          return false;
+        }
       char* end = nullptr;
-      const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0') {
+      const bool digits = !text.empty() && text.size() <= 19 &&
+                          text.find_first_not_of("0123456789") == std::string::npos;
+      const unsigned long long n = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
+      if (!digits) {
         refuse(c, 400, fmt::format("Content-Length: '{}' is not a byte count", text.substr(0, 32)));
         return false;
       }
@@ -360,10 +378,11 @@ struct event_server::impl {
     bool routed = false;
     for (const auto& r : routes) {
       if (r.method != j.req.method) continue;
-      if (!std::regex_match(j.req.path, j.req.matches, r.re)) continue;
+      auto args = r.path.match(j.req.path);
+      if (!args) continue;
       routed = true;
       try {
-        r.h(j.req, res);
+        r.h(j.req, *args, res);
       } catch (const std::exception& e) {
         log::error("{}: {} {}: {}", o.name, j.req.method, j.req.path.substr(0, 128), e.what());
         res = httplib::Response{};
@@ -558,12 +577,33 @@ event_server::~event_server() {
   for (auto& [fd, c] : impl_->conns) ::close(fd);
 }
 
+namespace {
+path_template must_parse(const std::string& pattern) {
+  auto t = path_template::parse(pattern);
+  if (!t) throw std::invalid_argument(t.error().message());  // a route written wrongly
+  return std::move(*t);
+}
+handler with_args(simple_handler h) {
+  return [h = std::move(h)](const httplib::Request& q, const path_args&, httplib::Response& r) {
+    h(q, r);
+  };
+}
+}  // namespace
+
 void event_server::get(const std::string& pattern, handler h) {
-  impl_->routes.push_back({"GET", std::regex(pattern), std::move(h)});
+  impl_->routes.push_back({"GET", must_parse(pattern), std::move(h)});
 }
 
 void event_server::post(const std::string& pattern, handler h) {
-  impl_->routes.push_back({"POST", std::regex(pattern), std::move(h)});
+  impl_->routes.push_back({"POST", must_parse(pattern), std::move(h)});
+}
+
+void event_server::get(const std::string& pattern, simple_handler h) {
+  get(pattern, with_args(std::move(h)));
+}
+
+void event_server::post(const std::string& pattern, simple_handler h) {
+  post(pattern, with_args(std::move(h)));
 }
 
 void event_server::on_error(

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "core/status.hpp"
+#include "transport/http/path_template.hpp"
 
 namespace spindle::transport::http {
 
@@ -28,6 +29,7 @@ struct event_server_options {
   std::size_t workers = 16;         // handlers run at once (a handler may wait for its answer)
   std::size_t max_connections = 0;  // 0: the descriptor limit less 64, at most 4096
   std::size_t max_header_bytes = 64 << 10;
+  std::size_t max_path_bytes = 8 << 10;            // a longer request target: 414
   std::size_t max_body_bytes = 64u << 20;          // larger: 413
   std::chrono::milliseconds header_timeout{5000};  // first byte to the end of the headers
   std::chrono::milliseconds body_timeout{5000};    // end of headers to the end of the body
@@ -35,7 +37,10 @@ struct event_server_options {
   std::chrono::milliseconds write_timeout{10000};  // a response not taken by then: dropped
 };
 
-using handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+/// A route's handler; `args` are the path template's captures (path_template.hpp).
+using handler =
+    std::function<void(const httplib::Request&, const path_args& args, httplib::Response&)>;
+using simple_handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
 class event_server {
  public:
@@ -43,10 +48,13 @@ class event_server {
   static expected<std::unique_ptr<event_server>> bind(const event_server_options& o);
   ~event_server();  // stops, closes every connection, joins
 
-  /// Routes (before start): `pattern` is a regex matched against the whole
-  /// path, its groups in Request::matches; the first match wins.
+  /// Routes (before start): `pattern` is a path template (path_template.hpp:
+  /// `{}` captures a segment, `[...]` is optional) matched against the whole
+  /// path, by hand, never by regex; the first match wins.
   void get(const std::string& pattern, handler h);
   void post(const std::string& pattern, handler h);
+  void get(const std::string& pattern, simple_handler h);
+  void post(const std::string& pattern, simple_handler h);
   /// Called for a path no route takes (404) and for errors the server answers
   /// itself (408, 413, ...), to fill the body; default: a plain-text reason.
   void on_error(std::function<void(int status, const std::string& why, httplib::Response&)> f);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/json_depth.hpp"
 #include "core/log.hpp"
 #include "transport/http/event_server.hpp"
 #include "transport/kserve/infer_json.hpp"
@@ -20,7 +21,9 @@ namespace {
 using json = nlohmann::json;
 constexpr const char* kJson = "application/json";
 constexpr const char* kHeaderLength = "Inference-Header-Content-Length";
-constexpr const char* kModelPath = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+// Path templates (transport/http/path_template.hpp), matched by hand: [1] the
+// model, [2] its version ("" when the path names none).
+constexpr const char* kModelPath = "/v2/models/{}[/versions/{}]";
 
 void send_error(httplib::Response& res, int status, std::string_view message) {
   res.status = status;
@@ -56,7 +59,8 @@ std::optional<std::size_t> header_length(const httplib::Request& req, bool& bad)
   return n;
 }
 
-void handle_infer(door& d, const httplib::Request& req, httplib::Response& res) {
+void handle_infer(door& d, const httplib::Request& req, const http::path_args& args,
+                  httplib::Response& res) {
   bool bad = false;
   const auto head = header_length(req, bad);
   if (bad)
@@ -65,8 +69,8 @@ void handle_infer(door& d, const httplib::Request& req, httplib::Response& res) 
                                   req.get_header_value(kHeaderLength).substr(0, 32)));
   auto parsed = parse_infer_request(req.body, head);
   if (!parsed) return send_error(res, 400, parsed.error().message());
-  parsed->model = req.matches[1];
-  parsed->version = req.matches[2];
+  parsed->model = args[1];
+  parsed->version = args[2];
   std::promise<infer_outcome> answer;
   auto got = answer.get_future();
   d.infer(std::move(*parsed), [&answer](infer_outcome o) { answer.set_value(std::move(o)); });
@@ -90,15 +94,17 @@ bool authorized(const httplib::Request& req, const std::string& token) {
 }
 
 void handle_repository(door& d, const std::string& token, const httplib::Request& req,
-                       httplib::Response& res) {
+                       const http::path_args& args, httplib::Response& res) {
   if (!authorized(req, token))
     return send_error(res, 401,
                       token.empty() ? "model repository calls are disabled (no admin token)"
                                     : "wrong or missing admin token (Authorization: Bearer TOKEN)");
-  const std::string name = req.matches[1], action = req.matches[2];
+  const std::string name = args[1], action = args[2];
   std::string path;  // empty: the model repository's latest version of `name`
   if (!req.body.empty()) {
-    auto j = json::parse(req.body, nullptr, false);
+    auto j = json_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth
+                 ? json(json::value_t::discarded)
+                 : json::parse(req.body, nullptr, false);
     if (j.is_discarded() || !j.is_object())
       return send_error(res, 400, "request body is not a JSON object");
     if (j.contains("parameters") && j["parameters"].is_object() &&
@@ -133,11 +139,11 @@ void add_routes(http::event_server& s, door& d, const std::string& token) {
     res.status = d.ready() ? 200 : 503;
   });
   s.get(std::string(kModelPath) + "/ready",
-        [&d](const httplib::Request& req, httplib::Response& res) {
-          if (!d.find(req.matches[1], req.matches[2]))
+        [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
+          if (!d.find(a[1], a[2]))
             return send_error(
-                res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
-          res.status = d.ready() && d.model_ready(req.matches[1], req.matches[2]) ? 200 : 400;
+                res, 404, fmt::format("unknown model '{}'", a[1].substr(0, 64)));
+          res.status = d.ready() && d.model_ready(a[1], a[2]) ? 200 : 400;
         });
   // Triton's statistics and model-configuration extensions (tritonclient,
   // perf_analyzer); /v2/models/stats before the model routes, which would take it
@@ -146,30 +152,32 @@ void add_routes(http::event_server& s, door& d, const std::string& token) {
     res.set_content(statistics_json(statistics_of(d.service(), "")), kJson);
   });
   s.get(std::string(kModelPath) + "/stats",
-        [&d](const httplib::Request& req, httplib::Response& res) {
-          auto m = d.find(req.matches[1], req.matches[2]);
+        [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
+          auto m = d.find(a[1], a[2]);
           if (!m)
             return send_error(
-                res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
+                res, 404, fmt::format("unknown model '{}'", a[1].substr(0, 64)));
           res.set_content(statistics_json(statistics_of(d.service(), m->name)), kJson);
         });
   s.get(std::string(kModelPath) + "/config",
-        [&d](const httplib::Request& req, httplib::Response& res) {
-          auto m = d.find(req.matches[1], req.matches[2]);
+        [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
+          auto m = d.find(a[1], a[2]);
           if (!m)
             return send_error(
-                res, 404, fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
+                res, 404, fmt::format("unknown model '{}'", a[1].substr(0, 64)));
           res.set_content(config_json(metadata_of(*m)), kJson);
         });
-  s.get(kModelPath, [&d](const httplib::Request& req, httplib::Response& res) {
-    auto m = d.find(req.matches[1], req.matches[2]);
+  s.get(kModelPath, [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
+    auto m = d.find(a[1], a[2]);
     if (!m)
       return send_error(res, 404,
-                        fmt::format("unknown model '{}'", req.matches[1].str().substr(0, 64)));
+                        fmt::format("unknown model '{}'", a[1].substr(0, 64)));
     res.set_content(dump(metadata_json(metadata_of(*m))), kJson);
   });
   s.post(std::string(kModelPath) + "/infer",
-         [&d](const httplib::Request& req, httplib::Response& res) { handle_infer(d, req, res); });
+         [&d](const httplib::Request& req, const http::path_args& a, httplib::Response& res) {
+           handle_infer(d, req, a, res);
+         });
   s.post("/v2/repository/index", [&d](const httplib::Request&, httplib::Response& res) {
     json out = json::array();
     for (const auto& m : d.service().models())
@@ -178,10 +186,9 @@ void add_routes(http::event_server& s, door& d, const std::string& token) {
                      {"state", d.service().model_ready(m.name) ? "READY" : "UNAVAILABLE"}});
     res.set_content(dump(out), kJson);
   });
-  s.post(R"(/v2/repository/models/([^/]+)/(load|unload))",
-         [&d, token](const httplib::Request& req, httplib::Response& res) {
-           handle_repository(d, token, req, res);
-         });
+  s.post("/v2/repository/models/{}/{load|unload}",
+         [&d, token](const httplib::Request& req, const http::path_args& a,
+                     httplib::Response& res) { handle_repository(d, token, req, a, res); });
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.hpp"
+
 namespace spindle::transport::kserve {
 namespace {
 
@@ -102,6 +104,9 @@ expected<infer_request> parse_infer_request(std::string_view body,
                       *header_length, body.size());
   const std::string_view head = body.substr(0, header_length.value_or(body.size()));
   const std::string_view binary = body.substr(head.size());
+  if (json_depth(head, kMaxJsonDepth) > kMaxJsonDepth)
+    return make_error(errc::invalid_argument, "request JSON is nested deeper than {} levels",
+                      kMaxJsonDepth);
   json j = json::parse(head, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return make_error(errc::invalid_argument, "request body is not a JSON object{}",

@@ -1,0 +1,101 @@
+// A real `spindle serve` for the chaos tests (R-MAT scale 10, GraphSAGE "sage",
+// the golden DLRM "ctr" in memory, every door on a free loopback port) and raw
+// socket helpers to talk to its doors.
+#pragma once
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string>
+
+#include "core/subprocess.hpp"
+#include "graph/prepare.hpp"
+#include "nn/model.hpp"
+#include "tests/graph/test_util.hpp"
+
+namespace spindle {
+
+inline int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(std::uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Sends `bytes` on a new connection to `port` and returns all it gets back
+/// before the server closes it (or 15 s pass).
+inline std::string raw_exchange(int port, const std::string& bytes) {
+  const int fd = connect_to(port);
+  if (fd < 0) return "(no connection)";
+  [[maybe_unused]] auto w = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  timeval tv{15, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t k; (k = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, std::size_t(k));
+  ::close(fd);
+  return answer;
+}
+
+struct chaos_server {
+  std::string dir = graph::testing::temp_dir("chaos_server");
+  std::optional<child_process> proc;
+  int http = 0, grpc = 0, metrics = 0;
+  std::string capnp;
+  chaos_server() {
+    thread_pool pool{1, "test"};
+    graph::generate_options o;
+    o.rmat.scale = 10;
+    o.feature_dim = 8;
+    EXPECT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
+    config::model_desc d;
+    d.name = "sage";
+    d.arch = config::model_arch::graphsage;
+    d.in = 8, d.hidden = 16, d.out = 4;
+    EXPECT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+    proc.emplace(std::move(*child_process::spawn(
+        {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
+         "127.0.0.1:0", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--metrics",
+         "127.0.0.1:0", "--max-connections", "4000", "--rec-model",
+         std::string("ctr=") + SPINDLE_SOURCE_DIR + "/tests/nn/golden/dlrm"})));
+    auto m = proc->wait_for("metrics http://127.0.0.1:", 60'000);
+    EXPECT_TRUE(m.has_value());
+    metrics = std::stoi(m->substr(0, m->find('/')));
+    auto h = proc->wait_for("http http://127.0.0.1:", 60'000);
+    EXPECT_TRUE(h.has_value());
+    http = std::stoi(h->substr(0, h->find('/')));
+    auto g = proc->wait_for("grpc ", 60'000);
+    EXPECT_TRUE(g.has_value());
+    grpc = std::stoi(g->substr(g->rfind(':') + 1));
+    auto l = proc->wait_for("listening ", 60'000);
+    EXPECT_TRUE(l.has_value());
+    capnp = *l;
+  }
+  ~chaos_server() {
+    proc->signal(SIGTERM);
+    proc->wait();
+  }
+};
+
+inline bool http_infer(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  auto r = c.Post("/v2/models/sage/infer",
+                  R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})",
+                  "application/json");
+  return r && r->status == 200;
+}
+
+}  // namespace spindle

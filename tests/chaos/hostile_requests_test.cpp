@@ -1,0 +1,117 @@
+// Chaos: single requests that killed or fooled a server before, sent to a real
+// `spindle serve`; after each the server must answer a good call. A 30 KB URL
+// (libstdc++'s regex recursed per character: SIGSEGV), a JSON body nested
+// 50,000 deep (a recursive flatten), and HTTP/1.1 framing a proxy in front
+// could read differently (request smuggling): conflicting Content-Length,
+// Transfer-Encoding, whitespace before a colon, a signed length, 800 KB of
+// headers in one write.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/chaos/chaos_server.hpp"
+
+namespace spindle {
+namespace {
+
+std::string status_line(const std::string& answer) { return answer.substr(0, answer.find('\r')); }
+
+TEST(chaos_hostile_requests_test, a_30_kb_url_is_refused_and_the_server_lives) {
+  chaos_server s;
+  ASSERT_TRUE(http_infer(s.http));
+  for (std::size_t n : {30'000u, 1'000'000u}) {
+    const std::string get = "GET /v2/models/" + std::string(n, 'A') + "/ready HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string answer = raw_exchange(s.http, get);
+    std::printf("URL of %zu bytes: %s\n", n, status_line(answer).c_str());
+    EXPECT_EQ(answer.rfind(n < 60'000 ? "HTTP/1.1 414" : "HTTP/1.1 431", 0), 0u) << status_line(answer);
+    EXPECT_TRUE(http_infer(s.http)) << "no answer after a URL of " << n << " bytes";
+  }
+  // Under the cap, a long name is matched by hand: an unknown model, not a crash.
+  const std::string name(8000, 'B');
+  const std::string answer =
+      raw_exchange(s.http, "GET /v2/models/" + name + "/versions/1/ready HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 404", 0), 0u) << status_line(answer);
+  EXPECT_TRUE(http_infer(s.http));
+}
+
+TEST(chaos_hostile_requests_test, deeply_nested_json_is_refused_and_the_server_lives) {
+  chaos_server s;
+  const std::size_t depth = 50'000;
+  const std::string body = R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":)" +
+                           std::string(depth, '[') + "1" + std::string(depth, ']') + "}]}";
+  httplib::Client c("127.0.0.1", s.http);
+  c.set_read_timeout(30, 0);
+  auto r = c.Post("/v2/models/sage/infer", body, "application/json");
+  ASSERT_TRUE(r) << "no answer: the server died?";
+  std::printf("JSON nested %zu deep: %d %s\n", depth, r->status, r->body.substr(0, 120).c_str());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("nested deeper than"), std::string::npos) << r->body;
+  EXPECT_TRUE(http_infer(s.http));
+}
+
+// EmbeddingBag offsets are checked whole: a negative or decreasing one read
+// outside the indices (SIGSEGV, or a wrong score answered 200).
+TEST(chaos_hostile_requests_test, bad_bag_offsets_are_refused_by_name) {
+  chaos_server s;
+  auto call = [&](const std::string& offsets0) {
+    std::string dense = "[";
+    for (int i = 0; i < 13; ++i) dense += std::string(i ? "," : "") + "0.5";
+    dense += "]";
+    std::string body = R"({"inputs":[{"name":"dense","datatype":"FP32","shape":[1,13],"data":)" +
+                       dense + "}";
+    for (int t = 0; t < 3; ++t) {
+      const std::string off = t == 0 ? offsets0 : "[0,4]";
+      const std::string n = std::to_string(t);
+      const std::size_t count = std::count(off.begin(), off.end(), ',') + 1;
+      body += R"(,{"name":"indices_)" + n + R"(","datatype":"INT64","shape":[4],"data":[1,2,3,4]})";
+      body += R"(,{"name":"offsets_)" + n + R"(","datatype":"INT64","shape":[)" +
+              std::to_string(count) + "],\"data\":" + off + "}";
+    }
+    body += "]}";
+    httplib::Client c("127.0.0.1", s.http);
+    c.set_read_timeout(30, 0);
+    return c.Post("/v2/models/ctr/infer", body, "application/json");
+  };
+  auto good = call("[0,4]");
+  ASSERT_TRUE(good);
+  ASSERT_EQ(good->status, 200) << good->body;
+  for (const char* bad : {"[0,-3000,4]", "[0,5,4]", "[0,3000,4]", "[1,4]", "[0,3]"}) {
+    auto r = call(bad);
+    ASSERT_TRUE(r) << bad << ": no answer: the server died?";
+    std::printf("offsets_0 = %s: %d %s\n", bad, r->status, r->body.substr(0, 100).c_str());
+    EXPECT_EQ(r->status, 400) << bad << ": " << r->body;
+    EXPECT_NE(r->body.find("offsets_0"), std::string::npos) << r->body;
+  }
+  EXPECT_EQ(call("[0,4]")->status, 200);
+}
+
+TEST(chaos_hostile_requests_test, ambiguous_http_framing_is_refused) {
+  chaos_server s;
+  const std::string body = R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})";
+  const std::string len = std::to_string(body.size());
+  const std::string post = "POST /v2/models/sage/infer HTTP/1.1\r\nHost: x\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"conflicting Content-Length", post + "Content-Length: " + len + "\r\nContent-Length: 5\r\n\r\n" + body},
+      {"Transfer-Encoding identity then chunked",
+       post + "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\nContent-Length: " + len + "\r\n\r\n" + body},
+      {"whitespace before the colon", post + "Content-Length : " + len + "\r\n\r\n" + body},
+      {"a signed length", post + "Content-Length: +" + len + "\r\n\r\n" + body},
+      {"800 KB of headers in one write",
+       post + "X-Pad: " + std::string(800'000, 'p') + "\r\nContent-Length: " + len + "\r\n\r\n" + body},
+  };
+  for (const auto& [what, bytes] : cases) {
+    const std::string answer = raw_exchange(s.http, bytes);
+    std::printf("%s: %s\n", what.c_str(), status_line(answer).c_str());
+    EXPECT_TRUE(answer.rfind("HTTP/1.1 4", 0) == 0) << what << ": " << status_line(answer);
+    EXPECT_EQ(answer.find("HTTP/1.1 200"), std::string::npos) << what;
+  }
+  // The same body framed plainly is answered.
+  const std::string good = raw_exchange(s.http, post + "Connection: close\r\nContent-Length: " + len + "\r\n\r\n" + body);
+  EXPECT_EQ(good.rfind("HTTP/1.1 200", 0), 0u) << status_line(good);
+}
+
+}  // namespace
+}  // namespace spindle
