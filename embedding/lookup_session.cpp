@@ -116,9 +116,16 @@ lookup_session::fetch_result lookup_session::fetch_lower(table_state& t,
   std::vector<std::uint8_t> f(rest.size());
   auto got = pdb_->lookup(t.options.name, rest, v, f);
   if (!got) {
-    log::warn("persistent db lookup failed: {}", got.error().to_string());
+    t.pdb_failing = true;
+    std::lock_guard lock(t.stats_mu);
+    if (t.stats.pdb_errors++ % 1000 == 0)
+      log::warn("persistent db lookup failed ({} so far in table {}): {}", t.stats.pdb_errors,
+                t.options.name, got.error().to_string());
+    r.error = make_error(errc::unavailable, "hps table '{}': the persistent db could not be read: {}",
+                         t.options.name, got.error().message());
     return r;
   }
+  t.pdb_failing = false;
   for (std::size_t j = 0; j < rest.size(); ++j) {
     if (!f[j]) continue;
     std::copy_n(v.data() + j * dim, dim, values.data() + where[j] * dim);
@@ -184,11 +191,13 @@ expected<lookup_report> lookup_session::lookup(std::size_t table, std::span<cons
   // Algorithm 1: synchronous insertion while the hit rate is below the threshold;
   // at or above it misses get default vectors now and are inserted in the
   // background (so threshold 0.0 is always asynchronous, 1.0 always synchronous).
-  rep.synchronous = !misses.keys.empty() && rep.hit_rate < t.threshold.load();
+  rep.synchronous =
+      !misses.keys.empty() && (rep.hit_rate < t.threshold.load() || t.pdb_failing.load());
   std::vector<float> mv(misses.keys.size() * dim, t.options.default_value);
   std::vector<std::uint8_t> found(misses.keys.size(), 0);
   if (rep.synchronous) {
     fetch_result r = fetch_and_insert(t, misses.keys, mv);
+    if (!r.error) return r.error;  // never default vectors for rows that could not be read
     rep.from_vdb = r.from_vdb;
     rep.from_pdb = r.from_pdb;
     found = std::move(r.found);

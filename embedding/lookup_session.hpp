@@ -52,7 +52,7 @@ struct lookup_report {
 struct table_stats {
   std::uint64_t lookups = 0, unique_keys = 0, l1_misses = 0;
   std::uint64_t sync_lookups = 0, async_lookups = 0, defaulted = 0;
-  std::uint64_t vdb_errors = 0, async_dropped = 0, refreshed = 0;
+  std::uint64_t vdb_errors = 0, pdb_errors = 0, async_dropped = 0, refreshed = 0;
 };
 
 struct session_options {
@@ -104,12 +104,17 @@ class lookup_session {
     table_options options;
     std::unique_ptr<l1_cache> cache;
     std::atomic<double> threshold{0.8};
+    // The last PDB read failed (a corrupted block, an I/O error): misses are looked
+    // up synchronously, so a call needing a row it cannot read fails instead of
+    // being answered with default vectors. Cleared by the next good PDB read.
+    std::atomic<bool> pdb_failing{false};
     mutable std::mutex stats_mu;
     table_stats stats;  // guarded by stats_mu
   };
   struct fetch_result {
     std::vector<std::uint8_t> found;  // per key: 0 nowhere, 1 from the VDB, 2 from the PDB
     std::uint64_t from_vdb = 0, from_pdb = 0;
+    status error;  // the PDB could not be read: the keys not found are unknown, not absent
   };
   struct async_job {
     std::size_t table;

@@ -1,5 +1,9 @@
 #include "graph/dataset.hpp"
 
+#include <chrono>
+
+#include "core/log.hpp"
+
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -302,6 +306,28 @@ void dataset::warm_features() const {
 #endif
   volatile std::uint8_t sink = 0;  // older kernels: touch one byte per page
   for (std::size_t at = 0; at < bytes; at += 4096) sink = sink + base[at];
+}
+
+}  // namespace spindle::graph
+
+namespace spindle::graph {
+
+expected<dataset> open_for_serving(const std::string& dir, bool skip) {
+  if (skip) {
+    log::warn("{}: data checksums not verified (--no-verify-data): a damaged or altered file "
+              "is served as it is",
+              dir);
+    return dataset::open(dir);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto d = dataset::open(dir, {.verify_checksums = true});
+  if (!d) return d;
+  std::uint64_t bytes = 0;
+  for (const auto& [_, r] : d->metadata().arrays) bytes += r.bytes;
+  log::info("{}: verified the checksums of {} arrays ({:.1f} MiB) in {:.2f} s", dir,
+            d->metadata().arrays.size(), double(bytes) / 1048576.0,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return d;
 }
 
 }  // namespace spindle::graph

@@ -94,6 +94,11 @@ class dataset {
   std::span<const std::int64_t> labels_, node_ids_;
 };
 
+/// How servers open the data they serve: checksums verified (a byte flipped in
+/// features.npy or indices.npy is refused, naming the file) unless `skip`, which
+/// logs that the data was not verified. Logs the time and bytes verified.
+expected<dataset> open_for_serving(const std::string& dir, bool skip);
+
 /// Writes arrays into a dataset directory and records them; finish() writes
 /// metadata.json last (atomically), so a half-written directory never opens.
 class dataset_writer {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -71,15 +72,24 @@ std::string default_name(const std::string& path) {
   return stem.substr(0, stem.find('.'));
 }
 
-feature_table make_features(const synthetic_features_spec& s, const csr_view& g) {
+// Degrees as PyG's OneHotDegree counts them (in_degree=False): the edges a node
+// sends, edge_index[0]. With rows holding sources (edge direction `in`) that is
+// how often a node appears in the rows; otherwise its own row's length.
+feature_table make_features(const synthetic_features_spec& s, const csr_view& g,
+                            bool rows_hold_sources) {
   using kind = synthetic_features_spec::kind;
   feature_table t;
   t.rows = g.num_nodes;
   t.cols = s.columns;
   t.values.assign(std::size_t(t.rows * t.cols), 0.0f);
+  std::vector<std::int64_t> sent;
+  if (rows_hold_sources) {
+    sent.assign(std::size_t(g.num_nodes), 0);
+    for (std::int64_t e = 0; e < g.num_edges(); ++e) ++sent[std::size_t(g.neighbour(e))];
+  }
   for (std::int64_t v = 0; v < t.rows; ++v) {
     float* row = t.values.data() + v * t.cols;
-    const std::int64_t d = g.degree(v);
+    const std::int64_t d = rows_hold_sources ? sent[std::size_t(v)] : g.degree(v);
     if (s.what == kind::degree) row[0] = float(d);
     if (s.what == kind::onehot_degree) row[std::min<std::int64_t>(d, t.cols - 1)] = 1.0f;
     if (s.what == kind::random) synthetic_features(1, v, {row, std::size_t(t.cols)});
@@ -278,6 +288,26 @@ void report_edge_counts(const std::string& input, std::int64_t input_edges, cons
     fmt::print(stderr, "  kept {} repeated edges (--drop-duplicates drops them)\n", b.duplicates);
 }
 
+// NaN or Inf in a feature row answers NaN for every seed that reaches it, with
+// status ok: refused, naming the first, unless the user keeps them knowingly.
+status check_finite(const feature_table& f, const std::string& path, bool allow,
+                    dataset_metadata& meta) {
+  std::int64_t bad = 0, first = -1;
+  for (std::size_t i = 0; i < f.values.size(); ++i)
+    if (!std::isfinite(f.values[i]) && bad++ == 0) first = std::int64_t(i);
+  if (bad == 0) return status::ok();
+  const std::int64_t row = f.cols ? first / f.cols : 0, col = f.cols ? first % f.cols : 0;
+  if (!allow)
+    return make_error(errc::invalid_argument,
+                      "{}: {} feature values are NaN or infinite, the first at row {} column {} "
+                      "({}): every answer reaching them would be NaN (--allow-nonfinite-features "
+                      "keeps them)",
+                      path, bad, row, col, f.values[std::size_t(first)]);
+  log::warn("{}: keeping {} NaN or infinite feature values (--allow-nonfinite-features)", path, bad);
+  meta.build["nonfinite_features_kept"] = std::to_string(bad);
+  return status::ok();
+}
+
 status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,
                             thread_pool& pool) {
   edge_format fmt = o.format.value_or(guess_edge_format(o.input));
@@ -323,6 +353,9 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
   const bool edge_index = fmt == edge_format::npy;
   build.keep_self_loops = o.keep_self_loops.value_or(edge_index);
   build.keep_duplicates = o.keep_duplicates.value_or(edge_index);
+  // PyG's node ids are the edge_index's own (nodes 0..max, a gap an isolated node):
+  // never renumbered unless asked, so seed numbers stay the user's.
+  if (edge_index && build.relabel == relabel_mode::auto_detect) build.relabel = relabel_mode::never;
   // Rows are what a node aggregates over: with `in`, v's row holds u for u -> v.
   if (o.direction == edge_direction::in) std::swap(edges.src, edges.dst);
   std::vector<std::string> names = !features.row_names.empty() ? features.row_names : edges.names;
@@ -342,10 +375,12 @@ status prepare_dataset_into(const prepare_options& o, const std::string& out_dir
   meta.build["duplicates_kept"] = std::to_string(built->duplicates - built->duplicates_dropped);
   report_edge_counts(o.input, input_edges, *built, build);
   if (o.synthetic) {  // a featureless graph: the features are made, and metadata says how
-    features = make_features(*o.synthetic, built->csr.view());
+    features = make_features(*o.synthetic, built->csr.view(),
+                             !build.undirected && o.direction == edge_direction::in);
     meta.build["features"] = o.synthetic->text;
     meta.source += " + features " + o.synthetic->text;
   }
+  SPINDLE_TRY(check_finite(features, features_path, o.allow_nonfinite_features, meta));
   SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));
   csr_view g = built->csr.view();
   SPINDLE_TRY(w.write_graph(g));

@@ -58,6 +58,7 @@ struct prepare_options {
   metrics_request metrics;
   std::string name;    // dataset name (default: input file stem)
   bool force = false;  // replace a non-empty output directory
+  bool allow_nonfinite_features = false;  // keep NaN/Inf feature values (refused otherwise)
 };
 
 /// Converts `o.input` (+ features) into a dataset directory at `out_dir`.

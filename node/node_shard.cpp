@@ -67,10 +67,12 @@ node_shard::~node_shard() {
 }
 
 expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& topo,
-                                                        const std::string& dataset, int rank) {
+                                                        const std::string& dataset, int rank,
+                                                        bool skip_verify) {
   // A partitioned dataset (`spindle partition`): this rank's folder, whose rows are
   // exactly those of its shards under the same plan (checked by checksum).
-  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(sched::rank_dataset_dir(dataset, rank)));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto ds, graph::open_for_serving(sched::rank_dataset_dir(dataset, rank), skip_verify));
   std::unique_ptr<node_shard> s(new node_shard(topo, std::move(ds), rank));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   s->ctx_.emplace(std::move(ctx));

@@ -47,8 +47,10 @@ expected<std::vector<region_slot>> region_layout(const sched::placement_plan& pl
 class node_shard {
  public:
   /// Opens `dataset`, places it (epoch 0) and fills rank `rank`'s host shard.
+  /// The rank's data is verified against its checksums unless `skip_verify`.
   static expected<std::unique_ptr<node_shard>> start(const config::topology& topo,
-                                                     const std::string& dataset, int rank);
+                                                     const std::string& dataset, int rank,
+                                                     bool skip_verify = false);
   ~node_shard();
 
   const graph::dataset& dataset() const { return ds_; }

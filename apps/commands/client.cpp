@@ -321,7 +321,10 @@ struct load_report {
   template <class Answer>
   void record(std::size_t i, const Answer& r, double s) {
     per_request[i] = {s * 1e3, r.status};
-    const std::string st(rpc::to_string(r.status));
+    // Calls the client dropped (rate over capacity) are counted apart from refusals.
+    const std::string st = r.message.rfind(rpc::kNotSent, 0) == 0
+                               ? "not sent (client limit)"
+                               : std::string(rpc::to_string(r.status));
     ++by_status[st];
     if (r.status == rpc::rpc_status::ok) {
       lat_ms.push_back(s * 1e3);

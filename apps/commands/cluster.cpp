@@ -77,6 +77,7 @@ struct node_args {
   std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster
   front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door
   bool listen = false;
+  bool no_verify_data = false;           // skip the rank's data checksums at start
   actors::placement_options placement;   // rank 0: re-plan on drift
   std::uint32_t peer_timeout_ms = 1000;  // a peer silent this long is declared down
   node_pipelines serving;                // pipelines and the door's batch policy
@@ -308,7 +309,7 @@ status run_node(const node_args& a) {
   // A node with a dataset holds its shard in UCX memory; with a model too it
   // serves batches, which travel over its UCX bridge.
   if (!a.dataset.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(sn.shard, node_shard::start(topo, a.dataset, rank));
+    SPINDLE_ASSIGN_OR_RETURN(sn.shard, node_shard::start(topo, a.dataset, rank, a.no_verify_data));
     if (!a.model.empty()) {
       actors::bridge_options bo;
       bo.rank = rank;
@@ -439,6 +440,9 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--rank", na->rank, "This node's rank")->required();
   node->add_option("--dataset", na->dataset,
                    "Dataset: members hold their shard of the FAP plan in UCX memory");
+  node->add_flag("--no-verify-data", na->no_verify_data,
+                 "Skip the rank's data checksums at start (logged): a damaged or altered file "
+                 "is then served as it is");
   node->add_option("--model", na->model,
                    "Model directory: with --dataset the node runs a pipeline (sampling, "
                    "gathering, inference) for the coordinator's batches");

@@ -12,7 +12,7 @@ struct prepare_args {
   std::string dir, input, format, features, features_format, out, relabel = "auto", name;
   std::string edge_direction = "in";
   bool undirected = false, keep_self_loops = false, keep_duplicates = false, force = false;
-  bool drop_self_loops = false, drop_duplicates = false;
+  bool drop_self_loops = false, drop_duplicates = false, allow_nonfinite = false;
   metrics_flags metrics;
 };
 
@@ -51,6 +51,7 @@ status run_prepare(const prepare_args& a, global_options& g) {
   o.metrics = m;
   o.name = a.name;
   o.force = a.force;
+  o.allow_nonfinite_features = a.allow_nonfinite;
   SPINDLE_TRY(graph::prepare_dataset(o, a.out, g.pool()));
   return print_summary(a.out, false);
 }
@@ -95,11 +96,15 @@ void register_prepare(CLI::App& app, global_options& g) {
                 "Keep one of each repeated u->v edge (the default for SNAP and CSV edge lists)");
   cmd->add_option(
          "--relabel", a->relabel,
-         "auto: map sparse ids to 0..N-1 (saved as node_ids.npy) only when needed; always; never")
+         "auto: map sparse ids to 0..N-1 (saved as node_ids.npy) only when needed (a NumPy "
+         "edge_index keeps its ids, as PyG does); always; never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->default_val("auto");
   cmd->add_option("--name", a->name, "Dataset name (default: input file stem)");
   cmd->add_option("--out", a->out, "Output dataset directory (new or empty)");
+  cmd->add_flag("--allow-nonfinite-features", a->allow_nonfinite,
+                "Keep NaN or infinite feature values (refused by default: answers reaching them "
+                "would be NaN)");
   cmd->add_flag("--force", a->force,
                 "Replace a non-empty --out whole (written beside it, then renamed into place)");
   add_metrics_flags(*cmd, a->metrics);

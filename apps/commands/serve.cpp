@@ -51,6 +51,7 @@ struct serve_args {
   int gpus = 1;              // --gpus: GPUs the pipelines are dealt over
   std::string gpu_topology;  // --topology: its intra link partitions or replicates
   bool max_batch_flag = false, deadline_flag = false, slo_flag = false;  // given explicitly
+  bool no_verify_data = false;  // skip the dataset's checksums at start
   front_door_args door;
 };
 
@@ -191,7 +192,7 @@ status run_serve(const serve_args& a, global_options& g) {
         transport::ucx::restrict_to_host(a.door.listen.substr(0, a.door.listen.rfind(':'))));
   }
   if (listening) block_stop_signals();  // before any thread starts
-  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::open_for_serving(a.dataset, a.no_verify_data));
   if (ds.partitioned())
     return make_error(errc::invalid_argument,
                       "{}: is one rank's partition of a cluster dataset (spindle partition); serve "
@@ -349,6 +350,9 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_option("--clients", a->clients, "Outstanding requests in closed loop")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object");
+  cmd->add_flag("--no-verify-data", a->no_verify_data,
+                "Skip the dataset's checksums at start (for a dataset too large to hash; "
+                "logged): a damaged or altered file is then served as it is");
   cmd->add_flag("--reproducible", a->reproducible,
                 "--workload requests carry sampler seeds (each sampled on its own, fixed "
                 "answers); by default they share their batch's sampled graph, as real clients' do");

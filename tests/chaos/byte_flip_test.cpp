@@ -140,6 +140,48 @@ TEST(chaos_byte_flip_test, every_input_kind_survives_200_flips_with_a_named_erro
 namespace spindle {
 namespace {
 
+// serve verifies the data it maps before serving: one byte flipped in the
+// features (which `open` alone cannot tell from a real value) is refused at
+// start, naming the file, instead of answered; --no-verify-data skips the
+// checksums for a dataset too large to hash, and says so.
+TEST(chaos_byte_flip_test, serve_refuses_altered_data_at_start) {
+  const std::string dir = graph::testing::temp_dir("chaos_altered");
+  thread_pool pool{1, "test"};
+  graph::generate_options o;
+  o.rmat.scale = 8;
+  o.feature_dim = 8;
+  ASSERT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
+  config::model_desc d;
+  d.name = "sage";
+  d.arch = config::model_arch::graphsage;
+  d.in = 8, d.hidden = 8, d.out = 3;
+  ASSERT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+  const std::vector<std::string> serve = {"serve", "--dataset", dir + "/g", "--model", dir + "/m",
+                                          "--workload", "1"};
+  ASSERT_EQ(run(serve).code, 0);
+  {
+    std::fstream f(dir + "/g/features.npy", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const auto at = std::streamoff(f.tellg()) - 3;  // a float's high byte: still finite
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(at);
+    c = char(c ^ 0x01);
+    f.write(&c, 1);
+  }
+  auto r = run(serve);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("features.npy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("checksum"), std::string::npos) << r.out;
+  auto skip = serve;
+  skip.push_back("--no-verify-data");
+  r = run(skip);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("data checksums not verified (--no-verify-data)"), std::string::npos)
+      << r.out;
+}
+
 // A corrupt RocksDB file under the parameter server: the warm-up reads every
 // row at start, so the server refuses to start, naming the database file,
 // instead of serving wrong or default vectors.

@@ -54,7 +54,7 @@ struct chaos_server {
   std::optional<child_process> proc;
   int http = 0, grpc = 0, metrics = 0;
   std::string capnp;
-  chaos_server() {
+  explicit chaos_server(int max_connections = 4000) {
     thread_pool pool{1, "test"};
     graph::generate_options o;
     o.rmat.scale = 10;
@@ -68,7 +68,7 @@ struct chaos_server {
     proc.emplace(std::move(*child_process::spawn(
         {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
          "127.0.0.1:0", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--metrics",
-         "127.0.0.1:0", "--max-connections", "4000", "--rec-model",
+         "127.0.0.1:0", "--max-connections", std::to_string(max_connections), "--rec-model",
          std::string("ctr=") + SPINDLE_SOURCE_DIR + "/tests/nn/golden/dlrm"})));
     auto m = proc->wait_for("metrics http://127.0.0.1:", 60'000);
     EXPECT_TRUE(m.has_value());

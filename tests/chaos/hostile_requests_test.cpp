@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tests/chaos/chaos_server.hpp"
+#include "transport/rpc/rpc_client.hpp"
 
 namespace spindle {
 namespace {
@@ -86,6 +89,45 @@ TEST(chaos_hostile_requests_test, bad_bag_offsets_are_refused_by_name) {
     EXPECT_NE(r->body.find("offsets_0"), std::string::npos) << r->body;
   }
   EXPECT_EQ(call("[0,4]")->status, 200);
+}
+
+// Idle Cap'n Proto sockets that never send a byte used to hold the door shut
+// (4,100 of them: 5/5 new clients refused for 60 s). Full, the door now closes
+// the connection idle longest to admit a new client, and a socket that sends
+// nothing is closed after the handshake deadline (10 s).
+TEST(chaos_hostile_requests_test, idle_capnp_sockets_do_not_lock_the_door) {
+  chaos_server s(200);
+  const int port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
+  std::vector<int> idle;
+  for (int i = 0; i < 250; ++i)
+    if (const int fd = connect_to(port); fd >= 0) idle.push_back(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int answered = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = transport::rpc::rpc_client::connect(s.capnp, 10'000);
+    if (!c) continue;
+    auto a = (*c)->infer_gnn({"sage", {5}, 0, 0});
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    answered += a.has_value() && a->status == transport::rpc::rpc_status::ok && ms < 1000;
+  }
+  std::printf("250 idle Cap'n Proto sockets, --max-connections 200: %d of 5 new clients answered\n",
+              answered);
+  EXPECT_EQ(answered, 5);
+  // An idle socket is closed by the server after the handshake deadline.
+  const int fd = connect_to(port);
+  ASSERT_GE(fd, 0);
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto t0 = std::chrono::steady_clock::now();
+  char b = 0;
+  const ssize_t got = ::recv(fd, &b, 1, 0);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("a socket that sent nothing: closed by the server after %.1f s\n", waited);
+  EXPECT_EQ(got, 0) << "not closed within 20 s";
+  EXPECT_LT(waited, 15.0);
+  ::close(fd);
+  for (int f : idle) ::close(f);
 }
 
 TEST(chaos_hostile_requests_test, ambiguous_http_framing_is_refused) {

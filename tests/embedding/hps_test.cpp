@@ -3,7 +3,10 @@
 // filling, refresh after updates, and the PDB answering when Redis dies.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <random>
 
 #include "core/npy.hpp"
@@ -125,6 +128,53 @@ TEST(lookup_session_test, below_the_threshold_misses_are_fetched_synchronously) 
   EXPECT_EQ(again->hit_rate, 1.0);
   EXPECT_FALSE(again->synchronous);
   EXPECT_EQ(*h.vdb->size("t"), 3u);  // PDB rows went into the VDB too
+}
+
+// A corrupted RocksDB block: the call needing a row in it fails (unavailable,
+// naming the table) instead of answering a default vector with status ok, and
+// the table's misses stay synchronous until the PDB reads again.
+TEST(lookup_session_test, a_corrupted_pdb_block_fails_the_call_instead_of_answering) {
+  const fs::path dir = temp_dir("corrupt_pdb");
+  {
+    auto db = persistent_db::open((dir / "db").string());
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE((*db)->bulk_load("t", table_values(), dim));
+  }
+  std::size_t flipped = 0;
+  for (const auto& e : fs::directory_iterator(dir / "db")) {
+    if (e.path().extension() != ".sst" || fs::file_size(e.path()) < 4096) continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    for (std::streamoff at = 64; at < 64 + 64; ++at) {  // inside the first data block
+      f.seekg(at);
+      char c = 0;
+      f.read(&c, 1);
+      f.seekp(at);
+      c = char(c ^ 0x5a);
+      f.write(&c, 1);
+    }
+    ++flipped;
+  }
+  ASSERT_GT(flipped, 0u) << "no table file to damage";
+  auto pdb = persistent_db::open((dir / "db").string());
+  ASSERT_TRUE(pdb.has_value()) << pdb.error().to_string();
+  auto vdb = std::move(*make_hash_map_vdb({}));
+  table_options t{"t", dim, rows, 0.1, /*threshold=*/0.0, -1.0f, 2};  // misses asynchronous
+  auto session = std::move(*lookup_session::create({t}, vdb.get(), pdb->get()));
+  std::vector<cache_key> keys = {0, 1, 2, 3};  // the first rows: the damaged block
+  std::vector<float> out(keys.size() * dim);
+  auto first = session->lookup(0, keys, out);  // asynchronous: defaults now, by design
+  ASSERT_TRUE(first.has_value());
+  for (int i = 0; i < 100 && session->stats(0).pdb_errors == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(session->stats(0).pdb_errors, 1u) << "the damaged block was read without an error";
+  auto again = session->lookup(0, keys, out);
+  ASSERT_FALSE(again.has_value()) << "answered from a block RocksDB could not read";
+  EXPECT_EQ(again.error().code(), errc::unavailable);
+  EXPECT_NE(again.error().message().find("hps table 't': the persistent db could not be read"),
+            std::string::npos) << again.error().to_string();
+  session.reset();
+  pdb->reset();
+  fs::remove_all(dir);
 }
 
 // Warm-up at start: every PDB row goes into the VDB, so the first batch's misses

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/npy.hpp"
 #include "graph/dataset.hpp"
@@ -145,7 +146,9 @@ TEST(loaders_test, reads_fortran_order_e_by_2_and_unsigned_npy_inputs) {
 // metadata.json says which (before: `serving needs features`).
 TEST(loaders_test, featureless_graphs_get_degree_onehot_or_random_features) {
   const std::string dir = temp_dir("synthetic");
-  write_text(dir + "/e.txt", "0 1\n0 2\n2 1\n");  // in-direction: 1 <- {0, 2}, 2 <- {0}
+  // in-direction: 1 <- {0, 2}, 2 <- {0}. Degrees count the edges a node sends
+  // (edge_index[0]), as PyG's OneHotDegree does: 0 sends 2, 1 none, 2 one.
+  write_text(dir + "/e.txt", "0 1\n0 2\n2 1\n");
   thread_pool pool(1, "test");
   auto features_of = [&](const std::string& spec) {
     prepare_options o;
@@ -161,10 +164,10 @@ TEST(loaders_test, featureless_graphs_get_degree_onehot_or_random_features) {
   };
   auto [dim, v] = features_of("degree");
   EXPECT_EQ(dim, 1);
-  EXPECT_EQ(v, (std::vector<float>{0, 2, 1}));
+  EXPECT_EQ(v, (std::vector<float>{2, 0, 1}));
   std::tie(dim, v) = features_of("onehot-degree:1");  // degree 2 clips into the last column
   EXPECT_EQ(dim, 2);
-  EXPECT_EQ(v, (std::vector<float>{1, 0, 0, 1, 0, 1}));
+  EXPECT_EQ(v, (std::vector<float>{0, 1, 1, 0, 0, 1}));
   std::tie(dim, v) = features_of("random:4");
   EXPECT_EQ(dim, 4);
   EXPECT_NE(v[0], v[4]);
@@ -212,6 +215,31 @@ TEST(loaders_test, an_edge_index_keeps_self_loops_and_repeats_and_says_so) {
   ASSERT_TRUE(ds.has_value());
   EXPECT_EQ(ds->metadata().build.at("duplicates_dropped"), "1");
   EXPECT_EQ(ds->metadata().build.at("self_loops_kept"), "0");
+}
+
+// NaN or Inf features answer NaN with status ok: prepare refuses them, naming
+// the first, unless told to keep them (recorded in metadata.json).
+TEST(loaders_test, nonfinite_features_are_refused_unless_kept) {
+  const std::string dir = temp_dir("nonfinite");
+  write_text(dir + "/e.txt", "0 1\n1 2\n");
+  std::vector<float> x(3 * 2, 0.5f);
+  x[3] = std::numeric_limits<float>::quiet_NaN();  // row 1, column 1
+  ASSERT_TRUE(write_npy(dir + "/x.npy", dtype::f32, {3, 2}, x.data()).has_value());
+  thread_pool pool(1, "test");
+  prepare_options o;
+  o.input = dir + "/e.txt";
+  o.features = dir + "/x.npy";
+  o.force = true;
+  auto st = prepare_dataset(o, dir + "/ds", pool);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("x.npy: 1 feature values are NaN or infinite, the first at row 1 "
+                              "column 1"),
+            std::string::npos) << st.message();
+  o.allow_nonfinite_features = true;
+  ASSERT_TRUE(prepare_dataset(o, dir + "/ds", pool).is_ok());
+  auto ds = dataset::open(dir + "/ds");
+  ASSERT_TRUE(ds.has_value());
+  EXPECT_EQ(ds->metadata().build.at("nonfinite_features_kept"), "1");
 }
 
 // Issue #16 item 6: requests may name nodes by the input's ids; node_index maps

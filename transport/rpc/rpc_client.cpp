@@ -124,8 +124,11 @@ expected<std::unique_ptr<rpc_client>> rpc_client::connect(const std::string& end
   }
   std::unique_ptr<rpc_client> c;
   SPINDLE_TRY(guarded(endpoint, [&]() -> status {
-    c.reset(new rpc_client(std::make_unique<impl>(endpoint.substr(0, colon), port, timeout_ms),
-                           endpoint));
+    auto i = std::make_unique<impl>(endpoint.substr(0, colon), port, timeout_ms);
+    // The bootstrap goes out now, not at the first call: a server closes a
+    // connection that sends nothing within its handshake deadline.
+    i->wait(i->root.whenResolved());
+    c.reset(new rpc_client(std::move(i), endpoint));
     return status::ok();
   }));
   SPINDLE_ASSIGN_OR_RETURN(std::uint32_t v, c->server_version());
@@ -395,14 +398,25 @@ namespace {
 
 // Sends call i at send_at_s[i] seconds after the start; `send(i, scheduled)`
 // issues it and returns the promise that reports its answer.
-template <class Send>
+// Past `kMaxInFlight` unanswered calls a due call is not sent but reported at
+// once as dropped (`dropped(i)`): a rate over the server's capacity must not
+// queue without bound in the client (8.46M queued calls took 24 GB).
+constexpr std::size_t kMaxInFlight = 10000;
+
+struct ignore_task_errors : kj::TaskSet::ErrorHandler {
+  void taskFailed(kj::Exception&&) override {}  // each send reports its own failure
+};
+
+template <class Send, class Drop>
 void drive_open_loop(kj::Timer& timer, kj::WaitScope& ws, const std::vector<double>& send_at_s,
-                     Send send, bool precise = true) {
+                     Send send, Drop dropped, bool precise = true) {
   // The event loop's timer.now() is the time of its last poll, which may be
   // long past; a fresh reading keeps send times and latencies on one clock.
   const kj::TimePoint start = kj::systemPreciseMonotonicClock().now();
   const auto wall0 = std::chrono::steady_clock::now();
-  auto replies = kj::heapArrayBuilder<kj::Promise<void>>(send_at_s.size());
+  ignore_task_errors handler;
+  kj::TaskSet replies(handler);
+  std::size_t in_flight = 0;
   // Sends on time: the event loop's timers wake with millisecond granularity
   // (epoll), which made idle-server round trips look 0.5 ms slower than they
   // are, so the loop sleeps on a timer only until 1 ms before a send and then
@@ -427,9 +441,18 @@ void drive_open_loop(kj::Timer& timer, kj::WaitScope& ws, const std::vector<doub
     // Precise: latency from the scheduled time; else from the actual send.
     const auto from = precise ? wall0 + std::chrono::nanoseconds(std::int64_t(send_at_s[i] * 1e9))
                               : std::chrono::steady_clock::now();
-    replies.add(send(i, from).eagerlyEvaluate(nullptr));
+    if (in_flight >= kMaxInFlight) {
+      dropped(i, in_flight);
+      continue;
+    }
+    ++in_flight;
+    replies.add(send(i, from).then([&in_flight] { --in_flight; }).eagerlyEvaluate(nullptr));
   }
-  kj::joinPromises(replies.finish()).wait(ws);
+  replies.onEmpty().wait(ws);
+}
+
+std::string not_sent(std::size_t in_flight) {
+  return fmt::format("{}{} calls in flight, the client's limit", kNotSent, in_flight);
 }
 
 }  // namespace
@@ -453,7 +476,7 @@ status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
             done(i, {rpc_status::unavailable, e.getDescription().cStr()},
                  seconds_between(scheduled, std::chrono::steady_clock::now()));
           });
-    });
+    }, [&](std::size_t i, std::size_t n) { done(i, {rpc_status::overloaded, not_sent(n)}, 0.0); });
     return status::ok();
   });
 }
@@ -476,6 +499,12 @@ status rpc_client::run_open_loop_rec(const std::function<const rec_call&(std::si
                 done(i, {rpc_status::unavailable, e.getDescription().cStr()},
                      seconds_between(scheduled, std::chrono::steady_clock::now()));
               });
+        },
+        [&](std::size_t i, std::size_t n) {
+          rec_answer a;
+          a.status = rpc_status::overloaded;
+          a.message = not_sent(n);
+          done(i, a, 0.0);
         },
         precise);
     return status::ok();

@@ -14,6 +14,10 @@
 
 namespace spindle::transport::rpc {
 
+/// How a call the client chose not to send (its in-flight limit reached) is
+/// reported: status overloaded, the message starting with this.
+inline constexpr std::string_view kNotSent = "not sent: ";
+
 /// Called once per call with its index, answer and latency in seconds.
 using gnn_callback = std::function<void(std::size_t, const gnn_answer&, double)>;
 using rec_callback = std::function<void(std::size_t, const rec_answer&, double)>;
@@ -61,7 +65,10 @@ class rpc_client {
   status run_closed_loop(const std::vector<gnn_call>& calls, std::size_t in_flight,
                          const gnn_callback& done);
   /// Open loop: sends call i at `send_at_s[i]` seconds after the start; latency is
-  /// measured from that scheduled time (no coordinated omission).
+  /// measured from that scheduled time (no coordinated omission). With 10,000
+  /// calls unanswered, a due call is not sent: it is reported at once, status
+  /// overloaded, its message starting with kNotSent (the client never queues
+  /// without bound).
   status run_open_loop(const std::vector<gnn_call>& calls, const std::vector<double>& send_at_s,
                        const gnn_callback& done);
 

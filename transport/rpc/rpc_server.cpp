@@ -5,7 +5,9 @@
 #include <kj/async.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -296,13 +298,57 @@ namespace {
 // One client connection: its two-party network and RPC system, with a flow
 // limit so a connection cannot queue unbounded calls (Cap'n Proto stops reading
 // from it until answers drain).
+// A connection's stream, noting when it last delivered bytes: the acceptor closes
+// one that sends nothing by the handshake deadline, and when full evicts the one
+// idle longest to admit a new client (idle sockets must not lock the door).
+class watched_stream final : public kj::AsyncIoStream {
+ public:
+  explicit watched_stream(kj::Own<kj::AsyncIoStream> inner)
+      : inner_(kj::mv(inner)), last_(std::chrono::steady_clock::now()) {}
+  kj::Promise<size_t> tryRead(void* buffer, size_t min_bytes, size_t max_bytes) override {
+    return inner_->tryRead(buffer, min_bytes, max_bytes).then([this](size_t n) {
+      if (n > 0) {
+        bytes_ += n;
+        last_ = std::chrono::steady_clock::now();
+      }
+      return n;
+    });
+  }
+  kj::Promise<void> write(const void* buffer, size_t size) override {
+    return inner_->write(buffer, size);
+  }
+  kj::Promise<void> write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) override {
+    return inner_->write(pieces);
+  }
+  kj::Promise<void> whenWriteDisconnected() override { return inner_->whenWriteDisconnected(); }
+  void shutdownWrite() override { inner_->shutdownWrite(); }
+  void abortRead() override { inner_->abortRead(); }
+  std::uint64_t bytes() const { return bytes_; }
+  double idle_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count();
+  }
+  // Ends the connection: its reads fail, so the RPC system disconnects.
+  void close() {
+    closed_ = true;
+    inner_->abortRead();
+    inner_->shutdownWrite();
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  kj::Own<kj::AsyncIoStream> inner_;
+  std::chrono::steady_clock::time_point last_;
+  std::uint64_t bytes_ = 0;
+  bool closed_ = false;
+};
+
 struct connection {
-  kj::Own<kj::AsyncIoStream> stream;
+  kj::Own<watched_stream> stream;
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
   connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client main,
              capnp::ReaderOptions limits, std::size_t flow_limit)
-      : stream(kj::mv(s)),
+      : stream(kj::heap<watched_stream>(kj::mv(s))),
         network(*stream, capnp::rpc::twoparty::Side::SERVER, limits),
         rpc(capnp::makeRpcServer(network, kj::mv(main))) {
     rpc.setFlowLimit(flow_limit);
@@ -344,18 +390,62 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
 
  private:
   void admit(kj::Own<kj::AsyncIoStream> stream) {
-    if (open_ >= o_.max_connections) {
+    if (open_ >= o_.max_connections && !evict_idlest()) {
       if (++refused_ % 100 == 1)
-        log::warn("rpc: refusing a connection: {} open, --max-connections {} ({} refused so far)",
+        log::warn("rpc: refusing a connection: {} open, --max-connections {}, none idle ({} "
+                  "refused so far)",
                   open_, o_.max_connections, refused_);
       return;  // `stream` closes here: the client sees the connection end at once
     }
     ++open_;
     auto c = kj::heap<connection>(kj::mv(stream), main_, limits_, o_.flow_limit_bytes);
+    const std::uint64_t id = ++next_id_;
+    live_[id] = c->stream.get();
     auto done = c->network.onDisconnect();
-    tasks_.add(
-        done.attach(kj::mv(c)).then([this] { --open_; }, [this](kj::Exception&&) { --open_; }));
+    // (kj's then() keeps a reference to an lvalue functor: each gets its own lambda.)
+    tasks_.add(done.attach(kj::mv(c))
+                   .then([this, id] { forget(id); },
+                         [this, id](kj::Exception&&) { forget(id); }));
+    // A client that sends nothing by the handshake deadline holds a slot for nothing.
+    tasks_.add(timer_.afterDelay(kHandshakeDeadline).then([this, id] {
+      auto it = live_.find(id);
+      if (it == live_.end()) return;
+      watched_stream* w = it->second;
+      if (w->bytes() == 0 && !w->closed()) {
+        if (++silent_ % 100 == 1)
+          log::warn("rpc: closed a connection that sent nothing in {} s ({} so far)",
+                    kHandshakeDeadline / kj::SECONDS, silent_);
+        w->close();
+      }
+    }));
   }
+
+  void forget(std::uint64_t id) {
+    if (live_.erase(id)) --open_;  // an evicted connection's slot was freed already
+  }
+
+  // Full: the connection idle longest (at least kEvictIdle) makes room; false
+  // when every connection is busy.
+  bool evict_idlest() {
+    watched_stream* idlest = nullptr;
+    std::uint64_t idlest_id = 0;
+    for (auto [id, w] : live_)
+      if (!w->closed() && (!idlest || w->idle_s() > idlest->idle_s())) idlest = w, idlest_id = id;
+    if (!idlest || idlest->idle_s() < kEvictIdleSeconds) return false;
+    if (++evicted_ % 100 == 1)
+      log::warn("rpc: --max-connections {} reached: closed the connection idle longest ({:.1f} s; "
+                "{} so far)",
+                o_.max_connections, idlest->idle_s(), evicted_);
+    idlest->close();
+    live_.erase(idlest_id);  // its slot is free now; its task ends on its own
+    --open_;
+    return true;
+  }
+
+  static constexpr kj::Duration kHandshakeDeadline = 10 * kj::SECONDS;
+  static constexpr double kEvictIdleSeconds = 1.0;
+  std::map<std::uint64_t, watched_stream*> live_;  // open connections by admission order
+  std::uint64_t next_id_ = 0, silent_ = 0, evicted_ = 0;
 
   kj::ConnectionReceiver& listener_;
   kj::Timer& timer_;
