@@ -21,6 +21,10 @@
 namespace spindle::embedding {
 namespace {
 
+// How long a serving lookup waits for Redis before the PDB answers instead: a
+// frozen server (SIGSTOP) must cost a call this much, not the 5 s default.
+constexpr int kCommandDeadlineMs = 200;
+
 std::string key_bytes(cache_key k) {
   std::string s(8, '\0');
   for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(k >> (8 * i));
@@ -265,8 +269,11 @@ expected<std::unique_ptr<volatile_db>> make_redis_vdb(const vdb_options& options
                                                       const std::string& host, int port,
                                                       std::string prefix) {
   SPINDLE_TRY(validate(options));
-  SPINDLE_ASSIGN_OR_RETURN(redis_connection conn, redis_connection::connect(host, port));
-  SPINDLE_ASSIGN_OR_RETURN(redis_connection touch, redis_connection::connect(host, port));
+  // A serving lookup waits at most kCommandDeadlineMs for Redis, then the PDB answers.
+  SPINDLE_ASSIGN_OR_RETURN(redis_connection conn,
+                           redis_connection::connect(host, port, kCommandDeadlineMs));
+  SPINDLE_ASSIGN_OR_RETURN(redis_connection touch,
+                           redis_connection::connect(host, port, kCommandDeadlineMs));
   SPINDLE_TRY(conn.command({"PING"}).error_or_ok());
   return std::unique_ptr<volatile_db>(
       new redis_vdb(options, std::move(conn), std::move(touch), std::move(prefix)));

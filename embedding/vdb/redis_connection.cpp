@@ -55,6 +55,22 @@ expected<redis_connection> redis_connection::connect(const std::string& host, in
   return conn;
 }
 
+namespace {
+
+// A reconnection is trusted once the server answers: a PING within a short
+// deadline (at most 50 ms), then the context gets back its command deadline.
+bool answers_ping(redisContext* c, int timeout_ms) {
+  const int probe_ms = std::min(timeout_ms, 50);
+  redisSetTimeout(c, timeval{0, probe_ms * 1000});
+  void* raw = redisCommand(c, "PING");
+  const bool ok = raw != nullptr && c->err == 0;
+  if (raw) freeReplyObject(raw);
+  redisSetTimeout(c, timeval{timeout_ms / 1000, (timeout_ms % 1000) * 1000});
+  return ok;
+}
+
+}  // namespace
+
 void redis_connection::heal() {
   if (c_ && c_->err == 0) return;
   if (pending_head_ < pending_names_.size()) return;  // replies of the old context pending
@@ -67,6 +83,9 @@ void redis_connection::heal() {
   }
   if (now < retry_at_) return;
   auto fresh = connect(host_, port_, timeout_ms_);
+  if (fresh && !answers_ping(fresh->c_.get(), timeout_ms_)) {  // a frozen server accepts
+    fresh = make_error(errc::unavailable, "{}: no answer to PING", endpoint_);
+  }
   if (!fresh) {
     backoff_ = std::min<std::chrono::milliseconds>(
         std::chrono::milliseconds(2000),
@@ -77,8 +96,7 @@ void redis_connection::heal() {
   c_ = std::move(fresh->c_);
   log::info("{}: reconnected after {} ms", endpoint_,
             std::chrono::duration_cast<std::chrono::milliseconds>(now - broken_since_).count());
-  backoff_ = std::chrono::milliseconds(0);
-  broken_logged_ = false;
+  broken_logged_ = false;  // the backoff stays until a command is answered
 }
 
 void redis_connection::append(const std::vector<std::string_view>& argv) {
@@ -100,13 +118,25 @@ expected<redis_reply> redis_connection::reply() {
     pending_head_ = 0;
   }
   void* raw = nullptr;
+  const bool was_broken = c_->err != 0;  // failing at once, within a backoff
   if (redisGetReply(c_.get(), &raw) != REDIS_OK || raw == nullptr) {
     // The context is broken: none of the other pending replies will come.
     pending_names_.clear();
     pending_head_ = 0;
     if (c_->err == 0) c_->err = REDIS_ERR_IO;  // make heal() replace it
+    // A frozen server (SIGSTOP, a hung host) still accepts connections: reconnecting
+    // at once would wait out the deadline again on every command. Until retry_at_
+    // commands fail at once (callers fall back to the PDB); the backoff grows while
+    // commands keep failing and resets at the first reply.
+    if (!was_broken) {
+      backoff_ = std::min<std::chrono::milliseconds>(
+          std::chrono::milliseconds(2000),
+          backoff_.count() == 0 ? std::chrono::milliseconds(50) : 2 * backoff_);
+      retry_at_ = std::chrono::steady_clock::now() + backoff_;
+    }
     return make_error(errc::unavailable, "{}: {}: {}", endpoint_, name, c_->errstr);
   }
+  backoff_ = std::chrono::milliseconds(0);  // the server answers: no backoff
   redis_reply r(static_cast<redisReply*>(raw));
   if (r.get()->type == REDIS_REPLY_ERROR) {
     return make_error(errc::invalid_argument, "{}: {}: {}", endpoint_, name,

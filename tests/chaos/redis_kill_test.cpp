@@ -1,7 +1,8 @@
-// Chaos: the shared Redis VDB killed (SIGKILL) and restarted empty while a
-// recommendation model serves an open-loop load through the parameter server.
-// Every call must still be answered ok (lookups fall back to the PDB, HPS §5),
-// and once Redis is back the server writes to it again. Prints the figures.
+// Chaos: the shared Redis VDB killed (SIGKILL) and restarted empty, or frozen
+// (SIGSTOP), while a recommendation model serves an open-loop load through the
+// parameter server. Every call must still be answered ok (lookups fall back to
+// the PDB, HPS §5); once Redis is back the server writes to it again; a frozen
+// Redis costs a call at most the VDB's command deadline. Prints the figures.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -60,6 +61,52 @@ TEST(chaos_redis_test, redis_killed_and_restarted_under_a_recommendation_load_lo
   keys->wait();
   ASSERT_FALSE(dbsize.empty());
   EXPECT_GT(std::stol(dbsize), 0) << "Redis after the restart holds no key";
+  server->signal(SIGTERM);
+  EXPECT_EQ(server->wait(), 0);
+}
+
+// A frozen Redis accepts connections and answers nothing: a command waits out
+// the VDB's deadline (200 ms), then the client backs off (failing at once, so the
+// PDB answers) and trusts a reconnection only once it answers a 50 ms PING.
+// Before: 5 s per command, and in-flight calls timed out.
+TEST(chaos_redis_test, a_frozen_redis_stalls_no_call_past_the_deadline) {
+  auto redis = testing::redis_server::start();
+  if (!redis) GTEST_SKIP() << redis.error().to_string();
+  const std::string dir = graph::testing::temp_dir("chaos_redis_freeze");
+  auto init = child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "dlrm", "--in", "13",
+                                    "--hidden", "16", "--tables", "20000,5000", "--seed", "2",
+                                    "--out-dir", dir + "/dlrm"});
+  ASSERT_EQ(init->wait(), 0);
+  auto server = child_process::spawn(
+      {SPINDLE_BINARY, "serve", "--listen", "127.0.0.1:0", "--dlrm-model", dir + "/dlrm",
+       "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--vdb", "redis", "--vdb-redis",
+       (*redis)->endpoint(), "--hit-rate-threshold", "1.0", "--cache-fraction", "0.01"});
+  ASSERT_TRUE(server.has_value());
+  auto listening = server->wait_for("listening ", 60'000);
+  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  // 3,000 calls at 500/s (6 s); Redis frozen from 2 s to 5 s.
+  auto load = child_process::spawn(
+      {"/bin/sh", "-c",
+       std::string("'") + SPINDLE_BINARY + "' client --connect " + *listening +
+           " --model ctr load --batch 8 --requests 3000 --warmup 10 --rate 500 "
+           "--distinct-batches 3000 --json 2>/dev/null"});
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  (*redis)->signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  (*redis)->signal(SIGCONT);
+  std::string out;
+  while (auto line = load->read_line(60'000)) out += *line + "\n";
+  ASSERT_EQ(load->wait(), 0) << out;
+  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  const int refused = j["status"].value("overloaded", 0);
+  std::printf("Redis frozen for 3 s under 500 calls/s: %d of 3000 answered ok (p99 %.2f ms, "
+              "p999 %.2f ms), %d refused as overloaded at once while lookups waited\n",
+              j["answered_ok"].get<int>(), j["latency_ms"]["p99"].get<double>(),
+              j["latency_ms"]["p999"].get<double>(), refused);
+  // Every call answered right or refused at once by admission: none failed, none hung.
+  EXPECT_EQ(j["answered_ok"].get<int>() + refused, 3000) << j.dump();
+  EXPECT_GT(j["answered_ok"].get<int>(), 2400) << j.dump();
+  EXPECT_LT(j["latency_ms"]["p999"].get<double>(), 1000.0) << j.dump();
   server->signal(SIGTERM);
   EXPECT_EQ(server->wait(), 0);
 }

@@ -108,6 +108,8 @@ class redis_server {
     child_.wait();
     down_ = true;
   }
+  /// Sends `sig` to the server (SIGSTOP / SIGCONT: a frozen host).
+  void signal(int sig) { child_.signal(sig); }
   int port() const { return port_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
