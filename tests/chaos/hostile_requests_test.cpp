@@ -130,6 +130,29 @@ TEST(chaos_hostile_requests_test, idle_capnp_sockets_do_not_lock_the_door) {
   for (int f : idle) ::close(f);
 }
 
+// A request followed by a half-close (SHUT_WR) is answered before the server
+// closes: before, the server closed at the client's FIN and the answer was lost.
+TEST(chaos_hostile_requests_test, a_half_closed_socket_gets_its_answer) {
+  chaos_server s;
+  const std::string body = R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})";
+  const std::string req = "POST /v2/models/sage/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  const int fd = connect_to(s.http);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
+  ::shutdown(fd, SHUT_WR);
+  timeval tv{15, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t k; (k = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, std::size_t(k));
+  ::close(fd);
+  std::printf("request, then SHUT_WR: %s\n", status_line(answer).c_str());
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\"outputs\""), std::string::npos) << answer;
+  EXPECT_TRUE(http_infer(s.http));
+}
+
 TEST(chaos_hostile_requests_test, ambiguous_http_framing_is_refused) {
   chaos_server s;
   const std::string body = R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})";

@@ -49,6 +49,7 @@ struct connection {
   std::string out;
   std::size_t out_at = 0;
   bool close_after = false;
+  bool peer_closed = false;  // the client shut its sending side: answer, then close
   clock_type::time_point deadline;
 };
 
@@ -203,7 +204,7 @@ struct event_server::impl {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        watch(c.fd, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+        watch(c.fd, c.peer_closed ? EPOLLOUT : EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
         return;
       }
       return close_conn(c);
@@ -243,6 +244,10 @@ struct event_server::impl {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n == 0) {  // a half-close (request, then SHUT_WR): the client still reads
+        c.peer_closed = true;
+        break;
+      }
       if (c.at == phase::handler) {  // the client left; the answer will be dropped
         ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
         c.at = phase::writing;
@@ -251,7 +256,15 @@ struct event_server::impl {
       }
       return close_conn(c);
     }
-    parse(c);
+    if (!c.peer_closed) return parse(c);
+    // Nothing more to read (EOF would wake us forever); a pending answer still writes.
+    watch(c.fd, c.at == phase::writing ? EPOLLOUT : 0, EPOLL_CTL_MOD);
+    if (c.at == phase::handler || c.at == phase::writing) return;  // answered, then closed
+    const int fd = c.fd;
+    parse(c);  // a whole request sent before the half-close is answered
+    auto it = conns.find(fd);
+    if (it != conns.end() && (it->second.at == phase::head || it->second.at == phase::body))
+      close_conn(it->second);  // no whole request: nothing to answer
   }
 
   void parse(connection& c) {
@@ -462,7 +475,7 @@ struct event_server::impl {
         close_conn(c);
         continue;
       }
-      respond(c, std::move(x.bytes), x.close_after);
+      respond(c, std::move(x.bytes), x.close_after || c.peer_closed);
     }
   }
 
