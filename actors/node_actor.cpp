@@ -25,6 +25,7 @@ struct member {
   std::string old_descriptor;  // its previous epoch's shard, until retired
   int old_epoch = -1;
   int reading = 0;  // the epoch its pipeline reads
+  caf::node_id node;  // the process that joined as this rank, with the cluster token
 };
 
 struct target_plan {
@@ -86,6 +87,24 @@ bool trusted_sender(caf::stateful_actor<coordinator_state>* self) {
   return sender && sender->node() == self->node();
 }
 
+// A rank's control message (ready, shard, retire, reading) counts only from the
+// process that joined as that rank with the cluster token, or from this one; a
+// stranger's is dropped and logged (one line per 100).
+bool from_member(caf::stateful_actor<coordinator_state>* self, int rank, const char* what) {
+  const auto& sender = self->current_sender();
+  if (sender && sender->node() == self->node()) return true;
+  const auto it = self->state.members.find(rank);
+  if (sender && it != self->state.members.end() && it->second.alive &&
+      it->second.node == sender->node())
+    return true;
+  static std::uint64_t dropped = 0;
+  if (dropped++ % 100 == 0)
+    log::warn("ignored a '{}' message for rank {} from a process that did not join as it ({} so "
+              "far)",
+              what, rank, dropped);
+  return false;
+}
+
 std::string status_json(const coordinator_state& st) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& [rank, m] : st.members) j.push_back(member_json(rank, m, st.target));
@@ -123,6 +142,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
         auto& m = self->state.members[rank];
         m = {who, pid, true, m.joins + 1, sender.address(), descriptor, {}, false};
+        m.node = sender.node();
         // A node (re)starts at the first plan; it migrates to the target by itself.
         self->monitor(sender);
         log::info("node {} (rank {}, pid {}) joined{}", who, rank, pid,
@@ -130,20 +150,25 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         return {ok_atom::value, self->state.members[0].bridge};
       },
       [=](ready_atom, int rank, const std::string& bridge_address) {
+        if (!from_member(self, rank, "ready")) return;
         auto it = self->state.members.find(rank);
         if (it == self->state.members.end()) return;
         it->second.bridge = bridge_address;
         it->second.ready = true;
       },
       [=](shard_atom, int rank, int epoch, const std::string& descriptor) {
-        on_shard(self->state, rank, epoch, descriptor);
+        if (from_member(self, rank, "shard")) on_shard(self->state, rank, epoch, descriptor);
       },
-      [=](retire_atom, int rank, int epoch) { on_retire(self->state, rank, epoch); },
+      [=](retire_atom, int rank, int epoch) {
+        if (from_member(self, rank, "retire")) on_retire(self->state, rank, epoch);
+      },
       [=](reading_atom, int rank, int epoch) {
+        if (!from_member(self, rank, "reading")) return;
         if (auto it = self->state.members.find(rank); it != self->state.members.end())
           it->second.reading = epoch;
       },
       [=](plan_atom, int epoch, const std::string& fap) -> caf::result<ok_atom> {
+        if (!trusted_sender(self)) return unauthorized("plan");  // rank 0's placement only
         if (epoch <= self->state.target.epoch)
           return caf::make_error(caf::sec::runtime_error,
                                  "plan: epoch " + std::to_string(epoch) + " is not after " +

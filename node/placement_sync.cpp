@@ -1,11 +1,26 @@
 #include "node/placement_sync.hpp"
 
+#include <caf/scoped_actor.hpp>
+
 #include <cstring>
 
 #include "actors/node_actor.hpp"
 #include "core/log.hpp"
 
 namespace spindle::node {
+
+namespace {
+
+// Control messages go out from an actor of this process, not anonymously: the
+// coordinator takes a rank's messages only from the process that joined as that
+// rank with the cluster token.
+template <class... Ts>
+void send_as_member(const caf::actor& to, Ts&&... xs) {
+  caf::scoped_actor self{to->home_system()};
+  self->send(to, std::forward<Ts>(xs)...);
+}
+
+}  // namespace
 
 placement_sync::placement_sync(caf::actor coordinator, node_shard& shard)
     : coordinator_(std::move(coordinator)), shard_(shard) {}
@@ -54,7 +69,7 @@ void placement_sync::catch_up(const member_info& coordinator,
       "owners, {} from its own copy), {} rows moved in the cluster, {:.3f} s",
       rank, target, built->rows, built->kept, built->fetched, built->from_disk, built->moved,
       built->seconds);
-  caf::anon_send(coordinator_, actors::shard_atom::value, rank, target, shard_.descriptor(target));
+  send_as_member(coordinator_, actors::shard_atom::value, rank, target, shard_.descriptor(target));
 }
 
 void placement_sync::report_reading() {
@@ -62,7 +77,7 @@ void placement_sync::report_reading() {
   if (reader && reader->reading_epoch() < shard_.latest().epoch) reader->refresh();
   const int reading = reader ? reader->reading_epoch() : shard_.latest().epoch;
   if (reading == reported_) return;
-  caf::anon_send(coordinator_, actors::reading_atom::value, shard_.rank(), reading);
+  send_as_member(coordinator_, actors::reading_atom::value, shard_.rank(), reading);
   reported_ = reading;
 }
 
@@ -77,7 +92,7 @@ void placement_sync::retire(const std::map<int, member_info>& alive) {
   for (int e = 0; e < latest; ++e) {
     if (!shard_.at(e)) continue;
     shard_.retire_before(e + 1);
-    caf::anon_send(coordinator_, actors::retire_atom::value, shard_.rank(), e);
+    send_as_member(coordinator_, actors::retire_atom::value, shard_.rank(), e);
     log::info("rank {}: every member reads placement epoch {}: freed its epoch {} shard",
               shard_.rank(), latest, e);
   }

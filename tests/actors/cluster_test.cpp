@@ -2,6 +2,13 @@
 // join over CAF's middleman, a killed node is seen down, a restarted one rejoins;
 // they serve Cora (whole, with a disk tier, or partitioned) exactly like one
 // process, through re-placements, member kills, freezes and restarts.
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "actors/node_actor.hpp"
 #include "config/topology.hpp"
 #include "tests/actors/cluster_support.hpp"
 
@@ -9,6 +16,57 @@ namespace spindle {
 namespace {
 
 using namespace cluster_testing;
+
+// A stranger reaching the coordinator's CAF port (no cluster token) can neither
+// set a placement plan nor speak for a member: `plan` is answered unauthorized,
+// and `shard` / `ready` claiming rank 1 are dropped (before: every rank logged
+// `placement epoch 1 failed` each second and rank 0 refused 20% of calls).
+TEST(cluster_test, a_stranger_cannot_change_the_placement_or_speak_for_a_member) {
+  std::string dir = graph::testing::temp_dir("cluster_stranger");
+  std::string config = dir + "/cluster.toml";
+  const int coord_port = free_port();
+  std::ofstream f(config);
+  f << "coordinator = \"coord\"\n[[server]]\nname = \"coord\"\nhost = \"127.0.0.1\"\nport = "
+    << coord_port << "\nmemory = \"1GiB\"\n[[server]]\nname = \"shard-a\"\nhost = "
+    << "\"127.0.0.1\"\nport = " << free_port() << "\nmemory = \"1GiB\"\n";
+  f.close();
+  auto coord = start_node(config, 0);
+  auto a = start_node(config, 1);
+  ASSERT_TRUE(wait_member(config, 1, true, 1));
+  const auto before = cluster_status(config);
+  {
+    caf::actor_system_config cfg;
+    cfg.load<caf::io::middleman>();
+    caf::actor_system sys{cfg};
+    auto remote = sys.middleman().remote_actor("127.0.0.1", std::uint16_t(coord_port));
+    ASSERT_TRUE(remote) << sys.render(remote.error());
+    caf::scoped_actor self{sys};
+    std::string refused;
+    self->request(*remote, std::chrono::seconds(5), actors::plan_atom::value, 99,
+                  std::string("forged"))
+        .receive([&](actors::ok_atom) { refused = "accepted"; },
+                 [&](caf::error& e) { refused = sys.render(e); });
+    EXPECT_NE(refused.find("unauthorized: plan"), std::string::npos) << refused;
+    self->send(*remote, actors::shard_atom::value, 1, 7, std::string("forged-descriptor"));
+    self->send(*remote, actors::ready_atom::value, 1, std::string("forged-bridge"));
+    self->send(*remote, actors::retire_atom::value, 1, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  const auto after = cluster_status(config);
+  for (const auto& m : after) {
+    if (m["rank"] != 1) continue;
+    for (const auto& was : before)
+      if (was["rank"] == 1) {
+        EXPECT_EQ(m["descriptor"], was["descriptor"]);
+        EXPECT_EQ(m["bridge"], was["bridge"]);
+        EXPECT_EQ(m["epoch"], was["epoch"]);
+      }
+  }
+  for (const auto& m : after)
+    if (m["rank"] == 0) EXPECT_EQ(m["target"], 0) << "a stranger set the placement plan";
+  for (auto* c : {&a, &coord}) c->signal(SIGTERM);
+  for (auto* c : {&a, &coord}) c->wait();
+}
 
 TEST(cluster_test, nodes_join_a_killed_node_is_seen_down_and_a_restart_rejoins) {
   std::string dir = graph::testing::temp_dir("cluster");
