@@ -1,6 +1,7 @@
 // The `spindle` command: one binary, one subcommand per task (generate,
 // prepare, info, sample, devices; serving commands arrive with later modules).
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 
@@ -9,7 +10,23 @@
 #include "core/log.hpp"
 #include "nn/ops.hpp"
 
+namespace {
+
+// Every door holds a descriptor per connection, and a door whose accept fails
+// with EMFILE stops serving until descriptors are free: take the hard limit
+// (the soft one is often 1,024), so a flood on one door leaves room for the others.
+void raise_descriptor_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  raise_descriptor_limit();
   using namespace spindle;
   // Spindle owns its threads: OpenBLAS runs single-threaded inside each
   // pipeline or pool thread (its own spinning threads would fight ours).

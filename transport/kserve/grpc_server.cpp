@@ -1,5 +1,7 @@
 #include "transport/kserve/grpc_server.hpp"
 
+#include <grpcpp/resource_quota.h>
+
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -324,6 +326,16 @@ expected<std::unique_ptr<grpc_server>> grpc_server::start(const grpc_options& o,
   b.RegisterService(i->svc.get());
   b.SetMaxReceiveMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
   b.SetMaxSendMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
+  // Bounds for hostile clients (gRPC 1.51 has no connection cap): a connection
+  // that has not finished its HTTP/2 handshake in 5 s is closed, one without a
+  // call for 5 minutes is sent GOAWAY, a connection carries at most 256 calls at
+  // once, and the door's buffers are held to 1 GiB.
+  b.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 5000);
+  b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 300000);
+  b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 256);
+  grpc::ResourceQuota quota("spindle-grpc-door");
+  quota.Resize(std::size_t(1) << 30);
+  b.SetResourceQuota(quota);
   i->server = b.BuildAndStart();
   if (!i->server || bound == 0)
     return make_error(errc::unavailable, "--grpc {}: cannot bind", o.listen);
