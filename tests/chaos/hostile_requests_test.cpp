@@ -89,6 +89,28 @@ TEST(chaos_hostile_requests_test, bad_bag_offsets_are_refused_by_name) {
     EXPECT_NE(r->body.find("offsets_0"), std::string::npos) << r->body;
   }
   EXPECT_EQ(call("[0,4]")->status, 200);
+  // The same over Cap'n Proto: a batch of 64 with offsets of 10^12 (the server aborted).
+  auto c = transport::rpc::rpc_client::connect(s.capnp, 10'000);
+  ASSERT_TRUE(c.has_value());
+  transport::rpc::rec_call rc;
+  rc.model = "ctr";
+  rc.batch = 64;
+  rc.dense.assign(64 * 13, 0.1f);
+  for (int t = 0; t < 3; ++t) {
+    transport::rpc::rec_bag bag;
+    for (int i = 0; i < 64; ++i) bag.indices.push_back(i % 20);
+    for (int i = 0; i <= 64; ++i) bag.offsets.push_back(i);
+    if (t == 0)
+      for (int i = 1; i < 64; ++i) bag.offsets[std::size_t(i)] = 1'000'000'000'000;
+    rc.sparse.push_back(std::move(bag));
+  }
+  auto a = (*c)->infer_rec(rc);
+  ASSERT_TRUE(a.has_value()) << "no answer: the server died?";
+  std::printf("Cap'n Proto offsets of 10^12: %s %s\n",
+              std::string(transport::rpc::to_string(a->status)).c_str(), a->message.c_str());
+  EXPECT_EQ(a->status, transport::rpc::rpc_status::bad_request) << a->message;
+  EXPECT_NE(a->message.find("sparse[0]"), std::string::npos) << a->message;
+  EXPECT_EQ(call("[0,4]")->status, 200);
 }
 
 // Idle Cap'n Proto sockets that never send a byte used to hold the door shut

@@ -1,5 +1,7 @@
 #include "transport/kserve/door.hpp"
 
+#include "transport/rpc/request_checks.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -144,20 +146,9 @@ expected<rpc::rec_bag> bag_of(const infer_request& r, std::size_t t, std::uint32
         errc::invalid_argument, "table {}: give inputs '{}' and '{}', or '{}' [batch, lookups]", t,
         table_input("indices", t), table_input("offsets", t), table_input("sparse", t));
   // torch.nn.EmbeddingBag's offsets, checked whole: bag b is indices[o[b], o[b+1]).
-  const auto& o = off->ints;
-  const std::string name = table_input("offsets", t);
-  if (o.size() != std::size_t(batch) + 1)
-    return make_error(errc::invalid_argument, "input '{}': {} offsets, expected batch + 1 = {}",
-                      name, o.size(), batch + 1);
-  if (o.front() != 0 || o.back() != std::int64_t(idx->ints.size()))
-    return make_error(errc::invalid_argument,
-                      "input '{}': offsets must start at 0 and end at the {} indices of '{}'",
-                      name, idx->ints.size(), table_input("indices", t));
-  for (std::size_t b = 0; b + 1 < o.size(); ++b)
-    if (o[b] > o[b + 1])
-      return make_error(errc::invalid_argument, "input '{}': offsets[{}] > offsets[{}]", name, b,
-                        b + 1);
-  return rpc::rec_bag{idx->ints, off->ints};
+  rpc::rec_bag bag{idx->ints, off->ints};
+  SPINDLE_TRY(rpc::check_bag(bag, batch, fmt::format("input '{}'", table_input("offsets", t))));
+  return bag;
 }
 
 }  // namespace

@@ -33,6 +33,23 @@ status check_rec_call(const rec_call& call, int dense_in, std::size_t tables) {
     return make_error(errc::invalid_argument, "sparse: {} bags lists for {} tables",
                       call.sparse.size(), tables);
   }
+  for (std::size_t t = 0; t < tables; ++t)
+    SPINDLE_TRY(check_bag(call.sparse[t], call.batch, fmt::format("sparse[{}]", t)));
+  return status::ok();
+}
+
+status check_bag(const rec_bag& bag, std::uint32_t batch, std::string_view name) {
+  const auto& o = bag.offsets;
+  if (o.size() != std::size_t(batch) + 1)
+    return make_error(errc::invalid_argument, "{}: {} offsets, expected batch + 1 = {}", name,
+                      o.size(), std::size_t(batch) + 1);
+  if (o.front() != 0 || o.back() != std::int64_t(bag.indices.size()))
+    return make_error(errc::invalid_argument,
+                      "{}: offsets must start at 0 and end at its {} indices", name,
+                      bag.indices.size());
+  for (std::size_t b = 0; b + 1 < o.size(); ++b)
+    if (o[b] > o[b + 1])
+      return make_error(errc::invalid_argument, "{}: offsets[{}] > offsets[{}]", name, b, b + 1);
   return status::ok();
 }
 

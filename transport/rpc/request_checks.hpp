@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "core/status.hpp"
 #include "transport/rpc/rpc_types.hpp"
@@ -25,6 +26,10 @@ status check_gnn_call(const gnn_call& call, std::int64_t num_nodes);
 /// `tables` embedding tables: batch > 0, batch x dense_in finite values, one bag
 /// list per table.
 status check_rec_call(const rec_call& call, int dense_in, std::size_t tables);
+/// One table's bags (torch.nn.EmbeddingBag offsets): batch + 1 offsets from 0, never
+/// decreasing, ending at the index count; errors name `name` (a huge offset
+/// read or allocated past the indices).
+status check_bag(const rec_bag& bag, std::uint32_t batch, std::string_view name);
 
 /// An inferGnnBatch call of `requests` requests with `seeds` seeds in all:
 /// empty when within kMaxBatchRequests / kMaxBatchSeeds, else the refusal.
