@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <fstream>
 #include <chrono>
 #include <thread>
 #include <string>
@@ -172,6 +174,84 @@ TEST(chaos_hostile_requests_test, a_half_closed_socket_gets_its_answer) {
   std::printf("request, then SHUT_WR: %s\n", status_line(answer).c_str());
   EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
   EXPECT_NE(answer.find("\"outputs\""), std::string::npos) << answer;
+  // Three pipelined requests, then SHUT_WR: three answers.
+  const int p = connect_to(s.http);
+  ASSERT_GE(p, 0);
+  const std::string three = req + req + req;
+  ASSERT_EQ(::send(p, three.data(), three.size(), MSG_NOSIGNAL), ssize_t(three.size()));
+  ::shutdown(p, SHUT_WR);
+  ::setsockopt(p, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string all;
+  for (ssize_t k; (k = ::recv(p, buf, sizeof buf, 0)) > 0;) all.append(buf, std::size_t(k));
+  ::close(p);
+  std::size_t answers = 0;
+  for (std::size_t at = 0; (at = all.find("HTTP/1.1 200", at)) != std::string::npos; ++at) ++answers;
+  EXPECT_EQ(answers, 3u) << all.substr(0, 400);
+  EXPECT_TRUE(http_infer(s.http));
+}
+
+std::size_t rss_mb(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6)) / 1024;
+  return 0;
+}
+
+// Memory a client can pin: bytes pipelined behind a request it never reads the
+// answer of (the HTTP door kept buffering them: 3.3 GB in 8 s), and a Cap'n Proto
+// message begun and never finished (held until the client left).
+TEST(chaos_hostile_requests_test, stalled_clients_cannot_pin_memory) {
+  chaos_server s;
+  const std::size_t before = rss_mb(s.proc->pid());
+  std::string seeds;  // 1,000 seeds: answers of ~40 KB, so unread answers fill the socket
+  for (int i = 0; i < 1000; ++i) seeds += (i ? "," : "") + std::to_string(i);
+  const std::string body = R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1000],"data":[)" +
+                           seeds + "]}]}";
+  const std::string req = "POST /v2/models/sage/infer HTTP/1.1\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  const int h = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int small = 4096;  // before connect, so the window stays small: answers back up
+  ::setsockopt(h, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(std::uint16_t(s.http));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(h, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval quick{0, 200'000};
+  ::setsockopt(h, SOL_SOCKET, SO_SNDTIMEO, &quick, sizeof quick);
+  std::string junk(1 << 20, 'j');
+  std::size_t sent = 0;
+  for (int i = 0; i < 400; ++i)  // 400 requests whose answers are never read...
+    [[maybe_unused]] auto w = ::send(h, req.data(), req.size(), MSG_NOSIGNAL);
+  for (int i = 0, stuck = 0; i < 400 && stuck < 5; ++i) {  // ...then junk behind them
+    const ssize_t k = ::send(h, junk.data(), junk.size(), MSG_NOSIGNAL);
+    stuck = k > 0 ? 0 : stuck + 1;  // the server stopped reading
+    if (k > 0) sent += std::size_t(k);
+  }
+  // A Cap'n Proto frame announcing 1 MiB, 100 bytes of it, then silence.
+  const int port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
+  const int c = connect_to(port);
+  ASSERT_GE(c, 0);
+  std::string frame(8, '\0');
+  const std::uint32_t words = (1u << 20) / 8;
+  std::memcpy(frame.data() + 4, &words, 4);
+  frame += std::string(100, 'x');
+  ASSERT_EQ(::send(c, frame.data(), frame.size(), MSG_NOSIGNAL), ssize_t(frame.size()));
+  const std::size_t during = rss_mb(s.proc->pid());
+  timeval tv{20, 0};
+  ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto t0 = std::chrono::steady_clock::now();
+  char b = 0;
+  const ssize_t got = ::recv(c, &b, 1, 0);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("HTTP: %zu MB pushed behind unread answers, server RSS %zu -> %zu MB; a Cap'n Proto "
+              "message stalled after 100 bytes: closed after %.1f s\n",
+              sent >> 20, before, during, waited);
+  EXPECT_LT(during, before + 200) << "the server buffered what a client pushed";
+  EXPECT_EQ(got, 0) << "the stalled Cap'n Proto connection was not closed";
+  EXPECT_LT(waited, 15.0);
+  ::close(c);
+  ::close(h);
   EXPECT_TRUE(http_infer(s.http));
 }
 
@@ -188,6 +268,18 @@ TEST(chaos_hostile_requests_test, ambiguous_http_framing_is_refused) {
       {"a signed length", post + "Content-Length: +" + len + "\r\n\r\n" + body},
       {"800 KB of headers in one write",
        post + "X-Pad: " + std::string(800'000, 'p') + "\r\nContent-Length: " + len + "\r\n\r\n" + body},
+      {"a folded header line",
+       post + "X-A: b\r\n Transfer-Encoding: chunked\r\nContent-Length: " + len + "\r\n\r\n" + body},
+      {"a bare LF", post + "X-A: b\nContent-Length: " + len + "\r\n\r\n" + body},
+      {"HTTP/1.9", "POST /v2/models/sage/infer HTTP/1.9\r\nContent-Length: " + len + "\r\n\r\n" + body},
+      {"a space in the target",
+       "POST /v2/models/sa ge/infer HTTP/1.1\r\nContent-Length: " + len + "\r\n\r\n" + body},
+      {"an input given twice",
+       [&] {
+         const std::string twice = body.substr(0, body.size() - 2) +
+                                   R"(,{"name":"seeds","datatype":"INT64","shape":[1],"data":[4]}]})";
+         return post + "Content-Length: " + std::to_string(twice.size()) + "\r\n\r\n" + twice;
+       }()},
   };
   for (const auto& [what, bytes] : cases) {
     const std::string answer = raw_exchange(s.http, bytes);

@@ -219,6 +219,14 @@ struct event_server::impl {
     c.out.clear();
     c.at = phase::head;
     c.deadline = clock_type::now() + o.idle_timeout;
+    if (c.peer_closed) {  // half-closed: answer what is buffered, then close
+      const int fd = c.fd;
+      parse(c);
+      auto it = conns.find(fd);
+      if (it != conns.end() && (it->second.at == phase::head || it->second.at == phase::body))
+        close_conn(it->second);
+      return;
+    }
     watch(c.fd, EPOLLIN, EPOLL_CTL_MOD);
     parse(c);  // a pipelined request may be buffered already
   }
@@ -235,6 +243,13 @@ struct event_server::impl {
       }
     }
     for (;;) {
+      if ((c.at == phase::handler || c.at == phase::writing) &&
+          c.in.size() > o.max_header_bytes + o.max_body_bytes + 16384) {
+        // Pipelined bytes past a whole request's worth while one is answered: read
+        // no more until it is (a client that never reads kept the buffer growing).
+        watch(c.fd, c.at == phase::writing ? EPOLLOUT : 0, EPOLL_CTL_MOD);
+        return;
+      }
       const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
       if (n > 0) {
         if (c.in.empty() && c.at == phase::head)  // the first byte starts the header clock
@@ -288,6 +303,15 @@ struct event_server::impl {
     dispatch(c);
   }
 
+  // Every CR is followed by LF and every LF preceded by CR.
+  static bool crlf_only(std::string_view head) {
+    for (std::size_t i = 0; i < head.size(); ++i) {
+      if (head[i] == '\r' && (i + 1 >= head.size() || head[i + 1] != '\n')) return false;
+      if (head[i] == '\n' && (i == 0 || head[i - 1] != '\r')) return false;
+    }
+    return true;
+  }
+
   // The request line and headers of c.in[0, head_end); false: refused.
   bool parse_head(connection& c) {
     c.req = httplib::Request{};
@@ -297,6 +321,15 @@ struct event_server::impl {
     const auto sp1 = line.find(' '), sp2 = line.rfind(' ');
     if (sp1 == std::string::npos || sp2 <= sp1 || !line.substr(sp2 + 1).starts_with("HTTP/1.")) {
       refuse(c, 400, "malformed request line");
+      return false;
+    }
+    // RFC 9112: CRLF line ends only, no obsolete line folding, a target without
+    // spaces, HTTP/1.0 or 1.1; anything else a proxy might read otherwise.
+    const std::string_view version = line.substr(sp2 + 1);
+    if ((version != "HTTP/1.1" && version != "HTTP/1.0") ||
+        line.substr(sp1 + 1, sp2 - sp1 - 1).find(' ') != std::string_view::npos ||
+        !crlf_only(head)) {
+      refuse(c, 400, "malformed request (line ends, folding, target or version)");
       return false;
     }
     c.req.method = std::string(line.substr(0, sp1));
@@ -317,8 +350,10 @@ struct event_server::impl {
       if (e == std::string::npos) e = head.size();
       const auto h = head.substr(at, e - at);
       const auto colon = h.find(':');
-      // RFC 9112 §5.1: no whitespace between the field name and the colon.
-      if (colon == std::string::npos || colon == 0 || h[colon - 1] == ' ' || h[colon - 1] == '\t') {
+      // RFC 9112 §5.1: no whitespace between the field name and the colon, and no
+      // line folded onto the previous one (obs-fold, a line starting with space).
+      if (colon == std::string::npos || colon == 0 || h[colon - 1] == ' ' || h[colon - 1] == '\t' ||
+          h.front() == ' ' || h.front() == '\t') {
         refuse(c, 400, "malformed header line");
         return false;
       }
@@ -475,7 +510,7 @@ struct event_server::impl {
         close_conn(c);
         continue;
       }
-      respond(c, std::move(x.bytes), x.close_after || c.peer_closed);
+      respond(c, std::move(x.bytes), x.close_after);
     }
   }
 

@@ -38,11 +38,17 @@ expected<const tensor*> integer_input(const infer_request& r, const std::string&
   return t;
 }
 
+// Every input known and given once: a second 'seeds' would be ignored unseen.
 status no_other_inputs(const infer_request& r, const std::vector<std::string>& known) {
-  for (const auto& t : r.inputs)
+  for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+    const auto& t = r.inputs[i];
     if (std::find(known.begin(), known.end(), t.name) == known.end())
       return make_error(errc::invalid_argument, "unknown input '{}' (the model takes: {})",
                         t.name.substr(0, 64), fmt::join(known, ", "));
+    for (std::size_t k = 0; k < i; ++k)
+      if (r.inputs[k].name == t.name)
+        return make_error(errc::invalid_argument, "input '{}' is given twice", t.name);
+  }
   return status::ok();
 }
 
@@ -129,6 +135,10 @@ namespace {
 // Table t's bag: indices_T + offsets_T, or sparse_T [batch, lookups].
 expected<rpc::rec_bag> bag_of(const infer_request& r, std::size_t t, std::uint32_t batch) {
   SPINDLE_ASSIGN_OR_RETURN(const tensor* fixed, integer_input(r, table_input("sparse", t), false));
+  if (fixed && (r.input(table_input("indices", t)) || r.input(table_input("offsets", t))))
+    return make_error(errc::invalid_argument, "table {}: give '{}', or '{}' and '{}', not both", t,
+                      table_input("sparse", t), table_input("indices", t),
+                      table_input("offsets", t));
   if (fixed) {
     if (fixed->shape.size() != 2 || fixed->shape[0] != batch)
       return make_error(errc::invalid_argument,
