@@ -215,6 +215,8 @@ status check_model_name(const std::string& name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
       return make_error(errc::invalid_argument, "name '{}': letters, digits, '_', '-' and '.' only",
                         shown(name));
+  if (name.find_first_not_of('.') == std::string::npos)  // '.' and '..' read as paths
+    return make_error(errc::invalid_argument, "name '{}': not a name of dots only", shown(name));
   return status::ok();
 }
 

@@ -530,6 +530,9 @@ TEST(front_door_test, models_load_and_unload_live_without_losing_calls) {
   auto bad_name = f.client->load_model(f.token, "a b", dir);
   EXPECT_EQ(bad_name->status, rpc::rpc_status::bad_request);
   EXPECT_NE(bad_name->message.find("name 'a b'"), std::string::npos) << bad_name->message;
+  auto dots = f.client->load_model(f.token, "..", dir);  // read as a path in /v2/models/../infer
+  EXPECT_EQ(dots->status, rpc::rpc_status::bad_request);
+  EXPECT_NE(dots->message.find("dots only"), std::string::npos) << dots->message;
   auto one = f.client->infer_gnn({"sage2", {3, 4}, 7, 0});
   auto ref = f.client->infer_gnn({"sage", {3, 4}, 7, 0});
   ASSERT_EQ(one->status, rpc::rpc_status::ok) << one->message;
