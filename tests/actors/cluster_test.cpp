@@ -62,8 +62,11 @@ TEST(cluster_test, a_stranger_cannot_change_the_placement_or_speak_for_a_member)
         EXPECT_EQ(m["epoch"], was["epoch"]);
       }
   }
-  for (const auto& m : after)
-    if (m["rank"] == 0) EXPECT_EQ(m["target"], 0) << "a stranger set the placement plan";
+  for (const auto& m : after) {
+    if (m["rank"] == 0) {
+      EXPECT_EQ(m["target"], 0) << "a stranger set the placement plan";
+    }
+  }
   for (auto* c : {&a, &coord}) c->signal(SIGTERM);
   for (auto* c : {&a, &coord}) c->wait();
 }

@@ -247,7 +247,7 @@ struct event_server::impl {
           c.in.size() > o.max_header_bytes + o.max_body_bytes + 16384) {
         // Pipelined bytes past a whole request's worth while one is answered: read
         // no more until it is (a client that never reads kept the buffer growing).
-        watch(c.fd, c.at == phase::writing ? EPOLLOUT : 0, EPOLL_CTL_MOD);
+        watch(c.fd, c.at == phase::writing ? std::uint32_t(EPOLLOUT) : 0u, EPOLL_CTL_MOD);
         return;
       }
       const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
@@ -273,7 +273,7 @@ struct event_server::impl {
     }
     if (!c.peer_closed) return parse(c);
     // Nothing more to read (EOF would wake us forever); a pending answer still writes.
-    watch(c.fd, c.at == phase::writing ? EPOLLOUT : 0, EPOLL_CTL_MOD);
+    watch(c.fd, c.at == phase::writing ? std::uint32_t(EPOLLOUT) : 0u, EPOLL_CTL_MOD);
     if (c.at == phase::handler || c.at == phase::writing) return;  // answered, then closed
     const int fd = c.fd;
     parse(c);  // a whole request sent before the half-close is answered
