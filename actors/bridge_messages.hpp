@@ -1,4 +1,4 @@
-// Messages of the UCX bridge (DESIGN.md "Planes"): the control atoms of the
+// Messages of the UCX bridge (docs/architecture.md "Planes"): the control atoms of the
 // bridge actor, the in-process reply envelope of bridge targets, and the wire
 // types that cross processes inside bridge frames (serialized with CAF's own
 // binary serializer, so they carry `inspect` and are announced to the system).

@@ -1,4 +1,4 @@
-// Cluster membership over CAF's middleman (the control plane, DESIGN.md
+// Cluster membership over CAF's middleman (the control plane, docs/architecture.md
 // "Planes"): every node publishes a node actor on its configured loopback
 // port; rank 0 (the coordinator) accepts joins from the others, monitors them
 // (down messages mark a member dead; a restarted node joins again) and answers

@@ -1,5 +1,5 @@
 // How Spindle's serving processes configure CAF's scheduler. One worker thread:
-// blocking work runs on detached actors and Spindle's own pools (DESIGN.md "CPU
+// blocking work runs on detached actors and Spindle's own pools (docs/architecture.md "CPU
 // habits": own every thread). The "sharing" policy: an idle worker sleeps on a
 // condition variable and wakes on the next message, where work-stealing's
 // polling backoff (50 us naps, then 10 ms) added about 100 us per actor hop on

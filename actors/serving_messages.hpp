@@ -1,6 +1,6 @@
 // Messages of the in-process GNN serving path: atoms and the plain structs the
 // client, batcher and pipeline actors exchange. In-process only for now (no bulk
-// bytes cross processes; cross-process types get `inspect` with issue #5's
+// bytes cross processes; cross-process types get `inspect` with the
 // node bootstrap).
 #pragma once
 

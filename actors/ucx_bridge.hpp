@@ -1,5 +1,5 @@
 // The UCX bridge: one actor per process that carries hot-path messages to
-// actors in other processes as UCX active messages (DESIGN.md "Planes"), so a
+// actors in other processes as UCX active messages (docs/architecture.md "Planes"), so a
 // batch or its results never pay CAF's middleman round trip. Local actors
 // register under a name; (forward_atom, rank, name, message) sends `message` to
 // that name on rank's bridge, which asks the target with (bridge_call_atom,

@@ -1,4 +1,4 @@
-// Where a served batch's time goes (the batched core, issue #14): GraphSAGE
+// Where a served batch's time goes (the batched core): GraphSAGE
 // 128-256-47, [25,10] on a prepared dataset, single-seed requests without
 // sampler seeds, the direct pipeline on the small executor (one thread). Per
 // batch size: seeds/s and the per-seed time of each stage, with the batch's

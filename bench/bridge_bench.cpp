@@ -1,5 +1,5 @@
 // The cost of one batch message and its result between two actor systems
-// (DESIGN.md "Planes"): through the UCX bridge (active messages, CAF's binary
+// (docs/architecture.md "Planes"): through the UCX bridge (active messages, CAF's binary
 // serializer) versus CAF's middleman (BASP over loopback TCP), with an
 // in-process CAF request as the same-run baseline (actors/bridge_probe). The
 // payload is a batch of `batch` single-seed requests and a reply of `batch` x

@@ -1,4 +1,4 @@
-// Feature gather benchmark (issue #3): 1,024-seed 2-hop [25,10] batches on an
+// Feature gather benchmark: 1,024-seed 2-hop [25,10] batches on an
 // R-MAT graph with 128-float features. Gathered GB/s from a local shard, from
 // another process over UCX shared memory, and over UCX tcp, each next to two
 // same-run baselines: single-thread memcpy GB/s, and the random-row gather of

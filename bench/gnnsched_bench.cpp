@@ -1,4 +1,4 @@
-// GNNSched replay (issue #4): Poisson arrivals of GNN inference tasks (8-layer,
+// GNNSched replay: Poisson arrivals of GNN inference tasks (8-layer,
 // width-256 GraphSAGE/GCN/GAT/GIN and a MIX), 100 tasks per workload, on sampled
 // subgraphs of real graphs, with a memory pool small enough that grouping matters.
 // Compares FIFO, SQTF, BQT and "all at once" (no memory check) by QoS violation

@@ -3,7 +3,7 @@
 # front door (`spindle client load --clients 1`): p50/p99 with the
 # work-conserving batcher (the default), then, same server and same run, with
 # work_conserving false (every lone request waits for the 2 ms batch deadline:
-# the behaviour before issue #14).
+# the behaviour in earlier releases).
 #   usage: bench/idle_latency.sh SPINDLE DATASET_DIR [REQUESTS=2000]
 set -euo pipefail
 spindle="$1"; data="$2"; n="${3:-2000}"

@@ -1,4 +1,4 @@
-// Benchmark 2 of issue #2: PSGS + FAP precompute time for R-MAT scale 16..22
+// Benchmark 2 of the workload metrics: PSGS + FAP precompute time for R-MAT scale 16..22
 // (edge factor 16, fanouts 25,10, uniform p_0), beside same-run baselines: one
 // random 8-byte gather per edge over a |V|-sized array (an SpMV's floor) on
 // all cores, and the streaming read of indices.

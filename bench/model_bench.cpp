@@ -1,8 +1,8 @@
-// Model throughput and latency per batch size (issue #4): GraphSAGE, GCN, GAT,
+// Model throughput and latency per batch size: GraphSAGE, GCN, GAT,
 // GIN (2 layers, hidden 256, [25,10] sampled blocks of R-MAT scale 16 with 128
 // features); the same GraphSAGE as a stack model (what spindle_client.export
 // writes: the interpreter's cost) and a stack with BatchNorm, ELU and
-// log_softmax at the same widths (issue #25); and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
+// log_softmax at the same widths; and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
 // tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB). Baseline
 // in the same run: this machine's raw sgemm FLOP/s (OpenBLAS, 1 thread) and
 // Eigen's, which is how the GEMM library was picked. Model FLOP/s counts the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Overload at the front door (issue #15 item 2): the server pinned to core 0,
+# Overload at the front door: the server pinned to core 0,
 # the load generator to core 1. Measures the model's capacity (closed loop, 32
 # in flight), then Poisson open loops at 0.5x and 2x capacity with the SLO
 # admission limit (default: 30 ms SLO), and, same server and run, 2x capacity

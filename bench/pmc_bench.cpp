@@ -1,4 +1,4 @@
-// GNNSched PMC error table (issue #4): for every GNN and several sampled-block
+// GNNSched PMC error table: for every GNN and several sampled-block
 // sizes, the estimate next to the peak measured by nn's allocator in the same
 // run (the baseline), the relative error, and whether the estimate after the
 // 1.1 safety factor covers the measurement.

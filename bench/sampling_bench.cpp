@@ -1,4 +1,4 @@
-// Benchmark 1 of issue #2: 2-hop [25,10] sampling on R-MAT scale 20 (edge
+// Benchmark 1 of the workload metrics: 2-hop [25,10] sampling on R-MAT scale 20 (edge
 // factor 16), seeds drawn by out-degree, batch sizes 1..1024, inline and
 // pooled executors: median/p99 latency per batch and sampled edges/s, beside
 // this machine's random 4-byte read rate over an array the size of `indices`

@@ -1,4 +1,4 @@
-// The actor tax (issue #5): the same GraphSAGE pipeline served through the CAF
+// The actor tax: the same GraphSAGE pipeline served through the CAF
 // batcher and a pipeline actor, against the same pipeline called directly in one
 // thread with no actors (the same-run baseline), at equal batch sizes.
 //

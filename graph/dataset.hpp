@@ -38,7 +38,7 @@ struct dataset_metadata {
   bool undirected = false;
   /// What a node's CSR row lists for a directed input edge u -> v: "in" (v's row
   /// holds u: PyG/DGL message flow), "out" (u's row holds v), "both" (undirected);
-  /// empty in datasets written before issue #16, which stored "out".
+  /// empty in datasets written in earlier releases, which stored "out".
   std::string edge_direction;
   std::vector<int> fanouts;                    // the metrics' fanouts; empty when not computed
   std::string seed_distribution;               // "uniform", "degree" or a file path

@@ -26,7 +26,7 @@ struct metrics_request {
 /// Which stored neighbours a node aggregates over, for a directed input edge u -> v.
 /// in (PyG and DGL's message flow, the default): v aggregates over u, so v's CSR
 /// row lists the sources of its incoming edges. out: u's row lists the targets
-/// of its outgoing edges (Spindle before issue #16). Undirected graphs store both.
+/// of its outgoing edges (Spindle in earlier releases). Undirected graphs store both.
 enum class edge_direction { in, out };
 std::string_view to_string(edge_direction d);
 expected<edge_direction> parse_edge_direction(std::string_view name);

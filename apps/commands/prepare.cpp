@@ -83,7 +83,7 @@ void register_prepare(CLI::App& app, global_options& g) {
          "--edge-direction", a->edge_direction,
          "For an edge u -> v (edge_index column [u, v], or a line 'u v'): in = v "
          "aggregates over u, as PyG and DGL do (default, every format); out = u "
-         "aggregates over v (what Spindle stored before issue #16). Stored in metadata.json")
+         "aggregates over v (what Spindle stored in earlier releases). Stored in metadata.json")
       ->check(CLI::IsMember({"in", "out"}))
       ->capture_default_str();
   cmd->add_flag("--keep-self-loops", a->keep_self_loops,

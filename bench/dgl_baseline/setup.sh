@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up the DGL/PyTorch serving baseline of bench/serving_sweep (issue #5) in a
+# Sets up the DGL/PyTorch serving baseline of bench/serving_sweep in a
 # virtualenv. Run by hand, not in CI: it downloads about 3 GB from PyPI.
 #   bench/dgl_baseline/setup.sh [VENV=/tmp/spindle-dgl]
 # PyPI's torch wheel is the CUDA build (its CPU kernels use MKL, not OpenBLAS;

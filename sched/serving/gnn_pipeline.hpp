@@ -91,8 +91,7 @@ struct prepared_batch {
 
 /// The fanouts a model is served with: its own (model.toml `fanouts`, or a
 /// --fanouts override), else the dataset's when it has one per layer. Fails,
-/// naming both, when neither fits the layer count (before issue #16 the
-/// pipeline sampled 10 per hop without a word).
+/// naming both, when neither fits the layer count (earlier releases).
 expected<std::vector<int>> served_fanouts(const config::model_desc& model,
                                           const graph::dataset_metadata& ds);
 

@@ -1,4 +1,4 @@
-// Hera Algorithm 2 applied by `spindle launch` (issue #18): a cluster TOML's
+// Hera Algorithm 2 applied by `spindle launch`: a cluster TOML's
 // [colocation] section names the recommendation models, their target QPS and
 // the profile table; launch plans the servers and starts each plan server on
 // its rank as a `spindle serve` of its model pair. Each must serve exactly the

@@ -63,7 +63,7 @@ TEST_F(cli_test, generate_prints_the_summary_table) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
 }
 
-// Issue #16 item 5: `--out EXISTING` used to overwrite in place and leave the
+// `--out EXISTING` used to overwrite in place and leave the
 // earlier dataset's features.npy / labels.npy beside the new metadata. Now a
 // non-empty directory is refused by name, and --force replaces it whole.
 TEST_F(cli_test, an_existing_output_directory_is_refused_or_replaced_whole) {
@@ -85,7 +85,7 @@ TEST_F(cli_test, an_existing_output_directory_is_refused_or_replaced_whole) {
     EXPECT_EQ(e.path().filename().string().find("reused."), std::string::npos) << e.path();
 }
 
-// Issue #16 item 7: parse errors follow the house format (exit 1, "spindle:
+// parse errors follow the house format (exit 1, "spindle:
 // error:"; CLI11 exited 104-106 without it), suggest the nearest flag or
 // subcommand, and bounds are readable (not a 300-digit double).
 TEST_F(cli_test, parse_errors_use_the_house_format_and_suggest_a_spelling) {
@@ -477,7 +477,7 @@ TEST_F(cli_test, serve_dlrm_serves_tables_from_the_parameter_server) {
 namespace spindle {
 namespace {
 
-// Issue #18: `colocate affinity` and `colocate plan` over the hand-made profile
+// `colocate affinity` and `colocate plan` over the hand-made profile
 // table of examples/ (its by-hand answers: hera_test).
 TEST(colocate_cli_test, plans_and_affinities_over_a_profile_table) {
   const std::string profiles =
@@ -519,7 +519,7 @@ TEST(colocate_cli_test, plans_and_affinities_over_a_profile_table) {
 namespace spindle {
 namespace {
 
-// Issue #18: `spindle profile` measures a real model under Poisson load and
+// `spindle profile` measures a real model under Poisson load and
 // writes a table the planner reads.
 TEST(colocate_cli_test, profile_writes_a_table_the_planner_reads) {
   const std::string dir = ::testing::TempDir() + "/spindle-profile-" + std::to_string(::getpid());
@@ -555,7 +555,7 @@ TEST(colocate_cli_test, profile_writes_a_table_the_planner_reads) {
 namespace spindle {
 namespace {
 
-// Issue #18: Hera Table I's DLRM variants as model init presets.
+// Hera Table I's DLRM variants as model init presets.
 TEST(colocate_cli_test, model_init_writes_table_i_variants) {
   const std::string dir = ::testing::TempDir() + "/spindle-variants-" + std::to_string(::getpid());
   auto r = run("model init --arch dlrm --variant C --tables 100,200 --out-dir " + dir + "/c");

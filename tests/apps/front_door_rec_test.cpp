@@ -35,7 +35,7 @@ TEST(front_door_test, a_dlrm_answers_the_golden_batch_through_the_parameter_serv
       << nan->message;
 }
 
-// Issue #16 item 9: `spindle client rec` queries a recommendation model, from a
+// `spindle client rec` queries a recommendation model, from a
 // JSON batch or one sample on the command line, with the golden scores.
 TEST(front_door_test, the_client_queries_a_recommendation_model) {
   auto& f = fixture();
@@ -79,7 +79,7 @@ TEST(front_door_test, the_client_queries_a_recommendation_model) {
   EXPECT_NE(out.find("--sparse 1,x: 'x' is not a key"), std::string::npos) << out;
 }
 
-// Issue #18: a recommendation model runs on a worker pool that is resized live
+// A recommendation model runs on a worker pool that is resized live
 // (tunable `workers`); calls in flight through the resizes all answer ok.
 TEST(front_door_test, a_recommendation_pool_resized_under_load_loses_no_call) {
   auto& f = fixture();
@@ -114,7 +114,7 @@ TEST(front_door_test, a_recommendation_pool_resized_under_load_loses_no_call) {
             rpc::rpc_status::bad_request);
 }
 
-// Issue #18: recommendation calls queued together run as one batch (one
+// Recommendation calls queued together run as one batch (one
 // forward pass), each caller still gets exactly its own golden scores; with a
 // sample budget of one call, every call runs alone. The work changes: the
 // executions counted per call.
@@ -183,7 +183,7 @@ std::vector<T> golden_wnd(const std::string& name) {
   return {v->begin(), v->end()};
 }
 
-// Issue #18: a recommendation model (the Wide & Deep golden, served by
+// A recommendation model (the Wide & Deep golden, served by
 // --rec-model) also answers over SplitRPC's data path and the unified tensor
 // path: the same scores as PyTorch, as its inferRec gives. 16 split calls in
 // flight are batched by the model's executor, each answered with its own

@@ -172,7 +172,7 @@ TEST(front_door_test, a_flood_is_cut_to_the_slo_and_refused_fast) {
   EXPECT_LT(refused_s[refused_s.size() / 2], 0.05);
 }
 
-// Issue #16 item 10: the open loop mixed kj's cached timer.now() with
+// the open loop mixed kj's cached timer.now() with
 // steady_clock and reported negative latencies (p50 -29 ms in 2 of ~10 runs).
 // Every latency is now positive and at least the server's own time.
 TEST(front_door_test, open_loop_latencies_are_positive_and_cover_the_server_time) {
@@ -193,7 +193,7 @@ TEST(front_door_test, open_loop_latencies_are_positive_and_cover_the_server_time
   EXPECT_EQ(bad, 0u);
 }
 
-// Issue #16 item 6: seedIds name nodes by the input's ids (here a generated
+// seedIds name nodes by the input's ids (here a generated
 // dataset: its row numbers) and are resolved by the gateway.
 TEST(front_door_test, seed_ids_are_resolved_by_the_server) {
   auto& f = fixture();
@@ -215,7 +215,7 @@ TEST(front_door_test, seed_ids_are_resolved_by_the_server) {
   EXPECT_NE(both->message.find("give seeds or seedIds, not both"), std::string::npos);
 }
 
-// Issue #16 item 11: a sweep like perf_analyzer's, one row per level.
+// a sweep like perf_analyzer's, one row per level.
 TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
   auto& f = fixture();
   auto [rc, out] =
@@ -287,7 +287,7 @@ TEST(front_door_test, the_client_spreads_calls_over_several_doors) {
   EXPECT_EQ(second->wait(), 0);
 }
 
-// Issue #16 item 2: fanouts are a live tunable, and changing them changes the
+// fanouts are a live tunable, and changing them changes the
 // work: a reproducible request sampled with 1,1 differs from the same request
 // with the served fanouts, and setting them back gives the first answer again.
 TEST(front_door_test, fanouts_change_live_and_change_the_sampled_graph) {
@@ -366,7 +366,7 @@ TEST(front_door_test, the_metrics_endpoint_exposes_counters_histograms_and_hit_r
           "spindle_stage_latency_seconds_bucket{model=\"sage\",stage=\"sampling\",le=\"+Inf\"}"),
       std::string::npos);
   EXPECT_NE(body.find("spindle_cache_hit_rate{model=\"ctr\",table=\"emb0\"}"), std::string::npos);
-  // Issue #16 item 13: buckets from 10 us; a DLRM exports no GNN stage histograms.
+  // buckets from 10 us; a DLRM exports no GNN stage histograms.
   EXPECT_NE(body.find("stage=\"sampling\",le=\"1e-05\"}"), std::string::npos)
       << body.substr(0, 2000);
   EXPECT_EQ(body.find("spindle_stage_latency_seconds_bucket{model=\"ctr\""), std::string::npos);
@@ -428,7 +428,7 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   EXPECT_NE(out.find("p99 ms (10s)"), std::string::npos) << out;
   auto recent = nlohmann::json::parse(f.client->stats(f.token)->json)["models"]["sage"];
   EXPECT_GT(recent["latency_ms_10s"]["count"].get<std::size_t>(), 0u) << recent.dump();
-  // Issue #16 item 14: `stats nope` printed `null`; `set sage` said "unknown command".
+  // `stats nope` printed `null`; `set sage` said "unknown command".
   std::tie(code, out) = run_shell(base + " -c 'stats nope; set sage'");
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("error: unknown model 'nope' (loaded: "), std::string::npos) << out;
@@ -439,7 +439,7 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   EXPECT_NE(out.find("unauthorized: wrong admin token"), std::string::npos) << out;
 }
 
-// Issue #16 item 14: tab completion depends on the position (the shell's
+// tab completion depends on the position (the shell's
 // `complete TEXT` prints what tab offers after TEXT).
 TEST(front_door_test, shell_completion_offers_commands_models_then_tunables) {
   auto& f = fixture();

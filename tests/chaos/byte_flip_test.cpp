@@ -18,6 +18,7 @@
 #include "graph/prepare.hpp"
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
+#include "tests/chaos/chaos_server.hpp"
 #include "tests/graph/test_util.hpp"
 #include "tests/support/spindle_cli.hpp"
 
@@ -57,16 +58,7 @@ struct kind {
 
 TEST(chaos_byte_flip_test, every_input_kind_survives_200_flips_with_a_named_error_or_success) {
   const std::string dir = graph::testing::temp_dir("chaos_flip");
-  thread_pool pool{1, "test"};
-  graph::generate_options o;
-  o.rmat.scale = 8;
-  o.feature_dim = 8;
-  ASSERT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
-  config::model_desc d;
-  d.name = "sage";
-  d.arch = config::model_arch::graphsage;
-  d.in = 8, d.hidden = 8, d.out = 3;
-  ASSERT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+  make_small_gnn(dir, 8, 8, 3);
   std::ofstream(dir + "/topo.toml") << "[[server]]\nname = \"a\"\nhost = \"127.0.0.1\"\n"
                                        "memory = 100000\n[[server]]\nname = \"b\"\n"
                                        "host = \"127.0.0.1\"\nmemory = 100000\n";
@@ -146,16 +138,7 @@ namespace {
 // checksums for a dataset too large to hash, and says so.
 TEST(chaos_byte_flip_test, serve_refuses_altered_data_at_start) {
   const std::string dir = graph::testing::temp_dir("chaos_altered");
-  thread_pool pool{1, "test"};
-  graph::generate_options o;
-  o.rmat.scale = 8;
-  o.feature_dim = 8;
-  ASSERT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
-  config::model_desc d;
-  d.name = "sage";
-  d.arch = config::model_arch::graphsage;
-  d.in = 8, d.hidden = 8, d.out = 3;
-  ASSERT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+  make_small_gnn(dir, 8, 8, 3);
   const std::vector<std::string> serve = {"serve", "--dataset", dir + "/g", "--model", dir + "/m",
                                           "--workload", "1"};
   ASSERT_EQ(run(serve).code, 0);

@@ -49,22 +49,28 @@ inline std::string raw_exchange(int port, const std::string& bytes) {
   return answer;
 }
 
+/// An R-MAT graph of 2^scale nodes with 8 features (DIR/g) and a GraphSAGE "sage"
+/// reading it (DIR/m, hidden `hidden`, `classes` outputs): what the chaos tests serve.
+inline void make_small_gnn(const std::string& dir, int scale, int hidden, int classes) {
+  thread_pool pool{1, "test"};
+  graph::generate_options o;
+  o.rmat.scale = scale;
+  o.feature_dim = 8;
+  ASSERT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
+  config::model_desc d;
+  d.name = "sage";
+  d.arch = config::model_arch::graphsage;
+  d.in = 8, d.hidden = hidden, d.out = classes;
+  ASSERT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+}
+
 struct chaos_server {
   std::string dir = graph::testing::temp_dir("chaos_server");
   std::optional<child_process> proc;
   int http = 0, grpc = 0, metrics = 0;
   std::string capnp;
   explicit chaos_server(int max_connections = 4000) {
-    thread_pool pool{1, "test"};
-    graph::generate_options o;
-    o.rmat.scale = 10;
-    o.feature_dim = 8;
-    EXPECT_TRUE(graph::generate_dataset(o, dir + "/g", pool).is_ok());
-    config::model_desc d;
-    d.name = "sage";
-    d.arch = config::model_arch::graphsage;
-    d.in = 8, d.hidden = 16, d.out = 4;
-    EXPECT_TRUE(nn::init_model(d, 2, dir + "/m").is_ok());
+    make_small_gnn(dir, 10, 16, 4);
     proc.emplace(std::move(*child_process::spawn(
         {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
          "127.0.0.1:0", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--metrics",

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -17,42 +18,57 @@
 namespace spindle {
 namespace {
 
+// A DLRM served through the parameter server with `redis` as its VDB, tables
+// larger than the L1 (1% of them) so misses keep reaching the VDB, and an open
+// loop of 3,000 calls at 500/s (6 s) started against it.
+struct rec_under_load {
+  std::optional<child_process> server, load;
+  void start(const std::string& dir, const testing::redis_server& redis) {
+    auto init = child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "dlrm", "--in",
+                                      "13", "--hidden", "16", "--tables", "20000,5000", "--seed",
+                                      "2", "--out-dir", dir + "/dlrm"});
+    ASSERT_EQ(init->wait(), 0);
+    auto s = child_process::spawn(
+        {SPINDLE_BINARY, "serve", "--listen", "127.0.0.1:0", "--dlrm-model", dir + "/dlrm",
+         "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--vdb", "redis", "--vdb-redis",
+         redis.endpoint(), "--hit-rate-threshold", "1.0", "--cache-fraction", "0.01"});
+    ASSERT_TRUE(s.has_value());
+    server.emplace(std::move(*s));
+    auto listening = server->wait_for("listening ", 60'000);
+    ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+    load.emplace(std::move(*child_process::spawn(
+        {"/bin/sh", "-c",
+         std::string("'") + SPINDLE_BINARY + "' client --connect " + *listening +
+             " --model ctr load --batch 8 --requests 3000 --warmup 10 --rate 500 "
+             "--distinct-batches 3000 --json 2>/dev/null"})));
+  }
+  // The load's JSON report once it ends.
+  nlohmann::json report() {
+    std::string out;
+    while (auto line = load->read_line(60'000)) out += *line + "\n";
+    EXPECT_EQ(load->wait(), 0) << out;
+    const auto at = out.find('{');
+    return at == std::string::npos ? nlohmann::json::object() : nlohmann::json::parse(out.substr(at));
+  }
+};
+
 TEST(chaos_redis_test, redis_killed_and_restarted_under_a_recommendation_load_loses_no_call) {
   auto redis = testing::redis_server::start();
   if (!redis) GTEST_SKIP() << redis.error().to_string();
-  const std::string dir = graph::testing::temp_dir("chaos_redis");
-  // Tables larger than the L1 (10% of them), so misses keep reaching the VDB.
-  auto init = child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "dlrm", "--in", "13",
-                                    "--hidden", "16", "--tables", "20000,5000", "--seed", "2",
-                                    "--out-dir", dir + "/dlrm"});
-  ASSERT_EQ(init->wait(), 0);
-  auto server = child_process::spawn(
-      {SPINDLE_BINARY, "serve", "--listen", "127.0.0.1:0", "--dlrm-model", dir + "/dlrm",
-       "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--vdb", "redis", "--vdb-redis",
-       (*redis)->endpoint(), "--hit-rate-threshold", "1.0", "--cache-fraction", "0.01"});
-  ASSERT_TRUE(server.has_value());
-  auto listening = server->wait_for("listening ", 60'000);
-  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
-  // 3,000 calls at 500/s (6 s); Redis dies at 2 s and comes back empty at 3.5 s.
-  auto load = child_process::spawn(
-      {"/bin/sh", "-c",
-       std::string("'") + SPINDLE_BINARY + "' client --connect " + *listening +
-           " --model ctr load --batch 8 --requests 3000 --warmup 10 --rate 500 "
-           "--distinct-batches 3000 --json 2>/dev/null"});
+  rec_under_load run;
+  ASSERT_NO_FATAL_FAILURE(run.start(graph::testing::temp_dir("chaos_redis"), **redis));
+  // Redis dies at 2 s and comes back empty at 3.5 s.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   (*redis)->kill();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   ASSERT_TRUE((*redis)->restart().is_ok());
-  std::string out;
-  while (auto line = load->read_line(60'000)) out += *line + "\n";
-  ASSERT_EQ(load->wait(), 0) << out;
-  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  const auto j = run.report();
   std::printf(
       "Redis killed for 1.5 s under 500 calls/s: %d of 3000 answered ok, p99 %.2f ms, "
       "p999 %.2f ms\n",
       j["answered_ok"].get<int>(), j["latency_ms"]["p99"].get<double>(),
       j["latency_ms"]["p999"].get<double>());
-  EXPECT_EQ(j["answered_ok"], 3000) << out;
+  EXPECT_EQ(j["answered_ok"], 3000) << j.dump();
   // The new, empty Redis is written to again (misses are inserted on the way back).
   auto keys = child_process::spawn(
       {"/bin/sh", "-c", "redis-cli -p " + std::to_string((*redis)->port()) + " dbsize"});
@@ -61,8 +77,8 @@ TEST(chaos_redis_test, redis_killed_and_restarted_under_a_recommendation_load_lo
   keys->wait();
   ASSERT_FALSE(dbsize.empty());
   EXPECT_GT(std::stol(dbsize), 0) << "Redis after the restart holds no key";
-  server->signal(SIGTERM);
-  EXPECT_EQ(server->wait(), 0);
+  run.server->signal(SIGTERM);
+  EXPECT_EQ(run.server->wait(), 0);
 }
 
 // A frozen Redis accepts connections and answers nothing: a command waits out
@@ -72,32 +88,14 @@ TEST(chaos_redis_test, redis_killed_and_restarted_under_a_recommendation_load_lo
 TEST(chaos_redis_test, a_frozen_redis_stalls_no_call_past_the_deadline) {
   auto redis = testing::redis_server::start();
   if (!redis) GTEST_SKIP() << redis.error().to_string();
-  const std::string dir = graph::testing::temp_dir("chaos_redis_freeze");
-  auto init = child_process::spawn({SPINDLE_BINARY, "model", "init", "--arch", "dlrm", "--in", "13",
-                                    "--hidden", "16", "--tables", "20000,5000", "--seed", "2",
-                                    "--out-dir", dir + "/dlrm"});
-  ASSERT_EQ(init->wait(), 0);
-  auto server = child_process::spawn(
-      {SPINDLE_BINARY, "serve", "--listen", "127.0.0.1:0", "--dlrm-model", dir + "/dlrm",
-       "--dlrm-name", "ctr", "--pdb", dir + "/pdb", "--vdb", "redis", "--vdb-redis",
-       (*redis)->endpoint(), "--hit-rate-threshold", "1.0", "--cache-fraction", "0.01"});
-  ASSERT_TRUE(server.has_value());
-  auto listening = server->wait_for("listening ", 60'000);
-  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
-  // 3,000 calls at 500/s (6 s); Redis frozen from 2 s to 5 s.
-  auto load = child_process::spawn(
-      {"/bin/sh", "-c",
-       std::string("'") + SPINDLE_BINARY + "' client --connect " + *listening +
-           " --model ctr load --batch 8 --requests 3000 --warmup 10 --rate 500 "
-           "--distinct-batches 3000 --json 2>/dev/null"});
+  rec_under_load run;
+  ASSERT_NO_FATAL_FAILURE(run.start(graph::testing::temp_dir("chaos_redis_freeze"), **redis));
+  // Redis frozen from 2 s to 5 s.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   (*redis)->signal(SIGSTOP);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   (*redis)->signal(SIGCONT);
-  std::string out;
-  while (auto line = load->read_line(60'000)) out += *line + "\n";
-  ASSERT_EQ(load->wait(), 0) << out;
-  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  const auto j = run.report();
   const int refused = j["status"].value("overloaded", 0);
   std::printf("Redis frozen for 3 s under 500 calls/s: %d of 3000 answered ok (p99 %.2f ms, "
               "p999 %.2f ms), %d refused as overloaded at once while lookups waited\n",
@@ -107,8 +105,8 @@ TEST(chaos_redis_test, a_frozen_redis_stalls_no_call_past_the_deadline) {
   EXPECT_EQ(j["answered_ok"].get<int>() + refused, 3000) << j.dump();
   EXPECT_GT(j["answered_ok"].get<int>(), 2400) << j.dump();
   EXPECT_LT(j["latency_ms"]["p999"].get<double>(), 1000.0) << j.dump();
-  server->signal(SIGTERM);
-  EXPECT_EQ(server->wait(), 0);
+  run.server->signal(SIGTERM);
+  EXPECT_EQ(run.server->wait(), 0);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ TEST(npy_test, rejects_bad_headers_with_a_reason) {
   EXPECT_TRUE(parse("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }").has_value());
   EXPECT_EQ(parse("{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }").error().code(),
             errc::unsupported);
-  // Fortran order is parsed (inputs accept it, issue #16); npy_array::open refuses it.
+  // Fortran order is parsed (inputs accept it); npy_array::open refuses it.
   EXPECT_TRUE(parse("{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }")->fortran);
   EXPECT_EQ(parse("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (3,), }").error().code(),
             errc::corrupt_data);

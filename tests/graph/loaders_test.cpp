@@ -95,7 +95,7 @@ void write_raw_npy(const std::string& path, const std::string& descr, bool fortr
   f.write(static_cast<const char*>(data), std::streamsize(bytes));
 }
 
-// Issue #16 item 3: np.save(edges.T) writes Fortran order (refused before),
+// np.save(edges.T) writes Fortran order (refused before),
 // [E, 2] edge lists, unsigned ids and bool features are what users export.
 TEST(loaders_test, reads_fortran_order_e_by_2_and_unsigned_npy_inputs) {
   const std::string dir = temp_dir("npy_any");
@@ -142,7 +142,7 @@ TEST(loaders_test, reads_fortran_order_e_by_2_and_unsigned_npy_inputs) {
   EXPECT_FALSE(npy_array::open(dir + "/f.npy").has_value());
 }
 
-// Issue #16 item 4: a featureless graph gets PyG's usual features, and
+// a featureless graph gets PyG's usual features, and
 // metadata.json says which (before: `serving needs features`).
 TEST(loaders_test, featureless_graphs_get_degree_onehot_or_random_features) {
   const std::string dir = temp_dir("synthetic");
@@ -242,7 +242,7 @@ TEST(loaders_test, nonfinite_features_are_refused_unless_kept) {
   EXPECT_EQ(ds->metadata().build.at("nonfinite_features_kept"), "1");
 }
 
-// Issue #16 item 6: requests may name nodes by the input's ids; node_index maps
+// requests may name nodes by the input's ids; node_index maps
 // them to rows (node_names.txt for text ids, node_ids.npy for sparse integers).
 TEST(loaders_test, node_index_resolves_input_ids_to_rows) {
   const std::string dir = temp_dir("ids");
@@ -301,7 +301,7 @@ void write_npz(const std::string& path,
   std::ofstream(path, std::ios::binary) << out;
 }
 
-// Issue #16 item 3: .npz (PyG/OGB exports) was parsed as SNAP text.
+// .npz (PyG/OGB exports) was parsed as SNAP text.
 TEST(loaders_test, reads_edge_index_and_features_from_an_npz) {
   const std::string dir = temp_dir("npz");
   std::vector<std::int64_t> ei{0, 0, 2, 1, 2, 1};
@@ -334,7 +334,7 @@ void write_gz(const std::string& path, const std::string& text) {
   gzclose(gz);
 }
 
-// Issue #16 item 3: OGB's on-disk layout (raw/*.csv.gz, as `ogb` downloads it)
+// OGB's on-disk layout (raw/*.csv.gz, as `ogb` downloads it)
 // is read whole: edges, node count (isolated nodes kept), features and labels.
 TEST(loaders_test, reads_an_ogb_dataset_folder) {
   const std::string dir = temp_dir("ogb");

@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(pyg, gnn_golden_test,
                          ::testing::Values("graphsage", "gcn", "gat", "gin", "graphsage-b64",
                                            "gcn-b64", "gat-b64", "gin-b64"));
 
-// Issue #16: a directed graph given as PyG's edge_index (row 0 sources, row 1
+// A directed graph given as PyG's edge_index (row 0 sources, row 1
 // targets). `prepare` with the default edge direction must make each node
 // aggregate over the sources of its incoming edges, so a 2-layer GraphSAGE over
 // every node's whole neighbourhood equals PyG's SAGEConv on the same graph;

@@ -273,7 +273,7 @@ TEST(model_test, model_description_errors_name_the_field) {
       "embedding_dim = 4\ntable_rows = [10]\n",
       "m.toml");
   EXPECT_NE(d.error().message().find("model.top = [3]: must end with 1"), std::string::npos);
-  // Fanouts (issue #16): one per layer, round-tripped through to_toml.
+  // Fanouts: one per layer, round-tripped through to_toml.
   d = config::parse_model_desc(
       "[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 2\nlayers = 3\n"
       "fanouts = [25, 10]\n",

@@ -147,7 +147,7 @@ TEST(gnn_pipeline_test, the_forward_pass_arena_stops_allocating_once_warm) {
 namespace spindle::sched {
 namespace {
 
-// Issue #16: fanouts belong to the served model. A 3-layer model on a dataset
+// Fanouts belong to the served model. A 3-layer model on a dataset
 // whose metrics used 2 fanouts is refused by name (before: 10 per hop, silently);
 // its own fanouts, from model.toml or --fanouts, are what the sampler draws.
 TEST(gnn_pipeline_test, fanouts_come_from_the_model_and_a_misfit_is_an_error) {

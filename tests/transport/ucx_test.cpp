@@ -55,7 +55,7 @@ void check_random_gets(pair_of_workers& w, bool run_owner_loop) {
   EXPECT_EQ((*region)->read({&bad, 1}).code(), errc::invalid_argument);
 }
 
-// DESIGN.md "Planes": on memory UCX allocated, shared-memory gets complete with
+// docs/architecture.md "Planes": on memory UCX allocated, shared-memory gets complete with
 // the owner's worker idle.
 TEST(ucx_test, shared_memory_gets_complete_while_the_owner_is_idle) {
   pair_of_workers w("shm,self");

@@ -2,7 +2,7 @@
 // worker, connects to peers by their worker address, sends frames (header +
 // payload, rendezvous when large so the receiver pulls the payload) and hands
 // each received frame to a callback. Other threads only queue work and wake it.
-// The transport of actors/ucx_bridge (DESIGN.md "Planes": hot-path messages).
+// The transport of actors/ucx_bridge (docs/architecture.md "Planes": hot-path messages).
 #pragma once
 
 #include <cstddef>
