@@ -20,6 +20,7 @@
 #include "sched/colocation/hera/profile.hpp"
 #include "transport/http/metrics_server.hpp"
 #include "transport/kserve/grpc_server.hpp"
+#include "transport/net/door_gate.hpp"
 #include "transport/kserve/http_server.hpp"
 #include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/rpc_server.hpp"
@@ -195,6 +196,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     g.set_access_log(std::move(log));
     log::info("access log: {} (one line per call)", a.access_log);
   }
+  transport::net::set_max_per_peer(a.max_connections_per_peer);
   transport::rpc::server_options o;
   o.listen = a.listen;
   o.admin_token = token;
@@ -224,6 +226,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     go.listen = a.grpc;
     go.admin_token = token;
     go.max_message_bytes = a.http_max_body_mb << 20;
+    go.max_connections = a.max_connections;
     SPINDLE_ASSIGN_OR_RETURN(grpc, transport::kserve::grpc_server::start(go, door));
   }
   caf::actor manager;

@@ -25,6 +25,7 @@ struct front_door_args {
   std::size_t max_queue = 1024;            // hard cap on calls in flight per model
   std::uint32_t slo_ms = 30;               // end-to-end objective the admission limit is sized from
   std::size_t max_connections = 0;         // 0: the descriptor limit less 64, at most 4,096
+  std::size_t max_connections_per_peer = 0;  // across all doors (0: a quarter of the doors' budget)
   std::string node_manager;     // "hera" or "parties": resize recommendation pools; empty: off
   std::string profiles;         // --profiles: the profile table Hera's manager reads
   int manager_max_workers = 0;  // workers one model may have (0: the cores)

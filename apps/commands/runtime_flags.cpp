@@ -68,9 +68,15 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
                  "--max-queue; live: tunable slo_ms)")
       ->capture_default_str();
   cmd.add_option("--max-connections", a.max_connections,
-                 "Open client connections per door (Cap'n Proto, HTTP, metrics) before new ones "
-                 "are closed at once (0: the process's "
-                 "file-descriptor limit less 64, at most 4096)")
+                 "Open client connections per door (Cap'n Proto, KServe HTTP and gRPC, metrics); "
+                 "when full, the connection idle longest (1 s or more) is closed to make room, "
+                 "else the new one is (0: the process's file-descriptor limit less 64, at most "
+                 "4096; all doors together keep 256 descriptors of the limit free)")
+      ->capture_default_str();
+  cmd.add_option("--max-connections-per-peer", a.max_connections_per_peer,
+                 "Open connections one client address may hold across all doors (0: a quarter "
+                 "of the descriptors the doors may use); past it, that address's connection "
+                 "idle longest makes room, else the new one is closed")
       ->capture_default_str();
   add_rec_serving_options(cmd, a);
 }

@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/subprocess.hpp"
 #include "graph/prepare.hpp"
@@ -69,13 +70,22 @@ struct chaos_server {
   std::optional<child_process> proc;
   int http = 0, grpc = 0, metrics = 0;
   std::string capnp;
-  explicit chaos_server(int max_connections = 4000) {
+  /// `max_connections` 0: the server's default; `wrap`: a command line the
+  /// server runs under (for example `prlimit --nofile=N:N --`).
+  explicit chaos_server(int max_connections = 4000, std::vector<std::string> wrap = {}) {
     make_small_gnn(dir, 10, 16, 4);
-    proc.emplace(std::move(*child_process::spawn(
-        {SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
-         "127.0.0.1:0", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--metrics",
-         "127.0.0.1:0", "--max-connections", std::to_string(max_connections), "--rec-model",
-         std::string("ctr=") + SPINDLE_SOURCE_DIR + "/tests/nn/golden/dlrm"})));
+    std::vector<std::string> argv = std::move(wrap);
+    const std::vector<std::string> serve = {
+        SPINDLE_BINARY, "serve", "--dataset", dir + "/g", "--model", dir + "/m", "--listen",
+        "127.0.0.1:0", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--metrics",
+        "127.0.0.1:0", "--rec-model", std::string("ctr=") + SPINDLE_SOURCE_DIR + "/tests/nn/golden/dlrm"};
+    for (const auto& a : serve)
+      argv.push_back(a);
+    if (max_connections > 0) {
+      argv.push_back("--max-connections");
+      argv.push_back(std::to_string(max_connections));
+    }
+    proc.emplace(std::move(*child_process::spawn(argv)));
     auto m = proc->wait_for("metrics http://127.0.0.1:", 60'000);
     EXPECT_TRUE(m.has_value());
     metrics = std::stoi(m->substr(0, m->find('/')));

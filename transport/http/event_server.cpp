@@ -26,6 +26,8 @@
 
 #include "core/call_origin.hpp"
 #include "core/log.hpp"
+#include "transport/net/door_gate.hpp"
+#include "transport/net/listen_socket.hpp"
 
 namespace spindle::transport::http {
 namespace {
@@ -51,6 +53,7 @@ struct connection {
   bool close_after = false;
   bool peer_closed = false;  // the client shut its sending side: answer, then close
   clock_type::time_point deadline;
+  clock_type::time_point last_byte;  // when the client last sent something (or connected)
 };
 
 struct route {
@@ -129,6 +132,11 @@ std::string serialize(const httplib::Response& res, bool keep_alive) {
   return out + res.body;
 }
 
+int remote_port_of(const sockaddr_storage& sa) {
+  return ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_port
+                                        : reinterpret_cast<const sockaddr_in*>(&sa)->sin_port);
+}
+
 std::size_t default_max_connections() {
   rlimit r{};
   ::getrlimit(RLIMIT_NOFILE, &r);
@@ -155,8 +163,10 @@ struct event_server::impl {
   std::vector<completion> done;
   mutable std::mutex stats_mu;
   counters stats;
+  std::unique_ptr<net::door_gate> gate;  // this door's share of the process's connections
+  net::spare_descriptor spare;
   clock_type::time_point last_report = clock_type::now();
-  std::uint64_t reported_timeouts = 0, reported_refused = 0;
+  std::uint64_t reported_timeouts = 0;
 
   ~impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd})
@@ -173,6 +183,7 @@ struct event_server::impl {
   void close_conn(connection& c) {
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
+    gate->release(c.addr);
     conns.erase(c.fd);  // `c` is gone from here on
   }
 
@@ -252,8 +263,9 @@ struct event_server::impl {
       }
       const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
       if (n > 0) {
+        c.last_byte = clock_type::now();
         if (c.in.empty() && c.at == phase::head)  // the first byte starts the header clock
-          c.deadline = clock_type::now() + o.header_timeout;
+          c.deadline = c.last_byte + o.header_timeout;
         c.in.append(buf, std::size_t(n));
         if (c.in.size() > o.max_header_bytes + o.max_body_bytes + 16384) break;
         continue;
@@ -464,30 +476,61 @@ struct event_server::impl {
     }
   }
 
+  // Full: closes the connection whose client has sent nothing longest (of
+  // `peer` when given), if no request of it is being answered and it has been
+  // silent at least net::kEvictIdleSeconds.
+  bool evict(const std::string* peer) {
+    const auto now = clock_type::now();
+    connection* best = nullptr;
+    for (auto& [fd, c] : conns) {
+      if ((c.at != phase::head && c.at != phase::body) || (peer && c.addr != *peer)) continue;
+      if (!best || c.last_byte < best->last_byte) best = &c;
+    }
+    if (!best) return false;
+    const double idle = std::chrono::duration<double>(now - best->last_byte).count();
+    if (idle < net::kEvictIdleSeconds) return false;
+    gate->evicted(idle);
+    close_conn(*best);
+    return true;
+  }
+
+  net::admission admit(const std::string& peer) {
+    auto a = gate->admit(peer);
+    if (a != net::admission::admitted &&
+        evict(a == net::admission::peer_full ? &peer : nullptr))
+      a = gate->admit(peer);
+    return a;
+  }
+
   void accept_all() {
     for (;;) {
       sockaddr_storage sa{};
       socklen_t len = sizeof sa;
       const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len,
                                SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;  // EAGAIN, or out of descriptors: the next event retries
-      if (conns.size() >= o.max_connections) {
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        spare.shed_one(listen_fd);  // the client sees the end, not a silent backlog
+        gate->refused(net::admission::process_full, "?");
+        continue;
+      }
+      if (fd < 0) return;  // EAGAIN: nothing more pending
+      const std::string peer = net::address_of(reinterpret_cast<sockaddr*>(&sa), len);
+      if (const auto a = admit(peer); a != net::admission::admitted) {
         ::close(fd);
+        gate->refused(a, peer);
         std::lock_guard lock(stats_mu);
         ++stats.refused;
         continue;
       }
       const int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
-      ::getnameinfo(reinterpret_cast<sockaddr*>(&sa), len, host, sizeof host, serv, sizeof serv,
-                    NI_NUMERICHOST | NI_NUMERICSERV);
       auto& c = conns[fd];
       c.fd = fd;
       c.gen = next_gen++;
-      c.addr = host;
-      c.remote_port = std::atoi(serv);
-      c.deadline = clock_type::now() + o.idle_timeout;
+      c.addr = peer;
+      c.remote_port = remote_port_of(sa);
+      c.last_byte = clock_type::now();
+      c.deadline = c.last_byte + o.idle_timeout;
       watch(fd, EPOLLIN, EPOLL_CTL_ADD);
       std::lock_guard lock(stats_mu);
       ++stats.accepted;
@@ -539,15 +582,12 @@ struct event_server::impl {
     std::lock_guard lock(stats_mu);
     stats.timed_out += timed_out;
     stats.write_dropped += dropped;
-    if (now - last_report > std::chrono::seconds(10) &&
-        (stats.timed_out > reported_timeouts || stats.refused > reported_refused)) {
-      log::warn(
-          "{}: {} requests not complete in time (408), {} connections past the limit of {} "
-          "closed at once, in the last {:.0f} s",
-          o.name, stats.timed_out - reported_timeouts, stats.refused - reported_refused,
-          o.max_connections, std::chrono::duration<double>(now - last_report).count());
+    gate->tick();  // refusals and evictions, at most once per 10 s
+    if (now - last_report > std::chrono::seconds(10) && stats.timed_out > reported_timeouts) {
+      log::warn("{}: {} requests not complete in time (408) in the last {:.0f} s", o.name,
+                stats.timed_out - reported_timeouts,
+                std::chrono::duration<double>(now - last_report).count());
       reported_timeouts = stats.timed_out;
-      reported_refused = stats.refused;
       last_report = now;
     }
   }
@@ -572,6 +612,7 @@ struct event_server::impl {
         }
       }
       expire();
+      net::return_memory_after_flood();
     }
   }
 };
@@ -580,32 +621,9 @@ expected<std::unique_ptr<event_server>> event_server::bind(const event_server_op
   auto i = std::make_unique<impl>();
   i->o = o;
   if (i->o.max_connections == 0) i->o.max_connections = default_max_connections();
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  if (int rc = ::getaddrinfo(o.host.c_str(), std::to_string(o.port).c_str(), &hints, &res); rc != 0)
-    return make_error(errc::invalid_argument, "{} {}:{}: {}", o.name, o.host, o.port,
-                      ::gai_strerror(rc));
-  for (auto* r = res; r && i->listen_fd < 0; r = r->ai_next) {
-    const int fd = ::socket(r->ai_family, r->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, r->ai_addr, r->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
-      i->listen_fd = fd;
-    } else {
-      ::close(fd);
-    }
-  }
-  ::freeaddrinfo(res);
-  if (i->listen_fd < 0)
-    return make_error(errc::unavailable, "{} {}:{}: cannot bind: {}", o.name, o.host, o.port,
-                      std::strerror(errno));
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
-  ::getsockname(i->listen_fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  i->port = ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
-                                           : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  i->gate = std::make_unique<net::door_gate>(o.name, i->o.max_connections);
+  SPINDLE_ASSIGN_OR_RETURN(i->listen_fd, net::listen_socket(o.host, o.port, o.name));
+  i->port = net::local_port(i->listen_fd);
   i->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   i->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (i->epoll_fd < 0 || i->wake_fd < 0)

@@ -3,12 +3,16 @@
 #include <grpcpp/resource_quota.h>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
+#include <unistd.h>
 
 #include <chrono>
 
 #include "core/call_origin.hpp"
 #include "grpc_service.grpc.pb.h"
 #include "transport/kserve/triton_extensions.hpp"
+#include "transport/net/handoff_listener.hpp"
+#include "transport/net/listen_socket.hpp"
 #include "transport/rpc/endpoint.hpp"
 
 namespace spindle::transport::kserve {
@@ -310,41 +314,53 @@ class service final : public pb::GRPCInferenceService::CallbackService {
 struct grpc_server::impl {
   std::unique_ptr<service> svc;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<net::handoff_listener> listener;  // stopped before the server
 };
 
 expected<std::unique_ptr<grpc_server>> grpc_server::start(const grpc_options& o, door& d) {
   SPINDLE_ASSIGN_OR_RETURN(auto where, parse_host_port(o.listen, "--grpc"));
+  std::string host = where.host;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  SPINDLE_ASSIGN_OR_RETURN(const int listen_fd, net::listen_socket(host, int(where.port), "--grpc"));
+  const int bound = net::local_port(listen_fd);
   auto i = std::make_unique<impl>();
   i->svc = std::make_unique<service>(d, o.admin_token);
+  // No listening port of gRPC's own: 1.51's accept loop has no connection cap
+  // and stops for good once the process runs out of descriptors. Spindle's
+  // listener (net/handoff_listener.hpp) accepts, admits through the door's
+  // gate and hands each connection to the server.
   grpc::ServerBuilder b;
-  int bound = 0;
-  const std::string host = where.host.find(':') != std::string::npos && where.host.front() != '['
-                               ? "[" + where.host + "]"
-                               : where.host;
-  b.AddListeningPort(fmt::format("{}:{}", host, where.port), grpc::InsecureServerCredentials(),
-                     &bound);
   b.RegisterService(i->svc.get());
   b.SetMaxReceiveMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
   b.SetMaxSendMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
-  // Bounds for hostile clients (gRPC 1.51 has no connection cap): a connection
-  // that has not finished its HTTP/2 handshake in 5 s is closed, one without a
-  // call for 5 minutes is sent GOAWAY, a connection carries at most 256 calls at
-  // once, and the door's buffers are held to 1 GiB.
-  b.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 5000);
+  // More bounds for hostile clients: a connection without a call for 5 minutes
+  // is sent GOAWAY, a connection carries at most 256 calls at once, and the
+  // door's buffers are held to 1 GiB.
   b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 300000);
   b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 256);
   grpc::ResourceQuota quota("spindle-grpc-door");
   quota.Resize(std::size_t(1) << 30);
   b.SetResourceQuota(quota);
   i->server = b.BuildAndStart();
-  if (!i->server || bound == 0)
-    return make_error(errc::unavailable, "--grpc {}: cannot bind", o.listen);
+  if (!i->server) {
+    ::close(listen_fd);
+    return make_error(errc::unavailable, "--grpc {}: the gRPC server did not start", o.listen);
+  }
+  net::handoff_options ho;
+  ho.name = "grpc";
+  ho.max_connections = o.max_connections;
+  grpc::Server* server = i->server.get();
+  SPINDLE_ASSIGN_OR_RETURN(i->listener,
+                           net::handoff_listener::start(listen_fd, ho, [server](int fd) {
+                             grpc::AddInsecureChannelFromFd(server, fd);
+                           }));
   return std::unique_ptr<grpc_server>(new grpc_server(std::move(i), bound));
 }
 
 grpc_server::grpc_server(std::unique_ptr<impl> i, int port) : impl_(std::move(i)), port_(port) {}
 
 grpc_server::~grpc_server() {
+  impl_->listener.reset();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   impl_->server->Wait();
 }

@@ -16,6 +16,7 @@ struct grpc_options {
   std::string listen = "127.0.0.1:8001";  // port 0: a free one
   std::string admin_token;
   std::size_t max_message_bytes = 64u << 20;
+  std::size_t max_connections = 0;  // open at once (0: the descriptor budget's default)
 };
 
 class grpc_server {

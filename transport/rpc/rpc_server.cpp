@@ -19,6 +19,8 @@
 #include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/request_checks.hpp"
 #include "transport/rpc/watched_stream.hpp"
+#include "transport/net/door_gate.hpp"
+#include "transport/net/listen_socket.hpp"
 
 namespace spindle::transport::rpc {
 namespace {
@@ -312,14 +314,16 @@ struct connection {
   }
 };
 
-// The accept loop. A failed accept (EMFILE when the process is out of file
-// descriptors, ...) is logged and retried with backoff, never the end of the
-// listener; past max_connections a new connection is closed at once and counted.
+// The accept loop. A failed accept is logged and retried with backoff, never
+// the end of the listener (out of descriptors, one pending connection is shed);
+// a connection the door's gate does not admit (net/door_gate.hpp) is closed at
+// once, after the connection idle longest could not make room.
 class acceptor final : public kj::TaskSet::ErrorHandler {
  public:
-  acceptor(kj::ConnectionReceiver& listener, kj::Timer& timer, capnp::Capability::Client main,
-           capnp::ReaderOptions limits, const server_options& o)
-      : listener_(listener), timer_(timer), main_(kj::mv(main)), limits_(limits), o_(o) {}
+  acceptor(kj::ConnectionReceiver& listener, int listen_fd, kj::Timer& timer,
+           capnp::Capability::Client main, capnp::ReaderOptions limits, const server_options& o)
+      : listener_(listener), listen_fd_(listen_fd), timer_(timer), main_(kj::mv(main)),
+        limits_(limits), o_(o), gate_("rpc", o.max_connections) {}
 
   kj::Promise<void> loop() {
     // evalNow: accept() may throw at once (EMFILE); that must reach the handler below.
@@ -332,9 +336,12 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
             },
             [this](kj::Exception&& e) -> kj::Promise<void> {
               backoff_ms_ = backoff_ms_ == 0 ? 10 : std::min<std::uint64_t>(backoff_ms_ * 2, 1000);
+              const std::string why = e.getDescription().cStr();
               if (++accept_failures_ % 100 == 1)  // rate-limited: one line per 100 failures
                 log::warn("rpc: accept failed ({} so far): {}; retrying in {} ms", accept_failures_,
-                          e.getDescription().cStr(), backoff_ms_);
+                          why, backoff_ms_);
+              // Out of descriptors (EMFILE, ENFILE): a pending client sees its connection end.
+              if (why.find("Too many open files") != std::string::npos) spare_.shed_one(listen_fd_);
               return timer_.afterDelay(backoff_ms_ * kj::MILLISECONDS).then([this] {
                 return loop();
               });
@@ -345,8 +352,11 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
   // closed (it holds up to the message limit in buffers while sending nothing).
   kj::Promise<void> sweep() {
     return timer_.afterDelay(2 * kj::SECONDS).then([this] {
-      for (auto [id, w] : live_)
-        if (!w->closed() && w->mid_message() && w->idle_s() > kMessageDeadlineSeconds) {
+      gate_.tick();
+      net::return_memory_after_flood();
+      for (auto& [id, l] : live_)
+        if (watched_stream* w = l.stream;
+            !w->closed() && w->mid_message() && w->idle_s() > kMessageDeadlineSeconds) {
           if (++stalled_ % 100 == 1)
             log::warn("rpc: closed a connection stalled {:.0f} s inside a message ({} so far)",
                       w->idle_s(), stalled_);
@@ -361,18 +371,30 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
   }
 
  private:
+  static std::string peer_of(kj::AsyncIoStream& stream) {
+    sockaddr_storage sa{};
+    kj::uint len = sizeof sa;
+    try {
+      stream.getpeername(reinterpret_cast<sockaddr*>(&sa), &len);
+    } catch (...) {
+      return "?";
+    }
+    return net::address_of(reinterpret_cast<sockaddr*>(&sa), socklen_t(len));
+  }
+
   void admit(kj::Own<kj::AsyncIoStream> stream) {
-    if (open_ >= o_.max_connections && !evict_idlest()) {
-      if (++refused_ % 100 == 1)
-        log::warn("rpc: refusing a connection: {} open, --max-connections {}, none idle ({} "
-                  "refused so far)",
-                  open_, o_.max_connections, refused_);
+    const std::string peer = peer_of(*stream);
+    auto a = gate_.admit(peer);
+    if (a != net::admission::admitted &&
+        evict_idlest(a == net::admission::peer_full ? &peer : nullptr))
+      a = gate_.admit(peer);
+    if (a != net::admission::admitted) {
+      gate_.refused(a, peer);
       return;  // `stream` closes here: the client sees the connection end at once
     }
-    ++open_;
     auto c = kj::heap<connection>(kj::mv(stream), main_, limits_, o_.flow_limit_bytes);
     const std::uint64_t id = ++next_id_;
-    live_[id] = c->stream.get();
+    live_[id] = {c->stream.get(), peer};
     auto done = c->network.onDisconnect();
     // (kj's then() keeps a reference to an lvalue functor: each gets its own lambda.)
     tasks_.add(done.attach(kj::mv(c))
@@ -382,7 +404,7 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
     tasks_.add(timer_.afterDelay(kHandshakeDeadline).then([this, id] {
       auto it = live_.find(id);
       if (it == live_.end()) return;
-      watched_stream* w = it->second;
+      watched_stream* w = it->second.stream;
       if (w->bytes() == 0 && !w->closed()) {
         if (++silent_ % 100 == 1)
           log::warn("rpc: closed a connection that sent nothing in {} s ({} so far)",
@@ -393,42 +415,48 @@ class acceptor final : public kj::TaskSet::ErrorHandler {
   }
 
   void forget(std::uint64_t id) {
-    if (live_.erase(id)) --open_;  // an evicted connection's slot was freed already
+    auto it = live_.find(id);
+    if (it == live_.end()) return;  // an evicted connection's slot was freed already
+    gate_.release(it->second.peer);
+    live_.erase(it);
   }
 
-  // Full: the connection idle longest (at least kEvictIdle) makes room; false
-  // when every connection is busy.
-  bool evict_idlest() {
-    watched_stream* idlest = nullptr;
-    std::uint64_t idlest_id = 0;
-    for (auto [id, w] : live_)
-      if (!w->closed() && (!idlest || w->idle_s() > idlest->idle_s())) idlest = w, idlest_id = id;
-    if (!idlest || idlest->idle_s() < kEvictIdleSeconds) return false;
-    if (++evicted_ % 100 == 1)
-      log::warn("rpc: --max-connections {} reached: closed the connection idle longest ({:.1f} s; "
-                "{} so far)",
-                o_.max_connections, idlest->idle_s(), evicted_);
-    idlest->close();
-    live_.erase(idlest_id);  // its slot is free now; its task ends on its own
-    --open_;
+  // Full: the connection idle longest (of `peer` when given; at least
+  // net::kEvictIdleSeconds) makes room; false when every one is busy.
+  bool evict_idlest(const std::string* peer) {
+    auto idlest = live_.end();
+    for (auto it = live_.begin(); it != live_.end(); ++it)
+      if (!it->second.stream->closed() && (!peer || it->second.peer == *peer) &&
+          (idlest == live_.end() || it->second.stream->idle_s() > idlest->second.stream->idle_s()))
+        idlest = it;
+    if (idlest == live_.end() || idlest->second.stream->idle_s() < net::kEvictIdleSeconds)
+      return false;
+    gate_.evicted(idlest->second.stream->idle_s());
+    idlest->second.stream->close();
+    forget(idlest->first);  // its slot is free now; its task ends on its own
     return true;
   }
 
   static constexpr kj::Duration kHandshakeDeadline = 10 * kj::SECONDS;
-  static constexpr double kEvictIdleSeconds = 1.0;
   static constexpr double kMessageDeadlineSeconds = 10.0;
   std::uint64_t stalled_ = 0;
-  std::map<std::uint64_t, watched_stream*> live_;  // open connections by admission order
-  std::uint64_t next_id_ = 0, silent_ = 0, evicted_ = 0;
+  struct live_connection {
+    watched_stream* stream;
+    std::string peer;
+  };
+  std::map<std::uint64_t, live_connection> live_;  // open connections by admission order
+  std::uint64_t next_id_ = 0, silent_ = 0;
 
   kj::ConnectionReceiver& listener_;
+  int listen_fd_;
   kj::Timer& timer_;
   capnp::Capability::Client main_;
   capnp::ReaderOptions limits_;
   server_options o_;
+  net::door_gate gate_;
+  net::spare_descriptor spare_;
   kj::TaskSet tasks_{*this};
-  std::size_t open_ = 0;
-  std::uint64_t backoff_ms_ = 0, accept_failures_ = 0, refused_ = 0;
+  std::uint64_t backoff_ms_ = 0, accept_failures_ = 0;
 };
 
 }  // namespace
@@ -461,10 +489,14 @@ struct rpc_server::impl {
       limits.nestingLimit = 32;
       auto io = kj::setupAsyncIo();
       auto& ws = io.waitScope;
-      auto address = io.provider->getNetwork().parseAddress(host, port_wanted).wait(ws);
-      auto listener = address->listen();
+      auto fd = net::listen_socket(host, int(port_wanted), "--listen");
+      if (!fd) return fail(fd.error().message());
+      auto listener = io.lowLevelProvider->wrapListenSocketFd(
+          *fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
+                   kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK |
+                   kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
       capnp::Capability::Client main = kj::heap<root_impl>(service, o.admin_token, admin_worker);
-      acceptor accept(*listener, io.provider->getTimer(), kj::mv(main), limits, o);
+      acceptor accept(*listener, *fd, io.provider->getTimer(), kj::mv(main), limits, o);
       auto accepting = accept.loop().eagerlyEvaluate([](kj::Exception&& e) {
         log::error("rpc: accept loop ended: {}", e.getDescription().cStr());
       });

@@ -1,0 +1,205 @@
+#include "transport/net/door_gate.hpp"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/log.hpp"
+
+namespace spindle::transport::net {
+namespace {
+
+// Descriptors kept back from the doors' budget: data files, CAF, UCX, Redis,
+// RocksDB, the listeners themselves.
+constexpr std::size_t kReserve = 256;
+// A flood is over when this many fewer descriptors are held than at the peak.
+constexpr std::size_t kFloodSlack = 256;
+
+struct process_state {
+  std::mutex mu;
+  bool ready = false;
+  std::size_t per_peer_wanted = 0;  // --max-connections-per-peer (0: default)
+  process_limits lim;
+  std::size_t used = 0, peak = 0;  // descriptors held by admitted connections
+  std::unordered_map<std::string, std::size_t> peers;  // connections per peer, every door
+  std::chrono::steady_clock::time_point last_trim{};
+};
+
+process_state& state() {
+  static process_state s;
+  return s;
+}
+
+// Read at first use: processes raise their descriptor limit at start.
+void ready_locked(process_state& s) {
+  if (s.ready) return;
+  rlimit r{};
+  std::size_t fds = 4096;
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY) fds = r.rlim_cur;
+  s.lim.descriptors = fds > 2 * kReserve ? fds - kReserve : std::max<std::size_t>(1, fds / 2);
+  s.lim.per_peer =
+      s.per_peer_wanted ? s.per_peer_wanted : std::max<std::size_t>(8, s.lim.descriptors / 4);
+  s.ready = true;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The connections each door holds per peer, to give back when the door closes.
+std::unordered_map<const door_gate*, std::unordered_map<std::string, std::size_t>>& held() {
+  static std::unordered_map<const door_gate*, std::unordered_map<std::string, std::size_t>> m;
+  return m;  // guarded by state().mu
+}
+
+// This process's resident memory (/proc/self/statm).
+double rss_mib() {
+  long pages_total = 0, pages_resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2) pages_resident = 0;
+    std::fclose(f);
+  }
+  return double(pages_resident) * double(::sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+}  // namespace
+
+process_limits limits() {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  ready_locked(s);
+  return s.lim;
+}
+
+void set_max_per_peer(std::size_t n) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  s.per_peer_wanted = n;
+  if (s.ready && n) s.lim.per_peer = n;
+}
+
+door_gate::door_gate(std::string name, std::size_t max_connections, std::size_t fds_per_connection)
+    : name_(std::move(name)), max_(std::max<std::size_t>(1, max_connections)),
+      fds_(std::max<std::size_t>(1, fds_per_connection)) {}
+
+door_gate::~door_gate() {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = held().find(this);
+  if (it == held().end()) return;
+  for (const auto& [peer, n] : it->second) {
+    s.used -= std::min(s.used, n * fds_);
+    auto p = s.peers.find(peer);
+    if (p != s.peers.end() && (p->second -= std::min(p->second, n)) == 0) s.peers.erase(p);
+  }
+  held().erase(it);
+}
+
+admission door_gate::admit(const std::string& peer) {
+  if (open_ >= max_) return admission::door_full;
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  ready_locked(s);
+  if (s.used + fds_ > s.lim.descriptors) return admission::process_full;
+  auto& n = s.peers[peer];
+  if (n >= s.lim.per_peer) return admission::peer_full;
+  ++n;
+  ++held()[this][peer];
+  s.used += fds_;
+  s.peak = std::max(s.peak, s.used);
+  ++open_;
+  return admission::admitted;
+}
+
+void door_gate::release(const std::string& peer) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  auto& mine = held()[this];
+  auto h = mine.find(peer);
+  if (h == mine.end()) return;  // not admitted here (or given back already)
+  if (--h->second == 0) mine.erase(h);
+  s.used -= std::min(s.used, fds_);
+  auto p = s.peers.find(peer);
+  if (p != s.peers.end() && --p->second == 0) s.peers.erase(p);
+  if (open_ > 0) --open_;
+}
+
+void door_gate::refused(admission why, const std::string& peer) {
+  ++refused_total_;
+  if (why == admission::door_full) ++refused_door_;
+  if (why == admission::peer_full) ++refused_peer_;
+  if (why == admission::process_full) ++refused_process_;
+  last_peer_ = peer;
+  report_if_due();
+}
+
+void door_gate::evicted(double idle_s) {
+  (void)idle_s;
+  ++evicted_;
+  report_if_due();
+}
+
+void door_gate::report_if_due() {
+  const double now = now_s();
+  if (now - last_report_s_ < 10.0) return;
+  if (refused_door_ + refused_peer_ + refused_process_ + evicted_ == 0) return;
+  const auto lim = limits();
+  const double window = last_report_s_ == 0 ? 0.0 : now - last_report_s_;
+  log::warn("{}: {} connection(s) refused{} ({} with the door at --max-connections {}, {} from "
+            "a peer at --max-connections-per-peer {} (last {}), {} with the doors' {} "
+            "descriptors in use); {} idle connection(s) closed to make room",
+            name_, refused_door_ + refused_peer_ + refused_process_,
+            window > 0 ? fmt::format(" in the last {:.0f} s", window) : std::string(),
+            refused_door_, max_, refused_peer_, lim.per_peer, last_peer_.empty() ? "-" : last_peer_,
+            refused_process_, lim.descriptors, evicted_);
+  refused_door_ = refused_peer_ = refused_process_ = evicted_ = 0;
+  last_report_s_ = now;
+}
+
+spare_descriptor::spare_descriptor() : fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
+
+spare_descriptor::~spare_descriptor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool spare_descriptor::shed_one(int listen_fd) {
+  if (fd_ >= 0) ::close(fd_);
+  const int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (c >= 0) ::close(c);
+  fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return c >= 0;
+}
+
+void return_memory_after_flood() {
+  auto& s = state();
+  std::size_t peak = 0, used = 0;
+  {
+    std::lock_guard lock(s.mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (s.peak < s.used + kFloodSlack || now - s.last_trim < std::chrono::seconds(5)) return;
+    peak = s.peak, used = s.used;
+    s.peak = s.used;
+    s.last_trim = now;
+  }
+  const double before = rss_mib();
+  const auto t0 = std::chrono::steady_clock::now();
+  ::malloc_trim(0);
+  log::info("doors: connections fell from a peak of {} descriptors to {}; heap memory returned "
+            "to the system: resident {:.0f} -> {:.0f} MiB in {:.1f} ms",
+            peak, used, before, rss_mib(),
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+}
+
+}  // namespace spindle::transport::net
