@@ -21,17 +21,36 @@ json to_json(const array_record& r) {
               {"xxh3_64", checksum_hex(r.checksum)}};
 }
 
+// A field of an arrays entry: "missing field 'X'" or "field 'X' is not T"
+// instead of the JSON library's message.
+template <class T>
+expected<T> field(const json& j, const std::string& name, const char* key, const char* kind) {
+  if (!j.is_object() || !j.contains(key))
+    return make_error(errc::corrupt_data, "metadata.json: arrays.{}: missing field '{}'", name,
+                      key);
+  try {
+    return j.at(key).get<T>();
+  } catch (const std::exception&) {
+    return make_error(errc::corrupt_data, "metadata.json: arrays.{}.{} is not {}", name, key, kind);
+  }
+}
+
 expected<array_record> record_from_json(const std::string& name, const json& j) {
   array_record r;
-  try {
-    r.file = j.at("file").get<std::string>();
-    SPINDLE_ASSIGN_OR_RETURN(r.type, parse_dtype_name(j.at("dtype").get<std::string>()));
-    r.shape = j.at("shape").get<std::vector<std::int64_t>>();
-    r.bytes = j.at("bytes").get<std::uint64_t>();
-    r.checksum = std::stoull(j.at("xxh3_64").get<std::string>(), nullptr, 16);
-  } catch (const std::exception& e) {
-    return make_error(errc::corrupt_data, "metadata.json: arrays.{}: {}", name, e.what());
-  }
+  SPINDLE_ASSIGN_OR_RETURN(r.file, field<std::string>(j, name, "file", "a string"));
+  SPINDLE_ASSIGN_OR_RETURN(auto dtype, field<std::string>(j, name, "dtype", "a string"));
+  SPINDLE_ASSIGN_OR_RETURN(r.type, parse_dtype_name(dtype));
+  SPINDLE_ASSIGN_OR_RETURN(r.shape, field<std::vector<std::int64_t>>(j, name, "shape",
+                                                                     "a list of integers"));
+  SPINDLE_ASSIGN_OR_RETURN(r.bytes, field<std::uint64_t>(j, name, "bytes", "an unsigned integer"));
+  SPINDLE_ASSIGN_OR_RETURN(auto hex, field<std::string>(j, name, "xxh3_64", "a string"));
+  const bool is_hex = !hex.empty() && hex.size() <= 16 &&
+                      hex.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+  if (!is_hex)
+    return make_error(errc::corrupt_data,
+                      "metadata.json: arrays.{}.xxh3_64 '{}' is not a 64-bit hexadecimal checksum",
+                      name, hex.substr(0, 32));
+  r.checksum = std::stoull(hex, nullptr, 16);
   if (r.file.find('/') != std::string::npos || r.file.empty())
     return make_error(errc::corrupt_data,
                       "metadata.json: arrays.{}.file '{}' must be a plain file name", name, r.file);

@@ -1,5 +1,7 @@
 #include "node/token_file.hpp"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,16 +48,26 @@ expected<std::string> token_file(const std::string& path, std::string_view what,
       std::filesystem::permissions(parent, std::filesystem::perms::owner_all,
                                    std::filesystem::perm_options::replace, ec);
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) return read_token(path, what);  // created meanwhile by another process
+  // Written whole under a private name, then linked into place (link fails if
+  // the file exists): a reader sees no file or the whole token, never a part.
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
     return make_error(errc::io_error, "{}: cannot create the {}: {}", path, what,
                       std::strerror(errno));
-  }
   const std::string line = token + "\n";
-  const bool written = ::write(fd, line.data(), line.size()) == ssize_t(line.size());
+  const bool written = ::write(fd, line.data(), line.size()) == ssize_t(line.size()) &&
+                       ::fsync(fd) == 0;
   ::close(fd);
+  const int linked = written ? ::link(tmp.c_str(), path.c_str()) : -1;
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
   if (!written) return make_error(errc::io_error, "{}: cannot write the {}", path, what);
+  if (linked != 0) {
+    if (link_errno == EEXIST) return read_token(path, what);  // created meanwhile by another process
+    return make_error(errc::io_error, "{}: cannot create the {}: {}", path, what,
+                      std::strerror(link_errno));
+  }
   log::info("created {} {}", what, path);
   return token;
 }

@@ -29,6 +29,7 @@
 #include "core/signals.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
+#include "node/cluster_link.hpp"
 #include "node/cluster_serving.hpp"
 #include "node/door_gnns.hpp"
 #include "node/model_follower.hpp"
@@ -56,18 +57,6 @@ expected<config::server_spec> server_of(const config::topology& t, int rank) {
     return make_error(errc::invalid_argument, "server[{}] ('{}'): a node needs a port", rank,
                       t.servers[std::size_t(rank)].name);
   return t.servers[std::size_t(rank)];
-}
-
-expected<caf::actor> connect(caf::actor_system& sys, const config::server_spec& s, int timeout_s) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  for (;;) {
-    auto a = sys.middleman().remote_actor(s.host, std::uint16_t(s.port));
-    if (a) return *a;
-    if (std::chrono::steady_clock::now() > deadline)
-      return make_error(errc::unavailable, "coordinator {} at {}:{} unreachable: {}", s.name,
-                        s.host, s.port, to_string(a.error()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
 }
 
 struct node_args {
@@ -317,6 +306,7 @@ status run_node(const node_args& a) {
     }
   }
   std::unique_ptr<member_serving> serving;
+  std::optional<remote_link> coord_link;  // a member's link to rank 0 (outlives the actors)
   // On every return, stop the actors spawned here: CAF's actor_system waits for
   // all of its actors when destroyed, so an error would otherwise hang the node.
   struct stop_actors {
@@ -335,9 +325,10 @@ status run_node(const node_args& a) {
     coord = self_actor;
   } else {
     SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
-    SPINDLE_ASSIGN_OR_RETURN(coord, connect(sys, coord_spec, 30));
-    // Read after the coordinator is up: rank 0 creates the file before it listens.
-    SPINDLE_ASSIGN_OR_RETURN(sn.token, token_file(topo.token_file, "cluster token file", false));
+    // Rank 0 (or launch) creates the token file; the link proves it to rank 0's gate.
+    SPINDLE_ASSIGN_OR_RETURN(sn.token, wait_for_token(topo.token_file, 30));
+    SPINDLE_ASSIGN_OR_RETURN(coord_link, connect_gated(sys, coord_spec, sn.token, 30));
+    coord = coord_link->actor;
     self_actor = actors::spawn_member(
         sys, coord,
         {rank, me.name, descriptor, bridge ? bridge->actor : caf::actor(), bridge.has_value(),
@@ -348,11 +339,11 @@ status run_node(const node_args& a) {
     SPINDLE_ASSIGN_OR_RETURN(serving, start_member_serving(sn.context(sys, coord), self_actor,
                                                            *bridge, a.model, a.serving));
   }
-  auto port = sys.middleman().publish(self_actor, std::uint16_t(me.port), me.host.c_str(), true);
-  if (!port)
-    return make_error(errc::io_error, "server[{}] ('{}'): cannot listen on {}:{}: {}", rank,
-                      me.name, me.host, me.port, to_string(port.error()));
-  fmt::print("node {} (rank {}) listening on {}:{}\nready\n", me.name, rank, me.host, *port);
+  // Behind a gate: only processes holding the cluster token reach CAF here.
+  int caf_port = 0;
+  SPINDLE_ASSIGN_OR_RETURN(auto gate, publish_gated(sys, self_actor, me, sn.token, &caf_port));
+  fmt::print("node {} (rank {}) listening on {}:{} (CAF behind it on 127.0.0.1:{})\nready\n",
+             me.name, rank, me.host, gate->port(), caf_port);
   std::fflush(stdout);
   bool stopped = false;
   auto whole_cluster = [&sys, coord, cluster_token = sn.token] {  // the member list, from rank 0
@@ -409,7 +400,8 @@ status run_status(const std::string& path, const std::string& token_path, bool j
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
   caf::actor_system sys{cfg};
-  SPINDLE_ASSIGN_OR_RETURN(auto coord, connect(sys, coord_spec, 5));
+  SPINDLE_ASSIGN_OR_RETURN(auto link, connect_gated(sys, coord_spec, token, 5));
+  const caf::actor coord = link.actor;
   caf::scoped_actor self{sys};
   status result;
   self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)

@@ -54,10 +54,15 @@ inline int free_port() {
   return 0;
 }
 
-inline child_process start_node(const std::string& config, int rank) {
+/// Starts rank `rank` and waits until it is ready; `caf_port` gets the
+/// loopback port CAF listens on behind the rank's gate.
+inline child_process start_node(const std::string& config, int rank, int* caf_port = nullptr) {
   auto c = child_process::spawn(
       {SPINDLE_BINARY, "node", "--config", config, "--rank", std::to_string(rank)});
   EXPECT_TRUE(c.has_value());
+  auto behind = c->wait_for("node ", 30'000);
+  EXPECT_TRUE(behind.has_value()) << "rank " << rank;
+  if (caf_port && behind) *caf_port = std::stoi(behind->substr(behind->rfind(':') + 1));
   EXPECT_TRUE(c->wait_for("ready", 30'000).has_value()) << "rank " << rank;
   return std::move(*c);
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "graph/prepare.hpp"
 #include "graph/sampler.hpp"
@@ -121,7 +122,19 @@ TEST_F(dataset_test, missing_or_garbled_metadata_is_named) {
   write(dir + "/metadata.json", "{\"format\": \"spindle-dataset\", ");
   auto d = dataset::open(dir);
   EXPECT_NE(d.error().message().find("metadata.json"), std::string::npos);
-  write(dir + "/metadata.json", read(*golden_ + "/metadata.json"));
+  // A missing or wrong field of an array is named as such (not the JSON library's words).
+  const std::string good = read(*golden_ + "/metadata.json");
+  for (const auto& [from, to, want] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"\"xxh3_64\"", "\"xxh3_65\"", "missing field 'xxh3_64'"},
+           {"\"bytes\": ", "\"bytes\": -", "bytes is not an unsigned integer"}}) {
+    std::string changed = good;
+    changed.replace(changed.find(from), from.size(), to);
+    write(dir + "/metadata.json", changed);
+    const std::string why = dataset::open(dir).error().message();
+    EXPECT_NE(why.find(want), std::string::npos) << why;
+    EXPECT_EQ(why.find("json.exception"), std::string::npos) << why;
+  }
+  write(dir + "/metadata.json", good);
   fs::remove(dir + "/psgs.npy");
   EXPECT_NE(dataset::open(dir).error().message().find("psgs.npy: cannot open"), std::string::npos);
 }
