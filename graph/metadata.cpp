@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "core/text_file.hpp"
 #include "graph/dataset.hpp"
@@ -28,6 +29,10 @@ expected<T> field(const json& j, const std::string& name, const char* key, const
   if (!j.is_object() || !j.contains(key))
     return make_error(errc::corrupt_data, "metadata.json: arrays.{}: missing field '{}'", name,
                       key);
+  if constexpr (std::is_unsigned_v<T>)
+    if (!j.at(key).is_number_unsigned())  // the JSON library would wrap -1 around
+      return make_error(errc::corrupt_data, "metadata.json: arrays.{}.{} is not {}", name, key,
+                        kind);
   try {
     return j.at(key).get<T>();
   } catch (const std::exception&) {
