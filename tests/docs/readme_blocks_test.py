@@ -6,7 +6,8 @@ python/ of this checkout; the graph and the exported model of the Python step).
 A block preceded by `<!-- runnable -->` must succeed; one preceded by
 `<!-- runnable: network -->` needs the package index (pip) and is skipped, with
 a message, when it cannot be reached. The user docs are also checked for what
-they must not carry: issue numbers and links outside the repository.
+they must not carry: issue numbers, links outside the repository, and paths of
+this repository that no longer exist.
 
 usage: readme_blocks_test.py SOURCE_DIR BUILD_DIR [SHARED_DATA_DIR]
 """
@@ -92,10 +93,34 @@ def make_model(spindle, out, x, edges):
         print("model: torch_geometric absent, made by spindle model init")
 
 
+ROOTS = ("apps|actors|core|config|graph|embedding|sched|nn|gpu|node|transport|tests|bench|python|"
+         "scripts|examples|docs|cmake|demo-data")
+REPO_PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./*{}-]*[\w*}])" % ROOTS)
+LINK = re.compile(r"\]\(([^)#:]+)(?:#[^)]*)?\)")
+
+
+def path_exists(src, base, path):
+    """A path the docs name: as written, or a source named without its extension."""
+    if "*" in path or "{" in path:
+        return True  # a pattern, not one file
+    return any(os.path.exists(os.path.join(root, path + ext)) for root in (src, base)
+               for ext in ("", ".hpp", ".cpp", ".py", ".sh", ".md", ".toml", ".cu"))
+
+
+def missing_paths(src, name, text):
+    """Repository paths and relative links in `text` (the file `name`) that do not exist."""
+    base = os.path.dirname(os.path.join(src, name))
+    bad = [m.group(1).rstrip(".") for m in REPO_PATH.finditer(text)]
+    bad += [m.group(1).strip() for m in LINK.finditer(text) if not m.group(1).startswith("http")]
+    return [f"{name}: no such path '{p}'" for p in bad if not path_exists(src, base, p)]
+
+
 def check_docs(src):
     bad = []
-    for name in ["README.md"] + ["docs/" + f for f in sorted(os.listdir(os.path.join(src, "docs")))]:
+    docs = ["docs/" + f for f in sorted(os.listdir(os.path.join(src, "docs")))]
+    for name in ["README.md", "CONTRIBUTING.md"] + docs:
         text = open(os.path.join(src, name)).read()
+        bad += missing_paths(src, name, text)
         for pattern in (r"[Ii]ssues? #\d+", r"\.\./shared", r"\]\(\.\./"):
             for m in re.finditer(pattern, text):
                 bad.append(f"{name}: '{m.group(0)}' at offset {m.start()}")
