@@ -8,9 +8,11 @@
 
 namespace spindle::node {
 
-expected<std::unique_ptr<transport::net::token_relay>> publish_gated(
-    caf::actor_system& sys, const caf::actor& actor, const config::server_spec& me,
-    const std::string& token, int* caf_port) {
+expected<std::unique_ptr<transport::net::token_relay>> publish_gated(caf::actor_system& sys,
+                                                                     const caf::actor& actor,
+                                                                     const config::server_spec& me,
+                                                                     const std::string& token,
+                                                                     int* caf_port) {
   auto inner = sys.middleman().publish(actor, 0, "127.0.0.1", true);
   if (!inner)
     return make_error(errc::io_error, "server '{}': cannot publish on loopback: {}", me.name,
@@ -25,8 +27,8 @@ expected<std::unique_ptr<transport::net::token_relay>> publish_gated(
 
 expected<remote_link> connect_gated(caf::actor_system& sys, const config::server_spec& to,
                                     const std::string& token, int timeout_s) {
-  SPINDLE_ASSIGN_OR_RETURN(auto dialer, transport::net::token_relay::dialer(
-                                            to.host, to.port, token, "caf-dialer"));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto dialer, transport::net::token_relay::dialer(to.host, to.port, token, "caf-dialer"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   for (;;) {
     // The handshake alone first: a refused token is said as such, at once.
@@ -38,8 +40,8 @@ expected<remote_link> connect_gated(caf::actor_system& sys, const config::server
       if (a) return remote_link{*a, std::move(dialer)};
     }
     if (std::chrono::steady_clock::now() > deadline)
-      return make_error(errc::unavailable, "{} at {}:{} unreachable: {}", to.name, to.host,
-                        to.port, proof ? "the link did not come up" : proof.message());
+      return make_error(errc::unavailable, "{} at {}:{} unreachable: {}", to.name, to.host, to.port,
+                        proof ? "the link did not come up" : proof.message());
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

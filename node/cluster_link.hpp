@@ -19,9 +19,11 @@ namespace spindle::node {
 /// Publishes `actor` behind a gate at me.host:me.port; the gate relays to CAF
 /// only connections that prove `token`. Keep the returned relay for as long as
 /// the node serves. `caf_port` gets CAF's own loopback port (for the log).
-expected<std::unique_ptr<transport::net::token_relay>> publish_gated(
-    caf::actor_system& sys, const caf::actor& actor, const config::server_spec& me,
-    const std::string& token, int* caf_port = nullptr);
+expected<std::unique_ptr<transport::net::token_relay>> publish_gated(caf::actor_system& sys,
+                                                                     const caf::actor& actor,
+                                                                     const config::server_spec& me,
+                                                                     const std::string& token,
+                                                                     int* caf_port = nullptr);
 
 /// A remote node's published actor, and the dialer its link runs through (keep
 /// both together).

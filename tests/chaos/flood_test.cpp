@@ -69,7 +69,8 @@ std::vector<int> hold(int port, std::size_t n, const std::string& prefix) {
   for (std::size_t i = 0; i < n; ++i) {
     const int fd = connect_from("127.0.0.2", port);
     if (fd < 0) continue;
-    if (!prefix.empty()) [[maybe_unused]] auto w = ::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL);
+    if (!prefix.empty()) [[maybe_unused]]
+      auto w = ::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL);
     fds.push_back(fd);
   }
   return fds;
@@ -83,7 +84,7 @@ void close_all(std::vector<int>& fds) {
 struct door {
   std::string name;
   int port;
-  std::string prefix;  // what a flood connection sends
+  std::string prefix;          // what a flood connection sends
   std::function<bool()> good;  // one call on a fresh connection, 1 s deadline
 };
 
@@ -178,8 +179,10 @@ void report(const char* what, const std::vector<door>& doors, const std::vector<
 }
 
 struct flood_fixture : ::testing::Test {
-  chaos_server s{0, {"/usr/bin/prlimit", "--nofile=" + std::to_string(kServerFds) + ":" +
-                                    std::to_string(kServerFds), "--"}};
+  chaos_server s{
+      0,
+      {"/usr/bin/prlimit",
+       "--nofile=" + std::to_string(kServerFds) + ":" + std::to_string(kServerFds), "--"}};
   std::vector<door> doors = doors_of(s);
 };
 
@@ -222,7 +225,8 @@ TEST_F(flood_fixture, a_reconnect_storm_leaves_every_door_serving) {
         }
         const int fd = connect_from("127.0.0.2", d.port);
         if (fd < 0) continue;
-        if (!d.prefix.empty()) [[maybe_unused]] auto w = ::send(fd, d.prefix.data(), d.prefix.size(), MSG_NOSIGNAL);
+        if (!d.prefix.empty()) [[maybe_unused]]
+          auto w = ::send(fd, d.prefix.data(), d.prefix.size(), MSG_NOSIGNAL);
         ring.push_back(fd);
         storms.fetch_add(1);
         // Paced (up to ~5,000 a second per thread): on this 2-core machine an
@@ -258,9 +262,10 @@ TEST_F(flood_fixture, the_grpc_door_survives_a_flood_past_the_descriptor_limit) 
   const auto back = recovery_s({g}, clock_type::now());
   std::this_thread::sleep_for(std::chrono::seconds(12));
   const double rss_after = rss_mib(s.proc->pid());
-  std::printf("gRPC flood: %zu preface-only connections held; %d/10 good calls during, serving "
-              "again %.2f s after; RSS %.0f MiB before, %.0f during, %.0f 12 s after\n",
-              held, ok, back[0], rss0, rss_flood, rss_after);
+  std::printf(
+      "gRPC flood: %zu preface-only connections held; %d/10 good calls during, serving "
+      "again %.2f s after; RSS %.0f MiB before, %.0f during, %.0f 12 s after\n",
+      held, ok, back[0], rss0, rss_flood, rss_after);
   EXPECT_EQ(ok, 10);
   EXPECT_GE(back[0], 0.0);
   EXPECT_LT(rss_after, rss0 + 16) << "memory the flood took was not returned";

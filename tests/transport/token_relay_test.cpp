@@ -65,7 +65,8 @@ int connect_to(int port) {
 
 // Sends `out` and reads until `want` bytes came back or the connection ended.
 std::string round_trip(int fd, const std::string& out, std::size_t want) {
-  std::thread writer([&] { [[maybe_unused]] auto w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL); });
+  std::thread writer(
+      [&] { [[maybe_unused]] auto w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL); });
   std::string got;
   char buf[65536];
   while (got.size() < want) {

@@ -26,6 +26,7 @@
 
 #include "core/call_origin.hpp"
 #include "core/log.hpp"
+#include "transport/http/http_wire.hpp"
 #include "transport/net/door_gate.hpp"
 #include "transport/net/listen_socket.hpp"
 
@@ -56,12 +57,6 @@ struct connection {
   clock_type::time_point last_byte;  // when the client last sent something (or connected)
 };
 
-struct route {
-  std::string method;
-  path_template path;
-  handler h;
-};
-
 struct job {
   int fd;
   std::uint64_t gen;
@@ -76,72 +71,9 @@ struct completion {
   bool close_after;
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
-
-const char* reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 411:
-      return "Length Required";
-    case 413:
-      return "Payload Too Large";
-    case 414:
-      return "URI Too Long";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Status";
-  }
-}
-
-std::string serialize(const httplib::Response& res, bool keep_alive) {
-  const int status = res.status > 0 ? res.status : 200;
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", status, reason(status));
-  for (const auto& [k, v] : res.headers)
-    if (!iequals(k, "Content-Length") && !iequals(k, "Connection")) out += k + ": " + v + "\r\n";
-  out += fmt::format("Content-Length: {}\r\nConnection: {}\r\n\r\n", res.body.size(),
-                     keep_alive ? "keep-alive" : "close");
-  return out + res.body;
-}
-
 int remote_port_of(const sockaddr_storage& sa) {
   return ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_port
                                         : reinterpret_cast<const sockaddr_in*>(&sa)->sin_port);
-}
-
-std::size_t default_max_connections() {
-  rlimit r{};
-  ::getrlimit(RLIMIT_NOFILE, &r);
-  const std::size_t fds = r.rlim_cur == RLIM_INFINITY ? 4096 : std::size_t(r.rlim_cur);
-  return std::clamp<std::size_t>(fds > 64 ? fds - 64 : 1, 1, 4096);
 }
 
 }  // namespace
@@ -149,7 +81,7 @@ std::size_t default_max_connections() {
 struct event_server::impl {
   event_server_options o;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1, port = 0;
-  std::vector<route> routes;
+  route_table routes;
   std::function<void(int, const std::string&, httplib::Response&)> error_body;
   std::unordered_map<int, connection> conns;
   std::uint64_t next_gen = 1;
@@ -202,7 +134,7 @@ struct event_server::impl {
     res.status = status;
     if (error_body) error_body(status, why, res);
     if (res.body.empty()) res.set_content(why + "\n", "text/plain");
-    respond(c, serialize(res, false), true);
+    respond(c, serialize_response(res, false), true);
   }
 
   // Writes what the socket takes; done: close, or read the next request.
@@ -315,98 +247,19 @@ struct event_server::impl {
     dispatch(c);
   }
 
-  // Every CR is followed by LF and every LF preceded by CR.
-  static bool crlf_only(std::string_view head) {
-    for (std::size_t i = 0; i < head.size(); ++i) {
-      if (head[i] == '\r' && (i + 1 >= head.size() || head[i + 1] != '\n')) return false;
-      if (head[i] == '\n' && (i == 0 || head[i - 1] != '\r')) return false;
-    }
-    return true;
-  }
-
-  // The request line and headers of c.in[0, head_end); false: refused.
+  // The request line and headers of c.in[0, head_end) (http_wire.hpp); false:
+  // refused.
   bool parse_head(connection& c) {
     c.req = httplib::Request{};
     const std::string_view head(c.in.data(), c.head_end - 4);
-    const auto line_end = head.find("\r\n");
-    const std::string_view line = head.substr(0, line_end);
-    const auto sp1 = line.find(' '), sp2 = line.rfind(' ');
-    if (sp1 == std::string::npos || sp2 <= sp1 || !line.substr(sp2 + 1).starts_with("HTTP/1.")) {
-      refuse(c, 400, "malformed request line");
+    const auto refusal =
+        parse_request_head(head, {o.max_path_bytes, o.max_body_bytes}, c.req, c.content_length);
+    if (refusal) {
+      refuse(c, refusal->status, refusal->why);
       return false;
-    }
-    // RFC 9112: CRLF line ends only, no obsolete line folding, a target without
-    // spaces, HTTP/1.0 or 1.1; anything else a proxy might read otherwise.
-    const std::string_view version = line.substr(sp2 + 1);
-    if ((version != "HTTP/1.1" && version != "HTTP/1.0") ||
-        line.substr(sp1 + 1, sp2 - sp1 - 1).find(' ') != std::string_view::npos ||
-        !crlf_only(head)) {
-      refuse(c, 400, "malformed request (line ends, folding, target or version)");
-      return false;
-    }
-    c.req.method = std::string(line.substr(0, sp1));
-    c.req.version = std::string(line.substr(sp2 + 1));
-    if (sp2 - sp1 - 1 > o.max_path_bytes) {
-      refuse(c, 414, fmt::format("request target past {} bytes", o.max_path_bytes));
-      return false;
-    }
-    const std::string target(line.substr(sp1 + 1, sp2 - sp1 - 1));
-    const auto q = target.find('?');
-    c.req.path = target.substr(0, q);
-    c.req.target = target;
-    if (q != std::string::npos)
-      httplib::detail::parse_query_text(target.substr(q + 1), c.req.params);
-    std::size_t at = line_end == std::string::npos ? head.size() : line_end + 2;
-    while (at < head.size()) {
-      auto e = head.find("\r\n", at);
-      if (e == std::string::npos) e = head.size();
-      const auto h = head.substr(at, e - at);
-      const auto colon = h.find(':');
-      // RFC 9112 §5.1: no whitespace between the field name and the colon, and no
-      // line folded onto the previous one (obs-fold, a line starting with space).
-      if (colon == std::string::npos || colon == 0 || h[colon - 1] == ' ' || h[colon - 1] == '\t' ||
-          h.front() == ' ' || h.front() == '\t') {
-        refuse(c, 400, "malformed header line");
-        return false;
-      }
-      auto v = h.substr(colon + 1);
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-      c.req.headers.emplace(std::string(h.substr(0, colon)), std::string(v));
-      at = e + 2;
     }
     c.req.remote_addr = c.addr;
     c.req.remote_port = c.remote_port;
-    // RFC 9112 §6: no Transfer-Encoding at all (a body is framed by Content-Length
-    // only), and one Content-Length of digits: anything else could be read
-    // differently by a proxy in front (request smuggling).
-    if (c.req.has_header("Transfer-Encoding")) {
-      refuse(c, 411, "Transfer-Encoding is not accepted: send the body with Content-Length");
-      return false;
-    }
-    c.content_length = 0;
-    if (c.req.has_header("Content-Length")) {
-      const auto text = c.req.get_header_value("Content-Length");
-      const auto [first, last] = c.req.headers.equal_range("Content-Length");
-      for (auto it = first; it != last; ++it)
-        if (it->second != text) {
-          refuse(c, 400, "conflicting Content-Length headers");
-          return false;
-        }
-      char* end = nullptr;
-      const bool digits = !text.empty() && text.size() <= 19 &&
-                          text.find_first_not_of("0123456789") == std::string::npos;
-      const unsigned long long n = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
-      if (!digits) {
-        refuse(c, 400, fmt::format("Content-Length: '{}' is not a byte count", text.substr(0, 32)));
-        return false;
-      }
-      if (n > o.max_body_bytes) {
-        refuse(c, 413, "request body is larger than the limit");
-        return false;
-      }
-      c.content_length = std::size_t(n);
-    }
     return true;
   }
 
@@ -434,31 +287,10 @@ struct event_server::impl {
   void run_job(job& j) {
     set_call_origin(fmt::format("{} {}:{}", o.name == "kserve-http" ? "http" : o.name,
                                 j.req.remote_addr, j.req.remote_port));
-    httplib::Response res;
-    bool routed = false;
-    for (const auto& r : routes) {
-      if (r.method != j.req.method) continue;
-      auto args = r.path.match(j.req.path);
-      if (!args) continue;
-      routed = true;
-      try {
-        r.h(j.req, *args, res);
-      } catch (const std::exception& e) {
-        log::error("{}: {} {}: {}", o.name, j.req.method, j.req.path.substr(0, 128), e.what());
-        res = httplib::Response{};
-        res.status = 500;
-        if (error_body) error_body(500, e.what(), res);
-      }
-      break;
-    }
-    if (!routed) {
-      res.status = 404;
-      if (error_body) error_body(404, "no such path: " + j.req.path.substr(0, 128), res);
-      if (res.body.empty()) res.set_content("not found\n", "text/plain");
-    }
+    const httplib::Response res = routes.answer(j.req, o.name, error_body);
     {
       std::lock_guard lock(done_mu);
-      done.push_back({j.fd, j.gen, serialize(res, j.keep_alive), !j.keep_alive});
+      done.push_back({j.fd, j.gen, serialize_response(res, j.keep_alive), !j.keep_alive});
     }
     const std::uint64_t one = 1;
     [[maybe_unused]] auto w = ::write(wake_fd, &one, sizeof one);
@@ -620,7 +452,7 @@ struct event_server::impl {
 expected<std::unique_ptr<event_server>> event_server::bind(const event_server_options& o) {
   auto i = std::make_unique<impl>();
   i->o = o;
-  if (i->o.max_connections == 0) i->o.max_connections = default_max_connections();
+  if (i->o.max_connections == 0) i->o.max_connections = net::default_max_connections();
   i->gate = std::make_unique<net::door_gate>(o.name, i->o.max_connections);
   SPINDLE_ASSIGN_OR_RETURN(i->listen_fd, net::listen_socket(o.host, o.port, o.name));
   i->port = net::local_port(i->listen_fd);
@@ -644,11 +476,6 @@ event_server::~event_server() {
 }
 
 namespace {
-path_template must_parse(const std::string& pattern) {
-  auto t = path_template::parse(pattern);
-  if (!t) throw std::invalid_argument(t.error().message());  // a route written wrongly
-  return std::move(*t);
-}
 handler with_args(simple_handler h) {
   return [h = std::move(h)](const httplib::Request& q, const path_args&, httplib::Response& r) {
     h(q, r);
@@ -657,11 +484,11 @@ handler with_args(simple_handler h) {
 }  // namespace
 
 void event_server::get(const std::string& pattern, handler h) {
-  impl_->routes.push_back({"GET", must_parse(pattern), std::move(h)});
+  impl_->routes.add("GET", pattern, std::move(h));
 }
 
 void event_server::post(const std::string& pattern, handler h) {
-  impl_->routes.push_back({"POST", must_parse(pattern), std::move(h)});
+  impl_->routes.add("POST", pattern, std::move(h));
 }
 
 void event_server::get(const std::string& pattern, simple_handler h) {

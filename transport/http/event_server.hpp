@@ -18,7 +18,7 @@
 #include <string>
 
 #include "core/status.hpp"
-#include "transport/http/path_template.hpp"
+#include "transport/http/routes.hpp"
 
 namespace spindle::transport::http {
 
@@ -36,11 +36,6 @@ struct event_server_options {
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{10000};  // a response not taken by then: dropped
 };
-
-/// A route's handler; `args` are the path template's captures (path_template.hpp).
-using handler =
-    std::function<void(const httplib::Request&, const path_args& args, httplib::Response&)>;
-using simple_handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
 class event_server {
  public:

@@ -1,6 +1,7 @@
 #include "transport/net/door_gate.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -11,8 +12,6 @@
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/log.hpp"
 
@@ -30,7 +29,7 @@ struct process_state {
   bool ready = false;
   std::size_t per_peer_wanted = 0;  // --max-connections-per-peer (0: default)
   process_limits lim;
-  std::size_t used = 0, peak = 0;  // descriptors held by admitted connections
+  std::size_t used = 0, peak = 0;                      // descriptors held by admitted connections
   std::unordered_map<std::string, std::size_t> peers;  // connections per peer, every door
   std::chrono::steady_clock::time_point last_trim{};
 };
@@ -53,8 +52,7 @@ void ready_locked(process_state& s) {
 }
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The connections each door holds per peer, to give back when the door closes.
@@ -82,6 +80,13 @@ process_limits limits() {
   return s.lim;
 }
 
+std::size_t default_max_connections() {
+  rlimit r{};
+  std::size_t fds = 4096;
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY) fds = r.rlim_cur;
+  return std::clamp<std::size_t>(fds > 64 ? fds - 64 : 1, 1, 4096);
+}
+
 void set_max_per_peer(std::size_t n) {
   auto& s = state();
   std::lock_guard lock(s.mu);
@@ -90,7 +95,8 @@ void set_max_per_peer(std::size_t n) {
 }
 
 door_gate::door_gate(std::string name, std::size_t max_connections, std::size_t fds_per_connection)
-    : name_(std::move(name)), max_(std::max<std::size_t>(1, max_connections)),
+    : name_(std::move(name)),
+      max_(std::max<std::size_t>(1, max_connections)),
       fds_(std::max<std::size_t>(1, fds_per_connection)) {}
 
 door_gate::~door_gate() {
@@ -156,13 +162,14 @@ void door_gate::report_if_due() {
   if (refused_door_ + refused_peer_ + refused_process_ + evicted_ == 0) return;
   const auto lim = limits();
   const double window = last_report_s_ == 0 ? 0.0 : now - last_report_s_;
-  log::warn("{}: {} connection(s) refused{} ({} with the door at --max-connections {}, {} from "
-            "a peer at --max-connections-per-peer {} (last {}), {} with the doors' {} "
-            "descriptors in use); {} idle connection(s) closed to make room",
-            name_, refused_door_ + refused_peer_ + refused_process_,
-            window > 0 ? fmt::format(" in the last {:.0f} s", window) : std::string(),
-            refused_door_, max_, refused_peer_, lim.per_peer, last_peer_.empty() ? "-" : last_peer_,
-            refused_process_, lim.descriptors, evicted_);
+  log::warn(
+      "{}: {} connection(s) refused{} ({} with the door at --max-connections {}, {} from "
+      "a peer at --max-connections-per-peer {} (last {}), {} with the doors' {} "
+      "descriptors in use); {} idle connection(s) closed to make room",
+      name_, refused_door_ + refused_peer_ + refused_process_,
+      window > 0 ? fmt::format(" in the last {:.0f} s", window) : std::string(), refused_door_,
+      max_, refused_peer_, lim.per_peer, last_peer_.empty() ? "-" : last_peer_, refused_process_,
+      lim.descriptors, evicted_);
   refused_door_ = refused_peer_ = refused_process_ = evicted_ = 0;
   last_report_s_ = now;
 }
@@ -195,11 +202,11 @@ void return_memory_after_flood() {
   const double before = rss_mib();
   const auto t0 = std::chrono::steady_clock::now();
   ::malloc_trim(0);
-  log::info("doors: connections fell from a peak of {} descriptors to {}; heap memory returned "
-            "to the system: resident {:.0f} -> {:.0f} MiB in {:.1f} ms",
-            peak, used, before, rss_mib(),
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count());
+  log::info(
+      "doors: connections fell from a peak of {} descriptors to {}; heap memory returned "
+      "to the system: resident {:.0f} -> {:.0f} MiB in {:.1f} ms",
+      peak, used, before, rss_mib(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace spindle::transport::net

@@ -22,6 +22,9 @@ struct process_limits {
   std::size_t per_peer = 0;
 };
 process_limits limits();
+/// Connections one door keeps open by default: the descriptor limit less 64,
+/// at most 4,096.
+std::size_t default_max_connections();
 /// Sets the per-peer cap (0: a quarter of the descriptor budget); call before
 /// any door opens (`--max-connections-per-peer`).
 void set_max_per_peer(std::size_t n);

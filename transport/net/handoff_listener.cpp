@@ -1,5 +1,6 @@
 #include "transport/net/handoff_listener.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -8,8 +9,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <atomic>
 #include <cerrno>
@@ -63,7 +62,9 @@ struct handoff_listener::impl {
   std::thread thread;
 
   impl(int fd, handoff_options opts, std::function<void(int)> h)
-      : listen_fd(fd), o(std::move(opts)), hand_over(std::move(h)),
+      : listen_fd(fd),
+        o(std::move(opts)),
+        hand_over(std::move(h)),
         gate(o.name, o.max_connections ? o.max_connections : default_max(), 2) {}
 
   ~impl() {

@@ -15,7 +15,7 @@
 namespace spindle::transport::net {
 
 struct handoff_options {
-  std::string name = "grpc";       // thread name and log lines
+  std::string name = "grpc";        // thread name and log lines
   std::size_t max_connections = 0;  // 0: the descriptor budget's default, at most 4096
 };
 

@@ -1,13 +1,10 @@
 #include "transport/net/token_relay.hpp"
 
+#include <fmt/format.h>
 #include <netdb.h>
-#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -20,52 +17,23 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/log.hpp"
 #include "transport/net/listen_socket.hpp"
+#include "transport/net/local_peer.hpp"
+#include "transport/net/token_proof.hpp"
 
 namespace spindle::transport::net {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+using namespace proof;
 
-// The handshake, fixed sizes: the gate sends kMagic and its nonce; the dialer
-// answers its nonce and HMAC(token, "client" | gate nonce | dialer nonce); the
-// gate answers HMAC(token, "server" | gate nonce | dialer nonce).
-constexpr char kMagic[8] = {'S', 'P', 'N', 'D', 'L', 'R', 'L', '1'};
-constexpr std::size_t kNonce = 32, kMac = 32;
-constexpr std::size_t kHello = sizeof kMagic + kNonce, kProof = kNonce + kMac;
 constexpr auto kHandshakeDeadline = std::chrono::seconds(5);
 constexpr std::size_t kMaxBuffered = 256 << 10;  // per direction; then reading pauses
 constexpr std::size_t kMaxHandshakes = 256;      // connections not yet authenticated
-
-std::string mac_of(const std::string& token, const char* role, const std::string& gate_nonce,
-                   const std::string& dialer_nonce) {
-  const std::string msg = role + gate_nonce + dialer_nonce;
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  HMAC(EVP_sha256(), token.data(), int(token.size()),
-       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), out, &len);
-  return std::string(reinterpret_cast<char*>(out), len);
-}
-
-bool same(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
-std::string nonce() {
-  std::string n(kNonce, '\0');
-  RAND_bytes(reinterpret_cast<unsigned char*>(n.data()), int(n.size()));
-  return n;
-}
 
 // A non-blocking connection to host:port begun (EINPROGRESS is fine); -1 if not.
 int dial(const std::string& host, int port) {
@@ -87,46 +55,6 @@ int dial(const std::string& host, int port) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   return fd;
-}
-
-// The inodes of this process's sockets (/proc/self/fd).
-std::unordered_set<std::string> own_socket_inodes() {
-  std::unordered_set<std::string> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    const auto target = std::filesystem::read_symlink(e.path(), ec).string();
-    if (!ec && target.rfind("socket:[", 0) == 0) out.insert(target.substr(8, target.size() - 9));
-  }
-  return out;
-}
-
-// /proc/net/tcp's "ADDR:PORT" (hex, IPv4 in host byte order) for a peer.
-std::string proc_net_address(const sockaddr_storage& sa) {
-  if (sa.ss_family != AF_INET) return {};
-  const auto& in = reinterpret_cast<const sockaddr_in&>(sa);
-  return fmt::format("{:08X}:{:04X}", in.sin_addr.s_addr, ntohs(in.sin_port));
-}
-
-// True when the connection `fd` accepted on loopback was opened by this very
-// process (the peer's socket is one of ours): a dialer relays its own
-// library's links, never another local process's.
-bool from_this_process(int fd) {
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return false;
-  const std::string want = proc_net_address(sa);
-  if (want.empty()) return false;
-  const auto mine = own_socket_inodes();
-  std::ifstream f("/proc/net/tcp");
-  std::string line;
-  std::getline(f, line);  // header
-  while (std::getline(f, line)) {
-    std::istringstream in(line);
-    std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
-    in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-    if (local == want) return mine.count(inode) > 0;
-  }
-  return false;
 }
 
 // One relayed connection: side 0 was accepted, side 1 dialed. in[i] holds what
@@ -302,8 +230,7 @@ struct token_relay::impl {
       if (::getsockopt(l.fd[1], SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err) return false;
       l.dialed = true;
       if (is_gate) {  // the library's port took the connection: answer the dialer
-        if (!send_all(l.fd[0], mac_of(token, "server", l.gate_nonce, l.dialer_nonce)))
-          return false;
+        if (!send_all(l.fd[0], mac_of(token, "server", l.gate_nonce, l.dialer_nonce))) return false;
         l.at = stage::relay;
         std::lock_guard lock(stats_mu);
         ++stats.relayed;
@@ -335,8 +262,8 @@ struct token_relay::impl {
       l.gate_nonce = b.substr(sizeof kMagic, kNonce);
       b.erase(0, kHello);
       l.dialer_nonce = nonce();
-      if (!send_all(l.fd[1], l.dialer_nonce + mac_of(token, "client", l.gate_nonce,
-                                                     l.dialer_nonce)))
+      if (!send_all(l.fd[1],
+                    l.dialer_nonce + mac_of(token, "client", l.gate_nonce, l.dialer_nonce)))
         return false;
       l.at = stage::answer;
     }
@@ -448,8 +375,8 @@ namespace {
 bool read_exact(int fd, char* out, std::size_t n, clock_type::time_point deadline) {
   std::size_t got = 0;
   while (got < n) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                             clock_type::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
     pollfd p{fd, POLLIN, 0};
     if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) != 1) return false;
     const ssize_t k = ::recv(fd, out + got, n - got, 0);
@@ -487,9 +414,9 @@ status token_relay::prove(const std::string& host, int port, const std::string& 
         !read_exact(fd, answer.data(), kMac, deadline))
       result = make_error(errc::unavailable, "{}:{} refused the cluster token", host, port);
     else if (!same(answer, mac_of(token, "server", gate_nonce, mine)))
-      result = make_error(errc::unavailable,
-                          "{}:{} does not hold this cluster's token (a different cluster?)", host,
-                          port);
+      result =
+          make_error(errc::unavailable,
+                     "{}:{} does not hold this cluster's token (a different cluster?)", host, port);
   }
   ::close(fd);
   return result;

@@ -13,21 +13,18 @@
 #include <memory>
 #include <string>
 
+#include "transport/net/door_gate.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::transport::rpc {
 
-
-/// Connections the server keeps open by default: the process's descriptor limit
-/// less 64 it keeps for itself, at most 4,096.
-std::size_t default_max_connections();
 
 struct server_options {
   std::string listen = "127.0.0.1:0";             // port 0: a free port, see port()
   std::string admin_token;                        // empty: Admin is refused entirely
   std::uint64_t max_message_bytes = 64ull << 20;  // traversal limit of one message
   /// Past this many open connections a new one is closed at once (and logged).
-  std::size_t max_connections = default_max_connections();
+  std::size_t max_connections = net::default_max_connections();
   /// Bytes of calls one connection may have in flight before Cap'n Proto stops
   /// reading from it (its flow limit).
   std::size_t flow_limit_bytes = 4u << 20;
