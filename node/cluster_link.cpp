@@ -30,11 +30,17 @@ expected<remote_link> connect_gated(caf::actor_system& sys, const config::server
   SPINDLE_ASSIGN_OR_RETURN(
       auto dialer, transport::net::token_relay::dialer(to.host, to.port, token, "caf-dialer"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int refusals = 0;
   for (;;) {
     // The handshake alone first: a refused token is said as such, at once.
     const status proof = transport::net::token_relay::prove(to.host, to.port, token);
-    if (!proof && proof.message().find("cannot connect") == std::string::npos)
-      return make_error(errc::unavailable, "{}: {}", to.name, proof.message());
+    // A refusal is believed when it repeats: a gate under a flood of unproven
+    // connections may close ours mid-handshake to make room.
+    const bool refused = proof.message().find("cluster token") != std::string::npos ||
+                         proof.message().find("cluster's token") != std::string::npos ||
+                         proof.message().find("not a Spindle cluster port") != std::string::npos;
+    refusals = refused ? refusals + 1 : 0;
+    if (refusals >= 3) return make_error(errc::unavailable, "{}: {}", to.name, proof.message());
     if (proof) {
       auto a = sys.middleman().remote_actor("127.0.0.1", std::uint16_t(dialer->port()));
       if (a) return remote_link{*a, std::move(dialer)};

@@ -463,6 +463,11 @@ void register_cluster(CLI::App& app, global_options&) {
                    "This node's door: one line per call to FILE (see `serve`)");
   node->add_option("--http", na->door.http, "Rank 0: KServe v2 over HTTP/REST on HOST:PORT");
   node->add_option("--grpc", na->door.grpc, "Rank 0: KServe v2 over gRPC on HOST:PORT");
+  node->add_option("--max-connections", na->door.max_connections,
+                   "This node's doors: open connections per door (0: as `serve`)");
+  node->add_option("--max-connections-per-peer", na->door.max_connections_per_peer,
+                   "This node's doors: connections one address may hold on one door (0: as "
+                   "`serve`)");
   node->add_option("--max-queue", na->door.max_queue,
                    "Rank 0: calls in flight per model before `overloaded` (a hard cap)")
       ->capture_default_str();

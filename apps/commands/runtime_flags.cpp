@@ -68,15 +68,17 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
                  "--max-queue; live: tunable slo_ms)")
       ->capture_default_str();
   cmd.add_option("--max-connections", a.max_connections,
-                 "Open client connections per door (Cap'n Proto, KServe HTTP and gRPC, metrics); "
-                 "when full, the connection idle longest (1 s or more) is closed to make room, "
-                 "else the new one is (0: the process's file-descriptor limit less 64, at most "
-                 "4096; all doors together keep 256 descriptors of the limit free)")
+                 "Open client connections per door (Cap'n Proto, KServe HTTP, metrics; gRPC: "
+                 "at most half the doors' descriptor budget, as it holds two descriptors per "
+                 "connection); when full, the connection idle longest (1 s or more) is closed "
+                 "to make room, else the new one is (0: the descriptor limit less 64, at most "
+                 "4096). All doors together use at most the limit less 256, and each keeps an "
+                 "eighth of that for itself")
       ->capture_default_str();
   cmd.add_option("--max-connections-per-peer", a.max_connections_per_peer,
-                 "Open connections one client address may hold across all doors (0: a quarter "
-                 "of the descriptors the doors may use); past it, that address's connection "
-                 "idle longest makes room, else the new one is closed")
+                 "Open connections one client address may hold on one door (0: an eighth of "
+                 "the doors' descriptor budget); past it, that address's connection idle "
+                 "longest makes room, else the new one is closed")
       ->capture_default_str();
   add_rec_serving_options(cmd, a);
 }

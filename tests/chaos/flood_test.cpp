@@ -63,11 +63,12 @@ int connect_from(const char* source, int port) {
   return fd;
 }
 
-// `n` connections from 127.0.0.2, each sent `prefix` and left open.
-std::vector<int> hold(int port, std::size_t n, const std::string& prefix) {
+// `n` connections from `source` (127.0.0.2 by default), each sent `prefix` and left open.
+std::vector<int> hold(int port, std::size_t n, const std::string& prefix,
+                      const char* source = "127.0.0.2") {
   std::vector<int> fds;
   for (std::size_t i = 0; i < n; ++i) {
-    const int fd = connect_from("127.0.0.2", port);
+    const int fd = connect_from(source, port);
     if (fd < 0) continue;
     if (!prefix.empty()) [[maybe_unused]]
       auto w = ::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL);
@@ -244,6 +245,33 @@ TEST_F(flood_fixture, a_reconnect_storm_leaves_every_door_serving) {
   std::printf("reconnect storm: %llu connections opened and closed in %.1f s\n",
               static_cast<unsigned long long>(storms.load()), storm_s);
   report("reconnect storm", doors, ok, 10, recovery_s(doors, clock_type::now()));
+}
+
+// One door flooded from three addresses (900 gRPC prefaces each: more than the
+// whole descriptor budget), and the Cap'n Proto door flooded from the good
+// client's own address: every other door keeps its share and serves.
+TEST_F(flood_fixture, a_flood_on_one_door_leaves_the_other_doors_their_share) {
+  for (const auto& d : doors) ASSERT_TRUE(d.good()) << d.name << " before the flood";
+  std::vector<int> fds;
+  for (const char* source : {"127.0.0.2", "127.0.0.3", "127.0.0.4"}) {
+    auto more = hold(doors[3].port, 900, doors[3].prefix, source);
+    fds.insert(fds.end(), more.begin(), more.end());
+  }
+  auto own = hold(doors[2].port, 500, "", "127.0.0.1");  // the good client's address
+  fds.insert(fds.end(), own.begin(), own.end());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<door> others(doors.begin(), doors.begin() + 2);  // HTTP and metrics
+  const auto ok = good_calls(others, 10);
+  // The Cap'n Proto door itself, flooded from the good client's address: once
+  // the flood's connections are idle a second, the idlest makes room.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  int own_ok = 0;
+  for (int i = 0; i < 10; ++i) own_ok += doors[2].good() ? 1 : 0;
+  std::printf("one door flooded: Cap'n Proto, flooded from the client's own address: %d/10\n",
+              own_ok);
+  EXPECT_EQ(own_ok, 10);
+  close_all(fds);
+  report("one door flooded", others, ok, 10, recovery_s(doors, clock_type::now()));
 }
 
 // The gRPC door alone, flooded with HTTP/2 prefaces past the descriptor limit:

@@ -21,16 +21,25 @@ namespace {
 // Descriptors kept back from the doors' budget: data files, CAF, UCX, Redis,
 // RocksDB, the listeners themselves.
 constexpr std::size_t kReserve = 256;
+// Each door is guaranteed 1/kReserveShares of the budget (a flood on one door
+// cannot take another's), and one peer may hold as much on each door by default.
+constexpr std::size_t kReserveShares = 8;
 // A flood is over when this many fewer descriptors are held than at the peak.
 constexpr std::size_t kFloodSlack = 256;
+
+// What one door holds: descriptors, and connections per peer address.
+struct door_share {
+  std::size_t fds = 0;
+  std::unordered_map<std::string, std::size_t> peers;
+};
 
 struct process_state {
   std::mutex mu;
   bool ready = false;
   std::size_t per_peer_wanted = 0;  // --max-connections-per-peer (0: default)
   process_limits lim;
-  std::size_t used = 0, peak = 0;                      // descriptors held by admitted connections
-  std::unordered_map<std::string, std::size_t> peers;  // connections per peer, every door
+  std::size_t used = 0, peak = 0;  // descriptors held by admitted connections, every door
+  std::unordered_map<const door_gate*, door_share> doors;
   std::chrono::steady_clock::time_point last_trim{};
 };
 
@@ -46,8 +55,9 @@ void ready_locked(process_state& s) {
   std::size_t fds = 4096;
   if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY) fds = r.rlim_cur;
   s.lim.descriptors = fds > 2 * kReserve ? fds - kReserve : std::max<std::size_t>(1, fds / 2);
-  s.lim.per_peer =
-      s.per_peer_wanted ? s.per_peer_wanted : std::max<std::size_t>(8, s.lim.descriptors / 4);
+  s.lim.reserve_per_door = s.lim.descriptors / kReserveShares;
+  s.lim.per_peer = s.per_peer_wanted ? s.per_peer_wanted
+                                     : std::max<std::size_t>(8, s.lim.descriptors / kReserveShares);
   s.ready = true;
 }
 
@@ -55,10 +65,13 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The connections each door holds per peer, to give back when the door closes.
-std::unordered_map<const door_gate*, std::unordered_map<std::string, std::size_t>>& held() {
-  static std::unordered_map<const door_gate*, std::unordered_map<std::string, std::size_t>> m;
-  return m;  // guarded by state().mu
+// The descriptors other doors have a right to but do not use yet: `door`
+// may not take them.
+std::size_t reserved_for_others(const process_state& s, const door_gate* door) {
+  std::size_t out = 0;
+  for (const auto& [d, share] : s.doors)
+    if (d != door && share.fds < s.lim.reserve_per_door) out += s.lim.reserve_per_door - share.fds;
+  return out;
 }
 
 // This process's resident memory (/proc/self/statm).
@@ -97,19 +110,19 @@ void set_max_per_peer(std::size_t n) {
 door_gate::door_gate(std::string name, std::size_t max_connections, std::size_t fds_per_connection)
     : name_(std::move(name)),
       max_(std::max<std::size_t>(1, max_connections)),
-      fds_(std::max<std::size_t>(1, fds_per_connection)) {}
+      fds_(std::max<std::size_t>(1, fds_per_connection)) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  s.doors[this];
+}
 
 door_gate::~door_gate() {
   auto& s = state();
   std::lock_guard lock(s.mu);
-  auto it = held().find(this);
-  if (it == held().end()) return;
-  for (const auto& [peer, n] : it->second) {
-    s.used -= std::min(s.used, n * fds_);
-    auto p = s.peers.find(peer);
-    if (p != s.peers.end() && (p->second -= std::min(p->second, n)) == 0) s.peers.erase(p);
-  }
-  held().erase(it);
+  auto it = s.doors.find(this);
+  if (it == s.doors.end()) return;
+  s.used -= std::min(s.used, it->second.fds);
+  s.doors.erase(it);
 }
 
 admission door_gate::admit(const std::string& peer) {
@@ -117,11 +130,13 @@ admission door_gate::admit(const std::string& peer) {
   auto& s = state();
   std::lock_guard lock(s.mu);
   ready_locked(s);
-  if (s.used + fds_ > s.lim.descriptors) return admission::process_full;
-  auto& n = s.peers[peer];
+  if (s.used + fds_ + reserved_for_others(s, this) > s.lim.descriptors)
+    return admission::process_full;
+  auto& mine = s.doors[this];
+  auto& n = mine.peers[peer];
   if (n >= s.lim.per_peer) return admission::peer_full;
   ++n;
-  ++held()[this][peer];
+  mine.fds += fds_;
   s.used += fds_;
   s.peak = std::max(s.peak, s.used);
   ++open_;
@@ -131,13 +146,12 @@ admission door_gate::admit(const std::string& peer) {
 void door_gate::release(const std::string& peer) {
   auto& s = state();
   std::lock_guard lock(s.mu);
-  auto& mine = held()[this];
-  auto h = mine.find(peer);
-  if (h == mine.end()) return;  // not admitted here (or given back already)
-  if (--h->second == 0) mine.erase(h);
+  auto& mine = s.doors[this];
+  auto h = mine.peers.find(peer);
+  if (h == mine.peers.end()) return;  // not admitted here (or given back already)
+  if (--h->second == 0) mine.peers.erase(h);
+  mine.fds -= std::min(mine.fds, fds_);
   s.used -= std::min(s.used, fds_);
-  auto p = s.peers.find(peer);
-  if (p != s.peers.end() && --p->second == 0) s.peers.erase(p);
   if (open_ > 0) --open_;
 }
 

@@ -1,9 +1,9 @@
 // Connection admission for every door of a process (Cap'n Proto, KServe HTTP
-// and gRPC, /metrics): a cap per door, a cap per peer address across all doors,
-// and one descriptor budget for all doors together, so that a flood on one door
-// can neither run the process out of descriptors nor lock other clients out.
-// A door that is full makes room by closing its connection idle longest (the
-// door decides which); a refusal is counted and logged at most once per 10 s.
+// and gRPC, /metrics): a cap per door, a cap per peer address on each door,
+// and one descriptor budget for all doors together in which each door keeps a
+// guaranteed share (a flood on one door cannot take another door's). A door
+// that is full makes room by closing its connection idle longest (the door
+// decides which); a refusal is counted and logged at most once per 10 s.
 #pragma once
 
 #include <cstddef>
@@ -15,18 +15,20 @@ namespace spindle::transport::net {
 enum class admission { admitted, door_full, peer_full, process_full };
 
 /// The process-wide limits: descriptors all doors may hold together (the
-/// descriptor limit less a reserve for files, CAF, UCX and the doors' own
-/// sockets) and connections one peer address may hold across all doors.
+/// descriptor limit less a reserve for files, CAF, UCX and the listeners), the
+/// share of them each door is guaranteed whatever the others hold, and the
+/// connections one peer address may hold on one door.
 struct process_limits {
   std::size_t descriptors = 0;
+  std::size_t reserve_per_door = 0;
   std::size_t per_peer = 0;
 };
 process_limits limits();
 /// Connections one door keeps open by default: the descriptor limit less 64,
 /// at most 4,096.
 std::size_t default_max_connections();
-/// Sets the per-peer cap (0: a quarter of the descriptor budget); call before
-/// any door opens (`--max-connections-per-peer`).
+/// Sets the per-peer cap of each door (0: an eighth of the descriptor
+/// budget); call before any door opens (`--max-connections-per-peer`).
 void set_max_per_peer(std::size_t n);
 
 /// One door's admission state; used from the door's own thread only (the

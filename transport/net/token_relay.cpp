@@ -34,6 +34,7 @@ using namespace proof;
 constexpr auto kHandshakeDeadline = std::chrono::seconds(5);
 constexpr std::size_t kMaxBuffered = 256 << 10;  // per direction; then reading pauses
 constexpr std::size_t kMaxHandshakes = 256;      // connections not yet authenticated
+constexpr std::size_t kMaxHandshakesPerPeer = 16;  // of them from one address
 
 // A non-blocking connection to host:port begun (EINPROGRESS is fine); -1 if not.
 int dial(const std::string& host, int port) {
@@ -62,6 +63,7 @@ int dial(const std::string& host, int port) {
 enum class stage { hello, proof, answer, relay };
 struct link {
   int fd[2] = {-1, -1};
+  std::string peer;  // side 0's address
   std::string in[2];
   stage at = stage::hello;
   std::string gate_nonce, dialer_nonce;
@@ -104,7 +106,10 @@ struct token_relay::impl {
   void close_link(std::uint64_t id, const char* why) {
     auto it = links.find(id);
     if (it == links.end()) return;
-    if (it->second.at != stage::relay) {
+    // A connection that sent nothing (a port probe, a member checking the port
+    // listens) is not counted as a failed proof.
+    const bool silent = it->second.at == stage::proof && it->second.in[0].empty();
+    if (it->second.at != stage::relay && !silent) {
       std::lock_guard lock(stats_mu);
       ++stats.refused;
       ++refused_unlogged;
@@ -174,18 +179,32 @@ struct token_relay::impl {
     }
   }
 
+  // Room for a new unproven connection from `peer`: past the per-address cap
+  // that address's oldest unproven connection is closed, past the total cap
+  // the oldest of all (a member's handshake takes a round trip; a flood of
+  // unproven connections cannot hold the gate shut).
+  void make_room(const std::string& peer) {
+    std::size_t pending = 0, mine = 0;
+    std::uint64_t oldest = 0, oldest_mine = 0;
+    for (auto& [id, l] : links) {
+      if (l.at == stage::relay) continue;
+      ++pending;
+      if (!oldest || id < oldest) oldest = id;
+      if (l.peer == peer && (++mine, !oldest_mine || id < oldest_mine)) oldest_mine = id;
+    }
+    if (mine >= kMaxHandshakesPerPeer) return close_link(oldest_mine, "too many unproven");
+    if (pending >= kMaxHandshakes) close_link(oldest, "too many unproven");
+  }
+
   void accept_all() {
     for (;;) {
-      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage sa{};
+      socklen_t sa_len = sizeof sa;
+      const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &sa_len,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;
-      std::size_t pending = 0;
-      for (auto& [id, l] : links) pending += l.at != stage::relay;
-      if (pending >= kMaxHandshakes) {
-        ::close(fd);
-        std::lock_guard lock(stats_mu);
-        ++stats.refused;
-        continue;
-      }
+      const std::string peer = address_of(reinterpret_cast<sockaddr*>(&sa), sa_len);
+      make_room(peer);
       if (!is_gate && !from_this_process(fd)) {  // another local process on the dialer
         ::close(fd);
         std::lock_guard lock(stats_mu);
@@ -197,6 +216,7 @@ struct token_relay::impl {
       const std::uint64_t id = next_id++;
       auto& l = links[id];
       l.fd[0] = fd;
+      l.peer = peer;
       l.deadline = clock_type::now() + kHandshakeDeadline;
       epoll_event ev{};
       ev.data.u64 = id * 2;
@@ -404,8 +424,11 @@ status token_relay::prove(const std::string& host, int port, const std::string& 
   }
   std::string hello(kHello, '\0'), answer(kMac, '\0');
   status result;
-  if (!read_exact(fd, hello.data(), kHello, deadline) ||
-      std::memcmp(hello.data(), kMagic, sizeof kMagic) != 0) {
+  if (!read_exact(fd, hello.data(), kHello, deadline)) {
+    result = make_error(errc::unavailable,
+                        "{}:{} sent no challenge (the gate is busy, or this is not a cluster port)",
+                        host, port);
+  } else if (std::memcmp(hello.data(), kMagic, sizeof kMagic) != 0) {
     result = make_error(errc::unavailable, "{}:{} is not a Spindle cluster port", host, port);
   } else {
     const std::string gate_nonce = hello.substr(sizeof kMagic), mine = nonce();

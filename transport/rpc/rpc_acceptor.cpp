@@ -79,7 +79,8 @@ class acceptor final : public acceptor_loop, public kj::TaskSet::ErrorHandler {
         if (watched_stream* w = l.stream;
             !w->closed() && w->mid_message() && w->idle_s() > kMessageDeadlineSeconds) {
           if (++stalled_ % 100 == 1)
-            log::warn("rpc: closed a connection stalled {:.0f} s inside a message ({} so far)",
+            log::warn("rpc: closed a connection whose message was not complete {:.0f} s after "
+                      "it began ({} so far)",
                       w->idle_s(), stalled_);
           w->close();
         }
