@@ -1,6 +1,10 @@
 #include "transport/ucx/ucx.hpp"
 
 #include <gtest/gtest.h>
+#include <thread>
+#include <chrono>
+#include <fstream>
+#include <filesystem>
 
 #include <cstring>
 #include <future>
@@ -130,10 +134,32 @@ TEST(ucx_test, active_messages_reach_the_handler) {
   EXPECT_EQ(f.get(), msg);
 }
 
+// Threads of this process named `name` (/proc/self/task/*/comm).
+int threads_named(const std::string& name) {
+  int n = 0;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++n;
+  }
+  return n;
+}
+
+// The loop runs its own thread while it lives and stops it, promptly, when destroyed.
 TEST(ucx_test, progress_loop_starts_and_stops_cleanly) {
   pair_of_workers w;
-  { progress_loop loop(w.owner); }
-  SUCCEED();
+  const int before = threads_named("ucx-progress");
+  std::chrono::steady_clock::time_point stopping;
+  {
+    progress_loop loop(w.owner);
+    // The thread names itself when it starts.
+    for (int i = 0; i < 100 && threads_named("ucx-progress") == before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(threads_named("ucx-progress"), before + 1);
+    stopping = std::chrono::steady_clock::now();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(1));
+  EXPECT_EQ(threads_named("ucx-progress"), before);
 }
 
 }  // namespace
