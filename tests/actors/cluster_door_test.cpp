@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <random>
 
 #include "../graph/test_util.hpp"
 #include "core/checksum.hpp"
@@ -144,6 +145,62 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
     m->signal(SIGTERM);
     m->wait();
   }
+}
+
+// Garbage on every port a serving cluster's ranks listen on (their gates, the
+// relays their links run through, the front door, UCX's own listeners) but
+// CAF's loopback ports: no rank dies or is declared down, and every answer
+// still equals one process's.
+TEST(cluster_front_door_test, garbage_on_every_port_of_a_serving_cluster_changes_no_answer) {
+  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  cora_cluster c("cluster_garbage");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  std::vector<child_process> ranks;
+  std::set<int> caf_ports;
+  auto caf_port_of = [&](child_process& p) {
+    auto line = p.wait_for("node ", 120'000);
+    ASSERT_TRUE(line.has_value());
+    caf_ports.insert(std::stoi(line->substr(line->rfind(':') + 1)));
+  };
+  for (int rank : {1, 2}) ranks.push_back(c.member(rank, {}));
+  const std::string token = c.dir + "/admin.token";
+  ranks.push_back(*child_process::spawn({SPINDLE_BINARY, "node", "--config", c.config, "--rank",
+                                         "0", "--dataset", c.cora, "--model", c.model, "--expect",
+                                         "2", "--listen", "127.0.0.1:0", "--admin-token-file",
+                                         token}));
+  for (auto& r : ranks) caf_port_of(r);  // members print theirs once rank 0 took them in
+  auto listening = ranks.back().wait_for("listening ", 120'000);
+  ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
+  auto client = door_client(*listening, token);
+  auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
+  auto want = single_process_results(c, reqs);
+  expect_door_answers(client, reqs, want, 9);
+  std::mt19937 rng(104);
+  std::vector<std::string> packets;
+  for (int k = 0; k < 10; ++k) {
+    std::string p(104 + 100 * k, '\0');
+    for (auto& ch : p) ch = char(rng() & 0xff);
+    packets.push_back(p);
+  }
+  std::size_t ports = 0;
+  for (auto& r : ranks)
+    for (int port : listening_ports(r.pid())) {
+      if (caf_ports.count(port)) continue;
+      ++ports;
+      for (const auto& p : packets) send_and_close(port, p);
+    }
+  std::printf("garbage to %zu listening ports of three serving ranks\n", ports);
+  EXPECT_GE(ports, 6u);  // three gates, two relays, the door, and UCX's
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (auto& r : ranks) EXPECT_FALSE(r.try_wait().has_value()) << "a rank died";
+  auto members = nlohmann::json::parse(client({"admin", "members", "--json"}));
+  for (const auto& m : members["members"]) {
+    EXPECT_TRUE(m["alive"].get<bool>()) << m.dump();
+    EXPECT_EQ(m["joins"], 1) << m.dump();
+  }
+  expect_door_answers(client, reqs, want, 9);
+  for (auto& r : ranks) r.signal(SIGTERM);
+  for (auto& r : ranks) r.wait();
 }
 
 // The coordinator serves the cluster behind the Cap'n Proto front door: a GNN

@@ -29,45 +29,6 @@ namespace {
 
 using namespace cluster_testing;
 
-// The TCP ports process `pid` listens on (its sockets' inodes in /proc/net/tcp*).
-std::vector<int> listening_ports(int pid) {
-  std::set<std::string> inodes;
-  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
-  for (const auto& e : std::filesystem::directory_iterator(fds)) {
-    std::error_code ec;
-    const auto target = std::filesystem::read_symlink(e.path(), ec).string();
-    if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
-  }
-  std::vector<int> ports;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream f(table);
-    std::string line;
-    std::getline(f, line);  // header
-    while (std::getline(f, line)) {
-      std::istringstream in(line);
-      std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
-      in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-      if (state == "0A" && inodes.count(inode))
-        ports.push_back(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
-    }
-  }
-  return ports;
-}
-
-// Sends `bytes` on a new connection to 127.0.0.1:`port`, waits 50 ms, closes.
-void send_and_close(int port, const std::string& bytes) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(std::uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    [[maybe_unused]] auto w = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::close(fd);
-}
-
 // A stranger reaching the coordinator's CAF port without the cluster token
 // never reaches CAF (the port is a token gate); one holding the token can
 // neither set a placement plan nor speak for a member: `plan` is answered
