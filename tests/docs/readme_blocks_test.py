@@ -6,8 +6,8 @@ python/ of this checkout; the graph and the exported model of the Python step).
 A block preceded by `<!-- runnable -->` must succeed; one preceded by
 `<!-- runnable: network -->` needs the package index (pip) and is skipped, with
 a message, when it cannot be reached. The user docs are also checked for what
-they must not carry: issue numbers, links outside the repository, and paths of
-this repository that no longer exist.
+they must not carry: issue numbers, links outside the repository, paths of
+this repository that no longer exist, and history ("Before: ...").
 
 usage: readme_blocks_test.py SOURCE_DIR BUILD_DIR [SHARED_DATA_DIR]
 """
@@ -121,7 +121,10 @@ def check_docs(src):
     for name in ["README.md", "CONTRIBUTING.md"] + docs:
         text = open(os.path.join(src, name)).read()
         bad += missing_paths(src, name, text)
-        for pattern in (r"[Ii]ssues? #\d+", r"\.\./shared", r"\]\(\.\./"):
+        # Also history ("Before: ...", "(before: ...)"): user docs keep current
+        # figures; earlier designs' figures belong in CHANGELOG.md.
+        for pattern in (r"[Ii]ssues? #\d+", r"\.\./shared", r"\]\(\.\./", r"\b[Bb]efore[:,] ",
+                        r"\([Bb]efore[: ]"):
             for m in re.finditer(pattern, text):
                 bad.append(f"{name}: '{m.group(0)}' at offset {m.start()}")
     return bad
