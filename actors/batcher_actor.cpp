@@ -48,7 +48,7 @@ gnn_reply reply_for(const sched::batch_result& res, std::size_t i, double queued
   if (res.errors[i].is_ok())
     r.output = res.outputs[i];
   else
-    r.error = res.errors[i].to_string();
+    r.error = res.errors[i];
   return r;
 }
 

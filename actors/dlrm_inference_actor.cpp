@@ -8,7 +8,7 @@ namespace {
 struct dlrm_state {
   std::shared_ptr<embedding::lookup_session> session;
   std::optional<embedding::dlrm_hps_runner> runner;
-  std::string setup_error;
+  status setup_error;
 };
 
 }  // namespace
@@ -18,8 +18,9 @@ dlrm_reply run_dlrm_batch(const embedding::rec_runner& runner, const nn::model& 
   dlrm_reply reply;
   const auto dense_in = model.desc().dense_in;
   if (req.batch <= 0 || req.dense.size() != std::size_t(req.batch * dense_in)) {
-    reply.error = fmt::format("dlrm request: {} dense values for batch {} x {}", req.dense.size(),
-                              req.batch, dense_in);
+    reply.error =
+        make_error(errc::invalid_argument, "dlrm request: {} dense values for batch {} x {}",
+                   req.dense.size(), req.batch, dense_in);
     return reply;
   }
   std::vector<float> dense = req.dense;
@@ -27,7 +28,7 @@ dlrm_reply run_dlrm_batch(const embedding::rec_runner& runner, const nn::model& 
   auto out = runner.infer(alloc, nn::tensor::borrow(dense.data(), {req.batch, dense_in}),
                           req.sparse, &reply.timing);
   if (!out) {
-    reply.error = out.error().to_string();
+    reply.error = out.error();
   } else {
     reply.scores.assign(out->data(), out->data() + out->numel());
   }
@@ -43,7 +44,7 @@ caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model*
   if (runner) {
     self->state.runner.emplace(std::move(*runner));
   } else {
-    self->state.setup_error = runner.error().to_string();
+    self->state.setup_error = runner.error();
   }
   return {
       [=](dlrm_atom, const dlrm_request& req) -> dlrm_reply {

@@ -76,12 +76,17 @@ namespace {
 
 using detail::model_counters;
 
-// Maps a serving error ("invalid_argument: ...") to a reply status.
-rpc_status status_of_error(const std::string& error) {
-  if (error.starts_with("invalid_argument") || error.starts_with("not_found"))
-    return rpc_status::bad_request;
-  if (error.starts_with("unavailable")) return rpc_status::unavailable;
-  return rpc_status::internal;
+// A serving error's code as a reply status.
+rpc_status status_of_error(const status& error) {
+  switch (error.code()) {
+    case errc::invalid_argument:
+    case errc::not_found:
+      return rpc_status::bad_request;
+    case errc::unavailable:
+      return rpc_status::unavailable;
+    default:
+      return rpc_status::internal;
+  }
 }
 
 std::chrono::microseconds timeout_of(std::uint32_t deadline_us) {
@@ -111,9 +116,9 @@ bool fail_caf(Answer& a, const caf::error* e, std::uint32_t deadline_us) {
 template <class Answer, class Reply>
 bool settle(Answer& a, const Reply* r, const caf::error* err, std::uint32_t deadline) {
   if (fail_caf(a, err, deadline)) return false;
-  if (!r->error.empty()) {
+  if (!r->error) {
     a.status = status_of_error(r->error);
-    a.message = r->error;
+    a.message = r->error.to_string();
     return false;
   }
   if (deadline > 0 && a.server_us > deadline) {
@@ -246,12 +251,13 @@ status gateway::warm(const gnn_model_binding& b) {
   sched::gnn_request request;  // node 0, sampled on its own
   request.seeds.push_back(0);
   request.sampler_seed = 1;
-  caf::anon_send(
-      s_->forward,
-      gnn_dispatch{b.batcher, std::move(request), std::chrono::seconds(30),
-                   [answer](const gnn_reply* r, const caf::error* err) {
-                     answer->set_value(r ? r->error : err ? caf::to_string(*err) : "no answer");
-                   }});
+  caf::anon_send(s_->forward, gnn_dispatch{b.batcher, std::move(request), std::chrono::seconds(30),
+                                           [answer](const gnn_reply* r, const caf::error* err) {
+                                             answer->set_value(r     ? (r->error ? std::string()
+                                                                                 : r->error.to_string())
+                                                               : err ? caf::to_string(*err)
+                                                                     : "no answer");
+                                           }});
   const std::string error = got.get();
   if (!error.empty())
     return make_error(errc::unavailable, "warming '{}' version {}: {}", b.name, b.version, error);
@@ -548,7 +554,7 @@ dlrm_reply run_batch(rec_entry& e, const dlrm_request& req) {
   dlrm_reply out;
   for (std::int64_t i = 0; i < n; ++i) {
     auto& r = st->chunks[i].reply;
-    if (!r.error.empty()) return std::move(r);
+    if (!r.error) return std::move(r);
     out.scores.insert(out.scores.end(), r.scores.begin(), r.scores.end());
     out.timing = r.timing;
   }
@@ -600,7 +606,7 @@ void run_pending(rec_entry& e) {
   dlrm_request big{merged.batch, std::move(merged.dense), std::move(merged.sparse)};
   e.c.record_execution(std::uint64_t(big.batch));
   const dlrm_reply r = run_batch(e, big);
-  if (!r.error.empty()) {  // isolate the fault: each call alone
+  if (!r.error) {  // isolate the fault: each call alone
     for (auto* c : live) {
       e.c.record_execution(std::uint64_t(c->req.batch));
       answer_call(e, *c, run_dlrm_batch(*e.b.runner, *e.b.model, c->req));
@@ -651,10 +657,9 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
                                               shown(call.model), s_->loaded())});
   }
   if (call.model.empty()) call.model = e->b.name;  // the only recommendation model loaded
-  if (!admit_call(
-          e->c, e->admission,
-          check_rec_call(call, rec_desc(*e).dense_in, rec_desc(*e).table_rows.size()),
-          call.model, done))
+  if (!admit_call(e->c, e->admission,
+                  check_rec_call(call, rec_desc(*e).dense_in, rec_desc(*e).table_rows.size()),
+                  call.model, done))
     return;
   if (e->b.forward) return forward_rec(e, std::move(call), std::move(done));
   dlrm_request req;

@@ -27,7 +27,7 @@ struct dlrm_request {
 /// Click probabilities per sample, or the error naming the fault.
 struct dlrm_reply {
   std::vector<float> scores;
-  std::string error;  // empty when ok
+  status error;  // ok, or the fault by code and message
   embedding::dlrm_timing timing;
 };
 

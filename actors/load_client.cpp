@@ -28,10 +28,10 @@ void send_one(client_ptr self, const caf::actor& batcher, const caf::actor& noti
             auto& s = self->state;
             if (s.spec.keep_answers) {
               s.out->outputs[index] = r.output;
-              s.out->error_of[index] = r.error;
+              s.out->error_of[index] = r.error ? std::string() : r.error.to_string();
             }
-            if (!r.error.empty()) {
-              if (s.out->errors++ == 0) s.out->first_error = r.error;
+            if (!r.error) {
+              if (s.out->errors++ == 0) s.out->first_error = r.error.to_string();
             } else {
               s.out->latency_s.push_back(
                   std::chrono::duration<double>(clock_type::now() - t0).count());

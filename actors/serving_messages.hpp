@@ -28,7 +28,7 @@ using pipeline_down_atom = caf::atom_constant<caf::atom("pipedown")>;
 struct gnn_reply {
   std::uint64_t sampler_seed = 0;  // echoes the request's, to match async replies
   std::vector<float> output;
-  std::string error;  // empty when ok
+  status error;  // ok, or the fault by code and message (checked once, at the door)
   sched::stage_times times;
   double queued_s = 0;               // time spent in the batcher
   std::uint32_t batch_requests = 0;  // requests in this request's batch

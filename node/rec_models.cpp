@@ -37,8 +37,9 @@ expected<actors::rec_model_binding> load_rec_model(const std::string& name, cons
   h->model.emplace(std::move(m));
   h->runner.emplace(*h->model);
   const auto warm = actors::run_dlrm_batch(*h->runner, *h->model, one_sample(h->model->desc()));
-  if (!warm.error.empty())
-    return make_error(errc::invalid_argument, "{}: one sample does not run: {}", dir, warm.error);
+  if (!warm.error)
+    return make_error(errc::invalid_argument, "{}: one sample does not run: {}", dir,
+                      warm.error.to_string());
   actors::rec_model_binding b;
   b.name = name.empty() ? h->model->desc().name : name;
   b.model = &*h->model;

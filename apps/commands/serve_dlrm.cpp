@@ -76,8 +76,8 @@ run_result drive(caf::actor_system& sys, const std::vector<caf::actor>& instance
                                         std::chrono::steady_clock::now() - b0)
                                         .count();
                   std::lock_guard lock(mu);
-                  if (!r.error.empty()) {
-                    if (res.errors++ == 0) res.first_error = r.error;
+                  if (!r.error) {
+                    if (res.errors++ == 0) res.first_error = r.error.to_string();
                     return;
                   }
                   res.latency_ms.push_back(ms);

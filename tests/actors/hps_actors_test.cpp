@@ -56,7 +56,9 @@ dlrm_reply ask(caf::scoped_actor& self, const caf::actor& a, const dlrm_request&
   dlrm_reply out;
   self->request(a, std::chrono::seconds(30), dlrm_atom::value, r)
       .receive([&](const dlrm_reply& rep) { out = rep; },
-               [&](const caf::error& e) { out.error = "caf error " + std::to_string(e.code()); });
+               [&](const caf::error& e) {
+                 out.error = make_error(errc::unavailable, "caf error {}", e.code());
+               });
   return out;
 }
 
@@ -84,15 +86,16 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   const dlrm_request req = golden_request();
   for (const auto& inst : instances) {
     const dlrm_reply r = ask(self, inst, req);
-    ASSERT_TRUE(r.error.empty()) << r.error;
+    ASSERT_TRUE(r.error.is_ok()) << r.error.to_string();
     for (int b = 0; b < 6; ++b) EXPECT_NEAR(r.scores[b], (*expected)[b], 1e-5);
   }
   dlrm_request bad = req;
   bad.sparse[2].indices[0] = 20;
-  EXPECT_NE(ask(self, instances[0], bad).error.find("table 2: indices[0]=20 out of range"),
-            std::string::npos);
+  EXPECT_NE(
+      ask(self, instances[0], bad).error.message().find("table 2: indices[0]=20 out of range"),
+      std::string::npos);
   const dlrm_reply before = ask(self, instances[0], req);
-  ASSERT_TRUE(before.error.empty());
+  ASSERT_TRUE(before.error.is_ok());
 
   // Online update: every row of table 0 becomes 0.5 (Fig. 3 step 1 -> VDB/PDB).
   auto producer = embedding::update_producer::connect("127.0.0.1", (*redis)->port());
@@ -113,7 +116,7 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
       .receive([&](std::uint64_t n) { rewritten = n; }, [](const caf::error&) {});
   EXPECT_GE(rewritten, 1u);
   const dlrm_reply fresh = ask(self, instances[1], req);
-  ASSERT_TRUE(fresh.error.empty()) << fresh.error;
+  ASSERT_TRUE(fresh.error.is_ok()) << fresh.error.to_string();
   // The reference: a brand-new session reading the updated PDB directly.
   auto cold = std::move(*embedding::lookup_session::create({{"emb0", 8, 50, 1.0, 1.0, 0.0f, 2},
                                                             {"emb1", 8, 30, 1.0, 1.0, 0.0f, 2},

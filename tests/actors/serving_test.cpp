@@ -70,9 +70,9 @@ TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail
     self->receive([&](const gnn_reply& got) {
       const auto i = got.sampler_seed;
       if (i == 7) {
-        EXPECT_NE(got.error.find("999999"), std::string::npos) << got.error;
+        EXPECT_NE(got.error.message().find("999999"), std::string::npos) << got.error.to_string();
       } else {
-        ASSERT_TRUE(got.error.empty()) << got.error;
+        ASSERT_TRUE(got.error.is_ok()) << got.error.to_string();
         EXPECT_EQ(got.output, want[i].outputs[0]) << "request " << i;
         EXPECT_EQ(got.output.size(), 2u * 5u);
       }
@@ -111,7 +111,8 @@ TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
       self->send(batcher, infer_atom::value,
                  sched::gnn_request{{std::int64_t(first + i)}, first + i});
     for (int i = 0; i < count; ++i)
-      self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; });
+      self->receive(
+          [&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); });
   };
   auto stats = [&] {
     batcher_stats out;
@@ -155,7 +156,7 @@ TEST(serving_test, the_router_actor_moves_the_routing_point_and_batch_closing_to
   for (std::uint64_t i = 0; i < 16; ++i)
     self->send(srv.batcher, infer_atom::value, sched::gnn_request{{std::int64_t(i)}, i});
   for (int i = 0; i < 16; ++i)
-    self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; },
+    self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); },
                   caf::after(std::chrono::seconds(4)) >> [] { ADD_FAILURE() << "batch waited"; });
   batcher_stats st;
   self->request(srv.batcher, caf::infinite, stats_atom::value)
@@ -183,13 +184,13 @@ TEST(serving_test, a_lone_request_on_an_idle_server_does_not_wait_for_the_deadli
   caf::scoped_actor self{*srv.sys};
   const auto t0 = std::chrono::steady_clock::now();
   self->send(srv.batcher, infer_atom::value, sched::gnn_request{{3}, 0});
-  self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; },
+  self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); },
                 caf::after(std::chrono::seconds(4)) >> [] { ADD_FAILURE() << "waited"; });
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
   for (std::int64_t i = 0; i < 200; ++i)
     self->send(srv.batcher, infer_atom::value, sched::gnn_request{{i}, 0});
   for (int i = 0; i < 200; ++i)
-    self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.empty()) << r.error; });
+    self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); });
   self->request(srv.batcher, caf::infinite, stats_atom::value)
       .receive([&](const batcher_stats& s) { EXPECT_LT(s.batches, 150u); },
                [&](caf::error&) { ADD_FAILURE(); });
@@ -224,7 +225,7 @@ TEST(serving_test, gnnsched_groups_passes_of_several_pipelines_while_serving) {
   }
   for (int k = 0; k < 400; ++k)
     self->receive([&](const gnn_reply& got) {
-      ASSERT_TRUE(got.error.empty()) << got.error;
+      ASSERT_TRUE(got.error.is_ok()) << got.error.to_string();
       EXPECT_EQ(got.output, want[got.sampler_seed]) << got.sampler_seed;
     });
   const auto c = (*device)->stats();
