@@ -20,6 +20,9 @@ function(spindle_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${SPINDLE_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  # A test binary's files compile as a few combined units (gtest, CAF and
+  # CLI11 code generated once per unit): a clean build is minutes shorter.
+  set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   target_compile_definitions(${name} PRIVATE
     SPINDLE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     SPINDLE_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data"

@@ -20,7 +20,6 @@ namespace {
 
 using json = nlohmann::json;
 constexpr const char* kJson = "application/json";
-constexpr const char* kHeaderLength = "Inference-Header-Content-Length";
 // Path templates (transport/http/path_template.hpp), matched by hand: [1] the
 // model, [2] its version ("" when the path names none).
 constexpr const char* kModelPath = "/v2/models/{}[/versions/{}]";

@@ -12,6 +12,9 @@
 
 namespace spindle::transport::kserve {
 
+/// The HTTP header giving the JSON part's length in a binary-tensor body.
+inline constexpr const char* kHeaderLength = "Inference-Header-Content-Length";
+
 /// Parses `body`; `header_length` is the Inference-Header-Content-Length header
 /// (absent: the whole body is JSON). `model`/`version` come from the URL.
 expected<infer_request> parse_infer_request(std::string_view body,

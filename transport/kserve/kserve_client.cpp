@@ -1,5 +1,7 @@
 #include "transport/kserve/kserve_client.hpp"
 
+#include "transport/kserve/infer_json.hpp"
+
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
@@ -112,7 +114,6 @@ expected<rpc::model_info> info_of(const std::string& model, const std::string& p
 
 // ---- HTTP -----------------------------------------------------------------
 
-constexpr const char* kHeaderLength = "Inference-Header-Content-Length";
 
 
 // The output `name` of a binary-extension answer (JSON header, then bytes).
