@@ -11,7 +11,7 @@ JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-data
 SPINDLE := $(BUILD_DIR)/apps/spindle
 
-.PHONY: deps configure build demo test bench clean gpu-check gpu-bundle
+.PHONY: deps configure build app demo test bench clean gpu-check gpu-bundle
 
 deps:
 	@./scripts/install-deps.sh
@@ -22,7 +22,11 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# The `spindle` binary alone (what the demo runs): no test or fuzz binaries.
+app: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target spindle
+
+demo: app
 	$(SPINDLE) generate --scale 16 --edge-factor 16 --feature-dim 64 --seed 1 --force --out $(DEMO_DIR)/rmat16
 	$(SPINDLE) prepare $(DEMO_DIR)/rmat16 --fanouts 25,10 --seed-distribution degree
 	$(SPINDLE) info $(DEMO_DIR)/rmat16 --verify

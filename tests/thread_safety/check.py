@@ -13,12 +13,25 @@ import subprocess
 import sys
 
 
+def unity_entry(commands, path):
+    """A file compiled inside a unity source (several files as one unit) has no
+    entry of its own: the unity source that includes it lends its command."""
+    for file, entry in commands.items():
+        if "/Unity/unity_" in file:
+            try:
+                if f'"{path}"' in open(file).read():
+                    return entry
+            except OSError:
+                pass
+    return None
+
+
 def main():
     build, clang, files = sys.argv[1], sys.argv[2], sys.argv[3:]
     commands = {e["file"]: e for e in json.load(open(f"{build}/compile_commands.json"))}
     failed = 0
     for path in files:
-        entry = commands.get(path)
+        entry = commands.get(path) or unity_entry(commands, path)
         if entry is None:
             print(f"{path}: not in {build}/compile_commands.json")
             failed += 1
@@ -34,7 +47,7 @@ def main():
             if a in ("-o", "-MF", "-MT"):
                 skip = True
                 continue
-            if a in ("-c", "-MD") or a == path:
+            if a in ("-c", "-MD") or a == path or a == entry["file"]:
                 continue
             kept.append(a)
         # Only the analysis speaks: g++'s warning flags are silenced, then it is enabled.
