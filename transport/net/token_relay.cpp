@@ -32,8 +32,8 @@ using clock_type = std::chrono::steady_clock;
 using namespace proof;
 
 constexpr auto kHandshakeDeadline = std::chrono::seconds(5);
-constexpr std::size_t kMaxBuffered = 256 << 10;  // per direction; then reading pauses
-constexpr std::size_t kMaxHandshakes = 256;      // connections not yet authenticated
+constexpr std::size_t kMaxBuffered = 256 << 10;    // per direction; then reading pauses
+constexpr std::size_t kMaxHandshakes = 256;        // connections not yet authenticated
 constexpr std::size_t kMaxHandshakesPerPeer = 16;  // of them from one address
 
 // A non-blocking connection to host:port begun (EINPROGRESS is fine); -1 if not.
@@ -103,13 +103,14 @@ struct token_relay::impl {
     ::epoll_ctl(epoll_fd, op, l.fd[side], &ev);
   }
 
-  void close_link(std::uint64_t id, const char* why) {
+  // `evicted`: closed to make room, logged even when it had sent nothing.
+  void close_link(std::uint64_t id, const char* why, bool evicted = false) {
     auto it = links.find(id);
     if (it == links.end()) return;
     // A connection that sent nothing (a port probe, a member checking the port
     // listens) is not counted as a failed proof.
     const bool silent = it->second.at == stage::proof && it->second.in[0].empty();
-    if (it->second.at != stage::relay && !silent) {
+    if (it->second.at != stage::relay && (!silent || evicted)) {
       std::lock_guard lock(stats_mu);
       ++stats.refused;
       ++refused_unlogged;
@@ -192,8 +193,10 @@ struct token_relay::impl {
       if (!oldest || id < oldest) oldest = id;
       if (l.peer == peer && (++mine, !oldest_mine || id < oldest_mine)) oldest_mine = id;
     }
-    if (mine >= kMaxHandshakesPerPeer) return close_link(oldest_mine, "too many unproven");
-    if (pending >= kMaxHandshakes) close_link(oldest, "too many unproven");
+    if (mine >= kMaxHandshakesPerPeer)
+      return close_link(oldest_mine, "closed to make room: 16 unproven from one address", true);
+    if (pending >= kMaxHandshakes)
+      close_link(oldest, "closed to make room: 256 unproven in all", true);
   }
 
   void accept_all() {
