@@ -1,5 +1,10 @@
 # Helpers every folder's CMakeLists.txt uses, so modules are declared alike.
 
+# Public graphs the tests read when present (Cora, CiteSeer, ...): a folder kept
+# beside the checkout in development; tests that need it skip without it.
+set(SPINDLE_TEST_DATA_DIR "${PROJECT_SOURCE_DIR}/../shared/data" CACHE PATH
+    "Folder of public graphs for tests and benchmarks (optional)")
+
 # -Wno-subobject-linkage: in a unity build a file's pimpl struct holding types of
 # its anonymous namespace is no longer in the "main file", which GCC then warns
 # about though each such struct is still defined in exactly one unit.
@@ -29,7 +34,7 @@ function(spindle_test name)
   set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   target_compile_definitions(${name} PRIVATE
     SPINDLE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    SPINDLE_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data"
+    SPINDLE_SHARED_DATA_DIR="${SPINDLE_TEST_DATA_DIR}"
     SPINDLE_BINARY="$<TARGET_FILE:spindle>")
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)

@@ -78,7 +78,7 @@ void expect_door_answers(const std::function<std::string(std::vector<std::string
 // and pipeline answer calls over the cluster's shards without the coordinator's
 // batcher, equal to one process; its Admin.members shows the whole cluster.
 TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
   cora_cluster c("cluster_member_door");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const std::string token = c.dir + "/member-admin.token";
@@ -152,7 +152,7 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
 // CAF's loopback ports: no rank dies or is declared down, and every answer
 // still equals one process's.
 TEST(cluster_front_door_test, garbage_on_every_port_of_a_serving_cluster_changes_no_answer) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
   cora_cluster c("cluster_garbage");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   std::vector<child_process> ranks;
@@ -207,7 +207,7 @@ TEST(cluster_front_door_test, garbage_on_every_port_of_a_serving_cluster_changes
 // request through `spindle client infer` answers like a single process, and
 // Admin.members lists the three nodes, alive (then rank 1 down after a kill).
 TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
   cora_cluster c("cluster_door");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   std::vector<child_process> members;
@@ -296,7 +296,7 @@ pid_t node_pid(const std::string& config, int rank) {
 // and started again after its backoff (before: launch kept a zombie and said
 // nothing), and SIGTERM still stops everything cleanly.
 TEST(cluster_front_door_test, launch_reaps_reports_and_restarts_a_killed_rank) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
   cora_cluster c("cluster_launch_restart");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   auto launch =
@@ -315,31 +315,6 @@ TEST(cluster_front_door_test, launch_reaps_reports_and_restarts_a_killed_rank) {
   std::string rest;
   while (auto l = launch.read_line(30'000)) rest += *l + "\n";
   EXPECT_EQ(launch.wait(), 0) << rest;
-}
-
-// The local addresses `pid` listens on (TCP, IPv4 and IPv6), as hex strings
-// from /proc/net/tcp{,6} matched to the process's socket inodes (what `ss
-// -ltnp` shows, without needing iproute2).
-std::vector<std::string> listening_addresses(pid_t pid) {
-  std::set<std::string> inodes;
-  for (const auto& e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) {
-    std::error_code ec;
-    const auto target = std::filesystem::read_symlink(e.path(), ec).string();
-    if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
-  }
-  std::vector<std::string> out;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream f(table);
-    std::string line;
-    std::getline(f, line);  // header
-    while (std::getline(f, line)) {
-      std::istringstream in(line);
-      std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
-      in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-      if (state == "0A" && inodes.count(inode)) out.push_back(local);
-    }
-  }
-  return out;
 }
 
 // True for a /proc/net/tcp{,6} local address on loopback (127.0.0.0/8, ::1).
@@ -367,7 +342,7 @@ std::tuple<int, std::string, double> infer_once(const std::string& door) {
 // then rejoin the restarted rank 0, which serves again. Before: members never
 // rejoined and the new rank 0 waited for them forever.
 TEST(cluster_front_door_test, a_killed_coordinator_restarts_and_its_members_rejoin) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
   cora_cluster c("cluster_coordinator_restart");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const std::string door = "127.0.0.1:" + std::to_string(free_port());
@@ -428,7 +403,7 @@ std::string http_exchange(int port, const std::string& request) {
 // [[server]] names, every rank serves its partition, a load spread over two
 // doors is answered through both, and SIGTERM stops every rank.
 TEST(cluster_front_door_test, launch_starts_other_hosts_through_the_launcher) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
   cora_cluster c("cluster_launcher");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const std::string config = c.dir + "/hosts.toml";
@@ -488,7 +463,7 @@ TEST(cluster_front_door_test, launch_starts_other_hosts_through_the_launcher) {
 }
 
 TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
   cora_cluster c("cluster_launch");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const int metrics_port = free_port();

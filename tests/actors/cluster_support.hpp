@@ -176,16 +176,17 @@ inline void stop_cluster(child_process& coord, std::vector<child_process>& membe
   for (std::size_t i = first; i < members.size(); ++i) EXPECT_EQ(members[i].wait(), 0);
 }
 
-// The TCP ports process `pid` listens on (its sockets' inodes in /proc/net/tcp*).
-inline std::vector<int> listening_ports(int pid) {
+// The local addresses `pid` listens on (TCP, IPv4 and IPv6), as hex strings
+// from /proc/net/tcp{,6} matched to the process's socket inodes (what `ss
+// -ltnp` shows, without needing iproute2).
+inline std::vector<std::string> listening_addresses(pid_t pid) {
   std::set<std::string> inodes;
-  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
-  for (const auto& e : std::filesystem::directory_iterator(fds)) {
+  for (const auto& e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) {
     std::error_code ec;
     const auto target = std::filesystem::read_symlink(e.path(), ec).string();
-    if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+    if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
   }
-  std::vector<int> ports;
+  std::vector<std::string> out;
   for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     std::ifstream f(table);
     std::string line;
@@ -194,10 +195,17 @@ inline std::vector<int> listening_ports(int pid) {
       std::istringstream in(line);
       std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
       in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-      if (state == "0A" && inodes.count(inode))
-        ports.push_back(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
+      if (state == "0A" && inodes.count(inode)) out.push_back(local);
     }
   }
+  return out;
+}
+
+// The TCP ports process `pid` listens on.
+inline std::vector<int> listening_ports(int pid) {
+  std::vector<int> ports;
+  for (const auto& local : listening_addresses(pid))
+    ports.push_back(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
   return ports;
 }
 

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/subprocess.hpp"
+#include "grpc_service.grpc.pb.h"
 #include "graph/prepare.hpp"
 #include "nn/model.hpp"
 #include "tests/graph/test_util.hpp"
@@ -112,6 +114,26 @@ inline bool http_infer(int port) {
                   R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})",
                   "application/json");
   return r && r->status == 200;
+}
+
+/// One KServe gRPC infer of "sage" on a fresh connection, within `deadline_s`.
+inline bool grpc_infer(int port, int deadline_s) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a new connection every time
+  auto ch = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
+                                      grpc::InsecureChannelCredentials(), args);
+  auto stub = inference::GRPCInferenceService::NewStub(ch);
+  inference::ModelInferRequest req;
+  req.set_model_name("sage");
+  auto* in = req.add_inputs();
+  in->set_name("seeds");
+  in->set_datatype("INT64");
+  in->add_shape(1);
+  in->mutable_contents()->add_int64_contents(7);
+  inference::ModelInferResponse res;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
+  return stub->ModelInfer(&ctx, req, &res).ok();
 }
 
 }  // namespace spindle

@@ -110,24 +110,7 @@ std::vector<door> doors_of(const chaos_server& s) {
     auto r = c.Get("/metrics");
     return r && r->status == 200;
   };
-  auto grpc_good = [port = s.grpc] {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a new connection every time
-    auto ch = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
-                                        grpc::InsecureChannelCredentials(), args);
-    auto stub = inference::GRPCInferenceService::NewStub(ch);
-    inference::ModelInferRequest req;
-    req.set_model_name("sage");
-    auto* in = req.add_inputs();
-    in->set_name("seeds");
-    in->set_datatype("INT64");
-    in->add_shape(1);
-    in->mutable_contents()->add_int64_contents(7);
-    inference::ModelInferResponse res;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    return stub->ModelInfer(&ctx, req, &res).ok();
-  };
+  auto grpc_good = [port = s.grpc] { return grpc_infer(port, 1); };
   auto capnp_good = [addr = "127.0.0.1:" + std::to_string(capnp_port)] {
     auto c = rpc::rpc_client::connect(addr, 1000);
     if (!c) return false;

@@ -91,22 +91,7 @@ TEST(chaos_slow_clients_test, slowloris_on_every_door_leaves_good_calls_fast) {
     auto a = (*capnp)->infer_gnn({"sage", {5}, 0, 0});
     return a.has_value() && a->status == rpc::rpc_status::ok;
   };
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc),
-                                     grpc::InsecureChannelCredentials());
-  auto stub = inference::GRPCInferenceService::NewStub(channel);
-  auto grpc_call = [&] {
-    inference::ModelInferRequest req;
-    req.set_model_name("sage");
-    auto* in = req.add_inputs();
-    in->set_name("seeds");
-    in->set_datatype("INT64");
-    in->add_shape(1);
-    in->mutable_contents()->add_int64_contents(7);
-    inference::ModelInferResponse res;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return stub->ModelInfer(&ctx, req, &res).ok();
-  };
+  auto grpc_call = [&] { return grpc_infer(s.grpc, 10); };
   struct door {
     const char* name;
     int port;

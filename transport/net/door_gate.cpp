@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -203,6 +204,13 @@ bool spare_descriptor::shed_one(int listen_fd) {
 }
 
 void return_memory_after_flood() {
+  // Called from every door's loop: look at most once a second, without the lock.
+  static std::atomic<std::int64_t> next_look_ms{0};
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (now_ms < next_look_ms.load(std::memory_order_relaxed)) return;
+  next_look_ms.store(now_ms + 1000, std::memory_order_relaxed);
   auto& s = state();
   std::size_t peak = 0, used = 0;
   {
