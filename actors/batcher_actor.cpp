@@ -9,7 +9,7 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 struct pending {
-  sched::gnn_request request;
+  serving::gnn_request request;
   caf::response_promise promise;
   clock_type::time_point arrived;
 };
@@ -26,16 +26,16 @@ struct batcher_state {
   std::vector<std::size_t> in_flight;  // batches each pipeline holds
   std::vector<bool> down;              // pipelines whose process is down: given no batches
   std::deque<closed_batch> queue;      // Quiver §4.3: one queue shared by every pipeline
-  std::unique_ptr<sched::batch_builder<pending>> builder;
-  std::shared_ptr<sched::psgs_router> router;
-  std::function<double(const sched::gnn_request&)> psgs_of;
+  std::unique_ptr<serving::batch_builder<pending>> builder;
+  std::shared_ptr<serving::psgs_router> router;
+  std::function<double(const serving::gnn_request&)> psgs_of;
   std::uint64_t batch_seq = 0;
   batcher_stats stats;
 };
 
 using batcher_ptr = caf::stateful_actor<batcher_state>*;
 
-gnn_reply reply_for(const sched::batch_result& res, std::size_t i, double queued,
+gnn_reply reply_for(const serving::batch_result& res, std::size_t i, double queued,
                     std::uint64_t sampler_seed) {
   gnn_reply r;
   r.sampler_seed = sampler_seed;
@@ -72,8 +72,8 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
   const auto started = clock_type::now();  // the end of each request's time in the batcher
   self->request(st.pipelines[p], caf::infinite, run_atom::value, std::move(job))
       .then(
-          [=](const sched::batch_result& res) {
-            (res.executor == sched::psgs_router::choice::small ? self->state.stats.small
+          [=](const serving::batch_result& res) {
+            (res.executor == serving::psgs_router::choice::small ? self->state.stats.small
                                                                : self->state.stats.large)++;
             ++self->state.stats.per_pipeline[p];
             for (std::size_t i = 0; i < held->items.size(); ++i) {
@@ -145,18 +145,18 @@ bool any_idle(batcher_ptr self) {
 }
 
 caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
-                            sched::batch_policy policy, std::shared_ptr<sched::psgs_router> router,
-                            std::function<double(const sched::gnn_request&)> psgs_of) {
+                            serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
+                            std::function<double(const serving::gnn_request&)> psgs_of) {
   auto& st = self->state;
   st.in_flight.assign(pipelines.size(), 0);
   st.down.assign(pipelines.size(), false);
   st.stats.per_pipeline.assign(pipelines.size(), 0);
   st.pipelines = std::move(pipelines);
-  st.builder = std::make_unique<sched::batch_builder<pending>>(policy);
+  st.builder = std::make_unique<serving::batch_builder<pending>>(policy);
   st.router = std::move(router);
   st.psgs_of = std::move(psgs_of);
   return {
-      [=](infer_atom, sched::gnn_request& r) -> caf::response_promise {
+      [=](infer_atom, serving::gnn_request& r) -> caf::response_promise {
         auto& s = self->state;
         auto rp = self->make_response_promise();
         const auto now = clock_type::now();
@@ -175,14 +175,14 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
       [=](flush_atom, std::uint64_t seq) {
         if (seq == self->state.batch_seq && !self->state.builder->empty()) dispatch(self);
       },
-      [=](policy_atom, sched::routing_policy p) { self->state.router->set_policy(p); },
+      [=](policy_atom, serving::routing_policy p) { self->state.router->set_policy(p); },
       // From the router actor: batches close once their summed PSGS passes this.
       [=](threshold_atom, double psgs) {
         auto p = self->state.builder->policy();
         p.psgs_threshold = psgs;
         self->state.builder->set_policy(p);
       },
-      [=](policy_atom, sched::batch_policy p) {
+      [=](policy_atom, serving::batch_policy p) {
         p.psgs_threshold = self->state.builder->policy().psgs_threshold;
         self->state.builder->set_policy(p);
       },
@@ -202,8 +202,8 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
 }  // namespace
 
 caf::actor spawn_batcher(caf::actor_system& sys, std::vector<caf::actor> pipelines,
-                         sched::batch_policy policy, std::shared_ptr<sched::psgs_router> router,
-                         std::function<double(const sched::gnn_request&)> psgs_of) {
+                         serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
+                         std::function<double(const serving::gnn_request&)> psgs_of) {
   return sys.spawn(batcher_actor, std::move(pipelines), policy, std::move(router),
                    std::move(psgs_of));
 }

@@ -1,5 +1,5 @@
 // The per-model batcher actor: collects inference requests into dynamic
-// batches (deadline, max size, summed-PSGS threshold; sched::batch_builder),
+// batches (deadline, max size, summed-PSGS threshold; serving::batch_builder),
 // work-conserving (a request that finds a pipeline idle goes at once; requests
 // wait for the deadline only while every pipeline is busy),
 // puts closed batches in one queue that every idle pipeline takes from (Quiver
@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "actors/serving_messages.hpp"
-#include "sched/serving/batching.hpp"
+#include "serving/batching.hpp"
 
 namespace spindle::actors {
 
 /// `router` is shared with the pipelines (its policy is changed through this actor).
 caf::actor spawn_batcher(caf::actor_system& sys, std::vector<caf::actor> pipelines,
-                         sched::batch_policy policy, std::shared_ptr<sched::psgs_router> router,
-                         std::function<double(const sched::gnn_request&)> psgs_of);
+                         serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
+                         std::function<double(const serving::gnn_request&)> psgs_of);
 
 }  // namespace spindle::actors

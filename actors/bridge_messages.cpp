@@ -6,7 +6,7 @@ namespace spindle::actors {
 
 remote_batch to_wire(const batch_job& job) { return {job.requests, -1}; }
 
-remote_result to_wire(const sched::batch_result& r) {
+remote_result to_wire(const serving::batch_result& r) {
   remote_result w;
   std::size_t floats = 0;
   for (const auto& o : r.outputs) floats += o.size();
@@ -28,13 +28,13 @@ remote_result to_wire(const sched::batch_result& r) {
   return w;
 }
 
-expected<sched::batch_result> from_wire(remote_result w) {
+expected<serving::batch_result> from_wire(remote_result w) {
   std::uint64_t floats = 0;
   for (auto n : w.output_sizes) floats += n;
   if (floats * sizeof(float) != w.output_bytes.size())
     return make_error(errc::corrupt_data, "remote_result: sizes sum to {} floats but {} bytes came",
                       floats, w.output_bytes.size());
-  sched::batch_result r;
+  serving::batch_result r;
   const char* at = w.output_bytes.data();
   for (auto n : w.output_sizes) {
     auto& o = r.outputs.emplace_back(n);
@@ -49,15 +49,13 @@ expected<sched::batch_result> from_wire(remote_result w) {
                                : errc::internal,
                            i < w.error_messages.size() ? w.error_messages[i] : std::string());
   r.times = {w.sample_s, w.gather_s, w.compute_s};
-  r.executor = sched::psgs_router::choice(w.executor);
+  r.executor = serving::psgs_router::choice(w.executor);
   return r;
 }
 
 void add_bridge_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<remote_batch>("spindle.remote_batch");
   cfg.add_message_type<remote_result>("spindle.remote_result");
-  cfg.add_message_type<gather_request>("spindle.gather_request");
-  cfg.add_message_type<row_block>("spindle.row_block");
 }
 
 std::string error_text(const caf::error& e) {

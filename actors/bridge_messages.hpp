@@ -11,16 +11,7 @@
 
 #include "actors/serving_messages.hpp"
 #include "core/status.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
-
-namespace spindle::sched {
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, gnn_request& x) {
-  return f(x.seeds, x.sampler_seed);
-}
-
-}  // namespace spindle::sched
+#include "serving/gnn_pipeline.hpp"
 
 namespace spindle::actors {
 
@@ -46,7 +37,7 @@ struct bridge_frame {
 
 /// A batch of GNN requests for a pipeline in another process.
 struct remote_batch {
-  std::vector<sched::gnn_request> requests;
+  std::vector<serving::gnn_request> requests;
   std::int32_t executor = -1;  // the sender's routing decision (psgs_router::choice); -1: none
 };
 
@@ -74,30 +65,10 @@ typename Inspector::result_type inspect(Inspector& f, remote_result& x) {
            x.error_messages, x.sample_s, x.gather_s, x.compute_s, x.executor);
 }
 
-/// A gather for a shard's owner (readers that cannot read one-sidedly).
-struct gather_request {
-  std::vector<std::int64_t> ids;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, gather_request& x) {
-  return f(caf::meta::type_name("gather_request"), x.ids);
-}
-
-/// The rows of a gather_request, back to back (float32, host order).
-struct row_block {
-  std::vector<char> bytes;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, row_block& x) {
-  return f(caf::meta::type_name("row_block"), x.bytes);
-}
-
 remote_batch to_wire(const batch_job& job);
-remote_result to_wire(const sched::batch_result& r);
+remote_result to_wire(const serving::batch_result& r);
 /// Fails (errc::corrupt_data) when the sizes and the byte block disagree.
-expected<sched::batch_result> from_wire(remote_result r);
+expected<serving::batch_result> from_wire(remote_result r);
 
 /// Announces the wire types; call on every actor_system_config that runs a bridge.
 void add_bridge_types(caf::actor_system_config& cfg);

@@ -26,7 +26,7 @@ double percentile(std::vector<double>& v, double q) {
 // Answers a batch with `out` floats per request, by CAF request or through the bridge.
 caf::behavior echo(caf::event_based_actor*, int out) {
   auto answer = [out](const remote_batch& b) {
-    sched::batch_result r;
+    serving::batch_result r;
     for (std::size_t i = 0; i < b.requests.size(); ++i) {
       r.outputs.emplace_back(std::size_t(out), float(i));
       r.errors.emplace_back();

@@ -1,6 +1,6 @@
 // Hera's node resource manager loop (Algorithm 3's monitor-and-adjust): an
 // actor that asks the gateway for one manage_step() every T_monitor (the
-// tunable manager_period_ms). The decisions themselves are sched/hera's; the
+// tunable manager_period_ms). The decisions themselves are colocation/hera's; the
 // gateway applies them to the models' worker pools.
 #pragma once
 

@@ -6,14 +6,14 @@ namespace spindle::actors {
 namespace {
 
 struct dlrm_state {
-  std::shared_ptr<embedding::lookup_session> session;
-  std::optional<embedding::dlrm_hps_runner> runner;
+  std::shared_ptr<hps::lookup_session> session;
+  std::optional<hps::dlrm_hps_runner> runner;
   status setup_error;
 };
 
 }  // namespace
 
-dlrm_reply run_dlrm_batch(const embedding::rec_runner& runner, const nn::model& model,
+dlrm_reply run_dlrm_batch(const hps::rec_runner& runner, const nn::model& model,
                           const dlrm_request& req) {
   dlrm_reply reply;
   const auto dense_in = model.desc().dense_in;
@@ -38,9 +38,9 @@ dlrm_reply run_dlrm_batch(const embedding::rec_runner& runner, const nn::model& 
 namespace {
 
 caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model* model,
-                         std::shared_ptr<embedding::lookup_session> session) {
+                         std::shared_ptr<hps::lookup_session> session) {
   self->state.session = std::move(session);
-  auto runner = embedding::dlrm_hps_runner::create(*model, *self->state.session);
+  auto runner = hps::dlrm_hps_runner::create(*model, *self->state.session);
   if (runner) {
     self->state.runner.emplace(std::move(*runner));
   } else {
@@ -57,7 +57,7 @@ caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model*
 }  // namespace
 
 caf::actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
-                                std::shared_ptr<embedding::lookup_session> session) {
+                                std::shared_ptr<hps::lookup_session> session) {
   return sys.spawn<caf::detached>(dlrm_actor, &model, std::move(session));
 }
 

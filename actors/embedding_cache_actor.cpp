@@ -8,11 +8,11 @@ namespace {
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
 struct cache_state {
-  std::shared_ptr<embedding::lookup_session> session;
+  std::shared_ptr<hps::lookup_session> session;
   std::uint32_t interval_ms = 0;
 };
 
-std::uint64_t refresh_all(embedding::lookup_session& s) {
+std::uint64_t refresh_all(hps::lookup_session& s) {
   std::uint64_t n = 0;
   for (std::size_t t = 0; t < s.table_count(); ++t) {
     auto r = s.refresh(t);
@@ -26,7 +26,7 @@ std::uint64_t refresh_all(embedding::lookup_session& s) {
 }
 
 caf::behavior embedding_cache_actor(caf::stateful_actor<cache_state>* self,
-                                    std::shared_ptr<embedding::lookup_session> session,
+                                    std::shared_ptr<hps::lookup_session> session,
                                     std::uint32_t interval_ms) {
   self->state.session = std::move(session);
   self->state.interval_ms = interval_ms;
@@ -60,7 +60,7 @@ caf::behavior embedding_cache_actor(caf::stateful_actor<cache_state>* self,
 }  // namespace
 
 caf::actor spawn_embedding_cache(caf::actor_system& sys,
-                                 std::shared_ptr<embedding::lookup_session> session,
+                                 std::shared_ptr<hps::lookup_session> session,
                                  std::uint32_t refresh_interval_ms) {
   return sys.spawn<caf::detached>(embedding_cache_actor, std::move(session), refresh_interval_ms);
 }

@@ -17,7 +17,7 @@ namespace spindle::actors {
 ///   (threshold_atom, std::string table, double) -> bool   false for an unknown table
 ///   (hps_stats_atom) -> hps_stats
 caf::actor spawn_embedding_cache(caf::actor_system& sys,
-                                 std::shared_ptr<embedding::lookup_session> session,
+                                 std::shared_ptr<hps::lookup_session> session,
                                  std::uint32_t refresh_interval_ms);
 
 }  // namespace spindle::actors

@@ -19,12 +19,12 @@
 #include "actors/hps_messages.hpp"
 #include "actors/serving_messages.hpp"
 #include "actors/split_path.hpp"
+#include "colocation/device_scheduler.hpp"
+#include "colocation/hera/manager.hpp"
 #include "core/access_log.hpp"
-#include "embedding/dlrm_hps.hpp"
-#include "sched/serving/admission.hpp"
-#include "sched/colocation/device_scheduler.hpp"
-#include "sched/colocation/hera/manager.hpp"
-#include "sched/serving/worker_pool.hpp"
+#include "hps/dlrm_hps.hpp"
+#include "serving/admission.hpp"
+#include "serving/worker_pool.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
@@ -34,12 +34,12 @@ struct gnn_model_binding {
   caf::actor batcher;
   const graph::dataset* dataset = nullptr;
   const nn::model* model = nullptr;
-  std::shared_ptr<sched::psgs_router> router;
-  sched::batch_policy policy;
-  sched::admission_options admission;  // SLO, max_queue (the floor follows max_batch)
+  std::shared_ptr<serving::psgs_router> router;
+  serving::batch_policy policy;
+  serving::admission_options admission;  // SLO, max_queue (the floor follows max_batch)
   caf::actor placement;                // a cluster's placement actor (re-plan tunables), or none
   caf::actor router_actor;             // its router actor (routing tunables); none: set directly
-  sched::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
+  colocation::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
   std::string version = "1";                  // the model repository's version served under `name`
   std::string key;  // the loader's name for it (NAME@VERSION); empty: `name`
   /// Served by a cluster (rank 0's door or a member's): every rank samples with the
@@ -58,16 +58,16 @@ struct rec_model_binding {
   /// Hera's worker pool: each worker runs whole batches through `runner`
   /// (resized live by the `workers` tunable and the node manager). When unset,
   /// calls go round robin to `instances` (DLRM inference actors).
-  std::shared_ptr<sched::worker_pool> pool;
-  std::shared_ptr<const embedding::rec_runner> runner;
+  std::shared_ptr<serving::worker_pool> pool;
+  std::shared_ptr<const hps::rec_runner> runner;
   /// Keeps what `runner` and `model` use alive (weights, tables) while the
   /// model is served; dropped when it is unloaded and its calls drained.
   std::shared_ptr<const void> owner;
   std::vector<caf::actor> instances;
   caf::actor cache;  // the embedding_cache actor
   const nn::model* model = nullptr;
-  std::shared_ptr<embedding::lookup_session> session;
-  sched::admission_options admission;  // SLO, max_queue (the floor follows the instances)
+  std::shared_ptr<hps::lookup_session> session;
+  serving::admission_options admission;  // SLO, max_queue (the floor follows the instances)
   std::string version = "1";
   /// Served by another server (a Hera plan server): calls are checked against
   /// `remote_desc` and handed to `forward`, which answers each once; no model,
@@ -124,8 +124,8 @@ class gateway final : public transport::rpc::rpc_service {
   /// worker pool: `profiles` (Hera) holds each model's profile; models missing
   /// from it are named in the error. Each model starts with its admission SLO as
   /// SLA and may use up to `max_workers`.
-  status set_node_manager(sched::hera::manager_policy policy,
-                          const sched::hera::profile_table& profiles, int max_workers);
+  status set_node_manager(colocation::hera::manager_policy policy,
+                          const colocation::hera::profile_table& profiles, int max_workers);
   /// One monitor-and-adjust period over every managed model (the colocation
   /// actor calls it every manager_period_ms). Returns the next period.
   std::chrono::milliseconds manage_step();

@@ -100,7 +100,7 @@ std::pair<double, std::size_t> model_counters::tail_since(
           recent.size()};
 }
 
-nlohmann::json model_counters::json(const sched::admission_control& admission) {
+nlohmann::json model_counters::json(const serving::admission_control& admission) {
   // All of the ring, and the last 10 s of it (so a live change shows at once).
   std::vector<double> all, recent;
   const auto since = std::chrono::steady_clock::now() - std::chrono::seconds(10);
@@ -137,7 +137,7 @@ nlohmann::json model_counters::json(const sched::admission_control& admission) {
 }
 
 void model_counters::render(std::map<std::string, std::string>& families, const std::string& model,
-                            const sched::admission_control& admission, bool stages) const {
+                            const serving::admission_control& admission, bool stages) const {
   const std::string m = fmt::format("model=\"{}\"", model);
   families["spindle_requests_total"] +=
       fmt::format("spindle_requests_total{{{}}} {}\n", m, requests.load());

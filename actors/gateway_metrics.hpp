@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sched/serving/admission.hpp"
+#include "serving/admission.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors::detail {
@@ -73,12 +73,12 @@ struct model_counters {
   /// The q-quantile of the ok latencies recorded since `since`, and how many.
   std::pair<double, std::size_t> tail_since(std::chrono::steady_clock::time_point since, double q);
   /// Counters, latency percentiles and the model's admission state.
-  nlohmann::json json(const sched::admission_control& admission);
+  nlohmann::json json(const serving::admission_control& admission);
   /// Appends this model's samples to `families` (metric family -> its lines), so
   /// the caller can print each family as one group, as the text format requires.
   /// `stages`: also the per-stage histograms (GNN models have them; DLRMs do not).
   void render(std::map<std::string, std::string>& families, const std::string& model,
-              const sched::admission_control& admission, bool stages) const;
+              const serving::admission_control& admission, bool stages) const;
 
  private:
   std::mutex mu_;

@@ -13,7 +13,7 @@ namespace {
 // works from SLA feedback alone. The SLA is the profile's, else admission's.
 status enroll(const gateway::state& s, const std::string& name, rec_entry& e) {
   std::lock_guard lock(e.manager_mu);
-  if (*s.manager == sched::hera::manager_policy::hera) {
+  if (*s.manager == colocation::hera::manager_policy::hera) {
     auto it = s.manager_profiles.models.find(name);
     if (it == s.manager_profiles.models.end())
       return make_error(errc::invalid_argument,
@@ -33,8 +33,8 @@ status enroll(const gateway::state& s, const std::string& name, rec_entry& e) {
 
 }  // namespace
 
-status gateway::set_node_manager(sched::hera::manager_policy policy,
-                                 const sched::hera::profile_table& profiles, int max_workers) {
+status gateway::set_node_manager(colocation::hera::manager_policy policy,
+                                 const colocation::hera::profile_table& profiles, int max_workers) {
   s_->manager = policy;
   s_->manager_profiles = profiles;
   s_->manager_max_workers = std::max(1, max_workers);

@@ -16,10 +16,10 @@
 #include "actors/gateway.hpp"
 #include "actors/gateway_metrics.hpp"
 #include "actors/placement_actor.hpp"
+#include "colocation/hera/manager.hpp"
 #include "core/thread_annotations.hpp"
 #include "graph/node_index.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
-#include "sched/colocation/hera/manager.hpp"
+#include "serving/gnn_pipeline.hpp"
 
 namespace spindle::actors::detail {
 
@@ -42,14 +42,14 @@ placement_stats placement_stats_of(caf::actor_system& sys, const caf::actor& pla
 
 // The admission limit's floor: a cold or idle model still takes a full batch
 // before its capacity is measured (GNN: max_batch; recommendation: see rec_entry).
-inline sched::admission_options with_floor(sched::admission_options o, std::size_t floor) {
+inline serving::admission_options with_floor(serving::admission_options o, std::size_t floor) {
   o.floor = floor;
   return o;
 }
 
 struct gnn_entry {
   gnn_model_binding b;
-  sched::admission_control admission;
+  serving::admission_control admission;
   std::mutex mu;             // guards b.policy and fanouts
   std::vector<int> fanouts;  // what the pipelines sample with (tunable `fanouts`)
   model_counters c;
@@ -61,7 +61,7 @@ struct gnn_entry {
       : b(std::move(binding)), admission(with_floor(b.admission, b.policy.max_batch)) {
     if (!b.dataset) return;
     if (b.model)
-      if (auto f = sched::served_fanouts(b.model->desc(), b.dataset->metadata())) fanouts = *f;
+      if (auto f = serving::served_fanouts(b.model->desc(), b.dataset->metadata())) fanouts = *f;
     if (auto x = graph::node_index::build(*b.dataset))
       ids.emplace(std::move(*x));
     else
@@ -80,13 +80,13 @@ struct pending_rec {
 
 struct rec_entry {
   rec_model_binding b;
-  sched::admission_control admission;
+  serving::admission_control admission;
   std::atomic<std::size_t> next_instance{0};
   model_counters c;
   // The node manager's view of this model (guarded by manager_mu).
   std::mutex manager_mu;
-  sched::hera::manager_settings manager;              // SLA, slack band, max workers
-  std::optional<sched::hera::model_profile> profile;  // from --profiles
+  colocation::hera::manager_settings manager;              // SLA, slack band, max workers
+  std::optional<colocation::hera::model_profile> profile;  // from --profiles
   std::atomic<bool> managed{false};                   // enrolled with the node manager
   std::uint64_t last_requests = 0;
   clock_type::time_point last_tick = clock_type::now();
@@ -113,6 +113,11 @@ struct rec_entry {
   }
 };
 
+// What a recommendation model takes: its own description, or the remote one.
+inline const config::model_desc& rec_desc(const rec_entry& e) {
+  return e.b.remote_desc ? *e.b.remote_desc : e.b.model->desc();
+}
+
 }  // namespace spindle::actors::detail
 
 namespace spindle::actors {
@@ -120,6 +125,7 @@ namespace spindle::actors {
 using clock_type = std::chrono::steady_clock;
 using detail::gnn_entry;
 using detail::rec_entry;
+using detail::rec_desc;
 using detail::shown;
 
 struct gateway::state {
@@ -135,8 +141,8 @@ struct gateway::state {
   clock_type::time_point started = clock_type::now();
   std::atomic<bool> ready{false};  // set once the server's models are loaded and warmed
   // The node manager (Hera Algorithm 3 or the PARTIES-style baseline), if on.
-  std::optional<sched::hera::manager_policy> manager;
-  sched::hera::profile_table manager_profiles;  // what set_node_manager was given
+  std::optional<colocation::hera::manager_policy> manager;
+  colocation::hera::profile_table manager_profiles;  // what set_node_manager was given
   int manager_max_workers = 1;
   std::atomic<int> manager_period_ms{1000};  // T_monitor (tunable manager_period_ms)
   std::unique_ptr<split_path> split;

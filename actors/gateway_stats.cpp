@@ -39,7 +39,7 @@ std::string gateway::stats_json() {
             [](const caf::error&) {});
     if (e->b.device) {
       const auto c = e->b.device->stats();
-      m["gnnsched"] = {{"policy", std::string(sched::to_string(e->b.device->policy()))},
+      m["gnnsched"] = {{"policy", std::string(colocation::to_string(e->b.device->policy()))},
                        {"tasks", c.tasks},
                        {"groups", c.groups},
                        {"largest_group", c.largest_group},

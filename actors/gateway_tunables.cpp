@@ -64,7 +64,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     auto& e = *entry;
     std::lock_guard lock(e.mu);
     std::vector<transport::rpc::tunable> t{
-        {"routing_policy", std::string(sched::to_string(e.b.router->policy()))},
+        {"routing_policy", std::string(serving::to_string(e.b.router->policy()))},
         {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
         {"max_batch", std::to_string(e.b.policy.max_batch)},
         {"work_conserving", e.b.policy.work_conserving ? "true" : "false"},
@@ -72,7 +72,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)},
         {"fanouts", fmt::format("{}", fmt::join(e.fanouts, ","))}};
     if (e.b.device)
-      t.push_back({"gnnsched_policy", std::string(sched::to_string(e.b.device->policy()))});
+      t.push_back({"gnnsched_policy", std::string(colocation::to_string(e.b.device->policy()))});
     const double o = e.b.router->threshold_override();
     t.push_back(
         {"psgs_threshold", std::isnan(o) ? std::string("calibrated") : fmt::format("{}", o)});
@@ -124,7 +124,7 @@ expected<std::uint64_t> parse_count(const std::string& name, const std::string& 
 }
 
 // max_queue and slo_ms, shared by every model kind; nullopt: not one of them.
-std::optional<status> set_admission_tunable(sched::admission_control& a, const std::string& name,
+std::optional<status> set_admission_tunable(serving::admission_control& a, const std::string& name,
                                             const std::string& value) {
   if (name == "max_queue") {
     auto v = parse_count(name, value, 1, 1u << 20);
@@ -150,12 +150,12 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
       return make_error(errc::invalid_argument,
                         "gnnsched_policy: this server runs no GNNSched device scheduler (start "
                         "it with --gnnsched)");
-    SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_grouping_policy(value));
+    SPINDLE_ASSIGN_OR_RETURN(auto p, colocation::parse_grouping_policy(value));
     e.b.device->set_policy(p);  // the device's: every model on it
     return status::ok();
   }
   if (name == "routing_policy") {
-    SPINDLE_ASSIGN_OR_RETURN(auto p, sched::parse_routing_policy(value));
+    SPINDLE_ASSIGN_OR_RETURN(auto p, serving::parse_routing_policy(value));
     if (e.b.router_actor) {
       caf::anon_send(e.b.router_actor, policy_atom::value, p);
     } else {

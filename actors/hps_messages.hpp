@@ -7,8 +7,8 @@
 #include <caf/all.hpp>
 
 #include "actors/serving_messages.hpp"
-#include "embedding/dlrm_hps.hpp"
-#include "embedding/updates/update_stream.hpp"
+#include "hps/dlrm_hps.hpp"
+#include "hps/updates/update_stream.hpp"
 
 namespace spindle::actors {
 
@@ -28,13 +28,13 @@ struct dlrm_request {
 struct dlrm_reply {
   std::vector<float> scores;
   status error;  // ok, or the fault by code and message
-  embedding::dlrm_timing timing;
+  hps::dlrm_timing timing;
 };
 
 /// Per-table counters of the node's lookup session, in table order.
 struct hps_stats {
   std::vector<std::string> tables;
-  std::vector<embedding::table_stats> stats;
+  std::vector<hps::table_stats> stats;
 };
 
 }  // namespace spindle::actors
@@ -42,4 +42,4 @@ struct hps_stats {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::dlrm_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::dlrm_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::hps_stats)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::embedding::consumer_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::hps::consumer_stats)

@@ -27,7 +27,7 @@ struct load_result {
 };
 
 struct load_spec {
-  std::vector<sched::gnn_request> requests;
+  std::vector<serving::gnn_request> requests;
   double rate = 0;            // requests per second; 0 = closed loop
   int clients = 4;            // outstanding requests in closed loop
   bool keep_answers = false;  // fill load_result::outputs / error_of

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "actors/bridge_messages.hpp"
+#include "colocation/task_bytes.hpp"
 #include "core/log.hpp"
 #include "core/thread_priority.hpp"
-#include "sched/colocation/task_bytes.hpp"
 
 namespace spindle::actors {
 namespace {
@@ -17,14 +17,14 @@ using gnnsched_done_atom = caf::atom_constant<caf::atom("gsdone")>;
 // A batch whose forward pass waits in (or runs on) the device scheduler.
 struct waiting_batch {
   caf::response_promise promise;
-  std::shared_ptr<sched::prepared_batch> prepared;
-  std::shared_ptr<const std::vector<sched::gnn_request>> requests;
+  std::shared_ptr<serving::prepared_batch> prepared;
+  std::shared_ptr<const std::vector<serving::gnn_request>> requests;
   std::chrono::steady_clock::time_point submitted;
 };
 
 struct pipeline_state {
-  std::unique_ptr<sched::gnn_pipeline> pipeline;
-  sched::device_scheduler* device = nullptr;
+  std::unique_ptr<serving::gnn_pipeline> pipeline;
+  colocation::device_scheduler* device = nullptr;
   std::map<std::uint64_t, waiting_batch> waiting;
   std::uint64_t next_id = 0;
 };
@@ -36,15 +36,15 @@ using pipeline_ptr = caf::stateful_actor<pipeline_state>*;
 // waits for its group, and answers when the scheduler reports back.
 caf::response_promise submit_gated(pipeline_ptr self, const batch_job& job) {
   auto& st = self->state;
-  auto requests = std::make_shared<const std::vector<sched::gnn_request>>(job.requests);
-  std::shared_ptr<sched::prepared_batch> pb = st.pipeline->prepare(*requests);
+  auto requests = std::make_shared<const std::vector<serving::gnn_request>>(job.requests);
+  std::shared_ptr<serving::prepared_batch> pb = st.pipeline->prepare(*requests);
   auto rp = self->make_response_promise();
   const auto id = st.next_id++;
   st.waiting.emplace(id, waiting_batch{rp, pb, requests, std::chrono::steady_clock::now()});
-  const sched::gnn_pipeline* pipe = st.pipeline.get();
+  const serving::gnn_pipeline* pipe = st.pipeline.get();
   auto me = caf::actor_cast<caf::actor>(self);
   st.device->submit(
-      sched::task_bytes(*pipe, *pb), pipe->qos_target(),
+      colocation::task_bytes(*pipe, *pb), pipe->qos_target(),
       [pipe, pb, requests](gpu::pool_slot slot) {
         pipe->compute(*pb, *requests, slot);
         return status::ok();
@@ -77,16 +77,16 @@ void finish_gated(pipeline_ptr self, std::uint64_t id, std::int32_t code,
 }
 
 caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const nn::model* model,
-                             const sched::psgs_router* router, thread_pool* pool,
-                             sched::feature_source features, sched::device_scheduler* device,
-                             std::shared_ptr<sched::batch_executor> large) {
+                             const serving::psgs_router* router, thread_pool* pool,
+                             serving::feature_source features, colocation::device_scheduler* device,
+                             std::shared_ptr<serving::batch_executor> large) {
   pthread_setname_np(pthread_self(), "spindle-pipe");  // detached: this thread is the actor's
   lower_to_compute_priority();
-  self->state.pipeline = std::make_unique<sched::gnn_pipeline>(
+  self->state.pipeline = std::make_unique<serving::gnn_pipeline>(
       *ds, *model, *router, *pool, std::move(features), std::move(large));
   self->state.device = device;
   return {
-      [=](run_atom, const batch_job& job) -> caf::result<sched::batch_result> {
+      [=](run_atom, const batch_job& job) -> caf::result<serving::batch_result> {
         if (self->state.device) return submit_gated(self, job);
         return self->state.pipeline->run(job.requests);
       },
@@ -111,7 +111,7 @@ caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const 
                                      " is not 0 (small), 1 (large) or -1 (route here)");
         auto res = rb.executor < 0 ? self->state.pipeline->run(rb.requests)
                                    : self->state.pipeline->run(
-                                         rb.requests, sched::psgs_router::choice(rb.executor));
+                                         rb.requests, serving::psgs_router::choice(rb.executor));
         return bridge_reply{caf::make_message(to_wire(res))};
       },
   };
@@ -120,9 +120,9 @@ caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const 
 }  // namespace
 
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
-                          const sched::psgs_router& router, thread_pool& pool,
-                          sched::feature_source features, sched::device_scheduler* device,
-                          std::shared_ptr<sched::batch_executor> large) {
+                          const serving::psgs_router& router, thread_pool& pool,
+                          serving::feature_source features, colocation::device_scheduler* device,
+                          std::shared_ptr<serving::batch_executor> large) {
   return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool, std::move(features),
                                   device, std::move(large));
 }

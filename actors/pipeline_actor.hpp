@@ -1,5 +1,5 @@
 // The inference pipeline actor (Quiver §4.3): samples, gathers and runs the
-// model for one batch at a time by calling sched::gnn_pipeline. It blocks while
+// model for one batch at a time by calling serving::gnn_pipeline. It blocks while
 // it computes, so it is spawned detached (its own thread, named "spindle-pipe"), never on the CAF
 // scheduler. Several pipelines serve one batcher. Registered at the UCX bridge,
 // it also answers batches from other processes ((bridge_call_atom, message)).
@@ -8,7 +8,7 @@
 #include <caf/all.hpp>
 
 #include "actors/serving_messages.hpp"
-#include "sched/colocation/device_scheduler.hpp"
+#include "colocation/device_scheduler.hpp"
 
 namespace spindle::actors {
 
@@ -21,9 +21,9 @@ namespace spindle::actors {
 /// while the pass waits for its group (answers come when the group ran).
 /// `large` (optional) is the pipeline's large executor (a GPU's), else the pool.
 caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
-                          const sched::psgs_router& router, thread_pool& pool,
-                          sched::feature_source features = {},
-                          sched::device_scheduler* device = nullptr,
-                          std::shared_ptr<sched::batch_executor> large = nullptr);
+                          const serving::psgs_router& router, thread_pool& pool,
+                          serving::feature_source features = {},
+                          colocation::device_scheduler* device = nullptr,
+                          std::shared_ptr<serving::batch_executor> large = nullptr);
 
 }  // namespace spindle::actors

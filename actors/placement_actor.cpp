@@ -2,7 +2,7 @@
 
 #include "actors/node_actor.hpp"
 #include "core/log.hpp"
-#include "sched/placement/access_stats.hpp"
+#include "features/access_stats.hpp"
 
 namespace spindle::actors {
 namespace {
@@ -10,7 +10,7 @@ namespace {
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
 struct placement_state {
-  sched::drift_monitor monitor{{}, 0, 0};
+  features::drift_monitor monitor{{}, 0, 0};
   placement_options options;
   placement_hooks hooks;
   caf::actor coordinator;
@@ -76,7 +76,7 @@ caf::behavior placement(self_ptr self, caf::actor coordinator, std::vector<doubl
                         placement_options options, placement_hooks hooks) {
   auto& st = self->state;
   st.monitor =
-      sched::drift_monitor(std::move(planned), options.drift_threshold, options.min_requests);
+      features::drift_monitor(std::move(planned), options.drift_threshold, options.min_requests);
   st.options = options;
   st.hooks = std::move(hooks);
   st.coordinator = std::move(coordinator);

@@ -1,6 +1,6 @@
 // The placement actor (one per cluster, on the coordinator): watches the
 // observed feature accesses, and when they drift past a threshold from the FAP
-// the current plan was made with (sched::drift_monitor), or when asked,
+// the current plan was made with (features::drift_monitor), or when asked,
 // publishes the observed FAP and makes it the cluster's target plan: every
 // node then builds its shard of the new epoch beside the old one and readers
 // switch once all owners are ready (apps/commands/placement_sync), so service

@@ -9,7 +9,7 @@
 
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/gateway_replies.hpp"
-#include "sched/serving/rec_batch.hpp"
+#include "serving/rec_batch.hpp"
 
 namespace spindle::actors::detail {
 namespace {
@@ -47,7 +47,7 @@ struct chunked_batch {
   std::mutex mu;
   std::condition_variable cv;
   std::int64_t finished = 0;
-  void run(std::int64_t i, const embedding::rec_runner& runner, const nn::model& model) {
+  void run(std::int64_t i, const hps::rec_runner& runner, const nn::model& model) {
     chunks[i].reply = run_dlrm_batch(runner, model, chunks[i].req);
     std::lock_guard lock(mu);
     ++finished;
@@ -63,9 +63,9 @@ dlrm_reply run_batch(rec_entry& e, const dlrm_request& req) {
   auto st = std::make_shared<chunked_batch>();
   st->n = n;
   st->chunks = std::make_unique<chunked_batch::chunk[]>(std::size_t(n));
-  const sched::rec_batch_view view{req.batch, req.dense, req.sparse};
+  const serving::rec_batch_view view{req.batch, req.dense, req.sparse};
   for (std::int64_t i = 0; i < n; ++i) {
-    auto part = sched::slice_rec_batch(view, req.batch * i / n, req.batch * (i + 1) / n);
+    auto part = serving::slice_rec_batch(view, req.batch * i / n, req.batch * (i + 1) / n);
     st->chunks[i].req = {part.batch, std::move(part.dense), std::move(part.sparse)};
   }
   const auto* runner = e.b.runner.get();
@@ -127,13 +127,13 @@ void run_pending(rec_entry& e) {
     answer_call(e, *live[0], run_batch(e, live[0]->req));
     return;
   }
-  std::vector<sched::rec_batch_view> parts;
+  std::vector<serving::rec_batch_view> parts;
   std::vector<std::int64_t> sizes;
   for (auto* c : live) {
     parts.push_back({c->req.batch, c->req.dense, c->req.sparse});
     sizes.push_back(c->req.batch);
   }
-  auto merged = sched::merge_rec_batches(parts);
+  auto merged = serving::merge_rec_batches(parts);
   dlrm_request big{merged.batch, std::move(merged.dense), std::move(merged.sparse)};
   e.c.record_execution(std::uint64_t(big.batch));
   const dlrm_reply r = run_batch(e, big);
@@ -144,7 +144,7 @@ void run_pending(rec_entry& e) {
     }
     return;
   }
-  auto split = sched::split_scores(r.scores, sizes);
+  auto split = serving::split_scores(r.scores, sizes);
   for (std::size_t i = 0; i < live.size(); ++i) {
     dlrm_reply one{std::move(split[i]), {}, r.timing};
     answer_call(e, *live[i], one);

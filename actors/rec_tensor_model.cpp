@@ -1,10 +1,10 @@
 // A recommendation model on SplitRPC's tensor path (split_path.hpp).
 #include "actors/split_path.hpp"
-#include "sched/splitrpc/rec_wire.hpp"
+#include "splitrpc/rec_wire.hpp"
 
 namespace spindle::actors {
 
-tensor_model rec_tensor_model(std::string name, std::shared_ptr<const embedding::rec_runner> runner,
+tensor_model rec_tensor_model(std::string name, std::shared_ptr<const hps::rec_runner> runner,
                               const nn::model* model, std::shared_ptr<const void> owner) {
   tensor_model m;
   m.name = std::move(name);
@@ -14,10 +14,10 @@ tensor_model rec_tensor_model(std::string name, std::shared_ptr<const embedding:
                                              std::vector<std::string>& errors) {
     const auto& d = model->desc();
     tensor_model::results out(sizes.size());
-    std::vector<sched::rec_batch_input> inputs(sizes.size());
+    std::vector<serving::rec_batch_input> inputs(sizes.size());
     std::vector<std::size_t> good;
     for (std::size_t k = 0; k < sizes.size(); data += sizes[k], ++k) {
-      auto in = sched::unpack_rec_request({data, sizes[k]}, d.dense_in, d.table_rows.size());
+      auto in = splitrpc::unpack_rec_request({data, sizes[k]}, d.dense_in, d.table_rows.size());
       if (!in) {
         errors[k] = in.error().message();
         continue;
@@ -28,7 +28,7 @@ tensor_model rec_tensor_model(std::string name, std::shared_ptr<const embedding:
     // One forward pass over every good request (a bad key fails the pass: then
     // each runs alone, so it fails only itself).
     auto run = [&](std::span<const std::size_t> which) -> status {
-      std::vector<sched::rec_batch_view> views;
+      std::vector<serving::rec_batch_view> views;
       std::vector<std::int64_t> batches;
       for (auto k : which) {
         views.push_back({inputs[k].batch, inputs[k].dense, inputs[k].sparse});
@@ -44,11 +44,11 @@ tensor_model rec_tensor_model(std::string name, std::shared_ptr<const embedding:
       auto y = which.size() == 1  // alone: no merge copy
                    ? infer(inputs[which[0]].batch, inputs[which[0]].dense, inputs[which[0]].sparse)
                    : [&] {
-                       auto merged = sched::merge_rec_batches(views);
+                       auto merged = serving::merge_rec_batches(views);
                        return infer(merged.batch, merged.dense, merged.sparse);
                      }();
       if (!y) return y.error();
-      auto split = sched::split_scores({y->data(), std::size_t(y->numel())}, batches);
+      auto split = serving::split_scores({y->data(), std::size_t(y->numel())}, batches);
       for (std::size_t i = 0; i < which.size(); ++i) out[which[i]] = std::move(split[i]);
       return status::ok();
     };

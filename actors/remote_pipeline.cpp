@@ -6,8 +6,8 @@ namespace spindle::actors {
 namespace {
 
 caf::behavior remote_pipeline(caf::event_based_actor* self, caf::actor bridge, int rank,
-                              std::shared_ptr<const sched::psgs_router> router,
-                              std::function<double(const sched::gnn_request&)> psgs_of,
+                              std::shared_ptr<const serving::psgs_router> router,
+                              std::function<double(const serving::gnn_request&)> psgs_of,
                               std::string target) {
   return {
       [=](run_atom, const batch_job& job) -> caf::response_promise {
@@ -46,8 +46,8 @@ std::string pipeline_target_name(int index) {
 }
 
 caf::actor spawn_remote_pipeline(caf::actor_system& sys, caf::actor bridge, int rank,
-                                 std::shared_ptr<const sched::psgs_router> router,
-                                 std::function<double(const sched::gnn_request&)> psgs_of,
+                                 std::shared_ptr<const serving::psgs_router> router,
+                                 std::function<double(const serving::gnn_request&)> psgs_of,
                                  int index) {
   return sys.spawn(remote_pipeline, std::move(bridge), rank, std::move(router), std::move(psgs_of),
                    pipeline_target_name(index));

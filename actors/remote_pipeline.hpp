@@ -26,7 +26,7 @@ std::string pipeline_target_name(int index);
 /// `index` picks which of the rank's pipelines it stands in for.
 caf::actor spawn_remote_pipeline(
     caf::actor_system& sys, caf::actor bridge, int rank,
-    std::shared_ptr<const sched::psgs_router> router = nullptr,
-    std::function<double(const sched::gnn_request&)> psgs_of = nullptr, int index = 0);
+    std::shared_ptr<const serving::psgs_router> router = nullptr,
+    std::function<double(const serving::gnn_request&)> psgs_of = nullptr, int index = 0);
 
 }  // namespace spindle::actors

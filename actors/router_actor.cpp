@@ -10,9 +10,9 @@ namespace {
 // JSON cannot hold infinity or NaN: they are written as null.
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
-std::string describe(const sched::psgs_router& t, const std::function<std::string()>& owners) {
+std::string describe(const serving::psgs_router& t, const std::function<std::string()>& owners) {
   const auto& c = t.calibration();
-  nlohmann::json j = {{"policy", std::string(sched::to_string(t.policy()))},
+  nlohmann::json j = {{"policy", std::string(serving::to_string(t.policy()))},
                       {"threshold", number(t.threshold())},
                       {"override", number(t.threshold_override())},
                       {"points",
@@ -25,13 +25,13 @@ std::string describe(const sched::psgs_router& t, const std::function<std::strin
   return j.dump();
 }
 
-caf::behavior router(caf::event_based_actor* self, std::shared_ptr<sched::psgs_router> table,
+caf::behavior router(caf::event_based_actor* self, std::shared_ptr<serving::psgs_router> table,
                      caf::actor batcher, std::function<std::string()> owners) {
   auto push = [=] {
     self->send(batcher, threshold_atom::value, batch_close_threshold(table->threshold()));
   };
   return {
-      [=](policy_atom, sched::routing_policy p) {
+      [=](policy_atom, serving::routing_policy p) {
         table->set_policy(p);
         push();
       },
@@ -51,7 +51,7 @@ double batch_close_threshold(double routing_point) {
              : std::numeric_limits<double>::infinity();
 }
 
-caf::actor spawn_router(caf::actor_system& sys, std::shared_ptr<sched::psgs_router> table,
+caf::actor spawn_router(caf::actor_system& sys, std::shared_ptr<serving::psgs_router> table,
                         caf::actor batcher, std::function<std::string()> owners) {
   return sys.spawn(router, std::move(table), std::move(batcher), std::move(owners));
 }

@@ -1,6 +1,6 @@
 // The router actor (one per model): the writer of its routing tables. Readers
 // on the hot path (batcher, pipelines, remote stand-ins) read the shared
-// sched::psgs_router through atomics and never message it; the router changes
+// serving::psgs_router through atomics and never message it; the router changes
 // the policy and the PSGS routing point live, keeps the batcher's PSGS
 // batch-closing threshold equal to the routing point (Quiver §4.2.2), and
 // reports the tables: the policy, the points, and (on a cluster) which
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "actors/serving_messages.hpp"
-#include "sched/serving/psgs_router.hpp"
+#include "serving/psgs_router.hpp"
 
 namespace spindle::actors {
 
@@ -21,7 +21,7 @@ namespace spindle::actors {
 ///   (policy_atom, routing_policy)  sets the policy
 ///   (threshold_atom, double)       overrides the routing point; < 0 restores the calibrated one
 ///   (caf::get_atom) -> std::string JSON: policy, threshold, override, points, owners
-caf::actor spawn_router(caf::actor_system& sys, std::shared_ptr<sched::psgs_router> table,
+caf::actor spawn_router(caf::actor_system& sys, std::shared_ptr<serving::psgs_router> table,
                         caf::actor batcher, std::function<std::string()> owners = {});
 
 /// The batch-closing threshold for a routing point: points of 0 or infinity

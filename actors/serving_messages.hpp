@@ -6,8 +6,8 @@
 
 #include <caf/all.hpp>
 
-#include "sched/serving/batching.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/batching.hpp"
+#include "serving/gnn_pipeline.hpp"
 
 namespace spindle::actors {
 
@@ -29,7 +29,7 @@ struct gnn_reply {
   std::uint64_t sampler_seed = 0;  // echoes the request's, to match async replies
   std::vector<float> output;
   status error;  // ok, or the fault by code and message (checked once, at the door)
-  sched::stage_times times;
+  serving::stage_times times;
   double queued_s = 0;               // time spent in the batcher
   std::uint32_t batch_requests = 0;  // requests in this request's batch
   bool leads_batch = false;          // the first request of its batch (counts the execution once)
@@ -37,7 +37,7 @@ struct gnn_reply {
 
 /// A closed batch handed to a pipeline.
 struct batch_job {
-  std::vector<sched::gnn_request> requests;
+  std::vector<serving::gnn_request> requests;
 };
 
 /// Batcher counters for stats.
@@ -49,10 +49,10 @@ struct batcher_stats {
 
 }  // namespace spindle::actors
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::gnn_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::gnn_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::batch_job)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::batch_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::batch_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::batcher_stats)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::batch_policy)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::sched::routing_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::batch_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::routing_policy)

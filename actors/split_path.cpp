@@ -9,8 +9,8 @@
 #include "core/log.hpp"
 #include "core/thread_annotations.hpp"
 #include "core/thread_priority.hpp"
-#include "sched/splitrpc/inference_monitor.hpp"
-#include "sched/splitrpc/tensor_queue.hpp"
+#include "splitrpc/inference_monitor.hpp"
+#include "splitrpc/tensor_queue.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
 namespace spindle::actors {
@@ -49,8 +49,8 @@ struct reply_slot {
 // One tensor model: its queue, monitor and executor thread.
 struct model_state {
   tensor_model m;
-  std::unique_ptr<sched::tensor_queue> queue;
-  sched::inference_monitor monitor;
+  std::unique_ptr<splitrpc::tensor_queue> queue;
+  splitrpc::inference_monitor monitor;
   std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<std::uint64_t, reply_slot> replies;  // by queue slot id; guarded by mu
@@ -59,7 +59,7 @@ struct model_state {
 
   // The slot's payload is in place and its control record known: hand it to the executor.
   void ready(std::uint64_t slot, reply_slot r) {
-    (void)monitor.advance(r.call_id, sched::call_state::rx_complete);
+    (void)monitor.advance(r.call_id, splitrpc::call_state::rx_complete);
     {
       std::lock_guard lock(mu);
       replies.emplace(slot, std::move(r));
@@ -70,7 +70,7 @@ struct model_state {
 
   void run() {
     for (;;) {
-      sched::tensor_queue::batch b;
+      splitrpc::tensor_queue::batch b;
       {
         std::unique_lock lock(mu);
         cv.wait_for(lock, std::chrono::milliseconds(50), [&] {
@@ -103,9 +103,9 @@ struct model_state {
       r = std::move(it->second);
       replies.erase(it);
     }
-    (void)monitor.advance(r.call_id, sched::call_state::work_complete);
+    (void)monitor.advance(r.call_id, splitrpc::call_state::work_complete);
     if (!r.done) {  // a rejected call's slot: nobody to answer
-      (void)monitor.advance(r.call_id, sched::call_state::tx_complete);
+      (void)monitor.advance(r.call_id, splitrpc::call_state::tx_complete);
       return;
     }
     tensor_answer a{rpc_status::ok, "", std::move(result), us_since(r.t0), compute_us};
@@ -116,7 +116,7 @@ struct model_state {
            fmt::format("answered after {} us, deadline {} us", a.server_us, r.deadline_us)};
     }
     r.done(std::move(a));
-    (void)monitor.advance(r.call_id, sched::call_state::tx_complete);
+    (void)monitor.advance(r.call_id, splitrpc::call_state::tx_complete);
   }
 };
 
@@ -237,7 +237,7 @@ struct split_path::impl {
     std::memcpy(&h.call_id, msg.header.data(), 8);
     std::memcpy(&h.model, msg.header.data() + 8, 4);
     std::string error;
-    sched::tensor_queue::slot slot;
+    splitrpc::tensor_queue::slot slot;
     if (h.model >= models.size()) {
       error = fmt::format("payload for model index {} of {}", h.model, models.size());
     } else if (auto s = models[h.model]->queue->reserve(msg.length); !s) {
@@ -284,7 +284,7 @@ expected<std::unique_ptr<split_path>> split_path::create(std::vector<tensor_mode
   i->orphan_after = orphan_after;
   for (auto& m : models) {
     auto st = std::make_unique<model_state>();
-    SPINDLE_ASSIGN_OR_RETURN(st->queue, sched::tensor_queue::create(queue_bytes));
+    SPINDLE_ASSIGN_OR_RETURN(st->queue, splitrpc::tensor_queue::create(queue_bytes));
     st->m = std::move(m);
     i->models.push_back(std::move(st));
   }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "embedding/rec_runner.hpp"
+#include "hps/rec_runner.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
@@ -40,10 +40,10 @@ struct tensor_model {
 tensor_model sum_model(std::string name = "sum");
 
 /// A recommendation model on the tensor path (SplitRPC carrying a real model):
-/// each payload is a request packed by sched::pack_rec_request; the requests the
+/// each payload is a request packed by splitrpc::pack_rec_request; the requests the
 /// executor takes at once become one batch (one forward pass through `runner`),
 /// and each gets its scores. `owner` keeps what the runner reads alive.
-tensor_model rec_tensor_model(std::string name, std::shared_ptr<const embedding::rec_runner> runner,
+tensor_model rec_tensor_model(std::string name, std::shared_ptr<const hps::rec_runner> runner,
                               const nn::model* model, std::shared_ptr<const void> owner);
 
 struct split_stats {

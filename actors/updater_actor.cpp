@@ -6,23 +6,23 @@ namespace spindle::actors {
 namespace {
 
 struct updater_state {
-  std::unique_ptr<embedding::update_consumer> consumer;
-  embedding::volatile_db* vdb = nullptr;
-  embedding::persistent_db* pdb = nullptr;
+  std::unique_ptr<hps::update_consumer> consumer;
+  hps::volatile_db* vdb = nullptr;
+  hps::persistent_db* pdb = nullptr;
 };
 
 caf::behavior updater_actor(caf::stateful_actor<updater_state>* self,
-                            std::shared_ptr<embedding::update_consumer> consumer,
-                            embedding::volatile_db* vdb, embedding::persistent_db* pdb) {
-  self->state.consumer = std::make_unique<embedding::update_consumer>(std::move(*consumer));
+                            std::shared_ptr<hps::update_consumer> consumer,
+                            hps::volatile_db* vdb, hps::persistent_db* pdb) {
+  self->state.consumer = std::make_unique<hps::update_consumer>(std::move(*consumer));
   self->state.vdb = vdb;
   self->state.pdb = pdb;
   self->send(self, poll_atom::value);
   return {
       [=](poll_atom) {
         auto& st = self->state;
-        auto n = st.consumer->poll([&](const embedding::update_batch& b) {
-          return embedding::apply_update(b, st.vdb, st.pdb);
+        auto n = st.consumer->poll([&](const hps::update_batch& b) {
+          return hps::apply_update(b, st.vdb, st.pdb);
         });
         if (n) {
           self->send(self, poll_atom::value);  // each poll blocks at most block_ms
@@ -31,15 +31,15 @@ caf::behavior updater_actor(caf::stateful_actor<updater_state>* self,
           self->delayed_send(self, std::chrono::seconds(1), poll_atom::value);
         }
       },
-      [=](hps_stats_atom) -> embedding::consumer_stats { return self->state.consumer->stats(); },
+      [=](hps_stats_atom) -> hps::consumer_stats { return self->state.consumer->stats(); },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_updater(caf::actor_system& sys, embedding::update_consumer consumer,
-                         embedding::volatile_db* vdb, embedding::persistent_db* pdb) {
-  auto boxed = std::make_shared<embedding::update_consumer>(std::move(consumer));
+caf::actor spawn_updater(caf::actor_system& sys, hps::update_consumer consumer,
+                         hps::volatile_db* vdb, hps::persistent_db* pdb) {
+  auto boxed = std::make_shared<hps::update_consumer>(std::move(consumer));
   return sys.spawn<caf::detached>(updater_actor, std::move(boxed), vdb, pdb);
 }
 

@@ -11,8 +11,8 @@
 namespace spindle::actors {
 
 /// `vdb` / `pdb` may be null and must outlive the actor. Messages:
-///   (hps_stats_atom) -> embedding::consumer_stats
-caf::actor spawn_updater(caf::actor_system& sys, embedding::update_consumer consumer,
-                         embedding::volatile_db* vdb, embedding::persistent_db* pdb);
+///   (hps_stats_atom) -> hps::consumer_stats
+caf::actor spawn_updater(caf::actor_system& sys, hps::update_consumer consumer,
+                         hps::volatile_db* vdb, hps::persistent_db* pdb);
 
 }  // namespace spindle::actors

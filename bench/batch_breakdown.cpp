@@ -19,7 +19,7 @@
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
 #include "nn/ops.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/gnn_pipeline.hpp"
 
 using namespace spindle;
 
@@ -27,12 +27,12 @@ namespace {
 
 using clk = std::chrono::steady_clock;
 
-std::vector<sched::gnn_request> draw(const graph::dataset& ds, std::size_t n, std::uint64_t seed,
+std::vector<serving::gnn_request> draw(const graph::dataset& ds, std::size_t n, std::uint64_t seed,
                                      bool own_graphs = false) {
   auto p0 = graph::seed_probabilities(ds.graph(), config::parse_seed_distribution("degree"));
   std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
   std::mt19937_64 rng(seed);
-  std::vector<sched::gnn_request> out(n);
+  std::vector<serving::gnn_request> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, own_graphs ? i + 1 : 0};
   return out;
 }
@@ -41,18 +41,18 @@ struct stage_row {
   double seeds_per_s = 0, sample_us = 0, gather_us = 0, compute_us = 0, rows = 0, edges = 0;
 };
 
-stage_row run_batches(sched::gnn_pipeline& p, const graph::dataset& ds, std::size_t batch,
+stage_row run_batches(serving::gnn_pipeline& p, const graph::dataset& ds, std::size_t batch,
                       int batches, bool own_graphs = false) {
   auto reqs = draw(ds, batch * std::size_t(batches + 3), batch, own_graphs);
   stage_row r;
-  sched::stage_times t;
+  serving::stage_times t;
   for (int b = 0; b < 3; ++b)  // warm up
     p.run({reqs.begin() + b * batch, reqs.begin() + (b + 1) * batch},
-          sched::psgs_router::choice::small);
+          serving::psgs_router::choice::small);
   const auto t0 = clk::now();
   for (int b = 3; b < batches + 3; ++b) {
     auto res = p.run({reqs.begin() + b * batch, reqs.begin() + (b + 1) * batch},
-                     sched::psgs_router::choice::small);
+                     serving::psgs_router::choice::small);
     t.sample_s += res.times.sample_s, t.gather_s += res.times.gather_s;
     t.compute_s += res.times.compute_s;
     r.rows += double(res.work.rows), r.edges += double(res.work.edges);
@@ -117,8 +117,8 @@ int main(int argc, char** argv) {
   nn::heap_allocator weights;
   auto model = nn::model::load(mdir, weights);
   thread_pool pool(1, "bench");
-  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  sched::gnn_pipeline p(*ds, *model, router, pool);
+  serving::psgs_router router(serving::psgs_calibration{}, serving::routing_policy::fixed);
+  serving::gnn_pipeline p(*ds, *model, router, pool);
   fmt::print("{}: GraphSAGE {}-256-47 [25,10], direct pipeline, small executor, 1 thread\n",
              argv[1], d.in);
   fmt::print("{:>6} | {:>9} | {:>9} {:>9} {:>10} | {:>8} {:>9}\n", "batch", "seeds/s", "sample us",
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   const double sample_s = bench::seconds_since(t0) / kBatches;
   for (const auto& sub : subs) edges += double(sub.num_edges()), rows += double(sub.nodes.size());
   const std::int64_t f = ds->feature_dim();
-  sched::host_executor small;
+  serving::host_executor small;
   std::vector<std::vector<float>> xs(kBatches);
   for (int i = 0; i < kBatches; ++i) xs[i].resize(subs[i].nodes.size() * std::size_t(f));
   t0 = clk::now();

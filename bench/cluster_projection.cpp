@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/progress.hpp"
+#include "features/dataset_placement.hpp"
 #include "graph/dataset.hpp"
-#include "sched/placement/dataset_placement.hpp"
 
 using namespace spindle;
 
@@ -44,12 +44,12 @@ struct projected {
 
 expected<projected> evaluate(const graph::dataset& ds, const config::topology& topo,
                              std::string_view policy) {
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(ds, topo, policy));
-  sched::eval_options opt;
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, features::place_dataset(ds, topo, policy));
+  features::eval_options opt;
   opt.requests = 2000;
   opt.batch = 1;
   opt.fanouts = {25, 10};
-  SPINDLE_ASSIGN_OR_RETURN(auto r, sched::evaluate_dataset(ds, topo, plan, opt));
+  SPINDLE_ASSIGN_OR_RETURN(auto r, features::evaluate_dataset(ds, topo, plan, opt));
   const auto local = r.rows_per_link[std::size_t(config::link_kind::local)];
   return projected{double(r.rows - local) / double(opt.requests), r.p50_us, r.p99_us};
 }

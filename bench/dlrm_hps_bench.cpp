@@ -8,14 +8,14 @@
 #include <filesystem>
 
 #include "bench/bench_util.hpp"
-#include "embedding/dlrm_hps.hpp"
-#include "embedding/synthetic_keys.hpp"
+#include "hps/dlrm_hps.hpp"
+#include "hps/synthetic_keys.hpp"
 
 namespace spindle::bench {
 namespace {
 
-using embedding::table_vector;
-using embedding::zipf_keys;
+using hps::table_vector;
+using hps::zipf_keys;
 
 constexpr int tables = 8, dim = 64;
 
@@ -58,7 +58,7 @@ point measure(int batch, std::int64_t samples, std::uint64_t rows, Run run) {
   double lookup_ms = 0, total_ms = 0, hits = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < batches; ++i) {
-    embedding::dlrm_timing timing;
+    hps::dlrm_timing timing;
     const auto b0 = std::chrono::steady_clock::now();
     run(reqs[i], &timing);
     lat.push_back(seconds_since(b0) * 1e3);
@@ -99,17 +99,17 @@ int main(int argc, char** argv) {
   nn::heap_allocator alloc;
   auto full = std::move(*nn::model::load((dir / "model").string(), alloc));
   auto lean = std::move(*nn::model::load((dir / "model").string(), alloc, true));
-  auto pdb = std::move(*embedding::persistent_db::open((dir / "pdb").string()));
-  std::vector<embedding::table_options> opts;
+  auto pdb = std::move(*hps::persistent_db::open((dir / "pdb").string()));
+  std::vector<hps::table_options> opts;
   for (int t = 0; t < tables; ++t) {
     const std::string name = "emb" + std::to_string(t);
     (void)pdb->bulk_load_safetensors(name, (dir / "model" / "weights.safetensors").string(),
                                      "emb_l." + std::to_string(t) + ".weight");
     opts.push_back({name, dim, rows, 0.10, 1.0, 0.0f, 2});
   }
-  auto vdb = std::move(*embedding::make_hash_map_vdb({}));
-  auto session = std::move(*embedding::lookup_session::create(opts, vdb.get(), pdb.get()));
-  auto runner = std::move(*embedding::dlrm_hps_runner::create(lean, *session));
+  auto vdb = std::move(*hps::make_hash_map_vdb({}));
+  auto session = std::move(*hps::lookup_session::create(opts, vdb.get(), pdb.get()));
+  auto runner = std::move(*hps::dlrm_hps_runner::create(lean, *session));
   std::printf(
       "DLRM: 8 tables x %llu rows x 64 floats, dense 13, bottom [256,64], top [256,64,1]; "
       "HPS: L1 10%% per table, threshold 1.0 (synchronous), hash-map VDB, RocksDB PDB\n\n",
@@ -122,12 +122,12 @@ int main(int argc, char** argv) {
     auto dense_of = [&](request_batch& r, int b) {
       return nn::tensor::borrow(r.dense.data(), {b, 13});
     };
-    const point mem = measure(batch, samples, rows, [&](request_batch& r, embedding::dlrm_timing*) {
+    const point mem = measure(batch, samples, rows, [&](request_batch& r, hps::dlrm_timing*) {
       nn::heap_allocator a;
       (void)full.forward_dlrm(a, dense_of(r, batch), r.sparse);
     });
     const point hps =
-        measure(batch, samples, rows, [&](request_batch& r, embedding::dlrm_timing* t) {
+        measure(batch, samples, rows, [&](request_batch& r, hps::dlrm_timing* t) {
           nn::heap_allocator a;
           (void)runner.infer(a, dense_of(r, batch), r.sparse, t);
         });

@@ -19,8 +19,8 @@
 #include "core/npy.hpp"
 #include "core/progress.hpp"
 #include "core/subprocess.hpp"
-#include "embedding/feature_gather.hpp"
-#include "embedding/feature_shard.hpp"
+#include "features/feature_gather.hpp"
+#include "features/feature_shard.hpp"
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
 #include "graph/sampler.hpp"
@@ -77,7 +77,7 @@ double plain_gather(const std::vector<std::byte>& matrix,
   });
 }
 
-expected<double> gatherer_gbs(embedding::feature_gatherer& g,
+expected<double> gatherer_gbs(features::feature_gatherer& g,
                               const std::vector<std::vector<std::int64_t>>& batches,
                               std::vector<std::byte>& out) {
   status failed;
@@ -97,7 +97,7 @@ double median(std::vector<double> v) {
 // Runs `rounds` passes over the batches; the median pass is reported.
 expected<double> remote_gbs(const std::string& binary, const std::string& dir,
                             const std::string& rows, const std::string& tls, int rounds,
-                            const sched::feature_lookup& lookup,
+                            const features::feature_lookup& lookup,
                             const std::vector<std::vector<std::int64_t>>& batches,
                             std::vector<std::byte>& out) {
   std::vector<std::string> env = {"SPINDLE_PROGRESS=0"};
@@ -111,7 +111,7 @@ expected<double> remote_gbs(const std::string& binary, const std::string& dir,
   SPINDLE_ASSIGN_OR_RETURN(auto region, ucx::remote_region::attach(w, desc, 60'000));
   fmt::print(stderr, "{}: region {} mapped into this process\n", tls.empty() ? "default" : tls,
              region->mapped() ? "is" : "is not");
-  embedding::feature_gatherer g(lookup, kRowBytes, {{nullptr, region.get(), 1.0}});
+  features::feature_gatherer g(lookup, kRowBytes, {{nullptr, region.get(), 1.0}});
   SPINDLE_ASSIGN_OR_RETURN(auto warm, gatherer_gbs(g, {batches.front()}, out));
   (void)warm;
   std::vector<double> passes;
@@ -149,16 +149,16 @@ int main(int argc, char** argv) {
 
   // One shard holding every row in id order: the local copy and the served copy.
   const std::uint64_t n = std::uint64_t(ds->num_nodes());
-  sched::lookup_builder b(n, 1);
+  features::lookup_builder b(n, 1);
   for (std::uint64_t v = 0; v < n; ++v) (void)b.assign(v, {0});
   auto lookup = std::move(b).finish();
   std::vector<std::int64_t> all(n);
   std::iota(all.begin(), all.end(), 0);
   const std::string rows = dir + "/all_rows.npy";
   (void)write_npy(rows, dtype::i64, {std::int64_t(n)}, all.data());
-  std::vector<std::byte> local(embedding::shard_bytes(n, kDim));
-  (void)embedding::fill_shard(*lookup, 0, ds->features(), kDim, local);
-  embedding::feature_gatherer local_g(*lookup, kRowBytes, {{local.data(), nullptr, 0.0}});
+  std::vector<std::byte> local(features::shard_bytes(n, kDim));
+  (void)features::fill_shard(*lookup, 0, ds->features(), kDim, local);
+  features::feature_gatherer local_g(*lookup, kRowBytes, {{local.data(), nullptr, 0.0}});
 
   // Plain and local alternate over 5 rounds (medians), so machine noise hits both.
   std::vector<double> copies, plains, locals;

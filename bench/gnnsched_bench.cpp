@@ -18,13 +18,13 @@
 #include <thread>
 
 #include "bench/bench_util.hpp"
+#include "colocation/colocated.hpp"
+#include "colocation/gnnsched.hpp"
+#include "colocation/pmc_check.hpp"
 #include "core/progress.hpp"
 #include "graph/dataset.hpp"
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
-#include "sched/colocation/colocated.hpp"
-#include "sched/colocation/gnnsched.hpp"
-#include "sched/colocation/pmc_check.hpp"
 
 using namespace spindle;
 using clock_type = std::chrono::steady_clock;
@@ -86,7 +86,7 @@ struct outcome {
 };
 
 outcome replay(std::vector<task*> tasks, const std::vector<loaded_model>& models,
-               sched::colocated_runner& runner, std::uint64_t ma, int policy /* 3 = all */) {
+               colocation::colocated_runner& runner, std::uint64_t ma, int policy /* 3 = all */) {
   outcome o;
   std::vector<double> start(tasks.size()), done(tasks.size(), -1);
   std::vector<status> result(tasks.size());
@@ -100,21 +100,21 @@ outcome replay(std::vector<task*> tasks, const std::vector<loaded_model>& models
       std::this_thread::sleep_for(std::chrono::duration<double>(tasks[next]->arrival - now));
       continue;
     }
-    sched::task_groups groups;
+    colocation::task_groups groups;
     if (policy == 3) {
       groups.emplace_back();
       for (auto i : queue) groups[0].push_back({i, tasks[i]->buffer, tasks[i]->qt});
     } else {
-      std::vector<sched::sched_task> q;
+      std::vector<colocation::sched_task> q;
       for (auto i : queue) q.push_back({i, tasks[i]->buffer, tasks[i]->qt});
-      groups = std::move(*sched::group_tasks(q, ma, sched::grouping_policy(policy)));
+      groups = std::move(*colocation::group_tasks(q, ma, colocation::grouping_policy(policy)));
     }
     queue.clear();
     for (const auto& st : groups[0]) prepare(*tasks[st.id]);
     for (std::size_t gi = 0; gi < groups.size(); ++gi) {
       const auto& g = groups[gi];
       o.largest_group = std::max(o.largest_group, g.size());
-      std::vector<sched::colocated_job> jobs;
+      std::vector<colocation::colocated_job> jobs;
       double s = bench::seconds_since(t0);
       for (const auto& st : g) {
         const task* t = tasks[st.id];
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
       t.sub = std::move(*sampler.sample(t.ds->graph(), seeds, {kFanouts, false, rng()}));
       t.degree = nn::gcn_degrees(t.sub.indptr, t.sub.indices, t.sub.hop_end.back());
       auto est =
-          sched::estimate_pmc(sched::gnn_graph(models[a].m.desc(), sched::block_sizes(t.sub)), 1.0);
+          colocation::estimate_pmc(colocation::gnn_graph(models[a].m.desc(), colocation::block_sizes(t.sub)), 1.0);
       t.buffer = (std::uint64_t(double(est.peak_bytes - est.weight_bytes) * 1.1) + 511) / 512 * 512;
       all.push_back(std::move(t));
     }
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
   std::sort(buffers.begin(), buffers.end());
   auto solo_pool = gpu::memory_pool::create(max_buffer);
   thread_pool workers(1, "gnnsched");
-  sched::colocated_runner solo_runner(*solo_pool, workers);
+  colocation::colocated_runner solo_runner(*solo_pool, workers);
   for (auto& t : all) {
     prepare(t);
     for (int rep = 0; rep < 2; ++rep) {
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
   // Pool: 2.5x the median task buffer (and at least the largest), so groups stay small.
   const std::uint64_t ma = std::max<std::uint64_t>(max_buffer, buffers[buffers.size() / 2] * 5 / 2);
   auto pool = gpu::memory_pool::create(ma);
-  sched::colocated_runner runner(*pool, workers);
+  colocation::colocated_runner runner(*pool, workers);
   double solo_mean = 0;
   for (auto& t : all) solo_mean += t.solo;
   solo_mean /= double(all.size());

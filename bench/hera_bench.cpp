@@ -29,19 +29,19 @@
 #include <thread>
 
 #include "bench/bench_util.hpp"
+#include "colocation/hera/colocation.hpp"
+#include "colocation/hera/profile.hpp"
 #include "config/model.hpp"
 #include "core/gnuplot.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
-#include "sched/colocation/hera/colocation.hpp"
-#include "sched/colocation/hera/profile.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle::bench {
 namespace {
 
 namespace rpc = transport::rpc;
-namespace hera = sched::hera;
+namespace hera = colocation::hera;
 
 struct model_spec {
   std::string name, dir;

@@ -17,16 +17,16 @@
 
 #include "bench/bench_util.hpp"
 #include "core/subprocess.hpp"
-#include "embedding/lookup_session.hpp"
-#include "embedding/synthetic_keys.hpp"
+#include "hps/lookup_session.hpp"
+#include "hps/synthetic_keys.hpp"
 
 namespace spindle::bench {
 namespace {
 
-using embedding::table_vector;
-using embedding::zipf_keys;
+using hps::table_vector;
+using hps::zipf_keys;
 
-using embedding::cache_key;
+using hps::cache_key;
 constexpr double alpha = 1.2;
 constexpr std::size_t stream_keys = 1 << 21;  // per thread
 
@@ -50,9 +50,9 @@ double run_threads(int threads, F fn) {
   return seconds_since(t0);
 }
 
-void fill_cache(embedding::embedding_cache& c, const table& tb, zipf_keys& z) {
+void fill_cache(hps::embedding_cache& c, const table& tb, zipf_keys& z) {
   std::vector<float> v;
-  embedding::cache_misses m;
+  hps::cache_misses m;
   for (int i = 0; i < 2000; ++i) {
     auto keys = z.batch(1024);
     std::vector<float> out(keys.size() * tb.dim);
@@ -102,7 +102,7 @@ void throughput_section(const table& tb) {
     std_map[k] = std::uint32_t(k);
     absl_map[k] = std::uint32_t(k);
   }
-  auto cache = std::move(*embedding::embedding_cache::create({tb.rows / 10, tb.dim, 2}));
+  auto cache = std::move(*hps::embedding_cache::create({tb.rows / 10, tb.dim, 2}));
   fill_cache(*cache, tb, z);
   const double vec_gb = double(tb.dim) * 4 / 1e9;
   std::printf("baseline memcpy (1 thread): %.1f GB/s\n\n", memcpy_gbs(tb));
@@ -117,7 +117,7 @@ void throughput_section(const table& tb) {
       std::atomic<std::uint64_t> hits{0};
       const double qs = run_threads(threads, [&](int t) {
         std::vector<float> out(batch * tb.dim);
-        embedding::cache_misses m;
+        hps::cache_misses m;
         std::uint64_t h = 0;
         for (std::size_t b = 0; b + batch <= streams[t].size(); b += batch) {
           (void)cache->query(std::span(streams[t]).subspan(b, batch), out, m);
@@ -177,15 +177,15 @@ void hit_rate_section(const table& tb, const std::string& prefix) {
   for (double f : {0.01, 0.05, 0.10, 0.50}) {
     zipf_keys z(tb.rows, alpha, 11);
     auto c = std::move(
-        *embedding::embedding_cache::create({std::uint64_t(double(tb.rows) * f), tb.dim, 2}));
+        *hps::embedding_cache::create({std::uint64_t(double(tb.rows) * f), tb.dim, 2}));
     std::uint64_t hits = 0, all = 0, hits2 = 0, all2 = 0, uhits = 0, uall = 0;
-    embedding::cache_misses m, um;
+    hps::cache_misses m, um;
     std::vector<float> out(1024 * tb.dim), v;
     std::vector<cache_key> unique;
     std::vector<std::uint32_t> inverse;
     for (std::size_t b = 0; b < stream_keys / 1024; ++b) {
       const auto keys = z.batch(1024);
-      embedding::dedup_keys(keys, unique, inverse);
+      hps::dedup_keys(keys, unique, inverse);
       (void)c->query(unique, std::span(out).first(unique.size() * tb.dim), um);
       (void)c->query(keys, out, m);
       v.resize(m.keys.size() * tb.dim);
@@ -214,11 +214,11 @@ struct warm_point {
   double hit_rate, latency_ms;
 };
 
-std::vector<warm_point> warm_up(const table& tb, double threshold, embedding::persistent_db& pdb,
+std::vector<warm_point> warm_up(const table& tb, double threshold, hps::persistent_db& pdb,
                                 int batches) {
-  auto vdb = std::move(*embedding::make_hash_map_vdb({}));
-  embedding::table_options t{"t", tb.dim, tb.rows, 0.05, threshold, 0.0f, 2};
-  auto s = std::move(*embedding::lookup_session::create({t}, vdb.get(), &pdb));
+  auto vdb = std::move(*hps::make_hash_map_vdb({}));
+  hps::table_options t{"t", tb.dim, tb.rows, 0.05, threshold, 0.0f, 2};
+  auto s = std::move(*hps::lookup_session::create({t}, vdb.get(), &pdb));
   zipf_keys z(tb.rows, alpha, 5);
   std::vector<warm_point> pts;
   std::vector<float> out(1024 * tb.dim);
@@ -271,7 +271,7 @@ void warm_up_section(const table& tb, const std::string& prefix) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("spindle-hps-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  auto pdb = std::move(*embedding::persistent_db::open((dir / "db").string()));
+  auto pdb = std::move(*hps::persistent_db::open((dir / "db").string()));
   (void)pdb->bulk_load("t", tb.values, tb.dim);
   const std::vector<double> thresholds = {0.0, 0.5, 1.0};
   std::vector<std::vector<warm_point>> curves;

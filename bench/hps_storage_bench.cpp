@@ -6,18 +6,18 @@
 #include <filesystem>
 
 #include "bench/bench_util.hpp"
-#include "embedding/pdb/persistent_db.hpp"
-#include "embedding/synthetic_keys.hpp"
-#include "embedding/vdb/volatile_db.hpp"
+#include "hps/pdb/persistent_db.hpp"
+#include "hps/synthetic_keys.hpp"
+#include "hps/vdb/volatile_db.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace spindle::bench {
 namespace {
 
-using embedding::table_vector;
-using embedding::zipf_keys;
+using hps::table_vector;
+using hps::zipf_keys;
 
-using embedding::cache_key;
+using hps::cache_key;
 
 struct rates {
   double insert_mbs = 0, lookup_mbs = 0, hit = 0;
@@ -57,7 +57,7 @@ rates measure(std::uint64_t keys, std::uint32_t dim, std::size_t batch, Insert i
   return r;
 }
 
-rates vdb_rates(embedding::volatile_db& db, std::uint64_t keys, std::uint32_t dim,
+rates vdb_rates(hps::volatile_db& db, std::uint64_t keys, std::uint32_t dim,
                 std::size_t batch) {
   return measure(
       keys, dim, batch, [&](auto& k, auto& v) { (void)db.insert("t", dim, k, v); },
@@ -86,15 +86,15 @@ int main(int argc, char** argv) {
   std::printf("baseline memcpy of the same bytes: %.0f MB/s\n\n", memcpy_mbs(keys * dim * 4));
   std::printf(
       "| level | backend | insert MB/s | lookup MB/s | lookup hit rate |\n|---|---|---|---|---|\n");
-  embedding::vdb_options o;
+  hps::vdb_options o;
   o.overflow_margin = keys;  // hold everything: this measures the store, not eviction
-  auto hash = std::move(*embedding::make_hash_map_vdb(o));
+  auto hash = std::move(*hps::make_hash_map_vdb(o));
   auto r = vdb_rates(*hash, keys, dim, batch);
   std::printf("| VDB | hash map (16 partitions) | %.0f | %.0f | %.3f |\n", r.insert_mbs,
               r.lookup_mbs, r.hit);
   auto server = testing::redis_server::start();
   if (server) {
-    auto redis = embedding::make_redis_vdb(o, "127.0.0.1", (*server)->port());
+    auto redis = hps::make_redis_vdb(o, "127.0.0.1", (*server)->port());
     r = vdb_rates(**redis, keys, dim, batch);
     std::printf("| VDB | Redis (loopback, 16 partitions) | %.0f | %.0f | %.3f |\n", r.insert_mbs,
                 r.lookup_mbs, r.hit);
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("spindle-storage-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  auto pdb = std::move(*embedding::persistent_db::open((dir / "db").string()));
+  auto pdb = std::move(*hps::persistent_db::open((dir / "db").string()));
   (void)pdb->create_table("t", dim);
   r = measure(
       keys, dim, batch, [&](auto& k, auto& v) { (void)pdb->insert("t", k, v); },

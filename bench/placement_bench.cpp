@@ -14,8 +14,8 @@
 
 #include "core/log.hpp"
 #include "core/progress.hpp"
+#include "features/dataset_placement.hpp"
 #include "graph/dataset.hpp"
-#include "sched/placement/dataset_placement.hpp"
 
 using namespace spindle;
 
@@ -40,13 +40,13 @@ struct outcome {
 
 expected<outcome> run(const graph::dataset& ds, const config::topology& topo,
                       std::string_view policy, std::span<const std::int64_t> degree) {
-  SPINDLE_ASSIGN_OR_RETURN(auto p, sched::make_policy(policy));
+  SPINDLE_ASSIGN_OR_RETURN(auto p, features::make_policy(policy));
   SPINDLE_ASSIGN_OR_RETURN(auto plan, p->place(topo, {ds.fap(), degree, kRowBytes, 1}));
-  sched::eval_options opt;
+  features::eval_options opt;
   opt.requests = 500;
   opt.batch = 64;
   opt.fanouts.clear();
-  SPINDLE_ASSIGN_OR_RETURN(auto r, sched::evaluate_dataset(ds, topo, plan, opt));
+  SPINDLE_ASSIGN_OR_RETURN(auto r, features::evaluate_dataset(ds, topo, plan, opt));
   return outcome{r.p50_us, r.p99_us, r.share(config::link_kind::local)};
 }
 

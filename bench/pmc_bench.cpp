@@ -10,8 +10,8 @@
 #include <random>
 
 #include "bench/bench_util.hpp"
+#include "colocation/pmc_check.hpp"
 #include "core/progress.hpp"
-#include "sched/colocation/pmc_check.hpp"
 
 using namespace spindle;
 
@@ -40,7 +40,7 @@ int main() {
         std::mt19937_64 rng{std::uint64_t(batch)};
         for (auto& s : seeds) s = std::int64_t(rng() % std::uint64_t(g.num_nodes));
         auto sub = sampler.sample(g.view(), seeds, {fanouts, false, 1});
-        auto c = sched::check_pmc(dir, *sub);
+        auto c = colocation::check_pmc(dir, *sub);
         if (!c) return fmt::print(stderr, "{}\n", c.error().to_string()), 1;
         worst = std::max(worst, std::abs(c->relative_error()));
         fmt::print("{:<10} {:>6} {:>6} {:>8} {:>9} {:>9.2f} MiB {:>8.2f} MiB {:>7.2f}% {:>10}\n",
@@ -73,7 +73,7 @@ int main() {
     }
     auto y = m->forward_dlrm(alloc, nn::tensor::borrow(dense.data(), {batch, 128}), sparse);
     if (!y) return fmt::print(stderr, "{}\n", y.error().to_string()), 1;
-    auto e = sched::estimate_pmc(sched::dlrm_graph(d, batch));
+    auto e = colocation::estimate_pmc(colocation::dlrm_graph(d, batch));
     const double err = (double(e.peak_bytes) - double(alloc.peak())) / double(alloc.peak());
     worst = std::max(worst, std::abs(err));
     fmt::print("{:<10} {:>6} {:>6} {:>8} {:>9} {:>9.2f} MiB {:>8.2f} MiB {:>7.2f}% {:>10}\n",

@@ -13,7 +13,7 @@
 // of 64, 80 lookups per table, rows scaled to 100,000) for batches of 256 and
 // 4,096 samples: inferRec (the request as Cap'n Proto structs, through the
 // gateway's batcher and pool), the unified tensor path and the SplitRPC path
-// (the packed request, sched/splitrpc/rec_wire.hpp), against the in-process forward pass.
+// (the packed request, splitrpc/rec_wire.hpp), against the in-process forward pass.
 // Usage: rpc_tax_bench [calls_per_size=1000] [DLRM_A_DIR]
 #include <capnp/message.h>
 
@@ -24,7 +24,7 @@
 #include "actors/gateway.hpp"
 #include "bench/bench_util.hpp"
 #include "node/rec_models.hpp"
-#include "sched/splitrpc/rec_wire.hpp"
+#include "splitrpc/rec_wire.hpp"
 #include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_server.hpp"
 #include "transport/rpc/spindle.capnp.h"
@@ -142,7 +142,7 @@ void rec_rpc_tax(spindle::transport::rpc::rpc_client& c,
       "|---|---|---|---|---|---|---|\n");
   for (std::int64_t batch : {256, 4096}) {
     auto req = random_request(batch, 5);
-    const auto payload = sched::pack_rec_request(batch, req.dense, req.sparse);
+    const auto payload = splitrpc::pack_rec_request(batch, req.dense, req.sparse);
     const double mb = double(payload.size()) * 4 / 1e6;
     const int n = batch > 1000 ? std::max(10, calls / 50) : std::max(20, calls / 10);
     row inproc = measure(n, [&](rpc::tensor_answer* a) {

@@ -41,24 +41,24 @@ int main(int argc, char** argv) {
     return fmt::print(stderr, "{}\n", st.to_string()), 1;
   nn::heap_allocator weights;
   auto model = nn::model::load(dir + "/model", weights);
-  sched::psgs_calibration c;  // route everything inline: the tax is what is measured
+  serving::psgs_calibration c;  // route everything inline: the tax is what is measured
   c.small.mean = c.small.max = {0, 0};
   c.large.mean = c.large.max = {1, 0};
-  sched::compute_crossovers(c);
-  auto router = std::make_shared<sched::psgs_router>(c);
+  serving::compute_crossovers(c);
+  auto router = std::make_shared<serving::psgs_router>(c);
   auto p0 = graph::seed_probabilities(ds->graph(), config::parse_seed_distribution("degree"));
   std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
   std::mt19937_64 rng(1);
-  std::vector<sched::gnn_request> requests(n);
+  std::vector<serving::gnn_request> requests(n);
   for (std::size_t i = 0; i < n; ++i) requests[i] = {{pick(rng)}, i};
 
   fmt::print("GraphSAGE 64-128-16 on R-MAT scale 16, [25,10], {} requests of 1 seed\n", n);
   fmt::print("{:>6} | {:>14} {:>14} | {:>8}\n", "batch", "direct req/s", "actors req/s", "tax");
   for (std::size_t batch : {1, 8, 32}) {
-    sched::gnn_pipeline direct(*ds, *model, *router, pool);
+    serving::gnn_pipeline direct(*ds, *model, *router, pool);
     auto t0 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < n; i += batch) {
-      std::vector<sched::gnn_request> b(requests.begin() + i,
+      std::vector<serving::gnn_request> b(requests.begin() + i,
                                         requests.begin() + std::min(n, i + batch));
       auto r = direct.run(b);
     }
@@ -68,13 +68,13 @@ int main(int argc, char** argv) {
     actors::configure_scheduler(cfg);
     caf::actor_system sys{cfg};
     auto pipe = actors::spawn_pipeline(sys, *ds, *model, *router, pool);
-    sched::batch_policy bp;
+    serving::batch_policy bp;
     bp.max_batch = batch;
     bp.deadline = std::chrono::milliseconds(100);  // batches close on size
     const auto* dsp = &*ds;
     auto batcher = actors::spawn_batcher(
         sys, {pipe}, bp, router,
-        [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); });
+        [dsp](const serving::gnn_request& r) { return serving::summed_psgs(*dsp, r); });
     auto result = std::make_shared<actors::load_result>();
     caf::scoped_actor self{sys};
     actors::spawn_load_client(sys, batcher, {requests, 0, int(batch)}, result, self);

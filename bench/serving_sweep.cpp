@@ -14,7 +14,7 @@
 // through the feature lookup table over UCX (mapped shared memory on one host);
 // the direct baseline reads the same way.
 //
-// With --device cuda, PSGS's large executor is the GPU's (sched::cuda_executor:
+// With --device cuda, PSGS's large executor is the GPU's (serving::cuda_executor:
 // sampling, tiered gather and layers on the device; calibrated as served), as
 // `make gpu-check` runs it beside --device host.
 //
@@ -41,12 +41,12 @@
 #include "core/npy.hpp"
 #include "core/progress.hpp"
 #include "core/subprocess.hpp"
-#include "embedding/feature_gather.hpp"
-#include "embedding/feature_shard.hpp"
+#include "features/feature_gather.hpp"
+#include "features/feature_shard.hpp"
 #include "graph/metrics.hpp"
 #include "graph/prepare.hpp"
-#include "sched/serving/cuda_executor.hpp"
-#include "sched/serving/psgs_calibrate.hpp"
+#include "serving/cuda_executor.hpp"
+#include "serving/psgs_calibrate.hpp"
 #include "transport/ucx/ucx.hpp"
 
 using namespace spindle;
@@ -58,7 +58,7 @@ struct point {
 };
 
 point run_rate(caf::actor_system& sys, caf::actor batcher,
-               const std::vector<sched::gnn_request>& reqs, double rate) {
+               const std::vector<serving::gnn_request>& reqs, double rate) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(sys, batcher, {reqs, rate, 0}, result, self);
@@ -71,19 +71,19 @@ point run_rate(caf::actor_system& sys, caf::actor batcher,
 // `spindle serve-shard` child; one gatherer, used by one pipeline thread at a time.
 struct two_process_features {
   std::optional<child_process> owner;
-  std::optional<sched::feature_lookup> lookup;
+  std::optional<features::feature_lookup> lookup;
   std::vector<std::byte> local;
   std::optional<transport::ucx::context> ctx;
   std::optional<transport::ucx::worker> worker;
   std::unique_ptr<transport::ucx::remote_region> region;
-  std::unique_ptr<embedding::feature_gatherer> gatherer;
+  std::unique_ptr<features::feature_gatherer> gatherer;
   std::mutex mu;
 
   status start(const graph::dataset& ds, const std::string& dir, const std::string& binary) {
     const auto n = std::uint64_t(ds.num_nodes());
     const auto dim = std::uint32_t(ds.feature_dim());
-    sched::lookup_builder b(n, 2);
-    for (std::uint64_t v = 0; v < n; ++v) SPINDLE_TRY(b.assign(v, {sched::shard_index(v % 2)}));
+    features::lookup_builder b(n, 2);
+    for (std::uint64_t v = 0; v < n; ++v) SPINDLE_TRY(b.assign(v, {features::shard_index(v % 2)}));
     SPINDLE_ASSIGN_OR_RETURN(auto lk, std::move(b).finish());
     lookup.emplace(std::move(lk));
     const auto odd = lookup->shard_rows(1);
@@ -101,15 +101,15 @@ struct two_process_features {
     SPINDLE_ASSIGN_OR_RETURN(auto w, transport::ucx::worker::create(*ctx));
     worker.emplace(std::move(w));
     SPINDLE_ASSIGN_OR_RETURN(region, transport::ucx::remote_region::attach(*worker, desc, 60'000));
-    local.resize(embedding::shard_bytes(lookup->shard_row_count(0), dim));
-    SPINDLE_TRY(embedding::fill_shard(*lookup, 0, ds.features(), dim, local));
-    gatherer = std::make_unique<embedding::feature_gatherer>(
+    local.resize(features::shard_bytes(lookup->shard_row_count(0), dim));
+    SPINDLE_TRY(features::fill_shard(*lookup, 0, ds.features(), dim, local));
+    gatherer = std::make_unique<features::feature_gatherer>(
         *lookup, dim * 4,
-        std::vector<embedding::shard_access>{{local.data(), nullptr, 0.0},
+        std::vector<features::shard_access>{{local.data(), nullptr, 0.0},
                                              {nullptr, region.get(), 1.0}});
     return status::ok();
   }
-  sched::feature_source source(std::uint32_t dim) {
+  serving::feature_source source(std::uint32_t dim) {
     return [this, dim](std::span<const std::int64_t> ids, float* out) -> status {
       std::lock_guard lock(mu);
       return gatherer->gather(ids, {reinterpret_cast<std::byte*>(out), ids.size() * dim * 4})
@@ -173,7 +173,7 @@ int main(int raw_argc, char** raw_argv) {
   ds->warm_features();
   const int procs = argc > 3 ? std::atoi(argv[3]) : 1;
   two_process_features two;
-  sched::feature_source features;
+  serving::feature_source features;
   if (procs == 2) {
     if (argc < 5) return fmt::print(stderr, "PROCS=2 needs SPINDLE_BINARY\n"), 2;
     if (auto st = two.start(*ds, dir, argv[4]); !st)
@@ -191,7 +191,7 @@ int main(int raw_argc, char** raw_argv) {
     return fmt::print(stderr, "{}\n", st.to_string()), 1;
   nn::heap_allocator weights;
   auto model = nn::model::load(mdir, weights);
-  auto executors = sched::device_executors::create(*ds, *device, std::size_t(1) << 30);
+  auto executors = serving::device_executors::create(*ds, *device, std::size_t(1) << 30);
   if (!executors) return fmt::print(stderr, "{}\n", executors.error().to_string()), 1;
   auto large = [&] {  // PSGS's large executor: the GPU's, or none (the pool)
     auto ex = executors->make();
@@ -199,30 +199,30 @@ int main(int raw_argc, char** raw_argv) {
     return *ex;
   };
   fmt::print("large executor: {}\n", *device == gpu::device_kind::cuda ? "cuda" : "host pool");
-  sched::calibrate_options co;
+  serving::calibrate_options co;
   co.batches = 150;
   co.device = large();
-  auto cal = sched::calibrate(*ds, *model, co, pool);
+  auto cal = serving::calibrate(*ds, *model, co, pool);
   if (!cal) return fmt::print(stderr, "{}\n", cal.error().to_string()), 1;
   auto p0 = graph::seed_probabilities(ds->graph(), config::parse_seed_distribution("degree"));
   std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
   std::mt19937_64 rng(1);
 
   // Baselines: the direct pipeline, batches of 64, on one thread and on two.
-  auto router0 = std::make_shared<sched::psgs_router>(*cal, sched::routing_policy::fixed);
-  std::vector<sched::gnn_request> base(6400);
+  auto router0 = std::make_shared<serving::psgs_router>(*cal, serving::routing_policy::fixed);
+  std::vector<serving::gnn_request> base(6400);
   for (auto& r : base) r = {{pick(rng)}, 0};
   auto direct_rate = [&](std::size_t threads) {
-    std::vector<std::unique_ptr<sched::gnn_pipeline>> pipes;
+    std::vector<std::unique_ptr<serving::gnn_pipeline>> pipes;
     for (std::size_t t = 0; t < threads; ++t)
-      pipes.push_back(std::make_unique<sched::gnn_pipeline>(*ds, *model, *router0, pool, features));
+      pipes.push_back(std::make_unique<serving::gnn_pipeline>(*ds, *model, *router0, pool, features));
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> ts;
     for (std::size_t t = 0; t < threads; ++t)
       ts.emplace_back([&, t] {
         for (std::size_t i = t * 64; i < base.size(); i += 64 * threads)
           pipes[t]->run({base.begin() + i, base.begin() + std::min(base.size(), i + 64)},
-                        sched::psgs_router::choice::small);
+                        serving::psgs_router::choice::small);
       });
     for (auto& th : ts) th.join();
     return double(base.size()) / bench::seconds_since(t0);
@@ -242,19 +242,19 @@ int main(int raw_argc, char** raw_argv) {
   // from stalling).
   struct variant {
     std::string name;
-    sched::routing_policy policy;
-    sched::psgs_router::choice fixed;
+    serving::routing_policy policy;
+    serving::psgs_router::choice fixed;
     std::chrono::milliseconds deadline{2};
   };
   for (const auto& v : std::vector<variant>{
-           {"PSGS-Strict", sched::routing_policy::strict, {}},
-           {"PSGS-Loose", sched::routing_policy::loose, {}},
-           {"fixed-batch", sched::routing_policy::fixed, sched::psgs_router::choice::small,
+           {"PSGS-Strict", serving::routing_policy::strict, {}},
+           {"PSGS-Loose", serving::routing_policy::loose, {}},
+           {"fixed-batch", serving::routing_policy::fixed, serving::psgs_router::choice::small,
             std::chrono::milliseconds(100)},
-           {"inline-only", sched::routing_policy::fixed, sched::psgs_router::choice::small},
-           {"pooled-only", sched::routing_policy::fixed, sched::psgs_router::choice::large}}) {
+           {"inline-only", serving::routing_policy::fixed, serving::psgs_router::choice::small},
+           {"pooled-only", serving::routing_policy::fixed, serving::psgs_router::choice::large}}) {
     if (!only.empty() && only.find("," + v.name + ",") == std::string::npos) continue;
-    auto router = std::make_shared<sched::psgs_router>(*cal, v.policy);
+    auto router = std::make_shared<serving::psgs_router>(*cal, v.policy);
     router->set_fixed(v.fixed);
     caf::actor_system_config cfg;
     actors::configure_scheduler(cfg);
@@ -263,7 +263,7 @@ int main(int raw_argc, char** raw_argv) {
     for (int i = 0; i < 2; ++i)
       pipes.push_back(
           actors::spawn_pipeline(sys, *ds, *model, *router, pool, features, nullptr, large()));
-    sched::batch_policy bp;
+    serving::batch_policy bp;
     const bool fixed_batch = v.deadline > std::chrono::milliseconds(2);
     bp.max_batch = fixed_batch ? 32 : 128;
     bp.work_conserving = !fixed_batch;
@@ -272,11 +272,11 @@ int main(int raw_argc, char** raw_argv) {
     const auto* dsp = &*ds;
     auto batcher = actors::spawn_batcher(
         sys, pipes, bp, router,
-        [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); });
+        [dsp](const serving::gnn_request& r) { return serving::summed_psgs(*dsp, r); });
     double best10 = 0, best30 = 0;
     std::string sweep, cpu;
     for (double rate = 250; rate <= 2 * ceiling; rate *= rate < 2000 ? 1.5 : 1.2) {
-      std::vector<sched::gnn_request> reqs(std::size_t(std::max(300.0, rate * 1.5)));
+      std::vector<serving::gnn_request> reqs(std::size_t(std::max(300.0, rate * 1.5)));
       for (auto& r : reqs) r = {{pick(rng)}, 0};
       const auto cpu0 = bench::thread_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();

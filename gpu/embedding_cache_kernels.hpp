@@ -1,7 +1,7 @@
 // CUDA launchers for the HPS embedding cache (paper §4, Algorithms 2-4): one
 // warp per key, a ballot over the slab, the per-key logic from
 // gpu/kernels/slab_probe.hpp. Device memory is laid out exactly as the host
-// backend's (embedding/cache); these calls are asynchronous on `stream`.
+// backend's (hps/cache); these calls are asynchronous on `stream`.
 // Built only with the CUDA backend; without it every launcher answers unsupported.
 #pragma once
 

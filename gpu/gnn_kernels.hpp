@@ -86,7 +86,7 @@ status gat_aggregate_async(const std::int64_t* indptr, const std::int32_t* indic
 status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
                          float scale, void* stream);
 
-// --- a stack model's ops (sched::device_model::forward_stack) -------------------
+// --- a stack model's ops (serving::device_model::forward_stack) -------------------
 
 /// y [num_dst x width] = GCNConv's aggregation with its options (gcn_element_ex).
 status gcn_aggregate_ex_async(const std::int64_t* indptr, const std::int32_t* indices,

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/log.hpp"
-#include "embedding/feature_shard.hpp"
+#include "features/feature_shard.hpp"
 #include "node/node_shard.hpp"
 
 namespace spindle::node {
@@ -33,14 +33,14 @@ std::string descriptor_for(const member_info& m, int epoch) {
 // it, and the gatherer over them.
 struct cluster_features::epoch_state {
   int epoch = 0;
-  std::shared_ptr<const sched::placement_plan> plan;
+  std::shared_ptr<const features::placement_plan> plan;
   std::vector<std::vector<std::byte>> copies;
   std::vector<std::unique_ptr<ucx::remote_region>> regions;
   std::vector<std::unique_ptr<offset_reader>> windows;  // one per remote shard
   std::map<int, std::vector<int>> shards_of;            // rank -> its shards
   std::map<int, std::string> attached;                  // rank -> descriptor read now
   std::set<int> down;
-  std::unique_ptr<embedding::feature_gatherer> gatherer;
+  std::unique_ptr<features::feature_gatherer> gatherer;
 };
 
 cluster_features::cluster_features(const node_shard& shard, const member_view& view,
@@ -52,7 +52,7 @@ cluster_features::~cluster_features() = default;
 namespace {
 
 // Every shard of `plan` is this rank's or has a live owner with a region for `epoch`.
-bool owners_published(const sched::placement_plan& plan, int epoch, int my_rank,
+bool owners_published(const features::placement_plan& plan, int epoch, int my_rank,
                       const std::map<int, member_info>& alive) {
   for (const auto& s : plan.shards) {
     if (s.server == my_rank) continue;
@@ -77,7 +77,7 @@ expected<std::unique_ptr<cluster_features>> cluster_features::create(
       new cluster_features(shard, view, std::move(ctx), std::move(w)));
   const auto& ds = shard.dataset();
   f->dim_ = std::uint32_t(ds.feature_dim());
-  f->accesses_ = std::make_unique<sched::access_counter>(std::size_t(ds.num_nodes()));
+  f->accesses_ = std::make_unique<features::access_counter>(std::size_t(ds.num_nodes()));
   f->seen_version_ = view.version();
   const auto alive = ready ? *ready : view.snapshot();
   const auto latest = shard.latest();
@@ -96,21 +96,21 @@ expected<std::unique_ptr<cluster_features::epoch_state>> cluster_features::attac
   st->plan = mine->plan;
   const auto& plan = *st->plan;
   const int my_rank = shard_.rank();
-  std::vector<embedding::shard_access> access(plan.shards.size());
+  std::vector<features::shard_access> access(plan.shards.size());
   bool host_taken = false;
   std::map<int, ucx::remote_region*> region_of;
   for (std::size_t i = 0; i < plan.shards.size(); ++i) {
     const int server = plan.shards[i].server;
     st->shards_of[server].push_back(int(i));
     if (server == my_rank) {
-      if (plan.shards[i].tier == sched::shard_tier::host && mine->own_rows && !host_taken) {
+      if (plan.shards[i].tier == features::shard_tier::host && mine->own_rows && !host_taken) {
         access[i] = {mine->own_rows, nullptr, 0.0};
         host_taken = true;
         continue;
       }
       auto& copy = st->copies.emplace_back(
-          embedding::shard_bytes(plan.lookup.shard_row_count(sched::shard_index(i)), dim_));
-      const auto rows = plan.lookup.shard_rows(sched::shard_index(i));
+          features::shard_bytes(plan.lookup.shard_row_count(features::shard_index(i)), dim_));
+      const auto rows = plan.lookup.shard_rows(features::shard_index(i));
       for (std::size_t k = 0; k < rows.size(); ++k) {  // whole dataset or this rank's partition
         const float* row = shard_.dataset().feature_row(std::int64_t(rows[k]));
         if (!row)
@@ -136,7 +136,7 @@ expected<std::unique_ptr<cluster_features::epoch_state>> cluster_features::attac
     SPINDLE_ASSIGN_OR_RETURN(auto* window, shard_window(*st, server, int(i), *region_of[server]));
     access[i] = {nullptr, window, 1.0};
   }
-  st->gatherer = std::make_unique<embedding::feature_gatherer>(plan.lookup, dim_ * 4, access);
+  st->gatherer = std::make_unique<features::feature_gatherer>(plan.lookup, dim_ * 4, access);
   return st;
 }
 
@@ -226,7 +226,7 @@ void cluster_features::refresh() {
   apply_membership();
 }
 
-sched::feature_source cluster_features::source() {
+serving::feature_source cluster_features::source() {
   return [this](std::span<const std::int64_t> ids, float* out) -> status {
     std::lock_guard lock(gather_mu_);
     apply_membership();

@@ -15,11 +15,11 @@
 #include <set>
 #include <string>
 
-#include "embedding/feature_gather.hpp"
+#include "features/access_stats.hpp"
+#include "features/feature_gather.hpp"
+#include "features/placement.hpp"
 #include "graph/dataset.hpp"
-#include "sched/placement/access_stats.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
-#include "sched/placement/placement.hpp"
+#include "serving/gnn_pipeline.hpp"
 #include "transport/ucx/ucx.hpp"
 
 namespace spindle::node {
@@ -72,10 +72,10 @@ class cluster_features {
   static bool readable(const node_shard& shard, const std::map<int, member_info>& alive);
   ~cluster_features();
   /// The pipeline's feature source (applies membership changes, then gathers).
-  sched::feature_source source();
+  serving::feature_source source();
   std::uint64_t local_rows() const { return local_rows_.load(std::memory_order_relaxed); }
   /// Rows gathered per node and requests so far (the observed FAP; any thread).
-  const sched::access_counter& accesses() const { return *accesses_; }
+  const features::access_counter& accesses() const { return *accesses_; }
   std::uint64_t remote_rows() const { return remote_rows_.load(std::memory_order_relaxed); }
   /// Rows read per placement epoch this reader used: by pointer from its own
   /// shard, and from other nodes' shards (mapped or one-sided), with the gathers.
@@ -114,7 +114,7 @@ class cluster_features {
   std::atomic<int> reading_{0};
   std::atomic<std::uint64_t> local_rows_{0}, remote_rows_{0};  // read by stats from any thread
   std::vector<epoch_rows> by_epoch_;  // guarded by gather_mu_; back() is the current epoch
-  std::unique_ptr<sched::access_counter> accesses_;
+  std::unique_ptr<features::access_counter> accesses_;
   std::uint64_t gathers_ = 0;
 };
 

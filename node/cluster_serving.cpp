@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "actors/batcher_actor.hpp"
-#include "actors/feature_shard_actor.hpp"
 #include "actors/load_client.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/pipeline_actor.hpp"
@@ -20,16 +19,16 @@
 #include "core/checksum.hpp"
 #include "core/log.hpp"
 #include "core/text_file.hpp"
-#include "embedding/feature_shard.hpp"
+#include "features/access_stats.hpp"
+#include "features/dataset_placement.hpp"
+#include "features/feature_shard.hpp"
 #include "graph/metrics.hpp"
 #include "nn/model.hpp"
 #include "node/cluster_features.hpp"
 #include "node/member_watch.hpp"
 #include "node/serving_assets.hpp"
-#include "sched/placement/access_stats.hpp"
-#include "sched/placement/dataset_placement.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
-#include "sched/serving/psgs_calibrate.hpp"
+#include "serving/gnn_pipeline.hpp"
+#include "serving/psgs_calibrate.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
 namespace spindle::node {
@@ -49,55 +48,26 @@ expected<std::map<int, member_info>> wait_members(
   return make_error(errc::unavailable, "{} within 60 s", what);
 }
 
-// Re-registers the feature_shard actor at the bridge when the node's shard
-// moved to a new placement epoch (run at every member-watch poll).
-struct shard_registration {
-  caf::actor_system& sys;
-  caf::actor bridge;
-  node_shard& shard;
-  caf::actor actor;
-  int epoch = -1;
-  void refresh() {
-    const auto e = shard.latest();
-    if (e.epoch == epoch) return;
-    auto host = host_shard_of(*e.plan, shard.rank());
-    if (!host) return;
-    auto next =
-        actors::spawn_feature_shard(sys, e.plan->lookup, sched::shard_index(*host), e.own_rows,
-                                    std::uint32_t(shard.dataset().feature_dim()));
-    caf::anon_send(bridge, actors::register_atom::value, std::string(actors::feature_shard_target),
-                   next);
-    stop_and_wait(sys, actor);  // its rows are freed once every reader moved on
-    actor = std::move(next);
-    epoch = e.epoch;
-  }
-};
-
 struct member_serving_impl final : member_serving {
   caf::actor_system* sys = nullptr;
   const graph::dataset* ds = nullptr;
   node_pipelines config;
   caf::actor batcher;  // the member's own front door's, when it has one
   placement_sync* sync = nullptr;
-  member_watch* watch = nullptr;
-  std::uint64_t listener = 0;
   std::unique_ptr<serving_assets> assets;
   std::unique_ptr<cluster_features> features;
   std::vector<caf::actor> pipelines;
-  std::unique_ptr<shard_registration> shard;  // gathers for readers that cannot read one-sidedly
   ~member_serving_impl() override {
-    if (listener) watch->remove(listener);
     sync->set_reader(nullptr);
     stop_and_wait(*sys, batcher);
     for (const auto& p : pipelines)
       stop_and_wait(*sys, p);  // they read `features` and `assets` while they run
-    if (shard) stop_and_wait(*sys, shard->actor);
   }
-  actors::gnn_model_binding door(std::string name, sched::admission_options admission) override {
+  actors::gnn_model_binding door(std::string name, serving::admission_options admission) override {
     if (!batcher) {
       const auto* d = ds;
       batcher = actors::spawn_batcher(*sys, pipelines, config.batch, assets->router,
-                                      [d](const sched::gnn_request& r) { return summed_psgs(*d, r); });
+                                      [d](const serving::gnn_request& r) { return summed_psgs(*d, r); });
     }
     actors::gnn_model_binding b{name.empty() ? assets->model->desc().name : std::move(name),
                                 batcher,
@@ -145,10 +115,6 @@ expected<std::unique_ptr<member_serving>> start_member_serving(node_context node
   for (std::size_t i = 0; i < m->pipelines.size(); ++i)
     caf::anon_send(bridge.actor, actors::register_atom::value,
                    actors::pipeline_target_name(int(i)), m->pipelines[i]);
-  m->shard.reset(new shard_registration{node.sys, bridge.actor, shard, {}, -1});
-  m->shard->refresh();
-  m->watch = &node.watch;
-  m->listener = node.watch.on_poll([reg = m->shard.get()](const auto&) { reg->refresh(); });
   caf::anon_send(member_actor, actors::ready_atom::value, bridge.address);
   log::info("rank {}: {} pipeline{} ready for the coordinator's batches", shard.rank(),
             m->pipelines.size(), m->pipelines.size() == 1 ? "" : "s");
@@ -189,14 +155,14 @@ member_watch::change_fn reroute(caf::actor bridge, caf::actor batcher,
 struct cluster_gnn::parts {
   node_context node;
   std::unique_ptr<serving_assets> assets;
-  std::shared_ptr<const sched::placement_plan> first_plan;  // epoch 0, for comparison
+  std::shared_ptr<const features::placement_plan> first_plan;  // epoch 0, for comparison
   std::unique_ptr<cluster_features> features;
   std::vector<caf::actor> pipelines;  // this node's first, then the members' stand-ins
   std::size_t local = 0;              // how many of `pipelines` run here
   caf::actor batcher;
   caf::actor router;
   caf::actor placement;
-  sched::batch_policy policy;
+  serving::batch_policy policy;
   std::uint64_t listener = 0;
   std::size_t members = 0;
   explicit parts(node_context n) : node(n) {}
@@ -220,11 +186,11 @@ namespace {
 
 // Loads a calibration and routes by it; a batch also closes once its summed
 // PSGS passes the routing point (Quiver §4.2.2).
-status use_calibration(serving_assets& a, sched::batch_policy& policy, const std::string& path,
-                       sched::routing_policy routing) {
+status use_calibration(serving_assets& a, serving::batch_policy& policy, const std::string& path,
+                       serving::routing_policy routing) {
   SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "calibration"));
-  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text, path));
-  a.router = std::make_shared<sched::psgs_router>(std::move(c), routing);
+  SPINDLE_ASSIGN_OR_RETURN(auto c, serving::psgs_calibration::from_json(text, path));
+  a.router = std::make_shared<serving::psgs_router>(std::move(c), routing);
   policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
   return status::ok();
 }
@@ -241,7 +207,7 @@ actors::placement_hooks placement_hooks_of(const cluster_features& f, node_shard
     const auto now = shard.latest();
     if (now.epoch != epoch - 1)
       return make_error(errc::unavailable, "placement epoch {} is not applied here yet", epoch - 1);
-    const auto home = sched::home_servers(*now.plan);
+    const auto home = features::home_servers(*now.plan);
     std::vector<std::byte> blob(fap.size() * sizeof(double) + home.size() * sizeof(std::int32_t));
     std::memcpy(blob.data(), fap.data(), fap.size() * sizeof(double));
     std::memcpy(blob.data() + fap.size() * sizeof(double), home.data(),
@@ -260,7 +226,7 @@ std::function<std::string()> owners_json(const node_shard& shard) {
     const auto rows = e.plan->shard_rows();
     for (std::size_t i = 0; i < e.plan->shards.size(); ++i)
       shards.push_back({{"server", e.plan->shards[i].server},
-                        {"tier", std::string(sched::to_string(e.plan->shards[i].tier))},
+                        {"tier", std::string(features::to_string(e.plan->shards[i].tier))},
                         {"rows", rows[i]}});
     return nlohmann::json{
         {"epoch", e.epoch}, {"replicated_rows", e.plan->replicated_rows}, {"shards", shards}}
@@ -304,13 +270,13 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
     for (std::size_t i = 0; i < p->local; ++i) {  // every member runs as many as this node
       proxies[rank].push_back(actors::spawn_remote_pipeline(
           sys, bridge.actor, rank, a.router,
-          [dsp](const sched::gnn_request& r) { return sched::summed_psgs(*dsp, r); }, int(i)));
+          [dsp](const serving::gnn_request& r) { return serving::summed_psgs(*dsp, r); }, int(i)));
       p->pipelines.push_back(proxies[rank].back());
     }
   }
   p->members = proxies.size();
   p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router,
-                                     [dsp](const auto& r) { return sched::summed_psgs(*dsp, r); });
+                                     [dsp](const auto& r) { return serving::summed_psgs(*dsp, r); });
   p->listener = node.watch.on_change(reroute(bridge.actor, p->batcher, proxies));
   p->router = actors::spawn_router(sys, a.router, p->batcher, owners_json(node.shard));
   p->placement = actors::spawn_placement(sys, node.coordinator,
@@ -320,7 +286,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(node_context node,
 }
 
 actors::gnn_model_binding cluster_gnn::binding(std::string name,
-                                               sched::admission_options admission) const {
+                                               serving::admission_options admission) const {
   auto& a = *p_->assets;
   actors::gnn_model_binding b{name.empty() ? a.model->desc().name : std::move(name),
                               p_->batcher,
@@ -380,15 +346,15 @@ void cluster_gnn::report_placement() {
   }
   const auto now = p_->node.shard.latest();
   const auto fap =
-      sched::observed_fap(p_->features->accesses().snapshot(), p_->features->accesses().requests());
+      features::observed_fap(p_->features->accesses().snapshot(), p_->features->accesses().requests());
   const auto& topo = p_->node.shard.topology();
   fmt::print(
       "placement epoch {} {}: rows moved since epoch 0 {}; expected gather per 16-seed batch "
       "under all observed accesses {:.1f} us on epoch 0's plan, {:.1f} us now\n",
       st.epoch, applied ? "applied" : "not applied within 30 s",
-      sched::rows_moved(*p_->first_plan, *now.plan),
-      sched::expected_latency_us(topo, *p_->first_plan, fap, 16),
-      sched::expected_latency_us(topo, *now.plan, fap, 16));
+      features::rows_moved(*p_->first_plan, *now.plan),
+      features::expected_latency_us(topo, *p_->first_plan, fap, 16),
+      features::expected_latency_us(topo, *now.plan, fap, 16));
 }
 
 status cluster_gnn::run_workload(std::size_t workload) {
@@ -398,7 +364,7 @@ status cluster_gnn::run_workload(std::size_t workload) {
              p_->pipelines.size(), p_->pipelines.size() - p_->local, p_->members);
   std::fflush(stdout);
   actors::load_spec spec;
-  spec.requests = sched::degree_requests(ds, workload);
+  spec.requests = serving::degree_requests(ds, workload);
   spec.clients = 8 * int(p_->pipelines.size());
   spec.keep_answers = true;
   auto result = std::make_shared<actors::load_result>();
@@ -436,7 +402,7 @@ status cluster_gnn::run_workload(std::size_t workload) {
   // How far this pipeline's observed accesses drifted from the FAP epoch 0 used.
   const auto& acc = p_->features->accesses();
   fmt::print("observed accesses {} FAP drift {:.3f}\n", acc.total(),
-             sched::fap_drift(ds.fap(), acc.snapshot()));
+             features::fap_drift(ds.fap(), acc.snapshot()));
   report_placement();
   // What each epoch's plan meant for this pipeline's reads (the measured side of
   // the link model's estimate above).

@@ -18,12 +18,12 @@
 #include "actors/gateway.hpp"
 #include "actors/placement_actor.hpp"
 #include "actors/ucx_bridge.hpp"
+#include "colocation/device_scheduler.hpp"
 #include "core/status.hpp"
 #include "node/member_watch.hpp"
 #include "node/node_shard.hpp"
 #include "node/placement_sync.hpp"
-#include "sched/colocation/device_scheduler.hpp"
-#include "sched/serving/psgs_router.hpp"
+#include "serving/psgs_router.hpp"
 
 namespace spindle::node {
 
@@ -48,7 +48,7 @@ struct member_serving {
   /// not on the path. The batcher is started on the first call.
   /// `name` empty: the model's own name.
   virtual actors::gnn_model_binding door(std::string name,
-                                         sched::admission_options admission) = 0;
+                                         serving::admission_options admission) = 0;
 };
 
 /// How a node serves GNN batches: its pipelines (every rank of a cluster runs
@@ -56,15 +56,15 @@ struct member_serving {
 /// the batcher at its door.
 struct node_pipelines {
   int pipelines = 1;  // each its own sampler and forward pass, sharing the node's pool
-  sched::batch_policy batch = [] {
-    sched::batch_policy b;
+  serving::batch_policy batch = [] {
+    serving::batch_policy b;
     b.max_batch = 16;  // a cluster's batches also cross links: smaller than one process's 64
     return b;
   }();
   /// GNNSched on this node: its pipelines' forward passes grouped by this policy
   /// on one shared pool of `gnnsched_bytes` (the host's memory: nodes have no
   /// device executor yet). Unset: each pipeline runs its own passes.
-  std::optional<sched::grouping_policy> gnnsched;
+  std::optional<colocation::grouping_policy> gnnsched;
   std::size_t gnnsched_bytes = std::size_t(256) << 20;
   /// Times PSGS routing at start over the cluster's shards, rows from other
   /// ranks read as served (a calibration of this cluster, not of one process),
@@ -72,7 +72,7 @@ struct node_pipelines {
   bool calibrate = false;
   int calibrate_batches = 100;  // per executor
   std::string calibration_out;
-  sched::routing_policy routing = sched::routing_policy::strict;
+  serving::routing_policy routing = serving::routing_policy::strict;
 };
 
 /// Waits until every rank owning a shard is alive, then runs `p.pipelines`
@@ -89,7 +89,7 @@ struct cluster_gnn_options {
   std::string model_dir;
   int expect = 0;           // members that must be ready before serving starts
   std::string calibration;  // a `spindle calibrate` JSON file: PSGS routing for the cluster
-  sched::routing_policy policy = sched::routing_policy::fixed;
+  serving::routing_policy policy = serving::routing_policy::fixed;
   actors::placement_options placement;
 };
 
@@ -106,7 +106,7 @@ class cluster_gnn {
   ~cluster_gnn();
 
   /// The model for the gateway (front door); `name` empty: the model's own name.
-  actors::gnn_model_binding binding(std::string name, sched::admission_options admission) const;
+  actors::gnn_model_binding binding(std::string name, serving::admission_options admission) const;
   /// The coordinator's member list (JSON array), for Admin.members.
   std::string members_json() const;
   /// Serves `workload` requests from the in-process generator and prints

@@ -97,7 +97,7 @@ expected<std::map<std::string, std::string>> door_gnns::listed() const {
 
 expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
                                                     const std::string& path,
-                                                    sched::admission_options admission) {
+                                                    serving::admission_options admission) {
   if (!node_)
     return make_error(errc::invalid_argument,
                       "loading '{}' from {}: this node holds no shard of the cluster's dataset "
@@ -122,7 +122,7 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
     const auto* d = &ds;
     m->batcher =
         actors::spawn_batcher(sys_, m->pipelines, p_.batch, m->assets->router,
-                              [d](const sched::gnn_request& r) { return sched::summed_psgs(*d, r); });
+                              [d](const serving::gnn_request& r) { return serving::summed_psgs(*d, r); });
     return status::ok();
   }();
   std::lock_guard lock(mu_);
@@ -151,7 +151,7 @@ void door_gnns::unload(const std::string& key) {
   gone.reset();  // stops its batcher and pipelines, then frees what they read
 }
 
-actors::model_loader door_gnns::loader(sched::admission_options admission, rec_load_fn load_rec) {
+actors::model_loader door_gnns::loader(serving::admission_options admission, rec_load_fn load_rec) {
   actors::model_loader l;
   l.load = [this, admission](const std::string& name,
                              const std::string& path) -> expected<actors::gnn_model_binding> {

@@ -39,7 +39,7 @@ class door_gnns {
   /// recommendation models through `load_rec` (the door's own loader).
   using rec_load_fn = std::function<expected<actors::rec_model_binding>(const std::string&,
                                                                         const std::string&)>;
-  actors::model_loader loader(sched::admission_options admission, rec_load_fn load_rec);
+  actors::model_loader loader(serving::admission_options admission, rec_load_fn load_rec);
   using time_point = std::chrono::steady_clock::time_point;
   /// Names loaded or loading here, each with when the coordinator's list was
   /// known to hold it (time_point::max(): not yet, or never: then it is served
@@ -51,7 +51,7 @@ class door_gnns {
  private:
   struct model;
   expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path,
-                                           sched::admission_options admission);
+                                           serving::admission_options admission);
   void unload(const std::string& key);
   void mark_listed(const std::string& name);
   /// After a load through this door (not the follower's): tells the coordinator.

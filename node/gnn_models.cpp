@@ -9,8 +9,8 @@
 #include "actors/router_actor.hpp"
 #include "nn/model.hpp"
 #include "node/model_repository.hpp"
-#include "sched/serving/cuda_executor.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/cuda_executor.hpp"
+#include "serving/gnn_pipeline.hpp"
 
 namespace spindle::node {
 
@@ -18,7 +18,7 @@ namespace spindle::node {
 struct gnn_models::served {
   nn::heap_allocator weights;
   std::unique_ptr<nn::model> model;
-  std::shared_ptr<sched::psgs_router> router;
+  std::shared_ptr<serving::psgs_router> router;
   std::vector<caf::actor> pipelines;
   caf::actor batcher, router_actor;
 };
@@ -38,7 +38,7 @@ expected<std::unique_ptr<gnn_models>> gnn_models::create(caf::actor_system& sys,
     return make_error(errc::invalid_argument, "--device cuda: no GPU executors were created");
   if (m->defaults_.gnnsched) {  // on a GPU the pool is device memory, a stream per task
     m->device_workers_ = std::make_unique<thread_pool>(0, "gnnsched-w");
-    SPINDLE_ASSIGN_OR_RETURN(m->device_, sched::device_scheduler::create(
+    SPINDLE_ASSIGN_OR_RETURN(m->device_, colocation::device_scheduler::create(
                                              m->defaults_.gnnsched_bytes, *m->device_workers_,
                                              *m->defaults_.gnnsched, device));
   }
@@ -50,8 +50,8 @@ namespace {
 // fanouts in force (-1: every neighbour), how requests share sampled graphs and
 // the PSGS routing point.
 void log_served_model(const std::string& name, const std::string& path, const nn::model& m,
-                      const graph::dataset& ds, const sched::psgs_router& router) {
-  const auto fanouts = sched::served_fanouts(m.desc(), ds.metadata());
+                      const graph::dataset& ds, const serving::psgs_router& router) {
+  const auto fanouts = serving::served_fanouts(m.desc(), ds.metadata());
   log::info("serving GNN '{}' from {}: {}; fanouts [{}]; sampling {}{}; PSGS routing point {:.0f}",
             name, path, config::summary(m.desc()),
             fanouts ? fmt::format("{}", fmt::join(*fanouts, ", ")) : "?",
@@ -82,10 +82,10 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   if (!defaults_.sampling.empty())
     SPINDLE_TRY(std::move(model.set_sampling(defaults_.sampling)).with_context(path + ": "));
   // Fanouts belong to the model; refuse one whose layers nothing fits (no silent default).
-  if (auto f = sched::served_fanouts(model.desc(), ds_.metadata()); !f)
+  if (auto f = serving::served_fanouts(model.desc(), ds_.metadata()); !f)
     return std::move(f).error().with_context(path + "/model.toml: ");
   s->model = std::make_unique<nn::model>(std::move(model));
-  s->router = std::make_shared<sched::psgs_router>(defaults_.calibration, defaults_.policy);
+  s->router = std::make_shared<serving::psgs_router>(defaults_.calibration, defaults_.policy);
   log_served_model(name, path, *s->model, ds_, *s->router);
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i) {
     // A GPU's, with --device cuda (one per pipeline: an executor serves one at a
@@ -110,7 +110,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   const auto* ds = &ds_;
   s->batcher =
       actors::spawn_batcher(sys_, s->pipelines, bp, s->router,
-                            [ds](const sched::gnn_request& r) { return summed_psgs(*ds, r); });
+                            [ds](const serving::gnn_request& r) { return summed_psgs(*ds, r); });
   s->router_actor = actors::spawn_router(sys_, s->router, s->batcher);
   actors::gnn_model_binding b{name, s->batcher, &ds_, s->model.get(), s->router, bp, admission};
   b.router_actor = s->router_actor;

@@ -12,27 +12,27 @@
 #include <string>
 
 #include "actors/gateway.hpp"
+#include "colocation/device_scheduler.hpp"
 #include "core/thread_pool.hpp"
 #include "gpu/device.hpp"
 #include "graph/dataset.hpp"
-#include "sched/serving/batching.hpp"
-#include "sched/serving/cuda_executor.hpp"
-#include "sched/colocation/device_scheduler.hpp"
-#include "sched/serving/psgs_router.hpp"
+#include "serving/batching.hpp"
+#include "serving/cuda_executor.hpp"
+#include "serving/psgs_router.hpp"
 
 namespace spindle::node {
 
 struct gnn_serving_defaults {
-  sched::psgs_calibration calibration;
-  sched::routing_policy policy = sched::routing_policy::strict;
-  sched::batch_policy batch;  // deadline and max size; the PSGS threshold follows routing
+  serving::psgs_calibration calibration;
+  serving::routing_policy policy = serving::routing_policy::strict;
+  serving::batch_policy batch;  // deadline and max size; the PSGS threshold follows routing
   int pipelines = 2;
   std::vector<int> fanouts;  // a --fanouts override for every model loaded; empty: their own
   std::string sampling;      // a --sampling override for every model loaded; empty: their own
-  sched::admission_options admission;  // the SLO and max_queue of each model
+  serving::admission_options admission;  // the SLO and max_queue of each model
   /// GNNSched: the forward passes of every model go through one device
   /// scheduler with this grouping policy and pool; unset: each pipeline computes alone.
-  std::optional<sched::grouping_policy> gnnsched;
+  std::optional<colocation::grouping_policy> gnnsched;
   std::size_t gnnsched_bytes = 256u << 20;
   /// Set when the flag was given: it overrides the model.toml's serving settings.
   bool max_batch_from_flag = false, deadline_from_flag = false, slo_from_flag = false;
@@ -41,7 +41,7 @@ struct gnn_serving_defaults {
   /// and layers on the device) made by `executors`, which serve creates once
   /// (--gpus, --topology, --device-feature-mb) and also calibrates with.
   gpu::device_kind device = gpu::device_kind::host;
-  sched::device_executors executors;
+  serving::device_executors executors;
 };
 
 class gnn_models {
@@ -76,7 +76,7 @@ class gnn_models {
   thread_pool& pool_;
   gnn_serving_defaults defaults_;
   std::unique_ptr<thread_pool> device_workers_;  // "gnnsched-w": where groups run
-  std::unique_ptr<sched::device_scheduler> device_;
+  std::unique_ptr<colocation::device_scheduler> device_;
   std::map<std::string, std::unique_ptr<served>> models_;
 };
 

@@ -1,7 +1,7 @@
 #include "node/hps_stack.hpp"
 
-#include "embedding/vdb/redis_connection.hpp"
-#include "embedding/warm_up.hpp"
+#include "hps/vdb/redis_connection.hpp"
+#include "hps/warm_up.hpp"
 
 namespace spindle::node {
 
@@ -18,20 +18,20 @@ expected<config::hps_config> hps_settings(const hps_stack_args& a) {
   return c;
 }
 
-static embedding::vdb_options vdb_options_of(const config::hps_table_config& t) {
-  embedding::vdb_options o;
+static hps::vdb_options vdb_options_of(const config::hps_table_config& t) {
+  hps::vdb_options o;
   o.partitions = t.vdb_partitions;
   o.overflow_margin = t.overflow_margin;
   o.overflow_resolution = t.overflow_resolution;
-  o.policy = *embedding::parse_eviction_policy(t.eviction_policy);  // validated by config
+  o.policy = *hps::parse_eviction_policy(t.eviction_policy);  // validated by config
   return o;
 }
 
 expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc& d,
                                const config::hps_config& hc) {
   hps_stack s;
-  SPINDLE_ASSIGN_OR_RETURN(s.pdb, embedding::persistent_db::open(a.pdb));
-  std::vector<embedding::table_options> tables;
+  SPINDLE_ASSIGN_OR_RETURN(s.pdb, hps::persistent_db::open(a.pdb));
+  std::vector<hps::table_options> tables;
   for (std::size_t t = 0; t < d.table_rows.size(); ++t) {
     const std::string name = fmt::format("emb{}", t);
     if (!s.pdb->table_dim(name)) {  // first start: fill the PDB from the model's weights
@@ -43,26 +43,26 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
                       tc.cache_fraction, tc.hit_rate_threshold, tc.default_value,
                       tc.slabs_per_set});
   }
-  const embedding::vdb_options vo = vdb_options_of(hc.defaults);
+  const hps::vdb_options vo = vdb_options_of(hc.defaults);
   if (a.vdb == "hash_map") {
-    SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_hash_map_vdb(vo));
+    SPINDLE_ASSIGN_OR_RETURN(s.vdb, hps::make_hash_map_vdb(vo));
   } else if (a.vdb == "redis") {
-    SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.vdb_redis));
-    SPINDLE_ASSIGN_OR_RETURN(s.vdb, embedding::make_redis_vdb(vo, ep.first, ep.second));
+    SPINDLE_ASSIGN_OR_RETURN(auto ep, hps::parse_endpoint(a.vdb_redis));
+    SPINDLE_ASSIGN_OR_RETURN(s.vdb, hps::make_redis_vdb(vo, ep.first, ep.second));
   }
   for (const auto& t : tables) {
     if (s.vdb && hc.tables.count(t.name))
       SPINDLE_TRY(s.vdb->configure_table(t.name, vdb_options_of(hc.for_table(t.name))));
   }
-  embedding::session_options so;
+  hps::session_options so;
   so.l1_gpus = hc.l1_gpus;
   SPINDLE_ASSIGN_OR_RETURN(auto session,
-                           embedding::lookup_session::create(tables, s.vdb.get(), s.pdb.get(), so));
+                           hps::lookup_session::create(tables, s.vdb.get(), s.pdb.get(), so));
   s.session = std::move(session);
   if (a.warm_up) {
     // A shared Redis is warmed once, by whoever loads it: here only the in-process map.
     auto* vdb = a.vdb == "hash_map" ? s.vdb.get() : nullptr;
-    SPINDLE_TRY(embedding::warm_up(*s.session, *s.pdb, vdb).error_or_ok());  // logs each table
+    SPINDLE_TRY(hps::warm_up(*s.session, *s.pdb, vdb).error_or_ok());  // logs each table
   }
   return s;
 }

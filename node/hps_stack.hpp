@@ -9,7 +9,7 @@
 
 #include "config/hps.hpp"
 #include "config/model.hpp"
-#include "embedding/lookup_session.hpp"
+#include "hps/lookup_session.hpp"
 
 namespace spindle::node {
 
@@ -21,9 +21,9 @@ struct hps_stack_args {
 };
 
 struct hps_stack {
-  std::unique_ptr<embedding::persistent_db> pdb;
-  std::unique_ptr<embedding::volatile_db> vdb;
-  std::shared_ptr<embedding::lookup_session> session;
+  std::unique_ptr<hps::persistent_db> pdb;
+  std::unique_ptr<hps::volatile_db> vdb;
+  std::shared_ptr<hps::lookup_session> session;
 };
 
 /// Flags give the defaults; the model's model.toml [hps] section, then --hps-config, win.

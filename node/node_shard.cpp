@@ -4,30 +4,30 @@
 #include <cstring>
 
 #include "core/log.hpp"
-#include "embedding/feature_shard.hpp"
-#include "sched/placement/dataset_partition.hpp"
-#include "sched/placement/dataset_placement.hpp"
+#include "features/dataset_partition.hpp"
+#include "features/dataset_placement.hpp"
+#include "features/feature_shard.hpp"
 
 namespace spindle::node {
 
 namespace ucx = transport::ucx;
 
-expected<int> host_shard_of(const sched::placement_plan& plan, int server) {
+expected<int> host_shard_of(const features::placement_plan& plan, int server) {
   for (std::size_t i = 0; i < plan.shards.size(); ++i)
-    if (plan.shards[i].server == server && plan.shards[i].tier == sched::shard_tier::host)
+    if (plan.shards[i].server == server && plan.shards[i].tier == features::shard_tier::host)
       return int(i);
   return make_error(errc::invalid_argument,
                     "server {} has no host-memory shard in the plan (memory = 0?)", server);
 }
 
-expected<std::vector<region_slot>> region_layout(const sched::placement_plan& plan, int server,
+expected<std::vector<region_slot>> region_layout(const features::placement_plan& plan, int server,
                                                  std::uint32_t dim) {
   SPINDLE_ASSIGN_OR_RETURN(int host, host_shard_of(plan, server));
   std::vector<region_slot> out;
   std::uint64_t at = 0;
   auto add = [&](int shard) {
-    const auto bytes = embedding::shard_bytes(
-        std::max<std::uint64_t>(1, plan.lookup.shard_row_count(sched::shard_index(shard))), dim);
+    const auto bytes = features::shard_bytes(
+        std::max<std::uint64_t>(1, plan.lookup.shard_row_count(features::shard_index(shard))), dim);
     out.push_back({shard, at, bytes});
     at += bytes;
   };
@@ -46,7 +46,7 @@ struct node_shard::region {
 namespace {
 
 // Where `node`'s row is in shard `shard` of `plan`, if that shard holds it.
-const std::byte* row_in(const sched::placement_plan& plan, int shard, const std::byte* rows,
+const std::byte* row_in(const features::placement_plan& plan, int shard, const std::byte* rows,
                         std::uint64_t node, std::size_t row_bytes) {
   const auto loc = plan.lookup.locate(node);
   for (const auto& o : loc.owners)
@@ -72,7 +72,7 @@ expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& 
   // A partitioned dataset (`spindle partition`): this rank's folder, whose rows are
   // exactly those of its shards under the same plan (checked by checksum).
   SPINDLE_ASSIGN_OR_RETURN(
-      auto ds, graph::open_for_serving(sched::rank_dataset_dir(dataset, rank), skip_verify));
+      auto ds, graph::open_for_serving(features::rank_dataset_dir(dataset, rank), skip_verify));
   std::unique_ptr<node_shard> s(new node_shard(topo, std::move(ds), rank));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   s->ctx_.emplace(std::move(ctx));
@@ -80,12 +80,12 @@ expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& 
   s->worker_.emplace(std::move(w));
   SPINDLE_ASSIGN_OR_RETURN(s->address_, s->worker_->address());
   SPINDLE_ASSIGN_OR_RETURN(auto plan,
-                           sched::place_dataset(s->ds_, topo, sched::partition_policy(s->ds_)));
-  SPINDLE_TRY(sched::check_partition(s->ds_, rank, plan));
+                           features::place_dataset(s->ds_, topo, features::partition_policy(s->ds_)));
+  SPINDLE_TRY(features::check_partition(s->ds_, rank, plan));
   if (s->ds_.partitioned())
     log::info("rank {}: serving its partition {} ({} of {} feature rows)", rank, s->ds_.dir(),
               s->ds_.part_rows().size(), s->ds_.num_nodes());
-  auto shared = std::make_shared<const sched::placement_plan>(std::move(plan));
+  auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
   build_report r;
   SPINDLE_ASSIGN_OR_RETURN(auto reg, s->fill(*shared, nullptr, r));
   s->plans_[0] = {0, shared, reg->memory.data()};
@@ -95,7 +95,7 @@ expected<std::unique_ptr<node_shard>> node_shard::start(const config::topology& 
   return s;
 }
 
-expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::placement_plan& plan,
+expected<std::unique_ptr<node_shard::region>> node_shard::fill(const features::placement_plan& plan,
                                                                const epoch_plan* previous,
                                                                build_report& r,
                                                                const row_fetch& fetch) {
@@ -115,7 +115,7 @@ expected<std::unique_ptr<node_shard::region>> node_shard::fill(const sched::plac
   std::vector<std::byte*> wanted_at;
   for (const auto& slot : layout) {
     const bool host = &slot == &layout.front();
-    const auto rows = plan.lookup.shard_rows(sched::shard_index(slot.shard));
+    const auto rows = plan.lookup.shard_rows(features::shard_index(slot.shard));
     std::byte* dst = mem.data() + slot.offset;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const std::byte* src = nullptr;
@@ -207,10 +207,10 @@ expected<node_shard::build_report> node_shard::build(int epoch, std::span<const 
   if (epoch <= previous.epoch)
     return make_error(errc::invalid_argument, "placement epoch {} is not after {}", epoch,
                       previous.epoch);
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::replace_dataset(ds_, topo_, fap, home));
-  auto shared = std::make_shared<const sched::placement_plan>(std::move(plan));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, features::replace_dataset(ds_, topo_, fap, home));
+  auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
   build_report r;
-  r.moved = sched::rows_moved(*previous.plan, *shared);
+  r.moved = features::rows_moved(*previous.plan, *shared);
   SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r, fetch));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard lock(mu_);

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "config/topology.hpp"
+#include "features/placement.hpp"
 #include "graph/dataset.hpp"
-#include "sched/placement/placement.hpp"
 #include "transport/ucx/progress_loop.hpp"
 #include "transport/ucx/ucx.hpp"
 
@@ -26,12 +26,12 @@ namespace spindle::node {
 /// One epoch's plan and this node's rows of it (nullptr: it holds no host shard).
 struct epoch_plan {
   int epoch = 0;
-  std::shared_ptr<const sched::placement_plan> plan;
+  std::shared_ptr<const features::placement_plan> plan;
   const std::byte* own_rows = nullptr;
 };
 
 /// The host-memory shard of `server` in `plan`; fails naming the server.
-expected<int> host_shard_of(const sched::placement_plan& plan, int server);
+expected<int> host_shard_of(const features::placement_plan& plan, int server);
 
 /// Where each of `server`'s shards sits in the UCX region the server publishes:
 /// its host shard first (the epoch's own_rows), then its other tiers' shards
@@ -41,7 +41,7 @@ struct region_slot {
   int shard = 0;
   std::uint64_t offset = 0, bytes = 0;
 };
-expected<std::vector<region_slot>> region_layout(const sched::placement_plan& plan, int server,
+expected<std::vector<region_slot>> region_layout(const features::placement_plan& plan, int server,
                                                  std::uint32_t dim);
 
 class node_shard {
@@ -95,7 +95,7 @@ class node_shard {
  private:
   struct region;
   node_shard(const config::topology& topo, graph::dataset ds, int rank);
-  expected<std::unique_ptr<region>> fill(const sched::placement_plan& plan,
+  expected<std::unique_ptr<region>> fill(const features::placement_plan& plan,
                                          const epoch_plan* previous, build_report& r,
                                          const row_fetch& fetch = {});
   status describe(region& reg) const;

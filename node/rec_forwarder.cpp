@@ -158,7 +158,7 @@ void rec_forwarder::run() {
   }
 }
 
-actors::rec_model_binding rec_forwarder::binding(sched::admission_options admission) {
+actors::rec_model_binding rec_forwarder::binding(serving::admission_options admission) {
   actors::rec_model_binding b;
   b.name = spec_.name;
   b.admission = admission;

@@ -41,7 +41,7 @@ class rec_forwarder {
   rec_forwarder& operator=(const rec_forwarder&) = delete;
 
   /// The gateway binding: admission from `admission`, calls through this forwarder.
-  actors::rec_model_binding binding(sched::admission_options admission);
+  actors::rec_model_binding binding(serving::admission_options admission);
   const config::model_desc& desc() const { return *desc_; }
 
  private:

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "actors/dlrm_inference_actor.hpp"
-#include "embedding/rec_runner.hpp"
+#include "hps/rec_runner.hpp"
 
 namespace spindle::node {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 struct rec_holder {
   nn::heap_allocator weights;
   std::optional<nn::model> model;
-  std::optional<embedding::memory_rec_runner> runner;
+  std::optional<hps::memory_rec_runner> runner;
 };
 
 // One sample of zeros with key 0 in every table.
@@ -43,10 +43,10 @@ expected<actors::rec_model_binding> load_rec_model(const std::string& name, cons
   actors::rec_model_binding b;
   b.name = name.empty() ? h->model->desc().name : name;
   b.model = &*h->model;
-  b.runner = std::shared_ptr<const embedding::rec_runner>(h, &*h->runner);
+  b.runner = std::shared_ptr<const hps::rec_runner>(h, &*h->runner);
   b.owner = h;
   b.pool =
-      std::make_shared<sched::worker_pool>(std::size_t(std::max(1, o.workers)), "rec-" + b.name);
+      std::make_shared<serving::worker_pool>(std::size_t(std::max(1, o.workers)), "rec-" + b.name);
   b.admission = o.admission;
   if (h->model->desc().slo_ms > 0 && !o.slo_from_flag)
     b.admission.slo = std::chrono::milliseconds(h->model->desc().slo_ms);

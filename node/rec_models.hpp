@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "actors/gateway.hpp"
-#include "sched/serving/admission.hpp"
+#include "serving/admission.hpp"
 
 namespace spindle::node {
 
 struct rec_model_options {
   int workers = 2;  // the pool's starting workers (tunable `workers`, the node manager)
-  sched::admission_options admission;
+  serving::admission_options admission;
   bool slo_from_flag = false;  // --slo-ms given: it wins over model.toml's slo_ms
 };
 

@@ -12,16 +12,16 @@
 #include "actors/colocation_actor.hpp"
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/embedding_cache_actor.hpp"
+#include "colocation/hera/profile.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "core/text_file.hpp"
 #include "node/rec_models.hpp"
 #include "node/token_file.hpp"
-#include "sched/colocation/hera/profile.hpp"
 #include "transport/http/metrics_server.hpp"
 #include "transport/kserve/grpc_server.hpp"
-#include "transport/net/door_gate.hpp"
 #include "transport/kserve/http_server.hpp"
+#include "transport/net/door_gate.hpp"
 #include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/rpc_server.hpp"
 
@@ -64,9 +64,9 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
   // Hera's worker pool: --dlrm-instances workers, each running whole batches
   // (live tunable `workers`; the node manager resizes it).
   SPINDLE_ASSIGN_OR_RETURN(auto runner,
-                           embedding::dlrm_hps_runner::create(*h->model, *h->stack.session));
-  b.runner = std::make_shared<const embedding::dlrm_hps_runner>(std::move(runner));
-  b.pool = std::make_shared<sched::worker_pool>(std::size_t(std::max(1, a.dlrm_instances)),
+                           hps::dlrm_hps_runner::create(*h->model, *h->stack.session));
+  b.runner = std::make_shared<const hps::dlrm_hps_runner>(std::move(runner));
+  b.pool = std::make_shared<serving::worker_pool>(std::size_t(std::max(1, a.dlrm_instances)),
                                                 "rec-" + b.name);
   b.model = &*h->model;
   b.session = h->stack.session;
@@ -231,13 +231,13 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   }
   caf::actor manager;
   if (!a.node_manager.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::hera::parse_manager_policy(a.node_manager));
-    sched::hera::profile_table profiles;
-    if (policy == sched::hera::manager_policy::hera) {
+    SPINDLE_ASSIGN_OR_RETURN(auto policy, colocation::hera::parse_manager_policy(a.node_manager));
+    colocation::hera::profile_table profiles;
+    if (policy == colocation::hera::manager_policy::hera) {
       if (a.profiles.empty())
         return make_error(errc::invalid_argument,
                           "--node-manager hera needs --profiles FILE (spindle profile)");
-      SPINDLE_ASSIGN_OR_RETURN(profiles, sched::hera::load_profile_table(a.profiles));
+      SPINDLE_ASSIGN_OR_RETURN(profiles, colocation::hera::load_profile_table(a.profiles));
     }
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     SPINDLE_TRY(g.set_node_manager(policy, profiles,

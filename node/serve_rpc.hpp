@@ -9,7 +9,7 @@
 
 #include "actors/gateway.hpp"
 #include "node/hps_stack.hpp"
-#include "sched/serving/admission.hpp"
+#include "serving/admission.hpp"
 
 namespace spindle::node {
 
@@ -37,8 +37,8 @@ struct front_door_args {
   int dlrm_instances = 2;
 
   /// Each model's admission control: limit from the SLO, capped at max_queue.
-  sched::admission_options admission() const {
-    sched::admission_options o;
+  serving::admission_options admission() const {
+    serving::admission_options o;
     o.slo = std::chrono::milliseconds(slo_ms);
     o.max_queue = max_queue;
     return o;

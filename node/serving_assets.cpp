@@ -7,8 +7,8 @@
 #include "actors/router_actor.hpp"
 #include "core/log.hpp"
 #include "node/node_shard.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
-#include "sched/serving/psgs_calibrate.hpp"
+#include "serving/gnn_pipeline.hpp"
+#include "serving/psgs_calibrate.hpp"
 
 namespace spindle::node {
 
@@ -18,12 +18,12 @@ expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_d
   auto a = std::make_unique<serving_assets>();
   SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, a->weights));
   // Fanouts belong to the model; refuse one whose layers nothing fits.
-  if (auto f = sched::served_fanouts(model.desc(), ds.metadata()); !f)
+  if (auto f = serving::served_fanouts(model.desc(), ds.metadata()); !f)
     return std::move(f).error().with_context(model_dir + "/model.toml: ");
   a->model = std::make_unique<nn::model>(std::move(model));
   if (p.gnnsched) {
     a->device_workers = std::make_unique<thread_pool>(0, "gnnsched-w");
-    SPINDLE_ASSIGN_OR_RETURN(a->device, sched::device_scheduler::create(
+    SPINDLE_ASSIGN_OR_RETURN(a->device, colocation::device_scheduler::create(
                                             p.gnnsched_bytes, *a->device_workers, *p.gnnsched));
   }
   return a;
@@ -33,18 +33,18 @@ expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_d
 // of other ranks are read as served (mapped shared memory or one-sided reads),
 // through a reader of its own so the calibration batches do not count in the
 // observed FAP that re-plans placement. Routes by it from now on.
-status calibrate_over_cluster(serving_assets& a, sched::batch_policy& policy,
+status calibrate_over_cluster(serving_assets& a, serving::batch_policy& policy,
                               const node_shard& shard, const member_view& view,
                               const std::map<int, member_info>& members,
                               const node_pipelines& p) {
   SPINDLE_ASSIGN_OR_RETURN(auto reader, cluster_features::create(shard, view, &members));
-  sched::calibrate_options o;
+  serving::calibrate_options o;
   o.batches = p.calibrate_batches;
   o.features = reader->source();
   log::info("rank {}: calibrating PSGS routing over the cluster's shards ({} batches per "
             "executor)",
             shard.rank(), o.batches);
-  auto c = sched::calibrate(shard.dataset(), *a.model, o, a.pool);
+  auto c = serving::calibrate(shard.dataset(), *a.model, o, a.pool);
   if (!c) return std::move(c).error().with_context("--calibrate: ");
   log::info("rank {}: PSGS routing calibrated over the cluster: {} ({} remote rows read)",
             shard.rank(), c->summary(), reader->remote_rows());
@@ -55,7 +55,7 @@ status calibrate_over_cluster(serving_assets& a, sched::batch_policy& policy,
       return make_error(errc::io_error, "--calibration-out {}: cannot write", p.calibration_out);
     log::info("rank {}: wrote the cluster's calibration to {}", shard.rank(), p.calibration_out);
   }
-  a.router = std::make_shared<sched::psgs_router>(std::move(*c), p.routing);
+  a.router = std::make_shared<serving::psgs_router>(std::move(*c), p.routing);
   policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
   return status::ok();
 }

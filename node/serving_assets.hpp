@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "colocation/device_scheduler.hpp"
 #include "core/thread_pool.hpp"
 #include "graph/dataset.hpp"
 #include "nn/model.hpp"
 #include "node/cluster_features.hpp"
 #include "node/cluster_serving.hpp"
-#include "sched/colocation/device_scheduler.hpp"
-#include "sched/serving/psgs_router.hpp"
+#include "serving/psgs_router.hpp"
 
 namespace spindle::node {
 
@@ -25,11 +25,11 @@ namespace spindle::node {
 struct serving_assets {
   nn::heap_allocator weights;
   std::unique_ptr<nn::model> model;
-  std::shared_ptr<sched::psgs_router> router =
-      std::make_shared<sched::psgs_router>(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  std::shared_ptr<serving::psgs_router> router =
+      std::make_shared<serving::psgs_router>(serving::psgs_calibration{}, serving::routing_policy::fixed);
   thread_pool pool{0, "node"};
   std::unique_ptr<thread_pool> device_workers;         // GNNSched's, when on
-  std::unique_ptr<sched::device_scheduler> device;     // its pipelines' passes, grouped
+  std::unique_ptr<colocation::device_scheduler> device;     // its pipelines' passes, grouped
 };
 
 /// Loads `model_dir` (refusing fanouts no layer fits `ds`) and, with
@@ -40,7 +40,7 @@ expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_d
 
 /// Quiver §4.2.1's calibration with this node's view of the features (see the
 /// definition); routes `a` by it and sets `policy`'s PSGS batch-closing point.
-status calibrate_over_cluster(serving_assets& a, sched::batch_policy& policy,
+status calibrate_over_cluster(serving_assets& a, serving::batch_policy& policy,
                               const node_shard& shard, const member_view& view,
                               const std::map<int, member_info>& members,
                               const node_pipelines& p);

@@ -5,7 +5,7 @@
 # toolkit or Python's nvidia/*/lib wheels), then runs, each under a time limit:
 #   1. gpu_check: every CUDA kernel, the device executor and layers, GNNSched's
 #      device pool, the HPS device cache and NCCL against the host path;
-#   2. the test binaries that run device code (gpu_test, sched_test, embedding_test);
+#   2. the test binaries that run device code (gpu_test, serving_test, colocation_test, features_test, hps_test);
 #   3. serving_sweep on R-MAT (SCALE, default 20) with --device host, then cuda,
 #      for PSGS-Loose and pooled-only (POLICIES), and the same-run ratio table.
 # Writes summary.txt (one line per check: PASS/FAIL/SKIP and its figure) and
@@ -157,7 +157,7 @@ if [ "$ngpus" -lt 2 ]; then
 fi
 
 # 2. The test binaries that run device code.
-for t in gpu_test sched_test embedding_test; do
+for t in gpu_test serving_test colocation_test features_test hps_test; do
   limited 60 "$logs/$t.log" "$t" --gtest_brief=1; rc=$?
   passed=$(grep -c '^\[       OK \]' "$logs/$t.log")
   fails=$(grep '^\[  FAILED  \] [a-z_]*\.' "$logs/$t.log" | awk '{print $4}' | sort -u | tr '\n' ' ')

@@ -19,7 +19,8 @@ build="${BUILD_DIR:-build}"
 out="${BUNDLE_DIR:-gpu-bundle}"
 limit_mib=60
 binaries=(apps/spindle tests/gpu/gpu_check bench/serving_sweep tests/gpu/gpu_test
-          tests/sched/sched_test tests/embedding/embedding_test)
+          tests/serving/serving_test tests/colocation/colocation_test
+          tests/features/features_test tests/hps/hps_test)
 
 if ! ls "$build"/CMakeFiles/*/CMakeCUDACompiler.cmake > /dev/null 2>&1; then
   echo "gpu-bundle: $build is not a CUDA build (no CUDA compiler configured); run 'make build'" \

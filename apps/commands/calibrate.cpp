@@ -7,8 +7,8 @@
 #include "apps/commands/runtime_flags.hpp"
 #include "core/progress.hpp"
 #include "gpu/device.hpp"
-#include "sched/serving/cuda_executor.hpp"
-#include "sched/serving/psgs_calibrate.hpp"
+#include "serving/cuda_executor.hpp"
+#include "serving/psgs_calibrate.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -23,19 +23,19 @@ struct calibrate_args {
 
 status run_calibrate(const calibrate_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
-  sched::calibrate_options o;
+  serving::calibrate_options o;
   o.buckets = a.buckets, o.batches = a.batches, o.max_seeds = a.max_seeds;
   SPINDLE_ASSIGN_OR_RETURN(const auto device, gpu::resolve_device(a.device));
   SPINDLE_ASSIGN_OR_RETURN(o.device,
-                           sched::make_large_executor(ds, device, a.device_feature_mb << 20));
+                           serving::make_large_executor(ds, device, a.device_feature_mb << 20));
   nn::heap_allocator weights;
-  SPINDLE_ASSIGN_OR_RETURN(auto m, a.model.empty() ? sched::default_calibration_model(ds, weights)
+  SPINDLE_ASSIGN_OR_RETURN(auto m, a.model.empty() ? serving::default_calibration_model(ds, weights)
                                                    : nn::model::load(a.model, weights));
   if (m.desc().in != ds.feature_dim())
     return make_error(errc::invalid_argument, "{}: model.in = {} but {} has {} features per node",
                       a.model, m.desc().in, a.dir, ds.feature_dim());
   progress bar("calibrating", std::uint64_t(2 * a.batches), "batches");
-  SPINDLE_ASSIGN_OR_RETURN(auto c, sched::calibrate(ds, m, o, g.pool(), &bar));
+  SPINDLE_ASSIGN_OR_RETURN(auto c, serving::calibrate(ds, m, o, g.pool(), &bar));
   bar.finish();
   std::ofstream out(a.out);
   out << c.to_json() << '\n';
@@ -43,7 +43,7 @@ status run_calibrate(const calibrate_args& a, global_options& g) {
   fmt::print("{}", c.table());
   fmt::print("calibration written to {}\n", a.out);
   if (!a.plot.empty()) {
-    SPINDLE_TRY(sched::plot_calibration(c, a.plot, ds.metadata().name));
+    SPINDLE_TRY(serving::plot_calibration(c, a.plot, ds.metadata().name));
     fmt::print("plot written to {}\n", a.plot);
   }
   return status::ok();

@@ -26,7 +26,7 @@
 #include "apps/commands/rec_load.hpp"
 #include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/gnn_pipeline.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle::apps {

@@ -17,7 +17,7 @@
 #include "apps/commands/rec_load.hpp"
 #include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/gnn_pipeline.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 namespace spindle::apps {
@@ -52,7 +52,7 @@ expected<std::vector<std::int64_t>> draw_seeds(const std::string& spec, std::siz
     for (std::size_t i = 0; i < n; ++i) out.push_back(pick(rng));
   } else if (spec.starts_with("degree:")) {
     SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(spec.substr(7)));
-    for (const auto& r : sched::degree_requests(ds, n)) out.push_back(r.seeds[0]);
+    for (const auto& r : serving::degree_requests(ds, n)) out.push_back(r.seeds[0]);
   } else {
     std::ifstream in(spec);
     if (!in)

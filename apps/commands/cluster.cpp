@@ -130,7 +130,7 @@ status coordinate(node_context node, const actors::bridge_handle& bridge, const 
   o.model_dir = a.model;
   o.expect = a.expect;
   o.calibration = a.calibration;
-  SPINDLE_ASSIGN_OR_RETURN(o.policy, sched::parse_routing_policy(a.policy));
+  SPINDLE_ASSIGN_OR_RETURN(o.policy, serving::parse_routing_policy(a.policy));
   o.placement = a.placement;
   SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(node, bridge, o));
   if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
@@ -269,7 +269,7 @@ status check_calibration_flags(node_args& a) {
   if (!a.serving.calibration_out.empty() && !a.serving.calibrate)
     return make_error(errc::invalid_argument, "--calibration-out {} needs --calibrate",
                       a.serving.calibration_out);
-  SPINDLE_ASSIGN_OR_RETURN(a.serving.routing, sched::parse_routing_policy(a.policy));
+  SPINDLE_ASSIGN_OR_RETURN(a.serving.routing, serving::parse_routing_policy(a.policy));
   return status::ok();
 }
 

@@ -11,13 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands/command.hpp"
-#include "sched/colocation/hera/colocation.hpp"
-#include "sched/colocation/hera/simulate.hpp"
+#include "colocation/hera/colocation.hpp"
+#include "colocation/hera/simulate.hpp"
 
 namespace spindle::apps {
 namespace {
 
-namespace hera = sched::hera;
+namespace hera = colocation::hera;
 
 struct colocate_args {
   std::string profiles;

@@ -15,8 +15,8 @@
 #include "config/model.hpp"
 #include "core/log.hpp"
 #include "core/npy.hpp"
-#include "embedding/pdb/persistent_db.hpp"
-#include "embedding/updates/update_stream.hpp"
+#include "hps/pdb/persistent_db.hpp"
+#include "hps/updates/update_stream.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -29,7 +29,7 @@ struct load_args {
 };
 
 status run_load(const load_args& a) {
-  SPINDLE_ASSIGN_OR_RETURN(auto db, embedding::persistent_db::open(a.pdb));
+  SPINDLE_ASSIGN_OR_RETURN(auto db, hps::persistent_db::open(a.pdb));
   if (!a.model.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto desc, config::load_model_desc(a.model));
     if (desc.arch != config::model_arch::dlrm) {
@@ -62,7 +62,7 @@ struct publish_args {
 };
 
 status run_publish(const publish_args& a) {
-  SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.redis));
+  SPINDLE_ASSIGN_OR_RETURN(auto ep, hps::parse_endpoint(a.redis));
   SPINDLE_ASSIGN_OR_RETURN(auto keys_arr, npy_array::open(a.keys));
   SPINDLE_ASSIGN_OR_RETURN(auto vec_arr, npy_array::open(a.vectors));
   SPINDLE_ASSIGN_OR_RETURN(auto keys, keys_arr.as<std::int64_t>());
@@ -73,13 +73,13 @@ status run_publish(const publish_args& a) {
                       "{} / {}: expected keys [n] int64 and vectors [n, dim] float32", a.keys,
                       a.vectors);
   }
-  SPINDLE_ASSIGN_OR_RETURN(auto producer, embedding::update_producer::connect(
+  SPINDLE_ASSIGN_OR_RETURN(auto producer, hps::update_producer::connect(
                                               ep.first, ep.second, a.prefix, a.max_keys));
-  std::vector<embedding::cache_key> k(keys.begin(), keys.end());
+  std::vector<hps::cache_key> k(keys.begin(), keys.end());
   SPINDLE_ASSIGN_OR_RETURN(auto n,
                            producer.publish(a.table, std::uint32_t(vec_arr.shape()[1]), k, vecs));
   fmt::print("published {} keys in {} messages to {}\n", k.size(), n,
-             embedding::update_stream_name(a.prefix, a.table));
+             hps::update_stream_name(a.prefix, a.table));
   return status::ok();
 }
 
@@ -128,36 +128,36 @@ class outage {
 status run_consume(const consume_args& a) {
   signal(SIGINT, on_stop_signal);
   signal(SIGTERM, on_stop_signal);
-  SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.redis));
-  SPINDLE_ASSIGN_OR_RETURN(auto pdb, embedding::persistent_db::open(a.pdb));
+  SPINDLE_ASSIGN_OR_RETURN(auto ep, hps::parse_endpoint(a.redis));
+  SPINDLE_ASSIGN_OR_RETURN(auto pdb, hps::persistent_db::open(a.pdb));
   for (const auto& t : a.tables) SPINDLE_TRY(pdb->table_dim(t).error_or_ok());
-  std::unique_ptr<embedding::volatile_db> vdb;
+  std::unique_ptr<hps::volatile_db> vdb;
   if (!a.vdb_redis.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(auto vep, embedding::parse_endpoint(a.vdb_redis));
-    SPINDLE_ASSIGN_OR_RETURN(vdb, embedding::make_redis_vdb({}, vep.first, vep.second, a.prefix));
+    SPINDLE_ASSIGN_OR_RETURN(auto vep, hps::parse_endpoint(a.vdb_redis));
+    SPINDLE_ASSIGN_OR_RETURN(vdb, hps::make_redis_vdb({}, vep.first, vep.second, a.prefix));
   }
-  embedding::consumer_options o;
+  hps::consumer_options o;
   o.prefix = a.prefix;
   o.group = a.group;
   o.consumer = a.consumer;
   o.tables = a.tables;
   o.max_keys_per_second = a.rate;
-  SPINDLE_ASSIGN_OR_RETURN(auto first, embedding::update_consumer::connect(ep.first, ep.second, o));
-  std::optional<embedding::update_consumer> consumer(std::move(first));
+  SPINDLE_ASSIGN_OR_RETURN(auto first, hps::update_consumer::connect(ep.first, ep.second, o));
+  std::optional<hps::update_consumer> consumer(std::move(first));
   fmt::print("consumer {} ready\n", a.consumer);
   std::fflush(stdout);
   auto idle_since = std::chrono::steady_clock::now();
   outage redis_down;
   while (!g_stop) {
-    auto n = consumer->poll([&](const embedding::update_batch& b) {
-      return embedding::apply_update(b, vdb.get(), pdb.get());
+    auto n = consumer->poll([&](const hps::update_batch& b) {
+      return hps::apply_update(b, vdb.get(), pdb.get());
     });
     if (!n) {
       // Redis went away (or came back empty, without our group): retry with
       // backoff instead of exiting; the connection reconnects by itself.
       SPINDLE_TRY(redis_down.wait_or_fail(n.error()));
       if (n.error().message().find("NOGROUP") != std::string::npos) {
-        auto again = embedding::update_consumer::connect(ep.first, ep.second, o);
+        auto again = hps::update_consumer::connect(ep.first, ep.second, o);
         if (again) consumer.emplace(std::move(*again));
       }
       continue;

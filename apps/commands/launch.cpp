@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "apps/commands/command.hpp"
+#include "colocation/hera/colocation.hpp"
+#include "colocation/hera/profile.hpp"
 #include "config/colocation.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
@@ -22,8 +24,6 @@
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
 #include "node/token_file.hpp"
-#include "sched/colocation/hera/colocation.hpp"
-#include "sched/colocation/hera/profile.hpp"
 
 namespace spindle::apps {
 
@@ -179,11 +179,11 @@ status launch_colocation(const std::string& exe, const config::topology& topo,
   SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "cluster config"));
   SPINDLE_ASSIGN_OR_RETURN(auto section, config::parse_colocation(text, path));
   if (!section) return status::ok();
-  SPINDLE_ASSIGN_OR_RETURN(auto profiles, sched::hera::load_profile_table(section->profiles));
+  SPINDLE_ASSIGN_OR_RETURN(auto profiles, colocation::hera::load_profile_table(section->profiles));
   std::map<std::string, double> targets;
   std::map<std::string, std::string> dirs;
   for (const auto& m : section->models) targets[m.name] = m.qps, dirs[m.name] = m.dir;
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::hera::plan_cluster(profiles, targets));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, colocation::hera::plan_cluster(profiles, targets));
   std::vector<int> local;
   for (std::size_t r = 0; r < topo.servers.size(); ++r)
     if (is_loopback(topo.servers[r].host)) local.push_back(int(r));

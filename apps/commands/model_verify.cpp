@@ -17,7 +17,7 @@
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
 #include "nn/model.hpp"
-#include "sched/serving/full_graph_check.hpp"
+#include "serving/full_graph_check.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -97,7 +97,7 @@ status run_verify(const verify_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(ds_dir));
   nn::heap_allocator alloc;
   SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(a.dir, alloc));
-  SPINDLE_ASSIGN_OR_RETURN(auto ops, sched::full_graph_ops(ds, m));
+  SPINDLE_ASSIGN_OR_RETURN(auto ops, serving::full_graph_ops(ds, m));
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const std::string path = fmt::format("{}/op-{}.npy", a.out, i);
     if (auto w = write_npy(path, dtype::f32, {ops[i].rows, ops[i].cols}, ops[i].values.data()); !w)

@@ -1,6 +1,6 @@
 #include "apps/commands/node_flags.hpp"
 
-#include "sched/colocation/gnnsched.hpp"
+#include "colocation/gnnsched.hpp"
 
 namespace spindle::apps {
 
@@ -24,7 +24,7 @@ void add_pipeline_options(CLI::App& cmd, node::node_pipelines& p) {
   cmd.add_option_function<std::string>(
          "--gnnsched",
          [&p](const std::string& v) {
-           auto g = sched::parse_grouping_policy(v);
+           auto g = colocation::parse_grouping_policy(v);
            if (!g) throw CLI::ValidationError("--gnnsched", g.error().message());
            p.gnnsched = *g;
          },

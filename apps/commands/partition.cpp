@@ -1,10 +1,10 @@
 // `spindle partition DATASET --config CLUSTER.toml --out DIR`: splits a prepared
-// dataset by cluster rank (sched/dataset_partition): DIR/rank-N holds the graph
+// dataset by cluster rank (features/dataset_partition): DIR/rank-N holds the graph
 // and metrics whole and only the feature rows rank N's shards hold under the
 // placement plan. `spindle node --dataset DIR` then serves from DIR/rank-N.
 #include "apps/commands/command.hpp"
 #include "core/checksum.hpp"
-#include "sched/placement/dataset_partition.hpp"
+#include "features/dataset_partition.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -19,7 +19,7 @@ double mib(std::uint64_t b) { return double(b) / 1048576.0; }
 status run_partition(const partition_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.config));
-  SPINDLE_ASSIGN_OR_RETURN(auto r, sched::partition_dataset(ds, topo, a.policy, a.out, a.force));
+  SPINDLE_ASSIGN_OR_RETURN(auto r, features::partition_dataset(ds, topo, a.policy, a.out, a.force));
   fmt::print("partitioned {} over {} ranks ({} placement, plan {}) into {}\n", a.dataset,
              r.ranks.size(), a.policy, checksum_hex(r.plan), a.out);
   fmt::print("{:<8} {:<16} {:>10} {:>14} {:>12}\n", "rank", "server", "rows", "features MiB",

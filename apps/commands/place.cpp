@@ -5,7 +5,7 @@
 #include "apps/commands/command.hpp"
 #include "config/sampling.hpp"
 #include "core/progress.hpp"
-#include "sched/placement/dataset_placement.hpp"
+#include "features/dataset_placement.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -23,21 +23,21 @@ struct shard_summary {
   double surviving = 0;  // share of the FAP mass readable after any one server's loss
 };
 
-shard_summary summarise(const sched::placement_plan& plan, std::span<const double> fap) {
+shard_summary summarise(const features::placement_plan& plan, std::span<const double> fap) {
   shard_summary s{plan.shard_rows(), std::vector<double>(plan.shards.size(), 0.0),
-                  sched::surviving_fap_share(plan, fap)};
+                  features::surviving_fap_share(plan, fap)};
   for (std::uint64_t v = 0; v < plan.lookup.num_nodes(); ++v)
     for (const auto& o : plan.lookup.locate(v).owners) s.fap[o.shard] += fap[v];
   return s;
 }
 
-nlohmann::json to_json(const config::topology& topo, const sched::placement_plan& plan,
-                       const shard_summary& sum, const sched::eval_result& r, const place_args& a) {
+nlohmann::json to_json(const config::topology& topo, const features::placement_plan& plan,
+                       const shard_summary& sum, const features::eval_result& r, const place_args& a) {
   nlohmann::json shards = nlohmann::json::array();
   for (std::size_t i = 0; i < plan.shards.size(); ++i) {
     const auto& sh = plan.shards[i];
     shards.push_back({{"server", topo.servers[sh.server].name},
-                      {"tier", sched::to_string(sh.tier)},
+                      {"tier", features::to_string(sh.tier)},
                       {"device", sh.device},
                       {"rows", sum.rows[i]},
                       {"capacity_rows", sh.capacity_rows},
@@ -66,8 +66,8 @@ nlohmann::json to_json(const config::topology& topo, const sched::placement_plan
           {"links", links}};
 }
 
-void print_text(const config::topology& topo, const sched::placement_plan& plan,
-                const shard_summary& sum, const sched::eval_result& r, const place_args& a) {
+void print_text(const config::topology& topo, const features::placement_plan& plan,
+                const shard_summary& sum, const features::eval_result& r, const place_args& a) {
   fmt::print(
       "placement '{}' of {} ({} nodes, {} B rows) over {} ({} servers, {} devices; "
       "intra {}, inter {})\n",
@@ -79,7 +79,7 @@ void print_text(const config::topology& topo, const sched::placement_plan& plan,
     const auto& sh = plan.shards[i];
     double fill = sh.capacity_rows ? 100.0 * double(sum.rows[i]) / double(sh.capacity_rows) : 0;
     fmt::print("{:>5}  {:<12} {:<6} {:>6} {:>12} {:>12} {:>5.1f}% {:>10.2f}\n", i,
-               topo.servers[sh.server].name, sched::to_string(sh.tier), sh.device, sum.rows[i],
+               topo.servers[sh.server].name, features::to_string(sh.tier), sh.device, sum.rows[i],
                sh.capacity_rows, fill, sum.fap[i]);
   }
   fmt::print(
@@ -105,8 +105,8 @@ void print_text(const config::topology& topo, const sched::placement_plan& plan,
 status run_place(const place_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.topology));
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(ds, topo, a.policy, a.seed));
-  sched::eval_options opt;
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, features::place_dataset(ds, topo, a.policy, a.seed));
+  features::eval_options opt;
   opt.requests = a.requests;
   opt.batch = a.batch;
   opt.seed = a.seed;
@@ -114,7 +114,7 @@ status run_place(const place_args& a) {
   if (!a.fanouts.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(opt.fanouts, config::parse_fanouts(a.fanouts));
   }
-  SPINDLE_ASSIGN_OR_RETURN(auto result, sched::evaluate_dataset(ds, topo, plan, opt));
+  SPINDLE_ASSIGN_OR_RETURN(auto result, features::evaluate_dataset(ds, topo, plan, opt));
   auto sum = summarise(plan, ds.fap());
   if (a.json)
     fmt::print("{}\n", to_json(topo, plan, sum, result, a).dump(2));

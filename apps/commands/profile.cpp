@@ -19,16 +19,16 @@
 #include <thread>
 
 #include "apps/commands/command.hpp"
+#include "colocation/hera/colocation.hpp"
+#include "colocation/hera/profiler.hpp"
 #include "core/gnuplot.hpp"
 #include "core/log.hpp"
 #include "nn/model.hpp"
-#include "sched/colocation/hera/colocation.hpp"
-#include "sched/colocation/hera/profiler.hpp"
 
 namespace spindle::apps {
 namespace {
 
-namespace hera = sched::hera;
+namespace hera = colocation::hera;
 
 struct profile_args {
   std::vector<std::string> models;  // NAME=DIR
@@ -171,7 +171,7 @@ status run_profile(const profile_args& a) {
         no_counter.empty() ? "bytes x qps (counter present, not yet used)" : "bytes x qps";
     auto query = [&q] { q->run(); };
     for (int w = 1; w <= max_workers; ++w) {
-      sched::worker_pool pool(std::size_t(w), "profile-w");
+      serving::worker_pool pool(std::size_t(w), "profile-w");
       const double upper = 1.2 * hera::closed_loop_qps(query, w, a.seconds / 2);
       std::uint64_t seed = 1;
       const double best = hera::max_qps_meeting_sla(

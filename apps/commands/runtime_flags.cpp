@@ -57,7 +57,7 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
       ->capture_default_str();
   cmd.add_option("--tensor-models", a.tensor_models,
                  "Models served over the SplitRPC data path: the built-in sum, or a --rec-model's "
-                 "name (its requests packed as sched/splitrpc/rec_wire.hpp says)")
+                 "name (its requests packed as splitrpc/rec_wire.hpp says)")
       ->delimiter(',');
   cmd.add_option("--max-queue", a.max_queue,
                  "Calls in flight per model before `overloaded` (a hard cap)")

@@ -24,8 +24,8 @@
 #include "node/gnn_models.hpp"
 #include "node/model_repository.hpp"
 #include "node/serve_rpc.hpp"
-#include "sched/serving/cuda_executor.hpp"
-#include "sched/serving/psgs_calibrate.hpp"
+#include "serving/cuda_executor.hpp"
+#include "serving/psgs_calibrate.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {
@@ -57,8 +57,8 @@ struct serve_args {
 
 // --gpus and --topology: how many GPUs, and whether their links (the topology's
 // intra link, as Quiver's placement reads it) partition the device tier.
-expected<sched::gpu_layout> gpu_layout_of(const serve_args& a, gpu::device_kind device) {
-  sched::gpu_layout layout;
+expected<serving::gpu_layout> gpu_layout_of(const serve_args& a, gpu::device_kind device) {
+  serving::gpu_layout layout;
   layout.gpus = a.gpus;
   if (a.gpus > 1 && device != gpu::device_kind::cuda)
     return make_error(errc::invalid_argument,
@@ -70,17 +70,17 @@ expected<sched::gpu_layout> gpu_layout_of(const serve_args& a, gpu::device_kind 
   return layout;
 }
 
-expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
+expected<serving::psgs_calibration> load_or_calibrate(const serve_args& a, const graph::dataset& ds,
                                                     thread_pool& pool,
-                                                    sched::device_executors& executors) {
+                                                    serving::device_executors& executors) {
   if (!a.calibration.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(a.calibration, "calibration"));
-    SPINDLE_ASSIGN_OR_RETURN(auto c, sched::psgs_calibration::from_json(text, a.calibration));
+    SPINDLE_ASSIGN_OR_RETURN(auto c, serving::psgs_calibration::from_json(text, a.calibration));
     log::info("PSGS routing from {}: {}", a.calibration, c.summary());
     return c;
   }
   // Calibrate on the served model: the curves time the whole served pipeline.
-  sched::calibrate_options o;
+  serving::calibrate_options o;
   o.batches = 100;
   // The large executor calibrated is the one that will serve (a GPU's with
   // --device, over the same device-resident graph and tiers the server uses).
@@ -91,7 +91,7 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
     SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(a.repository));
     if (!all.empty()) model_dir = all.begin()->second.versions.rbegin()->second;
   }
-  auto m = model_dir.empty() ? sched::default_calibration_model(ds, weights)
+  auto m = model_dir.empty() ? serving::default_calibration_model(ds, weights)
                              : nn::model::load(model_dir, weights);
   if (!m) return std::move(m).error();
   if (!a.fanouts.empty()) {
@@ -101,14 +101,14 @@ expected<sched::psgs_calibration> load_or_calibrate(const serve_args& a, const g
   log::info("no --calibration: calibrating PSGS routing now ({} batches per executor; "
             "`spindle calibrate` saves one with its table and plot)",
             o.batches);
-  auto calibration = sched::calibrate(ds, *m, o, pool);
+  auto calibration = serving::calibrate(ds, *m, o, pool);
   executors.forget(*m);  // the calibration model's device weights go with it
   if (calibration) log::info("PSGS routing calibrated: {}", calibration->summary());
   return calibration;
 }
 
 void report_load(const actors::load_result& r, const actors::batcher_stats& st,
-                 const sched::device_scheduler* device, const serve_args& a) {
+                 const colocation::device_scheduler* device, const serve_args& a) {
   const double n = double(r.latency_s.size());
   const double tput = n / r.wall_s;
   if (a.json) {
@@ -202,7 +202,7 @@ status run_serve(const serve_args& a, global_options& g) {
   if (ds.features().empty() || !ds.has_metrics())
     return make_error(errc::invalid_argument,
                       "{}: serving needs features and PSGS (spindle prepare)", a.dataset);
-  SPINDLE_ASSIGN_OR_RETURN(auto policy, sched::parse_routing_policy(a.policy));
+  SPINDLE_ASSIGN_OR_RETURN(auto policy, serving::parse_routing_policy(a.policy));
   std::string token;
   if (listening) {
     SPINDLE_ASSIGN_OR_RETURN(token, admin_token(a.door.admin_token_file));
@@ -219,7 +219,7 @@ status run_serve(const serve_args& a, global_options& g) {
   // The GPUs' graph, tiers and weights: uploaded once, for calibration and serving.
   SPINDLE_ASSIGN_OR_RETURN(
       defaults.executors,
-      sched::device_executors::create(ds, defaults.device, a.device_feature_mb << 20, layout));
+      serving::device_executors::create(ds, defaults.device, a.device_feature_mb << 20, layout));
   SPINDLE_ASSIGN_OR_RETURN(defaults.calibration,
                            load_or_calibrate(a, ds, g.pool(), defaults.executors));
   defaults.policy = policy;
@@ -240,7 +240,7 @@ status run_serve(const serve_args& a, global_options& g) {
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
   if (!a.gnnsched.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(defaults.gnnsched, sched::parse_grouping_policy(a.gnnsched));
+    SPINDLE_ASSIGN_OR_RETURN(defaults.gnnsched, colocation::parse_grouping_policy(a.gnnsched));
     defaults.gnnsched_bytes = std::size_t(a.gnnsched_mb) << 20;
   }
   SPINDLE_ASSIGN_OR_RETURN(auto models_ptr,
@@ -272,7 +272,7 @@ status run_serve(const serve_args& a, global_options& g) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
   actors::spawn_load_client(
-      sys, b.batcher, {sched::degree_requests(ds, a.workload, a.reproducible), a.rate, a.clients},
+      sys, b.batcher, {serving::degree_requests(ds, a.workload, a.reproducible), a.rate, a.clients},
       result, self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;

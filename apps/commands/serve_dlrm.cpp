@@ -14,7 +14,7 @@
 #include "actors/updater_actor.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
-#include "embedding/synthetic_keys.hpp"
+#include "hps/synthetic_keys.hpp"
 #include "node/hps_stack.hpp"
 
 namespace spindle::apps {
@@ -31,7 +31,7 @@ struct dlrm_args : hps_stack_args {
 };
 
 actors::dlrm_request make_request(const config::model_desc& d, int batch,
-                                  std::vector<embedding::zipf_keys>& keys, std::mt19937_64& rng) {
+                                  std::vector<hps::zipf_keys>& keys, std::mt19937_64& rng) {
   actors::dlrm_request r;
   r.batch = batch;
   r.dense.resize(std::size_t(batch) * d.dense_in);
@@ -62,7 +62,7 @@ run_result drive(caf::actor_system& sys, const std::vector<caf::actor>& instance
   for (std::size_t c = 0; c < instances.size(); ++c) {
     clients.emplace_back([&, c] {
       std::mt19937_64 rng(a.seed + c);
-      std::vector<embedding::zipf_keys> keys;
+      std::vector<hps::zipf_keys> keys;
       for (std::size_t t = 0; t < d.table_rows.size(); ++t)
         keys.emplace_back(std::uint64_t(d.table_rows[t]), 1.2, a.seed * 100 + t + 7 * c);
       caf::scoped_actor self{sys};
@@ -168,13 +168,13 @@ status run_serve_dlrm(const dlrm_args& a) {
     instances.push_back(actors::spawn_dlrm_inference(sys, model, stack.session));
   caf::actor updater;
   if (!a.updates.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(auto ep, embedding::parse_endpoint(a.updates));
-    embedding::consumer_options co;
+    SPINDLE_ASSIGN_OR_RETURN(auto ep, hps::parse_endpoint(a.updates));
+    hps::consumer_options co;
     co.consumer = a.consumer;
     for (std::size_t t = 0; t < d.table_rows.size(); ++t)
       co.tables.push_back(fmt::format("emb{}", t));
     SPINDLE_ASSIGN_OR_RETURN(auto consumer,
-                             embedding::update_consumer::connect(ep.first, ep.second, co));
+                             hps::update_consumer::connect(ep.first, ep.second, co));
     updater = actors::spawn_updater(sys, std::move(consumer), stack.vdb.get(), stack.pdb.get());
   }
   const run_result r = drive(sys, instances, d, a);

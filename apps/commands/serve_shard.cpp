@@ -1,8 +1,8 @@
 // `spindle serve-shard`: holds one feature shard in UCX-allocated memory and
 // serves one-sided gets until SIGINT/SIGTERM. Prints "descriptor <hex>" (what a
-// reader attaches with) and "ready" on stdout. The node process of the actor
-// runtime does the same through its feature_shard actor; this command is the
-// data plane alone, for tests, benchmarks and debugging.
+// reader attaches with) and "ready" on stdout. A cluster rank publishes its shard
+// the same way (node/node_shard); this command is the data plane alone, for tests,
+// benchmarks and debugging.
 #include <signal.h>
 
 #include <cstdio>
@@ -12,8 +12,8 @@
 #include "core/log.hpp"
 #include "core/npy.hpp"
 #include "core/signals.hpp"
-#include "embedding/feature_shard.hpp"
-#include "sched/placement/dataset_placement.hpp"
+#include "features/dataset_placement.hpp"
+#include "features/feature_shard.hpp"
 #include "transport/ucx/net_devices.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
@@ -40,11 +40,11 @@ expected<std::vector<std::uint64_t>> rows_to_serve(const shard_args& a, const gr
     return make_error(errc::invalid_argument,
                       "serve-shard: give --rows FILE, or --topology and --shard");
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.topology));
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, sched::place_dataset(ds, topo, a.policy));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, features::place_dataset(ds, topo, a.policy));
   if (std::size_t(a.shard) >= plan.shards.size())
     return make_error(errc::invalid_argument, "--shard {}: the plan has {} shards", a.shard,
                       plan.shards.size());
-  return plan.lookup.shard_rows(sched::shard_index(a.shard));
+  return plan.lookup.shard_rows(features::shard_index(a.shard));
 }
 
 // Blocks SIGINT/SIGTERM in every thread (before any is started) and waits for one.
@@ -71,8 +71,8 @@ status run_serve_shard(const shard_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, transport::ucx::context::create());
   SPINDLE_ASSIGN_OR_RETURN(auto worker, transport::ucx::worker::create(ctx));
   SPINDLE_ASSIGN_OR_RETURN(auto mem, transport::ucx::mapped_memory::allocate(
-                                         ctx, embedding::shard_bytes(rows.size(), dim)));
-  SPINDLE_TRY(embedding::fill_rows(rows, ds.features(), dim, {mem.data(), mem.size()}));
+                                         ctx, features::shard_bytes(rows.size(), dim)));
+  SPINDLE_TRY(features::fill_rows(rows, ds.features(), dim, {mem.data(), mem.size()}));
   SPINDLE_ASSIGN_OR_RETURN(auto desc, transport::ucx::describe(worker, mem));
   fmt::print("rows {}\ndescriptor {}\nready\n", rows.size(), desc.encode());
   std::fflush(stdout);

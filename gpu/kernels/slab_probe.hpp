@@ -1,5 +1,5 @@
 // Per-key logic of HugeCTR HPS's embedding cache (paper §4, Algorithms 2-4),
-// shared by the host backend (embedding/cache) and the CUDA kernels
+// shared by the host backend (hps/cache) and the CUDA kernels
 // (gpu/cuda/embedding_cache.cu). Pure functions on plain values; no state.
 //
 // Layout: slots {key, vector, access counter}; 32 slots form a slab (one warp

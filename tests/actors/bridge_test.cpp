@@ -6,11 +6,10 @@
 
 #include <cstring>
 
-#include "actors/feature_shard_actor.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/remote_pipeline.hpp"
 #include "actors/ucx_bridge.hpp"
-#include "embedding/feature_shard.hpp"
+#include "features/feature_shard.hpp"
 #include "graph/prepare.hpp"
 #include "small_gnn.hpp"
 
@@ -18,7 +17,7 @@ namespace spindle::actors {
 namespace {
 
 struct fixture : test_support::small_gnn {
-  sched::psgs_router router{sched::psgs_calibration{}, sched::routing_policy::fixed};
+  serving::psgs_router router{serving::psgs_calibration{}, serving::routing_policy::fixed};
   fixture() : small_gnn("bridge_ds", 10, 8, 16, 3) {}
 };
 
@@ -41,8 +40,8 @@ struct side {
   ~side() { caf::anon_send_exit(bridge.actor, caf::exit_reason::user_shutdown); }
 };
 
-std::vector<sched::gnn_request> requests(std::int64_t n) {
-  std::vector<sched::gnn_request> r;
+std::vector<serving::gnn_request> requests(std::int64_t n) {
+  std::vector<serving::gnn_request> r;
   for (std::int64_t i = 0; i < n; ++i) r.push_back({{i * 7 % 1024, i % 1024}, std::uint64_t(i)});
   return r;
 }
@@ -58,14 +57,14 @@ TEST(bridge_test, a_batch_through_the_bridge_answers_like_the_direct_pipeline) {
 
   auto reqs = requests(40);
   reqs[5].seeds = {1 << 20};  // out of range: this request alone fails
-  sched::gnn_pipeline direct(*f.ds, *f.model, f.router, f.pool);
+  serving::gnn_pipeline direct(*f.ds, *f.model, f.router, f.pool);
   auto want = direct.run(reqs);
   caf::scoped_actor self{*coord.sys};
   for (int round = 0; round < 3; ++round) {
     bool answered = false;
     self->request(proxy, std::chrono::seconds(10), run_atom::value, batch_job{reqs})
         .receive(
-            [&](const sched::batch_result& got) {
+            [&](const serving::batch_result& got) {
               answered = true;
               ASSERT_EQ(got.outputs.size(), want.outputs.size());
               for (std::size_t i = 0; i < reqs.size(); ++i) {
@@ -92,25 +91,25 @@ TEST(bridge_test, the_senders_router_picks_the_remote_executor_live) {
   auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
   caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target), pipe);
   auto router =
-      std::make_shared<sched::psgs_router>(sched::psgs_calibration{}, sched::routing_policy::fixed);
-  router->set_fixed(sched::psgs_router::choice::large);
+      std::make_shared<serving::psgs_router>(serving::psgs_calibration{}, serving::routing_policy::fixed);
+  router->set_fixed(serving::psgs_router::choice::large);
   auto proxy = spawn_remote_pipeline(*coord.sys, coord.bridge.actor, 1, router,
-                                     [](const sched::gnn_request&) { return 1.0; });
+                                     [](const serving::gnn_request&) { return 1.0; });
   caf::scoped_actor self{*coord.sys};
   auto executor_of_next_batch = [&] {
-    auto chosen = sched::psgs_router::choice::small;
+    auto chosen = serving::psgs_router::choice::small;
     self->request(proxy, std::chrono::seconds(10), run_atom::value, batch_job{requests(8)})
         .receive(
-            [&](const sched::batch_result& r) {
+            [&](const serving::batch_result& r) {
               chosen = r.executor;
               for (const auto& e : r.errors) EXPECT_TRUE(e.is_ok()) << e.to_string();
             },
             [&](caf::error& e) { ADD_FAILURE() << to_string(e); });
     return chosen;
   };
-  EXPECT_EQ(executor_of_next_batch(), sched::psgs_router::choice::large);
-  router->set_fixed(sched::psgs_router::choice::small);
-  EXPECT_EQ(executor_of_next_batch(), sched::psgs_router::choice::small);
+  EXPECT_EQ(executor_of_next_batch(), serving::psgs_router::choice::large);
+  router->set_fixed(serving::psgs_router::choice::small);
+  EXPECT_EQ(executor_of_next_batch(), serving::psgs_router::choice::small);
   // A batch with an executor the member does not know is refused by name.
   std::string text;
   remote_batch bad{requests(2), 7};
@@ -122,61 +121,13 @@ TEST(bridge_test, the_senders_router_picks_the_remote_executor_live) {
   caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
 }
 
-// A reader that cannot read one-sidedly asks the owner's feature_shard actor
-// through the bridge: the rows equal the dataset's; a row the shard does not
-// hold is refused by name; the shard counts what it served.
-TEST(bridge_test, a_feature_shard_serves_gathers_through_the_bridge) {
-  fixture f;
-  const auto n = std::uint64_t(f.ds->num_nodes());
-  const auto dim = std::uint32_t(f.ds->feature_dim());
-  sched::lookup_builder b(n, 2);  // even nodes on shard 0, odd nodes on shard 1
-  for (std::uint64_t v = 0; v < n; ++v)
-    ASSERT_TRUE(b.assign(v, {sched::shard_index(v % 2)}).is_ok());
-  auto lookup = std::move(b).finish();
-  ASSERT_TRUE(lookup.has_value());
-  std::vector<std::byte> rows(embedding::shard_bytes(lookup->shard_row_count(1), dim));
-  ASSERT_TRUE(embedding::fill_shard(*lookup, 1, f.ds->features(), dim, rows).is_ok());
-  side coord(0), member(1);
-  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
-  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
-  auto shard = spawn_feature_shard(*member.sys, *lookup, 1, rows.data(), dim);
-  caf::anon_send(member.bridge.actor, register_atom::value, std::string(feature_shard_target),
-                 shard);
-  caf::scoped_actor self{*coord.sys};
-  auto gather = [&](std::vector<std::int64_t> ids, std::vector<char>& got) {
-    std::string text;
-    self->request(coord.bridge.actor, std::chrono::seconds(10), forward_atom::value, 1,
-                  std::string(feature_shard_target),
-                  caf::make_message(gather_atom::value, gather_request{std::move(ids)}))
-        .receive([&](row_block& r) { got = std::move(r.bytes); },
-                 [&](caf::error& e) { text = error_text(e); });
-    return text;
-  };
-  std::vector<char> got;
-  const std::vector<std::int64_t> ids = {1, 7, 7, 1023, 5};
-  ASSERT_EQ(gather(ids, got), "");
-  ASSERT_EQ(got.size(), ids.size() * dim * sizeof(float));
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    EXPECT_EQ(std::memcmp(got.data() + i * dim * sizeof(float),
-                          f.ds->features().data() + std::size_t(ids[i]) * dim, dim * sizeof(float)),
-              0)
-        << "node " << ids[i];
-  EXPECT_NE(gather({3, 4}, got).find("node 4 is not on shard 1"), std::string::npos);
-  EXPECT_NE(gather({-1}, got).find("node -1 out of range"), std::string::npos);
-  std::uint64_t served = 0;
-  self->request(shard, std::chrono::seconds(5), stats_atom::value)
-      .receive([&](std::uint64_t s) { served = s; }, [](caf::error&) {});
-  EXPECT_EQ(served, ids.size());
-  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
-}
-
 TEST(bridge_test, results_round_trip_through_the_wire_type_and_bad_sizes_are_named) {
-  sched::batch_result r;
+  serving::batch_result r;
   r.outputs = {{1.5f, -2.0f}, {}, {3.25f}};
   r.errors = {status::ok(), make_error(errc::invalid_argument, "seed 9 out of range"),
               status::ok()};
   r.times = {0.1, 0.2, 0.3};
-  r.executor = sched::psgs_router::choice::large;
+  r.executor = serving::psgs_router::choice::large;
   auto back = from_wire(to_wire(r));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->outputs, r.outputs);

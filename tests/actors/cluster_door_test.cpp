@@ -25,7 +25,7 @@
 #include "core/checksum.hpp"
 #include "core/subprocess.hpp"
 #include "nn/ops.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/gnn_pipeline.hpp"
 #include "tests/actors/cluster_support.hpp"
 
 namespace spindle {
@@ -49,21 +49,21 @@ std::function<std::string(std::vector<std::string>)> door_client(const std::stri
 }
 
 // The answers one process gives `reqs` on the cluster's dataset and model.
-sched::batch_result single_process_results(const cora_cluster& c,
-                                           const std::vector<sched::gnn_request>& reqs) {
+serving::batch_result single_process_results(const cora_cluster& c,
+                                           const std::vector<serving::gnn_request>& reqs) {
   auto ds = graph::dataset::open(c.cora);
   nn::heap_allocator weights;
   auto model = nn::model::load(c.model, weights);
-  sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+  serving::psgs_router router(serving::psgs_calibration{}, serving::routing_policy::fixed);
   thread_pool pool(1, "test");
-  sched::gnn_pipeline local(*ds, *model, router, pool);
+  serving::gnn_pipeline local(*ds, *model, router, pool);
   return local.run(reqs);
 }
 
 // Every `step`-th of `reqs` through the door `client` answers as `want` (one process).
 void expect_door_answers(const std::function<std::string(std::vector<std::string>)>& client,
-                         const std::vector<sched::gnn_request>& reqs,
-                         const sched::batch_result& want, std::size_t step) {
+                         const std::vector<serving::gnn_request>& reqs,
+                         const serving::batch_result& want, std::size_t step) {
   for (std::size_t i = 0; i < reqs.size(); i += step) {
     auto out = nlohmann::json::parse(
         client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
@@ -92,7 +92,7 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   const std::string endpoint = *listening;
   auto client = door_client(endpoint, token);
-  auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
+  auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 64);
   auto want = single_process_results(c, reqs);
   expect_door_answers(client, reqs, want, 7);
   auto members = nlohmann::json::parse(client({"admin", "members", "--json"}));
@@ -172,7 +172,7 @@ TEST(cluster_front_door_test, garbage_on_every_port_of_a_serving_cluster_changes
   auto listening = ranks.back().wait_for("listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   auto client = door_client(*listening, token);
-  auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
+  auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 64);
   auto want = single_process_results(c, reqs);
   expect_door_answers(client, reqs, want, 9);
   std::mt19937 rng(104);
@@ -221,7 +221,7 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   const std::string endpoint = *listening;
   auto client = door_client(endpoint, token);
   // Requests 0..63 of the workload generator: each answer equals the single-process one.
-  auto reqs = sched::degree_requests(*graph::dataset::open(c.cora), 64);
+  auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 64);
   auto want = single_process_results(c, reqs);
   expect_door_answers(client, reqs, want, 9);
   // Re-plan on request through Admin: every node moves to epoch 1 while the
@@ -337,7 +337,7 @@ std::tuple<int, std::string, double> infer_once(const std::string& door) {
   return {rc, out, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
 }
 
-// Losing the coordinator (#15 item 8): kill -9 of rank 0 under launch --restart.
+// Losing the coordinator: kill -9 of rank 0 under launch --restart.
 // During the outage a client is refused at once; the members (same pids) wait,
 // then rejoin the restarted rank 0, which serves again. Before: members never
 // rejoined and the new rank 0 waited for them forever.
@@ -475,7 +475,7 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
                                        "--http", fmt::format("127.0.0.1:{}", http_port)});
   auto listening = launch.wait_for("[rank 0] listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
-  // Nothing of a loopback cluster listens outside loopback (#15 item 12: UCX's
+  // Nothing of a loopback cluster listens outside loopback (UCX's
   // tcp transport used to open listeners on every interface).
   for (int rank : {0, 1, 2}) {
     const auto addresses = listening_addresses(node_pid(c.config, rank));
@@ -483,7 +483,7 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
     for (const auto& a : addresses)
       EXPECT_TRUE(loopback_address(a)) << "rank " << rank << " listens on " << a;
   }
-  // launch passes --metrics to rank 0 (#16 item 9: it had only `node`'s flags).
+  // launch passes --metrics to rank 0 (it once had only `node`'s flags).
   const std::string metrics =
       http_exchange(metrics_port, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
   // --name: the model is called `sage` at the door, whatever model.toml says.
@@ -492,7 +492,7 @@ TEST(cluster_front_door_test, launch_starts_a_serving_cluster_and_stops_it) {
       << metrics.substr(0, 500);
   EXPECT_NE(metrics.find("spindle_admission_limit{model=\"sage\"}"), std::string::npos)
       << metrics.substr(0, 500);
-  // ... and --http: rank 0 answers KServe v2 calls for the cluster (#17).
+  // ... and --http: rank 0 answers KServe v2 calls for the cluster.
   const std::string body =
       R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})";
   const std::string answer = http_exchange(

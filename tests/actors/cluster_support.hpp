@@ -26,7 +26,7 @@
 #include "core/checksum.hpp"
 #include "core/subprocess.hpp"
 #include "nn/ops.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/gnn_pipeline.hpp"
 
 namespace spindle::cluster_testing {
 
@@ -133,10 +133,10 @@ struct cora_cluster {
     auto ds = graph::dataset::open(cora);
     nn::heap_allocator weights;
     auto m = nn::model::load(model, weights);
-    sched::psgs_router router(sched::psgs_calibration{}, sched::routing_policy::fixed);
+    serving::psgs_router router(serving::psgs_calibration{}, serving::routing_policy::fixed);
     thread_pool pool(1, "test");
-    sched::gnn_pipeline local(*ds, *m, router, pool);
-    auto sum = sched::answer_checksum_except(local, sched::degree_requests(*ds, n), skip);
+    serving::gnn_pipeline local(*ds, *m, router, pool);
+    auto sum = serving::answer_checksum_except(local, serving::degree_requests(*ds, n), skip);
     EXPECT_TRUE(sum.has_value());
     return sum ? *sum : 0;
   }

@@ -27,23 +27,23 @@ struct hps_node {
   fs::path dir = fs::temp_directory_path() / ("spindle-hps-actors-" + std::to_string(::getpid()));
   nn::heap_allocator alloc;
   std::optional<nn::model> model;
-  std::unique_ptr<embedding::persistent_db> pdb;
-  std::unique_ptr<embedding::volatile_db> vdb;
-  std::shared_ptr<embedding::lookup_session> session;
+  std::unique_ptr<hps::persistent_db> pdb;
+  std::unique_ptr<hps::volatile_db> vdb;
+  std::shared_ptr<hps::lookup_session> session;
 
   hps_node() {
     fs::remove_all(dir);
     model.emplace(std::move(*nn::model::load(golden, alloc, true)));
-    pdb = std::move(*embedding::persistent_db::open((dir / "db").string()));
-    vdb = std::move(*embedding::make_hash_map_vdb({}));
-    std::vector<embedding::table_options> tables;
+    pdb = std::move(*hps::persistent_db::open((dir / "db").string()));
+    vdb = std::move(*hps::make_hash_map_vdb({}));
+    std::vector<hps::table_options> tables;
     for (int t = 0; t < 3; ++t) {
       const std::string name = "emb" + std::to_string(t);
       EXPECT_TRUE(pdb->bulk_load_safetensors(name, golden + "/weights.safetensors",
                                              "emb_l." + std::to_string(t) + ".weight"));
       tables.push_back({name, 8, std::uint64_t(model->desc().table_rows[t]), 0.5, 1.0, 0.0f, 2});
     }
-    session = std::move(*embedding::lookup_session::create(tables, vdb.get(), pdb.get()));
+    session = std::move(*hps::lookup_session::create(tables, vdb.get(), pdb.get()));
   }
   ~hps_node() {
     session.reset();
@@ -73,11 +73,11 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   auto cache = spawn_embedding_cache(sys, node.session, 0);
   std::vector<caf::actor> instances = {spawn_dlrm_inference(sys, *node.model, node.session),
                                        spawn_dlrm_inference(sys, *node.model, node.session)};
-  embedding::consumer_options co;
+  hps::consumer_options co;
   co.consumer = "node-0";
   co.tables = {"emb0", "emb1", "emb2"};
   co.block_ms = 50;
-  auto consumer = embedding::update_consumer::connect("127.0.0.1", (*redis)->port(), co);
+  auto consumer = hps::update_consumer::connect("127.0.0.1", (*redis)->port(), co);
   ASSERT_TRUE(consumer.has_value()) << consumer.error().to_string();
   auto updater = spawn_updater(sys, std::move(*consumer), node.vdb.get(), node.pdb.get());
 
@@ -98,15 +98,15 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   ASSERT_TRUE(before.error.is_ok());
 
   // Online update: every row of table 0 becomes 0.5 (Fig. 3 step 1 -> VDB/PDB).
-  auto producer = embedding::update_producer::connect("127.0.0.1", (*redis)->port());
-  std::vector<embedding::cache_key> keys(50);
-  for (embedding::cache_key k = 0; k < 50; ++k) keys[k] = k;
+  auto producer = hps::update_producer::connect("127.0.0.1", (*redis)->port());
+  std::vector<hps::cache_key> keys(50);
+  for (hps::cache_key k = 0; k < 50; ++k) keys[k] = k;
   ASSERT_TRUE(producer->publish("emb0", 8, keys, std::vector<float>(50 * 8, 0.5f)).has_value());
-  embedding::consumer_stats st;
+  hps::consumer_stats st;
   for (int i = 0; i < 200 && st.applied_keys < 50; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     self->request(updater, std::chrono::seconds(10), hps_stats_atom::value)
-        .receive([&](const embedding::consumer_stats& s) { st = s; }, [](const caf::error&) {});
+        .receive([&](const hps::consumer_stats& s) { st = s; }, [](const caf::error&) {});
   }
   ASSERT_EQ(st.applied_keys, 50u);
   const dlrm_reply stale = ask(self, instances[1], req);
@@ -118,11 +118,11 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   const dlrm_reply fresh = ask(self, instances[1], req);
   ASSERT_TRUE(fresh.error.is_ok()) << fresh.error.to_string();
   // The reference: a brand-new session reading the updated PDB directly.
-  auto cold = std::move(*embedding::lookup_session::create({{"emb0", 8, 50, 1.0, 1.0, 0.0f, 2},
+  auto cold = std::move(*hps::lookup_session::create({{"emb0", 8, 50, 1.0, 1.0, 0.0f, 2},
                                                             {"emb1", 8, 30, 1.0, 1.0, 0.0f, 2},
                                                             {"emb2", 8, 20, 1.0, 1.0, 0.0f, 2}},
                                                            nullptr, node.pdb.get()));
-  auto runner = std::move(*embedding::dlrm_hps_runner::create(*node.model, *cold));
+  auto runner = std::move(*hps::dlrm_hps_runner::create(*node.model, *cold));
   std::vector<float> dense = req.dense;
   auto want = runner.infer(node.alloc, nn::tensor::borrow(dense.data(), {6, 13}), req.sparse);
   ASSERT_TRUE(want.has_value());

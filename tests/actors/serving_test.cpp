@@ -14,30 +14,30 @@ namespace spindle::actors {
 namespace {
 
 struct fixture : test_support::small_gnn {
-  std::shared_ptr<sched::psgs_router> router;
+  std::shared_ptr<serving::psgs_router> router;
 
   fixture() : small_gnn("serving_ds", 11, 16, 32, 5) {
-    sched::psgs_calibration c;  // a fixed threshold: PSGS below 500 -> inline
+    serving::psgs_calibration c;  // a fixed threshold: PSGS below 500 -> inline
     c.small.mean = c.small.max = {0, 0.002};
     c.large.mean = c.large.max = {0.5, 0.001};
-    sched::compute_crossovers(c);
-    router = std::make_shared<sched::psgs_router>(c, sched::routing_policy::strict);
+    serving::compute_crossovers(c);
+    router = std::make_shared<serving::psgs_router>(c, serving::routing_policy::strict);
   }
 };
 
 // An actor system with one pipeline and a batcher over the fixture; stops them at the end.
-struct serving {
+struct serving_stack {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   caf::actor pipe, batcher;
-  serving(fixture& f, sched::batch_policy bp,
-          std::function<double(const sched::gnn_request&)> psgs) {
+  serving_stack(fixture& f, serving::batch_policy bp,
+          std::function<double(const serving::gnn_request&)> psgs) {
     cfg.set("scheduler.max-threads", 1);
     sys = std::make_unique<caf::actor_system>(cfg);
     pipe = spawn_pipeline(*sys, *f.ds, *f.model, *f.router, f.pool);
     batcher = spawn_batcher(*sys, {pipe}, bp, f.router, std::move(psgs));
   }
-  ~serving() {
+  ~serving_stack() {
     caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(pipe, caf::exit_reason::user_shutdown);
   }
@@ -45,23 +45,23 @@ struct serving {
 
 TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail_alone) {
   fixture f;
-  sched::batch_policy bp;
+  serving::batch_policy bp;
   bp.max_batch = 8;
   const auto* ds = &*f.ds;
-  serving srv(f, bp, [ds](const sched::gnn_request& r) {
+  serving_stack srv(f, bp, [ds](const serving::gnn_request& r) {
     return ds
         ->psgs()[std::size_t(std::max<std::int64_t>(0, std::min(r.seeds[0], ds->num_nodes() - 1)))];
   });
   auto& sys = *srv.sys;
   auto batcher = srv.batcher;
-  sched::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
+  serving::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
   caf::scoped_actor self{sys};
   // All 50 requests in flight at once, so batches hold several (max 8).
-  std::map<std::uint64_t, sched::batch_result> want;
+  std::map<std::uint64_t, serving::batch_result> want;
   // Sampler seeds i + 1: each request is sampled on its own (reproducible), so
   // its answer in any batch equals the direct call's.
   for (std::uint64_t i = 1; i <= 50; ++i) {
-    sched::gnn_request r{{std::int64_t(i * 37 % 2048), std::int64_t(i)}, i};
+    serving::gnn_request r{{std::int64_t(i * 37 % 2048), std::int64_t(i)}, i};
     if (i == 7) r.seeds[1] = 999999;  // out of range: this request fails, not its batch
     want[i] = direct.run({r});
     self->send(batcher, infer_atom::value, r);
@@ -77,7 +77,7 @@ TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail
         EXPECT_EQ(got.output.size(), 2u * 5u);
       }
     });
-  self->send(batcher, policy_atom::value, sched::routing_policy::loose);
+  self->send(batcher, policy_atom::value, serving::routing_policy::loose);
   self->request(batcher, caf::infinite, stats_atom::value)
       .receive(
           [&](const batcher_stats& s) {
@@ -85,7 +85,7 @@ TEST(serving_test, actor_answers_equal_the_direct_pipeline_and_bad_requests_fail
             EXPECT_LT(s.batches, 50u);  // requests were batched together
           },
           [&](caf::error&) { FAIL(); });
-  EXPECT_EQ(f.router->policy(), sched::routing_policy::loose);
+  EXPECT_EQ(f.router->policy(), serving::routing_policy::loose);
 }
 
 }  // namespace
@@ -96,20 +96,20 @@ namespace {
 
 TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
   fixture f;
-  sched::batch_policy bp;
+  serving::batch_policy bp;
   bp.max_batch = 16;
   bp.deadline = std::chrono::seconds(5);  // batches close on size only
   bp.work_conserving = false;
-  serving srv(f, bp, [](const sched::gnn_request&) { return 1.0; });
+  serving_stack srv(f, bp, [](const serving::gnn_request&) { return 1.0; });
   auto& sys = *srv.sys;
   auto batcher = srv.batcher;
   caf::scoped_actor self{sys};
-  f.router->set_fixed(sched::psgs_router::choice::small);
-  self->send(batcher, policy_atom::value, sched::routing_policy::fixed);
+  f.router->set_fixed(serving::psgs_router::choice::small);
+  self->send(batcher, policy_atom::value, serving::routing_policy::fixed);
   auto serve = [&](std::uint64_t first, int count) {
     for (int i = 0; i < count; ++i)
       self->send(batcher, infer_atom::value,
-                 sched::gnn_request{{std::int64_t(first + i)}, first + i});
+                 serving::gnn_request{{std::int64_t(first + i)}, first + i});
     for (int i = 0; i < count; ++i)
       self->receive(
           [&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); });
@@ -124,10 +124,10 @@ TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
   auto s1 = stats();
   EXPECT_EQ(s1.batches, 4u);  // 64 requests in batches of 16
   EXPECT_EQ(s1.small, 4u);    // fixed: inline
-  sched::batch_policy one = bp;
+  serving::batch_policy one = bp;
   one.max_batch = 1;
   self->send(batcher, policy_atom::value, one);
-  f.router->set_fixed(sched::psgs_router::choice::large);
+  f.router->set_fixed(serving::psgs_router::choice::large);
   serve(100, 8);
   auto s2 = stats();
   EXPECT_EQ(s2.batches - s1.batches, 8u);  // new max batch size applied
@@ -140,11 +140,11 @@ TEST(serving_test, batch_and_routing_policies_change_live_while_serving) {
 // 4 passes it) and the large executor serves it (4 >= 3.5).
 TEST(serving_test, the_router_actor_moves_the_routing_point_and_batch_closing_together) {
   fixture f;
-  sched::batch_policy bp;
+  serving::batch_policy bp;
   bp.max_batch = 16;
   bp.deadline = std::chrono::seconds(5);
   bp.work_conserving = false;  // batches close on PSGS only
-  serving srv(f, bp, [](const sched::gnn_request&) { return 1.0; });
+  serving_stack srv(f, bp, [](const serving::gnn_request&) { return 1.0; });
   auto& sys = *srv.sys;
   auto router = spawn_router(sys, f.router, srv.batcher);
   caf::scoped_actor self{sys};
@@ -154,7 +154,7 @@ TEST(serving_test, the_router_actor_moves_the_routing_point_and_batch_closing_to
       .receive([&](const std::string& t) { table = t; }, [&](caf::error&) { ADD_FAILURE(); });
   EXPECT_NE(table.find("\"threshold\":3.5"), std::string::npos) << table;
   for (std::uint64_t i = 0; i < 16; ++i)
-    self->send(srv.batcher, infer_atom::value, sched::gnn_request{{std::int64_t(i)}, i});
+    self->send(srv.batcher, infer_atom::value, serving::gnn_request{{std::int64_t(i)}, i});
   for (int i = 0; i < 16; ++i)
     self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); },
                   caf::after(std::chrono::seconds(4)) >> [] { ADD_FAILURE() << "batch waited"; });
@@ -177,18 +177,18 @@ namespace {
 // the batches still hold several requests.
 TEST(serving_test, a_lone_request_on_an_idle_server_does_not_wait_for_the_deadline) {
   fixture f;
-  sched::batch_policy bp;
+  serving::batch_policy bp;
   bp.max_batch = 32;
   bp.deadline = std::chrono::seconds(5);
-  serving srv(f, bp, [](const sched::gnn_request&) { return 1.0; });
+  serving_stack srv(f, bp, [](const serving::gnn_request&) { return 1.0; });
   caf::scoped_actor self{*srv.sys};
   const auto t0 = std::chrono::steady_clock::now();
-  self->send(srv.batcher, infer_atom::value, sched::gnn_request{{3}, 0});
+  self->send(srv.batcher, infer_atom::value, serving::gnn_request{{3}, 0});
   self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); },
                 caf::after(std::chrono::seconds(4)) >> [] { ADD_FAILURE() << "waited"; });
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
   for (std::int64_t i = 0; i < 200; ++i)
-    self->send(srv.batcher, infer_atom::value, sched::gnn_request{{i}, 0});
+    self->send(srv.batcher, infer_atom::value, serving::gnn_request{{i}, 0});
   for (int i = 0; i < 200; ++i)
     self->receive([&](const gnn_reply& r) { EXPECT_TRUE(r.error.is_ok()) << r.error.to_string(); });
   self->request(srv.batcher, caf::infinite, stats_atom::value)
@@ -202,7 +202,7 @@ TEST(serving_test, a_lone_request_on_an_idle_server_does_not_wait_for_the_deadli
 TEST(serving_test, gnnsched_groups_passes_of_several_pipelines_while_serving) {
   fixture f;
   thread_pool workers(2, "test-gs");
-  auto device = sched::device_scheduler::create(64u << 20, workers, sched::grouping_policy::bqt);
+  auto device = colocation::device_scheduler::create(64u << 20, workers, colocation::grouping_policy::bqt);
   ASSERT_TRUE(device.has_value()) << device.error().to_string();
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 1);
@@ -210,16 +210,16 @@ TEST(serving_test, gnnsched_groups_passes_of_several_pipelines_while_serving) {
   std::vector<caf::actor> pipes;
   for (int i = 0; i < 2; ++i)
     pipes.push_back(spawn_pipeline(sys, *f.ds, *f.model, *f.router, f.pool, {}, device->get()));
-  sched::batch_policy bp;
+  serving::batch_policy bp;
   bp.max_batch = 4;
   bp.pipeline_depth = 2;
   auto batcher =
-      spawn_batcher(sys, pipes, bp, f.router, [](const sched::gnn_request&) { return 1.0; });
-  sched::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
+      spawn_batcher(sys, pipes, bp, f.router, [](const serving::gnn_request&) { return 1.0; });
+  serving::gnn_pipeline direct(*f.ds, *f.model, *f.router, f.pool);
   caf::scoped_actor self{sys};
   std::map<std::uint64_t, std::vector<float>> want;
   for (std::uint64_t i = 1; i <= 400; ++i) {
-    sched::gnn_request r{{std::int64_t(i * 13 % 2048)}, i};
+    serving::gnn_request r{{std::int64_t(i * 13 % 2048)}, i};
     want[i] = direct.run({r}).outputs[0];
     self->send(batcher, infer_atom::value, r);
   }

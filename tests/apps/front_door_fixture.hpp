@@ -21,7 +21,7 @@
 #include "core/subprocess.hpp"
 #include "graph/prepare.hpp"
 #include "nn/ops.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/gnn_pipeline.hpp"
 #include "tests/graph/test_util.hpp"
 #include "tests/support/golden_dlrm.hpp"
 #include "transport/rpc/request_checks.hpp"

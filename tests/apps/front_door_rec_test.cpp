@@ -1,8 +1,8 @@
 // The front door's recommendation-model calls on the shared server: the golden
 // DLRM through the parameter server, `spindle client rec`, the worker pool
-// resized under load, and dynamic batching (issues #7, #16, #18). Linked before
+// resized under load, and dynamic batching. Linked before
 // front_door_test.cpp, whose last test stops the server.
-#include "sched/splitrpc/rec_wire.hpp"
+#include "splitrpc/rec_wire.hpp"
 #include "tests/apps/front_door_fixture.hpp"
 
 namespace spindle {
@@ -200,7 +200,7 @@ TEST(front_door_test, a_recommendation_model_answers_over_splitrpc_as_over_infer
   for (auto& s : sparse) call.sparse.push_back({s.indices, s.offsets});
   auto over_rec = f.client->infer_rec(call);
   ASSERT_TRUE(over_rec.has_value() && over_rec->status == rpc::rpc_status::ok);
-  const auto payload = sched::pack_rec_request(6, dense, sparse);
+  const auto payload = splitrpc::pack_rec_request(6, dense, sparse);
   ASSERT_TRUE(f.client->open_split());
   auto split = f.client->infer_split("wd", payload);
   auto unified = f.client->infer_tensor("wd", payload);
@@ -227,7 +227,7 @@ TEST(front_door_test, a_recommendation_model_answers_over_splitrpc_as_over_infer
   EXPECT_EQ(ok, 64u);
   EXPECT_EQ(wrong, 0u);
   auto bad = payload;
-  bad[2] = sched::pack_rec_request(1, std::vector<float>(12), {})[2];  // dense_in 12, not 13
+  bad[2] = splitrpc::pack_rec_request(1, std::vector<float>(12), {})[2];  // dense_in 12, not 13
   auto r = f.client->infer_split("wd", bad);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, rpc::rpc_status::bad_request);
@@ -237,7 +237,7 @@ TEST(front_door_test, a_recommendation_model_answers_over_splitrpc_as_over_infer
   EXPECT_NE(r->message.find("table 2: 15 keys, payload ends"), std::string::npos) << r->message;
   auto keys = sparse;
   keys[1].indices[0] = 30;  // table 1 has 30 rows
-  r = f.client->infer_split("wd", sched::pack_rec_request(6, dense, keys));
+  r = f.client->infer_split("wd", splitrpc::pack_rec_request(6, dense, keys));
   EXPECT_EQ(r->status, rpc::rpc_status::bad_request);
   EXPECT_NE(r->message.find("index 30"), std::string::npos) << r->message;
   split = f.client->infer_split("wd", payload);  // still serving

@@ -21,12 +21,12 @@ TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_
   auto ds = graph::dataset::open(f.dir + "/g");
   nn::heap_allocator w;
   auto model = nn::model::load(f.dir + "/m", w);
-  sched::psgs_calibration cal;
+  serving::psgs_calibration cal;
   cal.small.mean = cal.small.max = {0, 0.002};
   cal.large.mean = cal.large.max = {0.5, 0.001};
-  sched::compute_crossovers(cal);
-  sched::psgs_router router(cal, sched::routing_policy::strict);
-  sched::gnn_pipeline direct(*ds, *model, router, f.pool);
+  serving::compute_crossovers(cal);
+  serving::psgs_router router(cal, serving::routing_policy::strict);
+  serving::gnn_pipeline direct(*ds, *model, router, f.pool);
   std::vector<rpc::gnn_call> calls;
   for (std::int64_t i = 0; i < 20; ++i)
     calls.push_back({"sage", {i * 7, i * 7 + 1}, std::uint64_t(100 + i), 0});
@@ -234,7 +234,7 @@ TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
     EXPECT_GE(r["windows"].get<int>(), 1);
     EXPECT_LE(r["windows"].get<int>(), 4);
   }
-  // A path with a quote and a space (#16 item 12: gnuplot failed and left a file named `it`).
+  // A path with a quote and a space (gnuplot once failed and left a file named `it`).
   EXPECT_TRUE(std::filesystem::exists(f.dir + "/it's sweep.png"));
   EXPECT_FALSE(std::filesystem::exists(f.dir + "/it"));
 }
@@ -424,7 +424,7 @@ TEST(front_door_test, the_shell_changes_a_policy_live_and_survives_bad_input) {
   EXPECT_NE(out.find("error: bad_request: max_batch = 'many'"), std::string::npos) << out;
   EXPECT_NE(out.find("error: 'infer sage x': bad number"), std::string::npos) << out;
   EXPECT_NE(out.find("p99 ms"), std::string::npos) << out;  // the last command still ran
-  // watch shows the last 10 s beside the whole ring (#16 item 14).
+  // watch shows the last 10 s beside the whole ring.
   EXPECT_NE(out.find("p99 ms (10s)"), std::string::npos) << out;
   auto recent = nlohmann::json::parse(f.client->stats(f.token)->json)["models"]["sage"];
   EXPECT_GT(recent["latency_ms_10s"]["count"].get<std::size_t>(), 0u) << recent.dump();

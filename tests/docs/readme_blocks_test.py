@@ -93,8 +93,8 @@ def make_model(spindle, out, x, edges):
         print("model: torch_geometric absent, made by spindle model init")
 
 
-ROOTS = ("apps|actors|core|config|graph|embedding|sched|nn|gpu|node|transport|tests|bench|python|"
-         "scripts|examples|docs|cmake|demo-data")
+ROOTS = ("apps|actors|core|config|graph|features|serving|colocation|splitrpc|hps|nn|gpu|node|"
+         "transport|tests|bench|python|scripts|examples|docs|cmake|demo-data")
 REPO_PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./*{}-]*[\w*}])" % ROOTS)
 LINK = re.compile(r"\]\(([^)#:]+)(?:#[^)]*)?\)")
 

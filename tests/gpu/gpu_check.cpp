@@ -9,22 +9,22 @@
 #include <random>
 #include <string_view>
 
-#include "embedding/cache/device_cache.hpp"
+#include "colocation/device_scheduler.hpp"
+#include "colocation/task_bytes.hpp"
+#include "features/feature_tiers.hpp"
 #include "gpu/device.hpp"
 #include "gpu/gnn_kernels.hpp"
 #include "graph/prepare.hpp"
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
+#include "hps/cache/device_cache.hpp"
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
-#include "sched/serving/batch_executor.hpp"
-#include "sched/serving/cuda_executor.hpp"
-#include "sched/serving/cuda_layers.hpp"
-#include "sched/serving/cuda_sampling.hpp"
-#include "sched/colocation/device_scheduler.hpp"
-#include "sched/colocation/task_bytes.hpp"
-#include "sched/placement/feature_tiers.hpp"
-#include "sched/serving/gnn_pipeline.hpp"
+#include "serving/batch_executor.hpp"
+#include "serving/cuda_executor.hpp"
+#include "serving/cuda_layers.hpp"
+#include "serving/cuda_sampling.hpp"
+#include "serving/gnn_pipeline.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -135,7 +135,7 @@ status check_sampler(std::string& result) {
 // The whole executor: 2 hops [25, 10] on the device vs the inline executor.
 status check_executor(std::string& result) {
   const auto g = rmat14();
-  SPINDLE_ASSIGN_OR_RETURN(auto ex, sched::cuda_sampling_executor::create(g.view()));
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, serving::cuda_sampling_executor::create(g.view()));
   std::vector<std::int64_t> seeds(1024);
   for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::int64_t(i * 11 % (1 << 14));
   const graph::sample_options opts{{25, 10}, false, 7};
@@ -157,7 +157,7 @@ status check_gather(std::string& result) {
   std::vector<double> fap(static_cast<std::size_t>(n));
   for (std::int64_t v = 0; v < n; ++v)
     fap[std::size_t(v)] = double(g.view().indptr[v + 1] - g.view().indptr[v]);
-  const auto t = sched::plan_feature_tiers(fap, n, dim, std::size_t(n / 4 * dim) * 4);
+  const auto t = features::plan_feature_tiers(fap, n, dim, std::size_t(n / 4 * dim) * 4);
   std::vector<float> device_table;
   for (auto v : t.device_nodes)
     device_table.insert(device_table.end(), table.begin() + v * dim, table.begin() + (v + 1) * dim);
@@ -177,7 +177,7 @@ status check_gather(std::string& result) {
   SPINDLE_TRY(st);
   const auto got = d_out.to_host();
   std::vector<float> want(ids.size() * dim);
-  sched::gather_rows(table, dim, ids, want.data());
+  serving::gather_rows(table, dim, ids, want.data());
   result = fmt::format("{} rows of {} floats, {:.0f}% of FAP mass on the device", ids.size(), dim,
                        100 * t.device_fap_share);
   return got == want ? status::ok() : make_error(errc::internal, "bytes differ ({})", result);
@@ -204,7 +204,7 @@ status check_place(std::string& result) {
 }
 
 // A GNN described by `d` (2 hops, 32 features in) over a sampled 2-hop batch: the
-// device layers (sched::device_model, what cuda_executor runs) vs nn::model::forward.
+// device layers (serving::device_model, what cuda_executor runs) vs nn::model::forward.
 status check_desc(const config::model_desc& d, const std::string& tag, std::string& result) {
   const auto g = rmat14();
   std::vector<std::int64_t> seeds(256);
@@ -229,7 +229,7 @@ status check_desc(const config::model_desc& d, const std::string& tag, std::stri
   for (auto& f : x) f = n(rng);
   const auto xt = nn::tensor::borrow(x.data(), {blocks[0].num_src, d.in});
   SPINDLE_ASSIGN_OR_RETURN(auto want, m.forward(alloc, blocks, degree, xt));
-  SPINDLE_ASSIGN_OR_RETURN(auto dm, sched::device_model::create(m));
+  SPINDLE_ASSIGN_OR_RETURN(auto dm, serving::device_model::create(m));
   SPINDLE_ASSIGN_OR_RETURN(auto arena, device_arena::create(std::size_t(64) << 20));
   SPINDLE_ASSIGN_OR_RETURN(void* blas, blas_create());
   auto got = dm->forward(*arena, blas, alloc, blocks, degree, xt);
@@ -313,10 +313,10 @@ status check_stack_host(int which, std::string& result) {
 // (no set overflows, so no eviction order to differ), half updated, then the
 // same hits and the same vectors for 1,000 queried keys.
 status check_cache(std::string& result) {
-  const embedding::cache_options o{4096, 8, 2};
-  SPINDLE_ASSIGN_OR_RETURN(auto dev, embedding::make_l1_cache(o, true));
-  SPINDLE_ASSIGN_OR_RETURN(auto host, embedding::make_l1_cache(o, false));
-  std::vector<embedding::cache_key> keys(500), half(250), asked(1000);
+  const hps::cache_options o{4096, 8, 2};
+  SPINDLE_ASSIGN_OR_RETURN(auto dev, hps::make_l1_cache(o, true));
+  SPINDLE_ASSIGN_OR_RETURN(auto host, hps::make_l1_cache(o, false));
+  std::vector<hps::cache_key> keys(500), half(250), asked(1000);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i * 7919 + 3;
   for (std::size_t i = 0; i < half.size(); ++i) half[i] = keys[2 * i];
   for (std::size_t i = 0; i < asked.size(); ++i) asked[i] = i * 7919 + 3;  // half absent
@@ -331,7 +331,7 @@ status check_cache(std::string& result) {
       return make_error(errc::internal, "{} cache updated {} of {}", c->where(), n, half.size());
   }
   std::vector<float> dv(asked.size() * 8), hv(asked.size() * 8);
-  embedding::cache_misses dm, hm;
+  hps::cache_misses dm, hm;
   SPINDLE_TRY(dev->query(asked, dv, dm));
   SPINDLE_TRY(host->query(asked, hv, hm));
   if (dm.positions != hm.positions) return make_error(errc::internal, "different misses");
@@ -393,7 +393,7 @@ struct served_inputs {
   nn::heap_allocator weights;
   std::optional<nn::model> model;
   thread_pool pool{2, "gpu-check"};
-  sched::psgs_router router{sched::psgs_calibration{}, sched::routing_policy::fixed};
+  serving::psgs_router router{serving::psgs_calibration{}, serving::routing_policy::fixed};
   explicit served_inputs(graph::dataset d) : ds(std::move(d)) {}
 };
 
@@ -424,15 +424,15 @@ expected<std::unique_ptr<served_inputs>> served(config::model_arch arch) {
   return served_desc(d, std::string(config::to_string(arch)));
 }
 
-std::vector<sched::gnn_request> served_batch(int b) {
-  std::vector<sched::gnn_request> out(64);
+std::vector<serving::gnn_request> served_batch(int b) {
+  std::vector<serving::gnn_request> out(64);
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i].seeds = {std::int64_t((b * 64 + int(i)) * 37 % (1 << 14))};
   return out;
 }
 
 // `got` against `want`, answer by answer, into `c`.
-void compare_results(const sched::batch_result& got, const sched::batch_result& want,
+void compare_results(const serving::batch_result& got, const serving::batch_result& want,
                      comparison& c) {
   for (std::size_t r = 0; r < want.outputs.size(); ++r) {
     if (!want.errors[r]) {
@@ -454,20 +454,20 @@ void compare_results(const sched::batch_result& got, const sched::batch_result& 
   }
 }
 
-// Served batches through sched::cuda_executor as PSGS's large executor (device
+// Served batches through serving::cuda_executor as PSGS's large executor (device
 // sampling, gather over a device tier of 1 MiB plus UVA, device layers) vs the
 // host pipeline: the same 8 batches of 64, the same joint samples.
 status check_served_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
   SPINDLE_ASSIGN_OR_RETURN(auto executors,
-                           sched::device_executors::create(in->ds, served_device, 1 << 20));
+                           serving::device_executors::create(in->ds, served_device, 1 << 20));
   SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
-  sched::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
-  sched::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
+  serving::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
+  serving::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
   comparison c;
   for (int b = 0; b < 8; ++b) {
     const auto batch = served_batch(b);
-    compare_results(dev.run(batch, sched::psgs_router::choice::large),
-                    host.run(batch, sched::psgs_router::choice::large), c);
+    compare_results(dev.run(batch, serving::psgs_router::choice::large),
+                    host.run(batch, serving::psgs_router::choice::large), c);
   }
   return c.check("8 batches of 64", result);
 }
@@ -481,16 +481,16 @@ status check_served(config::model_arch arch, std::string& result) {
 // once, grouped, each task of a group on its own stream, vs the host passes.
 status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
   SPINDLE_ASSIGN_OR_RETURN(auto executors,
-                           sched::device_executors::create(in->ds, served_device, 1 << 20));
+                           serving::device_executors::create(in->ds, served_device, 1 << 20));
   SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
-  sched::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
-  sched::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
+  serving::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
+  serving::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
   thread_pool workers(4, "gpu-check-w");
   SPINDLE_ASSIGN_OR_RETURN(
-      auto scheduler, sched::device_scheduler::create(std::size_t(256) << 20, workers,
-                                                      sched::grouping_policy::bqt, served_device));
-  std::vector<std::vector<sched::gnn_request>> batches;
-  std::vector<std::unique_ptr<sched::prepared_batch>> on_dev, on_host;
+      auto scheduler, colocation::device_scheduler::create(std::size_t(256) << 20, workers,
+                                                      colocation::grouping_policy::bqt, served_device));
+  std::vector<std::vector<serving::gnn_request>> batches;
+  std::vector<std::unique_ptr<serving::prepared_batch>> on_dev, on_host;
   for (int b = 0; b < 8; ++b) {
     batches.push_back(served_batch(b));
     on_dev.push_back(dev.prepare(batches.back()));
@@ -501,7 +501,7 @@ status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& res
     auto p = std::make_shared<std::promise<status>>();
     done.push_back(p->get_future());
     scheduler->submit(
-        sched::task_bytes(dev, *on_dev[b]), 0.01,
+        colocation::task_bytes(dev, *on_dev[b]), 0.01,
         [&, b](pool_slot slot) {
           dev.compute(*on_dev[b], batches[b], slot);
           return status::ok();
@@ -511,7 +511,7 @@ status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& res
   comparison c;
   for (int b = 0; b < 8; ++b) {
     SPINDLE_TRY(done[b].get());
-    std::vector<std::byte> buffer(sched::task_bytes(host, *on_host[b]));
+    std::vector<std::byte> buffer(colocation::task_bytes(host, *on_host[b]));
     host.compute(*on_host[b], batches[b], {buffer, nullptr});
     compare_results(on_dev[b]->result, on_host[b]->result, c);
   }
@@ -582,7 +582,7 @@ int main(int argc, char** argv) {
   };
   row("sample_hop (1 block per frontier row)", "graph::inline_executor", check_sampler);
   row("cuda_sampling_executor, 2 hops", "graph::inline_executor", check_executor);
-  row("gather over device + UVA host tiers", "sched::gather_rows", check_gather);
+  row("gather over device + UVA host tiers", "serving::gather_rows", check_gather);
   row("place rows (a peer fetch's rows to batch positions)", "gpu::place_rows", check_place);
   row("GraphSAGE layers (spmm + cuBLAS + bias/ReLU)", "nn::model::forward",
       [](std::string& r) { return check_layers(spindle::config::model_arch::graphsage, r); });
@@ -608,7 +608,7 @@ int main(int argc, char** argv) {
   row("cuda_executor: served stack model 1 (GAT mean heads, GIN, JK cat, ...)", "host gnn_pipeline",
       [](std::string& r) { return check_served_stack(1, r); });
   row("GNNSched device pool: stack model 0", "host gnn_pipeline", check_gnnsched_stack);
-  row("HPS slab cache (query, replace, update)", "embedding::embedding_cache", check_cache);
+  row("HPS slab cache (query, replace, update)", "hps::embedding_cache", check_cache);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);
   return failed ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "features/feature_tiers.hpp"
 #include "gpu/device.hpp"
 #include "gpu/device_arena.hpp"
 #include "gpu/gnn_kernels.hpp"
@@ -17,8 +18,7 @@
 #include "graph/sampler.hpp"
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
-#include "sched/serving/cuda_sampling.hpp"
-#include "sched/placement/feature_tiers.hpp"
+#include "serving/cuda_sampling.hpp"
 
 namespace spindle::gpu {
 namespace {
@@ -331,7 +331,7 @@ TEST(kernels, the_tiered_gather_reads_the_plain_tables_rows) {
   std::vector<double> fap(n);
   std::mt19937 rng(9);
   for (auto& f : fap) f = std::exponential_distribution<double>(1.0)(rng);
-  const auto t = sched::plan_feature_tiers(fap, n, dim, 100 * dim * sizeof(float) + 5);
+  const auto t = features::plan_feature_tiers(fap, n, dim, 100 * dim * sizeof(float) + 5);
   ASSERT_EQ(t.device_nodes.size(), 100u);
   double min_in = 1e9, max_out = 0, total = 0, kept = 0;
   for (std::int64_t v = 0; v < n; ++v) {
@@ -355,8 +355,8 @@ TEST(kernels, the_tiered_gather_reads_the_plain_tables_rows) {
                 table[std::size_t(v * dim + c)])
           << v << "," << c;
   // No budget: every row on the host; a budget past the table: every row on the device.
-  EXPECT_TRUE(sched::plan_feature_tiers(fap, n, dim, 0).device_nodes.empty());
-  EXPECT_EQ(sched::plan_feature_tiers(fap, n, dim, 1u << 30).device_nodes.size(), std::size_t(n));
+  EXPECT_TRUE(features::plan_feature_tiers(fap, n, dim, 0).device_nodes.empty());
+  EXPECT_EQ(features::plan_feature_tiers(fap, n, dim, 1u << 30).device_nodes.size(), std::size_t(n));
 }
 
 // The multi-GPU exchange's bookkeeping: each GPU asks the owner of every row it
@@ -369,10 +369,10 @@ TEST(kernels, several_gpus_partition_or_replicate_the_device_tier) {
   std::vector<double> fap(static_cast<std::size_t>(n));
   for (std::int64_t v = 0; v < n; ++v) fap[std::size_t(v)] = double((v * 37) % n);
   const std::size_t budget = 50 * dim * sizeof(float);  // 50 rows per GPU
-  const auto one = sched::plan_feature_tiers(fap, n, dim, budget);
-  const auto part = sched::plan_gpu_tiers(fap, n, dim, budget, 3, true);
+  const auto one = features::plan_feature_tiers(fap, n, dim, budget);
+  const auto part = features::plan_gpu_tiers(fap, n, dim, budget, 3, true);
   ASSERT_EQ(part.per_gpu.size(), 3u);
-  const auto hottest = sched::plan_feature_tiers(fap, n, dim, 3 * budget).device_nodes;
+  const auto hottest = features::plan_feature_tiers(fap, n, dim, 3 * budget).device_nodes;
   ASSERT_EQ(hottest.size(), 150u);
   for (std::size_t r = 0; r < hottest.size(); ++r) {
     const auto v = hottest[r];
@@ -392,7 +392,7 @@ TEST(kernels, several_gpus_partition_or_replicate_the_device_tier) {
       EXPECT_FALSE(part.from_peer(0, v));
     }
   }
-  const auto rep = sched::plan_gpu_tiers(fap, n, dim, budget, 3, false);
+  const auto rep = features::plan_gpu_tiers(fap, n, dim, budget, 3, false);
   ASSERT_EQ(rep.per_gpu.size(), 3u);
   for (const auto& t : rep.per_gpu) EXPECT_EQ(t.device_nodes, one.device_nodes);
   for (std::int64_t v = 0; v < n; ++v) EXPECT_FALSE(rep.from_peer(1, v));
@@ -458,7 +458,7 @@ TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_FALSE(sample_hop_async({}, nullptr, 1, 100, 1, 1, nullptr, nullptr, nullptr).is_ok());
   const auto g = small_graph();
-  auto ex = sched::cuda_sampling_executor::create(g.view());
+  auto ex = serving::cuda_sampling_executor::create(g.view());
   ASSERT_FALSE(ex.has_value());  // no device: refused, naming why
   EXPECT_FALSE(ex.error().message().empty());
   EXPECT_EQ(resolve_device("auto").value(), device_kind::host);
@@ -474,7 +474,7 @@ TEST(kernels, without_a_gpu_the_launchers_answer_an_error) {
   EXPECT_FALSE(scratch.reserve(4096).has_value());
   EXPECT_EQ(scratch.data(), nullptr);
   // The executors and the several-GPU pieces are refused, named, not half-built.
-  EXPECT_FALSE(sched::device_csr::create(g.view()).has_value());
+  EXPECT_FALSE(serving::device_csr::create(g.view()).has_value());
   auto replicated_pool = memory_pool::create(4096, device_kind::cuda);
   EXPECT_FALSE(replicated_pool.has_value());
   auto group = nccl_group::create(2);

@@ -1,31 +1,42 @@
 #!/usr/bin/env bash
 # The dependency rule, checked on the includes: pure-logic folders never include
-# CAF, and sched/'s rooms include one way only (splitrpc -> serving -> placement,
-# colocation -> serving); a violation is printed with its file and line.
+# CAF, and the engine's folders include one way only (splitrpc -> serving ->
+# features, colocation -> serving; hps stands alone). Also folder = namespace: a
+# file in folder X declares only namespaces spindle::X (or below; core/ is spindle itself), and no file
+# declares an inline namespace. A violation is printed with its file and line.
 #   usage: dependency_rule_test.sh SOURCE_DIR
 set -uo pipefail
 cd "$1" || exit 1
 bad=0
 report() { echo "$1"; bad=1; }
-for dir in core config graph embedding sched nn gpu; do
+sources() { grep -rn --include='*.hpp' --include='*.cpp' --include='*.cu' --include='*.cuh' "$@"; }
+pure="core config graph features hps serving colocation splitrpc nn gpu"
+for dir in $pure; do
   while IFS= read -r hit; do report "pure logic includes CAF: $hit"; done \
-    < <(grep -rn --include='*.hpp' --include='*.cpp' --include='*.cu' '#include [<"]caf/' "$dir")
+    < <(sources '#include [<"]caf/' "$dir")
 done
-# room: the rooms it must not include
+# folder: the folders it must not include
 declare -A forbidden=(
-  [placement]="serving colocation splitrpc"
-  [serving]="colocation splitrpc"
-  [splitrpc]="colocation"
-  [colocation]="splitrpc"
+  [features]="serving colocation splitrpc hps actors node apps transport"
+  [hps]="features serving colocation splitrpc actors node apps transport"
+  [serving]="colocation splitrpc hps actors node apps transport"
+  [splitrpc]="colocation hps actors node apps"
+  [colocation]="splitrpc hps actors node apps transport"
 )
-for room in "${!forbidden[@]}"; do
-  for other in ${forbidden[$room]}; do
-    while IFS= read -r hit; do report "sched/$room must not include sched/$other: $hit"; done \
-      < <(grep -rn --include='*.hpp' --include='*.cpp' "#include \"sched/$other/" "sched/$room")
+for dir in "${!forbidden[@]}"; do
+  for other in ${forbidden[$dir]}; do
+    while IFS= read -r hit; do report "$dir/ must not include $other/: $hit"; done \
+      < <(sources "#include \"$other/" "$dir")
   done
 done
-# Every file of sched/ lives in a room.
-while IFS= read -r f; do report "sched/ file outside the rooms: $f"; done \
-  < <(find sched -maxdepth 1 -type f ! -name CMakeLists.txt)
+# folder = namespace; core/ is spindle's own namespace (the vocabulary every folder uses)
+while IFS= read -r hit; do report "core/ declares a folder's namespace: $hit"; done \
+  < <(sources -E '^namespace spindle::[a-z_]+' core | grep -vE ':namespace spindle::(log|detail)( |\{|$)')
+for dir in config graph features hps serving colocation splitrpc nn gpu actors node apps transport; do
+  while IFS= read -r hit; do report "inline namespace: $hit"; done \
+    < <(sources -E '^\s*(inline namespace|namespace [a-z_:]*inline )' "$dir")
+  while IFS= read -r hit; do report "namespace is not its folder's (spindle::$dir): $hit"; done \
+    < <(sources -E '^namespace spindle(::[a-z_]+)*( |\{|$)' "$dir" | grep -vE ":namespace spindle::$dir(::[a-z_:]+)?( |\{|$)")
+done
 [ "$bad" = 0 ] && echo "dependency rule holds"
 exit "$bad"

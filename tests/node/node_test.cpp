@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "../actors/small_gnn.hpp"
-#include "embedding/feature_shard.hpp"
+#include "features/feature_shard.hpp"
 #include "node/gnn_models.hpp"
 #include "node/node_shard.hpp"
 
@@ -33,7 +33,7 @@ TEST(node_test, a_node_region_holds_its_host_shard_first_then_its_other_tiers) {
   auto layout = region_layout(plan, 1, 16);
   ASSERT_TRUE(layout.has_value()) << layout.error().to_string();
   ASSERT_GE(layout->size(), 2u);  // host and disk
-  EXPECT_EQ(plan.shards[std::size_t(layout->front().shard)].tier, sched::shard_tier::host);
+  EXPECT_EQ(plan.shards[std::size_t(layout->front().shard)].tier, features::shard_tier::host);
   std::uint64_t at = 0;
   for (const auto& slot : *layout) {
     EXPECT_EQ(plan.shards[std::size_t(slot.shard)].server, 1);
@@ -42,7 +42,7 @@ TEST(node_test, a_node_region_holds_its_host_shard_first_then_its_other_tiers) {
   }
   // Every row of rank 1's disk shard is in its region at the disk slot's offset.
   const auto& disk = layout->back();
-  const auto rows = plan.lookup.shard_rows(sched::shard_index(disk.shard));
+  const auto rows = plan.lookup.shard_rows(features::shard_index(disk.shard));
   ASSERT_FALSE(rows.empty());
   const auto* own = reinterpret_cast<const float*>((*shard)->latest().own_rows + disk.offset);
   for (std::size_t i = 0; i < rows.size(); i += 7)

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "core/subprocess.hpp"
-#include "embedding/vdb/redis_connection.hpp"
+#include "hps/vdb/redis_connection.hpp"
 
 namespace spindle::testing {
 
@@ -58,7 +58,7 @@ class redis_server {
                                          "--logfile", (dir / "redis.log").string()});
       if (!child) return std::move(child).error();
       for (int i = 0; i < 200; ++i) {
-        if (auto c = embedding::redis_connection::connect("127.0.0.1", port, 200)) {
+        if (auto c = hps::redis_connection::connect("127.0.0.1", port, 200)) {
           if (c->command({"PING"})) {
             return std::unique_ptr<redis_server>(new redis_server(std::move(*child), port, dir));
           }
@@ -95,7 +95,7 @@ class redis_server {
     if (!child) return std::move(child).error();
     child_ = std::move(*child);
     for (int i = 0; i < 200; ++i) {
-      if (auto c = embedding::redis_connection::connect("127.0.0.1", port_, 200))
+      if (auto c = hps::redis_connection::connect("127.0.0.1", port_, 200))
         if (c->command({"PING"})) return status::ok();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -1,0 +1,91 @@
+// Level 1 of the hierarchical parameter server (HugeCTR HPS §4): a fixed-size
+// slab-set embedding cache with LRU counters, host backend. The per-key probe
+// is gpu/kernels/slab_probe.hpp, the same code the CUDA kernels run.
+// Thread-safe: every batched call may run concurrently with any other; a set is
+// touched only under its own lock (the paper's one-warp-per-slabset exclusion).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.hpp"
+#include "gpu/kernels/slab_probe.hpp"
+#include "hps/cache/l1_cache.hpp"
+
+namespace spindle::hps {
+
+class embedding_cache final : public l1_cache {
+ public:
+  /// Validates the options (dim > 0, capacity > 0, 1 <= slabs_per_set <= 64)
+  /// and allocates every slot empty.
+  static expected<std::unique_ptr<embedding_cache>> create(const cache_options& options);
+  /// The checks create() makes (shared with the device cache), allocating nothing.
+  static status validate(const cache_options& options);
+
+  /// Algorithm 2: values[i*dim ..] = vector of keys[i] for every hit; misses
+  /// (cleared first) lists the others. Bumps the global counter once per call.
+  std::string_view where() const override { return "host"; }
+  status query(std::span<const cache_key> keys, std::span<float> values,
+               cache_misses& misses) override;
+
+  /// Algorithm 3: inserts each absent key into an empty slot of its set, else
+  /// over the set's least recently used slot; keys already present only get
+  /// their counter refreshed (their vectors are never overwritten).
+  status replace(std::span<const cache_key> keys, std::span<const float> values) override;
+
+  /// Algorithm 4: overwrites the vectors of keys that are present; returns how
+  /// many were. Absent keys are ignored.
+  expected<std::uint64_t> update(std::span<const cache_key> keys,
+                                 std::span<const float> values) override;
+
+  /// Appends the keys held by sets [set_begin, set_end) to `out` (Dump).
+  void dump(std::uint64_t set_begin, std::uint64_t set_end,
+            std::vector<cache_key>& out) const override;
+
+  std::uint64_t num_sets() const override { return num_sets_; }
+  std::uint64_t capacity() const { return num_sets_ * slots_per_set_; }
+  std::uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  std::uint32_t dim() const override { return dim_; }
+  std::uint32_t slots_per_set() const { return slots_per_set_; }
+
+ private:
+  embedding_cache(const cache_options& options, std::uint64_t num_sets);
+
+  struct locate_result {
+    gpu::probe_step step;
+    std::uint32_t slot;  // index within the set
+  };
+  /// Probes `q`'s set from its first slab; caller holds the set's lock.
+  locate_result locate(std::uint64_t set, cache_key q) const;
+  void prefetch(cache_key q) const;
+  void lock(std::uint64_t set) const;
+  void unlock(std::uint64_t set) const;
+  status check_batch(std::span<const cache_key> keys, std::size_t values, const char* op) const;
+  std::uint64_t slot_index(std::uint64_t set, std::uint32_t slot) const {
+    return set * slots_per_set_ + slot;
+  }
+
+  static constexpr std::size_t prefetch_distance = 4;
+
+  std::uint32_t dim_;
+  std::uint32_t slabs_per_set_;
+  std::uint32_t slots_per_set_;
+  std::uint64_t num_sets_;
+  std::vector<cache_key> keys_;          // [sets x slots], empty_key when free
+  std::vector<std::uint64_t> counters_;  // last global counter that touched a slot
+  std::vector<float> values_;            // [sets x slots x dim]
+  // One spin lock per set, each on its own cache line: hot sets of a power-law
+  // stream are locked by every thread, and shared lines would bounce between
+  // cores. 64 B per set is under 1% of a set's 64 vectors.
+  struct alignas(64) set_lock {
+    std::atomic<bool> held{false};
+  };
+  std::unique_ptr<set_lock[]> locks_;
+  std::atomic<std::uint64_t> global_counter_{0};
+  std::atomic<std::uint64_t> size_{0};
+};
+
+}  // namespace spindle::hps

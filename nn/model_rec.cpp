@@ -1,0 +1,146 @@
+// The recommendation models' forward passes (DLRM, NCF, Wide & Deep; DIN's
+// attention is in model_din.cpp): per-table sum-pooled bags, the MLPs, DLRM's dot
+// interaction, and the click probability per row.
+#include <cmath>
+#include <cstring>
+
+#include "nn/model.hpp"
+
+namespace spindle::nn {
+
+using config::model_arch;
+
+expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
+                            tensor x, bool sigmoid_last, bool linear_last) const {
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    SPINDLE_ASSIGN_OR_RETURN(auto y,
+                             linear(a, x, p(fmt::format("{}.{}.weight", prefix, 2 * i)),
+                                    p(fmt::format("{}.{}.bias", prefix, 2 * i)), widths[i]));
+    if (linear_last && i + 1 == widths.size()) {
+      // the last layer stays linear (its logit is added to the wide part)
+    } else if (i + 1 < widths.size() || !sigmoid_last) {
+      relu_(y);
+    } else {
+      for (std::int64_t k = 0; k < y.numel(); ++k)
+        y.data()[k] = 1.0f / (1.0f + std::exp(-y.data()[k]));
+    }
+    x = std::move(y);
+  }
+  return x;
+}
+
+expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
+                                     const std::vector<sparse_input>& sparse) const {
+  if (desc_.arch != model_arch::dlrm)
+    return make_error(errc::invalid_argument, "{}: not a DLRM model", desc_.name);
+  if (sparse.size() != desc_.table_rows.size())
+    return make_error(errc::invalid_argument, "{}: {} sparse inputs for {} tables", desc_.name,
+                      sparse.size(), desc_.table_rows.size());
+  std::vector<tensor> embs;
+  std::vector<const tensor*> refs;
+  for (std::size_t t = 0; t < sparse.size(); ++t) {
+    const auto table = p(fmt::format("emb_l.{}.weight", t));
+    if (table.empty())
+      return make_error(errc::invalid_argument,
+                        "{}: table {} is served by the parameter server; use forward_dlrm_pooled",
+                        desc_.name, t);
+    if (std::int64_t(sparse[t].offsets.size()) != dense.rows() + 1)
+      return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows",
+                        desc_.name, t, sparse[t].offsets.size(), dense.rows());
+    auto e = embedding_bag(a, table, desc_.embedding_dim, sparse[t].indices, sparse[t].offsets,
+                           reduce_op::sum);
+    if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
+    embs.push_back(std::move(*e));
+  }
+  for (const auto& e : embs) refs.push_back(&e);
+  return forward_dlrm_pooled(a, dense, refs);
+}
+
+namespace {
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+expected<tensor> model::forward_rec(allocator& a, const tensor& dense,
+                                    const std::vector<sparse_input>& sparse) const {
+  if (desc_.arch == model_arch::dlrm) return forward_dlrm(a, dense, sparse);
+  if (!desc_.is_rec())
+    return make_error(errc::invalid_argument, "{}: not a recommendation model", desc_.name);
+  if (sparse.size() != desc_.table_rows.size())
+    return make_error(errc::invalid_argument, "{}: {} sparse inputs for {} tables", desc_.name,
+                      sparse.size(), desc_.table_rows.size());
+  const std::int64_t batch = std::int64_t(sparse[0].offsets.size()) - 1;
+  if (desc_.arch == model_arch::wnd && (dense.rows() != batch || dense.cols() != desc_.dense_in))
+    return make_error(errc::invalid_argument, "{}: dense is [{} x {}], expected [{} x {}]",
+                      desc_.name, dense.rows(), dense.cols(), batch, desc_.dense_in);
+  // Sum-pooled bags of every table (and, for Wide & Deep, of the wide weights).
+  auto bag = [&](const std::string& name, std::int64_t dim, std::size_t t) -> expected<tensor> {
+    if (std::int64_t(sparse[t].offsets.size()) != batch + 1)
+      return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows",
+                        desc_.name, t, sparse[t].offsets.size(), batch);
+    auto e = embedding_bag(a, p(name), dim, sparse[t].indices, sparse[t].offsets, reduce_op::sum);
+    if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
+    return e;
+  };
+  const std::int64_t d = desc_.embedding_dim;
+  std::vector<tensor> embs;
+  for (std::size_t t = 0; t < sparse.size(); ++t) {
+    if (desc_.arch == model_arch::din && t == 2) {  // behaviours: pooled by attention
+      embs.emplace_back();
+      continue;
+    }
+    SPINDLE_ASSIGN_OR_RETURN(auto e, bag(fmt::format("emb_l.{}.weight", t), d, t));
+    embs.push_back(std::move(e));
+  }
+  if (desc_.arch == model_arch::din) return forward_din(a, embs, sparse[2]);
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {batch, 1}));
+  if (desc_.arch == model_arch::ncf) {
+    for (std::int64_t r = 0; r < batch; ++r)  // GMF: user x item, elementwise (into table 0)
+      for (std::int64_t c = 0; c < d; ++c) embs[0].row(r)[c] *= embs[1].row(r)[c];
+    SPINDLE_ASSIGN_OR_RETURN(auto x, concat_cols(a, {&embs[2], &embs[3]}));
+    SPINDLE_ASSIGN_OR_RETURN(auto h, mlp(a, "mlp_l", desc_.top, std::move(x), false));
+    SPINDLE_ASSIGN_OR_RETURN(auto z, concat_cols(a, {&embs[0], &h}));
+    SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, z, p("predict.weight"), p("predict.bias"), 1));
+    for (std::int64_t r = 0; r < batch; ++r) out.row(r)[0] = sigmoid(y.row(r)[0]);
+    return out;
+  }
+  // Wide & Deep: sigmoid(wide(dense) + Σ wide key weights + deep(dense ++ embeddings)).
+  SPINDLE_ASSIGN_OR_RETURN(auto wide, linear(a, dense, p("wide.weight"), p("wide.bias"), 1));
+  for (std::size_t t = 0; t < sparse.size(); ++t) {
+    SPINDLE_ASSIGN_OR_RETURN(auto w, bag(fmt::format("wide_emb.{}.weight", t), 1, t));
+    for (std::int64_t r = 0; r < batch; ++r) wide.row(r)[0] += w.row(r)[0];
+  }
+  std::vector<const tensor*> parts{&dense};
+  for (const auto& e : embs) parts.push_back(&e);
+  SPINDLE_ASSIGN_OR_RETURN(auto x, concat_cols(a, parts));
+  SPINDLE_ASSIGN_OR_RETURN(auto deep, mlp(a, "top_l", desc_.top, std::move(x), false, true));
+  for (std::int64_t r = 0; r < batch; ++r) out.row(r)[0] = sigmoid(wide.row(r)[0] + deep.row(r)[0]);
+  return out;
+}
+
+expected<tensor> model::forward_dlrm_pooled(allocator& a, const tensor& dense,
+                                            const std::vector<const tensor*>& pooled) const {
+  if (desc_.arch != model_arch::dlrm)
+    return make_error(errc::invalid_argument, "{}: not a DLRM model", desc_.name);
+  if (dense.cols() != desc_.dense_in)
+    return make_error(errc::invalid_argument, "{}: dense features have {} columns, expected {}",
+                      desc_.name, dense.cols(), desc_.dense_in);
+  if (pooled.size() != desc_.table_rows.size())
+    return make_error(errc::invalid_argument, "{}: {} pooled inputs for {} tables", desc_.name,
+                      pooled.size(), desc_.table_rows.size());
+  for (std::size_t t = 0; t < pooled.size(); ++t) {
+    if (pooled[t]->rows() != dense.rows() || pooled[t]->cols() != desc_.embedding_dim)
+      return make_error(errc::invalid_argument,
+                        "{}: pooled table {} is [{} x {}], expected [{} x {}]", desc_.name, t,
+                        pooled[t]->rows(), pooled[t]->cols(), dense.rows(), desc_.embedding_dim);
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto x, tensor::empty(a, dense.shape()));
+  std::memcpy(x.data(), dense.data(), std::size_t(dense.numel()) * sizeof(float));
+  SPINDLE_ASSIGN_OR_RETURN(auto bottom, mlp(a, "bot_l", desc_.bottom, std::move(x), false));
+  SPINDLE_ASSIGN_OR_RETURN(auto z, dot_interaction(a, bottom, pooled));
+  bottom = tensor();
+  return mlp(a, "top_l", desc_.top, std::move(z), true);
+}
+
+}  // namespace spindle::nn

@@ -1,0 +1,81 @@
+// Where one batch's work runs (Quiver §4.2: PSGS picks the executor per
+// batch): the batch's joint k-hop sample, the gather of its unique feature
+// rows, and its forward pass. Two host executors: `small` runs everything on
+// the calling pipeline's thread; `large` spreads one batch over a thread pool
+// (each hop's frontier split in row ranges, gather and GEMM/aggregation rows
+// split over the pool's threads). A device executor (CUDA) implements the same
+// three calls. An executor is used by one pipeline thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/thread_pool.hpp"
+#include "gpu/memory_pool.hpp"
+#include "graph/sampler.hpp"
+#include "nn/model.hpp"
+
+namespace spindle::serving {
+
+/// A GNNSched task's share of a device memory pool and the stream its work runs
+/// on (GNNSched §3.2 on a GPU: the tasks of a group each on their own stream).
+using device_slot = gpu::pool_slot;
+
+class batch_executor {
+ public:
+  virtual ~batch_executor() = default;
+  virtual std::string_view name() const = 0;
+  /// The batch's joint sample into `out` (capacity reused).
+  virtual status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
+                        const graph::sample_options& options, graph::sampled_subgraph& out) = 0;
+  /// out[i] = table row ids[i] ([ids.size() x dim]); ids are unique and in range.
+  virtual void gather(std::span<const float> table, std::int64_t dim,
+                      std::span<const std::int64_t> ids, float* out) = 0;
+  /// The model's forward pass over the batch's blocks.
+  virtual expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
+                                       std::span<const nn::block> blocks,
+                                       std::span<const float> degree, const nn::tensor& x) = 0;
+  /// The forward pass with its buffers in `slot` and its work on the slot's
+  /// stream (may run beside other slots' passes). Executors without device
+  /// layers for `m` answer errc::unsupported, and the caller runs forward().
+  virtual expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
+                                          std::span<const nn::block> blocks,
+                                          std::span<const float> degree, const nn::tensor& x);
+  /// The slot bytes forward_in needs beyond the host estimate's (a device pass
+  /// copies the features and block CSR into its slot); 0 on the host.
+  virtual std::uint64_t slot_bytes(const nn::model&, std::span<const nn::block>, std::int64_t,
+                                   std::size_t) const {
+    return 0;
+  }
+};
+
+/// The host executors: `pool` null is the small one (the caller's thread), a
+/// pool the large one (the pool's threads and the caller; the pool must outlive it).
+class host_executor final : public batch_executor {
+ public:
+  explicit host_executor(thread_pool* pool = nullptr);
+  std::string_view name() const override { return name_; }
+  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
+                const graph::sample_options& options, graph::sampled_subgraph& out) override;
+  void gather(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
+              float* out) override;
+  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
+                               std::span<const nn::block> blocks, std::span<const float> degree,
+                               const nn::tensor& x) override;
+
+ private:
+  thread_pool* pool_;
+  std::string name_;
+  graph::inline_executor inline_;
+  std::unique_ptr<graph::pooled_executor> pooled_;
+};
+
+/// out[i] = table row ids[i], prefetching a few rows ahead: the gather's
+/// per-thread kernel.
+void gather_rows(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
+                 float* out);
+
+}  // namespace spindle::serving

@@ -1,0 +1,64 @@
+// Dynamic batching policy of a model's batcher (Quiver §4.2.2): a batch closes
+// at its deadline (measured from its first request), at the maximum batch size,
+// or when the summed PSGS of its seeds reaches a threshold (the router's point);
+// and, work-conserving (the default), as soon as a pipeline is idle, so the
+// deadline only bounds waiting while every pipeline is busy.
+// Pure state machine; one owner.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace spindle::serving {
+
+struct batch_policy {
+  std::chrono::microseconds deadline{2000};
+  std::size_t max_batch = 64;
+  double psgs_threshold = std::numeric_limits<double>::infinity();
+  /// An idle pipeline takes the open batch at once (false: batches close only on
+  /// deadline, size or PSGS, e.g. to measure fixed-size batching).
+  bool work_conserving = true;
+  /// Batches a pipeline may hold at once. 2 with GNNSched: a pipeline samples
+  /// its next (queued) batch while its last forward pass waits for its group.
+  /// Only a pipeline holding none takes an open batch early (work conservation).
+  std::size_t pipeline_depth = 1;
+};
+
+template <class Request>
+class batch_builder {
+ public:
+  using clock = std::chrono::steady_clock;
+  explicit batch_builder(batch_policy p) : policy_(p) {}
+  void set_policy(batch_policy p) { policy_ = p; }
+  const batch_policy& policy() const { return policy_; }
+
+  /// Adds a request; returns true when the batch must close now (size or PSGS).
+  bool add(Request r, double psgs, clock::time_point now) {
+    if (items_.empty()) opened_ = now;
+    items_.push_back(std::move(r));
+    psgs_ += psgs;
+    return items_.size() >= policy_.max_batch || psgs_ >= policy_.psgs_threshold;
+  }
+  /// True when the open batch has reached its deadline.
+  bool expired(clock::time_point now) const {
+    return !items_.empty() && now - opened_ >= policy_.deadline;
+  }
+  clock::time_point deadline() const { return opened_ + policy_.deadline; }
+  bool empty() const { return items_.empty(); }
+  double psgs() const { return psgs_; }
+  /// Closes the batch and returns its requests.
+  std::vector<Request> take() {
+    psgs_ = 0;
+    return std::exchange(items_, {});
+  }
+
+ private:
+  batch_policy policy_;
+  std::vector<Request> items_;
+  double psgs_ = 0;
+  clock::time_point opened_{};
+};
+
+}  // namespace spindle::serving

@@ -1,0 +1,108 @@
+// The device batch executor (Quiver: PSGS sends large batches to the GPU): the
+// batch's sample by the CUDA sampling kernel, its feature gather by the gather
+// kernel over the dataset's feature tiers (serving/cuda_resident: the highest-FAP
+// rows in device memory, the rest read from host memory through UVA), and its
+// forward pass: GraphSAGE, GCN, GIN and GAT on the device (serving/cuda_layers). Each executor has
+// its own arena, stream and cuBLAS handle; the graph, tiers and weights are the resident's, shared.
+// Needs a CUDA device: create() names why not. One pipeline at a time; forward_in may run from
+// several GNNSched workers at once (each slot its own stream and handle).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "gpu/device.hpp"
+#include "gpu/device_arena.hpp"
+#include "graph/dataset.hpp"
+#include "serving/batch_executor.hpp"
+#include "serving/cuda_resident.hpp"
+#include "serving/device_rows_note.hpp"
+#include "serving/peer_exchange.hpp"
+
+namespace spindle::serving {
+
+class cuda_executor final : public batch_executor {
+ public:
+  /// An executor on `resident`'s GPU; with `peers`, rows a peer GPU holds are
+  /// fetched from it over NCCL (else read from host memory over UVA).
+  static expected<std::unique_ptr<cuda_executor>> create(
+      std::shared_ptr<cuda_resident> resident, std::shared_ptr<peer_exchange> peers = nullptr);
+  ~cuda_executor() override;
+  std::string_view name() const override { return "cuda"; }
+  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
+                const graph::sample_options& options, graph::sampled_subgraph& out) override;
+  void gather(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
+              float* out) override;
+  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
+                               std::span<const nn::block> blocks, std::span<const float> degree,
+                               const nn::tensor& x) override;
+  expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
+                                  std::span<const nn::block> blocks, std::span<const float> degree,
+                                  const nn::tensor& x) override;
+  std::uint64_t slot_bytes(const nn::model& m, std::span<const nn::block> blocks,
+                           std::int64_t x_rows, std::size_t degree_bytes) const override;
+  const features::feature_tiers& tiers() const { return resident_->tiers(); }
+
+ private:
+  cuda_executor() = default;
+  status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
+  void split_by_holder(std::span<const std::int64_t> ids);
+  expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
+                                         std::span<const nn::block> blocks,
+                                         std::span<const float> degree, const nn::tensor& x,
+                                         const float* x_device);
+  const float* take_gathered(const nn::tensor& x);
+  status grow_arena(std::size_t at_least);
+  expected<void*> blas_for(void* stream);
+
+  std::shared_ptr<cuda_resident> resident_;
+  std::shared_ptr<peer_exchange> peers_;
+  std::unique_ptr<cuda_sampling_executor> sampler_;
+  host_executor host_;  // fallbacks, and the gather of a table that is not the dataset's
+  std::unique_ptr<gpu::device_arena> arena_;  // a batch's gather and layer buffers
+  gpu::pinned_buffer staging_;                // gathered rows come back through it
+  void* blas_ = nullptr;                      // on arena_'s stream
+  std::mutex slot_mu_;
+  std::map<void*, void*> slot_blas_;              // a cuBLAS handle per GNNSched stream; guarded
+  gpu::device_buffer gathered_;                   // the last gather's rows, on the device
+  device_rows_note gathered_for_;                 // ... and the host rows they mirror
+  std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
+  std::vector<std::int64_t> own_at_, peer_at_;
+};
+
+/// Where a server's GPUs keep features: how many GPUs, and whether they
+/// partition the device tier (NVLink: each row on one GPU, fetched by peers
+/// over NCCL) or replicate it (PCIe). Quiver decides by the topology's links.
+struct gpu_layout {
+  int gpus = 1;
+  bool partition = false;
+};
+
+/// The large executors of one dataset: on GPUs, a cuda_executor per pipeline
+/// (pipelines dealt round-robin over the GPUs) over one cuda_resident per GPU;
+/// on the host, none (PSGS's large executor is then the thread pool). What
+/// serve, the node runtime and calibrate share.
+class device_executors {
+ public:
+  static expected<device_executors> create(const graph::dataset& ds, gpu::device_kind device,
+                                           std::size_t device_feature_bytes_per_gpu,
+                                           gpu_layout layout = {});
+  /// A new executor (null on the host), on the next GPU in turn.
+  expected<std::shared_ptr<batch_executor>> make();
+  /// Frees `m`'s device weights (call when `m` is unloaded).
+  void forget(const nn::model& m) const;
+  int gpus() const { return int(residents_.size()); }
+
+ private:
+  std::vector<std::shared_ptr<cuda_resident>> residents_;
+  std::shared_ptr<peer_exchange> peers_;
+  int next_ = 0;
+};
+
+/// device_executors::create(...).make(): one executor, for a single user.
+expected<std::shared_ptr<batch_executor>> make_large_executor(const graph::dataset& ds,
+                                                              gpu::device_kind device,
+                                                              std::size_t device_feature_bytes);
+
+}  // namespace spindle::serving

@@ -1,0 +1,382 @@
+#include "serving/gnn_pipeline.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+
+#include "core/checksum.hpp"
+#include "graph/metrics.hpp"
+
+namespace spindle::serving {
+namespace {
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// GCN degrees (1 + sampled neighbours other than the node itself; nn::gcn_degrees)
+// into `d`, reusing its capacity.
+void gcn_degrees_into(const graph::sampled_subgraph& sub, std::vector<float>& d) {
+  const std::int64_t n = sub.hop_end.back(), rows = std::int64_t(sub.indptr.size()) - 1;
+  d.assign(std::size_t(n), 1.0f);
+  for (std::int64_t v = 0; v < rows && v < n; ++v)
+    for (std::int64_t e = sub.indptr[v]; e < sub.indptr[v + 1]; ++e) d[v] += sub.indices[e] != v;
+}
+
+// Each node's in-neighbour count without self edges in the whole graph: a stack
+// model's GCNConv with norm = "graph" normalises by it (PyG's full-graph answer).
+// Computed once per graph and shared by every pipeline and model over it.
+std::shared_ptr<const std::vector<float>> graph_neighbour_counts(const graph::csr_view& g) {
+  static std::mutex mu;
+  static std::map<const std::int64_t*, std::weak_ptr<const std::vector<float>>> cache;
+  std::lock_guard lock(mu);
+  if (auto hit = cache[g.indptr.data()].lock()) return hit;
+  auto n = std::make_shared<std::vector<float>>(std::size_t(g.num_nodes));
+  graph::with_indices(g, [&](auto indices) {
+    for (std::int64_t v = 0; v < g.num_nodes; ++v) {
+      std::int64_t c = 0;
+      for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) c += indices[e] != v;
+      (*n)[std::size_t(v)] = float(c);
+    }
+  });
+  cache[g.indptr.data()] = n;
+  return n;
+}
+}  // namespace
+
+std::uint64_t per_request_seed(std::span<const std::int64_t> seeds) {
+  std::uint64_t h = 0x5350494e444c45ull;  // "SPINDLE"
+  for (auto s : seeds) {  // splitmix64 over the seed ids, in order
+    h += std::uint64_t(s) + 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+  }
+  return h | 1;  // nonzero: a sampler seed
+}
+
+// GCNConv(normalize=True, add_self_loops=False) counts an existing i->i edge in
+// PyG's degree, where Spindle's normalisation leaves self edges out of it: the
+// two agree only on a graph without self-loops, so any other is refused.
+static status check_self_loop_semantics(const config::model_desc& d, const graph::csr_view& g) {
+  std::size_t op = 0;
+  for (; op < d.ops.size(); ++op)
+    if (d.ops[op].kind == config::op_kind::gcn && d.ops[op].normalize && !d.ops[op].add_self_loops)
+      break;
+  if (op == d.ops.size()) return status::ok();
+  std::int64_t loops = 0;
+  for (std::int64_t v = 0; v < g.num_nodes; ++v)
+    for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) loops += g.neighbour(e) == v;
+  if (loops == 0) return status::ok();
+  return make_error(errc::unsupported,
+                    "{}: op {} (gcn, add_self_loops = false) is served exactly only on a graph "
+                    "without self-loops, and this one has {} (prepare --drop-self-loops)",
+                    d.name, op, loops);
+}
+
+gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
+                           const psgs_router& router, thread_pool& pool, feature_source features,
+                           std::shared_ptr<batch_executor> device)
+    : ds_(ds),
+      model_(model),
+      router_(router),
+      small_(nullptr),
+      large_(&pool),
+      device_(std::move(device)),
+      source_(std::move(features)),
+      arena_(4u << 20) {
+  if (auto f = served_fanouts(model_.desc(), ds_.metadata()))
+    options_.fanouts = std::move(*f);
+  else
+    setup_error_ = f.error();  // every request is answered with it (loaders check first)
+  per_request_ = model_.desc().sampling == "per_request";
+  if (auto st = check_self_loop_semantics(model_.desc(), ds_.graph()); !st) setup_error_ = st;
+  if (model_.desc().arch == config::model_arch::stack && model_.graph_degrees())
+    graph_neighbours_ = graph_neighbour_counts(ds_.graph());
+}
+
+status gnn_pipeline::set_fanouts(std::vector<int> fanouts) {
+  SPINDLE_TRY(config::validate_fanouts(fanouts, model_.desc().layers, "fanouts"));
+  if (fanouts.empty())
+    return make_error(errc::invalid_argument, "fanouts: one value per layer ({})",
+                      model_.desc().layers);
+  options_.fanouts = std::move(fanouts);
+  setup_error_ = status::ok();
+  return status::ok();
+}
+
+expected<std::vector<int>> served_fanouts(const config::model_desc& model,
+                                          const graph::dataset_metadata& ds) {
+  if (!model.fanouts.empty()) {
+    SPINDLE_TRY(config::validate_fanouts(model.fanouts, model.layers, "fanouts"));
+    return model.fanouts;
+  }
+  if (int(ds.fanouts.size()) == model.layers) return ds.fanouts;
+  return make_error(errc::invalid_argument,
+                    "model '{}' has {} layers but no fanouts of its own, and the dataset's "
+                    "fanouts are [{}]: set fanouts = [...] (one per layer) in model.toml or pass "
+                    "--fanouts",
+                    model.name, model.layers, fmt::join(ds.fanouts, ", "));
+}
+
+std::uint64_t shared_graph_seed(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
+  double s = 0;
+  for (auto v : r.seeds)
+    if (v >= 0 && v < ds.num_nodes() && !ds.psgs().empty()) s += ds.psgs()[std::size_t(v)];
+  return s;
+}
+
+double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, r); }
+
+batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
+  if (c == psgs_router::choice::small) return small_;
+  return device_ ? *device_ : static_cast<batch_executor&>(large_);
+}
+
+prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
+  if (pb.used == pb.groups.size()) pb.groups.emplace_back();
+  auto& g = pb.groups[pb.used++];
+  g.members.clear();
+  g.seeds.clear();
+  g.ready = false;
+  return g;
+}
+
+// Validates every request and sorts the valid ones into graphs: one shared by
+// every request without a sampler seed, one per request with one; then samples
+// and gathers each graph.
+void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
+                                prepared_batch& pb) {
+  auto& res = pb.result;
+  res.outputs.clear();
+  res.outputs.resize(batch.size());
+  res.errors.assign(batch.size(), status::ok());
+  res.times = {};
+  res.work = {};
+  res.executor = c;
+  pb.used = 0;
+  std::size_t shared = SIZE_MAX;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& r = batch[i];
+    if (!setup_error_.is_ok()) {
+      res.errors[i] = setup_error_;
+      continue;
+    }
+    if (r.seeds.empty()) {
+      res.errors[i] = make_error(errc::invalid_argument, "request {}: no seeds", i);
+      continue;
+    }
+    if (auto st = graph::validate_seeds(ds_.graph(), r.seeds); !st) {
+      res.errors[i] = st;
+      continue;
+    }
+    const bool own = r.reproducible() || per_request_;
+    if (!own && shared == SIZE_MAX) {
+      shared = pb.used;
+      next_group(pb);
+    }
+    auto& g = own ? next_group(pb) : pb.groups[shared];
+    g.members.push_back(i);
+    g.seeds.insert(g.seeds.end(), r.seeds.begin(), r.seeds.end());
+  }
+  auto& ex = executor_for(c);
+  for (std::size_t k = 0; k < pb.used; ++k) {
+    auto& g = pb.groups[k];
+    const auto& first = batch[g.members.front()];
+    const std::uint64_t seed = k == shared        ? shared_graph_seed(batches_++)
+                               : first.reproducible() ? first.sampler_seed
+                                                      : per_request_seed(first.seeds);
+    if (auto st = prepare_group(g, seed, ex, res); !st)
+      for (auto m : g.members) res.errors[m] = st;
+    else
+      g.ready = true;
+  }
+}
+
+status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampler_seed,
+                                   batch_executor& ex, batch_result& res) {
+  auto t0 = std::chrono::steady_clock::now();
+  options_.seed = sampler_seed;
+  SPINDLE_TRY(ex.sample(ds_.graph(), g.seeds, options_, g.sub));
+  res.times.sample_s += since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const auto& sub = g.sub;
+  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
+  g.features.resize(std::size_t(n * f));
+  if (source_)
+    SPINDLE_TRY(source_(sub.nodes, g.features.data()));
+  else
+    ex.gather(ds_.features(), f, sub.nodes, g.features.data());
+  res.times.gather_s += since(t0);
+  g.blocks.clear();
+  for (int l = 0; l < sub.num_hops(); ++l) {
+    auto b = sub.layer_block(l);
+    g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+  }
+  if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
+  if (model_.desc().arch == config::model_arch::stack && model_.needs_degrees()) {
+    if (model_.graph_degrees()) {  // the graph's neighbour counts of the sampled nodes
+      g.degree.resize(sub.nodes.size());
+      for (std::size_t i = 0; i < sub.nodes.size(); ++i)
+        g.degree[i] = (*graph_neighbours_)[std::size_t(sub.nodes[i])];
+    } else {  // the sampled subgraph's
+      gcn_degrees_into(sub, g.degree);
+      for (auto& d : g.degree) d -= 1.0f;
+    }
+  }
+  res.work.graphs += 1;
+  res.work.rows += std::uint64_t(n);
+  res.work.edges += std::uint64_t(sub.num_edges());
+  res.work.output_rows += std::uint64_t(sub.hop_end.front());
+  return status::ok();
+}
+
+// The forward pass of one graph; each member's answer is read from its seeds' rows.
+status gnn_pipeline::compute_group(const prepared_batch::group& g,
+                                   const std::vector<gnn_request>& batch, batch_executor* ex,
+                                   nn::allocator& alloc, batch_result& res,
+                                   const gpu::pool_slot* device) const {
+  const auto& sub = g.sub;
+  const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
+  auto x = nn::tensor::borrow(const_cast<float*>(g.features.data()), {n, f});
+  // A GNNSched device slot: the pass on the device, in the slot, on its stream.
+  auto y = device ? device_->forward_in(*device, model_, alloc, g.blocks, g.degree, x)
+           : ex   ? ex->forward(model_, alloc, g.blocks, g.degree, x)
+                  : model_.forward(alloc, g.blocks, g.degree, x);
+  if (!y && device && y.error().code() == errc::unsupported)  // no device layers (GAT)
+    y = model_.forward(alloc, g.blocks, g.degree, x);
+  if (!y) return std::move(y).error();
+  const auto cols = std::size_t(y->cols());
+  std::size_t offset = 0;
+  for (auto m : g.members) {
+    const auto& seeds = batch[m].seeds;
+    auto& out = res.outputs[m];
+    out.resize(seeds.size() * cols);
+    for (std::size_t s = 0; s < seeds.size(); ++s)
+      std::memcpy(out.data() + s * cols, y->row(sub.seed_local[offset + s]), cols * 4);
+    offset += seeds.size();
+  }
+  return status::ok();
+}
+
+void gnn_pipeline::compute(prepared_batch& pb, const std::vector<gnn_request>& batch,
+                           gpu::pool_slot slot) const {
+  const bool on_device = slot.stream != nullptr;
+  for (std::size_t k = 0; k < pb.used; ++k) {
+    const auto& g = pb.groups[k];
+    if (!g.ready) continue;
+    status st;
+    if (on_device && !device_) {
+      st = make_error(errc::internal, "a GPU pool's slot, but this pipeline has no GPU executor");
+    } else if (on_device) {  // device memory is the slot; the answer's rows come back to the heap
+      nn::heap_allocator host;
+      st = compute_group(g, batch, nullptr, host, pb.result, &slot);
+    } else {
+      nn::buffer_allocator alloc(slot.memory);
+      st = compute_group(g, batch, nullptr, alloc, pb.result);
+    }
+    if (!st)
+      for (auto m : g.members) pb.result.errors[m] = st;
+  }
+}
+
+void gnn_pipeline::record_pass(double took) {
+  solo_s_ = solo_s_ == 0 ? took : 0.9 * solo_s_ + 0.1 * std::min(took, 4 * solo_s_);
+}
+
+// Quiver §4.2: the executor follows the batch's summed PSGS.
+psgs_router::choice gnn_pipeline::route(const std::vector<gnn_request>& batch) const {
+  double total = 0;
+  for (const auto& r : batch) total += psgs(r);
+  return router_.route(total);
+}
+
+batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
+  return run(batch, route(batch));
+}
+
+batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
+                               psgs_router::choice executor) {
+  prepare_into(batch, executor, scratch_);
+  auto& res = scratch_.result;
+  auto& ex = executor_for(executor);
+  for (std::size_t k = 0; k < scratch_.used; ++k) {
+    const auto& g = scratch_.groups[k];
+    if (!g.ready) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    arena_.reset();
+    if (auto st = compute_group(g, batch, &ex, arena_, res); !st)
+      for (auto m : g.members) res.errors[m] = st;
+    res.times.compute_s += since(t0);
+  }
+  return std::move(res);
+}
+
+std::unique_ptr<prepared_batch> gnn_pipeline::prepare(const std::vector<gnn_request>& batch) {
+  auto pb = std::make_unique<prepared_batch>();
+  prepare_into(batch, route(batch), *pb);
+  return pb;
+}
+
+std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n,
+                                         bool reproducible) {
+  auto p0 = graph::seed_probabilities(ds.graph(), config::parse_seed_distribution("degree"));
+  std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
+  std::mt19937_64 rng(1);
+  std::vector<gnn_request> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, reproducible ? i + 1 : 0};
+  return out;
+}
+
+answer_summary answer_all(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                          std::size_t batch) {
+  answer_summary out;
+  std::vector<float> all;
+  for (std::size_t i = 0; i < requests.size(); i += batch) {
+    std::vector<gnn_request> b(requests.begin() + i,
+                               requests.begin() + std::min(requests.size(), i + batch));
+    auto res = p.run(b);
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      if (!res.errors[k]) {
+        if (out.failed_ids.empty()) out.first_error = res.errors[k].to_string();
+        out.failed_ids.push_back(b[k].sampler_seed);
+        continue;
+      }
+      ++out.answered;
+      all.insert(all.end(), res.outputs[k].begin(), res.outputs[k].end());
+    }
+  }
+  out.checksum = checksum(all.data(), all.size() * sizeof(float));
+  return out;
+}
+
+expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                                        std::size_t batch) {
+  auto sum = answer_all(p, requests, batch);
+  if (!sum.failed_ids.empty())
+    return make_error(errc::unavailable, "{} of {} requests failed; first: {}",
+                      sum.failed_ids.size(), requests.size(), sum.first_error);
+  return sum.checksum;
+}
+
+expected<std::uint64_t> answer_checksum_except(gnn_pipeline& p, std::vector<gnn_request> requests,
+                                               const std::vector<std::uint64_t>& skip) {
+  std::erase_if(requests, [&](const gnn_request& r) {
+    return std::find(skip.begin(), skip.end(), r.sampler_seed) != skip.end();
+  });
+  return answer_checksum(p, requests);
+}
+
+}  // namespace spindle::serving

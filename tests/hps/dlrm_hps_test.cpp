@@ -1,0 +1,72 @@
+// DLRM served through the parameter server (tables in RocksDB, L1 cache, hash
+// map VDB) gives the PyTorch reference's outputs (the nn golden fixture), the
+// same as the model with its tables in memory; bad indices are named errors.
+#include "hps/dlrm_hps.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/golden_dlrm.hpp"
+
+namespace spindle::hps {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string& golden = testing::golden_dlrm_dir;
+
+TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
+  const auto dir = fs::temp_directory_path() / ("spindle-dlrm-hps-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  nn::heap_allocator alloc;
+  auto full = nn::model::load(golden, alloc);
+  auto lean = nn::model::load(golden, alloc, /*external_embeddings=*/true);
+  ASSERT_TRUE(full.has_value() && lean.has_value());
+  EXPECT_LT(lean->weight_bytes(), full->weight_bytes());
+  auto pdb = std::move(*persistent_db::open((dir / "db").string()));
+  std::vector<table_options> tables;
+  for (std::size_t t = 0; t < 3; ++t) {
+    const std::string name = "emb" + std::to_string(t);
+    ASSERT_TRUE(pdb->bulk_load_safetensors(name, golden + "/weights.safetensors",
+                                           "emb_l." + std::to_string(t) + ".weight"));
+    tables.push_back({name, 8, std::uint64_t(lean->desc().table_rows[t]), 0.5, 1.0, 0.0f, 2});
+  }
+  auto vdb = std::move(*make_hash_map_vdb({}));
+  auto session = std::move(*lookup_session::create(tables, vdb.get(), pdb.get()));
+  auto runner = dlrm_hps_runner::create(*lean, *session);
+  ASSERT_TRUE(runner.has_value()) << runner.error().to_string();
+
+  testing::golden_dlrm_batch g;
+  auto dense = nn::tensor::borrow(g.dense.data(), {6, 13});
+  auto& sparse = g.sparse;
+  const auto* expected = &g.expected;
+  auto in_memory = full->forward_dlrm(alloc, dense, sparse);
+  ASSERT_TRUE(in_memory.has_value()) << in_memory.error().to_string();
+  for (int round = 0; round < 2; ++round) {  // cold (PDB), then warm (L1)
+    dlrm_timing timing;
+    auto out = runner->infer(alloc, dense, sparse, &timing);
+    ASSERT_TRUE(out.has_value()) << out.error().to_string();
+    for (int b = 0; b < 6; ++b) {
+      EXPECT_NEAR(out->data()[b], (*expected)[b], 1e-5) << "row " << b;
+      EXPECT_NEAR(out->data()[b], in_memory->data()[b], 1e-6) << "row " << b;
+    }
+    ASSERT_EQ(timing.tables.size(), 3u);
+    if (round == 1) {
+      EXPECT_EQ(timing.tables[0].hit_rate, 1.0);
+    }
+  }
+  sparse[1].indices[0] = 30;  // table 1 has 30 rows
+  auto bad = runner->infer(alloc, dense, sparse);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("table 1: indices[0]=30 out of range (rows 30)"),
+            std::string::npos)
+      << bad.error().message();
+  auto no_tables = lean->forward_dlrm(alloc, dense, sparse);
+  EXPECT_FALSE(no_tables.has_value());
+  session.reset();
+  pdb.reset();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace spindle::hps
