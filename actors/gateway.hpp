@@ -148,6 +148,8 @@ class gateway final : public transport::rpc::rpc_service {
   std::string stats_json() override;
   std::vector<transport::rpc::model_info> models() override;
   std::optional<transport::rpc::model_info> model(const std::string& name) override;
+  std::optional<transport::rpc::call_route> route(const std::string& name,
+                                                  const std::string& version) override;
   expected<std::vector<transport::rpc::tunable>> tunables(const std::string& model) override;
   status set_tunable(const std::string& model, const std::string& name,
                      const std::string& value) override;

@@ -228,4 +228,25 @@ std::optional<transport::rpc::model_info> gateway::model(const std::string& name
   return info_of(name, *e, std::move(versions));
 }
 
+// The doors ask this on every call: one map lookup under the shared lock, no
+// version list (model() builds that for metadata).
+std::optional<transport::rpc::call_route> gateway::route(const std::string& name,
+                                                         const std::string& version) {
+  if (name.find('@') != std::string::npos) return std::nullopt;
+  if (auto r = s_->rec_of(name)) {
+    if (!version.empty() && version != r->b.version) return std::nullopt;
+    const auto& d = rec_desc(*r);
+    return transport::rpc::call_route{false, name, r->b.version, std::uint32_t(d.dense_in),
+                                      std::uint32_t(d.table_rows.size())};
+  }
+  spindle::shared_lock lock(s_->models_mu);
+  auto it = s_->gnn.find(name);
+  if (it == s_->gnn.end()) return std::nullopt;
+  if (version.empty() || version == it->second->b.version)
+    return transport::rpc::call_route{true, name, it->second->b.version};
+  const std::string key = name + "@" + version;
+  if (s_->gnn.find(key) == s_->gnn.end()) return std::nullopt;
+  return transport::rpc::call_route{true, key, version};
+}
+
 }  // namespace spindle::actors

@@ -304,4 +304,14 @@ expected<topology> load_topology(const std::string& path) {
   return topo;
 }
 
+expected<server_spec> node_server(const topology& t, int rank) {
+  if (rank < 0 || std::size_t(rank) >= t.servers.size())
+    return make_error(errc::invalid_argument, "--rank {}: the cluster has ranks 0..{}", rank,
+                      t.servers.size() - 1);
+  if (t.servers[std::size_t(rank)].port == 0)
+    return make_error(errc::invalid_argument, "server[{}] ('{}'): a node needs a port", rank,
+                      t.servers[std::size_t(rank)].name);
+  return t.servers[std::size_t(rank)];
+}
+
 }  // namespace spindle::config

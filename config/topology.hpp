@@ -116,6 +116,10 @@ std::string default_token_file(const std::string& toml_path);
 /// Checks a topology built in code; errors name the field ("server[1].device[0].numa").
 status validate(const topology& t);
 
+/// The server that rank `rank` runs as a cluster process: refused by name when
+/// the rank is outside the topology or its server has no port.
+expected<server_spec> node_server(const topology& t, int rank);
+
 /// Parses "16GiB", "512 MiB", "2GB", "4096" (bytes). Errors name the value.
 expected<std::uint64_t> parse_size(std::string_view text);
 

@@ -100,8 +100,13 @@ expected<std::uint64_t> parse_size(std::string_view text) {
                                     {"MB", 1e6},
                                     {"GB", 1e9},
                                     {"TB", 1e12}};
-  for (const auto& u : units)
-    if (u.name == unit) return static_cast<std::uint64_t>(value * u.scale);
+  for (const auto& u : units) {
+    if (u.name != unit) continue;
+    const double bytes = value * u.scale;
+    if (!(bytes < 0x1p64))  // also NaN and inf: converting would be undefined
+      return make_error(errc::invalid_argument, "size '{}': larger than 16 EiB", text);
+    return static_cast<std::uint64_t>(bytes);
+  }
   return make_error(errc::invalid_argument,
                     "size '{}': unknown unit '{}' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", text,
                     unit);

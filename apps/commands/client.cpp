@@ -20,10 +20,10 @@
 #include "apps/commands/client_args.hpp"
 #include "apps/commands/client_load.hpp"
 #include "apps/commands/command.hpp"
-#include "apps/commands/door_load.hpp"
-#include "apps/commands/load_sweep.hpp"
 #include "apps/commands/members_table.hpp"
-#include "apps/commands/rec_load.hpp"
+#include "client/door_load.hpp"
+#include "client/load_sweep.hpp"
+#include "client/rec_load.hpp"
 #include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
 #include "serving/gnn_pipeline.hpp"
@@ -84,7 +84,7 @@ expected<rpc::rec_call> rec_call_of(const rec_args& a) {
   if (!a.input.empty()) {
     if (!a.dense.empty() || !a.sparse.empty())
       return make_error(errc::invalid_argument, "rec: give --input, or --dense and --sparse");
-    return rec_call_from_json(a.input);
+    return client::rec_call_from_json(a.input);
   }
   if (a.dense.empty() && a.sparse.empty())
     return make_error(errc::invalid_argument,

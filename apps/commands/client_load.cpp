@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "apps/commands/command.hpp"
-#include "apps/commands/door_load.hpp"
-#include "apps/commands/latency_files.hpp"
-#include "apps/commands/load_sweep.hpp"
-#include "apps/commands/rec_load.hpp"
+#include "client/door_load.hpp"
+#include "client/latency_files.hpp"
+#include "client/load_sweep.hpp"
+#include "client/rec_load.hpp"
 #include "core/gnuplot.hpp"
 #include "graph/dataset.hpp"
 #include "serving/gnn_pipeline.hpp"
@@ -35,7 +35,7 @@ struct load_args {
   std::uint32_t deadline_us = 0;
   bool json = false;
   bool reproducible = false;   // request i carries sampler seed i + 1
-  rec_load_options rec;        // recommendation models: the batches sent
+  client::rec_load_options rec;        // recommendation models: the batches sent
   std::string door = "capnp";  // or a KServe door: http, grpc (door_load.hpp)
 };
 
@@ -164,11 +164,11 @@ std::vector<double> poisson_schedule(std::size_t n, double rate, std::uint64_t s
 status print_report(const client_args& c, const load_args& a, const load_report& r,
                     std::size_t requests, double wall, const std::vector<double>& send_at,
                     const std::map<std::string, std::size_t>& per_door, std::uint32_t samples) {
-  if (!a.log.empty()) SPINDLE_TRY(write_request_log(a.log, r.per_request, send_at));
+  if (!a.log.empty()) SPINDLE_TRY(client::write_request_log(a.log, r.per_request, send_at));
   const std::string mode = a.rate > 0 ? fmt::format("open loop, Poisson {:.0f}/s", a.rate)
                                       : fmt::format("closed loop, {} in flight", a.clients);
   if (!a.csv.empty() || !a.plot.empty())
-    SPINDLE_TRY(write_cdf(
+    SPINDLE_TRY(client::write_cdf(
         r.lat_ms, a.csv, a.plot,
         fmt::format("spindle client load: model {}, {}, {} requests", c.model, mode, requests)));
   const auto& lat_ms = r.lat_ms;
@@ -218,17 +218,17 @@ status print_report(const client_args& c, const load_args& a, const load_report&
 bool sweeping(const load_args& a) { return !a.concurrency_range.empty() || !a.rate_range.empty(); }
 
 // --concurrency-range / --rate-range: every level through `run`, then the table and plot.
-status sweep(const load_args& a, const window_runner& run, std::size_t calls_per_window) {
+status sweep(const load_args& a, const client::window_runner& run, std::size_t calls_per_window) {
   if (!a.concurrency_range.empty() && !a.rate_range.empty())
     return make_error(errc::invalid_argument,
                       "load: give --concurrency-range or --rate-range, not both");
   const bool open_loop = !a.rate_range.empty();
   SPINDLE_ASSIGN_OR_RETURN(auto levels,
-                           parse_range(open_loop ? a.rate_range : a.concurrency_range,
+                           client::parse_range(open_loop ? a.rate_range : a.concurrency_range,
                                        open_loop ? "--rate-range" : "--concurrency-range"));
-  SPINDLE_ASSIGN_OR_RETURN(auto rows, run_sweep(run, calls_per_window, open_loop, levels, a.seed));
-  print_sweep(rows, open_loop, a.json);
-  if (!a.plot.empty()) SPINDLE_TRY(plot_sweep(rows, open_loop, a.plot));
+  SPINDLE_ASSIGN_OR_RETURN(auto rows, client::run_sweep(run, calls_per_window, open_loop, levels, a.seed));
+  client::print_sweep(rows, open_loop, a.json);
+  if (!a.plot.empty()) SPINDLE_TRY(client::plot_sweep(rows, open_loop, a.plot));
   return status::ok();
 }
 
@@ -243,7 +243,7 @@ status run_rec_load(const client_args& c, const load_args& a, rpc::rpc_client& c
                       m.name);
   auto o = a.rec;
   o.seed = a.seed;
-  SPINDLE_ASSIGN_OR_RETURN(auto calls, rec_load_calls(m, m.name, o));
+  SPINDLE_ASSIGN_OR_RETURN(auto calls, client::rec_load_calls(m, m.name, o));
   for (auto& x : calls) x.deadline_us = a.deadline_us;
   auto call_of = [&](std::size_t i) -> const rpc::rec_call& { return calls[i % calls.size()]; };
   SPINDLE_TRY(client.run_closed_loop_rec(call_of, a.warmup, std::size_t(std::max(1, a.clients)),
@@ -251,7 +251,7 @@ status run_rec_load(const client_args& c, const load_args& a, rpc::rpc_client& c
   if (sweeping(a))
     return sweep(
         a,
-        [&](std::size_t in_flight, const std::vector<double>& at, const answer_fn& done) {
+        [&](std::size_t in_flight, const std::vector<double>& at, const client::answer_fn& done) {
           auto each = [&](std::size_t, const rpc::rec_answer& x, double s) {
             done(x.status == rpc::rpc_status::ok, s);
           };
@@ -276,16 +276,16 @@ status run_rec_load(const client_args& c, const load_args& a, rpc::rpc_client& c
 // Warm-up, then the measured calls, on a KServe door: `infer(client, i)`
 // answers call i (warm-up calls first, then the measured ones).
 template <class Infer>
-status drive_door(const client_args& c, const load_args& a, const door_connect& connect,
+status drive_door(const client_args& c, const load_args& a, const client::door_connect& connect,
                   std::uint32_t samples, const Infer& infer) {
   const auto threads = std::size_t(std::max(1, a.clients));
-  SPINDLE_TRY(run_door_loop(connect, a.warmup, threads, {},
+  SPINDLE_TRY(client::run_door_loop(connect, a.warmup, threads, {},
                             [&](auto& client, std::size_t i, auto) { (void)infer(client, i); }));
   if (sweeping(a))  // closed loop: a connection per call in flight; open: the --clients pool
     return sweep(
         a,
-        [&](std::size_t in_flight, const std::vector<double>& at, const answer_fn& done) {
-          return run_door_loop(
+        [&](std::size_t in_flight, const std::vector<double>& at, const client::answer_fn& done) {
+          return client::run_door_loop(
               connect, a.requests, at.empty() ? in_flight : threads, at,
               [&](auto& client, std::size_t i, auto due) {
                 const auto x = infer(client, a.warmup + i);
@@ -298,7 +298,7 @@ status drive_door(const client_args& c, const load_args& a, const door_connect& 
   std::mutex mu;
   const auto send_at = poisson_schedule(a.requests, a.rate, a.seed);
   const auto t0 = std::chrono::steady_clock::now();
-  SPINDLE_TRY(run_door_loop(
+  SPINDLE_TRY(client::run_door_loop(
       connect, a.requests, threads, send_at, [&](auto& client, std::size_t i, auto due) {
         const auto x = infer(client, a.warmup + i);
         const double s =
@@ -319,13 +319,13 @@ status run_kserve_load(const client_args& c, const load_args& a) {
                       a.door);
   if (c.model.empty())
     return make_error(errc::invalid_argument, "load --door {}: give --model NAME", a.door);
-  SPINDLE_ASSIGN_OR_RETURN(auto connect, door_connector(a.door, c.connect, c.timeout_ms));
+  SPINDLE_ASSIGN_OR_RETURN(auto connect, client::door_connector(a.door, c.connect, c.timeout_ms));
   SPINDLE_ASSIGN_OR_RETURN(auto probe, connect());
   SPINDLE_ASSIGN_OR_RETURN(auto m, probe->describe(c.model));
   if (m.kind != "gnn") {
     auto o = a.rec;
     o.seed = a.seed;
-    SPINDLE_ASSIGN_OR_RETURN(auto calls, rec_load_calls(m, m.name, o));
+    SPINDLE_ASSIGN_OR_RETURN(auto calls, client::rec_load_calls(m, m.name, o));
     for (auto& x : calls) x.deadline_us = a.deadline_us;
     return drive_door(c, a, connect, calls.front().batch, [&](auto& client, std::size_t i) {
       return client.infer_rec(calls[i % calls.size()]);
@@ -372,7 +372,7 @@ status run_load(const client_args& c, const load_args& a) {
   } else {
     SPINDLE_TRY(client->run_closed_loop(warm, std::max(1, a.clients), [](auto, auto&, double) {}));
   }
-  if (sweeping(a)) return sweep(a, capnp_gnn_runner(*client, measured), measured.size());
+  if (sweeping(a)) return sweep(a, client::capnp_gnn_runner(*client, measured), measured.size());
   load_report r(measured.size());
   auto done = [&](std::size_t i, const rpc::gnn_answer& x, double s) { r.record(i, x, s); };
   const auto send_at = poisson_schedule(measured.size(), a.rate, a.seed);

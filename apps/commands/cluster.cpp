@@ -49,16 +49,6 @@ constexpr int kCoordinatorLost = SIGUSR1;
 // A member with a door: the lost coordinator listens again (time to rejoin).
 constexpr int kCoordinatorBack = SIGUSR2;
 
-expected<config::server_spec> server_of(const config::topology& t, int rank) {
-  if (rank < 0 || std::size_t(rank) >= t.servers.size())
-    return make_error(errc::invalid_argument, "--rank {}: the cluster has ranks 0..{}", rank,
-                      t.servers.size() - 1);
-  if (t.servers[std::size_t(rank)].port == 0)
-    return make_error(errc::invalid_argument, "server[{}] ('{}'): a node needs a port", rank,
-                      t.servers[std::size_t(rank)].name);
-  return t.servers[std::size_t(rank)];
-}
-
 struct node_args {
   std::string config, dataset, model;
   int rank = 0, expect = 0;
@@ -183,7 +173,7 @@ bool listening(const config::server_spec& s) {
 // bridge, from which the new coordinator rebuilds the cluster view. SIGINT and
 // SIGTERM still stop it while it waits.
 status rejoin(const config::topology& topo, const config::server_spec& me, sigset_t stop) {
-  SPINDLE_ASSIGN_OR_RETURN(auto coord, server_of(topo, 0));
+  SPINDLE_ASSIGN_OR_RETURN(auto coord, config::node_server(topo, 0));
   log::warn("node {}: the coordinator is gone; rejoining when {}:{} listens again", me.name,
             coord.host, coord.port);
   sigdelset(&stop, kCoordinatorLost);
@@ -235,7 +225,7 @@ status serve_node_door(caf::actor_system& sys, const node_args& a,
                        std::optional<actors::gnn_model_binding> gnn,
                        std::function<std::string()> members, std::shared_ptr<door_gnns> gnns,
                        const config::topology& topo, int rank, int* stopped_by) {
-  SPINDLE_ASSIGN_OR_RETURN(auto coord, server_of(topo, 0));
+  SPINDLE_ASSIGN_OR_RETURN(auto coord, config::node_server(topo, 0));
   std::atomic<bool> done{false};
   std::thread watcher;
   auto on_signal = [&](int sig) {
@@ -284,7 +274,7 @@ status run_node(const node_args& a) {
   }
   wait_for_signals_here(set);  // before CAF starts its threads
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
-  SPINDLE_ASSIGN_OR_RETURN(auto me, server_of(topo, rank));
+  SPINDLE_ASSIGN_OR_RETURN(auto me, config::node_server(topo, rank));
   SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));  // before any UCX context
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
@@ -324,7 +314,7 @@ status run_node(const node_args& a) {
                                            sn.token);
     coord = self_actor;
   } else {
-    SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
+    SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
     // Rank 0 (or launch) creates the token file; the link proves it to rank 0's gate.
     SPINDLE_ASSIGN_OR_RETURN(sn.token, wait_for_token(topo.token_file, 30));
     SPINDLE_ASSIGN_OR_RETURN(coord_link, connect_gated(sys, coord_spec, sn.token, 30));
@@ -390,33 +380,6 @@ status run_node(const node_args& a) {
     std::_Exit(0);
   }
   return status::ok();  // `stop` ends the node and bridge actors, `serving` its pipeline
-}
-
-status run_status(const std::string& path, const std::string& token_path, bool json) {
-  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
-  SPINDLE_ASSIGN_OR_RETURN(auto token, token_file(token_path.empty() ? topo.token_file : token_path,
-                                                  "cluster token file", false));
-  SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, server_of(topo, 0));
-  caf::actor_system_config cfg;
-  cfg.load<caf::io::middleman>();
-  caf::actor_system sys{cfg};
-  SPINDLE_ASSIGN_OR_RETURN(auto link, connect_gated(sys, coord_spec, token, 5));
-  const caf::actor coord = link.actor;
-  caf::scoped_actor self{sys};
-  status result;
-  self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
-      .receive(
-          [&](const std::string& text) {
-            if (json) {
-              fmt::print("{}\n", text);
-            } else {
-              fmt::print("{}", members_table(nlohmann::json::parse(text)));
-            }
-          },
-          [&](caf::error& e) {
-            result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
-          });
-  return result;
 }
 
 }  // namespace
@@ -500,19 +463,7 @@ void register_cluster(CLI::App& app, global_options&) {
     if (int rc = report(st)) throw CLI::RuntimeError(rc);
   });
   register_launch(app);
-  auto* st = app.add_subcommand(
-      "cluster-status",
-      "Ask the coordinator for the members and their state (a table; --json: raw)");
-  st->add_option("--config", *path, "Cluster TOML")->required();
-  auto token_path = std::make_shared<std::string>();
-  st->add_option("--token-file", *token_path,
-                 "The cluster token file (default: the TOML's token_file, else "
-                 "~/.local/state/spindle/clusters/NAME-HASH.token)");
-  auto json = std::make_shared<bool>(false);
-  st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
-  st->callback([path, token_path, json] {
-    if (int rc = report(run_status(*path, *token_path, *json))) throw CLI::RuntimeError(rc);
-  });
+  register_cluster_status(app);
 }
 
 }  // namespace spindle::apps

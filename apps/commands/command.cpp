@@ -31,10 +31,4 @@ int report(const status& s) {
   return 1;
 }
 
-double pct(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
-}
-
 }  // namespace spindle::apps

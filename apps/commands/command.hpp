@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/percentile.hpp"
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
 
@@ -31,8 +32,6 @@ struct global_options {
 /// Prints "spindle: error: <message>" to stderr and returns exit code 1 (0 when ok).
 int report(const status& s);
 
-/// The q-quantile (0..1) of `v` for reports; 0 when empty.
-double pct(std::vector<double> v, double q);
 
 void register_generate(CLI::App& app, global_options& g);
 void register_prepare(CLI::App& app, global_options& g);
@@ -50,6 +49,8 @@ void register_serve(CLI::App& app, global_options& g);
 void register_cluster(CLI::App& app, global_options& g);
 /// `spindle launch` (launch.cpp); registered by register_cluster.
 void register_launch(CLI::App& app);
+/// `spindle cluster-status` (cluster_status.cpp); registered by register_cluster.
+void register_cluster_status(CLI::App& app);
 void register_hps(CLI::App& app, global_options& g);
 void register_serve_dlrm(CLI::App& app, global_options& g);
 void register_client(CLI::App& app, global_options& g);

@@ -10,109 +10,13 @@ JumpingKnowledge are leaves; in-place calls (h.relu_(), F.relu(h, inplace=True),
 nn.ReLU(inplace=True) without assignment) become the ops they are, and the
 value they change is the op's output from then on. Anything Spindle cannot
 compute raises ExportError naming the module path or operation."""
-import inspect
 import operator
 
+from ._pyg_trace import _PATH, _in_place, _strip_none, trace
 from ._verify import ExportError
 
 
 MESSAGE_PASSING = {"sage", "gcn", "gat", "gin"}
-_PATH = "m."  # the user's module inside the tracing wrapper
-
-
-def _leaf_types():
-    import torch
-    import torch_geometric.nn as gnn
-    from torch_geometric.nn import MessagePassing
-    from torch_geometric.nn.dense.linear import Linear as PygLinear
-    leaves = [MessagePassing, torch.nn.Linear, PygLinear, torch.nn.ReLU, torch.nn.ELU,
-              torch.nn.LeakyReLU, torch.nn.GELU, torch.nn.Tanh, torch.nn.Sigmoid,
-              torch.nn.PReLU, torch.nn.Dropout, torch.nn.Identity, torch.nn.LogSoftmax,
-              torch.nn.Softmax, gnn.JumpingKnowledge, torch.nn.modules.batchnorm._NormBase,
-              torch.nn.LayerNorm, torch.nn.GroupNorm]
-    # Every PyG norm is a leaf, so one Spindle lacks is refused by its own name.
-    try:
-        import torch_geometric.nn.norm as pyg_norm
-        leaves += [c for c in vars(pyg_norm).values()
-                   if isinstance(c, type) and issubclass(c, torch.nn.Module)]
-    except ImportError:
-        pass
-    return tuple(leaves)
-
-
-def _positional_wrapper(module, n_args, what):
-    """A module whose forward takes exactly n_args tensors and calls `module` with them."""
-    import torch
-    forward = getattr(type(module), "forward", None)
-    if forward is None or forward is torch.nn.Module.forward:
-        raise ExportError(f"{what} has no forward: export the submodule whose "
-                          f"forward(x, edge_index) you call (its encoder, say)")
-    params = list(inspect.signature(forward).parameters.values())[1:]
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
-    if len(positional) < n_args and not has_varargs:
-        names = ", ".join(p.name for p in params)
-        want = "(x, edge_index)" if n_args == 2 else "(x)"
-        raise ExportError(f"{what}.forward({names}) is not forward{want}; Spindle serves node "
-                          f"features and edge_index (recommendation models: export_torch)")
-    for p in positional[n_args:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
-        if p.default is inspect.Parameter.empty:
-            raise ExportError(f"{what}.forward needs '{p.name}', which Spindle does not pass "
-                              f"(it serves forward(x, edge_index); give it a default of None)")
-
-    class _Wrapper(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.m = module
-
-    if n_args == 2:
-        _Wrapper.forward = lambda self, x, edge_index: self.m(x, edge_index)
-    else:
-        _Wrapper.forward = lambda self, x: self.m(x)
-    return _Wrapper()
-
-
-def trace(module, what, n_args=2):
-    """(graph, GraphModule) of module's forward, traced through the positional wrapper."""
-    import torch.fx
-    leaves = _leaf_types()
-
-    class _Tracer(torch.fx.Tracer):
-        def is_leaf_module(self, m, qualname):
-            return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
-
-    root = _positional_wrapper(module, n_args, what)
-    try:
-        graph = _Tracer().trace(root)
-    except ExportError:
-        raise
-    except Exception as e:  # noqa: BLE001  (tracing fails in many ways; say which module)
-        raise ExportError(f"{what}: its forward cannot be traced with torch.fx "
-                          f"({type(e).__name__}: {e})") from e
-    # A layer whose result is unused must not be computed (nor take a sampled hop);
-    # an in-place call has no users but changes a value that others read.
-    for node in reversed(list(graph.nodes)):
-        if (node.op in ("call_module", "call_function", "call_method") and not node.users
-                and not _in_place(node, root)):
-            graph.erase_node(node)
-    return graph, torch.fx.GraphModule(root, graph)
-
-
-def _in_place(node, root):
-    if node.kwargs.get("inplace") is True:
-        return True
-    if node.op == "call_module":
-        return bool(getattr(root.get_submodule(node.target), "inplace", False))
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    return node.target in (operator.iadd,) or (name.endswith("_") and not name.startswith("__"))
-
-
-def _strip_none(args, kwargs):
-    """Trailing None positional arguments and None keywords: optional inputs unused."""
-    args = list(args)
-    while args and args[-1] is None:
-        args.pop()
-    return args, {k: v for k, v in kwargs.items() if v is not None}
 
 
 def check_supported_shape(model):

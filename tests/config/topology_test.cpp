@@ -119,6 +119,11 @@ TEST(topology_test, sizes_parse_with_binary_and_decimal_units) {
   EXPECT_EQ(*parse_size("1.5GiB"), 1610612736u);
   EXPECT_EQ(*parse_size("3GB"), 3000000000u);
   EXPECT_FALSE(parse_size("GiB").has_value());
+  // Past what 64 bits hold (the config fuzzer's find: converting was undefined).
+  auto huge = parse_size("5e82 TiB");
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_NE(huge.error().message().find("larger than 16 EiB"), std::string::npos);
+  EXPECT_FALSE(parse_size("inf GiB").has_value());
 }
 
 TEST(topology_test, every_example_topology_loads) {

@@ -21,9 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto r = kserve::parse_infer_request(body, head);
   if (!r) return 0;
   r->model = "m";
-  rpc::model_info rec{"m", "dlrm", "dlrm", 13, 1, 3, "1"};
   (void)kserve::gnn_call_of(*r);
-  (void)kserve::rec_call_of(*r, rec);
+  (void)kserve::rec_call_of(*r, 13, 3);  // 13 dense features, 3 tables
   kserve::infer_response out{"m", "1", r->id, {{"output", "FP32", {1, 2}, {1.0f, 2.0f}, true}}};
   std::optional<std::size_t> out_head;
   (void)kserve::render_infer_response(out, out_head);

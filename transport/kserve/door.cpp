@@ -163,9 +163,10 @@ expected<rpc::rec_bag> bag_of(const infer_request& r, std::size_t t, std::uint32
 
 }  // namespace
 
-expected<rpc::rec_call> rec_call_of(const infer_request& r, const rpc::model_info& m) {
+expected<rpc::rec_call> rec_call_of(const infer_request& r, std::uint32_t dense_width,
+                                    std::uint32_t tables) {
   std::vector<std::string> known = {"dense"};
-  for (std::uint32_t t = 0; t < m.tables; ++t)
+  for (std::uint32_t t = 0; t < tables; ++t)
     for (const char* what : {"indices", "offsets", "sparse"}) known.push_back(table_input(what, t));
   SPINDLE_TRY(no_other_inputs(r, known));
   const tensor* dense = r.input("dense");
@@ -173,15 +174,15 @@ expected<rpc::rec_call> rec_call_of(const infer_request& r, const rpc::model_inf
   if (!dense->is_float())
     return make_error(errc::invalid_argument, "input 'dense': datatype {}, expected FP32",
                       dense->datatype);
-  if (dense->shape.size() != 2 || dense->shape[1] != std::int64_t(m.input_width) ||
+  if (dense->shape.size() != 2 || dense->shape[1] != std::int64_t(dense_width) ||
       dense->shape[0] <= 0)
     return make_error(errc::invalid_argument, "input 'dense': shape [{}], expected [batch, {}]",
-                      fmt::join(dense->shape, ", "), m.input_width);
+                      fmt::join(dense->shape, ", "), dense_width);
   rpc::rec_call call;
   call.model = r.model;
   call.batch = std::uint32_t(dense->shape[0]);
   call.dense = dense->floats;
-  for (std::uint32_t t = 0; t < m.tables; ++t) {
+  for (std::uint32_t t = 0; t < tables; ++t) {
     SPINDLE_ASSIGN_OR_RETURN(auto bag, bag_of(r, t, call.batch));
     call.sparse.push_back(std::move(bag));
   }
@@ -198,18 +199,13 @@ std::optional<rpc::model_info> door::find(const std::string& name, const std::st
   return m;
 }
 
-std::string door::call_name(const rpc::model_info& m, const std::string& version) {
-  const bool other = !version.empty() && !m.versions.empty() && version != m.versions.front();
-  return other ? m.name + "@" + version : m.name;
-}
-
 bool door::model_ready(const std::string& name, const std::string& version) {
-  return find(name, version).has_value() && service_.model_ready(name);
+  return service_.route(name, version).has_value() && service_.model_ready(name);
 }
 
 void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
-  auto m = find(r.model, r.version);
-  if (!m) {
+  auto route = service_.route(r.model, r.version);
+  if (!route) {
     infer_outcome o;
     o.not_found = true;
     o.status = rpc_status::bad_request;
@@ -221,9 +217,9 @@ void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
   auto fail = [&](const status& st) {
     return done({rpc_status::bad_request, false, st.message(), {}});
   };
-  infer_response head{m->name, m->version, r.id, {}};
-  r.model = call_name(*m, r.version);
-  if (is_gnn(*m)) {
+  infer_response head{r.model, route->version, r.id, {}};
+  r.model = route->call_name;
+  if (route->gnn) {
     auto wanted = outputs_wanted(r, "output");
     if (!wanted) return fail(wanted.error());
     auto call = gnn_call_of(r);
@@ -241,7 +237,7 @@ void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
   }
   auto wanted = outputs_wanted(r, "scores");
   if (!wanted) return fail(wanted.error());
-  auto call = rec_call_of(r, *m);
+  auto call = rec_call_of(r, route->input_width, route->tables);
   if (!call) return fail(call.error());
   const bool binary = (*wanted)[0].binary;
   service_.infer_rec(std::move(*call), [done, head, binary](rpc::rec_answer a) {

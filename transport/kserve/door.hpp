@@ -53,7 +53,10 @@ model_metadata metadata_of(const rpc::model_info& m);
 /// Maps `r` to a call on the model's kind. Errors (HTTP 400) name the input,
 /// datatype, shape or value.
 expected<rpc::gnn_call> gnn_call_of(const infer_request& r);
-expected<rpc::rec_call> rec_call_of(const infer_request& r, const rpc::model_info& m);
+/// `dense_width` dense features and `tables` embedding tables: what the call's
+/// route says (rpc_service::route).
+expected<rpc::rec_call> rec_call_of(const infer_request& r, std::uint32_t dense_width,
+                                    std::uint32_t tables);
 
 class door {
  public:
@@ -62,13 +65,15 @@ class door {
   /// The model named `name` (at `version`, when not empty: one of the versions
   /// it serves, reported as its version), or nullopt.
   std::optional<rpc::model_info> find(const std::string& name, const std::string& version);
-  /// The gateway's name for `m` at `version`: NAME, or NAME@VERSION for a served
-  /// version other than the one calls without a version get.
-  static std::string call_name(const rpc::model_info& m, const std::string& version);
+  /// `name` at `version` is served (one lookup; find() builds the description).
+  bool known(const std::string& name, const std::string& version) {
+    return service_.route(name, version).has_value();
+  }
   bool live() const { return true; }
   bool ready() { return service_.ready(); }
   bool model_ready(const std::string& name, const std::string& version);
-  /// Runs `r` through the gateway; `done` is called once, from any thread.
+  /// Runs `r` through the gateway (routed by rpc_service::route, one lookup);
+  /// `done` is called once, from any thread.
   void infer(infer_request r, std::function<void(infer_outcome)> done);
   rpc::rpc_service& service() { return service_; }
 

@@ -154,7 +154,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   }
   ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const pb::ModelReadyRequest* in,
                                  pb::ModelReadyResponse* out) override {
-    if (!d_.find(in->name(), in->version()))
+    if (!d_.known(in->name(), in->version()))
       return finish(
           ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
     out->set_ready(d_.ready() && d_.model_ready(in->name(), in->version()));

@@ -139,7 +139,7 @@ void add_routes(http::event_server& s, door& d, const std::string& token) {
   });
   s.get(std::string(kModelPath) + "/ready",
         [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
-          if (!d.find(a[1], a[2]))
+          if (!d.known(a[1], a[2]))
             return send_error(
                 res, 404, fmt::format("unknown model '{}'", a[1].substr(0, 64)));
           res.status = d.ready() && d.model_ready(a[1], a[2]) ? 200 : 400;

@@ -4,6 +4,7 @@
 // Plain values; thread-safe to copy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -95,6 +96,17 @@ struct tunable {
   std::string name, value;
 };
 
+/// Where one call goes, as a door needs it per call: the model's kind, the name
+/// the call is served under (NAME, or NAME@VERSION for another served version),
+/// the version it reports, and what a recommendation call's inputs must match.
+struct call_route {
+  bool gnn = true;
+  std::string call_name;
+  std::string version;
+  std::uint32_t input_width = 0;  // recommendation models: dense features
+  std::uint32_t tables = 0;       // recommendation models: embedding tables
+};
+
 /// What the server asks of the serving system. Inference answers through `done`
 /// exactly once, from any thread; it must not block the caller (the RPC event
 /// loop). Admin calls are short and synchronous (the token is already checked).
@@ -114,6 +126,18 @@ class rpc_service {
     for (auto& m : models())
       if (m.name == name) return std::move(m);
     return std::nullopt;
+  }
+  /// The route of a call for `name` at `version` (empty: the version a call
+  /// without one gets), or nullopt when no such model or version is served. The
+  /// default reads model(name); servers with many versions answer it cheaper.
+  virtual std::optional<call_route> route(const std::string& name, const std::string& version) {
+    auto m = model(name);
+    if (!m) return std::nullopt;
+    const bool other = !version.empty() && version != m->version;
+    if (other && std::find(m->versions.begin(), m->versions.end(), version) == m->versions.end())
+      return std::nullopt;
+    return call_route{m->kind == "gnn", other ? name + "@" + version : name,
+                      other ? version : m->version, m->input_width, m->tables};
   }
   /// Ready to serve: models loaded and warmed (KServe /v2/health/ready, Admin.version).
   virtual bool ready() { return true; }

@@ -1,14 +1,14 @@
-#include "apps/commands/latency_files.hpp"
+#include "client/latency_files.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <fstream>
 
-#include "apps/commands/command.hpp"
 #include "core/gnuplot.hpp"
+#include "core/percentile.hpp"
 
-namespace spindle::apps {
+namespace spindle::client {
 
 namespace rpc = transport::rpc;
 
@@ -65,4 +65,4 @@ status write_request_log(const std::string& path,
   return out ? status::ok() : make_error(errc::io_error, "--log {}: write failed", path);
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

@@ -9,7 +9,7 @@
 #include "core/status.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
-namespace spindle::apps {
+namespace spindle::client {
 
 /// The latency CDF as CSV (`csv`, or PLOT.csv) and, with `plot`, a PNG of the
 /// share of requests slower than x, log-log, p50/p99/p999 marked.
@@ -21,4 +21,4 @@ status write_request_log(
     const std::vector<std::pair<double, transport::rpc::rpc_status>>& per_request,
     const std::vector<double>& send_at);
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

@@ -11,7 +11,7 @@
 #include "core/status.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
-namespace spindle::apps {
+namespace spindle::client {
 
 struct rec_load_options {
   std::uint32_t batch = 256;  // samples per call
@@ -35,4 +35,4 @@ expected<std::vector<transport::rpc::rec_call>> rec_load_calls(const transport::
 /// ("-": stdin); errors name the file and the sample.
 expected<transport::rpc::rec_call> rec_call_from_json(const std::string& path);
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

@@ -13,7 +13,7 @@
 #include "core/status.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
-namespace spindle::apps {
+namespace spindle::client {
 
 struct sweep_row {
   double level = 0;       // calls in flight (closed loop) or Poisson rate (open loop)
@@ -48,4 +48,4 @@ window_runner capnp_gnn_runner(transport::rpc::rpc_client& client,
 void print_sweep(const std::vector<sweep_row>& rows, bool open_loop, bool json);
 status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std::string& png);
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

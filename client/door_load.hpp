@@ -15,7 +15,7 @@
 #include "core/status.hpp"
 #include "transport/kserve/kserve_client.hpp"
 
-namespace spindle::apps {
+namespace spindle::client {
 
 using door_connect = std::function<expected<std::unique_ptr<transport::kserve::door_client>>()>;
 /// One call: send call `i` on `client`; `due` is when its latency starts.
@@ -31,4 +31,4 @@ status run_door_loop(const door_connect& connect, std::size_t n, std::size_t thr
 expected<door_connect> door_connector(const std::string& door, const std::string& endpoint,
                                       int timeout_ms);
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

@@ -1,9 +1,9 @@
-#include "apps/commands/door_load.hpp"
+#include "client/door_load.hpp"
 
 #include <atomic>
 #include <thread>
 
-namespace spindle::apps {
+namespace spindle::client {
 
 namespace kserve = transport::kserve;
 using clock_type = std::chrono::steady_clock;
@@ -46,4 +46,4 @@ expected<door_connect> door_connector(const std::string& door, const std::string
   return make_error(errc::invalid_argument, "--door {}: expected capnp, http or grpc", door);
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

@@ -1,4 +1,4 @@
-#include "apps/commands/load_sweep.hpp"
+#include "client/load_sweep.hpp"
 
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include <mutex>
 #include <random>
 
-#include "apps/commands/command.hpp"
 #include "core/gnuplot.hpp"
+#include "core/percentile.hpp"
 
-namespace spindle::apps {
+namespace spindle::client {
 namespace {
 
 namespace rpc = transport::rpc;
@@ -158,4 +158,4 @@ status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std:
   return status::ok();
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

@@ -1,4 +1,4 @@
-#include "apps/commands/rec_load.hpp"
+#include "client/rec_load.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-namespace spindle::apps {
+namespace spindle::client {
 
 namespace rpc = transport::rpc;
 
@@ -104,4 +104,4 @@ expected<rpc::rec_call> rec_call_from_json(const std::string& path) {
   return call;
 }
 
-}  // namespace spindle::apps
+}  // namespace spindle::client

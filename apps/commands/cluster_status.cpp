@@ -1,0 +1,63 @@
+// `spindle cluster-status`: asks a cluster's coordinator, through the token
+// gate, for its members and their state, and prints them as a table (or JSON).
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/node_actor.hpp"
+#include "apps/commands/command.hpp"
+#include "apps/commands/members_table.hpp"
+#include "config/topology.hpp"
+#include "node/cluster_link.hpp"
+#include "node/token_file.hpp"
+
+namespace spindle::apps {
+namespace {
+
+status run_status(const std::string& path, const std::string& token_path, bool json) {
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto token, node::token_file(token_path.empty() ? topo.token_file : token_path,
+                                                  "cluster token file", false));
+  SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
+  caf::actor_system_config cfg;
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  SPINDLE_ASSIGN_OR_RETURN(auto link, node::connect_gated(sys, coord_spec, token, 5));
+  const caf::actor coord = link.actor;
+  caf::scoped_actor self{sys};
+  status result;
+  self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
+      .receive(
+          [&](const std::string& text) {
+            if (json) {
+              fmt::print("{}\n", text);
+            } else {
+              fmt::print("{}", members_table(nlohmann::json::parse(text)));
+            }
+          },
+          [&](caf::error& e) {
+            result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
+          });
+  return result;
+}
+
+}  // namespace
+
+void register_cluster_status(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto* st = app.add_subcommand(
+      "cluster-status",
+      "Ask the coordinator for the members and their state (a table; --json: raw)");
+  st->add_option("--config", *path, "Cluster TOML")->required();
+  auto token_path = std::make_shared<std::string>();
+  st->add_option("--token-file", *token_path,
+                 "The cluster token file (default: the TOML's token_file, else "
+                 "~/.local/state/spindle/clusters/NAME-HASH.token)");
+  auto json = std::make_shared<bool>(false);
+  st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
+  st->callback([path, token_path, json] {
+    if (int rc = report(run_status(*path, *token_path, *json))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
