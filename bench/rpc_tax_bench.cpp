@@ -23,7 +23,7 @@
 
 #include "actors/gateway.hpp"
 #include "bench/bench_util.hpp"
-#include "node/rec_models.hpp"
+#include "runtime/rec_models.hpp"
 #include "splitrpc/rec_wire.hpp"
 #include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_server.hpp"
@@ -106,7 +106,7 @@ spindle::expected<spindle::actors::rec_model_binding> dlrm_a(const std::string& 
     d.table_rows.assign(8, 100000);
     SPINDLE_TRY(nn::init_model(d, 1, dir));
   }
-  return node::load_rec_model("dlrm_a", dir, {});
+  return runtime::load_rec_model("dlrm_a", dir, {});
 }
 
 struct rec_request {

@@ -29,18 +29,18 @@
 #include "core/signals.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
-#include "node/cluster_link.hpp"
-#include "node/cluster_serving.hpp"
-#include "node/door_gnns.hpp"
-#include "node/model_follower.hpp"
-#include "node/rec_forwarder.hpp"
-#include "node/serve_rpc.hpp"
-#include "node/token_file.hpp"
+#include "runtime/cluster_link.hpp"
+#include "runtime/cluster_serving.hpp"
+#include "runtime/door_gnns.hpp"
+#include "runtime/model_follower.hpp"
+#include "runtime/rec_forwarder.hpp"
+#include "runtime/serve_rpc.hpp"
+#include "runtime/token_file.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {
 
-using namespace node;  // the node runtime these commands start
+using namespace runtime;  // the node runtime these commands start
 namespace {
 
 // A member's node actor raises it when the coordinator is seen down; the main
@@ -113,7 +113,7 @@ bool serves_rec(const node_args& a) {
 
 // Rank 0: serves the workload and/or the front door over the cluster; returns
 // once the workload is done (no --listen) or a stop signal came (--listen).
-status coordinate(node_context node, const actors::bridge_handle& bridge, const node_args& a) {
+status coordinate(rank_context node, const actors::bridge_handle& bridge, const node_args& a) {
   if (a.listen) SPINDLE_TRY(check_exposure(a.door));  // before the cluster starts serving
   cluster_gnn_options o;
   o.serving = a.serving;
@@ -133,12 +133,12 @@ status coordinate(node_context node, const actors::bridge_handle& bridge, const 
 // What a node with a dataset runs besides its actors: its shard, one member
 // watch, and its side of placement re-plans (declared so the watch stops first).
 struct shard_node {
-  std::unique_ptr<node_shard> shard;
+  std::unique_ptr<rank_shard> shard;
   member_view view;
   std::unique_ptr<placement_sync> sync;
   std::unique_ptr<member_watch> watch;
   std::string token;  // the cluster token
-  node_context context(caf::actor_system& sys, caf::actor coordinator) {
+  rank_context context(caf::actor_system& sys, caf::actor coordinator) {
     return {sys, std::move(coordinator), token, *shard, view, *watch, *sync};
   }
   void start(caf::actor_system& sys, const caf::actor& coordinator) {
@@ -288,7 +288,7 @@ status run_node(const node_args& a) {
   // A node with a dataset holds its shard in UCX memory; with a model too it
   // serves batches, which travel over its UCX bridge.
   if (!a.dataset.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(sn.shard, node_shard::start(topo, a.dataset, rank, a.no_verify_data));
+    SPINDLE_ASSIGN_OR_RETURN(sn.shard, rank_shard::start(topo, a.dataset, rank, a.no_verify_data));
     if (!a.model.empty()) {
       actors::bridge_options bo;
       bo.rank = rank;

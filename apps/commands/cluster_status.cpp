@@ -8,21 +8,21 @@
 #include "apps/commands/command.hpp"
 #include "apps/commands/members_table.hpp"
 #include "config/topology.hpp"
-#include "node/cluster_link.hpp"
-#include "node/token_file.hpp"
+#include "runtime/cluster_link.hpp"
+#include "runtime/token_file.hpp"
 
 namespace spindle::apps {
 namespace {
 
 status run_status(const std::string& path, const std::string& token_path, bool json) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
-  SPINDLE_ASSIGN_OR_RETURN(auto token, node::token_file(token_path.empty() ? topo.token_file : token_path,
+  SPINDLE_ASSIGN_OR_RETURN(auto token, runtime::token_file(token_path.empty() ? topo.token_file : token_path,
                                                   "cluster token file", false));
   SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
   caf::actor_system sys{cfg};
-  SPINDLE_ASSIGN_OR_RETURN(auto link, node::connect_gated(sys, coord_spec, token, 5));
+  SPINDLE_ASSIGN_OR_RETURN(auto link, runtime::connect_gated(sys, coord_spec, token, 5));
   const caf::actor coord = link.actor;
   caf::scoped_actor self{sys};
   status result;

@@ -23,11 +23,11 @@
 #include "core/signals.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
-#include "node/token_file.hpp"
+#include "runtime/token_file.hpp"
 
 namespace spindle::apps {
 
-using namespace node;
+using namespace runtime;
 namespace {
 
 // Ranks on these hosts are started by launch itself; others through the launcher.

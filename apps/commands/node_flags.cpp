@@ -6,7 +6,7 @@ namespace spindle::apps {
 
 // Every rank runs the same number of pipelines (the coordinator's stand-ins for
 // a member's pipelines assume so); `launch` passes these to all.
-void add_pipeline_options(CLI::App& cmd, node::node_pipelines& p) {
+void add_pipeline_options(CLI::App& cmd, runtime::node_pipelines& p) {
   cmd.add_option("--pipelines", p.pipelines,
                  "Pipelines on this node, sharing its pool (every rank of a cluster must run "
                  "the same number)")

@@ -5,12 +5,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "node/cluster_serving.hpp"
+#include "runtime/cluster_serving.hpp"
 
 namespace spindle::apps {
 
 /// Adds --pipelines, --max-batch, --batch-deadline-us, --gnnsched,
 /// --gnnsched-memory-mb, --calibrate, --calibrate-batches and --calibration-out.
-void add_pipeline_options(CLI::App& cmd, node::node_pipelines& p);
+void add_pipeline_options(CLI::App& cmd, runtime::node_pipelines& p);
 
 }  // namespace spindle::apps

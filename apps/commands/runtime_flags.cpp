@@ -9,7 +9,7 @@
 
 namespace spindle::apps {
 
-void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::string& model_flag) {
+void add_hps_stack_options(CLI::App& cmd, runtime::hps_stack_args& a, const std::string& model_flag) {
   cmd.add_option(model_flag, a.model, "DLRM model directory (spindle model init --arch dlrm)");
   cmd.add_option("--pdb", a.pdb,
                  "RocksDB directory for the tables (filled from the model on first start)");
@@ -32,7 +32,7 @@ void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::st
       ->capture_default_str();
 }
 
-void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
+void add_front_door_options(CLI::App& cmd, runtime::front_door_args& a) {
   cmd.add_option("--listen", a.listen,
                  "Serve the Cap'n Proto front door on HOST:PORT (port 0: a free one)")
       ->capture_default_str();
@@ -83,7 +83,7 @@ void add_front_door_options(CLI::App& cmd, node::front_door_args& a) {
   add_rec_serving_options(cmd, a);
 }
 
-void add_rec_serving_options(CLI::App& cmd, node::front_door_args& a) {
+void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a) {
   cmd.add_option("--rec-model", a.rec_models,
                  "Serve a recommendation model (dlrm, ncf, wnd, din; tables in memory) as "
                  "NAME=DIR, with its own worker pool and dynamic batching; repeatable");

@@ -5,20 +5,20 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "node/hps_stack.hpp"
-#include "node/serve_rpc.hpp"
+#include "runtime/hps_stack.hpp"
+#include "runtime/serve_rpc.hpp"
 
 namespace spindle::apps {
 
 /// Adds the stack's flags; the model directory flag is named `model_flag`.
-void add_hps_stack_options(CLI::App& cmd, node::hps_stack_args& a, const std::string& model_flag);
+void add_hps_stack_options(CLI::App& cmd, runtime::hps_stack_args& a, const std::string& model_flag);
 
 /// Adds --listen, --admin-token-file, --max-queue and the recommendation models' flags.
-void add_front_door_options(CLI::App& cmd, node::front_door_args& a);
+void add_front_door_options(CLI::App& cmd, runtime::front_door_args& a);
 
 /// The recommendation models' flags alone (--rec-model, --rec-workers, the
 /// --dlrm-* and parameter-server flags, the node manager's): `serve` and `node`.
-void add_rec_serving_options(CLI::App& cmd, node::front_door_args& a);
+void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a);
 
 /// --device auto|host|cuda and --device-feature-mb (serve, calibrate): where
 /// PSGS's large executor runs and how many feature rows it keeps on a GPU.

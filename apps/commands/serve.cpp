@@ -21,16 +21,16 @@
 #include "core/progress.hpp"
 #include "core/text_file.hpp"
 #include "graph/metrics.hpp"
-#include "node/gnn_models.hpp"
-#include "node/model_repository.hpp"
-#include "node/serve_rpc.hpp"
+#include "runtime/gnn_models.hpp"
+#include "runtime/model_repository.hpp"
+#include "runtime/serve_rpc.hpp"
 #include "serving/cuda_executor.hpp"
 #include "serving/psgs_calibrate.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::apps {
 
-using namespace node;  // the node runtime these commands start
+using namespace runtime;  // the node runtime these commands start
 namespace {
 
 struct serve_args {

@@ -15,11 +15,11 @@
 #include "apps/commands/command.hpp"
 #include "apps/commands/runtime_flags.hpp"
 #include "hps/synthetic_keys.hpp"
-#include "node/hps_stack.hpp"
+#include "runtime/hps_stack.hpp"
 
 namespace spindle::apps {
 
-using namespace node;  // the node runtime these commands start
+using namespace runtime;  // the node runtime these commands start
 namespace {
 
 struct dlrm_args : hps_stack_args {

@@ -1,7 +1,7 @@
 // `spindle serve-shard`: holds one feature shard in UCX-allocated memory and
 // serves one-sided gets until SIGINT/SIGTERM. Prints "descriptor <hex>" (what a
 // reader attaches with) and "ready" on stdout. A cluster rank publishes its shard
-// the same way (node/node_shard); this command is the data plane alone, for tests,
+// the same way (runtime/rank_shard); this command is the data plane alone, for tests,
 // benchmarks and debugging.
 #include <signal.h>
 

@@ -13,18 +13,11 @@
 set -uo pipefail
 spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-bg=()
-cleanup() {
-  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
-  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$root/tests/support/loopback_cluster.sh"
+scratch_and_cleanup
 export SPINDLE_PROGRESS=0
 fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
 
-source "$root/tests/support/loopback_cluster.sh"
 read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
 out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || fail "$out"
 

@@ -20,7 +20,7 @@
 
 #include "actors/node_actor.hpp"
 #include "config/topology.hpp"
-#include "node/token_file.hpp"
+#include "runtime/token_file.hpp"
 #include "transport/net/token_relay.hpp"
 #include "tests/actors/cluster_support.hpp"
 
@@ -61,7 +61,7 @@ TEST(cluster_test, a_stranger_cannot_change_the_placement_or_speak_for_a_member)
     // control messages for rank 1 are still dropped and `plan` refused.
     auto topo = config::load_topology(config);
     ASSERT_TRUE(topo.has_value());
-    auto token = node::token_file(topo->token_file, "cluster token file", false);
+    auto token = runtime::token_file(topo->token_file, "cluster token file", false);
     ASSERT_TRUE(token.has_value()) << token.error().message();
     auto dialer = transport::net::token_relay::dialer("127.0.0.1", coord_port, *token, "dialer");
     ASSERT_TRUE(dialer.has_value());

@@ -11,16 +11,9 @@
 set -uo pipefail
 spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-bg=()
-cleanup() {
-  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
-  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
 source "$root/tests/support/loopback_cluster.sh"
+scratch_and_cleanup
+
 read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
 out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || { echo "FAIL: $out"; exit 1; }
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \

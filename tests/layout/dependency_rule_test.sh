@@ -17,11 +17,12 @@ for dir in $pure; do
 done
 # folder: the folders it must not include
 declare -A forbidden=(
-  [features]="serving colocation splitrpc hps actors node apps transport"
-  [hps]="features serving colocation splitrpc actors node apps transport"
-  [serving]="colocation splitrpc hps actors node apps transport"
-  [splitrpc]="colocation hps actors node apps"
-  [colocation]="splitrpc hps actors node apps transport"
+  [features]="serving colocation splitrpc hps client actors runtime apps transport"
+  [hps]="features serving colocation splitrpc client actors runtime apps transport"
+  [serving]="colocation splitrpc hps client actors runtime apps transport"
+  [splitrpc]="colocation hps client actors runtime apps"
+  [colocation]="splitrpc hps client actors runtime apps transport"
+  [client]="actors runtime apps"
 )
 for dir in "${!forbidden[@]}"; do
   for other in ${forbidden[$dir]}; do
@@ -32,7 +33,7 @@ done
 # folder = namespace; core/ is spindle's own namespace (the vocabulary every folder uses)
 while IFS= read -r hit; do report "core/ declares a folder's namespace: $hit"; done \
   < <(sources -E '^namespace spindle::[a-z_]+' core | grep -vE ':namespace spindle::(log|detail)( |\{|$)')
-for dir in config graph features hps serving colocation splitrpc nn gpu actors node apps transport; do
+for dir in config graph features hps serving colocation splitrpc nn gpu client actors runtime apps transport; do
   while IFS= read -r hit; do report "inline namespace: $hit"; done \
     < <(sources -E '^\s*(inline namespace|namespace [a-z_:]*inline )' "$dir")
   while IFS= read -r hit; do report "namespace is not its folder's (spindle::$dir): $hit"; done \

@@ -1,6 +1,17 @@
 # Sourced by the loopback cluster test scripts (cluster_faults_test,
-# cluster_calibrate_test, cluster_models_test): free loopback ports, and a
-# 3-rank cluster on loopback with its data.
+# cluster_calibrate_test, cluster_models_test): a scratch folder cleaned up at
+# exit, free loopback ports, and a 3-rank cluster on loopback with its data.
+
+# scratch_and_cleanup: a scratch folder in $work and a list $bg of background
+# processes; at exit every one of them is stopped (TERM, then waited for) and
+# the folder removed.
+scratch_and_cleanup() {
+  work=$(mktemp -d)
+  bg=()
+  trap 'for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
+        for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
+        rm -rf "$work"' EXIT
+}
 
 # free_ports N: N loopback ports free now, on one line.
 free_ports() {

@@ -20,12 +20,6 @@
 
 namespace spindle::transport::rpc {
 
-using detail::admin_of;
-using detail::guarded;
-using detail::seconds_between;
-using detail::str;
-using detail::text;
-
 std::vector<std::string> rpc_client::split_endpoints(const std::string& endpoints) {
   std::vector<std::string> out;
   std::size_t at = 0;

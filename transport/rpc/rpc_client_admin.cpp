@@ -4,12 +4,6 @@
 
 namespace spindle::transport::rpc {
 
-using detail::admin_of;
-using detail::guarded;
-using detail::seconds_between;
-using detail::str;
-using detail::text;
-
 expected<admin_reply> rpc_client::stats(const std::string& token) {
   return guarded(endpoint_, [&]() -> expected<admin_reply> {
     auto req = impl_->admin.statsRequest();

@@ -82,4 +82,9 @@ inline double seconds_between(std::chrono::steady_clock::time_point a,
 
 }  // namespace detail
 
+// What every part of the client uses, unqualified.
+using detail::admin_of;
+using detail::guarded;
+using detail::seconds_between;
+
 }  // namespace spindle::transport::rpc

@@ -13,12 +13,6 @@
 
 namespace spindle::transport::rpc {
 
-using detail::admin_of;
-using detail::guarded;
-using detail::seconds_between;
-using detail::str;
-using detail::text;
-
 namespace {
 
 // Keeps `in_flight` calls outstanding until `count` were answered: `one(i)`

@@ -1,0 +1,62 @@
+#include "runtime/cluster_link.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "runtime/token_file.hpp"
+
+namespace spindle::runtime {
+
+expected<std::unique_ptr<transport::net::token_relay>> publish_gated(caf::actor_system& sys,
+                                                                     const caf::actor& actor,
+                                                                     const config::server_spec& me,
+                                                                     const std::string& token,
+                                                                     int* caf_port) {
+  auto inner = sys.middleman().publish(actor, 0, "127.0.0.1", true);
+  if (!inner)
+    return make_error(errc::io_error, "server '{}': cannot publish on loopback: {}", me.name,
+                      to_string(inner.error()));
+  if (caf_port) *caf_port = int(*inner);
+  auto gate = transport::net::token_relay::gate(me.host, me.port, int(*inner), token, "caf-gate");
+  if (!gate)
+    return make_error(errc::io_error, "server '{}': cannot listen on {}:{}: {}", me.name, me.host,
+                      me.port, gate.error().message());
+  return gate;
+}
+
+expected<remote_link> connect_gated(caf::actor_system& sys, const config::server_spec& to,
+                                    const std::string& token, int timeout_s) {
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto dialer, transport::net::token_relay::dialer(to.host, to.port, token, "caf-dialer"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int refusals = 0;
+  for (;;) {
+    // The handshake alone first: a refused token is said as such, at once.
+    const status proof = transport::net::token_relay::prove(to.host, to.port, token);
+    // A refusal is believed when it repeats: a gate under a flood of unproven
+    // connections may close ours mid-handshake to make room.
+    const bool refused = proof.message().find("cluster token") != std::string::npos ||
+                         proof.message().find("cluster's token") != std::string::npos ||
+                         proof.message().find("not a Spindle cluster port") != std::string::npos;
+    refusals = refused ? refusals + 1 : 0;
+    if (refusals >= 3) return make_error(errc::unavailable, "{}: {}", to.name, proof.message());
+    if (proof) {
+      auto a = sys.middleman().remote_actor("127.0.0.1", std::uint16_t(dialer->port()));
+      if (a) return remote_link{*a, std::move(dialer)};
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      return make_error(errc::unavailable, "{} at {}:{} unreachable: {}", to.name, to.host, to.port,
+                        proof ? "the link did not come up" : proof.message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+expected<std::string> wait_for_token(const std::string& path, int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return token_file(path, "cluster token file", false);
+}
+
+}  // namespace spindle::runtime

@@ -1,0 +1,194 @@
+#include "runtime/door_gnns.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/batcher_actor.hpp"
+#include "actors/node_actor.hpp"
+#include "core/call_origin.hpp"
+#include "core/log.hpp"
+#include "graph/metrics.hpp"
+#include "runtime/serving_assets.hpp"
+
+namespace spindle::runtime {
+
+struct door_gnns::model {
+  caf::actor_system* sys = nullptr;
+  std::unique_ptr<serving_assets> assets;
+  std::unique_ptr<cluster_features> features;
+  std::vector<caf::actor> pipelines;
+  caf::actor batcher;
+  time_point listed_since = time_point::max();
+  ~model() {
+    stop_and_wait(*sys, batcher);
+    for (const auto& p : pipelines) stop_and_wait(*sys, p);  // they read features and assets
+  }
+};
+
+door_gnns::door_gnns(rank_context node, node_pipelines p)
+    : sys_(node.sys), coordinator_(node.coordinator), token_(node.token), node_(node),
+      p_(std::move(p)) {
+  p_.calibrate = false;  // a loaded model routes by the fixed policy (no calibration at load)
+}
+
+door_gnns::door_gnns(caf::actor_system& sys, caf::actor coordinator, std::string token)
+    : sys_(sys), coordinator_(std::move(coordinator)), token_(std::move(token)) {}
+
+door_gnns::~door_gnns() {
+  std::lock_guard lock(mu_);
+  models_.clear();
+}
+
+std::map<std::string, door_gnns::time_point> door_gnns::loaded() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, time_point> out;
+  for (const auto& name : loading_) out[name] = time_point::max();
+  for (const auto& [name, m] : models_) out[name] = m->listed_since;
+  for (const auto& [name, since] : recs_) out[name] = since;
+  return out;
+}
+
+void door_gnns::mark_listed(const std::string& name) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  if (auto it = models_.find(name); it != models_.end()) it->second->listed_since = now;
+  if (auto it = recs_.find(name); it != recs_.end()) it->second = now;
+}
+
+// Following the list (model_follower), a model is listed already, and saying
+// "add" again could bring back a model another door just unloaded.
+void door_gnns::listed_after_load(const std::string& name, const std::string& path) {
+  if (call_origin() == kFollowerOrigin) return mark_listed(name);
+  // Every other node with a door follows the coordinator's list.
+  if (auto st = announce("add", name, path); !st)
+    log::warn("'{}' is served at this door only: {}", name, st.message());
+  else
+    mark_listed(name);
+}
+
+status door_gnns::announce(std::string_view op, const std::string& name,
+                           const std::string& path) const {
+  caf::scoped_actor self{sys_};
+  status result;
+  self->request(coordinator_, std::chrono::seconds(5), actors::models_atom::value,
+                std::string(op), name, path, token_)
+      .receive([](actors::ok_atom) {},
+               [&](caf::error& e) {
+                 result = make_error(errc::unavailable, "telling the coordinator ({} '{}'): {}",
+                                     op, name, sys_.render(e));
+               });
+  return result;
+}
+
+expected<std::map<std::string, std::string>> door_gnns::listed() const {
+  caf::scoped_actor self{sys_};
+  expected<std::map<std::string, std::string>> out =
+      make_error(errc::unavailable, "the coordinator did not answer");
+  self->request(coordinator_, std::chrono::seconds(2), actors::models_atom::value, token_)
+      .receive(
+          [&](const std::string& text) {
+            auto j = nlohmann::json::parse(text, nullptr, false);
+            if (j.is_object()) out = j.get<std::map<std::string, std::string>>();
+          },
+          [&](caf::error& e) {
+            out = make_error(errc::unavailable, "cluster models: {}", sys_.render(e));
+          });
+  return out;
+}
+
+expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
+                                                    const std::string& path,
+                                                    serving::admission_options admission) {
+  if (!node_)
+    return make_error(errc::invalid_argument,
+                      "loading '{}' from {}: this node holds no shard of the cluster's dataset "
+                      "(start it with --dataset and --model to serve GNNs); recommendation "
+                      "models load here",
+                      name, path);
+  const rank_context& node = *node_;
+  {
+    std::lock_guard lock(mu_);
+    if (models_.count(name) || loading_.count(name))
+      return make_error(errc::invalid_argument, "name '{}' is already loaded here", name);
+    loading_.insert(name);
+  }
+  auto m = std::make_unique<model>();
+  m->sys = &sys_;
+  const auto& ds = node.shard.dataset();
+  status made = [&]() -> status {
+    SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(path, ds, p_));
+    const auto members = node.view.snapshot();
+    SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(node.shard, node.view, &members));
+    m->pipelines = spawn_pipelines(sys_, ds, *m->assets, *m->features, p_.pipelines);
+    const auto* d = &ds;
+    m->batcher =
+        actors::spawn_batcher(sys_, m->pipelines, p_.batch, m->assets->router,
+                              [d](const serving::gnn_request& r) { return serving::summed_psgs(*d, r); });
+    return status::ok();
+  }();
+  std::lock_guard lock(mu_);
+  loading_.erase(name);
+  if (!made) return std::move(made).with_context(fmt::format("loading '{}' from {}: ", name, path));
+  actors::gnn_model_binding b{name,   m->batcher,     &ds,         m->assets->model.get(),
+                              m->assets->router, p_.batch, admission};
+  b.cluster = true;
+  b.device = m->assets->device.get();
+  const auto* f = m->features.get();
+  b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
+  models_[name] = std::move(m);
+  return b;
+}
+
+void door_gnns::unload(const std::string& key) {
+  const std::string name = key.substr(0, key.find('@'));
+  std::unique_ptr<model> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end()) return;
+    gone = std::move(it->second);
+    models_.erase(it);
+  }
+  gone.reset();  // stops its batcher and pipelines, then frees what they read
+}
+
+actors::model_loader door_gnns::loader(serving::admission_options admission, rec_load_fn load_rec) {
+  actors::model_loader l;
+  l.load = [this, admission](const std::string& name,
+                             const std::string& path) -> expected<actors::gnn_model_binding> {
+    SPINDLE_ASSIGN_OR_RETURN(auto b, load(name, path, admission));
+    listed_after_load(name, path);
+    return b;
+  };
+  l.load_rec = [this, inner = std::move(load_rec)](
+                   const std::string& name,
+                   const std::string& path) -> expected<actors::rec_model_binding> {
+    SPINDLE_ASSIGN_OR_RETURN(auto b, inner(name, path));
+    {
+      std::lock_guard lock(mu_);
+      recs_[name] = time_point::max();
+    }
+    listed_after_load(name, path);
+    return b;
+  };
+  l.rec_unloaded = [this](const std::string& name) {
+    // Off the list before off this door's set: the follower must not see it
+    // listed and missing here, and load it again.
+    if (call_origin() != kFollowerOrigin)
+      if (auto st = announce("remove", name, ""); !st)
+        log::warn("'{}' unloaded at this door only: {}", name, st.message());
+    std::lock_guard lock(mu_);
+    recs_.erase(name);
+  };
+  l.unload = [this](const std::string& key) {
+    const std::string name = key.substr(0, key.find('@'));
+    // Off the list first, so no follower loads it again meanwhile (a follower's
+    // own unload follows the list: it is off already).
+    if (call_origin() == kFollowerOrigin) return unload(key);
+    if (auto st = announce("remove", name, ""); !st)
+      log::warn("'{}' unloaded at this door only: {}", name, st.message());
+    unload(key);
+  };
+  return l;
+}
+
+}  // namespace spindle::runtime

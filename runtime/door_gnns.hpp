@@ -1,0 +1,72 @@
+// Models loaded at run time through a cluster node's door (Admin loadModel /
+// unloadModel, KServe's repository calls). A recommendation model loads as on
+// any server (the door's own loader). A GNN runs on this node:
+// pipelines of its own over the cluster's shards (a feature reader of its own;
+// other ranks' rows read as the cluster's GNN reads them) behind a batcher of
+// its own. The coordinator lists them, and every node with a door follows the
+// list (model_follower), so a load or an unload through any door reaches every
+// node. The GNN the ranks started with is the cluster's (one queue over every
+// rank's pipelines) and stays pinned. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "actors/gateway.hpp"
+#include "runtime/cluster_serving.hpp"
+
+namespace spindle::runtime {
+
+/// The call origin of a model_follower's loads and unloads.
+inline constexpr const char* kFollowerOrigin = "cluster";
+
+class door_gnns {
+ public:
+  door_gnns(rank_context node, node_pipelines p);
+  /// A door with no shard of the dataset (recommendation models only): it
+  /// follows the list for recommendation models; GNN loads are refused by name.
+  door_gnns(caf::actor_system& sys, caf::actor coordinator, std::string token);
+  ~door_gnns();  // stops every loaded model's actors
+  door_gnns(const door_gnns&) = delete;
+  door_gnns& operator=(const door_gnns&) = delete;
+
+  /// The loader a node's gateway calls: loads here, then tells the coordinator;
+  /// recommendation models through `load_rec` (the door's own loader).
+  using rec_load_fn = std::function<expected<actors::rec_model_binding>(const std::string&,
+                                                                        const std::string&)>;
+  actors::model_loader loader(serving::admission_options admission, rec_load_fn load_rec);
+  using time_point = std::chrono::steady_clock::time_point;
+  /// Names loaded or loading here, each with when the coordinator's list was
+  /// known to hold it (time_point::max(): not yet, or never: then it is served
+  /// at this door only and no follower may take it away).
+  std::map<std::string, time_point> loaded() const;
+  /// The coordinator's list: name -> model directory.
+  expected<std::map<std::string, std::string>> listed() const;
+
+ private:
+  struct model;
+  expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path,
+                                           serving::admission_options admission);
+  void unload(const std::string& key);
+  void mark_listed(const std::string& name);
+  /// After a load through this door (not the follower's): tells the coordinator.
+  void listed_after_load(const std::string& name, const std::string& path);
+  status announce(std::string_view op, const std::string& name, const std::string& path) const;
+
+  caf::actor_system& sys_;
+  caf::actor coordinator_;
+  std::string token_;
+  std::optional<rank_context> node_;  // none: this node serves no GNN
+  node_pipelines p_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<model>> models_;  // guarded by mu_
+  std::set<std::string> loading_;                         // guarded by mu_
+  std::map<std::string, time_point> recs_;  // guarded by mu_: recommendation models loaded here
+};
+
+}  // namespace spindle::runtime

@@ -1,0 +1,55 @@
+#include "runtime/model_follower.hpp"
+
+#include <pthread.h>
+
+#include "core/call_origin.hpp"
+#include "core/log.hpp"
+
+namespace spindle::runtime {
+
+model_follower::model_follower(actors::gateway& gw, const door_gnns& gnns,
+                               std::chrono::milliseconds period)
+    : gw_(gw), gnns_(gnns), period_(period), thread_([this] { run(); }) {}
+
+model_follower::~model_follower() {
+  stop_ = true;
+  thread_.join();
+}
+
+void model_follower::run() {
+  pthread_setname_np(pthread_self(), "model-follow");
+  scoped_call_origin origin(kFollowerOrigin);
+  while (!stop_) {
+    const auto asked = std::chrono::steady_clock::now();
+    if (auto listed = gnns_.listed()) follow(*listed, asked);
+    for (auto waited = std::chrono::milliseconds(0); waited < period_ && !stop_;
+         waited += std::chrono::milliseconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// Loads what the list holds and this door lacks; unloads what left the list,
+// but only models known listed before the list was asked for (a model loaded
+// here while the list was on its way is not in it yet).
+void model_follower::follow(const std::map<std::string, std::string>& listed,
+                            std::chrono::steady_clock::time_point asked) {
+  const auto here = gnns_.loaded();
+  for (const auto& [name, path] : listed) {
+    if (here.count(name)) continue;
+    if (auto f = failed_.find(name); f != failed_.end() && f->second == path) continue;
+    if (auto st = gw_.load_model(name, path); !st) {
+      log::warn("cluster model '{}' from {}: not served at this door: {}", name, path,
+                st.message());
+      failed_[name] = path;
+    }
+  }
+  for (const auto& [name, since] : here) {
+    if (listed.count(name) || since >= asked) continue;
+    if (auto st = gw_.unload_model(name); !st && st.code() != errc::not_found)
+      log::warn("cluster model '{}': not unloaded at this door: {}", name, st.message());
+  }
+  for (auto it = failed_.begin(); it != failed_.end();)
+    it = listed.count(it->first) ? std::next(it) : failed_.erase(it);
+}
+
+}  // namespace spindle::runtime

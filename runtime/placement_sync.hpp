@@ -1,0 +1,45 @@
+// A node's side of a placement re-plan, run at every member-watch poll: when
+// rank 0 announces a target epoch newer than this node's shard, it reads the
+// observed FAP one-sidedly from rank 0, builds its shard of the new plan beside
+// the old one (rank_shard::build: rows new to this node are read from their
+// current owners with one-sided UCX gets, through a reader of the serving epoch)
+// and publishes it; it reports the epoch its
+// pipeline reads; and once every live member reads the new epoch it frees the
+// old shard. A node that restarts mid-way starts at epoch 0 and catches up the
+// same way. The reader switches epochs itself (cluster_features).
+#pragma once
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+
+#include "runtime/cluster_features.hpp"
+#include "runtime/rank_shard.hpp"
+
+namespace spindle::runtime {
+
+class placement_sync {
+ public:
+  placement_sync(caf::actor coordinator, rank_shard& shard);
+  /// The pipeline reader whose epoch this node reports; nullptr: none (a node
+  /// without a pipeline reports the epoch of its newest shard).
+  void set_reader(cluster_features* reader) { reader_.store(reader); }
+  /// One step of the protocol; called on the member-watch thread. An idle reader
+  /// is refreshed here, so it leaves an old epoch without waiting for traffic.
+  void poll(const std::map<int, member_info>& alive);
+
+ private:
+  void catch_up(const member_info& coordinator, const std::map<int, member_info>& alive);
+  void report_reading();
+  void retire(const std::map<int, member_info>& alive);
+
+  caf::actor coordinator_;
+  rank_shard& shard_;
+  std::atomic<cluster_features*> reader_{nullptr};
+  int reported_ = -1;
+  std::chrono::steady_clock::time_point retry_at_{};
+};
+
+}  // namespace spindle::runtime

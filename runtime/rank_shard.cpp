@@ -1,0 +1,266 @@
+#include "runtime/rank_shard.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "features/dataset_partition.hpp"
+#include "features/dataset_placement.hpp"
+#include "features/feature_shard.hpp"
+
+namespace spindle::runtime {
+
+namespace ucx = transport::ucx;
+
+expected<int> host_shard_of(const features::placement_plan& plan, int server) {
+  for (std::size_t i = 0; i < plan.shards.size(); ++i)
+    if (plan.shards[i].server == server && plan.shards[i].tier == features::shard_tier::host)
+      return int(i);
+  return make_error(errc::invalid_argument,
+                    "server {} has no host-memory shard in the plan (memory = 0?)", server);
+}
+
+expected<std::vector<region_slot>> region_layout(const features::placement_plan& plan, int server,
+                                                 std::uint32_t dim) {
+  SPINDLE_ASSIGN_OR_RETURN(int host, host_shard_of(plan, server));
+  std::vector<region_slot> out;
+  std::uint64_t at = 0;
+  auto add = [&](int shard) {
+    const auto bytes = features::shard_bytes(
+        std::max<std::uint64_t>(1, plan.lookup.shard_row_count(features::shard_index(shard))), dim);
+    out.push_back({shard, at, bytes});
+    at += bytes;
+  };
+  add(host);
+  for (std::size_t i = 0; i < plan.shards.size(); ++i)
+    if (plan.shards[i].server == server && int(i) != host) add(int(i));
+  return out;
+}
+
+struct rank_shard::region {
+  ucx::mapped_memory memory;
+  std::string descriptor;
+  explicit region(ucx::mapped_memory m) : memory(std::move(m)) {}
+};
+
+namespace {
+
+// Where `node`'s row is in shard `shard` of `plan`, if that shard holds it.
+const std::byte* row_in(const features::placement_plan& plan, int shard, const std::byte* rows,
+                        std::uint64_t node, std::size_t row_bytes) {
+  const auto loc = plan.lookup.locate(node);
+  for (const auto& o : loc.owners)
+    if (o.shard == shard) return rows + (o.start_row + loc.index) * row_bytes;
+  return nullptr;
+}
+
+}  // namespace
+
+rank_shard::rank_shard(const config::topology& topo, graph::dataset ds, int rank)
+    : topo_(topo), ds_(std::move(ds)), rank_(rank) {}
+
+rank_shard::~rank_shard() {
+  loop_.reset();  // stop progressing before the regions go
+  std::lock_guard lock(mu_);
+  regions_.clear();
+  blobs_.clear();
+}
+
+expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& topo,
+                                                        const std::string& dataset, int rank,
+                                                        bool skip_verify) {
+  // A partitioned dataset (`spindle partition`): this rank's folder, whose rows are
+  // exactly those of its shards under the same plan (checked by checksum).
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto ds, graph::open_for_serving(features::rank_dataset_dir(dataset, rank), skip_verify));
+  std::unique_ptr<rank_shard> s(new rank_shard(topo, std::move(ds), rank));
+  SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
+  s->ctx_.emplace(std::move(ctx));
+  SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*s->ctx_));
+  s->worker_.emplace(std::move(w));
+  SPINDLE_ASSIGN_OR_RETURN(s->address_, s->worker_->address());
+  SPINDLE_ASSIGN_OR_RETURN(auto plan,
+                           features::place_dataset(s->ds_, topo, features::partition_policy(s->ds_)));
+  SPINDLE_TRY(features::check_partition(s->ds_, rank, plan));
+  if (s->ds_.partitioned())
+    log::info("rank {}: serving its partition {} ({} of {} feature rows)", rank, s->ds_.dir(),
+              s->ds_.part_rows().size(), s->ds_.num_nodes());
+  auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
+  build_report r;
+  SPINDLE_ASSIGN_OR_RETURN(auto reg, s->fill(*shared, nullptr, r));
+  s->plans_[0] = {0, shared, reg->memory.data()};
+  s->regions_[0] = std::move(reg);
+  // From here on the loop owns the worker; descriptors use its cached address.
+  s->loop_ = std::make_unique<ucx::progress_loop>(*s->worker_);
+  return s;
+}
+
+expected<std::unique_ptr<rank_shard::region>> rank_shard::fill(const features::placement_plan& plan,
+                                                               const epoch_plan* previous,
+                                                               build_report& r,
+                                                               const row_fetch& fetch) {
+  const auto dim = std::uint32_t(ds_.feature_dim());
+  const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
+  SPINDLE_ASSIGN_OR_RETURN(auto layout, region_layout(plan, rank_, dim));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto mem, ucx::mapped_memory::allocate(*ctx_, layout.back().offset + layout.back().bytes));
+  int old_shard = -1;
+  if (previous && previous->own_rows) {
+    auto s = host_shard_of(*previous->plan, rank_);
+    if (s) old_shard = *s;
+  }
+  // Rows kept from this node's previous host shard are copied; the others are
+  // fetched from their current owners in one batch (rows to positions below).
+  std::vector<std::int64_t> wanted;
+  std::vector<std::byte*> wanted_at;
+  for (const auto& slot : layout) {
+    const bool host = &slot == &layout.front();
+    const auto rows = plan.lookup.shard_rows(features::shard_index(slot.shard));
+    std::byte* dst = mem.data() + slot.offset;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::byte* src = nullptr;
+      if (host && old_shard >= 0)
+        src = row_in(*previous->plan, old_shard, previous->own_rows, rows[i], row_bytes);
+      if (src) {
+        ++r.kept;
+        std::memcpy(dst + i * row_bytes, src, row_bytes);
+      } else {
+        wanted.push_back(std::int64_t(rows[i]));
+        wanted_at.push_back(dst + i * row_bytes);
+      }
+    }
+    r.rows += rows.size();
+  }
+  SPINDLE_TRY(place_wanted(wanted, wanted_at, row_bytes, fetch, r));
+  auto reg = std::make_unique<region>(std::move(mem));
+  SPINDLE_TRY(describe(*reg));
+  return reg;
+}
+
+status rank_shard::place_wanted(std::span<const std::int64_t> wanted,
+                                std::span<std::byte* const> at, std::size_t row_bytes,
+                                const row_fetch& fetch, build_report& r) const {
+  if (wanted.empty()) return status::ok();
+  status fetched = make_error(errc::unavailable, "no reader of the serving epoch");
+  std::vector<float> rows;
+  if (fetch) {
+    rows.resize(wanted.size() * row_bytes / sizeof(float));
+    fetched = fetch(wanted, rows.data());
+  }
+  if (fetched) {
+    for (std::size_t i = 0; i < wanted.size(); ++i)
+      std::memcpy(at[i], reinterpret_cast<const std::byte*>(rows.data()) + i * row_bytes,
+                  row_bytes);
+    r.fetched += wanted.size();
+    return status::ok();
+  }
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    const auto* src = reinterpret_cast<const std::byte*>(ds_.feature_row(wanted[i]));
+    if (!src)  // a partition: the row lives only on its owners
+      return make_error(errc::unavailable,
+                        "rank {}: node {}'s row is not in its partition {} and its owners could "
+                        "not be read ({})",
+                        rank_, wanted[i], ds_.dir(), fetched.message());
+    std::memcpy(at[i], src, row_bytes);
+  }
+  if (fetch)
+    log::warn("rank {}: {} rows read from this node's copy of the dataset: their owners could "
+              "not be read ({})",
+              rank_, wanted.size(), fetched.message());
+  r.from_disk += wanted.size();
+  return status::ok();
+}
+
+status rank_shard::describe(region& reg) const {
+  ucx::region_descriptor d;
+  d.worker_address = address_;
+  SPINDLE_ASSIGN_OR_RETURN(d.rkey, reg.memory.pack_rkey());
+  d.base = reinterpret_cast<std::uint64_t>(reg.memory.data());
+  d.length = reg.memory.size();
+  reg.descriptor = d.encode();
+  return status::ok();
+}
+
+epoch_plan rank_shard::latest() const {
+  std::lock_guard lock(mu_);
+  return plans_.rbegin()->second;
+}
+
+std::optional<epoch_plan> rank_shard::at(int epoch) const {
+  std::lock_guard lock(mu_);
+  auto it = plans_.find(epoch);
+  if (it == plans_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string rank_shard::descriptor(int epoch) const {
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(epoch);
+  return it == regions_.end() ? std::string() : it->second->descriptor;
+}
+
+expected<rank_shard::build_report> rank_shard::build(int epoch, std::span<const double> fap,
+                                                     std::span<const std::int32_t> home,
+                                                     const row_fetch& fetch) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto previous = latest();
+  if (epoch <= previous.epoch)
+    return make_error(errc::invalid_argument, "placement epoch {} is not after {}", epoch,
+                      previous.epoch);
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, features::replace_dataset(ds_, topo_, fap, home));
+  auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
+  build_report r;
+  r.moved = features::rows_moved(*previous.plan, *shared);
+  SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r, fetch));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(mu_);
+  plans_[epoch] = {epoch, shared, reg->memory.data()};
+  regions_[epoch] = std::move(reg);
+  return r;
+}
+
+void rank_shard::retire_before(int epoch) {
+  std::lock_guard lock(mu_);
+  while (!plans_.empty() && plans_.begin()->first < epoch) {
+    regions_.erase(plans_.begin()->first);
+    plans_.erase(plans_.begin());
+  }
+}
+
+expected<std::string> rank_shard::publish_blob(int epoch, std::span<const std::byte> bytes) {
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto mem, ucx::mapped_memory::allocate(*ctx_, std::max<std::size_t>(1, bytes.size())));
+  std::memcpy(mem.data(), bytes.data(), bytes.size());
+  auto reg = std::make_unique<region>(std::move(mem));
+  SPINDLE_TRY(describe(*reg));
+  std::lock_guard lock(mu_);
+  while (!blobs_.empty() && blobs_.begin()->first < epoch - 1) blobs_.erase(blobs_.begin());
+  auto& slot = blobs_[epoch];
+  slot = std::move(reg);
+  return slot->descriptor;
+}
+
+status rank_shard::read_blob(const std::string& descriptor, std::span<std::byte> out) {
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [epoch, blob] : blobs_) {
+      if (blob->descriptor != descriptor) continue;  // our own: by pointer
+      if (out.size() > blob->memory.size())
+        return make_error(errc::invalid_argument, "blob holds {} bytes, {} asked",
+                          blob->memory.size(), out.size());
+      std::memcpy(out.data(), blob->memory.data(), out.size());
+      return status::ok();
+    }
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto d, ucx::region_descriptor::decode(descriptor));
+  if (out.size() > d.length)
+    return make_error(errc::invalid_argument, "blob holds {} bytes, {} asked", d.length,
+                      out.size());
+  // A worker of its own: the progress loop owns the shard's worker.
+  SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*ctx_));
+  SPINDLE_ASSIGN_OR_RETURN(auto remote, ucx::remote_region::attach(w, d));
+  const read_op op{0, out.data(), out.size()};
+  return remote->read({&op, 1});
+}
+
+}  // namespace spindle::runtime

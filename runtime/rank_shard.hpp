@@ -1,0 +1,119 @@
+// A cluster node's feature shards across placement epochs (its host shard, and
+// its disk/device tiers' shards after it in the same region). Epoch 0
+// is the FAP plan of the dataset's precomputed FAP; a re-plan (a new epoch,
+// made from the FAP the coordinator observed) gets a new UCX region built
+// beside the old one, so the old copy keeps serving until every reader has
+// switched, and is freed then. Also publishes small blobs for one-sided reads
+// (the observed FAP of a re-plan) and reads other nodes' blobs. Thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "config/topology.hpp"
+#include "features/placement.hpp"
+#include "graph/dataset.hpp"
+#include "transport/ucx/progress_loop.hpp"
+#include "transport/ucx/ucx.hpp"
+
+namespace spindle::runtime {
+
+/// One epoch's plan and this node's rows of it (nullptr: it holds no host shard).
+struct epoch_plan {
+  int epoch = 0;
+  std::shared_ptr<const features::placement_plan> plan;
+  const std::byte* own_rows = nullptr;
+};
+
+/// The host-memory shard of `server` in `plan`; fails naming the server.
+expected<int> host_shard_of(const features::placement_plan& plan, int server);
+
+/// Where each of `server`'s shards sits in the UCX region the server publishes:
+/// its host shard first (the epoch's own_rows), then its other tiers' shards
+/// (disk, device) in shard order. Readers on other nodes address a shard at its
+/// offset; every node computes the same layout from the plan.
+struct region_slot {
+  int shard = 0;
+  std::uint64_t offset = 0, bytes = 0;
+};
+expected<std::vector<region_slot>> region_layout(const features::placement_plan& plan, int server,
+                                                 std::uint32_t dim);
+
+class rank_shard {
+ public:
+  /// Opens `dataset`, places it (epoch 0) and fills rank `rank`'s host shard.
+  /// The rank's data is verified against its checksums unless `skip_verify`.
+  static expected<std::unique_ptr<rank_shard>> start(const config::topology& topo,
+                                                     const std::string& dataset, int rank,
+                                                     bool skip_verify = false);
+  ~rank_shard();
+
+  const graph::dataset& dataset() const { return ds_; }
+  const config::topology& topology() const { return topo_; }
+  int rank() const { return rank_; }
+  /// The newest epoch built here, its plan and rows.
+  epoch_plan latest() const;
+  /// The plan of `epoch` if this node still keeps it.
+  std::optional<epoch_plan> at(int epoch) const;
+  /// The descriptor of this node's region for `epoch` ("" if it has none).
+  std::string descriptor(int epoch) const;
+
+  struct build_report {
+    std::uint64_t rows = 0;       // rows of this node's new shard
+    std::uint64_t kept = 0;       // copied from its previous shard
+    std::uint64_t fetched = 0;    // read from their current owners (one-sided UCX gets)
+    std::uint64_t from_disk = 0;  // read from this node's own copy (when a fetch failed)
+    std::uint64_t moved = 0;      // nodes whose owners changed in the cluster
+    double seconds = 0;
+  };
+  /// Builds the shard of a new `epoch` from the FAP plan over `fap` that keeps
+  /// rows on their `home` servers where it can (both published by rank 0, so
+  /// every node, a restarted one too, builds the same plan). Rows this
+  /// node held before are copied from its previous shard. Fails if `epoch` is
+  /// not newer.
+  /// `fetch` reads rows from their current owners (a cluster_features reader of the
+  /// serving epoch: one-sided UCX gets); rows it cannot read come from this node's
+  /// own copy when it has one (a whole dataset), else the build fails (a partition).
+  using row_fetch = std::function<status(std::span<const std::int64_t> ids, float* out)>;
+  expected<build_report> build(int epoch, std::span<const double> fap,
+                               std::span<const std::int32_t> home, const row_fetch& fetch = {});
+  /// Frees every epoch before `epoch` (no reader uses them any more).
+  void retire_before(int epoch);
+
+  /// Publishes `bytes` for placement `epoch` in a UCX region of its own. The
+  /// blob of epoch - 1 (the target nodes may still be reading) is kept, older
+  /// ones are freed, and a second blob for the same epoch replaces the first.
+  expected<std::string> publish_blob(int epoch, std::span<const std::byte> bytes);
+  /// Reads `bytes` bytes of the blob at `descriptor` one-sidedly into `out`.
+  status read_blob(const std::string& descriptor, std::span<std::byte> out);
+
+ private:
+  struct region;
+  rank_shard(const config::topology& topo, graph::dataset ds, int rank);
+  expected<std::unique_ptr<region>> fill(const features::placement_plan& plan,
+                                         const epoch_plan* previous, build_report& r,
+                                         const row_fetch& fetch = {});
+  status describe(region& reg) const;
+  // The rows a new shard needs from outside its previous host shard, into `at`.
+  status place_wanted(std::span<const std::int64_t> wanted, std::span<std::byte* const> at,
+                      std::size_t row_bytes, const row_fetch& fetch, build_report& r) const;
+
+  config::topology topo_;
+  graph::dataset ds_;
+  int rank_ = 0;
+  std::optional<transport::ucx::context> ctx_;
+  std::optional<transport::ucx::worker> worker_;
+  std::vector<std::uint8_t> address_;  // the worker's, taken before the loop owns it
+  std::unique_ptr<transport::ucx::progress_loop> loop_;
+  mutable std::mutex mu_;
+  std::map<int, epoch_plan> plans_;
+  std::map<int, std::unique_ptr<region>> regions_;
+  std::map<int, std::unique_ptr<region>> blobs_;
+};
+
+}  // namespace spindle::runtime

@@ -1,0 +1,86 @@
+// The node runtime tested as a library (no `spindle` process): the layout of a
+// node's published region over its tiers, a node's shard of a multi-tier
+// placement, and the model registry's refusals.
+#include <gtest/gtest.h>
+
+#include <caf/all.hpp>
+#include <fstream>
+
+#include "../actors/small_gnn.hpp"
+#include "features/feature_shard.hpp"
+#include "runtime/gnn_models.hpp"
+#include "runtime/rank_shard.hpp"
+
+namespace spindle::runtime {
+namespace {
+
+// Two servers with little host memory and a disk tier each: most rows go to disk shards.
+config::topology two_tier_topology(std::uint64_t host_bytes) {
+  const std::string text = fmt::format(
+      "coordinator = \"a\"\n[links]\nintra = \"shm\"\ninter = \"ethernet\"\n"
+      "[[server]]\nname = \"a\"\nhost = \"127.0.0.1\"\nport = 7801\nmemory = {0}\ndisk = "
+      "100000000\n[[server]]\nname = \"b\"\nhost = \"127.0.0.1\"\nport = 7802\nmemory = {0}\n"
+      "disk = 100000000\n",
+      host_bytes);
+  return *config::parse_topology(text, "two-tier");
+}
+
+TEST(runtime_test, a_node_region_holds_its_host_shard_first_then_its_other_tiers) {
+  actors::test_support::small_gnn f("node_layout", 10, 16, 16, 4);
+  auto shard = rank_shard::start(two_tier_topology(20000), f.dir, 1);
+  ASSERT_TRUE(shard.has_value()) << shard.error().to_string();
+  const auto& plan = *(*shard)->latest().plan;
+  auto layout = region_layout(plan, 1, 16);
+  ASSERT_TRUE(layout.has_value()) << layout.error().to_string();
+  ASSERT_GE(layout->size(), 2u);  // host and disk
+  EXPECT_EQ(plan.shards[std::size_t(layout->front().shard)].tier, features::shard_tier::host);
+  std::uint64_t at = 0;
+  for (const auto& slot : *layout) {
+    EXPECT_EQ(plan.shards[std::size_t(slot.shard)].server, 1);
+    EXPECT_EQ(slot.offset, at);  // contiguous, in order
+    at += slot.bytes;
+  }
+  // Every row of rank 1's disk shard is in its region at the disk slot's offset.
+  const auto& disk = layout->back();
+  const auto rows = plan.lookup.shard_rows(features::shard_index(disk.shard));
+  ASSERT_FALSE(rows.empty());
+  const auto* own = reinterpret_cast<const float*>((*shard)->latest().own_rows + disk.offset);
+  for (std::size_t i = 0; i < rows.size(); i += 7)
+    for (int c = 0; c < 16; ++c)
+      ASSERT_EQ(own[i * 16 + std::size_t(c)], f.ds->features()[rows[i] * 16 + std::size_t(c)]);
+}
+
+TEST(runtime_test, region_layout_names_a_server_without_host_memory) {
+  actors::test_support::small_gnn f("node_nohost", 10, 16, 16, 4);
+  auto shard = rank_shard::start(two_tier_topology(20000), f.dir, 0);
+  ASSERT_TRUE(shard.has_value());
+  auto bad = region_layout(*(*shard)->latest().plan, 5, 16);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().to_string().find("server 5"), std::string::npos);
+}
+
+TEST(runtime_test, the_model_registry_refuses_a_wrong_width_and_a_duplicate_name) {
+  actors::test_support::small_gnn f("node_models", 10, 16, 16, 4);
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  gnn_serving_defaults d;
+  auto models = gnn_models::create(sys, *f.ds, f.pool, d);
+  ASSERT_TRUE(models.has_value());
+  ASSERT_TRUE((*models)->load("sage", f.model_dir).has_value());
+  auto again = (*models)->load("sage", f.model_dir);
+  ASSERT_FALSE(again.has_value());
+  EXPECT_NE(again.error().to_string().find("already loaded"), std::string::npos);
+  config::model_desc wide;
+  wide.arch = config::model_arch::gcn;
+  wide.in = 32, wide.hidden = 8, wide.out = 2;
+  const std::string dir = f.dir + "-wide";
+  ASSERT_TRUE(nn::init_model(wide, 1, dir).is_ok());
+  auto mismatch = (*models)->load("wide", dir);
+  ASSERT_FALSE(mismatch.has_value());
+  EXPECT_NE(mismatch.error().to_string().find("input width 32"), std::string::npos);
+  (*models)->unload("sage");
+  EXPECT_TRUE((*models)->load("sage", f.model_dir).has_value());  // the name is free again
+}
+
+}  // namespace
+}  // namespace spindle::runtime
