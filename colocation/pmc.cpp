@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "nn/layers/layer.hpp"
+
 namespace spindle::colocation {
 namespace {
 
@@ -101,18 +103,19 @@ pmc_graph stack_graph(const config::model_desc& d, std::span<const block_dims> b
       rows = std::min(rows, values.at(name).second);
     }
     const std::int64_t w_in = widths.at(op.inputs[0]);
-    u64 temp = 0, weights = 0;
+    nn::hop_dims dims;
+    const nn::hop_dims* consumed = nullptr;
     if (config::is_message_passing(op.kind) && hop < blocks.size()) {
       const auto& b = blocks[hop++];
       rows = b.num_dst;
-      temp = bytes(b.num_src, std::max<std::int64_t>(op.width, w_in));  // projection / aggregate
-      if (op.kind == config::op_kind::gat)
-        temp += bytes(b.num_edges + b.num_dst, op.heads) +
-                bytes(b.num_edges + b.num_dst, std::int64_t(op.heads) * op.out);
-      weights = bytes(std::int64_t(op.width) + 1, w_in) * 2;
-    } else if (op.kind == config::op_kind::linear) {
-      weights = bytes(op.out, w_in + 1);
+      dims = {b.num_src, b.num_dst, b.num_edges};
+      consumed = &dims;
     }
+    // The kind's own account (nn/layers), each tensor rounded as nn/ allocates it.
+    const auto m = nn::layer_of(op.kind).memory(op, w_in, consumed);
+    u64 temp = 0, weights = 0;
+    for (const auto& [r, c] : m.weights) weights += bytes(r, c);
+    for (const auto& [r, c] : m.temp) temp += bytes(r, c);
     const int id = gb.add(fmt::format("op{}.{}", i, config::to_string(op.kind)), weights,
                           bytes(rows, op.width), temp, in);
     values[op.name] = {id, rows};

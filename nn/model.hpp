@@ -14,18 +14,10 @@
 #include "core/safetensors.hpp"
 #include "core/status.hpp"
 #include "nn/ops.hpp"
+#include "nn/param_spec.hpp"
 #include "nn/tensor.hpp"
 
 namespace spindle::nn {
-
-struct param_spec {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  bool optional = false;  // e.g. GIN's eps buffer (0 when absent)
-  std::string purpose;    // what the forward pass uses it for (`spindle model info`)
-  bool load = true;       // false: a buffer the pass does not read (BatchNorm's
-                          // num_batches_tracked), accepted when present, never loaded
-};
 
 /// Every parameter `d` needs, in a stable order, with PyG / PyTorch names.
 std::vector<param_spec> parameter_specs(const config::model_desc& d);

@@ -57,5 +57,54 @@ TEST(pmc_test, temporaries_and_outputs_are_released_by_lifetime) {
   EXPECT_EQ(estimate_pmc(g, 1.1).pmc_bytes, (std::uint64_t(6656 * 1.1) + 1 + 511) / 512 * 512);
 }
 
+// A stack model's estimate, op by op, as GNNSched counts it: a message-passing
+// op's two projections of (width + 1) x in and the rows of every source node
+// (GAT: also its scores and messages over edges plus self-loops), a Linear's
+// out x (in + 1), node-wise ops nothing besides their output.
+TEST(pmc_test, a_stack_model_is_estimated_op_by_op_from_its_layers) {
+  auto d = config::parse_model_desc(R"(
+[model]
+name = "s"
+arch = "stack"
+in = 8
+out = 3
+fanouts = [10, 5]
+[[op]]
+kind = "sage"
+prefix = "convs.0"
+in = 8
+out = 16
+[[op]]
+kind = "relu"
+[[op]]
+kind = "gat"
+prefix = "convs.1"
+in = 16
+out = 4
+heads = 2
+[[op]]
+kind = "linear"
+prefix = "head"
+in = 8
+out = 3
+)",
+                                    "stack.toml");
+  ASSERT_TRUE(d.has_value()) << d.error().to_string();
+  const std::vector<block_dims> blocks = {{40, 200, 600}, {10, 40, 120}};
+  const auto g = gnn_graph(*d, blocks);
+  auto padded = [](std::int64_t r, std::int64_t c) {
+    return (std::uint64_t(r * c) * 4 + 511) / 512 * 512;
+  };
+  ASSERT_EQ(g.ops.size(), 5u);  // four ops and the output
+  EXPECT_EQ(g.ops[0].weight_bytes, 2 * padded(17, 8));
+  EXPECT_EQ(g.ops[0].temp_bytes, padded(200, 16));
+  EXPECT_EQ(g.ops[0].output_bytes, padded(40, 16));
+  EXPECT_EQ(g.ops[1].weight_bytes + g.ops[1].temp_bytes, 0u);
+  EXPECT_EQ(g.ops[2].weight_bytes, 2 * padded(9, 16));
+  EXPECT_EQ(g.ops[2].temp_bytes, padded(40, 16) + padded(130, 2) + padded(130, 8));
+  EXPECT_EQ(g.ops[3].weight_bytes, padded(3, 9));
+  EXPECT_EQ(g.ops[3].temp_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace spindle::colocation

@@ -17,7 +17,7 @@
 #include "core/npy.hpp"
 #include "core/subprocess.hpp"
 #include "core/text_file.hpp"
-#include "tests/actors/cluster_support.hpp"
+#include "tests/integration/cluster_support.hpp"
 #include "tests/support/spindle_cli.hpp"
 #include "transport/rpc/rpc_client.hpp"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/subprocess.hpp"
-#include "tests/actors/cluster_support.hpp"
+#include "tests/integration/cluster_support.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/spindle_cli.hpp"
 

@@ -26,7 +26,7 @@
 #include "core/subprocess.hpp"
 #include "nn/ops.hpp"
 #include "serving/gnn_pipeline.hpp"
-#include "tests/actors/cluster_support.hpp"
+#include "tests/integration/cluster_support.hpp"
 
 namespace spindle {
 namespace {

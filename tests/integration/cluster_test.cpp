@@ -22,7 +22,7 @@
 #include "config/topology.hpp"
 #include "runtime/token_file.hpp"
 #include "transport/net/token_relay.hpp"
-#include "tests/actors/cluster_support.hpp"
+#include "tests/integration/cluster_support.hpp"
 
 namespace spindle {
 namespace {

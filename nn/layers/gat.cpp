@@ -1,0 +1,56 @@
+// PyG GATConv: a shared projection, per-head attention over the edges and one
+// self-loop per target (add_self_loops), heads concatenated or averaged
+// (concat=False), then the bias.
+#include "nn/layers/units.hpp"
+
+namespace spindle::nn::layers {
+namespace {
+
+void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
+  const std::int64_t out = op.out, heads = op.heads;
+  s.add("lin_src.weight", {heads * out, in}, "shared projection");
+  s.add("att_src", {1, heads, out}, "source attention");
+  s.add("att_dst", {1, heads, out}, "target attention");
+  if (op.bias) s.add("bias", {op.concat ? heads * out : out}, "bias");
+}
+
+// concat=False: the mean over heads of [rows x heads*c].
+expected<tensor> mean_heads(allocator& a, const tensor& y, int heads) {
+  const std::int64_t c = y.cols() / heads;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, tensor::zeros(a, {y.rows(), c}));
+  for (std::int64_t r = 0; r < y.rows(); ++r)
+    for (int k = 0; k < heads; ++k)
+      for (std::int64_t q = 0; q < c; ++q) m.row(r)[q] += y.row(r)[k * c + q] / float(heads);
+  return m;
+}
+
+// Besides a message-passing op's projections and rows: the attention scores and
+// weighted messages over the block's edges plus one self-loop per target.
+layer_memory memory(const config::gnn_op& op, std::int64_t in, const hop_dims* hop) {
+  auto m = hop_memory(op, in, hop);
+  if (!hop) return m;
+  const std::int64_t pairs = hop->num_edges + hop->num_dst;
+  m.temp.push_back({pairs, op.heads});
+  m.temp.push_back({pairs, std::int64_t(op.heads) * op.out});
+  return m;
+}
+
+expected<tensor> forward(const layer_input& x) {
+  const auto& op = x.op;
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto h, linear(x.a, *x.in[0], x.weight("lin_src.weight"), {}, op.heads * op.out, x.pool));
+  SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gat(x.a, *x.b, h, op.heads, x.weight("att_src"),
+                                                 x.weight("att_dst"), op.negative_slope,
+                                                 op.add_self_loops));
+  if (!op.concat && op.heads > 1) {
+    SPINDLE_ASSIGN_OR_RETURN(y, mean_heads(x.a, y, op.heads));
+  }
+  add_bias_rows(y, x.weight("bias"));
+  return y;
+}
+
+}  // namespace
+
+const layer_kind gat{&weights, &forward, &memory};
+
+}  // namespace spindle::nn::layers

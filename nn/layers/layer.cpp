@@ -1,0 +1,32 @@
+#include "nn/layers/layer.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace spindle::nn {
+
+void weight_list::add(std::string_view rest, std::vector<std::int64_t> shape, std::string_view what,
+                      bool optional, bool load) {
+  out_.push_back({op_.prefix + "." + std::string(rest), std::move(shape), optional,
+                  fmt::format("op {} {}: {}", index_, config::to_string(op_.kind), what), load});
+}
+
+std::span<const float> layer_input::weight(std::string_view rest) const {
+  auto it = params.find(op.prefix + "." + std::string(rest));
+  if (it == params.end()) return {};
+  return {it->second.data(), std::size_t(it->second.numel())};
+}
+
+expected<tensor> layer_input::own_first() const {
+  if (owned[0]) return std::move(*in[0]);
+  return copy_head(a, *in[0], in[0]->rows());
+}
+
+expected<tensor> copy_head(allocator& a, const tensor& t, std::int64_t rows) {
+  SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {rows, t.cols()}));
+  std::memcpy(y.data(), t.data(), std::size_t(rows * t.cols()) * sizeof(float));
+  return y;
+}
+
+}  // namespace spindle::nn

@@ -1,0 +1,86 @@
+// One kind of stack-model layer (config/model_ops.hpp's op kinds) in one place:
+// the tensors it reads, with PyG's names under its prefix, and its forward pass
+// on the host. The stack interpreter (nn/model_stack.cpp) and the loader's
+// tensor list (`spindle model info`, shape checks) find a kind through
+// layer_of(); a new kind is a file here and a line in registry.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/model_ops.hpp"
+#include "core/status.hpp"
+#include "core/thread_pool.hpp"
+#include "nn/ops.hpp"
+#include "nn/param_spec.hpp"
+#include "nn/tensor.hpp"
+
+namespace spindle::nn {
+
+/// The tensors one op reads, appended to a model's list as `<prefix>.<rest>`.
+class weight_list {
+ public:
+  weight_list(const config::gnn_op& op, std::size_t index, std::vector<param_spec>& out)
+      : op_(op), index_(index), out_(out) {}
+  void add(std::string_view rest, std::vector<std::int64_t> shape, std::string_view what,
+           bool optional = false, bool load = true);
+
+ private:
+  const config::gnn_op& op_;
+  std::size_t index_;
+  std::vector<param_spec>& out_;
+};
+
+/// What one op's forward pass is given. `in[k]` may be overwritten when
+/// `owned[k]` (this op is its last use); `b` is the hop's sampled block for
+/// message-passing ops (else null); `degree` is GCN's per-node degrees.
+struct layer_input {
+  allocator& a;
+  const config::gnn_op& op;
+  const block* b;
+  std::span<const float> degree;
+  std::vector<tensor*>& in;
+  std::vector<bool>& owned;
+  thread_pool* pool;
+  const std::map<std::string, tensor>& params;
+
+  /// The op's tensor `<prefix>.<rest>` (empty when the model has none).
+  std::span<const float> weight(std::string_view rest) const;
+  /// in[0] itself when this op is its last use, else a copy (for in-place ops).
+  expected<tensor> own_first() const;
+};
+
+/// The sampled block a message-passing op consumes, by its sizes.
+struct hop_dims {
+  std::int64_t num_src = 0, num_dst = 0, num_edges = 0;
+};
+
+/// What one op holds besides its output, as tensor shapes (rows x cols), for
+/// GNNSched's peak-memory estimate (colocation/pmc.cpp rounds each tensor up as
+/// nn/ allocates it). Weights as the estimate counts them: a message-passing
+/// op's two projections of (width + 1) x in, a Linear's out x (in + 1).
+struct layer_memory {
+  std::vector<std::pair<std::int64_t, std::int64_t>> weights, temp;
+};
+
+struct layer_kind {
+  /// Appends the tensors `op` reads; its (first) input is `in` wide.
+  void (*weights)(const config::gnn_op& op, std::int64_t in, weight_list& out);
+  expected<tensor> (*forward)(const layer_input& x);
+  /// `in` wide input; `hop`: the block a message-passing op consumes (null when
+  /// the estimate has no block for it).
+  layer_memory (*memory)(const config::gnn_op& op, std::int64_t in, const hop_dims* hop);
+};
+
+/// The unit of `kind`.
+const layer_kind& layer_of(config::op_kind kind);
+
+/// A copy of t's first `rows` rows (joins and in-place ops share it).
+expected<tensor> copy_head(allocator& a, const tensor& t, std::int64_t rows);
+
+}  // namespace spindle::nn
