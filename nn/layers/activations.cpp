@@ -13,15 +13,19 @@ expected<tensor> in_place(const layer_input& x, F f) {
   return y;
 }
 
+// An activation without settings.
+template <void (*F)(tensor&)>
+expected<tensor> plain(const layer_input& x) {
+  return in_place(x, [](tensor& y) { F(y); });
+}
+
 void prelu_weights(const config::gnn_op& op, std::int64_t, weight_list& s) {
   s.add("weight", {op.channels}, "negative slope");
 }
 
 }  // namespace
 
-const layer_kind relu{&no_weights, [](const layer_input& x) {
-                        return in_place(x, [](tensor& y) { relu_(y); });
-                      }, &no_memory};
+const layer_kind relu{&no_weights, &plain<relu_>, &no_memory};
 const layer_kind elu{&no_weights, [](const layer_input& x) {
                        return in_place(x, [&](tensor& y) { elu_(y, x.op.alpha); });
                      }, &no_memory};
@@ -31,20 +35,12 @@ const layer_kind leaky_relu{&no_weights, [](const layer_input& x) {
 const layer_kind gelu{&no_weights, [](const layer_input& x) {
                         return in_place(x, [&](tensor& y) { gelu_(y, x.op.approximate_tanh); });
                       }, &no_memory};
-const layer_kind tanh_layer{&no_weights, [](const layer_input& x) {
-                              return in_place(x, [](tensor& y) { tanh_(y); });
-                            }, &no_memory};
-const layer_kind sigmoid{&no_weights, [](const layer_input& x) {
-                           return in_place(x, [](tensor& y) { sigmoid_(y); });
-                         }, &no_memory};
+const layer_kind tanh_layer{&no_weights, &plain<tanh_>, &no_memory};
+const layer_kind sigmoid{&no_weights, &plain<sigmoid_>, &no_memory};
 const layer_kind prelu{&prelu_weights, [](const layer_input& x) {
                          return in_place(x, [&](tensor& y) { prelu_(y, x.weight("weight")); });
                        }, &no_memory};
-const layer_kind log_softmax{&no_weights, [](const layer_input& x) {
-                               return in_place(x, [](tensor& y) { log_softmax_rows_(y); });
-                             }, &no_memory};
-const layer_kind softmax{&no_weights, [](const layer_input& x) {
-                           return in_place(x, [](tensor& y) { softmax_rows_(y); });
-                         }, &no_memory};
+const layer_kind log_softmax{&no_weights, &plain<log_softmax_rows_>, &no_memory};
+const layer_kind softmax{&no_weights, &plain<softmax_rows_>, &no_memory};
 
 }  // namespace spindle::nn::layers
