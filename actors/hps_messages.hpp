@@ -42,4 +42,3 @@ struct hps_stats {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::dlrm_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::dlrm_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::hps_stats)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::hps::consumer_stats)

@@ -43,6 +43,12 @@ struct placement_stats {
   std::string last_error;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, placement_stats& x) {
+  return f(caf::meta::type_name("placement_stats"), x.epoch, x.drift, x.window_requests,
+           x.replans, x.threshold, x.last_error);
+}
+
 /// `planned_fap` is the FAP epoch 0 was made with; `coordinator` takes plan_atom.
 ///   (replan_atom) -> int new epoch   re-plan now from the accesses since the last plan
 ///   (threshold_atom, double)         sets the drift threshold (<= 0 turns it off)
@@ -53,4 +59,3 @@ caf::actor spawn_placement(caf::actor_system& sys, caf::actor coordinator,
 
 }  // namespace spindle::actors
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::placement_stats)

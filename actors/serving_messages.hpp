@@ -1,7 +1,7 @@
 // Messages of the in-process GNN serving path: atoms and the plain structs the
-// client, batcher and pipeline actors exchange. In-process only for now (no bulk
-// bytes cross processes; cross-process types get `inspect` with the
-// node bootstrap).
+// client, batcher and pipeline actors exchange. Types made only of data carry
+// `inspect`; those still marked unsafe below hold a status or a policy enum
+// (in-process only: the bridge sends its own wire types, bridge_messages.hpp).
 #pragma once
 
 #include <caf/all.hpp>
@@ -40,6 +40,11 @@ struct batch_job {
   std::vector<serving::gnn_request> requests;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_job& x) {
+  return f(caf::meta::type_name("batch_job"), x.requests);
+}
+
 /// Batcher counters for stats.
 struct batcher_stats {
   std::uint64_t batches = 0, requests = 0, small = 0, large = 0;
@@ -47,12 +52,15 @@ struct batcher_stats {
   std::vector<std::uint64_t> per_pipeline;  // batches each pipeline answered
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
+  return f(caf::meta::type_name("batcher_stats"), x.batches, x.requests, x.small, x.large,
+           x.retried, x.per_pipeline);
+}
+
 }  // namespace spindle::actors
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::gnn_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_reply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::batch_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::batch_result)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::batcher_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::batch_policy)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::routing_policy)

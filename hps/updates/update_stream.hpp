@@ -69,6 +69,13 @@ struct consumer_stats {
   std::uint64_t applied_messages = 0, applied_keys = 0, rejected = 0, claimed = 0;
 };
 
+/// Field list for CAF's inspectors (the updater actor answers with it); a
+/// template, so this header needs no CAF.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, consumer_stats& x) {
+  return f(x.applied_messages, x.applied_keys, x.rejected, x.claimed);
+}
+
 class update_consumer {
  public:
   /// Connects and creates the group on every table's stream (from the start of
