@@ -1,5 +1,5 @@
 // SPINDLE_HOST_DEVICE marks per-element kernel logic that g++ compiles for the
-// host backend and nvcc for the CUDA kernels (STYLE rule 16). The only place
+// host backend and nvcc for the CUDA kernels. The only place
 // outside gpu/cuda/ that looks at __CUDACC__.
 #pragma once
 

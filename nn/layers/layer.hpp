@@ -1,8 +1,9 @@
 // One kind of stack-model layer (config/model_ops.hpp's op kinds) in one place:
-// the tensors it reads, with PyG's names under its prefix, and its forward pass
-// on the host. The stack interpreter (nn/model_stack.cpp) and the loader's
-// tensor list (`spindle model info`, shape checks) find a kind through
-// layer_of(); a new kind is a file here and a line in registry.cpp.
+// the tensors it reads, with PyG's names under its prefix, its forward pass on
+// the host and its memory account. The stack interpreter (nn/model_stack.cpp),
+// the loader's tensor list (`spindle model info`, shape checks) and GNNSched's
+// estimate find a kind through layer_of(); CONTRIBUTING.md lists what else a
+// new kind needs.
 #pragma once
 
 #include <cstdint>

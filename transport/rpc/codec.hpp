@@ -1,6 +1,6 @@
 // Translation between the Cap'n Proto messages of spindle.capnp and the plain
 // types of rpc_types.hpp, shared by the server and the client. Internal to
-// transport/rpc/ (STYLE 14: Cap'n Proto types stay here).
+// transport/rpc/ (Cap'n Proto types stay here).
 #pragma once
 
 #include "transport/rpc/rpc_types.hpp"

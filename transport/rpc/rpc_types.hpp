@@ -1,6 +1,6 @@
 // The front door's request and reply types as plain C++ values, and the
 // service interface the RPC server calls. Cap'n Proto types never leave
-// transport/rpc/ (STYLE 14): the server and client translate at the edge.
+// transport/rpc/: the server and client translate at the edge.
 // Plain values; thread-safe to copy.
 #pragma once
 
