@@ -50,7 +50,9 @@ expected<std::string> token_file(const std::string& path, std::string_view what,
   }
   // Written whole under a private name, then linked into place (link fails if
   // the file exists): a reader sees no file or the whole token, never a part.
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  // The private name is the process's and this call's own: two creators in one
+  // process must not write the same temporary file.
+  const std::string tmp = fmt::format("{}.tmp-{}-{:08x}", path, ::getpid(), rd());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return make_error(errc::io_error, "{}: cannot create the {}: {}", path, what,
