@@ -5,6 +5,8 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <random>
+
 namespace spindle::transport::net::proof {
 
 std::string mac_of(const std::string& token, const char* role, const std::string& gate_nonce,
@@ -23,7 +25,15 @@ bool same(const std::string& a, const std::string& b) {
 
 std::string nonce() {
   std::string n(kNonce, '\0');
-  RAND_bytes(reinterpret_cast<unsigned char*>(n.data()), int(n.size()));
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(n.data()), int(n.size())) == 1) return n;
+  // OpenSSL's generator failed: a fixed nonce would make a recorded handshake
+  // replayable, so take the kernel's randomness instead (getrandom behind
+  // random_device on Linux).
+  std::random_device rd;
+  for (std::size_t i = 0; i < n.size(); i += 4) {
+    const auto word = rd();
+    for (std::size_t k = 0; k < 4 && i + k < n.size(); ++k) n[i + k] = char(word >> (8 * k));
+  }
   return n;
 }
 
