@@ -1,7 +1,9 @@
 # Helpers every folder's CMakeLists.txt uses, so modules are declared alike.
 
-# Public graphs the tests read when present (Cora, CiteSeer, ...): a folder kept
-# beside the checkout in development; tests that need it skip without it.
+# Public graphs the tests and benchmarks read when present (Cora, CiteSeer, ...):
+# the one place that names the folder kept beside the checkout in development
+# (-DSPINDLE_TEST_DATA_DIR=... points elsewhere); tests that need it skip
+# without it, and the product never reads it.
 set(SPINDLE_TEST_DATA_DIR "${PROJECT_SOURCE_DIR}/../shared/data" CACHE PATH
     "Folder of public graphs for tests and benchmarks (optional)")
 

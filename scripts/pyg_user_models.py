@@ -1,8 +1,8 @@
 """PyG models written the way PyG's examples write them, trained briefly on Cora and
 exported with spindle_client.export.export_pyg: the golden fixtures of
-tests/nn/pyg_golden_test.cpp (make_golden_fixtures.py --only pyg runs this).
+tests/serving/pyg_golden_test.cpp (make_golden_fixtures.py --only pyg runs this).
 
-Cora comes from the LINQS release in ../shared/data/cora (node i = line i of
+Cora comes from the LINQS release in the test data folder's cora/ (node i = line i of
 cora.content.gz; citations in both directions, as PyG's Planetoid Cora), with a fixed
 random split of 140 training and 1000 test nodes (seed 0; not Planetoid's split).
 Written to OUT/pyg-cora: edge_index.npy, x_ones.npy (the coordinates of the 1s of the

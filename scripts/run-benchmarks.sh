@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every benchmark in bench/ and prints their tables (make bench).
-# Real graphs come from ../shared/data; prepared copies are cached in $build/bench-data.
+# Real graphs come from the build's test data folder (SPINDLE_TEST_DATA_DIR in
+# $build/CMakeCache.txt); prepared copies are cached in $build/bench-data.
 set -euo pipefail
 build="${1:-build}"
 spindle="$build/apps/spindle"
-data="$(cd "$(dirname "$0")/.." && pwd)/../shared/data"
+data=$(sed -n 's/^SPINDLE_TEST_DATA_DIR:PATH=//p' "$build/CMakeCache.txt")
 cache="$build/bench-data"
 mkdir -p "$cache"
 export SPINDLE_PROGRESS=0

@@ -396,12 +396,13 @@ TEST(loaders_test, ragged_feature_csv_is_rejected) {
   EXPECT_EQ(f.error().message(), dir + "/x.csv:2: 2 feature columns, earlier rows have 3");
 }
 
-// Real graphs from ../shared/data, loaded exactly as a user would.
+// Real graphs from the test data folder (SPINDLE_TEST_DATA_DIR), loaded exactly as a
+// user would.
 class real_graph_test : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(shared_data("README.md")))
-      GTEST_SKIP() << "../shared/data not present";
+      GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   }
   // Prepares the LINQS pair <name>/<name>.{cites,content.gz} as an undirected dataset.
   expected<dataset> prepare_linqs(const std::string& name) {

@@ -66,7 +66,7 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 }
 
 TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_shared_redis) {
-  if (!have_cora()) GTEST_SKIP() << "../shared/data not present";
+  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   auto redis = testing::redis_server::start();
   if (!redis) GTEST_SKIP() << redis.error().to_string();
   cora_cluster c("cluster_rec");

@@ -223,4 +223,10 @@ inline void send_and_close(int port, const std::string& bytes) {
   ::close(fd);
 }
 
+// The environment selecting a UCX transport ("" keeps UCX's default).
+inline std::vector<std::string> ucx_env(const std::string& tls) {
+  if (tls.empty()) return {};
+  return {"UCX_TLS=" + tls};
+}
+
 }  // namespace spindle::cluster_testing
