@@ -11,6 +11,7 @@
 
 #include "core/checksum.hpp"
 #include "core/log.hpp"
+#include "nn/layers/layer.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -337,12 +338,6 @@ void model::cache_layer_weights() {
   }
 }
 
-namespace {
-void add_bias_(tensor& y, std::span<const float> bias) {
-  for (std::int64_t r = 0; r < y.rows(); ++r)
-    for (std::int64_t c = 0; c < y.cols(); ++c) y.row(r)[c] += bias[std::size_t(c)];
-}
-}  // namespace
 
 expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
                                   std::span<const float> degree, const tensor& x,
@@ -359,13 +354,13 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
     case model_arch::gcn: {  // PyG GCNConv: propagate(norm, x W) + b
       SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, w.lin, {}, out, pool));
       SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gcn(a, b, h, degree, pool));
-      add_bias_(y, w.bias);
+      add_bias_rows(y, w.bias);
       return y;
     }
     case model_arch::gat: {
       SPINDLE_ASSIGN_OR_RETURN(auto h, linear(a, x, w.lin_src, {}, heads * out, pool));
       SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gat(a, b, h, int(heads), w.att_src, w.att_dst));
-      add_bias_(y, w.bias);
+      add_bias_rows(y, w.bias);
       return y;
     }
     case model_arch::gin: {  // PyG GINConv: nn((1 + eps) x_i + sum_j x_j)

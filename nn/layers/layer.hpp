@@ -83,5 +83,7 @@ const layer_kind& layer_of(config::op_kind kind);
 
 /// A copy of t's first `rows` rows (joins and in-place ops share it).
 expected<tensor> copy_head(allocator& a, const tensor& t, std::int64_t rows);
+/// y's rows plus `bias` (nothing when the model has none).
+void add_bias_rows(tensor& y, std::span<const float> bias);
 
 }  // namespace spindle::nn

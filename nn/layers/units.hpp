@@ -15,13 +15,6 @@ extern const layer_kind relu, elu, leaky_relu, gelu, tanh_layer, sigmoid, prelu,
     softmax;                                                            // activations.cpp
 extern const layer_kind add, cat, max;                                  // joins.cpp
 
-/// y's rows plus `bias` (nothing when the model has none).
-inline void add_bias_rows(tensor& y, std::span<const float> bias) {
-  if (bias.empty()) return;
-  for (std::int64_t r = 0; r < y.rows(); ++r)
-    for (std::int64_t c = 0; c < y.cols(); ++c) y.row(r)[c] += bias[std::size_t(c)];
-}
-
 /// Kinds without tensors.
 inline void no_weights(const config::gnn_op&, std::int64_t, weight_list&) {}
 
