@@ -17,7 +17,7 @@ sys.exit(torch.__version__.split('+')[0] != '$torch_version' or g.__version__ !=
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet "torch==$torch_version" numpy pytest
   "$venv/bin/pip" install --quiet --no-deps "torch_geometric==$pyg_version"
-  "$venv/bin/pip" install --quiet tqdm jinja2 requests pyparsing psutil aiohttp
+  "$venv/bin/pip" install --quiet tqdm jinja2 requests pyparsing psutil aiohttp xxhash
   echo "spindle: installed in $(( $(date +%s) - start )) s" >&2
 fi
 "$venv/bin/python" -c 'import torch, torch_geometric as g; print(f"torch {torch.__version__}, torch_geometric {g.__version__}")'
