@@ -18,7 +18,6 @@
 #include "actors/gateway_replies.hpp"
 #include "actors/gateway_state.hpp"
 #include "actors/placement_actor.hpp"
-#include "actors/rec_batcher.hpp"
 #include "actors/router_actor.hpp"
 #include "core/call_origin.hpp"
 #include "core/log.hpp"
@@ -31,48 +30,6 @@ using transport::rpc::gnn_answer;
 using transport::rpc::rec_answer;
 using transport::rpc::rpc_status;
 using clock_type = std::chrono::steady_clock;
-
-namespace {
-
-/// A call handed to the forwarder actor; `done` runs on a CAF thread.
-struct gnn_dispatch {
-  caf::actor batcher;
-  serving::gnn_request request;
-  std::chrono::microseconds timeout;
-  std::function<void(const gnn_reply*, const caf::error*)> done;
-};
-
-struct rec_dispatch {
-  caf::actor instance;
-  dlrm_request request;
-  std::chrono::microseconds timeout;
-  std::function<void(const dlrm_reply*, const caf::error*)> done;
-};
-
-}  // namespace
-}  // namespace spindle::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_dispatch)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::rec_dispatch)
-
-namespace spindle::actors {
-
-// Forwards calls to the serving actors and hands replies to their callbacks.
-// Event-based: it never blocks, so it lives on CAF's scheduler.
-caf::behavior detail::gateway_forwarder(caf::event_based_actor* self) {
-  return {
-      [=](gnn_dispatch& d) {
-        self->request(d.batcher, d.timeout, infer_atom::value, std::move(d.request))
-            .then([done = d.done](gnn_reply& r) { done(&r, nullptr); },
-                  [done = d.done](caf::error& e) { done(nullptr, &e); });
-      },
-      [=](rec_dispatch& d) {
-        self->request(d.instance, d.timeout, dlrm_atom::value, std::move(d.request))
-            .then([done = d.done](dlrm_reply& r) { done(&r, nullptr); },
-                  [done = d.done](caf::error& e) { done(nullptr, &e); });
-      },
-  };
-}
 
 namespace {
 
@@ -138,7 +95,7 @@ void gateway::quiesce() {
 // dataset's id files, which must not hold up calls on the RPC thread.
 void gateway::add_model(gnn_model_binding m) {
   const std::string name = m.name, key = m.key;
-  auto e = std::make_shared<gnn_entry>(std::move(m));
+  auto e = std::make_shared<gnn_entry>(std::move(m), s_->forward);
   spindle::lock_guard lock(s_->models_mu);
   if (key.find('@') == std::string::npos) {
     s_->gnn[name] = std::move(e);
@@ -153,7 +110,7 @@ void gateway::add_model(gnn_model_binding m) {
 
 void gateway::add_model(rec_model_binding m) {
   const std::string name = m.name;
-  auto e = std::make_shared<rec_entry>(std::move(m));
+  auto e = std::make_shared<rec_entry>(std::move(m), s_->forward);
   spindle::lock_guard lock(s_->models_mu);
   s_->rec[name] = std::move(e);
 }
@@ -171,13 +128,12 @@ status gateway::warm(const gnn_model_binding& b) {
   serving::gnn_request request;  // node 0, sampled on its own
   request.seeds.push_back(0);
   request.sampler_seed = 1;
-  caf::anon_send(s_->forward, gnn_dispatch{b.batcher, std::move(request), std::chrono::seconds(30),
-                                           [answer](const gnn_reply* r, const caf::error* err) {
-                                             answer->set_value(r     ? (r->error ? std::string()
-                                                                                 : r->error.to_string())
-                                                               : err ? caf::to_string(*err)
-                                                                     : "no answer");
-                                           }});
+  detail::dispatch_gnn(s_->forward, b.batcher, std::move(request), std::chrono::seconds(30),
+                       [answer](const gnn_reply* r, const caf::error* err) {
+                         answer->set_value(r     ? (r->error ? std::string() : r->error.to_string())
+                                           : err ? caf::to_string(*err)
+                                                 : "no answer");
+                       });
   const std::string error = got.get();
   if (!error.empty())
     return make_error(errc::unavailable, "warming '{}' version {}: {}", b.name, b.version, error);
@@ -267,56 +223,9 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
   status valid = resolve_seed_ids(call, *e);
   if (valid) valid = check_gnn_call(call, e->b.dataset->num_nodes());
   if (!admit_call(e->c, e->admission, valid, call.model, done)) return;
-  const auto t0 = clock_type::now();
-  const std::uint32_t deadline = call.deadline_us;
-  const auto width = std::uint32_t(e->b.model->desc().out);
-  const std::size_t seeds = call.seeds.size();
-  caf::anon_send(s_->forward, gnn_dispatch{e->b.batcher,
-                                           {std::move(call.seeds), call.sampler_seed},
-                                           timeout_of(deadline),
-                                           [e, done, t0, deadline, width, seeds](
-                                               const gnn_reply* r, const caf::error* err) {
-                                             e->admission.complete();
-                                             gnn_answer a;
-                                             const double ms = ms_since(t0);
-                                             a.server_us = std::uint64_t(ms * 1e3);
-                                             if (r) {
-                                               e->c.queue_us += std::uint64_t(r->queued_s * 1e6);
-                                               if (r->leads_batch)
-                                                 e->c.record_execution(r->batch_requests);
-                                             }
-                                             if (settle(a, r, err, deadline)) {
-                                               e->c.inferences += seeds;
-                                               a.width = width;
-                                               a.outputs = r->output;
-                                               e->c.batching.observe(r->queued_s);
-                                               e->c.sampling.observe(r->times.sample_s);
-                                               e->c.gathering.observe(r->times.gather_s);
-                                               e->c.compute.observe(r->times.compute_s);
-                                             }
-                                             e->c.record(a.status, ms);
-                                             done(std::move(a));
-                                           }});
+  auto& scheduler = *e->scheduler;
+  scheduler.submit(std::move(e), std::move(call), std::move(done));
 }
-
-namespace {
-// A call for a model another server serves: admitted here, answered there.
-void forward_rec(const std::shared_ptr<rec_entry>& e, transport::rpc::rec_call call,
-                 std::function<void(rec_answer)> done) {
-  const auto t0 = clock_type::now();
-  const std::uint64_t samples = call.batch;
-  e->b.forward(std::move(call), [e, done = std::move(done), t0, samples](rec_answer a) {
-    e->admission.complete();
-    const double ms = ms_since(t0);
-    if (a.status == rpc_status::ok) {
-      e->c.record_execution(samples);
-      e->c.inferences += samples;
-    }
-    e->c.record(a.status, ms);
-    done(std::move(a));
-  });
-}
-}  // namespace
 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {
   if (s_->access)
@@ -333,42 +242,8 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
                   check_rec_call(call, rec_desc(*e).dense_in, rec_desc(*e).table_rows.size()),
                   call.model, done))
     return;
-  if (e->b.forward) return forward_rec(e, std::move(call), std::move(done));
-  dlrm_request req;
-  req.batch = call.batch;
-  req.dense = std::move(call.dense);
-  for (auto& bag : call.sparse)
-    req.sparse.push_back({std::move(bag.indices), std::move(bag.offsets)});
-  const auto t0 = clock_type::now();
-  const std::uint32_t deadline = call.deadline_us;
-  const std::uint64_t samples = call.batch;
-  if (e->b.pool) {  // Hera's worker pool, with work-conserving dynamic batching
-    {
-      std::lock_guard lock(e->pending_mu);
-      // Queued past its own deadline, or the model's SLA for a call without
-      // one, a call is answered deadline_exceeded rather than computed late.
-      const std::uint32_t queue_deadline = deadline ? deadline : e->queue_deadline_us.load();
-      e->pending.push_back({std::move(req), std::move(done), t0, deadline, queue_deadline});
-    }
-    e->b.pool->submit([e] { detail::run_pending(*e); });
-    return;
-  }
-  const auto& inst = e->b.instances[e->next_instance++ % e->b.instances.size()];
-  caf::anon_send(s_->forward, rec_dispatch{inst, std::move(req), timeout_of(deadline),
-                                           [e, done, t0, deadline, samples](const dlrm_reply* r,
-                                                                            const caf::error* err) {
-                                             e->admission.complete();
-                                             rec_answer a;
-                                             const double ms = ms_since(t0);
-                                             a.server_us = std::uint64_t(ms * 1e3);
-                                             if (r) e->c.record_execution(samples);
-                                             if (settle(a, r, err, deadline)) {
-                                               e->c.inferences += samples;
-                                               a.scores = r->scores;
-                                             }
-                                             e->c.record(a.status, ms);
-                                             done(std::move(a));
-                                           }});
+  auto& scheduler = *e->scheduler;
+  scheduler.submit(std::move(e), std::move(call), std::move(done));
 }
 
 void gateway::set_split_path(std::unique_ptr<split_path> p) { s_->split = std::move(p); }

@@ -66,7 +66,7 @@ status gateway::load_rec(const std::string& name, const std::string& path) {
                       name);
   SPINDLE_ASSIGN_OR_RETURN(auto binding, s_->loader.load_rec(name, path));
   binding.name = name;
-  auto e = std::make_shared<rec_entry>(std::move(binding));
+  auto e = std::make_shared<rec_entry>(std::move(binding), s_->forward);
   if (s_->manager && e->b.pool)
     if (auto st = enroll(*s_, name, *e); !st)  // served, at its workers, unmanaged
       log::warn("admin: '{}' is not managed: {}", name, st.message());

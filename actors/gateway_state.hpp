@@ -15,6 +15,7 @@
 
 #include "actors/gateway.hpp"
 #include "actors/gateway_metrics.hpp"
+#include "actors/model_scheduler.hpp"
 #include "actors/placement_actor.hpp"
 #include "colocation/hera/manager.hpp"
 #include "core/thread_annotations.hpp"
@@ -33,10 +34,6 @@ inline std::string shown(std::string_view text) {
   return fmt::format("{}...(+{} bytes)", text.substr(0, kShown), text.size() - kShown);
 }
 
-/// The forwarder actor's behavior (gateway.cpp): it hands calls to the serving
-/// actors and replies to their callbacks.
-caf::behavior gateway_forwarder(caf::event_based_actor* self);
-
 /// A cluster placement actor's state (threshold, epoch), asked with a timeout.
 placement_stats placement_stats_of(caf::actor_system& sys, const caf::actor& placement);
 
@@ -49,6 +46,7 @@ inline serving::admission_options with_floor(serving::admission_options o, std::
 
 struct gnn_entry {
   gnn_model_binding b;
+  std::unique_ptr<gnn_scheduler> scheduler;  // how its admitted calls run
   serving::admission_control admission;
   std::mutex mu;             // guards b.policy and fanouts
   std::vector<int> fanouts;  // what the pipelines sample with (tunable `fanouts`)
@@ -57,8 +55,10 @@ struct gnn_entry {
   // on the thread that adds the model, never on the RPC thread.
   std::optional<graph::node_index> ids;
   std::string ids_error;  // why there is no index, for a request that needs one
-  explicit gnn_entry(gnn_model_binding binding)
-      : b(std::move(binding)), admission(with_floor(b.admission, b.policy.max_batch)) {
+  gnn_entry(gnn_model_binding binding, const caf::actor& forwarder)
+      : b(std::move(binding)),
+        scheduler(make_gnn_scheduler(b, forwarder)),
+        admission(with_floor(b.admission, b.policy.max_batch)) {
     if (!b.dataset) return;
     if (b.model)
       if (auto f = serving::served_fanouts(b.model->desc(), b.dataset->metadata())) fanouts = *f;
@@ -80,8 +80,8 @@ struct pending_rec {
 
 struct rec_entry {
   rec_model_binding b;
+  std::unique_ptr<rec_scheduler> scheduler;  // how its admitted calls run
   serving::admission_control admission;
-  std::atomic<std::size_t> next_instance{0};
   model_counters c;
   // The node manager's view of this model (guarded by manager_mu).
   std::mutex manager_mu;
@@ -100,8 +100,10 @@ struct rec_entry {
   // answered deadline_exceeded instead of computed late: the model's SLA
   // (model.toml slo_ms) unless set (tunable queue_deadline_us; 0: none).
   std::atomic<std::uint32_t> queue_deadline_us{0};
-  explicit rec_entry(rec_model_binding binding)
-      : b(std::move(binding)), admission(with_floor(b.admission, admission_floor(b))) {}
+  rec_entry(rec_model_binding binding, const caf::actor& forwarder)
+      : b(std::move(binding)),
+        scheduler(make_rec_scheduler(b, forwarder)),
+        admission(with_floor(b.admission, admission_floor(b))) {}
   // A pool's worker takes every queued call into one pass (up to 4,096 samples):
   // the floor is one such pass of 64-sample calls, so a burst is batched, not
   // refused, before capacity is measured. A model served elsewhere (forward)
@@ -112,6 +114,16 @@ struct rec_entry {
     return 2 * std::max<std::size_t>(1, b.instances.size());
   }
 };
+
+// A call's inputs as the DLRM forward pass takes them.
+inline dlrm_request to_dlrm_request(transport::rpc::rec_call&& call) {
+  dlrm_request req;
+  req.batch = call.batch;
+  req.dense = std::move(call.dense);
+  for (auto& bag : call.sparse)
+    req.sparse.push_back({std::move(bag.indices), std::move(bag.offsets)});
+  return req;
+}
 
 // What a recommendation model takes: its own description, or the remote one.
 inline const config::model_desc& rec_desc(const rec_entry& e) {

@@ -29,6 +29,7 @@ std::string gateway::stats_json() {
   caf::scoped_actor self{s_->sys};
   for (const auto& [name, e] : s_->gnn_all()) {
     auto m = e->c.json(e->admission);
+    m["scheduler"] = std::string(e->scheduler->kind());
     self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
         .receive(
             [&](const batcher_stats& st) {
@@ -69,6 +70,7 @@ std::string gateway::stats_json() {
   }
   for (const auto& [name, e] : s_->rec_all()) {
     auto m = e->c.json(e->admission);
+    m["scheduler"] = std::string(e->scheduler->kind());
     if (e->b.pool) {
       m["workers"] = e->b.pool->workers();
       std::lock_guard lock(e->manager_mu);

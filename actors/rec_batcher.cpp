@@ -1,4 +1,8 @@
-#include "actors/rec_batcher.hpp"
+// The recommendation models' dynamic batcher on the gateway's worker pool: a
+// worker's turn merges every call queued for a model (up to its sample budget)
+// into one forward pass, work-conserving (nothing waits for a batch to fill),
+// refuses calls already past their deadline, splits a large batch over idle
+// workers, and runs each call alone when the merged batch fails.
 
 #include <fmt/format.h>
 
@@ -9,9 +13,14 @@
 
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/gateway_replies.hpp"
+#include "actors/gateway_state.hpp"
+#include "actors/model_scheduler.hpp"
 #include "serving/rec_batch.hpp"
 
 namespace spindle::actors::detail {
+
+void run_pending(rec_entry& e);
+
 namespace {
 
 using transport::rpc::rec_answer;
@@ -90,7 +99,30 @@ dlrm_reply run_batch(rec_entry& e, const dlrm_request& req) {
   return out;
 }
 
+// Hera's worker pool with work-conserving dynamic batching: a call waits in
+// its model's queue and each queued call gives the pool one turn.
+class pool_batcher final : public rec_scheduler {
+ public:
+  std::string_view kind() const override { return "dynamic_batcher"; }
+  void submit(std::shared_ptr<rec_entry> e, transport::rpc::rec_call call,
+              std::function<void(rec_answer)> done) override {
+    const std::uint32_t deadline = call.deadline_us;
+    {
+      std::lock_guard lock(e->pending_mu);
+      // Queued past its own deadline, or the model's SLA for a call without
+      // one, a call is answered deadline_exceeded rather than computed late.
+      const std::uint32_t queue_deadline = deadline ? deadline : e->queue_deadline_us.load();
+      e->pending.push_back({to_dlrm_request(std::move(call)), std::move(done), clock_type::now(),
+                            deadline, queue_deadline});
+    }
+    auto& pool = *e->b.pool;
+    pool.submit([e = std::move(e)] { run_pending(*e); });
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<rec_scheduler> make_pool_batcher() { return std::make_unique<pool_batcher>(); }
 
 // A worker's turn: every call queued for the model (up to max_batch_samples)
 // becomes one batch, one forward pass (work-conserving: nothing waits for a

@@ -143,6 +143,9 @@ TEST(front_door_test, recommendation_calls_are_batched_and_answered_exactly) {
     for (auto& t : ts) t.join();
     return wrong.load();
   };
+  // Served on Hera's worker pool: its dynamic batcher runs the calls.
+  EXPECT_EQ(nlohmann::json::parse(f.client->stats(f.token)->json)["models"]["ctr"]["scheduler"],
+            "dynamic_batcher");
   ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "workers", "1")->status, rpc::rpc_status::ok);
   // Admit every call (8 in flight on one worker would otherwise meet the SLO limit).
   ASSERT_EQ(f.client->set_tunable(f.token, "ctr", "slo_ms", "0")->status, rpc::rpc_status::ok);

@@ -99,6 +99,7 @@ TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
   ASSERT_EQ(stats->status, rpc::rpc_status::ok);
   auto j = nlohmann::json::parse(stats->json);
   EXPECT_EQ(j["models"]["sage"]["tunables"]["routing_policy"], "loose");
+  EXPECT_EQ(j["models"]["sage"]["scheduler"], "batcher");
   // GNNSched: the forward passes went through the device scheduler; its policy changes live.
   EXPECT_GT(j["models"]["sage"]["gnnsched"]["tasks"].get<int>(), 0) << stats->json;
   EXPECT_EQ(j["models"]["sage"]["tunables"]["gnnsched_policy"], "sqtf");

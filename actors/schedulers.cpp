@@ -1,0 +1,180 @@
+#include <fmt/format.h>
+
+#include "actors/dlrm_inference_actor.hpp"
+#include "actors/gateway_replies.hpp"
+#include "actors/gateway_state.hpp"
+#include "actors/model_scheduler.hpp"
+
+namespace spindle::actors::detail {
+namespace {
+
+/// A request handed to the forwarder actor; `done` runs on a CAF thread.
+struct gnn_dispatch {
+  caf::actor batcher;
+  serving::gnn_request request;
+  std::chrono::microseconds timeout;
+  std::function<void(const gnn_reply*, const caf::error*)> done;
+};
+
+struct rec_dispatch {
+  caf::actor instance;
+  dlrm_request request;
+  std::chrono::microseconds timeout;
+  std::function<void(const dlrm_reply*, const caf::error*)> done;
+};
+
+}  // namespace
+}  // namespace spindle::actors::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::detail::gnn_dispatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::detail::rec_dispatch)
+
+namespace spindle::actors::detail {
+
+using transport::rpc::gnn_answer;
+using transport::rpc::rec_answer;
+
+caf::behavior gateway_forwarder(caf::event_based_actor* self) {
+  return {
+      [=](gnn_dispatch& d) {
+        self->request(d.batcher, d.timeout, infer_atom::value, std::move(d.request))
+            .then([done = d.done](gnn_reply& r) { done(&r, nullptr); },
+                  [done = d.done](caf::error& e) { done(nullptr, &e); });
+      },
+      [=](rec_dispatch& d) {
+        self->request(d.instance, d.timeout, dlrm_atom::value, std::move(d.request))
+            .then([done = d.done](dlrm_reply& r) { done(&r, nullptr); },
+                  [done = d.done](caf::error& e) { done(nullptr, &e); });
+      },
+  };
+}
+
+void dispatch_gnn(const caf::actor& forwarder, const caf::actor& batcher,
+                  serving::gnn_request request, std::chrono::microseconds timeout,
+                  std::function<void(const gnn_reply*, const caf::error*)> done) {
+  caf::anon_send(forwarder, gnn_dispatch{batcher, std::move(request), timeout, std::move(done)});
+}
+
+namespace {
+
+// GNN calls go to the model's batcher actor (GNNSched's or Quiver's batching,
+// PSGS routing and the forward pass live behind it).
+class batcher_scheduler final : public gnn_scheduler {
+ public:
+  batcher_scheduler(caf::actor batcher, caf::actor forwarder)
+      : batcher_(std::move(batcher)), forwarder_(std::move(forwarder)) {}
+  std::string_view kind() const override { return "batcher"; }
+  void submit(std::shared_ptr<gnn_entry> e, transport::rpc::gnn_call call,
+              std::function<void(gnn_answer)> done) override {
+    const auto t0 = clock_type::now();
+    const std::uint32_t deadline = call.deadline_us;
+    const std::size_t seeds = call.seeds.size();
+    dispatch_gnn(forwarder_, batcher_, {std::move(call.seeds), call.sampler_seed},
+                 timeout_of(deadline),
+                 [e = std::move(e), done = std::move(done), t0, deadline, seeds](
+                     const gnn_reply* r, const caf::error* err) {
+                   e->admission.complete();
+                   gnn_answer a;
+                   const double ms = ms_since(t0);
+                   a.server_us = std::uint64_t(ms * 1e3);
+                   if (r) record_reply(*e, *r);
+                   if (settle(a, r, err, deadline)) {
+                     e->c.inferences += seeds;
+                     a.width = std::uint32_t(e->b.model->desc().out);
+                     a.outputs = r->output;
+                   }
+                   e->c.record(a.status, ms);
+                   done(std::move(a));
+                 });
+  }
+
+ private:
+  // The batcher's own figures: queueing, batch sizes and stage times.
+  static void record_reply(gnn_entry& e, const gnn_reply& r) {
+    e.c.queue_us += std::uint64_t(r.queued_s * 1e6);
+    if (r.leads_batch) e.c.record_execution(r.batch_requests);
+    if (!r.error) return;
+    e.c.batching.observe(r.queued_s);
+    e.c.sampling.observe(r.times.sample_s);
+    e.c.gathering.observe(r.times.gather_s);
+    e.c.compute.observe(r.times.compute_s);
+  }
+
+  caf::actor batcher_;
+  caf::actor forwarder_;
+};
+
+// A model another server serves (a Hera plan server): admitted here, batched
+// and answered there.
+class forwarding_scheduler final : public rec_scheduler {
+ public:
+  std::string_view kind() const override { return "forward"; }
+  void submit(std::shared_ptr<rec_entry> e, transport::rpc::rec_call call,
+              std::function<void(rec_answer)> done) override {
+    const auto t0 = clock_type::now();
+    const std::uint64_t samples = call.batch;
+    auto& forward = e->b.forward;
+    forward(std::move(call), [e = std::move(e), done = std::move(done), t0, samples](rec_answer a) {
+      e->admission.complete();
+      if (a.status == rpc_status::ok) {
+        e->c.record_execution(samples);
+        e->c.inferences += samples;
+      }
+      e->c.record(a.status, ms_since(t0));
+      done(std::move(a));
+    });
+  }
+};
+
+// One DLRM inference actor per call, taken in turn (a model served without
+// Hera's worker pool).
+class actor_scheduler final : public rec_scheduler {
+ public:
+  actor_scheduler(std::vector<caf::actor> instances, caf::actor forwarder)
+      : instances_(std::move(instances)), forwarder_(std::move(forwarder)) {}
+  std::string_view kind() const override { return "actors"; }
+  void submit(std::shared_ptr<rec_entry> e, transport::rpc::rec_call call,
+              std::function<void(rec_answer)> done) override {
+    const auto t0 = clock_type::now();
+    const std::uint32_t deadline = call.deadline_us;
+    const std::uint64_t samples = call.batch;
+    const auto& instance = instances_[next_++ % instances_.size()];
+    caf::anon_send(forwarder_,
+                   rec_dispatch{instance, to_dlrm_request(std::move(call)), timeout_of(deadline),
+                                [e = std::move(e), done = std::move(done), t0, deadline, samples](
+                                    const dlrm_reply* r, const caf::error* err) {
+                                  e->admission.complete();
+                                  rec_answer a;
+                                  const double ms = ms_since(t0);
+                                  a.server_us = std::uint64_t(ms * 1e3);
+                                  if (r) e->c.record_execution(samples);
+                                  if (settle(a, r, err, deadline)) {
+                                    e->c.inferences += samples;
+                                    a.scores = r->scores;
+                                  }
+                                  e->c.record(a.status, ms);
+                                  done(std::move(a));
+                                }});
+  }
+
+ private:
+  std::vector<caf::actor> instances_;
+  caf::actor forwarder_;
+  std::atomic<std::size_t> next_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<gnn_scheduler> make_gnn_scheduler(const gnn_model_binding& b,
+                                                  caf::actor forwarder) {
+  return std::make_unique<batcher_scheduler>(b.batcher, std::move(forwarder));
+}
+
+std::unique_ptr<rec_scheduler> make_rec_scheduler(const rec_model_binding& b,
+                                                  caf::actor forwarder) {
+  if (b.forward) return std::make_unique<forwarding_scheduler>();
+  if (b.pool) return make_pool_batcher();
+  return std::make_unique<actor_scheduler>(b.instances, std::move(forwarder));
+}
+
+}  // namespace spindle::actors::detail
