@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "core/enum_names.hpp"
+
 namespace spindle::colocation {
 namespace {
 
@@ -31,23 +33,19 @@ std::vector<sched_task> by_qt(std::vector<sched_task> q) {
 
 }  // namespace
 
+constexpr enum_names<grouping_policy, 3> kGroupingPolicies{{{
+    {grouping_policy::fifo, "fifo"},
+    {grouping_policy::sqtf, "sqtf"},
+    {grouping_policy::bqt, "bqt"}}}};
+
 std::string_view to_string(grouping_policy p) {
-  switch (p) {
-    case grouping_policy::fifo:
-      return "fifo";
-    case grouping_policy::sqtf:
-      return "sqtf";
-    case grouping_policy::bqt:
-      return "bqt";
-  }
-  return "?";
+  return kGroupingPolicies.name(p);
 }
 
 expected<grouping_policy> parse_grouping_policy(std::string_view text) {
-  for (auto p : {grouping_policy::fifo, grouping_policy::sqtf, grouping_policy::bqt})
-    if (to_string(p) == text) return p;
-  return make_error(errc::invalid_argument, "grouping policy '{}': expected fifo, sqtf or bqt",
-                    text);
+  if (auto p = kGroupingPolicies.parse(text)) return *p;
+  return make_error(errc::invalid_argument, "grouping policy '{}': expected {}", text,
+                    kGroupingPolicies.choices());
 }
 
 expected<task_groups> group_tasks(const std::vector<sched_task>& queue, std::uint64_t ma,

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/enum_names.hpp"
+
 namespace spindle::config {
 
 expected<std::vector<int>> parse_fanouts(std::string_view text) {
@@ -34,13 +36,13 @@ std::string format_fanouts(const std::vector<int>& fanouts) {
   return s;
 }
 
+constexpr enum_names<seed_distribution_kind, 3> kSeedKinds{{{
+    {seed_distribution_kind::uniform, "uniform"},
+    {seed_distribution_kind::degree, "degree"},
+    {seed_distribution_kind::file, "file"}}}};
+
 std::string_view to_string(seed_distribution_kind k) {
-  switch (k) {
-    case seed_distribution_kind::uniform: return "uniform";
-    case seed_distribution_kind::degree: return "degree";
-    case seed_distribution_kind::file: return "file";
-  }
-  return "unknown";
+  return kSeedKinds.name(k, "unknown");
 }
 
 std::string seed_distribution::to_string() const {

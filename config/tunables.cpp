@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.hpp"
+
 namespace spindle::config {
 
 const std::vector<tunable_doc>& tunables() {
@@ -42,18 +44,14 @@ const std::vector<tunable_doc>& tunables() {
 
 namespace {
 
+constexpr enum_names<tunable_scope, 4> kScopeTitles{{{
+    {tunable_scope::gnn, "GNN models"},
+    {tunable_scope::cluster, "on a cluster's coordinator, also"},
+    {tunable_scope::rec, "recommendation models"},
+    {tunable_scope::parameter_server, "through the parameter server, also"}}}};
+
 std::string_view scope_title(tunable_scope s) {
-  switch (s) {
-    case tunable_scope::gnn:
-      return "GNN models";
-    case tunable_scope::cluster:
-      return "on a cluster's coordinator, also";
-    case tunable_scope::rec:
-      return "recommendation models";
-    case tunable_scope::parameter_server:
-      return "through the parameter server, also";
-  }
-  return "";
+  return kScopeTitles.name(s, "");
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <string>
 
+#include "core/enum_names.hpp"
+
 namespace spindle::log {
 namespace {
 
@@ -24,25 +26,21 @@ std::atomic<level>& threshold() {
 
 }  // namespace
 
+constexpr enum_names<level, 5> kLevels{{{
+    {level::debug, "debug"},
+    {level::info, "info"},
+    {level::warn, "warn"},
+    {level::error, "error"},
+    {level::off, "off"}}}};
+
 std::string_view to_string(level l) {
-  switch (l) {
-    case level::debug: return "debug";
-    case level::info: return "info";
-    case level::warn: return "warn";
-    case level::error: return "error";
-    case level::off: return "off";
-  }
-  return "unknown";
+  return kLevels.name(l, "unknown");
 }
 
 bool parse_level(std::string_view text, level& out) {
-  for (level l : {level::debug, level::info, level::warn, level::error, level::off}) {
-    if (text == to_string(l)) {
-      out = l;
-      return true;
-    }
-  }
-  return false;
+  const auto l = kLevels.parse(text);
+  if (l) out = *l;
+  return l.has_value();
 }
 
 void set_level(level l) { threshold().store(l); }

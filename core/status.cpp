@@ -1,20 +1,22 @@
 #include "core/status.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace spindle {
 
+constexpr enum_names<errc, 9> kCodeNames{{{
+    {errc::ok, "ok"},
+    {errc::invalid_argument, "invalid_argument"},
+    {errc::not_found, "not_found"},
+    {errc::io_error, "io_error"},
+    {errc::corrupt_data, "corrupt_data"},
+    {errc::unsupported, "unsupported"},
+    {errc::unavailable, "unavailable"},
+    {errc::resource_exhausted, "resource_exhausted"},
+    {errc::internal, "internal"}}}};
+
 std::string_view to_string(errc code) {
-  switch (code) {
-    case errc::ok: return "ok";
-    case errc::invalid_argument: return "invalid_argument";
-    case errc::not_found: return "not_found";
-    case errc::io_error: return "io_error";
-    case errc::corrupt_data: return "corrupt_data";
-    case errc::unsupported: return "unsupported";
-    case errc::unavailable: return "unavailable";
-    case errc::resource_exhausted: return "resource_exhausted";
-    case errc::internal: return "internal";
-  }
-  return "unknown";
+  return kCodeNames.name(code, "unknown");
 }
 
 std::string status::to_string() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/enum_names.hpp"
 #include "features/policies/policies.hpp"
 
 namespace spindle::features {
@@ -10,16 +11,13 @@ namespace spindle::features {
 using config::link_figures;
 using config::link_kind;
 
+constexpr enum_names<shard_tier, 3> kTiers{{{
+    {shard_tier::device, "device"},
+    {shard_tier::host, "host"},
+    {shard_tier::disk, "disk"}}}};
+
 std::string_view to_string(shard_tier t) {
-  switch (t) {
-    case shard_tier::device:
-      return "device";
-    case shard_tier::host:
-      return "host";
-    case shard_tier::disk:
-      return "disk";
-  }
-  return "?";
+  return kTiers.name(t);
 }
 
 std::vector<shard_info> enumerate_shards(const config::topology& topo, std::uint64_t row_bytes) {

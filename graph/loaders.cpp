@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "core/enum_names.hpp"
 #include "core/npy.hpp"
 #include "core/npz.hpp"
 #include "graph/ogb.hpp"
@@ -198,25 +199,20 @@ expected<feature_table> load_text_features(const std::string& path, bool linqs) 
 
 }  // namespace
 
+constexpr enum_names<edge_format, 4> kEdgeFormats{{{
+    {edge_format::snap, "snap"},
+    {edge_format::csv, "csv"},
+    {edge_format::npy, "npy"},
+    {edge_format::ogb, "ogb"}}}};
+
 std::string_view to_string(edge_format f) {
-  switch (f) {
-    case edge_format::snap:
-      return "snap";
-    case edge_format::csv:
-      return "csv";
-    case edge_format::npy:
-      return "npy";
-    case edge_format::ogb:
-      return "ogb";
-  }
-  return "unknown";
+  return kEdgeFormats.name(f, "unknown");
 }
 
 expected<edge_format> parse_edge_format(std::string_view name) {
-  for (auto f : {edge_format::snap, edge_format::csv, edge_format::npy, edge_format::ogb})
-    if (name == to_string(f)) return f;
-  return make_error(errc::invalid_argument, "--format: '{}' is not one of snap, csv, npy, ogb",
-                    name);
+  if (auto f = kEdgeFormats.parse(name)) return *f;
+  return make_error(errc::invalid_argument, "--format: '{}' is not one of {}", name,
+                    kEdgeFormats.choices(", "));
 }
 
 // A .npz (PyG/OGB export): the first of `names` it holds, read by `load` from
@@ -262,23 +258,19 @@ expected<edge_list> load_edges(const std::string& path, edge_format format) {
   return make_error(errc::internal, "unknown edge format");
 }
 
+constexpr enum_names<feature_format, 3> kFeatureFormats{{{
+    {feature_format::npy, "npy"},
+    {feature_format::csv, "csv"},
+    {feature_format::linqs, "linqs"}}}};
+
 std::string_view to_string(feature_format f) {
-  switch (f) {
-    case feature_format::npy:
-      return "npy";
-    case feature_format::csv:
-      return "csv";
-    case feature_format::linqs:
-      return "linqs";
-  }
-  return "unknown";
+  return kFeatureFormats.name(f, "unknown");
 }
 
 expected<feature_format> parse_feature_format(std::string_view name) {
-  for (auto f : {feature_format::npy, feature_format::csv, feature_format::linqs})
-    if (name == to_string(f)) return f;
-  return make_error(errc::invalid_argument, "--features-format: '{}' is not one of npy, csv, linqs",
-                    name);
+  if (auto f = kFeatureFormats.parse(name)) return *f;
+  return make_error(errc::invalid_argument, "--features-format: '{}' is not one of {}", name,
+                    kFeatureFormats.choices(", "));
 }
 
 feature_format guess_feature_format(std::string_view path) {

@@ -5,6 +5,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+
 namespace spindle::serving {
 namespace {
 
@@ -167,23 +169,19 @@ std::string psgs_calibration::summary() const {
       point(throughput_preferred));
 }
 
+constexpr enum_names<routing_policy, 3> kRoutingPolicies{{{
+    {routing_policy::strict, "strict"},
+    {routing_policy::loose, "loose"},
+    {routing_policy::fixed, "fixed"}}}};
+
 std::string_view to_string(routing_policy p) {
-  switch (p) {
-    case routing_policy::strict:
-      return "strict";
-    case routing_policy::loose:
-      return "loose";
-    case routing_policy::fixed:
-      return "fixed";
-  }
-  return "?";
+  return kRoutingPolicies.name(p);
 }
 
 expected<routing_policy> parse_routing_policy(std::string_view text) {
-  for (auto p : {routing_policy::strict, routing_policy::loose, routing_policy::fixed})
-    if (to_string(p) == text) return p;
-  return make_error(errc::invalid_argument, "routing policy '{}': expected strict, loose or fixed",
-                    text);
+  if (auto p = kRoutingPolicies.parse(text)) return *p;
+  return make_error(errc::invalid_argument, "routing policy '{}': expected {}", text,
+                    kRoutingPolicies.choices());
 }
 
 psgs_router::psgs_router(psgs_calibration c, routing_policy p)

@@ -1,19 +1,17 @@
 #include "splitrpc/inference_monitor.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace spindle::splitrpc {
 
+constexpr enum_names<call_state, 4> kCallStates{{{
+    {call_state::ready, "READY"},
+    {call_state::rx_complete, "RX_COMPLETE"},
+    {call_state::work_complete, "WORK_COMPLETE"},
+    {call_state::tx_complete, "TX_COMPLETE"}}}};
+
 std::string_view to_string(call_state s) {
-  switch (s) {
-    case call_state::ready:
-      return "READY";
-    case call_state::rx_complete:
-      return "RX_COMPLETE";
-    case call_state::work_complete:
-      return "WORK_COMPLETE";
-    case call_state::tx_complete:
-      return "TX_COMPLETE";
-  }
-  return "?";
+  return kCallStates.name(s);
 }
 
 status inference_monitor::open(std::uint64_t call) {

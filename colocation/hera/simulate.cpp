@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "core/enum_names.hpp"
+
 namespace spindle::colocation::hera {
 namespace {
 
@@ -38,18 +40,14 @@ void isolate_rest(cluster& c, const std::map<std::string, double>& targets) {
 
 }  // namespace
 
+constexpr enum_names<selection, 4> kSelections{{{
+    {selection::hera, "Hera"},
+    {selection::hera_random, "Hera-Random"},
+    {selection::random, "Random"},
+    {selection::isolation, "DeepRecSys (isolation)"}}}};
+
 std::string_view to_string(selection s) {
-  switch (s) {
-    case selection::hera:
-      return "Hera";
-    case selection::hera_random:
-      return "Hera-Random";
-    case selection::random:
-      return "Random";
-    case selection::isolation:
-      return "DeepRecSys (isolation)";
-  }
-  return "?";
+  return kSelections.name(s);
 }
 
 expected<simulation> simulate(const profile_table& t, const std::map<std::string, double>& targets,

@@ -4,28 +4,23 @@
 
 #include <charconv>
 
+#include "core/enum_names.hpp"
+
 namespace spindle::hps {
 
+constexpr enum_names<eviction_policy, 3> kEvictionPolicies{{{
+    {eviction_policy::evict_oldest, "evict_oldest"},
+    {eviction_policy::evict_least_used, "evict_least_used"},
+    {eviction_policy::evict_random, "evict_random"}}}};
+
 std::string_view to_string(eviction_policy p) {
-  switch (p) {
-    case eviction_policy::evict_oldest:
-      return "evict_oldest";
-    case eviction_policy::evict_least_used:
-      return "evict_least_used";
-    case eviction_policy::evict_random:
-      return "evict_random";
-  }
-  return "?";
+  return kEvictionPolicies.name(p);
 }
 
 expected<eviction_policy> parse_eviction_policy(std::string_view text) {
-  for (auto p : {eviction_policy::evict_oldest, eviction_policy::evict_least_used,
-                 eviction_policy::evict_random}) {
-    if (text == to_string(p)) return p;
-  }
-  return make_error(errc::invalid_argument,
-                    "eviction policy '{}': expected evict_oldest, evict_least_used or evict_random",
-                    text);
+  if (auto p = kEvictionPolicies.parse(text)) return *p;
+  return make_error(errc::invalid_argument, "eviction policy '{}': expected {}", text,
+                    kEvictionPolicies.choices());
 }
 
 status validate(const vdb_options& o) {

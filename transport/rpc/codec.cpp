@@ -1,25 +1,20 @@
 #include "transport/rpc/codec.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace spindle::transport::rpc {
 
+constexpr enum_names<rpc_status, 7> kStatusNames{{{
+    {rpc_status::ok, "ok"},
+    {rpc_status::overloaded, "overloaded"},
+    {rpc_status::deadline_exceeded, "deadline_exceeded"},
+    {rpc_status::bad_request, "bad_request"},
+    {rpc_status::unavailable, "unavailable"},
+    {rpc_status::internal, "internal"},
+    {rpc_status::unauthorized, "unauthorized"}}}};
+
 std::string_view to_string(rpc_status s) {
-  switch (s) {
-    case rpc_status::ok:
-      return "ok";
-    case rpc_status::overloaded:
-      return "overloaded";
-    case rpc_status::deadline_exceeded:
-      return "deadline_exceeded";
-    case rpc_status::bad_request:
-      return "bad_request";
-    case rpc_status::unavailable:
-      return "unavailable";
-    case rpc_status::internal:
-      return "internal";
-    case rpc_status::unauthorized:
-      return "unauthorized";
-  }
-  return "?";
+  return kStatusNames.name(s);
 }
 
 bool token_matches(std::string_view given, std::string_view expected) {
