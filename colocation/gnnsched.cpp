@@ -34,13 +34,10 @@ std::vector<sched_task> by_qt(std::vector<sched_task> q) {
 }  // namespace
 
 constexpr enum_names<grouping_policy, 3> kGroupingPolicies{{{
-    {grouping_policy::fifo, "fifo"},
-    {grouping_policy::sqtf, "sqtf"},
+    {grouping_policy::fifo, "fifo"}, {grouping_policy::sqtf, "sqtf"},
     {grouping_policy::bqt, "bqt"}}}};
 
-std::string_view to_string(grouping_policy p) {
-  return kGroupingPolicies.name(p);
-}
+std::string_view to_string(grouping_policy p) { return kGroupingPolicies.name(p); }
 
 expected<grouping_policy> parse_grouping_policy(std::string_view text) {
   if (auto p = kGroupingPolicies.parse(text)) return *p;

@@ -37,13 +37,10 @@ std::string format_fanouts(const std::vector<int>& fanouts) {
 }
 
 constexpr enum_names<seed_distribution_kind, 3> kSeedKinds{{{
-    {seed_distribution_kind::uniform, "uniform"},
-    {seed_distribution_kind::degree, "degree"},
+    {seed_distribution_kind::uniform, "uniform"}, {seed_distribution_kind::degree, "degree"},
     {seed_distribution_kind::file, "file"}}}};
 
-std::string_view to_string(seed_distribution_kind k) {
-  return kSeedKinds.name(k, "unknown");
-}
+std::string_view to_string(seed_distribution_kind k) { return kSeedKinds.name(k, "unknown"); }
 
 std::string seed_distribution::to_string() const {
   return kind == seed_distribution_kind::file ? path : std::string(config::to_string(kind));

@@ -50,9 +50,7 @@ constexpr enum_names<tunable_scope, 4> kScopeTitles{{{
     {tunable_scope::rec, "recommendation models"},
     {tunable_scope::parameter_server, "through the parameter server, also"}}}};
 
-std::string_view scope_title(tunable_scope s) {
-  return kScopeTitles.name(s, "");
-}
+std::string_view scope_title(tunable_scope s) { return kScopeTitles.name(s, ""); }
 
 }  // namespace
 

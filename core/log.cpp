@@ -27,15 +27,10 @@ std::atomic<level>& threshold() {
 }  // namespace
 
 constexpr enum_names<level, 5> kLevels{{{
-    {level::debug, "debug"},
-    {level::info, "info"},
-    {level::warn, "warn"},
-    {level::error, "error"},
-    {level::off, "off"}}}};
+    {level::debug, "debug"}, {level::info, "info"}, {level::warn, "warn"},
+    {level::error, "error"}, {level::off, "off"}}}};
 
-std::string_view to_string(level l) {
-  return kLevels.name(l, "unknown");
-}
+std::string_view to_string(level l) { return kLevels.name(l, "unknown"); }
 
 bool parse_level(std::string_view text, level& out) {
   const auto l = kLevels.parse(text);

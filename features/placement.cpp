@@ -12,13 +12,9 @@ using config::link_figures;
 using config::link_kind;
 
 constexpr enum_names<shard_tier, 3> kTiers{{{
-    {shard_tier::device, "device"},
-    {shard_tier::host, "host"},
-    {shard_tier::disk, "disk"}}}};
+    {shard_tier::device, "device"}, {shard_tier::host, "host"}, {shard_tier::disk, "disk"}}}};
 
-std::string_view to_string(shard_tier t) {
-  return kTiers.name(t);
-}
+std::string_view to_string(shard_tier t) { return kTiers.name(t); }
 
 std::vector<shard_info> enumerate_shards(const config::topology& topo, std::uint64_t row_bytes) {
   std::vector<shard_info> out;

@@ -200,14 +200,10 @@ expected<feature_table> load_text_features(const std::string& path, bool linqs) 
 }  // namespace
 
 constexpr enum_names<edge_format, 4> kEdgeFormats{{{
-    {edge_format::snap, "snap"},
-    {edge_format::csv, "csv"},
-    {edge_format::npy, "npy"},
+    {edge_format::snap, "snap"}, {edge_format::csv, "csv"}, {edge_format::npy, "npy"},
     {edge_format::ogb, "ogb"}}}};
 
-std::string_view to_string(edge_format f) {
-  return kEdgeFormats.name(f, "unknown");
-}
+std::string_view to_string(edge_format f) { return kEdgeFormats.name(f, "unknown"); }
 
 expected<edge_format> parse_edge_format(std::string_view name) {
   if (auto f = kEdgeFormats.parse(name)) return *f;
@@ -259,13 +255,9 @@ expected<edge_list> load_edges(const std::string& path, edge_format format) {
 }
 
 constexpr enum_names<feature_format, 3> kFeatureFormats{{{
-    {feature_format::npy, "npy"},
-    {feature_format::csv, "csv"},
-    {feature_format::linqs, "linqs"}}}};
+    {feature_format::npy, "npy"}, {feature_format::csv, "csv"}, {feature_format::linqs, "linqs"}}}};
 
-std::string_view to_string(feature_format f) {
-  return kFeatureFormats.name(f, "unknown");
-}
+std::string_view to_string(feature_format f) { return kFeatureFormats.name(f, "unknown"); }
 
 expected<feature_format> parse_feature_format(std::string_view name) {
   if (auto f = kFeatureFormats.parse(name)) return *f;

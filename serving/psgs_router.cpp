@@ -170,13 +170,10 @@ std::string psgs_calibration::summary() const {
 }
 
 constexpr enum_names<routing_policy, 3> kRoutingPolicies{{{
-    {routing_policy::strict, "strict"},
-    {routing_policy::loose, "loose"},
+    {routing_policy::strict, "strict"}, {routing_policy::loose, "loose"},
     {routing_policy::fixed, "fixed"}}}};
 
-std::string_view to_string(routing_policy p) {
-  return kRoutingPolicies.name(p);
-}
+std::string_view to_string(routing_policy p) { return kRoutingPolicies.name(p); }
 
 expected<routing_policy> parse_routing_policy(std::string_view text) {
   if (auto p = kRoutingPolicies.parse(text)) return *p;

@@ -5,14 +5,10 @@
 namespace spindle::splitrpc {
 
 constexpr enum_names<call_state, 4> kCallStates{{{
-    {call_state::ready, "READY"},
-    {call_state::rx_complete, "RX_COMPLETE"},
-    {call_state::work_complete, "WORK_COMPLETE"},
-    {call_state::tx_complete, "TX_COMPLETE"}}}};
+    {call_state::ready, "READY"}, {call_state::rx_complete, "RX_COMPLETE"},
+    {call_state::work_complete, "WORK_COMPLETE"}, {call_state::tx_complete, "TX_COMPLETE"}}}};
 
-std::string_view to_string(call_state s) {
-  return kCallStates.name(s);
-}
+std::string_view to_string(call_state s) { return kCallStates.name(s); }
 
 status inference_monitor::open(std::uint64_t call) {
   std::lock_guard lock(mu_);

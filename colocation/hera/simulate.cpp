@@ -41,14 +41,10 @@ void isolate_rest(cluster& c, const std::map<std::string, double>& targets) {
 }  // namespace
 
 constexpr enum_names<selection, 4> kSelections{{{
-    {selection::hera, "Hera"},
-    {selection::hera_random, "Hera-Random"},
-    {selection::random, "Random"},
-    {selection::isolation, "DeepRecSys (isolation)"}}}};
+    {selection::hera, "Hera"}, {selection::hera_random, "Hera-Random"},
+    {selection::random, "Random"}, {selection::isolation, "DeepRecSys (isolation)"}}}};
 
-std::string_view to_string(selection s) {
-  return kSelections.name(s);
-}
+std::string_view to_string(selection s) { return kSelections.name(s); }
 
 expected<simulation> simulate(const profile_table& t, const std::map<std::string, double>& targets,
                               selection policy, std::uint64_t seed, double min_gain) {

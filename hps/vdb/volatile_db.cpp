@@ -13,9 +13,7 @@ constexpr enum_names<eviction_policy, 3> kEvictionPolicies{{{
     {eviction_policy::evict_least_used, "evict_least_used"},
     {eviction_policy::evict_random, "evict_random"}}}};
 
-std::string_view to_string(eviction_policy p) {
-  return kEvictionPolicies.name(p);
-}
+std::string_view to_string(eviction_policy p) { return kEvictionPolicies.name(p); }
 
 expected<eviction_policy> parse_eviction_policy(std::string_view text) {
   if (auto p = kEvictionPolicies.parse(text)) return *p;

@@ -5,17 +5,12 @@
 namespace spindle::transport::rpc {
 
 constexpr enum_names<rpc_status, 7> kStatusNames{{{
-    {rpc_status::ok, "ok"},
-    {rpc_status::overloaded, "overloaded"},
+    {rpc_status::ok, "ok"}, {rpc_status::overloaded, "overloaded"},
     {rpc_status::deadline_exceeded, "deadline_exceeded"},
-    {rpc_status::bad_request, "bad_request"},
-    {rpc_status::unavailable, "unavailable"},
-    {rpc_status::internal, "internal"},
-    {rpc_status::unauthorized, "unauthorized"}}}};
+    {rpc_status::bad_request, "bad_request"}, {rpc_status::unavailable, "unavailable"},
+    {rpc_status::internal, "internal"}, {rpc_status::unauthorized, "unauthorized"}}}};
 
-std::string_view to_string(rpc_status s) {
-  return kStatusNames.name(s);
-}
+std::string_view to_string(rpc_status s) { return kStatusNames.name(s); }
 
 bool token_matches(std::string_view given, std::string_view expected) {
   // Constant time in the length of `expected`: no early exit on the first difference.
