@@ -40,9 +40,7 @@ constexpr enum_names<grouping_policy, 3> kGroupingPolicies{{{
 std::string_view to_string(grouping_policy p) { return kGroupingPolicies.name(p); }
 
 expected<grouping_policy> parse_grouping_policy(std::string_view text) {
-  if (auto p = kGroupingPolicies.parse(text)) return *p;
-  return make_error(errc::invalid_argument, "grouping policy '{}': expected {}", text,
-                    kGroupingPolicies.choices());
+  return kGroupingPolicies.parse(text, "grouping policy");
 }
 
 expected<task_groups> group_tasks(const std::vector<sched_task>& queue, std::uint64_t ma,

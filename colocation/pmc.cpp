@@ -72,11 +72,7 @@ int gnn_layer(graph_builder& gb, const config::model_desc& d, int l, const block
       y = gb.add(conv(l, "nn.2"), bytes(out, out) + bytes(out, 1), bytes(nd, out), 0, {l0});
       break;
     }
-    case model_arch::dlrm:
-    case model_arch::ncf:
-    case model_arch::wnd:
-    case model_arch::din:
-    case model_arch::stack:
+    default:  // not a fixed GNN: no such layer
       break;
   }
   // Activation (in place, zero memory) closes the layer and releases its input.

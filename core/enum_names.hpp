@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include "core/status.hpp"
+
 namespace spindle {
 
 template <class E, std::size_t N>
@@ -28,6 +30,12 @@ struct enum_names {
     for (const auto& [e, n] : entries)
       if (n == text) return e;
     return std::nullopt;
+  }
+  /// The value named `text`, or an error naming `what` and the choices:
+  /// "grouping policy 'x': expected fifo, sqtf or bqt".
+  expected<E> parse(std::string_view text, std::string_view what) const {
+    if (auto e = parse(text)) return *e;
+    return make_error(errc::invalid_argument, "{} '{}': expected {}", what, text, choices());
   }
   /// Every name, as an error offers them: "a, b or c".
   std::string choices(std::string_view last = " or ") const {

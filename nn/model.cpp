@@ -70,11 +70,7 @@ void gnn_specs(const config::model_desc& d, std::vector<param_spec>& s) {
         s.push_back({conv(l, "nn.2.bias"), {out}, false, use(l, "GINConv", "nn Linear 2 bias")});
         s.push_back({conv(l, "eps"), {1}, true, use(l, "GINConv", "trained eps (0 when absent)")});
         break;
-      case model_arch::dlrm:
-      case model_arch::ncf:
-      case model_arch::wnd:
-      case model_arch::din:
-      case model_arch::stack:
+      default:  // not a fixed GNN: no such layer
         break;
     }
   }
@@ -373,11 +369,7 @@ expected<tensor> model::gnn_layer(allocator& a, int l, const block& b,
       relu_(y);
       return linear(a, y, w.nn2, w.nn2_bias, out, pool);
     }
-    case model_arch::dlrm:
-    case model_arch::ncf:
-    case model_arch::wnd:
-    case model_arch::din:
-    case model_arch::stack:
+    default:  // not a fixed GNN: no such layer
       break;
   }
   return make_error(errc::internal, "gnn_layer on a {} model", config::to_string(desc_.arch));

@@ -176,9 +176,7 @@ constexpr enum_names<routing_policy, 3> kRoutingPolicies{{{
 std::string_view to_string(routing_policy p) { return kRoutingPolicies.name(p); }
 
 expected<routing_policy> parse_routing_policy(std::string_view text) {
-  if (auto p = kRoutingPolicies.parse(text)) return *p;
-  return make_error(errc::invalid_argument, "routing policy '{}': expected {}", text,
-                    kRoutingPolicies.choices());
+  return kRoutingPolicies.parse(text, "routing policy");
 }
 
 psgs_router::psgs_router(psgs_calibration c, routing_policy p)

@@ -16,9 +16,17 @@ constexpr enum_names<eviction_policy, 3> kEvictionPolicies{{{
 std::string_view to_string(eviction_policy p) { return kEvictionPolicies.name(p); }
 
 expected<eviction_policy> parse_eviction_policy(std::string_view text) {
-  if (auto p = kEvictionPolicies.parse(text)) return *p;
-  return make_error(errc::invalid_argument, "eviction policy '{}': expected {}", text,
-                    kEvictionPolicies.choices());
+  return kEvictionPolicies.parse(text, "eviction policy");
+}
+
+expected<std::uint64_t> volatile_db::size(std::string_view table) {
+  std::uint64_t n = 0;
+  const std::uint32_t parts = partitions(table);
+  for (std::uint32_t p = 0; p < parts; ++p) {
+    SPINDLE_ASSIGN_OR_RETURN(std::uint64_t k, partition_size(table, p));
+    n += k;
+  }
+  return n;
 }
 
 status validate(const vdb_options& o) {

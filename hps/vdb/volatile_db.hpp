@@ -55,7 +55,10 @@ class volatile_db {
                         std::span<const float> values) = 0;
 
   /// Entries of `table` over all partitions.
-  virtual expected<std::uint64_t> size(std::string_view table) = 0;
+  expected<std::uint64_t> size(std::string_view table);
+
+  /// How many partitions `table` has (its options').
+  virtual std::uint32_t partitions(std::string_view table) = 0;
 
   /// Entries of one partition of `table`.
   virtual expected<std::uint64_t> partition_size(std::string_view table, std::uint32_t p) = 0;

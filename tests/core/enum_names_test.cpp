@@ -22,6 +22,13 @@ TEST(enum_names_test, unknown_names_and_values_are_told_apart) {
   EXPECT_EQ(kShades.name(shade::none, "unknown"), "unknown");
 }
 
+TEST(enum_names_test, a_refused_name_is_named_with_the_choices) {
+  EXPECT_EQ(*kShades.parse("dark", "shade"), shade::dark);
+  auto bad = kShades.parse("grey", "shade");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "shade 'grey': expected light or dark");
+}
+
 TEST(enum_names_test, choices_list_every_name) {
   EXPECT_EQ(kShades.choices(), "light or dark");
   constexpr enum_names<shade, 3> three{
