@@ -13,12 +13,17 @@
 
 namespace spindle::graph {
 
+struct graph_delta;
+
 struct csr_view {
   std::int64_t num_nodes = 0;
   std::span<const std::int64_t> indptr;     // num_nodes + 1 offsets into indices
   std::span<const std::int32_t> indices32;  // used when num_nodes < 2^31
   std::span<const std::int64_t> indices64;  // used otherwise
   std::span<const float> edge_weight;       // empty, or one weight per edge
+  /// Changes since this base (graph/graph_delta.hpp) that the sampler reads
+  /// through; null: the base as it is. The arrays above stay the base's.
+  const graph_delta* delta = nullptr;
 
   std::int64_t num_edges() const { return indptr.empty() ? 0 : indptr[num_nodes]; }
   std::int64_t degree(std::int64_t v) const { return indptr[v + 1] - indptr[v]; }

@@ -4,6 +4,7 @@
 
 #include "graph/detail/id_map.hpp"
 #include "graph/detail/neighbour_pick.hpp"
+#include "graph/graph_delta.hpp"
 
 namespace spindle::graph {
 namespace {
@@ -23,6 +24,8 @@ struct thread_scratch {
   std::vector<std::int64_t> globals;
   std::vector<std::int64_t> row_sizes;
   std::vector<std::int64_t> frontier;  // sample_with_drawer's hop rows
+  std::vector<std::int64_t> row;       // a row read through a graph delta
+  std::vector<float> row_weights;
 };
 
 thread_scratch& scratch() {
@@ -30,23 +33,40 @@ thread_scratch& scratch() {
   return s;
 }
 
-// Appends the global ids of the neighbours sampled for node v at hop `hop`.
-void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
-                thread_scratch& s, std::vector<std::int64_t>& out) {
-  std::int64_t begin = g.indptr[v];
-  std::int64_t deg = g.indptr[v + 1] - begin;
-  int fanout = o.fanouts[hop - 1];
+// The draws of one row of `deg` neighbours: all of them, or `fanout` picked
+// as PyG does (by weight when asked); `at(i)` is the i-th neighbour.
+template <class At>
+void draw_row(std::int64_t v, std::int64_t deg, const float* weights, int hop,
+              const sample_options& o, thread_scratch& s, std::vector<std::int64_t>& out,
+              At&& at) {
+  const int fanout = o.fanouts[hop - 1];
   if (!o.weighted && (fanout < 0 || deg <= fanout)) {  // common case: take the whole row
-    for (std::int64_t e = begin; e < begin + deg; ++e) out.push_back(g.neighbour(e));
+    for (std::int64_t e = 0; e < deg; ++e) out.push_back(at(e));
     return;
   }
   detail::rng r(o.seed, static_cast<std::uint64_t>(hop), static_cast<std::uint64_t>(v));
   s.positions.clear();
   if (o.weighted)
-    detail::pick_weighted(r, g.edge_weight.data() + begin, deg, fanout, s.keys, s.positions);
+    detail::pick_weighted(r, weights, deg, fanout, s.keys, s.positions);
   else
     detail::pick_uniform(r, deg, fanout, s.positions);
-  for (auto p : s.positions) out.push_back(g.neighbour(begin + p));
+  for (auto p : s.positions) out.push_back(at(p));
+}
+
+// Appends the global ids of the neighbours sampled for node v at hop `hop`:
+// from the base CSR, or through the graph's delta when it changed v's row or
+// removed nodes.
+void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
+                thread_scratch& s, std::vector<std::int64_t>& out) {
+  if (g.delta && (!g.delta->removed.empty() || v >= g.num_nodes || g.delta->rows.find(v))) {
+    const auto r = read_row(g, *g.delta, v, s.row, s.row_weights);
+    draw_row(v, std::int64_t(r.neighbours.size()), r.weights.data(), hop, o, s, out,
+             [&](std::int64_t i) { return r.neighbours[std::size_t(i)]; });
+    return;
+  }
+  const std::int64_t begin = g.indptr[v];
+  draw_row(v, g.indptr[v + 1] - begin, g.weighted() ? g.edge_weight.data() + begin : nullptr,
+           hop, o, s, out, [&](std::int64_t i) { return g.neighbour(begin + i); });
 }
 
 // Maps sampled global ids to local ids (new ones appended to nodes) and
@@ -89,6 +109,7 @@ void add_seeds(std::span<const std::int64_t> seeds, detail::id_map& map, sampled
 // neighbours ahead of use (their offsets were requested two rows earlier).
 void prefetch_rows(const csr_view& g, const sampled_subgraph& out, std::int64_t r,
                    std::int64_t end) {
+  if (g.delta && g.delta->num_nodes > g.num_nodes) return;  // ids past the base's arrays
   if (r + 4 < end) __builtin_prefetch(&g.indptr[out.nodes[r + 4]]);
   if (r + 2 < end) {
     std::int64_t e = g.indptr[out.nodes[r + 2]];
@@ -175,10 +196,16 @@ block_view sampled_subgraph::layer_block(int layer) const {
 }
 
 status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds) {
-  for (std::size_t i = 0; i < seeds.size(); ++i)
-    if (seeds[i] < 0 || seeds[i] >= g.num_nodes)
+  const std::int64_t n = g.delta ? g.delta->num_nodes : g.num_nodes;
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i] < 0 || seeds[i] >= n)
       return make_error(errc::invalid_argument, "seed {} (position {}) out of range (num_nodes={})",
-                        seeds[i], i, g.num_nodes);
+                        seeds[i], i, n);
+    if (g.delta && g.delta->is_removed(seeds[i]))
+      return make_error(errc::invalid_argument,
+                        "seed {} (position {}) was removed from the graph (version {})", seeds[i],
+                        i, *g.delta->removed.find(seeds[i]));
+  }
   return status::ok();
 }
 

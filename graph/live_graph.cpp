@@ -1,0 +1,226 @@
+#include "graph/live_graph.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace spindle::graph {
+namespace {
+
+// A row's current neighbours (and weights) at `d`, copied for editing.
+node_row current_row(const csr_view& base, const graph_delta& d, std::int64_t v) {
+  if (const auto* r = d.rows.find(v)) return **r;
+  node_row out;
+  if (v >= base.num_nodes) return out;
+  const std::int64_t b = base.indptr[v], e = base.indptr[v + 1];
+  out.neighbours.reserve(std::size_t(e - b));
+  for (std::int64_t i = b; i < e; ++i) out.neighbours.push_back(base.neighbour(i));
+  if (base.weighted()) out.weights.assign(base.edge_weight.begin() + b, base.edge_weight.begin() + e);
+  return out;
+}
+
+status check_rows(std::span<const float> values, std::size_t rows, std::int64_t dim,
+                  std::string_view what) {
+  if (values.size() != rows * std::size_t(dim))
+    return make_error(errc::invalid_argument, "{}: {} values for {} rows of width {}", what,
+                      values.size(), rows, dim);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      return make_error(errc::invalid_argument, "{}: row {} column {} is not finite ({})", what,
+                        i / std::size_t(dim), i % std::size_t(dim), values[i]);
+  return status::ok();
+}
+
+// Node ids a batch may name: every current or newly added id, not removed.
+struct id_check {
+  const graph_delta& d;
+  std::int64_t limit;
+  const std::set<std::int64_t>& removing;
+  status operator()(std::int64_t v, std::string_view what, std::size_t i) const {
+    if (v < 0 || v >= limit)
+      return make_error(errc::invalid_argument, "{}[{}]: node {} out of range (the graph has {} "
+                        "nodes)", what, i, v, limit);
+    if (d.is_removed(v) || removing.count(v))
+      return make_error(errc::invalid_argument, "{}[{}]: node {} is removed", what, i, v);
+    return status::ok();
+  }
+};
+
+// One edge's effect on the rows, as the direction stores it.
+template <class F>
+void for_rows(row_direction dir, std::int64_t u, std::int64_t v, F&& f) {
+  switch (dir) {
+    case row_direction::in: f(v, u); break;
+    case row_direction::out: f(u, v); break;
+    case row_direction::both:
+      f(v, u);
+      if (u != v) f(u, v);
+      break;
+  }
+}
+
+}  // namespace
+
+live_graph::live_graph(csr_view base, live_graph_options options)
+    : base_(base), options_(std::move(options)) {
+  auto d = std::make_shared<graph_delta>();
+  d->base_nodes = base_.num_nodes;
+  d->num_nodes = base_.num_nodes;
+  current_ = std::move(d);
+}
+
+std::shared_ptr<const graph_delta> live_graph::current() const {
+  return std::atomic_load_explicit(&current_, std::memory_order_acquire);
+}
+
+expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from,
+                                                         const graph_update& u,
+                                                         update_result& result) const {
+  if (u.empty()) return make_error(errc::invalid_argument, "the update batch changes nothing");
+  if (u.add_src.size() != u.add_dst.size() || u.remove_src.size() != u.remove_dst.size())
+    return make_error(errc::invalid_argument, "edges: {} sources for {} targets",
+                      u.add_src.size() + u.remove_src.size(), u.add_dst.size() + u.remove_dst.size());
+  if (base_.weighted() && u.add_weight.size() != u.add_src.size())
+    return make_error(errc::invalid_argument,
+                      "add_edges: the graph is weighted: give one weight per edge ({} for {})",
+                      u.add_weight.size(), u.add_src.size());
+  if (!base_.weighted() && !u.add_weight.empty())
+    return make_error(errc::invalid_argument, "add_edges: weights given, but the graph has none");
+  for (std::size_t i = 0; i < u.add_weight.size(); ++i)
+    if (!std::isfinite(u.add_weight[i]))
+      return make_error(errc::invalid_argument, "add_edges[{}]: weight {} is not finite", i,
+                        u.add_weight[i]);
+  if (u.add_nodes < 0)
+    return make_error(errc::invalid_argument, "add_nodes: {} nodes", u.add_nodes);
+  const std::int64_t dim = options_.feature_dim;
+  SPINDLE_TRY(check_rows(u.add_node_features, std::size_t(u.add_nodes), dim, "add_nodes"));
+  SPINDLE_TRY(check_rows(u.set_rows, u.set_ids.size(), dim, "set_features"));
+
+  auto d = std::make_shared<graph_delta>(from);
+  d->version = from.version + 1;
+  d->num_nodes = from.num_nodes + u.add_nodes;
+  std::set<std::int64_t> removing;
+  const id_check valid{from, d->num_nodes, removing};
+  for (std::size_t i = 0; i < u.remove_nodes.size(); ++i) {
+    SPINDLE_TRY(valid(u.remove_nodes[i], "remove_nodes", i));
+    removing.insert(u.remove_nodes[i]);
+  }
+  for (std::size_t i = 0; i < u.add_src.size(); ++i) {
+    SPINDLE_TRY(valid(u.add_src[i], "add_edges.src", i));
+    SPINDLE_TRY(valid(u.add_dst[i], "add_edges.dst", i));
+  }
+  for (std::size_t i = 0; i < u.remove_src.size(); ++i) {
+    SPINDLE_TRY(valid(u.remove_src[i], "remove_edges.src", i));
+    SPINDLE_TRY(valid(u.remove_dst[i], "remove_edges.dst", i));
+  }
+  for (std::size_t i = 0; i < u.set_ids.size(); ++i) SPINDLE_TRY(valid(u.set_ids[i], "set_features", i));
+
+  // Rows: every touched row edited once, removals first, then additions.
+  std::map<std::int64_t, node_row> edited;
+  auto row = [&](std::int64_t v) -> node_row& {
+    auto it = edited.find(v);
+    if (it == edited.end()) it = edited.emplace(v, current_row(base_, from, v)).first;
+    return it->second;
+  };
+  for (std::size_t i = 0; i < u.remove_src.size(); ++i) {
+    status missing = status::ok();
+    for_rows(options_.direction, u.remove_src[i], u.remove_dst[i], [&](std::int64_t r, std::int64_t n) {
+      auto& x = row(r);
+      auto it = std::find(x.neighbours.begin(), x.neighbours.end(), n);
+      if (it == x.neighbours.end()) {
+        if (missing) missing = make_error(errc::invalid_argument,
+                                          "remove_edges[{}]: no edge {} -> {} in the graph", i,
+                                          u.remove_src[i], u.remove_dst[i]);
+        return;
+      }
+      if (!x.weights.empty()) x.weights.erase(x.weights.begin() + (it - x.neighbours.begin()));
+      x.neighbours.erase(it);
+    });
+    SPINDLE_TRY(missing);
+  }
+  for (std::size_t i = 0; i < u.add_src.size(); ++i)
+    for_rows(options_.direction, u.add_src[i], u.add_dst[i], [&](std::int64_t r, std::int64_t n) {
+      auto& x = row(r);
+      x.neighbours.push_back(n);
+      if (base_.weighted()) x.weights.push_back(u.add_weight[i]);
+    });
+  for (auto& [v, x] : edited) d->rows.set(v, std::make_shared<const node_row>(std::move(x)));
+  d->edges_added += u.add_src.size();
+  d->edges_removed += u.remove_src.size();
+
+  for (std::int64_t k = 0; k < u.add_nodes; ++k) {
+    const std::int64_t id = from.num_nodes + k;
+    result.new_ids.push_back(id);
+    auto first = u.add_node_features.begin() + k * dim;
+    d->features.set(id, std::make_shared<const std::vector<float>>(first, first + dim));
+  }
+  for (std::size_t i = 0; i < u.set_ids.size(); ++i) {
+    auto first = u.set_rows.begin() + std::int64_t(i) * dim;
+    d->features.set(u.set_ids[i], std::make_shared<const std::vector<float>>(first, first + dim));
+  }
+  for (std::int64_t v : removing) d->removed.set(v, d->version);
+  result.version = d->version;
+  return d;
+}
+
+expected<update_result> live_graph::apply(const graph_update& u) {
+  std::lock_guard lock(write_mu_);
+  auto from = current();
+  update_result result;
+  SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, result));
+  if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
+  std::atomic_store_explicit(&current_, std::shared_ptr<const graph_delta>(std::move(next)),
+                             std::memory_order_release);
+  return result;
+}
+
+status live_graph::replay(const graph_update& u, std::uint64_t version) {
+  std::lock_guard lock(write_mu_);
+  auto from = current();
+  if (version != from->version + 1)
+    return make_error(errc::corrupt_data, "graph log: record for version {} follows version {}",
+                      version, from->version);
+  update_result ignored;
+  SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, ignored));
+  std::atomic_store_explicit(&current_, std::shared_ptr<const graph_delta>(std::move(next)),
+                             std::memory_order_release);
+  return status::ok();
+}
+
+row_read read_row(const csr_view& base, const graph_delta& d, std::int64_t v,
+                  std::vector<std::int64_t>& scratch, std::vector<float>& scratch_w) {
+  const node_row* r = nullptr;
+  if (const auto* p = d.rows.find(v)) r = p->get();
+  if (r && d.removed.empty()) return {r->neighbours, r->weights};
+  scratch.clear();
+  scratch_w.clear();
+  auto keep = [&](std::int64_t n, const float* w) {
+    if (d.is_removed(n)) return;
+    scratch.push_back(n);
+    if (w) scratch_w.push_back(*w);
+  };
+  if (r) {
+    for (std::size_t i = 0; i < r->neighbours.size(); ++i)
+      keep(r->neighbours[i], r->weights.empty() ? nullptr : &r->weights[i]);
+  } else if (v < base.num_nodes) {
+    for (std::int64_t e = base.indptr[v]; e < base.indptr[v + 1]; ++e)
+      keep(base.neighbour(e), base.weighted() ? &base.edge_weight[std::size_t(e)] : nullptr);
+  }
+  return {scratch, scratch_w};
+}
+
+float neighbour_count(const csr_view& base, const graph_delta& d, std::int64_t v,
+                      float base_count) {
+  if (d.removed.empty() && !d.rows.find(v)) return v < base.num_nodes ? base_count : 0.0f;
+  thread_local std::vector<std::int64_t> scratch;
+  thread_local std::vector<float> scratch_w;
+  const auto r = read_row(base, d, v, scratch, scratch_w);
+  float c = 0;
+  for (auto n : r.neighbours) c += n != v;
+  return c;
+}
+
+}  // namespace spindle::graph
