@@ -1,0 +1,209 @@
+#include "graph/graph_log.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/checksum.hpp"
+#include "core/enum_names.hpp"
+
+namespace spindle::graph {
+namespace {
+
+constexpr enum_names<log_sync, 2> kSyncs{{{{log_sync::data, "data"}, {log_sync::os, "os"}}}};
+
+constexpr char kMagic[8] = {'S', 'P', 'G', 'L', 'O', 'G', '0', '1'};
+constexpr std::uint32_t kRecordMagic = 0x5245434Fu;  // "OCER"
+struct header {
+  char magic[8];
+  std::int64_t num_nodes, num_edges;
+};
+struct record_head {
+  std::uint32_t magic, reserved;
+  std::uint64_t version, bytes;
+};
+
+template <class T>
+void put(std::string& out, std::span<const T> v) {
+  const std::uint64_t n = v.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(reinterpret_cast<const char*>(v.data()), v.size_bytes());
+}
+
+template <class T>
+status take(std::string_view& in, std::vector<T>& v, std::string_view field) {
+  std::uint64_t n = 0;
+  if (in.size() < sizeof n) return make_error(errc::corrupt_data, "graph log: {} cut short", field);
+  std::memcpy(&n, in.data(), sizeof n);
+  in.remove_prefix(sizeof n);
+  if (n > in.size() / sizeof(T))
+    return make_error(errc::corrupt_data, "graph log: {} claims {} items, {} bytes remain", field,
+                      n, in.size());
+  v.resize(n);
+  std::memcpy(v.data(), in.data(), n * sizeof(T));
+  in.remove_prefix(n * sizeof(T));
+  return status::ok();
+}
+
+status write_all(int fd, const void* data, std::size_t size, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t w = ::write(fd, p, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return make_error(errc::io_error, "{}: write: {}", path, std::strerror(errno));
+    p += w;
+    size -= std::size_t(w);
+  }
+  return status::ok();
+}
+
+}  // namespace
+
+std::string_view to_string(log_sync s) { return kSyncs.name(s); }
+expected<log_sync> parse_log_sync(std::string_view text) {
+  return kSyncs.parse(text, "--graph-log-sync");
+}
+
+std::string encode_update(const graph_update& u) {
+  std::string out;
+  put<std::int64_t>(out, u.add_src);
+  put<std::int64_t>(out, u.add_dst);
+  put<float>(out, u.add_weight);
+  put<std::int64_t>(out, u.remove_src);
+  put<std::int64_t>(out, u.remove_dst);
+  const std::int64_t add[] = {u.add_nodes};
+  put<std::int64_t>(out, add);
+  put<float>(out, u.add_node_features);
+  put<std::int64_t>(out, u.set_ids);
+  put<float>(out, u.set_rows);
+  put<std::int64_t>(out, u.remove_nodes);
+  return out;
+}
+
+expected<graph_update> decode_update(std::string_view in) {
+  graph_update u;
+  std::vector<std::int64_t> add;
+  SPINDLE_TRY(take(in, u.add_src, "add_src"));
+  SPINDLE_TRY(take(in, u.add_dst, "add_dst"));
+  SPINDLE_TRY(take(in, u.add_weight, "add_weight"));
+  SPINDLE_TRY(take(in, u.remove_src, "remove_src"));
+  SPINDLE_TRY(take(in, u.remove_dst, "remove_dst"));
+  SPINDLE_TRY(take(in, add, "add_nodes"));
+  SPINDLE_TRY(take(in, u.add_node_features, "add_node_features"));
+  SPINDLE_TRY(take(in, u.set_ids, "set_ids"));
+  SPINDLE_TRY(take(in, u.set_rows, "set_rows"));
+  SPINDLE_TRY(take(in, u.remove_nodes, "remove_nodes"));
+  if (add.size() != 1 || !in.empty())
+    return make_error(errc::corrupt_data, "graph log: a record's layout is not a batch's");
+  u.add_nodes = add[0];
+  return u;
+}
+
+expected<std::unique_ptr<graph_log>> graph_log::open(const std::string& path, const csr_view& g,
+                                                     log_sync sync) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(errc::io_error, "{}: open: {}", path, std::strerror(errno));
+  std::unique_ptr<graph_log> log(new graph_log(path, fd, sync));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return make_error(errc::io_error, "{}: stat: {}", path, std::strerror(errno));
+  header h{};
+  if (st.st_size == 0) {  // a new log: its header, made durable before any record
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.num_nodes = g.num_nodes;
+    h.num_edges = g.num_edges();
+    SPINDLE_TRY(write_all(fd, &h, sizeof h, path));
+    if (::fdatasync(fd) != 0)
+      return make_error(errc::io_error, "{}: fdatasync: {}", path, std::strerror(errno));
+    log->end_ = sizeof h;
+    return log;
+  }
+  if (::pread(fd, &h, sizeof h, 0) != ssize_t(sizeof h) ||
+      std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    return make_error(errc::corrupt_data, "{}: not a Spindle graph log (bad header)", path);
+  if (h.num_nodes != g.num_nodes || h.num_edges != g.num_edges())
+    return make_error(errc::invalid_argument,
+                      "{}: written for a graph of {} nodes and {} edges, this dataset has {} and "
+                      "{}: move the log away or serve the dataset it belongs to",
+                      path, h.num_nodes, h.num_edges, g.num_nodes, g.num_edges());
+  log->end_ = sizeof h;
+  return log;
+}
+
+graph_log::~graph_log() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+expected<log_replay> graph_log::replay(live_graph& lg) {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0)
+    return make_error(errc::io_error, "{}: stat: {}", path_, std::strerror(errno));
+  const std::uint64_t size = std::uint64_t(st.st_size);
+  log_replay out;
+  std::uint64_t at = end_;
+  std::string payload;
+  while (at < size) {
+    record_head h{};
+    const bool whole_head = size - at >= sizeof h && ::pread(fd_, &h, sizeof h, off_t(at)) == ssize_t(sizeof h);
+    const std::uint64_t need = sizeof h + (whole_head ? h.bytes : 0) + sizeof(std::uint64_t);
+    const bool fits = whole_head && h.magic == kRecordMagic && h.bytes <= size - at &&
+                      need <= size - at;
+    std::uint64_t sum = 0;
+    if (fits) {
+      payload.resize(h.bytes);
+      if (::pread(fd_, payload.data(), h.bytes, off_t(at + sizeof h)) != ssize_t(h.bytes) ||
+          ::pread(fd_, &sum, sizeof sum, off_t(at + sizeof h + h.bytes)) != ssize_t(sizeof sum))
+        return make_error(errc::io_error, "{}: read at {}: {}", path_, at, std::strerror(errno));
+    }
+    checksum_stream c;
+    if (fits) c.update(&h, sizeof h), c.update(payload.data(), payload.size());
+    if (!fits || c.digest() != sum) {
+      if (fits && at + need < size)  // damage with whole records after it: not a torn tail
+        return make_error(errc::corrupt_data,
+                          "{}: record at byte {} fails its checksum and records follow it", path_,
+                          at);
+      out.torn_bytes = size - at;
+      if (::ftruncate(fd_, off_t(at)) != 0)
+        return make_error(errc::io_error, "{}: truncate: {}", path_, std::strerror(errno));
+      break;
+    }
+    SPINDLE_ASSIGN_OR_RETURN(auto u, decode_update(payload));
+    if (auto st2 = lg.replay(u, h.version); !st2)
+      return std::move(st2).with_context(fmt::format("{}: record at byte {}: ", path_, at));
+    ++out.records;
+    at += need;
+  }
+  end_ = at;
+  return out;
+}
+
+status graph_log::append(const graph_update& u, std::uint64_t version) {
+  const std::string payload = encode_update(u);
+  record_head h{kRecordMagic, 0, version, payload.size()};
+  checksum_stream c;
+  c.update(&h, sizeof h);
+  c.update(payload.data(), payload.size());
+  const std::uint64_t sum = c.digest();
+  std::string rec;
+  rec.reserve(sizeof h + payload.size() + sizeof sum);
+  rec.append(reinterpret_cast<const char*>(&h), sizeof h);
+  rec += payload;
+  rec.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  if (::lseek(fd_, off_t(end_), SEEK_SET) < 0)
+    return make_error(errc::io_error, "{}: seek: {}", path_, std::strerror(errno));
+  if (auto st = write_all(fd_, rec.data(), rec.size(), path_); !st) {
+    (void)::ftruncate(fd_, off_t(end_));  // no half record stays behind a refusal
+    return st;
+  }
+  if (sync_ == log_sync::data && ::fdatasync(fd_) != 0)
+    return make_error(errc::io_error, "{}: fdatasync: {}", path_, std::strerror(errno));
+  end_ += rec.size();
+  return status::ok();
+}
+
+}  // namespace spindle::graph

@@ -1,0 +1,64 @@
+// The write-ahead log of a live graph's update batches: each accepted batch is
+// appended (with its version and an XXH3-64 checksum) before it is published
+// and acknowledged, and replayed on the next start, so an acknowledged update
+// survives kill -9. A torn last record (the process died while writing it) is
+// detected by its length or checksum and dropped; damage before the last
+// record is refused by offset. The header names the base (node and edge
+// counts), so a log is never replayed onto another dataset.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/status.hpp"
+#include "graph/live_graph.hpp"
+
+namespace spindle::graph {
+
+/// How an appended record reaches the disk before the acknowledgement.
+/// data: fdatasync per batch (survives power loss; the default);
+/// os: written to the kernel (survives kill -9 of the server, not a power cut).
+enum class log_sync { data, os };
+std::string_view to_string(log_sync s);
+expected<log_sync> parse_log_sync(std::string_view text);
+
+struct log_replay {
+  std::uint64_t records = 0;        // batches applied
+  std::uint64_t torn_bytes = 0;     // dropped from the end (a torn last record)
+};
+
+class graph_log {
+ public:
+  /// Opens (or creates) `path` for the base `g`; a log written for another
+  /// base (node or edge count) is refused by name.
+  static expected<std::unique_ptr<graph_log>> open(const std::string& path, const csr_view& g,
+                                                   log_sync sync);
+  ~graph_log();
+  graph_log(const graph_log&) = delete;
+  graph_log& operator=(const graph_log&) = delete;
+
+  /// Applies every whole record to `lg` in order (through live_graph::replay),
+  /// truncates a torn tail, and leaves the log ready to append.
+  expected<log_replay> replay(live_graph& lg);
+  /// Appends one batch as `version` and makes it as durable as `sync` says.
+  status append(const graph_update& u, std::uint64_t version);
+
+  const std::string& path() const { return path_; }
+  std::uint64_t bytes() const { return end_; }
+
+ private:
+  graph_log(std::string path, int fd, log_sync sync) : path_(std::move(path)), fd_(fd), sync_(sync) {}
+  std::string path_;
+  int fd_ = -1;
+  log_sync sync_ = log_sync::data;
+  std::uint64_t end_ = 0;  // bytes of whole records (and header)
+};
+
+/// A batch as the log stores it, and back (errors name the field).
+std::string encode_update(const graph_update& u);
+expected<graph_update> decode_update(std::string_view bytes);
+
+}  // namespace spindle::graph

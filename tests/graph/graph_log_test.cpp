@@ -1,0 +1,158 @@
+// graph_log: acknowledged batches come back on replay; a torn last record is
+// dropped (and cut off), damage before the end and a log of another base are
+// refused by name.
+#include "graph/graph_log.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace spindle::graph {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct fixture {
+  csr_graph base;
+  std::string path;
+  fixture() {
+    base.num_nodes = 3;
+    base.indptr = {0, 1, 2, 2};
+    base.indices32 = {1, 0};
+    path = (fs::temp_directory_path() / fmt::format("spindle-graph-log-{}", ::getpid())).string();
+    fs::remove(path);
+  }
+  ~fixture() { fs::remove(path); }
+  graph_update edge(std::int64_t u, std::int64_t v) const {
+    graph_update g;
+    g.add_src = {u};
+    g.add_dst = {v};
+    return g;
+  }
+  // A live graph whose batches go through a log at `path`; returns what replay found.
+  expected<log_replay> open(std::unique_ptr<live_graph>& lg, std::unique_ptr<graph_log>& log) {
+    SPINDLE_ASSIGN_OR_RETURN(log, graph_log::open(path, base.view(), log_sync::data));
+    live_graph_options o;
+    o.feature_dim = 1;
+    auto* l = log.get();
+    o.log = [l](const graph_update& u, std::uint64_t v) { return l->append(u, v); };
+    lg = std::make_unique<live_graph>(base.view(), o);
+    return log->replay(*lg);
+  }
+};
+
+TEST(graph_log_test, acknowledged_batches_come_back_in_order) {
+  fixture f;
+  {
+    std::unique_ptr<live_graph> lg;
+    std::unique_ptr<graph_log> log;
+    ASSERT_TRUE(f.open(lg, log));
+    ASSERT_TRUE(lg->apply(f.edge(2, 0)));
+    graph_update n;
+    n.add_nodes = 1;
+    n.add_node_features = {7.5f};
+    n.add_src = {3};
+    n.add_dst = {1};
+    ASSERT_TRUE(lg->apply(n));
+    ASSERT_FALSE(lg->apply(f.edge(9, 0)));  // refused: never logged
+  }
+  std::unique_ptr<live_graph> lg;
+  std::unique_ptr<graph_log> log;
+  auto r = f.open(lg, log);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->records, 2u);
+  EXPECT_EQ(r->torn_bytes, 0u);
+  auto d = lg->current();
+  EXPECT_EQ(d->version, 2u);
+  EXPECT_EQ(d->num_nodes, 4);
+  EXPECT_EQ(**d->features.find(3), std::vector<float>{7.5f});
+  ASSERT_TRUE(lg->apply(f.edge(1, 2)));  // appends after the replayed records
+  EXPECT_EQ(lg->version(), 3u);
+}
+
+TEST(graph_log_test, a_torn_last_record_is_dropped_and_cut_off) {
+  fixture f;
+  std::uintmax_t whole = 0, two = 0;
+  {
+    std::unique_ptr<live_graph> lg;
+    std::unique_ptr<graph_log> log;
+    ASSERT_TRUE(f.open(lg, log));
+    ASSERT_TRUE(lg->apply(f.edge(2, 0)));
+    two = log->bytes();
+    ASSERT_TRUE(lg->apply(f.edge(2, 1)));
+    whole = log->bytes();
+  }
+  for (std::uintmax_t cut : {whole - 1, whole - 9, two + 5, two + 1}) {
+    fs::resize_file(f.path, cut);
+    std::unique_ptr<live_graph> lg;
+    std::unique_ptr<graph_log> log;
+    auto r = f.open(lg, log);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->records, 1u) << "cut at " << cut;
+    EXPECT_EQ(r->torn_bytes, cut - two);
+    EXPECT_EQ(fs::file_size(f.path), two);
+    EXPECT_EQ(lg->version(), 1u);
+    ASSERT_TRUE(lg->apply(f.edge(2, 1)));  // the log carries on from the good records
+    whole = log->bytes();
+  }
+}
+
+TEST(graph_log_test, damage_before_the_last_record_is_refused_by_offset) {
+  fixture f;
+  {
+    std::unique_ptr<live_graph> lg;
+    std::unique_ptr<graph_log> log;
+    ASSERT_TRUE(f.open(lg, log));
+    ASSERT_TRUE(lg->apply(f.edge(2, 0)));
+    ASSERT_TRUE(lg->apply(f.edge(2, 1)));
+  }
+  {
+    std::fstream io(f.path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(24 + 24 + 3);  // the first record's payload
+    io.put('\x7f');
+  }
+  std::unique_ptr<live_graph> lg;
+  std::unique_ptr<graph_log> log;
+  auto r = f.open(lg, log);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("record at byte 24 fails its checksum"), std::string::npos)
+      << r.error().message();
+}
+
+TEST(graph_log_test, a_log_of_another_base_is_refused) {
+  fixture f;
+  {
+    std::unique_ptr<live_graph> lg;
+    std::unique_ptr<graph_log> log;
+    ASSERT_TRUE(f.open(lg, log));
+  }
+  f.base.num_nodes = 4;
+  f.base.indptr.push_back(2);
+  auto log = graph_log::open(f.path, f.base.view(), log_sync::os);
+  ASSERT_FALSE(log);
+  EXPECT_NE(log.error().message().find("written for a graph of 3 nodes"), std::string::npos);
+}
+
+TEST(graph_log_test, a_batch_round_trips_through_its_encoding) {
+  graph_update u;
+  u.add_src = {1, 2};
+  u.add_dst = {0, 0};
+  u.add_nodes = 2;
+  u.add_node_features = {1, 2, 3, 4};
+  u.set_ids = {5};
+  u.set_rows = {9, 8};
+  u.remove_nodes = {7};
+  auto back = decode_update(encode_update(u));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->add_src, u.add_src);
+  EXPECT_EQ(back->add_nodes, 2);
+  EXPECT_EQ(back->add_node_features, u.add_node_features);
+  EXPECT_EQ(back->set_rows, u.set_rows);
+  EXPECT_EQ(back->remove_nodes, u.remove_nodes);
+  EXPECT_FALSE(decode_update(encode_update(u).substr(0, 20)));
+}
+
+}  // namespace
+}  // namespace spindle::graph
