@@ -50,6 +50,7 @@ void write(::GnnRequest::Builder b, const gnn_call& c) {
   fill(b.initSeeds(c.seeds.size()), c.seeds);
   b.setSamplerSeed(c.sampler_seed);
   b.setDeadlineUs(c.deadline_us);
+  b.setMinVersion(c.min_version);
   if (!c.seed_ids.empty()) {
     auto ids = b.initSeedIds(unsigned(c.seed_ids.size()));
     for (unsigned i = 0; i < c.seed_ids.size(); ++i) ids.set(i, text(c.seed_ids[i]));
@@ -60,6 +61,7 @@ gnn_call read(::GnnRequest::Reader r) {
   gnn_call c{str(r.getModel()), to_vector<std::int64_t>(r.getSeeds()), r.getSamplerSeed(),
              r.getDeadlineUs()};
   for (auto id : r.getSeedIds()) c.seed_ids.push_back(str(id));
+  c.min_version = r.getMinVersion();
   return c;
 }
 
@@ -69,11 +71,40 @@ void write(::GnnReply::Builder b, const gnn_answer& a) {
   b.setWidth(a.width);
   fill(b.initOutputs(a.outputs.size()), a.outputs);
   b.setServerUs(a.server_us);
+  b.setGraphVersion(a.graph_version);
 }
 
 gnn_answer read(::GnnReply::Reader r) {
   return {from_wire(r.getStatus()), str(r.getMessage()), r.getWidth(),
-          to_vector<float>(r.getOutputs()), r.getServerUs()};
+          to_vector<float>(r.getOutputs()), r.getServerUs(), r.getGraphVersion()};
+}
+
+void write(::GraphUpdate::Builder b, const graph_edit& e) {
+  fill(b.initAddSrc(e.add_src.size()), e.add_src);
+  fill(b.initAddDst(e.add_dst.size()), e.add_dst);
+  fill(b.initAddWeight(e.add_weight.size()), e.add_weight);
+  fill(b.initRemoveSrc(e.remove_src.size()), e.remove_src);
+  fill(b.initRemoveDst(e.remove_dst.size()), e.remove_dst);
+  b.setAddNodes(e.add_nodes);
+  fill(b.initAddNodeFeatures(e.add_node_features.size()), e.add_node_features);
+  fill(b.initSetIds(e.set_ids.size()), e.set_ids);
+  fill(b.initSetRows(e.set_rows.size()), e.set_rows);
+  fill(b.initRemoveNodes(e.remove_nodes.size()), e.remove_nodes);
+}
+
+graph_edit read(::GraphUpdate::Reader r) {
+  graph_edit e;
+  e.add_src = to_vector<std::int64_t>(r.getAddSrc());
+  e.add_dst = to_vector<std::int64_t>(r.getAddDst());
+  e.add_weight = to_vector<float>(r.getAddWeight());
+  e.remove_src = to_vector<std::int64_t>(r.getRemoveSrc());
+  e.remove_dst = to_vector<std::int64_t>(r.getRemoveDst());
+  e.add_nodes = r.getAddNodes();
+  e.add_node_features = to_vector<float>(r.getAddNodeFeatures());
+  e.set_ids = to_vector<std::int64_t>(r.getSetIds());
+  e.set_rows = to_vector<float>(r.getSetRows());
+  e.remove_nodes = to_vector<std::int64_t>(r.getRemoveNodes());
+  return e;
 }
 
 void write(::RecRequest::Builder b, const rec_call& c) {

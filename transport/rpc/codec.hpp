@@ -18,6 +18,8 @@ void write(::GnnRequest::Builder b, const gnn_call& c);
 gnn_call read(::GnnRequest::Reader r);
 void write(::GnnReply::Builder b, const gnn_answer& a);
 gnn_answer read(::GnnReply::Reader r);
+void write(::GraphUpdate::Builder b, const graph_edit& e);
+graph_edit read(::GraphUpdate::Reader r);
 void write(::RecRequest::Builder b, const rec_call& c);
 rec_call read(::RecRequest::Reader r);
 void write(::RecReply::Builder b, const rec_answer& a);

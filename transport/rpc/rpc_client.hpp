@@ -110,6 +110,9 @@ class rpc_client {
   expected<admin_reply> load_model(const std::string& token, const std::string& name,
                                    const std::string& path);
   expected<admin_reply> unload_model(const std::string& token, const std::string& name);
+  /// Admin.updateGraph / graphVersion (version 6 servers).
+  expected<graph_edit_answer> update_graph(const std::string& token, const graph_edit& edit);
+  expected<graph_edit_answer> graph_version(const std::string& token);
 
   const std::string& endpoint() const { return endpoint_; }
 

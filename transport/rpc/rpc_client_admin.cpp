@@ -1,5 +1,5 @@
 // The Cap'n Proto client's admin calls: stats, the model list, tunables, cluster
-// members, and loading or unloading a model (each with the admin token).
+// members, loading or unloading a model, and graph updates (each with the admin token).
 #include "transport/rpc/rpc_client_impl.hpp"
 
 namespace spindle::transport::rpc {
@@ -86,6 +86,30 @@ expected<admin_reply> rpc_client::unload_model(const std::string& token, const s
     req.setName(text(name));
     auto r = impl_->wait(req.send());
     return admin_of(r);
+  });
+}
+
+expected<graph_edit_answer> rpc_client::update_graph(const std::string& token,
+                                                    const graph_edit& edit) {
+  return guarded(endpoint_, [&]() -> expected<graph_edit_answer> {
+    auto req = impl_->admin.updateGraphRequest();
+    req.setToken(text(token));
+    detail::write(req.initUpdate(), edit);
+    auto r = impl_->wait(req.send());
+    graph_edit_answer a{detail::from_wire(r.getStatus()), str(r.getMessage()), r.getVersion(),
+                        r.getNodes(), {}};
+    for (auto id : r.getNewIds()) a.new_ids.push_back(id);
+    return a;
+  });
+}
+
+expected<graph_edit_answer> rpc_client::graph_version(const std::string& token) {
+  return guarded(endpoint_, [&]() -> expected<graph_edit_answer> {
+    auto req = impl_->admin.graphVersionRequest();
+    req.setToken(text(token));
+    auto r = impl_->wait(req.send());
+    return graph_edit_answer{detail::from_wire(r.getStatus()), str(r.getMessage()), r.getVersion(),
+                             r.getNodes(), {}};
   });
 }
 

@@ -171,8 +171,8 @@ class inference_impl final : public ::Inference::Server {
 
 class admin_impl final : public ::Admin::Server {
  public:
-  admin_impl(rpc_service& s, std::string token, thread_pool& worker)
-      : s_(s), token_(std::move(token)), worker_(worker) {}
+  admin_impl(rpc_service& s, std::string token, thread_pool& worker, thread_pool& graph_writer)
+      : s_(s), token_(std::move(token)), worker_(worker), graph_writer_(graph_writer) {}
 
   kj::Promise<void> version(VersionContext ctx) override {
     ctx.getResults().setVersion(::SCHEMA_VERSION);
@@ -235,6 +235,25 @@ class admin_impl final : public ::Admin::Server {
     return off_thread(ctx, [this, name = str(p.getName())] { return s_.unload_model(name); });
   }
 
+  // A batch is durable before it is answered (an fsync): it runs on the graph
+  // writer thread, one batch at a time, never on the event loop.
+  kj::Promise<void> updateGraph(UpdateGraphContext ctx) override {
+    auto p = ctx.getParams();
+    if (refuse(p.getToken(), ctx.getResults())) return kj::READY_NOW;
+    auto [promise, done] = cross_thread_reply<graph_edit_answer>();
+    graph_writer_.submit([this, edit = detail::read(p.getUpdate()), done = std::move(done)]() mutable {
+      scoped_call_origin origin("capnp");
+      done(s_.update_graph(std::move(edit)));
+    });
+    return promise.then([ctx](graph_edit_answer a) mutable { write_graph(ctx.getResults(), a); });
+  }
+
+  kj::Promise<void> graphVersion(GraphVersionContext ctx) override {
+    if (refuse(ctx.getParams().getToken(), ctx.getResults())) return kj::READY_NOW;
+    write_graph(ctx.getResults(), s_.graph_version());
+    return kj::READY_NOW;
+  }
+
  private:
   template <class Context>
   kj::Promise<void> off_thread(Context ctx, std::function<status()> work) {
@@ -244,6 +263,18 @@ class admin_impl final : public ::Admin::Server {
       done(work());
     });
     return promise.then([this, ctx](status s) mutable { return answer(ctx.getResults(), s); });
+  }
+
+  template <class Results>
+  static void write_graph(Results r, const graph_edit_answer& a) {
+    r.setStatus(detail::to_wire(a.status));
+    r.setMessage(text(a.message));
+    r.setVersion(a.version);
+    r.setNodes(a.nodes);
+    if constexpr (requires { r.initNewIds(0u); }) {
+      auto ids = r.initNewIds(unsigned(a.new_ids.size()));
+      for (unsigned i = 0; i < a.new_ids.size(); ++i) ids.set(i, a.new_ids[i]);
+    }
   }
 
   template <class Results>
@@ -272,13 +303,15 @@ class admin_impl final : public ::Admin::Server {
   rpc_service& s_;
   std::string token_;
   thread_pool& worker_;  // "rpc-admin": model loads and unloads, one at a time
+  thread_pool& graph_writer_;  // "rpc-graph": graph update batches, one at a time
 };
 
 class root_impl final : public ::Spindle::Server {
  public:
-  root_impl(rpc_service& s, const std::string& token, thread_pool& admin_worker)
+  root_impl(rpc_service& s, const std::string& token, thread_pool& admin_worker,
+            thread_pool& graph_writer)
       : inference_(kj::heap<inference_impl>(s)),
-        admin_(kj::heap<admin_impl>(s, token, admin_worker)) {}
+        admin_(kj::heap<admin_impl>(s, token, admin_worker, graph_writer)) {}
   kj::Promise<void> inference(InferenceContext ctx) override {
     ctx.getResults().setInference(inference_);
     return kj::READY_NOW;
@@ -297,6 +330,7 @@ class root_impl final : public ::Spindle::Server {
 
 struct rpc_server::impl {
   thread_pool admin_worker{1, "rpc-admin"};  // Admin calls that may take long (model loads)
+  thread_pool graph_writer{1, "rpc-graph"};  // graph update batches (durable before answered)
   std::thread thread;  // "rpc-server": owns the event loop and every Cap'n Proto object
   std::mutex mu;
   std::condition_variable cv;
@@ -321,7 +355,7 @@ struct rpc_server::impl {
           *fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
                    kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK |
                    kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
-      capnp::Capability::Client main = kj::heap<root_impl>(service, o.admin_token, admin_worker);
+      capnp::Capability::Client main = kj::heap<root_impl>(service, o.admin_token, admin_worker, graph_writer);
       auto accept = make_acceptor(*listener, *fd, io.provider->getTimer(), kj::mv(main), limits, o);
       auto accepting = accept->loop().eagerlyEvaluate([](kj::Exception&& e) {
         log::error("rpc: accept loop ended: {}", e.getDescription().cStr());

@@ -34,6 +34,7 @@ struct gnn_call {
   std::uint64_t sampler_seed = 0;
   std::uint32_t deadline_us = 0;      // 0: none
   std::vector<std::string> seed_ids;  // instead of seeds: input ids the server resolves
+  std::uint64_t min_version = 0;      // the graph version the answer must include (0: any)
 };
 
 struct gnn_answer {
@@ -42,6 +43,28 @@ struct gnn_answer {
   std::uint32_t width = 0;
   std::vector<float> outputs;  // seeds x width
   std::uint64_t server_us = 0;
+  std::uint64_t graph_version = 0;  // the graph version it was computed on
+};
+
+/// One batch of graph changes (Admin.updateGraph): row ids as seeds use them;
+/// added nodes get the ids after the last one. See graph/live_graph.hpp.
+struct graph_edit {
+  std::vector<std::int64_t> add_src, add_dst;
+  std::vector<float> add_weight;
+  std::vector<std::int64_t> remove_src, remove_dst;
+  std::int64_t add_nodes = 0;
+  std::vector<float> add_node_features;  // add_nodes x feature width
+  std::vector<std::int64_t> set_ids;
+  std::vector<float> set_rows;
+  std::vector<std::int64_t> remove_nodes;
+};
+
+struct graph_edit_answer {
+  rpc_status status = rpc_status::ok;
+  std::string message;
+  std::uint64_t version = 0;          // the graph's version after the batch (or now)
+  std::int64_t nodes = 0;             // node ids in use (removed ones included)
+  std::vector<std::int64_t> new_ids;  // the added nodes' ids
 };
 
 struct rec_bag {
@@ -151,6 +174,17 @@ class rpc_service {
   /// Stops serving `name` once its calls in flight finished (Admin.unloadModel).
   virtual status unload_model(const std::string& name) {
     return make_error(errc::unsupported, "this server cannot unload models ('{}')", name);
+  }
+
+  /// Applies one batch of graph changes, whole or not at all (Admin.updateGraph).
+  /// May block (it is durable before it answers): doors call it off their event loop.
+  virtual graph_edit_answer update_graph(graph_edit edit) {
+    (void)edit;
+    return {rpc_status::unavailable, "this server takes no graph updates"};
+  }
+  /// The served graph's version and node count (Admin.graphVersion).
+  virtual graph_edit_answer graph_version() {
+    return {rpc_status::unavailable, "this server takes no graph updates"};
   }
 
   /// Tensor models (unified path): `payload` is valid only during the call.

@@ -7,9 +7,10 @@
 # request never fails its neighbours in a batch.
 @0xf8bf9206416f48e7;
 
-const schemaVersion :UInt32 = 5;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
+const schemaVersion :UInt32 = 6;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
                                   # 4: version() also says whether the server is ready;
-                                  # 5: models() without a token (as KServe's metadata)
+                                  # 5: models() without a token (as KServe's metadata);
+                                  # 6: graph updates and versions (updateGraph, minVersion)
 
 enum Status {
   ok @0;                # the request was served; outputs are valid
@@ -31,6 +32,8 @@ struct GnnRequest {
   seedIds @4 :List(Text);    # instead of seeds: the nodes as the user's data names them
                              # (node_names.txt / node_ids.npy of the dataset), resolved by
                              # the server; an unknown id is badRequest naming it
+  minVersion @5 :UInt64;     # (version 6) the graph version the answer must include: a
+                             # server that has not applied it answers unavailable; 0: any
 }
 
 struct GnnReply {
@@ -39,6 +42,22 @@ struct GnnReply {
   width @2 :UInt32;          # values per seed (classes or embedding width)
   outputs @3 :List(Float32); # seeds x width, row-major, in request order
   serverUs @4 :UInt64;       # time the server spent on the request, microseconds
+  graphVersion @5 :UInt64;   # (version 6) the graph version the answer was computed on
+}
+
+# (version 6) One batch of graph changes, applied whole or refused whole. Node ids
+# are the ids seeds use; added nodes get the ids after the last one, in order.
+struct GraphUpdate {
+  addSrc @0 :List(Int64);           # edges to add: addSrc[i] -> addDst[i]
+  addDst @1 :List(Int64);
+  addWeight @2 :List(Float32);      # one per added edge on a weighted graph, else empty
+  removeSrc @3 :List(Int64);        # edges to remove (each must exist)
+  removeDst @4 :List(Int64);
+  addNodes @5 :Int64;               # nodes to add
+  addNodeFeatures @6 :List(Float32);  # addNodes x feature width, row-major
+  setIds @7 :List(Int64);           # nodes whose feature rows to replace
+  setRows @8 :List(Float32);        # setIds x feature width
+  removeNodes @9 :List(Int64);      # refused as seeds from then on; gone from neighbourhoods
 }
 
 struct RecRequest {
@@ -137,6 +156,12 @@ interface Admin {
   unloadModel @7 (token :Text, name :Text) -> (status :Status, message :Text);
   # (version 3) Stops taking calls for `name` at once, lets its calls in flight
   # finish (10 s at most), then stops its actors and frees it.
+  updateGraph @8 (token :Text, update :GraphUpdate)
+      -> (status :Status, message :Text, version :UInt64, nodes :Int64, newIds :List(Int64));
+  # (version 6) Applies the batch (durable in the graph log before the answer) and
+  # returns the new graph version: every call admitted after this answer sees it.
+  # badRequest names the first bad item; unavailable: the server takes no updates.
+  graphVersion @9 (token :Text) -> (status :Status, message :Text, version :UInt64, nodes :Int64);
 }
 
 interface Spindle {
