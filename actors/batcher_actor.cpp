@@ -45,6 +45,7 @@ gnn_reply reply_for(const serving::batch_result& res, std::size_t i, double queu
   r.queued_s = queued;
   r.batch_requests = std::uint32_t(res.outputs.size());
   r.leads_batch = i == 0;
+  r.graph_version = res.graph_version;
   if (res.errors[i].is_ok())
     r.output = res.outputs[i];
   else

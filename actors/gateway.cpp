@@ -220,8 +220,14 @@ void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_an
              : fmt::format("unknown model '{}' (loaded: {})", shown(call.model), s_->loaded())});
   }
   if (call.model.empty()) call.model = e->b.name;  // the only GNN loaded
+  if (call.min_version > 0) {
+    if (auto why = detail::version_unmet(s_->live, call.min_version); !why.message.empty()) {
+      e->c.record(why.status, 0);
+      return done(std::move(why));
+    }
+  }
   status valid = resolve_seed_ids(call, *e);
-  if (valid) valid = check_gnn_call(call, e->b.dataset->num_nodes());
+  if (valid) valid = check_gnn_call(call, e->b.dataset->live_num_nodes());
   if (!admit_call(e->c, e->admission, valid, call.model, done)) return;
   auto& scheduler = *e->scheduler;
   scheduler.submit(std::move(e), std::move(call), std::move(done));

@@ -163,6 +163,11 @@ class gateway final : public transport::rpc::rpc_service {
   void infer_split(const std::string& model, std::uint64_t call_id, std::uint64_t bytes,
                    std::uint32_t deadline_us,
                    std::function<void(transport::rpc::tensor_answer)> done) override;
+  /// Takes graph updates into `g` (Admin.updateGraph); unset: they are refused.
+  /// `g` must outlive the gateway.
+  void set_live_graph(graph::live_graph* g);
+  transport::rpc::graph_edit_answer update_graph(transport::rpc::graph_edit edit) override;
+  transport::rpc::graph_edit_answer graph_version() override;
   /// Prometheus text exposition of every model's counters and histograms.
   std::string prometheus_text();
 

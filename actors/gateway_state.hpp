@@ -115,6 +115,10 @@ struct rec_entry {
   }
 };
 
+/// Why a call asking for graph version `min` cannot be answered now (an answer
+/// with an empty message: it can). Implemented in gateway_graph.cpp.
+transport::rpc::gnn_answer version_unmet(const graph::live_graph* live, std::uint64_t min);
+
 // A call's inputs as the DLRM forward pass takes them.
 inline dlrm_request to_dlrm_request(transport::rpc::rec_call&& call) {
   dlrm_request req;
@@ -161,6 +165,8 @@ struct gateway::state {
   std::function<std::string()> members;  // the cluster's member list (JSON array), if any
   std::shared_ptr<access_log> access;     // --access-log, or null (set before serving)
   model_loader loader;
+  graph::live_graph* live = nullptr;  // takes graph updates (set before serving), or null
+  std::atomic<std::uint64_t> graph_updates{0}, graph_refused{0};
   spindle::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(detail::gateway_forwarder)) {}
 

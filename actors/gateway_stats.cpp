@@ -89,6 +89,18 @@ std::string gateway::stats_json() {
     }
     add_model_json(j, name, std::move(m), tunables(name));
   }
+  if (s_->live) {
+    const auto d = s_->live->current();
+    j["graph"] = {{"version", d->version},
+                  {"nodes", d->num_nodes},
+                  {"updates_applied", s_->graph_updates.load()},
+                  {"updates_refused", s_->graph_refused.load()},
+                  {"edges_added", d->edges_added},
+                  {"edges_removed", d->edges_removed},
+                  {"rows_changed", d->rows.size()},
+                  {"feature_rows_set", d->features.size()},
+                  {"nodes_removed", d->removed.size()}};
+  }
   j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();
   return j.dump();
 }

@@ -83,6 +83,7 @@ class batcher_scheduler final : public gnn_scheduler {
                      a.width = std::uint32_t(e->b.model->desc().out);
                      a.outputs = r->output;
                    }
+                   if (r) a.graph_version = r->graph_version;
                    e->c.record(a.status, ms);
                    done(std::move(a));
                  });

@@ -33,6 +33,7 @@ struct gnn_reply {
   double queued_s = 0;               // time spent in the batcher
   std::uint32_t batch_requests = 0;  // requests in this request's batch
   bool leads_batch = false;          // the first request of its batch (counts the execution once)
+  std::uint64_t graph_version = 0;   // the live graph's version it was computed on
 };
 
 /// A closed batch handed to a pipeline.

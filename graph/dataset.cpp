@@ -330,4 +330,8 @@ expected<dataset> open_for_serving(const std::string& dir, bool skip) {
   return d;
 }
 
+std::int64_t dataset::live_num_nodes() const {
+  return live_ ? live_->current()->num_nodes : num_nodes();
+}
+
 }  // namespace spindle::graph

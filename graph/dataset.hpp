@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/npy.hpp"
 #include "core/status.hpp"
 #include "graph/csr.hpp"
+#include "graph/live_graph.hpp"
 #include "graph/metrics.hpp"
 
 namespace spindle::graph {
@@ -81,6 +83,13 @@ class dataset {
   std::span<const std::int64_t> labels() const { return labels_; }
   std::span<const std::int64_t> node_ids() const { return node_ids_; }  // input ids, if relabelled
   bool has_metrics() const { return !psgs_.empty(); }
+  /// The live graph taking this dataset's updates while it is served, or null
+  /// (a static graph). Set once, before serving starts.
+  const live_graph* live() const { return live_.get(); }
+  live_graph* live() { return live_.get(); }
+  void set_live(std::shared_ptr<live_graph> g) { live_ = std::move(g); }
+  /// Node ids in use now: the base's, plus nodes added while serving.
+  std::int64_t live_num_nodes() const;
 
  private:
   std::string dir_;
@@ -92,6 +101,7 @@ class dataset {
   std::span<const float> part_features_;     // their rows, in that order
   std::span<const double> psgs_, fap_;
   std::span<const std::int64_t> labels_, node_ids_;
+  std::shared_ptr<live_graph> live_;  // null: a static graph
 };
 
 /// How servers open the data they serve: checksums verified (a byte flipped in

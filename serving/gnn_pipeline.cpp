@@ -140,6 +140,26 @@ double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
 
 double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, r); }
 
+void gnn_pipeline::gather_live(batch_executor& ex, const graph::graph_delta& d,
+                               std::span<const std::int64_t> ids, float* out) const {
+  const std::int64_t f = ds_.feature_dim();
+  if (d.features.empty()) return ex.gather(ds_.features(), f, ids, out);
+  // Nodes past the base have no base row: gather row 0 in their place, then
+  // overwrite every row the delta holds.
+  std::vector<std::int64_t> base_ids(ids.begin(), ids.end());
+  for (auto& v : base_ids)
+    if (v >= d.base_nodes) v = 0;
+  ex.gather(ds_.features(), f, base_ids, out);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (const auto* row = d.features.find(ids[i]))
+      std::copy((*row)->begin(), (*row)->end(), out + std::int64_t(i) * f);
+}
+
+float gnn_pipeline::graph_degree(const graph::csr_view& graph, std::int64_t v) const {
+  const float base = v < ds_.num_nodes() ? (*graph_neighbours_)[std::size_t(v)] : 0.0f;
+  return graph.delta ? graph::neighbour_count(graph, *graph.delta, v, base) : base;
+}
+
 batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
   if (c == psgs_router::choice::small) return small_;
   return device_ ? *device_ : static_cast<batch_executor&>(large_);
@@ -167,6 +187,11 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
   res.work = {};
   res.executor = c;
   pb.used = 0;
+  // One version of a live graph for the whole batch: taken once, held until done.
+  pb.delta = ds_.live() ? ds_.live()->current() : nullptr;
+  graph::csr_view graph = ds_.graph();
+  if (pb.delta && !pb.delta->empty()) graph.delta = pb.delta.get();
+  res.graph_version = pb.delta ? pb.delta->version : 0;
   std::size_t shared = SIZE_MAX;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& r = batch[i];
@@ -178,7 +203,7 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
       res.errors[i] = make_error(errc::invalid_argument, "request {}: no seeds", i);
       continue;
     }
-    if (auto st = graph::validate_seeds(ds_.graph(), r.seeds); !st) {
+    if (auto st = graph::validate_seeds(graph, r.seeds); !st) {
       res.errors[i] = st;
       continue;
     }
@@ -198,18 +223,19 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
     const std::uint64_t seed = k == shared        ? shared_graph_seed(batches_++)
                                : first.reproducible() ? first.sampler_seed
                                                       : per_request_seed(first.seeds);
-    if (auto st = prepare_group(g, seed, ex, res); !st)
+    if (auto st = prepare_group(g, graph, seed, ex, res); !st)
       for (auto m : g.members) res.errors[m] = st;
     else
       g.ready = true;
   }
 }
 
-status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampler_seed,
-                                   batch_executor& ex, batch_result& res) {
+status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_view& graph,
+                                   std::uint64_t sampler_seed, batch_executor& ex,
+                                   batch_result& res) {
   auto t0 = std::chrono::steady_clock::now();
   options_.seed = sampler_seed;
-  SPINDLE_TRY(ex.sample(ds_.graph(), g.seeds, options_, g.sub));
+  SPINDLE_TRY(ex.sample(graph, g.seeds, options_, g.sub));
   res.times.sample_s += since(t0);
   t0 = std::chrono::steady_clock::now();
   const auto& sub = g.sub;
@@ -217,6 +243,8 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampl
   g.features.resize(std::size_t(n * f));
   if (source_)
     SPINDLE_TRY(source_(sub.nodes, g.features.data()));
+  else if (graph.delta)
+    gather_live(ex, *graph.delta, sub.nodes, g.features.data());
   else
     ex.gather(ds_.features(), f, sub.nodes, g.features.data());
   res.times.gather_s += since(t0);
@@ -230,7 +258,7 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, std::uint64_t sampl
     if (model_.graph_degrees()) {  // the graph's neighbour counts of the sampled nodes
       g.degree.resize(sub.nodes.size());
       for (std::size_t i = 0; i < sub.nodes.size(); ++i)
-        g.degree[i] = (*graph_neighbours_)[std::size_t(sub.nodes[i])];
+        g.degree[i] = graph_degree(graph, sub.nodes[i]);
     } else {  // the sampled subgraph's
       gcn_degrees_into(sub, g.degree);
       for (auto& d : g.degree) d -= 1.0f;

@@ -64,6 +64,7 @@ struct batch_result {
   stage_times times;
   batch_work work;
   psgs_router::choice executor = psgs_router::choice::small;
+  std::uint64_t graph_version = 0;  // the live graph's version every request saw (0: static)
 };
 
 /// Fills `out` ([ids.size() x F] float32) with the feature rows of `ids` (unique
@@ -91,6 +92,8 @@ struct prepared_batch {
     std::vector<float> degree;  // GCN only
     bool ready = false;         // sampled and gathered; false: members hold the error
   };
+  /// The live graph's delta this batch reads (one version for every request), or null.
+  std::shared_ptr<const graph::graph_delta> delta;
   std::vector<group> groups;
   std::size_t used = 0;  // groups in use (the rest keep their capacity)
   batch_result result;
@@ -153,8 +156,15 @@ class gnn_pipeline {
   void prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
                     prepared_batch& pb);
   prepared_batch::group& next_group(prepared_batch& pb) const;
-  status prepare_group(prepared_batch::group& g, std::uint64_t sampler_seed, batch_executor& ex,
+  status prepare_group(prepared_batch::group& g, const graph::csr_view& graph,
+                       std::uint64_t sampler_seed, batch_executor& ex,
                        batch_result& res);
+  // Feature rows of `ids` at a live graph's delta: the rows it set or added,
+  // the base's for the rest.
+  void gather_live(batch_executor& ex, const graph::graph_delta& d,
+                   std::span<const std::int64_t> ids, float* out) const;
+  // A node's neighbour count without self edges in `graph` (stack GCN, graph norm).
+  float graph_degree(const graph::csr_view& graph, std::int64_t v) const;
   status compute_group(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
                        batch_executor* ex, nn::allocator& alloc, batch_result& res,
                        const gpu::pool_slot* device = nullptr) const;

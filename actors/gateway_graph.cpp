@@ -1,0 +1,78 @@
+// The gateway's graph updates: Admin.updateGraph applies a batch to the served
+// dataset's live graph (durable in its log before it answers), graphVersion
+// reads it, and a call's min_version is checked against it.
+#include <fmt/format.h>
+
+#include "actors/gateway.hpp"
+#include "actors/gateway_state.hpp"
+
+namespace spindle::actors {
+
+using transport::rpc::graph_edit_answer;
+using transport::rpc::rpc_status;
+
+namespace {
+
+constexpr const char* kNoUpdates =
+    "this server takes no graph updates (start `spindle serve` with --graph-updates; cluster, "
+    "partitioned and --device cuda servers refuse them)";
+
+graph::graph_update to_update(transport::rpc::graph_edit e) {
+  graph::graph_update u;
+  u.add_src = std::move(e.add_src);
+  u.add_dst = std::move(e.add_dst);
+  u.add_weight = std::move(e.add_weight);
+  u.remove_src = std::move(e.remove_src);
+  u.remove_dst = std::move(e.remove_dst);
+  u.add_nodes = e.add_nodes;
+  u.add_node_features = std::move(e.add_node_features);
+  u.set_ids = std::move(e.set_ids);
+  u.set_rows = std::move(e.set_rows);
+  u.remove_nodes = std::move(e.remove_nodes);
+  return u;
+}
+
+rpc_status status_of(const status& s) {
+  switch (s.code()) {
+    case errc::invalid_argument: return rpc_status::bad_request;
+    case errc::io_error:
+    case errc::unavailable: return rpc_status::unavailable;
+    default: return rpc_status::internal;
+  }
+}
+
+}  // namespace
+
+transport::rpc::gnn_answer detail::version_unmet(const graph::live_graph* live, std::uint64_t min) {
+  if (!live)
+    return {rpc_status::bad_request,
+            fmt::format("min_version {}: {}", min, kNoUpdates)};
+  const auto now = live->version();
+  if (now < min)
+    return {rpc_status::unavailable,
+            fmt::format("graph version {} is not applied here (this server is at version {})",
+                        min, now)};
+  return {};
+}
+
+void gateway::set_live_graph(graph::live_graph* g) { s_->live = g; }
+
+graph_edit_answer gateway::update_graph(transport::rpc::graph_edit edit) {
+  if (!s_->live) return {rpc_status::unavailable, kNoUpdates};
+  auto r = s_->live->apply(to_update(std::move(edit)));
+  if (!r) {
+    ++s_->graph_refused;
+    return {status_of(r.error()), r.error().message(), s_->live->version(),
+            s_->live->current()->num_nodes, {}};
+  }
+  ++s_->graph_updates;
+  return {rpc_status::ok, {}, r->version, s_->live->current()->num_nodes, std::move(r->new_ids)};
+}
+
+graph_edit_answer gateway::graph_version() {
+  if (!s_->live) return {rpc_status::unavailable, kNoUpdates};
+  const auto d = s_->live->current();
+  return {rpc_status::ok, {}, d->version, d->num_nodes, {}};
+}
+
+}  // namespace spindle::actors

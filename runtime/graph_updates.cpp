@@ -1,0 +1,36 @@
+#include "runtime/graph_updates.hpp"
+
+#include <memory>
+
+#include "core/log.hpp"
+
+namespace spindle::runtime {
+
+graph::row_direction row_direction_of(const graph::dataset_metadata& m) {
+  if (m.undirected || m.edge_direction == "both") return graph::row_direction::both;
+  // Datasets written before edge_direction existed stored "out".
+  if (m.edge_direction.empty() || m.edge_direction == "out") return graph::row_direction::out;
+  return graph::row_direction::in;
+}
+
+expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
+                                                 const graph_update_options& o) {
+  const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;
+  SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
+                           graph::graph_log::open(path, ds.graph(), o.sync));
+  graph::live_graph_options lo;
+  lo.direction = row_direction_of(ds.metadata());
+  lo.feature_dim = ds.feature_dim();
+  lo.log = [log](const graph::graph_update& u, std::uint64_t v) { return log->append(u, v); };
+  auto live = std::make_shared<graph::live_graph>(ds.graph(), std::move(lo));
+  SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(*live));
+  if (replayed.torn_bytes > 0)
+    log::warn("graph log {}: dropped a torn last record ({} bytes; it was never acknowledged)",
+              path, replayed.torn_bytes);
+  log::info("graph updates on: log {} ({}, {} batches replayed, graph version {})", path,
+            graph::to_string(o.sync), replayed.records, live->version());
+  ds.set_live(std::move(live));
+  return replayed;
+}
+
+}  // namespace spindle::runtime
