@@ -34,6 +34,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } ||
     echo "spindle: warning: could not install ${missing[*]}; python_export_test will skip" >&2
 fi
+# The graph-update test drives a server from /usr/bin/python3 (beside torch_geometric).
+if ! /usr/bin/python3 -c 'import capnp' 2>/dev/null; then
+  pip_install /usr/bin/python3 pycapnp ||
+    echo "spindle: warning: could not install pycapnp for /usr/bin/python3; test_graph_updates will fail" >&2
+fi
 if ! /usr/bin/python3 -c 'import torch_geometric' 2>/dev/null; then
   echo "spindle: installing torch_geometric 2.3.1 for /usr/bin/python3 (--no-deps)" >&2
   pip_install /usr/bin/python3 --no-deps torch_geometric==2.3.1 ||

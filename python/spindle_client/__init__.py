@@ -27,7 +27,7 @@ Exporting a PyTorch Geometric model (needs torch and torch_geometric, not pycapn
 # works where only torch and torch_geometric are installed.
 _LAZY = {"Client": ".blocking", "AsyncClient": ".client", "GnnResult": ".client",
          "RecResult": ".client", "SpindleError": ".client", "connect": ".client", "run": ".client",
-         "start": ".client"}
+         "start": ".client", "UpdateResult": ".client", "GnnOutputs": ".blocking"}
 
 
 def __getattr__(name):

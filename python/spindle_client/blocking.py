@@ -19,7 +19,17 @@ from typing import Optional, Sequence
 import capnp
 import numpy as np
 
-from .client import AsyncClient, SpindleError
+from .client import AsyncClient, SpindleError, UpdateResult
+
+
+class GnnOutputs(np.ndarray):
+    """A GNN answer: float32 [seeds, width], with `.version`, the graph version it
+    was computed on (0 on a graph never updated)."""
+
+    version: int = 0
+
+    def __array_finalize__(self, obj):
+        self.version = getattr(obj, "version", 0)
 
 
 class _Loop:
@@ -152,13 +162,50 @@ class Client:
 
     def infer_gnn(self, seeds: Sequence[int] = (), model: Optional[str] = None,
                   sampler_seed: int = 0, deadline_us: int = 0,
-                  ids: Sequence[str] = ()) -> np.ndarray:
+                  ids: Sequence[str] = (), min_version: int = 0) -> "GnnOutputs":
         """Outputs of `seeds` (dataset rows) or `ids` (the data's own node ids) as a
-        float32 array [n, width]; raises SpindleError when the server refuses."""
+        float32 array [n, width] whose `.version` is the graph version it was
+        computed on; `min_version`: the version it must include (see update_graph).
+        Raises SpindleError when the server refuses."""
         seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
         r = self._call(lambda c: c.infer_gnn(self._model(model), seeds.tolist(), sampler_seed,
-                                              deadline_us, True, [str(i) for i in ids]))
-        return np.asarray(r.outputs, dtype=np.float32).reshape(len(r.outputs), -1)
+                                              deadline_us, True, [str(i) for i in ids],
+                                              min_version))
+        out = np.asarray(r.outputs, dtype=np.float32).reshape(len(r.outputs), -1).view(GnnOutputs)
+        out.version = r.version
+        return out
+
+    def update_graph(self, *, add_edges=None, remove_edges=None, add_nodes=None,
+                     set_features=None, remove_nodes=None) -> UpdateResult:
+        """Applies one batch of changes to the served graph, whole or not at all
+        (needs the admin token and a server started with --graph-updates).
+        add_edges / remove_edges: (src, dst) int64 arrays; add_nodes: float32
+        [n, width] feature rows of new nodes (their ids come back in `new_ids`,
+        numpy int64); set_features: (ids, rows); remove_nodes: int64 array. Every
+        call made after this returns sees the change."""
+        u = {}
+        for name, pair in (("add", add_edges), ("remove", remove_edges)):
+            if pair is not None:
+                src, dst = (np.asarray(a, dtype=np.int64).reshape(-1) for a in pair)
+                u[name + "Src"], u[name + "Dst"] = src.tolist(), dst.tolist()
+        if add_nodes is not None:
+            rows = np.asarray(add_nodes, dtype=np.float32)
+            if rows.ndim != 2:
+                raise ValueError(f"add_nodes must be [n, width] feature rows, got shape {rows.shape}")
+            u["addNodes"], u["addNodeFeatures"] = rows.shape[0], rows.reshape(-1).tolist()
+        if set_features is not None:
+            ids, rows = set_features
+            u["setIds"] = np.asarray(ids, dtype=np.int64).reshape(-1).tolist()
+            u["setRows"] = np.asarray(rows, dtype=np.float32).reshape(-1).tolist()
+        if remove_nodes is not None:
+            u["removeNodes"] = np.asarray(remove_nodes, dtype=np.int64).reshape(-1).tolist()
+        r = self._call(lambda c: c.update_graph(u))
+        r.new_ids = np.asarray(r.new_ids, dtype=np.int64)
+        return r
+
+    def graph_version(self) -> int:
+        """The served graph's current version (0: never updated)."""
+        return self._call(lambda c: c.graph_version()).version
 
     def infer_rec(self, dense, sparse: Sequence[Sequence[Sequence[int]]],
                   model: Optional[str] = None, deadline_us: int = 0) -> np.ndarray:

@@ -33,6 +33,7 @@ class GnnResult:
     message: str
     outputs: List[List[float]] = field(default_factory=list)  # one row per seed
     server_us: int = 0
+    version: int = 0  # the graph version the answer was computed on (schema 6)
 
 
 @dataclass
@@ -43,11 +44,19 @@ class RecResult:
     server_us: int = 0
 
 
+@dataclass
+class UpdateResult:
+    version: int          # the graph's version after the batch
+    new_ids: list         # the added nodes' ids, in order (numpy int64 from Client)
+    nodes: int = 0        # node ids in use (removed ones included)
+
+
 def _gnn_result(reply) -> GnnResult:
     flat = list(reply.outputs)
     w = reply.width
     rows = [flat[i:i + w] for i in range(0, len(flat), w)] if w else []
-    return GnnResult(_status_name(reply.status), reply.message, rows, reply.serverUs)
+    return GnnResult(_status_name(reply.status), reply.message, rows, reply.serverUs,
+                     reply.graphVersion)
 
 
 def _check(results):
@@ -91,12 +100,14 @@ class AsyncClient:
 
     async def infer_gnn(self, model: str, seeds: Sequence[int] = (), sampler_seed: int = 0,
                         deadline_us: int = 0, check: bool = True,
-                        ids: Sequence[str] = ()) -> GnnResult:
+                        ids: Sequence[str] = (), min_version: int = 0) -> GnnResult:
         """seeds: dataset rows; or ids: the nodes as the input data names them
-        (e.g. CiteSeer's "100157"), resolved by the server."""
+        (e.g. CiteSeer's "100157"), resolved by the server. min_version: the graph
+        version the answer must include (a server behind it answers unavailable)."""
         r = await self._inference.inferGnn(request={
             "model": model, "seeds": [int(s) for s in seeds], "samplerSeed": sampler_seed,
-            "deadlineUs": deadline_us, "seedIds": [str(i) for i in ids]})
+            "deadlineUs": deadline_us, "seedIds": [str(i) for i in ids],
+            "minVersion": int(min_version)})
         result = _gnn_result(r.reply)
         if check and result.status != "ok":
             raise SpindleError(result.status, result.message)
@@ -153,6 +164,17 @@ class AsyncClient:
         r = _check(await self._admin.listModels(token=self._token))
         return [{"name": m.name, "kind": m.kind, "arch": m.arch, "input_width": m.inputWidth,
                  "output_width": m.outputWidth} for m in r.models]
+
+    async def update_graph(self, update: dict) -> "UpdateResult":
+        """Applies one batch of graph changes (GraphUpdate's fields: addSrc, addDst,
+        addWeight, removeSrc, removeDst, addNodes, addNodeFeatures, setIds, setRows,
+        removeNodes), whole or not at all."""
+        r = _check(await self._admin.updateGraph(token=self._token, update=update))
+        return UpdateResult(int(r.version), [int(i) for i in r.newIds], int(r.nodes))
+
+    async def graph_version(self) -> "UpdateResult":
+        r = _check(await self._admin.graphVersion(token=self._token))
+        return UpdateResult(int(r.version), [], int(r.nodes))
 
     async def close(self) -> None:
         """Ends the connection (the server sees it closed)."""

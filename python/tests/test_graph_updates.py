@@ -1,0 +1,163 @@
+"""Graph updates while serving, checked against PyG: a GraphSAGE and a GCN
+(norm "graph", every neighbour sampled) exported from live PyG modules, served
+with --graph-updates; after every kind of update the served answers equal the
+modules' model(x, edge_index) on the updated graph; a bad batch changes
+nothing; kill -9 and a restart replay the acknowledged batches."""
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pyg_nn = pytest.importorskip("torch_geometric.nn")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import spindle_client as sc  # noqa: E402
+from serving import start_server  # noqa: E402
+from spindle_client.export import export_pyg  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
+N, F, C = 200, 12, 4
+
+
+class Sage(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = pyg_nn.SAGEConv(F, 16)
+        self.conv2 = pyg_nn.SAGEConv(16, C)
+
+    def forward(self, x, edge_index):
+        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+class Gcn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = pyg_nn.GCNConv(F, 16)
+        self.conv2 = pyg_nn.GCNConv(16, C)
+
+    def forward(self, x, edge_index):
+        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+def random_graph(rng):
+    """A directed graph without self loops or repeated edges, and its features."""
+    pairs = set()
+    while len(pairs) < 900:
+        u, v = rng.integers(0, N, 2)
+        if u != v:
+            pairs.add((int(u), int(v)))
+    edges = np.array(sorted(pairs), dtype=np.int64).T
+    return edges, rng.standard_normal((N, F)).astype(np.float32)
+
+
+class Graph:
+    """The graph as PyG sees it, changed the way the server is asked to."""
+
+    def __init__(self, edges, x):
+        self.edges = [tuple(e) for e in edges.T.tolist()]
+        self.x = x.copy()
+        self.removed = set()
+
+    def pyg(self, model):
+        ei = torch.tensor(np.array(self.edges, dtype=np.int64).T.reshape(2, -1))
+        with torch.no_grad():
+            return model(torch.from_numpy(self.x), ei).numpy()
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("graph-updates")
+    rng = np.random.default_rng(7)
+    edges, x = random_graph(rng)
+    np.save(tmp / "edge_index.npy", edges)
+    np.save(tmp / "x.npy", x)
+    subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
+                    str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True, capture_output=True)
+    torch.manual_seed(0)
+    models = {"sage": Sage().eval(), "gcn": Gcn().eval()}
+    for name, m in models.items():
+        export_pyg(m, str(tmp / name), name=name, fanouts=[-1, -1], check=False)
+    return tmp, edges, x, models
+
+
+def serve(tmp, model):
+    return start_server([SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model", str(tmp / model),
+                         "--name", model, "--listen", "127.0.0.1:0", "--admin-token-file",
+                         str(tmp / "token"), "--graph-updates", "--graph-log",
+                         str(tmp / f"{model}.log"), "--device", "host"])
+
+
+def served(c, g, seeds, model):
+    live = [s for s in seeds if s not in g.removed]
+    return c.infer_gnn(live, model=model), live
+
+
+@pytest.mark.parametrize("name", ["sage", "gcn"])
+def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
+    tmp, edges, x, models = setup
+    model = models[name]
+    g = Graph(edges, x)
+    proc, endpoint = serve(tmp, name)
+    try:
+        c = sc.Client(endpoint, model=name, token_file=str(tmp / "token"))
+        seeds = list(range(0, N, 9))
+
+        def check(version):
+            out, live = served(c, g, seeds + [n for n in range(N, len(g.x))], name)
+            assert out.version == version
+            np.testing.assert_allclose(out, g.pyg(model)[live], rtol=1e-4, atol=1e-5)
+
+        check(0)
+        r = c.update_graph(add_edges=([1, 2, 3], [10, 10, 20]))  # new transactions
+        g.edges += [(1, 10), (2, 10), (3, 20)]
+        assert r.version == 1 and r.new_ids.size == 0
+        check(1)
+        row = rng_row = np.random.default_rng(1).standard_normal((1, F)).astype(np.float32)
+        r = c.update_graph(add_nodes=row, add_edges=([N, 5], [0, N]))  # a node and its edges
+        assert r.new_ids.tolist() == [N] and r.new_ids.dtype == np.int64
+        g.x = np.vstack([g.x, rng_row])
+        g.edges += [(N, 0), (5, N)]
+        check(2)
+        new_rows = np.full((2, F), 0.5, dtype=np.float32)
+        c.update_graph(set_features=([0, 10], new_rows))
+        g.x[[0, 10]] = new_rows
+        check(3)
+        u, v = g.edges[0]
+        c.update_graph(remove_edges=([u], [v]))
+        g.edges.remove((u, v))
+        check(4)
+        gone = 20
+        c.update_graph(remove_nodes=[gone])
+        g.edges = [(a, b) for a, b in g.edges if gone not in (a, b)]
+        g.removed.add(gone)
+        check(5)
+        with pytest.raises(sc.SpindleError, match="was removed"):
+            c.infer_gnn([gone])
+        # A bad batch is refused whole: its good edge is not applied either.
+        with pytest.raises(sc.SpindleError, match=r"add_edges.src\[1\]: node 100000 out of range"):
+            c.update_graph(add_edges=([7, 100000], [8, 8]))
+        assert c.graph_version() == 5
+        check(5)
+        with pytest.raises(sc.SpindleError, match="graph version 9 is not applied"):
+            c.infer_gnn([1], min_version=9)
+        assert c.infer_gnn([1], min_version=5).version == 5
+        stats = c.stats()["graph"]
+        assert stats["version"] == 5 and stats["updates_applied"] == 5
+        assert stats["updates_refused"] == 1
+        c.close()
+        # kill -9: every acknowledged batch is in the log and comes back.
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc, endpoint = serve(tmp, name)
+        c = sc.Client(endpoint, model=name, token_file=str(tmp / "token"))
+        assert c.graph_version() == 5
+        check(5)
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
