@@ -7,6 +7,7 @@
 //           from a trace file; warm-up; report with throughput, p50/p90/p99/p999,
 //           errors by status; latency CDF as CSV and a gnuplot PNG
 //   admin   one Admin call (stats, models, tunables, set, members, load, unload)
+//   graph   update the served graph from .npy files, or read its version
 #include <charconv>
 #include <fstream>
 #include <iostream>
@@ -39,6 +40,7 @@ struct infer_args {
   std::vector<std::string> ids;  // input ids, resolved by the server
   std::uint64_t sampler_seed = 0;
   std::uint32_t deadline_us = 0;
+  std::uint64_t min_version = 0;
   bool json = false;
 };
 
@@ -47,13 +49,15 @@ status run_infer(const client_args& c, const infer_args& a) {
   if (a.seeds.empty() == a.ids.empty())
     return make_error(errc::invalid_argument, "infer: give --seeds (rows) or --ids (input ids)");
   SPINDLE_ASSIGN_OR_RETURN(
-      auto r, client->infer_gnn({c.model, a.seeds, a.sampler_seed, a.deadline_us, a.ids}));
+      auto r,
+      client->infer_gnn({c.model, a.seeds, a.sampler_seed, a.deadline_us, a.ids, a.min_version}));
   if (a.json) {
     nlohmann::json j = {{"status", rpc::to_string(r.status)},
                         {"message", r.message},
                         {"width", r.width},
                         {"outputs", r.outputs},
-                        {"server_us", r.server_us}};
+                        {"server_us", r.server_us},
+                        {"graph_version", r.graph_version}};
     fmt::print("{}\n", j.dump());
   } else if (r.status != rpc::rpc_status::ok) {
     return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r.status), r.message);
@@ -193,6 +197,8 @@ void register_client(CLI::App& app, global_options&) {
                    "same answer); 0 shares its batch's sampled graph")
       ->capture_default_str();
   infer->add_option("--deadline-us", ia->deadline_us, "Deadline (0: none)")->capture_default_str();
+  infer->add_option("--min-version", ia->min_version,
+                    "The graph version the answer must include (from `graph update`); 0: any");
   infer->add_flag("--json", ia->json, "Print JSON");
   infer->callback([c, ia] {
     if (int rc = report(run_infer(*c, *ia))) throw CLI::RuntimeError(rc);
@@ -216,6 +222,7 @@ void register_client(CLI::App& app, global_options&) {
   });
 
   add_load_command(*cmd, c);
+  add_graph_command(*cmd, c);
 
   auto* admin = cmd->add_subcommand(
       "admin",

@@ -2,6 +2,7 @@
 // (--connect A,B,C), the model, the admin token and the per-call timeout.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,5 +23,8 @@ std::vector<std::string> endpoints_of(const client_args& c);
 expected<std::unique_ptr<transport::rpc::rpc_client>> open_door(const client_args& c);
 /// --token, or the first line of --token-file.
 expected<std::string> token_of(const client_args& c);
+
+/// `client graph update|version` (client_graph.cpp).
+void add_graph_command(CLI::App& client_cmd, std::shared_ptr<client_args> c);
 
 }  // namespace spindle::apps

@@ -1,0 +1,127 @@
+// `spindle client graph update|version`: graph changes from .npy files, as a
+// user saves them with numpy (edges as a [2, E] int64 edge_index, feature rows
+// as float32 [n, width]), sent as one batch through Admin.updateGraph.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "apps/commands/client_args.hpp"
+#include "apps/commands/command.hpp"
+#include "core/npy.hpp"
+
+namespace spindle::apps {
+namespace {
+
+namespace rpc = transport::rpc;
+
+struct graph_args {
+  std::string add_edges, remove_edges, add_nodes, set_ids, set_rows, remove_nodes;
+  bool json = false;
+};
+
+template <class T>
+expected<std::vector<T>> read_array(const std::string& path, std::string_view flag,
+                                    std::vector<std::int64_t>* shape = nullptr) {
+  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
+  auto v = a.as<T>();
+  if (!v) return std::move(v).error().with_context(fmt::format("{}: ", flag));
+  if (shape) *shape = a.shape();
+  return std::vector<T>(v->begin(), v->end());
+}
+
+// A [2, E] edge_index file as (src, dst).
+status read_edges(const std::string& path, std::string_view flag, std::vector<std::int64_t>& src,
+                  std::vector<std::int64_t>& dst) {
+  if (path.empty()) return status::ok();
+  std::vector<std::int64_t> shape;
+  SPINDLE_ASSIGN_OR_RETURN(auto e, read_array<std::int64_t>(path, flag, &shape));
+  if (shape.size() != 2 || shape[0] != 2)
+    return make_error(errc::invalid_argument, "{} {}: expected an edge_index of shape [2, E]",
+                      flag, path);
+  const auto n = std::size_t(shape[1]);
+  src.assign(e.begin(), e.begin() + std::ptrdiff_t(n));
+  dst.assign(e.begin() + std::ptrdiff_t(n), e.end());
+  return status::ok();
+}
+
+expected<rpc::graph_edit> edit_of(const graph_args& a) {
+  rpc::graph_edit e;
+  SPINDLE_TRY(read_edges(a.add_edges, "--add-edges", e.add_src, e.add_dst));
+  SPINDLE_TRY(read_edges(a.remove_edges, "--remove-edges", e.remove_src, e.remove_dst));
+  if (!a.add_nodes.empty()) {
+    std::vector<std::int64_t> shape;
+    SPINDLE_ASSIGN_OR_RETURN(e.add_node_features,
+                             read_array<float>(a.add_nodes, "--add-nodes", &shape));
+    if (shape.size() != 2)
+      return make_error(errc::invalid_argument, "--add-nodes {}: expected float32 [n, width]",
+                        a.add_nodes);
+    e.add_nodes = shape[0];
+  }
+  if (a.set_ids.empty() != a.set_rows.empty())
+    return make_error(errc::invalid_argument, "--set-ids and --set-rows go together");
+  if (!a.set_ids.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(e.set_ids, read_array<std::int64_t>(a.set_ids, "--set-ids"));
+    SPINDLE_ASSIGN_OR_RETURN(e.set_rows, read_array<float>(a.set_rows, "--set-rows"));
+  }
+  if (!a.remove_nodes.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(e.remove_nodes,
+                             read_array<std::int64_t>(a.remove_nodes, "--remove-nodes"));
+  }
+  return e;
+}
+
+status print(const expected<rpc::graph_edit_answer>& r, bool json) {
+  if (!r) return r.error();
+  if (r->status != rpc::rpc_status::ok)
+    return make_error(errc::invalid_argument, "{}: {}", rpc::to_string(r->status), r->message);
+  if (json)
+    fmt::print("{{\"version\": {}, \"nodes\": {}, \"new_ids\": [{}]}}\n", r->version, r->nodes,
+               fmt::join(r->new_ids, ", "));
+  else
+    fmt::print("graph version {} ({} node ids{}{})\n", r->version, r->nodes,
+               r->new_ids.empty() ? "" : "; new: ", fmt::join(r->new_ids, ", "));
+  return status::ok();
+}
+
+status run_update(const client_args& c, const graph_args& a) {
+  SPINDLE_ASSIGN_OR_RETURN(auto edit, edit_of(a));
+  SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(c));
+  SPINDLE_ASSIGN_OR_RETURN(auto client, open_door(c));
+  return print(client->update_graph(token, edit), a.json);
+}
+
+status run_version(const client_args& c, bool json) {
+  SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(c));
+  SPINDLE_ASSIGN_OR_RETURN(auto client, open_door(c));
+  return print(client->graph_version(token), json);
+}
+
+}  // namespace
+
+void add_graph_command(CLI::App& client_cmd, std::shared_ptr<client_args> c) {
+  auto* graph = client_cmd.add_subcommand(
+      "graph", "Change the served graph (a server started with --graph-updates) or read its version");
+  graph->require_subcommand(1);
+  auto ga = std::make_shared<graph_args>();
+  auto* update = graph->add_subcommand(
+      "update", "Apply one batch of changes, whole or not at all (needs the admin token)");
+  update->add_option("--add-edges", ga->add_edges, "Edges to add: edge_index .npy, int64 [2, E]");
+  update->add_option("--remove-edges", ga->remove_edges,
+                     "Edges to remove (each must exist): int64 [2, E]");
+  update->add_option("--add-nodes", ga->add_nodes,
+                     "New nodes' feature rows, float32 [n, width]: they get the ids after the "
+                     "last one (printed)");
+  update->add_option("--set-ids", ga->set_ids, "Nodes whose feature rows to replace: int64 [k]");
+  update->add_option("--set-rows", ga->set_rows, "Their new rows: float32 [k, width]");
+  update->add_option("--remove-nodes", ga->remove_nodes, "Nodes to remove: int64 [k]");
+  update->add_flag("--json", ga->json, "Print JSON");
+  update->callback([c, ga] {
+    if (int rc = report(run_update(*c, *ga))) throw CLI::RuntimeError(rc);
+  });
+  auto* version = graph->add_subcommand("version", "The served graph's version and node ids");
+  version->add_flag("--json", ga->json, "Print JSON");
+  version->callback([c, ga] {
+    if (int rc = report(run_version(*c, ga->json))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps
