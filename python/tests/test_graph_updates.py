@@ -3,10 +3,13 @@
 with --graph-updates; after every kind of update the served answers equal the
 modules' model(x, edge_index) on the updated graph; a bad batch changes
 nothing; kill -9 and a restart replay the acknowledged batches."""
+import json
 import os
 import signal
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import numpy as np
 import pytest
@@ -85,11 +88,68 @@ def setup(tmp_path_factory):
     return tmp, edges, x, models
 
 
-def serve(tmp, model):
+def serve(tmp, model, *extra):
     return start_server([SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model", str(tmp / model),
                          "--name", model, "--listen", "127.0.0.1:0", "--admin-token-file",
                          str(tmp / "token"), "--graph-updates", "--graph-log",
-                         str(tmp / f"{model}.log"), "--device", "host"])
+                         str(tmp / f"{model}.log"), "--device", "host", *extra])
+
+
+def http_json(url, body=None, token=None):
+    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
+                                 method="GET" if body is None else "POST")
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_the_kserve_http_door_takes_updates_and_reports_versions(setup, tmp_path):
+    tmp, edges, x, models = setup
+    log = tmp_path / "http.log"
+    proc = subprocess.Popen([SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model",
+                             str(tmp / "sage"), "--name", "sage", "--listen", "127.0.0.1:0",
+                             "--http", "127.0.0.1:0", "--admin-token-file", str(tmp_path / "token"),
+                             "--graph-updates", "--graph-log", str(log), "--device", "host"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        base = None
+        for line in proc.stdout:
+            if line.startswith("http "):
+                base = line.split()[1][:-len("/v2")]
+            if line.startswith("listening "):
+                break
+        assert base
+        token = (tmp_path / "token").read_text().strip()
+        status, body = http_json(base + "/v2/graph/update", {"add_edges": [[1], [2]]})
+        assert status == 401
+        status, body = http_json(base + "/v2/graph/update",
+                                 {"add_edges": [[1, 3], [2, 2]], "add_nodes": [[0.5] * F]}, token)
+        assert status == 200 and body == {"version": 1, "nodes": N + 1, "new_ids": [N]}, body
+        status, body = http_json(base + "/v2/graph/update", {"add_edges": [[1], [N + 5]]}, token)
+        assert status == 400 and "add_edges.dst[0]: node 205 out of range" in body["error"]
+        status, body = http_json(base + "/v2/graph/update", {"add_edge": [[1], [2]]}, token)
+        assert status == 400 and "unknown field 'add_edge'" in body["error"]
+        status, body = http_json(base + "/v2/graph", token=token)
+        assert status == 200 and body["version"] == 1
+        infer = {"inputs": [{"name": "seeds", "datatype": "INT64", "shape": [2], "data": [2, N]}],
+                 "parameters": {"min_version": 1}}
+        status, body = http_json(base + "/v2/models/sage/infer", infer)
+        assert status == 200 and body["parameters"]["graph_version"] == 1, body
+        g = Graph(edges, x)
+        g.edges += [(1, 2), (3, 2)]
+        g.x = np.vstack([g.x, np.full((1, F), 0.5, dtype=np.float32)])
+        got = np.array(body["outputs"][0]["data"], dtype=np.float32).reshape(2, -1)
+        np.testing.assert_allclose(got, g.pyg(models["sage"])[[2, N]], rtol=1e-4, atol=1e-5)
+        infer["parameters"]["min_version"] = 4
+        status, body = http_json(base + "/v2/models/sage/infer", infer)
+        assert status != 200 and "graph version 4 is not applied" in body["error"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def served(c, g, seeds, model):

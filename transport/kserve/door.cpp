@@ -126,6 +126,7 @@ expected<rpc::gnn_call> gnn_call_of(const infer_request& r) {
     call.sampler_seed = std::uint64_t(seed->ints[0]);
   }
   if (r.sampler_seed) call.sampler_seed = *r.sampler_seed;
+  call.min_version = r.min_version;
   if (r.timeout_us) call.deadline_us = std::uint32_t(std::min<std::uint64_t>(*r.timeout_us, ~0u));
   return call;
 }
@@ -231,6 +232,7 @@ void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
       if (a.status == rpc_status::ok)
         o.response.outputs.push_back(
             {"output", "FP32", {n, std::int64_t(a.width)}, std::move(a.outputs), binary});
+      if (a.graph_version > 0) o.response.graph_version = a.graph_version;
       done(std::move(o));
     });
     return;

@@ -91,6 +91,9 @@ expected<infer_request> request_of(const pb::ModelInferRequest& in) {
   if (auto it = in.parameters().find("sampler_seed"); it != in.parameters().end()) {
     SPINDLE_ASSIGN_OR_RETURN(r.sampler_seed, unsigned_of(it->second, "sampler_seed"));
   }
+  if (auto it = in.parameters().find("min_version"); it != in.parameters().end()) {
+    SPINDLE_ASSIGN_OR_RETURN(r.min_version, unsigned_of(it->second, "min_version"));
+  }
   const bool raw = in.raw_input_contents_size() > 0;
   if (raw && in.raw_input_contents_size() != in.inputs_size())
     return make_error(errc::invalid_argument, "{} raw_input_contents for {} inputs",
@@ -120,6 +123,8 @@ void fill(const infer_response& r, pb::ModelInferResponse& out) {
   out.set_model_name(r.model);
   out.set_model_version(r.version);
   out.set_id(r.id);
+  if (r.graph_version)
+    (*out.mutable_parameters())["graph_version"].set_uint64_param(*r.graph_version);
   for (const auto& o : r.outputs) {
     auto* t = out.add_outputs();
     t->set_name(o.name);

@@ -11,6 +11,7 @@
 #include "core/json_depth.hpp"
 #include "core/log.hpp"
 #include "transport/http/event_server.hpp"
+#include "transport/kserve/graph_json.hpp"
 #include "transport/kserve/infer_json.hpp"
 #include "transport/kserve/triton_extensions.hpp"
 #include "transport/rpc/endpoint.hpp"
@@ -122,13 +123,36 @@ void handle_repository(door& d, const std::string& token, const httplib::Request
   res.set_content("{}", kJson);
 }
 
+// The graph-update extension (graph_json.hpp): admin token required. The batch
+// is logged before the answer, on this connection's event thread.
+void handle_graph(door& d, const std::string& token, const httplib::Request& req,
+                  httplib::Response& res, bool update) {
+  if (!authorized(req, token))
+    return send_error(res, 401,
+                      token.empty() ? "graph calls are disabled (no admin token)"
+                                    : "wrong or missing admin token (Authorization: Bearer TOKEN)");
+  rpc::graph_edit_answer a;
+  if (update) {
+    auto edit = graph_edit_of_json(req.body);
+    if (!edit) return send_error(res, 400, edit.error().message());
+    a = d.service().update_graph(std::move(*edit));
+  } else {
+    a = d.service().graph_version();
+  }
+  if (a.status != rpc_status::ok)
+    return send_error(res, a.status == rpc_status::bad_request ? 400 : 503, a.message);
+  res.status = 200;
+  res.set_content(graph_answer_json(a), kJson);
+}
+
 void add_routes(http::event_server& s, door& d, const std::string& token) {
   s.get("/v2", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(
         dump({{"name", "spindle"},
               {"version", "0.1.0"},
               {"extensions",
-               {"binary_tensor_data", "model_repository", "model_configuration", "statistics"}}}),
+               {"binary_tensor_data", "model_repository", "model_configuration", "statistics",
+                "spindle_graph_updates"}}}),
         kJson);
   });
   auto live = [](const httplib::Request&, httplib::Response& res) { res.status = 200; };
@@ -184,6 +208,12 @@ void add_routes(http::event_server& s, door& d, const std::string& token) {
                      {"version", m.version},
                      {"state", d.service().model_ready(m.name) ? "READY" : "UNAVAILABLE"}});
     res.set_content(dump(out), kJson);
+  });
+  s.post("/v2/graph/update", [&d, token](const httplib::Request& req, httplib::Response& res) {
+    handle_graph(d, token, req, res, true);
+  });
+  s.get("/v2/graph", [&d, token](const httplib::Request& req, httplib::Response& res) {
+    handle_graph(d, token, req, res, false);
   });
   s.post("/v2/repository/models/{}/{load|unload}",
          [&d, token](const httplib::Request& req, const http::path_args& a,

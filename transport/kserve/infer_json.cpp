@@ -125,6 +125,9 @@ expected<infer_request> parse_infer_request(std::string_view body,
     if (p.contains("sampler_seed")) {
       SPINDLE_ASSIGN_OR_RETURN(r.sampler_seed, unsigned_parameter(p, "sampler_seed"));
     }
+    if (p.contains("min_version")) {
+      SPINDLE_ASSIGN_OR_RETURN(r.min_version, unsigned_parameter(p, "min_version"));
+    }
   }
   if (!j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].empty())
     return make_error(errc::invalid_argument, "\"inputs\" must be a non-empty list");
@@ -158,6 +161,7 @@ std::string render_infer_response(const infer_response& r,
                                   std::optional<std::size_t>& header_length) {
   json j = {{"model_name", r.model}, {"model_version", r.version}};
   if (!r.id.empty()) j["id"] = r.id;
+  if (r.graph_version) j["parameters"] = {{"graph_version", *r.graph_version}};
   j["outputs"] = json::array();
   std::string binary;
   for (const auto& o : r.outputs) {

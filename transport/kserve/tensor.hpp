@@ -43,6 +43,7 @@ struct infer_request {
   bool binary_outputs = false;                // parameters.binary_data_output
   std::optional<std::uint64_t> timeout_us;    // parameters.timeout (Triton's, microseconds)
   std::optional<std::uint64_t> sampler_seed;  // parameters.sampler_seed
+  std::uint64_t min_version = 0;              // parameters.min_version (graph updates)
 
   const tensor* input(const std::string& name) const;
 };
@@ -57,6 +58,7 @@ struct output_tensor {
 struct infer_response {
   std::string model, version, id;
   std::vector<output_tensor> outputs;
+  std::optional<std::uint64_t> graph_version;  // a GNN answer's (parameters.graph_version)
 };
 
 /// KServe datatype names this server decodes.

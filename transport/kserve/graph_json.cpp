@@ -1,0 +1,85 @@
+#include "transport/kserve/graph_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_depth.hpp"
+
+namespace spindle::transport::kserve {
+namespace {
+
+using nlohmann::json;
+constexpr std::size_t kMaxDepth = 8;
+
+template <class T>
+status list_of(const json& j, std::string_view field, std::vector<T>& out) {
+  if (!j.is_array()) return make_error(errc::invalid_argument, "{}: expected a list", field);
+  out.reserve(out.size() + j.size());
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const bool ok = std::is_integral_v<T> ? j[i].is_number_integer() : j[i].is_number();
+    if (!ok)
+      return make_error(errc::invalid_argument, "{}[{}]: expected {}", field, i,
+                        std::is_integral_v<T> ? "an integer" : "a number");
+    out.push_back(j[i].get<T>());
+  }
+  return status::ok();
+}
+
+status edges_of(const json& j, std::string_view field, std::vector<std::int64_t>& src,
+                std::vector<std::int64_t>& dst) {
+  if (!j.is_array() || j.size() != 2)
+    return make_error(errc::invalid_argument, "{}: expected [[src, ...], [dst, ...]]", field);
+  SPINDLE_TRY(list_of(j[0], std::string(field) + "[0]", src));
+  return list_of(j[1], std::string(field) + "[1]", dst);
+}
+
+// Rows of one width, flattened; `count` gets how many.
+status rows_of(const json& j, std::string_view field, std::vector<float>& out,
+               std::int64_t* count = nullptr) {
+  if (!j.is_array()) return make_error(errc::invalid_argument, "{}: expected a list of rows", field);
+  for (std::size_t i = 0; i < j.size(); ++i)
+    SPINDLE_TRY(list_of(j[i], fmt::format("{}[{}]", field, i), out));
+  if (count) *count = std::int64_t(j.size());
+  return status::ok();
+}
+
+}  // namespace
+
+expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
+  if (json_depth(body, kMaxDepth) > kMaxDepth)
+    return make_error(errc::invalid_argument, "request body nests deeper than {} levels",
+                      kMaxDepth);
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return make_error(errc::invalid_argument, "request body is not a JSON object");
+  rpc::graph_edit e;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "add_edges") {
+      SPINDLE_TRY(edges_of(value, key, e.add_src, e.add_dst));
+    } else if (key == "add_weights") {
+      SPINDLE_TRY(list_of(value, key, e.add_weight));
+    } else if (key == "remove_edges") {
+      SPINDLE_TRY(edges_of(value, key, e.remove_src, e.remove_dst));
+    } else if (key == "add_nodes") {
+      SPINDLE_TRY(rows_of(value, key, e.add_node_features, &e.add_nodes));
+    } else if (key == "set_features") {
+      if (!value.is_object() || !value.contains("ids") || !value.contains("rows"))
+        return make_error(errc::invalid_argument, "set_features: expected {{\"ids\", \"rows\"}}");
+      SPINDLE_TRY(list_of(value["ids"], "set_features.ids", e.set_ids));
+      SPINDLE_TRY(rows_of(value["rows"], "set_features.rows", e.set_rows));
+    } else if (key == "remove_nodes") {
+      SPINDLE_TRY(list_of(value, key, e.remove_nodes));
+    } else {
+      return make_error(errc::invalid_argument,
+                        "unknown field '{}' (add_edges, add_weights, remove_edges, add_nodes, "
+                        "set_features, remove_nodes)",
+                        key.substr(0, 64));
+    }
+  }
+  return e;
+}
+
+std::string graph_answer_json(const rpc::graph_edit_answer& a) {
+  return json{{"version", a.version}, {"nodes", a.nodes}, {"new_ids", a.new_ids}}.dump();
+}
+
+}  // namespace spindle::transport::kserve

@@ -1,0 +1,23 @@
+// Spindle's graph-update extension of KServe over HTTP: POST /v2/graph/update
+// takes one batch as JSON and GET /v2/graph reads the version (both with the
+// admin token as `Authorization: Bearer TOKEN`). The body's fields are those of
+// the Python client's update_graph:
+//   {"add_edges": [[src, ...], [dst, ...]], "remove_edges": [[...], [...]],
+//    "add_nodes": [[feature, ...], ...], "set_features": {"ids": [...], "rows": [[...], ...]},
+//    "remove_nodes": [...]}
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/status.hpp"
+#include "transport/rpc/rpc_types.hpp"
+
+namespace spindle::transport::kserve {
+
+/// The batch a body asks for; errors name the field.
+expected<rpc::graph_edit> graph_edit_of_json(std::string_view body);
+/// {"version": V, "nodes": N, "new_ids": [...]}.
+std::string graph_answer_json(const rpc::graph_edit_answer& a);
+
+}  // namespace spindle::transport::kserve
