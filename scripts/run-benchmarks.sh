@@ -55,6 +55,9 @@ echo
 echo "== the GNN served path (client in its own process) vs the direct pipeline vs a plain PyTorch script (bench/gnn_served_vs_direct.sh) =="
 bench/gnn_served_vs_direct.sh "$spindle" "$cache/rmat20-f128"
 
+echo "== graph updates while serving: ingest and served p99 beside the same load without updates (bench/graph_updates.py) =="
+/usr/bin/python3 bench/graph_updates.py "$spindle" "$cache/rmat20-f128" 20 4
+echo
 echo "== one request on an idle server, work-conserving vs deadline-bound (bench/idle_latency.sh) =="
 bench/idle_latency.sh "$spindle" "$cache/rmat20-f128" 2000
 echo
