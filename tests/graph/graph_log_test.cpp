@@ -31,24 +31,32 @@ struct fixture {
     g.add_dst = {v};
     return g;
   }
-  // A live graph whose batches go through a log at `path`; returns what replay found.
-  expected<log_replay> open(std::unique_ptr<live_graph>& lg, std::unique_ptr<graph_log>& log) {
-    SPINDLE_ASSIGN_OR_RETURN(log, graph_log::open(path, base.view(), log_sync::data));
-    live_graph_options o;
-    o.feature_dim = 1;
-    auto* l = log.get();
-    o.log = [l](const graph_update& u, std::uint64_t v) { return l->append(u, v); };
-    lg = std::make_unique<live_graph>(base.view(), o);
-    return log->replay(*lg);
+  // A live graph whose batches go through a log at `path`, and what replay found.
+  struct opened {
+    std::unique_ptr<graph_log> log;
+    std::unique_ptr<live_graph> lg;
+    expected<log_replay> replayed = log_replay{};
+  };
+  opened open() {
+    opened o;
+    auto log = graph_log::open(path, base.view(), log_sync::data);
+    if (!log) return {nullptr, nullptr, log.error()};
+    o.log = std::move(*log);
+    live_graph_options lo;
+    lo.feature_dim = 1;
+    auto* l = o.log.get();
+    lo.log = [l](const graph_update& u, std::uint64_t v) { return l->append(u, v); };
+    o.lg = std::make_unique<live_graph>(base.view(), lo);
+    o.replayed = o.log->replay(*o.lg);
+    return o;
   }
 };
 
 TEST(graph_log_test, acknowledged_batches_come_back_in_order) {
   fixture f;
   {
-    std::unique_ptr<live_graph> lg;
-    std::unique_ptr<graph_log> log;
-    ASSERT_TRUE(f.open(lg, log));
+    auto [log, lg, replayed] = f.open();
+    ASSERT_TRUE(replayed);
     ASSERT_TRUE(lg->apply(f.edge(2, 0)));
     graph_update n;
     n.add_nodes = 1;
@@ -58,9 +66,7 @@ TEST(graph_log_test, acknowledged_batches_come_back_in_order) {
     ASSERT_TRUE(lg->apply(n));
     ASSERT_FALSE(lg->apply(f.edge(9, 0)));  // refused: never logged
   }
-  std::unique_ptr<live_graph> lg;
-  std::unique_ptr<graph_log> log;
-  auto r = f.open(lg, log);
+  auto [log, lg, r] = f.open();
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(r->records, 2u);
   EXPECT_EQ(r->torn_bytes, 0u);
@@ -76,9 +82,8 @@ TEST(graph_log_test, a_torn_last_record_is_dropped_and_cut_off) {
   fixture f;
   std::uintmax_t whole = 0, two = 0;
   {
-    std::unique_ptr<live_graph> lg;
-    std::unique_ptr<graph_log> log;
-    ASSERT_TRUE(f.open(lg, log));
+    auto [log, lg, replayed] = f.open();
+    ASSERT_TRUE(replayed);
     ASSERT_TRUE(lg->apply(f.edge(2, 0)));
     two = log->bytes();
     ASSERT_TRUE(lg->apply(f.edge(2, 1)));
@@ -86,9 +91,7 @@ TEST(graph_log_test, a_torn_last_record_is_dropped_and_cut_off) {
   }
   for (std::uintmax_t cut : {whole - 1, whole - 9, two + 5, two + 1}) {
     fs::resize_file(f.path, cut);
-    std::unique_ptr<live_graph> lg;
-    std::unique_ptr<graph_log> log;
-    auto r = f.open(lg, log);
+    auto [log, lg, r] = f.open();
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(r->records, 1u) << "cut at " << cut;
     EXPECT_EQ(r->torn_bytes, cut - two);
@@ -102,9 +105,8 @@ TEST(graph_log_test, a_torn_last_record_is_dropped_and_cut_off) {
 TEST(graph_log_test, damage_before_the_last_record_is_refused_by_offset) {
   fixture f;
   {
-    std::unique_ptr<live_graph> lg;
-    std::unique_ptr<graph_log> log;
-    ASSERT_TRUE(f.open(lg, log));
+    auto [log, lg, replayed] = f.open();
+    ASSERT_TRUE(replayed);
     ASSERT_TRUE(lg->apply(f.edge(2, 0)));
     ASSERT_TRUE(lg->apply(f.edge(2, 1)));
   }
@@ -113,9 +115,7 @@ TEST(graph_log_test, damage_before_the_last_record_is_refused_by_offset) {
     io.seekp(24 + 24 + 3);  // the first record's payload
     io.put('\x7f');
   }
-  std::unique_ptr<live_graph> lg;
-  std::unique_ptr<graph_log> log;
-  auto r = f.open(lg, log);
+  auto [log, lg, r] = f.open();
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message().find("record at byte 24 fails its checksum"), std::string::npos)
       << r.error().message();
@@ -124,9 +124,8 @@ TEST(graph_log_test, damage_before_the_last_record_is_refused_by_offset) {
 TEST(graph_log_test, a_log_of_another_base_is_refused) {
   fixture f;
   {
-    std::unique_ptr<live_graph> lg;
-    std::unique_ptr<graph_log> log;
-    ASSERT_TRUE(f.open(lg, log));
+    auto [log, lg, replayed] = f.open();
+    ASSERT_TRUE(replayed);
   }
   f.base.num_nodes = 4;
   f.base.indptr.push_back(2);
