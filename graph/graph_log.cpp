@@ -1,6 +1,7 @@
 #include "graph/graph_log.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@ struct header {
   char magic[8];
   std::int64_t num_nodes, num_edges;
 };
+static_assert(sizeof(header) == kGraphLogHeaderBytes);
 struct record_head {
   std::uint32_t magic, reserved;
   std::uint64_t version, bytes;
@@ -109,11 +111,21 @@ expected<std::unique_ptr<graph_log>> graph_log::open(const std::string& path, co
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return make_error(errc::io_error, "{}: open: {}", path, std::strerror(errno));
   std::unique_ptr<graph_log> log(new graph_log(path, fd, sync));
+  // One writer per log: a second server on the same file would interleave records.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+    return make_error(errc::unavailable,
+                      "{}: another process holds this graph log (a second server on the same "
+                      "dataset?): give each server its own --graph-log",
+                      path);
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     return make_error(errc::io_error, "{}: stat: {}", path, std::strerror(errno));
   header h{};
-  if (st.st_size == 0) {  // a new log: its header, made durable before any record
+  if (std::uint64_t(st.st_size) < sizeof h) {
+    // A new log, or one whose creation was cut short before any record: its
+    // header, made durable before any record.
+    if (st.st_size > 0 && ::ftruncate(fd, 0) != 0)
+      return make_error(errc::io_error, "{}: truncate: {}", path, std::strerror(errno));
     std::memcpy(h.magic, kMagic, sizeof kMagic);
     h.num_nodes = g.num_nodes;
     h.num_edges = g.num_edges();

@@ -4,7 +4,8 @@
 // survives kill -9. A torn last record (the process died while writing it) is
 // detected by its length or checksum and dropped; damage before the last
 // record is refused by offset. The header names the base (node and edge
-// counts), so a log is never replayed onto another dataset.
+// counts), so a log is never replayed onto another dataset; an exclusive lock
+// keeps a second process from writing the same log.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,9 @@ struct log_replay {
   std::uint64_t records = 0;        // batches applied
   std::uint64_t torn_bytes = 0;     // dropped from the end (a torn last record)
 };
+
+/// The bytes of an empty log (its header): a longer log holds records.
+inline constexpr std::uint64_t kGraphLogHeaderBytes = 24;
 
 class graph_log {
  public:

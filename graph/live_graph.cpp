@@ -24,7 +24,11 @@ node_row current_row(const csr_view& base, const graph_delta& d, std::int64_t v)
 
 status check_rows(std::span<const float> values, std::size_t rows, std::int64_t dim,
                   std::string_view what) {
-  if (values.size() != rows * std::size_t(dim))
+  // Compared by division: rows x dim may not fit in 64 bits.
+  const bool fits = dim <= 0 ? values.empty()
+                             : values.size() % std::size_t(dim) == 0 &&
+                                   values.size() / std::size_t(dim) == rows;
+  if (!fits)
     return make_error(errc::invalid_argument, "{}: {} values for {} rows of width {}", what,
                       values.size(), rows, dim);
   for (std::size_t i = 0; i < values.size(); ++i)
@@ -62,6 +66,49 @@ void for_rows(row_direction dir, std::int64_t u, std::int64_t v, F&& f) {
   }
 }
 
+// Each listed removal takes one copy of its edge out of the rows it occupies,
+// one pass per row (a batch removing k copies from a row of d neighbours costs
+// O(k + d), not O(k d)). A removal with no copy left names its item.
+template <class Row>
+status remove_edges_from(row_direction dir, const graph_update& u, Row&& row) {
+  // (row, neighbour) -> the items removing it, in order.
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>> wanted;
+  for (std::size_t i = 0; i < u.remove_src.size(); ++i)
+    for_rows(dir, u.remove_src[i], u.remove_dst[i],
+             [&](std::int64_t r, std::int64_t n) { wanted[{r, n}].push_back(i); });
+  std::size_t first_missing = SIZE_MAX;
+  auto it = wanted.begin();
+  while (it != wanted.end()) {
+    const std::int64_t r = it->first.first;
+    auto& x = row(r);
+    std::map<std::int64_t, std::size_t> left;  // copies still to remove, per neighbour
+    auto end = it;
+    for (; end != wanted.end() && end->first.first == r; ++end) left[end->first.second] = end->second.size();
+    std::size_t keep = 0;
+    for (std::size_t k = 0; k < x.neighbours.size(); ++k) {
+      auto l = left.find(x.neighbours[k]);
+      if (l != left.end() && l->second > 0) {
+        --l->second;
+        continue;
+      }
+      x.neighbours[keep] = x.neighbours[k];
+      if (!x.weights.empty()) x.weights[keep] = x.weights[k];
+      ++keep;
+    }
+    x.neighbours.resize(keep);
+    if (!x.weights.empty()) x.weights.resize(keep);
+    for (; it != end; ++it) {
+      const std::size_t missing = left[it->first.second];
+      if (missing > 0)
+        first_missing = std::min(first_missing, it->second[it->second.size() - missing]);
+    }
+  }
+  if (first_missing != SIZE_MAX)
+    return make_error(errc::invalid_argument, "remove_edges[{}]: no edge {} -> {} in the graph",
+                      first_missing, u.remove_src[first_missing], u.remove_dst[first_missing]);
+  return status::ok();
+}
+
 }  // namespace
 
 live_graph::live_graph(csr_view base, live_graph_options options)
@@ -79,10 +126,12 @@ std::shared_ptr<const graph_delta> live_graph::current() const {
 expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from,
                                                          const graph_update& u,
                                                          update_result& result) const {
-  if (u.empty()) return make_error(errc::invalid_argument, "the update batch changes nothing");
-  if (u.add_src.size() != u.add_dst.size() || u.remove_src.size() != u.remove_dst.size())
-    return make_error(errc::invalid_argument, "edges: {} sources for {} targets",
-                      u.add_src.size() + u.remove_src.size(), u.add_dst.size() + u.remove_dst.size());
+  if (u.add_src.size() != u.add_dst.size())
+    return make_error(errc::invalid_argument, "add_edges: {} sources for {} targets",
+                      u.add_src.size(), u.add_dst.size());
+  if (u.remove_src.size() != u.remove_dst.size())
+    return make_error(errc::invalid_argument, "remove_edges: {} sources for {} targets",
+                      u.remove_src.size(), u.remove_dst.size());
   if (base_.weighted() && u.add_weight.size() != u.add_src.size())
     return make_error(errc::invalid_argument,
                       "add_edges: the graph is weighted: give one weight per edge ({} for {})",
@@ -93,11 +142,13 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
     if (!std::isfinite(u.add_weight[i]))
       return make_error(errc::invalid_argument, "add_edges[{}]: weight {} is not finite", i,
                         u.add_weight[i]);
-  if (u.add_nodes < 0)
-    return make_error(errc::invalid_argument, "add_nodes: {} nodes", u.add_nodes);
+  if (u.add_nodes < 0 || u.add_nodes > kMaxNodesPerBatch)
+    return make_error(errc::invalid_argument, "add_nodes: {} nodes (0 to {} per batch)",
+                      u.add_nodes, kMaxNodesPerBatch);
   const std::int64_t dim = options_.feature_dim;
   SPINDLE_TRY(check_rows(u.add_node_features, std::size_t(u.add_nodes), dim, "add_nodes"));
   SPINDLE_TRY(check_rows(u.set_rows, u.set_ids.size(), dim, "set_features"));
+  if (u.empty()) return make_error(errc::invalid_argument, "the update batch changes nothing");
 
   auto d = std::make_shared<graph_delta>(from);
   d->version = from.version + 1;
@@ -105,6 +156,9 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
   std::set<std::int64_t> removing;
   const id_check valid{from, d->num_nodes, removing};
   for (std::size_t i = 0; i < u.remove_nodes.size(); ++i) {
+    if (removing.count(u.remove_nodes[i]))
+      return make_error(errc::invalid_argument, "remove_nodes[{}]: node {} is listed twice", i,
+                        u.remove_nodes[i]);
     SPINDLE_TRY(valid(u.remove_nodes[i], "remove_nodes", i));
     removing.insert(u.remove_nodes[i]);
   }
@@ -125,22 +179,7 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
     if (it == edited.end()) it = edited.emplace(v, current_row(base_, from, v)).first;
     return it->second;
   };
-  for (std::size_t i = 0; i < u.remove_src.size(); ++i) {
-    status missing = status::ok();
-    for_rows(options_.direction, u.remove_src[i], u.remove_dst[i], [&](std::int64_t r, std::int64_t n) {
-      auto& x = row(r);
-      auto it = std::find(x.neighbours.begin(), x.neighbours.end(), n);
-      if (it == x.neighbours.end()) {
-        if (missing) missing = make_error(errc::invalid_argument,
-                                          "remove_edges[{}]: no edge {} -> {} in the graph", i,
-                                          u.remove_src[i], u.remove_dst[i]);
-        return;
-      }
-      if (!x.weights.empty()) x.weights.erase(x.weights.begin() + (it - x.neighbours.begin()));
-      x.neighbours.erase(it);
-    });
-    SPINDLE_TRY(missing);
-  }
+  SPINDLE_TRY(remove_edges_from(options_.direction, u, row));
   for (std::size_t i = 0; i < u.add_src.size(); ++i)
     for_rows(options_.direction, u.add_src[i], u.add_dst[i], [&](std::int64_t r, std::int64_t n) {
       auto& x = row(r);

@@ -57,6 +57,9 @@ struct live_graph_options {
 
 class live_graph {
  public:
+  /// Nodes one batch may add.
+  static constexpr std::int64_t kMaxNodesPerBatch = std::int64_t{1} << 31;
+
   live_graph(csr_view base, live_graph_options options);
 
   /// The delta every call admitted now reads (never null; version 0: none).

@@ -1,5 +1,6 @@
 #include "runtime/graph_updates.hpp"
 
+#include <filesystem>
 #include <memory>
 
 #include "core/log.hpp"
@@ -11,6 +12,26 @@ graph::row_direction row_direction_of(const graph::dataset_metadata& m) {
   // Datasets written before edge_direction existed stored "out".
   if (m.edge_direction.empty() || m.edge_direction == "out") return graph::row_direction::out;
   return graph::row_direction::in;
+}
+
+status check_graph_log_use(const graph::dataset& ds, bool updates, const std::string& log_path,
+                           bool no_token) {
+  if (updates)
+    return no_token ? make_error(errc::invalid_argument,
+                                 "--graph-updates: updates are Admin calls; give "
+                                 "--admin-token-file")
+                    : status::ok();
+  if (!log_path.empty())
+    return make_error(errc::invalid_argument, "--graph-log {} without --graph-updates", log_path);
+  const std::string log = ds.dir() + "/graph.log";
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(log, ec);
+  if (!ec && size > graph::kGraphLogHeaderBytes)
+    return make_error(errc::invalid_argument,
+                      "{}: holds graph updates ({} bytes); serve with --graph-updates to apply "
+                      "them, or move the log away to serve the dataset as prepared",
+                      log, size);
+  return status::ok();
 }
 
 expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
@@ -25,7 +46,8 @@ expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
   auto live = std::make_shared<graph::live_graph>(ds.graph(), std::move(lo));
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(*live));
   if (replayed.torn_bytes > 0)
-    log::warn("graph log {}: dropped a torn last record ({} bytes; it was never acknowledged)",
+    log::warn("graph log {}: dropped a damaged last record ({} bytes): a write cut short by a "
+              "crash, whose batch was never acknowledged (any other damage there loses that batch)",
               path, replayed.torn_bytes);
   log::info("graph updates on: log {} ({}, {} batches replayed, graph version {})", path,
             graph::to_string(o.sync), replayed.records, live->version());

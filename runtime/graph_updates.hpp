@@ -20,6 +20,13 @@ struct graph_update_options {
 /// What the dataset's CSR row holds for an input edge u -> v.
 graph::row_direction row_direction_of(const graph::dataset_metadata& m);
 
+/// Refuses a start that would serve a graph other than the one the user
+/// updated: a dataset whose graph log holds batches, served without
+/// --graph-updates (its base would answer, stale); --graph-log without
+/// --graph-updates; updates without an admin token (`no_token`) to send them with.
+status check_graph_log_use(const graph::dataset& ds, bool updates, const std::string& log_path,
+                           bool no_token);
+
 /// Attaches a live graph to `ds` (ds.live()) whose batches go to the log first.
 /// Returns what replay applied.
 expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,

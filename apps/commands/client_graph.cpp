@@ -14,18 +14,24 @@ namespace {
 namespace rpc = transport::rpc;
 
 struct graph_args {
-  std::string add_edges, remove_edges, add_nodes, set_ids, set_rows, remove_nodes;
+  std::string add_edges, add_weights, remove_edges, add_nodes, set_ids, set_rows, remove_nodes;
   bool json = false;
 };
 
 template <class T>
 expected<std::vector<T>> read_array(const std::string& path, std::string_view flag,
                                     std::vector<std::int64_t>* shape = nullptr) {
-  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open_any_order(path));
   auto v = a.as<T>();
   if (!v) return std::move(v).error().with_context(fmt::format("{}: ", flag));
   if (shape) *shape = a.shape();
-  return std::vector<T>(v->begin(), v->end());
+  std::vector<T> out(v->begin(), v->end());
+  if (a.fortran_order() && a.shape().size() == 2) {  // np.save(pairs.T): to row-major
+    const auto rows = std::size_t(a.shape()[0]), cols = std::size_t(a.shape()[1]);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) out[r * cols + c] = (*v)[c * rows + r];
+  }
+  return out;
 }
 
 // A [2, E] edge_index file as (src, dst).
@@ -46,6 +52,9 @@ status read_edges(const std::string& path, std::string_view flag, std::vector<st
 expected<rpc::graph_edit> edit_of(const graph_args& a) {
   rpc::graph_edit e;
   SPINDLE_TRY(read_edges(a.add_edges, "--add-edges", e.add_src, e.add_dst));
+  if (!a.add_weights.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(e.add_weight, read_array<float>(a.add_weights, "--add-weights"));
+  }
   SPINDLE_TRY(read_edges(a.remove_edges, "--remove-edges", e.remove_src, e.remove_dst));
   if (!a.add_nodes.empty()) {
     std::vector<std::int64_t> shape;
@@ -105,6 +114,8 @@ void add_graph_command(CLI::App& client_cmd, std::shared_ptr<client_args> c) {
   auto* update = graph->add_subcommand(
       "update", "Apply one batch of changes, whole or not at all (needs the admin token)");
   update->add_option("--add-edges", ga->add_edges, "Edges to add: edge_index .npy, int64 [2, E]");
+  update->add_option("--add-weights", ga->add_weights,
+                     "The added edges' weights on a weighted graph: float32 [E]");
   update->add_option("--remove-edges", ga->remove_edges,
                      "Edges to remove (each must exist): int64 [2, E]");
   update->add_option("--add-nodes", ga->add_nodes,

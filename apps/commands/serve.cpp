@@ -239,6 +239,8 @@ status run_serve(const serve_args& a, global_options& g) {
   defaults.deadline_from_flag = a.deadline_flag;
   defaults.slo_from_flag = a.slo_flag;
   defaults.repository = a.repository;
+  SPINDLE_TRY(runtime::check_graph_log_use(ds, a.graph_updates, a.graph_log,
+                                           listening && a.door.admin_token_file.empty()));
   if (a.graph_updates) {
     if (defaults.device == gpu::device_kind::cuda)
       return make_error(errc::invalid_argument,

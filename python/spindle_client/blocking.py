@@ -179,15 +179,21 @@ class Client:
                      set_features=None, remove_nodes=None) -> UpdateResult:
         """Applies one batch of changes to the served graph, whole or not at all
         (needs the admin token and a server started with --graph-updates).
-        add_edges / remove_edges: (src, dst) int64 arrays; add_nodes: float32
+        add_edges / remove_edges: (src, dst) int64 arrays (add_edges may carry a
+        third array, the new edges' float32 weights, on a weighted graph); add_nodes: float32
         [n, width] feature rows of new nodes (their ids come back in `new_ids`,
         numpy int64); set_features: (ids, rows); remove_nodes: int64 array. Every
         call made after this returns sees the change."""
         u = {}
         for name, pair in (("add", add_edges), ("remove", remove_edges)):
             if pair is not None:
-                src, dst = (np.asarray(a, dtype=np.int64).reshape(-1) for a in pair)
+                if len(pair) not in ((2, 3) if name == "add" else (2,)):
+                    raise ValueError(f"{name}_edges: expected (src, dst)"
+                                     + (" or (src, dst, weight)" if name == "add" else ""))
+                src, dst = (np.asarray(a, dtype=np.int64).reshape(-1) for a in pair[:2])
                 u[name + "Src"], u[name + "Dst"] = src.tolist(), dst.tolist()
+                if len(pair) == 3:
+                    u["addWeight"] = np.asarray(pair[2], dtype=np.float32).reshape(-1).tolist()
         if add_nodes is not None:
             rows = np.asarray(add_nodes, dtype=np.float32)
             if rows.ndim != 2:

@@ -134,6 +134,25 @@ TEST(graph_log_test, a_log_of_another_base_is_refused) {
   EXPECT_NE(log.error().message().find("written for a graph of 3 nodes"), std::string::npos);
 }
 
+TEST(graph_log_test, one_process_at_a_time_writes_a_log) {
+  fixture f;
+  auto first = f.open();
+  ASSERT_TRUE(first.replayed);
+  auto second = graph_log::open(f.path, f.base.view(), log_sync::os);
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().message().find("another process holds this graph log"),
+            std::string::npos);
+}
+
+TEST(graph_log_test, a_header_cut_short_starts_the_log_again) {
+  fixture f;
+  { std::ofstream(f.path, std::ios::binary) << "SPGL"; }
+  auto o = f.open();
+  ASSERT_TRUE(o.replayed) << o.replayed.error().to_string();
+  EXPECT_EQ(o.replayed->records, 0u);
+  ASSERT_TRUE(o.lg->apply(f.edge(2, 0)));
+}
+
 TEST(graph_log_test, a_batch_round_trips_through_its_encoding) {
   graph_update u;
   u.add_src = {1, 2};

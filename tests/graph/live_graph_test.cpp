@@ -124,6 +124,47 @@ TEST(live_graph_test, a_bad_batch_is_refused_whole_naming_its_first_bad_item) {
   refused(u, "add_edges.src[0]: node 2 is removed");
 }
 
+TEST(live_graph_test, hostile_counts_are_refused_and_many_removals_stay_linear) {
+  auto base = csr_of(kRows);
+  live_graph lg(base.view(), {row_direction::in, 8, {}});
+  graph_update u;
+  u.add_nodes = std::int64_t{1} << 62;  // rows x width would wrap past 64 bits
+  auto r = lg.apply(u);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("add_nodes: 4611686018427387904 nodes (0 to"),
+            std::string::npos);
+  u = {};
+  u.add_nodes = (std::int64_t{1} << 61) + 1;
+  u.add_node_features.assign(8, 1.0f);
+  EXPECT_FALSE(lg.apply(u));
+  u = {};
+  u.set_rows.assign(8, 1.0f);  // rows for no ids: named, not "changes nothing"
+  r = lg.apply(u);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("set_features: 8 values for 0 rows"), std::string::npos);
+  u = {};
+  u.remove_nodes = {3, 3};
+  r = lg.apply(u);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("remove_nodes[1]: node 3 is listed twice"), std::string::npos);
+  // 200,000 copies of 1 -> 0, then all but one removed in one batch, then two more asked.
+  u = {};
+  u.add_src.assign(200000, 1);
+  u.add_dst.assign(200000, 0);
+  ASSERT_TRUE(lg.apply(u));
+  u = {};
+  u.remove_src.assign(200000, 1);
+  u.remove_dst.assign(200000, 0);
+  ASSERT_TRUE(lg.apply(u));
+  EXPECT_EQ(row_at(lg, *lg.current(), 0), (std::multiset<std::int64_t>{1, 2}));
+  u.remove_src = {1, 2, 1};
+  u.remove_dst = {0, 0, 0};
+  r = lg.apply(u);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("remove_edges[2]: no edge 1 -> 0"), std::string::npos)
+      << r.error().message();
+}
+
 TEST(live_graph_test, removed_nodes_vanish_from_rows_and_are_refused_as_seeds) {
   auto base = csr_of(kRows);
   live_graph lg(base.view(), {row_direction::in, 0, {}});

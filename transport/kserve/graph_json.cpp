@@ -1,5 +1,6 @@
 #include "transport/kserve/graph_json.hpp"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/json_depth.hpp"
@@ -16,6 +17,10 @@ status list_of(const json& j, std::string_view field, std::vector<T>& out) {
   out.reserve(out.size() + j.size());
   for (std::size_t i = 0; i < j.size(); ++i) {
     const bool ok = std::is_integral_v<T> ? j[i].is_number_integer() : j[i].is_number();
+    if (ok && std::is_integral_v<T> && j[i].is_number_unsigned() &&
+        j[i].get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+      return make_error(errc::invalid_argument, "{}[{}]: {} is out of range", field, i,
+                        j[i].get<std::uint64_t>());
     if (!ok)
       return make_error(errc::invalid_argument, "{}[{}]: expected {}", field, i,
                         std::is_integral_v<T> ? "an integer" : "a number");
