@@ -62,6 +62,15 @@ def main():
         subprocess.run([spindle, "model", "init", "--arch", "graphsage", "--in", str(width),
                         "--hidden", "256", "--classes", "47", "--seed", "1", "--out-dir",
                         os.path.join(work, "sage")], check=True, capture_output=True, env=env)
+        # Static serving first: the same server without --graph-updates, so the
+        # empty delta's cost (one atomic load per batch) shows beside it.
+        static, static_endpoint = start([spindle, "serve", "--dataset", data, "--model",
+                                         os.path.join(work, "sage"), "--name", "sage", "--listen",
+                                         "127.0.0.1:0", "--device", "host"],
+                                        os.path.join(work, "static.log"))
+        static_rps, static_p99, static_p50 = load(spindle, static_endpoint, data, 4000, clients)
+        static.terminate()
+        static.wait(timeout=60)
         proc, endpoint = start([spindle, "serve", "--dataset", data, "--model",
                                 os.path.join(work, "sage"), "--name", "sage", "--listen",
                                 "127.0.0.1:0", "--admin-token-file", os.path.join(work, "token"),
@@ -103,8 +112,11 @@ def main():
         ack = np.array(sent["ack_ms"]) if sent["ack_ms"] else np.zeros(1)
         print(f"graph updates while serving: {source}, GraphSAGE {width}-256-47, "
               f"{clients} calls in flight, one server (this machine, same run)")
+        print(f"  served, without --graph-updates: {static_rps:7.0f} calls/s  p50 {static_p50:.2f} ms  "
+              f"p99 {static_p99:.2f} ms")
         print(f"  served, no updates (baseline):  {base_rps:8.0f} calls/s  p50 {base_p50:.2f} ms  "
-              f"p99 {base_p99:.2f} ms")
+              f"p99 {base_p99:.2f} ms  (empty delta: {base_rps / static_rps:.2f}x the static "
+              f"server's throughput)")
         print(f"  served, while updating:         {upd_rps:8.0f} calls/s  p50 {upd_p50:.2f} ms  "
               f"p99 {upd_p99:.2f} ms  (p99 ratio {upd_p99 / base_p99:.2f}x, throughput "
               f"{upd_rps / base_rps:.2f}x)")
