@@ -13,6 +13,7 @@ accepts and sends calls round-robin; a door that drops is left and the call is
 sent to the next one.
 """
 import asyncio
+import atexit
 import threading
 from typing import Optional, Sequence
 
@@ -51,13 +52,34 @@ class _Loop:
 
         async def main():
             self.loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
             started.set()
-            await asyncio.Event().wait()  # for the life of the process (a daemon thread)
+            await self._stop.wait()  # until shutdown(): at the latest, at interpreter exit
+            for key in list(self.clients):
+                try:
+                    await self.close(key)
+                except Exception:  # a connection already gone: nothing left to close
+                    pass
 
         self.thread = threading.Thread(target=lambda: asyncio.run(capnp.run(main())),
                                        name="spindle-client", daemon=True)
         self.thread.start()
         started.wait()
+
+    def shutdown(self) -> None:
+        """Closes every connection left open and ends the loop's thread. Runs at
+        interpreter exit: a kj loop still running while Python tears its threads
+        down aborts the process ("FATAL: exception not rethrown")."""
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self._stop.set)
+            self.thread.join(timeout=10)
+
+    @classmethod
+    def _at_exit(cls) -> None:
+        with cls._lock:
+            instance = cls._instance
+        if instance is not None:
+            instance.shutdown()
 
     def call(self, coro, timeout: float):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -90,6 +112,9 @@ class _Loop:
         c = self.clients.pop(key, None)
         if c is not None:
             await c.close()
+
+
+atexit.register(_Loop._at_exit)
 
 
 class Client:

@@ -185,3 +185,16 @@ def test_pip_install_writes_nothing_into_the_source_tree(tmp_path):
     assert r.returncode == 0, r.stderr
     assert os.path.exists(os.path.join(tmp_path, "spindle_client", "spindle.capnp"))
     assert listing() == before
+
+
+def test_a_client_left_open_at_exit_ends_the_process_cleanly(server):
+    # The docs' first example never calls close(): the kj loop must end before
+    # Python tears its threads down, or the process aborts (exit status 134).
+    script = ("import sys; sys.path.insert(0, %r)\n"
+              "from spindle_client import Client\n"
+              "c = Client(%r, model='gcn')\n"
+              "print(c.infer_gnn([1, 2]).shape)\n") % (os.path.join(ROOT, "python"), server["endpoint"])
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr[-500:]
+        assert r.stdout.strip() == "(2, 3)"
