@@ -147,6 +147,27 @@ expected<std::unique_ptr<graph_log>> graph_log::open(const std::string& path, co
   return log;
 }
 
+expected<log_summary> summarize_log(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error(errc::io_error, "{}: open: {}", path, std::strerror(errno));
+  struct stat st {};
+  ::fstat(fd, &st);
+  log_summary s;
+  s.bytes = std::uint64_t(st.st_size);
+  std::uint64_t at = sizeof(header);
+  record_head h{};
+  while (s.bytes - std::min(at, s.bytes) >= sizeof h &&
+         ::pread(fd, &h, sizeof h, off_t(at)) == ssize_t(sizeof h) && h.magic == kRecordMagic &&
+         h.bytes <= s.bytes - at - sizeof h &&
+         s.bytes - at - sizeof h - h.bytes >= sizeof(std::uint64_t)) {
+    ++s.records;
+    s.last_version = h.version;
+    at += sizeof h + h.bytes + sizeof(std::uint64_t);
+  }
+  ::close(fd);
+  return s;
+}
+
 graph_log::~graph_log() {
   if (fd_ >= 0) ::close(fd_);
 }

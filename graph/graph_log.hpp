@@ -61,6 +61,13 @@ class graph_log {
   std::uint64_t end_ = 0;  // bytes of whole records (and header)
 };
 
+/// What a log holds, read without replaying or locking it (`spindle info`):
+/// whole records by their lengths (checksums are checked at replay).
+struct log_summary {
+  std::uint64_t records = 0, last_version = 0, bytes = 0;
+};
+expected<log_summary> summarize_log(const std::string& path);
+
 /// A batch as the log stores it, and back (errors name the field).
 std::string encode_update(const graph_update& u);
 expected<graph_update> decode_update(std::string_view bytes);

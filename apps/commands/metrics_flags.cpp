@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "config/sampling.hpp"
 #include "graph/dataset.hpp"
+#include "graph/graph_log.hpp"
 #include "graph/summary.hpp"
 
 namespace spindle::apps {
@@ -29,10 +34,25 @@ status resolve_metrics_flags(const metrics_flags& f, graph::metrics_request& out
 status print_summary(const std::string& dir, bool json, bool verify) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, graph::dataset::open(dir, {.verify_checksums = verify}));
   auto s = graph::summarize(d);
+  // Updates taken while serving (serve --graph-updates), if any.
+  std::optional<graph::log_summary> log;
+  if (std::filesystem::exists(dir + "/graph.log")) {
+    SPINDLE_ASSIGN_OR_RETURN(log, graph::summarize_log(dir + "/graph.log"));
+  }
   if (json) {
-    fmt::print("{}\n", graph::format_json(s, d.metadata()));
+    std::string text = graph::format_json(s, d.metadata());
+    if (log) {
+      auto j = nlohmann::json::parse(text);
+      j["graph_log"] = {{"batches", log->records}, {"version", log->last_version},
+                        {"bytes", log->bytes}};
+      text = j.dump();
+    }
+    fmt::print("{}\n", text);
   } else {
     fmt::print("dataset {} ({})\n{}", dir, d.metadata().source, graph::format_table(s));
+    if (log)
+      fmt::print("  {:<30} version {} ({} batches, {} bytes in graph.log)\n", "graph updates",
+                 log->last_version, log->records, log->bytes);
     if (verify) fmt::print("  {:<30} {}\n", "checksums", "verified");
   }
   return status::ok();

@@ -134,6 +134,18 @@ TEST(graph_log_test, a_log_of_another_base_is_refused) {
   EXPECT_NE(log.error().message().find("written for a graph of 3 nodes"), std::string::npos);
 }
 
+TEST(graph_log_test, a_summary_counts_whole_records_without_the_lock) {
+  fixture f;
+  auto o = f.open();
+  ASSERT_TRUE(o.lg->apply(f.edge(2, 0)));
+  ASSERT_TRUE(o.lg->apply(f.edge(2, 1)));
+  auto s = summarize_log(f.path);  // while the log is held
+  ASSERT_TRUE(s) << s.error().to_string();
+  EXPECT_EQ(s->records, 2u);
+  EXPECT_EQ(s->last_version, 2u);
+  EXPECT_EQ(s->bytes, o.log->bytes());
+}
+
 TEST(graph_log_test, one_process_at_a_time_writes_a_log) {
   fixture f;
   auto first = f.open();
