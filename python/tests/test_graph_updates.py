@@ -6,6 +6,7 @@ nothing; kill -9 and a restart replay the acknowledged batches."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -133,6 +134,13 @@ def test_the_kserve_http_door_takes_updates_and_reports_versions(setup, tmp_path
         assert status == 400 and "add_edges.dst[0]: node 205 out of range" in body["error"]
         status, body = http_json(base + "/v2/graph/update", {"add_edge": [[1], [2]]}, token)
         assert status == 400 and "unknown field 'add_edge'" in body["error"]
+        # A client that asks before sending its body (curl past 1 MB) is told at once.
+        host, port = base[len("http://"):].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(b"POST /v2/graph/update HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                         b"Expect: 100-continue\r\n\r\n")
+            sock.settimeout(0.5)
+            assert sock.recv(64).startswith(b"HTTP/1.1 100 Continue")
         status, body = http_json(base + "/v2/graph", token=token)
         assert status == 200 and body["version"] == 1
         infer = {"inputs": [{"name": "seeds", "datatype": "INT64", "shape": [2], "data": [2, N]}],

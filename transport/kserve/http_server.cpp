@@ -124,7 +124,7 @@ void handle_repository(door& d, const std::string& token, const httplib::Request
 }
 
 // The graph-update extension (graph_json.hpp): admin token required. The batch
-// is logged before the answer, on this connection's event thread.
+// is logged before the answer, on an HTTP worker thread (not the event loop).
 void handle_graph(door& d, const std::string& token, const httplib::Request& req,
                   httplib::Response& res, bool update) {
   if (!authorized(req, token))
