@@ -198,7 +198,13 @@ void register_client(CLI::App& app, global_options&) {
       ->capture_default_str();
   infer->add_option("--deadline-us", ia->deadline_us, "Deadline (0: none)")->capture_default_str();
   infer->add_option("--min-version", ia->min_version,
-                    "The graph version the answer must include (from `graph update`); 0: any");
+                    "The graph version the answer must include (from `graph update`); 0: any")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return !v.empty() && v[0] == '-' ? std::string("a graph version is >= 0")
+                                             : std::string();
+          },
+          "VERSION"));
   infer->add_flag("--json", ia->json, "Print JSON");
   infer->callback([c, ia] {
     if (int rc = report(run_infer(*c, *ia))) throw CLI::RuntimeError(rc);

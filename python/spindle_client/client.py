@@ -104,6 +104,8 @@ class AsyncClient:
         """seeds: dataset rows; or ids: the nodes as the input data names them
         (e.g. CiteSeer's "100157"), resolved by the server. min_version: the graph
         version the answer must include (a server behind it answers unavailable)."""
+        if int(min_version) < 0:
+            raise ValueError(f"min_version {min_version}: a graph version is >= 0")
         r = await self._inference.inferGnn(request={
             "model": model, "seeds": [int(s) for s in seeds], "samplerSeed": sampler_seed,
             "deadlineUs": deadline_us, "seedIds": [str(i) for i in ids],
