@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   apps::register_generate(app, g);
   apps::register_prepare(app, g);
   apps::register_info(app, g);
+  apps::register_compact(app, g);
   apps::register_sample(app, g);
   apps::register_devices(app, g);
   apps::register_place(app, g);

@@ -116,6 +116,7 @@ live_graph::live_graph(csr_view base, live_graph_options options)
   auto d = std::make_shared<graph_delta>();
   d->base_nodes = base_.num_nodes;
   d->num_nodes = base_.num_nodes;
+  d->version = options_.base_version;
   current_ = std::move(d);
 }
 

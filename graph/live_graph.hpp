@@ -50,6 +50,7 @@ enum class row_direction { in, out, both };
 struct live_graph_options {
   row_direction direction = row_direction::in;
   std::int64_t feature_dim = 0;
+  std::uint64_t base_version = 0;  // the version the base holds (a compacted dataset's)
   /// Called with each accepted batch and its version before it is published
   /// (the write-ahead log); an error refuses the batch. Unset: not durable.
   std::function<status(const graph_update&, std::uint64_t version)> log;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/log.hpp"
+#include "graph/compact.hpp"
 
 namespace spindle::runtime {
 
@@ -42,6 +43,7 @@ expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
   graph::live_graph_options lo;
   lo.direction = row_direction_of(ds.metadata());
   lo.feature_dim = ds.feature_dim();
+  lo.base_version = graph::base_version(ds.metadata());
   lo.log = [log](const graph::graph_update& u, std::uint64_t v) { return log->append(u, v); };
   auto live = std::make_shared<graph::live_graph>(ds.graph(), std::move(lo));
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(*live));

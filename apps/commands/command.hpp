@@ -36,6 +36,7 @@ int report(const status& s);
 void register_generate(CLI::App& app, global_options& g);
 void register_prepare(CLI::App& app, global_options& g);
 void register_info(CLI::App& app, global_options& g);
+void register_compact(CLI::App& app, global_options& g);
 void register_sample(CLI::App& app, global_options& g);
 void register_devices(CLI::App& app, global_options& g);
 void register_place(CLI::App& app, global_options& g);

@@ -226,6 +226,21 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
         assert c.graph_version() == 5
         check(5)
         c.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+        # Offline compaction: a new dataset at version 5 that serves the same answers.
+        out = tmp / f"{name}-compacted"
+        subprocess.run([SPINDLE, "compact", str(tmp / "ds"), "--graph-log", str(tmp / f"{name}.log"),
+                        "--out", str(out)], check=True, capture_output=True)
+        proc, endpoint = start_server([SPINDLE, "serve", "--dataset", str(out), "--model",
+                                       str(tmp / name), "--name", name, "--listen", "127.0.0.1:0",
+                                       "--admin-token-file", str(tmp / "token"), "--graph-updates",
+                                       "--graph-log", str(tmp / f"{name}-compacted.log"),
+                                       "--device", "host"])
+        c = sc.Client(endpoint, model=name, token_file=str(tmp / "token"))
+        assert c.graph_version() == 5
+        check(5)
+        c.close()
     finally:
         proc.terminate()
         proc.wait(timeout=30)

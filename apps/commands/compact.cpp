@@ -1,0 +1,58 @@
+// `spindle compact DATASET --out DIR`: folds the updates in a dataset's graph
+// log into a new dataset directory (offline: the log is locked while it runs,
+// so not while a server holds it) and recomputes its PSGS and FAP.
+#include <fmt/format.h>
+
+#include "apps/commands/command.hpp"
+#include "graph/compact.hpp"
+#include "graph/graph_log.hpp"
+#include "graph/prepare.hpp"
+#include "runtime/graph_updates.hpp"
+
+namespace spindle::apps {
+namespace {
+
+struct compact_args {
+  std::string dataset, out, log;
+};
+
+status run_compact(const compact_args& a, thread_pool& pool) {
+  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
+  const std::string path = a.log.empty() ? a.dataset + "/graph.log" : a.log;
+  SPINDLE_ASSIGN_OR_RETURN(auto log, graph::graph_log::open(path, ds.graph(), graph::log_sync::os));
+  graph::live_graph_options o;
+  o.direction = runtime::row_direction_of(ds.metadata());
+  o.feature_dim = ds.feature_dim();
+  o.base_version = graph::base_version(ds.metadata());
+  graph::live_graph live(ds.graph(), o);
+  SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(live));
+  const auto d = live.current();
+  SPINDLE_TRY(graph::compact_dataset(ds, *d, a.out));
+  graph::metrics_request m;
+  if (!ds.metadata().fanouts.empty()) m.fanouts = ds.metadata().fanouts;
+  if (!ds.metadata().seed_distribution.empty())
+    m.seeds = config::parse_seed_distribution(ds.metadata().seed_distribution);
+  SPINDLE_TRY(graph::recompute_metrics(a.out, m, pool));
+  fmt::print("compacted {} at graph version {} ({} batches from {}) into {}: {} nodes\n",
+             a.dataset, d->version, replayed.records, path, a.out, d->num_nodes);
+  return status::ok();
+}
+
+}  // namespace
+
+void register_compact(CLI::App& app, global_options& g) {
+  auto* cmd = app.add_subcommand(
+      "compact",
+      "Fold a dataset's graph updates (its graph log) into a new dataset directory, with "
+      "PSGS and FAP recomputed; serve that directory to start from the updated graph");
+  auto a = std::make_shared<compact_args>();
+  cmd->add_option("dataset", a->dataset, "Dataset directory served with --graph-updates")
+      ->required();
+  cmd->add_option("--out", a->out, "Output directory (new or empty)")->required();
+  cmd->add_option("--graph-log", a->log, "The log, if not DATASET/graph.log");
+  cmd->callback([a, &g] {
+    if (int rc = report(run_compact(*a, g.pool()))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace spindle::apps

@@ -1,0 +1,90 @@
+#include "graph/compact.hpp"
+
+#include <filesystem>
+
+#include "graph/live_graph.hpp"
+
+namespace spindle::graph {
+namespace {
+
+// The CSR at `d`: every row read through the delta (removed nodes: empty rows).
+csr_graph csr_at(const csr_view& base, const graph_delta& d) {
+  csr_graph g;
+  g.num_nodes = d.num_nodes;
+  g.indptr.reserve(std::size_t(d.num_nodes) + 1);
+  g.indptr.push_back(0);
+  const bool wide = needs_wide_indices(d.num_nodes);
+  std::vector<std::int64_t> scratch;
+  std::vector<float> scratch_w;
+  std::int64_t edges = 0;
+  for (std::int64_t v = 0; v < d.num_nodes; ++v) {
+    if (!d.is_removed(v)) {
+      const auto r = read_row(base, d, v, scratch, scratch_w);
+      for (auto n : r.neighbours) {
+        if (wide)
+          g.indices64.push_back(n);
+        else
+          g.indices32.push_back(std::int32_t(n));
+      }
+      if (base.weighted()) g.edge_weight.insert(g.edge_weight.end(), r.weights.begin(), r.weights.end());
+      edges += std::int64_t(r.neighbours.size());
+    }
+    g.indptr.push_back(edges);
+  }
+  return g;
+}
+
+}  // namespace
+
+std::uint64_t base_version(const dataset_metadata& m) {
+  auto it = m.build.find(kGraphVersionKey);
+  return it == m.build.end() ? 0 : std::stoull(it->second);
+}
+
+status compact_dataset(const dataset& ds, const graph_delta& d, const std::string& out_dir) {
+  const bool added = d.num_nodes > ds.num_nodes();
+  if (added && !ds.node_ids().empty())
+    return make_error(errc::unsupported,
+                      "{}: names its nodes by input ids, and the {} added nodes have none",
+                      ds.dir(), d.num_nodes - ds.num_nodes());
+  if (added && std::filesystem::exists(ds.dir() + "/node_names.txt"))
+    return make_error(errc::unsupported,
+                      "{}: names its nodes (node_names.txt), and the {} added nodes have none",
+                      ds.dir(), d.num_nodes - ds.num_nodes());
+  dataset_metadata meta = ds.metadata();
+  meta.arrays.clear();
+  meta.fanouts.clear();
+  meta.hop_mass.clear();
+  meta.build[kGraphVersionKey] = std::to_string(d.version);
+  meta.build["compacted_from"] = ds.dir();
+  SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));
+  const csr_graph g = csr_at(ds.graph(), d);
+  SPINDLE_TRY(w.write_graph(g.view()));
+  const std::int64_t f = ds.feature_dim();
+  SPINDLE_TRY(w.write_features(d.num_nodes, f, [&](std::int64_t lo, std::int64_t hi, float* out) {
+    for (std::int64_t v = lo; v < hi; ++v, out += f) {
+      if (const auto* row = d.features.find(v))
+        std::copy((*row)->begin(), (*row)->end(), out);
+      else if (v < ds.num_nodes())
+        std::copy(ds.feature_row(v), ds.feature_row(v) + f, out);
+      else
+        std::fill(out, out + f, 0.0f);
+    }
+  }));
+  if (!ds.labels().empty()) {
+    std::vector<std::int64_t> labels(ds.labels().begin(), ds.labels().end());
+    labels.resize(std::size_t(d.num_nodes), -1);
+    SPINDLE_TRY(w.write_labels(labels, ds.metadata().num_classes));
+  }
+  if (!ds.node_ids().empty()) SPINDLE_TRY(w.write_node_ids(ds.node_ids()));
+  if (meta.build.count("node_names")) {  // the input names, as they were (no node added)
+    std::error_code ec;
+    std::filesystem::copy_file(ds.dir() + "/node_names.txt", out_dir + "/node_names.txt",
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec)
+      return make_error(errc::io_error, "{}/node_names.txt: copy: {}", out_dir, ec.message());
+  }
+  return w.finish();
+}
+
+}  // namespace spindle::graph

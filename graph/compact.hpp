@@ -1,0 +1,26 @@
+// Folds a live graph's delta into a new dataset directory: the graph as the
+// updates left it (removed nodes keep their ids, with no edges), feature rows
+// set or added, labels extended with -1 for new nodes. The new directory
+// records the graph version it holds, so a server taking updates over it goes
+// on from that version. Metrics (PSGS, FAP) are for the caller to recompute.
+#pragma once
+
+#include <string>
+
+#include "core/status.hpp"
+#include "graph/dataset.hpp"
+#include "graph/graph_delta.hpp"
+
+namespace spindle::graph {
+
+/// The metadata key (in "build") holding the graph version a dataset starts at.
+inline constexpr const char* kGraphVersionKey = "graph_version";
+
+/// Writes `ds` with `d` applied into `out_dir` (new or empty). Refuses added
+/// nodes on a dataset that names its nodes by input ids (they have none).
+status compact_dataset(const dataset& ds, const graph_delta& d, const std::string& out_dir);
+
+/// The graph version a dataset's base holds (0 unless it was compacted).
+std::uint64_t base_version(const dataset_metadata& m);
+
+}  // namespace spindle::graph
