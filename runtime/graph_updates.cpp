@@ -15,6 +15,14 @@ graph::row_direction row_direction_of(const graph::dataset_metadata& m) {
   return graph::row_direction::in;
 }
 
+graph::live_graph_options live_options_of(const graph::dataset& ds) {
+  graph::live_graph_options o;
+  o.direction = row_direction_of(ds.metadata());
+  o.feature_dim = ds.feature_dim();
+  o.base_version = graph::base_version(ds.metadata());
+  return o;
+}
+
 status check_graph_log_use(const graph::dataset& ds, bool updates, const std::string& log_path,
                            bool no_token) {
   if (updates)
@@ -40,10 +48,7 @@ expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
   const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;
   SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
                            graph::graph_log::open(path, ds.graph(), o.sync));
-  graph::live_graph_options lo;
-  lo.direction = row_direction_of(ds.metadata());
-  lo.feature_dim = ds.feature_dim();
-  lo.base_version = graph::base_version(ds.metadata());
+  graph::live_graph_options lo = live_options_of(ds);
   lo.log = [log](const graph::graph_update& u, std::uint64_t v) { return log->append(u, v); };
   auto live = std::make_shared<graph::live_graph>(ds.graph(), std::move(lo));
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(*live));

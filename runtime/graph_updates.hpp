@@ -20,6 +20,9 @@ struct graph_update_options {
 /// What the dataset's CSR row holds for an input edge u -> v.
 graph::row_direction row_direction_of(const graph::dataset_metadata& m);
 
+/// A live graph's options for `ds` (direction, feature width, base version), no log.
+graph::live_graph_options live_options_of(const graph::dataset& ds);
+
 /// Refuses a start that would serve a graph other than the one the user
 /// updated: a dataset whose graph log holds batches, served without
 /// --graph-updates (its base would answer, stale); --graph-log without

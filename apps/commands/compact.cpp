@@ -20,11 +20,7 @@ status run_compact(const compact_args& a, thread_pool& pool) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   const std::string path = a.log.empty() ? a.dataset + "/graph.log" : a.log;
   SPINDLE_ASSIGN_OR_RETURN(auto log, graph::graph_log::open(path, ds.graph(), graph::log_sync::os));
-  graph::live_graph_options o;
-  o.direction = runtime::row_direction_of(ds.metadata());
-  o.feature_dim = ds.feature_dim();
-  o.base_version = graph::base_version(ds.metadata());
-  graph::live_graph live(ds.graph(), o);
+  graph::live_graph live(ds.graph(), runtime::live_options_of(ds));
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(live));
   const auto d = live.current();
   SPINDLE_TRY(graph::compact_dataset(ds, *d, a.out));
