@@ -141,15 +141,15 @@ double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
 double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, r); }
 
 void gnn_pipeline::gather_live(batch_executor& ex, const graph::graph_delta& d,
-                               std::span<const std::int64_t> ids, float* out) const {
+                               std::span<const std::int64_t> ids, float* out) {
   const std::int64_t f = ds_.feature_dim();
   if (d.features.empty()) return ex.gather(ds_.features(), f, ids, out);
   // Nodes past the base have no base row: gather row 0 in their place, then
   // overwrite every row the delta holds.
-  std::vector<std::int64_t> base_ids(ids.begin(), ids.end());
-  for (auto& v : base_ids)
+  live_ids_.assign(ids.begin(), ids.end());
+  for (auto& v : live_ids_)
     if (v >= d.base_nodes) v = 0;
-  ex.gather(ds_.features(), f, base_ids, out);
+  ex.gather(ds_.features(), f, live_ids_, out);
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (const auto* row = d.features.find(ids[i]))
       std::copy((*row)->begin(), (*row)->end(), out + std::int64_t(i) * f);

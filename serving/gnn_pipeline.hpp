@@ -162,7 +162,7 @@ class gnn_pipeline {
   // Feature rows of `ids` at a live graph's delta: the rows it set or added,
   // the base's for the rest.
   void gather_live(batch_executor& ex, const graph::graph_delta& d,
-                   std::span<const std::int64_t> ids, float* out) const;
+                   std::span<const std::int64_t> ids, float* out);
   // A node's neighbour count without self edges in `graph` (stack GCN, graph norm).
   float graph_degree(const graph::csr_view& graph, std::int64_t v) const;
   status compute_group(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
@@ -180,6 +180,7 @@ class gnn_pipeline {
   bool per_request_ = false;  // model sampling = "per_request": no shared batch graph
   std::shared_ptr<const std::vector<float>> graph_neighbours_;  // stack GCN, graph norm; else null
   status setup_error_;             // no usable fanouts: every request gets this
+  std::vector<std::int64_t> live_ids_;  // gather_live's base ids, reused across batches
   prepared_batch scratch_;         // reused by run()
   nn::arena_allocator arena_;
   std::uint64_t batches_ = 0;  // seeds the shared graph of each batch
