@@ -20,7 +20,9 @@ sys.exit(torch.__version__.split('+')[0] != '$torch_version' or g.__version__ !=
   "$venv/bin/pip" install --quiet tqdm jinja2 requests pyparsing psutil aiohttp xxhash
   echo "spindle: installed in $(( $(date +%s) - start )) s" >&2
 fi
+# The graph-update test drives a server through the Python client.
+"$venv/bin/python" -c 'import capnp' 2>/dev/null || "$venv/bin/pip" install --quiet pycapnp
 "$venv/bin/python" -c 'import torch, torch_geometric as g; print(f"torch {torch.__version__}, torch_geometric {g.__version__}")'
 cd python
 SPINDLE_BINARY="$(realpath "../$build/apps/spindle")" exec "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/test_export.py tests/test_export_checked.py tests/test_export_torch.py
+  tests/test_export.py tests/test_export_checked.py tests/test_export_torch.py tests/test_graph_updates.py
