@@ -2,8 +2,6 @@
 // bytes), "vectors" (f32 little-endian bytes, keys x dim).
 #include "hps/updates/update_stream.hpp"
 
-#include <hiredis/hiredis.h>
-
 #include <cstring>
 #include <thread>
 
@@ -12,29 +10,12 @@
 namespace spindle::hps {
 namespace {
 
-std::string_view str_of(const redisReply* r) {
-  if (r == nullptr || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS)) return {};
-  return {r->str, r->len};
-}
-
-// Parses one [id, [field, value, ...]] entry; `error` says why it cannot apply.
-update_batch parse_entry(const redisReply* e, std::string_view table, std::string& error) {
+// The batch an entry holds; `error` says why it cannot apply.
+update_batch parse_entry(const stream_entry& e, std::string_view table, std::string& error) {
   update_batch b;
   b.table = table;
-  b.id = str_of(e->element[0]);
-  const redisReply* f = e->element[1];
-  std::string_view keys, vectors, dim;
-  for (std::size_t i = 0; f != nullptr && f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements;
-       i += 2) {
-    const auto name = str_of(f->element[i]);
-    const auto value = str_of(f->element[i + 1]);
-    if (name == "keys")
-      keys = value;
-    else if (name == "vectors")
-      vectors = value;
-    else if (name == "dim")
-      dim = value;
-  }
+  b.id = e.id;
+  const std::string_view keys = e.field("keys"), vectors = e.field("vectors"), dim = e.field("dim");
   b.dim = dim.empty()
               ? 0
               : static_cast<std::uint32_t>(std::strtoul(std::string(dim).c_str(), nullptr, 10));
@@ -104,82 +85,15 @@ expected<update_consumer> update_consumer::connect(const std::string& host, int 
   if (o.consumer.empty())
     return make_error(errc::invalid_argument, "update consumer: empty consumer name");
   if (o.tables.empty()) return make_error(errc::invalid_argument, "update consumer: no tables");
-  SPINDLE_ASSIGN_OR_RETURN(redis_connection c, redis_connection::connect(host, port));
-  for (const auto& t : o.tables) {
-    auto r =
-        c.command({"XGROUP", "CREATE", update_stream_name(o.prefix, t), o.group, "0", "MKSTREAM"});
-    if (!r && r.error().message().find("BUSYGROUP") == std::string::npos)
-      return std::move(r).error();
-  }
-  return update_consumer(std::move(c), std::move(o));
-}
-
-expected<std::vector<update_batch>> update_consumer::read(std::string_view start, bool block) {
-  std::vector<std::string> streams;
-  for (const auto& t : o_.tables) streams.push_back(update_stream_name(o_.prefix, t));
-  const std::string count = std::to_string(o_.read_count), block_ms = std::to_string(o_.block_ms);
-  std::vector<std::string_view> argv{"XREADGROUP", "GROUP", o_.group, o_.consumer, "COUNT", count};
-  if (block) {
-    argv.push_back("BLOCK");
-    argv.push_back(block_ms);
-  }
-  argv.push_back("STREAMS");
-  for (const auto& s : streams) argv.push_back(s);
-  for (std::size_t i = 0; i < streams.size(); ++i) argv.push_back(start);
-  SPINDLE_ASSIGN_OR_RETURN(redis_reply r, conn_.command(argv));
-  std::vector<update_batch> out;
-  for (std::size_t s = 0; s < r.elements(); ++s) {
-    const redisReply* stream = r.element(s);
-    const std::string table = table_of_stream(str_of(stream->element[0]), o_.prefix);
-    const redisReply* entries = stream->element[1];
-    for (std::size_t e = 0; e < entries->elements; ++e) {
-      std::string error;
-      update_batch b = parse_entry(entries->element[e], table, error);
-      if (!error.empty()) {
-        SPINDLE_TRY(reject(b, error));
-        continue;
-      }
-      out.push_back(std::move(b));
-    }
-  }
-  return out;
-}
-
-// HPS §6: "If a node becomes unresponsive, its current assignment is shifted to
-// other nodes": XAUTOCLAIM takes messages another consumer left idle too long.
-expected<std::vector<update_batch>> update_consumer::claim() {
-  std::vector<update_batch> out;
-  const std::string idle = std::to_string(o_.claim_idle_ms), count = std::to_string(o_.read_count);
-  for (const auto& t : o_.tables) {
-    SPINDLE_ASSIGN_OR_RETURN(
-        redis_reply r, conn_.command({"XAUTOCLAIM", update_stream_name(o_.prefix, t), o_.group,
-                                      o_.consumer, idle, "0-0", "COUNT", count}));
-    if (r.elements() < 2) continue;
-    const redisReply* entries = r.element(1);
-    for (std::size_t e = 0; e < entries->elements; ++e) {
-      if (entries->element[e]->type != REDIS_REPLY_ARRAY) continue;
-      std::string error;
-      update_batch b = parse_entry(entries->element[e], t, error);
-      if (!error.empty()) {
-        SPINDLE_TRY(reject(b, error));
-        continue;
-      }
-      ++stats_.claimed;
-      out.push_back(std::move(b));
-    }
-  }
-  return out;
-}
-
-status update_consumer::reject(const update_batch& b, const std::string& why) {
-  const std::string stream = update_stream_name(o_.prefix, b.table);
-  log::error("{}: update {} rejected: {}", stream, b.id, why);
-  conn_.append({"XADD", stream + ":rejected", "*", "id", b.id, "reason", why});
-  conn_.append({"XACK", stream, o_.group, b.id});
-  SPINDLE_TRY(conn_.reply().error_or_ok());
-  SPINDLE_TRY(conn_.reply().error_or_ok());
-  ++stats_.rejected;
-  return status::ok();
+  stream_group_options g;
+  g.group = o.group;
+  g.consumer = o.consumer;
+  for (const auto& t : o.tables) g.streams.push_back(update_stream_name(o.prefix, t));
+  g.read_count = o.read_count;
+  g.block_ms = o.block_ms;
+  g.claim_idle_ms = o.claim_idle_ms;
+  SPINDLE_ASSIGN_OR_RETURN(stream_group group, stream_group::connect(host, port, std::move(g)));
+  return update_consumer(std::move(group), std::move(o));
 }
 
 void update_consumer::throttle(std::uint64_t keys) {
@@ -191,56 +105,24 @@ void update_consumer::throttle(std::uint64_t keys) {
   std::this_thread::sleep_until(due);
 }
 
-status update_consumer::apply_all(std::vector<update_batch>& batches,
-                                  const std::function<status(const update_batch&)>& apply,
-                                  std::uint64_t& n) {
-  for (const auto& b : batches) {
-    if (status s = apply(b); !s) {
-      if (s.code() == errc::invalid_argument) {  // can never apply: dead-letter it, go on
-        SPINDLE_TRY(reject(b, s.message()));
-        continue;
-      }
-      pending_drained_ = false;  // retry it (and what follows) from the pending list
-      return std::move(s).with_context(fmt::format("update {} of table '{}'", b.id, b.table));
-    }
-    SPINDLE_TRY(conn_.command({"XACK", update_stream_name(o_.prefix, b.table), o_.group, b.id})
-                    .error_or_ok());
-    ++stats_.applied_messages;
-    ++n;
-    throttle(b.keys.size());
-  }
-  return status::ok();
-}
-
 expected<std::uint64_t> update_consumer::poll(
     const std::function<status(const update_batch&)>& apply) {
-  std::uint64_t n = 0;
-  if (!pending_drained_) {
-    SPINDLE_ASSIGN_OR_RETURN(auto mine, read("0", false));
-    if (mine.empty()) pending_drained_ = true;
-    SPINDLE_TRY(apply_all(mine, apply, n));
-    if (!pending_drained_) return n;
-  }
-  const auto now = std::chrono::steady_clock::now();
-  if (o_.claim_idle_ms > 0 && now - last_claim_ > std::chrono::milliseconds(o_.claim_idle_ms / 2)) {
-    last_claim_ = now;
-    SPINDLE_ASSIGN_OR_RETURN(auto claimed, claim());
-    SPINDLE_TRY(apply_all(claimed, apply, n));
-  }
-  SPINDLE_ASSIGN_OR_RETURN(auto fresh, read(">", true));
-  SPINDLE_TRY(apply_all(fresh, apply, n));
+  auto n = group_.poll([&](const stream_entry& e) -> status {
+    std::string error;
+    update_batch b = parse_entry(e, table_of_stream(e.stream, o_.prefix), error);
+    if (!error.empty()) return make_error(errc::invalid_argument, "{}", error);
+    SPINDLE_TRY(apply(b).with_context(fmt::format("update {} of table '{}': ", b.id, b.table)));
+    throttle(b.keys.size());
+    return status::ok();
+  });
+  const auto& g = group_.stats();
+  stats_.applied_messages = g.applied;
+  stats_.rejected = g.rejected;
+  stats_.claimed = g.claimed;
   return n;
 }
 
-expected<std::uint64_t> update_consumer::pending() {
-  std::uint64_t total = 0;
-  for (const auto& t : o_.tables) {
-    SPINDLE_ASSIGN_OR_RETURN(
-        redis_reply r, conn_.command({"XPENDING", update_stream_name(o_.prefix, t), o_.group}));
-    if (r.elements() > 0) total += static_cast<std::uint64_t>(r.element(0)->integer);
-  }
-  return total;
-}
+expected<std::uint64_t> update_consumer::pending() { return group_.pending(); }
 
 status apply_update(const update_batch& b, volatile_db* vdb, persistent_db* pdb) {
   if (pdb != nullptr) {

@@ -19,6 +19,7 @@
 
 #include "core/status.hpp"
 #include "hps/pdb/persistent_db.hpp"
+#include "hps/updates/stream_group.hpp"
 #include "hps/vdb/redis_connection.hpp"
 #include "hps/vdb/volatile_db.hpp"
 
@@ -93,20 +94,13 @@ class update_consumer {
   const consumer_stats& stats() const { return stats_; }
 
  private:
-  update_consumer(redis_connection c, consumer_options o) : conn_(std::move(c)), o_(std::move(o)) {}
-  expected<std::vector<update_batch>> read(std::string_view start, bool block);
-  expected<std::vector<update_batch>> claim();
-  status apply_all(std::vector<update_batch>& batches,
-                   const std::function<status(const update_batch&)>& apply, std::uint64_t& n);
-  status reject(const update_batch& b, const std::string& why);
+  update_consumer(stream_group g, consumer_options o) : group_(std::move(g)), o_(std::move(o)) {}
   void throttle(std::uint64_t keys);
 
-  redis_connection conn_;
+  stream_group group_;
   consumer_options o_;
   consumer_stats stats_;
-  bool pending_drained_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_claim_{};
 };
 
 /// Applies one update message to the VDB partitions and the PDB (either may be null).
