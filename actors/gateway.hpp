@@ -166,6 +166,8 @@ class gateway final : public transport::rpc::rpc_service {
   /// Takes graph updates into `g` (Admin.updateGraph); unset: they are refused.
   /// `g` must outlive the gateway.
   void set_live_graph(graph::live_graph* g);
+  /// What the graph's update stream follower has done (stats' graph.stream).
+  void set_graph_stream(std::function<graph::stream_follow_stats()> stats);
   transport::rpc::graph_edit_answer update_graph(transport::rpc::graph_edit edit) override;
   transport::rpc::graph_edit_answer graph_version() override;
   /// Prometheus text exposition of every model's counters and histograms.

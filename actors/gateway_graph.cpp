@@ -17,21 +17,6 @@ constexpr const char* kNoUpdates =
     "this server takes no graph updates (start `spindle serve` with --graph-updates; cluster, "
     "partitioned and --device cuda servers refuse them)";
 
-graph::graph_update to_update(transport::rpc::graph_edit e) {
-  graph::graph_update u;
-  u.add_src = std::move(e.add_src);
-  u.add_dst = std::move(e.add_dst);
-  u.add_weight = std::move(e.add_weight);
-  u.remove_src = std::move(e.remove_src);
-  u.remove_dst = std::move(e.remove_dst);
-  u.add_nodes = e.add_nodes;
-  u.add_node_features = std::move(e.add_node_features);
-  u.set_ids = std::move(e.set_ids);
-  u.set_rows = std::move(e.set_rows);
-  u.remove_nodes = std::move(e.remove_nodes);
-  return u;
-}
-
 rpc_status status_of(const status& s) {
   switch (s.code()) {
     case errc::invalid_argument: return rpc_status::bad_request;
@@ -57,9 +42,15 @@ transport::rpc::gnn_answer detail::version_unmet(const graph::live_graph* live, 
 
 void gateway::set_live_graph(graph::live_graph* g) { s_->live = g; }
 
+void gateway::set_graph_stream(std::function<graph::stream_follow_stats()> stats) {
+  s_->graph_stream = std::move(stats);
+}
+
 graph_edit_answer gateway::update_graph(transport::rpc::graph_edit edit) {
   if (!s_->live) return {rpc_status::unavailable, kNoUpdates};
-  auto r = s_->live->apply(to_update(std::move(edit)));
+  edit.source_stream.clear();  // only a stream follower names a source
+  edit.source_id.clear();
+  auto r = s_->live->apply(edit);
   if (!r) {
     ++s_->graph_refused;
     return {status_of(r.error()), r.error().message(), s_->live->version(),

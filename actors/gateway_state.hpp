@@ -166,6 +166,7 @@ struct gateway::state {
   std::shared_ptr<access_log> access;     // --access-log, or null (set before serving)
   model_loader loader;
   graph::live_graph* live = nullptr;  // takes graph updates (set before serving), or null
+  std::function<graph::stream_follow_stats()> graph_stream;  // its stream follower, if any
   std::atomic<std::uint64_t> graph_updates{0}, graph_refused{0};
   spindle::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(detail::gateway_forwarder)) {}

@@ -100,6 +100,13 @@ std::string gateway::stats_json() {
                   {"rows_changed", d->rows.size()},
                   {"feature_rows_set", d->features.size()},
                   {"nodes_removed", d->removed.size()}};
+    if (s_->graph_stream) {
+      const auto f = s_->graph_stream();
+      j["graph"]["stream"] = {{"stream", f.stream},         {"group", f.group},
+                              {"last_id", f.last_id},       {"applied", f.applied},
+                              {"duplicates", f.duplicates}, {"rejected", f.rejected},
+                              {"errors", f.errors},         {"connected", f.connected}};
+    }
   }
   j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();
   return j.dump();
@@ -160,12 +167,41 @@ std::string gateway::prometheus_text() {
           fmt::format("spindle_cluster_member_epoch{{{}}} {}\n", labels, m.value("epoch", 0));
     }
   }
+  if (s_->live) {
+    const auto d = s_->live->current();
+    families["spindle_graph_version"] = fmt::format("spindle_graph_version {}\n", d->version);
+    families["spindle_graph_nodes"] = fmt::format("spindle_graph_nodes {}\n", d->num_nodes);
+    families["spindle_graph_delta_rows"] = fmt::format(
+        "spindle_graph_delta_rows{{kind=\"neighbours\"}} {}\n"
+        "spindle_graph_delta_rows{{kind=\"features\"}} {}\n",
+        d->rows.size(), d->features.size());
+    std::string updates = fmt::format(
+        "spindle_graph_updates_total{{source=\"door\",result=\"applied\"}} {}\n"
+        "spindle_graph_updates_total{{source=\"door\",result=\"refused\"}} {}\n",
+        s_->graph_updates.load(), s_->graph_refused.load());
+    if (s_->graph_stream) {
+      const auto f = s_->graph_stream();
+      updates += fmt::format(
+          "spindle_graph_updates_total{{source=\"stream\",result=\"applied\"}} {}\n"
+          "spindle_graph_updates_total{{source=\"stream\",result=\"refused\"}} {}\n"
+          "spindle_graph_updates_total{{source=\"stream\",result=\"duplicate\"}} {}\n",
+          f.applied, f.rejected, f.duplicates);
+    }
+    families["spindle_graph_updates_total"] = std::move(updates);
+  }
+  static const std::vector<std::array<const char*, 3>> graph_help = {
+      {"spindle_graph_version", "gauge", "The served graph's version (update batches applied)."},
+      {"spindle_graph_nodes", "gauge", "Nodes in the served graph, removed ones included."},
+      {"spindle_graph_delta_rows", "gauge",
+       "Rows the in-memory delta holds over the base (neighbour lists, feature rows)."},
+      {"spindle_graph_updates_total", "counter",
+       "Update batches by source (door, stream) and result (applied, refused, duplicate)."}};
   static const std::vector<std::array<const char*, 3>> cluster_help = {
       {"spindle_cluster_member_alive", "gauge", "1 while the cluster member is up."},
       {"spindle_cluster_member_ready", "gauge", "1 while the member's pipelines serve batches."},
       {"spindle_cluster_member_epoch", "gauge", "The placement epoch the member holds."}};
   std::string out;
-  for (const auto* table : {&help, &cluster_help})
+  for (const auto* table : {&help, &graph_help, &cluster_help})
     for (const auto& [family, type, text] : *table) {
       const auto it = families.find(family);
       if (it == families.end()) continue;

@@ -41,7 +41,16 @@ std::uint64_t base_version(const dataset_metadata& m) {
   return it == m.build.end() ? 0 : std::stoull(it->second);
 }
 
-status compact_dataset(const dataset& ds, const graph_delta& d, const std::string& out_dir) {
+std::map<std::string, std::string> base_sources(const dataset_metadata& m) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : m.build)
+    if (key.starts_with(kGraphSourcePrefix)) out[key.substr(kGraphSourcePrefix.size())] = value;
+  return out;
+}
+
+status compact_dataset(const dataset& ds, const graph_delta& d,
+                       const std::map<std::string, std::string>& sources,
+                       const std::string& out_dir) {
   const bool added = d.num_nodes > ds.num_nodes();
   if (added && !ds.node_ids().empty())
     return make_error(errc::unsupported,
@@ -57,6 +66,7 @@ status compact_dataset(const dataset& ds, const graph_delta& d, const std::strin
   meta.hop_mass.clear();
   meta.build[kGraphVersionKey] = std::to_string(d.version);
   meta.build["compacted_from"] = ds.dir();
+  for (const auto& [stream, id] : sources) meta.build[std::string(kGraphSourcePrefix) + stream] = id;
   SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));
   const csr_graph g = csr_at(ds.graph(), d);
   SPINDLE_TRY(w.write_graph(g.view()));

@@ -5,7 +5,9 @@
 // on from that version. Metrics (PSGS, FAP) are for the caller to recompute.
 #pragma once
 
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "core/status.hpp"
 #include "graph/dataset.hpp"
@@ -16,11 +18,20 @@ namespace spindle::graph {
 /// The metadata key (in "build") holding the graph version a dataset starts at.
 inline constexpr const char* kGraphVersionKey = "graph_version";
 
-/// Writes `ds` with `d` applied into `out_dir` (new or empty). Refuses added
-/// nodes on a dataset that names its nodes by input ids (they have none).
-status compact_dataset(const dataset& ds, const graph_delta& d, const std::string& out_dir);
+/// Metadata keys (in "build") "graph_source:STREAM" hold the last entry of
+/// each update stream a compacted dataset holds.
+inline constexpr std::string_view kGraphSourcePrefix = "graph_source:";
+
+/// Writes `ds` with `d` applied into `out_dir` (new or empty), recording the
+/// streams' last applied entries `sources`. Refuses added nodes on a dataset
+/// that names its nodes by input ids (they have none).
+status compact_dataset(const dataset& ds, const graph_delta& d,
+                       const std::map<std::string, std::string>& sources,
+                       const std::string& out_dir);
 
 /// The graph version a dataset's base holds (0 unless it was compacted).
 std::uint64_t base_version(const dataset_metadata& m);
+/// The stream entries a dataset's base holds (stream -> last entry id).
+std::map<std::string, std::string> base_sources(const dataset_metadata& m);
 
 }  // namespace spindle::graph

@@ -84,6 +84,10 @@ std::string encode_update(const graph_update& u) {
   put<std::int64_t>(out, u.set_ids);
   put<float>(out, u.set_rows);
   put<std::int64_t>(out, u.remove_nodes);
+  if (!u.source_stream.empty()) {  // optional tail: logs of door batches stay as they were
+    put<char>(out, u.source_stream);
+    put<char>(out, u.source_id);
+  }
   return out;
 }
 
@@ -100,6 +104,13 @@ expected<graph_update> decode_update(std::string_view in) {
   SPINDLE_TRY(take(in, u.set_ids, "set_ids"));
   SPINDLE_TRY(take(in, u.set_rows, "set_rows"));
   SPINDLE_TRY(take(in, u.remove_nodes, "remove_nodes"));
+  if (!in.empty()) {
+    std::vector<char> stream, id;
+    SPINDLE_TRY(take(in, stream, "source_stream"));
+    SPINDLE_TRY(take(in, id, "source_id"));
+    u.source_stream.assign(stream.begin(), stream.end());
+    u.source_id.assign(id.begin(), id.end());
+  }
   if (add.size() != 1 || !in.empty())
     return make_error(errc::corrupt_data, "graph log: a record's layout is not a batch's");
   u.add_nodes = add[0];

@@ -118,6 +118,7 @@ live_graph::live_graph(csr_view base, live_graph_options options)
   d->num_nodes = base_.num_nodes;
   d->version = options_.base_version;
   current_ = std::move(d);
+  last_source_ = options_.base_sources;
 }
 
 std::shared_ptr<const graph_delta> live_graph::current() const {
@@ -214,6 +215,7 @@ expected<update_result> live_graph::apply(const graph_update& u) {
   if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
   std::atomic_store_explicit(&current_, std::shared_ptr<const graph_delta>(std::move(next)),
                              std::memory_order_release);
+  note_source(u);
   return result;
 }
 
@@ -227,7 +229,23 @@ status live_graph::replay(const graph_update& u, std::uint64_t version) {
   SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, ignored));
   std::atomic_store_explicit(&current_, std::shared_ptr<const graph_delta>(std::move(next)),
                              std::memory_order_release);
+  note_source(u);
   return status::ok();
+}
+
+void live_graph::note_source(const graph_update& u) {
+  if (!u.source_stream.empty()) last_source_[u.source_stream] = u.source_id;
+}
+
+std::map<std::string, std::string> live_graph::sources() const {
+  std::lock_guard lock(write_mu_);
+  return last_source_;
+}
+
+std::string live_graph::last_source(const std::string& stream) const {
+  std::lock_guard lock(write_mu_);
+  auto it = last_source_.find(stream);
+  return it == last_source_.end() ? std::string() : it->second;
 }
 
 row_read read_row(const csr_view& base, const graph_delta& d, std::int64_t v,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -18,30 +19,21 @@
 #include "core/status.hpp"
 #include "graph/csr.hpp"
 #include "graph/graph_delta.hpp"
+#include "graph/graph_update.hpp"
 
 namespace spindle::graph {
-
-/// One batch of changes, as a door receives it. Ids are row ids (the ids seeds
-/// use); new nodes get the ids after the current last one, in order.
-struct graph_update {
-  std::vector<std::int64_t> add_src, add_dst;
-  std::vector<float> add_weight;  // one per added edge on a weighted graph (else empty)
-  std::vector<std::int64_t> remove_src, remove_dst;
-  std::int64_t add_nodes = 0;            // how many nodes to add
-  std::vector<float> add_node_features;  // add_nodes x feature_dim
-  std::vector<std::int64_t> set_ids;     // nodes whose feature rows to replace
-  std::vector<float> set_rows;           // set_ids.size() x feature_dim
-  std::vector<std::int64_t> remove_nodes;
-
-  bool empty() const {
-    return add_src.empty() && remove_src.empty() && add_nodes == 0 && set_ids.empty() &&
-           remove_nodes.empty();
-  }
-};
 
 struct update_result {
   std::uint64_t version = 0;
   std::vector<std::int64_t> new_ids;  // the added nodes' ids
+};
+
+/// What a follower of an update stream has done (runtime/graph_stream.hpp
+/// fills it; stats and /metrics show it).
+struct stream_follow_stats {
+  std::string stream, group, last_id;
+  std::uint64_t applied = 0, duplicates = 0, rejected = 0, errors = 0;
+  bool connected = false;
 };
 
 /// How the base's rows relate to an input edge u -> v.
@@ -51,6 +43,8 @@ struct live_graph_options {
   row_direction direction = row_direction::in;
   std::int64_t feature_dim = 0;
   std::uint64_t base_version = 0;  // the version the base holds (a compacted dataset's)
+  /// The last stream entries the base holds (a compacted dataset's): stream -> id.
+  std::map<std::string, std::string> base_sources;
   /// Called with each accepted batch and its version before it is published
   /// (the write-ahead log); an error refuses the batch. Unset: not durable.
   std::function<status(const graph_update&, std::uint64_t version)> log;
@@ -75,6 +69,11 @@ class live_graph {
   /// the same checks, no logging.
   status replay(const graph_update& u, std::uint64_t version);
 
+  /// The id of the last batch applied from `stream` ("" when none).
+  std::string last_source(const std::string& stream) const;
+  /// Every stream's last applied entry (what a compaction records).
+  std::map<std::string, std::string> sources() const;
+
   const csr_view& base() const { return base_; }
   const live_graph_options& options() const { return options_; }
 
@@ -84,7 +83,10 @@ class live_graph {
 
   csr_view base_;
   live_graph_options options_;
-  std::mutex write_mu_;  // one batch at a time
+  void note_source(const graph_update& u);
+
+  mutable std::mutex write_mu_;  // one batch at a time
+  std::map<std::string, std::string> last_source_;  // stream -> entry id (under write_mu_)
   std::shared_ptr<const graph_delta> current_;  // read and swapped atomically
 };
 

@@ -20,6 +20,7 @@ graph::live_graph_options live_options_of(const graph::dataset& ds) {
   o.direction = row_direction_of(ds.metadata());
   o.feature_dim = ds.feature_dim();
   o.base_version = graph::base_version(ds.metadata());
+  o.base_sources = graph::base_sources(ds.metadata());
   return o;
 }
 
@@ -60,6 +61,25 @@ expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
             graph::to_string(o.sync), replayed.records, live->version());
   ds.set_live(std::move(live));
   return replayed;
+}
+
+expected<std::unique_ptr<graph_stream_follower>> start_graph_updates(graph::dataset& ds,
+                                                                     const graph_update_args& a,
+                                                                     bool no_token) {
+  if (!a.on && !a.stream.empty())
+    return make_error(errc::invalid_argument, "--graph-stream {} without --graph-updates", a.stream);
+  SPINDLE_TRY(check_graph_log_use(ds, a.on, a.log, no_token && a.stream.empty()));
+  if (!a.on) return std::unique_ptr<graph_stream_follower>();
+  SPINDLE_ASSIGN_OR_RETURN(const auto sync, graph::parse_log_sync(a.sync));
+  SPINDLE_TRY(enable_graph_updates(ds, {a.log, sync}).error_or_ok());
+  if (a.stream.empty()) return std::unique_ptr<graph_stream_follower>();
+  graph_stream_options o;
+  o.endpoint = a.stream;
+  o.stream = a.stream_key;
+  o.group = a.stream_group.empty()
+                ? graph_stream_group_of(a.log.empty() ? ds.dir() + "/graph.log" : a.log)
+                : a.stream_group;
+  return graph_stream_follower::start(*ds.live(), ds.feature_dim(), std::move(o));
 }
 
 }  // namespace spindle::runtime

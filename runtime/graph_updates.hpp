@@ -4,17 +4,29 @@
 // graph; servers on the GPU, clusters and partitions refuse updates by name.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/status.hpp"
 #include "graph/dataset.hpp"
 #include "graph/graph_log.hpp"
+#include "runtime/graph_stream.hpp"
 
 namespace spindle::runtime {
 
 struct graph_update_options {
   std::string log_path;  // empty: DATASET/graph.log
   graph::log_sync sync = graph::log_sync::data;
+};
+
+/// The serving commands' graph-update flags, as given.
+struct graph_update_args {
+  bool on = false;           // --graph-updates
+  std::string log;           // --graph-log FILE
+  std::string sync = "data"; // --graph-log-sync data|os
+  std::string stream;        // --graph-stream HOST:PORT (Redis)
+  std::string stream_key = "spindle:graph";
+  std::string stream_group;  // default: graph_stream_group_of(the log)
 };
 
 /// What the dataset's CSR row holds for an input edge u -> v.
@@ -34,5 +46,12 @@ status check_graph_log_use(const graph::dataset& ds, bool updates, const std::st
 /// Returns what replay applied.
 expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
                                                  const graph_update_options& o);
+
+/// The checks above, then (with --graph-updates) the live graph and, with
+/// --graph-stream, its follower (null without one). `listening`: the server
+/// opens a door; `no_token`: it has no admin token.
+expected<std::unique_ptr<graph_stream_follower>> start_graph_updates(graph::dataset& ds,
+                                                                     const graph_update_args& a,
+                                                                     bool no_token);
 
 }  // namespace spindle::runtime

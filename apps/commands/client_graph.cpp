@@ -7,6 +7,7 @@
 #include "apps/commands/client_args.hpp"
 #include "apps/commands/command.hpp"
 #include "core/npy.hpp"
+#include "runtime/graph_stream.hpp"
 
 namespace spindle::apps {
 namespace {
@@ -15,6 +16,7 @@ namespace rpc = transport::rpc;
 
 struct graph_args {
   std::string add_edges, add_weights, remove_edges, add_nodes, set_ids, set_rows, remove_nodes;
+  std::string redis, stream = "spindle:graph";  // --redis: append to the stream instead
   bool json = false;
 };
 
@@ -91,8 +93,19 @@ status print(const expected<rpc::graph_edit_answer>& r, bool json) {
   return status::ok();
 }
 
+// Appends the batch to the servers' update stream; each applies it in turn.
+status publish(const graph_args& a, const rpc::graph_edit& edit) {
+  SPINDLE_ASSIGN_OR_RETURN(auto id, runtime::publish_graph_update(a.redis, a.stream, edit));
+  if (a.json)
+    fmt::print("{{\"stream\": \"{}\", \"id\": \"{}\"}}\n", a.stream, id);
+  else
+    fmt::print("appended to {} as entry {}\n", a.stream, id);
+  return status::ok();
+}
+
 status run_update(const client_args& c, const graph_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto edit, edit_of(a));
+  if (!a.redis.empty()) return publish(a, edit);
   SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(c));
   SPINDLE_ASSIGN_OR_RETURN(auto client, open_door(c));
   return print(client->update_graph(token, edit), a.json);
@@ -124,6 +137,11 @@ void add_graph_command(CLI::App& client_cmd, std::shared_ptr<client_args> c) {
   update->add_option("--set-ids", ga->set_ids, "Nodes whose feature rows to replace: int64 [k]");
   update->add_option("--set-rows", ga->set_rows, "Their new rows: float32 [k, width]");
   update->add_option("--remove-nodes", ga->remove_nodes, "Nodes to remove: int64 [k]");
+  update->add_option("--redis", ga->redis,
+                     "Append the batch to a Redis Stream at HOST:PORT instead (servers started "
+                     "with --graph-stream apply it; prints the entry id)");
+  update->add_option("--stream", ga->stream, "With --redis: the stream's key")
+      ->capture_default_str();
   update->add_flag("--json", ga->json, "Print JSON");
   update->callback([c, ga] {
     if (int rc = report(run_update(*c, *ga))) throw CLI::RuntimeError(rc);

@@ -23,7 +23,7 @@ status run_compact(const compact_args& a, thread_pool& pool) {
   graph::live_graph live(ds.graph(), runtime::live_options_of(ds));
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(live));
   const auto d = live.current();
-  SPINDLE_TRY(graph::compact_dataset(ds, *d, a.out));
+  SPINDLE_TRY(graph::compact_dataset(ds, *d, live.sources(), a.out));
   graph::metrics_request m;
   if (!ds.metadata().fanouts.empty()) m.fanouts = ds.metadata().fanouts;
   if (!ds.metadata().seed_distribution.empty())

@@ -130,4 +130,26 @@ status follow_launch() {
   return status::ok();
 }
 
+void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a) {
+  cmd.add_flag("--graph-updates", a.on,
+               "Take graph updates while serving (Admin.updateGraph, `spindle client graph "
+               "update`, POST /v2/graph/update, --graph-stream): edges, nodes and feature rows, "
+               "each batch logged before it is acknowledged and visible to every call admitted "
+               "after (host device only)");
+  cmd.add_option("--graph-log", a.log,
+                 "The updates' write-ahead log, replayed at start (default DATASET/graph.log)");
+  cmd.add_option("--graph-log-sync", a.sync,
+                 "data: fdatasync each batch before acknowledging it (survives power loss); "
+                 "os: written to the kernel only (survives kill -9, not a power cut)")
+      ->check(CLI::IsMember({"data", "os"}))
+      ->capture_default_str();
+  cmd.add_option("--graph-stream", a.stream,
+                 "Also apply update batches read from a Redis Stream at HOST:PORT (needs "
+                 "--graph-updates; docs/graph-updates.md gives the entry fields)");
+  cmd.add_option("--graph-stream-key", a.stream_key, "The stream's key")->capture_default_str();
+  cmd.add_option("--graph-stream-group", a.stream_group,
+                 "This server's consumer group (default: from the host name and the graph log's "
+                 "path; every server needs a group of its own, as each applies every batch)");
+}
+
 }  // namespace spindle::apps

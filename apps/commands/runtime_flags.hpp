@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "runtime/graph_updates.hpp"
 #include "runtime/hps_stack.hpp"
 #include "runtime/serve_rpc.hpp"
 
@@ -23,6 +24,9 @@ void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a);
 /// --device auto|host|cuda and --device-feature-mb (serve, calibrate): where
 /// PSGS's large executor runs and how many feature rows it keeps on a GPU.
 void add_device_options(CLI::App& cmd, std::string& device, std::size_t& feature_mb);
+
+/// --graph-updates, --graph-log, --graph-log-sync and --graph-stream* (serve).
+void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a);
 
 /// Under `spindle launch` (SPINDLE_LAUNCH_PID set): SIGTERM when launch dies
 /// (even by SIGKILL), so no process it started outlives it; and if launch is

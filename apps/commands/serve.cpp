@@ -53,9 +53,7 @@ struct serve_args {
   std::string gpu_topology;  // --topology: its intra link partitions or replicates
   bool max_batch_flag = false, deadline_flag = false, slo_flag = false;  // given explicitly
   bool no_verify_data = false;  // skip the dataset's checksums at start
-  bool graph_updates = false;   // --graph-updates: take Admin.updateGraph
-  std::string graph_log;        // --graph-log FILE (default DATASET/graph.log)
-  std::string graph_log_sync = "data";
+  runtime::graph_update_args graph;  // --graph-updates, --graph-log*, --graph-stream*
   front_door_args door;
 };
 
@@ -239,17 +237,14 @@ status run_serve(const serve_args& a, global_options& g) {
   defaults.deadline_from_flag = a.deadline_flag;
   defaults.slo_from_flag = a.slo_flag;
   defaults.repository = a.repository;
-  SPINDLE_TRY(runtime::check_graph_log_use(ds, a.graph_updates, a.graph_log,
-                                           listening && a.door.admin_token_file.empty()));
-  if (a.graph_updates) {
-    if (defaults.device == gpu::device_kind::cuda)
-      return make_error(errc::invalid_argument,
-                        "--graph-updates with --device {}: the GPU holds the base graph and would "
-                        "answer on it; serve updates with --device host",
-                        a.device);
-    SPINDLE_ASSIGN_OR_RETURN(const auto sync, graph::parse_log_sync(a.graph_log_sync));
-    SPINDLE_TRY(runtime::enable_graph_updates(ds, {a.graph_log, sync}).error_or_ok());
-  }
+  if (a.graph.on && defaults.device == gpu::device_kind::cuda)
+    return make_error(errc::invalid_argument,
+                      "--graph-updates with --device {}: the GPU holds the base graph and would "
+                      "answer on it; serve updates with --device host",
+                      a.device);
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto graph_stream,
+      runtime::start_graph_updates(ds, a.graph, listening && a.door.admin_token_file.empty()));
   log::info("serving on the {} device (--device {})", gpu::to_string(defaults.device), a.device);
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
@@ -282,6 +277,7 @@ status run_serve(const serve_args& a, global_options& g) {
     actors::gateway gw(sys);
     for (const auto& x : bindings) gw.add_model(x);
     gw.set_live_graph(ds.live());
+    if (graph_stream) gw.set_graph_stream([f = graph_stream.get()] { return f->stats(); });
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, models.loader()));
     return serve_until_signal(gw, a.door, token);
   }
@@ -366,16 +362,7 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_option("--clients", a->clients, "Outstanding requests in closed loop")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object");
-  cmd->add_flag("--graph-updates", a->graph_updates,
-                "Take graph updates while serving (Admin.updateGraph, `spindle client graph "
-                "update`): edges, nodes and feature rows, each batch logged before it is "
-                "acknowledged and visible to every call admitted after (host device only)");
-  cmd->add_option("--graph-log", a->graph_log,
-                  "The updates' write-ahead log, replayed at start (default DATASET/graph.log)");
-  cmd->add_option("--graph-log-sync", a->graph_log_sync,
-                  "data: fdatasync each batch before acknowledging it (survives power loss); "
-                  "os: written to the kernel only (survives kill -9, not a power cut)")
-      ->capture_default_str();
+  add_graph_update_options(*cmd, a->graph);
   cmd->add_flag("--no-verify-data", a->no_verify_data,
                 "Skip the dataset's checksums at start (for a dataset too large to hash; "
                 "logged): a damaged or altered file is then served as it is");

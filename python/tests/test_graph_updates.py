@@ -244,3 +244,143 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def redis(tmp_path):
+    """A redis-server on a free loopback port, stopped after the test."""
+    port = free_port()
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cli = ["redis-cli", "-h", "127.0.0.1", "-p", str(port)]
+    for _ in range(100):
+        if subprocess.run(cli + ["PING"], capture_output=True, text=True).stdout.strip() == "PONG":
+            break
+        import time
+        time.sleep(0.05)
+    yield f"127.0.0.1:{port}", cli
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def wait_for(predicate, what, seconds=20):
+    import time
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def test_a_redis_stream_feeds_updates_exactly_once(setup, redis, tmp_path):
+    tmp, edges, x, models = setup
+    endpoint_redis, cli = redis
+    model, g = models["sage"], Graph(edges, x)
+    key = "tx:graph"
+    log = tmp_path / "stream.log"
+
+    def start():
+        return start_server([SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model",
+                             str(tmp / "sage"), "--name", "sage", "--listen", "127.0.0.1:0",
+                             "--admin-token-file", str(tmp / "token"), "--graph-updates",
+                             "--graph-log", str(log), "--device", "host", "--graph-stream",
+                             endpoint_redis, "--graph-stream-key", key])
+
+    def publish(**arrays):
+        args = [SPINDLE, "client", "graph", "update", "--redis", endpoint_redis, "--stream", key,
+                "--json"]
+        for flag, a in arrays.items():
+            path = tmp_path / f"{flag}.npy"
+            np.save(path, a)
+            args += ["--" + flag.replace("_", "-"), str(path)]
+        out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+        return json.loads(out)["id"]
+
+    def check(c, version):
+        c_version = wait_for(lambda: c.graph_version() >= version and c.graph_version(),
+                             f"graph version {version}")
+        assert c_version == version
+        seeds = list(range(0, len(g.x), 7))
+        out = c.infer_gnn(seeds, model="sage")
+        assert out.version == version
+        np.testing.assert_allclose(out, g.pyg(model)[seeds], rtol=1e-4, atol=1e-5)
+
+    proc, endpoint = start()
+    try:
+        c = sc.Client(endpoint, model="sage", token_file=str(tmp / "token"))
+        publish(add_edges=np.array([[1, 2], [10, 30]], dtype=np.int64))
+        g.edges += [(1, 10), (2, 30)]
+        check(c, 1)
+        row = np.full((1, F), 0.25, dtype=np.float32)
+        publish(add_nodes=row, add_edges=np.array([[N], [0]], dtype=np.int64))
+        g.x = np.vstack([g.x, row])
+        g.edges += [(N, 0)]
+        check(c, 2)
+        # Malformed entries and a batch the graph refuses go to KEY:rejected, named.
+        subprocess.run(cli + ["XADD", key, "*", "add_src", "abc", "add_dst", "abcdefgh"], check=True,
+                       capture_output=True)
+        subprocess.run(cli + ["XADD", key, "*", "add_edge", "x"], check=True, capture_output=True)
+        publish(add_edges=np.array([[3], [100000]], dtype=np.int64))
+        stream = wait_for(lambda: c.stats()["graph"]["stream"]["rejected"] == 3 and
+                          c.stats()["graph"]["stream"], "3 rejected entries")
+        reasons = subprocess.run(cli + ["XRANGE", key + ":rejected", "-", "+"], check=True,
+                                 capture_output=True, text=True).stdout
+        assert "field 'add_src' has 3 bytes" in reasons
+        assert "unknown field 'add_edge'" in reasons
+        assert "node 100000 out of range" in reasons
+        assert stream["applied"] == 2 and stream["connected"]
+        check(c, 2)
+        c.close()
+        # kill -9, entries published while it is down, and the group rewound to
+        # the stream's start (every entry delivered again): each applied once.
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        ids = np.array([5], dtype=np.int64)
+        rows = np.full((1, F), -1.0, dtype=np.float32)
+        publish(set_ids=ids, set_rows=rows)
+        g.x[5] = rows[0]
+        group = stream["group"]
+        subprocess.run(cli + ["XGROUP", "SETID", key, group, "0"], check=True, capture_output=True)
+        proc, endpoint = start()
+        c = sc.Client(endpoint, model="sage", token_file=str(tmp / "token"))
+        check(c, 3)
+        stream = wait_for(lambda: c.stats()["graph"]["stream"]["duplicates"] == 2 and
+                          c.stats()["graph"]["stream"], "2 redelivered entries skipped")
+        assert stream["applied"] == 1
+        pending = subprocess.run(cli + ["XPENDING", key, group], check=True, capture_output=True,
+                                 text=True).stdout.split()
+        assert pending[0] == "0"
+        c.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+        # A compacted dataset records the stream's last entry: a server of it,
+        # with a new log (so a new group), starts after that entry.
+        out = tmp_path / "compacted"
+        subprocess.run([SPINDLE, "compact", str(tmp / "ds"), "--graph-log", str(log), "--out",
+                        str(out)], check=True, capture_output=True)
+        proc, endpoint = start_server([SPINDLE, "serve", "--dataset", str(out), "--model",
+                                       str(tmp / "sage"), "--name", "sage", "--listen",
+                                       "127.0.0.1:0", "--admin-token-file", str(tmp / "token"),
+                                       "--graph-updates", "--graph-log",
+                                       str(tmp_path / "compacted.log"), "--device", "host",
+                                       "--graph-stream", endpoint_redis, "--graph-stream-key", key])
+        c = sc.Client(endpoint, model="sage", token_file=str(tmp / "token"))
+        assert c.stats()["graph"]["stream"]["group"] != group
+        publish(add_edges=np.array([[7], [8]], dtype=np.int64))
+        g.edges += [(7, 8)]
+        check(c, 4)
+        stream = c.stats()["graph"]["stream"]
+        assert stream["applied"] == 1 and stream["duplicates"] == 0 and stream["rejected"] == 0
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -184,5 +184,27 @@ TEST(graph_log_test, a_batch_round_trips_through_its_encoding) {
   EXPECT_FALSE(decode_update(encode_update(u).substr(0, 20)));
 }
 
+TEST(graph_log_test, a_stream_batch_keeps_its_source_across_a_restart) {
+  fixture f;
+  {
+    auto [log, lg, replayed] = f.open();
+    ASSERT_TRUE(replayed);
+    auto u = f.edge(2, 0);
+    u.source_stream = "tx:graph";
+    u.source_id = "1700000000000-3";
+    ASSERT_TRUE(lg->apply(u));
+    ASSERT_TRUE(lg->apply(f.edge(0, 2)));  // a door's batch leaves the source as it was
+    EXPECT_EQ(lg->last_source("tx:graph"), "1700000000000-3");
+  }
+  auto [log, lg, replayed] = f.open();
+  ASSERT_TRUE(replayed) << replayed.error().to_string();
+  EXPECT_EQ(replayed->records, 2u);
+  EXPECT_EQ(lg->last_source("tx:graph"), "1700000000000-3");
+  EXPECT_EQ(lg->last_source("other"), "");
+  auto back = decode_update(encode_update(f.edge(1, 1)));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->source_stream.empty());
+}
+
 }  // namespace
 }  // namespace spindle::graph

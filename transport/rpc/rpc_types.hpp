@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "graph/graph_update.hpp"
 
 namespace spindle::transport::rpc {
 
@@ -48,16 +49,9 @@ struct gnn_answer {
 
 /// One batch of graph changes (Admin.updateGraph): row ids as seeds use them;
 /// added nodes get the ids after the last one. See graph/live_graph.hpp.
-struct graph_edit {
-  std::vector<std::int64_t> add_src, add_dst;
-  std::vector<float> add_weight;
-  std::vector<std::int64_t> remove_src, remove_dst;
-  std::int64_t add_nodes = 0;
-  std::vector<float> add_node_features;  // add_nodes x feature width
-  std::vector<std::int64_t> set_ids;
-  std::vector<float> set_rows;
-  std::vector<std::int64_t> remove_nodes;
-};
+/// One batch of graph changes as a door receives it (a door never sets its
+/// stream source).
+using graph_edit = graph::graph_update;
 
 struct graph_edit_answer {
   rpc_status status = rpc_status::ok;
