@@ -356,3 +356,85 @@ def test_the_load_generator_drives_both_kserve_doors_for_both_model_kinds(server
     bad = subprocess.run([SPINDLE, "client", "--connect", server["http"], "--model", "nosuch",
                           "load", "--door", "http"], capture_output=True, text=True)
     assert bad.returncode != 0 and "nosuch" in bad.stderr + bad.stdout
+
+
+def graph_messages():
+    """GraphUpdateRequest/GraphVersionRequest/GraphUpdateResponse as the door's
+    proto declares them, built at run time (no generated code needed)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    f = descriptor_pb2.FileDescriptorProto(name="spindle_graph_test.proto", package="inference",
+                                           syntax="proto3")
+    T = descriptor_pb2.FieldDescriptorProto
+    fields = {"GraphUpdateRequest": [("add_src", T.TYPE_INT64, True), ("add_dst", T.TYPE_INT64, True),
+                                     ("add_weight", T.TYPE_FLOAT, True),
+                                     ("remove_src", T.TYPE_INT64, True),
+                                     ("remove_dst", T.TYPE_INT64, True),
+                                     ("add_nodes", T.TYPE_INT64, False),
+                                     ("add_node_features", T.TYPE_FLOAT, True),
+                                     ("set_ids", T.TYPE_INT64, True), ("set_rows", T.TYPE_FLOAT, True),
+                                     ("remove_nodes", T.TYPE_INT64, True)],
+              "GraphVersionRequest": [],
+              "GraphUpdateResponse": [("version", T.TYPE_UINT64, False), ("nodes", T.TYPE_INT64, False),
+                                      ("new_ids", T.TYPE_INT64, True)]}
+    for name, fs in fields.items():
+        m = f.message_type.add(name=name)
+        for i, (fname, ftype, repeated) in enumerate(fs, 1):
+            m.field.add(name=fname, number=i, type=ftype,
+                        label=T.LABEL_REPEATED if repeated else T.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    return {n: message_factory.GetMessageClass(pool.FindMessageTypeByName("inference." + n))
+            for n in fields}
+
+
+def test_graph_updates_over_grpc(tmp_path):
+    import grpc
+    subprocess.run([SPINDLE, "generate", "--scale", "8", "--feature-dim", "4", "--seed", "2",
+                    "--out", str(tmp_path / "g")], check=True, capture_output=True)
+    subprocess.run([SPINDLE, "model", "init", "--arch", "graphsage", "--in", "4", "--hidden", "8",
+                    "--classes", "3", "--seed", "1", "--out-dir", str(tmp_path / "m")],
+                   check=True, capture_output=True)
+    proc = subprocess.Popen([SPINDLE, "serve", "--dataset", str(tmp_path / "g"), "--model",
+                             str(tmp_path / "m"), "--name", "sage", "--listen", "127.0.0.1:0",
+                             "--grpc", "127.0.0.1:0", "--admin-token-file", str(tmp_path / "token"),
+                             "--graph-updates", "--device", "host"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        where = None
+        for line in proc.stdout:
+            if line.startswith("grpc "):
+                where = line.split()[1]
+            elif line.startswith("listening "):
+                break
+        token = (tmp_path / "token").read_text().strip()
+        msg = graph_messages()
+        channel = grpc.insecure_channel(where)
+        call = lambda method, req_type: channel.unary_unary(  # noqa: E731
+            "/inference.SpindleGraphService/" + method,
+            request_serializer=req_type.SerializeToString,
+            response_deserializer=msg["GraphUpdateResponse"].FromString)
+        update = call("GraphUpdate", msg["GraphUpdateRequest"])
+        version = call("GraphVersion", msg["GraphVersionRequest"])
+        auth = [("authorization", "Bearer " + token)]
+        nodes = version(msg["GraphVersionRequest"](), metadata=auth).nodes
+        r = update(msg["GraphUpdateRequest"](add_nodes=1, add_node_features=[0.5] * 4,
+                                             add_src=[nodes], add_dst=[0]), metadata=auth)
+        assert r.version == 1 and list(r.new_ids) == [nodes]
+        # The new node is a seed at once, and the answer says its graph version.
+        client = tritongrpc.InferenceServerClient(where)
+        s = tritongrpc.InferInput("seeds", [1], "INT64")
+        s.set_data_from_numpy(np.array([nodes], dtype=np.int64))
+        out = client.infer("sage", [s], parameters={"min_version": 1})
+        assert out.get_response().parameters["graph_version"].uint64_param == 1
+        with pytest.raises(grpc.RpcError) as bad:
+            update(msg["GraphUpdateRequest"](add_src=[1], add_dst=[10 ** 9]), metadata=auth)
+        assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "out of range" in bad.value.details()
+        with pytest.raises(grpc.RpcError) as anon:
+            update(msg["GraphUpdateRequest"](add_src=[1], add_dst=[2]))
+        assert anon.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert version(msg["GraphVersionRequest"](), metadata=auth).version == 1
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -172,6 +172,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
     out->add_extensions("model_repository");
     out->add_extensions("model_configuration");
     out->add_extensions("statistics");
+    out->add_extensions("spindle_graph_updates");
     return finish(ctx);
   }
   ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const pb::ModelConfigRequest* in,
@@ -314,10 +315,68 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   std::string token_;
 };
 
+// The graph-update extension: Admin calls, answered on gRPC's callback thread
+// once the batch is logged.
+class graph_service final : public pb::SpindleGraphService::CallbackService {
+ public:
+  graph_service(door& d, std::string token) : d_(d), token_(std::move(token)) {}
+
+  ServerUnaryReactor* GraphUpdate(CallbackServerContext* ctx, const pb::GraphUpdateRequest* in,
+                                  pb::GraphUpdateResponse* out) override {
+    scoped_call_origin origin("grpc " + ctx->peer());
+    if (auto refused = unauthorized(ctx)) return refused;
+    rpc::graph_edit e;
+    e.add_src.assign(in->add_src().begin(), in->add_src().end());
+    e.add_dst.assign(in->add_dst().begin(), in->add_dst().end());
+    e.add_weight.assign(in->add_weight().begin(), in->add_weight().end());
+    e.remove_src.assign(in->remove_src().begin(), in->remove_src().end());
+    e.remove_dst.assign(in->remove_dst().begin(), in->remove_dst().end());
+    e.add_nodes = in->add_nodes();
+    e.add_node_features.assign(in->add_node_features().begin(), in->add_node_features().end());
+    e.set_ids.assign(in->set_ids().begin(), in->set_ids().end());
+    e.set_rows.assign(in->set_rows().begin(), in->set_rows().end());
+    e.remove_nodes.assign(in->remove_nodes().begin(), in->remove_nodes().end());
+    if (e.add_src.size() != e.add_dst.size() || e.remove_src.size() != e.remove_dst.size())
+      return finish(ctx, Status(StatusCode::INVALID_ARGUMENT,
+                                "add_src/add_dst and remove_src/remove_dst must pair up"));
+    return answer(ctx, d_.service().update_graph(std::move(e)), out);
+  }
+  ServerUnaryReactor* GraphVersion(CallbackServerContext* ctx, const pb::GraphVersionRequest*,
+                                   pb::GraphUpdateResponse* out) override {
+    if (auto refused = unauthorized(ctx)) return refused;
+    return answer(ctx, d_.service().graph_version(), out);
+  }
+
+ private:
+  ServerUnaryReactor* unauthorized(CallbackServerContext* ctx) {
+    if (authorized(ctx, token_)) return nullptr;
+    return finish(ctx, Status(StatusCode::UNAUTHENTICATED,
+                              token_.empty() ? "graph calls are disabled (no admin token)"
+                                             : "wrong or missing admin token (authorization: "
+                                               "Bearer TOKEN)"));
+  }
+  static ServerUnaryReactor* answer(CallbackServerContext* ctx, const rpc::graph_edit_answer& a,
+                                    pb::GraphUpdateResponse* out) {
+    if (a.status != rpc::rpc_status::ok)
+      return finish(ctx, Status(a.status == rpc::rpc_status::bad_request
+                                    ? StatusCode::INVALID_ARGUMENT
+                                    : StatusCode::UNAVAILABLE,
+                                a.message));
+    out->set_version(a.version);
+    out->set_nodes(a.nodes);
+    for (auto id : a.new_ids) out->add_new_ids(id);
+    return finish(ctx);
+  }
+
+  door& d_;
+  std::string token_;
+};
+
 }  // namespace
 
 struct grpc_server::impl {
   std::unique_ptr<service> svc;
+  std::unique_ptr<graph_service> graph;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<net::handoff_listener> listener;  // stopped before the server
 };
@@ -330,12 +389,14 @@ expected<std::unique_ptr<grpc_server>> grpc_server::start(const grpc_options& o,
   const int bound = net::local_port(listen_fd);
   auto i = std::make_unique<impl>();
   i->svc = std::make_unique<service>(d, o.admin_token);
+  i->graph = std::make_unique<graph_service>(d, o.admin_token);
   // No listening port of gRPC's own: 1.51's accept loop has no connection cap
   // and stops for good once the process runs out of descriptors. Spindle's
   // listener (net/handoff_listener.hpp) accepts, admits through the door's
   // gate and hands each connection to the server.
   grpc::ServerBuilder b;
   b.RegisterService(i->svc.get());
+  b.RegisterService(i->graph.get());
   b.SetMaxReceiveMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
   b.SetMaxSendMessageSize(int(std::min<std::size_t>(o.max_message_bytes, INT32_MAX)));
   // More bounds for hostile clients: a connection without a call for 5 minutes
