@@ -42,6 +42,7 @@ using detail::timeout_of;
 
 gateway::gateway(caf::actor_system& sys) : s_(std::make_unique<state>(sys)) {}
 gateway::~gateway() {
+  if (s_->live) s_->live->cancel_waits();  // parked calls answer before the gateway goes
   caf::anon_send_exit(s_->forward, caf::exit_reason::user_shutdown);
   quiesce();
 }
@@ -205,6 +206,13 @@ std::function<void(Answer)> logged(std::shared_ptr<access_log> log, std::string 
 }  // namespace
 
 void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_answer)> done) {
+  if (call.min_version > 0 && s_->live && s_->live->version() < call.min_version)
+    return wait_for_version(std::move(call), std::move(done));
+  infer_gnn_now(std::move(call), std::move(done));
+}
+
+void gateway::infer_gnn_now(transport::rpc::gnn_call call,
+                            std::function<void(gnn_answer)> done) {
   if (s_->access)
     done = logged<gnn_answer>(s_->access, call.model, "gnn", call.seeds.size(), std::move(done));
   auto e = s_->gnn_for_call(call.model);

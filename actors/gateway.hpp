@@ -176,6 +176,11 @@ class gateway final : public transport::rpc::rpc_service {
   struct state;
 
  private:
+  /// infer_gnn once its min_version holds (or will not: then refused).
+  void infer_gnn_now(transport::rpc::gnn_call call, std::function<void(transport::rpc::gnn_answer)> done);
+  /// Parks a call whose min_version is not applied yet, until it is or its
+  /// deadline passes (gateway_graph.cpp).
+  void wait_for_version(transport::rpc::gnn_call call, std::function<void(transport::rpc::gnn_answer)> done);
   status apply_tunable(const std::string& model, const std::string& name,
                        const std::string& value);
   status load_rec(const std::string& name, const std::string& path);

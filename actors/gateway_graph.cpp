@@ -3,6 +3,9 @@
 // reads it, and a call's min_version is checked against it.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "actors/gateway.hpp"
 #include "actors/gateway_state.hpp"
 
@@ -26,6 +29,9 @@ rpc_status status_of(const status& s) {
   }
 }
 
+// How long a call without a deadline waits for its min_version.
+constexpr std::int64_t kVersionWaitUs = 1'000'000;
+
 }  // namespace
 
 transport::rpc::gnn_answer detail::version_unmet(const graph::live_graph* live, std::uint64_t min) {
@@ -35,9 +41,29 @@ transport::rpc::gnn_answer detail::version_unmet(const graph::live_graph* live, 
   const auto now = live->version();
   if (now < min)
     return {rpc_status::unavailable,
-            fmt::format("graph version {} is not applied here (this server is at version {})",
+            fmt::format("graph version {} is not applied here within the call's deadline (1 s "
+                        "without one): this server is at version {}",
                         min, now)};
   return {};
+}
+
+void gateway::wait_for_version(transport::rpc::gnn_call call,
+                               std::function<void(gnn_answer)> done) {
+  using clock = graph::version_waiters::clock;
+  const auto started = clock::now();
+  const auto wait = call.deadline_us > 0 ? std::chrono::microseconds(call.deadline_us)
+                                         : std::chrono::microseconds(kVersionWaitUs);
+  s_->live->when_version(
+      call.min_version, started + wait,
+      [this, started, call = std::move(call), done = std::move(done)](bool) mutable {
+        if (call.deadline_us > 0) {  // the wait spent part of the call's deadline
+          const auto spent = std::chrono::duration_cast<std::chrono::microseconds>(
+              clock::now() - started);
+          call.deadline_us = std::uint32_t(std::max<std::int64_t>(
+              1, std::int64_t(call.deadline_us) - spent.count()));
+        }
+        infer_gnn_now(std::move(call), std::move(done));  // refused there if still unmet
+      });
 }
 
 void gateway::set_live_graph(graph::live_graph* g) { s_->live = g; }

@@ -208,14 +208,17 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
 }
 
 expected<update_result> live_graph::apply(const graph_update& u) {
-  std::lock_guard lock(write_mu_);
-  auto from = current();
   update_result result;
-  SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, result));
-  if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
-  std::atomic_store_explicit(&current_, std::shared_ptr<const graph_delta>(std::move(next)),
-                             std::memory_order_release);
-  note_source(u);
+  {
+    std::lock_guard lock(write_mu_);
+    auto from = current();
+    SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, result));
+    if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
+    std::atomic_store_explicit(&current_, std::shared_ptr<const graph_delta>(std::move(next)),
+                               std::memory_order_release);
+    note_source(u);
+  }
+  waiters_.reached(result.version);  // the calls waiting for it go on (outside the lock)
   return result;
 }
 
@@ -231,6 +234,11 @@ status live_graph::replay(const graph_update& u, std::uint64_t version) {
                              std::memory_order_release);
   note_source(u);
   return status::ok();
+}
+
+void live_graph::when_version(std::uint64_t version, version_waiters::clock::time_point deadline,
+                              version_waiters::ready_fn ready) {
+  waiters_.wait(version, deadline, [this] { return this->version(); }, std::move(ready));
 }
 
 void live_graph::note_source(const graph_update& u) {

@@ -20,6 +20,7 @@
 #include "graph/csr.hpp"
 #include "graph/graph_delta.hpp"
 #include "graph/graph_update.hpp"
+#include "graph/version_waiters.hpp"
 
 namespace spindle::graph {
 
@@ -74,6 +75,13 @@ class live_graph {
   /// Every stream's last applied entry (what a compaction records).
   std::map<std::string, std::string> sources() const;
 
+  /// Runs ready(true) once the graph holds `version` (now, if it does), or
+  /// ready(false) at `deadline` (a call's min_version; version_waiters.hpp).
+  void when_version(std::uint64_t version, version_waiters::clock::time_point deadline,
+                    version_waiters::ready_fn ready);
+  /// Ends every wait now with ready(false) (the server answering them stops).
+  void cancel_waits() { waiters_.cancel_all(); }
+
   const csr_view& base() const { return base_; }
   const live_graph_options& options() const { return options_; }
 
@@ -88,6 +96,7 @@ class live_graph {
   mutable std::mutex write_mu_;  // one batch at a time
   std::map<std::string, std::string> last_source_;  // stream -> entry id (under write_mu_)
   std::shared_ptr<const graph_delta> current_;  // read and swapped atomically
+  version_waiters waiters_;
 };
 
 }  // namespace spindle::graph

@@ -212,10 +212,23 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
         assert c.graph_version() == 5
         check(5)
         with pytest.raises(sc.SpindleError, match="graph version 9 is not applied"):
-            c.infer_gnn([1], min_version=9)
-        assert c.infer_gnn([1], min_version=5).version == 5
+            c.infer_gnn([1], min_version=9)  # waits 1 s (no deadline given), then refused
+        # A call for the next version waits for it, and answers on it.
+        import threading
+        waited = {}
+        t = threading.Thread(target=lambda: waited.update(
+            out=sc.Client(endpoint, model=name).infer_gnn([1, 2], min_version=6)))
+        t.start()
+        import time
+        time.sleep(0.2)
+        c.update_graph(add_edges=([7], [8]))
+        g.edges += [(7, 8)]
+        t.join(timeout=30)
+        assert waited["out"].version == 6
+        np.testing.assert_allclose(waited["out"], g.pyg(model)[[1, 2]], rtol=1e-4, atol=1e-5)
+        assert c.infer_gnn([1], min_version=5).version == 6  # 5 or later
         stats = c.stats()["graph"]
-        assert stats["version"] == 5 and stats["updates_applied"] == 5
+        assert stats["version"] == 6 and stats["updates_applied"] == 6
         assert stats["updates_refused"] == 1
         c.close()
         # kill -9: every acknowledged batch is in the log and comes back.
@@ -223,12 +236,12 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
         proc.wait(timeout=30)
         proc, endpoint = serve(tmp, name)
         c = sc.Client(endpoint, model=name, token_file=str(tmp / "token"))
-        assert c.graph_version() == 5
-        check(5)
+        assert c.graph_version() == 6
+        check(6)
         c.close()
         proc.terminate()
         proc.wait(timeout=30)
-        # Offline compaction: a new dataset at version 5 that serves the same answers.
+        # Offline compaction: a new dataset at version 6 that serves the same answers.
         out = tmp / f"{name}-compacted"
         subprocess.run([SPINDLE, "compact", str(tmp / "ds"), "--graph-log", str(tmp / f"{name}.log"),
                         "--out", str(out)], check=True, capture_output=True)
@@ -238,8 +251,8 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
                                        "--graph-log", str(tmp / f"{name}-compacted.log"),
                                        "--device", "host"])
         c = sc.Client(endpoint, model=name, token_file=str(tmp / "token"))
-        assert c.graph_version() == 5
-        check(5)
+        assert c.graph_version() == 6
+        check(6)
         c.close()
     finally:
         proc.terminate()
@@ -306,11 +319,9 @@ def test_a_redis_stream_feeds_updates_exactly_once(setup, redis, tmp_path):
         return json.loads(out)["id"]
 
     def check(c, version):
-        c_version = wait_for(lambda: c.graph_version() >= version and c.graph_version(),
-                             f"graph version {version}")
-        assert c_version == version
+        # min_version waits (up to 1 s without a deadline) for the stream's batch.
         seeds = list(range(0, len(g.x), 7))
-        out = c.infer_gnn(seeds, model="sage")
+        out = c.infer_gnn(seeds, model="sage", min_version=version)
         assert out.version == version
         np.testing.assert_allclose(out, g.pyg(model)[seeds], rtol=1e-4, atol=1e-5)
 

@@ -48,9 +48,8 @@ struct gnn_answer {
 };
 
 /// One batch of graph changes (Admin.updateGraph): row ids as seeds use them;
-/// added nodes get the ids after the last one. See graph/live_graph.hpp.
-/// One batch of graph changes as a door receives it (a door never sets its
-/// stream source).
+/// added nodes get the ids after the last one. A door never sets its stream
+/// source. See graph/graph_update.hpp.
 using graph_edit = graph::graph_update;
 
 struct graph_edit_answer {
