@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
 #include <thread>
@@ -262,6 +264,33 @@ TEST(live_graph_test, readers_sample_while_a_writer_applies_batches) {
   reader.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(lg.version(), 200u);
+}
+
+TEST(live_graph_test, a_call_waits_for_its_version_or_its_deadline) {
+  auto base = csr_of({{1}, {0}, {}});
+  live_graph_options o;
+  o.feature_dim = 1;
+  live_graph lg(base.view(), o);
+  using clock = version_waiters::clock;
+  std::atomic<int> now_ok{0}, reached{0}, expired{0};
+  lg.when_version(0, clock::now() + std::chrono::hours(1), [&](bool ok) { now_ok += ok; });
+  EXPECT_EQ(now_ok, 1);  // version 0 holds now: answered at once
+  lg.when_version(1, clock::now() + std::chrono::hours(1), [&](bool ok) { reached += ok; });
+  lg.when_version(5, clock::now() + std::chrono::milliseconds(50),
+                  [&](bool ok) { expired += ok ? 100 : 1; });
+  EXPECT_EQ(reached, 0);
+  graph_update u;
+  u.add_src = {2};
+  u.add_dst = {0};
+  ASSERT_TRUE(lg.apply(u));
+  EXPECT_EQ(reached, 1);  // run by the writer once version 1 is published
+  for (int i = 0; i < 200 && expired == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(expired, 1);  // its deadline passed: run with false
+  std::atomic<int> cancelled{0};
+  lg.when_version(9, clock::now() + std::chrono::hours(1), [&](bool ok) { cancelled += ok ? 100 : 1; });
+  lg.cancel_waits();
+  EXPECT_EQ(cancelled, 1);
 }
 
 }  // namespace
