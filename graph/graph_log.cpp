@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -143,7 +144,7 @@ expected<std::unique_ptr<graph_log>> graph_log::open(const std::string& path, co
     SPINDLE_TRY(write_all(fd, &h, sizeof h, path));
     if (::fdatasync(fd) != 0)
       return make_error(errc::io_error, "{}: fdatasync: {}", path, std::strerror(errno));
-    log->end_ = sizeof h;
+    log->end_ = log->synced_end_ = sizeof h;
     return log;
   }
   if (::pread(fd, &h, sizeof h, 0) != ssize_t(sizeof h) ||
@@ -154,7 +155,7 @@ expected<std::unique_ptr<graph_log>> graph_log::open(const std::string& path, co
                       "{}: written for a graph of {} nodes and {} edges, this dataset has {} and "
                       "{}: move the log away or serve the dataset it belongs to",
                       path, h.num_nodes, h.num_edges, g.num_nodes, g.num_edges());
-  log->end_ = sizeof h;
+  log->end_ = log->synced_end_ = sizeof h;
   return log;
 }
 
@@ -222,11 +223,16 @@ expected<log_replay> graph_log::replay(live_graph& lg) {
     ++out.records;
     at += need;
   }
-  end_ = at;
+  end_ = synced_end_ = at;  // what replay read back is on disk
   return out;
 }
 
 status graph_log::append(const graph_update& u, std::uint64_t version) {
+  SPINDLE_TRY(write(u, version));
+  return sync();
+}
+
+status graph_log::write(const graph_update& u, std::uint64_t version) {
   const std::string payload = encode_update(u);
   record_head h{kRecordMagic, 0, version, payload.size()};
   checksum_stream c;
@@ -238,16 +244,48 @@ status graph_log::append(const graph_update& u, std::uint64_t version) {
   rec.append(reinterpret_cast<const char*>(&h), sizeof h);
   rec += payload;
   rec.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  std::lock_guard lock(mu_);
   if (::lseek(fd_, off_t(end_), SEEK_SET) < 0)
     return make_error(errc::io_error, "{}: seek: {}", path_, std::strerror(errno));
   if (auto st = write_all(fd_, rec.data(), rec.size(), path_); !st) {
     (void)::ftruncate(fd_, off_t(end_));  // no half record stays behind a refusal
     return st;
   }
-  if (sync_ == log_sync::data && ::fdatasync(fd_) != 0)
-    return make_error(errc::io_error, "{}: fdatasync: {}", path_, std::strerror(errno));
   end_ += rec.size();
   return status::ok();
+}
+
+status graph_log::sync() {
+  std::uint64_t upto = 0;
+  {
+    std::lock_guard lock(mu_);
+    upto = end_;
+    if (sync_ != log_sync::data || upto <= synced_end_) {
+      synced_end_ = std::max(synced_end_, upto);
+      return status::ok();
+    }
+    ++syncs_;
+  }
+  if (::fdatasync(fd_) != 0)
+    return make_error(errc::io_error, "{}: fdatasync: {}", path_, std::strerror(errno));
+  std::lock_guard lock(mu_);
+  synced_end_ = std::max(synced_end_, upto);
+  return status::ok();
+}
+
+void graph_log::rollback() {
+  std::lock_guard lock(mu_);
+  if (end_ > synced_end_ && ::ftruncate(fd_, off_t(synced_end_)) == 0) end_ = synced_end_;
+}
+
+std::uint64_t graph_log::bytes() const {
+  std::lock_guard lock(mu_);
+  return end_;
+}
+
+std::uint64_t graph_log::syncs() const {
+  std::lock_guard lock(mu_);
+  return syncs_;
 }
 
 }  // namespace spindle::graph

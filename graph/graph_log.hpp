@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -49,16 +50,29 @@ class graph_log {
   expected<log_replay> replay(live_graph& lg);
   /// Appends one batch as `version` and makes it as durable as `sync` says.
   status append(const graph_update& u, std::uint64_t version);
+  /// Appends one batch without waiting for the disk (group commit: sync() later).
+  status write(const graph_update& u, std::uint64_t version);
+  /// Makes every record written so far durable (fdatasync under log_sync::data;
+  /// nothing under os). Safe beside write() on another thread.
+  status sync();
+  /// Cuts the records written since the last good sync (after a failed one).
+  void rollback();
 
   const std::string& path() const { return path_; }
-  std::uint64_t bytes() const { return end_; }
+  std::uint64_t bytes() const;
+  log_sync sync_mode() const { return sync_; }
+  /// fdatasync calls made for records (a measure of group commit).
+  std::uint64_t syncs() const;
 
  private:
   graph_log(std::string path, int fd, log_sync sync) : path_(std::move(path)), fd_(fd), sync_(sync) {}
   std::string path_;
   int fd_ = -1;
   log_sync sync_ = log_sync::data;
-  std::uint64_t end_ = 0;  // bytes of whole records (and header)
+  mutable std::mutex mu_;     // end_, synced_end_, syncs_ (write and sync may race)
+  std::uint64_t end_ = 0;     // bytes of whole records (and header)
+  std::uint64_t synced_end_ = 0;  // bytes known durable
+  std::uint64_t syncs_ = 0;
 };
 
 /// What a log holds, read without replaying or locking it (`spindle info`):

@@ -207,24 +207,75 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
   return d;
 }
 
-expected<update_result> live_graph::apply(const graph_update& u) {
-  update_result result;
-  {
-    std::lock_guard lock(write_mu_);
-    auto from = current();
-    SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, result));
-    if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
-    std::atomic_store_explicit(&current_, std::shared_ptr<const graph_delta>(std::move(next)),
-                               std::memory_order_release);
-    note_source(u);
+expected<live_graph::staged> live_graph::stage(const graph_update& u) {
+  std::lock_guard lock(write_mu_);
+  const auto from = staged_ ? staged_ : current();
+  staged out;
+  SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, out.result));
+  if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
+  staged_ = std::move(next);
+  out.ticket = next_ticket_++;
+  if (!u.source_stream.empty()) {
+    graph_update source;
+    source.source_stream = u.source_stream;
+    source.source_id = u.source_id;
+    staged_sources_.emplace_back(out.ticket, std::move(source));
   }
-  waiters_.reached(result.version);  // the calls waiting for it go on (outside the lock)
-  return result;
+  return out;
+}
+
+std::uint64_t live_graph::lead_sync(std::unique_lock<std::mutex>& lock) {
+  syncing_ = true;
+  const std::uint64_t target = next_ticket_ - 1;
+  auto delta = staged_;
+  lock.unlock();
+  status s = options_.sync ? options_.sync() : status::ok();
+  lock.lock();
+  syncing_ = false;
+  if (!s) {  // nothing staged so far is durable: drop it all, log and deltas alike
+    failed_.emplace_back(durable_ticket_, next_ticket_ - 1);
+    sync_error_ = std::move(s);
+    staged_.reset();
+    staged_sources_.clear();
+    if (options_.rollback) options_.rollback();
+    return 0;
+  }
+  durable_ticket_ = target;
+  std::atomic_store_explicit(&current_, std::move(delta), std::memory_order_release);
+  auto it = staged_sources_.begin();
+  for (; it != staged_sources_.end() && it->first <= target; ++it) note_source(it->second);
+  staged_sources_.erase(staged_sources_.begin(), it);
+  if (durable_ticket_ == next_ticket_ - 1) staged_.reset();  // current_ is the newest again
+  return current()->version;
+}
+
+status live_graph::commit(std::uint64_t ticket) {
+  std::unique_lock lock(write_mu_);
+  auto failed = [&] {
+    for (const auto& [after, through] : failed_)
+      if (ticket > after && ticket <= through) return true;
+    return false;
+  };
+  while (true) {
+    if (failed()) return sync_error_;
+    if (durable_ticket_ >= ticket) return status::ok();
+    if (syncing_) {
+      synced_.wait(lock);
+      continue;
+    }
+    const std::uint64_t published = lead_sync(lock);
+    synced_.notify_all();
+    if (published > 0) {
+      lock.unlock();
+      waiters_.reached(published);  // the calls waiting for it go on (outside the lock)
+      lock.lock();
+    }
+  }
 }
 
 status live_graph::replay(const graph_update& u, std::uint64_t version) {
   std::lock_guard lock(write_mu_);
-  auto from = current();
+  auto from = staged_ ? staged_ : current();
   if (version != from->version + 1)
     return make_error(errc::corrupt_data, "graph log: record for version {} follows version {}",
                       version, from->version);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,8 +48,13 @@ struct live_graph_options {
   /// The last stream entries the base holds (a compacted dataset's): stream -> id.
   std::map<std::string, std::string> base_sources;
   /// Called with each accepted batch and its version before it is published
-  /// (the write-ahead log); an error refuses the batch. Unset: not durable.
+  /// (the write-ahead log's append); an error refuses the batch. Unset: not durable.
   std::function<status(const graph_update&, std::uint64_t version)> log;
+  /// Makes every batch `log` wrote durable (fdatasync). Batches waiting for it
+  /// share one call (group commit). Unset: `log` alone is as durable as wanted.
+  std::function<status()> sync;
+  /// After a failed sync: drops the records written since the last good one.
+  std::function<void()> rollback;
 };
 
 class live_graph {
@@ -63,8 +69,25 @@ class live_graph {
   std::uint64_t version() const { return current()->version; }
 
   /// Checks the whole batch against the current graph, logs it, then publishes
-  /// it as the next version. An empty batch is refused.
-  expected<update_result> apply(const graph_update& u);
+  /// it as the next version once durable. An empty batch is refused.
+  expected<update_result> apply(const graph_update& u) {
+    SPINDLE_ASSIGN_OR_RETURN(auto s, stage(u));
+    SPINDLE_TRY(commit(s.ticket));
+    return std::move(s.result);
+  }
+
+  /// A batch checked, built over the newest staged one and written to the log:
+  /// neither durable nor visible until commit(ticket) returns.
+  struct staged {
+    update_result result;
+    std::uint64_t ticket = 0;
+  };
+  expected<staged> stage(const graph_update& u);
+  /// Waits until every batch staged up to `ticket` is durable and published:
+  /// the first waiter syncs the log for all staged so far while later ones
+  /// wait (group commit). A failed sync refuses every batch it covered and
+  /// every batch staged since (they were built on them).
+  status commit(std::uint64_t ticket);
 
   /// Applies a batch read back from the log at its recorded version (replay):
   /// the same checks, no logging.
@@ -92,10 +115,21 @@ class live_graph {
   csr_view base_;
   live_graph_options options_;
   void note_source(const graph_update& u);
+  /// Runs one sync for everything staged (write_mu_ held by `lock`, released
+  /// while syncing); returns the version published, or 0 after a failure.
+  std::uint64_t lead_sync(std::unique_lock<std::mutex>& lock);
 
-  mutable std::mutex write_mu_;  // one batch at a time
-  std::map<std::string, std::string> last_source_;  // stream -> entry id (under write_mu_)
+  mutable std::mutex write_mu_;  // one batch built and written at a time
+  std::condition_variable synced_;
+  std::map<std::string, std::string> last_source_;  // stream -> entry id (durable ones)
   std::shared_ptr<const graph_delta> current_;  // read and swapped atomically
+  // Group commit (under write_mu_): the newest batch built, and tickets.
+  std::shared_ptr<const graph_delta> staged_;
+  std::vector<std::pair<std::uint64_t, graph_update>> staged_sources_;  // ticket, source only
+  std::uint64_t next_ticket_ = 1, durable_ticket_ = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> failed_;  // (after, through] each failed sync
+  bool syncing_ = false;
+  status sync_error_;
   version_waiters waiters_;
 };
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "core/checksum.hpp"
 #include "core/log.hpp"
@@ -175,22 +176,33 @@ graph::stream_follow_stats graph_stream_follower::stats() const {
 
 status graph_stream_follower::apply(const hps::stream_entry& e) {
   const std::string last = live_.last_source(e.stream);
-  if (!last.empty() && hps::compare_stream_ids(e.id, last) <= 0) {
+  if (!last.empty() && hps::compare_stream_ids(e.id, last) <= 0) {  // durable ones only
     std::lock_guard lock(mu_);
     ++stats_.duplicates;  // logged before a crash, delivered again: applied once
     return status::ok();
   }
   SPINDLE_ASSIGN_OR_RETURN(auto u, graph_update_of_entry(e, feature_dim_));
-  SPINDLE_TRY(live_.apply(u).error_or_ok());
+  SPINDLE_ASSIGN_OR_RETURN(auto staged, live_.stage(u));  // durable at commit(), below
+  last_ticket_ = staged.ticket;
+  staged_id_ = e.id;
+  return status::ok();
+}
+
+// The entries of one read share one log sync before they are acknowledged.
+status graph_stream_follower::commit() {
+  if (last_ticket_ == 0) return status::ok();
+  const auto ticket = std::exchange(last_ticket_, 0);
+  SPINDLE_TRY(live_.commit(ticket));
   std::lock_guard lock(mu_);
-  stats_.last_id = e.id;
+  stats_.last_id = staged_id_;
   return status::ok();
 }
 
 void graph_stream_follower::run() {
   auto wait = std::chrono::milliseconds(50);
   while (!stop_) {
-    auto n = group_.poll([this](const hps::stream_entry& e) { return apply(e); });
+    auto n = group_.poll([this](const hps::stream_entry& e) { return apply(e); },
+                         [this] { return commit(); });
     {
       std::lock_guard lock(mu_);
       const auto& g = group_.stats();

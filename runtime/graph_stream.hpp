@@ -74,6 +74,7 @@ class graph_stream_follower {
                         graph_stream_options o);
   void run();
   status apply(const hps::stream_entry& e);
+  status commit();
 
   graph::live_graph& live_;
   std::int64_t feature_dim_;
@@ -81,6 +82,8 @@ class graph_stream_follower {
   graph_stream_options o_;
   mutable std::mutex mu_;
   graph::stream_follow_stats stats_;
+  std::uint64_t last_ticket_ = 0;  // the newest batch staged and not committed (run's thread)
+  std::string staged_id_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

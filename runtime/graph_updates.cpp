@@ -50,7 +50,9 @@ expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
   SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
                            graph::graph_log::open(path, ds.graph(), o.sync));
   graph::live_graph_options lo = live_options_of(ds);
-  lo.log = [log](const graph::graph_update& u, std::uint64_t v) { return log->append(u, v); };
+  lo.log = [log](const graph::graph_update& u, std::uint64_t v) { return log->write(u, v); };
+  lo.sync = [log] { return log->sync(); };  // one fdatasync for every batch waiting (group commit)
+  lo.rollback = [log] { log->rollback(); };
   auto live = std::make_shared<graph::live_graph>(ds.graph(), std::move(lo));
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(*live));
   if (replayed.torn_bytes > 0)

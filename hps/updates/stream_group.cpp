@@ -125,8 +125,18 @@ status stream_group::reject(const stream_entry& e, const std::string& why) {
   return status::ok();
 }
 
+status stream_group::ack(const std::vector<const stream_entry*>& entries) {
+  for (const auto* e : entries) conn_.append({"XACK", e->stream, o_.group, e->id});
+  status first = status::ok();
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (auto r = conn_.reply(); !r && first) first = r.error();
+  return first;
+}
+
 status stream_group::apply_all(const std::vector<stream_entry>& entries, const apply_fn& apply,
-                               std::uint64_t& n) {
+                               const std::function<status()>& before_ack, std::uint64_t& n) {
+  std::vector<const stream_entry*> applied;
+  status stopped = status::ok();
   for (const auto& e : entries) {
     status s = e.fields.empty()
                    ? make_error(errc::invalid_argument,
@@ -139,31 +149,46 @@ status stream_group::apply_all(const std::vector<stream_entry>& entries, const a
         continue;
       }
       pending_drained_ = false;  // retry it (and what follows) from the pending list
-      return std::move(s).with_context(fmt::format("{} entry {}: ", e.stream, e.id));
+      stopped = std::move(s).with_context(fmt::format("{} entry {}: ", e.stream, e.id));
+      break;
     }
-    SPINDLE_TRY(conn_.command({"XACK", e.stream, o_.group, e.id}).error_or_ok());
+    if (before_ack) {
+      applied.push_back(&e);
+      continue;
+    }
+    SPINDLE_TRY(ack({&e}));
     ++stats_.applied;
     ++n;
   }
-  return status::ok();
+  if (!applied.empty()) {  // what did apply is made durable and acknowledged
+    if (status s = before_ack(); !s) {
+      pending_drained_ = false;  // none acknowledged: all read again
+      return s;
+    }
+    SPINDLE_TRY(ack(applied));
+    stats_.applied += applied.size();
+    n += applied.size();
+  }
+  return stopped;
 }
 
-expected<std::uint64_t> stream_group::poll(const apply_fn& apply) {
+expected<std::uint64_t> stream_group::poll(const apply_fn& apply,
+                                           const std::function<status()>& before_ack) {
   std::uint64_t n = 0;
   if (!pending_drained_) {
     SPINDLE_ASSIGN_OR_RETURN(auto mine, read("0", false));
     if (mine.empty()) pending_drained_ = true;
-    SPINDLE_TRY(apply_all(mine, apply, n));
+    SPINDLE_TRY(apply_all(mine, apply, before_ack, n));
     if (!pending_drained_) return n;
   }
   const auto now = std::chrono::steady_clock::now();
   if (o_.claim_idle_ms > 0 && now - last_claim_ > std::chrono::milliseconds(o_.claim_idle_ms / 2)) {
     last_claim_ = now;
     SPINDLE_ASSIGN_OR_RETURN(auto claimed, claim());
-    SPINDLE_TRY(apply_all(claimed, apply, n));
+    SPINDLE_TRY(apply_all(claimed, apply, before_ack, n));
   }
   SPINDLE_ASSIGN_OR_RETURN(auto fresh, read(">", true));
-  SPINDLE_TRY(apply_all(fresh, apply, n));
+  SPINDLE_TRY(apply_all(fresh, apply, before_ack, n));
   return n;
 }
 

@@ -53,8 +53,13 @@ class stream_group {
   /// its position).
   static expected<stream_group> connect(const std::string& host, int port,
                                         stream_group_options options);
-  /// Applies the next entries in order; returns how many were applied.
-  expected<std::uint64_t> poll(const apply_fn& apply);
+  /// Applies the next entries in order; returns how many were applied. With
+  /// `before_ack`, the entries of one read are applied, then before_ack runs
+  /// once (making them all durable), then they are acknowledged together; if
+  /// it fails none is acknowledged and they are read again. Without it each
+  /// entry is acknowledged as soon as it is applied.
+  expected<std::uint64_t> poll(const apply_fn& apply,
+                               const std::function<status()>& before_ack = {});
   /// Moves `e` to "<stream>:rejected" (fields id, reason) and acknowledges it.
   status reject(const stream_entry& e, const std::string& why);
   /// Entries delivered to the group and not yet acknowledged, over all streams.
@@ -68,7 +73,8 @@ class stream_group {
   expected<std::vector<stream_entry>> read(std::string_view start, bool block);
   expected<std::vector<stream_entry>> claim();
   status apply_all(const std::vector<stream_entry>& entries, const apply_fn& apply,
-                   std::uint64_t& n);
+                   const std::function<status()>& before_ack, std::uint64_t& n);
+  status ack(const std::vector<const stream_entry*>& entries);
 
   redis_connection conn_;
   stream_group_options o_;

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 namespace spindle::graph {
 namespace {
@@ -204,6 +206,72 @@ TEST(graph_log_test, a_stream_batch_keeps_its_source_across_a_restart) {
   auto back = decode_update(encode_update(f.edge(1, 1)));
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->source_stream.empty());
+}
+
+TEST(graph_log_test, concurrent_batches_share_syncs_and_all_come_back) {
+  fixture f;
+  constexpr int kThreads = 8, kBatches = 25;
+  std::uint64_t syncs = 0;
+  {
+    auto log = graph_log::open(f.path, f.base.view(), log_sync::data);
+    ASSERT_TRUE(log);
+    std::shared_ptr<graph_log> l = std::move(*log);
+    live_graph_options lo;
+    lo.feature_dim = 1;
+    lo.log = [l](const graph_update& u, std::uint64_t v) { return l->write(u, v); };
+    lo.sync = [l] { return l->sync(); };
+    lo.rollback = [l] { l->rollback(); };
+    live_graph lg(f.base.view(), lo);
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (int b = 0; b < kBatches; ++b)
+          if (!lg.apply(f.edge(t % 3, (t + b) % 3))) ++failures;
+      });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures, 0);
+    EXPECT_EQ(lg.version(), std::uint64_t(kThreads * kBatches));
+    syncs = l->syncs();
+    EXPECT_GE(syncs, 1u);
+    EXPECT_LE(syncs, std::uint64_t(kThreads * kBatches));
+  }
+  auto [log, lg, replayed] = f.open();
+  ASSERT_TRUE(replayed) << replayed.error().to_string();
+  EXPECT_EQ(replayed->records, std::uint64_t(kThreads * kBatches));
+  EXPECT_EQ(lg->current()->edges_added, std::uint64_t(kThreads * kBatches));
+  RecordProperty("syncs", int(syncs));
+}
+
+TEST(graph_log_test, a_failed_sync_refuses_its_batches_and_later_ones_go_on) {
+  fixture f;
+  int calls = 0;
+  bool rolled_back = false;
+  live_graph_options lo;
+  lo.feature_dim = 1;
+  lo.log = [](const graph_update&, std::uint64_t) { return status::ok(); };
+  lo.sync = [&] {
+    return ++calls == 2 ? make_error(errc::io_error, "disk full") : status::ok();
+  };
+  lo.rollback = [&] { rolled_back = true; };
+  live_graph lg(f.base.view(), lo);
+  auto a = f.edge(2, 0);
+  a.source_stream = "s";
+  a.source_id = "1-0";
+  ASSERT_TRUE(lg.apply(a));  // sync 1
+  auto b = f.edge(0, 2);
+  b.source_stream = "s";
+  b.source_id = "2-0";
+  auto refused = lg.apply(b);  // sync 2 fails
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("disk full"), std::string::npos);
+  EXPECT_TRUE(rolled_back);
+  EXPECT_EQ(lg.version(), 1u);
+  EXPECT_EQ(lg.last_source("s"), "1-0");  // the refused entry will be read again
+  auto again = lg.apply(b);  // built on version 1 again
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->version, 2u);
+  EXPECT_EQ(lg.last_source("s"), "2-0");
 }
 
 }  // namespace
