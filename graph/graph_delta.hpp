@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -20,46 +21,102 @@
 namespace spindle::graph {
 
 /// A map from node id to an immutable value, persistent: a copy shares every
-/// bucket, and set() copies only the bucket it changes.
+/// node, and set() copies only the path to the entry it changes. It is a trie
+/// over the id's hash, 16-way over four levels, with sorted leaves (65,536 of
+/// them), so an update batch costs what it touches whatever the delta's size
+/// (a flat table of buckets costs a bucket's size per change, and buckets grow
+/// with the delta). Nodes a copy has already cloned are edited in place until
+/// the next copy (each copy has its own tag), so a batch of many changes
+/// copies each node once. A map is edited before it is shared (a delta is
+/// built, then published), never after.
 template <class V>
 class node_map {
  public:
-  static constexpr std::size_t kBuckets = 4096;
+  static constexpr int kBits = 4, kFan = 1 << kBits, kLevels = 4;
+
+  node_map() = default;
+  node_map(const node_map& o) : root_(o.root_), size_(o.size_), tag_(next_tag()) {}
+  node_map& operator=(const node_map& o) {
+    root_ = o.root_;
+    size_ = o.size_;
+    tag_ = next_tag();
+    return *this;
+  }
 
   const V* find(std::int64_t v) const {
-    const auto& b = buckets_[bucket_of(v)];
-    if (!b) return nullptr;
-    auto it = std::lower_bound(b->begin(), b->end(), v,
+    const std::uint64_t h = hash(v);
+    const inner* n = static_cast<const inner*>(root_.get());
+    for (int level = 0; n && level < kLevels - 1; ++level)
+      n = static_cast<const inner*>(n->child[slot(h, level)].get());
+    if (!n) return nullptr;
+    const leaf* l = static_cast<const leaf*>(n->child[slot(h, kLevels - 1)].get());
+    if (!l) return nullptr;
+    auto it = std::lower_bound(l->items.begin(), l->items.end(), v,
                                [](const auto& e, std::int64_t k) { return e.first < k; });
-    return it != b->end() && it->first == v ? &it->second : nullptr;
+    return it != l->items.end() && it->first == v ? &it->second : nullptr;
   }
   void set(std::int64_t v, V value) {
-    auto& slot = buckets_[bucket_of(v)];
-    auto b = slot ? std::make_shared<bucket>(*slot) : std::make_shared<bucket>();
-    auto it = std::lower_bound(b->begin(), b->end(), v,
+    const std::uint64_t h = hash(v);
+    inner* n = own<inner>(root_);
+    for (int level = 0; level < kLevels - 1; ++level) n = own<inner>(n->child[slot(h, level)]);
+    leaf* l = own<leaf>(n->child[slot(h, kLevels - 1)]);
+    auto it = std::lower_bound(l->items.begin(), l->items.end(), v,
                                [](const auto& e, std::int64_t k) { return e.first < k; });
-    if (it != b->end() && it->first == v)
+    if (it != l->items.end() && it->first == v)
       it->second = std::move(value);
     else
-      b->insert(it, {v, std::move(value)}), ++size_;
-    slot = std::move(b);
+      l->items.insert(it, {v, std::move(value)}), ++size_;
   }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   template <class F>
   void for_each(F&& f) const {
-    for (const auto& b : buckets_)
-      if (b)
-        for (const auto& [k, v] : *b) f(k, v);
+    visit(static_cast<const inner*>(root_.get()), 0, f);
   }
 
  private:
-  using bucket = std::vector<std::pair<std::int64_t, V>>;
-  static std::size_t bucket_of(std::int64_t v) {
-    return std::size_t((std::uint64_t(v) * 0x9E3779B97F4A7C15ull) >> 52);  // 12 bits
+  struct leaf {
+    std::uint64_t tag = 0;
+    std::vector<std::pair<std::int64_t, V>> items;
+  };
+  struct inner {
+    std::uint64_t tag = 0;
+    std::array<std::shared_ptr<void>, kFan> child{};  // inners, or leaves at the last level
+  };
+  static std::uint64_t hash(std::int64_t v) { return std::uint64_t(v) * 0x9E3779B97F4A7C15ull; }
+  static std::size_t slot(std::uint64_t h, int level) {
+    return std::size_t(h >> (64 - kBits * (level + 1))) & (kFan - 1);
   }
-  std::array<std::shared_ptr<const bucket>, kBuckets> buckets_{};
+  static std::uint64_t next_tag() {
+    static std::atomic<std::uint64_t> tags{1};
+    return tags.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The node in `p`, cloned first unless this copy made it.
+  template <class N>
+  N* own(std::shared_ptr<void>& p) {
+    N* cur = static_cast<N*>(p.get());
+    if (cur && cur->tag == tag_) return cur;
+    auto fresh = cur ? std::make_shared<N>(*cur) : std::make_shared<N>();
+    fresh->tag = tag_;
+    cur = fresh.get();
+    p = std::move(fresh);
+    return cur;
+  }
+  template <class F>
+  static void visit(const inner* n, int level, F& f) {
+    if (!n) return;
+    if (level < kLevels - 1) {
+      for (const auto& c : n->child) visit(static_cast<const inner*>(c.get()), level + 1, f);
+      return;
+    }
+    for (const auto& c : n->child)
+      if (const auto* l = static_cast<const leaf*>(c.get()))
+        for (const auto& [k, v] : l->items) f(k, v);
+  }
+
+  std::shared_ptr<void> root_;
   std::size_t size_ = 0;
+  std::uint64_t tag_ = next_tag();
 };
 
 /// A node's neighbour list as a delta holds it (weights only on weighted graphs).

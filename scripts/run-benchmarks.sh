@@ -57,6 +57,8 @@ bench/gnn_served_vs_direct.sh "$spindle" "$cache/rmat20-f128"
 
 echo "== graph updates while serving: ingest and served p99 beside the same load without updates (bench/graph_updates.py) =="
 /usr/bin/python3 bench/graph_updates.py "$spindle" "$cache/rmat20-f128" 20 4
+echo "== the graph-update log: group commit, recovery of 1M logged edges, delta memory (graph_log_bench) =="
+"$build/bench/graph_log_bench" 20
 echo
 echo "== one request on an idle server, work-conserving vs deadline-bound (bench/idle_latency.sh) =="
 bench/idle_latency.sh "$spindle" "$cache/rmat20-f128" 2000
