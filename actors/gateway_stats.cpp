@@ -99,7 +99,9 @@ std::string gateway::stats_json() {
                   {"edges_removed", d->edges_removed},
                   {"rows_changed", d->rows.size()},
                   {"feature_rows_set", d->features.size()},
-                  {"nodes_removed", d->removed.size()}};
+                  {"nodes_removed", d->removed.size()},
+                  {"psgs_recomputed", d->psgs.size()},
+                  {"psgs_stale", d->psgs_stale}};
     if (s_->graph_stream) {
       const auto f = s_->graph_stream();
       j["graph"]["stream"] = {{"stream", f.stream},         {"group", f.group},

@@ -132,7 +132,11 @@ struct graph_delta {
   node_map<std::shared_ptr<const node_row>> rows;         // replaced neighbour lists
   node_map<std::shared_ptr<const std::vector<float>>> features;  // set or added rows
   node_map<std::uint64_t> removed;  // removed nodes, by the version that removed them
+  /// PSGS of the nodes whose rows changed or that were added, at this delta (the
+  /// base's PSGS holds for the rest; see live_graph_options::psgs_fanouts).
+  node_map<double> psgs;
   std::uint64_t edges_added = 0, edges_removed = 0;  // since the base (stats)
+  std::uint64_t psgs_stale = 0;  // changed rows whose PSGS was too costly to recompute
 
   bool empty() const { return rows.empty() && features.empty() && removed.empty(); }
   bool is_removed(std::int64_t v) const { return !removed.empty() && removed.find(v) != nullptr; }

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "graph/metrics.hpp"
+
 namespace spindle::graph {
 namespace {
 
@@ -188,7 +190,12 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
       x.neighbours.push_back(n);
       if (base_.weighted()) x.weights.push_back(u.add_weight[i]);
     });
-  for (auto& [v, x] : edited) d->rows.set(v, std::make_shared<const node_row>(std::move(x)));
+  std::vector<std::int64_t> changed;
+  changed.reserve(edited.size() + std::size_t(std::max<std::int64_t>(u.add_nodes, 0)));
+  for (auto& [v, x] : edited) {
+    changed.push_back(v);
+    d->rows.set(v, std::make_shared<const node_row>(std::move(x)));
+  }
   d->edges_added += u.add_src.size();
   d->edges_removed += u.remove_src.size();
 
@@ -203,6 +210,9 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
     d->features.set(u.set_ids[i], std::make_shared<const std::vector<float>>(first, first + dim));
   }
   for (std::int64_t v : removing) d->removed.set(v, d->version);
+  for (std::int64_t id : result.new_ids)
+    if (!edited.count(id)) changed.push_back(id);
+  refresh_psgs(*d, changed);
   result.version = d->version;
   return d;
 }
@@ -305,6 +315,36 @@ std::string live_graph::last_source(const std::string& stream) const {
   std::lock_guard lock(write_mu_);
   auto it = last_source_.find(stream);
   return it == last_source_.end() ? std::string() : it->second;
+}
+
+std::int64_t live_graph::degree_at(const graph_delta& d, std::int64_t v) const {
+  if (v < 0 || v >= d.num_nodes) return 0;
+  if (d.removed.empty()) {
+    if (const auto* r = d.rows.find(v)) return std::int64_t((*r)->neighbours.size());
+    return v < base_.num_nodes ? base_.degree(v) : 0;
+  }
+  thread_local std::vector<std::int64_t> scratch;
+  thread_local std::vector<float> scratch_w;
+  return std::int64_t(read_row(base_, d, v, scratch, scratch_w).neighbours.size());
+}
+
+void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& nodes) const {
+  if (options_.psgs_fanouts.empty()) return;
+  constexpr std::int64_t kBudget = std::int64_t{1} << 20;  // neighbours read per node
+  std::vector<std::int64_t> scratch;
+  std::vector<float> scratch_w;
+  auto degree = [&](std::int64_t v) { return degree_at(d, v); };
+  auto neighbours = [&](std::int64_t v, std::vector<std::int64_t>& out) {
+    const auto r = read_row(base_, d, v, scratch, scratch_w);
+    out.assign(r.neighbours.begin(), r.neighbours.end());
+  };
+  for (std::int64_t v : nodes) {
+    const double q = node_psgs(v, options_.psgs_fanouts, degree, neighbours, kBudget);
+    if (q < 0)
+      ++d.psgs_stale;
+    else
+      d.psgs.set(v, q);
+  }
 }
 
 row_read read_row(const csr_view& base, const graph_delta& d, std::int64_t v,

@@ -47,6 +47,12 @@ struct live_graph_options {
   std::uint64_t base_version = 0;  // the version the base holds (a compacted dataset's)
   /// The last stream entries the base holds (a compacted dataset's): stream -> id.
   std::map<std::string, std::string> base_sources;
+  /// The fanouts the base's PSGS was computed for (its metadata's): with them,
+  /// each batch recomputes the PSGS of the nodes whose rows it changed and of
+  /// the nodes it added (exactly, through the delta). Nodes whose rows did not
+  /// change but lie upstream of a change (within fanouts - 1 hops) keep their
+  /// base value until a compaction. Empty: no PSGS kept.
+  std::vector<int> psgs_fanouts;
   /// Called with each accepted batch and its version before it is published
   /// (the write-ahead log's append); an error refuses the batch. Unset: not durable.
   std::function<status(const graph_update&, std::uint64_t version)> log;
@@ -111,6 +117,10 @@ class live_graph {
  private:
   expected<std::shared_ptr<graph_delta>> build(const graph_delta& from, const graph_update& u,
                                                update_result& result) const;
+  /// Recomputes d's PSGS of `nodes` (psgs_fanouts set).
+  void refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& nodes) const;
+  /// Node v's neighbour count at d (removed neighbours left out).
+  std::int64_t degree_at(const graph_delta& d, std::int64_t v) const;
 
   csr_view base_;
   live_graph_options options_;

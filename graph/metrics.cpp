@@ -206,4 +206,38 @@ expected<workload_metrics> compute_metrics(const csr_view& g, const std::vector<
   return out;
 }
 
+namespace {
+
+// r_k(j) = m_k(j) + W_k(j) sum over j's neighbours u of r_{k+1}(u); r_K(j) = m_K(j).
+double horner(std::int64_t j, std::size_t k, const std::vector<int>& fanouts,
+              const std::function<std::int64_t(std::int64_t)>& degree,
+              const std::function<void(std::int64_t, std::vector<std::int64_t>&)>& neighbours,
+              std::int64_t& budget) {
+  const std::int64_t deg = degree(j);
+  const int l = fanouts[k - 1];
+  if (k == fanouts.size() || deg == 0) return sampled_count(deg, l);
+  std::vector<std::int64_t> row;
+  neighbours(j, row);
+  budget -= std::int64_t(row.size());
+  if (budget < 0) return -1;
+  double sum = 0;
+  for (std::int64_t u : row) {
+    const double r = horner(u, k + 1, fanouts, degree, neighbours, budget);
+    if (r < 0) return -1;
+    sum += r;
+  }
+  return sampled_count(deg, l) + visit_prob(deg, l) * sum;
+}
+
+}  // namespace
+
+double node_psgs(std::int64_t node, const std::vector<int>& fanouts,
+                 const std::function<std::int64_t(std::int64_t)>& degree,
+                 const std::function<void(std::int64_t, std::vector<std::int64_t>&)>& neighbours,
+                 std::int64_t budget) {
+  if (fanouts.empty()) return -1;
+  const double r = horner(node, 1, fanouts, degree, neighbours, budget);
+  return r < 0 ? -1 : 1.0 + r;
+}
+
 }  // namespace spindle::graph

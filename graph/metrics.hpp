@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -38,5 +39,15 @@ expected<std::vector<double>> seed_probabilities(const csr_view& g,
 expected<workload_metrics> compute_metrics(const csr_view& g, const std::vector<int>& fanouts,
                                            std::span<const double> p0, thread_pool& pool,
                                            progress* progress_out = nullptr);
+
+/// One node's PSGS read through callbacks instead of a CSR (a changing graph:
+/// graph/live_graph.hpp keeps the PSGS of the nodes a batch changed current).
+/// The same Horner rule over the node's (K-1)-hop out-neighbourhood: `degree(j)`
+/// is j's row length, `neighbours(j, out)` fills j's row. Visits at most
+/// `budget` neighbours; returns a negative value past it.
+double node_psgs(std::int64_t node, const std::vector<int>& fanouts,
+                 const std::function<std::int64_t(std::int64_t)>& degree,
+                 const std::function<void(std::int64_t, std::vector<std::int64_t>&)>& neighbours,
+                 std::int64_t budget);
 
 }  // namespace spindle::graph

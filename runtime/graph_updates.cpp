@@ -21,6 +21,7 @@ graph::live_graph_options live_options_of(const graph::dataset& ds) {
   o.feature_dim = ds.feature_dim();
   o.base_version = graph::base_version(ds.metadata());
   o.base_sources = graph::base_sources(ds.metadata());
+  if (ds.has_metrics()) o.psgs_fanouts = ds.metadata().fanouts;  // what the base's PSGS used
   return o;
 }
 

@@ -132,9 +132,19 @@ std::uint64_t shared_graph_seed(std::uint64_t x) {
 }
 
 double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
+  if (ds.psgs().empty()) return 0;
+  // A served graph that changes: the PSGS of changed and added nodes is the delta's.
+  const auto* live = ds.live();
+  const auto d = live ? live->current() : nullptr;
   double s = 0;
-  for (auto v : r.seeds)
-    if (v >= 0 && v < ds.num_nodes() && !ds.psgs().empty()) s += ds.psgs()[std::size_t(v)];
+  for (auto v : r.seeds) {
+    if (d && !d->psgs.empty())
+      if (const double* q = d->psgs.find(v)) {
+        s += *q;
+        continue;
+      }
+    if (v >= 0 && v < ds.num_nodes()) s += ds.psgs()[std::size_t(v)];
+  }
   return s;
 }
 

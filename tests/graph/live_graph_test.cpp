@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "graph/metrics.hpp"
 #include "graph/sampler.hpp"
 
 namespace spindle::graph {
@@ -291,6 +292,57 @@ TEST(live_graph_test, a_call_waits_for_its_version_or_its_deadline) {
   lg.when_version(9, clock::now() + std::chrono::hours(1), [&](bool ok) { cancelled += ok ? 100 : 1; });
   lg.cancel_waits();
   EXPECT_EQ(cancelled, 1);
+}
+
+TEST(live_graph_test, changed_and_added_nodes_get_the_psgs_of_the_updated_graph) {
+  // Rows of a small graph with a hub (row 0) and a chain; fanouts cut both hops.
+  std::vector<std::vector<std::int64_t>> rows = {{1, 2, 3, 4, 5}, {2, 3}, {0}, {4}, {}, {0, 1}};
+  auto base = csr_of(rows);
+  live_graph_options o;
+  o.feature_dim = 1;
+  o.psgs_fanouts = {3, 2};
+  live_graph lg(base.view(), o);
+  graph_update u;
+  u.add_src = {4, 0, 6};  // 4 -> 1, 0 -> 4, and the new node 6 -> 2
+  u.add_dst = {1, 4, 2};
+  u.add_nodes = 1;
+  u.add_node_features = {0.5f};
+  u.remove_src = {0};
+  u.remove_dst = {5};  // row 5 loses 0
+  ASSERT_TRUE(lg.apply(u));
+  rows[1].push_back(4);
+  rows[4].push_back(0);
+  rows[2].push_back(6);
+  rows[5] = {1};
+  rows.push_back({});
+  thread_pool pool(1);
+  auto psgs_of = [&] {
+    auto g = csr_of(rows);
+    std::vector<double> p0(rows.size(), 1.0 / double(rows.size()));
+    return std::move(compute_metrics(g.view(), {3, 2}, p0, pool).value().psgs);
+  };
+  auto want = psgs_of();
+  auto d = lg.current();
+  for (std::int64_t v : {1, 2, 4, 5, 6}) {  // every node whose row changed, and the new one
+    const double* got = d->psgs.find(v);
+    ASSERT_NE(got, nullptr) << "node " << v;
+    EXPECT_DOUBLE_EQ(*got, want[std::size_t(v)]) << "node " << v;
+  }
+  EXPECT_EQ(d->psgs.find(0), nullptr);  // unchanged row: the base's value holds
+  // A later batch changes row 6: its PSGS follows; node 2, one hop upstream of
+  // it, keeps the value of its own last change (the documented bound).
+  u = {};
+  u.add_src = {3};
+  u.add_dst = {6};
+  ASSERT_TRUE(lg.apply(u));
+  rows[6] = {3};
+  const auto before = want[2];
+  want = psgs_of();
+  d = lg.current();
+  EXPECT_DOUBLE_EQ(*d->psgs.find(6), want[6]);
+  EXPECT_DOUBLE_EQ(*d->psgs.find(2), before);
+  EXPECT_NE(want[2], before);
+  EXPECT_EQ(d->psgs_stale, 0u);
 }
 
 }  // namespace
