@@ -45,6 +45,15 @@ status check_graph_log_use(const graph::dataset& ds, bool updates, const std::st
   return status::ok();
 }
 
+status refuse_unapplied_updates(const graph::dataset& ds, std::string_view who) {
+  if (auto st = check_graph_log_use(ds, false, "", false); !st)
+    return make_error(st.code(),
+                      "{} ({} do not apply graph updates: fold them in with `spindle compact` "
+                      "and serve its output)",
+                      st.message(), who);
+  return status::ok();
+}
+
 expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
                                                  const graph_update_options& o) {
   const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;

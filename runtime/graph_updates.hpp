@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/status.hpp"
 #include "graph/dataset.hpp"
@@ -41,6 +42,10 @@ graph::live_graph_options live_options_of(const graph::dataset& ds);
 /// --graph-updates; updates without an admin token (`no_token`) to send them with.
 status check_graph_log_use(const graph::dataset& ds, bool updates, const std::string& log_path,
                            bool no_token);
+
+/// For servers that do not apply updates (cluster ranks, feature shards):
+/// refuses a dataset whose graph log holds batches, naming `who`.
+status refuse_unapplied_updates(const graph::dataset& ds, std::string_view who);
 
 /// Attaches a live graph to `ds` (ds.live()) whose batches go to the log first.
 /// Returns what replay applied.

@@ -7,6 +7,7 @@
 #include "features/dataset_partition.hpp"
 #include "features/dataset_placement.hpp"
 #include "features/feature_shard.hpp"
+#include "runtime/graph_updates.hpp"
 
 namespace spindle::runtime {
 
@@ -73,6 +74,8 @@ expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& 
   // exactly those of its shards under the same plan (checked by checksum).
   SPINDLE_ASSIGN_OR_RETURN(
       auto ds, graph::open_for_serving(features::rank_dataset_dir(dataset, rank), skip_verify));
+  // Ranks serve the base alone: one whose log holds updates would answer stale.
+  SPINDLE_TRY(refuse_unapplied_updates(ds, "cluster ranks"));
   std::unique_ptr<rank_shard> s(new rank_shard(topo, std::move(ds), rank));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   s->ctx_.emplace(std::move(ctx));

@@ -14,6 +14,7 @@
 #include "core/signals.hpp"
 #include "features/dataset_placement.hpp"
 #include "features/feature_shard.hpp"
+#include "runtime/graph_updates.hpp"
 #include "transport/ucx/net_devices.hpp"
 #include "transport/ucx/progress_loop.hpp"
 
@@ -61,6 +62,7 @@ status run_serve_shard(const shard_args& a) {
   sigaddset(&set, SIGTERM);
   wait_for_signals_here(set);
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dir));
+  SPINDLE_TRY(runtime::refuse_unapplied_updates(ds, "feature shards"));
   if (ds.features().empty())
     return make_error(errc::invalid_argument, "{}: dataset has no features", a.dir);
   SPINDLE_ASSIGN_OR_RETURN(auto rows, rows_to_serve(a, ds));
