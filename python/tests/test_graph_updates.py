@@ -395,3 +395,32 @@ def test_a_redis_stream_feeds_updates_exactly_once(setup, redis, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_servers_that_do_not_apply_updates_refuse_a_logged_dataset(setup, tmp_path):
+    import shutil
+    tmp, edges, x, models = setup
+    ds = tmp_path / "ds"
+    shutil.copytree(tmp / "ds", ds)
+    proc, endpoint = start_server([SPINDLE, "serve", "--dataset", str(ds), "--model", str(tmp / "sage"),
+                                   "--name", "sage", "--listen", "127.0.0.1:0", "--admin-token-file",
+                                   str(tmp / "token"), "--graph-updates", "--device", "host"])
+    try:
+        c = sc.Client(endpoint, model="sage", token_file=str(tmp / "token"))
+        assert c.update_graph(add_edges=([1], [2])).version == 1
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    (tmp_path / "one.toml").write_text(
+        'coordinator = "s0"\ntoken_file = "cluster.token"\n[[server]]\nname = "s0"\n'
+        'host = "127.0.0.1"\nport = 1\nmemory = 240000\n')
+    for argv, who in (
+            ([SPINDLE, "serve", "--dataset", str(ds), "--model", str(tmp / "sage"), "--listen",
+              "127.0.0.1:0"], "serve with --graph-updates"),
+            ([SPINDLE, "serve-shard", str(ds)], "feature shards"),
+            ([SPINDLE, "node", "--config", str(tmp_path / "one.toml"), "--rank", "0", "--dataset",
+              str(ds)], "cluster ranks")):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0, argv
+        assert "graph.log: holds graph updates" in r.stderr and who in r.stderr, r.stderr[-800:]
