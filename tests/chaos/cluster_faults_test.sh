@@ -21,28 +21,16 @@ out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || { ech
 bg+=($!)
 "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
 bg+=($!)
-one=""
-for _ in $(seq 600); do
-  [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
-  if [ -n "$one" ] && grep -q "^\[rank 0\] listening " "$work/launch.log" &&
-    grep -q "^\[rank 1\] listening " "$work/launch.log"; then break; fi
-  sleep 0.2
-done
-grep -q "^\[rank 0\] listening " "$work/launch.log" || { echo "FAIL: no cluster"; cat "$work/launch.log"; exit 1; }
-[ -n "$one" ] || { echo "FAIL: no single process"; exit 1; }
+wait_for_doors "$work" || { echo "FAIL: no cluster"; cat "$work/launch.log"; exit 1; }
 
 # calls DOOR N FIRST: N seeded calls; prints "right refused wrong".
 calls() {
   local door=$1 n=$2 first=$3 right=0 refused=0 wrong=0
   for i in $(seq "$first" $((first + n - 1))); do
-    local seed=$(( (i * 911) % 4096 ))
-    local a b
-    a=$(timeout 20 "$spindle" client --connect "$door" --timeout-ms 5000 --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    case $(python3 "$root/tests/support/judge_answer.py" "$a" "$b") in
+    case $(judge_pair "$spindle" graphsage "$door" "$one" $(( (i * 911) % 4096 )) "$i") in
       right) right=$((right + 1)) ;;
       refused) refused=$((refused + 1)) ;;
-      *) wrong=$((wrong + 1)); echo "WRONG answer to request $i: $a vs $b" >&2 ;;
+      *) wrong=$((wrong + 1)) ;;
     esac
   done
   echo "$right $refused $wrong"

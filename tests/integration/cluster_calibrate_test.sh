@@ -36,15 +36,7 @@ grep -q -- "needs --calibrate" <<< "$out" || fail "no refusal naming --calibrate
 bg+=($!)
 "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
 bg+=($!)
-one=""
-for _ in $(seq 900); do
-  [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
-  if [ -n "$one" ] && grep -q "^\[rank 0\] listening " "$work/launch.log" &&
-    grep -q "^\[rank 1\] listening " "$work/launch.log"; then break; fi
-  sleep 0.2
-done
-grep -q "^\[rank 1\] listening " "$work/launch.log" || fail "the cluster's doors did not open"
-[ -n "$one" ] || fail "no single process"
+wait_for_doors "$work" || fail "the cluster or the single process did not start"
 
 for r in 0 1 2; do
   line=$(grep "^\[rank $r\].*PSGS routing calibrated over the cluster" "$work/launch.log" | head -1)
@@ -59,12 +51,9 @@ EOF
 
 right=0
 for i in $(seq 1 12); do
-  seed=$(( (i * 911) % 4096 ))
   door="127.0.0.1:$door0"; [ $((i % 2)) = 0 ] && door="127.0.0.1:$door1"
-  a=$(timeout 20 "$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-  b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-  verdict=$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")
-  [ "$verdict" = right ] || fail "request $i through $door: $verdict ($a vs $b)"
+  verdict=$(judge_pair "$spindle" graphsage "$door" "$one" $(( (i * 911) % 4096 )) "$i")
+  [ "$verdict" = right ] || fail "request $i through $door: $verdict"
   right=$((right + 1))
 done
 echo "$right of 12 seeded calls through both doors answered as one process"

@@ -35,15 +35,7 @@ bg+=($!)
 "$spindle" serve --dataset "$work/whole" --model "$work/late" --name late --policy fixed \
   --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
 bg+=($!)
-one=""
-for _ in $(seq 900); do
-  [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
-  if [ -n "$one" ] && grep -q "^\[rank 0\] listening " "$work/launch.log" &&
-    grep -q "^\[rank 1\] listening " "$work/launch.log"; then break; fi
-  sleep 0.2
-done
-grep -q "^\[rank 1\] listening " "$work/launch.log" || fail "the cluster's doors did not open"
-[ -n "$one" ] || fail "no single process"
+wait_for_doors "$work" || fail "the cluster or the single process did not start"
 d0="127.0.0.1:$door0"; d1="127.0.0.1:$door1"
 admin() { "$spindle" client --connect "$1" --token-file "$work/admin.token" admin "${@:2}" 2>&1; }
 serves() { "$spindle" client --connect "$1" --model "$2" infer --seeds 1 --json 2> /dev/null | grep -q '"status": *"ok"'; }
@@ -61,12 +53,9 @@ out=$(admin "$d1" load late "$work/late") || fail "load through rank 1's door: $
 took=$(seconds_until serves "$d0" late) || fail "rank 0's door never served the model loaded at rank 1"
 echo "loaded through rank 1's door; rank 0's door served it ${took} s later"
 for i in $(seq 1 10); do
-  seed=$(( (i * 577) % 4096 ))
   door=$d0; [ $((i % 2)) = 0 ] && door=$d1
-  a=$(timeout 20 "$spindle" client --connect "$door" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-  b=$("$spindle" client --connect "$one" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-  verdict=$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")
-  [ "$verdict" = right ] || fail "call $i through $door: $verdict ($a vs $b)"
+  verdict=$(judge_pair "$spindle" late "$door" "$one" $(( (i * 577) % 4096 )) "$i")
+  [ "$verdict" = right ] || fail "call $i through $door: $verdict"
 done
 echo "10 of 10 seeded calls through both doors answered as one process serving it"
 

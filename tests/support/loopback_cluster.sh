@@ -54,3 +54,33 @@ TOML
   "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" \
     > /dev/null || { echo "partition failed"; return 1; }
 }
+
+# wait_for_doors WORK: waits (up to 3 min) until WORK/launch.log shows rank 0's
+# and rank 1's doors listening and WORK/one.log (a single process) its own;
+# sets $one to that process's endpoint. Returns non-zero naming what is missing.
+wait_for_doors() {
+  local work=$1
+  one=""
+  for _ in $(seq 900); do
+    [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+    if [ -n "$one" ] && grep -q "^\[rank 0\] listening " "$work/launch.log" &&
+      grep -q "^\[rank 1\] listening " "$work/launch.log"; then return 0; fi
+    sleep 0.2
+  done
+  grep -q "^\[rank 1\] listening " "$work/launch.log" || { echo "the cluster's doors did not open"; return 1; }
+  [ -n "$one" ] || { echo "no single process"; return 1; }
+}
+
+# judge_pair SPINDLE MODEL DOOR ONE SEED SAMPLER_SEED: one seeded call of MODEL
+# to DOOR and to the single process ONE; prints right, refused or wrong (and
+# the two answers to stderr when wrong).
+judge_pair() {
+  local spindle=$1 model=$2 door=$3 one=$4 seed=$5 sseed=$6 a b verdict
+  a=$(timeout 20 "$spindle" client --connect "$door" --timeout-ms 5000 --model "$model" infer \
+    --seeds "$seed" --sampler-seed "$sseed" --json 2>&1)
+  b=$("$spindle" client --connect "$one" --model "$model" infer --seeds "$seed" \
+    --sampler-seed "$sseed" --json 2>&1)
+  verdict=$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")
+  [ "$verdict" = right ] || [ "$verdict" = refused ] || echo "WRONG answer to seed $seed: $a vs $b" >&2
+  echo "$verdict"
+}
