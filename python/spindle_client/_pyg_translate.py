@@ -48,6 +48,53 @@ def check_supported_shape(model):
                               f"check=(x, edge_index) to initialise it with a forward on your data")
 
 
+# The constructor options each served layer computes (read into its op), and
+# those that cannot change an answer in inference (dropout is off in eval; the
+# cached normalisation is the same one; fill_value only fills edge attributes,
+# which are refused; train_eps only trains eps, which is read as it is). Any
+# other option of the layer's signature, including options of PyG releases
+# newer than this list, must hold its default, or the export is refused by name.
+_HONOURED = {
+    "SAGEConv": {"in_channels", "out_channels", "aggr", "normalize", "root_weight", "project",
+                 "bias"},
+    "GCNConv": {"in_channels", "out_channels", "improved", "add_self_loops", "normalize", "bias"},
+    "GATConv": {"in_channels", "out_channels", "heads", "concat", "negative_slope",
+                "add_self_loops", "edge_dim", "bias"},
+    "GINConv": {"nn", "eps"},
+}
+_NO_EFFECT = {"SAGEConv": set(), "GCNConv": {"cached"}, "GATConv": {"dropout", "fill_value"},
+              "GINConv": {"train_eps"}}
+_MISSING = object()
+
+
+def check_conv_options(conv, path):
+    """Refuses a message-passing layer built with an option Spindle does not
+    compute: every parameter of its constructor outside the honoured and
+    no-effect lists must still hold its default (read back from the module),
+    and MessagePassing's own options must be those Spindle serves."""
+    import inspect
+    kind = type(conv).__name__
+    known = _HONOURED[kind] | _NO_EFFECT[kind]
+    for name, p in inspect.signature(type(conv).__init__).parameters.items():
+        if name == "self" or name in known or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        held = getattr(conv, name, _MISSING)
+        if held is _MISSING:
+            raise ExportError(f"{path}: {kind}'s option '{name}' is not one Spindle serves, and "
+                              f"the module does not say what it was given")
+        if held != p.default:
+            raise ExportError(f"{path}: {kind}({name}={held!r}) is not served (Spindle computes "
+                              f"{kind} with {name}={p.default!r})")
+    flow = getattr(conv, "flow", "source_to_target")
+    if flow != "source_to_target":
+        raise ExportError(f"{path}: {kind}(flow='{flow}') is not served (Spindle aggregates "
+                          f"along edge_index's direction, source_to_target)")
+    if getattr(conv, "node_dim", -2) not in (-2, 0):
+        raise ExportError(f"{path}: {kind}(node_dim={conv.node_dim}) is not served")
+    if kind != "SAGEConv" and conv.aggr != "add":  # SAGEConv's aggregations: _sage
+        raise ExportError(f"{path}: {kind}(aggr={conv.aggr!r}) is not served ('add' is)")
+
+
 def gcn_improved_in_effect(conv):
     """Whether GCNConv(improved=True) weighs self-loops 2 in the installed PyG without
     edge weights (as Spindle serves it). PyG 2.3.1 and 2.8.1 do not: their
@@ -278,13 +325,7 @@ class Translator:
         if args[1] is not self.edge_index:
             raise ExportError(f"{path}: {kind}'s second argument must be forward's edge_index")
         src = self._value(value, args[0], path)
-        if getattr(conv, "flow", "source_to_target") != "source_to_target":
-            raise ExportError(f"{path}: {kind}(flow='{conv.flow}') is not served (Spindle "
-                              f"aggregates along edge_index's direction, source_to_target)")
-        if isinstance(conv, (GCNConv, GINConv)) and conv.aggr != "add":
-            raise ExportError(f"{path}: {kind}(aggr={conv.aggr!r}) is not served ('add' is)")
-        if isinstance(conv, GATConv) and getattr(conv, "residual", False):
-            raise ExportError(f"{path}: GATConv(residual=True) is not served")
+        check_conv_options(conv, path)
         if isinstance(conv, SAGEConv):
             return self._sage(node, conv, path, src, value)
         if isinstance(conv, GCNConv):

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 import torch.nn.functional as F  # noqa: E402
-from torch_geometric.nn import GCNConv, SAGEConv, TransformerConv  # noqa: E402
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv, TransformerConv  # noqa: E402
 
 from spindle_client.export import ExportError, export_pyg  # noqa: E402
 
@@ -86,3 +86,42 @@ def test_a_user_model_is_written_and_spindle_loads_it(tmp_path):
 def test_fanouts_must_match_the_layers(tmp_path):
     with pytest.raises(ExportError, match="2 message-passing layers"):
         export_pyg(Plain(), str(tmp_path / "p"), name="p", fanouts=[10], check=False)
+
+
+def _one_conv(conv):
+    class One(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = conv
+
+        def forward(self, x, edge_index):
+            return self.conv1(x, edge_index)
+    return One()
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: GATConv(8, 4, aggr="mean"), "conv1: GATConv(aggr='mean') is not served"),
+    (lambda: GCNConv(8, 4, aggr="max"), "conv1: GCNConv(aggr='max') is not served"),
+    (lambda: SAGEConv(8, 4, flow="target_to_source"),
+     "conv1: SAGEConv(flow='target_to_source') is not served"),
+    (lambda: GCNConv(8, 4, node_dim=1), "conv1: GCNConv(node_dim=1) is not served"),
+])
+def test_an_option_spindle_does_not_compute_is_refused_by_name(tmp_path, make, message):
+    with pytest.raises(ExportError) as e:
+        export_pyg(_one_conv(make()), str(tmp_path / "m"), name="m", check=False)
+    assert message in str(e.value)
+
+
+def test_options_of_newer_pyg_releases_are_refused_unless_default(tmp_path):
+    import inspect
+    if "residual" not in inspect.signature(GATConv.__init__).parameters:
+        pytest.skip("this torch_geometric's GATConv has no residual option")
+    with pytest.raises(ExportError, match=r"conv1: GATConv\(residual=True\) is not served"):
+        export_pyg(_one_conv(GATConv(8, 4, residual=True)), str(tmp_path / "m"), name="m",
+                   check=False)
+    export_pyg(_one_conv(GATConv(8, 4, residual=False)), str(tmp_path / "ok"), name="m", check=False)
+
+
+def test_options_without_effect_in_inference_are_taken(tmp_path):
+    export_pyg(_one_conv(GATConv(8, 4, dropout=0.3)), str(tmp_path / "a"), name="m", check=False)
+    export_pyg(_one_conv(GCNConv(8, 4, cached=True)), str(tmp_path / "b"), name="m", check=False)
