@@ -229,7 +229,8 @@ void gateway::infer_gnn_now(transport::rpc::gnn_call call,
   }
   if (call.model.empty()) call.model = e->b.name;  // the only GNN loaded
   if (call.min_version > 0) {
-    if (auto why = detail::version_unmet(s_->live, call.min_version); !why.message.empty()) {
+    if (auto why = detail::version_unmet(s_->live, call.min_version, call.version_wait_us);
+        !why.message.empty()) {
       ++e->c.requests;  // counted like every refused call
       e->c.record(why.status, 0);
       return done(std::move(why));

@@ -34,16 +34,17 @@ constexpr std::int64_t kVersionWaitUs = 1'000'000;
 
 }  // namespace
 
-transport::rpc::gnn_answer detail::version_unmet(const graph::live_graph* live, std::uint64_t min) {
+transport::rpc::gnn_answer detail::version_unmet(const graph::live_graph* live, std::uint64_t min,
+                                                 std::uint32_t waited_us) {
   if (!live)
     return {rpc_status::bad_request,
             fmt::format("min_version {}: {}", min, kNoUpdates)};
   const auto now = live->version();
   if (now < min)
     return {rpc_status::unavailable,
-            fmt::format("graph version {} is not applied here within the call's deadline (1 s "
-                        "without one): this server is at version {}",
-                        min, now)};
+            fmt::format("graph version {} is not applied here after waiting {:.0f} ms (the "
+                        "call's deadline, or 1 s without one): this server is at version {}",
+                        min, waited_us / 1e3, now)};
   return {};
 }
 
@@ -62,6 +63,9 @@ void gateway::wait_for_version(transport::rpc::gnn_call call,
           call.deadline_us = std::uint32_t(std::max<std::int64_t>(
               1, std::int64_t(call.deadline_us) - spent.count()));
         }
+        call.version_wait_us = std::uint32_t(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                 clock::now() - started)
+                                                 .count());
         infer_gnn_now(std::move(call), std::move(done));  // refused there if still unmet
       });
 }

@@ -117,7 +117,8 @@ struct rec_entry {
 
 /// Why a call asking for graph version `min` cannot be answered now (an answer
 /// with an empty message: it can). Implemented in gateway_graph.cpp.
-transport::rpc::gnn_answer version_unmet(const graph::live_graph* live, std::uint64_t min);
+transport::rpc::gnn_answer version_unmet(const graph::live_graph* live, std::uint64_t min,
+                                         std::uint32_t waited_us);
 
 // A call's inputs as the DLRM forward pass takes them.
 inline dlrm_request to_dlrm_request(transport::rpc::rec_call&& call) {

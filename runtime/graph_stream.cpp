@@ -69,6 +69,11 @@ status take_new_nodes(const hps::stream_entry& e, std::int64_t dim, graph::graph
 
 expected<graph::graph_update> graph_update_of_entry(const hps::stream_entry& e,
                                                     std::int64_t feature_dim) {
+  for (std::size_t i = 0; i < e.fields.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (e.fields[i].first == e.fields[j].first)
+        return make_error(errc::invalid_argument, "field '{}' appears more than once",
+                          e.fields[i].first);
   for (const auto& [name, value] : e.fields)
     if (std::find(kFields.begin(), kFields.end(), name) == kFields.end())
       return make_error(errc::invalid_argument, "unknown field '{}' (fields: add_src, add_dst, "
@@ -216,6 +221,14 @@ void graph_stream_follower::run() {
       continue;
     }
     log::warn("graph stream {}: {} (retrying)", o_.stream, n.error().message());
+    if (n.error().message().find("NOGROUP") != std::string::npos) {
+      // Redis lost the stream or the group (restarted without persistence):
+      // follow it again after the last entry this graph holds.
+      const std::string last = live_.last_source(o_.stream);
+      if (auto st = group_.recreate(last.empty() ? "0" : last); st)
+        log::warn("graph stream {}: group {} was gone; created again after entry {}", o_.stream,
+                  o_.group, last.empty() ? "0" : last);
+    }
     std::this_thread::sleep_for(wait);  // Redis away, or the log failed: try again
     wait = std::min(wait * 2, std::chrono::milliseconds(2000));
   }

@@ -1,12 +1,34 @@
 #include "runtime/graph_updates.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "core/log.hpp"
 #include "graph/compact.hpp"
 
 namespace spindle::runtime {
+
+namespace {
+
+// A log kept outside the dataset is listed in it, so a start without
+// --graph-updates finds it (and refuses) instead of serving the stale base.
+void remember_log(const graph::dataset& ds, const std::string& path) {
+  std::error_code ec;
+  const std::string where = std::filesystem::absolute(path, ec).lexically_normal().string();
+  const auto known = graph_logs_of(ds);
+  if (std::find(known.begin(), known.end(), where) != known.end()) return;
+  std::ofstream list(ds.dir() + "/" + kGraphLogList, std::ios::app);
+  list << where << "\n";
+  list.flush();
+  if (!list)
+    log::warn("{}/{}: cannot record the graph log {} there: a later start of this dataset "
+              "without --graph-updates will not see its updates",
+              ds.dir(), kGraphLogList, where);
+}
+
+}  // namespace
 
 graph::row_direction row_direction_of(const graph::dataset_metadata& m) {
   if (m.undirected || m.edge_direction == "both") return graph::row_direction::both;
@@ -25,23 +47,38 @@ graph::live_graph_options live_options_of(const graph::dataset& ds) {
   return o;
 }
 
+std::vector<std::string> graph_logs_of(const graph::dataset& ds) {
+  std::vector<std::string> logs{ds.dir() + "/graph.log"};
+  std::ifstream listed(ds.dir() + "/" + kGraphLogList);
+  for (std::string line; std::getline(listed, line);)
+    if (!line.empty() && std::find(logs.begin(), logs.end(), line) == logs.end())
+      logs.push_back(line);
+  return logs;
+}
+
 status check_graph_log_use(const graph::dataset& ds, bool updates, const std::string& log_path,
                            bool no_token) {
   if (updates)
     return no_token ? make_error(errc::invalid_argument,
                                  "--graph-updates: updates are Admin calls; give "
-                                 "--admin-token-file")
+                                 "--admin-token-file (or take them from --graph-stream only)")
                     : status::ok();
   if (!log_path.empty())
     return make_error(errc::invalid_argument, "--graph-log {} without --graph-updates", log_path);
-  const std::string log = ds.dir() + "/graph.log";
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(log, ec);
-  if (!ec && size > graph::kGraphLogHeaderBytes)
-    return make_error(errc::invalid_argument,
-                      "{}: holds graph updates ({} bytes); serve with --graph-updates to apply "
-                      "them, or move the log away to serve the dataset as prepared",
-                      log, size);
+  for (const auto& log : graph_logs_of(ds)) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(log, ec);
+    if (!ec && size > graph::kGraphLogHeaderBytes)
+      return make_error(errc::invalid_argument,
+                        "{}: holds graph updates ({} bytes) for this dataset; serve with "
+                        "--graph-updates{} to apply them, or move the log away{} to serve the "
+                        "dataset as prepared",
+                        log, size,
+                        log == ds.dir() + "/graph.log" ? "" : " --graph-log " + log,
+                        log == ds.dir() + "/graph.log"
+                            ? ""
+                            : fmt::format(" (and its line in {}/{})", ds.dir(), kGraphLogList));
+  }
   return status::ok();
 }
 
@@ -57,6 +94,7 @@ status refuse_unapplied_updates(const graph::dataset& ds, std::string_view who) 
 expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
                                                  const graph_update_options& o) {
   const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;
+  if (!o.log_path.empty()) remember_log(ds, path);
   SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
                            graph::graph_log::open(path, ds.graph(), o.sync));
   graph::live_graph_options lo = live_options_of(ds);

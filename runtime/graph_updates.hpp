@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.hpp"
 #include "graph/dataset.hpp"
@@ -29,6 +30,12 @@ struct graph_update_args {
   std::string stream_key = "spindle:graph";
   std::string stream_group;  // default: graph_stream_group_of(the log)
 };
+
+/// Graph logs kept outside a dataset are listed in this file of the dataset.
+inline constexpr const char* kGraphLogList = "graph-logs.txt";
+
+/// The graph logs a dataset knows: DATASET/graph.log and those listed.
+std::vector<std::string> graph_logs_of(const graph::dataset& ds);
 
 /// What the dataset's CSR row holds for an input edge u -> v.
 graph::row_direction row_direction_of(const graph::dataset_metadata& m);

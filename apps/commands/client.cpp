@@ -71,7 +71,8 @@ status run_infer(const client_args& c, const infer_args& a) {
       for (std::uint32_t k = 0; k < r.width; ++k) fmt::print(" {:.5g}", r.outputs[i * r.width + k]);
       fmt::print("\n");
     }
-    fmt::print("server time {} us\n", r.server_us);
+    fmt::print("server time {} us{}\n", r.server_us,
+               r.graph_version > 0 ? fmt::format(", graph version {}", r.graph_version) : "");
   }
   return status::ok();
 }

@@ -9,6 +9,7 @@
 #include "config/sampling.hpp"
 #include "graph/dataset.hpp"
 #include "graph/graph_log.hpp"
+#include "runtime/graph_updates.hpp"
 #include "graph/summary.hpp"
 
 namespace spindle::apps {
@@ -34,25 +35,31 @@ status resolve_metrics_flags(const metrics_flags& f, graph::metrics_request& out
 status print_summary(const std::string& dir, bool json, bool verify) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, graph::dataset::open(dir, {.verify_checksums = verify}));
   auto s = graph::summarize(d);
-  // Updates taken while serving (serve --graph-updates), if any.
-  std::optional<graph::log_summary> log;
-  if (std::filesystem::exists(dir + "/graph.log")) {
-    SPINDLE_ASSIGN_OR_RETURN(log, graph::summarize_log(dir + "/graph.log"));
+  // Updates taken while serving (serve --graph-updates), in each log the dataset knows.
+  std::vector<std::pair<std::string, graph::log_summary>> logs;
+  for (const auto& path : runtime::graph_logs_of(d)) {
+    if (!std::filesystem::exists(path)) continue;
+    SPINDLE_ASSIGN_OR_RETURN(auto summary, graph::summarize_log(path));
+    logs.emplace_back(path, summary);
   }
   if (json) {
     std::string text = graph::format_json(s, d.metadata());
-    if (log) {
+    if (!logs.empty()) {
       auto j = nlohmann::json::parse(text);
-      j["graph_log"] = {{"batches", log->records}, {"version", log->last_version},
-                        {"bytes", log->bytes}};
+      const auto& first = logs.front().second;
+      j["graph_log"] = {{"batches", first.records}, {"version", first.last_version},
+                        {"bytes", first.bytes}, {"path", logs.front().first}};
+      for (const auto& [path, l] : logs)
+        j["graph_logs"].push_back(
+            {{"path", path}, {"batches", l.records}, {"version", l.last_version}, {"bytes", l.bytes}});
       text = j.dump();
     }
     fmt::print("{}\n", text);
   } else {
     fmt::print("dataset {} ({})\n{}", dir, d.metadata().source, graph::format_table(s));
-    if (log)
-      fmt::print("  {:<30} version {} ({} batches, {} bytes in graph.log)\n", "graph updates",
-                 log->last_version, log->records, log->bytes);
+    for (const auto& [path, l] : logs)
+      fmt::print("  {:<30} version {} ({} batches, {} bytes in {})\n", "graph updates",
+                 l.last_version, l.records, l.bytes, path);
     if (verify) fmt::print("  {:<30} {}\n", "checksums", "verified");
   }
   return status::ok();

@@ -117,11 +117,20 @@ expected<std::vector<stream_entry>> stream_group::claim() {
 
 status stream_group::reject(const stream_entry& e, const std::string& why) {
   log::error("{}: entry {} rejected: {}", e.stream, e.id, why);
-  conn_.append({"XADD", e.stream + ":rejected", "*", "id", e.id, "reason", why});
+  conn_.append({"XADD", e.stream + ":rejected", "*", "id", e.id, "reason", why, "group", o_.group});
   conn_.append({"XACK", e.stream, o_.group, e.id});
   SPINDLE_TRY(conn_.reply().error_or_ok());
   SPINDLE_TRY(conn_.reply().error_or_ok());
   ++stats_.rejected;
+  return status::ok();
+}
+
+status stream_group::recreate(std::string_view at) {
+  for (const auto& s : o_.streams) {
+    auto r = conn_.command({"XGROUP", "CREATE", s, o_.group, at, "MKSTREAM"});
+    if (!r && r.error().message().find("BUSYGROUP") == std::string::npos) return std::move(r).error();
+  }
+  pending_drained_ = false;
   return status::ok();
 }
 

@@ -60,7 +60,11 @@ class stream_group {
   /// entry is acknowledged as soon as it is applied.
   expected<std::uint64_t> poll(const apply_fn& apply,
                                const std::function<status()>& before_ack = {});
-  /// Moves `e` to "<stream>:rejected" (fields id, reason) and acknowledges it.
+  /// Creates the group again at `at` on every stream that lost it (Redis
+  /// restarted without persistence, or the stream was deleted); an existing
+  /// group keeps its position.
+  status recreate(std::string_view at);
+  /// Moves `e` to "<stream>:rejected" (fields id, reason, group) and acknowledges it.
   status reject(const stream_entry& e, const std::string& why);
   /// Entries delivered to the group and not yet acknowledged, over all streams.
   expected<std::uint64_t> pending();

@@ -349,6 +349,7 @@ def test_a_redis_stream_feeds_updates_exactly_once(setup, redis, tmp_path):
         assert "unknown field 'add_edge'" in reasons
         assert "node 100000 out of range" in reasons
         assert stream["applied"] == 2 and stream["connected"]
+        assert stream["group"] in reasons  # each server names itself in its refusals
         check(c, 2)
         c.close()
         # kill -9, entries published while it is down, and the group rewound to
@@ -361,6 +362,12 @@ def test_a_redis_stream_feeds_updates_exactly_once(setup, redis, tmp_path):
         g.x[5] = rows[0]
         group = stream["group"]
         subprocess.run(cli + ["XGROUP", "SETID", key, group, "0"], check=True, capture_output=True)
+        # (The log elsewhere is listed in the dataset: a plain start is refused.)
+        plain = subprocess.run([SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model",
+                                str(tmp / "sage"), "--listen", "127.0.0.1:0"],
+                               capture_output=True, text=True, timeout=120)
+        assert plain.returncode != 0 and "holds graph updates" in plain.stderr
+        assert "graph-logs.txt" in plain.stderr  # the first listed log with updates, named
         proc, endpoint = start()
         c = sc.Client(endpoint, model="sage", token_file=str(tmp / "token"))
         check(c, 3)
@@ -391,6 +398,13 @@ def test_a_redis_stream_feeds_updates_exactly_once(setup, redis, tmp_path):
         check(c, 4)
         stream = c.stats()["graph"]["stream"]
         assert stream["applied"] == 1 and stream["duplicates"] == 0 and stream["rejected"] == 0
+        # Redis loses everything (a restart without persistence): the follower
+        # creates its group again and applies what is appended after.
+        subprocess.run(cli + ["FLUSHALL"], check=True, capture_output=True)
+        publish(add_edges=np.array([[9], [11]], dtype=np.int64))
+        g.edges += [(9, 11)]
+        wait_for(lambda: c.graph_version() == 5, "the entry after FLUSHALL", seconds=30)
+        check(c, 5)
         c.close()
     finally:
         proc.terminate()
@@ -401,7 +415,7 @@ def test_servers_that_do_not_apply_updates_refuse_a_logged_dataset(setup, tmp_pa
     import shutil
     tmp, edges, x, models = setup
     ds = tmp_path / "ds"
-    shutil.copytree(tmp / "ds", ds)
+    shutil.copytree(tmp / "ds", ds, ignore=shutil.ignore_patterns("graph-logs.txt"))
     proc, endpoint = start_server([SPINDLE, "serve", "--dataset", str(ds), "--model", str(tmp / "sage"),
                                    "--name", "sage", "--listen", "127.0.0.1:0", "--admin-token-file",
                                    str(tmp / "token"), "--graph-updates", "--device", "host"])

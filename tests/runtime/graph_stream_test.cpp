@@ -75,6 +75,9 @@ TEST(graph_stream_test, a_malformed_entry_is_refused_naming_the_field) {
             std::string::npos);
   EXPECT_NE(why({{"add_edges", "x"}}).find("unknown field 'add_edges'"), std::string::npos);
   EXPECT_NE(why({{"remove_nodes", ""}}).find("changes nothing"), std::string::npos);
+  EXPECT_NE(why({{"remove_nodes", std::string(8, '\0')}, {"remove_nodes", std::string(8, '\1')}})
+                .find("field 'remove_nodes' appears more than once"),
+            std::string::npos);
 }
 
 TEST(graph_stream_test, entry_ids_order_by_time_then_sequence) {

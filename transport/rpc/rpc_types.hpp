@@ -36,6 +36,7 @@ struct gnn_call {
   std::uint32_t deadline_us = 0;      // 0: none
   std::vector<std::string> seed_ids;  // instead of seeds: input ids the server resolves
   std::uint64_t min_version = 0;      // the graph version the answer must include (0: any)
+  std::uint32_t version_wait_us = 0;  // set by the server: how long it waited for min_version
 };
 
 struct gnn_answer {
