@@ -38,9 +38,10 @@ def start(argv, log):
     raise SystemExit("server did not start in 120 s")
 
 
-def load(spindle, endpoint, data, requests, clients):
+def load(spindle, endpoint, data, requests, clients, rate=0.0):
+    level = ["--rate", f"{rate:.0f}"] if rate > 0 else ["--clients", str(clients)]
     out = subprocess.run([spindle, "client", "--connect", endpoint, "--model", "sage", "load",
-                          "--requests", str(requests), "--warmup", "200", "--clients", str(clients),
+                          "--requests", str(requests), "--warmup", "200", *level,
                           "--seeds", f"degree:{data}", "--json"],
                          check=True, capture_output=True, text=True).stdout
     j = json.loads(out)
@@ -81,10 +82,9 @@ def main():
         requests = max(2000, int(base_rps * seconds))
         c = sc.Client(endpoint, model="sage", token_file=os.path.join(work, "token"))
         rng = np.random.default_rng(1)
-        stop = threading.Event()
         sent = {"batches": 0, "edges": 0, "rows": 0, "bytes": 0, "unseen": 0, "ack_ms": []}
 
-        def stream():
+        def stream(stop):
             while not stop.is_set():
                 src = rng.integers(0, nodes, 1000)
                 dst = rng.integers(0, nodes, 1000)
@@ -100,16 +100,28 @@ def main():
                 if c.infer_gnn([int(dst[0])], min_version=r.version).version < r.version:
                     sent["unseen"] += 1
 
-        t = threading.Thread(target=stream)
+        def while_updating(rate):
+            stop = threading.Event()
+            t = threading.Thread(target=stream, args=(stop,))
+            t.start()
+            n = max(2000, int((rate if rate > 0 else base_rps) * seconds))
+            figures = load(spindle, endpoint, data, n, clients, rate)
+            stop.set()
+            t.join()
+            return figures
+
         start_s = time.perf_counter()
-        t.start()
-        upd_rps, upd_p99, upd_p50 = load(spindle, endpoint, data, requests, clients)
-        stop.set()
-        t.join()
+        upd_rps, upd_p99, upd_p50 = while_updating(0.0)
         elapsed = time.perf_counter() - start_s
+        sent = dict(sent, ack_ms=list(sent["ack_ms"]))  # the closed-loop phase's figures
+        phase = sent
+        sent = {"batches": 0, "edges": 0, "rows": 0, "bytes": 0, "unseen": 0, "ack_ms": []}
+        # The level: an open loop at half the static server's capacity.
+        half = 0.5 * static_rps
+        half_rps, half_p99, half_p50 = while_updating(half)
         stats = c.stats()["graph"]
         c.close()
-        ack = np.array(sent["ack_ms"]) if sent["ack_ms"] else np.zeros(1)
+        ack = np.array(phase["ack_ms"]) if phase["ack_ms"] else np.zeros(1)
         print(f"graph updates while serving: {source}, GraphSAGE {width}-256-47, "
               f"{clients} calls in flight, one server (this machine, same run)")
         print(f"  served, without --graph-updates: {static_rps:7.0f} calls/s  p50 {static_p50:.2f} ms  "
@@ -120,11 +132,13 @@ def main():
         print(f"  served, while updating:         {upd_rps:8.0f} calls/s  p50 {upd_p50:.2f} ms  "
               f"p99 {upd_p99:.2f} ms  (p99 ratio {upd_p99 / base_p99:.2f}x, throughput "
               f"{upd_rps / base_rps:.2f}x)")
-        print(f"  updates: {sent['batches']} batches in {elapsed:.1f} s: "
-              f"{sent['bytes'] / elapsed / 1e6:.2f} MB/s, {sent['edges'] / elapsed:.0f} edges/s "
-              f"+ {sent['rows'] / elapsed:.0f} rows/s; ack p50 {np.percentile(ack, 50):.1f} ms "
+        print(f"  served at 50% of the static capacity (open loop, {half:.0f} calls/s) while "
+              f"updating: {half_rps:.0f} calls/s  p50 {half_p50:.2f} ms  p99 {half_p99:.2f} ms")
+        print(f"  updates (closed-loop phase): {phase['batches']} batches in {elapsed:.1f} s: "
+              f"{phase['bytes'] / elapsed / 1e6:.2f} MB/s, {phase['edges'] / elapsed:.0f} edges/s "
+              f"+ {phase['rows'] / elapsed:.0f} rows/s; ack p50 {np.percentile(ack, 50):.1f} ms "
               f"p99 {np.percentile(ack, 99):.1f} ms (fdatasync per batch)")
-        print(f"  visibility: {sent['batches'] - sent['unseen']}/{sent['batches']} acknowledged "
+        print(f"  visibility: {phase['batches'] - phase['unseen']}/{phase['batches']} acknowledged "
               f"versions answered at once with min_version; graph at version {stats['version']}, "
               f"{stats['rows_changed']} rows and {stats['feature_rows_set']} feature rows in the delta")
         print(f"  (run took {time.time() - t0:.0f} s)")
