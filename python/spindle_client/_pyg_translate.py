@@ -42,6 +42,7 @@ def check_supported_shape(model):
                               f"export recommendation models with export_torch")
         raise ExportError(f"{name} has no message-passing layer (SAGEConv, GCNConv, GATConv, "
                           f"GINConv): nothing for Spindle to sample")
+    check_modules_are_plain(model)
     for path, p in model.named_parameters():
         if isinstance(p, torch.nn.parameter.UninitializedParameter):
             raise ExportError(f"{path}: a lazy module (in_channels=-1) without weights yet; pass "
@@ -91,8 +92,82 @@ def check_conv_options(conv, path):
                           f"along edge_index's direction, source_to_target)")
     if getattr(conv, "node_dim", -2) not in (-2, 0):
         raise ExportError(f"{path}: {kind}(node_dim={conv.node_dim}) is not served")
-    if kind != "SAGEConv" and conv.aggr != "add":  # SAGEConv's aggregations: _sage
-        raise ExportError(f"{path}: {kind}(aggr={conv.aggr!r}) is not served ('add' is)")
+    if kind != "SAGEConv" and aggregation_of(conv) != "sum":  # SAGEConv's own: _sage
+        shown = getattr(conv, "aggr_module", None) or conv.aggr
+        raise ExportError(f"{path}: {kind}(aggr={conv.aggr!r}) computing with {shown!r} is not "
+                          f"served ('add' is)")
+
+
+# The hooks lazy modules (in_channels=-1) use to size their weights on the first
+# forward: not a computation (a lazy module without weights is refused anyway).
+_LAZY_INIT_HOOKS = ("_lazy_hook", "initialize_parameters", "_infer_parameters")
+_OVERRIDABLE = ("forward", "message", "aggregate", "update", "propagate",
+                "message_and_aggregate", "edge_update")
+
+
+def check_modules_are_plain(model):
+    """Refuses what tracing cannot see and Spindle would not compute: forward
+    hooks (torch's, a module's, PyG's propagate/message/aggregate hooks), a
+    method replaced on one instance, and subclasses (with code of their own)
+    of the modules Spindle computes itself (the leaves: convs, Linear,
+    activations, norms, dropout)."""
+    import torch
+    from torch.nn.modules import module as torch_module
+    from ._pyg_trace import _leaf_types
+    for hooks in ("_global_forward_hooks", "_global_forward_pre_hooks"):
+        if getattr(torch_module, hooks, None):
+            raise ExportError(f"a global forward hook is registered (torch.nn.modules.module."
+                              f"{hooks}): Spindle does not run hooks")
+    leaves = _leaf_types()
+    for path, m in model.named_modules():
+        where = path or type(model).__name__
+        for attr, held in vars(m).items():
+            if "hook" not in attr or "forward" not in attr or not held:
+                continue
+            hooks = held.values() if isinstance(held, dict) else [held]
+            if any(getattr(h, "__name__", "") not in _LAZY_INIT_HOOKS for h in hooks):
+                raise ExportError(f"{where}: has a forward hook ({attr}); Spindle does not run "
+                                  f"hooks")
+        for method in _OVERRIDABLE:
+            if method in vars(m):
+                raise ExportError(f"{where}: its {method}() is replaced on the instance; Spindle "
+                                  f"computes {type(m).__name__} as its class defines it")
+        if isinstance(m, leaves):
+            cls = type(m)
+            if not cls.__module__.startswith(("torch.", "torch_geometric.")):
+                base = next(b for b in cls.__mro__[1:]
+                            if b.__module__.startswith(("torch.", "torch_geometric.")))
+                raise ExportError(f"{where}: {cls.__name__} is a subclass of {base.__name__} "
+                                  f"with code of its own; Spindle computes {base.__name__} as "
+                                  f"{base.__module__.split('.')[0]} defines it")
+
+
+_AGGREGATIONS = {"MeanAggregation": "mean", "SumAggregation": "sum", "MaxAggregation": "max",
+                 "MinAggregation": "min"}
+
+
+def aggregation_of(conv):
+    """The aggregation a layer computes with: its aggr_module, which PyG runs
+    (the aggr string is only what it was built with)."""
+    module = getattr(conv, "aggr_module", None)
+    if module is None:
+        return conv.aggr if isinstance(conv.aggr, str) else None
+    return _AGGREGATIONS.get(type(module).__name__)
+
+
+def check_all_written(conv, path, written, inner_prefix=None):
+    """Refuses a layer holding a tensor Spindle does not read (a sub-module
+    replaced by one with a bias, a learnable aggregation): `written` are the
+    state keys taken; a key sharing a written tensor's storage is the same one."""
+    state = conv.state_dict()
+    taken = {state[k].data_ptr() for k in written if k in state}
+    for key, t in state.items():
+        if key in written or t.numel() == 0 or t.data_ptr() in taken:
+            continue
+        if inner_prefix and key.startswith(inner_prefix):
+            continue
+        raise ExportError(f"{path}.{key}: a tensor Spindle does not compute with (a sub-module "
+                          f"replaced, or an option it does not serve)")
 
 
 def gcn_improved_in_effect(conv):
@@ -335,9 +410,10 @@ class Translator:
         return self._gin(node, conv, path, src, value)
 
     def _sage(self, node, conv, path, src, value):
-        aggr = conv.aggr if isinstance(conv.aggr, str) else None
+        aggr = aggregation_of(conv)
         aggr = {"add": "sum"}.get(aggr, aggr)
-        if aggr not in ("mean", "sum", "max", "min"):
+        if aggr not in ("mean", "sum", "max", "min") or (
+                isinstance(conv.aggr, str) and {"add": "sum"}.get(conv.aggr, conv.aggr) != aggr):
             raise ExportError(f"{path}: SAGEConv(aggr={conv.aggr!r}) is not supported (mean, sum, "
                               f"max, min are)")
         out, inw = conv.lin_l.weight.shape
@@ -349,6 +425,7 @@ class Translator:
         if conv.root_weight:
             names.append("lin_r.weight")
         self._take(path, conv, names)
+        check_all_written(conv, path, names)
         value[node] = self._emit(node.name, "sage", [src], int(out), prefix=path,
                                  **{"in": int(inw), "out": int(out), "aggr": aggr,
                                     "normalize": bool(conv.normalize),
@@ -363,6 +440,7 @@ class Translator:
         self._input_width(src, int(inw), path)
         has_bias = conv.bias is not None
         self._take(path, conv, ["lin.weight"] + (["bias"] if has_bias else []))
+        check_all_written(conv, path, ["lin.weight"] + (["bias"] if has_bias else []))
         value[node] = self._emit(node.name, "gcn", [src], int(out), prefix=path,
                                  **{"in": int(inw), "out": int(out),
                                     "add_self_loops": bool(conv.add_self_loops),
@@ -385,6 +463,8 @@ class Translator:
         self.tensors[f"{path}.lin_src.weight"] = weight.detach().float().cpu()
         names = ["att_src", "att_dst"] + (["bias"] if conv.bias is not None else [])
         self._take(path, conv, names)
+        check_all_written(conv, path, names + [k for k in ("lin_src.weight", "lin.weight")
+                                               if k in state][:1])
         width = heads * out if conv.concat else out
         value[node] = self._emit(node.name, "gat", [src], width, prefix=path,
                                  **{"in": inw, "out": out, "heads": heads,
@@ -394,6 +474,7 @@ class Translator:
                                     "bias": conv.bias is not None})
 
     def _gin(self, node, conv, path, src, value):
+        check_all_written(conv, path, ["eps"], inner_prefix="nn.")
         eps = float(conv.eps.detach().reshape(-1)[0])
         self.tensors[f"{path}.eps"] = conv.eps.detach().float().cpu().reshape(1)
         w = self.width[src]

@@ -100,8 +100,8 @@ def _one_conv(conv):
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda: GATConv(8, 4, aggr="mean"), "conv1: GATConv(aggr='mean') is not served"),
-    (lambda: GCNConv(8, 4, aggr="max"), "conv1: GCNConv(aggr='max') is not served"),
+    (lambda: GATConv(8, 4, aggr="mean"), "conv1: GATConv(aggr='mean') computing with"),
+    (lambda: GCNConv(8, 4, aggr="max"), "conv1: GCNConv(aggr='max') computing with"),
     (lambda: SAGEConv(8, 4, flow="target_to_source"),
      "conv1: SAGEConv(flow='target_to_source') is not served"),
     (lambda: GCNConv(8, 4, node_dim=1), "conv1: GCNConv(node_dim=1) is not served"),
@@ -125,3 +125,63 @@ def test_options_of_newer_pyg_releases_are_refused_unless_default(tmp_path):
 def test_options_without_effect_in_inference_are_taken(tmp_path):
     export_pyg(_one_conv(GATConv(8, 4, dropout=0.3)), str(tmp_path / "a"), name="m", check=False)
     export_pyg(_one_conv(GCNConv(8, 4, cached=True)), str(tmp_path / "b"), name="m", check=False)
+
+
+def _replaced_lin():
+    c = GCNConv(8, 4)
+    c.lin = torch.nn.Linear(8, 4)  # with a bias GCNConv's own lin does not have
+    return c
+
+
+def _aggr_set_later():
+    c = SAGEConv(8, 4)
+    c.aggr = "max"  # PyG still computes with the mean module it was built with
+    return c
+
+
+def _aggr_module_swapped():
+    from torch_geometric.nn.aggr import MeanAggregation
+    c = GCNConv(8, 4)
+    c.aggr_module = MeanAggregation()
+    return c
+
+
+def _hooked():
+    c = SAGEConv(8, 4)
+    c.register_forward_hook(lambda m, i, o: o * 2)
+    return c
+
+
+def _message_replaced():
+    c = SAGEConv(8, 4)
+    c.message = lambda x_j: 2 * x_j
+    return c
+
+
+class _Twice(torch.nn.Linear):
+    def forward(self, x):
+        return 2 * super().forward(x)
+
+
+class _WithTwice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = SAGEConv(8, 4)
+        self.head = _Twice(4, 2)
+
+    def forward(self, x, edge_index):
+        return self.head(self.conv1(x, edge_index))
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: _one_conv(_replaced_lin()), "conv1.lin.bias: a tensor Spindle does not compute with"),
+    (lambda: _one_conv(_aggr_set_later()), "SAGEConv(aggr='max') is not supported"),
+    (lambda: _one_conv(_aggr_module_swapped()), "computing with MeanAggregation() is not served"),
+    (lambda: _one_conv(_hooked()), "conv1: has a forward hook (_forward_hooks)"),
+    (lambda: _one_conv(_message_replaced()), "conv1: its message() is replaced on the instance"),
+    (_WithTwice, "head: _Twice is a subclass of Linear with code of its own"),
+])
+def test_what_tracing_cannot_see_is_refused_by_name(tmp_path, make, message):
+    with pytest.raises(ExportError) as e:
+        export_pyg(make(), str(tmp_path / "m"), name="m", check=False)
+    assert message in str(e.value)
