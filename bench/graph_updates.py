@@ -45,6 +45,7 @@ def load(spindle, endpoint, data, requests, clients, rate=0.0):
                           "--seeds", f"degree:{data}", "--json"],
                          check=True, capture_output=True, text=True).stdout
     j = json.loads(out)
+    load.last = j  # the whole report (refusals by status among it)
     return j["throughput_rps"], j["latency_ms"]["p99"], j["latency_ms"]["p50"]
 
 
@@ -97,8 +98,11 @@ def main():
                 sent["edges"] += 1000
                 sent["rows"] += 1000
                 sent["bytes"] += 2 * 8 * 1000 + 8 * 1000 + rows.nbytes
-                if c.infer_gnn([int(dst[0])], min_version=r.version).version < r.version:
-                    sent["unseen"] += 1
+                try:
+                    if c.infer_gnn([int(dst[0])], min_version=r.version).version < r.version:
+                        sent["unseen"] += 1
+                except sc.SpindleError:  # refused (overloaded): not a visibility failure
+                    sent["probe_refused"] = sent.get("probe_refused", 0) + 1
 
         def while_updating(rate):
             stop = threading.Event()
@@ -119,6 +123,7 @@ def main():
         # The level: an open loop at half the static server's capacity.
         half = 0.5 * static_rps
         half_rps, half_p99, half_p50 = while_updating(half)
+        half_report, half_sent = load.last, sent
         stats = c.stats()["graph"]
         c.close()
         ack = np.array(phase["ack_ms"]) if phase["ack_ms"] else np.zeros(1)
@@ -133,7 +138,9 @@ def main():
               f"p99 {upd_p99:.2f} ms  (p99 ratio {upd_p99 / base_p99:.2f}x, throughput "
               f"{upd_rps / base_rps:.2f}x)")
         print(f"  served at 50% of the static capacity (open loop, {half:.0f} calls/s) while "
-              f"updating: {half_rps:.0f} calls/s  p50 {half_p50:.2f} ms  p99 {half_p99:.2f} ms")
+              f"updating: {half_rps:.0f} calls/s answered ok  p50 {half_p50:.2f} ms  p99 "
+              f"{half_p99:.2f} ms; calls by status {half_report.get('status')}; "
+              f"{half_sent['batches']} update batches meanwhile")
         print(f"  updates (closed-loop phase): {phase['batches']} batches in {elapsed:.1f} s: "
               f"{phase['bytes'] / elapsed / 1e6:.2f} MB/s, {phase['edges'] / elapsed:.0f} edges/s "
               f"+ {phase['rows'] / elapsed:.0f} rows/s; ack p50 {np.percentile(ack, 50):.1f} ms "
