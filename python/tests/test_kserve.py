@@ -383,8 +383,10 @@ def graph_messages():
                         label=T.LABEL_REPEATED if repeated else T.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(f)
-    return {n: message_factory.GetMessageClass(pool.FindMessageTypeByName("inference." + n))
-            for n in fields}
+    make = getattr(message_factory, "GetMessageClass", None)  # protobuf >= 4.21
+    if make is None:
+        make = message_factory.MessageFactory(pool).GetPrototype
+    return {n: make(pool.FindMessageTypeByName("inference." + n)) for n in fields}
 
 
 def test_graph_updates_over_grpc(tmp_path):
