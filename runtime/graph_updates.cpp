@@ -28,6 +28,23 @@ void remember_log(const graph::dataset& ds, const std::string& path) {
               ds.dir(), kGraphLogList, where);
 }
 
+// Another log of this dataset holding batches: another server's (each applies
+// its own), or this server's from an earlier start under another --graph-log,
+// whose batches this start does not apply. Said once, at start.
+void warn_of_other_logs(const graph::dataset& ds, const std::string& path) {
+  std::error_code ec;
+  const auto mine = std::filesystem::absolute(path, ec).lexically_normal();
+  for (const auto& other : graph_logs_of(ds)) {
+    if (std::filesystem::absolute(other, ec).lexically_normal() == mine) continue;
+    const auto size = std::filesystem::file_size(other, ec);
+    if (!ec && size > graph::kGraphLogHeaderBytes)
+      log::warn("graph log {} also holds updates of this dataset ({} bytes) and this server "
+                "does not apply them (it applies {}): if they were meant for it, restart with "
+                "--graph-log {}",
+                other, size, path, other);
+  }
+}
+
 }  // namespace
 
 graph::row_direction row_direction_of(const graph::dataset_metadata& m) {
@@ -95,6 +112,7 @@ expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
                                                  const graph_update_options& o) {
   const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;
   if (!o.log_path.empty()) remember_log(ds, path);
+  warn_of_other_logs(ds, path);
   SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
                            graph::graph_log::open(path, ds.graph(), o.sync));
   graph::live_graph_options lo = live_options_of(ds);

@@ -279,7 +279,9 @@ status run_serve(const serve_args& a, global_options& g) {
     gw.set_live_graph(ds.live());
     if (graph_stream) gw.set_graph_stream([f = graph_stream.get()] { return f->stats(); });
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, models.loader()));
-    return serve_until_signal(gw, a.door, token);
+    auto served = serve_until_signal(gw, a.door, token);
+    graph_stream.reset();  // no batch (and no parked call it wakes) outlives the gateway
+    return served;
   }
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
