@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <vector>
 
 #include "../graph/test_util.hpp"
 #include "colocation/pmc_check.hpp"
@@ -8,9 +9,17 @@
 namespace spindle::colocation {
 namespace {
 
+// A model of `arch` in a scratch directory, removed when the test binary exits.
 std::string model_dir(config::model_arch arch, int layers) {
+  static struct sweeper {
+    std::vector<std::filesystem::path> dirs;
+    ~sweeper() {
+      for (const auto& d : dirs) std::filesystem::remove_all(d);
+    }
+  } made;
   auto dir = std::filesystem::temp_directory_path() /
              ("spindle_pmc_" + std::string(config::to_string(arch)) + std::to_string(::getpid()));
+  made.dirs.push_back(dir);
   config::model_desc d;
   d.arch = arch;
   d.in = 32, d.hidden = 64, d.out = 8, d.layers = layers, d.heads = 4;

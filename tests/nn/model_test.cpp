@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <vector>
 #include <limits>
 #include <fstream>
 #include <iterator>
@@ -11,10 +12,18 @@
 namespace spindle::nn {
 namespace {
 
+// A fresh scratch directory, removed when the test binary exits.
 std::string temp(const std::string& name) {
+  static struct sweeper {
+    std::vector<std::filesystem::path> dirs;
+    ~sweeper() {
+      for (const auto& d : dirs) std::filesystem::remove_all(d);
+    }
+  } made;
   auto d =
       std::filesystem::temp_directory_path() / ("spindle_nn_" + name + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
+  made.dirs.push_back(d);
   return d.string();
 }
 
