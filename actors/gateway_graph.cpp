@@ -8,6 +8,7 @@
 
 #include "actors/gateway.hpp"
 #include "actors/gateway_state.hpp"
+#include "core/call_origin.hpp"
 
 namespace spindle::actors {
 
@@ -70,6 +71,13 @@ void gateway::wait_for_version(transport::rpc::gnn_call call,
       });
 }
 
+std::size_t detail::graph_door_of(const std::string& origin) {
+  const std::string_view first = std::string_view(origin).substr(0, origin.find(' '));
+  for (std::size_t i = 0; i + 1 < kGraphDoors.size(); ++i)
+    if (first == kGraphDoors[i]) return i;
+  return kGraphDoors.size() - 1;
+}
+
 void gateway::set_live_graph(graph::live_graph* g) { s_->live = g; }
 
 void gateway::set_graph_stream(std::function<graph::stream_follow_stats()> stats) {
@@ -83,10 +91,12 @@ graph_edit_answer gateway::update_graph(transport::rpc::graph_edit edit) {
   auto r = s_->live->apply(edit);
   if (!r) {
     ++s_->graph_refused;
+    ++s_->graph_by_door[detail::graph_door_of(call_origin())][1];
     return {status_of(r.error()), r.error().message(), s_->live->version(),
             s_->live->current()->num_nodes, {}};
   }
   ++s_->graph_updates;
+  ++s_->graph_by_door[detail::graph_door_of(call_origin())][0];
   return {rpc_status::ok, {}, r->version, s_->live->current()->num_nodes, std::move(r->new_ids)};
 }
 

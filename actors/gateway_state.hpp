@@ -3,6 +3,7 @@
 // stats JSON, Prometheus text and members). Not a public header.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -117,6 +118,10 @@ struct rec_entry {
 
 /// Why a call asking for graph version `min` cannot be answered now (an answer
 /// with an empty message: it can). Implemented in gateway_graph.cpp.
+/// The doors graph updates are counted by: a call origin's first word.
+inline constexpr std::array<const char*, 4> kGraphDoors{"capnp", "http", "grpc", "in-process"};
+std::size_t graph_door_of(const std::string& origin);
+
 transport::rpc::gnn_answer version_unmet(const graph::live_graph* live, std::uint64_t min,
                                          std::uint32_t waited_us);
 
@@ -169,6 +174,8 @@ struct gateway::state {
   graph::live_graph* live = nullptr;  // takes graph updates (set before serving), or null
   std::function<graph::stream_follow_stats()> graph_stream;  // its stream follower, if any
   std::atomic<std::uint64_t> graph_updates{0}, graph_refused{0};
+  /// Graph update batches by door (kGraphDoors order): applied, refused.
+  std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> graph_by_door{};
   spindle::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(detail::gateway_forwarder)) {}
 

@@ -91,10 +91,15 @@ std::string gateway::stats_json() {
   }
   if (s_->live) {
     const auto d = s_->live->current();
+    nlohmann::json by_door = nlohmann::json::object();
+    for (std::size_t door = 0; door < detail::kGraphDoors.size(); ++door)
+      by_door[detail::kGraphDoors[door]] = {{"applied", s_->graph_by_door[door][0].load()},
+                                            {"refused", s_->graph_by_door[door][1].load()}};
     j["graph"] = {{"version", d->version},
                   {"nodes", d->num_nodes},
                   {"updates_applied", s_->graph_updates.load()},
                   {"updates_refused", s_->graph_refused.load()},
+                  {"updates_by_door", by_door},
                   {"edges_added", d->edges_added},
                   {"edges_removed", d->edges_removed},
                   {"rows_changed", d->rows.size()},
@@ -177,10 +182,12 @@ std::string gateway::prometheus_text() {
         "spindle_graph_delta_rows{{kind=\"neighbours\"}} {}\n"
         "spindle_graph_delta_rows{{kind=\"features\"}} {}\n",
         d->rows.size(), d->features.size());
-    std::string updates = fmt::format(
-        "spindle_graph_updates_total{{source=\"door\",result=\"applied\"}} {}\n"
-        "spindle_graph_updates_total{{source=\"door\",result=\"refused\"}} {}\n",
-        s_->graph_updates.load(), s_->graph_refused.load());
+    std::string updates;
+    for (std::size_t door = 0; door < detail::kGraphDoors.size(); ++door)
+      for (std::size_t r = 0; r < 2; ++r)
+        updates += fmt::format("spindle_graph_updates_total{{source=\"{}\",result=\"{}\"}} {}\n",
+                               detail::kGraphDoors[door], r == 0 ? "applied" : "refused",
+                               s_->graph_by_door[door][r].load());
     if (s_->graph_stream) {
       const auto f = s_->graph_stream();
       updates += fmt::format(
@@ -197,7 +204,8 @@ std::string gateway::prometheus_text() {
       {"spindle_graph_delta_rows", "gauge",
        "Rows the in-memory delta holds over the base (neighbour lists, feature rows)."},
       {"spindle_graph_updates_total", "counter",
-       "Update batches by source (door, stream) and result (applied, refused, duplicate)."}};
+       "Update batches by source (capnp, http, grpc, in-process, stream) and result (applied, "
+       "refused, duplicate)."}};
   static const std::vector<std::array<const char*, 3>> cluster_help = {
       {"spindle_cluster_member_alive", "gauge", "1 while the cluster member is up."},
       {"spindle_cluster_member_ready", "gauge", "1 while the member's pipelines serve batches."},

@@ -122,6 +122,7 @@ def test_the_kserve_http_door_takes_updates_and_reports_versions(setup, tmp_path
             if line.startswith("http "):
                 base = line.split()[1][:-len("/v2")]
             if line.startswith("listening "):
+                endpoint = line.split()[1]
                 break
         assert base
         token = (tmp_path / "token").read_text().strip()
@@ -155,6 +156,11 @@ def test_the_kserve_http_door_takes_updates_and_reports_versions(setup, tmp_path
         infer["parameters"]["min_version"] = 4
         status, body = http_json(base + "/v2/models/sage/infer", infer)
         assert status != 200 and "graph version 4 is not applied" in body["error"]
+        c = sc.Client(endpoint, model="sage", token_file=str(tmp_path / "token"))
+        by_door = c.stats()["graph"]["updates_by_door"]
+        c.close()
+        assert by_door["http"]["applied"] == 1 and by_door["capnp"]["applied"] == 0
+        assert by_door["http"]["refused"] >= 1
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -230,6 +236,7 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
         stats = c.stats()["graph"]
         assert stats["version"] == 6 and stats["updates_applied"] == 6
         assert stats["updates_refused"] == 1
+        assert stats["updates_by_door"]["capnp"] == {"applied": 6, "refused": 1}
         c.close()
         # kill -9: every acknowledged batch is in the log and comes back.
         proc.send_signal(signal.SIGKILL)
