@@ -407,6 +407,7 @@ def test_graph_updates_over_grpc(tmp_path):
             if line.startswith("grpc "):
                 where = line.split()[1]
             elif line.startswith("listening "):
+                capnp = line.split()[1]
                 break
         token = (tmp_path / "token").read_text().strip()
         msg = graph_messages()
@@ -436,6 +437,11 @@ def test_graph_updates_over_grpc(tmp_path):
             update(msg["GraphUpdateRequest"](add_src=[1], add_dst=[2]))
         assert anon.value.code() == grpc.StatusCode.UNAUTHENTICATED
         assert version(msg["GraphVersionRequest"](), metadata=auth).version == 1
+        stats = subprocess.run([SPINDLE, "client", "--connect", capnp, "--token-file",
+                                str(tmp_path / "token"), "admin", "stats"], check=True,
+                               capture_output=True, text=True).stdout
+        by_door = json.loads(stats)["graph"]["updates_by_door"]
+        assert by_door["grpc"] == {"applied": 1, "refused": 1}, by_door
         channel.close()
     finally:
         proc.terminate()
