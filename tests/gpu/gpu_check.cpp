@@ -2,86 +2,10 @@
 // and the host path on the same inputs and compares them (sampler: the same
 // neighbours for the same seed, hop and node; SpMM and activations: within
 // see `comparison`). Without a GPU it says why and exits 0: nothing is claimed.
-#include <cmath>
-#include <cstdio>
-#include <future>
-#include <optional>
-#include <random>
-#include <string_view>
-
-#include "colocation/device_scheduler.hpp"
-#include "colocation/task_bytes.hpp"
-#include "features/feature_tiers.hpp"
-#include "gpu/device.hpp"
-#include "gpu/gnn_kernels.hpp"
-#include "graph/prepare.hpp"
-#include "graph/rmat.hpp"
-#include "graph/sampler.hpp"
-#include "hps/cache/device_cache.hpp"
-#include "nn/model.hpp"
-#include "nn/ops.hpp"
-#include "serving/batch_executor.hpp"
-#include "serving/cuda_executor.hpp"
-#include "serving/cuda_layers.hpp"
-#include "serving/cuda_sampling.hpp"
-#include "serving/gnn_pipeline.hpp"
+#include "tests/gpu/gpu_check.hpp"
 
 namespace spindle::gpu {
 namespace {
-
-// A device copy of `v`, freed at scope end.
-template <class T>
-struct device_array {
-  T* p = nullptr;
-  std::size_t n = 0;
-  static expected<device_array> of(const std::vector<T>& v) {
-    SPINDLE_ASSIGN_OR_RETURN(void* raw, device_alloc(v.size() * sizeof(T)));
-    device_array a{static_cast<T*>(raw), v.size()};
-    SPINDLE_TRY(copy_to_device(a.p, v.data(), v.size() * sizeof(T)));
-    return a;
-  }
-  std::vector<T> to_host() const {
-    std::vector<T> out(n);
-    (void)copy_to_host(out.data(), p, n * sizeof(T));
-    return out;
-  }
-  device_array(T* q, std::size_t m) : p(q), n(m) {}
-  device_array(device_array&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr; }
-  device_array& operator=(device_array&& o) noexcept {
-    std::swap(p, o.p);
-    std::swap(n, o.n);
-    return *this;
-  }
-  ~device_array() {
-    if (p) device_free(p);
-  }
-};
-
-// How far the device's numbers are from the host's: the largest |got - want|
-// relative to the largest |want| (a float32 GEMM or sum accumulated in another
-// order differs by a few ulps of its largest terms, not of each element; first
-// seen on an H100, where per-element errors of 1e-4 on near-zero outputs came
-// from sums that agree to 1e-7 of the output's scale), and the first answer that
-// came back as an error instead of numbers.
-struct comparison {
-  double max_abs = 0, scale = 0;
-  std::string error;
-  void add(double got, double want) {
-    max_abs = std::max(max_abs, std::abs(got - want));
-    scale = std::max(scale, std::abs(want));
-  }
-  double relative() const { return max_abs / std::max(scale, 1e-30); }
-  bool ok() const { return error.empty() && relative() <= 1e-5; }
-  std::string describe() const {
-    if (!error.empty()) return "an answer failed: " + error;
-    return fmt::format("max abs diff {:.2e} = {:.2e} of the largest output magnitude {:.3g}",
-                       max_abs, relative(), scale);
-  }
-  status check(const std::string& what, std::string& result) const {
-    result = what + ", " + describe();
-    return ok() ? status::ok() : make_error(errc::internal, "{}", result);
-  }
-};
 
 // The R-MAT graph every check samples or aggregates over (2^14 nodes).
 graph::csr_graph rmat14() {
@@ -252,6 +176,8 @@ status check_layers(config::model_arch arch, std::string& result) {
 // the graph-style options, LayerNorm, LeakyReLU, log_softmax; and GATConv with
 // concat=False, PReLU, GIN's aggregation and MLP, JumpingKnowledge cat, a residual
 // add, GELU, sum and min aggregation.
+}  // namespace
+
 expected<config::model_desc> stack_desc(int which) {
   const std::string a =
       "[model]\narch = \"stack\"\nin = 32\nout = 16\n"
@@ -279,6 +205,8 @@ expected<config::model_desc> stack_desc(int which) {
       "[[op]]\nkind = \"linear\"\nprefix = \"head\"\nout = 16\n";
   return config::parse_model_desc(which == 0 ? a : b, "gpu_check");
 }
+
+namespace {
 
 status check_stack(int which, std::string& result) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, stack_desc(which));
@@ -379,164 +307,6 @@ status check_spmm_and_activation(std::string& result) {
   comparison c;
   for (std::size_t i = 0; i < got.size(); ++i) c.add(got[i], host->data()[i]);
   return c.check(fmt::format("{} x {} elements", dst, width), result);
-}
-
-// Where the served-path checks put their executors and pool: the GPU, or with
-// --harness the host (both sides then run the host path: a check of the
-// comparison itself, which must show no difference).
-device_kind served_device = device_kind::cuda;
-
-// The served path's inputs: an R-MAT 2^14 dataset with 32 features and a
-// 2-layer 32-64-16 model of `arch` (fanouts [25, 10]).
-struct served_inputs {
-  graph::dataset ds;
-  nn::heap_allocator weights;
-  std::optional<nn::model> model;
-  thread_pool pool{2, "gpu-check"};
-  serving::psgs_router router{serving::psgs_calibration{}, serving::routing_policy::fixed};
-  explicit served_inputs(graph::dataset d) : ds(std::move(d)) {}
-};
-
-expected<std::unique_ptr<served_inputs>> served_desc(const config::model_desc& d,
-                                                     const std::string& tag) {
-  const std::string dir = "/tmp/spindle-gpu-check-dataset";
-  if (!graph::dataset::open(dir)) {
-    thread_pool pool(2);
-    graph::generate_options o;
-    o.force = true;
-    o.rmat.scale = 14;
-    o.feature_dim = 32;
-    SPINDLE_TRY(graph::generate_dataset(o, dir, pool));
-  }
-  SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(dir));
-  auto in = std::make_unique<served_inputs>(std::move(ds));
-  const std::string mdir = "/tmp/spindle-gpu-check-served-" + tag;
-  SPINDLE_TRY(nn::init_model(d, 1, mdir));
-  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(mdir, in->weights));
-  in->model.emplace(std::move(m));
-  return in;
-}
-
-expected<std::unique_ptr<served_inputs>> served(config::model_arch arch) {
-  config::model_desc d;
-  d.arch = arch;
-  d.in = 32, d.hidden = 64, d.out = 16, d.layers = 2;
-  return served_desc(d, std::string(config::to_string(arch)));
-}
-
-std::vector<serving::gnn_request> served_batch(int b) {
-  std::vector<serving::gnn_request> out(64);
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i].seeds = {std::int64_t((b * 64 + int(i)) * 37 % (1 << 14))};
-  return out;
-}
-
-// `got` against `want`, answer by answer, into `c`.
-void compare_results(const serving::batch_result& got, const serving::batch_result& want,
-                     comparison& c) {
-  for (std::size_t r = 0; r < want.outputs.size(); ++r) {
-    if (!want.errors[r]) {
-      if (c.error.empty()) c.error = "host: " + want.errors[r].to_string();
-      continue;
-    }
-    if (!got.errors[r]) {
-      if (c.error.empty()) c.error = got.errors[r].to_string();
-      continue;
-    }
-    if (got.outputs[r].size() != want.outputs[r].size()) {
-      if (c.error.empty())
-        c.error = fmt::format("answer {} has {} values, the host's {}", r, got.outputs[r].size(),
-                              want.outputs[r].size());
-      continue;
-    }
-    for (std::size_t k = 0; k < want.outputs[r].size(); ++k)
-      c.add(got.outputs[r][k], want.outputs[r][k]);
-  }
-}
-
-// Served batches through serving::cuda_executor as PSGS's large executor (device
-// sampling, gather over a device tier of 1 MiB plus UVA, device layers) vs the
-// host pipeline: the same 8 batches of 64, the same joint samples.
-status check_served_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto executors,
-                           serving::device_executors::create(in->ds, served_device, 1 << 20));
-  SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
-  serving::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
-  serving::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
-  comparison c;
-  for (int b = 0; b < 8; ++b) {
-    const auto batch = served_batch(b);
-    compare_results(dev.run(batch, serving::psgs_router::choice::large),
-                    host.run(batch, serving::psgs_router::choice::large), c);
-  }
-  return c.check("8 batches of 64", result);
-}
-
-status check_served(config::model_arch arch, std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto in, served(arch));
-  return check_served_inputs(std::move(in), result);
-}
-
-// GNNSched with its pool in device memory: 8 prepared batches submitted at
-// once, grouped, each task of a group on its own stream, vs the host passes.
-status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto executors,
-                           serving::device_executors::create(in->ds, served_device, 1 << 20));
-  SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
-  serving::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
-  serving::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
-  thread_pool workers(4, "gpu-check-w");
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto scheduler, colocation::device_scheduler::create(std::size_t(256) << 20, workers,
-                                                      colocation::grouping_policy::bqt, served_device));
-  std::vector<std::vector<serving::gnn_request>> batches;
-  std::vector<std::unique_ptr<serving::prepared_batch>> on_dev, on_host;
-  for (int b = 0; b < 8; ++b) {
-    batches.push_back(served_batch(b));
-    on_dev.push_back(dev.prepare(batches.back()));
-    on_host.push_back(host.prepare(batches.back()));
-  }
-  std::vector<std::future<status>> done;
-  for (int b = 0; b < 8; ++b) {
-    auto p = std::make_shared<std::promise<status>>();
-    done.push_back(p->get_future());
-    scheduler->submit(
-        colocation::task_bytes(dev, *on_dev[b]), 0.01,
-        [&, b](pool_slot slot) {
-          dev.compute(*on_dev[b], batches[b], slot);
-          return status::ok();
-        },
-        [p](status st) { p->set_value(std::move(st)); });
-  }
-  comparison c;
-  for (int b = 0; b < 8; ++b) {
-    SPINDLE_TRY(done[b].get());
-    std::vector<std::byte> buffer(colocation::task_bytes(host, *on_host[b]));
-    host.compute(*on_host[b], batches[b], {buffer, nullptr});
-    compare_results(on_dev[b]->result, on_host[b]->result, c);
-  }
-  const auto st = scheduler->stats();
-  return c.check(fmt::format("8 tasks in {} groups (largest {})", st.groups, st.largest_group),
-                 result);
-}
-
-status check_gnnsched(std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto in, served(config::model_arch::graphsage));
-  return check_gnnsched_inputs(std::move(in), result);
-}
-
-// A stack model served through the pipeline (device sampling, tiered gather,
-// device stack ops; GCN by the graph's degrees) and in GNNSched's device pool.
-status check_served_stack(int which, std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto d, stack_desc(which));
-  SPINDLE_ASSIGN_OR_RETURN(auto in, served_desc(d, fmt::format("stack{}", which)));
-  return check_served_inputs(std::move(in), result);
-}
-
-status check_gnnsched_stack(std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto d, stack_desc(0));
-  SPINDLE_ASSIGN_OR_RETURN(auto in, served_desc(d, "stack0"));
-  return check_gnnsched_inputs(std::move(in), result);
 }
 
 }  // namespace
