@@ -10,6 +10,7 @@
 
 #include "core/checksum.hpp"
 #include "core/log.hpp"
+#include "core/raw_bytes.hpp"
 
 namespace spindle::runtime {
 namespace {
@@ -29,11 +30,6 @@ status take(const hps::stream_entry& e, std::string_view name, std::vector<T>& o
   out.resize(v.size() / sizeof(T));
   if (!v.empty()) std::memcpy(out.data(), v.data(), v.size());
   return status::ok();
-}
-
-template <class T>
-std::string bytes_of(const std::vector<T>& v) {
-  return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
 }
 
 status check_pair(const std::vector<std::int64_t>& src, const std::vector<std::int64_t>& dst,
@@ -102,16 +98,16 @@ std::vector<std::pair<std::string, std::string>> entry_fields_of(const graph::gr
   auto add = [&](std::string name, std::string bytes) {
     if (!bytes.empty()) f.emplace_back(std::move(name), std::move(bytes));
   };
-  add("add_src", bytes_of(u.add_src));
-  add("add_dst", bytes_of(u.add_dst));
-  add("add_weight", bytes_of(u.add_weight));
-  add("remove_src", bytes_of(u.remove_src));
-  add("remove_dst", bytes_of(u.remove_dst));
-  add("add_nodes", bytes_of(u.add_node_features));
+  add("add_src", raw_bytes_of(u.add_src));
+  add("add_dst", raw_bytes_of(u.add_dst));
+  add("add_weight", raw_bytes_of(u.add_weight));
+  add("remove_src", raw_bytes_of(u.remove_src));
+  add("remove_dst", raw_bytes_of(u.remove_dst));
+  add("add_nodes", raw_bytes_of(u.add_node_features));
   if (u.add_nodes > 0) add("add_count", std::to_string(u.add_nodes));
-  add("set_ids", bytes_of(u.set_ids));
-  add("set_rows", bytes_of(u.set_rows));
-  add("remove_nodes", bytes_of(u.remove_nodes));
+  add("set_ids", raw_bytes_of(u.set_ids));
+  add("set_rows", raw_bytes_of(u.set_rows));
+  add("remove_nodes", raw_bytes_of(u.remove_nodes));
   return f;
 }
 

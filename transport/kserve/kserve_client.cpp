@@ -9,6 +9,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "core/raw_bytes.hpp"
 #include "grpc_service.grpc.pb.h"
 #include "transport/rpc/endpoint.hpp"
 
@@ -38,27 +39,22 @@ struct raw_answer {
   std::vector<std::int64_t> shape;
 };
 
-template <class T>
-std::string bytes_of(const std::vector<T>& v) {
-  return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
-}
-
 raw_request request_of(const rpc::gnn_call& c) {
   raw_request r{c.model, "output", {}, c.sampler_seed, c.deadline_us};
-  r.inputs.push_back({"seeds", "INT64", {std::int64_t(c.seeds.size())}, bytes_of(c.seeds)});
+  r.inputs.push_back({"seeds", "INT64", {std::int64_t(c.seeds.size())}, raw_bytes_of(c.seeds)});
   return r;
 }
 
 raw_request request_of(const rpc::rec_call& c) {
   raw_request r{c.model, "scores", {}, 0, c.deadline_us};
   const std::int64_t batch = c.batch, width = batch ? std::int64_t(c.dense.size()) / batch : 0;
-  r.inputs.push_back({"dense", "FP32", {batch, width}, bytes_of(c.dense)});
+  r.inputs.push_back({"dense", "FP32", {batch, width}, raw_bytes_of(c.dense)});
   for (std::size_t t = 0; t < c.sparse.size(); ++t) {
     const auto& bag = c.sparse[t];
     r.inputs.push_back({"indices_" + std::to_string(t), "INT64",
-                        {std::int64_t(bag.indices.size())}, bytes_of(bag.indices)});
+                        {std::int64_t(bag.indices.size())}, raw_bytes_of(bag.indices)});
     r.inputs.push_back({"offsets_" + std::to_string(t), "INT64",
-                        {std::int64_t(bag.offsets.size())}, bytes_of(bag.offsets)});
+                        {std::int64_t(bag.offsets.size())}, raw_bytes_of(bag.offsets)});
   }
   return r;
 }
