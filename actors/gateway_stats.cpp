@@ -107,6 +107,15 @@ std::string gateway::stats_json() {
                   {"nodes_removed", d->removed.size()},
                   {"psgs_recomputed", d->psgs.size()},
                   {"psgs_stale", d->psgs_stale}};
+    const auto c = s_->live->compactions();
+    j["graph"]["compaction"] = {{"done", c.done},
+                                {"failed", c.failed},
+                                {"running", c.running},
+                                {"last_version", c.last_version},
+                                {"last_seconds", c.last_seconds},
+                                {"total_seconds", c.total_seconds},
+                                {"bytes_freed", c.bytes_freed},
+                                {"last_error", c.last_error}};
     if (s_->graph_stream) {
       const auto f = s_->graph_stream();
       j["graph"]["stream"] = {{"stream", f.stream},         {"group", f.group},
@@ -197,6 +206,15 @@ std::string gateway::prometheus_text() {
           f.applied, f.rejected, f.duplicates);
     }
     families["spindle_graph_updates_total"] = std::move(updates);
+    const auto c = s_->live->compactions();
+    families["spindle_graph_compactions_total"] = fmt::format(
+        "spindle_graph_compactions_total{{result=\"done\"}} {}\n"
+        "spindle_graph_compactions_total{{result=\"failed\"}} {}\n",
+        c.done, c.failed);
+    families["spindle_graph_compaction_seconds_total"] =
+        fmt::format("spindle_graph_compaction_seconds_total {}\n", c.total_seconds);
+    families["spindle_graph_compaction_running"] =
+        fmt::format("spindle_graph_compaction_running {}\n", c.running ? 1 : 0);
   }
   static const std::vector<std::array<const char*, 3>> graph_help = {
       {"spindle_graph_version", "gauge", "The served graph's version (update batches applied)."},
@@ -205,7 +223,12 @@ std::string gateway::prometheus_text() {
        "Rows the in-memory delta holds over the base (neighbour lists, feature rows)."},
       {"spindle_graph_updates_total", "counter",
        "Update batches by source (capnp, http, grpc, in-process, stream) and result (applied, "
-       "refused, duplicate)."}};
+       "refused, duplicate)."},
+      {"spindle_graph_compactions_total", "counter",
+       "Compactions while serving (the delta folded into a new base on disk), by result."},
+      {"spindle_graph_compaction_seconds_total", "counter",
+       "Seconds spent in compactions that finished."},
+      {"spindle_graph_compaction_running", "gauge", "1 while a compaction runs."}};
   static const std::vector<std::array<const char*, 3>> cluster_help = {
       {"spindle_cluster_member_alive", "gauge", "1 while the cluster member is up."},
       {"spindle_cluster_member_ready", "gauge", "1 while the member's pipelines serve batches."},

@@ -3,7 +3,9 @@
 (`spindle client load`) with no updates (the baseline, same server, same run)
 and while this script streams update batches through the Python client
 (1,000 new edges per batch, and 1,000 feature rows of the dataset's width per
-batch), logged with fdatasync before each acknowledgement. Prints update MB/s
+batch), logged with fdatasync before each acknowledgement; then the open-loop
+phase again on a server that compacts (folds the delta into a new base on
+disk) all the while. Prints update MB/s
 and edges/s, served p99 and throughput beside the baseline's, and the
 visibility check: every acknowledged version answered a min_version call at once.
 
@@ -104,11 +106,11 @@ def main():
                 except sc.SpindleError:  # refused (overloaded): not a visibility failure
                     sent["probe_refused"] = sent.get("probe_refused", 0) + 1
 
-        def while_updating(rate):
+        def while_updating(rate, phase_seconds=seconds):
             stop = threading.Event()
             t = threading.Thread(target=stream, args=(stop,))
             t.start()
-            n = max(2000, int((rate if rate > 0 else base_rps) * seconds))
+            n = max(2000, int((rate if rate > 0 else base_rps) * phase_seconds))
             figures = load(spindle, endpoint, data, n, clients, rate)
             stop.set()
             t.join()
@@ -126,6 +128,25 @@ def main():
         half_report, half_sent = load.last, sent
         stats = c.stats()["graph"]
         c.close()
+        # Compaction while serving: the same server restarted with
+        # --graph-compact-at 1 (its log replayed), so the delta is folded into a
+        # new base on disk again and again while the same open-loop load and
+        # update stream run.
+        proc.terminate()
+        proc.wait(timeout=120)
+        proc, endpoint = start([spindle, "serve", "--dataset", data, "--model",
+                                os.path.join(work, "sage"), "--name", "sage", "--listen",
+                                "127.0.0.1:0", "--admin-token-file", os.path.join(work, "token"),
+                                "--graph-updates", "--graph-compact-at", "1", "--device", "host"],
+                               os.path.join(work, "serve-compact.log"))
+        c = sc.Client(endpoint, model="sage", token_file=os.path.join(work, "token"))
+        sent = {"batches": 0, "edges": 0, "rows": 0, "bytes": 0, "unseen": 0, "ack_ms": []}
+        # Compaction runs at background priority (nice 19): long enough for a
+        # few of them on a busy machine.
+        comp_rps, comp_p99, comp_p50 = while_updating(half, max(seconds, 60.0))
+        comp_report, comp_sent = load.last, sent
+        compaction = c.stats()["graph"]["compaction"]
+        c.close()
         ack = np.array(phase["ack_ms"]) if phase["ack_ms"] else np.zeros(1)
         print(f"graph updates while serving: {source}, GraphSAGE {width}-256-47, "
               f"{clients} calls in flight, one server (this machine, same run)")
@@ -141,6 +162,14 @@ def main():
               f"updating: {half_rps:.0f} calls/s answered ok  p50 {half_p50:.2f} ms  p99 "
               f"{half_p99:.2f} ms; calls by status {half_report.get('status')}; "
               f"{half_sent['batches']} update batches meanwhile")
+        done = max(compaction["done"], 1)
+        print(f"  the same, compacting all the while (--graph-compact-at 1): {comp_rps:.0f} calls/s "
+              f"answered ok  p50 {comp_p50:.2f} ms  p99 {comp_p99:.2f} ms (p99 ratio "
+              f"{comp_p99 / half_p99:.2f}x the phase above); calls by status "
+              f"{comp_report.get('status')}; {comp_sent['batches']} update batches meanwhile; "
+              f"{compaction['done']} compactions, {compaction['total_seconds'] / done:.1f} s each "
+              f"on average (last {compaction['last_seconds']:.1f} s), {compaction['failed']} failed, "
+              f"{compaction['bytes_freed'] / 1e6:.0f} MB of log and old bases freed")
         print(f"  updates (closed-loop phase): {phase['batches']} batches in {elapsed:.1f} s: "
               f"{phase['bytes'] / elapsed / 1e6:.2f} MB/s, {phase['edges'] / elapsed:.0f} edges/s "
               f"+ {phase['rows'] / elapsed:.0f} rows/s; ack p50 {np.percentile(ack, 50):.1f} ms "

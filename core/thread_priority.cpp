@@ -28,6 +28,16 @@ void lower_to_compute_priority() {
   }
 }
 
+void lower_to_background_priority() {
+  if (current_thread_nice() >= kBackgroundNice) return;
+  if (::setpriority(PRIO_PROCESS, this_thread_id(), kBackgroundNice) != 0) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      log::warn("cannot lower background work to nice {}: {}; it competes with serving",
+                kBackgroundNice, std::strerror(errno));
+  }
+}
+
 int current_thread_nice() {
   errno = 0;
   const int n = ::getpriority(PRIO_PROCESS, this_thread_id());

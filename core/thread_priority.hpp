@@ -14,6 +14,16 @@ inline constexpr int kComputeNice = 10;
 /// thread's nice value needs no privilege; a failure is logged once and ignored.
 void lower_to_compute_priority();
 
+/// The nice value background work takes (a graph compaction beside serving):
+/// weight 15 against compute threads' 110, so it gets about an eighth of a
+/// contended core and all of an idle one. (The idle scheduling class would
+/// starve it for as long as serving keeps the cores busy, holding the delta's
+/// memory meanwhile.)
+inline constexpr int kBackgroundNice = 19;
+
+/// Lowers the calling thread to background priority (nice kBackgroundNice).
+void lower_to_background_priority();
+
 /// The calling thread's nice value (for tests and stats).
 int current_thread_nice();
 

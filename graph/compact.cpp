@@ -1,5 +1,6 @@
 #include "graph/compact.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "graph/live_graph.hpp"
@@ -48,9 +49,10 @@ std::map<std::string, std::string> base_sources(const dataset_metadata& m) {
   return out;
 }
 
-status compact_dataset(const dataset& ds, const graph_delta& d,
+status compact_dataset(const dataset& original, const graph_delta& d,
                        const std::map<std::string, std::string>& sources,
                        const std::string& out_dir) {
+  const dataset& ds = d.base ? *d.base : original;  // the base d overlays
   const bool added = d.num_nodes > ds.num_nodes();
   if (added && !ds.node_ids().empty())
     return make_error(errc::unsupported,
@@ -87,6 +89,11 @@ status compact_dataset(const dataset& ds, const graph_delta& d,
     SPINDLE_TRY(w.write_labels(labels, ds.metadata().num_classes));
   }
   if (!ds.node_ids().empty()) SPINDLE_TRY(w.write_node_ids(ds.node_ids()));
+  std::vector<std::int64_t> removed;
+  d.removed.for_each([&](std::int64_t v, std::uint64_t) { removed.push_back(v); });
+  d.retired.for_each([&](std::int64_t v, std::uint64_t) { removed.push_back(v); });
+  std::sort(removed.begin(), removed.end());
+  if (!removed.empty()) SPINDLE_TRY(w.write_removed_nodes(removed));
   if (meta.build.count("node_names")) {  // the input names, as they were (no node added)
     std::error_code ec;
     std::filesystem::copy_file(ds.dir() + "/node_names.txt", out_dir + "/node_names.txt",

@@ -137,6 +137,16 @@ expected<dataset> dataset::open(const std::string& dir, open_options options) {
     SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("node_ids"), {m.num_nodes})));
     SPINDLE_ASSIGN_OR_RETURN(d.node_ids_, d.files_.at("node_ids").as<std::int64_t>());
   }
+  if (m.arrays.count("removed_nodes")) {
+    const auto& r = m.arrays.at("removed_nodes");
+    if (r.shape.size() != 1)
+      return make_error(errc::corrupt_data, "{}/{}: must be one-dimensional", dir, r.file);
+    SPINDLE_ASSIGN_OR_RETURN(d.removed_nodes_, d.files_.at("removed_nodes").as<std::int64_t>());
+    for (std::size_t i = 0; i < d.removed_nodes_.size(); ++i)
+      if (d.removed_nodes_[i] < 0 || d.removed_nodes_[i] >= m.num_nodes)
+        return make_error(errc::corrupt_data, "{}/{}: removed_nodes[{}]={} out of range "
+                          "(num_nodes={})", dir, r.file, i, d.removed_nodes_[i], m.num_nodes);
+  }
   return d;
 }
 
@@ -207,6 +217,11 @@ status dataset_writer::write_labels(std::span<const std::int64_t> labels,
   meta_.num_classes = num_classes;
   return write_array("labels", dtype::i64, {static_cast<std::int64_t>(labels.size())},
                      labels.data());
+}
+
+status dataset_writer::write_removed_nodes(std::span<const std::int64_t> ids) {
+  return write_array("removed_nodes", dtype::i64, {static_cast<std::int64_t>(ids.size())},
+                     ids.data());
 }
 
 status dataset_writer::write_node_ids(std::span<const std::int64_t> ids) {

@@ -82,6 +82,9 @@ class dataset {
   /// Class of each node, -1 where the input had none (OGB's nan); empty when unlabelled.
   std::span<const std::int64_t> labels() const { return labels_; }
   std::span<const std::int64_t> node_ids() const { return node_ids_; }  // input ids, if relabelled
+  /// Nodes removed by graph updates before this dataset was compacted from them:
+  /// they have no edges here, and a live graph over it keeps refusing them.
+  std::span<const std::int64_t> removed_nodes() const { return removed_nodes_; }
   bool has_metrics() const { return !psgs_.empty(); }
   /// The live graph taking this dataset's updates while it is served, or null
   /// (a static graph). Set once, before serving starts.
@@ -100,7 +103,7 @@ class dataset {
   std::span<const std::int64_t> part_rows_;  // a partition's nodes, ascending
   std::span<const float> part_features_;     // their rows, in that order
   std::span<const double> psgs_, fap_;
-  std::span<const std::int64_t> labels_, node_ids_;
+  std::span<const std::int64_t> labels_, node_ids_, removed_nodes_;
   std::shared_ptr<live_graph> live_;  // null: a static graph
 };
 
@@ -125,6 +128,7 @@ class dataset_writer {
                         const std::function<void(std::int64_t, std::int64_t, float*)>& fill);
   status write_labels(std::span<const std::int64_t> labels, std::int64_t num_classes);
   status write_node_ids(std::span<const std::int64_t> ids);
+  status write_removed_nodes(std::span<const std::int64_t> ids);
   /// Input node names (text ids): node_ids.npy when all are integers, else node_names.txt.
   status write_node_names(const std::vector<std::string>& names);
   status write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,

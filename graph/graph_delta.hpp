@@ -20,6 +20,8 @@
 
 namespace spindle::graph {
 
+class dataset;
+
 /// A map from node id to an immutable value, persistent: a copy shares every
 /// node, and set() copies only the path to the entry it changes. It is a trie
 /// over the id's hash, 16-way over four levels, with sorted leaves (65,536 of
@@ -127,19 +129,36 @@ struct node_row {
 
 struct graph_delta {
   std::uint64_t version = 0;
-  std::int64_t base_nodes = 0;  // the mapped base's node count
+  /// The base this delta overlays when a compaction while serving replaced the
+  /// dataset's own (graph/compactor.hpp): its arrays stay mapped while a reader
+  /// holds the delta. Null: the dataset's mapped base.
+  std::shared_ptr<const dataset> base;
+  std::int64_t base_nodes = 0;  // the base's node count
   std::int64_t num_nodes = 0;   // base plus added (removed ids stay counted, never reused)
   node_map<std::shared_ptr<const node_row>> rows;         // replaced neighbour lists
   node_map<std::shared_ptr<const std::vector<float>>> features;  // set or added rows
   node_map<std::uint64_t> removed;  // removed nodes, by the version that removed them
+  /// Nodes removed before the base was compacted: the base holds them without
+  /// edges (in their rows or others'), so readers need not filter them, but
+  /// they stay removed (calls and updates naming them are refused).
+  node_map<std::uint64_t> retired;
   /// PSGS of the nodes whose rows changed or that were added, at this delta (the
   /// base's PSGS holds for the rest; see live_graph_options::psgs_fanouts).
   node_map<double> psgs;
   std::uint64_t edges_added = 0, edges_removed = 0;  // since the base (stats)
   std::uint64_t psgs_stale = 0;  // changed rows whose PSGS was too costly to recompute
 
-  bool empty() const { return rows.empty() && features.empty() && removed.empty(); }
-  bool is_removed(std::int64_t v) const { return !removed.empty() && removed.find(v) != nullptr; }
+  bool empty() const {
+    return rows.empty() && features.empty() && removed.empty() && retired.empty();
+  }
+  bool is_removed(std::int64_t v) const {
+    return (!removed.empty() && removed.find(v) != nullptr) ||
+           (!retired.empty() && retired.find(v) != nullptr);
+  }
+  /// Removed since the base (their edges are still in it: readers filter them).
+  bool is_removed_since_base(std::int64_t v) const {
+    return !removed.empty() && removed.find(v) != nullptr;
+  }
 };
 
 /// One node's neighbours at a delta, read through it: the replaced row, or the

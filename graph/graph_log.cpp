@@ -65,6 +65,17 @@ status write_all(int fd, const void* data, std::size_t size, const std::string& 
   return status::ok();
 }
 
+status write_header(int fd, const csr_view& g, const std::string& path) {
+  header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.num_nodes = g.num_nodes;
+  h.num_edges = g.num_edges();
+  SPINDLE_TRY(write_all(fd, &h, sizeof h, path));
+  if (::fdatasync(fd) != 0)
+    return make_error(errc::io_error, "{}: fdatasync: {}", path, std::strerror(errno));
+  return status::ok();
+}
+
 }  // namespace
 
 std::string_view to_string(log_sync s) { return kSyncs.name(s); }
@@ -122,7 +133,7 @@ expected<std::unique_ptr<graph_log>> graph_log::open(const std::string& path, co
                                                      log_sync sync) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return make_error(errc::io_error, "{}: open: {}", path, std::strerror(errno));
-  std::unique_ptr<graph_log> log(new graph_log(path, fd, sync));
+  std::unique_ptr<graph_log> log(new graph_log(path, std::make_shared<file>(fd), sync));
   // One writer per log: a second server on the same file would interleave records.
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
     return make_error(errc::unavailable,
@@ -138,12 +149,7 @@ expected<std::unique_ptr<graph_log>> graph_log::open(const std::string& path, co
     // header, made durable before any record.
     if (st.st_size > 0 && ::ftruncate(fd, 0) != 0)
       return make_error(errc::io_error, "{}: truncate: {}", path, std::strerror(errno));
-    std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.num_nodes = g.num_nodes;
-    h.num_edges = g.num_edges();
-    SPINDLE_TRY(write_all(fd, &h, sizeof h, path));
-    if (::fdatasync(fd) != 0)
-      return make_error(errc::io_error, "{}: fdatasync: {}", path, std::strerror(errno));
+    SPINDLE_TRY(write_header(fd, g, path));
     log->end_ = log->synced_end_ = sizeof h;
     return log;
   }
@@ -180,11 +186,12 @@ expected<log_summary> summarize_log(const std::string& path) {
   return s;
 }
 
-graph_log::~graph_log() {
-  if (fd_ >= 0) ::close(fd_);
+graph_log::file::~file() {
+  if (fd >= 0) ::close(fd);
 }
 
 expected<log_replay> graph_log::replay(live_graph& lg) {
+  const int fd_ = file_->fd;
   struct stat st {};
   if (::fstat(fd_, &st) != 0)
     return make_error(errc::io_error, "{}: stat: {}", path_, std::strerror(errno));
@@ -218,6 +225,13 @@ expected<log_replay> graph_log::replay(live_graph& lg) {
       break;
     }
     SPINDLE_ASSIGN_OR_RETURN(auto u, decode_update(payload));
+    // Records the base already holds (a crash between a compaction's switch of
+    // base and its new log) are skipped.
+    if (h.version <= lg.version()) {
+      ++out.skipped;
+      at += need;
+      continue;
+    }
     if (auto st2 = lg.replay(u, h.version); !st2)
       return std::move(st2).with_context(fmt::format("{}: record at byte {}: ", path_, at));
     ++out.records;
@@ -245,6 +259,7 @@ status graph_log::write(const graph_update& u, std::uint64_t version) {
   rec += payload;
   rec.append(reinterpret_cast<const char*>(&sum), sizeof sum);
   std::lock_guard lock(mu_);
+  const int fd_ = file_->fd;
   if (::lseek(fd_, off_t(end_), SEEK_SET) < 0)
     return make_error(errc::io_error, "{}: seek: {}", path_, std::strerror(errno));
   if (auto st = write_all(fd_, rec.data(), rec.size(), path_); !st) {
@@ -256,7 +271,9 @@ status graph_log::write(const graph_update& u, std::uint64_t version) {
 }
 
 status graph_log::sync() {
-  std::uint64_t upto = 0;
+  std::uint64_t upto = 0, generation = 0;
+  std::shared_ptr<const file> f;
+  std::string path;
   {
     std::lock_guard lock(mu_);
     upto = end_;
@@ -265,17 +282,64 @@ status graph_log::sync() {
       return status::ok();
     }
     ++syncs_;
+    f = file_;
+    generation = generation_;
+    path = path_;
   }
-  if (::fdatasync(fd_) != 0)
-    return make_error(errc::io_error, "{}: fdatasync: {}", path_, std::strerror(errno));
+  const bool ok = ::fdatasync(f->fd) == 0;
+  const int err = errno;
   std::lock_guard lock(mu_);
+  // A compaction switched files meanwhile: the new one holds every record
+  // written before the switch, made durable by it.
+  if (generation != generation_) return status::ok();
+  if (!ok) return make_error(errc::io_error, "{}: fdatasync: {}", path, std::strerror(err));
   synced_end_ = std::max(synced_end_, upto);
   return status::ok();
 }
 
 void graph_log::rollback() {
   std::lock_guard lock(mu_);
-  if (end_ > synced_end_ && ::ftruncate(fd_, off_t(synced_end_)) == 0) end_ = synced_end_;
+  if (end_ > synced_end_ && ::ftruncate(file_->fd, off_t(synced_end_)) == 0) end_ = synced_end_;
+}
+
+status graph_log::continue_in(const std::string& path, const csr_view& g,
+                              std::uint64_t after_version, const std::function<status()>& adopt) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(errc::io_error, "{}: open: {}", path, std::strerror(errno));
+  auto next = std::make_shared<file>(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+    return make_error(errc::unavailable, "{}: another process holds this graph log", path);
+  SPINDLE_TRY(write_header(fd, g, path));
+  std::lock_guard lock(mu_);
+  std::uint64_t at = sizeof(header), out = sizeof(header);
+  std::string rec;
+  while (at < end_) {  // whole records only: end_ never ends inside one
+    record_head h{};
+    if (::pread(file_->fd, &h, sizeof h, off_t(at)) != ssize_t(sizeof h))
+      return make_error(errc::io_error, "{}: read at {}: {}", path_, at, std::strerror(errno));
+    const std::uint64_t need = sizeof h + h.bytes + sizeof(std::uint64_t);
+    if (h.version > after_version) {
+      rec.resize(need);
+      if (::pread(file_->fd, rec.data(), need, off_t(at)) != ssize_t(need))
+        return make_error(errc::io_error, "{}: read at {}: {}", path_, at, std::strerror(errno));
+      SPINDLE_TRY(write_all(fd, rec.data(), rec.size(), path));
+      out += need;
+    }
+    at += need;
+  }
+  if (::fdatasync(fd) != 0)
+    return make_error(errc::io_error, "{}: fdatasync: {}", path, std::strerror(errno));
+  SPINDLE_TRY(adopt());  // no record is appended to either file meanwhile
+  file_ = std::move(next);  // the old file closes when no sync holds it
+  path_ = path;
+  end_ = synced_end_ = out;
+  ++generation_;
+  return status::ok();
+}
+
+std::string graph_log::path() const {
+  std::lock_guard lock(mu_);
+  return path_;
 }
 
 std::uint64_t graph_log::bytes() const {

@@ -30,6 +30,7 @@ expected<log_sync> parse_log_sync(std::string_view text);
 struct log_replay {
   std::uint64_t records = 0;        // batches applied
   std::uint64_t torn_bytes = 0;     // dropped from the end (a torn last record)
+  std::uint64_t skipped = 0;        // records the base already held (after a compaction)
 };
 
 /// The bytes of an empty log (its header): a longer log holds records.
@@ -41,7 +42,6 @@ class graph_log {
   /// base (node or edge count) is refused by name.
   static expected<std::unique_ptr<graph_log>> open(const std::string& path, const csr_view& g,
                                                    log_sync sync);
-  ~graph_log();
   graph_log(const graph_log&) = delete;
   graph_log& operator=(const graph_log&) = delete;
 
@@ -57,19 +57,35 @@ class graph_log {
   status sync();
   /// Cuts the records written since the last good sync (after a failed one).
   void rollback();
+  /// Compaction: goes on in a new file at `path`, for the compacted base `g`,
+  /// holding this log's records after `after_version` (copied and made durable
+  /// before the switch); later records go there. `adopt` runs between the copy
+  /// and the switch (it makes the new file the one a restart reads); appends
+  /// wait meanwhile. On an error the log goes on in its old file.
+  status continue_in(const std::string& path, const csr_view& g, std::uint64_t after_version,
+                     const std::function<status()>& adopt);
 
-  const std::string& path() const { return path_; }
+  std::string path() const;
   std::uint64_t bytes() const;
   log_sync sync_mode() const { return sync_; }
   /// fdatasync calls made for records (a measure of group commit).
   std::uint64_t syncs() const;
 
  private:
-  graph_log(std::string path, int fd, log_sync sync) : path_(std::move(path)), fd_(fd), sync_(sync) {}
+  struct file {  // an open log file, closed when the last user lets go
+    explicit file(int f) : fd(f) {}
+    ~file();
+    file(const file&) = delete;
+    file& operator=(const file&) = delete;
+    int fd;
+  };
+  graph_log(std::string path, std::shared_ptr<file> f, log_sync sync)
+      : path_(std::move(path)), file_(std::move(f)), sync_(sync) {}
   std::string path_;
-  int fd_ = -1;
+  std::shared_ptr<file> file_;
   log_sync sync_ = log_sync::data;
-  mutable std::mutex mu_;     // end_, synced_end_, syncs_ (write and sync may race)
+  mutable std::mutex mu_;     // file_, path_, end_, synced_end_, syncs_ (write and sync may race)
+  std::uint64_t generation_ = 0;  // file switches (continue_in)
   std::uint64_t end_ = 0;     // bytes of whole records (and header)
   std::uint64_t synced_end_ = 0;  // bytes known durable
   std::uint64_t syncs_ = 0;

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "graph/dataset.hpp"
 #include "graph/metrics.hpp"
 
 namespace spindle::graph {
@@ -116,9 +117,11 @@ status remove_edges_from(row_direction dir, const graph_update& u, Row&& row) {
 live_graph::live_graph(csr_view base, live_graph_options options)
     : base_(base), options_(std::move(options)) {
   auto d = std::make_shared<graph_delta>();
-  d->base_nodes = base_.num_nodes;
-  d->num_nodes = base_.num_nodes;
+  d->base = options_.base_dataset;
+  d->base_nodes = d->num_nodes = base_of(*d).num_nodes;
   d->version = options_.base_version;
+  const auto removed = d->base ? d->base->removed_nodes() : options_.removed_nodes;
+  for (auto v : removed) d->retired.set(v, d->version);
   current_ = std::move(d);
   last_source_ = options_.base_sources;
 }
@@ -133,14 +136,15 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
   if (u.add_src.size() != u.add_dst.size())
     return make_error(errc::invalid_argument, "add_edges: {} sources for {} targets",
                       u.add_src.size(), u.add_dst.size());
+  const csr_view base = base_of(from);
   if (u.remove_src.size() != u.remove_dst.size())
     return make_error(errc::invalid_argument, "remove_edges: {} sources for {} targets",
                       u.remove_src.size(), u.remove_dst.size());
-  if (base_.weighted() && u.add_weight.size() != u.add_src.size())
+  if (base.weighted() && u.add_weight.size() != u.add_src.size())
     return make_error(errc::invalid_argument,
                       "add_edges: the graph is weighted: give one weight per edge ({} for {})",
                       u.add_weight.size(), u.add_src.size());
-  if (!base_.weighted() && !u.add_weight.empty())
+  if (!base.weighted() && !u.add_weight.empty())
     return make_error(errc::invalid_argument, "add_edges: weights given, but the graph has none");
   for (std::size_t i = 0; i < u.add_weight.size(); ++i)
     if (!std::isfinite(u.add_weight[i]))
@@ -180,7 +184,7 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
   std::map<std::int64_t, node_row> edited;
   auto row = [&](std::int64_t v) -> node_row& {
     auto it = edited.find(v);
-    if (it == edited.end()) it = edited.emplace(v, current_row(base_, from, v)).first;
+    if (it == edited.end()) it = edited.emplace(v, current_row(base, from, v)).first;
     return it->second;
   };
   SPINDLE_TRY(remove_edges_from(options_.direction, u, row));
@@ -188,7 +192,7 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
     for_rows(options_.direction, u.add_src[i], u.add_dst[i], [&](std::int64_t r, std::int64_t n) {
       auto& x = row(r);
       x.neighbours.push_back(n);
-      if (base_.weighted()) x.weights.push_back(u.add_weight[i]);
+      if (base.weighted()) x.weights.push_back(u.add_weight[i]);
     });
   std::vector<std::int64_t> changed;
   changed.reserve(edited.size() + std::size_t(std::max<std::int64_t>(u.add_nodes, 0)));
@@ -223,6 +227,7 @@ expected<live_graph::staged> live_graph::stage(const graph_update& u) {
   staged out;
   SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, out.result));
   if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
+  if (compacting_) recorded_.emplace_back(next->version, u);
   staged_ = std::move(next);
   out.ticket = next_ticket_++;
   if (!u.source_stream.empty()) {
@@ -247,6 +252,8 @@ std::uint64_t live_graph::lead_sync(std::unique_lock<std::mutex>& lock) {
     sync_error_ = std::move(s);
     staged_.reset();
     staged_sources_.clear();
+    const std::uint64_t durable = current()->version;
+    std::erase_if(recorded_, [&](const auto& r) { return r.first > durable; });
     if (options_.rollback) options_.rollback();
     return 0;
   }
@@ -297,6 +304,119 @@ status live_graph::replay(const graph_update& u, std::uint64_t version) {
   return status::ok();
 }
 
+csr_view live_graph::base_of(const graph_delta& d) const {
+  return d.base ? d.base->graph() : base_;
+}
+
+expected<live_graph::compaction_point> live_graph::begin_compaction() {
+  std::unique_lock lock(write_mu_);
+  if (compacting_) return make_error(errc::unavailable, "a compaction of this graph is running");
+  // Everything staged is made durable first, so the snapshot holds every batch
+  // staged before the recording starts.
+  while (staged_) {
+    if (syncing_) {
+      synced_.wait(lock);
+      continue;
+    }
+    const std::uint64_t published = lead_sync(lock);
+    synced_.notify_all();
+    if (published > 0) {
+      lock.unlock();
+      waiters_.reached(published);
+      lock.lock();
+    }
+  }
+  compacting_ = true;
+  recorded_.clear();
+  return compaction_point{current(), last_source_};
+}
+
+void live_graph::abandon_compaction() {
+  std::lock_guard lock(write_mu_);
+  compacting_ = false;
+  recorded_.clear();
+}
+
+// The batches recorded since the snapshot, re-applied in order over an empty
+// delta on the new base: the same graph, version for version. Most are rebuilt
+// without the writer lock (only durable ones: a failed sync never takes those
+// back); the last few, and any still staged, under it.
+status live_graph::finish_compaction(std::shared_ptr<const dataset> base,
+                                     const graph_delta& snapshot) {
+  auto fresh = std::make_shared<graph_delta>();
+  fresh->version = snapshot.version;
+  fresh->base_nodes = fresh->num_nodes = base->num_nodes();
+  fresh->retired = snapshot.retired;
+  snapshot.removed.for_each([&](std::int64_t v, std::uint64_t at) { fresh->retired.set(v, at); });
+  fresh->base = std::move(base);
+  if (fresh->num_nodes != snapshot.num_nodes) {
+    abandon_compaction();
+    return make_error(errc::internal, "compacted base has {} nodes, the graph at version {} {}",
+                      fresh->num_nodes, snapshot.version, snapshot.num_nodes);
+  }
+  std::shared_ptr<const graph_delta> built = std::move(fresh);
+  auto apply = [&](const graph_update& u, std::uint64_t version) -> status {
+    update_result ignored;
+    SPINDLE_ASSIGN_OR_RETURN(auto next, build(*built, u, ignored));
+    if (next->version != version)
+      return make_error(errc::internal, "compaction: batch {} rebuilt as version {}", version,
+                        next->version);
+    built = std::move(next);
+    return status::ok();
+  };
+  std::size_t done = 0;
+  std::unique_lock lock(write_mu_);
+  for (;;) {
+    const std::uint64_t durable = current()->version;
+    std::vector<std::pair<std::uint64_t, graph_update>> batch;
+    for (std::size_t i = done; i < recorded_.size() && recorded_[i].first <= durable; ++i)
+      batch.push_back(recorded_[i]);
+    if (batch.size() <= 8) break;
+    lock.unlock();
+    for (const auto& [version, u] : batch)
+      if (auto st = apply(u, version); !st) {
+        abandon_compaction();
+        return st;
+      }
+    done += batch.size();
+    lock.lock();
+  }
+  synced_.wait(lock, [&] { return !syncing_; });
+  const std::uint64_t durable = current()->version;
+  std::shared_ptr<const graph_delta> published;
+  if (built->version == durable) published = built;
+  for (; done < recorded_.size(); ++done) {
+    const auto& [version, u] = recorded_[done];
+    if (auto st = apply(u, version); !st) {
+      compacting_ = false;
+      recorded_.clear();
+      return st;
+    }
+    if (version == durable) published = built;
+  }
+  if (!published || (staged_ && staged_->version != built->version)) {
+    compacting_ = false;
+    recorded_.clear();
+    return make_error(errc::internal, "compaction: rebuilt versions {} do not reach version {}",
+                      built->version, durable);
+  }
+  if (staged_) staged_ = built;
+  std::atomic_store_explicit(&current_, std::move(published), std::memory_order_release);
+  compacting_ = false;
+  recorded_.clear();
+  return status::ok();
+}
+
+compaction_stats live_graph::compactions() const {
+  std::lock_guard lock(stats_mu_);
+  return compactions_;
+}
+
+void live_graph::set_compactions(const compaction_stats& s) {
+  std::lock_guard lock(stats_mu_);
+  compactions_ = s;
+}
+
 void live_graph::when_version(std::uint64_t version, version_waiters::clock::time_point deadline,
                               version_waiters::ready_fn ready) {
   waiters_.wait(version, deadline, [this] { return this->version(); }, std::move(ready));
@@ -319,13 +439,14 @@ std::string live_graph::last_source(const std::string& stream) const {
 
 std::int64_t live_graph::degree_at(const graph_delta& d, std::int64_t v) const {
   if (v < 0 || v >= d.num_nodes) return 0;
+  const csr_view base = base_of(d);
   if (d.removed.empty()) {
     if (const auto* r = d.rows.find(v)) return std::int64_t((*r)->neighbours.size());
-    return v < base_.num_nodes ? base_.degree(v) : 0;
+    return v < base.num_nodes ? base.degree(v) : 0;
   }
   thread_local std::vector<std::int64_t> scratch;
   thread_local std::vector<float> scratch_w;
-  return std::int64_t(read_row(base_, d, v, scratch, scratch_w).neighbours.size());
+  return std::int64_t(read_row(base, d, v, scratch, scratch_w).neighbours.size());
 }
 
 void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& nodes) const {
@@ -333,9 +454,10 @@ void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& n
   constexpr std::int64_t kBudget = std::int64_t{1} << 20;  // neighbours read per node
   std::vector<std::int64_t> scratch;
   std::vector<float> scratch_w;
+  const csr_view base = base_of(d);
   auto degree = [&](std::int64_t v) { return degree_at(d, v); };
   auto neighbours = [&](std::int64_t v, std::vector<std::int64_t>& out) {
-    const auto r = read_row(base_, d, v, scratch, scratch_w);
+    const auto r = read_row(base, d, v, scratch, scratch_w);
     out.assign(r.neighbours.begin(), r.neighbours.end());
   };
   for (std::int64_t v : nodes) {
@@ -355,7 +477,7 @@ row_read read_row(const csr_view& base, const graph_delta& d, std::int64_t v,
   scratch.clear();
   scratch_w.clear();
   auto keep = [&](std::int64_t n, const float* w) {
-    if (d.is_removed(n)) return;
+    if (d.is_removed_since_base(n)) return;
     scratch.push_back(n);
     if (w) scratch_w.push_back(*w);
   };

@@ -25,6 +25,8 @@
 
 namespace spindle::graph {
 
+class dataset;
+
 struct update_result {
   std::uint64_t version = 0;
   std::vector<std::int64_t> new_ids;  // the added nodes' ids
@@ -41,6 +43,16 @@ struct stream_follow_stats {
 /// How the base's rows relate to an input edge u -> v.
 enum class row_direction { in, out, both };
 
+/// Compactions while serving (graph/compactor.hpp), for stats and /metrics.
+struct compaction_stats {
+  std::uint64_t done = 0, failed = 0;
+  std::uint64_t last_version = 0;   // the version the last one folded
+  std::uint64_t bytes_freed = 0;    // log and replaced bases removed, all of them
+  double last_seconds = 0, total_seconds = 0;
+  bool running = false;
+  std::string last_error;
+};
+
 struct live_graph_options {
   row_direction direction = row_direction::in;
   std::int64_t feature_dim = 0;
@@ -53,6 +65,11 @@ struct live_graph_options {
   /// change but lie upstream of a change (within fanouts - 1 hops) keep their
   /// base value until a compaction. Empty: no PSGS kept.
   std::vector<int> psgs_fanouts;
+  /// Nodes the base holds as removed (a compacted dataset's removed_nodes()).
+  std::span<const std::int64_t> removed_nodes;
+  /// A compacted base to start from instead of the dataset's (what an earlier
+  /// compaction while serving switched to); its metadata gives the version.
+  std::shared_ptr<const dataset> base_dataset;
   /// Called with each accepted batch and its version before it is published
   /// (the write-ahead log's append); an error refuses the batch. Unset: not durable.
   std::function<status(const graph_update&, std::uint64_t version)> log;
@@ -111,7 +128,25 @@ class live_graph {
   /// Ends every wait now with ready(false) (the server answering them stops).
   void cancel_waits() { waiters_.cancel_all(); }
 
+  /// Compaction while serving (graph/compactor.hpp), in three steps: take the
+  /// graph to fold (every staged batch made durable first; later batches are
+  /// recorded), write and open it as a new base, then switch to it: the batches
+  /// recorded since are re-applied over it and published at the same version,
+  /// so a reader sees the same graph before and after. One at a time.
+  struct compaction_point {
+    std::shared_ptr<const graph_delta> graph;         // the version to fold
+    std::map<std::string, std::string> sources;       // its streams' last entries
+  };
+  expected<compaction_point> begin_compaction();
+  status finish_compaction(std::shared_ptr<const dataset> base, const graph_delta& snapshot);
+  void abandon_compaction();
+  compaction_stats compactions() const;
+  void set_compactions(const compaction_stats& s);
+
+  /// The dataset's mapped base (a delta with its own base reads that instead).
   const csr_view& base() const { return base_; }
+  /// The base `d` overlays.
+  csr_view base_of(const graph_delta& d) const;
   const live_graph_options& options() const { return options_; }
 
  private:
@@ -139,8 +174,12 @@ class live_graph {
   std::uint64_t next_ticket_ = 1, durable_ticket_ = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> failed_;  // (after, through] each failed sync
   bool syncing_ = false;
+  bool compacting_ = false;  // batches staged now are recorded for the switch
+  std::vector<std::pair<std::uint64_t, graph_update>> recorded_;  // version, batch
   status sync_error_;
   version_waiters waiters_;
+  mutable std::mutex stats_mu_;
+  compaction_stats compactions_;
 };
 
 }  // namespace spindle::graph

@@ -118,7 +118,7 @@ std::string metadata_to_json(const dataset_metadata& m) {
         {"fanouts", m.fanouts},
         {"seed_distribution", m.seed_distribution},
         {"hop_mass", m.hop_mass},
-        {"definition", "expected visit counts, seeds/README.md; psgs includes the seed"}};
+        {"definition", "expected visit counts per request (docs/datasets.md); psgs includes the seed"}};
   json arrays = json::object();
   for (const auto& [name, r] : m.arrays) arrays[name] = to_json(r);
   j["arrays"] = arrays;

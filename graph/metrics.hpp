@@ -1,4 +1,4 @@
-// Quiver's workload metrics as expected visit counts (seeds/README.md):
+// Quiver's workload metrics as expected visit counts (docs/datasets.md):
 // PSGS Q[i] = sum_k q_k[i], q_k = W_1...W_{k-1} m_k, the expected sampled
 // subgraph size of seed i; FAP P = sum_k p_k, p_k = p_0 W_1...W_k, the expected
 // accesses of each node's feature per request. W_k[j,u] = min(deg j, l_k)/deg j

@@ -201,10 +201,13 @@ status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds) {
     if (seeds[i] < 0 || seeds[i] >= n)
       return make_error(errc::invalid_argument, "seed {} (position {}) out of range (num_nodes={})",
                         seeds[i], i, n);
-    if (g.delta && g.delta->is_removed(seeds[i]))
+    if (g.delta && g.delta->is_removed(seeds[i])) {
+      const auto* at = g.delta->removed.find(seeds[i]);
+      if (!at) at = g.delta->retired.find(seeds[i]);
       return make_error(errc::invalid_argument,
                         "seed {} (position {}) was removed from the graph (version {})", seeds[i],
-                        i, *g.delta->removed.find(seeds[i]));
+                        i, *at);
+    }
   }
   return status::ok();
 }

@@ -7,6 +7,7 @@
 
 #include "core/log.hpp"
 #include "graph/compact.hpp"
+#include "graph/compaction_files.hpp"
 
 namespace spindle::runtime {
 
@@ -61,7 +62,18 @@ graph::live_graph_options live_options_of(const graph::dataset& ds) {
   o.base_version = graph::base_version(ds.metadata());
   o.base_sources = graph::base_sources(ds.metadata());
   if (ds.has_metrics()) o.psgs_fanouts = ds.metadata().fanouts;  // what the base's PSGS used
+  o.removed_nodes = ds.removed_nodes();
   return o;
+}
+
+expected<graph::csr_view> start_from(const graph::graph_files& files, graph::live_graph_options& o,
+                                     const graph::dataset& ds) {
+  if (files.base_dir.empty()) return ds.graph();
+  SPINDLE_ASSIGN_OR_RETURN(auto compacted, graph::dataset::open(files.base_dir));
+  o.base_dataset = std::make_shared<const graph::dataset>(std::move(compacted));
+  o.base_version = graph::base_version(o.base_dataset->metadata());
+  o.base_sources = graph::base_sources(o.base_dataset->metadata());
+  return o.base_dataset->graph();
 }
 
 std::vector<std::string> graph_logs_of(const graph::dataset& ds) {
@@ -84,6 +96,12 @@ status check_graph_log_use(const graph::dataset& ds, bool updates, const std::st
     return make_error(errc::invalid_argument, "--graph-log {} without --graph-updates", log_path);
   for (const auto& log : graph_logs_of(ds)) {
     std::error_code ec;
+    if (std::filesystem::exists(log + ".current"))
+      return make_error(errc::invalid_argument,
+                        "{}: this dataset's graph took updates and was compacted while served "
+                        "({}.current names the graph now); serve with --graph-updates{} to "
+                        "serve it",
+                        log, log, log == ds.dir() + "/graph.log" ? "" : " --graph-log " + log);
     const auto size = std::filesystem::file_size(log, ec);
     if (!ec && size > graph::kGraphLogHeaderBytes)
       return make_error(errc::invalid_argument,
@@ -108,46 +126,56 @@ status refuse_unapplied_updates(const graph::dataset& ds, std::string_view who) 
   return status::ok();
 }
 
-expected<graph::log_replay> enable_graph_updates(graph::dataset& ds,
-                                                 const graph_update_options& o) {
+expected<enabled_updates> enable_graph_updates(graph::dataset& ds, const graph_update_options& o) {
   const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;
   if (!o.log_path.empty()) remember_log(ds, path);
   warn_of_other_logs(ds, path);
-  SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
-                           graph::graph_log::open(path, ds.graph(), o.sync));
+  SPINDLE_ASSIGN_OR_RETURN(const auto files, graph::current_graph_files(path));
   graph::live_graph_options lo = live_options_of(ds);
+  SPINDLE_ASSIGN_OR_RETURN(const graph::csr_view base, start_from(files, lo, ds));
+  if (!files.base_dir.empty())
+    log::info("graph base: {} (compacted at version {})", files.base_dir, lo.base_version);
+  graph::remove_replaced_files(path, files);  // what a compaction cut short left
+  SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
+                           graph::graph_log::open(files.log, base, o.sync));
   lo.log = [log](const graph::graph_update& u, std::uint64_t v) { return log->write(u, v); };
   lo.sync = [log] { return log->sync(); };  // one fdatasync for every batch waiting (group commit)
   lo.rollback = [log] { log->rollback(); };
   auto live = std::make_shared<graph::live_graph>(ds.graph(), std::move(lo));
-  SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(*live));
-  if (replayed.torn_bytes > 0)
+  enabled_updates out;
+  SPINDLE_ASSIGN_OR_RETURN(out.replayed, log->replay(*live));
+  if (out.replayed.torn_bytes > 0)
     log::warn("graph log {}: dropped a damaged last record ({} bytes): a write cut short by a "
               "crash, whose batch was never acknowledged (any other damage there loses that batch)",
-              path, replayed.torn_bytes);
-  log::info("graph updates on: log {} ({}, {} batches replayed, graph version {})", path,
-            graph::to_string(o.sync), replayed.records, live->version());
+              files.log, out.replayed.torn_bytes);
+  log::info("graph updates on: log {} ({}, {} batches replayed, graph version {})", files.log,
+            graph::to_string(o.sync), out.replayed.records, live->version());
   ds.set_live(std::move(live));
-  return replayed;
+  out.compactor = std::make_unique<graph::compactor>(
+      ds, std::move(log), graph::compactor_options{path, o.compact_at});
+  return out;
 }
 
-expected<std::unique_ptr<graph_stream_follower>> start_graph_updates(graph::dataset& ds,
-                                                                     const graph_update_args& a,
-                                                                     bool no_token) {
+expected<graph_update_service> start_graph_updates(graph::dataset& ds, const graph_update_args& a,
+                                                   bool no_token) {
   if (!a.on && !a.stream.empty())
     return make_error(errc::invalid_argument, "--graph-stream {} without --graph-updates", a.stream);
   SPINDLE_TRY(check_graph_log_use(ds, a.on, a.log, no_token && a.stream.empty()));
-  if (!a.on) return std::unique_ptr<graph_stream_follower>();
+  graph_update_service service;
+  if (!a.on) return service;
   SPINDLE_ASSIGN_OR_RETURN(const auto sync, graph::parse_log_sync(a.sync));
-  SPINDLE_TRY(enable_graph_updates(ds, {a.log, sync}).error_or_ok());
-  if (a.stream.empty()) return std::unique_ptr<graph_stream_follower>();
+  SPINDLE_ASSIGN_OR_RETURN(auto enabled, enable_graph_updates(ds, {a.log, sync, a.compact_at}));
+  service.compactor = std::move(enabled.compactor);
+  if (a.stream.empty()) return service;
   graph_stream_options o;
   o.endpoint = a.stream;
   o.stream = a.stream_key;
   o.group = a.stream_group.empty()
                 ? graph_stream_group_of(a.log.empty() ? ds.dir() + "/graph.log" : a.log)
                 : a.stream_group;
-  return graph_stream_follower::start(*ds.live(), ds.feature_dim(), std::move(o));
+  SPINDLE_ASSIGN_OR_RETURN(service.stream,
+                           graph_stream_follower::start(*ds.live(), ds.feature_dim(), std::move(o)));
+  return service;
 }
 
 }  // namespace spindle::runtime

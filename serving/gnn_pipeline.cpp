@@ -133,9 +133,11 @@ std::uint64_t shared_graph_seed(std::uint64_t x) {
 
 double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
   if (ds.psgs().empty()) return 0;
-  // A served graph that changes: the PSGS of changed and added nodes is the delta's.
+  // A served graph that changes: the PSGS of changed and added nodes is the
+  // delta's, the rest its base's (the dataset's, or a compacted one).
   const auto* live = ds.live();
   const auto d = live ? live->current() : nullptr;
+  const auto base = d && d->base ? d->base->psgs() : ds.psgs();
   double s = 0;
   for (auto v : r.seeds) {
     if (d && !d->psgs.empty())
@@ -143,7 +145,7 @@ double summed_psgs(const graph::dataset& ds, const gnn_request& r) {
         s += *q;
         continue;
       }
-    if (v >= 0 && v < ds.num_nodes()) s += ds.psgs()[std::size_t(v)];
+    if (v >= 0 && std::size_t(v) < base.size()) s += base[std::size_t(v)];
   }
   return s;
 }
@@ -153,20 +155,28 @@ double gnn_pipeline::psgs(const gnn_request& r) const { return summed_psgs(ds_, 
 void gnn_pipeline::gather_live(batch_executor& ex, const graph::graph_delta& d,
                                std::span<const std::int64_t> ids, float* out) {
   const std::int64_t f = ds_.feature_dim();
-  if (d.features.empty()) return ex.gather(ds_.features(), f, ids, out);
+  const auto base = d.base ? d.base->features() : ds_.features();
+  if (d.features.empty()) return ex.gather(base, f, ids, out);
   // Nodes past the base have no base row: gather row 0 in their place, then
   // overwrite every row the delta holds.
   live_ids_.assign(ids.begin(), ids.end());
   for (auto& v : live_ids_)
     if (v >= d.base_nodes) v = 0;
-  ex.gather(ds_.features(), f, live_ids_, out);
+  ex.gather(base, f, live_ids_, out);
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (const auto* row = d.features.find(ids[i]))
       std::copy((*row)->begin(), (*row)->end(), out + std::int64_t(i) * f);
 }
 
 float gnn_pipeline::graph_degree(const graph::csr_view& graph, std::int64_t v) const {
-  const float base = v < ds_.num_nodes() ? (*graph_neighbours_)[std::size_t(v)] : 0.0f;
+  float base = 0;
+  if (graph.delta && graph.delta->base) {  // a compacted base: its row, counted
+    if (v < graph.num_nodes)
+      for (std::int64_t e = graph.indptr[v]; e < graph.indptr[v + 1]; ++e)
+        base += graph.neighbour(e) != v;
+  } else if (v < ds_.num_nodes()) {
+    base = (*graph_neighbours_)[std::size_t(v)];
+  }
   return graph.delta ? graph::neighbour_count(graph, *graph.delta, v, base) : base;
 }
 
@@ -199,8 +209,9 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
   pb.used = 0;
   // One version of a live graph for the whole batch: taken once, held until done.
   pb.delta = ds_.live() ? ds_.live()->current() : nullptr;
-  graph::csr_view graph = ds_.graph();
-  if (pb.delta && !pb.delta->empty()) graph.delta = pb.delta.get();
+  const bool rebased = pb.delta && pb.delta->base;
+  graph::csr_view graph = rebased ? pb.delta->base->graph() : ds_.graph();
+  if (pb.delta && (rebased || !pb.delta->empty())) graph.delta = pb.delta.get();
   res.graph_version = pb.delta ? pb.delta->version : 0;
   std::size_t shared = SIZE_MAX;
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -256,7 +267,7 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
   else if (graph.delta)
     gather_live(ex, *graph.delta, sub.nodes, g.features.data());
   else
-    ex.gather(ds_.features(), f, sub.nodes, g.features.data());
+    ex.gather(ds_.features(), f, sub.nodes, g.features.data());  // a static graph
   res.times.gather_s += since(t0);
   g.blocks.clear();
   for (int l = 0; l < sub.num_hops(); ++l) {

@@ -5,6 +5,7 @@
 
 #include "apps/commands/command.hpp"
 #include "graph/compact.hpp"
+#include "graph/compaction_files.hpp"
 #include "graph/graph_log.hpp"
 #include "graph/prepare.hpp"
 #include "runtime/graph_updates.hpp"
@@ -19,8 +20,12 @@ struct compact_args {
 status run_compact(const compact_args& a, thread_pool& pool) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   const std::string path = a.log.empty() ? a.dataset + "/graph.log" : a.log;
-  SPINDLE_ASSIGN_OR_RETURN(auto log, graph::graph_log::open(path, ds.graph(), graph::log_sync::os));
-  graph::live_graph live(ds.graph(), runtime::live_options_of(ds));
+  // A graph compacted while served goes on from its compacted base and its log.
+  SPINDLE_ASSIGN_OR_RETURN(const auto files, graph::current_graph_files(path));
+  auto options = runtime::live_options_of(ds);
+  SPINDLE_ASSIGN_OR_RETURN(const graph::csr_view base, runtime::start_from(files, options, ds));
+  SPINDLE_ASSIGN_OR_RETURN(auto log, graph::graph_log::open(files.log, base, graph::log_sync::os));
+  graph::live_graph live(ds.graph(), std::move(options));
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(live));
   const auto d = live.current();
   SPINDLE_TRY(graph::compact_dataset(ds, *d, live.sources(), a.out));
@@ -30,7 +35,7 @@ status run_compact(const compact_args& a, thread_pool& pool) {
     m.seeds = config::parse_seed_distribution(ds.metadata().seed_distribution);
   SPINDLE_TRY(graph::recompute_metrics(a.out, m, pool));
   fmt::print("compacted {} at graph version {} ({} batches from {}) into {}: {} nodes\n",
-             a.dataset, d->version, replayed.records, path, a.out, d->num_nodes);
+             a.dataset, d->version, replayed.records, files.log, a.out, d->num_nodes);
   return status::ok();
 }
 

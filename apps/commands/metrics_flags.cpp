@@ -8,6 +8,8 @@
 
 #include "config/sampling.hpp"
 #include "graph/dataset.hpp"
+#include "graph/compact.hpp"
+#include "graph/compaction_files.hpp"
 #include "graph/graph_log.hpp"
 #include "runtime/graph_updates.hpp"
 #include "graph/summary.hpp"
@@ -36,30 +38,49 @@ status print_summary(const std::string& dir, bool json, bool verify) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, graph::dataset::open(dir, {.verify_checksums = verify}));
   auto s = graph::summarize(d);
   // Updates taken while serving (serve --graph-updates), in each log the dataset knows.
-  std::vector<std::pair<std::string, graph::log_summary>> logs;
+  // A log compacted while serving: the base and log its .current names.
+  struct log_state {
+    std::string path, base;  // base: the compacted base directory, if any
+    graph::log_summary summary;
+    std::uint64_t version = 0;
+  };
+  std::vector<log_state> logs;
   for (const auto& path : runtime::graph_logs_of(d)) {
     if (!std::filesystem::exists(path)) continue;
-    SPINDLE_ASSIGN_OR_RETURN(auto summary, graph::summarize_log(path));
-    logs.emplace_back(path, summary);
+    SPINDLE_ASSIGN_OR_RETURN(const auto files, graph::current_graph_files(path));
+    log_state l{files.log, files.base_dir};
+    SPINDLE_ASSIGN_OR_RETURN(l.summary, graph::summarize_log(files.log));
+    l.version = l.summary.last_version;
+    if (!files.base_dir.empty()) {
+      SPINDLE_ASSIGN_OR_RETURN(const auto meta, graph::read_metadata(files.base_dir));
+      l.version = std::max(l.version, graph::base_version(meta));
+    }
+    logs.push_back(std::move(l));
   }
   if (json) {
     std::string text = graph::format_json(s, d.metadata());
     if (!logs.empty()) {
       auto j = nlohmann::json::parse(text);
-      const auto& first = logs.front().second;
-      j["graph_log"] = {{"batches", first.records}, {"version", first.last_version},
-                        {"bytes", first.bytes}, {"path", logs.front().first}};
-      for (const auto& [path, l] : logs)
-        j["graph_logs"].push_back(
-            {{"path", path}, {"batches", l.records}, {"version", l.last_version}, {"bytes", l.bytes}});
+      auto entry = [](const log_state& l) {
+        nlohmann::json e = {{"path", l.path},
+                            {"batches", l.summary.records},
+                            {"version", l.version},
+                            {"bytes", l.summary.bytes}};
+        if (!l.base.empty()) e["compacted_base"] = l.base;
+        return e;
+      };
+      j["graph_log"] = entry(logs.front());
+      for (const auto& l : logs) j["graph_logs"].push_back(entry(l));
       text = j.dump();
     }
     fmt::print("{}\n", text);
   } else {
     fmt::print("dataset {} ({})\n{}", dir, d.metadata().source, graph::format_table(s));
-    for (const auto& [path, l] : logs)
+    for (const auto& l : logs) {
       fmt::print("  {:<30} version {} ({} batches, {} bytes in {})\n", "graph updates",
-                 l.last_version, l.records, l.bytes, path);
+                 l.version, l.summary.records, l.summary.bytes, l.path);
+      if (!l.base.empty()) fmt::print("  {:<30} {}\n", "graph base (compacted)", l.base);
+    }
     if (verify) fmt::print("  {:<30} {}\n", "checksums", "verified");
   }
   return status::ok();

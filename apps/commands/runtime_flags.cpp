@@ -143,6 +143,11 @@ void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a) {
                  "os: written to the kernel only (survives kill -9, not a power cut)")
       ->check(CLI::IsMember({"data", "os"}))
       ->capture_default_str();
+  cmd.add_option("--graph-compact-at", a.compact_at,
+                 "Fold the updates into a new base on disk while serving once they change this "
+                 "many rows (neighbour lists, feature rows and removed nodes together); the log "
+                 "then starts again from it. 0: never")
+      ->capture_default_str();
   cmd.add_option("--graph-stream", a.stream,
                  "Also apply update batches read from a Redis Stream at HOST:PORT (needs "
                  "--graph-updates; docs/graph-updates.md gives the entry fields)");

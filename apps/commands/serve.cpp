@@ -243,7 +243,7 @@ status run_serve(const serve_args& a, global_options& g) {
                       "answer on it; serve updates with --device host",
                       a.device);
   SPINDLE_ASSIGN_OR_RETURN(
-      auto graph_stream,
+      auto graph_service,
       runtime::start_graph_updates(ds, a.graph, listening && a.door.admin_token_file.empty()));
   log::info("serving on the {} device (--device {})", gpu::to_string(defaults.device), a.device);
   caf::actor_system_config cfg;
@@ -277,10 +277,10 @@ status run_serve(const serve_args& a, global_options& g) {
     actors::gateway gw(sys);
     for (const auto& x : bindings) gw.add_model(x);
     gw.set_live_graph(ds.live());
-    if (graph_stream) gw.set_graph_stream([f = graph_stream.get()] { return f->stats(); });
+    if (auto* f = graph_service.stream.get()) gw.set_graph_stream([f] { return f->stats(); });
     SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, models.loader()));
     auto served = serve_until_signal(gw, a.door, token);
-    graph_stream.reset();  // no batch (and no parked call it wakes) outlives the gateway
+    graph_service.stream.reset();  // no batch (and no parked call it wakes) outlives the gateway
     return served;
   }
   auto result = std::make_shared<actors::load_result>();

@@ -445,3 +445,80 @@ def test_servers_that_do_not_apply_updates_refuse_a_logged_dataset(setup, tmp_pa
         r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0, argv
         assert "graph.log: holds graph updates" in r.stderr and who in r.stderr, r.stderr[-800:]
+
+
+@pytest.mark.parametrize("name", ["sage", "gcn"])
+def test_answers_stay_equal_to_pyg_through_compactions_while_serving(setup, tmp_path, name):
+    """--graph-compact-at 1: every batch is folded into a new base on disk while
+    the server serves; answers after each equal PyG's, a removed node stays
+    removed, and kill -9 restarts from the last base and the log after it."""
+    import shutil
+    import time
+    tmp, edges, x, models = setup
+    model = models[name]
+    ds = tmp_path / "ds"
+    shutil.copytree(tmp / "ds", ds, ignore=shutil.ignore_patterns("graph-logs.txt"))
+    argv = [SPINDLE, "serve", "--dataset", str(ds), "--model", str(tmp / name), "--name", name,
+            "--listen", "127.0.0.1:0", "--admin-token-file", str(tmp / "token"), "--graph-updates",
+            "--graph-compact-at", "1", "--device", "host"]
+    g = Graph(edges, x)
+    proc, endpoint = start_server(argv)
+    try:
+        c = sc.Client(endpoint, model=name, token_file=str(tmp / "token"))
+        seeds = list(range(0, N, 7))
+
+        def check(version):
+            deadline = time.monotonic() + 60
+            while c.stats()["graph"]["compaction"]["last_version"] != version:
+                assert time.monotonic() < deadline, c.stats()["graph"]["compaction"]
+                time.sleep(0.05)
+            out, live = served(c, g, seeds + [n for n in range(N, len(g.x))], name)
+            assert out.version == version
+            np.testing.assert_allclose(out, g.pyg(model)[live], rtol=1e-4, atol=1e-5)
+
+        c.update_graph(add_edges=([1, 2, 3], [10, 10, 21]))
+        g.edges += [(1, 10), (2, 10), (3, 21)]
+        check(1)
+        row = np.random.default_rng(2).standard_normal((1, F)).astype(np.float32)
+        c.update_graph(add_nodes=row, add_edges=([N, 5], [0, N]))
+        g.x = np.vstack([g.x, row])
+        g.edges += [(N, 0), (5, N)]
+        check(2)
+        c.update_graph(set_features=([0, N], np.full((2, F), 0.25, dtype=np.float32)))
+        g.x[[0, N]] = 0.25
+        check(3)
+        u, v = g.edges[0]
+        c.update_graph(remove_edges=([u], [v]))
+        g.edges.remove((u, v))
+        gone = 21
+        c.update_graph(remove_nodes=[gone])
+        g.edges = [(a, b) for a, b in g.edges if gone not in (a, b)]
+        g.removed.add(gone)
+        check(5)
+        with pytest.raises(sc.SpindleError, match="was removed"):
+            c.infer_gnn([gone])
+        with pytest.raises(sc.SpindleError, match=f"node {gone} is removed"):
+            c.update_graph(add_edges=([gone], [1]))
+        stats = c.stats()["graph"]["compaction"]
+        assert stats["done"] >= 4 and stats["failed"] == 0 and stats["bytes_freed"] > 0
+        c.close()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        bases = sorted(p.name for p in ds.iterdir() if p.name.startswith("graph.log.v"))
+        assert bases == ["graph.log.v5", "graph.log.v5.base"], bases
+        info = subprocess.run([SPINDLE, "info", str(ds)], capture_output=True, text=True)
+        assert "graph base (compacted)" in info.stdout and "version 5" in info.stdout, info.stdout
+        r = subprocess.run(argv[:6] + ["--listen", "127.0.0.1:0"], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode != 0 and "compacted while served" in r.stderr, r.stderr[-600:]
+        proc, endpoint = start_server(argv)
+        c = sc.Client(endpoint, model=name, token_file=str(tmp / "token"))
+        assert c.graph_version() == 5
+        out, live = served(c, g, seeds + [N], name)
+        np.testing.assert_allclose(out, g.pyg(model)[live], rtol=1e-4, atol=1e-5)
+        with pytest.raises(sc.SpindleError, match="was removed"):
+            c.infer_gnn([gone])
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
