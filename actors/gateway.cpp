@@ -11,7 +11,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
-#include <thread>
 
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/gateway_metrics.hpp"
@@ -239,8 +238,33 @@ void gateway::infer_gnn_now(transport::rpc::gnn_call call,
   status valid = resolve_seed_ids(call, *e);
   if (valid) valid = check_gnn_call(call, e->b.dataset->live_num_nodes());
   if (!admit_call(e->c, e->admission, valid, call.model, done)) return;
+  if (call.min_version > 0) done = at_version(e, call, std::move(done), 0);
   auto& scheduler = *e->scheduler;
   scheduler.submit(std::move(e), std::move(call), std::move(done));
+}
+
+// On a cluster, a batch may run on another rank's pipeline, whose graph may be
+// a moment behind this door's: an answer computed before the call's
+// min_version is never given. The call runs again (the batcher may pick
+// another pipeline, or the same one caught up), up to kVersionTries times, and
+// is then refused by name.
+std::function<void(gnn_answer)> gateway::at_version(std::shared_ptr<detail::gnn_entry> e,
+                                                    transport::rpc::gnn_call call,
+                                                    std::function<void(gnn_answer)> done,
+                                                    int tries) {
+  static constexpr int kVersionTries = 32;  // each a batch's round trip (no sleep on an actor thread)
+  return [this, e = std::move(e), call = std::move(call), done = std::move(done),
+          tries](gnn_answer a) mutable {
+    if (a.status != rpc_status::ok || a.graph_version >= call.min_version) return done(std::move(a));
+    if (tries + 1 >= kVersionTries)
+      return done({rpc_status::unavailable,
+                   fmt::format("graph version {}: {} tries were answered on a rank still at "
+                               "version {} (a cluster rank behind the stream)",
+                               call.min_version, kVersionTries, a.graph_version)});
+    auto& scheduler = *e->scheduler;
+    auto next = at_version(e, call, std::move(done), tries + 1);
+    scheduler.submit(std::move(e), std::move(call), std::move(next));
+  };
 }
 
 void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_answer)> done) {

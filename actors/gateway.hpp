@@ -29,6 +29,10 @@
 
 namespace spindle::actors {
 
+namespace detail {
+struct gnn_entry;
+}
+
 struct gnn_model_binding {
   std::string name;
   caf::actor batcher;
@@ -165,7 +169,9 @@ class gateway final : public transport::rpc::rpc_service {
                    std::function<void(transport::rpc::tensor_answer)> done) override;
   /// Takes graph updates into `g` (Admin.updateGraph); unset: they are refused.
   /// `g` must outlive the gateway.
-  void set_live_graph(graph::live_graph* g);
+  /// `doors_update` false: calls read it (versions, min_version) but update
+  /// calls are refused (a cluster rank's graph changes through its stream only).
+  void set_live_graph(graph::live_graph* g, bool doors_update = true);
   /// What the graph's update stream follower has done (stats' graph.stream).
   void set_graph_stream(std::function<graph::stream_follow_stats()> stats);
   transport::rpc::graph_edit_answer update_graph(transport::rpc::graph_edit edit) override;
@@ -176,6 +182,11 @@ class gateway final : public transport::rpc::rpc_service {
   struct state;
 
  private:
+  /// `done` for a call with a min_version: an answer computed on an older graph
+  /// (another rank's) sends the call again, a few times, then is refused.
+  std::function<void(transport::rpc::gnn_answer)> at_version(
+      std::shared_ptr<detail::gnn_entry> e, transport::rpc::gnn_call call,
+      std::function<void(transport::rpc::gnn_answer)> done, int tries);
   /// infer_gnn once its min_version holds (or will not: then refused).
   void infer_gnn_now(transport::rpc::gnn_call call, std::function<void(transport::rpc::gnn_answer)> done);
   /// Parks a call whose min_version is not applied yet, until it is or its

@@ -18,8 +18,8 @@ using transport::rpc::rpc_status;
 namespace {
 
 constexpr const char* kNoUpdates =
-    "this server takes no graph updates (start `spindle serve` with --graph-updates; cluster, "
-    "partitioned and --device cuda servers refuse them)";
+    "this server takes no graph updates (start `spindle serve` with --graph-updates, or "
+    "`spindle node` with --graph-updates --graph-stream; --device cuda servers refuse them)";
 
 rpc_status status_of(const status& s) {
   switch (s.code()) {
@@ -78,7 +78,10 @@ std::size_t detail::graph_door_of(const std::string& origin) {
   return kGraphDoors.size() - 1;
 }
 
-void gateway::set_live_graph(graph::live_graph* g) { s_->live = g; }
+void gateway::set_live_graph(graph::live_graph* g, bool doors_update) {
+  s_->live = g;
+  s_->doors_update = doors_update;
+}
 
 void gateway::set_graph_stream(std::function<graph::stream_follow_stats()> stats) {
   s_->graph_stream = std::move(stats);
@@ -86,6 +89,12 @@ void gateway::set_graph_stream(std::function<graph::stream_follow_stats()> stats
 
 graph_edit_answer gateway::update_graph(transport::rpc::graph_edit edit) {
   if (!s_->live) return {rpc_status::unavailable, kNoUpdates};
+  if (!s_->doors_update)
+    return {rpc_status::bad_request,
+            "cluster ranks take graph updates from their Redis Stream only (node "
+            "--graph-stream), so that every rank applies them in one order: append the batch "
+            "there (`spindle client graph update --redis HOST:PORT ...`)",
+            s_->live->version(), s_->live->current()->num_nodes, {}};
   edit.source_stream.clear();  // only a stream follower names a source
   edit.source_id.clear();
   auto r = s_->live->apply(edit);

@@ -172,6 +172,7 @@ struct gateway::state {
   std::shared_ptr<access_log> access;     // --access-log, or null (set before serving)
   model_loader loader;
   graph::live_graph* live = nullptr;  // takes graph updates (set before serving), or null
+  bool doors_update = true;           // false: updates come from a stream only
   std::function<graph::stream_follow_stats()> graph_stream;  // its stream follower, if any
   std::atomic<std::uint64_t> graph_updates{0}, graph_refused{0};
   /// Graph update batches by door (kGraphDoors order): applied, refused.

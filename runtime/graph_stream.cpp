@@ -199,6 +199,11 @@ status graph_stream_follower::commit() {
   return status::ok();
 }
 
+bool graph_stream_follower::wait_caught_up(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return caught_up_cv_.wait_for(lock, timeout, [&] { return caught_up_; });
+}
+
 void graph_stream_follower::run() {
   auto wait = std::chrono::milliseconds(50);
   while (!stop_) {
@@ -211,6 +216,10 @@ void graph_stream_follower::run() {
       stats_.rejected = g.rejected;
       stats_.connected = n.has_value();
       if (!n) ++stats_.errors;
+      if (n && *n == 0 && !caught_up_) {
+        caught_up_ = true;
+        caught_up_cv_.notify_all();
+      }
     }
     if (n) {
       wait = std::chrono::milliseconds(50);

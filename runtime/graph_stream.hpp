@@ -21,6 +21,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -68,6 +70,9 @@ class graph_stream_follower {
   graph_stream_follower& operator=(const graph_stream_follower&) = delete;
 
   graph::stream_follow_stats stats() const;
+  /// Waits until a read of the stream finds nothing new (its backlog applied),
+  /// up to `timeout`: a cluster rank catches up before it serves. False if not.
+  bool wait_caught_up(std::chrono::milliseconds timeout);
 
  private:
   graph_stream_follower(graph::live_graph& live, std::int64_t feature_dim, hps::stream_group g,
@@ -85,6 +90,8 @@ class graph_stream_follower {
   std::uint64_t last_ticket_ = 0;  // the newest batch staged and not committed (run's thread)
   std::string staged_id_;
   std::atomic<bool> stop_{false};
+  std::condition_variable caught_up_cv_;
+  bool caught_up_ = false;  // under mu_
   std::thread thread_;
 };
 

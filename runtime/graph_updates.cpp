@@ -129,7 +129,7 @@ status refuse_unapplied_updates(const graph::dataset& ds, std::string_view who) 
 expected<enabled_updates> enable_graph_updates(graph::dataset& ds, const graph_update_options& o) {
   const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;
   if (!o.log_path.empty()) remember_log(ds, path);
-  warn_of_other_logs(ds, path);
+  if (o.warn_other_logs) warn_of_other_logs(ds, path);
   SPINDLE_ASSIGN_OR_RETURN(const auto files, graph::current_graph_files(path));
   graph::live_graph_options lo = live_options_of(ds);
   SPINDLE_ASSIGN_OR_RETURN(const graph::csr_view base, start_from(files, lo, ds));
@@ -164,7 +164,7 @@ expected<graph_update_service> start_graph_updates(graph::dataset& ds, const gra
   graph_update_service service;
   if (!a.on) return service;
   SPINDLE_ASSIGN_OR_RETURN(const auto sync, graph::parse_log_sync(a.sync));
-  SPINDLE_ASSIGN_OR_RETURN(auto enabled, enable_graph_updates(ds, {a.log, sync, a.compact_at}));
+  SPINDLE_ASSIGN_OR_RETURN(auto enabled, enable_graph_updates(ds, {a.log, sync, a.compact_at, !a.cluster_rank}));
   service.compactor = std::move(enabled.compactor);
   if (a.stream.empty()) return service;
   graph_stream_options o;

@@ -22,6 +22,7 @@ struct graph_update_options {
   std::string log_path;  // empty: DATASET/graph.log
   graph::log_sync sync = graph::log_sync::data;
   std::uint64_t compact_at = 0;  // compactor_options::at_changes (0: never)
+  bool warn_other_logs = true;   // false on cluster ranks: the other ranks' logs are expected
 };
 
 /// The serving commands' graph-update flags, as given.
@@ -33,6 +34,7 @@ struct graph_update_args {
   std::string stream_key = "spindle:graph";
   std::string stream_group;  // default: graph_stream_group_of(the log)
   std::uint64_t compact_at = 1'000'000;  // --graph-compact-at (0: never)
+  bool cluster_rank = false;  // set by rank_shard: one log per rank, the others' expected
 };
 
 /// What keeps a served graph taking updates: its compactor and its stream

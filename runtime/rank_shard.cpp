@@ -69,14 +69,24 @@ rank_shard::~rank_shard() {
 
 expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& topo,
                                                         const std::string& dataset, int rank,
-                                                        bool skip_verify) {
+                                                        bool skip_verify,
+                                                        const graph_update_args& updates) {
   // A partitioned dataset (`spindle partition`): this rank's folder, whose rows are
   // exactly those of its shards under the same plan (checked by checksum).
   SPINDLE_ASSIGN_OR_RETURN(
       auto ds, graph::open_for_serving(features::rank_dataset_dir(dataset, rank), skip_verify));
-  // Ranks serve the base alone: one whose log holds updates would answer stale.
-  SPINDLE_TRY(refuse_unapplied_updates(ds, "cluster ranks"));
+  if (!updates.on && !updates.stream.empty())
+    return make_error(errc::invalid_argument, "--graph-stream {} without --graph-updates",
+                      updates.stream);
+  if (!updates.on) {  // the base alone: a dataset whose logs hold updates would answer stale
+    SPINDLE_TRY(refuse_unapplied_updates(ds, "cluster ranks without --graph-updates"));
+  } else if (updates.stream.empty()) {
+    return make_error(errc::invalid_argument,
+                      "--graph-updates on a cluster rank needs --graph-stream HOST:PORT: every "
+                      "rank applies the stream's batches in the stream's order");
+  }
   std::unique_ptr<rank_shard> s(new rank_shard(topo, std::move(ds), rank));
+  if (updates.on) SPINDLE_TRY(s->follow_updates(updates));
   SPINDLE_ASSIGN_OR_RETURN(auto ctx, ucx::context::create());
   s->ctx_.emplace(std::move(ctx));
   SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*s->ctx_));
@@ -96,6 +106,28 @@ expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& 
   // From here on the loop owns the worker; descriptors use its cached address.
   s->loop_ = std::make_unique<ucx::progress_loop>(*s->worker_);
   return s;
+}
+
+status rank_shard::follow_updates(graph_update_args a) {
+  // A log of its own (ranks on one machine may share the dataset's folder), and
+  // no compaction: the placement tiers hold the base's rows, read through the delta.
+  if (a.log.empty()) a.log = fmt::format("{}/graph.rank{}.log", ds_.dir(), rank_);
+  if (a.compact_at > 0)
+    log::info("rank {}: graph updates are not compacted on a cluster rank (the delta keeps "
+              "them; `spindle compact` folds a rank's log offline)", rank_);
+  a.compact_at = 0;
+  a.cluster_rank = true;
+  SPINDLE_ASSIGN_OR_RETURN(graph_, start_graph_updates(ds_, a, false));
+  constexpr auto kCatchUp = std::chrono::seconds(60);
+  if (!graph_.stream->wait_caught_up(kCatchUp))
+    return make_error(errc::unavailable,
+                      "rank {}: the graph stream {} at {} was not caught up within {} s (applied "
+                      "{}, errors {}): a rank serves only once it holds every batch",
+                      rank_, a.stream_key, a.stream, kCatchUp.count(),
+                      graph_.stream->stats().applied, graph_.stream->stats().errors);
+  log::info("rank {}: graph at version {}, caught up with stream {}", rank_,
+            ds_.live()->version(), a.stream_key);
+  return status::ok();
 }
 
 expected<std::unique_ptr<rank_shard::region>> rank_shard::fill(const features::placement_plan& plan,

@@ -18,6 +18,7 @@
 #include "config/topology.hpp"
 #include "features/placement.hpp"
 #include "graph/dataset.hpp"
+#include "runtime/graph_updates.hpp"
 #include "transport/ucx/progress_loop.hpp"
 #include "transport/ucx/ucx.hpp"
 
@@ -48,12 +49,20 @@ class rank_shard {
  public:
   /// Opens `dataset`, places it (epoch 0) and fills rank `rank`'s host shard.
   /// The rank's data is verified against its checksums unless `skip_verify`.
+  /// With `updates` on (it needs a stream), the rank's graph takes every batch
+  /// of that stream, in the stream's order, logged in a log of its own, and
+  /// start returns once the stream's backlog is applied.
   static expected<std::unique_ptr<rank_shard>> start(const config::topology& topo,
                                                      const std::string& dataset, int rank,
-                                                     bool skip_verify = false);
+                                                     bool skip_verify = false,
+                                                     const graph_update_args& updates = {});
   ~rank_shard();
 
   const graph::dataset& dataset() const { return ds_; }
+  /// The graph this rank serves while it takes updates (null: a static graph).
+  graph::live_graph* live() { return ds_.live(); }
+  /// Its stream follower's figures (null without updates).
+  const graph_stream_follower* graph_stream() const { return graph_.stream.get(); }
   const config::topology& topology() const { return topo_; }
   int rank() const { return rank_; }
   /// The newest epoch built here, its plan and rows.
@@ -95,6 +104,7 @@ class rank_shard {
  private:
   struct region;
   rank_shard(const config::topology& topo, graph::dataset ds, int rank);
+  status follow_updates(graph_update_args a);
   expected<std::unique_ptr<region>> fill(const features::placement_plan& plan,
                                          const epoch_plan* previous, build_report& r,
                                          const row_fetch& fetch = {});
@@ -105,6 +115,7 @@ class rank_shard {
 
   config::topology topo_;
   graph::dataset ds_;
+  graph_update_service graph_;  // after ds_: stops first
   int rank_ = 0;
   std::optional<transport::ucx::context> ctx_;
   std::optional<transport::ucx::worker> worker_;

@@ -57,6 +57,8 @@ bench/gnn_served_vs_direct.sh "$spindle" "$cache/rmat20-f128"
 
 echo "== graph updates while serving: ingest and served p99 beside the same load without updates (bench/graph_updates.py) =="
 /usr/bin/python3 bench/graph_updates.py "$spindle" "$cache/rmat20-f128" 20 4
+echo "== graph updates on a 3-rank cluster: visibility beside one server (bench/cluster_graph_visibility.py) =="
+python3 bench/cluster_graph_visibility.py "$spindle" 200 16
 echo "== the graph-update log: group commit, recovery of 1M logged edges, delta memory (graph_log_bench) =="
 "$build/bench/graph_log_bench" 20
 echo

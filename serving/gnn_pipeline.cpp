@@ -168,6 +168,24 @@ void gnn_pipeline::gather_live(batch_executor& ex, const graph::graph_delta& d,
       std::copy((*row)->begin(), (*row)->end(), out + std::int64_t(i) * f);
 }
 
+// A cluster rank's rows (source_) read through a live graph's delta: nodes
+// past the placed base read row 0 in their place, then every row the delta
+// holds (set or added) is written over. A compacted base is never read
+// through source_: cluster ranks do not compact (the tiers hold the base's rows).
+status gnn_pipeline::gather_from_source(const graph::graph_delta* d,
+                                        std::span<const std::int64_t> ids, float* out) {
+  if (!d || d->features.empty()) return source_(ids, out);
+  live_ids_.assign(ids.begin(), ids.end());
+  for (auto& v : live_ids_)
+    if (v >= d->base_nodes) v = 0;
+  SPINDLE_TRY(source_(live_ids_, out));
+  const std::int64_t f = ds_.feature_dim();
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (const auto* row = d->features.find(ids[i]))
+      std::copy((*row)->begin(), (*row)->end(), out + std::int64_t(i) * f);
+  return status::ok();
+}
+
 float gnn_pipeline::graph_degree(const graph::csr_view& graph, std::int64_t v) const {
   float base = 0;
   if (graph.delta && graph.delta->base) {  // a compacted base: its row, counted
@@ -263,7 +281,7 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   g.features.resize(std::size_t(n * f));
   if (source_)
-    SPINDLE_TRY(source_(sub.nodes, g.features.data()));
+    SPINDLE_TRY(gather_from_source(graph.delta, sub.nodes, g.features.data()));
   else if (graph.delta)
     gather_live(ex, *graph.delta, sub.nodes, g.features.data());
   else

@@ -161,6 +161,8 @@ class gnn_pipeline {
                        batch_result& res);
   // Feature rows of `ids` at a live graph's delta: the rows it set or added,
   // the base's for the rest.
+  status gather_from_source(const graph::graph_delta* d, std::span<const std::int64_t> ids,
+                            float* out);
   void gather_live(batch_executor& ex, const graph::graph_delta& d,
                    std::span<const std::int64_t> ids, float* out);
   // A node's neighbour count without self edges in `graph` (stack GCN, graph norm).

@@ -62,6 +62,7 @@ struct node_args {
   node_pipelines serving;                // pipelines and the door's batch policy
   std::string name;                      // the GNN's name at the door (default: model.toml's)
   std::vector<std::string> forwards;     // --forward NAME=HOST:PORT,...: served elsewhere
+  runtime::graph_update_args graph;      // --graph-updates from --graph-stream
 };
 
 // CAF's middleman sends heartbeats every fifth of the timeout and closes a
@@ -80,7 +81,7 @@ void set_peer_timeout(caf::actor_system_config& cfg, std::uint32_t timeout_ms) {
 // and PDB, its VDB where --vdb says, a shared Redis giving every node the same
 // level 2). Admin loads of recommendation models reach this node; a GNN load is
 // refused by name (the ranks serve the GNN they started with).
-status serve_door(caf::actor_system& sys, const node_args& a,
+status serve_door(caf::actor_system& sys, const node_args& a, rank_shard* shard,
                   std::optional<actors::gnn_model_binding> gnn,
                   std::function<std::string()> members, std::shared_ptr<door_gnns> gnns,
                   const std::vector<int>& also = {},
@@ -96,6 +97,10 @@ status serve_door(caf::actor_system& sys, const node_args& a,
   }
   actors::gateway gw(sys);
   if (gnn) gw.add_model(std::move(*gnn));
+  if (shard && shard->live()) {  // versions and min_version here; updates through the stream
+    gw.set_live_graph(shard->live(), false);
+    if (const auto* f = shard->graph_stream()) gw.set_graph_stream([f] { return f->stats(); });
+  }
   for (const auto& f : forwarders) gw.add_model(f->binding(a.door.admission()));
   // Loads through this door reach every node with a door (the coordinator's list).
   auto loader = gnns->loader(a.door.admission(), rec_loader(a.door));
@@ -125,7 +130,7 @@ status coordinate(rank_context node, const actors::bridge_handle& bridge, const 
   SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(node, bridge, o));
   if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
   if (!a.listen) return status::ok();
-  return serve_door(node.sys, a, gnn->binding(a.name, a.door.admission()),
+  return serve_door(node.sys, a, &node.shard, gnn->binding(a.name, a.door.admission()),
                     [g = gnn.get()] { return g->members_json(); },
                     std::make_shared<door_gnns>(node, a.serving));
 }
@@ -221,7 +226,7 @@ void watch_for_coordinator(const std::atomic<bool>& done, const config::server_s
 // member's door keeps answering while the coordinator is gone; once it is back
 // the door stops with *stopped_by = kCoordinatorBack, for the caller to rejoin
 // (re-executing itself, the door opening again in the new image).
-status serve_node_door(caf::actor_system& sys, const node_args& a,
+status serve_node_door(caf::actor_system& sys, const node_args& a, rank_shard* shard,
                        std::optional<actors::gnn_model_binding> gnn,
                        std::function<std::string()> members, std::shared_ptr<door_gnns> gnns,
                        const config::topology& topo, int rank, int* stopped_by) {
@@ -241,8 +246,8 @@ status serve_node_door(caf::actor_system& sys, const node_args& a,
   const auto signals =
       rank != 0 ? std::vector<int>{kCoordinatorLost, kCoordinatorBack} : std::vector<int>{};
   const auto served =
-      serve_door(sys, a, std::move(gnn), std::move(members), std::move(gnns), signals, on_signal,
-                 stopped_by);
+      serve_door(sys, a, shard, std::move(gnn), std::move(members), std::move(gnns), signals,
+                 on_signal, stopped_by);
   done = true;
   if (watcher.joinable()) watcher.join();
   return served;
@@ -287,8 +292,11 @@ status run_node(const node_args& a) {
   std::optional<actors::bridge_handle> bridge;
   // A node with a dataset holds its shard in UCX memory; with a model too it
   // serves batches, which travel over its UCX bridge.
+  if (a.graph.on && a.dataset.empty())
+    return make_error(errc::invalid_argument, "--graph-updates needs --dataset (the graph)");
   if (!a.dataset.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(sn.shard, rank_shard::start(topo, a.dataset, rank, a.no_verify_data));
+    SPINDLE_ASSIGN_OR_RETURN(
+        sn.shard, rank_shard::start(topo, a.dataset, rank, a.no_verify_data, a.graph));
     if (!a.model.empty()) {
       actors::bridge_options bo;
       bo.rank = rank;
@@ -362,8 +370,8 @@ status run_node(const node_args& a) {
     // cluster's model list (a door without a shard, its recommendation models).
     auto gnns = serving ? std::make_shared<door_gnns>(sn.context(sys, coord), a.serving)
                         : std::make_shared<door_gnns>(sys, coord, sn.token);
-    SPINDLE_TRY(serve_node_door(sys, a, std::move(gnn), whole_cluster, std::move(gnns), topo, rank,
-                                &stopped_by));
+    SPINDLE_TRY(serve_node_door(sys, a, sn.shard.get(), std::move(gnn), whole_cluster,
+                                std::move(gnns), topo, rank, &stopped_by));
     if (stopped_by == kCoordinatorBack) return rejoin(topo, me, set);
     stopped = true;
   }
@@ -454,6 +462,7 @@ void register_cluster(CLI::App& app, global_options&) {
                    "A recommendation model another server serves, as NAME=HOST:PORT[,HOST:PORT"
                    "...]: calls for it at this door go there, to its servers in turn "
                    "(`launch` passes the Hera plan's servers); repeatable");
+  add_graph_update_options(*node, na->graph);
   node->add_option("--name", na->name,
                    "Name clients call the GNN by at this node's door (default: model.toml's name)");
   add_rec_serving_options(*node, na->door);
