@@ -122,6 +122,13 @@ std::string gateway::stats_json() {
                               {"last_id", f.last_id},       {"applied", f.applied},
                               {"duplicates", f.duplicates}, {"rejected", f.rejected},
                               {"errors", f.errors},         {"connected", f.connected}};
+      std::uint64_t counted = 0;
+      for (auto n : f.staleness) counted += n;
+      j["graph"]["stream"]["staleness_ms"] = {
+          {"count", counted},
+          {"mean", counted ? f.staleness_sum_ms / double(counted) : 0.0},
+          {"p50_at_most", f.staleness_quantile_ms(0.5)},
+          {"p99_at_most", f.staleness_quantile_ms(0.99)}};
     }
   }
   j["uptime_s"] = std::chrono::duration<double>(clock_type::now() - s_->started).count();
@@ -204,6 +211,19 @@ std::string gateway::prometheus_text() {
           "spindle_graph_updates_total{{source=\"stream\",result=\"refused\"}} {}\n"
           "spindle_graph_updates_total{{source=\"stream\",result=\"duplicate\"}} {}\n",
           f.applied, f.rejected, f.duplicates);
+      std::string h;
+      std::uint64_t cumulative = 0;
+      for (std::size_t i = 0; i < f.staleness.size(); ++i) {
+        cumulative += f.staleness[i];
+        const std::string le = i < f.kStalenessBoundsMs.size()
+                                   ? fmt::format("{}", f.kStalenessBoundsMs[i] / 1e3)
+                                   : std::string("+Inf");
+        h += fmt::format("spindle_graph_staleness_seconds_bucket{{le=\"{}\"}} {}\n", le,
+                         cumulative);
+      }
+      h += fmt::format("spindle_graph_staleness_seconds_sum {}\n", f.staleness_sum_ms / 1e3);
+      h += fmt::format("spindle_graph_staleness_seconds_count {}\n", cumulative);
+      families["spindle_graph_staleness_seconds"] = std::move(h);
     }
     families["spindle_graph_updates_total"] = std::move(updates);
     const auto c = s_->live->compactions();
@@ -228,7 +248,9 @@ std::string gateway::prometheus_text() {
        "Compactions while serving (the delta folded into a new base on disk), by result."},
       {"spindle_graph_compaction_seconds_total", "counter",
        "Seconds spent in compactions that finished."},
-      {"spindle_graph_compaction_running", "gauge", "1 while a compaction runs."}};
+      {"spindle_graph_compaction_running", "gauge", "1 while a compaction runs."},
+      {"spindle_graph_staleness_seconds", "histogram",
+       "Seconds from a stream entry's append (Redis's clock) to its batch being visible here."}};
   static const std::vector<std::array<const char*, 3>> cluster_help = {
       {"spindle_cluster_member_alive", "gauge", "1 while the cluster member is up."},
       {"spindle_cluster_member_ready", "gauge", "1 while the member's pipelines serve batches."},

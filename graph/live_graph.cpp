@@ -407,6 +407,27 @@ status live_graph::finish_compaction(std::shared_ptr<const dataset> base,
   return status::ok();
 }
 
+void stream_follow_stats::note_staleness(double ms) {
+  std::size_t i = 0;
+  while (i < kStalenessBoundsMs.size() && ms > kStalenessBoundsMs[i]) ++i;
+  ++staleness[i];
+  staleness_sum_ms += ms;
+}
+
+double stream_follow_stats::staleness_quantile_ms(double q) const {
+  std::uint64_t total = 0;
+  for (auto n : staleness) total += n;
+  if (total == 0) return 0;
+  const double want = q * double(total);
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < staleness.size(); ++i) {
+    seen += staleness[i];
+    if (double(seen) >= want)
+      return kStalenessBoundsMs[std::min(i, kStalenessBoundsMs.size() - 1)];
+  }
+  return kStalenessBoundsMs.back();
+}
+
 compaction_stats live_graph::compactions() const {
   std::lock_guard lock(stats_mu_);
   return compactions_;

@@ -7,6 +7,7 @@
 // row for an edge u -> v, "out" adds v to u's row, an undirected graph both.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <condition_variable>
@@ -38,6 +39,17 @@ struct stream_follow_stats {
   std::string stream, group, last_id;
   std::uint64_t applied = 0, duplicates = 0, rejected = 0, errors = 0;
   bool connected = false;
+  /// Staleness: from an entry's append (the time in its stream id, Redis's
+  /// clock) to its batch being durable and visible here (this host's clock),
+  /// counted in buckets of at most kStalenessBoundsMs[i] ms (the last: more).
+  static constexpr std::array<double, 13> kStalenessBoundsMs = {
+      1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
+  std::array<std::uint64_t, kStalenessBoundsMs.size() + 1> staleness{};
+  double staleness_sum_ms = 0;
+  void note_staleness(double ms);
+  /// The bound of the bucket holding quantile q of the staleness (ms; the last
+  /// bound where it lies past it; 0 with nothing counted).
+  double staleness_quantile_ms(double q) const;
 };
 
 /// How the base's rows relate to an input edge u -> v.

@@ -175,6 +175,17 @@ graph::stream_follow_stats graph_stream_follower::stats() const {
   return stats_;
 }
 
+// The append time a stream id carries ("<ms>-<seq>", Redis's clock); 0 if unreadable.
+static double appended_ms(const std::string& id) {
+  double ms = 0;
+  for (char ch : id) {
+    if (ch == '-') return ms;
+    if (ch < '0' || ch > '9') return 0;
+    ms = ms * 10 + (ch - '0');
+  }
+  return 0;
+}
+
 status graph_stream_follower::apply(const hps::stream_entry& e) {
   const std::string last = live_.last_source(e.stream);
   if (!last.empty() && hps::compare_stream_ids(e.id, last) <= 0) {  // durable ones only
@@ -186,6 +197,7 @@ status graph_stream_follower::apply(const hps::stream_entry& e) {
   SPINDLE_ASSIGN_OR_RETURN(auto staged, live_.stage(u));  // durable at commit(), below
   last_ticket_ = staged.ticket;
   staged_id_ = e.id;
+  staged_ms_.push_back(appended_ms(e.id));
   return status::ok();
 }
 
@@ -193,9 +205,15 @@ status graph_stream_follower::apply(const hps::stream_entry& e) {
 status graph_stream_follower::commit() {
   if (last_ticket_ == 0) return status::ok();
   const auto ticket = std::exchange(last_ticket_, 0);
+  auto appended = std::exchange(staged_ms_, {});
   SPINDLE_TRY(live_.commit(ticket));
+  const double now_ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
   std::lock_guard lock(mu_);
   stats_.last_id = staged_id_;
+  for (double at : appended)
+    if (at > 0) stats_.note_staleness(std::max(0.0, now_ms - at));
   return status::ok();
 }
 

@@ -89,6 +89,7 @@ class graph_stream_follower {
   graph::stream_follow_stats stats_;
   std::uint64_t last_ticket_ = 0;  // the newest batch staged and not committed (run's thread)
   std::string staged_id_;
+  std::vector<double> staged_ms_;  // the staged entries' append times (ms since the epoch)
   std::atomic<bool> stop_{false};
   std::condition_variable caught_up_cv_;
   bool caught_up_ = false;  // under mu_

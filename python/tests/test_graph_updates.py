@@ -357,6 +357,9 @@ def test_a_redis_stream_feeds_updates_exactly_once(setup, redis, tmp_path):
         assert "node 100000 out of range" in reasons
         assert stream["applied"] == 2 and stream["connected"]
         assert stream["group"] in reasons  # each server names itself in its refusals
+        # Staleness (append to visible) of the two applied entries: same host, so small.
+        assert stream["staleness_ms"]["count"] == 2, stream
+        assert 0 <= stream["staleness_ms"]["mean"] < 10_000, stream
         check(c, 2)
         c.close()
         # kill -9, entries published while it is down, and the group rewound to

@@ -175,6 +175,7 @@ TEST_P(cluster_graph_test, ranks_follow_one_stream_and_answer_like_one_process) 
     auto stats = nlohmann::json::parse(out);
     EXPECT_EQ(stats["graph"]["version"], 2) << out;
     EXPECT_EQ(stats["graph"]["stream"]["applied"], 2) << out;
+    EXPECT_EQ(stats["graph"]["stream"]["staleness_ms"]["count"], 2) << out;
   }
 
   // Rank 2 killed; a batch while it is down; started again, it catches up
