@@ -323,6 +323,15 @@ void register_launch(CLI::App& app) {
   launch->add_flag_callback(
       "--calibrate", [la] { la->serving.push_back("--calibrate"); },
       "Every rank times PSGS routing over the cluster's shards at start (see `node`)");
+  launch->add_flag_callback(
+      "--graph-updates", [la] { la->serving.push_back("--graph-updates"); },
+      "Every rank applies the graph batches of --graph-stream, each in a log of its own "
+      "(see `node`)");
+  for (const char* flag : {"--graph-stream", "--graph-stream-key", "--graph-log-sync"})
+    launch->add_option_function<std::string>(
+        flag,
+        [la, flag](const std::string& v) { la->serving.insert(la->serving.end(), {flag, v}); },
+        "Passed to every rank (see `node`)");
   launch->add_option("--calibration-out", la->calibration_out,
                      "With --calibrate: rank 0 writes the cluster's calibration there");
   for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us", "--name",

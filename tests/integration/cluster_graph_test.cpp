@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -200,6 +201,35 @@ TEST_P(cluster_graph_test, ranks_follow_one_stream_and_answer_like_one_process) 
     m->signal(SIGTERM);
     m->wait();
   }
+}
+
+// `spindle launch --graph-updates --graph-stream`: every rank it starts follows
+// the stream, with a log of its own.
+TEST(cluster_graph_launch_test, launch_passes_the_stream_to_every_rank) {
+  if (!have_cora()) GTEST_SKIP() << "Cora (the development data folder) not present";
+  auto redis = testing::redis_server::start();
+  if (!redis) GTEST_SKIP() << redis.error().to_string();
+  cora_cluster c("cluster_graph_launch");
+  ASSERT_TRUE(c.ready()) << "spindle prepare failed";
+  graph::graph_update u;
+  u.add_src = {1, 3};
+  u.add_dst = {2, 2};
+  ASSERT_TRUE(runtime::publish_graph_update((*redis)->endpoint(), "spindle:graph", u));
+  const std::string token = c.dir + "/admin.token";
+  auto launch = *child_process::spawn({SPINDLE_BINARY, "launch", "--config", c.config, "--dataset",
+                                       c.cora, "--model", c.model, "--listen", "127.0.0.1:0",
+                                       "--admin-token-file", token, "--graph-updates",
+                                       "--graph-stream", (*redis)->endpoint()});
+  auto at = launch.wait_for("[rank 0] listening ", 120'000);
+  ASSERT_TRUE(at.has_value()) << at.error().to_string();
+  const graph_door d{at->substr(at->rfind(' ') + 1), token};
+  EXPECT_EQ(d.version(), 1u);
+  auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 6);
+  expect_graph_answers(d, reqs, graph_reference(c, {u}, reqs), 1);
+  for (int rank : {0, 1, 2})
+    EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/graph.rank{}.log", c.cora, rank)));
+  launch.signal(SIGTERM);
+  EXPECT_EQ(launch.wait(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(copies, cluster_graph_test, ::testing::Values(false, true),
