@@ -25,6 +25,7 @@ remote_result to_wire(const serving::batch_result& r) {
   w.gather_s = r.times.gather_s;
   w.compute_s = r.times.compute_s;
   w.executor = std::int32_t(r.executor);
+  w.graph_version = r.graph_version;
   return w;
 }
 
@@ -50,6 +51,7 @@ expected<serving::batch_result> from_wire(remote_result w) {
                            i < w.error_messages.size() ? w.error_messages[i] : std::string());
   r.times = {w.sample_s, w.gather_s, w.compute_s};
   r.executor = serving::psgs_router::choice(w.executor);
+  r.graph_version = w.graph_version;
   return r;
 }
 

@@ -57,12 +57,13 @@ struct remote_result {
   std::vector<std::string> error_messages;
   double sample_s = 0, gather_s = 0, compute_s = 0;
   std::int32_t executor = 0;  // psgs_router::choice
+  std::uint64_t graph_version = 0;  // the version of the rank's graph it was computed on
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, remote_result& x) {
   return f(caf::meta::type_name("remote_result"), x.output_sizes, x.output_bytes, x.error_codes,
-           x.error_messages, x.sample_s, x.gather_s, x.compute_s, x.executor);
+           x.error_messages, x.sample_s, x.gather_s, x.compute_s, x.executor, x.graph_version);
 }
 
 remote_batch to_wire(const batch_job& job);

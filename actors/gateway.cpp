@@ -261,6 +261,12 @@ std::function<void(gnn_answer)> gateway::at_version(std::shared_ptr<detail::gnn_
                    fmt::format("graph version {}: {} tries were answered on a rank still at "
                                "version {} (a cluster rank behind the stream)",
                                call.min_version, kVersionTries, a.graph_version)});
+    // Each run completes its admission once: the next one is admitted again.
+    if (!e->admission.try_admit())
+      return done({rpc_status::overloaded,
+                   fmt::format("graph version {}: answered on a rank at version {}, and the "
+                               "model is at its admission limit for another try",
+                               call.min_version, a.graph_version)});
     auto& scheduler = *e->scheduler;
     auto next = at_version(e, call, std::move(done), tries + 1);
     scheduler.submit(std::move(e), std::move(call), std::move(next));

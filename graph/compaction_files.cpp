@@ -36,7 +36,27 @@ std::string parent_of(const std::string& path) {
 
 expected<graph_files> current_graph_files(const std::string& log_path) {
   std::ifstream in(pointer_of(log_path));
-  if (!in) return graph_files{log_path, ""};
+  if (!in) {
+    // Compaction outputs without the file naming them, beside a log cut to its
+    // header: the file was lost or removed, and starting from the log alone
+    // would drop every update they hold. (A compaction cut short before its
+    // switch leaves a base too, but the log then still holds every batch.)
+    const std::string prefix = fs::path(log_path).filename().string() + ".v";
+    std::error_code ec;
+    const auto size = fs::file_size(log_path, ec);
+    if (!ec && size > kGraphLogHeaderBytes) return graph_files{log_path, ""};
+    for (const auto& e : fs::directory_iterator(parent_of(log_path), ec)) {
+      const auto name = e.path().filename().string();
+      if (name.starts_with(prefix) && name.ends_with(".base") &&
+          fs::exists(e.path() / "metadata.json"))
+        return make_error(errc::corrupt_data,
+                          "{} is missing but the compacted graph {} is there: restore {} (two "
+                          "lines: log=NAME of its log, base=NAME of its base) rather than start "
+                          "from {} alone, which no longer holds the updates",
+                          pointer_of(log_path), e.path().string(), pointer_of(log_path), log_path);
+    }
+    return graph_files{log_path, ""};
+  }
   graph_files f;
   for (std::string line; std::getline(in, line);) {
     const auto eq = line.find('=');
@@ -49,10 +69,11 @@ expected<graph_files> current_graph_files(const std::string& log_path) {
   if (f.log.empty() || f.base_dir.empty() || !fs::exists(f.log) ||
       !fs::exists(f.base_dir + "/metadata.json"))
     return make_error(errc::corrupt_data,
-                      "{}: names a compacted graph ({}, {}) that is not there: restore it, or "
-                      "remove {} to serve the graph as the log {} alone holds it",
+                      "{}: names a compacted graph ({}, {}) that is missing or unreadable: "
+                      "restore them (they hold the graph's updates; {} holds none of them "
+                      "any more)",
                       pointer_of(log_path), f.base_dir.empty() ? "no base" : f.base_dir,
-                      f.log.empty() ? "no log" : f.log, pointer_of(log_path), log_path);
+                      f.log.empty() ? "no log" : f.log, log_path);
   return f;
 }
 

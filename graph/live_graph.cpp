@@ -276,17 +276,21 @@ status live_graph::commit(std::uint64_t ticket) {
   while (true) {
     if (failed()) return sync_error_;
     if (durable_ticket_ >= ticket) return status::ok();
-    if (syncing_) {
-      synced_.wait(lock);
-      continue;
-    }
-    const std::uint64_t published = lead_sync(lock);
-    synced_.notify_all();
-    if (published > 0) {
-      lock.unlock();
-      waiters_.reached(published);  // the calls waiting for it go on (outside the lock)
-      lock.lock();
-    }
+    sync_or_wait(lock);
+  }
+}
+
+void live_graph::sync_or_wait(std::unique_lock<std::mutex>& lock) {
+  if (syncing_) {
+    synced_.wait(lock);
+    return;
+  }
+  const std::uint64_t published = lead_sync(lock);
+  synced_.notify_all();
+  if (published > 0) {
+    lock.unlock();
+    waiters_.reached(published);  // the calls waiting for it go on (outside the lock)
+    lock.lock();
   }
 }
 
@@ -313,19 +317,7 @@ expected<live_graph::compaction_point> live_graph::begin_compaction() {
   if (compacting_) return make_error(errc::unavailable, "a compaction of this graph is running");
   // Everything staged is made durable first, so the snapshot holds every batch
   // staged before the recording starts.
-  while (staged_) {
-    if (syncing_) {
-      synced_.wait(lock);
-      continue;
-    }
-    const std::uint64_t published = lead_sync(lock);
-    synced_.notify_all();
-    if (published > 0) {
-      lock.unlock();
-      waiters_.reached(published);
-      lock.lock();
-    }
-  }
+  while (staged_) sync_or_wait(lock);
   compacting_ = true;
   recorded_.clear();
   return compaction_point{current(), last_source_};

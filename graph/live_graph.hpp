@@ -175,6 +175,8 @@ class live_graph {
   /// Runs one sync for everything staged (write_mu_ held by `lock`, released
   /// while syncing); returns the version published, or 0 after a failure.
   std::uint64_t lead_sync(std::unique_lock<std::mutex>& lock);
+  /// One step towards durability: waits for the sync running, or runs one.
+  void sync_or_wait(std::unique_lock<std::mutex>& lock);
 
   mutable std::mutex write_mu_;  // one batch built and written at a time
   std::condition_variable synced_;

@@ -69,7 +69,8 @@ graph::live_graph_options live_options_of(const graph::dataset& ds) {
 expected<graph::csr_view> start_from(const graph::graph_files& files, graph::live_graph_options& o,
                                      const graph::dataset& ds) {
   if (files.base_dir.empty()) return ds.graph();
-  SPINDLE_ASSIGN_OR_RETURN(auto compacted, graph::dataset::open(files.base_dir));
+  // Verified like the dataset: a flipped byte in the base is refused by name.
+  SPINDLE_ASSIGN_OR_RETURN(auto compacted, graph::dataset::open(files.base_dir, {true}));
   o.base_dataset = std::make_shared<const graph::dataset>(std::move(compacted));
   o.base_version = graph::base_version(o.base_dataset->metadata());
   o.base_sources = graph::base_sources(o.base_dataset->metadata());
@@ -135,7 +136,18 @@ expected<enabled_updates> enable_graph_updates(graph::dataset& ds, const graph_u
   SPINDLE_ASSIGN_OR_RETURN(const graph::csr_view base, start_from(files, lo, ds));
   if (!files.base_dir.empty())
     log::info("graph base: {} (compacted at version {})", files.base_dir, lo.base_version);
-  graph::remove_replaced_files(path, files);  // what a compaction cut short left
+  if (const auto freed = graph::remove_replaced_files(path, files); freed > 0)
+    log::info("graph log {}: removed {} bytes a compaction left (cut short or replaced)", path,
+              freed);
+  if (!files.base_dir.empty()) {  // a compaction's log starts with a durable header
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(files.log, ec);
+    if (ec || size < graph::kGraphLogHeaderBytes)
+      return make_error(errc::corrupt_data,
+                        "{}: damaged ({} bytes, shorter than its header); the batches after "
+                        "version {} it held are lost: restore it from a backup",
+                        files.log, ec ? 0 : size, lo.base_version);
+  }
   SPINDLE_ASSIGN_OR_RETURN(std::shared_ptr<graph::graph_log> log,
                            graph::graph_log::open(files.log, base, o.sync));
   lo.log = [log](const graph::graph_update& u, std::uint64_t v) { return log->write(u, v); };

@@ -3,6 +3,8 @@
 // so not while a server holds it) and recomputes its PSGS and FAP.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "apps/commands/command.hpp"
 #include "graph/compact.hpp"
 #include "graph/compaction_files.hpp"
@@ -18,6 +20,12 @@ struct compact_args {
 };
 
 status run_compact(const compact_args& a, thread_pool& pool) {
+  std::error_code ec;
+  if (std::filesystem::exists(a.out, ec) && !std::filesystem::is_empty(a.out, ec))
+    return make_error(errc::invalid_argument,
+                      "--out {}: not empty (a dataset there would be overwritten); give a new "
+                      "directory",
+                      a.out);
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   const std::string path = a.log.empty() ? a.dataset + "/graph.log" : a.log;
   // A graph compacted while served goes on from its compacted base and its log.

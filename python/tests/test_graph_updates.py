@@ -67,6 +67,17 @@ class Graph:
         self.x = x.copy()
         self.removed = set()
 
+    def remove_edge(self, c, u, v):
+        """Removes edge u -> v on the server `c` and here."""
+        c.update_graph(remove_edges=([u], [v]))
+        self.edges.remove((u, v))
+
+    def remove_node(self, c, n):
+        """Removes node n (and its edges) on the server `c` and here."""
+        c.update_graph(remove_nodes=[n])
+        self.edges = [(a, b) for a, b in self.edges if n not in (a, b)]
+        self.removed.add(n)
+
     def pyg(self, model):
         ei = torch.tensor(np.array(self.edges, dtype=np.int64).T.reshape(2, -1))
         with torch.no_grad():
@@ -201,14 +212,10 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
         c.update_graph(set_features=([0, 10], new_rows))
         g.x[[0, 10]] = new_rows
         check(3)
-        u, v = g.edges[0]
-        c.update_graph(remove_edges=([u], [v]))
-        g.edges.remove((u, v))
+        g.remove_edge(c, *g.edges[0])
         check(4)
         gone = 20
-        c.update_graph(remove_nodes=[gone])
-        g.edges = [(a, b) for a, b in g.edges if gone not in (a, b)]
-        g.removed.add(gone)
+        g.remove_node(c, gone)
         check(5)
         with pytest.raises(sc.SpindleError, match="was removed"):
             c.infer_gnn([gone])
@@ -490,13 +497,9 @@ def test_answers_stay_equal_to_pyg_through_compactions_while_serving(setup, tmp_
         c.update_graph(set_features=([0, N], np.full((2, F), 0.25, dtype=np.float32)))
         g.x[[0, N]] = 0.25
         check(3)
-        u, v = g.edges[0]
-        c.update_graph(remove_edges=([u], [v]))
-        g.edges.remove((u, v))
+        g.remove_edge(c, *g.edges[0])
         gone = 21
-        c.update_graph(remove_nodes=[gone])
-        g.edges = [(a, b) for a, b in g.edges if gone not in (a, b)]
-        g.removed.add(gone)
+        g.remove_node(c, gone)
         check(5)
         with pytest.raises(sc.SpindleError, match="was removed"):
             c.infer_gnn([gone])

@@ -48,18 +48,6 @@ std::function<std::string(std::vector<std::string>)> door_client(const std::stri
   };
 }
 
-// The answers one process gives `reqs` on the cluster's dataset and model.
-serving::batch_result single_process_results(const cora_cluster& c,
-                                           const std::vector<serving::gnn_request>& reqs) {
-  auto ds = graph::dataset::open(c.cora);
-  nn::heap_allocator weights;
-  auto model = nn::model::load(c.model, weights);
-  serving::psgs_router router(serving::psgs_calibration{}, serving::routing_policy::fixed);
-  thread_pool pool(1, "test");
-  serving::gnn_pipeline local(*ds, *model, router, pool);
-  return local.run(reqs);
-}
-
 // Every `step`-th of `reqs` through the door `client` answers as `want` (one process).
 void expect_door_answers(const std::function<std::string(std::vector<std::string>)>& client,
                          const std::vector<serving::gnn_request>& reqs,

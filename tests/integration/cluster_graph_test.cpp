@@ -50,20 +50,6 @@ struct graph_door {
   }
 };
 
-// One process's answers to `reqs` on Cora with `batches` applied.
-serving::batch_result graph_reference(const cora_cluster& c, const std::vector<graph::graph_update>& batches,
-                                const std::vector<serving::gnn_request>& reqs) {
-  auto ds = graph::dataset::open(c.cora);
-  ds->set_live(std::make_shared<graph::live_graph>(ds->graph(), runtime::live_options_of(*ds)));
-  for (const auto& u : batches) EXPECT_TRUE(ds->live()->apply(u));
-  nn::heap_allocator weights;
-  auto model = nn::model::load(c.model, weights);
-  serving::psgs_router router(serving::psgs_calibration{}, serving::routing_policy::fixed);
-  thread_pool pool(1, "test");
-  serving::gnn_pipeline local(*ds, *model, router, pool);
-  return local.run(reqs);
-}
-
 // Every request through `d` answers as `want`, on graph version `version`.
 void expect_graph_answers(const graph_door& d, const std::vector<serving::gnn_request>& reqs,
                     const serving::batch_result& want, std::uint64_t version) {
@@ -146,8 +132,8 @@ TEST_P(cluster_graph_test, ranks_follow_one_stream_and_answer_like_one_process) 
     reqs.push_back({{s}, std::uint64_t(100 + s)});
   EXPECT_EQ(d0.version(), 1u);
   EXPECT_EQ(d1.version(), 1u);
-  expect_graph_answers(d0, reqs, graph_reference(c, {batches[0]}, reqs), 1);
-  expect_graph_answers(d1, reqs, graph_reference(c, {batches[0]}, reqs), 1);
+  expect_graph_answers(d0, reqs, single_process_results(c, reqs, {batches[0]}), 1);
+  expect_graph_answers(d1, reqs, single_process_results(c, reqs, {batches[0]}), 1);
 
   // The next batch reaches every door; node 7 is gone everywhere.
   const auto published = std::chrono::steady_clock::now();
@@ -160,7 +146,25 @@ TEST_P(cluster_graph_test, ranks_follow_one_stream_and_answer_like_one_process) 
   std::vector<serving::gnn_request> live;
   for (const auto& r : reqs)
     if (r.seeds[0] != 7) live.push_back(r);
-  expect_graph_answers(d0, live, graph_reference(c, {batches[0], batches[1]}, live), 2);
+  expect_graph_answers(d0, live, single_process_results(c, live, {batches[0], batches[1]}), 2);
+  {  // Calls at once, so that batches run on every rank's pipeline: each answer
+     // carries the version it was computed on, and min_version retries do not
+     // leak admission slots.
+    std::vector<child_process> calls;
+    for (int k = 0; k < 16; ++k)
+      calls.push_back(*child_process::spawn(
+          {SPINDLE_BINARY, "client", "--connect", d0.endpoint, "--model", "graphsage", "infer",
+           "--seeds", std::to_string(20 + k), "--min-version", k % 2 ? "2" : "0", "--json"}));
+    for (auto& p : calls) {
+      std::string out;
+      while (auto line = p.read_line(30'000)) out += *line;
+      EXPECT_EQ(p.wait(), 0) << out;
+      if (out.find('{') != std::string::npos)
+        EXPECT_EQ(nlohmann::json::parse(out)["graph_version"], 2) << out;
+    }
+    auto [rcs, out] = d0.run({"admin", "stats"});
+    EXPECT_EQ(nlohmann::json::parse(out)["models"]["graphsage"]["in_flight"], 0) << out;
+  }
   auto [rc7, out7] = d1.run({"--model", "graphsage", "infer", "--seeds", "7", "--json"});
   EXPECT_NE(out7.find("was removed"), std::string::npos) << out7;
 
@@ -194,7 +198,7 @@ TEST_P(cluster_graph_test, ranks_follow_one_stream_and_answer_like_one_process) 
   m2 = std::make_unique<child_process>(c.member(2, {}, updates));
   ASSERT_TRUE(m2->wait_for("ready", 120'000).has_value());
   ASSERT_TRUE(wait_member(c.config, 2, true, 2));
-  expect_graph_answers(d0, live, graph_reference(c, batches, live), 3);
+  expect_graph_answers(d0, live, single_process_results(c, live, batches), 3);
   coord.signal(SIGTERM);
   EXPECT_EQ(coord.wait(), 0);
   for (auto* m : {&m1, m2.get()}) {
@@ -225,7 +229,7 @@ TEST(cluster_graph_launch_test, launch_passes_the_stream_to_every_rank) {
   const graph_door d{at->substr(at->rfind(' ') + 1), token};
   EXPECT_EQ(d.version(), 1u);
   auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 6);
-  expect_graph_answers(d, reqs, graph_reference(c, {u}, reqs), 1);
+  expect_graph_answers(d, reqs, single_process_results(c, reqs, {u}), 1);
   for (int rank : {0, 1, 2})
     EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/graph.rank{}.log", c.cora, rank)));
   launch.signal(SIGTERM);

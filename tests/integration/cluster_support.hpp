@@ -26,6 +26,7 @@
 #include "core/checksum.hpp"
 #include "core/subprocess.hpp"
 #include "nn/ops.hpp"
+#include "runtime/graph_updates.hpp"
 #include "serving/gnn_pipeline.hpp"
 
 namespace spindle::cluster_testing {
@@ -165,6 +166,24 @@ struct cora_cluster {
     return std::move(*child_process::spawn(argv, env));
   }
 };
+
+// One process's answers to `reqs` on the cluster's whole dataset, with graph
+// update `batches` applied first (none: the dataset as prepared).
+inline serving::batch_result single_process_results(
+    const cora_cluster& c, const std::vector<serving::gnn_request>& reqs,
+    const std::vector<graph::graph_update>& batches = {}) {
+  auto ds = graph::dataset::open(c.cora);
+  if (!batches.empty()) {
+    ds->set_live(std::make_shared<graph::live_graph>(ds->graph(), runtime::live_options_of(*ds)));
+    for (const auto& u : batches) EXPECT_TRUE(ds->live()->apply(u));
+  }
+  nn::heap_allocator weights;
+  auto model = nn::model::load(c.model, weights);
+  serving::psgs_router router(serving::psgs_calibration{}, serving::routing_policy::fixed);
+  thread_pool pool(1, "test");
+  serving::gnn_pipeline local(*ds, *model, router, pool);
+  return local.run(reqs);
+}
 
 // SIGTERM to the coordinator and the members from index `first` on (those
 // before it were killed by the test); each must exit 0.
