@@ -62,6 +62,11 @@ expected<graph_files> current_graph_files(const std::string& log_path) {
     const auto eq = line.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = line.substr(0, eq), name = line.substr(eq + 1);
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+      return make_error(errc::corrupt_data,
+                        "{}: {} = '{}' is not a file name beside the log (compactions write "
+                        "theirs there)",
+                        pointer_of(log_path), key, name);
     const std::string path = (fs::path(parent_of(log_path)) / name).string();
     if (key == "log") f.log = path;
     if (key == "base") f.base_dir = path;

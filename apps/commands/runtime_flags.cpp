@@ -132,12 +132,13 @@ status follow_launch() {
 
 void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a) {
   cmd.add_flag("--graph-updates", a.on,
-               "Take graph updates while serving (Admin.updateGraph, `spindle client graph "
-               "update`, POST /v2/graph/update, --graph-stream): edges, nodes and feature rows, "
-               "each batch logged before it is acknowledged and visible to every call admitted "
-               "after (host device only)");
+               "Take graph updates while serving (serve: Admin.updateGraph, `spindle client graph "
+               "update`, POST /v2/graph/update, --graph-stream; cluster ranks: --graph-stream "
+               "only): edges, nodes and feature rows, each batch logged before it is "
+               "acknowledged and visible to every call admitted after (host device only)");
   cmd.add_option("--graph-log", a.log,
-                 "The updates' write-ahead log, replayed at start (default DATASET/graph.log)");
+                 "The updates' write-ahead log, replayed at start (default DATASET/graph.log; "
+                 "on cluster rank N, DATASET/graph.rankN.log)");
   cmd.add_option("--graph-log-sync", a.sync,
                  "data: fdatasync each batch before acknowledging it (survives power loss); "
                  "os: written to the kernel only (survives kill -9, not a power cut)")

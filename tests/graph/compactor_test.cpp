@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -160,6 +161,14 @@ TEST(compactor_test, a_compaction_keeps_the_graph_and_its_version_and_a_restart_
   ASSERT_FALSE(lost);
   EXPECT_NE(lost.error().message().find(".current is missing"), std::string::npos)
       << lost.error().message();
+  {  // a .current naming files elsewhere (another dataset's log) is refused
+    std::ofstream(s.log_path + ".current") << "log=../other/graph.log\nbase=x.base\n";
+    auto elsewhere = current_graph_files(s.log_path);
+    ASSERT_FALSE(elsewhere);
+    EXPECT_NE(elsewhere.error().message().find("not a file name beside the log"),
+              std::string::npos)
+        << elsewhere.error().message();
+  }
   fs::rename(s.log_path + ".saved", s.log_path + ".current");
   EXPECT_TRUE(current_graph_files(s.log_path));
   fs::remove_all(s.dir);
