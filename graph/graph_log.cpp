@@ -310,23 +310,41 @@ status graph_log::continue_in(const std::string& path, const csr_view& g,
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
     return make_error(errc::unavailable, "{}: another process holds this graph log", path);
   SPINDLE_TRY(write_header(fd, g, path));
-  std::lock_guard lock(mu_);
   std::uint64_t at = sizeof(header), out = sizeof(header);
   std::string rec;
-  while (at < end_) {  // whole records only: end_ never ends inside one
-    record_head h{};
-    if (::pread(file_->fd, &h, sizeof h, off_t(at)) != ssize_t(sizeof h))
-      return make_error(errc::io_error, "{}: read at {}: {}", path_, at, std::strerror(errno));
-    const std::uint64_t need = sizeof h + h.bytes + sizeof(std::uint64_t);
-    if (h.version > after_version) {
-      rec.resize(need);
-      if (::pread(file_->fd, rec.data(), need, off_t(at)) != ssize_t(need))
-        return make_error(errc::io_error, "{}: read at {}: {}", path_, at, std::strerror(errno));
-      SPINDLE_TRY(write_all(fd, rec.data(), rec.size(), path));
-      out += need;
+  // Copies the records in [at, to) after after_version (whole records only).
+  auto copy_to = [&](const file& from, const std::string& from_path, std::uint64_t to) -> status {
+    while (at < to) {
+      record_head h{};
+      if (::pread(from.fd, &h, sizeof h, off_t(at)) != ssize_t(sizeof h))
+        return make_error(errc::io_error, "{}: read at {}: {}", from_path, at, std::strerror(errno));
+      const std::uint64_t need = sizeof h + h.bytes + sizeof(std::uint64_t);
+      if (h.version > after_version) {
+        rec.resize(need);
+        if (::pread(from.fd, rec.data(), need, off_t(at)) != ssize_t(need))
+          return make_error(errc::io_error, "{}: read at {}: {}", from_path, at,
+                            std::strerror(errno));
+        SPINDLE_TRY(write_all(fd, rec.data(), rec.size(), path));
+        out += need;
+      }
+      at += need;
     }
-    at += need;
+    return status::ok();
+  };
+  // The durable part first, with appends going on (a rollback never cuts it),
+  // then what was written since, with appends held.
+  std::shared_ptr<file> old;
+  std::uint64_t durable = 0;
+  std::string old_path;
+  {
+    std::lock_guard lock(mu_);
+    old = file_;
+    durable = synced_end_;
+    old_path = path_;
   }
+  SPINDLE_TRY(copy_to(*old, old_path, durable));
+  std::lock_guard lock(mu_);
+  SPINDLE_TRY(copy_to(*file_, path_, end_));
   if (::fdatasync(fd) != 0)
     return make_error(errc::io_error, "{}: fdatasync: {}", path, std::strerror(errno));
   SPINDLE_TRY(adopt());  // no record is appended to either file meanwhile
