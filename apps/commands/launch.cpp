@@ -106,6 +106,12 @@ struct launched_rank {
   std::chrono::milliseconds backoff{0};
 };
 
+// Relays the lines rank `r` has written so far; after it exited, its last ones
+// (often the error it exited on), which the pipe still holds.
+void relay_lines(launched_rank& r) {
+  while (auto line = r.process->read_line(0)) fmt::print("[{}] {}\n", r.label, *line);
+}
+
 // Reaps a rank that exited, says so, and (with --restart) starts it again once
 // its backoff has passed. Returns whether the rank is running (or will be).
 bool tend(launched_rank& r, bool restart) {
@@ -113,6 +119,7 @@ bool tend(launched_rank& r, bool restart) {
   if (r.process) {
     const auto code = r.process->try_wait();
     if (!code) return true;
+    relay_lines(r);
     r.process.reset();
     if (!restart) {
       fmt::print("[{}] exited with {}\n", r.label, *code);
@@ -273,15 +280,18 @@ status run_launch(const launch_args& a) {
   timespec tick{0, 100'000'000};
   for (bool any = !ranks.empty(); any;) {
     for (auto& r : ranks)
-      if (r.process)
-        while (auto line = r.process->read_line(0)) fmt::print("[{}] {}\n", r.label, *line);
+      if (r.process) relay_lines(r);
     std::fflush(stdout);
     siginfo_t info;
     if (sigtimedwait(&set, &info, &tick) > 0) {
       for (auto& r : ranks)
         if (r.process) r.process->signal(info.si_signo);
       for (auto& r : ranks)
-        if (r.process) fmt::print("[{}] exited with {}\n", r.label, r.process->wait());
+        if (r.process) {
+          const int code = r.process->wait();
+          relay_lines(r);
+          fmt::print("[{}] exited with {}\n", r.label, code);
+        }
       return status::ok();
     }
     any = false;

@@ -1,5 +1,7 @@
 """Starting a `spindle serve` for a test: the child's stdout is read until its
 "listening HOST:PORT" line; the endpoint is returned with the process."""
+import os
+import socket
 import subprocess
 
 
@@ -11,3 +13,23 @@ def start_server(argv):
             return proc, line.split()[1]
     proc.kill()
     raise AssertionError("server did not start: " + " ".join(argv[:4]))
+
+
+_next_port = [20000 + os.getpid() % 6000 * 2]
+
+
+def free_port():
+    """A loopback port free now, below Linux's ephemeral range (32768-60999): a
+    server binds it a moment later, and a port from the ephemeral range could
+    meanwhile be handed to any socket another test opens on port 0."""
+    for _ in range(20000, 32760):
+        port = _next_port[0]
+        _next_port[0] = 20000 if port + 1 >= 32760 else port + 1
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise AssertionError("no free loopback port in 20000-32759")

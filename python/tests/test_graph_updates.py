@@ -20,7 +20,7 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
-from serving import start_server  # noqa: E402
+from serving import free_port, start_server  # noqa: E402
 from spindle_client.export import export_pyg  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -271,12 +271,6 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

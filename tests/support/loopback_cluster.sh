@@ -13,12 +13,28 @@ scratch_and_cleanup() {
         rm -rf "$work"' EXIT
 }
 
-# free_ports N: N loopback ports free now, on one line.
+# free_ports N: N loopback ports free now, on one line, below Linux's ephemeral
+# range (32768-60999): the ranks bind them seconds later, and a port from the
+# ephemeral range could meanwhile be handed to any socket another test opens on
+# port 0. Probing starts at an offset of this shell's pid, so parallel tests
+# rarely probe the same ports.
 free_ports() {
   python3 -c 'import socket, sys
-ss = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+want, start = int(sys.argv[1]), 20000 + int(sys.argv[2]) % 6000 * 2
+found = []
+for port in list(range(start, 32760)) + list(range(20000, start)):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+        found.append(port)
+    except OSError:
+        pass
+    finally:
+        s.close()
+    if len(found) == want:
+        break
+print(" ".join(map(str, found)))' "$1" "$$"
 }
 
 # three_rank_cluster SPINDLE WORK P0 P1 P2 DOOR1: WORK/whole (R-MAT s12, 32
