@@ -143,6 +143,10 @@ bool authorized(CallbackServerContext* ctx, const std::string& token) {
   return v.starts_with("Bearer ") && rpc::token_matches(v.substr(7), token);
 }
 
+Status unknown_model(const std::string& name) {
+  return Status(StatusCode::NOT_FOUND, "unknown model '" + name.substr(0, 64) + "'");
+}
+
 class service final : public pb::GRPCInferenceService::CallbackService {
  public:
   service(door& d, std::string token) : d_(d), token_(std::move(token)) {}
@@ -159,9 +163,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   }
   ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const pb::ModelReadyRequest* in,
                                  pb::ModelReadyResponse* out) override {
-    if (!d_.known(in->name(), in->version()))
-      return finish(
-          ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+    if (!d_.known(in->name(), in->version())) return finish(ctx, unknown_model(in->name()));
     out->set_ready(d_.ready() && d_.model_ready(in->name(), in->version()));
     return finish(ctx);
   }
@@ -178,9 +180,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const pb::ModelConfigRequest* in,
                                   pb::ModelConfigResponse* out) override {
     auto m = d_.find(in->name(), in->version());
-    if (!m)
-      return finish(
-          ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+    if (!m) return finish(ctx, unknown_model(in->name()));
     const auto md = metadata_of(*m);
     auto* c = out->mutable_config();
     c->set_name(md.name);
@@ -188,19 +188,17 @@ class service final : public pb::GRPCInferenceService::CallbackService {
     c->set_backend("spindle");
     c->set_max_batch_size(0);  // the batch is the tensors' first dimension; Spindle batches calls
     for (const auto& [k, v] : md.parameters) (*c->mutable_parameters())[k].set_string_value(v);
+    auto describe = [](const tensor_metadata& t, auto* x) {
+      x->set_name(t.name);
+      x->set_data_type(pb::DataType(triton_type_code(t.datatype)));
+      for (auto d : t.shape) x->add_dims(d);
+    };
     for (const auto& t : md.inputs) {
       auto* x = c->add_input();
-      x->set_name(t.name);
-      x->set_data_type(pb::DataType(triton_type_code(t.datatype)));
-      for (auto d : t.shape) x->add_dims(d);
+      describe(t, x);
       x->set_optional(t.optional);
     }
-    for (const auto& t : md.outputs) {
-      auto* x = c->add_output();
-      x->set_name(t.name);
-      x->set_data_type(pb::DataType(triton_type_code(t.datatype)));
-      for (auto d : t.shape) x->add_dims(d);
-    }
+    for (const auto& t : md.outputs) describe(t, c->add_output());
     return finish(ctx);
   }
   ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx,
@@ -209,9 +207,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
     std::string name;
     if (!in->name().empty()) {
       auto m = d_.find(in->name(), in->version());
-      if (!m)
-        return finish(
-            ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+      if (!m) return finish(ctx, unknown_model(in->name()));
       name = m->name;
     }
     auto set = [](const duration_stat& d, pb::StatisticDuration* x) {
@@ -238,9 +234,7 @@ class service final : public pb::GRPCInferenceService::CallbackService {
   ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const pb::ModelMetadataRequest* in,
                                     pb::ModelMetadataResponse* out) override {
     auto m = d_.find(in->name(), in->version());
-    if (!m)
-      return finish(
-          ctx, Status(StatusCode::NOT_FOUND, "unknown model '" + in->name().substr(0, 64) + "'"));
+    if (!m) return finish(ctx, unknown_model(in->name()));
     const auto md = metadata_of(*m);
     out->set_name(md.name);
     out->set_platform(md.platform);

@@ -145,6 +145,22 @@ void handle_graph(door& d, const std::string& token, const httplib::Request& req
   res.set_content(graph_answer_json(a), kJson);
 }
 
+void send_unknown_model(httplib::Response& res, const std::string& name) {
+  send_error(res, 404, fmt::format("unknown model '{}'", name.substr(0, 64)));
+}
+
+// A GET route on one model (`path` binds its name and version) answering
+// `body(model)` as JSON, or 404 for a model the door does not serve.
+template <class Body>
+void get_model(http::event_server& s, const std::string& path, door& d, Body body) {
+  s.get(path,
+        [&d, body](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
+          auto m = d.find(a[1], a[2]);
+          if (!m) return send_unknown_model(res, a[1]);
+          res.set_content(body(*m), kJson);
+        });
+}
+
 void add_routes(http::event_server& s, door& d, const std::string& token) {
   s.get("/v2", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(
@@ -163,9 +179,7 @@ void add_routes(http::event_server& s, door& d, const std::string& token) {
   });
   s.get(std::string(kModelPath) + "/ready",
         [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
-          if (!d.known(a[1], a[2]))
-            return send_error(
-                res, 404, fmt::format("unknown model '{}'", a[1].substr(0, 64)));
+          if (!d.known(a[1], a[2])) return send_unknown_model(res, a[1]);
           res.status = d.ready() && d.model_ready(a[1], a[2]) ? 200 : 400;
         });
   // Triton's statistics and model-configuration extensions (tritonclient,
@@ -174,29 +188,13 @@ void add_routes(http::event_server& s, door& d, const std::string& token) {
   s.get("/v2/models/stats", [&d](const httplib::Request&, httplib::Response& res) {
     res.set_content(statistics_json(statistics_of(d.service(), "")), kJson);
   });
-  s.get(std::string(kModelPath) + "/stats",
-        [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
-          auto m = d.find(a[1], a[2]);
-          if (!m)
-            return send_error(
-                res, 404, fmt::format("unknown model '{}'", a[1].substr(0, 64)));
-          res.set_content(statistics_json(statistics_of(d.service(), m->name)), kJson);
-        });
-  s.get(std::string(kModelPath) + "/config",
-        [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
-          auto m = d.find(a[1], a[2]);
-          if (!m)
-            return send_error(
-                res, 404, fmt::format("unknown model '{}'", a[1].substr(0, 64)));
-          res.set_content(config_json(metadata_of(*m)), kJson);
-        });
-  s.get(kModelPath, [&d](const httplib::Request&, const http::path_args& a, httplib::Response& res) {
-    auto m = d.find(a[1], a[2]);
-    if (!m)
-      return send_error(res, 404,
-                        fmt::format("unknown model '{}'", a[1].substr(0, 64)));
-    res.set_content(dump(metadata_json(metadata_of(*m))), kJson);
+  get_model(s, std::string(kModelPath) + "/stats", d, [&d](const rpc::model_info& m) {
+    return statistics_json(statistics_of(d.service(), m.name));
   });
+  get_model(s, std::string(kModelPath) + "/config", d,
+            [](const rpc::model_info& m) { return config_json(metadata_of(m)); });
+  get_model(s, kModelPath, d,
+            [](const rpc::model_info& m) { return dump(metadata_json(metadata_of(m))); });
   s.post(std::string(kModelPath) + "/infer",
          [&d](const httplib::Request& req, const http::path_args& a, httplib::Response& res) {
            handle_infer(d, req, a, res);

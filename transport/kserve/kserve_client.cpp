@@ -60,20 +60,12 @@ raw_request request_of(const rpc::rec_call& c) {
 }
 
 rpc::gnn_answer gnn_answer_of(raw_answer a) {
-  rpc::gnn_answer g;
-  g.status = a.status;
-  g.message = std::move(a.message);
-  g.outputs = std::move(a.data);
-  g.width = a.shape.size() == 2 ? std::uint32_t(a.shape[1]) : 0;
-  return g;
+  const std::uint32_t width = a.shape.size() == 2 ? std::uint32_t(a.shape[1]) : 0;
+  return {a.status, std::move(a.message), width, std::move(a.data)};
 }
 
 rpc::rec_answer rec_answer_of(raw_answer a) {
-  rpc::rec_answer r;
-  r.status = a.status;
-  r.message = std::move(a.message);
-  r.scores = std::move(a.data);
-  return r;
+  return {a.status, std::move(a.message), std::move(a.data)};
 }
 
 // A model's description from its configuration's inputs and parameters.
@@ -146,10 +138,29 @@ raw_answer parse_http_answer(const httplib::Result& res, const std::string& name
   return a;
 }
 
-class http_door final : public door_client {
+// What the two protocols share: a call goes as one raw request and its raw
+// answer becomes the call's answer. A protocol sends the request (`infer`).
+class raw_door : public door_client {
+ public:
+  explicit raw_door(std::string endpoint) : endpoint_(std::move(endpoint)) {}
+  rpc::gnn_answer infer_gnn(const rpc::gnn_call& call) final {
+    return gnn_answer_of(infer(request_of(call)));
+  }
+  rpc::rec_answer infer_rec(const rpc::rec_call& call) final {
+    return rec_answer_of(infer(request_of(call)));
+  }
+  const std::string& endpoint() const final { return endpoint_; }
+
+ protected:
+  virtual raw_answer infer(const raw_request& r) = 0;
+
+  const std::string endpoint_;
+};
+
+class http_door final : public raw_door {
  public:
   http_door(std::string endpoint, const std::string& host, int port, int timeout_ms)
-      : endpoint_(std::move(endpoint)), c_(host, port) {
+      : raw_door(std::move(endpoint)), c_(host, port) {
     c_.set_keep_alive(true);
     c_.set_tcp_nodelay(true);
     const auto t = std::chrono::milliseconds(timeout_ms);
@@ -158,13 +169,6 @@ class http_door final : public door_client {
     c_.set_write_timeout(t);
   }
   bool live() { return bool(c_.Get("/v2/health/live")); }
-  rpc::gnn_answer infer_gnn(const rpc::gnn_call& call) override {
-    return gnn_answer_of(infer(request_of(call)));
-  }
-  rpc::rec_answer infer_rec(const rpc::rec_call& call) override {
-    return rec_answer_of(infer(request_of(call)));
-  }
-  const std::string& endpoint() const override { return endpoint_; }
   expected<rpc::model_info> describe(const std::string& model) override {
     auto res = c_.Get("/v2/models/" + model + "/config");
     if (!res) return make_error(errc::unavailable, "{}: {}", endpoint_, httplib::to_string(res.error()));
@@ -183,7 +187,7 @@ class http_door final : public door_client {
   }
 
  private:
-  raw_answer infer(const raw_request& r) {
+  raw_answer infer(const raw_request& r) override {
     json j;
     j["inputs"] = json::array();
     std::string binary;
@@ -212,7 +216,6 @@ class http_door final : public door_client {
     return parse_http_answer(res, r.output);
   }
 
-  std::string endpoint_;
   httplib::Client c_;
 };
 
@@ -238,10 +241,10 @@ rpc_status status_of_grpc(grpc::StatusCode code) {
   }
 }
 
-class grpc_door final : public door_client {
+class grpc_door final : public raw_door {
  public:
   grpc_door(std::string endpoint, int timeout_ms)
-      : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms) {
+      : raw_door(std::move(endpoint)), timeout_ms_(timeout_ms) {
     grpc::ChannelArguments args;
     args.SetInt("grpc.use_local_subchannel_pool", 1);  // a connection of its own
     stub_ = pb::GRPCInferenceService::NewStub(
@@ -254,13 +257,6 @@ class grpc_door final : public door_client {
     pb::ServerLiveResponse resp;
     return stub_->ServerLive(&ctx, req, &resp).ok();
   }
-  rpc::gnn_answer infer_gnn(const rpc::gnn_call& call) override {
-    return gnn_answer_of(infer(request_of(call)));
-  }
-  rpc::rec_answer infer_rec(const rpc::rec_call& call) override {
-    return rec_answer_of(infer(request_of(call)));
-  }
-  const std::string& endpoint() const override { return endpoint_; }
   expected<rpc::model_info> describe(const std::string& model) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
@@ -280,7 +276,7 @@ class grpc_door final : public door_client {
   }
 
  private:
-  raw_answer infer(const raw_request& r) {
+  raw_answer infer(const raw_request& r) override {
     pb::ModelInferRequest req;
     req.set_model_name(r.model);
     for (const auto& in : r.inputs) {
@@ -310,7 +306,6 @@ class grpc_door final : public door_client {
     return {rpc_status::internal, "the door's answer has no output '" + r.output + "'"};
   }
 
-  std::string endpoint_;
   int timeout_ms_;
   std::unique_ptr<pb::GRPCInferenceService::Stub> stub_;
 };
