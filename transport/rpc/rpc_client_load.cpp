@@ -203,6 +203,23 @@ std::string not_sent(std::size_t in_flight) {
   return fmt::format("{}{} calls in flight, the client's limit", kNotSent, in_flight);
 }
 
+// Sends `req` and reports its answer, or a broken connection as `unavailable`,
+// to done(i, answer, seconds since `scheduled`).
+template <class Request, class Done>
+kj::Promise<void> send_and_report(Request& req, std::size_t i,
+                                  std::chrono::steady_clock::time_point scheduled,
+                                  const Done& done) {
+  return req.send().then(
+      [&done, i, scheduled](auto r) {
+        done(i, detail::read(r.getReply()),
+             seconds_between(scheduled, std::chrono::steady_clock::now()));
+      },
+      [&done, i, scheduled](kj::Exception&& e) {
+        done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+             seconds_between(scheduled, std::chrono::steady_clock::now()));
+      });
+}
+
 }  // namespace
 
 status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
@@ -212,19 +229,16 @@ status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
                       send_at_s.size(), calls.size());
   }
   return guarded(endpoint_, [&]() -> status {
-    drive_open_loop(impl_->timer(), impl_->ws(), send_at_s, [&](std::size_t i, auto scheduled) {
-      auto req = impl_->inference.inferGnnRequest();
-      detail::write(req.initRequest(), calls[i]);
-      return req.send().then(
-          [&, i, scheduled](capnp::Response<::Inference::InferGnnResults> r) {
-            done(i, detail::read(r.getReply()),
-                 seconds_between(scheduled, std::chrono::steady_clock::now()));
-          },
-          [&, i, scheduled](kj::Exception&& e) {
-            done(i, {rpc_status::unavailable, e.getDescription().cStr()},
-                 seconds_between(scheduled, std::chrono::steady_clock::now()));
-          });
-    }, [&](std::size_t i, std::size_t n) { done(i, {rpc_status::overloaded, not_sent(n)}, 0.0); });
+    drive_open_loop(
+        impl_->timer(), impl_->ws(), send_at_s,
+        [&](std::size_t i, auto scheduled) {
+          auto req = impl_->inference.inferGnnRequest();
+          detail::write(req.initRequest(), calls[i]);
+          return send_and_report(req, i, scheduled, done);
+        },
+        [&](std::size_t i, std::size_t n) {
+          done(i, {rpc_status::overloaded, not_sent(n)}, 0.0);
+        });
     return status::ok();
   });
 }
@@ -238,15 +252,7 @@ status rpc_client::run_open_loop_rec(const std::function<const rec_call&(std::si
         [&](std::size_t i, auto scheduled) {
           auto req = impl_->inference.inferRecRequest();
           detail::write(req.initRequest(), call_of(i));
-          return req.send().then(
-              [&, i, scheduled](capnp::Response<::Inference::InferRecResults> r) {
-                done(i, detail::read(r.getReply()),
-                     seconds_between(scheduled, std::chrono::steady_clock::now()));
-              },
-              [&, i, scheduled](kj::Exception&& e) {
-                done(i, {rpc_status::unavailable, e.getDescription().cStr()},
-                     seconds_between(scheduled, std::chrono::steady_clock::now()));
-              });
+          return send_and_report(req, i, scheduled, done);
         },
         [&](std::size_t i, std::size_t n) {
           rec_answer a;
