@@ -4,25 +4,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <unordered_set>
+
+#include "transport/net/proc_net.hpp"
 
 namespace spindle::transport::net {
 namespace {
-
-// The inodes of this process's sockets (/proc/self/fd).
-std::unordered_set<std::string> own_socket_inodes() {
-  std::unordered_set<std::string> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    const auto target = std::filesystem::read_symlink(e.path(), ec).string();
-    if (!ec && target.rfind("socket:[", 0) == 0) out.insert(target.substr(8, target.size() - 9));
-  }
-  return out;
-}
 
 // /proc/net/tcp's "ADDR:PORT" (hex, IPv4 in host byte order) for a peer.
 std::string proc_net_address(const sockaddr_storage& sa) {
@@ -42,16 +29,9 @@ bool from_this_process(int fd) {
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return false;
   const std::string want = proc_net_address(sa);
   if (want.empty()) return false;
-  const auto mine = own_socket_inodes();
-  std::ifstream f("/proc/net/tcp");
-  std::string line;
-  std::getline(f, line);  // header
-  while (std::getline(f, line)) {
-    std::istringstream in(line);
-    std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
-    in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-    if (local == want) return mine.count(inode) > 0;
-  }
+  const auto mine = socket_inodes("self");
+  for (const auto& row : read_tcp_table("/proc/net/tcp"))
+    if (row.local == want) return mine.count(row.inode) > 0;
   return false;
 }
 
