@@ -31,6 +31,25 @@ std::vector<std::uint64_t> room_of(const std::vector<shard_info>& shards) {
   return room;
 }
 
+// The topology's shards for rows of `in.row_bytes`, or the capacity error when
+// together they cannot hold every row.
+expected<std::vector<shard_info>> shards_holding_all(const config::topology& topo,
+                                                     const placement_input& in) {
+  const std::uint64_t n = in.fap.size();
+  auto shards = enumerate_shards(topo, in.row_bytes);
+  if (total_capacity(shards) < n)
+    return detail::capacity_error(n, total_capacity(shards), in.row_bytes);
+  return shards;
+}
+
+// A server's host memory, then its disk: where rows its devices do not hold go.
+std::vector<int> backing_of(const detail::server_shards& s) {
+  std::vector<int> tiers;
+  if (s.host >= 0) tiers.push_back(s.host);
+  if (s.disk >= 0) tiers.push_back(s.disk);
+  return tiers;
+}
+
 bool take(int shard, std::uint64_t node, std::vector<std::uint64_t>& room,
           detail::plan_assembler& out) {
   if (shard < 0 || room[shard] == 0) return false;
@@ -62,9 +81,7 @@ class hash_policy final : public placement_policy {
   expected<placement_plan> place(const config::topology& topo,
                                  const placement_input& in) const override {
     const std::uint64_t n = in.fap.size();
-    auto shards = enumerate_shards(topo, in.row_bytes);
-    if (total_capacity(shards) < n)
-      return detail::capacity_error(n, total_capacity(shards), in.row_bytes);
+    SPINDLE_ASSIGN_OR_RETURN(auto shards, shards_holding_all(topo, in));
     auto index = detail::index_shards(topo, shards);
     auto room = room_of(shards);
     // Per server: its devices, host memory, disk; the device a row prefers is
@@ -72,8 +89,7 @@ class hash_policy final : public placement_policy {
     std::vector<std::vector<int>> tiers(index.size());
     for (std::size_t s = 0; s < index.size(); ++s) {
       tiers[s] = index[s].devices;
-      if (index[s].host >= 0) tiers[s].push_back(index[s].host);
-      if (index[s].disk >= 0) tiers[s].push_back(index[s].disk);
+      for (int shard : backing_of(index[s])) tiers[s].push_back(shard);
     }
     detail::plan_assembler out(n, shards);
     for (std::uint64_t v = 0; v < n; ++v) {
@@ -126,10 +142,7 @@ class degree_policy final : public placement_policy {
     std::uint64_t replicate = S > 1 ? std::min(min_backing, (backing - rest) / (S - 1)) : 0;
     replicate = std::min(replicate, rest);
     std::vector<std::vector<int>> tiers(S);
-    for (std::size_t s = 0; s < S; ++s) {
-      if (index[s].host >= 0) tiers[s].push_back(index[s].host);
-      if (index[s].disk >= 0) tiers[s].push_back(index[s].disk);
-    }
+    for (std::size_t s = 0; s < S; ++s) tiers[s] = backing_of(index[s]);
     for (std::uint64_t r = cache; r < cache + replicate; ++r)
       for (std::size_t s = 0; s < S; ++s) {
         int shard = room[tiers[s][0]] > 0 ? tiers[s][0] : tiers[s].back();
@@ -149,9 +162,7 @@ class random_policy final : public placement_policy {
   expected<placement_plan> place(const config::topology& topo,
                                  const placement_input& in) const override {
     const std::uint64_t n = in.fap.size();
-    auto shards = enumerate_shards(topo, in.row_bytes);
-    if (total_capacity(shards) < n)
-      return detail::capacity_error(n, total_capacity(shards), in.row_bytes);
+    SPINDLE_ASSIGN_OR_RETURN(auto shards, shards_holding_all(topo, in));
     std::vector<std::uint64_t> order(n);
     std::iota(order.begin(), order.end(), std::uint64_t{0});
     std::mt19937_64 rng(in.seed);
