@@ -68,21 +68,28 @@ __device__ std::uint64_t warp_stride() {
   return std::uint64_t{gridDim.x} * blockDim.x / warp_threads;
 }
 
+// Under `q`'s set lock, the warp calls held(slot) when `q` is cached; returns
+// whether it was.
+template <class Held>
+__device__ bool warp_with_slot_of(const slab_cache_view& c, cache_key q, unsigned lane, Held held) {
+  const std::uint64_t set = set_of(q, c.num_sets);
+  lock_set(c.locks + set, lane);
+  const located r = warp_locate(c, set, q, lane);
+  const bool hit = r.step == probe_step::hit;
+  if (hit) held(set * c.slabs_per_set * slab_width + r.slot);
+  unlock_set(c.locks + set, lane);
+  return hit;
+}
+
 __global__ void query_kernel(slab_cache_view c, const cache_key* keys, std::uint64_t n, float* out,
                              std::uint8_t* missed, std::uint64_t g) {
   unsigned lane = 0;
   for (std::uint64_t k = warp_index(lane); k < n; k += warp_stride()) {
-    const cache_key q = keys[k];
-    const std::uint64_t set = set_of(q, c.num_sets);
-    lock_set(c.locks + set, lane);
-    const located r = warp_locate(c, set, q, lane);
-    const std::uint64_t slot = set * c.slabs_per_set * slab_width + r.slot;
-    if (r.step == probe_step::hit) {
+    const bool hit = warp_with_slot_of(c, keys[k], lane, [&](std::uint64_t slot) {
       warp_copy(out + k * c.dim, c.values + slot * c.dim, c.dim, lane);
       if (lane == 0) c.counters[slot] = g;
-    }
-    unlock_set(c.locks + set, lane);
-    if (lane == 0) missed[k] = r.step == probe_step::hit ? 0 : 1;
+    });
+    if (lane == 0) missed[k] = hit ? 0 : 1;
   }
 }
 
@@ -110,15 +117,9 @@ __global__ void update_kernel(slab_cache_view c, const cache_key* keys, std::uin
                               const float* values) {
   unsigned lane = 0;
   for (std::uint64_t k = warp_index(lane); k < n; k += warp_stride()) {
-    const cache_key q = keys[k];
-    const std::uint64_t set = set_of(q, c.num_sets);
-    lock_set(c.locks + set, lane);
-    const located r = warp_locate(c, set, q, lane);
-    if (r.step == probe_step::hit) {
-      const std::uint64_t slot = set * c.slabs_per_set * slab_width + r.slot;
+    warp_with_slot_of(c, keys[k], lane, [&](std::uint64_t slot) {
       warp_copy(c.values + slot * c.dim, values + k * c.dim, c.dim, lane);
-    }
-    unlock_set(c.locks + set, lane);
+    });
   }
 }
 

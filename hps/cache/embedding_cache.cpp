@@ -90,6 +90,16 @@ status embedding_cache::check_batch(std::span<const cache_key> keys, std::size_t
   return status::ok();
 }
 
+template <class Held>
+bool embedding_cache::with_slot_of(cache_key q, Held&& held) {
+  const std::uint64_t set = gpu::set_of(q, num_sets_);
+  lock(set);
+  const locate_result r = locate(set, q);
+  if (r.step == probe_step::hit) held(slot_index(set, r.slot));
+  unlock(set);
+  return r.step == probe_step::hit;
+}
+
 status embedding_cache::query(std::span<const cache_key> keys, std::span<float> values,
                               cache_misses& misses) {
   misses.clear();
@@ -97,16 +107,11 @@ status embedding_cache::query(std::span<const cache_key> keys, std::span<float> 
   const std::uint64_t g = global_counter_.fetch_add(1, std::memory_order_relaxed) + 1;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i + prefetch_distance < keys.size()) prefetch(keys[i + prefetch_distance]);
-    const std::uint64_t set = gpu::set_of(keys[i], num_sets_);
-    lock(set);
-    const locate_result r = locate(set, keys[i]);
-    if (r.step == probe_step::hit) {
-      const std::uint64_t slot = slot_index(set, r.slot);
+    const bool hit = with_slot_of(keys[i], [&](std::uint64_t slot) {
       gpu::copy_vector(values.data() + i * dim_, values_.data() + slot * dim_, dim_);
       counters_[slot] = g;
-    }
-    unlock(set);
-    if (r.step != probe_step::hit) {
+    });
+    if (!hit) {
       misses.keys.push_back(keys[i]);
       misses.positions.push_back(static_cast<std::uint32_t>(i));
     }
@@ -142,15 +147,10 @@ expected<std::uint64_t> embedding_cache::update(std::span<const cache_key> keys,
   SPINDLE_TRY(check_batch(keys, values.size(), "update"));
   std::uint64_t updated = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const std::uint64_t set = gpu::set_of(keys[i], num_sets_);
-    lock(set);
-    const locate_result r = locate(set, keys[i]);
-    if (r.step == probe_step::hit) {
-      const std::uint64_t slot = slot_index(set, r.slot);
+    with_slot_of(keys[i], [&](std::uint64_t slot) {
       gpu::copy_vector(values_.data() + slot * dim_, values.data() + i * dim_, dim_);
       ++updated;
-    }
-    unlock(set);
+    });
   }
   return updated;
 }

@@ -60,6 +60,9 @@ class embedding_cache final : public l1_cache {
   };
   /// Probes `q`'s set from its first slab; caller holds the set's lock.
   locate_result locate(std::uint64_t set, cache_key q) const;
+  /// Under `q`'s set lock, calls held(slot) when `q` is cached; returns whether it was.
+  template <class Held>
+  bool with_slot_of(cache_key q, Held&& held);
   void prefetch(cache_key q) const;
   void lock(std::uint64_t set) const;
   void unlock(std::uint64_t set) const;
