@@ -7,26 +7,12 @@
 #include <unistd.h>
 
 #include "tests/apps/front_door_fixture.hpp"
+#include "tests/support/loopback_socket.hpp"
 
 namespace spindle {
 namespace {
 
-using front_door::fixture;
-using front_door::run_command;
-using front_door::run_spindle;
-using front_door::server_fixture;
-namespace rpc = transport::rpc;
-
-int connect_raw(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(std::uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
-  if (fd >= 0) ::close(fd);
-  return -1;
-}
+using namespace front_door;
 
 // Reads the server's output until a line contains `text` (or the time is up).
 bool saw_line(child_process& p, const std::string& text, int timeout_ms) {
@@ -69,7 +55,7 @@ TEST(front_door_test, running_out_of_file_descriptors_leaves_the_front_door_serv
   const int port = std::stoi(endpoint->substr(endpoint->rfind(':') + 1));
   std::vector<int> socks;
   for (int i = 0; i < 300; ++i)
-    if (int fd = connect_raw(port); fd >= 0) socks.push_back(fd);
+    if (int fd = testing::dial_loopback(port); fd >= 0) socks.push_back(fd);
   EXPECT_TRUE(saw_line(s, "descriptors in use", 10000));
   for (int fd : socks) ::close(fd);
   expect_answers(*endpoint);
@@ -86,11 +72,10 @@ TEST(front_door_test, connections_past_the_cap_are_closed_at_once) {
   ASSERT_TRUE(endpoint.has_value());
   const int port = std::stoi(endpoint->substr(endpoint->rfind(':') + 1));
   std::vector<int> socks;
-  for (int i = 0; i < 20; ++i) socks.push_back(connect_raw(port));
+  for (int i = 0; i < 20; ++i) socks.push_back(testing::dial_loopback(port));
   EXPECT_TRUE(saw_line(s, "with the door at --max-connections 8", 10000));
   char byte;
-  timeval tv{5, 0};
-  ::setsockopt(socks.back(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  testing::set_receive_timeout(socks.back(), 5);
   EXPECT_EQ(::recv(socks.back(), &byte, 1, 0), 0);  // closed by the server, not left hanging
   for (int fd : socks) ::close(fd);
   expect_answers(*endpoint);
@@ -110,7 +95,7 @@ TEST(front_door_test, half_sent_http_requests_do_not_stall_a_metrics_scrape) {
   auto& f = fixture();
   std::vector<int> stuck;
   for (int i = 0; i < 64; ++i) {
-    const int fd = connect_raw(f.metrics_port);
+    const int fd = testing::dial_loopback(f.metrics_port);
     ASSERT_GE(fd, 0);
     const char partial[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";  // never finished
     ASSERT_GT(::send(fd, partial, sizeof partial - 1, MSG_NOSIGNAL), 0);

@@ -7,15 +7,12 @@
 // the limits (descriptors, connection caps, SIGTERM) are front_door_limits_test,
 // the load generator, metrics and shell front_door_tools_test.
 #include "tests/apps/front_door_fixture.hpp"
+#include "tests/support/loopback_socket.hpp"
 
 namespace spindle {
 namespace {
 
-using front_door::fixture;
-using front_door::run_command;
-using front_door::run_spindle;
-using front_door::server_fixture;
-namespace rpc = transport::rpc;
+using namespace front_door;
 
 TEST(front_door_test, answers_equal_the_direct_pipeline_and_a_bad_request_fails_alone) {
   auto& f = fixture();
@@ -226,12 +223,8 @@ TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
   auto& f = fixture();
   const int port = std::stoi(f.endpoint.substr(f.endpoint.rfind(':') + 1));
   for (int round = 0; round < 3; ++round) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(std::uint16_t(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const int fd = testing::dial_loopback(port);
+    ASSERT_GE(fd, 0);
     std::string junk(4096, char(0x5a + round));
     junk[0] = char(0xff);  // segment count far past the limits
     (void)::write(fd, junk.data(), junk.size());

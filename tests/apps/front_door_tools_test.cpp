@@ -6,11 +6,7 @@
 namespace spindle {
 namespace {
 
-using front_door::fixture;
-using front_door::run_command;
-using front_door::run_spindle;
-using front_door::server_fixture;
-namespace rpc = transport::rpc;
+using namespace front_door;
 
 // the open loop mixed kj's cached timer.now() with
 // steady_clock and reported negative latencies (p50 -29 ms in 2 of ~10 runs).

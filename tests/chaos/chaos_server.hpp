@@ -4,8 +4,8 @@
 #pragma once
 
 #include <arpa/inet.h>
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -17,37 +17,21 @@
 #include <vector>
 
 #include "core/subprocess.hpp"
-#include "grpc_service.grpc.pb.h"
 #include "graph/prepare.hpp"
+#include "grpc_service.grpc.pb.h"
 #include "nn/model.hpp"
 #include "tests/graph/test_util.hpp"
+#include "tests/support/loopback_socket.hpp"
 
 namespace spindle {
-
-inline int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(std::uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 /// Sends `bytes` on a new connection to `port` and returns all it gets back
 /// before the server closes it (or 15 s pass).
 inline std::string raw_exchange(int port, const std::string& bytes) {
-  const int fd = connect_to(port);
+  const int fd = testing::dial_loopback(port);
   if (fd < 0) return "(no connection)";
   [[maybe_unused]] auto w = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  timeval tv{15, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string answer;
-  char buf[4096];
-  for (ssize_t k; (k = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, std::size_t(k));
+  std::string answer = testing::receive_all(fd, 15);
   ::close(fd);
   return answer;
 }

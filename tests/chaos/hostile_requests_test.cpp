@@ -24,6 +24,16 @@ namespace {
 
 std::string status_line(const std::string& answer) { return answer.substr(0, answer.find('\r')); }
 
+// Waits up to 20 s for the server to close `fd`: what a one-byte recv returned
+// (0: closed) and the seconds it took.
+std::pair<ssize_t, double> wait_for_close(int fd) {
+  testing::set_receive_timeout(fd, 20);
+  const auto t0 = std::chrono::steady_clock::now();
+  char b = 0;
+  const ssize_t got = ::recv(fd, &b, 1, 0);
+  return {got, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
 TEST(chaos_hostile_requests_test, a_30_kb_url_is_refused_and_the_server_lives) {
   chaos_server s;
   ASSERT_TRUE(http_infer(s.http));
@@ -124,7 +134,7 @@ TEST(chaos_hostile_requests_test, idle_capnp_sockets_do_not_lock_the_door) {
   const int port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
   std::vector<int> idle;
   for (int i = 0; i < 250; ++i)
-    if (const int fd = connect_to(port); fd >= 0) idle.push_back(fd);
+    if (const int fd = testing::dial_loopback(port); fd >= 0) idle.push_back(fd);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   int answered = 0;
   for (int i = 0; i < 5; ++i) {
@@ -139,14 +149,9 @@ TEST(chaos_hostile_requests_test, idle_capnp_sockets_do_not_lock_the_door) {
               answered);
   EXPECT_EQ(answered, 5);
   // An idle socket is closed by the server after the handshake deadline.
-  const int fd = connect_to(port);
+  const int fd = testing::dial_loopback(port);
   ASSERT_GE(fd, 0);
-  timeval tv{20, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  const auto t0 = std::chrono::steady_clock::now();
-  char b = 0;
-  const ssize_t got = ::recv(fd, &b, 1, 0);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto [got, waited] = wait_for_close(fd);
   std::printf("a socket that sent nothing: closed by the server after %.1f s\n", waited);
   EXPECT_EQ(got, 0) << "not closed within 20 s";
   EXPECT_LT(waited, 15.0);
@@ -161,28 +166,22 @@ TEST(chaos_hostile_requests_test, a_half_closed_socket_gets_its_answer) {
   const std::string body = R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[3]}]})";
   const std::string req = "POST /v2/models/sage/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body;
-  const int fd = connect_to(s.http);
+  const int fd = testing::dial_loopback(s.http);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
   ::shutdown(fd, SHUT_WR);
-  timeval tv{15, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string answer;
-  char buf[4096];
-  for (ssize_t k; (k = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, std::size_t(k));
+  const std::string answer = testing::receive_all(fd, 15);
   ::close(fd);
   std::printf("request, then SHUT_WR: %s\n", status_line(answer).c_str());
   EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
   EXPECT_NE(answer.find("\"outputs\""), std::string::npos) << answer;
   // Three pipelined requests, then SHUT_WR: three answers.
-  const int p = connect_to(s.http);
+  const int p = testing::dial_loopback(s.http);
   ASSERT_GE(p, 0);
   const std::string three = req + req + req;
   ASSERT_EQ(::send(p, three.data(), three.size(), MSG_NOSIGNAL), ssize_t(three.size()));
   ::shutdown(p, SHUT_WR);
-  ::setsockopt(p, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string all;
-  for (ssize_t k; (k = ::recv(p, buf, sizeof buf, 0)) > 0;) all.append(buf, std::size_t(k));
+  const std::string all = testing::receive_all(p, 15);
   ::close(p);
   std::size_t answers = 0;
   for (std::size_t at = 0; (at = all.find("HTTP/1.1 200", at)) != std::string::npos; ++at) ++answers;
@@ -230,7 +229,7 @@ TEST(chaos_hostile_requests_test, stalled_clients_cannot_pin_memory) {
   }
   // A Cap'n Proto frame announcing 1 MiB, 100 bytes of it, then silence.
   const int port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
-  const int c = connect_to(port);
+  const int c = testing::dial_loopback(port);
   ASSERT_GE(c, 0);
   std::string frame(8, '\0');
   const std::uint32_t words = (1u << 20) / 8;
@@ -238,12 +237,7 @@ TEST(chaos_hostile_requests_test, stalled_clients_cannot_pin_memory) {
   frame += std::string(100, 'x');
   ASSERT_EQ(::send(c, frame.data(), frame.size(), MSG_NOSIGNAL), ssize_t(frame.size()));
   const std::size_t during = rss_mb(s.proc->pid());
-  timeval tv{20, 0};
-  ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  const auto t0 = std::chrono::steady_clock::now();
-  char b = 0;
-  const ssize_t got = ::recv(c, &b, 1, 0);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto [got, waited] = wait_for_close(c);
   std::printf("HTTP: %zu MB pushed behind unread answers, server RSS %zu -> %zu MB; a Cap'n Proto "
               "message stalled after 100 bytes: closed after %.1f s\n",
               sent >> 20, before, during, waited);

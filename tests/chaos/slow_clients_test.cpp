@@ -51,7 +51,7 @@ std::size_t slow_count() {
 std::vector<int> slowloris(int port, std::size_t n, const std::string& prefix) {
   std::vector<int> fds;
   for (std::size_t i = 0; i < n; ++i) {
-    const int fd = connect_to(port);
+    const int fd = testing::dial_loopback(port);
     if (fd < 0) break;
     if (!prefix.empty()) [[maybe_unused]] auto w = ::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL);
     fds.push_back(fd);
@@ -138,16 +138,12 @@ TEST(chaos_slow_clients_test, slowloris_on_every_door_leaves_good_calls_fast) {
 // passed, and the connection closed: the server keeps no half-sent request.
 TEST(chaos_slow_clients_test, a_half_sent_http_request_gets_408_and_is_closed) {
   chaos_server s;
-  const int fd = connect_to(s.http);
+  const int fd = testing::dial_loopback(s.http);
   ASSERT_GE(fd, 0);
   const std::string partial = "POST /v2/models/sage/infer HTTP/1.1\r\nContent-Length: 50\r\n\r\n{";
   ASSERT_EQ(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL), ssize_t(partial.size()));
-  timeval tv{15, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   const auto t0 = clock_type::now();
-  std::string got;
-  char buf[4096];
-  for (ssize_t k; (k = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, std::size_t(k));
+  const std::string got = testing::receive_all(fd, 15);
   const double s_waited = std::chrono::duration<double>(clock_type::now() - t0).count();
   ::close(fd);
   std::printf("half-sent request: answered after %.1f s: %s\n", s_waited,

@@ -134,22 +134,13 @@ TEST(cluster_front_door_test, a_killed_coordinator_restarts_and_its_members_rejo
 
 // Sends `request` to 127.0.0.1:`port` and returns everything the server answers.
 std::string http_exchange(int port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(std::uint16_t(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "cannot connect";
-  }
+  const int fd = testing::dial_loopback(port);
+  if (fd < 0) return "cannot connect";
   if (::write(fd, request.data(), request.size()) != ssize_t(request.size())) {
     ::close(fd);
     return "cannot send";
   }
-  std::string body;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) body.append(buf, std::size_t(n));
+  std::string body = testing::receive_all(fd, 0);
   ::close(fd);
   return body;
 }

@@ -1,6 +1,8 @@
 // A loopback connection is the relay's own only when this process opened it: a
 // connection from this process is recognised, one from another process (a
 // forked child here) is not, and a descriptor that is no TCP socket is not.
+#include "transport/net/local_peer.hpp"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -9,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "transport/net/local_peer.hpp"
+#include "tests/support/loopback_socket.hpp"
 
 namespace spindle::transport::net {
 namespace {
@@ -30,22 +32,9 @@ struct peer_listener {
   ~peer_listener() { ::close(fd); }
 };
 
-int dial_loopback(int port) {
-  const int c = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(std::uint16_t(port));
-  if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(c);
-    return -1;
-  }
-  return c;
-}
-
 TEST(local_peer_test, a_connection_this_process_opened_is_its_own) {
   peer_listener l;
-  const int c = dial_loopback(l.port);
+  const int c = testing::dial_loopback(l.port);
   ASSERT_GE(c, 0);
   const int s = ::accept(l.fd, nullptr, nullptr);
   ASSERT_GE(s, 0);
@@ -59,7 +48,7 @@ TEST(local_peer_test, a_connection_from_another_process_is_not) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {  // the other process: connect, then wait to be stopped
-    const int c = dial_loopback(l.port);
+    const int c = testing::dial_loopback(l.port);
     ::pause();
     ::_exit(c >= 0 ? 0 : 1);
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/loopback_socket.hpp"
 #include "transport/net/listen_socket.hpp"
 
 namespace spindle::transport::net {
@@ -52,14 +53,9 @@ struct echo_server {
 };
 
 int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(std::uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const int fd = testing::dial_loopback(port);
+  EXPECT_GE(fd, 0);
+  testing::set_receive_timeout(fd, 10);
   return fd;
 }
 
