@@ -12,10 +12,7 @@ set -uo pipefail
 spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/support/loopback_cluster.sh"
-scratch_and_cleanup
-
-read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
-out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || { echo "FAIL: $out"; exit 1; }
+scratch_cluster "$spindle"
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
   --listen "127.0.0.1:$door0" --restart > "$work/launch.log" 2>&1 &
 bg+=($!)

@@ -14,12 +14,8 @@ set -uo pipefail
 spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/support/loopback_cluster.sh"
-scratch_and_cleanup
 export SPINDLE_PROGRESS=0
-fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
-
-read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
-out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || fail "$out"
+scratch_cluster "$spindle"
 
 # Refusals first: they name the flags.
 out=$("$spindle" node --config "$work/cluster.toml" --rank 0 --dataset "$work/parts" --model "$work/m" \

@@ -17,7 +17,7 @@ namespace {
 
 using namespace cluster_testing;
 
-class cluster_serving_failure_test : public ::testing::TestWithParam<std::string> {};
+class cluster_serving_failure_test : public cora_transport_test {};
 
 // Reads the coordinator's output up to its "answers" line, collecting failed request ids.
 // `placement`, if given, gets the "placement epoch ..." line.
@@ -59,7 +59,6 @@ std::vector<std::uint64_t> lose_a_member_mid_run(const cora_cluster& c, child_pr
 }
 
 TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requests) {
-  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   cora_cluster c("cluster_kill");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const auto env = ucx_env(GetParam());
@@ -82,7 +81,6 @@ TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requ
 // equals one process's. Before: it stayed alive=true and requests waited the
 // bridge's full 30 s.
 TEST_P(cluster_serving_failure_test, a_frozen_member_is_declared_down_and_serving_goes_on) {
-  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   // Over UCX's tcp transport this once made UCX 1.13 abort other processes
   // (ucs_fatal in ucp_get_req_handler, an assertion in ucp_worker_destroy);
   // reads now go as messages the owner answers (transport/ucx/am_reads.hpp)
@@ -110,7 +108,6 @@ TEST_P(cluster_serving_failure_test, a_frozen_member_is_declared_down_and_servin
 // A killed member that is restarted rejoins, publishes a new region, and the
 // coordinator reads its shards again: requests fail only while it was gone.
 TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
-  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   // Rejoining does not depend on the transport (the kill test covers tcp's
   // failure detection); one transport keeps the suite's time down.
   if (!GetParam().empty()) GTEST_SKIP() << "rejoin runs over UCX's default transports only";

@@ -19,12 +19,8 @@ set -uo pipefail
 spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/support/loopback_cluster.sh"
-scratch_and_cleanup
 export SPINDLE_PROGRESS=0
-fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
-
-read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
-out=$(three_rank_cluster "$spindle" "$work" "$p0" "$p1" "$p2" "$door1") || fail "$out"
+scratch_cluster "$spindle"
 "$spindle" model init --arch gcn --in 32 --hidden 16 --classes 5 --seed 9 --name late --out-dir "$work/late" > /dev/null || fail "model init late"
 "$spindle" model init --arch ncf --tables 10,20,10,20 --seed 4 --out-dir "$work/ncf" > /dev/null || fail "model init ncf"
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \

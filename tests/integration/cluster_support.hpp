@@ -28,6 +28,8 @@
 #include "nn/ops.hpp"
 #include "runtime/graph_updates.hpp"
 #include "serving/gnn_pipeline.hpp"
+#include "tests/support/loopback_socket.hpp"
+#include "transport/net/proc_net.hpp"
 
 namespace spindle::cluster_testing {
 
@@ -89,6 +91,15 @@ inline bool wait_member(const std::string& config, int rank, bool alive, int joi
 inline bool have_cora() {
   return std::filesystem::exists(graph::testing::shared_data("cora/cora.cites"));
 }
+
+// Cluster tests run over each UCX transport (the parameter; "" for UCX's
+// default) on Cora, skipped where the test data folder is not present.
+class cora_transport_test : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
+  }
+};
 
 inline std::string prepare_cora(const std::string& dir) {
   std::string out = dir + "/cora";
@@ -199,24 +210,11 @@ inline void stop_cluster(child_process& coord, std::vector<child_process>& membe
 // from /proc/net/tcp{,6} matched to the process's socket inodes (what `ss
 // -ltnp` shows, without needing iproute2).
 inline std::vector<std::string> listening_addresses(pid_t pid) {
-  std::set<std::string> inodes;
-  for (const auto& e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) {
-    std::error_code ec;
-    const auto target = std::filesystem::read_symlink(e.path(), ec).string();
-    if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
-  }
+  const auto inodes = transport::net::socket_inodes(std::to_string(pid));
   std::vector<std::string> out;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream f(table);
-    std::string line;
-    std::getline(f, line);  // header
-    while (std::getline(f, line)) {
-      std::istringstream in(line);
-      std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
-      in >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-      if (state == "0A" && inodes.count(inode)) out.push_back(local);
-    }
-  }
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"})
+    for (const auto& row : transport::net::read_tcp_table(table))
+      if (row.state == "0A" && inodes.count(row.inode)) out.push_back(row.local);
   return out;
 }
 
@@ -230,15 +228,10 @@ inline std::vector<int> listening_ports(int pid) {
 
 // Sends `bytes` on a new connection to 127.0.0.1:`port`, waits 50 ms, closes.
 inline void send_and_close(int port, const std::string& bytes) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(std::uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    [[maybe_unused]] auto w = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const int fd = testing::dial_loopback(port);
+  if (fd < 0) return;
+  [[maybe_unused]] auto w = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ::close(fd);
 }
 

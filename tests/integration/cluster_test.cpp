@@ -201,7 +201,7 @@ TEST(cluster_test, nodes_join_a_killed_node_is_seen_down_and_a_restart_rejoins) 
   for (auto* c : {&again, &b, &coord}) EXPECT_EQ(c->wait(), 0);
 }
 
-class cluster_serving_test : public ::testing::TestWithParam<std::string> {};
+class cluster_serving_test : public cora_transport_test {};
 
 // Reads the coordinator's "batches B here H on members M" line: members took
 // some, the counts add up, and there were at least `least` batches.
@@ -234,7 +234,6 @@ std::string expect_single_process_answers(child_process& coord, const cora_clust
 // partitioned by FAP over their shards (UCX one-sided reads across processes);
 // the answers' checksum equals the single-process one computed here.
 TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
-  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   cora_cluster c("cluster_serving");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const auto env = ucx_env(GetParam());
@@ -272,7 +271,6 @@ TEST(cluster_pipelines_test, two_pipelines_per_node_answer_exactly_like_one_proc
 // its offset, so the answers equal one process's (before, every remote shard
 // was read as its server's host shard: silently wrong answers).
 TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_process) {
-  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   cora_cluster c("cluster_tiers", "memory = 3000000\ndisk = 100000000\n");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const auto env = ucx_env(GetParam());
@@ -288,7 +286,6 @@ TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_pr
 // cluster re-plans while serving (rows moved over UCX from their owners) and the
 // answers still equal one process's over the whole dataset.
 TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_process) {
-  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   cora_cluster c("cluster_partition");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const std::string parts = c.dir + "/parts";
@@ -335,7 +332,6 @@ TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_
 // switch, old shards are freed, and every answer still equals the
 // single-process answer (no request fails, none is lost).
 TEST_P(cluster_serving_test, a_replan_migrates_rows_while_serving) {
-  if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   cora_cluster c("cluster_replan");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const auto env = ucx_env(GetParam());

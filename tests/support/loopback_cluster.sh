@@ -13,6 +13,10 @@ scratch_and_cleanup() {
         rm -rf "$work"' EXIT
 }
 
+# fail MESSAGE...: the test fails, naming MESSAGE, with the tail of
+# $work/launch.log when there is one.
+fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
+
 # free_ports N: N loopback ports free now, on one line, below Linux's ephemeral
 # range (32768-60999): the ranks bind them seconds later, and a port from the
 # ephemeral range could meanwhile be handed to any socket another test opens on
@@ -99,4 +103,13 @@ judge_pair() {
   verdict=$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")
   [ "$verdict" = right ] || [ "$verdict" = refused ] || echo "WRONG answer to seed $seed: $a vs $b" >&2
   echo "$verdict"
+}
+
+# scratch_cluster SPINDLE: scratch_and_cleanup, five free ports ($p0 $p1 $p2
+# for the ranks, $door0 $door1 for the doors) and three_rank_cluster in $work;
+# the test fails naming the step that failed.
+scratch_cluster() {
+  scratch_and_cleanup
+  read -r p0 p1 p2 door0 door1 <<< "$(free_ports 5)"
+  out=$(three_rank_cluster "$1" "$work" "$p0" "$p1" "$p2" "$door1") || fail "$out"
 }
