@@ -20,6 +20,7 @@
 #include "nn/ops.hpp"
 #include "tests/chaos/chaos_server.hpp"
 #include "tests/graph/test_util.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/spindle_cli.hpp"
 
 namespace spindle {
@@ -33,18 +34,12 @@ testing::cli_outcome run(const std::vector<std::string>& args) {
 
 void flip_bytes(const std::string& path, std::mt19937_64& rng) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(0, std::ios::end);
-  const auto size = std::uint64_t(f.tellg());
+  const auto size = std::uint64_t(testing::size_of(f));
   if (size == 0) return;
   const int flips = 1 + int(rng() % 4);
   for (int i = 0; i < flips; ++i) {
     const auto at = std::streamoff(rng() % size);
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    c = char(c ^ char(1 + rng() % 255));
-    f.seekp(at);
-    f.write(&c, 1);
+    testing::flip_byte(f, at, char(1 + rng() % 255));
   }
 }
 
@@ -144,14 +139,8 @@ TEST(chaos_byte_flip_test, serve_refuses_altered_data_at_start) {
   ASSERT_EQ(run(serve).code, 0);
   {
     std::fstream f(dir + "/g/features.npy", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(0, std::ios::end);
-    const auto at = std::streamoff(f.tellg()) - 3;  // a float's high byte: still finite
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(at);
-    c = char(c ^ 0x01);
-    f.write(&c, 1);
+    // A float's high byte: still finite.
+    testing::flip_byte(f, testing::size_of(f) - 3, 0x01);
   }
   auto r = run(serve);
   EXPECT_EQ(r.code, 1) << r.out;

@@ -6,14 +6,15 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <random>
+#include <thread>
 
 #include "core/npy.hpp"
 #include "core/safetensors.hpp"
 #include "hps/lookup_session.hpp"
 #include "hps/warm_up.hpp"
 #include "tests/graph/test_util.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace spindle::hps {
@@ -144,14 +145,8 @@ TEST(lookup_session_test, a_corrupted_pdb_block_fails_the_call_instead_of_answer
   for (const auto& e : fs::directory_iterator(dir / "db")) {
     if (e.path().extension() != ".sst" || fs::file_size(e.path()) < 4096) continue;
     std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
-    for (std::streamoff at = 64; at < 64 + 64; ++at) {  // inside the first data block
-      f.seekg(at);
-      char c = 0;
-      f.read(&c, 1);
-      f.seekp(at);
-      c = char(c ^ 0x5a);
-      f.write(&c, 1);
-    }
+    for (std::streamoff at = 64; at < 64 + 64; ++at)  // inside the first data block
+      testing::flip_byte(f, at, 0x5a);
     ++flipped;
   }
   ASSERT_GT(flipped, 0u) << "no table file to damage";

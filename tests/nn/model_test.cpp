@@ -4,10 +4,12 @@
 
 #include <cstring>
 #include <filesystem>
-#include <vector>
-#include <limits>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <vector>
+
+#include "tests/support/file_bytes.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -60,14 +62,8 @@ TEST(model_test, weights_that_no_longer_match_their_crc32_are_refused) {
   ASSERT_EQ(d->weights_crc32.size(), 8u);
   {
     std::fstream f(dir + "/weights.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(0, std::ios::end);
-    const auto at = std::streamoff(f.tellg()) - 5;  // inside the last tensor's floats
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(at);
-    c = char(c ^ 0x10);
-    f.write(&c, 1);
+    // Inside the last tensor's floats.
+    testing::flip_byte(f, testing::size_of(f) - 5, 0x10);
   }
   heap_allocator alloc;
   auto m = model::load(dir, alloc);
