@@ -7,15 +7,10 @@
 #include <fstream>
 #include <numeric>
 
+#include "tests/support/temp_path.hpp"
+
 namespace spindle {
 namespace {
-
-std::string temp_path(const std::string& name) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("spindle_npy_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
 
 std::string read_all(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
@@ -30,7 +25,7 @@ void write_all(const std::string& p, const std::string& bytes) {
 TEST(npy_test, round_trips_a_2d_float_array) {
   std::vector<float> v(6 * 4);
   std::iota(v.begin(), v.end(), 0.5f);
-  std::string p = temp_path("f.npy");
+  std::string p = testing::temp_path("npy_test", "f.npy");
   auto sum = write_npy(p, dtype::f32, {6, 4}, v.data());
   ASSERT_TRUE(sum.has_value()) << sum.error().to_string();
   auto a = npy_array::open(p);
@@ -46,7 +41,7 @@ TEST(npy_test, round_trips_a_2d_float_array) {
 
 TEST(npy_test, wrong_dtype_access_names_the_file) {
   std::vector<std::int64_t> v{1, 2, 3};
-  std::string p = temp_path("i.npy");
+  std::string p = testing::temp_path("npy_test", "i.npy");
   ASSERT_TRUE(write_npy(p, dtype::i64, {3}, v.data()).has_value());
   auto a = npy_array::open(p);
   auto bad = a->as<float>();
@@ -57,7 +52,7 @@ TEST(npy_test, wrong_dtype_access_names_the_file) {
 
 TEST(npy_test, rejects_truncated_and_trailing_data) {
   std::vector<std::int32_t> v(100, 7);
-  std::string p = temp_path("t.npy");
+  std::string p = testing::temp_path("npy_test", "t.npy");
   ASSERT_TRUE(write_npy(p, dtype::i32, {100}, v.data()).has_value());
   std::string bytes = read_all(p);
   write_all(p, bytes.substr(0, bytes.size() - 4));
@@ -99,7 +94,7 @@ TEST(npy_test, rejects_bad_headers_with_a_reason) {
 }
 
 TEST(npy_test, writer_refuses_to_publish_a_short_file) {
-  std::string p = temp_path("short.npy");
+  std::string p = testing::temp_path("npy_test", "short.npy");
   std::filesystem::remove(p);
   auto w = npy_writer::create(p, dtype::f64, {10});
   ASSERT_TRUE(w.has_value());
@@ -110,7 +105,7 @@ TEST(npy_test, writer_refuses_to_publish_a_short_file) {
 }
 
 TEST(npy_test, missing_file_is_not_found) {
-  auto a = npy_array::open(temp_path("nope.npy"));
+  auto a = npy_array::open(testing::temp_path("npy_test", "nope.npy"));
   ASSERT_FALSE(a.has_value());
   EXPECT_EQ(a.error().code(), errc::not_found);
 }

@@ -9,18 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_path.hpp"
+
 namespace spindle {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("spindle_text_file_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
-
 TEST(text_file_test, reads_a_regular_file_whole) {
-  const auto p = temp_path("ok.toml");
+  const auto p = testing::temp_path("text_file", "ok.toml");
   std::ofstream(p) << "[model]\nname = \"x\"\n";
   auto t = read_text_file(p, "model description");
   ASSERT_TRUE(t.has_value()) << t.error().to_string();
@@ -28,7 +23,7 @@ TEST(text_file_test, reads_a_regular_file_whole) {
 }
 
 TEST(text_file_test, refuses_a_fifo_without_waiting_for_a_writer) {
-  const auto p = temp_path("fifo.toml");
+  const auto p = testing::temp_path("text_file", "fifo.toml");
   std::filesystem::remove(p);
   ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
   auto t = read_text_file(p, "model description");
@@ -44,7 +39,7 @@ TEST(text_file_test, refuses_a_device_and_a_file_over_the_limit) {
                                           "a character device"),
             std::string::npos)
       << zero.error().to_string();
-  const auto p = temp_path("big.json");
+  const auto p = testing::temp_path("text_file", "big.json");
   std::ofstream(p) << std::string(5000, ' ');
   auto big = read_text_file(p, "dataset metadata", 4096);
   ASSERT_FALSE(big.has_value());
