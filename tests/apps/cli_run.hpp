@@ -1,7 +1,9 @@
 // Runs the real `spindle` binary as a user would (cli_test, colocate_cli_test):
-// its exit code and its output, stderr included unless asked otherwise.
+// its exit code and its output, stderr included unless asked otherwise, and
+// the check that a command is refused naming what is wrong.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -31,8 +33,18 @@ inline run_result run(const std::string& args, bool stdout_only = false) {
 
 inline run_result run_stdout(const std::string& args) { return run(args, true); }
 
+// Runs spindle with `args`, which must be refused: exit 1, its output saying
+// `message`. Returns the run for further checks.
+inline run_result refused(const std::string& args, const std::string& message) {
+  run_result r = run(args);
+  EXPECT_EQ(r.code, 1) << "spindle " << args;
+  EXPECT_NE(r.out.find(message), std::string::npos) << "spindle " << args << ":\n" << r.out;
+  return r;
+}
+
 }  // namespace cli_testing
 
+using cli_testing::refused;
 using cli_testing::run;
 using cli_testing::run_result;
 using cli_testing::run_stdout;
