@@ -19,19 +19,13 @@
 #include "nn/model.hpp"
 #include "nn/ops.hpp"
 #include "serving/cuda_sampling.hpp"
+#include "tests/graph/test_util.hpp"
 
 namespace spindle::gpu {
 namespace {
 
 graph::csr_graph small_graph() {
-  thread_pool pool(1);
-  graph::rmat_options o;
-  o.scale = 10;
-  o.edge_factor = 24;  // many rows above the fanouts
-  graph::build_options b;
-  b.relabel = graph::relabel_mode::never;
-  b.num_nodes = 1 << 10;
-  return graph::build_csr(graph::generate_rmat(o, pool).value(), b, &pool).value().csr;
+  return graph::testing::rmat_graph(10, 24, false);  // edge factor 24: many rows above the fanouts
 }
 
 TEST(kernels, the_device_draw_gives_the_host_samplers_neighbours) {
@@ -119,16 +113,20 @@ TEST(kernels, the_draw_is_uniform_over_positions) {
 
 // A random block's CSR: rows of 0..max_deg-1 edges (some empty); with
 // `self_loops`, every fifth row's first edge points at itself.
-void random_block(std::mt19937& rng, std::int64_t dst, std::int64_t src, int max_deg,
-                  bool self_loops, std::vector<std::int64_t>& indptr,
-                  std::vector<std::int32_t>& indices) {
-  indptr = {0};
+struct csr_block {
+  std::vector<std::int64_t> indptr{0};
+  std::vector<std::int32_t> indices;
+};
+csr_block random_block(std::mt19937& rng, std::int64_t dst, std::int64_t src, int max_deg,
+                       bool self_loops) {
+  csr_block b;
   for (std::int64_t r = 0; r < dst; ++r) {
     for (int e = 0, d = int(rng() % unsigned(max_deg)); e < d; ++e)
-      indices.push_back(self_loops && e == 0 && r % 5 == 0 ? std::int32_t(r)
-                                                           : std::int32_t(rng() % src));
-    indptr.push_back(std::int64_t(indices.size()));
+      b.indices.push_back(self_loops && e == 0 && r % 5 == 0 ? std::int32_t(r)
+                                                             : std::int32_t(rng() % src));
+    b.indptr.push_back(std::int64_t(b.indices.size()));
   }
+  return b;
 }
 
 // n standard-normal floats.
@@ -142,9 +140,7 @@ std::vector<float> normal_values(std::mt19937& rng, std::int64_t n) {
 TEST(kernels, the_spmm_element_equals_the_host_aggregation) {
   std::mt19937 rng(3);
   const std::int64_t dst = 50, src = 120, width = 37;
-  std::vector<std::int64_t> indptr;
-  std::vector<std::int32_t> indices;
-  random_block(rng, dst, src, 9, false, indptr, indices);
+  auto [indptr, indices] = random_block(rng, dst, src, 9, false);
   auto x = normal_values(rng, src * width);
   nn::heap_allocator alloc;
   const nn::block b{dst, src, indptr, indices};
@@ -168,9 +164,7 @@ TEST(kernels, the_spmm_element_equals_the_host_aggregation) {
 TEST(kernels, the_gcn_element_equals_the_host_normalized_aggregation) {
   std::mt19937 rng(4);
   const std::int64_t dst = 40, src = 90, width = 17;
-  std::vector<std::int64_t> indptr;
-  std::vector<std::int32_t> indices;
-  random_block(rng, dst, src, 7, true, indptr, indices);
+  auto [indptr, indices] = random_block(rng, dst, src, 7, true);
   const auto degree = nn::gcn_degrees(indptr, indices, src);
   auto h = normal_values(rng, src * width);
   nn::heap_allocator alloc;
@@ -193,9 +187,7 @@ TEST(kernels, the_gcn_element_equals_the_host_normalized_aggregation) {
 TEST(kernels, the_gcn_options_element_equals_the_host_aggregation) {
   std::mt19937 rng(14);
   const std::int64_t dst = 40, src = 90, width = 11;
-  std::vector<std::int64_t> indptr;
-  std::vector<std::int32_t> indices;
-  random_block(rng, dst, src, 7, true, indptr, indices);
+  auto [indptr, indices] = random_block(rng, dst, src, 7, true);
   std::vector<float> neighbours(static_cast<std::size_t>(src));
   for (auto& n : neighbours) n = float(rng() % 30);  // some 0: 1/sqrt(0) taken as 0
   auto h = normal_values(rng, src * width);
@@ -275,9 +267,7 @@ TEST(kernels, the_gat_element_equals_the_host_attention_aggregation) {
   const std::int64_t dst = 40, src = 90;
   const int heads = 4;
   const std::int64_t c = 8, hc = heads * c;
-  std::vector<std::int64_t> indptr;
-  std::vector<std::int32_t> indices;
-  random_block(rng, dst, src, 8, true, indptr, indices);
+  auto [indptr, indices] = random_block(rng, dst, src, 8, true);
   auto h = normal_values(rng, src * hc), att_src = normal_values(rng, hc),
        att_dst = normal_values(rng, hc);
   nn::heap_allocator alloc;

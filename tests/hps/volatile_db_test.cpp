@@ -90,11 +90,8 @@ TEST_P(volatile_db_test, insert_overwrites_and_partitions_follow_xxh64) {
 }
 
 TEST_P(volatile_db_test, evict_oldest_prunes_to_the_resolution_target_keeping_recent_keys) {
-  vdb_options o;
-  o.partitions = 1;
-  o.overflow_margin = 100;
-  o.overflow_resolution = 0.55;  // 105 entries -> 55: exactly the 50 cold keys go
-  auto db = make(o);
+  // 105 entries -> 55: exactly the 50 cold keys go.
+  auto db = make({.partitions = 1, .overflow_margin = 100, .overflow_resolution = 0.55});
   ASSERT_TRUE(db);
   const auto old_keys = range_keys(0, 60);
   ASSERT_TRUE(db->insert("t", dim, old_keys, values_for(old_keys)));
@@ -115,12 +112,10 @@ TEST_P(volatile_db_test, evict_oldest_prunes_to_the_resolution_target_keeping_re
 }
 
 TEST_P(volatile_db_test, evict_least_used_keeps_frequently_read_keys) {
-  vdb_options o;
-  o.partitions = 1;
-  o.overflow_margin = 50;
-  o.overflow_resolution = 0.4;
-  o.policy = eviction_policy::evict_least_used;
-  auto db = make(o);
+  auto db = make({.partitions = 1,
+                  .overflow_margin = 50,
+                  .overflow_resolution = 0.4,
+                  .policy = eviction_policy::evict_least_used});
   ASSERT_TRUE(db);
   const auto keys = range_keys(0, 50);
   ASSERT_TRUE(db->insert("t", dim, keys, values_for(keys)));
@@ -136,12 +131,10 @@ TEST_P(volatile_db_test, evict_least_used_keeps_frequently_read_keys) {
 }
 
 TEST_P(volatile_db_test, evict_random_holds_the_partition_at_the_target) {
-  vdb_options o;
-  o.partitions = 2;
-  o.overflow_margin = 64;
-  o.overflow_resolution = 0.5;
-  o.policy = eviction_policy::evict_random;
-  auto db = make(o);
+  auto db = make({.partitions = 2,
+                  .overflow_margin = 64,
+                  .overflow_resolution = 0.5,
+                  .policy = eviction_policy::evict_random});
   ASSERT_TRUE(db);
   for (cache_key b = 0; b < 1000; b += 100) {
     const auto keys = range_keys(b, b + 100);
