@@ -19,27 +19,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+_python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
+sys.path.insert(0, _python)
+sys.path.insert(0, os.path.join(_python, "tests"))
 import spindle_client as sc  # noqa: E402
-
-
-_next_port = [20000 + os.getpid() % 6000 * 2]
-
-
-def free_port():
-    """A loopback port free now, below Linux's ephemeral range (32768-60999), so
-    no socket opened on port 0 meanwhile takes it before the server binds it."""
-    for _ in range(20000, 32760):
-        port = _next_port[0]
-        _next_port[0] = 20000 if port + 1 >= 32760 else port + 1
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise SystemExit("no free loopback port in 20000-32759")
+from serving import free_port  # noqa: E402  (python/tests/serving.py)
 
 
 class Redis:

@@ -13,19 +13,8 @@ pytest.importorskip("torch_geometric")
 import torch.nn.functional as F  # noqa: E402
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv, TransformerConv  # noqa: E402
 
+from pyg_models import one_conv  # noqa: E402
 from spindle_client.export import ExportError, export_pyg  # noqa: E402
-
-
-def _one_conv(conv):
-    """A model of one message-passing layer, called as conv(x, edge_index)."""
-    class One(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = conv
-
-        def forward(self, x, edge_index):
-            return self.conv1(x, edge_index)
-    return One()
 
 
 class Scaled(torch.nn.Module):  # an arithmetic Spindle does not compute
@@ -51,8 +40,8 @@ class Plain(torch.nn.Module):
 
 
 @pytest.mark.parametrize("model,message", [
-    (lambda: _one_conv(TransformerConv(8, 4)), "conv1: TransformerConv is not supported"),
-    (lambda: _one_conv(SAGEConv(8, 4, aggr="lstm")), "conv1: SAGEConv(aggr='lstm') is not supported"),
+    (lambda: one_conv(TransformerConv(8, 4)), "conv1: TransformerConv is not supported"),
+    (lambda: one_conv(SAGEConv(8, 4, aggr="lstm")), "conv1: SAGEConv(aggr='lstm') is not supported"),
     (Scaled, "mul is not supported"),
 ])
 def test_an_unsupported_model_is_refused_by_name_and_nothing_is_written(tmp_path, model, message):
@@ -91,7 +80,7 @@ def test_fanouts_must_match_the_layers(tmp_path):
 ])
 def test_an_option_spindle_does_not_compute_is_refused_by_name(tmp_path, make, message):
     with pytest.raises(ExportError) as e:
-        export_pyg(_one_conv(make()), str(tmp_path / "m"), name="m", check=False)
+        export_pyg(one_conv(make()), str(tmp_path / "m"), name="m", check=False)
     assert message in str(e.value)
 
 
@@ -100,14 +89,14 @@ def test_options_of_newer_pyg_releases_are_refused_unless_default(tmp_path):
     if "residual" not in inspect.signature(GATConv.__init__).parameters:
         pytest.skip("this torch_geometric's GATConv has no residual option")
     with pytest.raises(ExportError, match=r"conv1: GATConv\(residual=True\) is not served"):
-        export_pyg(_one_conv(GATConv(8, 4, residual=True)), str(tmp_path / "m"), name="m",
+        export_pyg(one_conv(GATConv(8, 4, residual=True)), str(tmp_path / "m"), name="m",
                    check=False)
-    export_pyg(_one_conv(GATConv(8, 4, residual=False)), str(tmp_path / "ok"), name="m", check=False)
+    export_pyg(one_conv(GATConv(8, 4, residual=False)), str(tmp_path / "ok"), name="m", check=False)
 
 
 def test_options_without_effect_in_inference_are_taken(tmp_path):
-    export_pyg(_one_conv(GATConv(8, 4, dropout=0.3)), str(tmp_path / "a"), name="m", check=False)
-    export_pyg(_one_conv(GCNConv(8, 4, cached=True)), str(tmp_path / "b"), name="m", check=False)
+    export_pyg(one_conv(GATConv(8, 4, dropout=0.3)), str(tmp_path / "a"), name="m", check=False)
+    export_pyg(one_conv(GCNConv(8, 4, cached=True)), str(tmp_path / "b"), name="m", check=False)
 
 
 def _replaced_lin():
@@ -157,11 +146,11 @@ class _WithTwice(torch.nn.Module):
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda: _one_conv(_replaced_lin()), "conv1.lin.bias: a tensor Spindle does not compute with"),
-    (lambda: _one_conv(_aggr_set_later()), "SAGEConv(aggr='max') is not supported"),
-    (lambda: _one_conv(_aggr_module_swapped()), "computing with MeanAggregation() is not served"),
-    (lambda: _one_conv(_hooked()), "conv1: has a forward hook (_forward_hooks)"),
-    (lambda: _one_conv(_message_replaced()), "conv1: its message() is replaced on the instance"),
+    (lambda: one_conv(_replaced_lin()), "conv1.lin.bias: a tensor Spindle does not compute with"),
+    (lambda: one_conv(_aggr_set_later()), "SAGEConv(aggr='max') is not supported"),
+    (lambda: one_conv(_aggr_module_swapped()), "computing with MeanAggregation() is not served"),
+    (lambda: one_conv(_hooked()), "conv1: has a forward hook (_forward_hooks)"),
+    (lambda: one_conv(_message_replaced()), "conv1: its message() is replaced on the instance"),
     (_WithTwice, "head: _Twice is a subclass of Linear with code of its own"),
 ])
 def test_what_tracing_cannot_see_is_refused_by_name(tmp_path, make, message):

@@ -16,6 +16,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch_geometric.nn import GCNConv, SAGEConv  # noqa: E402
 from torch_geometric.nn.models import GAT, GCN, GIN, GraphSAGE  # noqa: E402
 
+from pyg_models import one_conv  # noqa: E402
 from spindle_client import _pyg_translate  # noqa: E402
 from spindle_client.export import ExportError, export_pyg  # noqa: E402
 
@@ -75,13 +76,12 @@ class ExampleGcn(torch.nn.Module):
         return self.conv2(x, edge_index, edge_weight)
 
 
-class Improved(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = GCNConv(8, 4, improved=True)
+def improved():
+    return one_conv(GCNConv(8, 4, improved=True))
 
-    def forward(self, x, edge_index):
-        return self.conv1(x, edge_index)
+
+def no_self_loops():
+    return one_conv(GCNConv(8, 4, add_self_loops=False))
 
 
 def export_checked(model, tmp_path, **kw):
@@ -102,7 +102,7 @@ def test_an_in_place_activation_is_served(tmp_path, model):
 @needs_binary
 def test_improved_follows_the_installed_pyg_release(tmp_path):
     torch.manual_seed(0)
-    m = Improved()
+    m = improved()
     _, text = export_checked(m, tmp_path, check=user_graph())
     in_effect = _pyg_translate.gcn_improved_in_effect(m.conv1)
     assert f"improved = {'true' if in_effect else 'false'}" in text
@@ -112,7 +112,7 @@ def test_improved_follows_the_installed_pyg_release(tmp_path):
 def test_a_translation_that_parts_from_the_module_is_refused_naming_the_op(tmp_path, monkeypatch):
     # The fault PyG 2.3.1 users met, forced: self-loops weighed as the other release does.
     torch.manual_seed(0)
-    m = Improved()
+    m = improved()
     truth = _pyg_translate.gcn_improved_in_effect(m.conv1)
     monkeypatch.setattr(_pyg_translate, "gcn_improved_in_effect", lambda conv: not truth)
     with pytest.raises(ExportError, match=r"op 0 \(gcn, conv1\) differs from your module"):
@@ -186,18 +186,9 @@ def test_refusals_name_the_module_and_the_reason(tmp_path, make, message):
 
 def test_a_heterogeneous_model_is_refused_by_name(tmp_path):
     from torch_geometric.nn import HeteroConv
-    conv = HeteroConv({("paper", "cites", "paper"): SAGEConv(8, 4)})
-
-    class Hetero(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = conv
-
-        def forward(self, x, edge_index):
-            return self.conv(x, edge_index)
-
+    hetero = one_conv(HeteroConv({("paper", "cites", "paper"): SAGEConv(8, 4)}))
     with pytest.raises(ExportError, match="heterogeneous models"):
-        export_pyg(Hetero(), str(tmp_path / "m"), name="m", check=False)
+        export_pyg(hetero, str(tmp_path / "m"), name="m", check=False)
 
 
 def test_a_to_hetero_model_is_refused_by_name(tmp_path):
@@ -258,15 +249,6 @@ def test_spindle_model_verify_writes_every_op_in_node_order(tmp_path):
     assert np.abs(out - want).max() <= 1e-4 * np.abs(want).max()
 
 
-class NoSelfLoops(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = GCNConv(8, 4, add_self_loops=False)
-
-    def forward(self, x, edge_index):
-        return self.conv1(x, edge_index)
-
-
 @needs_binary
 def test_gcn_without_added_self_loops_is_served_only_on_graphs_without_them(tmp_path):
     # PyG counts an existing i->i edge in the degree there; Spindle refuses such a
@@ -274,9 +256,9 @@ def test_gcn_without_added_self_loops_is_served_only_on_graphs_without_them(tmp_
     torch.manual_seed(0)
     x, ei = user_graph()
     with pytest.raises(ExportError, match="add_self_loops = false.* without self-loops"):
-        export_checked(NoSelfLoops(), tmp_path, check=(x, ei))
+        export_checked(no_self_loops(), tmp_path, check=(x, ei))
     no_loops = ei[:, ei[0] != ei[1]]
-    kinds, text = export_checked(NoSelfLoops(), tmp_path, check=(x, no_loops))
+    kinds, text = export_checked(no_self_loops(), tmp_path, check=(x, no_loops))
     assert kinds == ["gcn"] and "checked = true" in text
 
 

@@ -28,21 +28,13 @@ SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "
 N, F, C = 200, 12, 4
 
 
-class Sage(torch.nn.Module):
-    def __init__(self):
+class TwoConvs(torch.nn.Module):
+    """conv(F, 16), ReLU, conv(16, C): the served GraphSAGE or GCN."""
+
+    def __init__(self, conv):
         super().__init__()
-        self.conv1 = pyg_nn.SAGEConv(F, 16)
-        self.conv2 = pyg_nn.SAGEConv(16, C)
-
-    def forward(self, x, edge_index):
-        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
-
-
-class Gcn(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = pyg_nn.GCNConv(F, 16)
-        self.conv2 = pyg_nn.GCNConv(16, C)
+        self.conv1 = conv(F, 16)
+        self.conv2 = conv(16, C)
 
     def forward(self, x, edge_index):
         return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
@@ -94,7 +86,7 @@ def setup(tmp_path_factory):
     subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
                     str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True, capture_output=True)
     torch.manual_seed(0)
-    models = {"sage": Sage().eval(), "gcn": Gcn().eval()}
+    models = {"sage": TwoConvs(pyg_nn.SAGEConv).eval(), "gcn": TwoConvs(pyg_nn.GCNConv).eval()}
     for name, m in models.items():
         export_pyg(m, str(tmp / name), name=name, fanouts=[-1, -1], check=False)
     return tmp, edges, x, models
