@@ -15,6 +15,12 @@ prepare() {  # name, then spindle prepare/generate arguments
   [ -f "$cache/$name/metadata.json" ] || "$spindle" "$@" --out "$cache/$name" > /dev/null
 }
 
+python_baseline() {  # python, heading, script: the script on the R-MAT files, OpenMP threads passive
+  echo "== $2 =="
+  OMP_WAIT_POLICY=PASSIVE "$1" "$3" "$cache/rmat20-f128"
+  echo
+}
+
 echo "== sampling (bench/sampling_bench) =="
 "$build/bench/sampling_bench" 20 1.0
 echo
@@ -73,9 +79,8 @@ for py in /usr/bin/python3 python3; do  # Debian's python3-torch lives in /usr/b
   if "$py" -c "import torch" 2>/dev/null; then torch_py="$py"; break; fi
 done
 if [ -n "$torch_py" ]; then
-  echo "== plain NumPy + PyTorch script on the same files (bench/torch_baseline) =="
-  OMP_WAIT_POLICY=PASSIVE "$torch_py" bench/torch_baseline/serve_torch.py "$cache/rmat20-f128"
-  echo
+  python_baseline "$torch_py" "plain NumPy + PyTorch script on the same files (bench/torch_baseline)" \
+    bench/torch_baseline/serve_torch.py
 fi
 echo "== throughput vs p99, two processes (bench/serving_sweep ... 2) =="
 "$build/bench/serving_sweep" 20 "$cache/rmat20-f128" 2 "$spindle"
@@ -85,9 +90,9 @@ echo "== UCX bridge vs CAF middleman (bench/bridge_bench) =="
 "$build/bench/bridge_bench" 2000 256 1024
 echo
 if [ -x "${SPINDLE_DGL_PYTHON:-}" ]; then
-  echo "== DGL/PyTorch baseline on the same graph (bench/dgl_baseline, set up by hand) =="
-  OMP_WAIT_POLICY=PASSIVE "$SPINDLE_DGL_PYTHON" bench/dgl_baseline/serve_dgl.py "$cache/rmat20-f128"
-  echo
+  python_baseline "$SPINDLE_DGL_PYTHON" \
+    "DGL/PyTorch baseline on the same graph (bench/dgl_baseline, set up by hand)" \
+    bench/dgl_baseline/serve_dgl.py
 fi
 echo "== HPS embedding cache (bench/hps_cache_bench) =="
 "$build/bench/hps_cache_bench" 1000000 64 "$build/hps-warmup"
