@@ -10,7 +10,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct pending {
   serving::gnn_request request;
-  caf::response_promise promise;
+  caf::typed_response_promise<gnn_reply> promise;
   clock_type::time_point arrived;
 };
 
@@ -22,7 +22,7 @@ struct closed_batch {
 };
 
 struct batcher_state {
-  std::vector<caf::actor> pipelines;
+  std::vector<pipeline_actor> pipelines;
   std::vector<std::size_t> in_flight;  // batches each pipeline holds
   std::vector<bool> down;              // pipelines whose process is down: given no batches
   std::deque<closed_batch> queue;      // Quiver §4.3: one queue shared by every pipeline
@@ -33,7 +33,7 @@ struct batcher_state {
   batcher_stats stats;
 };
 
-using batcher_ptr = caf::stateful_actor<batcher_state>*;
+using batcher_ptr = batcher_actor::stateful_pointer<batcher_state>;
 
 gnn_reply reply_for(const serving::batch_result& res, std::size_t i, double queued,
                     std::uint64_t sampler_seed) {
@@ -145,7 +145,7 @@ bool any_idle(batcher_ptr self) {
   return false;
 }
 
-caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
+batcher_actor::behavior_type batcher_behavior(batcher_ptr self, std::vector<pipeline_actor> pipelines,
                             serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
                             std::function<double(const serving::gnn_request&)> psgs_of) {
   auto& st = self->state;
@@ -157,9 +157,9 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
   st.router = std::move(router);
   st.psgs_of = std::move(psgs_of);
   return {
-      [=](infer_atom, serving::gnn_request& r) -> caf::response_promise {
+      [=](infer_atom, serving::gnn_request& r) -> caf::typed_response_promise<gnn_reply> {
         auto& s = self->state;
-        auto rp = self->make_response_promise();
+        auto rp = self->make_response_promise<gnn_reply>();
         const auto now = clock_type::now();
         const bool opens = s.builder->empty();
         double psgs = s.psgs_of(r);
@@ -191,7 +191,7 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
       [=](fanouts_atom, const std::vector<int>& fanouts) {
         for (const auto& p : self->state.pipelines) self->send(p, fanouts_atom::value, fanouts);
       },
-      [=](pipeline_down_atom, const caf::actor& p, bool is_down) {
+      [=](pipeline_down_atom, const pipeline_actor& p, bool is_down) {
         auto& s = self->state;
         for (std::size_t i = 0; i < s.pipelines.size(); ++i)
           if (s.pipelines[i] == p) s.down[i] = is_down;
@@ -202,10 +202,11 @@ caf::behavior batcher_actor(batcher_ptr self, std::vector<caf::actor> pipelines,
 
 }  // namespace
 
-caf::actor spawn_batcher(caf::actor_system& sys, std::vector<caf::actor> pipelines,
-                         serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
-                         std::function<double(const serving::gnn_request&)> psgs_of) {
-  return sys.spawn(batcher_actor, std::move(pipelines), policy, std::move(router),
+batcher_actor spawn_batcher(caf::actor_system& sys, std::vector<pipeline_actor> pipelines,
+                            serving::batch_policy policy,
+                            std::shared_ptr<serving::psgs_router> router,
+                            std::function<double(const serving::gnn_request&)> psgs_of) {
+  return sys.spawn(batcher_behavior, std::move(pipelines), policy, std::move(router),
                    std::move(psgs_of));
 }
 

@@ -18,7 +18,7 @@
 namespace spindle::actors {
 
 /// `router` is shared with the pipelines (its policy is changed through this actor).
-caf::actor spawn_batcher(caf::actor_system& sys, std::vector<caf::actor> pipelines,
+batcher_actor spawn_batcher(caf::actor_system& sys, std::vector<pipeline_actor> pipelines,
                          serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
                          std::function<double(const serving::gnn_request&)> psgs_of);
 

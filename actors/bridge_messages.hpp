@@ -29,11 +29,21 @@ struct bridge_reply {
   caf::message content;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bridge_reply& x) {
+  return f(caf::meta::type_name("bridge_reply"), x.content);
+}
+
 /// A frame the UCX channel received (header, payload), handed to the bridge
 /// actor in its own process. In-process only.
 struct bridge_frame {
   std::vector<char> header, payload;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bridge_frame& x) {
+  return f(caf::meta::type_name("bridge_frame"), x.header, x.payload);
+}
 
 /// A batch of GNN requests for a pipeline in another process.
 struct remote_batch {
@@ -78,6 +88,3 @@ void add_bridge_types(caf::actor_system_config& cfg);
 std::string error_text(const caf::error& e);
 
 }  // namespace spindle::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::bridge_reply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::bridge_frame)

@@ -10,7 +10,10 @@
 
 namespace spindle::actors {
 
+/// Its own timer only: nothing else sends it anything.
+using colocation_manager_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
+
 /// `gw` must outlive the actor; stop it with an exit message before the gateway goes.
-caf::actor spawn_colocation_manager(caf::actor_system& sys, gateway& gw);
+colocation_manager_actor spawn_colocation_manager(caf::actor_system& sys, gateway& gw);
 
 }  // namespace spindle::actors

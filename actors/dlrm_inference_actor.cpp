@@ -37,8 +37,9 @@ dlrm_reply run_dlrm_batch(const hps::rec_runner& runner, const nn::model& model,
 
 namespace {
 
-caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model* model,
-                         std::shared_ptr<hps::lookup_session> session) {
+dlrm_inference_actor::behavior_type dlrm_behavior(
+    dlrm_inference_actor::stateful_pointer<dlrm_state> self, const nn::model* model,
+    std::shared_ptr<hps::lookup_session> session) {
   self->state.session = std::move(session);
   auto runner = hps::dlrm_hps_runner::create(*model, *self->state.session);
   if (runner) {
@@ -56,9 +57,9 @@ caf::behavior dlrm_actor(caf::stateful_actor<dlrm_state>* self, const nn::model*
 
 }  // namespace
 
-caf::actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
-                                std::shared_ptr<hps::lookup_session> session) {
-  return sys.spawn<caf::detached>(dlrm_actor, &model, std::move(session));
+dlrm_inference_actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
+                                          std::shared_ptr<hps::lookup_session> session) {
+  return sys.spawn<caf::detached>(dlrm_behavior, &model, std::move(session));
 }
 
 }  // namespace spindle::actors

@@ -10,9 +10,9 @@
 
 namespace spindle::actors {
 
-/// `model` and `session` must outlive the actor. Messages:
-///   (dlrm_atom, dlrm_request) -> dlrm_reply   (errors in the reply, never a failed request)
-caf::actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
+/// `model` and `session` must outlive the actor; errors come in the reply,
+/// never as a failed request.
+dlrm_inference_actor spawn_dlrm_inference(caf::actor_system& sys, const nn::model& model,
                                 std::shared_ptr<hps::lookup_session> session);
 
 /// One batch through `runner` (the actor's work, also what a recommendation

@@ -5,8 +5,6 @@
 namespace spindle::actors {
 namespace {
 
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-
 struct cache_state {
   std::shared_ptr<hps::lookup_session> session;
   std::uint32_t interval_ms = 0;
@@ -25,9 +23,9 @@ std::uint64_t refresh_all(hps::lookup_session& s) {
   return n;
 }
 
-caf::behavior embedding_cache_actor(caf::stateful_actor<cache_state>* self,
-                                    std::shared_ptr<hps::lookup_session> session,
-                                    std::uint32_t interval_ms) {
+embedding_cache_actor::behavior_type embedding_cache_behavior(
+    embedding_cache_actor::stateful_pointer<cache_state> self,
+    std::shared_ptr<hps::lookup_session> session, std::uint32_t interval_ms) {
   self->state.session = std::move(session);
   self->state.interval_ms = interval_ms;
   if (interval_ms > 0)
@@ -59,10 +57,11 @@ caf::behavior embedding_cache_actor(caf::stateful_actor<cache_state>* self,
 
 }  // namespace
 
-caf::actor spawn_embedding_cache(caf::actor_system& sys,
-                                 std::shared_ptr<hps::lookup_session> session,
-                                 std::uint32_t refresh_interval_ms) {
-  return sys.spawn<caf::detached>(embedding_cache_actor, std::move(session), refresh_interval_ms);
+embedding_cache_actor spawn_embedding_cache(caf::actor_system& sys,
+                                            std::shared_ptr<hps::lookup_session> session,
+                                            std::uint32_t refresh_interval_ms) {
+  return sys.spawn<caf::detached>(embedding_cache_behavior, std::move(session),
+                                  refresh_interval_ms);
 }
 
 }  // namespace spindle::actors

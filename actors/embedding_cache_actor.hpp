@@ -12,11 +12,8 @@
 
 namespace spindle::actors {
 
-/// `refresh_interval_ms` = 0: refresh only on (refresh_atom). Messages:
-///   (refresh_atom) -> std::uint64_t            vectors rewritten over all tables
-///   (threshold_atom, std::string table, double) -> bool   false for an unknown table
-///   (hps_stats_atom) -> hps_stats
-caf::actor spawn_embedding_cache(caf::actor_system& sys,
+/// `refresh_interval_ms` = 0: refresh only on (refresh_atom).
+embedding_cache_actor spawn_embedding_cache(caf::actor_system& sys,
                                  std::shared_ptr<hps::lookup_session> session,
                                  std::uint32_t refresh_interval_ms);
 

@@ -17,6 +17,8 @@
 #include <string>
 
 #include "actors/hps_messages.hpp"
+#include "actors/placement_actor.hpp"
+#include "actors/router_actor.hpp"
 #include "actors/serving_messages.hpp"
 #include "actors/split_path.hpp"
 #include "colocation/device_scheduler.hpp"
@@ -35,14 +37,14 @@ struct gnn_entry;
 
 struct gnn_model_binding {
   std::string name;
-  caf::actor batcher;
+  batcher_actor batcher;
   const graph::dataset* dataset = nullptr;
   const nn::model* model = nullptr;
   std::shared_ptr<serving::psgs_router> router;
   serving::batch_policy policy;
   serving::admission_options admission;  // SLO, max_queue (the floor follows max_batch)
-  caf::actor placement;                // a cluster's placement actor (re-plan tunables), or none
-  caf::actor router_actor;             // its router actor (routing tunables); none: set directly
+  placement_actor placement;  // a cluster's placement actor (re-plan tunables), or none
+  router_actor routing;       // its router actor (routing tunables); none: set directly
   colocation::device_scheduler* device = nullptr;  // GNNSched's scheduler its forwards share, or none
   std::string version = "1";                  // the model repository's version served under `name`
   std::string key;  // the loader's name for it (NAME@VERSION); empty: `name`
@@ -67,8 +69,8 @@ struct rec_model_binding {
   /// Keeps what `runner` and `model` use alive (weights, tables) while the
   /// model is served; dropped when it is unloaded and its calls drained.
   std::shared_ptr<const void> owner;
-  std::vector<caf::actor> instances;
-  caf::actor cache;  // the embedding_cache actor
+  std::vector<dlrm_inference_actor> instances;
+  embedding_cache_actor cache;
   const nn::model* model = nullptr;
   std::shared_ptr<hps::lookup_session> session;
   serving::admission_options admission;  // SLO, max_queue (the floor follows the instances)

@@ -36,7 +36,7 @@ inline std::string shown(std::string_view text) {
 }
 
 /// A cluster placement actor's state (threshold, epoch), asked with a timeout.
-placement_stats placement_stats_of(caf::actor_system& sys, const caf::actor& placement);
+placement_stats placement_stats_of(caf::actor_system& sys, const placement_actor& placement);
 
 // The admission limit's floor: a cold or idle model still takes a full batch
 // before its capacity is measured (GNN: max_batch; recommendation: see rec_entry).

@@ -48,8 +48,8 @@ std::string gateway::stats_json() {
                        {"overruns", c.overruns},
                        {"pool_bytes", e->b.device->capacity()}};
     }
-    if (e->b.router_actor) {
-      self->request(e->b.router_actor, std::chrono::seconds(2), caf::get_atom::value)
+    if (e->b.routing) {
+      self->request(e->b.routing, std::chrono::seconds(2), caf::get_atom::value)
           .receive([&](const std::string& r) { m["routing"] = nlohmann::json::parse(r); },
                    [](const caf::error&) {});
     }

@@ -19,7 +19,8 @@ namespace spindle::actors {
 
 using transport::rpc::rpc_status;
 
-placement_stats detail::placement_stats_of(caf::actor_system& sys, const caf::actor& placement) {
+placement_stats detail::placement_stats_of(caf::actor_system& sys,
+                                           const placement_actor& placement) {
   placement_stats st;
   caf::scoped_actor self{sys};
   self->request(placement, std::chrono::seconds(2), caf::get_atom::value)
@@ -30,7 +31,7 @@ placement_stats detail::placement_stats_of(caf::actor_system& sys, const caf::ac
 namespace {
 
 // The cluster placement's tunables: the drift threshold, and `replan` (now).
-status set_placement_tunable(caf::actor_system& sys, const caf::actor& placement,
+status set_placement_tunable(caf::actor_system& sys, const placement_actor& placement,
                              const std::string& name, const std::string& value) {
   if (name == "placement_drift_threshold") {
     double t = -1;
@@ -156,8 +157,8 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   }
   if (name == "routing_policy") {
     SPINDLE_ASSIGN_OR_RETURN(auto p, serving::parse_routing_policy(value));
-    if (e.b.router_actor) {
-      caf::anon_send(e.b.router_actor, policy_atom::value, p);
+    if (e.b.routing) {
+      caf::anon_send(e.b.routing, policy_atom::value, p);
     } else {
       caf::anon_send(e.b.batcher, policy_atom::value, p);  // the batcher sets the shared router
     }
@@ -165,7 +166,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     return status::ok();
   }
   if (name == "psgs_threshold") {
-    if (!e.b.router_actor)
+    if (!e.b.routing)
       return make_error(errc::invalid_argument, "psgs_threshold: {}",
                         e.b.cluster ? "a member's door runs its batches on the small executor "
                                       "(members take no calibration); set it on rank 0's door, "
@@ -186,7 +187,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
                         "psgs_threshold = '{}': expected a finite summed PSGS >= 0 or 'calibrated'",
                         shown(value));
     e.b.router->set_threshold_override(t);
-    caf::anon_send(e.b.router_actor, threshold_atom::value, t);
+    caf::anon_send(e.b.routing, threshold_atom::value, t);
     return status::ok();
   }
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;

@@ -16,7 +16,7 @@ struct client_state {
 
 using client_ptr = caf::stateful_actor<client_state>*;
 
-void send_one(client_ptr self, const caf::actor& batcher, const caf::actor& notify) {
+void send_one(client_ptr self, const batcher_actor& batcher, const caf::actor& notify) {
   auto& st = self->state;
   if (st.sent >= st.spec.requests.size()) return;
   const auto t0 = clock_type::now();
@@ -58,7 +58,7 @@ void send_one(client_ptr self, const caf::actor& batcher, const caf::actor& noti
           });
 }
 
-caf::behavior load_client(client_ptr self, caf::actor batcher, load_spec spec,
+caf::behavior load_client(client_ptr self, batcher_actor batcher, load_spec spec,
                           std::shared_ptr<load_result> out, caf::actor notify) {
   self->state.spec = std::move(spec);
   self->state.out = std::move(out);
@@ -91,7 +91,7 @@ caf::behavior load_client(client_ptr self, caf::actor batcher, load_spec spec,
 
 }  // namespace
 
-caf::actor spawn_load_client(caf::actor_system& sys, caf::actor batcher, load_spec spec,
+caf::actor spawn_load_client(caf::actor_system& sys, batcher_actor batcher, load_spec spec,
                              std::shared_ptr<load_result> out, caf::actor notify) {
   return sys.spawn(load_client, std::move(batcher), std::move(spec), std::move(out),
                    std::move(notify));

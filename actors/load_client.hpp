@@ -35,7 +35,7 @@ struct load_spec {
 
 /// Spawns the client; it sends (done_atom) to `notify` when every reply is in.
 /// `out` is written by the client only until then.
-caf::actor spawn_load_client(caf::actor_system& sys, caf::actor batcher, load_spec spec,
+caf::actor spawn_load_client(caf::actor_system& sys, batcher_actor batcher, load_spec spec,
                              std::shared_ptr<load_result> out, caf::actor notify);
 
 }  // namespace spindle::actors

@@ -47,7 +47,7 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self);
 
 /// One request to a GNN batcher actor through `forwarder`; `done` gets the
 /// reply or the actor error (on a CAF thread).
-void dispatch_gnn(const caf::actor& forwarder, const caf::actor& batcher,
+void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
                   serving::gnn_request request, std::chrono::microseconds timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done);
 

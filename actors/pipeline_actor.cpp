@@ -12,11 +12,9 @@
 namespace spindle::actors {
 namespace {
 
-using gnnsched_done_atom = caf::atom_constant<caf::atom("gsdone")>;
-
 // A batch whose forward pass waits in (or runs on) the device scheduler.
 struct waiting_batch {
-  caf::response_promise promise;
+  caf::typed_response_promise<serving::batch_result> promise;
   std::shared_ptr<serving::prepared_batch> prepared;
   std::shared_ptr<const std::vector<serving::gnn_request>> requests;
   std::chrono::steady_clock::time_point submitted;
@@ -29,16 +27,17 @@ struct pipeline_state {
   std::uint64_t next_id = 0;
 };
 
-using pipeline_ptr = caf::stateful_actor<pipeline_state>*;
+using pipeline_ptr = local_pipeline_actor::stateful_pointer<pipeline_state>;
 
 // GNNSched: sample and gather here, then hand the forward pass to the device
 // scheduler and return; the pipeline takes its next batch while the pass
 // waits for its group, and answers when the scheduler reports back.
-caf::response_promise submit_gated(pipeline_ptr self, const batch_job& job) {
+caf::typed_response_promise<serving::batch_result> submit_gated(pipeline_ptr self,
+                                                                const batch_job& job) {
   auto& st = self->state;
   auto requests = std::make_shared<const std::vector<serving::gnn_request>>(job.requests);
   std::shared_ptr<serving::prepared_batch> pb = st.pipeline->prepare(*requests);
-  auto rp = self->make_response_promise();
+  auto rp = self->make_response_promise<serving::batch_result>();
   const auto id = st.next_id++;
   st.waiting.emplace(id, waiting_batch{rp, pb, requests, std::chrono::steady_clock::now()});
   const serving::gnn_pipeline* pipe = st.pipeline.get();
@@ -76,7 +75,7 @@ void finish_gated(pipeline_ptr self, std::uint64_t id, std::int32_t code,
   w.promise.deliver(std::move(res));
 }
 
-caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const nn::model* model,
+local_pipeline_actor::behavior_type pipeline_behavior(pipeline_ptr self, const graph::dataset* ds, const nn::model* model,
                              const serving::psgs_router* router, thread_pool* pool,
                              serving::feature_source features, colocation::device_scheduler* device,
                              std::shared_ptr<serving::batch_executor> large) {
@@ -119,11 +118,12 @@ caf::behavior pipeline_actor(pipeline_ptr self, const graph::dataset* ds, const 
 
 }  // namespace
 
-caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
-                          const serving::psgs_router& router, thread_pool& pool,
-                          serving::feature_source features, colocation::device_scheduler* device,
-                          std::shared_ptr<serving::batch_executor> large) {
-  return sys.spawn<caf::detached>(pipeline_actor, &ds, &model, &router, &pool, std::move(features),
+local_pipeline_actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds,
+                                    const nn::model& model, const serving::psgs_router& router,
+                                    thread_pool& pool, serving::feature_source features,
+                                    colocation::device_scheduler* device,
+                                    std::shared_ptr<serving::batch_executor> large) {
+  return sys.spawn<caf::detached>(pipeline_behavior, &ds, &model, &router, &pool, std::move(features),
                                   device, std::move(large));
 }
 

@@ -7,10 +7,20 @@
 
 #include <caf/all.hpp>
 
+#include "actors/bridge_messages.hpp"
 #include "actors/serving_messages.hpp"
 #include "colocation/device_scheduler.hpp"
 
 namespace spindle::actors {
+
+/// GNNSched reporting a forward pass it ran: (id, errc code, message).
+using gnnsched_done_atom = caf::atom_constant<caf::atom("gsdone")>;
+
+/// A pipeline in this process: what a batcher sends it, GNNSched's report of a
+/// pass, and batches from other processes through the UCX bridge.
+using local_pipeline_actor = pipeline_actor::extend<
+    caf::reacts_to<gnnsched_done_atom, std::uint64_t, std::int32_t, std::string>,
+    caf::replies_to<bridge_call_atom, caf::message>::with<bridge_reply>>;
 
 /// Spawns a detached pipeline actor owning a gnn_pipeline over the shared
 /// dataset, model and router (which must outlive the actor system).
@@ -20,10 +30,10 @@ namespace spindle::actors {
 /// scheduler: the pipeline submits each batch's pass and takes its next batch
 /// while the pass waits for its group (answers come when the group ran).
 /// `large` (optional) is the pipeline's large executor (a GPU's), else the pool.
-caf::actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds, const nn::model& model,
-                          const serving::psgs_router& router, thread_pool& pool,
-                          serving::feature_source features = {},
-                          colocation::device_scheduler* device = nullptr,
-                          std::shared_ptr<serving::batch_executor> large = nullptr);
+local_pipeline_actor spawn_pipeline(caf::actor_system& sys, const graph::dataset& ds,
+                                    const nn::model& model, const serving::psgs_router& router,
+                                    thread_pool& pool, serving::feature_source features = {},
+                                    colocation::device_scheduler* device = nullptr,
+                                    std::shared_ptr<serving::batch_executor> large = nullptr);
 
 }  // namespace spindle::actors

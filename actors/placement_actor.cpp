@@ -7,8 +7,6 @@
 namespace spindle::actors {
 namespace {
 
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-
 struct placement_state {
   features::drift_monitor monitor{{}, 0, 0};
   placement_options options;
@@ -18,7 +16,7 @@ struct placement_state {
   bool busy = false;  // a re-plan is waiting for the coordinator
 };
 
-using self_ptr = caf::stateful_actor<placement_state>*;
+using self_ptr = placement_actor::stateful_pointer<placement_state>;
 
 // Publishes the window's observed FAP and asks the coordinator to make it the
 // target of the next epoch; `done` gets the epoch or the error.
@@ -72,7 +70,7 @@ void check(self_ptr self) {
   });
 }
 
-caf::behavior placement(self_ptr self, caf::actor coordinator, std::vector<double> planned,
+placement_actor::behavior_type placement(self_ptr self, caf::actor coordinator, std::vector<double> planned,
                         placement_options options, placement_hooks hooks) {
   auto& st = self->state;
   st.monitor =
@@ -109,7 +107,7 @@ caf::behavior placement(self_ptr self, caf::actor coordinator, std::vector<doubl
 
 }  // namespace
 
-caf::actor spawn_placement(caf::actor_system& sys, caf::actor coordinator,
+placement_actor spawn_placement(caf::actor_system& sys, caf::actor coordinator,
                            std::vector<double> planned_fap, placement_options options,
                            placement_hooks hooks) {
   return sys.spawn(placement, std::move(coordinator), std::move(planned_fap), options,

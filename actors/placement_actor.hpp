@@ -49,11 +49,14 @@ typename Inspector::result_type inspect(Inspector& f, placement_stats& x) {
            x.replans, x.threshold, x.last_error);
 }
 
+/// Re-plans now from the accesses since the last plan (the new epoch), sets the
+/// drift threshold (<= 0 turns it off), reports its counters; checks on its timer.
+using placement_actor = caf::typed_actor<
+    caf::reacts_to<tick_atom>, caf::replies_to<replan_atom>::with<int>,
+    caf::reacts_to<threshold_atom, double>, caf::replies_to<caf::get_atom>::with<placement_stats>>;
+
 /// `planned_fap` is the FAP epoch 0 was made with; `coordinator` takes plan_atom.
-///   (replan_atom) -> int new epoch   re-plan now from the accesses since the last plan
-///   (threshold_atom, double)         sets the drift threshold (<= 0 turns it off)
-///   (get_atom) -> placement_stats
-caf::actor spawn_placement(caf::actor_system& sys, caf::actor coordinator,
+placement_actor spawn_placement(caf::actor_system& sys, caf::actor coordinator,
                            std::vector<double> planned_fap, placement_options options,
                            placement_hooks hooks);
 

@@ -5,13 +5,14 @@
 namespace spindle::actors {
 namespace {
 
-caf::behavior remote_pipeline(caf::event_based_actor* self, caf::actor bridge, int rank,
+pipeline_actor::behavior_type remote_pipeline(pipeline_actor::pointer self, caf::actor bridge,
+                                              int rank,
                               std::shared_ptr<const serving::psgs_router> router,
                               std::function<double(const serving::gnn_request&)> psgs_of,
                               std::string target) {
   return {
-      [=](run_atom, const batch_job& job) -> caf::response_promise {
-        auto rp = self->make_response_promise();
+      [=](run_atom, const batch_job& job) -> caf::typed_response_promise<serving::batch_result> {
+        auto rp = self->make_response_promise<serving::batch_result>();
         const std::size_t n = job.requests.size();
         auto wire = to_wire(job);
         if (router && psgs_of) {
@@ -36,6 +37,9 @@ caf::behavior remote_pipeline(caf::event_based_actor* self, caf::actor bridge, i
                 [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
         return rp;
       },
+      // A rank's pipeline samples with the fanouts it started with (the gateway
+      // refuses a fanouts change on a cluster), so there is nothing to forward.
+      [=](fanouts_atom, const std::vector<int>&) {},
   };
 }
 
@@ -45,10 +49,10 @@ std::string pipeline_target_name(int index) {
   return index == 0 ? std::string(pipeline_target) : fmt::format("{}.{}", pipeline_target, index);
 }
 
-caf::actor spawn_remote_pipeline(caf::actor_system& sys, caf::actor bridge, int rank,
-                                 std::shared_ptr<const serving::psgs_router> router,
-                                 std::function<double(const serving::gnn_request&)> psgs_of,
-                                 int index) {
+pipeline_actor spawn_remote_pipeline(caf::actor_system& sys, caf::actor bridge, int rank,
+                                     std::shared_ptr<const serving::psgs_router> router,
+                                     std::function<double(const serving::gnn_request&)> psgs_of,
+                                     int index) {
   return sys.spawn(remote_pipeline, std::move(bridge), rank, std::move(router), std::move(psgs_of),
                    pipeline_target_name(index));
 }

@@ -24,7 +24,7 @@ std::string pipeline_target_name(int index);
 /// `psgs_of` of its requests), so one live routing policy governs every
 /// pipeline of the cluster; without it the remote pipeline routes by itself.
 /// `index` picks which of the rank's pipelines it stands in for.
-caf::actor spawn_remote_pipeline(
+pipeline_actor spawn_remote_pipeline(
     caf::actor_system& sys, caf::actor bridge, int rank,
     std::shared_ptr<const serving::psgs_router> router = nullptr,
     std::function<double(const serving::gnn_request&)> psgs_of = nullptr, int index = 0);

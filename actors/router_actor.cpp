@@ -25,8 +25,9 @@ std::string describe(const serving::psgs_router& t, const std::function<std::str
   return j.dump();
 }
 
-caf::behavior router(caf::event_based_actor* self, std::shared_ptr<serving::psgs_router> table,
-                     caf::actor batcher, std::function<std::string()> owners) {
+router_actor::behavior_type router(router_actor::pointer self,
+                                   std::shared_ptr<serving::psgs_router> table,
+                                   batcher_actor batcher, std::function<std::string()> owners) {
   auto push = [=] {
     self->send(batcher, threshold_atom::value, batch_close_threshold(table->threshold()));
   };
@@ -51,8 +52,8 @@ double batch_close_threshold(double routing_point) {
              : std::numeric_limits<double>::infinity();
 }
 
-caf::actor spawn_router(caf::actor_system& sys, std::shared_ptr<serving::psgs_router> table,
-                        caf::actor batcher, std::function<std::string()> owners) {
+router_actor spawn_router(caf::actor_system& sys, std::shared_ptr<serving::psgs_router> table,
+                          batcher_actor batcher, std::function<std::string()> owners) {
   return sys.spawn(router, std::move(table), std::move(batcher), std::move(owners));
 }
 

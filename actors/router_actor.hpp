@@ -17,12 +17,15 @@
 
 namespace spindle::actors {
 
+/// Sets the policy; overrides the routing point (< 0 restores the calibrated
+/// one); describes the tables as JSON (policy, threshold, override, points, owners).
+using router_actor = caf::typed_actor<caf::reacts_to<policy_atom, serving::routing_policy>,
+                                      caf::reacts_to<threshold_atom, double>,
+                                      caf::replies_to<caf::get_atom>::with<std::string>>;
+
 /// `owners` (optional) describes the row ownership table as a JSON object.
-///   (policy_atom, routing_policy)  sets the policy
-///   (threshold_atom, double)       overrides the routing point; < 0 restores the calibrated one
-///   (caf::get_atom) -> std::string JSON: policy, threshold, override, points, owners
-caf::actor spawn_router(caf::actor_system& sys, std::shared_ptr<serving::psgs_router> table,
-                        caf::actor batcher, std::function<std::string()> owners = {});
+router_actor spawn_router(caf::actor_system& sys, std::shared_ptr<serving::psgs_router> table,
+                          batcher_actor batcher, std::function<std::string()> owners = {});
 
 /// The batch-closing threshold for a routing point: points of 0 or infinity
 /// (curves that never cross, or the fixed policy) do not close batches.

@@ -8,16 +8,18 @@
 namespace spindle::actors::detail {
 namespace {
 
-/// A request handed to the forwarder actor; `done` runs on a CAF thread.
+/// A request handed to the forwarder actor; `done` runs on a CAF thread. The
+/// only messages without `inspect`: they carry the caller's callback, which no
+/// serializer can write, and never leave this process.
 struct gnn_dispatch {
-  caf::actor batcher;
+  batcher_actor batcher;
   serving::gnn_request request;
   std::chrono::microseconds timeout;
   std::function<void(const gnn_reply*, const caf::error*)> done;
 };
 
 struct rec_dispatch {
-  caf::actor instance;
+  dlrm_inference_actor instance;
   dlrm_request request;
   std::chrono::microseconds timeout;
   std::function<void(const dlrm_reply*, const caf::error*)> done;
@@ -49,7 +51,7 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self) {
   };
 }
 
-void dispatch_gnn(const caf::actor& forwarder, const caf::actor& batcher,
+void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
                   serving::gnn_request request, std::chrono::microseconds timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done) {
   caf::anon_send(forwarder, gnn_dispatch{batcher, std::move(request), timeout, std::move(done)});
@@ -61,7 +63,7 @@ namespace {
 // PSGS routing and the forward pass live behind it).
 class batcher_scheduler final : public gnn_scheduler {
  public:
-  batcher_scheduler(caf::actor batcher, caf::actor forwarder)
+  batcher_scheduler(batcher_actor batcher, caf::actor forwarder)
       : batcher_(std::move(batcher)), forwarder_(std::move(forwarder)) {}
   std::string_view kind() const override { return "batcher"; }
   void submit(std::shared_ptr<gnn_entry> e, transport::rpc::gnn_call call,
@@ -101,7 +103,7 @@ class batcher_scheduler final : public gnn_scheduler {
     e.c.compute.observe(r.times.compute_s);
   }
 
-  caf::actor batcher_;
+  batcher_actor batcher_;
   caf::actor forwarder_;
 };
 
@@ -131,7 +133,7 @@ class forwarding_scheduler final : public rec_scheduler {
 // Hera's worker pool).
 class actor_scheduler final : public rec_scheduler {
  public:
-  actor_scheduler(std::vector<caf::actor> instances, caf::actor forwarder)
+  actor_scheduler(std::vector<dlrm_inference_actor> instances, caf::actor forwarder)
       : instances_(std::move(instances)), forwarder_(std::move(forwarder)) {}
   std::string_view kind() const override { return "actors"; }
   void submit(std::shared_ptr<rec_entry> e, transport::rpc::rec_call call,
@@ -159,7 +161,7 @@ class actor_scheduler final : public rec_scheduler {
   }
 
  private:
-  std::vector<caf::actor> instances_;
+  std::vector<dlrm_inference_actor> instances_;
   caf::actor forwarder_;
   std::atomic<std::size_t> next_{0};
 };

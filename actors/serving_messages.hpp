@@ -1,7 +1,8 @@
-// Messages of the in-process GNN serving path: atoms and the plain structs the
-// client, batcher and pipeline actors exchange. Types made only of data carry
-// `inspect`; those still marked unsafe below hold a status or a policy enum
-// (in-process only: the bridge sends its own wire types, bridge_messages.hpp).
+// Messages and typed interfaces of the GNN serving path: the atoms and structs
+// the client, batcher and pipeline actors exchange, and what each of those
+// actors answers to (`pipeline_actor`, `batcher_actor`). Every type carries
+// `inspect`; across processes the bridge sends its own wire types
+// (bridge_messages.hpp).
 #pragma once
 
 #include <caf/all.hpp>
@@ -19,6 +20,8 @@ using policy_atom = caf::atom_constant<caf::atom("policy")>;
 /// (fanouts_atom, std::vector<int>): sample with these fanouts from the next
 /// batch on (batcher: passed to its pipelines in this process).
 using fanouts_atom = caf::atom_constant<caf::atom("fanouts")>;
+/// A periodic self-message (an actor's own timer).
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
 /// A live threshold change (PSGS routing point, drift, cache hit rate).
 using threshold_atom = caf::atom_constant<caf::atom("threshold")>;
 /// (pipeline_down_atom, pipeline, bool down): the pipeline's process died or came back.
@@ -35,6 +38,12 @@ struct gnn_reply {
   bool leads_batch = false;          // the first request of its batch (counts the execution once)
   std::uint64_t graph_version = 0;   // the live graph's version it was computed on
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gnn_reply& x) {
+  return f(caf::meta::type_name("gnn_reply"), x.sampler_seed, x.output, x.error, x.times,
+           x.queued_s, x.batch_requests, x.leads_batch, x.graph_version);
+}
 
 /// A closed batch handed to a pipeline.
 struct batch_job {
@@ -59,9 +68,23 @@ typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
            x.retried, x.per_pipeline);
 }
 
-}  // namespace spindle::actors
+/// A pipeline as a batcher sees it (one here, or a stand-in for one on another
+/// rank): a closed batch in, its batch_result out; fanouts changed live.
+using pipeline_actor =
+    caf::typed_actor<caf::replies_to<run_atom, batch_job>::with<serving::batch_result>,
+                     caf::reacts_to<fanouts_atom, std::vector<int>>>;
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_reply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::batch_result)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::batch_policy)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::serving::routing_policy)
+/// The per-model batcher: a request in, its own answer out (errors in the reply
+/// or as the request's error); the batch and routing policy, the PSGS
+/// batch-closing threshold (from the router actor) and fanouts changed live;
+/// a pipeline marked down or up; its counters; its own deadline timer (flush).
+using batcher_actor = caf::typed_actor<
+    caf::replies_to<infer_atom, serving::gnn_request>::with<gnn_reply>,
+    caf::reacts_to<flush_atom, std::uint64_t>,
+    caf::reacts_to<policy_atom, serving::routing_policy>,
+    caf::reacts_to<policy_atom, serving::batch_policy>, caf::reacts_to<threshold_atom, double>,
+    caf::reacts_to<fanouts_atom, std::vector<int>>,
+    caf::reacts_to<pipeline_down_atom, pipeline_actor, bool>,
+    caf::replies_to<stats_atom>::with<batcher_stats>>;
+
+}  // namespace spindle::actors

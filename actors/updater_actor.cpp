@@ -11,9 +11,9 @@ struct updater_state {
   hps::persistent_db* pdb = nullptr;
 };
 
-caf::behavior updater_actor(caf::stateful_actor<updater_state>* self,
-                            std::shared_ptr<hps::update_consumer> consumer,
-                            hps::volatile_db* vdb, hps::persistent_db* pdb) {
+updater_actor::behavior_type updater_behavior(updater_actor::stateful_pointer<updater_state> self,
+                                              std::shared_ptr<hps::update_consumer> consumer,
+                                              hps::volatile_db* vdb, hps::persistent_db* pdb) {
   self->state.consumer = std::make_unique<hps::update_consumer>(std::move(*consumer));
   self->state.vdb = vdb;
   self->state.pdb = pdb;
@@ -37,10 +37,10 @@ caf::behavior updater_actor(caf::stateful_actor<updater_state>* self,
 
 }  // namespace
 
-caf::actor spawn_updater(caf::actor_system& sys, hps::update_consumer consumer,
-                         hps::volatile_db* vdb, hps::persistent_db* pdb) {
+updater_actor spawn_updater(caf::actor_system& sys, hps::update_consumer consumer,
+                            hps::volatile_db* vdb, hps::persistent_db* pdb) {
   auto boxed = std::make_shared<hps::update_consumer>(std::move(consumer));
-  return sys.spawn<caf::detached>(updater_actor, std::move(boxed), vdb, pdb);
+  return sys.spawn<caf::detached>(updater_behavior, std::move(boxed), vdb, pdb);
 }
 
 }  // namespace spindle::actors

@@ -10,9 +10,8 @@
 
 namespace spindle::actors {
 
-/// `vdb` / `pdb` may be null and must outlive the actor. Messages:
-///   (hps_stats_atom) -> hps::consumer_stats
-caf::actor spawn_updater(caf::actor_system& sys, hps::update_consumer consumer,
+/// `vdb` / `pdb` may be null and must outlive the actor.
+updater_actor spawn_updater(caf::actor_system& sys, hps::update_consumer consumer,
                          hps::volatile_db* vdb, hps::persistent_db* pdb);
 
 }  // namespace spindle::actors

@@ -57,7 +57,7 @@ struct point {
   double offered = 0, achieved = 0, p99_ms = 0;
 };
 
-point run_rate(caf::actor_system& sys, caf::actor batcher,
+point run_rate(caf::actor_system& sys, actors::batcher_actor batcher,
                const std::vector<serving::gnn_request>& reqs, double rate) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
@@ -259,7 +259,7 @@ int main(int raw_argc, char** raw_argv) {
     caf::actor_system_config cfg;
     actors::configure_scheduler(cfg);
     caf::actor_system sys{cfg};
-    std::vector<caf::actor> pipes;
+    std::vector<actors::pipeline_actor> pipes;
     for (int i = 0; i < 2; ++i)
       pipes.push_back(
           actors::spawn_pipeline(sys, *ds, *model, *router, pool, features, nullptr, large()));

@@ -44,6 +44,13 @@ class [[nodiscard]] status {
   /// Prefixes the message with context ("graph dir/: ") and returns *this.
   status with_context(std::string_view context) &&;
 
+  /// Field list for CAF's inspectors (a status crosses actors inside replies);
+  /// a template, so this header needs no CAF.
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, status& x) {
+    return f(x.code_, x.message_);
+  }
+
  private:
   errc code_ = errc::ok;
   std::string message_;

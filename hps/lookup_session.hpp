@@ -41,12 +41,20 @@ struct lookup_report {
   std::uint64_t keys = 0;
   std::uint64_t unique_keys = 0;
   std::uint64_t l1_misses = 0;  // unique keys not in L1
-  double hit_rate = 1.0;        // 1 - l1_misses / unique_keys (seeds README slip)
+  double hit_rate = 1.0;        // 1 - l1_misses / unique_keys (of the unique keys, not all)
   bool synchronous = false;     // misses were fetched before returning
   std::uint64_t from_vdb = 0;
   std::uint64_t from_pdb = 0;
   std::uint64_t defaulted = 0;  // unique keys answered with the default vector
 };
+
+/// Field list for CAF's inspectors (reports cross actors inside replies); a
+/// template, so this header needs no CAF.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lookup_report& x) {
+  return f(x.keys, x.unique_keys, x.l1_misses, x.hit_rate, x.synchronous, x.from_vdb, x.from_pdb,
+           x.defaulted);
+}
 
 /// Running totals of a table (for stats and the warm-up curve).
 struct table_stats {
@@ -54,6 +62,12 @@ struct table_stats {
   std::uint64_t sync_lookups = 0, async_lookups = 0, defaulted = 0;
   std::uint64_t vdb_errors = 0, pdb_errors = 0, async_dropped = 0, refreshed = 0;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, table_stats& x) {
+  return f(x.lookups, x.unique_keys, x.l1_misses, x.sync_lookups, x.async_lookups, x.defaulted,
+           x.vdb_errors, x.pdb_errors, x.async_dropped, x.refreshed);
+}
 
 struct session_options {
   std::size_t async_queue_limit = 256;      // pending background insertions; more are dropped

@@ -18,6 +18,12 @@ struct dlrm_timing {
   std::vector<lookup_report> tables;
 };
 
+/// Field list for CAF's inspectors; a template, so this header needs no CAF.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dlrm_timing& x) {
+  return f(x.lookup_ms, x.compute_ms, x.tables);
+}
+
 class rec_runner {
  public:
   virtual ~rec_runner() = default;

@@ -35,6 +35,12 @@ struct sparse_input {
   std::vector<std::int64_t> offsets;
 };
 
+/// Field list for CAF's inspectors; a template, so this header needs no CAF.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sparse_input& x) {
+  return f(x.indices, x.offsets);
+}
+
 class model {
  public:
   /// Loads DIR/model.toml and its weights; weight tensors come from `weights_alloc`

@@ -52,11 +52,11 @@ struct member_serving_impl final : member_serving {
   caf::actor_system* sys = nullptr;
   const graph::dataset* ds = nullptr;
   node_pipelines config;
-  caf::actor batcher;  // the member's own front door's, when it has one
+  actors::batcher_actor batcher;  // the member's own front door's, when it has one
   placement_sync* sync = nullptr;
   std::unique_ptr<serving_assets> assets;
   std::unique_ptr<cluster_features> features;
-  std::vector<caf::actor> pipelines;
+  std::vector<actors::pipeline_actor> pipelines;
   ~member_serving_impl() override {
     sync->set_reader(nullptr);
     stop_and_wait(*sys, batcher);
@@ -114,7 +114,7 @@ expected<std::unique_ptr<member_serving>> start_member_serving(rank_context node
   m->pipelines = spawn_pipelines(node.sys, shard.dataset(), a, *m->features, p.pipelines);
   for (std::size_t i = 0; i < m->pipelines.size(); ++i)
     caf::anon_send(bridge.actor, actors::register_atom::value,
-                   actors::pipeline_target_name(int(i)), m->pipelines[i]);
+                   actors::pipeline_target_name(int(i)), caf::actor_cast<caf::actor>(m->pipelines[i]));
   caf::anon_send(member_actor, actors::ready_atom::value, bridge.address);
   log::info("rank {}: {} pipeline{} ready for the coordinator's batches", shard.rank(),
             m->pipelines.size(), m->pipelines.size() == 1 ? "" : "s");
@@ -129,8 +129,8 @@ bool serving(const std::map<int, member_info>& ms, int rank) {
 }
 
 // Tells the bridge and the batcher which members' pipelines went down or came back.
-member_watch::change_fn reroute(caf::actor bridge, caf::actor batcher,
-                                std::map<int, std::vector<caf::actor>> proxies) {
+member_watch::change_fn reroute(caf::actor bridge, actors::batcher_actor batcher,
+                                std::map<int, std::vector<actors::pipeline_actor>> proxies) {
   return [=](const std::map<int, member_info>& before, const std::map<int, member_info>& now) {
     for (const auto& [rank, of_rank] : proxies) {
       const bool was = serving(before, rank), is = serving(now, rank);
@@ -157,11 +157,11 @@ struct cluster_gnn::parts {
   std::unique_ptr<serving_assets> assets;
   std::shared_ptr<const features::placement_plan> first_plan;  // epoch 0, for comparison
   std::unique_ptr<cluster_features> features;
-  std::vector<caf::actor> pipelines;  // this node's first, then the members' stand-ins
+  std::vector<actors::pipeline_actor> pipelines;  // this node's first, then the members' stand-ins
   std::size_t local = 0;              // how many of `pipelines` run here
-  caf::actor batcher;
-  caf::actor router;
-  caf::actor placement;
+  actors::batcher_actor batcher;
+  actors::router_actor router;
+  actors::placement_actor placement;
   serving::batch_policy policy;
   std::uint64_t listener = 0;
   std::size_t members = 0;
@@ -262,7 +262,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(rank_context node,
   node.sync.set_reader(p->features.get());
   p->pipelines = spawn_pipelines(sys, ds, a, *p->features, o.serving.pipelines);
   p->local = p->pipelines.size();
-  std::map<int, std::vector<caf::actor>> proxies;
+  std::map<int, std::vector<actors::pipeline_actor>> proxies;
   const auto* dsp = &ds;
   for (const auto& [rank, m] : members) {
     if (rank == 0 || !serving(members, rank)) continue;
@@ -296,7 +296,7 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name,
                               p_->policy,
                               admission};
   b.placement = p_->placement;
-  b.router_actor = p_->router;
+  b.routing = p_->router;
   b.cluster = true;
   b.pinned = true;
   b.device = a.device.get();

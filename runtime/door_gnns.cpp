@@ -15,8 +15,8 @@ struct door_gnns::model {
   caf::actor_system* sys = nullptr;
   std::unique_ptr<serving_assets> assets;
   std::unique_ptr<cluster_features> features;
-  std::vector<caf::actor> pipelines;
-  caf::actor batcher;
+  std::vector<actors::pipeline_actor> pipelines;
+  actors::batcher_actor batcher;
   time_point listed_since = time_point::max();
   ~model() {
     stop_and_wait(*sys, batcher);

@@ -19,8 +19,9 @@ struct gnn_models::served {
   nn::heap_allocator weights;
   std::unique_ptr<nn::model> model;
   std::shared_ptr<serving::psgs_router> router;
-  std::vector<caf::actor> pipelines;
-  caf::actor batcher, router_actor;
+  std::vector<actors::pipeline_actor> pipelines;
+  actors::batcher_actor batcher;
+  actors::router_actor routing;
 };
 
 gnn_models::gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,
@@ -111,9 +112,9 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   s->batcher =
       actors::spawn_batcher(sys_, s->pipelines, bp, s->router,
                             [ds](const serving::gnn_request& r) { return summed_psgs(*ds, r); });
-  s->router_actor = actors::spawn_router(sys_, s->router, s->batcher);
+  s->routing = actors::spawn_router(sys_, s->router, s->batcher);
   actors::gnn_model_binding b{name, s->batcher, &ds_, s->model.get(), s->router, bp, admission};
-  b.router_actor = s->router_actor;
+  b.routing = s->routing;
   b.device = device_.get();
   models_[name] = std::move(s);
   return b;
@@ -124,9 +125,10 @@ void gnn_models::unload(const std::string& name) {
   if (it == models_.end()) return;
   auto& s = *it->second;
   caf::scoped_actor self{sys_};
-  std::vector<caf::actor> all = s.pipelines;
-  all.push_back(s.batcher);
-  all.push_back(s.router_actor);
+  std::vector<caf::actor> all;
+  for (const auto& p : s.pipelines) all.push_back(caf::actor_cast<caf::actor>(p));
+  all.push_back(caf::actor_cast<caf::actor>(s.batcher));
+  all.push_back(caf::actor_cast<caf::actor>(s.routing));
   for (auto& a : all) self->send_exit(a, caf::exit_reason::user_shutdown);
   // The pipelines read the model: it is freed only after they have terminated.
   for (auto& a : all) self->wait_for(a);

@@ -229,7 +229,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     go.max_connections = a.max_connections;
     SPINDLE_ASSIGN_OR_RETURN(grpc, transport::kserve::grpc_server::start(go, door));
   }
-  caf::actor manager;
+  actors::colocation_manager_actor manager;
   if (!a.node_manager.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto policy, colocation::hera::parse_manager_policy(a.node_manager));
     colocation::hera::profile_table profiles;

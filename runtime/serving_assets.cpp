@@ -70,9 +70,9 @@ void stop_and_wait(caf::actor_system& sys, const caf::actor& a) {
 }
 
 // `n` pipelines over the node's cluster features, sharing the node's pool.
-std::vector<caf::actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
+std::vector<actors::pipeline_actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
                                         serving_assets& a, cluster_features& f, int n) {
-  std::vector<caf::actor> out;
+  std::vector<actors::pipeline_actor> out;
   for (int i = 0; i < std::max(1, n); ++i)
     out.push_back(
         actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, f.source(), a.device.get()));

@@ -47,9 +47,14 @@ status calibrate_over_cluster(serving_assets& a, serving::batch_policy& policy,
 
 /// Stops `a` and waits until it has terminated.
 void stop_and_wait(caf::actor_system& sys, const caf::actor& a);
+/// The same for a typed handle (a pipeline, a batcher).
+template <class... Sigs>
+void stop_and_wait(caf::actor_system& sys, const caf::typed_actor<Sigs...>& a) {
+  stop_and_wait(sys, caf::actor_cast<caf::actor>(a));
+}
 
 /// `n` pipelines over `f`, sharing `a`'s pool (and GNNSched, when on).
-std::vector<caf::actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
+std::vector<actors::pipeline_actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
                                         serving_assets& a, cluster_features& f, int n);
 
 }  // namespace spindle::runtime

@@ -26,6 +26,13 @@ struct batch_policy {
   std::size_t pipeline_depth = 1;
 };
 
+/// Field list for CAF's inspectors (a policy changes live through the batcher
+/// actor); a template, so this header needs no CAF.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_policy& x) {
+  return f(x.deadline, x.max_batch, x.psgs_threshold, x.work_conserving, x.pipeline_depth);
+}
+
 template <class Request>
 class batch_builder {
  public:

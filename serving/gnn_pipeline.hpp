@@ -67,6 +67,23 @@ struct batch_result {
   std::uint64_t graph_version = 0;  // the live graph's version every request saw (0: static)
 };
 
+/// Field lists for CAF's inspectors (results cross actors); templates, so this
+/// header needs no CAF.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_times& x) {
+  return f(x.sample_s, x.gather_s, x.compute_s);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_work& x) {
+  return f(x.graphs, x.rows, x.edges, x.output_rows);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_result& x) {
+  return f(x.outputs, x.errors, x.times, x.work, x.executor, x.graph_version);
+}
+
 /// Fills `out` ([ids.size() x F] float32) with the feature rows of `ids` (unique
 /// ids); the default reads the dataset's own features, a cluster reader gathers
 /// from shards (one call per batch: one completion per remote shard).

@@ -53,7 +53,7 @@ struct run_result {
 };
 
 // Closed loop: one client thread per instance, each with `batch`-sample requests.
-run_result drive(caf::actor_system& sys, const std::vector<caf::actor>& instances,
+run_result drive(caf::actor_system& sys, const std::vector<actors::dlrm_inference_actor>& instances,
                  const config::model_desc& d, const dlrm_args& a) {
   run_result res;
   std::mutex mu;
@@ -163,10 +163,10 @@ status run_serve_dlrm(const dlrm_args& a) {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
   auto cache = actors::spawn_embedding_cache(sys, stack.session, hc.refresh_interval_ms);
-  std::vector<caf::actor> instances;
+  std::vector<actors::dlrm_inference_actor> instances;
   for (int i = 0; i < a.instances; ++i)
     instances.push_back(actors::spawn_dlrm_inference(sys, model, stack.session));
-  caf::actor updater;
+  actors::updater_actor updater;
   if (!a.updates.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto ep, hps::parse_endpoint(a.updates));
     hps::consumer_options co;

@@ -52,7 +52,8 @@ TEST(bridge_test, a_batch_through_the_bridge_answers_like_the_direct_pipeline) {
   caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
   caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
   auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
-  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target), pipe);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target),
+                 caf::actor_cast<caf::actor>(pipe));
   auto proxy = spawn_remote_pipeline(*coord.sys, coord.bridge.actor, 1);
 
   auto reqs = requests(40);
@@ -89,7 +90,8 @@ TEST(bridge_test, the_senders_router_picks_the_remote_executor_live) {
   caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
   caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
   auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
-  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target), pipe);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target),
+                 caf::actor_cast<caf::actor>(pipe));
   auto router =
       std::make_shared<serving::psgs_router>(serving::psgs_calibration{}, serving::routing_policy::fixed);
   router->set_fixed(serving::psgs_router::choice::large);
@@ -160,7 +162,8 @@ TEST(bridge_test, unknown_targets_bad_messages_and_dead_peers_fail_at_once_with_
   // A registered target that does not understand the message says what it got.
   fixture f;
   auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
-  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target), pipe);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target),
+                 caf::actor_cast<caf::actor>(pipe));
   EXPECT_NE(forward_error(1, pipeline_target, caf::make_message(run_atom::value, 42))
                 .find("expected (run, remote_batch)"),
             std::string::npos);

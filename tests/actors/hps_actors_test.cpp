@@ -52,7 +52,7 @@ struct hps_node {
   }
 };
 
-dlrm_reply ask(caf::scoped_actor& self, const caf::actor& a, const dlrm_request& r) {
+dlrm_reply ask(caf::scoped_actor& self, const dlrm_inference_actor& a, const dlrm_request& r) {
   dlrm_reply out;
   self->request(a, std::chrono::seconds(30), dlrm_atom::value, r)
       .receive([&](const dlrm_reply& rep) { out = rep; },
@@ -71,7 +71,7 @@ TEST(hps_actors_test, serves_dlrm_and_applies_online_updates_after_a_refresh) {
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   auto cache = spawn_embedding_cache(sys, node.session, 0);
-  std::vector<caf::actor> instances = {spawn_dlrm_inference(sys, *node.model, node.session),
+  std::vector<dlrm_inference_actor> instances = {spawn_dlrm_inference(sys, *node.model, node.session),
                                        spawn_dlrm_inference(sys, *node.model, node.session)};
   hps::consumer_options co;
   co.consumer = "node-0";

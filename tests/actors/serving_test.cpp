@@ -29,7 +29,8 @@ struct fixture : test_support::small_gnn {
 struct serving_stack {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
-  caf::actor pipe, batcher;
+  pipeline_actor pipe;
+  batcher_actor batcher;
   serving_stack(fixture& f, serving::batch_policy bp,
           std::function<double(const serving::gnn_request&)> psgs) {
     cfg.set("scheduler.max-threads", 1);
@@ -207,7 +208,7 @@ TEST(serving_test, gnnsched_groups_passes_of_several_pipelines_while_serving) {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
-  std::vector<caf::actor> pipes;
+  std::vector<pipeline_actor> pipes;
   for (int i = 0; i < 2; ++i)
     pipes.push_back(spawn_pipeline(sys, *f.ds, *f.model, *f.router, f.pool, {}, device->get()));
   serving::batch_policy bp;
