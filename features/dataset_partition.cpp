@@ -5,6 +5,7 @@
 
 #include "core/checksum.hpp"
 #include "features/dataset_placement.hpp"
+#include "features/plan_manifest.hpp"
 #include "graph/prepare.hpp"
 
 namespace spindle::features {
@@ -62,6 +63,7 @@ status write_rank(const graph::dataset& ds, const placement_plan& plan, int rank
     std::error_code ec;
     std::filesystem::copy_file(ds.dir() + "/node_names.txt", dir + "/node_names.txt", ec);
   }
+  SPINDLE_TRY(write_plan_manifest(plan, dir));  // what the rank reads instead of placing again
   SPINDLE_TRY(w.finish());
   report.topology_bytes = replicated;
   report.ranks.push_back({std::int64_t(rows.size()),

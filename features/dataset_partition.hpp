@@ -1,8 +1,8 @@
 // A cluster's dataset split by rank (`spindle partition`): each rank's folder
 // holds the graph and metrics whole (replicated, as Quiver does) and only the
-// feature rows that rank's shards hold under the placement plan, every tier;
-// a rank started on its folder recomputes the same plan and checks it by its
-// checksum. Pure functions over files; no process state.
+// feature rows that rank's shards hold under the placement plan, every tier,
+// and the plan itself (features/plan_manifest): a rank started on its folder
+// reads the plan and checks it by its checksum. Pure functions over files.
 #pragma once
 
 #include <cstdint>

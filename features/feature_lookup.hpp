@@ -27,6 +27,16 @@ struct row_location {
   std::uint32_t index = 0;  // row = owners[k].start_row + index
 };
 
+class feature_lookup;
+
+/// Rebuilds a table from its parts (a plan stored by `spindle partition`): each
+/// node's class and index in it, and each class's owner shards in layout order.
+/// Fails naming the first node or class that does not fit.
+expected<feature_lookup> restore_lookup(std::vector<std::uint16_t> class_of,
+                                        std::vector<std::uint32_t> index,
+                                        const std::vector<std::vector<shard_index>>& class_shards,
+                                        std::size_t num_shards);
+
 class feature_lookup {
  public:
   feature_lookup() = default;
@@ -51,6 +61,10 @@ class feature_lookup {
 
  private:
   friend class lookup_builder;
+  friend expected<feature_lookup> restore_lookup(std::vector<std::uint16_t>,
+                                                 std::vector<std::uint32_t>,
+                                                 const std::vector<std::vector<shard_index>>&,
+                                                 std::size_t);
   std::vector<std::uint16_t> class_of_;
   std::vector<std::uint32_t> index_;
   std::vector<std::vector<class_owner>> owners_;

@@ -7,6 +7,7 @@
 #include "features/dataset_partition.hpp"
 #include "features/dataset_placement.hpp"
 #include "features/feature_shard.hpp"
+#include "features/plan_manifest.hpp"
 #include "runtime/graph_updates.hpp"
 
 namespace spindle::runtime {
@@ -67,6 +68,25 @@ rank_shard::~rank_shard() {
   blobs_.clear();
 }
 
+namespace {
+
+// The plan a partition was made with, as `spindle partition` stored it; a whole
+// copy (or a partition stored before plans were) is placed here, as every rank
+// places it, so all ranks agree.
+expected<features::placement_plan> plan_of(const graph::dataset& ds,
+                                           const config::topology& topo) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool stored = ds.partitioned() && features::has_plan_manifest(ds.dir());
+  auto plan = stored ? features::read_plan_manifest(ds.dir(), topo, features::row_bytes_of(ds))
+                     : features::place_dataset(ds, topo, features::partition_policy(ds));
+  if (plan)
+    log::info("{}: placement plan {} in {:.2f} s", ds.dir(), stored ? "read" : "computed",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return plan;
+}
+
+}  // namespace
+
 expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& topo,
                                                         const std::string& dataset, int rank,
                                                         bool skip_verify,
@@ -92,8 +112,7 @@ expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& 
   SPINDLE_ASSIGN_OR_RETURN(auto w, ucx::worker::create(*s->ctx_));
   s->worker_.emplace(std::move(w));
   SPINDLE_ASSIGN_OR_RETURN(s->address_, s->worker_->address());
-  SPINDLE_ASSIGN_OR_RETURN(auto plan,
-                           features::place_dataset(s->ds_, topo, features::partition_policy(s->ds_)));
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, plan_of(s->ds_, topo));
   SPINDLE_TRY(features::check_partition(s->ds_, rank, plan));
   if (s->ds_.partitioned())
     log::info("rank {}: serving its partition {} ({} of {} feature rows)", rank, s->ds_.dir(),

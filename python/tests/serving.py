@@ -15,7 +15,7 @@ def start_server(argv):
     raise AssertionError("server did not start: " + " ".join(argv[:4]))
 
 
-_next_port = [20000 + os.getpid() % 6000 * 2]
+_next_port = [20000 + os.getpid() * 2654435761 % 12000]
 
 
 def free_port():

@@ -35,10 +35,11 @@ namespace spindle::cluster_testing {
 
 // A port free now, below Linux's ephemeral range (32768-60999): the nodes bind it
 // seconds later, and a port from the ephemeral range could meanwhile be handed to
-// any socket another test opens on port 0. Starts at an offset of this process's
-// pid so parallel test binaries rarely probe the same ports.
+// any socket another test opens on port 0. Starts at an offset hashed from this
+// process's pid (neighbouring pids land far apart), so parallel test binaries
+// rarely probe the same ports.
 inline int free_port() {
-  static int next = 20000 + int(::getpid() % 6000) * 2;
+  static int next = 20000 + int(std::uint64_t(::getpid()) * 2654435761u % 12000);
   for (int tries = 0; tries < 12000; ++tries) {
     const int port = next;
     next = next + 1 >= 32760 ? 20000 : next + 1;

@@ -20,11 +20,12 @@ fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.lo
 # free_ports N: N loopback ports free now, on one line, below Linux's ephemeral
 # range (32768-60999): the ranks bind them seconds later, and a port from the
 # ephemeral range could meanwhile be handed to any socket another test opens on
-# port 0. Probing starts at an offset of this shell's pid, so parallel tests
+# port 0. Probing starts at an offset hashed from this shell's pid (Knuth's
+# multiplier spreads neighbouring pids over the range), so parallel tests
 # rarely probe the same ports.
 free_ports() {
   python3 -c 'import socket, sys
-want, start = int(sys.argv[1]), 20000 + int(sys.argv[2]) % 6000 * 2
+want, start = int(sys.argv[1]), 20000 + int(sys.argv[2]) * 2654435761 % 12000
 found = []
 for port in list(range(start, 32760)) + list(range(20000, start)):
     s = socket.socket()
