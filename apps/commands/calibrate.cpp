@@ -69,9 +69,7 @@ void register_calibrate(CLI::App& app, global_options& g) {
   cmd->add_option("--max-seeds", a->max_seeds, "Largest batch, in seeds' worth of PSGS")
       ->capture_default_str();
   add_device_options(*cmd, a->device, a->device_feature_mb);
-  cmd->callback([a, &g] {
-    if (int rc = report(run_calibrate(*a, g))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a, &g] { return run_calibrate(*a, g); });
 }
 
 }  // namespace spindle::apps

@@ -207,9 +207,7 @@ void register_client(CLI::App& app, global_options&) {
           },
           "VERSION"));
   infer->add_flag("--json", ia->json, "Print JSON");
-  infer->callback([c, ia] {
-    if (int rc = report(run_infer(*c, *ia))) throw CLI::RuntimeError(rc);
-  });
+  on_run(infer, [c, ia] { return run_infer(*c, *ia); });
 
   auto* rec =
       cmd->add_subcommand("rec", "One recommendation (DLRM) request: click probability per sample");
@@ -224,9 +222,7 @@ void register_client(CLI::App& app, global_options&) {
                   "in table order");
   rec->add_option("--deadline-us", ra->deadline_us, "Deadline (0: none)")->capture_default_str();
   rec->add_flag("--json", ra->json, "Print JSON");
-  rec->callback([c, ra] {
-    if (int rc = report(run_rec(*c, *ra))) throw CLI::RuntimeError(rc);
-  });
+  on_run(rec, [c, ra] { return run_rec(*c, *ra); });
 
   add_load_command(*cmd, c);
   add_graph_command(*cmd, c);
@@ -243,9 +239,7 @@ void register_client(CLI::App& app, global_options&) {
   admin->add_option("value", aa->value, "New value (set)");
   admin->add_flag("--json", aa->json,
                   "members: the raw JSON (descriptors, bridges) instead of a table");
-  admin->callback([c, aa] {
-    if (int rc = report(run_admin(*c, *aa))) throw CLI::RuntimeError(rc);
-  });
+  on_run(admin, [c, aa] { return run_admin(*c, *aa); });
 }
 
 }  // namespace spindle::apps

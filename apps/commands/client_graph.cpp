@@ -143,14 +143,10 @@ void add_graph_command(CLI::App& client_cmd, std::shared_ptr<client_args> c) {
   update->add_option("--stream", ga->stream, "With --redis: the stream's key")
       ->capture_default_str();
   update->add_flag("--json", ga->json, "Print JSON");
-  update->callback([c, ga] {
-    if (int rc = report(run_update(*c, *ga))) throw CLI::RuntimeError(rc);
-  });
+  on_run(update, [c, ga] { return run_update(*c, *ga); });
   auto* version = graph->add_subcommand("version", "The served graph's version and node ids");
   version->add_flag("--json", ga->json, "Print JSON");
-  version->callback([c, ga] {
-    if (int rc = report(run_version(*c, ga->json))) throw CLI::RuntimeError(rc);
-  });
+  on_run(version, [c, ga] { return run_version(*c, ga->json); });
 }
 
 }  // namespace spindle::apps

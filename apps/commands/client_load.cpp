@@ -444,9 +444,7 @@ void add_load_command(CLI::App& client, std::shared_ptr<client_args> c) {
   load->add_flag("--reproducible", la->reproducible,
                  "Give request i sampler seed i + 1 (sampled on its own, fixed answer); by "
                  "default requests carry none and share their batch's sampled graph");
-  load->callback([c, la] {
-    if (int rc = report(run_load(*c, *la))) throw CLI::RuntimeError(rc);
-  });
+  on_run(load, [c, la] { return run_load(*c, *la); });
 }
 
 }  // namespace spindle::apps

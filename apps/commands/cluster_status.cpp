@@ -55,9 +55,7 @@ void register_cluster_status(CLI::App& app) {
                  "~/.local/state/spindle/clusters/NAME-HASH.token)");
   auto json = std::make_shared<bool>(false);
   st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
-  st->callback([path, token_path, json] {
-    if (int rc = report(run_status(*path, *token_path, *json))) throw CLI::RuntimeError(rc);
-  });
+  on_run(st, [path, token_path, json] { return run_status(*path, *token_path, *json); });
 }
 
 }  // namespace spindle::apps

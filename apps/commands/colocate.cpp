@@ -176,18 +176,14 @@ void register_colocate(CLI::App& app, global_options&) {
   };
   auto* affinity = cmd->add_subcommand("affinity", "Algorithm 1 for every model pair");
   common(affinity);
-  affinity->callback([a] {
-    if (int rc = report(run_affinity(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(affinity, [a] { return run_affinity(*a); });
   auto* plan = cmd->add_subcommand(
       "plan", "Algorithm 2: servers, model pairs and expected QPS for target QPS per model");
   common(plan);
   plan->add_option("--targets", a->targets, "Target QPS per model: MODEL=QPS,...")
       ->delimiter(',')
       ->required();
-  plan->callback([a] {
-    if (int rc = report(run_plan(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(plan, [a] { return run_plan(*a); });
   auto* sim = cmd->add_subcommand(
       "simulate",
       "Servers needed and mean EMU of Hera, Hera-Random, Random and isolation for clusters of "
@@ -200,9 +196,7 @@ void register_colocate(CLI::App& app, global_options&) {
       ->delimiter(',')
       ->capture_default_str();
   sim->add_option("--seed", a->seed, "Seed of the random policies")->capture_default_str();
-  sim->callback([a] {
-    if (int rc = report(run_simulate(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(sim, [a] { return run_simulate(*a); });
 }
 
 }  // namespace spindle::apps

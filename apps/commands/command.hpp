@@ -32,6 +32,14 @@ struct global_options {
 /// Prints "spindle: error: <message>" to stderr and returns exit code 1 (0 when ok).
 int report(const status& s);
 
+/// Makes `run` (returning a status) `cmd`'s action: a failure is reported and
+/// becomes the process's exit code.
+template <class Run>
+void on_run(CLI::App* cmd, Run run) {
+  cmd->callback([run = std::move(run)] {
+    if (int rc = report(run())) throw CLI::RuntimeError(rc);
+  });
+}
 
 void register_generate(CLI::App& app, global_options& g);
 void register_prepare(CLI::App& app, global_options& g);

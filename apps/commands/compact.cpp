@@ -59,9 +59,7 @@ void register_compact(CLI::App& app, global_options& g) {
       ->required();
   cmd->add_option("--out", a->out, "Output directory (new or empty)")->required();
   cmd->add_option("--graph-log", a->log, "The log, if not DATASET/graph.log");
-  cmd->callback([a, &g] {
-    if (int rc = report(run_compact(*a, g.pool()))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a, &g] { return run_compact(*a, g.pool()); });
 }
 
 }  // namespace spindle::apps

@@ -190,9 +190,7 @@ void add_load(CLI::App& hps) {
   cmd->add_option("--npy", a->npy, "[rows, dim] float32 .npy; row i is key i");
   cmd->add_option("--safetensors", a->safetensors, "safetensors file (with --tensor)");
   cmd->add_option("--tensor", a->tensor, "Tensor name in --safetensors");
-  cmd->callback([a] {
-    if (int rc = report(run_load(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_load(*a); });
 }
 
 void add_publish(CLI::App& hps) {
@@ -205,9 +203,7 @@ void add_publish(CLI::App& hps) {
   cmd->add_option("--prefix", a->prefix, "Key namespace")->capture_default_str();
   cmd->add_option("--max-keys-per-message", a->max_keys, "Split into messages of this many keys")
       ->capture_default_str();
-  cmd->callback([a] {
-    if (int rc = report(run_publish(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_publish(*a); });
 }
 
 void add_consume(CLI::App& hps) {
@@ -225,9 +221,7 @@ void add_consume(CLI::App& hps) {
   cmd->add_option("--max-keys-per-second", a->rate, "Rate limit (0: none)")->capture_default_str();
   cmd->add_option("--exit-when-idle-ms", a->exit_when_idle_ms,
                   "Exit after this long with nothing new (0: never)");
-  cmd->callback([a] {
-    if (int rc = report(run_consume(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_consume(*a); });
 }
 
 }  // namespace

@@ -366,9 +366,7 @@ void register_launch(CLI::App& app) {
   }
   launch->add_option("--pdb", la->pdb,
                      "DLRM tables (RocksDB): rank N's in DIR/rank-N, filled on its first start");
-  launch->callback([la] {
-    if (int rc = report(run_launch(*la))) throw CLI::RuntimeError(rc);
-  });
+  on_run(launch, [la] { return run_launch(*la); });
 }
 
 }  // namespace spindle::apps

@@ -179,15 +179,11 @@ void register_model(CLI::App& app, global_options& g) {
   init->add_option("--name", a->name, "Model name (default: the architecture)");
   init->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   init->add_option("--out-dir", a->out_dir, "Model directory to write")->required();
-  init->callback([a] {
-    if (int rc = report(run_init(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(init, [a] { return run_init(*a); });
   auto* info = cmd->add_subcommand("info", "List a model's tensors, shapes and parameter count");
   auto dir = std::make_shared<std::string>();
   info->add_option("dir", *dir, "Model directory")->required();
-  info->callback([dir] {
-    if (int rc = report(run_info(*dir))) throw CLI::RuntimeError(rc);
-  });
+  on_run(info, [dir] { return run_info(*dir); });
   register_model_verify(*cmd, g);
 }
 

@@ -128,9 +128,7 @@ void register_model_verify(CLI::App& model_cmd, global_options& g) {
                 "Check the graph without its u->u edges (as `prepare --drop-self-loops`)");
   cmd->add_flag("--drop-duplicates", a->drop_duplicates,
                 "Check the graph with one of each repeated edge (`prepare --drop-duplicates`)");
-  cmd->callback([a, &g] {
-    if (int rc = report(run_verify(*a, g))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a, &g] { return run_verify(*a, g); });
 }
 
 }  // namespace spindle::apps

@@ -50,9 +50,7 @@ void register_partition(CLI::App& app, global_options&) {
       ->check(CLI::IsMember({"fap", "hash", "degree", "random"}))
       ->capture_default_str();
   cmd->add_flag("--force", a->force, "Replace a non-empty --out whole");
-  cmd->callback([a] {
-    if (int rc = report(run_partition(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_partition(*a); });
 }
 
 }  // namespace spindle::apps

@@ -108,9 +108,7 @@ void register_prepare(CLI::App& app, global_options& g) {
   cmd->add_flag("--force", a->force,
                 "Replace a non-empty --out whole (written beside it, then renamed into place)");
   add_metrics_flags(*cmd, a->metrics);
-  cmd->callback([a, &g] {
-    if (int rc = report(run_prepare(*a, g))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a, &g] { return run_prepare(*a, g); });
 }
 
 }  // namespace spindle::apps

@@ -238,9 +238,7 @@ void register_profile(CLI::App& app, global_options&) {
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Profile table (JSON)")->capture_default_str();
   cmd->add_option("--plot", a->plot, "PNG of max QPS against workers (Hera Fig. 6)");
-  cmd->callback([a] {
-    if (int rc = report(run_profile(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_profile(*a); });
 }
 
 }  // namespace spindle::apps

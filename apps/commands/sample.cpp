@@ -115,9 +115,7 @@ void register_sample(CLI::App& app, global_options& g) {
                 "seed) and compare the rows and edges with the joint batch");
   cmd->add_option("--max-rows", a->max_rows, "Rows to print in text mode")->default_val(20);
   cmd->add_flag("--json", a->json, "Print nodes, hop_end, seed_local, indptr, indices as JSON");
-  cmd->callback([a, &g] {
-    if (int rc = report(run_sample(*a, g))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a, &g] { return run_sample(*a, g); });
 }
 
 }  // namespace spindle::apps

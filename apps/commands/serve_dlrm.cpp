@@ -215,9 +215,7 @@ void register_serve_dlrm(CLI::App& app, global_options&) {
       ->required();
   cmd->add_option("--seed", a->seed, "Generator seed")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print the report as JSON");
-  cmd->callback([a] {
-    if (int rc = report(run_serve_dlrm(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_serve_dlrm(*a); });
 }
 
 }  // namespace spindle::apps

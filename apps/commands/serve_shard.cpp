@@ -107,9 +107,7 @@ void register_serve_shard(CLI::App& app, global_options&) {
                   "Serve exactly these node ids (1-D int64 .npy), in order");
   cmd->add_flag("--no-progress", a->no_progress,
                 "Never progress the UCX worker (shows shared-memory gets are one-sided)");
-  cmd->callback([a] {
-    if (int rc = report(run_serve_shard(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_serve_shard(*a); });
 }
 
 }  // namespace spindle::apps

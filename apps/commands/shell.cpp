@@ -347,9 +347,7 @@ void register_shell(CLI::App& app, global_options&) {
   cmd->add_option("--token", a->token, "Admin token");
   cmd->add_option("--token-file", a->token_file, "File holding the admin token");
   cmd->add_option("-c", a->commands, "Run these ';'-separated commands and exit");
-  cmd->callback([a] {
-    if (int rc = report(run_shell(*a))) throw CLI::RuntimeError(rc);
-  });
+  on_run(cmd, [a] { return run_shell(*a); });
 }
 
 }  // namespace spindle::apps
