@@ -32,6 +32,7 @@
 #include "runtime/cluster_link.hpp"
 #include "runtime/cluster_serving.hpp"
 #include "runtime/door_gnns.hpp"
+#include "runtime/door_stack.hpp"
 #include "runtime/model_follower.hpp"
 #include "runtime/rec_forwarder.hpp"
 #include "runtime/serve_rpc.hpp"
@@ -95,21 +96,21 @@ status serve_door(caf::actor_system& sys, const node_args& a, rank_shard* shard,
     SPINDLE_ASSIGN_OR_RETURN(auto f, rec_forwarder::start(spec));
     forwarders.push_back(std::move(f));
   }
-  actors::gateway gw(sys);
-  if (gnn) gw.add_model(std::move(*gnn));
+  door_stack s;
+  if (gnn) s.gnns.push_back(std::move(*gnn));
   if (shard && shard->live()) {  // versions and min_version here; updates through the stream
-    gw.set_live_graph(shard->live(), false);
-    if (const auto* f = shard->graph_stream()) gw.set_graph_stream([f] { return f->stats(); });
+    s.live = shard->live();
+    s.doors_update = false;
+    if (const auto* f = shard->graph_stream()) s.graph_stream = [f] { return f->stats(); };
   }
-  for (const auto& f : forwarders) gw.add_model(f->binding(a.door.admission()));
+  for (const auto& f : forwarders) s.recs.push_back(f->binding(a.door.admission()));
   // Loads through this door reach every node with a door (the coordinator's list).
-  auto loader = gnns->loader(a.door.admission(), rec_loader(a.door));
-  SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, std::move(loader)));
-  gw.set_members(std::move(members));
-  std::optional<model_follower> follower(std::in_place, gw, *gnns);  // loads at other doors
-  auto served = serve_until_signal(gw, a.door, token, also, on_also, stopped_by);
-  follower.reset();
-  return served;
+  s.loader = gnns->loader(a.door.admission(), rec_loader(a.door));
+  s.members = std::move(members);
+  s.while_serving = [gnns](actors::gateway& gw) {  // loads at other doors
+    return std::shared_ptr<void>(std::make_shared<model_follower>(gw, *gnns));
+  };
+  return serve_door_stack(sys, a.door, std::move(s), token, also, on_also, stopped_by);
 }
 
 bool serves_rec(const node_args& a) {

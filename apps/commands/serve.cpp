@@ -24,6 +24,7 @@
 #include "runtime/gnn_models.hpp"
 #include "runtime/graph_updates.hpp"
 #include "runtime/model_repository.hpp"
+#include "runtime/door_stack.hpp"
 #include "runtime/serve_rpc.hpp"
 #include "serving/cuda_executor.hpp"
 #include "serving/psgs_calibrate.hpp"
@@ -171,9 +172,7 @@ status serve_rec_only(const serve_args& a) {
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   caf::actor_system sys{cfg};
-  actors::gateway gw(sys);
-  SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door));
-  return serve_until_signal(gw, a.door, token);
+  return serve_door_stack(sys, a.door, {}, token);
 }
 
 status run_serve(const serve_args& a, global_options& g) {
@@ -274,14 +273,14 @@ status run_serve(const serve_args& a, global_options& g) {
                       a.repository);
   const auto& b = bindings.front();
   if (listening) {
-    actors::gateway gw(sys);
-    for (const auto& x : bindings) gw.add_model(x);
-    gw.set_live_graph(ds.live());
-    if (auto* f = graph_service.stream.get()) gw.set_graph_stream([f] { return f->stats(); });
-    SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a.door, models.loader()));
-    auto served = serve_until_signal(gw, a.door, token);
-    graph_service.stream.reset();  // no batch (and no parked call it wakes) outlives the gateway
-    return served;
+    door_stack s;
+    s.gnns = bindings;
+    s.live = ds.live();
+    if (auto* f = graph_service.stream.get()) s.graph_stream = [f] { return f->stats(); };
+    s.loader = models.loader();
+    // No batch (and no parked call it wakes) outlives the gateway.
+    s.on_stop = [&graph_service] { graph_service.stream.reset(); };
+    return serve_door_stack(sys, a.door, std::move(s), token);
   }
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
