@@ -36,6 +36,7 @@ struct target_plan {
 struct coordinator_state {
   std::string name;
   std::string token;  // the cluster token: joins and outside status queries carry it
+  std::string plan;   // the checksum of rank 0's placement plan (empty: no shard)
   std::map<int, member> members;
   target_plan target;
   std::map<std::string, std::string> models;  // GNNs loaded at run time: name -> directory
@@ -117,9 +118,11 @@ caf::error unauthorized(const std::string& what) {
 }
 
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::string name,
-                          std::string descriptor, std::string bridge, std::string token) {
+                          std::string descriptor, std::string bridge, std::string token,
+                          std::string plan) {
   self->state.name = std::move(name);
   self->state.token = std::move(token);
+  self->state.plan = std::move(plan);
   self->state.members[0] = {self->state.name, int(::getpid()),       true,   1,
                             self->address(),  std::move(descriptor), bridge, true};
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -132,13 +135,25 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
   });
   return {
       [=](join_atom, int rank, const std::string& who, int pid, const std::string& descriptor,
-          const std::string& token) -> caf::result<ok_atom, std::string> {
+          const std::string& plan, const std::string& token) -> caf::result<ok_atom, std::string> {
         if (!transport::rpc::token_matches(token, self->state.token)) {
           log::warn("refused a join as rank {} ('{}'): wrong cluster token", rank,
                     who.substr(0, 64));
           return unauthorized("join");
         }
         if (rank <= 0) return caf::make_error(caf::sec::runtime_error, "join: rank must be > 0");
+        // Ranks laid out by different plans would read each other's rows at the
+        // wrong places: answers silently wrong. Refused by name instead.
+        if (!plan.empty() && !self->state.plan.empty() && plan != self->state.plan) {
+          log::warn("refused rank {} ('{}'): its placement plan {} is not rank 0's {}", rank,
+                    who.substr(0, 64), plan.substr(0, 32), self->state.plan);
+          return caf::make_error(
+              caf::sec::runtime_error,
+              "join: rank " + std::to_string(rank) + "'s placement plan " + plan.substr(0, 32) +
+                  " is not rank 0's " + self->state.plan +
+                  ": its dataset folder comes from another `spindle partition` run (or another "
+                  "policy); give every rank the folders of one run");
+        }
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
         auto& m = self->state.members[rank];
         m = {who, pid, true, m.joins + 1, sender.address(), descriptor, {}, false};
@@ -223,7 +238,7 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
     if (o.on_coordinator_down) o.on_coordinator_down();
   });
   self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank, o.name, int(::getpid()),
-                o.descriptor, o.token)
+                o.descriptor, o.plan, o.token)
       .then(
           [=](ok_atom, const std::string& coordinator_bridge) {
             log::info("{} (rank {}) joined the cluster", o.name, o.rank);
@@ -232,7 +247,12 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
               self->send(o.bridge, peer_atom::value, 0, coordinator_bridge);
             if (!o.serves_batches) self->send(coord, ready_atom::value, o.rank, std::string());
           },
-          [=](caf::error& e) { log::error("{}: join failed: {}", o.name, to_string(e)); });
+          [=](caf::error& e) {
+            log::error("{}: join failed: {}", o.name, to_string(e));
+            // Refused (the coordinator answered): the member cannot serve. A join
+            // that timed out waits, as before, for the coordinator to be seen down.
+            if (o.on_join_failed && e != caf::sec::request_timeout) o.on_join_failed(error_text(e));
+          });
   return {
       [=](status_atom) {
         return nlohmann::json{{"rank", o.rank}, {"name", o.name}, {"pid", int(::getpid())}}.dump();
@@ -247,9 +267,9 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
 }  // namespace
 
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
-                             std::string bridge, std::string token) {
+                             std::string bridge, std::string token, std::string plan) {
   return sys.spawn(coordinator, std::move(name), std::move(descriptor), std::move(bridge),
-                   std::move(token));
+                   std::move(token), std::move(plan));
 }
 
 caf::actor spawn_member(caf::actor_system& sys, caf::actor coordinator, member_options options) {

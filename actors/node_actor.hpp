@@ -25,8 +25,12 @@ using models_atom = caf::atom_constant<caf::atom("models")>;
 
 /// Spawns the coordinator (rank 0), which publishes its own shard `descriptor`
 /// and UCX `bridge` address (either may be empty):
-/// The cluster `token` authenticates joins and outside status queries.
-///   (join_atom, rank, name, pid, descriptor, token) -> (ok_atom, coordinator's bridge address)
+/// The cluster `token` authenticates joins and outside status queries. `plan` is the
+/// checksum of the placement plan its rows are laid out by (empty: no shard); a
+/// member whose plan differs is refused, naming both (its folder comes from
+/// another `spindle partition` run).
+///   (join_atom, rank, name, pid, descriptor, plan, token) -> (ok_atom, coordinator's bridge
+///                    address)
 ///   (ready_atom, rank, bridge address)  the member serves batches (or "" if it only holds rows)
 ///   (status_atom) -> JSON array: rank, name, pid, alive, joins, descriptor, bridge, ready,
 ///                    and the placement fields below; only for senders in this process
@@ -43,7 +47,7 @@ using models_atom = caf::atom_constant<caf::atom("models")>;
 ///   (models_atom, token) -> JSON object {name: model directory}
 ///   (models_atom, "add" | "remove", name, directory, token) -> ok_atom
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
-                             std::string bridge, std::string token);
+                             std::string bridge, std::string token, std::string plan = {});
 
 struct member_options {
   int rank = 1;
@@ -52,8 +56,11 @@ struct member_options {
   caf::actor bridge;            // its UCX bridge, told the coordinator's address on join
   bool serves_batches = false;  // if set, ready is sent later with (ready_atom, address)
   std::string token;            // the cluster token
+  std::string plan;             // its placement plan's checksum (empty: no shard)
   /// Called (on a CAF thread) when the coordinator is seen down.
   std::function<void()> on_coordinator_down;
+  /// Called (on a CAF thread) when the coordinator refused the join, with the reason.
+  std::function<void(const std::string&)> on_join_failed;
 };
 
 /// Spawns a member node actor that joins `coordinator`. It answers (status_atom)

@@ -82,33 +82,39 @@ expected<feature_lookup> restore_lookup(std::vector<std::uint16_t> class_of,
                                         const std::vector<std::vector<shard_index>>& class_shards,
                                         std::size_t num_shards) {
   if (class_of.size() != index.size())
-    return make_error(errc::corrupt_data, "plan: {} class entries for {} index entries",
+    return make_error(errc::corrupt_data, "{} class entries for {} index entries",
                       class_of.size(), index.size());
   feature_lookup t;
   const std::size_t classes = class_shards.size();
-  t.rows_.assign(classes, {});
+  // Each class's size first, so an index is bounded before any row is placed.
+  std::vector<std::uint64_t> size(classes, 0);
   for (std::uint64_t v = 0; v < class_of.size(); ++v) {
     if (class_of[v] >= classes)
-      return make_error(errc::corrupt_data, "plan: node {} is in class {} of {}", v, class_of[v],
+      return make_error(errc::corrupt_data, "node {} is in class {} of {}", v, class_of[v],
                         classes);
+    ++size[class_of[v]];
+  }
+  constexpr auto kFree = ~std::uint64_t(0);
+  t.rows_.resize(classes);
+  for (std::size_t c = 0; c < classes; ++c) t.rows_[c].assign(size[c], kFree);
+  for (std::uint64_t v = 0; v < class_of.size(); ++v) {
     auto& rows = t.rows_[class_of[v]];
-    if (rows.size() <= index[v]) rows.resize(std::size_t(index[v]) + 1, ~std::uint64_t(0));
-    if (rows[index[v]] != ~std::uint64_t(0))
-      return make_error(errc::corrupt_data, "plan: nodes {} and {} share row {} of class {}",
+    if (index[v] >= rows.size())
+      return make_error(errc::corrupt_data, "node {} has row {} of class {}, which has {} rows", v,
+                        index[v], class_of[v], rows.size());
+    if (rows[index[v]] != kFree)
+      return make_error(errc::corrupt_data, "nodes {} and {} both have row {} of class {}",
                         rows[index[v]], v, index[v], class_of[v]);
     rows[index[v]] = v;
   }
   std::vector<std::uint64_t> next_row(num_shards, 0);
   t.owners_.resize(classes);
   for (std::size_t c = 0; c < classes; ++c) {
-    for (auto v : t.rows_[c])
-      if (v == ~std::uint64_t(0))
-        return make_error(errc::corrupt_data, "plan: class {} has a row no node holds", c);
     if (class_shards[c].empty())
-      return make_error(errc::corrupt_data, "plan: class {} has no owner", c);
+      return make_error(errc::corrupt_data, "class {} has no owner", c);
     for (shard_index s : class_shards[c]) {
       if (s >= num_shards)
-        return make_error(errc::corrupt_data, "plan: class {} names shard {} of {}", c, s,
+        return make_error(errc::corrupt_data, "class {} names shard {} of {}", c, s,
                           num_shards);
       t.owners_[c].push_back({s, next_row[s]});
       next_row[s] += t.rows_[c].size();

@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checksum.hpp"
+#include "core/json_depth.hpp"
 #include "core/npy.hpp"
+#include "core/text_file.hpp"
 #include "features/dataset_partition.hpp"
 
 namespace spindle::features {
@@ -13,6 +15,15 @@ namespace {
 
 // The stored layout's version: a later layout is refused by name, not misread.
 constexpr int kFormat = 1;
+// plan.json names one entry per shard: far below this for any cluster.
+constexpr std::size_t kMaxPlanJsonBytes = 1u << 20;
+constexpr std::size_t kMaxPlanJsonDepth = 4;
+
+// At most `n` characters of `text`, for error messages.
+std::string clip(std::string text, std::size_t n = 240) {
+  if (text.size() > n) text = text.substr(0, n) + "...";
+  return text;
+}
 
 nlohmann::json shards_json(const std::vector<shard_info>& shards) {
   auto out = nlohmann::json::array();
@@ -32,7 +43,7 @@ status check_shards(const std::string& file, const nlohmann::json& stored,
   return make_error(errc::invalid_argument,
                     "{}: the plan's shards ({}) are not this cluster's ({}): the cluster TOML's "
                     "servers or tiers changed since `spindle partition`; partition again",
-                    file, stored.dump(), have.dump());
+                    file, clip(stored.dump()), clip(have.dump()));
 }
 
 expected<std::vector<std::vector<shard_index>>> read_classes(const std::string& path) {
@@ -71,7 +82,7 @@ expected<feature_lookup> read_lookup(const std::string& dir, std::size_t num_sha
     index[i] = v[2 * i + 1];
   }
   auto lookup = restore_lookup(std::move(class_of), std::move(index), classes, num_shards);
-  if (!lookup) return std::move(lookup).error().with_context(dir);
+  if (!lookup) return std::move(lookup).error().with_context(nodes_path + ": ");
   return lookup;
 }
 
@@ -112,32 +123,69 @@ status write_plan_manifest(const placement_plan& plan, const std::string& dir) {
 }
 
 bool has_plan_manifest(const std::string& dir) {
-  std::error_code ec;
-  return std::filesystem::exists(dir + "/plan.json", ec);
+  std::error_code ec;  // any of the three: a partly deleted plan is refused, not recomputed
+  for (const char* f : {"/plan.json", "/plan_nodes.npy", "/plan_classes.npy"})
+    if (std::filesystem::exists(dir + f, ec)) return true;
+  return false;
 }
 
-expected<placement_plan> read_plan_manifest(const std::string& dir, const config::topology& topo,
-                                            std::uint64_t row_bytes) {
-  const std::string path = dir + "/plan.json";
-  std::ifstream f(path);
-  if (!f) return make_error(errc::not_found, "{}: cannot open", path);
-  const auto j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("shards") || !j.contains("checksum"))
+namespace {
+
+// plan.json as JSON, bounded in size and depth before parsing; errors name it.
+expected<nlohmann::json> read_plan_json(const std::string& path) {
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "placement plan", kMaxPlanJsonBytes));
+  if (json_depth(text, kMaxPlanJsonDepth + 1) > kMaxPlanJsonDepth)
+    return make_error(errc::corrupt_data, "{}: nested deeper than a stored plan", path);
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("shards") || !j["shards"].is_array() ||
+      !j.contains("checksum") || !j["checksum"].is_string())
     return make_error(errc::corrupt_data, "{}: not a stored placement plan", path);
-  if (j.value("format", 0) != kFormat)
+  return j;
+}
+
+// An unsigned integer field of plan.json, refused by name when missing or mistyped.
+expected<std::uint64_t> count_field(const nlohmann::json& j, const std::string& path,
+                                    const char* name) {
+  if (!j.contains(name) || !j[name].is_number_unsigned())
+    return make_error(errc::corrupt_data, "{}: \"{}\" is not a count", path, name);
+  return j[name].get<std::uint64_t>();
+}
+
+}  // namespace
+
+expected<placement_plan> read_plan_manifest(const std::string& dir, const config::topology& topo,
+                                            std::uint64_t row_bytes, std::uint64_t num_nodes,
+                                            const std::string& policy) {
+  const std::string path = dir + "/plan.json";
+  SPINDLE_ASSIGN_OR_RETURN(auto j, read_plan_json(path));
+  const auto& format = j["format"];
+  if (!format.is_number_integer() || format.get<std::int64_t>() != kFormat)
     return make_error(errc::unsupported, "{}: plan format {} (this build reads {})", path,
-                      j.value("format", 0), kFormat);
+                      clip(format.dump(), 40), kFormat);
+  SPINDLE_ASSIGN_OR_RETURN(auto nodes, count_field(j, path, "nodes"));
+  SPINDLE_ASSIGN_OR_RETURN(auto stored_row_bytes, count_field(j, path, "row_bytes"));
+  if (nodes != num_nodes || stored_row_bytes != row_bytes)
+    return make_error(errc::invalid_argument,
+                      "{}: a plan for {} nodes of {} bytes, the dataset has {} of {}", path, nodes,
+                      stored_row_bytes, num_nodes, row_bytes);
   placement_plan plan;
   plan.shards = enumerate_shards(topo, row_bytes);
   SPINDLE_TRY(check_shards(path, j["shards"], plan.shards));
-  plan.policy = j.value("policy", std::string());
+  plan.policy = policy;
   plan.row_bytes = row_bytes;
-  plan.replicated_rows = j.value("replicated_rows", std::uint64_t(0));
   SPINDLE_ASSIGN_OR_RETURN(plan.lookup, read_lookup(dir, plan.shards.size()));
-  const std::string want = j.value("checksum", std::string());
-  if (checksum_hex(plan_checksum(plan)) != want)
-    return make_error(errc::corrupt_data, "{}: the stored plan's checksum is {}, its content's {}",
-                      path, want, checksum_hex(plan_checksum(plan)));
+  if (plan.lookup.num_nodes() != num_nodes)
+    return make_error(errc::corrupt_data, "{}/plan_nodes.npy: {} nodes, the dataset has {}", dir,
+                      plan.lookup.num_nodes(), num_nodes);
+  for (std::uint64_t v = 0; v < num_nodes; ++v)
+    plan.replicated_rows += plan.lookup.locate(v).owners.size() > 1;
+  const std::string want = j["checksum"].get<std::string>();
+  const std::string have = checksum_hex(plan_checksum(plan));
+  if (have != want)
+    return make_error(errc::corrupt_data,
+                      "{}: the plan files' content (checksum {}) is not the plan stored with "
+                      "them ({}): plan_nodes.npy or plan_classes.npy was changed or replaced",
+                      path, have, clip(want, 40));
   return plan;
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/checksum.hpp"
 #include "core/log.hpp"
 #include "features/dataset_partition.hpp"
 #include "features/dataset_placement.hpp"
@@ -77,8 +78,10 @@ expected<features::placement_plan> plan_of(const graph::dataset& ds,
                                            const config::topology& topo) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool stored = ds.partitioned() && features::has_plan_manifest(ds.dir());
-  auto plan = stored ? features::read_plan_manifest(ds.dir(), topo, features::row_bytes_of(ds))
-                     : features::place_dataset(ds, topo, features::partition_policy(ds));
+  const auto policy = features::partition_policy(ds);
+  auto plan = stored ? features::read_plan_manifest(ds.dir(), topo, features::row_bytes_of(ds),
+                                                    std::uint64_t(ds.num_nodes()), policy)
+                     : features::place_dataset(ds, topo, policy);
   if (plan)
     log::info("{}: placement plan {} in {:.2f} s", ds.dir(), stored ? "read" : "computed",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -245,6 +248,12 @@ std::optional<epoch_plan> rank_shard::at(int epoch) const {
   auto it = plans_.find(epoch);
   if (it == plans_.end()) return std::nullopt;
   return it->second;
+}
+
+std::string rank_shard::start_plan_checksum() const {
+  std::lock_guard lock(mu_);
+  auto it = plans_.find(0);
+  return it == plans_.end() ? std::string() : checksum_hex(features::plan_checksum(*it->second.plan));
 }
 
 std::string rank_shard::descriptor(int epoch) const {

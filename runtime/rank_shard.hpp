@@ -71,6 +71,9 @@ class rank_shard {
   std::optional<epoch_plan> at(int epoch) const;
   /// The descriptor of this node's region for `epoch` ("" if it has none).
   std::string descriptor(int epoch) const;
+  /// The checksum of the plan the rank started with (epoch 0), as hex: ranks
+  /// laid out by different plans must not serve together.
+  std::string start_plan_checksum() const;
 
   struct build_report {
     std::uint64_t rows = 0;       // rows of this node's new shard

@@ -317,10 +317,11 @@ status run_node(const node_args& a) {
     }
   } stop{self_actor, bridge};
   const std::string descriptor = sn.shard ? sn.shard->descriptor(0) : "";
+  const std::string plan = sn.shard ? sn.shard->start_plan_checksum() : "";
   if (rank == 0) {
     SPINDLE_ASSIGN_OR_RETURN(sn.token, token_file(topo.token_file, "cluster token file", true));
     self_actor = actors::spawn_coordinator(sys, me.name, descriptor, bridge ? bridge->address : "",
-                                           sn.token);
+                                           sn.token, plan);
     coord = self_actor;
   } else {
     SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
@@ -328,10 +329,17 @@ status run_node(const node_args& a) {
     SPINDLE_ASSIGN_OR_RETURN(sn.token, wait_for_token(topo.token_file, 30));
     SPINDLE_ASSIGN_OR_RETURN(coord_link, connect_gated(sys, coord_spec, sn.token, 30));
     coord = coord_link->actor;
+    // A refused join (another plan, a wrong token) ends the node with the reason;
+    // it holds UCX memory, so it leaves as a stop does, without teardown.
     self_actor = actors::spawn_member(
         sys, coord,
         {rank, me.name, descriptor, bridge ? bridge->actor : caf::actor(), bridge.has_value(),
-         sn.token, [] { ::kill(::getpid(), kCoordinatorLost); }});
+         sn.token, plan, [] { ::kill(::getpid(), kCoordinatorLost); },
+         [](const std::string& why) {
+           fmt::print(stderr, "spindle: error: {}\n", why);
+           std::fflush(nullptr);
+           std::_Exit(1);
+         }});
   }
   if (sn.shard) sn.start(sys, coord);
   if (rank != 0 && bridge) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "../actors/small_gnn.hpp"
 #include "features/dataset_partition.hpp"
@@ -38,7 +39,10 @@ struct stored_plan : ::testing::Test {
     ASSERT_TRUE(report.has_value()) << report.error().to_string();
   }
   void TearDown() override { std::filesystem::remove_all(out); }
-  expected<placement_plan> read() { return read_plan_manifest(rank1, topo, row_bytes_of(*f.ds)); }
+  expected<placement_plan> read() {
+    return read_plan_manifest(rank1, topo, row_bytes_of(*f.ds), std::uint64_t(f.ds->num_nodes()),
+                              "fap");
+  }
 };
 
 TEST_F(stored_plan, reads_back_the_plan_the_partition_was_made_with) {
@@ -47,7 +51,8 @@ TEST_F(stored_plan, reads_back_the_plan_the_partition_was_made_with) {
   for (int r = 0; r < 3; ++r) {
     const std::string dir = out + "/rank-" + std::to_string(r);
     ASSERT_TRUE(has_plan_manifest(dir));
-    auto plan = read_plan_manifest(dir, topo, row_bytes_of(*f.ds));
+    auto plan = read_plan_manifest(dir, topo, row_bytes_of(*f.ds),
+                                   std::uint64_t(f.ds->num_nodes()), "fap");
     ASSERT_TRUE(plan.has_value()) << plan.error().to_string();
     EXPECT_EQ(plan_checksum(*plan), plan_checksum(*placed));
     EXPECT_EQ(plan->shard_rows(), placed->shard_rows());
@@ -101,6 +106,65 @@ TEST_F(stored_plan, another_format_or_a_bad_file_is_refused_by_name) {
   plan = read();
   ASSERT_FALSE(plan.has_value());
   EXPECT_NE(plan.error().message().find("not a stored placement plan"), std::string::npos);
+}
+
+// Rewrites field `name` of rank 1's plan.json with the JSON text `value`.
+void set_field(const std::string& dir, const std::string& name, const std::string& value) {
+  std::ifstream in(dir + "/plan.json");
+  auto j = nlohmann::json::parse(in);
+  j[name] = nlohmann::json::parse(value);
+  std::ofstream(dir + "/plan.json") << j.dump();
+}
+
+TEST_F(stored_plan, mistyped_fields_are_refused_by_name_not_thrown) {
+  const std::string good = rank1 + "/plan.json.good";
+  std::filesystem::copy_file(rank1 + "/plan.json", good);
+  const std::pair<const char*, const char*> cases[] = {
+      {"format", "\"1\""}, {"checksum", "123"}, {"nodes", "\"x\""}, {"row_bytes", "-4"},
+      {"nodes", "7"},       {"shards", "{}"}};
+  for (const auto& [field, value] : cases) {
+    std::filesystem::copy_file(good, rank1 + "/plan.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    set_field(rank1, field, value);
+    auto plan = read();
+    ASSERT_FALSE(plan.has_value()) << field << " = " << value;
+    EXPECT_NE(plan.error().message().find("plan.json"), std::string::npos)
+        << plan.error().message();
+  }
+}
+
+TEST_F(stored_plan, a_hostile_plan_json_is_refused_before_parsing) {
+  std::filesystem::remove(rank1 + "/plan.json");
+  std::filesystem::create_directory(rank1 + "/plan.json");  // not a file
+  auto plan = read();
+  ASSERT_FALSE(plan.has_value());
+  EXPECT_NE(plan.error().message().find("plan.json"), std::string::npos);
+  std::filesystem::remove(rank1 + "/plan.json");
+  std::ofstream(rank1 + "/plan.json")
+      << "{\"format\": 1, \"checksum\": \"0\", \"shards\": " << std::string(100000, '[')
+      << std::string(100000, ']') << "}";
+  plan = read();
+  ASSERT_FALSE(plan.has_value());
+  EXPECT_NE(plan.error().message().find("nested deeper"), std::string::npos)
+      << plan.error().message();
+}
+
+TEST_F(stored_plan, an_index_past_its_class_is_refused_without_allocating_it) {
+  const std::string path = rank1 + "/plan_nodes.npy";
+  auto a = npy_array::open(path);
+  ASSERT_TRUE(a.has_value());
+  const auto data_at = std::streamoff(std::filesystem::file_size(path) - a->byte_size());
+  {
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(data_at + 10 * 8 + 4);  // node 10's index
+    const std::uint32_t huge = 0x7f000004;
+    io.write(reinterpret_cast<const char*>(&huge), sizeof huge);
+  }
+  auto plan = read();
+  ASSERT_FALSE(plan.has_value());
+  EXPECT_NE(plan.error().message().find("plan_nodes.npy: node 10 has row 2130706436"),
+            std::string::npos)
+      << plan.error().message();
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 #   - seeded calls through both doors answer as one process serving the
 #     whole dataset does;
 #   - both doors' Admin stats show GNNSched's groups;
-#   - --calibrate with --calibration, or --calibration-out alone, is refused by name.
+#   - --calibrate with --calibration, or --calibration-out alone, is refused by name;
+#   - rank folders of two partition runs are refused at the join, naming both plans.
 #   usage: cluster_calibrate_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
@@ -24,6 +25,25 @@ grep -q -- "--calibrate and --calibration" <<< "$out" || fail "no refusal naming
 out=$("$spindle" node --config "$work/cluster.toml" --rank 0 --calibration-out "$work/x.json" 2>&1) &&
   fail "--calibration-out without --calibrate was accepted"
 grep -q -- "needs --calibrate" <<< "$out" || fail "no refusal naming --calibrate: $out"
+
+# Rank folders of two `spindle partition` runs (another policy) are refused at the
+# join, naming both plans, rather than served with rows read at wrong places.
+"$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts-degree" \
+  --policy degree > /dev/null || fail "partition --policy degree"
+mkdir "$work/mixed" && cp -r "$work/parts/rank-1" "$work/parts/rank-2" "$work/parts-degree/rank-0" \
+  "$work/mixed/" || fail "mixing partitions"
+"$spindle" launch --config "$work/cluster.toml" --dataset "$work/mixed" --model "$work/m" \
+  > "$work/mixed.log" 2>&1 &
+mixed=$!
+for _ in $(seq 200); do
+  grep -q "placement plan .* is not rank 0's" "$work/mixed.log" && break
+  sleep 0.2
+done
+kill -TERM "$mixed" 2> /dev/null; wait "$mixed" 2> /dev/null
+grep -q "spindle: error: join: rank [12]'s placement plan .* is not rank 0's .*another \`spindle partition\` run" \
+  "$work/mixed.log" || fail "mixed partitions were not refused at the join: $(tail -5 "$work/mixed.log")"
+grep -q "^\[rank 0\] listening" "$work/mixed.log" && fail "a door opened over mixed partitions"
+echo "mixed partitions refused at the join"
 
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
   --listen "127.0.0.1:$door0" --admin-token-file "$work/admin.token" \
