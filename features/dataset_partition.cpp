@@ -115,9 +115,9 @@ status check_partition(const graph::dataset& ds, int rank, const placement_plan&
   const std::string have = checksum_hex(plan_checksum(plan));
   if (want != have)
     return make_error(errc::invalid_argument,
-                      "{}: was partitioned for another placement (plan {}, this cluster's is {}): "
-                      "the cluster TOML's servers or tiers changed since `spindle partition`; "
-                      "partition again",
+                      "{}: was partitioned for another placement (plan {} in metadata.json, {} "
+                      "here): its plan files come from another partition, or the cluster TOML's "
+                      "servers or tiers changed since `spindle partition`; partition again",
                       ds.dir(), want, have);
   return status::ok();
 }
