@@ -1,10 +1,11 @@
 # Helpers every folder's CMakeLists.txt uses, so modules are declared alike.
 
 # Public graphs the tests and benchmarks read when present (Cora, CiteSeer, ...):
-# the one place that names the folder kept beside the checkout in development
-# (-DSPINDLE_TEST_DATA_DIR=... points elsewhere); tests that need it skip
-# without it, and the product never reads it.
-set(SPINDLE_TEST_DATA_DIR "${PROJECT_SOURCE_DIR}/../shared/data" CACHE PATH
+# the folder the environment variable SPINDLE_TEST_DATA_DIR names when the build
+# is configured (or -DSPINDLE_TEST_DATA_DIR=...). The repository names no folder
+# outside itself: without one, the tests that need real graphs skip, saying so,
+# and the product never reads it.
+set(SPINDLE_TEST_DATA_DIR "$ENV{SPINDLE_TEST_DATA_DIR}" CACHE PATH
     "Folder of public graphs for tests and benchmarks (optional)")
 
 # -Wno-subobject-linkage: in a unity build a file's pimpl struct holding types of

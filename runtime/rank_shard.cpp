@@ -120,6 +120,7 @@ expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& 
   if (s->ds_.partitioned())
     log::info("rank {}: serving its partition {} ({} of {} feature rows)", rank, s->ds_.dir(),
               s->ds_.part_rows().size(), s->ds_.num_nodes());
+  s->start_plan_ = checksum_hex(features::plan_checksum(plan));
   auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
   build_report r;
   SPINDLE_ASSIGN_OR_RETURN(auto reg, s->fill(*shared, nullptr, r));
@@ -248,12 +249,6 @@ std::optional<epoch_plan> rank_shard::at(int epoch) const {
   auto it = plans_.find(epoch);
   if (it == plans_.end()) return std::nullopt;
   return it->second;
-}
-
-std::string rank_shard::start_plan_checksum() const {
-  std::lock_guard lock(mu_);
-  auto it = plans_.find(0);
-  return it == plans_.end() ? std::string() : checksum_hex(features::plan_checksum(*it->second.plan));
 }
 
 std::string rank_shard::descriptor(int epoch) const {

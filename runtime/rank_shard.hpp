@@ -73,7 +73,7 @@ class rank_shard {
   std::string descriptor(int epoch) const;
   /// The checksum of the plan the rank started with (epoch 0), as hex: ranks
   /// laid out by different plans must not serve together.
-  std::string start_plan_checksum() const;
+  const std::string& start_plan_checksum() const { return start_plan_; }
 
   struct build_report {
     std::uint64_t rows = 0;       // rows of this node's new shard
@@ -125,6 +125,7 @@ class rank_shard {
   std::vector<std::uint8_t> address_;  // the worker's, taken before the loop owns it
   std::unique_ptr<transport::ucx::progress_loop> loop_;
   mutable std::mutex mu_;
+  std::string start_plan_;  // checksum of the epoch-0 plan, set once at start
   std::map<int, epoch_plan> plans_;
   std::map<int, std::unique_ptr<region>> regions_;
   std::map<int, std::unique_ptr<region>> blobs_;

@@ -17,29 +17,14 @@ scratch_and_cleanup() {
 # $work/launch.log when there is one.
 fail() { echo "FAIL: $*"; [ -f "$work/launch.log" ] && tail -30 "$work/launch.log"; exit 1; }
 
-# free_ports N: N loopback ports free now, on one line, below Linux's ephemeral
-# range (32768-60999): the ranks bind them seconds later, and a port from the
-# ephemeral range could meanwhile be handed to any socket another test opens on
-# port 0. Probing starts at an offset hashed from this shell's pid (Knuth's
-# multiplier spreads neighbouring pids over the range), so parallel tests
-# rarely probe the same ports.
+# free_ports N: N loopback ports free now, on one line, by the Python tests' rule
+# (python/tests/serving.py free_port: below the ephemeral range, probed from an
+# offset hashed from the pid, so parallel tests rarely probe the same ports).
 free_ports() {
-  python3 -c 'import socket, sys
-want, start = int(sys.argv[1]), 20000 + int(sys.argv[2]) * 2654435761 % 12000
-found = []
-for port in list(range(start, 32760)) + list(range(20000, start)):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind(("127.0.0.1", port))
-        found.append(port)
-    except OSError:
-        pass
-    finally:
-        s.close()
-    if len(found) == want:
-        break
-print(" ".join(map(str, found)))' "$1" "$$"
+  python3 -c 'import sys
+sys.path.insert(0, sys.argv[2])
+from serving import free_port
+print(" ".join(str(free_port()) for _ in range(int(sys.argv[1]))))' "$1" "$root/python/tests"
 }
 
 # three_rank_cluster SPINDLE WORK P0 P1 P2 DOOR1: WORK/whole (R-MAT s12, 32
