@@ -168,6 +168,7 @@ transport::rpc::model_info info_of(const std::string& name, const gnn_entry& e,
                                0,
                                e.b.version,
                                {}};
+  m.task = d.task;
   m.versions = std::move(versions);
   if (std::find(m.versions.begin(), m.versions.end(), e.b.version) == m.versions.end())
     m.versions.push_back(e.b.version);
@@ -242,11 +243,14 @@ std::optional<transport::rpc::call_route> gateway::route(const std::string& name
   spindle::shared_lock lock(s_->models_mu);
   auto it = s_->gnn.find(name);
   if (it == s_->gnn.end()) return std::nullopt;
+  const bool link = it->second->b.model->desc().scores_links();
   if (version.empty() || version == it->second->b.version)
-    return transport::rpc::call_route{true, name, it->second->b.version};
+    return transport::rpc::call_route{true, name, it->second->b.version, 0, 0, link};
   const std::string key = name + "@" + version;
-  if (s_->gnn.find(key) == s_->gnn.end()) return std::nullopt;
-  return transport::rpc::call_route{true, key, version};
+  const auto other = s_->gnn.find(key);
+  if (other == s_->gnn.end()) return std::nullopt;
+  return transport::rpc::call_route{true, key, version, 0, 0,
+                                    other->second->b.model->desc().scores_links()};
 }
 
 }  // namespace spindle::actors

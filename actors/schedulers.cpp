@@ -71,9 +71,10 @@ class batcher_scheduler final : public gnn_scheduler {
     const auto t0 = clock_type::now();
     const std::uint32_t deadline = call.deadline_us;
     const std::size_t seeds = call.seeds.size();
-    dispatch_gnn(forwarder_, batcher_, {std::move(call.seeds), call.sampler_seed},
+    const bool pairs = call.pairs;
+    dispatch_gnn(forwarder_, batcher_, {std::move(call.seeds), call.sampler_seed, pairs},
                  timeout_of(deadline),
-                 [e = std::move(e), done = std::move(done), t0, deadline, seeds](
+                 [e = std::move(e), done = std::move(done), t0, deadline, seeds, pairs](
                      const gnn_reply* r, const caf::error* err) {
                    e->admission.complete();
                    gnn_answer a;
@@ -82,7 +83,7 @@ class batcher_scheduler final : public gnn_scheduler {
                    if (r) record_reply(*e, *r);
                    if (settle(a, r, err, deadline)) {
                      e->c.inferences += seeds;
-                     a.width = std::uint32_t(e->b.model->desc().out);
+                     a.width = pairs ? 1u : std::uint32_t(e->b.model->desc().out);
                      a.outputs = r->output;
                    }
                    if (r) a.graph_version = r->graph_version;

@@ -61,7 +61,7 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 24> known = {"weights_crc32",
+  static constexpr std::array<std::string_view, 26> known = {"weights_crc32",
                                                              "name",
                                                              "arch",
                                                              "weights",
@@ -84,7 +84,9 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                                                              "version_policy",
                                                              "attention",
                                                              "ignore_tensors",
-                                                             "sampling"};
+                                                             "sampling",
+                                                             "task",
+                                                             "decoder"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -132,6 +134,9 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   }
   if (t->get("sampling")) d.sampling = t->get("sampling")->value_or(std::string("?"));
   SPINDLE_TRY(validate_sampling(d.sampling, fmt::format("{}: model.sampling", origin)));
+  if (t->get("task")) d.task = t->get("task")->value_or(std::string("?"));
+  if (t->get("decoder")) d.decoder = t->get("decoder")->value_or(std::string("?"));
+  SPINDLE_TRY(validate_task(d, origin));
   if (t->get("version_policy"))
     d.version_policy = t->get("version_policy")->value_or(std::string());
   if (d.max_batch < 0 || d.max_batch > 65536)
@@ -242,6 +247,21 @@ status validate_din(const model_desc& d) {
 }
 
 }  // namespace
+
+status validate_task(const model_desc& d, std::string_view origin) {
+  if (d.task != "node" && d.task != "link")
+    return make_error(errc::invalid_argument, "{}: model.task = '{}': expected node or link",
+                      origin, d.task.substr(0, 32));
+  if (d.task == "link" && !d.is_gnn())
+    return make_error(errc::invalid_argument,
+                      "{}: model.task = 'link' is for GNNs; {} scores its samples itself", origin,
+                      to_string(d.arch));
+  if (d.decoder != "dot")
+    return make_error(errc::invalid_argument,
+                      "{}: model.decoder = '{}': expected dot (the score z_u . z_v)", origin,
+                      d.decoder.substr(0, 32));
+  return status::ok();
+}
 
 status validate_sampling(std::string_view mode, std::string_view field) {
   if (mode == "shared" || mode == "per_request") return status::ok();
@@ -455,6 +475,7 @@ std::string to_toml(const model_desc& d) {
   if (d.slo_ms) s += fmt::format("slo_ms = {}\n", d.slo_ms);
   if (!d.version_policy.empty()) s += fmt::format("version_policy = \"{}\"\n", d.version_policy);
   if (d.sampling != "shared") s += fmt::format("sampling = \"{}\"\n", d.sampling);
+  if (d.task != "node") s += fmt::format("task = \"{}\"\ndecoder = \"{}\"\n", d.task, d.decoder);
   if (!d.ignore_tensors.empty()) {
     std::vector<std::string> quoted;
     for (const auto& n : d.ignore_tensors) quoted.push_back(fmt::format("\"{}\"", n));

@@ -45,6 +45,12 @@ struct model_desc {
   /// same answer whatever its batch, at the cost of one sample per call).
   std::string sampling = "shared";
   bool log_softmax = false;  // apply log_softmax to the output (PyG examples do)
+  /// GNNs: what a call asks (model.toml `task`): "node" (the default: a row per
+  /// seed) or "link" (the output is a node embedding; a call may also give pairs
+  /// of nodes, answered with one score each by `decoder`).
+  std::string task = "node";
+  /// task = "link": how a pair's embeddings become its score; "dot" (z_u . z_v).
+  std::string decoder = "dot";
   /// Tensors of the weights file the model may leave unused, by name or prefix
   /// (model.toml `ignore_tensors = ["aux_head."]`); any other unused one is refused.
   std::vector<std::string> ignore_tensors;
@@ -74,6 +80,7 @@ struct model_desc {
            arch != model_arch::din;
   }
   bool is_rec() const { return !is_gnn(); }
+  bool scores_links() const { return is_gnn() && task == "link"; }
 };
 
 /// Which versions of a model repository entry to serve, highest first (Triton's
@@ -88,6 +95,8 @@ expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_vi
 expected<model_desc> load_model_desc(const std::string& dir);
 /// "shared" or "per_request" (model_desc::sampling); errors name `field`.
 status validate_sampling(std::string_view mode, std::string_view field);
+/// model.task node|link (link: GNNs only) and model.decoder dot; errors name the file.
+status validate_task(const model_desc& d, std::string_view origin);
 /// One fanout per layer, each in 1..100000 or -1 for every neighbour (empty passes); errors name `field`.
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);
 /// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").

@@ -12,6 +12,7 @@
 
 #include "core/checksum.hpp"
 #include "graph/metrics.hpp"
+#include "nn/link_decoder.hpp"
 
 namespace spindle::serving {
 namespace {
@@ -203,6 +204,19 @@ batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
   return device_ ? *device_ : static_cast<batch_executor&>(large_);
 }
 
+status check_pairs(bool pairs, std::size_t seeds, const config::model_desc& d) {
+  if (!pairs) return status::ok();
+  if (!d.scores_links())
+    return make_error(errc::invalid_argument,
+                      "model '{}' classifies nodes (task \"node\"): pairs are scored by a model "
+                      "exported with task=\"link\"",
+                      d.name);
+  if (seeds % 2 != 0)
+    return make_error(errc::invalid_argument,
+                      "pairs: {} node ids do not make pairs (give u0 v0 u1 v1 ..., [k, 2])", seeds);
+  return status::ok();
+}
+
 prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
   if (pb.used == pb.groups.size()) pb.groups.emplace_back();
   auto& g = pb.groups[pb.used++];
@@ -243,6 +257,10 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
       continue;
     }
     if (auto st = graph::validate_seeds(graph, r.seeds); !st) {
+      res.errors[i] = st;
+      continue;
+    }
+    if (auto st = check_pairs(r.pairs, r.seeds.size(), model_.desc()); !st) {
       res.errors[i] = st;
       continue;
     }
@@ -330,9 +348,16 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
   for (auto m : g.members) {
     const auto& seeds = batch[m].seeds;
     auto& out = res.outputs[m];
-    out.resize(seeds.size() * cols);
-    for (std::size_t s = 0; s < seeds.size(); ++s)
-      std::memcpy(out.data() + s * cols, y->row(sub.seed_local[offset + s]), cols * 4);
+    if (batch[m].pairs) {  // a link model's pairs: one score each
+      out.resize(seeds.size() / 2);
+      const std::span<const std::int32_t> rows(sub.seed_local.data() + offset, seeds.size());
+      if (auto st = nn::score_pairs(model_.desc().decoder, *y, rows, out.data()); !st)
+        res.errors[m] = st;
+    } else {
+      out.resize(seeds.size() * cols);
+      for (std::size_t s = 0; s < seeds.size(); ++s)
+        std::memcpy(out.data() + s * cols, y->row(sub.seed_local[offset + s]), cols * 4);
+    }
     offset += seeds.size();
   }
   return status::ok();

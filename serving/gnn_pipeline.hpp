@@ -36,6 +36,9 @@ struct gnn_request {
   /// does). Nonzero: sampled on its own with this seed; same seeds + same
   /// sampler seed => same answer, bit for bit.
   std::uint64_t sampler_seed = 0;
+  /// seeds are pairs u0 v0 u1 v1 ... of a model with task "link": the answer is
+  /// one score per pair (its decoder over the pair's rows), not the rows.
+  bool pairs = false;
   bool reproducible() const { return sampler_seed != 0; }
 };
 
@@ -43,7 +46,7 @@ struct gnn_request {
 /// processes); a template, so this header needs no CAF.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gnn_request& x) {
-  return f(x.seeds, x.sampler_seed);
+  return f(x.seeds, x.sampler_seed, x.pairs);
 }
 
 struct stage_times {
@@ -92,6 +95,10 @@ using feature_source = std::function<status(std::span<const std::int64_t> ids, f
 /// The sampler seed of the shared graph of a pipeline's `index`-th batch (SplitMix64),
 /// so consecutive batches draw independent neighbours; exposed for tests.
 std::uint64_t shared_graph_seed(std::uint64_t index);
+
+/// A call's pairs (`seeds` node ids, u0 v0 u1 v1 ...) fit model `d` (task "link")
+/// and come whole; ok when the call has no pairs. Errors say what to give.
+status check_pairs(bool pairs, std::size_t seeds, const config::model_desc& d);
 
 /// Summed PSGS of a request's seeds (0 for seeds out of range): what batchers
 /// add up to close a batch at the router's point.

@@ -132,6 +132,10 @@ status run_info(const std::string& dir) {
   SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(dir, alloc));
   const auto& d = m.desc();
   fmt::print("model '{}': {} ({})\n", d.name, config::to_string(d.arch), dir);
+  if (d.scores_links())
+    fmt::print("task: link (a call's seeds get their {}-wide embeddings; its pairs, one {} score "
+               "each)\n",
+               d.out, d.decoder);
   for (const auto& spec : nn::parameter_specs(d)) {
     if (!m.has_param(spec.name)) continue;  // an absent optional tensor
     fmt::print("  {:<40} {:<14} {}\n", spec.name, format_shape(m.param(spec.name).shape()),

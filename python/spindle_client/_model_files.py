@@ -21,10 +21,13 @@ def toml_value(v):
     raise TypeError(type(v))
 
 
-def model_toml(name, in_width, out_width, fanouts, ops, producer="export_pyg"):
+def model_toml(name, in_width, out_width, fanouts, ops, producer="export_pyg", task="node",
+               decoder="dot"):
     lines = [f"# Written by spindle_client.export.{producer}", "[model]",
              f"name = {json.dumps(name)}", 'arch = "stack"', 'weights = "weights.safetensors"',
              f"in = {in_width}", f"out = {out_width}"]
+    if task != "node":
+        lines += [f"task = {json.dumps(task)}", f"decoder = {json.dumps(decoder)}"]
     if fanouts is not None:
         lines.append(f"fanouts = {toml_value(fanouts)}")
     for op in ops:

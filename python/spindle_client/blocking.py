@@ -200,6 +200,20 @@ class Client:
         out.version = r.version
         return out
 
+    def infer_links(self, pairs, model: Optional[str] = None, sampler_seed: int = 0,
+                    deadline_us: int = 0, min_version: int = 0) -> "GnnOutputs":
+        """Scores of node pairs (int array [k, 2], rows u, v) from a model exported
+        with task="link" (its decoder over both ends' embeddings), as float32 [k]
+        with `.version`. Raises SpindleError when the server refuses."""
+        pairs = np.asarray(pairs, dtype=np.int64)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs has shape {list(pairs.shape)}; expected [k, 2]")
+        r = self._call(lambda c: c.infer_links(self._model(model), pairs.tolist(), sampler_seed,
+                                                deadline_us, True, min_version))
+        out = np.asarray([row[0] for row in r.outputs], dtype=np.float32).view(GnnOutputs)
+        out.version = r.version
+        return out
+
     def update_graph(self, *, add_edges=None, remove_edges=None, add_nodes=None,
                      set_features=None, remove_nodes=None) -> UpdateResult:
         """Applies one batch of changes to the served graph, whole or not at all

@@ -115,6 +115,24 @@ class AsyncClient:
             raise SpindleError(result.status, result.message)
         return result
 
+    async def infer_links(self, model: str, pairs: Sequence[Sequence[int]], sampler_seed: int = 0,
+                          deadline_us: int = 0, check: bool = True,
+                          min_version: int = 0) -> GnnResult:
+        """Scores of node pairs [(u, v), ...] from a model exported with
+        task="link": result.outputs holds one [score] row per pair."""
+        flat = []
+        for i, p in enumerate(pairs):
+            if len(p) != 2:
+                raise ValueError(f"pairs[{i}] has {len(p)} ids; each pair is (u, v)")
+            flat += [int(p[0]), int(p[1])]
+        r = await self._inference.inferGnn(request={
+            "model": model, "seeds": flat, "samplerSeed": sampler_seed,
+            "deadlineUs": deadline_us, "minVersion": int(min_version), "pairs": True})
+        result = _gnn_result(r.reply)
+        if check and result.status != "ok":
+            raise SpindleError(result.status, result.message)
+        return result
+
     async def infer_gnn_batch(self, requests: Sequence[dict]) -> List[GnnResult]:
         """requests: dicts with model, seeds, and optionally sampler_seed, deadline_us.
         Each result has its own status: one bad request never fails the others."""

@@ -27,9 +27,13 @@ __all__ = ["ExportError", "export_pyg", "export_torch"]
 
 
 def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
-               tolerance=verify.TOLERANCE):
+               tolerance=verify.TOLERANCE, task="node", decoder="dot"):
     """Writes OUT_DIR/model.toml and OUT_DIR/weights.safetensors for `model`.
 
+    task: "node" (serve forward(x, edge_index): a row per seed) or "link" (serve
+    the model's encode(x, edge_index), node embeddings, and score node pairs with
+    `decoder`: "dot", z_u . z_v; a decode(z, edge_label_index) method, when the
+    model has one, is checked to compute the same).
     fanouts: neighbours sampled per hop when serving (one per message-passing layer,
     -1 = every neighbour); None leaves them to the dataset's. check: True (the
     generated graph), (x, edge_index) (yours as well), or False (no check).
@@ -42,6 +46,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     files.check_out_dir(out_dir)
     fanouts = _fanout_list(fanouts)
     graphs = _check_graphs(check)
+    user = model
+    model = _served_module(model, task, decoder)
     modes = [(m, m.training) for m in model.modules()]  # restored one by one afterwards
     model.eval()
     try:
@@ -53,7 +59,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
         for label, x, _ in graphs or []:
             if x.shape[1] != in_width:
                 raise ExportError(f"check: x has {x.shape[1]} columns; the model reads {in_width}")
-        text = files.model_toml(name, in_width, out_width, fanouts, ops)
+        text = files.model_toml(name, in_width, out_width, fanouts, ops, task=task,
+                                decoder=decoder)
         with files.Staging(out_dir) as stage:
             stage.write(text, tensors)
             if graphs is None:
@@ -63,6 +70,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
                                 for op in ops)
                 graphs.insert(0, verify.generated_graph(in_width, self_loops=loops))
                 record = _check(model, ex, ops, stage.path, graphs, spindle, tolerance)
+                if task == "link":
+                    record["decoder"] = _check_decoder(user, model, graphs[0], tolerance)
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
             stage.commit()
@@ -70,6 +79,67 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
         for m, training in modes:
             m.training = training
     return [op["kind"] for op in ops]
+
+
+def _served_module(model, task, decoder):
+    """The module whose forward Spindle serves: `model`, or for task="link" a view
+    whose forward(x, edge_index) is model.encode (same submodules, same paths)."""
+    import torch
+    if task == "node":
+        return model
+    if task != "link":
+        raise ExportError(f"task={task!r}: expected 'node' or 'link'")
+    if decoder != "dot":
+        shown = decoder if isinstance(decoder, str) else type(decoder).__name__
+        raise ExportError(f"decoder={shown!r}: Spindle serves decoder='dot' (z_u . z_v); a "
+                          f"decoder module is not served yet")
+    encode = getattr(model, "encode", None)
+    if not callable(encode):
+        raise ExportError(f"task='link': {type(model).__name__} has no encode(x, edge_index) "
+                          f"method giving node embeddings")
+
+    class _Encode(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for n, child in model.named_children():
+                self.add_module(n, child)
+
+        def forward(self, x, edge_index):
+            return encode(x, edge_index)
+
+    _Encode.__name__ = f"{type(model).__name__}.encode"
+    return _Encode()
+
+
+def _check_decoder(user, encoder, graph, tolerance):
+    """The model's own decode(z, edge_label_index), when it has one, must score
+    pairs as the dot product Spindle serves; says what was checked."""
+    import numpy as np
+    import torch
+    decode = getattr(user, "decode", None)
+    if not callable(decode):
+        return "dot (the model has no decode method to check it against)"
+    _, x, ei = graph
+    z = _run_fresh(encoder, x, ei)
+    rng = np.random.default_rng(1)
+    pairs = torch.from_numpy(rng.integers(0, x.shape[0], (2, 64)).astype(np.int64))
+    pairs[:, 0] = 0  # one pair of a node with itself
+    try:
+        with torch.no_grad():
+            want = decode(z, pairs)
+    except Exception as e:  # noqa: BLE001  (the user's decode may raise anything)
+        raise ExportError(f"{type(user).__name__}.decode(z, edge_label_index) failed on 64 pairs "
+                          f"({type(e).__name__}: {str(e)[:200]})") from e
+    if not isinstance(want, torch.Tensor) or want.numel() != pairs.shape[1]:
+        raise ExportError(f"{type(user).__name__}.decode(z, edge_label_index) does not return one "
+                          f"score per pair; decoder='dot' serves (z[u] * z[v]).sum(-1)")
+    got = (z[pairs[0]] * z[pairs[1]]).sum(-1)
+    d = verify.relative_difference(got.numpy(), want.detach().float().reshape(-1).numpy())
+    if d > tolerance:
+        raise ExportError(f"{type(user).__name__}.decode(z, edge_label_index) differs from "
+                          f"decoder='dot' ((z[u] * z[v]).sum(-1)) by {d:.3g} (relative): Spindle "
+                          f"would score pairs differently; nothing was written")
+    return "dot, equal to the model's decode(z, edge_label_index)"
 
 
 def _fanout_list(fanouts):

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "../actors/small_gnn.hpp"
@@ -130,6 +131,40 @@ TEST(gnn_pipeline_test, a_bad_seed_fails_its_request_and_the_rest_are_answered) 
     EXPECT_TRUE(res.errors[i].is_ok()) << i;
     EXPECT_EQ(res.outputs[i].size(), 5u);
   }
+}
+
+// A link model's pairs: each answer is its pairs' dot products over the rows the
+// same graph gives its seeds; pairs that do not pair, or sent to a node model,
+// fail their request alone.
+TEST(gnn_pipeline_test, pairs_score_their_rows_and_misfits_fail_alone) {
+  fixture f;
+  config::model_desc d = f.model->desc();
+  d.task = "link";
+  const auto dir = f.model_dir + "-link";
+  ASSERT_TRUE(nn::init_model(d, 2, dir).is_ok());
+  nn::heap_allocator weights;
+  auto link = nn::model::load(dir, weights);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(link.has_value()) << link.error().message();
+  gnn_pipeline p(*f.ds, *link, f.router, f.pool);
+  const std::vector<std::int64_t> seeds = {5, 17, 17, 17, 3, 5};
+  auto res = p.run({{seeds, 42, true}, {seeds, 42, false}, {{1, 2, 3}, 0, true}},
+                   psgs_router::choice::small);
+  ASSERT_TRUE(res.errors[0].is_ok()) << res.errors[0].to_string();
+  ASSERT_TRUE(res.errors[1].is_ok()) << res.errors[1].to_string();
+  ASSERT_EQ(res.outputs[0].size(), 3u);
+  const auto& rows = res.outputs[1];  // 6 x 5, the same graph (same sampler seed)
+  for (std::size_t k = 0; k < 3; ++k) {
+    float want = 0;
+    for (std::size_t c = 0; c < 5; ++c) want += rows[2 * k * 5 + c] * rows[(2 * k + 1) * 5 + c];
+    EXPECT_NEAR(res.outputs[0][k], want, 1e-5f * std::max(1.0f, std::abs(want))) << k;
+  }
+  EXPECT_NE(res.errors[2].to_string().find("3 node ids do not make pairs"), std::string::npos)
+      << res.errors[2].to_string();
+  gnn_pipeline node(*f.ds, *f.model, f.router, f.pool);
+  auto refused = node.run({{seeds, 0, true}, {seeds, 0, false}}, psgs_router::choice::small);
+  EXPECT_NE(refused.errors[0].to_string().find("classifies nodes"), std::string::npos);
+  EXPECT_TRUE(refused.errors[1].is_ok());
 }
 
 TEST(gnn_pipeline_test, the_forward_pass_arena_stops_allocating_once_warm) {

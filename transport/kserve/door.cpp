@@ -85,6 +85,12 @@ model_metadata metadata_of(const rpc::model_info& m) {
   if (is_gnn(m)) {
     md.inputs = {{"seeds", "INT64", {-1}, false}, {"seed_ids", "BYTES", {-1}, true}};
     md.outputs = {{"output", "FP32", {-1, std::int64_t(m.output_width)}, false}};
+    if (m.task == "link") {  // seeds get their embeddings, pairs their scores
+      md.inputs[0].optional = true;
+      md.inputs.push_back({"pairs", "INT64", {-1, 2}, true});
+      md.outputs.push_back({"scores", "FP32", {-1}, true});
+      md.parameters["task"] = "link";
+    }
     return md;
   }
   md.inputs = {{"dense", "FP32", {-1, std::int64_t(m.input_width)}, false}};
@@ -98,13 +104,33 @@ model_metadata metadata_of(const rpc::model_info& m) {
   return md;
 }
 
+namespace {
+
+// Input 'pairs' [k, 2] of a link model: node ids u0 v0 u1 v1 ... in the call's seeds.
+status read_pairs(const infer_request& r, rpc::gnn_call& call) {
+  SPINDLE_ASSIGN_OR_RETURN(const tensor* pairs, integer_input(r, "pairs", false));
+  if (!pairs) return status::ok();
+  if (r.input("seeds") || r.input("seed_ids"))
+    return make_error(errc::invalid_argument, "give input 'pairs' or 'seeds', not both");
+  if (pairs->shape.size() != 2 || pairs->shape[1] != 2)
+    return make_error(errc::invalid_argument, "input 'pairs': shape [{}], expected [k, 2]",
+                      fmt::join(pairs->shape, ", "));
+  call.seeds = pairs->ints;
+  call.pairs = true;
+  return status::ok();
+}
+
+}  // namespace
+
 expected<rpc::gnn_call> gnn_call_of(const infer_request& r) {
-  SPINDLE_TRY(no_other_inputs(r, {"seeds", "seed_ids", "sampler_seed"}));
+  SPINDLE_TRY(no_other_inputs(r, {"seeds", "seed_ids", "sampler_seed", "pairs"}));
   rpc::gnn_call call;
   call.model = r.model;
+  SPINDLE_TRY(read_pairs(r, call));
   SPINDLE_ASSIGN_OR_RETURN(const tensor* seeds, integer_input(r, "seeds", false));
   const tensor* ids = r.input("seed_ids");
-  if (!seeds && !ids) return make_error(errc::invalid_argument, "missing input 'seeds'");
+  if (!seeds && !ids && !call.pairs)
+    return make_error(errc::invalid_argument, "missing input 'seeds'");
   if (seeds && ids)
     return make_error(errc::invalid_argument, "give input 'seeds' or 'seed_ids', not both");
   if (seeds && seeds->shape.size() > 2)
@@ -221,15 +247,24 @@ void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
   infer_response head{r.model, route->version, r.id, {}};
   r.model = route->call_name;
   if (route->gnn) {
-    auto wanted = outputs_wanted(r, "output");
-    if (!wanted) return fail(wanted.error());
     auto call = gnn_call_of(r);
     if (!call) return fail(call.error());
-    const auto n = std::int64_t(call->seeds.empty() ? call->seed_ids.size() : call->seeds.size());
-    const bool binary = (*wanted)[0].binary;
-    service_.infer_gnn(std::move(*call), [done, head, n, binary](rpc::gnn_answer a) {
+    if (call->pairs && !route->link)
+      return fail(make_error(errc::invalid_argument,
+                             "model '{}' classifies nodes: input 'pairs' is for a model exported "
+                             "with task=\"link\" (give 'seeds')",
+                             head.model.substr(0, 64)));
+    const std::string output = call->pairs ? "scores" : "output";
+    auto wanted = outputs_wanted(r, output);
+    if (!wanted) return fail(wanted.error());
+    auto n = std::int64_t(call->seeds.empty() ? call->seed_ids.size() : call->seeds.size());
+    if (call->pairs) n /= 2;
+    const bool binary = (*wanted)[0].binary, pairs = call->pairs;
+    service_.infer_gnn(std::move(*call), [done, head, n, binary, pairs](rpc::gnn_answer a) {
       infer_outcome o{a.status, false, std::move(a.message), head};
-      if (a.status == rpc_status::ok)
+      if (a.status == rpc_status::ok && pairs)
+        o.response.outputs.push_back({"scores", "FP32", {n}, std::move(a.outputs), binary});
+      else if (a.status == rpc_status::ok)
         o.response.outputs.push_back(
             {"output", "FP32", {n, std::int64_t(a.width)}, std::move(a.outputs), binary});
       if (a.graph_version > 0) o.response.graph_version = a.graph_version;

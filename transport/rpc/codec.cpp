@@ -51,6 +51,7 @@ void write(::GnnRequest::Builder b, const gnn_call& c) {
   b.setSamplerSeed(c.sampler_seed);
   b.setDeadlineUs(c.deadline_us);
   b.setMinVersion(c.min_version);
+  b.setPairs(c.pairs);
   if (!c.seed_ids.empty()) {
     auto ids = b.initSeedIds(unsigned(c.seed_ids.size()));
     for (unsigned i = 0; i < c.seed_ids.size(); ++i) ids.set(i, text(c.seed_ids[i]));
@@ -62,6 +63,7 @@ gnn_call read(::GnnRequest::Reader r) {
              r.getDeadlineUs()};
   for (auto id : r.getSeedIds()) c.seed_ids.push_back(str(id));
   c.min_version = r.getMinVersion();
+  c.pairs = r.getPairs();
   return c;
 }
 

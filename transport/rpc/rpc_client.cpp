@@ -92,6 +92,7 @@ expected<std::vector<model_info>> rpc_client::models() {
       out.push_back({str(m.getName()), str(m.getKind()), str(m.getArch()), m.getInputWidth(),
                      m.getOutputWidth()});
       for (auto rows : m.getTableRows()) out.back().table_rows.push_back(rows);
+      if (m.hasTask()) out.back().task = str(m.getTask());
       out.back().tables = std::uint32_t(out.back().table_rows.size());
     }
     return out;

@@ -46,6 +46,7 @@ expected<admin_reply> rpc_client::list_models(const std::string& token) {
           a.models.push_back({str(m.getName()), str(m.getKind()), str(m.getArch()),
                               m.getInputWidth(), m.getOutputWidth()});
           for (auto rows : m.getTableRows()) a.models.back().table_rows.push_back(rows);
+          if (m.hasTask()) a.models.back().task = str(m.getTask());
           a.models.back().tables = std::uint32_t(a.models.back().table_rows.size());
         }
         return a;

@@ -35,6 +35,7 @@ void fill_models(::capnp::List<::ModelInfo>::Builder out, const std::vector<mode
     out[i].setArch(text(models[i].arch));
     out[i].setInputWidth(models[i].input_width);
     out[i].setOutputWidth(models[i].output_width);
+    if (models[i].kind == "gnn") out[i].setTask(text(models[i].task));
     auto rows = out[i].initTableRows(unsigned(models[i].table_rows.size()));
     for (unsigned t = 0; t < rows.size(); ++t) rows.set(t, models[i].table_rows[t]);
   }

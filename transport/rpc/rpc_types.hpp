@@ -37,6 +37,9 @@ struct gnn_call {
   std::vector<std::string> seed_ids;  // instead of seeds: input ids the server resolves
   std::uint64_t min_version = 0;      // the graph version the answer must include (0: any)
   std::uint32_t version_wait_us = 0;  // set by the server: how long it waited for min_version
+  /// seeds are pairs u0 v0 u1 v1 ... to score (a model with task "link"): one
+  /// score per pair comes back (width 1).
+  bool pairs = false;
 };
 
 struct gnn_answer {
@@ -107,6 +110,7 @@ struct model_info {
   std::string version = "1";  // the version a call without a version gets (model repository)
   std::vector<std::string> versions;      // every version served, highest first (empty: `version`)
   std::vector<std::uint64_t> table_rows;  // recommendation models: rows of each table
+  std::string task = "node";              // GNNs: node, or link (calls may give pairs to score)
 };
 
 struct tunable {
@@ -122,6 +126,7 @@ struct call_route {
   std::string version;
   std::uint32_t input_width = 0;  // recommendation models: dense features
   std::uint32_t tables = 0;       // recommendation models: embedding tables
+  bool link = false;              // a GNN with task "link": a call may give pairs to score
 };
 
 /// What the server asks of the serving system. Inference answers through `done`
@@ -154,7 +159,8 @@ class rpc_service {
     if (other && std::find(m->versions.begin(), m->versions.end(), version) == m->versions.end())
       return std::nullopt;
     return call_route{m->kind == "gnn", other ? name + "@" + version : name,
-                      other ? version : m->version, m->input_width, m->tables};
+                      other ? version : m->version, m->input_width, m->tables,
+                      m->kind == "gnn" && m->task == "link"};
   }
   /// Ready to serve: models loaded and warmed (KServe /v2/health/ready, Admin.version).
   virtual bool ready() { return true; }

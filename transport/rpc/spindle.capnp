@@ -34,6 +34,8 @@ struct GnnRequest {
                              # the server; an unknown id is badRequest naming it
   minVersion @5 :UInt64;     # (version 6) the graph version the answer must include: a
                              # server that has not applied it answers unavailable; 0: any
+  pairs @6 :Bool;            # (version 7) seeds are pairs to score, u0 v0 u1 v1 ...: a model
+                             # with task "link" answers one score per pair (width 1)
 }
 
 struct GnnReply {
@@ -123,6 +125,7 @@ struct ModelInfo {
   inputWidth @3 :UInt32;
   outputWidth @4 :UInt32;
   tableRows @5 :List(UInt64);  # recommendation models: rows of each embedding table, in order
+  task @6 :Text;        # (version 7) GNNs: "node", or "link" (calls may give pairs to score)
 }
 
 struct Tunable {

@@ -1,0 +1,186 @@
+"""Link prediction served as PyG computes it: a model written as PyG's
+link-prediction example (encode(x, edge_index) with GCNConv, decode as the dot
+product) is exported with task="link", served with every neighbour sampled,
+and its pairs' scores over the Cap'n Proto and KServe HTTP doors equal
+model.decode(model.encode(x, edge_index), pairs); the same model serves its
+embeddings to seeds; pairs given to a node model, odd pairs and a decoder that
+is not the dot product are refused by name."""
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pyg_nn = pytest.importorskip("torch_geometric.nn")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import spindle_client as sc  # noqa: E402
+from serving import start_server  # noqa: E402
+from spindle_client.export import ExportError, export_pyg  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
+N, F = 150, 10
+
+
+class LinkNet(torch.nn.Module):
+    """PyG's examples/link_pred.py model."""
+
+    def __init__(self, conv=pyg_nn.GCNConv):
+        super().__init__()
+        self.conv1 = conv(F, 32)
+        self.conv2 = conv(32, 16)
+
+    def encode(self, x, edge_index):
+        x = self.conv1(x, edge_index).relu()
+        return self.conv2(x, edge_index)
+
+    def decode(self, z, edge_label_index):
+        return (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(dim=-1)
+
+
+class Node(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = pyg_nn.SAGEConv(F, 4)
+
+    def forward(self, x, edge_index):
+        return self.conv(x, edge_index)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("link")
+    rng = np.random.default_rng(11)
+    pairs = {(int(u), int(v)) for u, v in rng.integers(0, N, (700, 2)) if u != v}
+    edges = np.array(sorted(pairs), dtype=np.int64).T
+    x = rng.standard_normal((N, F)).astype(np.float32)
+    np.save(tmp / "edge_index.npy", edges)
+    np.save(tmp / "x.npy", x)
+    subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
+                    str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True, capture_output=True)
+    torch.manual_seed(0)
+    models = {"link": LinkNet().eval(), "node": Node().eval()}
+    (tmp / "repo" / "link").mkdir(parents=True)
+    (tmp / "repo" / "node").mkdir()
+    export_pyg(models["link"], str(tmp / "repo" / "link" / "1"), name="link", fanouts=[-1, -1],
+               task="link", check=(x, edges))
+    export_pyg(models["node"], str(tmp / "repo" / "node" / "1"), name="node", fanouts=[-1],
+               check=False)
+    return tmp, edges, x, models
+
+
+def pyg_scores(model, x, edges, pairs):
+    with torch.no_grad():
+        z = model.encode(torch.from_numpy(x), torch.from_numpy(edges))
+        return model.decode(z, torch.from_numpy(pairs.T.copy())).numpy(), z.numpy()
+
+
+def http_json(url, body=None):
+    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
+                                 method="GET" if body is None else "POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def serve(tmp):
+    proc = subprocess.Popen(
+        [SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository", str(tmp / "repo"),
+         "--listen", "127.0.0.1:0",
+         "--http", "127.0.0.1:0", "--device", "host"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    base = None
+    for line in proc.stdout:
+        if line.startswith("http "):
+            base = line.split()[1][:-len("/v2")]
+        if line.startswith("listening "):
+            return proc, line.split()[1], base
+    proc.kill()
+    raise AssertionError("server did not start")
+
+
+def test_the_export_records_the_task_and_checks_the_decoder(setup):
+    tmp = setup[0]
+    text = (tmp / "repo" / "link" / "1" / "model.toml").read_text()
+    assert 'task = "link"' in text and 'decoder = "dot"' in text
+    assert "equal to the model's decode" in text
+    info = subprocess.run([SPINDLE, "model", "info", str(tmp / "repo" / "link" / "1")], capture_output=True,
+                          text=True, check=True).stdout
+    assert "task: link" in info
+
+
+def test_served_scores_and_embeddings_equal_pyg(setup):
+    tmp, edges, x, models = setup
+    rng = np.random.default_rng(5)
+    pairs = rng.integers(0, N, (40, 2)).astype(np.int64)
+    pairs[0] = [3, 3]  # a node with itself
+    pairs[1] = [7, 3]  # an end shared with another pair
+    want, z = pyg_scores(models["link"], x, edges, pairs)
+    proc, endpoint, base = serve(tmp)
+    try:
+        c = sc.Client(endpoint, model="link")
+        got = c.infer_links(pairs)
+        assert got.shape == (40,)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        emb = c.infer_gnn([0, 5, 9])
+        np.testing.assert_allclose(emb, z[[0, 5, 9]], rtol=1e-4, atol=1e-5)
+        body = {"inputs": [{"name": "pairs", "datatype": "INT64", "shape": [40, 2],
+                            "data": pairs.reshape(-1).tolist()}]}
+        status, r = http_json(base + "/v2/models/link/infer", body)
+        assert status == 200, r
+        out = r["outputs"][0]
+        assert out["name"] == "scores" and out["shape"] == [40]
+        np.testing.assert_allclose(np.array(out["data"], dtype=np.float32), want, rtol=1e-4,
+                                   atol=1e-4 * np.abs(want).max())
+        status, meta = http_json(base + "/v2/models/link")
+        assert status == 200 and any(i["name"] == "pairs" for i in meta["inputs"]), meta
+        # Refusals, each by name; the server goes on serving.
+        with pytest.raises(sc.SpindleError, match="classifies nodes"):
+            c.infer_links(pairs, model="node")
+        status, r = http_json(base + "/v2/models/node/infer", body)
+        assert status == 400 and "classifies nodes" in r["error"]
+        body["inputs"][0]["shape"] = [20, 4]
+        status, r = http_json(base + "/v2/models/link/infer", body)
+        assert status == 400 and "expected [k, 2]" in r["error"]
+        body["inputs"][0]["shape"] = [80]
+        status, r = http_json(base + "/v2/models/link/infer", body)
+        assert status == 400 and "expected [k, 2]" in r["error"]
+        with pytest.raises(sc.SpindleError, match="out of range"):
+            c.infer_links([[0, N + 3]])
+        np.testing.assert_allclose(c.infer_links(pairs), want, rtol=1e-4,
+                                   atol=1e-4 * np.abs(want).max())
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class SigmoidDecode(LinkNet):
+    def decode(self, z, edge_label_index):
+        return super().decode(z, edge_label_index).sigmoid()
+
+
+class NoEncode(torch.nn.Module):
+    def forward(self, x, edge_index):
+        return x
+
+
+@pytest.mark.parametrize("model, kwargs, message", [
+    (SigmoidDecode, {"task": "link"}, "differs from decoder='dot'"),
+    (NoEncode, {"task": "link"}, "no encode"),
+    (LinkNet, {"task": "link", "decoder": "mlp"}, "decoder='mlp'"),
+    (LinkNet, {"task": "edges"}, "task='edges'"),
+])
+def test_link_exports_that_spindle_would_serve_differently_are_refused(tmp_path, model, kwargs,
+                                                                        message):
+    with pytest.raises(ExportError, match=message):
+        export_pyg(model().eval(), str(tmp_path / "m"), name="m", **kwargs)
+    assert not (tmp_path / "m").exists()
