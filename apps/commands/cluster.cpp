@@ -28,6 +28,7 @@
 #include "runtime/coordinator_loss.hpp"
 #include "runtime/door_gnns.hpp"
 #include "runtime/door_stack.hpp"
+#include "runtime/launched_ranks.hpp"
 #include "runtime/model_follower.hpp"
 #include "runtime/rec_forwarder.hpp"
 #include "runtime/serve_rpc.hpp"

@@ -2,80 +2,23 @@
 // processes, other hosts through the TOML's launcher), Hera's plan servers of
 // its [colocation] section first, relays their output with the rank prefix,
 // forwards SIGINT/SIGTERM and restarts ranks that exit with --restart.
-#include <linux/close_range.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/commands/command.hpp"
-#include "colocation/hera/colocation.hpp"
-#include "colocation/hera/profile.hpp"
-#include "config/colocation.hpp"
 #include "config/topology.hpp"
-#include "core/log.hpp"
 #include "core/signals.hpp"
-#include "core/subprocess.hpp"
-#include "core/text_file.hpp"
+#include "runtime/launched_ranks.hpp"
+#include "runtime/plan_servers.hpp"
 #include "runtime/token_file.hpp"
 
 namespace spindle::apps {
 
 using namespace runtime;
 namespace {
-
-// Ranks on these hosts are started by launch itself; others through the launcher.
-bool is_this_machine(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1";
-}
-
-// `sh -c "<launcher with {host} and {rank}> <the rank's command, shell-quoted>"`.
-std::vector<std::string> launcher_argv(const std::string& launcher, const std::string& host,
-                                       int rank, const std::vector<std::string>& argv) {
-  std::string prefix = launcher;
-  for (auto [key, value] :
-       {std::pair<std::string, std::string>{"{host}", host}, {"{rank}", std::to_string(rank)}})
-    for (std::size_t at = prefix.find(key); at != std::string::npos; at = prefix.find(key))
-      prefix.replace(at, key.size(), value);
-  std::string cmd = "exec " + prefix;  // the launcher replaces the shell: signals reach it
-  for (const auto& arg : argv) {
-    std::string q = "'";
-    for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    cmd += " " + q + "'";
-  }
-  return {"/bin/sh", "-c", cmd};
-}
-
-// A port free on `host` now (bound, read, released), for a child to listen on.
-expected<int> free_port(const std::string& host) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host.c_str(), "0", &hints, &res) != 0 || !res)
-    return make_error(errc::invalid_argument, "host '{}': cannot resolve", host);
-  const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
-      port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  freeaddrinfo(res);
-  if (port <= 0) return make_error(errc::io_error, "host '{}': no free port", host);
-  return port;
-}
-
-bool is_loopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
 
 struct launch_args {
   std::string config, dataset, model, listen, admin_token_file;
@@ -89,57 +32,16 @@ struct launch_args {
   std::string pdb;                   // --pdb DIR: rank N's DLRM tables in DIR/rank-N
 };
 
-// The recommendation flags of a rank with a door: as given, and its own PDB
-// (RocksDB allows one process per directory).
-void add_rec_flags(std::vector<std::string>& argv, const launch_args& a, std::size_t rank) {
+// The flags of a rank with a door: the recommendation models as given, with
+// its own PDB (RocksDB allows one process per directory), the forwards to the
+// plan servers and the Admin token file.
+void add_door_flags(std::vector<std::string>& argv, const launch_args& a, std::size_t rank,
+                    const std::vector<std::string>& forwards) {
   argv.insert(argv.end(), a.rec.begin(), a.rec.end());
   if (!a.pdb.empty()) argv.insert(argv.end(), {"--pdb", fmt::format("{}/rank-{}", a.pdb, rank)});
-}
-
-// One rank started here, and when to start it again after it exited.
-struct launched_rank {
-  int rank = 0;
-  std::string label;  // how its lines are prefixed: "rank N", or "rank N hera"
-  std::vector<std::string> argv;
-  std::optional<child_process> process;
-  std::chrono::steady_clock::time_point restart_at{};
-  std::chrono::milliseconds backoff{0};
-};
-
-// Relays the lines rank `r` has written so far; after it exited, its last ones
-// (often the error it exited on), which the pipe still holds.
-void relay_lines(launched_rank& r) {
-  while (auto line = r.process->read_line(0)) fmt::print("[{}] {}\n", r.label, *line);
-}
-
-// Reaps a rank that exited, says so, and (with --restart) starts it again once
-// its backoff has passed. Returns whether the rank is running (or will be).
-bool tend(launched_rank& r, bool restart) {
-  using namespace std::chrono;
-  if (r.process) {
-    const auto code = r.process->try_wait();
-    if (!code) return true;
-    relay_lines(r);
-    r.process.reset();
-    if (!restart) {
-      fmt::print("[{}] exited with {}\n", r.label, *code);
-      return false;
-    }
-    r.backoff = std::min<milliseconds>(seconds(30), r.backoff.count() ? 2 * r.backoff : seconds(1));
-    r.restart_at = steady_clock::now() + r.backoff;
-    fmt::print("[{}] exited with {}; restarting in {} ms\n", r.label, *code, r.backoff.count());
-    return true;
-  }
-  if (!restart || steady_clock::now() < r.restart_at) return restart;
-  auto c = child_process::spawn(r.argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true);
-  if (!c) {
-    fmt::print("[{}] cannot restart: {}\n", r.label, c.error().to_string());
-    r.restart_at = steady_clock::now() + r.backoff;
-    return true;
-  }
-  r.process.emplace(std::move(*c));
-  fmt::print("[{}] restarted\n", r.label);
-  return true;
+  argv.insert(argv.end(), forwards.begin(), forwards.end());
+  if (!a.admin_token_file.empty())
+    argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
 }
 
 // The `spindle node` command line of rank `r` under `spindle launch`.
@@ -152,17 +54,11 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
   argv.insert(argv.end(), a.serving.begin(), a.serving.end());
   if (r != 0 && !door.empty()) {  // the TOML's door for this rank
     argv.insert(argv.end(), {"--listen", door});
-    add_rec_flags(argv, a, r);
-    argv.insert(argv.end(), forwards.begin(), forwards.end());
-    if (!a.admin_token_file.empty())
-      argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
+    add_door_flags(argv, a, r, forwards);
   }
   if (r == 0 && !a.listen.empty()) {
     argv.insert(argv.end(), {"--listen", a.listen, "--expect", std::to_string(ranks - 1)});
-    add_rec_flags(argv, a, r);
-    argv.insert(argv.end(), forwards.begin(), forwards.end());
-    if (!a.admin_token_file.empty())
-      argv.insert(argv.end(), {"--admin-token-file", a.admin_token_file});
+    add_door_flags(argv, a, r, forwards);
     if (a.replan_drift > 0)
       argv.insert(argv.end(), {"--replan-drift", fmt::format("{}", a.replan_drift)});
     if (!a.metrics.empty()) argv.insert(argv.end(), {"--metrics", a.metrics});
@@ -174,61 +70,6 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
     if (!a.policy.empty()) argv.insert(argv.end(), {"--policy", a.policy});
   }
   return argv;
-}
-
-// Hera Algorithm 2 over the cluster TOML's [colocation] section: plan server i
-// runs on local rank i as a `spindle serve` of its one or two recommendation
-// models (worker pools under Hera's node manager, on a free loopback port,
-// Admin with the cluster token); its "listening" line says where.
-status launch_colocation(const std::string& exe, const config::topology& topo,
-                         const std::string& path, std::vector<launched_rank>& ranks,
-                         std::map<std::string, std::vector<std::string>>& routes) {
-  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "cluster config"));
-  SPINDLE_ASSIGN_OR_RETURN(auto section, config::parse_colocation(text, path));
-  if (!section) return status::ok();
-  SPINDLE_ASSIGN_OR_RETURN(auto profiles, colocation::hera::load_profile_table(section->profiles));
-  std::map<std::string, double> targets;
-  std::map<std::string, std::string> dirs;
-  for (const auto& m : section->models) targets[m.name] = m.qps, dirs[m.name] = m.dir;
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, colocation::hera::plan_cluster(profiles, targets));
-  std::vector<int> local;
-  for (std::size_t r = 0; r < topo.servers.size(); ++r)
-    if (is_loopback(topo.servers[r].host)) local.push_back(int(r));
-  if (plan.servers.size() > local.size())
-    return make_error(errc::invalid_argument,
-                      "{}: the colocation plan needs {} servers; {} ranks run on this machine",
-                      path, plan.servers.size(), local.size());
-  for (std::size_t i = 0; i < plan.servers.size(); ++i) {
-    const auto& sp = plan.servers[i];
-    const int rank = local[i];
-    fmt::print("[plan] server {} on rank {}: {} expected {} QPS, EMU {:.0f}%\n", i, rank,
-               fmt::join(sp.models, " + "), fmt::join(sp.qps, " + "), 100 * sp.emu);
-    // A port chosen now, kept across --restart: every door forwards there.
-    const std::string& host = topo.servers[std::size_t(rank)].host;
-    SPINDLE_ASSIGN_OR_RETURN(const int port, free_port(host));
-    const std::string listen = fmt::format("{}:{}", host, port);
-    for (const auto& m : sp.models) routes[m].push_back(listen);
-    std::vector<std::string> argv = {exe,
-                                     "serve",
-                                     "--listen",
-                                     listen,
-                                     "--admin-token-file",
-                                     topo.token_file,
-                                     "--node-manager",
-                                     "hera",
-                                     "--profiles",
-                                     section->profiles,
-                                     "--rec-workers",
-                                     "1"};
-    for (const auto& m : sp.models) argv.insert(argv.end(), {"--rec-model", m + "=" + dirs[m]});
-    SPINDLE_ASSIGN_OR_RETURN(
-        auto c,
-        child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
-    auto& lr = ranks.emplace_back();
-    lr.rank = rank, lr.label = fmt::format("rank {} hera", rank), lr.argv = std::move(argv);
-    lr.process.emplace(std::move(c));
-  }
-  return status::ok();
 }
 
 status run_launch(const launch_args& a) {
@@ -245,11 +86,9 @@ status run_launch(const launch_args& a) {
     return make_error(errc::io_error, "launch: cannot find the spindle binary");
   std::vector<launched_rank> ranks;
   // Hera's plan servers first: every rank's door forwards their models to them.
-  std::map<std::string, std::vector<std::string>> routes;
-  SPINDLE_TRY(launch_colocation(exe, topo, path, ranks, routes));
-  std::vector<std::string> forwards;
-  for (const auto& [model, at] : routes)
-    forwards.insert(forwards.end(), {"--forward", fmt::format("{}={}", model, fmt::join(at, ","))});
+  plan_routes routes;
+  SPINDLE_TRY(launch_plan_servers(exe, topo, path, ranks, routes));
+  const auto forwards = forward_flags(routes);
   for (std::size_t r = 0; r < topo.servers.size(); ++r) {
     auto argv = node_argv(exe, a, r, topo.servers.size(), topo.servers[r].door, forwards);
     const std::string& host = topo.servers[r].host;
@@ -267,37 +106,22 @@ status run_launch(const launch_args& a) {
       label = fmt::format("rank {}@{}", r, host);
       fmt::print("rank {} on {}: {}\n", r, host, argv.back());
     }
-    // A node started here ends when launch does, even if launch is killed.
-    SPINDLE_ASSIGN_OR_RETURN(
-        auto c,
-        child_process::spawn(argv, {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}, true));
-    auto& lr = ranks.emplace_back();
-    lr.rank = int(r), lr.label = label, lr.argv = std::move(argv);
-    lr.process.emplace(std::move(c));
+    SPINDLE_TRY(spawn_rank(ranks, int(r), label, std::move(argv)));
   }
-  // Relay children's lines, reap (and with --restart restart) ranks that
-  // exit, and forward SIGINT/SIGTERM to them.
-  timespec tick{0, 100'000'000};
-  for (bool any = !ranks.empty(); any;) {
-    for (auto& r : ranks)
-      if (r.process) relay_lines(r);
-    std::fflush(stdout);
-    siginfo_t info;
-    if (sigtimedwait(&set, &info, &tick) > 0) {
-      for (auto& r : ranks)
-        if (r.process) r.process->signal(info.si_signo);
-      for (auto& r : ranks)
-        if (r.process) {
-          const int code = r.process->wait();
-          relay_lines(r);
-          fmt::print("[{}] exited with {}\n", r.label, code);
-        }
-      return status::ok();
-    }
-    any = false;
-    for (auto& r : ranks) any = tend(r, a.restart) || any;
-  }
+  supervise(ranks, set, a.restart);
   return status::ok();
+}
+
+// Options whose value every rank gets as given (`node` reads them).
+void pass_to_every_rank(CLI::App& launch, const std::shared_ptr<launch_args>& la,
+                        std::initializer_list<const char*> flags) {
+  for (const char* flag : flags)
+    launch.add_option_function<std::string>(
+        flag,
+        [la, flag](const std::string& v) {
+          la->serving.insert(la->serving.end(), {flag, v});
+        },
+        "Passed to every rank (see `node`)");
 }
 
 }  // namespace
@@ -337,21 +161,12 @@ void register_launch(CLI::App& app) {
       "--graph-updates", [la] { la->serving.push_back("--graph-updates"); },
       "Every rank applies the graph batches of --graph-stream, each in a log of its own "
       "(see `node`)");
-  for (const char* flag : {"--graph-stream", "--graph-stream-key", "--graph-log-sync"})
-    launch->add_option_function<std::string>(
-        flag,
-        [la, flag](const std::string& v) { la->serving.insert(la->serving.end(), {flag, v}); },
-        "Passed to every rank (see `node`)");
+  pass_to_every_rank(*launch, la, {"--graph-stream", "--graph-stream-key", "--graph-log-sync"});
   launch->add_option("--calibration-out", la->calibration_out,
                      "With --calibrate: rank 0 writes the cluster's calibration there");
-  for (const char* flag : {"--pipelines", "--max-batch", "--batch-deadline-us", "--name",
-                           "--gnnsched", "--gnnsched-memory-mb", "--calibrate-batches"})
-    launch->add_option_function<std::string>(
-        flag,
-        [la, flag](const std::string& v) {
-          la->serving.insert(la->serving.end(), {flag, v});
-        },
-        "Passed to every rank (see `node`)");
+  pass_to_every_rank(*launch, la,
+                     {"--pipelines", "--max-batch", "--batch-deadline-us", "--name", "--gnnsched",
+                      "--gnnsched-memory-mb", "--calibrate-batches"});
   for (const char* flag :
        {"--rec-model", "--rec-workers", "--dlrm-model", "--dlrm-name", "--dlrm-instances",
         "--hps-config", "--vdb", "--vdb-redis", "--vdb-partitions", "--cache-fraction",

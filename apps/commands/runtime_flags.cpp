@@ -1,10 +1,5 @@
 #include "apps/commands/runtime_flags.hpp"
 
-#include <signal.h>
-#include <sys/prctl.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <string>
 
 namespace spindle::apps {
@@ -119,15 +114,6 @@ void add_device_options(CLI::App& cmd, std::string& device, std::size_t& feature
                  "With a GPU: feature rows (highest FAP first) kept in device memory; the rest "
                  "are read from host memory over UVA")
       ->capture_default_str();
-}
-
-status follow_launch() {
-  const char* launcher = std::getenv("SPINDLE_LAUNCH_PID");
-  if (!launcher) return status::ok();
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (std::to_string(::getppid()) != launcher)
-    return make_error(errc::unavailable, "spindle launch (pid {}) is gone", launcher);
-  return status::ok();
 }
 
 void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a) {

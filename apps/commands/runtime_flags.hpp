@@ -28,9 +28,4 @@ void add_device_options(CLI::App& cmd, std::string& device, std::size_t& feature
 /// --graph-updates, --graph-log, --graph-log-sync and --graph-stream* (serve).
 void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a);
 
-/// Under `spindle launch` (SPINDLE_LAUNCH_PID set): SIGTERM when launch dies
-/// (even by SIGKILL), so no process it started outlives it; and if launch is
-/// already gone, an error (stop now). Elsewhere: nothing.
-status follow_launch();
-
 }  // namespace spindle::apps

@@ -23,6 +23,7 @@
 #include "graph/metrics.hpp"
 #include "runtime/gnn_models.hpp"
 #include "runtime/graph_updates.hpp"
+#include "runtime/launched_ranks.hpp"
 #include "runtime/model_repository.hpp"
 #include "runtime/door_stack.hpp"
 #include "runtime/serve_rpc.hpp"

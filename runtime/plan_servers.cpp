@@ -1,0 +1,110 @@
+#include "runtime/plan_servers.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "colocation/hera/colocation.hpp"
+#include "colocation/hera/profile.hpp"
+#include "config/colocation.hpp"
+#include "core/text_file.hpp"
+
+namespace spindle::runtime {
+namespace {
+
+// A port free on `host` now (bound, read, released), for a child to listen on.
+expected<int> free_port_on(const std::string& host) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host.c_str(), "0", &hints, &res) != 0 || !res)
+    return make_error(errc::invalid_argument, "host '{}': cannot resolve", host);
+  const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+      port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  freeaddrinfo(res);
+  if (port <= 0) return make_error(errc::io_error, "host '{}': no free port", host);
+  return port;
+}
+
+// The `spindle serve` command line of one plan server.
+std::vector<std::string> plan_server_argv(const std::string& exe, const std::string& listen,
+                                          const std::string& token_file,
+                                          const config::colocation_section& section,
+                                          const std::vector<std::string>& models) {
+  std::vector<std::string> argv = {exe,
+                                   "serve",
+                                   "--listen",
+                                   listen,
+                                   "--admin-token-file",
+                                   token_file,
+                                   "--node-manager",
+                                   "hera",
+                                   "--profiles",
+                                   section.profiles,
+                                   "--rec-workers",
+                                   "1"};
+  std::map<std::string, std::string> dirs;
+  for (const auto& m : section.models) dirs[m.name] = m.dir;
+  for (const auto& m : models) argv.insert(argv.end(), {"--rec-model", m + "=" + dirs[m]});
+  return argv;
+}
+
+// The ranks of `topo` on this machine, in rank order.
+std::vector<int> local_ranks(const config::topology& topo) {
+  std::vector<int> local;
+  for (std::size_t r = 0; r < topo.servers.size(); ++r)
+    if (is_loopback(topo.servers[r].host)) local.push_back(int(r));
+  return local;
+}
+
+}  // namespace
+
+status launch_plan_servers(const std::string& exe, const config::topology& topo,
+                           const std::string& path, std::vector<launched_rank>& ranks,
+                           plan_routes& routes) {
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "cluster config"));
+  SPINDLE_ASSIGN_OR_RETURN(auto section, config::parse_colocation(text, path));
+  if (!section) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(auto profiles, colocation::hera::load_profile_table(section->profiles));
+  std::map<std::string, double> targets;
+  for (const auto& m : section->models) targets[m.name] = m.qps;
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, colocation::hera::plan_cluster(profiles, targets));
+  const auto local = local_ranks(topo);
+  if (plan.servers.size() > local.size())
+    return make_error(errc::invalid_argument,
+                      "{}: the colocation plan needs {} servers; {} ranks run on this machine",
+                      path, plan.servers.size(), local.size());
+  for (std::size_t i = 0; i < plan.servers.size(); ++i) {
+    const auto& sp = plan.servers[i];
+    const int rank = local[i];
+    fmt::print("[plan] server {} on rank {}: {} expected {} QPS, EMU {:.0f}%\n", i, rank,
+               fmt::join(sp.models, " + "), fmt::join(sp.qps, " + "), 100 * sp.emu);
+    // A port chosen now, kept across --restart: every door forwards there.
+    const std::string& host = topo.servers[std::size_t(rank)].host;
+    SPINDLE_ASSIGN_OR_RETURN(const int port, free_port_on(host));
+    const std::string listen = fmt::format("{}:{}", host, port);
+    for (const auto& m : sp.models) routes[m].push_back(listen);
+    SPINDLE_TRY(spawn_rank(ranks, rank, fmt::format("rank {} hera", rank),
+                           plan_server_argv(exe, listen, topo.token_file, *section, sp.models)));
+  }
+  return status::ok();
+}
+
+std::vector<std::string> forward_flags(const plan_routes& routes) {
+  std::vector<std::string> forwards;
+  for (const auto& [model, at] : routes)
+    forwards.insert(forwards.end(), {"--forward", fmt::format("{}={}", model, fmt::join(at, ","))});
+  return forwards;
+}
+
+}  // namespace spindle::runtime
