@@ -1,0 +1,242 @@
+#include "runtime/cluster_node.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "actors/node_actor.hpp"
+#include "actors/scheduler_config.hpp"
+#include "config/topology.hpp"
+#include "core/log.hpp"
+#include "core/signals.hpp"
+#include "runtime/cluster_link.hpp"
+#include "runtime/coordinator_loss.hpp"
+#include "runtime/launched_ranks.hpp"
+#include "runtime/node_door.hpp"
+#include "runtime/token_file.hpp"
+#include "transport/ucx/net_devices.hpp"
+
+namespace spindle::runtime {
+namespace {
+
+// CAF's middleman sends heartbeats every fifth of the timeout and closes a
+// connection that stays silent for the whole timeout: a frozen peer (SIGSTOP,
+// a hung host) is then seen down like a dead one (CAF's default waits 30 s).
+void set_peer_timeout(caf::actor_system_config& cfg, std::uint32_t timeout_ms) {
+  if (timeout_ms == 0) return;  // 0: CAF's defaults (no heartbeats)
+  cfg.set("middleman.heartbeat-interval",
+          caf::timespan{std::chrono::milliseconds(std::max<std::uint32_t>(1, timeout_ms / 5))});
+  cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::milliseconds(timeout_ms)});
+}
+
+// Rank 0: serves the workload and/or the front door over the cluster; returns
+// once the workload is done (no --listen) or a stop signal came (--listen).
+status coordinate(rank_context node, const actors::bridge_handle& bridge, const node_args& a) {
+  if (a.listen) SPINDLE_TRY(check_exposure(a.door));  // before the cluster starts serving
+  cluster_gnn_options o;
+  o.serving = a.serving;
+  o.model_dir = a.model;
+  o.expect = a.expect;
+  o.calibration = a.calibration;
+  SPINDLE_ASSIGN_OR_RETURN(o.policy, serving::parse_routing_policy(a.policy));
+  o.placement = a.placement;
+  SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(node, bridge, o));
+  if (a.workload > 0) SPINDLE_TRY(gnn->run_workload(a.workload));
+  if (!a.listen) return status::ok();
+  return serve_door(
+      node.sys, a, &node.shard, gnn->binding(a.name, a.door.admission()),
+      [g = gnn.get()] { return g->members_json(); }, std::make_shared<door_gnns>(node, a.serving));
+}
+
+// What a node with a dataset runs besides its actors: its shard, one member
+// watch, and its side of placement re-plans (declared so the watch stops first).
+struct shard_node {
+  std::unique_ptr<rank_shard> shard;
+  member_view view;
+  std::unique_ptr<placement_sync> sync;
+  std::unique_ptr<member_watch> watch;
+  std::string token;  // the cluster token
+  rank_context context(caf::actor_system& sys, caf::actor coordinator) {
+    return {sys, std::move(coordinator), token, *shard, view, *watch, *sync};
+  }
+  void start(caf::actor_system& sys, const caf::actor& coordinator) {
+    sync = std::make_unique<placement_sync>(coordinator, *shard);
+    watch = std::make_unique<member_watch>(sys, coordinator, token, view);
+    watch->on_poll([s = sync.get()](const auto& alive) { s->poll(alive); });
+  }
+};
+
+// Stops the actors spawned for the node when it goes: CAF's actor_system waits
+// for all of its actors when destroyed, so an error would otherwise hang the node.
+struct node_actors_stop {
+  caf::actor& node;
+  std::optional<actors::bridge_handle>& bridge;
+  ~node_actors_stop() {
+    if (node) caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    if (bridge) caf::anon_send_exit(bridge->actor, caf::exit_reason::user_shutdown);
+  }
+};
+
+// What a running node holds, declared in the order it must be torn down.
+struct node_parts {
+  caf::actor self_actor, coord;
+  shard_node sn;
+  std::optional<actors::bridge_handle> bridge;
+  std::unique_ptr<member_serving> serving;
+  std::optional<remote_link> coord_link;  // a member's link to rank 0 (outlives the actors)
+  node_actors_stop stop{self_actor, bridge};
+};
+
+// A node with a dataset holds its shard in UCX memory; with a model too it
+// serves batches, which travel over its UCX bridge.
+status open_shard(node_parts& n, caf::actor_system& sys, const config::topology& topo,
+                  const node_args& a) {
+  if (a.graph.on && a.dataset.empty())
+    return make_error(errc::invalid_argument, "--graph-updates needs --dataset (the graph)");
+  if (a.dataset.empty()) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(n.sn.shard,
+                           rank_shard::start(topo, a.dataset, a.rank, a.no_verify_data, a.graph));
+  if (!a.model.empty()) {
+    actors::bridge_options bo;
+    bo.rank = a.rank;
+    SPINDLE_ASSIGN_OR_RETURN(n.bridge, actors::spawn_bridge(sys, bo));
+  }
+  return status::ok();
+}
+
+// Rank 0 spawns the coordinator; a member links to it and joins.
+status join(node_parts& n, caf::actor_system& sys, const config::topology& topo,
+            const config::server_spec& me, int rank) {
+  const std::string descriptor = n.sn.shard ? n.sn.shard->descriptor(0) : "";
+  const std::string plan = n.sn.shard ? n.sn.shard->start_plan_checksum() : "";
+  if (rank == 0) {
+    SPINDLE_ASSIGN_OR_RETURN(n.sn.token, token_file(topo.token_file, "cluster token file", true));
+    n.self_actor = actors::spawn_coordinator(sys, me.name, descriptor,
+                                             n.bridge ? n.bridge->address : "", n.sn.token, plan);
+    n.coord = n.self_actor;
+    return status::ok();
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
+  // Rank 0 (or launch) creates the token file; the link proves it to rank 0's gate.
+  SPINDLE_ASSIGN_OR_RETURN(n.sn.token, wait_for_token(topo.token_file, 30));
+  SPINDLE_ASSIGN_OR_RETURN(n.coord_link, connect_gated(sys, coord_spec, n.sn.token, 30));
+  n.coord = n.coord_link->actor;
+  // A refused join (another plan, a wrong token) ends the node with the reason;
+  // it holds UCX memory, so it leaves as a stop does, without teardown.
+  n.self_actor = actors::spawn_member(
+      sys, n.coord,
+      {rank, me.name, descriptor, n.bridge ? n.bridge->actor : caf::actor(), n.bridge.has_value(),
+       n.sn.token, plan, [] { ::kill(::getpid(), kCoordinatorLost); },
+       [](const std::string& why) {
+         fmt::print(stderr, "spindle: error: {}\n", why);
+         std::fflush(nullptr);
+         std::_Exit(1);
+       }});
+  return status::ok();
+}
+
+// A member's own front door, or a node of recommendation models only. Sets
+// *rejoin when the coordinator came back and the door stopped for it.
+status serve_own_door(node_parts& n, caf::actor_system& sys, const config::topology& topo,
+                      const node_args& a, std::function<std::string()> members, bool* rejoin) {
+  if (!n.serving && !serves_rec(a))
+    return make_error(errc::invalid_argument,
+                      "--listen on rank {} needs --dataset and --model, or --rec-model / "
+                      "--dlrm-model",
+                      a.rank);
+  SPINDLE_TRY(check_exposure(a.door));
+  std::optional<actors::gnn_model_binding> gnn;
+  if (n.serving) gnn = n.serving->door(a.name, a.door.admission());
+  int stopped_by = 0;
+  // A member with pipelines serves loaded GNNs too; every door follows the
+  // cluster's model list (a door without a shard, its recommendation models).
+  auto gnns = n.serving ? std::make_shared<door_gnns>(n.sn.context(sys, n.coord), a.serving)
+                        : std::make_shared<door_gnns>(sys, n.coord, n.sn.token);
+  SPINDLE_TRY(serve_node_door(sys, a, n.sn.shard.get(), std::move(gnn), std::move(members),
+                              std::move(gnns), topo, a.rank, &stopped_by));
+  *rejoin = stopped_by == kCoordinatorBack;
+  return status::ok();
+}
+
+// Serves what the flags ask (a workload, a door), then waits for a stop signal
+// unless a door already took one; a member that lost its coordinator rejoins.
+status serve_joined(node_parts& n, caf::actor_system& sys, const config::topology& topo,
+                    const config::server_spec& me, const node_args& a, sigset_t set,
+                    const std::vector<std::string>& self_argv) {
+  bool stopped = false;
+  auto whole_cluster = [&sys, coord = n.coord, cluster_token = n.sn.token] {  // from rank 0
+    caf::scoped_actor self{sys};
+    std::string out = "[]";
+    self->request(coord, std::chrono::seconds(2), actors::status_atom::value, cluster_token)
+        .receive([&](const std::string& text) { out = text; }, [](caf::error&) {});
+    return out;
+  };
+  if (a.rank == 0 && n.bridge && (a.workload > 0 || a.listen)) {
+    SPINDLE_TRY(coordinate(n.sn.context(sys, n.coord), *n.bridge, a));
+    stopped = a.listen;  // the front door returned on a stop signal
+  } else if (a.workload > 0) {
+    return make_error(errc::invalid_argument, "--workload needs --dataset and --model");
+  } else if (a.listen) {
+    bool back = false;
+    SPINDLE_TRY(serve_own_door(n, sys, topo, a, whole_cluster, &back));
+    if (back) return rejoin(topo, me, set, self_argv);
+    stopped = true;
+  }
+  int sig = 0;
+  if (!stopped) sigwait(&set, &sig);
+  if (sig == kCoordinatorLost) return rejoin(topo, me, set, self_argv);
+  log::info("node {}: stopping{}", me.name, stopped ? "" : fmt::format(" on signal {}", sig));
+  if (n.sn.shard) {
+    // Leave without tearing UCX down: UCX 1.13 asserts in ucp_worker_destroy
+    // while purging a tcp endpoint whose peer died during wireup (seen when the
+    // coordinator stops before its members). The process ends here; the OS
+    // reclaims the shard memory, sockets and threads.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  return status::ok();  // `stop` ends the node and bridge actors, `serving` its pipeline
+}
+
+}  // namespace
+
+status run_node(const node_args& a, const std::vector<std::string>& self_argv) {
+  const int rank = a.rank;
+  SPINDLE_TRY(follow_launch());
+  sigset_t set = stop_signal_set();
+  if (rank != 0) {
+    sigaddset(&set, kCoordinatorLost);
+    sigaddset(&set, kCoordinatorBack);
+  }
+  wait_for_signals_here(set);  // before CAF starts its threads
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.config));
+  SPINDLE_ASSIGN_OR_RETURN(auto me, config::node_server(topo, rank));
+  SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));  // before any UCX context
+  caf::actor_system_config cfg;
+  actors::configure_scheduler(cfg);
+  cfg.load<caf::io::middleman>();
+  set_peer_timeout(cfg, a.peer_timeout_ms);
+  actors::add_bridge_types(cfg);
+  caf::actor_system sys{cfg};
+  node_parts n;
+  SPINDLE_TRY(open_shard(n, sys, topo, a));
+  SPINDLE_TRY(join(n, sys, topo, me, rank));
+  if (n.sn.shard) n.sn.start(sys, n.coord);
+  if (rank != 0 && n.bridge) {
+    SPINDLE_ASSIGN_OR_RETURN(
+        n.serving, start_member_serving(n.sn.context(sys, n.coord), n.self_actor, *n.bridge,
+                                        a.model, a.serving));
+  }
+  // Behind a gate: only processes holding the cluster token reach CAF here.
+  int caf_port = 0;
+  SPINDLE_ASSIGN_OR_RETURN(auto gate, publish_gated(sys, n.self_actor, me, n.sn.token, &caf_port));
+  fmt::print("node {} (rank {}) listening on {}:{} (CAF behind it on 127.0.0.1:{})\nready\n",
+             me.name, rank, me.host, gate->port(), caf_port);
+  std::fflush(stdout);
+  return serve_joined(n, sys, topo, me, a, set, self_argv);
+}
+
+}  // namespace spindle::runtime

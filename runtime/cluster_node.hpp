@@ -1,0 +1,42 @@
+// One node of a cluster (`spindle node`): rank N of a topology TOML's servers,
+// rank 0 the coordinator. It holds its shard of the features in UCX memory,
+// joins (or keeps) the membership over CAF's middleman behind its token gate,
+// runs pipelines for the coordinator's batches, and serves a workload or a
+// front door until a stop signal; a member whose coordinator went rejoins.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/placement_actor.hpp"
+#include "core/status.hpp"
+#include "runtime/cluster_serving.hpp"
+#include "runtime/graph_updates.hpp"
+#include "runtime/serve_rpc.hpp"
+
+namespace spindle::runtime {
+
+struct node_args {
+  std::string config, dataset, model;
+  int rank = 0, expect = 0;
+  std::size_t workload = 0;
+  std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster
+  front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door
+  bool listen = false;
+  bool no_verify_data = false;           // skip the rank's data checksums at start
+  actors::placement_options placement;   // rank 0: re-plan on drift
+  std::uint32_t peer_timeout_ms = 1000;  // a peer silent this long is declared down
+  node_pipelines serving;                // pipelines and the door's batch policy
+  std::string name;                      // the GNN's name at the door (default: model.toml's)
+  std::vector<std::string> forwards;     // --forward NAME=HOST:PORT,...: served elsewhere
+  graph_update_args graph;               // --graph-updates from --graph-stream
+};
+
+/// Runs the node until its workload is done or a stop signal comes; prints
+/// "node NAME (rank R) listening on HOST:PORT ..." and "ready" once it has
+/// joined. A member that lost its coordinator re-executes itself with
+/// `self_argv` once rank 0 listens again.
+status run_node(const node_args& a, const std::vector<std::string>& self_argv);
+
+}  // namespace spindle::runtime
