@@ -1,0 +1,30 @@
+// `spindle client load` over several Cap'n Proto doors (a cluster's ranks):
+// call i goes to the doors in turn (round-robin over those that accepted a
+// connection; a refused one's share goes to the others), each door driven by
+// its own client on its own thread, the in-flight window split between them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "transport/rpc/rpc_client.hpp"
+
+namespace spindle::client {
+
+struct door_list {
+  std::vector<std::string> endpoints;
+  std::string connect;  // as given (--connect), for errors
+  int timeout_ms = 30000;
+};
+
+/// Runs `calls` over the doors (open loop when `send_at` is non-empty, else
+/// closed with `clients` in flight in all). `done` is called under a lock with
+/// the call's index in `calls`; returns the calls each door answered ok. A door
+/// that fails is named on stderr.
+expected<std::map<std::string, std::size_t>> spread_calls(
+    const door_list& doors, const std::vector<transport::rpc::gnn_call>& calls, int clients,
+    const std::vector<double>& send_at, const transport::rpc::gnn_callback& done);
+
+}  // namespace spindle::client
