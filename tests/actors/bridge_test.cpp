@@ -40,6 +40,20 @@ struct side {
   ~side() { caf::anon_send_exit(bridge.actor, caf::exit_reason::user_shutdown); }
 };
 
+// Tells each bridge where the other is: `coord` is rank 0, `member` rank 1.
+void link_bridges(side& coord, side& member) {
+  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
+  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
+}
+
+// A pipeline over `f` on `member`, registered at its bridge as the pipeline target.
+auto registered_pipeline(side& member, fixture& f) {
+  auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
+  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target),
+                 caf::actor_cast<caf::actor>(pipe));
+  return pipe;
+}
+
 std::vector<serving::gnn_request> requests(std::int64_t n) {
   std::vector<serving::gnn_request> r;
   for (std::int64_t i = 0; i < n; ++i) r.push_back({{i * 7 % 1024, i % 1024}, std::uint64_t(i)});
@@ -49,11 +63,8 @@ std::vector<serving::gnn_request> requests(std::int64_t n) {
 TEST(bridge_test, a_batch_through_the_bridge_answers_like_the_direct_pipeline) {
   fixture f;
   side coord(0), member(1);
-  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
-  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
-  auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
-  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target),
-                 caf::actor_cast<caf::actor>(pipe));
+  link_bridges(coord, member);
+  auto pipe = registered_pipeline(member, f);
   auto proxy = spawn_remote_pipeline(*coord.sys, coord.bridge.actor, 1);
 
   auto reqs = requests(40);
@@ -87,11 +98,8 @@ TEST(bridge_test, a_batch_through_the_bridge_answers_like_the_direct_pipeline) {
 TEST(bridge_test, the_senders_router_picks_the_remote_executor_live) {
   fixture f;  // the member's own router: fixed, small executor
   side coord(0), member(1);
-  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
-  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
-  auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
-  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target),
-                 caf::actor_cast<caf::actor>(pipe));
+  link_bridges(coord, member);
+  auto pipe = registered_pipeline(member, f);
   auto router =
       std::make_shared<serving::psgs_router>(serving::psgs_calibration{}, serving::routing_policy::fixed);
   router->set_fixed(serving::psgs_router::choice::large);
@@ -147,8 +155,7 @@ TEST(bridge_test, results_round_trip_through_the_wire_type_and_bad_sizes_are_nam
 
 TEST(bridge_test, unknown_targets_bad_messages_and_dead_peers_fail_at_once_with_a_reason) {
   side coord(0), member(1);
-  caf::anon_send(coord.bridge.actor, peer_atom::value, 1, member.bridge.address);
-  caf::anon_send(member.bridge.actor, peer_atom::value, 0, coord.bridge.address);
+  link_bridges(coord, member);
   caf::scoped_actor self{*coord.sys};
   auto forward_error = [&](int rank, std::string target, caf::message m) {
     std::string text = "(answered)";
@@ -161,9 +168,7 @@ TEST(bridge_test, unknown_targets_bad_messages_and_dead_peers_fail_at_once_with_
             "rank 1 has no actor named 'sampler'");
   // A registered target that does not understand the message says what it got.
   fixture f;
-  auto pipe = spawn_pipeline(*member.sys, *f.ds, *f.model, f.router, f.pool);
-  caf::anon_send(member.bridge.actor, register_atom::value, std::string(pipeline_target),
-                 caf::actor_cast<caf::actor>(pipe));
+  auto pipe = registered_pipeline(member, f);
   EXPECT_NE(forward_error(1, pipeline_target, caf::make_message(run_atom::value, 42))
                 .find("expected (run, remote_batch)"),
             std::string::npos);

@@ -24,6 +24,17 @@ struct pair_of_workers {
   worker reader = std::move(*worker::create(ctx));
 };
 
+// A page the owner maps for remote reads, and its descriptor.
+struct exposed_page {
+  mapped_memory mem;
+  region_descriptor desc;
+};
+expected<exposed_page> expose_page(pair_of_workers& w) {
+  SPINDLE_ASSIGN_OR_RETURN(auto mem, mapped_memory::allocate(w.ctx, 4096));
+  SPINDLE_ASSIGN_OR_RETURN(auto desc, describe(w.owner, mem));
+  return exposed_page{std::move(mem), std::move(desc)};
+}
+
 TEST(ucx_test, descriptor_round_trips_and_rejects_garbage) {
   region_descriptor d{{1, 2, 254}, {9, 8}, 0x7fff0000, 4096};
   auto back = region_descriptor::decode(d.encode());
@@ -77,14 +88,12 @@ TEST(ucx_test, tcp_reads_complete_with_the_owner_progress_loop) {
 // for other memory is refused by the owner, naming the range.
 TEST(ucx_test, tcp_reads_of_memory_the_owner_did_not_map_are_refused) {
   pair_of_workers w("tcp");
-  auto mem = mapped_memory::allocate(w.ctx, 4096);
-  ASSERT_TRUE(mem.has_value());
-  auto desc = describe(w.owner, *mem);
-  ASSERT_TRUE(desc.has_value());
+  auto page = expose_page(w);
+  ASSERT_TRUE(page.has_value()) << page.error().to_string();
   std::vector<std::byte> secret(4096, std::byte{42});
-  desc->base = reinterpret_cast<std::uint64_t>(secret.data());  // forged
+  page->desc.base = reinterpret_cast<std::uint64_t>(secret.data());  // forged
   progress_loop loop(w.owner);
-  auto region = remote_region::attach(w.reader, *desc);
+  auto region = remote_region::attach(w.reader, page->desc);
   ASSERT_TRUE(region.has_value()) << region.error().to_string();
   std::vector<std::byte> out(64);
   read_op op{0, out.data(), out.size()};
@@ -99,11 +108,9 @@ TEST(ucx_test, tcp_reads_of_memory_the_owner_did_not_map_are_refused) {
 // destroyed under a request UCX cannot cancel, and nothing aborts.
 TEST(ucx_test, a_read_from_a_silent_owner_times_out_and_keeps_the_worker) {
   pair_of_workers w("tcp");
-  auto mem = mapped_memory::allocate(w.ctx, 4096);
-  ASSERT_TRUE(mem.has_value());
-  auto desc = describe(w.owner, *mem);
-  ASSERT_TRUE(desc.has_value());
-  auto region = remote_region::attach(w.reader, *desc, 300);  // nobody progresses the owner
+  auto page = expose_page(w);
+  ASSERT_TRUE(page.has_value()) << page.error().to_string();
+  auto region = remote_region::attach(w.reader, page->desc, 300);  // nobody progresses the owner
   ASSERT_TRUE(region.has_value()) << region.error().to_string();
   std::vector<std::byte> out(64);
   read_op op{0, out.data(), out.size()};
