@@ -19,6 +19,7 @@
 #include "bench/bench_util.hpp"
 #include "core/subprocess.hpp"
 #include "grpc_service.grpc.pb.h"
+#include "tests/support/kserve_seed_request.hpp"
 #include "transport/rpc/rpc_client.hpp"
 
 using namespace spindle;
@@ -127,13 +128,7 @@ connect_fn grpc_door(const std::string& target) {
         inference::GRPCInferenceService::NewStub(
             grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
     return [stub](std::int64_t seed) {
-      inference::ModelInferRequest req;
-      req.set_model_name("sage");
-      auto* in = req.add_inputs();
-      in->set_name("seeds");
-      in->set_datatype("INT64");
-      in->add_shape(1);
-      req.add_raw_input_contents(reinterpret_cast<const char*>(&seed), 8);
+      const auto req = spindle::testing::seed_request("sage", seed, true);
       inference::ModelInferResponse resp;
       grpc::ClientContext ctx;
       return stub->ModelInfer(&ctx, req, &resp).ok();

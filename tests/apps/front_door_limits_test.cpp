@@ -30,6 +30,18 @@ child_process serve_with_few_fds(const server_fixture& f, const std::string& ext
   return std::move(*child_process::spawn({"/bin/bash", "-c", cmd}));
 }
 
+struct door_address {
+  std::string endpoint;
+  int port = 0;
+};
+
+// Waits for the "listening HOST:PORT" line of `s` (port 0: it never came).
+door_address wait_listening(child_process& s) {
+  auto endpoint = s.wait_for("listening ", 60000);
+  if (!endpoint) return {};
+  return {*endpoint, testing::port_of(*endpoint)};
+}
+
 // The server gets answered again once connections are gone: a fresh client's call succeeds.
 void expect_answers(const std::string& endpoint) {
   for (int attempt = 0; attempt < 30; ++attempt) {
@@ -50,15 +62,14 @@ void expect_answers(const std::string& endpoint) {
 TEST(front_door_test, running_out_of_file_descriptors_leaves_the_front_door_serving) {
   auto& f = fixture();
   auto s = serve_with_few_fds(f, "--max-connections 100000 --max-connections-per-peer 100000");
-  auto endpoint = s.wait_for("listening ", 60000);
-  ASSERT_TRUE(endpoint.has_value());
-  const int port = std::stoi(endpoint->substr(endpoint->rfind(':') + 1));
+  const auto door = wait_listening(s);
+  ASSERT_NE(door.port, 0);
   std::vector<int> socks;
   for (int i = 0; i < 300; ++i)
-    if (int fd = testing::dial_loopback(port); fd >= 0) socks.push_back(fd);
+    if (int fd = testing::dial_loopback(door.port); fd >= 0) socks.push_back(fd);
   EXPECT_TRUE(saw_line(s, "descriptors in use", 10000));
   for (int fd : socks) ::close(fd);
-  expect_answers(*endpoint);
+  expect_answers(door.endpoint);
   s.signal(SIGTERM);
   EXPECT_EQ(s.wait(), 0);
 }
@@ -68,17 +79,16 @@ TEST(front_door_test, running_out_of_file_descriptors_leaves_the_front_door_serv
 TEST(front_door_test, connections_past_the_cap_are_closed_at_once) {
   auto& f = fixture();
   auto s = serve_with_few_fds(f, "--max-connections 8");
-  auto endpoint = s.wait_for("listening ", 60000);
-  ASSERT_TRUE(endpoint.has_value());
-  const int port = std::stoi(endpoint->substr(endpoint->rfind(':') + 1));
+  const auto door = wait_listening(s);
+  ASSERT_NE(door.port, 0);
   std::vector<int> socks;
-  for (int i = 0; i < 20; ++i) socks.push_back(testing::dial_loopback(port));
+  for (int i = 0; i < 20; ++i) socks.push_back(testing::dial_loopback(door.port));
   EXPECT_TRUE(saw_line(s, "with the door at --max-connections 8", 10000));
   char byte;
   testing::set_receive_timeout(socks.back(), 5);
   EXPECT_EQ(::recv(socks.back(), &byte, 1, 0), 0);  // closed by the server, not left hanging
   for (int fd : socks) ::close(fd);
-  expect_answers(*endpoint);
+  expect_answers(door.endpoint);
   s.signal(SIGTERM);
   EXPECT_EQ(s.wait(), 0);
 }

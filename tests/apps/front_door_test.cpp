@@ -221,7 +221,7 @@ TEST(front_door_test, fanouts_change_live_and_change_the_sampled_graph) {
 
 TEST(front_door_test, garbage_on_the_socket_leaves_the_server_serving) {
   auto& f = fixture();
-  const int port = std::stoi(f.endpoint.substr(f.endpoint.rfind(':') + 1));
+  const int port = testing::port_of(f.endpoint);
   for (int round = 0; round < 3; ++round) {
     const int fd = testing::dial_loopback(port);
     ASSERT_GE(fd, 0);

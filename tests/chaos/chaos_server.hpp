@@ -21,6 +21,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "nn/model.hpp"
 #include "tests/graph/test_util.hpp"
+#include "tests/support/kserve_seed_request.hpp"
 #include "tests/support/loopback_socket.hpp"
 
 namespace spindle {
@@ -80,7 +81,7 @@ struct chaos_server {
     http = std::stoi(h->substr(0, h->find('/')));
     auto g = proc->wait_for("grpc ", 60'000);
     EXPECT_TRUE(g.has_value());
-    grpc = std::stoi(g->substr(g->rfind(':') + 1));
+    grpc = testing::port_of(*g);
     auto l = proc->wait_for("listening ", 60'000);
     EXPECT_TRUE(l.has_value());
     capnp = *l;
@@ -107,13 +108,7 @@ inline bool grpc_infer(int port, int deadline_s) {
   auto ch = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
                                       grpc::InsecureChannelCredentials(), args);
   auto stub = inference::GRPCInferenceService::NewStub(ch);
-  inference::ModelInferRequest req;
-  req.set_model_name("sage");
-  auto* in = req.add_inputs();
-  in->set_name("seeds");
-  in->set_datatype("INT64");
-  in->add_shape(1);
-  in->mutable_contents()->add_int64_contents(7);
+  const auto req = testing::seed_request("sage", 7, false);
   inference::ModelInferResponse res;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));

@@ -92,7 +92,7 @@ struct door {
 };
 
 std::vector<door> doors_of(const chaos_server& s) {
-  const int capnp_port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
+  const int capnp_port = testing::port_of(s.capnp);
   auto http_good = [port = s.http] {
     httplib::Client c("127.0.0.1", port);
     c.set_connection_timeout(1, 0);

@@ -131,7 +131,7 @@ TEST(chaos_hostile_requests_test, bad_bag_offsets_are_refused_by_name) {
 // nothing is closed after the handshake deadline (10 s).
 TEST(chaos_hostile_requests_test, idle_capnp_sockets_do_not_lock_the_door) {
   chaos_server s(200);
-  const int port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
+  const int port = testing::port_of(s.capnp);
   std::vector<int> idle;
   for (int i = 0; i < 250; ++i)
     if (const int fd = testing::dial_loopback(port); fd >= 0) idle.push_back(fd);
@@ -228,7 +228,7 @@ TEST(chaos_hostile_requests_test, stalled_clients_cannot_pin_memory) {
     if (k > 0) sent += std::size_t(k);
   }
   // A Cap'n Proto frame announcing 1 MiB, 100 bytes of it, then silence.
-  const int port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
+  const int port = testing::port_of(s.capnp);
   const int c = testing::dial_loopback(port);
   ASSERT_GE(c, 0);
   std::string frame(8, '\0');

@@ -113,7 +113,7 @@ TEST(chaos_slow_clients_test, slowloris_on_every_door_leaves_good_calls_fast) {
       {"KServe gRPC, idle", s.grpc, "", grpc_call},
       {"Cap'n Proto, garbage", 0, std::string("\xff\xff\xff\x7f garbage", 12), capnp_call},
   };
-  const int capnp_port = std::stoi(s.capnp.substr(s.capnp.rfind(':') + 1));
+  const int capnp_port = testing::port_of(s.capnp);
   for (const auto& d : doors) {
     ASSERT_TRUE(d.good()) << d.name << ": no answer before the attack";
     const double before = p99_ms(timed(50, d.good));

@@ -48,17 +48,25 @@ std::function<std::string(std::vector<std::string>)> door_client(const std::stri
   };
 }
 
-// Every `step`-th of `reqs` through the door `client` answers as `want` (one process).
+// Requests 0..63 of the workload generator and one process's answers to them.
+struct one_process_answers {
+  std::vector<serving::gnn_request> reqs;
+  serving::batch_result want;
+  explicit one_process_answers(const cora_cluster& c)
+      : reqs(serving::degree_requests(*graph::dataset::open(c.cora), 64)),
+        want(single_process_results(c, reqs)) {}
+};
+
+// Every `step`-th request through the door `client` answers as one process does.
 void expect_door_answers(const std::function<std::string(std::vector<std::string>)>& client,
-                         const std::vector<serving::gnn_request>& reqs,
-                         const serving::batch_result& want, std::size_t step) {
-  for (std::size_t i = 0; i < reqs.size(); i += step) {
-    auto out = nlohmann::json::parse(
-        client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[i].seeds[0]),
-                "--sampler-seed", std::to_string(reqs[i].sampler_seed), "--json"}));
+                         const one_process_answers& one, std::size_t step) {
+  for (std::size_t i = 0; i < one.reqs.size(); i += step) {
+    auto out = nlohmann::json::parse(client(
+        {"--model", "graphsage", "infer", "--seeds", std::to_string(one.reqs[i].seeds[0]),
+         "--sampler-seed", std::to_string(one.reqs[i].sampler_seed), "--json"}));
     EXPECT_EQ(out["status"], "ok") << out.dump();
     if (out["status"] != "ok") return;
-    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), want.outputs[i]) << "request " << i;
+    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), one.want.outputs[i]) << "request " << i;
   }
 }
 
@@ -80,9 +88,8 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   const std::string endpoint = *listening;
   auto client = door_client(endpoint, token);
-  auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 64);
-  auto want = single_process_results(c, reqs);
-  expect_door_answers(client, reqs, want, 7);
+  const one_process_answers one(c);
+  expect_door_answers(client, one, 7);
   auto members = nlohmann::json::parse(client({"admin", "members", "--json"}));
   EXPECT_EQ(members["members"].size(), 3u) << members.dump();
   // Without --json: a table a person reads (no descriptor or bridge bytes).
@@ -113,11 +120,11 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
   coord.wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   int answered = 0;
-  for (std::size_t i = 0; i < reqs.size(); i += 7) {
+  for (std::size_t i = 0; i < one.reqs.size(); i += 7) {
     auto p = child_process::spawn({SPINDLE_BINARY, "client", "--connect", endpoint, "--timeout-ms",
                                    "10000", "--model", "graphsage", "infer", "--seeds",
-                                   std::to_string(reqs[i].seeds[0]), "--sampler-seed",
-                                   std::to_string(reqs[i].sampler_seed), "--json"});
+                                   std::to_string(one.reqs[i].seeds[0]), "--sampler-seed",
+                                   std::to_string(one.reqs[i].sampler_seed), "--json"});
     std::string out;
     while (auto line = p->read_line(30'000)) out += *line;
     p->wait();
@@ -128,7 +135,7 @@ TEST(cluster_front_door_test, a_member_with_listen_answers_calls_itself) {
       EXPECT_NE(out.find("unavailable"), std::string::npos) << "request " << i << ": " << out;
   }
   std::printf("member door after the coordinator's loss: %d of %zu calls answered\n", answered,
-              (reqs.size() + 6) / 7);
+              (one.reqs.size() + 6) / 7);
   for (auto* m : {&door_member, &plain_member}) {
     m->signal(SIGTERM);
     m->wait();
@@ -148,7 +155,7 @@ TEST(cluster_front_door_test, garbage_on_every_port_of_a_serving_cluster_changes
   auto caf_port_of = [&](child_process& p) {
     auto line = p.wait_for("node ", 120'000);
     ASSERT_TRUE(line.has_value());
-    caf_ports.insert(std::stoi(line->substr(line->rfind(':') + 1)));
+    caf_ports.insert(testing::port_of(*line));
   };
   for (int rank : {1, 2}) ranks.push_back(c.member(rank, {}));
   const std::string token = c.dir + "/admin.token";
@@ -160,9 +167,8 @@ TEST(cluster_front_door_test, garbage_on_every_port_of_a_serving_cluster_changes
   auto listening = ranks.back().wait_for("listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   auto client = door_client(*listening, token);
-  auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 64);
-  auto want = single_process_results(c, reqs);
-  expect_door_answers(client, reqs, want, 9);
+  const one_process_answers one(c);
+  expect_door_answers(client, one, 9);
   std::mt19937 rng(104);
   std::vector<std::string> packets;
   for (int k = 0; k < 10; ++k) {
@@ -186,7 +192,7 @@ TEST(cluster_front_door_test, garbage_on_every_port_of_a_serving_cluster_changes
     EXPECT_TRUE(m["alive"].get<bool>()) << m.dump();
     EXPECT_EQ(m["joins"], 1) << m.dump();
   }
-  expect_door_answers(client, reqs, want, 9);
+  expect_door_answers(client, one, 9);
   for (auto& r : ranks) r.signal(SIGTERM);
   for (auto& r : ranks) r.wait();
 }
@@ -209,9 +215,8 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   const std::string endpoint = *listening;
   auto client = door_client(endpoint, token);
   // Requests 0..63 of the workload generator: each answer equals the single-process one.
-  auto reqs = serving::degree_requests(*graph::dataset::open(c.cora), 64);
-  auto want = single_process_results(c, reqs);
-  expect_door_answers(client, reqs, want, 9);
+  const one_process_answers one(c);
+  expect_door_answers(client, one, 9);
   // Re-plan on request through Admin: every node moves to epoch 1 while the
   // front door keeps answering, and answers stay equal to the single process.
   auto failing =
@@ -234,7 +239,7 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   auto stats = nlohmann::json::parse(client({"admin", "stats"}));
   EXPECT_EQ(stats["models"]["graphsage"]["placement"]["epoch"], 1) << stats.dump();
   EXPECT_EQ(stats["models"]["graphsage"]["tunables"]["placement_epoch"], "1") << stats.dump();
-  expect_door_answers(client, reqs, want, 9);
+  expect_door_answers(client, one, 9);
   auto listed = [&] {
     std::map<int, bool> alive;
     auto j = nlohmann::json::parse(client({"admin", "members", "--json"}));
@@ -257,8 +262,8 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
     }
   // Still serving with rank 1 gone (its rows come from replicas or fail by name).
   auto out = nlohmann::json::parse(
-      client({"--model", "graphsage", "infer", "--seeds", std::to_string(reqs[0].seeds[0]),
-              "--sampler-seed", std::to_string(reqs[0].sampler_seed), "--json"}));
+      client({"--model", "graphsage", "infer", "--seeds", std::to_string(one.reqs[0].seeds[0]),
+              "--sampler-seed", std::to_string(one.reqs[0].sampler_seed), "--json"}));
   EXPECT_TRUE(out["status"] == "ok" ||
               out["message"].get<std::string>().find("shard") != std::string::npos)
       << out.dump();

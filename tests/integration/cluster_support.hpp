@@ -66,7 +66,7 @@ inline child_process start_node(const std::string& config, int rank, int* caf_po
   EXPECT_TRUE(c.has_value());
   auto behind = c->wait_for("node ", 30'000);
   EXPECT_TRUE(behind.has_value()) << "rank " << rank;
-  if (caf_port && behind) *caf_port = std::stoi(behind->substr(behind->rfind(':') + 1));
+  if (caf_port && behind) *caf_port = testing::port_of(*behind);
   EXPECT_TRUE(c->wait_for("ready", 30'000).has_value()) << "rank " << rank;
   return std::move(*c);
 }

@@ -12,6 +12,11 @@
 
 namespace spindle::testing {
 
+/// The port of "HOST:PORT" (what a server prints after "listening ").
+inline int port_of(const std::string& endpoint) {
+  return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+}
+
 /// A close-on-exec socket connected to 127.0.0.1:`port`, or -1 when nothing accepts.
 inline int dial_loopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
