@@ -22,8 +22,10 @@ bool saw_line(child_process& p, const std::string& text, int timeout_ms) {
   return false;
 }
 
-// `spindle serve` under `ulimit -n 200` with `extra` flags, its log on stdout.
-child_process serve_with_few_fds(const server_fixture& f, const std::string& extra) {
+// `spindle serve` of the fixture's model under `ulimit -n 200` with `extra`
+// flags, its log on stdout.
+child_process serve_with_few_fds(const std::string& extra) {
+  const auto& f = fixture();
   const std::string cmd = fmt::format(
       "ulimit -n 200; exec {} serve --dataset {}/g --model {}/m --listen 127.0.0.1:0 {} 2>&1",
       SPINDLE_BINARY, f.dir, f.dir, extra);
@@ -60,8 +62,7 @@ void expect_answers(const std::string& endpoint) {
 // refuses the excess by name before the process runs out, and the door serves
 // again once connections are gone.
 TEST(front_door_test, running_out_of_file_descriptors_leaves_the_front_door_serving) {
-  auto& f = fixture();
-  auto s = serve_with_few_fds(f, "--max-connections 100000 --max-connections-per-peer 100000");
+  auto s = serve_with_few_fds("--max-connections 100000 --max-connections-per-peer 100000");
   const auto door = wait_listening(s);
   ASSERT_NE(door.port, 0);
   std::vector<int> socks;
@@ -77,8 +78,7 @@ TEST(front_door_test, running_out_of_file_descriptors_leaves_the_front_door_serv
 // With a connection cap the excess is closed at once and logged; the server
 // answers again once connections are gone.
 TEST(front_door_test, connections_past_the_cap_are_closed_at_once) {
-  auto& f = fixture();
-  auto s = serve_with_few_fds(f, "--max-connections 8");
+  auto s = serve_with_few_fds("--max-connections 8");
   const auto door = wait_listening(s);
   ASSERT_NE(door.port, 0);
   std::vector<int> socks;
