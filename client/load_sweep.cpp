@@ -158,4 +158,20 @@ status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std:
   return status::ok();
 }
 
+status sweep_levels(const window_runner& run, std::size_t calls,
+                    const std::string& concurrency_range, const std::string& rate_range,
+                    std::uint64_t seed, bool json, const std::string& png) {
+  if (!concurrency_range.empty() && !rate_range.empty())
+    return make_error(errc::invalid_argument,
+                      "load: give --concurrency-range or --rate-range, not both");
+  const bool open_loop = !rate_range.empty();
+  SPINDLE_ASSIGN_OR_RETURN(auto levels,
+                           parse_range(open_loop ? rate_range : concurrency_range,
+                                       open_loop ? "--rate-range" : "--concurrency-range"));
+  SPINDLE_ASSIGN_OR_RETURN(auto rows, run_sweep(run, calls, open_loop, levels, seed));
+  print_sweep(rows, open_loop, json);
+  if (!png.empty()) SPINDLE_TRY(plot_sweep(rows, open_loop, png));
+  return status::ok();
+}
+
 }  // namespace spindle::client

@@ -48,4 +48,11 @@ window_runner capnp_gnn_runner(transport::rpc::rpc_client& client,
 void print_sweep(const std::vector<sweep_row>& rows, bool open_loop, bool json);
 status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std::string& png);
 
+/// The whole sweep for --concurrency-range (closed loop) or --rate-range (open
+/// loop; give one, not both): every level through `run`, each window `calls`
+/// calls, then the rows printed (table or JSON) and, with `png`, plotted.
+status sweep_levels(const window_runner& run, std::size_t calls,
+                    const std::string& concurrency_range, const std::string& rate_range,
+                    std::uint64_t seed, bool json, const std::string& png);
+
 }  // namespace spindle::client

@@ -36,18 +36,8 @@ bool sweeping(const load_args& a) { return !a.concurrency_range.empty() || !a.ra
 
 // --concurrency-range / --rate-range: every level through `run`, then the table and plot.
 status sweep(const load_args& a, const client::window_runner& run, std::size_t calls_per_window) {
-  if (!a.concurrency_range.empty() && !a.rate_range.empty())
-    return make_error(errc::invalid_argument,
-                      "load: give --concurrency-range or --rate-range, not both");
-  const bool open_loop = !a.rate_range.empty();
-  SPINDLE_ASSIGN_OR_RETURN(auto levels,
-                           client::parse_range(open_loop ? a.rate_range : a.concurrency_range,
-                                               open_loop ? "--rate-range" : "--concurrency-range"));
-  SPINDLE_ASSIGN_OR_RETURN(auto rows,
-                           client::run_sweep(run, calls_per_window, open_loop, levels, a.seed));
-  client::print_sweep(rows, open_loop, a.json);
-  if (!a.plot.empty()) SPINDLE_TRY(client::plot_sweep(rows, open_loop, a.plot));
-  return status::ok();
+  return client::sweep_levels(run, calls_per_window, a.concurrency_range, a.rate_range, a.seed,
+                              a.json, a.plot);
 }
 
 // A recommendation model's batches: from its description (or a file), each
