@@ -22,6 +22,13 @@ std::string scratch(const char* name) {
   return dir.string();
 }
 
+// `path` holding the line `token`, with permissions `mode`.
+std::string written_with_mode(const std::string& path, const std::string& token, unsigned mode) {
+  std::ofstream(path) << token << "\n";
+  std::filesystem::permissions(path, std::filesystem::perms(mode));
+  return path;
+}
+
 unsigned mode_of(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
@@ -50,19 +57,15 @@ TEST(token_file_test, a_missing_unreadable_or_short_token_is_refused_by_name) {
   EXPECT_NE(missing.error().message().find(dir + "/none: no admin token file"), std::string::npos)
       << missing.error().message();
 
-  const auto open_file = dir + "/open.token";
-  std::ofstream(open_file) << "0123456789abcdef0123\n";
-  std::filesystem::permissions(open_file, std::filesystem::perms(0644));
-  auto open = token_file(open_file, "cluster token file", true);
+  auto open = token_file(written_with_mode(dir + "/open.token", "0123456789abcdef0123", 0644),
+                         "cluster token file", true);
   ASSERT_FALSE(open.has_value());
   EXPECT_NE(open.error().message().find("open to other users (mode 0644); run chmod 600"),
             std::string::npos)
       << open.error().message();
 
-  const auto short_file = dir + "/short.token";
-  std::ofstream(short_file) << "tooshort\n";
-  std::filesystem::permissions(short_file, std::filesystem::perms(0600));
-  auto brief = token_file(short_file, "cluster token file", false);
+  auto brief = token_file(written_with_mode(dir + "/short.token", "tooshort", 0600),
+                          "cluster token file", false);
   ASSERT_FALSE(brief.has_value());
   EXPECT_NE(brief.error().message().find("at least 16 characters"), std::string::npos);
   std::filesystem::remove_all(dir);
