@@ -1,8 +1,6 @@
-// The operator's console behind `spindle shell`: its commands over the Admin
-// and Inference interfaces (models, stats, tunables, set, load, unload,
-// members, infer, watch stats) and what tab completion offers after a partial
-// line. Every error is one line on stderr; bad input never ends the console.
-// One thread (the shell's).
+// The operator's console behind `spindle shell`: its commands over the Admin and
+// Inference interfaces, each error one line on stderr, and what tab completion
+// offers after a partial line. One thread (the shell's).
 #pragma once
 
 #include <map>

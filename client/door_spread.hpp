@@ -1,7 +1,6 @@
-// `spindle client load` over several Cap'n Proto doors (a cluster's ranks):
-// call i goes to the doors in turn (round-robin over those that accepted a
-// connection; a refused one's share goes to the others), each door driven by
-// its own client on its own thread, the in-flight window split between them.
+// `spindle client load` over several Cap'n Proto doors (a cluster's ranks): calls
+// round-robin over the doors that accept, one client and thread per door, the
+// in-flight window split between them. Called from one thread.
 #pragma once
 
 #include <map>

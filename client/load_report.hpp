@@ -1,7 +1,6 @@
-// What one run of `spindle client load` measured, for either kind of model and
-// any door: latencies of ok answers, answers by status, how fast refusals
-// came and each request's outcome; and its report (text or JSON, with the
-// latency CDF, its plot and the per-request log beside it). One thread at a time.
+// What one run of `spindle client load` measured (latencies, answers by status,
+// each request's outcome) and its report: text or JSON, with the CDF, plot and
+// per-request log beside it. One thread at a time.
 #pragma once
 
 #include <cstdint>

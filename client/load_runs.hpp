@@ -1,7 +1,6 @@
-// The runs of `spindle client load` at one level or as a sweep's windows, for
-// each kind of model and door: a recommendation model's batches or GNN calls
-// on the Cap'n Proto door (GNN calls over several doors too), or either kind on
-// a KServe door. Each kind has its warm-up, its sweep runner and its measured run.
+// The runs of `spindle client load` for each kind of model and door (batches or
+// GNN calls on Cap'n Proto doors, either on a KServe door): warm-up, a sweep's
+// window runner and the measured run. Called from one thread.
 #pragma once
 
 #include <cstdint>

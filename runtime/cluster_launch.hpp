@@ -1,8 +1,6 @@
-// What `spindle launch` runs: every rank of a cluster TOML as a `spindle node`
-// (local ranks as child processes, other hosts through the TOML's launcher, or
-// a printed command where there is none), Hera's plan servers of its
-// [colocation] section first, their output relayed with the rank prefix,
-// SIGINT/SIGTERM forwarded, ranks that exit restarted with `restart`.
+// What `spindle launch` runs: Hera's plan servers, then every rank of a cluster
+// TOML as a `spindle node` (here, through the TOML's launcher, or a printed
+// command), supervised until a stop signal. Runs on the calling thread.
 #pragma once
 
 #include <string>

@@ -1,8 +1,6 @@
-// One node of a cluster (`spindle node`): rank N of a topology TOML's servers,
-// rank 0 the coordinator. It holds its shard of the features in UCX memory,
-// joins (or keeps) the membership over CAF's middleman behind its token gate,
-// runs pipelines for the coordinator's batches, and serves a workload or a
-// front door until a stop signal; a member whose coordinator went rejoins.
+// One node of a cluster (`spindle node`, rank 0 the coordinator): its shard in
+// UCX memory, its membership behind the token gate, pipelines for the
+// coordinator's batches, a workload or a door. Runs on the calling thread.
 #pragma once
 
 #include <cstdint>

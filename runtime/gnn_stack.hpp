@@ -1,9 +1,6 @@
-// The one-process serving stack of `spindle serve`: a prepared dataset, its
-// GPUs' executors (--device, --gpus, --topology), PSGS routing (a calibration
-// file, or one timed at start on the served model), the GNN models of --model
-// and --model-repository over it, graph updates, and the doors until a stop
-// signal; or, with a workload, requests from the in-process generator through
-// the first model. A server of recommendation models only has no dataset.
+// The one-process serving stack of `spindle serve`: dataset, GPU executors, PSGS
+// routing, the GNN models and their doors (or an in-process workload); a server
+// of recommendation models only has no dataset. Called from one thread.
 #pragma once
 
 #include <functional>

@@ -1,7 +1,6 @@
-// The processes `spindle launch` starts and keeps: each rank (or Hera plan
-// server) as a child whose output is relayed line by line with its label, a
-// rank on another host through the cluster TOML's launcher, restarts with a
-// backoff, and stop signals forwarded. One owner thread (launch's).
+// The processes `spindle launch` starts and keeps: children whose lines are
+// relayed with their label, restarted with a backoff, and sent the stop
+// signal launch gets. One owner thread (launch's).
 #pragma once
 
 #include <signal.h>

@@ -1,7 +1,6 @@
-// A cluster node's front door: the cluster's GNN (when the node runs its
-// pipelines), GNNs loaded at any door, and the recommendation models of its
-// flags or forwarded to Hera's plan servers. A member's door keeps answering
-// while the coordinator is gone and stops for the rejoin once it is back.
+// A cluster node's front door: the cluster's GNN, GNNs loaded at any door and
+// recommendation models (its own or forwarded to plan servers); a member's door
+// outlives its coordinator and stops for the rejoin. Runs on the calling thread.
 #pragma once
 
 #include <caf/all.hpp>

@@ -1,8 +1,6 @@
-// Hera's plan servers under `spindle launch`: Algorithm 2 over the cluster
-// TOML's [colocation] section pairs its recommendation models onto servers,
-// and plan server i runs on the i-th local rank as a `spindle serve` of its one
-// or two models (worker pools under Hera's node manager, on a free loopback
-// port, Admin with the cluster token). Every rank's door forwards there.
+// Hera's plan servers under `spindle launch`: Algorithm 2 pairs the cluster
+// TOML's [colocation] models onto servers, each a `spindle serve` on a local
+// rank's free loopback port that every door forwards to. One thread (launch's).
 #pragma once
 
 #include <map>
