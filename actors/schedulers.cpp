@@ -72,9 +72,13 @@ class batcher_scheduler final : public gnn_scheduler {
     const std::uint32_t deadline = call.deadline_us;
     const std::size_t seeds = call.seeds.size();
     const bool pairs = call.pairs;
-    dispatch_gnn(forwarder_, batcher_, {std::move(call.seeds), call.sampler_seed, pairs},
+    // Checked at the door: the widths of the named outputs (empty: the model's output).
+    auto widths = serving::named_output_widths(call.outputs, pairs, *e->b.model);
+    dispatch_gnn(forwarder_, batcher_,
+                 {std::move(call.seeds), call.sampler_seed, pairs, std::move(call.outputs)},
                  timeout_of(deadline),
-                 [e = std::move(e), done = std::move(done), t0, deadline, seeds, pairs](
+                 [e = std::move(e), done = std::move(done), t0, deadline, seeds, pairs,
+                  widths = widths ? std::move(*widths) : std::vector<std::uint32_t>{}](
                      const gnn_reply* r, const caf::error* err) {
                    e->admission.complete();
                    gnn_answer a;
@@ -84,6 +88,11 @@ class batcher_scheduler final : public gnn_scheduler {
                    if (settle(a, r, err, deadline)) {
                      e->c.inferences += seeds;
                      a.width = pairs ? 1u : std::uint32_t(e->b.model->desc().out);
+                     if (!widths.empty()) {
+                       a.width = 0;
+                       for (auto w : widths) a.width += w;
+                       a.widths = widths;
+                     }
                      a.outputs = r->output;
                    }
                    if (r) a.graph_version = r->graph_version;

@@ -71,6 +71,12 @@ class model {
   const tensor& param(const std::string& name) const { return params_.at(name); }
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
 
+  /// The ops a call's named outputs are (stack models): each name is an op's
+  /// `name` (model.toml [[op]]; export_pyg names a layer's op after its module
+  /// path, "conv1"); "output" is the model's output. Refuses an unknown name, listing the names there are, and a
+  /// model that is not a stack.
+  expected<std::vector<std::size_t>> value_ops(std::span<const std::string> names) const;
+
   /// GNN forward: blocks[0] is the input layer; `x` holds features of blocks[0]'s
   /// src nodes; `degree` (GCN only) is 1 + sampled in-degree per src node, or for
   /// a stack model each src node's in-neighbour count without self edges, of the

@@ -4,7 +4,10 @@
 // a value keeps the rows of the block that produced it (the dst nodes of a block
 // are the first src nodes, so a join of values of different depths takes the
 // first rows of each, as PyG's full-graph answer restricted to those nodes).
+#include <fmt/ranges.h>
+
 #include <map>
+#include <optional>
 
 #include "nn/layers/layer.hpp"
 #include "nn/model.hpp"
@@ -21,6 +24,18 @@ std::vector<std::int64_t> input_widths(const config::model_desc& d) {
     w[op.name] = op.width;
   }
   return in;
+}
+
+// The op a named output is: the op called `name` exactly ("output": the last op,
+// the model's output, unless an op is called so). (Not matched by module
+// path: a module may end in an op without one, a GINConv's nn in an activation,
+// and its output would be another op's.)
+std::optional<std::size_t> find_value(const std::vector<config::gnn_op>& ops,
+                                      const std::string& name) {
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].name == name) return i;
+  if (name == "output" && !ops.empty()) return ops.size() - 1;  // the model's own output
+  return std::nullopt;
 }
 
 }  // namespace
@@ -43,6 +58,26 @@ expected<tensor> model::stack_op(allocator& a, std::size_t i, const block* b,
   const auto& op = desc_.ops[i];
   const layer_input x{a, op, b, degree, in, owned, pool, params_};
   return layer_of(op.kind).forward(x);
+}
+
+expected<std::vector<std::size_t>> model::value_ops(std::span<const std::string> names) const {
+  if (desc_.arch != config::model_arch::stack)
+    return make_error(errc::invalid_argument,
+                      "named outputs are values of a stack model (export_pyg); '{}' is {}",
+                      desc_.name, config::to_string(desc_.arch));
+  const auto& ops = desc_.ops;
+  std::vector<std::size_t> out;
+  for (const auto& name : names) {
+    const auto found = find_value(ops, name);
+    if (!found) {
+      std::vector<std::string> known;
+      for (const auto& op : ops) known.push_back(op.name);
+      return make_error(errc::invalid_argument, "unknown output '{}' (the model's values: {})",
+                        name.substr(0, 64), fmt::join(known, ", "));
+    }
+    out.push_back(*found);
+  }
+  return out;
 }
 
 expected<tensor> model::forward_stack(allocator& a, std::span<const block> blocks,

@@ -217,6 +217,18 @@ status check_pairs(bool pairs, std::size_t seeds, const config::model_desc& d) {
   return status::ok();
 }
 
+expected<std::vector<std::uint32_t>> named_output_widths(const std::vector<std::string>& outputs,
+                                                         bool pairs, const nn::model& m) {
+  std::vector<std::uint32_t> widths;
+  if (outputs.empty()) return widths;
+  if (pairs)
+    return make_error(errc::invalid_argument,
+                      "named outputs are a node's values: ask for them with seeds, not pairs");
+  SPINDLE_ASSIGN_OR_RETURN(auto ops, m.value_ops(outputs));
+  for (auto i : ops) widths.push_back(std::uint32_t(m.desc().ops[i].width));
+  return widths;
+}
+
 prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
   if (pb.used == pb.groups.size()) pb.groups.emplace_back();
   auto& g = pb.groups[pb.used++];
@@ -262,6 +274,10 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
     }
     if (auto st = check_pairs(r.pairs, r.seeds.size(), model_.desc()); !st) {
       res.errors[i] = st;
+      continue;
+    }
+    if (auto w = named_output_widths(r.outputs, r.pairs, model_); !w) {
+      res.errors[i] = std::move(w).error();
       continue;
     }
     const bool own = r.reproducible() || per_request_;
@@ -336,6 +352,9 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
   const auto& sub = g.sub;
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   auto x = nn::tensor::borrow(const_cast<float*>(g.features.data()), {n, f});
+  if (std::any_of(g.members.begin(), g.members.end(),
+                  [&](std::size_t m) { return !batch[m].outputs.empty(); }))
+    return compute_named(g, batch, alloc, x, res);
   // A GNNSched device slot: the pass on the device, in the slot, on its stream.
   auto y = device ? device_->forward_in(*device, model_, alloc, g.blocks, g.degree, x)
            : ex   ? ex->forward(model_, alloc, g.blocks, g.degree, x)
@@ -343,22 +362,70 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
   if (!y && device && y.error().code() == errc::unsupported)  // no device layers (GAT)
     y = model_.forward(alloc, g.blocks, g.degree, x);
   if (!y) return std::move(y).error();
-  const auto cols = std::size_t(y->cols());
   std::size_t offset = 0;
   for (auto m : g.members) {
-    const auto& seeds = batch[m].seeds;
+    const std::span<const std::int32_t> rows(sub.seed_local.data() + offset, batch[m].seeds.size());
+    if (auto st = answer_rows(batch[m], *y, rows, res.outputs[m]); !st) res.errors[m] = st;
+    offset += rows.size();
+  }
+  return status::ok();
+}
+
+// A request's answer from the model's output `y`: its seeds' rows, or a link
+// model's score of each pair.
+status gnn_pipeline::answer_rows(const gnn_request& r, const nn::tensor& y,
+                                 std::span<const std::int32_t> rows,
+                                 std::vector<float>& out) const {
+  if (r.pairs) {
+    out.resize(rows.size() / 2);
+    return nn::score_pairs(model_.desc().decoder, y, rows, out.data());
+  }
+  const auto cols = std::size_t(y.cols());
+  out.resize(rows.size() * cols);
+  for (std::size_t s = 0; s < rows.size(); ++s)
+    std::memcpy(out.data() + s * cols, y.row(rows[s]), cols * 4);
+  return status::ok();
+}
+
+// A graph some of whose members ask for named values: one host pass that copies
+// every asked-for op's seed rows as the op makes them (before a later in-place op
+// may overwrite it); each member's answer is its values' rows, one after another,
+// or the model's output rows.
+status gnn_pipeline::compute_named(const prepared_batch::group& g,
+                                   const std::vector<gnn_request>& batch, nn::allocator& alloc,
+                                   const nn::tensor& x, batch_result& res) const {
+  const auto& seeds_local = g.sub.seed_local;
+  std::map<std::size_t, std::vector<float>> taken;  // op -> [group seeds x width]
+  for (auto m : g.members) {
+    SPINDLE_ASSIGN_OR_RETURN(auto ops, model_.value_ops(batch[m].outputs));
+    for (auto i : ops) taken[i];
+  }
+  const nn::op_observer observe = [&](std::size_t op, const nn::tensor& v) {
+    auto it = taken.find(op);
+    if (it == taken.end()) return;
+    const auto cols = std::size_t(v.cols());
+    it->second.resize(g.seeds.size() * cols);
+    for (std::size_t s = 0; s < g.seeds.size(); ++s)
+      std::memcpy(it->second.data() + s * cols, v.row(seeds_local[s]), cols * 4);
+  };
+  SPINDLE_ASSIGN_OR_RETURN(auto y, model_.forward(alloc, g.blocks, g.degree, x, nullptr, &observe));
+  std::size_t offset = 0;
+  for (auto m : g.members) {
+    const auto& r = batch[m];
     auto& out = res.outputs[m];
-    if (batch[m].pairs) {  // a link model's pairs: one score each
-      out.resize(seeds.size() / 2);
-      const std::span<const std::int32_t> rows(sub.seed_local.data() + offset, seeds.size());
-      if (auto st = nn::score_pairs(model_.desc().decoder, *y, rows, out.data()); !st)
-        res.errors[m] = st;
-    } else {
-      out.resize(seeds.size() * cols);
-      for (std::size_t s = 0; s < seeds.size(); ++s)
-        std::memcpy(out.data() + s * cols, y->row(sub.seed_local[offset + s]), cols * 4);
+    out.clear();
+    if (r.outputs.empty()) {
+      const std::span<const std::int32_t> rows(seeds_local.data() + offset, r.seeds.size());
+      if (auto st = answer_rows(r, y, rows, out); !st) res.errors[m] = st;
     }
-    offset += seeds.size();
+    const auto ops = model_.value_ops(r.outputs);  // held: a range over *temporary dangles
+    for (auto i : *ops) {
+      const auto& all = taken.at(i);
+      const auto cols = all.size() / g.seeds.size();
+      out.insert(out.end(), all.begin() + offset * cols,
+                 all.begin() + (offset + r.seeds.size()) * cols);
+    }
+    offset += r.seeds.size();
   }
   return status::ok();
 }
@@ -399,8 +466,26 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
   return run(batch, route(batch));
 }
 
+// A fault inside the pipeline (a bug, memory running out) fails this batch's
+// requests by name; the pipeline, and the model it serves, go on.
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
                                psgs_router::choice executor) {
+  try {
+    return run_unguarded(batch, executor);
+  } catch (const std::exception& e) {
+    batch_result failed;
+    failed.outputs.resize(batch.size());
+    failed.errors.assign(batch.size(),
+                         make_error(errc::internal, "the pipeline failed on this batch ({}); "
+                                                    "later calls are served",
+                                    e.what()));
+    failed.executor = executor;
+    return failed;
+  }
+}
+
+batch_result gnn_pipeline::run_unguarded(const std::vector<gnn_request>& batch,
+                                         psgs_router::choice executor) {
   prepare_into(batch, executor, scratch_);
   auto& res = scratch_.result;
   auto& ex = executor_for(executor);

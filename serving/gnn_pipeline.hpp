@@ -39,6 +39,10 @@ struct gnn_request {
   /// seeds are pairs u0 v0 u1 v1 ... of a model with task "link": the answer is
   /// one score per pair (its decoder over the pair's rows), not the rows.
   bool pairs = false;
+  /// Values of the model to answer instead of its output (stack models: op names,
+  /// model::value_ops): the answer holds each one's seed rows, [seeds x width_k],
+  /// one after another in this order. Computed on the host.
+  std::vector<std::string> outputs;
   bool reproducible() const { return sampler_seed != 0; }
 };
 
@@ -46,7 +50,7 @@ struct gnn_request {
 /// processes); a template, so this header needs no CAF.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gnn_request& x) {
-  return f(x.seeds, x.sampler_seed, x.pairs);
+  return f(x.seeds, x.sampler_seed, x.pairs, x.outputs);
 }
 
 struct stage_times {
@@ -99,6 +103,10 @@ std::uint64_t shared_graph_seed(std::uint64_t index);
 /// A call's pairs (`seeds` node ids, u0 v0 u1 v1 ...) fit model `d` (task "link")
 /// and come whole; ok when the call has no pairs. Errors say what to give.
 status check_pairs(bool pairs, std::size_t seeds, const config::model_desc& d);
+/// A call's named outputs exist in `m` and do not come with pairs; their widths,
+/// in order (empty without named outputs).
+expected<std::vector<std::uint32_t>> named_output_widths(const std::vector<std::string>& outputs,
+                                                         bool pairs, const nn::model& m);
 
 /// Summed PSGS of a request's seeds (0 for seeds out of range): what batchers
 /// add up to close a batch at the router's point.
@@ -177,6 +185,11 @@ class gnn_pipeline {
  private:
   psgs_router::choice route(const std::vector<gnn_request>& batch) const;
   batch_executor& executor_for(psgs_router::choice c);
+  batch_result run_unguarded(const std::vector<gnn_request>& batch, psgs_router::choice executor);
+  status answer_rows(const gnn_request& r, const nn::tensor& y, std::span<const std::int32_t> rows,
+                     std::vector<float>& out) const;
+  status compute_named(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
+                       nn::allocator& alloc, const nn::tensor& x, batch_result& res) const;
   void prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
                     prepared_batch& pb);
   prepared_batch::group& next_group(prepared_batch& pb) const;

@@ -141,6 +141,11 @@ status run_info(const std::string& dir) {
     fmt::print("  {:<40} {:<14} {}\n", spec.name, format_shape(m.param(spec.name).shape()),
                spec.purpose);
   }
+  if (d.arch == config::model_arch::stack) {  // what a call's named outputs may ask for
+    std::vector<std::string> values;
+    for (const auto& op : d.ops) values.push_back(fmt::format("{} [{}]", op.name, op.width));
+    fmt::print("values (named outputs): {}\n", fmt::join(values, ", "));
+  }
   if (!d.ignore_tensors.empty())
     fmt::print("ignored by model.ignore_tensors: {}\n", fmt::join(d.ignore_tensors, ", "));
   if (d.verified.empty() && d.arch == config::model_arch::stack)

@@ -251,7 +251,12 @@ class Translator:
         return value[arg]
 
     def _emit(self, node_name, kind, inputs, width, **fields):
+        # A module's op is named after its path in the user's model ("conv1",
+        # "convs_0"), which a call's named outputs use; fx names it under the
+        # tracing wrapper's attribute.
         name = node_name.replace(".", "_")
+        if name.startswith(_PATH.replace(".", "_")):
+            name = name[len(_PATH):]
         while name in self.names or name == "x":
             name += "_"
         self.names.add(name)

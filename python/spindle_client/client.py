@@ -5,7 +5,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import capnp
 
@@ -34,6 +34,7 @@ class GnnResult:
     outputs: List[List[float]] = field(default_factory=list)  # one row per seed
     server_us: int = 0
     version: int = 0  # the graph version the answer was computed on (schema 6)
+    named: Dict[str, List[List[float]]] = field(default_factory=dict)  # outputs= asked for
 
 
 @dataclass
@@ -51,8 +52,17 @@ class UpdateResult:
     nodes: int = 0        # node ids in use (removed ones included)
 
 
-def _gnn_result(reply) -> GnnResult:
+def _gnn_result(reply, names=()) -> GnnResult:
     flat = list(reply.outputs)
+    widths = list(reply.widths)
+    if names and widths:  # named outputs: each one's rows, one after another
+        n = len(flat) // max(1, sum(widths))
+        named, at = {}, 0
+        for name, w in zip(names, widths):
+            named[name] = [flat[at + i * w:at + (i + 1) * w] for i in range(n)]
+            at += n * w
+        return GnnResult(_status_name(reply.status), reply.message, [], reply.serverUs,
+                         reply.graphVersion, named)
     w = reply.width
     rows = [flat[i:i + w] for i in range(0, len(flat), w)] if w else []
     return GnnResult(_status_name(reply.status), reply.message, rows, reply.serverUs,
@@ -100,17 +110,23 @@ class AsyncClient:
 
     async def infer_gnn(self, model: str, seeds: Sequence[int] = (), sampler_seed: int = 0,
                         deadline_us: int = 0, check: bool = True,
-                        ids: Sequence[str] = (), min_version: int = 0) -> GnnResult:
+                        ids: Sequence[str] = (), min_version: int = 0,
+                        outputs: Sequence[str] = ()) -> GnnResult:
         """seeds: dataset rows; or ids: the nodes as the input data names them
         (e.g. CiteSeer's "100157"), resolved by the server. min_version: the graph
-        version the answer must include (a server behind it answers unavailable)."""
+        version the answer must include (a server behind it answers unavailable).
+        outputs: the model's values to answer instead of its output (op names of
+        an exported model, "conv1"; "output" is its output): result.named maps
+        each to its rows."""
         if int(min_version) < 0:
             raise ValueError(f"min_version {min_version}: a graph version is >= 0")
+        if isinstance(outputs, str):
+            raise ValueError(f"outputs={outputs!r}: give a list of names")
         r = await self._inference.inferGnn(request={
             "model": model, "seeds": [int(s) for s in seeds], "samplerSeed": sampler_seed,
             "deadlineUs": deadline_us, "seedIds": [str(i) for i in ids],
-            "minVersion": int(min_version)})
-        result = _gnn_result(r.reply)
+            "minVersion": int(min_version), "outputs": [str(o) for o in outputs]})
+        result = _gnn_result(r.reply, list(outputs))
         if check and result.status != "ok":
             raise SpindleError(result.status, result.message)
         return result

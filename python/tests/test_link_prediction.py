@@ -3,7 +3,7 @@ link-prediction example (encode(x, edge_index) with GCNConv, decode as the dot
 product) is exported with task="link", served with every neighbour sampled,
 and its pairs' scores over the Cap'n Proto and KServe HTTP doors equal
 model.decode(model.encode(x, edge_index), pairs); the same model serves its
-embeddings to seeds; pairs given to a node model, odd pairs and a decoder that
+embeddings to seeds, and any named value (conv1) on request; pairs given to a node model, odd pairs and a decoder that
 is not the dot product are refused by name."""
 import json
 import os
@@ -107,6 +107,42 @@ def serve(tmp):
     raise AssertionError("server did not start")
 
 
+def test_named_outputs_are_the_modules_values_at_the_seeds(setup):
+    tmp, edges, x, models = setup
+    m = models["link"]
+    with torch.no_grad():
+        xt, ei = torch.from_numpy(x), torch.from_numpy(edges)
+        conv1 = m.conv1(xt, ei)
+        z = m.conv2(conv1.relu(), ei)
+    seeds = [4, 0, 4, 149]
+    proc, endpoint, base = serve(tmp)
+    try:
+        c = sc.Client(endpoint, model="link")
+        got = c.infer_gnn(seeds, outputs=["conv1", "output"])
+        assert sorted(got) == ["conv1", "output"] and got["conv1"].shape == (4, 32)
+        np.testing.assert_allclose(got["conv1"], conv1.numpy()[seeds], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got["output"], z.numpy()[seeds], rtol=1e-4, atol=1e-5)
+        body = {"inputs": [{"name": "seeds", "datatype": "INT64", "shape": [4], "data": seeds}],
+                "outputs": [{"name": "relu"}, {"name": "conv2"}]}
+        status, r = http_json(base + "/v2/models/link/infer", body)
+        assert status == 200, r
+        assert [o["name"] for o in r["outputs"]] == ["relu", "conv2"]
+        assert r["outputs"][0]["shape"] == [4, 32]
+        np.testing.assert_allclose(np.array(r["outputs"][0]["data"]).reshape(4, 32),
+                                   conv1.relu().numpy()[seeds], rtol=1e-4, atol=1e-5)
+        with pytest.raises(sc.SpindleError, match=r"unknown output 'conv9' \(the model's values: "
+                                                  r"conv1, relu, conv2\)"):
+            c.infer_gnn(seeds, outputs=["conv9"])
+        body["outputs"] = [{"name": "conv9"}]
+        status, r = http_json(base + "/v2/models/link/infer", body)
+        assert status == 400 and "unknown output 'conv9'" in r["error"]
+        np.testing.assert_allclose(c.infer_gnn(seeds), z.numpy()[seeds], rtol=1e-4, atol=1e-5)
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_the_export_records_the_task_and_checks_the_decoder(setup):
     tmp = setup[0]
     text = (tmp / "repo" / "link" / "1" / "model.toml").read_text()
@@ -115,6 +151,7 @@ def test_the_export_records_the_task_and_checks_the_decoder(setup):
     info = subprocess.run([SPINDLE, "model", "info", str(tmp / "repo" / "link" / "1")], capture_output=True,
                           text=True, check=True).stdout
     assert "task: link" in info
+    assert "values (named outputs): conv1 [32], relu [32], conv2 [16]" in info
 
 
 def test_served_scores_and_embeddings_equal_pyg(setup):

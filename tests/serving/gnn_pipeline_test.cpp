@@ -167,6 +167,46 @@ TEST(gnn_pipeline_test, pairs_score_their_rows_and_misfits_fail_alone) {
   EXPECT_TRUE(refused.errors[1].is_ok());
 }
 
+// Named outputs: a stack model's values at the seeds, in the order asked, beside
+// requests of the same graph that get the model's output; unknown names and
+// models without named values fail their request alone.
+TEST(gnn_pipeline_test, named_outputs_are_the_values_at_the_seeds) {
+  fixture f;
+  auto d = config::parse_model_desc(
+      "[model]\narch = \"stack\"\nin = 16\nout = 5\n"
+      "[[op]]\nkind = \"sage\"\nname = \"conv1\"\nprefix = \"conv1\"\nin = 16\nout = 32\n"
+      "[[op]]\nkind = \"relu\"\nname = \"act\"\n"
+      "[[op]]\nkind = \"sage\"\nname = \"conv2\"\nprefix = \"conv2\"\nin = 32\nout = 5\n",
+      "stack");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  const auto dir = f.model_dir + "-stack";
+  ASSERT_TRUE(nn::init_model(*d, 3, dir).is_ok());
+  nn::heap_allocator weights;
+  auto stack = nn::model::load(dir, weights);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(stack.has_value()) << stack.error().message();
+  gnn_pipeline p(*f.ds, *stack, f.router, f.pool);
+  const std::vector<std::int64_t> seeds = {5, 17, 5};
+  gnn_request named{seeds, 42}, plain{seeds, 42}, unknown{seeds, 42};
+  named.outputs = {"act", "output", "conv1"};
+  unknown.outputs = {"conv9"};
+  auto res = p.run({named, plain, unknown}, psgs_router::choice::large);
+  ASSERT_TRUE(res.errors[0].is_ok()) << res.errors[0].to_string();
+  ASSERT_EQ(res.outputs[0].size(), 3u * (32 + 5 + 32));
+  const float* act = res.outputs[0].data();
+  const float* out = act + 3 * 32;
+  const float* conv1 = out + 3 * 5;
+  for (std::size_t i = 0; i < 3 * 5; ++i) EXPECT_FLOAT_EQ(out[i], res.outputs[1][i]);
+  for (std::size_t i = 0; i < 3 * 32; ++i) EXPECT_FLOAT_EQ(act[i], std::max(0.0f, conv1[i]));
+  EXPECT_NE(res.errors[2].to_string().find("unknown output 'conv9' (the model's values: conv1, "
+                                           "act, conv2)"),
+            std::string::npos)
+      << res.errors[2].to_string();
+  gnn_pipeline fixed(*f.ds, *f.model, f.router, f.pool);
+  auto refused = fixed.run({named}, psgs_router::choice::small);
+  EXPECT_NE(refused.errors[0].to_string().find("values of a stack model"), std::string::npos);
+}
+
 TEST(gnn_pipeline_test, the_forward_pass_arena_stops_allocating_once_warm) {
   fixture f;
   gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);

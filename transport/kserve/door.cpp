@@ -52,6 +52,22 @@ status no_other_inputs(const infer_request& r, const std::vector<std::string>& k
   return status::ok();
 }
 
+// A call's named outputs, cut from the answer by their widths: [n, width_k] each.
+std::vector<output_tensor> named_outputs(const std::vector<requested_output>& wanted,
+                                         const rpc::gnn_answer& a, std::int64_t n) {
+  std::vector<output_tensor> out;
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < wanted.size() && k < a.widths.size(); ++k) {
+    const auto size = std::size_t(n) * a.widths[k];
+    if (at + size > a.outputs.size()) break;  // a short answer: never read past it
+    out.push_back({wanted[k].name, "FP32", {n, std::int64_t(a.widths[k])},
+                   std::vector<float>(a.outputs.begin() + at, a.outputs.begin() + at + size),
+                   wanted[k].binary});
+    at += size;
+  }
+  return out;
+}
+
 std::string table_input(const char* what, std::size_t t) { return fmt::format("{}_{}", what, t); }
 
 }  // namespace
@@ -255,18 +271,26 @@ void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
                              "with task=\"link\" (give 'seeds')",
                              head.model.substr(0, 64)));
     const std::string output = call->pairs ? "scores" : "output";
-    auto wanted = outputs_wanted(r, output);
+    const bool named = std::any_of(r.outputs.begin(), r.outputs.end(),
+                                   [&](const requested_output& o) { return o.name != output; });
+    auto wanted = named ? expected<std::vector<requested_output>>(r.outputs)
+                        : outputs_wanted(r, output);
     if (!wanted) return fail(wanted.error());
+    for (const auto& o : *wanted)
+      if (named) call->outputs.push_back(o.name);  // the model's values by name
     auto n = std::int64_t(call->seeds.empty() ? call->seed_ids.size() : call->seeds.size());
     if (call->pairs) n /= 2;
-    const bool binary = (*wanted)[0].binary, pairs = call->pairs;
-    service_.infer_gnn(std::move(*call), [done, head, n, binary, pairs](rpc::gnn_answer a) {
+    const bool pairs = call->pairs;
+    service_.infer_gnn(std::move(*call), [done, head, n, pairs, named,
+                                          wanted = std::move(*wanted)](rpc::gnn_answer a) {
       infer_outcome o{a.status, false, std::move(a.message), head};
-      if (a.status == rpc_status::ok && pairs)
-        o.response.outputs.push_back({"scores", "FP32", {n}, std::move(a.outputs), binary});
+      if (a.status == rpc_status::ok && named)
+        o.response.outputs = named_outputs(wanted, a, n);
+      else if (a.status == rpc_status::ok && pairs)
+        o.response.outputs.push_back({"scores", "FP32", {n}, std::move(a.outputs), wanted[0].binary});
       else if (a.status == rpc_status::ok)
-        o.response.outputs.push_back(
-            {"output", "FP32", {n, std::int64_t(a.width)}, std::move(a.outputs), binary});
+        o.response.outputs.push_back({"output", "FP32", {n, std::int64_t(a.width)},
+                                      std::move(a.outputs), wanted[0].binary});
       if (a.graph_version > 0) o.response.graph_version = a.graph_version;
       done(std::move(o));
     });

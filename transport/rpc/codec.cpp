@@ -52,6 +52,10 @@ void write(::GnnRequest::Builder b, const gnn_call& c) {
   b.setDeadlineUs(c.deadline_us);
   b.setMinVersion(c.min_version);
   b.setPairs(c.pairs);
+  if (!c.outputs.empty()) {
+    auto names = b.initOutputs(unsigned(c.outputs.size()));
+    for (unsigned i = 0; i < c.outputs.size(); ++i) names.set(i, text(c.outputs[i]));
+  }
   if (!c.seed_ids.empty()) {
     auto ids = b.initSeedIds(unsigned(c.seed_ids.size()));
     for (unsigned i = 0; i < c.seed_ids.size(); ++i) ids.set(i, text(c.seed_ids[i]));
@@ -64,6 +68,7 @@ gnn_call read(::GnnRequest::Reader r) {
   for (auto id : r.getSeedIds()) c.seed_ids.push_back(str(id));
   c.min_version = r.getMinVersion();
   c.pairs = r.getPairs();
+  for (auto name : r.getOutputs()) c.outputs.push_back(str(name));
   return c;
 }
 
@@ -74,11 +79,13 @@ void write(::GnnReply::Builder b, const gnn_answer& a) {
   fill(b.initOutputs(a.outputs.size()), a.outputs);
   b.setServerUs(a.server_us);
   b.setGraphVersion(a.graph_version);
+  fill(b.initWidths(unsigned(a.widths.size())), a.widths);
 }
 
 gnn_answer read(::GnnReply::Reader r) {
   return {from_wire(r.getStatus()), str(r.getMessage()), r.getWidth(),
-          to_vector<float>(r.getOutputs()), r.getServerUs(), r.getGraphVersion()};
+          to_vector<float>(r.getOutputs()), r.getServerUs(), r.getGraphVersion(),
+          to_vector<std::uint32_t>(r.getWidths())};
 }
 
 void write(::GraphUpdate::Builder b, const graph_edit& e) {

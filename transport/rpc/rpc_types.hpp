@@ -40,6 +40,9 @@ struct gnn_call {
   /// seeds are pairs u0 v0 u1 v1 ... to score (a model with task "link"): one
   /// score per pair comes back (width 1).
   bool pairs = false;
+  /// Values of the model to answer instead of its output (a stack model's op
+  /// names): each one's seeds x width, one after another.
+  std::vector<std::string> outputs;
 };
 
 struct gnn_answer {
@@ -49,6 +52,7 @@ struct gnn_answer {
   std::vector<float> outputs;  // seeds x width
   std::uint64_t server_us = 0;
   std::uint64_t graph_version = 0;  // the graph version it was computed on
+  std::vector<std::uint32_t> widths;  // named outputs: each one's width (width: their sum)
 };
 
 /// One batch of graph changes (Admin.updateGraph): row ids as seeds use them;

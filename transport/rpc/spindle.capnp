@@ -36,6 +36,9 @@ struct GnnRequest {
                              # server that has not applied it answers unavailable; 0: any
   pairs @6 :Bool;            # (version 7) seeds are pairs to score, u0 v0 u1 v1 ...: a model
                              # with task "link" answers one score per pair (width 1)
+  outputs @7 :List(Text);    # (version 7) values of the model to answer instead of its
+                             # output (op names of a stack model, e.g. "conv1"): the reply
+                             # holds each one's seeds x width, one after another
 }
 
 struct GnnReply {
@@ -45,6 +48,8 @@ struct GnnReply {
   outputs @3 :List(Float32); # seeds x width, row-major, in request order
   serverUs @4 :UInt64;       # time the server spent on the request, microseconds
   graphVersion @5 :UInt64;   # (version 6) the graph version the answer was computed on
+  widths @6 :List(UInt32);   # (version 7) with named outputs: each one's width, in order
+                             # (width is their sum)
 }
 
 # (version 6) One batch of graph changes, applied whole or refused whole. Node ids
