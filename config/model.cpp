@@ -161,6 +161,13 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                         origin);
     SPINDLE_ASSIGN_OR_RETURN(d.ops, detail::parse_ops(*arr, origin));
   }
+  if (const toml::node* n = root.get("decoder_op")) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables())
+      return make_error(errc::invalid_argument, "{}: [[decoder_op]] must be an array of tables",
+                        origin);
+    SPINDLE_ASSIGN_OR_RETURN(d.decoder_ops, detail::parse_ops(*arr, origin));
+  }
   if (const toml::node* n = root.get("verified")) {
     const toml::table* v = n->as_table();
     if (!v) return make_error(errc::invalid_argument, "{}: [verified] must be a table", origin);
@@ -171,7 +178,7 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
     }
   }
   for (auto&& [k, _] : root)
-    if (k.str() != "model" && k.str() != "op" && k.str() != "verified")
+    if (k.str() != "model" && k.str() != "op" && k.str() != "verified" && k.str() != "decoder_op")
       return make_error(errc::invalid_argument, "{}: unknown table [{}]", origin, k.str());
   if (d.arch == model_arch::stack) {
     if (t->get("layers") || t->get("hidden") || t->get("heads"))
@@ -182,9 +189,18 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
     auto hops = validate_ops(d.ops, d.in, d.out);
     if (!hops) return std::move(hops).error().with_context(fmt::format("{}: ", origin));
     d.layers = *hops;
+    if (!d.decoder_ops.empty())
+      if (auto st = validate_decoder_ops(d.decoder_ops, d.out); !st)
+        return std::move(st).with_context(fmt::format("{}: ", origin));
     d.hidden = 0;
     for (const auto& op : d.ops) d.hidden = std::max(d.hidden, op.width);
   }
+  if ((d.decoder == "ops") != !d.decoder_ops.empty() || (d.task != "link" && d.decoder != "dot") ||
+      (!d.decoder_ops.empty() && d.arch != model_arch::stack))
+    return make_error(errc::invalid_argument,
+                      "{}: model.decoder = \"ops\" goes with [[decoder_op]] tables, on a stack model "
+                      "with task = \"link\" ({} decoder_op tables here)",
+                      origin, d.decoder_ops.size());
   if (auto st = validate(d); !st) return std::move(st).with_context(fmt::format("{}: ", origin));
   return d;
 }
@@ -256,10 +272,11 @@ status validate_task(const model_desc& d, std::string_view origin) {
     return make_error(errc::invalid_argument,
                       "{}: model.task = 'link' is for GNNs; {} scores its samples itself", origin,
                       to_string(d.arch));
-  if (d.decoder != "dot")
+  if (d.decoder != "dot" && d.decoder != "ops")
     return make_error(errc::invalid_argument,
-                      "{}: model.decoder = '{}': expected dot (the score z_u . z_v)", origin,
-                      d.decoder.substr(0, 32));
+                      "{}: model.decoder = '{}': expected dot (the score z_u . z_v) or ops (the "
+                      "[[decoder_op]] tables)",
+                      origin, d.decoder.substr(0, 32));
   return status::ok();
 }
 
@@ -482,6 +499,7 @@ std::string to_toml(const model_desc& d) {
     s += fmt::format("ignore_tensors = [{}]\n", fmt::join(quoted, ", "));
   }
   if (d.arch == model_arch::stack) s += ops_to_toml(d.ops);
+  if (!d.decoder_ops.empty()) s += ops_to_toml(d.decoder_ops, "decoder_op");
   return s;
 }
 

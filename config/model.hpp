@@ -49,8 +49,11 @@ struct model_desc {
   /// seed) or "link" (the output is a node embedding; a call may also give pairs
   /// of nodes, answered with one score each by `decoder`).
   std::string task = "node";
-  /// task = "link": how a pair's embeddings become its score; "dot" (z_u . z_v).
+  /// task = "link": how a pair's embeddings become its score; "dot" (z_u . z_v)
+  /// or "ops": `decoder_ops` (model.toml `[[decoder_op]]`) on the pair's z_src
+  /// and z_dst, ending in one column (an MLP on their concatenation, say).
   std::string decoder = "dot";
+  std::vector<gnn_op> decoder_ops;
   /// Tensors of the weights file the model may leave unused, by name or prefix
   /// (model.toml `ignore_tensors = ["aux_head."]`); any other unused one is refused.
   std::vector<std::string> ignore_tensors;

@@ -215,17 +215,17 @@ bool needs_prefix(op_kind k) {
 
 }  // namespace
 
-expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
-  if (ops.empty())
-    return make_error(errc::invalid_argument, "a stack model needs at least one [[op]]");
-  std::map<std::string, int> widths{{"x", in}};
-  std::string previous = "x";
-  int hops = 0;
+namespace {
+
+// Names, inputs and widths along a chain of ops that may read `widths`' values;
+// fills each op's width. `what` names the list in errors ("op", "decoder_op").
+status validate_chain(std::vector<gnn_op>& ops, std::map<std::string, int> widths,
+                      std::string previous, std::string_view what) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     auto& op = ops[i];
-    const std::string field = fmt::format("op[{}] ({})", i, to_string(op.kind));
-    if (op.name.empty()) op.name = fmt::format("op{}", i);
-    if (op.name == "x" || widths.count(op.name))
+    const std::string field = fmt::format("{}[{}] ({})", what, i, to_string(op.kind));
+    if (op.name.empty()) op.name = fmt::format("{}{}", what == "op" ? "op" : "decoder", i);
+    if (widths.count(op.name))
       return make_error(errc::invalid_argument, "{}.name = '{}' is already taken", field, op.name);
     if (op.inputs.empty()) op.inputs = {previous};
     const bool join = op.kind == op_kind::add || op.kind == op_kind::cat || op.kind == op_kind::max;
@@ -246,10 +246,20 @@ expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
       return make_error(errc::invalid_argument, "{}.prefix (its tensors' name prefix) is required",
                         field);
     SPINDLE_ASSIGN_OR_RETURN(op.width, output_width(op, in_widths, field));
-    hops += is_message_passing(op.kind);
     widths[op.name] = op.width;
     previous = op.name;
   }
+  return status::ok();
+}
+
+}  // namespace
+
+expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
+  if (ops.empty())
+    return make_error(errc::invalid_argument, "a stack model needs at least one [[op]]");
+  SPINDLE_TRY(validate_chain(ops, {{"x", in}}, "x", "op"));
+  int hops = 0;
+  for (const auto& op : ops) hops += is_message_passing(op.kind);
   int graph_norm = 0, block_norm = 0;
   for (const auto& op : ops)
     if (op.kind == op_kind::gcn && op.normalize) (op.norm == gcn_norm::graph ? graph_norm : block_norm)++;
@@ -267,11 +277,27 @@ expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
   return hops;
 }
 
-std::string ops_to_toml(const std::vector<gnn_op>& ops) {
+status validate_decoder_ops(std::vector<gnn_op>& ops, int width) {
+  if (ops.empty())
+    return make_error(errc::invalid_argument, "a decoder needs at least one [[decoder_op]]");
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (is_message_passing(ops[i].kind))
+      return make_error(errc::invalid_argument,
+                        "decoder_op[{}] ({}): a decoder reads the pair's two embeddings; it has "
+                        "no graph to pass messages over",
+                        i, to_string(ops[i].kind));
+  SPINDLE_TRY(validate_chain(ops, {{"z_src", width}, {"z_dst", width}}, "z_src", "decoder_op"));
+  if (ops.back().width != 1)
+    return make_error(errc::invalid_argument,
+                      "the last decoder_op produces {} columns; a pair's score is 1", ops.back().width);
+  return status::ok();
+}
+
+std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table) {
   std::string s;
   for (const auto& op : ops) {
-    s += fmt::format("\n[[op]]\nkind = \"{}\"\nname = \"{}\"\ninputs = [\"{}\"]\n",
-                     to_string(op.kind), op.name, fmt::join(op.inputs, "\", \""));
+    s += fmt::format("\n[[{}]]\nkind = \"{}\"\nname = \"{}\"\ninputs = [\"{}\"]\n",
+                     table, to_string(op.kind), op.name, fmt::join(op.inputs, "\", \""));
     const auto& keys = keys_for(op.kind);
     auto has = [&](std::string_view k) { return keys.count(k) > 0; };
     if (has("prefix")) s += fmt::format("prefix = \"{}\"\n", op.prefix);

@@ -61,7 +61,12 @@ struct gnn_op {
 /// fills each op's `width`, and returns how many message-passing ops (hops) there are.
 /// The last op must produce `out` columns.
 expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out);
-/// The `[[op]]` tables of `ops` (what to_toml writes for a stack model).
-std::string ops_to_toml(const std::vector<gnn_op>& ops);
+/// A link model's decoder (`[[decoder_op]]` tables): node-wise ops reading the
+/// pair's embeddings "z_src" and "z_dst" (`width` wide each; the first op reads
+/// z_src unless it names its inputs), ending in one column, the score. Fills widths.
+status validate_decoder_ops(std::vector<gnn_op>& ops, int width);
+/// The `[[table]]` tables of `ops` (what to_toml writes for a stack model: "op",
+/// and a link model's "decoder_op").
+std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table = "op");
 
 }  // namespace spindle::config

@@ -1,14 +1,11 @@
 #include "nn/link_decoder.hpp"
 
-namespace spindle::nn {
+#include <cstring>
 
-status score_pairs(std::string_view decoder, const tensor& z, std::span<const std::int32_t> rows,
-                   float* out) {
-  if (decoder != "dot")
-    return make_error(errc::invalid_argument, "decoder '{}': expected dot", decoder.substr(0, 32));
-  if (rows.size() % 2 != 0)
-    return make_error(errc::invalid_argument, "{} nodes do not make pairs (u0 v0 u1 v1 ...)",
-                      rows.size());
+namespace spindle::nn {
+namespace {
+
+void dot_scores(const tensor& z, std::span<const std::int32_t> rows, float* out) {
   const std::int64_t width = z.cols();
   for (std::size_t i = 0; i < rows.size() / 2; ++i) {
     const float* u = z.row(rows[2 * i]);
@@ -17,7 +14,41 @@ status score_pairs(std::string_view decoder, const tensor& z, std::span<const st
     for (std::int64_t c = 0; c < width; ++c) sum += u[c] * v[c];
     out[i] = sum;
   }
+}
+
+// The pairs' ends as two [pairs x width] tensors, then the model's decoder ops.
+status op_scores(const model& m, allocator& a, const tensor& z,
+                 std::span<const std::int32_t> rows, float* out) {
+  const auto k = std::int64_t(rows.size() / 2), width = z.cols();
+  SPINDLE_ASSIGN_OR_RETURN(auto src, tensor::empty(a, {k, width}));
+  SPINDLE_ASSIGN_OR_RETURN(auto dst, tensor::empty(a, {k, width}));
+  for (std::int64_t i = 0; i < k; ++i) {
+    std::memcpy(src.row(i), z.row(rows[2 * i]), std::size_t(width) * 4);
+    std::memcpy(dst.row(i), z.row(rows[2 * i + 1]), std::size_t(width) * 4);
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto scores, m.decode(a, src, dst));
+  if (scores.rows() != k || scores.cols() != 1)
+    return make_error(errc::internal, "decoder answered [{} x {}] for {} pairs", scores.rows(),
+                      scores.cols(), k);
+  std::memcpy(out, scores.data(), std::size_t(k) * 4);
   return status::ok();
+}
+
+}  // namespace
+
+status score_pairs(const model& m, allocator& a, const tensor& z,
+                   std::span<const std::int32_t> rows, float* out) {
+  if (rows.size() % 2 != 0)
+    return make_error(errc::invalid_argument, "{} nodes do not make pairs (u0 v0 u1 v1 ...)",
+                      rows.size());
+  const auto& decoder = m.desc().decoder;
+  if (decoder == "dot") {
+    dot_scores(z, rows, out);
+    return status::ok();
+  }
+  if (decoder == "ops") return op_scores(m, a, z, rows, out);
+  return make_error(errc::invalid_argument, "decoder '{}': expected dot or ops",
+                    std::string_view(decoder).substr(0, 32));
 }
 
 }  // namespace spindle::nn

@@ -77,6 +77,10 @@ class model {
   /// model that is not a stack.
   expected<std::vector<std::size_t>> value_ops(std::span<const std::string> names) const;
 
+  /// A link model's decoder ops (model.toml decoder = "ops") on the pairs'
+  /// embeddings, row i of z_src and z_dst one pair: returns [pairs x 1], the scores.
+  expected<tensor> decode(allocator& a, const tensor& z_src, const tensor& z_dst) const;
+
   /// GNN forward: blocks[0] is the input layer; `x` holds features of blocks[0]'s
   /// src nodes; `degree` (GCN only) is 1 + sampled in-degree per src node, or for
   /// a stack model each src node's in-neighbour count without self edges, of the
@@ -125,9 +129,13 @@ class model {
   expected<tensor> forward_stack(allocator& a, std::span<const block> blocks,
                                  std::span<const float> degree, const tensor& x,
                                  thread_pool* pool, const op_observer* observe) const;
-  expected<tensor> stack_op(allocator& a, std::size_t i, const block* b,
+  expected<tensor> stack_op(allocator& a, const config::gnn_op& op, const block* b,
                             std::span<const float> degree, std::vector<tensor*>& in,
                             std::vector<bool>& owned, thread_pool* pool) const;
+  expected<tensor> run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
+                           std::map<std::string, tensor> values, std::span<const block> blocks,
+                           std::span<const float> degree, thread_pool* pool,
+                           const op_observer* observe) const;
 
   config::model_desc desc_;
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves

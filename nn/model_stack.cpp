@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 
 #include "nn/layers/layer.hpp"
 #include "nn/model.hpp"
@@ -15,11 +16,12 @@
 namespace spindle::nn {
 namespace {
 
-// The width of each op's (first) input, from the widths validate_ops filled in.
-std::vector<std::int64_t> input_widths(const config::model_desc& d) {
-  std::map<std::string, std::int64_t> w{{"x", d.in}};
+// The width of each op's (first) input, from the widths validate_ops filled in;
+// `w` holds the values the ops start from.
+std::vector<std::int64_t> input_widths(const std::vector<config::gnn_op>& ops,
+                                       std::map<std::string, std::int64_t> w) {
   std::vector<std::int64_t> in;
-  for (const auto& op : d.ops) {
+  for (const auto& op : ops) {
     in.push_back(w.at(op.inputs.at(0)));
     w[op.name] = op.width;
   }
@@ -42,22 +44,68 @@ std::optional<std::size_t> find_value(const std::vector<config::gnn_op>& ops,
 
 std::vector<param_spec> stack_parameter_specs(const config::model_desc& d) {
   std::vector<param_spec> s;
-  const auto in = input_widths(d);
+  const auto in = input_widths(d.ops, {{"x", d.in}});
   for (std::size_t i = 0; i < d.ops.size(); ++i) {
     weight_list w(d.ops[i], i, s);
     layer_of(d.ops[i].kind).weights(d.ops[i], in[i], w);
   }
+  // A link model's decoder ops read the pair's embeddings (model.out wide each).
+  const auto dec = input_widths(d.decoder_ops, {{"z_src", d.out}, {"z_dst", d.out}});
+  for (std::size_t i = 0; i < d.decoder_ops.size(); ++i) {
+    weight_list w(d.decoder_ops[i], d.ops.size() + i, s);
+    layer_of(d.decoder_ops[i].kind).weights(d.decoder_ops[i], dec[i], w);
+  }
   return s;
 }
 
-// Op i on its inputs, by its kind's unit (nn/layers); `owned[k]` says whether
+// `op` on its inputs, by its kind's unit (nn/layers); `owned[k]` says whether
 // in[k] may be overwritten (its last use).
-expected<tensor> model::stack_op(allocator& a, std::size_t i, const block* b,
+expected<tensor> model::stack_op(allocator& a, const config::gnn_op& op, const block* b,
                                  std::span<const float> degree, std::vector<tensor*>& in,
                                  std::vector<bool>& owned, thread_pool* pool) const {
-  const auto& op = desc_.ops[i];
   const layer_input x{a, op, b, degree, in, owned, pool, params_};
   return layer_of(op.kind).forward(x);
+}
+
+// Runs `ops` in order over `values` (the inputs they start from, never
+// overwritten); message-passing ops take the next block. Returns the last op's value.
+expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
+                                std::map<std::string, tensor> values,
+                                std::span<const block> blocks, std::span<const float> degree,
+                                thread_pool* pool, const op_observer* observe) const {
+  std::map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (const auto& name : ops[i].inputs) last_use[name] = i;
+  last_use[ops.back().name] = ops.size();
+  std::set<std::string> given;
+  for (const auto& [name, _] : values) given.insert(name);
+  std::size_t hop = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    std::vector<tensor*> in;
+    std::vector<bool> owned;
+    for (const auto& name : op.inputs) {
+      in.push_back(&values.at(name));
+      owned.push_back(!given.count(name) && last_use.at(name) == i && op.inputs.size() == 1);
+    }
+    const block* b = nullptr;
+    if (config::is_message_passing(op.kind)) {
+      if (hop >= blocks.size())
+        return make_error(errc::internal, "{}: op {} has no sampled block", desc_.name, i);
+      b = &blocks[hop++];
+      if (in[0]->rows() < b->num_src)
+        return make_error(errc::internal, "{}: op {} reads {} rows, its block has {} sources",
+                          desc_.name, i, in[0]->rows(), b->num_src);
+    }
+    auto y = stack_op(a, op, b, degree, in, owned, pool);
+    if (!y) return std::move(y).error().with_context(fmt::format("{}: op {} ({}): ", desc_.name, i,
+                                                                 config::to_string(op.kind)));
+    if (observe) (*observe)(i, *y);
+    for (const auto& name : op.inputs)
+      if (!given.count(name) && last_use.at(name) == i) values.erase(name);
+    values.insert_or_assign(op.name, std::move(*y));
+  }
+  return std::move(values.at(ops.back().name));
 }
 
 expected<std::vector<std::size_t>> model::value_ops(std::span<const std::string> names) const {
@@ -83,41 +131,23 @@ expected<std::vector<std::size_t>> model::value_ops(std::span<const std::string>
 expected<tensor> model::forward_stack(allocator& a, std::span<const block> blocks,
                                       std::span<const float> degree, const tensor& x,
                                       thread_pool* pool, const op_observer* observe) const {
-  const auto& ops = desc_.ops;
-  std::map<std::string, std::size_t> last_use;
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    for (const auto& name : ops[i].inputs) last_use[name] = i;
-  last_use[ops.back().name] = ops.size();
   std::map<std::string, tensor> values;
   values.emplace("x", x.head(x.rows()));  // borrowed: never overwritten
-  std::size_t hop = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const auto& op = ops[i];
-    std::vector<tensor*> in;
-    std::vector<bool> owned;
-    for (const auto& name : op.inputs) {
-      in.push_back(&values.at(name));
-      owned.push_back(name != "x" && last_use.at(name) == i && op.inputs.size() == 1);
-    }
-    const block* b = nullptr;
-    if (config::is_message_passing(op.kind)) {
-      b = &blocks[hop++];
-      if (in[0]->rows() < b->num_src)
-        return make_error(errc::internal, "{}: op {} reads {} rows, its block has {} sources",
-                          desc_.name, i, in[0]->rows(), b->num_src);
-    }
-    auto y = stack_op(a, i, b, degree, in, owned, pool);
-    if (!y) return std::move(y).error().with_context(fmt::format("{}: op {} ({}): ", desc_.name, i,
-                                                                 config::to_string(op.kind)));
-    if (observe) (*observe)(i, *y);
-    for (const auto& name : op.inputs)
-      if (name != "x" && last_use.at(name) == i) values.erase(name);
-    values.insert_or_assign(op.name, std::move(*y));
-  }
-  tensor out = std::move(values.at(ops.back().name));
+  SPINDLE_ASSIGN_OR_RETURN(auto out, run_ops(a, desc_.ops, std::move(values), blocks, degree,
+                                             pool, observe));
   const std::int64_t seeds = blocks.back().num_dst;
   if (out.rows() > seeds) return copy_head(a, out, seeds);
   return out;
+}
+
+expected<tensor> model::decode(allocator& a, const tensor& z_src, const tensor& z_dst) const {
+  if (desc_.decoder_ops.empty())
+    return make_error(errc::invalid_argument, "{}: decoder '{}' has no ops to run", desc_.name,
+                      desc_.decoder);
+  std::map<std::string, tensor> values;
+  values.emplace("z_src", z_src.head(z_src.rows()));  // borrowed: never overwritten
+  values.emplace("z_dst", z_dst.head(z_dst.rows()));
+  return run_ops(a, desc_.decoder_ops, std::move(values), {}, {}, nullptr, nullptr);
 }
 
 }  // namespace spindle::nn

@@ -378,7 +378,8 @@ status gnn_pipeline::answer_rows(const gnn_request& r, const nn::tensor& y,
                                  std::vector<float>& out) const {
   if (r.pairs) {
     out.resize(rows.size() / 2);
-    return nn::score_pairs(model_.desc().decoder, y, rows, out.data());
+    nn::heap_allocator scratch;  // the decoder's inputs and values (small: pairs x width)
+    return nn::score_pairs(model_, scratch, y, rows, out.data());
   }
   const auto cols = std::size_t(y.cols());
   out.resize(rows.size() * cols);

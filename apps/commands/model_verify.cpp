@@ -16,6 +16,7 @@
 #include "core/npy.hpp"
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
+#include "nn/link_decoder.hpp"
 #include "nn/model.hpp"
 #include "serving/full_graph_check.hpp"
 
@@ -23,7 +24,7 @@ namespace spindle::apps {
 namespace {
 
 struct verify_args {
-  std::string dir, x, edge_index, rec_inputs, out;
+  std::string dir, x, edge_index, rec_inputs, out, pairs;
   bool drop_self_loops = false, drop_duplicates = false;
 };
 
@@ -61,6 +62,30 @@ status run_verify_rec(const verify_args& a) {
     return std::move(w).error();
   fmt::print("model '{}': {} answers written to {}/output.npy\n", d.name, y.rows(), a.out);
   return status::ok();
+}
+
+// A link model's scores of --pairs [k, 2] from the last op's rows (every node):
+// OUT/scores.npy [k], by the model's decoder as it serves them.
+status write_scores(const verify_args& a, const nn::model& m, const serving::op_value& z) {
+  std::vector<std::int64_t> shape;
+  SPINDLE_ASSIGN_OR_RETURN(auto ids, read_npy<std::int64_t>(a.pairs, &shape));
+  if (shape.size() != 2 || shape[1] != 2)
+    return make_error(errc::invalid_argument, "--pairs {}: expected int64 [k, 2]", a.pairs);
+  std::vector<std::int32_t> rows;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= z.rows)
+      return make_error(errc::invalid_argument, "--pairs {}: node {} out of range (nodes {})",
+                        a.pairs, ids[i], z.rows);
+    rows.push_back(std::int32_t(ids[i]));
+  }
+  auto values = z.values;
+  auto zt = nn::tensor::borrow(values.data(), {z.rows, z.cols});
+  std::vector<float> scores(rows.size() / 2);
+  nn::heap_allocator scratch;
+  SPINDLE_TRY(nn::score_pairs(m, scratch, zt, rows, scores.data()));
+  return write_npy(a.out + "/scores.npy", dtype::f32, {std::int64_t(scores.size())},
+                   scores.data())
+      .error_or_ok();
 }
 
 status run_verify(const verify_args& a, global_options& g) {
@@ -103,6 +128,12 @@ status run_verify(const verify_args& a, global_options& g) {
     if (auto w = write_npy(path, dtype::f32, {ops[i].rows, ops[i].cols}, ops[i].values.data()); !w)
       return std::move(w).error();
   }
+  if (!a.pairs.empty()) {
+    if (!m.desc().scores_links())
+      return make_error(errc::invalid_argument, "--pairs: model '{}' does not score links",
+                        m.desc().name);
+    SPINDLE_TRY(write_scores(a, m, ops.back()));
+  }
   fmt::print("model '{}': {} ops over {} nodes and {} edges written to {}/op-<i>.npy\n",
              m.desc().name, ops.size(), ds.num_nodes(), ds.graph().num_edges(), a.out);
   return status::ok();
@@ -122,6 +153,8 @@ void register_model_verify(CLI::App& model_cmd, global_options& g) {
   cmd->add_option("--rec-inputs", a->rec_inputs,
                   "Recommendation models: a folder with dense.npy [B, dense_in] float32 and "
                   "indices-<t>.npy, offsets-<t>.npy (B + 1 offsets) int64 per table");
+  cmd->add_option("--pairs", a->pairs,
+                  "Link models: node pairs .npy int64 [k, 2]; their scores go to OUT/scores.npy");
   cmd->add_option("--out", a->out, "Folder for op-<i>.npy (and the prepared dataset)")
       ->required();
   cmd->add_flag("--drop-self-loops", a->drop_self_loops,

@@ -22,7 +22,7 @@ def toml_value(v):
 
 
 def model_toml(name, in_width, out_width, fanouts, ops, producer="export_pyg", task="node",
-               decoder="dot"):
+               decoder="dot", decoder_ops=()):
     lines = [f"# Written by spindle_client.export.{producer}", "[model]",
              f"name = {json.dumps(name)}", 'arch = "stack"', 'weights = "weights.safetensors"',
              f"in = {in_width}", f"out = {out_width}"]
@@ -30,11 +30,12 @@ def model_toml(name, in_width, out_width, fanouts, ops, producer="export_pyg", t
         lines += [f"task = {json.dumps(task)}", f"decoder = {json.dumps(decoder)}"]
     if fanouts is not None:
         lines.append(f"fanouts = {toml_value(fanouts)}")
-    for op in ops:
-        lines.append("")
-        lines.append("[[op]]")
-        for k, v in op.items():
-            lines.append(f"{k} = {toml_value(v)}")
+    for table, chain in (("op", ops), ("decoder_op", decoder_ops)):
+        for op in chain:
+            lines.append("")
+            lines.append(f"[[{table}]]")
+            for k, v in op.items():
+                lines.append(f"{k} = {toml_value(v)}")
     return "\n".join(lines) + "\n"
 
 

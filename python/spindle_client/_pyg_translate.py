@@ -214,6 +214,34 @@ class Translator:
             raise ExportError("the model's output is not the result of its last operation")
         return self.ops, self.tensors, self.width["x"], self.width[result]
 
+    def run_decoder(self, decoder, width):
+        """A link model's decoder module, forward(z_src, z_dst), as [[decoder_op]]s
+        on the values "z_src" and "z_dst" (`width` wide each), its tensors under
+        "decoder."; [] for decoder="dot". Its last value must be one column (a
+        trailing view(-1) or squeeze(-1) is taken as it)."""
+        if isinstance(decoder, str):
+            return []
+        check_modules_are_plain(decoder)
+        graph, gm = trace(decoder, type(decoder).__name__, n_args=2)
+        encoder_ops, self.ops = self.ops, []
+        saved_edge_index, self.edge_index = self.edge_index, None
+        try:
+            value = {}
+            placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+            for node, name in zip(placeholders, ("z_src", "z_dst")):
+                value[node] = name
+                self.width[name] = width
+            self.names.update(("z_src", "z_dst"))
+            result = self._walk(graph, value, gm, prefix="decoder.")
+            if not self.ops or result != self.ops[-1]["name"]:
+                raise ExportError("decoder: its output is not the result of its last operation")
+            if self.width[result] != 1:
+                raise ExportError(f"decoder: its output is {self.width[result]} wide; a pair's "
+                                  f"score is one column")
+            return self.ops
+        finally:
+            self.ops, self.edge_index = encoder_ops, saved_edge_index
+
     def _walk(self, graph, value, root, prefix, top=False):
         """Translates `graph`'s nodes (module paths relative to `root`, the tracing
         wrapper, tensor names under `prefix`); returns the value name of its output."""
@@ -394,6 +422,9 @@ class Translator:
     def _conv(self, node, conv, path, value):
         from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
         kind = type(conv).__name__
+        if self.edge_index is None:
+            raise ExportError(f"{path}: {kind} in the decoder; a decoder scores a pair from its "
+                              f"two embeddings, with no graph to pass messages over")
         if type(conv) not in (SAGEConv, GCNConv, GATConv, GINConv):
             raise ExportError(f"{path}: {kind} is not supported (Spindle serves SAGEConv, GCNConv, "
                               f"GATConv and GINConv)")
@@ -533,6 +564,11 @@ class Translator:
             return
         src = self._value(value, args[0], where)
         w = self.width[src]
+        if name in ("view", "reshape", "squeeze", "flatten"):
+            if w != 1:
+                raise ExportError(f"{where}: reshaping a {w}-wide value is not supported")
+            value[node] = src  # one column: [k, 1] and [k] hold the same scores
+            return
         simple = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
         if name in simple and (len(args) == 1 or (len(args) == 2 and args[1] is False)) and not kw:
             value[node] = self._emit(node.name, simple[name], [src], w)

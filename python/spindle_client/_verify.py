@@ -109,6 +109,26 @@ def run_spindle(binary, model_dir, x, ei, n_ops):
         return [np.load(os.path.join(out, f"op-{i}.npy")) for i in range(n_ops)]
 
 
+def spindle_scores(binary, model_dir, x, ei, pairs):
+    """A link model's scores of `pairs` ([k, 2] int64) over (x, edge_index), as
+    Spindle serves them (`spindle model verify --pairs`)."""
+    import numpy as np
+    with tempfile.TemporaryDirectory(prefix="spindle-check-") as tmp:
+        paths = {n: os.path.join(tmp, n + ".npy") for n in ("x", "edge_index", "pairs")}
+        np.save(paths["x"], x)
+        np.save(paths["edge_index"], ei)
+        np.save(paths["pairs"], np.ascontiguousarray(pairs, dtype=np.int64))
+        out = os.path.join(tmp, "out")
+        cmd = [binary, "--log-level", "warn", "model", "verify", model_dir, "--x", paths["x"],
+               "--edge-index", paths["edge_index"], "--pairs", paths["pairs"], "--out", out]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            raise ExportError(f"Spindle could not score pairs with the exported model (`{binary} "
+                             f"model verify --pairs` exited {r.returncode}): "
+                             f"{r.stderr.strip()[-2000:] or 'no message'}")
+        return np.load(os.path.join(out, "scores.npy"))
+
+
 def module_values(gm, x, ei):
     """The traced module's value at every top-level fx node (cloned when made)."""
     import torch

@@ -32,8 +32,9 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
 
     task: "node" (serve forward(x, edge_index): a row per seed) or "link" (serve
     the model's encode(x, edge_index), node embeddings, and score node pairs with
-    `decoder`: "dot", z_u . z_v; a decode(z, edge_label_index) method, when the
-    model has one, is checked to compute the same).
+    `decoder`: "dot", z_u . z_v, checked against the model's decode(z,
+    edge_label_index) when it has one; or a module whose forward(z_src, z_dst)
+    scores pairs from supported ops, an MLP on their concatenation, say).
     fanouts: neighbours sampled per hop when serving (one per message-passing layer,
     -1 = every neighbour); None leaves them to the dataset's. check: True (the
     generated graph), (x, edge_index) (yours as well), or False (no check).
@@ -48,19 +49,25 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     graphs = _check_graphs(check)
     user = model
     model = _served_module(model, task, decoder)
-    modes = [(m, m.training) for m in model.modules()]  # restored one by one afterwards
-    model.eval()
+    modules = list(model.modules())
+    if not isinstance(decoder, str):
+        modules += list(decoder.modules())
+    modes = [(m, m.training) for m in modules]  # restored one by one afterwards
+    for m in modules:
+        m.eval()
     try:
         if graphs and graphs[-1][0].startswith("yours"):
             _initialise_lazy(model, graphs[-1])
         ex = Translator(model)
         ops, tensors, in_width, out_width = ex.run()
+        decoder_ops = ex.run_decoder(decoder, out_width) if task == "link" else []
         _check_fanouts(ops, fanouts)
         for label, x, _ in graphs or []:
             if x.shape[1] != in_width:
                 raise ExportError(f"check: x has {x.shape[1]} columns; the model reads {in_width}")
         text = files.model_toml(name, in_width, out_width, fanouts, ops, task=task,
-                                decoder=decoder)
+                                decoder="ops" if decoder_ops else "dot",
+                                decoder_ops=decoder_ops)
         with files.Staging(out_dir) as stage:
             stage.write(text, tensors)
             if graphs is None:
@@ -71,7 +78,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
                 graphs.insert(0, verify.generated_graph(in_width, self_loops=loops))
                 record = _check(model, ex, ops, stage.path, graphs, spindle, tolerance)
                 if task == "link":
-                    record["decoder"] = _check_decoder(user, model, graphs[0], tolerance)
+                    record["decoder"] = _check_decoder(user, model, decoder, stage.path,
+                                                       graphs[0], spindle, tolerance)
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
             stage.commit()
@@ -89,10 +97,9 @@ def _served_module(model, task, decoder):
         return model
     if task != "link":
         raise ExportError(f"task={task!r}: expected 'node' or 'link'")
-    if decoder != "dot":
-        shown = decoder if isinstance(decoder, str) else type(decoder).__name__
-        raise ExportError(f"decoder={shown!r}: Spindle serves decoder='dot' (z_u . z_v); a "
-                          f"decoder module is not served yet")
+    if not (decoder == "dot" or isinstance(decoder, torch.nn.Module)):
+        raise ExportError(f"decoder={decoder!r}: give 'dot' (z_u . z_v) or a module whose "
+                          f"forward(z_src, z_dst) scores a pair")
     encode = getattr(model, "encode", None)
     if not callable(encode):
         raise ExportError(f"task='link': {type(model).__name__} has no encode(x, edge_index) "
@@ -111,35 +118,41 @@ def _served_module(model, task, decoder):
     return _Encode()
 
 
-def _check_decoder(user, encoder, graph, tolerance):
-    """The model's own decode(z, edge_label_index), when it has one, must score
-    pairs as the dot product Spindle serves; says what was checked."""
+def _check_decoder(user, encoder, decoder, model_dir, graph, spindle, tolerance):
+    """Spindle's scores of 64 pairs of the check graph (one a node with itself)
+    against the module's: the decoder module's forward(z_src, z_dst), or for
+    decoder="dot" the model's own decode(z, edge_label_index) when it has one
+    (else the dot product itself). Says what was checked."""
     import numpy as np
     import torch
-    decode = getattr(user, "decode", None)
-    if not callable(decode):
-        return "dot (the model has no decode method to check it against)"
     _, x, ei = graph
-    z = _run_fresh(encoder, x, ei)
     rng = np.random.default_rng(1)
-    pairs = torch.from_numpy(rng.integers(0, x.shape[0], (2, 64)).astype(np.int64))
-    pairs[:, 0] = 0  # one pair of a node with itself
+    pairs = rng.integers(0, x.shape[0], (64, 2)).astype(np.int64)
+    pairs[0] = [0, 0]
+    z = _run_fresh(encoder, x, ei)
+    u, v = torch.from_numpy(pairs[:, 0]), torch.from_numpy(pairs[:, 1])
+    decode = getattr(user, "decode", None)
+    if isinstance(decoder, torch.nn.Module):
+        what, call = f"{type(decoder).__name__}(z_src, z_dst)", lambda: decoder(z[u], z[v])
+    elif callable(decode):
+        what, call = f"{type(user).__name__}.decode(z, edge_label_index)", \
+            lambda: decode(z, torch.from_numpy(pairs.T.copy()))
+    else:
+        what, call = "(z[u] * z[v]).sum(-1)", lambda: (z[u] * z[v]).sum(-1)
     try:
         with torch.no_grad():
-            want = decode(z, pairs)
-    except Exception as e:  # noqa: BLE001  (the user's decode may raise anything)
-        raise ExportError(f"{type(user).__name__}.decode(z, edge_label_index) failed on 64 pairs "
-                          f"({type(e).__name__}: {str(e)[:200]})") from e
-    if not isinstance(want, torch.Tensor) or want.numel() != pairs.shape[1]:
-        raise ExportError(f"{type(user).__name__}.decode(z, edge_label_index) does not return one "
-                          f"score per pair; decoder='dot' serves (z[u] * z[v]).sum(-1)")
-    got = (z[pairs[0]] * z[pairs[1]]).sum(-1)
-    d = verify.relative_difference(got.numpy(), want.detach().float().reshape(-1).numpy())
+            want = call()
+    except Exception as e:  # noqa: BLE001  (the user's decoder may raise anything)
+        raise ExportError(f"{what} failed on 64 pairs ({type(e).__name__}: {str(e)[:200]})") from e
+    if not isinstance(want, torch.Tensor) or want.numel() != len(pairs):
+        raise ExportError(f"{what} does not return one score per pair")
+    got = verify.spindle_scores(verify.spindle_binary(spindle), model_dir, x, ei, pairs)
+    d = verify.relative_difference(got, want.detach().float().reshape(-1).numpy())
     if d > tolerance:
-        raise ExportError(f"{type(user).__name__}.decode(z, edge_label_index) differs from "
-                          f"decoder='dot' ((z[u] * z[v]).sum(-1)) by {d:.3g} (relative): Spindle "
-                          f"would score pairs differently; nothing was written")
-    return "dot, equal to the model's decode(z, edge_label_index)"
+        served = "decoder='dot' ((z[u] * z[v]).sum(-1))" if decoder == "dot" else "its decoder ops"
+        raise ExportError(f"{what} differs from what Spindle serves, {served}, by {d:.3g} "
+                          f"(relative) on 64 pairs of the check graph; nothing was written")
+    return f"{'dot' if decoder == 'dot' else 'ops'}, equal to {what} on 64 pairs"
 
 
 def _fanout_list(fanouts):

@@ -44,6 +44,18 @@ class LinkNet(torch.nn.Module):
         return (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(dim=-1)
 
 
+class MlpDecoder(torch.nn.Module):
+    """An MLP on the concatenation of a pair's embeddings."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.lin1 = torch.nn.Linear(2 * width, 8)
+        self.lin2 = torch.nn.Linear(8, 1)
+
+    def forward(self, z_src, z_dst):
+        return self.lin2(self.lin1(torch.cat([z_src, z_dst], dim=-1)).relu()).view(-1)
+
+
 class Node(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -65,8 +77,12 @@ def setup(tmp_path_factory):
     subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
                     str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True, capture_output=True)
     torch.manual_seed(0)
-    models = {"link": LinkNet().eval(), "node": Node().eval()}
-    (tmp / "repo" / "link").mkdir(parents=True)
+    models = {"link": LinkNet().eval(), "node": Node().eval(), "mlp": LinkNet(pyg_nn.SAGEConv),
+              "decoder": MlpDecoder().eval()}
+    (tmp / "repo" / "mlp").mkdir(parents=True)
+    export_pyg(models["mlp"], str(tmp / "repo" / "mlp" / "1"), name="mlp", fanouts=[-1, -1],
+               task="link", decoder=models["decoder"], check=(x, edges))
+    (tmp / "repo" / "link").mkdir()
     (tmp / "repo" / "node").mkdir()
     export_pyg(models["link"], str(tmp / "repo" / "link" / "1"), name="link", fanouts=[-1, -1],
                task="link", check=(x, edges))
@@ -147,7 +163,7 @@ def test_the_export_records_the_task_and_checks_the_decoder(setup):
     tmp = setup[0]
     text = (tmp / "repo" / "link" / "1" / "model.toml").read_text()
     assert 'task = "link"' in text and 'decoder = "dot"' in text
-    assert "equal to the model's decode" in text
+    assert "equal to LinkNet.decode(z, edge_label_index) on 64 pairs" in text
     info = subprocess.run([SPINDLE, "model", "info", str(tmp / "repo" / "link" / "1")], capture_output=True,
                           text=True, check=True).stdout
     assert "task: link" in info
@@ -194,6 +210,13 @@ def test_served_scores_and_embeddings_equal_pyg(setup):
             c.infer_links([[0, N + 3]])
         np.testing.assert_allclose(c.infer_links(pairs), want, rtol=1e-4,
                                    atol=1e-4 * np.abs(want).max())
+        # An MLP decoder on the pair's concatenation: the module's scores.
+        with torch.no_grad():
+            zm = models["mlp"].encode(torch.from_numpy(x), torch.from_numpy(edges))
+            mlp = models["decoder"](zm[pairs[:, 0]], zm[pairs[:, 1]]).numpy()
+        got = c.infer_links(pairs, model="mlp")
+        np.testing.assert_allclose(got, mlp, rtol=1e-4, atol=1e-4 * np.abs(mlp).max())
+        assert abs(got[2] - c.infer_links(pairs[2:3, ::-1], model="mlp")[0]) > 0  # ordered
         c.close()
     finally:
         proc.terminate()
@@ -205,15 +228,45 @@ class SigmoidDecode(LinkNet):
         return super().decode(z, edge_label_index).sigmoid()
 
 
+class ConvDecoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = pyg_nn.SAGEConv(16, 1)
+
+    def forward(self, z_src, z_dst):
+        return self.conv(z_src, z_dst)
+
+
+class Hadamard(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 1)
+
+    def forward(self, z_src, z_dst):
+        return self.lin(z_src * z_dst)
+
+
+class TwoColumns(MlpDecoder):
+    def __init__(self):
+        super().__init__()
+        self.lin2 = torch.nn.Linear(8, 2)
+
+    def forward(self, z_src, z_dst):
+        return self.lin2(self.lin1(torch.cat([z_src, z_dst], dim=-1)).relu())
+
+
 class NoEncode(torch.nn.Module):
     def forward(self, x, edge_index):
         return x
 
 
 @pytest.mark.parametrize("model, kwargs, message", [
-    (SigmoidDecode, {"task": "link"}, "differs from decoder='dot'"),
+    (SigmoidDecode, {"task": "link"}, "differs from what Spindle serves, decoder='dot'"),
     (NoEncode, {"task": "link"}, "no encode"),
     (LinkNet, {"task": "link", "decoder": "mlp"}, "decoder='mlp'"),
+    (LinkNet, {"task": "link", "decoder": ConvDecoder()}, "no graph to pass messages over"),
+    (LinkNet, {"task": "link", "decoder": Hadamard()}, "mul is not supported"),
+    (LinkNet, {"task": "link", "decoder": TwoColumns()}, "2 wide; a pair's score is one column"),
     (LinkNet, {"task": "edges"}, "task='edges'"),
 ])
 def test_link_exports_that_spindle_would_serve_differently_are_refused(tmp_path, model, kwargs,

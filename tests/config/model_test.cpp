@@ -30,6 +30,20 @@ TEST(model_test, a_gnn_classifies_nodes_unless_it_says_link) {
   EXPECT_EQ(to_toml(*node).find("task"), std::string::npos);
 }
 
+TEST(model_test, a_decoder_of_ops_reads_both_embeddings_and_round_trips) {
+  const std::string text = with("task = \"link\"\ndecoder = \"ops\"\n") +
+                           "\n[[decoder_op]]\nkind = \"cat\"\ninputs = [\"z_src\", \"z_dst\"]\n"
+                           "[[decoder_op]]\nkind = \"linear\"\nprefix = \"dec\"\nin = 6\nout = 1\n";
+  auto d = parse_model_desc(text, "m/model.toml");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  ASSERT_EQ(d->decoder_ops.size(), 2u);
+  EXPECT_EQ(d->decoder_ops[0].width, 6);
+  auto again = parse_model_desc(to_toml(*d), "again");
+  ASSERT_TRUE(again.has_value()) << again.error().message() << "\n" << to_toml(*d);
+  EXPECT_EQ(again->decoder_ops.size(), 2u);
+  EXPECT_EQ(again->decoder, "ops");
+}
+
 TEST(model_test, tasks_and_decoders_spindle_does_not_serve_are_refused_by_name) {
   auto edges = parse_model_desc(with("task = \"edges\"\n"), "m/model.toml");
   ASSERT_FALSE(edges.has_value());
@@ -40,6 +54,25 @@ TEST(model_test, tasks_and_decoders_spindle_does_not_serve_are_refused_by_name) 
   auto mlp = parse_model_desc(with("task = \"link\"\ndecoder = \"mlp\"\n"), "m/model.toml");
   ASSERT_FALSE(mlp.has_value());
   EXPECT_NE(mlp.error().message().find("model.decoder = 'mlp': expected dot"), std::string::npos);
+  auto no_ops = parse_model_desc(with("task = \"link\"\ndecoder = \"ops\"\n"), "m/model.toml");
+  ASSERT_FALSE(no_ops.has_value());
+  EXPECT_NE(no_ops.error().message().find("goes with [[decoder_op]] tables"), std::string::npos)
+      << no_ops.error().message();
+  const std::string decoder_ops =
+      "\n[[decoder_op]]\nkind = \"cat\"\ninputs = [\"z_src\", \"z_dst\"]\n"
+      "[[decoder_op]]\nkind = \"linear\"\nprefix = \"dec\"\nin = 6\nout = 2\n";
+  auto wide = parse_model_desc(with("task = \"link\"\ndecoder = \"ops\"\n") + decoder_ops,
+                               "m/model.toml");
+  ASSERT_FALSE(wide.has_value());
+  EXPECT_NE(wide.error().message().find("produces 2 columns; a pair's score is 1"),
+            std::string::npos)
+      << wide.error().message();
+  const std::string sage_in_decoder =
+      "\n[[decoder_op]]\nkind = \"sage\"\nprefix = \"d\"\nin = 3\nout = 1\n";
+  auto mp = parse_model_desc(with("task = \"link\"\ndecoder = \"ops\"\n") + sage_in_decoder,
+                             "m/model.toml");
+  ASSERT_FALSE(mp.has_value());
+  EXPECT_NE(mp.error().message().find("no graph to pass messages over"), std::string::npos);
   auto dlrm = parse_model_desc(
       "[model]\narch = \"dlrm\"\ndense_in = 4\nbottom = [8]\ntop = [1]\nembedding_dim = 8\n"
       "table_rows = [10]\ntask = \"link\"\n",
