@@ -13,10 +13,10 @@
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 19> kKindNames = {
+constexpr std::array<std::string_view, 20> kKindNames = {
     "sage", "gcn",  "gat",     "gin",   "linear", "batch_norm", "layer_norm",
     "relu", "elu",  "leaky_relu", "gelu", "tanh", "sigmoid",   "prelu",
-    "add",  "cat",  "max",     "log_softmax", "softmax"};
+    "add",  "cat",  "max",     "log_softmax", "softmax", "mul"};
 
 expected<op_kind> parse_kind(std::string_view text, std::string_view field) {
   for (std::size_t i = 0; i < kKindNames.size(); ++i)
@@ -176,6 +176,7 @@ expected<int> output_width(const gnn_op& op, const std::vector<int>& in, const s
   switch (op.kind) {
     case op_kind::add:
     case op_kind::max:
+    case op_kind::mul:
       for (int x : in)
         if (x != w)
           return make_error(errc::invalid_argument, "{} ({}) joins inputs of widths {}", field,
@@ -228,7 +229,8 @@ status validate_chain(std::vector<gnn_op>& ops, std::map<std::string, int> width
     if (widths.count(op.name))
       return make_error(errc::invalid_argument, "{}.name = '{}' is already taken", field, op.name);
     if (op.inputs.empty()) op.inputs = {previous};
-    const bool join = op.kind == op_kind::add || op.kind == op_kind::cat || op.kind == op_kind::max;
+    const bool join = op.kind == op_kind::add || op.kind == op_kind::cat ||
+                      op.kind == op_kind::max || op.kind == op_kind::mul;
     if (!join && op.inputs.size() != 1)
       return make_error(errc::invalid_argument, "{} takes one input, got {}", field,
                         op.inputs.size());

@@ -27,6 +27,7 @@ enum class op_kind {
   cat,         // JumpingKnowledge cat: inputs side by side
   max,         // JumpingKnowledge max: elementwise maximum of the inputs
   log_softmax, softmax,
+  mul,         // elementwise product of its inputs (each input's first rows): a Hadamard decoder
 };
 std::string_view to_string(op_kind k);
 bool is_message_passing(op_kind k);

@@ -71,6 +71,8 @@ void sigmoid_(tensor& t);
 void prelu_(tensor& t, std::span<const float> weight);
 /// y = max(y, x) elementwise (same shape).
 void max_(tensor& y, const tensor& x);
+/// y = y * x elementwise (same shape).
+void mul_(tensor& y, const tensor& x);
 
 /// GCNConv's options beyond the default (self-loops of weight 1, symmetric norm).
 struct gcn_options {

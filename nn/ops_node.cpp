@@ -72,4 +72,8 @@ void max_(tensor& y, const tensor& x) {
   for (std::int64_t i = 0, n = y.numel(); i < n; ++i) y.data()[i] = std::max(y.data()[i], x.data()[i]);
 }
 
+void mul_(tensor& y, const tensor& x) {
+  for (std::int64_t i = 0, n = y.numel(); i < n; ++i) y.data()[i] *= x.data()[i];
+}
+
 }  // namespace spindle::nn

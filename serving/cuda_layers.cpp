@@ -26,6 +26,7 @@ bool device_model::supports(const nn::model& m) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const auto k = ops[i].kind;
       if (k == config::op_kind::gat && !ops[i].add_self_loops) return false;
+      if (k == config::op_kind::mul) return false;  // no device kernel yet: the host serves it
       if ((k == config::op_kind::log_softmax || k == config::op_kind::softmax) && i + 1 != ops.size())
         return false;
     }

@@ -248,8 +248,8 @@ expected<nn::tensor> device_model::forward_stack(gpu::device_arena& arena, void*
         case op_kind::sigmoid:
           SPINDLE_TRY(gpu::activation_async(y.p, n, gpu::activation::sigmoid, 0, stream));
           break;
-        default:
-          return make_error(errc::internal, "op {} ({}) has no device path", i,
+        default:  // the pipeline runs such a model's pass on the host
+          return make_error(errc::unsupported, "op {} ({}) has no device path", i,
                             config::to_string(op.kind));
       }
     }

@@ -1,4 +1,5 @@
-// Joins of several values (residual add, JumpingKnowledge max and cat): each
+// Joins of several values (residual add, JumpingKnowledge max and cat, a link
+// decoder's elementwise product): each
 // input's first rows, as many as the shortest has (the dst nodes of a block are
 // the first src nodes, so a join of values of different depths keeps the rows
 // they share).
@@ -13,13 +14,10 @@ std::int64_t shared_rows(const layer_input& x) {
   return rows;
 }
 
-expected<tensor> fold(const layer_input& x, bool sum) {
+expected<tensor> fold(const layer_input& x, void (*combine)(tensor&, const tensor&)) {
   const std::int64_t rows = shared_rows(x);
   SPINDLE_ASSIGN_OR_RETURN(auto y, copy_head(x.a, *x.in[0], rows));
-  for (std::size_t k = 1; k < x.in.size(); ++k) {
-    const auto head = x.in[k]->head(rows);
-    sum ? add_(y, head) : max_(y, head);
-  }
+  for (std::size_t k = 1; k < x.in.size(); ++k) combine(y, x.in[k]->head(rows));
   return y;
 }
 
@@ -34,8 +32,9 @@ expected<tensor> cat_forward(const layer_input& x) {
 
 }  // namespace
 
-const layer_kind add{&no_weights, [](const layer_input& x) { return fold(x, true); }, &no_memory};
-const layer_kind max{&no_weights, [](const layer_input& x) { return fold(x, false); }, &no_memory};
+const layer_kind add{&no_weights, [](const layer_input& x) { return fold(x, &add_); }, &no_memory};
+const layer_kind max{&no_weights, [](const layer_input& x) { return fold(x, &max_); }, &no_memory};
+const layer_kind mul{&no_weights, [](const layer_input& x) { return fold(x, &mul_); }, &no_memory};
 const layer_kind cat{&no_weights, &cat_forward, &no_memory};
 
 }  // namespace spindle::nn::layers

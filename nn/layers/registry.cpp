@@ -33,6 +33,7 @@ const layer_kind& layer_of(config::op_kind kind) {
     case op_kind::add: return layers::add;
     case op_kind::cat: return layers::cat;
     case op_kind::max: return layers::max;
+    case op_kind::mul: return layers::mul;
     case op_kind::log_softmax: return layers::log_softmax;
     case op_kind::softmax: return layers::softmax;
   }

@@ -13,7 +13,7 @@ extern const layer_kind linear_layer;                                   // linea
 extern const layer_kind batch_norm, layer_norm;                         // norms.cpp
 extern const layer_kind relu, elu, leaky_relu, gelu, tanh_layer, sigmoid, prelu, log_softmax,
     softmax;                                                            // activations.cpp
-extern const layer_kind add, cat, max;                                  // joins.cpp
+extern const layer_kind add, cat, max, mul;                             // joins.cpp
 
 /// Kinds without tensors.
 inline void no_weights(const config::gnn_op&, std::int64_t, weight_list&) {}

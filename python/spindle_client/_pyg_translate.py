@@ -554,6 +554,17 @@ class Translator:
             ins = [self._value(value, a, where) for a in parts]
             value[node] = self._emit(node.name, "cat", ins, sum(self.width[i] for i in ins))
             return
+        if t in (operator.mul, torch.mul) or name in ("mul", "__mul__"):
+            import torch.fx
+            if len(args) != 2 or kw or not all(isinstance(a, torch.fx.Node) for a in args):
+                raise ExportError(f"{where}: only the elementwise product of two tensors is "
+                                  f"supported (not a scalar factor)")
+            ins = [self._value(value, a, where) for a in args]
+            if self.width[ins[0]] != self.width[ins[1]]:
+                raise ExportError(f"{where}: multiplies widths {self.width[ins[0]]} and "
+                                  f"{self.width[ins[1]]}")
+            value[node] = self._emit(node.name, "mul", ins, self.width[ins[0]])
+            return
         if t in (operator.add, torch.add, operator.iadd) or name in ("add", "add_", "__add__"):
             if len(args) != 2 or kw:
                 raise ExportError(f"{where}: only the sum of two tensors is supported")

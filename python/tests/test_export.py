@@ -42,7 +42,7 @@ class Plain(torch.nn.Module):
 @pytest.mark.parametrize("model,message", [
     (lambda: one_conv(TransformerConv(8, 4)), "conv1: TransformerConv is not supported"),
     (lambda: one_conv(SAGEConv(8, 4, aggr="lstm")), "conv1: SAGEConv(aggr='lstm') is not supported"),
-    (Scaled, "mul is not supported"),
+    (Scaled, "not a scalar factor"),
 ])
 def test_an_unsupported_model_is_refused_by_name_and_nothing_is_written(tmp_path, model, message):
     out = tmp_path / "m"

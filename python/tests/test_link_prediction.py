@@ -82,6 +82,10 @@ def setup(tmp_path_factory):
     (tmp / "repo" / "mlp").mkdir(parents=True)
     export_pyg(models["mlp"], str(tmp / "repo" / "mlp" / "1"), name="mlp", fanouts=[-1, -1],
                task="link", decoder=models["decoder"], check=(x, edges))
+    models["hadamard"] = Hadamard().eval()
+    (tmp / "repo" / "hadamard").mkdir()
+    export_pyg(models["link"], str(tmp / "repo" / "hadamard" / "1"), name="hadamard",
+               fanouts=[-1, -1], task="link", decoder=models["hadamard"])
     (tmp / "repo" / "link").mkdir()
     (tmp / "repo" / "node").mkdir()
     export_pyg(models["link"], str(tmp / "repo" / "link" / "1"), name="link", fanouts=[-1, -1],
@@ -217,6 +221,12 @@ def test_served_scores_and_embeddings_equal_pyg(setup):
         got = c.infer_links(pairs, model="mlp")
         np.testing.assert_allclose(got, mlp, rtol=1e-4, atol=1e-4 * np.abs(mlp).max())
         assert abs(got[2] - c.infer_links(pairs[2:3, ::-1], model="mlp")[0]) > 0  # ordered
+        # A Hadamard decoder (OGB's link predictors): lin(z_u * z_v).
+        with torch.no_grad():
+            zl = models["link"].encode(torch.from_numpy(x), torch.from_numpy(edges))
+            had = models["hadamard"](zl[pairs[:, 0]], zl[pairs[:, 1]]).reshape(-1).numpy()
+        got = c.infer_links(pairs, model="hadamard")
+        np.testing.assert_allclose(got, had, rtol=1e-4, atol=1e-4 * np.abs(had).max())
         c.close()
     finally:
         proc.terminate()
@@ -238,12 +248,19 @@ class ConvDecoder(torch.nn.Module):
 
 
 class Hadamard(torch.nn.Module):
+    """OGB's link predictors: a layer on the elementwise product."""
+
     def __init__(self):
         super().__init__()
         self.lin = torch.nn.Linear(16, 1)
 
     def forward(self, z_src, z_dst):
         return self.lin(z_src * z_dst)
+
+
+class ScaledDecoder(torch.nn.Module):
+    def forward(self, z_src, z_dst):
+        return (z_src * 0.5).sum(-1)
 
 
 class TwoColumns(MlpDecoder):
@@ -265,8 +282,8 @@ class NoEncode(torch.nn.Module):
     (NoEncode, {"task": "link"}, "no encode"),
     (LinkNet, {"task": "link", "decoder": "mlp"}, "decoder='mlp'"),
     (LinkNet, {"task": "link", "decoder": ConvDecoder()}, "no graph to pass messages over"),
-    (LinkNet, {"task": "link", "decoder": Hadamard()}, "mul is not supported"),
     (LinkNet, {"task": "link", "decoder": TwoColumns()}, "2 wide; a pair's score is one column"),
+    (LinkNet, {"task": "link", "decoder": ScaledDecoder()}, "not a scalar factor"),
     (LinkNet, {"task": "edges"}, "task='edges'"),
 ])
 def test_link_exports_that_spindle_would_serve_differently_are_refused(tmp_path, model, kwargs,
