@@ -2,7 +2,8 @@
 // GIN (2 layers, hidden 256, [25,10] sampled blocks of R-MAT scale 16 with 128
 // features); the same GraphSAGE as a stack model (what spindle_client.export
 // writes: the interpreter's cost) and a stack with BatchNorm, ELU and
-// log_softmax at the same widths; and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
+// log_softmax at the same widths; the same stack as a link model scoring pairs
+// by the dot product and by an MLP decoder (batch = pairs); and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
 // tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB). Baseline
 // in the same run: this machine's raw sgemm FLOP/s (OpenBLAS, 1 thread) and
 // Eigen's, which is how the GEMM library was picked. Model FLOP/s counts the
@@ -20,6 +21,7 @@
 #include "core/progress.hpp"
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
+#include "nn/link_decoder.hpp"
 #include "nn/model.hpp"
 
 using namespace spindle;
@@ -104,6 +106,23 @@ config::model_desc sage_stack(bool bn_elu) {
   return config::parse_model_desc(bn_elu ? with : plain, "model_bench").value();
 }
 
+// The plain stack as a link model: pairs scored by the dot product, or by an
+// MLP on the pair's concatenation (94-64-1).
+config::model_desc sage_link(bool mlp) {
+  std::string text =
+      "[model]\narch = \"stack\"\nin = 128\nout = 47\ntask = \"link\"\n";
+  text += mlp ? "decoder = \"ops\"\n" : "decoder = \"dot\"\n";
+  text += "[[op]]\nkind = \"sage\"\nprefix = \"c1\"\nout = 256\n"
+          "[[op]]\nkind = \"relu\"\n"
+          "[[op]]\nkind = \"sage\"\nprefix = \"c2\"\nout = 47\n";
+  if (mlp)
+    text += "[[decoder_op]]\nkind = \"cat\"\ninputs = [\"z_src\", \"z_dst\"]\n"
+            "[[decoder_op]]\nkind = \"linear\"\nprefix = \"d1\"\nout = 64\n"
+            "[[decoder_op]]\nkind = \"relu\"\n"
+            "[[decoder_op]]\nkind = \"linear\"\nprefix = \"d2\"\nout = 1\n";
+  return config::parse_model_desc(text, "model_bench").value();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,6 +155,10 @@ int main(int argc, char** argv) {
   }
   gnns.emplace_back("sage-stack", sage_stack(false));
   gnns.emplace_back("sage-bn-elu", sage_stack(true));
+  // Link models: `batch` is pairs (2 x batch seeds sampled as one graph), seeds/s
+  // is pairs/s; the time includes scoring the pairs.
+  gnns.emplace_back("link-dot", sage_link(false));
+  gnns.emplace_back("link-mlp", sage_link(true));
   for (const auto& [label, d] : gnns) {
     rng.seed(7);  // every model gets the same seeds (the stack rows compare with graphsage's)
     std::string dir = tmp + "/" + label;
@@ -147,7 +170,8 @@ int main(int argc, char** argv) {
       std::vector<double> times;
       double flops = 0, nodes = 0;
       for (int r = 0; r < reps; ++r) {
-        std::vector<std::int64_t> seeds(static_cast<std::size_t>(batch));
+        const int ends = d.scores_links() ? 2 : 1;
+        std::vector<std::int64_t> seeds(static_cast<std::size_t>(batch * ends));
         for (auto& s : seeds) s = std::int64_t(rng() % std::uint64_t(g.num_nodes));
         auto sub = sampler.sample(g.view(), seeds, {{25, 10}, false, std::uint64_t(r)});
         std::vector<nn::block> blocks;
@@ -163,6 +187,11 @@ int main(int argc, char** argv) {
         nn::heap_allocator alloc;
         auto t0 = std::chrono::steady_clock::now();
         auto y = m->forward(alloc, blocks, degree, nn::tensor::borrow(x.data(), {n, 128}));
+        if (y && d.scores_links()) {
+          std::vector<float> scores(static_cast<std::size_t>(batch));
+          if (auto st = nn::score_pairs(*m, alloc, *y, sub->seed_local, scores.data()); !st)
+            return fmt::print(stderr, "{}\n", st.to_string()), 1;
+        }
         times.push_back(bench::seconds_since(t0));
         flops += gnn_flops(d, blocks);
         nodes += double(n);
