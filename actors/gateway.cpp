@@ -238,7 +238,8 @@ void gateway::infer_gnn_now(transport::rpc::gnn_call call,
   status valid = resolve_seed_ids(call, *e);
   if (valid) valid = check_gnn_call(call, e->b.dataset->live_num_nodes());
   if (valid) valid = serving::check_pairs(call.pairs, call.seeds.size(), e->b.model->desc());
-  if (valid) valid = serving::named_output_widths(call.outputs, call.pairs, *e->b.model).error_or_ok();
+  if (valid) valid = serving::named_output_widths(call.outputs, call.pairs, call.seeds.size(), *e->b.model)
+                        .error_or_ok();
   if (!admit_call(e->c, e->admission, valid, call.model, done)) return;
   if (call.min_version > 0) done = at_version(e, call, std::move(done), 0);
   auto& scheduler = *e->scheduler;

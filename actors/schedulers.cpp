@@ -73,7 +73,7 @@ class batcher_scheduler final : public gnn_scheduler {
     const std::size_t seeds = call.seeds.size();
     const bool pairs = call.pairs;
     // Checked at the door: the widths of the named outputs (empty: the model's output).
-    auto widths = serving::named_output_widths(call.outputs, pairs, *e->b.model);
+    auto widths = serving::named_output_widths(call.outputs, pairs, seeds, *e->b.model);
     dispatch_gnn(forwarder_, batcher_,
                  {std::move(call.seeds), call.sampler_seed, pairs, std::move(call.outputs)},
                  timeout_of(deadline),

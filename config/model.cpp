@@ -462,6 +462,9 @@ std::string summary(const model_desc& d) {
     if (op.kind == op_kind::sage && op.aggr != "mean") s += "[" + op.aggr + "]";
     if (op.inputs.size() > 1) s += fmt::format("[{}]", fmt::join(op.inputs, ","));
   }
+  if (d.scores_links())
+    s += d.decoder == "dot" ? "; scores pairs by z_u . z_v"
+                            : fmt::format("; scores pairs by {} decoder ops", d.decoder_ops.size());
   return s;
 }
 

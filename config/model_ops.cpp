@@ -260,6 +260,12 @@ expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
   if (ops.empty())
     return make_error(errc::invalid_argument, "a stack model needs at least one [[op]]");
   SPINDLE_TRY(validate_chain(ops, {{"x", in}}, "x", "op"));
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i)  // a call's "output" is the last op's value
+    if (ops[i].name == "output")
+      return make_error(errc::invalid_argument,
+                        "op[{}].name = 'output' is the model's output's name; only the last op "
+                        "may take it",
+                        i);
   int hops = 0;
   for (const auto& op : ops) hops += is_message_passing(op.kind);
   int graph_norm = 0, block_norm = 0;

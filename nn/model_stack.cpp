@@ -28,15 +28,15 @@ std::vector<std::int64_t> input_widths(const std::vector<config::gnn_op>& ops,
   return in;
 }
 
-// The op a named output is: the op called `name` exactly ("output": the last op,
-// the model's output, unless an op is called so). (Not matched by module
+// The op a named output is: "output" is the last op (the model's output, always;
+// config refuses any other op called so), else the op called `name` exactly. (Not matched by module
 // path: a module may end in an op without one, a GINConv's nn in an activation,
 // and its output would be another op's.)
 std::optional<std::size_t> find_value(const std::vector<config::gnn_op>& ops,
                                       const std::string& name) {
+  if (name == "output" && !ops.empty()) return ops.size() - 1;  // the model's own output
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].name == name) return i;
-  if (name == "output" && !ops.empty()) return ops.size() - 1;  // the model's own output
   return std::nullopt;
 }
 
@@ -120,6 +120,7 @@ expected<std::vector<std::size_t>> model::value_ops(std::span<const std::string>
     if (!found) {
       std::vector<std::string> known;
       for (const auto& op : ops) known.push_back(op.name);
+      known.push_back("output (the model's output)");
       return make_error(errc::invalid_argument, "unknown output '{}' (the model's values: {})",
                         name.substr(0, 64), fmt::join(known, ", "));
     }

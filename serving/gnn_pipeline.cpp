@@ -218,14 +218,32 @@ status check_pairs(bool pairs, std::size_t seeds, const config::model_desc& d) {
 }
 
 expected<std::vector<std::uint32_t>> named_output_widths(const std::vector<std::string>& outputs,
-                                                         bool pairs, const nn::model& m) {
+                                                         bool pairs, std::size_t seeds,
+                                                         const nn::model& m) {
   std::vector<std::uint32_t> widths;
   if (outputs.empty()) return widths;
   if (pairs)
     return make_error(errc::invalid_argument,
                       "named outputs are a node's values: ask for them with seeds, not pairs");
+  if (outputs.size() > kMaxNamedOutputs)
+    return make_error(errc::invalid_argument, "{} named outputs (at most {} per call)",
+                      outputs.size(), kMaxNamedOutputs);
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (outputs[k] == outputs[i])
+        return make_error(errc::invalid_argument, "output '{}' is asked for twice",
+                          outputs[i].substr(0, 64));
   SPINDLE_ASSIGN_OR_RETURN(auto ops, m.value_ops(outputs));
-  for (auto i : ops) widths.push_back(std::uint32_t(m.desc().ops[i].width));
+  std::uint64_t values = 0;
+  for (auto i : ops) {
+    widths.push_back(std::uint32_t(m.desc().ops[i].width));
+    values += std::uint64_t(seeds) * widths.back();
+  }
+  if (values > kMaxAnswerValues)
+    return make_error(errc::invalid_argument,
+                      "the answer would hold {} values ({} seeds x the outputs' widths; at most "
+                      "{}): ask for fewer seeds or outputs",
+                      values, seeds, kMaxAnswerValues);
   return widths;
 }
 
@@ -276,7 +294,7 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
       res.errors[i] = st;
       continue;
     }
-    if (auto w = named_output_widths(r.outputs, r.pairs, model_); !w) {
+    if (auto w = named_output_widths(r.outputs, r.pairs, r.seeds.size(), model_); !w) {
       res.errors[i] = std::move(w).error();
       continue;
     }

@@ -103,10 +103,16 @@ std::uint64_t shared_graph_seed(std::uint64_t index);
 /// A call's pairs (`seeds` node ids, u0 v0 u1 v1 ...) fit model `d` (task "link")
 /// and come whole; ok when the call has no pairs. Errors say what to give.
 status check_pairs(bool pairs, std::size_t seeds, const config::model_desc& d);
-/// A call's named outputs exist in `m` and do not come with pairs; their widths,
-/// in order (empty without named outputs).
+/// Named outputs a call may ask for, and the values an answer of them may hold
+/// (seeds x their widths; a Cap'n Proto reply stays under its 64 MiB limit).
+inline constexpr std::size_t kMaxNamedOutputs = 16;
+inline constexpr std::uint64_t kMaxAnswerValues = std::uint64_t(1) << 23;
+/// A call's named outputs exist in `m`, are distinct, at most kMaxNamedOutputs,
+/// do not come with pairs, and with `seeds` make an answer of at most
+/// kMaxAnswerValues; their widths, in order (empty without named outputs).
 expected<std::vector<std::uint32_t>> named_output_widths(const std::vector<std::string>& outputs,
-                                                         bool pairs, const nn::model& m);
+                                                         bool pairs, std::size_t seeds,
+                                                         const nn::model& m);
 
 /// Summed PSGS of a request's seeds (0 for seeds out of range): what batchers
 /// add up to close a batch at the router's point.

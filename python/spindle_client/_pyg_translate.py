@@ -285,7 +285,8 @@ class Translator:
         name = node_name.replace(".", "_")
         if name.startswith(_PATH.replace(".", "_")):
             name = name[len(_PATH):]
-        while name in self.names or name == "x":
+        # "output" names the model's output in a call, "x" and "z_*" the inputs.
+        while name in self.names or name in ("x", "output", "scores", "z_src", "z_dst"):
             name += "_"
         self.names.add(name)
         op = {"kind": kind, "name": name, "inputs": list(inputs)}
@@ -599,7 +600,9 @@ class Translator:
                                   f"(dim=-1)")
             value[node] = self._emit(node.name, name, [src], w)
         else:
-            raise ExportError(f"{where}: {name} is not supported")
+            hint = (" (a decoder computing the dot product is decoder='dot')"
+                    if self.edge_index is None and name == "sum" else "")
+            raise ExportError(f"{where}: {name} is not supported{hint}")
 
 
 

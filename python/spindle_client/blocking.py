@@ -214,7 +214,10 @@ class Client:
         """Scores of node pairs (int array [k, 2], rows u, v) from a model exported
         with task="link" (its decoder over both ends' embeddings), as float32 [k]
         with `.version`. Raises SpindleError when the server refuses."""
-        pairs = np.asarray(pairs, dtype=np.int64)
+        given = np.asarray(pairs)
+        if given.size and given.dtype.kind not in "iu":
+            raise ValueError(f"pairs hold {given.dtype} values; node ids are integers")
+        pairs = given.astype(np.int64)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs has shape {list(pairs.shape)}; expected [k, 2]")
         r = self._call(lambda c: c.infer_links(self._model(model), pairs.tolist(), sampler_seed,

@@ -140,6 +140,8 @@ class AsyncClient:
         for i, p in enumerate(pairs):
             if len(p) != 2:
                 raise ValueError(f"pairs[{i}] has {len(p)} ids; each pair is (u, v)")
+            if any(isinstance(e, float) or not float(e).is_integer() for e in p):
+                raise ValueError(f"pairs[{i}] = {tuple(p)}: node ids are integers")
             flat += [int(p[0]), int(p[1])]
         r = await self._inference.inferGnn(request={
             "model": model, "seeds": flat, "samplerSeed": sampler_seed,

@@ -78,8 +78,9 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
                 graphs.insert(0, verify.generated_graph(in_width, self_loops=loops))
                 record = _check(model, ex, ops, stage.path, graphs, spindle, tolerance)
                 if task == "link":
-                    record["decoder"] = _check_decoder(user, model, decoder, stage.path,
-                                                       graphs[0], spindle, tolerance)
+                    record["decoder"] = "; ".join(
+                        _check_decoder(user, model, decoder, stage.path, g, spindle, tolerance)
+                        for g in graphs)
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
             stage.commit()
@@ -94,6 +95,8 @@ def _served_module(model, task, decoder):
     whose forward(x, edge_index) is model.encode (same submodules, same paths)."""
     import torch
     if task == "node":
+        if not (isinstance(decoder, str) and decoder == "dot"):
+            raise ExportError("decoder= is for task='link' (a node model's answer is its forward)")
         return model
     if task != "link":
         raise ExportError(f"task={task!r}: expected 'node' or 'link'")
@@ -151,8 +154,8 @@ def _check_decoder(user, encoder, decoder, model_dir, graph, spindle, tolerance)
     if d > tolerance:
         served = "decoder='dot' ((z[u] * z[v]).sum(-1))" if decoder == "dot" else "its decoder ops"
         raise ExportError(f"{what} differs from what Spindle serves, {served}, by {d:.3g} "
-                          f"(relative) on 64 pairs of the check graph; nothing was written")
-    return f"{'dot' if decoder == 'dot' else 'ops'}, equal to {what} on 64 pairs"
+                          f"(relative) on 64 pairs of the {graph[0]} graph; nothing was written")
+    return f"{'dot' if decoder == 'dot' else 'ops'}, equal to {what} on 64 pairs of {graph[0]}"
 
 
 def _fanout_list(fanouts):

@@ -151,16 +151,45 @@ def test_named_outputs_are_the_modules_values_at_the_seeds(setup):
         np.testing.assert_allclose(np.array(r["outputs"][0]["data"]).reshape(4, 32),
                                    conv1.relu().numpy()[seeds], rtol=1e-4, atol=1e-5)
         with pytest.raises(sc.SpindleError, match=r"unknown output 'conv9' \(the model's values: "
-                                                  r"conv1, relu, conv2\)"):
+                                                  r"conv1, relu, conv2, output \(the model's output\)\)"):
             c.infer_gnn(seeds, outputs=["conv9"])
         body["outputs"] = [{"name": "conv9"}]
         status, r = http_json(base + "/v2/models/link/infer", body)
         assert status == 400 and "unknown output 'conv9'" in r["error"]
+        for names, message in (([{"name": "conv1"}] * 2, "'conv1' is asked for twice"),
+                               ([{"name": "output"}] * 2, "'output' is asked for twice"),
+                               ([{"name": f"n{i}"} for i in range(17)], "at most 16")):
+            body["outputs"] = names
+            status, r = http_json(base + "/v2/models/link/infer", body)
+            assert status == 400 and message in r["error"], (message, r)
+        with pytest.raises(sc.SpindleError, match="asked for twice"):
+            c.infer_gnn(seeds, outputs=["relu", "relu"])
+        with pytest.raises(ValueError, match="node ids are integers"):
+            c.infer_links([[1.7, 2.2]])
         np.testing.assert_allclose(c.infer_gnn(seeds), z.numpy()[seeds], rtol=1e-4, atol=1e-5)
         c.close()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+class OutputLayer(torch.nn.Module):
+    """A layer called `output`, as many PyG models name their head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = pyg_nn.GCNConv(F, 8)
+        self.output = torch.nn.Linear(8, 4)
+
+    def forward(self, x, edge_index):
+        return self.output(self.conv1(x, edge_index).relu()).log_softmax(-1)
+
+
+def test_a_layer_called_output_does_not_take_the_outputs_name(tmp_path):
+    export_pyg(OutputLayer().eval(), str(tmp_path / "m"), name="m")
+    info = subprocess.run([SPINDLE, "model", "info", str(tmp_path / "m")], capture_output=True,
+                          text=True, check=True).stdout
+    assert "output_ [4], log_softmax [4]" in info, info
 
 
 def test_the_export_records_the_task_and_checks_the_decoder(setup):
@@ -284,6 +313,7 @@ class NoEncode(torch.nn.Module):
     (LinkNet, {"task": "link", "decoder": ConvDecoder()}, "no graph to pass messages over"),
     (LinkNet, {"task": "link", "decoder": TwoColumns()}, "2 wide; a pair's score is one column"),
     (LinkNet, {"task": "link", "decoder": ScaledDecoder()}, "not a scalar factor"),
+    (Node, {"decoder": MlpDecoder()}, "decoder= is for task='link'"),
     (LinkNet, {"task": "edges"}, "task='edges'"),
 ])
 def test_link_exports_that_spindle_would_serve_differently_are_refused(tmp_path, model, kwargs,

@@ -44,6 +44,17 @@ TEST(model_test, a_decoder_of_ops_reads_both_embeddings_and_round_trips) {
   EXPECT_EQ(again->decoder, "ops");
 }
 
+TEST(model_test, only_the_last_op_may_be_called_output) {
+  const std::string head = "[model]\narch = \"stack\"\nin = 4\nout = 3\n";
+  const std::string sage = "[[op]]\nkind = \"sage\"\nprefix = \"conv\"\nin = 4\nout = 3\n";
+  auto early = parse_model_desc(head + sage + "name = \"output\"\n[[op]]\nkind = \"relu\"\n", "m");
+  ASSERT_FALSE(early.has_value());
+  EXPECT_NE(early.error().message().find("op[0].name = 'output' is the model's output's name"),
+            std::string::npos)
+      << early.error().message();
+  EXPECT_TRUE(parse_model_desc(head + sage + "name = \"output\"\n", "m").has_value());
+}
+
 TEST(model_test, tasks_and_decoders_spindle_does_not_serve_are_refused_by_name) {
   auto edges = parse_model_desc(with("task = \"edges\"\n"), "m/model.toml");
   ASSERT_FALSE(edges.has_value());

@@ -199,7 +199,7 @@ TEST(gnn_pipeline_test, named_outputs_are_the_values_at_the_seeds) {
   for (std::size_t i = 0; i < 3 * 5; ++i) EXPECT_FLOAT_EQ(out[i], res.outputs[1][i]);
   for (std::size_t i = 0; i < 3 * 32; ++i) EXPECT_FLOAT_EQ(act[i], std::max(0.0f, conv1[i]));
   EXPECT_NE(res.errors[2].to_string().find("unknown output 'conv9' (the model's values: conv1, "
-                                           "act, conv2)"),
+                                           "act, conv2, output (the model's output))"),
             std::string::npos)
       << res.errors[2].to_string();
   gnn_pipeline fixed(*f.ds, *f.model, f.router, f.pool);

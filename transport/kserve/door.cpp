@@ -270,6 +270,11 @@ void door::infer(infer_request r, std::function<void(infer_outcome)> done) {
                              "model '{}' classifies nodes: input 'pairs' is for a model exported "
                              "with task=\"link\" (give 'seeds')",
                              head.model.substr(0, 64)));
+    for (std::size_t i = 0; i < r.outputs.size(); ++i)
+      for (std::size_t k = 0; k < i; ++k)
+        if (r.outputs[k].name == r.outputs[i].name)
+          return fail(make_error(errc::invalid_argument, "output '{}' is asked for twice",
+                                 r.outputs[i].name.substr(0, 64)));
     const std::string output = call->pairs ? "scores" : "output";
     const bool named = std::any_of(r.outputs.begin(), r.outputs.end(),
                                    [&](const requested_output& o) { return o.name != output; });

@@ -6,6 +6,17 @@
 namespace spindle::transport::rpc {
 
 status check_gnn_call(const gnn_call& call, std::int64_t num_nodes) {
+  if (call.pairs) {  // said as the caller gave them: pairs [k, 2]
+    if (call.seeds.empty()) return make_error(errc::invalid_argument, "pairs: empty");
+    if (call.seeds.size() > kMaxSeedsPerRequest)
+      return make_error(errc::invalid_argument, "pairs: {} (at most {} per request)",
+                        call.seeds.size() / 2, kMaxSeedsPerRequest / 2);
+    for (std::size_t i = 0; i < call.seeds.size(); ++i)
+      if (call.seeds[i] < 0 || call.seeds[i] >= num_nodes)
+        return make_error(errc::invalid_argument, "pairs[{}][{}]={} out of range (nodes {})",
+                          i / 2, i % 2, call.seeds[i], num_nodes);
+    return status::ok();
+  }
   if (call.seeds.empty()) return make_error(errc::invalid_argument, "seeds: empty");
   if (call.seeds.size() > kMaxSeedsPerRequest)
     return make_error(errc::invalid_argument, "seeds: {} (at most {} per request)",
