@@ -62,9 +62,14 @@ _HONOURED = {
     "GATConv": {"in_channels", "out_channels", "heads", "concat", "negative_slope",
                 "add_self_loops", "edge_dim", "bias"},
     "GINConv": {"nn", "eps"},
+    # Served as the ops they equal: GraphConv is SAGEConv's sum (lin_rel on the
+    # aggregated neighbours, with bias, plus lin_root on the node); SGConv with
+    # K=1 is GCNConv with its Linear after the propagation (both are linear).
+    "GraphConv": {"in_channels", "out_channels", "aggr", "bias"},
+    "SGConv": {"in_channels", "out_channels", "K", "add_self_loops", "bias"},
 }
 _NO_EFFECT = {"SAGEConv": set(), "GCNConv": {"cached"}, "GATConv": {"dropout", "fill_value"},
-              "GINConv": {"train_eps"}}
+              "GINConv": {"train_eps"}, "GraphConv": set(), "SGConv": {"cached"}}
 _MISSING = object()
 
 
@@ -92,7 +97,7 @@ def check_conv_options(conv, path):
                           f"along edge_index's direction, source_to_target)")
     if getattr(conv, "node_dim", -2) not in (-2, 0):
         raise ExportError(f"{path}: {kind}(node_dim={conv.node_dim}) is not served")
-    if kind != "SAGEConv" and aggregation_of(conv) != "sum":  # SAGEConv's own: _sage
+    if kind not in ("SAGEConv", "GraphConv") and aggregation_of(conv) != "sum":  # see _sage
         shown = getattr(conv, "aggr_module", None) or conv.aggr
         raise ExportError(f"{path}: {kind}(aggr={conv.aggr!r}) computing with {shown!r} is not "
                           f"served ('add' is)")
@@ -421,14 +426,14 @@ class Translator:
 
     # --- message passing --------------------------------------------------------
     def _conv(self, node, conv, path, value):
-        from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+        from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv, SGConv
         kind = type(conv).__name__
         if self.edge_index is None:
             raise ExportError(f"{path}: {kind} in the decoder; a decoder scores a pair from its "
                               f"two embeddings, with no graph to pass messages over")
-        if type(conv) not in (SAGEConv, GCNConv, GATConv, GINConv):
+        if type(conv) not in (SAGEConv, GCNConv, GATConv, GINConv, GraphConv, SGConv):
             raise ExportError(f"{path}: {kind} is not supported (Spindle serves SAGEConv, GCNConv, "
-                              f"GATConv and GINConv)")
+                              f"GATConv, GINConv, GraphConv and SGConv(K=1))")
         args, kwargs = _strip_none(node.args, node.kwargs)
         if len(args) != 2 or kwargs:
             extra = ", ".join(list(kwargs)) or f"{len(args)} arguments"
@@ -440,6 +445,10 @@ class Translator:
         check_conv_options(conv, path)
         if isinstance(conv, SAGEConv):
             return self._sage(node, conv, path, src, value)
+        if isinstance(conv, GraphConv):
+            return self._graph_conv(node, conv, path, src, value)
+        if isinstance(conv, SGConv):
+            return self._sg_conv(node, conv, path, src, value)
         if isinstance(conv, GCNConv):
             return self._gcn(node, conv, path, src, value)
         if isinstance(conv, GATConv):
@@ -469,6 +478,50 @@ class Translator:
                                     "root_weight": bool(conv.root_weight),
                                     "project": bool(conv.project),
                                     "bias": conv.lin_l.bias is not None})
+
+    def _graph_conv(self, node, conv, path, src, value):
+        """GraphConv: lin_rel(aggr_j x_j) + lin_root(x_i), a SAGEConv's op with its
+        tensors under SAGEConv's names."""
+        aggr = {"add": "sum"}.get(aggregation_of(conv), aggregation_of(conv))
+        if aggr not in ("sum", "mean", "max", "min"):
+            raise ExportError(f"{path}: GraphConv(aggr={conv.aggr!r}) is not supported (add, mean, "
+                              f"max, min are)")
+        if not isinstance(conv.in_channels, int):
+            raise ExportError(f"{path}: GraphConv with separate source/target widths is not "
+                              f"supported")
+        out, inw = conv.lin_rel.weight.shape
+        self._input_width(src, int(inw), path)
+        bias = conv.lin_rel.bias is not None
+        names = {"lin_rel.weight": "lin_l.weight", "lin_root.weight": "lin_r.weight"}
+        if bias:
+            names["lin_rel.bias"] = "lin_l.bias"
+        state = conv.state_dict()
+        for theirs, ours in names.items():
+            self.tensors[f"{path}.{ours}"] = state[theirs].detach().float().cpu()
+        check_all_written(conv, path, list(names))
+        value[node] = self._emit(node.name, "sage", [src], int(out), prefix=path,
+                                 **{"in": int(inw), "out": int(out), "aggr": aggr,
+                                    "normalize": False, "root_weight": True, "project": False,
+                                    "bias": bias})
+
+    def _sg_conv(self, node, conv, path, src, value):
+        """SGConv(K=1): lin(D^-1/2 (A + I) D^-1/2 x), a GCNConv's op (the propagation
+        and the Linear commute) with its tensors under GCNConv's names."""
+        if conv.K != 1:
+            raise ExportError(f"{path}: SGConv(K={conv.K}) propagates {conv.K} hops in one layer; "
+                              f"Spindle serves K=1 (one sampled hop per layer)")
+        out, inw = conv.lin.weight.shape
+        self._input_width(src, int(inw), path)
+        bias = conv.lin.bias is not None
+        self.tensors[f"{path}.lin.weight"] = conv.lin.weight.detach().float().cpu()
+        if bias:
+            self.tensors[f"{path}.bias"] = conv.lin.bias.detach().float().cpu()
+        check_all_written(conv, path, ["lin.weight"] + (["lin.bias"] if bias else []))
+        value[node] = self._emit(node.name, "gcn", [src], int(out), prefix=path,
+                                 **{"in": int(inw), "out": int(out),
+                                    "add_self_loops": bool(conv.add_self_loops),
+                                    "normalize": True, "improved": False, "bias": bias,
+                                    "norm": "graph"})
 
     def _gcn(self, node, conv, path, src, value):
         if getattr(conv, "cached", False):

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 import numpy as np  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch_geometric.nn import GCNConv, SAGEConv  # noqa: E402
+from torch_geometric.nn import GCNConv, GraphConv, SAGEConv, SGConv  # noqa: E402
 from torch_geometric.nn.models import GAT, GCN, GIN, GraphSAGE  # noqa: E402
 
 from pyg_models import one_conv  # noqa: E402
@@ -142,6 +142,33 @@ def test_pyg_model_classes_export_as_written_and_match(tmp_path, make, kinds):
     if kinds is not None:
         assert got == kinds
     assert "checked = true" in text and "yours: 60 nodes" in text
+
+
+class GraphAndSg(torch.nn.Module):
+    """GraphConv (served as the SAGEConv op it equals) then SGConv(K=1) (as GCNConv)."""
+
+    def __init__(self, aggr):
+        super().__init__()
+        self.conv1 = GraphConv(8, 16, aggr=aggr)
+        self.conv2 = SGConv(16, 3)
+
+    def forward(self, x, edge_index):
+        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+@needs_binary
+@pytest.mark.parametrize("aggr", ["add", "mean", "max"])
+def test_graph_conv_and_sg_conv_are_served_as_pyg_computes_them(tmp_path, aggr):
+    torch.manual_seed(0)
+    got, text = export_checked(GraphAndSg(aggr), tmp_path, check=user_graph())
+    assert got == ["sage", "relu", "gcn"] and "checked = true" in text
+
+
+def test_sg_conv_over_several_hops_is_refused_by_name(tmp_path):
+    model = GraphAndSg("add")
+    model.conv2 = SGConv(16, 3, K=2)
+    with pytest.raises(ExportError, match=r"SGConv\(K=2\) propagates 2 hops in one layer"):
+        export_pyg(model, str(tmp_path / "m"), name="m", check=False)
 
 
 @needs_binary
