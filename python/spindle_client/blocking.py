@@ -209,19 +209,26 @@ class Client:
         out.version = r.version
         return out
 
-    def infer_links(self, pairs, model: Optional[str] = None, sampler_seed: int = 0,
-                    deadline_us: int = 0, min_version: int = 0) -> "GnnOutputs":
-        """Scores of node pairs (int array [k, 2], rows u, v) from a model exported
-        with task="link" (its decoder over both ends' embeddings), as float32 [k]
-        with `.version`. Raises SpindleError when the server refuses."""
-        given = np.asarray(pairs)
-        if given.size and given.dtype.kind not in "iu":
-            raise ValueError(f"pairs hold {given.dtype} values; node ids are integers")
-        pairs = given.astype(np.int64)
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError(f"pairs has shape {list(pairs.shape)}; expected [k, 2]")
-        r = self._call(lambda c: c.infer_links(self._model(model), pairs.tolist(), sampler_seed,
-                                                deadline_us, True, min_version))
+    def infer_links(self, pairs=None, model: Optional[str] = None, sampler_seed: int = 0,
+                    deadline_us: int = 0, min_version: int = 0, ids=None) -> "GnnOutputs":
+        """Scores of node pairs (int array [k, 2], rows u, v; or `ids`, [k, 2] of the
+        data's own node ids) from a model exported with task="link" (its decoder
+        over both ends' embeddings), as float32 [k] with `.version`. Raises
+        SpindleError when the server refuses."""
+        if (pairs is None) == (ids is None):
+            raise ValueError("give pairs or ids (one of them)")
+        rows, names = [], []
+        if ids is not None:
+            names = [[str(a) for a in p] for p in ids]
+        else:
+            given = np.asarray(pairs)
+            if given.size and given.dtype.kind not in "iu":
+                raise ValueError(f"pairs hold {given.dtype} values; node ids are integers")
+            if given.ndim != 2 or given.shape[1] != 2:
+                raise ValueError(f"pairs has shape {list(given.shape)}; expected [k, 2]")
+            rows = given.astype(np.int64).tolist()
+        r = self._call(lambda c: c.infer_links(self._model(model), rows, sampler_seed,
+                                                deadline_us, True, min_version, names))
         out = np.asarray([row[0] for row in r.outputs], dtype=np.float32).view(GnnOutputs)
         out.version = r.version
         return out

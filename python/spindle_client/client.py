@@ -131,12 +131,20 @@ class AsyncClient:
             raise SpindleError(result.status, result.message)
         return result
 
-    async def infer_links(self, model: str, pairs: Sequence[Sequence[int]], sampler_seed: int = 0,
-                          deadline_us: int = 0, check: bool = True,
-                          min_version: int = 0) -> GnnResult:
-        """Scores of node pairs [(u, v), ...] from a model exported with
+    async def infer_links(self, model: str, pairs: Sequence[Sequence[int]] = (),
+                          sampler_seed: int = 0, deadline_us: int = 0, check: bool = True,
+                          min_version: int = 0,
+                          ids: Sequence[Sequence[str]] = ()) -> GnnResult:
+        """Scores of node pairs [(u, v), ...] (dataset rows; or `ids`, the data's
+        own node ids, resolved by the server) from a model exported with
         task="link": result.outputs holds one [score] row per pair."""
-        flat = []
+        if len(pairs) and len(ids):
+            raise ValueError("give pairs or ids, not both")
+        flat, names = [], []
+        for i, p in enumerate(ids):
+            if len(p) != 2:
+                raise ValueError(f"ids[{i}] has {len(p)} ids; each pair is (u, v)")
+            names += [str(p[0]), str(p[1])]
         for i, p in enumerate(pairs):
             if len(p) != 2:
                 raise ValueError(f"pairs[{i}] has {len(p)} ids; each pair is (u, v)")
@@ -145,7 +153,8 @@ class AsyncClient:
             flat += [int(p[0]), int(p[1])]
         r = await self._inference.inferGnn(request={
             "model": model, "seeds": flat, "samplerSeed": sampler_seed,
-            "deadlineUs": deadline_us, "minVersion": int(min_version), "pairs": True})
+            "deadlineUs": deadline_us, "minVersion": int(min_version), "pairs": True,
+            "seedIds": names})
         result = _gnn_result(r.reply)
         if check and result.status != "ok":
             raise SpindleError(result.status, result.message)

@@ -239,8 +239,19 @@ def test_served_scores_and_embeddings_equal_pyg(setup):
         body["inputs"][0]["shape"] = [80]
         status, r = http_json(base + "/v2/models/link/infer", body)
         assert status == 400 and "expected [k, 2]" in r["error"]
-        with pytest.raises(sc.SpindleError, match="out of range"):
+        with pytest.raises(sc.SpindleError, match=r"pairs\[0\]\[1\]=153 out of range"):
             c.infer_links([[0, N + 3]])
+        # The data's own ids (here the rows' numbers, as prepare names npy input).
+        by_id = c.infer_links(ids=[[str(u), str(v)] for u, v in pairs])
+        np.testing.assert_allclose(by_id, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        body = {"inputs": [{"name": "pair_ids", "datatype": "BYTES", "shape": [2, 2],
+                            "data": [str(i) for i in pairs[:2].reshape(-1)]}]}
+        status, r = http_json(base + "/v2/models/link/infer", body)
+        assert status == 200, r
+        np.testing.assert_allclose(r["outputs"][0]["data"], want[:2], rtol=1e-4, atol=1e-4)
+        body["inputs"][0]["data"][1] = "no-such-node"
+        status, r = http_json(base + "/v2/models/link/infer", body)
+        assert status == 400 and "no-such-node" in r["error"], r
         np.testing.assert_allclose(c.infer_links(pairs), want, rtol=1e-4,
                                    atol=1e-4 * np.abs(want).max())
         # An MLP decoder on the pair's concatenation: the module's scores.

@@ -104,6 +104,7 @@ model_metadata metadata_of(const rpc::model_info& m) {
     if (m.task == "link") {  // seeds get their embeddings, pairs their scores
       md.inputs[0].optional = true;
       md.inputs.push_back({"pairs", "INT64", {-1, 2}, true});
+      md.inputs.push_back({"pair_ids", "BYTES", {-1, 2}, true});
       md.outputs.push_back({"scores", "FP32", {-1}, true});
       md.parameters["task"] = "link";
     }
@@ -122,16 +123,25 @@ model_metadata metadata_of(const rpc::model_info& m) {
 
 namespace {
 
-// Input 'pairs' [k, 2] of a link model: node ids u0 v0 u1 v1 ... in the call's seeds.
+// Input 'pairs' [k, 2] of a link model (rows u0 v0 u1 v1 ... in the call's seeds),
+// or 'pair_ids' [k, 2] (the data's own ids, resolved by the server).
 status read_pairs(const infer_request& r, rpc::gnn_call& call) {
   SPINDLE_ASSIGN_OR_RETURN(const tensor* pairs, integer_input(r, "pairs", false));
-  if (!pairs) return status::ok();
+  const tensor* ids = r.input("pair_ids");
+  if (!pairs && !ids) return status::ok();
+  if (pairs && ids)
+    return make_error(errc::invalid_argument, "give input 'pairs' or 'pair_ids', not both");
   if (r.input("seeds") || r.input("seed_ids"))
     return make_error(errc::invalid_argument, "give input 'pairs' or 'seeds', not both");
-  if (pairs->shape.size() != 2 || pairs->shape[1] != 2)
-    return make_error(errc::invalid_argument, "input 'pairs': shape [{}], expected [k, 2]",
-                      fmt::join(pairs->shape, ", "));
-  call.seeds = pairs->ints;
+  const tensor& t = pairs ? *pairs : *ids;
+  if (t.shape.size() != 2 || t.shape[1] != 2)
+    return make_error(errc::invalid_argument, "input '{}': shape [{}], expected [k, 2]", t.name,
+                      fmt::join(t.shape, ", "));
+  if (ids && !ids->is_bytes())
+    return make_error(errc::invalid_argument, "input 'pair_ids': datatype {}, expected BYTES",
+                      ids->datatype);
+  if (pairs) call.seeds = pairs->ints;
+  if (ids) call.seed_ids = ids->strings;
   call.pairs = true;
   return status::ok();
 }
@@ -139,7 +149,7 @@ status read_pairs(const infer_request& r, rpc::gnn_call& call) {
 }  // namespace
 
 expected<rpc::gnn_call> gnn_call_of(const infer_request& r) {
-  SPINDLE_TRY(no_other_inputs(r, {"seeds", "seed_ids", "sampler_seed", "pairs"}));
+  SPINDLE_TRY(no_other_inputs(r, {"seeds", "seed_ids", "sampler_seed", "pairs", "pair_ids"}));
   rpc::gnn_call call;
   call.model = r.model;
   SPINDLE_TRY(read_pairs(r, call));
