@@ -264,22 +264,6 @@ status validate_din(const model_desc& d) {
 
 }  // namespace
 
-status validate_task(const model_desc& d, std::string_view origin) {
-  if (d.task != "node" && d.task != "link")
-    return make_error(errc::invalid_argument, "{}: model.task = '{}': expected node or link",
-                      origin, d.task.substr(0, 32));
-  if (d.task == "link" && !d.is_gnn())
-    return make_error(errc::invalid_argument,
-                      "{}: model.task = 'link' is for GNNs; {} scores its samples itself", origin,
-                      to_string(d.arch));
-  if (d.decoder != "dot" && d.decoder != "ops")
-    return make_error(errc::invalid_argument,
-                      "{}: model.decoder = '{}': expected dot (the score z_u . z_v) or ops (the "
-                      "[[decoder_op]] tables)",
-                      origin, d.decoder.substr(0, 32));
-  return status::ok();
-}
-
 status validate_sampling(std::string_view mode, std::string_view field) {
   if (mode == "shared" || mode == "per_request") return status::ok();
   return make_error(errc::invalid_argument, "{} = '{}': expected shared or per_request", field,

@@ -204,49 +204,6 @@ batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
   return device_ ? *device_ : static_cast<batch_executor&>(large_);
 }
 
-status check_pairs(bool pairs, std::size_t seeds, const config::model_desc& d) {
-  if (!pairs) return status::ok();
-  if (!d.scores_links())
-    return make_error(errc::invalid_argument,
-                      "model '{}' classifies nodes (task \"node\"): pairs are scored by a model "
-                      "exported with task=\"link\"",
-                      d.name);
-  if (seeds % 2 != 0)
-    return make_error(errc::invalid_argument,
-                      "pairs: {} node ids do not make pairs (give u0 v0 u1 v1 ..., [k, 2])", seeds);
-  return status::ok();
-}
-
-expected<std::vector<std::uint32_t>> named_output_widths(const std::vector<std::string>& outputs,
-                                                         bool pairs, std::size_t seeds,
-                                                         const nn::model& m) {
-  std::vector<std::uint32_t> widths;
-  if (outputs.empty()) return widths;
-  if (pairs)
-    return make_error(errc::invalid_argument,
-                      "named outputs are a node's values: ask for them with seeds, not pairs");
-  if (outputs.size() > kMaxNamedOutputs)
-    return make_error(errc::invalid_argument, "{} named outputs (at most {} per call)",
-                      outputs.size(), kMaxNamedOutputs);
-  for (std::size_t i = 0; i < outputs.size(); ++i)
-    for (std::size_t k = 0; k < i; ++k)
-      if (outputs[k] == outputs[i])
-        return make_error(errc::invalid_argument, "output '{}' is asked for twice",
-                          outputs[i].substr(0, 64));
-  SPINDLE_ASSIGN_OR_RETURN(auto ops, m.value_ops(outputs));
-  std::uint64_t values = 0;
-  for (auto i : ops) {
-    widths.push_back(std::uint32_t(m.desc().ops[i].width));
-    values += std::uint64_t(seeds) * widths.back();
-  }
-  if (values > kMaxAnswerValues)
-    return make_error(errc::invalid_argument,
-                      "the answer would hold {} values ({} seeds x the outputs' widths; at most "
-                      "{}): ask for fewer seeds or outputs",
-                      values, seeds, kMaxAnswerValues);
-  return widths;
-}
-
 prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
   if (pb.used == pb.groups.size()) pb.groups.emplace_back();
   auto& g = pb.groups[pb.used++];
@@ -385,66 +342,6 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
     const std::span<const std::int32_t> rows(sub.seed_local.data() + offset, batch[m].seeds.size());
     if (auto st = answer_rows(batch[m], *y, rows, res.outputs[m]); !st) res.errors[m] = st;
     offset += rows.size();
-  }
-  return status::ok();
-}
-
-// A request's answer from the model's output `y`: its seeds' rows, or a link
-// model's score of each pair.
-status gnn_pipeline::answer_rows(const gnn_request& r, const nn::tensor& y,
-                                 std::span<const std::int32_t> rows,
-                                 std::vector<float>& out) const {
-  if (r.pairs) {
-    out.resize(rows.size() / 2);
-    nn::heap_allocator scratch;  // the decoder's inputs and values (small: pairs x width)
-    return nn::score_pairs(model_, scratch, y, rows, out.data());
-  }
-  const auto cols = std::size_t(y.cols());
-  out.resize(rows.size() * cols);
-  for (std::size_t s = 0; s < rows.size(); ++s)
-    std::memcpy(out.data() + s * cols, y.row(rows[s]), cols * 4);
-  return status::ok();
-}
-
-// A graph some of whose members ask for named values: one host pass that copies
-// every asked-for op's seed rows as the op makes them (before a later in-place op
-// may overwrite it); each member's answer is its values' rows, one after another,
-// or the model's output rows.
-status gnn_pipeline::compute_named(const prepared_batch::group& g,
-                                   const std::vector<gnn_request>& batch, nn::allocator& alloc,
-                                   const nn::tensor& x, batch_result& res) const {
-  const auto& seeds_local = g.sub.seed_local;
-  std::map<std::size_t, std::vector<float>> taken;  // op -> [group seeds x width]
-  for (auto m : g.members) {
-    SPINDLE_ASSIGN_OR_RETURN(auto ops, model_.value_ops(batch[m].outputs));
-    for (auto i : ops) taken[i];
-  }
-  const nn::op_observer observe = [&](std::size_t op, const nn::tensor& v) {
-    auto it = taken.find(op);
-    if (it == taken.end()) return;
-    const auto cols = std::size_t(v.cols());
-    it->second.resize(g.seeds.size() * cols);
-    for (std::size_t s = 0; s < g.seeds.size(); ++s)
-      std::memcpy(it->second.data() + s * cols, v.row(seeds_local[s]), cols * 4);
-  };
-  SPINDLE_ASSIGN_OR_RETURN(auto y, model_.forward(alloc, g.blocks, g.degree, x, nullptr, &observe));
-  std::size_t offset = 0;
-  for (auto m : g.members) {
-    const auto& r = batch[m];
-    auto& out = res.outputs[m];
-    out.clear();
-    if (r.outputs.empty()) {
-      const std::span<const std::int32_t> rows(seeds_local.data() + offset, r.seeds.size());
-      if (auto st = answer_rows(r, y, rows, out); !st) res.errors[m] = st;
-    }
-    const auto ops = model_.value_ops(r.outputs);  // held: a range over *temporary dangles
-    for (auto i : *ops) {
-      const auto& all = taken.at(i);
-      const auto cols = all.size() / g.seeds.size();
-      out.insert(out.end(), all.begin() + offset * cols,
-                 all.begin() + (offset + r.seeds.size()) * cols);
-    }
-    offset += r.seeds.size();
   }
   return status::ok();
 }
