@@ -1,6 +1,6 @@
 // What `spindle launch` decides about its ranks without starting any: which
 // hosts are this machine, and the launcher's command line for another host
-// (its placeholders filled, the rank's words quoted for the shell).
+// ({host} and {rank} in it replaced, the rank's words quoted for the shell).
 #include "runtime/launched_ranks.hpp"
 
 #include <gtest/gtest.h>
