@@ -52,12 +52,11 @@ status run_calibrate(const calibrate_args& a, global_options& g) {
 }  // namespace
 
 void register_calibrate(CLI::App& app, global_options& g) {
-  auto* cmd =
-      app.add_subcommand("calibrate",
-                         "Measure the served pipeline's batch latency (sample + gather + forward) "
-                         "against summed PSGS on the inline and pooled executors near full load "
-                         "and derive Quiver's four routing points");
-  auto a = std::make_shared<calibrate_args>();
+  auto [cmd, a] = add_command<calibrate_args>(
+      app, "calibrate",
+      "Measure the served pipeline's batch latency (sample + gather + forward) "
+      "against summed PSGS on the inline and pooled executors near full load "
+      "and derive Quiver's four routing points");
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with PSGS)")->required();
   cmd->add_option("--out", a->out, "Calibration file to write")->capture_default_str();
   cmd->add_option("--plot", a->plot, "PNG plot to write (gnuplot); empty for none")

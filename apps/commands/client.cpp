@@ -171,10 +171,9 @@ status run_admin(const client_args& c, const admin_args& a) {
 }  // namespace
 
 void register_client(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand("client",
-                                 "Talk to a running server's front door (infer, rec, load, admin)");
+  auto [cmd, c] = add_command<client_args>(
+      app, "client", "Talk to a running server's front door (infer, rec, load, admin)");
   cmd->require_subcommand(1);
-  auto c = std::make_shared<client_args>();
   cmd->add_option("--connect", c->connect,
                   "Server HOST:PORT, or several (HOST:PORT,HOST:PORT: a cluster's doors): one "
                   "call goes to the first that accepts; `load` spreads its calls over them")
@@ -184,8 +183,7 @@ void register_client(CLI::App& app, global_options&) {
   cmd->add_option("--token-file", c->token_file, "File holding the admin token");
   cmd->add_option("--timeout-ms", c->timeout_ms, "Per-call timeout")->capture_default_str();
 
-  auto* infer = cmd->add_subcommand("infer", "One GNN request");
-  auto ia = std::make_shared<infer_args>();
+  auto [infer, ia] = add_command<infer_args>(*cmd, "infer", "One GNN request");
   infer->add_option("--seeds", ia->seeds, "Node rows in the dataset (0..N-1)")->delimiter(',');
   infer
       ->add_option("--ids", ia->ids,
@@ -209,9 +207,8 @@ void register_client(CLI::App& app, global_options&) {
   infer->add_flag("--json", ia->json, "Print JSON");
   on_run(infer, [c, ia] { return run_infer(*c, *ia); });
 
-  auto* rec =
-      cmd->add_subcommand("rec", "One recommendation (DLRM) request: click probability per sample");
-  auto ra = std::make_shared<rec_args>();
+  auto [rec, ra] = add_command<rec_args>(
+      *cmd, "rec", "One recommendation (DLRM) request: click probability per sample");
   rec->add_option("--input", ra->input,
                   "JSON batch ('-': stdin): {\"dense\": [[x, ...] per sample], \"sparse\": "
                   "[[[key, ...] per table] per sample]}");
@@ -227,11 +224,10 @@ void register_client(CLI::App& app, global_options&) {
   add_load_command(*cmd, c);
   add_graph_command(*cmd, c);
 
-  auto* admin = cmd->add_subcommand(
-      "admin",
+  auto [admin, aa] = add_command<admin_args>(
+      *cmd, "admin",
       "One Admin call: stats | models | members | tunables [MODEL] | set MODEL NAME VALUE | "
       "load NAME MODEL_DIR | unload NAME");
-  auto aa = std::make_shared<admin_args>();
   admin->add_option("call", aa->call, "stats, models, members, tunables, set, load or unload")
       ->required();
   admin->add_option("model", aa->model, "Model (tunables, set, load, unload)");

@@ -120,10 +120,10 @@ status run_version(const client_args& c, bool json) {
 }  // namespace
 
 void add_graph_command(CLI::App& client_cmd, std::shared_ptr<client_args> c) {
-  auto* graph = client_cmd.add_subcommand(
-      "graph", "Change the served graph (a server started with --graph-updates) or read its version");
+  auto [graph, ga] = add_command<graph_args>(
+      client_cmd, "graph",
+      "Change the served graph (a server started with --graph-updates) or read its version");
   graph->require_subcommand(1);
-  auto ga = std::make_shared<graph_args>();
   auto* update = graph->add_subcommand(
       "update", "Apply one batch of changes, whole or not at all (needs the admin token)");
   update->add_option("--add-edges", ga->add_edges, "Edges to add: edge_index .npy, int64 [2, E]");

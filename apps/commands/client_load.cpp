@@ -137,8 +137,7 @@ status run_load(const client_args& c, const load_args& a) {
 }  // namespace
 
 void add_load_command(CLI::App& client, std::shared_ptr<client_args> c) {
-  auto* load = client.add_subcommand("load", "Load generator with a latency report");
-  auto la = std::make_shared<load_args>();
+  auto [load, la] = add_command<load_args>(client, "load", "Load generator with a latency report");
   load->add_option("--requests", la->requests, "Measured requests")->capture_default_str();
   load->add_option("--warmup", la->warmup, "Requests before measuring")->capture_default_str();
   load->add_option("--clients", la->clients, "Closed loop: calls in flight")->capture_default_str();
@@ -153,21 +152,16 @@ void add_load_command(CLI::App& client, std::shared_ptr<client_args> c) {
   load->add_option("--seeds", la->seeds,
                    "GNN models: uniform:N | degree:DATASET_DIR | trace FILE (a recommendation "
                    "model needs none: its batches are drawn from its description)");
-  load->add_option("--batch", la->rec.batch, "Recommendation models: samples per call")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  load->add_option(
-          "--zipf", la->rec.zipf,
-          "Recommendation models: skew of each table's keys (P(k) ~ 1/(k+1)^s; 0: uniform)")
-      ->check(CLI::Range(0.0, 10.0))
-      ->capture_default_str();
-  load->add_option("--lookups", la->rec.lookups, "Recommendation models: keys per sample per table")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  load->add_option("--distinct-batches", la->rec.distinct,
-                   "Recommendation models: batches drawn, then sent in turn (more: fresher keys)")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
+  add_bounded(*load, "--batch", la->rec.batch, "Recommendation models: samples per call", 1,
+              1 << 20);
+  add_bounded(*load, "--zipf", la->rec.zipf,
+              "Recommendation models: skew of each table's keys (P(k) ~ 1/(k+1)^s; 0: uniform)",
+              0.0, 10.0);
+  add_bounded(*load, "--lookups", la->rec.lookups,
+              "Recommendation models: keys per sample per table", 1, 4096);
+  add_bounded(*load, "--distinct-batches", la->rec.distinct,
+              "Recommendation models: batches drawn, then sent in turn (more: fresher keys)", 1,
+              1 << 20);
   load->add_option("--input", la->rec.input,
                    "Recommendation models: send this JSON batch (`client rec --input`'s form) "
                    "instead of drawn ones");

@@ -103,10 +103,10 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--name", na->name,
                    "Name clients call the GNN by at this node's door (default: model.toml's name)");
   add_rec_serving_options(*node, na->door);
-  node->callback([na] {
+  on_run(node, [na] {
     status st = check_calibration_flags(*na);
     if (st.is_ok()) st = run_node(*na, process_argv());
-    if (int rc = report(st)) throw CLI::RuntimeError(rc);
+    return st;
   });
   register_launch(app);
   register_cluster_status(app);

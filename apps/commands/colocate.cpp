@@ -160,18 +160,16 @@ status run_simulate(const colocate_args& a) {
 }  // namespace
 
 void register_colocate(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand(
-      "colocate", "Hera's co-location decisions over a profile table (spindle profile)");
+  auto [cmd, a] = add_command<colocate_args>(
+      app, "colocate", "Hera's co-location decisions over a profile table (spindle profile)");
   cmd->require_subcommand(1);
-  auto a = std::make_shared<colocate_args>();
   auto common = [a](CLI::App* sub) {
     sub->add_option("--profiles", a->profiles, "Profile table (JSON from spindle profile)")
         ->required();
-    sub->add_option("--min-gain", a->min_gain,
-                    "High worker scalability: QPS gain of the upper half of the workers, as a "
-                    "share of linear (Hera's curve slope)")
-        ->check(CLI::Range(0.0, 10.0))
-        ->capture_default_str();
+    add_bounded(*sub, "--min-gain", a->min_gain,
+                "High worker scalability: QPS gain of the upper half of the workers, as a "
+                "share of linear (Hera's curve slope)",
+                0.0, 10.0);
     sub->add_flag("--json", a->json, "Print JSON");
   };
   auto* affinity = cmd->add_subcommand("affinity", "Algorithm 1 for every model pair");

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/percentile.hpp"
@@ -39,6 +40,23 @@ void on_run(CLI::App* cmd, Run run) {
   cmd->callback([run = std::move(run)] {
     if (int rc = report(run())) throw CLI::RuntimeError(rc);
   });
+}
+
+/// Adds subcommand `name` to `parent` with the arguments its flags fill; the
+/// arguments are shared so that the subcommand's action can read them later.
+template <class Args>
+std::pair<CLI::App*, std::shared_ptr<Args>> add_command(CLI::App& parent, std::string name,
+                                                        std::string description) {
+  return {parent.add_subcommand(std::move(name), std::move(description)), std::make_shared<Args>()};
+}
+
+/// An option checked to lie in [min, max], its default shown in --help.
+template <class T, class Bound>
+CLI::Option* add_bounded(CLI::App& cmd, std::string name, T& value, std::string description,
+                         Bound min, Bound max) {
+  return cmd.add_option(std::move(name), value, std::move(description))
+      ->check(CLI::Range(min, max))
+      ->capture_default_str();
 }
 
 void register_generate(CLI::App& app, global_options& g);

@@ -50,11 +50,10 @@ status run_compact(const compact_args& a, thread_pool& pool) {
 }  // namespace
 
 void register_compact(CLI::App& app, global_options& g) {
-  auto* cmd = app.add_subcommand(
-      "compact",
+  auto [cmd, a] = add_command<compact_args>(
+      app, "compact",
       "Fold a dataset's graph updates (its graph log) into a new dataset directory, with "
       "PSGS and FAP recomputed; serve that directory to start from the updated graph");
-  auto a = std::make_shared<compact_args>();
   cmd->add_option("dataset", a->dataset, "Dataset directory served with --graph-updates")
       ->required();
   cmd->add_option("--out", a->out, "Output directory (new or empty)")->required();

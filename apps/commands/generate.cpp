@@ -36,11 +36,11 @@ void register_generate(CLI::App& app, global_options& g) {
   cmd->add_flag("--force", a->o.force,
                 "Replace a non-empty --out whole (written beside it, then renamed into place)");
   add_metrics_flags(*cmd, a->metrics);
-  cmd->callback([a, &g] {
+  on_run(cmd, [a, &g] {
     status s = resolve_metrics_flags(a->metrics, a->o.metrics);
     if (s.is_ok()) s = graph::generate_dataset(a->o, a->out, g.pool());
     if (s.is_ok()) s = print_summary(a->out, false);
-    if (int rc = report(s)) throw CLI::RuntimeError(rc);
+    return s;
   });
 }
 

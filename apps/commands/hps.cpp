@@ -180,9 +180,8 @@ status run_consume(const consume_args& a) {
 }
 
 void add_load(CLI::App& hps) {
-  auto* cmd =
-      hps.add_subcommand("load", "Bulk-load embedding tables into the persistent DB (RocksDB)");
-  auto a = std::make_shared<load_args>();
+  auto [cmd, a] = add_command<load_args>(
+      hps, "load", "Bulk-load embedding tables into the persistent DB (RocksDB)");
   cmd->add_option("--pdb", a->pdb, "RocksDB directory (created when absent)")->required();
   cmd->add_option("--model", a->model,
                   "DLRM model directory: loads emb_l.<i>.weight as table emb<i>");
@@ -194,8 +193,8 @@ void add_load(CLI::App& hps) {
 }
 
 void add_publish(CLI::App& hps) {
-  auto* cmd = hps.add_subcommand("publish", "Append embedding updates to a table's Redis stream");
-  auto a = std::make_shared<publish_args>();
+  auto [cmd, a] = add_command<publish_args>(hps, "publish",
+                                            "Append embedding updates to a table's Redis stream");
   cmd->add_option("--redis", a->redis, "Stream broker HOST:PORT")->required();
   cmd->add_option("--table", a->table, "Table name")->required();
   cmd->add_option("--keys", a->keys, "Keys: [n] int64 .npy")->required();
@@ -207,9 +206,8 @@ void add_publish(CLI::App& hps) {
 }
 
 void add_consume(CLI::App& hps) {
-  auto* cmd = hps.add_subcommand(
-      "consume", "Apply a table's update stream to the PDB (and a Redis VDB) until stopped");
-  auto a = std::make_shared<consume_args>();
+  auto [cmd, a] = add_command<consume_args>(
+      hps, "consume", "Apply a table's update stream to the PDB (and a Redis VDB) until stopped");
   cmd->add_option("--redis", a->redis, "Stream broker HOST:PORT")->required();
   cmd->add_option("--pdb", a->pdb, "RocksDB directory holding the tables")->required();
   cmd->add_option("--tables", a->tables, "Tables to follow")->required()->delimiter(',');

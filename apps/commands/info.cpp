@@ -18,9 +18,9 @@ void register_info(CLI::App& app, global_options&) {
   cmd->add_option("dir", a->dir, "Dataset directory")->required();
   cmd->add_flag("--json", a->json, "Print one JSON object (for scripts)");
   cmd->add_flag("--verify", a->verify, "Also verify every array's checksum (reads all bytes)");
-  cmd->callback([a] {
+  on_run(cmd, [a] {
     if (a->json) set_progress_enabled(false);
-    if (int rc = report(print_summary(a->dir, a->json, a->verify))) throw CLI::RuntimeError(rc);
+    return print_summary(a->dir, a->json, a->verify);
   });
 }
 

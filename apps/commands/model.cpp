@@ -162,9 +162,8 @@ void register_model(CLI::App& app, global_options& g) {
   auto* cmd = app.add_subcommand("model",
                                  "Create and inspect model directories (model.toml + safetensors)");
   cmd->require_subcommand(1);
-  auto* init = cmd->add_subcommand(
-      "init", "Write a model description and randomly initialised safetensors weights");
-  auto a = std::make_shared<init_args>();
+  auto [init, a] = add_command<init_args>(
+      *cmd, "init", "Write a model description and randomly initialised safetensors weights");
   init->add_option("--arch", a->arch, "graphsage | gcn | gat | gin | dlrm | ncf | wnd | din")
       ->required();
   init->add_option("--in", a->in, "Input feature width (DLRM: dense features, default 128)");

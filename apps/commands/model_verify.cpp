@@ -142,11 +142,10 @@ status run_verify(const verify_args& a, global_options& g) {
 }  // namespace
 
 void register_model_verify(CLI::App& model_cmd, global_options& g) {
-  auto* cmd = model_cmd.add_subcommand(
-      "verify",
+  auto [cmd, a] = add_command<verify_args>(
+      model_cmd, "verify",
       "Run a stack model over every node of a small graph (every neighbour) and write each "
       "op's output (OUT/op-<i>.npy), to compare with the module it was exported from");
-  auto a = std::make_shared<verify_args>();
   cmd->add_option("dir", a->dir, "Model directory")->required();
   cmd->add_option("--x", a->x, "Node features, .npy float32 [N, F]");
   cmd->add_option("--edge-index", a->edge_index, "edge_index .npy int64 [2, E] (PyG's)");

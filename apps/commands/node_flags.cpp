@@ -1,5 +1,6 @@
 #include "apps/commands/node_flags.hpp"
 
+#include "apps/commands/command.hpp"
 #include "colocation/gnnsched.hpp"
 
 namespace spindle::apps {
@@ -7,15 +8,12 @@ namespace spindle::apps {
 // Every rank runs the same number of pipelines (the coordinator's stand-ins for
 // a member's pipelines assume so); `launch` passes these to all.
 void add_pipeline_options(CLI::App& cmd, runtime::node_pipelines& p) {
-  cmd.add_option("--pipelines", p.pipelines,
-                 "Pipelines on this node, sharing its pool (every rank of a cluster must run "
-                 "the same number)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd.add_option("--max-batch", p.batch.max_batch,
-                 "Requests per batch at this node's door (live: tunable max_batch)")
-      ->check(CLI::Range(1, 65536))
-      ->capture_default_str();
+  add_bounded(cmd, "--pipelines", p.pipelines,
+              "Pipelines on this node, sharing its pool (every rank of a cluster must run "
+              "the same number)",
+              1, 64);
+  add_bounded(cmd, "--max-batch", p.batch.max_batch,
+              "Requests per batch at this node's door (live: tunable max_batch)", 1, 65536);
   cmd.add_option_function<int>(
          "--batch-deadline-us", [&p](int us) { p.batch.deadline = std::chrono::microseconds(us); },
          "How long a batch waits to fill at this node's door (live: tunable batch_deadline_us; "
@@ -37,10 +35,8 @@ void add_pipeline_options(CLI::App& cmd, runtime::node_pipelines& p) {
   cmd.add_flag("--calibrate", p.calibrate,
                "Time PSGS routing at start over the cluster's shards (other ranks' rows read as "
                "served) and route this node's door by it, instead of a one-process --calibration");
-  cmd.add_option("--calibrate-batches", p.calibrate_batches,
-                 "With --calibrate: batches per executor")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
+  add_bounded(cmd, "--calibrate-batches", p.calibrate_batches,
+              "With --calibrate: batches per executor", 1, 100000);
   cmd.add_option("--calibration-out", p.calibration_out,
                  "With --calibrate: also write the calibration there (`--calibration` reads it)");
 }

@@ -37,12 +37,11 @@ status run_partition(const partition_args& a) {
 }  // namespace
 
 void register_partition(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand(
-      "partition",
+  auto [cmd, a] = add_command<partition_args>(
+      app, "partition",
       "Split a prepared dataset by cluster rank: DIR/rank-N holds the graph and metrics whole "
       "and only the feature rows rank N holds under the placement plan (every tier); "
       "`spindle node`/`launch --dataset DIR` then read no row they do not own");
-  auto a = std::make_shared<partition_args>();
   cmd->add_option("dataset", a->dataset, "Prepared dataset directory (with metrics)")->required();
   cmd->add_option("--config", a->config, "Cluster TOML (its servers are the ranks)")->required();
   cmd->add_option("--out", a->out, "Output directory (new or empty)")->required();

@@ -126,11 +126,10 @@ status run_place(const place_args& a) {
 }  // namespace
 
 void register_place(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand(
-      "place",
+  auto [cmd, a] = add_command<place_args>(
+      app, "place",
       "Place a dataset's feature rows over a topology (Quiver's FAP algorithm or a "
       "baseline) and estimate feature-aggregation latency per request");
-  auto a = std::make_shared<place_args>();
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with metrics)")->required();
   cmd->add_option("--topology", a->topology, "Topology TOML (see examples/topology-*.toml)")
       ->required();
@@ -145,9 +144,9 @@ void register_place(CLI::App& app, global_options&) {
   cmd->add_option("--seed", a->seed, "Seed for request generation and the baselines")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object (for scripts)");
-  cmd->callback([a] {
+  on_run(cmd, [a] {
     if (a->json) set_progress_enabled(false);
-    if (int rc = report(run_place(*a))) throw CLI::RuntimeError(rc);
+    return run_place(*a);
   });
 }
 

@@ -59,11 +59,10 @@ status run_prepare(const prepare_args& a, global_options& g) {
 }  // namespace
 
 void register_prepare(CLI::App& app, global_options& g) {
-  auto* cmd = app.add_subcommand(
-      "prepare",
+  auto [cmd, a] = add_command<prepare_args>(
+      app, "prepare",
       "Convert a graph (SNAP/CSV edge list, NumPy edge_index) and its features into a dataset "
       "directory and compute PSGS/FAP; `prepare DIR` alone recomputes the metrics in place");
-  auto a = std::make_shared<prepare_args>();
   cmd->add_option("dir", a->dir, "Existing dataset directory whose metrics to recompute");
   cmd->add_option("--input", a->input,
                   "Edge file: SNAP text, CSV (.csv), edge_index .npy/.npz [2,E], or an OGB dataset "

@@ -209,33 +209,22 @@ status run_profile(const profile_args& a) {
 }  // namespace
 
 void register_profile(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand(
-      "profile",
+  auto [cmd, a] = add_command<profile_args>(
+      app, "profile",
       "Hera's profile of recommendation models: max QPS meeting the SLA for 1..W workers, "
       "memory bandwidth and worker scalability, as a table the colocate planner reads");
-  auto a = std::make_shared<profile_args>();
   cmd->add_option("--model", a->models, "NAME=MODEL_DIR of a recommendation model (repeat)")
       ->required();
-  cmd->add_option("--workers", a->workers, "Profile 1..W workers (0: 2 x the cores)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
-  cmd->add_option("--batch", a->batch, "Samples per query")
-      ->check(CLI::Range(1, 65536))
-      ->capture_default_str();
-  cmd->add_option("--lookups", a->lookups, "Keys per table per sample")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
+  add_bounded(*cmd, "--workers", a->workers, "Profile 1..W workers (0: 2 x the cores)", 0, 1024);
+  add_bounded(*cmd, "--batch", a->batch, "Samples per query", 1, 65536);
+  add_bounded(*cmd, "--lookups", a->lookups, "Keys per table per sample", 1, 4096);
   cmd->add_option("--sla-ms", a->sla_ms, "SLA (0: model.toml's slo_ms, else 20 ms)")
       ->check(CLI::Range(0.0, 600000.0));
-  cmd->add_option("--percentile", a->percentile, "Tail the SLA is on (0.95 or 0.99)")
-      ->check(CLI::Range(0.5, 0.9999))
-      ->capture_default_str();
-  cmd->add_option("--seconds", a->seconds, "Seconds of Poisson load per measured rate")
-      ->check(CLI::Range(0.05, 600.0))
-      ->capture_default_str();
-  cmd->add_option("--steps", a->steps, "Bisection steps of the max-QPS search")
-      ->check(CLI::Range(1, 30))
-      ->capture_default_str();
+  add_bounded(*cmd, "--percentile", a->percentile, "Tail the SLA is on (0.95 or 0.99)", 0.5,
+              0.9999);
+  add_bounded(*cmd, "--seconds", a->seconds, "Seconds of Poisson load per measured rate", 0.05,
+              600.0);
+  add_bounded(*cmd, "--steps", a->steps, "Bisection steps of the max-QPS search", 1, 30);
   cmd->add_option("--out", a->out, "Profile table (JSON)")->capture_default_str();
   cmd->add_option("--plot", a->plot, "PNG of max QPS against workers (Hera Fig. 6)");
   on_run(cmd, [a] { return run_profile(*a); });

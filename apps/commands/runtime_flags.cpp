@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "apps/commands/command.hpp"
+
 namespace spindle::apps {
 
 void add_hps_stack_options(CLI::App& cmd, runtime::hps_stack_args& a, const std::string& model_flag) {
@@ -45,11 +47,9 @@ void add_front_door_options(CLI::App& cmd, runtime::front_door_args& a) {
   cmd.add_option("--grpc", a.grpc,
                  "Serve the KServe v2 inference protocol over gRPC on HOST:PORT "
                  "(inference.GRPCInferenceService)");
-  cmd.add_option(
-         "--http-max-body-mb", a.http_max_body_mb,
-         "Largest HTTP request body or gRPC message, MiB (larger: 413 / RESOURCE_EXHAUSTED)")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
+  add_bounded(cmd, "--http-max-body-mb", a.http_max_body_mb,
+              "Largest HTTP request body or gRPC message, MiB (larger: 413 / RESOURCE_EXHAUSTED)",
+              1, 4096);
   cmd.add_option("--tensor-models", a.tensor_models,
                  "Models served over the SplitRPC data path: the built-in sum, or a --rec-model's "
                  "name (its requests packed as splitrpc/rec_wire.hpp says)")
@@ -82,11 +82,10 @@ void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a) {
   cmd.add_option("--rec-model", a.rec_models,
                  "Serve a recommendation model (dlrm, ncf, wnd, din; tables in memory) as "
                  "NAME=DIR, with its own worker pool and dynamic batching; repeatable");
-  cmd.add_option("--rec-workers", a.rec_workers,
-                 "Workers each --rec-model (or one loaded later) starts with (live: tunable "
-                 "workers; the node manager resizes them)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
+  add_bounded(cmd, "--rec-workers", a.rec_workers,
+              "Workers each --rec-model (or one loaded later) starts with (live: tunable "
+              "workers; the node manager resizes them)",
+              1, 1024);
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
   cmd.add_option("--node-manager", a.node_manager,
                  "Resize recommendation models' worker pools every manager_period_ms: hera "
@@ -94,10 +93,8 @@ void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a) {
       ->check(CLI::IsMember({"hera", "parties"}));
   cmd.add_option("--profiles", a.profiles,
                  "Profile table for --node-manager hera (spindle profile)");
-  cmd.add_option("--manager-max-workers", a.manager_max_workers,
-                 "Workers the node manager may give one model (0: the cores)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
+  add_bounded(cmd, "--manager-max-workers", a.manager_max_workers,
+              "Workers the node manager may give one model (0: the cores)", 0, 1024);
   cmd.add_option("--dlrm-name", a.dlrm_name,
                  "Name of the DLRM model (default: its model.toml name)");
   cmd.add_option("--dlrm-instances", a.dlrm_instances, "DLRM inference actors")

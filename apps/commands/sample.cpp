@@ -95,10 +95,10 @@ status run_sample(const sample_args& a, global_options& g) {
 }  // namespace
 
 void register_sample(CLI::App& app, global_options& g) {
-  auto* cmd = app.add_subcommand("sample",
-                                 "Sample the k-hop neighbourhood of some seed nodes and print the "
-                                 "sampled blocks (PyG NeighborLoader semantics)");
-  auto a = std::make_shared<sample_args>();
+  auto [cmd, a] =
+      add_command<sample_args>(app, "sample",
+                               "Sample the k-hop neighbourhood of some seed nodes and print the "
+                               "sampled blocks (PyG NeighborLoader semantics)");
   cmd->add_option("dir", a->dir, "Dataset directory")->required();
   cmd->add_option("--seeds", a->seeds, "Comma-separated seed node ids, e.g. 1,2,3")->required();
   cmd->add_option("--fanouts", a->fanouts, "Neighbours per hop, e.g. 25,10 (-1: all)")

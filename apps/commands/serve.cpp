@@ -101,12 +101,11 @@ status run_serve(const serve_args& a, global_options& g) {
 }  // namespace
 
 void register_serve(CLI::App& app, global_options& g) {
-  auto* cmd = app.add_subcommand(
-      "serve",
+  auto [cmd, a] = add_command<serve_args>(
+      app, "serve",
       "Serve GNNs and recommendation models in one process behind the "
       "Cap'n Proto front door (and KServe over HTTP/gRPC); --workload drives requests "
       "from an in-process generator instead");
-  auto a = std::make_shared<serve_args>();
   cmd->add_option("--dataset", a->dataset,
                   "Prepared dataset directory (needed by GNN models; a server of only "
                   "recommendation models has none)");
@@ -122,12 +121,8 @@ void register_serve(CLI::App& app, global_options& g) {
       ->check(CLI::IsMember({"strict", "loose", "fixed"}))
       ->capture_default_str();
   // The same bounds as the live tunables (batch_deadline_us, max_batch).
-  cmd->add_option("--deadline-us", a->deadline_us, "Batch deadline, microseconds")
-      ->check(CLI::Range(0, 10'000'000))
-      ->capture_default_str();
-  cmd->add_option("--max-batch", a->max_batch, "Maximum requests per batch")
-      ->check(CLI::Range(1, 65536))
-      ->capture_default_str();
+  add_bounded(*cmd, "--deadline-us", a->deadline_us, "Batch deadline, microseconds", 0, 10'000'000);
+  add_bounded(*cmd, "--max-batch", a->max_batch, "Maximum requests per batch", 1, 65536);
   cmd->add_option("--fanouts", a->fanouts,
                   "Neighbours sampled per hop, one per model layer (e.g. 25,10); default: "
                   "model.toml's fanouts, else the dataset's when it has one per layer");
@@ -137,19 +132,16 @@ void register_serve(CLI::App& app, global_options& g) {
                   "by its seeds: the same call, the same answer); default: model.toml's, else "
                   "shared")
       ->check(CLI::IsMember({"shared", "per_request"}));
-  cmd->add_option("--pipelines", a->pipelines, "Pipelines sharing the batcher")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
+  add_bounded(*cmd, "--pipelines", a->pipelines, "Pipelines sharing the batcher", 1, 256);
   cmd->add_option("--workload", a->workload,
                   "Drive N requests from the in-process generator, print the report and exit "
                   "(without it: serve the RPC front door until SIGINT/SIGTERM)");
   cmd->add_option("--name", a->name, "Model name for RPC calls (default: the model.toml name)");
   add_device_options(*cmd, a->device, a->device_feature_mb);
-  cmd->add_option("--gpus", a->gpus,
-                  "With --device cuda: GPUs the pipelines are dealt over, each with its own "
-                  "feature tier of --device-feature-mb")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  add_bounded(*cmd, "--gpus", a->gpus,
+              "With --device cuda: GPUs the pipelines are dealt over, each with its own "
+              "feature tier of --device-feature-mb",
+              1, 64);
   cmd->add_option("--topology", a->gpu_topology,
                   "Topology TOML whose intra link decides how several GPUs share the device "
                   "tier: nvlink partitions it (rows fetched from the GPU holding them, over "
@@ -173,13 +165,13 @@ void register_serve(CLI::App& app, global_options& g) {
   cmd->add_flag("--reproducible", a->reproducible,
                 "--workload requests carry sampler seeds (each sampled on its own, fixed "
                 "answers); by default they share their batch's sampled graph, as real clients' do");
-  cmd->callback([a, &g, cmd] {
+  on_run(cmd, [a, &g, cmd] {
     a->max_batch_flag = cmd->count("--max-batch") > 0;
     a->deadline_flag = cmd->count("--deadline-us") > 0;
     a->slo_flag = cmd->count("--slo-ms") > 0;
     a->door.slo_from_flag = a->slo_flag;
     if (a->json) set_progress_enabled(false);
-    if (int rc = report(run_serve(*a, g))) throw CLI::RuntimeError(rc);
+    return run_serve(*a, g);
   });
 }
 

@@ -192,11 +192,10 @@ status run_serve_dlrm(const dlrm_args& a) {
 }  // namespace
 
 void register_serve_dlrm(CLI::App& app, global_options&) {
-  auto* cmd =
-      app.add_subcommand("serve-dlrm",
-                         "Serve a DLRM with its tables in the hierarchical parameter server "
-                         "and drive a synthetic workload through inference actors");
-  auto a = std::make_shared<dlrm_args>();
+  auto [cmd, a] =
+      add_command<dlrm_args>(app, "serve-dlrm",
+                             "Serve a DLRM with its tables in the hierarchical parameter server "
+                             "and drive a synthetic workload through inference actors");
   add_hps_stack_options(*cmd, *a, "--model");
   cmd->get_option("--model")->required();
   cmd->get_option("--pdb")->required();

@@ -90,11 +90,10 @@ status run_serve_shard(const shard_args& a) {
 }  // namespace
 
 void register_serve_shard(CLI::App& app, global_options&) {
-  auto* cmd =
-      app.add_subcommand("serve-shard",
-                         "Hold one feature shard in UCX memory and serve one-sided gets until "
-                         "SIGINT/SIGTERM; prints the descriptor readers attach with");
-  auto a = std::make_shared<shard_args>();
+  auto [cmd, a] =
+      add_command<shard_args>(app, "serve-shard",
+                              "Hold one feature shard in UCX memory and serve one-sided gets until "
+                              "SIGINT/SIGTERM; prints the descriptor readers attach with");
   cmd->add_option("dataset", a->dir, "Prepared dataset directory (with features)")->required();
   cmd->add_option("--topology", a->topology,
                   "Topology TOML; with --shard, serve that shard of the plan");

@@ -91,9 +91,8 @@ status run_shell(const shell_args& a) {
 }  // namespace
 
 void register_shell(CLI::App& app, global_options&) {
-  auto* cmd = app.add_subcommand(
-      "shell", "Operator console: stats, tunables and live reconfiguration over Admin");
-  auto a = std::make_shared<shell_args>();
+  auto [cmd, a] = add_command<shell_args>(
+      app, "shell", "Operator console: stats, tunables and live reconfiguration over Admin");
   cmd->add_option("--connect", a->connect, "Server HOST:PORT")->capture_default_str();
   cmd->add_option("--token", a->token, "Admin token");
   cmd->add_option("--token-file", a->token_file, "File holding the admin token");
