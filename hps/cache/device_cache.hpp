@@ -22,13 +22,7 @@ class device_embedding_cache final : public l1_cache {
                                                                   int gpu = 0);
   ~device_embedding_cache() override;
   std::string_view where() const override { return "cuda"; }
-  status query(std::span<const cache_key> keys, std::span<float> values,
-               cache_misses& misses) override;
-  status replace(std::span<const cache_key> keys, std::span<const float> values) override;
-  expected<std::uint64_t> update(std::span<const cache_key> keys,
-                                 std::span<const float> values) override;
-  void dump(std::uint64_t set_begin, std::uint64_t set_end,
-            std::vector<cache_key>& out) const override;
+  SPINDLE_L1_CACHE_OVERRIDES;
   std::uint64_t num_sets() const override { return view_.num_sets; }
   std::uint32_t dim() const override { return view_.dim; }
   int gpu() const { return gpu_; }

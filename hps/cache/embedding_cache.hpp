@@ -25,25 +25,16 @@ class embedding_cache final : public l1_cache {
   /// The checks create() makes (shared with the device cache), allocating nothing.
   static status validate(const cache_options& options);
 
-  /// Algorithm 2: values[i*dim ..] = vector of keys[i] for every hit; misses
-  /// (cleared first) lists the others. Bumps the global counter once per call.
   std::string_view where() const override { return "host"; }
-  status query(std::span<const cache_key> keys, std::span<float> values,
-               cache_misses& misses) override;
-
-  /// Algorithm 3: inserts each absent key into an empty slot of its set, else
-  /// over the set's least recently used slot; keys already present only get
+  /// Algorithm 2 (query): values[i*dim ..] = vector of keys[i] for every hit;
+  /// misses (cleared first) lists the others. Bumps the global counter once per call.
+  /// Algorithm 3 (replace): inserts each absent key into an empty slot of its set,
+  /// else over the set's least recently used slot; keys already present only get
   /// their counter refreshed (their vectors are never overwritten).
-  status replace(std::span<const cache_key> keys, std::span<const float> values) override;
-
-  /// Algorithm 4: overwrites the vectors of keys that are present; returns how
-  /// many were. Absent keys are ignored.
-  expected<std::uint64_t> update(std::span<const cache_key> keys,
-                                 std::span<const float> values) override;
-
-  /// Appends the keys held by sets [set_begin, set_end) to `out` (Dump).
-  void dump(std::uint64_t set_begin, std::uint64_t set_end,
-            std::vector<cache_key>& out) const override;
+  /// Algorithm 4 (update): overwrites the vectors of keys that are present; returns
+  /// how many were. Absent keys are ignored.
+  /// dump appends the keys held by sets [set_begin, set_end) to `out` (Dump).
+  SPINDLE_L1_CACHE_OVERRIDES;
 
   std::uint64_t num_sets() const override { return num_sets_; }
   std::uint64_t capacity() const { return num_sets_ * slots_per_set_; }

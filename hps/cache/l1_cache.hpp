@@ -51,4 +51,15 @@ class l1_cache {
   virtual std::uint32_t dim() const = 0;
 };
 
+/// The batched calls every l1_cache implementation overrides (query, replace,
+/// update, dump), declared once; each implementation says beside it how it runs them.
+#define SPINDLE_L1_CACHE_OVERRIDES                                                               \
+  status query(std::span<const cache_key> keys, std::span<float> values, cache_misses& misses)   \
+      override;                                                                                  \
+  status replace(std::span<const cache_key> keys, std::span<const float> values) override;       \
+  expected<std::uint64_t> update(std::span<const cache_key> keys, std::span<const float> values) \
+      override;                                                                                  \
+  void dump(std::uint64_t set_begin, std::uint64_t set_end, std::vector<cache_key>& out)         \
+      const override
+
 }  // namespace spindle::hps

@@ -21,16 +21,10 @@ class replicated_l1_cache final : public l1_cache {
  public:
   static expected<std::unique_ptr<replicated_l1_cache>> create(const cache_options& o, int gpus);
   std::string_view where() const override { return "cuda"; }
-  /// On the next replica in turn.
-  status query(std::span<const cache_key> keys, std::span<float> values,
-               cache_misses& misses) override;
-  status replace(std::span<const cache_key> keys, std::span<const float> values) override;
-  /// The count is GPU 0's (every replica gets the vectors of the keys it holds).
-  expected<std::uint64_t> update(std::span<const cache_key> keys,
-                                 std::span<const float> values) override;
-  /// The union of every replica's keys in those sets (their LRU choices differ).
-  void dump(std::uint64_t set_begin, std::uint64_t set_end,
-            std::vector<cache_key>& out) const override;
+  /// query runs on the next replica in turn; update's count is GPU 0's (every
+  /// replica gets the vectors of the keys it holds); dump gives the union of every
+  /// replica's keys in those sets (their LRU choices differ).
+  SPINDLE_L1_CACHE_OVERRIDES;
   std::uint64_t num_sets() const override { return replicas_.front()->num_sets(); }
   std::uint32_t dim() const override { return replicas_.front()->dim(); }
   std::size_t replicas() const { return replicas_.size(); }
