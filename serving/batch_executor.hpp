@@ -52,19 +52,23 @@ class batch_executor {
   }
 };
 
+/// The three calls every executor overrides (sample, gather, forward), declared once.
+#define SPINDLE_BATCH_EXECUTOR_OVERRIDES                                                         \
+  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,                   \
+                const graph::sample_options& options, graph::sampled_subgraph& out) override;    \
+  void gather(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids, \
+              float* out) override;                                                              \
+  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,                             \
+                               std::span<const nn::block> blocks, std::span<const float> degree, \
+                               const nn::tensor& x) override
+
 /// The host executors: `pool` null is the small one (the caller's thread), a
 /// pool the large one (the pool's threads and the caller; the pool must outlive it).
 class host_executor final : public batch_executor {
  public:
   explicit host_executor(thread_pool* pool = nullptr);
   std::string_view name() const override { return name_; }
-  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
-                const graph::sample_options& options, graph::sampled_subgraph& out) override;
-  void gather(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
-              float* out) override;
-  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
-                               std::span<const nn::block> blocks, std::span<const float> degree,
-                               const nn::tensor& x) override;
+  SPINDLE_BATCH_EXECUTOR_OVERRIDES;
 
  private:
   thread_pool* pool_;

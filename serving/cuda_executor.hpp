@@ -30,13 +30,7 @@ class cuda_executor final : public batch_executor {
       std::shared_ptr<cuda_resident> resident, std::shared_ptr<peer_exchange> peers = nullptr);
   ~cuda_executor() override;
   std::string_view name() const override { return "cuda"; }
-  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
-                const graph::sample_options& options, graph::sampled_subgraph& out) override;
-  void gather(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
-              float* out) override;
-  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
-                               std::span<const nn::block> blocks, std::span<const float> degree,
-                               const nn::tensor& x) override;
+  SPINDLE_BATCH_EXECUTOR_OVERRIDES;
   expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
                                   std::span<const nn::block> blocks, std::span<const float> degree,
                                   const nn::tensor& x) override;
