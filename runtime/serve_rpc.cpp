@@ -179,6 +179,23 @@ status warm_one(actors::gateway& g, const transport::rpc::model_info& m) {
   return status::ok();
 }
 
+// A KServe door (HTTP or gRPC) on `listen`, or none when it is empty; `bytes` is
+// the options' size limit (the HTTP body's, the gRPC message's).
+template <class Server, class Options>
+expected<std::unique_ptr<Server>> start_kserve_door(const std::string& listen,
+                                                    std::size_t Options::*bytes,
+                                                    const front_door_args& a,
+                                                    const std::string& token,
+                                                    transport::kserve::door& door) {
+  if (listen.empty()) return std::unique_ptr<Server>();
+  Options o;
+  o.listen = listen;
+  o.admin_token = token;
+  o.*bytes = a.http_max_body_mb << 20;
+  o.max_connections = a.max_connections;
+  return Server::start(o, door);
+}
+
 }  // namespace
 
 status warm_up(actors::gateway& g) {
@@ -211,24 +228,12 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
                metrics->port());
   }
   transport::kserve::door door(g);
-  std::unique_ptr<transport::kserve::http_server> http;
-  if (!a.http.empty()) {
-    transport::kserve::http_options ho;
-    ho.listen = a.http;
-    ho.admin_token = token;
-    ho.max_body_bytes = a.http_max_body_mb << 20;
-    ho.max_connections = a.max_connections;
-    SPINDLE_ASSIGN_OR_RETURN(http, transport::kserve::http_server::start(ho, door));
-  }
-  std::unique_ptr<transport::kserve::grpc_server> grpc;
-  if (!a.grpc.empty()) {
-    transport::kserve::grpc_options go;
-    go.listen = a.grpc;
-    go.admin_token = token;
-    go.max_message_bytes = a.http_max_body_mb << 20;
-    go.max_connections = a.max_connections;
-    SPINDLE_ASSIGN_OR_RETURN(grpc, transport::kserve::grpc_server::start(go, door));
-  }
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto http, start_kserve_door<transport::kserve::http_server>(
+                     a.http, &transport::kserve::http_options::max_body_bytes, a, token, door));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto grpc, start_kserve_door<transport::kserve::grpc_server>(
+                     a.grpc, &transport::kserve::grpc_options::max_message_bytes, a, token, door));
   actors::colocation_manager_actor manager;
   if (!a.node_manager.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto policy, colocation::hera::parse_manager_policy(a.node_manager));
