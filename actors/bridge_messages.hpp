@@ -9,19 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "actors/atoms.hpp"
 #include "actors/serving_messages.hpp"
 #include "core/status.hpp"
 #include "serving/gnn_pipeline.hpp"
 
 namespace spindle::actors {
-
-using forward_atom = caf::atom_constant<caf::atom("forward")>;
-using bridge_call_atom = caf::atom_constant<caf::atom("bcall")>;
-using register_atom = caf::atom_constant<caf::atom("register")>;
-using peer_atom = caf::atom_constant<caf::atom("peer")>;
-using peer_down_atom = caf::atom_constant<caf::atom("peerdown")>;
-using inbound_atom = caf::atom_constant<caf::atom("inbound")>;
-using expire_atom = caf::atom_constant<caf::atom("expire")>;
 
 /// What a bridge target answers to (bridge_call_atom, caf::message): the reply's
 /// content, sent back to the caller's process as is. In-process only.

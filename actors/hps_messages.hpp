@@ -6,16 +6,12 @@
 
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/serving_messages.hpp"
 #include "hps/dlrm_hps.hpp"
 #include "hps/updates/update_stream.hpp"
 
 namespace spindle::actors {
-
-using dlrm_atom = caf::atom_constant<caf::atom("dlrm")>;
-using refresh_atom = caf::atom_constant<caf::atom("refresh")>;
-using poll_atom = caf::atom_constant<caf::atom("poll")>;
-using hps_stats_atom = caf::atom_constant<caf::atom("hpsstats")>;
 
 /// One batch for a DLRM: dense [batch x dense_in] and one bag list per table.
 struct dlrm_request {

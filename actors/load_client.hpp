@@ -8,12 +8,10 @@
 #include <memory>
 #include <vector>
 
+#include "actors/atoms.hpp"
 #include "actors/serving_messages.hpp"
 
 namespace spindle::actors {
-
-using done_atom = caf::atom_constant<caf::atom("done")>;
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
 struct load_result {
   std::vector<double> latency_s;                                   // per answered request

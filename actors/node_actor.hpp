@@ -11,17 +11,9 @@
 #include <functional>
 #include <string>
 
-namespace spindle::actors {
+#include "actors/atoms.hpp"
 
-using join_atom = caf::atom_constant<caf::atom("join")>;
-using status_atom = caf::atom_constant<caf::atom("status")>;
-using ok_atom = caf::atom_constant<caf::atom("ok")>;
-using ready_atom = caf::atom_constant<caf::atom("ready")>;
-using shard_atom = caf::atom_constant<caf::atom("shard")>;
-using retire_atom = caf::atom_constant<caf::atom("retire")>;
-using reading_atom = caf::atom_constant<caf::atom("reading")>;
-using plan_atom = caf::atom_constant<caf::atom("plan")>;
-using models_atom = caf::atom_constant<caf::atom("models")>;
+namespace spindle::actors {
 
 /// Spawns the coordinator (rank 0), which publishes its own shard `descriptor`
 /// and UCX `bridge` address (either may be empty):

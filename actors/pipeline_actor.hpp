@@ -7,14 +7,12 @@
 
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/bridge_messages.hpp"
 #include "actors/serving_messages.hpp"
 #include "colocation/device_scheduler.hpp"
 
 namespace spindle::actors {
-
-/// GNNSched reporting a forward pass it ran: (id, errc code, message).
-using gnnsched_done_atom = caf::atom_constant<caf::atom("gsdone")>;
 
 /// A pipeline in this process: what a batcher sends it, GNNSched's report of a
 /// pass, and batches from other processes through the UCX bridge.

@@ -13,12 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "actors/atoms.hpp"
 #include "actors/serving_messages.hpp"
 #include "core/status.hpp"
 
 namespace spindle::actors {
-
-using replan_atom = caf::atom_constant<caf::atom("replan")>;
 
 struct placement_options {
   double drift_threshold = 0;         // re-plan when drift passes it; <= 0: only on request

@@ -7,25 +7,11 @@
 
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
 #include "serving/batching.hpp"
 #include "serving/gnn_pipeline.hpp"
 
 namespace spindle::actors {
-
-using infer_atom = caf::atom_constant<caf::atom("infer")>;
-using flush_atom = caf::atom_constant<caf::atom("flush")>;
-using run_atom = caf::atom_constant<caf::atom("run")>;
-using stats_atom = caf::atom_constant<caf::atom("stats")>;
-using policy_atom = caf::atom_constant<caf::atom("policy")>;
-/// (fanouts_atom, std::vector<int>): sample with these fanouts from the next
-/// batch on (batcher: passed to its pipelines in this process).
-using fanouts_atom = caf::atom_constant<caf::atom("fanouts")>;
-/// A periodic self-message (an actor's own timer).
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-/// A live threshold change (PSGS routing point, drift, cache hit rate).
-using threshold_atom = caf::atom_constant<caf::atom("threshold")>;
-/// (pipeline_down_atom, pipeline, bool down): the pipeline's process died or came back.
-using pipeline_down_atom = caf::atom_constant<caf::atom("pipedown")>;
 
 /// A request's answer: per-seed outputs, or the error that names the fault.
 struct gnn_reply {
