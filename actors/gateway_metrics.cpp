@@ -38,22 +38,12 @@ void model_counters::record_execution(std::uint64_t size) {
 }
 
 void model_counters::record(rpc_status s, double ms) {
-  switch (s) {
-    case rpc_status::ok:
-      ++ok;
-      break;
-    case rpc_status::overloaded:
-      ++overloaded;
-      break;
-    case rpc_status::deadline_exceeded:
-      ++deadline_exceeded;
-      break;
-    case rpc_status::bad_request:
-      ++bad_request;
-      break;
-    default:
-      ++errors;
-  }
+  auto& counter = s == rpc_status::ok                  ? ok
+                  : s == rpc_status::overloaded        ? overloaded
+                  : s == rpc_status::deadline_exceeded ? deadline_exceeded
+                  : s == rpc_status::bad_request       ? bad_request
+                                                       : errors;
+  ++counter;
   last_answer_ms.store(std::uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
                                          std::chrono::system_clock::now().time_since_epoch())
                                          .count()),
