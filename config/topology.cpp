@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -209,28 +210,20 @@ expected<link_kind> parse_link_kind(std::string_view text) {
 link_figures default_link_figures(link_kind k) {
   // Bandwidths: Quiver §2/§5.2 (NVLink 600 GB/s and 50x PCIe; InfiniBand
   // 800 Gbps; Ethernet 10 Gbps; SSD ~ Ethernet). Latencies (not in the paper):
-  // typical one-sided read latencies of each medium.
-  switch (k) {
-    case link_kind::local:
-      return {900.0, 0.5};
-    case link_kind::nvlink:
-      return {600.0, 1.0};
-    case link_kind::pcie:
-      return {12.0, 2.0};
-    case link_kind::shm:
-      return {12.0, 1.0};
-    case link_kind::upi:
-      return {10.0, 3.0};
-    case link_kind::infiniband:
-      return {100.0, 4.0};
-    case link_kind::ethernet:
-      return {1.25, 50.0};
-    case link_kind::disk:
-      return {1.25, 100.0};
-    case link_kind::remote_disk:
-      return {1.25, 150.0};  // ethernet + disk; see figures()
-  }
-  return {};
+  // typical one-sided read latencies of each medium. In link_kind's order.
+  constexpr std::array<link_figures, kLinkKinds> kDefaults = {{
+      {900.0, 0.5},   // local
+      {600.0, 1.0},   // nvlink
+      {12.0, 2.0},    // pcie
+      {12.0, 1.0},    // shm
+      {10.0, 3.0},    // upi
+      {100.0, 4.0},   // infiniband
+      {1.25, 50.0},   // ethernet
+      {1.25, 100.0},  // disk
+      {1.25, 150.0},  // remote_disk: ethernet + disk; see figures()
+  }};
+  const auto i = static_cast<std::size_t>(k);
+  return i < kDefaults.size() ? kDefaults[i] : link_figures{};
 }
 
 link_figures topology::figures(link_kind k) const {
