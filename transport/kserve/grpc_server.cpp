@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <utility>
 
 #include "core/call_origin.hpp"
 #include "grpc_service.grpc.pb.h"
@@ -31,24 +32,20 @@ ServerUnaryReactor* finish(CallbackServerContext* ctx, Status st = Status::OK) {
 }
 
 grpc::StatusCode code_of(const infer_outcome& o) {
-  switch (http_status_of(o)) {
-    case 200:
-      return StatusCode::OK;
-    case 400:
-      return StatusCode::INVALID_ARGUMENT;
-    case 404:
-      return StatusCode::NOT_FOUND;
-    case 429:
-      return StatusCode::RESOURCE_EXHAUSTED;
-    case 503:
-      return StatusCode::UNAVAILABLE;
-    case 504:
-      return StatusCode::DEADLINE_EXCEEDED;
-    case 401:
-      return StatusCode::UNAUTHENTICATED;
-    default:
-      return StatusCode::INTERNAL;
-  }
+  // The HTTP door's status -> gRPC's; any other is INTERNAL.
+  constexpr std::pair<int, StatusCode> kCodes[] = {
+      {200, StatusCode::OK},
+      {400, StatusCode::INVALID_ARGUMENT},
+      {404, StatusCode::NOT_FOUND},
+      {429, StatusCode::RESOURCE_EXHAUSTED},
+      {503, StatusCode::UNAVAILABLE},
+      {504, StatusCode::DEADLINE_EXCEEDED},
+      {401, StatusCode::UNAUTHENTICATED},
+  };
+  const int http = http_status_of(o);
+  for (const auto& [from, code] : kCodes)
+    if (from == http) return code;
+  return StatusCode::INTERNAL;
 }
 
 expected<std::uint64_t> unsigned_of(const pb::InferParameter& p, const char* name) {
