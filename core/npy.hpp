@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/checksum.hpp"
@@ -24,35 +25,25 @@ std::size_t dtype_size(dtype t);                          // bytes per element
 std::string_view npy_descr(dtype t);                      // "<i4", "<f2", "|u1", ...
 expected<dtype> parse_dtype_name(std::string_view name);  // inverse of to_string
 
+/// The dtype of element type T (no other type compiles).
 template <class T>
-constexpr dtype dtype_of();
-template <>
-constexpr dtype dtype_of<std::uint8_t>() {
-  return dtype::u8;
-}
-template <>
-constexpr dtype dtype_of<std::int32_t>() {
-  return dtype::i32;
-}
-template <>
-constexpr dtype dtype_of<std::int64_t>() {
-  return dtype::i64;
-}
-template <>
-constexpr dtype dtype_of<float>() {
-  return dtype::f32;
-}
-template <>
-constexpr dtype dtype_of<double>() {
-  return dtype::f64;
-}
-template <>
-constexpr dtype dtype_of<std::uint32_t>() {
-  return dtype::u32;
-}
-template <>
-constexpr dtype dtype_of<std::uint64_t>() {
-  return dtype::u64;
+constexpr dtype dtype_of() {
+  if constexpr (std::is_same_v<T, std::uint8_t>)
+    return dtype::u8;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return dtype::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return dtype::i64;
+  else if constexpr (std::is_same_v<T, float>)
+    return dtype::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return dtype::f64;
+  else if constexpr (std::is_same_v<T, std::uint32_t>)
+    return dtype::u32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return dtype::u64;
+  else
+    static_assert(sizeof(T) == 0, "dtype_of: not an .npy element type");
 }
 
 /// A mapped, validated .npy file (C order, little-endian).
