@@ -50,11 +50,9 @@ class hash_map_vdb final : public volatile_db {
 
   std::string_view backend() const override { return "hash_map"; }
 
-  expected<std::uint64_t> lookup(std::string_view table, std::uint32_t dim,
-                                 std::span<const cache_key> keys, std::span<float> values,
-                                 std::span<std::uint8_t> found) override {
-    SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "lookup"));
-    std::fill(found.begin(), found.end(), std::uint8_t{0});
+  expected<std::uint64_t> lookup_checked(std::string_view table, std::uint32_t dim,
+                                         std::span<const cache_key> keys, std::span<float> values,
+                                         std::span<std::uint8_t> found) override {
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, false));
     if (t == nullptr) return std::uint64_t{0};
     const std::uint64_t tick = ++clock_;
@@ -78,9 +76,8 @@ class hash_map_vdb final : public volatile_db {
     return hits;
   }
 
-  status insert(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
-                std::span<const float> values) override {
-    SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
+  status insert_checked(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
+                        std::span<const float> values) override {
     SPINDLE_ASSIGN_OR_RETURN(table_state * t, find_table(table, dim, true));
     const std::uint64_t tick = ++clock_;
     const auto by_part = partition_groups(keys, t->o.partitions);

@@ -55,11 +55,9 @@ class redis_vdb final : public volatile_db {
 
   std::string_view backend() const override { return "redis"; }
 
-  expected<std::uint64_t> lookup(std::string_view table, std::uint32_t dim,
-                                 std::span<const cache_key> keys, std::span<float> values,
-                                 std::span<std::uint8_t> found) override {
-    SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "lookup"));
-    std::fill(found.begin(), found.end(), std::uint8_t{0});
+  expected<std::uint64_t> lookup_checked(std::string_view table, std::uint32_t dim,
+                                         std::span<const cache_key> keys, std::span<float> values,
+                                         std::span<std::uint8_t> found) override {
     std::lock_guard lock(conn_mu_);
     const vdb_options o = options_.of(table);
     const auto groups = partition_groups(keys, o.partitions);
@@ -96,9 +94,8 @@ class redis_vdb final : public volatile_db {
     return hits;
   }
 
-  status insert(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
-                std::span<const float> values) override {
-    SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
+  status insert_checked(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
+                        std::span<const float> values) override {
     std::lock_guard lock(conn_mu_);
     const vdb_options o = options_.of(table);
     const auto groups = partition_groups(keys, o.partitions);

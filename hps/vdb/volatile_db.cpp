@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/enum_names.hpp"
@@ -64,6 +65,21 @@ expected<std::uint32_t> parse_stored_dim(std::string_view text, std::string_view
                       text);
   }
   return dim;
+}
+
+expected<std::uint64_t> volatile_db::lookup(std::string_view table, std::uint32_t dim,
+                                            std::span<const cache_key> keys,
+                                            std::span<float> values,
+                                            std::span<std::uint8_t> found) {
+  SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "lookup"));
+  std::fill(found.begin(), found.end(), std::uint8_t{0});
+  return lookup_checked(table, dim, keys, values, found);
+}
+
+status volatile_db::insert(std::string_view table, std::uint32_t dim,
+                           std::span<const cache_key> keys, std::span<const float> values) {
+  SPINDLE_TRY(check_vdb_batch(table, dim, keys.size(), values.size(), "insert"));
+  return insert_checked(table, dim, keys, values);
 }
 
 status check_vdb_batch(std::string_view table, std::uint32_t dim, std::size_t keys,

@@ -46,13 +46,13 @@ class volatile_db {
   /// Copies the vectors of the keys present in `table` into values[i*dim ..] and
   /// sets found[i]; returns how many were found. Refreshes their access
   /// time / use count asynchronously. A table stored with another dim is an error.
-  virtual expected<std::uint64_t> lookup(std::string_view table, std::uint32_t dim,
-                                         std::span<const cache_key> keys, std::span<float> values,
-                                         std::span<std::uint8_t> found) = 0;
+  expected<std::uint64_t> lookup(std::string_view table, std::uint32_t dim,
+                                 std::span<const cache_key> keys, std::span<float> values,
+                                 std::span<std::uint8_t> found);
 
   /// Inserts or overwrites; then prunes every partition past its overflow margin.
-  virtual status insert(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
-                        std::span<const float> values) = 0;
+  status insert(std::string_view table, std::uint32_t dim, std::span<const cache_key> keys,
+                std::span<const float> values);
 
   /// Entries of `table` over all partitions.
   expected<std::uint64_t> size(std::string_view table);
@@ -69,6 +69,16 @@ class volatile_db {
 
   /// Applies asynchronous bookkeeping (access times) queued so far; for tests.
   virtual void flush() = 0;
+
+ protected:
+  /// The backend's lookup and insert, on a batch check_vdb_batch has passed
+  /// (lookup's `found` already cleared).
+  virtual expected<std::uint64_t> lookup_checked(std::string_view table, std::uint32_t dim,
+                                                 std::span<const cache_key> keys,
+                                                 std::span<float> values,
+                                                 std::span<std::uint8_t> found) = 0;
+  virtual status insert_checked(std::string_view table, std::uint32_t dim,
+                                std::span<const cache_key> keys, std::span<const float> values) = 0;
 };
 
 /// In-process partitioned hash map (server-less deployment).
