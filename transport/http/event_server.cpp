@@ -27,6 +27,7 @@
 #include "core/log.hpp"
 #include "transport/http/event_server_impl.hpp"
 #include "transport/http/http_wire.hpp"
+#include "transport/net/wake_fd.hpp"
 
 namespace spindle::transport::http {
 
@@ -57,8 +58,7 @@ void event_server::impl::run_job(job& j) {
     std::lock_guard lock(done_mu);
     done.push_back({j.fd, j.gen, serialize_response(res, j.keep_alive), !j.keep_alive});
   }
-  const std::uint64_t one = 1;
-  [[maybe_unused]] auto w = ::write(wake_fd, &one, sizeof one);
+  net::wake(wake_fd);
 }
 
 void event_server::impl::worker_loop() {

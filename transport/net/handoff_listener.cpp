@@ -19,6 +19,7 @@
 #include "core/log.hpp"
 #include "transport/net/door_gate.hpp"
 #include "transport/net/listen_socket.hpp"
+#include "transport/net/wake_fd.hpp"
 
 namespace spindle::transport::net {
 namespace {
@@ -115,10 +116,8 @@ struct handoff_listener::impl {
 
   void accept_all() {
     for (;;) {
-      sockaddr_storage sa{};
-      socklen_t len = sizeof sa;
-      const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len,
-                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      std::string peer;
+      const int fd = accept_peer(listen_fd, peer);
       if (fd < 0) {
         if (errno == EMFILE || errno == ENFILE) {
           spare.shed_one(listen_fd);
@@ -127,7 +126,6 @@ struct handoff_listener::impl {
         }
         return;  // EAGAIN: nothing more pending
       }
-      const std::string peer = address_of(reinterpret_cast<sockaddr*>(&sa), len);
       const auto a = admit(peer);
       const int dup = a == admission::admitted ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
       if (a != admission::admitted || dup < 0) {
@@ -184,8 +182,7 @@ handoff_listener::handoff_listener(std::unique_ptr<impl> i) : impl_(std::move(i)
 
 handoff_listener::~handoff_listener() {
   impl_->stopping = true;
-  const std::uint64_t one = 1;
-  [[maybe_unused]] auto w = ::write(impl_->wake_fd, &one, sizeof one);
+  wake(impl_->wake_fd);
   impl_->thread.join();
 }
 

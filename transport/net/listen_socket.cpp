@@ -53,4 +53,13 @@ std::string address_of(const sockaddr* sa, socklen_t len) {
   return host;
 }
 
+int accept_peer(int listen_fd, std::string& peer) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) peer = address_of(reinterpret_cast<sockaddr*>(&sa), len);
+  return fd;
+}
+
 }  // namespace spindle::transport::net

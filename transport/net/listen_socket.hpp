@@ -19,5 +19,8 @@ expected<int> listen_socket(const std::string& host, int port, const std::string
 int local_port(int fd);
 /// A peer's address without its port ("127.0.0.2", "::1").
 std::string address_of(const sockaddr* sa, socklen_t len);
+/// Accepts one pending connection (non-blocking, close-on-exec) and sets `peer`
+/// to its address; -1, with errno set, when none was taken.
+int accept_peer(int listen_fd, std::string& peer);
 
 }  // namespace spindle::transport::net

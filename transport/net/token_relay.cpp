@@ -24,6 +24,7 @@
 #include "transport/net/listen_socket.hpp"
 #include "transport/net/local_peer.hpp"
 #include "transport/net/token_proof.hpp"
+#include "transport/net/wake_fd.hpp"
 
 namespace spindle::transport::net {
 namespace {
@@ -201,12 +202,9 @@ struct token_relay::impl {
 
   void accept_all() {
     for (;;) {
-      sockaddr_storage sa{};
-      socklen_t sa_len = sizeof sa;
-      const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &sa_len,
-                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      std::string peer;
+      const int fd = accept_peer(listen_fd, peer);
       if (fd < 0) return;
-      const std::string peer = address_of(reinterpret_cast<sockaddr*>(&sa), sa_len);
       make_room(peer);
       if (!is_gate && !from_this_process(fd)) {  // another local process on the dialer
         ::close(fd);
@@ -452,8 +450,7 @@ token_relay::token_relay(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 
 token_relay::~token_relay() {
   impl_->stopping = true;
-  const std::uint64_t one = 1;
-  [[maybe_unused]] auto w = ::write(impl_->wake_fd, &one, sizeof one);
+  wake(impl_->wake_fd);
   impl_->thread.join();
 }
 
