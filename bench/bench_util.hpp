@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/thread_pool.hpp"
@@ -19,6 +20,19 @@
 #include "graph/rmat.hpp"
 
 namespace spindle::bench {
+
+/// Positional argument `i` as a T, read as std::stod, std::stoll or std::stoull
+/// read it (bad text throws), or `fallback` when there are fewer arguments.
+template <class T>
+T arg_or(int argc, char** argv, int i, T fallback) {
+  if (argc <= i) return fallback;
+  if constexpr (std::is_floating_point_v<T>)
+    return T(std::stod(argv[i]));
+  else if constexpr (std::is_signed_v<T>)
+    return T(std::stoll(argv[i]));
+  else
+    return T(std::stoull(argv[i]));
+}
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -80,8 +80,8 @@ point measure(int batch, std::int64_t samples, std::uint64_t rows, Run run) {
 int main(int argc, char** argv) {
   using namespace spindle;
   using namespace spindle::bench;
-  const std::uint64_t rows = argc > 1 ? std::stoull(argv[1]) : 100000;
-  const std::int64_t samples = argc > 2 ? std::stoll(argv[2]) : 100000;
+  const auto rows = arg_or<std::uint64_t>(argc, argv, 1, 100000);
+  const auto samples = arg_or<std::int64_t>(argc, argv, 2, 100000);
   setenv("SPINDLE_PROGRESS", "0", 0);
   const auto dir =
       std::filesystem::temp_directory_path() / ("spindle-dlrm-bench-" + std::to_string(::getpid()));

@@ -305,8 +305,8 @@ void warm_up_section(const table& tb, const std::string& prefix) {
 
 int main(int argc, char** argv) {
   using namespace spindle::bench;
-  const std::uint64_t rows = argc > 1 ? std::stoull(argv[1]) : 1000000;
-  const std::uint32_t dim = argc > 2 ? std::uint32_t(std::stoul(argv[2])) : 64;
+  const auto rows = arg_or<std::uint64_t>(argc, argv, 1, 1000000);
+  const auto dim = arg_or<std::uint32_t>(argc, argv, 2, 64);
   const std::string prefix = argc > 3 ? argv[3] : "hps-warmup";
   setenv("SPINDLE_PROGRESS", "0", 0);
   const table tb(rows, dim);

@@ -77,9 +77,9 @@ double memcpy_mbs(std::uint64_t bytes) {
 int main(int argc, char** argv) {
   using namespace spindle;
   using namespace spindle::bench;
-  const std::uint64_t keys = argc > 1 ? std::stoull(argv[1]) : 200000;
-  const std::uint32_t dim = argc > 2 ? std::uint32_t(std::stoul(argv[2])) : 64;
-  const std::size_t batch = argc > 3 ? std::stoul(argv[3]) : 1024;
+  const auto keys = arg_or<std::uint64_t>(argc, argv, 1, 200000);
+  const auto dim = arg_or<std::uint32_t>(argc, argv, 2, 64);
+  const auto batch = arg_or<std::size_t>(argc, argv, 3, 1024);
   setenv("SPINDLE_PROGRESS", "0", 0);
   std::printf("%llu keys x %u floats (%.1f MB), batches of %zu; lookups: Zipf 1.2 over the keys\n",
               (unsigned long long)keys, dim, double(keys) * dim * 4 / 1e6, batch);

@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string bin = argv[1];
-  const std::size_t calls = argc > 2 ? std::stoul(argv[2]) : 4000;
-  const int scale = argc > 3 ? std::stoi(argv[3]) : 14;
+  const auto calls = spindle::bench::arg_or<std::size_t>(argc, argv, 2, 4000);
+  const auto scale = spindle::bench::arg_or<int>(argc, argv, 3, 14);
   const std::string dir = fmt::format("/tmp/spindle-kserve-bench-{}", ::getpid());
   auto run = [&](const std::string& args) {
     return std::system(fmt::format("{} {} >/dev/null 2>&1", bin, args).c_str());
