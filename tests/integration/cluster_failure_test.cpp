@@ -61,9 +61,7 @@ std::vector<std::uint64_t> lose_a_member_mid_run(const cora_cluster& c, child_pr
 TEST_P(cluster_serving_failure_test, a_member_killed_mid_run_fails_only_its_requests) {
   cora_cluster c("cluster_kill");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  const auto env = ucx_env(GetParam());
-  auto members = c.members(env);
-  auto coord = c.coordinator(50000, env);
+  auto [members, coord] = c.start(50000, ucx_env(GetParam()));
   const auto failed = lose_a_member_mid_run(
       c, coord,
       [&] {
@@ -87,9 +85,7 @@ TEST_P(cluster_serving_failure_test, a_frozen_member_is_declared_down_and_servin
   // and a worker with a request stuck on the frozen peer is kept until exit.
   cora_cluster c("cluster_freeze");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  const auto env = ucx_env(GetParam());
-  auto members = c.members(env);
-  auto coord = c.coordinator(50000, env);
+  auto [members, coord] = c.start(50000, ucx_env(GetParam()));
   std::chrono::steady_clock::time_point frozen;
   lose_a_member_mid_run(
       c, coord,
@@ -114,11 +110,10 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   cora_cluster c("cluster_rejoin");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
   const auto env = ucx_env(GetParam());
-  auto members = c.members(env);
   constexpr std::size_t n = 120000;
   // Re-plans run meanwhile: the killed member restarts at epoch 0 and must
   // catch up with the cluster's epoch by itself before it is read again.
-  auto coord = c.coordinator(n, env, {"--replan-drift", "0.05", "--replan-min-requests", "2000"});
+  auto [members, coord] = c.start(n, env, kReplanSoon);
   ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   members[0].signal(SIGKILL);

@@ -177,7 +177,22 @@ struct cora_cluster {
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::move(*child_process::spawn(argv, env));
   }
+  /// Ranks 1 and 2, then the coordinator serving `workload` requests, all with
+  /// `env`; `extra` goes to the coordinator.
+  struct running {
+    std::vector<child_process> members;
+    child_process coord;
+  };
+  running start(std::size_t workload, const std::vector<std::string>& env,
+                const std::vector<std::string>& extra = {}) const {
+    auto m = members(env);
+    return {std::move(m), coordinator(workload, env, extra)};
+  }
 };
+
+// The coordinator's flags for re-planning the placement while serving, soon.
+inline const std::vector<std::string> kReplanSoon = {"--replan-drift", "0.05",
+                                                     "--replan-min-requests", "2000"};
 
 // One process's answers to `reqs` on the cluster's whole dataset, with graph
 // update `batches` applied first (none: the dataset as prepared).

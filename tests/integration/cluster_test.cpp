@@ -236,9 +236,7 @@ std::string expect_single_process_answers(child_process& coord, const cora_clust
 TEST_P(cluster_serving_test, three_processes_answer_exactly_like_one) {
   cora_cluster c("cluster_serving");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  const auto env = ucx_env(GetParam());
-  auto members = c.members(env);
-  auto coord = c.coordinator(10000, env);
+  auto [members, coord] = c.start(10000, ucx_env(GetParam()));
   // Members sampled and computed some of the batches (sent over the UCX bridge).
   expect_members_took_batches(coord, 0);
   const auto line = expect_single_process_answers(coord, c, 10000, 60'000);
@@ -273,9 +271,7 @@ TEST(cluster_pipelines_test, two_pipelines_per_node_answer_exactly_like_one_proc
 TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_process) {
   cora_cluster c("cluster_tiers", "memory = 3000000\ndisk = 100000000\n");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  const auto env = ucx_env(GetParam());
-  auto members = c.members(env);
-  auto coord = c.coordinator(3000, env);
+  auto [members, coord] = c.start(3000, ucx_env(GetParam()));
   expect_single_process_answers(coord, c, 3000, 240'000);
   stop_cluster(coord, members);
 }
@@ -308,11 +304,9 @@ TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_
   c.cora = full;
   c.serve = parts;
   const auto env = ucx_env(GetParam());
-  auto members = c.members(env);
   // With re-placement while serving: a partition has no copy of the rows it does
   // not own, so every row a new epoch moves is read from its owner over UCX.
-  auto coord =
-      c.coordinator(30000, env, {"--replan-drift", "0.05", "--replan-min-requests", "2000"});
+  auto [members, coord] = c.start(30000, env, kReplanSoon);
   auto applied = coord.wait_for("placement epoch ", 240'000);
   ASSERT_TRUE(applied.has_value()) << applied.error().to_string();
   EXPECT_NE(applied->find(" applied: rows moved since epoch 0 "), std::string::npos) << *applied;
@@ -334,10 +328,7 @@ TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_
 TEST_P(cluster_serving_test, a_replan_migrates_rows_while_serving) {
   cora_cluster c("cluster_replan");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  const auto env = ucx_env(GetParam());
-  auto members = c.members(env);
-  auto coord =
-      c.coordinator(30000, env, {"--replan-drift", "0.05", "--replan-min-requests", "2000"});
+  auto [members, coord] = c.start(30000, ucx_env(GetParam()), kReplanSoon);
   auto replans = coord.wait_for("placement replans ", 240'000);
   ASSERT_TRUE(replans.has_value()) << replans.error().to_string();
   unsigned long count = 0;
