@@ -10,8 +10,7 @@
 #   usage: cluster_faults_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-source "$root/tests/support/loopback_cluster.sh"
+source "$(dirname "$0")/../support/loopback_cluster.sh"  # sets $root
 scratch_cluster "$spindle"
 "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
   --listen "127.0.0.1:$door0" --restart > "$work/launch.log" 2>&1 &

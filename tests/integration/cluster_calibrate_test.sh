@@ -13,8 +13,7 @@
 #   usage: cluster_calibrate_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-source "$root/tests/support/loopback_cluster.sh"
+source "$(dirname "$0")/../support/loopback_cluster.sh"  # sets $root
 export SPINDLE_PROGRESS=0
 scratch_cluster "$spindle"
 

@@ -17,8 +17,7 @@
 #   usage: cluster_models_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-source "$root/tests/support/loopback_cluster.sh"
+source "$(dirname "$0")/../support/loopback_cluster.sh"  # sets $root
 export SPINDLE_PROGRESS=0
 scratch_cluster "$spindle"
 "$spindle" model init --arch gcn --in 32 --hidden 16 --classes 5 --seed 9 --name late --out-dir "$work/late" > /dev/null || fail "model init late"

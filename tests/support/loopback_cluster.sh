@@ -2,6 +2,9 @@
 # cluster_calibrate_test, cluster_models_test): a scratch folder cleaned up at
 # exit, free loopback ports, and a 3-rank cluster on loopback with its data.
 
+# The repository's root, found from this file's own place.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
 # scratch_and_cleanup: a scratch folder in $work and a list $bg of background
 # processes; at exit every one of them is stopped (TERM, then waited for) and
 # the folder removed.
