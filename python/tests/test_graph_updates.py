@@ -70,6 +70,21 @@ class Graph:
         self.edges = [(a, b) for a, b in self.edges if n not in (a, b)]
         self.removed.add(n)
 
+    def add_node(self, c, row, edges):
+        """Adds a node with feature row `row` ([1, F]) and `edges` ((sources), (targets))
+        on the server `c` and here; returns the server's answer."""
+        r = c.update_graph(add_nodes=row, add_edges=edges)
+        self.x = np.vstack([self.x, row])
+        self.edges += list(zip(*edges))
+        return r
+
+    def remove_node_and_check(self, c, n, check, version):
+        """remove_node, then `check(version)` on the others and a call for n refused."""
+        self.remove_node(c, n)
+        check(version)
+        with pytest.raises(sc.SpindleError, match="was removed"):
+            c.infer_gnn([n])
+
     def pyg(self, model):
         ei = torch.tensor(np.array(self.edges, dtype=np.int64).T.reshape(2, -1))
         with torch.no_grad():
@@ -194,11 +209,9 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
         g.edges += [(1, 10), (2, 10), (3, 20)]
         assert r.version == 1 and r.new_ids.size == 0
         check(1)
-        row = rng_row = np.random.default_rng(1).standard_normal((1, F)).astype(np.float32)
-        r = c.update_graph(add_nodes=row, add_edges=([N, 5], [0, N]))  # a node and its edges
+        row = np.random.default_rng(1).standard_normal((1, F)).astype(np.float32)
+        r = g.add_node(c, row, ([N, 5], [0, N]))  # a node and its edges
         assert r.new_ids.tolist() == [N] and r.new_ids.dtype == np.int64
-        g.x = np.vstack([g.x, rng_row])
-        g.edges += [(N, 0), (5, N)]
         check(2)
         new_rows = np.full((2, F), 0.5, dtype=np.float32)
         c.update_graph(set_features=([0, 10], new_rows))
@@ -206,11 +219,7 @@ def test_answers_after_every_kind_of_update_equal_pyg(setup, name):
         check(3)
         g.remove_edge(c, *g.edges[0])
         check(4)
-        gone = 20
-        g.remove_node(c, gone)
-        check(5)
-        with pytest.raises(sc.SpindleError, match="was removed"):
-            c.infer_gnn([gone])
+        g.remove_node_and_check(c, 20, check, 5)
         # A bad batch is refused whole: its good edge is not applied either.
         with pytest.raises(sc.SpindleError, match=r"add_edges.src\[1\]: node 100000 out of range"):
             c.update_graph(add_edges=([7, 100000], [8, 8]))
@@ -475,20 +484,15 @@ def test_answers_stay_equal_to_pyg_through_compactions_while_serving(setup, tmp_
         c.update_graph(add_edges=([1, 2, 3], [10, 10, 21]))
         g.edges += [(1, 10), (2, 10), (3, 21)]
         check(1)
-        row = np.random.default_rng(2).standard_normal((1, F)).astype(np.float32)
-        c.update_graph(add_nodes=row, add_edges=([N, 5], [0, N]))
-        g.x = np.vstack([g.x, row])
-        g.edges += [(N, 0), (5, N)]
+        g.add_node(c, np.random.default_rng(2).standard_normal((1, F)).astype(np.float32),
+                   ([N, 5], [0, N]))
         check(2)
         c.update_graph(set_features=([0, N], np.full((2, F), 0.25, dtype=np.float32)))
         g.x[[0, N]] = 0.25
         check(3)
         g.remove_edge(c, *g.edges[0])
         gone = 21
-        g.remove_node(c, gone)
-        check(5)
-        with pytest.raises(sc.SpindleError, match="was removed"):
-            c.infer_gnn([gone])
+        g.remove_node_and_check(c, gone, check, 5)
         with pytest.raises(sc.SpindleError, match=f"node {gone} is removed"):
             c.update_graph(add_edges=([gone], [1]))
         stats = c.stats()["graph"]["compaction"]
