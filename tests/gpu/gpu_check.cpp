@@ -343,7 +343,7 @@ int main(int argc, char** argv) {
   std::printf("device 0: %s\n| kernel | compared with | result |\n|---|---|---|\n",
               report.devices.front().name.c_str());
   int failed = 0;
-  auto row = [&](const char* kernel, const char* host, spindle::status (*check)(std::string&)) {
+  auto row = [&](const char* kernel, const char* host, const auto& check) {
     std::string result;
     const auto st = check(result);
     failed += !st.is_ok();
@@ -354,24 +354,24 @@ int main(int argc, char** argv) {
   row("cuda_sampling_executor, 2 hops", "graph::inline_executor", check_executor);
   row("gather over device + UVA host tiers", "serving::gather_rows", check_gather);
   row("place rows (a peer fetch's rows to batch positions)", "gpu::place_rows", check_place);
-  row("GraphSAGE layers (spmm + cuBLAS + bias/ReLU)", "nn::model::forward",
-      [](std::string& r) { return check_layers(spindle::config::model_arch::graphsage, r); });
-  row("GCN layers (cuBLAS + normalized aggregation)", "nn::model::forward",
-      [](std::string& r) { return check_layers(spindle::config::model_arch::gcn, r); });
-  row("GIN layers (sum + (1+eps)x, two cuBLAS GEMMs)", "nn::model::forward",
-      [](std::string& r) { return check_layers(spindle::config::model_arch::gin, r); });
-  row("GAT layers (cuBLAS + per-head scores + softmax aggregation)", "nn::model::forward",
-      [](std::string& r) { return check_layers(spindle::config::model_arch::gat, r); });
+  using spindle::config::model_arch;
+  const std::pair<const char*, model_arch> layers[] = {
+      {"GraphSAGE layers (spmm + cuBLAS + bias/ReLU)", model_arch::graphsage},
+      {"GCN layers (cuBLAS + normalized aggregation)", model_arch::gcn},
+      {"GIN layers (sum + (1+eps)x, two cuBLAS GEMMs)", model_arch::gin},
+      {"GAT layers (cuBLAS + per-head scores + softmax aggregation)", model_arch::gat}};
+  for (const auto& [kernel, arch] : layers)
+    row(kernel, "nn::model::forward", [arch](std::string& r) { return check_layers(arch, r); });
   row("stack: SAGE max/project/normalize, BatchNorm, ELU, GCN, LayerNorm, head", "nn::model::forward",
       [](std::string& r) { return check_stack(0, r); });
   row("stack: GAT concat=False, PReLU, residual, GIN, GELU, JK cat, tanh", "nn::model::forward",
       [](std::string& r) { return check_stack(1, r); });
-  row("cuda_executor: served GraphSAGE batches", "host gnn_pipeline",
-      [](std::string& r) { return check_served(spindle::config::model_arch::graphsage, r); });
-  row("cuda_executor: served GIN batches", "host gnn_pipeline",
-      [](std::string& r) { return check_served(spindle::config::model_arch::gin, r); });
-  row("cuda_executor: served GAT batches", "host gnn_pipeline",
-      [](std::string& r) { return check_served(spindle::config::model_arch::gat, r); });
+  const std::pair<const char*, model_arch> served_models[] = {
+      {"cuda_executor: served GraphSAGE batches", model_arch::graphsage},
+      {"cuda_executor: served GIN batches", model_arch::gin},
+      {"cuda_executor: served GAT batches", model_arch::gat}};
+  for (const auto& [kernel, arch] : served_models)
+    row(kernel, "host gnn_pipeline", [arch](std::string& r) { return check_served(arch, r); });
   row("GNNSched pool in device memory, a stream per task", "host gnn_pipeline", check_gnnsched);
   row("cuda_executor: served stack model 0 (graph-degree GCN, BatchNorm, ...)", "host gnn_pipeline",
       [](std::string& r) { return check_served_stack(0, r); });

@@ -79,9 +79,7 @@ void compare_results(const serving::batch_result& got, const serving::batch_resu
 // sampling, gather over a device tier of 1 MiB plus UVA, device layers) vs the
 // host pipeline: the same 8 batches of 64, the same joint samples.
 status check_served_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto executors,
-                           serving::device_executors::create(in->ds, served_device, 1 << 20));
-  SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, serving::make_large_executor(in->ds, served_device, 1 << 20));
   serving::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
   serving::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
   comparison c;
@@ -101,9 +99,7 @@ status check_served(config::model_arch arch, std::string& result) {
 // GNNSched with its pool in device memory: 8 prepared batches submitted at
 // once, grouped, each task of a group on its own stream, vs the host passes.
 status check_gnnsched_inputs(std::unique_ptr<served_inputs> in, std::string& result) {
-  SPINDLE_ASSIGN_OR_RETURN(auto executors,
-                           serving::device_executors::create(in->ds, served_device, 1 << 20));
-  SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, serving::make_large_executor(in->ds, served_device, 1 << 20));
   serving::gnn_pipeline dev(in->ds, *in->model, in->router, in->pool, {}, ex);
   serving::gnn_pipeline host(in->ds, *in->model, in->router, in->pool);
   thread_pool workers(4, "gpu-check-w");
