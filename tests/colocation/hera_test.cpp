@@ -22,24 +22,19 @@ namespace {
 profile_table table(double mem_bw = 10) {
   profile_table t;
   t.machine = {4, 4, mem_bw};
-  t.models["D"] = {
-      50,
-      0.99,
-      {{80, 90, 95, 100}, {150, 170, 180, 190}, {170, 185, 195, 200}, {175, 190, 200, 205}},
-      {3, 6, 7, 7.5},
-      "test"};
-  t.models["N"] = {
-      50,
-      0.99,
-      {{50, 80, 95, 100}, {100, 160, 190, 200}, {150, 240, 285, 300}, {200, 320, 380, 400}},
-      {0.5, 1, 1.5, 2},
-      "test"};
-  t.models["W"] = {
-      50,
-      0.99,
+  // Each model: SLA 50 ms at p99; qps[workers - 1][ways - 1]; bandwidth per worker count.
+  auto model = [](std::vector<std::vector<double>> qps, std::vector<double> mem_bw_gbps) {
+    return model_profile{50, 0.99, std::move(qps), std::move(mem_bw_gbps), "test"};
+  };
+  t.models["D"] =
+      model({{80, 90, 95, 100}, {150, 170, 180, 190}, {170, 185, 195, 200}, {175, 190, 200, 205}},
+            {3, 6, 7, 7.5});
+  t.models["N"] =
+      model({{50, 80, 95, 100}, {100, 160, 190, 200}, {150, 240, 285, 300}, {200, 320, 380, 400}},
+            {0.5, 1, 1.5, 2});
+  t.models["W"] = model(
       {{100, 100, 100, 100}, {200, 200, 200, 200}, {300, 300, 300, 300}, {400, 400, 400, 400}},
-      {1, 2, 3, 4},
-      "test"};
+      {1, 2, 3, 4});
   return t;
 }
 
