@@ -81,36 +81,27 @@ TEST(topology_test, replicas_expand_servers_with_distinct_names_and_ports) {
 }
 
 TEST(topology_test, rejects_impossible_configs_naming_the_field) {
-  EXPECT_NE(error_of("coordinator = \"zz\"\n" + std::string(kMinimal))
-                .find("coordinator = 'zz': unknown server"),
-            std::string::npos);
-  EXPECT_NE(
-      error_of("[[server]]\nname = \"a\"\nmemory = -5\n").find("server[0].memory = -5 is negative"),
-      std::string::npos);
-  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nnuma_groups = 3\n[[server.device]]\nmemory = 1\n")
-                .find("numa_groups = 3 is larger than the server's 1 devices"),
-            std::string::npos);
-  EXPECT_NE(error_of("[[server]]\nname = \"a\"\n[[server.device]]\nmemory = 1\nnuma = 2\n")
-                .find("device[0].numa = 2"),
-            std::string::npos);
-  EXPECT_NE(
-      error_of(std::string(kMinimal) + "[[server]]\nname = \"a\"\nmemory = 1\n").find("used twice"),
-      std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "[links]\nintra = \"ethernet\"\n").find("links.intra"),
-            std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "[links.pcie]\nbandwidth_gbs = 0.0\n")
-                .find("links.pcie.bandwidth_gbs = 0"),
-            std::string::npos);
-  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemroy = 1\n").find("unknown field 'memroy'"),
-            std::string::npos);
-  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemory = \"3 parsecs\"\n").find("unknown unit"),
-            std::string::npos);
-  EXPECT_NE(error_of("[[server]\n").find("t.toml:1"), std::string::npos);
-  // A misspelt link name names the file and the field (it named neither before).
-  EXPECT_NE(error_of(std::string(kMinimal) + "[links]\ninter = \"ethernt\"\n")
-                .find("t.toml: links.inter: link 'ethernt'"),
-            std::string::npos)
-      << error_of(std::string(kMinimal) + "[links]\ninter = \"ethernt\"\n");
+  const std::string minimal(kMinimal);
+  // Each config and what its error must name.
+  const std::pair<std::string, std::string> cases[] = {
+      {"coordinator = \"zz\"\n" + minimal, "coordinator = 'zz': unknown server"},
+      {"[[server]]\nname = \"a\"\nmemory = -5\n", "server[0].memory = -5 is negative"},
+      {"[[server]]\nname = \"a\"\nnuma_groups = 3\n[[server.device]]\nmemory = 1\n",
+       "numa_groups = 3 is larger than the server's 1 devices"},
+      {"[[server]]\nname = \"a\"\n[[server.device]]\nmemory = 1\nnuma = 2\n", "device[0].numa = 2"},
+      {minimal + "[[server]]\nname = \"a\"\nmemory = 1\n", "used twice"},
+      {minimal + "[links]\nintra = \"ethernet\"\n", "links.intra"},
+      {minimal + "[links.pcie]\nbandwidth_gbs = 0.0\n", "links.pcie.bandwidth_gbs = 0"},
+      {"[[server]]\nname = \"a\"\nmemroy = 1\n", "unknown field 'memroy'"},
+      {"[[server]]\nname = \"a\"\nmemory = \"3 parsecs\"\n", "unknown unit"},
+      {"[[server]\n", "t.toml:1"},
+      // A misspelt link name names the file and the field (it named neither before).
+      {minimal + "[links]\ninter = \"ethernt\"\n", "t.toml: links.inter: link 'ethernt'"},
+  };
+  for (const auto& [text, names] : cases) {
+    const std::string error = error_of(text);
+    EXPECT_NE(error.find(names), std::string::npos) << text << "\n -> " << error;
+  }
 }
 
 TEST(topology_test, sizes_parse_with_binary_and_decimal_units) {
