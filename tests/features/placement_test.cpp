@@ -67,9 +67,14 @@ expected<placement_plan> place(std::string_view policy, const topology& t,
   return (*p)->place(t, {fap, deg, 1, 7});
 }
 
+// FAP's plan over `t` for 5 nodes of decreasing FAP (node 0 the hottest).
+expected<placement_plan> place_five(const topology& t) {
+  const auto fap = decreasing_fap(5);
+  return place("fap", t, fap);
+}
+
 TEST(placement_test, without_nvlink_replicates_the_hottest_row_on_every_gpu) {
-  auto fap = decreasing_fap(5);
-  auto plan = place("fap", one_server_two_numa(link_kind::pcie), fap);
+  auto plan = place_five(one_server_two_numa(link_kind::pcie));
   ASSERT_TRUE(plan.has_value()) << plan.error().to_string();
   // Shards: 4 devices (0..3), host memory (4).
   EXPECT_EQ(owners_of(*plan, 0), (std::set<int>{0, 1, 2, 3}));
@@ -77,8 +82,7 @@ TEST(placement_test, without_nvlink_replicates_the_hottest_row_on_every_gpu) {
 }
 
 TEST(placement_test, with_nvlink_partitions_within_a_group_and_replicates_across_groups) {
-  auto fap = decreasing_fap(5);
-  auto plan = place("fap", one_server_two_numa(link_kind::nvlink), fap);
+  auto plan = place_five(one_server_two_numa(link_kind::nvlink));
   ASSERT_TRUE(plan.has_value()) << plan.error().to_string();
   EXPECT_EQ(owners_of(*plan, 0), (std::set<int>{0, 2}));
   EXPECT_EQ(owners_of(*plan, 1), (std::set<int>{1, 3}));
@@ -86,8 +90,7 @@ TEST(placement_test, with_nvlink_partitions_within_a_group_and_replicates_across
 }
 
 TEST(placement_test, over_ethernet_replicates_hot_rows_and_keeps_the_rest_on_local_disk) {
-  auto fap = decreasing_fap(5);
-  auto plan = place("fap", two_servers(link_kind::ethernet), fap);
+  auto plan = place_five(two_servers(link_kind::ethernet));
   ASSERT_TRUE(plan.has_value()) << plan.error().to_string();
   // Shards: dev s0 (0), dev s1 (1), host s0 (2), host s1 (3), disk s0 (4), disk s1 (5).
   EXPECT_EQ(owners_of(*plan, 0), (std::set<int>{0, 1}));
@@ -96,8 +99,7 @@ TEST(placement_test, over_ethernet_replicates_hot_rows_and_keeps_the_rest_on_loc
 }
 
 TEST(placement_test, over_infiniband_partitions_hot_rows_across_servers) {
-  auto fap = decreasing_fap(5);
-  auto plan = place("fap", two_servers(link_kind::infiniband), fap);
+  auto plan = place_five(two_servers(link_kind::infiniband));
   ASSERT_TRUE(plan.has_value()) << plan.error().to_string();
   for (int v = 0; v < 4; ++v) EXPECT_EQ(owners_of(*plan, v).size(), 1u) << v;
   // The two hottest rows land on different servers' GPUs.
