@@ -8,7 +8,7 @@
 #include "core/signals.hpp"
 #include "runtime/launched_ranks.hpp"
 #include "runtime/plan_servers.hpp"
-#include "runtime/token_file.hpp"
+#include "runtime/cluster_token.hpp"
 
 namespace spindle::runtime {
 namespace {
@@ -54,16 +54,19 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
 }
 
 // Starts rank `r` here, or on its host through the TOML's launcher, or (with no
-// launcher) prints the command to start it there with.
+// launcher) prints the command to start it there with. The rank gets the
+// cluster token in its environment (SPINDLE_CLUSTER_TOKEN), never in a file.
 status start_rank(std::vector<launched_rank>& ranks, const config::topology& topo, std::size_t r,
-                  std::vector<std::string> argv) {
+                  std::vector<std::string> argv, const std::string& token) {
   const std::string& host = topo.servers[r].host;
   std::string label = fmt::format("rank {}", r);
   if (!is_this_machine(host)) {
     if (topo.launcher.empty()) {
       std::string cmd = "spindle";
       for (std::size_t i = 1; i < argv.size(); ++i) cmd += " " + argv[i];
-      fmt::print("rank {} runs on {}: start it there with\n  {}\n", r, host, cmd);
+      fmt::print("rank {} runs on {}: start it there, with {} set to this cluster's token, "
+                 "with\n  {}\n",
+                 r, host, kClusterTokenEnv, cmd);
       return status::ok();
     }
     // Through the TOML's launcher (ssh, ip netns exec, ...): its output relayed,
@@ -72,7 +75,8 @@ status start_rank(std::vector<launched_rank>& ranks, const config::topology& top
     label = fmt::format("rank {}@{}", r, host);
     fmt::print("rank {} on {}: {}\n", r, host, argv.back());
   }
-  return spawn_rank(ranks, int(r), label, std::move(argv));
+  return spawn_rank(ranks, int(r), label, std::move(argv),
+                    {fmt::format("{}={}", kClusterTokenEnv, token)});
 }
 
 }  // namespace
@@ -84,8 +88,10 @@ status run_launch(const launch_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
   if (!a.listen.empty() && (a.dataset.empty() || a.model.empty()))
     return make_error(errc::invalid_argument, "launch: --listen needs --dataset and --model");
-  // Before any rank starts: members read it as soon as they reach rank 0.
-  SPINDLE_TRY(token_file(topo.token_file, "cluster token file", true).error_or_ok());
+  // Handed to launch (--token-file, SPINDLE_CLUSTER_TOKEN), else the TOML's
+  // file on this host (created if absent; `cluster-status` here reads it).
+  SPINDLE_ASSIGN_OR_RETURN(const auto token,
+                           cluster_token(a.token_file, topo.token_file, true, 0));
   char exe[4096] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0)
     return make_error(errc::io_error, "launch: cannot find the spindle binary");
@@ -96,7 +102,8 @@ status run_launch(const launch_args& a) {
   const auto forwards = forward_flags(routes);
   for (std::size_t r = 0; r < topo.servers.size(); ++r)
     SPINDLE_TRY(start_rank(
-        ranks, topo, r, node_argv(exe, a, r, topo.servers.size(), topo.servers[r].door, forwards)));
+        ranks, topo, r, node_argv(exe, a, r, topo.servers.size(), topo.servers[r].door, forwards),
+        token));
   supervise(ranks, set, a.restart);
   return status::ok();
 }

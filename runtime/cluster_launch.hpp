@@ -12,6 +12,7 @@ namespace spindle::runtime {
 
 struct launch_args {
   std::string config, dataset, model, listen, admin_token_file;
+  std::string token_file;                    // --token-file: the cluster token to hand the ranks
   std::string metrics, calibration, policy;  // rank 0's, as `node` takes them
   std::string calibration_out;               // rank 0's, with --calibrate
   std::string http, grpc;                    // rank 0's KServe v2 doors

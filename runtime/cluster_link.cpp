@@ -1,10 +1,7 @@
 #include "runtime/cluster_link.hpp"
 
 #include <chrono>
-#include <filesystem>
 #include <thread>
-
-#include "runtime/token_file.hpp"
 
 namespace spindle::runtime {
 
@@ -50,13 +47,6 @@ expected<remote_link> connect_gated(caf::actor_system& sys, const config::server
                         proof ? "the link did not come up" : proof.message());
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-}
-
-expected<std::string> wait_for_token(const std::string& path, int timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  return token_file(path, "cluster token file", false);
 }
 
 }  // namespace spindle::runtime

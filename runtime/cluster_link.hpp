@@ -36,8 +36,4 @@ struct remote_link {
 expected<remote_link> connect_gated(caf::actor_system& sys, const config::server_spec& to,
                                     const std::string& token, int timeout_s);
 
-/// Reads the cluster token file, waiting up to `timeout_s` seconds for the
-/// coordinator to create it.
-expected<std::string> wait_for_token(const std::string& path, int timeout_s);
-
 }  // namespace spindle::runtime

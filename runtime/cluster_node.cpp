@@ -17,7 +17,7 @@
 #include "runtime/coordinator_loss.hpp"
 #include "runtime/launched_ranks.hpp"
 #include "runtime/node_door.hpp"
-#include "runtime/token_file.hpp"
+#include "runtime/cluster_token.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::runtime {
@@ -110,19 +110,21 @@ status open_shard(node_parts& n, caf::actor_system& sys, const config::topology&
 
 // Rank 0 spawns the coordinator; a member links to it and joins.
 status join(node_parts& n, caf::actor_system& sys, const config::topology& topo,
-            const config::server_spec& me, int rank) {
+            const config::server_spec& me, const node_args& a) {
+  const int rank = a.rank;
+  // Handed to the node (SPINDLE_CLUSTER_TOKEN, --token-file), else the TOML's
+  // file on this host: rank 0 creates it, a member waits for it.
+  SPINDLE_ASSIGN_OR_RETURN(n.sn.token, cluster_token(a.token_file, topo.token_file, rank == 0, 30));
   const std::string descriptor = n.sn.shard ? n.sn.shard->descriptor(0) : "";
   const std::string plan = n.sn.shard ? n.sn.shard->start_plan_checksum() : "";
   if (rank == 0) {
-    SPINDLE_ASSIGN_OR_RETURN(n.sn.token, token_file(topo.token_file, "cluster token file", true));
     n.self_actor = actors::spawn_coordinator(sys, me.name, descriptor,
                                              n.bridge ? n.bridge->address : "", n.sn.token, plan);
     n.coord = n.self_actor;
     return status::ok();
   }
   SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
-  // Rank 0 (or launch) creates the token file; the link proves it to rank 0's gate.
-  SPINDLE_ASSIGN_OR_RETURN(n.sn.token, wait_for_token(topo.token_file, 30));
+  // The link proves the token to rank 0's gate.
   SPINDLE_ASSIGN_OR_RETURN(n.coord_link, connect_gated(sys, coord_spec, n.sn.token, 30));
   n.coord = n.coord_link->actor;
   // A refused join (another plan, a wrong token) ends the node with the reason;
@@ -223,7 +225,7 @@ status run_node(const node_args& a, const std::vector<std::string>& self_argv) {
   caf::actor_system sys{cfg};
   node_parts n;
   SPINDLE_TRY(open_shard(n, sys, topo, a));
-  SPINDLE_TRY(join(n, sys, topo, me, rank));
+  SPINDLE_TRY(join(n, sys, topo, me, a));
   if (n.sn.shard) n.sn.start(sys, n.coord);
   if (rank != 0 && n.bridge) {
     SPINDLE_ASSIGN_OR_RETURN(

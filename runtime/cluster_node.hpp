@@ -18,6 +18,7 @@ namespace spindle::runtime {
 struct node_args {
   std::string config, dataset, model;
   int rank = 0, expect = 0;
+  std::string token_file;  // --token-file: the cluster token (else SPINDLE_CLUSTER_TOKEN)
   std::size_t workload = 0;
   std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster
   front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door

@@ -10,7 +10,11 @@
 namespace spindle::runtime {
 namespace {
 
-std::vector<std::string> launch_env() { return {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())}; }
+std::vector<std::string> launch_env(const launched_rank& r) {
+  std::vector<std::string> env = {fmt::format("SPINDLE_LAUNCH_PID={}", ::getpid())};
+  env.insert(env.end(), r.env.begin(), r.env.end());
+  return env;
+}
 
 // Relays the lines rank `r` has written so far; after it exited, its last ones
 // (often the error it exited on), which the pipe still holds.
@@ -37,7 +41,7 @@ bool tend(launched_rank& r, bool restart) {
     return true;
   }
   if (!restart || steady_clock::now() < r.restart_at) return restart;
-  auto c = child_process::spawn(r.argv, launch_env(), true);
+  auto c = child_process::spawn(r.argv, launch_env(r), true);
   if (!c) {
     fmt::print("[{}] cannot restart: {}\n", r.label, c.error().to_string());
     r.restart_at = steady_clock::now() + r.backoff;
@@ -87,11 +91,12 @@ std::vector<std::string> launcher_argv(const std::string& launcher, const std::s
 }
 
 status spawn_rank(std::vector<launched_rank>& ranks, int rank, std::string label,
-                  std::vector<std::string> argv) {
-  SPINDLE_ASSIGN_OR_RETURN(auto c, child_process::spawn(argv, launch_env(), true));
-  auto& lr = ranks.emplace_back();
-  lr.rank = rank, lr.label = std::move(label), lr.argv = std::move(argv);
+                  std::vector<std::string> argv, std::vector<std::string> env) {
+  launched_rank lr;
+  lr.rank = rank, lr.label = std::move(label), lr.argv = std::move(argv), lr.env = std::move(env);
+  SPINDLE_ASSIGN_OR_RETURN(auto c, child_process::spawn(lr.argv, launch_env(lr), true));
   lr.process.emplace(std::move(c));
+  ranks.push_back(std::move(lr));
   return status::ok();
 }
 

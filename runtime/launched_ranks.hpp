@@ -29,15 +29,17 @@ struct launched_rank {
   int rank = 0;
   std::string label;  // how its lines are prefixed: "rank N", or "rank N hera"
   std::vector<std::string> argv;
+  std::vector<std::string> env;  // "KEY=VALUE" added to its environment (the cluster token)
   std::optional<child_process> process;
   std::chrono::steady_clock::time_point restart_at{};
   std::chrono::milliseconds backoff{0};
 };
 
 /// Starts `argv` as a child that ends when launch does (even when launch is
-/// killed) and adds it to `ranks` as `rank`, labelled `label`.
+/// killed) and adds it to `ranks` as `rank`, labelled `label`; `env` is added
+/// to its environment (and kept for its restarts).
 status spawn_rank(std::vector<launched_rank>& ranks, int rank, std::string label,
-                  std::vector<std::string> argv);
+                  std::vector<std::string> argv, std::vector<std::string> env = {});
 
 /// Relays the children's lines, reaps ranks that exit (and with `restart`
 /// starts them again after a backoff of 1 s doubling to 30 s), until every

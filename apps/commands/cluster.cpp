@@ -38,6 +38,9 @@ void register_cluster(CLI::App& app, global_options&) {
       "until SIGINT/SIGTERM");
   node->add_option("--config", na->config, "Cluster TOML (a topology file with ports)")->required();
   node->add_option("--rank", na->rank, "This node's rank")->required();
+  node->add_option("--token-file", na->token_file,
+                   "The cluster token (a Kubernetes Secret's file; or SPINDLE_CLUSTER_TOKEN; "
+                   "default: the TOML's token_file)");
   node->add_option("--dataset", na->dataset,
                    "Dataset: members hold their shard of the FAP plan in UCX memory");
   node->add_flag("--no-verify-data", na->no_verify_data,

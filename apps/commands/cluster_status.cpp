@@ -4,11 +4,14 @@
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+
 #include "actors/node_actor.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/members_table.hpp"
 #include "config/topology.hpp"
 #include "runtime/cluster_link.hpp"
+#include "runtime/cluster_token.hpp"
 #include "runtime/token_file.hpp"
 
 namespace spindle::apps {
@@ -16,8 +19,17 @@ namespace {
 
 status run_status(const std::string& path, const std::string& token_path, bool json) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
-  SPINDLE_ASSIGN_OR_RETURN(auto token, runtime::token_file(token_path.empty() ? topo.token_file : token_path,
-                                                  "cluster token file", false));
+  // --token-file, else SPINDLE_CLUSTER_TOKEN, else the TOML's file on this host.
+  const char* env = token_path.empty() ? std::getenv(runtime::kClusterTokenEnv) : nullptr;
+  SPINDLE_ASSIGN_OR_RETURN(auto handed, runtime::handed_cluster_token("", env));
+  std::string token;
+  if (handed) {
+    token = *handed;
+  } else {
+    SPINDLE_ASSIGN_OR_RETURN(token, runtime::token_file(token_path.empty() ? topo.token_file
+                                                                           : token_path,
+                                                        "cluster token file", false));
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
@@ -51,8 +63,8 @@ void register_cluster_status(CLI::App& app) {
   st->add_option("--config", *path, "Cluster TOML")->required();
   auto token_path = std::make_shared<std::string>();
   st->add_option("--token-file", *token_path,
-                 "The cluster token file (default: the TOML's token_file, else "
-                 "~/.local/state/spindle/clusters/NAME-HASH.token)");
+                 "The cluster token file (default: SPINDLE_CLUSTER_TOKEN, else the TOML's "
+                 "token_file, else ~/.local/state/spindle/clusters/NAME-HASH.token)");
   auto json = std::make_shared<bool>(false);
   st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
   on_run(st, [path, token_path, json] { return run_status(*path, *token_path, *json); });

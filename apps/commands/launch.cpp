@@ -41,6 +41,9 @@ void register_launch(CLI::App& app) {
   launch->add_option("--listen", la->listen,
                      "Rank 0 serves the front door on HOST:PORT once every rank is ready");
   launch->add_option("--admin-token-file", la->admin_token_file, "Rank 0's Admin token file");
+  launch->add_option("--token-file", la->token_file,
+                     "The cluster token, handed to every rank as SPINDLE_CLUSTER_TOKEN (default: "
+                     "SPINDLE_CLUSTER_TOKEN, else the TOML's token_file on this host)");
   launch->add_flag("--restart", la->restart,
                    "Restart a rank that exits, after a backoff (1 s doubling to 30 s); without it "
                    "an exited rank is reported and left down");
