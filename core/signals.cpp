@@ -35,4 +35,10 @@ sigset_t stop_signal_set() {
   return set;
 }
 
+bool stop_signal_pending() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1;
+}
+
 }  // namespace spindle

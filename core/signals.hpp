@@ -17,4 +17,8 @@ void wait_for_signals_here(const sigset_t& set);
 /// {SIGINT, SIGTERM}: what stops a server, a node or launch.
 sigset_t stop_signal_set();
 
+/// True when SIGINT or SIGTERM is pending for the calling thread (blocked, not
+/// yet taken): a long wait at start checks it to stop at once, not at its end.
+bool stop_signal_pending();
+
 }  // namespace spindle

@@ -37,8 +37,23 @@ expected<child_process> child_process::spawn(const std::vector<std::string>& arg
   for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
   cargv.push_back(nullptr);
   cenv.push_back(nullptr);
+  // The child starts with no signal blocked and SIGINT/SIGTERM at their default
+  // action: a parent that waits for its stop signals with sigwait (launch) has
+  // them blocked, and a launcher child (ssh, ip netns exec, sleep) inheriting
+  // that mask would never end on the SIGTERM launch forwards.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, stops;
+  sigemptyset(&none);
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &stops);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargv.data(), cenv.data());
+  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, &attr, cargv.data(), cenv.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   if (rc != 0) {

@@ -104,8 +104,7 @@ status run_launch(const launch_args& a) {
     SPINDLE_TRY(start_rank(
         ranks, topo, r, node_argv(exe, a, r, topo.servers.size(), topo.servers[r].door, forwards),
         token));
-  supervise(ranks, set, a.restart);
-  return status::ok();
+  return supervise(ranks, set, a.restart);
 }
 
 }  // namespace spindle::runtime

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "core/signals.hpp"
+
 namespace spindle::runtime {
 
 expected<std::unique_ptr<transport::net::token_relay>> publish_gated(caf::actor_system& sys,
@@ -45,6 +47,9 @@ expected<remote_link> connect_gated(caf::actor_system& sys, const config::server
     if (std::chrono::steady_clock::now() > deadline)
       return make_error(errc::unavailable, "{} at {}:{} unreachable: {}", to.name, to.host, to.port,
                         proof ? "the link did not come up" : proof.message());
+    if (stop_signal_pending())  // launch, mpirun or Kubernetes stops the node: now
+      return make_error(errc::unavailable, "stopped by a signal while reaching {} at {}:{}",
+                        to.name, to.host, to.port);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

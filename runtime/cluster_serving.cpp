@@ -18,6 +18,7 @@
 #include "actors/router_actor.hpp"
 #include "core/checksum.hpp"
 #include "core/log.hpp"
+#include "core/signals.hpp"
 #include "core/text_file.hpp"
 #include "features/access_stats.hpp"
 #include "features/dataset_placement.hpp"
@@ -41,6 +42,8 @@ expected<std::map<int, member_info>> wait_members(
     caf::actor_system& sys, const caf::actor& coord, const std::string& token,
     std::string_view what, const std::function<bool(const std::map<int, member_info>&)>& done) {
   for (int i = 0; i < 600; ++i) {
+    if (stop_signal_pending())  // SIGTERM from launch, mpirun or Kubernetes: stop now
+      return make_error(errc::unavailable, "stopped by a signal while waiting: {}", what);
     SPINDLE_ASSIGN_OR_RETURN(auto m, live_members(sys, coord, token));
     if (done(m)) return m;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/log.hpp"
+#include "core/signals.hpp"
 #include "core/text_file.hpp"
 #include "runtime/token_file.hpp"
 
@@ -52,7 +53,8 @@ expected<std::string> token_from_file(const std::string& path) {
 // A member started by hand on rank 0's host: rank 0 creates the file.
 expected<std::string> wait_for_token_file(const std::string& path, int timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline)
+  while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline &&
+         !stop_signal_pending())
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   return token_file(path, "cluster token file", false);
 }

@@ -30,6 +30,8 @@ struct launched_rank {
   std::string label;  // how its lines are prefixed: "rank N", or "rank N hera"
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "KEY=VALUE" added to its environment (the cluster token)
+  bool started = false;          // it printed "ready" or "listening ..." once
+  std::string last_line;         // the last line it printed (its error, when it refused)
   std::optional<child_process> process;
   std::chrono::steady_clock::time_point restart_at{};
   std::chrono::milliseconds backoff{0};
@@ -44,8 +46,12 @@ status spawn_rank(std::vector<launched_rank>& ranks, int rank, std::string label
 /// Relays the children's lines, reaps ranks that exit (and with `restart`
 /// starts them again after a backoff of 1 s doubling to 30 s), until every
 /// rank is down or a signal of `set` comes: then forwards it to every rank,
-/// waits for them and says how each exited.
-void supervise(std::vector<launched_rank>& ranks, sigset_t set, bool restart);
+/// waits for them (`grace`, then SIGKILL; at once on a second signal) and says
+/// how each exited. A rank that exits non-zero without `restart`, or before it
+/// ever started (a refusal: bad flags or data), stops the others the same way
+/// and is returned as an error naming the rank, its exit code and last line.
+status supervise(std::vector<launched_rank>& ranks, sigset_t set, bool restart,
+                 std::chrono::milliseconds grace = std::chrono::seconds(10));
 
 /// In a process `spindle launch` started (SPINDLE_LAUNCH_PID set): SIGTERM when
 /// launch dies (even by SIGKILL), so no process it started outlives it; and if

@@ -46,7 +46,8 @@ void register_launch(CLI::App& app) {
                      "SPINDLE_CLUSTER_TOKEN, else the TOML's token_file on this host)");
   launch->add_flag("--restart", la->restart,
                    "Restart a rank that exits, after a backoff (1 s doubling to 30 s); without it "
-                   "an exited rank is reported and left down");
+                   "an exited rank is reported and left down. A rank that fails before it "
+                   "started stops the launch (non-zero exit) either way");
   launch
       ->add_option("--replan-drift", la->replan_drift,
                    "Rank 0 re-plans feature placement past this FAP drift (see `node`)")
