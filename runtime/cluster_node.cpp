@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 
 #include "actors/node_actor.hpp"
 #include "actors/scheduler_config.hpp"
+#include "config/launcher_rank.hpp"
 #include "config/topology.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
@@ -203,18 +205,35 @@ status serve_joined(node_parts& n, caf::actor_system& sys, const config::topolog
   return status::ok();  // `stop` ends the node and bridge actors, `serving` its pipeline
 }
 
+// The rank --rank gives, else the one its launcher's environment gives (mpirun,
+// srun, a StatefulSet's pod); rank 0 started so waits, without --expect, for
+// every other rank of the TOML.
+expected<node_args> with_rank(node_args a, const config::topology& topo) {
+  if (a.rank >= 0) {
+    a.expect = std::max(a.expect, 0);
+    return a;
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto r, config::rank_from_environment(config::read_launcher_environment(),
+                                                                 topo.servers.size(), a.config));
+  log::info("rank {} of {} from {}", r.rank, topo.servers.size(), r.source);
+  a.rank = r.rank;
+  if (a.expect < 0) a.expect = int(topo.servers.size()) - 1;
+  return a;
+}
+
 }  // namespace
 
-status run_node(const node_args& a, const std::vector<std::string>& self_argv) {
-  const int rank = a.rank;
+status run_node(const node_args& given, const std::vector<std::string>& self_argv) {
   SPINDLE_TRY(follow_launch());
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
+  SPINDLE_ASSIGN_OR_RETURN(const node_args a, with_rank(given, topo));
+  const int rank = a.rank;
   sigset_t set = stop_signal_set();
   if (rank != 0) {
     sigaddset(&set, kCoordinatorLost);
     sigaddset(&set, kCoordinatorBack);
   }
   wait_for_signals_here(set);  // before CAF starts its threads
-  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(a.config));
   SPINDLE_ASSIGN_OR_RETURN(auto me, config::node_server(topo, rank));
   SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));  // before any UCX context
   caf::actor_system_config cfg;

@@ -17,7 +17,8 @@ namespace spindle::runtime {
 
 struct node_args {
   std::string config, dataset, model;
-  int rank = 0, expect = 0;
+  int rank = -1;    // -1: from the launcher's environment (config/launcher_rank.hpp)
+  int expect = -1;  // -1: 0, or with the rank from the environment the TOML's other ranks
   std::string token_file;  // --token-file: the cluster token (else SPINDLE_CLUSTER_TOKEN)
   std::size_t workload = 0;
   std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster

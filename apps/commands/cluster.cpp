@@ -37,7 +37,11 @@ void register_cluster(CLI::App& app, global_options&) {
       "Run one node of a cluster (rank N of the config's servers; 0 = coordinator) "
       "until SIGINT/SIGTERM");
   node->add_option("--config", na->config, "Cluster TOML (a topology file with ports)")->required();
-  node->add_option("--rank", na->rank, "This node's rank")->required();
+  node->add_option("--rank", na->rank,
+                   "This node's rank (default: its launcher's: SPINDLE_RANK, mpirun's "
+                   "OMPI_COMM_WORLD_RANK or PMIX_RANK, srun's SLURM_PROCID, a StatefulSet pod's "
+                   "ordinal)")
+      ->check(CLI::NonNegativeNumber);
   node->add_option("--token-file", na->token_file,
                    "The cluster token (a Kubernetes Secret's file; or SPINDLE_CLUSTER_TOKEN; "
                    "default: the TOML's token_file)");
@@ -51,8 +55,9 @@ void register_cluster(CLI::App& app, global_options&) {
                    "gathering, inference) for the coordinator's batches");
   node->add_option("--workload", na->workload,
                    "Rank 0: serve N requests once members joined, print a checksum");
-  node->add_option("--expect", na->expect, "Rank 0: members to wait for before serving")
-      ->capture_default_str();
+  node->add_option("--expect", na->expect,
+                   "Rank 0: members to wait for before serving (default 0; with the rank from "
+                   "the launcher, every other rank)");
   node->add_option_function<std::string>(
       "--listen",
       [na](const std::string& v) {

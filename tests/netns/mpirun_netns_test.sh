@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `mpirun` starting a cluster across network namespaces (scripts/netns-cluster.sh,
+# 1 Gbit/s tbf links), with no `spindle launch`: Open MPI's rsh agent is
+# scripts/netns-mpirun-agent.sh, which runs each host's daemon in namespace N
+# (hosts ns0..ns2), as ssh would on three machines. Every `spindle node` takes
+# its rank from OMPI_COMM_WORLD_RANK, the token from SPINDLE_CLUSTER_TOKEN
+# (mpirun -x; no token file anywhere), serves its partition with UCX over TCP
+# between the namespaces, and opens its door on 0.0.0.0:7700 of its namespace.
+# Seeded calls through every rank's door equal one process's answers.
+# Skipped (77) without mpirun or where namespaces cannot be made.
+set -uo pipefail
+spindle=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+name="spm$$"
+if ! command -v mpirun > /dev/null; then
+  echo "mpirun_netns_test: skipped: no mpirun here (Debian's Open MPI: apt-get install openmpi-bin)"
+  exit 77
+fi
+if ! ip netns add "${name}-probe" 2> /dev/null; then
+  echo "mpirun_netns_test: skipped: cannot create network namespaces here (needs root and iproute2)"
+  exit 77
+fi
+ip netns del "${name}-probe"
+if ! unshare --uts true 2> /dev/null; then
+  echo "mpirun_netns_test: skipped: cannot create UTS namespaces here"
+  exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+body() {
+  bg=()
+  checks
+  local rc=$?
+  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
+  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
+  return $rc
+}
+
+checks() {
+  local subnet=$SPINDLE_NETNS_SUBNET
+  "$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || return 1
+  "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || return 1
+  "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" 3 240000 > "$work/cluster.toml"
+  "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || return 1
+  SPINDLE_CLUSTER_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  export SPINDLE_CLUSTER_TOKEN SPINDLE_PROGRESS=0
+  # Open MPI's own links on the bed's bridge subnet; the daemons through the
+  # agent; the ranks' UCX over TCP only (no shared memory between "machines").
+  UCX_TLS=tcp,self mpirun --allow-run-as-root --host ns0,ns1,ns2 --map-by node -n 3 --tag-output \
+    --mca plm_rsh_agent "$root/scripts/netns-mpirun-agent.sh" \
+    --mca oob_tcp_if_include "${subnet}.0/24" --mca btl self,tcp --mca btl_tcp_if_include "${subnet}.0/24" \
+    -x SPINDLE_CLUSTER_TOKEN -x UCX_TLS -x SPINDLE_PROGRESS \
+    "$spindle" node --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
+    --listen 0.0.0.0:7700 --admin-token-file "$work/admin.token" < /dev/null > "$work/mpirun.log" 2>&1 &
+  bg+=($!)
+  "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
+  bg+=($!)
+  local one="" opened=0
+  for _ in $(seq 900); do
+    [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+    opened=$(grep -c "^\[1,[0-2]\]<stdout>:listening 0.0.0.0:7700" "$work/mpirun.log")
+    [ -n "$one" ] && [ "$opened" = 3 ] && break
+    sleep 0.2
+  done
+  if [ -z "$one" ] || [ "$opened" != 3 ]; then
+    echo "FAIL: $opened of 3 doors opened (one process: '${one}')"
+    tail -40 "$work/mpirun.log"; return 1
+  fi
+  grep -E "rank [0-9] of 3 from OMPI_COMM_WORLD_RANK|\(rank [0-9]\) listening on" "$work/mpirun.log" | head -6
+  local right=0
+  for i in $(seq 1 9); do
+    local seed=$(( (i * 337) % 4096 )) door="${subnet}.$((i % 3 + 1)):7700"
+    a=$("$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    if [ "$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")" = right ]; then
+      right=$((right + 1))
+    else
+      echo "FAIL: call $i (seed $seed) through $door: cluster $a; one process $b"
+    fi
+  done
+  echo "mpirun across 3 namespaces (1 Gbit/s links, UCX over tcp, no launch, no token file): $right of 9 calls, 3 through each rank's door, answered as one process"
+  [ ! -e "$work/${SPINDLE_NETNS}.token" ] || { echo "FAIL: a rank wrote the TOML's token file"; return 1; }
+  [ "$right" -eq 9 ]
+}
+export -f body checks
+export spindle work root
+"$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body
