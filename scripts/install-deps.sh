@@ -13,7 +13,7 @@ packages=(
   libhiredis-dev redis-server librocksdb-dev libabsl-dev libcpp-httplib-dev libedit-dev curl clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus  # promtool: the metrics test checks the exposition format with it
-  openmpi-bin  # mpirun_cluster_test starts ranks with mpirun
+  openmpi-bin python3-yaml  # mpirun_cluster_test starts ranks with mpirun; deploy_kubernetes_test reads YAML
 )
 
 missing=()
