@@ -13,10 +13,11 @@
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 20> kKindNames = {
+constexpr std::array<std::string_view, 24> kKindNames = {
     "sage", "gcn",  "gat",     "gin",   "linear", "batch_norm", "layer_norm",
     "relu", "elu",  "leaky_relu", "gelu", "tanh", "sigmoid",   "prelu",
-    "add",  "cat",  "max",     "log_softmax", "softmax", "mul"};
+    "add",  "cat",  "max",     "log_softmax", "softmax", "mul",
+    "gatv2", "transformer", "res_gated", "gcn_propagate"};
 
 expected<op_kind> parse_kind(std::string_view text, std::string_view field) {
   for (std::size_t i = 0; i < kKindNames.size(); ++i)
@@ -33,6 +34,10 @@ const std::set<std::string_view>& keys_for(op_kind k) {
       {op_kind::gcn, {"prefix", "in", "out", "add_self_loops", "normalize", "improved", "bias", "norm"}},
       {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
       {op_kind::gin, {"prefix", "in", "eps"}},
+      {op_kind::gatv2, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
+      {op_kind::transformer, {"prefix", "in", "out", "heads", "concat", "beta", "root_weight", "bias"}},
+      {op_kind::res_gated, {"prefix", "in", "out", "root_weight", "bias"}},
+      {op_kind::gcn_propagate, {"add_self_loops", "normalize", "norm"}},
       {op_kind::linear, {"prefix", "in", "out", "bias"}},
       {op_kind::batch_norm, {"prefix", "in", "eps", "affine"}},
       {op_kind::layer_norm, {"prefix", "in", "eps", "affine"}},
@@ -87,7 +92,7 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
   }
   if (op.kind == op_kind::leaky_relu) op.negative_slope = 0.01f;
   if (op.kind == op_kind::gin) op.eps = 0.0f;
-  if (op.kind == op_kind::gcn) op.normalize = true;  // GCNConv's default (SAGEConv's is false)
+  if (is_gcn_normalised(op.kind)) op.normalize = true;  // GCNConv's default (SAGEConv's is false)
   SPINDLE_TRY(read(t, "name", op.name, field));
   if (const toml::node* n = t.get("inputs")) {
     const toml::array* arr = n->as_array();
@@ -110,6 +115,7 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
   SPINDLE_TRY(read(t, "improved", op.improved, field));
   SPINDLE_TRY(read(t, "heads", op.heads, field));
   SPINDLE_TRY(read(t, "concat", op.concat, field));
+  SPINDLE_TRY(read(t, "beta", op.beta, field));
   SPINDLE_TRY(read(t, "negative_slope", op.negative_slope, field));
   SPINDLE_TRY(read(t, "alpha", op.alpha, field));
   SPINDLE_TRY(read(t, "eps", op.eps, field));
@@ -138,8 +144,12 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
 std::string_view to_string(op_kind k) { return kKindNames[std::size_t(k)]; }
 
 bool is_message_passing(op_kind k) {
-  return k == op_kind::sage || k == op_kind::gcn || k == op_kind::gat || k == op_kind::gin;
+  return k == op_kind::sage || k == op_kind::gcn || k == op_kind::gat || k == op_kind::gin ||
+         k == op_kind::gatv2 || k == op_kind::transformer || k == op_kind::res_gated ||
+         k == op_kind::gcn_propagate;
 }
+
+bool is_gcn_normalised(op_kind k) { return k == op_kind::gcn || k == op_kind::gcn_propagate; }
 
 namespace detail {
 
@@ -189,11 +199,14 @@ expected<int> output_width(const gnn_op& op, const std::vector<int>& in, const s
     }
     case op_kind::sage:
     case op_kind::gcn:
+    case op_kind::res_gated:
     case op_kind::linear:
       SPINDLE_TRY(needs_in(w));
       SPINDLE_TRY(positive_out());
       return op.out;
     case op_kind::gat:
+    case op_kind::gatv2:
+    case op_kind::transformer:
       SPINDLE_TRY(needs_in(w));
       SPINDLE_TRY(positive_out());
       if (op.heads <= 0) return make_error(errc::invalid_argument, "{}.heads must be > 0", field);
@@ -210,7 +223,7 @@ expected<int> output_width(const gnn_op& op, const std::vector<int>& in, const s
 }
 
 bool needs_prefix(op_kind k) {
-  return is_message_passing(k) || k == op_kind::linear || k == op_kind::batch_norm ||
+  return (is_message_passing(k) && k != op_kind::gcn_propagate) || k == op_kind::linear || k == op_kind::batch_norm ||
          k == op_kind::layer_norm || k == op_kind::prelu;
 }
 
@@ -270,15 +283,14 @@ expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
   for (const auto& op : ops) hops += is_message_passing(op.kind);
   int graph_norm = 0, block_norm = 0;
   for (const auto& op : ops)
-    if (op.kind == op_kind::gcn && op.normalize) (op.norm == gcn_norm::graph ? graph_norm : block_norm)++;
+    if (is_gcn_normalised(op.kind) && op.normalize) (op.norm == gcn_norm::graph ? graph_norm : block_norm)++;
   if (graph_norm && block_norm)
     return make_error(errc::invalid_argument,
                       "GCN ops normalise by the graph's degrees ({}) and by the block's ({}): one "
                       "kind per model",
                       graph_norm, block_norm);
   if (hops == 0)
-    return make_error(errc::invalid_argument, "a stack model needs a message-passing op (sage, "
-                                              "gcn, gat or gin)");
+    return make_error(errc::invalid_argument, "a stack model needs a message-passing op");
   if (ops.back().width != out)
     return make_error(errc::invalid_argument, "the last op produces {} columns, model.out = {}",
                       ops.back().width, out);
@@ -320,6 +332,7 @@ std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table) 
     if (has("improved")) s += fmt::format("improved = {}\n", op.improved);
     if (has("norm")) s += fmt::format("norm = \"{}\"\n", op.norm == gcn_norm::graph ? "graph" : "block");
     if (has("heads")) s += fmt::format("heads = {}\nconcat = {}\n", op.heads, op.concat);
+    if (has("beta")) s += fmt::format("beta = {}\n", op.beta);
     if (has("negative_slope")) s += fmt::format("negative_slope = {}\n", op.negative_slope);
     if (has("alpha")) s += fmt::format("alpha = {}\n", op.alpha);
     if (has("eps")) s += fmt::format("eps = {}\n", op.eps);

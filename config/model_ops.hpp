@@ -28,9 +28,15 @@ enum class op_kind {
   max,         // JumpingKnowledge max: elementwise maximum of the inputs
   log_softmax, softmax,
   mul,         // elementwise product of its inputs (each input's first rows): a Hadamard decoder
+  gatv2,       // PyG GATv2Conv: heads, concat, negative_slope, add_self_loops, bias (lin_l, lin_r, att)
+  transformer, // PyG TransformerConv: heads, concat, beta, root_weight, bias (no edge attributes)
+  res_gated,   // PyG ResGatedGraphConv with its sigmoid gate: root_weight, bias
+  gcn_propagate,  // D^-1/2 (A [+ I]) D^-1/2 x without weights: one hop of SGConv or TAGConv
 };
 std::string_view to_string(op_kind k);
 bool is_message_passing(op_kind k);
+/// Kinds that normalise by GCN's degrees (gcn, gcn_propagate).
+bool is_gcn_normalised(op_kind k);
 
 /// How GCNConv normalises: by the graph's degrees (PyG's full-graph answer when
 /// every neighbour is sampled; the default) or by degrees inside the sampled block.
@@ -48,7 +54,8 @@ struct gnn_op {
   bool add_self_loops = true, improved = false;                              // gcn, gat
   gcn_norm norm = gcn_norm::graph;                                           // gcn
   int heads = 1;                                                             // gat
-  bool concat = true;                                                        // gat
+  bool concat = true;                                                        // gat, gatv2, transformer
+  bool beta = false;                                                         // transformer
   float negative_slope = 0.2f;  // gat (0.2); leaky_relu (0.01 unless given)
   float alpha = 1.0f;           // elu
   float eps = 1e-5f;  // batch_norm, layer_norm; gin's eps when <prefix>.eps is absent (0 unless given)

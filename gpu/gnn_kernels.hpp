@@ -12,6 +12,7 @@
 
 #include "core/status.hpp"
 #include "gpu/kernels/activation.hpp"
+#include "gpu/kernels/attention_row.hpp"
 #include "gpu/kernels/gat_row.hpp"
 #include "gpu/kernels/gather_row.hpp"
 #include "gpu/kernels/norm_row.hpp"
@@ -82,6 +83,22 @@ status gat_scores_async(const float* h, std::int64_t rows, std::int64_t hc, int 
 status gat_aggregate_async(const std::int64_t* indptr, const std::int32_t* indices, const float* h,
                            std::int64_t num_dst, std::int64_t hc, int heads, const float* s_src,
                            const float* s_dst, float negative_slope, float* y, void* stream);
+/// logits [(E + num_dst) x heads]: every edge's attention logit (attention_logit)
+/// in attention_row.hpp's slots, and with self_loops each row's self-loop's.
+status attention_logits_async(const std::int64_t* indptr, const std::int32_t* indices,
+                              std::int64_t num_dst, int heads, const attention_inputs& in,
+                              bool self_loops, float* logits, void* stream);
+/// y [num_dst x hc] = the softmax aggregation of v by those logits (attend_element).
+status attend_async(const std::int64_t* indptr, const std::int32_t* indices, const float* logits,
+                    const float* v, std::int64_t num_dst, std::int64_t hc, int heads,
+                    bool self_loops, float* y, void* stream);
+/// y [num_dst x c] = ResGatedGraphConv's gated sum (gated_element).
+status gated_sum_async(const std::int64_t* indptr, const std::int32_t* indices, const float* k,
+                       const float* q, const float* v, std::int64_t num_dst, std::int64_t c,
+                       float* y, void* stream);
+/// out [rows x n] = b x_r + (1 - b) out per row, b = beta_gate (TransformerConv's beta).
+status beta_mix_async(float* out, const float* xr, const float* w, std::int64_t rows,
+                      std::int64_t n, void* stream);
 /// z [num_dst x width] = gin_combine(z, x, scale) in place (z holds Σ_j x_j).
 status gin_combine_async(float* z, const float* x, std::int64_t num_dst, std::int64_t width,
                          float scale, void* stream);

@@ -75,6 +75,21 @@ status gat_aggregate_async(const std::int64_t*, const std::int32_t*, const float
                            std::int64_t, int, const float*, const float*, float, float*, void*) {
   return no_cuda("GAT aggregation kernel");
 }
+status attention_logits_async(const std::int64_t*, const std::int32_t*, std::int64_t, int,
+                              const attention_inputs&, bool, float*, void*) {
+  return no_cuda("attention logit kernel");
+}
+status attend_async(const std::int64_t*, const std::int32_t*, const float*, const float*,
+                    std::int64_t, std::int64_t, int, bool, float*, void*) {
+  return no_cuda("attention aggregation kernel");
+}
+status gated_sum_async(const std::int64_t*, const std::int32_t*, const float*, const float*,
+                       const float*, std::int64_t, std::int64_t, float*, void*) {
+  return no_cuda("gated sum kernel");
+}
+status beta_mix_async(float*, const float*, const float*, std::int64_t, std::int64_t, void*) {
+  return no_cuda("beta mix kernel");
+}
 status gin_combine_async(float*, const float*, std::int64_t, std::int64_t, float, void*) {
   return no_cuda("GIN combine kernel");
 }

@@ -296,13 +296,13 @@ std::size_t model::weight_bytes() const {
 bool model::needs_degrees() const {
   if (desc_.arch == model_arch::gcn) return true;
   for (const auto& op : desc_.ops)
-    if (op.kind == config::op_kind::gcn && op.normalize) return true;
+    if (config::is_gcn_normalised(op.kind) && op.normalize) return true;
   return false;
 }
 
 bool model::graph_degrees() const {
   for (const auto& op : desc_.ops)
-    if (op.kind == config::op_kind::gcn && op.normalize && op.norm == config::gcn_norm::graph)
+    if (config::is_gcn_normalised(op.kind) && op.normalize && op.norm == config::gcn_norm::graph)
       return true;
   return false;
 }

@@ -17,6 +17,7 @@
 
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
+#include "gpu/kernels/attention_row.hpp"
 #include "nn/tensor.hpp"
 
 namespace spindle::nn {
@@ -104,6 +105,21 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
 expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
                                std::span<const float> att_src, std::span<const float> att_dst,
                                float negative_slope = 0.2f, bool add_self_loops = true);
+
+/// PyG's softmax aggregation over each dst's incoming edges (nn/ops_attention.cpp):
+/// alpha_ij = softmax_j of gpu::attention_logit(in, i, j, k) per head k (GATv2's or
+/// TransformerConv's), out_i = sum_j alpha_ij v_j (v is [num_src x heads*C], out
+/// [num_dst x heads*C]). With `self_loops` the block's i->i edges are dropped and one
+/// i->i added (add_self_loops), else edges are taken as given; a dst without edges
+/// gets 0. The element logic is gpu/kernels/attention_row.hpp's.
+expected<tensor> attend(allocator& a, const block& b, const tensor& v, int heads,
+                        const gpu::attention_inputs& in, bool self_loops,
+                        thread_pool* pool = nullptr);
+
+/// PyG ResGatedGraphConv's aggregation: out_i = sum_j sigmoid(k_i + q_j) * v_j over
+/// the block's edges as given (k is [num_dst x C], q and v [num_src x C]).
+expected<tensor> gated_sum(allocator& a, const block& b, const tensor& k, const tensor& q,
+                           const tensor& v, thread_pool* pool = nullptr);
 
 /// Sum or mean of table rows per bag: bag i holds indices[offsets[i], offsets[i+1]).
 /// Errors name the first index outside the table.

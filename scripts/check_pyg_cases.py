@@ -1,5 +1,6 @@
 """PyG users' models as a newcomer writes them (in-place activations, PyG's
-examples/gcn.py, GCNConv(improved=True), PyG's model classes, lazy modules), on Cora
+examples/gcn.py, GCNConv(improved=True), PyG's model classes, lazy modules, the
+attention and multi-hop layers), on Cora
 and on a directed graph with self-loops and repeated edges, each exported with
 export_pyg(check=(x, edge_index)): prints the largest difference from PyG that the
 check measured, or the refusal.
@@ -11,7 +12,8 @@ import tempfile
 import numpy as np, torch, torch.nn.functional as F
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from torch_geometric.nn import GCNConv, SAGEConv, GATConv
+from torch_geometric.nn import (GCNConv, SAGEConv, GATConv, GATv2Conv, TransformerConv,
+                                ResGatedGraphConv, SGConv, TAGConv)
 from torch_geometric.nn.models import GCN, GraphSAGE, GAT, GIN
 from spindle_client.export import export_pyg, ExportError
 B = os.path.join(ROOT, sys.argv[2] if len(sys.argv) > 2 else "build", "apps", "spindle")
@@ -46,13 +48,21 @@ class Improved(torch.nn.Module):
 class GatEx(torch.nn.Module):
     def __init__(s, i): super().__init__(); s.c1 = GATConv(i, 8, heads=8); s.c2 = GATConv(64, 7, heads=1, concat=False)
     def forward(s, x, ei): return s.c2(F.elu(s.c1(x, ei)), ei)
+class Two(torch.nn.Module):  # conv1 -> ELU -> conv2, as PyG's examples stack a layer
+    def __init__(s, c1, c2): super().__init__(); s.conv1 = c1; s.conv2 = c2
+    def forward(s, x, ei): return s.conv2(F.elu(s.conv1(x, ei)), ei)
 OUT = os.path.join(tempfile.mkdtemp(prefix="spindle-cases-"), "m")
 cases = [("in-place relu_", InPlace), ("examples/gcn.py", ExampleGcn), ("GCNConv(improved=True)", Improved),
          ("GAT example", GatEx),
          ("models.GCN", lambda i: GCN(i, 16, 2, 7)), ("models.GraphSAGE jk=cat bn", lambda i: GraphSAGE(i, 16, 2, 7, norm="batch_norm", jk="cat")),
          ("models.GAT", lambda i: GAT(i, 8, 2, 7, heads=4)), ("models.GIN", lambda i: GIN(i, 16, 2, 7)),
          ("models.GAT v2", lambda i: GAT(i, 8, 2, 7, v2=True)), ("models.GCN instance_norm", lambda i: GCN(i, 16, 2, 7, norm="instance_norm")),
-         ("lazy GraphSAGE(-1)", lambda i: GraphSAGE(-1, 16, 2, 7))]
+         ("lazy GraphSAGE(-1)", lambda i: GraphSAGE(-1, 16, 2, 7)),
+         ("GATv2Conv heads=4", lambda i: Two(GATv2Conv(i, 8, heads=4), GATv2Conv(32, 7))),
+         ("TransformerConv beta", lambda i: Two(TransformerConv(i, 8, heads=2, beta=True), TransformerConv(16, 7))),
+         ("ResGatedGraphConv", lambda i: Two(ResGatedGraphConv(i, 16), ResGatedGraphConv(16, 7))),
+         ("SGConv K=2", lambda i: SGConv(i, 7, K=2)),
+         ("TAGConv K=3", lambda i: Two(TAGConv(i, 16), TAGConv(16, 7)))]
 for gname, (gx, gei) in [("Cora", (x, ei)), ("directed+loops+repeats", (dx, dei))]:
     for label, make in cases:
         torch.manual_seed(0); m = make(gx.shape[1])

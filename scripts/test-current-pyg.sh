@@ -25,4 +25,5 @@ fi
 "$venv/bin/python" -c 'import torch, torch_geometric as g; print(f"torch {torch.__version__}, torch_geometric {g.__version__}")'
 cd python
 SPINDLE_BINARY="$(realpath "../$build/apps/spindle")" exec "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/test_export.py tests/test_export_checked.py tests/test_export_torch.py tests/test_graph_updates.py
+  tests/test_export.py tests/test_export_checked.py tests/test_export_torch.py tests/test_graph_updates.py \
+  tests/test_link_prediction.py tests/test_export_layers.py

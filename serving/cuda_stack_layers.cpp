@@ -10,6 +10,7 @@
 #include "gpu/gnn_kernels.hpp"
 #include "serving/cuda_layers.hpp"
 #include "serving/detail/arena_put.hpp"
+#include "serving/detail/cuda_attention.hpp"
 
 namespace spindle::serving {
 namespace {
@@ -18,10 +19,7 @@ using config::gnn_op;
 using config::op_kind;
 using detail::put;
 
-struct dvalue {
-  float* p = nullptr;
-  std::int64_t rows = 0, cols = 0;
-};
+using dvalue = detail::device_value;
 
 std::size_t aligned(std::size_t b) { return (b + 255) / 256 * 256; }
 std::size_t floats(std::int64_t n) { return aligned(std::size_t(n) * 4); }
@@ -29,13 +27,17 @@ std::size_t floats(std::int64_t n) { return aligned(std::size_t(n) * 4); }
 // The arena bytes op `op` takes beyond its block's CSR: its output and scratch
 // (an upper bound the pass below stays within; the arena frees nothing in a pass).
 std::size_t op_bytes(const gnn_op& op, std::int64_t in_cols, std::int64_t in_rows,
-                     std::int64_t num_src, std::int64_t num_dst) {
+                     std::int64_t num_src, std::int64_t num_dst, std::int64_t num_edges) {
+  if (detail::is_attention_op(op.kind))
+    return detail::attention_op_bytes(op, {nullptr, nullptr, num_src, num_dst, num_edges});
   switch (op.kind) {
     case op_kind::sage:
       return (op.project ? floats(num_src * in_cols) : 0) + floats(num_dst * in_cols) +
              floats(num_dst * op.width);
     case op_kind::gcn:
       return floats(num_src * op.out) + floats(num_dst * op.width);
+    case op_kind::gcn_propagate:
+      return floats(num_dst * op.width);
     case op_kind::gat:
       return floats(num_src * op.heads * op.out) + floats(num_src * op.heads) +
              floats(num_dst * op.heads) + floats(num_dst * op.heads * op.out) +
@@ -62,13 +64,13 @@ std::size_t device_model::stack_arena_bytes(const config::model_desc& d,
     std::int64_t rows = v.at(op.inputs[0]).first;
     for (const auto& in : op.inputs) rows = std::min(rows, v.at(in).first);
     const std::int64_t in_cols = v.at(op.inputs[0]).second;
-    std::int64_t ns = 0, nd = rows;
+    std::int64_t ns = 0, nd = rows, ne = 0;
     if (config::is_message_passing(op.kind) && hop < blocks.size()) {
       const auto& b = blocks[hop++];
       total += aligned(b.indptr.size_bytes()) + aligned(b.indices.size_bytes());
-      ns = b.num_src, nd = b.num_dst;
+      ns = b.num_src, nd = b.num_dst, ne = b.num_edges();
     }
-    total += op_bytes(op, in_cols, rows, ns, nd);
+    total += op_bytes(op, in_cols, rows, ns, nd, ne);
     v[op.name] = {config::is_message_passing(op.kind) ? nd : rows, op.width};
   }
   return total;
@@ -140,19 +142,22 @@ expected<nn::tensor> device_model::forward_stack(gpu::device_arena& arena, void*
         if (op.normalize)
           SPINDLE_TRY(gpu::row_op_async(gpu::row_op::l2_normalize, y.p, nd, op.out, nullptr,
                                         nullptr, nullptr, nullptr, 0, false, stream));
-      } else if (op.kind == op_kind::gcn) {
-        SPINDLE_ASSIGN_OR_RETURN(auto h, take(ns, op.out));
-        SPINDLE_TRY(gpu::gemm_wt_async(blas, in.p, ns, cin, w("lin.weight"), op.out, 0.0f, h.p));
-        SPINDLE_ASSIGN_OR_RETURN(y, take(nd, op.out));
+      } else if (config::is_gcn_normalised(op.kind)) {  // gcn: projected first
+        dvalue h = in;
+        if (op.kind == op_kind::gcn) {
+          SPINDLE_ASSIGN_OR_RETURN(h, take(ns, op.out));
+          SPINDLE_TRY(gpu::gemm_wt_async(blas, in.p, ns, cin, w("lin.weight"), op.out, 0.0f, h.p));
+        }
+        SPINDLE_ASSIGN_OR_RETURN(y, take(nd, h.cols));
         if (op.normalize) {
           const float fill = op.add_self_loops ? (op.improved ? 2.0f : 1.0f) : 0.0f;
           SPINDLE_TRY(gpu::gcn_aggregate_ex_async(indptr, indices, h.p, neighbours, fill, nd,
-                                                  op.out, y.p, stream));
+                                                  h.cols, y.p, stream));
         } else {
-          SPINDLE_TRY(gpu::spmm_async(indptr, indices, h.p, nd, op.out, gpu::spmm_reduce::sum,
+          SPINDLE_TRY(gpu::spmm_async(indptr, indices, h.p, nd, h.cols, gpu::spmm_reduce::sum,
                                       y.p, stream));
         }
-        if (op.bias)
+        if (op.kind == op_kind::gcn && op.bias)
           SPINDLE_TRY(gpu::bias_activation_async(y.p, nd, op.out, w("bias"),
                                                  gpu::activation::none, stream));
       } else if (op.kind == op_kind::gat) {  // add_self_loops (supports() checked)
@@ -174,7 +179,10 @@ expected<nn::tensor> device_model::forward_stack(gpu::device_arena& arena, void*
         if (op.bias)
           SPINDLE_TRY(gpu::bias_activation_async(y.p, nd, y.cols, w("bias"),
                                                  gpu::activation::none, stream));
-      } else {  // gin: (1 + eps) x_i + sum_j x_j
+      } else if (detail::is_attention_op(op.kind)) {
+        const detail::device_hop h{indptr, indices, ns, nd, b.num_edges()};
+        SPINDLE_ASSIGN_OR_RETURN(y, detail::attention_op(op, h, in, blas, stream, take, w));
+      } else if (op.kind == op_kind::gin) {  // (1 + eps) x_i + sum_j x_j
         const auto eps_name = op.prefix + ".eps";
         const float scale =
             1.0f + (model_->has_param(eps_name) ? model_->param(eps_name).data()[0] : op.eps);
@@ -182,6 +190,9 @@ expected<nn::tensor> device_model::forward_stack(gpu::device_arena& arena, void*
         SPINDLE_TRY(gpu::spmm_async(indptr, indices, in.p, nd, cin, gpu::spmm_reduce::sum, y.p,
                                     stream));
         SPINDLE_TRY(gpu::gin_combine_async(y.p, in.p, nd, cin, scale, stream));
+      } else {  // supports() keeps such a model on the host
+        return make_error(errc::unsupported, "op {} ({}) has no device path", i,
+                          config::to_string(op.kind));
       }
     } else if (op.kind == op_kind::linear) {
       SPINDLE_ASSIGN_OR_RETURN(y, take(in.rows, op.out));

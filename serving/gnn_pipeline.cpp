@@ -67,7 +67,8 @@ std::uint64_t per_request_seed(std::span<const std::int64_t> seeds) {
 static status check_self_loop_semantics(const config::model_desc& d, const graph::csr_view& g) {
   std::size_t op = 0;
   for (; op < d.ops.size(); ++op)
-    if (d.ops[op].kind == config::op_kind::gcn && d.ops[op].normalize && !d.ops[op].add_self_loops)
+    if (config::is_gcn_normalised(d.ops[op].kind) && d.ops[op].normalize &&
+        !d.ops[op].add_self_loops)
       break;
   if (op == d.ops.size()) return status::ok();
   std::int64_t loops = 0;
@@ -75,9 +76,9 @@ static status check_self_loop_semantics(const config::model_desc& d, const graph
     for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) loops += g.neighbour(e) == v;
   if (loops == 0) return status::ok();
   return make_error(errc::unsupported,
-                    "{}: op {} (gcn, add_self_loops = false) is served exactly only on a graph "
+                    "{}: op {} ({}, add_self_loops = false) is served exactly only on a graph "
                     "without self-loops, and this one has {} (prepare --drop-self-loops)",
-                    d.name, op, loops);
+                    d.name, op, config::to_string(d.ops[op].kind), loops);
 }
 
 gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,

@@ -14,27 +14,6 @@ void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
   if (op.bias) s.add("bias", {op.concat ? heads * out : out}, "bias");
 }
 
-// concat=False: the mean over heads of [rows x heads*c].
-expected<tensor> mean_heads(allocator& a, const tensor& y, int heads) {
-  const std::int64_t c = y.cols() / heads;
-  SPINDLE_ASSIGN_OR_RETURN(auto m, tensor::zeros(a, {y.rows(), c}));
-  for (std::int64_t r = 0; r < y.rows(); ++r)
-    for (int k = 0; k < heads; ++k)
-      for (std::int64_t q = 0; q < c; ++q) m.row(r)[q] += y.row(r)[k * c + q] / float(heads);
-  return m;
-}
-
-// Besides a message-passing op's projections and rows: the attention scores and
-// weighted messages over the block's edges plus one self-loop per target.
-layer_memory memory(const config::gnn_op& op, std::int64_t in, const hop_dims* hop) {
-  auto m = hop_memory(op, in, hop);
-  if (!hop) return m;
-  const std::int64_t pairs = hop->num_edges + hop->num_dst;
-  m.temp.push_back({pairs, op.heads});
-  m.temp.push_back({pairs, std::int64_t(op.heads) * op.out});
-  return m;
-}
-
 expected<tensor> forward(const layer_input& x) {
   const auto& op = x.op;
   SPINDLE_ASSIGN_OR_RETURN(
@@ -51,6 +30,26 @@ expected<tensor> forward(const layer_input& x) {
 
 }  // namespace
 
-const layer_kind gat{&weights, &forward, &memory};
+expected<tensor> mean_heads(allocator& a, const tensor& y, int heads) {
+  const std::int64_t c = y.cols() / heads;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, tensor::zeros(a, {y.rows(), c}));
+  for (std::int64_t r = 0; r < y.rows(); ++r)
+    for (int k = 0; k < heads; ++k)
+      for (std::int64_t q = 0; q < c; ++q) m.row(r)[q] += y.row(r)[k * c + q] / float(heads);
+  return m;
+}
+
+// Besides a message-passing op's projections and rows: the attention scores and
+// weighted messages over the block's edges plus one self-loop per target.
+layer_memory attention_memory(const config::gnn_op& op, std::int64_t in, const hop_dims* hop) {
+  auto m = hop_memory(op, in, hop);
+  if (!hop) return m;
+  const std::int64_t pairs = hop->num_edges + hop->num_dst;
+  m.temp.push_back({pairs, op.heads});
+  m.temp.push_back({pairs, std::int64_t(op.heads) * op.out});
+  return m;
+}
+
+const layer_kind gat{&weights, &forward, &attention_memory};
 
 }  // namespace spindle::nn::layers

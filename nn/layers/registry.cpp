@@ -34,6 +34,10 @@ const layer_kind& layer_of(config::op_kind kind) {
     case op_kind::cat: return layers::cat;
     case op_kind::max: return layers::max;
     case op_kind::mul: return layers::mul;
+    case op_kind::gatv2: return layers::gatv2;
+    case op_kind::transformer: return layers::transformer;
+    case op_kind::res_gated: return layers::res_gated;
+    case op_kind::gcn_propagate: return layers::gcn_propagate;
     case op_kind::log_softmax: return layers::log_softmax;
     case op_kind::softmax: return layers::softmax;
   }

@@ -8,12 +8,20 @@
 
 namespace spindle::nn::layers {
 
-extern const layer_kind sage, gcn, gat, gin;                            // message passing
+extern const layer_kind sage, gcn, gat, gin, gatv2, transformer, res_gated,
+    gcn_propagate;                                                      // message passing
 extern const layer_kind linear_layer;                                   // linear.cpp
 extern const layer_kind batch_norm, layer_norm;                         // norms.cpp
 extern const layer_kind relu, elu, leaky_relu, gelu, tanh_layer, sigmoid, prelu, log_softmax,
     softmax;                                                            // activations.cpp
 extern const layer_kind add, cat, max, mul;                             // joins.cpp
+
+/// concat=False: the mean over heads of y [rows x heads*c] (gat.cpp).
+expected<tensor> mean_heads(allocator& a, const tensor& y, int heads);
+
+/// The memory of an attention op (gat.cpp): its hop's, plus a score and a
+/// message per edge (self-loops included) and head.
+layer_memory attention_memory(const config::gnn_op& op, std::int64_t in, const hop_dims* hop);
 
 /// Kinds without tensors.
 inline void no_weights(const config::gnn_op&, std::int64_t, weight_list&) {}

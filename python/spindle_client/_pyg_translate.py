@@ -16,7 +16,8 @@ from ._pyg_trace import _PATH, _in_place, _strip_none, trace
 from ._verify import ExportError
 
 
-MESSAGE_PASSING = {"sage", "gcn", "gat", "gin"}
+MESSAGE_PASSING = {"sage", "gcn", "gat", "gin", "gatv2", "transformer", "res_gated",
+                   "gcn_propagate"}
 
 
 def check_supported_shape(model):
@@ -41,7 +42,7 @@ def check_supported_shape(model):
             raise ExportError(f"{name} holds embedding tables and no message-passing layer: "
                               f"export recommendation models with export_torch")
         raise ExportError(f"{name} has no message-passing layer (SAGEConv, GCNConv, GATConv, "
-                          f"GINConv): nothing for Spindle to sample")
+                          f"GINConv, ...): nothing for Spindle to sample")
     check_modules_are_plain(model)
     for path, p in model.named_parameters():
         if isinstance(p, torch.nn.parameter.UninitializedParameter):
@@ -67,9 +68,18 @@ _HONOURED = {
     # K=1 is GCNConv with its Linear after the propagation (both are linear).
     "GraphConv": {"in_channels", "out_channels", "aggr", "bias"},
     "SGConv": {"in_channels", "out_channels", "K", "add_self_loops", "bias"},
+    # Served by _pyg_layers: TAGConv as K propagations, a Linear per hop and their sum.
+    "GATv2Conv": {"in_channels", "out_channels", "heads", "concat", "negative_slope",
+                  "add_self_loops", "edge_dim", "bias", "share_weights"},
+    "TransformerConv": {"in_channels", "out_channels", "heads", "concat", "beta", "edge_dim",
+                        "bias", "root_weight"},
+    "ResGatedGraphConv": {"in_channels", "out_channels", "act", "root_weight", "bias"},
+    "TAGConv": {"in_channels", "out_channels", "K", "bias", "normalize"},
 }
 _NO_EFFECT = {"SAGEConv": set(), "GCNConv": {"cached"}, "GATConv": {"dropout", "fill_value"},
-              "GINConv": {"train_eps"}, "GraphConv": set(), "SGConv": {"cached"}}
+              "GINConv": {"train_eps"}, "GraphConv": set(), "SGConv": {"cached"},
+              "GATv2Conv": {"dropout", "fill_value"}, "TransformerConv": {"dropout"},
+              "ResGatedGraphConv": set(), "TAGConv": set()}
 _MISSING = object()
 
 
@@ -426,14 +436,21 @@ class Translator:
 
     # --- message passing --------------------------------------------------------
     def _conv(self, node, conv, path, value):
-        from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv, SGConv
+        from . import _pyg_layers as layers
         kind = type(conv).__name__
         if self.edge_index is None:
             raise ExportError(f"{path}: {kind} in the decoder; a decoder scores a pair from its "
                               f"two embeddings, with no graph to pass messages over")
-        if type(conv) not in (SAGEConv, GCNConv, GATConv, GINConv, GraphConv, SGConv):
-            raise ExportError(f"{path}: {kind} is not supported (Spindle serves SAGEConv, GCNConv, "
-                              f"GATConv, GINConv, GraphConv and SGConv(K=1))")
+        served = {"SAGEConv": self._sage, "GCNConv": self._gcn, "GATConv": self._gat,
+                  "GINConv": self._gin, "GraphConv": self._graph_conv,
+                  "SGConv": lambda *a: layers.sg_conv(self, *a),
+                  "GATv2Conv": lambda *a: layers.gatv2(self, *a),
+                  "TransformerConv": lambda *a: layers.transformer(self, *a),
+                  "ResGatedGraphConv": lambda *a: layers.res_gated(self, *a),
+                  "TAGConv": lambda *a: layers.tag_conv(self, *a)}
+        if kind not in served or not type(conv).__module__.startswith("torch_geometric."):
+            raise ExportError(f"{path}: {kind} is not supported (Spindle serves "
+                              f"{', '.join(sorted(served))})")
         args, kwargs = _strip_none(node.args, node.kwargs)
         if len(args) != 2 or kwargs:
             extra = ", ".join(list(kwargs)) or f"{len(args)} arguments"
@@ -443,17 +460,7 @@ class Translator:
             raise ExportError(f"{path}: {kind}'s second argument must be forward's edge_index")
         src = self._value(value, args[0], path)
         check_conv_options(conv, path)
-        if isinstance(conv, SAGEConv):
-            return self._sage(node, conv, path, src, value)
-        if isinstance(conv, GraphConv):
-            return self._graph_conv(node, conv, path, src, value)
-        if isinstance(conv, SGConv):
-            return self._sg_conv(node, conv, path, src, value)
-        if isinstance(conv, GCNConv):
-            return self._gcn(node, conv, path, src, value)
-        if isinstance(conv, GATConv):
-            return self._gat(node, conv, path, src, value)
-        return self._gin(node, conv, path, src, value)
+        return served[kind](node, conv, path, src, value)
 
     def _sage(self, node, conv, path, src, value):
         aggr = aggregation_of(conv)
@@ -503,25 +510,6 @@ class Translator:
                                  **{"in": int(inw), "out": int(out), "aggr": aggr,
                                     "normalize": False, "root_weight": True, "project": False,
                                     "bias": bias})
-
-    def _sg_conv(self, node, conv, path, src, value):
-        """SGConv(K=1): lin(D^-1/2 (A + I) D^-1/2 x), a GCNConv's op (the propagation
-        and the Linear commute) with its tensors under GCNConv's names."""
-        if conv.K != 1:
-            raise ExportError(f"{path}: SGConv(K={conv.K}) propagates {conv.K} hops in one layer; "
-                              f"Spindle serves K=1 (one sampled hop per layer)")
-        out, inw = conv.lin.weight.shape
-        self._input_width(src, int(inw), path)
-        bias = conv.lin.bias is not None
-        self.tensors[f"{path}.lin.weight"] = conv.lin.weight.detach().float().cpu()
-        if bias:
-            self.tensors[f"{path}.bias"] = conv.lin.bias.detach().float().cpu()
-        check_all_written(conv, path, ["lin.weight"] + (["lin.bias"] if bias else []))
-        value[node] = self._emit(node.name, "gcn", [src], int(out), prefix=path,
-                                 **{"in": int(inw), "out": int(out),
-                                    "add_self_loops": bool(conv.add_self_loops),
-                                    "normalize": True, "improved": False, "bias": bias,
-                                    "norm": "graph"})
 
     def _gcn(self, node, conv, path, src, value):
         if getattr(conv, "cached", False):

@@ -73,8 +73,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
             if graphs is None:
                 record = {"checked": False, "reason": "export_pyg(check=False)"}
             else:
-                loops = not any(op["kind"] == "gcn" and op["normalize"] and not op["add_self_loops"]
-                                for op in ops)
+                loops = not any(op["kind"] in ("gcn", "gcn_propagate") and op["normalize"] and
+                                not op["add_self_loops"] for op in ops)
                 graphs.insert(0, verify.generated_graph(in_width, self_loops=loops))
                 record = _check(model, ex, ops, stage.path, graphs, spindle, tolerance)
                 if task == "link":

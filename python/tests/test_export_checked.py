@@ -164,13 +164,6 @@ def test_graph_conv_and_sg_conv_are_served_as_pyg_computes_them(tmp_path, aggr):
     assert got == ["sage", "relu", "gcn"] and "checked = true" in text
 
 
-def test_sg_conv_over_several_hops_is_refused_by_name(tmp_path):
-    model = GraphAndSg("add")
-    model.conv2 = SGConv(16, 3, K=2)
-    with pytest.raises(ExportError, match=r"SGConv\(K=2\) propagates 2 hops in one layer"):
-        export_pyg(model, str(tmp_path / "m"), name="m", check=False)
-
-
 @needs_binary
 def test_a_lazy_model_is_initialised_on_the_check_graph(tmp_path):
     torch.manual_seed(0)
@@ -200,7 +193,7 @@ class DlrmLike(torch.nn.Module):
 @pytest.mark.parametrize("make,message", [
     (lambda: GCN(8, 16, 2, 3, norm="instance_norm"), "norms.0: InstanceNorm is not supported"),
     (lambda: GCN(8, 16, 2, 3, norm="graph_norm"), "norms.0: GraphNorm is not supported"),
-    (lambda: GAT(8, 16, 2, 3, v2=True), "convs.0: GATv2Conv is not supported"),
+    (lambda: GAT(8, 16, 2, 3, v2=True, edge_dim=4), "convs.0: GATv2Conv(edge_dim=...) needs edge"),
     (lambda: NoForward(), "NoForward has no forward: export the submodule"),
     (lambda: DlrmLike(), "export recommendation models with export_torch"),
 ])

@@ -203,7 +203,21 @@ expected<config::model_desc> stack_desc(int which) {
       "[[op]]\nkind = \"cat\"\nname = \"jk\"\ninputs = [\"r\", \"q\"]\n"
       "[[op]]\nkind = \"tanh\"\n"
       "[[op]]\nkind = \"linear\"\nprefix = \"head\"\nout = 16\n";
-  return config::parse_model_desc(which == 0 ? a : b, "gpu_check");
+  // The attention and weightless hops: GATv2 (self-loops, concat), TransformerConv
+  // (beta, mean heads); then gcn_propagate and ResGatedGraphConv.
+  const std::string c =
+      "[model]\narch = \"stack\"\nin = 32\nout = 16\n"
+      "[[op]]\nkind = \"gatv2\"\nprefix = \"c1\"\nout = 12\nheads = 2\n"
+      "[[op]]\nkind = \"elu\"\n"
+      "[[op]]\nkind = \"transformer\"\nprefix = \"c2\"\nout = 16\nheads = 3\nconcat = false\n"
+      "beta = true\n";
+  const std::string e =
+      "[model]\narch = \"stack\"\nin = 32\nout = 16\n"
+      "[[op]]\nkind = \"gcn_propagate\"\n"
+      "[[op]]\nkind = \"res_gated\"\nprefix = \"c2\"\nout = 20\n"
+      "[[op]]\nkind = \"linear\"\nprefix = \"head\"\nout = 16\n";
+  const std::string* texts[] = {&a, &b, &c, &e};
+  return config::parse_model_desc(*texts[which], "gpu_check");
 }
 
 namespace {
@@ -324,6 +338,10 @@ int main(int argc, char** argv) {
          +[](std::string& r) { return check_stack_host(1, r); },
          +[](std::string& r) { return check_served_stack(0, r); },
          +[](std::string& r) { return check_served_stack(1, r); },
+         +[](std::string& r) { return check_stack_host(2, r); },
+         +[](std::string& r) { return check_stack_host(3, r); },
+         +[](std::string& r) { return check_served_stack(2, r); },
+         +[](std::string& r) { return check_served_stack(3, r); },
          +[](std::string& r) { return check_gnnsched_stack(r); }}) {
       std::string result;
       const auto st = check(result);
@@ -366,6 +384,10 @@ int main(int argc, char** argv) {
       [](std::string& r) { return check_stack(0, r); });
   row("stack: GAT concat=False, PReLU, residual, GIN, GELU, JK cat, tanh", "nn::model::forward",
       [](std::string& r) { return check_stack(1, r); });
+  row("stack: GATv2 concat, ELU, TransformerConv beta mean heads", "nn::model::forward",
+      [](std::string& r) { return check_stack(2, r); });
+  row("stack: GCN propagation, ResGatedGraphConv, head", "nn::model::forward",
+      [](std::string& r) { return check_stack(3, r); });
   const std::pair<const char*, model_arch> served_models[] = {
       {"cuda_executor: served GraphSAGE batches", model_arch::graphsage},
       {"cuda_executor: served GIN batches", model_arch::gin},
@@ -377,6 +399,10 @@ int main(int argc, char** argv) {
       [](std::string& r) { return check_served_stack(0, r); });
   row("cuda_executor: served stack model 1 (GAT mean heads, GIN, JK cat, ...)", "host gnn_pipeline",
       [](std::string& r) { return check_served_stack(1, r); });
+  row("cuda_executor: served stack model 2 (GATv2, TransformerConv)", "host gnn_pipeline",
+      [](std::string& r) { return check_served_stack(2, r); });
+  row("cuda_executor: served stack model 3 (propagation, ResGatedGraphConv)", "host gnn_pipeline",
+      [](std::string& r) { return check_served_stack(3, r); });
   row("GNNSched device pool: stack model 0", "host gnn_pipeline", check_gnnsched_stack);
   row("HPS slab cache (query, replace, update)", "hps::embedding_cache", check_cache);
   row("spmm mean + relu", "nn::propagate + relu_", check_spmm_and_activation);

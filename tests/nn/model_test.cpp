@@ -292,7 +292,9 @@ TEST(model_test, stack_ops_refuse_what_they_cannot_honour) {
        "m.toml: op[0].activation: not a setting of sage that Spindle honours"},
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\naggr = \"lstm\"\n",
        "op[0].aggr = 'lstm'"},
-      {"[[op]]\nkind = \"transformer\"\n", "op[0].kind = 'transformer'"},
+      {"[[op]]\nkind = \"gine\"\n", "op[0].kind = 'gine'"},
+      {"[[op]]\nkind = \"transformer\"\nprefix = \"c\"\nout = 2\nedge_dim = 3\n",
+       "op[0].edge_dim: not a setting of transformer"},
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nin = 5\nout = 2\n",
        "op[0] (sage).in = 5, but its input is 4 wide"},
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\n"

@@ -73,5 +73,45 @@ TEST(ops_test, concat_and_dot_interaction) {
   EXPECT_FALSE(dot_interaction(a, dense, {&wide}).has_value());
 }
 
+// dst 0 <- {0 (a self edge), 1, 2}; dst 1 <- nothing. TransformerConv's dot
+// logits with one column per head: head 0's keys are the source ids and its
+// query 1, so its logits are 0, 1, 2; head 1's keys are 0 (a plain mean).
+TEST(ops_test, attend_is_a_softmax_over_each_targets_edges_per_head) {
+  heap_allocator a;
+  float vv[] = {1, 10, 2, 20, 4, 40};  // 3 src nodes, 2 heads of 1 column
+  float keys[] = {0, 0, 1, 0, 2, 0};
+  float queries[] = {1, 1, 1, 1};
+  std::int64_t indptr[] = {0, 3, 3};
+  std::int32_t indices[] = {0, 1, 2};
+  block b{2, 3, indptr, indices};
+  auto v = tensor::borrow(vv, {3, 2});
+  const gpu::attention_inputs in{keys, queries, nullptr, 2, 1, 1.0f, gpu::attention_score::dot};
+  auto y = *attend(a, b, v, 2, in, false);
+  const double z = 1 + std::exp(1.0) + std::exp(2.0);
+  EXPECT_NEAR(y.data()[0], (1 + 2 * std::exp(1.0) + 4 * std::exp(2.0)) / z, 1e-5);
+  EXPECT_NEAR(y.data()[1], 70.0 / 3, 1e-4);
+  EXPECT_EQ(y.data()[2], 0.0f);  // no edges: 0, as PyG's softmax aggregation gives
+  // With self-loops dst 0's i->i edge is replaced by one appended (the same set),
+  // and dst 1 gets one: its own row, weight 1.
+  auto s = *attend(a, b, v, 2, in, true);
+  EXPECT_NEAR(s.data()[0], y.data()[0], 1e-6);
+  EXPECT_FLOAT_EQ(s.data()[2], 2.0f);
+  EXPECT_FLOAT_EQ(s.data()[3], 20.0f);
+}
+
+TEST(ops_test, gated_sum_weighs_each_message_by_its_sigmoid_gate) {
+  heap_allocator a;
+  float kv[] = {0.5f};
+  float qv[] = {-0.5f, 1.0f};
+  float vv[] = {3, 5};
+  std::int64_t indptr[] = {0, 2};
+  std::int32_t indices[] = {0, 1};
+  block b{1, 2, indptr, indices};
+  auto y = *gated_sum(a, b, tensor::borrow(kv, {1, 1}), tensor::borrow(qv, {2, 1}),
+                      tensor::borrow(vv, {2, 1}));
+  auto sig = [](double t) { return 1 / (1 + std::exp(-t)); };
+  EXPECT_NEAR(y.data()[0], 3 * sig(0.0) + 5 * sig(1.5), 1e-5);
+}
+
 }  // namespace
 }  // namespace spindle::nn

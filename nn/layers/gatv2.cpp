@@ -1,0 +1,43 @@
+// PyG GATv2Conv: x_l = lin_l(x) for sources, x_r = lin_r(x) for targets, the
+// logit a . LeakyReLU(x_l_j + x_r_i) per head ("dynamic" attention), softmax
+// over each target's edges with one self-loop (add_self_loops), messages x_l_j,
+// heads concatenated or averaged, then the bias. share_weights=True exports
+// lin_r as lin_l's copy.
+#include "nn/layers/units.hpp"
+
+namespace spindle::nn::layers {
+namespace {
+
+void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
+  const std::int64_t hc = std::int64_t(op.heads) * op.out;
+  s.add("lin_l.weight", {hc, in}, "source projection");
+  if (op.bias) s.add("lin_l.bias", {hc}, "source projection bias");
+  s.add("lin_r.weight", {hc, in}, "target projection");
+  if (op.bias) s.add("lin_r.bias", {hc}, "target projection bias");
+  s.add("att", {1, op.heads, op.out}, "attention");
+  if (op.bias) s.add("bias", {op.concat ? hc : op.out}, "bias");
+}
+
+expected<tensor> forward(const layer_input& x) {
+  const auto& op = x.op;
+  const std::int64_t hc = std::int64_t(op.heads) * op.out, c = op.out;
+  const tensor& h = *x.in[0];
+  SPINDLE_ASSIGN_OR_RETURN(auto xl, linear(x.a, h, x.weight("lin_l.weight"), x.weight("lin_l.bias"),
+                                           hc, x.pool));
+  SPINDLE_ASSIGN_OR_RETURN(auto xr, linear(x.a, h.head(x.b->num_dst), x.weight("lin_r.weight"),
+                                           x.weight("lin_r.bias"), hc, x.pool));
+  const gpu::attention_inputs in{xl.data(), xr.data(), x.weight("att").data(), hc, c,
+                                 op.negative_slope, gpu::attention_score::gatv2};
+  SPINDLE_ASSIGN_OR_RETURN(auto y, attend(x.a, *x.b, xl, op.heads, in, op.add_self_loops, x.pool));
+  if (!op.concat && op.heads > 1) {
+    SPINDLE_ASSIGN_OR_RETURN(y, mean_heads(x.a, y, op.heads));
+  }
+  add_bias_rows(y, x.weight("bias"));
+  return y;
+}
+
+}  // namespace
+
+const layer_kind gatv2{&weights, &forward, &attention_memory};
+
+}  // namespace spindle::nn::layers

@@ -1,0 +1,173 @@
+"""Translations of the PyG layers served as several ops or with attention:
+GATv2Conv, TransformerConv, ResGatedGraphConv, SGConv and TAGConv. Each takes
+the Translator `t`, the fx node, the layer, its module path, the op name of its
+input and the fx value map; it records the tensors the ops read and emits them.
+A layer's op (or its last op) carries the fx node's name, so a call's named
+outputs find the layer under its module path."""
+from ._verify import ExportError
+
+
+def _tensor(t, name, tensor):
+    t.tensors[name] = tensor.detach().float().cpu()
+
+
+def _plain_widths(conv, path, kind):
+    if not isinstance(conv.in_channels, int):
+        raise ExportError(f"{path}: {kind} with separate source/target widths is not supported")
+    if getattr(conv, "edge_dim", None) is not None:
+        raise ExportError(f"{path}: {kind}(edge_dim=...) needs edge attributes; not supported")
+
+
+def gatv2(t, node, conv, path, src, value):
+    """GATv2Conv: lin_l, lin_r (a copy of lin_l with share_weights), att, bias."""
+    from ._pyg_translate import check_all_written
+    _plain_widths(conv, path, "GATv2Conv")
+    heads, out = int(conv.heads), int(conv.out_channels)
+    inw = int(conv.lin_l.weight.shape[1])
+    t._input_width(src, inw, path)
+    bias = conv.bias is not None
+    if (conv.lin_l.bias is not None) != bias:
+        raise ExportError(f"{path}: GATv2Conv's lin_l has {'no ' if bias else ''}bias while the "
+                          f"layer has {'one' if bias else 'none'}; not a layer PyG builds")
+    for lin in ("lin_l", "lin_r"):
+        module = getattr(conv, lin)
+        _tensor(t, f"{path}.{lin}.weight", module.weight)
+        if bias:
+            _tensor(t, f"{path}.{lin}.bias", module.bias)
+    _tensor(t, f"{path}.att", conv.att)
+    names = ["lin_l.weight", "lin_r.weight", "att"]
+    if bias:
+        _tensor(t, f"{path}.bias", conv.bias)
+        names += ["lin_l.bias", "lin_r.bias", "bias"]
+    check_all_written(conv, path, names)
+    width = heads * out if conv.concat else out
+    value[node] = t._emit(node.name, "gatv2", [src], width, prefix=path,
+                          **{"in": inw, "out": out, "heads": heads, "concat": bool(conv.concat),
+                             "negative_slope": float(conv.negative_slope),
+                             "add_self_loops": bool(conv.add_self_loops), "bias": bias})
+
+
+def transformer(t, node, conv, path, src, value):
+    """TransformerConv: lin_query, lin_key, lin_value; lin_skip and lin_beta with
+    root_weight (without it lin_skip is built but never read)."""
+    from ._pyg_translate import check_all_written
+    _plain_widths(conv, path, "TransformerConv")
+    heads, out = int(conv.heads), int(conv.out_channels)
+    inw = int(conv.lin_query.weight.shape[1])
+    t._input_width(src, inw, path)
+    names = []
+    for lin in ("lin_query", "lin_key", "lin_value"):
+        module = getattr(conv, lin)
+        if module.bias is None:
+            raise ExportError(f"{path}.{lin}: TransformerConv without this bias is not served")
+        _tensor(t, f"{path}.{lin}.weight", module.weight)
+        _tensor(t, f"{path}.{lin}.bias", module.bias)
+        names += [f"{lin}.weight", f"{lin}.bias"]
+    root, beta = bool(conv.root_weight), bool(conv.beta)
+    bias = conv.lin_skip.bias is not None
+    unread = []
+    if root:
+        _tensor(t, f"{path}.lin_skip.weight", conv.lin_skip.weight)
+        names.append("lin_skip.weight")
+        if bias:
+            _tensor(t, f"{path}.lin_skip.bias", conv.lin_skip.bias)
+            names.append("lin_skip.bias")
+        if beta:
+            _tensor(t, f"{path}.lin_beta.weight", conv.lin_beta.weight)
+            names.append("lin_beta.weight")
+    else:
+        unread = [k for k in conv.state_dict() if k.startswith("lin_skip.")]
+    check_all_written(conv, path, names + unread)
+    width = heads * out if conv.concat else out
+    value[node] = t._emit(node.name, "transformer", [src], width, prefix=path,
+                          **{"in": inw, "out": out, "heads": heads, "concat": bool(conv.concat),
+                             "beta": beta, "root_weight": root, "bias": bias})
+
+
+def res_gated(t, node, conv, path, src, value):
+    """ResGatedGraphConv with PyG's default gate, torch.nn.Sigmoid."""
+    import torch
+    from ._pyg_translate import check_all_written
+    _plain_widths(conv, path, "ResGatedGraphConv")
+    if type(conv.act) is not torch.nn.Sigmoid:
+        raise ExportError(f"{path}: ResGatedGraphConv(act={conv.act!r}) is not served (Spindle "
+                          f"computes its default gate, Sigmoid())")
+    out, inw = (int(d) for d in conv.lin_value.weight.shape)
+    t._input_width(src, inw, path)
+    names = []
+    for lin in ("lin_key", "lin_query", "lin_value"):
+        module = getattr(conv, lin)
+        if module.bias is None:
+            raise ExportError(f"{path}.{lin}: ResGatedGraphConv without this bias is not served")
+        _tensor(t, f"{path}.{lin}.weight", module.weight)
+        _tensor(t, f"{path}.{lin}.bias", module.bias)
+        names += [f"{lin}.weight", f"{lin}.bias"]
+    root = conv.lin_skip is not None
+    if root:
+        _tensor(t, f"{path}.lin_skip.weight", conv.lin_skip.weight)
+        names.append("lin_skip.weight")
+    bias = conv.bias is not None
+    if bias:
+        _tensor(t, f"{path}.bias", conv.bias)
+        names.append("bias")
+    check_all_written(conv, path, names)
+    value[node] = t._emit(node.name, "res_gated", [src], out, prefix=path,
+                          **{"in": inw, "out": out, "root_weight": root, "bias": bias})
+
+
+def _propagate(t, name, src, add_self_loops, normalize):
+    return t._emit(name, "gcn_propagate", [src], t.width[src],
+                   **{"add_self_loops": bool(add_self_loops), "normalize": bool(normalize),
+                      "norm": "graph"})
+
+
+def sg_conv(t, node, conv, path, src, value):
+    """SGConv: lin(S^K x) with S = D^-1/2 (A + I) D^-1/2. Its first K - 1 hops
+    propagate the features; the last is a GCNConv's op (project, propagate, bias:
+    the Linear commutes with S) with SGConv's tensors under GCNConv's names."""
+    from ._pyg_translate import check_all_written
+    if conv.K < 1:
+        raise ExportError(f"{path}: SGConv(K={conv.K}) passes no message; K >= 1 is served")
+    out, inw = conv.lin.weight.shape
+    t._input_width(src, int(inw), path)
+    for k in range(1, conv.K):
+        src = _propagate(t, f"{node.name}_hop{k}", src, conv.add_self_loops, True)
+    bias = conv.lin.bias is not None
+    _tensor(t, f"{path}.lin.weight", conv.lin.weight)
+    if bias:
+        _tensor(t, f"{path}.bias", conv.lin.bias)
+    check_all_written(conv, path, ["lin.weight"] + (["lin.bias"] if bias else []))
+    value[node] = t._emit(node.name, "gcn", [src], int(out), prefix=path,
+                          **{"in": int(inw), "out": int(out),
+                             "add_self_loops": bool(conv.add_self_loops), "normalize": True,
+                             "improved": False, "bias": bias, "norm": "graph"})
+
+
+def tag_conv(t, node, conv, path, src, value):
+    """TAGConv: sum_k lins[k](S^k x) + bias with S = D^-1/2 A D^-1/2 (no self-loops;
+    with normalize=False the plain sum over edges): K propagations of the
+    features, a Linear on each hop's value (the bias on the last), their sum."""
+    from ._pyg_translate import check_all_written
+    if conv.K < 1:
+        raise ExportError(f"{path}: TAGConv(K={conv.K}) passes no message; K >= 1 is served")
+    out, inw = (int(d) for d in conv.lins[0].weight.shape)
+    t._input_width(src, inw, path)
+    hops = [src]
+    for k in range(1, conv.K + 1):
+        hops.append(_propagate(t, f"{node.name}_hop{k}", hops[-1], False, conv.normalize))
+    parts, names = [], []
+    for k, h in enumerate(hops):
+        lin = conv.lins[k]
+        if lin.bias is not None:
+            raise ExportError(f"{path}.lins.{k}: a bias inside TAGConv's Linear is not one PyG "
+                              f"builds")
+        _tensor(t, f"{path}.lins.{k}.weight", lin.weight)
+        names.append(f"lins.{k}.weight")
+        bias = k == conv.K and conv.bias is not None
+        if bias:
+            _tensor(t, f"{path}.lins.{k}.bias", conv.bias)
+            names.append("bias")
+        parts.append(t._emit(f"{node.name}_lin{k}", "linear", [h], out, prefix=f"{path}.lins.{k}",
+                             **{"in": inw, "out": out, "bias": bias}))
+    check_all_written(conv, path, names)
+    value[node] = t._emit(node.name, "add", parts, out)
