@@ -2,7 +2,8 @@
 // GIN (2 layers, hidden 256, [25,10] sampled blocks of R-MAT scale 16 with 128
 // features); the same GraphSAGE as a stack model (what spindle_client.export
 // writes: the interpreter's cost) and a stack with BatchNorm, ELU and
-// log_softmax at the same widths; the same stack as a link model scoring pairs
+// log_softmax at the same widths; GATConv, GATv2Conv and TransformerConv stacks
+// at GAT's widths; the same stack as a link model scoring pairs
 // by the dot product and by an MLP decoder (batch = pairs); and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
 // tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB). Baseline
 // in the same run: this machine's raw sgemm FLOP/s (OpenBLAS, 1 thread) and
@@ -83,7 +84,11 @@ double gnn_flops(const config::model_desc& d, const std::vector<nn::block>& bloc
     const auto& op = d.ops[i];
     if (!config::is_message_passing(op.kind)) continue;
     const double nd = double(blocks[hop++].num_dst), in = i == 0 ? d.in : 256;
+    const double ns = double(blocks[hop - 1].num_src), hc = double(op.heads) * op.out;
     if (op.kind == config::op_kind::sage) f += 2 * 2 * nd * in * op.out;
+    if (op.kind == config::op_kind::gat) f += 2 * ns * in * hc;
+    if (op.kind == config::op_kind::gatv2) f += 2 * (ns + nd) * in * hc;
+    if (op.kind == config::op_kind::transformer) f += 2 * (2 * ns + 2 * nd) * in * hc;
   }
   return f;
 }
@@ -104,6 +109,16 @@ config::model_desc sage_stack(bool bn_elu) {
       "[[op]]\nkind = \"sage\"\nprefix = \"c2\"\nout = 47\n"
       "[[op]]\nkind = \"log_softmax\"\n";
   return config::parse_model_desc(bn_elu ? with : plain, "model_bench").value();
+}
+
+// GAT's widths (128 -> 4 heads x 64 -> 47) with an attention kind: gat (the
+// fixed architecture's layers as a stack), gatv2 or transformer.
+config::model_desc attention_stack(const std::string& kind) {
+  const std::string text = "[model]\narch = \"stack\"\nin = 128\nout = 47\n"
+                           "[[op]]\nkind = \"" + kind + "\"\nprefix = \"c1\"\nout = 64\nheads = 4\n"
+                           "[[op]]\nkind = \"elu\"\n"
+                           "[[op]]\nkind = \"" + kind + "\"\nprefix = \"c2\"\nout = 47\n";
+  return config::parse_model_desc(text, "model_bench").value();
 }
 
 // The plain stack as a link model: pairs scored by the dot product, or by an
@@ -155,6 +170,9 @@ int main(int argc, char** argv) {
   }
   gnns.emplace_back("sage-stack", sage_stack(false));
   gnns.emplace_back("sage-bn-elu", sage_stack(true));
+  // The attention layers at GAT's widths, beside GAT as a stack (same run).
+  for (const char* kind : {"gat", "gatv2", "transformer"})
+    gnns.emplace_back(std::string(kind) + "-st", attention_stack(kind));
   // Link models: `batch` is pairs (2 x batch seeds sampled as one graph), seeds/s
   // is pairs/s; the time includes scoring the pairs.
   gnns.emplace_back("link-dot", sage_link(false));

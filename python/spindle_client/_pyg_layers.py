@@ -58,11 +58,11 @@ def transformer(t, node, conv, path, src, value):
     names = []
     for lin in ("lin_query", "lin_key", "lin_value"):
         module = getattr(conv, lin)
-        if module.bias is None:
-            raise ExportError(f"{path}.{lin}: TransformerConv without this bias is not served")
         _tensor(t, f"{path}.{lin}.weight", module.weight)
-        _tensor(t, f"{path}.{lin}.bias", module.bias)
-        names += [f"{lin}.weight", f"{lin}.bias"]
+        names.append(f"{lin}.weight")
+        if module.bias is not None:  # PyG 2.3 always builds it; newer releases follow bias
+            _tensor(t, f"{path}.{lin}.bias", module.bias)
+            names.append(f"{lin}.bias")
     root, beta = bool(conv.root_weight), bool(conv.beta)
     bias = conv.lin_skip.bias is not None
     unread = []
@@ -97,11 +97,11 @@ def res_gated(t, node, conv, path, src, value):
     names = []
     for lin in ("lin_key", "lin_query", "lin_value"):
         module = getattr(conv, lin)
-        if module.bias is None:
-            raise ExportError(f"{path}.{lin}: ResGatedGraphConv without this bias is not served")
         _tensor(t, f"{path}.{lin}.weight", module.weight)
-        _tensor(t, f"{path}.{lin}.bias", module.bias)
-        names += [f"{lin}.weight", f"{lin}.bias"]
+        names.append(f"{lin}.weight")
+        if module.bias is not None:  # PyG 2.3 always builds it; newer releases follow bias
+            _tensor(t, f"{path}.{lin}.bias", module.bias)
+            names.append(f"{lin}.bias")
     root = conv.lin_skip is not None
     if root:
         _tensor(t, f"{path}.lin_skip.weight", conv.lin_skip.weight)
