@@ -35,8 +35,8 @@ const std::set<std::string_view>& keys_for(op_kind k) {
       {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
       {op_kind::gin, {"prefix", "in", "eps"}},
       {op_kind::gatv2, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
-      {op_kind::transformer, {"prefix", "in", "out", "heads", "concat", "beta", "root_weight", "bias"}},
-      {op_kind::res_gated, {"prefix", "in", "out", "root_weight", "bias"}},
+      {op_kind::transformer, {"prefix", "in", "out", "heads", "concat", "beta", "root_weight", "bias", "qkv_bias"}},
+      {op_kind::res_gated, {"prefix", "in", "out", "root_weight", "bias", "qkv_bias"}},
       {op_kind::gcn_propagate, {"add_self_loops", "normalize", "norm"}},
       {op_kind::linear, {"prefix", "in", "out", "bias"}},
       {op_kind::batch_norm, {"prefix", "in", "eps", "affine"}},
@@ -116,6 +116,10 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
   SPINDLE_TRY(read(t, "heads", op.heads, field));
   SPINDLE_TRY(read(t, "concat", op.concat, field));
   SPINDLE_TRY(read(t, "beta", op.beta, field));
+  SPINDLE_TRY(read(t, "qkv_bias", op.qkv_bias, field));
+  if (op.beta && !op.root_weight)
+    return make_error(errc::invalid_argument,
+                      "{}.beta = true gates the root term, and root_weight = false has none", field);
   SPINDLE_TRY(read(t, "negative_slope", op.negative_slope, field));
   SPINDLE_TRY(read(t, "alpha", op.alpha, field));
   SPINDLE_TRY(read(t, "eps", op.eps, field));
@@ -210,6 +214,9 @@ expected<int> output_width(const gnn_op& op, const std::vector<int>& in, const s
       SPINDLE_TRY(needs_in(w));
       SPINDLE_TRY(positive_out());
       if (op.heads <= 0) return make_error(errc::invalid_argument, "{}.heads must be > 0", field);
+      if (std::int64_t(op.heads) * op.out > 1'000'000)
+        return make_error(errc::invalid_argument, "{}: heads x out = {} x {} exceeds 1000000 columns",
+                          field, op.heads, op.out);
       return op.concat ? op.heads * op.out : op.out;
     case op_kind::prelu:
       if (op.channels != 1 && op.channels != w)
@@ -333,6 +340,7 @@ std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table) 
     if (has("norm")) s += fmt::format("norm = \"{}\"\n", op.norm == gcn_norm::graph ? "graph" : "block");
     if (has("heads")) s += fmt::format("heads = {}\nconcat = {}\n", op.heads, op.concat);
     if (has("beta")) s += fmt::format("beta = {}\n", op.beta);
+    if (has("qkv_bias")) s += fmt::format("qkv_bias = {}\n", op.qkv_bias);
     if (has("negative_slope")) s += fmt::format("negative_slope = {}\n", op.negative_slope);
     if (has("alpha")) s += fmt::format("alpha = {}\n", op.alpha);
     if (has("eps")) s += fmt::format("eps = {}\n", op.eps);

@@ -56,6 +56,7 @@ struct gnn_op {
   int heads = 1;                                                             // gat
   bool concat = true;                                                        // gat, gatv2, transformer
   bool beta = false;                                                         // transformer
+  bool qkv_bias = true;  // transformer, res_gated: their key/query/value Linears have biases
   float negative_slope = 0.2f;  // gat (0.2); leaky_relu (0.01 unless given)
   float alpha = 1.0f;           // elu
   float eps = 1e-5f;  // batch_norm, layer_norm; gin's eps when <prefix>.eps is absent (0 unless given)

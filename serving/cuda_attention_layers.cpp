@@ -73,17 +73,18 @@ expected<device_value> attention_op(const config::gnn_op& op, const device_hop& 
   if (op.kind == op_kind::res_gated) return res_gated(op, h, in, blas, stream, take, w);
   const bool v2 = op.kind == op_kind::gatv2;
   const std::int64_t hc = std::int64_t(op.heads) * op.out, c = op.out;
-  auto lin = [&](const char* name, std::int64_t rows, bool bias) {
+  auto lin = [&](const char* name, std::int64_t rows, bool with_bias) {
     const std::string n(name);
-    return project(blas, stream, take, in, rows, w(n + ".weight"), bias ? w(n + ".bias") : nullptr,
-                   hc);
+    return project(blas, stream, take, in, rows, w(n + ".weight"),
+                   with_bias ? w(n + ".bias") : nullptr, hc);
   };
   // src: x_l or the keys; dst: x_r or the queries; messages: x_l or the values.
-  SPINDLE_ASSIGN_OR_RETURN(auto src, lin(v2 ? "lin_l" : "lin_key", h.num_src, !v2 || op.bias));
-  SPINDLE_ASSIGN_OR_RETURN(auto dst, lin(v2 ? "lin_r" : "lin_query", h.num_dst, !v2 || op.bias));
+  const bool bias = v2 ? op.bias : op.qkv_bias;
+  SPINDLE_ASSIGN_OR_RETURN(auto src, lin(v2 ? "lin_l" : "lin_key", h.num_src, bias));
+  SPINDLE_ASSIGN_OR_RETURN(auto dst, lin(v2 ? "lin_r" : "lin_query", h.num_dst, bias));
   device_value messages = src;
   if (!v2) {
-    SPINDLE_ASSIGN_OR_RETURN(messages, lin("lin_value", h.num_src, true));
+    SPINDLE_ASSIGN_OR_RETURN(messages, lin("lin_value", h.num_src, bias));
   }
   const gpu::attention_inputs ai{src.p, dst.p, v2 ? w("att") : nullptr, hc, c,
                                  v2 ? op.negative_slope : 1.0f / std::sqrt(float(c)),

@@ -10,7 +10,7 @@ namespace {
 void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
   for (const char* lin : {"lin_key", "lin_query", "lin_value"}) {
     s.add(std::string(lin) + ".weight", {op.out, in}, lin);
-    s.add(std::string(lin) + ".bias", {op.out}, lin, /*optional=*/true);
+    if (op.qkv_bias) s.add(std::string(lin) + ".bias", {op.out}, lin);
   }
   if (op.root_weight) s.add("lin_skip.weight", {op.out, in}, "root (the node itself)");
   if (op.bias) s.add("bias", {op.out}, "bias");

@@ -18,7 +18,7 @@ void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
   const std::int64_t hc = std::int64_t(op.heads) * op.out, w = width_of(op);
   for (const char* lin : {"lin_query", "lin_key", "lin_value"}) {
     s.add(std::string(lin) + ".weight", {hc, in}, lin);
-    s.add(std::string(lin) + ".bias", {hc}, lin, /*optional=*/true);  // bias=False: none in newer PyG
+    if (op.qkv_bias) s.add(std::string(lin) + ".bias", {hc}, lin);
   }
   if (!op.root_weight) return;
   s.add("lin_skip.weight", {w, in}, "root (the node itself)");

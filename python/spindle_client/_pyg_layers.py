@@ -56,11 +56,12 @@ def transformer(t, node, conv, path, src, value):
     inw = int(conv.lin_query.weight.shape[1])
     t._input_width(src, inw, path)
     names = []
+    qkv_bias = _qkv_bias(conv, path, ("lin_query", "lin_key", "lin_value"))
     for lin in ("lin_query", "lin_key", "lin_value"):
         module = getattr(conv, lin)
         _tensor(t, f"{path}.{lin}.weight", module.weight)
         names.append(f"{lin}.weight")
-        if module.bias is not None:  # PyG 2.3 always builds it; newer releases follow bias
+        if qkv_bias:
             _tensor(t, f"{path}.{lin}.bias", module.bias)
             names.append(f"{lin}.bias")
     root, beta = bool(conv.root_weight), bool(conv.beta)
@@ -81,7 +82,8 @@ def transformer(t, node, conv, path, src, value):
     width = heads * out if conv.concat else out
     value[node] = t._emit(node.name, "transformer", [src], width, prefix=path,
                           **{"in": inw, "out": out, "heads": heads, "concat": bool(conv.concat),
-                             "beta": beta, "root_weight": root, "bias": bias})
+                             "beta": beta, "root_weight": root, "bias": bias,
+                             "qkv_bias": qkv_bias})
 
 
 def res_gated(t, node, conv, path, src, value):
@@ -95,11 +97,12 @@ def res_gated(t, node, conv, path, src, value):
     out, inw = (int(d) for d in conv.lin_value.weight.shape)
     t._input_width(src, inw, path)
     names = []
+    qkv_bias = _qkv_bias(conv, path, ("lin_key", "lin_query", "lin_value"))
     for lin in ("lin_key", "lin_query", "lin_value"):
         module = getattr(conv, lin)
         _tensor(t, f"{path}.{lin}.weight", module.weight)
         names.append(f"{lin}.weight")
-        if module.bias is not None:  # PyG 2.3 always builds it; newer releases follow bias
+        if qkv_bias:
             _tensor(t, f"{path}.{lin}.bias", module.bias)
             names.append(f"{lin}.bias")
     root = conv.lin_skip is not None
@@ -112,7 +115,18 @@ def res_gated(t, node, conv, path, src, value):
         names.append("bias")
     check_all_written(conv, path, names)
     value[node] = t._emit(node.name, "res_gated", [src], out, prefix=path,
-                          **{"in": inw, "out": out, "root_weight": root, "bias": bias})
+                          **{"in": inw, "out": out, "root_weight": root, "bias": bias,
+                             "qkv_bias": qkv_bias})
+
+
+def _qkv_bias(conv, path, lins):
+    """Whether the key/query/value Linears have biases (PyG 2.3 always builds them;
+    newer releases follow the layer's bias): all or none, as PyG builds them."""
+    has = [getattr(conv, lin).bias is not None for lin in lins]
+    if any(has) != all(has):
+        raise ExportError(f"{path}: some of {', '.join(lins)} have a bias and some not; not a "
+                          f"layer PyG builds")
+    return all(has)
 
 
 def _propagate(t, name, src, add_self_loops, normalize):

@@ -110,6 +110,33 @@ TEST(model_test, wrong_shapes_missing_tensors_and_dtypes_name_the_tensor) {
                              "hold; it holds 1 tensors: convs.0.lin_l.weight"));
 }
 
+// TransformerConv's key/query/value biases are all there (qkv_bias, the default)
+// or all absent: one missing is refused by name, never served without it.
+TEST(model_test, an_attention_ops_missing_projection_bias_is_refused_by_name) {
+  for (const char* kind : {"transformer", "res_gated"}) {
+    const std::string text = fmt::format(
+        "[model]\narch = \"stack\"\nin = 6\nout = 4\n[[op]]\nkind = \"{}\"\nprefix = \"c\"\n"
+        "out = 4\n",
+        kind);
+    auto d = config::parse_model_desc(text, "m.toml");
+    ASSERT_TRUE(d.has_value()) << d.error().message();
+    std::string dir = temp(std::string("qkv-") + kind);
+    ASSERT_TRUE(init_model(*d, 5, dir).is_ok());
+    auto full = safetensors_file::open(dir + "/weights.safetensors");
+    ASSERT_TRUE(full.has_value());
+    std::vector<safetensor_f32> kept;
+    for (const auto& [name, view] : full->tensors())
+      if (name != "c.lin_query.bias") kept.push_back({name, view.shape, *full->as_f32(name, {})});
+    ASSERT_TRUE(write_safetensors(dir + "/less.safetensors", kept).is_ok());
+    auto less = safetensors_file::open(dir + "/less.safetensors");
+    heap_allocator alloc;
+    auto m = model::from(*d, *less, alloc);
+    ASSERT_FALSE(m.has_value()) << kind;
+    EXPECT_NE(m.error().message().find("needs tensor 'c.lin_query.bias'"), std::string::npos)
+        << m.error().message();
+  }
+}
+
 // A weights file with tensors the description does not use (a BatchNorm after
 // the first layer, as PyG's examples write it) is refused by name, never served
 // without them; model.ignore_tensors is the named opt-out.
@@ -293,6 +320,10 @@ TEST(model_test, stack_ops_refuse_what_they_cannot_honour) {
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\naggr = \"lstm\"\n",
        "op[0].aggr = 'lstm'"},
       {"[[op]]\nkind = \"gine\"\n", "op[0].kind = 'gine'"},
+      {"[[op]]\nkind = \"transformer\"\nprefix = \"c\"\nout = 2\nroot_weight = false\nbeta = true\n",
+       "beta = true gates the root term"},
+      {"[[op]]\nkind = \"gatv2\"\nprefix = \"c\"\nout = 1000000\nheads = 1000000\n",
+       "heads x out = 1000000 x 1000000 exceeds 1000000 columns"},
       {"[[op]]\nkind = \"transformer\"\nprefix = \"c\"\nout = 2\nedge_dim = 3\n",
        "op[0].edge_dim: not a setting of transformer"},
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nin = 5\nout = 2\n",
