@@ -55,15 +55,7 @@ def transformer(t, node, conv, path, src, value):
     heads, out = int(conv.heads), int(conv.out_channels)
     inw = int(conv.lin_query.weight.shape[1])
     t._input_width(src, inw, path)
-    names = []
-    qkv_bias = _qkv_bias(conv, path, ("lin_query", "lin_key", "lin_value"))
-    for lin in ("lin_query", "lin_key", "lin_value"):
-        module = getattr(conv, lin)
-        _tensor(t, f"{path}.{lin}.weight", module.weight)
-        names.append(f"{lin}.weight")
-        if qkv_bias:
-            _tensor(t, f"{path}.{lin}.bias", module.bias)
-            names.append(f"{lin}.bias")
+    qkv_bias, names = _projections(t, conv, path, ("lin_query", "lin_key", "lin_value"))
     root, beta = bool(conv.root_weight), bool(conv.beta)
     bias = conv.lin_skip.bias is not None
     unread = []
@@ -96,15 +88,7 @@ def res_gated(t, node, conv, path, src, value):
                           f"computes its default gate, Sigmoid())")
     out, inw = (int(d) for d in conv.lin_value.weight.shape)
     t._input_width(src, inw, path)
-    names = []
-    qkv_bias = _qkv_bias(conv, path, ("lin_key", "lin_query", "lin_value"))
-    for lin in ("lin_key", "lin_query", "lin_value"):
-        module = getattr(conv, lin)
-        _tensor(t, f"{path}.{lin}.weight", module.weight)
-        names.append(f"{lin}.weight")
-        if qkv_bias:
-            _tensor(t, f"{path}.{lin}.bias", module.bias)
-            names.append(f"{lin}.bias")
+    qkv_bias, names = _projections(t, conv, path, ("lin_key", "lin_query", "lin_value"))
     root = conv.lin_skip is not None
     if root:
         _tensor(t, f"{path}.lin_skip.weight", conv.lin_skip.weight)
@@ -119,14 +103,23 @@ def res_gated(t, node, conv, path, src, value):
                              "qkv_bias": qkv_bias})
 
 
-def _qkv_bias(conv, path, lins):
-    """Whether the key/query/value Linears have biases (PyG 2.3 always builds them;
-    newer releases follow the layer's bias): all or none, as PyG builds them."""
+def _projections(t, conv, path, lins):
+    """Records the key/query/value Linears' tensors: (whether they have biases, the
+    state keys taken). PyG 2.3 always builds the biases; newer releases follow the
+    layer's bias; all or none, as PyG builds them."""
     has = [getattr(conv, lin).bias is not None for lin in lins]
     if any(has) != all(has):
         raise ExportError(f"{path}: some of {', '.join(lins)} have a bias and some not; not a "
                           f"layer PyG builds")
-    return all(has)
+    names = []
+    for lin in lins:
+        module = getattr(conv, lin)
+        _tensor(t, f"{path}.{lin}.weight", module.weight)
+        names.append(f"{lin}.weight")
+        if all(has):
+            _tensor(t, f"{path}.{lin}.bias", module.bias)
+            names.append(f"{lin}.bias")
+    return all(has), names
 
 
 def _propagate(t, name, src, add_self_loops, normalize):

@@ -28,14 +28,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-body() {
-  bg=()
-  checks
-  local rc=$?
-  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
-  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
-  return $rc
-}
+source "$root/tests/support/netns_body.sh"
 
 checks() {
   local subnet=$SPINDLE_NETNS_SUBNET

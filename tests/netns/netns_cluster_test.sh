@@ -20,16 +20,7 @@ ip netns del "${name}-probe"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The cluster and the one process run in the namespaces' shell (below); they are
-# stopped there, before the namespaces go.
-body() {
-  bg=()
-  checks
-  local rc=$?
-  for p in "${bg[@]}"; do kill -TERM "$p" 2> /dev/null; done
-  for p in "${bg[@]}"; do wait "$p" 2> /dev/null; done
-  return $rc
-}
+source "$root/tests/support/netns_body.sh"
 
 checks() {
   local subnet=$SPINDLE_NETNS_SUBNET
