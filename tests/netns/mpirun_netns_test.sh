@@ -11,24 +11,19 @@
 set -uo pipefail
 spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/tests/support/netns_body.sh"
 name="spm$$"
 if ! command -v mpirun > /dev/null; then
   echo "mpirun_netns_test: skipped: no mpirun here (Debian's Open MPI: apt-get install openmpi-bin)"
   exit 77
 fi
-if ! ip netns add "${name}-probe" 2> /dev/null; then
-  echo "mpirun_netns_test: skipped: cannot create network namespaces here (needs root and iproute2)"
-  exit 77
-fi
-ip netns del "${name}-probe"
+netns_probe mpirun_netns_test
 if ! unshare --uts true 2> /dev/null; then
   echo "mpirun_netns_test: skipped: cannot create UTS namespaces here"
   exit 77
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-
-source "$root/tests/support/netns_body.sh"
 
 checks() {
   local subnet=$SPINDLE_NETNS_SUBNET

@@ -11,16 +11,11 @@
 set -uo pipefail
 spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/tests/support/netns_body.sh"
 name="spn$$"
-if ! ip netns add "${name}-probe" 2> /dev/null; then
-  echo "netns_cluster_test: skipped: cannot create network namespaces here (needs root and iproute2)"
-  exit 77
-fi
-ip netns del "${name}-probe"
+netns_probe netns_cluster_test
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-
-source "$root/tests/support/netns_body.sh"
 
 checks() {
   local subnet=$SPINDLE_NETNS_SUBNET
