@@ -20,7 +20,7 @@ def _plain_widths(conv, path, kind):
 
 def gatv2(t, node, conv, path, src, value):
     """GATv2Conv: lin_l, lin_r (a copy of lin_l with share_weights), att, bias."""
-    from ._pyg_translate import check_all_written
+    from ._pyg_checks import check_all_written
     _plain_widths(conv, path, "GATv2Conv")
     heads, out = int(conv.heads), int(conv.out_channels)
     inw = int(conv.lin_l.weight.shape[1])
@@ -50,7 +50,7 @@ def gatv2(t, node, conv, path, src, value):
 def transformer(t, node, conv, path, src, value):
     """TransformerConv: lin_query, lin_key, lin_value; lin_skip and lin_beta with
     root_weight (without it lin_skip is built but never read)."""
-    from ._pyg_translate import check_all_written
+    from ._pyg_checks import check_all_written
     _plain_widths(conv, path, "TransformerConv")
     heads, out = int(conv.heads), int(conv.out_channels)
     inw = int(conv.lin_query.weight.shape[1])
@@ -81,7 +81,7 @@ def transformer(t, node, conv, path, src, value):
 def res_gated(t, node, conv, path, src, value):
     """ResGatedGraphConv with PyG's default gate, torch.nn.Sigmoid."""
     import torch
-    from ._pyg_translate import check_all_written
+    from ._pyg_checks import check_all_written
     _plain_widths(conv, path, "ResGatedGraphConv")
     if type(conv.act) is not torch.nn.Sigmoid:
         raise ExportError(f"{path}: ResGatedGraphConv(act={conv.act!r}) is not served (Spindle "
@@ -132,7 +132,7 @@ def sg_conv(t, node, conv, path, src, value):
     """SGConv: lin(S^K x) with S = D^-1/2 (A + I) D^-1/2. Its first K - 1 hops
     propagate the features; the last is a GCNConv's op (project, propagate, bias:
     the Linear commutes with S) with SGConv's tensors under GCNConv's names."""
-    from ._pyg_translate import check_all_written
+    from ._pyg_checks import check_all_written
     if conv.K < 1:
         raise ExportError(f"{path}: SGConv(K={conv.K}) passes no message; K >= 1 is served")
     out, inw = conv.lin.weight.shape
@@ -154,7 +154,7 @@ def tag_conv(t, node, conv, path, src, value):
     """TAGConv: sum_k lins[k](S^k x) + bias with S = D^-1/2 A D^-1/2 (no self-loops;
     with normalize=False the plain sum over edges): K propagations of the
     features, a Linear on each hop's value (the bias on the last), their sum."""
-    from ._pyg_translate import check_all_written
+    from ._pyg_checks import check_all_written
     if conv.K < 1:
         raise ExportError(f"{path}: TAGConv(K={conv.K}) passes no message; K >= 1 is served")
     out, inw = (int(d) for d in conv.lins[0].weight.shape)
