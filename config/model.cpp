@@ -168,6 +168,11 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                         origin);
     SPINDLE_ASSIGN_OR_RETURN(d.decoder_ops, detail::parse_ops(*arr, origin));
   }
+  SPINDLE_ASSIGN_OR_RETURN(d.types, detail::parse_types(root, origin));
+  if (d.typed() && (d.arch != model_arch::stack || d.task != "node"))
+    return make_error(errc::invalid_argument,
+                      "{}: [[node_type]] tables describe a typed stack model with task = \"node\"",
+                      origin);
   if (const toml::node* n = root.get("verified")) {
     const toml::table* v = n->as_table();
     if (!v) return make_error(errc::invalid_argument, "{}: [verified] must be a table", origin);
@@ -178,7 +183,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
     }
   }
   for (auto&& [k, _] : root)
-    if (k.str() != "model" && k.str() != "op" && k.str() != "verified" && k.str() != "decoder_op")
+    if (k.str() != "model" && k.str() != "op" && k.str() != "verified" && k.str() != "decoder_op" &&
+        k.str() != "node_type" && k.str() != "edge_type" && k.str() != "output")
       return make_error(errc::invalid_argument, "{}: unknown table [{}]", origin, k.str());
   if (d.arch == model_arch::stack) {
     if (t->get("layers") || t->get("hidden") || t->get("heads"))
@@ -186,7 +192,7 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                         "{}: a stack model's layers, widths and heads are its [[op]]s; remove "
                         "model.layers / model.hidden / model.heads",
                         origin);
-    auto hops = validate_ops(d.ops, d.in, d.out);
+    auto hops = d.typed() ? validate_typed_ops(d.ops, d.types, d.out) : validate_ops(d.ops, d.in, d.out);
     if (!hops) return std::move(hops).error().with_context(fmt::format("{}: ", origin));
     d.layers = *hops;
     if (!d.decoder_ops.empty())
@@ -292,7 +298,9 @@ status validate(const model_desc& d) {
   };
   if (d.arch == model_arch::stack) {
     auto ops = d.ops;
-    SPINDLE_ASSIGN_OR_RETURN(int hops, validate_ops(ops, d.in, d.out));
+    SPINDLE_ASSIGN_OR_RETURN(int hops, d.typed() ? validate_typed_ops(ops, d.types, d.out)
+                                                 : validate_ops(ops, d.in, d.out));
+    SPINDLE_TRY(validate_type_fanouts(d.types, hops));
     if (hops != d.layers)
       return make_error(errc::invalid_argument,
                         "model.layers = {}, but the stack has {} message-passing ops", d.layers,
@@ -486,6 +494,7 @@ std::string to_toml(const model_desc& d) {
     s += fmt::format("ignore_tensors = [{}]\n", fmt::join(quoted, ", "));
   }
   if (d.arch == model_arch::stack) s += ops_to_toml(d.ops);
+  s += types_to_toml(d.types);
   if (!d.decoder_ops.empty()) s += ops_to_toml(d.decoder_ops, "decoder_op");
   return s;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/model_ops.hpp"
+#include "config/model_types.hpp"
 #include "core/status.hpp"
 
 namespace spindle::config {
@@ -34,6 +35,9 @@ struct model_desc {
   // its widest op (both derived).
   int in = 0, hidden = 0, out = 0, layers = 2;
   std::vector<gnn_op> ops;  // arch = "stack": the `[[op]]` tables, in order
+  /// A typed stack (config/model_types.hpp): its node and edge types and the value
+  /// answering each node type; empty for a model of one node type.
+  model_types types;
   int heads = 4;  // GAT: heads of every layer but the last (which has 1)
   /// GNNs: neighbours sampled per hop when serving, one per layer (model.toml
   /// `fanouts = [25, 10]`); empty: the dataset's, when it has one per layer.
@@ -84,6 +88,7 @@ struct model_desc {
   }
   bool is_rec() const { return !is_gnn(); }
   bool scores_links() const { return is_gnn() && task == "link"; }
+  bool typed() const { return !types.empty(); }
 };
 
 /// Which versions of a model repository entry to serve, highest first (Triton's

@@ -13,11 +13,11 @@
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 24> kKindNames = {
+constexpr std::array<std::string_view, 26> kKindNames = {
     "sage", "gcn",  "gat",     "gin",   "linear", "batch_norm", "layer_norm",
     "relu", "elu",  "leaky_relu", "gelu", "tanh", "sigmoid",   "prelu",
     "add",  "cat",  "max",     "log_softmax", "softmax", "mul",
-    "gatv2", "transformer", "res_gated", "gcn_propagate"};
+    "gatv2", "transformer", "res_gated", "gcn_propagate", "scale", "mean"};
 
 expected<op_kind> parse_kind(std::string_view text, std::string_view field) {
   for (std::size_t i = 0; i < kKindNames.size(); ++i)
@@ -30,9 +30,9 @@ expected<op_kind> parse_kind(std::string_view text, std::string_view field) {
 // setting Spindle would not honour, so it is refused.
 const std::set<std::string_view>& keys_for(op_kind k) {
   static const std::map<op_kind, std::set<std::string_view>> keys = {
-      {op_kind::sage, {"prefix", "in", "out", "aggr", "normalize", "root_weight", "project", "bias"}},
+      {op_kind::sage, {"prefix", "in", "out", "aggr", "normalize", "root_weight", "project", "bias", "relation"}},
       {op_kind::gcn, {"prefix", "in", "out", "add_self_loops", "normalize", "improved", "bias", "norm"}},
-      {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
+      {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias", "relation"}},
       {op_kind::gin, {"prefix", "in", "eps"}},
       {op_kind::gatv2, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
       {op_kind::transformer, {"prefix", "in", "out", "heads", "concat", "beta", "root_weight", "bias", "qkv_bias"}},
@@ -42,6 +42,7 @@ const std::set<std::string_view>& keys_for(op_kind k) {
       {op_kind::batch_norm, {"prefix", "in", "eps", "affine"}},
       {op_kind::layer_norm, {"prefix", "in", "eps", "affine"}},
       {op_kind::elu, {"alpha"}},
+      {op_kind::scale, {"alpha"}},
       {op_kind::leaky_relu, {"negative_slope"}},
       {op_kind::gelu, {"approximate"}},
       {op_kind::prelu, {"prefix", "channels"}},
@@ -125,6 +126,10 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
   SPINDLE_TRY(read(t, "eps", op.eps, field));
   SPINDLE_TRY(read(t, "affine", op.affine, field));
   SPINDLE_TRY(read(t, "channels", op.channels, field));
+  if (t.get("relation")) SPINDLE_TRY(read(t, "relation", op.relation, field));
+  if (op.relation >= 0 && op.project)
+    return make_error(errc::invalid_argument, "{}: project = true on an edge type is not served",
+                      field);
   std::string norm = "graph", approximate = "none";
   SPINDLE_TRY(read(t, "norm", norm, field));
   SPINDLE_TRY(read(t, "approximate", approximate, field));
@@ -191,6 +196,7 @@ expected<int> output_width(const gnn_op& op, const std::vector<int>& in, const s
     case op_kind::add:
     case op_kind::max:
     case op_kind::mul:
+    case op_kind::mean:
       for (int x : in)
         if (x != w)
           return make_error(errc::invalid_argument, "{} ({}) joins inputs of widths {}", field,
@@ -236,10 +242,8 @@ bool needs_prefix(op_kind k) {
 
 }  // namespace
 
-namespace {
+namespace detail {
 
-// Names, inputs and widths along a chain of ops that may read `widths`' values;
-// fills each op's width. `what` names the list in errors ("op", "decoder_op").
 status validate_chain(std::vector<gnn_op>& ops, std::map<std::string, int> widths,
                       std::string previous, std::string_view what) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -250,8 +254,8 @@ status validate_chain(std::vector<gnn_op>& ops, std::map<std::string, int> width
       return make_error(errc::invalid_argument, "{}.name = '{}' is already taken", field, op.name);
     if (op.inputs.empty()) op.inputs = {previous};
     const bool join = op.kind == op_kind::add || op.kind == op_kind::cat ||
-                      op.kind == op_kind::max || op.kind == op_kind::mul;
-    if (!join && op.inputs.size() != 1)
+                      op.kind == op_kind::max || op.kind == op_kind::mul || op.kind == op_kind::mean;
+    if (!join && op.inputs.size() != 1 && !(op.relation >= 0 && op.inputs.size() == 2))
       return make_error(errc::invalid_argument, "{} takes one input, got {}", field,
                         op.inputs.size());
     if (join && op.inputs.size() < 2)
@@ -268,17 +272,25 @@ status validate_chain(std::vector<gnn_op>& ops, std::map<std::string, int> width
       return make_error(errc::invalid_argument, "{}.prefix (its tensors' name prefix) is required",
                         field);
     SPINDLE_ASSIGN_OR_RETURN(op.width, output_width(op, in_widths, field));
+    if (is_bipartite(op)) op.in_dst = in_widths[1];
     widths[op.name] = op.width;
     previous = op.name;
   }
   return status::ok();
 }
 
-}  // namespace
+}  // namespace detail
+using detail::validate_chain;
 
 expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out) {
   if (ops.empty())
     return make_error(errc::invalid_argument, "a stack model needs at least one [[op]]");
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].relation >= 0)
+      return make_error(errc::invalid_argument,
+                        "op[{}].relation = {}: the model has no [[edge_type]] tables (an untyped "
+                        "graph's ops read every edge)",
+                        i, ops[i].relation);
   SPINDLE_TRY(validate_chain(ops, {{"x", in}}, "x", "op"));
   for (std::size_t i = 0; i + 1 < ops.size(); ++i)  // a call's "output" is the last op's value
     if (ops[i].name == "output")
@@ -347,6 +359,7 @@ std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table) 
     if (has("affine")) s += fmt::format("affine = {}\n", op.affine);
     if (has("approximate")) s += fmt::format("approximate = \"{}\"\n", op.approximate_tanh ? "tanh" : "none");
     if (has("channels")) s += fmt::format("channels = {}\n", op.channels);
+    if (has("relation") && op.relation >= 0) s += fmt::format("relation = {}\n", op.relation);
   }
   return s;
 }

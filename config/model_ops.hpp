@@ -32,6 +32,8 @@ enum class op_kind {
   transformer, // PyG TransformerConv: heads, concat, beta, root_weight, bias (no edge attributes)
   res_gated,   // PyG ResGatedGraphConv with its sigmoid gate: root_weight, bias
   gcn_propagate,  // D^-1/2 (A [+ I]) D^-1/2 x without weights: one hop of SGConv or TAGConv
+  scale,       // alpha * x (to_hetero's mean over edge types: their sum over the count)
+  mean,        // elementwise mean of the inputs (HeteroConv's aggr="mean")
 };
 std::string_view to_string(op_kind k);
 bool is_message_passing(op_kind k);
@@ -64,7 +66,16 @@ struct gnn_op {
   bool approximate_tanh = false;  // gelu(approximate="tanh")
   int channels = 1;               // prelu: 1 or the width
   int width = 0;                  // the width it produces (filled by validate_ops)
+  /// Typed models (config/model_types.hpp): the model's edge type whose edges this
+  /// message-passing op reads (-1: every edge). With two inputs it is bipartite:
+  /// inputs[0] the source type's value, inputs[1] the target type's.
+  int relation = -1;
+  int in_dst = 0;  // a bipartite op's target input width (filled by validation)
+  int layer = -1;  // typed models: the sampled block it consumes (filled by validation)
 };
+
+/// Whether `op` reads a separate target value (a typed model's bipartite op).
+inline bool is_bipartite(const gnn_op& op) { return op.relation >= 0 && op.inputs.size() == 2; }
 
 /// Checks names, inputs and widths along the stack (features are `in` wide),
 /// fills each op's `width`, and returns how many message-passing ops (hops) there are.

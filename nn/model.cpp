@@ -256,6 +256,7 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
 status model::set_fanouts(std::vector<int> fanouts) {
   SPINDLE_TRY(config::validate_fanouts(fanouts, desc_.layers, "--fanouts"));
   desc_.fanouts = std::move(fanouts);
+  for (auto& e : desc_.types.edge_types) e.fanouts.clear();  // one list for every edge type
   return status::ok();
 }
 
@@ -379,6 +380,9 @@ expected<tensor> model::forward(allocator& a, std::span<const block> blocks,
                                 std::span<const float> degree, const tensor& x,
                                 thread_pool* pool, const op_observer* observe) const {
   if (!desc_.is_gnn()) return make_error(errc::invalid_argument, "{}: not a GNN model", desc_.name);
+  if (desc_.typed())
+    return make_error(errc::invalid_argument,
+                      "{}: a typed model answers one node type's seeds (forward_typed)", desc_.name);
   if (int(blocks.size()) != desc_.layers)
     return make_error(errc::invalid_argument, "{}: {} layers but {} sampled blocks (one per hop)",
                       desc_.name, desc_.layers, blocks.size());

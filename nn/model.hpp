@@ -57,7 +57,8 @@ class model {
                               allocator& weights_alloc, bool external_embeddings = false);
 
   const config::model_desc& desc() const { return desc_; }
-  /// Serve with these fanouts instead of model.toml's (a --fanouts flag); fails,
+  /// Serve with these fanouts instead of model.toml's (a --fanouts flag; a typed
+  /// model's edge types all take them); fails,
   /// naming the values, unless there is one per layer, each in 1..100000 or -1 (every neighbour).
   status set_fanouts(std::vector<int> fanouts);
   /// Serve with this sampling mode instead of model.toml's (a --sampling flag).
@@ -91,6 +92,15 @@ class model {
   expected<tensor> forward(allocator& a, std::span<const block> blocks,
                            std::span<const float> degree, const tensor& x,
                            thread_pool* pool = nullptr, const op_observer* observe = nullptr) const;
+  /// A typed model's forward (config/model_types.hpp): as forward(), the blocks
+  /// a typed graph's (with edge types), whose edge type t is the model's edge
+  /// type relation_of_type[t] (-1: one it does not read; config::bind_edge_types),
+  /// `x` at least as wide as every node type's features; answers seeds of the
+  /// node type of the model's output `output` (config::find_output).
+  expected<tensor> forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
+                                 std::size_t output, std::span<const int> relation_of_type,
+                                 thread_pool* pool = nullptr,
+                                 const op_observer* observe = nullptr) const;
   /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
@@ -135,7 +145,8 @@ class model {
   expected<tensor> run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
                            std::map<std::string, tensor> values, std::span<const block> blocks,
                            std::span<const float> degree, thread_pool* pool,
-                           const op_observer* observe) const;
+                           const op_observer* observe, const std::string* result = nullptr,
+                           std::span<const int> relation_of_type = {}) const;
 
   config::model_desc desc_;
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves

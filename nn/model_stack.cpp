@@ -12,6 +12,7 @@
 
 #include "nn/layers/layer.hpp"
 #include "nn/model.hpp"
+#include "nn/relation_blocks.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -44,7 +45,9 @@ std::optional<std::size_t> find_value(const std::vector<config::gnn_op>& ops,
 
 std::vector<param_spec> stack_parameter_specs(const config::model_desc& d) {
   std::vector<param_spec> s;
-  const auto in = input_widths(d.ops, {{"x", d.in}});
+  std::map<std::string, std::int64_t> starts{{"x", d.in}};
+  for (const auto& n : d.types.node_types) starts[config::type_input(n.name)] = n.in;
+  const auto in = input_widths(d.ops, starts);
   for (std::size_t i = 0; i < d.ops.size(); ++i) {
     weight_list w(d.ops[i], i, s);
     layer_of(d.ops[i].kind).weights(d.ops[i], in[i], w);
@@ -68,19 +71,28 @@ expected<tensor> model::stack_op(allocator& a, const config::gnn_op& op, const b
 }
 
 // Runs `ops` in order over `values` (the inputs they start from, never
-// overwritten); message-passing ops take the next block. Returns the last op's value.
+// overwritten); message-passing ops take the next block, or in a typed model
+// their layer's block restricted to their edge type. Returns the last op's
+// value, or `result`'s (a typed model runs only the ops it needs).
 expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
                                 std::map<std::string, tensor> values,
                                 std::span<const block> blocks, std::span<const float> degree,
-                                thread_pool* pool, const op_observer* observe) const {
+                                thread_pool* pool, const op_observer* observe,
+                                const std::string* result,
+                                std::span<const int> relation_of_type) const {
+  const std::string& want = result ? *result : ops.back().name;
+  const auto needed = result ? ops_needed(ops, want) : std::vector<bool>(ops.size(), true);
   std::map<std::string, std::size_t> last_use;
   for (std::size_t i = 0; i < ops.size(); ++i)
-    for (const auto& name : ops[i].inputs) last_use[name] = i;
-  last_use[ops.back().name] = ops.size();
+    if (needed[i])
+      for (const auto& name : ops[i].inputs) last_use[name] = i;
+  last_use[want] = ops.size();
   std::set<std::string> given;
   for (const auto& [name, _] : values) given.insert(name);
+  relation_blocks typed(blocks, relation_of_type);
   std::size_t hop = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!needed[i]) continue;
     const auto& op = ops[i];
     std::vector<tensor*> in;
     std::vector<bool> owned;
@@ -90,10 +102,14 @@ expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>&
     }
     const block* b = nullptr;
     if (config::is_message_passing(op.kind)) {
-      if (hop >= blocks.size())
-        return make_error(errc::internal, "{}: op {} has no sampled block", desc_.name, i);
-      b = &blocks[hop++];
-      if (in[0]->rows() < b->num_src)
+      if (op.relation >= 0) {
+        SPINDLE_ASSIGN_OR_RETURN(b, typed.get(op.layer, op.relation));
+      } else {
+        if (hop >= blocks.size())
+          return make_error(errc::internal, "{}: op {} has no sampled block", desc_.name, i);
+        b = &blocks[hop++];
+      }
+      if (in[0]->rows() < b->num_src || in.back()->rows() < b->num_dst)
         return make_error(errc::internal, "{}: op {} reads {} rows, its block has {} sources",
                           desc_.name, i, in[0]->rows(), b->num_src);
     }
@@ -105,7 +121,7 @@ expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>&
       if (!given.count(name) && last_use.at(name) == i) values.erase(name);
     values.insert_or_assign(op.name, std::move(*y));
   }
-  return std::move(values.at(ops.back().name));
+  return std::move(values.at(want));
 }
 
 expected<std::vector<std::size_t>> model::value_ops(std::span<const std::string> names) const {
@@ -136,6 +152,38 @@ expected<tensor> model::forward_stack(allocator& a, std::span<const block> block
   values.emplace("x", x.head(x.rows()));  // borrowed: never overwritten
   SPINDLE_ASSIGN_OR_RETURN(auto out, run_ops(a, desc_.ops, std::move(values), blocks, degree,
                                              pool, observe));
+  const std::int64_t seeds = blocks.back().num_dst;
+  if (out.rows() > seeds) return copy_head(a, out, seeds);
+  return out;
+}
+
+expected<tensor> model::forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
+                                      std::size_t output, std::span<const int> relation_of_type,
+                                      thread_pool* pool, const op_observer* observe) const {
+  const auto& t = desc_.types;
+  if (!desc_.typed() || output >= t.outputs.size())
+    return make_error(errc::invalid_argument, "{}: no typed output {}", desc_.name, output);
+  if (relation_of_type.empty())
+    return make_error(errc::invalid_argument, "{}: a typed model reads a typed graph", desc_.name);
+  if (int(blocks.size()) != desc_.layers || x.rows() < blocks[0].num_src || x.cols() < desc_.in)
+    return make_error(errc::invalid_argument,
+                      "{}: {} blocks and features [{} x {}] for {} layers and {} columns",
+                      desc_.name, blocks.size(), x.rows(), x.cols(), desc_.layers, desc_.in);
+  // Node type n's features are the first `in` columns of its rows.
+  std::map<std::string, tensor> values;
+  for (const auto& n : t.node_types) {
+    tensor v;
+    if (n.in == x.cols()) {
+      v = x.head(x.rows());  // borrowed: never overwritten
+    } else {
+      SPINDLE_ASSIGN_OR_RETURN(v, tensor::empty(a, {x.rows(), n.in}));
+      for (std::int64_t r = 0; r < x.rows(); ++r)
+        std::copy(x.row(r), x.row(r) + n.in, v.row(r));
+    }
+    values.emplace(config::type_input(n.name), std::move(v));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto out, run_ops(a, desc_.ops, std::move(values), blocks, {}, pool,
+                                             observe, &t.outputs[output].value, relation_of_type));
   const std::int64_t seeds = blocks.back().num_dst;
   if (out.rows() > seeds) return copy_head(a, out, seeds);
   return out;

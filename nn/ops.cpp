@@ -240,7 +240,7 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
 
 expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
                                std::span<const float> att_src, std::span<const float> att_dst,
-                               float negative_slope, bool add_self_loops) {
+                               float negative_slope, bool add_self_loops, const tensor* h_dst) {
   const std::int64_t hc = h.cols(), c = hc / heads, e0 = b.indptr[0];
   const std::int64_t edges = b.num_edges() + b.num_dst;  // at most one self-loop per dst
   // The per-node, per-edge and softmax pieces are the GAT kernel's (gpu/kernels/gat_row.hpp).
@@ -266,7 +266,8 @@ expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, in
     auto src_of = [&](std::int64_t k) { return nbrs[std::size_t(k)]; };
     const std::int64_t deg = std::int64_t(nbrs.size());
     for (int k = 0; k < heads; ++k) {
-      const float ad = node_score(i, att_dst, k);
+      const float ad = h_dst ? gpu::gat_node_score(h_dst->data(), hc, c, att_dst.data(), i, k)
+                             : node_score(i, att_dst, k);
       float mx = -std::numeric_limits<float>::infinity();
       for (std::int64_t t = 0; t < deg; ++t) {
         const float s = gpu::gat_edge_score(node_score(src_of(t), att_src, k), ad, negative_slope);

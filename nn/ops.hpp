@@ -28,6 +28,8 @@ struct block {
   std::int64_t num_dst = 0, num_src = 0;
   std::span<const std::int64_t> indptr;  // num_dst + 1
   std::span<const std::int32_t> indices;
+  /// A typed graph's edge type of each edge, parallel to `indices` (empty: untyped).
+  std::span<const std::int16_t> edge_types;
   std::int64_t num_edges() const { return indptr.empty() ? 0 : indptr[num_dst] - indptr[0]; }
 };
 
@@ -74,6 +76,8 @@ void prelu_(tensor& t, std::span<const float> weight);
 void max_(tensor& y, const tensor& x);
 /// y = y * x elementwise (same shape).
 void mul_(tensor& y, const tensor& x);
+/// t = alpha * t.
+void scale_(tensor& t, float alpha);
 
 /// GCNConv's options beyond the default (self-loops of weight 1, symmetric norm).
 struct gcn_options {
@@ -101,10 +105,12 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
 /// GAT (PyG GATConv, self-loops added, concat heads): h is [num_src x heads*C];
 /// att_src/att_dst are [heads x C]; LeakyReLU(0.2) scores, softmax over each dst's
 /// incoming edges plus itself. Temporaries: scores [(E+num_dst) x heads] and
-/// messages [(E+num_dst) x heads*C].
+/// messages [(E+num_dst) x heads*C]. With `h_dst` (a bipartite edge type,
+/// without self-loops) the targets' scores read its rows instead of h's.
 expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
                                std::span<const float> att_src, std::span<const float> att_dst,
-                               float negative_slope = 0.2f, bool add_self_loops = true);
+                               float negative_slope = 0.2f, bool add_self_loops = true,
+                               const tensor* h_dst = nullptr);
 
 /// PyG's softmax aggregation over each dst's incoming edges (nn/ops_attention.cpp):
 /// alpha_ij = softmax_j of gpu::attention_logit(in, i, j, k) per head k (GATv2's or

@@ -76,4 +76,8 @@ void mul_(tensor& y, const tensor& x) {
   for (std::int64_t i = 0, n = y.numel(); i < n; ++i) y.data()[i] *= x.data()[i];
 }
 
+void scale_(tensor& t, float alpha) {
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) t.data()[i] *= alpha;
+}
+
 }  // namespace spindle::nn

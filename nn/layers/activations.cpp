@@ -1,6 +1,7 @@
 // Node-wise activations, in place on their input (a copy when the input is
 // still read later): ReLU, ELU, LeakyReLU, GELU (exact or tanh), tanh, sigmoid,
-// PReLU (its slopes are its tensor), log_softmax and softmax over each row.
+// PReLU (its slopes are its tensor), a constant factor, log_softmax and softmax
+// over each row.
 #include "nn/layers/units.hpp"
 
 namespace spindle::nn::layers {
@@ -39,6 +40,10 @@ const layer_kind tanh_layer{&no_weights, &plain<tanh_>, &no_memory};
 const layer_kind sigmoid{&no_weights, &plain<sigmoid_>, &no_memory};
 const layer_kind prelu{&prelu_weights, [](const layer_input& x) {
                          return in_place(x, [&](tensor& y) { prelu_(y, x.weight("weight")); });
+                       }, &no_memory};
+// to_hetero's mean over edge types divides their sum by the count: alpha = 1 / count.
+const layer_kind scale{&no_weights, [](const layer_input& x) {
+                         return in_place(x, [&](tensor& y) { scale_(y, x.op.alpha); });
                        }, &no_memory};
 const layer_kind log_softmax{&no_weights, &plain<log_softmax_rows_>, &no_memory};
 const layer_kind softmax{&no_weights, &plain<softmax_rows_>, &no_memory};

@@ -1,6 +1,7 @@
 // PyG GATConv: a shared projection, per-head attention over the edges and one
 // self-loop per target (add_self_loops), heads concatenated or averaged
-// (concat=False), then the bias.
+// (concat=False), then the bias. Bipartite on a typed graph's edge type: the
+// targets' scores come from their own projection (lin_dst).
 #include "nn/layers/units.hpp"
 
 namespace spindle::nn::layers {
@@ -9,6 +10,7 @@ namespace {
 void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
   const std::int64_t out = op.out, heads = op.heads;
   s.add("lin_src.weight", {heads * out, in}, "shared projection");
+  if (config::is_bipartite(op)) s.add("lin_dst.weight", {heads * out, op.in_dst}, "target projection");
   s.add("att_src", {1, heads, out}, "source attention");
   s.add("att_dst", {1, heads, out}, "target attention");
   if (op.bias) s.add("bias", {op.concat ? heads * out : out}, "bias");
@@ -18,9 +20,15 @@ expected<tensor> forward(const layer_input& x) {
   const auto& op = x.op;
   SPINDLE_ASSIGN_OR_RETURN(
       auto h, linear(x.a, *x.in[0], x.weight("lin_src.weight"), {}, op.heads * op.out, x.pool));
+  tensor h_dst;  // a bipartite edge type's targets, projected on their own
+  if (config::is_bipartite(op)) {
+    SPINDLE_ASSIGN_OR_RETURN(h_dst, linear(x.a, x.in[1]->head(x.b->num_dst), x.weight("lin_dst.weight"),
+                                           {}, op.heads * op.out, x.pool));
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gat(x.a, *x.b, h, op.heads, x.weight("att_src"),
                                                  x.weight("att_dst"), op.negative_slope,
-                                                 op.add_self_loops));
+                                                 op.add_self_loops,
+                                                 config::is_bipartite(op) ? &h_dst : nullptr));
   if (!op.concat && op.heads > 1) {
     SPINDLE_ASSIGN_OR_RETURN(y, mean_heads(x.a, y, op.heads));
   }

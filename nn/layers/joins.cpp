@@ -1,5 +1,5 @@
 // Joins of several values (residual add, JumpingKnowledge max and cat, a link
-// decoder's elementwise product): each
+// decoder's elementwise product, the mean over a typed model's edge types): each
 // input's first rows, as many as the shortest has (the dst nodes of a block are
 // the first src nodes, so a join of values of different depths keeps the rows
 // they share).
@@ -36,5 +36,11 @@ const layer_kind add{&no_weights, [](const layer_input& x) { return fold(x, &add
 const layer_kind max{&no_weights, [](const layer_input& x) { return fold(x, &max_); }, &no_memory};
 const layer_kind mul{&no_weights, [](const layer_input& x) { return fold(x, &mul_); }, &no_memory};
 const layer_kind cat{&no_weights, &cat_forward, &no_memory};
+// HeteroConv's aggr="mean" over edge types: their sum over their count.
+const layer_kind mean{&no_weights, [](const layer_input& x) -> expected<tensor> {
+                        SPINDLE_ASSIGN_OR_RETURN(auto y, fold(x, &add_));
+                        scale_(y, 1.0f / float(x.in.size()));
+                        return y;
+                      }, &no_memory};
 
 }  // namespace spindle::nn::layers

@@ -54,6 +54,9 @@ struct layer_input {
   std::span<const float> weight(std::string_view rest) const;
   /// in[0] itself when this op is its last use, else a copy (for in-place ops).
   expected<tensor> own_first() const;
+  /// The value a message-passing op's targets' own rows come from: in[1] for a
+  /// typed model's bipartite op (its target node type's), else in[0].
+  const tensor& dst_input() const { return config::is_bipartite(op) ? *in[1] : *in[0]; }
 };
 
 /// The sampled block a message-passing op consumes, by its sizes.

@@ -40,6 +40,8 @@ const layer_kind& layer_of(config::op_kind kind) {
     case op_kind::gcn_propagate: return layers::gcn_propagate;
     case op_kind::log_softmax: return layers::log_softmax;
     case op_kind::softmax: return layers::softmax;
+    case op_kind::scale: return layers::scale;
+    case op_kind::mean: return layers::mean;
   }
   return unknown;
 }

@@ -1,5 +1,6 @@
 // PyG SAGEConv: lin_l(aggr_j x_j) + lin_r(x_i), aggr mean|sum|max|min, with
-// project=True's ReLU(lin(x)) before aggregating and normalize=True's L2 norm.
+// project=True's ReLU(lin(x)) before aggregating and normalize=True's L2 norm;
+// bipartite on a typed graph's edge type (lin_r reads the target type's rows).
 #include "nn/layers/units.hpp"
 
 namespace spindle::nn::layers {
@@ -13,7 +14,8 @@ void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
   }
   s.add("lin_l.weight", {out, in}, op.aggr + "-aggregated neighbours");
   if (op.bias) s.add("lin_l.bias", {out}, "bias");
-  if (op.root_weight) s.add("lin_r.weight", {out, in}, "root (the node itself)");
+  if (op.root_weight)
+    s.add("lin_r.weight", {out, config::is_bipartite(op) ? op.in_dst : in}, "root (the node itself)");
 }
 
 reduce_op reduce_of(const std::string& aggr) {
@@ -39,7 +41,7 @@ expected<tensor> forward(const layer_input& x) {
   SPINDLE_ASSIGN_OR_RETURN(auto y, linear(x.a, agg, x.weight("lin_l.weight"), x.weight("lin_l.bias"),
                                           op.out, x.pool));
   if (op.root_weight)
-    SPINDLE_TRY(linear_accumulate(y, h.head(x.b->num_dst), x.weight("lin_r.weight"), x.pool));
+    SPINDLE_TRY(linear_accumulate(y, x.dst_input().head(x.b->num_dst), x.weight("lin_r.weight"), x.pool));
   if (op.normalize) l2_normalize_rows_(y);
   return y;
 }

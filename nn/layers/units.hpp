@@ -12,9 +12,9 @@ extern const layer_kind sage, gcn, gat, gin, gatv2, transformer, res_gated,
     gcn_propagate;                                                      // message passing
 extern const layer_kind linear_layer;                                   // linear.cpp
 extern const layer_kind batch_norm, layer_norm;                         // norms.cpp
-extern const layer_kind relu, elu, leaky_relu, gelu, tanh_layer, sigmoid, prelu, log_softmax,
-    softmax;                                                            // activations.cpp
-extern const layer_kind add, cat, max, mul;                             // joins.cpp
+extern const layer_kind relu, elu, leaky_relu, gelu, tanh_layer, sigmoid, prelu, scale,
+    log_softmax, softmax;                                               // activations.cpp
+extern const layer_kind add, cat, max, mul, mean;                       // joins.cpp
 
 /// concat=False: the mean over heads of y [rows x heads*c] (gat.cpp).
 expected<tensor> mean_heads(allocator& a, const tensor& y, int heads);

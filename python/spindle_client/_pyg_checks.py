@@ -160,10 +160,12 @@ def check_all_written(conv, path, written, inner_prefix=None):
     """Refuses a layer holding a tensor Spindle does not read (a sub-module
     replaced by one with a bias, a learnable aggregation): `written` are the
     state keys taken; a key sharing a written tensor's storage is the same one."""
+    import torch
     state = conv.state_dict()
-    taken = {state[k].data_ptr() for k in written if k in state}
+    lazy = torch.nn.parameter.UninitializedParameter  # never run: it computes nothing
+    taken = {state[k].data_ptr() for k in written if k in state and not isinstance(state[k], lazy)}
     for key, t in state.items():
-        if key in written or t.numel() == 0 or t.data_ptr() in taken:
+        if isinstance(t, lazy) or key in written or t.numel() == 0 or t.data_ptr() in taken:
             continue
         if inner_prefix and key.startswith(inner_prefix):
             continue
