@@ -1,4 +1,5 @@
 #include "actors/gateway.hpp"
+#include "serving/typed_calls.hpp"
 
 #include <unistd.h>
 
@@ -235,7 +236,14 @@ void gateway::infer_gnn_now(transport::rpc::gnn_call call,
       return done(std::move(why));
     }
   }
-  status valid = resolve_seed_ids(call, *e);
+  status valid = status::ok();
+  if (!call.seed_ids.empty() && (!call.node_type.empty() || e->b.model->desc().typed()))
+    valid = make_error(errc::invalid_argument,
+                       "seed ids on a typed graph are not served: give the seeds' numbers within "
+                       "their node type");
+  if (valid) valid = resolve_seed_ids(call, *e);
+  if (valid)
+    valid = serving::to_graph_ids(*e->b.dataset, e->b.model->desc(), call.node_type, call.seeds);
   if (valid) valid = check_gnn_call(call, e->b.dataset->live_num_nodes());
   if (valid) valid = serving::check_pairs(call.pairs, call.seeds.size(), e->b.model->desc());
   if (valid) valid = serving::named_output_widths(call.outputs, call.pairs, call.seeds.size(), *e->b.model)

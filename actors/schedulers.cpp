@@ -75,7 +75,8 @@ class batcher_scheduler final : public gnn_scheduler {
     // Checked at the door: the widths of the named outputs (empty: the model's output).
     auto widths = serving::named_output_widths(call.outputs, pairs, seeds, *e->b.model);
     dispatch_gnn(forwarder_, batcher_,
-                 {std::move(call.seeds), call.sampler_seed, pairs, std::move(call.outputs)},
+                 {std::move(call.seeds), call.sampler_seed, pairs, std::move(call.outputs),
+                  std::move(call.node_type)},
                  timeout_of(deadline),
                  [e = std::move(e), done = std::move(done), t0, deadline, seeds, pairs,
                   widths = widths ? std::move(*widths) : std::vector<std::uint32_t>{}](

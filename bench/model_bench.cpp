@@ -5,7 +5,9 @@
 // log_softmax at the same widths; GATConv, GATv2Conv and TransformerConv stacks
 // at GAT's widths; the same stack as a link model scoring pairs
 // by the dot product and by an MLP decoder (batch = pairs); and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
-// tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB). Baseline
+// tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB); R-GAT on a
+// typed IGBH-shaped graph (4 edge types, 2^18 nodes) beside the same layers on
+// its edges untyped. Baseline
 // in the same run: this machine's raw sgemm FLOP/s (OpenBLAS, 1 thread) and
 // Eigen's, which is how the GEMM library was picked. Model FLOP/s counts the
 // dense layers' 2*m*n*k only.
@@ -15,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 
@@ -138,6 +141,144 @@ config::model_desc sage_link(bool mlp) {
   return config::parse_model_desc(text, "model_bench").value();
 }
 
+// A typed graph shaped as MLPerf's IGBH (R-GAT's): papers (half the nodes),
+// authors (35%) and institutes; papers cite 8 papers and have 3 authors, authors
+// write 4 papers and belong to 1 institute. Edge types, in id order: (paper,
+// cites, paper), (author, writes, paper), (paper, rev_writes, author),
+// (institute, rev_affiliated, author). Rows list sources by edge type.
+struct typed_graph {
+  graph::csr_graph g;
+  std::vector<std::int16_t> types;
+  std::int64_t papers = 0, authors = 0;
+  graph::csr_view view() const {
+    auto v = g.view();
+    v.edge_types = types;
+    return v;
+  }
+};
+
+typed_graph igbh_shaped(std::int64_t n, std::uint64_t seed) {
+  typed_graph t;
+  t.papers = n / 2, t.authors = n * 35 / 100;
+  const std::int64_t institutes = n - t.papers - t.authors, a0 = t.papers, i0 = a0 + t.authors;
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::int64_t base, std::int64_t count) {
+    return base + std::int64_t(rng() % std::uint64_t(count));
+  };
+  t.g.num_nodes = n;
+  t.g.indptr.assign(1, 0);
+  auto add = [&](int type, int k, std::int64_t base, std::int64_t count) {
+    for (int e = 0; e < k; ++e) {
+      t.g.indices32.push_back(std::int32_t(pick(base, count)));
+      t.types.push_back(std::int16_t(type));
+    }
+  };
+  for (std::int64_t v = 0; v < n; ++v) {
+    if (v < a0) add(0, 8, 0, t.papers), add(1, 3, a0, t.authors);
+    else if (v < i0) add(2, 4, 0, t.papers), add(3, 1, i0, institutes);
+    t.g.indptr.push_back(std::int64_t(t.g.indices32.size()));
+  }
+  return t;
+}
+
+// R-GAT as GraphLearn-for-PyTorch writes it for IGBH: per edge type a
+// GATConv(128 -> 4 heads x 32, add_self_loops=False), summed per node type,
+// LeakyReLU, a second such layer, a Linear head on papers; every type 128 wide.
+config::model_desc rgat_typed() {
+  std::string t = "[model]\narch = \"stack\"\nin = 128\nout = 47\n";
+  for (const char* n : {"paper", "author", "institute"})
+    t += fmt::format("[[node_type]]\nname = \"{}\"\nin = 128\n", n);
+  for (const char* e : {"paper cites paper", "author writes paper", "paper rev_writes author",
+                        "institute rev_affiliated author"}) {
+    char s[32], r[32], d[32];
+    std::sscanf(e, "%31s %31s %31s", s, r, d);
+    t += fmt::format("[[edge_type]]\nsrc = \"{}\"\nrel = \"{}\"\ndst = \"{}\"\n", s, r, d);
+  }
+  t += "[[output]]\nnode_type = \"paper\"\nvalue = \"head\"\n";
+  auto gat = [](const std::string& name, const std::string& inputs, int rel, const std::string& p) {
+    return fmt::format("[[op]]\nkind = \"gat\"\nname = \"{}\"\ninputs = [{}]\nprefix = \"{}\"\n"
+                       "out = 32\nheads = 4\nadd_self_loops = false\nrelation = {}\n",
+                       name, inputs, p, rel);
+  };
+  t += gat("c1r0", "\"x.paper\"", 0, "c1.r0") + gat("c1r1", "\"x.author\", \"x.paper\"", 1, "c1.r1") +
+       gat("c1r2", "\"x.paper\", \"x.author\"", 2, "c1.r2") +
+       gat("c1r3", "\"x.institute\", \"x.author\"", 3, "c1.r3");
+  t += "[[op]]\nkind = \"add\"\nname = \"h1p\"\ninputs = [\"c1r0\", \"c1r1\"]\n"
+       "[[op]]\nkind = \"add\"\nname = \"h1a\"\ninputs = [\"c1r2\", \"c1r3\"]\n"
+       "[[op]]\nkind = \"leaky_relu\"\nname = \"l1p\"\ninputs = [\"h1p\"]\n"
+       "[[op]]\nkind = \"leaky_relu\"\nname = \"l1a\"\ninputs = [\"h1a\"]\n";
+  t += gat("c2r0", "\"l1p\"", 0, "c2.r0") + gat("c2r1", "\"l1a\", \"l1p\"", 1, "c2.r1");
+  t += "[[op]]\nkind = \"add\"\nname = \"h2p\"\ninputs = [\"c2r0\", \"c2r1\"]\n"
+       "[[op]]\nkind = \"linear\"\nname = \"head\"\ninputs = [\"h2p\"]\nprefix = \"lin\"\nout = 47\n";
+  return config::parse_model_desc(t, "model_bench").value();
+}
+
+// The same layers on one node and one edge type (the typed graph's edges untyped).
+config::model_desc rgat_untyped() {
+  return config::parse_model_desc(
+             "[model]\narch = \"stack\"\nin = 128\nout = 47\n"
+             "[[op]]\nkind = \"gat\"\nprefix = \"c1\"\nout = 32\nheads = 4\nadd_self_loops = false\n"
+             "[[op]]\nkind = \"leaky_relu\"\n"
+             "[[op]]\nkind = \"gat\"\nprefix = \"c2\"\nout = 32\nheads = 4\nadd_self_loops = false\n"
+             "[[op]]\nkind = \"linear\"\nprefix = \"lin\"\nout = 47\n",
+             "model_bench")
+      .value();
+}
+
+// Rows for R-GAT on the IGBH-shaped graph (fanouts [10, 5] per edge type) and
+// the same layers untyped (fanouts [10, 5] per node), seeds drawn from papers.
+int typed_rows(int reps, const std::string& tmp) {
+  const auto tg = igbh_shaped(1 << 18, 3);
+  std::mt19937_64 rng(9);
+  std::vector<float> features(std::size_t(tg.g.num_nodes) * 128);
+  for (auto& v : features) v = float(rng() % 1000) / 1000.0f;
+  graph::inline_executor sampler;
+  const std::vector<int> identity{0, 1, 2, 3};
+  for (bool typed : {true, false}) {
+    const auto d = typed ? rgat_typed() : rgat_untyped();
+    const std::string label = typed ? "rgat-typed" : "rgat-1type", dir = tmp + "/" + label;
+    if (auto st = nn::init_model(d, 1, dir); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
+    nn::heap_allocator weights;
+    auto m = nn::model::load(dir, weights);
+    if (!m) return fmt::print(stderr, "{}\n", m.error().to_string()), 1;
+    const auto view = typed ? tg.view() : tg.g.view();
+    rng.seed(7);
+    for (int batch : {1, 16, 64, 256}) {
+      std::vector<double> times;
+      double nodes = 0;
+      for (int r = 0; r < reps; ++r) {
+        std::vector<std::int64_t> seeds(static_cast<std::size_t>(batch));
+        for (auto& s : seeds) s = std::int64_t(rng() % std::uint64_t(tg.papers));
+        auto sub = sampler.sample(view, seeds, {{10, 5}, false, std::uint64_t(r)});
+        if (!sub) return fmt::print(stderr, "{}\n", sub.error().to_string()), 1;
+        std::vector<nn::block> blocks;
+        for (int l = 0; l < 2; ++l) {
+          auto b = sub->layer_block(l);
+          blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices, b.edge_types});
+        }
+        const std::int64_t n = sub->hop_end.back();
+        std::vector<float> x(std::size_t(n) * 128);
+        for (std::int64_t i = 0; i < n; ++i)
+          std::memcpy(x.data() + i * 128, features.data() + sub->nodes[i] * 128, 512);
+        nn::heap_allocator alloc;
+        const auto xt = nn::tensor::borrow(x.data(), {n, 128});
+        auto t0 = std::chrono::steady_clock::now();
+        auto y = typed ? m->forward_typed(alloc, blocks, xt, 0, identity)
+                       : m->forward(alloc, blocks, {}, xt);
+        times.push_back(bench::seconds_since(t0));
+        if (!y) return fmt::print(stderr, "{}\n", y.error().to_string()), 1;
+        nodes += double(n);
+      }
+      double total = 0;
+      for (double t : times) total += t;
+      fmt::print("{:<10} {:>6} {:>8.0f} {:>10.3f} {:>10.3f} {:>12.0f} {:>10} {:>8}\n", label, batch,
+                 nodes / reps, bench::percentile(times, 0.5) * 1e3,
+                 bench::percentile(times, 0.99) * 1e3, batch * reps / total, "-", "-");
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,6 +363,7 @@ int main(int argc, char** argv) {
                  100 * flops / total / 1e9 / peak);
     }
   }
+  if (int rc = typed_rows(reps, tmp); rc != 0) return rc;
   // DLRM(A)
   config::model_desc d;
   d.arch = config::model_arch::dlrm;

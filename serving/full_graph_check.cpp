@@ -55,4 +55,33 @@ expected<std::vector<op_value>> full_graph_ops(const graph::dataset& ds, nn::mod
   return out;
 }
 
+expected<std::vector<op_value>> full_graph_outputs(const graph::dataset& ds, nn::model& model,
+                                                   std::int64_t max_nodes) {
+  const auto& d = model.desc();
+  if (!d.typed())
+    return make_error(errc::invalid_argument, "{}: not a typed model", d.name);
+  if (ds.num_nodes() <= 0 || ds.num_nodes() > max_nodes)
+    return make_error(errc::invalid_argument,
+                      "the check graph has {} nodes; 1..{} are checked (each type's nodes are one "
+                      "batch)", ds.num_nodes(), max_nodes);
+  SPINDLE_TRY(model.set_fanouts(std::vector<int>(std::size_t(d.layers), -1)));
+  psgs_router router{psgs_calibration{}, routing_policy::fixed};
+  thread_pool pool(1, "verify");
+  gnn_pipeline p(ds, model, router, pool);
+  std::vector<op_value> out;
+  for (const auto& o : d.types.outputs) {
+    SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(o.node_type));
+    const auto& info = ds.node_types()[std::size_t(t)];
+    gnn_request all;
+    all.node_type = o.node_type;
+    all.seeds.resize(std::size_t(info.count));
+    std::iota(all.seeds.begin(), all.seeds.end(), info.offset);
+    all.sampler_seed = 1;
+    auto res = p.run({all});
+    if (!res.errors[0]) return res.errors[0];
+    out.push_back({info.count, d.out, std::move(res.outputs[0])});
+  }
+  return out;
+}
+
 }  // namespace spindle::serving

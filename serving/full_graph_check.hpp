@@ -26,4 +26,10 @@ struct op_value {
 expected<std::vector<op_value>> full_graph_ops(const graph::dataset& ds, nn::model& model,
                                                std::int64_t max_nodes = 200000);
 
+/// A typed model's answers for every node of each node type it answers (every
+/// neighbour): one value per model output (config::model_types::outputs), rows
+/// in the order of that type's nodes. Refuses graphs over `max_nodes`.
+expected<std::vector<op_value>> full_graph_outputs(const graph::dataset& ds, nn::model& model,
+                                                   std::int64_t max_nodes = 200000);
+
 }  // namespace spindle::serving

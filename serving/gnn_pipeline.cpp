@@ -13,6 +13,7 @@
 #include "core/checksum.hpp"
 #include "graph/metrics.hpp"
 #include "nn/link_decoder.hpp"
+#include "serving/typed_calls.hpp"
 
 namespace spindle::serving {
 namespace {
@@ -96,6 +97,13 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
     options_.fanouts = std::move(*f);
   else
     setup_error_ = f.error();  // every request is answered with it (loaders check first)
+  if (auto map = relation_map(ds_, model_.desc())) {
+    relation_of_type_ = std::move(*map);
+    if (model_.desc().typed())
+      options_.typed_fanouts = typed_fanouts(model_.desc(), relation_of_type_, options_.fanouts);
+  } else {
+    setup_error_ = map.error();
+  }
   per_request_ = model_.desc().sampling == "per_request";
   if (auto st = check_self_loop_semantics(model_.desc(), ds_.graph()); !st) setup_error_ = st;
   if (model_.desc().arch == config::model_arch::stack && model_.graph_degrees())
@@ -108,22 +116,10 @@ status gnn_pipeline::set_fanouts(std::vector<int> fanouts) {
     return make_error(errc::invalid_argument, "fanouts: one value per layer ({})",
                       model_.desc().layers);
   options_.fanouts = std::move(fanouts);
+  if (model_.desc().typed())
+    options_.typed_fanouts = typed_fanouts(model_.desc(), relation_of_type_, options_.fanouts);
   setup_error_ = status::ok();
   return status::ok();
-}
-
-expected<std::vector<int>> served_fanouts(const config::model_desc& model,
-                                          const graph::dataset_metadata& ds) {
-  if (!model.fanouts.empty()) {
-    SPINDLE_TRY(config::validate_fanouts(model.fanouts, model.layers, "fanouts"));
-    return model.fanouts;
-  }
-  if (int(ds.fanouts.size()) == model.layers) return ds.fanouts;
-  return make_error(errc::invalid_argument,
-                    "model '{}' has {} layers but no fanouts of its own, and the dataset's "
-                    "fanouts are [{}]: set fanouts = [...] (one per layer) in model.toml or pass "
-                    "--fanouts",
-                    model.name, model.layers, fmt::join(ds.fanouts, ", "));
 }
 
 std::uint64_t shared_graph_seed(std::uint64_t x) {
@@ -202,7 +198,8 @@ float gnn_pipeline::graph_degree(const graph::csr_view& graph, std::int64_t v) c
 
 batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
   if (c == psgs_router::choice::small) return small_;
-  return device_ ? *device_ : static_cast<batch_executor&>(large_);
+  // A typed graph is sampled on the host (the device draw takes one edge type).
+  return device_ && !model_.desc().typed() ? *device_ : static_cast<batch_executor&>(large_);
 }
 
 prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
@@ -233,7 +230,8 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
   graph::csr_view graph = rebased ? pb.delta->base->graph() : ds_.graph();
   if (pb.delta && (rebased || !pb.delta->empty())) graph.delta = pb.delta.get();
   res.graph_version = pb.delta ? pb.delta->version : 0;
-  std::size_t shared = SIZE_MAX;
+  // The shared graphs: one per node type asked (one in all for an untyped model).
+  std::map<std::string, std::size_t> shared_of;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& r = batch[i];
     if (!setup_error_.is_ok()) {
@@ -256,12 +254,18 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
       res.errors[i] = std::move(w).error();
       continue;
     }
+    std::size_t output = 0;
+    if (auto st = typed_request(r, output); !st) {
+      res.errors[i] = st;
+      continue;
+    }
     const bool own = r.reproducible() || per_request_;
-    if (!own && shared == SIZE_MAX) {
-      shared = pb.used;
+    if (!own && !shared_of.count(r.node_type)) {
+      shared_of[r.node_type] = pb.used;
       next_group(pb);
     }
-    auto& g = own ? next_group(pb) : pb.groups[shared];
+    auto& g = own ? next_group(pb) : pb.groups[shared_of.at(r.node_type)];
+    g.output = output;
     g.members.push_back(i);
     g.seeds.insert(g.seeds.end(), r.seeds.begin(), r.seeds.end());
   }
@@ -269,7 +273,9 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
   for (std::size_t k = 0; k < pb.used; ++k) {
     auto& g = pb.groups[k];
     const auto& first = batch[g.members.front()];
-    const std::uint64_t seed = k == shared        ? shared_graph_seed(batches_++)
+    const bool shared = std::any_of(shared_of.begin(), shared_of.end(),
+                                    [&](const auto& kv) { return kv.second == k; });
+    const std::uint64_t seed = shared                 ? shared_graph_seed(batches_++)
                                : first.reproducible() ? first.sampler_seed
                                                       : per_request_seed(first.seeds);
     if (auto st = prepare_group(g, graph, seed, ex, res); !st)
@@ -300,7 +306,7 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
   g.blocks.clear();
   for (int l = 0; l < sub.num_hops(); ++l) {
     auto b = sub.layer_block(l);
-    g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices});
+    g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices, b.edge_types});
   }
   if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
   if (model_.desc().arch == config::model_arch::stack && model_.needs_degrees()) {
@@ -331,11 +337,13 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
   if (std::any_of(g.members.begin(), g.members.end(),
                   [&](std::size_t m) { return !batch[m].outputs.empty(); }))
     return compute_named(g, batch, alloc, x, res);
+  // A typed model runs on the host, its ops restricted to their edge types.
+  auto y = model_.desc().typed() ? model_.forward_typed(alloc, g.blocks, x, g.output, relation_of_type_)
   // A GNNSched device slot: the pass on the device, in the slot, on its stream.
-  auto y = device ? device_->forward_in(*device, model_, alloc, g.blocks, g.degree, x)
+           : device ? device_->forward_in(*device, model_, alloc, g.blocks, g.degree, x)
            : ex   ? ex->forward(model_, alloc, g.blocks, g.degree, x)
                   : model_.forward(alloc, g.blocks, g.degree, x);
-  if (!y && device && y.error().code() == errc::unsupported)  // no device layers (GAT)
+  if (!y && device && !model_.desc().typed() && y.error().code() == errc::unsupported)  // no device layers (GAT)
     y = model_.forward(alloc, g.blocks, g.degree, x);
   if (!y) return std::move(y).error();
   std::size_t offset = 0;

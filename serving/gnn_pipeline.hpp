@@ -43,6 +43,9 @@ struct gnn_request {
   /// model::value_ops): the answer holds each one's seed rows, [seeds x width_k],
   /// one after another in this order. Computed on the host.
   std::vector<std::string> outputs;
+  /// A typed model's call: the seeds' node type (the seeds are the graph's ids,
+  /// each of that type: serving::to_graph_ids turns a call's numbers into them).
+  std::string node_type;
   bool reproducible() const { return sampler_seed != 0; }
 };
 
@@ -50,7 +53,7 @@ struct gnn_request {
 /// processes); a template, so this header needs no CAF.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gnn_request& x) {
-  return f(x.seeds, x.sampler_seed, x.pairs, x.outputs);
+  return f(x.seeds, x.sampler_seed, x.pairs, x.outputs, x.node_type);
 }
 
 struct stage_times {
@@ -128,6 +131,7 @@ struct prepared_batch {
     std::vector<float> features;  // [sub.nodes x F]
     std::vector<nn::block> blocks;
     std::vector<float> degree;  // GCN only
+    std::size_t output = 0;     // a typed model's output answering the members' node type
     bool ready = false;         // sampled and gathered; false: members hold the error
   };
   /// The live graph's delta this batch reads (one version for every request), or null.
@@ -198,6 +202,7 @@ class gnn_pipeline {
                        nn::allocator& alloc, const nn::tensor& x, batch_result& res) const;
   void prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
                     prepared_batch& pb);
+  status typed_request(const gnn_request& r, std::size_t& output) const;
   prepared_batch::group& next_group(prepared_batch& pb) const;
   status prepare_group(prepared_batch::group& g, const graph::csr_view& graph,
                        std::uint64_t sampler_seed, batch_executor& ex,
@@ -225,6 +230,7 @@ class gnn_pipeline {
   bool per_request_ = false;  // model sampling = "per_request": no shared batch graph
   std::shared_ptr<const std::vector<float>> graph_neighbours_;  // stack GCN, graph norm; else null
   status setup_error_;             // no usable fanouts: every request gets this
+  std::vector<int> relation_of_type_;  // typed models: graph edge type -> the model's (-1)
   std::vector<std::int64_t> live_ids_;  // gather_live's base ids, reused across batches
   prepared_batch scratch_;         // reused by run()
   nn::arena_allocator arena_;

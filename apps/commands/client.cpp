@@ -41,6 +41,7 @@ struct infer_args {
   std::uint64_t sampler_seed = 0;
   std::uint32_t deadline_us = 0;
   std::uint64_t min_version = 0;
+  std::string node_type;  // typed graphs: the seeds' node type
   bool json = false;
 };
 
@@ -48,9 +49,9 @@ status run_infer(const client_args& c, const infer_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto client, open_door(c));
   if (a.seeds.empty() == a.ids.empty())
     return make_error(errc::invalid_argument, "infer: give --seeds (rows) or --ids (input ids)");
-  SPINDLE_ASSIGN_OR_RETURN(
-      auto r,
-      client->infer_gnn({c.model, a.seeds, a.sampler_seed, a.deadline_us, a.ids, a.min_version}));
+  rpc::gnn_call call{c.model, a.seeds, a.sampler_seed, a.deadline_us, a.ids, a.min_version};
+  call.node_type = a.node_type;
+  SPINDLE_ASSIGN_OR_RETURN(auto r, client->infer_gnn(call));
   if (a.json) {
     nlohmann::json j = {{"status", rpc::to_string(r.status)},
                         {"message", r.message},
@@ -196,6 +197,8 @@ void register_client(CLI::App& app, global_options&) {
                    "same answer); 0 shares its batch's sampled graph")
       ->capture_default_str();
   infer->add_option("--deadline-us", ia->deadline_us, "Deadline (0: none)")->capture_default_str();
+  infer->add_option("--node-type", ia->node_type,
+                    "A typed graph's node type of the seeds (the seeds numbered within it)");
   infer->add_option("--min-version", ia->min_version,
                     "The graph version the answer must include (from `graph update`); 0: any")
       ->check(CLI::Validator(

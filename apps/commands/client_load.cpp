@@ -22,6 +22,7 @@ struct load_args {
   bool reproducible = false;     // request i carries sampler seed i + 1
   client::rec_load_options rec;  // recommendation models: the batches sent
   std::string door = "capnp";    // or a KServe door: http, grpc (door_load.hpp)
+  std::string node_type;         // typed graphs: the seeds' node type
 
   client::load_settings settings() const { return {requests, warmup, clients, rate, seed}; }
 };
@@ -101,7 +102,8 @@ status run_kserve_load(const client_args& c, const load_args& a) {
   }
   SPINDLE_TRY(need_seeds(a, fmt::format(" ('{}')", m.name)));
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, client::draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
-  const auto calls = client::gnn_load_calls(c.model, seeds, a.reproducible, a.deadline_us);
+  auto calls = client::gnn_load_calls(c.model, seeds, a.reproducible, a.deadline_us);
+  for (auto& call : calls) call.node_type = a.node_type;
   return drive_door(c, a, connect, 0, [&](auto& client, std::size_t i) {
     auto x = client.infer_gnn(calls[i]);
     return client::call_outcome{x.status, std::move(x.message)};
@@ -124,7 +126,8 @@ status run_load(const client_args& c, const load_args& a) {
     return make_error(errc::invalid_argument,
                       "load: a sweep drives one door; give one --connect HOST:PORT");
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, client::draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
-  const auto calls = client::gnn_load_calls(c.model, seeds, a.reproducible, a.deadline_us);
+  auto calls = client::gnn_load_calls(c.model, seeds, a.reproducible, a.deadline_us);
+  for (auto& call : calls) call.node_type = a.node_type;
   std::vector<rpc::gnn_call> warm(calls.begin(), calls.begin() + a.warmup),
       measured(calls.begin() + a.warmup, calls.end());
   const client::door_list doors{endpoints_of(c), c.connect, c.timeout_ms};
@@ -180,6 +183,8 @@ void add_load_command(CLI::App& client, std::shared_ptr<client_args> c) {
                    "Write every measured request as CSV: index, sent_s (scheduled), latency_ms, "
                    "status (to see when slow or refused answers happened)");
   load->add_flag("--json", la->json, "Print the report as JSON");
+  load->add_option("--node-type", la->node_type,
+                   "A typed graph's node type of the seeds (--seeds uniform:N over its N nodes)");
   load->add_flag("--reproducible", la->reproducible,
                  "Give request i sampler seed i + 1 (sampled on its own, fixed answer); by "
                  "default requests carry none and share their batch's sampled graph");

@@ -141,7 +141,21 @@ status run_info(const std::string& dir) {
     fmt::print("  {:<40} {:<14} {}\n", spec.name, format_shape(m.param(spec.name).shape()),
                spec.purpose);
   }
-  if (d.arch == config::model_arch::stack) {  // what a call's named outputs may ask for
+  if (d.typed()) {  // what a typed graph must hold, and what a call's node_type may name
+    std::vector<std::string> nodes, edges, outs;
+    for (const auto& n : d.types.node_types) nodes.push_back(fmt::format("{} [{}]", n.name, n.in));
+    for (const auto& e : d.types.edge_types)
+      edges.push_back(fmt::format("({}, {}, {}){}", e.src, e.rel, e.dst,
+                                  e.fanouts.empty() ? "" : fmt::format(" fanouts [{}]",
+                                                                       fmt::join(e.fanouts, ", "))));
+    for (const auto& o : d.types.outputs) outs.push_back(fmt::format("{} <- {}", o.node_type, o.value));
+    fmt::print("node types: {}
+edge types: {}
+answers (node_type <- value): {}
+",
+               fmt::join(nodes, ", "), fmt::join(edges, ", "), fmt::join(outs, ", "));
+  }
+  if (d.arch == config::model_arch::stack && !d.typed()) {  // what named outputs may ask for
     std::vector<std::string> values;
     for (const auto& op : d.ops) values.push_back(fmt::format("{} [{}]", op.name, op.width));
     fmt::print("values (named outputs): {}\n", fmt::join(values, ", "));

@@ -1,7 +1,8 @@
 // `spindle model verify DIR --x X.npy --edge-index EI.npy --out OUT`: the
 // model's answers on a user's small graph through the serving path (every node,
 // every neighbour), written op by op as OUT/op-<i>.npy [nodes x width] in node
-// order. For a recommendation model, `--rec-inputs IN` (IN/dense.npy [B x
+// order. `--graph G` reads a save_graph folder instead; a typed model's answers
+// go to OUT/output-<type>.npy. For a recommendation model, `--rec-inputs IN` (IN/dense.npy [B x
 // dense_in] float32, IN/indices-<t>.npy and IN/offsets-<t>.npy int64 per table,
 // B + 1 offsets) gives OUT/output.npy [B x 1]. spindle_client's exporters run it
 // and compare with the user's live module before they write a model; people run
@@ -24,7 +25,7 @@ namespace spindle::apps {
 namespace {
 
 struct verify_args {
-  std::string dir, x, edge_index, rec_inputs, out, pairs;
+  std::string dir, x, edge_index, rec_inputs, out, pairs, graph;
   bool drop_self_loops = false, drop_duplicates = false;
 };
 
@@ -88,19 +89,39 @@ status write_scores(const verify_args& a, const nn::model& m, const serving::op_
       .error_or_ok();
 }
 
+// A typed model's answer for every node of each node type it answers:
+// OUT/output-<type>.npy [the type's nodes x out], in the order of its nodes.
+status write_typed(const verify_args& a, const graph::dataset& ds, nn::model& m) {
+  SPINDLE_ASSIGN_OR_RETURN(auto outs, serving::full_graph_outputs(ds, m));
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const std::string path =
+        fmt::format("{}/output-{}.npy", a.out, m.desc().types.outputs[i].node_type);
+    if (auto w = write_npy(path, dtype::f32, {outs[i].rows, outs[i].cols}, outs[i].values.data());
+        !w)
+      return std::move(w).error();
+  }
+  fmt::print("model '{}': {} node types' answers over {} nodes and {} edges written to "
+             "{}/output-<type>.npy\n",
+             m.desc().name, outs.size(), ds.num_nodes(), ds.graph().num_edges(), a.out);
+  return status::ok();
+}
+
 status run_verify(const verify_args& a, global_options& g) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) return make_error(errc::io_error, "--out {}: {}", a.out, ec.message());
   if (!a.rec_inputs.empty()) return run_verify_rec(a);
-  if (a.x.empty() || a.edge_index.empty())
+  if ((a.x.empty() || a.edge_index.empty()) == a.graph.empty())
     return make_error(errc::invalid_argument,
-                      "give --x and --edge-index (a GNN) or --rec-inputs (a recommendation model)");
+                      "give --x and --edge-index or --graph (a GNN), or --rec-inputs (a "
+                      "recommendation model)");
   graph::prepare_options o;
-  o.input = a.edge_index;
-  o.format = graph::edge_format::npy;
-  o.features = a.x;
+  o.input = a.graph.empty() ? a.edge_index : a.graph;
+  if (a.graph.empty()) {
+    o.format = graph::edge_format::npy;
+    o.features = a.x;
+  }
   o.keep_self_loops = !a.drop_self_loops;
   o.keep_duplicates = !a.drop_duplicates;
   o.metrics.fanouts = {-1};
@@ -122,6 +143,7 @@ status run_verify(const verify_args& a, global_options& g) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(ds_dir));
   nn::heap_allocator alloc;
   SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(a.dir, alloc));
+  if (m.desc().typed() || ds.typed()) return write_typed(a, ds, m);
   SPINDLE_ASSIGN_OR_RETURN(auto ops, serving::full_graph_ops(ds, m));
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const std::string path = fmt::format("{}/op-{}.npy", a.out, i);
@@ -149,6 +171,9 @@ void register_model_verify(CLI::App& model_cmd, global_options& g) {
   cmd->add_option("dir", a->dir, "Model directory")->required();
   cmd->add_option("--x", a->x, "Node features, .npy float32 [N, F]");
   cmd->add_option("--edge-index", a->edge_index, "edge_index .npy int64 [2, E] (PyG's)");
+  cmd->add_option("--graph", a->graph,
+                  "Instead of --x/--edge-index: a folder spindle_client.export.save_graph wrote "
+                  "(typed graphs: OUT/output-<type>.npy per node type the model answers)");
   cmd->add_option("--rec-inputs", a->rec_inputs,
                   "Recommendation models: a folder with dense.npy [B, dense_in] float32 and "
                   "indices-<t>.npy, offsets-<t>.npy (B + 1 offsets) int64 per table");

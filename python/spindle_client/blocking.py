@@ -188,20 +188,21 @@ class Client:
     def infer_gnn(self, seeds: Sequence[int] = (), model: Optional[str] = None,
                   sampler_seed: int = 0, deadline_us: int = 0,
                   ids: Sequence[str] = (), min_version: int = 0,
-                  outputs: Optional[Sequence[str]] = None):
+                  outputs: Optional[Sequence[str]] = None, node_type: str = ""):
         """Outputs of `seeds` (dataset rows) or `ids` (the data's own node ids) as a
         float32 array [n, width] whose `.version` is the graph version it was
         computed on; `min_version`: the version it must include (see update_graph).
         outputs: the model's values by name instead (op names of an exported
         model, e.g. ["conv1", "output"]): a dict name -> float32 [n, width].
-        Raises SpindleError when the server refuses."""
+        node_type: a typed graph's node type of the seeds ("paper"), the seeds
+        numbered within it (HeteroData's ids). Raises SpindleError when the server refuses."""
         seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
         names = [] if outputs is None else list(outputs)
         if outputs is not None and (isinstance(outputs, str) or not names):
             raise ValueError(f"outputs={outputs!r}: give a non-empty list of names")
         r = self._call(lambda c: c.infer_gnn(self._model(model), seeds.tolist(), sampler_seed,
                                               deadline_us, True, [str(i) for i in ids],
-                                              min_version, names))
+                                              min_version, names, str(node_type)))
         if names:
             return {k: np.asarray(v, dtype=np.float32).reshape(len(v), -1)
                     for k, v in r.named.items()}

@@ -111,9 +111,10 @@ class AsyncClient:
     async def infer_gnn(self, model: str, seeds: Sequence[int] = (), sampler_seed: int = 0,
                         deadline_us: int = 0, check: bool = True,
                         ids: Sequence[str] = (), min_version: int = 0,
-                        outputs: Sequence[str] = ()) -> GnnResult:
+                        outputs: Sequence[str] = (), node_type: str = "") -> GnnResult:
         """seeds: dataset rows; or ids: the nodes as the input data names them
-        (e.g. CiteSeer's "100157"), resolved by the server. min_version: the graph
+        (e.g. CiteSeer's "100157"), resolved by the server. node_type: on a typed
+        graph, the seeds' node type (seeds numbered within it). min_version: the graph
         version the answer must include (a server behind it answers unavailable).
         outputs: the model's values to answer instead of its output (op names of
         an exported model, "conv1"; "output" is its output): result.named maps
@@ -125,7 +126,8 @@ class AsyncClient:
         r = await self._inference.inferGnn(request={
             "model": model, "seeds": [int(s) for s in seeds], "samplerSeed": sampler_seed,
             "deadlineUs": deadline_us, "seedIds": [str(i) for i in ids],
-            "minVersion": int(min_version), "outputs": [str(o) for o in outputs]})
+            "minVersion": int(min_version), "outputs": [str(o) for o in outputs],
+            "nodeType": str(node_type)})
         result = _gnn_result(r.reply, list(outputs))
         if check and result.status != "ok":
             raise SpindleError(result.status, result.message)

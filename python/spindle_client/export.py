@@ -27,7 +27,7 @@ __all__ = ["ExportError", "export_pyg", "export_torch"]
 
 
 def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
-               tolerance=verify.TOLERANCE, task="node", decoder="dot"):
+               tolerance=verify.TOLERANCE, task="node", decoder="dot", metadata=None):
     """Writes OUT_DIR/model.toml and OUT_DIR/weights.safetensors for `model`.
 
     task: "node" (serve forward(x, edge_index): a row per seed) or "link" (serve
@@ -38,13 +38,23 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     fanouts: neighbours sampled per hop when serving (one per message-passing layer,
     -1 = every neighbour); None leaves them to the dataset's. check: True (the
     generated graph), (x, edge_index) (yours as well), or False (no check).
-    spindle: the spindle executable (default $SPINDLE_BINARY, then PATH). Returns
+    spindle: the spindle executable (default $SPINDLE_BINARY, then PATH).
+    Typed models (the module to_hetero returns, or one using HeteroConv, whose
+    forward takes (x_dict, edge_index_dict)): check=data (a HeteroData) or
+    metadata=data.metadata(); fanouts may be a dict {edge type: list}. Returns
     the list of op kinds written. Raises ExportError naming what cannot be
     expressed or the first op whose answer differs from the module's.
     """
     import torch
+    from . import _pyg_hetero
 
     files.check_out_dir(out_dir)
+    if _pyg_hetero.is_hetero(model) or metadata is not None or hasattr(check, "edge_index_dict"):
+        if task != "node":
+            raise ExportError(f"task={task!r}: typed models are served for node answers")
+        from ._hetero_export import export_hetero
+        return export_hetero(model, out_dir, name=name, fanouts=fanouts, check=check,
+                             spindle=spindle, tolerance=tolerance, metadata=metadata)
     fanouts = _fanout_list(fanouts)
     graphs = _check_graphs(check)
     user = model

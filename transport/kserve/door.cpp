@@ -179,6 +179,7 @@ expected<rpc::gnn_call> gnn_call_of(const infer_request& r) {
   }
   if (r.sampler_seed) call.sampler_seed = *r.sampler_seed;
   call.min_version = r.min_version;
+  call.node_type = r.node_type;
   if (r.timeout_us) call.deadline_us = std::uint32_t(std::min<std::uint64_t>(*r.timeout_us, ~0u));
   return call;
 }

@@ -91,6 +91,11 @@ expected<infer_request> request_of(const pb::ModelInferRequest& in) {
   if (auto it = in.parameters().find("min_version"); it != in.parameters().end()) {
     SPINDLE_ASSIGN_OR_RETURN(r.min_version, unsigned_of(it->second, "min_version"));
   }
+  if (auto it = in.parameters().find("node_type"); it != in.parameters().end()) {
+    if (!it->second.has_string_param())
+      return make_error(errc::invalid_argument, "parameters.node_type must be a string");
+    r.node_type = it->second.string_param();
+  }
   const bool raw = in.raw_input_contents_size() > 0;
   if (raw && in.raw_input_contents_size() != in.inputs_size())
     return make_error(errc::invalid_argument, "{} raw_input_contents for {} inputs",

@@ -128,6 +128,11 @@ expected<infer_request> parse_infer_request(std::string_view body,
     if (p.contains("min_version")) {
       SPINDLE_ASSIGN_OR_RETURN(r.min_version, unsigned_parameter(p, "min_version"));
     }
+    if (p.contains("node_type")) {
+      if (!p["node_type"].is_string())
+        return make_error(errc::invalid_argument, "parameters.node_type must be a string");
+      r.node_type = p["node_type"].get<std::string>();
+    }
   }
   if (!j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].empty())
     return make_error(errc::invalid_argument, "\"inputs\" must be a non-empty list");

@@ -44,6 +44,7 @@ struct infer_request {
   std::optional<std::uint64_t> timeout_us;    // parameters.timeout (Triton's, microseconds)
   std::optional<std::uint64_t> sampler_seed;  // parameters.sampler_seed
   std::uint64_t min_version = 0;              // parameters.min_version (graph updates)
+  std::string node_type;                      // parameters.node_type (typed graphs)
 
   const tensor* input(const std::string& name) const;
 };

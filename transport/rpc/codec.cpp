@@ -52,6 +52,7 @@ void write(::GnnRequest::Builder b, const gnn_call& c) {
   b.setDeadlineUs(c.deadline_us);
   b.setMinVersion(c.min_version);
   b.setPairs(c.pairs);
+  if (!c.node_type.empty()) b.setNodeType(text(c.node_type));
   if (!c.outputs.empty()) {
     auto names = b.initOutputs(unsigned(c.outputs.size()));
     for (unsigned i = 0; i < c.outputs.size(); ++i) names.set(i, text(c.outputs[i]));
@@ -69,6 +70,7 @@ gnn_call read(::GnnRequest::Reader r) {
   c.min_version = r.getMinVersion();
   c.pairs = r.getPairs();
   for (auto name : r.getOutputs()) c.outputs.push_back(str(name));
+  c.node_type = str(r.getNodeType());
   return c;
 }
 

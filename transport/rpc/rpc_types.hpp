@@ -43,6 +43,8 @@ struct gnn_call {
   /// Values of the model to answer instead of its output (a stack model's op
   /// names): each one's seeds x width, one after another.
   std::vector<std::string> outputs;
+  /// A typed graph: the seeds' node type, each seed numbered within it.
+  std::string node_type;
 };
 
 struct gnn_answer {

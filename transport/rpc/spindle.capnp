@@ -7,10 +7,11 @@
 # request never fails its neighbours in a batch.
 @0xf8bf9206416f48e7;
 
-const schemaVersion :UInt32 = 6;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
+const schemaVersion :UInt32 = 8;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
                                   # 4: version() also says whether the server is ready;
                                   # 5: models() without a token (as KServe's metadata);
-                                  # 6: graph updates and versions (updateGraph, minVersion)
+                                  # 6: graph updates and versions (updateGraph, minVersion);
+                                  # 7: pairs and named outputs; 8: typed graphs (nodeType)
 
 enum Status {
   ok @0;                # the request was served; outputs are valid
@@ -39,6 +40,8 @@ struct GnnRequest {
   outputs @7 :List(Text);    # (version 7) values of the model to answer instead of its
                              # output (op names of a stack model, e.g. "conv1"): the reply
                              # holds each one's seeds x width, one after another
+  nodeType @8 :Text;         # (version 8) a typed graph's calls: the seeds' node type, the
+                             # seeds numbered within it (0 .. its count - 1)
 }
 
 struct GnnReply {

@@ -1,0 +1,221 @@
+"""Typed (heterogeneous) graphs served as PyG computes them: models built with
+to_hetero (aggr sum, mean, max) and with HeteroConv (R-GAT as MLPerf's GNN
+benchmark writes it: GATConv(heads, add_self_loops=False) per edge type) are
+exported with one call, checked against the live module on a generated typed
+graph and the user's HeteroData, and served with every neighbour sampled: each
+node type's answers over the Cap'n Proto and KServe doors equal the module's.
+Layers without a typed form, other aggregations and calls without a node type
+are refused by name."""
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pyg_nn = pytest.importorskip("torch_geometric.nn")
+from torch_geometric.data import HeteroData  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import spindle_client as sc  # noqa: E402
+from spindle_client.export import ExportError, export_pyg, save_graph  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
+
+
+def typed_graph(seed=3):
+    rng = np.random.default_rng(seed)
+    d = HeteroData()
+    n = {"paper": 60, "author": 40, "venue": 8}
+    d["paper"].x = torch.from_numpy(rng.standard_normal((60, 12)).astype(np.float32))
+    d["author"].x = torch.from_numpy(rng.standard_normal((40, 6)).astype(np.float32))
+    d["venue"].x = torch.from_numpy(rng.standard_normal((8, 3)).astype(np.float32))
+
+    def edges(s, t, k):
+        return torch.from_numpy(np.stack([rng.integers(0, n[s], k), rng.integers(0, n[t], k)]))
+
+    d["paper", "cites", "paper"].edge_index = edges("paper", "paper", 200)
+    d["author", "writes", "paper"].edge_index = edges("author", "paper", 150)
+    d["paper", "rev_writes", "author"].edge_index = d["author", "writes", "paper"].edge_index.flip(0)
+    d["paper", "in", "venue"].edge_index = edges("paper", "venue", 60)
+    d["venue", "rev_in", "paper"].edge_index = d["paper", "in", "venue"].edge_index.flip(0)
+    return d
+
+
+class Sage(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = pyg_nn.SAGEConv((-1, -1), 16)
+        self.conv2 = pyg_nn.SAGEConv((-1, -1), 16)
+        self.lin = pyg_nn.Linear(-1, 5)
+
+    def forward(self, x, edge_index):
+        x = self.conv1(x, edge_index).relu()
+        x = self.conv2(x, edge_index).relu()
+        return self.lin(x)
+
+
+class Gat(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = pyg_nn.GATConv((-1, -1), 8, heads=2, add_self_loops=False)
+        self.lin = pyg_nn.Linear(-1, 5)
+
+    def forward(self, x, edge_index):
+        return self.lin(self.conv1(x, edge_index).elu())
+
+
+class RGat(torch.nn.Module):
+    """MLPerf Inference's R-GAT (GraphLearn-for-PyTorch examples/igbh/rgnn.py), small."""
+
+    def __init__(self, edge_types, hidden=16, heads=4, out=5, layers=2):
+        super().__init__()
+        self.convs = torch.nn.ModuleList(
+            pyg_nn.HeteroConv({e: pyg_nn.GATConv((-1, -1), hidden // heads, heads=heads,
+                                                 add_self_loops=False) for e in edge_types})
+            for _ in range(layers))
+        self.lin = pyg_nn.Linear(hidden, out)
+
+    def forward(self, x_dict, edge_index_dict):
+        for i, conv in enumerate(self.convs):
+            x_dict = conv(x_dict, edge_index_dict)
+            if i != len(self.convs) - 1:
+                x_dict = {k: torch.nn.functional.leaky_relu(x) for k, x in x_dict.items()}
+        return self.lin(x_dict["paper"])
+
+
+def module_answers(model, data):
+    with torch.no_grad():
+        out = model(data.x_dict, data.edge_index_dict)
+    return out if isinstance(out, dict) else {"paper": out}
+
+
+def build(kind, data):
+    torch.manual_seed(0)
+    if kind == "rgat":
+        model = RGat(data.edge_types)
+    else:
+        base, aggr = {"sum": (Sage, "sum"), "mean": (Sage, "mean"), "max": (Sage, "max"),
+                      "gat": (Gat, "sum")}[kind]
+        model = pyg_nn.to_hetero(base(), data.metadata(), aggr=aggr)
+    module_answers(model, data)  # lazy modules take their widths
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    if not os.path.exists(SPINDLE):
+        pytest.skip("no spindle binary")
+    tmp = tmp_path_factory.mktemp("typed")
+    data = typed_graph()
+    save_graph(data, str(tmp / "graph"))
+    subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "graph"), "--out", str(tmp / "ds")],
+                   check=True, capture_output=True)
+    models = {}
+    for kind in ("sum", "mean", "max", "gat", "rgat"):
+        models[kind] = build(kind, data)
+        (tmp / "repo" / kind).mkdir(parents=True)
+        export_pyg(models[kind], str(tmp / "repo" / kind / "1"), name=kind, fanouts=[-1, -1]
+                   if kind != "gat" else [-1], check=data, spindle=SPINDLE)
+    return tmp, data, models
+
+
+def test_the_export_is_a_typed_stack_checked_on_both_graphs(served):
+    tmp, _, _ = served
+    text = (tmp / "repo" / "rgat" / "1" / "model.toml").read_text()
+    assert "[[node_type]]" in text and "[[edge_type]]" in text and "[[output]]" in text
+    assert 'graphs = ["generated", "yours: 108 nodes"]' in text, text
+    info = subprocess.run([SPINDLE, "model", "info", str(tmp / "repo" / "rgat" / "1")],
+                          capture_output=True, text=True)
+    assert info.returncode == 0, info.stderr
+
+
+def serve(tmp):
+    proc = subprocess.Popen(
+        [SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository", str(tmp / "repo"),
+         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--device", "host"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    base = None
+    for line in proc.stdout:
+        if line.startswith("http "):
+            base = line.split()[1][:-len("/v2")]
+        if line.startswith("listening "):
+            return proc, line.split()[1], base
+    proc.kill()
+    raise AssertionError("server did not start")
+
+
+def test_served_answers_equal_pyg_for_every_node_type(served):
+    tmp, data, models = served
+    proc, endpoint, base = serve(tmp)
+    try:
+        c = sc.Client(endpoint)
+        for kind, model in models.items():
+            want = module_answers(model, data)
+            for node_type, rows in want.items():
+                seeds = list(range(0, rows.shape[0], 3))
+                got = c.infer_gnn(seeds, model=kind, node_type=node_type)
+                w = rows.numpy()[seeds]
+                np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4 * np.abs(w).max(),
+                                           err_msg=f"{kind} {node_type}")
+        body = {"parameters": {"node_type": "author"},
+                "inputs": [{"name": "seeds", "datatype": "INT64", "shape": [3],
+                            "data": [0, 7, 39]}]}
+        req = urllib.request.Request(base + "/v2/models/sum/infer", json.dumps(body).encode(),
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            out = json.loads(r.read())["outputs"][0]
+        w = module_answers(models["sum"], data)["author"].numpy()[[0, 7, 39]]
+        np.testing.assert_allclose(np.array(out["data"], dtype=np.float32).reshape(3, -1), w,
+                                   rtol=1e-4, atol=1e-4 * np.abs(w).max())
+        # Refusals by name; the server goes on serving.
+        with pytest.raises(sc.SpindleError, match="name the seeds' node type"):
+            c.infer_gnn([0], model="sum")
+        with pytest.raises(sc.SpindleError, match="out of range for node type 'venue'"):
+            c.infer_gnn([8], model="sum", node_type="venue")
+        with pytest.raises(sc.SpindleError, match="answers seeds of node types paper"):
+            c.infer_gnn([0], model="rgat", node_type="author")
+        assert c.infer_gnn([1], model="sum", node_type="paper").shape == (1, 5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class Gcn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = pyg_nn.GCNConv(-1, 4, add_self_loops=False)
+
+    def forward(self, x, edge_index):
+        return self.conv(x, edge_index)
+
+
+class MinConv(torch.nn.Module):
+    def __init__(self, edge_types):
+        super().__init__()
+        self.conv = pyg_nn.HeteroConv({e: pyg_nn.SAGEConv((-1, -1), 4) for e in edge_types},
+                                      aggr="min")
+
+    def forward(self, x_dict, edge_index_dict):
+        return self.conv(x_dict, edge_index_dict)["paper"]
+
+
+def test_what_spindle_would_not_compute_is_refused_by_name(tmp_path):
+    data = typed_graph()
+    gcn = pyg_nn.to_hetero(Gcn(), data.metadata())
+    module_answers(gcn, data)
+    with pytest.raises(ExportError, match="GCNConv on an edge type is not supported"):
+        export_pyg(gcn, str(tmp_path / "a"), name="a", check=data, spindle=SPINDLE)
+    m = MinConv(data.edge_types)
+    module_answers(m, data)
+    with pytest.raises(ExportError, match="aggr='min'"):
+        export_pyg(m, str(tmp_path / "b"), name="b", check=data, spindle=SPINDLE)
+    with pytest.raises(ExportError, match="typed models are served for node answers"):
+        export_pyg(build("sum", data), str(tmp_path / "c"), name="c", check=data, task="link")
+    with pytest.raises(ExportError, match="metadata"):
+        export_pyg(build("sum", data), str(tmp_path / "d"), name="d", check=True)
+    assert not any((tmp_path / k).exists() for k in "abcd")

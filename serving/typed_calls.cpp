@@ -1,0 +1,125 @@
+#include "serving/typed_calls.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+
+#include "serving/gnn_pipeline.hpp"
+
+namespace spindle::serving {
+
+expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::model_desc& d) {
+  if (d.typed() != ds.typed())
+    return make_error(errc::invalid_argument,
+                      d.typed() ? "model '{}' reads a typed graph (node types {}); dataset '{}' "
+                                  "has one node type"
+                                : "model '{}' reads one node type{}; dataset '{}' is typed: export "
+                                  "the model with to_hetero or HeteroConv",
+                      d.name, d.typed() ? d.types.node_types.front().name : "",
+                      ds.metadata().name);
+  if (!d.typed()) return std::vector<int>{};
+  std::vector<std::array<std::string, 3>> edges;
+  for (const auto& e : ds.edge_types_info()) edges.push_back({e.src, e.rel, e.dst});
+  std::vector<std::string> names;
+  std::vector<std::int64_t> widths;
+  for (const auto& n : ds.node_types()) {
+    names.push_back(n.name);
+    widths.push_back(n.feature_dim);
+  }
+  auto map = config::bind_edge_types(d.types, edges, names, widths);
+  if (!map)
+    return std::move(map).error().with_context(
+        fmt::format("model '{}' on dataset '{}': ", d.name, ds.metadata().name));
+  return map;
+}
+
+std::vector<std::vector<int>> typed_fanouts(const config::model_desc& d,
+                                            std::span<const int> relation_of_type,
+                                            std::span<const int> fanouts) {
+  std::vector<std::vector<int>> out(fanouts.size(),
+                                    std::vector<int>(relation_of_type.size(), 0));
+  for (std::size_t hop = 0; hop < fanouts.size(); ++hop)
+    for (std::size_t t = 0; t < relation_of_type.size(); ++t) {
+      const int r = relation_of_type[t];
+      if (r < 0) continue;
+      const auto& own = d.types.edge_types[std::size_t(r)].fanouts;
+      out[hop][t] = own.size() > hop ? own[hop] : fanouts[hop];
+    }
+  return out;
+}
+
+status to_graph_ids(const graph::dataset& ds, const config::model_desc& d,
+                    const std::string& node_type, std::vector<std::int64_t>& seeds) {
+  if (!d.typed()) {
+    if (node_type.empty()) return status::ok();
+    return make_error(errc::invalid_argument,
+                      "model '{}' serves one node type; node_type '{}' names none", d.name,
+                      node_type.substr(0, 64));
+  }
+  std::vector<std::string> answered;
+  for (const auto& o : d.types.outputs) answered.push_back(o.node_type);
+  if (node_type.empty())
+    return make_error(errc::invalid_argument,
+                      "model '{}' serves a typed graph: name the seeds' node type (node_type: "
+                      "one of {})",
+                      d.name, fmt::join(answered, ", "));
+  SPINDLE_TRY(config::find_output(d.types, node_type).error_or_ok());
+  SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(node_type));
+  const auto& info = ds.node_types()[std::size_t(t)];
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i] < 0 || seeds[i] >= info.count)
+      return make_error(errc::invalid_argument,
+                        "seed {} (position {}) out of range for node type '{}' ({} nodes)",
+                        seeds[i], i, info.name, info.count);
+    seeds[i] += info.offset;
+  }
+  return status::ok();
+}
+
+expected<std::size_t> typed_output(const graph::dataset& ds, const config::model_desc& d,
+                                   const std::string& node_type,
+                                   std::span<const std::int64_t> seeds) {
+  SPINDLE_ASSIGN_OR_RETURN(auto out, config::find_output(d.types, node_type));
+  SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(node_type));
+  for (std::size_t i = 0; i < seeds.size(); ++i)
+    if (seeds[i] < 0 || seeds[i] >= ds.num_nodes() || ds.node_type_of(seeds[i]) != t)
+      return make_error(errc::invalid_argument, "seed {} (position {}) is not a '{}' node",
+                        seeds[i], i, node_type.substr(0, 64));
+  return out;
+}
+
+// The fanouts a model is served with (gnn_pipeline.hpp).
+expected<std::vector<int>> served_fanouts(const config::model_desc& model,
+                                          const graph::dataset_metadata& ds) {
+  if (!model.fanouts.empty()) {
+    SPINDLE_TRY(config::validate_fanouts(model.fanouts, model.layers, "fanouts"));
+    return model.fanouts;
+  }
+  const auto& edges = model.types.edge_types;
+  if (model.typed() && std::all_of(edges.begin(), edges.end(),
+                                   [](const auto& e) { return !e.fanouts.empty(); }))
+    return std::vector<int>(std::size_t(model.layers), -1);  // each edge type has its own
+  if (int(ds.fanouts.size()) == model.layers) return ds.fanouts;
+  return make_error(errc::invalid_argument,
+                    "model '{}' has {} layers but no fanouts of its own, and the dataset's "
+                    "fanouts are [{}]: set fanouts = [...] (one per layer) in model.toml or pass "
+                    "--fanouts",
+                    model.name, model.layers, fmt::join(ds.fanouts, ", "));
+}
+
+// Part of gnn_pipeline:  A typed model's request names a node type its seeds all have (its output
+// index into `output`); an untyped model's names none.
+status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output) const {
+  if (!model_.desc().typed()) {
+    if (r.node_type.empty()) return status::ok();
+    return make_error(errc::invalid_argument, "model '{}' serves one node type; node_type '{}' "
+                      "names none", model_.desc().name, r.node_type.substr(0, 64));
+  }
+  if (!r.outputs.empty())
+    return make_error(errc::unsupported, "named outputs of a typed model are not served yet");
+  SPINDLE_ASSIGN_OR_RETURN(output, typed_output(ds_, model_.desc(), r.node_type, r.seeds));
+  return status::ok();
+}
+
+}  // namespace spindle::serving

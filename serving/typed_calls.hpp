@@ -1,0 +1,43 @@
+// Serving a typed (heterogeneous) model on a typed graph: which of the graph's
+// edge types the model reads and how many neighbours each hop samples of each,
+// and a call's seeds, named by node type and numbered within it, as the graph's
+// node ids. Doors and pipelines share these checks, so a call a typed model
+// cannot answer is refused by name, never answered from the wrong rows.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config/model.hpp"
+#include "core/status.hpp"
+#include "graph/dataset.hpp"
+
+namespace spindle::serving {
+
+/// For each of the graph's edge types, the model's edge type it is (-1: unread).
+/// Refuses a typed model on an untyped graph, a model of one node type on a
+/// typed graph, and a model edge or node type the graph lacks, by name.
+expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::model_desc& d);
+
+/// typed_fanouts[hop][graph edge type] for graph::sample_options: the model's
+/// edge type's own fanouts, else `fanouts` (one per hop); 0 for edge types the
+/// model does not read.
+std::vector<std::vector<int>> typed_fanouts(const config::model_desc& d,
+                                            std::span<const int> relation_of_type,
+                                            std::span<const int> fanouts);
+
+/// A call's seeds, numbered within `node_type`, as the graph's node ids (in
+/// place). Refuses a typed model's call without a node type, a node type the
+/// model does not answer, a seed outside the type, and a node type given to a
+/// model of one node type.
+status to_graph_ids(const graph::dataset& ds, const config::model_desc& d,
+                    const std::string& node_type, std::vector<std::int64_t>& seeds);
+
+/// The model output answering `node_type` when every seed (graph ids) is of it.
+expected<std::size_t> typed_output(const graph::dataset& ds, const config::model_desc& d,
+                                   const std::string& node_type,
+                                   std::span<const std::int64_t> seeds);
+
+}  // namespace spindle::serving
