@@ -23,7 +23,7 @@ constexpr dtype_row kDtypes[] = {
     {dtype::i64, "int64", "<i8", 8},   {dtype::f16, "float16", "<f2", 2},
     {dtype::f32, "float32", "<f4", 4}, {dtype::f64, "float64", "<f8", 8},
     {dtype::u32, "uint32", "<u4", 4},  {dtype::u64, "uint64", "<u8", 8},
-    {dtype::b1, "bool", "|b1", 1},
+    {dtype::b1, "bool", "|b1", 1},     {dtype::i16, "int16", "<i2", 2},
 };
 
 const dtype_row& row_of(dtype t) { return kDtypes[static_cast<int>(t)]; }
@@ -163,6 +163,8 @@ double npy_array::element(std::int64_t r, std::int64_t c) const {
       return load_at<std::uint8_t>(p);
     case dtype::b1:
       return *p != 0 ? 1.0 : 0.0;
+    case dtype::i16:
+      return load_at<std::int16_t>(p);
     case dtype::i32:
       return load_at<std::int32_t>(p);
     case dtype::i64:
@@ -187,6 +189,8 @@ expected<std::int64_t> npy_array::element_i64(std::int64_t r, std::int64_t c) co
     case dtype::u8:
     case dtype::b1:
       return std::int64_t(*p);
+    case dtype::i16:
+      return std::int64_t(load_at<std::int16_t>(p));
     case dtype::i32:
       return std::int64_t(load_at<std::int32_t>(p));
     case dtype::i64:

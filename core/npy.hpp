@@ -18,7 +18,7 @@
 
 namespace spindle {
 
-enum class dtype { u8, i32, i64, f16, f32, f64, u32, u64, b1 };
+enum class dtype { u8, i32, i64, f16, f32, f64, u32, u64, b1, i16 };
 
 std::string_view to_string(dtype t);                      // "int32", "float16", ...
 std::size_t dtype_size(dtype t);                          // bytes per element
@@ -42,6 +42,8 @@ constexpr dtype dtype_of() {
     return dtype::u32;
   else if constexpr (std::is_same_v<T, std::uint64_t>)
     return dtype::u64;
+  else if constexpr (std::is_same_v<T, std::int16_t>)
+    return dtype::i16;
   else
     static_assert(sizeof(T) == 0, "dtype_of: not an .npy element type");
 }

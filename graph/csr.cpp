@@ -12,6 +12,8 @@ csr_view csr_graph::view() const {
   v.indices32 = indices32;
   v.indices64 = indices64;
   v.edge_weight = edge_weight;
+  v.edge_types = edge_types;
+  v.num_edge_types = num_edge_types;
   return v;
 }
 
@@ -59,6 +61,29 @@ status validate_weights(const csr_view& g) {
   return status::ok();
 }
 
+// Edge types: one per edge, in range, ascending within each row (the sampler
+// reads a row's types as contiguous segments).
+status validate_edge_types(const csr_view& g) {
+  if (!g.typed()) return status::ok();
+  if (static_cast<std::int64_t>(g.edge_types.size()) != g.num_edges())
+    return make_error(errc::corrupt_data, "edge_types.npy: has {} entries, expected num_edges={}",
+                      g.edge_types.size(), g.num_edges());
+  for (std::int64_t v = 0; v < g.num_nodes; ++v)
+    for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {
+      const std::int16_t t = g.edge_types[std::size_t(e)];
+      if (t < 0 || t >= g.num_edge_types)
+        return make_error(errc::corrupt_data,
+                          "edge_types.npy: edge_types[{}]={} out of range (num_edge_types={})", e,
+                          t, g.num_edge_types);
+      if (e > g.indptr[v] && t < g.edge_types[std::size_t(e - 1)])
+        return make_error(errc::corrupt_data,
+                          "edge_types.npy: edge_types[{}]={} after {} (row {} must be sorted by "
+                          "edge type)",
+                          e, t, g.edge_types[std::size_t(e - 1)], v);
+    }
+  return status::ok();
+}
+
 }  // namespace
 
 status validate_csr(const csr_view& g) {
@@ -69,7 +94,8 @@ status validate_csr(const csr_view& g) {
   auto num_indices = static_cast<std::int64_t>(g.wide() ? g.indices64.size() : g.indices32.size());
   SPINDLE_TRY(validate_indptr(g, num_indices));
   SPINDLE_TRY(with_indices(g, [&](auto idx) { return validate_indices(idx, g.num_nodes); }));
-  return validate_weights(g);
+  SPINDLE_TRY(validate_weights(g));
+  return validate_edge_types(g);
 }
 
 std::vector<std::int64_t> in_degrees(const csr_view& g) {

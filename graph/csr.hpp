@@ -21,6 +21,10 @@ struct csr_view {
   std::span<const std::int32_t> indices32;  // used when num_nodes < 2^31
   std::span<const std::int64_t> indices64;  // used otherwise
   std::span<const float> edge_weight;       // empty, or one weight per edge
+  /// A typed graph's edge type per edge (ids in [0, num_edge_types)); within a
+  /// row the edges are sorted by type. Empty: an untyped graph.
+  std::span<const std::int16_t> edge_types;
+  std::int32_t num_edge_types = 0;  // the typed graph's edge type count; 0 untyped
   /// Changes since this base (graph/graph_delta.hpp) that the sampler reads
   /// through; null: the base as it is. The arrays above stay the base's.
   const graph_delta* delta = nullptr;
@@ -29,6 +33,7 @@ struct csr_view {
   std::int64_t degree(std::int64_t v) const { return indptr[v + 1] - indptr[v]; }
   bool wide() const { return !indices64.empty(); }
   bool weighted() const { return !edge_weight.empty(); }
+  bool typed() const { return !edge_types.empty(); }
   /// Neighbour at edge position e (either index width).
   std::int64_t neighbour(std::int64_t e) const { return wide() ? indices64[e] : indices32[e]; }
 };
@@ -48,6 +53,8 @@ struct csr_graph {
   std::vector<std::int32_t> indices32;
   std::vector<std::int64_t> indices64;
   std::vector<float> edge_weight;
+  std::vector<std::int16_t> edge_types;  // empty, or one per edge (typed graphs)
+  std::int32_t num_edge_types = 0;
 
   csr_view view() const;
 };
@@ -68,7 +75,8 @@ edge_shape inspect_edge_shape(const csr_view& g);
 inline bool needs_wide_indices(std::int64_t num_nodes) { return num_nodes >= (std::int64_t{1} << 31); }
 
 /// Checks indptr[0]==0, monotone indptr, indptr[n]==|indices|, every index in
-/// [0, num_nodes) and weights finite and non-negative. Errors name the array
+/// [0, num_nodes), weights finite and non-negative, and edge types (when
+/// present) one per edge, in [0, num_edge_types), ascending within each row. Errors name the array
 /// file and position, e.g. "indices.npy: indices[1234]=99999 out of range (num_nodes=5000)".
 status validate_csr(const csr_view& g);
 

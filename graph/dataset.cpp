@@ -99,7 +99,9 @@ expected<dataset> dataset::open(const std::string& dir, open_options options) {
     SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("edge_weight"), {m.num_edges})));
     SPINDLE_ASSIGN_OR_RETURN(d.graph_.edge_weight, d.files_.at("edge_weight").as<float>());
   }
+  SPINDLE_TRY(status_in_dir(d.open_types()));
   SPINDLE_TRY(status_in_dir(validate_csr(d.graph_)));
+  SPINDLE_TRY(status_in_dir(d.check_edge_endpoints()));
   if (m.arrays.count("features")) {
     SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("features"), {m.num_nodes, m.feature_dim})));
     SPINDLE_ASSIGN_OR_RETURN(d.features_, d.files_.at("features").as<float>());
@@ -189,7 +191,15 @@ status dataset_writer::write_graph(const csr_view& g) {
   meta_.arrays.erase("edge_weight");
   if (g.weighted())
     SPINDLE_TRY(write_array("edge_weight", dtype::f32, {g.num_edges()}, g.edge_weight.data()));
+  meta_.arrays.erase("edge_types");
+  if (g.typed())
+    SPINDLE_TRY(write_array("edge_types", dtype::i16, {g.num_edges()}, g.edge_types.data()));
   return status::ok();
+}
+
+status dataset_writer::write_edge_attr(std::span<const float> values, std::int64_t cols) {
+  const std::int64_t rows = cols > 0 ? std::int64_t(values.size()) / cols : 0;
+  return write_array("edge_attr", dtype::f32, {rows, cols}, values.data());
 }
 
 status dataset_writer::write_features(

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/npy.hpp"
@@ -32,6 +33,23 @@ struct array_record {
   std::uint64_t checksum = 0;  // XXH3-64 of the data bytes (header excluded)
 };
 
+/// A node type of a typed graph: its nodes are the global ids
+/// [offset, offset + count); their features are the first feature_dim columns.
+struct node_type_info {
+  std::string name;
+  std::int64_t offset = 0, count = 0, feature_dim = 0;
+};
+
+/// An edge type (src, rel, dst) of a typed graph; its id is its index in
+/// dataset_metadata::edge_types. count: its stored edges.
+struct edge_type_info {
+  std::string src, rel, dst;
+  std::int64_t count = 0;
+};
+
+/// Most edge types a dataset may have (ids are int16 in edge_types.npy).
+inline constexpr std::int64_t kMaxEdgeTypes = 32767;
+
 struct dataset_metadata {
   int format_version = kDatasetFormatVersion;
   std::string name;
@@ -47,7 +65,17 @@ struct dataset_metadata {
   std::vector<double> hop_mass;                // expected nodes visited per hop per request
   std::map<std::string, std::string> build;    // how it was built (flags, counts dropped)
   std::map<std::string, array_record> arrays;  // "indptr", "indices", "features", ...
+  /// A typed (heterogeneous) graph's node types, in offset order; empty: untyped.
+  std::vector<node_type_info> node_types;
+  /// Its edge types; an edge's type id (edge_types.npy) indexes this list.
+  std::vector<edge_type_info> edge_types;
+  bool typed() const { return !node_types.empty(); }
 };
+
+/// Checks the typing of `m` (offsets cumulative, counts summing to num_nodes,
+/// unique non-empty names, edge types naming node types, their counts summing to
+/// num_edges, feature_dim the widest type's). Errors name metadata.json's field.
+status validate_types(const dataset_metadata& m);
 
 struct open_options {
   bool verify_checksums = false;  // hash every array (reads all bytes)
@@ -86,6 +114,15 @@ class dataset {
   /// they have no edges here, and a live graph over it keeps refusing them.
   std::span<const std::int64_t> removed_nodes() const { return removed_nodes_; }
   bool has_metrics() const { return !psgs_.empty(); }
+  /// A typed graph's node and edge types (empty when untyped); the edge types
+  /// of graph().edge_types index edge_types_info().
+  bool typed() const { return meta_.typed(); }
+  std::span<const node_type_info> node_types() const { return meta_.node_types; }
+  std::span<const edge_type_info> edge_types_info() const { return meta_.edge_types; }
+  /// The index of node v's type (v in [0, num_nodes)); 0 on an untyped graph.
+  int node_type_of(std::int64_t v) const;
+  /// The index of the node type called `name`; the error lists the known names.
+  expected<int> find_node_type(std::string_view name) const;
   /// The live graph taking this dataset's updates while it is served, or null
   /// (a static graph). Set once, before serving starts.
   const live_graph* live() const { return live_.get(); }
@@ -95,6 +132,11 @@ class dataset {
   std::int64_t live_num_nodes() const;
 
  private:
+  // graph/typed_dataset.cpp: edge_types.npy into graph_ (before validate_csr
+  // checks its range and order), then every edge's endpoints against its type.
+  status open_types();
+  status check_edge_endpoints() const;
+
   std::string dir_;
   dataset_metadata meta_;
   std::map<std::string, npy_array> files_;
@@ -122,7 +164,10 @@ class dataset_writer {
   static expected<dataset_writer> update(const std::string& dir);
 
   dataset_metadata& metadata() { return meta_; }
+  /// Writes indptr, indices, edge_weight and (when g is typed) edge_types.
   status write_graph(const csr_view& g);
+  /// Writes edge_attr.npy: float32 [num_edges, cols], row e for CSR position e.
+  status write_edge_attr(std::span<const float> values, std::int64_t cols);
   /// Streams features: fill(row_begin, row_end, out) writes rows into `out`.
   status write_features(std::int64_t rows, std::int64_t cols,
                         const std::function<void(std::int64_t, std::int64_t, float*)>& fill);

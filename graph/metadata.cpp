@@ -62,6 +62,50 @@ expected<array_record> record_from_json(const std::string& name, const json& j) 
   return r;
 }
 
+// One key of node_types[i] / edge_types[i]: "metadata.json: node_types[1].count
+// is missing" (or "is not T") instead of the JSON library's message.
+template <class T>
+expected<T> type_field(const json& j, const char* list, std::size_t i, const char* key,
+                       const char* kind) {
+  if (!j.is_object() || !j.contains(key))
+    return make_error(errc::corrupt_data, "metadata.json: {}[{}].{} is missing", list, i, key);
+  try {
+    return j.at(key).get<T>();
+  } catch (const std::exception&) {
+    return make_error(errc::corrupt_data, "metadata.json: {}[{}].{} is not {}", list, i, key,
+                      kind);
+  }
+}
+
+status parse_types(const json& j, dataset_metadata& m) {
+  for (const char* list : {"node_types", "edge_types"})
+    if (j.contains(list) && !j.at(list).is_array())
+      return make_error(errc::corrupt_data, "metadata.json: {} is not a list", list);
+  const json none = json::array();
+  const json& nodes = j.contains("node_types") ? j.at("node_types") : none;
+  const json& edges = j.contains("edge_types") ? j.at("edge_types") : none;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    node_type_info t;
+    const char* l = "node_types";
+    SPINDLE_ASSIGN_OR_RETURN(t.name, type_field<std::string>(nodes[i], l, i, "name", "a string"));
+    SPINDLE_ASSIGN_OR_RETURN(t.offset, type_field<std::int64_t>(nodes[i], l, i, "offset", "an integer"));
+    SPINDLE_ASSIGN_OR_RETURN(t.count, type_field<std::int64_t>(nodes[i], l, i, "count", "an integer"));
+    SPINDLE_ASSIGN_OR_RETURN(t.feature_dim,
+                             type_field<std::int64_t>(nodes[i], l, i, "feature_dim", "an integer"));
+    m.node_types.push_back(std::move(t));
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    edge_type_info t;
+    const char* l = "edge_types";
+    SPINDLE_ASSIGN_OR_RETURN(t.src, type_field<std::string>(edges[i], l, i, "src", "a string"));
+    SPINDLE_ASSIGN_OR_RETURN(t.rel, type_field<std::string>(edges[i], l, i, "rel", "a string"));
+    SPINDLE_ASSIGN_OR_RETURN(t.dst, type_field<std::string>(edges[i], l, i, "dst", "a string"));
+    SPINDLE_ASSIGN_OR_RETURN(t.count, type_field<std::int64_t>(edges[i], l, i, "count", "an integer"));
+    m.edge_types.push_back(std::move(t));
+  }
+  return status::ok();
+}
+
 status parse_metadata(const json& j, dataset_metadata& m) {
   if (j.value("format", "") != "spindle-dataset")
     return make_error(errc::corrupt_data, "metadata.json: 'format' is not \"spindle-dataset\"");
@@ -96,7 +140,8 @@ status parse_metadata(const json& j, dataset_metadata& m) {
     return make_error(errc::corrupt_data,
                       "metadata.json: negative count (num_nodes={}, num_edges={})", m.num_nodes,
                       m.num_edges);
-  return status::ok();
+  SPINDLE_TRY(parse_types(j, m));
+  return validate_types(m);
 }
 
 }  // namespace
@@ -119,6 +164,16 @@ std::string metadata_to_json(const dataset_metadata& m) {
         {"seed_distribution", m.seed_distribution},
         {"hop_mass", m.hop_mass},
         {"definition", "expected visit counts per request (docs/datasets.md); psgs includes the seed"}};
+  if (m.typed() || !m.edge_types.empty()) {
+    json nodes = json::array(), edges = json::array();
+    for (const auto& t : m.node_types)
+      nodes.push_back(
+          {{"name", t.name}, {"offset", t.offset}, {"count", t.count}, {"feature_dim", t.feature_dim}});
+    for (const auto& t : m.edge_types)
+      edges.push_back({{"src", t.src}, {"rel", t.rel}, {"dst", t.dst}, {"count", t.count}});
+    j["node_types"] = nodes;
+    j["edge_types"] = edges;
+  }
   json arrays = json::object();
   for (const auto& [name, r] : m.arrays) arrays[name] = to_json(r);
   j["arrays"] = arrays;

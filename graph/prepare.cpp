@@ -14,11 +14,11 @@
 #include "core/log.hpp"
 #include "core/progress.hpp"
 #include "graph/dataset.hpp"
+#include "graph/graph_json.hpp"
 #include "graph/metrics.hpp"
 #include "graph/ogb.hpp"
 
 namespace spindle::graph {
-namespace {
 
 status write_metrics_for(dataset_writer& w, const csr_view& g, const metrics_request& m,
                          thread_pool& pool) {
@@ -29,6 +29,8 @@ status write_metrics_for(dataset_writer& w, const csr_view& g, const metrics_req
   prog.finish();
   return w.write_metrics(metrics, m.fanouts, m.seeds.to_string());
 }
+
+namespace {
 
 // LINQS content files name their nodes: keep edges whose endpoints are known,
 // renumbered to content-row order.
@@ -310,6 +312,7 @@ status check_finite(const feature_table& f, const std::string& path, bool allow,
 
 status prepare_dataset_into(const prepare_options& o, const std::string& out_dir,
                             thread_pool& pool) {
+  if (auto path = find_graph_json(o.input)) return prepare_graph_json(o, *path, out_dir, pool);
   edge_format fmt = o.format.value_or(guess_edge_format(o.input));
   log::info("reading edges from {} ({})", o.input, to_string(fmt));
   SPINDLE_ASSIGN_OR_RETURN(edge_list edges, load_edges(o.input, fmt));

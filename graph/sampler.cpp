@@ -12,6 +12,7 @@ namespace {
 struct chunk_result {
   std::vector<std::int64_t> globals;
   std::vector<std::int64_t> row_sizes;
+  std::vector<std::int16_t> types;  // typed graphs: each global's edge type
 };
 
 // Per-thread scratch reused across calls, so steady-state sampling allocates
@@ -23,6 +24,7 @@ struct thread_scratch {
   std::vector<std::pair<double, std::int64_t>> keys;
   std::vector<std::int64_t> globals;
   std::vector<std::int64_t> row_sizes;
+  std::vector<std::int16_t> types;     // typed graphs: each global's edge type
   std::vector<std::int64_t> frontier;  // sample_with_drawer's hop rows
   std::vector<std::int64_t> row;       // a row read through a graph delta
   std::vector<float> row_weights;
@@ -34,17 +36,17 @@ thread_scratch& scratch() {
 }
 
 // The draws of one row of `deg` neighbours: all of them, or `fanout` picked
-// as PyG does (by weight when asked); `at(i)` is the i-th neighbour.
+// as PyG does (by weight when asked); `at(i)` is the i-th neighbour. `stream`
+// keys the draws with (seed, node): the hop, and on typed graphs the edge type.
 template <class At>
-void draw_row(std::int64_t v, std::int64_t deg, const float* weights, int hop,
-              const sample_options& o, thread_scratch& s, std::vector<std::int64_t>& out,
-              At&& at) {
-  const int fanout = o.fanouts[hop - 1];
+void draw_row(std::int64_t v, std::int64_t deg, const float* weights, int fanout,
+              std::uint64_t stream, const sample_options& o, thread_scratch& s,
+              std::vector<std::int64_t>& out, At&& at) {
   if (!o.weighted && (fanout < 0 || deg <= fanout)) {  // common case: take the whole row
     for (std::int64_t e = 0; e < deg; ++e) out.push_back(at(e));
     return;
   }
-  detail::rng r(o.seed, static_cast<std::uint64_t>(hop), static_cast<std::uint64_t>(v));
+  detail::rng r(o.seed, stream, static_cast<std::uint64_t>(v));
   s.positions.clear();
   if (o.weighted)
     detail::pick_weighted(r, weights, deg, fanout, s.keys, s.positions);
@@ -60,19 +62,45 @@ void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options
                 thread_scratch& s, std::vector<std::int64_t>& out) {
   if (g.delta && (!g.delta->removed.empty() || v >= g.num_nodes || g.delta->rows.find(v))) {
     const auto r = read_row(g, *g.delta, v, s.row, s.row_weights);
-    draw_row(v, std::int64_t(r.neighbours.size()), r.weights.data(), hop, o, s, out,
+    draw_row(v, std::int64_t(r.neighbours.size()), r.weights.data(), o.fanouts[hop - 1],
+             std::uint64_t(hop), o, s, out,
              [&](std::int64_t i) { return r.neighbours[std::size_t(i)]; });
     return;
   }
   const std::int64_t begin = g.indptr[v];
   draw_row(v, g.indptr[v + 1] - begin, g.weighted() ? g.edge_weight.data() + begin : nullptr,
-           hop, o, s, out, [&](std::int64_t i) { return g.neighbour(begin + i); });
+           o.fanouts[hop - 1], std::uint64_t(hop), o, s, out,
+           [&](std::int64_t i) { return g.neighbour(begin + i); });
+}
+
+// A typed graph's row: its edges come in one segment per edge type (sorted by
+// type); each segment is drawn on its own, with its type's fanout and draws
+// keyed by (seed, hop, node, type). Appends each draw's type to `types`.
+void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
+                      thread_scratch& s, std::vector<std::int64_t>& out,
+                      std::vector<std::int16_t>& types) {
+  const std::int64_t end = g.indptr[v + 1];
+  const auto& per_type = o.typed_fanouts;
+  for (std::int64_t a = g.indptr[v]; a < end;) {
+    const std::int16_t t = g.edge_types[std::size_t(a)];
+    std::int64_t b = a + 1;
+    while (b < end && g.edge_types[std::size_t(b)] == t) ++b;
+    const int fanout = per_type.empty() ? o.fanouts[hop - 1] : per_type[hop - 1][std::size_t(t)];
+    const std::size_t before = out.size();
+    const std::uint64_t stream = std::uint64_t(hop) | (std::uint64_t(t) + 1) << 32;
+    if (fanout != 0)
+      draw_row(v, b - a, g.weighted() ? g.edge_weight.data() + a : nullptr, fanout, stream, o, s,
+               out, [&](std::int64_t i) { return g.neighbour(a + i); });
+    types.insert(types.end(), out.size() - before, t);
+    a = b;
+  }
 }
 
 // Maps sampled global ids to local ids (new ones appended to nodes) and
 // closes one CSR row per entry of row_sizes.
 void append_rows(std::span<const std::int64_t> globals, std::span<const std::int64_t> row_sizes,
-                 detail::id_map& map, sampled_subgraph& out) {
+                 std::span<const std::int16_t> types, detail::id_map& map, sampled_subgraph& out) {
+  out.edge_types.insert(out.edge_types.end(), types.begin(), types.end());
   constexpr std::size_t kAhead = 8;  // hash slots are random: overlap their misses
   map.reserve(globals.size());
   out.indices.reserve(out.indices.size() + globals.size());
@@ -121,41 +149,52 @@ void prefetch_rows(const csr_view& g, const sampled_subgraph& out, std::int64_t 
 }
 
 // One hop on the calling thread: sample every row, then map ids in one pass.
+// Typed graphs take their own instance, so the untyped loop stays as it was.
+template <bool Typed>
 void sample_hop_inline(const csr_view& g, const sample_options& o, int hop, thread_scratch& s,
                        sampled_subgraph& out) {
   std::int64_t begin = out.hop_begin(hop), end = out.hop_end[hop - 1];
   s.globals.clear();
   s.row_sizes.clear();
+  s.types.clear();
   for (std::int64_t r = begin; r < end; ++r) {
     prefetch_rows(g, out, r, end);
     std::size_t before = s.globals.size();
-    sample_row(g, out.nodes[r], hop, o, s, s.globals);
+    if constexpr (Typed)
+      sample_row_typed(g, out.nodes[r], hop, o, s, s.globals, s.types);
+    else
+      sample_row(g, out.nodes[r], hop, o, s, s.globals);
     s.row_sizes.push_back(static_cast<std::int64_t>(s.globals.size() - before));
   }
-  append_rows(s.globals, s.row_sizes, s.map, out);
+  append_rows(s.globals, s.row_sizes, s.types, s.map, out);
 }
 
 // One hop with rows split over the pool; merged in row order so the result
 // equals the inline executor's.
+template <bool Typed>
 void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thread_pool& pool,
                        std::int64_t grain, thread_scratch& caller, sampled_subgraph& out) {
   std::int64_t begin = out.hop_begin(hop), end = out.hop_end[hop - 1];
   auto& chunks = caller.chunks;
   const auto count = static_cast<std::size_t>((end - begin + grain - 1) / grain);
   if (chunks.size() < count) chunks.resize(count);
-  for (std::size_t i = 0; i < count; ++i) chunks[i].globals.clear(), chunks[i].row_sizes.clear();
+  for (std::size_t i = 0; i < count; ++i)
+    chunks[i].globals.clear(), chunks[i].row_sizes.clear(), chunks[i].types.clear();
   pool.parallel_for(begin, end, grain, [&](std::int64_t lo, std::int64_t hi, std::size_t) {
     thread_scratch& s = scratch();
     chunk_result& c = chunks[static_cast<std::size_t>((lo - begin) / grain)];
     for (std::int64_t r = lo; r < hi; ++r) {
       prefetch_rows(g, out, r, hi);
       std::size_t before = c.globals.size();
-      sample_row(g, out.nodes[r], hop, o, s, c.globals);
+      if constexpr (Typed)
+        sample_row_typed(g, out.nodes[r], hop, o, s, c.globals, c.types);
+      else
+        sample_row(g, out.nodes[r], hop, o, s, c.globals);
       c.row_sizes.push_back(static_cast<std::int64_t>(c.globals.size() - before));
     }
   });
   for (std::size_t i = 0; i < count; ++i)
-    append_rows(chunks[i].globals, chunks[i].row_sizes, caller.map, out);
+    append_rows(chunks[i].globals, chunks[i].row_sizes, chunks[i].types, caller.map, out);
 }
 
 status validate_call(const csr_view& g, std::span<const std::int64_t> seeds,
@@ -175,6 +214,7 @@ status sample_hops(const csr_view& g, std::span<const std::int64_t> seeds, const
   out.hop_end.clear();
   out.seed_local.clear();
   out.indices.clear();
+  out.edge_types.clear();
   add_seeds(seeds, s.map, out);
   for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
     run_hop(hop, s, out);
@@ -192,6 +232,8 @@ block_view sampled_subgraph::layer_block(int layer) const {
   b.num_src = hop_end[k - layer];
   b.indptr = std::span<const std::int64_t>(indptr.data(), b.num_dst + 1);
   b.indices = std::span<const std::int32_t>(indices.data(), indptr[b.num_dst]);
+  if (!edge_types.empty())
+    b.edge_types = std::span<const std::int16_t>(edge_types.data(), indptr[b.num_dst]);
   return b;
 }
 
@@ -212,6 +254,37 @@ status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds) {
   return status::ok();
 }
 
+namespace {
+
+status validate_typed_options(const csr_view& g, const sample_options& o) {
+  const auto& tf = o.typed_fanouts;
+  if (!g.typed()) {
+    if (!tf.empty())
+      return make_error(errc::invalid_argument, "typed_fanouts: the graph is untyped");
+    return status::ok();
+  }
+  if (g.delta)
+    return make_error(errc::unsupported, "graph updates on typed graphs are not served yet");
+  if (tf.empty()) return status::ok();
+  if (tf.size() != o.fanouts.size())
+    return make_error(errc::invalid_argument, "typed_fanouts: {} hops, but fanouts has {}",
+                      tf.size(), o.fanouts.size());
+  for (std::size_t k = 0; k < tf.size(); ++k) {
+    if (std::int64_t(tf[k].size()) != g.num_edge_types)
+      return make_error(errc::invalid_argument,
+                        "typed_fanouts[{}]: {} values, but the graph has {} edge types", k,
+                        tf[k].size(), g.num_edge_types);
+    for (std::size_t t = 0; t < tf[k].size(); ++t)
+      if (tf[k][t] < -1)
+        return make_error(errc::invalid_argument,
+                          "typed_fanouts[{}][{}] = {}: must be -1 (all), 0 (none) or positive", k,
+                          t, tf[k][t]);
+  }
+  return status::ok();
+}
+
+}  // namespace
+
 status validate_sample_options(const csr_view& g, const sample_options& o) {
   if (o.fanouts.empty())
     return make_error(errc::invalid_argument, "fanouts: at least one hop is needed");
@@ -221,12 +294,15 @@ status validate_sample_options(const csr_view& g, const sample_options& o) {
   if (o.weighted && !g.weighted())
     return make_error(errc::invalid_argument,
                       "weighted sampling asked but the graph has no edge_weight");
-  return status::ok();
+  return validate_typed_options(g, o);
 }
 
 status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds,
                           const sample_options& o, const hop_drawer& draw,
                           sampled_subgraph& result) {
+  if (g.typed())
+    return make_error(errc::unsupported,
+                      "sample_with_drawer: the device draw does not sample typed graphs");
   status failed = status::ok();
   auto st =
       sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
@@ -240,7 +316,7 @@ status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds
         if (failed.is_ok() && s.row_sizes.size() != s.frontier.size())
           failed = make_error(errc::internal, "hop {}: {} row sizes for {} rows", hop,
                               s.row_sizes.size(), s.frontier.size());
-        if (failed.is_ok()) append_rows(s.globals, s.row_sizes, s.map, out);
+        if (failed.is_ok()) append_rows(s.globals, s.row_sizes, {}, s.map, out);
       });
   SPINDLE_TRY(st);
   return failed;
@@ -249,7 +325,10 @@ status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds
 status inline_executor::sample_into(const csr_view& g, std::span<const std::int64_t> seeds,
                                     const sample_options& o, sampled_subgraph& result) {
   return sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
-    sample_hop_inline(g, o, hop, s, out);
+    if (g.typed())
+      sample_hop_inline<true>(g, o, hop, s, out);
+    else
+      sample_hop_inline<false>(g, o, hop, s, out);
   });
 }
 
@@ -257,10 +336,15 @@ status pooled_executor::sample_into(const csr_view& g, std::span<const std::int6
                                     const sample_options& o, sampled_subgraph& result) {
   return sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
     std::int64_t rows = out.hop_end[hop - 1] - out.hop_begin(hop);
-    if (rows < 2 * grain_)
-      sample_hop_inline(g, o, hop, s, out);
+    const bool typed = g.typed();
+    if (rows < 2 * grain_ && typed)
+      sample_hop_inline<true>(g, o, hop, s, out);
+    else if (rows < 2 * grain_)
+      sample_hop_inline<false>(g, o, hop, s, out);
+    else if (typed)
+      sample_hop_pooled<true>(g, o, hop, pool_, grain_, s, out);
     else
-      sample_hop_pooled(g, o, hop, pool_, grain_, s, out);
+      sample_hop_pooled<false>(g, o, hop, pool_, grain_, s, out);
   });
 }
 

@@ -1,6 +1,7 @@
 // k-hop neighbour sampling for GNN serving (PyG NeighborLoader semantics):
 // hop k samples up to fanouts[k-1] neighbours of each node first reached at
-// hop k-1. Two executors share one interface: inline (the calling thread) and
+// hop k-1; on a typed graph, that many (or typed_fanouts[k-1][t]) of each edge
+// type t in the node's row, as NeighborLoader does on HeteroData. Two executors share one interface: inline (the calling thread) and
 // pooled (a hop's frontier split over a thread pool). Output is identical for
 // both and deterministic for a given seed. Executors are safe to call from
 // many threads at once; each call owns its output.
@@ -22,6 +23,10 @@ struct sample_options {
   std::vector<int> fanouts{25, 10};  // per hop; -1 takes all neighbours
   bool weighted = false;             // draw by edge_weight (graph must have weights)
   std::uint64_t seed = 0;            // same seed, same sample
+  /// Typed graphs only: [hop][edge type] neighbours per edge type (-1 all, 0
+  /// none), one row per hop of `fanouts` (which still sets the hop count).
+  /// Empty: fanouts[k-1] applies to each edge type separately.
+  std::vector<std::vector<int>> typed_fanouts;
 };
 
 /// One layer's message-flow graph: dst nodes are local ids [0, num_dst), src
@@ -30,6 +35,7 @@ struct block_view {
   std::int64_t num_dst = 0, num_src = 0;
   std::span<const std::int64_t> indptr;   // num_dst + 1
   std::span<const std::int32_t> indices;  // local src ids
+  std::span<const std::int16_t> edge_types;  // one per edge on a typed graph, else empty
 };
 
 /// The sampled subgraph of one batch.
@@ -44,6 +50,8 @@ struct sampled_subgraph {
   /// ids of the neighbours sampled for node r (at the hop after it was found).
   std::vector<std::int64_t> indptr;
   std::vector<std::int32_t> indices;
+  /// Edge type of each sampled edge (parallel to indices) on a typed graph; empty otherwise.
+  std::vector<std::int16_t> edge_types;
 
   int num_hops() const { return static_cast<int>(hop_end.size()) - 1; }
   std::int64_t num_edges() const { return static_cast<std::int64_t>(indices.size()); }
@@ -57,7 +65,9 @@ struct sampled_subgraph {
 
 /// Error naming the first seed outside [0, num_nodes).
 status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds);
-/// Error when the options do not fit the graph (weighted without weights, no hops).
+/// Error when the options do not fit the graph (weighted without weights, no
+/// hops, typed_fanouts of the wrong shape or on an untyped graph, a typed graph
+/// read through a graph delta).
 status validate_sample_options(const csr_view& g, const sample_options& options);
 
 class sampling_executor {
@@ -88,6 +98,7 @@ using hop_drawer =
 
 /// The inline executor's frame (validation, seeds, local ids, CSR) with every
 /// hop drawn by `draw`: what a device executor runs. Same draws, same subgraph.
+/// Untyped graphs only (a typed one is refused).
 status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds,
                           const sample_options& options, const hop_drawer& draw,
                           sampled_subgraph& out);

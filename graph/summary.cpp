@@ -92,7 +92,23 @@ std::string format_json(const dataset_summary& s, const dataset_metadata& m) {
                     {"fap_top1_share", s.fap_top1_share}, {"fap_top10_share", s.fap_top10_share},
                     {"expected_visits_per_request", s.expected_visits_per_request},
                     {"hop_mass", m.hop_mass}};
+  for (const auto& t : m.node_types)
+    j["node_types"].push_back({{"name", t.name}, {"count", t.count}, {"feature_dim", t.feature_dim}});
+  for (const auto& t : m.edge_types)
+    j["edge_types"].push_back({{"src", t.src}, {"rel", t.rel}, {"dst", t.dst}, {"count", t.count}});
   return j.dump(2);
+}
+
+std::string format_types(const dataset_metadata& m) {
+  if (!m.typed()) return "";
+  std::string out = fmt::format("  {} node types (name, nodes, feature width):\n", m.node_types.size());
+  for (const auto& t : m.node_types)
+    out += fmt::format("    {:<28} {:>12} {:>6}\n", t.name, t.count, t.feature_dim);
+  out += fmt::format("  {} edge types (src, rel, dst, edges; id order):\n", m.edge_types.size());
+  for (const auto& t : m.edge_types)
+    out += fmt::format("    {:<44} {:>12}\n", fmt::format("({}, {}, {})", t.src, t.rel, t.dst),
+                       t.count);
+  return out;
 }
 
 }  // namespace spindle::graph

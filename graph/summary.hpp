@@ -24,7 +24,10 @@ struct dataset_summary {
 dataset_summary summarize(const dataset& d);
 /// Aligned two-column table for terminals.
 std::string format_table(const dataset_summary& s);
-/// One JSON object (for --json).
+/// A typed graph's node types (name, count, feature width) and edge types
+/// (src, rel, dst, count), one per line; "" for an untyped graph.
+std::string format_types(const dataset_metadata& m);
+/// One JSON object (for --json; node_types and edge_types when typed).
 std::string format_json(const dataset_summary& s, const dataset_metadata& m);
 
 }  // namespace spindle::graph

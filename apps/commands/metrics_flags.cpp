@@ -75,7 +75,8 @@ status print_summary(const std::string& dir, bool json, bool verify) {
     }
     fmt::print("{}\n", text);
   } else {
-    fmt::print("dataset {} ({})\n{}", dir, d.metadata().source, graph::format_table(s));
+    fmt::print("dataset {} ({})\n{}{}", dir, d.metadata().source, graph::format_table(s),
+               graph::format_types(d.metadata()));
     for (const auto& l : logs) {
       fmt::print("  {:<30} version {} ({} batches, {} bytes in {})\n", "graph updates",
                  l.version, l.summary.records, l.summary.bytes, l.path);

@@ -15,15 +15,17 @@ A difference over `tolerance` (relative to the answer's largest value) refuses
 the export, naming the first op that differs; nothing is written. check=False
 writes it unchecked; model.toml's [verified] table says which was done.
 export_torch does the same for a DLRM written as facebookresearch's DLRM_Net,
-checked on the user's example inputs. Needs torch (and torch_geometric for
+checked on the user's example inputs. save_graph writes a graph (Data or
+HeteroData, typed node and edge types) for `spindle prepare --input DIR`. Needs torch (and torch_geometric for
 export_pyg), not pycapnp, and, to check, the spindle binary.
 """
 from . import _model_files as files
 from . import _verify as verify
 from ._pyg_translate import MESSAGE_PASSING, ExportError, Translator
+from ._graph_save import save_graph
 from ._rec_export import export_torch
 
-__all__ = ["ExportError", "export_pyg", "export_torch"]
+__all__ = ["ExportError", "export_pyg", "export_torch", "save_graph"]
 
 
 def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,

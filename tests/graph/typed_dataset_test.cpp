@@ -1,0 +1,169 @@
+// Typed datasets: metadata.json's node_types/edge_types and edge_types.npy
+// written, reopened and refused when they do not describe the graph.
+#include <gtest/gtest.h>
+
+#include "graph/dataset.hpp"
+#include "test_util.hpp"
+#include "typed_util.hpp"
+
+namespace spindle::graph {
+namespace {
+
+// Node types a [0, 4) with 2 features, b [4, 7) featureless, c [7, 10) with 3;
+// edge types 0 (a, writes, c), 1 (b, cites, c), 2 (c, about, a), 3 (a, knows, a).
+csr_graph typed_fixture() {
+  return testing::make_typed_graph(
+      10, 4, {{0, 7, 0}, {1, 7, 0}, {2, 8, 0}, {4, 7, 1}, {5, 9, 1}, {6, 9, 1}, {7, 0, 2},
+              {8, 1, 2}, {9, 1, 2}, {1, 0, 3}, {0, 2, 3}, {3, 2, 3}, {2, 0, 3}});
+}
+
+dataset_metadata typed_metadata() {
+  dataset_metadata m;
+  m.name = "typed";
+  m.edge_direction = "in";
+  m.node_types = {{"a", 0, 4, 2}, {"b", 4, 3, 0}, {"c", 7, 3, 3}};
+  m.edge_types = {{"a", "writes", "c", 3}, {"b", "cites", "c", 3}, {"c", "about", "a", 3},
+                  {"a", "knows", "a", 4}};
+  return m;
+}
+
+// Writes the fixture with `m` as its metadata (features padded to 3 columns).
+std::string write_typed(const std::string& name, dataset_metadata m) {
+  const std::string dir = testing::temp_dir(name);
+  const csr_graph g = typed_fixture();
+  auto w = dataset_writer::create(dir, std::move(m)).value();
+  EXPECT_TRUE(w.write_graph(g.view()).is_ok());
+  EXPECT_TRUE(w.write_features(10, 3, [](std::int64_t lo, std::int64_t hi, float* out) {
+                 for (std::int64_t v = lo; v < hi; ++v) out[(v - lo) * 3] = float(v);
+               }).is_ok());
+  EXPECT_TRUE(w.finish().is_ok());
+  return dir;
+}
+
+std::string open_error(const std::string& dir) {
+  auto d = dataset::open(dir);
+  return d ? std::string("opened") : d.error().message();
+}
+
+TEST(typed_dataset_test, round_trips_node_and_edge_types) {
+  const auto dir = write_typed("typed_round_trip", typed_metadata());
+  auto d = dataset::open(dir, {.verify_checksums = true});
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  ASSERT_TRUE(d->typed());
+  ASSERT_EQ(d->node_types().size(), 3u);
+  EXPECT_EQ(d->node_types()[2].name, "c");
+  EXPECT_EQ(d->node_types()[2].offset, 7);
+  EXPECT_EQ(d->node_types()[2].feature_dim, 3);
+  ASSERT_EQ(d->edge_types_info().size(), 4u);
+  EXPECT_EQ(d->edge_types_info()[1].rel, "cites");
+  EXPECT_EQ(d->edge_types_info()[3].count, 4);
+  EXPECT_EQ(d->node_type_of(0), 0);
+  EXPECT_EQ(d->node_type_of(4), 1);
+  EXPECT_EQ(d->node_type_of(6), 1);
+  EXPECT_EQ(d->node_type_of(9), 2);
+  EXPECT_EQ(d->find_node_type("c").value(), 2);
+  const auto g = d->graph();
+  ASSERT_TRUE(g.typed());
+  EXPECT_EQ(g.num_edge_types, 4);
+  const csr_graph want = typed_fixture();
+  EXPECT_TRUE(std::equal(g.edge_types.begin(), g.edge_types.end(), want.edge_types.begin(),
+                         want.edge_types.end()));
+  EXPECT_EQ(d->metadata().arrays.at("edge_types").type, dtype::i16);
+}
+
+TEST(typed_dataset_test, find_node_type_lists_the_known_names) {
+  auto d = dataset::open(write_typed("typed_find", typed_metadata())).value();
+  auto t = d.find_node_type("paper");
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message().find("'paper' is not one of"), std::string::npos);
+  EXPECT_NE(t.error().message().find("a, b, c"), std::string::npos);
+}
+
+TEST(typed_dataset_test, untyped_datasets_stay_untyped) {
+  const std::string dir = testing::temp_dir("typed_untyped");
+  const csr_graph g = testing::make_graph(3, {{0, 1}, {1, 2}});
+  auto w = dataset_writer::create(dir, {}).value();
+  ASSERT_TRUE(w.write_graph(g.view()).is_ok());
+  ASSERT_TRUE(w.finish().is_ok());
+  auto d = dataset::open(dir).value();
+  EXPECT_FALSE(d.typed());
+  EXPECT_FALSE(d.graph().typed());
+  EXPECT_EQ(d.metadata().arrays.count("edge_types"), 0u);
+  EXPECT_EQ(metadata_to_json(d.metadata()).find("node_types"), std::string::npos);
+}
+
+TEST(typed_dataset_test, refuses_offsets_that_are_not_cumulative) {
+  auto m = typed_metadata();
+  m.node_types[1].offset = 5;
+  EXPECT_NE(open_error(write_typed("typed_offset", m)).find("node_types[1].offset = 5, expected 4"),
+            std::string::npos);
+}
+
+TEST(typed_dataset_test, refuses_counts_that_miss_num_nodes) {
+  auto m = typed_metadata();
+  m.node_types[2].count = 2;
+  EXPECT_NE(open_error(write_typed("typed_count", m)).find("node_types' counts sum to 9"),
+            std::string::npos);
+}
+
+TEST(typed_dataset_test, refuses_repeated_and_empty_names) {
+  auto m = typed_metadata();
+  m.node_types[1].name = "a";
+  EXPECT_NE(open_error(write_typed("typed_repeat", m)).find("node_types[1].name 'a' repeats"),
+            std::string::npos);
+  m = typed_metadata();
+  m.node_types[0].name = "";
+  EXPECT_NE(open_error(write_typed("typed_empty", m)).find("node_types[0].name is empty"),
+            std::string::npos);
+}
+
+TEST(typed_dataset_test, refuses_edge_types_naming_unknown_node_types) {
+  auto m = typed_metadata();
+  m.edge_types[2].dst = "paper";
+  EXPECT_NE(open_error(write_typed("typed_unknown", m))
+                .find("edge_types[2].dst 'paper' is not a node type"),
+            std::string::npos);
+}
+
+TEST(typed_dataset_test, refuses_a_feature_dim_other_than_the_widest_type) {
+  auto m = typed_metadata();
+  m.node_types[2].feature_dim = 2;
+  EXPECT_NE(open_error(write_typed("typed_width", m)).find("the widest node type has 2"),
+            std::string::npos);
+}
+
+TEST(typed_dataset_test, refuses_edges_whose_endpoints_do_not_fit_their_type) {
+  auto m = typed_metadata();
+  m.node_types = {{"a", 0, 4, 2}, {"b", 4, 3, 0}, {"c", 7, 3, 3}};
+  m.edge_types[3].dst = "c";  // (a, knows, c), but its edges join a to a
+  const auto err = open_error(write_typed("typed_endpoints", m));
+  EXPECT_NE(err.find("edge_types.npy: edge_types["), std::string::npos) << err;
+  EXPECT_NE(err.find("(a, knows, c) but the edge joins node"), std::string::npos) << err;
+}
+
+TEST(typed_dataset_test, refuses_edge_type_ids_out_of_range_or_unsorted) {
+  const csr_graph good = typed_fixture();
+  csr_graph bad = good;
+  bad.edge_types[0] = 4;
+  EXPECT_NE(validate_csr(bad.view()).message().find("edge_types[0]=4 out of range"),
+            std::string::npos);
+  bad = good;
+  bad.edge_types.pop_back();
+  EXPECT_NE(validate_csr(bad.view()).message().find("edge_types.npy: has 12 entries"),
+            std::string::npos);
+  bad = good;
+  // Row 0 lists (c, about, a) then (a, knows, a): swap them out of order.
+  std::swap(bad.edge_types[0], bad.edge_types[1]);
+  EXPECT_NE(validate_csr(bad.view()).message().find("must be sorted by edge type"),
+            std::string::npos);
+}
+
+TEST(typed_dataset_test, refuses_edge_types_without_node_types) {
+  auto m = typed_metadata();
+  m.node_types.clear();
+  EXPECT_NE(open_error(write_typed("typed_no_nodes", m)).find("edge_types given without node_types"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace spindle::graph
