@@ -263,7 +263,12 @@ int typed_rows(int reps, const std::string& tmp) {
         nn::heap_allocator alloc;
         const auto xt = nn::tensor::borrow(x.data(), {n, 128});
         auto t0 = std::chrono::steady_clock::now();
-        auto y = typed ? m->forward_typed(alloc, blocks, xt, 0, identity)
+        std::vector<std::int16_t> row_types(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i)
+          row_types[std::size_t(i)] = std::int16_t(sub->nodes[i] >= tg.papers + tg.authors ? 2
+                                                   : sub->nodes[i] >= tg.papers          ? 1
+                                                                                         : 0);
+        auto y = typed ? m->forward_typed(alloc, blocks, xt, 0, identity, row_types)
                        : m->forward(alloc, blocks, {}, xt);
         times.push_back(bench::seconds_since(t0));
         if (!y) return fmt::print(stderr, "{}\n", y.error().to_string()), 1;

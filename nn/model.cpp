@@ -209,8 +209,10 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
   SPINDLE_TRY(config::validate(d));
   model m;
   m.desc_ = d;
-  std::set<std::string> consumed;
-  for (const auto& spec : parameter_specs(d)) {
+  std::set<std::string> consumed, declared;
+  const auto specs = parameter_specs(d);
+  for (const auto& spec : specs) declared.insert(spec.name);
+  for (const auto& spec : specs) {
     std::string stored = spec.name;
     // PyG >= 2.4 names GATConv's shared projection `lin`, 2.3 `lin_src`.
     if (!weights.tensors().count(stored) && stored.ends_with("lin_src.weight")) {
@@ -219,7 +221,7 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
     }
     if (stored.ends_with("lin_src.weight")) {
       const std::string dst = stored.substr(0, stored.size() - 14) + "lin_dst.weight";
-      if (weights.tensors().count(dst)) {
+      if (weights.tensors().count(dst) && !declared.count(dst)) {  // not a bipartite op's own
         SPINDLE_TRY(check_gat_lin_dst(weights, stored, dst, spec.shape));
         consumed.insert(dst);
       }

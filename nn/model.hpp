@@ -94,11 +94,14 @@ class model {
                            thread_pool* pool = nullptr, const op_observer* observe = nullptr) const;
   /// A typed model's forward (config/model_types.hpp): as forward(), the blocks
   /// a typed graph's (with edge types), whose edge type t is the model's edge
-  /// type relation_of_type[t] (-1: one it does not read; config::bind_edge_types),
-  /// `x` at least as wide as every node type's features; answers seeds of the
-  /// node type of the model's output `output` (config::find_output).
+  /// type relation_of_type[t] (-1: one it does not read; config::bind_edge_types);
+  /// row_types[r] is sampled row r's node type, as the model numbers them (-1: one
+  /// it does not read); `x` at least as wide as every node type's features.
+  /// Answers seeds (all of the node type of the model's output `output`,
+  /// config::find_output; the first rows) with that output's rows.
   expected<tensor> forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
                                  std::size_t output, std::span<const int> relation_of_type,
+                                 std::span<const std::int16_t> row_types,
                                  thread_pool* pool = nullptr,
                                  const op_observer* observe = nullptr) const;
   /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
@@ -146,7 +149,7 @@ class model {
                            std::map<std::string, tensor> values, std::span<const block> blocks,
                            std::span<const float> degree, thread_pool* pool,
                            const op_observer* observe, const std::string* result = nullptr,
-                           std::span<const int> relation_of_type = {}) const;
+                           class typed_layout* typed = nullptr) const;
 
   config::model_desc desc_;
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves

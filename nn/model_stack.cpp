@@ -78,8 +78,7 @@ expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>&
                                 std::map<std::string, tensor> values,
                                 std::span<const block> blocks, std::span<const float> degree,
                                 thread_pool* pool, const op_observer* observe,
-                                const std::string* result,
-                                std::span<const int> relation_of_type) const {
+                                const std::string* result, typed_layout* typed) const {
   const std::string& want = result ? *result : ops.back().name;
   const auto needed = result ? ops_needed(ops, want) : std::vector<bool>(ops.size(), true);
   std::map<std::string, std::size_t> last_use;
@@ -89,7 +88,6 @@ expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>&
   last_use[want] = ops.size();
   std::set<std::string> given;
   for (const auto& [name, _] : values) given.insert(name);
-  relation_blocks typed(blocks, relation_of_type);
   std::size_t hop = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!needed[i]) continue;
@@ -103,7 +101,8 @@ expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>&
     const block* b = nullptr;
     if (config::is_message_passing(op.kind)) {
       if (op.relation >= 0) {
-        SPINDLE_ASSIGN_OR_RETURN(b, typed.get(op.layer, op.relation));
+        if (!typed) return make_error(errc::internal, "{}: op {} reads an edge type", desc_.name, i);
+        SPINDLE_ASSIGN_OR_RETURN(b, typed->get(op.layer, op.relation));
       } else {
         if (hop >= blocks.size())
           return make_error(errc::internal, "{}: op {} has no sampled block", desc_.name, i);
@@ -159,32 +158,47 @@ expected<tensor> model::forward_stack(allocator& a, std::span<const block> block
 
 expected<tensor> model::forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
                                       std::size_t output, std::span<const int> relation_of_type,
-                                      thread_pool* pool, const op_observer* observe) const {
+                                      std::span<const std::int16_t> row_types, thread_pool* pool,
+                                      const op_observer* observe) const {
   const auto& t = desc_.types;
   if (!desc_.typed() || output >= t.outputs.size())
     return make_error(errc::invalid_argument, "{}: no typed output {}", desc_.name, output);
   if (relation_of_type.empty())
     return make_error(errc::invalid_argument, "{}: a typed model reads a typed graph", desc_.name);
-  if (int(blocks.size()) != desc_.layers || x.rows() < blocks[0].num_src || x.cols() < desc_.in)
+  if (int(blocks.size()) != desc_.layers || x.rows() < blocks[0].num_src || x.cols() < desc_.in ||
+      std::int64_t(row_types.size()) < x.rows())
     return make_error(errc::invalid_argument,
-                      "{}: {} blocks and features [{} x {}] for {} layers and {} columns",
-                      desc_.name, blocks.size(), x.rows(), x.cols(), desc_.layers, desc_.in);
-  // Node type n's features are the first `in` columns of its rows.
+                      "{}: {} blocks, features [{} x {}] and {} row types for {} layers and {} "
+                      "columns",
+                      desc_.name, blocks.size(), x.rows(), x.cols(), row_types.size(),
+                      desc_.layers, desc_.in);
+  std::vector<std::pair<int, int>> ends;
+  for (const auto& e : t.edge_types) {
+    auto index = [&](const std::string& name) {
+      for (std::size_t k = 0; k < t.node_types.size(); ++k)
+        if (t.node_types[k].name == name) return int(k);
+      return -1;
+    };
+    ends.emplace_back(index(e.src), index(e.dst));
+  }
+  typed_layout layout(blocks, relation_of_type, row_types.first(std::size_t(x.rows())),
+                      std::move(ends));
+  // Node type k's value: the first `in` columns of its rows.
   std::map<std::string, tensor> values;
-  for (const auto& n : t.node_types) {
-    tensor v;
-    if (n.in == x.cols()) {
-      v = x.head(x.rows());  // borrowed: never overwritten
-    } else {
-      SPINDLE_ASSIGN_OR_RETURN(v, tensor::empty(a, {x.rows(), n.in}));
-      for (std::int64_t r = 0; r < x.rows(); ++r)
-        std::copy(x.row(r), x.row(r) + n.in, v.row(r));
-    }
-    values.emplace(config::type_input(n.name), std::move(v));
+  for (std::size_t k = 0; k < t.node_types.size(); ++k) {
+    const auto rows = layout.rows_of(int(k));
+    const int in = t.node_types[k].in;
+    SPINDLE_ASSIGN_OR_RETURN(auto v, tensor::empty(a, {std::int64_t(rows.size()), in}));
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      std::copy(x.row(rows[r]), x.row(rows[r]) + in, v.row(std::int64_t(r)));
+    values.emplace(config::type_input(t.node_types[k].name), std::move(v));
   }
   SPINDLE_ASSIGN_OR_RETURN(auto out, run_ops(a, desc_.ops, std::move(values), blocks, {}, pool,
-                                             observe, &t.outputs[output].value, relation_of_type));
+                                             observe, &t.outputs[output].value, &layout));
   const std::int64_t seeds = blocks.back().num_dst;
+  if (out.rows() < seeds)
+    return make_error(errc::invalid_argument, "{}: {} seeds, {} of node type '{}' among them",
+                      desc_.name, seeds, out.rows(), t.outputs[output].node_type);
   if (out.rows() > seeds) return copy_head(a, out, seeds);
   return out;
 }

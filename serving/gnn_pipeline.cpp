@@ -99,8 +99,10 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
     setup_error_ = f.error();  // every request is answered with it (loaders check first)
   if (auto map = relation_map(ds_, model_.desc())) {
     relation_of_type_ = std::move(*map);
-    if (model_.desc().typed())
+    if (model_.desc().typed()) {
       options_.typed_fanouts = typed_fanouts(model_.desc(), relation_of_type_, options_.fanouts);
+      model_type_of_ = model_node_types(ds_, model_.desc());
+    }
   } else {
     setup_error_ = map.error();
   }
@@ -308,6 +310,11 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
     auto b = sub.layer_block(l);
     g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices, b.edge_types});
   }
+  if (model_.desc().typed()) {
+    g.row_types.resize(sub.nodes.size());
+    for (std::size_t i = 0; i < sub.nodes.size(); ++i)
+      g.row_types[i] = model_type_of_[std::size_t(ds_.node_type_of(sub.nodes[i]))];
+  }
   if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
   if (model_.desc().arch == config::model_arch::stack && model_.needs_degrees()) {
     if (model_.graph_degrees()) {  // the graph's neighbour counts of the sampled nodes
@@ -338,7 +345,8 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
                   [&](std::size_t m) { return !batch[m].outputs.empty(); }))
     return compute_named(g, batch, alloc, x, res);
   // A typed model runs on the host, its ops restricted to their edge types.
-  auto y = model_.desc().typed() ? model_.forward_typed(alloc, g.blocks, x, g.output, relation_of_type_)
+  auto y = model_.desc().typed() ? model_.forward_typed(alloc, g.blocks, x, g.output, relation_of_type_,
+                                                                g.row_types)
   // A GNNSched device slot: the pass on the device, in the slot, on its stream.
            : device ? device_->forward_in(*device, model_, alloc, g.blocks, g.degree, x)
            : ex   ? ex->forward(model_, alloc, g.blocks, g.degree, x)

@@ -132,6 +132,7 @@ struct prepared_batch {
     std::vector<nn::block> blocks;
     std::vector<float> degree;  // GCN only
     std::size_t output = 0;     // a typed model's output answering the members' node type
+    std::vector<std::int16_t> row_types;  // typed models: each sampled node's (model's) type
     bool ready = false;         // sampled and gathered; false: members hold the error
   };
   /// The live graph's delta this batch reads (one version for every request), or null.
@@ -231,6 +232,7 @@ class gnn_pipeline {
   std::shared_ptr<const std::vector<float>> graph_neighbours_;  // stack GCN, graph norm; else null
   status setup_error_;             // no usable fanouts: every request gets this
   std::vector<int> relation_of_type_;  // typed models: graph edge type -> the model's (-1)
+  std::vector<std::int16_t> model_type_of_;  // typed models: graph node type -> the model's (-1)
   std::vector<std::int64_t> live_ids_;  // gather_live's base ids, reused across batches
   prepared_batch scratch_;         // reused by run()
   nn::arena_allocator arena_;

@@ -10,14 +10,16 @@
 namespace spindle::serving {
 
 expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::model_desc& d) {
-  if (d.typed() != ds.typed())
+  if (d.typed() && !ds.typed())
     return make_error(errc::invalid_argument,
-                      d.typed() ? "model '{}' reads a typed graph (node types {}); dataset '{}' "
-                                  "has one node type"
-                                : "model '{}' reads one node type{}; dataset '{}' is typed: export "
-                                  "the model with to_hetero or HeteroConv",
-                      d.name, d.typed() ? d.types.node_types.front().name : "",
-                      ds.metadata().name);
+                      "model '{}' reads a typed graph (node types {}...); dataset '{}' has one "
+                      "node type",
+                      d.name, d.types.node_types.front().name, ds.metadata().name);
+  if (!d.typed() && ds.typed())
+    return make_error(errc::invalid_argument,
+                      "model '{}' reads one node type; dataset '{}' is typed: export the model "
+                      "with to_hetero or HeteroConv",
+                      d.name, ds.metadata().name);
   if (!d.typed()) return std::vector<int>{};
   std::vector<std::array<std::string, 3>> edges;
   for (const auto& e : ds.edge_types_info()) edges.push_back({e.src, e.rel, e.dst});
@@ -32,6 +34,17 @@ expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::
     return std::move(map).error().with_context(
         fmt::format("model '{}' on dataset '{}': ", d.name, ds.metadata().name));
   return map;
+}
+
+std::vector<std::int16_t> model_node_types(const graph::dataset& ds, const config::model_desc& d) {
+  std::vector<std::int16_t> out;
+  for (const auto& n : ds.node_types()) {
+    std::int16_t k = -1;
+    for (std::size_t i = 0; i < d.types.node_types.size(); ++i)
+      if (d.types.node_types[i].name == n.name) k = std::int16_t(i);
+    out.push_back(k);
+  }
+  return out;
 }
 
 std::vector<std::vector<int>> typed_fanouts(const config::model_desc& d,

@@ -21,6 +21,9 @@ namespace spindle::serving {
 /// typed graph, and a model edge or node type the graph lacks, by name.
 expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::model_desc& d);
 
+/// For each of the graph's node types, the model's index of it (-1: unread).
+std::vector<std::int16_t> model_node_types(const graph::dataset& ds, const config::model_desc& d);
+
 /// typed_fanouts[hop][graph edge type] for graph::sample_options: the model's
 /// edge type's own fanouts, else `fanouts` (one per hop); 0 for edge types the
 /// model does not read.

@@ -149,10 +149,7 @@ status run_info(const std::string& dir) {
                                   e.fanouts.empty() ? "" : fmt::format(" fanouts [{}]",
                                                                        fmt::join(e.fanouts, ", "))));
     for (const auto& o : d.types.outputs) outs.push_back(fmt::format("{} <- {}", o.node_type, o.value));
-    fmt::print("node types: {}
-edge types: {}
-answers (node_type <- value): {}
-",
+    fmt::print("node types: {}\nedge types: {}\nanswers (node_type <- value): {}\n",
                fmt::join(nodes, ", "), fmt::join(edges, ", "), fmt::join(outs, ", "));
   }
   if (d.arch == config::model_arch::stack && !d.typed()) {  // what named outputs may ask for
