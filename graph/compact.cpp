@@ -53,6 +53,10 @@ status compact_dataset(const dataset& original, const graph_delta& d,
                        const std::map<std::string, std::string>& sources,
                        const std::string& out_dir) {
   const dataset& ds = d.base ? *d.base : original;  // the base d overlays
+  if (ds.typed())
+    return make_error(errc::unsupported,
+                      "{}: graph updates on typed graphs are not served yet (nothing to compact)",
+                      ds.dir());
   const bool added = d.num_nodes > ds.num_nodes();
   if (added && !ds.node_ids().empty())
     return make_error(errc::unsupported,

@@ -16,8 +16,8 @@ using nlohmann::json;
 // One field of graph.json: "graph.json: edge_types[2].rel is missing" (or "is
 // not a string") rather than the JSON library's message.
 template <class T>
-expected<T> get(const std::string& path, const json& j, const std::string& where,
-                const char* key, const char* kind) {
+expected<T> get(const std::string& path, const json& j, const std::string& where, const char* key,
+                const char* kind) {
   if (!j.is_object() || !j.contains(key))
     return make_error(errc::invalid_argument, "{}: {}.{} is missing", path, where, key);
   try {
@@ -29,8 +29,9 @@ expected<T> get(const std::string& path, const json& j, const std::string& where
 
 status check_name(const std::string& path, const std::string& where, const std::string& name) {
   const bool ok = !name.empty() && name.size() <= 128 &&
-                  name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                         "0123456789_.-") == std::string::npos;
+                  name.find_first_not_of(
+                      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                      "0123456789_.-") == std::string::npos;
   if (!ok)
     return make_error(errc::invalid_argument,
                       "{}: {} '{}' must be 1 to 128 of the characters A-Z a-z 0-9 _ . -", path,
@@ -41,8 +42,8 @@ status check_name(const std::string& path, const std::string& where, const std::
 // The array a field names (null: none), with its dtype and shape checked;
 // -1 in `shape` takes any size.
 expected<std::optional<npy_array>> open_field(const std::string& path, const json& j,
-                                              const std::string& where, const char* key,
-                                              dtype type, std::vector<std::int64_t> shape) {
+                                              const std::string& where, const char* key, dtype type,
+                                              std::vector<std::int64_t> shape) {
   if (!j.contains(key) || j.at(key).is_null()) return std::optional<npy_array>{};
   SPINDLE_ASSIGN_OR_RETURN(auto file, get<std::string>(path, j, where, key, "a file name"));
   if (file.empty() || file.find('/') != std::string::npos)
@@ -77,16 +78,18 @@ expected<graph_json_node_type> read_node_type(const std::string& path, const jso
                       t.num_nodes);
   SPINDLE_ASSIGN_OR_RETURN(t.x, open_field(path, j, where, "x", dtype::f32, {t.num_nodes, -1}));
   SPINDLE_ASSIGN_OR_RETURN(t.y, open_field(path, j, where, "y", dtype::i64, {t.num_nodes}));
-  if (t.x)
-    for (float f : *t.x->as<float>())
-      if (!std::isfinite(f))
-        return make_error(errc::invalid_argument, "{}: {}.x holds NaN or infinite values", path,
-                          where);
-  if (t.y)
-    for (auto c : *t.y->as<std::int64_t>())
-      if (c < -1)
-        return make_error(errc::invalid_argument, "{}: {}.y holds {} (labels are >= -1)", path,
-                          where, c);
+  // The spans are copied out first: a range-for over *expected would read a
+  // destroyed temporary.
+  const auto xs = t.x ? *t.x->as<float>() : std::span<const float>();
+  for (float f : xs)
+    if (!std::isfinite(f))
+      return make_error(errc::invalid_argument, "{}: {}.x holds NaN or infinite values", path,
+                        where);
+  const auto ys = t.y ? *t.y->as<std::int64_t>() : std::span<const std::int64_t>();
+  for (auto c : ys)
+    if (c < -1)
+      return make_error(errc::invalid_argument, "{}: {}.y holds {} (labels are >= -1)", path, where,
+                        c);
   return t;
 }
 
@@ -115,8 +118,8 @@ status check_ids(const std::string& path, const std::string& where, const graph_
   return status::ok();
 }
 
-expected<graph_json_edge_type> read_edge_type(const std::string& path, const json& j,
-                                              std::size_t i, const graph_json& g) {
+expected<graph_json_edge_type> read_edge_type(const std::string& path, const json& j, std::size_t i,
+                                              const graph_json& g) {
   const std::string where = fmt::format("edge_types[{}]", i);
   graph_json_edge_type t;
   SPINDLE_ASSIGN_OR_RETURN(t.src, get<std::string>(path, j, where, "src", "a string"));
@@ -128,8 +131,8 @@ expected<graph_json_edge_type> read_edge_type(const std::string& path, const jso
   SPINDLE_ASSIGN_OR_RETURN(auto ei, open_field(path, j, where, "edge_index", dtype::i64, {2, -1}));
   if (!ei) return make_error(errc::invalid_argument, "{}: {}.edge_index is missing", path, where);
   t.edge_index = std::move(*ei);
-  SPINDLE_ASSIGN_OR_RETURN(t.edge_attr,
-                           open_field(path, j, where, "edge_attr", dtype::f32, {t.num_edges(), -1}));
+  SPINDLE_ASSIGN_OR_RETURN(
+      t.edge_attr, open_field(path, j, where, "edge_attr", dtype::f32, {t.num_edges(), -1}));
   SPINDLE_TRY(check_ids(path, where, g, t));
   return t;
 }

@@ -224,6 +224,8 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
 expected<live_graph::staged> live_graph::stage(const graph_update& u) {
   std::lock_guard lock(write_mu_);
   const auto from = staged_ ? staged_ : current();
+  if (base_of(*from).typed())  // a delta's rows would lose their edge types
+    return make_error(errc::unsupported, "graph updates on typed graphs are not served yet");
   staged out;
   SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, out.result));
   if (options_.log) SPINDLE_TRY(options_.log(u, next->version));

@@ -108,9 +108,17 @@ expected<std::vector<std::int64_t>> read_seed_file(const std::string& path) {
   std::vector<std::int64_t> seeds;
   if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") {
     SPINDLE_ASSIGN_OR_RETURN(auto a, npy_array::open(path));
-    if (a.type() == dtype::i64) for (auto x : *a.as<std::int64_t>()) seeds.push_back(x);
-    else if (a.type() == dtype::i32) for (auto x : *a.as<std::int32_t>()) seeds.push_back(x);
-    else return make_error(errc::unsupported, "{}: seed ids must be int64 or int32", path);
+    // Each span is copied out of its expected first: a range-for over
+    // *a.as<T>() reads the destroyed temporary's span.
+    if (a.type() == dtype::i64) {
+      const auto ids = *a.as<std::int64_t>();
+      seeds.assign(ids.begin(), ids.end());
+    } else if (a.type() == dtype::i32) {
+      const auto ids = *a.as<std::int32_t>();
+      seeds.assign(ids.begin(), ids.end());
+    } else {
+      return make_error(errc::unsupported, "{}: seed ids must be int64 or int32", path);
+    }
     return seeds;
   }
   std::vector<std::string_view> fields;

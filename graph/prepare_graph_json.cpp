@@ -27,8 +27,9 @@ status check_flags(const prepare_options& o, bool typed, const std::string& path
   if (o.build.relabel == relabel_mode::always)
     return refuse("--relabel always", "node ids are graph.json's own");
   if (typed && o.build.undirected)
-    return refuse("--undirected", "a typed graph's relations are directed; add the reverse "
-                                  "relations (PyG's ToUndirected) before save_graph");
+    return refuse("--undirected",
+                  "a typed graph's relations are directed; add the reverse "
+                  "relations (PyG's ToUndirected) before save_graph");
   if (typed && o.direction != edge_direction::in)
     return refuse("--edge-direction out",
                   "a typed graph is stored in direction in (PyG's message flow)");
@@ -74,13 +75,15 @@ csr_graph build_rows(const staged& s, std::int64_t n, bool typed, std::int32_t n
   for (std::int64_t v = 0; v < n; ++v) c.indptr[std::size_t(v + 1)] += c.indptr[std::size_t(v)];
   order.assign(s.row.size(), 0);
   std::vector<std::int64_t> next(c.indptr.begin(), c.indptr.end() - 1);
-  for (std::size_t e = 0; e < s.row.size(); ++e) order[std::size_t(next[std::size_t(s.row[e])]++)] = std::int64_t(e);
+  for (std::size_t e = 0; e < s.row.size(); ++e)
+    order[std::size_t(next[std::size_t(s.row[e])]++)] = std::int64_t(e);
   auto less = [&](std::int64_t a, std::int64_t b) {
     const auto ka = std::tuple(s.type[std::size_t(a)], s.nbr[std::size_t(a)], a);
     return ka < std::tuple(s.type[std::size_t(b)], s.nbr[std::size_t(b)], b);
   };
   for (std::int64_t v = 0; v < n; ++v)
-    std::sort(order.begin() + c.indptr[std::size_t(v)], order.begin() + c.indptr[std::size_t(v + 1)], less);
+    std::sort(order.begin() + c.indptr[std::size_t(v)],
+              order.begin() + c.indptr[std::size_t(v + 1)], less);
   const bool wide = needs_wide_indices(n);
   for (auto e : order) {
     if (wide)
@@ -213,8 +216,7 @@ status prepare_graph_json(const prepare_options& o, const std::string& path,
                                !typed && o.build.undirected);
   std::vector<std::int64_t> order;
   const csr_graph c = build_rows(s, n, typed, std::int32_t(g.edge_types.size()), order);
-  const std::int64_t input_edges =
-      s.source.empty() ? 0 : s.source.back() + 1;
+  const std::int64_t input_edges = s.source.empty() ? 0 : s.source.back() + 1;
   dataset_metadata meta = base_metadata(o, g, typed, offset, c);
   count_repeats(c, meta, input_edges);
   fmt::print(stderr, "spindle: {}: {} input edges -> {} stored ({} node types, {} edge types{})\n",

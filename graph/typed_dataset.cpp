@@ -62,8 +62,8 @@ status validate_edge_types(const dataset_metadata& m) {
     if (t.rel.empty())
       return make_error(errc::corrupt_data, "metadata.json: edge_types[{}].rel is empty", i);
     if (t.count < 0)
-      return make_error(errc::corrupt_data, "metadata.json: edge_types[{}].count {} is negative",
-                        i, t.count);
+      return make_error(errc::corrupt_data, "metadata.json: edge_types[{}].count {} is negative", i,
+                        t.count);
     total += t.count;
   }
   if (total != m.num_edges)
@@ -137,10 +137,11 @@ status dataset::check_edge_endpoints() const {
   for (auto t : graph_.edge_types) ++seen[std::size_t(t)];
   for (std::size_t t = 0; t < seen.size(); ++t)
     if (seen[t] != meta_.edge_types[t].count)
-      return make_error(errc::corrupt_data,
-                        "edge_types.npy: {} edges of type {} but metadata.json: edge_types[{}].count "
-                        "says {}",
-                        seen[t], t, t, meta_.edge_types[t].count);
+      return make_error(
+          errc::corrupt_data,
+          "edge_types.npy: {} edges of type {} but metadata.json: edge_types[{}].count "
+          "says {}",
+          seen[t], t, t, meta_.edge_types[t].count);
   for (std::int64_t v = 0; v < graph_.num_nodes; ++v) {
     const int d = type_at(types, v);
     for (std::int64_t e = graph_.indptr[v]; e < graph_.indptr[v + 1]; ++e) {

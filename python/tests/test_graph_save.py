@@ -168,3 +168,38 @@ def test_prepare_refuses_typed_input_flags_by_name(tmp_path):
     r = subprocess.run([spindle(), "prepare", "--input", str(tmp_path / "g"), "--out",
                         str(tmp_path / "ds"), "--undirected"], capture_output=True, text=True)
     assert r.returncode != 0 and "--undirected" in r.stderr + r.stdout
+
+
+def prepare_error(graph_dir, out):
+    r = subprocess.run([spindle(), "prepare", "--input", str(graph_dir), "--out", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    return r.stderr + r.stdout
+
+
+def test_prepare_names_the_file_and_field_it_refuses(tmp_path):
+    g = tmp_path / "g"
+    save_graph(hetero(), g)
+    meta = json.loads((g / "graph.json").read_text())
+    x_file = meta["node_types"][1]["x"]
+    np.save(g / x_file, np.zeros((8, 2), np.float64))
+    err = prepare_error(g, tmp_path / "a")
+    assert "node_types[1].x" in err and "float64" in err, err
+    save_graph(hetero(), g)
+    os.remove(g / meta["edge_types"][2]["edge_index"])
+    err = prepare_error(g, tmp_path / "b")
+    assert "edge_types[2].edge_index" in err and meta["edge_types"][2]["edge_index"] in err, err
+    save_graph(hetero(), g)
+    ei = np.load(g / meta["edge_types"][0]["edge_index"])
+    ei[0, 3] = 6  # author has 6 nodes
+    np.save(g / meta["edge_types"][0]["edge_index"], ei)
+    err = prepare_error(g, tmp_path / "c")
+    assert "edge_types[0].edge_index[0][3] = 6 out of range for node type 'author'" in err, err
+
+
+def test_prepare_refuses_edge_attr_of_mixed_widths(tmp_path):
+    data = hetero()
+    data["paper", "cites", "paper"].edge_attr = torch.zeros(13, 3)
+    save_graph(data, tmp_path / "g")
+    err = prepare_error(tmp_path / "g", tmp_path / "ds")
+    assert "edge_attr" in err and "(paper, cites, paper) has 3 columns" in err, err

@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include "core/npy.hpp"
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
 #include "test_util.hpp"
@@ -126,6 +127,16 @@ TEST(seed_distribution_test, file_of_observed_seeds_is_normalised_and_checked) {
   auto bad = seed_probabilities(g.view(), config::parse_seed_distribution(dir + "/bad.txt"));
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().message(), dir + "/bad.txt: seed #2 = 7 out of range (num_nodes=3)");
+}
+
+// The .npy form read each span out of a destroyed temporary (a range-for over *expected).
+TEST(seed_distribution_test, npy_file_of_observed_seeds_is_read_whole) {
+  auto g = testing::make_graph(3, {{0, 1}, {1, 2}});
+  std::string dir = testing::temp_dir("seeds_npy");
+  const std::vector<std::int64_t> seeds{0, 2, 2, 2};
+  ASSERT_TRUE(write_npy(dir + "/seeds.npy", dtype::i64, {4}, seeds.data()).has_value());
+  auto p = seed_probabilities(g.view(), config::parse_seed_distribution(dir + "/seeds.npy")).value();
+  EXPECT_EQ(p, (std::vector<double>{0.25, 0, 0.75}));
 }
 
 }  // namespace

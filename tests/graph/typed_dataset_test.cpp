@@ -12,9 +12,20 @@ namespace {
 // Node types a [0, 4) with 2 features, b [4, 7) featureless, c [7, 10) with 3;
 // edge types 0 (a, writes, c), 1 (b, cites, c), 2 (c, about, a), 3 (a, knows, a).
 csr_graph typed_fixture() {
-  return testing::make_typed_graph(
-      10, 4, {{0, 7, 0}, {1, 7, 0}, {2, 8, 0}, {4, 7, 1}, {5, 9, 1}, {6, 9, 1}, {7, 0, 2},
-              {8, 1, 2}, {9, 1, 2}, {1, 0, 3}, {0, 2, 3}, {3, 2, 3}, {2, 0, 3}});
+  return testing::make_typed_graph(10, 4,
+                                   {{0, 7, 0},
+                                    {1, 7, 0},
+                                    {2, 8, 0},
+                                    {4, 7, 1},
+                                    {5, 9, 1},
+                                    {6, 9, 1},
+                                    {7, 0, 2},
+                                    {8, 1, 2},
+                                    {9, 1, 2},
+                                    {1, 0, 3},
+                                    {0, 2, 3},
+                                    {3, 2, 3},
+                                    {2, 0, 3}});
 }
 
 dataset_metadata typed_metadata() {
@@ -22,7 +33,9 @@ dataset_metadata typed_metadata() {
   m.name = "typed";
   m.edge_direction = "in";
   m.node_types = {{"a", 0, 4, 2}, {"b", 4, 3, 0}, {"c", 7, 3, 3}};
-  m.edge_types = {{"a", "writes", "c", 3}, {"b", "cites", "c", 3}, {"c", "about", "a", 3},
+  m.edge_types = {{"a", "writes", "c", 3},
+                  {"b", "cites", "c", 3},
+                  {"c", "about", "a", 3},
                   {"a", "knows", "a", 4}};
   return m;
 }
@@ -161,8 +174,9 @@ TEST(typed_dataset_test, refuses_edge_type_ids_out_of_range_or_unsorted) {
 TEST(typed_dataset_test, refuses_edge_types_without_node_types) {
   auto m = typed_metadata();
   m.node_types.clear();
-  EXPECT_NE(open_error(write_typed("typed_no_nodes", m)).find("edge_types given without node_types"),
-            std::string::npos);
+  EXPECT_NE(
+      open_error(write_typed("typed_no_nodes", m)).find("edge_types given without node_types"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -154,16 +154,19 @@ std::string refusal(const csr_view& g, const sample_options& o) {
 TEST(typed_sampler_test, refuses_typed_fanouts_that_do_not_fit) {
   const csr_graph c = users_and_items();
   const csr_view g = c.view();
-  EXPECT_NE(refusal(g, {{2, 2}, false, 0, {{1, 1, 1}}}).find("typed_fanouts: 1 hops, but fanouts has 2"),
-            std::string::npos);
-  EXPECT_NE(refusal(g, {{2}, false, 0, {{1, 1}}}).find("typed_fanouts[0]: 2 values, but the graph "
-                                                       "has 3 edge types"),
+  EXPECT_NE(
+      refusal(g, {{2, 2}, false, 0, {{1, 1, 1}}}).find("typed_fanouts: 1 hops, but fanouts has 2"),
+      std::string::npos);
+  EXPECT_NE(refusal(g, {{2}, false, 0, {{1, 1}}})
+                .find("typed_fanouts[0]: 2 values, but the graph "
+                      "has 3 edge types"),
             std::string::npos);
   EXPECT_NE(refusal(g, {{2}, false, 0, {{1, -2, 1}}}).find("typed_fanouts[0][1] = -2"),
             std::string::npos);
   const csr_graph plain = testing::make_graph(60, {{0, 1}, {1, 50}});
-  EXPECT_NE(refusal(plain.view(), {{2}, false, 0, {{1}}}).find("typed_fanouts: the graph is untyped"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(plain.view(), {{2}, false, 0, {{1}}}).find("typed_fanouts: the graph is untyped"),
+      std::string::npos);
 }
 
 TEST(typed_sampler_test, refuses_graph_updates_and_the_device_draw_on_typed_graphs) {
@@ -177,8 +180,8 @@ TEST(typed_sampler_test, refuses_graph_updates_and_the_device_draw_on_typed_grap
   sampled_subgraph out;
   auto never = [](std::span<const std::int64_t>, int, int, std::vector<std::int64_t>&,
                   std::vector<std::int64_t>&) { return status::ok(); };
-  const auto st = sample_with_drawer(c.view(), std::vector<std::int64_t>{50}, {{2}, false, 0},
-                                     never, out);
+  const auto st =
+      sample_with_drawer(c.view(), std::vector<std::int64_t>{50}, {{2}, false, 0}, never, out);
   EXPECT_NE(st.message().find("sample_with_drawer: the device draw does not sample typed graphs"),
             std::string::npos);
 }
