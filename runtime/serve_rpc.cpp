@@ -155,14 +155,16 @@ status check_exposure(const front_door_args& a) {
 
 namespace {
 
-// One request shaped for `m`: seed 0 of a GNN; one sample of zeros and key 0
+// One request shaped for `m`: seed 0 of a GNN (of its first node type when typed); one sample of zeros and key 0
 // per table of a recommendation model.
 status warm_one(actors::gateway& g, const transport::rpc::model_info& m) {
   using transport::rpc::rpc_status;
   std::promise<std::pair<rpc_status, std::string>> answer;
   auto got = answer.get_future();
   if (m.kind == "gnn") {
-    g.infer_gnn({m.name, {0}, 1, 0}, [&answer](transport::rpc::gnn_answer a) {
+    transport::rpc::gnn_call call{m.name, {0}, 1, 0};
+    if (!m.node_types.empty()) call.node_type = m.node_types.front();  // a typed model
+    g.infer_gnn(std::move(call), [&answer](transport::rpc::gnn_answer a) {
       answer.set_value({a.status, a.message});
     });
   } else {

@@ -108,6 +108,8 @@ model_metadata metadata_of(const rpc::model_info& m) {
       md.outputs.push_back({"scores", "FP32", {-1}, true});
       md.parameters["task"] = "link";
     }
+    if (!m.node_types.empty())  // a typed model: calls name one (parameters.node_type)
+      md.parameters["node_types"] = fmt::format("{}", fmt::join(m.node_types, ","));
     return md;
   }
   md.inputs = {{"dense", "FP32", {-1, std::int64_t(m.input_width)}, false}};

@@ -93,6 +93,7 @@ expected<std::vector<model_info>> rpc_client::models() {
                      m.getOutputWidth()});
       for (auto rows : m.getTableRows()) out.back().table_rows.push_back(rows);
       if (m.hasTask()) out.back().task = str(m.getTask());
+      for (auto t : m.getNodeTypes()) out.back().node_types.push_back(str(t));
       out.back().tables = std::uint32_t(out.back().table_rows.size());
     }
     return out;

@@ -47,6 +47,8 @@ expected<admin_reply> rpc_client::list_models(const std::string& token) {
                               m.getInputWidth(), m.getOutputWidth()});
           for (auto rows : m.getTableRows()) a.models.back().table_rows.push_back(rows);
           if (m.hasTask()) a.models.back().task = str(m.getTask());
+          for (auto t : m.getNodeTypes()) a.models.back().node_types.push_back(str(t));
+      for (auto t : m.getNodeTypes()) a.models.back().node_types.push_back(str(t));
           a.models.back().tables = std::uint32_t(a.models.back().table_rows.size());
         }
         return a;

@@ -36,6 +36,8 @@ void fill_models(::capnp::List<::ModelInfo>::Builder out, const std::vector<mode
     out[i].setInputWidth(models[i].input_width);
     out[i].setOutputWidth(models[i].output_width);
     if (models[i].kind == "gnn") out[i].setTask(text(models[i].task));
+    auto types = out[i].initNodeTypes(unsigned(models[i].node_types.size()));
+    for (unsigned t = 0; t < types.size(); ++t) types.set(t, text(models[i].node_types[t]));
     auto rows = out[i].initTableRows(unsigned(models[i].table_rows.size()));
     for (unsigned t = 0; t < rows.size(); ++t) rows.set(t, models[i].table_rows[t]);
   }

@@ -117,6 +117,7 @@ struct model_info {
   std::vector<std::string> versions;      // every version served, highest first (empty: `version`)
   std::vector<std::uint64_t> table_rows;  // recommendation models: rows of each table
   std::string task = "node";              // GNNs: node, or link (calls may give pairs to score)
+  std::vector<std::string> node_types;    // a typed model: the node types a call may name
 };
 
 struct tunable {

@@ -134,6 +134,7 @@ struct ModelInfo {
   outputWidth @4 :UInt32;
   tableRows @5 :List(UInt64);  # recommendation models: rows of each embedding table, in order
   task @6 :Text;        # (version 7) GNNs: "node", or "link" (calls may give pairs to score)
+  nodeTypes @7 :List(Text);  # (version 8) a typed model: the node types a call may name
 }
 
 struct Tunable {
