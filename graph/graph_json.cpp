@@ -7,24 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text_file.hpp"
+#include "graph/detail/json_field.hpp"
 
 namespace spindle::graph {
 namespace {
 
 using nlohmann::json;
 
-// One field of graph.json: "graph.json: edge_types[2].rel is missing" (or "is
-// not a string") rather than the JSON library's message.
+// One field of graph.json: "FILE: edge_types[2].rel is missing" (or "is not T").
 template <class T>
-expected<T> get(const std::string& path, const json& j, const std::string& where, const char* key,
-                const char* kind) {
-  if (!j.is_object() || !j.contains(key))
-    return make_error(errc::invalid_argument, "{}: {}.{} is missing", path, where, key);
-  try {
-    return j.at(key).get<T>();
-  } catch (const std::exception&) {
-    return make_error(errc::invalid_argument, "{}: {}.{} is not {}", path, where, key, kind);
-  }
+expected<T> get(const std::string& path, const json& j, const std::string& where,
+                const char* key, const char* kind) {
+  return detail::json_field<T>(j, path + ": " + where, key, kind, errc::invalid_argument);
 }
 
 status check_name(const std::string& path, const std::string& where, const std::string& name) {

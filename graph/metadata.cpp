@@ -8,6 +8,7 @@
 
 #include "core/text_file.hpp"
 #include "graph/dataset.hpp"
+#include "graph/detail/json_field.hpp"
 
 namespace spindle::graph {
 namespace {
@@ -62,19 +63,12 @@ expected<array_record> record_from_json(const std::string& name, const json& j) 
   return r;
 }
 
-// One key of node_types[i] / edge_types[i]: "metadata.json: node_types[1].count
-// is missing" (or "is not T") instead of the JSON library's message.
+// One key of node_types[i] / edge_types[i].
 template <class T>
 expected<T> type_field(const json& j, const char* list, std::size_t i, const char* key,
                        const char* kind) {
-  if (!j.is_object() || !j.contains(key))
-    return make_error(errc::corrupt_data, "metadata.json: {}[{}].{} is missing", list, i, key);
-  try {
-    return j.at(key).get<T>();
-  } catch (const std::exception&) {
-    return make_error(errc::corrupt_data, "metadata.json: {}[{}].{} is not {}", list, i, key,
-                      kind);
-  }
+  return detail::json_field<T>(j, fmt::format("metadata.json: {}[{}]", list, i), key, kind,
+                               errc::corrupt_data);
 }
 
 status parse_types(const json& j, dataset_metadata& m) {

@@ -66,7 +66,8 @@ void register_prepare(CLI::App& app, global_options& g) {
   cmd->add_option("dir", a->dir, "Existing dataset directory whose metrics to recompute");
   cmd->add_option("--input", a->input,
                   "Edge file: SNAP text, CSV (.csv), edge_index .npy/.npz [2,E], or an OGB dataset "
-                  "folder (raw/edge.csv.gz; its node-feat and node-label are read too); .gz ok");
+                  "folder (raw/edge.csv.gz; its node-feat and node-label are read too); .gz ok; or a "
+                  "folder holding graph.json (spindle_client.export.save_graph)");
   cmd->add_option("--format", a->format, "Edge file format (default: from the file name)")
       ->check(CLI::IsMember({"snap", "csv", "npy", "ogb"}));
   cmd->add_option(
