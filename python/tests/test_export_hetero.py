@@ -220,3 +220,18 @@ def test_what_spindle_would_not_compute_is_refused_by_name(tmp_path):
     with pytest.raises(ExportError, match="metadata"):
         export_pyg(build("sum", data), str(tmp_path / "d"), name="d", check=True)
     assert not any((tmp_path / k).exists() for k in "abcd")
+
+
+def test_the_check_refuses_a_module_spindle_would_answer_differently(tmp_path):
+    """The check compares every answered node type: a module changed after its
+    translation (one edge type's weights) differs, and is named."""
+    from spindle_client import _hetero_export as hx
+    data = typed_graph()
+    model = build("sum", data)
+    export_pyg(model, str(tmp_path / "m"), name="m", fanouts=[-1, -1], check=False,
+               metadata=data.metadata())
+    with torch.no_grad():
+        getattr(model.conv2, "author__writes__paper").lin_l.weight.mul_(1.5)
+    with pytest.raises(ExportError, match="node type 'paper' differs from your module"):
+        hx._check(model, str(tmp_path / "m"), [("yours", data)], {"paper": "x", "author": "y"},
+                  SPINDLE, 1e-4)
