@@ -17,11 +17,12 @@ def check_supported_shape(model):
         HeteroConv = ()
     for path, m in model.named_modules():
         if HeteroConv and isinstance(m, HeteroConv):
-            raise ExportError(f"{path or name}: heterogeneous models (HeteroConv) are not served "
-                              f"yet: Spindle serves one node type and one edge type")
+            raise ExportError(f"{path or name}: a HeteroConv in a model of one node type; "
+                              f"export typed models with metadata= or check=data (a HeteroData)")
         if isinstance(m, torch.nn.ModuleDict) and any("__" in k for k in m.keys()):
-            raise ExportError(f"{path or name}: heterogeneous models (to_hetero) are not served "
-                              f"yet: Spindle serves one node type and one edge type")
+            raise ExportError(f"{path or name}: layers kept per edge type in a ModuleDict of your "
+                              f"own are not traced; typed models are exported from to_hetero or "
+                              f"HeteroConv modules")
     mods = list(model.modules())
     if not any(isinstance(m, MessagePassing) for m in mods):
         if any(isinstance(m, (torch.nn.EmbeddingBag, torch.nn.Embedding)) for m in mods):

@@ -204,14 +204,14 @@ def test_refusals_name_the_module_and_the_reason(tmp_path, make, message):
     assert not (tmp_path / "m").exists()
 
 
-def test_a_heterogeneous_model_is_refused_by_name(tmp_path):
+def test_a_typed_model_without_its_types_is_refused_by_name(tmp_path):
     from torch_geometric.nn import HeteroConv
     hetero = one_conv(HeteroConv({("paper", "cites", "paper"): SAGEConv(8, 4)}))
-    with pytest.raises(ExportError, match="heterogeneous models"):
+    with pytest.raises(ExportError, match="needs metadata=data.metadata"):
         export_pyg(hetero, str(tmp_path / "m"), name="m", check=False)
 
 
-def test_a_to_hetero_model_is_refused_by_name(tmp_path):
+def test_a_to_hetero_model_without_its_types_is_refused_by_name(tmp_path):
     from torch_geometric.nn import to_hetero
 
     class Net(torch.nn.Module):
@@ -223,7 +223,7 @@ def test_a_to_hetero_model_is_refused_by_name(tmp_path):
             return self.conv1(x, edge_index)
 
     meta = (["paper", "author"], [("author", "writes", "paper"), ("paper", "rev", "author")])
-    with pytest.raises(ExportError, match="conv1: heterogeneous models .to_hetero."):
+    with pytest.raises(ExportError, match="needs metadata=data.metadata"):
         export_pyg(to_hetero(Net(), meta), str(tmp_path / "m"), name="m", check=False)
 
 
