@@ -65,7 +65,15 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
             if check is False or check is None:
                 record = {"checked": False, "reason": "export_pyg(check=False)"}
             else:
-                graphs = [("generated", generated_hetero(node_types, edge_types, widths))]
+                known = {t: _graph_width(user, t) for t in node_types}
+                known = {t: w for t, w in known.items() if w is not None}
+                known.update(widths)
+                unknown = [t for t in node_types if t not in known]
+                graphs = [("generated", generated_hetero(node_types, edge_types, known))]
+                if unknown:
+                    graphs[0] = (f"generated (node types {', '.join(unknown)} 4 wide: no served "
+                                 f"layer reads them; pass check=data if the module wants "
+                                 f"another width)", graphs[0][1])
                 if user is not None:
                     graphs.append((f"yours: {sum(user.num_nodes_dict.values())} nodes", user))
                 record = _check(model, stage.path, graphs, outputs, spindle, tolerance)
