@@ -22,11 +22,13 @@ struct layer_io {
 bool device_model::supports(const nn::model& m) {
   const auto a = m.desc().arch;
   if (a == model_arch::stack) {
+    if (m.desc().typed()) return false;  // typed models run on the host
     const auto& ops = m.desc().ops;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const auto k = ops[i].kind;
       if (k == config::op_kind::gat && !ops[i].add_self_loops) return false;
-      if (k == config::op_kind::mul) return false;  // no device kernel yet: the host serves it
+      if (k == config::op_kind::mul || k == config::op_kind::scale || k == config::op_kind::mean)
+        return false;  // no device kernel yet: the host serves it
       if ((k == config::op_kind::log_softmax || k == config::op_kind::softmax) && i + 1 != ops.size())
         return false;
     }
