@@ -41,10 +41,7 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
         if not (hasattr(check, "x_dict") and hasattr(check, "edge_index_dict")):
             raise ExportError("check: a typed model is checked on a HeteroData (check=data)")
         user = check
-    modes = [(m, m.training) for m in model.modules()]
-    for m, _ in modes:
-        m.eval()
-    try:
+    with files.EvalMode(model.modules()):  # each module restored to its own mode after
         if user is not None:
             _module_answers(model, user, "initialising its lazy modules on your check graph")
         ex = HeteroTranslator(model, node_types, edge_types)
@@ -81,9 +78,6 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
             stage.commit()
-    finally:
-        for m, training in modes:
-            m.training = training
     return [op["kind"] for op in ops]
 
 

@@ -107,3 +107,19 @@ class Staging:
         os.makedirs(self.out_dir, exist_ok=True)
         for fname in ("weights.safetensors", "model.toml"):
             os.replace(os.path.join(self.path, fname), os.path.join(self.out_dir, fname))
+
+
+class EvalMode:
+    """Every module in eval mode inside the block, each restored to its own mode after."""
+
+    def __init__(self, modules):
+        self.modes = [(m, m.training) for m in modules]
+
+    def __enter__(self):
+        for m, _ in self.modes:
+            m.eval()
+        return self
+
+    def __exit__(self, *exc):
+        for m, training in self.modes:
+            m.training = training

@@ -1,13 +1,18 @@
 """The layers a typed model's edge types may use, as typed stack ops: each reads
 the edge type `r`'s edges, from the source type's value `src` and, where its
 target nodes' own rows count, the target type's value `dst` (the same value on
-an edge type within one node type). `t` is the HeteroTranslator."""
+an edge type within one node type). `t` is the HeteroTranslator; GraphConv is
+also the untyped translator's (r None: every edge, no relation)."""
 from ._pyg_checks import aggregation_of, check_all_written
 from ._verify import ExportError
 
 
 def _inputs(src, dst):
     return [src] if src == dst else [src, dst]
+
+
+def _relation(r):
+    return {} if r is None else {"relation": r}
 
 
 def sageconv(t, node, conv, path, src, dst, r, pair):
@@ -35,7 +40,8 @@ def graphconv(t, node, conv, path, src, dst, r, pair):
     """GraphConv: lin_rel(aggr_j x_j) + lin_root(x_i), SAGEConv's op under its names."""
     aggr = {"add": "sum"}.get(aggregation_of(conv), aggregation_of(conv))
     if aggr not in ("sum", "mean", "max", "min"):
-        raise ExportError(f"{path}: GraphConv(aggr={conv.aggr!r}) is not supported")
+        raise ExportError(f"{path}: GraphConv(aggr={conv.aggr!r}) is not supported (add, mean, "
+                          f"max, min are)")
     out, inw = conv.lin_rel.weight.shape
     t._input_width(src, int(inw), path)
     t._input_width(dst, int(conv.lin_root.weight.shape[1]), path)
@@ -49,7 +55,7 @@ def graphconv(t, node, conv, path, src, dst, r, pair):
     check_all_written(conv, path, list(names))
     return t._emit(node.name, "sage", _inputs(src, dst), int(out), prefix=path,
                    **{"in": int(inw), "out": int(out), "aggr": aggr, "normalize": False,
-                      "root_weight": True, "project": False, "bias": bias, "relation": r})
+                      "root_weight": True, "project": False, "bias": bias, **_relation(r)})
 
 
 def _dst_projection_on_one_input(conv):

@@ -307,27 +307,11 @@ class Translator:
     def _graph_conv(self, node, conv, path, src, value):
         """GraphConv: lin_rel(aggr_j x_j) + lin_root(x_i), a SAGEConv's op with its
         tensors under SAGEConv's names."""
-        aggr = {"add": "sum"}.get(aggregation_of(conv), aggregation_of(conv))
-        if aggr not in ("sum", "mean", "max", "min"):
-            raise ExportError(f"{path}: GraphConv(aggr={conv.aggr!r}) is not supported (add, mean, "
-                              f"max, min are)")
+        from . import _pyg_hetero_layers as layers
         if not isinstance(conv.in_channels, int):
             raise ExportError(f"{path}: GraphConv with separate source/target widths is not "
                               f"supported")
-        out, inw = conv.lin_rel.weight.shape
-        self._input_width(src, int(inw), path)
-        bias = conv.lin_rel.bias is not None
-        names = {"lin_rel.weight": "lin_l.weight", "lin_root.weight": "lin_r.weight"}
-        if bias:
-            names["lin_rel.bias"] = "lin_l.bias"
-        state = conv.state_dict()
-        for theirs, ours in names.items():
-            self.tensors[f"{path}.{ours}"] = state[theirs].detach().float().cpu()
-        check_all_written(conv, path, list(names))
-        value[node] = self._emit(node.name, "sage", [src], int(out), prefix=path,
-                                 **{"in": int(inw), "out": int(out), "aggr": aggr,
-                                    "normalize": False, "root_weight": True, "project": False,
-                                    "bias": bias})
+        value[node] = layers.graphconv(self, node, conv, path, src, src, None, False)
 
     def _gcn(self, node, conv, path, src, value):
         if getattr(conv, "cached", False):

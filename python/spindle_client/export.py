@@ -64,10 +64,7 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     modules = list(model.modules())
     if not isinstance(decoder, str):
         modules += list(decoder.modules())
-    modes = [(m, m.training) for m in modules]  # restored one by one afterwards
-    for m in modules:
-        m.eval()
-    try:
+    with files.EvalMode(modules):  # each module restored to its own mode after
         if graphs and graphs[-1][0].startswith("yours"):
             _initialise_lazy(model, graphs[-1])
         ex = Translator(model)
@@ -96,9 +93,6 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
             stage.commit()
-    finally:
-        for m, training in modes:
-            m.training = training
     return [op["kind"] for op in ops]
 
 

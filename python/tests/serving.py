@@ -15,6 +15,20 @@ def start_server(argv):
     raise AssertionError("server did not start: " + " ".join(argv[:4]))
 
 
+def start_server_with_http(argv):
+    """Runs argv (a spindle serve command with --http); returns (process, endpoint,
+    the HTTP door's base URL without its /v2)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    base = None
+    for line in proc.stdout:
+        if line.startswith("http "):
+            base = line.split()[1][:-len("/v2")]
+        if line.startswith("listening "):
+            return proc, line.split()[1], base
+    proc.kill()
+    raise AssertionError("server did not start: " + " ".join(argv[:4]))
+
+
 _next_port = [20000 + os.getpid() * 2654435761 % 12000]
 
 

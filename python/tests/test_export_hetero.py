@@ -21,6 +21,7 @@ from torch_geometric.data import HeteroData  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
+from serving import start_server_with_http  # noqa: E402
 from spindle_client.export import ExportError, export_pyg, save_graph  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -135,18 +136,9 @@ def test_the_export_is_a_typed_stack_checked_on_both_graphs(served):
 
 
 def serve(tmp):
-    proc = subprocess.Popen(
+    return start_server_with_http(
         [SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository", str(tmp / "repo"),
-         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--device", "host"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    base = None
-    for line in proc.stdout:
-        if line.startswith("http "):
-            base = line.split()[1][:-len("/v2")]
-        if line.startswith("listening "):
-            return proc, line.split()[1], base
-    proc.kill()
-    raise AssertionError("server did not start")
+         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--device", "host"])
 
 
 def test_served_answers_equal_pyg_for_every_node_type(served):

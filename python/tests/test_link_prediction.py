@@ -20,7 +20,7 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
-from serving import start_server  # noqa: E402
+from serving import start_server_with_http  # noqa: E402
 from spindle_client.export import ExportError, export_pyg  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -112,19 +112,10 @@ def http_json(url, body=None):
 
 
 def serve(tmp):
-    proc = subprocess.Popen(
+    return start_server_with_http(
         [SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository", str(tmp / "repo"),
          "--listen", "127.0.0.1:0",
-         "--http", "127.0.0.1:0", "--device", "host"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    base = None
-    for line in proc.stdout:
-        if line.startswith("http "):
-            base = line.split()[1][:-len("/v2")]
-        if line.startswith("listening "):
-            return proc, line.split()[1], base
-    proc.kill()
-    raise AssertionError("server did not start")
+         "--http", "127.0.0.1:0", "--device", "host"])
 
 
 def test_named_outputs_are_the_modules_values_at_the_seeds(setup):
