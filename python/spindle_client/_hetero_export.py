@@ -171,7 +171,6 @@ def _module_answers(model, data, what):
 
 
 def _check(model, model_dir, graphs, outputs, spindle, tolerance):
-    import numpy as np
     import torch
     binary = verify.spindle_binary(spindle)
     worst = 0.0
