@@ -126,9 +126,17 @@ bool gateway::ready() { return s_->ready; }
 status gateway::warm(const gnn_model_binding& b) {
   auto answer = std::make_shared<std::promise<std::string>>();
   auto got = answer->get_future();
-  serving::gnn_request request;  // node 0, sampled on its own
+  serving::gnn_request request;  // node 0 (of the first type a typed model answers), on its own
   request.seeds.push_back(0);
   request.sampler_seed = 1;
+  if (b.model->desc().typed()) {
+    request.node_type = b.model->desc().types.outputs.front().node_type;
+    if (auto st = serving::to_graph_ids(*b.dataset, b.model->desc(), request.node_type,
+                                        request.seeds);
+        !st)
+      return make_error(errc::unavailable, "warming '{}' version {}: {}", b.name, b.version,
+                        st.message());
+  }
   detail::dispatch_gnn(s_->forward, b.batcher, std::move(request), std::chrono::seconds(30),
                        [answer](const gnn_reply* r, const caf::error* err) {
                          answer->set_value(r     ? (r->error ? std::string() : r->error.to_string())

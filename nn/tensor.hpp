@@ -83,7 +83,13 @@ class tensor {
   std::int64_t dim(int i) const { return shape_[std::size_t(i)]; }
   std::int64_t numel() const;
   std::int64_t rows() const { return shape_.empty() ? 0 : shape_[0]; }
-  std::int64_t cols() const { return numel() / (rows() ? rows() : 1); }
+  /// Columns: the product of the dimensions after the first (kept when there are
+  /// no rows: a typed batch may hold no node of a type).
+  std::int64_t cols() const {
+    std::int64_t c = 1;
+    for (std::size_t i = 1; i < shape_.size(); ++i) c *= shape_[i];
+    return shape_.empty() ? numel() : c;
+  }
   float* data() { return data_; }
   const float* data() const { return data_; }
   float* row(std::int64_t r) { return data_ + r * cols(); }

@@ -1,5 +1,7 @@
 #include "runtime/gnn_models.hpp"
 
+#include "serving/typed_calls.hpp"
+
 #include <fmt/ranges.h>
 
 #include "core/log.hpp"
@@ -74,10 +76,15 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   const std::string name = given_name.empty() ? model.desc().name : given_name;
   if (models_.count(name))
     return make_error(errc::invalid_argument, "name '{}' is already loaded", name);
-  if (!model.desc().is_gnn() || model.desc().in != ds_.feature_dim())
+  if (model.desc().is_gnn() && (model.desc().typed() || ds_.typed())) {
+    // Typed: node types, widths and edge types bound by name (serving/typed_calls.hpp).
+    if (auto map = serving::relation_map(ds_, model.desc()); !map)
+      return std::move(map).error().with_context(path + ": ");
+  } else if (!model.desc().is_gnn() || model.desc().in != ds_.feature_dim()) {
     return make_error(errc::invalid_argument,
                       "{}: model input width {} does not match the dataset's {} features", path,
                       model.desc().in, ds_.feature_dim());
+  }
   if (!defaults_.fanouts.empty())
     SPINDLE_TRY(std::move(model.set_fanouts(defaults_.fanouts)).with_context(path + ": "));
   if (!defaults_.sampling.empty())

@@ -130,7 +130,7 @@ status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output) co
                       "names none", model_.desc().name, r.node_type.substr(0, 64));
   }
   if (!r.outputs.empty())
-    return make_error(errc::unsupported, "named outputs of a typed model are not served yet");
+    return make_error(errc::invalid_argument, "named outputs of a typed model are not served yet");
   SPINDLE_ASSIGN_OR_RETURN(output, typed_output(ds_, model_.desc(), r.node_type, r.seeds));
   return status::ok();
 }

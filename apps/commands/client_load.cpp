@@ -33,6 +33,16 @@ status print_report(const client_args& c, const load_args& a,
   return client::print_load_report(*o, {c.model, a.rate, a.clients, a.json, a.csv, a.plot, a.log});
 }
 
+// --node-type numbers seeds within the type: a dataset's degrees (graph ids) are not.
+status typed_seed_spec(const load_args& a) {
+  if (!a.node_type.empty() && a.seeds.starts_with("degree:"))
+    return make_error(errc::invalid_argument,
+                      "--seeds {} draws the graph's node ids; with --node-type give uniform:N "
+                      "(N: the type's count) or a trace file of ids within the type",
+                      a.seeds);
+  return status::ok();
+}
+
 bool sweeping(const load_args& a) { return !a.concurrency_range.empty() || !a.rate_range.empty(); }
 
 // --concurrency-range / --rate-range: every level through `run`, then the table and plot.
@@ -101,6 +111,7 @@ status run_kserve_load(const client_args& c, const load_args& a) {
     });
   }
   SPINDLE_TRY(need_seeds(a, fmt::format(" ('{}')", m.name)));
+  SPINDLE_TRY(typed_seed_spec(a));
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, client::draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
   auto calls = client::gnn_load_calls(c.model, seeds, a.reproducible, a.deadline_us);
   for (auto& call : calls) call.node_type = a.node_type;
@@ -125,6 +136,7 @@ status run_load(const client_args& c, const load_args& a) {
   if (several && sweeping(a))
     return make_error(errc::invalid_argument,
                       "load: a sweep drives one door; give one --connect HOST:PORT");
+  SPINDLE_TRY(typed_seed_spec(a));
   SPINDLE_ASSIGN_OR_RETURN(auto seeds, client::draw_seeds(a.seeds, a.requests + a.warmup, a.seed));
   auto calls = client::gnn_load_calls(c.model, seeds, a.reproducible, a.deadline_us);
   for (auto& call : calls) call.node_type = a.node_type;

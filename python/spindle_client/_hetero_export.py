@@ -54,7 +54,7 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
                                       f"pass check=data so its width is known")
                 widths[t] = w
         hops = 1 + max(_depths(ops, widths))
-        listed, per_edge = _fanouts(fanouts, used, hops)
+        listed, per_edge = _fanouts(fanouts, used, hops, edge_types)
         text = files.model_toml(name, max(widths.values()), out_width, listed, ops)
         text += typed_tables(widths, used, per_edge, outputs)
         with files.Staging(out_dir) as stage:
@@ -105,7 +105,7 @@ def _depths(ops, widths):
             yield d
 
 
-def _fanouts(fanouts, used, hops):
+def _fanouts(fanouts, used, hops, known):
     """(model fanouts or None, {edge type: fanouts} or None) from a list or a dict."""
     def checked(values, what):
         values = list(values)
@@ -118,6 +118,10 @@ def _fanouts(fanouts, used, hops):
         return None, None
     if isinstance(fanouts, dict):
         given = {tuple(k): checked(v, f"[{tuple(k)}]") for k, v in fanouts.items()}
+        unknown = [e for e in given if e not in known]
+        if unknown:
+            raise ExportError(f"fanouts: edge type {unknown[0]} is not in the metadata "
+                              f"({', '.join(map(str, known))})")
         missing = [e for e in used if e not in given]
         if missing:
             raise ExportError(f"fanouts: edge type {missing[0]} has none (give every edge type "

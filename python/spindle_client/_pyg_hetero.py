@@ -87,10 +87,18 @@ class HeteroTranslator(Translator):
         if is_to_hetero(self.model):
             return self.model.graph, self.model
         import inspect
-        params = list(inspect.signature(type(self.model).forward).parameters)[1:]
+        signature = inspect.signature(type(self.model).forward).parameters
+        params = list(signature)[1:]
         if len(params) < 2:
             raise ExportError(f"{type(self.model).__name__}.forward takes ({', '.join(params)}); a "
                               f"typed model's is forward(x_dict, edge_index_dict)")
+        for p in params[2:]:
+            q = signature[p]
+            if q.default is inspect.Parameter.empty and q.kind not in (q.VAR_POSITIONAL,
+                                                                      q.VAR_KEYWORD):
+                raise ExportError(f"{type(self.model).__name__}.forward needs '{p}', which Spindle "
+                                  f"does not pass (it serves forward(x_dict, edge_index_dict); "
+                                  f"edge attributes are not served on typed graphs)")
         leaves = _leaf_types()
 
         class _Tracer(torch.fx.Tracer):
@@ -162,16 +170,22 @@ class HeteroTranslator(Translator):
                                   f"serves sum, mean, max and cat")
             self.stacks[node] = [self._value(value, a, where) for a in parts]
             return
-        if args and args[0] in self.stacks:
+        import torch.fx
+        if args and isinstance(args[0], torch.fx.Node) and args[0] in self.stacks:
             ins = self.stacks[args[0]]
             kinds = {"sum": "add", "mean": "mean", "max": "max"}
             if name not in kinds:
                 raise ExportError(f"{where}: HeteroConv(aggr={name!r}) is not served (sum, mean, "
                                   f"max and cat are)")
             made = self._emit(node.name, kinds[name], ins, self.width[ins[0]])
-            (self.pairs if name == "max" else value)[node] = made
+            # torch.max(dim=0) gives (values, indices): PyG takes [0], which tracing
+            # may drop (its isinstance(out, tuple) sees a proxy); both read the values.
+            value[node] = made
+            if name == "max":
+                self.pairs[node] = made
             return
-        if t is operator.getitem and args[0] in self.pairs and args[1] == 0:
+        if t is operator.getitem and isinstance(args[0], torch.fx.Node) and \
+                args[0] in self.pairs and args[1] == 0:
             value[node] = self.pairs[args[0]]
             return
         if t in (torch.div, operator.truediv) and len(args) == 2 and isinstance(args[1], (int, float)):

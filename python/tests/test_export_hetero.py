@@ -89,6 +89,23 @@ class RGat(torch.nn.Module):
         return self.lin(x_dict["paper"])
 
 
+class HSage(torch.nn.Module):
+    """HeteroConv of SAGEConv per edge type with an aggregation over edge types
+    (cat: a Linear per node type after it), returning every node type."""
+
+    def __init__(self, edge_types, aggr):
+        super().__init__()
+        self.conv1 = pyg_nn.HeteroConv({e: pyg_nn.SAGEConv((-1, -1), 8) for e in edge_types},
+                                       aggr=aggr)
+        self.conv2 = pyg_nn.HeteroConv({e: pyg_nn.SAGEConv((-1, -1), 8) for e in edge_types},
+                                       aggr=aggr)
+        self.lin = pyg_nn.Linear(-1, 5)
+
+    def forward(self, x_dict, edge_index_dict):
+        h = {k: v.relu() for k, v in self.conv1(x_dict, edge_index_dict).items()}
+        return {"paper": self.lin(self.conv2(h, edge_index_dict)["paper"])}
+
+
 def module_answers(model, data):
     with torch.no_grad():
         out = model(data.x_dict, data.edge_index_dict)
@@ -99,6 +116,8 @@ def build(kind, data):
     torch.manual_seed(0)
     if kind == "rgat":
         model = RGat(data.edge_types)
+    elif kind.startswith("hc-"):
+        model = HSage(data.edge_types, kind[3:])
     else:
         base, aggr = {"sum": (Sage, "sum"), "mean": (Sage, "mean"), "max": (Sage, "max"),
                       "gat": (Gat, "sum")}[kind]
@@ -117,7 +136,7 @@ def served(tmp_path_factory):
     subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "graph"), "--out", str(tmp / "ds")],
                    check=True, capture_output=True)
     models = {}
-    for kind in ("sum", "mean", "max", "gat", "rgat"):
+    for kind in ("sum", "mean", "max", "gat", "rgat", "hc-max", "hc-cat", "hc-mean"):
         models[kind] = build(kind, data)
         (tmp / "repo" / kind).mkdir(parents=True)
         export_pyg(models[kind], str(tmp / "repo" / kind / "1"), name=kind, fanouts=[-1, -1]
@@ -138,7 +157,8 @@ def test_the_export_is_a_typed_stack_checked_on_both_graphs(served):
 def serve(tmp):
     return start_server_with_http(
         [SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository", str(tmp / "repo"),
-         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--device", "host"])
+         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--device", "host",
+         "--admin-token-file", str(tmp / "token")])
 
 
 def test_served_answers_equal_pyg_for_every_node_type(served):
@@ -154,6 +174,11 @@ def test_served_answers_equal_pyg_for_every_node_type(served):
                 w = rows.numpy()[seeds]
                 np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4 * np.abs(w).max(),
                                            err_msg=f"{kind} {node_type}")
+                for s in (0, rows.shape[0] - 1):  # alone: a batch may hold no node of a type
+                    one = c.infer_gnn([s], model=kind, node_type=node_type, sampler_seed=s + 1)
+                    w = rows.numpy()[[s]]
+                    np.testing.assert_allclose(one, w, rtol=1e-4, atol=1e-4 * np.abs(w).max(),
+                                               err_msg=f"{kind} {node_type} seed {s}")
         body = {"parameters": {"node_type": "author"},
                 "inputs": [{"name": "seeds", "datatype": "INT64", "shape": [3],
                             "data": [0, 7, 39]}]}
@@ -172,6 +197,16 @@ def test_served_answers_equal_pyg_for_every_node_type(served):
         with pytest.raises(sc.SpindleError, match="answers seeds of node types paper"):
             c.infer_gnn([0], model="rgat", node_type="author")
         assert c.infer_gnn([1], model="sum", node_type="paper").shape == (1, 5)
+        # Unloaded and loaded again while serving: warmed on a node of a type it answers.
+        auth = {"Authorization": "Bearer " + (tmp / "token").read_text().strip()}
+        for action in ("unload", "load"):
+            req = urllib.request.Request(f"{base}/v2/repository/models/sum/{action}", b"{}",
+                                         headers=auth, method="POST")
+            with urllib.request.urlopen(req, timeout=60) as r:
+                assert r.status == 200
+        w = module_answers(models["sum"], data)["venue"].numpy()[[3]]
+        np.testing.assert_allclose(c.infer_gnn([3], model="sum", node_type="venue"), w,
+                                   rtol=1e-4, atol=1e-4 * np.abs(w).max())
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -211,7 +246,22 @@ def test_what_spindle_would_not_compute_is_refused_by_name(tmp_path):
         export_pyg(build("sum", data), str(tmp_path / "c"), name="c", check=data, task="link")
     with pytest.raises(ExportError, match="metadata"):
         export_pyg(build("sum", data), str(tmp_path / "d"), name="d", check=True)
-    assert not any((tmp_path / k).exists() for k in "abcd")
+    with pytest.raises(ExportError, match=r"fanouts: edge type \('paper', 'x', 'paper'\)"):
+        export_pyg(build("sum", data), str(tmp_path / "e"), name="e", check=data, spindle=SPINDLE,
+                   fanouts={("paper", "x", "paper"): [-1, -1]})
+    with pytest.raises(ExportError, match="needs 'edge_attr_dict', which Spindle does not pass"):
+        export_pyg(WithAttrs(), str(tmp_path / "f"), name="f", metadata=data.metadata(),
+                   check=False)
+    assert not any((tmp_path / k).exists() for k in "abcdef")
+
+
+class WithAttrs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = pyg_nn.HeteroConv({("paper", "cites", "paper"): pyg_nn.SAGEConv(12, 4)})
+
+    def forward(self, x_dict, edge_index_dict, edge_attr_dict):
+        return self.conv(x_dict, edge_index_dict)["paper"]
 
 
 def test_the_check_refuses_a_module_spindle_would_answer_differently(tmp_path):
