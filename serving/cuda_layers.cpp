@@ -27,6 +27,7 @@ bool device_model::supports(const nn::model& m) {
       const auto k = ops[i].kind;
       if (k == config::op_kind::gat && !ops[i].add_self_loops) return false;
       if (k == config::op_kind::mul) return false;  // no device kernel yet: the host serves it
+      if (k == config::op_kind::gine) return false;  // likewise (edge attributes)
       if ((k == config::op_kind::log_softmax || k == config::op_kind::softmax) && i + 1 != ops.size())
         return false;
     }
