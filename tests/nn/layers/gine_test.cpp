@@ -43,7 +43,8 @@ TEST(gine_test, sums_relu_of_neighbour_plus_edge_attributes_and_scales_the_root)
 
 TEST(gine_test, projects_edge_attributes_with_edge_dim) {
   gine_case c;
-  c.op.edge_dim = 1;  // eps: model.toml's (0) without the tensor
+  c.op.edge_dim = 1;
+  c.op.eps = 0.0f;  // model.toml's eps (parse_op's default for gine), read without the tensor
   float w[] = {2, -1}, bias[] = {0.5f, 0};
   c.params["conv.lin.weight"] = tensor::borrow(w, {2, 1});
   c.params["conv.lin.bias"] = tensor::borrow(bias, {2});
@@ -71,7 +72,9 @@ TEST(gine_test, names_its_projection_only_with_edge_dim) {
     weight_list w(op, 0, specs);
     layer_of(op.kind).weights(op, 8, w);
     ASSERT_EQ(specs.size(), dim ? 3u : 1u);
-    if (dim) EXPECT_EQ(specs[1].shape, (std::vector<std::int64_t>{8, 5}));
+    if (dim) {
+      EXPECT_EQ(specs[1].shape, (std::vector<std::int64_t>{8, 5}));
+    }
   }
 }
 
