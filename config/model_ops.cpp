@@ -335,10 +335,12 @@ status validate_decoder_ops(std::vector<gnn_op>& ops, int width) {
 }
 
 bool reads_edge_attr(const std::vector<gnn_op>& ops) {
-  return std::any_of(ops.begin(), ops.end(), [](const gnn_op& op) { return op.kind == op_kind::gine; });
+  return std::any_of(ops.begin(), ops.end(),
+                     [](const gnn_op& op) { return op.kind == op_kind::gine; });
 }
 
-status check_edge_attr(const std::vector<gnn_op>& ops, std::int64_t cols, std::string_view dataset) {
+status check_edge_attr(const std::vector<gnn_op>& ops, std::int64_t cols,
+                       std::string_view dataset) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
     if (op.kind != op_kind::gine) continue;

@@ -34,7 +34,7 @@ enum class op_kind {
   gcn_propagate,  // D^-1/2 (A [+ I]) D^-1/2 x without weights: one hop of SGConv or TAGConv
   scale,       // alpha * x (to_hetero's mean over edge types: their sum over the count)
   mean,        // elementwise mean of the inputs (HeteroConv's aggr="mean")
-  gine,        // PyG GINEConv's aggregation (1 + eps) x_i + sum_j ReLU(x_j + e_ji); its nn follows as ops
+  gine,        // PyG GINEConv's (1 + eps) x_i + sum_j ReLU(x_j + e_ji); edge_dim; nn follows as ops
 };
 std::string_view to_string(op_kind k);
 bool is_message_passing(op_kind k);

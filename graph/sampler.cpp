@@ -67,8 +67,7 @@ void draw_row(std::int64_t v, std::int64_t deg, const float* weights, int fanout
 // from the base CSR, or through the graph's delta when it changed v's row or
 // removed nodes (never with `ids`: validate_sample_options refuses edge_ids there).
 void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
-                thread_scratch& s, std::vector<std::int64_t>& out,
-                std::vector<std::int64_t>* ids) {
+                thread_scratch& s, std::vector<std::int64_t>& out, std::vector<std::int64_t>* ids) {
   if (g.delta && (!g.delta->removed.empty() || v >= g.num_nodes || g.delta->rows.find(v))) {
     const auto r = read_row(g, *g.delta, v, s.row, s.row_weights);
     draw_row(v, std::int64_t(r.neighbours.size()), r.weights.data(), o.fanouts[hop - 1],
@@ -77,9 +76,10 @@ void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options
     return;
   }
   const std::int64_t begin = g.indptr[v];
-  draw_row(v, g.indptr[v + 1] - begin, g.weighted() ? g.edge_weight.data() + begin : nullptr,
-           o.fanouts[hop - 1], std::uint64_t(hop), o, s, out,
-           [&](std::int64_t i) { return g.neighbour(begin + i); }, begin, ids);
+  draw_row(
+      v, g.indptr[v + 1] - begin, g.weighted() ? g.edge_weight.data() + begin : nullptr,
+      o.fanouts[hop - 1], std::uint64_t(hop), o, s, out,
+      [&](std::int64_t i) { return g.neighbour(begin + i); }, begin, ids);
 }
 
 // A typed graph's row: its edges come in one segment per edge type (sorted by
@@ -98,8 +98,9 @@ void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_o
     const std::size_t before = out.size();
     const std::uint64_t stream = std::uint64_t(hop) | (std::uint64_t(t) + 1) << 32;
     if (fanout != 0)
-      draw_row(v, b - a, g.weighted() ? g.edge_weight.data() + a : nullptr, fanout, stream, o, s,
-               out, [&](std::int64_t i) { return g.neighbour(a + i); }, a, ids);
+      draw_row(
+          v, b - a, g.weighted() ? g.edge_weight.data() + a : nullptr, fanout, stream, o, s, out,
+          [&](std::int64_t i) { return g.neighbour(a + i); }, a, ids);
     types.insert(types.end(), out.size() - before, t);
     a = b;
   }
@@ -209,8 +210,8 @@ void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thre
     }
   });
   for (std::size_t i = 0; i < count; ++i)
-    append_rows(chunks[i].globals, chunks[i].row_sizes, chunks[i].types, chunks[i].ids,
-                caller.map, out);
+    append_rows(chunks[i].globals, chunks[i].row_sizes, chunks[i].types, chunks[i].ids, caller.map,
+                out);
 }
 
 status validate_call(const csr_view& g, std::span<const std::int64_t> seeds,

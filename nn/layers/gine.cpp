@@ -28,8 +28,8 @@ expected<tensor> edge_messages(const layer_input& x, std::int64_t width, tensor&
                       x.op.prefix, edges, b.edge_attr.size(), k, want);
   auto attr = tensor::borrow(const_cast<float*>(b.edge_attr.data()), {edges, k});
   if (x.op.edge_dim == 0) return attr;
-  SPINDLE_ASSIGN_OR_RETURN(projected, linear(x.a, attr, x.weight("lin.weight"),
-                                             x.weight("lin.bias"), width, x.pool));
+  SPINDLE_ASSIGN_OR_RETURN(
+      projected, linear(x.a, attr, x.weight("lin.weight"), x.weight("lin.bias"), width, x.pool));
   return projected.head(edges);
 }
 

@@ -10,7 +10,8 @@ namespace {
 
 std::string gine_model(const std::string& extra) {
   return "[model]\narch = \"stack\"\nin = 4\nout = 3\n\n[[op]]\nkind = \"gine\"\nprefix = "
-         "\"conv\"\n" + extra + "\n[[op]]\nkind = \"linear\"\nprefix = \"conv.nn.0\"\nin = 4\nout = 3\n";
+         "\"conv\"\n" +
+         extra + "\n[[op]]\nkind = \"linear\"\nprefix = \"conv.nn.0\"\nin = 4\nout = 3\n";
 }
 
 TEST(model_edge_attr_test, a_gine_op_passes_messages_and_round_trips_its_edge_dim) {
@@ -63,7 +64,8 @@ TEST(model_edge_attr_test, a_dataset_without_edge_attributes_is_refused_by_name)
 
 TEST(model_edge_attr_test, models_without_gine_read_no_edge_attributes) {
   auto d = parse_model_desc(
-      "[model]\narch = \"stack\"\nin = 4\nout = 3\n[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 3\n",
+      "[model]\narch = \"stack\"\nin = 4\nout = 3\n[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = "
+      "3\n",
       "m/model.toml");
   ASSERT_TRUE(d.has_value()) << d.error().message();
   EXPECT_FALSE(reads_edge_attr(d->ops));
