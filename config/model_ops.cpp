@@ -13,11 +13,11 @@
 namespace spindle::config {
 namespace {
 
-constexpr std::array<std::string_view, 26> kKindNames = {
+constexpr std::array<std::string_view, 27> kKindNames = {
     "sage", "gcn",  "gat",     "gin",   "linear", "batch_norm", "layer_norm",
     "relu", "elu",  "leaky_relu", "gelu", "tanh", "sigmoid",   "prelu",
     "add",  "cat",  "max",     "log_softmax", "softmax", "mul",
-    "gatv2", "transformer", "res_gated", "gcn_propagate", "scale", "mean"};
+    "gatv2", "transformer", "res_gated", "gcn_propagate", "scale", "mean", "gine"};
 
 expected<op_kind> parse_kind(std::string_view text, std::string_view field) {
   for (std::size_t i = 0; i < kKindNames.size(); ++i)
@@ -34,6 +34,7 @@ const std::set<std::string_view>& keys_for(op_kind k) {
       {op_kind::gcn, {"prefix", "in", "out", "add_self_loops", "normalize", "improved", "bias", "norm"}},
       {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias", "relation"}},
       {op_kind::gin, {"prefix", "in", "eps"}},
+      {op_kind::gine, {"prefix", "in", "eps", "edge_dim"}},
       {op_kind::gatv2, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
       {op_kind::transformer, {"prefix", "in", "out", "heads", "concat", "beta", "root_weight", "bias", "qkv_bias"}},
       {op_kind::res_gated, {"prefix", "in", "out", "root_weight", "bias", "qkv_bias"}},
@@ -92,7 +93,7 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
                         field, key, kind);
   }
   if (op.kind == op_kind::leaky_relu) op.negative_slope = 0.01f;
-  if (op.kind == op_kind::gin) op.eps = 0.0f;
+  if (op.kind == op_kind::gin || op.kind == op_kind::gine) op.eps = 0.0f;
   if (is_gcn_normalised(op.kind)) op.normalize = true;  // GCNConv's default (SAGEConv's is false)
   SPINDLE_TRY(read(t, "name", op.name, field));
   if (const toml::node* n = t.get("inputs")) {
@@ -126,6 +127,7 @@ expected<gnn_op> parse_op(const toml::table& t, const std::string& field) {
   SPINDLE_TRY(read(t, "eps", op.eps, field));
   SPINDLE_TRY(read(t, "affine", op.affine, field));
   SPINDLE_TRY(read(t, "channels", op.channels, field));
+  SPINDLE_TRY(read(t, "edge_dim", op.edge_dim, field));
   if (t.get("relation")) SPINDLE_TRY(read(t, "relation", op.relation, field));
   if (op.relation >= 0 && op.project)
     return make_error(errc::invalid_argument, "{}: project = true on an edge type is not served",
@@ -155,7 +157,7 @@ std::string_view to_string(op_kind k) { return kKindNames[std::size_t(k)]; }
 bool is_message_passing(op_kind k) {
   return k == op_kind::sage || k == op_kind::gcn || k == op_kind::gat || k == op_kind::gin ||
          k == op_kind::gatv2 || k == op_kind::transformer || k == op_kind::res_gated ||
-         k == op_kind::gcn_propagate;
+         k == op_kind::gcn_propagate || k == op_kind::gine;
 }
 
 bool is_gcn_normalised(op_kind k) { return k == op_kind::gcn || k == op_kind::gcn_propagate; }
@@ -332,6 +334,34 @@ status validate_decoder_ops(std::vector<gnn_op>& ops, int width) {
   return status::ok();
 }
 
+bool reads_edge_attr(const std::vector<gnn_op>& ops) {
+  return std::any_of(ops.begin(), ops.end(),
+                     [](const gnn_op& op) { return op.kind == op_kind::gine; });
+}
+
+status check_edge_attr(const std::vector<gnn_op>& ops, std::int64_t cols,
+                       std::string_view dataset) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    if (op.kind != op_kind::gine) continue;
+    if (cols <= 0)
+      return make_error(errc::invalid_argument,
+                        "op[{}] (gine, {}) reads edge attributes, and dataset {} has none "
+                        "(edge_attr.npy: prepare it from a save_graph folder whose graph has "
+                        "edge_attr)",
+                        i, op.prefix, dataset);
+    const std::int64_t want = op.edge_dim > 0 ? op.edge_dim : op.width;
+    if (cols != want)
+      return make_error(errc::invalid_argument,
+                        "op[{}] (gine, {}) reads edge attributes {} wide ({}), and dataset {} has "
+                        "{} columns (edge_attr.npy)",
+                        i, op.prefix, want,
+                        op.edge_dim > 0 ? "its edge_dim" : "no edge_dim: as wide as its input",
+                        dataset, cols);
+  }
+  return status::ok();
+}
+
 std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table) {
   std::string s;
   for (const auto& op : ops) {
@@ -359,6 +389,7 @@ std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table) 
     if (has("affine")) s += fmt::format("affine = {}\n", op.affine);
     if (has("approximate")) s += fmt::format("approximate = \"{}\"\n", op.approximate_tanh ? "tanh" : "none");
     if (has("channels")) s += fmt::format("channels = {}\n", op.channels);
+    if (has("edge_dim") && op.edge_dim) s += fmt::format("edge_dim = {}\n", op.edge_dim);
     if (has("relation") && op.relation >= 0) s += fmt::format("relation = {}\n", op.relation);
   }
   return s;

@@ -34,6 +34,7 @@ enum class op_kind {
   gcn_propagate,  // D^-1/2 (A [+ I]) D^-1/2 x without weights: one hop of SGConv or TAGConv
   scale,       // alpha * x (to_hetero's mean over edge types: their sum over the count)
   mean,        // elementwise mean of the inputs (HeteroConv's aggr="mean")
+  gine,        // PyG GINEConv's (1 + eps) x_i + sum_j ReLU(x_j + e_ji); edge_dim; nn follows as ops
 };
 std::string_view to_string(op_kind k);
 bool is_message_passing(op_kind k);
@@ -65,6 +66,9 @@ struct gnn_op {
   bool affine = true;           // batch_norm, layer_norm
   bool approximate_tanh = false;  // gelu(approximate="tanh")
   int channels = 1;               // prelu: 1 or the width
+  /// gine: GINEConv's edge_dim, the edge attributes' width (e_ji = lin(edge_attr),
+  /// tensors <prefix>.lin.weight and .lin.bias); 0: e_ji = edge_attr, as wide as x.
+  int edge_dim = 0;
   int width = 0;                  // the width it produces (filled by validate_ops)
   /// Typed models (config/model_types.hpp): the model's edge type whose edges this
   /// message-passing op reads (-1: every edge). With two inputs it is bipartite:
@@ -85,6 +89,13 @@ expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out);
 /// pair's embeddings "z_src" and "z_dst" (`width` wide each; the first op reads
 /// z_src unless it names its inputs), ending in one column, the score. Fills widths.
 status validate_decoder_ops(std::vector<gnn_op>& ops, int width);
+/// Whether any op reads edge attributes (gine).
+bool reads_edge_attr(const std::vector<gnn_op>& ops);
+/// Checks a validated stack's edge-attribute ops against the served graph's
+/// attributes (`cols` wide, 0: the dataset has none, `dataset` naming it): each
+/// gine op needs them, edge_dim (or without it, its input width) wide.
+status check_edge_attr(const std::vector<gnn_op>& ops, std::int64_t cols,
+                       std::string_view dataset);
 /// The `[[table]]` tables of `ops` (what to_toml writes for a stack model: "op",
 /// and a link model's "decoder_op").
 std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table = "op");

@@ -1,5 +1,6 @@
 #include "graph/dataset.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/log.hpp"
@@ -98,6 +99,13 @@ expected<dataset> dataset::open(const std::string& dir, open_options options) {
   if (m.arrays.count("edge_weight")) {
     SPINDLE_TRY(status_in_dir(expect_shape(m.arrays.at("edge_weight"), {m.num_edges})));
     SPINDLE_ASSIGN_OR_RETURN(d.graph_.edge_weight, d.files_.at("edge_weight").as<float>());
+  }
+  if (m.arrays.count("edge_attr")) {
+    const auto& r = m.arrays.at("edge_attr");
+    const std::int64_t k = r.shape.size() == 2 ? r.shape[1] : 0;
+    SPINDLE_TRY(status_in_dir(expect_shape(r, {m.num_edges, std::max<std::int64_t>(k, 1)})));
+    SPINDLE_ASSIGN_OR_RETURN(d.edge_attr_, d.files_.at("edge_attr").as<float>());
+    d.edge_attr_cols_ = k;
   }
   SPINDLE_TRY(status_in_dir(d.open_types()));
   SPINDLE_TRY(status_in_dir(validate_csr(d.graph_)));

@@ -105,6 +105,10 @@ class dataset {
   /// memory-mapped; a serving process would otherwise take a page fault on each
   /// row's first read, hundreds of microseconds per cold batch). Idempotent.
   void warm_features() const;
+  /// Row-major float32 [num_edges, edge_attr_cols()]: row e is the attributes of the
+  /// edge at CSR position e (edge_attr.npy); empty when the graph has none.
+  std::span<const float> edge_attr() const { return edge_attr_; }
+  std::int64_t edge_attr_cols() const { return edge_attr_cols_; }
   std::span<const double> psgs() const { return psgs_; }  // empty when not computed
   std::span<const double> fap() const { return fap_; }
   /// Class of each node, -1 where the input had none (OGB's nan); empty when unlabelled.
@@ -142,6 +146,8 @@ class dataset {
   std::map<std::string, npy_array> files_;
   csr_view graph_;
   std::span<const float> features_;
+  std::span<const float> edge_attr_;
+  std::int64_t edge_attr_cols_ = 0;
   std::span<const std::int64_t> part_rows_;  // a partition's nodes, ascending
   std::span<const float> part_features_;     // their rows, in that order
   std::span<const double> psgs_, fap_;

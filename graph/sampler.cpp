@@ -13,6 +13,7 @@ struct chunk_result {
   std::vector<std::int64_t> globals;
   std::vector<std::int64_t> row_sizes;
   std::vector<std::int16_t> types;  // typed graphs: each global's edge type
+  std::vector<std::int64_t> ids;    // with edge_ids: each global's CSR position
 };
 
 // Per-thread scratch reused across calls, so steady-state sampling allocates
@@ -25,6 +26,7 @@ struct thread_scratch {
   std::vector<std::int64_t> globals;
   std::vector<std::int64_t> row_sizes;
   std::vector<std::int16_t> types;     // typed graphs: each global's edge type
+  std::vector<std::int64_t> ids;       // with edge_ids: each global's CSR position
   std::vector<std::int64_t> frontier;  // sample_with_drawer's hop rows
   std::vector<std::int64_t> row;       // a row read through a graph delta
   std::vector<float> row_weights;
@@ -38,12 +40,16 @@ thread_scratch& scratch() {
 // The draws of one row of `deg` neighbours: all of them, or `fanout` picked
 // as PyG does (by weight when asked); `at(i)` is the i-th neighbour. `stream`
 // keys the draws with (seed, node): the hop, and on typed graphs the edge type.
+// With `ids`, each draw's CSR position (`first` + its index in the row) too.
 template <class At>
 void draw_row(std::int64_t v, std::int64_t deg, const float* weights, int fanout,
               std::uint64_t stream, const sample_options& o, thread_scratch& s,
-              std::vector<std::int64_t>& out, At&& at) {
+              std::vector<std::int64_t>& out, At&& at, std::int64_t first = 0,
+              std::vector<std::int64_t>* ids = nullptr) {
   if (!o.weighted && (fanout < 0 || deg <= fanout)) {  // common case: take the whole row
     for (std::int64_t e = 0; e < deg; ++e) out.push_back(at(e));
+    if (ids)
+      for (std::int64_t e = 0; e < deg; ++e) ids->push_back(first + e);
     return;
   }
   detail::rng r(o.seed, stream, static_cast<std::uint64_t>(v));
@@ -53,13 +59,15 @@ void draw_row(std::int64_t v, std::int64_t deg, const float* weights, int fanout
   else
     detail::pick_uniform(r, deg, fanout, s.positions);
   for (auto p : s.positions) out.push_back(at(p));
+  if (ids)
+    for (auto p : s.positions) ids->push_back(first + p);
 }
 
 // Appends the global ids of the neighbours sampled for node v at hop `hop`:
 // from the base CSR, or through the graph's delta when it changed v's row or
-// removed nodes.
+// removed nodes (never with `ids`: validate_sample_options refuses edge_ids there).
 void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
-                thread_scratch& s, std::vector<std::int64_t>& out) {
+                thread_scratch& s, std::vector<std::int64_t>& out, std::vector<std::int64_t>* ids) {
   if (g.delta && (!g.delta->removed.empty() || v >= g.num_nodes || g.delta->rows.find(v))) {
     const auto r = read_row(g, *g.delta, v, s.row, s.row_weights);
     draw_row(v, std::int64_t(r.neighbours.size()), r.weights.data(), o.fanouts[hop - 1],
@@ -68,9 +76,10 @@ void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options
     return;
   }
   const std::int64_t begin = g.indptr[v];
-  draw_row(v, g.indptr[v + 1] - begin, g.weighted() ? g.edge_weight.data() + begin : nullptr,
-           o.fanouts[hop - 1], std::uint64_t(hop), o, s, out,
-           [&](std::int64_t i) { return g.neighbour(begin + i); });
+  draw_row(
+      v, g.indptr[v + 1] - begin, g.weighted() ? g.edge_weight.data() + begin : nullptr,
+      o.fanouts[hop - 1], std::uint64_t(hop), o, s, out,
+      [&](std::int64_t i) { return g.neighbour(begin + i); }, begin, ids);
 }
 
 // A typed graph's row: its edges come in one segment per edge type (sorted by
@@ -78,7 +87,7 @@ void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options
 // keyed by (seed, hop, node, type). Appends each draw's type to `types`.
 void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
                       thread_scratch& s, std::vector<std::int64_t>& out,
-                      std::vector<std::int16_t>& types) {
+                      std::vector<std::int16_t>& types, std::vector<std::int64_t>* ids) {
   const std::int64_t end = g.indptr[v + 1];
   const auto& per_type = o.typed_fanouts;
   for (std::int64_t a = g.indptr[v]; a < end;) {
@@ -89,8 +98,9 @@ void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_o
     const std::size_t before = out.size();
     const std::uint64_t stream = std::uint64_t(hop) | (std::uint64_t(t) + 1) << 32;
     if (fanout != 0)
-      draw_row(v, b - a, g.weighted() ? g.edge_weight.data() + a : nullptr, fanout, stream, o, s,
-               out, [&](std::int64_t i) { return g.neighbour(a + i); });
+      draw_row(
+          v, b - a, g.weighted() ? g.edge_weight.data() + a : nullptr, fanout, stream, o, s, out,
+          [&](std::int64_t i) { return g.neighbour(a + i); }, a, ids);
     types.insert(types.end(), out.size() - before, t);
     a = b;
   }
@@ -99,8 +109,10 @@ void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_o
 // Maps sampled global ids to local ids (new ones appended to nodes) and
 // closes one CSR row per entry of row_sizes.
 void append_rows(std::span<const std::int64_t> globals, std::span<const std::int64_t> row_sizes,
-                 std::span<const std::int16_t> types, detail::id_map& map, sampled_subgraph& out) {
+                 std::span<const std::int16_t> types, std::span<const std::int64_t> ids,
+                 detail::id_map& map, sampled_subgraph& out) {
   out.edge_types.insert(out.edge_types.end(), types.begin(), types.end());
+  out.edge_ids.insert(out.edge_ids.end(), ids.begin(), ids.end());
   constexpr std::size_t kAhead = 8;  // hash slots are random: overlap their misses
   map.reserve(globals.size());
   out.indices.reserve(out.indices.size() + globals.size());
@@ -157,16 +169,18 @@ void sample_hop_inline(const csr_view& g, const sample_options& o, int hop, thre
   s.globals.clear();
   s.row_sizes.clear();
   s.types.clear();
+  s.ids.clear();
+  auto* ids = o.edge_ids ? &s.ids : nullptr;
   for (std::int64_t r = begin; r < end; ++r) {
     prefetch_rows(g, out, r, end);
     std::size_t before = s.globals.size();
     if constexpr (Typed)
-      sample_row_typed(g, out.nodes[r], hop, o, s, s.globals, s.types);
+      sample_row_typed(g, out.nodes[r], hop, o, s, s.globals, s.types, ids);
     else
-      sample_row(g, out.nodes[r], hop, o, s, s.globals);
+      sample_row(g, out.nodes[r], hop, o, s, s.globals, ids);
     s.row_sizes.push_back(static_cast<std::int64_t>(s.globals.size() - before));
   }
-  append_rows(s.globals, s.row_sizes, s.types, s.map, out);
+  append_rows(s.globals, s.row_sizes, s.types, s.ids, s.map, out);
 }
 
 // One hop with rows split over the pool; merged in row order so the result
@@ -179,22 +193,25 @@ void sample_hop_pooled(const csr_view& g, const sample_options& o, int hop, thre
   const auto count = static_cast<std::size_t>((end - begin + grain - 1) / grain);
   if (chunks.size() < count) chunks.resize(count);
   for (std::size_t i = 0; i < count; ++i)
-    chunks[i].globals.clear(), chunks[i].row_sizes.clear(), chunks[i].types.clear();
+    chunks[i].globals.clear(), chunks[i].row_sizes.clear(), chunks[i].types.clear(),
+        chunks[i].ids.clear();
   pool.parallel_for(begin, end, grain, [&](std::int64_t lo, std::int64_t hi, std::size_t) {
     thread_scratch& s = scratch();
     chunk_result& c = chunks[static_cast<std::size_t>((lo - begin) / grain)];
+    auto* ids = o.edge_ids ? &c.ids : nullptr;
     for (std::int64_t r = lo; r < hi; ++r) {
       prefetch_rows(g, out, r, hi);
       std::size_t before = c.globals.size();
       if constexpr (Typed)
-        sample_row_typed(g, out.nodes[r], hop, o, s, c.globals, c.types);
+        sample_row_typed(g, out.nodes[r], hop, o, s, c.globals, c.types, ids);
       else
-        sample_row(g, out.nodes[r], hop, o, s, c.globals);
+        sample_row(g, out.nodes[r], hop, o, s, c.globals, ids);
       c.row_sizes.push_back(static_cast<std::int64_t>(c.globals.size() - before));
     }
   });
   for (std::size_t i = 0; i < count; ++i)
-    append_rows(chunks[i].globals, chunks[i].row_sizes, chunks[i].types, caller.map, out);
+    append_rows(chunks[i].globals, chunks[i].row_sizes, chunks[i].types, chunks[i].ids, caller.map,
+                out);
 }
 
 status validate_call(const csr_view& g, std::span<const std::int64_t> seeds,
@@ -215,6 +232,7 @@ status sample_hops(const csr_view& g, std::span<const std::int64_t> seeds, const
   out.seed_local.clear();
   out.indices.clear();
   out.edge_types.clear();
+  out.edge_ids.clear();
   add_seeds(seeds, s.map, out);
   for (int hop = 1; hop <= static_cast<int>(o.fanouts.size()); ++hop) {
     run_hop(hop, s, out);
@@ -294,6 +312,10 @@ status validate_sample_options(const csr_view& g, const sample_options& o) {
   if (o.weighted && !g.weighted())
     return make_error(errc::invalid_argument,
                       "weighted sampling asked but the graph has no edge_weight");
+  if (o.edge_ids && g.delta)
+    return make_error(errc::unsupported,
+                      "edge_ids: a graph with live updates has no CSR position for its changed "
+                      "edges; models reading edge attributes are served on static graphs");
   return validate_typed_options(g, o);
 }
 
@@ -303,6 +325,10 @@ status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds
   if (g.typed())
     return make_error(errc::unsupported,
                       "sample_with_drawer: the device draw does not sample typed graphs");
+  if (o.edge_ids)
+    return make_error(errc::unsupported,
+                      "sample_with_drawer: edge_ids: the device draw returns neighbours, not their "
+                      "CSR positions (models reading edge attributes are sampled on the host)");
   status failed = status::ok();
   auto st =
       sample_hops(g, seeds, o, result, [&](int hop, thread_scratch& s, sampled_subgraph& out) {
@@ -316,7 +342,7 @@ status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds
         if (failed.is_ok() && s.row_sizes.size() != s.frontier.size())
           failed = make_error(errc::internal, "hop {}: {} row sizes for {} rows", hop,
                               s.row_sizes.size(), s.frontier.size());
-        if (failed.is_ok()) append_rows(s.globals, s.row_sizes, {}, s.map, out);
+        if (failed.is_ok()) append_rows(s.globals, s.row_sizes, {}, {}, s.map, out);
       });
   SPINDLE_TRY(st);
   return failed;

@@ -27,6 +27,10 @@ struct sample_options {
   /// none), one row per hop of `fanouts` (which still sets the hop count).
   /// Empty: fanouts[k-1] applies to each edge type separately.
   std::vector<std::vector<int>> typed_fanouts;
+  /// Record each sampled edge's CSR position (sampled_subgraph::edge_ids), for
+  /// models reading edge attributes. Off: nothing recorded, nothing spent. Refused
+  /// through a graph delta (its changed rows have no positions in the base CSR).
+  bool edge_ids = false;
 };
 
 /// One layer's message-flow graph: dst nodes are local ids [0, num_dst), src
@@ -52,6 +56,9 @@ struct sampled_subgraph {
   std::vector<std::int32_t> indices;
   /// Edge type of each sampled edge (parallel to indices) on a typed graph; empty otherwise.
   std::vector<std::int16_t> edge_types;
+  /// With sample_options::edge_ids: each sampled edge's position in the graph's
+  /// CSR (parallel to indices: its row of dataset::edge_attr()); empty otherwise.
+  std::vector<std::int64_t> edge_ids;
 
   int num_hops() const { return static_cast<int>(hop_end.size()) - 1; }
   std::int64_t num_edges() const { return static_cast<std::int64_t>(indices.size()); }
@@ -67,7 +74,7 @@ struct sampled_subgraph {
 status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds);
 /// Error when the options do not fit the graph (weighted without weights, no
 /// hops, typed_fanouts of the wrong shape or on an untyped graph, a typed graph
-/// read through a graph delta).
+/// or edge_ids read through a graph delta).
 status validate_sample_options(const csr_view& g, const sample_options& options);
 
 class sampling_executor {
@@ -98,7 +105,8 @@ using hop_drawer =
 
 /// The inline executor's frame (validation, seeds, local ids, CSR) with every
 /// hop drawn by `draw`: what a device executor runs. Same draws, same subgraph.
-/// Untyped graphs only (a typed one is refused).
+/// Untyped graphs only (a typed one is refused), without edge_ids (refused: the
+/// drawer returns neighbours, not their CSR positions).
 status sample_with_drawer(const csr_view& g, std::span<const std::int64_t> seeds,
                           const sample_options& options, const hop_drawer& draw,
                           sampled_subgraph& out);

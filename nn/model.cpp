@@ -303,6 +303,8 @@ bool model::needs_degrees() const {
   return false;
 }
 
+bool model::needs_edge_attr() const { return config::reads_edge_attr(desc_.ops); }
+
 bool model::graph_degrees() const {
   for (const auto& op : desc_.ops)
     if (config::is_gcn_normalised(op.kind) && op.normalize && op.norm == config::gcn_norm::graph)

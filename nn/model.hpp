@@ -68,6 +68,9 @@ class model {
   /// graph's (a stack's GCNConv with norm = "graph") rather than the sampled block's.
   bool needs_degrees() const;
   bool graph_degrees() const;
+  /// Whether forward() reads the blocks' edge attributes (a gine op), and how
+  /// wide they must be (config::edge_attr_width).
+  bool needs_edge_attr() const;
   std::size_t weight_bytes() const;
   const tensor& param(const std::string& name) const { return params_.at(name); }
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }

@@ -30,6 +30,10 @@ struct block {
   std::span<const std::int32_t> indices;
   /// A typed graph's edge type of each edge, parallel to `indices` (empty: untyped).
   std::span<const std::int16_t> edge_types;
+  /// The attributes of each edge, row-major [edges x edge_attr_cols], row e for
+  /// indices[e] (empty unless the model reads edge attributes: gine).
+  std::span<const float> edge_attr;
+  std::int64_t edge_attr_cols = 0;
   std::int64_t num_edges() const { return indptr.empty() ? 0 : indptr[num_dst] - indptr[0]; }
 };
 

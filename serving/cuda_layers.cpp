@@ -27,8 +27,9 @@ bool device_model::supports(const nn::model& m) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const auto k = ops[i].kind;
       if (k == config::op_kind::gat && !ops[i].add_self_loops) return false;
-      if (k == config::op_kind::mul || k == config::op_kind::scale || k == config::op_kind::mean)
-        return false;  // no device kernel yet: the host serves it
+      if (k == config::op_kind::mul || k == config::op_kind::scale || k == config::op_kind::mean ||
+          k == config::op_kind::gine)
+        return false;  // no device kernel yet (gine: edge attributes): the host serves it
       if ((k == config::op_kind::log_softmax || k == config::op_kind::softmax) && i + 1 != ops.size())
         return false;
     }

@@ -13,6 +13,7 @@
 #include "core/checksum.hpp"
 #include "graph/metrics.hpp"
 #include "nn/link_decoder.hpp"
+#include "serving/edge_attr_rows.hpp"
 #include "serving/typed_calls.hpp"
 
 namespace spindle::serving {
@@ -108,6 +109,8 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
   }
   per_request_ = model_.desc().sampling == "per_request";
   if (auto st = check_self_loop_semantics(model_.desc(), ds_.graph()); !st) setup_error_ = st;
+  if (auto st = check_edge_attr(ds_, model_); !st) setup_error_ = st;
+  options_.edge_ids = model_.needs_edge_attr();  // sampled on the host (their CSR positions)
   if (model_.desc().arch == config::model_arch::stack && model_.graph_degrees())
     graph_neighbours_ = graph_neighbour_counts(ds_.graph());
 }
@@ -120,7 +123,7 @@ status gnn_pipeline::set_fanouts(std::vector<int> fanouts) {
   options_.fanouts = std::move(fanouts);
   if (model_.desc().typed())
     options_.typed_fanouts = typed_fanouts(model_.desc(), relation_of_type_, options_.fanouts);
-  setup_error_ = status::ok();
+  setup_error_ = check_edge_attr(ds_, model_);
   return status::ok();
 }
 
@@ -201,7 +204,8 @@ float gnn_pipeline::graph_degree(const graph::csr_view& graph, std::int64_t v) c
 batch_executor& gnn_pipeline::executor_for(psgs_router::choice c) {
   if (c == psgs_router::choice::small) return small_;
   // A typed graph is sampled on the host (the device draw takes one edge type).
-  return device_ && !model_.desc().typed() ? *device_ : static_cast<batch_executor&>(large_);
+  const bool device = device_ && !model_.desc().typed() && !options_.edge_ids;
+  return device ? *device_ : static_cast<batch_executor&>(large_);
 }
 
 prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
@@ -305,10 +309,13 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
   else
     ex.gather(ds_.features(), f, sub.nodes, g.features.data());  // a static graph
   res.times.gather_s += since(t0);
+  if (options_.edge_ids) gather_edge_attr(ds_, sub, g.edge_attr);
+  const std::int64_t k = options_.edge_ids ? ds_.edge_attr_cols() : 0;
   g.blocks.clear();
-  for (int l = 0; l < sub.num_hops(); ++l) {
+  for (int l = 0; l < sub.num_hops(); ++l) {  // a block's edges are the first of sub's
     auto b = sub.layer_block(l);
-    g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices, b.edge_types});
+    const auto attr = std::span<const float>(g.edge_attr).first(std::size_t(k) * b.indices.size());
+    g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices, b.edge_types, attr, k});
   }
   if (model_.desc().typed()) {
     g.row_types.resize(sub.nodes.size());

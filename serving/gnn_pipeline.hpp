@@ -131,6 +131,7 @@ struct prepared_batch {
     std::vector<float> features;  // [sub.nodes x F]
     std::vector<nn::block> blocks;
     std::vector<float> degree;  // GCN only
+    std::vector<float> edge_attr;  // models reading edge attributes: a row per sampled edge
     std::size_t output = 0;     // a typed model's output answering the members' node type
     std::vector<std::int16_t> row_types;  // typed models: each sampled node's (model's) type
     bool ready = false;         // sampled and gathered; false: members hold the error

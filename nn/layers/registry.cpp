@@ -42,6 +42,7 @@ const layer_kind& layer_of(config::op_kind kind) {
     case op_kind::softmax: return layers::softmax;
     case op_kind::scale: return layers::scale;
     case op_kind::mean: return layers::mean;
+    case op_kind::gine: return layers::gine;
   }
   return unknown;
 }

@@ -8,7 +8,7 @@
 
 namespace spindle::nn::layers {
 
-extern const layer_kind sage, gcn, gat, gin, gatv2, transformer, res_gated,
+extern const layer_kind sage, gcn, gat, gin, gine, gatv2, transformer, res_gated,
     gcn_propagate;                                                      // message passing
 extern const layer_kind linear_layer;                                   // linear.cpp
 extern const layer_kind batch_norm, layer_norm;                         // norms.cpp

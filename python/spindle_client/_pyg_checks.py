@@ -50,6 +50,7 @@ _HONOURED = {
     "GATConv": {"in_channels", "out_channels", "heads", "concat", "negative_slope",
                 "add_self_loops", "edge_dim", "bias"},
     "GINConv": {"nn", "eps"},
+    "GINEConv": {"nn", "eps", "edge_dim"},
     # Served as the ops they equal: GraphConv is SAGEConv's sum (lin_rel on the
     # aggregated neighbours, with bias, plus lin_root on the node); SGConv with
     # K=1 is GCNConv with its Linear after the propagation (both are linear).
@@ -64,7 +65,7 @@ _HONOURED = {
     "TAGConv": {"in_channels", "out_channels", "K", "bias", "normalize"},
 }
 _NO_EFFECT = {"SAGEConv": set(), "GCNConv": {"cached"}, "GATConv": {"dropout", "fill_value"},
-              "GINConv": {"train_eps"}, "GraphConv": set(), "SGConv": {"cached"},
+              "GINConv": {"train_eps"}, "GINEConv": {"train_eps"}, "GraphConv": set(), "SGConv": {"cached"},
               "GATv2Conv": {"dropout", "fill_value"}, "TransformerConv": {"dropout"},
               "ResGatedGraphConv": set(), "TAGConv": set()}
 _MISSING = object()

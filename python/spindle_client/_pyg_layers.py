@@ -1,5 +1,6 @@
 """Translations of the PyG layers served as several ops or with attention:
-GATv2Conv, TransformerConv, ResGatedGraphConv, SGConv and TAGConv. Each takes
+GATv2Conv, TransformerConv, ResGatedGraphConv, SGConv, TAGConv and GINEConv (with
+the edge attributes it reads). Each takes
 the Translator `t`, the fx node, the layer, its module path, the op name of its
 input and the fx value map; it records the tensors the ops read and emits them.
 A layer's op (or its last op) carries the fx node's name, so a call's named
@@ -178,3 +179,39 @@ def tag_conv(t, node, conv, path, src, value):
                              **{"in": inw, "out": out, "bias": bias}))
     check_all_written(conv, path, names)
     value[node] = t._emit(node.name, "add", parts, out)
+
+
+def check_edge_attr_arg(t, kind, path, attr):
+    """A conv's edge_attr argument: GINEConv's must be forward's edge_attr; any
+    other layer given edge attributes is refused by name."""
+    if attr is None:
+        if kind == "GINEConv":
+            raise ExportError(f"{path}: GINEConv must be called as conv(x, edge_index, edge_attr) "
+                              f"with forward's edge_attr")
+        return
+    if kind != "GINEConv":
+        raise ExportError(f"{path}: {kind} with edge attributes is not served (Spindle serves "
+                          f"edge attributes for GINEConv only)")
+    if attr is not t.edge_attr:
+        raise ExportError(f"{path}: GINEConv's edge_attr must be forward's edge_attr as given "
+                          f"(attributes computed in forward are not served)")
+
+
+def gine(t, node, conv, path, src, value):
+    """GINEConv: the gine op (eps; lin.weight and lin.bias with edge_dim) and its nn
+    as ops, as GINConv's. Every gine op of a model reads attributes of one width."""
+    import torch
+    lin, written, fields = getattr(conv, "lin", None), [], {}
+    if lin is not None:
+        if isinstance(lin.weight, torch.nn.parameter.UninitializedParameter) or lin.bias is None:
+            raise ExportError(f"{path}.lin: a lazy or bias-free edge projection is not served")
+        fields["edge_dim"] = int(lin.weight.shape[1])
+        written = ["lin.weight", "lin.bias"]
+        for n in written:
+            _tensor(t, f"{path}.{n}", getattr(lin, n.split(".")[1]))
+    t._gin(node, conv, path, src, value, "gine", written, **fields)
+    width = fields.get("edge_dim", t.width[src])
+    if t.edge_attr_width not in (None, width):
+        raise ExportError(f"{path}: reads edge attributes {width} wide, an earlier GINEConv "
+                          f"{t.edge_attr_width}; a graph's edge attributes have one width")
+    t.edge_attr_width = width

@@ -1,5 +1,6 @@
 """Traces a user's PyG module with torch.fx for the exporter (_pyg_translate):
-a wrapper whose forward takes exactly (x, edge_index), PyG's layers and torch's
+a wrapper whose forward takes exactly (x, edge_index), or (x, edge_index,
+edge_attr) when the module's takes edge_attr third, PyG's layers and torch's
 norms and activations kept as leaves, and the helpers that read in-place calls
 and drop arguments left at None."""
 import inspect
@@ -31,8 +32,19 @@ def _leaf_types():
     return tuple(leaves)
 
 
+def takes_edge_attr(module):
+    """Whether module's forward takes edge_attr as its third positional argument."""
+    forward = getattr(type(module), "forward", None)
+    if forward is None:
+        return False
+    params = list(inspect.signature(forward).parameters.values())[1:]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 and positional[2].name == "edge_attr"
+
+
 def _positional_wrapper(module, n_args, what):
-    """A module whose forward takes exactly n_args tensors and calls `module` with them."""
+    """A module whose forward takes exactly n_args tensors and calls `module` with
+    them: (x), (x, edge_index) or (x, edge_index, edge_attr)."""
     import torch
     forward = getattr(type(module), "forward", None)
     if forward is None or forward is torch.nn.Module.forward:
@@ -56,7 +68,9 @@ def _positional_wrapper(module, n_args, what):
             super().__init__()
             self.m = module
 
-    if n_args == 2:
+    if n_args == 3:
+        _Wrapper.forward = lambda self, x, edge_index, edge_attr: self.m(x, edge_index, edge_attr)
+    elif n_args == 2:
         _Wrapper.forward = lambda self, x, edge_index: self.m(x, edge_index)
     else:
         _Wrapper.forward = lambda self, x: self.m(x)

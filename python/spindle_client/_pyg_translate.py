@@ -14,12 +14,12 @@ import operator
 
 from ._pyg_checks import (aggregation_of, check_all_written, check_conv_options,  # noqa: F401
                           check_modules_are_plain, check_supported_shape, gcn_improved_in_effect)
-from ._pyg_trace import _PATH, _in_place, _strip_none, trace
+from ._pyg_trace import _PATH, _in_place, _strip_none, takes_edge_attr, trace
 from ._verify import ExportError
 
 
 MESSAGE_PASSING = {"sage", "gcn", "gat", "gin", "gatv2", "transformer", "res_gated",
-                   "gcn_propagate"}
+                   "gcn_propagate", "gine"}
 
 
 class Translator:
@@ -31,14 +31,17 @@ class Translator:
         self.names = set()
         self.produced_by = {}    # op name -> the top-level fx node whose value it is
         self.gm = None           # the traced wrapper (for the check's per-node values)
+        self.edge_attr = None    # forward's edge_attr placeholder, when it takes one
+        self.edge_attr_width = None  # the edge attributes' width its gine ops read
 
     # --- the top-level module -------------------------------------------------
     def run(self):
         model = self.model  # in eval mode (the caller's, who restores each module's)
         check_supported_shape(model)
-        graph, self.gm = trace(model, type(model).__name__)
+        graph, self.gm = trace(model, type(model).__name__, 3 if takes_edge_attr(model) else 2)
         value = {}
-        x_node, self.edge_index = [n for n in graph.nodes if n.op == "placeholder"]
+        x_node, self.edge_index, *attr = [n for n in graph.nodes if n.op == "placeholder"]
+        self.edge_attr = attr[0] if attr else None
         value[x_node] = "x"
         result = self._walk(graph, value, self.gm, prefix="", top=True)
         if self.width["x"] is None:
@@ -261,6 +264,7 @@ class Translator:
                               f"two embeddings, with no graph to pass messages over")
         served = {"SAGEConv": self._sage, "GCNConv": self._gcn, "GATConv": self._gat,
                   "GINConv": self._gin, "GraphConv": self._graph_conv,
+                  "GINEConv": lambda *a: layers.gine(self, *a),
                   "SGConv": lambda *a: layers.sg_conv(self, *a),
                   "GATv2Conv": lambda *a: layers.gatv2(self, *a),
                   "TransformerConv": lambda *a: layers.transformer(self, *a),
@@ -270,6 +274,8 @@ class Translator:
             raise ExportError(f"{path}: {kind} is not supported (Spindle serves "
                               f"{', '.join(sorted(served))})")
         args, kwargs = _strip_none(node.args, node.kwargs)
+        attr = args.pop(2) if len(args) == 3 else kwargs.pop("edge_attr", None)
+        layers.check_edge_attr_arg(self, kind, path, attr)
         if len(args) != 2 or kwargs:
             extra = ", ".join(list(kwargs)) or f"{len(args)} arguments"
             raise ExportError(f"{path}: {kind} must be called as conv(x, edge_index) ({extra}: "
@@ -353,12 +359,13 @@ class Translator:
                                     "add_self_loops": bool(conv.add_self_loops),
                                     "bias": conv.bias is not None})
 
-    def _gin(self, node, conv, path, src, value):
-        check_all_written(conv, path, ["eps"], inner_prefix="nn.")
+    def _gin(self, node, conv, path, src, value, kind="gin", written=(), **fields):
+        """GINConv (and GINEConv, _pyg_layers.gine): its aggregation op, then its nn."""
+        check_all_written(conv, path, ["eps", *written], inner_prefix="nn.")
         eps = float(conv.eps.detach().reshape(-1)[0])
         self.tensors[f"{path}.eps"] = conv.eps.detach().float().cpu().reshape(1)
         w = self.width[src]
-        agg = self._emit(node.name + "_aggregate", "gin", [src], w, prefix=path, eps=eps)
+        agg = self._emit(node.name + "_aggregate", kind, [src], w, prefix=path, eps=eps, **fields)
         # GINConv's nn, translated into ops on the aggregated value.
         graph, gm = trace(conv.nn, f"{path}.nn", n_args=1)
         inner = {}
@@ -371,8 +378,8 @@ class Translator:
         if self.width[src] is None:  # x's width, learnt from the nn's first Linear
             self.width[src] = self.width[agg]
         if self.width[agg] != self.width[src]:
-            raise ExportError(f"{path}.nn: reads {self.width[agg]} columns, GINConv's input has "
-                              f"{self.width[src]}")
+            raise ExportError(f"{path}.nn: reads {self.width[agg]} columns, "
+                              f"{type(conv).__name__}'s input has {self.width[src]}")
 
     # --- functions and methods ------------------------------------------------------
     def _function(self, node, value):

@@ -5,7 +5,10 @@ refuses the export, naming the first op whose output differs.
 
 The generated check graph exercises what aggregation depends on: self-loops (a
 node with two), repeated edges, isolated nodes, a node that only sends, and a
-hub with a high in-degree. The user's own graph is checked too when given."""
+hub with a high in-degree. The user's own graph is checked too when given.
+A check graph is (label, x, edge_index, edge_attr), edge_attr None unless the
+model reads edge attributes (GINEConv); with them, Spindle reads the graph as
+save_graph writes it (`spindle model verify --graph`)."""
 import os
 import shutil
 import subprocess
@@ -54,12 +57,34 @@ def generated_graph(in_width, seed=0, self_loops=True):
     return label, x, ei
 
 
-def user_graph(check):
-    """(label, x, edge_index) from check=(x, edge_index) (tensors or arrays)."""
+def with_edge_attr(graph, width, seed=0):
+    """A generated (label, x, edge_index) with random edge attributes `width` wide
+    (or None without a width)."""
     import numpy as np
-    if not (isinstance(check, (tuple, list)) and len(check) == 2):
-        raise ExportError("check must be True, False or (x, edge_index)")
-    x, ei = (np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t) for t in check)
+    label, x, ei = graph
+    if width is None:
+        return label, x, ei, None
+    ea = np.random.default_rng(seed + 1).standard_normal((ei.shape[1], width)).astype(np.float32)
+    return f"{label}, edge attributes {width} wide", x, ei, ea
+
+
+def _arrays(check):
+    """(x, edge_index, edge_attr or None) of check=(x, edge_index[, edge_attr]) or a Data."""
+    import numpy as np
+    if hasattr(check, "edge_index") and hasattr(check, "x"):
+        check = (check.x, check.edge_index, getattr(check, "edge_attr", None))
+    if not (isinstance(check, (tuple, list)) and len(check) in (2, 3)):
+        raise ExportError("check must be True, False, (x, edge_index), (x, edge_index, "
+                          "edge_attr) or a Data")
+    check = tuple(check) + (None,) * (3 - len(check))
+    return tuple(None if t is None else
+                 np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t) for t in check)
+
+
+def user_graph(check):
+    """(label, x, edge_index, edge_attr) from check (tensors or arrays; see _arrays)."""
+    import numpy as np
+    x, ei, ea = _arrays(check)
     if x.ndim != 2:
         raise ExportError(f"check: x has shape {list(x.shape)}; expected [nodes, features]")
     if ei.ndim != 2 or ei.shape[0] != 2:
@@ -71,7 +96,11 @@ def user_graph(check):
     if ei.size and ei.max() >= x.shape[0]:
         raise ExportError(f"check: edge_index holds node {int(ei.max())}, x has {x.shape[0]} rows")
     x, ei = x.astype(np.float32), ei.astype(np.int64)
-    return f"yours: {x.shape[0]} nodes, {ei.shape[1]} edges", x, ei
+    if ea is not None and (ea.ndim != 2 or ea.shape[0] != ei.shape[1]):
+        raise ExportError(f"check: edge_attr has shape {list(ea.shape)}; expected [edges, k] "
+                          f"with {ei.shape[1]} edges")
+    ea = None if ea is None else ea.astype(np.float32)
+    return f"yours: {x.shape[0]} nodes, {ei.shape[1]} edges", x, ei, ea
 
 
 def relative_difference(got, want):
@@ -88,16 +117,30 @@ def relative_difference(got, want):
     return float(np.abs(got - want).max()) / scale if want.size else 0.0
 
 
-def run_spindle(binary, model_dir, x, ei, n_ops):
-    """Each op's output of Spindle's forward over every node of (x, edge_index)."""
+def _graph_args(tmp, x, ei, ea):
+    """`model verify`'s graph: --x and --edge-index, or with edge attributes a
+    save_graph folder (--graph)."""
+    import numpy as np
+    if ea is not None:
+        import torch
+        from torch_geometric.data import Data
+        from ._graph_save import save_graph
+        data = Data(x=torch.from_numpy(x), edge_index=torch.from_numpy(ei),
+                    edge_attr=torch.from_numpy(ea))
+        save_graph(data, os.path.join(tmp, "graph"))
+        return ["--graph", os.path.join(tmp, "graph")]
+    np.save(os.path.join(tmp, "x.npy"), x)
+    np.save(os.path.join(tmp, "edge_index.npy"), ei)
+    return ["--x", os.path.join(tmp, "x.npy"), "--edge-index", os.path.join(tmp, "edge_index.npy")]
+
+
+def run_spindle(binary, model_dir, x, ei, n_ops, ea=None):
+    """Each op's output of Spindle's forward over every node of (x, edge_index[, edge_attr])."""
     import numpy as np
     with tempfile.TemporaryDirectory(prefix="spindle-check-") as tmp:
-        np.save(os.path.join(tmp, "x.npy"), x)
-        np.save(os.path.join(tmp, "edge_index.npy"), ei)
         out = os.path.join(tmp, "out")
         cmd = [binary, "--log-level", "warn", "model", "verify", model_dir,
-               "--x", os.path.join(tmp, "x.npy"), "--edge-index", os.path.join(tmp, "edge_index.npy"),
-               "--out", out]
+               *_graph_args(tmp, x, ei, ea), "--out", out]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         if r.returncode != 0:
             raise ExportError(f"Spindle could not run the exported model (`{binary} model verify` "
@@ -129,7 +172,7 @@ def spindle_scores(binary, model_dir, x, ei, pairs):
         return np.load(os.path.join(out, "scores.npy"))
 
 
-def module_values(gm, x, ei):
+def module_values(gm, x, ei, ea=None):
     """The traced module's value at every top-level fx node (cloned when made)."""
     import torch
     import torch.fx
@@ -148,7 +191,7 @@ def module_values(gm, x, ei):
         for m, a, _ in saved:
             setattr(m, a, None)
         with torch.no_grad():
-            _Recorder(gm).run(torch.from_numpy(x), torch.from_numpy(ei))
+            _Recorder(gm).run(*(torch.from_numpy(a) for a in (x, ei, ea) if a is not None))
     finally:
         for m, a, v in saved:
             setattr(m, a, v)

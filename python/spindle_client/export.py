@@ -11,6 +11,9 @@ PyG's own GCN/GraphSAGE/GAT/GIN classes included) into model.toml's
 C++ forward (`spindle model verify`: the serving path, every neighbour) and the
 module run on the same graphs: a generated one with self-loops, repeated edges,
 isolated nodes and a hub, and the user's when given as check=(x, edge_index).
+A module whose forward(x, edge_index, edge_attr) passes edge_attr to GINEConv is
+served with the dataset's edge attributes: check=(x, edge_index, edge_attr) or a
+Data with edge_attr (the generated graph gets random ones).
 A difference over `tolerance` (relative to the answer's largest value) refuses
 the export, naming the first op that differs; nothing is written. check=False
 writes it unchecked; model.toml's [verified] table says which was done.
@@ -39,7 +42,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     scores pairs from supported ops, an MLP on their concatenation, say).
     fanouts: neighbours sampled per hop when serving (one per message-passing layer,
     -1 = every neighbour); None leaves them to the dataset's. check: True (the
-    generated graph), (x, edge_index) (yours as well), or False (no check).
+    generated graph), (x, edge_index) (yours as well; (x, edge_index, edge_attr) or
+    a Data for a model reading edge attributes), or False (no check).
     spindle: the spindle executable (default $SPINDLE_BINARY, then PATH).
     Typed models (the module to_hetero returns, or one using HeteroConv, whose
     forward takes (x_dict, edge_index_dict)): check=data (a HeteroData) or
@@ -71,7 +75,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
         ops, tensors, in_width, out_width = ex.run()
         decoder_ops = ex.run_decoder(decoder, out_width) if task == "link" else []
         _check_fanouts(ops, fanouts)
-        for label, x, _ in graphs or []:
+        graphs = _edge_attr_graphs(ex, graphs, task)
+        for label, x, *_ in graphs or []:
             if x.shape[1] != in_width:
                 raise ExportError(f"check: x has {x.shape[1]} columns; the model reads {in_width}")
         text = files.model_toml(name, in_width, out_width, fanouts, ops, task=task,
@@ -84,7 +89,8 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
             else:
                 loops = not any(op["kind"] in ("gcn", "gcn_propagate") and op["normalize"] and
                                 not op["add_self_loops"] for op in ops)
-                graphs.insert(0, verify.generated_graph(in_width, self_loops=loops))
+                graphs.insert(0, verify.with_edge_attr(
+                    verify.generated_graph(in_width, self_loops=loops), ex.edge_attr_width))
                 record = _check(model, ex, ops, stage.path, graphs, spindle, tolerance)
                 if task == "link":
                     record["decoder"] = "; ".join(
@@ -134,7 +140,7 @@ def _check_decoder(user, encoder, decoder, model_dir, graph, spindle, tolerance)
     (else the dot product itself). Says what was checked."""
     import numpy as np
     import torch
-    _, x, ei = graph
+    _, x, ei, _ = graph
     rng = np.random.default_rng(1)
     pairs = rng.integers(0, x.shape[0], (64, 2)).astype(np.int64)
     pairs[0] = [0, 0]
@@ -186,22 +192,45 @@ def _check_graphs(check):
     return [verify.user_graph(check)]
 
 
+def _edge_attr_graphs(ex, graphs, task):
+    """The check graphs with the edge attributes the model reads (ex.edge_attr_width
+    wide; the generated graph gets random ones), refused by name where missing;
+    without them for a model whose forward takes none."""
+    width = ex.edge_attr_width
+    if width is not None and task != "node":
+        raise ExportError(f"task={task!r}: a model reading edge attributes (GINEConv) is served "
+                          f"for node answers")
+    out = []
+    for label, x, ei, ea in graphs or []:
+        if ex.edge_attr is None:
+            ea = None
+        elif width is not None and ea is None:
+            raise ExportError(f"check: the model reads edge attributes ({width} wide): give "
+                              f"check=(x, edge_index, edge_attr) or a Data with edge_attr")
+        elif width is not None and ea.shape[1] != width:
+            raise ExportError(f"check: edge_attr has {ea.shape[1]} columns; the model reads "
+                              f"{width}")
+        out.append((label, x, ei, ea))
+    return out if graphs is not None else None
+
+
 def _initialise_lazy(model, graph):
     """Lazy modules get their weights from a forward on the user's check graph."""
     import torch
     if not any(isinstance(p, torch.nn.parameter.UninitializedParameter)
                for p in model.parameters()):
         return
-    _, x, ei = graph
+    _, x, ei, ea = graph
     with torch.no_grad():
-        _call(model, x, ei, "initialising its lazy modules on your check graph")
+        _call(model, x, ei, "initialising its lazy modules on your check graph", ea)
 
 
-def _call(model, x, ei, what):
-    """model(x, edge_index) on numpy arrays; its own failure becomes an ExportError."""
+def _call(model, x, ei, what, ea=None):
+    """model(x, edge_index[, edge_attr]) on numpy arrays; its own failure becomes an
+    ExportError."""
     import torch
     try:
-        return model(torch.from_numpy(x), torch.from_numpy(ei))
+        return model(*(torch.from_numpy(a) for a in (x, ei, ea) if a is not None))
     except Exception as e:  # noqa: BLE001  (the user's forward may raise anything)
         raise ExportError(f"{type(model).__name__} failed {what} ({type(e).__name__}: "
                           f"{str(e)[:300]}); is it float32, and x as wide as it reads?") from e
@@ -222,7 +251,7 @@ def _check_fanouts(ops, fanouts):
 _CACHES = ("_cached_edge_index", "_cached_adj_t")  # GCNConv(cached=True) and kin
 
 
-def _run_fresh(model, x, ei):
+def _run_fresh(model, x, ei, ea=None):
     """model(x, edge_index) with the layers' normalisation caches cleared (a cached
     GCNConv would reuse another graph's), then restored as the user had them."""
     import torch
@@ -231,7 +260,7 @@ def _run_fresh(model, x, ei):
         for m, a, _ in saved:
             setattr(m, a, None)
         with torch.no_grad():
-            return _call(model, x, ei, "on the check graph")
+            return _call(model, x, ei, "on the check graph", ea)
     finally:
         for m, a, v in saved:
             setattr(m, a, v)
@@ -242,17 +271,17 @@ def _check(model, ex, ops, model_dir, graphs, spindle, tolerance):
     import torch
     binary = verify.spindle_binary(spindle)
     worst = 0.0
-    for label, x, ei in graphs:
-        want = _run_fresh(model, x, ei)
+    for label, x, ei, ea in graphs:
+        want = _run_fresh(model, x, ei, ea)
         if not isinstance(want, torch.Tensor):
             raise ExportError(f"{type(model).__name__} returned {type(want).__name__}; Spindle "
                               f"serves one tensor")
-        got = verify.run_spindle(binary, model_dir, x, ei, len(ops))
+        got = verify.run_spindle(binary, model_dir, x, ei, len(ops), ea)
         d = verify.relative_difference(got[-1], want.detach().float().numpy())
         worst = max(worst, d)
         if d <= tolerance:
             continue
-        values = verify.module_values(ex.gm, x, ei)
+        values = verify.module_values(ex.gm, x, ei, ea)
         first = verify.first_difference(ops, ex.produced_by, got, values, tolerance)
         if first is None:
             raise ExportError(

@@ -75,6 +75,32 @@ TEST_F(dataset_test, round_trips_and_verifies_checksums) {
   EXPECT_GT(s.fap_top10_share, 0.1);
 }
 
+TEST_F(dataset_test, edge_attributes_are_exposed_and_their_shape_checked) {
+  const std::string dir = copy("edge_attr");
+  const std::int64_t edges = dataset::open(dir).value().graph().num_edges();
+  for (const std::int64_t rows : {edges, edges - 1}) {
+    std::vector<float> values(std::size_t(rows * 3));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = float(i);
+    auto w = dataset_writer::update(dir).value();
+    ASSERT_TRUE(w.write_edge_attr(values, 3).is_ok());
+    ASSERT_TRUE(w.finish().is_ok());
+    auto d = dataset::open(dir);
+    if (rows == edges) {
+      ASSERT_TRUE(d.has_value()) << d.error().message();
+      EXPECT_EQ(d->edge_attr_cols(), 3);
+      ASSERT_EQ(std::int64_t(d->edge_attr().size()), edges * 3);
+      EXPECT_EQ(d->edge_attr()[5], 5.0f);
+    } else {
+      ASSERT_FALSE(d.has_value());
+      EXPECT_NE(d.error().message().find(fmt::format("edge_attr.npy: shape [{}, 3], expected "
+                                                     "[{}, 3]", rows, edges)),
+                std::string::npos)
+          << d.error().message();
+    }
+  }
+  EXPECT_EQ(dataset::open(*golden_).value().edge_attr_cols(), 0);
+}
+
 TEST_F(dataset_test, out_of_range_index_is_named) {
   std::string dir = copy("oor");
   poke(dir + "/indices.npy", 3, 99999, 4);

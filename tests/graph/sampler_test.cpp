@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "graph/graph_delta.hpp"
 #include "graph/rmat.hpp"
 #include "test_util.hpp"
 
@@ -124,6 +125,74 @@ TEST(weighted_sampler_test, draws_by_weight_and_never_picks_zero_weight) {
   }
   EXPECT_EQ(count[1], 0);
   EXPECT_NEAR(count[4] / 4000.0, 0.8, 0.03);  // 8 / (1 + 1 + 8)
+}
+
+}  // namespace
+}  // namespace spindle::graph
+
+namespace spindle::graph {
+namespace {
+
+// Each sampled edge's recorded CSR position is an edge of its row's node, to
+// the neighbour sampled.
+void expect_edge_ids_match(const csr_view& g, const sampled_subgraph& s) {
+  ASSERT_EQ(s.edge_ids.size(), s.indices.size());
+  for (std::int64_t r = 0; r + 1 < std::int64_t(s.indptr.size()); ++r) {
+    const std::int64_t v = s.nodes[std::size_t(r)];
+    for (auto e = s.indptr[r]; e < s.indptr[r + 1]; ++e) {
+      const std::int64_t id = s.edge_ids[std::size_t(e)];
+      ASSERT_GE(id, g.indptr[v]);
+      ASSERT_LT(id, g.indptr[v + 1]);
+      EXPECT_EQ(g.neighbour(id), s.nodes[std::size_t(s.indices[std::size_t(e)])]);
+    }
+  }
+}
+
+TEST(sampler_edge_ids_test, are_off_by_default_and_cost_nothing) {
+  const auto graph = testing::rmat_graph(9, 8);
+  inline_executor ex;
+  auto s = ex.sample(graph.view(), std::vector<std::int64_t>{1, 2, 3}, {{5, 5}, false, 3}).value();
+  EXPECT_TRUE(s.edge_ids.empty());
+}
+
+TEST(sampler_edge_ids_test, name_each_sampled_edge_and_inline_equals_pooled) {
+  const auto graph = testing::rmat_graph(10, 8);
+  thread_pool pool{2};
+  inline_executor inl;
+  pooled_executor pooled(pool, 8);
+  std::vector<std::int64_t> seeds;
+  for (int i = 0; i < 512; ++i) seeds.push_back((i * 37) % graph.num_nodes);
+  for (std::vector<int> fanouts : {std::vector<int>{25, 10}, std::vector<int>{-1, 3}}) {
+    sample_options o{fanouts, false, 7};
+    o.edge_ids = true;
+    auto a = inl.sample(graph.view(), seeds, o).value();
+    auto b = pooled.sample(graph.view(), seeds, o).value();
+    expect_edge_ids_match(graph.view(), a);
+    EXPECT_EQ(a.indices, b.indices);
+    EXPECT_EQ(a.edge_ids, b.edge_ids);
+    o.edge_ids = false;  // the sample itself is the same with or without them
+    EXPECT_EQ(inl.sample(graph.view(), seeds, o).value().indices, a.indices);
+  }
+}
+
+TEST(sampler_edge_ids_test, are_refused_by_name_through_a_delta_and_by_a_device_drawer) {
+  const auto graph = testing::rmat_graph(8, 4);
+  sample_options o{{3}, false, 0};
+  o.edge_ids = true;
+  graph_delta delta;
+  delta.num_nodes = delta.base_nodes = graph.num_nodes;
+  csr_view live = graph.view();
+  live.delta = &delta;
+  inline_executor ex;
+  auto through = ex.sample(live, std::vector<std::int64_t>{1}, o);
+  ASSERT_FALSE(through.has_value());
+  EXPECT_NE(through.error().message().find("edge_ids: a graph with live updates"),
+            std::string::npos);
+  sampled_subgraph out;
+  const hop_drawer never = [](auto, int, int, auto&, auto&) { return status::ok(); };
+  auto drawn = sample_with_drawer(graph.view(), std::vector<std::int64_t>{1}, o, never, out);
+  ASSERT_FALSE(drawn.is_ok());
+  EXPECT_NE(drawn.message().find("edge_ids: the device draw"), std::string::npos);
 }
 
 }  // namespace

@@ -131,6 +131,29 @@ TEST(typed_sampler_test, inline_and_pooled_executors_agree_and_repeat) {
             pooled.sample(c.view(), seeds, o).value().edge_types);
 }
 
+TEST(typed_sampler_test, edge_ids_name_each_edge_of_its_type_alike_in_both_executors) {
+  const csr_graph c = users_and_items();
+  const csr_view g = c.view();
+  thread_pool pool(3);
+  pooled_executor pooled(pool, 4);
+  sample_options o{{4, 3}, false, 11, {{2, 3, 2}, {1, 2, 3}}};
+  o.edge_ids = true;
+  std::vector<std::int64_t> seeds;
+  for (std::int64_t v = 0; v < 150; v += 3) seeds.push_back(v);
+  auto a = inline_executor().sample(g, seeds, o).value();
+  auto b = pooled.sample(g, seeds, o).value();
+  EXPECT_EQ(a.edge_ids, b.edge_ids);
+  ASSERT_EQ(a.edge_ids.size(), a.indices.size());
+  for (std::size_t r = 0; r + 1 < a.indptr.size(); ++r)
+    for (auto e = a.indptr[r]; e < a.indptr[r + 1]; ++e) {
+      const auto id = a.edge_ids[std::size_t(e)];
+      const auto v = a.nodes[r];
+      ASSERT_TRUE(id >= g.indptr[v] && id < g.indptr[v + 1]);
+      EXPECT_EQ(g.neighbour(id), a.nodes[std::size_t(a.indices[std::size_t(e)])]);
+      EXPECT_EQ(g.edge_types[std::size_t(id)], a.edge_types[std::size_t(e)]);
+    }
+}
+
 TEST(typed_sampler_test, layer_blocks_carry_the_edge_types) {
   const csr_graph c = users_and_items();
   auto s = inline_executor().sample(c.view(), item_seeds(), {{3, 2}, false, 5}).value();

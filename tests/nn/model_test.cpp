@@ -319,7 +319,7 @@ TEST(model_test, stack_ops_refuse_what_they_cannot_honour) {
        "m.toml: op[0].activation: not a setting of sage that Spindle honours"},
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\naggr = \"lstm\"\n",
        "op[0].aggr = 'lstm'"},
-      {"[[op]]\nkind = \"gine\"\n", "op[0].kind = 'gine'"},
+      {"[[op]]\nkind = \"pna\"\n", "op[0].kind = 'pna'"},
       {"[[op]]\nkind = \"transformer\"\nprefix = \"c\"\nout = 2\nroot_weight = false\nbeta = true\n",
        "beta = true gates the root term"},
       {"[[op]]\nkind = \"gatv2\"\nprefix = \"c\"\nout = 1000000\nheads = 1000000\n",
