@@ -85,11 +85,8 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     return make_error(errc::invalid_argument,
                       "{}: model input width {} does not match the dataset's {} features", path,
                       model.desc().in, ds_.feature_dim());
-<<<<<<< HEAD
   }
-=======
   SPINDLE_TRY(std::move(serving::check_edge_attr(ds_, model)).with_context(path + ": "));
->>>>>>> cd4b6b6e8dd67b9c962200ba22db9f526f96dd49
   if (!defaults_.fanouts.empty())
     SPINDLE_TRY(std::move(model.set_fanouts(defaults_.fanouts)).with_context(path + ": "));
   if (!defaults_.sampling.empty())
