@@ -32,11 +32,11 @@ const std::set<std::string_view>& keys_for(op_kind k) {
   static const std::map<op_kind, std::set<std::string_view>> keys = {
       {op_kind::sage, {"prefix", "in", "out", "aggr", "normalize", "root_weight", "project", "bias", "relation"}},
       {op_kind::gcn, {"prefix", "in", "out", "add_self_loops", "normalize", "improved", "bias", "norm"}},
-      {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias", "relation"}},
+      {op_kind::gat, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias", "relation", "edge_dim"}},
       {op_kind::gin, {"prefix", "in", "eps"}},
       {op_kind::gine, {"prefix", "in", "eps", "edge_dim"}},
-      {op_kind::gatv2, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias"}},
-      {op_kind::transformer, {"prefix", "in", "out", "heads", "concat", "beta", "root_weight", "bias", "qkv_bias"}},
+      {op_kind::gatv2, {"prefix", "in", "out", "heads", "concat", "negative_slope", "add_self_loops", "bias", "edge_dim"}},
+      {op_kind::transformer, {"prefix", "in", "out", "heads", "concat", "beta", "root_weight", "bias", "qkv_bias", "edge_dim"}},
       {op_kind::res_gated, {"prefix", "in", "out", "root_weight", "bias", "qkv_bias"}},
       {op_kind::gcn_propagate, {"add_self_loops", "normalize", "norm"}},
       {op_kind::linear, {"prefix", "in", "out", "bias"}},
@@ -334,28 +334,29 @@ status validate_decoder_ops(std::vector<gnn_op>& ops, int width) {
   return status::ok();
 }
 
+bool reads_edge_attr(const gnn_op& op) { return op.kind == op_kind::gine || op.edge_dim > 0; }
+
 bool reads_edge_attr(const std::vector<gnn_op>& ops) {
-  return std::any_of(ops.begin(), ops.end(),
-                     [](const gnn_op& op) { return op.kind == op_kind::gine; });
+  return std::any_of(ops.begin(), ops.end(), [](const gnn_op& op) { return reads_edge_attr(op); });
 }
 
 status check_edge_attr(const std::vector<gnn_op>& ops, std::int64_t cols,
                        std::string_view dataset) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    if (op.kind != op_kind::gine) continue;
+    if (!reads_edge_attr(op)) continue;
     if (cols <= 0)
       return make_error(errc::invalid_argument,
-                        "op[{}] (gine, {}) reads edge attributes, and dataset {} has none "
+                        "op[{}] ({}, {}) reads edge attributes, and dataset {} has none "
                         "(edge_attr.npy: prepare it from a save_graph folder whose graph has "
                         "edge_attr)",
-                        i, op.prefix, dataset);
+                        i, to_string(op.kind), op.prefix, dataset);
     const std::int64_t want = op.edge_dim > 0 ? op.edge_dim : op.width;
     if (cols != want)
       return make_error(errc::invalid_argument,
-                        "op[{}] (gine, {}) reads edge attributes {} wide ({}), and dataset {} has "
+                        "op[{}] ({}, {}) reads edge attributes {} wide ({}), and dataset {} has "
                         "{} columns (edge_attr.npy)",
-                        i, op.prefix, want,
+                        i, to_string(op.kind), op.prefix, want,
                         op.edge_dim > 0 ? "its edge_dim" : "no edge_dim: as wide as its input",
                         dataset, cols);
   }

@@ -29,7 +29,7 @@ enum class op_kind {
   log_softmax, softmax,
   mul,         // elementwise product of its inputs (each input's first rows): a Hadamard decoder
   gatv2,       // PyG GATv2Conv: heads, concat, negative_slope, add_self_loops, bias (lin_l, lin_r, att)
-  transformer, // PyG TransformerConv: heads, concat, beta, root_weight, bias (no edge attributes)
+  transformer, // PyG TransformerConv: heads, concat, beta, root_weight, bias, edge_dim
   res_gated,   // PyG ResGatedGraphConv with its sigmoid gate: root_weight, bias
   gcn_propagate,  // D^-1/2 (A [+ I]) D^-1/2 x without weights: one hop of SGConv or TAGConv
   scale,       // alpha * x (to_hetero's mean over edge types: their sum over the count)
@@ -68,6 +68,9 @@ struct gnn_op {
   int channels = 1;               // prelu: 1 or the width
   /// gine: GINEConv's edge_dim, the edge attributes' width (e_ji = lin(edge_attr),
   /// tensors <prefix>.lin.weight and .lin.bias); 0: e_ji = edge_attr, as wide as x.
+  /// gat, gatv2, transformer: their edge_dim (<prefix>.lin_edge.weight, no bias;
+  /// gat also att_edge); with add_self_loops a self-loop's attributes are the mean
+  /// of its target's other edges' (PyG's fill_value="mean", the only one served).
   int edge_dim = 0;
   int width = 0;                  // the width it produces (filled by validate_ops)
   /// Typed models (config/model_types.hpp): the model's edge type whose edges this
@@ -89,11 +92,13 @@ expected<int> validate_ops(std::vector<gnn_op>& ops, int in, int out);
 /// pair's embeddings "z_src" and "z_dst" (`width` wide each; the first op reads
 /// z_src unless it names its inputs), ending in one column, the score. Fills widths.
 status validate_decoder_ops(std::vector<gnn_op>& ops, int width);
-/// Whether any op reads edge attributes (gine).
+/// Whether any op reads edge attributes.
 bool reads_edge_attr(const std::vector<gnn_op>& ops);
+/// gine, and attention ops with edge_dim.
+bool reads_edge_attr(const gnn_op& op);
 /// Checks a validated stack's edge-attribute ops against the served graph's
 /// attributes (`cols` wide, 0: the dataset has none, `dataset` naming it): each
-/// gine op needs them, edge_dim (or without it, its input width) wide.
+/// op reading them needs them, edge_dim (gine without it: its input width) wide.
 status check_edge_attr(const std::vector<gnn_op>& ops, std::int64_t cols,
                        std::string_view dataset);
 /// The `[[table]]` tables of `ops` (what to_toml writes for a stack model: "op",

@@ -213,9 +213,14 @@ expected<int> validate_typed_ops(std::vector<gnn_op>& ops, const model_types& t,
     widths[type_input(n.name)] = n.in;
     known[type_input(n.name)] = {n.name, 0};
   }
-  for (std::size_t i = 0; i < ops.size(); ++i)
+  for (std::size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].inputs.empty())
       return make_error(errc::invalid_argument, "op[{}]: a typed model's ops name their inputs", i);
+    if (reads_edge_attr(ops[i]))
+      return make_error(errc::invalid_argument,
+                        "op[{}] ({}) reads edge attributes; on typed graphs they are not served", i,
+                        to_string(ops[i].kind));
+  }
   SPINDLE_TRY(detail::validate_chain(ops, widths, "", "op"));
   int hops = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {

@@ -240,7 +240,8 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
 
 expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
                                std::span<const float> att_src, std::span<const float> att_dst,
-                               float negative_slope, bool add_self_loops, const tensor* h_dst) {
+                               float negative_slope, bool add_self_loops, const tensor* h_dst,
+                               std::span<const float> edge_score) {
   const std::int64_t hc = h.cols(), c = hc / heads, e0 = b.indptr[0];
   const std::int64_t edges = b.num_edges() + b.num_dst;  // at most one self-loop per dst
   // The per-node, per-edge and softmax pieces are the GAT kernel's (gpu/kernels/gat_row.hpp).
@@ -251,17 +252,33 @@ expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, in
   SPINDLE_ASSIGN_OR_RETURN(auto messages, tensor::empty(a, {edges, hc}));
   SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {b.num_dst, hc}));
   std::int64_t slot = 0;
-  std::vector<std::int64_t> scratch;
+  std::vector<std::int64_t> scratch, edge_of;  // edge_of: each source's block edge (-1: the self-loop)
+  auto edge_part = [&](std::int64_t t, int k) {  // edge_dim's score, 0 without
+    if (edge_score.empty()) return 0.0f;
+    if (edge_of[std::size_t(t)] >= 0) return edge_score[std::size_t(edge_of[std::size_t(t)] * heads + k)];
+    const std::int64_t others = std::int64_t(edge_of.size()) - 1;
+    float mean = 0;  // the self-loop: fill_value="mean" of the target's other edges
+    for (std::int64_t u = 0; u < others; ++u)
+      mean += edge_score[std::size_t(edge_of[std::size_t(u)] * heads + k)] / float(others);
+    return mean;
+  };
   for (std::int64_t i = 0; i < b.num_dst; ++i) {
     const std::int64_t first = slot;
     // Edge list of dst i: its sampled neighbours except itself, then itself (PyG
     // GATConv removes self-loops and adds one per node).
     std::vector<std::int64_t>& nbrs = scratch;
     nbrs.clear();
+    edge_of.clear();
     // Without self-loops the edges are taken as given (an existing i->i edge stays).
     for (std::int64_t e = b.indptr[i] - e0; e < b.indptr[i + 1] - e0; ++e)
-      if (b.indices[e0 + e] != i || !add_self_loops) nbrs.push_back(b.indices[e0 + e]);
-    if (add_self_loops) nbrs.push_back(i);
+      if (b.indices[e0 + e] != i || !add_self_loops) {
+        nbrs.push_back(b.indices[e0 + e]);
+        edge_of.push_back(e0 + e);
+      }
+    if (add_self_loops) {
+      nbrs.push_back(i);
+      edge_of.push_back(-1);
+    }
     if (nbrs.empty()) continue;  // no edge: PyG's softmax aggregation gives 0
     auto src_of = [&](std::int64_t k) { return nbrs[std::size_t(k)]; };
     const std::int64_t deg = std::int64_t(nbrs.size());
@@ -270,7 +287,8 @@ expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, in
                              : node_score(i, att_dst, k);
       float mx = -std::numeric_limits<float>::infinity();
       for (std::int64_t t = 0; t < deg; ++t) {
-        const float s = gpu::gat_edge_score(node_score(src_of(t), att_src, k), ad, negative_slope);
+        const float s = gpu::gat_edge_score(node_score(src_of(t), att_src, k) + edge_part(t, k),
+                                            ad, negative_slope);
         alpha.row(first + t)[k] = s;
         mx = std::max(mx, s);
       }

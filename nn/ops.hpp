@@ -110,11 +110,17 @@ expected<tensor> propagate_gcn(allocator& a, const block& b, const tensor& h,
 /// att_src/att_dst are [heads x C]; LeakyReLU(0.2) scores, softmax over each dst's
 /// incoming edges plus itself. Temporaries: scores [(E+num_dst) x heads] and
 /// messages [(E+num_dst) x heads*C]. With `h_dst` (a bipartite edge type,
-/// without self-loops) the targets' scores read its rows instead of h's.
+/// without self-loops) the targets' scores read its rows instead of h's. With
+/// `edge_score` ([edges x heads], row e for the block's edge e: edge_dim's
+/// att_edge . lin_edge(e_ji)) each edge's score adds its row, and a self-loop
+/// adds the mean of its target's other edges' rows (PyG's fill_value="mean":
+/// lin_edge is linear, so the mean of the scores is the score of the mean), 0
+/// for a target without any.
 expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, int heads,
                                std::span<const float> att_src, std::span<const float> att_dst,
                                float negative_slope = 0.2f, bool add_self_loops = true,
-                               const tensor* h_dst = nullptr);
+                               const tensor* h_dst = nullptr,
+                               std::span<const float> edge_score = {});
 
 /// PyG's softmax aggregation over each dst's incoming edges (nn/ops_attention.cpp):
 /// alpha_ij = softmax_j of gpu::attention_logit(in, i, j, k) per head k (GATv2's or
@@ -124,6 +130,20 @@ expected<tensor> propagate_gat(allocator& a, const block& b, const tensor& h, in
 /// gets 0. The element logic is gpu/kernels/attention_row.hpp's.
 expected<tensor> attend(allocator& a, const block& b, const tensor& v, int heads,
                         const gpu::attention_inputs& in, bool self_loops,
+                        thread_pool* pool = nullptr);
+
+/// An attention layer's edge attributes (edge_dim): `rows` [edges x heads*C],
+/// row e the block's edge e's lin_edge(e_ji). They join each edge's logit
+/// (gpu::attention_logit) and, with `in_values` (TransformerConv), its message
+/// v_j + row. A self-loop's row is the mean of its target's other edges' rows,
+/// 0 without any (PyG's fill_value="mean").
+struct edge_terms {
+  const tensor* rows = nullptr;
+  bool in_values = false;
+};
+/// attend() with edge attributes.
+expected<tensor> attend(allocator& a, const block& b, const tensor& v, int heads,
+                        const gpu::attention_inputs& in, bool self_loops, const edge_terms& edges,
                         thread_pool* pool = nullptr);
 
 /// PyG ResGatedGraphConv's aggregation: out_i = sum_j sigmoid(k_i + q_j) * v_j over

@@ -28,8 +28,8 @@ bool device_model::supports(const nn::model& m) {
       const auto k = ops[i].kind;
       if (k == config::op_kind::gat && !ops[i].add_self_loops) return false;
       if (k == config::op_kind::mul || k == config::op_kind::scale || k == config::op_kind::mean ||
-          k == config::op_kind::gine)
-        return false;  // no device kernel yet (gine: edge attributes): the host serves it
+          config::reads_edge_attr(ops[i]))
+        return false;  // no device kernel yet (edge attributes: gine, edge_dim): the host serves it
       if ((k == config::op_kind::log_softmax || k == config::op_kind::softmax) && i + 1 != ops.size())
         return false;
     }

@@ -32,21 +32,25 @@ struct attention_inputs {
   attention_score mode = attention_score::gatv2;
 };
 
-/// The logit of edge j -> i for head k.
+/// The logit of edge j -> i for head k. `edge` (null: none) is the edge's
+/// projected attributes, lin_edge(e_ji) [hc] (edge_dim): GATv2 adds them inside
+/// the LeakyReLU, TransformerConv to the key.
 SPINDLE_HOST_DEVICE inline float attention_logit(const attention_inputs& in, std::int64_t i,
-                                                 std::int64_t j, int k) {
+                                                 std::int64_t j, int k,
+                                                 const float* edge = nullptr) {
   const float* s = in.src + j * in.hc + k * in.c;
   const float* d = in.dst + i * in.hc + k * in.c;
+  const float* e = edge ? edge + k * in.c : nullptr;
   float acc = 0;
   if (in.mode == attention_score::gatv2) {
     const float* a = in.att + k * in.c;
     for (std::int64_t t = 0; t < in.c; ++t) {
-      const float e = s[t] + d[t];
-      acc += a[t] * (e > 0 ? e : in.param * e);
+      const float x = s[t] + d[t] + (e ? e[t] : 0.0f);
+      acc += a[t] * (x > 0 ? x : in.param * x);
     }
     return acc;
   }
-  for (std::int64_t t = 0; t < in.c; ++t) acc += d[t] * s[t];
+  for (std::int64_t t = 0; t < in.c; ++t) acc += d[t] * (s[t] + (e ? e[t] : 0.0f));
   return acc * in.param;
 }
 

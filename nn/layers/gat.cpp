@@ -1,7 +1,9 @@
 // PyG GATConv: a shared projection, per-head attention over the edges and one
 // self-loop per target (add_self_loops), heads concatenated or averaged
 // (concat=False), then the bias. Bipartite on a typed graph's edge type: the
-// targets' scores come from their own projection (lin_dst).
+// targets' scores come from their own projection (lin_dst). With edge_dim each
+// edge's score adds att_edge . lin_edge(e_ji) (ops.hpp's propagate_gat).
+#include "gpu/kernels/gat_row.hpp"
 #include "nn/layers/units.hpp"
 
 namespace spindle::nn::layers {
@@ -14,6 +16,21 @@ void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
   s.add("att_src", {1, heads, out}, "source attention");
   s.add("att_dst", {1, heads, out}, "target attention");
   if (op.bias) s.add("bias", {op.concat ? heads * out : out}, "bias");
+  add_edge_projection(op, s);
+  if (op.edge_dim > 0) s.add("att_edge", {1, heads, out}, "edge attention");
+}
+
+// edge_dim's score of every block edge per head: att_edge . lin_edge(e_ji).
+expected<tensor> edge_scores(const layer_input& x) {
+  const auto& op = x.op;
+  const std::int64_t hc = std::int64_t(op.heads) * op.out;
+  SPINDLE_ASSIGN_OR_RETURN(auto e, project_edge_attr(x, hc));
+  SPINDLE_ASSIGN_OR_RETURN(auto s, tensor::empty(x.a, {e.rows(), op.heads}));
+  const auto att = x.weight("att_edge");
+  for (std::int64_t r = 0; r < e.rows(); ++r)
+    for (int k = 0; k < op.heads; ++k)
+      s.row(r)[k] = gpu::gat_node_score(e.data(), hc, op.out, att.data(), r, k);
+  return s;
 }
 
 expected<tensor> forward(const layer_input& x) {
@@ -25,10 +42,16 @@ expected<tensor> forward(const layer_input& x) {
     SPINDLE_ASSIGN_OR_RETURN(h_dst, linear(x.a, x.in[1]->head(x.b->num_dst), x.weight("lin_dst.weight"),
                                            {}, op.heads * op.out, x.pool));
   }
-  SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gat(x.a, *x.b, h, op.heads, x.weight("att_src"),
-                                                 x.weight("att_dst"), op.negative_slope,
-                                                 op.add_self_loops,
-                                                 config::is_bipartite(op) ? &h_dst : nullptr));
+  tensor scores;  // edge_dim's per-edge scores
+  if (op.edge_dim > 0) {
+    SPINDLE_ASSIGN_OR_RETURN(scores, edge_scores(x));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto y, propagate_gat(x.a, *x.b, h, op.heads, x.weight("att_src"), x.weight("att_dst"),
+                            op.negative_slope, op.add_self_loops,
+                            config::is_bipartite(op) ? &h_dst : nullptr,
+                            op.edge_dim > 0 ? std::span<const float>(scores.data(), std::size_t(scores.rows() * op.heads))
+                                            : std::span<const float>{}));
   if (!op.concat && op.heads > 1) {
     SPINDLE_ASSIGN_OR_RETURN(y, mean_heads(x.a, y, op.heads));
   }
@@ -55,6 +78,7 @@ layer_memory attention_memory(const config::gnn_op& op, std::int64_t in, const h
   const std::int64_t pairs = hop->num_edges + hop->num_dst;
   m.temp.push_back({pairs, op.heads});
   m.temp.push_back({pairs, std::int64_t(op.heads) * op.out});
+  add_edge_memory(op, hop, m);
   return m;
 }
 

@@ -18,19 +18,12 @@ void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
 // The block's e_ji as a tensor [edges x width]: its attribute rows, projected
 // by lin with edge_dim (into `projected`), else borrowed as they are.
 expected<tensor> edge_messages(const layer_input& x, std::int64_t width, tensor& projected) {
-  const block& b = *x.b;
-  const std::int64_t edges = b.indptr[b.num_dst], k = b.edge_attr_cols;
   const std::int64_t want = x.op.edge_dim > 0 ? x.op.edge_dim : width;
-  if (k != want || std::int64_t(b.edge_attr.size()) < edges * k)
-    return make_error(errc::invalid_argument,
-                      "gine ({}): its block has {} edges and {} edge attribute values of {} "
-                      "columns; it reads {} columns per edge",
-                      x.op.prefix, edges, b.edge_attr.size(), k, want);
-  auto attr = tensor::borrow(const_cast<float*>(b.edge_attr.data()), {edges, k});
+  SPINDLE_ASSIGN_OR_RETURN(auto attr, block_edge_attr(x, want));
   if (x.op.edge_dim == 0) return attr;
   SPINDLE_ASSIGN_OR_RETURN(
       projected, linear(x.a, attr, x.weight("lin.weight"), x.weight("lin.bias"), width, x.pool));
-  return projected.head(edges);
+  return projected.head(attr.rows());
 }
 
 expected<tensor> forward(const layer_input& x) {

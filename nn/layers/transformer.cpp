@@ -1,6 +1,6 @@
-// PyG TransformerConv (no edge attributes): per head, softmax over each
-// target's edges (as given: no self-loops added) of q_i . k_j / sqrt(C), messages
-// v_j; heads concatenated or averaged; then with root_weight the skip
+// PyG TransformerConv: per head, softmax over each target's edges (as given: no
+// self-loops added) of q_i . k_j / sqrt(C), messages v_j (with edge_dim, k_j and
+// v_j each plus lin_edge(e_ji)); heads concatenated or averaged; then with root_weight the skip
 // x_r = lin_skip(x_i), added, or with beta mixed as b x_r + (1 - b) out where
 // b = sigmoid(lin_beta([out, x_r, out - x_r])).
 #include <cmath>
@@ -20,6 +20,7 @@ void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
     s.add(std::string(lin) + ".weight", {hc, in}, lin);
     if (op.qkv_bias) s.add(std::string(lin) + ".bias", {hc}, lin);
   }
+  add_edge_projection(op, s);
   if (!op.root_weight) return;
   s.add("lin_skip.weight", {w, in}, "root (the node itself)");
   if (op.bias) s.add("lin_skip.bias", {w}, "root bias");
@@ -50,7 +51,13 @@ expected<tensor> forward(const layer_input& x) {
   SPINDLE_ASSIGN_OR_RETURN(auto value, project("lin_value", h, hc));
   const gpu::attention_inputs in{key.data(), query.data(), nullptr, hc, c,
                                  1.0f / std::sqrt(float(c)), gpu::attention_score::dot};
-  SPINDLE_ASSIGN_OR_RETURN(auto y, attend(x.a, *x.b, value, op.heads, in, false, x.pool));
+  tensor e;  // edge_dim: lin_edge(e_ji), added to each edge's key and value
+  if (op.edge_dim > 0) {
+    SPINDLE_ASSIGN_OR_RETURN(e, project_edge_attr(x, hc));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto y, attend(x.a, *x.b, value, op.heads, in, false,
+                                          edge_terms{op.edge_dim > 0 ? &e : nullptr, true},
+                                          x.pool));
   if (!op.concat && op.heads > 1) {
     SPINDLE_ASSIGN_OR_RETURN(y, mean_heads(x.a, y, op.heads));
   }
@@ -67,6 +74,7 @@ expected<tensor> forward(const layer_input& x) {
 layer_memory memory(const config::gnn_op& op, std::int64_t in, const hop_dims* hop) {
   auto m = attention_memory(op, in, hop);
   if (hop) m.temp.push_back({hop->num_src, 2 * std::int64_t(op.heads) * op.out});
+  add_edge_memory(op, hop, m);
   return m;
 }
 

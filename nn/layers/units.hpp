@@ -23,6 +23,16 @@ expected<tensor> mean_heads(allocator& a, const tensor& y, int heads);
 /// message per edge (self-loops included) and head.
 layer_memory attention_memory(const config::gnn_op& op, std::int64_t in, const hop_dims* hop);
 
+/// The block's edge attributes [edges x cols], borrowed; refused by name when the
+/// block holds another width (edge_attr.cpp).
+expected<tensor> block_edge_attr(const layer_input& x, std::int64_t cols);
+/// An attention layer's lin_edge(e_ji) for every block edge [edges x width].
+expected<tensor> project_edge_attr(const layer_input& x, std::int64_t width);
+/// With edge_dim: lin_edge.weight [heads*out x edge_dim] (no bias, as PyG builds it).
+void add_edge_projection(const config::gnn_op& op, weight_list& s);
+/// With edge_dim: lin_edge and the projected attributes of every edge.
+void add_edge_memory(const config::gnn_op& op, const hop_dims* hop, layer_memory& m);
+
 /// Kinds without tensors.
 inline void no_weights(const config::gnn_op&, std::int64_t, weight_list&) {}
 

@@ -40,7 +40,7 @@ def check_supported_shape(model):
 # The constructor options each served layer computes (read into its op), and
 # those that cannot change an answer in inference (dropout is off in eval; the
 # cached normalisation is the same one; fill_value only fills edge attributes,
-# which are refused; train_eps only trains eps, which is read as it is). Any
+# and with edge_dim only "mean" is let through (_pyg_layers.edge_projection); train_eps only trains eps, which is read as it is). Any
 # other option of the layer's signature, including options of PyG releases
 # newer than this list, must hold its default, or the export is refused by name.
 _HONOURED = {

@@ -1,6 +1,6 @@
 """Translations of the PyG layers served as several ops or with attention:
-GATv2Conv, TransformerConv, ResGatedGraphConv, SGConv, TAGConv and GINEConv (with
-the edge attributes it reads). Each takes
+GATv2Conv, TransformerConv, ResGatedGraphConv, SGConv, TAGConv and GINEConv, and
+the edge attributes GINEConv and the attention layers' edge_dim read. Each takes
 the Translator `t`, the fx node, the layer, its module path, the op name of its
 input and the fx value map; it records the tensors the ops read and emits them.
 A layer's op (or its last op) carries the fx node's name, so a call's named
@@ -15,8 +15,42 @@ def _tensor(t, name, tensor):
 def _plain_widths(conv, path, kind):
     if not isinstance(conv.in_channels, int):
         raise ExportError(f"{path}: {kind} with separate source/target widths is not supported")
-    if getattr(conv, "edge_dim", None) is not None:
-        raise ExportError(f"{path}: {kind}(edge_dim=...) needs edge attributes; not supported")
+
+
+_ATTENTION = ("GATConv", "GATv2Conv", "TransformerConv")
+
+
+def edge_projection(t, conv, path, kind):
+    """An attention layer's edge_dim: records lin_edge.weight (and GATConv's
+    att_edge) and returns ({"edge_dim": d}, the state keys taken), or ({}, [])
+    without it. A self-loop's attributes are the mean of its target's other
+    edges' (fill_value="mean"); any other fill_value is refused by name."""
+    dim = getattr(conv, "edge_dim", None)
+    if dim is None:
+        return {}, []
+    fill = getattr(conv, "fill_value", "mean")
+    if getattr(conv, "add_self_loops", False) and not (isinstance(fill, str) and fill == "mean"):
+        raise ExportError(f"{path}: {kind}(fill_value={fill!r}) with edge_dim: Spindle fills a "
+                          f"self-loop's attributes with the mean of its target's edges "
+                          f"(fill_value='mean', PyG's default)")
+    lin = conv.lin_edge
+    if lin.bias is not None:
+        raise ExportError(f"{path}.lin_edge has a bias; not a layer PyG builds")
+    _tensor(t, f"{path}.lin_edge.weight", lin.weight)
+    names = ["lin_edge.weight"]
+    if kind == "GATConv":
+        _tensor(t, f"{path}.att_edge", conv.att_edge)
+        names.append("att_edge")
+    edge_attr_width(t, path, int(dim))
+    return {"edge_dim": int(dim)}, names
+
+
+def edge_attr_width(t, path, width):
+    """Every layer of a model reads edge attributes of one width: the graph's."""
+    if t.edge_attr_width not in (None, width):
+        raise ExportError(f"{path}: reads edge attributes {width} wide, an earlier layer "
+                          f"{t.edge_attr_width}; a graph's edge attributes have one width")
+    t.edge_attr_width = width
 
 
 def gatv2(t, node, conv, path, src, value):
@@ -40,12 +74,13 @@ def gatv2(t, node, conv, path, src, value):
     if bias:
         _tensor(t, f"{path}.bias", conv.bias)
         names += ["lin_l.bias", "lin_r.bias", "bias"]
-    check_all_written(conv, path, names)
+    edge, edge_names = edge_projection(t, conv, path, "GATv2Conv")
+    check_all_written(conv, path, names + edge_names)
     width = heads * out if conv.concat else out
     value[node] = t._emit(node.name, "gatv2", [src], width, prefix=path,
                           **{"in": inw, "out": out, "heads": heads, "concat": bool(conv.concat),
                              "negative_slope": float(conv.negative_slope),
-                             "add_self_loops": bool(conv.add_self_loops), "bias": bias})
+                             "add_self_loops": bool(conv.add_self_loops), "bias": bias, **edge})
 
 
 def transformer(t, node, conv, path, src, value):
@@ -71,12 +106,13 @@ def transformer(t, node, conv, path, src, value):
             names.append("lin_beta.weight")
     else:
         unread = [k for k in conv.state_dict() if k.startswith("lin_skip.")]
-    check_all_written(conv, path, names + unread)
+    edge, edge_names = edge_projection(t, conv, path, "TransformerConv")
+    check_all_written(conv, path, names + unread + edge_names)
     width = heads * out if conv.concat else out
     value[node] = t._emit(node.name, "transformer", [src], width, prefix=path,
                           **{"in": inw, "out": out, "heads": heads, "concat": bool(conv.concat),
                              "beta": beta, "root_weight": root, "bias": bias,
-                             "qkv_bias": qkv_bias})
+                             "qkv_bias": qkv_bias, **edge})
 
 
 def res_gated(t, node, conv, path, src, value):
@@ -181,19 +217,27 @@ def tag_conv(t, node, conv, path, src, value):
     value[node] = t._emit(node.name, "add", parts, out)
 
 
-def check_edge_attr_arg(t, kind, path, attr):
-    """A conv's edge_attr argument: GINEConv's must be forward's edge_attr; any
-    other layer given edge attributes is refused by name."""
+def check_edge_attr_arg(t, kind, conv, path, attr):
+    """A conv's edge_attr argument: GINEConv's, and an attention layer's built with
+    edge_dim, must be forward's edge_attr; an attention layer without edge_dim
+    given attributes, or one with edge_dim called without, and any other layer
+    given attributes are refused by name."""
+    reads = kind == "GINEConv" or (kind in _ATTENTION
+                                   and getattr(conv, "edge_dim", None) is not None)
     if attr is None:
-        if kind == "GINEConv":
-            raise ExportError(f"{path}: GINEConv must be called as conv(x, edge_index, edge_attr) "
-                              f"with forward's edge_attr")
+        if reads:
+            raise ExportError(f"{path}: {kind}{'(edge_dim=...)' if kind != 'GINEConv' else ''} "
+                              f"must be called as conv(x, edge_index, edge_attr) with forward's "
+                              f"edge_attr")
         return
-    if kind != "GINEConv":
+    if kind in _ATTENTION and not reads:
+        raise ExportError(f"{path}: {kind} without edge_dim given edge attributes (PyG ignores "
+                          f"or adds them unprojected); build it with edge_dim or drop them")
+    if not reads:
         raise ExportError(f"{path}: {kind} with edge attributes is not served (Spindle serves "
-                          f"edge attributes for GINEConv only)")
+                          f"them for GINEConv, GATConv, GATv2Conv and TransformerConv)")
     if attr is not t.edge_attr:
-        raise ExportError(f"{path}: GINEConv's edge_attr must be forward's edge_attr as given "
+        raise ExportError(f"{path}: {kind}'s edge_attr must be forward's edge_attr as given "
                           f"(attributes computed in forward are not served)")
 
 
@@ -210,8 +254,4 @@ def gine(t, node, conv, path, src, value):
         for n in written:
             _tensor(t, f"{path}.{n}", getattr(lin, n.split(".")[1]))
     t._gin(node, conv, path, src, value, "gine", written, **fields)
-    width = fields.get("edge_dim", t.width[src])
-    if t.edge_attr_width not in (None, width):
-        raise ExportError(f"{path}: reads edge attributes {width} wide, an earlier GINEConv "
-                          f"{t.edge_attr_width}; a graph's edge attributes have one width")
-    t.edge_attr_width = width
+    edge_attr_width(t, path, fields.get("edge_dim", t.width[src]))

@@ -32,14 +32,43 @@ def _leaf_types():
     return tuple(leaves)
 
 
-def takes_edge_attr(module):
-    """Whether module's forward takes edge_attr as its third positional argument."""
+def edge_attr_mode(module):
+    """How module's forward takes edge attributes: "positional" (its third
+    positional argument is edge_attr), "keyword" (an edge_attr argument elsewhere,
+    as PyG's basic models have, and a layer that reads them: GINEConv, or an
+    attention layer built with edge_dim), else None."""
     forward = getattr(type(module), "forward", None)
     if forward is None:
-        return False
+        return None
     params = list(inspect.signature(forward).parameters.values())[1:]
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 3 and positional[2].name == "edge_attr"
+    if len(positional) >= 3 and positional[2].name == "edge_attr":
+        return "positional"
+    named = any(p.name == "edge_attr" and p.kind != p.POSITIONAL_ONLY for p in params)
+    return "keyword" if named and _reads_edge_attr(module) else None
+
+
+def _reads_edge_attr(module):
+    for m in module.modules():
+        kind = type(m).__name__
+        if kind == "GINEConv" or (kind in ("GATConv", "GATv2Conv", "TransformerConv")
+                                  and getattr(m, "edge_dim", None) is not None):
+            return True
+    return False
+
+
+def takes_edge_attr(module):
+    """Whether module's forward takes edge attributes (edge_attr_mode)."""
+    return edge_attr_mode(module) is not None
+
+
+def call_module(model, x, edge_index, edge_attr=None):
+    """model(x, edge_index[, edge_attr]), edge_attr passed as its forward takes it."""
+    if edge_attr is None:
+        return model(x, edge_index)
+    if edge_attr_mode(model) == "keyword":
+        return model(x, edge_index, edge_attr=edge_attr)
+    return model(x, edge_index, edge_attr)
 
 
 def _positional_wrapper(module, n_args, what):
@@ -53,13 +82,14 @@ def _positional_wrapper(module, n_args, what):
     params = list(inspect.signature(forward).parameters.values())[1:]
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
-    if len(positional) < n_args and not has_varargs:
+    n_positional = 2 if n_args == 3 and edge_attr_mode(module) == "keyword" else n_args
+    if len(positional) < n_positional and not has_varargs:
         names = ", ".join(p.name for p in params)
-        want = "(x, edge_index)" if n_args == 2 else "(x)"
+        want = {1: "(x)", 2: "(x, edge_index)"}.get(n_args, "(x, edge_index, edge_attr)")
         raise ExportError(f"{what}.forward({names}) is not forward{want}; Spindle serves node "
                           f"features and edge_index (recommendation models: export_torch)")
-    for p in positional[n_args:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
-        if p.default is inspect.Parameter.empty:
+    for p in positional[n_positional:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
+        if p.default is inspect.Parameter.empty and not (n_args == 3 and p.name == "edge_attr"):
             raise ExportError(f"{what}.forward needs '{p.name}', which Spindle does not pass "
                               f"(it serves forward(x, edge_index); give it a default of None)")
 
@@ -69,7 +99,8 @@ def _positional_wrapper(module, n_args, what):
             self.m = module
 
     if n_args == 3:
-        _Wrapper.forward = lambda self, x, edge_index, edge_attr: self.m(x, edge_index, edge_attr)
+        _Wrapper.forward = lambda self, x, edge_index, edge_attr: call_module(
+            self.m, x, edge_index, edge_attr)
     elif n_args == 2:
         _Wrapper.forward = lambda self, x, edge_index: self.m(x, edge_index)
     else:

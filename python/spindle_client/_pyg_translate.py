@@ -32,7 +32,7 @@ class Translator:
         self.produced_by = {}    # op name -> the top-level fx node whose value it is
         self.gm = None           # the traced wrapper (for the check's per-node values)
         self.edge_attr = None    # forward's edge_attr placeholder, when it takes one
-        self.edge_attr_width = None  # the edge attributes' width its gine ops read
+        self.edge_attr_width = None  # the edge attributes' width its layers read
 
     # --- the top-level module -------------------------------------------------
     def run(self):
@@ -275,7 +275,7 @@ class Translator:
                               f"{', '.join(sorted(served))})")
         args, kwargs = _strip_none(node.args, node.kwargs)
         attr = args.pop(2) if len(args) == 3 else kwargs.pop("edge_attr", None)
-        layers.check_edge_attr_arg(self, kind, path, attr)
+        layers.check_edge_attr_arg(self, kind, conv, path, attr)
         if len(args) != 2 or kwargs:
             extra = ", ".join(list(kwargs)) or f"{len(args)} arguments"
             raise ExportError(f"{path}: {kind} must be called as conv(x, edge_index) ({extra}: "
@@ -335,12 +335,10 @@ class Translator:
                                     "norm": "graph"})
 
     def _gat(self, node, conv, path, src, value):
-        if getattr(conv, "edge_dim", None) is not None:
-            raise ExportError(f"{path}: GATConv(edge_dim=...) needs edge attributes; not supported")
+        from . import _pyg_layers as layers
         if not isinstance(conv.in_channels, int):
             raise ExportError(f"{path}: GATConv with separate source/target widths is not supported")
-        if getattr(conv, "fill_value", "mean") != "mean" and conv.add_self_loops:
-            pass  # fill_value only matters with edge attributes
+        edge, edge_names = layers.edge_projection(self, conv, path, "GATConv")
         state = conv.state_dict()
         weight = state.get("lin_src.weight", state.get("lin.weight"))
         heads, out = int(conv.heads), int(conv.out_channels)
@@ -349,15 +347,15 @@ class Translator:
         self.tensors[f"{path}.lin_src.weight"] = weight.detach().float().cpu()
         names = ["att_src", "att_dst"] + (["bias"] if conv.bias is not None else [])
         self._take(path, conv, names)
-        check_all_written(conv, path, names + [k for k in ("lin_src.weight", "lin.weight")
-                                               if k in state][:1])
+        check_all_written(conv, path, names + edge_names + [
+            k for k in ("lin_src.weight", "lin.weight") if k in state][:1])
         width = heads * out if conv.concat else out
         value[node] = self._emit(node.name, "gat", [src], width, prefix=path,
                                  **{"in": inw, "out": out, "heads": heads,
                                     "concat": bool(conv.concat),
                                     "negative_slope": float(conv.negative_slope),
                                     "add_self_loops": bool(conv.add_self_loops),
-                                    "bias": conv.bias is not None})
+                                    "bias": conv.bias is not None, **edge})
 
     def _gin(self, node, conv, path, src, value, kind="gin", written=(), **fields):
         """GINConv (and GINEConv, _pyg_layers.gine): its aggregation op, then its nn."""

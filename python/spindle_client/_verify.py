@@ -7,7 +7,7 @@ The generated check graph exercises what aggregation depends on: self-loops (a
 node with two), repeated edges, isolated nodes, a node that only sends, and a
 hub with a high in-degree. The user's own graph is checked too when given.
 A check graph is (label, x, edge_index, edge_attr), edge_attr None unless the
-model reads edge attributes (GINEConv); with them, Spindle reads the graph as
+model reads edge attributes (GINEConv, attention layers with edge_dim); with them, Spindle reads the graph as
 save_graph writes it (`spindle model verify --graph`)."""
 import os
 import shutil

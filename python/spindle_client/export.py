@@ -229,8 +229,10 @@ def _call(model, x, ei, what, ea=None):
     """model(x, edge_index[, edge_attr]) on numpy arrays; its own failure becomes an
     ExportError."""
     import torch
+    from ._pyg_trace import call_module
     try:
-        return model(*(torch.from_numpy(a) for a in (x, ei, ea) if a is not None))
+        return call_module(model, *(torch.from_numpy(a) if a is not None else None
+                                    for a in (x, ei, ea)))
     except Exception as e:  # noqa: BLE001  (the user's forward may raise anything)
         raise ExportError(f"{type(model).__name__} failed {what} ({type(e).__name__}: "
                           f"{str(e)[:300]}); is it float32, and x as wide as it reads?") from e

@@ -193,7 +193,6 @@ class DlrmLike(torch.nn.Module):
 @pytest.mark.parametrize("make,message", [
     (lambda: GCN(8, 16, 2, 3, norm="instance_norm"), "norms.0: InstanceNorm is not supported"),
     (lambda: GCN(8, 16, 2, 3, norm="graph_norm"), "norms.0: GraphNorm is not supported"),
-    (lambda: GAT(8, 16, 2, 3, v2=True, edge_dim=4), "convs.0: GATv2Conv(edge_dim=...) needs edge"),
     (lambda: NoForward(), "NoForward has no forward: export the submodule"),
     (lambda: DlrmLike(), "export recommendation models with export_torch"),
 ])

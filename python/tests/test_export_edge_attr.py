@@ -1,10 +1,11 @@
 """Edge attributes served as PyG computes them: GINEConv models (with and without
-edge_dim, eps trained) exported with one call, checked against the live module on
+edge_dim, eps trained) and attention layers with edge_dim (GATConv, GATv2Conv,
+TransformerConv; self-loops filled with the mean of a node's edges) exported with one call, checked against the live module on
 a generated graph with edge attributes and the user's (a tuple or a Data), then
 served from a dataset prepared from save_graph with every neighbour sampled:
 each node's answer equals model(x, edge_index, edge_attr). A gine model on a
-dataset without edge attributes, and edge attributes given to any other layer,
-are refused by name."""
+dataset without edge attributes, and edge attributes given to any other layer
+(or to an attention layer without edge_dim), are refused by name."""
 import os
 import subprocess
 import sys
@@ -67,6 +68,39 @@ def build(projected):
     return Gine(projected).eval()
 
 
+class Attention(torch.nn.Module):
+    """Every attention layer with edge_dim: GATConv with self-loops (their
+    attributes the mean of the node's edges) and without, GATv2Conv (concat=False),
+    TransformerConv with beta; or (`variant`) TransformerConv without root_weight
+    averaging 3 heads and GATv2Conv without self-loops, sharing weights."""
+
+    def __init__(self, variant):
+        super().__init__()
+        if variant:
+            self.convs = torch.nn.ModuleList([
+                pyg_nn.TransformerConv(F, 4, heads=3, edge_dim=F, concat=False,
+                                       root_weight=False),
+                pyg_nn.GATv2Conv(4, 5, edge_dim=F, add_self_loops=False, share_weights=True)])
+        else:
+            self.convs = torch.nn.ModuleList([
+                pyg_nn.GATConv(F, 4, heads=2, edge_dim=F),
+                pyg_nn.GATv2Conv(8, 4, heads=2, edge_dim=F, concat=False),
+                pyg_nn.TransformerConv(4, 6, heads=2, edge_dim=F, beta=True),
+                pyg_nn.GATConv(12, 3, edge_dim=F, add_self_loops=False)])
+
+    def forward(self, x, edge_index, edge_attr):
+        for i, conv in enumerate(self.convs):
+            x = conv(x, edge_index, edge_attr)
+            if i + 1 < len(self.convs):
+                x = x.relu()
+        return x
+
+
+def build_attention(variant):
+    torch.manual_seed(2 + variant)
+    return Attention(variant).eval()
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     if not os.path.exists(SPINDLE):
@@ -76,13 +110,19 @@ def served(tmp_path_factory):
     save_graph(data, str(tmp / "graph"))
     subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "graph"), "--out", str(tmp / "ds")],
                    check=True, capture_output=True)
-    models = {"plain": build(False), "projected": build(True)}
-    checks = {"plain": (data.x, data.edge_index, data.edge_attr), "projected": data}
+    torch.manual_seed(4)  # PyG's basic model, edge_attr a keyword of its forward
+    basic = pyg_nn.GAT(F, 8, 2, 3, v2=True, edge_dim=F, heads=2, jk="cat").eval()
+    models = {"plain": build(False), "projected": build(True), "attention": build_attention(0),
+              "attention2": build_attention(1), "basic": basic}
+    checks = {"plain": (data.x, data.edge_index, data.edge_attr), "projected": data,
+              "attention": data, "attention2": data, "basic": data}
+    hops = {"plain": 2, "projected": 2, "attention": 4, "attention2": 2, "basic": 2}
     kinds = {}
     for name, model in models.items():
         (tmp / "repo" / name).mkdir(parents=True)
         kinds[name] = export_pyg(model, str(tmp / "repo" / name / "1"), name=name,
-                                 fanouts=[-1, -1], check=checks[name], spindle=SPINDLE)
+                                 fanouts=[-1] * hops[name], check=checks[name],
+                                 spindle=SPINDLE)
     return tmp, data, models, kinds
 
 
@@ -94,6 +134,9 @@ def test_gine_exports_as_its_op_and_nn_checked_with_edge_attributes(served):
     assert "edge attributes 8 wide" in plain and "yours: 60 nodes" in plain, plain
     projected = (tmp / "repo" / "projected" / "1" / "model.toml").read_text()
     assert projected.count("edge_dim = 8") == 2, projected
+    assert kinds["attention"] == ["gat", "relu", "gatv2", "relu", "transformer", "relu", "gat"]
+    attention = (tmp / "repo" / "attention" / "1" / "model.toml").read_text()
+    assert attention.count("edge_dim = 8") == 4, attention
 
 
 def test_served_answers_equal_pyg_with_edge_attributes(served):
@@ -106,7 +149,8 @@ def test_served_answers_equal_pyg_with_edge_attributes(served):
         seeds = list(range(data.num_nodes))
         for name, model in models.items():
             with torch.no_grad():
-                want = model(data.x, data.edge_index, data.edge_attr).numpy()
+                want = (model(data.x, data.edge_index, edge_attr=data.edge_attr) if name == "basic"
+                        else model(data.x, data.edge_index, data.edge_attr)).numpy()
             got = c.infer_gnn(seeds, model=name)
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
                                        err_msg=name)
@@ -133,10 +177,10 @@ def test_a_gine_model_on_a_dataset_without_edge_attributes_is_refused_by_name(se
     assert "reads edge attributes, and dataset" in r.stderr, r.stderr[-2000:]
 
 
-class GatEdges(torch.nn.Module):
-    def __init__(self, pass_attr):
+class Edges(torch.nn.Module):
+    def __init__(self, conv, pass_attr):
         super().__init__()
-        self.conv = pyg_nn.GATConv(F, 4, edge_dim=F)
+        self.conv = conv
         self.pass_attr = pass_attr
 
     def forward(self, x, edge_index, edge_attr):
@@ -145,10 +189,20 @@ class GatEdges(torch.nn.Module):
 
 def test_edge_attributes_for_other_layers_and_missing_ones_are_refused_by_name(tmp_path):
     data = graph()
-    with pytest.raises(ExportError, match="GATConv with edge attributes is not served"):
-        export_pyg(GatEdges(True).eval(), str(tmp_path / "a"), name="a", check=False)
-    with pytest.raises(ExportError, match=r"GATConv\(edge_dim=...\) needs edge attributes"):
-        export_pyg(GatEdges(False).eval(), str(tmp_path / "b"), name="b", check=False)
+    refused = [
+        (pyg_nn.GATConv(F, 4), True, "GATConv without edge_dim given edge attributes"),
+        (pyg_nn.GATConv(F, 4, edge_dim=F), False, r"GATConv\(edge_dim=...\) must be called as"),
+        (pyg_nn.TransformerConv(F, 4, edge_dim=F), False, "TransformerConv.* must be called as"),
+        (pyg_nn.GCNConv(F, 4), True, "GCNConv with edge attributes is not served"),
+        (pyg_nn.GATv2Conv(F, 4, edge_dim=F, fill_value="add"), True,
+         r"GATv2Conv\(fill_value='add'\) with edge_dim"),
+        (pyg_nn.GATConv(F, 4, edge_dim=F, fill_value=0.5), True,
+         r"GATConv\(fill_value=0.5\) with edge_dim")]
+    for i, (conv, pass_attr, match) in enumerate(refused):
+        with pytest.raises(ExportError, match=match):
+            export_pyg(Edges(conv, pass_attr).eval(), str(tmp_path / str(i)), name="e",
+                       check=False)
+        assert not (tmp_path / str(i)).exists()
     with pytest.raises(ExportError, match="the model reads edge attributes"):
         export_pyg(build(False), str(tmp_path / "c"), name="c", spindle=SPINDLE,
                    check=(data.x, data.edge_index))

@@ -111,8 +111,9 @@ def test_tag_conv_on_a_graph_with_self_loops_is_refused_naming_the_op(tmp_path):
 
 @pytest.mark.parametrize("conv,pattern", [
     (ResGatedGraphConv(8, 3, act=torch.nn.Tanh()), r"act=Tanh\(\)\) is not served"),
-    (TransformerConv(8, 3, edge_dim=4), r"edge_dim=4|edge attributes"),
-    (GATv2Conv(8, 3, edge_dim=4), r"edge_dim=4|edge attributes"),
+    (TransformerConv(8, 3, edge_dim=4), r"TransformerConv\(edge_dim=...\) must be called as "
+                                        r"conv\(x, edge_index, edge_attr\)"),
+    (GATv2Conv(8, 3, edge_dim=4), r"GATv2Conv\(edge_dim=...\) must be called as"),
     (TAGConv(8, 3, K=0), r"TAGConv\(K=0\) passes no message"),
     (GATv2Conv((8, 6), 3), r"separate source/target widths"),
 ])

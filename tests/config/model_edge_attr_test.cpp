@@ -1,6 +1,8 @@
-// model.toml's gine op (PyG GINEConv): its keys, its round trip, and the check
-// against a served dataset's edge attributes, refused by name when they are
-// missing or of another width.
+// model.toml's ops reading edge attributes (PyG GINEConv, and the attention
+// layers' edge_dim): their keys, their round trip, and the check against a
+// served dataset's edge attributes, refused by name when they are missing or of
+// another width; typed models refuse them.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "config/model.hpp"
@@ -70,6 +72,43 @@ TEST(model_edge_attr_test, models_without_gine_read_no_edge_attributes) {
   ASSERT_TRUE(d.has_value()) << d.error().message();
   EXPECT_FALSE(reads_edge_attr(d->ops));
   EXPECT_TRUE(check_edge_attr(d->ops, 0, "ds").is_ok());
+}
+
+TEST(model_edge_attr_test, attention_ops_read_edge_attributes_with_edge_dim) {
+  for (const char* kind : {"gat", "gatv2", "transformer"}) {
+    auto d = parse_model_desc(fmt::format("[model]\narch = \"stack\"\nin = 4\nout = 6\n[[op]]\n"
+                                          "kind = \"{}\"\nprefix = \"c\"\nout = 3\nheads = 2\n"
+                                          "edge_dim = 5\n",
+                                          kind),
+                              "m/model.toml");
+    ASSERT_TRUE(d.has_value()) << kind << ": " << d.error().message();
+    EXPECT_TRUE(reads_edge_attr(d->ops)) << kind;
+    auto again = parse_model_desc(to_toml(*d), "again");
+    ASSERT_TRUE(again.has_value()) << again.error().message();
+    EXPECT_EQ(again->ops[0].edge_dim, 5) << kind;
+    EXPECT_TRUE(check_edge_attr(d->ops, 5, "ds").is_ok());
+    auto other = check_edge_attr(d->ops, 4, "ds");
+    ASSERT_FALSE(other.is_ok());
+    EXPECT_NE(other.message().find(fmt::format("op[0] ({}, c) reads edge attributes 5 wide (its "
+                                               "edge_dim), and dataset ds has 4 columns",
+                                               kind)),
+              std::string::npos)
+        << other.message();
+  }
+}
+
+TEST(model_edge_attr_test, typed_models_refuse_ops_reading_edge_attributes) {
+  auto d = parse_model_desc(
+      "[model]\narch = \"stack\"\nout = 3\n[[node_type]]\nname = \"a\"\nin = 4\n"
+      "[[edge_type]]\nsrc = \"a\"\nrel = \"r\"\ndst = \"a\"\n[[op]]\nkind = \"gat\"\n"
+      "prefix = \"c\"\ninputs = [\"x.a\"]\nrelation = 0\nout = 3\nedge_dim = 2\n"
+      "add_self_loops = false\n[[output]]\nnode_type = \"a\"\nvalue = \"op0\"\n",
+      "m/model.toml");
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.error().message().find("op[0] (gat) reads edge attributes; on typed graphs they are "
+                                     "not served"),
+            std::string::npos)
+      << d.error().message();
 }
 
 }  // namespace

@@ -324,8 +324,8 @@ TEST(model_test, stack_ops_refuse_what_they_cannot_honour) {
        "beta = true gates the root term"},
       {"[[op]]\nkind = \"gatv2\"\nprefix = \"c\"\nout = 1000000\nheads = 1000000\n",
        "heads x out = 1000000 x 1000000 exceeds 1000000 columns"},
-      {"[[op]]\nkind = \"transformer\"\nprefix = \"c\"\nout = 2\nedge_dim = 3\n",
-       "op[0].edge_dim: not a setting of transformer"},
+      {"[[op]]\nkind = \"transformer\"\nprefix = \"c\"\nout = 2\nedge_dim = -2\n",
+       "op[0].edge_dim must be an integer in 0..1000000"},
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nin = 5\nout = 2\n",
        "op[0] (sage).in = 5, but its input is 4 wide"},
       {"[[op]]\nkind = \"sage\"\nprefix = \"c\"\nout = 2\n"
