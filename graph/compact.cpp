@@ -57,6 +57,11 @@ status compact_dataset(const dataset& original, const graph_delta& d,
     return make_error(errc::unsupported,
                       "{}: graph updates on typed graphs are not served yet (nothing to compact)",
                       ds.dir());
+  if (ds.edge_attr_cols() > 0)  // the compacted CSR would lose them
+    return make_error(errc::unsupported,
+                      "{}: graph updates on a graph with edge attributes are not served yet "
+                      "(nothing to compact)",
+                      ds.dir());
   const bool added = d.num_nodes > ds.num_nodes();
   if (added && !ds.node_ids().empty())
     return make_error(errc::unsupported,

@@ -76,6 +76,11 @@ struct dataset_metadata {
 /// unique non-empty names, edge types naming node types, their counts summing to
 /// num_edges, feature_dim the widest type's). Errors name metadata.json's field.
 status validate_types(const dataset_metadata& m);
+/// XXH3-64 of the typing (every node type's name, offset, count and width, every
+/// edge type's src, rel, dst and count), stored as metadata.json's
+/// `types_xxh3_64`: the arrays' checksums do not cover the type ranges, and a hand
+/// edit that keeps the counts' sums would read nodes as another type.
+std::uint64_t typing_checksum(const dataset_metadata& m);
 
 struct open_options {
   bool verify_checksums = false;  // hash every array (reads all bytes)

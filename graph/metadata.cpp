@@ -6,6 +6,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "core/checksum.hpp"
 #include "core/text_file.hpp"
 #include "graph/dataset.hpp"
 #include "graph/detail/json_field.hpp"
@@ -100,6 +101,24 @@ status parse_types(const json& j, dataset_metadata& m) {
   return status::ok();
 }
 
+// A typed dataset's types_xxh3_64 against its parsed typing.
+status check_typing_checksum(const json& j, const dataset_metadata& m) {
+  if (!m.typed()) return status::ok();
+  const std::string want = checksum_hex(typing_checksum(m));
+  if (!j.contains("types_xxh3_64") || !j.at("types_xxh3_64").is_string())
+    return make_error(errc::corrupt_data,
+                      "metadata.json: a typed dataset needs types_xxh3_64 (its node and edge "
+                      "types' checksum); prepare it again");
+  const auto got = j.at("types_xxh3_64").get<std::string>();
+  if (got != want)
+    return make_error(errc::corrupt_data,
+                      "metadata.json: node_types/edge_types do not match types_xxh3_64 ({} "
+                      "stored, {} computed): the typing was edited or damaged; prepare the "
+                      "dataset again",
+                      got.substr(0, 32), want);
+  return status::ok();
+}
+
 status parse_metadata(const json& j, dataset_metadata& m) {
   if (j.value("format", "") != "spindle-dataset")
     return make_error(errc::corrupt_data, "metadata.json: 'format' is not \"spindle-dataset\"");
@@ -135,7 +154,8 @@ status parse_metadata(const json& j, dataset_metadata& m) {
                       "metadata.json: negative count (num_nodes={}, num_edges={})", m.num_nodes,
                       m.num_edges);
   SPINDLE_TRY(parse_types(j, m));
-  return validate_types(m);
+  SPINDLE_TRY(validate_types(m));
+  return check_typing_checksum(j, m);
 }
 
 }  // namespace
@@ -167,6 +187,7 @@ std::string metadata_to_json(const dataset_metadata& m) {
       edges.push_back({{"src", t.src}, {"rel", t.rel}, {"dst", t.dst}, {"count", t.count}});
     j["node_types"] = nodes;
     j["edge_types"] = edges;
+    j["types_xxh3_64"] = checksum_hex(typing_checksum(m));
   }
   json arrays = json::object();
   for (const auto& [name, r] : m.arrays) arrays[name] = to_json(r);

@@ -3,7 +3,9 @@
 // metadata (graph/metadata.cpp calls them on every read).
 #include <algorithm>
 #include <set>
+#include <string>
 
+#include "core/checksum.hpp"
 #include "graph/dataset.hpp"
 
 namespace spindle::graph {
@@ -74,6 +76,28 @@ status validate_edge_types(const dataset_metadata& m) {
 }
 
 }  // namespace
+
+std::uint64_t typing_checksum(const dataset_metadata& m) {
+  // One line per type, its fields each ended by a NUL (names may hold any other byte).
+  std::string text;
+  auto put = [&](std::string_view field) {
+    text.append(field);
+    text.push_back('\0');
+  };
+  for (const auto& t : m.node_types) {
+    for (std::string_view f : {std::string_view("n"), std::string_view(t.name)}) put(f);
+    for (std::int64_t v : {t.offset, t.count, t.feature_dim}) put(std::to_string(v));
+    text.push_back('\n');
+  }
+  for (const auto& t : m.edge_types) {
+    for (std::string_view f : {std::string_view("e"), std::string_view(t.src),
+                               std::string_view(t.rel), std::string_view(t.dst)})
+      put(f);
+    put(std::to_string(t.count));
+    text.push_back('\n');
+  }
+  return checksum(text.data(), text.size());
+}
 
 status validate_types(const dataset_metadata& m) {
   if (!m.typed()) {

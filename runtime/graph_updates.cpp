@@ -128,6 +128,11 @@ status refuse_unapplied_updates(const graph::dataset& ds, std::string_view who) 
 }
 
 expected<enabled_updates> enable_graph_updates(graph::dataset& ds, const graph_update_options& o) {
+  if (ds.edge_attr_cols() > 0)  // an added edge would have none, and a compaction would drop them
+    return make_error(errc::unsupported,
+                      "{}: graph updates on a graph with edge attributes (edge_attr.npy) are not "
+                      "served yet",
+                      ds.dir());
   const std::string path = o.log_path.empty() ? ds.dir() + "/graph.log" : o.log_path;
   if (!o.log_path.empty()) remember_log(ds, path);
   if (o.warn_other_logs) warn_of_other_logs(ds, path);

@@ -206,3 +206,17 @@ def test_edge_attributes_for_other_layers_and_missing_ones_are_refused_by_name(t
     with pytest.raises(ExportError, match="the model reads edge attributes"):
         export_pyg(build(False), str(tmp_path / "c"), name="c", spindle=SPINDLE,
                    check=(data.x, data.edge_index))
+
+
+def test_graph_updates_on_a_graph_with_edge_attributes_are_refused_by_name(served):
+    tmp, _, _, _ = served
+    (tmp / "admin.token").write_text("a" * 32 + "\n")
+    os.chmod(tmp / "admin.token", 0o600)
+    r = subprocess.run([SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository",
+                        str(tmp / "repo"), "--graph-updates", "--listen", "127.0.0.1:0",
+                        "--admin-token-file", str(tmp / "admin.token"), "--device", "host"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "graph updates on a graph with edge attributes (edge_attr.npy) are not served" in \
+        r.stderr, r.stderr[-2000:]
+    assert not (tmp / "ds" / "graph.log").exists()

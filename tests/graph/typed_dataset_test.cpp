@@ -2,6 +2,9 @@
 // written, reopened and refused when they do not describe the graph.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "graph/dataset.hpp"
 #include "test_util.hpp"
 #include "typed_util.hpp"
@@ -136,6 +139,29 @@ TEST(typed_dataset_test, refuses_edge_types_naming_unknown_node_types) {
   EXPECT_NE(open_error(write_typed("typed_unknown", m))
                 .find("edge_types[2].dst 'paper' is not a node type"),
             std::string::npos);
+}
+
+// Rewrites dir/metadata.json with `from` replaced by `to` (a hand edit).
+void edit_metadata(const std::string& dir, const std::string& from, const std::string& to) {
+  const std::string path = dir + "/metadata.json";
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+TEST(typed_dataset_test, refuses_a_typing_edited_by_hand_that_keeps_every_count) {
+  const auto dir = write_typed("typed_edited", typed_metadata());
+  ASSERT_EQ(open_error(dir), "opened");
+  edit_metadata(dir, "\"writes\"", "\"reads\"");  // sums, offsets and endpoints still fit
+  const auto err = open_error(dir);
+  EXPECT_NE(err.find("node_types/edge_types do not match types_xxh3_64"), std::string::npos)
+      << err;
+  const auto bare = write_typed("typed_no_checksum", typed_metadata());
+  edit_metadata(bare, "\"types_xxh3_64\"", "\"types_other\"");
+  EXPECT_NE(open_error(bare).find("a typed dataset needs types_xxh3_64"), std::string::npos);
 }
 
 TEST(typed_dataset_test, refuses_a_feature_dim_other_than_the_widest_type) {
