@@ -51,11 +51,34 @@ status only_keys(const toml::table& t, std::set<std::string_view> keys, const st
   return status::ok();
 }
 
+// A node type's embedding = "<tensor>" and embedding_rows = N, both or neither.
+status parse_embedding(const toml::table& tab, const std::string& field, node_type_desc& n) {
+  const bool named = tab.get("embedding") != nullptr, rows = tab.get("embedding_rows") != nullptr;
+  if (!named && !rows) return status::ok();
+  auto count = rows ? tab.get("embedding_rows")->value<std::int64_t>() : std::nullopt;
+  if (!named)
+    return make_error(errc::invalid_argument,
+                      "{}.embedding (the tensor holding the type's table) goes with embedding_rows",
+                      field);
+  SPINDLE_TRY(read_name(tab, "embedding", n.embedding, field));
+  if (!count || *count <= 0 || *count > (std::int64_t(1) << 40))
+    return make_error(errc::invalid_argument,
+                      "{}.embedding_rows (the table's rows: the type's node count) must be "
+                      "1..2^40, with embedding",
+                      field);
+  if (*count * n.in > (std::int64_t(1) << 34))
+    return make_error(errc::invalid_argument,
+                      "{}: an embedding table of {} x {} floats exceeds 2^34 values", field,
+                      *count, n.in);
+  n.embedding_rows = *count;
+  return status::ok();
+}
+
 status parse_node_types(const toml::array& arr, model_types& t) {
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const auto& tab = *arr.get(i)->as_table();
     const std::string field = fmt::format("node_type[{}]", i);
-    SPINDLE_TRY(only_keys(tab, {"name", "in"}, field));
+    SPINDLE_TRY(only_keys(tab, {"name", "in", "embedding", "embedding_rows"}, field));
     node_type_desc n;
     SPINDLE_TRY(read_name(tab, "name", n.name, field));
     auto in = tab.get("in") ? tab.get("in")->value<std::int64_t>() : std::nullopt;
@@ -63,6 +86,7 @@ status parse_node_types(const toml::array& arr, model_types& t) {
       return make_error(errc::invalid_argument, "{}.in (its feature width, 1..1000000) is required",
                         field);
     n.in = int(*in);
+    SPINDLE_TRY(parse_embedding(tab, field, n));
     t.node_types.push_back(std::move(n));
   }
   return status::ok();
@@ -258,14 +282,24 @@ status validate_type_fanouts(const model_types& t, int hops) {
 expected<std::vector<int>> bind_edge_types(const model_types& t,
                                            std::span<const std::array<std::string, 3>> graph_edges,
                                            std::span<const std::string> graph_node_types,
-                                           std::span<const std::int64_t> graph_widths) {
+                                           std::span<const std::int64_t> graph_widths,
+                                           std::span<const std::int64_t> graph_counts) {
   for (const auto& n : t.node_types) {
     auto it = std::find(graph_node_types.begin(), graph_node_types.end(), n.name);
     if (it == graph_node_types.end())
       return make_error(errc::invalid_argument,
                         "the model reads node type '{}', which the graph lacks (it has: {})",
                         n.name, fmt::join(graph_node_types, ", "));
-    const auto w = graph_widths[std::size_t(it - graph_node_types.begin())];
+    const auto at = std::size_t(it - graph_node_types.begin());
+    if (!n.embedding.empty()) {  // its rows come from the table, not the graph's features
+      if (!graph_counts.empty() && graph_counts[at] != n.embedding_rows)
+        return make_error(errc::invalid_argument,
+                          "node type '{}': the model's embedding table {} has {} rows, the graph "
+                          "has {} nodes of the type",
+                          n.name, n.embedding, n.embedding_rows, graph_counts[at]);
+      continue;
+    }
+    const auto w = graph_widths[at];
     if (w != n.in)
       return make_error(errc::invalid_argument,
                         "node type '{}': the model reads {} feature columns, the graph has {}",
@@ -298,8 +332,12 @@ expected<std::size_t> find_output(const model_types& t, std::string_view node_ty
 
 std::string types_to_toml(const model_types& t) {
   std::string s;
-  for (const auto& n : t.node_types)
+  for (const auto& n : t.node_types) {
     s += fmt::format("\n[[node_type]]\nname = \"{}\"\nin = {}\n", n.name, n.in);
+    if (!n.embedding.empty())
+      s += fmt::format("embedding = \"{}\"\nembedding_rows = {}\n", n.embedding,
+                       n.embedding_rows);
+  }
   for (const auto& e : t.edge_types) {
     s += fmt::format("\n[[edge_type]]\nsrc = \"{}\"\nrel = \"{}\"\ndst = \"{}\"\n", e.src, e.rel,
                      e.dst);

@@ -19,6 +19,11 @@ namespace spindle::config {
 struct node_type_desc {
   std::string name;
   int in = 0;  // its feature width: the first `in` columns of its rows
+  /// A featureless type's learnt table (PyG's nn.Embedding): the tensor holding
+  /// one `in`-wide row per node of the type, row i for its node i; the type's
+  /// value is read from it instead of the graph's features. Empty: none.
+  std::string embedding;
+  std::int64_t embedding_rows = 0;  // the table's rows: the graph's node count of the type
 };
 
 struct edge_type_desc {
@@ -53,11 +58,14 @@ status validate_type_fanouts(const model_types& t, int hops);
 /// For each of a graph's edge types (src, rel, dst), the model's edge type it is
 /// (-1: one the model does not read). Refuses, by name, a model edge type or a
 /// node type the graph lacks and a node type wider in the model than in the graph
-/// (`graph_widths[i]` is graph node type i's feature width).
+/// (`graph_widths[i]` is graph node type i's feature width), and a type read from
+/// an embedding table whose rows are not the graph's node count of the type
+/// (`graph_counts[i]`; empty: not checked).
 expected<std::vector<int>> bind_edge_types(const model_types& t,
                                            std::span<const std::array<std::string, 3>> graph_edges,
                                            std::span<const std::string> graph_node_types,
-                                           std::span<const std::int64_t> graph_widths);
+                                           std::span<const std::int64_t> graph_widths,
+                                           std::span<const std::int64_t> graph_counts = {});
 /// The index in `t.outputs` answering `node_type`; the error lists those there are.
 expected<std::size_t> find_output(const model_types& t, std::string_view node_type);
 

@@ -99,14 +99,18 @@ class model {
   /// a typed graph's (with edge types), whose edge type t is the model's edge
   /// type relation_of_type[t] (-1: one it does not read; config::bind_edge_types);
   /// row_types[r] is sampled row r's node type, as the model numbers them (-1: one
-  /// it does not read); `x` at least as wide as every node type's features.
-  /// Answers seeds (all of the node type of the model's output `output`,
+  /// it does not read); `x` at least as wide as every node type's features;
+  /// row_ids[r] is row r's id within its node type (read for types with an
+  /// embedding table, has_type_embeddings()). Answers seeds (all of the node type of the model's output `output`,
   /// config::find_output; the first rows) with that output's rows.
   expected<tensor> forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
                                  std::size_t output, std::span<const int> relation_of_type,
                                  std::span<const std::int16_t> row_types,
+                                 std::span<const std::int64_t> row_ids = {},
                                  thread_pool* pool = nullptr,
                                  const op_observer* observe = nullptr) const;
+  /// Whether a node type reads an embedding table (forward_typed then needs row_ids).
+  bool has_type_embeddings() const;
   /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
@@ -145,6 +149,8 @@ class model {
   expected<tensor> forward_stack(allocator& a, std::span<const block> blocks,
                                  std::span<const float> degree, const tensor& x,
                                  thread_pool* pool, const op_observer* observe) const;
+  expected<tensor> type_input_rows(allocator& a, int k, std::span<const std::int64_t> rows,
+                                   const tensor& x, std::span<const std::int64_t> row_ids) const;
   expected<tensor> stack_op(allocator& a, const config::gnn_op& op, const block* b,
                             std::span<const float> degree, std::vector<tensor*>& in,
                             std::vector<bool>& owned, thread_pool* pool) const;

@@ -52,6 +52,10 @@ std::vector<param_spec> stack_parameter_specs(const config::model_desc& d) {
     weight_list w(d.ops[i], i, s);
     layer_of(d.ops[i].kind).weights(d.ops[i], in[i], w);
   }
+  for (const auto& n : d.types.node_types)  // featureless types' learnt tables
+    if (!n.embedding.empty())
+      s.push_back({n.embedding, {n.embedding_rows, n.in}, false,
+                   fmt::format("node type '{}': one row per node (nn.Embedding)", n.name)});
   // A link model's decoder ops read the pair's embeddings (model.out wide each).
   const auto dec = input_widths(d.decoder_ops, {{"z_src", d.out}, {"z_dst", d.out}});
   for (std::size_t i = 0; i < d.decoder_ops.size(); ++i) {
@@ -158,20 +162,24 @@ expected<tensor> model::forward_stack(allocator& a, std::span<const block> block
 
 expected<tensor> model::forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
                                       std::size_t output, std::span<const int> relation_of_type,
-                                      std::span<const std::int16_t> row_types, thread_pool* pool,
+                                      std::span<const std::int16_t> row_types,
+                                      std::span<const std::int64_t> row_ids, thread_pool* pool,
                                       const op_observer* observe) const {
   const auto& t = desc_.types;
   if (!desc_.typed() || output >= t.outputs.size())
     return make_error(errc::invalid_argument, "{}: no typed output {}", desc_.name, output);
   if (relation_of_type.empty())
     return make_error(errc::invalid_argument, "{}: a typed model reads a typed graph", desc_.name);
-  if (int(blocks.size()) != desc_.layers || x.rows() < blocks[0].num_src || x.cols() < desc_.in ||
+  int read = 0;  // the widest features read from x (embedding tables are read from the model)
+  for (const auto& n : t.node_types)
+    if (n.embedding.empty()) read = std::max(read, n.in);
+  if (int(blocks.size()) != desc_.layers || x.rows() < blocks[0].num_src || x.cols() < read ||
       std::int64_t(row_types.size()) < x.rows())
     return make_error(errc::invalid_argument,
                       "{}: {} blocks, features [{} x {}] and {} row types for {} layers and {} "
                       "columns",
                       desc_.name, blocks.size(), x.rows(), x.cols(), row_types.size(),
-                      desc_.layers, desc_.in);
+                      desc_.layers, read);
   std::vector<std::pair<int, int>> ends;
   for (const auto& e : t.edge_types) {
     auto index = [&](const std::string& name) {
@@ -183,14 +191,9 @@ expected<tensor> model::forward_typed(allocator& a, std::span<const block> block
   }
   typed_layout layout(blocks, relation_of_type, row_types.first(std::size_t(x.rows())),
                       std::move(ends));
-  // Node type k's value: the first `in` columns of its rows.
   std::map<std::string, tensor> values;
   for (std::size_t k = 0; k < t.node_types.size(); ++k) {
-    const auto rows = layout.rows_of(int(k));
-    const int in = t.node_types[k].in;
-    SPINDLE_ASSIGN_OR_RETURN(auto v, tensor::empty(a, {std::int64_t(rows.size()), in}));
-    for (std::size_t r = 0; r < rows.size(); ++r)
-      std::copy(x.row(rows[r]), x.row(rows[r]) + in, v.row(std::int64_t(r)));
+    SPINDLE_ASSIGN_OR_RETURN(auto v, type_input_rows(a, int(k), layout.rows_of(int(k)), x, row_ids));
     values.emplace(config::type_input(t.node_types[k].name), std::move(v));
   }
   SPINDLE_ASSIGN_OR_RETURN(auto out, run_ops(a, desc_.ops, std::move(values), blocks, {}, pool,
@@ -201,6 +204,42 @@ expected<tensor> model::forward_typed(allocator& a, std::span<const block> block
                       desc_.name, seeds, out.rows(), t.outputs[output].node_type);
   if (out.rows() > seeds) return copy_head(a, out, seeds);
   return out;
+}
+
+bool model::has_type_embeddings() const {
+  for (const auto& n : desc_.types.node_types)
+    if (!n.embedding.empty()) return true;
+  return false;
+}
+
+// Node type k's value: the first `in` columns of its rows, or for a type read
+// from an embedding table, the table's rows of its nodes (row_ids: each sampled
+// row's id within its type).
+expected<tensor> model::type_input_rows(allocator& a, int k, std::span<const std::int64_t> rows,
+                                        const tensor& x,
+                                        std::span<const std::int64_t> row_ids) const {
+  const auto& n = desc_.types.node_types[std::size_t(k)];
+  SPINDLE_ASSIGN_OR_RETURN(auto v, tensor::empty(a, {std::int64_t(rows.size()), n.in}));
+  if (n.embedding.empty()) {
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      std::copy(x.row(rows[r]), x.row(rows[r]) + n.in, v.row(std::int64_t(r)));
+    return v;
+  }
+  const auto it = params_.find(n.embedding);
+  if (it == params_.end())
+    return make_error(errc::internal, "{}: embedding table {} not loaded", desc_.name, n.embedding);
+  const float* table = it->second.data();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto row = std::size_t(rows[r]);
+    const std::int64_t id = row < row_ids.size() ? row_ids[row] : -1;
+    if (id < 0 || id >= n.embedding_rows)
+      return make_error(errc::invalid_argument,
+                        "{}: node type '{}' row {}: id {} is outside its embedding table {} ({} "
+                        "rows)",
+                        desc_.name, n.name, row, id, n.embedding, n.embedding_rows);
+    std::copy(table + id * n.in, table + (id + 1) * n.in, v.row(std::int64_t(r)));
+  }
+  return v;
 }
 
 expected<tensor> model::decode(allocator& a, const tensor& z_src, const tensor& z_dst) const {

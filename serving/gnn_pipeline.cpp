@@ -321,6 +321,13 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
     g.row_types.resize(sub.nodes.size());
     for (std::size_t i = 0; i < sub.nodes.size(); ++i)
       g.row_types[i] = model_type_of_[std::size_t(ds_.node_type_of(sub.nodes[i]))];
+    if (model_.has_type_embeddings()) {  // rows of embedding tables: ids within the type
+      g.row_ids.resize(sub.nodes.size());
+      for (std::size_t i = 0; i < sub.nodes.size(); ++i) {
+        const int t = ds_.node_type_of(sub.nodes[i]);
+        g.row_ids[i] = sub.nodes[i] - ds_.node_types()[std::size_t(t)].offset;
+      }
+    }
   }
   if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
   if (model_.desc().arch == config::model_arch::stack && model_.needs_degrees()) {
@@ -353,7 +360,7 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
     return compute_named(g, batch, alloc, x, res);
   // A typed model runs on the host, its ops restricted to their edge types.
   auto y = model_.desc().typed() ? model_.forward_typed(alloc, g.blocks, x, g.output, relation_of_type_,
-                                                                g.row_types)
+                                                        g.row_types, g.row_ids)
   // A GNNSched device slot: the pass on the device, in the slot, on its stream.
            : device ? device_->forward_in(*device, model_, alloc, g.blocks, g.degree, x)
            : ex   ? ex->forward(model_, alloc, g.blocks, g.degree, x)

@@ -134,6 +134,7 @@ struct prepared_batch {
     std::vector<float> edge_attr;  // models reading edge attributes: a row per sampled edge
     std::size_t output = 0;     // a typed model's output answering the members' node type
     std::vector<std::int16_t> row_types;  // typed models: each sampled node's (model's) type
+    std::vector<std::int64_t> row_ids;    // and its id within its type (embedding tables)
     bool ready = false;         // sampled and gathered; false: members hold the error
   };
   /// The live graph's delta this batch reads (one version for every request), or null.

@@ -24,12 +24,13 @@ expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::
   std::vector<std::array<std::string, 3>> edges;
   for (const auto& e : ds.edge_types_info()) edges.push_back({e.src, e.rel, e.dst});
   std::vector<std::string> names;
-  std::vector<std::int64_t> widths;
+  std::vector<std::int64_t> widths, counts;
   for (const auto& n : ds.node_types()) {
     names.push_back(n.name);
     widths.push_back(n.feature_dim);
+    counts.push_back(n.count);
   }
-  auto map = config::bind_edge_types(d.types, edges, names, widths);
+  auto map = config::bind_edge_types(d.types, edges, names, widths, counts);
   if (!map)
     return std::move(map).error().with_context(
         fmt::format("model '{}' on dataset '{}': ", d.name, ds.metadata().name));

@@ -11,6 +11,7 @@ import tempfile
 from . import _model_files as files
 from . import _verify as verify
 from ._graph_save import save_graph
+from ._hetero_tables import check_widths, embedding_tables, with_tables
 from ._pyg_hetero import HeteroTranslator
 from ._verify import ExportError
 
@@ -33,9 +34,11 @@ def typed_metadata(metadata, check):
     return list(node_types), edge_types
 
 
-def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, metadata):
+def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, metadata,
+                  embeddings=None):
     import torch
     node_types, edge_types = typed_metadata(metadata, check)
+    tables = embedding_tables(embeddings, node_types, model)
     user = None
     if check is not True and check is not False and check is not None:
         if not (hasattr(check, "x_dict") and hasattr(check, "edge_index_dict")):
@@ -43,9 +46,12 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
         user = check
     with files.EvalMode(model.modules()):  # each module restored to its own mode after
         if user is not None:
-            _module_answers(model, user, "initialising its lazy modules on your check graph")
+            _module_answers(model, user, "initialising its lazy modules on your check graph",
+                            tables)
         ex = HeteroTranslator(model, node_types, edge_types)
         ops, tensors, widths, used, out_width, outputs = ex.run()
+        check_widths(tables, widths)
+        tensors.update({n: w for n, w in tables.values()})
         for t, w in widths.items():
             if w is None:
                 w = _graph_width(user, t)
@@ -56,7 +62,7 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
         hops = 1 + max(_depths(ops, widths))
         listed, per_edge = _fanouts(fanouts, used, hops, edge_types)
         text = files.model_toml(name, max(widths.values()), out_width, listed, ops)
-        text += typed_tables(widths, used, per_edge, outputs)
+        text += typed_tables(widths, used, per_edge, outputs, tables)
         with files.Staging(out_dir) as stage:
             stage.write(text, tensors)
             if check is False or check is None:
@@ -66,14 +72,15 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
                 known = {t: w for t, w in known.items() if w is not None}
                 known.update(widths)
                 unknown = [t for t in node_types if t not in known]
-                graphs = [("generated", generated_hetero(node_types, edge_types, known))]
+                counts = {t: int(w.shape[0]) for t, (_, w) in tables.items()}
+                graphs = [("generated", generated_hetero(node_types, edge_types, known, counts))]
                 if unknown:
                     graphs[0] = (f"generated (node types {', '.join(unknown)} 4 wide: no served "
                                  f"layer reads them; pass check=data if the module wants "
                                  f"another width)", graphs[0][1])
                 if user is not None:
                     graphs.append((f"yours: {sum(user.num_nodes_dict.values())} nodes", user))
-                record = _check(model, stage.path, graphs, outputs, spindle, tolerance)
+                record = _check(model, stage.path, graphs, outputs, spindle, tolerance, tables)
             from .export import _releases
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
@@ -81,10 +88,13 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
     return [op["kind"] for op in ops]
 
 
-def typed_tables(widths, edge_types, per_edge, outputs):
+def typed_tables(widths, edge_types, per_edge, outputs, tables=None):
     lines = []
     for t, w in widths.items():
         lines += ["", "[[node_type]]", f"name = {files.toml_value(t)}", f"in = {int(w)}"]
+        if tables and t in tables:
+            lines += [f"embedding = {files.toml_value(tables[t][0])}",
+                      f"embedding_rows = {int(tables[t][1].shape[0])}"]
     for e in edge_types:
         lines += ["", "[[edge_type]]", f"src = {files.toml_value(e[0])}",
                   f"rel = {files.toml_value(e[1])}", f"dst = {files.toml_value(e[2])}"]
@@ -137,17 +147,23 @@ def _graph_width(data, node_type):
     return None if x is None else int(x.shape[1])
 
 
-def generated_hetero(node_types, edge_types, widths, seed=0):
-    """A small typed graph: 24-40 nodes a type, random edges per edge type with a
-    hub, a node only sending, repeated edges, isolated nodes and self-loops on
-    edge types within one type."""
+def generated_hetero(node_types, edge_types, widths, counts=None, seed=0):
+    """A small typed graph: 24-40 nodes a type (`counts` for a type read from an
+    embedding table: its rows; such a type has no x), random edges per edge type
+    with a hub, a node only sending, repeated edges, isolated nodes and self-loops
+    on edge types within one type."""
     import numpy as np
     import torch
     from torch_geometric.data import HeteroData
     rng = np.random.default_rng(seed)
     data = HeteroData()
+    tables = counts or {}
     counts = {t: int(rng.integers(24, 41)) for t in node_types}
+    counts.update(tables)
     for t in node_types:
+        if t in tables:
+            data[t].num_nodes = counts[t]
+            continue
         data[t].x = torch.from_numpy(rng.standard_normal((counts[t], widths.get(t, 4)))
                                      .astype(np.float32))
     for s, r, d in edge_types:
@@ -163,23 +179,24 @@ def generated_hetero(node_types, edge_types, widths, seed=0):
     return data
 
 
-def _module_answers(model, data, what):
+def _module_answers(model, data, what, tables=None):
     import torch
+    x_dict = with_tables(data.x_dict, tables or {}, data)
     try:
         with torch.no_grad():
-            out = model(data.x_dict, data.edge_index_dict)
+            out = model(x_dict, data.edge_index_dict)
     except Exception as e:  # noqa: BLE001  (the user's forward may raise anything)
         raise ExportError(f"{type(model).__name__} failed {what} ({type(e).__name__}: "
                           f"{str(e)[:300]})") from e
     return out
 
 
-def _check(model, model_dir, graphs, outputs, spindle, tolerance):
+def _check(model, model_dir, graphs, outputs, spindle, tolerance, tables=None):
     import torch
     binary = verify.spindle_binary(spindle)
     worst = 0.0
     for label, data in graphs:
-        want = _module_answers(model, data, f"on the {label} graph")
+        want = _module_answers(model, data, f"on the {label} graph", tables)
         if isinstance(want, torch.Tensor):
             want = {next(iter(outputs)): want}
         got = spindle_typed_outputs(binary, model_dir, data, list(outputs))

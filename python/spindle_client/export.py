@@ -32,7 +32,8 @@ __all__ = ["ExportError", "export_pyg", "export_torch", "save_graph"]
 
 
 def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
-               tolerance=verify.TOLERANCE, task="node", decoder="dot", metadata=None):
+               tolerance=verify.TOLERANCE, task="node", decoder="dot", metadata=None,
+               embeddings=None):
     """Writes OUT_DIR/model.toml and OUT_DIR/weights.safetensors for `model`.
 
     task: "node" (serve forward(x, edge_index): a row per seed) or "link" (serve
@@ -47,7 +48,9 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     spindle: the spindle executable (default $SPINDLE_BINARY, then PATH).
     Typed models (the module to_hetero returns, or one using HeteroConv, whose
     forward takes (x_dict, edge_index_dict)): check=data (a HeteroData) or
-    metadata=data.metadata(); fanouts may be a dict {edge type: list}. Returns
+    metadata=data.metadata(); fanouts may be a dict {edge type: list}; embeddings=
+    {node type: nn.Embedding} gives a featureless type its learnt table (x_dict[type]
+    is the table, one row per node: Spindle stores it and reads a node's row). Returns
     the list of op kinds written. Raises ExportError naming what cannot be
     expressed or the first op whose answer differs from the module's.
     """
@@ -60,7 +63,11 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
             raise ExportError(f"task={task!r}: typed models are served for node answers")
         from ._hetero_export import export_hetero
         return export_hetero(model, out_dir, name=name, fanouts=fanouts, check=check,
-                             spindle=spindle, tolerance=tolerance, metadata=metadata)
+                             spindle=spindle, tolerance=tolerance, metadata=metadata,
+                             embeddings=embeddings)
+    if embeddings is not None:
+        raise ExportError("embeddings= gives node types of a typed model their tables; this "
+                          "model reads one node type (its x is the table: store it as features)")
     fanouts = _fanout_list(fanouts)
     graphs = _check_graphs(check)
     user = model

@@ -111,5 +111,41 @@ TEST(model_types_test, a_graphs_edge_types_bind_by_name) {
   EXPECT_EQ(*find_output(d->types, "paper"), 0u);
 }
 
+TEST(model_types_test, a_featureless_type_reads_its_embedding_table) {
+  std::string text = typed();
+  const std::string author = "name = \"author\"\nin = 2\n";
+  text.replace(text.find(author), author.size(),
+               author + "embedding = \"emb.author.weight\"\nembedding_rows = 40\n");
+  auto d = parse_model_desc(text, "m/model.toml");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  EXPECT_EQ(d->types.node_types[1].embedding, "emb.author.weight");
+  EXPECT_EQ(d->types.node_types[1].embedding_rows, 40);
+  auto again = parse_model_desc(to_toml(*d), "again");
+  ASSERT_TRUE(again.has_value()) << again.error().message();
+  EXPECT_EQ(again->types.node_types[1].embedding_rows, 40);
+  // The graph's author width does not matter; its author count must be the table's.
+  const std::vector<std::array<std::string, 3>> edges{
+      {"paper", "cites", "paper"}, {"author", "writes", "paper"}, {"paper", "rev_writes", "author"}};
+  const std::vector<std::string> nodes{"paper", "author"};
+  const std::vector<std::int64_t> widths{4, 0}, counts{10, 40}, fewer{10, 39};
+  EXPECT_TRUE(bind_edge_types(d->types, edges, nodes, widths, counts).has_value());
+  auto other = bind_edge_types(d->types, edges, nodes, widths, fewer);
+  ASSERT_FALSE(other.has_value());
+  EXPECT_NE(other.error().message().find("node type 'author': the model's embedding table "
+                                         "emb.author.weight has 40 rows, the graph has 39"),
+            std::string::npos)
+      << other.error().message();
+  for (const char* bad : {"embedding = \"t\"\n", "embedding_rows = 4\n",
+                          "embedding = \"t\"\nembedding_rows = 0\n",
+                          "embedding = \"a b\"\nembedding_rows = 4\n"}) {
+    std::string wrong = typed();
+    wrong.replace(wrong.find(author), author.size(), author + bad);
+    auto r = parse_model_desc(wrong, "m/model.toml");
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.error().message().find("node_type[1].embedding"), std::string::npos)
+        << r.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace spindle::config
