@@ -6,7 +6,8 @@
 // at GAT's widths; the same stack as a link model scoring pairs
 // by the dot product and by an MLP decoder (batch = pairs); and DLRM(A) from Hera Table I (dense 128-64-64, top 256-64-1, 8
 // tables x 80 lookups x 64 wide; 100k rows per table here, not 2 GB); R-GAT on a
-// typed IGBH-shaped graph (4 edge types, 2^18 nodes) beside the same layers on
+// typed IGBH-shaped graph (4 edge types, 2^18 nodes, institutes featureless with a
+// learnt table) beside the same layers on
 // its edges untyped. Baseline
 // in the same run: this machine's raw sgemm FLOP/s (OpenBLAS, 1 thread) and
 // Eigen's, which is how the GEMM library was picked. Model FLOP/s counts the
@@ -183,11 +184,13 @@ typed_graph igbh_shaped(std::int64_t n, std::uint64_t seed) {
 
 // R-GAT as GraphLearn-for-PyTorch writes it for IGBH: per edge type a
 // GATConv(128 -> 4 heads x 32, add_self_loops=False), summed per node type,
-// LeakyReLU, a second such layer, a Linear head on papers; every type 128 wide.
-config::model_desc rgat_typed() {
+// LeakyReLU, a second such layer, a Linear head on papers; every type 128 wide,
+// institutes featureless: their rows come from a learnt table (nn.Embedding).
+config::model_desc rgat_typed(std::int64_t institutes) {
   std::string t = "[model]\narch = \"stack\"\nin = 128\nout = 47\n";
   for (const char* n : {"paper", "author", "institute"})
     t += fmt::format("[[node_type]]\nname = \"{}\"\nin = 128\n", n);
+  t += fmt::format("embedding = \"emb.institute.weight\"\nembedding_rows = {}\n", institutes);
   for (const char* e : {"paper cites paper", "author writes paper", "paper rev_writes author",
                         "institute rev_affiliated author"}) {
     char s[32], r[32], d[32];
@@ -235,7 +238,7 @@ int typed_rows(int reps, const std::string& tmp) {
   graph::inline_executor sampler;
   const std::vector<int> identity{0, 1, 2, 3};
   for (bool typed : {true, false}) {
-    const auto d = typed ? rgat_typed() : rgat_untyped();
+    const auto d = typed ? rgat_typed(tg.g.num_nodes - tg.papers - tg.authors) : rgat_untyped();
     const std::string label = typed ? "rgat-typed" : "rgat-1type", dir = tmp + "/" + label;
     if (auto st = nn::init_model(d, 1, dir); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
     nn::heap_allocator weights;
@@ -264,11 +267,13 @@ int typed_rows(int reps, const std::string& tmp) {
         const auto xt = nn::tensor::borrow(x.data(), {n, 128});
         auto t0 = std::chrono::steady_clock::now();
         std::vector<std::int16_t> row_types(static_cast<std::size_t>(n));
-        for (std::int64_t i = 0; i < n; ++i)
-          row_types[std::size_t(i)] = std::int16_t(sub->nodes[i] >= tg.papers + tg.authors ? 2
-                                                   : sub->nodes[i] >= tg.papers          ? 1
-                                                                                         : 0);
-        auto y = typed ? m->forward_typed(alloc, blocks, xt, 0, identity, row_types)
+        std::vector<std::int64_t> row_ids(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) {
+          const std::int64_t v = sub->nodes[i], i0 = tg.papers + tg.authors;
+          row_types[std::size_t(i)] = std::int16_t(v >= i0 ? 2 : v >= tg.papers ? 1 : 0);
+          row_ids[std::size_t(i)] = v >= i0 ? v - i0 : v >= tg.papers ? v - tg.papers : v;
+        }
+        auto y = typed ? m->forward_typed(alloc, blocks, xt, 0, identity, row_types, row_ids)
                        : m->forward(alloc, blocks, {}, xt);
         times.push_back(bench::seconds_since(t0));
         if (!y) return fmt::print(stderr, "{}\n", y.error().to_string()), 1;
