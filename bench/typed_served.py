@@ -34,10 +34,12 @@ EDGES = [("paper", "cites", "paper"), ("author", "writes", "paper"),
          ("paper", "rev_writes", "author"), ("author", "affiliated_to", "institute")]
 
 
-def write_graph(out, typed, rng):
+def write_graph(out, typed, rng, scale=1.0):
     """graph.json and its arrays (save_graph's layout): the typed graph, or its
-    edges as one node and one edge type (global ids: papers, authors, institutes)."""
+    edges as one node and one edge type (global ids: papers, authors, institutes).
+    Returns (features per node type, edge_index per edge type, counts)."""
     os.makedirs(out)
+    P, A, I = (int(n * scale) for n in (globals()["P"], globals()["A"], globals()["I"]))
     cites = np.stack([rng.integers(0, P, 8 * P), np.repeat(np.arange(P), 8)])
     writes = np.stack([rng.integers(0, A, 3 * P), np.repeat(np.arange(P), 3)])
     affil = np.stack([rng.integers(0, I, A), np.arange(A)])
@@ -66,6 +68,30 @@ def write_graph(out, typed, rng):
     with open(os.path.join(out, "graph.json"), "w") as f:
         json.dump({"format": "spindle-graph", "version": 1, "node_types": nodes,
                    "edge_types": edges}, f)
+    starts = {"paper": 0, "author": P, "institute": P + A}
+    return ({t: x[starts[t]:starts[t] + n] for t, n in counts.items()},
+            {e: np.ascontiguousarray(v, dtype=np.int64) for e, v in parts.items()}, counts)
+
+
+def prepare_and_export(spindle, work, name, typed, model, rng, scale=1.0):
+    """The graph written, prepared (WORK/NAME-ds) and the model exported, checked
+    (WORK/NAME-repo/m/1); returns write_graph's arrays."""
+    from spindle_client.export import export_pyg
+    arrays = write_graph(os.path.join(work, name), typed, rng, scale)
+    subprocess.run([spindle, "prepare", "--input", os.path.join(work, name), "--out",
+                    os.path.join(work, name + "-ds"), "--fanouts", "10,5"],
+                   check=True, capture_output=True)
+    repo = os.path.join(work, name + "-repo", "m")
+    os.makedirs(repo)
+    if typed:
+        from spindle_client._hetero_export import generated_hetero
+        check = generated_hetero(["paper", "author", "institute"], EDGES,
+                                 {"paper": F, "author": F, "institute": F}, seed=2)
+        export_pyg(model, os.path.join(repo, "1"), name="m", fanouts=[10, 5], check=check,
+                   spindle=spindle)
+    else:
+        export_pyg(model, os.path.join(repo, "1"), name="m", fanouts=[10, 5], spindle=spindle)
+    return arrays
 
 
 def models():
@@ -140,7 +166,6 @@ def best_rate(spindle, endpoint, requests, typed):
 
 
 def main():
-    from spindle_client.export import export_pyg
     spindle = os.path.abspath(sys.argv[1])
     requests = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
     work = tempfile.mkdtemp(prefix="spindle-typed-bench-")
@@ -150,23 +175,10 @@ def main():
         rows = {}
         for typed in (True, False):
             name = "typed" if typed else "untyped"
-            write_graph(os.path.join(work, name), typed, rng)
-            subprocess.run([spindle, "prepare", "--input", os.path.join(work, name), "--out",
-                            os.path.join(work, name + "-ds"), "--fanouts", "10,5"],
-                           check=True, capture_output=True)
-            repo = os.path.join(work, name + "-repo", "m")
-            os.makedirs(repo)
-            if typed:
-                from spindle_client._hetero_export import generated_hetero
-                check = generated_hetero(["paper", "author", "institute"], EDGES,
-                                         {"paper": F, "author": F, "institute": F}, seed=2)
-                export_pyg(rgat, os.path.join(repo, "1"), name="m", fanouts=[10, 5],
-                           check=check, spindle=spindle)
-            else:
-                export_pyg(gat, os.path.join(repo, "1"), name="m", fanouts=[10, 5],
-                           spindle=spindle)
+            prepare_and_export(spindle, work, name, typed, rgat if typed else gat, rng)
             proc, endpoint = serve(spindle, os.path.join(work, name + "-ds"),
-                                   os.path.dirname(repo), os.path.join(work, name + ".log"))
+                                   os.path.join(work, name + "-repo"),
+                                   os.path.join(work, name + ".log"))
             try:
                 rows[name] = best_rate(spindle, endpoint, requests, typed)
             finally:
