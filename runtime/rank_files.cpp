@@ -68,6 +68,7 @@ expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_f
   o.port = int(hp.port);
   o.token = token;
   o.name = "file door";
+  o.max_bytes_per_s = std::uint64_t(f.files_mbit * 1e6 / 8);
   if (!dataset.empty()) {
     o.roots.push_back({"dataset", dataset, [dataset](int rank) -> expected<std::string> {
                          if (path_exists(dataset + "/metadata.json")) return std::string(".");

@@ -18,6 +18,7 @@ struct rank_files_args {
   std::string files;                    // --files HOST:PORT: this node's file door ("": none)
   std::vector<std::string> fetch_from;  // --fetch-from HOST:PORT,...: doors to fetch from
   int fetch_wait_s = 120;               // --fetch-wait-s: retry without progress this long
+  double files_mbit = 0;                // --files-rate: the door's cap in Mbit/s (0: none)
 };
 
 /// True when `dataset` holds rank `rank`'s data here: DIR/rank-N or a whole dataset.

@@ -65,6 +65,11 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Open a file door on HOST:PORT (e.g. 127.0.0.1:7800; 0.0.0.0 for other "
                    "hosts) serving this node's --dataset and --model folders to ranks that "
                    "prove the cluster token (their --fetch-from)");
+  node->add_option("--files-rate", na->files.files_mbit,
+                   "With --files: send at most this many Mbit/s in all (the files share the "
+                   "links that serve calls; 0: no cap)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   node->add_option("--model", na->model,
                    "Model directory: with --dataset the node runs a pipeline (sampling, "
                    "gathering, inference) for the coordinator's batches");

@@ -60,9 +60,11 @@ struct folders {
   fs::path dst(const std::string& name) const { return top / name; }
 };
 
-std::unique_ptr<file_door> open_door(const folders& f, const std::string& token = kToken) {
+std::unique_ptr<file_door> open_door(const folders& f, const std::string& token = kToken,
+                                     std::uint64_t max_bytes_per_s = 0) {
   file_door_options o;
   o.token = token;
+  o.max_bytes_per_s = max_bytes_per_s;
   const std::string parts = (f.src() / "parts").string();
   o.roots.push_back({"dataset", parts, [parts](int rank) -> expected<std::string> {
                        const std::string unit = "rank-" + std::to_string(rank);
@@ -249,6 +251,17 @@ TEST(file_fetch_test, a_second_door_serves_when_the_first_cannot_be_reached) {
   auto got = fetch_folder(r);
   ASSERT_TRUE(got.has_value()) << got.error().to_string();
   EXPECT_EQ(got->peer, "127.0.0.1:" + std::to_string(door->port()));
+}
+
+TEST(file_fetch_test, a_rate_cap_paces_the_door) {
+  folders f;
+  auto door = open_door(f, kToken, 2'000'000);  // 3.2 MB at 2 MB/s: 1.6 s, less one chunk
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = fetch_folder(request(door->port(), f.dst("parts")));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(got.has_value()) << got.error().to_string();
+  EXPECT_GE(s, 1.3);
+  expect_same_folder(f.src() / "parts" / "rank-1", f.dst("parts") / "rank-1");
 }
 
 }  // namespace

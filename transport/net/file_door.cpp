@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/log.hpp"
+#include "core/thread_priority.hpp"
 #include "transport/net/file_manifest.hpp"
 #include "transport/net/file_wire.hpp"
 #include "transport/net/listen_socket.hpp"
@@ -58,6 +59,8 @@ struct file_door::impl {
   mutable std::mutex mu;        // guards stats and manifests
   file_door_stats stats;
   std::map<std::string, file_manifest> manifests;  // by root and unit
+  std::mutex pace_mu;                              // guards next_send
+  door_clock::time_point next_send{};              // with max_bytes_per_s: when the next chunk may go
 
   ~impl() {
     for (int fd : {listen_fd, wake_fd})
@@ -135,6 +138,22 @@ struct file_door::impl {
     return std::make_pair(dir + "/" + entry.path, entry);
   }
 
+  // With a rate cap, waits until `n` more bytes fit the door's rate (all
+  // connections together: each chunk books its slot on one timeline).
+  void pace(std::uint64_t n) {
+    if (o.max_bytes_per_s == 0) return;
+    const auto cost = std::chrono::duration_cast<door_clock::duration>(
+        std::chrono::duration<double>(double(n) / double(o.max_bytes_per_s)));
+    door_clock::time_point at;
+    {
+      std::lock_guard lock(pace_mu);
+      const auto now = door_clock::now();
+      at = std::max(next_send, now);
+      next_send = at + cost;
+    }
+    std::this_thread::sleep_until(at);
+  }
+
   // Sends the file from `offset`; false when the connection is gone.
   bool send_file(int fd, const std::string& path, const file_entry& e, std::uint64_t offset) {
     const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -155,6 +174,7 @@ struct file_door::impl {
         ok = false;  // the length is promised: a short file ends the connection
         break;
       }
+      pace(std::uint64_t(n));
       ok = fw::send_all(fd, buf.data(), std::size_t(n), door_clock::now() + kDoorStall);
       offset += std::uint64_t(n);
       sent += std::uint64_t(n);
@@ -241,6 +261,7 @@ struct file_door::impl {
     auto& c = conns.emplace_back();
     c.fd = fd;
     c.thread = std::thread([this, &c, peer] {
+      lower_to_background_priority();  // the node's serving threads come first
       serve(c.fd, peer);
       ::shutdown(c.fd, SHUT_RDWR);
       c.done = true;

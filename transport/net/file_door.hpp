@@ -3,7 +3,8 @@
 // disk: a manifest (sizes and SHA-256, MAC'd to the session) and any file of
 // it from a byte offset. It serves only the files of the folders it was given:
 // a path outside them is refused. Threads: "file-door" accepts, "file-conn"
-// serves one connection each (at most max_connections); stats() is thread-safe.
+// serves one connection each (at most max_connections), at background CPU
+// priority (serving comes first); stats() is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,9 @@ struct file_door_options {
   std::string token;               // the cluster token both ends prove
   std::vector<file_root> roots;
   std::size_t max_connections = 8;
+  /// Bytes per second the door sends in all (0: as fast as the link takes):
+  /// files share the links that serve calls, so an operator may cap them.
+  std::uint64_t max_bytes_per_s = 0;
   std::string name = "file-door";  // thread name and log lines
 };
 
