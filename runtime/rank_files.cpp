@@ -21,7 +21,7 @@ std::string rank_dir_of(const std::string& dataset, int rank) {
 }
 
 status fetch_one_folder(const rank_files_args& f, const std::string& root, const std::string& base,
-                 int rank, const std::string& token) {
+                        int rank, const std::string& token) {
   transport::net::fetch_request r;
   r.peers = f.fetch_from;
   r.token = token;
@@ -30,10 +30,11 @@ status fetch_one_folder(const rank_files_args& f, const std::string& root, const
   r.base = base;
   r.wait_s = f.fetch_wait_s;
   SPINDLE_ASSIGN_OR_RETURN(auto got, transport::net::fetch_folder(r));
-  log::info("fetched {} {} from file door {}: {} files, {} bytes ({} bytes of partial files "
-            "resumed, {} files fetched again after a checksum failed, {} reconnections)",
-            root, got.target, got.peer, got.files + got.kept, got.bytes, got.resumed_from,
-            got.refetched, got.reconnects);
+  log::info(
+      "fetched {} {} from file door {}: {} files, {} bytes ({} bytes of partial files "
+      "resumed, {} files fetched again after a checksum failed, {} reconnections)",
+      root, got.target, got.peer, got.files + got.kept, got.bytes, got.resumed_from, got.refetched,
+      got.reconnects);
   return status::ok();
 }
 
@@ -46,8 +47,8 @@ bool dataset_on_disk(const std::string& dataset, int rank) {
 
 bool model_on_disk(const std::string& model) { return path_exists(model + "/model.toml"); }
 
-status fetch_missing(const rank_files_args& f, const std::string& dataset,
-                     const std::string& model, int rank, const std::string& token) {
+status fetch_missing(const rank_files_args& f, const std::string& dataset, const std::string& model,
+                     int rank, const std::string& token) {
   if (f.fetch_from.empty()) return status::ok();
   if (!dataset.empty() && !dataset_on_disk(dataset, rank))
     SPINDLE_TRY(fetch_one_folder(f, "dataset", dataset, rank, token)
@@ -59,9 +60,9 @@ status fetch_missing(const rank_files_args& f, const std::string& dataset,
 }
 
 expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_files_args& f,
-                                                                   const std::string& dataset,
-                                                                   const std::string& model,
-                                                                   const std::string& token) {
+                                                                    const std::string& dataset,
+                                                                    const std::string& model,
+                                                                    const std::string& token) {
   SPINDLE_ASSIGN_OR_RETURN(auto hp, transport::parse_host_port(f.files, "--files"));
   transport::net::file_door_options o;
   o.host = hp.host;

@@ -29,14 +29,14 @@ bool model_on_disk(const std::string& model);
 /// Fetches what is missing of `dataset` (rank `rank`'s share) and `model` from
 /// --fetch-from's doors; nothing when both are on disk or no door is given.
 /// Errors name the folder, the file and the door.
-status fetch_missing(const rank_files_args& f, const std::string& dataset,
-                     const std::string& model, int rank, const std::string& token);
+status fetch_missing(const rank_files_args& f, const std::string& dataset, const std::string& model,
+                     int rank, const std::string& token);
 
 /// Opens the file door --files asks for, serving `dataset` (rank N asks for
 /// DIR/rank-N of a partition output, or the whole dataset) and `model`.
 expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_files_args& f,
-                                                                   const std::string& dataset,
-                                                                   const std::string& model,
-                                                                   const std::string& token);
+                                                                    const std::string& dataset,
+                                                                    const std::string& model,
+                                                                    const std::string& token);
 
 }  // namespace spindle::runtime

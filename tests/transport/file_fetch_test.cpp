@@ -3,6 +3,8 @@
 // across two), a wrong token refused, paths outside the door's folders
 // refused, a byte flipped on the way fetched again, a damaged file at the door
 // refused by name, and a half-fetched folder never in place.
+#include "transport/net/file_fetch.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,7 +17,6 @@
 #include "tests/support/file_bytes.hpp"
 #include "transport/net/file_client.hpp"
 #include "transport/net/file_door.hpp"
-#include "transport/net/file_fetch.hpp"
 
 namespace spindle::transport::net {
 namespace {
@@ -134,7 +135,8 @@ TEST(file_fetch_test, a_cut_midway_resumes_from_the_bytes_already_on_disk) {
   ASSERT_TRUE(got.has_value()) << got.error().to_string();
   EXPECT_EQ(got->reconnects, 1u);
   EXPECT_GT(got->resumed_from, 1'000'000u);
-  const auto total = 3'001'000u + 200'000u + read_all(f.src() / "parts/rank-1/metadata.json").size();
+  const auto total =
+      3'001'000u + 200'000u + read_all(f.src() / "parts/rank-1/metadata.json").size();
   EXPECT_EQ(got->bytes, total);  // nothing came twice
   expect_same_folder(f.src() / "parts" / "rank-1", f.dst("parts") / "rank-1");
 }
@@ -192,12 +194,12 @@ TEST(file_fetch_test, paths_outside_the_served_folders_are_refused) {
     got.append(p, n);
     return status::ok();
   };
-  for (const auto& [unit, path] : std::vector<std::pair<std::string, std::string>>{
-           {".", "../secret.txt"},
-           {".", (f.src() / "secret.txt").string()},
-           {"..", "secret.txt"},
-           {".", "sub/../../secret.txt"},
-           {".", "link.txt"}}) {
+  for (const auto& [unit, path] :
+       std::vector<std::pair<std::string, std::string>>{{".", "../secret.txt"},
+                                                        {".", (f.src() / "secret.txt").string()},
+                                                        {"..", "secret.txt"},
+                                                        {".", "sub/../../secret.txt"},
+                                                        {".", "link.txt"}}) {
     status st = c->get("model", unit, path, 0, sink);
     EXPECT_FALSE(st.is_ok()) << path;
     EXPECT_NE(st.message().find("refused"), std::string::npos) << st.message();

@@ -26,20 +26,21 @@ expected<file_client> file_client::connect(const std::string& host, int port,
                                            const std::string& token, int timeout_ms) {
   using proof::kHello, proof::kMac, proof::mac_of, proof::same;
   file_client c;
-  c.peer_ = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-            std::to_string(port);
+  c.peer_ =
+      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
   c.token_ = token;
   SPINDLE_ASSIGN_OR_RETURN(c.fd_, fw::connect_to(host, port, timeout_ms));
   const auto deadline = client_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string hello(kHello, '\0'), answer(kMac, '\0');
   if (!fw::recv_exact(c.fd_, hello.data(), kHello, deadline))
-    return make_error(errc::unavailable, "file door {} sent no challenge (busy, or not a file door)",
-                      c.peer_);
+    return make_error(errc::unavailable,
+                      "file door {} sent no challenge (busy, or not a file door)", c.peer_);
   if (std::memcmp(hello.data(), fw::kMagic, sizeof fw::kMagic) != 0)
     return make_error(errc::invalid_argument, "{} is not a Spindle file door", c.peer_);
   c.gate_nonce_ = hello.substr(sizeof fw::kMagic);
   c.client_nonce_ = proof::nonce();
-  const std::string mine = c.client_nonce_ + mac_of(token, "client", c.gate_nonce_, c.client_nonce_);
+  const std::string mine =
+      c.client_nonce_ + mac_of(token, "client", c.gate_nonce_, c.client_nonce_);
   if (!fw::send_all(c.fd_, mine.data(), mine.size(), deadline) ||
       !fw::recv_exact(c.fd_, answer.data(), kMac, deadline))
     return make_error(errc::invalid_argument, "file door {} refused the cluster token", c.peer_);
@@ -97,8 +98,8 @@ expected<file_manifest> file_client::manifest(const std::string& root, int rank)
     return make_error(errc::unavailable, "file door {}: no manifest (connection lost)", peer_);
   if (!proof::same(mac, fw::manifest_mac(token_, gate_nonce_, client_nonce_, text)))
     return make_error(errc::corrupt_data,
-                      "file door {}: the manifest of '{}' fails its MAC (altered in transit)", peer_,
-                      root);
+                      "file door {}: the manifest of '{}' fails its MAC (altered in transit)",
+                      peer_, root);
   auto m = parse_manifest(text);
   if (!m) return status(m.error()).with_context(fmt::format("file door {}: ", peer_));
   return m;
@@ -111,10 +112,12 @@ status file_client::get(const std::string& root, const std::string& unit, const 
   char kind = 0;
   std::uint64_t len = 0;
   if (!fw::recv_header(fd_, kind, len, client_clock::now() + kClientReply))
-    return make_error(errc::unavailable, "file door {}: {}: cut before its first byte", peer_, path);
+    return make_error(errc::unavailable, "file door {}: {}: cut before its first byte", peer_,
+                      path);
   if (kind == fw::kError) {
     std::string text(std::min<std::uint64_t>(len, 4096), '\0');
-    if (len > text.size() || !fw::recv_exact(fd_, text.data(), text.size(), client_clock::now() + kClientStall))
+    if (len > text.size() ||
+        !fw::recv_exact(fd_, text.data(), text.size(), client_clock::now() + kClientStall))
       return make_error(errc::unavailable, "file door {}: connection lost", peer_);
     return make_error(errc::invalid_argument, "file door {}: {}", peer_, text);
   }

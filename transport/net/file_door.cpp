@@ -14,10 +14,12 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "core/log.hpp"
+#include "core/thread_annotations.hpp"
 #include "core/thread_priority.hpp"
 #include "transport/net/file_manifest.hpp"
 #include "transport/net/file_wire.hpp"
@@ -56,11 +58,15 @@ struct file_door::impl {
   std::atomic<bool> stopping{false};
   std::thread acceptor;
   std::list<door_connection> conns;  // the acceptor's alone
-  mutable std::mutex mu;        // guards stats and manifests
-  file_door_stats stats;
-  std::map<std::string, file_manifest> manifests;  // by root and unit
-  std::mutex pace_mu;                              // guards next_send
-  door_clock::time_point next_send{};              // with max_bytes_per_s: when the next chunk may go
+  mutable spindle::mutex mu;
+  file_door_stats stats SPINDLE_GUARDED_BY(mu);
+  std::map<std::string, file_manifest> manifests SPINDLE_GUARDED_BY(mu);  // by root and unit
+  door_clock::time_point last_refusal_log SPINDLE_GUARDED_BY(mu){};
+  std::uint64_t refusals_unlogged SPINDLE_GUARDED_BY(mu) = 0;
+  spindle::mutex hash_mu;  // held while a folder is hashed
+  spindle::mutex pace_mu;
+  // With max_bytes_per_s: when the next chunk may go.
+  door_clock::time_point next_send SPINDLE_GUARDED_BY(pace_mu){};
 
   ~impl() {
     for (int fd : {listen_fd, wake_fd})
@@ -68,8 +74,20 @@ struct file_door::impl {
   }
 
   void count(std::uint64_t file_door_stats::*field, std::uint64_t n = 1) {
-    std::lock_guard lock(mu);
+    spindle::lock_guard lock(mu);
     stats.*field += n;
+  }
+
+  // Counted always, logged at most once per 10 s (a port scan is not a log flood).
+  void note_refusal(const std::string& peer) {
+    spindle::lock_guard lock(mu);
+    ++stats.refused;
+    ++refusals_unlogged;
+    if (door_clock::now() - last_refusal_log < std::chrono::seconds(10)) return;
+    log::warn("{}: closed {} connection(s) that did not prove the cluster token (last from {})",
+              o.name, refusals_unlogged, peer);
+    refusals_unlogged = 0;
+    last_refusal_log = door_clock::now();
   }
 
   const file_root* root(const std::string& name) const {
@@ -80,19 +98,28 @@ struct file_door::impl {
 
   // The manifest of root r's unit, hashed once and kept (the files a door was
   // started with do not change under it; a changed size is refused at `get`).
+  // Hashing holds hash_mu, not mu: transfers go on meanwhile.
   expected<file_manifest> manifest_of(const file_root& r, const std::string& unit) {
-    std::lock_guard lock(mu);
     const std::string key = r.name + "\n" + unit;
-    if (auto it = manifests.find(key); it != manifests.end()) return it->second;
+    auto cached = [&]() -> std::optional<file_manifest> {
+      spindle::lock_guard lock(mu);
+      auto it = manifests.find(key);
+      return it == manifests.end() ? std::nullopt : std::optional(it->second);
+    };
+    if (auto m = cached()) return *m;
+    spindle::lock_guard hashing(hash_mu);  // one folder at a time
+    if (auto m = cached()) return *m;      // hashed while this one waited
     SPINDLE_ASSIGN_OR_RETURN(auto m, list_folder(unit == "." ? r.dir : r.dir + "/" + unit, unit));
+    spindle::lock_guard lock(mu);
     manifests.emplace(key, m);
     return m;
   }
 
   expected<std::string> reply_manifest(const std::vector<std::string>& q) {
     const file_root* r = q.size() == 3 ? root(q[1]) : nullptr;
-    if (!r) return make_error(errc::not_found, "this door serves no folder '{}'",
-                              q.size() > 1 ? q[1].substr(0, 64) : "");
+    if (!r)
+      return make_error(errc::not_found, "this door serves no folder '{}'",
+                        q.size() > 1 ? q[1].substr(0, 64) : "");
     int rank = -1;
     try {
       rank = std::stoi(q[2]);
@@ -113,17 +140,18 @@ struct file_door::impl {
                                                            std::uint64_t& offset) {
     if (q.size() != 5) return make_error(errc::invalid_argument, "a malformed get");
     const file_root* r = root(q[1]);
-    if (!r) return make_error(errc::not_found, "this door serves no folder '{}'", q[1].substr(0, 64));
+    if (!r)
+      return make_error(errc::not_found, "this door serves no folder '{}'", q[1].substr(0, 64));
     if (q[2] != ".") SPINDLE_TRY(check_relative_path(q[2]).with_context("refused: "));
     SPINDLE_TRY(check_relative_path(q[3]).with_context("refused: "));
     file_entry entry;
     {
-      std::lock_guard lock(mu);
+      spindle::lock_guard lock(mu);
       auto it = manifests.find(r->name + "\n" + q[2]);
       const file_entry* e = it == manifests.end() ? nullptr : it->second.find(q[3]);
       if (!e)
-        return make_error(errc::not_found, "refused: {} {} is not a file this door serves",
-                          r->name, q[3].substr(0, 200));
+        return make_error(errc::not_found, "refused: {} {} is not a file this door serves", r->name,
+                          q[3].substr(0, 200));
       entry = *e;
     }
     try {
@@ -146,7 +174,7 @@ struct file_door::impl {
         std::chrono::duration<double>(double(n) / double(o.max_bytes_per_s)));
     door_clock::time_point at;
     {
-      std::lock_guard lock(pace_mu);
+      spindle::lock_guard lock(pace_mu);
       const auto now = door_clock::now();
       at = std::max(next_send, now);
       next_send = at + cost;
@@ -161,15 +189,15 @@ struct file_door::impl {
     if (in < 0 || ::fstat(in, &st) != 0 || std::uint64_t(st.st_size) != e.size) {
       if (in >= 0) ::close(in);
       return fw::send_frame(fd, fw::kError,
-                        fmt::format("{}: changed or gone since its manifest", e.path),
-                        door_clock::now() + kDoorStall);
+                            fmt::format("{}: changed or gone since its manifest", e.path),
+                            door_clock::now() + kDoorStall);
     }
     bool ok = fw::send_header(fd, fw::kData, e.size - offset, door_clock::now() + kDoorStall);
     std::vector<char> buf(kDoorChunk);
     std::uint64_t sent = 0;
     while (ok && offset < e.size) {
-      const ssize_t n = ::pread(in, buf.data(), std::min<std::uint64_t>(kDoorChunk, e.size - offset),
-                                off_t(offset));
+      const ssize_t n = ::pread(
+          in, buf.data(), std::min<std::uint64_t>(kDoorChunk, e.size - offset), off_t(offset));
       if (n <= 0) {
         ok = false;  // the length is promised: a short file ends the connection
         break;
@@ -205,8 +233,8 @@ struct file_door::impl {
       auto m = reply_manifest(q);
       if (!m) return refuse(m.error());
       return fw::send_frame(fd, fw::kManifest, *m, deadline) &&
-             fw::send_all(fd, fw::manifest_mac(o.token, gate_nonce, client_nonce, *m).data(), proof::kMac,
-                      deadline);
+             fw::send_all(fd, fw::manifest_mac(o.token, gate_nonce, client_nonce, *m).data(),
+                          proof::kMac, deadline);
     }
     if (!q.empty() && q[0] == "get") {
       std::uint64_t offset = 0;
@@ -222,15 +250,17 @@ struct file_door::impl {
     const auto deadline = door_clock::now() + kDoorHandshake;
     const std::string gate_nonce = proof::nonce();
     std::string reply(kProof, '\0');
-    if (!fw::send_all(fd, (std::string(fw::kMagic, sizeof fw::kMagic) + gate_nonce).data(), kHello, deadline) ||
+    if (!fw::send_all(fd, (std::string(fw::kMagic, sizeof fw::kMagic) + gate_nonce).data(), kHello,
+                      deadline) ||
         !fw::recv_exact(fd, reply.data(), kProof, deadline) ||
-        !same(reply.substr(kNonce), mac_of(o.token, "client", gate_nonce, reply.substr(0, kNonce)))) {
-      count(&file_door_stats::refused);
-      log::warn("{}: {} did not prove the cluster token", o.name, peer);
+        !same(reply.substr(kNonce),
+              mac_of(o.token, "client", gate_nonce, reply.substr(0, kNonce)))) {
+      note_refusal(peer);
       return;
     }
     const std::string client_nonce = reply.substr(0, kNonce);
-    if (!fw::send_all(fd, mac_of(o.token, "server", gate_nonce, client_nonce).data(), kMac, deadline))
+    if (!fw::send_all(fd, mac_of(o.token, "server", gate_nonce, client_nonce).data(), kMac,
+                      deadline))
       return;
     count(&file_door_stats::sessions);
     while (!stopping.load() && answer(fd, peer, gate_nonce, client_nonce)) {
@@ -291,7 +321,8 @@ expected<std::unique_ptr<file_door>> file_door::start(file_door_options o) {
   SPINDLE_ASSIGN_OR_RETURN(i->listen_fd, listen_socket(i->o.host, i->o.port, i->o.name, 64));
   i->port = local_port(i->listen_fd);
   i->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (i->wake_fd < 0) return make_error(errc::io_error, "{}: eventfd: {}", i->o.name, std::strerror(errno));
+  if (i->wake_fd < 0)
+    return make_error(errc::io_error, "{}: eventfd: {}", i->o.name, std::strerror(errno));
   auto* raw = i.get();
   i->acceptor = std::thread([raw] { raw->loop(); });
   pthread_setname_np(i->acceptor.native_handle(), "file-door");
@@ -309,7 +340,7 @@ file_door::~file_door() {
 int file_door::port() const { return impl_->port; }
 
 file_door_stats file_door::stats() const {
-  std::lock_guard lock(impl_->mu);
+  spindle::lock_guard lock(impl_->mu);
   return impl_->stats;
 }
 

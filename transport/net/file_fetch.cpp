@@ -65,7 +65,8 @@ class fetcher {
         }
         if (st.code() == errc::corrupt_data || st.code() == errc::io_error) return st;
         // A door that refused the token or holds nothing for this rank is not asked again.
-        if (st.code() == errc::invalid_argument || st.code() == errc::not_found) refused.insert(peer);
+        if (st.code() == errc::invalid_argument || st.code() == errc::not_found)
+          refused.insert(peer);
         errors_[peer] = st.message();
         if (refused.size() == r_.peers.size()) return last_errors();
         if (st.code() == errc::unavailable && report_.bytes > 0) ++report_.reconnects;
@@ -187,7 +188,8 @@ class fetcher {
     SPINDLE_TRY(fsync_path(where_.staging, O_RDONLY | O_DIRECTORY));
     fs::rename(where_.staging, where_.target, ec);
     if (ec)
-      return make_error(errc::io_error, "{} -> {}: {}", where_.staging, where_.target, ec.message());
+      return make_error(errc::io_error, "{} -> {}: {}", where_.staging, where_.target,
+                        ec.message());
     return fsync_path(fs::path(where_.target).parent_path().string(), O_RDONLY | O_DIRECTORY);
   }
 

@@ -38,8 +38,10 @@ status check_relative_path(const std::string& path) {
     const auto end = std::min(path.find('/', at), path.size());
     const std::string part = path.substr(at, end - at);
     if (part.empty() || part == "." || part == "..")
-      return make_error(errc::invalid_argument, "'{}' leaves its folder or has an empty, '.' or "
-                        "'..' component", path.substr(0, 200));
+      return make_error(errc::invalid_argument,
+                        "'{}' leaves its folder or has an empty, '.' or "
+                        "'..' component",
+                        path.substr(0, 200));
     at = end + 1;
   }
   return status::ok();

@@ -12,7 +12,7 @@
 namespace spindle::transport::net {
 
 struct file_entry {
-  std::string path;    // relative to the folder, '/'-separated
+  std::string path;  // relative to the folder, '/'-separated
   std::uint64_t size = 0;
   std::string sha256;  // 64 lower-case hex digits
 };

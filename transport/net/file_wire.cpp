@@ -95,9 +95,12 @@ expected<int> connect_to(const std::string& host, int port, int timeout_ms) {
     if (fd < 0) continue;
     int err = 0;
     socklen_t len = sizeof err;
-    if (::connect(fd, r->ai_addr, r->ai_addrlen) != 0 && errno != EINPROGRESS) err = errno;
-    else if (!wait_for(fd, POLLOUT, deadline)) err = ETIMEDOUT;
-    else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (::connect(fd, r->ai_addr, r->ai_addrlen) != 0 && errno != EINPROGRESS)
+      err = errno;
+    else if (!wait_for(fd, POLLOUT, deadline))
+      err = ETIMEDOUT;
+    else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+      err = errno;
     if (err) {
       why = std::strerror(err);
       ::close(fd);
