@@ -58,17 +58,17 @@ down() {
   done
 }
 
-reap_stale() {  # beds named spn<PID>... whose pid is gone
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^spn[0-9]+-[0-9]+$' || true); do
-    local pid=${ns#spn}; pid=${pid%%-*}
+reap_stale() {  # beds named spn<PID> or spm<PID> whose pid is gone
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^sp[nm][0-9]+-[0-9]+$' || true); do
+    local bed=${ns%%-*} pid=${ns:3}; pid=${pid%%-*}
     if ! kill -0 "$pid" 2>/dev/null; then
-      echo "netns-cluster: removing the stale test bed spn$pid (its pid $pid is gone)" >&2
-      down "spn$pid"
+      echo "netns-cluster: removing the stale test bed $bed (its pid $pid is gone)" >&2
+      down "$bed"
     fi
   done
-  for d in "$beds"/spn*; do  # private folders whose namespaces are gone
+  for d in "$beds"/sp[nm][0-9]*; do  # private folders whose namespaces are gone
     [ -d "$d" ] || continue
-    local pid=${d##*/spn}
+    local pid=${d##*/}; pid=${pid:3}
     if ! kill -0 "$pid" 2>/dev/null; then rm -rf --one-file-system "$d"; fi
   done
 }
