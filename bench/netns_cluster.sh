@@ -75,8 +75,17 @@ bench_rate() {  # inside the bed: every policy at this size and rate
   for policy in fap hash degree; do
     "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" "$n" "$(memory_of "$n")" 7700 > "$work/c.toml"
     "$spindle" partition "$work/whole" --config "$work/c.toml" --out "$work/p-$policy" --policy "$policy" --force > /dev/null
-    "$spindle" launch --config "$work/c.toml" --dataset "$work/p-$policy" --model "$work/m" \
-      --listen "${subnet}.1:7700" --admin-token-file "$work/t" > "$work/launch.log" 2>&1 &
+    # Each "machine" of the bed has its own disk: the data, the TOML and the
+    # Admin token on every one (and launch's own copy of the TOML).
+    local data d
+    data=$("$root/scripts/netns-cluster.sh" data "$SPINDLE_NETNS")
+    for d in "$data" $(for ((r = 0; r < n; ++r)); do "$root/scripts/netns-cluster.sh" rank-dir "$SPINDLE_NETNS" "$r"; done); do
+      rm -rf "$d/p" "$d/m"
+      cp -r "$work/p-$policy" "$d/p" && cp -r "$work/m" "$d/m" && cp "$work/c.toml" "$d/c.toml"
+      (umask 077; [ -e "$work/t" ] || od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$work/t"; cp "$work/t" "$d/t")
+    done
+    "$spindle" launch --config "$data/c.toml" --dataset "$data/p" --model "$data/m" \
+      --listen "${subnet}.1:7700" --admin-token-file "$data/t" > "$work/launch.log" 2>&1 &
     local launch=$!
     for _ in $(seq 600); do
       [ "$(grep -c '\] listening ' "$work/launch.log")" -ge "$n" ] && break
@@ -84,7 +93,7 @@ bench_rate() {  # inside the bed: every policy at this size and rate
     done
     local pids=() before=() after=() doors="" r
     for ((r = 0; r < n; ++r)); do
-      pids+=("$(pgrep -f "node --config $work/c.toml --rank $r" | head -1)")
+      pids+=("$(pgrep -f "node --config $data/c.toml --rank $r" | head -1)")
       doors+="${doors:+,}${subnet}.$((r + 1)):7700"
     done
     local rows0 rows1

@@ -33,6 +33,7 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
   if (!a.dataset.empty()) argv.insert(argv.end(), {"--dataset", a.dataset});
   if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
   argv.insert(argv.end(), a.serving.begin(), a.serving.end());
+  if (!a.files.empty()) argv.insert(argv.end(), {r == 0 ? "--files" : "--fetch-from", a.files});
   if (r != 0 && !door.empty()) {  // the TOML's door for this rank
     argv.insert(argv.end(), {"--listen", door});
     add_door_flags(argv, a, r, forwards);

@@ -114,9 +114,6 @@ status open_shard(node_parts& n, caf::actor_system& sys, const config::topology&
 status join(node_parts& n, caf::actor_system& sys, const config::topology& topo,
             const config::server_spec& me, const node_args& a) {
   const int rank = a.rank;
-  // Handed to the node (SPINDLE_CLUSTER_TOKEN, --token-file), else the TOML's
-  // file on this host: rank 0 creates it, a member waits for it.
-  SPINDLE_ASSIGN_OR_RETURN(n.sn.token, cluster_token(a.token_file, topo.token_file, rank == 0, 30));
   const std::string descriptor = n.sn.shard ? n.sn.shard->descriptor(0) : "";
   const std::string plan = n.sn.shard ? n.sn.shard->start_plan_checksum() : "";
   if (rank == 0) {
@@ -243,6 +240,15 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   actors::add_bridge_types(cfg);
   caf::actor_system sys{cfg};
   node_parts n;
+  // Handed to the node (SPINDLE_CLUSTER_TOKEN, --token-file), else the TOML's
+  // file on this host: rank 0 creates it, a member waits for it.
+  SPINDLE_ASSIGN_OR_RETURN(n.sn.token, cluster_token(a.token_file, topo.token_file, rank == 0, 30));
+  // What is not on this disk comes from the peers' file doors, before it is opened.
+  SPINDLE_TRY(fetch_missing(a.files, a.dataset, a.model, rank, n.sn.token));
+  std::unique_ptr<transport::net::file_door> files;
+  if (!a.files.files.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(files, open_file_door(a.files, a.dataset, a.model, n.sn.token));
+  }
   SPINDLE_TRY(open_shard(n, sys, topo, a));
   SPINDLE_TRY(join(n, sys, topo, me, a));
   if (n.sn.shard) n.sn.start(sys, n.coord);

@@ -11,6 +11,7 @@
 #include "core/status.hpp"
 #include "runtime/cluster_serving.hpp"
 #include "runtime/graph_updates.hpp"
+#include "runtime/rank_files.hpp"
 #include "runtime/serve_rpc.hpp"
 
 namespace spindle::runtime {
@@ -31,6 +32,7 @@ struct node_args {
   std::string name;                      // the GNN's name at the door (default: model.toml's)
   std::vector<std::string> forwards;     // --forward NAME=HOST:PORT,...: served elsewhere
   graph_update_args graph;               // --graph-updates from --graph-stream
+  rank_files_args files;                 // --files, --fetch-from: folders from peers
 };
 
 /// Runs the node until its workload is done or a stop signal comes; prints

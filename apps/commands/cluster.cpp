@@ -50,6 +50,26 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_flag("--no-verify-data", na->no_verify_data,
                  "Skip the rank's data checksums at start (logged): a damaged or altered file "
                  "is then served as it is");
+  node->add_option("--fetch-from", na->files.fetch_from,
+                   "File doors (HOST:PORT, comma-separated; see --files) to fetch this rank's "
+                   "share of --dataset (DIR/rank-N, or a whole dataset) and the --model folder "
+                   "from when they are not on this disk, before serving: checked by SHA-256, "
+                   "resumed after a cut, in place only when whole")
+      ->delimiter(',');
+  node->add_option("--fetch-wait-s", na->files.fetch_wait_s,
+                   "With --fetch-from: keep retrying (door not up yet, a cut) this long without "
+                   "progress")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  node->add_option("--files", na->files.files,
+                   "Open a file door on HOST:PORT (e.g. 127.0.0.1:7800; 0.0.0.0 for other "
+                   "hosts) serving this node's --dataset and --model folders to ranks that "
+                   "prove the cluster token (their --fetch-from)");
+  node->add_option("--files-rate", na->files.files_mbit,
+                   "With --files: send at most this many Mbit/s in all (the files share the "
+                   "links that serve calls; 0: no cap)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   node->add_option("--model", na->model,
                    "Model directory: with --dataset the node runs a pipeline (sampling, "
                    "gathering, inference) for the coordinator's batches");

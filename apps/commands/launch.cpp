@@ -67,6 +67,11 @@ void register_launch(CLI::App& app) {
       "Every rank applies the graph batches of --graph-stream, each in a log of its own "
       "(see `node`)");
   pass_to_every_rank(*launch, la, {"--graph-stream", "--graph-stream-key", "--graph-log-sync"});
+  launch->add_option("--files", la->files,
+                     "Rank 0 opens its file door on HOST:PORT (rank 0's address, as the other "
+                     "ranks reach it) and every other rank fetches its partition and the model "
+                     "from it when they are not on its disk (see `node --files`, --fetch-from)");
+  pass_to_every_rank(*launch, la, {"--fetch-wait-s", "--files-rate"});
   launch->add_option("--calibration-out", la->calibration_out,
                      "With --calibrate: rank 0 writes the cluster's calibration there");
   pass_to_every_rank(*launch, la,

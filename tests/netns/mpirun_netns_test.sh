@@ -2,10 +2,13 @@
 # `mpirun` starting a cluster across network namespaces (scripts/netns-cluster.sh,
 # 1 Gbit/s tbf links), with no `spindle launch`: Open MPI's rsh agent is
 # scripts/netns-mpirun-agent.sh, which runs each host's daemon in namespace N
-# (hosts ns0..ns2), as ssh would on three machines. Every `spindle node` takes
-# its rank from OMPI_COMM_WORLD_RANK, the token from SPINDLE_CLUSTER_TOKEN
-# (mpirun -x; no token file anywhere), serves its partition with UCX over TCP
-# between the namespaces, and opens its door on 0.0.0.0:7700 of its namespace.
+# (hosts ns0..ns2), as ssh would on three machines, each with its own disk (the
+# bed's private data folder and /tmp). Every `spindle node` takes its rank from
+# OMPI_COMM_WORLD_RANK, the token from SPINDLE_CLUSTER_TOKEN (mpirun -x; no token
+# file anywhere); only rank 0's disk holds the partitions and the model, which
+# ranks 1 and 2 fetch from rank 0's file door (--fetch-from); every rank serves
+# its partition with UCX over TCP between the namespaces, and opens its door on
+# 0.0.0.0:7700 of its namespace.
 # Seeded calls through every rank's door equal one process's answers.
 # Skipped (77) without mpirun or where namespaces cannot be made.
 set -uo pipefail
@@ -31,6 +34,11 @@ checks() {
   "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || return 1
   "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" 3 240000 > "$work/cluster.toml"
   "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || return 1
+  local bed="$root/scripts/netns-cluster.sh" data r dirs=()
+  data=$("$bed" data "$SPINDLE_NETNS")
+  for r in 0 1 2; do dirs+=("$("$bed" rank-dir "$SPINDLE_NETNS" "$r")"); done
+  cp -r "$work/parts" "$work/m" "${dirs[0]}/"
+  for r in 0 1 2; do cp "$work/cluster.toml" "${dirs[$r]}/"; done
   SPINDLE_CLUSTER_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   export SPINDLE_CLUSTER_TOKEN SPINDLE_PROGRESS=0
   # Open MPI's own links on the bed's bridge subnet; the daemons through the
@@ -39,8 +47,9 @@ checks() {
     --mca plm_rsh_agent "$root/scripts/netns-mpirun-agent.sh" \
     --mca oob_tcp_if_include "${subnet}.0/24" --mca btl self,tcp --mca btl_tcp_if_include "${subnet}.0/24" \
     -x SPINDLE_CLUSTER_TOKEN -x UCX_TLS -x SPINDLE_PROGRESS \
-    "$spindle" node --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
-    --listen 0.0.0.0:7700 --admin-token-file "$work/admin.token" < /dev/null > "$work/mpirun.log" 2>&1 &
+    "$spindle" node --config "$data/cluster.toml" --dataset "$data/parts" --model "$data/m" \
+    --files 0.0.0.0:7800 --fetch-from "${subnet}.1:7800" \
+    --listen 0.0.0.0:7700 --admin-token-file "$data/admin.token" < /dev/null > "$work/mpirun.log" 2>&1 &
   bg+=($!)
   "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
   bg+=($!)
@@ -55,7 +64,11 @@ checks() {
     echo "FAIL: $opened of 3 doors opened (one process: '${one}')"
     tail -40 "$work/mpirun.log"; return 1
   fi
-  grep -E "rank [0-9] of 3 from OMPI_COMM_WORLD_RANK|\(rank [0-9]\) listening on" "$work/mpirun.log" | head -6
+  grep -E "rank [0-9] of 3 from OMPI_COMM_WORLD_RANK|\(rank [0-9]\) listening on|fetched" "$work/mpirun.log" | head -10
+  for r in 1 2; do
+    [ -e "${dirs[$r]}/parts/rank-$r/metadata.json" ] && [ ! -e "${dirs[$r]}/parts/rank-0" ] ||
+      { echo "FAIL: rank $r did not fetch exactly its partition"; return 1; }
+  done
   local right=0
   for i in $(seq 1 9); do
     local seed=$(( (i * 337) % 4096 )) door="${subnet}.$((i % 3 + 1)):7700"
@@ -67,8 +80,10 @@ checks() {
       echo "FAIL: call $i (seed $seed) through $door: cluster $a; one process $b"
     fi
   done
-  echo "mpirun across 3 namespaces (1 Gbit/s links, UCX over tcp, no launch, no token file): $right of 9 calls, 3 through each rank's door, answered as one process"
-  [ ! -e "$work/${SPINDLE_NETNS}.token" ] || { echo "FAIL: a rank wrote the TOML's token file"; return 1; }
+  echo "mpirun across 3 namespaces (1 Gbit/s links, UCX over tcp, no launch, no token file, data only on rank 0's disk): $right of 9 calls, 3 through each rank's door, answered as one process"
+  for r in 0 1 2; do
+    [ ! -e "${dirs[$r]}/${SPINDLE_NETNS}.token" ] || { echo "FAIL: rank $r wrote the TOML's token file"; return 1; }
+  done
   [ "$right" -eq 9 ]
 }
 export -f body checks

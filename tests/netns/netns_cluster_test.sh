@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A cluster across network namespaces (scripts/netns-cluster.sh): three ranks,
-# each in its own namespace behind a tbf-shaped 1 Gbit/s veth link, started by
-# `spindle launch` through the launcher `ip netns exec NAME-{rank}`, UCX over TCP
-# only (no shared memory between the namespaces), serving a partitioned dataset.
+# each in its own namespace behind a tbf-shaped 1 Gbit/s veth link and with a
+# private data folder and /tmp, started by `spindle launch` through the bed's
+# launcher, UCX over TCP only (no shared memory between the namespaces), serving
+# a partitioned dataset that only rank 0's disk holds (`launch --files`: the
+# other ranks fetch their partition and the model from rank 0's file door).
 # Requests with a sampler seed through rank 0's door and rank 1's own door (on
 # their namespace addresses) must answer exactly as one process does; with rank 2
 # killed and restarted (launch --restart) while calls go on, every call is
@@ -18,14 +20,21 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 checks() {
-  local subnet=$SPINDLE_NETNS_SUBNET
+  local subnet=$SPINDLE_NETNS_SUBNET bed="$root/scripts/netns-cluster.sh" data r0
+  data=$("$bed" data "$SPINDLE_NETNS")  # outside the bed: launch's own folder
+  r0=$("$bed" rank-dir "$SPINDLE_NETNS" 0)
   "$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || return 1
   "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || return 1
   # Ranks 1 and 2 open their own doors on port 7701.
   "$root/scripts/netns-cluster.sh" toml "$SPINDLE_NETNS" 3 240000 7701 > "$work/cluster.toml"
   "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" || return 1
-  "$spindle" launch --config "$work/cluster.toml" --dataset "$work/parts" --model "$work/m" \
-    --listen "${subnet}.1:7700" --admin-token-file "$work/admin.token" --restart \
+  cp -r "$work/parts" "$work/m" "$r0/"
+  for d in "$data" "$r0" "$("$bed" rank-dir "$SPINDLE_NETNS" 1)" "$("$bed" rank-dir "$SPINDLE_NETNS" 2)"; do
+    cp "$work/cluster.toml" "$d/"
+  done
+  "$spindle" launch --config "$data/cluster.toml" --dataset "$data/parts" --model "$data/m" \
+    --files "${subnet}.1:7800" \
+    --listen "${subnet}.1:7700" --admin-token-file "$data/admin.token" --restart \
     > "$work/launch.log" 2>&1 &
   bg+=($!)
   "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
@@ -42,7 +51,7 @@ checks() {
     echo "FAIL: no door (rank 0: '${door}', rank 1: '${door2}', one process: '${one}')"
     cat "$work/launch.log"; return 1
   fi
-  grep "@" "$work/launch.log" | grep -E "ready|listening" | head -6
+  grep "@" "$work/launch.log" | grep -E "ready|listening|fetched" | head -8
   local same=0
   for i in $(seq 1 12); do
     local seed=$(( (i * 337) % 4096 ))
@@ -61,7 +70,7 @@ checks() {
   # Rank 2 killed (kill -9) while calls go on, restarted by launch --restart: every
   # call is answered as one process answers it or refused, never wrong.
   local rank2 right=0 refused=0 wrong=0
-  rank2=$(pgrep -f "node --config $work/cluster.toml --rank 2" | head -1)
+  rank2=$(pgrep -f "node --config $data/cluster.toml --rank 2" | head -1)
   [ -n "$rank2" ] || { echo "FAIL: no rank 2 process"; return 1; }
   local killed_at
   killed_at=$(date +%s.%N)

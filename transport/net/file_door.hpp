@@ -1,0 +1,60 @@
+// A door that ships a node's data folders (its partition folders, its model
+// folders) to ranks that prove the cluster token, so a rank needs only its own
+// disk: a manifest (sizes and SHA-256, MAC'd to the session) and any file of
+// it from a byte offset. It serves only the files of the folders it was given:
+// a path outside them is refused. Threads: "file-door" accepts, "file-conn"
+// serves one connection each (at most max_connections), at background CPU
+// priority (serving comes first); stats() is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::transport::net {
+
+struct file_root {
+  std::string name;  // what a fetcher asks for: "dataset", "model"
+  std::string dir;
+  /// The sub-folder served to `rank` ("." for the whole folder), or an error
+  /// saying why this folder holds nothing for that rank; empty: always ".".
+  std::function<expected<std::string>(int rank)> unit_for;
+};
+
+struct file_door_options {
+  std::string host = "127.0.0.1";  // loopback unless asked
+  int port = 0;                    // 0: a free one
+  std::string token;               // the cluster token both ends prove
+  std::vector<file_root> roots;
+  std::size_t max_connections = 8;
+  /// Bytes per second the door sends in all (0: as fast as the link takes):
+  /// files share the links that serve calls, so an operator may cap them.
+  std::uint64_t max_bytes_per_s = 0;
+  std::string name = "file-door";  // thread name and log lines
+};
+
+struct file_door_stats {
+  std::uint64_t sessions = 0, refused = 0;  // connections that proved the token / did not
+  std::uint64_t files_sent = 0, bytes_sent = 0, requests_refused = 0;
+};
+
+class file_door {
+ public:
+  /// Listens on host:port and serves until destroyed.
+  static expected<std::unique_ptr<file_door>> start(file_door_options o);
+  ~file_door();  // stops accepting, closes every connection and joins its threads
+  int port() const;
+  file_door_stats stats() const;
+
+  struct impl;
+
+ private:
+  explicit file_door(std::unique_ptr<impl> i);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace spindle::transport::net

@@ -1,0 +1,41 @@
+// Fetching a folder a file door serves (file_door.hpp) onto this host's disk:
+// from the first door of a list that holds it, every file checked against the
+// door's SHA-256, resuming after a cut from the bytes already on disk, and
+// made visible at once (a hidden ".NAME.fetching" folder renamed when whole),
+// so a half-fetched folder is never taken as complete. Blocking; thread-safe
+// for distinct targets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace spindle::transport::net {
+
+struct fetch_request {
+  std::vector<std::string> peers;  // HOST:PORT of file doors, tried in turn
+  std::string token;               // the cluster token
+  std::string root;                // what to ask for: "dataset", "model"
+  int rank = 0;                    // whose share of it (a partition's rank-N)
+  std::string base;                // local folder: the door's unit lands at base or base/UNIT
+  int wait_s = 60;                 // retry for this long without a byte of progress
+};
+
+struct fetch_report {
+  std::string target, peer;   // the folder written; the door the last bytes came from
+  std::size_t files = 0;      // fetched now
+  std::size_t kept = 0;       // already fetched whole (verified) before a cut
+  std::size_t refetched = 0;  // failed their checksum once and came again from byte 0
+  std::size_t reconnects = 0;
+  std::uint64_t bytes = 0;         // received now
+  std::uint64_t resumed_from = 0;  // bytes of partial files continued, not fetched again
+};
+
+/// Fetches root's unit for `rank` into `base` (nothing when the target is
+/// there already). Refused by name: a checksum that fails twice (the file and
+/// the door), a door's refusal, a wrong token on every door, a local write error.
+expected<fetch_report> fetch_folder(const fetch_request& r);
+
+}  // namespace spindle::transport::net

@@ -1,0 +1,38 @@
+// The file door's wire, shared by its server and its client: blocking socket
+// reads and writes bounded by a deadline, and frames of one kind byte, a
+// 64-bit big-endian length and the payload. The handshake is token_proof's
+// with its own magic, so a fetcher sent to a CAF gate is told so.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "core/status.hpp"
+
+namespace spindle::transport::net::file_wire {
+
+inline constexpr char kMagic[8] = {'S', 'P', 'N', 'D', 'L', 'F', 'S', '1'};
+inline constexpr std::size_t kMaxRequest = 4096;  // a request frame's payload
+inline constexpr std::size_t kMaxManifest = 64 << 20;
+// Frame kinds: a request; a manifest (then its 32-byte MAC); file bytes; an error.
+inline constexpr char kRequest = 'q', kManifest = 'm', kData = 'd', kError = 'e';
+
+using clock_type = std::chrono::steady_clock;
+
+/// All n bytes written / read before `deadline`; false on error, EOF or time out.
+bool send_all(int fd, const void* data, std::size_t n, clock_type::time_point deadline);
+bool recv_exact(int fd, void* out, std::size_t n, clock_type::time_point deadline);
+bool send_header(int fd, char kind, std::uint64_t length, clock_type::time_point deadline);
+bool recv_header(int fd, char& kind, std::uint64_t& length, clock_type::time_point deadline);
+bool send_frame(int fd, char kind, const std::string& payload, clock_type::time_point deadline);
+
+/// A connected TCP socket to host:port (close-on-exec, TCP_NODELAY), or
+/// errc::unavailable naming the address and why.
+expected<int> connect_to(const std::string& host, int port, int timeout_ms);
+
+/// The MAC a door sends after a manifest, binding it to this session's nonces.
+std::string manifest_mac(const std::string& token, const std::string& gate_nonce,
+                         const std::string& client_nonce, const std::string& text);
+
+}  // namespace spindle::transport::net::file_wire
