@@ -17,6 +17,9 @@ namespace spindle::transport::rpc {
 /// How a call the client chose not to send (its in-flight limit reached) is
 /// reported: status overloaded, the message starting with this.
 inline constexpr std::string_view kNotSent = "not sent: ";
+/// How a call whose connection broke (the door went down) is reported: status
+/// unavailable, the message starting with this. The server's own refusals never do.
+inline constexpr std::string_view kDoorDown = "door down: ";
 
 /// Called once per call with its index, answer and latency in seconds.
 using gnn_callback = std::function<void(std::size_t, const gnn_answer&, double)>;

@@ -30,6 +30,15 @@ void run_chains(kj::WaitScope& ws, std::size_t count, std::size_t in_flight,
   kj::joinPromises(chains.finish()).wait(ws);
 }
 
+// An `unavailable` answer naming a transport failure; a broken connection's
+// message starts with kDoorDown (another door may answer the call).
+template <class Answer>
+Answer transport_failure(const kj::Exception& e) {
+  const bool down = e.getType() == kj::Exception::Type::DISCONNECTED;
+  return Answer{rpc_status::unavailable,
+                fmt::format("{}{}", down ? kDoorDown : "", e.getDescription().cStr())};
+}
+
 // Call i's reply handed to `done` with its time since `t0`; a transport
 // failure becomes an `unavailable` answer naming it.
 template <class Results, class Answer>
@@ -41,7 +50,7 @@ kj::Promise<void> answer_to(kj::Promise<capnp::Response<Results>> reply, std::si
         done(i, detail::read(r.getReply()), seconds_between(t0, std::chrono::steady_clock::now()));
       },
       [&done, i, t0](kj::Exception&& e) {
-        done(i, Answer{rpc_status::unavailable, e.getDescription().cStr()},
+        done(i, transport_failure<Answer>(e),
              seconds_between(t0, std::chrono::steady_clock::now()));
       });
 }
@@ -215,7 +224,8 @@ kj::Promise<void> send_and_report(Request& req, std::size_t i,
              seconds_between(scheduled, std::chrono::steady_clock::now()));
       },
       [&done, i, scheduled](kj::Exception&& e) {
-        done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+        const auto failed = transport_failure<gnn_answer>(e);  // same shape for every kind
+        done(i, {failed.status, failed.message},
              seconds_between(scheduled, std::chrono::steady_clock::now()));
       });
 }
