@@ -74,16 +74,17 @@ expected<std::vector<device_spec>> parse_device(const toml::table& t, const std:
 }
 
 expected<std::vector<server_spec>> parse_server(const toml::table& t, const std::string& where) {
-  SPINDLE_TRY(reject_unknown_keys(
-      t,
-      {"name", "host", "port", "memory", "disk", "numa_groups", "device", "replicas", "door", "http",
-       "grpc", "metrics"},
-      where));
+  SPINDLE_TRY(reject_unknown_keys(t,
+                                  {"name", "host", "port", "memory", "disk", "numa_groups",
+                                   "device", "replicas", "door", "http", "grpc", "metrics"},
+                                  where));
   server_spec s;
   SPINDLE_ASSIGN_OR_RETURN(s.name, typed_field<std::string>(t, "name", "", where));
   SPINDLE_ASSIGN_OR_RETURN(s.host, typed_field<std::string>(t, "host", "127.0.0.1", where));
   for (auto [key, field] : {std::pair<const char*, std::string*>{"door", &s.door},
-                            {"http", &s.http}, {"grpc", &s.grpc}, {"metrics", &s.metrics}}) {
+                            {"http", &s.http},
+                            {"grpc", &s.grpc},
+                            {"metrics", &s.metrics}}) {
     SPINDLE_ASSIGN_OR_RETURN(*field, typed_field<std::string>(t, key, std::string(), where));
     if (!field->empty() && field->rfind(':') == std::string::npos)
       return make_error(errc::invalid_argument, "{}.{} = '{}': expected HOST:PORT", where, key,

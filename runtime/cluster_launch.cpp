@@ -9,9 +9,9 @@
 
 #include "config/topology.hpp"
 #include "core/signals.hpp"
+#include "runtime/cluster_token.hpp"
 #include "runtime/launched_ranks.hpp"
 #include "runtime/plan_servers.hpp"
-#include "runtime/cluster_token.hpp"
 
 namespace spindle::runtime {
 namespace {
@@ -44,7 +44,8 @@ status check_door_ports(const config::topology& topo, const launch_args& a) {
     const auto& s = topo.servers[r];
     const bool door = r == 0 ? !a.listen.empty() : !s.door.empty();
     for (auto [key, value] : {std::pair<const char*, const std::string&>{"http", s.http},
-                              {"grpc", s.grpc}, {"metrics", s.metrics}})
+                              {"grpc", s.grpc},
+                              {"metrics", s.metrics}})
       if (!value.empty() && !door)
         return make_error(errc::invalid_argument,
                           "{}: server {} ({}) has {} = '{}' but no door to serve it on ({})",

@@ -1,5 +1,6 @@
 #include "runtime/cluster_node.hpp"
 
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fmt/ranges.h>
 #include <optional>
 
 #include "actors/node_actor.hpp"
@@ -17,10 +17,10 @@
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "runtime/cluster_link.hpp"
+#include "runtime/cluster_token.hpp"
 #include "runtime/coordinator_loss.hpp"
 #include "runtime/launched_ranks.hpp"
 #include "runtime/node_door.hpp"
-#include "runtime/cluster_token.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::runtime {

@@ -200,7 +200,6 @@ cluster_gnn::~cluster_gnn() {
 
 namespace {
 
-
 // The placement actor's hooks: this pipeline's accesses (a sample of the
 // cluster's: it takes batches from the shared queue like every pipeline) and
 // the node shard, which publishes the observed FAP for the others to read.

@@ -22,9 +22,9 @@ status check_calibration_flags(node_args& a) {
                       a.serving.calibration);
   const bool routes = a.serving.calibrate || !a.serving.calibration.empty();
   if (routes && (a.dataset.empty() || a.model.empty()))
-    return make_error(errc::invalid_argument,
-                      "{} routes this node's GNN batches: it needs --dataset and --model",
-                      a.serving.calibrate ? "--calibrate" : "--calibration " + a.serving.calibration);
+    return make_error(
+        errc::invalid_argument, "{} routes this node's GNN batches: it needs --dataset and --model",
+        a.serving.calibrate ? "--calibrate" : "--calibration " + a.serving.calibration);
   if (!a.serving.calibration_out.empty() && !a.serving.calibrate)
     return make_error(errc::invalid_argument, "--calibration-out {} needs --calibrate",
                       a.serving.calibration_out);
