@@ -90,6 +90,13 @@ class rpc_client {
   status run_closed_loop_rec(const std::function<const rec_call&(std::size_t)>& call_of,
                              std::size_t calls, std::size_t in_flight, const rec_callback& done);
 
+  /// Sends `calls` recommendation calls (call i is `call_of(i)`) all at once
+  /// and hands each answer to `done` as it comes. A call left unanswered by the
+  /// transport (the connection broke, or no answer within the client's timeout)
+  /// is answered unavailable with a message starting with kDoorDown.
+  status send_rec_all(const std::function<const rec_call&(std::size_t)>& call_of, std::size_t calls,
+                      const rec_callback& done);
+
   /// Closed loop of `calls` tensor calls with the same payload, `in_flight`
   /// outstanding: over the SplitRPC path (`split`, after open_split: the payload
   /// over UCX, then the control record; calls pipelined, so the server's tensor

@@ -84,6 +84,35 @@ status rpc_client::run_closed_loop_rec(const std::function<const rec_call&(std::
   });
 }
 
+status rpc_client::send_rec_all(const std::function<const rec_call&(std::size_t)>& call_of,
+                                std::size_t calls, const rec_callback& done) {
+  return guarded(endpoint_, [&]() -> status {
+    auto replies = kj::heapArrayBuilder<kj::Promise<void>>(calls);
+    for (std::size_t i = 0; i < calls; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto req = impl_->inference.inferRecRequest();
+      detail::write(req.initRequest(), call_of(i));
+      kj::Promise<capnp::Response<::Inference::InferRecResults>> sent = req.send();
+      replies.add(
+          impl_->timer()
+              .timeoutAfter(impl_->timeout_ms * kj::MILLISECONDS, kj::mv(sent))
+              .then(
+                  [&done, i, t0](capnp::Response<::Inference::InferRecResults> r) {
+                    done(i, detail::read(r.getReply()),
+                         seconds_between(t0, std::chrono::steady_clock::now()));
+                  },
+                  [&done, i, t0](kj::Exception&& e) {  // no answer: a door down, whatever why
+                    done(i,
+                         rec_answer{rpc_status::unavailable,
+                                    fmt::format("{}{}", kDoorDown, e.getDescription().cStr())},
+                         seconds_between(t0, std::chrono::steady_clock::now()));
+                  }));
+    }
+    kj::joinPromises(replies.finish()).wait(impl_->ws());
+    return status::ok();
+  });
+}
+
 status rpc_client::run_tensor_closed_loop(const std::string& model, std::span<const float> payload,
                                           std::size_t calls, std::size_t in_flight, bool split,
                                           const tensor_callback& done) {
