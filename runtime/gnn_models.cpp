@@ -66,8 +66,8 @@ void log_served_model(const std::string& name, const std::string& path, const nn
 }  // namespace
 
 // Quiver §4.2.1's calibration of a model loaded after start-up, on itself,
-// when the server calibrated at start; else (or when the model cannot be timed,
-// said in the log) the server's calibration.
+// with --calibrate-loads; else (or when the model cannot be timed, said in the
+// log) the server's calibration.
 expected<serving::psgs_calibration> gnn_models::routing_of(const std::string& name,
                                                            const nn::model& m) {
   if (!started_ || defaults_.calibrate_loads_batches <= 0) return defaults_.calibration;

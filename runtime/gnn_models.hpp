@@ -42,9 +42,8 @@ struct gnn_serving_defaults {
   /// (--gpus, --topology, --device-feature-mb) and also calibrates with.
   gpu::device_kind device = gpu::device_kind::host;
   serving::device_executors executors;
-  /// The server timed `calibration` at start (no --calibration file): every
-  /// model loaded after start-up is timed on itself as it loads, this many
-  /// batches per executor (0: it routes by `calibration`).
+  /// --calibrate-loads: every model loaded after start-up is timed on itself
+  /// as it loads, this many batches per executor (0: it routes by `calibration`).
   int calibrate_loads_batches = 0;
 };
 

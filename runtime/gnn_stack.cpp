@@ -104,7 +104,7 @@ status place_and_route(gnn_serving_defaults& d, const gnn_stack_args& a, const g
   SPINDLE_ASSIGN_OR_RETURN(d.executors, serving::device_executors::create(
                                             ds, d.device, a.device_feature_mb << 20, layout));
   SPINDLE_ASSIGN_OR_RETURN(d.calibration, load_or_calibrate(a, ds, pool, d.executors));
-  if (a.calibration.empty()) d.calibrate_loads_batches = 100;  // as at start
+  d.calibrate_loads_batches = a.calibrate_loads;
   return status::ok();
 }
 
