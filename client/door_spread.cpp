@@ -199,17 +199,17 @@ expected<std::map<std::string, std::size_t>> spread_calls(const door_list& doors
                                                           int clients,
                                                           const std::vector<double>& send_at,
                                                           const rpc::gnn_callback& done) {
-  std::vector<std::string> tried;
-  for (const auto& e : doors.endpoints) {
-    auto c = rpc::rpc_client::connect(e, doors.timeout_ms);
-    if (c) break;
-    tried.push_back(fmt::format("{}: {}", e, c.error().message()));
-  }
-  if (tried.size() == doors.endpoints.size())
+  std::vector<std::string> tried;  // the doors that do not answer now, with why
+  for (const auto& e : doors.endpoints)
+    if (auto c = rpc::rpc_client::connect(e, doors.timeout_ms); !c)
+      tried.push_back(fmt::format("{}: {}", e, c.error().message()));
+  const int live = int(doors.endpoints.size() - tried.size());
+  if (live == 0)
     return make_error(errc::unavailable, "--connect {}: no door answered ({})", doors.connect,
                       fmt::join(tried, "; "));
   spread sp(doors, calls.size(), send_at, done);
-  const std::size_t window = std::size_t(std::max(1, clients / int(doors.endpoints.size())));
+  // The in-flight window split between the doors that answer now.
+  const std::size_t window = std::size_t(std::max(1, clients / live));
   std::vector<std::thread> threads;
   for (std::size_t d = 0; d < doors.endpoints.size(); ++d)
     threads.emplace_back(serve_door, std::ref(sp), std::cref(doors), int(d), std::cref(calls),
