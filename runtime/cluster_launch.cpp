@@ -128,7 +128,10 @@ status run_launch(const launch_args& a) {
   std::vector<launched_rank> ranks;
   // Hera's plan servers first: every rank's door forwards their models to them.
   plan_routes routes;
-  SPINDLE_TRY(launch_plan_servers(exe, topo, path, ranks, routes));
+  std::vector<bool> doors(topo.servers.size());
+  for (std::size_t r = 0; r < doors.size(); ++r)
+    doors[r] = r == 0 ? !a.listen.empty() : !topo.servers[r].door.empty();
+  SPINDLE_TRY(launch_plan_servers(exe, topo, path, doors, ranks, routes));
   const auto forwards = forward_flags(routes);
   // A door serves the GNN (--dataset and --model), recommendation models
   // (--rec-model, --dlrm-model) or the plan servers' (forwarded), or nothing.

@@ -4,7 +4,8 @@
 # beside its door. The cluster serves recommendation models only (no GNN
 # dataset or model): --listen is taken (before: refused, "--listen needs
 # --dataset and --model", and a member's door had no KServe or metrics). A
-# [[server]] with a KServe port but no door is refused by name.
+# [[server]] with a KServe port but no door is refused by name, and so is a door
+# on another host that Hera's plan servers (on this machine's loopback) cannot serve.
 #   usage: launch_doors_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
@@ -76,4 +77,34 @@ grep -q "server 1 (s1) has http = '127.0.0.1:0' but no door" <<< "$out" || fail 
 out=$(timeout 60 "$spindle" launch --config "$work/cluster.toml" --listen 127.0.0.1:0 2>&1) &&
   fail "launch --listen with nothing to serve ran: $out"
 grep -q "launch: --listen 127.0.0.1:0 serves nothing" <<< "$out" || fail "no refusal: $out"
+# Plan servers listen on this machine's loopback ranks: a door on another host
+# is refused by name before anything starts (before: given --forward to 127.x).
+cat > "$work/remote-door.toml" <<TOML
+coordinator = "s0"
+token_file = "cluster.token"
+launcher = ""
+[[server]]
+name = "s0"
+host = "127.0.0.1"
+port = $p0
+memory = 1000000
+[[server]]
+name = "s1"
+host = "10.255.255.1"
+port = $p1
+memory = 1000000
+door = "10.255.255.1:$door1"
+[colocation]
+profiles = "$root/examples/hera-profile-handmade.json"
+[[colocation.model]]
+name = "N"
+dir = "$root/tests/nn/golden/ncf"
+qps = 100
+TOML
+out=$(timeout 60 "$spindle" launch --config "$work/remote-door.toml" 2>&1) &&
+  fail "launch ran with a remote door and loopback plan servers: $out"
+grep -q "rank 1 (s1) opens a door on 10.255.255.1, but the \[colocation\] plan servers listen on this machine's loopback ranks" <<< "$out" ||
+  fail "no refusal naming the remote door: $out"
+! grep -q -- "--forward" <<< "$out" || fail "a --forward was handed out: $out"
+echo "refused: $(grep -m1 "opens a door on" <<< "$out")"
 echo "PASS"
