@@ -21,11 +21,8 @@
 
 #include "actors/gateway.hpp"
 #include "config/model.hpp"
+#include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_types.hpp"
-
-namespace spindle::transport::rpc {
-class rpc_client;
-}
 
 namespace spindle::runtime {
 
