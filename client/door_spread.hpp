@@ -1,6 +1,9 @@
-// `spindle client load` over several Cap'n Proto doors (a cluster's ranks): calls
-// round-robin over the doors that accept, one client and thread per door, the
-// in-flight window split between them. Called from one thread.
+// `spindle client load` over several Cap'n Proto doors (a cluster's ranks): one
+// queue of calls, one client and thread per door taking calls from it, the
+// in-flight window split between them. A call whose door went down (its
+// connection broke) is sent once more, to another door; a refusal never is. A
+// door that is down is tried again after a back-off (250 ms doubling to 5 s) and
+// takes calls again once it answers. Called from one thread.
 #pragma once
 
 #include <map>
@@ -19,9 +22,10 @@ struct door_list {
 };
 
 /// Runs `calls` over the doors (open loop when `send_at` is non-empty, else
-/// closed with `clients` in flight in all). `done` is called under a lock with
-/// the call's index in `calls`; returns the calls each door answered ok. A door
-/// that fails is named on stderr.
+/// closed with `clients` in flight in all). `done` is called once per call,
+/// under a lock, with the call's index in `calls`; returns the calls each door
+/// answered ok. A door that goes down or comes back is named on stderr; with
+/// every door down for `timeout_ms`, the calls left are answered unavailable.
 expected<std::map<std::string, std::size_t>> spread_calls(
     const door_list& doors, const std::vector<transport::rpc::gnn_call>& calls, int clients,
     const std::vector<double>& send_at, const transport::rpc::gnn_callback& done);

@@ -74,15 +74,22 @@ expected<std::vector<device_spec>> parse_device(const toml::table& t, const std:
 }
 
 expected<std::vector<server_spec>> parse_server(const toml::table& t, const std::string& where) {
-  SPINDLE_TRY(reject_unknown_keys(
-      t, {"name", "host", "port", "memory", "disk", "numa_groups", "device", "replicas", "door"},
-      where));
+  SPINDLE_TRY(reject_unknown_keys(t,
+                                  {"name", "host", "port", "memory", "disk", "numa_groups",
+                                   "device", "replicas", "door", "http", "grpc", "metrics"},
+                                  where));
   server_spec s;
   SPINDLE_ASSIGN_OR_RETURN(s.name, typed_field<std::string>(t, "name", "", where));
   SPINDLE_ASSIGN_OR_RETURN(s.host, typed_field<std::string>(t, "host", "127.0.0.1", where));
-  SPINDLE_ASSIGN_OR_RETURN(s.door, typed_field<std::string>(t, "door", std::string(), where));
-  if (!s.door.empty() && s.door.rfind(':') == std::string::npos)
-    return make_error(errc::invalid_argument, "{}.door = '{}': expected HOST:PORT", where, s.door);
+  for (auto [key, field] : {std::pair<const char*, std::string*>{"door", &s.door},
+                            {"http", &s.http},
+                            {"grpc", &s.grpc},
+                            {"metrics", &s.metrics}}) {
+    SPINDLE_ASSIGN_OR_RETURN(*field, typed_field<std::string>(t, key, std::string(), where));
+    if (!field->empty() && field->rfind(':') == std::string::npos)
+      return make_error(errc::invalid_argument, "{}.{} = '{}': expected HOST:PORT", where, key,
+                        *field);
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto port, typed_field<std::int64_t>(t, "port", 0, where));
   SPINDLE_ASSIGN_OR_RETURN(auto groups, typed_field<std::int64_t>(t, "numa_groups", 1, where));
   SPINDLE_ASSIGN_OR_RETURN(auto replicas, typed_field<std::int64_t>(t, "replicas", 1, where));

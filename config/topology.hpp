@@ -58,6 +58,10 @@ struct server_spec {
   /// TOML `door = "HOST:PORT"`: under `spindle launch`, this rank opens a front
   /// door there (rank 0's is launch's --listen); empty: none.
   std::string door;
+  /// TOML `http`, `grpc`, `metrics` = "HOST:PORT" (port 0: a free one): under
+  /// `spindle launch`, this rank's door also speaks KServe v2 over HTTP/REST and
+  /// gRPC and serves Prometheus metrics there (rank 0: unless launch's own flag).
+  std::string http, grpc, metrics;
 };
 
 /// The whole deployment. `intra` is how devices of one NUMA group reach each

@@ -1,5 +1,6 @@
 #include "runtime/cluster_node.hpp"
 
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,10 +17,10 @@
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "runtime/cluster_link.hpp"
+#include "runtime/cluster_token.hpp"
 #include "runtime/coordinator_loss.hpp"
 #include "runtime/launched_ranks.hpp"
 #include "runtime/node_door.hpp"
-#include "runtime/cluster_token.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::runtime {
@@ -43,7 +44,7 @@ status coordinate(rank_context node, const actors::bridge_handle& bridge, const 
   o.serving = a.serving;
   o.model_dir = a.model;
   o.expect = a.expect;
-  o.calibration = a.calibration;
+  o.calibration = a.serving.calibration;
   SPINDLE_ASSIGN_OR_RETURN(o.policy, serving::parse_routing_policy(a.policy));
   o.placement = a.placement;
   SPINDLE_ASSIGN_OR_RETURN(auto gnn, cluster_gnn::start(node, bridge, o));
@@ -220,10 +221,22 @@ expected<node_args> with_rank(node_args a, const config::topology& topo) {
 
 }  // namespace
 
+status refuse_coordinator_flags(const node_args& a) {
+  if (a.rank == 0 || a.coordinator_flags.empty()) return status::ok();
+  const bool one = a.coordinator_flags.size() == 1;
+  return make_error(errc::invalid_argument,
+                    "{} {} honoured by rank 0 (the coordinator) only, and this is rank {}: give "
+                    "{} to rank 0 alone (with mpirun, in a block of its own: `mpirun -n 1 "
+                    "spindle node ... : -n N spindle node ...`)",
+                    fmt::join(a.coordinator_flags, ", "), one ? "is" : "are", a.rank,
+                    one ? "it" : "them");
+}
+
 status run_node(const node_args& given, const std::vector<std::string>& self_argv) {
   SPINDLE_TRY(follow_launch());
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
   SPINDLE_ASSIGN_OR_RETURN(const node_args a, with_rank(given, topo));
+  SPINDLE_TRY(refuse_coordinator_flags(a));
   const int rank = a.rank;
   sigset_t set = stop_signal_set();
   if (rank != 0) {

@@ -22,8 +22,8 @@ struct node_args {
   int expect = -1;  // -1: 0, or with the rank from the environment the TOML's other ranks
   std::string token_file;  // --token-file: the cluster token (else SPINDLE_CLUSTER_TOKEN)
   std::size_t workload = 0;
-  std::string calibration, policy = "strict";  // rank 0: PSGS routing for the cluster
-  front_door_args door;                        // rank 0 with --listen: the Cap'n Proto front door
+  std::string policy = "strict";  // PSGS routing by serving.calibration or serving.calibrate
+  front_door_args door;           // with --listen: this node's door (rank 0's: the front door)
   bool listen = false;
   bool no_verify_data = false;           // skip the rank's data checksums at start
   actors::placement_options placement;   // rank 0: re-plan on drift
@@ -33,7 +33,14 @@ struct node_args {
   std::vector<std::string> forwards;     // --forward NAME=HOST:PORT,...: served elsewhere
   graph_update_args graph;               // --graph-updates from --graph-stream
   rank_files_args files;                 // --files, --fetch-from: folders from peers
+  /// The flags given that only rank 0 honours (--expect, --workload,
+  /// --replan-*): any other rank refuses them by name rather than ignore them.
+  std::vector<std::string> coordinator_flags;
 };
+
+/// The flags of `coordinator_flags` rank 0 alone honours; another rank given
+/// one gets an error naming it (checked before the node starts anything).
+status refuse_coordinator_flags(const node_args& a);
 
 /// Runs the node until its workload is done or a stop signal comes; prints
 /// "node NAME (rank R) listening on HOST:PORT ..." and "ready" once it has

@@ -88,6 +88,17 @@ struct member_serving_impl final : member_serving {
   }
 };
 
+// Loads a calibration and routes by it; a batch also closes once its summed
+// PSGS passes the routing point (Quiver §4.2.2).
+status use_calibration(serving_assets& a, serving::batch_policy& policy, const std::string& path,
+                       serving::routing_policy routing) {
+  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "calibration"));
+  SPINDLE_ASSIGN_OR_RETURN(auto c, serving::psgs_calibration::from_json(text, path));
+  a.router = std::make_shared<serving::psgs_router>(std::move(c), routing);
+  policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
+  return status::ok();
+}
+
 }  // namespace
 
 expected<std::unique_ptr<member_serving>> start_member_serving(rank_context node,
@@ -111,6 +122,8 @@ expected<std::unique_ptr<member_serving>> start_member_serving(rank_context node
   node.view.update(members);
   if (p.calibrate)
     SPINDLE_TRY(calibrate_over_cluster(a, m->config.batch, shard, node.view, members, p));
+  if (!p.calibration.empty())  // routes this member's own door
+    SPINDLE_TRY(use_calibration(a, m->config.batch, p.calibration, p.routing));
   // From the list seen readable: the watcher may have put an older one in the view since.
   SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view, &members));
   node.sync.set_reader(m->features.get());
@@ -186,17 +199,6 @@ cluster_gnn::~cluster_gnn() {
 }
 
 namespace {
-
-// Loads a calibration and routes by it; a batch also closes once its summed
-// PSGS passes the routing point (Quiver §4.2.2).
-status use_calibration(serving_assets& a, serving::batch_policy& policy, const std::string& path,
-                       serving::routing_policy routing) {
-  SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "calibration"));
-  SPINDLE_ASSIGN_OR_RETURN(auto c, serving::psgs_calibration::from_json(text, path));
-  a.router = std::make_shared<serving::psgs_router>(std::move(c), routing);
-  policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
-  return status::ok();
-}
 
 // The placement actor's hooks: this pipeline's accesses (a sample of the
 // cluster's: it takes batches from the shared queue like every pipeline) and

@@ -72,6 +72,9 @@ struct node_pipelines {
   bool calibrate = false;
   int calibrate_batches = 100;  // per executor
   std::string calibration_out;
+  /// A `spindle calibrate` file routing this node's batches by PSGS (rank 0:
+  /// the cluster's batcher; a member: its own door's); not with `calibrate`.
+  std::string calibration;
   serving::routing_policy routing = serving::routing_policy::strict;
 };
 

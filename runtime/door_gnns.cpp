@@ -17,6 +17,7 @@ struct door_gnns::model {
   std::unique_ptr<cluster_features> features;
   std::vector<actors::pipeline_actor> pipelines;
   actors::batcher_actor batcher;
+  serving::batch_policy batch;  // the node's, closing at this model's routing point
   time_point listed_since = time_point::max();
   ~model() {
     stop_and_wait(*sys, batcher);
@@ -27,7 +28,10 @@ struct door_gnns::model {
 door_gnns::door_gnns(rank_context node, node_pipelines p)
     : sys_(node.sys), coordinator_(node.coordinator), token_(node.token), node_(node),
       p_(std::move(p)) {
-  p_.calibrate = false;  // a loaded model routes by the fixed policy (no calibration at load)
+  // A loaded model is timed on load when the node calibrates (--calibrate);
+  // --calibration-out stays the start model's file, and a --calibration file
+  // timed another model: without --calibrate a loaded one routes by the fixed policy.
+  p_.calibration_out.clear();
 }
 
 door_gnns::door_gnns(caf::actor_system& sys, caf::actor coordinator, std::string token)
@@ -114,23 +118,29 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
   auto m = std::make_unique<model>();
   m->sys = &sys_;
   const auto& ds = node.shard.dataset();
+  m->batch = p_.batch;
   status made = [&]() -> status {
     SPINDLE_ASSIGN_OR_RETURN(m->assets, load_assets(path, ds, p_));
     const auto members = node.view.snapshot();
+    // Timed over the cluster's shards as the start model was (--calibrate).
+    if (p_.calibrate)
+      SPINDLE_TRY(calibrate_over_cluster(*m->assets, m->batch, node.shard, node.view, members, p_));
     SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(node.shard, node.view, &members));
     m->pipelines = spawn_pipelines(sys_, ds, *m->assets, *m->features, p_.pipelines);
     const auto* d = &ds;
-    m->batcher =
-        actors::spawn_batcher(sys_, m->pipelines, p_.batch, m->assets->router,
-                              [d](const serving::gnn_request& r) { return serving::summed_psgs(*d, r); });
+    m->batcher = actors::spawn_batcher(
+        sys_, m->pipelines, m->batch, m->assets->router,
+        [d](const serving::gnn_request& r) { return serving::summed_psgs(*d, r); });
     return status::ok();
   }();
   std::lock_guard lock(mu_);
   loading_.erase(name);
   if (!made) return std::move(made).with_context(fmt::format("loading '{}' from {}: ", name, path));
-  actors::gnn_model_binding b{name,   m->batcher,     &ds,         m->assets->model.get(),
-                              m->assets->router, p_.batch, admission};
-  b.cluster = true;
+  actors::gnn_model_binding b{name,     m->batcher, &ds, m->assets->model.get(), m->assets->router,
+                              m->batch, admission};
+  // Only this door's batcher feeds these pipelines (each door its own copy of
+  // the model): fanouts change here alone, as on one server.
+  b.cluster = false;
   b.device = m->assets->device.get();
   const auto* f = m->features.get();
   b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };

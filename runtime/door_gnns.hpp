@@ -3,10 +3,11 @@
 // any server (the door's own loader). A GNN runs on this node:
 // pipelines of its own over the cluster's shards (a feature reader of its own;
 // other ranks' rows read as the cluster's GNN reads them) behind a batcher of
-// its own. The coordinator lists them, and every node with a door follows the
-// list (model_follower), so a load or an unload through any door reaches every
-// node. The GNN the ranks started with is the cluster's (one queue over every
-// rank's pipelines) and stays pinned. Thread-safe.
+// its own, its PSGS routing timed on load when the node calibrates (--calibrate)
+// and its fanouts tunable at this door. The coordinator lists them, and every node with a door
+// follows the list (model_follower), so a load or an unload through any door reaches every node.
+// The GNN the ranks started with is the cluster's (one queue over every rank's pipelines) and stays
+// pinned. Thread-safe.
 #pragma once
 
 #include <chrono>

@@ -1,19 +1,18 @@
 #include "runtime/gnn_models.hpp"
 
-#include "serving/typed_calls.hpp"
-
 #include <fmt/ranges.h>
-
-#include "core/log.hpp"
 
 #include "actors/batcher_actor.hpp"
 #include "actors/pipeline_actor.hpp"
 #include "actors/router_actor.hpp"
+#include "core/log.hpp"
 #include "nn/model.hpp"
 #include "runtime/model_repository.hpp"
 #include "serving/cuda_executor.hpp"
 #include "serving/edge_attr_rows.hpp"
 #include "serving/gnn_pipeline.hpp"
+#include "serving/psgs_calibrate.hpp"
+#include "serving/typed_calls.hpp"
 
 namespace spindle::runtime {
 
@@ -66,6 +65,27 @@ void log_served_model(const std::string& name, const std::string& path, const nn
 }
 }  // namespace
 
+// Quiver §4.2.1's calibration of a model loaded after start-up, on itself,
+// with --calibrate-loads; else (or when the model cannot be timed, said in the
+// log) the server's calibration.
+expected<serving::psgs_calibration> gnn_models::routing_of(const std::string& name,
+                                                           const nn::model& m) {
+  if (!started_ || defaults_.calibrate_loads_batches <= 0) return defaults_.calibration;
+  serving::calibrate_options o;
+  o.batches = defaults_.calibrate_loads_batches;
+  SPINDLE_ASSIGN_OR_RETURN(o.device, defaults_.executors.make());  // the one that will serve
+  log::info("calibrating PSGS routing for '{}' as it loads ({} batches per executor)", name,
+            o.batches);
+  auto c = serving::calibrate(ds_, m, o, pool_);
+  if (!c) {
+    log::warn("'{}' routes by the server's calibration: timing it failed: {}", name,
+              c.error().message());
+    return defaults_.calibration;
+  }
+  log::info("PSGS routing of '{}' calibrated: {}", name, c->summary());
+  return c;
+}
+
 gnn_models::~gnn_models() {
   while (!models_.empty()) unload(models_.begin()->first);
 }
@@ -95,7 +115,8 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   if (auto f = serving::served_fanouts(model.desc(), ds_.metadata()); !f)
     return std::move(f).error().with_context(path + "/model.toml: ");
   s->model = std::make_unique<nn::model>(std::move(model));
-  s->router = std::make_shared<serving::psgs_router>(defaults_.calibration, defaults_.policy);
+  SPINDLE_ASSIGN_OR_RETURN(auto calibration, routing_of(name, *s->model));
+  s->router = std::make_shared<serving::psgs_router>(std::move(calibration), defaults_.policy);
   log_served_model(name, path, *s->model, ds_, *s->router);
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i) {
     // A GPU's, with --device cuda (one per pipeline: an executor serves one at a

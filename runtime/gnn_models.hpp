@@ -42,6 +42,9 @@ struct gnn_serving_defaults {
   /// (--gpus, --topology, --device-feature-mb) and also calibrates with.
   gpu::device_kind device = gpu::device_kind::host;
   serving::device_executors executors;
+  /// --calibrate-loads: every model loaded after start-up is timed on itself
+  /// as it loads, this many batches per executor (0: it routes by `calibration`).
+  int calibrate_loads_batches = 0;
 };
 
 class gnn_models {
@@ -66,11 +69,15 @@ class gnn_models {
   actors::model_loader loader();
   /// Loads every model of the repository (each at its policy's version).
   expected<std::vector<actors::gnn_model_binding>> load_repository();
+  /// Start-up is over: from now on a model loaded is calibrated on itself when
+  /// the defaults say so (calibrate_loads_batches), as the server was at start.
+  void started() { started_ = true; }
 
  private:
   gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,
              gnn_serving_defaults defaults);
   struct served;
+  expected<serving::psgs_calibration> routing_of(const std::string& name, const nn::model& m);
   caf::actor_system& sys_;
   const graph::dataset& ds_;
   thread_pool& pool_;
@@ -78,6 +85,7 @@ class gnn_models {
   std::unique_ptr<thread_pool> device_workers_;  // "gnnsched-w": where groups run
   std::unique_ptr<colocation::device_scheduler> device_;
   std::map<std::string, std::unique_ptr<served>> models_;
+  bool started_ = false;
 };
 
 }  // namespace spindle::runtime

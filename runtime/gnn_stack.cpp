@@ -104,6 +104,7 @@ status place_and_route(gnn_serving_defaults& d, const gnn_stack_args& a, const g
   SPINDLE_ASSIGN_OR_RETURN(d.executors, serving::device_executors::create(
                                             ds, d.device, a.device_feature_mb << 20, layout));
   SPINDLE_ASSIGN_OR_RETURN(d.calibration, load_or_calibrate(a, ds, pool, d.executors));
+  d.calibrate_loads_batches = a.calibrate_loads;
   return status::ok();
 }
 
@@ -179,6 +180,7 @@ status serve_models(caf::actor_system& sys, graph::dataset& ds, gnn_serving_defa
   }
   SPINDLE_ASSIGN_OR_RETURN(auto models, gnn_models::create(sys, ds, pool, std::move(defaults)));
   SPINDLE_ASSIGN_OR_RETURN(auto bindings, load_models(*models, a));
+  models->started();  // models loaded from now on are timed as they load
   if (w.requests > 0) return drive_workload(sys, bindings.front(), ds, w, report);
   door_stack s;
   s.gnns = bindings;

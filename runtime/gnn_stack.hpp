@@ -17,6 +17,7 @@ namespace spindle::runtime {
 
 struct gnn_stack_args {
   std::string dataset, model, calibration, policy = "strict";
+  int calibrate_loads = 0;  // --calibrate-loads N: time a GNN loaded later, N batches per executor
   int deadline_us = 2000, max_batch = 64, pipelines = 2;
   std::string name;      // model name for RPC calls (default: model.toml's)
   std::string gnnsched;  // GNNSched grouping policy for the forward passes, or empty

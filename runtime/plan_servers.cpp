@@ -70,11 +70,20 @@ std::vector<int> local_ranks(const config::topology& topo) {
 }  // namespace
 
 status launch_plan_servers(const std::string& exe, const config::topology& topo,
-                           const std::string& path, std::vector<launched_rank>& ranks,
-                           plan_routes& routes) {
+                           const std::string& path, const std::vector<bool>& doors,
+                           std::vector<launched_rank>& ranks, plan_routes& routes) {
   SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(path, "cluster config"));
   SPINDLE_ASSIGN_OR_RETURN(auto section, config::parse_colocation(text, path));
   if (!section) return status::ok();
+  // Before: such a door was given --forward to 127.x addresses, its own host's.
+  for (std::size_t r = 0; r < topo.servers.size() && r < doors.size(); ++r)
+    if (doors[r] && !is_loopback(topo.servers[r].host))
+      return make_error(errc::invalid_argument,
+                        "{}: rank {} ({}) opens a door on {}, but the [colocation] plan servers "
+                        "listen on this machine's loopback ranks, which {} cannot reach: run "
+                        "the plan's cluster on one machine, or give rank {} no door",
+                        path, r, topo.servers[r].name, topo.servers[r].host, topo.servers[r].host,
+                        r);
   SPINDLE_ASSIGN_OR_RETURN(auto profiles, colocation::hera::load_profile_table(section->profiles));
   std::map<std::string, double> targets;
   for (const auto& m : section->models) targets[m.name] = m.qps;

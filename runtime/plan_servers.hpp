@@ -19,9 +19,12 @@ using plan_routes = std::map<std::string, std::vector<std::string>>;
 /// Starts the plan servers of the [colocation] section of the cluster TOML at
 /// `path` (none without one) with the binary `exe`, adding them to `ranks` and
 /// their addresses to `routes`; prints "[plan] server I on rank R: ..." each.
+/// `doors[r]`: rank r opens a door, which forwards to the plan servers. They
+/// listen on the loopback ranks of this machine: a door on a host that is not
+/// loopback could not reach them, and is refused by name before any starts.
 status launch_plan_servers(const std::string& exe, const config::topology& topo,
-                           const std::string& path, std::vector<launched_rank>& ranks,
-                           plan_routes& routes);
+                           const std::string& path, const std::vector<bool>& doors,
+                           std::vector<launched_rank>& ranks, plan_routes& routes);
 
 /// The `--forward NAME=HOST:PORT,...` flags that send each model's calls to its
 /// plan servers.

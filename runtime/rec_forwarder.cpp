@@ -112,50 +112,87 @@ void rec_forwarder::send(rpc::rec_call call, std::function<void(rpc::rec_answer)
   cv_.notify_one();
 }
 
-// One sender: its own client per endpoint (a client belongs to one thread);
-// a call goes to the endpoints in turn from the next one, moving on from one
-// that cannot be reached. An answer from a server, even a refusal, is final.
+// One sender: its own client per endpoint (a client belongs to one thread). It
+// takes every call queued (up to kMostAtOnce) and sends them all at once, so the
+// calls in flight follow what the door admits (its admission control caps them
+// per model), not the number of senders. Calls start at the next endpoint and
+// move on from one that does not answer them (refused connection, broken, or
+// no answer within the timeout); an answer from a server, even a refusal, is final.
 void rec_forwarder::run() {
   pthread_setname_np(pthread_self(), "rec-forward");
   std::map<std::string, std::unique_ptr<rpc::rpc_client>> clients;
   while (true) {
-    job j;
+    std::vector<job> jobs;
     std::size_t first = 0;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      j = std::move(queue_.front());
-      queue_.pop_front();
+      while (!queue_.empty() && jobs.size() < kMostAtOnce) {
+        jobs.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
       first = next_++;
     }
-    rpc::rec_answer answer{rpc::rpc_status::unavailable, "", {}, 0};
-    std::string why;
-    for (std::size_t k = 0; k < spec_.endpoints.size(); ++k) {
-      const auto& e = spec_.endpoints[(first + k) % spec_.endpoints.size()];
-      auto& c = clients[e];
-      if (!c) {
-        auto made = rpc::rpc_client::connect(e, timeout_ms_);
-        if (!made) {
-          why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", e, made.error().message());
-          continue;
-        }
-        c = std::move(*made);
+    forward(jobs, first, clients);
+  }
+}
+
+void rec_forwarder::forward(std::vector<job>& jobs, std::size_t first,
+                            std::map<std::string, std::unique_ptr<rpc::rpc_client>>& clients) {
+  std::vector<std::size_t> left(jobs.size());
+  for (std::size_t i = 0; i < left.size(); ++i) left[i] = i;
+  std::string why;
+  for (std::size_t k = 0; k < spec_.endpoints.size() && !left.empty(); ++k) {
+    const auto& e = spec_.endpoints[(first + k) % spec_.endpoints.size()];
+    auto& c = clients[e];
+    if (!c) {
+      auto made = rpc::rpc_client::connect(e, timeout_ms_);
+      if (!made) {
+        why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", e, made.error().message());
+        continue;
       }
-      auto a = c->infer_rec(j.call);
-      if (a) {
-        answer = std::move(*a);
-        why.clear();
-        break;
-      }
-      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", e, a.error().message());
+      c = std::move(*made);
+    }
+    std::vector<bool> answered(left.size(), false);  // done() called
+    std::string down;
+    std::size_t back = 0;  // calls the transport handed back (answered or not)
+    count_in_flight(std::ptrdiff_t(left.size()));
+    const status st = c->send_rec_all(
+        [&](std::size_t i) -> const rpc::rec_call& { return jobs[left[i]].call; }, left.size(),
+        [&](std::size_t i, const rpc::rec_answer& a, double) {
+          ++back;
+          count_in_flight(-1);
+          if (a.status == rpc::rpc_status::unavailable && a.message.rfind(rpc::kDoorDown, 0) == 0) {
+            down = a.message.substr(rpc::kDoorDown.size());  // to the next endpoint
+            return;
+          }
+          answered[i] = true;
+          jobs[left[i]].done(a);
+        });
+    count_in_flight(-std::ptrdiff_t(left.size() - back));  // lost with a failed event loop
+    if (!st.is_ok()) down = st.message();
+    std::vector<std::size_t> still;
+    for (std::size_t i = 0; i < left.size(); ++i)
+      if (!answered[i]) still.push_back(left[i]);
+    if (!still.empty()) {
+      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", e, down);
       c.reset();  // reconnect next time
     }
-    if (!why.empty())
-      answer.message = fmt::format("'{}' is served by {}, and none answered: {}", spec_.name,
-                                   fmt::join(spec_.endpoints, ", "), why);
-    j.done(std::move(answer));
+    left = std::move(still);
   }
+  for (auto i : left)
+    jobs[i].done({rpc::rpc_status::unavailable,
+                  fmt::format("'{}' is served by {}, and none answered: {}", spec_.name,
+                              fmt::join(spec_.endpoints, ", "), why),
+                  {},
+                  0});
+}
+
+void rec_forwarder::count_in_flight(std::ptrdiff_t change) {
+  const auto now = in_flight_.fetch_add(change) + change;
+  for (auto most = most_in_flight_.load(); now > most;)
+    if (most_in_flight_.compare_exchange_weak(most, now)) break;
 }
 
 actors::rec_model_binding rec_forwarder::binding(serving::admission_options admission) {

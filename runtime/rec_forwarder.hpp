@@ -1,15 +1,18 @@
 // A cluster door's stand-in for a recommendation model that another server
 // serves (a Hera plan server that `launch` started): calls are queued and sent
-// by a few threads, each with its own Cap'n Proto clients (one per endpoint),
-// to the model's servers in turn, moving on from one that does not answer.
-// The answer (or refusal) goes back to the caller once. Also learns the
-// model's description from its server (Inference.models) for the door's
-// checks and listings.
+// by a few threads ("rec-forward"), each with its own Cap'n Proto clients (one
+// per endpoint), to the model's servers in turn, moving on from one that does
+// not answer. A sender sends every call queued at once, so as many calls are in
+// flight as the door's admission admits. The answer (or refusal) goes back to
+// the caller once. Also learns the model's description from its server
+// (Inference.models) for the door's checks and listings. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +21,7 @@
 
 #include "actors/gateway.hpp"
 #include "config/model.hpp"
+#include "transport/rpc/rpc_client.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::runtime {
@@ -32,7 +36,8 @@ expected<forward_spec> parse_forward(const std::string& text);
 class rec_forwarder {
  public:
   /// Asks the endpoints (in turn, for up to `wait_ms`) what `spec.name` takes;
-  /// fails naming the model and every endpoint when none serves it.
+  /// fails naming the model and every endpoint when none serves it. `threads`
+  /// senders; each sends all the calls it takes at once.
   static expected<std::shared_ptr<rec_forwarder>> start(const forward_spec& spec,
                                                         int timeout_ms = 30000,
                                                         int wait_ms = 30000, int threads = 4);
@@ -43,6 +48,10 @@ class rec_forwarder {
   /// The gateway binding: admission from `admission`, calls through this forwarder.
   actors::rec_model_binding binding(serving::admission_options admission);
   const config::model_desc& desc() const { return *desc_; }
+  /// The most calls this forwarder has had in flight at once so far.
+  std::size_t most_in_flight() const { return std::size_t(most_in_flight_.load()); }
+  /// Calls one sender takes (and sends) at once at most.
+  static constexpr std::size_t kMostAtOnce = 4096;
 
  private:
   struct job {
@@ -52,6 +61,9 @@ class rec_forwarder {
   rec_forwarder(forward_spec spec, std::shared_ptr<const config::model_desc> desc, int timeout_ms);
   void send(transport::rpc::rec_call call, std::function<void(transport::rpc::rec_answer)> done);
   void run();
+  void forward(std::vector<job>& jobs, std::size_t first,
+               std::map<std::string, std::unique_ptr<transport::rpc::rpc_client>>& clients);
+  void count_in_flight(std::ptrdiff_t change);
 
   forward_spec spec_;
   std::shared_ptr<const config::model_desc> desc_;
@@ -62,6 +74,7 @@ class rec_forwarder {
   bool stop_ = false;      // guarded by mu_
   std::size_t next_ = 0;   // guarded by mu_: the endpoint the next call starts at
   std::vector<std::thread> threads_;
+  std::atomic<std::ptrdiff_t> in_flight_{0}, most_in_flight_{0};
 };
 
 }  // namespace spindle::runtime

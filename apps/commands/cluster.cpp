@@ -15,11 +15,16 @@ namespace {
 // --calibrate times this cluster at start; --calibration FILE reads one made
 // before: not both. The routing policy (--policy) applies to either.
 status check_calibration_flags(node_args& a) {
-  if (a.serving.calibrate && !a.calibration.empty())
+  if (a.serving.calibrate && !a.serving.calibration.empty())
     return make_error(errc::invalid_argument,
                       "--calibrate and --calibration {}: give one (--calibrate times this "
                       "cluster at start)",
-                      a.calibration);
+                      a.serving.calibration);
+  const bool routes = a.serving.calibrate || !a.serving.calibration.empty();
+  if (routes && (a.dataset.empty() || a.model.empty()))
+    return make_error(
+        errc::invalid_argument, "{} routes this node's GNN batches: it needs --dataset and --model",
+        a.serving.calibrate ? "--calibrate" : "--calibration " + a.serving.calibration);
   if (!a.serving.calibration_out.empty() && !a.serving.calibrate)
     return make_error(errc::invalid_argument, "--calibration-out {} needs --calibrate",
                       a.serving.calibration_out);
@@ -74,53 +79,62 @@ void register_cluster(CLI::App& app, global_options&) {
                    "Model directory: with --dataset the node runs a pipeline (sampling, "
                    "gathering, inference) for the coordinator's batches");
   node->add_option("--workload", na->workload,
-                   "Rank 0: serve N requests once members joined, print a checksum");
+                   "Rank 0 only (other ranks refuse it): serve N requests once members joined, "
+                   "print a checksum");
   node->add_option("--expect", na->expect,
-                   "Rank 0: members to wait for before serving (default 0; with the rank from "
-                   "the launcher, every other rank)");
+                   "Rank 0 only (other ranks refuse it): members to wait for before serving "
+                   "(default 0; with the rank from the launcher, every other rank)");
   node->add_option_function<std::string>(
       "--listen",
       [na](const std::string& v) {
         na->door.listen = v;
         na->listen = true;
       },
-      "Rank 0: serve the Cap'n Proto front door on HOST:PORT (port 0: a free one) over the "
-      "cluster, until SIGINT/SIGTERM");
-  node->add_option("--calibration", na->calibration,
-                   "Rank 0: PSGS calibration (spindle calibrate) routing every pipeline's batches; "
+      "Any rank: serve this node's Cap'n Proto door on HOST:PORT (port 0: a free one) over "
+      "the cluster, until SIGINT/SIGTERM (rank 0's: the front door, its coordinator's "
+      "batcher; another rank's: its own batcher and pipelines)");
+  node->add_option("--calibration", na->serving.calibration,
+                   "Any rank with --model: PSGS calibration (spindle calibrate) routing this "
+                   "node's batches (rank 0: every pipeline's; a member: its own door's); "
                    "without it the small executor");
-  node->add_option("--policy", na->policy, "Rank 0 with --calibration: strict | loose | fixed")
+  node->add_option("--policy", na->policy,
+                   "Any rank with --calibration or --calibrate: strict | loose | fixed")
       ->check(CLI::IsMember({"strict", "loose", "fixed"}))
       ->capture_default_str();
   node->add_option("--admin-token-file", na->door.admin_token_file,
-                   "Rank 0: Admin token file (created if absent); without it Admin is disabled");
-  node->add_option("--metrics", na->door.metrics, "Rank 0: Prometheus metrics on HOST:PORT");
+                   "Any rank's door: Admin token file (created if absent); without it Admin is "
+                   "disabled");
+  node->add_option("--metrics", na->door.metrics,
+                   "Any rank's door: Prometheus metrics on HOST:PORT");
   node->add_option("--access-log", na->door.access_log,
                    "This node's door: one line per call to FILE (see `serve`)");
-  node->add_option("--http", na->door.http, "Rank 0: KServe v2 over HTTP/REST on HOST:PORT");
-  node->add_option("--grpc", na->door.grpc, "Rank 0: KServe v2 over gRPC on HOST:PORT");
+  node->add_option("--http", na->door.http,
+                   "Any rank's door: KServe v2 over HTTP/REST on HOST:PORT");
+  node->add_option("--grpc", na->door.grpc, "Any rank's door: KServe v2 over gRPC on HOST:PORT");
   node->add_option("--max-connections", na->door.max_connections,
                    "This node's doors: open connections per door (0: as `serve`)");
   node->add_option("--max-connections-per-peer", na->door.max_connections_per_peer,
                    "This node's doors: connections one address may hold on one door (0: as "
                    "`serve`)");
   node->add_option("--max-queue", na->door.max_queue,
-                   "Rank 0: calls in flight per model before `overloaded` (a hard cap)")
+                   "Any rank's door: calls in flight per model before `overloaded` (a hard cap)")
       ->capture_default_str();
   node->add_option("--slo-ms", na->door.slo_ms,
-                   "Rank 0: end-to-end latency objective; calls in flight are limited to the "
-                   "measured capacity x half of it (0: only --max-queue)")
+                   "Any rank's door: end-to-end latency objective; calls in flight are limited "
+                   "to the measured capacity x half of it (0: only --max-queue)")
       ->capture_default_str();
   node->add_option("--peer-timeout-ms", na->peer_timeout_ms,
                    "Declare a peer down after this long without a message (heartbeats every "
                    "fifth of it; 0: never, CAF's default)")
       ->capture_default_str();
   node->add_option("--replan-drift", na->placement.drift_threshold,
-                   "Rank 0: re-plan feature placement when the observed FAP drifts past this "
-                   "total-variation distance (0: only on request, Admin `replan`)")
+                   "Rank 0 only (other ranks refuse it): re-plan feature placement when the "
+                   "observed FAP drifts past this total-variation distance (0: only on request, "
+                   "Admin `replan`)")
       ->capture_default_str();
   node->add_option("--replan-min-requests", na->placement.min_requests,
-                   "Rank 0: requests observed since the last plan before drift is judged")
+                   "Rank 0 only (other ranks refuse it): requests observed since the last plan "
+                   "before drift is judged")
       ->capture_default_str();
   add_pipeline_options(*node, na->serving);
   node->add_option("--forward", na->forwards,
@@ -131,7 +145,11 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--name", na->name,
                    "Name clients call the GNN by at this node's door (default: model.toml's name)");
   add_rec_serving_options(*node, na->door);
-  on_run(node, [na] {
+  on_run(node, [na, node] {
+    // Rank 0's flags as given; the rank may come from the launcher's environment,
+    // so run_node refuses them on any other rank.
+    for (const char* flag : {"--workload", "--expect", "--replan-drift", "--replan-min-requests"})
+      if (node->count(flag) > 0) na->coordinator_flags.emplace_back(flag);
     status st = check_calibration_flags(*na);
     if (st.is_ok()) st = run_node(*na, process_argv());
     return st;

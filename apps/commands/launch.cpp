@@ -39,8 +39,11 @@ void register_launch(CLI::App& app) {
   launch->add_option("--model", la->model,
                      "Model for every rank (each runs a pipeline for the coordinator's batches)");
   launch->add_option("--listen", la->listen,
-                     "Rank 0 serves the front door on HOST:PORT once every rank is ready");
-  launch->add_option("--admin-token-file", la->admin_token_file, "Rank 0's Admin token file");
+                     "Rank 0 serves the front door on HOST:PORT once every rank is ready (its "
+                     "GNN with --dataset and --model, and/or recommendation models); a rank "
+                     "whose [[server]] has door = HOST:PORT opens its own there");
+  launch->add_option("--admin-token-file", la->admin_token_file,
+                     "Every door's Admin token file (rank 0's and the TOML's doors)");
   launch->add_option("--token-file", la->token_file,
                      "The cluster token, handed to every rank as SPINDLE_CLUSTER_TOKEN (default: "
                      "SPINDLE_CLUSTER_TOKEN, else the TOML's token_file on this host)");
@@ -52,9 +55,15 @@ void register_launch(CLI::App& app) {
       ->add_option("--replan-drift", la->replan_drift,
                    "Rank 0 re-plans feature placement past this FAP drift (see `node`)")
       ->check(CLI::Range(0.0, 1e6));
-  launch->add_option("--metrics", la->metrics, "Rank 0: Prometheus metrics on HOST:PORT");
-  launch->add_option("--http", la->http, "Rank 0: KServe v2 over HTTP/REST on HOST:PORT");
-  launch->add_option("--grpc", la->grpc, "Rank 0: KServe v2 over gRPC on HOST:PORT");
+  launch->add_option("--metrics", la->metrics,
+                     "Rank 0's door: Prometheus metrics on HOST:PORT (another rank's door: its "
+                     "[[server]]'s metrics = HOST:PORT)");
+  launch->add_option("--http", la->http,
+                     "Rank 0's door: KServe v2 over HTTP/REST on HOST:PORT (another rank's door: "
+                     "its [[server]]'s http = HOST:PORT)");
+  launch->add_option("--grpc", la->grpc,
+                     "Rank 0's door: KServe v2 over gRPC on HOST:PORT (another rank's door: its "
+                     "[[server]]'s grpc = HOST:PORT)");
   launch->add_option("--calibration", la->calibration,
                      "Rank 0: PSGS calibration from `spindle calibrate` (see `node`)");
   launch->add_option("--policy", la->policy, "Rank 0 with --calibration: strict | loose | fixed")
@@ -80,7 +89,8 @@ void register_launch(CLI::App& app) {
   for (const char* flag :
        {"--rec-model", "--rec-workers", "--dlrm-model", "--dlrm-name", "--dlrm-instances",
         "--hps-config", "--vdb", "--vdb-redis", "--vdb-partitions", "--cache-fraction",
-        "--hit-rate-threshold", "--refresh-ms"}) {
+        "--hit-rate-threshold", "--refresh-ms", "--max-queue", "--slo-ms", "--max-connections",
+        "--max-connections-per-peer"}) {
     auto* o = launch->add_option_function<std::vector<std::string>>(
         flag,
         [la, flag](const std::vector<std::string>& vs) {

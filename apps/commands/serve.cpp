@@ -116,6 +116,12 @@ void register_serve(CLI::App& app, global_options& g) {
                   "(latest by default); loading a served NAME again rolls it to its new version");
   cmd->add_option("--calibration", a->calibration,
                   "PSGS calibration from `spindle calibrate` (default: a quick one now)");
+  add_bounded(*cmd, "--calibrate-loads", a->calibrate_loads,
+              "Time PSGS routing of every GNN loaded at run time (Admin load) on itself as it "
+              "loads, N batches per executor (the start's quick one: 100); the load waits for "
+              "it and shares the pool with serving (0, the default: a loaded GNN routes by the "
+              "start's calibration or --calibration)",
+              0, 100000);
   cmd->add_option("--policy", a->policy,
                   "Routing: strict (PSGS-Strict) | loose (PSGS-Loose) | fixed")
       ->check(CLI::IsMember({"strict", "loose", "fixed"}))

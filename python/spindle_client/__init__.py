@@ -27,7 +27,8 @@ Exporting a PyTorch Geometric model (needs torch and torch_geometric, not pycapn
 # works where only torch and torch_geometric are installed.
 _LAZY = {"Client": ".blocking", "AsyncClient": ".client", "GnnResult": ".client",
          "RecResult": ".client", "SpindleError": ".client", "connect": ".client", "run": ".client",
-         "start": ".client", "UpdateResult": ".client", "GnnOutputs": ".blocking"}
+         "start": ".client", "UpdateResult": ".client", "GnnOutputs": ".blocking",
+         "DoorDown": "._doors"}
 
 
 def __getattr__(name):
@@ -37,5 +38,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["AsyncClient", "Client", "GnnResult", "RecResult", "SpindleError", "connect", "run",
-           "start"]
+__all__ = ["AsyncClient", "Client", "DoorDown", "GnnResult", "RecResult", "SpindleError", "connect",
+           "run", "start"]

@@ -9,8 +9,11 @@ event loop per process), so Clients may be used from several threads at once.
 
 Several doors (a cluster's ranks, each started with --listen) spread the calls:
 Client("10.0.0.1:7400,10.0.0.2:7400") or a list connects to every door that
-accepts and sends calls round-robin; a door that drops is left and the call is
-sent to the next one.
+accepts and sends calls round-robin. A call whose door is down (its connection
+refused or broken) is sent once more, to another door; a refusal of the request
+itself (bad input, overloaded) is raised as it is. A door that went down is
+tried again after `retry_after` seconds (doubling while it stays down, up to
+30 s) and takes calls again once it answers (see _doors.py).
 """
 import asyncio
 import atexit
@@ -20,7 +23,13 @@ from typing import Optional, Sequence
 import capnp
 import numpy as np
 
+from ._doors import DoorDown, DoorSet
 from .client import AsyncClient, SpindleError, UpdateResult
+
+
+def _door_down(e: Exception) -> bool:
+    """Whether pycapnp's or the socket's error `e` says the connection is gone."""
+    return isinstance(e, OSError) or "DISCONNECTED" in str(getattr(e, "type", ""))
 
 
 class GnnOutputs(np.ndarray):
@@ -96,14 +105,14 @@ class _Loop:
 
     async def run(self, key: int, fn):
         c = self.clients.get(key)
-        if c is None:
-            raise SpindleError("unavailable", "the client is closed")
+        if c is None:  # closed since the door was picked (it went down)
+            raise DoorDown("the connection was closed")
         try:
             return await fn(c)
         except (SpindleError, ValueError, TypeError) as e:
             fresh = SpindleError(e.status, e.message) if isinstance(e, SpindleError) else type(e)(str(e))
-        except Exception as e:  # pycapnp's errors (a dropped connection)
-            fresh = SpindleError("unavailable", str(e))
+        except Exception as e:  # pycapnp's errors: a dropped connection, or the server's failure
+            fresh = DoorDown(str(e)) if _door_down(e) else SpindleError("unavailable", str(e))
         # Raised outside the handler: the caller's thread gets an exception that
         # holds none of this thread's frames (nor the capnp replies in them).
         raise fresh
@@ -119,12 +128,16 @@ atexit.register(_Loop._at_exit)
 
 class Client:
     """A blocking connection to `spindle serve`, or to several doors of a cluster
-    ("HOST:PORT,HOST:PORT" or a list: calls round-robin over those that accept).
+    ("HOST:PORT,HOST:PORT" or a list: calls round-robin over those that are up).
     `model` is the default model of infer calls; `timeout` (seconds) bounds every
-    call. Thread-safe."""
+    call; `retry_after` (seconds) is how long a door that went down waits before
+    it is tried again (doubling while it stays down, up to 30 s). Calls that
+    change the server (update_graph, load/unload, set_tunable) are never sent
+    twice. Thread-safe."""
 
     def __init__(self, endpoint, model: str = "", token: str = "",
-                 token_file: Optional[str] = None, timeout: float = 60.0):
+                 token_file: Optional[str] = None, timeout: float = 60.0,
+                 retry_after: float = 1.0):
         self.model = model
         self.timeout = timeout
         self._runner = _Loop.get()
@@ -132,48 +145,43 @@ class Client:
         endpoints = [e.strip() for e in endpoints if e.strip()]
         if not endpoints:
             raise ValueError("endpoint: no HOST:PORT given")
-        self._doors: list = []  # (endpoint, key) of every door that accepted
-        self._next = 0
-        self._lock = threading.Lock()
-        errors = []
-        for e in endpoints:
+        def open_door(e: str, wait: float = timeout) -> int:
             try:
-                key = self._runner.call(self._runner.open(e, token, token_file), timeout)
-                self._doors.append((e, key))
+                return self._runner.call(self._runner.open(e, token, token_file), wait)
             except TimeoutError:
-                errors.append(f"{e}: no connection after {timeout} s")
-            except (OSError, SpindleError, Exception) as err:  # refused: move on to the next door
-                if len(endpoints) == 1:
-                    raise
-                errors.append(f"{e}: {err}")
-        if not self._doors:
-            if len(endpoints) == 1 and errors:
-                raise TimeoutError(errors[0])
+                raise TimeoutError(f"{e}: no connection after {wait} s") from None
+
+        # Reopening a door that went down waits at most 5 s for it.
+        self._doors = DoorSet(endpoints, lambda e: open_door(e, min(timeout, 5.0)),
+                              lambda key: self._runner.call(self._runner.close(key), timeout),
+                              retry_after)
+        errors = self._doors.connect_all(open_door)
+        if not self._doors.up():
             raise SpindleError("unavailable", "no door answered: " + "; ".join(errors))
 
     @property
     def endpoints(self) -> list:
-        """The doors this client sends calls to (those that accepted and have not dropped)."""
-        with self._lock:
-            return [e for e, _ in self._doors]
+        """The doors this client sends calls to now (those that are up)."""
+        return self._doors.up()
 
-    def _call(self, fn):
-        """fn(AsyncClient) -> coroutine, run on the loop's thread, on the next door;
-        a door whose connection dropped is left and the call goes to the next one."""
-        while True:
-            with self._lock:
-                if not self._doors:
-                    raise SpindleError("unavailable", "the client is closed (or every door dropped)")
-                door = self._doors[self._next % len(self._doors)]
-                self._next += 1
-            try:
-                return self._runner.call(self._runner.run(door[1], fn), self.timeout)
-            except SpindleError as e:
-                if e.status != "unavailable" or len(self.endpoints) <= 1:
-                    raise
-                with self._lock:
-                    if door in self._doors:
-                        self._doors.remove(door)
+    def _call(self, fn, retry: bool = True):
+        """fn(AsyncClient) -> coroutine, run on the loop's thread, on the next door
+        that is up. When the door is down (its connection broke), the door is left
+        until its back-off passes and, with `retry`, the call is sent once more, to
+        another door; a refusal of the request is raised as it is."""
+        endpoint, key = self._doors.pick()
+        try:
+            return self._runner.call(self._runner.run(key, fn), self.timeout)
+        except DoorDown:
+            self._doors.mark_down(endpoint, key)
+            if not retry:
+                raise
+        endpoint, key = self._doors.pick(avoid=endpoint)
+        try:
+            return self._runner.call(self._runner.run(key, fn), self.timeout)
+        except DoorDown:
+            self._doors.mark_down(endpoint, key)
+            raise
 
     def _model(self, model: Optional[str]) -> str:
         name = model or self.model
@@ -264,7 +272,8 @@ class Client:
             u["setRows"] = np.asarray(rows, dtype=np.float32).reshape(-1).tolist()
         if remove_nodes is not None:
             u["removeNodes"] = np.asarray(remove_nodes, dtype=np.int64).reshape(-1).tolist()
-        r = self._call(lambda c: c.update_graph(u))
+        # Not sent again: a broken connection may have come after the change was applied.
+        r = self._call(lambda c: c.update_graph(u), retry=False)
         r.new_ids = np.asarray(r.new_ids, dtype=np.int64)
         return r
 
@@ -293,32 +302,28 @@ class Client:
         return self._call(lambda c: c.tunables(self._model(model)))
 
     def set_tunable(self, name: str, value, model: Optional[str] = None) -> None:
-        self._call(lambda c: c.set_tunable(self._model(model), name, value))
+        self._call(lambda c: c.set_tunable(self._model(model), name, value), retry=False)
 
     def load_model(self, name: str, path: str) -> None:
         """Serves the model directory `path` (on the server) as `name`: a GNN, or a
         recommendation model (dlrm, ncf, wnd, din) with its own worker pool."""
-        self._call(lambda c: c.load_model(name, path))
+        self._call(lambda c: c.load_model(name, path), retry=False)
 
     def unload_model(self, name: str) -> None:
         """Stops serving `name` once its calls in flight have finished."""
-        self._call(lambda c: c.unload_model(name))
+        self._call(lambda c: c.unload_model(name), retry=False)
 
     def close(self) -> None:
         """Closes every connection (idempotent)."""
-        with self._lock:
-            doors, self._doors = self._doors, []
-        for _, key in doors:
+        for key in self._doors.close_all():
             self._runner.call(self._runner.close(key), self.timeout)
 
     def __del__(self):
         # Not closed by its user: closed on the loop's thread, without waiting.
-        lock = getattr(self, "_lock", None)
-        if lock is None:
+        doors = getattr(self, "_doors", None)
+        if doors is None:
             return
-        with lock:
-            doors, self._doors = self._doors, []
-        for _, key in doors:
+        for key in doors.close_all():
             if self._runner.thread.is_alive():
                 asyncio.run_coroutine_threadsafe(self._runner.close(key), self._runner.loop)
 

@@ -73,8 +73,13 @@ TEST(front_door_test, the_client_spreads_calls_over_several_doors) {
   auto j = nlohmann::json::parse(out.substr(out.find('{')));
   EXPECT_EQ(j["answered_ok"], 300) << out;
   ASSERT_EQ(j["answered_ok_by_door"].size(), 2u) << out;
-  EXPECT_EQ(j["answered_ok_by_door"][f.endpoint], 150) << out;
-  EXPECT_EQ(j["answered_ok_by_door"][*listening], 150) << out;
+  // One queue of calls for both doors: each takes calls as it answers them.
+  EXPECT_GT(j["answered_ok_by_door"].value(f.endpoint, 0), 0) << out;
+  EXPECT_GT(j["answered_ok_by_door"].value(*listening, 0), 0) << out;
+  EXPECT_EQ(
+      j["answered_ok_by_door"].value(f.endpoint, 0) + j["answered_ok_by_door"].value(*listening, 0),
+      300)
+      << out;
   auto [rc1, one] = run_spindle(
       "client --connect " + refused + "," + *listening + " --model sage infer --seeds 1 --json",
       false);

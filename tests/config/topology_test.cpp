@@ -60,6 +60,20 @@ TEST(topology_test, launcher_and_doors_are_read_and_checked) {
             std::string::npos);
 }
 
+// A rank's door under launch may speak KServe and serve metrics on ports of its own.
+TEST(topology_test, a_door_s_kserve_and_metrics_ports_are_read_and_checked) {
+  auto t = parse(
+      "[[server]]\nname = \"a\"\nmemory = 1024\ndoor = \"127.0.0.1:7401\"\n"
+      "http = \"127.0.0.1:0\"\ngrpc = \"127.0.0.1:7403\"\nmetrics = \"127.0.0.1:7404\"\n");
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  EXPECT_EQ(t->servers[0].http, "127.0.0.1:0");
+  EXPECT_EQ(t->servers[0].grpc, "127.0.0.1:7403");
+  EXPECT_EQ(t->servers[0].metrics, "127.0.0.1:7404");
+  EXPECT_NE(error_of("[[server]]\nname = \"a\"\nmemory = 1024\nmetrics = \"9100\"\n")
+                .find("server[0].metrics = '9100': expected HOST:PORT"),
+            std::string::npos);
+}
+
 TEST(topology_test, link_figures_are_overridable) {
   auto t = parse(std::string(kMinimal) +
                  "[links]\ninter = \"infiniband\"\n[links.infiniband]\n"

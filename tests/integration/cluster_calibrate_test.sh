@@ -9,7 +9,9 @@
 #     whole dataset does;
 #   - both doors' Admin stats show GNNSched's groups;
 #   - --calibrate with --calibration, or --calibration-out alone, is refused by name;
-#   - rank folders of two partition runs are refused at the join, naming both plans.
+#   - rank folders of two partition runs are refused at the join, naming both plans;
+#   - a GNN loaded at run time is calibrated as it loads at every door and takes
+#     `fanouts` there; the cluster's own GNN still refuses them.
 #   usage: cluster_calibrate_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
@@ -80,3 +82,31 @@ for door in "127.0.0.1:$door0" "127.0.0.1:$door1"; do
   [ "$tasks" -gt 0 ] || fail "$door: GNNSched ran no task"
   echo "$door: GNNSched ran $tasks tasks"
 done
+
+# A GNN loaded at run time through a door is timed over the cluster's shards as
+# it loads, at every door that serves it (before: never, it routed by the fixed
+# policy), and takes `fanouts` at a door, which alone serves its copy (before:
+# refused as the cluster's); the GNN the ranks started with still refuses them.
+"$spindle" model init --arch gcn --in 32 --hidden 16 --classes 5 --seed 9 --name late \
+  --out-dir "$work/late" > /dev/null || fail "model init late"
+calibrated() { grep -c "^\[rank $1\].*PSGS routing calibrated over the cluster" "$work/launch.log"; }
+admin() { "$spindle" client --connect "$1" --token-file "$work/admin.token" admin "${@:2}" 2>&1; }
+out=$(admin "127.0.0.1:$door1" load late "$work/late") || fail "load through rank 1's door: $out"
+for _ in $(seq 300); do
+  [ "$(calibrated 0)" -ge 2 ] && [ "$(calibrated 1)" -ge 2 ] && break
+  sleep 0.1
+done
+for r in 0 1; do
+  [ "$(calibrated $r)" -ge 2 ] || fail "rank $r did not calibrate the loaded model"
+  echo "rank $r timed the loaded model: $(grep "^\[rank $r\].*PSGS routing calibrated over the cluster" \
+    "$work/launch.log" | tail -1 | sed 's/.*calibrated over the cluster: //')"
+done
+[ "$(calibrated 2)" -eq 1 ] || fail "rank 2 (no door) calibrated a loaded model"
+for door in "127.0.0.1:$door0" "127.0.0.1:$door1"; do
+  out=$(admin "$door" set late fanouts 4,4) || fail "$door: fanouts of the loaded model refused: $out"
+  "$spindle" client --connect "$door" --model late infer --seeds 7 --json 2>&1 | grep -q '"status": *"ok"' ||
+    fail "$door: the loaded model did not answer after its fanouts changed"
+  out=$(admin "$door" set graphsage fanouts 4,4) && fail "$door: the cluster's GNN took fanouts: $out"
+  grep -q "sample with the fanouts they started with" <<< "$out" || fail "no refusal naming why: $out"
+done
+echo "the loaded model takes fanouts at both doors; the cluster's GNN refuses them"

@@ -199,8 +199,12 @@ TEST(cluster_front_door_test, launch_starts_other_hosts_through_the_launcher) {
   ASSERT_EQ(p->wait(), 0) << out;
   auto j = nlohmann::json::parse(out.substr(out.find('{')));
   EXPECT_EQ(j["answered_ok"], 400) << out;
-  EXPECT_EQ(j["answered_ok_by_door"][door], 200) << out;
-  EXPECT_EQ(j["answered_ok_by_door"][*listening], 200) << out;
+  // One queue of calls for both doors: each takes calls as it answers them.
+  EXPECT_GT(j["answered_ok_by_door"].value(door, 0), 0) << out;
+  EXPECT_GT(j["answered_ok_by_door"].value(*listening, 0), 0) << out;
+  EXPECT_EQ(j["answered_ok_by_door"].value(door, 0) + j["answered_ok_by_door"].value(*listening, 0),
+            400)
+      << out;
   launch.signal(SIGTERM);
   std::string rest;
   while (auto l = launch.read_line(30'000)) rest += *l + "\n";

@@ -17,6 +17,9 @@ namespace spindle::transport::rpc {
 /// How a call the client chose not to send (its in-flight limit reached) is
 /// reported: status overloaded, the message starting with this.
 inline constexpr std::string_view kNotSent = "not sent: ";
+/// How a call whose connection broke (the door went down) is reported: status
+/// unavailable, the message starting with this. The server's own refusals never do.
+inline constexpr std::string_view kDoorDown = "door down: ";
 
 /// Called once per call with its index, answer and latency in seconds.
 using gnn_callback = std::function<void(std::size_t, const gnn_answer&, double)>;
@@ -86,6 +89,13 @@ class rpc_client {
   /// `in_flight` outstanding.
   status run_closed_loop_rec(const std::function<const rec_call&(std::size_t)>& call_of,
                              std::size_t calls, std::size_t in_flight, const rec_callback& done);
+
+  /// Sends `calls` recommendation calls (call i is `call_of(i)`) all at once
+  /// and hands each answer to `done` as it comes. A call left unanswered by the
+  /// transport (the connection broke, or no answer within the client's timeout)
+  /// is answered unavailable with a message starting with kDoorDown.
+  status send_rec_all(const std::function<const rec_call&(std::size_t)>& call_of, std::size_t calls,
+                      const rec_callback& done);
 
   /// Closed loop of `calls` tensor calls with the same payload, `in_flight`
   /// outstanding: over the SplitRPC path (`split`, after open_split: the payload

@@ -30,6 +30,15 @@ void run_chains(kj::WaitScope& ws, std::size_t count, std::size_t in_flight,
   kj::joinPromises(chains.finish()).wait(ws);
 }
 
+// An `unavailable` answer naming a transport failure; a broken connection's
+// message starts with kDoorDown (another door may answer the call).
+template <class Answer>
+Answer transport_failure(const kj::Exception& e) {
+  const bool down = e.getType() == kj::Exception::Type::DISCONNECTED;
+  return Answer{rpc_status::unavailable,
+                fmt::format("{}{}", down ? kDoorDown : "", e.getDescription().cStr())};
+}
+
 // Call i's reply handed to `done` with its time since `t0`; a transport
 // failure becomes an `unavailable` answer naming it.
 template <class Results, class Answer>
@@ -41,7 +50,7 @@ kj::Promise<void> answer_to(kj::Promise<capnp::Response<Results>> reply, std::si
         done(i, detail::read(r.getReply()), seconds_between(t0, std::chrono::steady_clock::now()));
       },
       [&done, i, t0](kj::Exception&& e) {
-        done(i, Answer{rpc_status::unavailable, e.getDescription().cStr()},
+        done(i, transport_failure<Answer>(e),
              seconds_between(t0, std::chrono::steady_clock::now()));
       });
 }
@@ -71,6 +80,35 @@ status rpc_client::run_closed_loop_rec(const std::function<const rec_call&(std::
       detail::write(req.initRequest(), call_of(i));
       return answer_to<::Inference::InferRecResults, rec_answer>(req.send(), i, t0, done);
     });
+    return status::ok();
+  });
+}
+
+status rpc_client::send_rec_all(const std::function<const rec_call&(std::size_t)>& call_of,
+                                std::size_t calls, const rec_callback& done) {
+  return guarded(endpoint_, [&]() -> status {
+    auto replies = kj::heapArrayBuilder<kj::Promise<void>>(calls);
+    for (std::size_t i = 0; i < calls; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto req = impl_->inference.inferRecRequest();
+      detail::write(req.initRequest(), call_of(i));
+      kj::Promise<capnp::Response<::Inference::InferRecResults>> sent = req.send();
+      replies.add(
+          impl_->timer()
+              .timeoutAfter(impl_->timeout_ms * kj::MILLISECONDS, kj::mv(sent))
+              .then(
+                  [&done, i, t0](capnp::Response<::Inference::InferRecResults> r) {
+                    done(i, detail::read(r.getReply()),
+                         seconds_between(t0, std::chrono::steady_clock::now()));
+                  },
+                  [&done, i, t0](kj::Exception&& e) {  // no answer: a door down, whatever why
+                    done(i,
+                         rec_answer{rpc_status::unavailable,
+                                    fmt::format("{}{}", kDoorDown, e.getDescription().cStr())},
+                         seconds_between(t0, std::chrono::steady_clock::now()));
+                  }));
+    }
+    kj::joinPromises(replies.finish()).wait(impl_->ws());
     return status::ok();
   });
 }
@@ -215,7 +253,8 @@ kj::Promise<void> send_and_report(Request& req, std::size_t i,
              seconds_between(scheduled, std::chrono::steady_clock::now()));
       },
       [&done, i, scheduled](kj::Exception&& e) {
-        done(i, {rpc_status::unavailable, e.getDescription().cStr()},
+        const auto failed = transport_failure<gnn_answer>(e);  // same shape for every kind
+        done(i, {failed.status, failed.message},
              seconds_between(scheduled, std::chrono::steady_clock::now()));
       });
 }
