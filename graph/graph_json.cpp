@@ -127,6 +127,11 @@ expected<graph_json_edge_type> read_edge_type(const std::string& path, const jso
   t.edge_index = std::move(*ei);
   SPINDLE_ASSIGN_OR_RETURN(
       t.edge_attr, open_field(path, j, where, "edge_attr", dtype::f32, {t.num_edges(), -1}));
+  const auto attrs = t.edge_attr ? *t.edge_attr->as<float>() : std::span<const float>();
+  for (float f : attrs)  // as x's: a NaN would reach answers that PyG gives as NaN
+    if (!std::isfinite(f))
+      return make_error(errc::invalid_argument, "{}: {}.edge_attr holds NaN or infinite values",
+                        path, where);
   SPINDLE_TRY(check_ids(path, where, g, t));
   return t;
 }

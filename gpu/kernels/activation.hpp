@@ -11,7 +11,8 @@ namespace spindle::gpu {
 
 enum class activation { none, relu, leaky_relu, elu, sigmoid, tanh, gelu, gelu_tanh, prelu };
 
-SPINDLE_HOST_DEVICE inline float relu(float v) { return v > 0.0f ? v : 0.0f; }
+/// NaN stays NaN, as torch.relu keeps it (v > 0 ? v : 0 would answer 0).
+SPINDLE_HOST_DEVICE inline float relu(float v) { return v < 0.0f ? 0.0f : v; }
 SPINDLE_HOST_DEVICE inline float leaky_relu(float v, float slope) { return v < 0 ? v * slope : v; }
 SPINDLE_HOST_DEVICE inline float elu(float v, float alpha) { return v < 0 ? alpha * expm1f(v) : v; }
 SPINDLE_HOST_DEVICE inline float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }

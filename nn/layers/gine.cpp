@@ -2,6 +2,7 @@
 // block's edges, e_ji = lin(edge_attr_ji) with edge_dim (<prefix>.lin.*), else
 // the edge's attributes themselves (as wide as x); eps: the <prefix>.eps tensor,
 // else model.toml's. The conv's nn follows as ops of its own, as GINConv's does.
+#include "gpu/kernels/activation.hpp"
 #include "nn/layers/units.hpp"
 
 namespace spindle::nn::layers {
@@ -41,7 +42,7 @@ expected<tensor> forward(const layer_input& x) {
       for (std::int64_t k = b.indptr[r]; k < b.indptr[r + 1]; ++k) {
         const float* xj = h.row(b.indices[std::size_t(k)]);
         const float* ej = e.row(k);
-        for (std::int64_t i = 0; i < c; ++i) out[i] += std::max(0.0f, xj[i] + ej[i]);
+        for (std::int64_t i = 0; i < c; ++i) out[i] += gpu::relu(xj[i] + ej[i]);
       }
       for (std::int64_t i = 0; i < c; ++i) out[i] += scale * h.row(r)[i];
     }

@@ -103,6 +103,8 @@ def _edge_type(key, edge_index, edge_attr, nodes):
             raise ValueError(f"save_graph: {what}: edge_attr has shape {tuple(ea.shape)}, "
                              f"expected [{ei.shape[1]}, k]")
         ea = np.ascontiguousarray(ea, dtype=np.float32)
+        if not np.isfinite(ea).all():
+            raise ValueError(f"save_graph: {what}: edge_attr holds NaN or infinite values")
     return {"src": src, "rel": rel, "dst": dst, "edge_index": ei, "edge_attr": ea}
 
 

@@ -228,7 +228,8 @@ def check_edge_attr_arg(t, kind, conv, path, attr):
         if reads:
             raise ExportError(f"{path}: {kind}{'(edge_dim=...)' if kind != 'GINEConv' else ''} "
                               f"must be called as conv(x, edge_index, edge_attr) with forward's "
-                              f"edge_attr")
+                              f"edge_attr (PyG's basic models, GAT say, take it by keyword: "
+                              f"model(x, edge_index, edge_attr=edge_attr))")
         return
     if kind in _ATTENTION and not reads:
         raise ExportError(f"{path}: {kind} without edge_dim given edge attributes (PyG ignores "

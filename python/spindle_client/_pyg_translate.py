@@ -274,6 +274,9 @@ class Translator:
             raise ExportError(f"{path}: {kind} is not supported (Spindle serves "
                               f"{', '.join(sorted(served))})")
         args, kwargs = _strip_none(node.args, node.kwargs)
+        for i, key in enumerate(("x", "edge_index")):  # conv(x, edge_index=...) and the like
+            if key in kwargs and len(args) == i:
+                args.append(kwargs.pop(key))
         attr = args.pop(2) if len(args) == 3 else kwargs.pop("edge_attr", None)
         layers.check_edge_attr_arg(self, kind, conv, path, attr)
         if len(args) != 2 or kwargs:

@@ -96,6 +96,8 @@ def user_graph(check):
     if ei.size and ei.max() >= x.shape[0]:
         raise ExportError(f"check: edge_index holds node {int(ei.max())}, x has {x.shape[0]} rows")
     x, ei = x.astype(np.float32), ei.astype(np.int64)
+    if ea is not None and ea.ndim == 1:  # one attribute per edge, as PyG's layers take it
+        ea = ea.reshape(-1, 1)
     if ea is not None and (ea.ndim != 2 or ea.shape[0] != ei.shape[1]):
         raise ExportError(f"check: edge_attr has shape {list(ea.shape)}; expected [edges, k] "
                           f"with {ei.shape[1]} edges")

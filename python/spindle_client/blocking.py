@@ -210,7 +210,8 @@ class Client:
             raise ValueError(f"outputs={outputs!r}: give a non-empty list of names")
         r = self._call(lambda c: c.infer_gnn(self._model(model), seeds.tolist(), sampler_seed,
                                               deadline_us, True, [str(i) for i in ids],
-                                              min_version, names, str(node_type)))
+                                              min_version, names,
+                                              "" if node_type is None else str(node_type)))
         if names:
             return {k: np.asarray(v, dtype=np.float32).reshape(len(v), -1)
                     for k, v in r.named.items()}

@@ -127,7 +127,7 @@ class AsyncClient:
             "model": model, "seeds": [int(s) for s in seeds], "samplerSeed": sampler_seed,
             "deadlineUs": deadline_us, "seedIds": [str(i) for i in ids],
             "minVersion": int(min_version), "outputs": [str(o) for o in outputs],
-            "nodeType": str(node_type)})
+            "nodeType": "" if node_type is None else str(node_type)})
         result = _gnn_result(r.reply, list(outputs))
         if check and result.status != "ok":
             raise SpindleError(result.status, result.message)

@@ -44,7 +44,7 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     fanouts: neighbours sampled per hop when serving (one per message-passing layer,
     -1 = every neighbour); None leaves them to the dataset's. check: True (the
     generated graph), (x, edge_index) (yours as well; (x, edge_index, edge_attr) or
-    a Data for a model reading edge attributes), or False (no check).
+    a Data for a model reading edge attributes), or False or None (no check).
     spindle: the spindle executable (default $SPINDLE_BINARY, then PATH).
     Typed models (the module to_hetero returns, or one using HeteroConv, whose
     forward takes (x_dict, edge_index_dict)): check=data (a HeteroData) or

@@ -187,6 +187,32 @@ class Edges(torch.nn.Module):
         return self.conv(x, edge_index, edge_attr) if self.pass_attr else self.conv(x, edge_index)
 
 
+class Keywords(torch.nn.Module):
+    """Layers called with keywords (conv(x, edge_index=..., edge_attr=...)) and a
+    1-D edge_attr (one attribute per edge, as PyG's layers take it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = pyg_nn.GATConv(F, 4, heads=2, edge_dim=1)
+        self.conv2 = pyg_nn.TransformerConv(8, 3, edge_dim=1)
+
+    def forward(self, x, edge_index, edge_attr):
+        x = self.conv1(x, edge_index=edge_index, edge_attr=edge_attr).relu()
+        return self.conv2(x=x, edge_index=edge_index, edge_attr=edge_attr)
+
+
+def test_keyword_calls_and_one_attribute_per_edge_export_checked(tmp_path):
+    if not os.path.exists(SPINDLE):
+        pytest.skip("no spindle binary")
+    data = graph()
+    torch.manual_seed(5)
+    kinds = export_pyg(Keywords().eval(), str(tmp_path / "k"), name="k",
+                       check=(data.x, data.edge_index, data.edge_attr[:, 0]), spindle=SPINDLE)
+    assert kinds == ["gat", "relu", "transformer"], kinds
+    text = (tmp_path / "k" / "model.toml").read_text()
+    assert "edge attributes 1 wide" in text and '"yours: 60 nodes, 304 edges"]' in text, text
+
+
 def test_edge_attributes_for_other_layers_and_missing_ones_are_refused_by_name(tmp_path):
     data = graph()
     refused = [

@@ -192,6 +192,8 @@ def test_served_answers_equal_pyg_for_every_node_type(served):
         # Refusals by name; the server goes on serving.
         with pytest.raises(sc.SpindleError, match="name the seeds' node type"):
             c.infer_gnn([0], model="sum")
+        with pytest.raises(sc.SpindleError, match="name the seeds' node type"):
+            c.infer_gnn([0], model="sum", node_type=None)
         with pytest.raises(sc.SpindleError, match="out of range for node type 'venue'"):
             c.infer_gnn([8], model="sum", node_type="venue")
         with pytest.raises(sc.SpindleError, match="answers seeds of node types paper"):

@@ -203,3 +203,22 @@ def test_prepare_refuses_edge_attr_of_mixed_widths(tmp_path):
     save_graph(data, tmp_path / "g")
     err = prepare_error(tmp_path / "g", tmp_path / "ds")
     assert "edge_attr" in err and "(paper, cites, paper) has 3 columns" in err, err
+
+
+def test_non_finite_edge_attributes_are_refused_by_name(tmp_path):
+    """As x's: a NaN would reach answers PyG gives as NaN."""
+    data = hetero()
+    for e in data.edge_types:
+        data[e].edge_attr = torch.ones(data[e].edge_index.shape[1], 2)
+    data["paper", "cites", "paper"].edge_attr[3, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"\(paper, cites, paper\): edge_attr holds NaN"):
+        save_graph(data, tmp_path / "a")
+    data["paper", "cites", "paper"].edge_attr[3, 1] = 1.0
+    save_graph(data, tmp_path / "g")
+    meta = json.loads((tmp_path / "g" / "graph.json").read_text())
+    k = next(i for i, e in enumerate(meta["edge_types"]) if e["rel"] == "cites")
+    attr = np.load(tmp_path / "g" / meta["edge_types"][k]["edge_attr"])
+    attr[0, 0] = np.inf
+    np.save(tmp_path / "g" / meta["edge_types"][k]["edge_attr"], attr)
+    err = prepare_error(tmp_path / "g", tmp_path / "ds")
+    assert f"edge_types[{k}].edge_attr holds NaN or infinite values" in err, err

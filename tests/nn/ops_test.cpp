@@ -16,6 +16,12 @@ TEST(ops_test, activations_and_row_softmax) {
   EXPECT_NEAR(t.data()[0], std::expm1(-1.0f), 1e-6);
   EXPECT_EQ(t.data()[2], 2.0f);
   std::copy(v, v + 6, t.data());
+  t.data()[1] = std::nanf("");  // torch.relu keeps NaN: an answer reading it stays NaN
+  relu_(t);
+  EXPECT_EQ(t.data()[0], 0.0f);
+  EXPECT_TRUE(std::isnan(t.data()[1]));
+  EXPECT_EQ(t.data()[2], 2.0f);
+  std::copy(v, v + 6, t.data());
   leaky_relu_(t, 0.1f);
   EXPECT_FLOAT_EQ(t.data()[0], -0.1f);
   std::copy(v, v + 6, t.data());
