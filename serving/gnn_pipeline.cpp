@@ -317,18 +317,9 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
     const auto attr = std::span<const float>(g.edge_attr).first(std::size_t(k) * b.indices.size());
     g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices, b.edge_types, attr, k});
   }
-  if (model_.desc().typed()) {
-    g.row_types.resize(sub.nodes.size());
-    for (std::size_t i = 0; i < sub.nodes.size(); ++i)
-      g.row_types[i] = model_type_of_[std::size_t(ds_.node_type_of(sub.nodes[i]))];
-    if (model_.has_type_embeddings()) {  // rows of embedding tables: ids within the type
-      g.row_ids.resize(sub.nodes.size());
-      for (std::size_t i = 0; i < sub.nodes.size(); ++i) {
-        const int t = ds_.node_type_of(sub.nodes[i]);
-        g.row_ids[i] = sub.nodes[i] - ds_.node_types()[std::size_t(t)].offset;
-      }
-    }
-  }
+  if (model_.desc().typed())
+    sampled_row_types(ds_, model_type_of_, sub.nodes, model_.has_type_embeddings(), g.row_types,
+                      g.row_ids);
   if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
   if (model_.desc().arch == config::model_arch::stack && model_.needs_degrees()) {
     if (model_.graph_degrees()) {  // the graph's neighbour counts of the sampled nodes

@@ -48,6 +48,18 @@ std::vector<std::int16_t> model_node_types(const graph::dataset& ds, const confi
   return out;
 }
 
+void sampled_row_types(const graph::dataset& ds, std::span<const std::int16_t> model_type_of,
+                       std::span<const std::int64_t> nodes, bool ids,
+                       std::vector<std::int16_t>& row_types, std::vector<std::int64_t>& row_ids) {
+  row_types.resize(nodes.size());
+  row_ids.resize(ids ? nodes.size() : 0);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const int t = ds.node_type_of(nodes[i]);
+    row_types[i] = model_type_of[std::size_t(t)];
+    if (ids) row_ids[i] = nodes[i] - ds.node_types()[std::size_t(t)].offset;
+  }
+}
+
 std::vector<std::vector<int>> typed_fanouts(const config::model_desc& d,
                                             std::span<const int> relation_of_type,
                                             std::span<const int> fanouts) {

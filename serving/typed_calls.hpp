@@ -23,6 +23,12 @@ expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::
 
 /// For each of the graph's node types, the model's index of it (-1: unread).
 std::vector<std::int16_t> model_node_types(const graph::dataset& ds, const config::model_desc& d);
+/// Each sampled node's model node type (`model_type_of`: model_node_types()) into
+/// `row_types`, and with `ids` its id within its dataset node type into `row_ids`
+/// (what embedding tables are read by).
+void sampled_row_types(const graph::dataset& ds, std::span<const std::int16_t> model_type_of,
+                       std::span<const std::int64_t> nodes, bool ids,
+                       std::vector<std::int16_t>& row_types, std::vector<std::int64_t>& row_ids);
 
 /// typed_fanouts[hop][graph edge type] for graph::sample_options: the model's
 /// edge type's own fanouts, else `fanouts` (one per hop); 0 for edge types the
