@@ -21,14 +21,11 @@ struct rank_files_args {
   double files_mbit = 0;                // --files-rate: the door's cap in Mbit/s (0: none)
 };
 
-/// True when `dataset` holds rank `rank`'s data here: DIR/rank-N or a whole dataset.
-bool dataset_on_disk(const std::string& dataset, int rank);
-/// True when `model` is a model folder here (its model.toml).
-bool model_on_disk(const std::string& model);
-
-/// Fetches what is missing of `dataset` (rank `rank`'s share) and `model` from
-/// --fetch-from's doors; nothing when both are on disk or no door is given.
-/// Errors name the folder, the file and the door.
+/// Fetches `dataset` (rank `rank`'s share) and `model` from --fetch-from's doors
+/// when they are not on this rank's disk, and checks them against the door's
+/// copy when they are (a stale or other folder is refused by name; when no door
+/// answers within 3 s it is used unchecked, with a warning); nothing without a
+/// door. Errors name the folder, the file and the door.
 status fetch_missing(const rank_files_args& f, const std::string& dataset, const std::string& model,
                      int rank, const std::string& token);
 

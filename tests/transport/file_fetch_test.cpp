@@ -266,5 +266,38 @@ TEST(file_fetch_test, a_rate_cap_paces_the_door) {
   expect_same_folder(f.src() / "parts" / "rank-1", f.dst("parts") / "rank-1");
 }
 
+TEST(file_fetch_test, a_folder_already_on_disk_is_used_only_when_it_equals_the_doors) {
+  folders f;
+  auto door = open_door(f);
+  ASSERT_TRUE(fetch_folder(request(door->port(), f.dst("m"), "model")).has_value());
+  std::ofstream(f.dst("m") / "graph.log") << "written by the rank\n";  // beside: allowed
+  auto same = fetch_folder(request(door->port(), f.dst("m"), "model"));
+  ASSERT_TRUE(same.has_value()) << same.error().to_string();
+  EXPECT_EQ(same->files, 0u);
+  EXPECT_EQ(same->kept, 2u);
+  // A stale copy (the door's model changed since) is refused by name, left as it is.
+  write_random(f.src() / "model" / "weights.safetensors", 500'000, 31);
+  auto door2 = open_door(f);  // a door started after the change
+  auto stale = fetch_folder(request(door2->port(), f.dst("m"), "model"));
+  ASSERT_FALSE(stale.has_value());
+  EXPECT_NE(stale.error().message().find(
+                "is on this rank's disk, and its weights.safetensors differs from file door"),
+            std::string::npos)
+      << stale.error().message();
+  EXPECT_TRUE(fs::exists(f.dst("m") / "model.toml"));
+  // A folder missing a file, and an empty one (a fresh volume's mount point).
+  fs::create_directories(f.dst("parts") / "rank-1");
+  std::ofstream(f.dst("parts") / "rank-1" / "metadata.json") << "{\"rank\": 1}\n";
+  auto partial = fetch_folder(request(door2->port(), f.dst("parts")));
+  ASSERT_FALSE(partial.has_value());
+  EXPECT_NE(partial.error().message().find("graph/indices.npy is missing"), std::string::npos)
+      << partial.error().message();
+  fs::remove_all(f.dst("parts") / "rank-1");
+  fs::create_directories(f.dst("parts") / "rank-1");
+  auto filled = fetch_folder(request(door2->port(), f.dst("parts")));
+  ASSERT_TRUE(filled.has_value()) << filled.error().to_string();
+  expect_same_folder(f.src() / "parts" / "rank-1", f.dst("parts") / "rank-1");
+}
+
 }  // namespace
 }  // namespace spindle::transport::net

@@ -97,7 +97,9 @@ class fetcher {
       where_ = places_of(r_.base, m.unit);
       report_.target = where_.target;
       std::error_code ec;
-      if (fs::exists(where_.target, ec)) return status::ok();  // fetched by another process
+      if (fs::is_directory(where_.target, ec) && fs::is_empty(where_.target, ec))
+        fs::remove(where_.target, ec);  // an empty folder (a fresh volume's mount point): fill it
+      if (fs::exists(where_.target, ec)) return in_place(c.peer(), m);
       log::info("fetching {} ({} files, {} bytes) from file door {} into {}", r_.root,
                 m.files.size(), m.bytes(), c.peer(), where_.target);
     } else if (to_text(m) != to_text(*manifest_)) {
@@ -107,6 +109,29 @@ class fetcher {
     report_.peer = c.peer();
     for (const auto& f : manifest_->files) SPINDLE_TRY(one_file(c, f));
     return finish();
+  }
+
+  // The target already on this rank's disk (an earlier fetch, another process's,
+  // or a copy put there by hand) is used only when it holds every file of the
+  // door's manifest with its size and SHA-256: a stale or other folder would
+  // answer wrong, so it is refused by name, never replaced (files the rank
+  // wrote beside them, a graph log say, may stay).
+  status in_place(const std::string& peer, const file_manifest& door) {
+    SPINDLE_ASSIGN_OR_RETURN(auto have, list_folder(where_.target, door.unit));
+    for (const auto& f : door.files) {
+      const file_entry* mine = have.find(f.path);
+      const char* why = !mine ? "is missing"
+                        : mine->size != f.size || mine->sha256 != f.sha256 ? "differs"
+                                                                           : nullptr;
+      if (why)
+        return make_error(errc::corrupt_data,
+                          "{} is on this rank's disk, and its {} {} from file door {}'s copy: a "
+                          "stale or other folder is not used; move it aside to fetch the door's",
+                          where_.target, f.path, why, peer);
+    }
+    report_.peer = peer;
+    report_.kept = door.files.size();
+    return status::ok();
   }
 
   // A file whole in the staging folder and matching its checksum is kept (a

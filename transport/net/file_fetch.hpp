@@ -33,9 +33,11 @@ struct fetch_report {
   std::uint64_t resumed_from = 0;  // bytes of partial files continued, not fetched again
 };
 
-/// Fetches root's unit for `rank` into `base` (nothing when the target is
-/// there already). Refused by name: a checksum that fails twice (the file and
-/// the door), a door's refusal, a wrong token on every door, a local write error.
+/// Fetches root's unit for `rank` into `base`. A target already there is checked
+/// against the door's manifest (sizes and SHA-256 of the door's files) and used
+/// only when it matches; an empty one is filled. Refused by name: a target that
+/// differs, a checksum that fails twice (the file and the door), a door's
+/// refusal, a wrong token on every door, a local write error.
 expected<fetch_report> fetch_folder(const fetch_request& r);
 
 }  // namespace spindle::transport::net
