@@ -240,6 +240,23 @@ TEST(file_fetch_test, a_file_damaged_at_the_door_is_refused_by_name) {
   EXPECT_FALSE(fs::exists(f.dst("parts") / "rank-1"));
 }
 
+TEST(file_fetch_test, a_link_swapped_in_after_the_manifest_is_not_followed) {
+  folders f;
+  auto door = open_door(f);
+  ASSERT_TRUE(fetch_folder(request(door->port(), f.dst("first"))).has_value());  // hashed
+  // An outside file of the same size behind a link where the manifest's file was.
+  const auto target = f.src() / "parts/rank-1/graph/indices.npy";
+  fs::copy_file(target, f.top / "outside.npy");
+  fs::remove(target);
+  fs::create_symlink(f.top / "outside.npy", target);
+  auto got = fetch_folder(request(door->port(), f.dst("parts")));
+  ASSERT_FALSE(got.has_value());
+  EXPECT_NE(got.error().message().find("graph/indices.npy: changed since its manifest"),
+            std::string::npos)
+      << got.error().message();
+  EXPECT_FALSE(fs::exists(f.dst("parts") / "rank-1"));
+}
+
 TEST(file_fetch_test, a_second_door_serves_when_the_first_cannot_be_reached) {
   folders f;
   auto door = open_door(f);

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <map>
@@ -163,7 +164,21 @@ struct file_door::impl {
       return make_error(errc::invalid_argument, "{}: offset {} past its {} bytes", entry.path,
                         offset, entry.size);
     const std::string dir = q[2] == "." ? r->dir : r->dir + "/" + q[2];
-    return std::make_pair(dir + "/" + entry.path, entry);
+    const std::string path = dir + "/" + entry.path;
+    // A link swapped in after the manifest was built is not followed: the file
+    // must resolve to itself under the served folder.
+    const std::string inside = (q[2] == "." ? "" : "/" + q[2]) + "/" + entry.path;
+    if (resolved(path) != resolved(r->dir) + inside)
+      return make_error(errc::not_found, "{}: changed since its manifest (no longer a plain file "
+                        "in the served folder)", entry.path);
+    return std::make_pair(path, entry);
+  }
+
+  static std::string resolved(const std::string& path) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    std::string out = real ? real : "";
+    std::free(real);
+    return out;
   }
 
   // With a rate cap, waits until `n` more bytes fit the door's rate (all
@@ -184,9 +199,10 @@ struct file_door::impl {
 
   // Sends the file from `offset`; false when the connection is gone.
   bool send_file(int fd, const std::string& path, const file_entry& e, std::uint64_t offset) {
-    const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st {};
-    if (in < 0 || ::fstat(in, &st) != 0 || std::uint64_t(st.st_size) != e.size) {
+    if (in < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode) ||
+        std::uint64_t(st.st_size) != e.size) {
       if (in >= 0) ::close(in);
       return fw::send_frame(fd, fw::kError,
                             fmt::format("{}: changed or gone since its manifest", e.path),
