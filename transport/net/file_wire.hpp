@@ -1,5 +1,4 @@
-// The file door's wire, shared by its server and its client: blocking socket
-// reads and writes bounded by a deadline, and frames of one kind byte, a
+// The file door's wire, shared by its server and its client: frames of one kind byte, a
 // 64-bit big-endian length and the payload. The handshake is token_proof's
 // with its own magic, so a fetcher sent to a CAF gate is told so.
 #pragma once
@@ -9,6 +8,7 @@
 #include <string>
 
 #include "core/status.hpp"
+#include "transport/net/socket_io.hpp"
 
 namespace spindle::transport::net::file_wire {
 
@@ -18,18 +18,14 @@ inline constexpr std::size_t kMaxManifest = 64 << 20;
 // Frame kinds: a request; a manifest (then its 32-byte MAC); file bytes; an error.
 inline constexpr char kRequest = 'q', kManifest = 'm', kData = 'd', kError = 'e';
 
-using clock_type = std::chrono::steady_clock;
+using socket_io::clock_type;
+using socket_io::connect_to;
+using socket_io::recv_exact;
+using socket_io::send_all;
 
-/// All n bytes written / read before `deadline`; false on error, EOF or time out.
-bool send_all(int fd, const void* data, std::size_t n, clock_type::time_point deadline);
-bool recv_exact(int fd, void* out, std::size_t n, clock_type::time_point deadline);
 bool send_header(int fd, char kind, std::uint64_t length, clock_type::time_point deadline);
 bool recv_header(int fd, char& kind, std::uint64_t& length, clock_type::time_point deadline);
 bool send_frame(int fd, char kind, const std::string& payload, clock_type::time_point deadline);
-
-/// A connected TCP socket to host:port (close-on-exec, TCP_NODELAY), or
-/// errc::unavailable naming the address and why.
-expected<int> connect_to(const std::string& host, int port, int timeout_ms);
 
 /// The MAC a door sends after a manifest, binding it to this session's nonces.
 std::string manifest_mac(const std::string& token, const std::string& gate_nonce,

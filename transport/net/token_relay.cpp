@@ -23,6 +23,7 @@
 #include "core/log.hpp"
 #include "transport/net/listen_socket.hpp"
 #include "transport/net/local_peer.hpp"
+#include "transport/net/socket_io.hpp"
 #include "transport/net/token_proof.hpp"
 #include "transport/net/wake_fd.hpp"
 
@@ -390,42 +391,13 @@ expected<std::unique_ptr<token_relay>> token_relay::dialer(const std::string& re
   return std::unique_ptr<token_relay>(new token_relay(std::move(i)));
 }
 
-namespace {
-
-// Reads exactly n bytes before the deadline; false on EOF, error or time out.
-bool read_exact(int fd, char* out, std::size_t n, clock_type::time_point deadline) {
-  std::size_t got = 0;
-  while (got < n) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) != 1) return false;
-    const ssize_t k = ::recv(fd, out + got, n - got, 0);
-    if (k <= 0) return false;
-    got += std::size_t(k);
-  }
-  return true;
-}
-
-}  // namespace
-
 status token_relay::prove(const std::string& host, int port, const std::string& token,
                           int timeout_ms) {
   const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
-  const int fd = dial(host, port);
-  if (fd < 0) return make_error(errc::unavailable, "{}:{}: cannot connect", host, port);
-  pollfd p{fd, POLLOUT, 0};
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (::poll(&p, 1, timeout_ms) != 1 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
-      err) {
-    ::close(fd);
-    return make_error(errc::unavailable, "{}:{}: cannot connect: {}", host, port,
-                      err ? std::strerror(err) : "timed out");
-  }
+  SPINDLE_ASSIGN_OR_RETURN(const int fd, socket_io::connect_to(host, port, timeout_ms));
   std::string hello(kHello, '\0'), answer(kMac, '\0');
   status result;
-  if (!read_exact(fd, hello.data(), kHello, deadline)) {
+  if (!socket_io::recv_exact(fd, hello.data(), kHello, deadline)) {
     result = make_error(errc::unavailable,
                         "{}:{} sent no challenge (the gate is busy, or this is not a cluster port)",
                         host, port);
@@ -434,8 +406,8 @@ status token_relay::prove(const std::string& host, int port, const std::string& 
   } else {
     const std::string gate_nonce = hello.substr(sizeof kMagic), mine = nonce();
     const std::string proof = mine + mac_of(token, "client", gate_nonce, mine);
-    if (::send(fd, proof.data(), proof.size(), MSG_NOSIGNAL) != ssize_t(proof.size()) ||
-        !read_exact(fd, answer.data(), kMac, deadline))
+    if (!socket_io::send_all(fd, proof.data(), proof.size(), deadline) ||
+        !socket_io::recv_exact(fd, answer.data(), kMac, deadline))
       result = make_error(errc::unavailable, "{}:{} refused the cluster token", host, port);
     else if (!same(answer, mac_of(token, "server", gate_nonce, mine)))
       result =
