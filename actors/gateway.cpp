@@ -251,7 +251,8 @@ void gateway::infer_gnn_now(transport::rpc::gnn_call call,
                        "their node type");
   if (valid) valid = resolve_seed_ids(call, *e);
   if (valid)
-    valid = serving::to_graph_ids(*e->b.dataset, e->b.model->desc(), call.node_type, call.seeds);
+    valid = serving::to_graph_ids(*e->b.dataset, e->b.model->desc(), call.node_type, call.seeds,
+                                  call.pairs);
   if (valid) valid = check_gnn_call(call, e->b.dataset->live_num_nodes());
   if (valid) valid = serving::check_pairs(call.pairs, call.seeds.size(), e->b.model->desc());
   if (valid) valid = serving::named_output_widths(call.outputs, call.pairs, call.seeds.size(), *e->b.model)

@@ -62,7 +62,7 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 26> known = {"weights_crc32",
+  static constexpr std::array<std::string_view, 27> known = {"weights_crc32",
                                                              "name",
                                                              "arch",
                                                              "weights",
@@ -87,7 +87,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                                                              "ignore_tensors",
                                                              "sampling",
                                                              "task",
-                                                             "decoder"};
+                                                             "decoder",
+                                                             "pair_types"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -170,10 +171,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
     SPINDLE_ASSIGN_OR_RETURN(d.decoder_ops, detail::parse_ops(*arr, origin));
   }
   SPINDLE_ASSIGN_OR_RETURN(d.types, detail::parse_types(root, origin));
-  if (d.typed() && (d.arch != model_arch::stack || d.task != "node"))
-    return make_error(errc::invalid_argument,
-                      "{}: [[node_type]] tables describe a typed stack model with task = \"node\"",
-                      origin);
+  SPINDLE_TRY(detail::parse_pair_types(*t, d.types, origin));
+  SPINDLE_TRY(validate_typed_task(d, origin));
   if (const toml::node* n = root.get("verified")) {
     const toml::table* v = n->as_table();
     if (!v) return make_error(errc::invalid_argument, "{}: [verified] must be a table", origin);
@@ -437,6 +436,8 @@ std::string to_toml(const model_desc& d) {
   if (!d.version_policy.empty()) s += fmt::format("version_policy = \"{}\"\n", d.version_policy);
   if (d.sampling != "shared") s += fmt::format("sampling = \"{}\"\n", d.sampling);
   if (d.task != "node") s += fmt::format("task = \"{}\"\ndecoder = \"{}\"\n", d.task, d.decoder);
+  if (!d.types.pair_types.empty())
+    s += fmt::format("pair_types = [\"{}\"]\n", fmt::join(d.types.pair_types, "\", \""));
   if (!d.ignore_tensors.empty()) {
     std::vector<std::string> quoted;
     for (const auto& n : d.ignore_tensors) quoted.push_back(fmt::format("\"{}\"", n));

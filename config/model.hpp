@@ -105,6 +105,9 @@ expected<model_desc> load_model_desc(const std::string& dir);
 status validate_sampling(std::string_view mode, std::string_view field);
 /// model.task node|link (link: GNNs only) and model.decoder dot; errors name the file.
 status validate_task(const model_desc& d, std::string_view origin);
+/// A typed model's task: node, or link with model.pair_types naming two answered
+/// node types; pair_types on any other model is refused. Errors name the file.
+status validate_typed_task(const model_desc& d, std::string_view origin);
 /// One fanout per layer, each in 1..100000 or -1 for every neighbour (empty passes); errors name `field`.
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);
 /// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").

@@ -1,5 +1,9 @@
 // model.toml's task and decoder (config/model.hpp): what a GNN's calls ask,
-// node rows or link scores, and how a pair's embeddings become its score.
+// node rows or link scores, and how a pair's embeddings become its score; a
+// typed link model's pair types.
+#include <algorithm>
+
+#include "config/detail/model_ops_toml.hpp"
 #include "config/model.hpp"
 
 namespace spindle::config {
@@ -17,6 +21,53 @@ status validate_task(const model_desc& d, std::string_view origin) {
                       "{}: model.decoder = '{}': expected dot (the score z_u . z_v) or ops (the "
                       "[[decoder_op]] tables)",
                       origin, d.decoder.substr(0, 32));
+  return status::ok();
+}
+
+status detail::parse_pair_types(const toml::table& model, model_types& t,
+                                std::string_view origin) {
+  const toml::node* n = model.get("pair_types");
+  if (!n) return status::ok();
+  const toml::array* a = n->as_array();
+  if (!a || a->size() != 2 || !(*a)[0].is_string() || !(*a)[1].is_string())
+    return make_error(errc::invalid_argument,
+                      "{}: model.pair_types must be two node type names, [\"src\", \"dst\"]",
+                      origin);
+  for (const auto& v : *a) t.pair_types.push_back(*v.value<std::string>());
+  return status::ok();
+}
+
+status validate_typed_task(const model_desc& d, std::string_view origin) {
+  const auto& pair = d.types.pair_types;
+  if (!d.typed()) {
+    if (pair.empty()) return status::ok();
+    return make_error(errc::invalid_argument,
+                      "{}: model.pair_types names node types of a typed model; this model has no "
+                      "[[node_type]] tables",
+                      origin);
+  }
+  if (d.arch != model_arch::stack)
+    return make_error(errc::invalid_argument,
+                      "{}: [[node_type]] tables describe a typed stack model", origin);
+  if (d.task == "node") {
+    if (pair.empty()) return status::ok();
+    return make_error(errc::invalid_argument,
+                      "{}: model.pair_types is for task = \"link\" (this model answers nodes)",
+                      origin);
+  }
+  if (pair.size() != 2)
+    return make_error(errc::invalid_argument,
+                      "{}: a typed link model names the node types of a pair's ends: "
+                      "model.pair_types = [\"src\", \"dst\"]",
+                      origin);
+  for (const auto& name : pair) {
+    const auto& outs = d.types.outputs;
+    if (std::none_of(outs.begin(), outs.end(), [&](const auto& o) { return o.node_type == name; }))
+      return make_error(errc::invalid_argument,
+                        "{}: model.pair_types: node type '{}' has no [[output]] (the model's "
+                        "embedding of a pair's end)",
+                        origin, name.substr(0, 64));
+  }
   return status::ok();
 }
 

@@ -40,6 +40,10 @@ struct model_types {
   std::vector<node_type_desc> node_types;
   std::vector<edge_type_desc> edge_types;
   std::vector<typed_output> outputs;
+  /// A typed link model's pair (model.toml `pair_types = ["user", "movie"]`): a
+  /// pair's first node is of pair_types[0], its second of pair_types[1], each
+  /// numbered within its type; both are answered types. Empty: not a link model.
+  std::vector<std::string> pair_types;
   bool empty() const { return node_types.empty(); }
 };
 

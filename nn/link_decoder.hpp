@@ -20,5 +20,9 @@ namespace spindle::nn {
 /// or a decoder it does not know by name.
 status score_pairs(const model& m, allocator& a, const tensor& z,
                    std::span<const std::int32_t> rows, float* out);
+/// As above, a pair's first end a row of `z_src`, its second one of `z_dst` (a
+/// typed link model's two node types).
+status score_pairs(const model& m, allocator& a, const tensor& z_src, const tensor& z_dst,
+                   std::span<const std::int32_t> rows, float* out);
 
 }  // namespace spindle::nn

@@ -109,6 +109,15 @@ class model {
                                  std::span<const std::int64_t> row_ids = {},
                                  thread_pool* pool = nullptr,
                                  const op_observer* observe = nullptr) const;
+  /// As forward_typed, for seeds of several node types (a typed link model's
+  /// pairs): the value of each of `outputs`, all its node type's rows among the
+  /// seeds and beyond (a seed row's place in it is its rank among the sampled
+  /// rows of its type; typed_row_ranks()).
+  expected<std::vector<tensor>> forward_typed_values(
+      allocator& a, std::span<const block> blocks, const tensor& x,
+      std::span<const std::size_t> outputs, std::span<const int> relation_of_type,
+      std::span<const std::int16_t> row_types, std::span<const std::int64_t> row_ids = {},
+      thread_pool* pool = nullptr, const op_observer* observe = nullptr) const;
   /// Whether a node type reads an embedding table (forward_typed then needs row_ids).
   bool has_type_embeddings() const;
   /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
@@ -154,11 +163,13 @@ class model {
   expected<tensor> stack_op(allocator& a, const config::gnn_op& op, const block* b,
                             std::span<const float> degree, std::vector<tensor*>& in,
                             std::vector<bool>& owned, thread_pool* pool) const;
-  expected<tensor> run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
-                           std::map<std::string, tensor> values, std::span<const block> blocks,
-                           std::span<const float> degree, thread_pool* pool,
-                           const op_observer* observe, const std::string* result = nullptr,
-                           class typed_layout* typed = nullptr) const;
+  expected<std::vector<tensor>> run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
+                                        std::map<std::string, tensor> values,
+                                        std::span<const block> blocks,
+                                        std::span<const float> degree, thread_pool* pool,
+                                        const op_observer* observe,
+                                        std::span<const std::string> results = {},
+                                        class typed_layout* typed = nullptr) const;
 
   config::model_desc desc_;
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves

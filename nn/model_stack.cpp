@@ -6,6 +6,7 @@
 // first rows of each, as PyG's full-graph answer restricted to those nodes).
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -77,19 +78,26 @@ expected<tensor> model::stack_op(allocator& a, const config::gnn_op& op, const b
 // Runs `ops` in order over `values` (the inputs they start from, never
 // overwritten); message-passing ops take the next block, or in a typed model
 // their layer's block restricted to their edge type. Returns the last op's
-// value, or `result`'s (a typed model runs only the ops it needs).
-expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
-                                std::map<std::string, tensor> values,
-                                std::span<const block> blocks, std::span<const float> degree,
-                                thread_pool* pool, const op_observer* observe,
-                                const std::string* result, typed_layout* typed) const {
-  const std::string& want = result ? *result : ops.back().name;
-  const auto needed = result ? ops_needed(ops, want) : std::vector<bool>(ops.size(), true);
+// value, or each of `results`' (a typed model runs only the ops they need).
+expected<std::vector<tensor>> model::run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
+                                             std::map<std::string, tensor> values,
+                                             std::span<const block> blocks,
+                                             std::span<const float> degree, thread_pool* pool,
+                                             const op_observer* observe,
+                                             std::span<const std::string> results,
+                                             typed_layout* typed) const {
+  std::vector<std::string> want(results.begin(), results.end());
+  if (want.empty()) want.push_back(ops.back().name);
+  std::vector<bool> needed(ops.size(), results.empty());
+  for (const auto& w : results) {
+    const auto n = ops_needed(ops, w);
+    for (std::size_t i = 0; i < ops.size(); ++i) needed[i] = needed[i] || n[i];
+  }
   std::map<std::string, std::size_t> last_use;
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (needed[i])
       for (const auto& name : ops[i].inputs) last_use[name] = i;
-  last_use[want] = ops.size();
+  for (const auto& w : want) last_use[w] = ops.size();  // kept to the end, never overwritten
   std::set<std::string> given;
   for (const auto& [name, _] : values) given.insert(name);
   std::size_t hop = 0;
@@ -124,7 +132,18 @@ expected<tensor> model::run_ops(allocator& a, const std::vector<config::gnn_op>&
       if (!given.count(name) && last_use.at(name) == i) values.erase(name);
     values.insert_or_assign(op.name, std::move(*y));
   }
-  return std::move(values.at(want));
+  std::vector<tensor> out;
+  for (const auto& w : want) {  // one value asked twice (a pair of one node type) is copied
+    const auto it = values.find(w);
+    if (it == values.end()) return make_error(errc::internal, "{}: no value '{}'", desc_.name, w);
+    if (std::count(want.begin(), want.end(), w) > 1 || given.count(w)) {
+      SPINDLE_ASSIGN_OR_RETURN(auto c, copy_head(a, it->second, it->second.rows()));
+      out.push_back(std::move(c));
+    } else {
+      out.push_back(std::move(it->second));
+    }
+  }
+  return out;
 }
 
 expected<std::vector<std::size_t>> model::value_ops(std::span<const std::string> names) const {
@@ -153,21 +172,26 @@ expected<tensor> model::forward_stack(allocator& a, std::span<const block> block
                                       thread_pool* pool, const op_observer* observe) const {
   std::map<std::string, tensor> values;
   values.emplace("x", x.head(x.rows()));  // borrowed: never overwritten
-  SPINDLE_ASSIGN_OR_RETURN(auto out, run_ops(a, desc_.ops, std::move(values), blocks, degree,
-                                             pool, observe));
+  SPINDLE_ASSIGN_OR_RETURN(auto outs, run_ops(a, desc_.ops, std::move(values), blocks, degree,
+                                              pool, observe));
+  auto out = std::move(outs.front());
   const std::int64_t seeds = blocks.back().num_dst;
   if (out.rows() > seeds) return copy_head(a, out, seeds);
   return out;
 }
 
-expected<tensor> model::forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
-                                      std::size_t output, std::span<const int> relation_of_type,
-                                      std::span<const std::int16_t> row_types,
-                                      std::span<const std::int64_t> row_ids, thread_pool* pool,
-                                      const op_observer* observe) const {
+expected<std::vector<tensor>> model::forward_typed_values(
+    allocator& a, std::span<const block> blocks, const tensor& x,
+    std::span<const std::size_t> outputs, std::span<const int> relation_of_type,
+    std::span<const std::int16_t> row_types, std::span<const std::int64_t> row_ids,
+    thread_pool* pool, const op_observer* observe) const {
   const auto& t = desc_.types;
-  if (!desc_.typed() || output >= t.outputs.size())
-    return make_error(errc::invalid_argument, "{}: no typed output {}", desc_.name, output);
+  std::vector<std::string> results;
+  for (auto o : outputs) {
+    if (!desc_.typed() || o >= t.outputs.size())
+      return make_error(errc::invalid_argument, "{}: no typed output {}", desc_.name, o);
+    results.push_back(t.outputs[o].value);
+  }
   if (relation_of_type.empty())
     return make_error(errc::invalid_argument, "{}: a typed model reads a typed graph", desc_.name);
   int read = 0;  // the widest features read from x (embedding tables are read from the model)
@@ -196,12 +220,22 @@ expected<tensor> model::forward_typed(allocator& a, std::span<const block> block
     SPINDLE_ASSIGN_OR_RETURN(auto v, type_input_rows(a, int(k), layout.rows_of(int(k)), x, row_ids));
     values.emplace(config::type_input(t.node_types[k].name), std::move(v));
   }
-  SPINDLE_ASSIGN_OR_RETURN(auto out, run_ops(a, desc_.ops, std::move(values), blocks, {}, pool,
-                                             observe, &t.outputs[output].value, &layout));
+  return run_ops(a, desc_.ops, std::move(values), blocks, {}, pool, observe, results, &layout);
+}
+
+expected<tensor> model::forward_typed(allocator& a, std::span<const block> blocks, const tensor& x,
+                                      std::size_t output, std::span<const int> relation_of_type,
+                                      std::span<const std::int16_t> row_types,
+                                      std::span<const std::int64_t> row_ids, thread_pool* pool,
+                                      const op_observer* observe) const {
+  const std::size_t outputs[] = {output};
+  SPINDLE_ASSIGN_OR_RETURN(auto outs, forward_typed_values(a, blocks, x, outputs, relation_of_type,
+                                                           row_types, row_ids, pool, observe));
+  auto out = std::move(outs.front());
   const std::int64_t seeds = blocks.back().num_dst;
   if (out.rows() < seeds)
     return make_error(errc::invalid_argument, "{}: {} seeds, {} of node type '{}' among them",
-                      desc_.name, seeds, out.rows(), t.outputs[output].node_type);
+                      desc_.name, seeds, out.rows(), desc_.types.outputs[output].node_type);
   if (out.rows() > seeds) return copy_head(a, out, seeds);
   return out;
 }
@@ -249,7 +283,9 @@ expected<tensor> model::decode(allocator& a, const tensor& z_src, const tensor& 
   std::map<std::string, tensor> values;
   values.emplace("z_src", z_src.head(z_src.rows()));  // borrowed: never overwritten
   values.emplace("z_dst", z_dst.head(z_dst.rows()));
-  return run_ops(a, desc_.decoder_ops, std::move(values), {}, {}, nullptr, nullptr);
+  SPINDLE_ASSIGN_OR_RETURN(auto outs,
+                           run_ops(a, desc_.decoder_ops, std::move(values), {}, {}, nullptr, nullptr));
+  return std::move(outs.front());
 }
 
 }  // namespace spindle::nn

@@ -1,6 +1,7 @@
 #include "nn/relation_blocks.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace spindle::nn {
@@ -68,6 +69,15 @@ expected<const block*> typed_layout::get(int layer, int relation) {
   }
   s.b = block{count(dst, b.num_dst), count(src, b.num_src), s.indptr, s.indices, {}};
   return &s.b;
+}
+
+std::vector<std::int32_t> typed_row_ranks(std::span<const std::int16_t> row_types,
+                                          std::size_t rows) {
+  std::vector<std::int32_t> rank(std::min(rows, row_types.size()), -1);
+  std::map<int, std::int32_t> seen;
+  for (std::size_t r = 0; r < rank.size(); ++r)
+    if (row_types[r] >= 0) rank[r] = seen[row_types[r]]++;
+  return rank;
 }
 
 std::vector<bool> ops_needed(const std::vector<config::gnn_op>& ops, const std::string& result) {

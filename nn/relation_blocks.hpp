@@ -48,6 +48,12 @@ class typed_layout {
   std::map<std::pair<int, int>, stored> made_;
 };
 
+/// Each of the first `rows` sampled rows' rank among the rows of its node type
+/// (`row_types`; -1 for a row of a type the model does not read): the row's
+/// place in its type's values.
+std::vector<std::int32_t> typed_row_ranks(std::span<const std::int16_t> row_types,
+                                          std::size_t rows);
+
 /// needed[i]: whether op i is on a path to the value `result` (which must be an op's name).
 std::vector<bool> ops_needed(const std::vector<config::gnn_op>& ops, const std::string& result);
 

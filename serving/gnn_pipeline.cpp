@@ -12,7 +12,6 @@
 
 #include "core/checksum.hpp"
 #include "graph/metrics.hpp"
-#include "nn/link_decoder.hpp"
 #include "serving/edge_attr_rows.hpp"
 #include "serving/typed_calls.hpp"
 
@@ -260,18 +259,20 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
       res.errors[i] = std::move(w).error();
       continue;
     }
-    std::size_t output = 0;
-    if (auto st = typed_request(r, output); !st) {
+    std::size_t output = 0, pair_output = prepared_batch::kNoPairOutput;
+    if (auto st = typed_request(r, output, pair_output); !st) {
       res.errors[i] = st;
       continue;
     }
     const bool own = r.reproducible() || per_request_;
-    if (!own && !shared_of.count(r.node_type)) {
-      shared_of[r.node_type] = pb.used;
+    const auto key = pair_output == prepared_batch::kNoPairOutput ? r.node_type : "\n(pairs)";
+    if (!own && !shared_of.count(key)) {
       next_group(pb);
+      shared_of[key] = pb.used - 1;
     }
-    auto& g = own ? next_group(pb) : pb.groups[shared_of.at(r.node_type)];
+    auto& g = own ? next_group(pb) : pb.groups[shared_of.at(key)];
     g.output = output;
+    g.pair_output = pair_output;
     g.members.push_back(i);
     g.seeds.insert(g.seeds.end(), r.seeds.begin(), r.seeds.end());
   }
@@ -349,6 +350,8 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
   if (std::any_of(g.members.begin(), g.members.end(),
                   [&](std::size_t m) { return !batch[m].outputs.empty(); }))
     return compute_named(g, batch, alloc, x, res);
+  if (g.pair_output != prepared_batch::kNoPairOutput)
+    return compute_typed_pairs(g, batch, alloc, x, res);
   // A typed model runs on the host, its ops restricted to their edge types.
   auto y = model_.desc().typed() ? model_.forward_typed(alloc, g.blocks, x, g.output, relation_of_type_,
                                                         g.row_types, g.row_ids)

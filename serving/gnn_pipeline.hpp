@@ -124,6 +124,7 @@ double summed_psgs(const graph::dataset& ds, const gnn_request& r);
 /// One batch after sampling and gathering, before its forward pass: owns its
 /// graphs and features, so the pass may run later on another thread (GNNSched).
 struct prepared_batch {
+  static constexpr std::size_t kNoPairOutput = ~std::size_t(0);
   struct group {
     std::vector<std::size_t> members;  // request indices answered by this graph
     std::vector<std::int64_t> seeds;   // the members' seeds, concatenated
@@ -133,6 +134,7 @@ struct prepared_batch {
     std::vector<float> degree;  // GCN only
     std::vector<float> edge_attr;  // models reading edge attributes: a row per sampled edge
     std::size_t output = 0;     // a typed model's output answering the members' node type
+    std::size_t pair_output = kNoPairOutput;  // a typed link model's: its pairs' second ends'
     std::vector<std::int16_t> row_types;  // typed models: each sampled node's (model's) type
     std::vector<std::int64_t> row_ids;    // and its id within its type (embedding tables)
     bool ready = false;         // sampled and gathered; false: members hold the error
@@ -205,7 +207,12 @@ class gnn_pipeline {
                        nn::allocator& alloc, const nn::tensor& x, batch_result& res) const;
   void prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
                     prepared_batch& pb);
-  status typed_request(const gnn_request& r, std::size_t& output) const;
+  // The output answering a typed request's seeds; for a typed link model's pairs,
+  // `pair_output` is the pairs' second ends' (else kNoPairOutput).
+  status typed_request(const gnn_request& r, std::size_t& output, std::size_t& pair_output) const;
+  // A typed link model's pairs: both ends' outputs over one sampled graph, then the decoder.
+  status compute_typed_pairs(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
+                             nn::allocator& alloc, const nn::tensor& x, batch_result& res) const;
   prepared_batch::group& next_group(prepared_batch& pb) const;
   status prepare_group(prepared_batch::group& g, const graph::csr_view& graph,
                        std::uint64_t sampler_seed, batch_executor& ex,

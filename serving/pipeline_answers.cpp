@@ -5,6 +5,7 @@
 #include <map>
 
 #include "nn/link_decoder.hpp"
+#include "nn/relation_blocks.hpp"
 #include "serving/gnn_pipeline.hpp"
 
 namespace spindle::serving {
@@ -108,6 +109,36 @@ status gnn_pipeline::compute_named(const prepared_batch::group& g,
                  all.begin() + (offset + r.seeds.size()) * cols);
     }
     offset += r.seeds.size();
+  }
+  return status::ok();
+}
+
+// Each pair's ends are rows of the sampled graph of either type; their values'
+// rows are their ranks among their types' rows.
+status gnn_pipeline::compute_typed_pairs(const prepared_batch::group& g,
+                                         const std::vector<gnn_request>& batch,
+                                         nn::allocator& alloc, const nn::tensor& x,
+                                         batch_result& res) const {
+  const std::size_t outputs[] = {g.output, g.pair_output};
+  SPINDLE_ASSIGN_OR_RETURN(auto z, model_.forward_typed_values(alloc, g.blocks, x, outputs,
+                                                               relation_of_type_, g.row_types,
+                                                               g.row_ids));
+  const auto& seeds_local = g.sub.seed_local;
+  const auto rank = nn::typed_row_ranks(g.row_types, std::size_t(g.sub.hop_end.front()));
+  std::size_t offset = 0;
+  for (auto m : g.members) {
+    const auto& r = batch[m];
+    std::vector<std::int32_t> rows(r.seeds.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto local = std::size_t(seeds_local[offset + i]);
+      rows[i] = local < rank.size() ? rank[local] : -1;
+    }
+    offset += rows.size();
+    auto& out = res.outputs[m];
+    out.resize(rows.size() / 2);
+    nn::heap_allocator scratch;  // the decoder's inputs and values (small: pairs x width)
+    if (auto st = nn::score_pairs(model_, scratch, z[0], z[1], rows, out.data()); !st)
+      res.errors[m] = st;
   }
   return status::ok();
 }

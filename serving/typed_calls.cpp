@@ -75,8 +75,50 @@ std::vector<std::vector<int>> typed_fanouts(const config::model_desc& d,
   return out;
 }
 
+namespace {
+
+// Seeds numbered within node type `name` as graph ids; `step`/`first` pick the
+// positions (every one, or one end of each pair).
+status within_type(const graph::dataset& ds, const std::string& name,
+                   std::vector<std::int64_t>& seeds, std::size_t first, std::size_t step) {
+  SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(name));
+  const auto& info = ds.node_types()[std::size_t(t)];
+  for (std::size_t i = first; i < seeds.size(); i += step) {
+    if (seeds[i] < 0 || seeds[i] >= info.count)
+      return make_error(errc::invalid_argument,
+                        "seed {} (position {}) out of range for node type '{}' ({} nodes)",
+                        seeds[i], i, info.name, info.count);
+    seeds[i] += info.offset;
+  }
+  return status::ok();
+}
+
+status pair_graph_ids(const graph::dataset& ds, const config::model_desc& d,
+                      const std::string& node_type, std::vector<std::int64_t>& seeds) {
+  const auto& pair = d.types.pair_types;
+  if (pair.size() != 2)
+    return make_error(errc::invalid_argument,
+                      "model '{}' answers nodes (task \"node\"): pairs are scored by a model "
+                      "exported with task=\"link\"",
+                      d.name);
+  if (!node_type.empty())
+    return make_error(errc::invalid_argument,
+                      "model '{}' scores ({}, {}) pairs, each end numbered within its node type: "
+                      "give pairs without node_type ('{}')",
+                      d.name, pair[0], pair[1], node_type.substr(0, 64));
+  if (seeds.size() % 2 != 0)
+    return make_error(errc::invalid_argument,
+                      "pairs: {} node ids do not make pairs (give u0 v0 u1 v1 ..., [k, 2])",
+                      seeds.size());
+  SPINDLE_TRY(within_type(ds, pair[0], seeds, 0, 2));
+  return within_type(ds, pair[1], seeds, 1, 2);
+}
+
+}  // namespace
+
 status to_graph_ids(const graph::dataset& ds, const config::model_desc& d,
-                    const std::string& node_type, std::vector<std::int64_t>& seeds) {
+                    const std::string& node_type, std::vector<std::int64_t>& seeds, bool pairs) {
+  if (pairs && d.typed()) return pair_graph_ids(ds, d, node_type, seeds);
   if (!d.typed()) {
     if (node_type.empty()) return status::ok();
     return make_error(errc::invalid_argument,
@@ -91,16 +133,7 @@ status to_graph_ids(const graph::dataset& ds, const config::model_desc& d,
                       "one of {})",
                       d.name, fmt::join(answered, ", "));
   SPINDLE_TRY(config::find_output(d.types, node_type).error_or_ok());
-  SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(node_type));
-  const auto& info = ds.node_types()[std::size_t(t)];
-  for (std::size_t i = 0; i < seeds.size(); ++i) {
-    if (seeds[i] < 0 || seeds[i] >= info.count)
-      return make_error(errc::invalid_argument,
-                        "seed {} (position {}) out of range for node type '{}' ({} nodes)",
-                        seeds[i], i, info.name, info.count);
-    seeds[i] += info.offset;
-  }
-  return status::ok();
+  return within_type(ds, node_type, seeds, 0, 1);
 }
 
 expected<std::size_t> typed_output(const graph::dataset& ds, const config::model_desc& d,
@@ -112,6 +145,24 @@ expected<std::size_t> typed_output(const graph::dataset& ds, const config::model
     if (seeds[i] < 0 || seeds[i] >= ds.num_nodes() || ds.node_type_of(seeds[i]) != t)
       return make_error(errc::invalid_argument, "seed {} (position {}) is not a '{}' node",
                         seeds[i], i, node_type.substr(0, 64));
+  return out;
+}
+
+expected<std::pair<std::size_t, std::size_t>> typed_pair_outputs(
+    const graph::dataset& ds, const config::model_desc& d, std::span<const std::int64_t> seeds) {
+  const auto& pair = d.types.pair_types;
+  if (pair.size() != 2)
+    return make_error(errc::invalid_argument, "model '{}' scores no typed pairs", d.name);
+  std::pair<std::size_t, std::size_t> out;
+  SPINDLE_ASSIGN_OR_RETURN(out.first, config::find_output(d.types, pair[0]));
+  SPINDLE_ASSIGN_OR_RETURN(out.second, config::find_output(d.types, pair[1]));
+  for (std::size_t end = 0; end < 2; ++end) {
+    SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(pair[end]));
+    for (std::size_t i = end; i < seeds.size(); i += 2)
+      if (seeds[i] < 0 || seeds[i] >= ds.num_nodes() || ds.node_type_of(seeds[i]) != t)
+        return make_error(errc::invalid_argument, "pair {}: node {} is not a '{}' node", i / 2,
+                          seeds[i], pair[end].substr(0, 64));
+  }
   return out;
 }
 
@@ -136,7 +187,8 @@ expected<std::vector<int>> served_fanouts(const config::model_desc& model,
 
 // Part of gnn_pipeline:  A typed model's request names a node type its seeds all have (its output
 // index into `output`); an untyped model's names none.
-status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output) const {
+status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output,
+                                   std::size_t& pair_output) const {
   if (!model_.desc().typed()) {
     if (r.node_type.empty()) return status::ok();
     return make_error(errc::invalid_argument, "model '{}' serves one node type; node_type '{}' "
@@ -144,6 +196,12 @@ status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output) co
   }
   if (!r.outputs.empty())
     return make_error(errc::invalid_argument, "named outputs of a typed model are not served yet");
+  if (r.pairs) {
+    SPINDLE_ASSIGN_OR_RETURN(auto ends, typed_pair_outputs(ds_, model_.desc(), r.seeds));
+    output = ends.first;
+    pair_output = ends.second;
+    return status::ok();
+  }
   SPINDLE_ASSIGN_OR_RETURN(output, typed_output(ds_, model_.desc(), r.node_type, r.seeds));
   return status::ok();
 }

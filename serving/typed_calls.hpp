@@ -40,9 +40,16 @@ std::vector<std::vector<int>> typed_fanouts(const config::model_desc& d,
 /// A call's seeds, numbered within `node_type`, as the graph's node ids (in
 /// place). Refuses a typed model's call without a node type, a node type the
 /// model does not answer, a seed outside the type, and a node type given to a
-/// model of one node type.
+/// model of one node type. A typed link model's `pairs` (u0 v0 u1 v1 ...) are
+/// numbered within its pair types (config::model_types::pair_types) instead.
 status to_graph_ids(const graph::dataset& ds, const config::model_desc& d,
-                    const std::string& node_type, std::vector<std::int64_t>& seeds);
+                    const std::string& node_type, std::vector<std::int64_t>& seeds,
+                    bool pairs = false);
+
+/// A typed link model's pairs (graph ids): the outputs answering each end's node
+/// type, (src, dst); refuses an end not of its pair type by position.
+expected<std::pair<std::size_t, std::size_t>> typed_pair_outputs(
+    const graph::dataset& ds, const config::model_desc& d, std::span<const std::int64_t> seeds);
 
 /// The model output answering `node_type` when every seed (graph ids) is of it.
 expected<std::size_t> typed_output(const graph::dataset& ds, const config::model_desc& d,

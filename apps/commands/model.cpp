@@ -136,6 +136,9 @@ status run_info(const std::string& dir) {
     fmt::print("task: link (a call's seeds get their {}-wide embeddings; its pairs, one {} score "
                "each)\n",
                d.out, d.decoder);
+  if (!d.types.pair_types.empty())
+    fmt::print("pairs: ({}, {}), each end numbered within its node type\n", d.types.pair_types[0],
+               d.types.pair_types[1]);
   for (const auto& spec : nn::parameter_specs(d)) {
     if (!m.has_param(spec.name)) continue;  // an absent optional tensor
     fmt::print("  {:<40} {:<14} {}\n", spec.name, format_shape(m.param(spec.name).shape()),

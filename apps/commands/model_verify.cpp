@@ -65,25 +65,29 @@ status run_verify_rec(const verify_args& a) {
   return status::ok();
 }
 
-// A link model's scores of --pairs [k, 2] from the last op's rows (every node):
-// OUT/scores.npy [k], by the model's decoder as it serves them.
-status write_scores(const verify_args& a, const nn::model& m, const serving::op_value& z) {
+// A link model's scores of --pairs [k, 2]: a pair's first end a row of `zu`,
+// its second one of `zv` (the last op's rows, every node, or a typed link model's
+// pair types' outputs): OUT/scores.npy [k], by the model's decoder as it serves them.
+status write_scores(const verify_args& a, const nn::model& m, const serving::op_value& zu,
+                    const serving::op_value& zv) {
   std::vector<std::int64_t> shape;
   SPINDLE_ASSIGN_OR_RETURN(auto ids, read_npy<std::int64_t>(a.pairs, &shape));
   if (shape.size() != 2 || shape[1] != 2)
     return make_error(errc::invalid_argument, "--pairs {}: expected int64 [k, 2]", a.pairs);
   std::vector<std::int32_t> rows;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= z.rows)
+    const auto n = i % 2 ? zv.rows : zu.rows;
+    if (ids[i] < 0 || ids[i] >= n)
       return make_error(errc::invalid_argument, "--pairs {}: node {} out of range (nodes {})",
-                        a.pairs, ids[i], z.rows);
+                        a.pairs, ids[i], n);
     rows.push_back(std::int32_t(ids[i]));
   }
-  auto values = z.values;
-  auto zt = nn::tensor::borrow(values.data(), {z.rows, z.cols});
+  auto u = zu.values, v = zv.values;
+  auto ut = nn::tensor::borrow(u.data(), {zu.rows, zu.cols});
+  auto vt = nn::tensor::borrow(v.data(), {zv.rows, zv.cols});
   std::vector<float> scores(rows.size() / 2);
   nn::heap_allocator scratch;
-  SPINDLE_TRY(nn::score_pairs(m, scratch, zt, rows, scores.data()));
+  SPINDLE_TRY(nn::score_pairs(m, scratch, ut, vt, rows, scores.data()));
   return write_npy(a.out + "/scores.npy", dtype::f32, {std::int64_t(scores.size())},
                    scores.data())
       .error_or_ok();
@@ -99,6 +103,15 @@ status write_typed(const verify_args& a, const graph::dataset& ds, nn::model& m)
     if (auto w = write_npy(path, dtype::f32, {outs[i].rows, outs[i].cols}, outs[i].values.data());
         !w)
       return std::move(w).error();
+  }
+  if (!a.pairs.empty()) {
+    const auto& pair = m.desc().types.pair_types;
+    if (pair.size() != 2)
+      return make_error(errc::invalid_argument, "--pairs: model '{}' does not score links",
+                        m.desc().name);
+    SPINDLE_ASSIGN_OR_RETURN(auto u, config::find_output(m.desc().types, pair[0]));
+    SPINDLE_ASSIGN_OR_RETURN(auto v, config::find_output(m.desc().types, pair[1]));
+    SPINDLE_TRY(write_scores(a, m, outs[u], outs[v]));
   }
   fmt::print("model '{}': {} node types' answers over {} nodes and {} edges written to "
              "{}/output-<type>.npy\n",
@@ -154,7 +167,7 @@ status run_verify(const verify_args& a, global_options& g) {
     if (!m.desc().scores_links())
       return make_error(errc::invalid_argument, "--pairs: model '{}' does not score links",
                         m.desc().name);
-    SPINDLE_TRY(write_scores(a, m, ops.back()));
+    SPINDLE_TRY(write_scores(a, m, ops.back(), ops.back()));
   }
   fmt::print("model '{}': {} ops over {} nodes and {} edges written to {}/op-<i>.npy\n",
              m.desc().name, ops.size(), ds.num_nodes(), ds.graph().num_edges(), a.out);
@@ -178,7 +191,8 @@ void register_model_verify(CLI::App& model_cmd, global_options& g) {
                   "Recommendation models: a folder with dense.npy [B, dense_in] float32 and "
                   "indices-<t>.npy, offsets-<t>.npy (B + 1 offsets) int64 per table");
   cmd->add_option("--pairs", a->pairs,
-                  "Link models: node pairs .npy int64 [k, 2]; their scores go to OUT/scores.npy");
+                  "Link models: node pairs .npy int64 [k, 2] (typed: each end numbered within "
+                  "its pair type); their scores go to OUT/scores.npy");
   cmd->add_option("--out", a->out, "Folder for op-<i>.npy (and the prepared dataset)")
       ->required();
   cmd->add_flag("--drop-self-loops", a->drop_self_loops,

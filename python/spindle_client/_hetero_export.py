@@ -11,6 +11,7 @@ import tempfile
 from . import _model_files as files
 from . import _verify as verify
 from ._graph_save import save_graph
+from . import _hetero_link as link
 from ._hetero_tables import check_widths, embedding_tables, with_tables
 from ._pyg_hetero import HeteroTranslator
 from ._verify import ExportError
@@ -35,8 +36,9 @@ def typed_metadata(metadata, check):
 
 
 def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, metadata,
-                  embeddings=None):
+                  embeddings=None, task="node", decoder="dot", pair_types=None):
     import torch
+    _check_task(task, decoder, pair_types)
     node_types, edge_types = typed_metadata(metadata, check)
     tables = embedding_tables(embeddings, node_types, model)
     user = None
@@ -50,6 +52,13 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
                             tables)
         ex = HeteroTranslator(model, node_types, edge_types)
         ops, tensors, widths, used, out_width, outputs = ex.run()
+        pair = decoder_ops = None
+        if task == "link":
+            pair = link.check_pair_types(pair_types, node_types, outputs)
+            ends = link.PairEnds(pair)
+            decoder_ops = ex.run_decoder(decoder, out_width, ends=ends, n_args=2 if isinstance(
+                decoder, str) else link.decoder_args(decoder))
+            pair = (pair, decoder, "dot" if isinstance(decoder, str) else ends.form)
         check_widths(tables, widths)
         tensors.update({n: w for n, w in tables.values()})
         for t, w in widths.items():
@@ -61,7 +70,10 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
                 widths[t] = w
         hops = 1 + max(_depths(ops, widths))
         listed, per_edge = _fanouts(fanouts, used, hops, edge_types)
-        text = files.model_toml(name, max(widths.values()), out_width, listed, ops)
+        text = files.model_toml(name, max(widths.values()), out_width, listed, ops, task=task,
+                                decoder="ops" if decoder_ops else "dot",
+                                decoder_ops=decoder_ops or (),
+                                pair_types=pair[0] if pair else None)
         text += typed_tables(widths, used, per_edge, outputs, tables)
         with files.Staging(out_dir) as stage:
             stage.write(text, tensors)
@@ -80,7 +92,8 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
                                  f"another width)", graphs[0][1])
                 if user is not None:
                     graphs.append((f"yours: {sum(user.num_nodes_dict.values())} nodes", user))
-                record = _check(model, stage.path, graphs, outputs, spindle, tolerance, tables)
+                record = _check(model, stage.path, graphs, outputs, spindle, tolerance, tables,
+                                pair)
             from .export import _releases
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
@@ -191,10 +204,24 @@ def _module_answers(model, data, what, tables=None):
     return out
 
 
-def _check(model, model_dir, graphs, outputs, spindle, tolerance, tables=None):
+def _check_task(task, decoder, pair_types):
+    if task not in ("node", "link"):
+        raise ExportError(f"task={task!r}: expected 'node' or 'link'")
+    if task == "node" and (pair_types is not None or not isinstance(decoder, str) or
+                           decoder != "dot"):
+        raise ExportError("decoder= and pair_types= are for task='link' (a node model's answer "
+                          "is its forward)")
+    if task == "link" and isinstance(decoder, str) and decoder != "dot":
+        raise ExportError(f"decoder={decoder!r}: give 'dot' (z_u . z_v) or a module scoring a "
+                          f"pair")
+
+
+def _check(model, model_dir, graphs, outputs, spindle, tolerance, tables=None, pair=None):
+    """Spindle's answers for every node of each answered type (and a link model's
+    scores of 64 pairs) on each graph, against the live modules'."""
     import torch
     binary = verify.spindle_binary(spindle)
-    worst = 0.0
+    worst, checked = 0.0, []
     for label, data in graphs:
         want = _module_answers(model, data, f"on the {label} graph", tables)
         if isinstance(want, torch.Tensor):
@@ -208,13 +235,23 @@ def _check(model, model_dir, graphs, outputs, spindle, tolerance, tables=None):
                     f"check failed on the {label} graph: node type '{t}' differs from your "
                     f"module by {d:.3g} (relative; tolerance {tolerance:g}). Spindle would serve "
                     f"it differently from PyG; nothing was written")
-    return {"checked": True, "by": "spindle model verify --graph (every node, every neighbour)",
-            "graphs": [g[0] for g in graphs], "max_relative_difference": float(f"{worst:.3g}"),
-            "tolerance": float(tolerance), "node_types": list(outputs)}
+        if pair is not None:
+            scores = lambda pairs: spindle_typed_outputs(binary, model_dir, data, [], pairs)
+            d, what = link.check_pairs(pair[1], pair[2], pair[0], want, data, scores,
+                                       tolerance, label)
+            worst = max(worst, d)
+            checked.append(what)
+    record = {"checked": True, "by": "spindle model verify --graph (every node, every neighbour)",
+              "graphs": [g[0] for g in graphs], "max_relative_difference": float(f"{worst:.3g}"),
+              "tolerance": float(tolerance), "node_types": list(outputs)}
+    if checked:
+        record["decoder"] = "; ".join(checked)
+    return record
 
 
-def spindle_typed_outputs(binary, model_dir, data, node_types):
-    """Spindle's answer for every node of each of `node_types` on `data`."""
+def spindle_typed_outputs(binary, model_dir, data, node_types, pairs=None):
+    """Spindle's answer for every node of each of `node_types` on `data`; with
+    `pairs` ([k, 2] within the pair types), a typed link model's scores of them."""
     import numpy as np
     with tempfile.TemporaryDirectory(prefix="spindle-check-") as tmp:
         graph = os.path.join(tmp, "graph")
@@ -222,8 +259,13 @@ def spindle_typed_outputs(binary, model_dir, data, node_types):
         out = os.path.join(tmp, "out")
         cmd = [binary, "--log-level", "warn", "model", "verify", model_dir, "--graph", graph,
                "--out", out]
+        if pairs is not None:
+            np.save(os.path.join(tmp, "pairs.npy"), np.ascontiguousarray(pairs, dtype=np.int64))
+            cmd += ["--pairs", os.path.join(tmp, "pairs.npy")]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         if r.returncode != 0:
             raise ExportError(f"Spindle could not run the exported model (`{binary} model verify` "
                               f"exited {r.returncode}): {r.stderr.strip()[-2000:] or 'no message'}")
+        if pairs is not None:
+            return np.load(os.path.join(out, "scores.npy"))
         return {t: np.load(os.path.join(out, f"output-{t}.npy")) for t in node_types}

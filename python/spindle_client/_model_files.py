@@ -22,12 +22,14 @@ def toml_value(v):
 
 
 def model_toml(name, in_width, out_width, fanouts, ops, producer="export_pyg", task="node",
-               decoder="dot", decoder_ops=()):
+               decoder="dot", decoder_ops=(), pair_types=None):
     lines = [f"# Written by spindle_client.export.{producer}", "[model]",
              f"name = {json.dumps(name)}", 'arch = "stack"', 'weights = "weights.safetensors"',
              f"in = {in_width}", f"out = {out_width}"]
     if task != "node":
         lines += [f"task = {json.dumps(task)}", f"decoder = {json.dumps(decoder)}"]
+    if pair_types:
+        lines.append(f"pair_types = {toml_value(list(pair_types))}")
     if fanouts is not None:
         lines.append(f"fanouts = {toml_value(fanouts)}")
     for table, chain in (("op", ops), ("decoder_op", decoder_ops)):

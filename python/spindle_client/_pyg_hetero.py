@@ -144,6 +144,11 @@ class HeteroTranslator(Translator):
             raise ExportError(f"{where}: edge type {key} is not in the metadata")
         return self.edge_types.index(key)
 
+    def run_decoder(self, decoder, width, ends=None, n_args=2):
+        # A pair's decoder joins both ends' embeddings: its values are of no node type.
+        self.value_type.update({"z_src": "(pair)", "z_dst": "(pair)"})
+        return super().run_decoder(decoder, width, ends, n_args)
+
     def _emit(self, node_name, kind, inputs, width, **fields):
         if "relation" in fields:
             vtype = self.edge_types[fields["relation"]][2]

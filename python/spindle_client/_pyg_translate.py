@@ -50,25 +50,29 @@ class Translator:
             raise ExportError("the model's output is not the result of its last operation")
         return self.ops, self.tensors, self.width["x"], self.width[result]
 
-    def run_decoder(self, decoder, width):
+    def run_decoder(self, decoder, width, ends=None, n_args=2):
         """A link model's decoder module, forward(z_src, z_dst), as [[decoder_op]]s
         on the values "z_src" and "z_dst" (`width` wide each), its tensors under
         "decoder."; [] for decoder="dot". Its last value must be one column (a
-        trailing view(-1) or squeeze(-1) is taken as it)."""
+        trailing view(-1) or squeeze(-1) is taken as it). `ends(graph,
+        placeholders)` may say which nodes are the pair's ends instead: ({node:
+        "z_src" | "z_dst"}, nodes to skip, whether it is the dot product)."""
         if isinstance(decoder, str):
             return []
         check_modules_are_plain(decoder)
-        graph, gm = trace(decoder, type(decoder).__name__, n_args=2)
+        graph, gm = trace(decoder, type(decoder).__name__, n_args=n_args)
         encoder_ops, self.ops = self.ops, []
         saved_edge_index, self.edge_index = self.edge_index, None
         try:
-            value = {}
             placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-            for node, name in zip(placeholders, ("z_src", "z_dst")):
-                value[node] = name
+            value, skip, dot = (dict(zip(placeholders, ("z_src", "z_dst"))), set(), False) \
+                if ends is None else ends(graph, placeholders)
+            if dot:
+                return []
+            for name in ("z_src", "z_dst"):
                 self.width[name] = width
             self.names.update(("z_src", "z_dst"))
-            result = self._walk(graph, value, gm, prefix="decoder.")
+            result = self._walk(graph, value, gm, prefix="decoder.", skip=skip)
             if not self.ops or result != self.ops[-1]["name"]:
                 raise ExportError("decoder: its output is not the result of its last operation")
             if self.width[result] != 1:
@@ -78,11 +82,12 @@ class Translator:
         finally:
             self.ops, self.edge_index = encoder_ops, saved_edge_index
 
-    def _walk(self, graph, value, root, prefix, top=False):
+    def _walk(self, graph, value, root, prefix, top=False, skip=()):
         """Translates `graph`'s nodes (module paths relative to `root`, the tracing
-        wrapper, tensor names under `prefix`); returns the value name of its output."""
+        wrapper, tensor names under `prefix`; `skip`: nodes already resolved);
+        returns the value name of its output."""
         for node in graph.nodes:
-            if node.op == "placeholder":
+            if node.op == "placeholder" or node in skip or (skip and node in value):
                 continue
             if node.op == "output":
                 out = node.args[0]

@@ -33,7 +33,7 @@ __all__ = ["ExportError", "export_pyg", "export_torch", "save_graph"]
 
 def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
                tolerance=verify.TOLERANCE, task="node", decoder="dot", metadata=None,
-               embeddings=None):
+               embeddings=None, pair_types=None):
     """Writes OUT_DIR/model.toml and OUT_DIR/weights.safetensors for `model`.
 
     task: "node" (serve forward(x, edge_index): a row per seed) or "link" (serve
@@ -50,7 +50,12 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     forward takes (x_dict, edge_index_dict)): check=data (a HeteroData) or
     metadata=data.metadata(); fanouts may be a dict {edge type: list}; embeddings=
     {node type: nn.Embedding} gives a featureless type its learnt table (x_dict[type]
-    is the table, one row per node: Spindle stores it and reads a node's row). Returns
+    is the table, one row per node: Spindle stores it and reads a node's row).
+    A typed link model: `model` is the typed encoder (its forward gives {node type:
+    embeddings}), pair_types=("user", "movie") the node types of a pair's ends, and
+    decoder "dot", a module forward(z_src, z_dst), or one written as PyG's typed
+    link examples write it: forward(z_dict, edge_label_index) or forward(z_src_all,
+    z_dst_all, edge_label_index), indexing z_dict[src][edge_label_index[0]]. Returns
     the list of op kinds written. Raises ExportError naming what cannot be
     expressed or the first op whose answer differs from the module's.
     """
@@ -59,12 +64,14 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
 
     files.check_out_dir(out_dir)
     if _pyg_hetero.is_hetero(model) or metadata is not None or hasattr(check, "edge_index_dict"):
-        if task != "node":
-            raise ExportError(f"task={task!r}: typed models are served for node answers")
         from ._hetero_export import export_hetero
         return export_hetero(model, out_dir, name=name, fanouts=fanouts, check=check,
                              spindle=spindle, tolerance=tolerance, metadata=metadata,
-                             embeddings=embeddings)
+                             embeddings=embeddings, task=task, decoder=decoder,
+                             pair_types=pair_types)
+    if pair_types is not None:
+        raise ExportError("pair_types= names the node types of a typed link model's pairs; "
+                          "this model reads one node type")
     if embeddings is not None:
         raise ExportError("embeddings= gives node types of a typed model their tables; this "
                           "model reads one node type (its x is the table: store it as features)")

@@ -244,7 +244,7 @@ def test_what_spindle_would_not_compute_is_refused_by_name(tmp_path):
     module_answers(m, data)
     with pytest.raises(ExportError, match="aggr='min'"):
         export_pyg(m, str(tmp_path / "b"), name="b", check=data, spindle=SPINDLE)
-    with pytest.raises(ExportError, match="typed models are served for node answers"):
+    with pytest.raises(ExportError, match="pair_types: give the node types of a pair's two ends"):
         export_pyg(build("sum", data), str(tmp_path / "c"), name="c", check=data, task="link")
     with pytest.raises(ExportError, match="metadata"):
         export_pyg(build("sum", data), str(tmp_path / "d"), name="d", check=True)

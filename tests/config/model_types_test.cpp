@@ -149,3 +149,41 @@ TEST(model_types_test, a_featureless_type_reads_its_embedding_table) {
 
 }  // namespace
 }  // namespace spindle::config
+
+namespace spindle::config {
+namespace {
+
+// A typed link model names the node types of a pair's ends; each must be answered.
+TEST(model_types_test, a_typed_link_model_names_answered_pair_types) {
+  auto with = [](const std::string& model_keys) {
+    auto text = typed();
+    text.replace(text.find("fanouts = [-1, -1]\n"), 0, model_keys);
+    return parse_model_desc(text, "m/model.toml");
+  };
+  auto d = with("task = \"link\"\npair_types = [\"paper\", \"paper\"]\n");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  EXPECT_EQ(d->types.pair_types, (std::vector<std::string>{"paper", "paper"}));
+  auto again = parse_model_desc(to_toml(*d), "again");
+  ASSERT_TRUE(again.has_value()) << again.error().message();
+  EXPECT_EQ(again->types.pair_types, d->types.pair_types);
+  auto refused = [&](const std::string& keys, const std::string& words) {
+    auto r = with(keys);
+    ASSERT_FALSE(r.has_value()) << keys;
+    EXPECT_NE(r.error().message().find(words), std::string::npos) << r.error().message();
+  };
+  refused("task = \"link\"\npair_types = [\"paper\", \"author\"]\n",
+          "node type 'author' has no [[output]]");
+  refused("task = \"link\"\n", "model.pair_types = [\"src\", \"dst\"]");
+  refused("pair_types = [\"paper\", \"paper\"]\n", "is for task = \"link\"");
+  refused("task = \"link\"\npair_types = [\"paper\"]\n", "must be two node type names");
+  auto untyped = parse_model_desc(
+      "[model]\narch = \"stack\"\nin = 4\nout = 3\ntask = \"link\"\npair_types = [\"a\", \"b\"]\n"
+      "[[op]]\nkind = \"linear\"\nname = \"l\"\ninputs = [\"x\"]\nprefix = \"lin\"\nin = 4\nout = 3\n",
+      "u/model.toml");
+  ASSERT_FALSE(untyped.has_value());
+  EXPECT_NE(untyped.error().message().find("has no [[node_type]] tables"), std::string::npos)
+      << untyped.error().message();
+}
+
+}  // namespace
+}  // namespace spindle::config

@@ -132,5 +132,21 @@ TEST(link_decoder_test, odd_rows_are_refused_by_name) {
   EXPECT_NE(st.message().find("3 nodes do not make pairs"), std::string::npos);
 }
 
+// A typed link model's pairs: the first end a row of z_src, the second of z_dst.
+TEST(link_decoder_test, typed_pairs_read_each_end_from_its_types_rows) {
+  heap_allocator weights, a;
+  auto m = link_model("dot", weights);
+  std::vector<float> users = {1, 0, 0, 0, 1, 0}, movies = {2, 3, 4};  // 2 users, 1 movie
+  auto zu = tensor::borrow(users.data(), {2, 3});
+  auto zv = tensor::borrow(movies.data(), {1, 3});
+  float out[2] = {};
+  const std::vector<std::int32_t> rows = {1, 0, 0, 0};
+  ASSERT_TRUE(score_pairs(m, a, zu, zv, rows, out).is_ok());
+  EXPECT_FLOAT_EQ(out[0], 3);
+  EXPECT_FLOAT_EQ(out[1], 2);
+  const std::vector<std::int32_t> beyond = {0, 1};  // the only movie is row 0
+  EXPECT_FALSE(score_pairs(m, a, zu, zv, beyond, out).is_ok());
+}
+
 }  // namespace
 }  // namespace spindle::nn
