@@ -3,13 +3,15 @@ model as PyG's typed link examples write it (a to_hetero GraphSAGE encoder and
 an EdgeDecoder reading z_dict['user'][edge_label_index[0]] and
 z_dict['movie'][edge_label_index[1]]) is exported with one call, checked
 against the live modules, and served: each (user, movie) pair's score over the
-Cap'n Proto door equals PyG's on the full graph. The other decoder forms (dot,
+Cap'n Proto and KServe doors equals PyG's on the full graph. The other decoder forms (dot,
 forward(z_src, z_dst), forward(z_user, z_movie, edge_label_index) computing the
 dot product) are served too; a decoder reading the wrong end, pairs given a
 node type, and pair numbers outside their types are refused by name."""
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 
 import numpy as np
 import pytest
@@ -145,7 +147,7 @@ def test_each_decoder_form_is_written_and_checked(served):
 
 def test_served_pair_scores_equal_pyg(served):
     tmp, data, enc, decoders = served
-    proc, endpoint, _ = start_server_with_http(
+    proc, endpoint, base = start_server_with_http(
         [SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository",
          str(tmp / "repo"), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--device",
          "host", "--admin-token-file", str(tmp / "token")])
@@ -161,6 +163,16 @@ def test_served_pair_scores_equal_pyg(served):
                                            err_msg=kind)
                 one = c.infer_links(pairs[5:6], model=kind, sampler_seed=3)
                 np.testing.assert_allclose(one, want[5:6], rtol=1e-4, atol=1e-5, err_msg=kind)
+            # The KServe door: the same scores for the same pairs.
+            body = {"inputs": [{"name": "pairs", "datatype": "INT64", "shape": [40, 2],
+                                "data": pairs.reshape(-1).tolist()}]}
+            req = urllib.request.Request(base + "/v2/models/edge/infer", method="POST",
+                                         data=json.dumps(body).encode())
+            with urllib.request.urlopen(req, timeout=30) as r:
+                out = json.loads(r.read())["outputs"][0]
+            want = pyg_scores(enc, decoders["edge"], data, pairs)
+            np.testing.assert_allclose(np.array(out["data"], dtype=np.float32), want, rtol=1e-4,
+                                       atol=1e-4 * np.abs(want).max())
             # Embeddings of either type from the same model, by node type.
             z = enc(data.x_dict, data.edge_index_dict)
             np.testing.assert_allclose(c.infer_gnn([4], model="edge", node_type="movie"),
