@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/metrics.hpp"
+#include "graph/prepare.hpp"
 
 namespace spindle::features {
 
@@ -59,9 +60,9 @@ expected<eval_result> evaluate_dataset(const graph::dataset& ds, const config::t
   if (options.fanouts.empty()) options.fanouts = ds.metadata().fanouts;
   if (options.fanouts.empty())
     return make_error(errc::invalid_argument, "{}: no fanouts recorded; pass --fanouts", ds.dir());
-  auto dist = config::parse_seed_distribution(
-      ds.metadata().seed_distribution.empty() ? "uniform" : ds.metadata().seed_distribution);
-  SPINDLE_ASSIGN_OR_RETURN(auto p0, graph::seed_probabilities(ds.graph(), dist));
+  SPINDLE_ASSIGN_OR_RETURN(auto p0, graph::request_seed_probabilities(
+                                         ds.graph(), ds.metadata(),
+                                         graph::recorded_metrics_request(ds.metadata())));
   return evaluate_placement(topo, plan, ds.graph(), p0, options);
 }
 

@@ -25,10 +25,7 @@ status write_base(const dataset& ds, const live_graph::compaction_point& point,
   auto st = [&]() -> status {
     SPINDLE_TRY(compact_dataset(ds, *point.graph, point.sources, tmp));
     if (ds.has_metrics()) {
-      metrics_request m;
-      m.fanouts = ds.metadata().fanouts;
-      if (!ds.metadata().seed_distribution.empty())
-        m.seeds = config::parse_seed_distribution(ds.metadata().seed_distribution);
+      const auto m = recorded_metrics_request(ds.metadata());
       // The worker and this thread share it, both at background priority.
       thread_pool pool(1, "compact");
       pool.submit(lower_to_background_priority);

@@ -266,12 +266,14 @@ status dataset_writer::write_node_names(const std::vector<std::string>& names) {
 }
 
 status dataset_writer::write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,
-                                     const std::string& seed_distribution) {
+                                     const std::string& seed_distribution,
+                                     const std::vector<std::string>& seed_node_types) {
   auto n = static_cast<std::int64_t>(m.psgs.size());
   SPINDLE_TRY(write_array("psgs", dtype::f64, {n}, m.psgs.data()));
   SPINDLE_TRY(write_array("fap", dtype::f64, {n}, m.fap.data()));
   meta_.fanouts = fanouts;
   meta_.seed_distribution = seed_distribution;
+  meta_.seed_node_types = seed_node_types;
   meta_.hop_mass = m.hop_mass;
   return status::ok();
 }

@@ -62,6 +62,7 @@ struct dataset_metadata {
   std::string edge_direction;
   std::vector<int> fanouts;                    // the metrics' fanouts; empty when not computed
   std::string seed_distribution;               // "uniform", "degree" or a file path
+  std::vector<std::string> seed_node_types;    // typed graphs: the types seeds are of (empty: all)
   std::vector<double> hop_mass;                // expected nodes visited per hop per request
   std::map<std::string, std::string> build;    // how it was built (flags, counts dropped)
   std::map<std::string, array_record> arrays;  // "indptr", "indices", "features", ...
@@ -188,7 +189,8 @@ class dataset_writer {
   /// Input node names (text ids): node_ids.npy when all are integers, else node_names.txt.
   status write_node_names(const std::vector<std::string>& names);
   status write_metrics(const workload_metrics& m, const std::vector<int>& fanouts,
-                       const std::string& seed_distribution);
+                       const std::string& seed_distribution,
+                       const std::vector<std::string>& seed_node_types = {});
   /// A partition's rows: part_rows.npy (`rows`, ascending) and part_features.npy
   /// ([rows x feature_dim], row i from `row_of(rows[i])`).
   status write_partition(std::span<const std::int64_t> rows, std::int64_t dim,

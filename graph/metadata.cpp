@@ -142,6 +142,7 @@ status parse_metadata(const json& j, dataset_metadata& m) {
     const json& mj = j.at("metrics");
     m.fanouts = mj.at("fanouts").get<std::vector<int>>();
     m.seed_distribution = mj.at("seed_distribution").get<std::string>();
+    m.seed_node_types = mj.value("seed_node_types", std::vector<std::string>{});
     m.hop_mass = mj.value("hop_mass", std::vector<double>{});
   }
   m.build = j.value("build", std::map<std::string, std::string>{});
@@ -177,6 +178,7 @@ std::string metadata_to_json(const dataset_metadata& m) {
         {"fanouts", m.fanouts},
         {"seed_distribution", m.seed_distribution},
         {"hop_mass", m.hop_mass},
+        {"seed_node_types", m.seed_node_types},
         {"definition", "expected visit counts per request (docs/datasets.md); psgs includes the seed"}};
   if (m.typed() || !m.edge_types.empty()) {
     json nodes = json::array(), edges = json::array();

@@ -12,6 +12,7 @@
 #include "config/sampling.hpp"
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
+#include "graph/dataset.hpp"
 #include "graph/edge_list.hpp"
 #include "graph/loaders.hpp"
 #include "graph/rmat.hpp"
@@ -21,7 +22,20 @@ namespace spindle::graph {
 struct metrics_request {
   std::vector<int> fanouts{25, 10};
   config::seed_distribution seeds;
+  /// Typed graphs: the node types request seeds are of (seeds of other types get
+  /// no probability); empty: every node type.
+  std::vector<std::string> seed_node_types;
 };
+
+/// The request a dataset's metrics were computed for (its metadata's fanouts,
+/// seed distribution and seed node types).
+metrics_request recorded_metrics_request(const dataset_metadata& meta);
+/// p_0 of `m`'s request seeds on `g` (nodes typed by `meta`): its seed
+/// distribution restricted to its seed node types, renormalised. Errors name
+/// an unknown node type or types given no seeds.
+expected<std::vector<double>> request_seed_probabilities(const csr_view& g,
+                                                         const dataset_metadata& meta,
+                                                         const metrics_request& m);
 
 /// Which stored neighbours a node aggregates over, for a directed input edge u -> v.
 /// in (PyG and DGL's message flow, the default): v aggregates over u, so v's CSR

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace spindle::graph {
@@ -46,6 +47,9 @@ dataset_summary summarize(const dataset& d) {
   s.has_metrics = true;
   s.fanouts = config::format_fanouts(d.metadata().fanouts);
   s.seed_distribution = d.metadata().seed_distribution;
+  if (!d.metadata().seed_node_types.empty())  // a typed graph's seeds of some types only
+    s.seed_distribution += fmt::format(" of {}", fmt::join(d.metadata().seed_node_types, ", "));
+  if (d.typed()) s.seed_distribution += ", sampled per edge type";
   std::vector<double> q(d.psgs().begin(), d.psgs().end());
   std::sort(q.begin(), q.end());
   s.psgs_p50 = percentile(q, 0.5);
@@ -87,7 +91,8 @@ std::string format_json(const dataset_summary& s, const dataset_metadata& m) {
                    {"degree", {{"mean", s.degree_mean}, {"p50", s.degree_p50}, {"p90", s.degree_p90},
                                {"p99", s.degree_p99}, {"max", s.degree_max}}}};
   if (s.has_metrics)
-    j["metrics"] = {{"fanouts", m.fanouts}, {"seed_distribution", s.seed_distribution},
+    j["metrics"] = {{"fanouts", m.fanouts}, {"seed_distribution", m.seed_distribution},
+                    {"seed_node_types", m.seed_node_types},
                     {"psgs", {{"p50", s.psgs_p50}, {"p99", s.psgs_p99}, {"max", s.psgs_max}}},
                     {"fap_top1_share", s.fap_top1_share}, {"fap_top10_share", s.fap_top10_share},
                     {"expected_visits_per_request", s.expected_visits_per_request},

@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/subprocess.hpp"
 #include "graph/metrics.hpp"
+#include "graph/prepare.hpp"
 #include "graph/sampler.hpp"
 #include "serving/gnn_pipeline.hpp"
 
@@ -31,9 +32,9 @@ struct batch {
 // Batches whose summed PSGS spreads log-uniformly from one seed to max_seeds'
 // worth; seeds follow the dataset's p_0.
 expected<std::vector<batch>> make_batches(const graph::dataset& ds, const calibrate_options& o) {
-  auto dist = config::parse_seed_distribution(
-      ds.metadata().seed_distribution.empty() ? "uniform" : ds.metadata().seed_distribution);
-  SPINDLE_ASSIGN_OR_RETURN(auto p0, graph::seed_probabilities(ds.graph(), dist));
+  SPINDLE_ASSIGN_OR_RETURN(auto p0, graph::request_seed_probabilities(
+                                         ds.graph(), ds.metadata(),
+                                         graph::recorded_metrics_request(ds.metadata())));
   std::discrete_distribution<std::int64_t> pick(p0.begin(), p0.end());
   std::mt19937_64 rng(o.seed);
   double mean_psgs = 0;

@@ -24,6 +24,10 @@ void add_metrics_flags(CLI::App& cmd, metrics_flags& f) {
                  "p_0 of request seeds: uniform, degree (proportional to out-degree) or a file of "
                  "observed seed ids (text, one or more per line, or .npy int64)")
       ->default_val("uniform");
+  cmd.add_option("--seed-node-type", f.seed_node_types,
+                 "Typed graphs: the node type(s) request seeds are of (repeat or comma-separate; "
+                 "default: every type); PSGS/FAP give other types no seeds")
+      ->delimiter(',');
 }
 
 status resolve_metrics_flags(const metrics_flags& f, graph::metrics_request& out) {
@@ -31,6 +35,7 @@ status resolve_metrics_flags(const metrics_flags& f, graph::metrics_request& out
   if (!fanouts) return std::move(fanouts).error().with_context("--");
   out.fanouts = *fanouts;
   out.seeds = config::parse_seed_distribution(f.seed_distribution);
+  out.seed_node_types = f.seed_node_types;
   return status::ok();
 }
 

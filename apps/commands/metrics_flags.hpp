@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "core/status.hpp"
 #include "graph/prepare.hpp"
@@ -13,6 +14,7 @@ namespace spindle::apps {
 struct metrics_flags {
   std::string fanouts = "25,10";
   std::string seed_distribution = "uniform";
+  std::vector<std::string> seed_node_types;  // typed graphs: the types seeds are of
 };
 
 void add_metrics_flags(CLI::App& cmd, metrics_flags& f);

@@ -1,0 +1,31 @@
+// Quiver's PSGS and FAP (graph/metrics.hpp) on a typed graph, as the typed
+// sampler samples it: each hop takes up to l neighbours of each edge type of a
+// node (a row's segment of that type), not l of the whole row. So a row segment
+// of degree d_t contributes min(d_t, l) sampled edges and each of its neighbours
+// is visited with probability min(d_t, l) / d_t. The same visit-count algebra as
+// the untyped metrics, per segment; deterministic for a given pool size.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "core/progress.hpp"
+#include "core/status.hpp"
+#include "core/thread_pool.hpp"
+#include "graph/csr.hpp"
+#include "graph/metrics.hpp"
+
+namespace spindle::graph {
+
+/// PSGS and FAP of typed graph `g` for `fanouts[hop][edge type]` (-1 all, 0 none;
+/// one row per hop, one column per edge type) and seed distribution `p0`.
+expected<workload_metrics> compute_typed_metrics(const csr_view& g,
+                                                 const std::vector<std::vector<int>>& fanouts,
+                                                 std::span<const double> p0, thread_pool& pool,
+                                                 progress* progress_out = nullptr);
+
+/// `fanouts` (one per hop) applied to each of `num_edge_types` separately, as the
+/// typed sampler applies a list (NeighborLoader's list form).
+std::vector<std::vector<int>> per_edge_type(const std::vector<int>& fanouts, int num_edge_types);
+
+}  // namespace spindle::graph
