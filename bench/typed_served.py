@@ -16,6 +16,9 @@ save_graph's layout and served on one process each; open-loop load at rising
 rates finds the highest rate whose p99 stays within 30 ms.
 
     usage: bench/typed_served.py SPINDLE [REQUESTS=2000]
+           bench/typed_served.py SPINDLE --graph-only DIR [SCALE=1.0]
+             (only the typed graph, prepared into DIR with paper seeds: for
+             build/bench/typed_fap_bench)
     (needs torch, torch_geometric, numpy)
 """
 import json
@@ -165,8 +168,17 @@ def best_rate(spindle, endpoint, requests, typed):
     return best
 
 
+def graph_only(spindle, out, scale):
+    with tempfile.TemporaryDirectory(prefix="spindle-typed-graph-") as work:
+        write_graph(os.path.join(work, "g"), True, np.random.default_rng(1), scale)
+        subprocess.run([spindle, "prepare", "--input", os.path.join(work, "g"), "--out", out,
+                        "--fanouts", "10,5", "--seed-node-type", "paper"], check=True)
+
+
 def main():
     spindle = os.path.abspath(sys.argv[1])
+    if len(sys.argv) > 3 and sys.argv[2] == "--graph-only":
+        return graph_only(spindle, sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 1.0)
     requests = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
     work = tempfile.mkdtemp(prefix="spindle-typed-bench-")
     try:
