@@ -79,6 +79,7 @@ struct gnn_op {
   int relation = -1;
   int in_dst = 0;  // a bipartite op's target input width (filled by validation)
   int layer = -1;  // typed models: the sampled block it consumes (filled by validation)
+  std::string node_type;  // typed models: the node type of its value's rows (filled by validation)
 };
 
 /// Whether `op` reads a separate target value (a typed model's bipartite op).

@@ -251,6 +251,7 @@ expected<int> validate_typed_ops(std::vector<gnn_op>& ops, const model_types& t,
     const std::string field = fmt::format("op[{}] ({})", i, to_string(ops[i].kind));
     SPINDLE_ASSIGN_OR_RETURN(auto v, type_of(ops[i], t, known, field));
     hops = std::max(hops, v.depth);
+    ops[i].node_type = v.type;
     known[ops[i].name] = std::move(v);
   }
   if (hops == 0) return make_error(errc::invalid_argument, "a stack model needs a message-passing op");

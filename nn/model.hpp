@@ -109,13 +109,13 @@ class model {
                                  std::span<const std::int64_t> row_ids = {},
                                  thread_pool* pool = nullptr,
                                  const op_observer* observe = nullptr) const;
-  /// As forward_typed, for seeds of several node types (a typed link model's
-  /// pairs): the value of each of `outputs`, all its node type's rows among the
-  /// seeds and beyond (a seed row's place in it is its rank among the sampled
-  /// rows of its type; typed_row_ranks()).
+  /// As forward_typed, for several values (a typed link model's two outputs, a
+  /// call's named outputs): each of `values` (op names), all its node type's
+  /// sampled rows (a seed row's place in it is its rank among the sampled rows
+  /// of its type; typed_row_ranks()).
   expected<std::vector<tensor>> forward_typed_values(
       allocator& a, std::span<const block> blocks, const tensor& x,
-      std::span<const std::size_t> outputs, std::span<const int> relation_of_type,
+      std::span<const std::string> values, std::span<const int> relation_of_type,
       std::span<const std::int16_t> row_types, std::span<const std::int64_t> row_ids = {},
       thread_pool* pool = nullptr, const op_observer* observe = nullptr) const;
   /// Whether a node type reads an embedding table (forward_typed then needs row_ids).

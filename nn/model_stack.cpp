@@ -154,7 +154,10 @@ expected<std::vector<std::size_t>> model::value_ops(std::span<const std::string>
   const auto& ops = desc_.ops;
   std::vector<std::size_t> out;
   for (const auto& name : names) {
-    const auto found = find_value(ops, name);
+    // A typed model's "output" is a node type's output (every one `out` wide).
+    const auto found = desc_.typed() && name == "output"
+                           ? find_value(ops, desc_.types.outputs.front().value)
+                           : find_value(ops, name);
     if (!found) {
       std::vector<std::string> known;
       for (const auto& op : ops) known.push_back(op.name);
@@ -182,16 +185,11 @@ expected<tensor> model::forward_stack(allocator& a, std::span<const block> block
 
 expected<std::vector<tensor>> model::forward_typed_values(
     allocator& a, std::span<const block> blocks, const tensor& x,
-    std::span<const std::size_t> outputs, std::span<const int> relation_of_type,
+    std::span<const std::string> results, std::span<const int> relation_of_type,
     std::span<const std::int16_t> row_types, std::span<const std::int64_t> row_ids,
     thread_pool* pool, const op_observer* observe) const {
   const auto& t = desc_.types;
-  std::vector<std::string> results;
-  for (auto o : outputs) {
-    if (!desc_.typed() || o >= t.outputs.size())
-      return make_error(errc::invalid_argument, "{}: no typed output {}", desc_.name, o);
-    results.push_back(t.outputs[o].value);
-  }
+  if (!desc_.typed()) return make_error(errc::invalid_argument, "{}: not a typed model", desc_.name);
   if (relation_of_type.empty())
     return make_error(errc::invalid_argument, "{}: a typed model reads a typed graph", desc_.name);
   int read = 0;  // the widest features read from x (embedding tables are read from the model)
@@ -228,8 +226,10 @@ expected<tensor> model::forward_typed(allocator& a, std::span<const block> block
                                       std::span<const std::int16_t> row_types,
                                       std::span<const std::int64_t> row_ids, thread_pool* pool,
                                       const op_observer* observe) const {
-  const std::size_t outputs[] = {output};
-  SPINDLE_ASSIGN_OR_RETURN(auto outs, forward_typed_values(a, blocks, x, outputs, relation_of_type,
+  if (!desc_.typed() || output >= desc_.types.outputs.size())
+    return make_error(errc::invalid_argument, "{}: no typed output {}", desc_.name, output);
+  const std::string values[] = {desc_.types.outputs[output].value};
+  SPINDLE_ASSIGN_OR_RETURN(auto outs, forward_typed_values(a, blocks, x, values, relation_of_type,
                                                            row_types, row_ids, pool, observe));
   auto out = std::move(outs.front());
   const std::int64_t seeds = blocks.back().num_dst;

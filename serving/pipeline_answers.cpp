@@ -2,6 +2,7 @@
 // and a call's named outputs (the model's values by op name), with the checks
 // the doors and the pipeline share. Part of gnn_pipeline (same class).
 #include <cstring>
+#include <algorithm>
 #include <map>
 
 #include "nn/link_decoder.hpp"
@@ -77,6 +78,7 @@ status gnn_pipeline::answer_rows(const gnn_request& r, const nn::tensor& y,
 status gnn_pipeline::compute_named(const prepared_batch::group& g,
                                    const std::vector<gnn_request>& batch, nn::allocator& alloc,
                                    const nn::tensor& x, batch_result& res) const {
+  if (model_.desc().typed()) return compute_named_typed(g, batch, alloc, x, res);
   const auto& seeds_local = g.sub.seed_local;
   std::map<std::size_t, std::vector<float>> taken;  // op -> [group seeds x width]
   for (auto m : g.members) {
@@ -113,14 +115,54 @@ status gnn_pipeline::compute_named(const prepared_batch::group& g,
   return status::ok();
 }
 
+// A typed model's named values, each of the group's node type: the output's and
+// every asked-for op's rows, from one pass running the ops they need. The seeds,
+// all of that type, are its first rows (their ranks are their local ids).
+status gnn_pipeline::compute_named_typed(const prepared_batch::group& g,
+                                         const std::vector<gnn_request>& batch,
+                                         nn::allocator& alloc, const nn::tensor& x,
+                                         batch_result& res) const {
+  const auto& d = model_.desc();
+  std::vector<std::string> values{d.types.outputs.at(g.output).value};
+  for (auto m : g.members)
+    for (const auto& name : batch[m].outputs)
+      if (name != "output" && std::find(values.begin(), values.end(), name) == values.end())
+        values.push_back(name);
+  SPINDLE_ASSIGN_OR_RETURN(auto z, model_.forward_typed_values(alloc, g.blocks, x, values,
+                                                               relation_of_type_, g.row_types,
+                                                               g.row_ids));
+  const auto& seeds_local = g.sub.seed_local;
+  std::size_t offset = 0;
+  for (auto m : g.members) {
+    const auto& r = batch[m];
+    auto& out = res.outputs[m];
+    out.clear();
+    std::vector<std::string> asked = r.outputs;
+    if (asked.empty()) asked.push_back("output");
+    for (const auto& name : asked) {
+      const auto k = name == "output" ? 0 : std::size_t(std::find(values.begin(), values.end(),
+                                                                   name) - values.begin());
+      const auto& v = z[k];
+      for (std::size_t s = 0; s < r.seeds.size(); ++s) {
+        const auto row = std::int64_t(seeds_local[offset + s]);
+        if (row >= v.rows()) return make_error(errc::internal, "{}: no row {} in '{}'", d.name, row, name);
+        out.insert(out.end(), v.row(row), v.row(row) + v.cols());
+      }
+    }
+    offset += r.seeds.size();
+  }
+  return status::ok();
+}
+
 // Each pair's ends are rows of the sampled graph of either type; their values'
 // rows are their ranks among their types' rows.
 status gnn_pipeline::compute_typed_pairs(const prepared_batch::group& g,
                                          const std::vector<gnn_request>& batch,
                                          nn::allocator& alloc, const nn::tensor& x,
                                          batch_result& res) const {
-  const std::size_t outputs[] = {g.output, g.pair_output};
-  SPINDLE_ASSIGN_OR_RETURN(auto z, model_.forward_typed_values(alloc, g.blocks, x, outputs,
+  const auto& outs = model_.desc().types.outputs;
+  const std::string values[] = {outs.at(g.output).value, outs.at(g.pair_output).value};
+  SPINDLE_ASSIGN_OR_RETURN(auto z, model_.forward_typed_values(alloc, g.blocks, x, values,
                                                                relation_of_type_, g.row_types,
                                                                g.row_ids));
   const auto& seeds_local = g.sub.seed_local;

@@ -194,8 +194,6 @@ status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output,
     return make_error(errc::invalid_argument, "model '{}' serves one node type; node_type '{}' "
                       "names none", model_.desc().name, r.node_type.substr(0, 64));
   }
-  if (!r.outputs.empty())
-    return make_error(errc::invalid_argument, "named outputs of a typed model are not served yet");
   if (r.pairs) {
     SPINDLE_ASSIGN_OR_RETURN(auto ends, typed_pair_outputs(ds_, model_.desc(), r.seeds));
     output = ends.first;
@@ -203,6 +201,15 @@ status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output,
     return status::ok();
   }
   SPINDLE_ASSIGN_OR_RETURN(output, typed_output(ds_, model_.desc(), r.node_type, r.seeds));
+  for (const auto& name : r.outputs) {  // each a value of the seeds' node type
+    if (name == "output") continue;
+    const auto& ops = model_.desc().ops;
+    const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.name == name; });
+    if (op != ops.end() && op->node_type != r.node_type)
+      return make_error(errc::invalid_argument,
+                        "output '{}' holds node type '{}' rows; the call's seeds are '{}'",
+                        name.substr(0, 64), op->node_type, r.node_type.substr(0, 64));
+  }
   return status::ok();
 }
 

@@ -3,7 +3,8 @@ model as PyG's typed link examples write it (a to_hetero GraphSAGE encoder and
 an EdgeDecoder reading z_dict['user'][edge_label_index[0]] and
 z_dict['movie'][edge_label_index[1]]) is exported with one call, checked
 against the live modules, and served: each (user, movie) pair's score over the
-Cap'n Proto and KServe doors equals PyG's on the full graph. The other decoder forms (dot,
+Cap'n Proto and KServe doors equals PyG's on the full graph, and the encoder's
+named values (conv1__movie, ...) are served for a call's node type. The other decoder forms (dot,
 forward(z_src, z_dst), forward(z_user, z_movie, edge_label_index) computing the
 dot product) are served too; a decoder reading the wrong end, pairs given a
 node type, and pair numbers outside their types are refused by name."""
@@ -133,6 +134,22 @@ def pyg_scores(enc, decoder, data, pairs):
         return decoder(z, index).numpy()
 
 
+def fx_values(gm, data):
+    """The typed module's value at every fx node, by node name (the op names)."""
+    values = {}
+
+    class _Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            out = super().run_node(n)
+            if isinstance(out, torch.Tensor):
+                values[n.name] = out.detach().clone()
+            return out
+
+    with torch.no_grad():
+        _Recorder(gm).run(data.x_dict, data.edge_index_dict)
+    return values
+
+
 def test_each_decoder_form_is_written_and_checked(served):
     tmp, _, _, _ = served
     for kind, want in (("edge", 'decoder = "ops"'), ("dot", 'decoder = "dot"'),
@@ -177,6 +194,17 @@ def test_served_pair_scores_equal_pyg(served):
             z = enc(data.x_dict, data.edge_index_dict)
             np.testing.assert_allclose(c.infer_gnn([4], model="edge", node_type="movie"),
                                        z["movie"][4:5].detach().numpy(), rtol=1e-4, atol=1e-5)
+            # Named values of the typed encoder, by op name, for the call's node type.
+            inner = fx_values(enc, data)
+            got = c.infer_gnn([4, 9, 4], model="edge", node_type="movie",
+                              outputs=["conv1__movie", "relu__movie", "output"])
+            for name, want in (("conv1__movie", inner["conv1__movie"]),
+                               ("relu__movie", inner["relu__movie"]), ("output", z["movie"])):
+                np.testing.assert_allclose(got[name], want[[4, 9, 4]].detach().numpy(),
+                                           rtol=1e-4, atol=1e-5, err_msg=name)
+            with pytest.raises(sc.SpindleError, match="output 'conv1__user' holds node type "
+                                                      "'user' rows; the call's seeds are 'movie'"):
+                c.infer_gnn([4], model="edge", node_type="movie", outputs=["conv1__user"])
             # Refusals by name; the server goes on serving.
             with pytest.raises(sc.SpindleError, match="out of range for node type 'movie'"):
                 c.infer_links([[0, 30]], model="edge")
