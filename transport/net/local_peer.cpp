@@ -23,15 +23,20 @@ std::string proc_net_address(const sockaddr_storage& sa) {
 // True when the connection `fd` accepted on loopback was opened by this very
 // process (the peer's socket is one of ours): a dialer relays its own
 // library's links, never another local process's.
+// The peer's socket is the row whose local address is the peer's and whose
+// remote is this end's: another row may share the peer's address and port (one
+// in TIME_WAIT from an earlier connection to another port, inode 0).
 bool from_this_process(int fd) {
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return false;
-  const std::string want = proc_net_address(sa);
-  if (want.empty()) return false;
+  sockaddr_storage peer{}, self{};
+  socklen_t len = sizeof peer, self_len = sizeof self;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0)
+    return false;
+  const std::string want = proc_net_address(peer), ours = proc_net_address(self);
+  if (want.empty() || ours.empty()) return false;
   const auto mine = socket_inodes("self");
   for (const auto& row : read_tcp_table("/proc/net/tcp"))
-    if (row.local == want) return mine.count(row.inode) > 0;
+    if (row.local == want && row.remote == ours) return mine.count(row.inode) > 0;
   return false;
 }
 

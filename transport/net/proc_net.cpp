@@ -13,9 +13,9 @@ std::vector<tcp_socket_row> read_tcp_table(const char* table) {
   std::getline(f, line);  // header
   while (std::getline(f, line)) {
     std::istringstream in(line);
-    std::string slot, remote, queues, timer, retr, uid, timeout;
+    std::string slot, queues, timer, retr, uid, timeout;
     tcp_socket_row r;
-    in >> slot >> r.local >> remote >> r.state >> queues >> timer >> retr >> uid >> timeout >>
+    in >> slot >> r.local >> r.remote >> r.state >> queues >> timer >> retr >> uid >> timeout >>
         r.inode;
     rows.push_back(std::move(r));
   }

@@ -9,10 +9,11 @@
 
 namespace spindle::transport::net {
 
-/// One socket of /proc/net/tcp{,6}: its local "ADDR:PORT" (hex, as the kernel
-/// prints it), its state (hex; "0A" is listening) and its inode.
+/// One socket of /proc/net/tcp{,6}: its local and remote "ADDR:PORT" (hex, as
+/// the kernel prints them), its state (hex; "0A" is listening) and its inode (0
+/// for a socket no process holds, one in TIME_WAIT).
 struct tcp_socket_row {
-  std::string local, state, inode;
+  std::string local, remote, state, inode;
 };
 
 /// The sockets `table` lists ("/proc/net/tcp" or "/proc/net/tcp6"); none when unreadable.
