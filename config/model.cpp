@@ -62,7 +62,7 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 27> known = {"weights_crc32",
+  static constexpr std::array<std::string_view, 28> known = {"weights_crc32",
                                                              "name",
                                                              "arch",
                                                              "weights",
@@ -88,7 +88,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                                                              "sampling",
                                                              "task",
                                                              "decoder",
-                                                             "pair_types"};
+                                                             "pair_types",
+                                                             "precision"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -139,6 +140,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   if (t->get("task")) d.task = t->get("task")->value_or(std::string("?"));
   if (t->get("decoder")) d.decoder = t->get("decoder")->value_or(std::string("?"));
   SPINDLE_TRY(validate_task(d, origin));
+  if (t->get("precision")) d.precision = t->get("precision")->value_or(std::string("?"));
+  SPINDLE_TRY(validate_precision(d, origin));
   if (t->get("version_policy"))
     d.version_policy = t->get("version_policy")->value_or(std::string());
   if (d.max_batch < 0 || d.max_batch > 65536)
@@ -436,6 +439,7 @@ std::string to_toml(const model_desc& d) {
   if (!d.version_policy.empty()) s += fmt::format("version_policy = \"{}\"\n", d.version_policy);
   if (d.sampling != "shared") s += fmt::format("sampling = \"{}\"\n", d.sampling);
   if (d.task != "node") s += fmt::format("task = \"{}\"\ndecoder = \"{}\"\n", d.task, d.decoder);
+  if (d.precision != "fp32") s += fmt::format("precision = \"{}\"\n", d.precision);
   if (!d.types.pair_types.empty())
     s += fmt::format("pair_types = [\"{}\"]\n", fmt::join(d.types.pair_types, "\", \""));
   if (!d.ignore_tensors.empty()) {

@@ -24,6 +24,20 @@ status validate_task(const model_desc& d, std::string_view origin) {
   return status::ok();
 }
 
+status validate_precision(const model_desc& d, std::string_view origin) {
+  if (d.precision == "fp32") return status::ok();
+  if (d.precision != "bf16")
+    return make_error(errc::invalid_argument,
+                      "{}: model.precision = '{}': expected fp32 or bf16 (int8 is not built)",
+                      origin, d.precision.substr(0, 32));
+  if (d.is_gnn())
+    return make_error(errc::invalid_argument,
+                      "{}: model.precision = 'bf16' runs recommendation models' MLPs (dlrm, ncf, "
+                      "wnd, din); a {} model runs in fp32",
+                      origin, to_string(d.arch));
+  return status::ok();
+}
+
 status detail::parse_pair_types(const toml::table& model, model_types& t,
                                 std::string_view origin) {
   const toml::node* n = model.get("pair_types");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "nn/bf16_gemm.hpp"
 #include "nn/model.hpp"
 
 namespace spindle::nn {
@@ -13,9 +14,12 @@ using config::model_arch;
 expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
                             tensor x, bool sigmoid_last, bool linear_last) const {
   for (std::size_t i = 0; i < widths.size(); ++i) {
-    SPINDLE_ASSIGN_OR_RETURN(auto y,
-                             linear(a, x, p(fmt::format("{}.{}.weight", prefix, 2 * i)),
-                                    p(fmt::format("{}.{}.bias", prefix, 2 * i)), widths[i]));
+    const auto weight = fmt::format("{}.{}.weight", prefix, 2 * i);
+    const auto bias = p(fmt::format("{}.{}.bias", prefix, 2 * i));
+    const auto half = bf16_.find(weight);
+    SPINDLE_ASSIGN_OR_RETURN(auto y, half != bf16_.end()
+                                         ? linear_bf16(a, x, half->second, bias, widths[i])
+                                         : linear(a, x, p(weight), bias, widths[i]));
     if (linear_last && i + 1 == widths.size()) {
       // the last layer stays linear (its logit is added to the wide part)
     } else if (i + 1 < widths.size() || !sigmoid_last) {
@@ -27,6 +31,23 @@ expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::
     x = std::move(y);
   }
   return x;
+}
+
+// The MLPs' weights (bot_l, top_l, mlp_l: every layer mlp() runs) in bfloat16.
+status model::set_precision(const std::string& precision) {
+  config::model_desc d = desc_;
+  d.precision = precision;
+  SPINDLE_TRY(config::validate_precision(d, "precision"));
+  bf16_.clear();
+  desc_.precision = precision;
+  if (precision != "bf16") return status::ok();
+  if (auto why = bf16_unsupported_reason(); !why.empty())
+    return make_error(errc::unsupported, "model '{}': precision bf16: {}", desc_.name, why);
+  for (const auto& [name, t] : params_)
+    if ((name.starts_with("bot_l.") || name.starts_with("top_l.") || name.starts_with("mlp_l.")) &&
+        name.ends_with(".weight"))
+      bf16_.emplace(name, to_bf16(std::span<const float>(t.data(), std::size_t(t.numel()))));
+  return status::ok();
 }
 
 expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache python3 python3-pip python3-venv python3-numpy
   gnuplot-nox
   libcaf-dev libucx-dev ucx-utils libcapnp-dev capnproto libfmt-dev
-  libgtest-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libopenblas-dev
+  libgtest-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libopenblas-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev libssl-dev
   libhiredis-dev redis-server librocksdb-dev libabsl-dev libcpp-httplib-dev libedit-dev curl clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler

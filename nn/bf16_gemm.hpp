@@ -1,0 +1,35 @@
+// Reduced-precision dense layers: y = x W^T + b with x and W rounded to
+// bfloat16 and the products summed in float32 (oneDNN's matmul: AMX or
+// AVX-512 BF16 tiles). model.toml `precision = "bf16"` runs a recommendation
+// model's MLP layers so; everything else stays float32. Pure functions plus a
+// per-thread primitive cache; refused by name on a CPU without bf16 support.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "core/thread_pool.hpp"
+#include "nn/tensor.hpp"
+
+namespace spindle::nn {
+
+/// Round-to-nearest-even bfloat16 of `f` (NaN stays NaN), and back.
+std::uint16_t to_bf16(float f);
+float from_bf16(std::uint16_t b);
+std::vector<std::uint16_t> to_bf16(std::span<const float> values);
+
+/// Whether this CPU runs bfloat16 matmuls natively ("" when it does; else why not:
+/// the instruction sets it lacks), as oneDNN sees it.
+std::string bf16_unsupported_reason();
+
+/// y = x W^T (+ bias) with x and `weight_bf16` ([out x in], to_bf16 of the
+/// float32 weight) multiplied in bfloat16, summed in float32. Rows split over
+/// `pool` as the float32 linear does.
+expected<tensor> linear_bf16(allocator& a, const tensor& x, std::span<const std::uint16_t> weight_bf16,
+                             std::span<const float> bias, std::int64_t out_features,
+                             thread_pool* pool = nullptr);
+
+}  // namespace spindle::nn
