@@ -225,6 +225,11 @@ std::uint64_t count_had(const std::vector<std::uint8_t>& have) {
   return std::uint64_t(std::count(have.begin(), have.end(), std::uint8_t(1)));
 }
 
+// " (why)" for a source that failed, "" for one that answered.
+std::string failure(const status& st) {
+  return st.is_ok() ? std::string() : fmt::format(" ({})", st.message());
+}
+
 }  // namespace
 
 status rank_shard::place_wanted(const features::placement_plan& next,
@@ -254,9 +259,9 @@ status rank_shard::place_wanted(const features::placement_plan& next,
     if (!have[i])
       return make_error(errc::unavailable,
                         "rank {}: node {}'s row ({} of {} rows this shard needs) is not in its "
-                        "copy {}, no live owner's region gave it ({}) and no peer lent it ({})",
+                        "copy {}, in no live owner's region{} and in no peer's copy{}",
                         rank_, wanted[i], wanted.size() - count_had(have), wanted.size(), ds_.dir(),
-                        owners.message(), copies.message());
+                        failure(owners), failure(copies));
     std::memcpy(at[i], rows.data() + i * dim, row_bytes);
   }
   if (r.from_disk > 0 && from.owners && !ds_.partitioned())

@@ -219,7 +219,8 @@ TEST(cluster_front_door_test, the_coordinator_serves_clients_and_lists_members) 
   }
   EXPECT_TRUE(seen_down);
   // Admin.members reports the dead member not ready (it said ready=true before).
-  for (const auto& m : nlohmann::json::parse(client({"admin", "members", "--json"}))["members"])
+  const auto after_kill = nlohmann::json::parse(client({"admin", "members", "--json"}));
+  for (const auto& m : after_kill["members"])  // a named object: the loop reads into it
     if (m["rank"] == 1) {
       EXPECT_FALSE(m["ready"].get<bool>()) << m.dump();
     }
