@@ -52,5 +52,6 @@ using reading_atom = caf::atom_constant<caf::atom("reading")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using models_atom = caf::atom_constant<caf::atom("models")>;
 using replan_atom = caf::atom_constant<caf::atom("replan")>;
+using rows_atom = caf::atom_constant<caf::atom("rows")>;
 
 }  // namespace spindle::actors

@@ -25,6 +25,7 @@ struct member {
   std::string old_descriptor;  // its previous epoch's shard, until retired
   int old_epoch = -1;
   int reading = 0;  // the epoch its pipeline reads
+  std::string problem;  // why it cannot build or read the target epoch (empty: none)
   caf::node_id node;  // the process that joined as this rank, with the cluster token
 };
 
@@ -40,6 +41,7 @@ struct coordinator_state {
   std::map<int, member> members;
   target_plan target;
   std::map<std::string, std::string> models;  // GNNs loaded at run time: name -> directory
+  lend_fn lend;  // rank 0's own copy of the dataset lends rows (empty: it holds none)
 };
 
 nlohmann::json member_json(int rank, const member& m, const target_plan& t) {
@@ -54,7 +56,8 @@ nlohmann::json member_json(int rank, const member& m, const target_plan& t) {
                       {"epoch", m.epoch},
                       {"old_descriptor", m.old_descriptor},
                       {"old_epoch", m.old_epoch},
-                      {"reading", m.reading}};
+                      {"reading", m.reading},
+                      {"placement_error", m.problem}};
   if (rank == 0) {
     j["target"] = t.epoch;
     j["fap"] = t.fap;
@@ -117,9 +120,36 @@ caf::error unauthorized(const std::string& what) {
                          "unauthorized: " + what + " needs the cluster token (token_file)");
 }
 
+// The answer of a lend hook, or its error as a CAF error.
+caf::result<std::string, std::string> lent(const lend_fn& lend, int to, const std::string& ids) {
+  if (!lend) return caf::make_error(caf::sec::runtime_error, "rows: this rank holds no dataset");
+  auto r = lend(to, ids);
+  if (!r) return caf::make_error(caf::sec::runtime_error, "rows: " + r.error().to_string());
+  return {std::move(r->first), std::move(r->second)};
+}
+
+// (rows_atom, from, owner, ids): rank 0 lends its own rows, or asks the owner's
+// member actor and passes its answer back.
+caf::result<std::string, std::string> relay_rows(caf::stateful_actor<coordinator_state>* self,
+                                                 int from, int owner, const std::string& ids) {
+  if (!from_member(self, from, "rows")) return unauthorized("rows");
+  if (owner == 0) return lent(self->state.lend, from, ids);
+  const auto it = self->state.members.find(owner);
+  if (it == self->state.members.end() || !it->second.alive)
+    return caf::make_error(caf::sec::runtime_error,
+                           "rows: rank " + std::to_string(owner) + " is not a live member");
+  auto rp = self->make_response_promise<std::string, std::string>();
+  self->request(caf::actor_cast<caf::actor>(it->second.addr), std::chrono::seconds(10),
+                rows_atom::value, from, ids)
+      .then([rp](std::string& d, std::string& held) mutable { rp.deliver(d, held); },
+            [rp](caf::error& e) mutable { rp.deliver(e); });
+  return rp;
+}
+
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::string name,
                           std::string descriptor, std::string bridge, std::string token,
-                          std::string plan) {
+                          std::string plan, lend_fn lend) {
+  self->state.lend = std::move(lend);
   self->state.name = std::move(name);
   self->state.token = std::move(token);
   self->state.plan = std::move(plan);
@@ -177,10 +207,17 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       [=](retire_atom, int rank, int epoch) {
         if (from_member(self, rank, "retire")) on_retire(self->state, rank, epoch);
       },
-      [=](reading_atom, int rank, int epoch) {
+      [=](reading_atom, int rank, int epoch, const std::string& problem) {
         if (!from_member(self, rank, "reading")) return;
-        if (auto it = self->state.members.find(rank); it != self->state.members.end())
-          it->second.reading = epoch;
+        auto it = self->state.members.find(rank);
+        if (it == self->state.members.end()) return;
+        it->second.reading = epoch;
+        if (!problem.empty() && problem != it->second.problem)
+          log::error("placement: rank {} reads epoch {}: {}", rank, epoch, problem);
+        it->second.problem = problem.substr(0, 1000);
+      },
+      [=](rows_atom, int from, int owner, const std::string& ids) {
+        return relay_rows(self, from, owner, ids);
       },
       [=](plan_atom, int epoch, const std::string& fap) -> caf::result<ok_atom> {
         if (!trusted_sender(self)) return unauthorized("plan");  // rank 0's placement only
@@ -261,15 +298,22 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
       [=](ready_atom, const std::string& bridge_address) {
         self->send(coord, ready_atom::value, o.rank, bridge_address);
       },
+      // Rows of its own copy lent to a rank building its shard: asked by the coordinator only.
+      [=](rows_atom, int to, const std::string& ids) -> caf::result<std::string, std::string> {
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != coord.address())
+          return caf::make_error(caf::sec::runtime_error, "rows: only the coordinator asks");
+        return lent(o.lend, to, ids);
+      },
   };
 }
 
 }  // namespace
 
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
-                             std::string bridge, std::string token, std::string plan) {
+                             std::string bridge, std::string token, std::string plan,
+                             lend_fn lend) {
   return sys.spawn(coordinator, std::move(name), std::move(descriptor), std::move(bridge),
-                   std::move(token), std::move(plan));
+                   std::move(token), std::move(plan), std::move(lend));
 }
 
 caf::actor spawn_member(caf::actor_system& sys, caf::actor coordinator, member_options options) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "actors/atoms.hpp"
+#include "core/status.hpp"
 
 namespace spindle::actors {
 
@@ -34,12 +35,25 @@ namespace spindle::actors {
 ///   (shard_atom, rank, epoch, descriptor)  the rank built its shard for that epoch; its
 ///                    previous one stays listed as old_descriptor/old_epoch until retired
 ///   (retire_atom, rank, epoch)  the rank freed its shard of that epoch
-///   (reading_atom, rank, epoch)  the rank's pipeline reads the plan of that epoch now
+///   (reading_atom, rank, epoch, problem)  the rank's pipeline reads the plan of that epoch
+///                    now; `problem` (empty: none) says why it cannot build or read the
+///                    target epoch, listed as "placement_error"
+///   (rows_atom, from, owner, ids) -> (descriptor, held)  rank `from`, building its shard,
+///                    asks rank `owner` (rank 0 itself, or the member it asks in turn) to lend
+///                    the rows of `ids` its own copy of the dataset holds (see lend_fn)
 /// GNN models loaded at run time (every node with a door serves them):
 ///   (models_atom, token) -> JSON object {name: model directory}
 ///   (models_atom, "add" | "remove", name, directory, token) -> ok_atom
+/// Lends rows of this node's own copy of the dataset to rank `to`: `ids` holds
+/// node ids (int64, host order: every rank runs the same build); the answer is the
+/// descriptor of a UCX region holding the rows it has back to back, and one byte
+/// per id (1: lent). Empty `ids` frees what was lent to `to`. Runs on a CAF thread.
+using lend_fn =
+    std::function<expected<std::pair<std::string, std::string>>(int to, const std::string& ids)>;
+
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
-                             std::string bridge, std::string token, std::string plan = {});
+                             std::string bridge, std::string token, std::string plan = {},
+                             lend_fn lend = {});
 
 struct member_options {
   int rank = 1;
@@ -53,6 +67,7 @@ struct member_options {
   std::function<void()> on_coordinator_down;
   /// Called (on a CAF thread) when the coordinator refused the join, with the reason.
   std::function<void(const std::string&)> on_join_failed;
+  lend_fn lend;  // answers the coordinator's (rows_atom) asks; empty: it holds no dataset
 };
 
 /// Spawns a member node actor that joins `coordinator`. It answers (status_atom)

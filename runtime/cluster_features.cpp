@@ -34,7 +34,6 @@ std::string descriptor_for(const member_info& m, int epoch) {
 struct cluster_features::epoch_state {
   int epoch = 0;
   std::shared_ptr<const features::placement_plan> plan;
-  std::vector<std::vector<std::byte>> copies;
   std::vector<std::unique_ptr<ucx::remote_region>> regions;
   std::vector<std::unique_ptr<offset_reader>> windows;  // one per remote shard
   std::map<int, std::vector<int>> shards_of;            // rank -> its shards
@@ -97,30 +96,18 @@ expected<std::unique_ptr<cluster_features::epoch_state>> cluster_features::attac
   const auto& plan = *st->plan;
   const int my_rank = shard_.rank();
   std::vector<features::shard_access> access(plan.shards.size());
-  bool host_taken = false;
+  // This rank's own shards, every tier, are in its region for the epoch (the rows
+  // it holds for this plan), each at its slot.
+  SPINDLE_ASSIGN_OR_RETURN(auto own, region_layout(plan, my_rank, dim_));
+  if (!mine->own_rows)
+    return make_error(errc::unavailable, "rank {} holds no region for placement epoch {}", my_rank,
+                      epoch);
+  for (const auto& slot : own) access[std::size_t(slot.shard)] = {mine->own_rows + slot.offset};
   std::map<int, ucx::remote_region*> region_of;
   for (std::size_t i = 0; i < plan.shards.size(); ++i) {
     const int server = plan.shards[i].server;
     st->shards_of[server].push_back(int(i));
-    if (server == my_rank) {
-      if (plan.shards[i].tier == features::shard_tier::host && mine->own_rows && !host_taken) {
-        access[i] = {mine->own_rows, nullptr, 0.0};
-        host_taken = true;
-        continue;
-      }
-      auto& copy = st->copies.emplace_back(
-          features::shard_bytes(plan.lookup.shard_row_count(features::shard_index(i)), dim_));
-      const auto rows = plan.lookup.shard_rows(features::shard_index(i));
-      for (std::size_t k = 0; k < rows.size(); ++k) {  // whole dataset or this rank's partition
-        const float* row = shard_.dataset().feature_row(std::int64_t(rows[k]));
-        if (!row)
-          return make_error(errc::corrupt_data, "rank {}: node {} of shard {} is not in {}",
-                            my_rank, rows[k], i, shard_.dataset().dir());
-        std::memcpy(copy.data() + k * dim_ * 4, row, std::size_t(dim_) * 4);
-      }
-      access[i] = {copy.data(), nullptr, 0.0};
-      continue;
-    }
+    if (server == my_rank) continue;
     auto it = alive.find(server);
     const auto desc_text = it == alive.end() ? std::string() : descriptor_for(it->second, epoch);
     if (desc_text.empty())
@@ -161,9 +148,17 @@ void cluster_features::switch_epoch(const std::map<int, member_info>& alive) {
       !owners_published(*latest.plan, latest.epoch, shard_.rank(), alive))
     return;
   auto next = attach(latest.epoch, alive);
-  if (!next) {
-    log::warn("placement epoch {} cannot be read yet: {}", latest.epoch, next.error().to_string());
+  if (!next) {  // the epoch it reads goes on serving; the coordinator is told (problem)
+    auto why = fmt::format("rank {} cannot read placement epoch {} (it reads epoch {}): {}",
+                           shard_.rank(), latest.epoch, now_->epoch, next.error().to_string());
+    std::lock_guard lock(problem_mu_);
+    if (why != problem_) log::error("{}", why);
+    problem_ = std::move(why);
     return;
+  }
+  {
+    std::lock_guard lock(problem_mu_);
+    problem_.clear();
   }
   log::info("rank {}: gathers read placement epoch {} now (was {})", shard_.rank(), latest.epoch,
             now_->epoch);
@@ -219,6 +214,11 @@ void cluster_features::apply_membership() {
 std::vector<cluster_features::epoch_rows> cluster_features::rows_by_epoch() {
   std::lock_guard lock(gather_mu_);
   return by_epoch_;
+}
+
+std::string cluster_features::problem() const {
+  std::lock_guard lock(problem_mu_);
+  return problem_;
 }
 
 void cluster_features::refresh() {

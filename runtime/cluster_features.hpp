@@ -5,7 +5,8 @@
 // where its mapped rows would stay readable; a member that rejoined with a new
 // region is attached and read again). After a re-plan it switches to the new
 // placement epoch between two gathers, once every owner of the new plan has
-// published its shard, and says so (reading_epoch). One instance per pipeline thread.
+// published its shard, and says so (reading_epoch); an epoch it cannot attach
+// leaves it on the one it reads, and says why (problem). One instance per pipeline thread.
 #pragma once
 
 #include <atomic>
@@ -37,6 +38,7 @@ struct member_info {
   std::string old_descriptor;  // its previous epoch's region until retired
   int old_epoch = -1;
   int reading = 0;  // the epoch its pipeline reads
+  std::string problem;  // why it cannot build or read the target epoch ("" if nothing)
   int target = 0;   // rank 0 only: the placement epoch the cluster moves to
   std::string fap;  // rank 0 only: where the target plan's observed FAP is read
   bool operator==(const member_info&) const = default;
@@ -60,9 +62,9 @@ class member_view {
 
 class cluster_features {
  public:
-  /// Reads the newest epoch of `shard` (this rank's own host shard, by
-  /// pointer) whose other owners are all alive in `view` with a region for it;
-  /// other shards of this rank are copied from the dataset.
+  /// Reads the newest epoch of `shard` (this rank's own shards, every tier, by
+  /// pointer into its region for that epoch) whose other owners are all alive in
+  /// `view` with a region for it.
   /// `ready`: the member list that was seen readable, attached from (the view
   /// may meanwhile hold an older poll's answer); null: the view's snapshot.
   static expected<std::unique_ptr<cluster_features>> create(
@@ -89,6 +91,9 @@ class cluster_features {
   /// Applies membership and epoch changes now, between two gathers (any thread;
   /// so an idle pipeline also leaves an old epoch).
   void refresh();
+  /// Why the newest epoch every owner published cannot be read, naming it and the
+  /// epoch still read ("" once it reads the newest); any thread.
+  std::string problem() const;
 
  private:
   struct epoch_state;
@@ -116,6 +121,8 @@ class cluster_features {
   std::vector<epoch_rows> by_epoch_;  // guarded by gather_mu_; back() is the current epoch
   std::unique_ptr<features::access_counter> accesses_;
   std::uint64_t gathers_ = 0;
+  mutable std::mutex problem_mu_;
+  std::string problem_;
 };
 
 }  // namespace spindle::runtime

@@ -21,6 +21,7 @@
 #include "runtime/coordinator_loss.hpp"
 #include "runtime/launched_ranks.hpp"
 #include "runtime/node_door.hpp"
+#include "runtime/peer_rows.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::runtime {
@@ -117,9 +118,11 @@ status join(node_parts& n, caf::actor_system& sys, const config::topology& topo,
   const int rank = a.rank;
   const std::string descriptor = n.sn.shard ? n.sn.shard->descriptor(0) : "";
   const std::string plan = n.sn.shard ? n.sn.shard->start_plan_checksum() : "";
+  // Rows of its own copy, lent to a peer that cannot read them elsewhere.
+  const auto lend = n.sn.shard ? lend_hook(*n.sn.shard) : actors::lend_fn{};
   if (rank == 0) {
-    n.self_actor = actors::spawn_coordinator(sys, me.name, descriptor,
-                                             n.bridge ? n.bridge->address : "", n.sn.token, plan);
+    n.self_actor = actors::spawn_coordinator(
+        sys, me.name, descriptor, n.bridge ? n.bridge->address : "", n.sn.token, plan, lend);
     n.coord = n.self_actor;
     return status::ok();
   }
@@ -137,7 +140,8 @@ status join(node_parts& n, caf::actor_system& sys, const config::topology& topo,
          fmt::print(stderr, "spindle: error: {}\n", why);
          std::fflush(nullptr);
          std::_Exit(1);
-       }});
+       },
+       lend});
   return status::ok();
 }
 

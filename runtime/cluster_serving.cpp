@@ -328,6 +328,15 @@ bool placement_applied(const std::map<int, member_info>& ms, int target) {
   return true;
 }
 
+// " (rank R: problem; ...)" for the ranks that report one, else "".
+std::string placement_problems(const std::map<int, member_info>& ms) {
+  std::string out;
+  for (const auto& [rank, m] : ms)
+    if (!m.problem.empty())
+      out += fmt::format("{}rank {}: {}", out.empty() ? " (" : "; ", rank, m.problem);
+  return out.empty() ? out : out + ")";
+}
+
 }  // namespace
 
 // Waits (30 s at most) for the placement's last re-plan to be applied on every
@@ -344,10 +353,12 @@ void cluster_gnn::report_placement() {
              st.window_requests);
   if (st.epoch == 0) return;
   bool applied = false;
+  std::string problems;  // what the ranks said keeps them from the epoch
   for (int i = 0; i < 300 && !applied; ++i) {
     auto ms = live_members(sys, p_->node.coordinator, p_->node.token);
     applied = ms && placement_applied(*ms, st.epoch);
     if (!applied) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (ms) problems = placement_problems(*ms);
   }
   const auto now = p_->node.shard.latest();
   const auto fap =
@@ -356,7 +367,7 @@ void cluster_gnn::report_placement() {
   fmt::print(
       "placement epoch {} {}: rows moved since epoch 0 {}; expected gather per 16-seed batch "
       "under all observed accesses {:.1f} us on epoch 0's plan, {:.1f} us now\n",
-      st.epoch, applied ? "applied" : "not applied within 30 s",
+      st.epoch, applied ? "applied" : fmt::format("not applied within 30 s{}", problems),
       features::rows_moved(*p_->first_plan, *now.plan),
       features::expected_latency_us(topo, *p_->first_plan, fap, 16),
       features::expected_latency_us(topo, *now.plan, fap, 16));

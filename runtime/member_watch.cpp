@@ -25,6 +25,7 @@ expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const 
                                              m.value("old_descriptor", std::string()),
                                              m.value("old_epoch", -1),
                                              m.value("reading", 0),
+                                             m.value("placement_error", std::string()),
                                              m.value("target", 0),
                                              m.value("fap", std::string())};
           },

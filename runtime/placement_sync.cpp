@@ -1,11 +1,11 @@
 #include "runtime/placement_sync.hpp"
 
 #include <caf/scoped_actor.hpp>
-
 #include <cstring>
 
 #include "actors/node_actor.hpp"
 #include "core/log.hpp"
+#include "runtime/peer_rows.hpp"
 
 namespace spindle::runtime {
 
@@ -47,28 +47,35 @@ void placement_sync::catch_up(const member_info& coordinator,
   std::vector<std::int32_t> home(n);
   std::memcpy(fap.data(), blob.data(), n * sizeof(double));
   std::memcpy(home.data(), blob.data() + n * sizeof(double), n * sizeof(std::int32_t));
-  // A reader of the epoch being served, for the rows this node does not hold yet:
-  // they come from their current owners (one-sided gets), not from a local copy.
-  member_view view;
-  view.update(alive);
-  auto reader = cluster_features::create(shard_, view, &alive);
-  if (!reader)
-    log::warn("rank {}: no reader of placement epoch {} for the migration: {}", rank,
-              shard_.latest().epoch, reader.error().to_string());
-  const rank_shard::row_fetch fetch = reader ? (*reader)->source() : rank_shard::row_fetch{};
+  // The rows this node does not hold yet come from their owners' regions: of the
+  // epoch it serves (a migration) and of the target itself (peers that built it
+  // already: a node restarted after a re-plan, whose epoch 0 its peers freed);
+  // then from its own copy; then lent by its peers' own copies (rows only a dead
+  // rank's region held).
+  const auto serving = shard_.latest();
+  rank_shard::row_sources from;
+  from.owners = [&](const features::placement_plan& next, std::span<const std::int64_t> ids,
+                    float* out, std::vector<std::uint8_t>& have) {
+    auto now = read_published(shard_, *serving.plan, serving.epoch, alive, ids, out, have);
+    auto ahead = read_published(shard_, next, target, alive, ids, out, have);
+    return now.is_ok() ? now : ahead;
+  };
+  from.copies = lent_by_peers(coordinator_, shard_, alive);
   expected<rank_shard::build_report> built =
-      st.is_ok() ? shard_.build(target, fap, home, fetch) : expected<rank_shard::build_report>(st);
+      st.is_ok() ? shard_.build(target, fap, home, from) : expected<rank_shard::build_report>(st);
   if (!built) {
-    log::error("rank {}: placement epoch {} failed (retrying in 1 s): {}", rank, target,
-               built.error().to_string());
+    problem_ = fmt::format("placement epoch {} failed: {}", target, built.error().to_string());
+    log::error("rank {}: {} (retrying in 1 s)", rank, problem_);
     retry_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     return;
   }
+  problem_.clear();
   log::info(
       "rank {}: shard of placement epoch {} ready: {} rows ({} kept, {} fetched from their "
-      "owners, {} from its own copy), {} rows moved in the cluster, {:.3f} s",
-      rank, target, built->rows, built->kept, built->fetched, built->from_disk, built->moved,
-      built->seconds);
+      "owners, {} from its own copy, {} lent by peers' copies), {} rows moved in the cluster, "
+      "{:.3f} s",
+      rank, target, built->rows, built->kept, built->fetched, built->from_disk, built->lent,
+      built->moved, built->seconds);
   send_as_member(coordinator_, actors::shard_atom::value, rank, target, shard_.descriptor(target));
 }
 
@@ -76,9 +83,12 @@ void placement_sync::report_reading() {
   auto* reader = reader_.load();
   if (reader && reader->reading_epoch() < shard_.latest().epoch) reader->refresh();
   const int reading = reader ? reader->reading_epoch() : shard_.latest().epoch;
-  if (reading == reported_) return;
-  send_as_member(coordinator_, actors::reading_atom::value, shard_.rank(), reading);
+  std::string problem = problem_;
+  if (problem.empty() && reader) problem = reader->problem();
+  if (reading == reported_ && problem == reported_problem_) return;
+  send_as_member(coordinator_, actors::reading_atom::value, shard_.rank(), reading, problem);
   reported_ = reading;
+  reported_problem_ = std::move(problem);
 }
 
 // Frees the shards of epochs no live member reads any more.

@@ -1,12 +1,11 @@
 // A node's side of a placement re-plan, run at every member-watch poll: when
 // rank 0 announces a target epoch newer than this node's shard, it reads the
 // observed FAP one-sidedly from rank 0, builds its shard of the new plan beside
-// the old one (rank_shard::build: rows new to this node are read from their
-// current owners with one-sided UCX gets, through a reader of the serving epoch)
-// and publishes it; it reports the epoch its
-// pipeline reads; and once every live member reads the new epoch it frees the
-// old shard. A node that restarts mid-way starts at epoch 0 and catches up the
-// same way. The reader switches epochs itself (cluster_features).
+// the old one (rank_shard::build, rows new to this node from peer_rows) and
+// publishes it; it reports the epoch its pipeline reads, with what keeps it from
+// the target; and once every live member reads the new epoch it frees the old
+// shard. A node restarted after a re-plan starts at epoch 0 and builds the
+// target directly from its peers. The reader switches epochs itself (cluster_features).
 #pragma once
 
 #include <atomic>
@@ -39,6 +38,8 @@ class placement_sync {
   rank_shard& shard_;
   std::atomic<cluster_features*> reader_{nullptr};
   int reported_ = -1;
+  std::string reported_problem_;
+  std::string problem_;  // the last build's failure (empty: none); watch thread only
   std::chrono::steady_clock::time_point retry_at_{};
 };
 

@@ -1,5 +1,6 @@
 #include "runtime/rank_shard.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -67,6 +68,7 @@ rank_shard::~rank_shard() {
   std::lock_guard lock(mu_);
   regions_.clear();
   blobs_.clear();
+  lent_.clear();
 }
 
 namespace {
@@ -156,7 +158,7 @@ status rank_shard::follow_updates(graph_update_args a) {
 expected<std::unique_ptr<rank_shard::region>> rank_shard::fill(const features::placement_plan& plan,
                                                                const epoch_plan* previous,
                                                                build_report& r,
-                                                               const row_fetch& fetch) {
+                                                               const row_sources& from) {
   const auto dim = std::uint32_t(ds_.feature_dim());
   const std::size_t row_bytes = std::size_t(dim) * sizeof(float);
   SPINDLE_ASSIGN_OR_RETURN(auto layout, region_layout(plan, rank_, dim));
@@ -189,43 +191,84 @@ expected<std::unique_ptr<rank_shard::region>> rank_shard::fill(const features::p
     }
     r.rows += rows.size();
   }
-  SPINDLE_TRY(place_wanted(wanted, wanted_at, row_bytes, fetch, r));
+  SPINDLE_TRY(place_wanted(plan, wanted, wanted_at, row_bytes, from, r));
   auto reg = std::make_unique<region>(std::move(mem));
   SPINDLE_TRY(describe(*reg));
   return reg;
 }
 
-status rank_shard::place_wanted(std::span<const std::int64_t> wanted,
-                                std::span<std::byte* const> at, std::size_t row_bytes,
-                                const row_fetch& fetch, build_report& r) const {
-  if (wanted.empty()) return status::ok();
-  status fetched = make_error(errc::unavailable, "no reader of the serving epoch");
-  std::vector<float> rows;
-  if (fetch) {
-    rows.resize(wanted.size() * row_bytes / sizeof(float));
-    fetched = fetch(wanted, rows.data());
+namespace {
+
+// Runs `fetch` over the rows of `ids` not yet had; the rows it fills land in
+// `rows` at their positions in `ids`. Returns its status (ok with nothing to do).
+status fetch_missing(const rank_shard::row_fetch& fetch, const features::placement_plan& next,
+                     std::span<const std::int64_t> ids, std::vector<std::uint8_t>& have,
+                     std::vector<float>& rows, std::size_t dim) {
+  if (!fetch) return make_error(errc::unavailable, "no reader of the cluster's rows");
+  std::vector<std::int64_t> missing;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (!have[i]) missing.push_back(ids[i]), where.push_back(i);
+  if (missing.empty()) return status::ok();
+  std::vector<float> got(missing.size() * dim);
+  std::vector<std::uint8_t> got_have(missing.size(), 0);
+  auto st = fetch(next, missing, got.data(), got_have);
+  for (std::size_t k = 0; k < missing.size(); ++k) {
+    if (!got_have[k]) continue;
+    std::memcpy(rows.data() + where[k] * dim, got.data() + k * dim, dim * sizeof(float));
+    have[where[k]] = 1;
   }
-  if (fetched) {
-    for (std::size_t i = 0; i < wanted.size(); ++i)
-      std::memcpy(at[i], reinterpret_cast<const std::byte*>(rows.data()) + i * row_bytes,
-                  row_bytes);
-    r.fetched += wanted.size();
-    return status::ok();
+  return st;
+}
+
+std::uint64_t count_had(const std::vector<std::uint8_t>& have) {
+  return std::uint64_t(std::count(have.begin(), have.end(), std::uint8_t(1)));
+}
+
+// " (why)" for a source that failed, "" for one that answered.
+std::string failure(const status& st) {
+  return st.is_ok() ? std::string() : fmt::format(" ({})", st.message());
+}
+
+}  // namespace
+
+status rank_shard::place_wanted(const features::placement_plan& next,
+                                std::span<const std::int64_t> wanted,
+                                std::span<std::byte* const> at, std::size_t row_bytes,
+                                const row_sources& from, build_report& r) const {
+  if (wanted.empty()) return status::ok();
+  const std::size_t dim = row_bytes / sizeof(float);
+  std::vector<float> rows(wanted.size() * dim);
+  std::vector<std::uint8_t> have(wanted.size(), 0);
+  const auto owners = fetch_missing(from.owners, next, wanted, have, rows, dim);
+  r.fetched = count_had(have);
+  for (std::size_t i = 0; i < wanted.size(); ++i) {  // this node's own copy
+    if (have[i]) continue;
+    const float* src = ds_.feature_row(wanted[i]);
+    if (!src) continue;  // a partition: the row lives only on its owners
+    std::memcpy(rows.data() + i * dim, src, row_bytes);
+    have[i] = 1;
+    ++r.from_disk;
+  }
+  status copies = status::ok();
+  if (r.fetched + r.from_disk < wanted.size()) {
+    copies = fetch_missing(from.copies, next, wanted, have, rows, dim);
+    r.lent = count_had(have) - r.fetched - r.from_disk;
   }
   for (std::size_t i = 0; i < wanted.size(); ++i) {
-    const auto* src = reinterpret_cast<const std::byte*>(ds_.feature_row(wanted[i]));
-    if (!src)  // a partition: the row lives only on its owners
+    if (!have[i])
       return make_error(errc::unavailable,
-                        "rank {}: node {}'s row is not in its partition {} and its owners could "
-                        "not be read ({})",
-                        rank_, wanted[i], ds_.dir(), fetched.message());
-    std::memcpy(at[i], src, row_bytes);
+                        "rank {}: node {}'s row ({} of {} rows this shard needs) is not in its "
+                        "copy {}, in no live owner's region{} and in no peer's copy{}",
+                        rank_, wanted[i], wanted.size() - count_had(have), wanted.size(), ds_.dir(),
+                        failure(owners), failure(copies));
+    std::memcpy(at[i], rows.data() + i * dim, row_bytes);
   }
-  if (fetch)
-    log::warn("rank {}: {} rows read from this node's copy of the dataset: their owners could "
-              "not be read ({})",
-              rank_, wanted.size(), fetched.message());
-  r.from_disk += wanted.size();
+  if (r.from_disk > 0 && from.owners && !ds_.partitioned())
+    log::warn(
+        "rank {}: {} rows read from this node's copy of the dataset: their owners could "
+        "not be read ({})",
+        rank_, r.from_disk, owners.message());
   return status::ok();
 }
 
@@ -259,7 +302,7 @@ std::string rank_shard::descriptor(int epoch) const {
 
 expected<rank_shard::build_report> rank_shard::build(int epoch, std::span<const double> fap,
                                                      std::span<const std::int32_t> home,
-                                                     const row_fetch& fetch) {
+                                                     const row_sources& from) {
   const auto start = std::chrono::steady_clock::now();
   const auto previous = latest();
   if (epoch <= previous.epoch)
@@ -269,7 +312,7 @@ expected<rank_shard::build_report> rank_shard::build(int epoch, std::span<const 
   auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
   build_report r;
   r.moved = features::rows_moved(*previous.plan, *shared);
-  SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r, fetch));
+  SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r, from));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard lock(mu_);
   plans_[epoch] = {epoch, shared, reg->memory.data()};
@@ -319,6 +362,38 @@ status rank_shard::read_blob(const std::string& descriptor, std::span<std::byte>
   SPINDLE_ASSIGN_OR_RETURN(auto remote, ucx::remote_region::attach(w, d));
   const read_op op{0, out.data(), out.size()};
   return remote->read({&op, 1});
+}
+
+expected<rank_shard::lent_rows> rank_shard::lend(int to, std::span<const std::int64_t> ids) {
+  if (ids.empty()) {
+    std::lock_guard lock(mu_);
+    lent_.erase(to);
+    return lent_rows{};
+  }
+  const std::size_t row_bytes = features::row_bytes_of(ds_);
+  lent_rows out;
+  out.held.assign(ids.size(), 0);
+  std::vector<const float*> rows;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= ds_.num_nodes())
+      return make_error(errc::invalid_argument,
+                        "rank {}: rows asked by rank {}: node {} is outside the graph's {} nodes",
+                        rank_, to, ids[i], ds_.num_nodes());
+    if (const float* row = ds_.feature_row(ids[i])) {
+      out.held[i] = 1;
+      rows.push_back(row);
+    }
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto mem, ucx::mapped_memory::allocate(
+                                         *ctx_, std::max<std::size_t>(1, rows.size() * row_bytes)));
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    std::memcpy(mem.data() + k * row_bytes, rows[k], row_bytes);
+  auto reg = std::make_unique<region>(std::move(mem));
+  SPINDLE_TRY(describe(*reg));
+  out.descriptor = reg->descriptor;
+  std::lock_guard lock(mu_);
+  lent_[to] = std::move(reg);
+  return out;
 }
 
 }  // namespace spindle::runtime

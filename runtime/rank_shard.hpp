@@ -4,7 +4,8 @@
 // made from the FAP the coordinator observed) gets a new UCX region built
 // beside the old one, so the old copy keeps serving until every reader has
 // switched, and is freed then. Also publishes small blobs for one-sided reads
-// (the observed FAP of a re-plan) and reads other nodes' blobs. Thread-safe.
+// (the observed FAP of a re-plan), reads other nodes' blobs, and lends rows of
+// its own copy of the dataset to a peer that cannot read them elsewhere. Thread-safe.
 #pragma once
 
 #include <functional>
@@ -78,22 +79,33 @@ class rank_shard {
   struct build_report {
     std::uint64_t rows = 0;       // rows of this node's new shard
     std::uint64_t kept = 0;       // copied from its previous shard
-    std::uint64_t fetched = 0;    // read from their current owners (one-sided UCX gets)
-    std::uint64_t from_disk = 0;  // read from this node's own copy (when a fetch failed)
+    std::uint64_t fetched = 0;    // read from their owners' regions (one-sided UCX reads)
+    std::uint64_t from_disk = 0;  // read from this node's own copy (its partition or the whole)
+    std::uint64_t lent = 0;       // lent by peers' own copies (rows no live region holds)
     std::uint64_t moved = 0;      // nodes whose owners changed in the cluster
     double seconds = 0;
   };
+  /// Fills what it can of `ids` (row i at out + i * dim floats), setting have[i]
+  /// for each row it filled and leaving rows already had alone; fails only when
+  /// it could try no row at all. `next` is the plan being built.
+  using row_fetch =
+      std::function<status(const features::placement_plan& next, std::span<const std::int64_t> ids,
+                           float* out, std::vector<std::uint8_t>& have)>;
+  /// Where the rows a new shard needs from outside its previous host shard come
+  /// from, in order: `owners` (the regions live peers publish: one-sided UCX
+  /// reads), this node's own copy of the dataset, then `copies` (rows its peers'
+  /// own copies hold, lent on request). A row none of them gives fails the build.
+  struct row_sources {
+    row_fetch owners;
+    row_fetch copies;
+  };
   /// Builds the shard of a new `epoch` from the FAP plan over `fap` that keeps
   /// rows on their `home` servers where it can (both published by rank 0, so
-  /// every node, a restarted one too, builds the same plan). Rows this
-  /// node held before are copied from its previous shard. Fails if `epoch` is
-  /// not newer.
-  /// `fetch` reads rows from their current owners (a cluster_features reader of the
-  /// serving epoch: one-sided UCX gets); rows it cannot read come from this node's
-  /// own copy when it has one (a whole dataset), else the build fails (a partition).
-  using row_fetch = std::function<status(std::span<const std::int64_t> ids, float* out)>;
+  /// every node, a restarted one too, builds the same plan). Rows this node held
+  /// before are copied from its previous shard, the others come from `from`.
+  /// Fails if `epoch` is not newer.
   expected<build_report> build(int epoch, std::span<const double> fap,
-                               std::span<const std::int32_t> home, const row_fetch& fetch = {});
+                               std::span<const std::int32_t> home, const row_sources& from = {});
   /// Frees every epoch before `epoch` (no reader uses them any more).
   void retire_before(int epoch);
 
@@ -104,17 +116,29 @@ class rank_shard {
   /// Reads `bytes` bytes of the blob at `descriptor` one-sidedly into `out`.
   status read_blob(const std::string& descriptor, std::span<std::byte> out);
 
+  /// Rows of this node's own copy of the dataset (its partition, or the whole),
+  /// lent to rank `to` building a shard: those of `ids` the copy holds, back to
+  /// back in a UCX region of their own (replacing what was lent to `to` before),
+  /// with held[i] set for each. Empty `ids` frees what was lent to `to`. Fails
+  /// naming an id outside the graph.
+  struct lent_rows {
+    std::string descriptor;  // empty when nothing is lent
+    std::vector<std::uint8_t> held;
+  };
+  expected<lent_rows> lend(int to, std::span<const std::int64_t> ids);
+
  private:
   struct region;
   rank_shard(const config::topology& topo, graph::dataset ds, int rank);
   status follow_updates(graph_update_args a);
   expected<std::unique_ptr<region>> fill(const features::placement_plan& plan,
                                          const epoch_plan* previous, build_report& r,
-                                         const row_fetch& fetch = {});
+                                         const row_sources& from = {});
   status describe(region& reg) const;
   // The rows a new shard needs from outside its previous host shard, into `at`.
-  status place_wanted(std::span<const std::int64_t> wanted, std::span<std::byte* const> at,
-                      std::size_t row_bytes, const row_fetch& fetch, build_report& r) const;
+  status place_wanted(const features::placement_plan& next, std::span<const std::int64_t> wanted,
+                      std::span<std::byte* const> at, std::size_t row_bytes,
+                      const row_sources& from, build_report& r) const;
 
   config::topology topo_;
   graph::dataset ds_;
@@ -129,6 +153,7 @@ class rank_shard {
   std::map<int, epoch_plan> plans_;
   std::map<int, std::unique_ptr<region>> regions_;
   std::map<int, std::unique_ptr<region>> blobs_;
+  std::map<int, std::unique_ptr<region>> lent_;  // by the rank they are lent to
 };
 
 }  // namespace spindle::runtime

@@ -1,6 +1,7 @@
-// Shared by the cluster tests (cluster_test.cpp, cluster_door_test.cpp): free
-// ports, real `spindle node` processes and their status, and a three-server
-// Cora cluster with a GraphSAGE model and its single-process reference.
+// Shared by the cluster tests (cluster_test.cpp, cluster_door_test.cpp,
+// cluster_restart_test.cpp): free ports, real `spindle node` processes and their
+// status, a three-server Cora cluster (whole or partitioned) with a GraphSAGE
+// model and its single-process reference, and calls through a door.
 #pragma once
 
 #include <arpa/inet.h>
@@ -190,6 +191,24 @@ struct cora_cluster {
   }
 };
 
+// `spindle partition` of c's Cora over its servers into c.dir/parts; the whole
+// dataset is then moved away (only the test process reads it, for the
+// single-process answers) and the ranks are given the partition.
+inline void partition(cora_cluster& c) {
+  const std::string parts = c.dir + "/parts";
+  auto part = child_process::spawn(
+      {SPINDLE_BINARY, "partition", c.cora, "--config", c.config, "--out", parts},
+      {"SPINDLE_PROGRESS=0"});
+  ASSERT_TRUE(part.has_value());
+  auto summary = part->wait_for("every rank also holds", 120'000);
+  ASSERT_TRUE(summary.has_value()) << summary.error().to_string();
+  ASSERT_EQ(part->wait(), 0);
+  const std::string full = c.dir + "/whole";
+  std::filesystem::rename(c.cora, full);
+  c.cora = full;
+  c.serve = parts;
+}
+
 // The coordinator's flags for re-planning the placement while serving, soon.
 inline const std::vector<std::string> kReplanSoon = {"--replan-drift", "0.05",
                                                      "--replan-min-requests", "2000"};
@@ -249,6 +268,43 @@ inline void send_and_close(int port, const std::string& bytes) {
   [[maybe_unused]] auto w = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ::close(fd);
+}
+
+/// `spindle client --connect endpoint --token-file token ARGS...`: its output, exit 0 expected.
+inline std::function<std::string(std::vector<std::string>)> door_client(const std::string& endpoint,
+                                                                        const std::string& token) {
+  return [endpoint, token](std::vector<std::string> args) {
+    std::vector<std::string> argv = {SPINDLE_BINARY, "client",       "--connect",
+                                     endpoint,       "--token-file", token};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto p = child_process::spawn(argv);
+    std::string out;
+    while (auto line = p->read_line(30'000)) out += *line;
+    EXPECT_EQ(p->wait(), 0) << out;
+    return out;
+  };
+}
+
+/// Requests 0..63 of the workload generator and one process's answers to them.
+struct one_process_answers {
+  std::vector<serving::gnn_request> reqs;
+  serving::batch_result want;
+  explicit one_process_answers(const cora_cluster& c)
+      : reqs(serving::degree_requests(*graph::dataset::open(c.cora), 64)),
+        want(single_process_results(c, reqs)) {}
+};
+
+/// Every `step`-th request through the door `client` answers as one process does.
+inline void expect_door_answers(const std::function<std::string(std::vector<std::string>)>& client,
+                                const one_process_answers& one, std::size_t step) {
+  for (std::size_t i = 0; i < one.reqs.size(); i += step) {
+    auto out = nlohmann::json::parse(
+        client({"--model", "graphsage", "infer", "--seeds", std::to_string(one.reqs[i].seeds[0]),
+                "--sampler-seed", std::to_string(one.reqs[i].sampler_seed), "--json"}));
+    EXPECT_EQ(out["status"], "ok") << out.dump();
+    if (out["status"] != "ok") return;
+    EXPECT_EQ(out["outputs"].get<std::vector<float>>(), one.want.outputs[i]) << "request " << i;
+  }
 }
 
 // The environment selecting a UCX transport ("" keeps UCX's default).

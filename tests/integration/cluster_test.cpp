@@ -284,14 +284,8 @@ TEST_P(cluster_serving_test, servers_with_a_disk_tier_answer_exactly_like_one_pr
 TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_process) {
   cora_cluster c("cluster_partition");
   ASSERT_TRUE(c.ready()) << "spindle prepare failed";
-  const std::string parts = c.dir + "/parts";
-  auto part = child_process::spawn(
-      {SPINDLE_BINARY, "partition", c.cora, "--config", c.config, "--out", parts},
-      {"SPINDLE_PROGRESS=0"});
-  ASSERT_TRUE(part.has_value());
-  auto summary = part->wait_for("every rank also holds", 120'000);
-  ASSERT_TRUE(summary.has_value()) << summary.error().to_string();
-  ASSERT_EQ(part->wait(), 0);
+  ASSERT_NO_FATAL_FAILURE(partition(c));
+  const std::string parts = c.serve;
   const auto full_bytes = std::filesystem::file_size(c.cora + "/features.npy");
   for (int rank : {0, 1, 2}) {
     const std::string r = parts + "/rank-" + std::to_string(rank);
@@ -299,10 +293,6 @@ TEST_P(cluster_serving_test, ranks_serving_only_their_partition_answer_like_one_
     EXPECT_LT(std::filesystem::file_size(r + "/part_features.npy"), full_bytes) << r;
     EXPECT_TRUE(std::filesystem::exists(r + "/indices.npy")) << r;  // the graph, replicated
   }
-  const std::string full = c.dir + "/whole";  // only this test process reads it
-  std::filesystem::rename(c.cora, full);
-  c.cora = full;
-  c.serve = parts;
   const auto env = ucx_env(GetParam());
   // With re-placement while serving: a partition has no copy of the rows it does
   // not own, so every row a new epoch moves is read from its owner over UCX.

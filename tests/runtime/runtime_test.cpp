@@ -1,6 +1,7 @@
 // The node runtime tested as a library (no `spindle` process): the layout of a
 // node's published region over its tiers, a node's shard of a multi-tier
-// placement, and the model registry's refusals.
+// placement, rows lent from a node's own copy, a reader that cannot attach the
+// next placement epoch, and the model registry's refusals.
 #include <gtest/gtest.h>
 
 #include <caf/all.hpp>
@@ -8,6 +9,8 @@
 
 #include "../actors/small_gnn.hpp"
 #include "features/feature_shard.hpp"
+#include "features/placement.hpp"
+#include "runtime/cluster_features.hpp"
 #include "runtime/gnn_models.hpp"
 #include "runtime/rank_shard.hpp"
 
@@ -57,6 +60,69 @@ TEST(runtime_test, region_layout_names_a_server_without_host_memory) {
   auto bad = region_layout(*(*shard)->latest().plan, 5, 16);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().to_string().find("server 5"), std::string::npos);
+}
+
+// A node lends the rows its own copy holds, back to back in a region a peer
+// reads one-sidedly; an id outside the graph is refused by name.
+TEST(runtime_test, a_node_lends_rows_of_its_own_copy) {
+  actors::test_support::small_gnn f("node_lend", 10, 16, 16, 4);
+  auto shard = rank_shard::start(two_tier_topology(20000), f.dir, 0);
+  ASSERT_TRUE(shard.has_value()) << shard.error().to_string();
+  const std::vector<std::int64_t> ids = {5, 900, 17};
+  auto lent = (*shard)->lend(1, ids);
+  ASSERT_TRUE(lent.has_value()) << lent.error().to_string();
+  EXPECT_EQ(lent->held, (std::vector<std::uint8_t>{1, 1, 1}));  // a whole copy holds every row
+  std::vector<float> rows(ids.size() * 16);
+  ASSERT_TRUE((*shard)->read_blob(lent->descriptor, std::as_writable_bytes(std::span(rows))));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    for (std::size_t c = 0; c < 16; ++c)
+      ASSERT_EQ(rows[i * 16 + c], f.ds->features()[std::size_t(ids[i]) * 16 + c]) << ids[i];
+  auto bad = (*shard)->lend(1, std::vector<std::int64_t>{3, 1 << 20});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().to_string().find("node 1048576 is outside the graph"), std::string::npos)
+      << bad.error().to_string();
+  EXPECT_TRUE((*shard)->lend(1, {}).has_value());  // frees the loan
+}
+
+// The next epoch's owner published a region too small for its shards: the
+// reader stays on the epoch it reads, gathers go on answering right, and it
+// says why, naming both epochs.
+TEST(runtime_test, a_reader_that_cannot_attach_the_next_epoch_keeps_its_own_and_says_why) {
+  actors::test_support::small_gnn f("node_attach", 10, 16, 16, 4);
+  const auto topo = two_tier_topology(20000);
+  auto zero = rank_shard::start(topo, f.dir, 0);
+  auto one = rank_shard::start(topo, f.dir, 1);
+  ASSERT_TRUE(zero.has_value() && one.has_value());
+  auto& a = **zero;
+  auto& b = **one;
+  std::map<int, member_info> alive = {{0, {a.descriptor(0)}}, {1, {b.descriptor(0)}}};
+  member_view view;
+  view.update(alive);
+  auto reader = cluster_features::create(a, view);
+  ASSERT_TRUE(reader.has_value()) << reader.error().to_string();
+  const std::vector<std::int64_t> ids = {0, 1, 2, 500, 1000, 1023};
+  auto expect_rows = [&] {
+    std::vector<float> out(ids.size() * 16);
+    ASSERT_TRUE((*reader)->source()(ids, out.data()));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      for (std::size_t c = 0; c < 16; ++c)
+        ASSERT_EQ(out[i * 16 + c], f.ds->features()[std::size_t(ids[i]) * 16 + c]) << ids[i];
+  };
+  expect_rows();
+  const auto home = features::home_servers(*a.latest().plan);
+  const std::vector<double> fap(f.ds->fap().begin(), f.ds->fap().end());
+  ASSERT_TRUE(a.build(1, fap, home).has_value());  // a whole copy: every row from its own copy
+  auto small = b.publish_blob(1, std::vector<std::byte>(16));
+  ASSERT_TRUE(small.has_value());
+  alive[0] = {a.descriptor(1), "", false, 1, a.descriptor(0), 0};
+  alive[1] = {*small, "", false, 1, b.descriptor(0), 0};
+  view.update(alive);
+  (*reader)->refresh();
+  EXPECT_EQ((*reader)->reading_epoch(), 0);
+  const auto why = (*reader)->problem();
+  EXPECT_NE(why.find("cannot read placement epoch 1 (it reads epoch 0)"), std::string::npos) << why;
+  EXPECT_NE(why.find("lies outside"), std::string::npos) << why;
+  expect_rows();
 }
 
 TEST(runtime_test, the_model_registry_refuses_a_wrong_width_and_a_duplicate_name) {
