@@ -170,6 +170,7 @@ transport::rpc::model_info info_of(const std::string& name, const gnn_entry& e,
                                {}};
   m.task = d.task;
   for (const auto& o : d.types.outputs) m.node_types.push_back(o.node_type);
+  m.pair_types = d.types.pair_types;
   m.versions = std::move(versions);
   if (std::find(m.versions.begin(), m.versions.end(), e.b.version) == m.versions.end())
     m.versions.push_back(e.b.version);

@@ -7,22 +7,25 @@
 # (Cap'n Proto, KServe HTTP with binary tensors, KServe gRPC), 1 and 2 calls
 # in flight; and the same weights through the parameter server
 # (`--dlrm-model`, tables in RocksDB behind the VDB and L1 cache, warmed at
-# start) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
+# start) over Cap'n Proto; and the same model with precision = "bf16" (its MLPs
+# in bfloat16 on AMX / AVX-512 BF16, summed in float32) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
 # Debian's OpenBLAS, 2 threads, OMP_WAIT_POLICY=PASSIVE, batches back to back.
 # First checks that both give the same scores for one batch.
-#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps"]
+#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16"]
 set -euo pipefail
 spindle=$(readlink -f "$1")
 rows=${2:-10000}
 batches=${3:-1,64,256,1024}
-doors=${4:-capnp http grpc ps}
+doors=${4:-capnp http grpc ps bf16}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=/usr/bin/python3
 work=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
 "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --write --rows "$rows"
-"$spindle" serve --rec-model "ctr=$work/m" --rec-workers 2 --listen 127.0.0.1:0 \
+cp -r "$work/m" "$work/m16"
+sed -i '/^\[model\]/a precision = "bf16"' "$work/m16/model.toml"
+"$spindle" serve --rec-model "ctr=$work/m" --rec-model "ctr16=$work/m16" --rec-workers 2 --listen 127.0.0.1:0 \
   --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
   --dlrm-model "$work/m" --dlrm-name ctr_ps --pdb "$work/pdb" > "$work/log" 2>&1 &
 server=$!
@@ -41,7 +44,8 @@ sparse = [[[int(rng.integers(0, r))] for r in m["table_rows"]] for _ in range(64
 json.dump({"dense": dense, "sparse": sparse}, open(sys.argv[2], "w"))
 PY
 "$spindle" client --connect "$door" --model ctr rec --input "$work/batch.json" --json > "$work/scores.json"
-"$py" - "$work/m" "$work/batch.json" "$work/scores.json" "$root" <<'PY'
+"$spindle" client --connect "$door" --model ctr16 rec --input "$work/batch.json" --json > "$work/scores16.json"
+"$py" - "$work/m" "$work/batch.json" "$work/scores.json" "$root" "$work/scores16.json" <<'PY'
 import json, sys, torch
 sys.path.insert(0, sys.argv[4] + "/bench/torch_baseline")
 import dlrm_torch as d
@@ -55,6 +59,8 @@ off = [torch.arange(len(b["dense"])) for _ in idx]
 want = model(dense, idx, off).detach().numpy().ravel()
 got = json.load(open(sys.argv[3]))["scores"]
 print("same scores: max |Spindle - PyTorch| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got, want)), len(got)))
+got16 = json.load(open(sys.argv[5]))["scores"]
+print("bf16 scores: max |Spindle bf16 - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got16, want)), len(got16)))
 PY
 
 declare -A torch_sps
@@ -75,7 +81,8 @@ for b in ${batches//,/ }; do
       http) args=(--connect "$http" --model ctr load --door http) ;;
       grpc) args=(--connect "$grpc" --model ctr load --door grpc) ;;
       ps) args=(--connect "$door" --model ctr_ps load) ;;
-      *) echo "unknown path $path (capnp http grpc ps)" >&2; exit 2 ;;
+      bf16) args=(--connect "$door" --model ctr16 load) ;;
+      *) echo "unknown path $path (capnp http grpc ps bf16)" >&2; exit 2 ;;
     esac
     for clients in 1 2; do
       "$spindle" client "${args[@]}" --batch "$b" --clients "$clients" \

@@ -1,5 +1,7 @@
 #include "graph/prepare.hpp"
 
+#include <fmt/ranges.h>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -45,8 +47,13 @@ status restrict_to_types(const dataset_metadata& meta, const metrics_request& m,
   for (const auto& name : m.seed_node_types) {
     const auto t = std::find_if(meta.node_types.begin(), meta.node_types.end(),
                                 [&](const auto& n) { return n.name == name; });
-    if (t == meta.node_types.end())
-      return make_error(errc::invalid_argument, "--seed-node-type {}: no such node type", name);
+    if (t == meta.node_types.end()) {
+      std::vector<std::string> names;
+      for (const auto& n : meta.node_types) names.push_back(n.name);
+      return make_error(errc::invalid_argument,
+                        "--seed-node-type {}: no such node type (the graph has {})", name,
+                        fmt::join(names, ", "));
+    }
     for (std::int64_t v = t->offset; v < t->offset + t->count; ++v)
       kept[std::size_t(v)] = p0[std::size_t(v)];
   }

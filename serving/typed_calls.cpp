@@ -84,6 +84,10 @@ status within_type(const graph::dataset& ds, const std::string& name,
   SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(name));
   const auto& info = ds.node_types()[std::size_t(t)];
   for (std::size_t i = first; i < seeds.size(); i += step) {
+    if ((seeds[i] < 0 || seeds[i] >= info.count) && step == 2)
+      return make_error(errc::invalid_argument,
+                        "pairs[{}][{}] = {} out of range for node type '{}' ({} nodes)", i / 2,
+                        i % 2, seeds[i], info.name, info.count);
     if (seeds[i] < 0 || seeds[i] >= info.count)
       return make_error(errc::invalid_argument,
                         "seed {} (position {}) out of range for node type '{}' ({} nodes)",

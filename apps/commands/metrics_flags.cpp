@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,7 +36,11 @@ status resolve_metrics_flags(const metrics_flags& f, graph::metrics_request& out
   if (!fanouts) return std::move(fanouts).error().with_context("--");
   out.fanouts = *fanouts;
   out.seeds = config::parse_seed_distribution(f.seed_distribution);
-  out.seed_node_types = f.seed_node_types;
+  out.seed_node_types.clear();
+  for (const auto& t : f.seed_node_types)  // each once, in the order given
+    if (!t.empty() && std::find(out.seed_node_types.begin(), out.seed_node_types.end(), t) ==
+                          out.seed_node_types.end())
+      out.seed_node_types.push_back(t);
   return status::ok();
 }
 

@@ -211,7 +211,8 @@ def _check_task(task, decoder, pair_types):
                            decoder != "dot"):
         raise ExportError("decoder= and pair_types= are for task='link' (a node model's answer "
                           "is its forward)")
-    if task == "link" and isinstance(decoder, str) and decoder != "dot":
+    import torch
+    if task == "link" and not (decoder == "dot" or isinstance(decoder, torch.nn.Module)):
         raise ExportError(f"decoder={decoder!r}: give 'dot' (z_u . z_v) or a module scoring a "
                           f"pair")
 

@@ -86,11 +86,17 @@ def is_dot(graph, value, skip):
 
 
 def decoder_args(decoder):
-    """How many tensors the decoder module's forward takes (2 or 3)."""
+    """How many tensors the decoder module's forward takes (2 or 3): its
+    positional arguments without a default."""
     import inspect
     params = list(inspect.signature(type(decoder).forward).parameters.values())[1:]
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return 3 if len(positional) == 3 else 2
+    needed = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+              and p.default is inspect.Parameter.empty]
+    if len(needed) not in (2, 3):
+        raise ExportError(f"decoder: {type(decoder).__name__}.forward takes {len(needed)} "
+                          f"arguments without defaults; a decoder takes (z_src, z_dst), (z_dict, "
+                          f"edge_label_index) or (z_src, z_dst, edge_label_index)")
+    return len(needed)
 
 
 def module_scores(decoder, form, pair, z, pairs):

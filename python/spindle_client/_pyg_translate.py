@@ -456,7 +456,8 @@ class Translator:
                                   f"(dim=-1)")
             value[node] = self._emit(node.name, name, [src], w)
         else:
-            hint = (" (a decoder computing the dot product is decoder='dot')"
+            hint = (" (a decoder that is exactly (z_src * z_dst).sum(-1) is decoder='dot'; a "
+                    "sum inside a larger decoder is not)"
                     if self.edge_index is None and name == "sum" else "")
             raise ExportError(f"{where}: {name} is not supported{hint}")
 

@@ -190,6 +190,13 @@ def test_served_pair_scores_equal_pyg(served):
             want = pyg_scores(enc, decoders["edge"], data, pairs)
             np.testing.assert_allclose(np.array(out["data"], dtype=np.float32), want, rtol=1e-4,
                                        atol=1e-4 * np.abs(want).max())
+            with urllib.request.urlopen(base + "/v2/models/edge", timeout=30) as r:
+                meta = json.loads(r.read())
+            names = [i["name"] for i in meta["inputs"]]
+            assert "pairs" in names and "seed_ids" not in names and "pair_ids" not in names, meta
+            with urllib.request.urlopen(base + "/v2/models/edge/config", timeout=30) as r:
+                config = json.loads(r.read())
+            assert config["parameters"]["pair_types"]["string_value"] == "user,movie", config
             # Embeddings of either type from the same model, by node type.
             z = enc(data.x_dict, data.edge_index_dict)
             np.testing.assert_allclose(c.infer_gnn([4], model="edge", node_type="movie"),

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -62,6 +63,7 @@ TEST_P(bf16_golden_test, scores_within_the_bound_of_fp32) {
   };
   ASSERT_TRUE(m->set_precision("bf16").is_ok());
   const float bf16 = run();
+  std::printf("%s: bf16 worst |score - PyTorch FP32| = %.2e\n", GetParam(), double(bf16));
   EXPECT_LE(bf16, kBf16ScoreBound);
   EXPECT_GT(bf16, 0.0f) << "the bf16 path did not run";
   ASSERT_TRUE(m->set_precision("fp32").is_ok());

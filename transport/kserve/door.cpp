@@ -108,8 +108,12 @@ model_metadata metadata_of(const rpc::model_info& m) {
       md.outputs.push_back({"scores", "FP32", {-1}, true});
       md.parameters["task"] = "link";
     }
-    if (!m.node_types.empty())  // a typed model: calls name one (parameters.node_type)
+    if (!m.node_types.empty()) {  // a typed model: calls name one (parameters.node_type)
       md.parameters["node_types"] = fmt::format("{}", fmt::join(m.node_types, ","));
+      std::erase_if(md.inputs, [](const auto& i) { return i.name.ends_with("_ids"); });  // refused
+    }
+    if (!m.pair_types.empty())  // pairs' ends, each numbered within its node type
+      md.parameters["pair_types"] = fmt::format("{}", fmt::join(m.pair_types, ","));
     return md;
   }
   md.inputs = {{"dense", "FP32", {-1, std::int64_t(m.input_width)}, false}};

@@ -118,6 +118,7 @@ struct model_info {
   std::vector<std::uint64_t> table_rows;  // recommendation models: rows of each table
   std::string task = "node";              // GNNs: node, or link (calls may give pairs to score)
   std::vector<std::string> node_types;    // a typed model: the node types a call may name
+  std::vector<std::string> pair_types;    // a typed link model: its pairs' (src, dst) node types
 };
 
 struct tunable {
