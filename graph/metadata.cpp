@@ -46,7 +46,11 @@ expected<array_record> record_from_json(const std::string& name, const json& j) 
   array_record r;
   SPINDLE_ASSIGN_OR_RETURN(r.file, field<std::string>(j, name, "file", "a string"));
   SPINDLE_ASSIGN_OR_RETURN(auto dtype, field<std::string>(j, name, "dtype", "a string"));
-  SPINDLE_ASSIGN_OR_RETURN(r.type, parse_dtype_name(dtype));
+  auto type = parse_dtype_name(dtype);
+  if (!type)
+    return make_error(errc::corrupt_data, "metadata.json: arrays.{}.dtype: {}", name,
+                      type.error().message());
+  r.type = *type;
   SPINDLE_ASSIGN_OR_RETURN(r.shape, field<std::vector<std::int64_t>>(j, name, "shape",
                                                                      "a list of integers"));
   SPINDLE_ASSIGN_OR_RETURN(r.bytes, field<std::uint64_t>(j, name, "bytes", "an unsigned integer"));
@@ -206,7 +210,10 @@ expected<dataset_metadata> read_metadata(const std::string& dir) {
   dataset_metadata m;
   try {
     json j = json::parse(*text);
-    SPINDLE_TRY(parse_metadata(j, m));
+    if (auto st = parse_metadata(j, m); !st)  // every error names the file
+      return st.message().find("metadata.json") != std::string::npos
+                 ? st
+                 : std::move(st).with_context(fmt::format("{}: ", path));
   } catch (const std::exception& e) {
     return make_error(errc::corrupt_data, "{}: {}", path, e.what());
   }
