@@ -2,6 +2,8 @@
 // node of a cluster described by a topology TOML (servers = ranks, rank 0 = the
 // coordinator), membership over CAF's middleman on each server's host:port.
 // What a node runs is runtime/cluster_node.hpp; this file holds `node`'s flags.
+#include <fmt/ranges.h>
+
 #include "apps/commands/command.hpp"
 #include "apps/commands/node_flags.hpp"
 #include "apps/commands/runtime_flags.hpp"
@@ -30,6 +32,28 @@ status check_calibration_flags(node_args& a) {
                       a.serving.calibration_out);
   SPINDLE_ASSIGN_OR_RETURN(a.serving.routing, serving::parse_routing_policy(a.policy));
   return status::ok();
+}
+
+// The flags only this node's door honours: without --listen no door opens, so
+// each one given is refused by name rather than ignored.
+constexpr const char* kDoorFlags[] = {
+    "--admin-token-file", "--metrics", "--access-log", "--http", "--grpc", "--max-connections",
+    "--max-connections-per-peer", "--max-queue", "--slo-ms", "--forward", "--rec-model",
+    "--rec-workers", "--dlrm-model", "--pdb", "--hps-config", "--vdb", "--vdb-redis",
+    "--vdb-partitions", "--cache-fraction", "--hit-rate-threshold", "--refresh-ms", "--warm-up",
+    "--node-manager", "--profiles", "--manager-max-workers", "--dlrm-name", "--dlrm-instances"};
+
+status refuse_door_flags_without_listen(CLI::App& node, const node_args& a) {
+  if (a.listen) return status::ok();
+  std::vector<std::string> given;
+  for (const char* flag : kDoorFlags)
+    if (node.count(flag) > 0) given.emplace_back(flag);
+  if (given.empty()) return status::ok();
+  const bool one = given.size() == 1;
+  return make_error(errc::invalid_argument,
+                    "{} {} this node's door, and without --listen HOST:PORT no door opens: give "
+                    "--listen, or leave {} out",
+                    fmt::join(given, ", "), one ? "configures" : "configure", one ? "it" : "them");
 }
 
 }  // namespace
@@ -92,7 +116,8 @@ void register_cluster(CLI::App& app, global_options&) {
       },
       "Any rank: serve this node's Cap'n Proto door on HOST:PORT (port 0: a free one) over "
       "the cluster, until SIGINT/SIGTERM (rank 0's: the front door, its coordinator's "
-      "batcher; another rank's: its own batcher and pipelines)");
+      "batcher; another rank's: its own batcher and pipelines). The door's flags (--metrics, "
+      "--http, --grpc, --admin-token-file, --rec-model, ...) are refused without it");
   node->add_option("--calibration", na->serving.calibration,
                    "Any rank with --model: PSGS calibration (spindle calibrate) routing this "
                    "node's batches (rank 0: every pipeline's; a member: its own door's); "
@@ -150,7 +175,8 @@ void register_cluster(CLI::App& app, global_options&) {
     // so run_node refuses them on any other rank.
     for (const char* flag : {"--workload", "--expect", "--replan-drift", "--replan-min-requests"})
       if (node->count(flag) > 0) na->coordinator_flags.emplace_back(flag);
-    status st = check_calibration_flags(*na);
+    status st = refuse_door_flags_without_listen(*node, *na);
+    if (st.is_ok()) st = check_calibration_flags(*na);
     if (st.is_ok()) st = run_node(*na, process_argv());
     return st;
   });

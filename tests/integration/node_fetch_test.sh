@@ -3,14 +3,15 @@
 # disk lacks its partition and the model fetches them from rank 0's file door
 # (--files, paced with --files-rate so the fetch takes seconds); a rank with
 # another cluster's token is refused at once, naming the door and the folder,
-# with nothing written; a rank killed (kill -9) mid-fetch leaves no partition
+# with nothing written; a port that accepts and stays silent is refused within
+# seconds as not a file door; a rank killed (kill -9) mid-fetch leaves no partition
 # folder, only its hidden staging folder, and started again continues from the
 # bytes on disk and serves a partition equal to rank 0's copy, file by file.
 set -uo pipefail
 spindle=$1
 source "$(dirname "$0")/../support/loopback_cluster.sh"
 scratch_and_cleanup
-read -r p0 p1 files < <(free_ports 3)
+read -r p0 p1 files silent < <(free_ports 4)
 "$spindle" generate --scale 13 --edge-factor 8 --feature-dim 128 --seed 3 --out "$work/whole" > /dev/null 2>&1 || fail "generate"
 "$spindle" model init --arch graphsage --in 128 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || fail "model init"
 cat > "$work/cluster.toml" <<TOML
@@ -45,6 +46,27 @@ grep -q "file door 127.0.0.1:$files refused the cluster token" <<< "$out" && gre
   fail "the refusal names neither the door nor the folder: $out"
 [ ! -e "$work/r1/parts/rank-1" ] || fail "a refused fetch wrote the partition"
 echo "another token: $(grep -m1 -o 'error: .*' <<< "$out")"
+
+# A port that accepts and never speaks is not a file door: refused in seconds,
+# not after all of --fetch-wait-s.
+python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+while True:
+    held.append(s.accept()[0])' "$silent" &
+bg+=($!)
+start=$(date +%s)
+out=$(timeout 60 env SPINDLE_CLUSTER_TOKEN="$SPINDLE_CLUSTER_TOKEN" "$spindle" node --config "$work/cluster.toml" \
+  --rank 1 --dataset "$work/r1/parts" --model "$work/r1/m" --fetch-from "127.0.0.1:$silent" --fetch-wait-s 50 2>&1) &&
+  fail "a rank fetching from a silent port ran: $out"
+took=$(( $(date +%s) - start ))
+grep -q "127.0.0.1:$silent accepted the connection but sent no challenge .*: it is not a Spindle file door" <<< "$out" ||
+  fail "the refusal does not name the silent port as no file door: $out"
+[ "$took" -lt 20 ] || fail "a silent port kept the rank $took s (--fetch-wait-s 50)"
+echo "silent port: refused in $took s: $(grep -m1 -o 'error: .*' <<< "$out")"
 
 (rank1) > "$work/rank1.log" 2>&1 &  # the subshell execs the node: $! is its pid
 pid=$!

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `spindle node` flags that only rank 0 honours (--workload, --expect,
 # --replan-drift, --replan-min-requests) are refused by name on any other rank,
-# whether the rank comes from --rank or from the launcher's environment (before:
-# a member ran on without them); rank 0 takes them. --calibration and
-# --calibrate without the GNN they route are refused by name. `node --help`
-# says which ranks honour each flag.
+# whether the rank comes from --rank or from the launcher's environment; rank 0
+# takes them. --calibration and --calibrate without the GNN they route, and the
+# door's flags (--metrics, --http, --rec-model, ...) without --listen, are
+# refused by name. `node --help` says which ranks honour each flag.
 #   usage: node_flags_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
@@ -59,6 +59,23 @@ refused "--calibration without a model" \
   --rank 1 --calibration "$work/c.json"
 refused "--calibrate without a model" "--calibrate routes this node's GNN batches" \
   --rank 2 --calibrate
+
+# The door's flags without --listen (no door opens) are refused by name, on any rank.
+nodoor="without --listen HOST:PORT no door opens"
+refused "rank 1 --metrics without --listen" "--metrics configures this node's door, and $nodoor" \
+  --rank 1 --metrics 127.0.0.1:0
+refused "rank 0 KServe without --listen" "--http, --grpc configure this node's door, and $nodoor" \
+  --rank 0 --http 127.0.0.1:0 --grpc 127.0.0.1:0
+refused "rank 2 door limits without --listen" \
+  "--admin-token-file, --max-connections-per-peer, --max-queue configure this node's door" \
+  --rank 2 --max-queue 8 --admin-token-file "$work/admin.token" --max-connections-per-peer 4
+refused "rank 1 --rec-model without --listen" "--rec-model configures this node's door" \
+  --rank 1 --rec-model "r=$work/rec"
+# With --listen the same flags pass this check (rank 1 then waits for its coordinator).
+out=$(timeout 5 "$spindle" node --config "$work/cluster.toml" --rank 1 --listen 127.0.0.1:0 \
+  --metrics 127.0.0.1:0 2>&1)
+! grep -qF "$nodoor" <<< "$out" || fail "--metrics refused with --listen: $out"
+echo "the door's flags are refused without --listen, taken with it"
 
 # Rank 0 takes them: it starts and waits for its members (stopped here by timeout).
 out=$(timeout 5 "$spindle" node --config "$work/cluster.toml" --rank 0 --expect 2 \

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -17,8 +18,18 @@ namespace {
 namespace fw = file_wire;
 using client_clock = fw::clock_type;
 constexpr auto kClientReply = std::chrono::seconds(60);  // a door hashing a large folder first
+constexpr int kClientHelloMs = 3000;  // a door sends its challenge at once, and answers a proof
+
 constexpr auto kClientStall = std::chrono::seconds(30);  // no byte for this long: a cut
 constexpr std::size_t kClientChunk = 256 << 10;
+
+// After a read that failed: true when the peer closed (or reset) the
+// connection, false when it is open and silent.
+bool closed_by_peer(int fd) {
+  char c = 0;
+  const ssize_t k = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
 
 }  // namespace
 
@@ -30,11 +41,20 @@ expected<file_client> file_client::connect(const std::string& host, int port,
       (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
   c.token_ = token;
   SPINDLE_ASSIGN_OR_RETURN(c.fd_, fw::connect_to(host, port, timeout_ms));
-  const auto deadline = client_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const int hello_ms = std::min(timeout_ms, kClientHelloMs);
+  const auto deadline = client_clock::now() + std::chrono::milliseconds(hello_ms);
   std::string hello(kHello, '\0'), answer(kMac, '\0');
-  if (!fw::recv_exact(c.fd_, hello.data(), kHello, deadline))
-    return make_error(errc::unavailable,
-                      "file door {} sent no challenge (busy, or not a file door)", c.peer_);
+  if (!fw::recv_exact(c.fd_, hello.data(), kHello, deadline)) {
+    if (closed_by_peer(c.fd_))  // a full door closes at once: asked again
+      return make_error(errc::unavailable,
+                        "file door {} closed the connection before its challenge (full, or "
+                        "stopping)",
+                        c.peer_);
+    return make_error(errc::invalid_argument,
+                      "{} accepted the connection but sent no challenge within {} ms: it is not "
+                      "a Spindle file door (check --fetch-from)",
+                      c.peer_, hello_ms);
+  }
   if (std::memcmp(hello.data(), fw::kMagic, sizeof fw::kMagic) != 0)
     return make_error(errc::invalid_argument, "{} is not a Spindle file door", c.peer_);
   c.gate_nonce_ = hello.substr(sizeof fw::kMagic);
@@ -107,19 +127,23 @@ expected<file_manifest> file_client::manifest(const std::string& root, int rank)
 
 status file_client::get(const std::string& root, const std::string& unit, const std::string& path,
                         std::uint64_t offset,
-                        const std::function<status(const char*, std::size_t)>& sink) {
-  SPINDLE_TRY(request(fmt::format("get\n{}\n{}\n{}\n{}", root, unit, path, offset)));
+                        const std::function<status(const char*, std::size_t)>& sink,
+                        const std::string& sha256) {
+  std::string q = fmt::format("get\n{}\n{}\n{}\n{}", root, unit, path, offset);
+  if (!sha256.empty()) q += "\n" + sha256;
+  SPINDLE_TRY(request(q));
   char kind = 0;
   std::uint64_t len = 0;
   if (!fw::recv_header(fd_, kind, len, client_clock::now() + kClientReply))
     return make_error(errc::unavailable, "file door {}: {}: cut before its first byte", peer_,
                       path);
-  if (kind == fw::kError) {
+  if (kind == fw::kError || kind == fw::kChanged) {
     std::string text(std::min<std::uint64_t>(len, 4096), '\0');
     if (len > text.size() ||
         !fw::recv_exact(fd_, text.data(), text.size(), client_clock::now() + kClientStall))
       return make_error(errc::unavailable, "file door {}: connection lost", peer_);
-    return make_error(errc::invalid_argument, "file door {}: {}", peer_, text);
+    return make_error(kind == fw::kChanged ? errc::corrupt_data : errc::invalid_argument,
+                      "file door {}: {}", peer_, text);
   }
   if (kind != fw::kData)
     return make_error(errc::corrupt_data, "file door {}: an unexpected reply to get", peer_);

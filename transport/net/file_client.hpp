@@ -15,8 +15,9 @@ namespace spindle::transport::net {
 class file_client {
  public:
   /// Connects to host:port and runs the handshake: errc::unavailable when the
-  /// door cannot be reached, errc::invalid_argument ("refused the cluster
-  /// token") when it or this end holds another token.
+  /// door cannot be reached or closes at once (full), errc::invalid_argument
+  /// when it or this end holds another token ("refused the cluster token") or
+  /// the port is silent for 3 s ("not a Spindle file door").
   static expected<file_client> connect(const std::string& host, int port, const std::string& token,
                                        int timeout_ms = 5000);
   file_client(file_client&& o) noexcept;
@@ -27,9 +28,11 @@ class file_client {
   expected<file_manifest> manifest(const std::string& root, int rank);
   /// Streams `path` of root's `unit` from `offset` to its end into `sink`. A
   /// refusal carries the door's words; a cut is errc::unavailable ("cut after
-  /// N bytes"); a sink error is returned as it is.
+  /// N bytes"); a sink error is returned as it is. With `sha256` (the fetch's
+  /// manifest's) a file changed at the door since is errc::corrupt_data.
   status get(const std::string& root, const std::string& unit, const std::string& path,
-             std::uint64_t offset, const std::function<status(const char*, std::size_t)>& sink);
+             std::uint64_t offset, const std::function<status(const char*, std::size_t)>& sink,
+             const std::string& sha256 = "");
   /// "host:port" of the door.
   const std::string& peer() const { return peer_; }
 

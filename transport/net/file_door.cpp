@@ -5,26 +5,27 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <list>
-#include <map>
 #include <mutex>
-#include <optional>
-#include <sstream>
 #include <thread>
 
 #include "core/log.hpp"
 #include "core/thread_annotations.hpp"
 #include "core/thread_priority.hpp"
-#include "transport/net/file_manifest.hpp"
+#include "transport/net/file_requests.hpp"
 #include "transport/net/file_wire.hpp"
+#include "transport/net/handshake_limit.hpp"
 #include "transport/net/listen_socket.hpp"
+#include "transport/net/served_manifests.hpp"
 #include "transport/net/token_proof.hpp"
 #include "transport/net/wake_fd.hpp"
 
@@ -33,23 +34,18 @@ namespace {
 
 namespace fw = file_wire;
 using door_clock = fw::clock_type;
-constexpr auto kDoorHandshake = std::chrono::seconds(5);
 constexpr auto kDoorIdle = std::chrono::seconds(120);  // between requests
 constexpr auto kDoorStall = std::chrono::seconds(30);  // a reader that takes nothing this long
+constexpr auto kDoorSlotWait = std::chrono::seconds(30);  // a proven peer waits this long for a slot
+constexpr auto kDoorRequest = std::chrono::seconds(5);    // a request's bytes after its header
 constexpr std::size_t kDoorChunk = 256 << 10;
 
 struct door_connection {
   std::thread thread;
   int fd = -1;
+  std::uint64_t id = 0;
   std::atomic<bool> done{false};
 };
-
-std::vector<std::string> request_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 }  // namespace
 
@@ -59,12 +55,16 @@ struct file_door::impl {
   std::atomic<bool> stopping{false};
   std::thread acceptor;
   std::list<door_connection> conns;  // the acceptor's alone
+  std::uint64_t next_id = 1;         // the acceptor's
   mutable spindle::mutex mu;
   file_door_stats stats SPINDLE_GUARDED_BY(mu);
-  std::map<std::string, file_manifest> manifests SPINDLE_GUARDED_BY(mu);  // by root and unit
+  handshake_limit unproven SPINDLE_GUARDED_BY(mu){64, 8};  // set from o at start
   door_clock::time_point last_refusal_log SPINDLE_GUARDED_BY(mu){};
   std::uint64_t refusals_unlogged SPINDLE_GUARDED_BY(mu) = 0;
-  spindle::mutex hash_mu;  // held while a folder is hashed
+  std::unique_ptr<served_manifests> manifests;
+  std::mutex slot_mu;  // the max_connections slots of proven peers
+  std::condition_variable slot_free;
+  std::size_t slots_taken = 0;
   spindle::mutex pace_mu;
   // With max_bytes_per_s: when the next chunk may go.
   door_clock::time_point next_send SPINDLE_GUARDED_BY(pace_mu){};
@@ -80,44 +80,19 @@ struct file_door::impl {
   }
 
   // Counted always, logged at most once per 10 s (a port scan is not a log flood).
-  void note_refusal(const std::string& peer) {
+  void note_refusal(const std::string& peer, const char* why) {
     spindle::lock_guard lock(mu);
     ++stats.refused;
     ++refusals_unlogged;
     if (door_clock::now() - last_refusal_log < std::chrono::seconds(10)) return;
-    log::warn("{}: closed {} connection(s) that did not prove the cluster token (last from {})",
-              o.name, refusals_unlogged, peer);
+    log::warn("{}: closed {} connection(s) that did not prove the cluster token (last from {}: {})",
+              o.name, refusals_unlogged, peer, why);
     refusals_unlogged = 0;
     last_refusal_log = door_clock::now();
   }
 
-  const file_root* root(const std::string& name) const {
-    for (const auto& r : o.roots)
-      if (r.name == name) return &r;
-    return nullptr;
-  }
-
-  // The manifest of root r's unit, hashed once and kept (the files a door was
-  // started with do not change under it; a changed size is refused at `get`).
-  // Hashing holds hash_mu, not mu: transfers go on meanwhile.
-  expected<file_manifest> manifest_of(const file_root& r, const std::string& unit) {
-    const std::string key = r.name + "\n" + unit;
-    auto cached = [&]() -> std::optional<file_manifest> {
-      spindle::lock_guard lock(mu);
-      auto it = manifests.find(key);
-      return it == manifests.end() ? std::nullopt : std::optional(it->second);
-    };
-    if (auto m = cached()) return *m;
-    spindle::lock_guard hashing(hash_mu);  // one folder at a time
-    if (auto m = cached()) return *m;      // hashed while this one waited
-    SPINDLE_ASSIGN_OR_RETURN(auto m, list_folder(unit == "." ? r.dir : r.dir + "/" + unit, unit));
-    spindle::lock_guard lock(mu);
-    manifests.emplace(key, m);
-    return m;
-  }
-
   expected<std::string> reply_manifest(const std::vector<std::string>& q) {
-    const file_root* r = q.size() == 3 ? root(q[1]) : nullptr;
+    const file_root* r = q.size() == 3 ? find_root(o.roots, q[1]) : nullptr;
     if (!r)
       return make_error(errc::not_found, "this door serves no folder '{}'",
                         q.size() > 1 ? q[1].substr(0, 64) : "");
@@ -131,47 +106,9 @@ struct file_door::impl {
     if (r->unit_for) {
       SPINDLE_ASSIGN_OR_RETURN(unit, r->unit_for(rank));
     }
-    SPINDLE_ASSIGN_OR_RETURN(auto m, manifest_of(*r, unit));
+    const std::string dir = unit == "." ? r->dir : r->dir + "/" + unit;
+    SPINDLE_ASSIGN_OR_RETURN(auto m, manifests->current(r->name, dir, unit));
     return to_text(m);
-  }
-
-  // Checks a `get` request: a served root, a unit served before, a path of its
-  // manifest; returns the file's full path and its manifest entry.
-  expected<std::pair<std::string, file_entry>> checked_get(const std::vector<std::string>& q,
-                                                           std::uint64_t& offset) {
-    if (q.size() != 5) return make_error(errc::invalid_argument, "a malformed get");
-    const file_root* r = root(q[1]);
-    if (!r)
-      return make_error(errc::not_found, "this door serves no folder '{}'", q[1].substr(0, 64));
-    if (q[2] != ".") SPINDLE_TRY(check_relative_path(q[2]).with_context("refused: "));
-    SPINDLE_TRY(check_relative_path(q[3]).with_context("refused: "));
-    file_entry entry;
-    {
-      spindle::lock_guard lock(mu);
-      auto it = manifests.find(r->name + "\n" + q[2]);
-      const file_entry* e = it == manifests.end() ? nullptr : it->second.find(q[3]);
-      if (!e)
-        return make_error(errc::not_found, "refused: {} {} is not a file this door serves", r->name,
-                          q[3].substr(0, 200));
-      entry = *e;
-    }
-    try {
-      offset = std::stoull(q[4]);
-    } catch (const std::exception&) {
-      return make_error(errc::invalid_argument, "offset '{}' is not a number", q[4].substr(0, 32));
-    }
-    if (offset > entry.size)
-      return make_error(errc::invalid_argument, "{}: offset {} past its {} bytes", entry.path,
-                        offset, entry.size);
-    const std::string dir = q[2] == "." ? r->dir : r->dir + "/" + q[2];
-    const std::string path = dir + "/" + entry.path;
-    // A link swapped in after the manifest was built is not followed: the file
-    // must resolve to itself under the served folder.
-    const std::string inside = (q[2] == "." ? "" : "/" + q[2]) + "/" + entry.path;
-    if (resolved(path) != resolved(r->dir) + inside)
-      return make_error(errc::not_found, "{}: changed since its manifest (no longer a plain file "
-                        "in the served folder)", entry.path);
-    return std::make_pair(path, entry);
   }
 
   static std::string resolved(const std::string& path) {
@@ -179,6 +116,57 @@ struct file_door::impl {
     std::string out = real ? real : "";
     std::free(real);
     return out;
+  }
+
+  // The file of `g` opened as the door last hashed it (a file changed on disk
+  // since is hashed again first), or -1 with `changed` saying why this fetch
+  // cannot have it.
+  expected<std::pair<int, served_file>> open_served(const get_request& g, std::string& changed) {
+    auto f = manifests->find(g.root->name, g.unit, g.path);
+    if (!f)
+      return make_error(errc::not_found, "refused: {} {} is not a file this door serves",
+                        g.root->name, g.path.substr(0, 200));
+    const std::string want = g.sha256.empty() ? f->entry.sha256 : g.sha256;
+    const std::string path = g.dir() + "/" + g.path;
+    const std::string inside = (g.unit == "." ? "" : "/" + g.unit) + "/" + g.path;
+    for (int attempt = 0;; ++attempt) {
+      const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (in >= 0 && stamp_of_fd(in) == f->stamp) {
+        // A link swapped in for a folder on the way is not followed either: the
+        // file must resolve to itself under the served folder.
+        if (resolved(path) != resolved(g.root->dir) + inside) {
+          ::close(in);
+          return make_error(errc::not_found, "{}: changed since its manifest (no longer a "
+                            "plain file in the served folder)", g.path);
+        }
+        if (f->entry.sha256 != want)
+          changed = fmt::format("'{}' {} changed on the door's disk since this fetch's "
+                                "manifest (SHA-256 now {}, the manifest's {})",
+                                g.root->name, g.path, f->entry.sha256.substr(0, 16),
+                                want.substr(0, 16));
+        return std::make_pair(in, *f);
+      }
+      if (in >= 0) ::close(in);
+      if (attempt == 1) {
+        changed = fmt::format("'{}' {} is being changed on the door's disk", g.root->name, g.path);
+        return std::make_pair(-1, *f);
+      }
+      // Changed or gone since it was hashed: the unit is listed again (logged).
+      if (auto m = manifests->current(g.root->name, g.dir(), g.unit); !m)
+        return std::move(m).error();
+      count_changes();
+      f = manifests->find(g.root->name, g.unit, g.path);
+      if (!f) {
+        changed = fmt::format("'{}' {} is gone from the door's disk (or no longer a plain file)",
+                              g.root->name, g.path);
+        return std::make_pair(-1, served_file{});
+      }
+    }
+  }
+
+  void count_changes() {
+    spindle::lock_guard lock(mu);
+    stats.files_changed = manifests->changes();
   }
 
   // With a rate cap, waits until `n` more bytes fit the door's rate (all
@@ -197,23 +185,25 @@ struct file_door::impl {
     std::this_thread::sleep_until(at);
   }
 
-  // Sends the file from `offset`; false when the connection is gone.
-  bool send_file(int fd, const std::string& path, const file_entry& e, std::uint64_t offset) {
-    const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat st {};
-    if (in < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode) ||
-        std::uint64_t(st.st_size) != e.size) {
-      if (in >= 0) ::close(in);
-      return fw::send_frame(fd, fw::kError,
-                            fmt::format("{}: changed or gone since its manifest", e.path),
-                            door_clock::now() + kDoorStall);
-    }
-    bool ok = fw::send_header(fd, fw::kData, e.size - offset, door_clock::now() + kDoorStall);
+  // Sends the open file `in` from `offset`; false when the connection is gone
+  // or must be cut: a file that changes on disk while it is sent (its stamp
+  // checked before each chunk) is never sent part old, part new.
+  bool send_file(int fd, int in, const get_request& g, const served_file& f) {
+    const std::uint64_t size = f.entry.size;
+    std::uint64_t offset = g.offset;
+    bool ok = fw::send_header(fd, fw::kData, size - offset, door_clock::now() + kDoorStall);
     std::vector<char> buf(kDoorChunk);
     std::uint64_t sent = 0;
-    while (ok && offset < e.size) {
-      const ssize_t n = ::pread(
-          in, buf.data(), std::min<std::uint64_t>(kDoorChunk, e.size - offset), off_t(offset));
+    while (ok && offset < size) {
+      if (stamp_of_fd(in) != f.stamp) {
+        log::warn("{}: {}/{} changed on disk while it was sent: the connection is cut (the "
+                  "fetch is refused when it asks again)",
+                  o.name, g.dir(), g.path);
+        ok = false;
+        break;
+      }
+      const ssize_t n =
+          ::pread(in, buf.data(), std::min<std::uint64_t>(kDoorChunk, size - offset), off_t(offset));
       if (n <= 0) {
         ok = false;  // the length is promised: a short file ends the connection
         break;
@@ -223,9 +213,34 @@ struct file_door::impl {
       offset += std::uint64_t(n);
       sent += std::uint64_t(n);
     }
-    ::close(in);
     count(&file_door_stats::bytes_sent, sent);
     if (ok) count(&file_door_stats::files_sent);
+    return ok;
+  }
+
+  bool answer_get(int fd, const std::vector<std::string>& q,
+                  const std::function<bool(const status&)>& refuse) {
+    auto g = parse_get(q, o.roots);
+    if (!g) return refuse(g.error());
+    std::string changed;
+    auto f = open_served(*g, changed);
+    if (!f) return refuse(f.error());
+    const int in = f->first;
+    if (!changed.empty()) {
+      if (in >= 0) ::close(in);
+      count(&file_door_stats::requests_refused);
+      log::warn("{}: {}: refused: fetch again for the current copy", o.name, changed);
+      return fw::send_frame(fd, fw::kChanged, changed + ": fetch again for the current copy",
+                            door_clock::now() + kDoorStall);
+    }
+    const served_file& s = f->second;
+    if (g->offset > s.entry.size) {
+      ::close(in);
+      return refuse(make_error(errc::invalid_argument, "{}: offset {} past its {} bytes", g->path,
+                               g->offset, s.entry.size));
+    }
+    const bool ok = send_file(fd, in, *g, s);
+    ::close(in);
     return ok;
   }
 
@@ -237,50 +252,83 @@ struct file_door::impl {
     if (!fw::recv_header(fd, kind, len, door_clock::now() + kDoorIdle)) return false;
     if (kind != fw::kRequest || len > fw::kMaxRequest) return false;
     std::string text(len, '\0');
-    if (!fw::recv_exact(fd, text.data(), len, door_clock::now() + kDoorHandshake)) return false;
+    if (!fw::recv_exact(fd, text.data(), len, door_clock::now() + kDoorRequest)) return false;
     const auto q = request_lines(text);
     const auto deadline = door_clock::now() + kDoorStall;
-    auto refuse = [&](const status& st) {
+    std::function<bool(const status&)> refuse = [&](const status& st) {
       count(&file_door_stats::requests_refused);
-      log::warn("{}: {}: {}", o.name, peer, st.message());
-      return fw::send_frame(fd, fw::kError, st.message(), deadline);
+      log::warn("{}: {}: {}", o.name, peer, st.message());  // the door's paths, whole
+      return fw::send_frame(fd, fw::kError, without_paths(st.message(), o.roots), deadline);
     };
     if (!q.empty() && q[0] == "manifest") {
       auto m = reply_manifest(q);
+      count_changes();
       if (!m) return refuse(m.error());
       return fw::send_frame(fd, fw::kManifest, *m, deadline) &&
              fw::send_all(fd, fw::manifest_mac(o.token, gate_nonce, client_nonce, *m).data(),
                           proof::kMac, deadline);
     }
-    if (!q.empty() && q[0] == "get") {
-      std::uint64_t offset = 0;
-      auto f = checked_get(q, offset);
-      if (!f) return refuse(f.error());
-      return send_file(fd, f->first, f->second, offset);
-    }
+    if (!q.empty() && q[0] == "get") return answer_get(fd, q, refuse);
     return refuse(make_error(errc::invalid_argument, "an unknown request"));
   }
 
-  void serve(int fd, const std::string& peer) {
+  // One of the max_connections slots, waited for (kDoorSlotWait) while every
+  // one serves another peer; false: none came (the fetcher asks again).
+  bool take_slot() {
+    std::unique_lock lock(slot_mu);
+    const bool got = slot_free.wait_for(lock, kDoorSlotWait, [this] {
+      return stopping.load() || slots_taken < o.max_connections;
+    });
+    if (!got || stopping.load()) return false;
+    ++slots_taken;
+    return true;
+  }
+
+  void give_slot() {
+    {
+      std::lock_guard lock(slot_mu);
+      --slots_taken;
+    }
+    slot_free.notify_one();
+  }
+
+  // The token proof within proof_deadline_ms; false (counted, the connection
+  // closed) when it fails, comes late, or the connection was closed to make room.
+  bool proven(int fd, const std::string& peer, std::uint64_t id, std::string& gate_nonce,
+              std::string& client_nonce) {
     using proof::kHello, proof::kMac, proof::kNonce, proof::kProof, proof::mac_of, proof::same;
-    const auto deadline = door_clock::now() + kDoorHandshake;
-    const std::string gate_nonce = proof::nonce();
+    const auto deadline = door_clock::now() + std::chrono::milliseconds(o.proof_deadline_ms);
+    gate_nonce = proof::nonce();
     std::string reply(kProof, '\0');
+    const char* why = nullptr;
     if (!fw::send_all(fd, (std::string(fw::kMagic, sizeof fw::kMagic) + gate_nonce).data(), kHello,
                       deadline) ||
-        !fw::recv_exact(fd, reply.data(), kProof, deadline) ||
-        !same(reply.substr(kNonce),
-              mac_of(o.token, "client", gate_nonce, reply.substr(0, kNonce)))) {
-      note_refusal(peer);
-      return;
+        !fw::recv_exact(fd, reply.data(), kProof, deadline))
+      why = "no proof in time";
+    else if (!same(reply.substr(kNonce),
+                   mac_of(o.token, "client", gate_nonce, reply.substr(0, kNonce))))
+      why = "a wrong proof";
+    {
+      spindle::lock_guard lock(mu);
+      if (!unproven.forget(id) && !why) why = "closed to make room";
     }
-    const std::string client_nonce = reply.substr(0, kNonce);
-    if (!fw::send_all(fd, mac_of(o.token, "server", gate_nonce, client_nonce).data(), kMac,
-                      deadline))
-      return;
+    if (why) {
+      note_refusal(peer, why);
+      return false;
+    }
+    client_nonce = reply.substr(0, kNonce);
+    return fw::send_all(fd, mac_of(o.token, "server", gate_nonce, client_nonce).data(), kMac,
+                        deadline);
+  }
+
+  void serve(int fd, const std::string& peer, std::uint64_t id) {
+    std::string gate_nonce, client_nonce;
+    if (!proven(fd, peer, id, gate_nonce, client_nonce)) return;
     count(&file_door_stats::sessions);
+    if (!take_slot()) return;
     while (!stopping.load() && answer(fd, peer, gate_nonce, client_nonce)) {
     }
+    give_slot();
   }
 
   void reap() {
@@ -295,21 +343,43 @@ struct file_door::impl {
     }
   }
 
+  // Room for connection `id` from `peer` among the unproven: the oldest one
+  // past a cap is shut down (its thread ends and is reaped).
+  void make_room(std::uint64_t id, const std::string& peer) {
+    std::optional<handshake_limit::eviction> v;
+    {
+      spindle::lock_guard lock(mu);
+      v = unproven.admit(id, peer);
+      if (v) ++stats.evicted;
+    }
+    if (!v) return;
+    for (auto& c : conns)
+      if (c.id == v->id) ::shutdown(c.fd, SHUT_RDWR);
+  }
+
   void accept_one() {
     std::string peer;
     const int fd = accept_peer(listen_fd, peer);
     if (fd < 0) return;
     reap();
-    if (conns.size() >= o.max_connections) {  // the fetcher retries
+    // Threads in all: proven peers' (served or waiting for a slot) and unproven ones.
+    if (conns.size() >= 4 * o.max_connections + 2 * o.max_unproven) {  // the fetcher retries
       ::close(fd);
       return;
     }
+    const std::uint64_t id = next_id++;
+    make_room(id, peer);
     auto& c = conns.emplace_back();
     c.fd = fd;
+    c.id = id;
     c.thread = std::thread([this, &c, peer] {
       lower_to_background_priority();  // the node's serving threads come first
-      serve(c.fd, peer);
+      serve(c.fd, peer, c.id);
       ::shutdown(c.fd, SHUT_RDWR);
+      {
+        spindle::lock_guard lock(mu);
+        unproven.forget(c.id);
+      }
       c.done = true;
     });
     pthread_setname_np(c.thread.native_handle(), "file-conn");
@@ -321,6 +391,7 @@ struct file_door::impl {
       if (::poll(p, 2, 1000) > 0 && (p[0].revents & POLLIN)) accept_one();
       reap();
     }
+    slot_free.notify_all();
     for (auto& c : conns) ::shutdown(c.fd, SHUT_RDWR);
     for (auto& c : conns) {
       c.thread.join();
@@ -334,6 +405,11 @@ expected<std::unique_ptr<file_door>> file_door::start(file_door_options o) {
   if (o.token.empty()) return make_error(errc::invalid_argument, "{}: no cluster token", o.name);
   auto i = std::make_unique<impl>();
   i->o = std::move(o);
+  i->manifests = std::make_unique<served_manifests>(i->o.name);
+  {
+    spindle::lock_guard lock(i->mu);
+    i->unproven = handshake_limit(i->o.max_unproven, i->o.max_unproven_per_peer);
+  }
   SPINDLE_ASSIGN_OR_RETURN(i->listen_fd, listen_socket(i->o.host, i->o.port, i->o.name, 64));
   i->port = local_port(i->listen_fd);
   i->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

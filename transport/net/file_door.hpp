@@ -1,10 +1,6 @@
-// A door that ships a node's data folders (its partition folders, its model
-// folders) to ranks that prove the cluster token, so a rank needs only its own
-// disk: a manifest (sizes and SHA-256, MAC'd to the session) and any file of
-// it from a byte offset. It serves only the files of the folders it was given:
-// a path outside them is refused. Threads: "file-door" accepts, "file-conn"
-// serves one connection each (at most max_connections), at background CPU
-// priority (serving comes first); stats() is thread-safe.
+// A door that ships a node's data folders (its partition, its model) to ranks
+// that prove the cluster token: a MAC'd manifest (sizes, SHA-256) and any file
+// of it from a byte offset, nothing outside the folders it was given.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +26,13 @@ struct file_door_options {
   int port = 0;                    // 0: a free one
   std::string token;               // the cluster token both ends prove
   std::vector<file_root> roots;
-  std::size_t max_connections = 8;
+  std::size_t max_connections = 8;  // connections that proved the token, served at once
+  /// Connections yet to prove the token: at most this many from one address and
+  /// max_unproven in all (past either the oldest of them is closed), each closed
+  /// when it has not proven it within proof_deadline_ms. Strangers thus never
+  /// take the max_connections slots of peers that hold the token.
+  std::size_t max_unproven = 64, max_unproven_per_peer = 8;
+  int proof_deadline_ms = 2000;
   /// Bytes per second the door sends in all (0: as fast as the link takes):
   /// files share the links that serve calls, so an operator may cap them.
   std::uint64_t max_bytes_per_s = 0;
@@ -39,9 +41,16 @@ struct file_door_options {
 
 struct file_door_stats {
   std::uint64_t sessions = 0, refused = 0;  // connections that proved the token / did not
+  std::uint64_t evicted = 0;  // unproven connections closed to make room (among `refused`)
   std::uint64_t files_sent = 0, bytes_sent = 0, requests_refused = 0;
+  std::uint64_t files_changed = 0;  // served files found changed on disk and hashed again
 };
 
+/// Errors sent to a peer name paths relative to the served folders (the door's
+/// log names them whole). A file changed on disk is hashed again before it is
+/// served, logged once; a fetch holding the earlier manifest is refused, naming
+/// it. Threads: "file-door" accepts, "file-conn" serves one connection each, at
+/// background CPU priority (serving comes first); stats() is thread-safe.
 class file_door {
  public:
   /// Listens on host:port and serves until destroyed.

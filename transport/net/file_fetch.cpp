@@ -102,13 +102,42 @@ class fetcher {
       if (fs::exists(where_.target, ec)) return in_place(c.peer(), m);
       log::info("fetching {} ({} files, {} bytes) from file door {} into {}", r_.root,
                 m.files.size(), m.bytes(), c.peer(), where_.target);
+      manifest_peer_ = c.peer();
     } else if (to_text(m) != to_text(*manifest_)) {
-      return make_error(errc::unavailable, "file door {} holds another version of '{}'", c.peer(),
-                        r_.root);
+      return another_version(c.peer(), m);
     }
     report_.peer = c.peer();
     for (const auto& f : manifest_->files) SPINDLE_TRY(one_file(c, f));
     return finish();
+  }
+
+  // A door's manifest that differs from the one this fetch follows: the files
+  // that differ are named and their partial bytes dropped. From the door the
+  // fetch's manifest came from, its copy changed on its disk during the fetch:
+  // refused (never old and new bytes in one folder); from another door, that
+  // door holds another copy and the others are asked.
+  status another_version(const std::string& peer, const file_manifest& now) {
+    std::vector<std::string> differ;
+    for (const auto& f : manifest_->files) {
+      const file_entry* e = now.find(f.path);
+      if (!e || e->size != f.size || e->sha256 != f.sha256) differ.push_back(f.path);
+    }
+    for (const auto& f : now.files)
+      if (!manifest_->find(f.path)) differ.push_back(f.path);
+    if (now.unit != manifest_->unit) differ.push_back("unit " + now.unit);
+    std::string names;
+    for (std::size_t i = 0; i < differ.size() && i < 5; ++i)
+      names += (i ? ", " : "") + differ[i];
+    if (differ.size() > 5) names += fmt::format(" and {} more", differ.size() - 5);
+    if (peer != manifest_peer_)
+      return make_error(errc::unavailable, "file door {} holds another version of '{}' ({})",
+                        peer, r_.root, names);
+    std::error_code ec;
+    for (const auto& path : differ) fs::remove(where_.staging + "/" + path + ".part", ec);
+    return make_error(errc::corrupt_data,
+                      "file door {}: '{}' changed on the door's disk during this fetch ({}): "
+                      "refused, nothing put in place; fetch again for the current copy",
+                      peer, r_.root, names);
   }
 
   // The target already on this rank's disk (an earlier fetch, another process's,
@@ -186,7 +215,7 @@ class fetcher {
       return make_error(errc::io_error, "{}: {}", part, std::strerror(e));
     }
     report_.resumed_from += have;
-    status st = c.get(r_.root, manifest_->unit, f.path, have, [&](const char* p, std::size_t n) {
+    auto sink = [&](const char* p, std::size_t n) {
       for (std::size_t off = 0; off < n;) {
         const ssize_t k = ::write(fd, p + off, n - off);
         if (k < 0 && errno == EINTR) continue;
@@ -195,8 +224,11 @@ class fetcher {
       }
       report_.bytes += n;
       return status::ok();
-    });
+    };
+    status st = c.get(r_.root, manifest_->unit, f.path, have, sink, f.sha256);
     ::close(fd);
+    // The door's file changed since this fetch's manifest: none of its bytes stay.
+    if (st.code() == errc::corrupt_data) fs::remove(part, ec);
     return st;
   }
 
@@ -221,6 +253,7 @@ class fetcher {
   const fetch_request& r_;
   std::size_t first_ = 0;
   std::optional<file_manifest> manifest_;
+  std::string manifest_peer_;  // the door manifest_ came from
   fetch_places where_;
   std::set<std::string> done_;
   std::map<std::string, std::string> errors_;

@@ -74,23 +74,34 @@ expected<std::string> file_sha256(const std::string& path) {
   return out;
 }
 
-expected<file_manifest> list_folder(const std::string& dir, const std::string& unit) {
+expected<std::vector<std::string>> folder_files(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return make_error(errc::not_found, "{}: not a folder", dir);
-  file_manifest m;
-  m.unit = unit;
+  std::vector<std::string> out;
   fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end;
   if (ec) return make_error(errc::io_error, "{}: {}", dir, ec.message());
   for (; it != end; it.increment(ec)) {
     if (ec) return make_error(errc::io_error, "{}: {}", dir, ec.message());
     if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;  // links are not followed
-    const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
-    if (!check_relative_path(rel).is_ok()) continue;
-    SPINDLE_ASSIGN_OR_RETURN(auto sha, file_sha256(it->path().string()));
-    m.files.push_back({rel, std::uint64_t(it->file_size(ec)), std::move(sha)});
+    std::string rel = fs::relative(it->path(), dir, ec).generic_string();
+    if (check_relative_path(rel).is_ok()) out.push_back(std::move(rel));
   }
-  std::sort(m.files.begin(), m.files.end(),
-            [](const file_entry& a, const file_entry& b) { return a.path < b.path; });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+expected<file_manifest> list_folder(const std::string& dir, const std::string& unit) {
+  SPINDLE_ASSIGN_OR_RETURN(auto paths, folder_files(dir));
+  file_manifest m;
+  m.unit = unit;
+  for (auto& rel : paths) {
+    const std::string path = dir + "/" + rel;
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec) return make_error(errc::io_error, "{}: {}", path, ec.message());
+    SPINDLE_ASSIGN_OR_RETURN(auto sha, file_sha256(path));
+    m.files.push_back({std::move(rel), std::uint64_t(size), std::move(sha)});
+  }
   return m;
 }
 

@@ -32,8 +32,12 @@ status check_relative_path(const std::string& path);
 /// SHA-256 of a whole file as hex; errors name the file.
 expected<std::string> file_sha256(const std::string& path);
 
-/// The regular files under `dir` (sorted; symbolic links and other kinds are
-/// left out, never followed), hashed.
+/// The relative paths of the regular files under `dir`, sorted: symbolic links
+/// and other kinds are left out (never followed), as are paths a door may not
+/// serve (check_relative_path).
+expected<std::vector<std::string>> folder_files(const std::string& dir);
+
+/// The regular files of folder_files(dir), hashed.
 expected<file_manifest> list_folder(const std::string& dir, const std::string& unit);
 
 /// Text form: "unit U\n" then "SIZE SHA256 PATH\n" per file; parse refuses

@@ -15,8 +15,9 @@ namespace spindle::transport::net::file_wire {
 inline constexpr char kMagic[8] = {'S', 'P', 'N', 'D', 'L', 'F', 'S', '1'};
 inline constexpr std::size_t kMaxRequest = 4096;  // a request frame's payload
 inline constexpr std::size_t kMaxManifest = 64 << 20;
-// Frame kinds: a request; a manifest (then its 32-byte MAC); file bytes; an error.
-inline constexpr char kRequest = 'q', kManifest = 'm', kData = 'd', kError = 'e';
+// Frame kinds: a request; a manifest (then its 32-byte MAC); file bytes; an error;
+// a file changed on the door's disk since the manifest the fetch holds.
+inline constexpr char kRequest = 'q', kManifest = 'm', kData = 'd', kError = 'e', kChanged = 'c';
 
 using socket_io::clock_type;
 using socket_io::connect_to;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "transport/net/handshake_limit.hpp"
 #include "transport/net/listen_socket.hpp"
 #include "transport/net/local_peer.hpp"
 #include "transport/net/socket_io.hpp"
@@ -82,6 +83,7 @@ struct token_relay::impl {
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1, port = 0;
   std::unordered_map<std::uint64_t, link> links;
   std::uint64_t next_id = 1;
+  handshake_limit unproven{kMaxHandshakes, kMaxHandshakesPerPeer};  // links before stage::relay
   std::atomic<bool> stopping{false};
   mutable std::mutex stats_mu;
   relay_stats stats;
@@ -128,6 +130,7 @@ struct token_relay::impl {
         ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
         ::close(fd);
       }
+    unproven.forget(id);
     links.erase(it);
   }
 
@@ -182,23 +185,16 @@ struct token_relay::impl {
     }
   }
 
-  // Room for a new unproven connection from `peer`: past the per-address cap
-  // that address's oldest unproven connection is closed, past the total cap
-  // the oldest of all (a member's handshake takes a round trip; a flood of
-  // unproven connections cannot hold the gate shut).
-  void make_room(const std::string& peer) {
-    std::size_t pending = 0, mine = 0;
-    std::uint64_t oldest = 0, oldest_mine = 0;
-    for (auto& [id, l] : links) {
-      if (l.at == stage::relay) continue;
-      ++pending;
-      if (!oldest || id < oldest) oldest = id;
-      if (l.peer == peer && (++mine, !oldest_mine || id < oldest_mine)) oldest_mine = id;
-    }
-    if (mine >= kMaxHandshakesPerPeer)
-      return close_link(oldest_mine, "closed to make room: 16 unproven from one address", true);
-    if (pending >= kMaxHandshakes)
-      close_link(oldest, "closed to make room: 256 unproven in all", true);
+  // Room for new unproven connection `id` from `peer` (handshake_limit): past
+  // the per-address cap that address's oldest unproven connection is closed,
+  // past the total cap the oldest of all (a member's handshake takes a round
+  // trip; a flood of unproven connections cannot hold the gate shut).
+  void make_room(std::uint64_t id, const std::string& peer) {
+    if (auto v = unproven.admit(id, peer))
+      close_link(v->id,
+                 v->per_peer ? "closed to make room: 16 unproven from one address"
+                             : "closed to make room: 256 unproven in all",
+                 true);
   }
 
   void accept_all() {
@@ -206,8 +202,10 @@ struct token_relay::impl {
       std::string peer;
       const int fd = accept_peer(listen_fd, peer);
       if (fd < 0) return;
-      make_room(peer);
+      const std::uint64_t id = next_id++;
+      make_room(id, peer);
       if (!is_gate && !from_this_process(fd)) {  // another local process on the dialer
+        unproven.forget(id);
         ::close(fd);
         std::lock_guard lock(stats_mu);
         ++stats.refused;
@@ -215,7 +213,6 @@ struct token_relay::impl {
       }
       const int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      const std::uint64_t id = next_id++;
       auto& l = links[id];
       l.fd[0] = fd;
       l.peer = peer;
@@ -254,6 +251,7 @@ struct token_relay::impl {
       if (is_gate) {  // the library's port took the connection: answer the dialer
         if (!send_all(l.fd[0], mac_of(token, "server", l.gate_nonce, l.dialer_nonce))) return false;
         l.at = stage::relay;
+        unproven.forget(id);
         std::lock_guard lock(stats_mu);
         ++stats.relayed;
       }
@@ -294,6 +292,7 @@ struct token_relay::impl {
         return false;
       b.erase(0, kMac);
       l.at = stage::relay;
+      unproven.forget(id);
       std::lock_guard lock(stats_mu);
       ++stats.relayed;
     }
