@@ -34,6 +34,9 @@ expected<actors::rec_model_binding> load_rec_model(const std::string& name, cons
   if (!m.desc().is_rec())
     return make_error(errc::invalid_argument, "{}: '{}' is a {} model, not a recommendation model",
                       dir, m.desc().name, config::to_string(m.desc().arch));
+  if (!o.precision.empty())
+    if (auto st = m.set_precision(o.precision); !st)
+      return std::move(st).with_context(fmt::format("{}: --rec-precision: ", dir));
   h->model.emplace(std::move(m));
   h->runner.emplace(*h->model);
   const auto warm = actors::run_dlrm_batch(*h->runner, *h->model, one_sample(h->model->desc()));

@@ -16,6 +16,7 @@ struct rec_model_options {
   int workers = 2;  // the pool's starting workers (tunable `workers`, the node manager)
   serving::admission_options admission;
   bool slo_from_flag = false;  // --slo-ms given: it wins over model.toml's slo_ms
+  std::string precision;       // --rec-precision: overrides model.toml's precision (empty: its own)
 };
 
 /// Loads DIR (model.toml + weights, tables included) as `name` (empty: its

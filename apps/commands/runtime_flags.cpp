@@ -86,6 +86,10 @@ void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a) {
               "Workers each --rec-model (or one loaded later) starts with (live: tunable "
               "workers; the node manager resizes them)",
               1, 1024);
+  cmd.add_option("--rec-precision", a.rec_precision,
+                 "The MLPs' arithmetic of every --rec-model (and one loaded later): fp32 or bf16 "
+                 "(bfloat16 on AMX / AVX-512 BF16; overrides model.toml's precision)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
   cmd.add_option("--node-manager", a.node_manager,
                  "Resize recommendation models' worker pools every manager_period_ms: hera "

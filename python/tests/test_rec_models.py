@@ -3,6 +3,7 @@ Deep, DIN) on a live `spindle serve` without any GNN: their answers equal plain
 PyTorch's (the golden fixtures), and they load and unload live through the
 Python client while another model keeps serving, losing no call."""
 import os
+import subprocess
 import tempfile
 import asyncio
 import threading
@@ -201,3 +202,28 @@ def test_calls_queued_past_the_queue_deadline_are_refused_not_computed(server):
                for r in refused), [(r.status, r.message) for r in refused[:3]]
     for r in [r for r in late if r.status == "ok"] + list(again):
         assert r.status == "ok" and close(r.scores, expected)
+
+
+def test_rec_precision_bf16_serves_within_its_bound_or_is_refused_by_name():
+    """--rec-precision bf16: the golden DLRM's scores within the stated 1e-2 of
+    PyTorch FP32 (and not bit-equal: the bf16 path ran); a CPU without bf16
+    refuses the model at start, naming the flag and the reason."""
+    dense, sparse, expected = golden("dlrm")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [SPINDLE, "serve", "--rec-model", "ctr=" + os.path.join(GOLDEN, "dlrm"),
+               "--rec-precision", "bf16", "--listen", "127.0.0.1:0"]
+        try:
+            proc, endpoint = start_server(cmd)
+        except AssertionError:  # it did not start: it must say why
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 1 and "--rec-precision" in r.stderr, r.stderr
+            assert "no AVX-512 BF16 or AMX" in r.stderr, r.stderr
+            pytest.skip("this CPU has no bf16: the refusal was checked")
+        try:
+            with sc.Client(endpoint, model="ctr") as c:
+                got = np.asarray(c.infer_rec(dense, sparse), np.float32)
+            assert np.abs(got - expected).max() <= 1e-2
+            assert np.abs(got - expected).max() > 0
+        finally:
+            proc.terminate()
+            assert proc.wait(30) == 0
