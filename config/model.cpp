@@ -140,6 +140,9 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
   if (t->get("task")) d.task = t->get("task")->value_or(std::string("?"));
   if (t->get("decoder")) d.decoder = t->get("decoder")->value_or(std::string("?"));
   SPINDLE_TRY(validate_task(d, origin));
+  if (const auto* p = t->get("precision"); p && !p->is_string())
+    return make_error(errc::invalid_argument,
+                      "{}: model.precision must be a string, \"fp32\" or \"bf16\"", origin);
   if (t->get("precision")) d.precision = t->get("precision")->value_or(std::string("?"));
   SPINDLE_TRY(validate_precision(d, origin));
   if (t->get("version_policy"))

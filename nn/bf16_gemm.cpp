@@ -17,7 +17,11 @@ std::uint16_t to_bf16(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   if (std::isnan(f)) return std::uint16_t((u >> 16) | 0x40);  // a quiet NaN, sign kept
-  return std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  const auto b = std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  // A finite float past bfloat16's largest (3.3895e38) would round to infinity
+  // and turn a finite answer into NaN: it saturates to the largest instead.
+  if ((b & 0x7fffu) == 0x7f80u && !std::isinf(f)) return std::uint16_t((b & 0x8000u) | 0x7f7fu);
+  return b;
 }
 
 float from_bf16(std::uint16_t b) {

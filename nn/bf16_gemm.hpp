@@ -16,7 +16,8 @@
 
 namespace spindle::nn {
 
-/// Round-to-nearest-even bfloat16 of `f` (NaN stays NaN), and back.
+/// Round-to-nearest-even bfloat16 of `f` (NaN stays NaN; a finite value past
+/// bfloat16's range saturates to its largest, never to infinity), and back.
 std::uint16_t to_bf16(float f);
 float from_bf16(std::uint16_t b);
 std::vector<std::uint16_t> to_bf16(std::span<const float> values);

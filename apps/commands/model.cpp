@@ -136,6 +136,9 @@ status run_info(const std::string& dir) {
     fmt::print("task: link (a call's seeds get their {}-wide embeddings; its pairs, one {} score "
                "each)\n",
                d.out, d.decoder);
+  if (d.precision != "fp32")
+    fmt::print("precision: {} (the MLPs' inputs and weights in bfloat16, sums in float32)\n",
+               d.precision);
   if (!d.types.pair_types.empty())
     fmt::print("pairs: ({}, {}), each end numbered within its node type\n", d.types.pair_types[0],
                d.types.pair_types[1]);

@@ -35,6 +35,12 @@ TEST(bf16_test, rounds_to_nearest_even) {
   EXPECT_EQ(from_bf16(to_bf16(std::numeric_limits<float>::infinity())),
             std::numeric_limits<float>::infinity());
   EXPECT_EQ(from_bf16(to_bf16(-2.5f)), -2.5f);
+  // Finite floats past bfloat16's largest (3.3895e38) saturate: no infinity, no NaN later.
+  const float big = std::numeric_limits<float>::max();
+  EXPECT_TRUE(std::isfinite(from_bf16(to_bf16(big))));
+  EXPECT_GT(from_bf16(to_bf16(big)), 3.38e38f);
+  EXPECT_LT(from_bf16(to_bf16(-3.397e38f)), -3.38e38f);
+  EXPECT_TRUE(std::isfinite(from_bf16(to_bf16(-3.397e38f))));
 }
 
 class bf16_golden_test : public ::testing::TestWithParam<const char*> {};
