@@ -227,7 +227,8 @@ def _check(model, model_dir, graphs, outputs, spindle, tolerance, tables=None, p
         want = _module_answers(model, data, f"on the {label} graph", tables)
         if isinstance(want, torch.Tensor):
             want = {next(iter(outputs)): want}
-        got = spindle_typed_outputs(binary, model_dir, data, list(outputs))
+        pairs = link.check_pairs_of(data, pair[0]) if pair is not None else None
+        got = spindle_typed_outputs(binary, model_dir, data, list(outputs), pairs)
         for t in outputs:
             d = verify.relative_difference(got[t], want[t].detach().float().numpy())
             worst = max(worst, d)
@@ -236,9 +237,8 @@ def _check(model, model_dir, graphs, outputs, spindle, tolerance, tables=None, p
                     f"check failed on the {label} graph: node type '{t}' differs from your "
                     f"module by {d:.3g} (relative; tolerance {tolerance:g}). Spindle would serve "
                     f"it differently from PyG; nothing was written")
-        if pair is not None:
-            scores = lambda pairs: spindle_typed_outputs(binary, model_dir, data, [], pairs)
-            d, what = link.check_pairs(pair[1], pair[2], pair[0], want, data, scores,
+        if pair is not None:  # the same run of `model verify` scored the pairs
+            d, what = link.check_pairs(pair[1], pair[2], pair[0], want, pairs, got["(scores)"],
                                        tolerance, label)
             worst = max(worst, d)
             checked.append(what)
@@ -252,7 +252,8 @@ def _check(model, model_dir, graphs, outputs, spindle, tolerance, tables=None, p
 
 def spindle_typed_outputs(binary, model_dir, data, node_types, pairs=None):
     """Spindle's answer for every node of each of `node_types` on `data`; with
-    `pairs` ([k, 2] within the pair types), a typed link model's scores of them."""
+    `pairs` ([k, 2] within the pair types), a typed link model's scores of them
+    too, under "(scores)", from the same run."""
     import numpy as np
     with tempfile.TemporaryDirectory(prefix="spindle-check-") as tmp:
         graph = os.path.join(tmp, "graph")
@@ -267,6 +268,7 @@ def spindle_typed_outputs(binary, model_dir, data, node_types, pairs=None):
         if r.returncode != 0:
             raise ExportError(f"Spindle could not run the exported model (`{binary} model verify` "
                               f"exited {r.returncode}): {r.stderr.strip()[-2000:] or 'no message'}")
+        got = {t: np.load(os.path.join(out, f"output-{t}.npy")) for t in node_types}
         if pairs is not None:
-            return np.load(os.path.join(out, "scores.npy"))
-        return {t: np.load(os.path.join(out, f"output-{t}.npy")) for t in node_types}
+            got["(scores)"] = np.load(os.path.join(out, "scores.npy"))
+        return got

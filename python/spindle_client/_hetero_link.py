@@ -124,17 +124,22 @@ def module_scores(decoder, form, pair, z, pairs):
     return what, want.detach().float().reshape(-1).numpy()
 
 
-def check_pairs(decoder, form, pair, z, data, scores_of, tolerance, label):
-    """Spindle's scores (`scores_of(pairs)`) of 64 pairs of `data` (one a node with
-    the same number at both ends) against the live decoder's. Says what was checked."""
+def check_pairs_of(data, pair):
+    """64 pairs of `data`'s (src, dst) nodes to check, numbered within their types
+    (the first a node with the same number at both ends)."""
     import numpy as np
-    from ._verify import relative_difference
     rng = np.random.default_rng(1)
-    counts = [int(z[t].shape[0]) for t in pair]
+    counts = [int(data[t].num_nodes) for t in pair]
     pairs = np.stack([rng.integers(0, counts[0], 64), rng.integers(0, counts[1], 64)], 1)
     pairs[0] = [0, 0]
-    what, want = module_scores(decoder, form, pair, z, pairs.astype(np.int64))
-    got = scores_of(pairs.astype(np.int64))
+    return pairs.astype(np.int64)
+
+
+def check_pairs(decoder, form, pair, z, pairs, got, tolerance, label):
+    """Spindle's scores `got` of `pairs` (check_pairs_of) against the live
+    decoder's. Says what was checked."""
+    from ._verify import relative_difference
+    what, want = module_scores(decoder, form, pair, z, pairs)
     d = relative_difference(got, want)
     if d > tolerance:
         raise ExportError(f"{what} differs from what Spindle serves by {d:.3g} (relative) on 64 "

@@ -87,7 +87,7 @@ class Translator:
         wrapper, tensor names under `prefix`; `skip`: nodes already resolved);
         returns the value name of its output."""
         for node in graph.nodes:
-            if node.op == "placeholder" or node in skip or (skip and node in value):
+            if node.op == "placeholder" or node in skip:
                 continue
             if node.op == "output":
                 out = node.args[0]
