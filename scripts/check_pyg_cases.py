@@ -57,6 +57,7 @@ cases = [("in-place relu_", InPlace), ("examples/gcn.py", ExampleGcn), ("GCNConv
          ("models.GCN", lambda i: GCN(i, 16, 2, 7)), ("models.GraphSAGE jk=cat bn", lambda i: GraphSAGE(i, 16, 2, 7, norm="batch_norm", jk="cat")),
          ("models.GAT", lambda i: GAT(i, 8, 2, 7, heads=4)), ("models.GIN", lambda i: GIN(i, 16, 2, 7)),
          ("models.GAT v2", lambda i: GAT(i, 8, 2, 7, v2=True)), ("models.GCN instance_norm", lambda i: GCN(i, 16, 2, 7, norm="instance_norm")),
+         ("models.GCN graph_norm", lambda i: GCN(i, 16, 2, 7, norm="graph_norm")),
          ("lazy GraphSAGE(-1)", lambda i: GraphSAGE(-1, 16, 2, 7)),
          ("GATv2Conv heads=4", lambda i: Two(GATv2Conv(i, 8, heads=4), GATv2Conv(32, 7))),
          ("TransformerConv beta", lambda i: Two(TransformerConv(i, 8, heads=2, beta=True), TransformerConv(16, 7))),

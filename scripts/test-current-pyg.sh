@@ -26,5 +26,5 @@ fi
 cd python
 SPINDLE_BINARY="$(realpath "../$build/apps/spindle")" exec "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   tests/test_export.py tests/test_export_checked.py tests/test_export_torch.py tests/test_graph_updates.py \
-  tests/test_link_prediction.py tests/test_export_layers.py tests/test_export_hetero.py tests/test_export_hetero_embedding.py tests/test_export_hetero_link.py tests/test_export_edge_attr.py \
+  tests/test_link_prediction.py tests/test_export_layers.py tests/test_export_hetero.py tests/test_export_hetero_embedding.py tests/test_export_hetero_link.py tests/test_export_edge_attr.py tests/test_export_norms.py \
   tests/test_graph_save.py

@@ -15,6 +15,7 @@ import operator
 from ._pyg_checks import (aggregation_of, check_all_written, check_conv_options,  # noqa: F401
                           check_modules_are_plain, check_supported_shape, gcn_improved_in_effect)
 from ._pyg_trace import _PATH, _in_place, _strip_none, takes_edge_attr, trace
+from ._pyg_norms import translate_norm
 from ._verify import ExportError
 
 
@@ -23,8 +24,9 @@ MESSAGE_PASSING = {"sage", "gcn", "gat", "gin", "gatv2", "transformer", "res_gat
 
 
 class Translator:
-    def __init__(self, model):
+    def __init__(self, model, frozen=None):
         self.model = model
+        self.frozen = frozen or {}  # id(norm) -> statistics frozen from the user's graph
         self.ops = []
         self.tensors = {}        # name -> tensor, in the order written
         self.width = {"x": None}  # value -> width
@@ -217,48 +219,7 @@ class Translator:
             self._norm(node, module, path, src, value)
 
     def _norm(self, node, module, path, src, value):
-        import torch
-        import torch_geometric.nn as gnn
-        kind = type(module).__name__
-        if hasattr(gnn, "BatchNorm") and isinstance(module, gnn.BatchNorm):
-            module, path = module.module, path + ".module"
-        if hasattr(gnn, "LayerNorm") and isinstance(module, gnn.LayerNorm):
-            if getattr(module, "mode", "graph") != "node":
-                raise ExportError(f"{path}: torch_geometric LayerNorm(mode='graph') normalises over "
-                                  f"the whole graph; Spindle serves mode='node' or torch.nn.LayerNorm")
-            width = int(module.in_channels)
-            affine = module.weight is not None
-            self._input_width(src, width, path)
-            if affine:
-                self._take(path, module, ["weight", "bias"])
-            value[node] = self._emit(node.name, "layer_norm", [src], width, prefix=path,
-                                     **{"in": width, "eps": float(module.eps), "affine": affine})
-            return
-        if isinstance(module, torch.nn.BatchNorm1d):
-            if not module.track_running_stats:
-                raise ExportError(f"{path}: BatchNorm1d(track_running_stats=False) uses batch "
-                                  f"statistics at inference; Spindle serves running statistics")
-            width = int(module.num_features)
-            self._input_width(src, width, path)
-            names = (["weight", "bias"] if module.affine else []) + ["running_mean", "running_var"]
-            self._take(path, module, names)
-            value[node] = self._emit(node.name, "batch_norm", [src], width, prefix=path,
-                                     **{"in": width, "eps": float(module.eps),
-                                        "affine": bool(module.affine)})
-            return
-        if isinstance(module, torch.nn.LayerNorm):
-            shape = tuple(module.normalized_shape)
-            if len(shape) != 1:
-                raise ExportError(f"{path}: LayerNorm over {shape}; Spindle normalises one dimension")
-            width = int(shape[0])
-            self._input_width(src, width, path)
-            affine = module.elementwise_affine
-            if affine:
-                self._take(path, module, ["weight", "bias"])
-            value[node] = self._emit(node.name, "layer_norm", [src], width, prefix=path,
-                                     **{"in": width, "eps": float(module.eps), "affine": affine})
-            return
-        raise ExportError(f"{path}: {kind} is not supported")
+        translate_norm(self, node, module, path, src, value, self.frozen)
 
     # --- message passing --------------------------------------------------------
     def _conv(self, node, conv, path, value):

@@ -24,6 +24,8 @@ export_pyg), not pycapnp, and, to check, the spindle binary.
 """
 from . import _model_files as files
 from . import _verify as verify
+from ._pyg_norms import HeldStatistics, freeze_statistics, graph_statistic_norms
+from ._pyg_trace import takes_edge_attr
 from ._pyg_translate import MESSAGE_PASSING, ExportError, Translator
 from ._graph_save import save_graph
 from ._rec_export import export_torch
@@ -85,7 +87,7 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
     with files.EvalMode(modules):  # each module restored to its own mode after
         if graphs and graphs[-1][0].startswith("yours"):
             _initialise_lazy(model, graphs[-1])
-        ex = Translator(model)
+        ex = Translator(model, _frozen_statistics(model, graphs))
         ops, tensors, in_width, out_width = ex.run()
         decoder_ops = ex.run_decoder(decoder, out_width) if task == "link" else []
         _check_fanouts(ops, fanouts)
@@ -108,7 +110,7 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
                 record = _check(model, ex, ops, stage.path, graphs, spindle, tolerance)
                 if task == "link":
                     record["decoder"] = "; ".join(
-                        _check_decoder(user, model, decoder, stage.path, g, spindle, tolerance)
+                        _check_decoder(user, model, decoder, stage.path, g, spindle, tolerance, ex)
                         for g in graphs)
             record.update(_releases(torch))
             stage.append_toml(files.verified_table(record))
@@ -147,7 +149,7 @@ def _served_module(model, task, decoder):
     return _Encode()
 
 
-def _check_decoder(user, encoder, decoder, model_dir, graph, spindle, tolerance):
+def _check_decoder(user, encoder, decoder, model_dir, graph, spindle, tolerance, ex):
     """Spindle's scores of 64 pairs of the check graph (one a node with itself)
     against the module's: the decoder module's forward(z_src, z_dst), or for
     decoder="dot" the model's own decode(z, edge_label_index) when it has one
@@ -158,7 +160,8 @@ def _check_decoder(user, encoder, decoder, model_dir, graph, spindle, tolerance)
     rng = np.random.default_rng(1)
     pairs = rng.integers(0, x.shape[0], (64, 2)).astype(np.int64)
     pairs[0] = [0, 0]
-    z = _run_fresh(encoder, x, ei)
+    with _held(encoder, ex, graph[0]):
+        z = _run_fresh(encoder, x, ei)
     u, v = torch.from_numpy(pairs[:, 0]), torch.from_numpy(pairs[:, 1])
     decode = getattr(user, "decode", None)
     if isinstance(decoder, torch.nn.Module):
@@ -284,37 +287,69 @@ def _run_fresh(model, x, ei, ea=None):
 
 def _check(model, ex, ops, model_dir, graphs, spindle, tolerance):
     """Runs the module and Spindle on each graph; refuses on the first difference."""
-    import torch
     binary = verify.spindle_binary(spindle)
     worst = 0.0
     for label, x, ei, ea in graphs:
-        want = _run_fresh(model, x, ei, ea)
-        if not isinstance(want, torch.Tensor):
-            raise ExportError(f"{type(model).__name__} returned {type(want).__name__}; Spindle "
-                              f"serves one tensor")
-        got = verify.run_spindle(binary, model_dir, x, ei, len(ops), ea)
-        d = verify.relative_difference(got[-1], want.detach().float().numpy())
+        with _held(model, ex, label):
+            d = _check_graph(model, ex, ops, binary, model_dir, (label, x, ei, ea), tolerance)
         worst = max(worst, d)
-        if d <= tolerance:
-            continue
-        values = verify.module_values(ex.gm, x, ei, ea)
-        first = verify.first_difference(ops, ex.produced_by, got, values, tolerance)
-        if first is None:
-            raise ExportError(
-                f"check failed on the {label} graph: Spindle's answer differs from your module's "
-                f"by {d:.3g} (relative; tolerance {tolerance:g}) though every op matches the traced "
-                f"forward: the module's forward does something torch.fx did not record (Python "
-                f"control flow on values, a global); nothing was written")
-        i, di, node = first
-        op = ops[i]
-        where = op.get("prefix") or node.name
+    record = {"checked": True, "by": "spindle model verify (every node, every neighbour)",
+              "graphs": [g[0] for g in graphs], "max_relative_difference": float(f"{worst:.3g}"),
+              "tolerance": float(tolerance)}
+    if ex.frozen:
+        record["statistics"] = (f"{len(ex.frozen)} InstanceNorm/GraphNorm frozen from your graph; "
+                                f"the generated graph compared with your module holding them")
+    return record
+
+
+def _held(model, ex, label):
+    """While checking on a graph other than the user's, the whole-graph norms of
+    `model` answer with the statistics frozen from the user's graph (as served)."""
+    import contextlib
+    if not ex.frozen or label.startswith("yours"):
+        return contextlib.nullcontext()
+    return HeldStatistics(model, ex.frozen)
+
+
+def _frozen_statistics(model, graphs):
+    """Statistics of the model's whole-graph norms on the user's graph (the last of
+    `graphs` when given); {} without such norms or without the user's graph (the
+    translator then refuses those norms by name)."""
+    if not graphs or not graphs[-1][0].startswith("yours") or not graph_statistic_norms(model):
+        return {}
+    label, x, ei, ea = graphs[-1]
+    return freeze_statistics(model, _run_fresh,
+                             (label, x, ei, ea if takes_edge_attr(model) else None))
+
+
+def _check_graph(model, ex, ops, binary, model_dir, graph, tolerance):
+    """The relative difference of Spindle's answer from the module's on `graph`;
+    refuses naming the first op that differs beyond `tolerance`."""
+    import torch
+    label, x, ei, ea = graph
+    want = _run_fresh(model, x, ei, ea)
+    if not isinstance(want, torch.Tensor):
+        raise ExportError(f"{type(model).__name__} returned {type(want).__name__}; Spindle "
+                          f"serves one tensor")
+    got = verify.run_spindle(binary, model_dir, x, ei, len(ops), ea)
+    d = verify.relative_difference(got[-1], want.detach().float().numpy())
+    if d <= tolerance:
+        return d
+    values = verify.module_values(ex.gm, x, ei, ea)
+    first = verify.first_difference(ops, ex.produced_by, got, values, tolerance)
+    if first is None:
         raise ExportError(
-            f"check failed on the {label} graph: op {i} ({op['kind']}, {where}) differs from "
-            f"your module by {di:.3g} (relative; tolerance {tolerance:g}); the answer by "
-            f"{d:.3g}. Spindle would serve it differently from PyG; nothing was written")
-    return {"checked": True, "by": "spindle model verify (every node, every neighbour)",
-            "graphs": [g[0] for g in graphs], "max_relative_difference": float(f"{worst:.3g}"),
-            "tolerance": float(tolerance)}
+            f"check failed on the {label} graph: Spindle's answer differs from your module's "
+            f"by {d:.3g} (relative; tolerance {tolerance:g}) though every op matches the traced "
+            f"forward: the module's forward does something torch.fx did not record (Python "
+            f"control flow on values, a global); nothing was written")
+    i, di, node = first
+    op = ops[i]
+    where = op.get("prefix") or node.name
+    raise ExportError(
+        f"check failed on the {label} graph: op {i} ({op['kind']}, {where}) differs from "
+        f"your module by {di:.3g} (relative; tolerance {tolerance:g}); the answer by "
+        f"{d:.3g}. Spindle would serve it differently from PyG; nothing was written")
 
 
 def _releases(torch):

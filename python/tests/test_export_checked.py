@@ -191,8 +191,10 @@ class DlrmLike(torch.nn.Module):
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda: GCN(8, 16, 2, 3, norm="instance_norm"), "norms.0: InstanceNorm is not supported"),
-    (lambda: GCN(8, 16, 2, 3, norm="graph_norm"), "norms.0: GraphNorm is not supported"),
+    (lambda: GCN(8, 16, 2, 3, norm="instance_norm"),
+     "norms.0: InstanceNorm normalises with the statistics of every node"),
+    (lambda: GCN(8, 16, 2, 3, norm="graph_norm"),
+     "norms.0: GraphNorm normalises with the statistics of every node"),
     (lambda: NoForward(), "NoForward has no forward: export the submodule"),
     (lambda: DlrmLike(), "export recommendation models with export_torch"),
 ])

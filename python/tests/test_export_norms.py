@@ -1,0 +1,97 @@
+"""Norms that normalise over the whole graph (PyG's InstanceNorm without running
+statistics, GraphNorm): exported with the statistics frozen from the user's graph
+and checked against the live module there (fanouts -1, PyG's full-graph answer);
+refused by name without that graph. InstanceNorm with running statistics needs no
+graph. Needs torch, torch_geometric and the spindle binary ($SPINDLE_BINARY)."""
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric")
+from torch_geometric.nn import GCNConv  # noqa: E402
+from torch_geometric.nn.models import GCN, GraphSAGE  # noqa: E402
+from torch_geometric.nn.norm import GraphNorm, InstanceNorm  # noqa: E402
+
+from spindle_client.export import ExportError, export_pyg  # noqa: E402
+
+BINARY = os.environ.get("SPINDLE_BINARY")
+needs_binary = pytest.mark.skipif(not BINARY, reason="SPINDLE_BINARY is not set (ctest sets it)")
+
+
+def user_graph(n=80, f=8, seed=5):
+    g = torch.Generator().manual_seed(seed)
+    ei = torch.randint(0, n, (2, 4 * n), generator=g)
+    return torch.randn(n, f, generator=g) * 3 + 1, ei
+
+
+def randomised(model):
+    """Affine parameters and GraphNorm's mean_scale away from their defaults (ones
+    and zeros), so a dropped or misread one shows in the check."""
+    torch.manual_seed(0)
+    for name, p in model.named_parameters():
+        if p.dim() == 1:
+            torch.nn.init.uniform_(p, 0.5, 1.5) if "norm" in name else \
+                torch.nn.init.uniform_(p, -0.5, 0.5)
+    return model.eval()
+
+
+def export(model, tmp_path, check):
+    out = tmp_path / "m"
+    kinds = export_pyg(model, str(out), name="m", spindle=BINARY, check=check)
+    return kinds, (out / "model.toml").read_text()
+
+
+@needs_binary
+@pytest.mark.parametrize("norm", ["instance_norm", "graph_norm"])
+def test_whole_graph_norms_are_served_with_the_users_statistics(tmp_path, norm):
+    model = randomised(GCN(8, 16, 3, 4, norm=norm))
+    kinds, text = export(model, tmp_path, user_graph())
+    assert kinds.count("batch_norm") == 2
+    assert "checked = true" in text
+    assert "2 InstanceNorm/GraphNorm frozen from your graph" in text
+    assert "yours: 80 nodes" in text
+
+
+@needs_binary
+def test_a_sage_model_with_graph_norm_and_jumping_knowledge(tmp_path):
+    model = randomised(GraphSAGE(8, 12, 3, 5, norm="graph_norm", jk="cat"))
+    kinds, text = export(model, tmp_path, user_graph(seed=9))
+    assert "checked = true" in text and kinds.count("batch_norm") == 3  # jk: every layer
+
+
+@needs_binary
+def test_instance_norm_with_running_statistics_needs_no_graph(tmp_path):
+    model = GCN(8, 16, 3, 4, norm="instance_norm",
+                norm_kwargs={"track_running_stats": True, "affine": True})
+    for _, m in model.named_modules():
+        if isinstance(m, InstanceNorm):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    kinds, text = export(randomised(model), tmp_path, True)
+    assert kinds.count("batch_norm") == 2
+    assert "checked = true" in text and "frozen" not in text
+
+
+def test_without_the_users_graph_the_norm_is_refused_by_name(tmp_path):
+    with pytest.raises(ExportError, match=r"norms.0: GraphNorm normalises with the statistics "
+                                          r"of every node.*give check=\(x, edge_index\)"):
+        export_pyg(GCN(8, 16, 3, 4, norm="graph_norm"), str(tmp_path / "m"), name="m",
+                   check=True)
+    assert not (tmp_path / "m").exists()
+
+
+class NormTwice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = GCNConv(8, 8), GCNConv(8, 3)
+        self.norm = GraphNorm(8)
+
+    def forward(self, x, edge_index):
+        x = self.norm(self.conv1(x, edge_index))
+        return self.conv2(self.norm(x), edge_index)
+
+
+def test_a_norm_called_twice_is_refused(tmp_path):
+    with pytest.raises(ExportError, match="norm: GraphNorm is called twice in one forward"):
+        export_pyg(NormTwice().eval(), str(tmp_path / "m"), name="m", check=user_graph())
