@@ -27,6 +27,7 @@
 #include "graph/rmat.hpp"
 #include "graph/sampler.hpp"
 #include "nn/link_decoder.hpp"
+#include "nn/bf16_gemm.hpp"
 #include "nn/model.hpp"
 
 using namespace spindle;
@@ -328,6 +329,13 @@ int main(int argc, char** argv) {
   // is pairs/s; the time includes scoring the pairs.
   gnns.emplace_back("link-dot", sage_link(false));
   gnns.emplace_back("link-mlp", sage_link(true));
+  // precision = "bf16" (the projections in bfloat16), beside the same stacks in fp32 above.
+  if (nn::bf16_unsupported_reason().empty()) {
+    gnns.emplace_back("sage-st-bf16", sage_stack(false));
+    gnns.emplace_back("gat-st-bf16", attention_stack("gat"));
+  } else {
+    fmt::print("bf16 rows skipped: {}\n", nn::bf16_unsupported_reason());
+  }
   for (const auto& [label, d] : gnns) {
     rng.seed(7);  // every model gets the same seeds (the stack rows compare with graphsage's)
     std::string dir = tmp + "/" + label;
@@ -335,6 +343,9 @@ int main(int argc, char** argv) {
       return fmt::print(stderr, "{}\n", st.to_string()), 1;
     nn::heap_allocator weights;
     auto m = nn::model::load(dir, weights);
+    if (!m) return fmt::print(stderr, "{}\n", m.error().to_string()), 1;
+    if (label.ends_with("-bf16"))
+      if (auto st = m->set_precision("bf16"); !st) return fmt::print(stderr, "{}\n", st.to_string()), 1;
     for (int batch : {1, 16, 64, 256}) {
       std::vector<double> times;
       double flops = 0, nodes = 0;

@@ -59,8 +59,8 @@ struct model_desc {
   std::string decoder = "dot";
   std::vector<gnn_op> decoder_ops;
   /// The dense layers' arithmetic (model.toml `precision`): "fp32" (the default)
-  /// or "bf16" (recommendation models' MLPs: inputs and weights rounded to
-  /// bfloat16, products summed in float32; nn/bf16_gemm.hpp).
+  /// or "bf16" (recommendation models' MLPs and GNN stacks' projections: inputs
+  /// and weights rounded to bfloat16, products summed in float32; nn/bf16_gemm.hpp).
   std::string precision = "fp32";
   /// Tensors of the weights file the model may leave unused, by name or prefix
   /// (model.toml `ignore_tensors = ["aux_head."]`); any other unused one is refused.
@@ -112,7 +112,7 @@ status validate_task(const model_desc& d, std::string_view origin);
 /// A typed model's task: node, or link with model.pair_types naming two answered
 /// node types; pair_types on any other model is refused. Errors name the file.
 status validate_typed_task(const model_desc& d, std::string_view origin);
-/// model.precision fp32|bf16 (bf16: recommendation models only); errors name the file.
+/// model.precision fp32|bf16 (bf16: recommendation models and GNN stacks); errors name the file.
 status validate_precision(const model_desc& d, std::string_view origin);
 /// One fanout per layer, each in 1..100000 or -1 for every neighbour (empty passes); errors name `field`.
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);

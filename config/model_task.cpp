@@ -30,10 +30,11 @@ status validate_precision(const model_desc& d, std::string_view origin) {
     return make_error(errc::invalid_argument,
                       "{}: model.precision = '{}': expected fp32 or bf16 (int8 is not built)",
                       origin, d.precision.substr(0, 32));
-  if (d.is_gnn())
+  if (d.is_gnn() && d.arch != model_arch::stack)
     return make_error(errc::invalid_argument,
                       "{}: model.precision = 'bf16' runs recommendation models' MLPs (dlrm, ncf, "
-                      "wnd, din); a {} model runs in fp32",
+                      "wnd, din) and GNN stacks' layers (arch = \"stack\", as export_pyg "
+                      "writes); a {} model runs in fp32",
                       origin, to_string(d.arch));
   return status::ok();
 }

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <dnnl.hpp>
@@ -47,7 +48,12 @@ std::string bf16_unsupported_reason() {
 namespace {
 
 // One matmul primitive per shape and thread (primitives are not shared across
-// threads here; a batch's row chunks repeat a few shapes).
+// threads here). Rows go through in blocks of kBlockRows, the last one padded to
+// a multiple of kRowStep, so a layer uses at most kBlockRows / kRowStep shapes
+// whatever its batch's row count (a GNN's varies every batch): primitives are
+// made once, not per call.
+constexpr std::int64_t kBlockRows = 64, kRowStep = 8;
+
 struct primitive_cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
@@ -57,7 +63,7 @@ struct primitive_cache {
     auto key = std::make_tuple(m, k, n);
     auto it = made.find(key);
     if (it != made.end()) return it->second;
-    if (made.size() >= 256) made.clear();  // many batch sizes: start over
+    if (made.size() >= 256) made.clear();  // many layer widths: start over
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     dnnl::memory::desc src({m, k}, dt::bf16, tag::ab), wei({k, n}, dt::bf16, tag::ba),
@@ -67,24 +73,43 @@ struct primitive_cache {
   }
 };
 
+// `m` rows of bf16 `xb` (k wide) times W^T into `out` (n wide), one primitive call.
+void matmul_block(primitive_cache& cache, const std::uint16_t* xb, const std::uint16_t* w,
+                  float* out, std::int64_t m, std::int64_t k, std::int64_t n) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  auto& e = cache.engine;
+  dnnl::memory src({{m, k}, dt::bf16, tag::ab}, e, const_cast<std::uint16_t*>(xb));
+  dnnl::memory wei({{k, n}, dt::bf16, tag::ba}, e, const_cast<std::uint16_t*>(w));
+  dnnl::memory dst({{m, n}, dt::f32, tag::ab}, e, out);
+  cache.get(m, k, n).execute(cache.stream,
+                             {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+  cache.stream.wait();
+}
+
 // y rows [lo, hi) = x rows W^T, one thread.
 void matmul_rows(const tensor& x, std::span<const std::uint16_t> w, tensor& y, std::int64_t lo,
                  std::int64_t hi, std::vector<std::uint16_t>& xb) {
   thread_local primitive_cache cache;
+  thread_local std::vector<float> padded_out;
   omp_set_num_threads(1);  // the pool splits the rows; oneDNN's own threads would oversubscribe
   const std::int64_t m = hi - lo, k = x.cols(), n = y.cols();
-  xb.resize(std::size_t(m * k));
+  const std::int64_t rows = (m + kRowStep - 1) / kRowStep * kRowStep;
+  xb.assign(std::size_t(rows * k), 0);  // the padding rows are zeros
   for (std::int64_t r = 0; r < m; ++r)
     for (std::int64_t c = 0; c < k; ++c) xb[std::size_t(r * k + c)] = to_bf16(x.row(lo + r)[c]);
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
-  auto& e = cache.engine;
-  dnnl::memory src({{m, k}, dt::bf16, tag::ab}, e, xb.data());
-  dnnl::memory wei({{k, n}, dt::bf16, tag::ba}, e, const_cast<std::uint16_t*>(w.data()));
-  dnnl::memory dst({{m, n}, dt::f32, tag::ab}, e, y.row(lo));
-  cache.get(m, k, n).execute(cache.stream,
-                             {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
-  cache.stream.wait();
+  for (std::int64_t at = 0; at < m; at += kBlockRows) {
+    const std::int64_t real = std::min(kBlockRows, m - at);
+    const std::int64_t shape = std::min(kBlockRows, rows - at);
+    const std::uint16_t* in = xb.data() + at * k;
+    if (real == shape) {
+      matmul_block(cache, in, w.data(), y.row(lo + at), shape, k, n);
+      continue;
+    }
+    padded_out.resize(std::size_t(shape * n));
+    matmul_block(cache, in, w.data(), padded_out.data(), shape, k, n);
+    std::copy_n(padded_out.data(), real * n, y.row(lo + at));
+  }
 }
 
 }  // namespace

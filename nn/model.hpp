@@ -75,8 +75,10 @@ class model {
   const tensor& param(const std::string& name) const { return params_.at(name); }
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
   /// The dense layers' arithmetic: "fp32" or "bf16" (recommendation models'
-  /// MLPs; config::model_desc::precision). Refuses bf16 on a CPU without it.
+  /// MLPs, GNN stacks' projections; config::model_desc::precision). Refuses bf16
+  /// on a CPU without it.
   status set_precision(const std::string& precision);
+  const std::string& precision() const { return desc_.precision; }
 
   /// The ops a call's named outputs are (stack models): each name is an op's
   /// `name` (model.toml [[op]]; export_pyg names a layer's op after its module
@@ -176,7 +178,8 @@ class model {
 
   config::model_desc desc_;
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves
-  // precision "bf16": the MLP weights rounded to bfloat16, by parameter name.
+  bool dense_weight(const std::string& name, const tensor& t) const;
+  // precision "bf16": the dense weights rounded to bfloat16, by parameter name.
   std::map<std::string, std::vector<std::uint16_t>> bf16_;
   std::vector<layer_weights> layers_;
 };

@@ -33,7 +33,20 @@ expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::
   return x;
 }
 
-// The MLPs' weights (bot_l, top_l, mlp_l: every layer mlp() runs) in bfloat16.
+// The weights bf16 rounds: a recommendation model's MLPs (bot_l, top_l, mlp_l:
+// every layer mlp() runs); a GNN stack's layers' projections, the 2-D weights its
+// ops multiply with (layer_input::linear) and not a featureless type's table.
+bool model::dense_weight(const std::string& name, const tensor& t) const {
+  if (!name.ends_with(".weight")) return false;
+  if (desc_.arch == model_arch::stack) {
+    for (const auto& n : desc_.types.node_types)
+      if (n.embedding == name) return false;
+    return t.shape().size() == 2;
+  }
+  return name.starts_with("bot_l.") || name.starts_with("top_l.") || name.starts_with("mlp_l.");
+}
+
+// The dense weights (dense_weight) in bfloat16.
 status model::set_precision(const std::string& precision) {
   config::model_desc d = desc_;
   d.precision = precision;
@@ -44,8 +57,7 @@ status model::set_precision(const std::string& precision) {
   if (auto why = bf16_unsupported_reason(); !why.empty())
     return make_error(errc::unsupported, "model '{}': precision bf16: {}", desc_.name, why);
   for (const auto& [name, t] : params_)
-    if ((name.starts_with("bot_l.") || name.starts_with("top_l.") || name.starts_with("mlp_l.")) &&
-        name.ends_with(".weight"))
+    if (dense_weight(name, t))
       bf16_.emplace(name, to_bf16(std::span<const float>(t.data(), std::size_t(t.numel()))));
   return status::ok();
 }

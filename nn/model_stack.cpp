@@ -71,7 +71,8 @@ std::vector<param_spec> stack_parameter_specs(const config::model_desc& d) {
 expected<tensor> model::stack_op(allocator& a, const config::gnn_op& op, const block* b,
                                  std::span<const float> degree, std::vector<tensor*>& in,
                                  std::vector<bool>& owned, thread_pool* pool) const {
-  const layer_input x{a, op, b, degree, in, owned, pool, params_};
+  const layer_input x{a, op, b, degree, in, owned, pool, params_,
+                      bf16_.empty() ? nullptr : &bf16_};
   return layer_of(op.kind).forward(x);
 }
 

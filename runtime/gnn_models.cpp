@@ -111,6 +111,8 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     SPINDLE_TRY(std::move(model.set_fanouts(defaults_.fanouts)).with_context(path + ": "));
   if (!defaults_.sampling.empty())
     SPINDLE_TRY(std::move(model.set_sampling(defaults_.sampling)).with_context(path + ": "));
+  if (!defaults_.precision.empty())
+    SPINDLE_TRY(std::move(model.set_precision(defaults_.precision)).with_context(path + ": "));
   // Fanouts belong to the model; refuse one whose layers nothing fits (no silent default).
   if (auto f = serving::served_fanouts(model.desc(), ds_.metadata()); !f)
     return std::move(f).error().with_context(path + "/model.toml: ");

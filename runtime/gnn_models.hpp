@@ -29,6 +29,7 @@ struct gnn_serving_defaults {
   int pipelines = 2;
   std::vector<int> fanouts;  // a --fanouts override for every model loaded; empty: their own
   std::string sampling;      // a --sampling override for every model loaded; empty: their own
+  std::string precision;     // a --precision override for every model loaded; empty: their own
   serving::admission_options admission;  // the SLO and max_queue of each model
   /// GNNSched: the forward passes of every model go through one device
   /// scheduler with this grouping policy and pool; unset: each pipeline computes alone.

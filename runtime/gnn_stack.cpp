@@ -45,6 +45,7 @@ expected<nn::model> calibration_model(const gnn_stack_args& a, const graph::data
     SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(a.fanouts));
     SPINDLE_TRY(m->set_fanouts(std::move(f)));
   }
+  if (!a.precision.empty()) SPINDLE_TRY(m->set_precision(a.precision));
   return m;
 }
 
@@ -122,6 +123,7 @@ expected<gnn_serving_defaults> serving_defaults(const gnn_stack_args& a, const g
     SPINDLE_ASSIGN_OR_RETURN(d.fanouts, config::parse_fanouts(a.fanouts));
   }
   d.sampling = a.sampling;
+  d.precision = a.precision;
   d.admission = door.admission();
   d.max_batch_from_flag = a.max_batch_flag;
   d.deadline_from_flag = a.deadline_flag;

@@ -24,6 +24,7 @@ struct gnn_stack_args {
   std::size_t gnnsched_mb = 256;
   std::string fanouts;          // overrides model.toml's (and the dataset's) fanouts
   std::string sampling;         // overrides model.toml's sampling mode
+  std::string precision;        // --precision fp32|bf16: overrides model.toml's (empty: its own)
   std::string repository;       // --model-repository DIR
   std::string device = "auto";  // --device auto|host|cuda
   std::size_t device_feature_mb = 1024;

@@ -20,6 +20,7 @@ struct layer_io {
 }  // namespace
 
 bool device_model::supports(const nn::model& m) {
+  if (m.precision() != "fp32") return false;  // bf16: the host's matmuls (device layers are fp32)
   const auto a = m.desc().arch;
   if (a == model_arch::stack) {
     if (m.desc().typed()) return false;  // typed models run on the host

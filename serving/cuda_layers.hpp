@@ -20,7 +20,8 @@ class device_model {
  public:
   /// Whether `m` has device layers: graphsage, gcn, gin, gat, and stack models
   /// whose every op runs on the device (not GATConv without self-loops, and
-  /// softmax only as the last op; those run on the host).
+  /// softmax only as the last op; those run on the host), in fp32 (a bf16 model
+  /// runs on the host's bfloat16 matmuls).
   static bool supports(const nn::model& m);
   /// Uploads every layer parameter of `m`.
   static expected<std::unique_ptr<device_model>> create(const nn::model& m);

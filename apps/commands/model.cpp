@@ -137,8 +137,8 @@ status run_info(const std::string& dir) {
                "each)\n",
                d.out, d.decoder);
   if (d.precision != "fp32")
-    fmt::print("precision: {} (the MLPs' inputs and weights in bfloat16, sums in float32)\n",
-               d.precision);
+    fmt::print("precision: {} (the {}' inputs and weights in bfloat16, sums in float32)\n",
+               d.precision, d.is_gnn() ? "layers' projections" : "MLPs");
   if (!d.types.pair_types.empty())
     fmt::print("pairs: ({}, {}), each end numbered within its node type\n", d.types.pair_types[0],
                d.types.pair_types[1]);

@@ -138,6 +138,11 @@ void register_serve(CLI::App& app, global_options& g) {
                   "by its seeds: the same call, the same answer); default: model.toml's, else "
                   "shared")
       ->check(CLI::IsMember({"shared", "per_request"}));
+  cmd->add_option("--precision", a->precision,
+                  "The layers' arithmetic of every GNN served (a stack, as export_pyg writes): "
+                  "fp32 or bf16 (projections in bfloat16 on AMX / AVX-512 BF16, sums in "
+                  "float32; on the host even with --device cuda); overrides model.toml's")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   add_bounded(*cmd, "--pipelines", a->pipelines, "Pipelines sharing the batcher", 1, 256);
   cmd->add_option("--workload", a->workload,
                   "Drive N requests from the in-process generator, print the report and exit "

@@ -19,7 +19,7 @@ expected<tensor> block_edge_attr(const layer_input& x, std::int64_t cols) {
 
 expected<tensor> project_edge_attr(const layer_input& x, std::int64_t width) {
   SPINDLE_ASSIGN_OR_RETURN(auto attr, block_edge_attr(x, x.op.edge_dim));
-  return linear(x.a, attr, x.weight("lin_edge.weight"), {}, width, x.pool);
+  return x.linear(attr, "lin_edge.weight", "", width);
 }
 
 void add_edge_projection(const config::gnn_op& op, weight_list& s) {

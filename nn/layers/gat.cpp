@@ -36,11 +36,10 @@ expected<tensor> edge_scores(const layer_input& x) {
 expected<tensor> forward(const layer_input& x) {
   const auto& op = x.op;
   SPINDLE_ASSIGN_OR_RETURN(
-      auto h, linear(x.a, *x.in[0], x.weight("lin_src.weight"), {}, op.heads * op.out, x.pool));
+      auto h, x.linear(*x.in[0], "lin_src.weight", "", op.heads * op.out));
   tensor h_dst;  // a bipartite edge type's targets, projected on their own
   if (config::is_bipartite(op)) {
-    SPINDLE_ASSIGN_OR_RETURN(h_dst, linear(x.a, x.in[1]->head(x.b->num_dst), x.weight("lin_dst.weight"),
-                                           {}, op.heads * op.out, x.pool));
+    SPINDLE_ASSIGN_OR_RETURN(h_dst, x.linear(x.in[1]->head(x.b->num_dst), "lin_dst.weight", "", op.heads * op.out));
   }
   tensor scores;  // edge_dim's per-edge scores
   if (op.edge_dim > 0) {

@@ -23,10 +23,8 @@ expected<tensor> forward(const layer_input& x) {
   const auto& op = x.op;
   const std::int64_t hc = std::int64_t(op.heads) * op.out, c = op.out;
   const tensor& h = *x.in[0];
-  SPINDLE_ASSIGN_OR_RETURN(auto xl, linear(x.a, h, x.weight("lin_l.weight"), x.weight("lin_l.bias"),
-                                           hc, x.pool));
-  SPINDLE_ASSIGN_OR_RETURN(auto xr, linear(x.a, h.head(x.b->num_dst), x.weight("lin_r.weight"),
-                                           x.weight("lin_r.bias"), hc, x.pool));
+  SPINDLE_ASSIGN_OR_RETURN(auto xl, x.linear(h, "lin_l.weight", "lin_l.bias", hc));
+  SPINDLE_ASSIGN_OR_RETURN(auto xr, x.linear(h.head(x.b->num_dst), "lin_r.weight", "lin_r.bias", hc));
   const gpu::attention_inputs in{xl.data(), xr.data(), x.weight("att").data(), hc, c,
                                  op.negative_slope, gpu::attention_score::gatv2};
   tensor e;  // edge_dim: lin_edge(e_ji), inside each edge's LeakyReLU

@@ -14,7 +14,7 @@ void weights(const config::gnn_op& op, std::int64_t in, weight_list& s) {
 
 expected<tensor> forward(const layer_input& x) {
   const auto& op = x.op;
-  SPINDLE_ASSIGN_OR_RETURN(auto h, linear(x.a, *x.in[0], x.weight("lin.weight"), {}, op.out, x.pool));
+  SPINDLE_ASSIGN_OR_RETURN(auto h, x.linear(*x.in[0], "lin.weight", "", op.out));
   gcn_options o{op.add_self_loops, op.improved, op.normalize};
   SPINDLE_ASSIGN_OR_RETURN(auto y, propagate_gcn(x.a, *x.b, h, x.degree, o, x.pool));
   add_bias_rows(y, x.weight("bias"));

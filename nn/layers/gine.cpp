@@ -23,7 +23,7 @@ expected<tensor> edge_messages(const layer_input& x, std::int64_t width, tensor&
   SPINDLE_ASSIGN_OR_RETURN(auto attr, block_edge_attr(x, want));
   if (x.op.edge_dim == 0) return attr;
   SPINDLE_ASSIGN_OR_RETURN(
-      projected, linear(x.a, attr, x.weight("lin.weight"), x.weight("lin.bias"), width, x.pool));
+      projected, x.linear(attr, "lin.weight", "lin.bias", width));
   return projected.head(attr.rows());
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "nn/bf16_gemm.hpp"
+
 namespace spindle::nn {
 
 void weight_list::add(std::string_view rest, std::vector<std::int64_t> shape, std::string_view what,
@@ -16,6 +18,31 @@ std::span<const float> layer_input::weight(std::string_view rest) const {
   auto it = params.find(op.prefix + "." + std::string(rest));
   if (it == params.end()) return {};
   return {it->second.data(), std::size_t(it->second.numel())};
+}
+
+expected<tensor> layer_input::linear(const tensor& in, std::string_view w, std::string_view b,
+                                     std::int64_t out) const {
+  const auto bias = b.empty() ? std::span<const float>{} : weight(b);
+  if (bf16) {
+    auto half = bf16->find(op.prefix + "." + std::string(w));
+    if (half != bf16->end()) return linear_bf16(a, in, half->second, bias, out, pool);
+  }
+  return nn::linear(a, in, weight(w), bias, out, pool);
+}
+
+status layer_input::linear_accumulate(tensor& y, const tensor& in, std::string_view w) const {
+  if (bf16) {
+    auto half = bf16->find(op.prefix + "." + std::string(w));
+    if (half != bf16->end()) {
+      SPINDLE_ASSIGN_OR_RETURN(auto z, linear_bf16(a, in, half->second, {}, y.cols(), pool));
+      if (z.rows() != y.rows())
+        return make_error(errc::invalid_argument, "linear_accumulate: {} rows into {}", z.rows(),
+                          y.rows());
+      for (std::int64_t i = 0; i < y.numel(); ++i) y.data()[i] += z.data()[i];
+      return status::ok();
+    }
+  }
+  return nn::linear_accumulate(y, in, weight(w), pool);
 }
 
 expected<tensor> layer_input::own_first() const {

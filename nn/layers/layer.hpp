@@ -50,8 +50,18 @@ struct layer_input {
   thread_pool* pool;
   const std::map<std::string, tensor>& params;
 
+  /// precision "bf16": the model's dense weights rounded to bfloat16, by name
+  /// (null or missing a name: that weight runs in float32).
+  const std::map<std::string, std::vector<std::uint16_t>>* bf16 = nullptr;
+
   /// The op's tensor `<prefix>.<rest>` (empty when the model has none).
   std::span<const float> weight(std::string_view rest) const;
+  /// in W^T + b with the op's tensors `<prefix>.<weight>` and `<prefix>.<bias>`
+  /// ("" or absent: no bias), in bfloat16 where the model holds W so (bf16).
+  expected<tensor> linear(const tensor& in, std::string_view weight, std::string_view bias,
+                          std::int64_t out) const;
+  /// y += in W^T, likewise.
+  status linear_accumulate(tensor& y, const tensor& in, std::string_view weight) const;
   /// in[0] itself when this op is its last use, else a copy (for in-place ops).
   expected<tensor> own_first() const;
   /// The value a message-passing op's targets' own rows come from: in[1] for a

@@ -14,7 +14,7 @@ layer_memory memory(const config::gnn_op& op, std::int64_t in, const hop_dims*) 
 }
 
 expected<tensor> forward(const layer_input& x) {
-  return nn::linear(x.a, *x.in[0], x.weight("weight"), x.weight("bias"), x.op.out, x.pool);
+  return x.linear(*x.in[0], "weight", "bias", x.op.out);
 }
 
 }  // namespace

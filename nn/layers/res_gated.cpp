@@ -21,15 +21,14 @@ expected<tensor> forward(const layer_input& x) {
   const std::int64_t nd = x.b->num_dst;
   const tensor& h = *x.in[0];
   auto project = [&](const char* lin, const tensor& rows) {
-    return linear(x.a, rows, x.weight(std::string(lin) + ".weight"),
-                  x.weight(std::string(lin) + ".bias"), op.out, x.pool);
+    return x.linear(rows, std::string(lin) + ".weight", std::string(lin) + ".bias", op.out);
   };
   SPINDLE_ASSIGN_OR_RETURN(auto k, project("lin_key", h.head(nd)));
   SPINDLE_ASSIGN_OR_RETURN(auto q, project("lin_query", h));
   SPINDLE_ASSIGN_OR_RETURN(auto v, project("lin_value", h));
   SPINDLE_ASSIGN_OR_RETURN(auto y, gated_sum(x.a, *x.b, k, q, v, x.pool));
   if (op.root_weight)
-    SPINDLE_TRY(linear_accumulate(y, h.head(nd), x.weight("lin_skip.weight"), x.pool));
+    SPINDLE_TRY(x.linear_accumulate(y, h.head(nd), "lin_skip.weight"));
   add_bias_rows(y, x.weight("bias"));
   return y;
 }

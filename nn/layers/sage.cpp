@@ -32,16 +32,15 @@ expected<tensor> forward(const layer_input& x) {
   tensor projected;
   if (op.project) {
     SPINDLE_ASSIGN_OR_RETURN(projected,
-                             linear(x.a, h, x.weight("lin.weight"), x.weight("lin.bias"), h.cols(), x.pool));
+                             x.linear(h, "lin.weight", "lin.bias", h.cols()));
     relu_(projected);
     src = &projected;
   }
   SPINDLE_ASSIGN_OR_RETURN(auto agg, propagate(x.a, *x.b, *src, reduce_of(op.aggr), x.pool));
   projected = tensor();
-  SPINDLE_ASSIGN_OR_RETURN(auto y, linear(x.a, agg, x.weight("lin_l.weight"), x.weight("lin_l.bias"),
-                                          op.out, x.pool));
+  SPINDLE_ASSIGN_OR_RETURN(auto y, x.linear(agg, "lin_l.weight", "lin_l.bias", op.out));
   if (op.root_weight)
-    SPINDLE_TRY(linear_accumulate(y, x.dst_input().head(x.b->num_dst), x.weight("lin_r.weight"), x.pool));
+    SPINDLE_TRY(x.linear_accumulate(y, x.dst_input().head(x.b->num_dst), "lin_r.weight"));
   if (op.normalize) l2_normalize_rows_(y);
   return y;
 }

@@ -43,8 +43,7 @@ expected<tensor> forward(const layer_input& x) {
   const std::int64_t hc = std::int64_t(op.heads) * op.out, c = op.out, nd = x.b->num_dst;
   const tensor& h = *x.in[0];
   auto project = [&](const char* lin, const tensor& rows, std::int64_t out) {
-    return linear(x.a, rows, x.weight(std::string(lin) + ".weight"),
-                  x.weight(std::string(lin) + ".bias"), out, x.pool);
+    return x.linear(rows, std::string(lin) + ".weight", std::string(lin) + ".bias", out);
   };
   SPINDLE_ASSIGN_OR_RETURN(auto query, project("lin_query", h.head(nd), hc));
   SPINDLE_ASSIGN_OR_RETURN(auto key, project("lin_key", h, hc));

@@ -1,7 +1,7 @@
 // Opt-in bfloat16 MLPs (model.toml precision = "bf16"): rounding to bfloat16,
 // and each recommendation model's golden scores (PyTorch FP32) served within the
 // stated bound, 1e-2 absolute; fp32 again when switched back; other precisions
-// and bf16 on a GNN refused by name.
+// and bf16 on a fixed-architecture GNN refused by name (GNN stacks: pyg_golden_test).
 #include <gtest/gtest.h>
 
 #include <cmath>

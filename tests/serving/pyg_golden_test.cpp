@@ -15,6 +15,7 @@
 #include "core/npy.hpp"
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
+#include "nn/bf16_gemm.hpp"
 #include "nn/model.hpp"
 #include "serving/gnn_pipeline.hpp"
 
@@ -64,49 +65,88 @@ double pyg_accuracy(const std::string& dir) {
   return at == std::string::npos ? -1 : std::stod(text.substr(at + 21));
 }
 
-class pyg_golden_test : public ::testing::TestWithParam<std::string> {};
+struct served_cora {
+  double worst = 0;  // the largest |served - PyG| / max(1, |PyG|)
+  int correct = 0, agree = 0, nodes = 0;
+  double accuracy() const { return double(correct) / double(nodes); }
+};
 
-TEST_P(pyg_golden_test, served_answers_equal_pyg_full_graph_answers) {
-  const std::string dir = kGolden + "pyg-" + GetParam();
+// `m` served through the pipeline on Cora's 1000 test nodes (batches of 100
+// one-seed calls, every neighbour), against PyG's answers and the labels.
+served_cora serve_cora(const nn::model& m, const std::string& dir) {
   const auto& ds = cora();
-  nn::heap_allocator alloc;
-  auto m = nn::model::load(dir, alloc);
-  ASSERT_TRUE(m.has_value()) << m.error().to_string();
   psgs_router router{psgs_calibration{}, routing_policy::fixed};
   thread_pool pool(1, "golden");
-  gnn_pipeline p(ds, *m, router, pool);
+  gnn_pipeline p(ds, m, router, pool);
   const auto nodes = load<std::int64_t>(kGolden + "pyg-cora/test_nodes.npy");
   const auto labels = load<std::int64_t>(kGolden + "pyg-cora/labels.npy");
   const auto want = load<float>(dir + "/expected.npy");
   const std::size_t classes = want.size() / nodes.size();
-  double worst = 0;
-  int correct = 0, agree = 0;
-  for (std::size_t b = 0; b < nodes.size(); b += 100) {  // batches of 100 one-seed calls
+  served_cora s;
+  s.nodes = int(nodes.size());
+  for (std::size_t b = 0; b < nodes.size(); b += 100) {
     std::vector<gnn_request> batch;
     for (std::size_t i = b; i < std::min(nodes.size(), b + 100); ++i) batch.push_back({{nodes[i]}, 0});
     const auto res = p.run(batch, b % 200 ? psgs_router::choice::large : psgs_router::choice::small);
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      ASSERT_TRUE(res.errors[i].is_ok()) << res.errors[i].to_string();
+      EXPECT_TRUE(res.errors[i].is_ok()) << res.errors[i].to_string();
       const auto& got = res.outputs[i];
-      ASSERT_EQ(got.size(), classes);
+      EXPECT_EQ(got.size(), classes);
+      if (!res.errors[i].is_ok() || got.size() != classes) continue;
       const float* w = &want[(b + i) * classes];
       std::size_t arg_got = 0, arg_want = 0;
       for (std::size_t c = 0; c < classes; ++c) {
-        worst = std::max(worst, std::abs(double(got[c]) - w[c]) / std::max(1.0, std::abs(double(w[c]))));
+        s.worst = std::max(s.worst, std::abs(double(got[c]) - w[c]) / std::max(1.0, std::abs(double(w[c]))));
         if (got[c] > got[arg_got]) arg_got = c;
         if (w[c] > w[arg_want]) arg_want = c;
       }
-      correct += std::int64_t(arg_got) == labels[std::size_t(nodes[b + i])];
-      agree += arg_got == arg_want;
+      s.correct += std::int64_t(arg_got) == labels[std::size_t(nodes[b + i])];
+      s.agree += arg_got == arg_want;
     }
   }
-  const double accuracy = double(correct) / double(nodes.size());
-  std::printf("%s: served accuracy %.3f (PyG %.3f), %d/%zu predictions as PyG's, worst relative "
+  return s;
+}
+
+class pyg_golden_test : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(pyg_golden_test, served_answers_equal_pyg_full_graph_answers) {
+  const std::string dir = kGolden + "pyg-" + GetParam();
+  nn::heap_allocator alloc;
+  auto m = nn::model::load(dir, alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  const auto s = serve_cora(*m, dir);
+  std::printf("%s: served accuracy %.3f (PyG %.3f), %d/%d predictions as PyG's, worst relative "
               "difference %.2e\n",
-              GetParam().c_str(), accuracy, pyg_accuracy(dir), agree, nodes.size(), worst);
-  EXPECT_LE(worst, 1e-4);
-  EXPECT_EQ(agree, int(nodes.size()));
-  EXPECT_EQ(correct, int(std::lround(pyg_accuracy(dir) * double(nodes.size()))));
+              GetParam().c_str(), s.accuracy(), pyg_accuracy(dir), s.agree, s.nodes, s.worst);
+  EXPECT_LE(s.worst, 1e-4);
+  EXPECT_EQ(s.agree, s.nodes);
+  EXPECT_EQ(s.correct, int(std::lround(pyg_accuracy(dir) * double(s.nodes))));
+}
+
+// precision = "bf16" (the layers' projections in bfloat16, summed in float32):
+// the documented bounds against PyG's FP32 answers. Measured worst over the six
+// models (2026-11-27): agreement 998/1000 (gin-jk), difference 7.0e-2 (sage-max),
+// accuracy 0.1 point; the bounds leave a margin over it.
+constexpr double kBf16Agreement = 0.995;  // predictions equal to FP32 PyG's
+constexpr double kBf16Difference = 0.15;  // |served - PyG| / max(1, |PyG|) on log-probabilities
+constexpr double kBf16Accuracy = 0.01;    // test accuracy within a point of PyG's
+
+TEST_P(pyg_golden_test, bf16_stays_within_its_stated_bounds) {
+  if (auto why = nn::bf16_unsupported_reason(); !why.empty()) GTEST_SKIP() << why;
+  const std::string dir = kGolden + "pyg-" + GetParam();
+  nn::heap_allocator alloc;
+  auto m = nn::model::load(dir, alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  ASSERT_TRUE(m->set_precision("bf16").is_ok());
+  const auto s = serve_cora(*m, dir);
+  std::printf("%s bf16: served accuracy %.3f (PyG FP32 %.3f), %d/%d predictions as PyG's, worst "
+              "difference %.2e\n",
+              GetParam().c_str(), s.accuracy(), pyg_accuracy(dir), s.agree, s.nodes, s.worst);
+  EXPECT_GE(double(s.agree), kBf16Agreement * s.nodes);
+  EXPECT_LE(s.worst, kBf16Difference);
+  EXPECT_LE(std::abs(s.accuracy() - pyg_accuracy(dir)), kBf16Accuracy);
+  ASSERT_TRUE(m->set_precision("fp32").is_ok());  // and back: PyG's answers again
+  EXPECT_LE(serve_cora(*m, dir).worst, 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(cora, pyg_golden_test,
