@@ -12,6 +12,7 @@
 #include "actors/router_actor.hpp"
 #include "config/sampling.hpp"
 #include "config/tunables.hpp"
+#include "nn/model.hpp"
 #include "core/call_origin.hpp"
 #include "core/log.hpp"
 
@@ -29,6 +30,23 @@ placement_stats detail::placement_stats_of(caf::actor_system& sys,
 }
 
 namespace {
+
+// precision: fp32 | bf16 for the model's dense layers, switched while it serves
+// (a call in flight keeps the arithmetic it started with). A cluster's ranks
+// keep the precision they started with, as their fanouts.
+status set_precision_tunable(const nn::model* m, const std::string& value, bool cluster) {
+  if (!m)
+    return make_error(errc::invalid_argument,
+                      "precision: this model runs elsewhere; set it where it is computed");
+  if (cluster)
+    return make_error(errc::invalid_argument,
+                      "precision: every rank of a cluster computes with the precision it started "
+                      "with; set precision in model.toml and restart");
+  if (value != "fp32" && value != "bf16")
+    return make_error(errc::invalid_argument, "precision = '{}': expected fp32 or bf16",
+                      shown(value));
+  return m->set_precision(value);
+}
 
 // The cluster placement's tunables: the drift threshold, and `replan` (now).
 status set_placement_tunable(caf::actor_system& sys, const placement_actor& placement,
@@ -72,6 +90,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"max_queue", std::to_string(e.admission.options().max_queue)},
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)},
         {"fanouts", fmt::format("{}", fmt::join(e.fanouts, ","))}};
+    if (e.b.model) t.push_back({"precision", e.b.model->precision()});
     if (e.b.device)
       t.push_back({"gnnsched_policy", std::string(colocation::to_string(e.b.device->policy()))});
     const double o = e.b.router->threshold_override();
@@ -89,6 +108,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
     std::vector<transport::rpc::tunable> t{
         {"max_queue", std::to_string(e.admission.options().max_queue)},
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)}};
+    if (e.b.model) t.push_back({"precision", e.b.model->precision()});
     if (e.b.pool) {
       t.push_back({"workers", std::to_string(e.b.pool->workers())});
       t.push_back({"max_batch_samples", std::to_string(e.max_batch_samples.load())});
@@ -191,6 +211,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     return status::ok();
   }
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
+  if (name == "precision") return set_precision_tunable(e.b.model, value, e.b.placement || e.b.cluster);
   if (name == "fanouts") {
     if (e.b.placement || e.b.cluster)
       return make_error(errc::invalid_argument,
@@ -231,6 +252,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
 
 status set_rec_tunable(rec_entry& e, const std::string& name, const std::string& value) {
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
+  if (name == "precision" && e.b.model) return set_precision_tunable(e.b.model, value, false);
   if (name == "refresh" && e.b.cache) {
     caf::anon_send(e.b.cache, refresh_atom::value);
     return status::ok();

@@ -5,7 +5,10 @@
 // per-thread primitive cache; refused by name on a CPU without bf16 support.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,5 +35,24 @@ std::string bf16_unsupported_reason();
 expected<tensor> linear_bf16(allocator& a, const tensor& x, std::span<const std::uint16_t> weight_bf16,
                              std::span<const float> bias, std::int64_t out_features,
                              thread_pool* pool = nullptr);
+
+/// A model's weights in bfloat16 by parameter name, switched while calls run
+/// (the live `precision` tunable): a call works on the snapshot it took (null:
+/// float32 throughout), a switch replaces the whole set.
+class bf16_weights {
+ public:
+  using map = std::map<std::string, std::vector<std::uint16_t>>;
+  bf16_weights() = default;
+  bf16_weights(bf16_weights&& o) noexcept : held_(o.held_.load()) {}
+  bf16_weights& operator=(bf16_weights&& o) noexcept {
+    held_.store(o.held_.load());
+    return *this;
+  }
+  std::shared_ptr<const map> snapshot() const { return held_.load(); }
+  void set(std::shared_ptr<const map> m) { held_.store(std::move(m)); }
+
+ private:
+  std::atomic<std::shared_ptr<const map>> held_;
+};
 
 }  // namespace spindle::nn

@@ -13,6 +13,7 @@
 #include "config/model.hpp"
 #include "core/safetensors.hpp"
 #include "core/status.hpp"
+#include "nn/bf16_gemm.hpp"
 #include "nn/ops.hpp"
 #include "nn/param_spec.hpp"
 #include "nn/tensor.hpp"
@@ -76,9 +77,11 @@ class model {
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
   /// The dense layers' arithmetic: "fp32" or "bf16" (recommendation models'
   /// MLPs, GNN stacks' projections; config::model_desc::precision). Refuses bf16
-  /// on a CPU without it.
-  status set_precision(const std::string& precision);
-  const std::string& precision() const { return desc_.precision; }
+  /// on a CPU without it. Safe while calls run (the live `precision` tunable):
+  /// a call in flight finishes with the arithmetic it started with, so const.
+  status set_precision(const std::string& precision) const;
+  /// "bf16" or "fp32": what a call starting now computes with.
+  std::string precision() const { return bf16_.snapshot() ? "bf16" : "fp32"; }
 
   /// The ops a call's named outputs are (stack models): each name is an op's
   /// `name` (model.toml [[op]]; export_pyg names a layer's op after its module
@@ -165,8 +168,8 @@ class model {
                                  thread_pool* pool, const op_observer* observe) const;
   expected<tensor> type_input_rows(allocator& a, int k, std::span<const std::int64_t> rows,
                                    const tensor& x, std::span<const std::int64_t> row_ids) const;
-  expected<tensor> stack_op(allocator& a, const config::gnn_op& op, const block* b,
-                            std::span<const float> degree, std::vector<tensor*>& in,
+  expected<tensor> stack_op(allocator& a, const bf16_weights::map* bf16, const config::gnn_op& op,
+                            const block* b, std::span<const float> degree, std::vector<tensor*>& in,
                             std::vector<bool>& owned, thread_pool* pool) const;
   expected<std::vector<tensor>> run_ops(allocator& a, const std::vector<config::gnn_op>& ops,
                                         std::map<std::string, tensor> values,
@@ -180,7 +183,7 @@ class model {
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves
   bool dense_weight(const std::string& name, const tensor& t) const;
   // precision "bf16": the dense weights rounded to bfloat16, by parameter name.
-  std::map<std::string, std::vector<std::uint16_t>> bf16_;
+  mutable bf16_weights bf16_;
   std::vector<layer_weights> layers_;
 };
 

@@ -13,11 +13,12 @@ using config::model_arch;
 
 expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
                             tensor x, bool sigmoid_last, bool linear_last) const {
+  const auto bf16 = bf16_.snapshot();  // null: fp32
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const auto weight = fmt::format("{}.{}.weight", prefix, 2 * i);
     const auto bias = p(fmt::format("{}.{}.bias", prefix, 2 * i));
-    const auto half = bf16_.find(weight);
-    SPINDLE_ASSIGN_OR_RETURN(auto y, half != bf16_.end()
+    const auto half = bf16 ? bf16->find(weight) : bf16_weights::map::const_iterator{};
+    SPINDLE_ASSIGN_OR_RETURN(auto y, bf16 && half != bf16->end()
                                          ? linear_bf16(a, x, half->second, bias, widths[i])
                                          : linear(a, x, p(weight), bias, widths[i]));
     if (linear_last && i + 1 == widths.size()) {
@@ -46,19 +47,24 @@ bool model::dense_weight(const std::string& name, const tensor& t) const {
   return name.starts_with("bot_l.") || name.starts_with("top_l.") || name.starts_with("mlp_l.");
 }
 
-// The dense weights (dense_weight) in bfloat16.
-status model::set_precision(const std::string& precision) {
+// The dense weights (dense_weight) in bfloat16, swapped in whole: calls in
+// flight keep the set they took. A refusal leaves the arithmetic as it was.
+status model::set_precision(const std::string& precision) const {
   config::model_desc d = desc_;
   d.precision = precision;
   SPINDLE_TRY(config::validate_precision(d, "precision"));
-  bf16_.clear();
-  desc_.precision = precision;
-  if (precision != "bf16") return status::ok();
+  if (precision != "bf16") {
+    bf16_.set(nullptr);
+    return status::ok();
+  }
   if (auto why = bf16_unsupported_reason(); !why.empty())
     return make_error(errc::unsupported, "model '{}': precision bf16: {}", desc_.name, why);
+  if (bf16_.snapshot()) return status::ok();
+  auto weights = std::make_shared<bf16_weights::map>();
   for (const auto& [name, t] : params_)
     if (dense_weight(name, t))
-      bf16_.emplace(name, to_bf16(std::span<const float>(t.data(), std::size_t(t.numel()))));
+      weights->emplace(name, to_bf16(std::span<const float>(t.data(), std::size_t(t.numel()))));
+  bf16_.set(std::move(weights));
   return status::ok();
 }
 

@@ -68,11 +68,11 @@ std::vector<param_spec> stack_parameter_specs(const config::model_desc& d) {
 
 // `op` on its inputs, by its kind's unit (nn/layers); `owned[k]` says whether
 // in[k] may be overwritten (its last use).
-expected<tensor> model::stack_op(allocator& a, const config::gnn_op& op, const block* b,
+expected<tensor> model::stack_op(allocator& a, const bf16_weights::map* bf16,
+                                 const config::gnn_op& op, const block* b,
                                  std::span<const float> degree, std::vector<tensor*>& in,
                                  std::vector<bool>& owned, thread_pool* pool) const {
-  const layer_input x{a, op, b, degree, in, owned, pool, params_,
-                      bf16_.empty() ? nullptr : &bf16_};
+  const layer_input x{a, op, b, degree, in, owned, pool, params_, bf16};
   return layer_of(op.kind).forward(x);
 }
 
@@ -102,6 +102,7 @@ expected<std::vector<tensor>> model::run_ops(allocator& a, const std::vector<con
   std::set<std::string> given;
   for (const auto& [name, _] : values) given.insert(name);
   std::size_t hop = 0;
+  const auto bf16 = bf16_.snapshot();  // one arithmetic for the whole pass
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!needed[i]) continue;
     const auto& op = ops[i];
@@ -125,7 +126,7 @@ expected<std::vector<tensor>> model::run_ops(allocator& a, const std::vector<con
         return make_error(errc::internal, "{}: op {} reads {} rows, its block has {} sources",
                           desc_.name, i, in[0]->rows(), b->num_src);
     }
-    auto y = stack_op(a, op, b, degree, in, owned, pool);
+    auto y = stack_op(a, bf16.get(), op, b, degree, in, owned, pool);
     if (!y) return std::move(y).error().with_context(fmt::format("{}: op {} ({}): ", desc_.name, i,
                                                                  config::to_string(op.kind)));
     if (observe) (*observe)(i, *y);

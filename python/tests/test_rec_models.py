@@ -64,6 +64,23 @@ def close(a, b):
     return np.allclose(np.asarray(a, np.float32), b, rtol=1e-5, atol=1e-6)
 
 
+async def precision_switch(c, dense, sparse, expected):
+    """The live `precision` tunable: bf16 changes the scores within their bound
+    (1e-2), fp32 gives the golden scores again; int8 is refused by name."""
+    try:
+        await c.set_tunable("wd", "precision", "bf16")
+    except sc.SpindleError as e:
+        assert "has no AVX-512 BF16" in str(e)
+        return
+    assert (await c.tunables("wd"))["precision"] == "bf16"
+    scores = np.asarray((await c.infer_rec("wd", dense.tolist(), sparse)).scores, np.float32)
+    assert 0 < np.abs(scores - expected).max() < 1e-2
+    await c.set_tunable("wd", "precision", "fp32")
+    assert close((await c.infer_rec("wd", dense.tolist(), sparse)).scores, expected)
+    with pytest.raises(sc.SpindleError, match="precision = 'int8': expected fp32 or bf16"):
+        await c.set_tunable("wd", "precision", "int8")
+
+
 # One asyncio loop carries the admin calls and the load beside them (pycapnp
 # runs one event loop per process; the blocking Client is one connection).
 def test_a_model_loads_and_unloads_live_while_another_serves(server):
@@ -87,6 +104,7 @@ def test_a_model_loads_and_unloads_live_while_another_serves(server):
         assert (await c.tunables("wd"))["workers"] == "2"
         await c.set_tunable("wd", "workers", 3)
         assert close((await c.infer_rec("wd", wd_dense.tolist(), wd_sparse)).scores, wd_expected)
+        await precision_switch(c, wd_dense, wd_sparse, wd_expected)
         await c.unload_model("wd")
         with pytest.raises(sc.SpindleError, match="unknown recommendation model 'wd'"):
             await c.infer_rec("wd", wd_dense.tolist(), wd_sparse)
