@@ -159,8 +159,10 @@ class model {
                                const sparse_input& behaviours) const;
   expected<tensor> din_unit_input(allocator& a, const sparse_input& behaviours,
                                   const tensor& candidate) const;
-  expected<tensor> mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
-                       tensor x, bool sigmoid_last, bool linear_last = false) const;
+  // `bf16`: the call's snapshot of bf16_ (null: fp32), taken once per call.
+  expected<tensor> mlp(allocator& a, const bf16_weights::map* bf16, const std::string& prefix,
+                       const std::vector<int>& widths, tensor x, bool sigmoid_last,
+                       bool linear_last = false) const;
   std::span<const float> p(const std::string& name) const;
   // Stack models (model_stack.cpp): the ops in order, values freed after last use.
   expected<tensor> forward_stack(allocator& a, std::span<const block> blocks,

@@ -74,7 +74,8 @@ expected<tensor> model::forward_din(allocator& a, const std::vector<tensor>& bag
       for (std::int64_t c = 0; c < d; ++c) interest.row(b)[c] += w * e[c];
     }
   SPINDLE_ASSIGN_OR_RETURN(auto z, concat_cols(a, {&bags[0], &interest, &bags[1], &bags[3]}));
-  SPINDLE_ASSIGN_OR_RETURN(auto logits, mlp(a, "top_l", desc_.top, std::move(z), false, true));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto logits, mlp(a, bf16_.snapshot().get(), "top_l", desc_.top, std::move(z), false, true));
   SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {batch, 1}));
   for (std::int64_t b = 0; b < batch; ++b)  // softmax over 2, the click column
     out.row(b)[0] = 1.0f / (1.0f + std::exp(logits.row(b)[0] - logits.row(b)[1]));

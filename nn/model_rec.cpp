@@ -11,9 +11,9 @@ namespace spindle::nn {
 
 using config::model_arch;
 
-expected<tensor> model::mlp(allocator& a, const std::string& prefix, const std::vector<int>& widths,
-                            tensor x, bool sigmoid_last, bool linear_last) const {
-  const auto bf16 = bf16_.snapshot();  // null: fp32
+expected<tensor> model::mlp(allocator& a, const bf16_weights::map* bf16, const std::string& prefix,
+                            const std::vector<int>& widths, tensor x, bool sigmoid_last,
+                            bool linear_last) const {
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const auto weight = fmt::format("{}.{}.weight", prefix, 2 * i);
     const auto bias = p(fmt::format("{}.{}.bias", prefix, 2 * i));
@@ -138,7 +138,8 @@ expected<tensor> model::forward_rec(allocator& a, const tensor& dense,
     for (std::int64_t r = 0; r < batch; ++r)  // GMF: user x item, elementwise (into table 0)
       for (std::int64_t c = 0; c < d; ++c) embs[0].row(r)[c] *= embs[1].row(r)[c];
     SPINDLE_ASSIGN_OR_RETURN(auto x, concat_cols(a, {&embs[2], &embs[3]}));
-    SPINDLE_ASSIGN_OR_RETURN(auto h, mlp(a, "mlp_l", desc_.top, std::move(x), false));
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto h, mlp(a, bf16_.snapshot().get(), "mlp_l", desc_.top, std::move(x), false));
     SPINDLE_ASSIGN_OR_RETURN(auto z, concat_cols(a, {&embs[0], &h}));
     SPINDLE_ASSIGN_OR_RETURN(auto y, linear(a, z, p("predict.weight"), p("predict.bias"), 1));
     for (std::int64_t r = 0; r < batch; ++r) out.row(r)[0] = sigmoid(y.row(r)[0]);
@@ -153,7 +154,8 @@ expected<tensor> model::forward_rec(allocator& a, const tensor& dense,
   std::vector<const tensor*> parts{&dense};
   for (const auto& e : embs) parts.push_back(&e);
   SPINDLE_ASSIGN_OR_RETURN(auto x, concat_cols(a, parts));
-  SPINDLE_ASSIGN_OR_RETURN(auto deep, mlp(a, "top_l", desc_.top, std::move(x), false, true));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto deep, mlp(a, bf16_.snapshot().get(), "top_l", desc_.top, std::move(x), false, true));
   for (std::int64_t r = 0; r < batch; ++r) out.row(r)[0] = sigmoid(wide.row(r)[0] + deep.row(r)[0]);
   return out;
 }
@@ -176,10 +178,12 @@ expected<tensor> model::forward_dlrm_pooled(allocator& a, const tensor& dense,
   }
   SPINDLE_ASSIGN_OR_RETURN(auto x, tensor::empty(a, dense.shape()));
   std::memcpy(x.data(), dense.data(), std::size_t(dense.numel()) * sizeof(float));
-  SPINDLE_ASSIGN_OR_RETURN(auto bottom, mlp(a, "bot_l", desc_.bottom, std::move(x), false));
+  const auto bf16 = bf16_.snapshot();  // one arithmetic for both MLPs of the call
+  SPINDLE_ASSIGN_OR_RETURN(auto bottom,
+                           mlp(a, bf16.get(), "bot_l", desc_.bottom, std::move(x), false));
   SPINDLE_ASSIGN_OR_RETURN(auto z, dot_interaction(a, bottom, pooled));
   bottom = tensor();
-  return mlp(a, "top_l", desc_.top, std::move(z), true);
+  return mlp(a, bf16.get(), "top_l", desc_.top, std::move(z), true);
 }
 
 }  // namespace spindle::nn

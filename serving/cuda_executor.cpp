@@ -171,7 +171,9 @@ std::uint64_t cuda_executor::slot_bytes(const nn::model& m, std::span<const nn::
 expected<nn::tensor> cuda_executor::forward_in(device_slot slot, const nn::model& m,
                                                nn::allocator& a, std::span<const nn::block> blocks,
                                                std::span<const float> degree, const nn::tensor& x) {
-  if (!device_model::supports(m) || blocks.empty())
+  // A slot sized for the host (the model was bf16 when it was sized; the precision
+  // tunable switched it since) runs this batch on the host too.
+  if (!device_model::supports(m) || blocks.empty() || slot.memory.size() == 0)
     return batch_executor::forward_in(slot, m, a, blocks, degree, x);
   SPINDLE_TRY(gpu::set_device(resident_->gpu()));
   SPINDLE_ASSIGN_OR_RETURN(const device_model* dm, resident_->model(m));

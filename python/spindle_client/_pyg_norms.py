@@ -140,6 +140,13 @@ def _frozen_norm(tr, node, module, path, src, value, frozen):
     """InstanceNorm or GraphNorm over the whole graph, as batch_norm with the
     statistics frozen from the user's graph (GraphNorm is always affine)."""
     kind = type(module).__name__
+    if hasattr(tr, "node_types"):
+        raise ExportError(f"{path}: {kind} normalises with the statistics of every node of the "
+                          f"graph; typed models are served without such norms (InstanceNorm("
+                          f"track_running_stats=True) or BatchNorm use running statistics)")
+    if path.startswith("decoder"):
+        raise ExportError(f"{path}: {kind} in a decoder normalises over the call's pairs, which "
+                          f"differ per call; Spindle serves decoders without such norms")
     if id(module) not in frozen:
         raise ExportError(
             f"{path}: {kind} normalises with the statistics of every node of the graph it is "

@@ -250,6 +250,8 @@ def _call(model, x, ei, what, ea=None):
     try:
         return call_module(model, *(torch.from_numpy(a) if a is not None else None
                                     for a in (x, ei, ea)))
+    except ExportError:  # the exporter's own refusal, raised from a hook in the forward
+        raise
     except Exception as e:  # noqa: BLE001  (the user's forward may raise anything)
         raise ExportError(f"{type(model).__name__} failed {what} ({type(e).__name__}: "
                           f"{str(e)[:300]}); is it float32, and x as wide as it reads?") from e

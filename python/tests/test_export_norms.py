@@ -95,3 +95,52 @@ class NormTwice(torch.nn.Module):
 def test_a_norm_called_twice_is_refused(tmp_path):
     with pytest.raises(ExportError, match="norm: GraphNorm is called twice in one forward"):
         export_pyg(NormTwice().eval(), str(tmp_path / "m"), name="m", check=user_graph())
+
+
+def test_a_typed_model_with_a_whole_graph_norm_is_refused_saying_why(tmp_path):
+    from torch_geometric.data import HeteroData
+    from torch_geometric.nn import HeteroConv, SAGEConv
+    data = HeteroData()
+    g = torch.Generator().manual_seed(2)
+    data["a"].x, data["b"].x = torch.randn(20, 8, generator=g), torch.randn(10, 8, generator=g)
+    data["a", "to", "b"].edge_index = torch.stack([torch.randint(0, 20, (40,), generator=g),
+                                                   torch.randint(0, 10, (40,), generator=g)])
+    data["b", "back", "a"].edge_index = data["a", "to", "b"].edge_index.flip(0)
+
+    class Typed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = HeteroConv({e: SAGEConv((8, 8), 8) for e in data.edge_types})
+            self.norm = GraphNorm(8)
+
+        def forward(self, x_dict, edge_index_dict):
+            return self.norm(self.conv(x_dict, edge_index_dict)["b"])
+
+    with pytest.raises(ExportError, match="norm: GraphNorm normalises .* typed models are served "
+                                          "without such norms"):
+        export_pyg(Typed().eval(), str(tmp_path / "m"), name="m", check=data)
+
+
+class PairNormDecoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm, self.lin = InstanceNorm(8), torch.nn.Linear(8, 1)
+
+    def forward(self, z_src, z_dst):
+        return self.lin(self.norm(z_src * z_dst)).view(-1)
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = GCNConv(8, 8)
+
+    def encode(self, x, edge_index):
+        return self.conv(x, edge_index)
+
+
+def test_a_norm_over_a_decoders_pairs_is_refused_saying_why(tmp_path):
+    with pytest.raises(ExportError, match="norm: InstanceNorm in a decoder normalises over the "
+                                          "call's pairs"):
+        export_pyg(Encoder().eval(), str(tmp_path / "m"), name="m", task="link",
+                   decoder=PairNormDecoder().eval(), check=user_graph())
