@@ -1,11 +1,15 @@
 // End-to-end DLRM through the parameter server (HPS Fig. 10 analogue):
 // samples/s and p99 batch latency for batch sizes 32..8192, embeddings looked
 // up through L1 (10% of each table) -> hash-map VDB -> RocksDB PDB, next to the
-// same model with every table in memory (same run, same requests).
+// same model with every table in memory (same run, same requests), and with its
+// tables in memory row-wise int8 (table_precision = "int8"): their bytes, their
+// throughput and their scores' worst distance from FP32's on the same requests.
 // Model: 8 tables x rows x 64, dense 13 -> bottom [256, 64], top [256, 64, 1];
 // one key per table per sample drawn by a Zipf 1.2 law (HPS Synthetic A-like).
 // Usage: dlrm_hps_bench [rows_per_table=100000] [samples_per_point=100000]
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "bench/bench_util.hpp"
 #include "hps/dlrm_hps.hpp"
@@ -43,6 +47,22 @@ request_batch make_batch(std::vector<zipf_keys>& z, int batch, std::mt19937_64& 
 struct point {
   double samples_per_s = 0, p99_ms = 0, lookup_share = 0, hit_rate = 0;
 };
+
+// Largest |a - b| over the click probabilities of `reqs` (the same requests).
+double worst_score_gap(const nn::model& a, const nn::model& b, std::vector<request_batch>& reqs,
+                       int batch) {
+  double worst = 0;
+  for (auto& r : reqs) {
+    nn::heap_allocator alloc;
+    const auto dense = nn::tensor::borrow(r.dense.data(), {batch, 13});
+    auto x = a.forward_dlrm(alloc, dense, r.sparse);
+    auto y = b.forward_dlrm(alloc, dense, r.sparse);
+    if (!x || !y) return std::numeric_limits<double>::infinity();
+    for (int i = 0; i < batch; ++i)
+      worst = std::max(worst, double(std::abs(x->data()[i] - y->data()[i])));
+  }
+  return worst;
+}
 
 template <class Run>
 point measure(int batch, std::int64_t samples, std::uint64_t rows, Run run) {
@@ -99,6 +119,7 @@ int main(int argc, char** argv) {
   nn::heap_allocator alloc;
   auto full = std::move(*nn::model::load((dir / "model").string(), alloc));
   auto lean = std::move(*nn::model::load((dir / "model").string(), alloc, true));
+  auto int8 = std::move(*nn::model::load((dir / "model").string(), alloc, false, "int8"));
   auto pdb = std::move(*hps::persistent_db::open((dir / "pdb").string()));
   std::vector<hps::table_options> opts;
   for (int t = 0; t < tables; ++t) {
@@ -114,10 +135,14 @@ int main(int argc, char** argv) {
       "DLRM: 8 tables x %llu rows x 64 floats, dense 13, bottom [256,64], top [256,64,1]; "
       "HPS: L1 10%% per table, threshold 1.0 (synchronous), hash-map VDB, RocksDB PDB\n\n",
       (unsigned long long)rows);
+  std::printf("tables in memory: fp32 %zu bytes, int8 %zu bytes (%.2fx smaller)\n\n",
+              full.table_bytes(), int8.table_bytes(),
+              double(full.table_bytes()) / double(int8.table_bytes()));
   std::printf(
       "| batch | in memory samples/s | in memory p99 ms | HPS samples/s | HPS p99 ms | HPS / in "
-      "memory | L1 hit rate | lookup share of HPS time |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+      "memory | L1 hit rate | lookup share of HPS time | int8 in memory samples/s | int8 p99 "
+      "ms | int8 / fp32 | int8 max abs score error |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int batch : {32, 128, 512, 2048, 8192}) {
     auto dense_of = [&](request_batch& r, int b) {
       return nn::tensor::borrow(r.dense.data(), {b, 13});
@@ -131,9 +156,21 @@ int main(int argc, char** argv) {
           nn::heap_allocator a;
           (void)runner.infer(a, dense_of(r, batch), r.sparse, t);
         });
-    std::printf("| %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.3f | %.0f%% |\n", batch,
-                mem.samples_per_s, mem.p99_ms, hps.samples_per_s, hps.p99_ms,
-                hps.samples_per_s / mem.samples_per_s, hps.hit_rate, hps.lookup_share * 100);
+    const point q8 = measure(batch, samples, rows, [&](request_batch& r, hps::dlrm_timing*) {
+      nn::heap_allocator a;
+      (void)int8.forward_dlrm(a, dense_of(r, batch), r.sparse);
+    });
+    std::vector<zipf_keys> z;
+    for (int t = 0; t < tables; ++t) z.emplace_back(rows, 1.2, 100 + t);
+    std::mt19937_64 rng(2);
+    std::vector<request_batch> check;
+    for (int i = 0; i < std::max(1, 4096 / batch); ++i) check.push_back(make_batch(z, batch, rng));
+    std::printf(
+        "| %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.3f | %.0f%% | %.0f | %.2f | %.2f | %.1e |\n",
+        batch, mem.samples_per_s, mem.p99_ms, hps.samples_per_s, hps.p99_ms,
+        hps.samples_per_s / mem.samples_per_s, hps.hit_rate, hps.lookup_share * 100,
+        q8.samples_per_s, q8.p99_ms, q8.samples_per_s / mem.samples_per_s,
+        worst_score_gap(full, int8, check, batch));
     std::fflush(stdout);
   }
   session.reset();
