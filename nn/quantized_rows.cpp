@@ -71,9 +71,9 @@ expected<quantized_table> quantized_table::quantize(std::span<const float> value
     if (!std::all_of(x, x + dim, [](float v) { return std::isfinite(v); }) ||
         !params_for(*lo, *hi, bits, p))
       return make_error(errc::invalid_argument,
-                        "{}: row {} holds values in [{}, {}], which int{} rows cannot store "
-                        "(NaN, infinite{})",
-                        what, r, *lo, *hi, bits, bits == 4 ? " or past float16's 65504" : "");
+                        "{}: row {} (values in [{}, {}]) cannot be stored as int{}: it holds a "
+                        "NaN, an infinity or a range wider than float{}",
+                        what, r, *lo, *hi, bits, bits == 4 ? "16's (|value| past 65504)" : "32's");
     std::uint8_t* row = t.data_.data() + std::size_t(r) * t.stride_;
     for (std::int64_t c = 0; c < dim; ++c) {
       const std::uint8_t q = code_of(x[c], p, bits);
