@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "core/half.hpp"
 #include "core/npy.hpp"
 #include "nn/model.hpp"
 #include "nn/quantized_rows.hpp"
@@ -42,6 +43,22 @@ std::vector<float> sample_rows(std::int64_t rows, std::int64_t dim) {
     for (std::int64_t c = 0; c < dim; ++c) v[std::size_t(r * dim + c)] = u(rng);
   }
   return v;
+}
+
+// int4 rows keep their scale and bias as float16 (core/half.hpp's float_to_half).
+TEST(float_to_half_test, round_trips_every_half_and_rounds_to_nearest_even) {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x03ff)) continue;  // NaNs: checked below
+    ASSERT_EQ(float_to_half(half_to_float(std::uint16_t(h))), h) << std::hex << h;
+  }
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);             // a tie: to even
+  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3c02);             // a tie: to even
+  EXPECT_EQ(float_to_half(1.0f + 1.5f / 2048), 0x3c01);             // nearest
+  EXPECT_EQ(float_to_half(65519.0f), 0x7bff);                       // below the tie: 65504
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);                       // the tie: infinity
+  EXPECT_EQ(float_to_half(-1e-9f), 0x8000);                         // under the subnormals
+  EXPECT_EQ(float_to_half(3e-8f), 0x0001);                          // past half of 2^-24
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(std::nanf("")))));
 }
 
 class quantized_rows_test : public ::testing::TestWithParam<int> {};
