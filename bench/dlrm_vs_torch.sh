@@ -8,15 +8,17 @@
 # in flight; and the same weights through the parameter server
 # (`--dlrm-model`, tables in RocksDB behind the VDB and L1 cache, warmed at
 # start) over Cap'n Proto; and the same model with precision = "bf16" (its MLPs
-# in bfloat16 on AMX / AVX-512 BF16, summed in float32) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
+# in bfloat16 on AMX / AVX-512 BF16, summed in float32) over Cap'n Proto; and the
+# same model with table_precision = "int8" (its tables row-wise int8 in memory;
+# `spindle model info` prints both models' table bytes) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
 # Debian's OpenBLAS, 2 threads, OMP_WAIT_POLICY=PASSIVE, batches back to back.
 # First checks that both give the same scores for one batch.
-#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16"]
+#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16 int8"]
 set -euo pipefail
 spindle=$(readlink -f "$1")
 rows=${2:-10000}
 batches=${3:-1,64,256,1024}
-doors=${4:-capnp http grpc ps bf16}
+doors=${4:-capnp http grpc ps bf16 int8}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=/usr/bin/python3
 work=$(mktemp -d)
@@ -25,7 +27,12 @@ trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
 "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --write --rows "$rows"
 cp -r "$work/m" "$work/m16"
 sed -i '/^\[model\]/a precision = "bf16"' "$work/m16/model.toml"
-"$spindle" serve --rec-model "ctr=$work/m" --rec-model "ctr16=$work/m16" --rec-workers 2 --listen 127.0.0.1:0 \
+cp -r "$work/m" "$work/m8"
+sed -i '/^\[model\]/a table_precision = "int8"' "$work/m8/model.toml"
+"$spindle" model info "$work/m" | grep '^table_precision'
+"$spindle" model info "$work/m8" | grep '^table_precision'
+"$spindle" serve --rec-model "ctr=$work/m" --rec-model "ctr16=$work/m16" \
+  --rec-model "ctr8=$work/m8" --rec-workers 2 --listen 127.0.0.1:0 \
   --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
   --dlrm-model "$work/m" --dlrm-name ctr_ps --pdb "$work/pdb" > "$work/log" 2>&1 &
 server=$!
@@ -45,7 +52,8 @@ json.dump({"dense": dense, "sparse": sparse}, open(sys.argv[2], "w"))
 PY
 "$spindle" client --connect "$door" --model ctr rec --input "$work/batch.json" --json > "$work/scores.json"
 "$spindle" client --connect "$door" --model ctr16 rec --input "$work/batch.json" --json > "$work/scores16.json"
-"$py" - "$work/m" "$work/batch.json" "$work/scores.json" "$root" "$work/scores16.json" <<'PY'
+"$spindle" client --connect "$door" --model ctr8 rec --input "$work/batch.json" --json > "$work/scores8.json"
+"$py" - "$work/m" "$work/batch.json" "$work/scores.json" "$root" "$work/scores16.json" "$work/scores8.json" <<'PY'
 import json, sys, torch
 sys.path.insert(0, sys.argv[4] + "/bench/torch_baseline")
 import dlrm_torch as d
@@ -61,6 +69,8 @@ got = json.load(open(sys.argv[3]))["scores"]
 print("same scores: max |Spindle - PyTorch| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got, want)), len(got)))
 got16 = json.load(open(sys.argv[5]))["scores"]
 print("bf16 scores: max |Spindle bf16 - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got16, want)), len(got16)))
+got8 = json.load(open(sys.argv[6]))["scores"]
+print("int8 scores: max |Spindle int8 tables - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got8, want)), len(got8)))
 PY
 
 declare -A torch_sps
@@ -82,7 +92,8 @@ for b in ${batches//,/ }; do
       grpc) args=(--connect "$grpc" --model ctr load --door grpc) ;;
       ps) args=(--connect "$door" --model ctr_ps load) ;;
       bf16) args=(--connect "$door" --model ctr16 load) ;;
-      *) echo "unknown path $path (capnp http grpc ps bf16)" >&2; exit 2 ;;
+      int8) args=(--connect "$door" --model ctr8 load) ;;
+      *) echo "unknown path $path (capnp http grpc ps bf16 int8)" >&2; exit 2 ;;
     esac
     for clients in 1 2; do
       "$spindle" client "${args[@]}" --batch "$b" --clients "$clients" \

@@ -62,7 +62,7 @@ status read_list(const toml::table& t, std::string_view key, std::vector<T>& out
 expected<model_desc> from_table(const toml::table& root, std::string_view origin) {
   const toml::table* t = root["model"].as_table();
   if (!t) return make_error(errc::invalid_argument, "{}: missing [model] table", origin);
-  static constexpr std::array<std::string_view, 28> known = {"weights_crc32",
+  static constexpr std::array<std::string_view, 29> known = {"weights_crc32",
                                                              "name",
                                                              "arch",
                                                              "weights",
@@ -89,7 +89,8 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                                                              "task",
                                                              "decoder",
                                                              "pair_types",
-                                                             "precision"};
+                                                             "precision",
+                                                             "table_precision"};
   for (auto&& [k, _] : *t)
     if (std::find(known.begin(), known.end(), std::string_view(k.str())) == known.end())
       return make_error(errc::invalid_argument, "{}: unknown field model.{}", origin, k.str());
@@ -145,6 +146,13 @@ expected<model_desc> from_table(const toml::table& root, std::string_view origin
                       "{}: model.precision must be a string, \"fp32\" or \"bf16\"", origin);
   if (t->get("precision")) d.precision = t->get("precision")->value_or(std::string("?"));
   SPINDLE_TRY(validate_precision(d, origin));
+  if (const auto* p = t->get("table_precision"); p && !p->is_string())
+    return make_error(errc::invalid_argument,
+                      "{}: model.table_precision must be a string, \"fp32\", \"int8\" or \"int4\"",
+                      origin);
+  if (t->get("table_precision"))
+    d.table_precision = t->get("table_precision")->value_or(std::string("?"));
+  SPINDLE_TRY(validate_table_precision(d, origin));
   if (t->get("version_policy"))
     d.version_policy = t->get("version_policy")->value_or(std::string());
   if (d.max_batch < 0 || d.max_batch > 65536)
@@ -443,6 +451,8 @@ std::string to_toml(const model_desc& d) {
   if (d.sampling != "shared") s += fmt::format("sampling = \"{}\"\n", d.sampling);
   if (d.task != "node") s += fmt::format("task = \"{}\"\ndecoder = \"{}\"\n", d.task, d.decoder);
   if (d.precision != "fp32") s += fmt::format("precision = \"{}\"\n", d.precision);
+  if (d.table_precision != "fp32")
+    s += fmt::format("table_precision = \"{}\"\n", d.table_precision);
   if (!d.types.pair_types.empty())
     s += fmt::format("pair_types = [\"{}\"]\n", fmt::join(d.types.pair_types, "\", \""));
   if (!d.ignore_tensors.empty()) {

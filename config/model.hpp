@@ -62,6 +62,10 @@ struct model_desc {
   /// or "bf16" (recommendation models' MLPs and GNN stacks' projections: inputs
   /// and weights rounded to bfloat16, products summed in float32; nn/bf16_gemm.hpp).
   std::string precision = "fp32";
+  /// The embedding tables' storage (model.toml `table_precision`): "fp32" (the
+  /// default), "int8" or "int4" (recommendation models' emb_l tables held
+  /// row-wise quantised in memory, dequantised in the bag's sum; nn/quantized_rows.hpp).
+  std::string table_precision = "fp32";
   /// Tensors of the weights file the model may leave unused, by name or prefix
   /// (model.toml `ignore_tensors = ["aux_head."]`); any other unused one is refused.
   std::vector<std::string> ignore_tensors;
@@ -114,6 +118,9 @@ status validate_task(const model_desc& d, std::string_view origin);
 status validate_typed_task(const model_desc& d, std::string_view origin);
 /// model.precision fp32|bf16 (bf16: recommendation models and GNN stacks); errors name the file.
 status validate_precision(const model_desc& d, std::string_view origin);
+/// model.table_precision fp32|int8|int4 (int8, int4: recommendation models only);
+/// errors name the file.
+status validate_table_precision(const model_desc& d, std::string_view origin);
 /// One fanout per layer, each in 1..100000 or -1 for every neighbour (empty passes); errors name `field`.
 status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string_view field);
 /// Checks sizes; errors name the field ("model.hidden = 0: must be > 0").

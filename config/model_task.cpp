@@ -28,7 +28,8 @@ status validate_precision(const model_desc& d, std::string_view origin) {
   if (d.precision == "fp32") return status::ok();
   if (d.precision != "bf16")
     return make_error(errc::invalid_argument,
-                      "{}: model.precision = '{}': expected fp32 or bf16 (int8 is not built)",
+                      "{}: model.precision = '{}': expected fp32 or bf16 (int8 MLPs are not built; "
+                      "table_precision = \"int8\" quantises the embedding tables)",
                       origin, d.precision.substr(0, 32));
   if (d.is_gnn() && d.arch != model_arch::stack)
     return make_error(errc::invalid_argument,
@@ -36,6 +37,20 @@ status validate_precision(const model_desc& d, std::string_view origin) {
                       "wnd, din) and GNN stacks' layers (arch = \"stack\", as export_pyg "
                       "writes); a {} model runs in fp32",
                       origin, to_string(d.arch));
+  return status::ok();
+}
+
+status validate_table_precision(const model_desc& d, std::string_view origin) {
+  if (d.table_precision == "fp32") return status::ok();
+  if (d.table_precision != "int8" && d.table_precision != "int4")
+    return make_error(errc::invalid_argument,
+                      "{}: model.table_precision = '{}': expected fp32, int8 or int4", origin,
+                      d.table_precision.substr(0, 32));
+  if (d.is_gnn())
+    return make_error(errc::invalid_argument,
+                      "{}: model.table_precision = '{}' quantises recommendation models' embedding "
+                      "tables (dlrm, ncf, wnd, din); a {} model's tables stay fp32",
+                      origin, d.table_precision, to_string(d.arch));
   return status::ok();
 }
 

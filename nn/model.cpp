@@ -207,6 +207,13 @@ status check_gat_lin_dst(const safetensors_file& w, const std::string& src, cons
 expected<model> model::from(const config::model_desc& d, const safetensors_file& weights,
                             allocator& alloc, bool external_embeddings) {
   SPINDLE_TRY(config::validate(d));
+  SPINDLE_TRY(config::validate_table_precision(d, weights.path()));
+  if (external_embeddings && d.table_precision != "fp32")
+    return make_error(errc::unsupported,
+                      "{}: model '{}': model.table_precision = '{}': the parameter server's "
+                      "tables (--dlrm-model, spindle hps load) hold fp32 rows; serve it with "
+                      "--rec-model",
+                      weights.path(), d.name, d.table_precision);
   model m;
   m.desc_ = d;
   std::set<std::string> consumed, declared;
@@ -233,6 +240,8 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
     if (!weights.tensors().count(stored)) return missing_tensor(d, weights, stored);
     auto values = weights.as_f32(stored, spec.shape);
     if (!values) return std::move(values).error();
+    SPINDLE_ASSIGN_OR_RETURN(const bool quantized, m.keep_quantized(spec.name, spec.shape, *values));
+    if (quantized) continue;
     SPINDLE_ASSIGN_OR_RETURN(auto t, tensor::empty(alloc, spec.shape));
     std::memcpy(t.data(), values->data(), values->size() * sizeof(float));
     m.params_.emplace(spec.name, std::move(t));
@@ -270,8 +279,10 @@ status model::set_sampling(const std::string& mode) {
   return status::ok();
 }
 
-expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings) {
+expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings,
+                            const std::string& table_precision) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
+  if (!table_precision.empty()) d.table_precision = table_precision;
   SPINDLE_TRY(require_file_inside(dir, dir + "/" + d.weights));
   if (!d.weights_crc32.empty()) {  // a damaged or replaced file is refused, not served
     const std::string path = dir + "/" + d.weights;
@@ -289,12 +300,14 @@ expected<model> model::load(const std::string& dir, allocator& alloc, bool exter
 std::int64_t model::parameter_count() const {
   std::int64_t n = 0;
   for (const auto& [_, t] : params_) n += t.numel();
+  for (const auto& [_, q] : quantized_) n += q.rows() * q.dim();
   return n;
 }
 
 std::size_t model::weight_bytes() const {
   std::size_t n = 0;
   for (const auto& [_, t] : params_) n += round_up(std::size_t(t.numel()) * sizeof(float));
+  for (const auto& [_, q] : quantized_) n += q.bytes();
   return n;
 }
 

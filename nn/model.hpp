@@ -16,6 +16,7 @@
 #include "nn/bf16_gemm.hpp"
 #include "nn/ops.hpp"
 #include "nn/param_spec.hpp"
+#include "nn/quantized_rows.hpp"
 #include "nn/tensor.hpp"
 
 namespace spindle::nn {
@@ -49,8 +50,11 @@ class model {
   /// tensor and the expected vs found shape.
   /// With `external_embeddings`, a DLRM's tables (emb_l.<t>.weight) are not loaded:
   /// they are served by the parameter server and reach forward_dlrm_pooled.
+  /// A non-empty `table_precision` (a --rec-table-precision flag) overrides
+  /// model.toml's table_precision.
   static expected<model> load(const std::string& dir, allocator& weights_alloc,
-                              bool external_embeddings = false);
+                              bool external_embeddings = false,
+                              const std::string& table_precision = {});
   /// Refuses, naming them, tensors in `weights` that `d` does not consume (a model
   /// served without its BatchNorm or second projection gives wrong answers), unless
   /// model.toml's `ignore_tensors` lists them (by name or prefix; logged).
@@ -82,6 +86,9 @@ class model {
   status set_precision(const std::string& precision) const;
   /// "bf16" or "fp32": what a call starting now computes with.
   std::string precision() const { return bf16_.snapshot() ? "bf16" : "fp32"; }
+  /// Bytes of the embedding tables (emb_l) as held: float32, or row-wise
+  /// quantised with table_precision int8 / int4 (codes, scales and biases).
+  std::size_t table_bytes() const;
 
   /// The ops a call's named outputs are (stack models): each name is an op's
   /// `name` (model.toml [[op]]; export_pyg names a layer's op after its module
@@ -164,6 +171,14 @@ class model {
                        const std::vector<int>& widths, tensor x, bool sigmoid_last,
                        bool linear_last = false) const;
   std::span<const float> p(const std::string& name) const;
+  // table_precision int8 / int4 (model_tables.cpp): a table held quantised, or null.
+  const quantized_table* qtable(const std::string& name) const;
+  // Keeps `values` of emb_l table `name` quantised when table_precision asks (true).
+  expected<bool> keep_quantized(const std::string& name, const std::vector<std::int64_t>& shape,
+                                std::span<const float> values);
+  // Sum-pooled bags of table `name` (float32 or quantised), errors naming table t.
+  expected<tensor> table_bag(allocator& a, const std::string& name, std::int64_t dim,
+                             const sparse_input& in, std::size_t t) const;
   // Stack models (model_stack.cpp): the ops in order, values freed after last use.
   expected<tensor> forward_stack(allocator& a, std::span<const block> blocks,
                                  std::span<const float> degree, const tensor& x,
@@ -186,6 +201,8 @@ class model {
   bool dense_weight(const std::string& name, const tensor& t) const;
   // precision "bf16": the dense weights rounded to bfloat16, by parameter name.
   mutable bf16_weights bf16_;
+  // table_precision int8 / int4: the emb_l tables, by parameter name (not in params_).
+  std::map<std::string, quantized_table> quantized_;
   std::vector<layer_weights> layers_;
 };
 

@@ -25,6 +25,7 @@ expected<tensor> model::din_unit_input(allocator& a, const sparse_input& behavio
   const std::int64_t n = std::int64_t(behaviours.indices.size());
   SPINDLE_ASSIGN_OR_RETURN(auto x, tensor::empty(a, {n, 4 * d}));
   const auto table = p("emb_l.2.weight");
+  const quantized_table* qt = qtable("emb_l.2.weight");  // table_precision int8 / int4
   for (std::int64_t b = 0; b + 1 < std::int64_t(behaviours.offsets.size()); ++b) {
     const float* q = candidate.row(b);
     for (std::int64_t i = behaviours.offsets[b]; i < behaviours.offsets[b + 1]; ++i) {
@@ -33,8 +34,9 @@ expected<tensor> model::din_unit_input(allocator& a, const sparse_input& behavio
         return make_error(errc::invalid_argument,
                           "table 2: embedding_bag: index {} at position {} outside [0, {})", key, i,
                           rows);
-      const float* e = table.data() + key * d;
       float* r = x.row(i);
+      if (qt) qt->read_row(key, r);  // e: the dequantised row, in place
+      const float* e = qt ? r : table.data() + key * d;
       for (std::int64_t c = 0; c < d; ++c) {
         r[c] = e[c], r[d + c] = q[c], r[2 * d + c] = e[c] - q[c], r[3 * d + c] = e[c] * q[c];
       }
@@ -67,9 +69,14 @@ expected<tensor> model::forward_din(allocator& a, const std::vector<tensor>& bag
   SPINDLE_ASSIGN_OR_RETURN(auto interest, tensor::empty(a, {batch, d}));
   std::memset(interest.data(), 0, std::size_t(interest.numel()) * sizeof(float));
   const auto table = p("emb_l.2.weight");
+  const quantized_table* q = qtable("emb_l.2.weight");
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t i = offs[b]; i < offs[b + 1]; ++i) {
       const float w = x.row(i)[0];
+      if (q) {
+        q->add_row(behaviours.indices[std::size_t(i)], w, interest.row(b));
+        continue;
+      }
       const float* e = table.data() + behaviours.indices[std::size_t(i)] * d;
       for (std::int64_t c = 0; c < d; ++c) interest.row(b)[c] += w * e[c];
     }

@@ -78,18 +78,16 @@ expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,
   std::vector<tensor> embs;
   std::vector<const tensor*> refs;
   for (std::size_t t = 0; t < sparse.size(); ++t) {
-    const auto table = p(fmt::format("emb_l.{}.weight", t));
-    if (table.empty())
+    const auto name = fmt::format("emb_l.{}.weight", t);
+    if (p(name).empty() && !qtable(name))
       return make_error(errc::invalid_argument,
                         "{}: table {} is served by the parameter server; use forward_dlrm_pooled",
                         desc_.name, t);
     if (std::int64_t(sparse[t].offsets.size()) != dense.rows() + 1)
       return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows",
                         desc_.name, t, sparse[t].offsets.size(), dense.rows());
-    auto e = embedding_bag(a, table, desc_.embedding_dim, sparse[t].indices, sparse[t].offsets,
-                           reduce_op::sum);
-    if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
-    embs.push_back(std::move(*e));
+    SPINDLE_ASSIGN_OR_RETURN(auto e, table_bag(a, name, desc_.embedding_dim, sparse[t], t));
+    embs.push_back(std::move(e));
   }
   for (const auto& e : embs) refs.push_back(&e);
   return forward_dlrm_pooled(a, dense, refs);
@@ -118,9 +116,7 @@ expected<tensor> model::forward_rec(allocator& a, const tensor& dense,
     if (std::int64_t(sparse[t].offsets.size()) != batch + 1)
       return make_error(errc::invalid_argument, "{}: table {} has {} offsets for {} rows",
                         desc_.name, t, sparse[t].offsets.size(), batch);
-    auto e = embedding_bag(a, p(name), dim, sparse[t].indices, sparse[t].offsets, reduce_op::sum);
-    if (!e) return std::move(e).error().with_context(fmt::format("table {}: ", t));
-    return e;
+    return table_bag(a, name, dim, sparse[t], t);
   };
   const std::int64_t d = desc_.embedding_dim;
   std::vector<tensor> embs;

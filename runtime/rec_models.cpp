@@ -30,7 +30,13 @@ actors::dlrm_request one_sample(const config::model_desc& d) {
 expected<actors::rec_model_binding> load_rec_model(const std::string& name, const std::string& dir,
                                                    const rec_model_options& o) {
   auto h = std::make_shared<rec_holder>();
-  SPINDLE_ASSIGN_OR_RETURN(auto m, nn::model::load(dir, h->weights));
+  auto loaded = nn::model::load(dir, h->weights, false, o.table_precision);
+  if (!loaded)
+    return o.table_precision.empty()
+               ? std::move(loaded).error()
+               : std::move(loaded).error().with_context(
+                     fmt::format("--rec-table-precision {}: ", o.table_precision));
+  nn::model m = std::move(*loaded);
   if (!m.desc().is_rec())
     return make_error(errc::invalid_argument, "{}: '{}' is a {} model, not a recommendation model",
                       dir, m.desc().name, config::to_string(m.desc().arch));

@@ -17,6 +17,7 @@ struct rec_model_options {
   serving::admission_options admission;
   bool slo_from_flag = false;  // --slo-ms given: it wins over model.toml's slo_ms
   std::string precision;       // --rec-precision: overrides model.toml's precision (empty: its own)
+  std::string table_precision;  // --rec-table-precision: overrides model.toml's table_precision
 };
 
 /// Loads DIR (model.toml + weights, tables included) as `name` (empty: its

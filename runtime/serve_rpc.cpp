@@ -77,7 +77,8 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
 
 std::function<expected<actors::rec_model_binding>(const std::string&, const std::string&)>
 rec_loader(const front_door_args& a) {
-  rec_model_options o{a.rec_workers, a.admission(), a.slo_from_flag, a.rec_precision};
+  rec_model_options o{a.rec_workers, a.admission(), a.slo_from_flag, a.rec_precision,
+                      a.rec_table_precision};
   return
       [o](const std::string& name, const std::string& dir) { return load_rec_model(name, dir, o); };
 }

@@ -32,6 +32,7 @@ struct front_door_args {
   std::vector<std::string> rec_models;  // --rec-model NAME=DIR: tables in memory, own pool
   int rec_workers = 2;                  // each one's starting workers
   std::string rec_precision;            // --rec-precision: fp32|bf16 for every one (empty: model.toml's)
+  std::string rec_table_precision;      // --rec-table-precision: fp32|int8|int4 (empty: model.toml's)
   bool slo_from_flag = false;           // --slo-ms given (wins over model.toml's slo_ms)
   hps_stack_args dlrm;  // --dlrm-model: also serve a DLRM through the parameter server
   std::string dlrm_name;

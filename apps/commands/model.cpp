@@ -139,6 +139,10 @@ status run_info(const std::string& dir) {
   if (d.precision != "fp32")
     fmt::print("precision: {} (the {}' inputs and weights in bfloat16, sums in float32)\n",
                d.precision, d.is_gnn() ? "layers' projections" : "MLPs");
+  if (d.is_rec())
+    fmt::print("table_precision: {} ({} bytes of embedding tables{})\n", d.table_precision,
+               m.table_bytes(),
+               d.table_precision == "fp32" ? "" : ", row-wise: codes, then a scale and bias per row");
   if (!d.types.pair_types.empty())
     fmt::print("pairs: ({}, {}), each end numbered within its node type\n", d.types.pair_types[0],
                d.types.pair_types[1]);

@@ -90,6 +90,11 @@ void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a) {
                  "The MLPs' arithmetic of every --rec-model (and one loaded later): fp32 or bf16 "
                  "(bfloat16 on AMX / AVX-512 BF16; overrides model.toml's precision)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd.add_option("--rec-table-precision", a.rec_table_precision,
+                 "How every --rec-model (and one loaded later) holds its embedding tables: fp32, "
+                 "int8 or int4 (row-wise quantised, a scale and bias per row; overrides "
+                 "model.toml's table_precision)")
+      ->check(CLI::IsMember({"fp32", "int8", "int4"}));
   add_hps_stack_options(cmd, a.dlrm, "--dlrm-model");
   cmd.add_option("--node-manager", a.node_manager,
                  "Resize recommendation models' worker pools every manager_period_ms: hera "

@@ -222,26 +222,46 @@ def test_calls_queued_past_the_queue_deadline_are_refused_not_computed(server):
         assert r.status == "ok" and close(r.scores, expected)
 
 
+def golden_dlrm_served(flag, value):
+    """The golden DLRM served with `flag value`: (the command, the largest
+    |score - PyTorch FP32| over its golden batch). Raises AssertionError when
+    the server does not start."""
+    dense, sparse, expected = golden("dlrm")
+    cmd = [SPINDLE, "serve", "--rec-model", "ctr=" + os.path.join(GOLDEN, "dlrm"), flag, value,
+           "--listen", "127.0.0.1:0"]
+    proc, endpoint = start_server(cmd)
+    try:
+        with sc.Client(endpoint, model="ctr") as c:
+            got = np.asarray(c.infer_rec(dense, sparse), np.float32)
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+    return cmd, float(np.abs(got - expected).max())
+
+
 def test_rec_precision_bf16_serves_within_its_bound_or_is_refused_by_name():
     """--rec-precision bf16: the golden DLRM's scores within the stated 1e-2 of
     PyTorch FP32 (and not bit-equal: the bf16 path ran); a CPU without bf16
     refuses the model at start, naming the flag and the reason."""
-    dense, sparse, expected = golden("dlrm")
-    with tempfile.TemporaryDirectory() as tmp:
+    try:
+        _, worst = golden_dlrm_served("--rec-precision", "bf16")
+    except AssertionError:  # it did not start: it must say why
         cmd = [SPINDLE, "serve", "--rec-model", "ctr=" + os.path.join(GOLDEN, "dlrm"),
                "--rec-precision", "bf16", "--listen", "127.0.0.1:0"]
-        try:
-            proc, endpoint = start_server(cmd)
-        except AssertionError:  # it did not start: it must say why
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            assert r.returncode == 1 and "--rec-precision" in r.stderr, r.stderr
-            assert "no AVX-512 BF16 or AMX" in r.stderr, r.stderr
-            pytest.skip("this CPU has no bf16: the refusal was checked")
-        try:
-            with sc.Client(endpoint, model="ctr") as c:
-                got = np.asarray(c.infer_rec(dense, sparse), np.float32)
-            assert np.abs(got - expected).max() <= 1e-2
-            assert np.abs(got - expected).max() > 0
-        finally:
-            proc.terminate()
-            assert proc.wait(30) == 0
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1 and "--rec-precision" in r.stderr, r.stderr
+        assert "no AVX-512 BF16 or AMX" in r.stderr, r.stderr
+        pytest.skip("this CPU has no bf16: the refusal was checked")
+    assert 0 < worst <= 1e-2
+
+
+def test_rec_table_precision_int8_serves_within_its_bound_and_bad_values_are_refused():
+    """--rec-table-precision int8: the golden DLRM's tables held row-wise int8, its
+    scores within the stated 1e-2 of PyTorch FP32 (and not bit-equal: the
+    quantised tables were read); a value not built is refused by the flag, naming it."""
+    cmd, worst = golden_dlrm_served("--rec-table-precision", "int8")
+    assert 0 < worst <= 1e-2
+    bad = [c if c != "int8" else "int2" for c in cmd]
+    r = subprocess.run(bad, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "--rec-table-precision" in r.stderr and "int2" in r.stderr, \
+        r.stderr
