@@ -270,6 +270,7 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   if (!a.join.empty()) {  // its rank and address, from rank 0's member list
     SPINDLE_ASSIGN_OR_RETURN(auto j, prepare_join(sys, topo, a, n.sn.token));
     a.rank = j.rank;
+    a.address = j.address;  // its port chosen when --address gave 0
     me = j.me;
     n.coord_link = std::move(j.link);
     SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));

@@ -51,7 +51,9 @@ requests=$((rate * 8))  # an 8 s run: the move happens inside it
 echo "policy $policy: rank 0's door sustains $capacity req/s; runs at $rate req/s, $requests calls"
 summary() {  # REPORT.json: p50 p99 failed
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); l=j["latency_ms"]
-print("%.2f %.2f %d" % (l["p50"], l["p99"], j["requests"] - j["answered_ok"]))' "$1"
+bad = {k: v for k, v in j["status"].items() if k != "ok"}
+print("%.2f %.2f %d" % (l["p50"], l["p99"], j["requests"] - j["answered_ok"]))
+print(sys.argv[1].split("/")[-1], "calls not ok by status:", bad or "none", file=sys.stderr)' "$1"
 }
 load --rate "$rate" --requests "$requests" >"$work/quiet.json"
 read -r q50 q99 qfail < <(summary "$work/quiet.json")
@@ -90,10 +92,10 @@ done
 lsecs=$(grep -h 'shard of placement epoch 2 ready' "$work"/rank-[012].log |
   sed -E 's/.* ([0-9.]+) s$/\1/' | sort -n | tail -1)
 
-printf '| move | policy | time to serve / leave s | rows built | build s | rows/s | rows moved in cluster | p50 ms quiet -> move | p99 ms quiet -> move | failed |\n'
+printf '| move | policy | time to serve / leave s | rows built | build s | rows/s | rows moved in cluster | p50 ms quiet -> move | p99 ms quiet -> move | not ok quiet -> move |\n'
 printf '| join 3->4 | %s | %.2f | %s | %s | %.0f | %s | %s -> %s | %s -> %s | %s |\n' "$policy" \
   "$(echo "$t1 - $t0" | bc)" "$rows" "$secs" "$(echo "$rows / $secs" | bc -l)" "$moved" \
-  "$q50" "$j50" "$q99" "$j99" "$jfail"
+  "$q50" "$j50" "$q99" "$j99" "$qfail -> $jfail"
 printf '| leave 4->3 | %s | %.2f | %s | %s | %.0f | - | %s -> %s | %s -> %s | %s |\n' "$policy" \
   "$(echo "$t3 - $t2" | bc)" "$left" "$lsecs" "$(echo "$left / $lsecs" | bc -l)" \
-  "$q50" "$l50" "$q99" "$l99" "$lfail"
+  "$q50" "$l50" "$q99" "$l99" "$qfail -> $lfail"

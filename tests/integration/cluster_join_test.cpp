@@ -2,7 +2,8 @@
 // serving Cora from their partitions (`spindle node --join`), the placement
 // re-plans over four ranks, rows move to it from their owners over UCX while
 // rank 0's door keeps answering, and its own door opens once it serves them;
-// then it leaves (`spindle cluster-leave`) and its rows go back to the others.
+// then it leaves (`spindle cluster-leave`) and its rows go back to the others;
+// joined again and killed, it is re-planned away.
 // Every seeded call, through either door and during both moves, answers as one
 // process does. Bad --join input is refused by name while the cluster serves.
 #include <gtest/gtest.h>
@@ -156,7 +157,10 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   auto listed = members_when(client, serving_epoch(4, 1), 60);
   for (const auto& m : listed)
-    if (m["rank"] == 3) EXPECT_EQ(m["joined"], true) << m.dump();
+    if (m["rank"] == 3) {
+      EXPECT_EQ(m["joined"], true) << m.dump();
+      EXPECT_NE(m["address"], "127.0.0.1:0") << "the port its gate listens on is listed";
+    }
   during.finish();
   std::printf("during the join: %d calls right, %d wrong, %d refused\n", during.right.load(),
               during.wrong.load(), during.refused.load());
@@ -193,6 +197,25 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   EXPECT_GT(leaving.right.load(), 0);
   EXPECT_EQ(leaving.wrong.load(), 0);
   EXPECT_EQ(leaving.refused.load(), 0);
+  expect_door_answers(client, one, 3);
+
+  // A joined rank that dies (kill -9) is re-planned away: the rows only it held
+  // come back from the members' partitions. Calls may be refused meanwhile
+  // (rows no live rank holds), never answered wrong.
+  auto again = logged({"node", "--config", c.config, "--join", rank0, "--dataset", c.serve,
+                       "--model", c.model},
+                      c.dir + "/rank-3.again.log");
+  ASSERT_TRUE(again.wait_for("ready", 120'000).has_value()) << read_file(c.dir + "/rank-3.again.log");
+  members_when(client, serving_epoch(4, 3), 60);
+  caller dying(client, one);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  again.signal(SIGKILL);
+  again.wait();
+  members_when(client, serving_epoch(3, 4), 60);
+  dying.finish();
+  std::printf("rank 3 killed: %d calls right, %d wrong, %d refused\n", dying.right.load(),
+              dying.wrong.load(), dying.refused.load());
+  EXPECT_EQ(dying.wrong.load(), 0);
   expect_door_answers(client, one, 3);
   stop_cluster(coord, members);
 }
