@@ -1,10 +1,5 @@
 #include "runtime/cluster_join.hpp"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "actors/node_actor.hpp"
@@ -49,35 +44,17 @@ expected<int> join_rank_of(const nlohmann::json& members, const config::topology
   return asked >= 0 ? asked : next;
 }
 
-// A port free on `host` now (bound, read, released): --address with port 0
-// is announced to rank 0 with the port its gate then listens on.
-expected<unsigned> free_join_port(const std::string& host) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host.c_str(), "0", &hints, &res) != 0 || !res)
-    return make_error(errc::invalid_argument, "--address {}: cannot resolve the host", host);
-  const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  unsigned port = 0;
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (fd >= 0 && ::bind(fd, res->ai_addr, res->ai_addrlen) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
-    port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                          : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  if (fd >= 0) ::close(fd);
-  freeaddrinfo(res);
-  if (port == 0) return make_error(errc::io_error, "--address {}: no free port there", host);
-  return port;
-}
-
 }  // namespace
 
 expected<join_target> prepare_join(caf::actor_system& sys, const config::topology& topo,
                                    const node_args& a, const std::string& token) {
   SPINDLE_ASSIGN_OR_RETURN(auto at, transport::parse_host_port(a.join, "--join"));
   SPINDLE_ASSIGN_OR_RETURN(auto own, transport::parse_host_port(a.address, "--address"));
-  if (own.port == 0) {
-    SPINDLE_ASSIGN_OR_RETURN(own.port, free_join_port(own.host));
+  if (own.port == 0) {  // announced with the port its gate then listens on
+    auto port = free_port_on(own.host);
+    if (!port) return make_error(errc::invalid_argument, "--address {}: {}", a.address,
+                                 port.error().message());
+    own.port = unsigned(*port);
   }
   config::server_spec coord;
   coord.name = "rank 0 at " + a.join;

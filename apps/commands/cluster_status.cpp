@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <functional>
 
 #include "actors/node_actor.hpp"
 #include "apps/commands/command.hpp"
@@ -28,7 +29,12 @@ expected<std::string> token_of(const config::topology& topo, const std::string& 
                              "cluster token file", false);
 }
 
-status run_status(const std::string& path, const std::string& token_path, bool json) {
+// Reaches rank 0 of the cluster at `path` through its gate and runs `ask`
+// with a scoped actor, rank 0's actor and the token.
+using coordinator_ask =
+    std::function<status(caf::scoped_actor&, const caf::actor&, const std::string& token)>;
+status ask_coordinator(const std::string& path, const std::string& token_path,
+                       const coordinator_ask& ask) {
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
   SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(topo, token_path));
   SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
@@ -36,8 +42,12 @@ status run_status(const std::string& path, const std::string& token_path, bool j
   cfg.load<caf::io::middleman>();
   caf::actor_system sys{cfg};
   SPINDLE_ASSIGN_OR_RETURN(auto link, runtime::connect_gated(sys, coord_spec, token, 5));
-  const caf::actor coord = link.actor;
   caf::scoped_actor self{sys};
+  return ask(self, link.actor, token);
+}
+
+status run_status(caf::scoped_actor& self, const caf::actor& coord, const std::string& token,
+                  bool json) {
   status result;
   self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
       .receive(
@@ -54,17 +64,10 @@ status run_status(const std::string& path, const std::string& token_path, bool j
   return result;
 }
 
-status run_leave(const std::string& path, const std::string& token_path, int rank) {
-  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
-  SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(topo, token_path));
-  SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
-  caf::actor_system_config cfg;
-  cfg.load<caf::io::middleman>();
-  caf::actor_system sys{cfg};
-  SPINDLE_ASSIGN_OR_RETURN(auto link, runtime::connect_gated(sys, coord_spec, token, 5));
-  caf::scoped_actor self{sys};
+status run_leave(caf::scoped_actor& self, const caf::actor& coord, const std::string& token,
+                 int rank) {
   status result;
-  self->request(link.actor, std::chrono::seconds(10), actors::leave_atom::value, rank, token)
+  self->request(coord, std::chrono::seconds(10), actors::leave_atom::value, rank, token)
       .receive(
           [&](actors::ok_atom) {
             fmt::print("rank {} leaves: the placement re-plans without it, and it stops once "
@@ -92,7 +95,11 @@ void register_cluster_status(CLI::App& app) {
                  "token_file, else ~/.local/state/spindle/clusters/NAME-HASH.token)");
   auto json = std::make_shared<bool>(false);
   st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
-  on_run(st, [path, token_path, json] { return run_status(*path, *token_path, *json); });
+  on_run(st, [path, token_path, json] {
+    return ask_coordinator(*path, *token_path, [json](auto& self, const auto& coord, const auto& t) {
+      return run_status(self, coord, t, *json);
+    });
+  });
   auto* leave = app.add_subcommand(
       "cluster-leave",
       "Ask a rank to leave the running cluster: its rows are re-placed on the others, then it "
@@ -105,7 +112,10 @@ void register_cluster_status(CLI::App& app) {
   leave->add_option("--token-file", *leave_token,
                     "The cluster token file (default: SPINDLE_CLUSTER_TOKEN, else the TOML's)");
   on_run(leave, [leave_path, leave_token, rank] {
-    return run_leave(*leave_path, *leave_token, *rank);
+    return ask_coordinator(*leave_path, *leave_token,
+                           [rank](auto& self, const auto& coord, const auto& t) {
+                             return run_leave(self, coord, t, *rank);
+                           });
   });
 }
 

@@ -184,6 +184,15 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   expect_door_answers(client, one, 3);
   expect_door_answers(door_client(*door3, token), one, 3);
 
+  // Only the plan's highest rank may leave (servers are ranks 0..N-1).
+  auto early = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
+                                     "--rank", "1"},
+                                    {}, true);
+  std::string said;
+  while (auto line = early->read_line(30'000)) said += *line;
+  EXPECT_NE(early->wait(), 0);
+  EXPECT_NE(said.find("rank 1 is not the highest rank of the plan (3)"), std::string::npos)
+      << said;
   // Rank 3 leaves: the plan goes back to three ranks, and it stops by itself.
   caller leaving(client, one);
   auto leave = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
