@@ -211,11 +211,17 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   // A joined rank that dies (kill -9) is re-planned away: the rows only it held
   // come back from the members' partitions. Calls may be refused meanwhile
   // (rows no live rank holds), never answered wrong.
+  // It joins at epoch 2, so it reads its rows by epoch 2's plan, which it rebuilds
+  // from the inputs rank 0 published: its own door answers as one process.
   auto again = logged({"node", "--config", c.config, "--join", rank0, "--dataset", c.serve,
-                       "--model", c.model},
+                       "--model", c.model, "--listen", "127.0.0.1:0", "--admin-token-file", token},
                       c.dir + "/rank-3.again.log");
-  ASSERT_TRUE(again.wait_for("ready", 120'000).has_value()) << read_file(c.dir + "/rank-3.again.log");
+  auto door3again = again.wait_for("listening ", 120'000);
+  ASSERT_TRUE(door3again.has_value()) << read_file(c.dir + "/rank-3.again.log");
   members_when(client, serving_epoch(4, 3), 60);
+  EXPECT_NE(read_file(c.dir + "/rank-3.again.log").find("shard of placement epoch 3 ready: "),
+            std::string::npos);
+  expect_door_answers(door_client(*door3again, token), one, 3);
   caller dying(client, one);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   again.signal(SIGKILL);
