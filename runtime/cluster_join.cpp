@@ -57,7 +57,7 @@ expected<join_target> prepare_join(caf::actor_system& sys, const config::topolog
     own.port = unsigned(*port);
   }
   config::server_spec coord;
-  coord.name = "rank 0 at " + a.join;
+  coord.name = "rank 0";
   coord.host = at.host;
   coord.port = int(at.port);
   join_target j;

@@ -233,10 +233,11 @@ status refuse_coordinator_flags(const node_args& a) {
   if (a.rank == 0 || a.coordinator_flags.empty()) return status::ok();
   const bool one = a.coordinator_flags.size() == 1;
   return make_error(errc::invalid_argument,
-                    "{} {} honoured by rank 0 (the coordinator) only, and this is rank {}: give "
+                    "{} {} honoured by rank 0 (the coordinator) only, and this is {}: give "
                     "{} to rank 0 alone (with mpirun, in a block of its own: `mpirun -n 1 "
                     "spindle node ... : -n N spindle node ...`)",
-                    fmt::join(a.coordinator_flags, ", "), one ? "is" : "are", a.rank,
+                    fmt::join(a.coordinator_flags, ", "), one ? "is" : "are",
+                    a.join.empty() ? fmt::format("rank {}", a.rank) : "a rank joining with --join",
                     one ? "it" : "them");
 }
 
