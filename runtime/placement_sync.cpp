@@ -97,6 +97,9 @@ void placement_sync::catch_up(const member_info& coordinator,
   if (target <= shard_.latest().epoch || coordinator.fap.empty()) return;
   if (std::chrono::steady_clock::now() < retry_at_) return;
   const int rank = shard_.rank();
+  // A rank that holds no rows yet (it joined) builds only a plan that includes
+  // it: an earlier target's inputs may be freed while it reads them.
+  if (!shard_.latest().own_rows && coordinator.servers <= rank) return;
   log::info("rank {}: building its shard of placement epoch {}", rank, target);
   auto in = read_plan_inputs(shard_, coordinator.fap);
   // The rows this node does not hold yet come from their owners' regions: of the
