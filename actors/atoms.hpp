@@ -53,5 +53,6 @@ using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using models_atom = caf::atom_constant<caf::atom("models")>;
 using replan_atom = caf::atom_constant<caf::atom("replan")>;
 using rows_atom = caf::atom_constant<caf::atom("rows")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 }  // namespace spindle::actors

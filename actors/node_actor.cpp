@@ -27,11 +27,14 @@ struct member {
   int reading = 0;  // the epoch its pipeline reads
   std::string problem;  // why it cannot build or read the target epoch (empty: none)
   caf::node_id node;  // the process that joined as this rank, with the cluster token
+  std::string address;  // a rank that joined past the TOML's: its HOST:PORT (`node --join`)
+  bool leaving = false;  // asked to leave (kept after it exits: the plan goes on without it)
 };
 
 struct target_plan {
   int epoch = 0;
   std::string fap;  // descriptor of the observed FAP the plan is made from
+  int servers = 0;  // the plan's ranks (0..servers-1)
 };
 
 struct coordinator_state {
@@ -40,11 +43,25 @@ struct coordinator_state {
   std::string plan;   // the checksum of rank 0's placement plan (empty: no shard)
   std::map<int, member> members;
   target_plan target;
+  target_plan from;  // the target before it: the plan a rank that joins reads its rows by
   std::map<std::string, std::string> models;  // GNNs loaded at run time: name -> directory
   lend_fn lend;  // rank 0's own copy of the dataset lends rows (empty: it holds none)
+  int ranks = 0;  // the TOML's ranks (0: joins refused)
 };
 
-nlohmann::json member_json(int rank, const member& m, const target_plan& t) {
+// The ranks the next plan should have: the TOML's, then every live rank that
+// joined past them, up to the first one asked to leave (only the highest may).
+int wanted_ranks(const coordinator_state& st) {
+  int n = st.ranks;
+  for (const auto& [rank, m] : st.members)
+    if (m.alive && !m.address.empty() && !m.leaving) n = std::max(n, rank + 1);
+  for (const auto& [rank, m] : st.members)
+    if (m.leaving) n = std::min(n, rank);
+  return n;
+}
+
+nlohmann::json member_json(int rank, const member& m, const target_plan& t,
+                           const target_plan& from) {
   nlohmann::json j = {{"rank", rank},
                       {"name", m.name},
                       {"pid", m.pid},
@@ -57,10 +74,17 @@ nlohmann::json member_json(int rank, const member& m, const target_plan& t) {
                       {"old_descriptor", m.old_descriptor},
                       {"old_epoch", m.old_epoch},
                       {"reading", m.reading},
-                      {"placement_error", m.problem}};
+                      {"placement_error", m.problem},
+                      {"address", m.address},
+                      {"joined", !m.address.empty()},
+                      {"leaving", m.leaving}};
   if (rank == 0) {
     j["target"] = t.epoch;
     j["fap"] = t.fap;
+    j["servers"] = t.servers;
+    j["from_epoch"] = from.epoch;
+    j["from_fap"] = from.fap;
+    j["from_servers"] = from.servers;
   }
   return j;
 }
@@ -111,7 +135,10 @@ bool from_member(caf::stateful_actor<coordinator_state>* self, int rank, const c
 
 std::string status_json(const coordinator_state& st) {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& [rank, m] : st.members) j.push_back(member_json(rank, m, st.target));
+  for (const auto& [rank, m] : st.members) {
+    j.push_back(member_json(rank, m, st.target, st.from));
+    if (rank == 0) j.back()["ranks"] = wanted_ranks(st);
+  }
   return j.dump();
 }
 
@@ -146,10 +173,95 @@ caf::result<std::string, std::string> relay_rows(caf::stateful_actor<coordinator
   return rp;
 }
 
+struct join_request {
+  int rank;
+  std::string who;
+  int pid;
+  std::string descriptor, plan, token;
+  std::string address;  // a rank joining past the TOML's: its HOST:PORT (else empty)
+};
+
+// Why a rank joining past the TOML's (`node --join`) is refused ("" if it is not).
+std::string joiner_refusal(const coordinator_state& st, int rank) {
+  const auto it = st.members.find(rank);
+  if (it != st.members.end() && it->second.alive)
+    return fmt::format("join: rank {} is already a live member ({}, pid {}): give --join another "
+                       "rank, or none for the next one",
+                       rank, it->second.name.substr(0, 64), it->second.pid);
+  if (st.ranks <= 0) return "join: this coordinator takes no ranks beyond its TOML's";
+  if (rank < st.ranks)
+    return fmt::format("join: rank {} is one of the TOML's {} ranks: start it without --join",
+                       rank, st.ranks);
+  for (int r = st.ranks; r < rank; ++r) {
+    const auto m = st.members.find(r);
+    if (m == st.members.end() || !m->second.alive || m->second.leaving)
+      return fmt::format("join: rank {} would leave rank {} empty (placement plans ranks "
+                         "0..N-1): the next rank is {}",
+                         rank, r, r);
+  }
+  return {};
+}
+
+// Why rank `rank` may not leave ("" if it may).
+std::string leave_refusal(const coordinator_state& st, int rank) {
+  const auto it = st.members.find(rank);
+  if (rank <= 0 || it == st.members.end() || !it->second.alive)
+    return fmt::format("leave: rank {} is not a live member{}", rank,
+                       rank == 0 ? " that can leave (rank 0 coordinates)" : "");
+  if (it->second.leaving) return fmt::format("leave: rank {} is already leaving", rank);
+  const int top = wanted_ranks(st) - 1;
+  if (rank != top)
+    return fmt::format("leave: rank {} is not the highest rank of the plan ({}): placement "
+                       "plans ranks 0..N-1, so rank {} leaves first",
+                       rank, top, top);
+  return {};
+}
+
+caf::result<ok_atom, std::string> accept_join(caf::stateful_actor<coordinator_state>* self,
+                                              const join_request& j) {
+  const int rank = j.rank;
+  const auto& who = j.who;
+  if (!transport::rpc::token_matches(j.token, self->state.token)) {
+    log::warn("refused a join as rank {} ('{}'): wrong cluster token", rank, who.substr(0, 64));
+    return unauthorized("join");
+  }
+  if (rank <= 0) return caf::make_error(caf::sec::runtime_error, "join: rank must be > 0");
+  const std::string why = j.address.empty() ? std::string() : joiner_refusal(self->state, rank);
+  if (!why.empty()) {
+    log::warn("refused rank {} ('{}') at {}: {}", rank, who.substr(0, 64), j.address, why);
+    return caf::make_error(caf::sec::runtime_error, why);
+  }
+  // Ranks laid out by different plans would read each other's rows at the
+  // wrong places: answers silently wrong. Refused by name instead.
+  if (!j.plan.empty() && !self->state.plan.empty() && j.plan != self->state.plan) {
+    log::warn("refused rank {} ('{}'): its placement plan {} is not rank 0's {}", rank,
+              who.substr(0, 64), j.plan.substr(0, 32), self->state.plan);
+    return caf::make_error(
+        caf::sec::runtime_error,
+        "join: rank " + std::to_string(rank) + "'s placement plan " + j.plan.substr(0, 32) +
+            " is not rank 0's " + self->state.plan +
+            ": its dataset folder comes from another `spindle partition` run (or another "
+            "policy); give every rank the folders of one run");
+  }
+  auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+  auto& m = self->state.members[rank];
+  m = {who, j.pid, true, m.joins + 1, sender.address(), j.descriptor, {}, false};
+  m.node = sender.node();
+  m.address = j.address;
+  // A node (re)starts at the first plan; it migrates to the target by itself.
+  self->monitor(sender);
+  log::info("node {} (rank {}, pid {}) joined{}{}", who, rank, j.pid, m.joins > 1 ? " again" : "",
+            j.address.empty() ? "" : " the running cluster from " + j.address);
+  return {ok_atom::value, self->state.members[0].bridge};
+}
+
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::string name,
                           std::string descriptor, std::string bridge, std::string token,
-                          std::string plan, lend_fn lend) {
+                          std::string plan, lend_fn lend, int ranks) {
   self->state.lend = std::move(lend);
+  self->state.ranks = ranks;
+  self->state.target.servers = ranks;
+  self->state.from.servers = ranks;
   self->state.name = std::move(name);
   self->state.token = std::move(token);
   self->state.plan = std::move(plan);
@@ -165,34 +277,21 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
   });
   return {
       [=](join_atom, int rank, const std::string& who, int pid, const std::string& descriptor,
-          const std::string& plan, const std::string& token) -> caf::result<ok_atom, std::string> {
-        if (!transport::rpc::token_matches(token, self->state.token)) {
-          log::warn("refused a join as rank {} ('{}'): wrong cluster token", rank,
-                    who.substr(0, 64));
-          return unauthorized("join");
-        }
-        if (rank <= 0) return caf::make_error(caf::sec::runtime_error, "join: rank must be > 0");
-        // Ranks laid out by different plans would read each other's rows at the
-        // wrong places: answers silently wrong. Refused by name instead.
-        if (!plan.empty() && !self->state.plan.empty() && plan != self->state.plan) {
-          log::warn("refused rank {} ('{}'): its placement plan {} is not rank 0's {}", rank,
-                    who.substr(0, 64), plan.substr(0, 32), self->state.plan);
-          return caf::make_error(
-              caf::sec::runtime_error,
-              "join: rank " + std::to_string(rank) + "'s placement plan " + plan.substr(0, 32) +
-                  " is not rank 0's " + self->state.plan +
-                  ": its dataset folder comes from another `spindle partition` run (or another "
-                  "policy); give every rank the folders of one run");
-        }
-        auto sender = caf::actor_cast<caf::actor>(self->current_sender());
-        auto& m = self->state.members[rank];
-        m = {who, pid, true, m.joins + 1, sender.address(), descriptor, {}, false};
-        m.node = sender.node();
-        // A node (re)starts at the first plan; it migrates to the target by itself.
-        self->monitor(sender);
-        log::info("node {} (rank {}, pid {}) joined{}", who, rank, pid,
-                  m.joins > 1 ? " again" : "");
-        return {ok_atom::value, self->state.members[0].bridge};
+          const std::string& plan, const std::string& token) {
+        return accept_join(self, {rank, who, pid, descriptor, plan, token, {}});
+      },
+      [=](join_atom, int rank, const std::string& who, int pid, const std::string& descriptor,
+          const std::string& plan, const std::string& token, const std::string& address) {
+        return accept_join(self, {rank, who, pid, descriptor, plan, token, address});
+      },
+      [=](leave_atom, int rank, const std::string& token) -> caf::result<ok_atom> {
+        if (!transport::rpc::token_matches(token, self->state.token)) return unauthorized("leave");
+        if (auto why = leave_refusal(self->state, rank); !why.empty())
+          return caf::make_error(caf::sec::runtime_error, why);
+        self->state.members[rank].leaving = true;
+        log::info("node {} (rank {}) leaves: the placement re-plans over {} ranks",
+                  self->state.members[rank].name, rank, wanted_ranks(self->state));
+        return ok_atom::value;
       },
       [=](ready_atom, int rank, const std::string& bridge_address) {
         if (!from_member(self, rank, "ready")) return;
@@ -219,7 +318,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       [=](rows_atom, int from, int owner, const std::string& ids) {
         return relay_rows(self, from, owner, ids);
       },
-      [=](plan_atom, int epoch, const std::string& fap) -> caf::result<ok_atom> {
+      [=](plan_atom, int epoch, const std::string& fap, int servers) -> caf::result<ok_atom> {
         if (!trusted_sender(self)) return unauthorized("plan");  // rank 0's placement only
         if (epoch <= self->state.target.epoch)
           return caf::make_error(caf::sec::runtime_error,
@@ -234,8 +333,12 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
                                    "plan: epoch " + std::to_string(self->state.target.epoch) +
                                        " is still being applied (rank " + std::to_string(rank) +
                                        ")");
-        self->state.target = {epoch, fap};
-        log::info("placement: target plan is now epoch {}", epoch);
+        if (servers < 1)
+          return caf::make_error(caf::sec::runtime_error,
+                                 "plan: " + std::to_string(servers) + " ranks");
+        self->state.from = self->state.target;
+        self->state.target = {epoch, fap, servers};
+        log::info("placement: target plan is now epoch {} over {} ranks", epoch, servers);
         return ok_atom::value;
       },
       [=](status_atom) -> caf::result<std::string> {
@@ -274,9 +377,13 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
     log::warn("{}: coordinator is down", o.name);
     if (o.on_coordinator_down) o.on_coordinator_down();
   });
-  self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank, o.name, int(::getpid()),
-                o.descriptor, o.plan, o.token)
-      .then(
+  auto joined = o.address.empty()
+                    ? self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank,
+                                    o.name, int(::getpid()), o.descriptor, o.plan, o.token)
+                    : self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank,
+                                    o.name, int(::getpid()), o.descriptor, o.plan, o.token,
+                                    o.address);
+  std::move(joined).then(
           [=](ok_atom, const std::string& coordinator_bridge) {
             log::info("{} (rank {}) joined the cluster", o.name, o.rank);
             // Replies to the coordinator's batches travel over the UCX bridge.
@@ -311,9 +418,9 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
 
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
                              std::string bridge, std::string token, std::string plan,
-                             lend_fn lend) {
+                             lend_fn lend, int ranks) {
   return sys.spawn(coordinator, std::move(name), std::move(descriptor), std::move(bridge),
-                   std::move(token), std::move(plan), std::move(lend));
+                   std::move(token), std::move(plan), std::move(lend), ranks);
 }
 
 caf::actor spawn_member(caf::actor_system& sys, caf::actor coordinator, member_options options) {

@@ -24,14 +24,26 @@ namespace spindle::actors {
 /// another `spindle partition` run).
 ///   (join_atom, rank, name, pid, descriptor, plan, token) -> (ok_atom, coordinator's bridge
 ///                    address)
+///   (join_atom, rank, name, pid, descriptor, plan, token, address) -> the same, for a rank
+///                    past the TOML's joining a running cluster (`node --join`) at HOST:PORT
+///                    `address`: refused by name unless `rank` is the next one (every rank
+///                    before it alive) and no live member holds it. Listed with "address"
+///                    and "joined"; the placement re-plans with it (see plan_atom).
+///   (leave_atom, rank, token) -> ok_atom  asks the rank to leave gracefully: listed as
+///                    "leaving", the placement re-plans without it, and the rank exits once
+///                    every other member reads that plan. Only the highest rank of the plan
+///                    may leave (plan servers are ranks 0..N-1); another is refused by name.
 ///   (ready_atom, rank, bridge address)  the member serves batches (or "" if it only holds rows)
 ///   (status_atom) -> JSON array: rank, name, pid, alive, joins, descriptor, bridge, ready,
 ///                    and the placement fields below; only for senders in this process
 ///   (status_atom, token) -> the same, for anyone holding the cluster token
 /// Placement epochs (a re-plan migrates rows under a new epoch; 0 = the plan at start):
-///   (plan_atom, epoch, fap descriptor) -> ok_atom  rank 0's placement set a new target plan,
-///                    made from the observed FAP readable at the descriptor; listed on
-///                    rank 0 as "target" and "fap". Epochs only grow.
+///   (plan_atom, epoch, fap descriptor, ranks) -> ok_atom  rank 0's placement set a new
+///                    target plan over `ranks` servers (ranks 0..ranks-1), made from the
+///                    observed FAP readable at the descriptor; listed on rank 0 as "target",
+///                    "fap" and "servers", and the target before it as "from_epoch",
+///                    "from_fap" and "from_servers" (a joining rank rebuilds that plan to
+///                    read its rows from their current owners). Epochs only grow.
 ///   (shard_atom, rank, epoch, descriptor)  the rank built its shard for that epoch; its
 ///                    previous one stays listed as old_descriptor/old_epoch until retired
 ///   (retire_atom, rank, epoch)  the rank freed its shard of that epoch
@@ -51,9 +63,10 @@ namespace spindle::actors {
 using lend_fn =
     std::function<expected<std::pair<std::string, std::string>>(int to, const std::string& ids)>;
 
+/// `ranks`: the TOML's rank count, the servers of the plan at start (0: joins refused).
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
                              std::string bridge, std::string token, std::string plan = {},
-                             lend_fn lend = {});
+                             lend_fn lend = {}, int ranks = 0);
 
 struct member_options {
   int rank = 1;
@@ -68,6 +81,7 @@ struct member_options {
   /// Called (on a CAF thread) when the coordinator refused the join, with the reason.
   std::function<void(const std::string&)> on_join_failed;
   lend_fn lend;  // answers the coordinator's (rows_atom) asks; empty: it holds no dataset
+  std::string address;  // a rank joining a running cluster: its HOST:PORT (empty: a TOML rank)
 };
 
 /// Spawns a member node actor that joins `coordinator`. It answers (status_atom)

@@ -23,14 +23,20 @@ struct placement_options {
   double drift_threshold = 0;         // re-plan when drift passes it; <= 0: only on request
   std::uint64_t min_requests = 2000;  // requests observed since the last plan before judging
   std::chrono::milliseconds check{250};
+  int servers = 0;  // the ranks of the plan at start (the TOML's)
 };
 
 struct placement_hooks {
   /// The cumulative access counts per node and the requests they came from.
   std::function<std::pair<std::vector<std::uint32_t>, std::uint64_t>()> observe;
-  /// Publishes the FAP of placement `epoch` for the nodes to read (keeping the
-  /// previous epoch's, which nodes may still be reading); returns its descriptor.
-  std::function<expected<std::string>(int epoch, const std::vector<double>& fap)> publish;
+  /// Publishes the FAP of placement `epoch` over `ranks` ranks for the nodes to
+  /// read (keeping the previous epoch's, which nodes may still be reading);
+  /// returns its descriptor.
+  std::function<expected<std::string>(int epoch, const std::vector<double>& fap, int ranks)>
+      publish;
+  /// The ranks the next plan should have (a rank joined or leaves); 0 or empty:
+  /// the current plan's. A difference re-plans at once, whatever the drift.
+  std::function<int()> ranks;
 };
 
 struct placement_stats {
@@ -40,12 +46,13 @@ struct placement_stats {
   std::uint64_t replans = 0;
   double threshold = 0;
   std::string last_error;
+  int servers = 0;  // the target plan's ranks
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, placement_stats& x) {
   return f(caf::meta::type_name("placement_stats"), x.epoch, x.drift, x.window_requests,
-           x.replans, x.threshold, x.last_error);
+           x.replans, x.threshold, x.last_error, x.servers);
 }
 
 /// Re-plans now from the accesses since the last plan (the new epoch), sets the

@@ -65,7 +65,9 @@ bool owners_published(const features::placement_plan& plan, int epoch, int my_ra
 
 bool cluster_features::readable(const rank_shard& shard, const std::map<int, member_info>& alive) {
   const auto e = shard.latest();
-  return owners_published(*e.plan, e.epoch, shard.rank(), alive);
+  // A rank that joined a running cluster holds no rows until it built its shard
+  // of the plan that includes it.
+  return e.own_rows && owners_published(*e.plan, e.epoch, shard.rank(), alive);
 }
 
 expected<std::unique_ptr<cluster_features>> cluster_features::create(
@@ -144,7 +146,7 @@ expected<batched_reader*> cluster_features::shard_window(epoch_state& st, int se
 // A newer epoch whose every owner has published its shard: read it from now on.
 void cluster_features::switch_epoch(const std::map<int, member_info>& alive) {
   const auto latest = shard_.latest();
-  if (latest.epoch <= now_->epoch ||
+  if (latest.epoch <= now_->epoch || !latest.own_rows ||  // no rows: this rank leaves
       !owners_published(*latest.plan, latest.epoch, shard_.rank(), alive))
     return;
   auto next = attach(latest.epoch, alive);

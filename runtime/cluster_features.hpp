@@ -41,6 +41,13 @@ struct member_info {
   std::string problem;  // why it cannot build or read the target epoch ("" if nothing)
   int target = 0;   // rank 0 only: the placement epoch the cluster moves to
   std::string fap;  // rank 0 only: where the target plan's observed FAP is read
+  std::string address;  // a rank that joined past the TOML's: its HOST:PORT (else "")
+  bool leaving = false;  // asked to leave (`spindle cluster-leave`)
+  int servers = 0;  // rank 0 only: the target plan's ranks (0..servers-1)
+  int ranks = 0;    // rank 0 only: the ranks the next plan should have (joins, leaves)
+  int from_epoch = 0;  // rank 0 only: the target before `target`, its FAP and ranks
+  std::string from_fap;
+  int from_servers = 0;
   bool operator==(const member_info&) const = default;
 };
 

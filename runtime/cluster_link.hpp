@@ -36,4 +36,8 @@ struct remote_link {
 expected<remote_link> connect_gated(caf::actor_system& sys, const config::server_spec& to,
                                     const std::string& token, int timeout_s);
 
+/// A port free on `host` now (bound, read, released), for a process about to
+/// listen there (a plan server, a joining rank's gate); fails naming the host.
+expected<int> free_port_on(const std::string& host);
+
 }  // namespace spindle::runtime

@@ -16,6 +16,7 @@
 #include "config/topology.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
+#include "runtime/cluster_join.hpp"
 #include "runtime/cluster_link.hpp"
 #include "runtime/cluster_token.hpp"
 #include "runtime/coordinator_loss.hpp"
@@ -121,14 +122,17 @@ status join(node_parts& n, caf::actor_system& sys, const config::topology& topo,
   // Rows of its own copy, lent to a peer that cannot read them elsewhere.
   const auto lend = n.sn.shard ? lend_hook(*n.sn.shard) : actors::lend_fn{};
   if (rank == 0) {
-    n.self_actor = actors::spawn_coordinator(
-        sys, me.name, descriptor, n.bridge ? n.bridge->address : "", n.sn.token, plan, lend);
+    n.self_actor =
+        actors::spawn_coordinator(sys, me.name, descriptor, n.bridge ? n.bridge->address : "",
+                                  n.sn.token, plan, lend, int(topo.servers.size()));
     n.coord = n.self_actor;
     return status::ok();
   }
-  SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
-  // The link proves the token to rank 0's gate.
-  SPINDLE_ASSIGN_OR_RETURN(n.coord_link, connect_gated(sys, coord_spec, n.sn.token, 30));
+  if (!n.coord_link) {  // a rank joining with --join is linked already
+    SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
+    // The link proves the token to rank 0's gate.
+    SPINDLE_ASSIGN_OR_RETURN(n.coord_link, connect_gated(sys, coord_spec, n.sn.token, 30));
+  }
   n.coord = n.coord_link->actor;
   // A refused join (another plan, a wrong token) ends the node with the reason;
   // it holds UCX memory, so it leaves as a stop does, without teardown.
@@ -141,7 +145,7 @@ status join(node_parts& n, caf::actor_system& sys, const config::topology& topo,
          std::fflush(nullptr);
          std::_Exit(1);
        },
-       lend});
+       lend, a.join.empty() ? std::string() : a.address});
   return status::ok();
 }
 
@@ -211,7 +215,7 @@ status serve_joined(node_parts& n, caf::actor_system& sys, const config::topolog
 // srun, a StatefulSet's pod); rank 0 started so waits, without --expect, for
 // every other rank of the TOML.
 expected<node_args> with_rank(node_args a, const config::topology& topo) {
-  if (a.rank >= 0) {
+  if (a.rank >= 0 || !a.join.empty()) {  // a joining rank's comes from rank 0's members
     a.expect = std::max(a.expect, 0);
     return a;
   }
@@ -229,27 +233,30 @@ status refuse_coordinator_flags(const node_args& a) {
   if (a.rank == 0 || a.coordinator_flags.empty()) return status::ok();
   const bool one = a.coordinator_flags.size() == 1;
   return make_error(errc::invalid_argument,
-                    "{} {} honoured by rank 0 (the coordinator) only, and this is rank {}: give "
+                    "{} {} honoured by rank 0 (the coordinator) only, and this is {}: give "
                     "{} to rank 0 alone (with mpirun, in a block of its own: `mpirun -n 1 "
                     "spindle node ... : -n N spindle node ...`)",
-                    fmt::join(a.coordinator_flags, ", "), one ? "is" : "are", a.rank,
+                    fmt::join(a.coordinator_flags, ", "), one ? "is" : "are",
+                    a.join.empty() ? fmt::format("rank {}", a.rank) : "a rank joining with --join",
                     one ? "it" : "them");
 }
 
 status run_node(const node_args& given, const std::vector<std::string>& self_argv) {
   SPINDLE_TRY(follow_launch());
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
-  SPINDLE_ASSIGN_OR_RETURN(const node_args a, with_rank(given, topo));
+  SPINDLE_ASSIGN_OR_RETURN(node_args a, with_rank(given, topo));
   SPINDLE_TRY(refuse_coordinator_flags(a));
-  const int rank = a.rank;
   sigset_t set = stop_signal_set();
-  if (rank != 0) {
+  if (a.rank != 0) {
     sigaddset(&set, kCoordinatorLost);
     sigaddset(&set, kCoordinatorBack);
   }
   wait_for_signals_here(set);  // before CAF starts its threads
-  SPINDLE_ASSIGN_OR_RETURN(auto me, config::node_server(topo, rank));
-  SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));  // before any UCX context
+  config::server_spec me;
+  if (a.join.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(me, config::node_server(topo, a.rank));
+    SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));  // before any UCX context
+  }
   caf::actor_system_config cfg;
   actors::configure_scheduler(cfg);
   cfg.load<caf::io::middleman>();
@@ -259,7 +266,17 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   node_parts n;
   // Handed to the node (SPINDLE_CLUSTER_TOKEN, --token-file), else the TOML's
   // file on this host: rank 0 creates it, a member waits for it.
-  SPINDLE_ASSIGN_OR_RETURN(n.sn.token, cluster_token(a.token_file, topo.token_file, rank == 0, 30));
+  SPINDLE_ASSIGN_OR_RETURN(n.sn.token,
+                           cluster_token(a.token_file, topo.token_file, a.rank == 0, 30));
+  if (!a.join.empty()) {  // its rank and address, from rank 0's member list
+    SPINDLE_ASSIGN_OR_RETURN(auto j, prepare_join(sys, topo, a, n.sn.token));
+    a.rank = j.rank;
+    a.address = j.address;  // its port chosen when --address gave 0
+    me = j.me;
+    n.coord_link = std::move(j.link);
+    SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));
+  }
+  const int rank = a.rank;
   // What is not on this disk comes from the peers' file doors, before it is opened.
   SPINDLE_TRY(fetch_missing(a.files, a.dataset, a.model, rank, n.sn.token));
   std::unique_ptr<transport::net::file_door> files;

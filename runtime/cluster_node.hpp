@@ -36,6 +36,11 @@ struct node_args {
   /// The flags given that only rank 0 honours (--expect, --workload,
   /// --replan-*): any other rank refuses them by name rather than ignore them.
   std::vector<std::string> coordinator_flags;
+  /// --join HOST:PORT: join the running cluster whose rank 0 listens there, as a
+  /// rank past the TOML's (--rank, or the next free one); the placement re-plans
+  /// with it and its door opens once it serves its shard of that plan.
+  std::string join;
+  std::string address = "127.0.0.1:0";  // --address: a joining rank's own HOST:PORT
 };
 
 /// The flags of `coordinator_flags` rank 0 alone honours; another rank given

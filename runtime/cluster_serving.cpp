@@ -16,6 +16,7 @@
 #include "actors/pipeline_actor.hpp"
 #include "actors/remote_pipeline.hpp"
 #include "actors/router_actor.hpp"
+#include "config/cluster_ranks.hpp"
 #include "core/checksum.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
@@ -203,16 +204,26 @@ namespace {
 // The placement actor's hooks: this pipeline's accesses (a sample of the
 // cluster's: it takes batches from the shared queue like every pipeline) and
 // the node shard, which publishes the observed FAP for the others to read.
-actors::placement_hooks placement_hooks_of(const cluster_features& f, rank_shard& shard) {
+actors::placement_hooks placement_hooks_of(const cluster_features& f, rank_shard& shard,
+                                           const member_view& view) {
   actors::placement_hooks h;
   h.observe = [&f] { return std::make_pair(f.accesses().snapshot(), f.accesses().requests()); };
+  // The ranks the coordinator lists for the next plan (joins and leaves change them).
+  h.ranks = [&view] {
+    const auto ms = view.snapshot();
+    const auto it = ms.find(0);
+    return it == ms.end() ? 0 : it->second.ranks;
+  };
   // The blob: the FAP (N doubles), then each node's home in the plan being
   // replaced (N int32), so every node builds the same next plan.
-  h.publish = [&shard](int epoch, const std::vector<double>& fap) -> expected<std::string> {
+  h.publish = [&shard](int epoch, const std::vector<double>& fap,
+                       int ranks) -> expected<std::string> {
     const auto now = shard.latest();
     if (now.epoch != epoch - 1)
       return make_error(errc::unavailable, "placement epoch {} is not applied here yet", epoch - 1);
-    const auto home = features::home_servers(*now.plan);
+    auto home = features::home_servers(*now.plan);
+    for (auto& h : home)  // a rank leaving: its rows have no home to stay on
+      if (h >= ranks) h = -1;
     std::vector<std::byte> blob(fap.size() * sizeof(double) + home.size() * sizeof(std::int32_t));
     std::memcpy(blob.data(), fap.data(), fap.size() * sizeof(double));
     std::memcpy(blob.data() + fap.size() * sizeof(double), home.data(),
@@ -220,6 +231,13 @@ actors::placement_hooks placement_hooks_of(const cluster_features& f, rank_shard
     return shard.publish_blob(epoch, blob);
   };
   return h;
+}
+
+// The placement's options with the plan's ranks at start (the TOML's).
+actors::placement_options placement_options_of(actors::placement_options o,
+                                               const rank_shard& shard) {
+  o.servers = int(shard.topology().servers.size());
+  return o;
 }
 
 // The row-ownership table the router reports: the placement epoch this node
@@ -286,7 +304,8 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(rank_context node,
   p->router = actors::spawn_router(sys, a.router, p->batcher, owners_json(node.shard));
   p->placement = actors::spawn_placement(sys, node.coordinator,
                                          std::vector<double>(ds.fap().begin(), ds.fap().end()),
-                                         o.placement, placement_hooks_of(*p->features, node.shard));
+                                         placement_options_of(o.placement, node.shard),
+                                         placement_hooks_of(*p->features, node.shard, node.view));
   return std::unique_ptr<cluster_gnn>(new cluster_gnn(std::move(p)));
 }
 
@@ -370,7 +389,7 @@ void cluster_gnn::report_placement() {
       st.epoch, applied ? "applied" : fmt::format("not applied within 30 s{}", problems),
       features::rows_moved(*p_->first_plan, *now.plan),
       features::expected_latency_us(topo, *p_->first_plan, fap, 16),
-      features::expected_latency_us(topo, *now.plan, fap, 16));
+      features::expected_latency_us(config::with_ranks(topo, st.servers), *now.plan, fap, 16));
 }
 
 status cluster_gnn::run_workload(std::size_t workload) {

@@ -27,7 +27,14 @@ expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const 
                                              m.value("reading", 0),
                                              m.value("placement_error", std::string()),
                                              m.value("target", 0),
-                                             m.value("fap", std::string())};
+                                             m.value("fap", std::string()),
+                                             m.value("address", std::string()),
+                                             m.value("leaving", false),
+                                             m.value("servers", 0),
+                                             m.value("ranks", 0),
+                                             m.value("from_epoch", 0),
+                                             m.value("from_fap", std::string()),
+                                             m.value("from_servers", 0)};
           },
           [&](caf::error& e) { st = make_error(errc::unavailable, "status: {}", to_string(e)); });
   if (!st) return st;

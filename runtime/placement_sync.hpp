@@ -33,6 +33,7 @@ class placement_sync {
   void catch_up(const member_info& coordinator, const std::map<int, member_info>& alive);
   void report_reading();
   void retire(const std::map<int, member_info>& alive);
+  void leave_when_done(const std::map<int, member_info>& alive);
 
   caf::actor coordinator_;
   rank_shard& shard_;

@@ -2,39 +2,15 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "colocation/hera/colocation.hpp"
 #include "colocation/hera/profile.hpp"
 #include "config/colocation.hpp"
 #include "core/text_file.hpp"
+#include "runtime/cluster_link.hpp"
 
 namespace spindle::runtime {
 namespace {
-
-// A port free on `host` now (bound, read, released), for a child to listen on.
-expected<int> free_port_on(const std::string& host) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host.c_str(), "0", &hints, &res) != 0 || !res)
-    return make_error(errc::invalid_argument, "host '{}': cannot resolve", host);
-  const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
-      port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  freeaddrinfo(res);
-  if (port <= 0) return make_error(errc::io_error, "host '{}': no free port", host);
-  return port;
-}
 
 // The `spindle serve` command line of one plan server.
 std::vector<std::string> plan_server_argv(const std::string& exe, const std::string& listen,

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/checksum.hpp"
+#include "config/cluster_ranks.hpp"
 #include "core/log.hpp"
 #include "features/dataset_partition.hpp"
 #include "features/dataset_placement.hpp"
@@ -98,8 +99,11 @@ expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& 
                                                         const graph_update_args& updates) {
   // A partitioned dataset (`spindle partition`): this rank's folder, whose rows are
   // exactly those of its shards under the same plan (checked by checksum).
+  // A rank joining a running cluster has no partition of its own: it takes rank
+  // 0's (every partition holds the graph and FAP whole, and the cluster's plan).
+  const int folder = rank < int(topo.servers.size()) ? rank : 0;
   SPINDLE_ASSIGN_OR_RETURN(
-      auto ds, graph::open_for_serving(features::rank_dataset_dir(dataset, rank), skip_verify));
+      auto ds, graph::open_for_serving(features::rank_dataset_dir(dataset, folder), skip_verify));
   if (!updates.on && !updates.stream.empty())
     return make_error(errc::invalid_argument, "--graph-stream {} without --graph-updates",
                       updates.stream);
@@ -118,16 +122,22 @@ expected<std::unique_ptr<rank_shard>> rank_shard::start(const config::topology& 
   s->worker_.emplace(std::move(w));
   SPINDLE_ASSIGN_OR_RETURN(s->address_, s->worker_->address());
   SPINDLE_ASSIGN_OR_RETURN(auto plan, plan_of(s->ds_, topo));
-  SPINDLE_TRY(features::check_partition(s->ds_, rank, plan));
+  SPINDLE_TRY(features::check_partition(s->ds_, folder, plan));
   if (s->ds_.partitioned())
     log::info("rank {}: serving its partition {} ({} of {} feature rows)", rank, s->ds_.dir(),
               s->ds_.part_rows().size(), s->ds_.num_nodes());
   s->start_plan_ = checksum_hex(features::plan_checksum(plan));
   auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
-  build_report r;
-  SPINDLE_ASSIGN_OR_RETURN(auto reg, s->fill(*shared, nullptr, r));
-  s->plans_[0] = {0, shared, reg->memory.data()};
-  s->regions_[0] = std::move(reg);
+  if (rank >= int(topo.servers.size())) {
+    // A rank joining a running cluster (`node --join`): no row of the TOML's
+    // plan is its; it builds its shard of the plan the cluster re-plans with it.
+    s->plans_[0] = {0, shared, nullptr};
+  } else {
+    build_report r;
+    SPINDLE_ASSIGN_OR_RETURN(auto reg, s->fill(*shared, nullptr, r));
+    s->plans_[0] = {0, shared, reg->memory.data()};
+    s->regions_[0] = std::move(reg);
+  }
   // From here on the loop owns the worker; descriptors use its cached address.
   s->loop_ = std::make_unique<ucx::progress_loop>(*s->worker_);
   return s;
@@ -302,21 +312,26 @@ std::string rank_shard::descriptor(int epoch) const {
 
 expected<rank_shard::build_report> rank_shard::build(int epoch, std::span<const double> fap,
                                                      std::span<const std::int32_t> home,
-                                                     const row_sources& from) {
+                                                     const row_sources& from, int ranks) {
   const auto start = std::chrono::steady_clock::now();
   const auto previous = latest();
   if (epoch <= previous.epoch)
     return make_error(errc::invalid_argument, "placement epoch {} is not after {}", epoch,
                       previous.epoch);
-  SPINDLE_ASSIGN_OR_RETURN(auto plan, features::replace_dataset(ds_, topo_, fap, home));
+  // The plan's ranks: the TOML's, or as many as the cluster has after joins and leaves.
+  const auto topo = config::with_ranks(topo_, ranks);
+  SPINDLE_ASSIGN_OR_RETURN(auto plan, features::replace_dataset(ds_, topo, fap, home));
   auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
   build_report r;
   r.moved = features::rows_moved(*previous.plan, *shared);
-  SPINDLE_ASSIGN_OR_RETURN(auto reg, fill(*shared, &previous, r, from));
+  std::unique_ptr<region> reg;
+  if (rank_ < int(topo.servers.size())) {  // else it leaves: no row of this plan is its
+    SPINDLE_ASSIGN_OR_RETURN(reg, fill(*shared, &previous, r, from));
+  }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard lock(mu_);
-  plans_[epoch] = {epoch, shared, reg->memory.data()};
-  regions_[epoch] = std::move(reg);
+  plans_[epoch] = {epoch, shared, reg ? reg->memory.data() : nullptr};
+  if (reg) regions_[epoch] = std::move(reg);
   return r;
 }
 

@@ -71,6 +71,15 @@ void register_cluster(CLI::App& app, global_options&) {
                    "OMPI_COMM_WORLD_RANK or PMIX_RANK, srun's SLURM_PROCID, a StatefulSet pod's "
                    "ordinal)")
       ->check(CLI::NonNegativeNumber);
+  node->add_option("--join", na->join,
+                   "Join the running cluster whose rank 0 listens at HOST:PORT, as a rank past "
+                   "the TOML's (with the cluster token); the placement re-plans with it, its rows "
+                   "move to it from their owners, and its door opens once it serves them. "
+                   "--dataset: the whole dataset, or the `spindle partition` folder (it reads "
+                   "rank 0's for the graph and FAP)");
+  node->add_option("--address", na->address,
+                   "With --join: this rank's own HOST:PORT (its token gate; port 0: a free one)")
+      ->capture_default_str();
   node->add_option("--token-file", na->token_file,
                    "The cluster token (a Kubernetes Secret's file; or SPINDLE_CLUSTER_TOKEN; "
                    "default: the TOML's token_file)");

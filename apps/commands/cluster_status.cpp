@@ -1,10 +1,12 @@
 // `spindle cluster-status`: asks a cluster's coordinator, through the token
 // gate, for its members and their state, and prints them as a table (or JSON).
+// `spindle cluster-leave`: asks it to let a rank leave gracefully.
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <functional>
 
 #include "actors/node_actor.hpp"
 #include "apps/commands/command.hpp"
@@ -17,26 +19,35 @@
 namespace spindle::apps {
 namespace {
 
-status run_status(const std::string& path, const std::string& token_path, bool json) {
-  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+// The cluster token: --token-file, else SPINDLE_CLUSTER_TOKEN, else the TOML's file.
+expected<std::string> token_of(const config::topology& topo, const std::string& token_path) {
   // --token-file, else SPINDLE_CLUSTER_TOKEN, else the TOML's file on this host.
   const char* env = token_path.empty() ? std::getenv(runtime::kClusterTokenEnv) : nullptr;
   SPINDLE_ASSIGN_OR_RETURN(auto handed, runtime::handed_cluster_token("", env));
-  std::string token;
-  if (handed) {
-    token = *handed;
-  } else {
-    SPINDLE_ASSIGN_OR_RETURN(token, runtime::token_file(token_path.empty() ? topo.token_file
-                                                                           : token_path,
-                                                        "cluster token file", false));
-  }
+  if (handed) return *handed;
+  return runtime::token_file(token_path.empty() ? topo.token_file : token_path,
+                             "cluster token file", false);
+}
+
+// Reaches rank 0 of the cluster at `path` through its gate and runs `ask`
+// with a scoped actor, rank 0's actor and the token.
+using coordinator_ask =
+    std::function<status(caf::scoped_actor&, const caf::actor&, const std::string& token)>;
+status ask_coordinator(const std::string& path, const std::string& token_path,
+                       const coordinator_ask& ask) {
+  SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(path));
+  SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(topo, token_path));
   SPINDLE_ASSIGN_OR_RETURN(auto coord_spec, config::node_server(topo, 0));
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
   caf::actor_system sys{cfg};
   SPINDLE_ASSIGN_OR_RETURN(auto link, runtime::connect_gated(sys, coord_spec, token, 5));
-  const caf::actor coord = link.actor;
   caf::scoped_actor self{sys};
+  return ask(self, link.actor, token);
+}
+
+status run_status(caf::scoped_actor& self, const caf::actor& coord, const std::string& token,
+                  bool json) {
   status result;
   self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
       .receive(
@@ -49,6 +60,23 @@ status run_status(const std::string& path, const std::string& token_path, bool j
           },
           [&](caf::error& e) {
             result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
+          });
+  return result;
+}
+
+status run_leave(caf::scoped_actor& self, const caf::actor& coord, const std::string& token,
+                 int rank) {
+  status result;
+  self->request(coord, std::chrono::seconds(10), actors::leave_atom::value, rank, token)
+      .receive(
+          [&](actors::ok_atom) {
+            fmt::print("rank {} leaves: the placement re-plans without it, and it stops once "
+                       "every member reads that plan\n",
+                       rank);
+          },
+          [&](caf::error& e) {
+            result = make_error(errc::invalid_argument, "cluster-leave --rank {}: {}", rank,
+                                to_string(e));
           });
   return result;
 }
@@ -67,7 +95,28 @@ void register_cluster_status(CLI::App& app) {
                  "token_file, else ~/.local/state/spindle/clusters/NAME-HASH.token)");
   auto json = std::make_shared<bool>(false);
   st->add_flag("--json", *json, "Print the raw member list (JSON, with descriptors and bridges)");
-  on_run(st, [path, token_path, json] { return run_status(*path, *token_path, *json); });
+  on_run(st, [path, token_path, json] {
+    return ask_coordinator(*path, *token_path, [json](auto& self, const auto& coord, const auto& t) {
+      return run_status(self, coord, t, *json);
+    });
+  });
+  auto* leave = app.add_subcommand(
+      "cluster-leave",
+      "Ask a rank to leave the running cluster: its rows are re-placed on the others, then it "
+      "stops (the highest rank of the plan only)");
+  auto leave_path = std::make_shared<std::string>();
+  auto leave_token = std::make_shared<std::string>();
+  auto rank = std::make_shared<int>(-1);
+  leave->add_option("--config", *leave_path, "Cluster TOML")->required();
+  leave->add_option("--rank", *rank, "The rank to leave")->required()->check(CLI::PositiveNumber);
+  leave->add_option("--token-file", *leave_token,
+                    "The cluster token file (default: SPINDLE_CLUSTER_TOKEN, else the TOML's)");
+  on_run(leave, [leave_path, leave_token, rank] {
+    return ask_coordinator(*leave_path, *leave_token,
+                           [rank](auto& self, const auto& coord, const auto& t) {
+                             return run_leave(self, coord, t, *rank);
+                           });
+  });
 }
 
 }  // namespace spindle::apps

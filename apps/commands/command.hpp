@@ -76,7 +76,8 @@ void register_serve(CLI::App& app, global_options& g);
 void register_cluster(CLI::App& app, global_options& g);
 /// `spindle launch` (launch.cpp); registered by register_cluster.
 void register_launch(CLI::App& app);
-/// `spindle cluster-status` (cluster_status.cpp); registered by register_cluster.
+/// `spindle cluster-status` and `spindle cluster-leave` (cluster_status.cpp);
+/// registered by register_cluster.
 void register_cluster_status(CLI::App& app);
 void register_hps(CLI::App& app, global_options& g);
 void register_serve_dlrm(CLI::App& app, global_options& g);

@@ -21,17 +21,26 @@ std::string present(const nlohmann::json& m, const char* key) {
                                                                                       : "no";
 }
 
+// A rank that joined past the TOML's: its HOST:PORT, and whether it leaves.
+std::string joined_at(const nlohmann::json& m) {
+  std::string at = field(m, "address");
+  if (m.value("leaving", false)) at += " (leaving)";
+  return at;
+}
+
 }  // namespace
 
 std::string members_table(const nlohmann::json& members) {
   const auto& list = members.is_object() && members.contains("members") ? members["members"] : members;
   const std::vector<std::string> head = {"RANK", "NAME",  "PID",     "ALIVE", "JOINS",
-                                         "READY", "SHARD", "BRIDGE", "EPOCH", "READING"};
+                                         "READY", "SHARD", "BRIDGE", "EPOCH", "READING",
+                                         "JOINED AT"};
   std::vector<std::vector<std::string>> rows = {head};
   for (const auto& m : list)
     rows.push_back({field(m, "rank"), field(m, "name"), field(m, "pid"), field(m, "alive"),
                     field(m, "joins"), field(m, "ready"), present(m, "descriptor"),
-                    present(m, "bridge"), field(m, "epoch"), field(m, "reading")});
+                    present(m, "bridge"), field(m, "epoch"), field(m, "reading"),
+                    joined_at(m)});
   std::vector<std::size_t> width(head.size(), 0);
   for (const auto& r : rows)
     for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
@@ -42,7 +51,8 @@ std::string members_table(const nlohmann::json& members) {
   }
   for (const auto& m : list)
     if (m.contains("target"))
-      out += fmt::format("placement: target epoch {}\n", field(m, "target"));
+      out += fmt::format("placement: target epoch {} over {} ranks\n", field(m, "target"),
+                         field(m, "servers"));
   return out;
 }
 

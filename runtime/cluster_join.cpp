@@ -1,0 +1,82 @@
+#include "runtime/cluster_join.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/node_actor.hpp"
+#include "core/log.hpp"
+#include "transport/rpc/endpoint.hpp"
+
+namespace spindle::runtime {
+namespace {
+
+// Rank 0's member list, as JSON, asked with the cluster token.
+expected<nlohmann::json> join_members_of(caf::actor_system& sys, const caf::actor& coord,
+                                    const std::string& token, const std::string& at) {
+  caf::scoped_actor self{sys};
+  expected<nlohmann::json> out = make_error(errc::unavailable, "--join {}: no answer", at);
+  self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
+      .receive([&](const std::string& text) { out = nlohmann::json::parse(text); },
+               [&](caf::error& e) {
+                 out = make_error(errc::unavailable, "--join {}: rank 0 refused the member list: {}",
+                                  at, to_string(e));
+               });
+  return out;
+}
+
+// The rank to join as: --rank, else the one past every live member and the TOML's.
+expected<int> join_rank_of(const nlohmann::json& members, const config::topology& topo, int asked) {
+  int next = int(topo.servers.size());
+  for (const auto& m : members) {
+    const int rank = m["rank"].get<int>();
+    if (m["alive"].get<bool>()) next = std::max(next, rank + 1);
+    if (asked >= 0 && rank == asked && m["alive"].get<bool>())
+      return make_error(errc::invalid_argument,
+                        "--rank {}: rank {} is already a live member of the cluster ({}, pid {}); "
+                        "leave --rank out to join as the next rank ({})",
+                        asked, asked, m["name"].get<std::string>().substr(0, 64),
+                        m["pid"].get<int>(), next);
+  }
+  if (asked >= 0 && asked < int(topo.servers.size()))
+    return make_error(errc::invalid_argument,
+                      "--rank {} with --join: rank {} is one of the TOML's {} ranks; start it "
+                      "without --join, or leave --rank out to join as the next rank",
+                      asked, asked, topo.servers.size());
+  return asked >= 0 ? asked : next;
+}
+
+}  // namespace
+
+expected<join_target> prepare_join(caf::actor_system& sys, const config::topology& topo,
+                                   const node_args& a, const std::string& token) {
+  SPINDLE_ASSIGN_OR_RETURN(auto at, transport::parse_host_port(a.join, "--join"));
+  SPINDLE_ASSIGN_OR_RETURN(auto own, transport::parse_host_port(a.address, "--address"));
+  if (own.port == 0) {  // announced with the port its gate then listens on
+    auto port = free_port_on(own.host);
+    if (!port) return make_error(errc::invalid_argument, "--address {}: {}", a.address,
+                                 port.error().message());
+    own.port = unsigned(*port);
+  }
+  config::server_spec coord;
+  coord.name = "rank 0";
+  coord.host = at.host;
+  coord.port = int(at.port);
+  join_target j;
+  auto link = connect_gated(sys, coord, token, 10);
+  if (!link)
+    return make_error(errc::unavailable, "--join {}: {}", a.join, link.error().message());
+  j.link = std::move(*link);
+  SPINDLE_ASSIGN_OR_RETURN(auto members, join_members_of(sys, j.link.actor, token, a.join));
+  SPINDLE_ASSIGN_OR_RETURN(j.rank, join_rank_of(members, topo, a.rank));
+  j.me = topo.servers.back();  // placement reads the TOML's last server's tiers for it
+  j.me.name = fmt::format("rank-{}", j.rank);
+  j.me.host = own.host;
+  j.me.port = int(own.port);
+  j.me.door.clear();
+  j.address = own.host.find(':') == std::string::npos
+                  ? fmt::format("{}:{}", own.host, own.port)
+                  : fmt::format("[{}]:{}", own.host, own.port);
+  log::info("joining the cluster at {} as rank {} ({})", a.join, j.rank, j.address);
+  return j;
+}
+
+}  // namespace spindle::runtime

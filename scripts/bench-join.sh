@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Join and leave on a loopback cluster: three ranks serve Cora from a `spindle
+# partition` run (--policy fap or hash), rank 0's door under an open loop at half
+# the rate it sustains; a fourth rank joins (`node --join`) during one measured run
+# and leaves (`cluster-leave`) during another. Prints one table row per move: the
+# time until the joiner's door opens (or the leaver exits), the rows it built and
+# their rate, the rows moved in the cluster, and the served p50/p99 and failures
+# of the run during the move beside a run without one.
+# Usage: scripts/bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE]
+set -euo pipefail
+src=${1:?usage: bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE]}
+policy=${2:-fap}
+bin=$(realpath "${3:-build/apps/spindle}")
+work=$(mktemp -d /tmp/bench-join.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export SPINDLE_STATE_DIR=$work/state SPINDLE_PROGRESS=0
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+"$bin" prepare --input "$src/cora.cites" --features "$src/cora.content.gz" --undirected \
+  --out "$work/cora" >/dev/null
+"$bin" model init --arch graphsage --in 1433 --hidden 32 --classes 7 --out-dir "$work/sage" >/dev/null
+{
+  printf 'coordinator = "coord"\n[links]\nintra = "shm"\ninter = "infiniband"\n'
+  for name in coord shard-a shard-b; do
+    printf '[[server]]\nname = "%s"\nhost = "127.0.0.1"\nport = %s\nmemory = 6500000\n' \
+      "$name" "$(free_port)"
+  done
+} >"$work/c.toml"
+"$bin" partition "$work/cora" --config "$work/c.toml" --out "$work/parts" --policy "$policy" >/dev/null
+port0=$(grep -m1 '^port' "$work/c.toml" | awk '{print $3}')
+node() { "$bin" node --config "$work/c.toml" --dataset "$work/parts" --model "$work/sage" "$@"; }
+for r in 1 2; do node --rank "$r" 2>"$work/rank-$r.log" >/dev/null & pids+=($!); done
+node --rank 0 --workload 0 --expect 2 --listen 127.0.0.1:0 --admin-token-file "$work/admin" \
+  >"$work/rank-0.out" 2>"$work/rank-0.log" & pids+=($!)
+for _ in $(seq 600); do grep -q '^listening ' "$work/rank-0.out" && break; sleep 0.2; done
+door=$(grep -m1 '^listening ' "$work/rank-0.out" | awk '{print $2}')
+
+load() {  # ARGS...: one load run through rank 0's door, its JSON report
+  "$bin" client --connect "$door" --model graphsage load --seeds "degree:$work/cora" --json "$@"
+}
+capacity=$(load --clients 8 --requests 3000 --warmup 500 | python3 -c \
+  'import json,sys; print(int(json.load(sys.stdin)["throughput_rps"]))')
+rate=$((capacity / 2))
+requests=$((rate * 8))  # an 8 s run: the move happens inside it
+echo "policy $policy: rank 0's door sustains $capacity req/s; runs at $rate req/s, $requests calls"
+summary() {  # REPORT.json: p50 p99 failed
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); l=j["latency_ms"]
+bad = {k: v for k, v in j["status"].items() if k != "ok"}
+print("%.2f %.2f %d" % (l["p50"], l["p99"], j["requests"] - j["answered_ok"]))
+print(sys.argv[1].split("/")[-1], "calls not ok by status:", bad or "none", file=sys.stderr)' "$1"
+}
+load --rate "$rate" --requests "$requests" >"$work/quiet.json"
+read -r q50 q99 qfail < <(summary "$work/quiet.json")
+
+load --rate "$rate" --requests "$requests" >"$work/join.json" & loader=$!
+sleep 2
+t0=$(date +%s.%N)
+"$bin" node --config "$work/c.toml" --join "127.0.0.1:$port0" --dataset "$work/parts" \
+  --model "$work/sage" --listen 127.0.0.1:0 --admin-token-file "$work/admin" \
+  >"$work/rank-3.out" 2>"$work/rank-3.log" & joiner=$!
+pids+=($joiner)
+for _ in $(seq 1200); do grep -q '^listening ' "$work/rank-3.out" && break; sleep 0.05; done
+t1=$(date +%s.%N)
+wait "$loader"
+read -r j50 j99 jfail < <(summary "$work/join.json")
+built=$(grep -m1 'shard of placement epoch 1 ready' "$work/rank-3.log")
+rows=$(sed -E 's/.*ready: ([0-9]+) rows.*/\1/' <<<"$built")
+secs=$(sed -E 's/.* ([0-9.]+) s$/\1/' <<<"$built")
+moved=$(sed -E 's/.*\), ([0-9]+) rows moved.*/\1/' <<<"$built")
+sleep 3  # every rank reads epoch 1 and frees epoch 0
+
+load --rate "$rate" --requests "$requests" >"$work/leave.json" & loader=$!
+sleep 2
+t2=$(date +%s.%N)
+"$bin" cluster-leave --config "$work/c.toml" --rank 3 >/dev/null
+wait "$joiner"
+t3=$(date +%s.%N)
+wait "$loader"
+read -r l50 l99 lfail < <(summary "$work/leave.json")
+left=0
+for r in 0 1 2; do
+  n=$(grep -m1 'shard of placement epoch 2 ready' "$work/rank-$r.log" |
+    sed -E 's/.* ([0-9]+) fetched from their owners.*/\1/')
+  left=$((left + ${n:-0}))
+done
+lsecs=$(grep -h 'shard of placement epoch 2 ready' "$work"/rank-[012].log |
+  sed -E 's/.* ([0-9.]+) s$/\1/' | sort -n | tail -1)
+
+printf '| move | policy | time to serve / leave s | rows built | build s | rows/s | rows moved in cluster | p50 ms quiet -> move | p99 ms quiet -> move | not ok quiet -> move |\n'
+printf '| join 3->4 | %s | %.2f | %s | %s | %.0f | %s | %s -> %s | %s -> %s | %s |\n' "$policy" \
+  "$(echo "$t1 - $t0" | bc)" "$rows" "$secs" "$(echo "$rows / $secs" | bc -l)" "$moved" \
+  "$q50" "$j50" "$q99" "$j99" "$qfail -> $jfail"
+printf '| leave 4->3 | %s | %.2f | %s | %s | %.0f | - | %s -> %s | %s -> %s | %s |\n' "$policy" \
+  "$(echo "$t3 - $t2" | bc)" "$left" "$lsecs" "$(echo "$left / $lsecs" | bc -l)" \
+  "$q50" "$l50" "$q99" "$l99" "$qfail -> $lfail"
