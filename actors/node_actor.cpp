@@ -189,6 +189,9 @@ std::string joiner_refusal(const coordinator_state& st, int rank) {
                        "rank, or none for the next one",
                        rank, it->second.name.substr(0, 64), it->second.pid);
   if (st.ranks <= 0) return "join: this coordinator takes no ranks beyond its TOML's";
+  for (const auto& [r, m] : st.members)  // its plan caps the ranks below the leaving one
+    if (m.alive && m.leaving)
+      return fmt::format("join: rank {} is leaving the cluster; join once it has left", r);
   if (rank < st.ranks)
     return fmt::format("join: rank {} is one of the TOML's {} ranks: start it without --join",
                        rank, st.ranks);
@@ -214,6 +217,11 @@ std::string leave_refusal(const coordinator_state& st, int rank) {
     return fmt::format("leave: rank {} is not the highest rank of the plan ({}): placement "
                        "plans ranks 0..N-1, so rank {} leaves first",
                        rank, top, top);
+  if (it->second.address.empty())  // the TOML's ranks hold the table the cluster was sized for
+    return fmt::format("leave: rank {} is one of the TOML's {} ranks, which the cluster's "
+                       "placement is sized for and expects back; only ranks that joined "
+                       "(node --join) leave",
+                       rank, st.ranks);
   return {};
 }
 

@@ -172,8 +172,9 @@ status run_info(const std::string& dir) {
   if (d.verified.empty() && d.arch == config::model_arch::stack)
     fmt::print("verified: no record (not written by a checking exporter)\n");
   for (const auto& [k, v] : d.verified) fmt::print("verified.{}: {}\n", k, v);
-  fmt::print("parameters: {} ({:.2f} MiB float32)\n", m.parameter_count(),
-             double(m.parameter_count()) * 4 / 1048576.0);
+  fmt::print("parameters: {} ({:.2f} MiB as held{})\n", m.parameter_count(),
+             double(m.weight_bytes()) / 1048576.0,
+             d.table_precision == "fp32" ? "" : "; tables quantised, see table_precision");
   return status::ok();
 }
 

@@ -143,6 +143,15 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   std::tie(rc, text) = refused_join(c, {"--join", rank0, "--rank", "1"}, c.dir + "/bad-3.log");
   EXPECT_NE(rc, 0);
   EXPECT_NE(text.find("rank 1 is already a live member"), std::string::npos) << text;
+  // The TOML's ranks are what the cluster is sized for: rank 2, the highest, may not
+  // leave (its rows would not fit on two ranks, and a leave cannot be taken back).
+  auto toml_leave = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
+                                          "--rank", "2"},
+                                         {}, true);
+  std::string toml_said;
+  while (auto line = toml_leave->read_line(30'000)) toml_said += *line;
+  EXPECT_NE(toml_leave->wait(), 0);
+  EXPECT_NE(toml_said.find("rank 2 is one of the TOML's 3 ranks"), std::string::npos) << toml_said;
 
   // Rank 3 joins while calls go on through rank 0's door.
   caller during(client, one);
