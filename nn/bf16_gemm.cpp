@@ -95,7 +95,8 @@ void matmul_rows(const tensor& x, std::span<const std::uint16_t> w, tensor& y, s
   omp_set_num_threads(1);  // the pool splits the rows; oneDNN's own threads would oversubscribe
   const std::int64_t m = hi - lo, k = x.cols(), n = y.cols();
   const std::int64_t rows = (m + kRowStep - 1) / kRowStep * kRowStep;
-  xb.assign(std::size_t(rows * k), 0);  // the padding rows are zeros
+  xb.resize(std::size_t(rows * k));
+  std::fill(xb.begin() + m * k, xb.end(), std::uint16_t{0});  // the padding rows are zeros
   for (std::int64_t r = 0; r < m; ++r)
     for (std::int64_t c = 0; c < k; ++c) xb[std::size_t(r * k + c)] = to_bf16(x.row(lo + r)[c]);
   for (std::int64_t at = 0; at < m; at += kBlockRows) {

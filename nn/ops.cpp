@@ -10,6 +10,7 @@
 #include "gpu/kernels/activation.hpp"
 #include "gpu/kernels/gat_row.hpp"
 #include "gpu/kernels/spmm_row.hpp"
+#include "nn/bag_offsets.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -313,15 +314,8 @@ expected<tensor> embedding_bag(allocator& a, std::span<const float> table, std::
                                std::span<const std::int64_t> indices,
                                std::span<const std::int64_t> offsets, reduce_op op) {
   const std::int64_t rows = std::int64_t(table.size()) / dim;
+  SPINDLE_TRY(check_bag_offsets(offsets, indices.size()));
   const std::int64_t bags = std::int64_t(offsets.size()) - 1;
-  if (bags < 0 || offsets.front() != 0 || offsets.back() != std::int64_t(indices.size()))
-    return make_error(errc::invalid_argument,
-                      "embedding_bag: offsets must start at 0 and end at {} indices",
-                      indices.size());
-  for (std::int64_t b = 0; b < bags; ++b)  // bag b is indices[offsets[b], offsets[b + 1])
-    if (offsets[b] > offsets[b + 1])
-      return make_error(errc::invalid_argument, "embedding_bag: offsets[{}] > offsets[{}]", b,
-                        b + 1);
   SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {bags, dim}));
   for (std::int64_t b = 0; b < bags; ++b) {
     float* o = out.row(b);

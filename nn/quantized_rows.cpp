@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/half.hpp"
+#include "nn/bag_offsets.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -139,15 +140,8 @@ void quantized_table::add_row(std::int64_t row, float weight, float* out) const 
 expected<tensor> embedding_bag(allocator& a, const quantized_table& table,
                                std::span<const std::int64_t> indices,
                                std::span<const std::int64_t> offsets) {
+  SPINDLE_TRY(check_bag_offsets(offsets, indices.size()));
   const std::int64_t bags = std::int64_t(offsets.size()) - 1, rows = table.rows();
-  if (bags < 0 || offsets.front() != 0 || offsets.back() != std::int64_t(indices.size()))
-    return make_error(errc::invalid_argument,
-                      "embedding_bag: offsets must start at 0 and end at {} indices",
-                      indices.size());
-  for (std::int64_t b = 0; b < bags; ++b)
-    if (offsets[b] > offsets[b + 1])
-      return make_error(errc::invalid_argument, "embedding_bag: offsets[{}] > offsets[{}]", b,
-                        b + 1);
   SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {bags, table.dim()}));
   for (std::int64_t b = 0; b < bags; ++b)
     for (std::int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
