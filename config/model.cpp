@@ -1,4 +1,5 @@
 #include "config/model.hpp"
+#include "config/model_digest.hpp"
 
 #include "core/path_guard.hpp"
 
@@ -379,6 +380,7 @@ status validate(const model_desc& d) {
 expected<model_desc> parse_model_desc(std::string_view toml_text, std::string_view origin) {
   try {
     auto d = from_table(toml::parse(toml_text, origin), origin);
+    if (d) SPINDLE_TRY(check_verified_digest(*d, origin));
     // Every refusal names the file, whichever check made it.
     if (!d && d.error().message().find(origin) == std::string::npos)
       return std::move(d).error().with_context(std::string(origin) + ": ");

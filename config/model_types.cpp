@@ -201,6 +201,25 @@ expected<value_info> type_of(gnn_op& op, const model_types& t,
   return value_info{e.dst, depth + 1};
 }
 
+status missing_edge_type(const edge_type_desc& e,
+                         std::span<const std::array<std::string, 3>> graph_edges) {
+  std::vector<std::string> have, reverse;
+  for (const auto& g : graph_edges) {
+    have.push_back(fmt::format("({}, {}, {})", g[0], g[1], g[2]));
+    if (g[0] == e.dst && g[2] == e.src) reverse.push_back(have.back());
+  }
+  const std::string hint =
+      reverse.empty() || e.src == e.dst
+          ? std::string()
+          : fmt::format("; the graph holds {} the other way only: PyG's T.ToUndirected() on the "
+                        "HeteroData adds the reverse relations (rev_...) a to_hetero model reads, "
+                        "before save_graph",
+                        fmt::join(reverse, ", "));
+  return make_error(errc::invalid_argument,
+                    "the model reads edge type ({}, {}, {}), which the graph lacks (it has: {}){}",
+                    e.src, e.rel, e.dst, fmt::join(have, ", "), hint);
+}
+
 }  // namespace
 
 std::string type_input(std::string_view node_type) { return fmt::format("x.{}", node_type); }
@@ -311,10 +330,7 @@ expected<std::vector<int>> bind_edge_types(const model_types& t,
     const auto& e = t.edge_types[r];
     const std::array<std::string, 3> key{e.src, e.rel, e.dst};
     auto it = std::find(graph_edges.begin(), graph_edges.end(), key);
-    if (it == graph_edges.end())
-      return make_error(errc::invalid_argument,
-                        "the model reads edge type ({}, {}, {}), which the graph lacks", e.src,
-                        e.rel, e.dst);
+    if (it == graph_edges.end()) return missing_edge_type(e, graph_edges);
     of[std::size_t(it - graph_edges.begin())] = int(r);
   }
   return of;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "apps/commands/command.hpp"
+#include "config/model_digest.hpp"
 #include "config/sampling.hpp"
 
 namespace spindle::apps {
@@ -172,6 +173,7 @@ status run_info(const std::string& dir) {
   if (d.verified.empty() && d.arch == config::model_arch::stack)
     fmt::print("verified: no record (not written by a checking exporter)\n");
   for (const auto& [k, v] : d.verified) fmt::print("verified.{}: {}\n", k, v);
+  fmt::print("{}: {}\n", config::kDescriptionDigestKey, config::description_digest(d));
   fmt::print("parameters: {} ({:.2f} MiB as held{})\n", m.parameter_count(),
              double(m.weight_bytes()) / 1048576.0,
              d.table_precision == "fp32" ? "" : "; tables quantised, see table_precision");

@@ -7,6 +7,7 @@
 // B + 1 offsets) gives OUT/output.npy [B x 1]. spindle_client's exporters run it
 // and compare with the user's live module before they write a model; people run
 // it to see where an answer parts from theirs.
+#include <array>
 #include <stdlib.h>
 
 #include <cerrno>
@@ -68,8 +69,10 @@ status run_verify_rec(const verify_args& a) {
 // A link model's scores of --pairs [k, 2]: a pair's first end a row of `zu`,
 // its second one of `zv` (the last op's rows, every node, or a typed link model's
 // pair types' outputs): OUT/scores.npy [k], by the model's decoder as it serves them.
+// `ends` names the two ends' node types in errors (untyped: "node").
 status write_scores(const verify_args& a, const nn::model& m, const serving::op_value& zu,
-                    const serving::op_value& zv) {
+                    const serving::op_value& zv,
+                    std::array<std::string_view, 2> ends = {"node", "node"}) {
   std::vector<std::int64_t> shape;
   SPINDLE_ASSIGN_OR_RETURN(auto ids, read_npy<std::int64_t>(a.pairs, &shape));
   if (shape.size() != 2 || shape[1] != 2)
@@ -78,8 +81,9 @@ status write_scores(const verify_args& a, const nn::model& m, const serving::op_
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto n = i % 2 ? zv.rows : zu.rows;
     if (ids[i] < 0 || ids[i] >= n)
-      return make_error(errc::invalid_argument, "--pairs {}: node {} out of range (nodes {})",
-                        a.pairs, ids[i], n);
+      return make_error(errc::invalid_argument,
+                        "--pairs {}: pairs[{}][{}] = {} out of range ({} {} nodes)", a.pairs, i / 2,
+                        i % 2, ids[i], n, ends[i % 2]);
     rows.push_back(std::int32_t(ids[i]));
   }
   auto u = zu.values, v = zv.values;
@@ -111,7 +115,7 @@ status write_typed(const verify_args& a, const graph::dataset& ds, nn::model& m)
                         m.desc().name);
     SPINDLE_ASSIGN_OR_RETURN(auto u, config::find_output(m.desc().types, pair[0]));
     SPINDLE_ASSIGN_OR_RETURN(auto v, config::find_output(m.desc().types, pair[1]));
-    SPINDLE_TRY(write_scores(a, m, outs[u], outs[v]));
+    SPINDLE_TRY(write_scores(a, m, outs[u], outs[v], {pair[0], pair[1]}));
   }
   fmt::print("model '{}': {} node types' answers over {} nodes and {} edges written to "
              "{}/output-<type>.npy\n",

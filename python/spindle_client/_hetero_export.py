@@ -96,7 +96,7 @@ def export_hetero(model, out_dir, *, name, fanouts, check, spindle, tolerance, m
                                 pair)
             from .export import _releases
             record.update(_releases(torch))
-            stage.append_toml(files.verified_table(record))
+            stage.append_verified(record, spindle)
             stage.commit()
     return [op["kind"] for op in ops]
 

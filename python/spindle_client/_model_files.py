@@ -3,6 +3,7 @@ the C++ loader reads it: staged in a folder beside the target, checked there,
 then moved into place whole, so a refused export leaves nothing behind."""
 import json
 import os
+import subprocess
 import shutil
 import struct
 import tempfile
@@ -47,6 +48,18 @@ def verified_table(record):
     for k, v in record.items():
         lines.append(f"{k} = {toml_value(v)}")
     return "\n".join(lines) + "\n"
+
+
+def description_digest(spindle, model_dir):
+    """What `spindle model info` gives as the description's digest."""
+    from ._verify import ExportError
+    r = subprocess.run([spindle, "--log-level", "warn", "model", "info", model_dir],
+                       capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        if line.startswith("description_xxh3_64: "):
+            return line.split(": ", 1)[1].strip()
+    raise ExportError(f"{spindle} model info {model_dir}: no description digest "
+                      f"(exit {r.returncode}: {r.stderr.strip()[-300:]})")
 
 
 def safetensors_bytes(tensors, producer="spindle export"):
@@ -100,6 +113,17 @@ class Staging:
     def append_toml(self, text):
         self.toml += text
         self._write_toml()
+
+    def append_verified(self, record, spindle):
+        """Appends the [verified] table; a checked record gets the digest of what
+        the model computes (`spindle model info`'s description_xxh3_64), so a
+        later hand edit of it is refused on load instead of served as checked."""
+        if record.get("checked"):
+            from ._verify import spindle_binary
+            record = dict(record)
+            record["description_xxh3_64"] = description_digest(spindle_binary(spindle),
+                                                               self.path)
+        self.append_toml(verified_table(record))
 
     def _write_toml(self):
         with open(os.path.join(self.path, "model.toml"), "w") as f:

@@ -140,9 +140,27 @@ def check_modules_are_plain(model):
             if not cls.__module__.startswith(("torch.", "torch_geometric.")):
                 base = next(b for b in cls.__mro__[1:]
                             if b.__module__.startswith(("torch.", "torch_geometric.")))
+                own = _own_code(cls, base)
+                if not own:
+                    raise ExportError(f"{where}: {cls.__name__} subclasses {base.__name__} and "
+                                      f"adds no code; Spindle recognises the modules it "
+                                      f"computes by their own class: build it as "
+                                      f"{base.__name__} itself")
                 raise ExportError(f"{where}: {cls.__name__} is a subclass of {base.__name__} "
-                                  f"with code of its own; Spindle computes {base.__name__} as "
-                                  f"{base.__module__.split('.')[0]} defines it")
+                                  f"with code of its own ({', '.join(own[:4])}); Spindle computes "
+                                  f"{base.__name__} as {base.__module__.split('.')[0]} defines it")
+
+
+_CLASS_METADATA = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                   "__annotations__", "__firstlineno__", "__static_attributes__"}
+
+
+def _own_code(cls, base):
+    """What the classes between cls and base define beyond class metadata."""
+    own = []
+    for c in cls.__mro__[:cls.__mro__.index(base)]:
+        own += [f"{c.__name__}.{k}" for k in vars(c) if k not in _CLASS_METADATA]
+    return own
 
 
 _AGGREGATIONS = {"MeanAggregation": "mean", "SumAggregation": "sum", "MaxAggregation": "max",

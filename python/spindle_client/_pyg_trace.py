@@ -57,6 +57,12 @@ def _reads_edge_attr(module):
     return False
 
 
+def check_signature(module, what):
+    """Refuses by name a forward Spindle cannot call as it serves it, before any
+    run of the module (a statistics run would fail with the forward's own error)."""
+    _positional_wrapper(module, 3 if takes_edge_attr(module) else 2, what)
+
+
 def takes_edge_attr(module):
     """Whether module's forward takes edge attributes (edge_attr_mode)."""
     return edge_attr_mode(module) is not None
@@ -90,6 +96,10 @@ def _positional_wrapper(module, n_args, what):
                           f"features and edge_index (recommendation models: export_torch)")
     for p in positional[n_positional:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
         if p.default is inspect.Parameter.empty and not (n_args == 3 and p.name == "edge_attr"):
+            if p is (positional[2:3] or [None])[0] and _reads_edge_attr(module):
+                raise ExportError(f"{what}.forward's third argument is '{p.name}' and a layer "
+                                  f"reads edge attributes: Spindle passes them as edge_attr; "
+                                  f"name it edge_attr (forward(x, edge_index, edge_attr))")
             raise ExportError(f"{what}.forward needs '{p.name}', which Spindle does not pass "
                               f"(it serves forward(x, edge_index); give it a default of None)")
 

@@ -67,7 +67,7 @@ def export_torch(model, out_dir, *, name, example_inputs, check=True, spindle=No
                               "tolerance": float(tolerance),
                               "interaction_pairs": _ORDER_NAMES[order]}
                 record["torch"] = torch.__version__
-                stage.append_toml(files.verified_table(record))
+                stage.append_verified(record, spindle)
                 stage.commit()
                 return "dlrm"
     finally:

@@ -25,7 +25,7 @@ export_pyg), not pycapnp, and, to check, the spindle binary.
 from . import _model_files as files
 from . import _verify as verify
 from ._pyg_norms import HeldStatistics, freeze_statistics, graph_statistic_norms
-from ._pyg_trace import takes_edge_attr
+from ._pyg_trace import check_signature, takes_edge_attr
 from ._pyg_translate import MESSAGE_PASSING, ExportError, Translator
 from ._graph_save import save_graph
 from ._rec_export import export_torch
@@ -113,7 +113,7 @@ def export_pyg(model, out_dir, *, name, fanouts=None, check=True, spindle=None,
                         _check_decoder(user, model, decoder, stage.path, g, spindle, tolerance, ex)
                         for g in graphs)
             record.update(_releases(torch))
-            stage.append_toml(files.verified_table(record))
+            stage.append_verified(record, spindle)
             stage.commit()
     return [op["kind"] for op in ops]
 
@@ -319,6 +319,7 @@ def _frozen_statistics(model, graphs):
     translator then refuses those norms by name)."""
     if not graphs or not graphs[-1][0].startswith("yours") or not graph_statistic_norms(model):
         return {}
+    check_signature(model, type(model).__name__)
     label, x, ei, ea = graphs[-1]
     return freeze_statistics(model, _run_fresh,
                              (label, x, ei, ea if takes_edge_attr(model) else None))

@@ -135,6 +135,10 @@ class _Twice(torch.nn.Linear):
         return 2 * super().forward(x)
 
 
+class _PlainSage(SAGEConv):
+    pass
+
+
 class _WithTwice(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -151,7 +155,9 @@ class _WithTwice(torch.nn.Module):
     (lambda: one_conv(_aggr_module_swapped()), "computing with MeanAggregation() is not served"),
     (lambda: one_conv(_hooked()), "conv1: has a forward hook (_forward_hooks)"),
     (lambda: one_conv(_message_replaced()), "conv1: its message() is replaced on the instance"),
-    (_WithTwice, "head: _Twice is a subclass of Linear with code of its own"),
+    (_WithTwice, "head: _Twice is a subclass of Linear with code of its own (_Twice.forward)"),
+    (lambda: one_conv(_PlainSage(8, 4)),
+     "conv1: _PlainSage subclasses SAGEConv and adds no code; Spindle recognises"),
 ])
 def test_what_tracing_cannot_see_is_refused_by_name(tmp_path, make, message):
     with pytest.raises(ExportError) as e:

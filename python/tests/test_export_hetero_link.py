@@ -244,3 +244,31 @@ def test_what_spindle_would_not_score_is_refused_by_name(tmp_path):
         export_pyg(enc, str(tmp_path / "n"), name="x", check=data, pair_types=("user", "movie"))
     assert not any(p.exists() for p in tmp_path.iterdir() if p.is_dir() and
                    (p / "model.toml").exists())
+
+
+def test_a_hand_edit_of_what_was_checked_is_refused_on_load(served, tmp_path):
+    """The export records the digest of what it checked; swapping pair_types by
+    hand afterwards is refused on load by name, renaming the model is not, and
+    `model verify --pairs` names the pair type of a number out of range."""
+    import shutil
+    tmp, _, _, _ = served
+    model = tmp_path / "edge"
+    shutil.copytree(tmp / "repo" / "edge" / "1", model)
+    text = (model / "model.toml").read_text()
+    assert "description_xxh3_64" in text, text
+    (model / "model.toml").write_text(text.replace('pair_types = ["user", "movie"]',
+                                                   'pair_types = ["movie", "user"]'))
+    r = subprocess.run([SPINDLE, "model", "info", str(model)], capture_output=True, text=True)
+    assert r.returncode != 0 and "edited after the exporter checked it" in r.stderr, r.stderr
+    assert "description_xxh3_64" in r.stderr, r.stderr
+    (model / "model.toml").write_text(text.replace('name = "edge"', 'name = "renamed"'))
+    r = subprocess.run([SPINDLE, "model", "info", str(model)], capture_output=True, text=True)
+    assert r.returncode == 0 and "renamed" in r.stdout, r.stderr
+    pairs = tmp_path / "pairs.npy"
+    np.save(pairs, np.array([[0, 1], [3, 30]], np.int64))
+    save_graph(ratings_graph(), str(tmp_path / "graph"))
+    r = subprocess.run([SPINDLE, "model", "verify", str(model), "--graph", str(tmp_path / "graph"),
+                        "--pairs", str(pairs), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "pairs[1][1] = 30 out of range (30 movie nodes)" in r.stderr, \
+        r.stderr

@@ -144,3 +144,27 @@ def test_a_norm_over_a_decoders_pairs_is_refused_saying_why(tmp_path):
                                           "call's pairs"):
         export_pyg(Encoder().eval(), str(tmp_path / "m"), name="m", task="link",
                    decoder=PairNormDecoder().eval(), check=user_graph())
+
+
+class EdgeAttrNamedOtherwise(torch.nn.Module):
+    """A GINEConv model whose edge attributes arrive as `ea`, with a GraphNorm: the
+    signature is refused by name before the statistics run calls the forward."""
+
+    def __init__(self):
+        super().__init__()
+        from torch_geometric.nn import GINEConv
+        self.conv = GINEConv(torch.nn.Linear(8, 8), edge_dim=3)
+        self.norm = GraphNorm(8)
+
+    def forward(self, x, edge_index, ea):
+        return self.norm(self.conv(x, edge_index, ea))
+
+
+@needs_binary
+def test_edge_attributes_under_another_name_are_refused_naming_the_argument(tmp_path):
+    x, ei = user_graph()
+    ea = torch.randn(ei.shape[1], 3)
+    with pytest.raises(ExportError, match="third argument is 'ea' and a layer reads edge "
+                                          "attributes: Spindle passes them as edge_attr"):
+        export_pyg(EdgeAttrNamedOtherwise().eval(), str(tmp_path / "m"), name="m",
+                   check=(x, ei, ea), spindle=BINARY)

@@ -107,6 +107,17 @@ TEST(model_types_test, a_graphs_edge_types_bind_by_name) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message().find("(paper, cites, paper), which the graph lacks"),
             std::string::npos);
+  // A graph saved without its reverse relations: the message says how to add them.
+  const std::vector<std::array<std::string, 3>> one_way{edges[0], edges[1], edges[3]};
+  auto reverse = bind_edge_types(d->types, one_way, nodes, widths);
+  ASSERT_FALSE(reverse.has_value());
+  const auto& text = reverse.error().message();
+  EXPECT_NE(text.find("(paper, rev_writes, author), which the graph lacks (it has: (author, "
+                      "writes, paper), (paper, in, venue), (paper, cites, paper)); the graph "
+                      "holds (author, writes, paper) the other way only: PyG's T.ToUndirected()"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(missing.error().message().find("other way"), std::string::npos);
   EXPECT_FALSE(find_output(d->types, "author").has_value());
   EXPECT_EQ(*find_output(d->types, "paper"), 0u);
 }
