@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "nn/layers/layer.hpp"
+#include "nn/quantized_row_bytes.hpp"
+#include "nn/quantized_rows.hpp"
 
 namespace spindle::colocation {
 namespace {
@@ -144,8 +146,11 @@ pmc_graph dlrm_graph(const config::model_desc& d, std::int64_t batch) {
     in = d.bottom[i];
   }
   std::vector<int> parts = {x};
+  // Tables as held: float32, or row-wise int8/int4 (table_precision).
+  const u64 row =
+      nn::quantized_row_bytes(d.embedding_dim, nn::table_precision_bits(d.table_precision));
   for (std::size_t t = 0; t < d.table_rows.size(); ++t)
-    parts.push_back(gb.add("emb_l." + std::to_string(t), bytes(d.table_rows[t], d.embedding_dim),
+    parts.push_back(gb.add("emb_l." + std::to_string(t), u64(d.table_rows[t]) * row,
                            bytes(batch, d.embedding_dim), 0, {}));
   const std::int64_t k = std::int64_t(d.table_rows.size()) + 1;
   in = d.embedding_dim + k * (k - 1) / 2;

@@ -1,4 +1,5 @@
 #include "nn/quantized_rows.hpp"
+#include "nn/quantized_row_bytes.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +64,7 @@ expected<quantized_table> quantized_table::quantize(std::span<const float> value
   quantized_table t;
   t.rows_ = rows, t.dim_ = dim, t.bits_ = bits;
   const std::size_t codes = bits == 8 ? std::size_t(dim) : std::size_t(dim + 1) / 2;
-  t.stride_ = codes + (bits == 8 ? 2 * sizeof(float) : 2 * sizeof(std::uint16_t));
+  t.stride_ = quantized_row_bytes(dim, bits);
   t.data_.assign(t.stride_ * std::size_t(rows), 0);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* x = values.data() + r * dim;

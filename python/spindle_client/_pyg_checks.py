@@ -156,10 +156,17 @@ _CLASS_METADATA = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakr
 
 
 def _own_code(cls, base):
-    """What the classes between cls and base define beyond class metadata."""
+    """What the classes between cls and base define beyond class metadata and
+    what the libraries put there (PyG's compiled propagate and collect, made
+    from its templates in a module named after the class)."""
     own = []
     for c in cls.__mro__[:cls.__mro__.index(base)]:
-        own += [f"{c.__name__}.{k}" for k in vars(c) if k not in _CLASS_METADATA]
+        made = f"{c.__module__}_{c.__name__}"
+        for k, v in vars(c).items():
+            module = getattr(v, "__module__", None) or ""
+            if k in _CLASS_METADATA or module.startswith(("torch.", "torch_geometric.", made)):
+                continue
+            own.append(f"{c.__name__}.{k}")
     return own
 
 

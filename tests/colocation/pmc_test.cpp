@@ -117,3 +117,33 @@ out = 3
 
 }  // namespace
 }  // namespace spindle::colocation
+
+namespace spindle::colocation {
+namespace {
+
+// DLRM's tables are budgeted as held: float32, or row-wise int8 (dim + 8 bytes
+// a row) and int4 (ceil(dim / 2) + 4), as nn/quantized_rows.hpp stores them.
+TEST(pmc_test, quantised_tables_are_budgeted_at_the_bytes_they_hold) {
+  config::model_desc d;
+  d.arch = config::model_arch::dlrm;
+  d.dense_in = 13, d.bottom = {64, 16}, d.top = {32, 1}, d.embedding_dim = 16;
+  d.table_rows = {1000, 250};
+  const auto tables = [&](const std::string& precision) {
+    d.table_precision = precision;
+    std::uint64_t sum = 0;
+    for (const auto& op : dlrm_graph(d, 8).ops)
+      if (op.name.starts_with("emb_l.")) sum += op.weight_bytes;
+    return sum;
+  };
+  EXPECT_EQ(tables("fp32"), 1250u * 16 * 4);
+  EXPECT_EQ(tables("int8"), 1250u * (16 + 8));
+  EXPECT_EQ(tables("int4"), 1250u * (8 + 4));
+  d.table_precision = "int8";
+  const auto e8 = estimate_pmc(dlrm_graph(d, 8));
+  d.table_precision = "fp32";
+  EXPECT_EQ(estimate_pmc(dlrm_graph(d, 8)).weight_bytes - e8.weight_bytes,
+            1250u * 16 * 4 - 1250u * 24);
+}
+
+}  // namespace
+}  // namespace spindle::colocation
