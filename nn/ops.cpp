@@ -11,17 +11,9 @@
 #include "gpu/kernels/gat_row.hpp"
 #include "gpu/kernels/spmm_row.hpp"
 #include "nn/bag_offsets.hpp"
+#include "nn/row_kernel.hpp"
 
 extern "C" void openblas_set_num_threads(int);
-
-// The row kernels below (aggregation, element-wise activations) are compiled
-// for Haswell (AVX2 + FMA) and for the x86-64 baseline; the loader picks the clone the CPU
-// runs (GCC function multi-versioning), so one binary is fast everywhere.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SPINDLE_ROW_KERNEL __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define SPINDLE_ROW_KERNEL
-#endif
 
 namespace spindle::nn {
 
@@ -328,8 +320,7 @@ expected<tensor> embedding_bag(allocator& a, std::span<const float> table, std::
       if (k + 8 < std::int64_t(indices.size()) && indices[k + 8] >= 0 && indices[k + 8] < rows)
         for (std::int64_t c = 0; c < dim; c += 16)
           __builtin_prefetch(table.data() + indices[k + 8] * dim + c);
-      const float* r = table.data() + indices[k] * dim;
-      for (std::int64_t c = 0; c < dim; ++c) o[c] += r[c];
+      add_row(o, table.data() + indices[k] * dim, dim);
     }
     if (op == reduce_op::mean && offsets[b + 1] > offsets[b])
       for (std::int64_t c = 0; c < dim; ++c) o[c] /= float(offsets[b + 1] - offsets[b]);

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "core/half.hpp"
-#include "nn/bag_offsets.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -136,23 +135,6 @@ void quantized_table::add_row(std::int64_t row, float weight, float* out) const 
     out[2 * i + 1] += ws * float(q[i] >> 4) + wb;
   }
   if (dim_ % 2) out[dim_ - 1] += ws * float(q[pairs] & 0x0f) + wb;
-}
-
-expected<tensor> embedding_bag(allocator& a, const quantized_table& table,
-                               std::span<const std::int64_t> indices,
-                               std::span<const std::int64_t> offsets) {
-  SPINDLE_TRY(check_bag_offsets(offsets, indices.size()));
-  const std::int64_t bags = std::int64_t(offsets.size()) - 1, rows = table.rows();
-  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {bags, table.dim()}));
-  for (std::int64_t b = 0; b < bags; ++b)
-    for (std::int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
-      if (indices[k] < 0 || indices[k] >= rows)
-        return make_error(errc::invalid_argument,
-                          "embedding_bag: index {} at position {} outside [0, {})", indices[k], k,
-                          rows);
-      table.add_row(indices[k], 1.0f, out.row(b));
-    }
-  return out;
 }
 
 int table_precision_bits(const std::string& precision) {

@@ -35,6 +35,10 @@ class quantized_table {
   std::size_t bytes() const { return data_.size(); }
   float scale(std::int64_t row) const;
   float bias(std::int64_t row) const;
+  /// Row `row` as stored: its codes, then its scale and bias (the layout above).
+  const std::uint8_t* row_data(std::int64_t row) const {
+    return data_.data() + std::size_t(row) * stride_;
+  }
   /// out[0..dim) = row `row` dequantised.
   void read_row(std::int64_t row, float* out) const;
   /// out[0..dim) += weight * row `row` dequantised (no copy of the row).
