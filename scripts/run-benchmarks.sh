@@ -43,6 +43,9 @@ echo
 echo "== GNNSched PMC estimate vs measured peak (bench/pmc_bench) =="
 "$build/bench/pmc_bench"
 echo
+echo "== row kernels' dispatch on this CPU (bench/row_kernel_bench) =="
+"$build/bench/row_kernel_bench" 30
+
 echo "== model throughput vs GEMM (bench/model_bench) =="
 "$build/bench/model_bench" 20
 echo
