@@ -1,4 +1,6 @@
 #include "config/model.hpp"
+
+#include "config/detail/toml_string.hpp"
 #include "config/model_digest.hpp"
 
 #include "core/path_guard.hpp"
@@ -244,6 +246,11 @@ expected<model_arch> parse_model_arch(std::string_view text) {
 // model.weights names a file inside the model directory: a path that leaves it
 // is refused before the file system is touched (no probing of other files).
 status validate_weights_path(const std::string& w) {
+  for (const char ch : w)  // a file name, not text that could read as more keys
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == '"' || ch == '\\' || ch == 0x7f)
+      return make_error(errc::invalid_argument,
+                        "model.weights: holds a quote, backslash or control character; name "
+                        "the weights file plainly");
   bool escapes = w.empty() || w.front() == '/';
   for (std::size_t at = 0; !escapes && at <= w.size();) {
     const auto end = std::min(w.find('/', at), w.size());
@@ -425,9 +432,10 @@ std::string summary(const model_desc& d) {
 }
 
 std::string to_toml(const model_desc& d) {
-  std::string s = fmt::format("[model]\nname = \"{}\"\narch = \"{}\"\nweights = \"{}\"\n", d.name,
-                              to_string(d.arch), d.weights);
-  if (!d.weights_crc32.empty()) s += fmt::format("weights_crc32 = \"{}\"\n", d.weights_crc32);
+  using detail::toml_string;
+  std::string s = fmt::format("[model]\nname = {}\narch = \"{}\"\nweights = {}\n",
+                              toml_string(d.name), to_string(d.arch), toml_string(d.weights));
+  if (!d.weights_crc32.empty()) s += fmt::format("weights_crc32 = {}\n", toml_string(d.weights_crc32));
   if (d.arch == model_arch::stack) {
     s += fmt::format("in = {}\nout = {}\n", d.in, d.out);
     if (!d.fanouts.empty()) s += fmt::format("fanouts = [{}]\n", fmt::join(d.fanouts, ", "));
@@ -449,18 +457,16 @@ std::string to_toml(const model_desc& d) {
   if (d.max_batch) s += fmt::format("max_batch = {}\n", d.max_batch);
   if (d.batch_deadline_us) s += fmt::format("batch_deadline_us = {}\n", d.batch_deadline_us);
   if (d.slo_ms) s += fmt::format("slo_ms = {}\n", d.slo_ms);
-  if (!d.version_policy.empty()) s += fmt::format("version_policy = \"{}\"\n", d.version_policy);
-  if (d.sampling != "shared") s += fmt::format("sampling = \"{}\"\n", d.sampling);
-  if (d.task != "node") s += fmt::format("task = \"{}\"\ndecoder = \"{}\"\n", d.task, d.decoder);
-  if (d.precision != "fp32") s += fmt::format("precision = \"{}\"\n", d.precision);
+  if (!d.version_policy.empty()) s += fmt::format("version_policy = {}\n", toml_string(d.version_policy));
+  if (d.sampling != "shared") s += fmt::format("sampling = {}\n", toml_string(d.sampling));
+  if (d.task != "node") s += fmt::format("task = {}\ndecoder = {}\n", toml_string(d.task), toml_string(d.decoder));
+  if (d.precision != "fp32") s += fmt::format("precision = {}\n", toml_string(d.precision));
   if (d.table_precision != "fp32")
-    s += fmt::format("table_precision = \"{}\"\n", d.table_precision);
+    s += fmt::format("table_precision = {}\n", toml_string(d.table_precision));
   if (!d.types.pair_types.empty())
-    s += fmt::format("pair_types = [\"{}\"]\n", fmt::join(d.types.pair_types, "\", \""));
+    s += fmt::format("pair_types = {}\n", detail::toml_strings(d.types.pair_types));
   if (!d.ignore_tensors.empty()) {
-    std::vector<std::string> quoted;
-    for (const auto& n : d.ignore_tensors) quoted.push_back(fmt::format("\"{}\"", n));
-    s += fmt::format("ignore_tensors = [{}]\n", fmt::join(quoted, ", "));
+    s += fmt::format("ignore_tensors = {}\n", detail::toml_strings(d.ignore_tensors));
   }
   if (d.arch == model_arch::stack) s += ops_to_toml(d.ops);
   s += types_to_toml(d.types);

@@ -27,6 +27,14 @@ status check_verified_digest(const model_desc& d, std::string_view origin) {
     std::string_view value = recorded;  // TOML text: quoted
     if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"'))
       value = value.substr(1, value.size() - 2);
+    const bool hex16 = value.size() == 16 && value.find_first_not_of("0123456789abcdef") ==
+                                                 std::string_view::npos;
+    if (!hex16)
+      return make_error(errc::invalid_argument,
+                        "{}: [verified] {} = {}: malformed (16 lower-case hex digits, as the "
+                        "exporter writes it); export the model again, or delete the [verified] "
+                        "table to serve it unchecked",
+                        origin, kDescriptionDigestKey, recorded.substr(0, 64));
     const std::string now = description_digest(d);
     if (value == now) return status::ok();
     return make_error(errc::invalid_argument,

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "config/detail/model_ops_toml.hpp"
+#include "config/detail/toml_string.hpp"
 
 namespace spindle::config {
 namespace {
@@ -366,14 +367,15 @@ status check_edge_attr(const std::vector<gnn_op>& ops, std::int64_t cols,
 std::string ops_to_toml(const std::vector<gnn_op>& ops, std::string_view table) {
   std::string s;
   for (const auto& op : ops) {
-    s += fmt::format("\n[[{}]]\nkind = \"{}\"\nname = \"{}\"\ninputs = [\"{}\"]\n",
-                     table, to_string(op.kind), op.name, fmt::join(op.inputs, "\", \""));
+    s += fmt::format("\n[[{}]]\nkind = \"{}\"\nname = {}\ninputs = {}\n", table,
+                     to_string(op.kind), detail::toml_string(op.name),
+                     detail::toml_strings(op.inputs));
     const auto& keys = keys_for(op.kind);
     auto has = [&](std::string_view k) { return keys.count(k) > 0; };
-    if (has("prefix")) s += fmt::format("prefix = \"{}\"\n", op.prefix);
+    if (has("prefix")) s += fmt::format("prefix = {}\n", detail::toml_string(op.prefix));
     if (has("in") && op.in) s += fmt::format("in = {}\n", op.in);
     if (has("out")) s += fmt::format("out = {}\n", op.out);
-    if (has("aggr")) s += fmt::format("aggr = \"{}\"\n", op.aggr);
+    if (has("aggr")) s += fmt::format("aggr = {}\n", detail::toml_string(op.aggr));
     if (has("normalize")) s += fmt::format("normalize = {}\n", op.normalize);
     if (has("root_weight")) s += fmt::format("root_weight = {}\n", op.root_weight);
     if (has("project")) s += fmt::format("project = {}\n", op.project);

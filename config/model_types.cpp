@@ -8,6 +8,7 @@
 #include <set>
 
 #include "config/detail/model_ops_toml.hpp"
+#include "config/detail/toml_string.hpp"
 
 namespace spindle::config {
 namespace {
@@ -350,18 +351,19 @@ expected<std::size_t> find_output(const model_types& t, std::string_view node_ty
 std::string types_to_toml(const model_types& t) {
   std::string s;
   for (const auto& n : t.node_types) {
-    s += fmt::format("\n[[node_type]]\nname = \"{}\"\nin = {}\n", n.name, n.in);
+    s += fmt::format("\n[[node_type]]\nname = {}\nin = {}\n", detail::toml_string(n.name), n.in);
     if (!n.embedding.empty())
-      s += fmt::format("embedding = \"{}\"\nembedding_rows = {}\n", n.embedding,
+      s += fmt::format("embedding = {}\nembedding_rows = {}\n", detail::toml_string(n.embedding),
                        n.embedding_rows);
   }
   for (const auto& e : t.edge_types) {
-    s += fmt::format("\n[[edge_type]]\nsrc = \"{}\"\nrel = \"{}\"\ndst = \"{}\"\n", e.src, e.rel,
-                     e.dst);
+    s += fmt::format("\n[[edge_type]]\nsrc = {}\nrel = {}\ndst = {}\n", detail::toml_string(e.src),
+                     detail::toml_string(e.rel), detail::toml_string(e.dst));
     if (!e.fanouts.empty()) s += fmt::format("fanouts = [{}]\n", fmt::join(e.fanouts, ", "));
   }
   for (const auto& o : t.outputs)
-    s += fmt::format("\n[[output]]\nnode_type = \"{}\"\nvalue = \"{}\"\n", o.node_type, o.value);
+    s += fmt::format("\n[[output]]\nnode_type = {}\nvalue = {}\n", detail::toml_string(o.node_type),
+                     detail::toml_string(o.value));
   return s;
 }
 

@@ -1,8 +1,9 @@
 // The embedding bag over a row-wise quantised table (nn/quantized_rows.hpp):
 // each looked-up row's codes are widened to float and added times the row's
-// scale; the rows' biases are summed once per bag and added at its
-// end. Rows are prefetched a few lookups ahead, as the float32 bag does: the
-// lookups are independent random rows, so the bag is bound by memory latency.
+// scale plus its bias, row by row as the float32 bag adds rows (so a bag's
+// partial sums stay those of its dequantised rows). Rows are prefetched a few
+// lookups ahead, as the float32 bag does: the lookups are independent random
+// rows, so the bag is bound by memory latency.
 #include <cstring>
 
 #include "nn/bag_offsets.hpp"
@@ -17,20 +18,20 @@ constexpr std::int64_t kAhead = 8;  // lookups between a prefetch and its use
 // o[0..dim) += s * code[c], int8 codes (one a byte). A plain loop: GCC widens
 // the codes in vector registers (vpmovzxbd, vcvtdq2ps and an FMA in the
 // x86-64-v3 clone), where generic vector types made it convert one at a time.
-SPINDLE_ROW_KERNEL void add_codes8(const std::uint8_t* __restrict__ q, float s,
+SPINDLE_ROW_KERNEL void add_codes8(const std::uint8_t* __restrict__ q, float s, float b,
                                    float* __restrict__ o, std::int64_t dim) {
-  for (std::int64_t c = 0; c < dim; ++c) o[c] += s * float(q[c]);
+  for (std::int64_t c = 0; c < dim; ++c) o[c] += s * float(q[c]) + b;
 }
 
 // o[0..dim) += s * code[c], int4 codes (element 2i in byte i's low nibble).
-SPINDLE_ROW_KERNEL void add_codes4(const std::uint8_t* __restrict__ q, float s,
+SPINDLE_ROW_KERNEL void add_codes4(const std::uint8_t* __restrict__ q, float s, float b,
                                    float* __restrict__ o, std::int64_t dim) {
   const std::int64_t pairs = dim / 2;
   for (std::int64_t i = 0; i < pairs; ++i) {
-    o[2 * i] += s * float(q[i] & 0x0f);
-    o[2 * i + 1] += s * float(q[i] >> 4);
+    o[2 * i] += s * float(q[i] & 0x0f) + b;
+    o[2 * i + 1] += s * float(q[i] >> 4) + b;
   }
-  if (dim % 2) o[dim - 1] += s * float(q[pairs] & 0x0f);
+  if (dim % 2) o[dim - 1] += s * float(q[pairs] & 0x0f) + b;
 }
 
 void prefetch_row(const quantized_table& t, std::int64_t row) {
@@ -51,7 +52,6 @@ expected<tensor> embedding_bag(allocator& a, const quantized_table& table,
     if (indices[k] >= 0 && indices[k] < rows) prefetch_row(table, indices[k]);
   for (std::int64_t b = 0; b < bags; ++b) {
     float* o = out.row(b);
-    float biases = 0;
     for (std::int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
       const std::int64_t r = indices[k];
       if (r < 0 || r >= rows)
@@ -59,15 +59,11 @@ expected<tensor> embedding_bag(allocator& a, const quantized_table& table,
                           "embedding_bag: index {} at position {} outside [0, {})", r, k, rows);
       if (k + kAhead < n && indices[k + kAhead] >= 0 && indices[k + kAhead] < rows)
         prefetch_row(table, indices[k + kAhead]);
-      const float s = table.scale(r);
-      biases += table.bias(r);
       if (table.bits() == 8)
-        add_codes8(table.row_data(r), s, o, dim);
+        add_codes8(table.row_data(r), table.scale(r), table.bias(r), o, dim);
       else
-        add_codes4(table.row_data(r), s, o, dim);
+        add_codes4(table.row_data(r), table.scale(r), table.bias(r), o, dim);
     }
-    if (biases != 0)
-      for (std::int64_t c = 0; c < dim; ++c) o[c] += biases;
   }
   return out;
 }

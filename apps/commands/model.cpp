@@ -174,6 +174,15 @@ status run_info(const std::string& dir) {
     fmt::print("verified: no record (not written by a checking exporter)\n");
   for (const auto& [k, v] : d.verified) fmt::print("verified.{}: {}\n", k, v);
   fmt::print("{}: {}\n", config::kDescriptionDigestKey, config::description_digest(d));
+  const auto recorded = [&](std::string_view key) {
+    for (const auto& [k, v] : d.verified)
+      if (k == key) return true;
+    return false;
+  };
+  if (recorded("checked") && !recorded(config::kDescriptionDigestKey))
+    fmt::print("verified: the record holds no {}, so a hand edit since the check would go "
+               "unseen; export again to record it\n",
+               config::kDescriptionDigestKey);
   fmt::print("parameters: {} ({:.2f} MiB as held{})\n", m.parameter_count(),
              double(m.weight_bytes()) / 1048576.0,
              d.table_precision == "fp32" ? "" : "; tables quantised, see table_precision");

@@ -72,7 +72,7 @@ status run_verify_rec(const verify_args& a) {
 // `ends` names the two ends' node types in errors (untyped: "node").
 status write_scores(const verify_args& a, const nn::model& m, const serving::op_value& zu,
                     const serving::op_value& zv,
-                    std::array<std::string_view, 2> ends = {"node", "node"}) {
+                    std::array<std::string_view, 2> ends = {"", ""}) {
   std::vector<std::int64_t> shape;
   SPINDLE_ASSIGN_OR_RETURN(auto ids, read_npy<std::int64_t>(a.pairs, &shape));
   if (shape.size() != 2 || shape[1] != 2)
@@ -82,8 +82,8 @@ status write_scores(const verify_args& a, const nn::model& m, const serving::op_
     const auto n = i % 2 ? zv.rows : zu.rows;
     if (ids[i] < 0 || ids[i] >= n)
       return make_error(errc::invalid_argument,
-                        "--pairs {}: pairs[{}][{}] = {} out of range ({} {} nodes)", a.pairs, i / 2,
-                        i % 2, ids[i], n, ends[i % 2]);
+                        "--pairs {}: pairs[{}][{}] = {} out of range ({} {}{}nodes)", a.pairs,
+                        i / 2, i % 2, ids[i], n, ends[i % 2], ends[i % 2].empty() ? "" : " ");
     rows.push_back(std::int32_t(ids[i]));
   }
   auto u = zu.values, v = zv.values;

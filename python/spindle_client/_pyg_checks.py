@@ -159,12 +159,13 @@ def _own_code(cls, base):
     """What the classes between cls and base define beyond class metadata and
     what the libraries put there (PyG's compiled propagate and collect, made
     from its templates in a module named after the class)."""
-    own = []
-    for c in cls.__mro__[:cls.__mro__.index(base)]:
-        made = f"{c.__module__}_{c.__name__}"
+    own, between = [], cls.__mro__[:cls.__mro__.index(base)]
+    made = ("torch.", "torch_geometric.") + tuple(f"{c.__module__}_{c.__name__}"
+                                                  for c in between)
+    for c in between:
         for k, v in vars(c).items():
             module = getattr(v, "__module__", None) or ""
-            if k in _CLASS_METADATA or module.startswith(("torch.", "torch_geometric.", made)):
+            if k in _CLASS_METADATA or module.startswith(made):
                 continue
             own.append(f"{c.__name__}.{k}")
     return own

@@ -94,12 +94,18 @@ def _positional_wrapper(module, n_args, what):
         want = {1: "(x)", 2: "(x, edge_index)"}.get(n_args, "(x, edge_index, edge_attr)")
         raise ExportError(f"{what}.forward({names}) is not forward{want}; Spindle serves node "
                           f"features and edge_index (recommendation models: export_torch)")
-    for p in positional[n_positional:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
+    extra = positional[n_positional:] + [p for p in params if p.kind == p.KEYWORD_ONLY]
+    named = any(p.name == "edge_attr" for p in params)
+    for p in extra:
         if p.default is inspect.Parameter.empty and not (n_args == 3 and p.name == "edge_attr"):
-            if p is (positional[2:3] or [None])[0] and _reads_edge_attr(module):
+            if p is (positional[2:3] or [None])[0] and not named and _reads_edge_attr(module):
                 raise ExportError(f"{what}.forward's third argument is '{p.name}' and a layer "
                                   f"reads edge attributes: Spindle passes them as edge_attr; "
                                   f"name it edge_attr (forward(x, edge_index, edge_attr))")
+            if p.kind == p.KEYWORD_ONLY and not named and _reads_edge_attr(module):
+                raise ExportError(f"{what}.forward needs '{p.name}' and a layer reads edge "
+                                  f"attributes: Spindle passes them as edge_attr; name it "
+                                  f"edge_attr")
             raise ExportError(f"{what}.forward needs '{p.name}', which Spindle does not pass "
                               f"(it serves forward(x, edge_index); give it a default of None)")
 

@@ -139,6 +139,10 @@ class _PlainSage(SAGEConv):
     pass
 
 
+class _PlainerSage(_PlainSage):  # PyG 2.8 compiles propagate onto each class: not user code
+    pass
+
+
 class _WithTwice(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -158,6 +162,8 @@ class _WithTwice(torch.nn.Module):
     (_WithTwice, "head: _Twice is a subclass of Linear with code of its own (_Twice.forward)"),
     (lambda: one_conv(_PlainSage(8, 4)),
      "conv1: _PlainSage subclasses SAGEConv and adds no code; Spindle recognises"),
+    (lambda: one_conv((_PlainSage(8, 4), _PlainerSage(8, 4))[1]),
+     "conv1: _PlainerSage subclasses SAGEConv and adds no code; Spindle recognises"),
 ])
 def test_what_tracing_cannot_see_is_refused_by_name(tmp_path, make, message):
     with pytest.raises(ExportError) as e:

@@ -168,3 +168,17 @@ def test_edge_attributes_under_another_name_are_refused_naming_the_argument(tmp_
                                           "attributes: Spindle passes them as edge_attr"):
         export_pyg(EdgeAttrNamedOtherwise().eval(), str(tmp_path / "m"), name="m",
                    check=(x, ei, ea), spindle=BINARY)
+
+
+class EdgeAttrKeywordOnly(EdgeAttrNamedOtherwise):
+    def forward(self, x, edge_index, *, ea):
+        return self.norm(self.conv(x, edge_index, ea))
+
+
+@needs_binary
+def test_keyword_only_edge_attributes_under_another_name_are_refused_naming_it(tmp_path):
+    x, ei = user_graph()
+    with pytest.raises(ExportError, match="needs 'ea' and a layer reads edge attributes: "
+                                          "Spindle passes them as edge_attr"):
+        export_pyg(EdgeAttrKeywordOnly().eval(), str(tmp_path / "m"), name="m",
+                   check=(x, ei, torch.randn(ei.shape[1], 3)), spindle=BINARY)

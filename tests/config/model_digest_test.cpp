@@ -57,6 +57,44 @@ TEST(model_digest_test, serving_settings_are_not_part_of_the_digest) {
   EXPECT_EQ(description_digest(*d), digest);
 }
 
+// A string cannot carry further keys into the digest's text: the weights name
+// holding the weights_crc32 line (which would drop the CRC check and keep the
+// digest) is refused, and an op name with a quote digests apart from the plain one.
+TEST(model_digest_test, strings_cannot_smuggle_keys_past_the_digest) {
+  const std::string injected = replaced(
+      kBody, "weights_crc32 = \"0badf00d\"\n", "");
+  auto bad = parse_model_desc(
+      replaced(injected, "arch = \"stack\"\n",
+               "arch = \"stack\"\nweights = \"w.safetensors\\\"\\nweights_crc32 = \\\"0badf00d\"\n"),
+      "m/model.toml");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("model.weights: holds a quote"), std::string::npos)
+      << bad.error().message();
+  auto quoted = parse_model_desc(replaced(kBody, "prefix = \"conv\"", "prefix = \"co\\\"nv\""),
+                                 "m/model.toml");
+  ASSERT_TRUE(quoted.has_value()) << quoted.error().message();
+  EXPECT_EQ(quoted->ops[0].prefix, "co\"nv");
+  EXPECT_NE(description_digest(*quoted), digest_of(kBody));
+  auto again = parse_model_desc(to_toml(*quoted), "again");
+  ASSERT_TRUE(again.has_value()) << again.error().message();
+  EXPECT_EQ(again->ops[0].prefix, "co\"nv");
+}
+
+// Every exported model records this digest: a change to what to_toml writes for
+// an existing field changes it and makes those models refuse to load. If this
+// fails, keep to_toml's text for existing fields as it was.
+TEST(model_digest_test, the_digest_of_a_fixed_description_does_not_change) {
+  EXPECT_EQ(digest_of(kBody), "bdd5cc03c2a57a34");
+}
+
+TEST(model_digest_test, a_malformed_digest_is_named_malformed) {
+  for (const std::string v : {"12", "", "ABCDEF0123456789", " 0123456789abcdef"}) {
+    auto d = parse_model_desc(verified(kBody, v), "m/model.toml");
+    ASSERT_FALSE(d.has_value()) << v;
+    EXPECT_NE(d.error().message().find("malformed"), std::string::npos) << d.error().message();
+  }
+}
+
 TEST(model_digest_test, a_description_without_the_key_is_not_checked) {
   auto d = parse_model_desc(kBody + "\n[verified]\nchecked = false\n", "m/model.toml");
   ASSERT_TRUE(d.has_value()) << d.error().message();

@@ -92,6 +92,40 @@ TEST_P(quantized_rows_test, every_value_reads_back_within_half_its_rows_scale) {
   }
 }
 
+// The bag's vector body and its tail: widths around the 16-value blocks, every
+// row's read-back summed per bag; and a bag of rows near float32's limit stays
+// finite where the rows' sum does (each row is added with its own bias).
+TEST_P(quantized_rows_test, bags_of_every_width_and_near_the_float_limit) {
+  const int bits = GetParam();
+  heap_allocator a;
+  for (const std::int64_t dim : {1, 2, 15, 16, 17, 33, 64}) {
+    const std::int64_t rows = 9;
+    const auto v = sample_rows(rows, dim);
+    auto q = quantized_table::quantize(v, rows, dim, bits, "t");
+    ASSERT_TRUE(q.has_value());
+    const std::vector<std::int64_t> indices = {8, 0, 4, 4}, offsets = {0, 1, 4};
+    auto out = embedding_bag(a, *q, indices, offsets);
+    ASSERT_TRUE(out.has_value()) << out.error().to_string();
+    std::vector<float> row(static_cast<std::size_t>(dim));
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t c = 0; c < dim; ++c) {
+        float want = 0;
+        for (std::int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
+          q->read_row(indices[std::size_t(k)], row.data());
+          want += row[std::size_t(c)];
+        }
+        EXPECT_NEAR(out->row(b)[c], want, 1e-5f * (1 + std::abs(want))) << dim << "," << c;
+      }
+  }
+  if (bits == 4) return;  // int4 keeps float16 scales: no such range
+  const std::vector<float> big = {-1e38f, 1.5e38f, -1e38f, 1.5e38f};
+  auto q = quantized_table::quantize(big, 2, 2, bits, "big");
+  ASSERT_TRUE(q.has_value()) << q.error().to_string();
+  auto out = embedding_bag(a, *q, std::vector<std::int64_t>{0, 1}, std::vector<std::int64_t>{0, 2});
+  ASSERT_TRUE(out.has_value());
+  for (int c = 0; c < 2; ++c) EXPECT_TRUE(std::isfinite(out->row(0)[c])) << out->row(0)[c];
+}
+
 TEST_P(quantized_rows_test, bags_sum_the_dequantised_rows) {
   const int bits = GetParam();
   const std::int64_t rows = 16, dim = 7;
