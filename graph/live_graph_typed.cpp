@@ -45,10 +45,10 @@ status check_form(const graph_update& u, bool typed) {
   return status::ok();
 }
 
-// Appends `rows` rows of width `width` to `out`, each padded with zeros to `dim`.
-void append_padded(std::vector<float>& out, std::span<const float> rows, std::int64_t width,
-                   std::int64_t dim) {
-  const std::int64_t n = width > 0 ? std::int64_t(rows.size()) / width : 0;
+// Appends `n` rows of width `width` to `out`, each padded with zeros to `dim`
+// (a featureless type's rows: all zeros).
+void append_padded(std::vector<float>& out, std::span<const float> rows, std::int64_t n,
+                   std::int64_t width, std::int64_t dim) {
   for (std::int64_t r = 0; r < n; ++r) {
     out.insert(out.end(), rows.begin() + r * width, rows.begin() + (r + 1) * width);
     out.insert(out.end(), std::size_t(dim - width), 0.0f);
@@ -155,7 +155,8 @@ status live_graph::lower_typed(const graph_delta& from, const graph_update& u, g
   local_ids ids{nt, from, std::vector<std::vector<std::int64_t>>(nt.size()), {}};
   std::int64_t next = from.num_nodes;
   // Nodes first: edges of this batch may name them.
-  for (const auto& n : u.nodes) {
+  for (const auto& n : u.nodes) {  // each field's type is resolved where the field is used
+    if (n.add == 0 && n.add_rows.empty()) continue;
     const std::string what = fmt::format("add_nodes['{}']", n.type.substr(0, 64));
     SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
     if (n.add < 0 || n.add > kMaxNodesPerBatch - flat.add_nodes)
@@ -163,7 +164,7 @@ status live_graph::lower_typed(const graph_delta& from, const graph_update& u, g
                         kMaxNodesPerBatch);
     const std::int64_t width = nt[std::size_t(t)].feature_dim;
     SPINDLE_TRY(detail::check_rows(n.add_rows, std::size_t(n.add), width, what));
-    append_padded(flat.add_node_features, n.add_rows, width, dim);
+    append_padded(flat.add_node_features, n.add_rows, n.add, width, dim);
     for (std::int64_t k = 0; k < n.add; ++k) {
       out.new_local.push_back(type_count_at(nt, &from, t) + std::int64_t(ids.added[std::size_t(t)].size()));
       out.nodes.push_back(t);
@@ -172,6 +173,7 @@ status live_graph::lower_typed(const graph_delta& from, const graph_update& u, g
     flat.add_nodes += n.add;
   }
   for (const auto& n : u.nodes) {
+    if (n.remove.empty()) continue;
     const std::string what = fmt::format("remove_nodes['{}']", n.type.substr(0, 64));
     SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
     for (std::size_t i = 0; i < n.remove.size(); ++i) {
@@ -181,6 +183,7 @@ status live_graph::lower_typed(const graph_delta& from, const graph_update& u, g
     }
   }
   for (const auto& n : u.nodes) {
+    if (n.set_ids.empty() && n.set_rows.empty()) continue;
     const std::string what = fmt::format("set_features['{}']", n.type.substr(0, 64));
     SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
     const std::int64_t width = nt[std::size_t(t)].feature_dim;
@@ -189,7 +192,7 @@ status live_graph::lower_typed(const graph_delta& from, const graph_update& u, g
       SPINDLE_ASSIGN_OR_RETURN(const std::int64_t g, ids(t, n.set_ids[i], what, i));
       flat.set_ids.push_back(g);
     }
-    append_padded(flat.set_rows, n.set_rows, width, dim);
+    append_padded(flat.set_rows, n.set_rows, std::int64_t(n.set_ids.size()), width, dim);
   }
   const edge_lowering edges{et, nt, base_of(from).weighted()};
   SPINDLE_TRY(edges(u.add_typed, "add_edges", ids, flat, true, out.add, nullptr));
