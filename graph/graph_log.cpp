@@ -142,7 +142,8 @@ status take_typed(std::string_view& in, graph_update& u) {
   for (auto& n : u.nodes) {
     SPINDLE_TRY(take_text(in, n.type, "node type"));
     SPINDLE_TRY(take(in, add, "typed add"));
-    if (add.size() != 1) return make_error(errc::corrupt_data, "graph log: typed add is not a count");
+    if (add.size() != 1)
+      return make_error(errc::corrupt_data, "graph log: typed add is not a count");
     n.add = add[0];
     SPINDLE_TRY(take(in, n.add_rows, "typed add_rows"));
     SPINDLE_TRY(take(in, n.set_ids, "typed set_ids"));
@@ -167,7 +168,8 @@ std::string encode_update(const graph_update& u) {
   put<std::int64_t>(out, u.set_ids);
   put<float>(out, u.set_rows);
   put<std::int64_t>(out, u.remove_nodes);
-  if (!u.source_stream.empty() || u.typed()) {  // optional tail: logs of door batches stay as they were
+  // Optional tails: logs of door batches stay as they were; a typed batch's groups last.
+  if (!u.source_stream.empty() || u.typed()) {
     put<char>(out, u.source_stream);
     put<char>(out, u.source_id);
   }

@@ -144,23 +144,21 @@ void note_added_types(graph_delta& d, std::int64_t first, std::span<const std::i
   }
 }
 
-// A typed row kept as the base's are: sorted by (edge type, neighbour), weights
-// alongside (stable: equal edges keep their order).
-void sort_typed_row(node_row& x) {
-  auto before = [&](std::size_t a, std::size_t b) {
-    return std::pair(x.types[a], x.neighbours[a]) < std::pair(x.types[b], x.neighbours[b]);
-  };
-  std::vector<std::size_t> order(x.neighbours.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (std::is_sorted(order.begin(), order.end(), before)) return;
-  std::stable_sort(order.begin(), order.end(), before);
-  node_row sorted;
-  for (std::size_t i : order) {
-    sorted.neighbours.push_back(x.neighbours[i]);
-    sorted.types.push_back(x.types[i]);
-    if (!x.weights.empty()) sorted.weights.push_back(x.weights[i]);
+// Adds edge (type t, neighbour n) to a typed row, which stays as the base's rows
+// are: sorted by (edge type, neighbour), a repeated edge after its copies.
+void insert_typed(node_row& x, std::int16_t t, std::int64_t n, const float* w) {
+  std::size_t lo = 0, hi = x.neighbours.size();
+  while (lo < hi) {  // upper bound of (t, n)
+    const std::size_t mid = (lo + hi) / 2;
+    if (std::pair(t, n) < std::pair(x.types[mid], x.neighbours[mid]))
+      hi = mid;
+    else
+      lo = mid + 1;
   }
-  x = std::move(sorted);
+  const auto at = std::ptrdiff_t(lo);
+  x.neighbours.insert(x.neighbours.begin() + at, n);
+  x.types.insert(x.types.begin() + at, t);
+  if (w) x.weights.insert(x.weights.begin() + at, *w);
 }
 
 }  // namespace
@@ -256,21 +254,22 @@ expected<std::shared_ptr<graph_delta>> live_graph::build_flat(const graph_delta&
   for (std::size_t i = 0; i < u.add_src.size(); ++i)
     for_rows(options_.direction, u.add_src[i], u.add_dst[i], [&](std::int64_t r, std::int64_t n) {
       auto& x = row(r);
+      const float* w = base.weighted() ? &u.add_weight[i] : nullptr;
+      if (types) return insert_typed(x, types->add[i], n, w);
       x.neighbours.push_back(n);
       if (base.weighted()) x.weights.push_back(u.add_weight[i]);
-      if (types) x.types.push_back(types->add[i]);
     });
   std::vector<std::int64_t> changed;
   changed.reserve(edited.size() + std::size_t(std::max<std::int64_t>(u.add_nodes, 0)));
   for (auto& [v, x] : edited) {
     changed.push_back(v);
-    if (types) sort_typed_row(x);
     d->rows.set(v, std::make_shared<const node_row>(std::move(x)));
   }
   d->edges_added += u.add_src.size();
   d->edges_removed += u.remove_src.size();
 
-  if (types) note_added_types(*d, from.num_nodes, types->nodes, types->new_local, options_.node_types);
+  if (types)
+    note_added_types(*d, from.num_nodes, types->nodes, types->new_local, options_.node_types);
   for (std::int64_t k = 0; k < u.add_nodes; ++k) {
     const std::int64_t id = from.num_nodes + k;
     result.new_ids.push_back(id);

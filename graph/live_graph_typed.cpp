@@ -23,19 +23,20 @@ expected<int> named(expected<int> found, const std::string& what) {
 status check_form(const graph_update& u, bool typed) {
   if (!typed) {
     if (u.typed())
-      return make_error(errc::invalid_argument,
-                        "{}: the graph is untyped: give its changes without node or edge types",
-                        !u.add_typed.empty()      ? "add_edges['" + u.add_typed[0].type.substr(0, 64) + "']"
-                        : !u.remove_typed.empty() ? "remove_edges['" + u.remove_typed[0].type.substr(0, 64) + "']"
-                                                  : "nodes['" + u.nodes[0].type.substr(0, 64) + "']");
+      return make_error(
+          errc::invalid_argument,
+          "{}: the graph is untyped: give its changes without node or edge types",
+          !u.add_typed.empty()      ? "add_edges['" + u.add_typed[0].type.substr(0, 64) + "']"
+          : !u.remove_typed.empty() ? "remove_edges['" + u.remove_typed[0].type.substr(0, 64) + "']"
+                                    : "nodes['" + u.nodes[0].type.substr(0, 64) + "']");
     return status::ok();
   }
-  const char* untyped = !u.add_src.empty() || !u.add_dst.empty()       ? "add_edges"
-                        : !u.remove_src.empty() || !u.remove_dst.empty() ? "remove_edges"
+  const char* untyped = !u.add_src.empty() || !u.add_dst.empty()           ? "add_edges"
+                        : !u.remove_src.empty() || !u.remove_dst.empty()   ? "remove_edges"
                         : u.add_nodes != 0 || !u.add_node_features.empty() ? "add_nodes"
-                        : !u.set_ids.empty() || !u.set_rows.empty()      ? "set_features"
-                        : !u.remove_nodes.empty()                       ? "remove_nodes"
-                                                                        : nullptr;
+                        : !u.set_ids.empty() || !u.set_rows.empty()        ? "set_features"
+                        : !u.remove_nodes.empty()                          ? "remove_nodes"
+                                                                           : nullptr;
   if (untyped)
     return make_error(errc::invalid_argument,
                       "{}: the graph is typed: name each change's edge or node type, with ids "
@@ -166,7 +167,8 @@ status live_graph::lower_typed(const graph_delta& from, const graph_update& u, g
     SPINDLE_TRY(detail::check_rows(n.add_rows, std::size_t(n.add), width, what));
     append_padded(flat.add_node_features, n.add_rows, n.add, width, dim);
     for (std::int64_t k = 0; k < n.add; ++k) {
-      out.new_local.push_back(type_count_at(nt, &from, t) + std::int64_t(ids.added[std::size_t(t)].size()));
+      out.new_local.push_back(type_count_at(nt, &from, t) +
+                              std::int64_t(ids.added[std::size_t(t)].size()));
       out.nodes.push_back(t);
       ids.added[std::size_t(t)].push_back(next++);
     }

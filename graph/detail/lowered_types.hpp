@@ -17,8 +17,8 @@ struct live_graph::lowered_types {
   const graph_update* original = nullptr;
   std::vector<std::int16_t> add, remove;  // each flat added / removed edge's type
   std::vector<std::pair<std::size_t, std::size_t>> remove_at;  // (group, index) in original
-  std::vector<std::int32_t> nodes;        // each added node's type
-  std::vector<std::int64_t> new_local;    // each added node's id within its type
+  std::vector<std::int32_t> nodes;                             // each added node's type
+  std::vector<std::int64_t> new_local;  // each added node's id within its type
 };
 
 namespace detail {

@@ -48,7 +48,8 @@ std::vector<std::pair<int, std::int64_t>> row_at(const csr_view& base, const gra
   const auto r = read_row(base, d, v, s, w, &t);
   EXPECT_EQ(r.types.size(), r.neighbours.size());
   std::vector<std::pair<int, std::int64_t>> out;
-  for (std::size_t i = 0; i < r.neighbours.size(); ++i) out.emplace_back(r.types[i], r.neighbours[i]);
+  for (std::size_t i = 0; i < r.neighbours.size(); ++i)
+    out.emplace_back(r.types[i], r.neighbours[i]);
   return out;
 }
 
@@ -61,7 +62,7 @@ std::vector<std::pair<int, std::int64_t>> row_of(const csr_graph& g, std::int64_
 
 graph_update mixed_batch() {
   graph_update u;
-  u.nodes.push_back({"merchant", 1, {9.0f}, {}, {}, {}});       // merchant 3 = global 7
+  u.nodes.push_back({"merchant", 1, {9.0f}, {}, {}, {}});         // merchant 3 = global 7
   u.nodes.push_back({"user", 2, {1, 2, 3, 4}, {0}, {5, 6}, {}});  // users 4, 5 = globals 8, 9
   u.add_typed.push_back({"user,pays,merchant", {4, 3, 0}, {3, 1, 3}, {}});
   u.add_typed.push_back({"knows", {5}, {2}, {}});  // a unique relation names its edge type
@@ -81,7 +82,8 @@ TEST(typed_live_graph_test, typed_batches_equal_the_rebuilt_graph_read_and_sampl
   std::erase_if(list, [](const typed_edge& e) { return e.u == 4 && e.v == 1 && e.t == 1; });
   const csr_graph rebuilt = testing::make_typed_graph(10, 3, list);
   const auto d = lg.current();
-  for (std::int64_t v = 0; v < 10; ++v) EXPECT_EQ(row_at(lg.base(), *d, v), row_of(rebuilt, v)) << v;
+  for (std::int64_t v = 0; v < 10; ++v)
+    EXPECT_EQ(row_at(lg.base(), *d, v), row_of(rebuilt, v)) << v;
   // Added nodes carry their types and local ids, both ways.
   EXPECT_EQ(node_type_at(f.nodes, d.get(), 7), 1);
   EXPECT_EQ(local_id_at(f.nodes, d.get(), 9), 5);
@@ -174,8 +176,9 @@ TEST(typed_live_graph_test, refuses_bad_typed_items_by_name_and_keeps_serving) {
   live_graph untyped(plain.view(), {row_direction::in, 0, {}});
   graph_update t;
   t.add_typed.push_back({"a,b,c", {0}, {1}, {}});
-  EXPECT_EQ(refusal(untyped, t), "add_edges['a,b,c']: the graph is untyped: give its changes "
-                                 "without node or edge types");
+  EXPECT_EQ(refusal(untyped, t),
+            "add_edges['a,b,c']: the graph is untyped: give its changes "
+            "without node or edge types");
 }
 
 TEST(typed_live_graph_test, the_log_keeps_a_typed_batch_and_replay_gives_the_same_graph) {

@@ -49,8 +49,9 @@ TEST(graph_json_test, a_typed_graphs_fields_are_keyed_by_type) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message(), "add_edges['knows']: expected [[src, ...], [dst, ...]]");
   rpc::graph_edit_answer a{rpc::rpc_status::ok, {}, 3, 10, {4, 5, 0}};
-  EXPECT_EQ(graph_answer_json(a, {{"user", 2}, {"tx", 1}}),
-            R"({"new_ids":[4,5,0],"new_ids_by_type":{"tx":[0],"user":[4,5]},"nodes":10,"version":3})");
+  EXPECT_EQ(
+      graph_answer_json(a, {{"user", 2}, {"tx", 1}}),
+      R"({"new_ids":[4,5,0],"new_ids_by_type":{"tx":[0],"user":[4,5]},"nodes":10,"version":3})");
 }
 
 TEST(graph_json_test, bad_bodies_are_refused_by_field) {

@@ -147,7 +147,8 @@ std::string graph_answer_json(const rpc::graph_edit_answer& a,
   for (const auto& [type, count] : added) {
     auto& ids = by_type[type];
     if (ids.is_null()) ids = json::array();
-    for (std::int64_t k = 0; k < count && next < a.new_ids.size(); ++k) ids.push_back(a.new_ids[next++]);
+    for (std::int64_t k = 0; k < count && next < a.new_ids.size(); ++k)
+      ids.push_back(a.new_ids[next++]);
   }
   out["new_ids_by_type"] = std::move(by_type);
   return out.dump();
