@@ -4,7 +4,8 @@ typed batches (nodes of two types, edges of three edge types, feature rows,
 removed edges and nodes) through the Python client, the CLI and KServe HTTP,
 every node type's answers equal the module's on the changed HeteroData. Bad
 typed items are refused by name; doors without types (gRPC, Redis streams)
-refuse by name; a restart replays the typed batches; an added node of a type
+refuse by name, and so does `spindle compact`; a restart replays the typed
+batches; an added node of a type
 read from an embedding table is refused by name wherever a call reaches it."""
 import json
 import os
@@ -218,6 +219,9 @@ def test_typed_batches_answer_as_pyg_on_the_changed_heterodata(setup, tmp_path):
         # kill -9 and a restart: the log's typed batches come back, to the same answers.
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        out = subprocess.run([SPINDLE, "compact", str(tmp / "ds"), "--out", str(tmp_path / "c"),
+                              "--graph-log", str(log)], capture_output=True, text=True, timeout=120)
+        assert out.returncode != 0 and "typed graphs are not compacted" in out.stderr, out.stderr
         proc, endpoint, base = serve(tmp, log)
         c = sc.Client(endpoint, model="sage", token_file=str(tmp / "token"))
         assert c.graph_version() == 6
