@@ -84,6 +84,62 @@ struct local_ids {
   }
 };
 
+// The batch's added nodes, in its order: each one's global id (after the last
+// one), type and local id (after its type's last one), its row padded to `dim`.
+// Each field's type is resolved where the field is used, so a refusal names it.
+status lower_added(std::span<const node_type_info> nt, std::int64_t dim, const graph_update& u,
+                   local_ids& ids, graph_update& flat, std::vector<std::int32_t>& types,
+                   std::vector<std::int64_t>& locals) {
+  std::int64_t next = ids.from.num_nodes;
+  for (const auto& n : u.nodes) {
+    if (n.add == 0 && n.add_rows.empty()) continue;
+    const std::string what = fmt::format("add_nodes['{}']", n.type.substr(0, 64));
+    SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
+    if (n.add < 0 || n.add > live_graph::kMaxNodesPerBatch - flat.add_nodes)
+      return make_error(errc::invalid_argument, "{}: {} nodes (0 to {} per batch)", what, n.add,
+                        live_graph::kMaxNodesPerBatch);
+    const std::int64_t width = nt[std::size_t(t)].feature_dim;
+    SPINDLE_TRY(detail::check_rows(n.add_rows, std::size_t(n.add), width, what));
+    append_padded(flat.add_node_features, n.add_rows, n.add, width, dim);
+    auto& mine = ids.added[std::size_t(t)];
+    for (std::int64_t k = 0; k < n.add; ++k) {
+      locals.push_back(type_count_at(nt, &ids.from, t) + std::int64_t(mine.size()));
+      types.push_back(t);
+      mine.push_back(next++);
+    }
+    flat.add_nodes += n.add;
+  }
+  return status::ok();
+}
+
+// The batch's removed nodes and replaced rows (padded to `dim`), in global ids.
+status lower_node_changes(std::span<const node_type_info> nt, std::int64_t dim,
+                          const graph_update& u, local_ids& ids, graph_update& flat) {
+  for (const auto& n : u.nodes) {
+    if (n.remove.empty()) continue;
+    const std::string what = fmt::format("remove_nodes['{}']", n.type.substr(0, 64));
+    SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
+    for (std::size_t i = 0; i < n.remove.size(); ++i) {
+      SPINDLE_ASSIGN_OR_RETURN(const std::int64_t g, ids(t, n.remove[i], what, i));
+      ids.removing.insert(g);
+      flat.remove_nodes.push_back(g);
+    }
+  }
+  for (const auto& n : u.nodes) {
+    if (n.set_ids.empty() && n.set_rows.empty()) continue;
+    const std::string what = fmt::format("set_features['{}']", n.type.substr(0, 64));
+    SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
+    const std::int64_t width = nt[std::size_t(t)].feature_dim;
+    SPINDLE_TRY(detail::check_rows(n.set_rows, n.set_ids.size(), width, what));
+    for (std::size_t i = 0; i < n.set_ids.size(); ++i) {
+      SPINDLE_ASSIGN_OR_RETURN(const std::int64_t g, ids(t, n.set_ids[i], what, i));
+      flat.set_ids.push_back(g);
+    }
+    append_padded(flat.set_rows, n.set_rows, std::int64_t(n.set_ids.size()), width, dim);
+  }
+  return status::ok();
+}
+
 // One kind of edge change (added or removed), each group's ends resolved by its
 // edge type's node types; `at` records each flat edge's (group, index).
 struct edge_lowering {
@@ -150,53 +206,12 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
 status live_graph::lower_typed(const graph_delta& from, const graph_update& u, graph_update& flat,
                                lowered_types& out) const {
   const auto& nt = options_.node_types;
-  const auto& et = options_.edge_types;
-  const std::int64_t dim = options_.feature_dim;
   out.original = &u;
   local_ids ids{nt, from, std::vector<std::vector<std::int64_t>>(nt.size()), {}};
-  std::int64_t next = from.num_nodes;
   // Nodes first: edges of this batch may name them.
-  for (const auto& n : u.nodes) {  // each field's type is resolved where the field is used
-    if (n.add == 0 && n.add_rows.empty()) continue;
-    const std::string what = fmt::format("add_nodes['{}']", n.type.substr(0, 64));
-    SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
-    if (n.add < 0 || n.add > kMaxNodesPerBatch - flat.add_nodes)
-      return make_error(errc::invalid_argument, "{}: {} nodes (0 to {} per batch)", what, n.add,
-                        kMaxNodesPerBatch);
-    const std::int64_t width = nt[std::size_t(t)].feature_dim;
-    SPINDLE_TRY(detail::check_rows(n.add_rows, std::size_t(n.add), width, what));
-    append_padded(flat.add_node_features, n.add_rows, n.add, width, dim);
-    for (std::int64_t k = 0; k < n.add; ++k) {
-      out.new_local.push_back(type_count_at(nt, &from, t) +
-                              std::int64_t(ids.added[std::size_t(t)].size()));
-      out.nodes.push_back(t);
-      ids.added[std::size_t(t)].push_back(next++);
-    }
-    flat.add_nodes += n.add;
-  }
-  for (const auto& n : u.nodes) {
-    if (n.remove.empty()) continue;
-    const std::string what = fmt::format("remove_nodes['{}']", n.type.substr(0, 64));
-    SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
-    for (std::size_t i = 0; i < n.remove.size(); ++i) {
-      SPINDLE_ASSIGN_OR_RETURN(const std::int64_t g, ids(t, n.remove[i], what, i));
-      ids.removing.insert(g);
-      flat.remove_nodes.push_back(g);
-    }
-  }
-  for (const auto& n : u.nodes) {
-    if (n.set_ids.empty() && n.set_rows.empty()) continue;
-    const std::string what = fmt::format("set_features['{}']", n.type.substr(0, 64));
-    SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
-    const std::int64_t width = nt[std::size_t(t)].feature_dim;
-    SPINDLE_TRY(detail::check_rows(n.set_rows, n.set_ids.size(), width, what));
-    for (std::size_t i = 0; i < n.set_ids.size(); ++i) {
-      SPINDLE_ASSIGN_OR_RETURN(const std::int64_t g, ids(t, n.set_ids[i], what, i));
-      flat.set_ids.push_back(g);
-    }
-    append_padded(flat.set_rows, n.set_rows, std::int64_t(n.set_ids.size()), width, dim);
-  }
-  const edge_lowering edges{et, nt, base_of(from).weighted()};
+  SPINDLE_TRY(lower_added(nt, options_.feature_dim, u, ids, flat, out.nodes, out.new_local));
+  SPINDLE_TRY(lower_node_changes(nt, options_.feature_dim, u, ids, flat));
+  const edge_lowering edges{options_.edge_types, nt, base_of(from).weighted()};
   SPINDLE_TRY(edges(u.add_typed, "add_edges", ids, flat, true, out.add, nullptr));
   return edges(u.remove_typed, "remove_edges", ids, flat, false, out.remove, &out.remove_at);
 }
