@@ -104,6 +104,13 @@ TEST(typed_live_graph_test, typed_batches_equal_the_rebuilt_graph_read_and_sampl
   EXPECT_EQ(a->nodes, b->nodes);
   EXPECT_EQ(a->indices, b->indices);
   EXPECT_EQ(a->edge_types, b->edge_types);
+  // Per-edge-type fanouts (0 skips a type) read the delta's segments alike.
+  const sample_options per_type{{-1, -1}, false, 0, {{-1, 0, -1}, {0, -1, -1}}};
+  auto pa = inline_executor().sample(through, seeds, per_type);
+  auto pb = inline_executor().sample(rebuilt.view(), seeds, per_type);
+  ASSERT_TRUE(pa && pb);
+  EXPECT_EQ(pa->nodes, pb->nodes);
+  EXPECT_EQ(pa->edge_types, pb->edge_types);
   thread_pool pool(2, "typed-live-test");
   auto c = pooled_executor(pool, 1).sample(through, seeds, o);
   ASSERT_TRUE(c);
@@ -132,6 +139,20 @@ TEST(typed_live_graph_test, removed_nodes_leave_every_typed_row) {
   graph_update again;
   again.add_typed.push_back({"knows", {1}, {0}, {}});
   EXPECT_EQ(lg.apply(again).error().message(), "add_edges['knows'].src[0]: user 1 is removed");
+}
+
+TEST(typed_live_graph_test, a_featureless_type_adds_nodes_by_count_with_zero_rows) {
+  fixture f;
+  f.nodes[1].feature_dim = 0;  // merchants without features
+  live_graph lg(f.base.view(), f.options());
+  graph_update u;
+  u.nodes.push_back({"merchant", 2, {}, {}, {}, {}});
+  auto r = lg.apply(u);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->new_ids, (std::vector<std::int64_t>{3, 4}));
+  EXPECT_EQ(**lg.current()->features.find(8), (std::vector<float>{0.0f, 0.0f}));
+  u.nodes[0].add_rows = {1.0f, 2.0f};
+  EXPECT_FALSE(lg.apply(u));  // rows for a type of width 0
 }
 
 std::string refusal(live_graph& lg, const graph_update& u) {
