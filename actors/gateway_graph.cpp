@@ -97,6 +97,17 @@ graph_edit_answer gateway::update_graph(transport::rpc::graph_edit edit) {
             s_->live->version(), s_->live->current()->num_nodes, {}};
   edit.source_stream.clear();  // only a stream follower names a source
   edit.source_id.clear();
+  const std::size_t door = detail::graph_door_of(call_origin());
+  const bool typed = !s_->live->options().node_types.empty();
+  if (typed && std::string_view(detail::kGraphDoors[door]) == "grpc") {
+    ++s_->graph_refused;
+    ++s_->graph_by_door[door][1];
+    return {rpc_status::bad_request,
+            "KServe gRPC GraphUpdate: the graph is typed, and this door's batches carry no node "
+            "or edge types: send typed batches through the Python client (Cap'n Proto "
+            "updateGraph), POST /v2/graph/update or `spindle client graph update --edge-type ...`",
+            s_->live->version(), s_->live->current()->num_nodes, {}};
+  }
   auto r = s_->live->apply(edit);
   if (!r) {
     ++s_->graph_refused;

@@ -55,7 +55,8 @@ status compact_dataset(const dataset& original, const graph_delta& d,
   const dataset& ds = d.base ? *d.base : original;  // the base d overlays
   if (ds.typed())
     return make_error(errc::unsupported,
-                      "{}: graph updates on typed graphs are not served yet (nothing to compact)",
+                      "{}: typed graphs are not compacted (a server taking updates replays their "
+                      "graph log at start)",
                       ds.dir());
   if (ds.edge_attr_cols() > 0)  // the compacted CSR would lose them
     return make_error(errc::unsupported,

@@ -19,6 +19,7 @@
 #include "graph/csr.hpp"
 #include "graph/live_graph.hpp"
 #include "graph/metrics.hpp"
+#include "graph/typing.hpp"
 
 namespace spindle::graph {
 
@@ -32,23 +33,6 @@ struct array_record {
   std::uint64_t bytes = 0;
   std::uint64_t checksum = 0;  // XXH3-64 of the data bytes (header excluded)
 };
-
-/// A node type of a typed graph: its nodes are the global ids
-/// [offset, offset + count); their features are the first feature_dim columns.
-struct node_type_info {
-  std::string name;
-  std::int64_t offset = 0, count = 0, feature_dim = 0;
-};
-
-/// An edge type (src, rel, dst) of a typed graph; its id is its index in
-/// dataset_metadata::edge_types. count: its stored edges.
-struct edge_type_info {
-  std::string src, rel, dst;
-  std::int64_t count = 0;
-};
-
-/// Most edge types a dataset may have (ids are int16 in edge_types.npy).
-inline constexpr std::int64_t kMaxEdgeTypes = 32767;
 
 struct dataset_metadata {
   int format_version = kDatasetFormatVersion;

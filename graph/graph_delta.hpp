@@ -121,10 +121,19 @@ class node_map {
   std::uint64_t tag_ = next_tag();
 };
 
-/// A node's neighbour list as a delta holds it (weights only on weighted graphs).
+/// A node's neighbour list as a delta holds it (weights only on weighted graphs;
+/// edge types only on typed graphs, one per neighbour, the row sorted by (type,
+/// neighbour) as the base's rows are).
 struct node_row {
   std::vector<std::int64_t> neighbours;
   std::vector<float> weights;
+  std::vector<std::int16_t> types;
+};
+
+/// A node added to a typed graph: its node type and its id within the type.
+struct added_node {
+  std::int32_t type = 0;
+  std::int64_t local = 0;
 };
 
 struct graph_delta {
@@ -145,6 +154,15 @@ struct graph_delta {
   /// PSGS of the nodes whose rows changed or that were added, at this delta (the
   /// base's PSGS holds for the rest; see live_graph_options::psgs_fanouts).
   node_map<double> psgs;
+  /// Typed graphs (graph/typing.hpp reads these): nodes added per node type
+  /// since the base, each added node's type and local id (by global id), and
+  /// each type's k-th added node's global id (key: type << 40 | k).
+  std::vector<std::int64_t> added_per_type;
+  node_map<added_node> added;
+  node_map<std::int64_t> added_globals;
+  static std::int64_t added_key(int type, std::int64_t k) {
+    return (std::int64_t(type) << 40) | k;
+  }
   std::uint64_t edges_added = 0, edges_removed = 0;  // since the base (stats)
   std::uint64_t psgs_stale = 0;  // changed rows whose PSGS was too costly to recompute
 
@@ -164,13 +182,17 @@ struct graph_delta {
 /// One node's neighbours at a delta, read through it: the replaced row, or the
 /// base's, without removed nodes. Copies into `scratch` only when it must
 /// (a replaced row is read in place; a base row is copied only when some node
-/// was removed). `w` gets the weights on weighted graphs.
+/// was removed). `w` gets the weights on weighted graphs; on a typed graph,
+/// with `scratch_t`, `types` gets each neighbour's edge type (the row sorted by
+/// (type, neighbour)).
 struct row_read {
   std::span<const std::int64_t> neighbours;
   std::span<const float> weights;
+  std::span<const std::int16_t> types;
 };
 row_read read_row(const csr_view& base, const graph_delta& d, std::int64_t v,
-                  std::vector<std::int64_t>& scratch, std::vector<float>& scratch_w);
+                  std::vector<std::int64_t>& scratch, std::vector<float>& scratch_w,
+                  std::vector<std::int16_t>* scratch_t = nullptr);
 
 /// Node v's neighbour count without self edges at delta `d` (a stack GCN with
 /// norm = "graph" normalises by it); `base_count` is the base's.

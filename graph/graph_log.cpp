@@ -83,6 +83,78 @@ expected<log_sync> parse_log_sync(std::string_view text) {
   return kSyncs.parse(text, "--graph-log-sync");
 }
 
+namespace {
+
+// A typed batch's groups (the record's last tail): counts, then each group.
+void put_edges(std::string& out, const std::vector<typed_edges>& groups) {
+  for (const auto& e : groups) {
+    put<char>(out, e.type);
+    put<std::int64_t>(out, e.src);
+    put<std::int64_t>(out, e.dst);
+    put<float>(out, e.weight);
+  }
+}
+
+void put_typed(std::string& out, const graph_update& u) {
+  const std::int64_t counts[] = {std::int64_t(u.add_typed.size()),
+                                 std::int64_t(u.remove_typed.size()), std::int64_t(u.nodes.size())};
+  put<std::int64_t>(out, counts);
+  put_edges(out, u.add_typed);
+  put_edges(out, u.remove_typed);
+  for (const auto& n : u.nodes) {
+    put<char>(out, n.type);
+    const std::int64_t add[] = {n.add};
+    put<std::int64_t>(out, add);
+    put<float>(out, n.add_rows);
+    put<std::int64_t>(out, n.set_ids);
+    put<float>(out, n.set_rows);
+    put<std::int64_t>(out, n.remove);
+  }
+}
+
+status take_text(std::string_view& in, std::string& s, std::string_view field) {
+  std::vector<char> v;
+  SPINDLE_TRY(take(in, v, field));
+  s.assign(v.begin(), v.end());
+  return status::ok();
+}
+
+status take_edges(std::string_view& in, std::size_t n, std::vector<typed_edges>& out) {
+  out.resize(n);
+  for (auto& e : out) {
+    SPINDLE_TRY(take_text(in, e.type, "edge type"));
+    SPINDLE_TRY(take(in, e.src, "typed src"));
+    SPINDLE_TRY(take(in, e.dst, "typed dst"));
+    SPINDLE_TRY(take(in, e.weight, "typed weight"));
+  }
+  return status::ok();
+}
+
+status take_typed(std::string_view& in, graph_update& u) {
+  std::vector<std::int64_t> counts, add;
+  SPINDLE_TRY(take(in, counts, "typed counts"));
+  if (counts.size() != 3 || counts[0] < 0 || counts[1] < 0 || counts[2] < 0 ||
+      std::uint64_t(counts[0] + counts[1] + counts[2]) > in.size())
+    return make_error(errc::corrupt_data, "graph log: a typed record's counts are not a batch's");
+  SPINDLE_TRY(take_edges(in, std::size_t(counts[0]), u.add_typed));
+  SPINDLE_TRY(take_edges(in, std::size_t(counts[1]), u.remove_typed));
+  u.nodes.resize(std::size_t(counts[2]));
+  for (auto& n : u.nodes) {
+    SPINDLE_TRY(take_text(in, n.type, "node type"));
+    SPINDLE_TRY(take(in, add, "typed add"));
+    if (add.size() != 1)
+      return make_error(errc::corrupt_data, "graph log: typed add is not a count");
+    n.add = add[0];
+    SPINDLE_TRY(take(in, n.add_rows, "typed add_rows"));
+    SPINDLE_TRY(take(in, n.set_ids, "typed set_ids"));
+    SPINDLE_TRY(take(in, n.set_rows, "typed set_rows"));
+    SPINDLE_TRY(take(in, n.remove, "typed remove"));
+  }
+  return status::ok();
+}
+
+}  // namespace
+
 std::string encode_update(const graph_update& u) {
   std::string out;
   put<std::int64_t>(out, u.add_src);
@@ -96,10 +168,12 @@ std::string encode_update(const graph_update& u) {
   put<std::int64_t>(out, u.set_ids);
   put<float>(out, u.set_rows);
   put<std::int64_t>(out, u.remove_nodes);
-  if (!u.source_stream.empty()) {  // optional tail: logs of door batches stay as they were
+  // Optional tails: logs of door batches stay as they were; a typed batch's groups last.
+  if (!u.source_stream.empty() || u.typed()) {
     put<char>(out, u.source_stream);
     put<char>(out, u.source_id);
   }
+  if (u.typed()) put_typed(out, u);  // a second optional tail: a typed batch's groups
   return out;
 }
 
@@ -123,6 +197,7 @@ expected<graph_update> decode_update(std::string_view in) {
     u.source_stream.assign(stream.begin(), stream.end());
     u.source_id.assign(id.begin(), id.end());
   }
+  if (!in.empty()) SPINDLE_TRY(take_typed(in, u));
   if (add.size() != 1 || !in.empty())
     return make_error(errc::corrupt_data, "graph log: a record's layout is not a batch's");
   u.add_nodes = add[0];

@@ -6,24 +6,15 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "graph/dataset.hpp"
+#include "graph/detail/lowered_types.hpp"
 #include "graph/metrics.hpp"
 
 namespace spindle::graph {
-namespace {
 
-// A row's current neighbours (and weights) at `d`, copied for editing.
-node_row current_row(const csr_view& base, const graph_delta& d, std::int64_t v) {
-  if (const auto* r = d.rows.find(v)) return **r;
-  node_row out;
-  if (v >= base.num_nodes) return out;
-  const std::int64_t b = base.indptr[v], e = base.indptr[v + 1];
-  out.neighbours.reserve(std::size_t(e - b));
-  for (std::int64_t i = b; i < e; ++i) out.neighbours.push_back(base.neighbour(i));
-  if (base.weighted()) out.weights.assign(base.edge_weight.begin() + b, base.edge_weight.begin() + e);
-  return out;
-}
+namespace detail {
 
 status check_rows(std::span<const float> values, std::size_t rows, std::int64_t dim,
                   std::string_view what) {
@@ -39,6 +30,25 @@ status check_rows(std::span<const float> values, std::size_t rows, std::int64_t 
       return make_error(errc::invalid_argument, "{}: row {} column {} is not finite ({})", what,
                         i / std::size_t(dim), i % std::size_t(dim), values[i]);
   return status::ok();
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_rows;
+
+// A row's current neighbours (and weights) at `d`, copied for editing.
+node_row current_row(const csr_view& base, const graph_delta& d, std::int64_t v) {
+  if (const auto* r = d.rows.find(v)) return **r;
+  node_row out;
+  if (v >= base.num_nodes) return out;
+  const std::int64_t b = base.indptr[v], e = base.indptr[v + 1];
+  out.neighbours.reserve(std::size_t(e - b));
+  for (std::int64_t i = b; i < e; ++i) out.neighbours.push_back(base.neighbour(i));
+  if (base.weighted()) out.weights.assign(base.edge_weight.begin() + b, base.edge_weight.begin() + e);
+  if (base.typed()) out.types.assign(base.edge_types.begin() + b, base.edge_types.begin() + e);
+  return out;
 }
 
 // Node ids a batch may name: every current or newly added id, not removed.
@@ -69,47 +79,86 @@ void for_rows(row_direction dir, std::int64_t u, std::int64_t v, F&& f) {
   }
 }
 
-// Each listed removal takes one copy of its edge out of the rows it occupies,
-// one pass per row (a batch removing k copies from a row of d neighbours costs
-// O(k + d), not O(k d)). A removal with no copy left names its item.
-template <class Row>
-status remove_edges_from(row_direction dir, const graph_update& u, Row&& row) {
-  // (row, neighbour) -> the items removing it, in order.
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>> wanted;
-  for (std::size_t i = 0; i < u.remove_src.size(); ++i)
+// Each listed removal takes one copy of its edge (of its type, on a typed graph:
+// `types` gives each removal's) out of the rows it occupies, one pass per row (a
+// batch removing k copies from a row of d neighbours costs O(k + d), not O(k d)).
+// A removal with no copy left names its item (`missing` says how).
+template <class Row, class Missing>
+status remove_edges_from(row_direction dir, const graph_update& u,
+                         std::span<const std::int16_t> types, Row&& row, Missing&& missing) {
+  // (row, type, neighbour) -> the items removing it, in order.
+  using key = std::tuple<std::int64_t, std::int16_t, std::int64_t>;
+  std::map<key, std::vector<std::size_t>> wanted;
+  for (std::size_t i = 0; i < u.remove_src.size(); ++i) {
+    const std::int16_t t = types.empty() ? 0 : types[i];
     for_rows(dir, u.remove_src[i], u.remove_dst[i],
-             [&](std::int64_t r, std::int64_t n) { wanted[{r, n}].push_back(i); });
+             [&](std::int64_t r, std::int64_t n) { wanted[{r, t, n}].push_back(i); });
+  }
   std::size_t first_missing = SIZE_MAX;
   auto it = wanted.begin();
   while (it != wanted.end()) {
-    const std::int64_t r = it->first.first;
+    const std::int64_t r = std::get<0>(it->first);
     auto& x = row(r);
-    std::map<std::int64_t, std::size_t> left;  // copies still to remove, per neighbour
+    std::map<std::pair<std::int16_t, std::int64_t>, std::size_t> left;  // copies still to remove
     auto end = it;
-    for (; end != wanted.end() && end->first.first == r; ++end) left[end->first.second] = end->second.size();
+    for (; end != wanted.end() && std::get<0>(end->first) == r; ++end)
+      left[{std::get<1>(end->first), std::get<2>(end->first)}] = end->second.size();
     std::size_t keep = 0;
     for (std::size_t k = 0; k < x.neighbours.size(); ++k) {
-      auto l = left.find(x.neighbours[k]);
+      auto l = left.find({x.types.empty() ? std::int16_t(0) : x.types[k], x.neighbours[k]});
       if (l != left.end() && l->second > 0) {
         --l->second;
         continue;
       }
       x.neighbours[keep] = x.neighbours[k];
       if (!x.weights.empty()) x.weights[keep] = x.weights[k];
+      if (!x.types.empty()) x.types[keep] = x.types[k];
       ++keep;
     }
     x.neighbours.resize(keep);
     if (!x.weights.empty()) x.weights.resize(keep);
+    if (!x.types.empty()) x.types.resize(keep);
     for (; it != end; ++it) {
-      const std::size_t missing = left[it->first.second];
-      if (missing > 0)
-        first_missing = std::min(first_missing, it->second[it->second.size() - missing]);
+      const std::size_t gone = left[{std::get<1>(it->first), std::get<2>(it->first)}];
+      if (gone > 0) first_missing = std::min(first_missing, it->second[it->second.size() - gone]);
     }
   }
-  if (first_missing != SIZE_MAX)
-    return make_error(errc::invalid_argument, "remove_edges[{}]: no edge {} -> {} in the graph",
-                      first_missing, u.remove_src[first_missing], u.remove_dst[first_missing]);
+  if (first_missing != SIZE_MAX) return missing(first_missing);
   return status::ok();
+}
+
+// A typed batch's added nodes in d: each one's type and local id, each type's
+// added globals and count.
+void note_added_types(graph_delta& d, std::int64_t first, std::span<const std::int32_t> types,
+                      std::span<const std::int64_t> locals,
+                      std::span<const node_type_info> node_types) {
+  d.added_per_type.resize(node_types.size(), 0);
+  for (std::size_t k = 0; k < types.size(); ++k) {
+    const std::int64_t id = first + std::int64_t(k);
+    const int type = types[k];
+    const std::int64_t local = locals[k];
+    d.added.set(id, added_node{type, local});
+    d.added_globals.set(
+        graph_delta::added_key(type, local - node_types[std::size_t(type)].count), id);
+    ++d.added_per_type[std::size_t(type)];
+  }
+}
+
+// Adds edge (type t, neighbour n) to a typed row, which stays as the base's rows
+// are: sorted by (edge type, neighbour), a repeated edge after its copies.
+void insert_typed(node_row& x, std::int16_t t, std::int64_t n, const float* w) {
+  std::size_t lo = 0, hi = x.neighbours.size();
+  while (lo < hi) {  // upper bound of (t, n)
+    const std::size_t mid = (lo + hi) / 2;
+    if (std::pair(t, n) < std::pair(x.types[mid], x.neighbours[mid]))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  const auto at = std::ptrdiff_t(lo);
+  x.neighbours.insert(x.neighbours.begin() + at, n);
+  x.types.insert(x.types.begin() + at, t);
+  if (w) x.weights.insert(x.weights.begin() + at, *w);
 }
 
 }  // namespace
@@ -130,9 +179,10 @@ std::shared_ptr<const graph_delta> live_graph::current() const {
   return std::atomic_load_explicit(&current_, std::memory_order_acquire);
 }
 
-expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from,
-                                                         const graph_update& u,
-                                                         update_result& result) const {
+expected<std::shared_ptr<graph_delta>> live_graph::build_flat(const graph_delta& from,
+                                                              const graph_update& u,
+                                                              const lowered_types* types,
+                                                              update_result& result) const {
   if (u.add_src.size() != u.add_dst.size())
     return make_error(errc::invalid_argument, "add_edges: {} sources for {} targets",
                       u.add_src.size(), u.add_dst.size());
@@ -187,10 +237,25 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
     if (it == edited.end()) it = edited.emplace(v, current_row(base, from, v)).first;
     return it->second;
   };
-  SPINDLE_TRY(remove_edges_from(options_.direction, u, row));
+  auto missing = [&](std::size_t i) {
+    if (!types)
+      return make_error(errc::invalid_argument, "remove_edges[{}]: no edge {} -> {} in the graph",
+                        i, u.remove_src[i], u.remove_dst[i]);
+    const auto [group, k] = types->remove_at[i];
+    const auto& e = types->original->remove_typed[group];
+    return make_error(errc::invalid_argument,
+                      "remove_edges['{}'][{}]: no edge {} -> {} of this type in the graph",
+                      e.type.substr(0, 64), k, e.src[k], e.dst[k]);
+  };
+  SPINDLE_TRY(remove_edges_from(options_.direction, u,
+                                types ? std::span<const std::int16_t>(types->remove)
+                                      : std::span<const std::int16_t>(),
+                                row, missing));
   for (std::size_t i = 0; i < u.add_src.size(); ++i)
     for_rows(options_.direction, u.add_src[i], u.add_dst[i], [&](std::int64_t r, std::int64_t n) {
       auto& x = row(r);
+      const float* w = base.weighted() ? &u.add_weight[i] : nullptr;
+      if (types) return insert_typed(x, types->add[i], n, w);
       x.neighbours.push_back(n);
       if (base.weighted()) x.weights.push_back(u.add_weight[i]);
     });
@@ -203,6 +268,8 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
   d->edges_added += u.add_src.size();
   d->edges_removed += u.remove_src.size();
 
+  if (types)
+    note_added_types(*d, from.num_nodes, types->nodes, types->new_local, options_.node_types);
   for (std::int64_t k = 0; k < u.add_nodes; ++k) {
     const std::int64_t id = from.num_nodes + k;
     result.new_ids.push_back(id);
@@ -224,8 +291,6 @@ expected<std::shared_ptr<graph_delta>> live_graph::build(const graph_delta& from
 expected<live_graph::staged> live_graph::stage(const graph_update& u) {
   std::lock_guard lock(write_mu_);
   const auto from = staged_ ? staged_ : current();
-  if (base_of(*from).typed())  // a delta's rows would lose their edge types
-    return make_error(errc::unsupported, "graph updates on typed graphs are not served yet");
   staged out;
   SPINDLE_ASSIGN_OR_RETURN(auto next, build(*from, u, out.result));
   if (options_.log) SPINDLE_TRY(options_.log(u, next->version));
@@ -348,6 +413,10 @@ std::int64_t live_graph::degree_at(const graph_delta& d, std::int64_t v) const {
 
 void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& nodes) const {
   if (options_.psgs_fanouts.empty()) return;
+  if (!options_.node_types.empty()) {  // a typed row's PSGS is per edge type: kept until rebuilt
+    d.psgs_stale += nodes.size();
+    return;
+  }
   constexpr std::int64_t kBudget = std::int64_t{1} << 20;  // neighbours read per node
   std::vector<std::int64_t> scratch;
   std::vector<float> scratch_w;
@@ -367,25 +436,31 @@ void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& n
 }
 
 row_read read_row(const csr_view& base, const graph_delta& d, std::int64_t v,
-                  std::vector<std::int64_t>& scratch, std::vector<float>& scratch_w) {
+                  std::vector<std::int64_t>& scratch, std::vector<float>& scratch_w,
+                  std::vector<std::int16_t>* scratch_t) {
   const node_row* r = nullptr;
   if (const auto* p = d.rows.find(v)) r = p->get();
-  if (r && d.removed.empty()) return {r->neighbours, r->weights};
+  if (r && d.removed.empty()) return {r->neighbours, r->weights, r->types};
   scratch.clear();
   scratch_w.clear();
-  auto keep = [&](std::int64_t n, const float* w) {
+  if (scratch_t) scratch_t->clear();
+  auto keep = [&](std::int64_t n, const float* w, const std::int16_t* t) {
     if (d.is_removed_since_base(n)) return;
     scratch.push_back(n);
     if (w) scratch_w.push_back(*w);
+    if (t && scratch_t) scratch_t->push_back(*t);
   };
   if (r) {
     for (std::size_t i = 0; i < r->neighbours.size(); ++i)
-      keep(r->neighbours[i], r->weights.empty() ? nullptr : &r->weights[i]);
+      keep(r->neighbours[i], r->weights.empty() ? nullptr : &r->weights[i],
+           r->types.empty() ? nullptr : &r->types[i]);
   } else if (v < base.num_nodes) {
     for (std::int64_t e = base.indptr[v]; e < base.indptr[v + 1]; ++e)
-      keep(base.neighbour(e), base.weighted() ? &base.edge_weight[std::size_t(e)] : nullptr);
+      keep(base.neighbour(e), base.weighted() ? &base.edge_weight[std::size_t(e)] : nullptr,
+           base.typed() ? &base.edge_types[std::size_t(e)] : nullptr);
   }
-  return {scratch, scratch_w};
+  if (!scratch_t) return {scratch, scratch_w, {}};
+  return {scratch, scratch_w, *scratch_t};
 }
 
 float neighbour_count(const csr_view& base, const graph_delta& d, std::int64_t v,

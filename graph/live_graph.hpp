@@ -22,6 +22,7 @@
 #include "graph/csr.hpp"
 #include "graph/graph_delta.hpp"
 #include "graph/graph_update.hpp"
+#include "graph/typing.hpp"
 #include "graph/version_waiters.hpp"
 
 namespace spindle::graph {
@@ -30,7 +31,9 @@ class dataset;
 
 struct update_result {
   std::uint64_t version = 0;
-  std::vector<std::int64_t> new_ids;  // the added nodes' ids
+  /// The added nodes' ids; on a typed graph, ids local to their types, in the
+  /// order of graph_update::nodes.
+  std::vector<std::int64_t> new_ids;
 };
 
 /// What a follower of an update stream has done (runtime/graph_stream.hpp
@@ -68,6 +71,11 @@ struct compaction_stats {
 struct live_graph_options {
   row_direction direction = row_direction::in;
   std::int64_t feature_dim = 0;
+  /// A typed graph's node and edge types (empty: untyped). Batches then name
+  /// their types (graph_update::add_typed, ...) and ids local to them; added
+  /// rows of a type's width are padded with zeros to feature_dim.
+  std::vector<node_type_info> node_types;
+  std::vector<edge_type_info> edge_types;
   std::uint64_t base_version = 0;  // the version the base holds (a compacted dataset's)
   /// The last stream entries the base holds (a compacted dataset's): stream -> id.
   std::map<std::string, std::string> base_sources;
@@ -164,6 +172,15 @@ class live_graph {
  private:
   expected<std::shared_ptr<graph_delta>> build(const graph_delta& from, const graph_update& u,
                                                update_result& result) const;
+  /// build() of a batch in the untyped form (global ids, rows of feature_dim);
+  /// `types` carries a typed batch's lowered edge and node types (live_graph_typed.cpp).
+  struct lowered_types;
+  expected<std::shared_ptr<graph_delta>> build_flat(const graph_delta& from, const graph_update& u,
+                                                    const lowered_types* types,
+                                                    update_result& result) const;
+  /// A typed batch in the untyped form: global ids, padded rows, its types.
+  status lower_typed(const graph_delta& from, const graph_update& u, graph_update& flat,
+                     lowered_types& types) const;
   /// Recomputes d's PSGS of `nodes` (psgs_fanouts set).
   void refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& nodes) const;
   /// Node v's neighbour count at d (removed neighbours left out).

@@ -30,6 +30,7 @@ struct thread_scratch {
   std::vector<std::int64_t> frontier;  // sample_with_drawer's hop rows
   std::vector<std::int64_t> row;       // a row read through a graph delta
   std::vector<float> row_weights;
+  std::vector<std::int16_t> row_types;  // its edge types (typed graphs)
 };
 
 thread_scratch& scratch() {
@@ -82,28 +83,52 @@ void sample_row(const csr_view& g, std::int64_t v, int hop, const sample_options
       [&](std::int64_t i) { return g.neighbour(begin + i); }, begin, ids);
 }
 
-// A typed graph's row: its edges come in one segment per edge type (sorted by
-// type); each segment is drawn on its own, with its type's fanout and draws
-// keyed by (seed, hop, node, type). Appends each draw's type to `types`.
-void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
-                      thread_scratch& s, std::vector<std::int64_t>& out,
-                      std::vector<std::int16_t>& types, std::vector<std::int64_t>* ids) {
-  const std::int64_t end = g.indptr[v + 1];
+// Draws each edge type's segment of one typed row (sorted by type): `type_at(i)`
+// and `at(i)` are the i-th edge's type and neighbour, `weights` the row's (or
+// null), `first` its CSR position (ids only from the base's rows).
+template <class TypeAt, class At>
+void draw_typed_segments(std::int64_t v, std::int64_t deg, const float* weights, int hop,
+                         const sample_options& o, thread_scratch& s,
+                         std::vector<std::int64_t>& out, std::vector<std::int16_t>& types,
+                         TypeAt&& type_at, At&& at, std::int64_t first,
+                         std::vector<std::int64_t>* ids) {
   const auto& per_type = o.typed_fanouts;
-  for (std::int64_t a = g.indptr[v]; a < end;) {
-    const std::int16_t t = g.edge_types[std::size_t(a)];
+  for (std::int64_t a = 0; a < deg;) {
+    const std::int16_t t = type_at(a);
     std::int64_t b = a + 1;
-    while (b < end && g.edge_types[std::size_t(b)] == t) ++b;
+    while (b < deg && type_at(b) == t) ++b;
     const int fanout = per_type.empty() ? o.fanouts[hop - 1] : per_type[hop - 1][std::size_t(t)];
     const std::size_t before = out.size();
     const std::uint64_t stream = std::uint64_t(hop) | (std::uint64_t(t) + 1) << 32;
     if (fanout != 0)
       draw_row(
-          v, b - a, g.weighted() ? g.edge_weight.data() + a : nullptr, fanout, stream, o, s, out,
-          [&](std::int64_t i) { return g.neighbour(a + i); }, a, ids);
+          v, b - a, weights ? weights + a : nullptr, fanout, stream, o, s, out,
+          [&](std::int64_t i) { return at(a + i); }, first + a, ids);
     types.insert(types.end(), out.size() - before, t);
     a = b;
   }
+}
+
+// A typed graph's row: its edges come in one segment per edge type (sorted by
+// type); each segment is drawn on its own, with its type's fanout and draws
+// keyed by (seed, hop, node, type). Appends each draw's type to `types`. A row
+// the graph's delta changed (or filters) is read through it, with its types.
+void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_options& o,
+                      thread_scratch& s, std::vector<std::int64_t>& out,
+                      std::vector<std::int16_t>& types, std::vector<std::int64_t>* ids) {
+  if (g.delta && (!g.delta->removed.empty() || v >= g.num_nodes || g.delta->rows.find(v))) {
+    const auto r = read_row(g, *g.delta, v, s.row, s.row_weights, &s.row_types);
+    draw_typed_segments(
+        v, std::int64_t(r.neighbours.size()), r.weights.empty() ? nullptr : r.weights.data(), hop,
+        o, s, out, types, [&](std::int64_t i) { return r.types[std::size_t(i)]; },
+        [&](std::int64_t i) { return r.neighbours[std::size_t(i)]; }, 0, nullptr);
+    return;
+  }
+  const std::int64_t begin = g.indptr[v];
+  draw_typed_segments(
+      v, g.indptr[v + 1] - begin, g.weighted() ? g.edge_weight.data() + begin : nullptr, hop, o, s,
+      out, types, [&](std::int64_t i) { return g.edge_types[std::size_t(begin + i)]; },
+      [&](std::int64_t i) { return g.neighbour(begin + i); }, begin, ids);
 }
 
 // Maps sampled global ids to local ids (new ones appended to nodes) and
@@ -281,8 +306,6 @@ status validate_typed_options(const csr_view& g, const sample_options& o) {
       return make_error(errc::invalid_argument, "typed_fanouts: the graph is untyped");
     return status::ok();
   }
-  if (g.delta)
-    return make_error(errc::unsupported, "graph updates on typed graphs are not served yet");
   if (tf.empty()) return status::ok();
   if (tf.size() != o.fanouts.size())
     return make_error(errc::invalid_argument, "typed_fanouts: {} hops, but fanouts has {}",

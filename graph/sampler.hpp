@@ -73,8 +73,8 @@ struct sampled_subgraph {
 /// Error naming the first seed outside [0, num_nodes).
 status validate_seeds(const csr_view& g, std::span<const std::int64_t> seeds);
 /// Error when the options do not fit the graph (weighted without weights, no
-/// hops, typed_fanouts of the wrong shape or on an untyped graph, a typed graph
-/// or edge_ids read through a graph delta).
+/// hops, typed_fanouts of the wrong shape or on an untyped graph, edge_ids read
+/// through a graph delta).
 status validate_sample_options(const csr_view& g, const sample_options& options);
 
 class sampling_executor {

@@ -7,17 +7,8 @@
 #include "graph/dataset.hpp"
 
 namespace spindle::graph {
-namespace {
 
-int type_at(const std::vector<node_type_info>& types, std::int64_t v) {
-  auto it = std::upper_bound(types.begin(), types.end(), v,
-                             [](std::int64_t x, const node_type_info& t) { return x < t.offset; });
-  return it == types.begin() ? 0 : int(it - types.begin()) - 1;
-}
-
-}  // namespace
-
-int dataset::node_type_of(std::int64_t v) const { return type_at(meta_.node_types, v); }
+int dataset::node_type_of(std::int64_t v) const { return base_type_of(meta_.node_types, v); }
 
 expected<int> dataset::find_node_type(std::string_view name) const {
   std::vector<std::string_view> names;
@@ -69,11 +60,11 @@ status dataset::check_edge_endpoints() const {
           "says {}",
           seen[t], t, t, meta_.edge_types[t].count);
   for (std::int64_t v = 0; v < graph_.num_nodes; ++v) {
-    const int d = type_at(types, v);
+    const int d = base_type_of(types, v);
     for (std::int64_t e = graph_.indptr[v]; e < graph_.indptr[v + 1]; ++e) {
       const auto t = std::size_t(graph_.edge_types[std::size_t(e)]);
       const std::int64_t u = graph_.neighbour(e);
-      const int s = type_at(types, u);
+      const int s = base_type_of(types, u);
       if (s == src[t] && d == dst[t]) continue;
       const auto& et = meta_.edge_types[t];
       return make_error(errc::corrupt_data,

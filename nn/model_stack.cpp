@@ -271,7 +271,7 @@ expected<tensor> model::type_input_rows(allocator& a, int k, std::span<const std
     if (id < 0 || id >= n.embedding_rows)
       return make_error(errc::invalid_argument,
                         "{}: node type '{}' row {}: id {} is outside its embedding table {} ({} "
-                        "rows)",
+                        "rows; a node added to the graph while served has no learnt row)",
                         desc_.name, n.name, row, id, n.embedding, n.embedding_rows);
     std::copy(table + id * n.in, table + (id + 1) * n.in, v.row(std::int64_t(r)));
   }

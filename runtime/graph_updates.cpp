@@ -63,6 +63,8 @@ graph::live_graph_options live_options_of(const graph::dataset& ds) {
   o.base_sources = graph::base_sources(ds.metadata());
   if (ds.has_metrics()) o.psgs_fanouts = ds.metadata().fanouts;  // what the base's PSGS used
   o.removed_nodes = ds.removed_nodes();
+  o.node_types.assign(ds.node_types().begin(), ds.node_types().end());
+  o.edge_types.assign(ds.edge_types_info().begin(), ds.edge_types_info().end());
   return o;
 }
 
@@ -168,8 +170,14 @@ expected<enabled_updates> enable_graph_updates(graph::dataset& ds, const graph_u
   log::info("graph updates on: log {} ({}, {} batches replayed, graph version {})", files.log,
             graph::to_string(o.sync), out.replayed.records, live->version());
   ds.set_live(std::move(live));
+  std::uint64_t compact_at = o.compact_at;
+  if (ds.typed() && compact_at > 0) {  // graph/compact.cpp folds untyped graphs only
+    log::info("graph updates on typed graph {}: no compaction while serving (the log is "
+              "replayed at start)", ds.dir());
+    compact_at = 0;
+  }
   out.compactor = std::make_unique<graph::compactor>(
-      ds, std::move(log), graph::compactor_options{path, o.compact_at});
+      ds, std::move(log), graph::compactor_options{path, compact_at});
   return out;
 }
 
@@ -177,6 +185,12 @@ expected<graph_update_service> start_graph_updates(graph::dataset& ds, const gra
                                                    bool no_token) {
   if (!a.on && !a.stream.empty())
     return make_error(errc::invalid_argument, "--graph-stream {} without --graph-updates", a.stream);
+  if (a.on && !a.stream.empty() && ds.typed())
+    return make_error(errc::unsupported,
+                      "--graph-stream {}: dataset {} is typed, and stream entries carry no node or "
+                      "edge types: send its updates through the Cap'n Proto door (the Python "
+                      "client), POST /v2/graph/update or `spindle client graph update`",
+                      a.stream, ds.dir());
   SPINDLE_TRY(check_graph_log_use(ds, a.on, a.log, no_token && a.stream.empty()));
   graph_update_service service;
   if (!a.on) return service;

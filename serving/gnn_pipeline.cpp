@@ -260,7 +260,7 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
       continue;
     }
     std::size_t output = 0, pair_output = prepared_batch::kNoPairOutput;
-    if (auto st = typed_request(r, output, pair_output); !st) {
+    if (auto st = typed_request(r, pb.delta.get(), output, pair_output); !st) {
       res.errors[i] = st;
       continue;
     }
@@ -319,8 +319,8 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
     g.blocks.push_back({b.num_dst, b.num_src, b.indptr, b.indices, b.edge_types, attr, k});
   }
   if (model_.desc().typed())
-    sampled_row_types(ds_, model_type_of_, sub.nodes, model_.has_type_embeddings(), g.row_types,
-                      g.row_ids);
+    sampled_row_types(ds_, graph.delta, model_type_of_, sub.nodes, model_.has_type_embeddings(),
+                      g.row_types, g.row_ids);
   if (model_.desc().arch == config::model_arch::gcn) gcn_degrees_into(sub, g.degree);
   if (model_.desc().arch == config::model_arch::stack && model_.needs_degrees()) {
     if (model_.graph_degrees()) {  // the graph's neighbour counts of the sampled nodes

@@ -209,7 +209,8 @@ class gnn_pipeline {
                     prepared_batch& pb);
   // The output answering a typed request's seeds; for a typed link model's pairs,
   // `pair_output` is the pairs' second ends' (else kNoPairOutput).
-  status typed_request(const gnn_request& r, std::size_t& output, std::size_t& pair_output) const;
+  status typed_request(const gnn_request& r, const graph::graph_delta* delta, std::size_t& output,
+                       std::size_t& pair_output) const;
   status compute_named_typed(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
                              nn::allocator& alloc, const nn::tensor& x, batch_result& res) const;
   // A typed link model's pairs: both ends' outputs over one sampled graph, then the decoder.

@@ -48,15 +48,21 @@ std::vector<std::int16_t> model_node_types(const graph::dataset& ds, const confi
   return out;
 }
 
-void sampled_row_types(const graph::dataset& ds, std::span<const std::int16_t> model_type_of,
+void sampled_row_types(const graph::dataset& ds, const graph::graph_delta* d,
+                       std::span<const std::int16_t> model_type_of,
                        std::span<const std::int64_t> nodes, bool ids,
                        std::vector<std::int16_t>& row_types, std::vector<std::int64_t>& row_ids) {
   row_types.resize(nodes.size());
   row_ids.resize(ids ? nodes.size() : 0);
+  const auto types = ds.node_types();
+  const std::int64_t base = ds.num_nodes();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const int t = ds.node_type_of(nodes[i]);
-    row_types[i] = model_type_of[std::size_t(t)];
-    if (ids) row_ids[i] = nodes[i] - ds.node_types()[std::size_t(t)].offset;
+    const std::int64_t v = nodes[i];
+    // Nodes added while serving (past the base) carry their type in the delta.
+    const int t = v < base ? ds.node_type_of(v) : graph::node_type_at(types, d, v);
+    row_types[i] = t < 0 ? std::int16_t(-1) : model_type_of[std::size_t(t)];
+    if (ids)
+      row_ids[i] = v < base ? v - types[std::size_t(t)].offset : graph::local_id_at(types, d, v);
   }
 }
 
@@ -79,20 +85,28 @@ namespace {
 
 // Seeds numbered within node type `name` as graph ids; `step`/`first` pick the
 // positions (every one, or one end of each pair).
+// Counts the nodes added while serving (the live graph's current delta).
 status within_type(const graph::dataset& ds, const std::string& name,
                    std::vector<std::int64_t>& seeds, std::size_t first, std::size_t step) {
   SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(name));
   const auto& info = ds.node_types()[std::size_t(t)];
+  const auto delta = ds.live() ? ds.live()->current() : nullptr;
+  const std::int64_t count = graph::type_count_at(ds.node_types(), delta.get(), t);
   for (std::size_t i = first; i < seeds.size(); i += step) {
-    if ((seeds[i] < 0 || seeds[i] >= info.count) && step == 2)
+    if ((seeds[i] < 0 || seeds[i] >= count) && step == 2)
       return make_error(errc::invalid_argument,
                         "pairs[{}][{}] = {} out of range for node type '{}' ({} nodes)", i / 2,
-                        i % 2, seeds[i], info.name, info.count);
-    if (seeds[i] < 0 || seeds[i] >= info.count)
+                        i % 2, seeds[i], info.name, count);
+    if (seeds[i] < 0 || seeds[i] >= count)
       return make_error(errc::invalid_argument,
                         "seed {} (position {}) out of range for node type '{}' ({} nodes)",
-                        seeds[i], i, info.name, info.count);
-    seeds[i] += info.offset;
+                        seeds[i], i, info.name, count);
+    const std::int64_t g = graph::global_id_at(ds.node_types(), delta.get(), t, seeds[i]);
+    if (delta && delta->is_removed(g))
+      return make_error(errc::invalid_argument,
+                        "seed {} (position {}) of node type '{}' was removed from the graph",
+                        seeds[i], i, info.name);
+    seeds[i] = g;
   }
   return status::ok();
 }
@@ -140,20 +154,21 @@ status to_graph_ids(const graph::dataset& ds, const config::model_desc& d,
   return within_type(ds, node_type, seeds, 0, 1);
 }
 
-expected<std::size_t> typed_output(const graph::dataset& ds, const config::model_desc& d,
-                                   const std::string& node_type,
+expected<std::size_t> typed_output(const graph::dataset& ds, const graph::graph_delta* delta,
+                                   const config::model_desc& d, const std::string& node_type,
                                    std::span<const std::int64_t> seeds) {
   SPINDLE_ASSIGN_OR_RETURN(auto out, config::find_output(d.types, node_type));
   SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(node_type));
   for (std::size_t i = 0; i < seeds.size(); ++i)
-    if (seeds[i] < 0 || seeds[i] >= ds.num_nodes() || ds.node_type_of(seeds[i]) != t)
+    if (graph::node_type_at(ds.node_types(), delta, seeds[i]) != t)
       return make_error(errc::invalid_argument, "seed {} (position {}) is not a '{}' node",
                         seeds[i], i, node_type.substr(0, 64));
   return out;
 }
 
 expected<std::pair<std::size_t, std::size_t>> typed_pair_outputs(
-    const graph::dataset& ds, const config::model_desc& d, std::span<const std::int64_t> seeds) {
+    const graph::dataset& ds, const graph::graph_delta* delta, const config::model_desc& d,
+    std::span<const std::int64_t> seeds) {
   const auto& pair = d.types.pair_types;
   if (pair.size() != 2)
     return make_error(errc::invalid_argument, "model '{}' scores no typed pairs", d.name);
@@ -163,7 +178,7 @@ expected<std::pair<std::size_t, std::size_t>> typed_pair_outputs(
   for (std::size_t end = 0; end < 2; ++end) {
     SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(pair[end]));
     for (std::size_t i = end; i < seeds.size(); i += 2)
-      if (seeds[i] < 0 || seeds[i] >= ds.num_nodes() || ds.node_type_of(seeds[i]) != t)
+      if (graph::node_type_at(ds.node_types(), delta, seeds[i]) != t)
         return make_error(errc::invalid_argument, "pair {}: node {} is not a '{}' node", i / 2,
                           seeds[i], pair[end].substr(0, 64));
   }
@@ -191,20 +206,20 @@ expected<std::vector<int>> served_fanouts(const config::model_desc& model,
 
 // Part of gnn_pipeline:  A typed model's request names a node type its seeds all have (its output
 // index into `output`); an untyped model's names none.
-status gnn_pipeline::typed_request(const gnn_request& r, std::size_t& output,
-                                   std::size_t& pair_output) const {
+status gnn_pipeline::typed_request(const gnn_request& r, const graph::graph_delta* delta,
+                                   std::size_t& output, std::size_t& pair_output) const {
   if (!model_.desc().typed()) {
     if (r.node_type.empty()) return status::ok();
     return make_error(errc::invalid_argument, "model '{}' serves one node type; node_type '{}' "
                       "names none", model_.desc().name, r.node_type.substr(0, 64));
   }
   if (r.pairs) {
-    SPINDLE_ASSIGN_OR_RETURN(auto ends, typed_pair_outputs(ds_, model_.desc(), r.seeds));
+    SPINDLE_ASSIGN_OR_RETURN(auto ends, typed_pair_outputs(ds_, delta, model_.desc(), r.seeds));
     output = ends.first;
     pair_output = ends.second;
     return status::ok();
   }
-  SPINDLE_ASSIGN_OR_RETURN(output, typed_output(ds_, model_.desc(), r.node_type, r.seeds));
+  SPINDLE_ASSIGN_OR_RETURN(output, typed_output(ds_, delta, model_.desc(), r.node_type, r.seeds));
   for (const auto& name : r.outputs) {  // each a value of the seeds' node type
     if (name == "output") continue;
     const auto& ops = model_.desc().ops;

@@ -25,8 +25,10 @@ expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::
 std::vector<std::int16_t> model_node_types(const graph::dataset& ds, const config::model_desc& d);
 /// Each sampled node's model node type (`model_type_of`: model_node_types()) into
 /// `row_types`, and with `ids` its id within its dataset node type into `row_ids`
-/// (what embedding tables are read by).
-void sampled_row_types(const graph::dataset& ds, std::span<const std::int16_t> model_type_of,
+/// (what embedding tables are read by), at the live graph's delta `d` (null: the
+/// base), where nodes added while serving have their types and local ids.
+void sampled_row_types(const graph::dataset& ds, const graph::graph_delta* d,
+                       std::span<const std::int16_t> model_type_of,
                        std::span<const std::int64_t> nodes, bool ids,
                        std::vector<std::int16_t>& row_types, std::vector<std::int64_t>& row_ids);
 
@@ -39,21 +41,24 @@ std::vector<std::vector<int>> typed_fanouts(const config::model_desc& d,
 
 /// A call's seeds, numbered within `node_type`, as the graph's node ids (in
 /// place). Refuses a typed model's call without a node type, a node type the
-/// model does not answer, a seed outside the type, and a node type given to a
-/// model of one node type. A typed link model's `pairs` (u0 v0 u1 v1 ...) are
+/// model does not answer, a seed outside the type (counting the nodes added
+/// while serving: the live graph's current delta), a removed seed, and a node
+/// type given to a model of one node type. A typed link model's `pairs` (u0 v0 u1 v1 ...) are
 /// numbered within its pair types (config::model_types::pair_types) instead.
 status to_graph_ids(const graph::dataset& ds, const config::model_desc& d,
                     const std::string& node_type, std::vector<std::int64_t>& seeds,
                     bool pairs = false);
 
-/// A typed link model's pairs (graph ids): the outputs answering each end's node
-/// type, (src, dst); refuses an end not of its pair type by position.
+/// A typed link model's pairs (graph ids at delta `delta`): the outputs answering
+/// each end's node type, (src, dst); refuses an end not of its pair type by position.
 expected<std::pair<std::size_t, std::size_t>> typed_pair_outputs(
-    const graph::dataset& ds, const config::model_desc& d, std::span<const std::int64_t> seeds);
+    const graph::dataset& ds, const graph::graph_delta* delta, const config::model_desc& d,
+    std::span<const std::int64_t> seeds);
 
-/// The model output answering `node_type` when every seed (graph ids) is of it.
-expected<std::size_t> typed_output(const graph::dataset& ds, const config::model_desc& d,
-                                   const std::string& node_type,
+/// The model output answering `node_type` when every seed (graph ids at delta
+/// `delta`, null: the base) is of it.
+expected<std::size_t> typed_output(const graph::dataset& ds, const graph::graph_delta* delta,
+                                   const config::model_desc& d, const std::string& node_type,
                                    std::span<const std::int64_t> seeds);
 
 }  // namespace spindle::serving

@@ -1,6 +1,7 @@
 // `spindle client graph update|version`: graph changes from .npy files, as a
 // user saves them with numpy (edges as a [2, E] int64 edge_index, feature rows
-// as float32 [n, width]), sent as one batch through Admin.updateGraph.
+// as float32 [n, width]), sent as one batch through Admin.updateGraph. On a typed
+// graph --edge-type and --node-type name the types, ids local to them.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,6 +17,7 @@ namespace rpc = transport::rpc;
 
 struct graph_args {
   std::string add_edges, add_weights, remove_edges, add_nodes, set_ids, set_rows, remove_nodes;
+  std::string edge_type, node_type;  // a typed graph's: the edges' and the nodes' types
   std::string redis, stream = "spindle:graph";  // --redis: append to the stream instead
   bool json = false;
 };
@@ -51,6 +53,30 @@ status read_edges(const std::string& path, std::string_view flag, std::vector<st
   return status::ok();
 }
 
+// The batch read as untyped, moved into one edge type's and one node type's groups.
+expected<rpc::graph_edit> typed_edit_of(const graph_args& a, rpc::graph_edit flat) {
+  const bool edges = !flat.add_src.empty() || !flat.remove_src.empty();
+  const bool nodes = flat.add_nodes > 0 || !flat.set_ids.empty() || !flat.remove_nodes.empty();
+  if (edges && a.edge_type.empty())
+    return make_error(errc::invalid_argument, "--add-edges/--remove-edges with --node-type: name "
+                      "the edges' type with --edge-type \"src,rel,dst\"");
+  if (nodes && a.node_type.empty())
+    return make_error(errc::invalid_argument, "--add-nodes/--set-ids/--remove-nodes with "
+                      "--edge-type: name the nodes' type with --node-type");
+  rpc::graph_edit e;
+  if (!flat.add_src.empty())
+    e.add_typed.push_back({a.edge_type, std::move(flat.add_src), std::move(flat.add_dst),
+                           std::move(flat.add_weight)});
+  if (!flat.remove_src.empty())
+    e.remove_typed.push_back(
+        {a.edge_type, std::move(flat.remove_src), std::move(flat.remove_dst), {}});
+  if (nodes)
+    e.nodes.push_back({a.node_type, flat.add_nodes, std::move(flat.add_node_features),
+                       std::move(flat.set_ids), std::move(flat.set_rows),
+                       std::move(flat.remove_nodes)});
+  return e;
+}
+
 expected<rpc::graph_edit> edit_of(const graph_args& a) {
   rpc::graph_edit e;
   SPINDLE_TRY(read_edges(a.add_edges, "--add-edges", e.add_src, e.add_dst));
@@ -77,7 +103,7 @@ expected<rpc::graph_edit> edit_of(const graph_args& a) {
     SPINDLE_ASSIGN_OR_RETURN(e.remove_nodes,
                              read_array<std::int64_t>(a.remove_nodes, "--remove-nodes"));
   }
-  return e;
+  return a.edge_type.empty() && a.node_type.empty() ? e : typed_edit_of(a, std::move(e));
 }
 
 status print(const expected<rpc::graph_edit_answer>& r, bool json) {
@@ -105,6 +131,10 @@ status publish(const graph_args& a, const rpc::graph_edit& edit) {
 
 status run_update(const client_args& c, const graph_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto edit, edit_of(a));
+  if (!a.redis.empty() && edit.typed())
+    return make_error(errc::invalid_argument,
+                      "--redis with --edge-type/--node-type: stream entries carry no node or edge "
+                      "types (a typed graph takes its updates through the server's doors)");
   if (!a.redis.empty()) return publish(a, edit);
   SPINDLE_ASSIGN_OR_RETURN(auto token, token_of(c));
   SPINDLE_ASSIGN_OR_RETURN(auto client, open_door(c));
@@ -137,6 +167,12 @@ void add_graph_command(CLI::App& client_cmd, std::shared_ptr<client_args> c) {
   update->add_option("--set-ids", ga->set_ids, "Nodes whose feature rows to replace: int64 [k]");
   update->add_option("--set-rows", ga->set_rows, "Their new rows: float32 [k, width]");
   update->add_option("--remove-nodes", ga->remove_nodes, "Nodes to remove: int64 [k]");
+  update->add_option("--edge-type", ga->edge_type,
+                     "A typed graph: the edges' type, \"src,rel,dst\" or a relation no other "
+                     "edge type has (ids local to src and dst)");
+  update->add_option("--node-type", ga->node_type,
+                     "A typed graph: the nodes' type (ids local to it; rows of its width; new "
+                     "ids printed local)");
   update->add_option("--redis", ga->redis,
                      "Append the batch to a Redis Stream at HOST:PORT instead (servers started "
                      "with --graph-stream apply it; prints the entry id)");

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 import capnp
 import numpy as np
 
+from . import _typed_updates
 from ._doors import DoorDown, DoorSet
 from .client import AsyncClient, SpindleError, UpdateResult
 
@@ -251,7 +252,20 @@ class Client:
         third array, the new edges' float32 weights, on a weighted graph); add_nodes: float32
         [n, width] feature rows of new nodes (their ids come back in `new_ids`,
         numpy int64); set_features: (ids, rows); remove_nodes: int64 array. Every
-        call made after this returns sees the change."""
+        call made after this returns sees the change.
+        On a typed graph every field is a dict keyed by type, ids local to it, as
+        HeteroData holds them: add_edges={("user", "pays", "merchant"): (src, dst)},
+        add_nodes={"tx": rows} (a count for a featureless type), set_features=
+        {"user": (ids, rows)}, remove_nodes={"user": ids}; rows have the type's
+        width, and `new_ids` is {node type: local ids}."""
+        if _typed_updates.is_typed(add_edges=add_edges, remove_edges=remove_edges,
+                                   add_nodes=add_nodes, set_features=set_features,
+                                   remove_nodes=remove_nodes):
+            u, added = _typed_updates.typed_update(add_edges, remove_edges, add_nodes,
+                                                   set_features, remove_nodes)
+            r = self._call(lambda c: c.update_graph(u), retry=False)
+            r.new_ids = _typed_updates.new_ids_by_type(r.new_ids, added)
+            return r
         u = {}
         for name, pair in (("add", add_edges), ("remove", remove_edges)):
             if pair is not None:

@@ -192,14 +192,17 @@ TEST(typed_sampler_test, refuses_typed_fanouts_that_do_not_fit) {
       std::string::npos);
 }
 
-TEST(typed_sampler_test, refuses_graph_updates_and_the_device_draw_on_typed_graphs) {
+TEST(typed_sampler_test, reads_through_a_graph_delta_and_refuses_the_device_draw) {
   const csr_graph c = users_and_items();
   csr_view g = c.view();
-  graph_delta delta;
+  graph_delta delta;  // an empty delta: the base's rows, read through it
   delta.base_nodes = delta.num_nodes = g.num_nodes;
   g.delta = &delta;
-  EXPECT_NE(refusal(g, {{2}, false, 0}).find("graph updates on typed graphs are not served yet"),
-            std::string::npos);
+  const auto through = inline_executor().sample(g, item_seeds(), {{-1, -1}, false, 0});
+  const auto plain = inline_executor().sample(c.view(), item_seeds(), {{-1, -1}, false, 0});
+  ASSERT_TRUE(through && plain);
+  EXPECT_EQ(through->nodes, plain->nodes);
+  EXPECT_EQ(through->edge_types, plain->edge_types);
   sampled_subgraph out;
   auto never = [](std::span<const std::int64_t>, int, int, std::vector<std::int64_t>&,
                   std::vector<std::int64_t>&) { return status::ok(); };

@@ -22,6 +22,38 @@ TEST(graph_json_test, every_field_is_read_into_one_batch) {
   EXPECT_EQ(e->remove_nodes, std::vector<std::int64_t>{10});
 }
 
+TEST(graph_json_test, a_typed_graphs_fields_are_keyed_by_type) {
+  auto e = graph_edit_of_json(R"({"add_edges": {"user,pays,merchant": [[1, 2], [3, 4]]},
+      "remove_edges": {"knows": [[5], [6]]}, "add_nodes": {"tx": [[0.5, 1]], "tag": 2},
+      "set_features": {"user": {"ids": [7], "rows": [[9, 8]]}}, "remove_nodes": {"tx": [3]}})");
+  ASSERT_TRUE(e) << e.error().to_string();
+  ASSERT_EQ(e->add_typed.size(), 1u);
+  EXPECT_EQ(e->add_typed[0].type, "user,pays,merchant");
+  EXPECT_EQ(e->add_typed[0].dst, (std::vector<std::int64_t>{3, 4}));
+  EXPECT_EQ(e->remove_typed[0].src, std::vector<std::int64_t>{5});
+  ASSERT_EQ(e->nodes.size(), 3u);  // one group per node type, in the body's order
+  for (const auto& n : e->nodes) {
+    if (n.type == "tx") {
+      EXPECT_EQ(n.add, 1);
+      EXPECT_EQ(n.add_rows, (std::vector<float>{0.5f, 1}));
+      EXPECT_EQ(n.remove, std::vector<std::int64_t>{3});
+    } else if (n.type == "tag") {
+      EXPECT_EQ(n.add, 2);
+    } else {
+      EXPECT_EQ(n.type, "user");
+      EXPECT_EQ(n.set_ids, std::vector<std::int64_t>{7});
+    }
+  }
+  EXPECT_TRUE(e->add_src.empty() && e->add_nodes == 0);
+  auto bad = graph_edit_of_json(R"({"add_edges": {"knows": [[1]]}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "add_edges['knows']: expected [[src, ...], [dst, ...]]");
+  rpc::graph_edit_answer a{rpc::rpc_status::ok, {}, 3, 10, {4, 5, 0}};
+  EXPECT_EQ(
+      graph_answer_json(a, {{"user", 2}, {"tx", 1}}),
+      R"({"new_ids":[4,5,0],"new_ids_by_type":{"tx":[0],"user":[4,5]},"nodes":10,"version":3})");
+}
+
 TEST(graph_json_test, bad_bodies_are_refused_by_field) {
   auto refused = [](const char* body, const std::string& says) {
     auto e = graph_edit_of_json(body);

@@ -47,6 +47,55 @@ status rows_of(const json& j, std::string_view field, std::vector<float>& out,
   return status::ok();
 }
 
+// A typed graph's nodes of `type` (one group per type named).
+graph::typed_nodes& group_of(rpc::graph_edit& e, const std::string& type) {
+  for (auto& n : e.nodes)
+    if (n.type == type) return n;
+  e.nodes.push_back({});
+  e.nodes.back().type = type;
+  return e.nodes.back();
+}
+
+// {"src,rel,dst": [[src, ...], [dst, ...]] (with [w, ...] third when adding), ...}
+status typed_edges_of(const json& j, std::string_view field, std::vector<graph::typed_edges>& out) {
+  for (const auto& [type, value] : j.items()) {
+    const std::string what = fmt::format("{}['{}']", field, type.substr(0, 64));
+    graph::typed_edges g;
+    g.type = type;
+    if (!value.is_array() || value.size() < 2 || value.size() > 3)
+      return make_error(errc::invalid_argument, "{}: expected [[src, ...], [dst, ...]]", what);
+    SPINDLE_TRY(list_of(value[0], what + "[0]", g.src));
+    SPINDLE_TRY(list_of(value[1], what + "[1]", g.dst));
+    if (value.size() == 3) SPINDLE_TRY(list_of(value[2], what + "[2]", g.weight));
+    out.push_back(std::move(g));
+  }
+  return status::ok();
+}
+
+// A typed graph's node changes: add_nodes {"type": [[row], ...] or a count},
+// set_features {"type": {"ids", "rows"}}, remove_nodes {"type": [ids]}.
+status typed_nodes_of(const json& j, const std::string& field, rpc::graph_edit& e) {
+  for (const auto& [type, value] : j.items()) {
+    const std::string what = fmt::format("{}['{}']", field, type.substr(0, 64));
+    auto& g = group_of(e, type);
+    if (field == "add_nodes" && value.is_number_integer()) {
+      g.add += value.get<std::int64_t>();
+    } else if (field == "add_nodes") {
+      std::int64_t n = 0;
+      SPINDLE_TRY(rows_of(value, what, g.add_rows, &n));
+      g.add += n;
+    } else if (field == "set_features") {
+      if (!value.is_object() || !value.contains("ids") || !value.contains("rows"))
+        return make_error(errc::invalid_argument, "{}: expected {{\"ids\", \"rows\"}}", what);
+      SPINDLE_TRY(list_of(value["ids"], what + ".ids", g.set_ids));
+      SPINDLE_TRY(rows_of(value["rows"], what + ".rows", g.set_rows));
+    } else {
+      SPINDLE_TRY(list_of(value, what, g.remove));
+    }
+  }
+  return status::ok();
+}
+
 }  // namespace
 
 expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
@@ -58,7 +107,13 @@ expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
     return make_error(errc::invalid_argument, "request body is not a JSON object");
   rpc::graph_edit e;
   for (const auto& [key, value] : j.items()) {
-    if (key == "add_edges") {
+    const bool typed = value.is_object() && key != "set_features";
+    if (typed && (key == "add_edges" || key == "remove_edges")) {  // keyed by edge type
+      SPINDLE_TRY(typed_edges_of(value, key, key == "add_edges" ? e.add_typed : e.remove_typed));
+    } else if ((typed && (key == "add_nodes" || key == "remove_nodes")) ||
+               (key == "set_features" && value.is_object() && !value.contains("ids"))) {
+      SPINDLE_TRY(typed_nodes_of(value, key, e));  // keyed by node type
+    } else if (key == "add_edges") {
       SPINDLE_TRY(edges_of(value, key, e.add_src, e.add_dst));
     } else if (key == "add_weights") {
       SPINDLE_TRY(list_of(value, key, e.add_weight));
@@ -83,8 +138,20 @@ expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
   return e;
 }
 
-std::string graph_answer_json(const rpc::graph_edit_answer& a) {
-  return json{{"version", a.version}, {"nodes", a.nodes}, {"new_ids", a.new_ids}}.dump();
+std::string graph_answer_json(const rpc::graph_edit_answer& a,
+                              const std::vector<std::pair<std::string, std::int64_t>>& added) {
+  json out{{"version", a.version}, {"nodes", a.nodes}, {"new_ids", a.new_ids}};
+  if (added.empty()) return out.dump();
+  json by_type = json::object();
+  std::size_t next = 0;
+  for (const auto& [type, count] : added) {
+    auto& ids = by_type[type];
+    if (ids.is_null()) ids = json::array();
+    for (std::int64_t k = 0; k < count && next < a.new_ids.size(); ++k)
+      ids.push_back(a.new_ids[next++]);
+  }
+  out["new_ids_by_type"] = std::move(by_type);
+  return out.dump();
 }
 
 }  // namespace spindle::transport::kserve

@@ -5,10 +5,17 @@
 //   {"add_edges": [[src, ...], [dst, ...]], "remove_edges": [[...], [...]],
 //    "add_nodes": [[feature, ...], ...], "set_features": {"ids": [...], "rows": [[...], ...]},
 //    "remove_nodes": [...]}
+// On a typed graph each field is keyed by type, ids local to it (new_ids too):
+//   {"add_edges": {"user,pays,merchant": [[src, ...], [dst, ...]]},
+//    "add_nodes": {"tx": [[feature, ...], ...]} (or a count for a featureless type),
+//    "set_features": {"user": {"ids": [...], "rows": [[...], ...]}},
+//    "remove_nodes": {"user": [...]}, "remove_edges": {...}}
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.hpp"
 #include "transport/rpc/rpc_types.hpp"
@@ -17,7 +24,9 @@ namespace spindle::transport::kserve {
 
 /// The batch a body asks for; errors name the field.
 expected<rpc::graph_edit> graph_edit_of_json(std::string_view body);
-/// {"version": V, "nodes": N, "new_ids": [...]}.
-std::string graph_answer_json(const rpc::graph_edit_answer& a);
+/// {"version": V, "nodes": N, "new_ids": [...]}; with a typed batch's nodes
+/// added per type (in its order), "new_ids_by_type": {"type": [local ids]} too.
+std::string graph_answer_json(const rpc::graph_edit_answer& a,
+                              const std::vector<std::pair<std::string, std::int64_t>>& added = {});
 
 }  // namespace spindle::transport::kserve

@@ -90,6 +90,63 @@ gnn_answer read(::GnnReply::Reader r) {
           to_vector<std::uint32_t>(r.getWidths())};
 }
 
+namespace {
+
+// A typed graph's changes (schema 9), per edge or node type.
+void write_edges(capnp::List<::GraphUpdate::TypedEdges>::Builder out,
+                 const std::vector<graph::typed_edges>& in) {
+  for (unsigned i = 0; i < in.size(); ++i) {
+    out[i].setEdgeType(text(in[i].type));
+    fill(out[i].initSrc(in[i].src.size()), in[i].src);
+    fill(out[i].initDst(in[i].dst.size()), in[i].dst);
+    fill(out[i].initWeight(in[i].weight.size()), in[i].weight);
+  }
+}
+
+void write_typed(::GraphUpdate::Builder b, const graph_edit& e) {
+  if (!e.typed()) return;
+  write_edges(b.initAddTyped(e.add_typed.size()), e.add_typed);
+  write_edges(b.initRemoveTyped(e.remove_typed.size()), e.remove_typed);
+  auto nodes = b.initNodeChanges(e.nodes.size());
+  for (unsigned i = 0; i < e.nodes.size(); ++i) {
+    const auto& n = e.nodes[i];
+    nodes[i].setNodeType(text(n.type));
+    nodes[i].setAdd(n.add);
+    fill(nodes[i].initAddFeatures(n.add_rows.size()), n.add_rows);
+    fill(nodes[i].initSetIds(n.set_ids.size()), n.set_ids);
+    fill(nodes[i].initSetRows(n.set_rows.size()), n.set_rows);
+    fill(nodes[i].initRemove(n.remove.size()), n.remove);
+  }
+}
+
+std::vector<graph::typed_edges> read_edges(capnp::List<::GraphUpdate::TypedEdges>::Reader in) {
+  std::vector<graph::typed_edges> out(in.size());
+  for (unsigned i = 0; i < in.size(); ++i) {
+    out[i].type = str(in[i].getEdgeType());
+    out[i].src = to_vector<std::int64_t>(in[i].getSrc());
+    out[i].dst = to_vector<std::int64_t>(in[i].getDst());
+    out[i].weight = to_vector<float>(in[i].getWeight());
+  }
+  return out;
+}
+
+void read_typed(::GraphUpdate::Reader r, graph_edit& e) {
+  e.add_typed = read_edges(r.getAddTyped());
+  e.remove_typed = read_edges(r.getRemoveTyped());
+  for (auto n : r.getNodeChanges()) {
+    graph::typed_nodes t;
+    t.type = str(n.getNodeType());
+    t.add = n.getAdd();
+    t.add_rows = to_vector<float>(n.getAddFeatures());
+    t.set_ids = to_vector<std::int64_t>(n.getSetIds());
+    t.set_rows = to_vector<float>(n.getSetRows());
+    t.remove = to_vector<std::int64_t>(n.getRemove());
+    e.nodes.push_back(std::move(t));
+  }
+}
+
+}  // namespace
+
 void write(::GraphUpdate::Builder b, const graph_edit& e) {
   fill(b.initAddSrc(e.add_src.size()), e.add_src);
   fill(b.initAddDst(e.add_dst.size()), e.add_dst);
@@ -101,6 +158,7 @@ void write(::GraphUpdate::Builder b, const graph_edit& e) {
   fill(b.initSetIds(e.set_ids.size()), e.set_ids);
   fill(b.initSetRows(e.set_rows.size()), e.set_rows);
   fill(b.initRemoveNodes(e.remove_nodes.size()), e.remove_nodes);
+  write_typed(b, e);
 }
 
 graph_edit read(::GraphUpdate::Reader r) {
@@ -115,6 +173,7 @@ graph_edit read(::GraphUpdate::Reader r) {
   e.set_ids = to_vector<std::int64_t>(r.getSetIds());
   e.set_rows = to_vector<float>(r.getSetRows());
   e.remove_nodes = to_vector<std::int64_t>(r.getRemoveNodes());
+  read_typed(r, e);
   return e;
 }
 

@@ -7,11 +7,12 @@
 # request never fails its neighbours in a batch.
 @0xf8bf9206416f48e7;
 
-const schemaVersion :UInt32 = 8;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
+const schemaVersion :UInt32 = 9;  # 2: tensor models, the SplitRPC data path; 3: load/unload;
                                   # 4: version() also says whether the server is ready;
                                   # 5: models() without a token (as KServe's metadata);
                                   # 6: graph updates and versions (updateGraph, minVersion);
-                                  # 7: pairs and named outputs; 8: typed graphs (nodeType)
+                                  # 7: pairs and named outputs; 8: typed graphs (nodeType);
+                                  # 9: typed graph updates (GraphUpdate.addTyped, ...)
 
 enum Status {
   ok @0;                # the request was served; outputs are valid
@@ -68,6 +69,26 @@ struct GraphUpdate {
   setIds @7 :List(Int64);           # nodes whose feature rows to replace
   setRows @8 :List(Float32);        # setIds x feature width
   removeNodes @9 :List(Int64);      # refused as seeds from then on; gone from neighbourhoods
+  # (version 9) A typed graph's changes, named by type with ids local to it (the
+  # fields above stay empty there); newIds come back local, in nodeChanges order.
+  addTyped @10 :List(TypedEdges);
+  removeTyped @11 :List(TypedEdges);
+  nodeChanges @12 :List(TypedNodes);
+
+  struct TypedEdges {
+    edgeType @0 :Text;              # "src,rel,dst", or a relation no other edge type has
+    src @1 :List(Int64);            # local ids of the edge type's source node type
+    dst @2 :List(Int64);            # local ids of its destination node type
+    weight @3 :List(Float32);       # one per added edge on a weighted graph, else empty
+  }
+  struct TypedNodes {
+    nodeType @0 :Text;
+    add @1 :Int64;                  # nodes to add (ids: the type's count, then on)
+    addFeatures @2 :List(Float32);  # add x the type's feature width, row-major
+    setIds @3 :List(Int64);         # local ids whose feature rows to replace
+    setRows @4 :List(Float32);      # setIds x the type's feature width
+    remove @5 :List(Int64);         # local ids to remove
+  }
 }
 
 struct RecRequest {
