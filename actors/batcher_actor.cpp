@@ -168,10 +168,10 @@ bool any_idle(batcher_ptr self) {
   return false;
 }
 
-batcher_actor::behavior_type batcher_behavior(batcher_ptr self, std::vector<pipeline_actor> pipelines,
-                            serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
-                            std::function<double(const serving::gnn_request&)> psgs_of,
-                            std::vector<std::int32_t> ranks) {
+batcher_actor::behavior_type batcher_behavior(
+    batcher_ptr self, std::vector<pipeline_actor> pipelines, serving::batch_policy policy,
+    std::shared_ptr<serving::psgs_router> router,
+    std::function<double(const serving::gnn_request&)> psgs_of, std::vector<std::int32_t> ranks) {
   auto& st = self->state;
   ranks.resize(pipelines.size(), -1);
   for (std::size_t i = 0; i < pipelines.size(); ++i)

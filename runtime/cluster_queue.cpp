@@ -55,8 +55,7 @@ void cluster_queue::apply(const serving::roster_change& c) {
     case roster_action::add:
       caf::anon_send(bridge_, actors::peer_atom::value, rank, c.bridge);
       for (int i = 0; i < per_rank_; ++i) {
-        of_rank.push_back(
-            actors::spawn_remote_pipeline(sys_, bridge_, rank, router_, psgs_of_, i));
+        of_rank.push_back(actors::spawn_remote_pipeline(sys_, bridge_, rank, router_, psgs_of_, i));
         if (batcher_)
           caf::anon_send(batcher_, actors::join_atom::value, of_rank.back(), std::int32_t(rank));
       }

@@ -6,11 +6,16 @@ namespace spindle::serving {
 
 std::string_view to_string(roster_action a) {
   switch (a) {
-    case roster_action::add: return "add";
-    case roster_action::up: return "up";
-    case roster_action::down: return "down";
-    case roster_action::leave: return "leave";
-    case roster_action::gone: return "gone";
+    case roster_action::add:
+      return "add";
+    case roster_action::up:
+      return "up";
+    case roster_action::down:
+      return "down";
+    case roster_action::leave:
+      return "leave";
+    case roster_action::gone:
+      return "gone";
   }
   return "unknown";
 }

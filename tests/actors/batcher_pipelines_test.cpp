@@ -71,8 +71,8 @@ TEST(batcher_pipelines_test, an_added_pipeline_takes_batches_and_a_removed_one_f
   serving::batch_policy bp;
   bp.max_batch = 1;
   bp.pipeline_depth = 1;
-  auto batcher = spawn_batcher(
-      sys, {a}, bp, nullptr, [](const serving::gnn_request&) { return 1.0; }, {0});
+  auto batcher =
+      spawn_batcher(sys, {a}, bp, nullptr, [](const serving::gnn_request&) { return 1.0; }, {0});
   caf::scoped_actor self{sys};
   auto ask = [&](std::uint64_t seed) {
     self->send(batcher, infer_atom::value, serving::gnn_request{{1}, seed});

@@ -196,8 +196,8 @@ void expect_rank_3_fed(const std::string& door,
     after = batches_by_rank(client);
     if (after["3"] > had) break;
   }
-  std::printf("%s, rank 0's door: %d calls right, %d wrong, %d refused; batches%s\n", when,
-              t.right, t.wrong, t.refused, counts_text(after).c_str());
+  std::printf("%s, rank 0's door: %d calls right, %d wrong, %d refused; batches%s\n", when, t.right,
+              t.wrong, t.refused, counts_text(after).c_str());
   EXPECT_EQ(t.wrong, 0);
   EXPECT_EQ(t.refused, 0) << t.first_refusal;
   for (const char* rank : {"0", "1", "2"}) EXPECT_GT(after[rank], 0u) << rank;
@@ -212,8 +212,8 @@ void expect_rank_3_not_fed(const std::string& door,
   auto before = batches_by_rank(client);
   const auto t = closed_loop(door, one, 10);
   auto after = batches_by_rank(client);
-  std::printf("%s, rank 0's door: %d calls right, %d wrong, %d refused; batches%s\n", when,
-              t.right, t.wrong, t.refused, counts_text(after).c_str());
+  std::printf("%s, rank 0's door: %d calls right, %d wrong, %d refused; batches%s\n", when, t.right,
+              t.wrong, t.refused, counts_text(after).c_str());
   EXPECT_EQ(t.wrong, 0);
   EXPECT_EQ(t.refused, 0) << t.first_refusal;
   EXPECT_EQ(after["3"], before["3"]) << counts_text(after);
@@ -335,10 +335,11 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   members_when(client, serving_epoch(3, 2), 60);
   leaving.finish();
   const auto busy = busy_leave.finish();
-  std::printf("during the leave: %d calls right, %d wrong, %d refused; closed loop: %d right, "
-              "%d wrong, %d refused\n",
-              leaving.right.load(), leaving.wrong.load(), leaving.refused.load(), busy.right,
-              busy.wrong, busy.refused);
+  std::printf(
+      "during the leave: %d calls right, %d wrong, %d refused; closed loop: %d right, "
+      "%d wrong, %d refused\n",
+      leaving.right.load(), leaving.wrong.load(), leaving.refused.load(), busy.right, busy.wrong,
+      busy.refused);
   EXPECT_GT(leaving.right.load(), 0);
   EXPECT_EQ(leaving.wrong.load(), 0);
   EXPECT_EQ(leaving.refused.load(), 0);
@@ -371,10 +372,11 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   members_when(client, serving_epoch(3, 4), 60);
   dying.finish();
   const auto lost = busy_dying.finish();
-  std::printf("rank 3 killed: %d calls right, %d wrong, %d refused; closed loop: %d right, %d "
-              "wrong, %d refused (%s)\n",
-              dying.right.load(), dying.wrong.load(), dying.refused.load(), lost.right, lost.wrong,
-              lost.refused, lost.first_refusal.c_str());
+  std::printf(
+      "rank 3 killed: %d calls right, %d wrong, %d refused; closed loop: %d right, %d "
+      "wrong, %d refused (%s)\n",
+      dying.right.load(), dying.wrong.load(), dying.refused.load(), lost.right, lost.wrong,
+      lost.refused, lost.first_refusal.c_str());
   EXPECT_EQ(dying.wrong.load(), 0);
   EXPECT_EQ(lost.wrong, 0);
   EXPECT_GT(lost.right, 0);
