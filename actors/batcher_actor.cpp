@@ -25,6 +25,7 @@ struct batcher_state {
   std::vector<pipeline_actor> pipelines;
   std::vector<std::size_t> in_flight;  // batches each pipeline holds
   std::vector<bool> down;              // pipelines whose process is down: given no batches
+  std::vector<bool> removed;  // taken off the queue (leave_atom): ended once they hold no batch
   std::deque<closed_batch> queue;      // Quiver §4.3: one queue shared by every pipeline
   std::unique_ptr<serving::batch_builder<pending>> builder;
   std::shared_ptr<serving::psgs_router> router;
@@ -55,6 +56,26 @@ gnn_reply reply_for(const serving::batch_result& res, std::size_t i, double queu
 
 void start_next(batcher_ptr self);
 
+// Ends pipeline `p` once it was removed and holds no batch; its slot stays (with
+// its counters) and is never given a batch again.
+void end_if_removed(batcher_ptr self, std::size_t p) {
+  auto& st = self->state;
+  if (!st.removed[p] || st.in_flight[p] > 0 || !st.pipelines[p]) return;
+  self->send_exit(st.pipelines[p], caf::exit_reason::user_shutdown);
+  st.pipelines[p] = pipeline_actor{};
+}
+
+// Appends a pipeline that runs on `rank` (-1: unsaid); it takes batches at once.
+void add_pipeline(batcher_ptr self, pipeline_actor p, std::int32_t rank) {
+  auto& st = self->state;
+  st.pipelines.push_back(std::move(p));
+  st.in_flight.push_back(0);
+  st.down.push_back(false);
+  st.removed.push_back(false);
+  st.stats.per_pipeline.push_back(0);
+  st.stats.pipeline_rank.push_back(rank);
+}
+
 bool any_up(batcher_ptr self) {
   const auto& d = self->state.down;
   return std::find(d.begin(), d.end(), false) != d.end();
@@ -83,10 +104,12 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
               item.promise.deliver(reply_for(res, i, queued, item.request.sampler_seed));
             }
             --self->state.in_flight[p];
+            end_if_removed(self, p);
             start_next(self);
           },
           [=](caf::error& err) {
             --self->state.in_flight[p];
+            end_if_removed(self, p);
             if (++held->attempts < 2 && any_up(self)) {
               ++self->state.stats.retried;
               self->state.queue.push_front(std::move(*held));
@@ -145,14 +168,14 @@ bool any_idle(batcher_ptr self) {
   return false;
 }
 
-batcher_actor::behavior_type batcher_behavior(batcher_ptr self, std::vector<pipeline_actor> pipelines,
-                            serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
-                            std::function<double(const serving::gnn_request&)> psgs_of) {
+batcher_actor::behavior_type batcher_behavior(
+    batcher_ptr self, std::vector<pipeline_actor> pipelines, serving::batch_policy policy,
+    std::shared_ptr<serving::psgs_router> router,
+    std::function<double(const serving::gnn_request&)> psgs_of, std::vector<std::int32_t> ranks) {
   auto& st = self->state;
-  st.in_flight.assign(pipelines.size(), 0);
-  st.down.assign(pipelines.size(), false);
-  st.stats.per_pipeline.assign(pipelines.size(), 0);
-  st.pipelines = std::move(pipelines);
+  ranks.resize(pipelines.size(), -1);
+  for (std::size_t i = 0; i < pipelines.size(); ++i)
+    add_pipeline(self, std::move(pipelines[i]), ranks[i]);
   st.builder = std::make_unique<serving::batch_builder<pending>>(policy);
   st.router = std::move(router);
   st.psgs_of = std::move(psgs_of);
@@ -189,13 +212,29 @@ batcher_actor::behavior_type batcher_behavior(batcher_ptr self, std::vector<pipe
       },
       [=](stats_atom) { return self->state.stats; },
       [=](fanouts_atom, const std::vector<int>& fanouts) {
-        for (const auto& p : self->state.pipelines) self->send(p, fanouts_atom::value, fanouts);
+        for (const auto& p : self->state.pipelines)
+          if (p) self->send(p, fanouts_atom::value, fanouts);
       },
       [=](pipeline_down_atom, const pipeline_actor& p, bool is_down) {
         auto& s = self->state;
         for (std::size_t i = 0; i < s.pipelines.size(); ++i)
-          if (s.pipelines[i] == p) s.down[i] = is_down;
+          if (s.pipelines[i] == p && !s.removed[i]) s.down[i] = is_down;
         start_next(self);
+      },
+      [=](join_atom, pipeline_actor& p, std::int32_t rank) {
+        add_pipeline(self, std::move(p), rank);
+        start_next(self);
+      },
+      // Its batches in flight are still answered (a failed one is retried on
+      // another pipeline, as for a pipeline whose process died).
+      [=](leave_atom, const pipeline_actor& p) {
+        auto& s = self->state;
+        for (std::size_t i = 0; i < s.pipelines.size(); ++i)
+          if (s.pipelines[i] == p && !s.removed[i]) {
+            s.removed[i] = true;
+            s.down[i] = true;
+            end_if_removed(self, i);
+          }
       },
   };
 }
@@ -205,9 +244,10 @@ batcher_actor::behavior_type batcher_behavior(batcher_ptr self, std::vector<pipe
 batcher_actor spawn_batcher(caf::actor_system& sys, std::vector<pipeline_actor> pipelines,
                             serving::batch_policy policy,
                             std::shared_ptr<serving::psgs_router> router,
-                            std::function<double(const serving::gnn_request&)> psgs_of) {
+                            std::function<double(const serving::gnn_request&)> psgs_of,
+                            std::vector<std::int32_t> ranks) {
   return sys.spawn(batcher_behavior, std::move(pipelines), policy, std::move(router),
-                   std::move(psgs_of));
+                   std::move(psgs_of), std::move(ranks));
 }
 
 }  // namespace spindle::actors

@@ -18,8 +18,10 @@
 namespace spindle::actors {
 
 /// `router` is shared with the pipelines (its policy is changed through this actor).
+/// `ranks`: the cluster rank each of `pipelines` runs on, for the stats (empty: unsaid).
 batcher_actor spawn_batcher(caf::actor_system& sys, std::vector<pipeline_actor> pipelines,
                          serving::batch_policy policy, std::shared_ptr<serving::psgs_router> router,
-                         std::function<double(const serving::gnn_request&)> psgs_of);
+                         std::function<double(const serving::gnn_request&)> psgs_of,
+                         std::vector<std::int32_t> ranks = {});
 
 }  // namespace spindle::actors

@@ -36,6 +36,13 @@ std::string gateway::stats_json() {
               m["batches"] = st.batches;
               m["small_executor_batches"] = st.small;
               m["large_executor_batches"] = st.large;
+              // A cluster's shared queue: the batches each rank's pipelines answered
+              // (a rank that joined counts from its join; one that left keeps its count).
+              for (std::size_t i = 0; i < st.pipeline_rank.size(); ++i)
+                if (st.pipeline_rank[i] >= 0) {
+                  auto& n = m["batches_by_rank"][std::to_string(st.pipeline_rank[i])];
+                  n = (n.is_null() ? 0 : n.get<std::uint64_t>()) + st.per_pipeline[i];
+                }
             },
             [](const caf::error&) {});
     if (e->b.device) {

@@ -109,6 +109,31 @@ void on_retire(coordinator_state& st, int rank, int epoch) {
   it->second.old_epoch = -1;
 }
 
+// The first live shard holder not yet reading the target with its old shard
+// freed (-1: the target is applied).
+int rank_applying(const coordinator_state& st) {
+  for (const auto& [rank, m] : st.members)
+    if (m.alive && !m.descriptor.empty() &&
+        (m.epoch != st.target.epoch || m.reading != m.epoch || m.old_epoch >= 0))
+      return rank;
+  return -1;
+}
+
+// Why the target plan can never be applied ("" if it can): a rank that joined,
+// holds rows of it and died before every live member read it. Readers attach
+// the target only once every owner of it publishes, so they stay where they
+// are until a rank joins as that rank again and builds its shard.
+std::string unfinishable_target(const coordinator_state& st) {
+  for (const auto& [rank, m] : st.members)
+    if (!m.alive && !m.address.empty() && rank < st.target.servers && st.target.epoch > 0)
+      return fmt::format(
+          "plan: epoch {} cannot be applied: rank {} (joined from {}), which holds rows of it, "
+          "died before every member read it, so the members read epoch {} on; a rank joining "
+          "as rank {} (`node --join` picks it) builds its shard and completes it",
+          st.target.epoch, rank, m.address, st.from.epoch, rank);
+  return {};
+}
+
 // A status query from this process needs no token; any other must carry it.
 bool trusted_sender(caf::stateful_actor<coordinator_state>* self) {
   const auto& sender = self->current_sender();
@@ -334,13 +359,14 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
                                      std::to_string(self->state.target.epoch));
         // One migration at a time: every live shard holder is on the target and
         // has freed its old shard (a node tracks one old shard at most).
-        for (const auto& [rank, m] : self->state.members)
-          if (m.alive && !m.descriptor.empty() &&
-              (m.epoch != self->state.target.epoch || m.reading != m.epoch || m.old_epoch >= 0))
-            return caf::make_error(caf::sec::runtime_error,
-                                   "plan: epoch " + std::to_string(self->state.target.epoch) +
-                                       " is still being applied (rank " + std::to_string(rank) +
-                                       ")");
+        if (const int rank = rank_applying(self->state); rank >= 0) {
+          auto why = unfinishable_target(self->state);
+          return caf::make_error(caf::sec::runtime_error,
+                                 !why.empty() ? why
+                                              : fmt::format("plan: epoch {} is still being "
+                                                            "applied (rank {})",
+                                                            self->state.target.epoch, rank));
+        }
         if (servers < 1)
           return caf::make_error(caf::sec::runtime_error,
                                  "plan: " + std::to_string(servers) + " ranks");

@@ -45,13 +45,14 @@ typename Inspector::result_type inspect(Inspector& f, batch_job& x) {
 struct batcher_stats {
   std::uint64_t batches = 0, requests = 0, small = 0, large = 0;
   std::uint64_t retried = 0;  // batches re-queued after their pipeline failed as a whole
-  std::vector<std::uint64_t> per_pipeline;  // batches each pipeline answered
+  std::vector<std::uint64_t> per_pipeline;  // batches each pipeline answered (removed ones too)
+  std::vector<std::int32_t> pipeline_rank;  // the cluster rank each pipeline runs on (-1: unsaid)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
   return f(caf::meta::type_name("batcher_stats"), x.batches, x.requests, x.small, x.large,
-           x.retried, x.per_pipeline);
+           x.retried, x.per_pipeline, x.pipeline_rank);
 }
 
 /// A pipeline as a batcher sees it (one here, or a stand-in for one on another
@@ -63,7 +64,10 @@ using pipeline_actor =
 /// The per-model batcher: a request in, its own answer out (errors in the reply
 /// or as the request's error); the batch and routing policy, the PSGS
 /// batch-closing threshold (from the router actor) and fanouts changed live;
-/// a pipeline marked down or up; its counters; its own deadline timer (flush).
+/// a pipeline marked down or up; a pipeline added while it serves (join_atom:
+/// the pipeline and the rank it runs on) or removed (leave_atom: given no more
+/// batches, its batches in flight still answered, then the batcher ends it);
+/// its counters; its own deadline timer (flush).
 using batcher_actor = caf::typed_actor<
     caf::replies_to<infer_atom, serving::gnn_request>::with<gnn_reply>,
     caf::reacts_to<flush_atom, std::uint64_t>,
@@ -71,6 +75,8 @@ using batcher_actor = caf::typed_actor<
     caf::reacts_to<policy_atom, serving::batch_policy>, caf::reacts_to<threshold_atom, double>,
     caf::reacts_to<fanouts_atom, std::vector<int>>,
     caf::reacts_to<pipeline_down_atom, pipeline_actor, bool>,
+    caf::reacts_to<join_atom, pipeline_actor, std::int32_t>,
+    caf::reacts_to<leave_atom, pipeline_actor>,
     caf::replies_to<stats_atom>::with<batcher_stats>>;
 
 }  // namespace spindle::actors

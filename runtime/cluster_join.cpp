@@ -9,18 +9,42 @@
 namespace spindle::runtime {
 namespace {
 
-// Rank 0's member list, as JSON, asked with the cluster token.
+// Who answers at `at` when it is not rank 0: a member's node actor answers
+// (status_atom) with its own line ("rank R (NAME, pid P)"); "" when none does.
+std::string member_at(caf::actor_system& sys, const caf::actor& at) {
+  caf::scoped_actor self{sys};
+  std::string out;
+  self->request(at, std::chrono::seconds(5), actors::status_atom::value)
+      .receive(
+          [&](const std::string& text) {
+            const auto j = nlohmann::json::parse(text, nullptr, false);
+            if (j.is_object() && j.contains("rank") && j["rank"].is_number_integer())
+              out = fmt::format("rank {} ({}, pid {})", j["rank"].get<int>(),
+                                j.value("name", std::string()).substr(0, 64), j.value("pid", 0));
+          },
+          [](caf::error&) {});
+  return out;
+}
+
+// Rank 0's member list, as JSON, asked with the cluster token; a member reached
+// instead of rank 0 is refused naming it and rank 0's address in the TOML.
 expected<nlohmann::json> join_members_of(caf::actor_system& sys, const caf::actor& coord,
-                                    const std::string& token, const std::string& at) {
+                                         const std::string& token, const std::string& at,
+                                         const config::server_spec& rank0) {
   caf::scoped_actor self{sys};
   expected<nlohmann::json> out = make_error(errc::unavailable, "--join {}: no answer", at);
+  std::string refused;
   self->request(coord, std::chrono::seconds(10), actors::status_atom::value, token)
       .receive([&](const std::string& text) { out = nlohmann::json::parse(text); },
-               [&](caf::error& e) {
-                 out = make_error(errc::unavailable, "--join {}: rank 0 refused the member list: {}",
-                                  at, to_string(e));
-               });
-  return out;
+               [&](caf::error& e) { refused = to_string(e); });
+  if (refused.empty()) return out;
+  if (const auto who = member_at(sys, coord); !who.empty())
+    return make_error(errc::invalid_argument,
+                      "--join {} reached {}, not rank 0: --join takes rank 0's address (the "
+                      "TOML's first server, {}:{})",
+                      at, who, rank0.host, rank0.port);
+  return make_error(errc::unavailable, "--join {}: rank 0 refused the member list: {}", at,
+                    refused);
 }
 
 // The rank to join as: --rank, else the one past every live member and the TOML's.
@@ -65,7 +89,8 @@ expected<join_target> prepare_join(caf::actor_system& sys, const config::topolog
   if (!link)
     return make_error(errc::unavailable, "--join {}: {}", a.join, link.error().message());
   j.link = std::move(*link);
-  SPINDLE_ASSIGN_OR_RETURN(auto members, join_members_of(sys, j.link.actor, token, a.join));
+  SPINDLE_ASSIGN_OR_RETURN(auto members,
+                           join_members_of(sys, j.link.actor, token, a.join, topo.servers.front()));
   SPINDLE_ASSIGN_OR_RETURN(j.rank, join_rank_of(members, topo, a.rank));
   j.me = topo.servers.back();  // placement reads the TOML's last server's tiers for it
   j.me.name = fmt::format("rank-{}", j.rank);

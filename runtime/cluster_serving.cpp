@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -27,6 +28,7 @@
 #include "graph/metrics.hpp"
 #include "nn/model.hpp"
 #include "runtime/cluster_features.hpp"
+#include "runtime/cluster_queue.hpp"
 #include "runtime/member_watch.hpp"
 #include "runtime/serving_assets.hpp"
 #include "serving/gnn_pipeline.hpp"
@@ -138,37 +140,6 @@ expected<std::unique_ptr<member_serving>> start_member_serving(rank_context node
   return std::unique_ptr<member_serving>(std::move(m));
 }
 
-namespace {
-
-bool serving(const std::map<int, member_info>& ms, int rank) {
-  auto it = ms.find(rank);
-  return it != ms.end() && it->second.ready && !it->second.bridge.empty();
-}
-
-// Tells the bridge and the batcher which members' pipelines went down or came back.
-member_watch::change_fn reroute(caf::actor bridge, actors::batcher_actor batcher,
-                                std::map<int, std::vector<actors::pipeline_actor>> proxies) {
-  return [=](const std::map<int, member_info>& before, const std::map<int, member_info>& now) {
-    for (const auto& [rank, of_rank] : proxies) {
-      const bool was = serving(before, rank), is = serving(now, rank);
-      const bool down = was && !is;
-      if (down) {
-        log::warn("rank {} stopped serving: its batches go to the other pipelines", rank);
-        caf::anon_send(bridge, actors::peer_down_atom::value, rank);
-      } else if (is && (!was || before.at(rank).bridge != now.at(rank).bridge)) {
-        log::info("rank {} serves again", rank);
-        caf::anon_send(bridge, actors::peer_atom::value, rank, now.at(rank).bridge);
-      } else {
-        continue;
-      }
-      for (const auto& proxy : of_rank)
-        caf::anon_send(batcher, actors::pipeline_down_atom::value, proxy, down);
-    }
-  };
-}
-
-}  // namespace
-
 struct cluster_gnn::parts {
   rank_context node;
   std::unique_ptr<serving_assets> assets;
@@ -180,8 +151,9 @@ struct cluster_gnn::parts {
   actors::router_actor router;
   actors::placement_actor placement;
   serving::batch_policy policy;
+  std::unique_ptr<cluster_queue> queue;  // which members' pipelines the batcher feeds
   std::uint64_t listener = 0;
-  std::size_t members = 0;
+  std::size_t members = 0;  // members whose pipelines it fed at start
   explicit parts(rank_context n) : node(n) {}
 };
 
@@ -193,8 +165,7 @@ cluster_gnn::~cluster_gnn() {
   caf::anon_send_exit(p_->placement, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(p_->router, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(p_->batcher, caf::exit_reason::user_shutdown);
-  for (std::size_t i = p_->local; i < p_->pipelines.size(); ++i)  // remote stand-ins
-    caf::anon_send_exit(p_->pipelines[i], caf::exit_reason::user_shutdown);
+  p_->queue.reset();  // ends the remote stand-ins
   for (std::size_t i = 0; i < p_->local; ++i)
     stop_and_wait(p_->node.sys, p_->pipelines[i]);  // they read `features`
 }
@@ -285,22 +256,22 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(rank_context node,
   node.sync.set_reader(p->features.get());
   p->pipelines = spawn_pipelines(sys, ds, a, *p->features, o.serving.pipelines);
   p->local = p->pipelines.size();
-  std::map<int, std::vector<actors::pipeline_actor>> proxies;
   const auto* dsp = &ds;
-  for (const auto& [rank, m] : members) {
-    if (rank == 0 || !serving(members, rank)) continue;
-    caf::anon_send(bridge.actor, actors::peer_atom::value, rank, m.bridge);
-    for (std::size_t i = 0; i < p->local; ++i) {  // every member runs as many as this node
-      proxies[rank].push_back(actors::spawn_remote_pipeline(
-          sys, bridge.actor, rank, a.router,
-          [dsp](const serving::gnn_request& r) { return serving::summed_psgs(*dsp, r); }, int(i)));
-      p->pipelines.push_back(proxies[rank].back());
-    }
-  }
-  p->members = proxies.size();
-  p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router,
-                                     [dsp](const auto& r) { return serving::summed_psgs(*dsp, r); });
-  p->listener = node.watch.on_change(reroute(bridge.actor, p->batcher, proxies));
+  auto psgs_of = [dsp](const serving::gnn_request& r) { return serving::summed_psgs(*dsp, r); };
+  // Every member runs as many pipelines as this node; members that serve later
+  // (a rank that joined, one back from the dead) are added as they do.
+  p->queue = std::make_unique<cluster_queue>(sys, bridge.actor, int(p->local), a.router, psgs_of);
+  auto [stand_ins, of_rank] = p->queue->start(members);
+  std::vector<std::int32_t> ranks(p->local, 0);
+  ranks.insert(ranks.end(), of_rank.begin(), of_rank.end());
+  p->members = std::set<std::int32_t>(of_rank.begin(), of_rank.end()).size();
+  p->pipelines.insert(p->pipelines.end(), stand_ins.begin(), stand_ins.end());
+  p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router, psgs_of, ranks);
+  p->queue->attach(p->batcher);
+  p->listener = node.watch.on_change(
+      [q = p->queue.get()](const auto&, const std::map<int, member_info>& now) {
+        q->on_change(now);
+      });
   p->router = actors::spawn_router(sys, a.router, p->batcher, owners_json(node.shard));
   p->placement = actors::spawn_placement(sys, node.coordinator,
                                          std::vector<double>(ds.fap().begin(), ds.fap().end()),

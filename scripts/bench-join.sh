@@ -6,11 +6,17 @@
 # time until the joiner's door opens (or the leaver exits), the rows it built and
 # their rate, the rows moved in the cluster, and the served p50/p99 and failures
 # of the run during the move beside a run without one.
-# Usage: scripts/bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE]
+# With `capacity` as the fourth argument it measures instead what a join adds:
+# closed loops of 16 calls (the door's limit in flight) through rank 0's door,
+# alternating three ranks and four (a fourth joins, is measured, leaves; CYCLES
+# times, default 3, then three ranks once more), and prints each run's req/s,
+# p50/p99 and the batches each rank's pipelines took, then the medians and their ratio.
+# Usage: scripts/bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE] [moves|capacity]
 set -euo pipefail
-src=${1:?usage: bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE]}
+src=${1:?usage: bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE] [moves|capacity]}
 policy=${2:-fap}
 bin=$(realpath "${3:-build/apps/spindle}")
+mode=${4:-moves}
 work=$(mktemp -d /tmp/bench-join.XXXXXX)
 pids=()
 cleanup() {
@@ -44,6 +50,54 @@ door=$(grep -m1 '^listening ' "$work/rank-0.out" | awk '{print $2}')
 load() {  # ARGS...: one load run through rank 0's door, its JSON report
   "$bin" client --connect "$door" --model graphsage load --seeds "degree:$work/cora" --json "$@"
 }
+join_rank() {  # OUT: starts rank 3 with --join and waits until its door is open
+  "$bin" node --config "$work/c.toml" --join "127.0.0.1:$port0" --dataset "$work/parts" \
+    --model "$work/sage" --listen 127.0.0.1:0 --admin-token-file "$work/admin" \
+    >"$work/$1.out" 2>"$work/$1.log" & joiner=$!
+  pids+=($joiner)
+  for _ in $(seq 1200); do grep -q '^listening ' "$work/$1.out" && break; sleep 0.05; done
+}
+
+if [[ $mode == capacity ]]; then
+  by_rank() {  # the batches of rank 0's queue each rank's pipelines answered, as JSON
+    "$bin" client --connect "$door" --token-file "$work/admin" admin stats | python3 -c \
+      'import json,sys; print(json.dumps(json.load(sys.stdin)["models"]["graphsage"].get("batches_by_rank", {})))'
+  }
+  measure() {  # LABEL: one closed loop, a table row with each rank's share; req/s to rps.txt
+    local before after
+    before=$(by_rank)
+    load --clients 16 --requests 30000 --warmup 3000 >"$work/run.json"
+    after=$(by_rank)
+    python3 -c 'import json,sys
+j = json.load(open(sys.argv[2])); b, a = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+share = " ".join("%s:%d" % (r, a[r] - b.get(r, 0)) for r in sorted(a))
+bad = j["requests"] - j["answered_ok"]
+print("| %s | %.0f | %.2f | %.2f | %d | %s |" % (sys.argv[1], j["throughput_rps"],
+      j["latency_ms"]["p50"], j["latency_ms"]["p99"], bad, share))
+open(sys.argv[5], "a").write("%s %.1f\n" % (sys.argv[1][0], j["throughput_rps"]))' \
+      "$1" "$work/run.json" "$before" "$after" "$work/rps.txt"
+  }
+  echo "policy $policy, $(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "| ranks fed by rank 0's queue | req/s | p50 ms | p99 ms | not ok | batches by rank |"
+  echo "|---|---|---|---|---|---|"
+  for cycle in $(seq "${CYCLES:-3}"); do
+    measure "3 (starting ranks)"
+    join_rank "rank-3.$cycle"
+    sleep 2  # every rank reads the 4-rank plan
+    measure "4 (rank 3 joined)"
+    "$bin" cluster-leave --config "$work/c.toml" --rank 3 >/dev/null
+    wait "$joiner"
+    sleep 2
+  done
+  measure "3 (starting ranks)"
+  python3 -c 'import statistics,sys
+runs = [l.split() for l in open(sys.argv[1])]
+three = [float(r) for n, r in runs if n == "3"]; four = [float(r) for n, r in runs if n == "4"]
+m3, m4 = statistics.median(three), statistics.median(four)
+print("median req/s: 3 ranks %.0f (%d runs), 4 ranks %.0f (%d runs), ratio %.2f" %
+      (m3, len(three), m4, len(four), m4 / m3))' "$work/rps.txt"
+  exit 0
+fi
 capacity=$(load --clients 8 --requests 3000 --warmup 500 | python3 -c \
   'import json,sys; print(int(json.load(sys.stdin)["throughput_rps"]))')
 rate=$((capacity / 2))
@@ -61,11 +115,7 @@ read -r q50 q99 qfail < <(summary "$work/quiet.json")
 load --rate "$rate" --requests "$requests" >"$work/join.json" & loader=$!
 sleep 2
 t0=$(date +%s.%N)
-"$bin" node --config "$work/c.toml" --join "127.0.0.1:$port0" --dataset "$work/parts" \
-  --model "$work/sage" --listen 127.0.0.1:0 --admin-token-file "$work/admin" \
-  >"$work/rank-3.out" 2>"$work/rank-3.log" & joiner=$!
-pids+=($joiner)
-for _ in $(seq 1200); do grep -q '^listening ' "$work/rank-3.out" && break; sleep 0.05; done
+join_rank rank-3
 t1=$(date +%s.%N)
 wait "$loader"
 read -r j50 j99 jfail < <(summary "$work/join.json")

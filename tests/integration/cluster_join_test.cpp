@@ -3,9 +3,12 @@
 // re-plans over four ranks, rows move to it from their owners over UCX while
 // rank 0's door keeps answering, and its own door opens once it serves them;
 // then it leaves (`spindle cluster-leave`) and its rows go back to the others;
-// joined again and killed, it is re-planned away.
+// joined again and killed, it is re-planned away. Once it serves, rank 0's
+// shared queue feeds its pipelines too (Admin stats' batches_by_rank), and
+// stops before it leaves or as it dies.
 // Every seeded call, through either door and during both moves, answers as one
-// process does. Bad --join input is refused by name while the cluster serves.
+// process does. Bad --join input (a member's address among it) is refused by
+// name while the cluster serves.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -13,11 +16,13 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
 #include "config/topology.hpp"
 #include "tests/integration/cluster_support.hpp"
+#include "transport/rpc/rpc_client.hpp"
 
 namespace spindle {
 namespace {
@@ -106,6 +111,114 @@ std::function<bool(const nlohmann::json&)> serving_epoch(std::size_t ranks, int 
   };
 }
 
+// What a closed loop of seeded calls through one door got back.
+struct loop_tally {
+  int right = 0, wrong = 0, refused = 0;
+  std::string first_refusal;
+  void add(const loop_tally& o) {
+    right += o.right, wrong += o.wrong, refused += o.refused;
+    if (first_refusal.empty()) first_refusal = o.first_refusal;
+  }
+};
+
+// `rounds` passes over the seeded requests through `door` with 12 calls
+// outstanding (enough to keep every rank's pipeline busy, so rank 0's queue
+// hands batches to all of them; under the door's 16 in flight with the serial
+// caller beside it), each answer compared with one process's.
+loop_tally closed_loop(const std::string& door, const one_process_answers& one,
+                       std::size_t rounds) {
+  loop_tally t;
+  auto client = transport::rpc::rpc_client::connect(door, 60'000);
+  if (!client) {
+    ADD_FAILURE() << client.error().to_string();
+    return t;
+  }
+  std::vector<transport::rpc::gnn_call> calls;
+  for (std::size_t r = 0; r < rounds; ++r)
+    for (const auto& q : one.reqs) calls.push_back({"graphsage", q.seeds, q.sampler_seed});
+  const std::size_t n = one.reqs.size();
+  const auto st = (*client)->run_closed_loop(
+      calls, 12, [&](std::size_t i, const transport::rpc::gnn_answer& a, double) {
+        if (a.status != transport::rpc::rpc_status::ok) {
+          if (t.refused++ == 0) t.first_refusal = a.message;
+        } else if (a.outputs == one.want.outputs[i % n]) {
+          ++t.right;
+        } else {
+          ++t.wrong;
+        }
+      });
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return t;
+}
+
+// Closed loops through `door` from a thread of its own until finished.
+struct loader {
+  std::atomic<bool> stop{false};
+  loop_tally total;
+  std::thread thread;
+  loader(const std::string& door, const one_process_answers& one) {
+    thread = std::thread([this, door, &one] {
+      while (!stop.load()) total.add(closed_loop(door, one, 2));
+    });
+  }
+  loop_tally finish() {
+    stop = true;
+    thread.join();
+    return total;
+  }
+};
+
+// The batches of rank 0's shared queue that each rank's pipelines answered.
+std::map<std::string, std::uint64_t> batches_by_rank(
+    const std::function<std::string(std::vector<std::string>)>& client) {
+  const auto m = nlohmann::json::parse(client({"admin", "stats"}))["models"]["graphsage"];
+  return m.value("batches_by_rank", nlohmann::json::object())
+      .get<std::map<std::string, std::uint64_t>>();
+}
+
+std::string counts_text(const std::map<std::string, std::uint64_t>& by_rank) {
+  std::string out;
+  for (const auto& [rank, n] : by_rank) out += " rank " + rank + ": " + std::to_string(n);
+  return out;
+}
+
+// Closed loops through rank 0's door (`door`) until rank 3's pipeline has answered
+// batches of its queue (3 loops at most); every answer must equal one process's.
+void expect_rank_3_fed(const std::string& door,
+                       const std::function<std::string(std::vector<std::string>)>& client,
+                       const one_process_answers& one, const char* when) {
+  auto before = batches_by_rank(client);
+  const std::uint64_t had = before["3"];
+  std::map<std::string, std::uint64_t> after;
+  loop_tally t;
+  for (int i = 0; i < 3; ++i) {
+    t.add(closed_loop(door, one, 10));
+    after = batches_by_rank(client);
+    if (after["3"] > had) break;
+  }
+  std::printf("%s, rank 0's door: %d calls right, %d wrong, %d refused; batches%s\n", when, t.right,
+              t.wrong, t.refused, counts_text(after).c_str());
+  EXPECT_EQ(t.wrong, 0);
+  EXPECT_EQ(t.refused, 0) << t.first_refusal;
+  for (const char* rank : {"0", "1", "2"}) EXPECT_GT(after[rank], 0u) << rank;
+  EXPECT_GT(after["3"], had) << counts_text(after);
+}
+
+// Rank 0's queue gives a rank that left or died no batch: a closed loop through
+// its door answers as one process, and rank 3's count stays.
+void expect_rank_3_not_fed(const std::string& door,
+                           const std::function<std::string(std::vector<std::string>)>& client,
+                           const one_process_answers& one, const char* when) {
+  auto before = batches_by_rank(client);
+  const auto t = closed_loop(door, one, 10);
+  auto after = batches_by_rank(client);
+  std::printf("%s, rank 0's door: %d calls right, %d wrong, %d refused; batches%s\n", when, t.right,
+              t.wrong, t.refused, counts_text(after).c_str());
+  EXPECT_EQ(t.wrong, 0);
+  EXPECT_EQ(t.refused, 0) << t.first_refusal;
+  EXPECT_EQ(after["3"], before["3"]) << counts_text(after);
+}
+
 TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) {
   if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   cora_cluster c("cluster_join");
@@ -127,6 +240,7 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   const std::string rank0 = "127.0.0.1:" + std::to_string(topo->servers[0].port);
   const one_process_answers one(c);
   expect_door_answers(client, one, 9);
+  EXPECT_EQ(batches_by_rank(client).count("3"), 0u);
 
   // Refused by name, and the cluster serves on: no answer at --join, another
   // cluster's token, a rank a live member holds.
@@ -143,6 +257,12 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   std::tie(rc, text) = refused_join(c, {"--join", rank0, "--rank", "1"}, c.dir + "/bad-3.log");
   EXPECT_NE(rc, 0);
   EXPECT_NE(text.find("rank 1 is already a live member"), std::string::npos) << text;
+  // --join at a member's gate, not rank 0's: refused naming what it reached.
+  const std::string rank1 = "127.0.0.1:" + std::to_string(topo->servers[1].port);
+  std::tie(rc, text) = refused_join(c, {"--join", rank1}, c.dir + "/bad-4.log");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(text.find("--join " + rank1 + " reached rank 1 ("), std::string::npos) << text;
+  EXPECT_NE(text.find("not rank 0"), std::string::npos) << text;
   // The TOML's ranks are what the cluster is sized for: rank 2, the highest, may not
   // leave (its rows would not fit on two ranks, and a leave cannot be taken back).
   auto toml_leave = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
@@ -189,9 +309,10 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   std::printf("rank 3's shard: %lu rows, %lu fetched from their owners\n", rows, fetched);
   EXPECT_GT(rows, 0u);
   EXPECT_EQ(fetched, rows);
-  // Both doors answer as one process.
+  // Both doors answer as one process, and rank 0's queue feeds rank 3's pipeline.
   expect_door_answers(client, one, 3);
   expect_door_answers(door_client(*door3, token), one, 3);
+  expect_rank_3_fed(*listening, client, one, "rank 3 joined");
 
   // Only the plan's highest rank may leave (servers are ranks 0..N-1).
   auto early = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
@@ -203,19 +324,30 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   EXPECT_NE(said.find("rank 1 is not the highest rank of the plan (3)"), std::string::npos)
       << said;
   // Rank 3 leaves: the plan goes back to three ranks, and it stops by itself.
+  // Calls in flight on rank 3 as it goes are answered too (it leaves rank 0's
+  // queue first; a batch lost anyway is retried on another pipeline).
   caller leaving(client, one);
+  loader busy_leave(*listening, one);
   auto leave = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
                                      "--rank", "3"});
   EXPECT_EQ(leave->wait(), 0);
   EXPECT_EQ(joiner.wait(), 0) << read_file(log3);
   members_when(client, serving_epoch(3, 2), 60);
   leaving.finish();
-  std::printf("during the leave: %d calls right, %d wrong, %d refused\n", leaving.right.load(),
-              leaving.wrong.load(), leaving.refused.load());
+  const auto busy = busy_leave.finish();
+  std::printf(
+      "during the leave: %d calls right, %d wrong, %d refused; closed loop: %d right, "
+      "%d wrong, %d refused\n",
+      leaving.right.load(), leaving.wrong.load(), leaving.refused.load(), busy.right, busy.wrong,
+      busy.refused);
   EXPECT_GT(leaving.right.load(), 0);
   EXPECT_EQ(leaving.wrong.load(), 0);
   EXPECT_EQ(leaving.refused.load(), 0);
+  EXPECT_GT(busy.right, 0);
+  EXPECT_EQ(busy.wrong, 0);
+  EXPECT_EQ(busy.refused, 0) << busy.first_refusal;
   expect_door_answers(client, one, 3);
+  expect_rank_3_not_fed(*listening, client, one, "rank 3 left");
 
   // A joined rank that dies (kill -9) is re-planned away: the rows only it held
   // come back from the members' partitions. Calls may be refused meanwhile
@@ -231,16 +363,25 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   EXPECT_NE(read_file(c.dir + "/rank-3.again.log").find("shard of placement epoch 3 ready: "),
             std::string::npos);
   expect_door_answers(door_client(*door3again, token), one, 3);
+  expect_rank_3_fed(*listening, client, one, "rank 3 joined again");
   caller dying(client, one);
+  loader busy_dying(*listening, one);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   again.signal(SIGKILL);
   again.wait();
   members_when(client, serving_epoch(3, 4), 60);
   dying.finish();
-  std::printf("rank 3 killed: %d calls right, %d wrong, %d refused\n", dying.right.load(),
-              dying.wrong.load(), dying.refused.load());
+  const auto lost = busy_dying.finish();
+  std::printf(
+      "rank 3 killed: %d calls right, %d wrong, %d refused; closed loop: %d right, %d "
+      "wrong, %d refused (%s)\n",
+      dying.right.load(), dying.wrong.load(), dying.refused.load(), lost.right, lost.wrong,
+      lost.refused, lost.first_refusal.c_str());
   EXPECT_EQ(dying.wrong.load(), 0);
+  EXPECT_EQ(lost.wrong, 0);
+  EXPECT_GT(lost.right, 0);
   expect_door_answers(client, one, 3);
+  expect_rank_3_not_fed(*listening, client, one, "rank 3 killed and re-planned away");
   stop_cluster(coord, members);
 }
 

@@ -1,0 +1,93 @@
+#include "runtime/cluster_queue.hpp"
+
+#include "actors/remote_pipeline.hpp"
+#include "core/log.hpp"
+
+namespace spindle::runtime {
+namespace {
+
+// The roster's view of the coordinator's member list.
+std::map<int, serving::roster_member> roster_view(const std::map<int, member_info>& live) {
+  std::map<int, serving::roster_member> out;
+  for (const auto& [rank, m] : live)
+    out[rank] = {m.ready && !m.bridge.empty(), m.leaving, !m.address.empty(), m.bridge};
+  return out;
+}
+
+}  // namespace
+
+cluster_queue::cluster_queue(caf::actor_system& sys, caf::actor bridge, int per_rank,
+                             std::shared_ptr<const serving::psgs_router> router,
+                             std::function<double(const serving::gnn_request&)> psgs_of)
+    : sys_(sys),
+      bridge_(std::move(bridge)),
+      per_rank_(per_rank),
+      router_(std::move(router)),
+      psgs_of_(std::move(psgs_of)) {}
+
+cluster_queue::~cluster_queue() {
+  for (const auto& [rank, of_rank] : stand_ins_)
+    for (const auto& p : of_rank) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
+std::pair<std::vector<actors::pipeline_actor>, std::vector<std::int32_t>> cluster_queue::start(
+    const std::map<int, member_info>& live) {
+  std::pair<std::vector<actors::pipeline_actor>, std::vector<std::int32_t>> out;
+  for (const auto& c : roster_.update(roster_view(live))) {
+    apply(c);  // no batcher yet: only adds (the rest needs a queue that fed the rank)
+    for (const auto& p : stand_ins_[c.rank]) {
+      out.first.push_back(p);
+      out.second.push_back(c.rank);
+    }
+  }
+  return out;
+}
+
+void cluster_queue::on_change(const std::map<int, member_info>& now) {
+  for (const auto& c : roster_.update(roster_view(now))) apply(c);
+}
+
+void cluster_queue::apply(const serving::roster_change& c) {
+  using serving::roster_action;
+  const int rank = c.rank;
+  auto& of_rank = stand_ins_[rank];
+  switch (c.action) {
+    case roster_action::add:
+      caf::anon_send(bridge_, actors::peer_atom::value, rank, c.bridge);
+      for (int i = 0; i < per_rank_; ++i) {
+        of_rank.push_back(actors::spawn_remote_pipeline(sys_, bridge_, rank, router_, psgs_of_, i));
+        if (batcher_)
+          caf::anon_send(batcher_, actors::join_atom::value, of_rank.back(), std::int32_t(rank));
+      }
+      if (batcher_)
+        log::info("rank {} serves: rank 0's queue feeds its {} pipeline{} too", rank, per_rank_,
+                  per_rank_ == 1 ? "" : "s");
+      return;
+    case roster_action::up:
+    case roster_action::down:
+      if (c.action == roster_action::up) {
+        log::info("rank {} serves again", rank);
+        caf::anon_send(bridge_, actors::peer_atom::value, rank, c.bridge);
+      } else {
+        log::warn("rank {} stopped serving: its batches go to the other pipelines", rank);
+        caf::anon_send(bridge_, actors::peer_down_atom::value, rank);
+      }
+      for (const auto& p : of_rank)
+        caf::anon_send(batcher_, actors::pipeline_down_atom::value, p,
+                       c.action == roster_action::down);
+      return;
+    case roster_action::leave:
+      log::info("rank {} leaves: rank 0's queue gives its pipelines no more batches", rank);
+      for (const auto& p : of_rank) caf::anon_send(batcher_, actors::leave_atom::value, p);
+      return;
+    case roster_action::gone:
+      // Its batches still in flight fail now and are retried on another pipeline.
+      caf::anon_send(bridge_, actors::peer_down_atom::value, rank);
+      for (const auto& p : of_rank) caf::anon_send(batcher_, actors::leave_atom::value, p);
+      log::warn("rank {} is gone: rank 0's queue no longer feeds it", rank);
+      stand_ins_.erase(rank);  // the batcher ends them once they hold no batch
+      return;
+  }
+}
+
+}  // namespace spindle::runtime

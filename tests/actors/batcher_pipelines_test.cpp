@@ -1,0 +1,123 @@
+// The batcher's pipelines while it serves (a cluster's shared queue as ranks
+// join and leave): a pipeline added takes batches at once; one removed gets no
+// new batch, still answers the batch it holds, and is then ended.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "actors/batcher_actor.hpp"
+
+namespace spindle::actors {
+namespace {
+
+// A pipeline that holds every batch until told (ok_atom) to answer the ones it
+// holds; each request's output is its sampler seed.
+struct held_batches {
+  std::vector<std::pair<batch_job, caf::response_promise>> held;
+};
+
+caf::behavior holding_pipeline(caf::stateful_actor<held_batches>* self,
+                               std::shared_ptr<std::atomic<int>> taken) {
+  return {
+      [=](run_atom, const batch_job& job) {
+        ++*taken;
+        auto rp = self->make_response_promise();
+        self->state.held.emplace_back(job, rp);
+        return rp;
+      },
+      [=](fanouts_atom, const std::vector<int>&) {},
+      [=](ok_atom) {
+        for (auto& [job, rp] : self->state.held) {
+          serving::batch_result r;
+          for (const auto& q : job.requests) {
+            r.outputs.push_back({float(q.sampler_seed)});
+            r.errors.push_back(status::ok());
+          }
+          rp.deliver(std::move(r));
+        }
+        self->state.held.clear();
+      },
+  };
+}
+
+bool reaches(const std::atomic<int>& n, int want) {
+  for (int i = 0; i < 1000 && n.load() < want; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return n.load() == want;
+}
+
+// The next answer the scoped actor receives: its sampler seed and output (-1 if none in 10 s).
+std::pair<std::uint64_t, float> next_answer(caf::scoped_actor& self) {
+  std::pair<std::uint64_t, float> out{0, -1};
+  self->receive(
+      [&](const gnn_reply& r) {
+        out = {r.sampler_seed, r.output.empty() ? -2.0f : r.output[0]};
+      },
+      caf::after(std::chrono::seconds(10)) >> [] { ADD_FAILURE() << "no answer in 10 s"; });
+  return out;
+}
+
+TEST(batcher_pipelines_test, an_added_pipeline_takes_batches_and_a_removed_one_finishes_its_own) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  auto taken_a = std::make_shared<std::atomic<int>>(0);
+  auto taken_b = std::make_shared<std::atomic<int>>(0);
+  auto a_actor = sys.spawn(holding_pipeline, taken_a);
+  auto b_actor = sys.spawn(holding_pipeline, taken_b);
+  auto a = caf::actor_cast<pipeline_actor>(a_actor);
+  auto b = caf::actor_cast<pipeline_actor>(b_actor);
+  serving::batch_policy bp;
+  bp.max_batch = 1;
+  bp.pipeline_depth = 1;
+  auto batcher =
+      spawn_batcher(sys, {a}, bp, nullptr, [](const serving::gnn_request&) { return 1.0; }, {0});
+  caf::scoped_actor self{sys};
+  auto ask = [&](std::uint64_t seed) {
+    self->send(batcher, infer_atom::value, serving::gnn_request{{1}, seed});
+  };
+  ask(1);  // rank 0's pipeline takes it and holds it
+  ASSERT_TRUE(reaches(*taken_a, 1));
+  self->send(batcher, join_atom::value, b, std::int32_t(3));
+  ask(2);  // the only idle pipeline is the one added
+  ASSERT_TRUE(reaches(*taken_b, 1));
+
+  self->monitor(b_actor);
+  self->send(batcher, leave_atom::value, b);
+  ask(3);  // both busy, one removed: it waits for rank 0's
+  self->send(batcher, fanouts_atom::value, std::vector<int>{2, 2});
+  self->send(b_actor, ok_atom::value);  // the removed pipeline answers what it holds
+  bool answered = false, ended = false;
+  for (int i = 0; i < 2; ++i)
+    self->receive(
+        [&](const gnn_reply& r) {
+          EXPECT_EQ(r.sampler_seed, 2u);
+          ASSERT_FALSE(r.output.empty()) << r.error.to_string();
+          EXPECT_EQ(r.output[0], 2.0f);
+          answered = true;
+        },
+        [&](caf::down_msg& d) { ended = d.source == b_actor.address(); },
+        caf::after(std::chrono::seconds(10)) >> [] { ADD_FAILURE() << "nothing in 10 s"; });
+  EXPECT_TRUE(answered);
+  EXPECT_TRUE(ended) << "the batcher ends a removed pipeline once it holds no batch";
+  EXPECT_EQ(taken_b->load(), 1);
+
+  self->send(a_actor, ok_atom::value);
+  EXPECT_EQ(next_answer(self), std::make_pair(std::uint64_t(1), 1.0f));
+  ASSERT_TRUE(reaches(*taken_a, 2)) << "the waiting batch goes to rank 0's pipeline";
+  self->send(a_actor, ok_atom::value);
+  EXPECT_EQ(next_answer(self), std::make_pair(std::uint64_t(3), 3.0f));
+
+  batcher_stats st;
+  self->request(batcher, std::chrono::seconds(5), stats_atom::value)
+      .receive([&](const batcher_stats& s) { st = s; },
+               [](caf::error& e) { ADD_FAILURE() << to_string(e); });
+  EXPECT_EQ(st.per_pipeline, (std::vector<std::uint64_t>{2, 1}));
+  EXPECT_EQ(st.pipeline_rank, (std::vector<std::int32_t>{0, 3}));
+  caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(a_actor, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace spindle::actors
