@@ -12,6 +12,9 @@
 namespace spindle::graph {
 namespace {
 
+// Nodes one typed batch may add (a featureless type's are a bare count).
+constexpr std::int64_t kMaxTypedNodesPerBatch = std::int64_t{1} << 20;
+
 // A type lookup's refusal prefixed with the item it names.
 expected<int> named(expected<int> found, const std::string& what) {
   if (!found) return std::move(found).error().with_context(what + ": ");
@@ -37,6 +40,10 @@ status check_form(const graph_update& u, bool typed) {
                         : !u.set_ids.empty() || !u.set_rows.empty()        ? "set_features"
                         : !u.remove_nodes.empty()                          ? "remove_nodes"
                                                                            : nullptr;
+  if (!u.add_weight.empty())
+    return make_error(errc::invalid_argument,
+                      "add_weights: a typed batch gives no weights apart from its edges (the "
+                      "typed graph is unweighted)");
   if (untyped)
     return make_error(errc::invalid_argument,
                       "{}: the graph is typed: name each change's edge or node type, with ids "
@@ -95,9 +102,14 @@ status lower_added(std::span<const node_type_info> nt, std::int64_t dim, const g
     if (n.add == 0 && n.add_rows.empty()) continue;
     const std::string what = fmt::format("add_nodes['{}']", n.type.substr(0, 64));
     SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
-    if (n.add < 0 || n.add > live_graph::kMaxNodesPerBatch - flat.add_nodes)
-      return make_error(errc::invalid_argument, "{}: {} nodes (0 to {} per batch)", what, n.add,
-                        live_graph::kMaxNodesPerBatch);
+    // A count costs a few bytes on the wire and a padded row and map entries
+    // each here (and in every replay of the log): counts are capped to what a
+    // batch's rows would carry, so a small request cannot take the memory.
+    if (n.add < 0 || n.add > kMaxTypedNodesPerBatch - flat.add_nodes)
+      return make_error(errc::invalid_argument,
+                        "{}: {} nodes (0 to {} a batch, all types together; send more in "
+                        "further batches)",
+                        what, n.add, kMaxTypedNodesPerBatch);
     const std::int64_t width = nt[std::size_t(t)].feature_dim;
     SPINDLE_TRY(detail::check_rows(n.add_rows, std::size_t(n.add), width, what));
     append_padded(flat.add_node_features, n.add_rows, n.add, width, dim);
@@ -119,7 +131,11 @@ status lower_node_changes(std::span<const node_type_info> nt, std::int64_t dim,
     if (n.remove.empty()) continue;
     const std::string what = fmt::format("remove_nodes['{}']", n.type.substr(0, 64));
     SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
+    std::set<std::int64_t> listed;
     for (std::size_t i = 0; i < n.remove.size(); ++i) {
+      if (!listed.insert(n.remove[i]).second)
+        return make_error(errc::invalid_argument, "{}[{}]: {} {} is listed twice", what, i,
+                          n.type.substr(0, 64), n.remove[i]);
       SPINDLE_ASSIGN_OR_RETURN(const std::int64_t g, ids(t, n.remove[i], what, i));
       ids.removing.insert(g);
       flat.remove_nodes.push_back(g);
@@ -130,6 +146,11 @@ status lower_node_changes(std::span<const node_type_info> nt, std::int64_t dim,
     const std::string what = fmt::format("set_features['{}']", n.type.substr(0, 64));
     SPINDLE_ASSIGN_OR_RETURN(const int t, named(find_node_type(nt, n.type), what));
     const std::int64_t width = nt[std::size_t(t)].feature_dim;
+    if (width == 0)
+      return make_error(errc::invalid_argument,
+                        "{}: node type '{}' has no features (a model reads it from an "
+                        "embedding table, or not at all): nothing to set",
+                        what, n.type.substr(0, 64));
     SPINDLE_TRY(detail::check_rows(n.set_rows, n.set_ids.size(), width, what));
     for (std::size_t i = 0; i < n.set_ids.size(); ++i) {
       SPINDLE_ASSIGN_OR_RETURN(const std::int64_t g, ids(t, n.set_ids[i], what, i));

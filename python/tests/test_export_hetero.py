@@ -20,6 +20,8 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 from torch_geometric.data import HeteroData  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+from pyg_models import two_sage  # noqa: E402
 import spindle_client as sc  # noqa: E402
 from serving import start_server_with_http  # noqa: E402
 from spindle_client.export import ExportError, export_pyg, save_graph  # noqa: E402
@@ -45,19 +47,6 @@ def typed_graph(seed=3):
     d["paper", "in", "venue"].edge_index = edges("paper", "venue", 60)
     d["venue", "rev_in", "paper"].edge_index = d["paper", "in", "venue"].edge_index.flip(0)
     return d
-
-
-class Sage(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = pyg_nn.SAGEConv((-1, -1), 16)
-        self.conv2 = pyg_nn.SAGEConv((-1, -1), 16)
-        self.lin = pyg_nn.Linear(-1, 5)
-
-    def forward(self, x, edge_index):
-        x = self.conv1(x, edge_index).relu()
-        x = self.conv2(x, edge_index).relu()
-        return self.lin(x)
 
 
 class Gat(torch.nn.Module):
@@ -119,7 +108,8 @@ def build(kind, data):
     elif kind.startswith("hc-"):
         model = HSage(data.edge_types, kind[3:])
     else:
-        base, aggr = {"sum": (Sage, "sum"), "mean": (Sage, "mean"), "max": (Sage, "max"),
+        sage = lambda: two_sage(16, 16, head=5)  # noqa: E731
+        base, aggr = {"sum": (sage, "sum"), "mean": (sage, "mean"), "max": (sage, "max"),
                       "gat": (Gat, "sum")}[kind]
         model = pyg_nn.to_hetero(base(), data.metadata(), aggr=aggr)
     module_answers(model, data)  # lazy modules take their widths

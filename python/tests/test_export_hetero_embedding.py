@@ -16,6 +16,8 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 from torch_geometric.data import HeteroData  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+from pyg_models import two_sage  # noqa: E402
 import spindle_client as sc  # noqa: E402
 from serving import start_server  # noqa: E402
 from spindle_client.export import ExportError, export_pyg, save_graph  # noqa: E402
@@ -37,16 +39,6 @@ def graph(seed=7):
     return d
 
 
-class Gnn(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = pyg_nn.SAGEConv((-1, -1), 16)
-        self.conv2 = pyg_nn.SAGEConv((-1, -1), 4)
-
-    def forward(self, x, edge_index):
-        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
-
-
 class Recommender(torch.nn.Module):
     """PyG's recommendation pattern: a table for the featureless users beside the
     typed GNN (to_hetero); x_dict["user"] is the table."""
@@ -54,7 +46,7 @@ class Recommender(torch.nn.Module):
     def __init__(self, metadata, dim=8):
         super().__init__()
         self.user_emb = torch.nn.Embedding(USERS, dim)
-        self.gnn = pyg_nn.to_hetero(Gnn(), metadata, aggr="sum")
+        self.gnn = pyg_nn.to_hetero(two_sage(16, 4), metadata, aggr="sum")
 
 
 def build(data):

@@ -23,6 +23,8 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 from torch_geometric.data import HeteroData  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+from pyg_models import two_sage  # noqa: E402
 import spindle_client as sc  # noqa: E402
 from serving import start_server, start_server_with_http  # noqa: E402
 from spindle_client.export import export_pyg, save_graph  # noqa: E402
@@ -79,17 +81,6 @@ class Typed:
                                  if not (e[0] == t and a in ids) and not (e[2] == t and b in ids)]
 
 
-class Sage(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = pyg_nn.SAGEConv((-1, -1), 16)
-        self.conv2 = pyg_nn.SAGEConv((-1, -1), 16)
-        self.lin = pyg_nn.Linear(-1, 5)
-
-    def forward(self, x, edge_index):
-        return self.lin(self.conv2(self.conv1(x, edge_index).relu(), edge_index).relu())
-
-
 def answers(model, g):
     d = g.data()
     with torch.no_grad():
@@ -106,7 +97,7 @@ def setup(tmp_path_factory):
     subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "graph"), "--out", str(tmp / "ds")],
                    check=True, capture_output=True)
     torch.manual_seed(0)
-    model = pyg_nn.to_hetero(Sage(), g.data().metadata(), aggr="sum")
+    model = pyg_nn.to_hetero(two_sage(16, 16, head=5), g.data().metadata(), aggr="sum")
     answers(model, g)  # lazy modules take their widths
     model.eval()
     export_pyg(model, str(tmp / "sage"), name="sage", fanouts=[-1, -1], check=g.data(),
@@ -309,16 +300,6 @@ def table_graph(seed=7):
     return d
 
 
-class Gnn(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = pyg_nn.SAGEConv((-1, -1), 8)
-        self.conv2 = pyg_nn.SAGEConv((-1, -1), 4)
-
-    def forward(self, x, edge_index):
-        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
-
-
 def test_an_added_node_of_an_embedding_table_type_is_refused_by_name(tmp_path):
     if not os.path.exists(SPINDLE):
         pytest.skip("no spindle binary")
@@ -328,7 +309,7 @@ def test_an_added_node_of_an_embedding_table_type_is_refused_by_name(tmp_path):
                     str(tmp_path / "ds")], check=True, capture_output=True)
     torch.manual_seed(0)
     emb = torch.nn.Embedding(USERS, 8)
-    gnn = pyg_nn.to_hetero(Gnn(), data.metadata(), aggr="sum")
+    gnn = pyg_nn.to_hetero(two_sage(8, 4), data.metadata(), aggr="sum")
     with torch.no_grad():
         gnn(dict(data.x_dict, user=emb.weight), data.edge_index_dict)
     gnn.eval()

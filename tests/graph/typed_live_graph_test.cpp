@@ -202,6 +202,34 @@ TEST(typed_live_graph_test, refuses_bad_typed_items_by_name_and_keeps_serving) {
             "without node or edge types");
 }
 
+// What a review found accepted: a bare count past what a batch may add (memory
+// for every replay of the log), weights outside the typed edges, features set on
+// a type that has none, a node listed twice for removal. Each is refused by
+// name and nothing is applied.
+TEST(typed_live_graph_test, counts_stray_weights_featureless_rows_and_repeats_are_refused) {
+  fixture f;
+  f.nodes[1].feature_dim = 0;  // merchants without features
+  live_graph lg(f.base.view(), f.options());
+  graph_update u;
+  u.nodes.push_back({"merchant", std::int64_t{1} << 21, {}, {}, {}, {}});
+  EXPECT_NE(refusal(lg, u).find("add_nodes['merchant']: 2097152 nodes (0 to 1048576 a batch"),
+            std::string::npos)
+      << refusal(lg, u);
+  u = {};
+  u.add_typed.push_back({"knows", {0}, {1}, {}});
+  u.add_weight = {5.0f};
+  EXPECT_NE(refusal(lg, u).find("add_weights: a typed batch gives no weights"), std::string::npos);
+  u = {};
+  u.nodes.push_back({"merchant", 0, {}, {1}, {}, {}});
+  EXPECT_NE(refusal(lg, u).find("set_features['merchant']: node type 'merchant' has no features"),
+            std::string::npos)
+      << refusal(lg, u);
+  u = {};
+  u.nodes.push_back({"user", 0, {}, {}, {}, {1, 1}});
+  EXPECT_EQ(refusal(lg, u), "remove_nodes['user'][1]: user 1 is listed twice");
+  EXPECT_EQ(lg.version(), 0u);
+}
+
 TEST(typed_live_graph_test, the_log_keeps_a_typed_batch_and_replay_gives_the_same_graph) {
   fixture f;
   const graph_update u = mixed_batch();

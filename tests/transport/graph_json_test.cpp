@@ -68,6 +68,9 @@ TEST(graph_json_test, bad_bodies_are_refused_by_field) {
   refused(R"({"add_nodes": [[1, "x"]]})", "add_nodes[0][1]: expected a number");
   refused(R"({"set_features": {"ids": [1]}})", "set_features: expected");
   refused(R"({"remove_nodes": 3})", "remove_nodes: expected a list");
+  refused(R"({"add_nodes": [[1, 2, 3], [4, 5]]})", "add_nodes[1]: 2 values, but row 0 has 3");
+  refused(R"({"add_nodes": {"user": [[1, 2], [3, 4, 5]]}})",
+          "add_nodes['user'][1]: 3 values, but row 0 has 2");
   refused(R"({"add_edges": [[[[[[[[[[1]]]]]]]]]]})", "nests deeper");
 }
 

@@ -41,8 +41,16 @@ status edges_of(const json& j, std::string_view field, std::vector<std::int64_t>
 status rows_of(const json& j, std::string_view field, std::vector<float>& out,
                std::int64_t* count = nullptr) {
   if (!j.is_array()) return make_error(errc::invalid_argument, "{}: expected a list of rows", field);
-  for (std::size_t i = 0; i < j.size(); ++i)
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::size_t before = out.size();
     SPINDLE_TRY(list_of(j[i], fmt::format("{}[{}]", field, i), out));
+    const std::size_t got = out.size() - before;
+    if (i > 0 && got != width)  // rows of one width: a ragged list is not re-split
+      return make_error(errc::invalid_argument, "{}[{}]: {} values, but row 0 has {}", field, i,
+                        got, width);
+    width = got;
+  }
   if (count) *count = std::int64_t(j.size());
   return status::ok();
 }
