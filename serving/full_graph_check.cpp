@@ -72,6 +72,10 @@ expected<std::vector<op_value>> full_graph_outputs(const graph::dataset& ds, nn:
   for (const auto& o : d.types.outputs) {
     SPINDLE_ASSIGN_OR_RETURN(int t, ds.find_node_type(o.node_type));
     const auto& info = ds.node_types()[std::size_t(t)];
+    if (info.count == 0) {  // a type with no nodes yet: its answer has no rows
+      out.push_back({0, d.out, {}});
+      continue;
+    }
     gnn_request all;
     all.node_type = o.node_type;
     all.seeds.resize(std::size_t(info.count));

@@ -269,3 +269,24 @@ def test_the_check_refuses_a_module_spindle_would_answer_differently(tmp_path):
     with pytest.raises(ExportError, match="node type 'paper' differs from your module"):
         hx._check(model, str(tmp_path / "m"), [("yours", data)], {"paper": "x", "author": "y"},
                   SPINDLE, 1e-4)
+
+
+def test_a_node_type_with_no_nodes_yet_is_checked_as_empty(tmp_path):
+    """A typed graph whose item type has no nodes yet (a shop before its first
+    item): the check answers it with no rows instead of failing on no seeds."""
+    if not os.path.exists(SPINDLE):
+        pytest.skip("no spindle binary")
+    rng = np.random.default_rng(0)
+    d = HeteroData()
+    d["user"].x = torch.from_numpy(rng.standard_normal((20, 4)).astype(np.float32))
+    d["item"].x = torch.zeros((0, 4))
+    d["user", "knows", "user"].edge_index = torch.from_numpy(rng.integers(0, 20, (2, 60)))
+    d["user", "buys", "item"].edge_index = torch.zeros((2, 0), dtype=torch.long)
+    d["item", "bought_by", "user"].edge_index = torch.zeros((2, 0), dtype=torch.long)
+    torch.manual_seed(0)
+    model = pyg_nn.to_hetero(two_sage(8, 3), d.metadata(), aggr="sum")
+    with torch.no_grad():
+        model(d.x_dict, d.edge_index_dict)
+    export_pyg(model.eval(), str(tmp_path / "m"), name="m", fanouts=[-1, -1], check=d,
+               spindle=SPINDLE)
+    assert '"yours: 20 nodes"' in (tmp_path / "m" / "model.toml").read_text()
