@@ -19,6 +19,11 @@ struct closed_batch {
   std::vector<pending> items;
   clock_type::time_point closed;
   int attempts = 0;  // pipelines that failed it as a whole (e.g. their process died)
+  // The last pipeline that failed it as a whole and that pipeline's rank (-1: unsaid):
+  // its retry goes to no pipeline of that rank (to no other stand-in of a dead rank).
+  std::size_t failed_on = SIZE_MAX;
+  std::int32_t failed_rank = -1;
+  caf::error failure;  // what it answers if no other pipeline is left for its retry
 };
 
 struct batcher_state {
@@ -76,9 +81,39 @@ void add_pipeline(batcher_ptr self, pipeline_actor p, std::int32_t rank) {
   st.stats.pipeline_rank.push_back(rank);
 }
 
-bool any_up(batcher_ptr self) {
-  const auto& d = self->state.down;
-  return std::find(d.begin(), d.end(), false) != d.end();
+// Whether pipeline `p` may take `b`: not the pipeline, nor a pipeline of the rank, that failed it.
+bool may_take(batcher_ptr self, std::size_t p, const closed_batch& b) {
+  if (p == b.failed_on) return false;
+  return b.failed_rank < 0 || self->state.stats.pipeline_rank[p] != b.failed_rank;
+}
+
+// Whether a pipeline that is up may take `b`.
+bool any_up_for(batcher_ptr self, const closed_batch& b) {
+  const auto& st = self->state;
+  for (std::size_t p = 0; p < st.pipelines.size(); ++p)
+    if (!st.down[p] && may_take(self, p, b)) return true;
+  return false;
+}
+
+// The first queued batch pipeline `p` may take (the queue's end if none).
+std::deque<closed_batch>::iterator first_for(batcher_ptr self, std::size_t p) {
+  auto& q = self->state.queue;
+  return std::find_if(q.begin(), q.end(),
+                      [&](const closed_batch& b) { return may_take(self, p, b); });
+}
+
+// Answers, with the error that failed them, the retried batches no pipeline that
+// is up may take any more (the others went down or left while they waited).
+void answer_stranded(batcher_ptr self) {
+  auto& q = self->state.queue;
+  for (auto it = q.begin(); it != q.end();) {
+    if (it->attempts == 0 || any_up_for(self, *it)) {
+      ++it;
+      continue;
+    }
+    for (auto& item : it->items) item.promise.deliver(it->failure);
+    it = q.erase(it);
+  }
 }
 
 // Runs `batch` on idle pipeline `p`; when it finishes, `p` takes the next queued batch.
@@ -110,8 +145,11 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
           [=](caf::error& err) {
             --self->state.in_flight[p];
             end_if_removed(self, p);
-            if (++held->attempts < 2 && any_up(self)) {
+            held->failed_on = p;
+            held->failed_rank = self->state.stats.pipeline_rank[p];
+            if (++held->attempts < 2 && any_up_for(self, *held)) {
               ++self->state.stats.retried;
+              held->failure = err;
               self->state.queue.push_front(std::move(*held));
             } else {
               for (auto& item : held->items) item.promise.deliver(err);
@@ -133,14 +171,18 @@ void start_next(batcher_ptr self) {
     if (st.in_flight[p] > 0 || st.down[p]) continue;
     if (st.queue.empty() && !st.builder->empty() && policy.work_conserving) close_open_batch(self);
     if (st.queue.empty()) return;
-    closed_batch b = std::move(st.queue.front());
-    st.queue.pop_front();
+    auto it = first_for(self, p);
+    if (it == st.queue.end()) continue;
+    closed_batch b = std::move(*it);
+    st.queue.erase(it);
     run_on(self, p, std::move(b));
   }
   for (std::size_t p = 0; p < st.pipelines.size() && !st.queue.empty(); ++p) {
     if (st.down[p] || st.in_flight[p] >= std::max<std::size_t>(1, policy.pipeline_depth)) continue;
-    closed_batch b = std::move(st.queue.front());
-    st.queue.pop_front();
+    auto it = first_for(self, p);
+    if (it == st.queue.end()) continue;
+    closed_batch b = std::move(*it);
+    st.queue.erase(it);
     run_on(self, p, std::move(b));
   }
 }
@@ -219,6 +261,7 @@ batcher_actor::behavior_type batcher_behavior(
         auto& s = self->state;
         for (std::size_t i = 0; i < s.pipelines.size(); ++i)
           if (s.pipelines[i] == p && !s.removed[i]) s.down[i] = is_down;
+        answer_stranded(self);
         start_next(self);
       },
       [=](join_atom, pipeline_actor& p, std::int32_t rank) {
@@ -235,6 +278,7 @@ batcher_actor::behavior_type batcher_behavior(
             s.down[i] = true;
             end_if_removed(self, i);
           }
+        answer_stranded(self);
       },
   };
 }

@@ -29,6 +29,7 @@ struct member {
   caf::node_id node;  // the process that joined as this rank, with the cluster token
   std::string address;  // a rank that joined past the TOML's: its HOST:PORT (`node --join`)
   bool leaving = false;  // asked to leave (kept after it exits: the plan goes on without it)
+  int pipelines = 0;     // the pipelines it serves batches with, as its ready said (0: unsaid)
 };
 
 struct target_plan {
@@ -77,7 +78,8 @@ nlohmann::json member_json(int rank, const member& m, const target_plan& t,
                       {"placement_error", m.problem},
                       {"address", m.address},
                       {"joined", !m.address.empty()},
-                      {"leaving", m.leaving}};
+                      {"leaving", m.leaving},
+                      {"pipelines", m.pipelines}};
   if (rank == 0) {
     j["target"] = t.epoch;
     j["fap"] = t.fap;
@@ -178,6 +180,17 @@ caf::result<std::string, std::string> lent(const lend_fn& lend, int to, const st
   auto r = lend(to, ids);
   if (!r) return caf::make_error(caf::sec::runtime_error, "rows: " + r.error().to_string());
   return {std::move(r->first), std::move(r->second)};
+}
+
+// A member serves batches at `bridge_address` with `pipelines` pipelines (0: unsaid).
+void on_ready(caf::stateful_actor<coordinator_state>* self, int rank,
+              const std::string& bridge_address, int pipelines) {
+  if (!from_member(self, rank, "ready")) return;
+  auto it = self->state.members.find(rank);
+  if (it == self->state.members.end()) return;
+  it->second.bridge = bridge_address;
+  it->second.pipelines = std::max(0, pipelines);
+  it->second.ready = true;
 }
 
 // (rows_atom, from, owner, ids): rank 0 lends its own rows, or asks the owner's
@@ -327,11 +340,10 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         return ok_atom::value;
       },
       [=](ready_atom, int rank, const std::string& bridge_address) {
-        if (!from_member(self, rank, "ready")) return;
-        auto it = self->state.members.find(rank);
-        if (it == self->state.members.end()) return;
-        it->second.bridge = bridge_address;
-        it->second.ready = true;
+        on_ready(self, rank, bridge_address, 0);
+      },
+      [=](ready_atom, int rank, const std::string& bridge_address, int pipelines) {
+        on_ready(self, rank, bridge_address, pipelines);
       },
       [=](shard_atom, int rank, int epoch, const std::string& descriptor) {
         if (from_member(self, rank, "shard")) on_shard(self->state, rank, epoch, descriptor);
@@ -436,8 +448,8 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
         return nlohmann::json{{"rank", o.rank}, {"name", o.name}, {"pid", int(::getpid())}}.dump();
       },
       // Its pipeline is registered at its bridge: tell the coordinator where to send batches.
-      [=](ready_atom, const std::string& bridge_address) {
-        self->send(coord, ready_atom::value, o.rank, bridge_address);
+      [=](ready_atom, const std::string& bridge_address, int pipelines) {
+        self->send(coord, ready_atom::value, o.rank, bridge_address, pipelines);
       },
       // Rows of its own copy lent to a rank building its shard: asked by the coordinator only.
       [=](rows_atom, int to, const std::string& ids) -> caf::result<std::string, std::string> {

@@ -33,7 +33,9 @@ namespace spindle::actors {
 ///                    "leaving", the placement re-plans without it, and the rank exits once
 ///                    every other member reads that plan. Only the highest rank of the plan
 ///                    may leave (plan servers are ranks 0..N-1); another is refused by name.
-///   (ready_atom, rank, bridge address)  the member serves batches (or "" if it only holds rows)
+///   (ready_atom, rank, bridge address[, pipelines])  the member serves batches with
+///                    that many pipelines (or "" if it only holds rows; no count: as many
+///                    as rank 0), listed as "pipelines" (0: unsaid)
 ///   (status_atom) -> JSON array: rank, name, pid, alive, joins, descriptor, bridge, ready,
 ///                    and the placement fields below; only for senders in this process
 ///   (status_atom, token) -> the same, for anyone holding the cluster token
@@ -73,7 +75,7 @@ struct member_options {
   std::string name;
   std::string descriptor;       // its feature shard's UCX region, or empty
   caf::actor bridge;            // its UCX bridge, told the coordinator's address on join
-  bool serves_batches = false;  // if set, ready is sent later with (ready_atom, address)
+  bool serves_batches = false;  // if set, ready is sent later with (ready_atom, address, pipelines)
   std::string token;            // the cluster token
   std::string plan;             // its placement plan's checksum (empty: no shard)
   /// Called (on a CAF thread) when the coordinator is seen down.
@@ -85,7 +87,7 @@ struct member_options {
 };
 
 /// Spawns a member node actor that joins `coordinator`. It answers (status_atom)
-/// with its own JSON line; (ready_atom, bridge address) passes readiness on.
+/// with its own JSON line; (ready_atom, bridge address, pipelines) passes readiness on.
 caf::actor spawn_member(caf::actor_system& sys, caf::actor coordinator, member_options options);
 
 }  // namespace spindle::actors

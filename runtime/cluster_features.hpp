@@ -48,6 +48,7 @@ struct member_info {
   int from_epoch = 0;  // rank 0 only: the target before `target`, its FAP and ranks
   std::string from_fap;
   int from_servers = 0;
+  int pipelines = 0;  // the pipelines it serves batches with, as its ready said (0: unsaid)
   bool operator==(const member_info&) const = default;
 };
 

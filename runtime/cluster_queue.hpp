@@ -23,8 +23,9 @@ namespace spindle::runtime {
 
 class cluster_queue {
  public:
-  /// Stand-ins go through `bridge`, `per_rank` per member (every rank runs as many
-  /// pipelines as rank 0), each routing its batches by `router` and `psgs_of`.
+  /// Stand-ins go through `bridge`, one per pipeline a member said it serves with
+  /// when ready (`per_rank` for a member that said none), each routing its batches
+  /// by `router` and `psgs_of`.
   cluster_queue(caf::actor_system& sys, caf::actor bridge, int per_rank,
                 std::shared_ptr<const serving::psgs_router> router,
                 std::function<double(const serving::gnn_request&)> psgs_of);
@@ -38,7 +39,8 @@ class cluster_queue {
       const std::map<int, member_info>& live);
   void attach(actors::batcher_actor batcher) { batcher_ = std::move(batcher); }
 
-  /// A member watch listener: brings the queue from the last list seen to `now`.
+  /// A member watch listener (every poll): brings the queue from the last list seen
+  /// to `now`; a list it saw last changes nothing.
   void on_change(const std::map<int, member_info>& now);
 
  private:
@@ -50,6 +52,7 @@ class cluster_queue {
   std::function<double(const serving::gnn_request&)> psgs_of_;
   actors::batcher_actor batcher_;
   serving::pipeline_roster roster_;
+  std::map<int, int> pipelines_of_;  // by rank: the pipelines the last list says it runs
   std::map<int, std::vector<actors::pipeline_actor>> stand_ins_;  // by rank
 };
 

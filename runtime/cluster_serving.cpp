@@ -134,7 +134,7 @@ expected<std::unique_ptr<member_serving>> start_member_serving(rank_context node
   for (std::size_t i = 0; i < m->pipelines.size(); ++i)
     caf::anon_send(bridge.actor, actors::register_atom::value,
                    actors::pipeline_target_name(int(i)), caf::actor_cast<caf::actor>(m->pipelines[i]));
-  caf::anon_send(member_actor, actors::ready_atom::value, bridge.address);
+  caf::anon_send(member_actor, actors::ready_atom::value, bridge.address, int(m->pipelines.size()));
   log::info("rank {}: {} pipeline{} ready for the coordinator's batches", shard.rank(),
             m->pipelines.size(), m->pipelines.size() == 1 ? "" : "s");
   return std::unique_ptr<member_serving>(std::move(m));
@@ -258,8 +258,9 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(rank_context node,
   p->local = p->pipelines.size();
   const auto* dsp = &ds;
   auto psgs_of = [dsp](const serving::gnn_request& r) { return serving::summed_psgs(*dsp, r); };
-  // Every member runs as many pipelines as this node; members that serve later
-  // (a rank that joined, one back from the dead) are added as they do.
+  // One stand-in per pipeline a member said it runs when ready (as many as this
+  // node if it said none); members that serve later (a rank that joined, one back
+  // from the dead) are added as they do.
   p->queue = std::make_unique<cluster_queue>(sys, bridge.actor, int(p->local), a.router, psgs_of);
   auto [stand_ins, of_rank] = p->queue->start(members);
   std::vector<std::int32_t> ranks(p->local, 0);
@@ -268,10 +269,11 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(rank_context node,
   p->pipelines.insert(p->pipelines.end(), stand_ins.begin(), stand_ins.end());
   p->batcher = actors::spawn_batcher(sys, p->pipelines, p->policy, a.router, psgs_of, ranks);
   p->queue->attach(p->batcher);
-  p->listener = node.watch.on_change(
-      [q = p->queue.get()](const auto&, const std::map<int, member_info>& now) {
-        q->on_change(now);
-      });
+  // Every poll, not only changes: a change the watch saw between `members` and
+  // this registration is applied at its first poll (the roster does nothing when
+  // the list is the one it last saw).
+  p->listener = node.watch.on_poll(
+      [q = p->queue.get()](const std::map<int, member_info>& now) { q->on_change(now); });
   p->router = actors::spawn_router(sys, a.router, p->batcher, owners_json(node.shard));
   p->placement = actors::spawn_placement(sys, node.coordinator,
                                          std::vector<double>(ds.fap().begin(), ds.fap().end()),

@@ -5,12 +5,12 @@
 
 namespace spindle::apps {
 
-// Every rank runs the same number of pipelines (the coordinator's stand-ins for
-// a member's pipelines assume so); `launch` passes these to all.
+// Each rank says how many pipelines it runs when ready (the coordinator keeps a
+// stand-in per pipeline); `launch` passes these to all.
 void add_pipeline_options(CLI::App& cmd, runtime::node_pipelines& p) {
   add_bounded(cmd, "--pipelines", p.pipelines,
-              "Pipelines on this node, sharing its pool (every rank of a cluster must run "
-              "the same number)",
+              "Pipelines on this node, sharing its pool (ranks of a cluster may run different "
+              "numbers: rank 0's queue feeds each rank's own)",
               1, 64);
   add_bounded(cmd, "--max-batch", p.batch.max_batch,
               "Requests per batch at this node's door (live: tunable max_batch)", 1, 65536);

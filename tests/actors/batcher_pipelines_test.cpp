@@ -119,5 +119,87 @@ TEST(batcher_pipelines_test, an_added_pipeline_takes_batches_and_a_removed_one_f
   caf::anon_send_exit(a_actor, caf::exit_reason::user_shutdown);
 }
 
+// A dead rank's stand-in: fails every batch at once, as a whole (so it is always idle).
+caf::behavior dead_pipeline(caf::event_based_actor*, std::shared_ptr<std::atomic<int>> taken) {
+  return {
+      [=](run_atom, const batch_job&) -> caf::result<serving::batch_result> {
+        ++*taken;
+        return caf::make_error(caf::sec::request_receiver_down);
+      },
+      [=](fanouts_atom, const std::vector<int>&) {},
+  };
+}
+
+// Answers every batch at once; each request's output is its sampler seed.
+caf::behavior answering_pipeline(caf::event_based_actor*, std::shared_ptr<std::atomic<int>> taken) {
+  return {
+      [=](run_atom, const batch_job& job) {
+        ++*taken;
+        serving::batch_result r;
+        for (const auto& q : job.requests) {
+          r.outputs.push_back({float(q.sampler_seed)});
+          r.errors.push_back(status::ok());
+        }
+        return r;
+      },
+      [=](fanouts_atom, const std::vector<int>&) {},
+  };
+}
+
+TEST(batcher_pipelines_test, a_batch_a_dead_rank_failed_is_retried_on_another_rank_only) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  auto dead_taken = std::make_shared<std::atomic<int>>(0);
+  auto good_taken = std::make_shared<std::atomic<int>>(0);
+  // Rank 3 died: both its stand-ins fail at once and come first, so each is idle
+  // whenever a batch is handed out; rank 0's pipeline answers.
+  auto dead_a = caf::actor_cast<pipeline_actor>(sys.spawn(dead_pipeline, dead_taken));
+  auto dead_b = caf::actor_cast<pipeline_actor>(sys.spawn(dead_pipeline, dead_taken));
+  auto good = caf::actor_cast<pipeline_actor>(sys.spawn(answering_pipeline, good_taken));
+  serving::batch_policy bp;
+  bp.max_batch = 1;
+  bp.pipeline_depth = 1;
+  auto batcher = spawn_batcher(sys, {dead_a, dead_b, good}, bp, nullptr,
+                               [](const serving::gnn_request&) { return 1.0; }, {3, 3, 0});
+  caf::scoped_actor self{sys};
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    self->send(batcher, infer_atom::value, serving::gnn_request{{1}, seed});
+    bool answered = false;
+    self->receive(
+        [&](const gnn_reply& r) {
+          EXPECT_EQ(r.sampler_seed, seed);
+          ASSERT_FALSE(r.output.empty()) << r.error.to_string();
+          EXPECT_EQ(r.output[0], float(seed));
+          answered = true;
+        },
+        [&](caf::error& e) { ADD_FAILURE() << "refused while rank 0 is up: " << to_string(e); },
+        caf::after(std::chrono::seconds(10)) >> [] { ADD_FAILURE() << "no answer in 10 s"; });
+    EXPECT_TRUE(answered) << "seed " << seed;
+  }
+  EXPECT_EQ(good_taken->load(), 5);
+  EXPECT_EQ(dead_taken->load(), 5) << "each batch fails once on rank 3, never twice";
+
+  // With rank 0's pipeline down, nothing else may take the retry: the error is answered.
+  self->send(batcher, pipeline_down_atom::value, good, true);
+  self->send(batcher, infer_atom::value, serving::gnn_request{{1}, 6});
+  bool refused = false;
+  self->receive([&](const gnn_reply& r) { ADD_FAILURE() << "answered " << r.sampler_seed; },
+                [&](caf::error& e) { refused = e == caf::sec::request_receiver_down; },
+                caf::after(std::chrono::seconds(10)) >> [] { ADD_FAILURE() << "nothing in 10 s"; });
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(dead_taken->load(), 6);
+
+  batcher_stats st;
+  self->request(batcher, std::chrono::seconds(5), stats_atom::value)
+      .receive([&](const batcher_stats& s) { st = s; },
+               [](caf::error& e) { ADD_FAILURE() << to_string(e); });
+  EXPECT_EQ(st.retried, 5u);
+  EXPECT_EQ(st.per_pipeline, (std::vector<std::uint64_t>{0, 0, 5}));
+  caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+  for (const auto& p : {dead_a, dead_b, good})
+    caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace spindle::actors

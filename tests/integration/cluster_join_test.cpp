@@ -231,7 +231,11 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
                               "--dataset", c.serve, "--model", c.model},
                              c.dir + "/rank-" + std::to_string(rank) + ".log"));
   const std::string token = c.dir + "/admin.token";
-  auto coord = c.coordinator(0, {}, {"--listen", "127.0.0.1:0", "--admin-token-file", token});
+  // Rank 0 runs 2 pipelines, every other rank 1: rank 0's queue keeps one stand-in
+  // per pipeline each rank says it runs (a stand-in for a pipeline a rank lacks
+  // would fail every batch it takes).
+  auto coord = c.coordinator(
+      0, {}, {"--listen", "127.0.0.1:0", "--admin-token-file", token, "--pipelines", "2"});
   auto listening = coord.wait_for("listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   auto client = door_client(*listening, token);
@@ -289,6 +293,7 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
     if (m["rank"] == 3) {
       EXPECT_EQ(m["joined"], true) << m.dump();
       EXPECT_NE(m["address"], "127.0.0.1:0") << "the port its gate listens on is listed";
+      EXPECT_EQ(m["pipelines"], 1) << "the pipelines it said it runs when ready";
     }
   during.finish();
   std::printf("during the join: %d calls right, %d wrong, %d refused\n", during.right.load(),
