@@ -204,6 +204,15 @@ expected<std::shared_ptr<graph_delta>> live_graph::build_flat(const graph_delta&
     return make_error(errc::invalid_argument, "add_nodes: {} nodes (0 to {} per batch)",
                       u.add_nodes, kMaxNodesPerBatch);
   const std::int64_t dim = options_.feature_dim;
+  // Without features a count is all a batch carries (a Redis entry's add_count):
+  // capped, so a few bytes cannot ask for the server's memory (each node costs
+  // its map entries here and in every replay of the log).
+  constexpr std::int64_t kMaxCountedNodes = std::int64_t{1} << 20;
+  if (dim == 0 && u.add_nodes > kMaxCountedNodes)
+    return make_error(errc::invalid_argument,
+                      "add_nodes: {} nodes on a graph without features (0 to {} a batch; send "
+                      "more in further batches)",
+                      u.add_nodes, kMaxCountedNodes);
   SPINDLE_TRY(check_rows(u.add_node_features, std::size_t(u.add_nodes), dim, "add_nodes"));
   SPINDLE_TRY(check_rows(u.set_rows, u.set_ids.size(), dim, "set_features"));
   if (u.empty()) return make_error(errc::invalid_argument, "the update batch changes nothing");

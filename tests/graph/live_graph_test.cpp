@@ -140,6 +140,16 @@ TEST(live_graph_test, hostile_counts_are_refused_and_many_removals_stay_linear) 
   u.add_nodes = (std::int64_t{1} << 61) + 1;
   u.add_node_features.assign(8, 1.0f);
   EXPECT_FALSE(lg.apply(u));
+  live_graph bare(base.view(), {row_direction::in, 0, {}});  // no features: a count is all
+  u = {};
+  u.add_nodes = (std::int64_t{1} << 20) + 1;
+  r = bare.apply(u);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("add_nodes: 1048577 nodes on a graph without features"),
+            std::string::npos)
+      << r.error().message();
+  u.add_nodes = 3;
+  EXPECT_TRUE(bare.apply(u));
   u = {};
   u.set_rows.assign(8, 1.0f);  // rows for no ids: named, not "changes nothing"
   r = lg.apply(u);
