@@ -47,3 +47,15 @@ def free_port():
             except OSError:
                 continue
     raise AssertionError("no free loopback port in 20000-32759")
+
+
+def prepare_dataset(spindle, tmp, edges, x):
+    """tmp/ds prepared by `spindle prepare` from edge_index [2, E] and features
+    x [N, F], saved as numpy saves them (tmp/edge_index.npy, tmp/x.npy)."""
+    import numpy as np
+    np.save(tmp / "edge_index.npy", edges)
+    np.save(tmp / "x.npy", x)
+    subprocess.run([spindle, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
+                    str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True,
+                   capture_output=True)
+    return tmp / "ds"

@@ -20,7 +20,7 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
-from serving import free_port, start_server  # noqa: E402
+from serving import free_port, start_server, prepare_dataset  # noqa: E402
 from spindle_client.export import export_pyg  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -96,10 +96,7 @@ def setup(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("graph-updates")
     rng = np.random.default_rng(7)
     edges, x = random_graph(rng)
-    np.save(tmp / "edge_index.npy", edges)
-    np.save(tmp / "x.npy", x)
-    subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
-                    str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True, capture_output=True)
+    prepare_dataset(SPINDLE, tmp, edges, x)
     torch.manual_seed(0)
     models = {"sage": TwoConvs(pyg_nn.SAGEConv).eval(), "gcn": TwoConvs(pyg_nn.GCNConv).eval()}
     for name, m in models.items():

@@ -20,7 +20,7 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
-from serving import start_server_with_http  # noqa: E402
+from serving import start_server_with_http, prepare_dataset  # noqa: E402
 from spindle_client.export import ExportError, export_pyg  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -72,10 +72,7 @@ def setup(tmp_path_factory):
     pairs = {(int(u), int(v)) for u, v in rng.integers(0, N, (700, 2)) if u != v}
     edges = np.array(sorted(pairs), dtype=np.int64).T
     x = rng.standard_normal((N, F)).astype(np.float32)
-    np.save(tmp / "edge_index.npy", edges)
-    np.save(tmp / "x.npy", x)
-    subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
-                    str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True, capture_output=True)
+    prepare_dataset(SPINDLE, tmp, edges, x)
     torch.manual_seed(0)
     models = {"link": LinkNet().eval(), "node": Node().eval(), "mlp": LinkNet(pyg_nn.SAGEConv),
               "decoder": MlpDecoder().eval()}

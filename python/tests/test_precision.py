@@ -15,7 +15,7 @@ pyg_nn = pytest.importorskip("torch_geometric.nn")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
-from serving import start_server  # noqa: E402
+from serving import start_server, prepare_dataset  # noqa: E402
 from spindle_client.export import export_pyg  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -38,10 +38,7 @@ def served(tmp_path_factory):
     rng = np.random.default_rng(11)
     edges = rng.integers(0, N, (2, 6 * N)).astype(np.int64)
     x = rng.standard_normal((N, F)).astype(np.float32)
-    np.save(tmp / "edge_index.npy", edges)
-    np.save(tmp / "x.npy", x)
-    subprocess.run([SPINDLE, "prepare", "--input", str(tmp / "edge_index.npy"), "--features",
-                    str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True, capture_output=True)
+    prepare_dataset(SPINDLE, tmp, edges, x)
     torch.manual_seed(0)
     model = Sage().eval()
     export_pyg(model, str(tmp / "sage"), name="sage", fanouts=[-1, -1], check=False)
