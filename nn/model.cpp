@@ -2,6 +2,7 @@
 
 #include "core/path_guard.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -205,7 +206,8 @@ status check_gat_lin_dst(const safetensors_file& w, const std::string& src, cons
 }  // namespace
 
 expected<model> model::from(const config::model_desc& d, const safetensors_file& weights,
-                            allocator& alloc, bool external_embeddings) {
+                            allocator& alloc, bool external_embeddings,
+                            type_row_readers type_rows) {
   SPINDLE_TRY(config::validate(d));
   SPINDLE_TRY(config::validate_table_precision(d, weights.path()));
   if (external_embeddings && d.table_precision != "fp32")
@@ -214,8 +216,10 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
                       "tables (--dlrm-model, spindle hps load) hold fp32 rows; serve it with "
                       "--rec-model",
                       weights.path(), d.name, d.table_precision);
+  SPINDLE_ASSIGN_OR_RETURN(const auto external, external_tables(d, weights, type_rows));
   model m;
   m.desc_ = d;
+  m.type_rows_ = std::move(type_rows);
   std::set<std::string> consumed, declared;
   const auto specs = parameter_specs(d);
   for (const auto& spec : specs) declared.insert(spec.name);
@@ -237,6 +241,8 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
     consumed.insert(stored);
     if (!spec.load) continue;
     if (external_embeddings && spec.name.starts_with("emb_l.")) continue;
+    if (std::find(external.begin(), external.end(), spec.name) != external.end())
+      continue;  // read through its type's reader
     if (!weights.tensors().count(stored)) return missing_tensor(d, weights, stored);
     auto values = weights.as_f32(stored, spec.shape);
     if (!values) return std::move(values).error();
@@ -280,7 +286,7 @@ status model::set_sampling(const std::string& mode) {
 }
 
 expected<model> model::load(const std::string& dir, allocator& alloc, bool external_embeddings,
-                            const std::string& table_precision) {
+                            const std::string& table_precision, type_row_readers type_rows) {
   SPINDLE_ASSIGN_OR_RETURN(auto d, config::load_model_desc(dir));
   if (!table_precision.empty()) d.table_precision = table_precision;
   SPINDLE_TRY(require_file_inside(dir, dir + "/" + d.weights));
@@ -294,7 +300,7 @@ expected<model> model::load(const std::string& dir, allocator& alloc, bool exter
                         path, d.weights_crc32);
   }
   SPINDLE_ASSIGN_OR_RETURN(auto w, safetensors_file::open(dir + "/" + d.weights));
-  return from(d, w, alloc, external_embeddings);
+  return from(d, w, alloc, external_embeddings, std::move(type_rows));
 }
 
 std::int64_t model::parameter_count() const {

@@ -18,6 +18,7 @@
 #include "nn/param_spec.hpp"
 #include "nn/quantized_rows.hpp"
 #include "nn/tensor.hpp"
+#include "nn/type_rows.hpp"
 
 namespace spindle::nn {
 
@@ -52,14 +53,18 @@ class model {
   /// they are served by the parameter server and reach forward_dlrm_pooled.
   /// A non-empty `table_precision` (a --rec-table-precision flag) overrides
   /// model.toml's table_precision.
+  /// `type_rows` (a typed model's featureless types, by name): those types' tables
+  /// are read through their reader instead of loaded (nn/type_rows.hpp).
   static expected<model> load(const std::string& dir, allocator& weights_alloc,
                               bool external_embeddings = false,
-                              const std::string& table_precision = {});
+                              const std::string& table_precision = {},
+                              type_row_readers type_rows = {});
   /// Refuses, naming them, tensors in `weights` that `d` does not consume (a model
   /// served without its BatchNorm or second projection gives wrong answers), unless
   /// model.toml's `ignore_tensors` lists them (by name or prefix; logged).
   static expected<model> from(const config::model_desc& d, const safetensors_file& weights,
-                              allocator& weights_alloc, bool external_embeddings = false);
+                              allocator& weights_alloc, bool external_embeddings = false,
+                              type_row_readers type_rows = {});
 
   const config::model_desc& desc() const { return desc_; }
   /// Serve with these fanouts instead of model.toml's (a --fanouts flag; a typed
@@ -135,6 +140,8 @@ class model {
       thread_pool* pool = nullptr, const op_observer* observe = nullptr) const;
   /// Whether a node type reads an embedding table (forward_typed then needs row_ids).
   bool has_type_embeddings() const;
+  /// Whether node type `name`'s table is read through a reader (not held).
+  bool type_rows_external(const std::string& name) const { return type_rows_.count(name) > 0; }
   /// DLRM forward: dense [B x dense_in], one sparse_input per table; returns [B x 1]
   /// click probabilities.
   expected<tensor> forward_dlrm(allocator& a, const tensor& dense,
@@ -183,6 +190,11 @@ class model {
   expected<tensor> forward_stack(allocator& a, std::span<const block> blocks,
                                  std::span<const float> degree, const tensor& x,
                                  thread_pool* pool, const op_observer* observe) const;
+  // The tensors of the types `readers` reads (not loaded), each checked to be a
+  // featureless type's [embedding_rows x in] tensor of `w` (model_stack.cpp).
+  static expected<std::vector<std::string>> external_tables(const config::model_desc& d,
+                                                            const safetensors_file& w,
+                                                            const type_row_readers& readers);
   expected<tensor> type_input_rows(allocator& a, int k, std::span<const std::int64_t> rows,
                                    const tensor& x, std::span<const std::int64_t> row_ids) const;
   expected<tensor> stack_op(allocator& a, const bf16_weights::map* bf16, const config::gnn_op& op,
@@ -204,6 +216,7 @@ class model {
   // table_precision int8 / int4: the emb_l tables, by parameter name (not in params_).
   std::map<std::string, quantized_table> quantized_;
   std::vector<layer_weights> layers_;
+  type_row_readers type_rows_;  // featureless types whose tables are read, not held
 };
 
 /// GCN degrees for a sampled subgraph in CSR form (rows = expanded nodes): 1 +

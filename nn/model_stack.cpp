@@ -261,21 +261,54 @@ expected<tensor> model::type_input_rows(allocator& a, int k, std::span<const std
       std::copy(x.row(rows[r]), x.row(rows[r]) + n.in, v.row(std::int64_t(r)));
     return v;
   }
+  std::vector<std::int64_t> ids(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto row = std::size_t(rows[r]);
+    ids[r] = row < row_ids.size() ? row_ids[row] : -1;
+    if (ids[r] < 0 || ids[r] >= n.embedding_rows)
+      return make_error(errc::invalid_argument,
+                        "{}: node type '{}' row {}: id {} is outside its embedding table {} ({} "
+                        "rows; a node added to the graph while served has no learnt row)",
+                        desc_.name, n.name, row, ids[r], n.embedding, n.embedding_rows);
+  }
+  if (const auto reader = type_rows_.find(n.name); reader != type_rows_.end()) {
+    if (auto st = reader->second(ids, {v.data(), std::size_t(v.numel())}); !st)
+      return std::move(st).with_context(fmt::format("{}: node type '{}': ", desc_.name, n.name));
+    return v;
+  }
   const auto it = params_.find(n.embedding);
   if (it == params_.end())
     return make_error(errc::internal, "{}: embedding table {} not loaded", desc_.name, n.embedding);
   const float* table = it->second.data();
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    const auto row = std::size_t(rows[r]);
-    const std::int64_t id = row < row_ids.size() ? row_ids[row] : -1;
-    if (id < 0 || id >= n.embedding_rows)
-      return make_error(errc::invalid_argument,
-                        "{}: node type '{}' row {}: id {} is outside its embedding table {} ({} "
-                        "rows; a node added to the graph while served has no learnt row)",
-                        desc_.name, n.name, row, id, n.embedding, n.embedding_rows);
-    std::copy(table + id * n.in, table + (id + 1) * n.in, v.row(std::int64_t(r)));
-  }
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    std::copy(table + ids[r] * n.in, table + (ids[r] + 1) * n.in, v.row(std::int64_t(r)));
   return v;
+}
+
+expected<std::vector<std::string>> model::external_tables(const config::model_desc& d,
+                                                          const safetensors_file& w,
+                                                          const type_row_readers& readers) {
+  std::vector<std::string> tensors;
+  for (const auto& [type, _] : readers) {
+    const auto& types = d.types.node_types;
+    const auto n =
+        std::find_if(types.begin(), types.end(), [&](const auto& t) { return t.name == type; });
+    if (n == types.end() || n->embedding.empty())
+      return make_error(errc::invalid_argument,
+                        "{}: model '{}' has no node type '{}' read from an embedding table",
+                        w.path(), d.name, type);
+    const auto it = w.tensors().find(n->embedding);
+    const std::vector<std::int64_t> shape{n->embedding_rows, n->in};
+    if (it == w.tensors().end() || it->second.shape != shape)
+      return make_error(errc::invalid_argument,
+                        "{}: node type '{}': tensor {} is {}, model.toml says {} "
+                        "(embedding_rows x in)",
+                        w.path(), type, n->embedding,
+                        it == w.tensors().end() ? "missing" : format_shape(it->second.shape),
+                        format_shape(shape));
+    tensors.push_back(n->embedding);
+  }
+  return tensors;
 }
 
 expected<tensor> model::decode(allocator& a, const tensor& z_src, const tensor& z_dst) const {

@@ -93,7 +93,12 @@ gnn_models::~gnn_models() {
 expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_name,
                                                      const std::string& path) {
   auto s = std::make_unique<served>();
-  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(path, s->weights));
+  nn::type_row_readers type_rows;  // large typed tables read from the parameter server
+  if (defaults_.type_pdb) {
+    SPINDLE_ASSIGN_OR_RETURN(type_rows, defaults_.type_pdb->readers(path));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(auto model,
+                           nn::model::load(path, s->weights, false, {}, std::move(type_rows)));
   const std::string name = given_name.empty() ? model.desc().name : given_name;
   if (models_.count(name))
     return make_error(errc::invalid_argument, "name '{}' is already loaded", name);

@@ -16,6 +16,7 @@
 #include "core/thread_pool.hpp"
 #include "gpu/device.hpp"
 #include "graph/dataset.hpp"
+#include "runtime/type_tables.hpp"
 #include "serving/batching.hpp"
 #include "serving/cuda_executor.hpp"
 #include "serving/psgs_router.hpp"
@@ -46,6 +47,9 @@ struct gnn_serving_defaults {
   /// --calibrate-loads: every model loaded after start-up is timed on itself
   /// as it loads, this many batches per executor (0: it routes by `calibration`).
   int calibrate_loads_batches = 0;
+  /// --type-table-pdb: typed models' large embedding tables are read from this
+  /// parameter server instead of held (null: every table in memory).
+  std::shared_ptr<type_tables> type_pdb;
 };
 
 class gnn_models {

@@ -32,14 +32,18 @@ expected<serving::gpu_layout> gpu_layout_of(const gnn_stack_args& a, gpu::device
 // The model a calibration at start times: --model, else the repository's
 // first, else a default one over the dataset.
 expected<nn::model> calibration_model(const gnn_stack_args& a, const graph::dataset& ds,
-                                      nn::heap_allocator& weights) {
+                                      nn::heap_allocator& weights, type_tables* tables) {
   std::string model_dir = a.model;
   if (model_dir.empty() && !a.repository.empty()) {  // calibrate on one of the repository's
     SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(a.repository));
     if (!all.empty()) model_dir = all.begin()->second.versions.rbegin()->second;
   }
+  nn::type_row_readers type_rows;  // a large typed table is not loaded to calibrate either
+  if (tables && !model_dir.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(type_rows, tables->readers(model_dir));
+  }
   auto m = model_dir.empty() ? serving::default_calibration_model(ds, weights)
-                             : nn::model::load(model_dir, weights);
+                             : nn::model::load(model_dir, weights, false, {}, std::move(type_rows));
   if (!m) return std::move(m).error();
   if (!a.fanouts.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(a.fanouts));
@@ -51,7 +55,8 @@ expected<nn::model> calibration_model(const gnn_stack_args& a, const graph::data
 
 expected<serving::psgs_calibration> load_or_calibrate(const gnn_stack_args& a,
                                                       const graph::dataset& ds, thread_pool& pool,
-                                                      serving::device_executors& executors) {
+                                                      serving::device_executors& executors,
+                                                      type_tables* tables) {
   if (!a.calibration.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto text, read_text_file(a.calibration, "calibration"));
     SPINDLE_ASSIGN_OR_RETURN(auto c, serving::psgs_calibration::from_json(text, a.calibration));
@@ -65,7 +70,7 @@ expected<serving::psgs_calibration> load_or_calibrate(const gnn_stack_args& a,
   // --device, over the same device-resident graph and tiers the server uses).
   SPINDLE_ASSIGN_OR_RETURN(o.device, executors.make());
   nn::heap_allocator weights;
-  SPINDLE_ASSIGN_OR_RETURN(auto m, calibration_model(a, ds, weights));
+  SPINDLE_ASSIGN_OR_RETURN(auto m, calibration_model(a, ds, weights, tables));
   log::info(
       "no --calibration: calibrating PSGS routing now ({} batches per executor; "
       "`spindle calibrate` saves one with its table and plot)",
@@ -104,7 +109,11 @@ status place_and_route(gnn_serving_defaults& d, const gnn_stack_args& a, const g
   // The GPUs' graph, tiers and weights: uploaded once, for calibration and serving.
   SPINDLE_ASSIGN_OR_RETURN(d.executors, serving::device_executors::create(
                                             ds, d.device, a.device_feature_mb << 20, layout));
-  SPINDLE_ASSIGN_OR_RETURN(d.calibration, load_or_calibrate(a, ds, pool, d.executors));
+  if (!a.type_tables.pdb.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(d.type_pdb, type_tables::open(a.type_tables));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(d.calibration,
+                           load_or_calibrate(a, ds, pool, d.executors, d.type_pdb.get()));
   d.calibrate_loads_batches = a.calibrate_loads;
   return status::ok();
 }

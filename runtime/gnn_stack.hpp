@@ -12,6 +12,7 @@
 #include "core/thread_pool.hpp"
 #include "runtime/graph_updates.hpp"
 #include "runtime/serve_rpc.hpp"
+#include "runtime/type_tables.hpp"
 
 namespace spindle::runtime {
 
@@ -33,6 +34,7 @@ struct gnn_stack_args {
   bool max_batch_flag = false, deadline_flag = false, slo_flag = false;  // given explicitly
   bool no_verify_data = false;  // skip the dataset's checksums at start
   graph_update_args graph;      // --graph-updates, --graph-log*, --graph-stream*
+  type_table_args type_tables;  // --type-table-*: large typed tables on the parameter server
 };
 
 /// Requests from the in-process generator instead of the doors (requests > 0).
