@@ -111,6 +111,12 @@ status place_and_route(gnn_serving_defaults& d, const gnn_stack_args& a, const g
                                             ds, d.device, a.device_feature_mb << 20, layout));
   if (!a.type_tables.pdb.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(d.type_pdb, type_tables::open(a.type_tables));
+  } else if (const type_table_args none; a.type_tables.min_mb != none.min_mb ||
+                                         a.type_tables.cache_fraction != none.cache_fraction ||
+                                         a.type_tables.vdb != none.vdb) {
+    return make_error(errc::invalid_argument,
+                      "--type-table-min-mb, --type-table-cache and --type-table-vdb set how "
+                      "--type-table-pdb DIR serves typed tables: name the folder");
   }
   SPINDLE_ASSIGN_OR_RETURN(d.calibration,
                            load_or_calibrate(a, ds, pool, d.executors, d.type_pdb.get()));

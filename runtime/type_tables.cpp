@@ -85,12 +85,21 @@ expected<nn::type_row_readers> type_tables::readers(const std::string& dir) {
   SPINDLE_ASSIGN_OR_RETURN(const auto d, config::load_model_desc(dir));
   std::vector<hps::table_options> tables;
   std::vector<std::string> types;
+  const std::string weights = dir + "/" + d.weights;
+  std::string crc;  // of the weights, read once a table goes to the parameter server
   for (const auto& n : d.types.node_types) {
     const double mb = double(n.embedding_rows) * n.in * sizeof(float) / double(1u << 20);
     if (n.embedding.empty() || mb < args_.min_mb) continue;
-    const std::string weights = dir + "/" + d.weights;
-    SPINDLE_TRY(require_file_inside(dir, weights));
-    auto table = ensure_loaded(weights, n.embedding, n.embedding_rows, n.in);
+    if (crc.empty()) {
+      SPINDLE_TRY(require_file_inside(dir, weights));
+      SPINDLE_ASSIGN_OR_RETURN(crc, file_crc32_hex(weights));
+      if (!d.weights_crc32.empty() && crc != d.weights_crc32)  // no damaged rows into the PDB
+        return make_error(errc::corrupt_data,
+                          "{}: its CRC-32 {} does not match model.toml's weights_crc32 {}: the "
+                          "file was changed or damaged since it was written",
+                          weights, crc, d.weights_crc32);
+    }
+    auto table = ensure_loaded(weights, crc, n.embedding, n.embedding_rows, n.in);
     if (!table)
       return std::move(table).error().with_context(fmt::format("node type '{}': ", n.name));
     // Threshold 1: every miss is fetched before the call returns (never a default row).
@@ -116,11 +125,10 @@ expected<nn::type_row_readers> type_tables::readers(const std::string& dir) {
 
 // The table is named after the tensor and the weights' CRC-32, so other weights
 // never reuse it; row `rows` (past the last id) is written last, marking it whole.
-expected<std::string> type_tables::ensure_loaded(const std::string& weights,
+expected<std::string> type_tables::ensure_loaded(const std::string& weights, const std::string& crc,
                                                  const std::string& tensor, std::int64_t rows,
                                                  int in) {
   std::lock_guard lock(load_mu_);
-  SPINDLE_ASSIGN_OR_RETURN(const auto crc, file_crc32_hex(weights));
   const std::string table = fmt::format("{}@{}", tensor, crc);
   const auto dim = std::uint32_t(in);
   std::vector<float> marker(dim, 0.0f);

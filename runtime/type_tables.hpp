@@ -36,9 +36,10 @@ class type_tables : public std::enable_shared_from_this<type_tables> {
 
  private:
   type_tables() = default;
-  /// The PDB table holding `tensor` of `weights` (rows x in), loaded when absent.
-  expected<std::string> ensure_loaded(const std::string& weights, const std::string& tensor,
-                                      std::int64_t rows, int in);
+  /// The PDB table holding `tensor` of `weights` (rows x in; the file's CRC-32
+  /// `crc`), loaded when absent.
+  expected<std::string> ensure_loaded(const std::string& weights, const std::string& crc,
+                                      const std::string& tensor, std::int64_t rows, int in);
 
   type_table_args args_;
   std::unique_ptr<hps::persistent_db> pdb_;

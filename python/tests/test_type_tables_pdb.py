@@ -2,8 +2,9 @@
 (serve --type-table-pdb): the table's rows are loaded into the RocksDB PDB once
 and read per batch through the L1 cache, not held by the model. Answers equal
 PyG's on the full graph and are bit-identical to the table held in memory; a
-second start reuses the loaded rows. A PDB folder that cannot be opened and a
-table whose rows are not model.toml's are refused by name."""
+second start reuses the loaded rows (through a VDB too). A PDB folder that
+cannot be opened, settings without a folder and a table whose rows are not
+model.toml's are refused by name."""
 import os
 import shutil
 import subprocess
@@ -64,7 +65,8 @@ def test_the_parameter_server_path_answers_as_pyg_and_as_the_table_in_memory(exp
     pdb = tmp / "pdb"
     argv = serve(tmp, tmp / "rec", "--type-table-pdb", str(pdb), "--type-table-min-mb", "0")
     first = served_answers(argv, data)
-    again = served_answers(argv, data)  # the PDB already holds the rows: reused
+    # The PDB already holds the rows (reused), now with a VDB between L1 and the PDB.
+    again = served_answers(argv + ["--type-table-vdb", "hash_map"], data)
     for t, w in want.items():
         np.testing.assert_allclose(first[t], w, rtol=1e-4, atol=1e-4 * np.abs(w).max(),
                                    err_msg=t)
@@ -86,7 +88,7 @@ def test_a_small_table_stays_in_memory_below_the_threshold(exported):
     assert "node type 'user': table embedding.user.weight (50 x 8" in r.stderr, r.stderr
 
 
-def test_a_pdb_folder_that_cannot_be_opened_is_refused_by_name(exported):
+def test_a_pdb_folder_that_cannot_be_opened_or_is_not_named_is_refused(exported):
     tmp, _, _ = exported
     bad = tmp / "not_a_folder"
     bad.write_text("a file\n")
@@ -95,6 +97,10 @@ def test_a_pdb_folder_that_cannot_be_opened_is_refused_by_name(exported):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert f"--type-table-pdb {bad}" in r.stderr, r.stderr
+    r = subprocess.run(serve(tmp, tmp / "rec", "--type-table-min-mb", "0"),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "--type-table-pdb DIR serves typed tables: name the folder" in r.stderr, r.stderr
 
 
 def test_a_table_whose_rows_are_not_model_toml_s_is_refused_by_name(exported):
