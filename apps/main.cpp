@@ -8,6 +8,7 @@
 #include "apps/commands/cli_errors.hpp"
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
+#include "nn/blas_kernels.hpp"
 #include "nn/ops.hpp"
 
 namespace {
@@ -26,8 +27,9 @@ void raise_descriptor_limit() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  raise_descriptor_limit();
   using namespace spindle;
+  nn::ensure_blas_kernels(argv);  // may restart the process once, so first
+  raise_descriptor_limit();
   // Spindle owns its threads: OpenBLAS runs single-threaded inside each
   // pipeline or pool thread (its own spinning threads would fight ours).
   nn::set_blas_threads(1);
