@@ -4,15 +4,21 @@
 // best of one stream on THREADS BLAS threads and THREADS streams of one BLAS
 // thread each (as a server with THREADS workers runs them). No server can answer
 // more samples a second than this on the same cores, so served figures are read
-// as a fraction of it (bench/dlrm_vs_torch.sh prints them side by side).
+// as a fraction of it (bench/dlrm_vs_torch.sh prints them side by side). Beside
+// it, the model's whole forward in this process (nn::model::forward_rec: bags,
+// MLPs, interaction; THREADS streams of one BLAS thread, uniform keys): the gap
+// from the limit to it is the model's own work, from it to a served figure the
+// serving path's.
 //
 // usage: dlrm_gemm_limit MODEL_DIR [BATCHES=1,64,256,1024] [SECONDS=2] [THREADS=2]
-// Prints one JSON line per batch: {"batch", "gemm_samples_per_s", "gflops"}.
+// Prints one JSON line per batch: {"batch", "gemm_samples_per_s", "gflops",
+// "forward_samples_per_s"}.
 #include <cblas.h>
 #include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -20,7 +26,9 @@
 #include <vector>
 
 #include "config/model.hpp"
+#include "nn/arena.hpp"
 #include "nn/blas_kernels.hpp"
+#include "nn/model.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -85,6 +93,52 @@ double best_of(const std::vector<product>& ps, int batch, double seconds, int th
   return std::max(one, many);
 }
 
+// The model's forward, back to back on one thread for `seconds`; samples a second.
+double forward_stream(const nn::model& m, const config::model_desc& d, int batch, double seconds,
+                      unsigned seed) {
+  nn::arena_allocator a;
+  nn::heap_allocator h;
+  auto dense = nn::tensor::empty(h, {batch, std::max(1, d.dense_in)});
+  if (!dense) return 0;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal;
+  for (std::int64_t i = 0; i < dense->numel(); ++i) dense->data()[i] = normal(rng);
+  std::vector<nn::sparse_input> sparse(d.table_rows.size());
+  for (std::size_t t = 0; t < sparse.size(); ++t) {  // one key a sample; offsets [0..batch]
+    for (int b = 0; b < batch; ++b) {
+      sparse[t].offsets.push_back(b);
+      sparse[t].indices.push_back(std::int64_t(rng() % std::uint64_t(d.table_rows[t])));
+    }
+    sparse[t].offsets.push_back(batch);
+  }
+  const auto t0 = clock_type::now();
+  std::int64_t passes = 0;
+  double elapsed = 0;
+  do {
+    if (auto out = m.forward_rec(a, *dense, sparse); !out) {
+      std::fprintf(stderr, "dlrm_gemm_limit: forward: %s\n", out.error().message().c_str());
+      return 0;
+    }
+    a.reset();
+    ++passes;
+    elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
+  } while (elapsed < seconds);
+  return double(batch) * double(passes) / elapsed;
+}
+
+double forward(const nn::model& m, const config::model_desc& d, int batch, double seconds,
+               int threads) {
+  openblas_set_num_threads(1);
+  std::vector<double> each(static_cast<std::size_t>(threads));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] { each[std::size_t(t)] = forward_stream(m, d, batch, seconds, t + 1); });
+  for (auto& th : pool) th.join();
+  double sum = 0;
+  for (double v : each) sum += v;
+  return sum;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,14 +161,22 @@ int main(int argc, char** argv) {
   const double seconds = argc > 3 ? std::stod(argv[3]) : 2.0;
   const int threads = argc > 4 ? std::max(1, std::stoi(argv[4])) : 2;
   const auto ps = mlp_products(*desc);
+  nn::heap_allocator weights;
+  auto model = nn::model::load(argv[1], weights);
+  if (!model) {
+    std::fprintf(stderr, "dlrm_gemm_limit: %s\n", model.error().message().c_str());
+    return 1;
+  }
   double flops = 0;
   for (const auto& p : ps) flops += 2.0 * p.k * p.n;
   for (std::size_t at = 0; at < batches.size();) {
     const auto comma = batches.find(',', at);
     const int batch = std::stoi(batches.substr(at, comma - at));
     const double sps = best_of(ps, batch, seconds, threads);
-    std::printf("{\"batch\": %d, \"gemm_samples_per_s\": %.1f, \"gflops\": %.2f}\n", batch, sps,
-                sps * flops / 1e9);
+    const double fwd = forward(*model, *desc, batch, seconds, threads);
+    std::printf("{\"batch\": %d, \"gemm_samples_per_s\": %.1f, \"gflops\": %.2f, "
+                "\"forward_samples_per_s\": %.1f}\n",
+                batch, sps, sps * flops / 1e9, fwd);
     std::fflush(stdout);
     at = comma == std::string::npos ? batches.size() : comma + 1;
   }

@@ -16,7 +16,8 @@
 # devices` reports them: OpenBLAS takes CPUs it does not know for Prescott, and
 # Spindle restarts itself with the kernels the CPU allows). Beside them, the
 # GEMM-only limit (build/bench/dlrm_gemm_limit: the MLPs' sgemms alone on the same
-# OpenBLAS and cores) and each row as a fraction of it.
+# OpenBLAS and cores; in brackets the model's whole forward in one process, no
+# serving) and each row as a fraction of the limit.
 # First checks that both give the same scores for one batch.
 #   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16 int8"]
 set -euo pipefail
@@ -90,15 +91,15 @@ declare -A gemm_sps
 if [ -x "$gemm_limit" ]; then
   while read -r line; do
     b=$(echo "$line" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["batch"])')
-    gemm_sps[$b]=$(echo "$line" | "$py" -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["gemm_samples_per_s"])')
+    gemm_sps[$b]=$(echo "$line" | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.0f" % (j["gemm_samples_per_s"], j["forward_samples_per_s"]))')
   done < <("$gemm_limit" "$work/m" "$batches" 2 2)
 fi
 
-echo "| batch | path | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio | GEMM-only limit | of limit |"
+echo "| batch | path | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio | GEMM-only limit (in-process forward) | of limit |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for b in ${batches//,/ }; do
   read -r tsps tp50 <<< "${torch_sps[$b]}"
-  gsps=${gemm_sps[$b]:-0}
+  read -r gsps fsps <<< "${gemm_sps[$b]:-0 0}"
   requests=$(( 30000 / b + 20 ))
   [ "$requests" -gt 3000 ] && requests=3000
   for path in $doors; do
@@ -114,14 +115,14 @@ for b in ${batches//,/ }; do
     for clients in 1 2; do
       "$spindle" client "${args[@]}" --batch "$b" --clients "$clients" \
         --requests "$requests" --warmup 5 --json > "$work/load.json"
-      "$py" - "$work/load.json" "$b" "$path" "$clients" "$tsps" "$tp50" "$gsps" <<'PY'
+      "$py" - "$work/load.json" "$b" "$path" "$clients" "$tsps" "$tp50" "$gsps" "$fsps" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-t, g = float(sys.argv[5]), float(sys.argv[7])
+t, g, f = float(sys.argv[5]), float(sys.argv[7]), float(sys.argv[8])
 of = "%.0f%%" % (100 * j["samples_per_s"] / g) if g > 0 else "-"
 print("| %s | %s | %s | %.0f | %.2f | %.2f | %.0f (%s) | %.2f | %s | %s |" % (sys.argv[2], sys.argv[3], sys.argv[4],
       j["samples_per_s"], j["latency_ms"]["p50"], j["latency_ms"]["p99"], t, sys.argv[6], j["samples_per_s"] / t,
-      "%.0f" % g if g > 0 else "-", of))
+      "%.0f (%.0f)" % (g, f) if g > 0 else "-", of))
 PY
     done
   done

@@ -33,7 +33,8 @@ std::string_view best_blas_core() {
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (avx512 && __builtin_cpu_supports("avx512bf16")) return "Cooperlake";
+  // SkylakeX also for CPUs with AVX-512 BF16: its sgemm kernels are Cooperlake's
+  // (which adds bf16 GEMMs only, and which OpenBLAS 0.3.21 cannot be told by name).
   if (avx512) return "SkylakeX";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
   return "";

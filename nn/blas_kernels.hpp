@@ -13,9 +13,9 @@ namespace spindle::nn {
 /// The OpenBLAS kernels in use ("SkylakeX", "Prescott", ...).
 std::string blas_core();
 
-/// The kernels this CPU's features allow: "Cooperlake" (AVX-512 with BF16),
-/// "SkylakeX" (AVX-512 F/BW/VL/DQ), "Haswell" (AVX2 + FMA), or "" (leave
-/// OpenBLAS's choice). By features, not model, as the OS reports them usable.
+/// The kernels this CPU's features allow: "SkylakeX" (AVX-512 F/BW/VL/DQ),
+/// "Haswell" (AVX2 + FMA), or "" (leave OpenBLAS's choice). By features, not
+/// model, as the OS reports them usable.
 std::string_view best_blas_core();
 
 /// Whether `core` is at the AVX2 level or above (Haswell, Zen, SkylakeX, ...).
