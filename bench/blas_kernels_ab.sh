@@ -21,15 +21,18 @@ picked=$("$spindle" devices | sed -n 's/^BLAS kernels: \([A-Za-z0-9]*\).*/\1/p')
 own=$(/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0")
 l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())')
 echo "kernels: OpenBLAS by CPU model: $own; spindle by CPU features: $picked"
-start() {  # name, OPENBLAS_CORETYPE or "" (spindle's pick)
+start() {  # name, OPENBLAS_CORETYPE or "" (spindle's pick); sets $door (no subshell: the trap stops it)
   env ${2:+OPENBLAS_CORETYPE=$2} "$spindle" serve --rec-model "ctr=$work/m" --rec-workers 2 \
     --listen 127.0.0.1:0 > "$work/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 600); do grep -qs '^listening ' "$work/$1.log" && break; sleep 0.2; done
-  sed -n 's/^listening //p' "$work/$1.log"
+  door=$(sed -n 's/^listening //p' "$work/$1.log")
+  [ -n "$door" ] || { echo "the $1 server did not listen"; tail "$work/$1.log"; exit 1; }
 }
-door_model=$(start model "$own")
-door_features=$(start features "")
+start model "$own"
+door_model=$door
+start features ""
+door_features=$door
 served() {
   "$spindle" client --connect "$1" --model ctr load --batch "$batch" --clients 2 --requests 300 \
     --warmup 5 --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.1f" % (j["samples_per_s"], j["latency_ms"]["p99"]))'
