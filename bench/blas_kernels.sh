@@ -8,4 +8,4 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
   OPENBLAS_CORETYPE=$("$1" devices 2> /dev/null | sed -n 's/^BLAS kernels: \([A-Za-z0-9]*\).*/\1/p')
   if [ -n "$OPENBLAS_CORETYPE" ]; then export OPENBLAS_CORETYPE; else unset OPENBLAS_CORETYPE; fi
 fi
-echo "OpenBLAS kernels of every process in this run: ${OPENBLAS_CORETYPE:-OpenBLAS's own choice}"
+echo "OpenBLAS kernels of every process in this run: ${OPENBLAS_CORETYPE:-as OpenBLAS picks them}"
