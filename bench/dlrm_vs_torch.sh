@@ -81,25 +81,23 @@ got8 = json.load(open(sys.argv[6]))["scores"]
 print("int8 scores: max |Spindle int8 tables - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got8, want)), len(got8)))
 PY
 
-declare -A torch_sps
-while read -r line; do
-  b=$(echo "$line" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["batch"])')
-  torch_sps[$b]=$(echo "$line" | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.2f" % (j["samples_per_s"], j["p50_ms"]))')
-done < <(OMP_WAIT_POLICY=PASSIVE "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --batches "$batches" --threads 2)
-
-declare -A gemm_sps
-if [ -x "$gemm_limit" ]; then
-  while read -r line; do
-    b=$(echo "$line" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["batch"])')
-    gemm_sps[$b]=$(echo "$line" | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.0f" % (j["gemm_samples_per_s"], j["forward_samples_per_s"]))')
-  done < <("$gemm_limit" "$work/m" "$batches" 2 2)
-fi
+# Each batch size's baselines are measured just before its rows (on a shared,
+# noisy machine a baseline taken minutes apart from its rows is another machine).
+baselines() {  # batch -> "torch_sps torch_p50 gemm_sps forward_sps"
+  local t g
+  t=$(OMP_WAIT_POLICY=PASSIVE "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --batches "$1" \
+        --threads 2 | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.2f" % (j["samples_per_s"], j["p50_ms"]))')
+  g="0 0"
+  if [ -x "$gemm_limit" ]; then
+    g=$("$gemm_limit" "$work/m" "$1" 2 2 | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.0f" % (j["gemm_samples_per_s"], j["forward_samples_per_s"]))')
+  fi
+  echo "$t $g"
+}
 
 echo "| batch | path | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio | GEMM-only limit (in-process forward) | of limit |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for b in ${batches//,/ }; do
-  read -r tsps tp50 <<< "${torch_sps[$b]}"
-  read -r gsps fsps <<< "${gemm_sps[$b]:-0 0}"
+  read -r tsps tp50 gsps fsps <<< "$(baselines "$b")"
   requests=$(( 30000 / b + 20 ))
   [ "$requests" -gt 3000 ] && requests=3000
   for path in $doors; do
