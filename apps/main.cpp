@@ -4,10 +4,15 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string_view>
 
 #include "apps/commands/cli_errors.hpp"
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
+#include "nn/blas_kernels.hpp"
 #include "nn/ops.hpp"
 
 namespace {
@@ -23,11 +28,33 @@ void raise_descriptor_limit() {
   }
 }
 
+// Whether the subcommand runs models (and so the BLAS kernels matter): those
+// restart once where OpenBLAS took the CPU for an older core; the tools that
+// never multiply a matrix start once. A subcommand named in neither list
+// (a new one) restarts: slower to start is better than a fifth of the GEMM rate.
+bool runs_models(int argc, char** argv) {
+  static constexpr std::array<std::string_view, 14> tools = {
+      "generate", "prepare", "info",          "compact",       "sample", "place",    "partition",
+      "serve-shard", "client", "cluster-status", "cluster-leave", "hps", "shell", "colocate"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--version" || a == "--help" || a == "-h") return false;
+    if (a == "--log-level" || a == "--threads") {  // the global options' values
+      ++i;
+      continue;
+    }
+    if (std::find(tools.begin(), tools.end(), a) != tools.end()) return false;
+    if (!a.empty() && a[0] != '-' && std::isalpha(static_cast<unsigned char>(a[0]))) return true;
+  }
+  return false;  // no subcommand: help or an error
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  raise_descriptor_limit();
   using namespace spindle;
+  if (runs_models(argc, argv)) nn::ensure_blas_kernels(argv);  // may restart once, so first
+  raise_descriptor_limit();
   // Spindle owns its threads: OpenBLAS runs single-threaded inside each
   // pipeline or pool thread (its own spinning threads would fight ours).
   nn::set_blas_threads(1);

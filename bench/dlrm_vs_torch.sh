@@ -11,7 +11,13 @@
 # in bfloat16 on AMX / AVX-512 BF16, summed in float32) over Cap'n Proto; and the
 # same model with table_precision = "int8" (its tables row-wise int8 in memory;
 # `spindle model info` prints both models' table bytes) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
-# Debian's OpenBLAS, 2 threads, OMP_WAIT_POLICY=PASSIVE, batches back to back.
+# Debian's OpenBLAS, 2 threads, OMP_WAIT_POLICY=PASSIVE, batches back to back,
+# with the same OpenBLAS kernels as Spindle (OPENBLAS_CORETYPE as `spindle
+# devices` reports them: OpenBLAS takes CPUs it does not know for Prescott, and
+# Spindle restarts itself with the kernels the CPU allows). Beside them, the
+# GEMM-only limit (build/bench/dlrm_gemm_limit: the MLPs' sgemms alone on the same
+# OpenBLAS and cores; in brackets the model's whole forward in one process, no
+# serving) and each row as a fraction of the limit.
 # First checks that both give the same scores for one batch.
 #   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16 int8"]
 set -euo pipefail
@@ -21,7 +27,9 @@ batches=${3:-1,64,256,1024}
 doors=${4:-capnp http grpc ps bf16 int8}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=/usr/bin/python3
+gemm_limit=${SPINDLE_GEMM_LIMIT:-$(dirname "$spindle")/../bench/dlrm_gemm_limit}
 work=$(mktemp -d)
+. "$root/bench/blas_kernels.sh" "$spindle"  # the peer gets the kernels Spindle runs
 server=""
 trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
 "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --write --rows "$rows"
@@ -36,7 +44,7 @@ sed -i '/^\[model\]/a table_precision = "int8"' "$work/m8/model.toml"
   --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
   --dlrm-model "$work/m" --dlrm-name ctr_ps --pdb "$work/pdb" > "$work/log" 2>&1 &
 server=$!
-for _ in $(seq 600); do grep -q '^listening ' "$work/log" && break; sleep 0.2; done
+for _ in $(seq 600); do grep -qs '^listening ' "$work/log" && break; sleep 0.2; done
 door=$(sed -n 's/^listening //p' "$work/log")
 http=$(sed -n 's#^http http://\([^/]*\)/v2#\1#p' "$work/log")
 grpc=$(sed -n 's/^grpc //p' "$work/log")
@@ -73,16 +81,23 @@ got8 = json.load(open(sys.argv[6]))["scores"]
 print("int8 scores: max |Spindle int8 tables - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got8, want)), len(got8)))
 PY
 
-declare -A torch_sps
-while read -r line; do
-  b=$(echo "$line" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["batch"])')
-  torch_sps[$b]=$(echo "$line" | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.2f" % (j["samples_per_s"], j["p50_ms"]))')
-done < <(OMP_WAIT_POLICY=PASSIVE "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --batches "$batches" --threads 2)
+# Each batch size's baselines are measured just before its rows (on a shared,
+# noisy machine a baseline taken minutes apart from its rows is another machine).
+baselines() {  # batch -> "torch_sps torch_p50 gemm_sps forward_sps"
+  local t g
+  t=$(OMP_WAIT_POLICY=PASSIVE "$py" "$root/bench/torch_baseline/dlrm_torch.py" "$work/m" --batches "$1" \
+        --threads 2 | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.2f" % (j["samples_per_s"], j["p50_ms"]))')
+  g="0 0"
+  if [ -x "$gemm_limit" ]; then
+    g=$("$gemm_limit" "$work/m" "$1" 2 2 | "$py" -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.0f" % (j["gemm_samples_per_s"], j["forward_samples_per_s"]))')
+  fi
+  echo "$t $g"
+}
 
-echo "| batch | path | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| batch | path | calls in flight | Spindle samples/s | p50 ms | p99 ms | PyTorch samples/s (p50 ms) | ratio | GEMM-only limit (in-process forward) | of limit |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for b in ${batches//,/ }; do
-  read -r tsps tp50 <<< "${torch_sps[$b]}"
+  read -r tsps tp50 gsps fsps <<< "$(baselines "$b")"
   requests=$(( 30000 / b + 20 ))
   [ "$requests" -gt 3000 ] && requests=3000
   for path in $doors; do
@@ -98,12 +113,14 @@ for b in ${batches//,/ }; do
     for clients in 1 2; do
       "$spindle" client "${args[@]}" --batch "$b" --clients "$clients" \
         --requests "$requests" --warmup 5 --json > "$work/load.json"
-      "$py" - "$work/load.json" "$b" "$path" "$clients" "$tsps" "$tp50" <<'PY'
+      "$py" - "$work/load.json" "$b" "$path" "$clients" "$tsps" "$tp50" "$gsps" "$fsps" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-t = float(sys.argv[5])
-print("| %s | %s | %s | %.0f | %.2f | %.2f | %.0f (%s) | %.2f |" % (sys.argv[2], sys.argv[3], sys.argv[4],
-      j["samples_per_s"], j["latency_ms"]["p50"], j["latency_ms"]["p99"], t, sys.argv[6], j["samples_per_s"] / t))
+t, g, f = float(sys.argv[5]), float(sys.argv[7]), float(sys.argv[8])
+of = "%.0f%%" % (100 * j["samples_per_s"] / g) if g > 0 else "-"
+print("| %s | %s | %s | %.0f | %.2f | %.2f | %.0f (%s) | %.2f | %s | %s |" % (sys.argv[2], sys.argv[3], sys.argv[4],
+      j["samples_per_s"], j["latency_ms"]["p50"], j["latency_ms"]["p99"], t, sys.argv[6], j["samples_per_s"] / t,
+      "%.0f (%.0f)" % (g, f) if g > 0 else "-", of))
 PY
     done
   done

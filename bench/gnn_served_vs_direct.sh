@@ -9,6 +9,7 @@
 #     (throughput and p99), then one call in flight (idle p50);
 #   - plain script: bench/torch_baseline/serve_torch.py at batch 64 (OpenBLAS,
 #     2 threads, OMP_WAIT_POLICY=PASSIVE).
+# Every process runs the OpenBLAS kernels spindle runs (bench/blas_kernels.sh).
 # On a 2-core machine the load generator takes CPU from the server: the ratio
 # to the direct pipeline counts that too.
 #   usage: bench/gnn_served_vs_direct.sh SPINDLE [DATASET_DIR=/tmp/sweep20] [REQUESTS=40000]
@@ -22,6 +23,7 @@ work=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
 export SPINDLE_PROGRESS=0
+. "$root/bench/blas_kernels.sh" "$spindle"  # the direct pipeline and the peer: Spindle's kernels
 if [ ! -f "$data/metadata.json" ]; then
   echo "generating R-MAT scale 20 into $data (once)"
   "$spindle" generate --scale 20 --feature-dim 128 --seed 1 --out "$data" > /dev/null

@@ -1,4 +1,5 @@
 #include "config/model.hpp"
+#include "config/model_fields.hpp"
 
 #include "config/detail/toml_string.hpp"
 #include "config/model_digest.hpp"
@@ -315,6 +316,7 @@ status validate_fanouts(const std::vector<int>& fanouts, int layers, std::string
 
 status validate(const model_desc& d) {
   SPINDLE_TRY(validate_weights_path(d.weights));
+  SPINDLE_TRY(validate_arch_fields(d));
   auto positive = [](std::string_view f, std::int64_t v) {
     return v > 0 ? status::ok()
                  : make_error(errc::invalid_argument, "model.{} = {}: must be > 0", f, v);

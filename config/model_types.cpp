@@ -108,7 +108,11 @@ status parse_edge_types(const toml::array& arr, model_types& t) {
       for (const auto& v : *list) {
         auto n = v.value<std::int64_t>();
         if (!n || *n < -1 || *n > 100000)
-          return make_error(errc::invalid_argument, "{}.fanouts: each is 1..100000 or -1", field);
+          return make_error(errc::invalid_argument,
+                            "{}.fanouts[{}] = {}: each is 1..100000, 0 (no neighbour of this "
+                            "edge type at that hop) or -1 (every neighbour)",
+                            field, e.fanouts.size(),
+                            n ? fmt::format("{}", *n) : std::string("not an integer"));
         e.fanouts.push_back(int(*n));
       }
     }

@@ -47,8 +47,9 @@ status check_form(const graph_update& u, bool typed) {
   if (untyped)
     return make_error(errc::invalid_argument,
                       "{}: the graph is typed: name each change's edge or node type, with ids "
-                      "local to it (e.g. add_edges={{(\"user\", \"pays\", \"merchant\"): (src, "
-                      "dst)}})",
+                      "local to it (Python: add_edges={{(\"user\", \"pays\", \"merchant\"): "
+                      "(src, dst)}}; CLI: graph update --edge-type user,pays,merchant, or "
+                      "--node-type user; HTTP: fields keyed by type)",
                       untyped);
   return status::ok();
 }

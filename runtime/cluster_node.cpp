@@ -278,7 +278,10 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   }
   const int rank = a.rank;
   // What is not on this disk comes from the peers' file doors, before it is opened.
-  SPINDLE_TRY(fetch_missing(a.files, a.dataset, a.model, rank, n.sn.token));
+  // A rank past the TOML's (joined) has no partition of its own: it opens rank
+  // 0's (rank_shard::start), so that is the one it fetches.
+  const int folder = rank < int(topo.servers.size()) ? rank : 0;
+  SPINDLE_TRY(fetch_missing(a.files, a.dataset, a.model, folder, n.sn.token));
   std::unique_ptr<transport::net::file_door> files;
   if (!a.files.files.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(files, open_file_door(a.files, a.dataset, a.model, n.sn.token));

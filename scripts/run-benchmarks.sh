@@ -9,6 +9,7 @@ data=$(sed -n 's/^SPINDLE_TEST_DATA_DIR:PATH=//p' "$build/CMakeCache.txt")
 cache="$build/bench-data"
 mkdir -p "$cache"
 export SPINDLE_PROGRESS=0
+. "$(dirname "$0")/../bench/blas_kernels.sh" "$spindle"  # every bench and peer: Spindle's kernels
 
 prepare() {  # name, then spindle prepare/generate arguments
   local name="$1"; shift
@@ -122,7 +123,7 @@ else
   echo "skipped: network namespaces cannot be made here (needs root and iproute2)"
 fi
 echo
-echo "== A DLRM (26 tables x 128, 13 dense, 512-256-128 / 1024-1024-512-256-1) vs PyTorch (bench/dlrm_vs_torch.sh) =="
+echo "== A DLRM (26 tables x 128, 13 dense, 512-256-128 / 1024-1024-512-256-1) vs PyTorch and its GEMM-only limit (bench/dlrm_vs_torch.sh) =="
 if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
   "$(dirname "$0")/../bench/dlrm_vs_torch.sh" "$spindle" 10000
 else

@@ -102,6 +102,10 @@ status within_type(const graph::dataset& ds, const std::string& name,
                         "seed {} (position {}) out of range for node type '{}' ({} nodes)",
                         seeds[i], i, info.name, count);
     const std::int64_t g = graph::global_id_at(ds.node_types(), delta.get(), t, seeds[i]);
+    if (delta && delta->is_removed(g) && step == 2)
+      return make_error(errc::invalid_argument,
+                        "pairs[{}][{}] = {} of node type '{}' was removed from the graph", i / 2,
+                        i % 2, seeds[i], info.name);
     if (delta && delta->is_removed(g))
       return make_error(errc::invalid_argument,
                         "seed {} (position {}) of node type '{}' was removed from the graph",

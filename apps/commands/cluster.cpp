@@ -76,7 +76,7 @@ void register_cluster(CLI::App& app, global_options&) {
                    "the TOML's (with the cluster token); the placement re-plans with it, its rows "
                    "move to it from their owners, and its door opens once it serves them. "
                    "--dataset: the whole dataset, or the `spindle partition` folder (it reads "
-                   "rank 0's for the graph and FAP)");
+                   "rank 0's for the graph and FAP; --fetch-from fetches rank 0's)");
   node->add_option("--address", na->address,
                    "With --join: this rank's own HOST:PORT (its token gate; port 0: a free one)")
       ->capture_default_str();

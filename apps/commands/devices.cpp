@@ -3,18 +3,22 @@
 
 #include "apps/commands/command.hpp"
 #include "gpu/device.hpp"
+#include "nn/blas_kernels.hpp"
 
 namespace spindle::apps {
 
 void register_devices(CLI::App& app, global_options&) {
   auto* cmd = app.add_subcommand(
-      "devices", "List compute devices (CUDA devices, or the host when none answers)");
+      "devices", "List compute devices (CUDA devices, or the host when none answers) and the host's BLAS kernels");
   cmd->callback([] {
     const auto& r = gpu::query_devices();
     fmt::print("CUDA backend: {} ({})\n", r.cuda_built ? "built" : "not built", r.cuda_status);
     for (const auto& d : r.devices)
       fmt::print("  {}:{} {} ({:.1f} GiB)\n", gpu::to_string(d.kind), d.index, d.name,
                  static_cast<double>(d.memory_bytes) / (1u << 30));
+    // The host's GEMMs: OpenBLAS's kernels, and why they are these.
+    const auto& note = nn::blas_kernels_note();
+    fmt::print("BLAS kernels: {}{}\n", nn::blas_core(), note.empty() ? "" : " (" + note + ")");
   });
 }
 

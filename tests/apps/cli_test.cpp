@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "nn/blas_kernels.hpp"
 #include "tests/apps/cli_run.hpp"
 
 namespace {
@@ -159,6 +160,25 @@ TEST_F(cli_test, every_subcommand_has_complete_help) {
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_NE(r.out.find(flag), std::string::npos) << cmd << "\n" << r.out;
   }
+}
+
+// OpenBLAS takes CPUs it does not know by model for Prescott (SSE3 kernels);
+// spindle restarts itself with the kernels the CPU's features allow, unless
+// the user chose them (OPENBLAS_CORETYPE), and says so in `devices`.
+TEST_F(cli_test, gemms_run_the_kernels_the_cpu_allows) {
+  ::unsetenv("OPENBLAS_CORETYPE");
+  auto r = run_stdout("devices");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto at = r.out.find("BLAS kernels: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const auto core = r.out.substr(at + 14, r.out.find_first_of(" \n", at + 14) - at - 14);
+  if (!spindle::nn::best_blas_core().empty())
+    EXPECT_TRUE(spindle::nn::strong_blas_core(core)) << r.out;
+  ::setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+  r = run_stdout("devices");
+  ::unsetenv("OPENBLAS_CORETYPE");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("BLAS kernels: Prescott\n"), std::string::npos) << r.out;
 }
 
 TEST_F(cli_test, numpy_reads_every_array) {

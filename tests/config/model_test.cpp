@@ -93,5 +93,35 @@ TEST(model_test, tasks_and_decoders_spindle_does_not_serve_are_refused_by_name) 
       << dlrm.error().message();
 }
 
+// A field the architecture does not read would be served as if absent: each is
+// refused naming the field, its value and who reads it; defaults pass.
+TEST(model_test, fields_the_architecture_ignores_are_refused_by_name) {
+  const std::string dlrm =
+      "[model]\narch = \"dlrm\"\ndense_in = 4\nbottom = [8]\ntop = [1]\nembedding_dim = 8\n"
+      "table_rows = [10]\n";
+  ASSERT_TRUE(parse_model_desc(dlrm + "log_softmax = false\n", "d/model.toml").has_value());
+  auto refused = [](const std::string& text, const std::string& want) {
+    auto d = parse_model_desc(text, "d/model.toml");
+    ASSERT_FALSE(d.has_value()) << text;
+    EXPECT_NE(d.error().message().find(want), std::string::npos) << d.error().message();
+    EXPECT_NE(d.error().message().find("d/model.toml"), std::string::npos);
+  };
+  refused(dlrm + "log_softmax = true\n", "model.log_softmax = true: a dlrm model does not read it");
+  refused(dlrm + "heads = 8\n", "model.heads = 8: a dlrm model does not read it (GAT reads it)");
+  refused(dlrm + "attention = [4, 1]\n", "model.attention = [4, 1]: a dlrm model");
+  refused(dlrm + "fanouts = [5, 5]\n", "model.fanouts = [5, 5]");
+  refused(dlrm + "hidden = 16\n", "model.hidden = 16");
+  refused("[model]\narch = \"ncf\"\ntop = [8]\nembedding_dim = 4\ntable_rows = [5, 5, 5, 5]\n"
+          "bottom = [4]\n",
+          "model.bottom = [4]: a ncf model does not read it (DLRM reads it)");
+  refused(with("table_rows = [10]\n"), "model.table_rows = [10]: a stack model does not read it");
+  refused(with("heads = 2\n"), "remove model.layers / model.hidden / model.heads");
+  refused("[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 3\nheads = 2\n",
+          "model.heads = 2: a graphsage model does not read it");
+  EXPECT_TRUE(parse_model_desc("[model]\narch = \"gat\"\nin = 4\nhidden = 8\nout = 3\nheads = 2\n",
+                               "g/model.toml")
+                  .has_value());
+}
+
 }  // namespace
 }  // namespace spindle::config

@@ -84,6 +84,17 @@ TEST(model_types_test, miswired_types_are_refused_by_name) {
   auto fan = typed();
   fan.replace(fan.find("fanouts = [5, 3]"), 16, "fanouts = [5]");
   EXPECT_NE(bad(fan).find("edge_type[2].fanouts has 1 values"), std::string::npos);
+  // 0 samples no neighbour of the edge type at that hop (as NeighborLoader's dict
+  // form); below -1 is refused naming the index and value.
+  auto zero = typed();
+  zero.replace(zero.find("fanouts = [5, 3]"), 16, "fanouts = [5, 0]");
+  auto ok = parse_model_desc(zero, "m/model.toml");
+  ASSERT_TRUE(ok.has_value()) << ok.error().message();
+  EXPECT_EQ(ok->types.edge_types[2].fanouts, (std::vector<int>{5, 0}));
+  auto low = typed();
+  low.replace(low.find("fanouts = [5, 3]"), 16, "fanouts = [5, -2]");
+  EXPECT_NE(bad(low).find("edge_type[2].fanouts[1] = -2: each is 1..100000, 0"), std::string::npos)
+      << bad(low);
 }
 
 TEST(model_types_test, a_graphs_edge_types_bind_by_name) {

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -234,8 +235,11 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   // Rank 0 runs 2 pipelines, every other rank 1: rank 0's queue keeps one stand-in
   // per pipeline each rank says it runs (a stand-in for a pipeline a rank lacks
   // would fail every batch it takes).
-  auto coord = c.coordinator(
-      0, {}, {"--listen", "127.0.0.1:0", "--admin-token-file", token, "--pipelines", "2"});
+  // Rank 0's file door: the rank that joins a second time fetches its data there.
+  const std::string files = "127.0.0.1:" + std::to_string(free_port());
+  auto coord = c.coordinator(0, {},
+                             {"--listen", "127.0.0.1:0", "--admin-token-file", token, "--pipelines",
+                              "2", "--files", files});
   auto listening = coord.wait_for("listening ", 120'000);
   ASSERT_TRUE(listening.has_value()) << listening.error().to_string();
   auto client = door_client(*listening, token);
@@ -359,11 +363,23 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   // (rows no live rank holds), never answered wrong.
   // It joins at epoch 2, so it reads its rows by epoch 2's plan, which it rebuilds
   // from the inputs rank 0 published: its own door answers as one process.
-  auto again = logged({"node", "--config", c.config, "--join", rank0, "--dataset", c.serve,
-                       "--model", c.model, "--listen", "127.0.0.1:0", "--admin-token-file", token},
+  // This time its disk is empty: it fetches rank 0's partition (a joined rank has
+  // none of its own and opens rank 0's) and the model from rank 0's file door.
+  const std::string disk3 = c.dir + "/rank-3-disk";
+  std::filesystem::create_directories(disk3);
+  auto again = logged({"node", "--config", c.config, "--join", rank0, "--dataset", disk3 + "/parts",
+                       "--model", disk3 + "/m", "--fetch-from", files, "--listen", "127.0.0.1:0",
+                       "--admin-token-file", token},
                       c.dir + "/rank-3.again.log");
   auto door3again = again.wait_for("listening ", 120'000);
   ASSERT_TRUE(door3again.has_value()) << read_file(c.dir + "/rank-3.again.log");
+  const std::string again_log = read_file(c.dir + "/rank-3.again.log");
+  EXPECT_NE(again_log.find("fetched dataset " + disk3 + "/parts/rank-0 from file door " + files),
+            std::string::npos)
+      << again_log;
+  EXPECT_NE(again_log.find("fetched model " + disk3 + "/m from file door " + files),
+            std::string::npos)
+      << again_log;
   members_when(client, serving_epoch(4, 3), 60);
   EXPECT_NE(read_file(c.dir + "/rank-3.again.log").find("shard of placement epoch 3 ready: "),
             std::string::npos);
