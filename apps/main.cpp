@@ -12,7 +12,7 @@
 #include "apps/commands/cli_errors.hpp"
 #include "apps/commands/command.hpp"
 #include "core/log.hpp"
-#include "nn/blas_kernels.hpp"
+#include "core/blas_kernels.hpp"
 #include "nn/ops.hpp"
 
 namespace {
@@ -53,7 +53,7 @@ bool runs_models(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace spindle;
-  if (runs_models(argc, argv)) nn::ensure_blas_kernels(argv);  // may restart once, so first
+  if (runs_models(argc, argv)) ensure_blas_kernels(argv);  // may restart once, so first
   raise_descriptor_limit();
   // Spindle owns its threads: OpenBLAS runs single-threaded inside each
   // pipeline or pool thread (its own spinning threads would fight ours).

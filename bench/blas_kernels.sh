@@ -5,7 +5,8 @@
 # reports them in `spindle devices`. A peer left on Prescott would be handicapped.
 #   usage: . bench/blas_kernels.sh SPINDLE
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-  OPENBLAS_CORETYPE=$("$1" devices 2> /dev/null | sed -n 's/^BLAS kernels: \([A-Za-z0-9]*\).*/\1/p')
+  OPENBLAS_CORETYPE=$({ "$1" devices 2> /dev/null || echo "spindle devices failed: OpenBLAS picks the kernels" >&2; } |
+    sed -n 's/^BLAS kernels: \([A-Za-z0-9]*\).*/\1/p')
   if [ -n "$OPENBLAS_CORETYPE" ]; then export OPENBLAS_CORETYPE; else unset OPENBLAS_CORETYPE; fi
 fi
 echo "OpenBLAS kernels of every process in this run: ${OPENBLAS_CORETYPE:-as OpenBLAS picks them}"

@@ -27,7 +27,7 @@
 
 #include "config/model.hpp"
 #include "nn/arena.hpp"
-#include "nn/blas_kernels.hpp"
+#include "core/blas_kernels.hpp"
 #include "nn/model.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -142,7 +142,7 @@ double forward(const nn::model& m, const config::model_desc& d, int batch, doubl
 }  // namespace
 
 int main(int argc, char** argv) {
-  nn::ensure_blas_kernels(argv);  // the kernels spindle itself runs
+  ensure_blas_kernels(argv);  // the kernels spindle itself runs
   if (argc < 2) {
     std::fprintf(stderr, "usage: dlrm_gemm_limit MODEL_DIR [BATCHES=1,64,256,1024] [SECONDS=2] "
                          "[THREADS=2]\n");

@@ -28,7 +28,7 @@
 #include "graph/sampler.hpp"
 #include "nn/link_decoder.hpp"
 #include "nn/bf16_gemm.hpp"
-#include "nn/blas_kernels.hpp"
+#include "core/blas_kernels.hpp"
 #include "nn/model.hpp"
 
 using namespace spindle;
@@ -294,7 +294,7 @@ int typed_rows(int reps, const std::string& tmp) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  nn::ensure_blas_kernels(argv);  // the kernels spindle itself runs
+  ensure_blas_kernels(argv);  // the kernels spindle itself runs
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   set_progress_enabled(false);
   nn::set_blas_threads(1);

@@ -3,7 +3,7 @@
 
 #include "apps/commands/command.hpp"
 #include "gpu/device.hpp"
-#include "nn/blas_kernels.hpp"
+#include "core/blas_kernels.hpp"
 
 namespace spindle::apps {
 
@@ -17,8 +17,8 @@ void register_devices(CLI::App& app, global_options&) {
       fmt::print("  {}:{} {} ({:.1f} GiB)\n", gpu::to_string(d.kind), d.index, d.name,
                  static_cast<double>(d.memory_bytes) / (1u << 30));
     // The host's GEMMs: OpenBLAS's kernels, and why they are these.
-    const auto& note = nn::blas_kernels_note();
-    fmt::print("BLAS kernels: {}{}\n", nn::blas_core(), note.empty() ? "" : " (" + note + ")");
+    const auto& note = blas_kernels_note();
+    fmt::print("BLAS kernels: {}{}\n", blas_core(), note.empty() ? "" : " (" + note + ")");
   });
 }
 

@@ -35,7 +35,7 @@ TEST(model_digest_test, the_exported_description_loads_and_a_computation_edit_is
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"kind = \"sage\"", "kind = \"gcn\""},
            {"weights_crc32 = \"0badf00d\"", "weights_crc32 = \"0badf00e\""},
-           {"in = 4\nout = 3\n", "in = 4\nout = 3\nlog_softmax = true\n"}}) {
+           {"kind = \"sage\"\nprefix", "kind = \"sage\"\naggr = \"max\"\nprefix"}}) {
     auto edited = parse_model_desc(verified(replaced(kBody, from, to), digest), "m/model.toml");
     ASSERT_FALSE(edited.has_value()) << to;
     EXPECT_NE(edited.error().message().find("m/model.toml: what the model computes was edited"),

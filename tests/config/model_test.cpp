@@ -106,18 +106,21 @@ TEST(model_test, fields_the_architecture_ignores_are_refused_by_name) {
     EXPECT_NE(d.error().message().find(want), std::string::npos) << d.error().message();
     EXPECT_NE(d.error().message().find("d/model.toml"), std::string::npos);
   };
-  refused(dlrm + "log_softmax = true\n", "model.log_softmax = true: a dlrm model does not read it");
-  refused(dlrm + "heads = 8\n", "model.heads = 8: a dlrm model does not read it (GAT reads it)");
-  refused(dlrm + "attention = [4, 1]\n", "model.attention = [4, 1]: a dlrm model");
+  refused(dlrm + "log_softmax = true\n", "model.log_softmax = true: arch = \"dlrm\" does not read it");
+  refused(dlrm + "heads = 8\n", "model.heads = 8: arch = \"dlrm\" does not read it (arch = \"gat\" reads it)");
+  refused(dlrm + "attention = [4, 1]\n", "model.attention = [4, 1]: arch = \"dlrm\" does not read it (DIN reads it)");
   refused(dlrm + "fanouts = [5, 5]\n", "model.fanouts = [5, 5]");
   refused(dlrm + "hidden = 16\n", "model.hidden = 16");
   refused("[model]\narch = \"ncf\"\ntop = [8]\nembedding_dim = 4\ntable_rows = [5, 5, 5, 5]\n"
           "bottom = [4]\n",
-          "model.bottom = [4]: a ncf model does not read it (DLRM reads it)");
-  refused(with("table_rows = [10]\n"), "model.table_rows = [10]: a stack model does not read it");
+          "model.bottom = [4]: arch = \"ncf\" does not read it (DLRM reads it)");
+  refused(with("table_rows = [10]\n"), "model.table_rows = [10]: arch = \"stack\" does not read it");
   refused(with("heads = 2\n"), "remove model.layers / model.hidden / model.heads");
+  // The host's stack never applied it (its ops say where log_softmax goes).
+  refused(with("log_softmax = true\n"), "[[op]] with kind = \"log_softmax\"");
+  refused(with("dense_in = 13\n"), "(DLRM and Wide & Deep read it)");
   refused("[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 3\nheads = 2\n",
-          "model.heads = 2: a graphsage model does not read it");
+          "model.heads = 2: arch = \"graphsage\" does not read it");
   EXPECT_TRUE(parse_model_desc("[model]\narch = \"gat\"\nin = 4\nhidden = 8\nout = 3\nheads = 2\n",
                                "g/model.toml")
                   .has_value());
