@@ -182,7 +182,8 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
             } else {
               for (auto& item : held->items) item.promise.deliver(err);
             }
-            end_if_removed(self, p);  // after the retry is queued: freeing the slot clears failed_on
+            // After the retry is queued: freeing the slot clears its failed_on.
+            end_if_removed(self, p);
             start_next(self);
           });
 }

@@ -225,7 +225,8 @@ TEST(batcher_pipelines_test, a_thousand_joins_and_leaves_keep_the_queue_bounded)
   serving::batch_policy bp;
   bp.max_batch = 1;
   bp.pipeline_depth = 1;
-  auto batcher = spawn_batcher(sys, {}, bp, nullptr, [](const serving::gnn_request&) { return 1.0; });
+  auto batcher =
+      spawn_batcher(sys, {}, bp, nullptr, [](const serving::gnn_request&) { return 1.0; });
   caf::scoped_actor self{sys};
   auto taken = std::make_shared<std::atomic<int>>(0);
   caf::actor holding;  // the pipeline that left holding its batch (none: every batch answered)
@@ -256,8 +257,8 @@ TEST(batcher_pipelines_test, a_thousand_joins_and_leaves_keep_the_queue_bounded)
   EXPECT_LE(st.per_pipeline.size(), 2u);
   EXPECT_EQ(st.departed_rank, (std::vector<std::int32_t>{3}));
   ASSERT_EQ(st.departed_batches.size(), 1u);
-  EXPECT_EQ(st.departed_batches[0] + std::accumulate(st.per_pipeline.begin(), st.per_pipeline.end(),
-                                                     std::uint64_t(0)),
+  EXPECT_EQ(st.departed_batches[0] +
+                std::accumulate(st.per_pipeline.begin(), st.per_pipeline.end(), std::uint64_t(0)),
             999u)
       << "every batch answered, the last one still held";
   if (holding) caf::anon_send_exit(holding, caf::exit_reason::user_shutdown);

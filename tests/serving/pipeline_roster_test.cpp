@@ -81,7 +81,8 @@ TEST(pipeline_roster_test, never_feeds_a_rank_first_seen_leaving) {
   EXPECT_TRUE(r.update({}).empty());
 }
 
-TEST(pipeline_roster_test, a_joined_rank_back_as_a_new_process_between_two_lists_is_gone_and_added) {
+TEST(pipeline_roster_test,
+     a_joined_rank_back_as_a_new_process_between_two_lists_is_gone_and_added) {
   pipeline_roster r;
   r.update({{1, toml("b1")}, {3, again(joined("b3"), 1)}});
   // It died and joined again (and serves) between two polls: same rank, same flags.
