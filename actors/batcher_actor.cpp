@@ -61,18 +61,47 @@ gnn_reply reply_for(const serving::batch_result& res, std::size_t i, double queu
 
 void start_next(batcher_ptr self);
 
-// Ends pipeline `p` once it was removed and holds no batch; its slot stays (with
-// its counters) and is never given a batch again.
+// Frees slot `p` of a pipeline that was removed and ended: the next pipeline added
+// takes it, so a queue whose ranks join and leave without end keeps as many slots
+// as pipelines it held at once. Its answered batches stay counted for its rank.
+void free_slot(batcher_ptr self, std::size_t p) {
+  auto& st = self->state;
+  auto& stats = st.stats;
+  const auto rank = stats.pipeline_rank[p];
+  auto it = std::find(stats.departed_rank.begin(), stats.departed_rank.end(), rank);
+  if (it == stats.departed_rank.end()) {
+    stats.departed_rank.push_back(rank);
+    stats.departed_batches.push_back(0);
+    it = stats.departed_rank.end() - 1;
+  }
+  stats.departed_batches[std::size_t(it - stats.departed_rank.begin())] += stats.per_pipeline[p];
+  stats.per_pipeline[p] = 0;
+  stats.pipeline_rank[p] = -1;
+  for (auto& b : st.queue)  // a retry keeps off its failed rank, not off the slot's next pipeline
+    if (b.failed_on == p) b.failed_on = SIZE_MAX;
+}
+
+// Ends pipeline `p` once it was removed and holds no batch, and frees its slot.
 void end_if_removed(batcher_ptr self, std::size_t p) {
   auto& st = self->state;
   if (!st.removed[p] || st.in_flight[p] > 0 || !st.pipelines[p]) return;
   self->send_exit(st.pipelines[p], caf::exit_reason::user_shutdown);
   st.pipelines[p] = pipeline_actor{};
+  free_slot(self, p);
 }
 
-// Appends a pipeline that runs on `rank` (-1: unsaid); it takes batches at once.
+// Appends a pipeline that runs on `rank` (-1: unsaid), in a freed slot if there is
+// one; it takes batches at once.
 void add_pipeline(batcher_ptr self, pipeline_actor p, std::int32_t rank) {
   auto& st = self->state;
+  for (std::size_t i = 0; i < st.pipelines.size(); ++i)
+    if (st.removed[i] && !st.pipelines[i] && st.in_flight[i] == 0) {
+      st.pipelines[i] = std::move(p);
+      st.down[i] = st.removed[i] = false;
+      st.stats.per_pipeline[i] = 0;
+      st.stats.pipeline_rank[i] = rank;
+      return;
+    }
   st.pipelines.push_back(std::move(p));
   st.in_flight.push_back(0);
   st.down.push_back(false);
@@ -144,7 +173,6 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
           },
           [=](caf::error& err) {
             --self->state.in_flight[p];
-            end_if_removed(self, p);
             held->failed_on = p;
             held->failed_rank = self->state.stats.pipeline_rank[p];
             if (++held->attempts < 2 && any_up_for(self, *held)) {
@@ -154,6 +182,8 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
             } else {
               for (auto& item : held->items) item.promise.deliver(err);
             }
+            // After the retry is queued: freeing the slot clears its failed_on.
+            end_if_removed(self, p);
             start_next(self);
           });
 }

@@ -38,11 +38,15 @@ std::string gateway::stats_json() {
               m["large_executor_batches"] = st.large;
               // A cluster's shared queue: the batches each rank's pipelines answered
               // (a rank that joined counts from its join; one that left keeps its count).
+              auto count = [&m](std::int32_t rank, std::uint64_t batches) {
+                if (rank < 0) return;
+                auto& n = m["batches_by_rank"][std::to_string(rank)];
+                n = (n.is_null() ? 0 : n.get<std::uint64_t>()) + batches;
+              };
               for (std::size_t i = 0; i < st.pipeline_rank.size(); ++i)
-                if (st.pipeline_rank[i] >= 0) {
-                  auto& n = m["batches_by_rank"][std::to_string(st.pipeline_rank[i])];
-                  n = (n.is_null() ? 0 : n.get<std::uint64_t>()) + st.per_pipeline[i];
-                }
+                count(st.pipeline_rank[i], st.per_pipeline[i]);
+              for (std::size_t i = 0; i < st.departed_rank.size(); ++i)
+                count(st.departed_rank[i], st.departed_batches[i]);
             },
             [](const caf::error&) {});
     if (e->b.device) {

@@ -45,14 +45,19 @@ typename Inspector::result_type inspect(Inspector& f, batch_job& x) {
 struct batcher_stats {
   std::uint64_t batches = 0, requests = 0, small = 0, large = 0;
   std::uint64_t retried = 0;  // batches re-queued after their pipeline failed as a whole
-  std::vector<std::uint64_t> per_pipeline;  // batches each pipeline answered (removed ones too)
-  std::vector<std::int32_t> pipeline_rank;  // the cluster rank each pipeline runs on (-1: unsaid)
+  // Per slot: the batches its pipeline answered, the cluster rank it runs on (-1:
+  // unsaid, or a free slot). A removed pipeline's slot is freed once it holds no
+  // batch (a pipeline added later takes it) and its count goes to departed_batches.
+  std::vector<std::uint64_t> per_pipeline;
+  std::vector<std::int32_t> pipeline_rank;
+  std::vector<std::int32_t> departed_rank;     // a rank whose pipelines were freed, once each
+  std::vector<std::uint64_t> departed_batches;  // the batches those pipelines answered
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
   return f(caf::meta::type_name("batcher_stats"), x.batches, x.requests, x.small, x.large,
-           x.retried, x.per_pipeline, x.pipeline_rank);
+           x.retried, x.per_pipeline, x.pipeline_rank, x.departed_rank, x.departed_batches);
 }
 
 /// A pipeline as a batcher sees it (one here, or a stand-in for one on another
@@ -66,7 +71,8 @@ using pipeline_actor =
 /// batch-closing threshold (from the router actor) and fanouts changed live;
 /// a pipeline marked down or up; a pipeline added while it serves (join_atom:
 /// the pipeline and the rank it runs on) or removed (leave_atom: given no more
-/// batches, its batches in flight still answered, then the batcher ends it);
+/// batches, its batches in flight still answered, then the batcher ends it and
+/// frees its slot for the next pipeline added);
 /// its counters; its own deadline timer (flush).
 using batcher_actor = caf::typed_actor<
     caf::replies_to<infer_atom, serving::gnn_request>::with<gnn_reply>,

@@ -49,6 +49,7 @@ struct member_info {
   std::string from_fap;
   int from_servers = 0;
   int pipelines = 0;  // the pipelines it serves batches with, as its ready said (0: unsaid)
+  int joins = 0;      // how often a process joined as this rank: a new one, a new count
   bool operator==(const member_info&) const = default;
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/cluster_queue.hpp"
 
+#include <algorithm>
+
 #include "actors/remote_pipeline.hpp"
 #include "core/log.hpp"
 
@@ -10,7 +12,8 @@ namespace {
 std::map<int, serving::roster_member> roster_view(const std::map<int, member_info>& live) {
   std::map<int, serving::roster_member> out;
   for (const auto& [rank, m] : live)
-    out[rank] = {m.ready && !m.bridge.empty(), m.leaving, !m.address.empty(), m.bridge};
+    out[rank] = {m.ready && !m.bridge.empty(), m.leaving, !m.address.empty(), m.bridge,
+                 std::uint64_t(std::max(0, m.joins))};
   return out;
 }
 

@@ -405,6 +405,7 @@ status cluster_gnn::run_workload(std::size_t workload) {
   std::uint64_t here = 0, on_members = 0;
   for (std::size_t i = 0; i < stats.per_pipeline.size(); ++i)
     (i < p_->local ? here : on_members) += stats.per_pipeline[i];
+  for (const auto n : stats.departed_batches) on_members += n;  // freed stand-ins
   fmt::print("batches {} here {} on members {} retried {}\n", stats.batches, here, on_members,
              stats.retried);
   // How far this pipeline's observed accesses drifted from the FAP epoch 0 used.

@@ -36,31 +36,45 @@ std::vector<roster_change> pipeline_roster::update(const std::map<int, roster_me
     const auto it = live.find(rank);
     const roster_member* m = it == live.end() ? nullptr : &it->second;
     auto h = held_.find(rank);
-    if (h == held_.end()) {
-      if (!feeds(m)) continue;  // not serving yet, or leaving before the queue ever fed it
-      held_[rank] = {true, m->joined, false, m->bridge};
+    if (h != held_.end() && m && m->incarnation != h->second.incarnation) {
+      // Another process took the rank since the last list (the one fed died, or left
+      // and exited): whatever it was, that one is gone; the new one is added below.
+      out.push_back({rank, roster_action::gone, {}});
+      held_.erase(h);
+      h = held_.end();
+    }
+    if (h != held_.end()) {
+      update_held(rank, m, out);
+    } else if (feeds(m)) {  // not serving yet, or leaving before the queue ever fed it: none
+      held_[rank] = {true, m->joined, false, m->bridge, m->incarnation};
       out.push_back({rank, roster_action::add, m->bridge});
-    } else if (h->second.leaving) {
-      if (m) continue;  // it exits once every other member reads the plan without it
-      out.push_back({rank, roster_action::gone, {}});
-      held_.erase(h);
-    } else if (feeds(m)) {
-      if (h->second.up && h->second.bridge == m->bridge) continue;
-      h->second.up = true;
-      h->second.bridge = m->bridge;
-      out.push_back({rank, roster_action::up, m->bridge});
-    } else if (m && m->leaving) {
-      h->second.leaving = true;
-      out.push_back({rank, roster_action::leave, {}});
-    } else if (h->second.joined) {
-      out.push_back({rank, roster_action::gone, {}});
-      held_.erase(h);
-    } else if (h->second.up) {
-      h->second.up = false;
-      out.push_back({rank, roster_action::down, {}});
     }
   }
   return out;
+}
+
+void pipeline_roster::update_held(int rank, const roster_member* m,
+                                  std::vector<roster_change>& out) {
+  const auto h = held_.find(rank);
+  if (h->second.leaving) {
+    if (m) return;  // it exits once every other member reads the plan without it
+    out.push_back({rank, roster_action::gone, {}});
+    held_.erase(h);
+  } else if (feeds(m)) {
+    if (h->second.up && h->second.bridge == m->bridge) return;
+    h->second.up = true;
+    h->second.bridge = m->bridge;
+    out.push_back({rank, roster_action::up, m->bridge});
+  } else if (m && m->leaving) {
+    h->second.leaving = true;
+    out.push_back({rank, roster_action::leave, {}});
+  } else if (h->second.joined) {
+    out.push_back({rank, roster_action::gone, {}});
+    held_.erase(h);
+  } else if (h->second.up) {
+    h->second.up = false;
+    out.push_back({rank, roster_action::down, {}});
+  }
 }
 
 std::vector<int> pipeline_roster::ranks() const {

@@ -1,8 +1,10 @@
 // Which members' pipelines a cluster's shared queue (rank 0's batcher) feeds,
-// as ranks join, leave, die and come back: each membership change in, the
-// changes to the queue's pipelines out. Not thread-safe: one caller (the member watch).
+// as ranks join, leave, die and come back (as the same process or a new one):
+// each membership change in, the changes to the queue's pipelines out. Not
+// thread-safe: one caller (the member watch).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -16,6 +18,9 @@ struct roster_member {
   bool leaving = false;  // asked to leave (`spindle cluster-leave`)
   bool joined = false;   // joined past the TOML's ranks (`node --join`)
   std::string bridge;    // where its pipelines answer
+  // Which process holds the rank: changes whenever one joins as it (rank 0's count
+  // of its joins), so a rank that died and came back between two lists is told apart.
+  std::uint64_t incarnation = 0;
 
   bool operator==(const roster_member&) const = default;
 };
@@ -25,8 +30,9 @@ enum class roster_action {
   up,     // a rank the queue knows serves again (or at a new bridge address): feed it again
   down,   // a TOML rank stopped serving (died): no batches until it is back
   leave,  // a rank asked to leave: no new batches; those in flight are still answered
-  gone,   // a joined rank died, or a leaving one exited: its stand-ins go, and its
-          // batches still in flight fail (to be retried on another pipeline)
+  gone,   // a joined rank died, a leaving one exited, or another process took the
+          // rank: its stand-ins go, and its batches still in flight fail (to be
+          // retried on another pipeline)
 };
 
 std::string_view to_string(roster_action a);
@@ -41,7 +47,10 @@ struct roster_change {
 
 /// A TOML rank that stops serving is expected back (its stand-ins are kept and
 /// marked down); a joined rank that dies or leaves is taken off the queue for good
-/// (joining again, it is added again). The coordinator's own rank is never listed.
+/// (joining again, it is added again). A rank listed with another incarnation than
+/// the one the queue feeds is a new process: the old one is gone (and the new one
+/// added once it serves), whatever the lists in between showed. The coordinator's
+/// own rank is never listed.
 class pipeline_roster {
  public:
   explicit pipeline_roster(int own_rank = 0) : own_rank_(own_rank) {}
@@ -59,7 +68,10 @@ class pipeline_roster {
     bool joined = false;
     bool leaving = false;  // fed no more; held until it exits
     std::string bridge;
+    std::uint64_t incarnation = 0;
   };
+  // Appends the change (if any) for `rank`, which the queue holds, listed as `m` (null: not live).
+  void update_held(int rank, const roster_member* m, std::vector<roster_change>& out);
   int own_rank_;
   std::map<int, held> held_;
 };

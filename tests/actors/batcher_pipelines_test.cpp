@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <numeric>
 #include <thread>
 
 #include "actors/batcher_actor.hpp"
@@ -113,10 +114,22 @@ TEST(batcher_pipelines_test, an_added_pipeline_takes_batches_and_a_removed_one_f
   self->request(batcher, std::chrono::seconds(5), stats_atom::value)
       .receive([&](const batcher_stats& s) { st = s; },
                [](caf::error& e) { ADD_FAILURE() << to_string(e); });
-  EXPECT_EQ(st.per_pipeline, (std::vector<std::uint64_t>{2, 1}));
-  EXPECT_EQ(st.pipeline_rank, (std::vector<std::int32_t>{0, 3}));
+  // The removed pipeline's slot is free; its batch stays counted for rank 3.
+  EXPECT_EQ(st.per_pipeline, (std::vector<std::uint64_t>{2, 0}));
+  EXPECT_EQ(st.pipeline_rank, (std::vector<std::int32_t>{0, -1}));
+  EXPECT_EQ(st.departed_rank, (std::vector<std::int32_t>{3}));
+  EXPECT_EQ(st.departed_batches, (std::vector<std::uint64_t>{1}));
   caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(a_actor, caf::exit_reason::user_shutdown);
+}
+
+// The batcher's counters now.
+batcher_stats stats_of(caf::scoped_actor& self, const batcher_actor& batcher) {
+  batcher_stats st;
+  self->request(batcher, std::chrono::seconds(5), stats_atom::value)
+      .receive([&](const batcher_stats& s) { st = s; },
+               [](caf::error& e) { ADD_FAILURE() << to_string(e); });
+  return st;
 }
 
 // A dead rank's stand-in: fails every batch at once, as a whole (so it is always idle).
@@ -199,6 +212,57 @@ TEST(batcher_pipelines_test, a_batch_a_dead_rank_failed_is_retried_on_another_ra
   caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
   for (const auto& p : {dead_a, dead_b, good})
     caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
+// Rank 3 joins and leaves 1,000 times, each time with a new pipeline that answers
+// one batch; every tenth still holds its batch when it leaves and the next one
+// joins. The queue keeps a slot per pipeline it holds at once, not one per join,
+// and rank 3 keeps the count of every batch its pipelines answered.
+TEST(batcher_pipelines_test, a_thousand_joins_and_leaves_keep_the_queue_bounded) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  serving::batch_policy bp;
+  bp.max_batch = 1;
+  bp.pipeline_depth = 1;
+  auto batcher =
+      spawn_batcher(sys, {}, bp, nullptr, [](const serving::gnn_request&) { return 1.0; });
+  caf::scoped_actor self{sys};
+  auto taken = std::make_shared<std::atomic<int>>(0);
+  caf::actor holding;  // the pipeline that left holding its batch (none: every batch answered)
+  std::size_t most_slots = 0;
+  for (std::uint64_t cycle = 1; cycle <= 1000; ++cycle) {
+    const bool holds = cycle % 10 == 0;
+    auto actor = holds ? caf::actor(sys.spawn(holding_pipeline, taken))
+                       : caf::actor(sys.spawn(answering_pipeline, taken));
+    auto p = caf::actor_cast<pipeline_actor>(actor);
+    self->send(batcher, join_atom::value, p, std::int32_t(3));
+    if (holding) {  // the pipeline before this one answers once this one has joined
+      self->send(holding, ok_atom::value);
+      EXPECT_EQ(next_answer(self).first, cycle - 1);
+      holding = nullptr;
+    }
+    self->send(batcher, infer_atom::value, serving::gnn_request{{1}, cycle});
+    if (holds) {
+      ASSERT_TRUE(reaches(*taken, int(cycle)));
+      holding = actor;
+    } else {
+      ASSERT_EQ(next_answer(self), std::make_pair(cycle, float(cycle)));
+    }
+    self->send(batcher, leave_atom::value, p);
+    most_slots = std::max(most_slots, stats_of(self, batcher).per_pipeline.size());
+  }
+  const auto st = stats_of(self, batcher);
+  EXPECT_EQ(most_slots, 2u) << "one pipeline joined while the last one still held its batch";
+  EXPECT_LE(st.per_pipeline.size(), 2u);
+  EXPECT_EQ(st.departed_rank, (std::vector<std::int32_t>{3}));
+  ASSERT_EQ(st.departed_batches.size(), 1u);
+  EXPECT_EQ(st.departed_batches[0] +
+                std::accumulate(st.per_pipeline.begin(), st.per_pipeline.end(), std::uint64_t(0)),
+            999u)
+      << "every batch answered, the last one still held";
+  if (holding) caf::anon_send_exit(holding, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

@@ -9,6 +9,11 @@ using action = roster_action;
 
 roster_member toml(std::string bridge) { return {true, false, false, std::move(bridge)}; }
 roster_member joined(std::string bridge) { return {true, false, true, std::move(bridge)}; }
+// A member as the process of its `incarnation`-th join lists it.
+roster_member again(roster_member m, std::uint64_t incarnation) {
+  m.incarnation = incarnation;
+  return m;
+}
 
 TEST(pipeline_roster_test, feeds_every_serving_member_but_its_own_rank) {
   pipeline_roster r;
@@ -74,6 +79,59 @@ TEST(pipeline_roster_test, never_feeds_a_rank_first_seen_leaving) {
   leaving.leaving = true;
   EXPECT_TRUE(r.update({{3, leaving}}).empty());
   EXPECT_TRUE(r.update({}).empty());
+}
+
+TEST(pipeline_roster_test,
+     a_joined_rank_back_as_a_new_process_between_two_lists_is_gone_and_added) {
+  pipeline_roster r;
+  r.update({{1, toml("b1")}, {3, again(joined("b3"), 1)}});
+  // It died and joined again (and serves) between two polls: same rank, same flags.
+  const std::vector<roster_change> want = {{3, action::gone, ""}, {3, action::add, "b3-new"}};
+  EXPECT_EQ(r.update({{1, toml("b1")}, {3, again(joined("b3-new"), 2)}}), want);
+  EXPECT_TRUE(r.update({{1, toml("b1")}, {3, again(joined("b3-new"), 2)}}).empty());
+  // Even with the very member entry of the last list but the incarnation.
+  const std::vector<roster_change> same = {{3, action::gone, ""}, {3, action::add, "b3-new"}};
+  EXPECT_EQ(r.update({{1, toml("b1")}, {3, again(joined("b3-new"), 3)}}), same);
+  EXPECT_EQ(r.ranks(), (std::vector<int>{1, 3}));
+}
+
+TEST(pipeline_roster_test, a_new_process_not_serving_yet_is_gone_now_and_added_once_it_serves) {
+  pipeline_roster r;
+  r.update({{2, again(toml("b2"), 1)}, {3, again(joined("b3"), 1)}});
+  auto toml_waiting = again(toml(""), 2), joined_waiting = again(joined(""), 2);
+  toml_waiting.serving = joined_waiting.serving = false;
+  EXPECT_EQ(r.update({{2, toml_waiting}, {3, joined_waiting}}),
+            (std::vector<roster_change>{{2, action::gone, ""}, {3, action::gone, ""}}));
+  EXPECT_TRUE(r.ranks().empty());
+  EXPECT_EQ(r.update({{2, again(toml("b2-new"), 2)}, {3, again(joined("b3-new"), 2)}}),
+            (std::vector<roster_change>{{2, action::add, "b2-new"}, {3, action::add, "b3-new"}}));
+}
+
+TEST(pipeline_roster_test, a_rank_that_left_and_joined_again_between_two_lists_is_fed_again) {
+  pipeline_roster r;
+  r.update({{1, toml("b1")}, {3, again(joined("b3"), 1)}});
+  auto leaving = again(joined("b3"), 1);
+  leaving.leaving = true;
+  r.update({{1, toml("b1")}, {3, leaving}});
+  // It exited and a new process joined as rank 3 before the next poll.
+  EXPECT_EQ(r.update({{1, toml("b1")}, {3, again(joined("b3-new"), 2)}}),
+            (std::vector<roster_change>{{3, action::gone, ""}, {3, action::add, "b3-new"}}));
+}
+
+TEST(pipeline_roster_test, a_thousand_joins_and_leaves_hold_at_most_the_live_ranks) {
+  pipeline_roster r;
+  std::size_t most = 0;
+  for (std::uint64_t i = 1; i <= 1000; ++i) {
+    auto m = again(joined("b3-" + std::to_string(i)), i);
+    r.update({{1, toml("b1")}, {3, m}});
+    most = std::max(most, r.ranks().size());
+    if (i % 3 == 0) continue;  // it dies: gone at the next list, or replaced by the next one
+    m.leaving = true;
+    r.update({{1, toml("b1")}, {3, m}});
+    r.update({{1, toml("b1")}});
+    EXPECT_EQ(r.ranks(), (std::vector<int>{1})) << "cycle " << i;
+  }
+  EXPECT_EQ(most, 2u);
 }
 
 TEST(pipeline_roster_test, names_every_action) {
