@@ -19,3 +19,17 @@ netns_probe() {
   fi
   ip netns del "${name}-probe"
 }
+
+# mpirun_netns_probe TEST: netns_probe, and exits 77 without mpirun or UTS
+# namespaces (the mpirun tests' rsh agent names each namespace's host).
+mpirun_netns_probe() {
+  if ! command -v mpirun > /dev/null; then
+    echo "$1: skipped: no mpirun here (Debian's Open MPI: apt-get install openmpi-bin)"
+    exit 77
+  fi
+  netns_probe "$1"
+  if ! unshare --uts true 2> /dev/null; then
+    echo "$1: skipped: cannot create UTS namespaces here"
+    exit 77
+  fi
+}
