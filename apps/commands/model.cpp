@@ -65,8 +65,35 @@ expected<std::vector<std::int64_t>> table_rows_or(const std::string& given, int 
   return std::vector<std::int64_t>(std::size_t(tables), rows);
 }
 
+// A flag the architecture would ignore is refused naming it: a model written
+// without what its flags said is a model the user did not ask for.
+status check_init_flags(const init_args& a, config::model_arch arch) {
+  const bool gnn = config::model_desc{.arch = arch}.is_gnn();
+  auto refuse = [&](std::string_view flag, std::string_view why) {
+    return make_error(errc::invalid_argument, "{}: --arch {} {}", flag, a.arch, why);
+  };
+  if (gnn) {
+    if (a.heads != 4 && arch != config::model_arch::gat)
+      return refuse("--heads", "has no attention heads (--arch gat has)");
+    if (!a.tables.empty()) return refuse("--tables", "has no embedding tables");
+    if (a.variant != "A") return refuse("--variant", "is a GNN (--variant picks a DLRM)");
+    return status::ok();
+  }
+  if (a.classes != 0 || a.deprecated_out != 0)
+    return refuse("--classes", "answers one score a sample");
+  if (!a.fanouts.empty()) return refuse("--fanouts", "samples no graph");
+  if (a.layers != 2) return refuse("--layers", "takes its layers from Hera's Table I");
+  if (a.heads != 4) return refuse("--heads", "has no attention heads");
+  if (a.in != 0 && (arch == config::model_arch::ncf || arch == config::model_arch::din))
+    return refuse("--in", "has no dense input");
+  if (a.variant != "A" && arch != config::model_arch::dlrm)
+    return refuse("--variant", "has one shape (--variant picks a DLRM)");
+  return status::ok();
+}
+
 status run_init(const init_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto arch, config::parse_model_arch(a.arch));
+  SPINDLE_TRY(check_init_flags(a, arch));
   config::model_desc d;
   d.arch = arch;
   d.name = a.name.empty() ? a.arch : a.name;

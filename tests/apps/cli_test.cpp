@@ -162,6 +162,20 @@ TEST_F(cli_test, every_subcommand_has_complete_help) {
   }
 }
 
+// A `model init` flag the architecture would ignore is refused naming the flag.
+TEST_F(cli_test, model_init_refuses_flags_its_architecture_ignores) {
+  const fs::path ignored = fs::path(*dir_) / "ignored";
+  const std::string out = " --out-dir " + ignored.string();
+  refused("model init --arch graphsage --in 4 --hidden 8 --classes 3 --heads 2" + out,
+          "--heads: --arch graphsage has no attention heads (--arch gat has)");
+  refused("model init --arch dlrm --layers 3" + out, "--layers: --arch dlrm");
+  refused("model init --arch dlrm --fanouts 5,5" + out, "--fanouts: --arch dlrm samples no graph");
+  refused("model init --arch ncf --in 13" + out, "--in: --arch ncf has no dense input");
+  refused("model init --arch wnd --variant C" + out, "--variant: --arch wnd has one shape");
+  EXPECT_FALSE(fs::exists(ignored / "model.toml"));
+  EXPECT_EQ(run("model init --arch gat --in 4 --hidden 8 --classes 3 --heads 2" + out).code, 0);
+}
+
 // OpenBLAS takes CPUs it does not know by model for Prescott (SSE3 kernels);
 // spindle restarts itself with the kernels the CPU's features allow, unless
 // the user chose them (OPENBLAS_CORETYPE), and says so in `devices`.
