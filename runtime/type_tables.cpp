@@ -1,6 +1,7 @@
 #include "runtime/type_tables.hpp"
 
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "core/progress.hpp"
 #include "core/safetensors.hpp"
 #include "hps/lookup_session.hpp"
+#include "transport/net/file_manifest.hpp"
 
 namespace spindle::runtime {
 namespace {
@@ -62,6 +64,21 @@ status check_args(const type_table_args& a) {
   return status::ok();
 }
 
+// RocksDB stops the process on a full disk (an assertion in Debian's build) rather
+// than failing the write: the load needs about twice the rows' bytes (the
+// write-ahead log, then the table files), refused by name where the disk lacks it.
+status check_free_space(const std::string& dir, std::uint64_t row_bytes) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return status::ok();  // RocksDB will say what is wrong
+  const std::uint64_t free = std::uint64_t(fs.f_bavail) * fs.f_frsize, need = 2 * row_bytes;
+  if (free < need)
+    return make_error(errc::resource_exhausted,
+                      "--type-table-pdb {}: loading the table needs about {} MiB free (twice its "
+                      "rows), the disk has {} MiB",
+                      dir, need >> 20, free >> 20);
+  return status::ok();
+}
+
 }  // namespace
 
 expected<std::shared_ptr<type_tables>> type_tables::open(const type_table_args& a) {
@@ -86,20 +103,23 @@ expected<nn::type_row_readers> type_tables::readers(const std::string& dir) {
   std::vector<hps::table_options> tables;
   std::vector<std::string> types;
   const std::string weights = dir + "/" + d.weights;
-  std::string crc;  // of the weights, read once a table goes to the parameter server
+  std::string digest;  // of the weights, read once a table goes to the parameter server
   for (const auto& n : d.types.node_types) {
     const double mb = double(n.embedding_rows) * n.in * sizeof(float) / double(1u << 20);
     if (n.embedding.empty() || mb < args_.min_mb) continue;
-    if (crc.empty()) {
+    if (digest.empty()) {
       SPINDLE_TRY(require_file_inside(dir, weights));
-      SPINDLE_ASSIGN_OR_RETURN(crc, file_crc32_hex(weights));
+      SPINDLE_ASSIGN_OR_RETURN(const auto crc, file_crc32_hex(weights));
       if (!d.weights_crc32.empty() && crc != d.weights_crc32)  // no damaged rows into the PDB
         return make_error(errc::corrupt_data,
                           "{}: its CRC-32 {} does not match model.toml's weights_crc32 {}: the "
                           "file was changed or damaged since it was written",
                           weights, crc, d.weights_crc32);
+      // The table's name: a CRC-32 can be forged (4 bytes make any file match
+      // another's), and a PDB folder may hold several models' tables.
+      SPINDLE_ASSIGN_OR_RETURN(digest, transport::net::file_sha256(weights));
     }
-    auto table = ensure_loaded(weights, crc, n.embedding, n.embedding_rows, n.in);
+    auto table = ensure_loaded(weights, digest, n.embedding, n.embedding_rows, n.in);
     if (!table)
       return std::move(table).error().with_context(fmt::format("node type '{}': ", n.name));
     // Threshold 1: every miss is fetched before the call returns (never a default row).
@@ -123,13 +143,14 @@ expected<nn::type_row_readers> type_tables::readers(const std::string& dir) {
   return out;
 }
 
-// The table is named after the tensor and the weights' CRC-32, so other weights
+// The table is named after the tensor and the weights' SHA-256, so other weights
 // never reuse it; row `rows` (past the last id) is written last, marking it whole.
-expected<std::string> type_tables::ensure_loaded(const std::string& weights, const std::string& crc,
+expected<std::string> type_tables::ensure_loaded(const std::string& weights,
+                                                 const std::string& digest,
                                                  const std::string& tensor, std::int64_t rows,
                                                  int in) {
   std::lock_guard lock(load_mu_);
-  const std::string table = fmt::format("{}@{}", tensor, crc);
+  const std::string table = fmt::format("{}@sha256:{}", tensor, digest);
   const auto dim = std::uint32_t(in);
   std::vector<float> marker(dim, 0.0f);
   if (pdb_->table_dim(table)) {
@@ -156,6 +177,7 @@ expected<std::string> type_tables::ensure_loaded(const std::string& weights, con
                       "{}: tensor {} is {}: the parameter server loads F32 "
                       "tables (export it as float32, or hold it in memory)",
                       weights, tensor, it->second.dtype);
+  SPINDLE_TRY(check_free_space(pdb_->path(), std::uint64_t(rows) * (dim * sizeof(float) + 8)));
   SPINDLE_TRY(pdb_->create_table(table, dim));
   const auto bytes = it->second.bytes;
   progress bar("load " + tensor + " into " + pdb_->path(), std::uint64_t(rows), "rows");

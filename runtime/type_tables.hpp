@@ -31,14 +31,14 @@ class type_tables : public std::enable_shared_from_this<type_tables> {
 
   /// Readers for the types of model directory `dir` whose tables hold at least
   /// min_mb: each table's rows are loaded into the PDB unless it already holds
-  /// them for these weights (their CRC-32). Empty for an untyped model.
+  /// them for these weights (their SHA-256). Empty for an untyped model.
   expected<nn::type_row_readers> readers(const std::string& dir);
 
  private:
   type_tables() = default;
-  /// The PDB table holding `tensor` of `weights` (rows x in; the file's CRC-32
-  /// `crc`), loaded when absent.
-  expected<std::string> ensure_loaded(const std::string& weights, const std::string& crc,
+  /// The PDB table holding `tensor` of `weights` (rows x in; `digest`, the
+  /// file's SHA-256), loaded when absent.
+  expected<std::string> ensure_loaded(const std::string& weights, const std::string& digest,
                                       const std::string& tensor, std::int64_t rows, int in);
 
   type_table_args args_;

@@ -14,6 +14,7 @@
 #include "core/checksum.hpp"
 #include "hps/pdb/persistent_db.hpp"
 #include "nn/model.hpp"
+#include "transport/net/file_manifest.hpp"
 
 namespace spindle::runtime {
 namespace {
@@ -83,6 +84,39 @@ TEST(type_tables_test, rows_through_the_pdb_are_the_models_own_and_not_held) {
   fs::remove_all(dir);
 }
 
+// A table is found by the weights' SHA-256: a whole table named by the weights'
+// CRC-32 (which 4 changed bytes of other weights can match) is never read.
+TEST(type_tables_test, a_table_under_the_weights_crc_alone_is_never_reused) {
+  const auto dir = model_dir("forged");
+  auto desc = config::load_model_desc(dir);
+  ASSERT_TRUE(desc.has_value());
+  auto crc = file_crc32_hex(dir + "/" + desc->weights);
+  ASSERT_TRUE(crc.has_value());
+  {  // other rows, marked whole, under the CRC-32 name
+    auto pdb = hps::persistent_db::open(dir + "/pdb");
+    ASSERT_TRUE(pdb.has_value()) << pdb.error().message();
+    const std::string forged = "emb.author.weight@" + *crc;
+    std::vector<hps::cache_key> keys(40);
+    for (std::uint64_t k = 0; k < 40; ++k) keys[k] = k;
+    ASSERT_TRUE((*pdb)->create_table(forged, 2));
+    ASSERT_TRUE((*pdb)->insert(forged, keys, std::vector<float>(80, 7.0f)));
+    ASSERT_TRUE((*pdb)->bulk_load(forged, std::vector<float>(2, 0.0f), 2, 40));
+  }
+  nn::heap_allocator alloc;
+  auto held = nn::model::load(dir, alloc);
+  ASSERT_TRUE(held.has_value()) << held.error().message();
+  auto tables = type_tables::open(args(dir));
+  ASSERT_TRUE(tables.has_value()) << tables.error().message();
+  auto readers = (*tables)->readers(dir);
+  ASSERT_TRUE(readers.has_value()) << readers.error().message();
+  const std::vector<std::int64_t> ids{5};
+  std::vector<float> out(2);
+  ASSERT_TRUE(readers->at("author")(ids, out));
+  EXPECT_EQ(std::memcmp(out.data(), held->param("emb.author.weight").row(5), 2 * sizeof(float)),
+            0);
+  fs::remove_all(dir);
+}
+
 TEST(type_tables_test, a_reader_for_a_type_without_a_table_is_refused_by_name) {
   const auto dir = model_dir("notype");
   nn::type_row_readers readers;
@@ -100,9 +134,9 @@ TEST(type_tables_test, a_row_the_pdb_lacks_is_refused_by_type_and_id) {
   const auto dir = model_dir("missing");
   auto desc = config::load_model_desc(dir);
   ASSERT_TRUE(desc.has_value());
-  auto crc = file_crc32_hex(dir + "/" + desc->weights);
-  ASSERT_TRUE(crc.has_value());
-  const std::string table = "emb.author.weight@" + *crc;
+  auto sha = transport::net::file_sha256(dir + "/" + desc->weights);
+  ASSERT_TRUE(sha.has_value());
+  const std::string table = "emb.author.weight@sha256:" + *sha;
   {  // a table marked whole (its row 40 written) without its rows
     auto pdb = hps::persistent_db::open(dir + "/pdb");
     ASSERT_TRUE(pdb.has_value()) << pdb.error().message();
