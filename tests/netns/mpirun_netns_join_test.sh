@@ -46,30 +46,7 @@ prepare_cora() {
 # admit up to --max-queue calls (--slo-ms 0): on two busy cores the latency
 # objective's limit would refuse some of the load as `overloaded`.
 start_ranks() {
-  local subnet=$SPINDLE_NETNS_SUBNET data
-  data=$("$bed" data "$SPINDLE_NETNS")
-  UCX_TLS=tcp,self mpirun --allow-run-as-root --host ns0,ns1,ns2 --map-by node -n 3 --tag-output \
-    --mca plm_rsh_agent "$root/scripts/netns-mpirun-agent.sh" \
-    --mca oob_tcp_if_include "${subnet}.0/24" --mca btl self,tcp --mca btl_tcp_if_include "${subnet}.0/24" \
-    -x SPINDLE_CLUSTER_TOKEN -x UCX_TLS -x SPINDLE_PROGRESS \
-    "$spindle" node --config "$data/cluster.toml" --dataset "$data/parts" --model "$data/m" \
-    --files 0.0.0.0:7800 --fetch-from "${subnet}.1:7800" \
-    --listen 0.0.0.0:7700 --slo-ms 0 --admin-token-file "$data/admin.token" < /dev/null > "$work/mpirun.log" 2>&1 &
-  bg+=($!)
-  "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
-  bg+=($!)
-  local opened=0
-  one=""
-  for _ in $(seq 900); do
-    [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
-    opened=$(grep -c "^\[1,[0-2]\]<stdout>:listening 0.0.0.0:7700" "$work/mpirun.log")
-    [ -n "$one" ] && [ "$opened" = 3 ] && break
-    sleep 0.2
-  done
-  if [ -z "$one" ] || [ "$opened" != 3 ]; then
-    echo "FAIL: $opened of 3 doors opened (one process: '${one}')"
-    tail -40 "$work/mpirun.log"; return 1
-  fi
+  mpirun_cluster_start --slo-ms 0 || return 1
   local i wants=()
   for i in $(seq 1 12); do
     wants+=("$("$spindle" client --connect "$one" --model graphsage infer --seeds $(( (i * 337) % 2708 )) \
@@ -267,7 +244,7 @@ checks() {
   judge_load || return 1
   every_door_answers
 }
-export -f body checks prepare_cora start_ranks start_load calls_in phase join_rank \
+export -f body checks mpirun_cluster_start prepare_cora start_ranks start_load calls_in phase join_rank \
   members_serving stop_load judge_load every_door_answers
 export spindle work root data_dir bed
 "$bed" run "$name" 4 1gbit -- bash -c body

@@ -33,29 +33,7 @@ checks() {
   for r in 0 1 2; do cp "$work/cluster.toml" "${dirs[$r]}/"; done
   SPINDLE_CLUSTER_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   export SPINDLE_CLUSTER_TOKEN SPINDLE_PROGRESS=0
-  # Open MPI's own links on the bed's bridge subnet; the daemons through the
-  # agent; the ranks' UCX over TCP only (no shared memory between "machines").
-  UCX_TLS=tcp,self mpirun --allow-run-as-root --host ns0,ns1,ns2 --map-by node -n 3 --tag-output \
-    --mca plm_rsh_agent "$root/scripts/netns-mpirun-agent.sh" \
-    --mca oob_tcp_if_include "${subnet}.0/24" --mca btl self,tcp --mca btl_tcp_if_include "${subnet}.0/24" \
-    -x SPINDLE_CLUSTER_TOKEN -x UCX_TLS -x SPINDLE_PROGRESS \
-    "$spindle" node --config "$data/cluster.toml" --dataset "$data/parts" --model "$data/m" \
-    --files 0.0.0.0:7800 --fetch-from "${subnet}.1:7800" \
-    --listen 0.0.0.0:7700 --admin-token-file "$data/admin.token" < /dev/null > "$work/mpirun.log" 2>&1 &
-  bg+=($!)
-  "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
-  bg+=($!)
-  local one="" opened=0
-  for _ in $(seq 900); do
-    [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
-    opened=$(grep -c "^\[1,[0-2]\]<stdout>:listening 0.0.0.0:7700" "$work/mpirun.log")
-    [ -n "$one" ] && [ "$opened" = 3 ] && break
-    sleep 0.2
-  done
-  if [ -z "$one" ] || [ "$opened" != 3 ]; then
-    echo "FAIL: $opened of 3 doors opened (one process: '${one}')"
-    tail -40 "$work/mpirun.log"; return 1
-  fi
+  mpirun_cluster_start || return 1
   grep -E "rank [0-9] of 3 from OMPI_COMM_WORLD_RANK|\(rank [0-9]\) listening on|fetched" "$work/mpirun.log" | head -10
   for r in 1 2; do
     [ -e "${dirs[$r]}/parts/rank-$r/metadata.json" ] && [ ! -e "${dirs[$r]}/parts/rank-0" ] ||
@@ -78,6 +56,6 @@ checks() {
   done
   [ "$right" -eq 9 ]
 }
-export -f body checks
+export -f body checks mpirun_cluster_start
 export spindle work root
 "$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body

@@ -33,3 +33,35 @@ mpirun_netns_probe() {
     exit 77
   fi
 }
+
+# mpirun_cluster_start [NODE_ARGS...]: inside body, mpirun -n 3 starts `spindle
+# node` on machines ns0..ns2 of the bed (data in the bed's data folder: the TOML,
+# parts/, m/; ranks 1 and 2 fetch from rank 0's file door) and one process of
+# $work/whole and $work/m beside them on loopback; waits for the three doors and
+# the one, whose address it leaves in $one. Output in $work/mpirun.log.
+mpirun_cluster_start() {
+  local subnet=$SPINDLE_NETNS_SUBNET data opened=0
+  data=$("$root/scripts/netns-cluster.sh" data "$SPINDLE_NETNS")
+  # Open MPI's own links on the bed's bridge subnet; the daemons through the
+  # agent; the ranks' UCX over TCP only (no shared memory between "machines").
+  UCX_TLS=tcp,self mpirun --allow-run-as-root --host ns0,ns1,ns2 --map-by node -n 3 --tag-output \
+    --mca plm_rsh_agent "$root/scripts/netns-mpirun-agent.sh" \
+    --mca oob_tcp_if_include "${subnet}.0/24" --mca btl self,tcp --mca btl_tcp_if_include "${subnet}.0/24" \
+    -x SPINDLE_CLUSTER_TOKEN -x UCX_TLS -x SPINDLE_PROGRESS \
+    "$spindle" node --config "$data/cluster.toml" --dataset "$data/parts" --model "$data/m" \
+    --files 0.0.0.0:7800 --fetch-from "${subnet}.1:7800" \
+    --listen 0.0.0.0:7700 --admin-token-file "$data/admin.token" "$@" < /dev/null > "$work/mpirun.log" 2>&1 &
+  bg+=($!)
+  "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
+  bg+=($!)
+  one=""
+  for _ in $(seq 900); do
+    [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+    opened=$(grep -c "^\[1,[0-2]\]<stdout>:listening 0.0.0.0:7700" "$work/mpirun.log")
+    [ -n "$one" ] && [ "$opened" = 3 ] && return 0
+    sleep 0.2
+  done
+  echo "FAIL: $opened of 3 doors opened (one process: '${one}')"
+  tail -40 "$work/mpirun.log"
+  return 1
+}
