@@ -11,6 +11,7 @@
 #include "graph/dataset.hpp"
 #include "graph/detail/lowered_types.hpp"
 #include "graph/metrics.hpp"
+#include "graph/typed_metrics.hpp"
 
 namespace spindle::graph {
 
@@ -422,14 +423,26 @@ std::int64_t live_graph::degree_at(const graph_delta& d, std::int64_t v) const {
 
 void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& nodes) const {
   if (options_.psgs_fanouts.empty()) return;
-  if (!options_.node_types.empty()) {  // a typed row's PSGS is per edge type: kept until rebuilt
-    d.psgs_stale += nodes.size();
-    return;
-  }
   constexpr std::int64_t kBudget = std::int64_t{1} << 20;  // neighbours read per node
   std::vector<std::int64_t> scratch;
   std::vector<float> scratch_w;
   const csr_view base = base_of(d);
+  if (!options_.node_types.empty()) {  // per edge-type segment, as the typed sampler takes them
+    std::vector<std::int16_t> scratch_t;
+    auto row = [&](std::int64_t v, std::vector<std::int64_t>& out, std::vector<std::int16_t>& t) {
+      const auto r = read_row(base, d, v, scratch, scratch_w, &scratch_t);
+      out.assign(r.neighbours.begin(), r.neighbours.end());
+      t.assign(r.types.begin(), r.types.end());
+    };
+    for (std::int64_t v : nodes) {
+      const double q = typed_node_psgs(v, options_.psgs_fanouts, row, kBudget);
+      if (q < 0)
+        ++d.psgs_stale;
+      else
+        d.psgs.set(v, q);
+    }
+    return;
+  }
   auto degree = [&](std::int64_t v) { return degree_at(d, v); };
   auto neighbours = [&](std::int64_t v, std::vector<std::int64_t>& out) {
     const auto r = read_row(base, d, v, scratch, scratch_w);

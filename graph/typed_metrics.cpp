@@ -86,7 +86,48 @@ status check(const csr_view& g, const std::vector<std::vector<int>>& fanouts,
   return status::ok();
 }
 
+using row_reader = std::function<void(std::int64_t, std::vector<std::int64_t>&,
+                                      std::vector<std::int16_t>&)>;
+
+// r_k(j) of pull() for one node, read through `row`; r_K(j) = sum_t m_K(d_t).
+// Negative once more than `budget` neighbours were read.
+double horner(std::int64_t j, std::size_t k, const std::vector<int>& fanouts,
+              const row_reader& row, std::int64_t& budget) {
+  std::vector<std::int64_t> nbrs;
+  std::vector<std::int16_t> types;
+  row(j, nbrs, types);
+  budget -= std::int64_t(nbrs.size());
+  if (budget < 0) return -1;
+  const int l = fanouts[k - 1];
+  const bool last = k == fanouts.size();
+  double sum = 0;
+  for (std::size_t b = 0; b < nbrs.size();) {  // one segment per edge type
+    std::size_t e = b + 1;
+    while (e < nbrs.size() && types[e] == types[b]) ++e;
+    const double m = taken(std::int64_t(e - b), l);
+    sum += m;
+    if (!last && m > 0) {
+      double s = 0;
+      for (std::size_t x = b; x < e; ++x) {
+        const double r = horner(nbrs[x], k + 1, fanouts, row, budget);
+        if (r < 0) return -1;
+        s += r;
+      }
+      sum += m / double(e - b) * s;
+    }
+    b = e;
+  }
+  return sum;
+}
+
 }  // namespace
+
+double typed_node_psgs(std::int64_t node, const std::vector<int>& fanouts, const row_reader& row,
+                       std::int64_t budget) {
+  if (fanouts.empty()) return -1;
+  const double r = horner(node, 1, fanouts, row, budget);
+  return r < 0 ? -1 : 1.0 + r;
+}
 
 std::vector<std::vector<int>> per_edge_type(const std::vector<int>& fanouts, int num_edge_types) {
   std::vector<std::vector<int>> out;

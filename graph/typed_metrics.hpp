@@ -6,6 +6,8 @@
 // the untyped metrics, per segment; deterministic for a given pool size.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -23,6 +25,19 @@ expected<workload_metrics> compute_typed_metrics(const csr_view& g,
                                                  const std::vector<std::vector<int>>& fanouts,
                                                  std::span<const double> p0, thread_pool& pool,
                                                  progress* progress_out = nullptr);
+
+/// One node's typed PSGS read through a callback instead of a CSR (a changing
+/// typed graph: graph/live_graph.hpp keeps the PSGS of changed rows current).
+/// The Horner rule of compute_typed_metrics over the node's (K-1)-hop
+/// neighbourhood, per edge-type segment, with `fanouts[hop]` applied to every
+/// edge type (the list form the dataset's metrics use). `row(j, neighbours,
+/// types)` fills j's row, sorted by edge type. Reads at most `budget`
+/// neighbours; returns a negative value past it.
+double typed_node_psgs(
+    std::int64_t node, const std::vector<int>& fanouts,
+    const std::function<void(std::int64_t, std::vector<std::int64_t>&, std::vector<std::int16_t>&)>&
+        row,
+    std::int64_t budget);
 
 /// `fanouts` (one per hop) applied to each of `num_edge_types` separately, as the
 /// typed sampler applies a list (NeighborLoader's list form).

@@ -11,6 +11,7 @@
 #include "graph/graph_log.hpp"
 #include "graph/live_graph.hpp"
 #include "graph/sampler.hpp"
+#include "graph/typed_metrics.hpp"
 #include "typed_util.hpp"
 
 namespace spindle::graph {
@@ -115,6 +116,35 @@ TEST(typed_live_graph_test, typed_batches_equal_the_rebuilt_graph_read_and_sampl
   auto c = pooled_executor(pool, 1).sample(through, seeds, o);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->edge_types, b->edge_types);
+}
+
+TEST(typed_live_graph_test, changed_and_added_rows_get_the_typed_psgs_of_the_changed_graph) {
+  fixture f;
+  auto o = f.options();
+  o.psgs_fanouts = {1, 2};  // one of each edge type, then two of each
+  live_graph lg(f.base.view(), o);
+  ASSERT_TRUE(lg.apply(mixed_batch()));
+  auto list = f.list;
+  list.insert(list.end(), {{8, 7, 0}, {3, 5, 0}, {0, 7, 0}, {9, 2, 2}});
+  std::erase_if(list, [](const typed_edge& e) { return e.u == 4 && e.v == 1 && e.t == 1; });
+  const csr_graph rebuilt = testing::make_typed_graph(10, 3, list);
+  thread_pool pool(1);
+  const std::vector<double> p0(10, 0.1);
+  const auto want =
+      compute_typed_metrics(rebuilt.view(), per_edge_type({1, 2}, 3), p0, pool).value().psgs;
+  const auto d = lg.current();
+  for (std::int64_t v : {1, 2, 5, 7, 8, 9}) {  // rows changed, and the added nodes
+    const double* got = d->psgs.find(v);
+    ASSERT_NE(got, nullptr) << "node " << v;
+    EXPECT_DOUBLE_EQ(*got, want[std::size_t(v)]) << "node " << v;
+  }
+  EXPECT_EQ(d->psgs_stale, 0u);
+  // Row 2 holds two edge types: the untyped rule (one of the whole row) differs.
+  auto untyped = rebuilt;
+  untyped.edge_types.clear();
+  untyped.num_edge_types = 0;
+  const auto whole = compute_metrics(untyped.view(), {1, 2}, p0, pool).value().psgs;
+  EXPECT_NE(*d->psgs.find(2), whole[2]);
 }
 
 TEST(typed_live_graph_test, removed_nodes_leave_every_typed_row) {

@@ -107,5 +107,30 @@ TEST(typed_metrics_test, seeds_restricted_to_node_types_by_name) {
   EXPECT_FALSE(wrong_width.has_value());
 }
 
+TEST(typed_metrics_test, one_nodes_psgs_read_through_rows_equals_the_whole_graphs) {
+  auto c = users_items_varied();
+  const auto g = c.view();
+  thread_pool pool(1);
+  const std::vector<double> p0(160, 1.0 / 160);
+  auto row = [&](std::int64_t v, std::vector<std::int64_t>& out, std::vector<std::int16_t>& t) {
+    out.clear();
+    t.clear();
+    for (auto e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {
+      out.push_back(g.neighbour(e));
+      t.push_back(g.edge_types[std::size_t(e)]);
+    }
+  };
+  for (const std::vector<int>& fanouts : {std::vector<int>{4, 3}, {2}, {-1, 2, 1}}) {
+    const auto m =
+        compute_typed_metrics(g, per_edge_type(fanouts, 3), p0, pool).value();
+    for (std::int64_t v = 0; v < 160; ++v)
+      EXPECT_NEAR(typed_node_psgs(v, fanouts, row, 1 << 20), m.psgs[std::size_t(v)],
+                  1e-9 * m.psgs[std::size_t(v)])
+          << "node " << v << ", " << fanouts.size() << " hops";
+  }
+  EXPECT_LT(typed_node_psgs(60, {-1, -1, -1}, row, 10), 0);  // past the budget
+  EXPECT_LT(typed_node_psgs(0, {}, row, 10), 0);
+}
+
 }  // namespace
 }  // namespace spindle::graph

@@ -74,6 +74,32 @@ TEST(graph_json_test, bad_bodies_are_refused_by_field) {
   refused(R"({"add_edges": [[[[[[[[[[1]]]]]]]]]]})", "nests deeper");
 }
 
+TEST(graph_json_test, a_node_type_may_be_named_ids) {
+  auto e = graph_edit_of_json(
+      R"({"set_features": {"ids": {"ids": [3], "rows": [[1.5]]}, "rows": {"ids": [4], "rows": [[2]]}}})");
+  ASSERT_TRUE(e) << e.error().message();
+  ASSERT_EQ(e->nodes.size(), 2u);
+  for (const auto& n : e->nodes) {
+    EXPECT_TRUE(n.type == "ids" || n.type == "rows") << n.type;
+    EXPECT_EQ(n.set_ids, std::vector<std::int64_t>{n.type == "ids" ? 3 : 4});
+  }
+  auto untyped = graph_edit_of_json(R"({"set_features": {"ids": [3], "rows": [[1.5]]}})");
+  ASSERT_TRUE(untyped);
+  EXPECT_TRUE(untyped->nodes.empty());
+  EXPECT_EQ(untyped->set_ids, std::vector<std::int64_t>{3});
+}
+
+TEST(graph_json_test, a_typed_answer_names_only_the_types_that_gained_nodes) {
+  rpc::graph_edit_answer a{rpc::rpc_status::ok, {}, 4, 10, {}};
+  EXPECT_EQ(graph_answer_json(a, {{"user", 0}}, true),
+            R"({"new_ids":[],"new_ids_by_type":{},"nodes":10,"version":4})");
+  EXPECT_EQ(graph_answer_json(a, {}, true),
+            R"({"new_ids":[],"new_ids_by_type":{},"nodes":10,"version":4})");
+  a.new_ids = {7};
+  EXPECT_EQ(graph_answer_json(a, {{"user", 0}, {"tx", 1}}, true),
+            R"({"new_ids":[7],"new_ids_by_type":{"tx":[7]},"nodes":10,"version":4})");
+}
+
 TEST(graph_json_test, the_answer_names_version_nodes_and_new_ids) {
   rpc::graph_edit_answer a;
   a.version = 3;

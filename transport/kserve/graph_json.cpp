@@ -104,6 +104,12 @@ status typed_nodes_of(const json& j, const std::string& field, rpc::graph_edit& 
   return status::ok();
 }
 
+// set_features keyed by node type, not the untyped {"ids": [...], "rows": [...]}:
+// a node type may itself be named "ids" (its value is then an object).
+bool keyed_by_type(const json& value) {
+  return value.is_object() && (!value.contains("ids") || value["ids"].is_object());
+}
+
 }  // namespace
 
 expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
@@ -119,7 +125,7 @@ expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
     if (typed && (key == "add_edges" || key == "remove_edges")) {  // keyed by edge type
       SPINDLE_TRY(typed_edges_of(value, key, key == "add_edges" ? e.add_typed : e.remove_typed));
     } else if ((typed && (key == "add_nodes" || key == "remove_nodes")) ||
-               (key == "set_features" && value.is_object() && !value.contains("ids"))) {
+               (key == "set_features" && keyed_by_type(value))) {
       SPINDLE_TRY(typed_nodes_of(value, key, e));  // keyed by node type
     } else if (key == "add_edges") {
       SPINDLE_TRY(edges_of(value, key, e.add_src, e.add_dst));
@@ -147,12 +153,14 @@ expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
 }
 
 std::string graph_answer_json(const rpc::graph_edit_answer& a,
-                              const std::vector<std::pair<std::string, std::int64_t>>& added) {
+                              const std::vector<std::pair<std::string, std::int64_t>>& added,
+                              bool typed) {
   json out{{"version", a.version}, {"nodes", a.nodes}, {"new_ids", a.new_ids}};
-  if (added.empty()) return out.dump();
+  if (!typed && added.empty()) return out.dump();
   json by_type = json::object();
   std::size_t next = 0;
   for (const auto& [type, count] : added) {
+    if (count <= 0) continue;  // a type only changed or removed gained no ids
     auto& ids = by_type[type];
     if (ids.is_null()) ids = json::array();
     for (std::int64_t k = 0; k < count && next < a.new_ids.size(); ++k)

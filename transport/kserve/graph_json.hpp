@@ -24,9 +24,12 @@ namespace spindle::transport::kserve {
 
 /// The batch a body asks for; errors name the field.
 expected<rpc::graph_edit> graph_edit_of_json(std::string_view body);
-/// {"version": V, "nodes": N, "new_ids": [...]}; with a typed batch's nodes
-/// added per type (in its order), "new_ids_by_type": {"type": [local ids]} too.
+/// {"version": V, "nodes": N, "new_ids": [...]}; a typed batch (`typed`, its
+/// nodes added per type in `added`, in its order) also answers
+/// "new_ids_by_type": {"type": [local ids]}, naming only the types that gained
+/// nodes (as the Python client's `new_ids` dict does).
 std::string graph_answer_json(const rpc::graph_edit_answer& a,
-                              const std::vector<std::pair<std::string, std::int64_t>>& added = {});
+                              const std::vector<std::pair<std::string, std::int64_t>>& added = {},
+                              bool typed = false);
 
 }  // namespace spindle::transport::kserve

@@ -133,10 +133,12 @@ void handle_graph(door& d, const std::string& token, const httplib::Request& req
                                     : "wrong or missing admin token (Authorization: Bearer TOKEN)");
   rpc::graph_edit_answer a;
   std::vector<std::pair<std::string, std::int64_t>> added;  // a typed batch's, per node type
+  bool typed = false;
   if (update) {
     auto edit = graph_edit_of_json(req.body);
     if (!edit) return send_error(res, 400, edit.error().message());
     for (const auto& n : edit->nodes) added.emplace_back(n.type, n.add);
+    typed = !edit->nodes.empty() || !edit->add_typed.empty() || !edit->remove_typed.empty();
     a = d.service().update_graph(std::move(*edit));
   } else {
     a = d.service().graph_version();
@@ -144,7 +146,7 @@ void handle_graph(door& d, const std::string& token, const httplib::Request& req
   if (a.status != rpc_status::ok)
     return send_error(res, a.status == rpc_status::bad_request ? 400 : 503, a.message);
   res.status = 200;
-  res.set_content(graph_answer_json(a, added), kJson);
+  res.set_content(graph_answer_json(a, added, typed), kJson);
 }
 
 void send_unknown_model(httplib::Response& res, const std::string& name) {
