@@ -53,16 +53,12 @@ status compact_dataset(const dataset& original, const graph_delta& d,
                        const std::map<std::string, std::string>& sources,
                        const std::string& out_dir) {
   const dataset& ds = d.base ? *d.base : original;  // the base d overlays
-  if (ds.typed())
-    return make_error(errc::unsupported,
-                      "{}: typed graphs are not compacted (a server taking updates replays their "
-                      "graph log at start)",
-                      ds.dir());
   if (ds.edge_attr_cols() > 0)  // the compacted CSR would lose them
     return make_error(errc::unsupported,
                       "{}: graph updates on a graph with edge attributes are not served yet "
                       "(nothing to compact)",
                       ds.dir());
+  if (ds.typed()) return compact_typed_dataset(ds, d, sources, out_dir);
   const bool added = d.num_nodes > ds.num_nodes();
   if (added && !ds.node_ids().empty())
     return make_error(errc::unsupported,
@@ -104,14 +100,17 @@ status compact_dataset(const dataset& original, const graph_delta& d,
   d.retired.for_each([&](std::int64_t v, std::uint64_t) { removed.push_back(v); });
   std::sort(removed.begin(), removed.end());
   if (!removed.empty()) SPINDLE_TRY(w.write_removed_nodes(removed));
-  if (meta.build.count("node_names")) {  // the input names, as they were (no node added)
-    std::error_code ec;
-    std::filesystem::copy_file(ds.dir() + "/node_names.txt", out_dir + "/node_names.txt",
-                               std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec)
-      return make_error(errc::io_error, "{}/node_names.txt: copy: {}", out_dir, ec.message());
-  }
+  SPINDLE_TRY(copy_node_names(ds, out_dir));
   return w.finish();
+}
+
+status copy_node_names(const dataset& ds, const std::string& out_dir) {
+  if (!ds.metadata().build.count("node_names")) return status::ok();
+  std::error_code ec;
+  std::filesystem::copy_file(ds.dir() + "/node_names.txt", out_dir + "/node_names.txt",
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) return make_error(errc::io_error, "{}/node_names.txt: copy: {}", out_dir, ec.message());
+  return status::ok();
 }
 
 }  // namespace spindle::graph

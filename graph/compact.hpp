@@ -3,6 +3,8 @@
 // set or added, labels extended with -1 for new nodes. The new directory
 // records the graph version it holds, so a server taking updates over it goes
 // on from that version. Metrics (PSGS, FAP) are for the caller to recompute.
+// A typed graph's nodes are renumbered so each type holds one range again
+// (graph/compact_typed.cpp); ids within a type do not change.
 #pragma once
 
 #include <map>
@@ -28,6 +30,17 @@ inline constexpr std::string_view kGraphSourcePrefix = "graph_source:";
 status compact_dataset(const dataset& ds, const graph_delta& d,
                        const std::map<std::string, std::string>& sources,
                        const std::string& out_dir);
+
+/// compact_dataset's typed case: every node type's nodes numbered into one
+/// range (its base nodes, then those added, in the order they were added), so
+/// each node keeps its type and its id within the type; rows renumbered and
+/// sorted by (edge type, neighbour). Global ids change: not for a graph served
+/// while it is compacted (its readers hold them).
+status compact_typed_dataset(const dataset& ds, const graph_delta& d,
+                             const std::map<std::string, std::string>& sources,
+                             const std::string& out_dir);
+/// Copies node_names.txt (the input names) into `out_dir` where `ds` has one.
+status copy_node_names(const dataset& ds, const std::string& out_dir);
 
 /// The graph version a dataset's base holds (0 unless it was compacted).
 std::uint64_t base_version(const dataset_metadata& m);

@@ -89,6 +89,11 @@ status compactor::compact_now() {
 }
 
 status compactor::compact_once() {
+  if (ds_.typed())  // readers hold the global ids a typed compaction renumbers
+    return make_error(errc::unsupported,
+                      "{}: a typed graph is compacted offline (`spindle compact`), not while "
+                      "served",
+                      ds_.dir());
   live_graph& live = *ds_.live();
   auto stats = live.compactions();
   stats.running = true;

@@ -171,9 +171,9 @@ expected<enabled_updates> enable_graph_updates(graph::dataset& ds, const graph_u
             graph::to_string(o.sync), out.replayed.records, live->version());
   ds.set_live(std::move(live));
   std::uint64_t compact_at = o.compact_at;
-  if (ds.typed() && compact_at > 0) {  // graph/compact.cpp folds untyped graphs only
+  if (ds.typed() && compact_at > 0) {  // a typed compaction renumbers the nodes its readers hold
     log::info("graph updates on typed graph {}: no compaction while serving (the log is "
-              "replayed at start)", ds.dir());
+              "replayed at start; `spindle compact` folds it in offline)", ds.dir());
     compact_at = 0;
   }
   out.compactor = std::make_unique<graph::compactor>(

@@ -5,7 +5,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "graph/compact.hpp"
 #include "graph/dataset.hpp"
+#include "graph/live_graph.hpp"
+#include "graph/typing.hpp"
 #include "test_util.hpp"
 #include "typed_util.hpp"
 
@@ -203,6 +206,69 @@ TEST(typed_dataset_test, refuses_edge_types_without_node_types) {
   EXPECT_NE(
       open_error(write_typed("typed_no_nodes", m)).find("edge_types given without node_types"),
       std::string::npos);
+}
+
+// Row v as (edge type, neighbour's type, neighbour's id within it), sorted.
+std::vector<std::tuple<int, int, std::int64_t>> typed_row(std::span<const node_type_info> types,
+                                                          const csr_view& g, const graph_delta* d,
+                                                          std::int64_t v) {
+  std::vector<std::int64_t> s;
+  std::vector<float> w;
+  std::vector<std::int16_t> t;
+  graph_delta none;
+  none.base_nodes = none.num_nodes = g.num_nodes;
+  const auto r = read_row(g, d ? *d : none, v, s, w, &t);
+  std::vector<std::tuple<int, int, std::int64_t>> out;
+  for (std::size_t i = 0; i < r.neighbours.size(); ++i)
+    out.emplace_back(r.types[i], node_type_at(types, d, r.neighbours[i]),
+                     local_id_at(types, d, r.neighbours[i]));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(typed_dataset_test, a_compaction_numbers_each_type_into_one_range_keeping_ids_within_types) {
+  auto ds = dataset::open(write_typed("typed_compact_in", typed_metadata())).value();
+  live_graph_options o;
+  o.feature_dim = 3;
+  o.node_types.assign(ds.node_types().begin(), ds.node_types().end());
+  o.edge_types.assign(ds.edge_types_info().begin(), ds.edge_types_info().end());
+  live_graph lg(ds.graph(), o);
+  graph_update u;
+  u.nodes.push_back({"a", 1, {5, 6}, {}, {}, {1}});  // a 4 (global 10); a 1 removed
+  u.nodes.push_back({"b", 2, {}, {}, {}, {}});       // b 3, b 4 (globals 11, 12)
+  u.add_typed.push_back({"a,writes,c", {4, 0}, {1, 2}, {}});
+  u.add_typed.push_back({"b,cites,c", {4}, {0}, {}});
+  u.add_typed.push_back({"about", {2}, {4}, {}});
+  ASSERT_TRUE(lg.apply(u));
+  const auto d = lg.current();
+  const std::string out = testing::temp_dir("typed_compact_out");
+  std::filesystem::remove_all(out);
+  ASSERT_TRUE(compact_dataset(ds, *d, {}, out).is_ok());
+  auto c = dataset::open(out).value();
+  const auto nt = c.node_types();
+  ASSERT_EQ(nt.size(), 3u);
+  EXPECT_EQ(std::tuple(nt[0].offset, nt[0].count, nt[1].offset, nt[1].count, nt[2].offset,
+                       nt[2].count),
+            std::tuple(0, 5, 5, 5, 10, 3));
+  ASSERT_EQ(c.removed_nodes().size(), 1u);
+  EXPECT_EQ(c.removed_nodes()[0], 1);
+  EXPECT_EQ(base_version(c.metadata()), d->version);
+  for (int t = 0; t < 3; ++t)
+    for (std::int64_t l = 0; l < nt[std::size_t(t)].count; ++l) {
+      const std::int64_t was = global_id_at(ds.node_types(), d.get(), t, l);
+      const std::int64_t now = nt[std::size_t(t)].offset + l;
+      SCOPED_TRACE(fmt::format("type {} id {}: global {} -> {}", t, l, was, now));
+      EXPECT_EQ(c.node_type_of(now), t);
+      EXPECT_EQ(typed_row(nt, c.graph(), nullptr, now),
+                d->is_removed(was) ? decltype(typed_row(nt, c.graph(), nullptr, now)){}
+                                   : typed_row(ds.node_types(), ds.graph(), d.get(), was));
+      std::vector<float> want(3, 0.0f);
+      if (const auto* row = d->features.find(was))
+        want = **row;
+      else if (was < ds.num_nodes())
+        want.assign(ds.feature_row(was), ds.feature_row(was) + 3);
+      EXPECT_EQ(std::vector<float>(c.feature_row(now), c.feature_row(now) + 3), want);
+    }
 }
 
 }  // namespace
