@@ -42,8 +42,8 @@ status set_precision_tunable(const nn::model* m, const std::string& value, bool 
     return make_error(errc::invalid_argument,
                       "precision: every rank of a cluster computes with the precision it started "
                       "with; set precision in model.toml and restart");
-  if (value != "fp32" && value != "bf16")
-    return make_error(errc::invalid_argument, "precision = '{}': expected fp32 or bf16",
+  if (value != "fp32" && value != "bf16" && value != "int8")
+    return make_error(errc::invalid_argument, "precision = '{}': expected fp32, bf16 or int8",
                       shown(value));
   return m->set_precision(value);
 }

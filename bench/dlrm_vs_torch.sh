@@ -10,7 +10,9 @@
 # start) over Cap'n Proto; and the same model with precision = "bf16" (its MLPs
 # in bfloat16 on AMX / AVX-512 BF16, summed in float32) over Cap'n Proto; and the
 # same model with table_precision = "int8" (its tables row-wise int8 in memory;
-# `spindle model info` prints both models' table bytes) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
+# `spindle model info` prints both models' table bytes) over Cap'n Proto; and the
+# same model with precision = "int8" (path int8mlp: its MLPs' products in int8 on
+# VNNI, each input row quantised on the fly, sums in int32) over Cap'n Proto. PyTorch: bench/torch_baseline/dlrm_torch.py on
 # Debian's OpenBLAS, 2 threads, OMP_WAIT_POLICY=PASSIVE, batches back to back,
 # with the same OpenBLAS kernels as Spindle (OPENBLAS_CORETYPE as `spindle
 # devices` reports them: OpenBLAS takes CPUs it does not know for Prescott, and
@@ -19,12 +21,12 @@
 # OpenBLAS and cores; in brackets the model's whole forward in one process, no
 # serving) and each row as a fraction of the limit.
 # First checks that both give the same scores for one batch.
-#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16 int8"]
+#   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16 int8 int8mlp"]
 set -euo pipefail
 spindle=$(readlink -f "$1")
 rows=${2:-10000}
 batches=${3:-1,64,256,1024}
-doors=${4:-capnp http grpc ps bf16 int8}
+doors=${4:-capnp http grpc ps bf16 int8 int8mlp}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=/usr/bin/python3
 gemm_limit=${SPINDLE_GEMM_LIMIT:-$(dirname "$spindle")/../bench/dlrm_gemm_limit}
@@ -37,10 +39,12 @@ cp -r "$work/m" "$work/m16"
 sed -i '/^\[model\]/a precision = "bf16"' "$work/m16/model.toml"
 cp -r "$work/m" "$work/m8"
 sed -i '/^\[model\]/a table_precision = "int8"' "$work/m8/model.toml"
+cp -r "$work/m" "$work/mq"
+sed -i '/^\[model\]/a precision = "int8"' "$work/mq/model.toml"
 "$spindle" model info "$work/m" | grep '^table_precision'
 "$spindle" model info "$work/m8" | grep '^table_precision'
 "$spindle" serve --rec-model "ctr=$work/m" --rec-model "ctr16=$work/m16" \
-  --rec-model "ctr8=$work/m8" --rec-workers 2 --listen 127.0.0.1:0 \
+  --rec-model "ctr8=$work/m8" --rec-model "ctrq=$work/mq" --rec-workers 2 --listen 127.0.0.1:0 \
   --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
   --dlrm-model "$work/m" --dlrm-name ctr_ps --pdb "$work/pdb" > "$work/log" 2>&1 &
 server=$!
@@ -61,7 +65,8 @@ PY
 "$spindle" client --connect "$door" --model ctr rec --input "$work/batch.json" --json > "$work/scores.json"
 "$spindle" client --connect "$door" --model ctr16 rec --input "$work/batch.json" --json > "$work/scores16.json"
 "$spindle" client --connect "$door" --model ctr8 rec --input "$work/batch.json" --json > "$work/scores8.json"
-"$py" - "$work/m" "$work/batch.json" "$work/scores.json" "$root" "$work/scores16.json" "$work/scores8.json" <<'PY'
+"$spindle" client --connect "$door" --model ctrq rec --input "$work/batch.json" --json > "$work/scoresq.json"
+"$py" - "$work/m" "$work/batch.json" "$work/scores.json" "$root" "$work/scores16.json" "$work/scores8.json" "$work/scoresq.json" <<'PY'
 import json, sys, torch
 sys.path.insert(0, sys.argv[4] + "/bench/torch_baseline")
 import dlrm_torch as d
@@ -79,6 +84,8 @@ got16 = json.load(open(sys.argv[5]))["scores"]
 print("bf16 scores: max |Spindle bf16 - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got16, want)), len(got16)))
 got8 = json.load(open(sys.argv[6]))["scores"]
 print("int8 scores: max |Spindle int8 tables - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(got8, want)), len(got8)))
+gotq = json.load(open(sys.argv[7]))["scores"]
+print("int8mlp scores: max |Spindle int8 MLPs - PyTorch FP32| = %.2e over %d samples" % (max(abs(g - w) for g, w in zip(gotq, want)), len(gotq)))
 PY
 
 # Each batch size's baselines are measured just before its rows (on a shared,
@@ -108,7 +115,8 @@ for b in ${batches//,/ }; do
       ps) args=(--connect "$door" --model ctr_ps load) ;;
       bf16) args=(--connect "$door" --model ctr16 load) ;;
       int8) args=(--connect "$door" --model ctr8 load) ;;
-      *) echo "unknown path $path (capnp http grpc ps bf16 int8)" >&2; exit 2 ;;
+      int8mlp) args=(--connect "$door" --model ctrq load) ;;
+      *) echo "unknown path $path (capnp http grpc ps bf16 int8 int8mlp)" >&2; exit 2 ;;
     esac
     for clients in 1 2; do
       "$spindle" client "${args[@]}" --batch "$b" --clients "$clients" \

@@ -26,17 +26,17 @@ status validate_task(const model_desc& d, std::string_view origin) {
 
 status validate_precision(const model_desc& d, std::string_view origin) {
   if (d.precision == "fp32") return status::ok();
-  if (d.precision != "bf16")
+  if (d.precision != "bf16" && d.precision != "int8")
     return make_error(errc::invalid_argument,
-                      "{}: model.precision = '{}': expected fp32 or bf16 (int8 MLPs are not built; "
-                      "table_precision = \"int8\" quantises the embedding tables)",
+                      "{}: model.precision = '{}': expected fp32, bf16 or int8 "
+                      "(table_precision = \"int8\" quantises the embedding tables)",
                       origin, d.precision.substr(0, 32));
   if (d.is_gnn() && d.arch != model_arch::stack)
     return make_error(errc::invalid_argument,
-                      "{}: model.precision = 'bf16' runs recommendation models' MLPs (dlrm, ncf, "
+                      "{}: model.precision = '{}' runs recommendation models' MLPs (dlrm, ncf, "
                       "wnd, din) and GNN stacks' layers (arch = \"stack\", as export_pyg "
                       "writes); a {} model runs in fp32",
-                      origin, to_string(d.arch));
+                      origin, d.precision, to_string(d.arch));
   return status::ok();
 }
 

@@ -1,8 +1,9 @@
 // Reduced-precision dense layers: y = x W^T + b with x and W rounded to
 // bfloat16 and the products summed in float32 (oneDNN's matmul: AMX or
-// AVX-512 BF16 tiles). model.toml `precision = "bf16"` runs a recommendation
-// model's MLP layers so; everything else stays float32. Pure functions plus a
-// per-thread primitive cache; refused by name on a CPU without bf16 support.
+// AVX-512 BF16 tiles), or in int8 (nn/int8_gemm.hpp). model.toml `precision =
+// "bf16"` / `"int8"` runs a recommendation model's MLP layers and a GNN stack's
+// projections so; everything else stays float32. Pure functions plus a
+// per-thread primitive cache; refused by name on a CPU without support.
 #pragma once
 
 #include <atomic>
@@ -36,12 +37,25 @@ expected<tensor> linear_bf16(allocator& a, const tensor& x, std::span<const std:
                              std::span<const float> bias, std::int64_t out_features,
                              thread_pool* pool = nullptr);
 
-/// A model's weights in bfloat16 by parameter name, switched while calls run
-/// (the live `precision` tunable): a call works on the snapshot it took (null:
-/// float32 throughout), a switch replaces the whole set.
+/// One dense weight [out x in] in reduced precision: bfloat16 values, or (int8)
+/// symmetric codes with one scale per output row (W[o][i] ~ s8[o][i] * scales[o]).
+struct reduced_weight {
+  std::vector<std::uint16_t> bf16;
+  std::vector<std::int8_t> s8;
+  std::vector<float> scales;
+};
+
+/// y = x W^T (+ bias) in the weight's precision (int8 when it holds codes).
+expected<tensor> linear_reduced(allocator& a, const tensor& x, const reduced_weight& w,
+                                std::span<const float> bias, std::int64_t out_features,
+                                thread_pool* pool = nullptr);
+
+/// A model's dense weights in one reduced precision by parameter name, switched
+/// while calls run (the live `precision` tunable): a call works on the snapshot
+/// it took (null: float32 throughout), a switch replaces the whole set.
 class bf16_weights {
  public:
-  using map = std::map<std::string, std::vector<std::uint16_t>>;
+  using map = std::map<std::string, reduced_weight>;
   bf16_weights() = default;
   bf16_weights(bf16_weights&& o) noexcept : held_(o.held_.load()) {}
   bf16_weights& operator=(bf16_weights&& o) noexcept {
@@ -50,6 +64,8 @@ class bf16_weights {
   }
   std::shared_ptr<const map> snapshot() const { return held_.load(); }
   void set(std::shared_ptr<const map> m) { held_.store(std::move(m)); }
+  /// "fp32", "bf16" or "int8": what a call starting now computes with.
+  std::string kind() const;
 
  private:
   std::atomic<std::shared_ptr<const map>> held_;

@@ -84,13 +84,13 @@ class model {
   std::size_t weight_bytes() const;
   const tensor& param(const std::string& name) const { return params_.at(name); }
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
-  /// The dense layers' arithmetic: "fp32" or "bf16" (recommendation models'
-  /// MLPs, GNN stacks' projections; config::model_desc::precision). Refuses bf16
-  /// on a CPU without it. Safe while calls run (the live `precision` tunable):
+  /// The dense layers' arithmetic: "fp32", "bf16" or "int8" (recommendation
+  /// models' MLPs, GNN stacks' projections; config::model_desc::precision).
+  /// Refuses bf16 / int8 on a CPU without them. Safe while calls run (the live `precision` tunable):
   /// a call in flight finishes with the arithmetic it started with, so const.
   status set_precision(const std::string& precision) const;
-  /// "bf16" or "fp32": what a call starting now computes with.
-  std::string precision() const { return bf16_.snapshot() ? "bf16" : "fp32"; }
+  /// "fp32", "bf16" or "int8": what a call starting now computes with.
+  std::string precision() const { return bf16_.kind(); }
   /// Bytes of the embedding tables (emb_l) as held: float32, or row-wise
   /// quantised with table_precision int8 / int4 (codes, scales and biases).
   std::size_t table_bytes() const;
@@ -211,7 +211,7 @@ class model {
   config::model_desc desc_;
   std::map<std::string, tensor> params_;  // node-based: spans into it survive moves
   bool dense_weight(const std::string& name, const tensor& t) const;
-  // precision "bf16": the dense weights rounded to bfloat16, by parameter name.
+  // precision "bf16" / "int8": the dense weights so held, by parameter name.
   mutable bf16_weights bf16_;
   // table_precision int8 / int4: the emb_l tables, by parameter name (not in params_).
   std::map<std::string, quantized_table> quantized_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "nn/bf16_gemm.hpp"
+#include "nn/int8_gemm.hpp"
 #include "nn/model.hpp"
 
 namespace spindle::nn {
@@ -19,7 +20,7 @@ expected<tensor> model::mlp(allocator& a, const bf16_weights::map* bf16, const s
     const auto bias = p(fmt::format("{}.{}.bias", prefix, 2 * i));
     const auto half = bf16 ? bf16->find(weight) : bf16_weights::map::const_iterator{};
     SPINDLE_ASSIGN_OR_RETURN(auto y, bf16 && half != bf16->end()
-                                         ? linear_bf16(a, x, half->second, bias, widths[i])
+                                         ? linear_reduced(a, x, half->second, bias, widths[i])
                                          : linear(a, x, p(weight), bias, widths[i]));
     if (linear_last && i + 1 == widths.size()) {
       // the last layer stays linear (its logit is added to the wide part)
@@ -47,23 +48,32 @@ bool model::dense_weight(const std::string& name, const tensor& t) const {
   return name.starts_with("bot_l.") || name.starts_with("top_l.") || name.starts_with("mlp_l.");
 }
 
-// The dense weights (dense_weight) in bfloat16, swapped in whole: calls in
-// flight keep the set they took. A refusal leaves the arithmetic as it was.
+// The dense weights (dense_weight) in bfloat16 or int8, swapped in whole: calls
+// in flight keep the set they took. A refusal leaves the arithmetic as it was.
 status model::set_precision(const std::string& precision) const {
   config::model_desc d = desc_;
   d.precision = precision;
   SPINDLE_TRY(config::validate_precision(d, "precision"));
-  if (precision != "bf16") {
+  if (precision == "fp32") {
     bf16_.set(nullptr);
     return status::ok();
   }
-  if (auto why = bf16_unsupported_reason(); !why.empty())
-    return make_error(errc::unsupported, "model '{}': precision bf16: {}", desc_.name, why);
-  if (bf16_.snapshot()) return status::ok();
+  const auto why = precision == "int8" ? int8_unsupported_reason() : bf16_unsupported_reason();
+  if (!why.empty())
+    return make_error(errc::unsupported, "model '{}': precision {}: {}", desc_.name, precision, why);
+  if (bf16_.kind() == precision) return status::ok();
   auto weights = std::make_shared<bf16_weights::map>();
-  for (const auto& [name, t] : params_)
-    if (dense_weight(name, t))
-      weights->emplace(name, to_bf16(std::span<const float>(t.data(), std::size_t(t.numel()))));
+  for (const auto& [name, t] : params_) {
+    if (!dense_weight(name, t)) continue;
+    const std::span<const float> values(t.data(), std::size_t(t.numel()));
+    reduced_weight w;
+    if (precision == "bf16")
+      w.bf16 = to_bf16(values);
+    else
+      SPINDLE_TRY(quantize_rows_s8(values, t.shape()[0], t.numel() / std::max<std::int64_t>(1, t.shape()[0]),
+                                   w.s8, w.scales, fmt::format("model '{}': {}", desc_.name, name)));
+    weights->emplace(name, std::move(w));
+  }
   bf16_.set(std::move(weights));
   return status::ok();
 }

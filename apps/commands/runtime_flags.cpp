@@ -87,9 +87,10 @@ void add_rec_serving_options(CLI::App& cmd, runtime::front_door_args& a) {
               "workers; the node manager resizes them)",
               1, 1024);
   cmd.add_option("--rec-precision", a.rec_precision,
-                 "The MLPs' arithmetic of every --rec-model (and one loaded later): fp32 or bf16 "
-                 "(bfloat16 on AMX / AVX-512 BF16; overrides model.toml's precision)")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+                 "The MLPs' arithmetic of every --rec-model (and one loaded later): fp32, bf16 "
+                 "(bfloat16 on AMX / AVX-512 BF16) or int8 (int8 products on VNNI, each input "
+                 "row quantised on the fly; overrides model.toml's precision)")
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   cmd.add_option("--rec-table-precision", a.rec_table_precision,
                  "How every --rec-model (and one loaded later) holds its embedding tables: fp32, "
                  "int8 or int4 (row-wise quantised, a scale and bias per row; overrides "

@@ -140,9 +140,10 @@ void register_serve(CLI::App& app, global_options& g) {
       ->check(CLI::IsMember({"shared", "per_request"}));
   cmd->add_option("--precision", a->precision,
                   "The layers' arithmetic of every GNN served (a stack, as export_pyg writes): "
-                  "fp32 or bf16 (projections in bfloat16 on AMX / AVX-512 BF16, sums in "
-                  "float32; on the host even with --device cuda); overrides model.toml's")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+                  "fp32, bf16 (projections in bfloat16 on AMX / AVX-512 BF16, sums in "
+                  "float32) or int8 (int8 products on VNNI, sums in int32); on the host even "
+                  "with --device cuda; overrides model.toml's")
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   add_bounded(*cmd, "--pipelines", a->pipelines, "Pipelines sharing the batcher", 1, 256);
   cmd->add_option("--workload", a->workload,
                   "Drive N requests from the in-process generator, print the report and exit "

@@ -25,7 +25,7 @@ expected<tensor> layer_input::linear(const tensor& in, std::string_view w, std::
   const auto bias = b.empty() ? std::span<const float>{} : weight(b);
   if (bf16) {
     auto half = bf16->find(op.prefix + "." + std::string(w));
-    if (half != bf16->end()) return linear_bf16(a, in, half->second, bias, out, pool);
+    if (half != bf16->end()) return linear_reduced(a, in, half->second, bias, out, pool);
   }
   return nn::linear(a, in, weight(w), bias, out, pool);
 }
@@ -34,7 +34,7 @@ status layer_input::linear_accumulate(tensor& y, const tensor& in, std::string_v
   if (bf16) {
     auto half = bf16->find(op.prefix + "." + std::string(w));
     if (half != bf16->end()) {
-      SPINDLE_ASSIGN_OR_RETURN(auto z, linear_bf16(a, in, half->second, {}, y.cols(), pool));
+      SPINDLE_ASSIGN_OR_RETURN(auto z, linear_reduced(a, in, half->second, {}, y.cols(), pool));
       if (z.rows() != y.rows())
         return make_error(errc::invalid_argument, "linear_accumulate: {} rows into {}", z.rows(),
                           y.rows());

@@ -17,6 +17,7 @@
 #include "config/model_ops.hpp"
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
+#include "nn/bf16_gemm.hpp"
 #include "nn/ops.hpp"
 #include "nn/param_spec.hpp"
 #include "nn/tensor.hpp"
@@ -50,14 +51,14 @@ struct layer_input {
   thread_pool* pool;
   const std::map<std::string, tensor>& params;
 
-  /// precision "bf16": the model's dense weights rounded to bfloat16, by name
-  /// (null or missing a name: that weight runs in float32).
-  const std::map<std::string, std::vector<std::uint16_t>>* bf16 = nullptr;
+  /// precision "bf16" / "int8": the model's dense weights in that precision, by
+  /// name (null or missing a name: that weight runs in float32).
+  const std::map<std::string, reduced_weight>* bf16 = nullptr;
 
   /// The op's tensor `<prefix>.<rest>` (empty when the model has none).
   std::span<const float> weight(std::string_view rest) const;
   /// in W^T + b with the op's tensors `<prefix>.<weight>` and `<prefix>.<bias>`
-  /// ("" or absent: no bias), in bfloat16 where the model holds W so (bf16).
+  /// ("" or absent: no bias), in bfloat16 or int8 where the model holds W so (bf16).
   expected<tensor> linear(const tensor& in, std::string_view weight, std::string_view bias,
                           std::int64_t out) const;
   /// y += in W^T, likewise.

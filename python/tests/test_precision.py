@@ -1,5 +1,5 @@
 """The live `precision` tunable of a served GNN: a GraphSAGE exported from a live
-PyG module, served in fp32 (PyG's answers), switched to bf16 while it serves
+PyG module, served in fp32 (PyG's answers), switched to bf16 or int8 while it serves
 (answers change, within the stated bounds, predictions kept), and back (PyG's
 answers again, bit for bit as before); a bad value is refused by name and the
 server keeps serving. Needs torch, torch_geometric and the spindle binary."""
@@ -58,23 +58,25 @@ def relative(got, want):
     return float(np.abs(got - want).max() / np.abs(want).max())
 
 
-def test_precision_switches_while_serving_and_changes_the_arithmetic(served):
+@pytest.mark.parametrize("mode,bound,skip", [("bf16", 5e-2, "has no AVX-512 BF16"),
+                                              ("int8", 1e-1, "has no AVX-512 VNNI")])
+def test_precision_switches_while_serving_and_changes_the_arithmetic(served, mode, bound, skip):
     c, want = served
     seeds = list(range(0, N, 3))
     fp32 = np.asarray(c.infer_gnn(seeds))
     assert relative(fp32, want[seeds]) < 1e-4
     assert c.tunables()["precision"] == "fp32"
     try:
-        c.set_tunable("precision", "bf16")
+        c.set_tunable("precision", mode)
     except sc.SpindleError as e:
-        if "has no AVX-512 BF16" in str(e):
+        if skip in str(e):
             pytest.skip(str(e))
         raise
-    assert c.tunables()["precision"] == "bf16"
-    bf16 = np.asarray(c.infer_gnn(seeds))
-    d = relative(bf16, fp32)
-    assert 0 < d < 5e-2, d  # changed, and within bfloat16's rounding
-    agree = (bf16.argmax(1) == fp32.argmax(1)).mean()
+    assert c.tunables()["precision"] == mode
+    reduced = np.asarray(c.infer_gnn(seeds))
+    d = relative(reduced, fp32)
+    assert 0 < d < bound, d  # changed, and within the mode's rounding
+    agree = (reduced.argmax(1) == fp32.argmax(1)).mean()
     assert agree >= 0.95, agree
     c.set_tunable("precision", "fp32")
     assert np.array_equal(np.asarray(c.infer_gnn(seeds)), fp32)
@@ -82,7 +84,7 @@ def test_precision_switches_while_serving_and_changes_the_arithmetic(served):
 
 def test_a_bad_precision_is_refused_by_name_and_serving_goes_on(served):
     c, want = served
-    with pytest.raises(sc.SpindleError, match="precision = 'int8': expected fp32 or bf16"):
-        c.set_tunable("precision", "int8")
+    with pytest.raises(sc.SpindleError, match="precision = 'int4': expected fp32, bf16 or int8"):
+        c.set_tunable("precision", "int4")
     assert c.tunables()["precision"] == "fp32"
     assert relative(np.asarray(c.infer_gnn([1, 2])), want[[1, 2]]) < 1e-4

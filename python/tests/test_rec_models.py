@@ -65,20 +65,21 @@ def close(a, b):
 
 
 async def precision_switch(c, dense, sparse, expected):
-    """The live `precision` tunable: bf16 changes the scores within their bound
-    (1e-2), fp32 gives the golden scores again; int8 is refused by name."""
-    try:
-        await c.set_tunable("wd", "precision", "bf16")
-    except sc.SpindleError as e:
-        assert "has no AVX-512 BF16" in str(e)
-        return
-    assert (await c.tunables("wd"))["precision"] == "bf16"
-    scores = np.asarray((await c.infer_rec("wd", dense.tolist(), sparse)).scores, np.float32)
-    assert 0 < np.abs(scores - expected).max() < 1e-2
-    await c.set_tunable("wd", "precision", "fp32")
-    assert close((await c.infer_rec("wd", dense.tolist(), sparse)).scores, expected)
-    with pytest.raises(sc.SpindleError, match="precision = 'int8': expected fp32 or bf16"):
-        await c.set_tunable("wd", "precision", "int8")
+    """The live `precision` tunable: bf16 and int8 change the scores within their
+    bound (1e-2), fp32 gives the golden scores again; int4 is refused by name."""
+    for mode, lacking in (("bf16", "has no AVX-512 BF16"), ("int8", "has no AVX-512 VNNI")):
+        try:
+            await c.set_tunable("wd", "precision", mode)
+        except sc.SpindleError as e:
+            assert lacking in str(e)
+            continue
+        assert (await c.tunables("wd"))["precision"] == mode
+        scores = np.asarray((await c.infer_rec("wd", dense.tolist(), sparse)).scores, np.float32)
+        assert 0 < np.abs(scores - expected).max() < 1e-2, mode
+        await c.set_tunable("wd", "precision", "fp32")
+        assert close((await c.infer_rec("wd", dense.tolist(), sparse)).scores, expected)
+    with pytest.raises(sc.SpindleError, match="precision = 'int4': expected fp32, bf16 or int8"):
+        await c.set_tunable("wd", "precision", "int4")
 
 
 # One asyncio loop carries the admin calls and the load beside them (pycapnp

@@ -16,6 +16,7 @@
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
 #include "nn/bf16_gemm.hpp"
+#include "nn/int8_gemm.hpp"
 #include "nn/model.hpp"
 #include "serving/gnn_pipeline.hpp"
 
@@ -131,22 +132,40 @@ constexpr double kBf16Agreement = 0.995;  // predictions equal to FP32 PyG's
 constexpr double kBf16Difference = 0.15;  // |served - PyG| / max(1, |PyG|) on log-probabilities
 constexpr double kBf16Accuracy = 0.01;    // test accuracy within a point of PyG's
 
-TEST_P(pyg_golden_test, bf16_stays_within_its_stated_bounds) {
-  if (auto why = nn::bf16_unsupported_reason(); !why.empty()) GTEST_SKIP() << why;
-  const std::string dir = kGolden + "pyg-" + GetParam();
+// precision = "int8" (int8 projections, each input row quantised with its own
+// scale, sums in int32): measured worst over the six models (2026-11-28):
+// agreement 995/1000 (gin-jk), difference 2.2e-1 (sage-residual), accuracy 0.3
+// point. The agreement and accuracy bounds are bf16's; the difference bound is wider.
+constexpr double kInt8Difference = 0.3;
+
+void reduced_within_bounds(const std::string& model_name, const std::string& precision) {
+  const auto why =
+      precision == "int8" ? nn::int8_unsupported_reason() : nn::bf16_unsupported_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const std::string dir = kGolden + "pyg-" + model_name;
   nn::heap_allocator alloc;
   auto m = nn::model::load(dir, alloc);
   ASSERT_TRUE(m.has_value()) << m.error().to_string();
-  ASSERT_TRUE(m->set_precision("bf16").is_ok());
+  ASSERT_TRUE(m->set_precision(precision).is_ok());
   const auto s = serve_cora(*m, dir);
-  std::printf("%s bf16: served accuracy %.3f (PyG FP32 %.3f), %d/%d predictions as PyG's, worst "
+  std::printf("%s %s: served accuracy %.3f (PyG FP32 %.3f), %d/%d predictions as PyG's, worst "
               "difference %.2e\n",
-              GetParam().c_str(), s.accuracy(), pyg_accuracy(dir), s.agree, s.nodes, s.worst);
+              model_name.c_str(), precision.c_str(), s.accuracy(), pyg_accuracy(dir), s.agree,
+              s.nodes, s.worst);
   EXPECT_GE(double(s.agree), kBf16Agreement * s.nodes);
-  EXPECT_LE(s.worst, kBf16Difference);
+  EXPECT_LE(s.worst, precision == "int8" ? kInt8Difference : kBf16Difference);
   EXPECT_LE(std::abs(s.accuracy() - pyg_accuracy(dir)), kBf16Accuracy);
+  EXPECT_GT(s.worst, 0.0) << "the " << precision << " path did not run";
   ASSERT_TRUE(m->set_precision("fp32").is_ok());  // and back: PyG's answers again
   EXPECT_LE(serve_cora(*m, dir).worst, 1e-4);
+}
+
+TEST_P(pyg_golden_test, bf16_stays_within_its_stated_bounds) {
+  reduced_within_bounds(GetParam(), "bf16");
+}
+
+TEST_P(pyg_golden_test, int8_stays_within_its_stated_bounds) {
+  reduced_within_bounds(GetParam(), "int8");
 }
 
 INSTANTIATE_TEST_SUITE_P(cora, pyg_golden_test,

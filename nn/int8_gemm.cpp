@@ -1,0 +1,91 @@
+#include "nn/int8_gemm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <dnnl.hpp>
+
+#include "nn/detail/onednn_blocks.hpp"
+#include "nn/ops.hpp"
+
+namespace spindle::nn {
+
+std::string int8_unsupported_reason() {
+  const auto isa = int(dnnl::get_effective_cpu_isa());
+  for (auto want : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni})
+    if ((isa & int(want)) == int(want)) return {};
+  return "this CPU has no AVX-512 VNNI or AVX-VNNI (precision = \"int8\" needs one; use \"fp32\")";
+}
+
+namespace {
+
+// One row's scale and codes (scale: max |v| / 127; 1 for zeros).
+float quantize_row(const float* v, std::int64_t n, std::int8_t* out) {
+  float top = 0;
+  for (std::int64_t c = 0; c < n; ++c) top = std::max(top, std::abs(v[c]));
+  const float scale = top > 0 ? top / 127.0f : 1.0f, inv = 1.0f / scale;
+  for (std::int64_t c = 0; c < n; ++c)
+    out[c] = std::int8_t(std::clamp(std::nearbyint(v[c] * inv), -127.0f, 127.0f));
+  return scale;
+}
+
+// y rows [lo, hi) = x rows W^T, one thread: each row quantised with its own
+// scale, int32 sums by oneDNN, then scaled by row and output scales.
+void matmul_rows(const tensor& x, std::span<const std::int8_t> w, std::span<const float> scales,
+                 tensor& y, std::int64_t lo, std::int64_t hi) {
+  thread_local std::vector<std::int8_t> xq;
+  thread_local std::vector<float> xs;
+  thread_local std::vector<std::int32_t> acc;
+  const std::int64_t m = hi - lo, k = x.cols(), n = y.cols();
+  xq.resize(std::size_t(detail::padded_rows(m) * k));
+  std::fill(xq.begin() + m * k, xq.end(), std::int8_t{0});  // the padding rows are zeros
+  xs.resize(std::size_t(m));
+  for (std::int64_t r = 0; r < m; ++r) xs[std::size_t(r)] = quantize_row(x.row(lo + r), k, &xq[std::size_t(r * k)]);
+  acc.resize(std::size_t(m * n));
+  using dt = dnnl::memory::data_type;
+  detail::blocked_matmul(xq.data(), w.data(), acc.data(), m, k, n, dt::s8, dt::s32);
+  for (std::int64_t r = 0; r < m; ++r) {
+    float* out = y.row(lo + r);
+    const std::int32_t* in = &acc[std::size_t(r * n)];
+    const float sx = xs[std::size_t(r)];
+    for (std::int64_t c = 0; c < n; ++c) out[c] = float(in[c]) * (sx * scales[std::size_t(c)]);
+  }
+}
+
+}  // namespace
+
+status quantize_rows_s8(std::span<const float> values, std::int64_t rows, std::int64_t cols,
+                        std::vector<std::int8_t>& codes, std::vector<float>& scales,
+                        std::string_view what) {
+  if (std::int64_t(values.size()) != rows * cols)
+    return make_error(errc::invalid_argument, "{}: {} values, expected {} x {}", what,
+                      values.size(), rows, cols);
+  const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != values.end())
+    return make_error(errc::invalid_argument, "{}: value {} at [{}, {}] cannot be held in int8",
+                      what, *bad, (bad - values.begin()) / cols, (bad - values.begin()) % cols);
+  codes.resize(values.size());
+  scales.resize(std::size_t(rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    scales[std::size_t(r)] = quantize_row(values.data() + r * cols, cols, codes.data() + r * cols);
+  return status::ok();
+}
+
+expected<tensor> linear_int8(allocator& a, const tensor& x, std::span<const std::int8_t> codes,
+                             std::span<const float> scales, std::span<const float> bias,
+                             std::int64_t out_features, thread_pool* pool) {
+  const std::int64_t n = x.rows(), in = x.cols();
+  if (std::int64_t(codes.size()) != out_features * in || std::int64_t(scales.size()) != out_features)
+    return make_error(errc::invalid_argument,
+                      "linear (int8): weight has {} codes and {} scales, expected {} x {} and {}",
+                      codes.size(), scales.size(), out_features, in, out_features);
+  SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
+  SPINDLE_TRY(detail::linear_by_rows(
+      pool, y, bias, [&](std::int64_t lo, std::int64_t hi) { matmul_rows(x, codes, scales, y, lo, hi); },
+      [&] {
+        return fmt::format("linear (int8): oneDNN matmul [{} x {}] x [{} x {}]", n, in, in,
+                           out_features);
+      }));
+  return y;
+}
+
+}  // namespace spindle::nn
