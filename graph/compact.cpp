@@ -42,6 +42,11 @@ std::uint64_t base_version(const dataset_metadata& m) {
   return it == m.build.end() ? 0 : std::stoull(it->second);
 }
 
+std::int64_t added_while_served(const dataset_metadata& m, const std::string& type) {
+  auto it = m.build.find(std::string(kAddedWhileServed) + type);
+  return it == m.build.end() ? 0 : std::stoll(it->second);
+}
+
 std::map<std::string, std::string> base_sources(const dataset_metadata& m) {
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : m.build)

@@ -23,6 +23,8 @@ inline constexpr const char* kGraphVersionKey = "graph_version";
 /// Metadata keys (in "build") "graph_source:STREAM" hold the last entry of
 /// each update stream a compacted dataset holds.
 inline constexpr std::string_view kGraphSourcePrefix = "graph_source:";
+/// Metadata keys (in "build") "added_while_served:TYPE" (see added_while_served).
+inline constexpr std::string_view kAddedWhileServed = "added_while_served:";
 
 /// Writes `ds` with `d` applied into `out_dir` (new or empty), recording the
 /// streams' last applied entries `sources`. Refuses added nodes on a dataset
@@ -41,6 +43,11 @@ status compact_typed_dataset(const dataset& ds, const graph_delta& d,
                              const std::string& out_dir);
 /// Copies node_names.txt (the input names) into `out_dir` where `ds` has one.
 status copy_node_names(const dataset& ds, const std::string& out_dir);
+
+/// Nodes of node type `type` a compacted typed dataset holds that were added
+/// while served (metadata "build" key "added_while_served:TYPE"; 0 when none):
+/// rows past those a model's embedding table learnt.
+std::int64_t added_while_served(const dataset_metadata& m, const std::string& type);
 
 /// The graph version a dataset's base holds (0 unless it was compacted).
 std::uint64_t base_version(const dataset_metadata& m);

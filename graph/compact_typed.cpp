@@ -135,6 +135,12 @@ status compact_typed_dataset(const dataset& ds, const graph_delta& d,
   meta.fanouts.clear();
   meta.hop_mass.clear();
   meta.node_types = r.types;
+  for (std::size_t t = 0; t < r.types.size(); ++t) {  // kept across compactions
+    const auto& name = r.types[t].name;
+    const std::int64_t added = added_while_served(ds.metadata(), name) + r.types[t].count -
+                               ds.node_types()[t].count;
+    if (added > 0) meta.build[std::string(kAddedWhileServed) + name] = std::to_string(added);
+  }
   meta.build[kGraphVersionKey] = std::to_string(d.version);
   meta.build["compacted_from"] = ds.dir();
   for (const auto& [stream, id] : sources) meta.build[std::string(kGraphSourcePrefix) + stream] = id;

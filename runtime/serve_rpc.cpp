@@ -176,6 +176,10 @@ status warm_one(actors::gateway& g, const transport::rpc::model_info& m) {
     });
   }
   auto [st, message] = got.get();
+  if (st == rpc_status::bad_request) {  // this call's content (a graph that changed), not the model
+    log::info("warming model '{}': the warm-up call was refused ({}); serving", m.name, message);
+    return status::ok();
+  }
   if (st != rpc_status::ok)
     return make_error(errc::unavailable, "warming model '{}': {}: {}", m.name,
                       transport::rpc::to_string(st), message);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "graph/compact.hpp"
 #include "serving/gnn_pipeline.hpp"
 
 namespace spindle::serving {
@@ -28,7 +29,7 @@ expected<std::vector<int>> relation_map(const graph::dataset& ds, const config::
   for (const auto& n : ds.node_types()) {
     names.push_back(n.name);
     widths.push_back(n.feature_dim);
-    counts.push_back(n.count);
+    counts.push_back(n.count - graph::added_while_served(ds.metadata(), n.name));
   }
   auto map = config::bind_edge_types(d.types, edges, names, widths, counts);
   if (!map)

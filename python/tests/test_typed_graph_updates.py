@@ -330,18 +330,17 @@ def test_an_added_node_of_an_embedding_table_type_is_refused_by_name(tmp_path):
     gnn.eval()
     export_pyg(gnn, str(tmp_path / "rec"), name="rec", fanouts=[-1, -1], check=data,
                embeddings={"user": emb}, spindle=SPINDLE)
-    proc, endpoint = start_server(
-        [SPINDLE, "serve", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "rec"),
-         "--name", "rec", "--listen", "127.0.0.1:0", "--admin-token-file",
-         str(tmp_path / "token"), "--graph-updates", "--device", "host"])
-    try:
-        c = sc.Client(endpoint, model="rec", token_file=str(tmp_path / "token"))
-        rated = int(data["user", "rates", "item"].edge_index[1, 0])
-        alone = [i for i in range(ITEMS)
-                 if i not in data["user", "rates", "item"].edge_index[1].tolist()]
-        r = c.update_graph(add_nodes={"user": 1},
-                           add_edges={"rates": ([USERS], [rated]), "rated_by": ([rated], [USERS])})
-        assert r.new_ids["user"].tolist() == [USERS]
+    rated = int(data["user", "rates", "item"].edge_index[1, 0])
+    alone = [i for i in range(ITEMS) if i not in data["user", "rates", "item"].edge_index[1].tolist()]
+
+    def serve_table(ds, log):
+        return start_server(
+            [SPINDLE, "serve", "--dataset", str(ds), "--model", str(tmp_path / "rec"),
+             "--name", "rec", "--listen", "127.0.0.1:0", "--admin-token-file",
+             str(tmp_path / "token"), "--graph-updates", "--graph-log", str(log), "--device",
+             "host"])
+
+    def refused_and_answered(c):
         for seeds, t in (([rated], "item"), ([USERS], "user")):
             with pytest.raises(sc.SpindleError,
                                match=r"outside its embedding table .* a node added to the graph "
@@ -352,6 +351,26 @@ def test_an_added_node_of_an_embedding_table_type_is_refused_by_name(tmp_path):
                 want = gnn(dict(data.x_dict, user=emb.weight), data.edge_index_dict)["item"]
             np.testing.assert_allclose(c.infer_gnn(alone[:1], node_type="item"),
                                        want.numpy()[alone[:1]], rtol=1e-4, atol=1e-5)
+
+    proc, endpoint = serve_table(tmp_path / "ds", tmp_path / "g.log")
+    try:
+        c = sc.Client(endpoint, model="rec", token_file=str(tmp_path / "token"))
+        r = c.update_graph(add_nodes={"user": 1},
+                           add_edges={"rates": ([USERS], [rated]), "rated_by": ([rated], [USERS])})
+        assert r.new_ids["user"].tolist() == [USERS]
+        refused_and_answered(c)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    # Compacted, the added user is in the base, past the rows the table learnt:
+    # the same model serves it, refusing the same calls.
+    out = subprocess.run([SPINDLE, "compact", str(tmp_path / "ds"), "--out", str(tmp_path / "c"),
+                          "--graph-log", str(tmp_path / "g.log")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    proc, endpoint = serve_table(tmp_path / "c", tmp_path / "c.log")
+    try:
+        refused_and_answered(sc.Client(endpoint, model="rec", token_file=str(tmp_path / "token")))
     finally:
         proc.terminate()
         proc.wait(timeout=30)

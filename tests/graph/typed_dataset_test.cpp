@@ -253,6 +253,9 @@ TEST(typed_dataset_test, a_compaction_numbers_each_type_into_one_range_keeping_i
   ASSERT_EQ(c.removed_nodes().size(), 1u);
   EXPECT_EQ(c.removed_nodes()[0], 1);
   EXPECT_EQ(base_version(c.metadata()), d->version);
+  EXPECT_EQ(added_while_served(c.metadata(), "a"), 1);
+  EXPECT_EQ(added_while_served(c.metadata(), "b"), 2);
+  EXPECT_EQ(added_while_served(c.metadata(), "c"), 0);
   for (int t = 0; t < 3; ++t)
     for (std::int64_t l = 0; l < nt[std::size_t(t)].count; ++l) {
       const std::int64_t was = global_id_at(ds.node_types(), d.get(), t, l);
