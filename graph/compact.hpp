@@ -23,6 +23,10 @@ inline constexpr const char* kGraphVersionKey = "graph_version";
 /// Metadata keys (in "build") "graph_source:STREAM" hold the last entry of
 /// each update stream a compacted dataset holds.
 inline constexpr std::string_view kGraphSourcePrefix = "graph_source:";
+/// The file a typed compaction writes its seed file's ids into, renumbered with
+/// the nodes (where the metrics were computed for a file of seed ids and the
+/// renumbering moved any): the caller recomputing the metrics reads that instead.
+inline constexpr const char* kRenumberedSeeds = "seed_ids.txt";
 /// Metadata keys (in "build") "added_while_served:TYPE" (see added_while_served).
 inline constexpr std::string_view kAddedWhileServed = "added_while_served:";
 

@@ -7,11 +7,13 @@
 // (the server's own) change. Rows are renumbered and sorted by (edge type,
 // neighbour), as `spindle prepare` writes them.
 #include <algorithm>
+#include <fstream>
 #include <numeric>
 #include <tuple>
 
 #include "graph/compact.hpp"
 #include "graph/live_graph.hpp"
+#include "graph/metrics.hpp"
 #include "graph/typing.hpp"
 
 namespace spindle::graph {
@@ -119,6 +121,26 @@ status write_rows(dataset_writer& w, const dataset& ds, const graph_delta& d,
   return status::ok();
 }
 
+// A seed file names global ids: where the renumbering moved any, its ids are
+// written renumbered into the new dataset (kRenumberedSeeds).
+status renumber_seed_file(const dataset_metadata& meta, const renumbering& r,
+                          const std::string& out) {
+  if (meta.seed_distribution.empty()) return status::ok();  // no metrics
+  const auto dist = config::parse_seed_distribution(meta.seed_distribution);
+  if (dist.kind != config::seed_distribution_kind::file) return status::ok();
+  bool moved = false;
+  for (std::size_t v = 0; v < r.to_new.size() && !moved; ++v) moved = r.to_new[v] != std::int64_t(v);
+  if (!moved) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(auto ids, read_seed_file(dist.path));
+  const std::string path = out + "/" + kRenumberedSeeds;
+  std::ofstream f(path, std::ios::trunc);
+  for (auto v : ids)  // an id out of range stays, for the metrics to refuse by name
+    f << (v >= 0 && v < std::int64_t(r.to_new.size()) ? r.to_new[std::size_t(v)] : v) << "\n";
+  f.flush();
+  if (!f) return make_error(errc::io_error, "{}: cannot write", path);
+  return status::ok();
+}
+
 }  // namespace
 
 status compact_typed_dataset(const dataset& ds, const graph_delta& d,
@@ -148,6 +170,7 @@ status compact_typed_dataset(const dataset& ds, const graph_delta& d,
   SPINDLE_ASSIGN_OR_RETURN(auto w, dataset_writer::create(out_dir, meta));
   SPINDLE_TRY(w.write_graph(g.view()));
   SPINDLE_TRY(write_rows(w, ds, d, r));
+  SPINDLE_TRY(renumber_seed_file(ds.metadata(), r, out_dir));
   // Names only where no node was added (above): the numbering is then the old one.
   if (!ds.node_ids().empty()) SPINDLE_TRY(w.write_node_ids(ds.node_ids()));
   SPINDLE_TRY(copy_node_names(ds, out_dir));

@@ -11,7 +11,6 @@
 #include "graph/dataset.hpp"
 #include "graph/detail/lowered_types.hpp"
 #include "graph/metrics.hpp"
-#include "graph/typed_metrics.hpp"
 
 namespace spindle::graph {
 
@@ -198,9 +197,9 @@ expected<std::shared_ptr<graph_delta>> live_graph::build_flat(const graph_delta&
   if (!base.weighted() && !u.add_weight.empty())
     return make_error(errc::invalid_argument, "add_edges: weights given, but the graph has none");
   for (std::size_t i = 0; i < u.add_weight.size(); ++i)
-    if (!std::isfinite(u.add_weight[i]))
-      return make_error(errc::invalid_argument, "add_edges[{}]: weight {} is not finite", i,
-                        u.add_weight[i]);
+    if (!(std::isfinite(u.add_weight[i]) && u.add_weight[i] >= 0))  // as edge_weight.npy's
+      return make_error(errc::invalid_argument, "add_edges[{}]: weight {} must be finite and >= 0",
+                        i, u.add_weight[i]);
   if (u.add_nodes < 0 || u.add_nodes > kMaxNodesPerBatch)
     return make_error(errc::invalid_argument, "add_nodes: {} nodes (0 to {} per batch)",
                       u.add_nodes, kMaxNodesPerBatch);
@@ -419,42 +418,6 @@ std::int64_t live_graph::degree_at(const graph_delta& d, std::int64_t v) const {
   thread_local std::vector<std::int64_t> scratch;
   thread_local std::vector<float> scratch_w;
   return std::int64_t(read_row(base, d, v, scratch, scratch_w).neighbours.size());
-}
-
-void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& nodes) const {
-  if (options_.psgs_fanouts.empty()) return;
-  constexpr std::int64_t kBudget = std::int64_t{1} << 20;  // neighbours read per node
-  std::vector<std::int64_t> scratch;
-  std::vector<float> scratch_w;
-  const csr_view base = base_of(d);
-  if (!options_.node_types.empty()) {  // per edge-type segment, as the typed sampler takes them
-    std::vector<std::int16_t> scratch_t;
-    auto row = [&](std::int64_t v, std::vector<std::int64_t>& out, std::vector<std::int16_t>& t) {
-      const auto r = read_row(base, d, v, scratch, scratch_w, &scratch_t);
-      out.assign(r.neighbours.begin(), r.neighbours.end());
-      t.assign(r.types.begin(), r.types.end());
-    };
-    for (std::int64_t v : nodes) {
-      const double q = typed_node_psgs(v, options_.psgs_fanouts, row, kBudget);
-      if (q < 0)
-        ++d.psgs_stale;
-      else
-        d.psgs.set(v, q);
-    }
-    return;
-  }
-  auto degree = [&](std::int64_t v) { return degree_at(d, v); };
-  auto neighbours = [&](std::int64_t v, std::vector<std::int64_t>& out) {
-    const auto r = read_row(base, d, v, scratch, scratch_w);
-    out.assign(r.neighbours.begin(), r.neighbours.end());
-  };
-  for (std::int64_t v : nodes) {
-    const double q = node_psgs(v, options_.psgs_fanouts, degree, neighbours, kBudget);
-    if (q < 0)
-      ++d.psgs_stale;
-    else
-      d.psgs.set(v, q);
-  }
 }
 
 row_read read_row(const csr_view& base, const graph_delta& d, std::int64_t v,

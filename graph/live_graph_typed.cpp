@@ -4,6 +4,8 @@
 // and built as any batch is (live_graph.cpp), its rows kept sorted by type.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <set>
 
 #include "graph/detail/lowered_types.hpp"
@@ -205,6 +207,10 @@ struct edge_lowering {
     if ((!adding || !weighted) && !e.weight.empty())
       return make_error(errc::invalid_argument, "{}: weights given, but {}", what,
                         adding ? "the graph has none" : "removals take none");
+    for (std::size_t i = 0; i < e.weight.size(); ++i)
+      if (!(std::isfinite(e.weight[i]) && e.weight[i] >= 0))  // as a dataset's edge_weight
+        return make_error(errc::invalid_argument, "{}.weight[{}]: {} must be finite and >= 0",
+                          what, i, e.weight[i]);
     return status::ok();
   }
 };

@@ -104,6 +104,8 @@ status check_p0(const csr_view& g, std::span<const double> p0) {
   return status::ok();
 }
 
+}  // namespace
+
 expected<std::vector<std::int64_t>> read_seed_file(const std::string& path) {
   std::vector<std::int64_t> seeds;
   if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") {
@@ -134,8 +136,6 @@ expected<std::vector<std::int64_t>> read_seed_file(const std::string& path) {
   }));
   return seeds;
 }
-
-}  // namespace
 
 expected<std::vector<double>> seed_probabilities(const csr_view& g, const config::seed_distribution& dist) {
   std::vector<double> p(static_cast<std::size_t>(g.num_nodes), 0.0);

@@ -34,6 +34,10 @@ struct workload_metrics {
 expected<std::vector<double>> seed_probabilities(const csr_view& g,
                                                  const config::seed_distribution& dist);
 
+/// The node ids of a seed file (int64/int32 .npy, or text: ids separated by
+/// spaces, commas or lines); errors name the file and line.
+expected<std::vector<std::int64_t>> read_seed_file(const std::string& path);
+
 /// Computes PSGS and FAP for `fanouts` (-1 = all) and seed distribution p0.
 /// Deterministic for a given pool size. `progress_out` (optional) counts edges swept.
 expected<workload_metrics> compute_metrics(const csr_view& g, const std::vector<int>& fanouts,

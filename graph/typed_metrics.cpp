@@ -86,30 +86,35 @@ status check(const csr_view& g, const std::vector<std::vector<int>>& fanouts,
   return status::ok();
 }
 
-using row_reader = std::function<void(std::int64_t, std::vector<std::int64_t>&,
-                                      std::vector<std::int16_t>&)>;
-
-// r_k(j) of pull() for one node, read through `row`; r_K(j) = sum_t m_K(d_t).
-// Negative once more than `budget` neighbours were read.
+// r_k(j) of pull() for one node, read through `row` (and `segments` at the last
+// hop, r_K(j) = sum_t m_K(d_t)). Negative once more than `budget` neighbours
+// were read.
 double horner(std::int64_t j, std::size_t k, const std::vector<int>& fanouts,
-              const row_reader& row, std::int64_t& budget) {
+              const typed_row_reader& row, const typed_segment_reader& segments,
+              std::int64_t& budget) {
+  const int l = fanouts[k - 1];
+  if (k == fanouts.size()) {
+    std::vector<std::int64_t> sizes;
+    segments(j, sizes);
+    double sum = 0;
+    for (auto d : sizes) sum += taken(d, l);
+    return sum;
+  }
   std::vector<std::int64_t> nbrs;
   std::vector<std::int16_t> types;
   row(j, nbrs, types);
   budget -= std::int64_t(nbrs.size());
   if (budget < 0) return -1;
-  const int l = fanouts[k - 1];
-  const bool last = k == fanouts.size();
   double sum = 0;
   for (std::size_t b = 0; b < nbrs.size();) {  // one segment per edge type
-    std::size_t e = b + 1;
-    while (e < nbrs.size() && types[e] == types[b]) ++e;
+    const auto e = std::size_t(std::upper_bound(types.begin() + std::ptrdiff_t(b), types.end(),
+                                                types[b]) - types.begin());
     const double m = taken(std::int64_t(e - b), l);
     sum += m;
-    if (!last && m > 0) {
+    if (m > 0) {
       double s = 0;
       for (std::size_t x = b; x < e; ++x) {
-        const double r = horner(nbrs[x], k + 1, fanouts, row, budget);
+        const double r = horner(nbrs[x], k + 1, fanouts, row, segments, budget);
         if (r < 0) return -1;
         s += r;
       }
@@ -122,10 +127,20 @@ double horner(std::int64_t j, std::size_t k, const std::vector<int>& fanouts,
 
 }  // namespace
 
-double typed_node_psgs(std::int64_t node, const std::vector<int>& fanouts, const row_reader& row,
+void segment_sizes(std::span<const std::int16_t> types, std::vector<std::int64_t>& sizes) {
+  sizes.clear();
+  for (auto b = types.begin(); b != types.end();) {
+    const auto e = std::upper_bound(b, types.end(), *b);
+    sizes.push_back(e - b);
+    b = e;
+  }
+}
+
+double typed_node_psgs(std::int64_t node, const std::vector<int>& fanouts,
+                       const typed_row_reader& row, const typed_segment_reader& segments,
                        std::int64_t budget) {
   if (fanouts.empty()) return -1;
-  const double r = horner(node, 1, fanouts, row, budget);
+  const double r = horner(node, 1, fanouts, row, segments, budget);
   return r < 0 ? -1 : 1.0 + r;
 }
 

@@ -26,18 +26,25 @@ expected<workload_metrics> compute_typed_metrics(const csr_view& g,
                                                  std::span<const double> p0, thread_pool& pool,
                                                  progress* progress_out = nullptr);
 
-/// One node's typed PSGS read through a callback instead of a CSR (a changing
+/// One node's typed PSGS read through callbacks instead of a CSR (a changing
 /// typed graph: graph/live_graph.hpp keeps the PSGS of changed rows current).
 /// The Horner rule of compute_typed_metrics over the node's (K-1)-hop
 /// neighbourhood, per edge-type segment, with `fanouts[hop]` applied to every
 /// edge type (the list form the dataset's metrics use). `row(j, neighbours,
-/// types)` fills j's row, sorted by edge type. Reads at most `budget`
-/// neighbours; returns a negative value past it.
-double typed_node_psgs(
-    std::int64_t node, const std::vector<int>& fanouts,
-    const std::function<void(std::int64_t, std::vector<std::int64_t>&, std::vector<std::int16_t>&)>&
-        row,
-    std::int64_t budget);
+/// types)` fills j's row, sorted by edge type; `segments(j, sizes)` fills the
+/// sizes of j's edge-type segments (the last hop needs no more: as the untyped
+/// rule reads only degrees there). Reads at most `budget` neighbours of rows
+/// before the last hop; returns a negative value past it.
+using typed_row_reader =
+    std::function<void(std::int64_t, std::vector<std::int64_t>&, std::vector<std::int16_t>&)>;
+using typed_segment_reader = std::function<void(std::int64_t, std::vector<std::int64_t>&)>;
+double typed_node_psgs(std::int64_t node, const std::vector<int>& fanouts,
+                       const typed_row_reader& row, const typed_segment_reader& segments,
+                       std::int64_t budget);
+
+/// The sizes of the runs of equal values of `types` (a row sorted by edge type),
+/// found by binary search: O(segments x log(row)).
+void segment_sizes(std::span<const std::int16_t> types, std::vector<std::int64_t>& sizes);
 
 /// `fanouts` (one per hop) applied to each of `num_edge_types` separately, as the
 /// typed sampler applies a list (NeighborLoader's list form).

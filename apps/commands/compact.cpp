@@ -28,6 +28,12 @@ status run_compact(const compact_args& a, thread_pool& pool) {
                       a.out);
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::dataset::open(a.dataset));
   const std::string path = a.log.empty() ? a.dataset + "/graph.log" : a.log;
+  // Offline and read-only on its input: a missing log is not created.
+  if (!std::filesystem::exists(path, ec) && !std::filesystem::exists(path + ".current", ec))
+    return make_error(errc::invalid_argument,
+                      "{}: no graph log (a server with --graph-updates writes DATASET/graph.log, "
+                      "or the file its --graph-log names: give that with --graph-log)",
+                      path);
   // A graph compacted while served goes on from its compacted base and its log.
   SPINDLE_ASSIGN_OR_RETURN(const auto files, graph::current_graph_files(path));
   auto options = runtime::live_options_of(ds);
@@ -37,10 +43,13 @@ status run_compact(const compact_args& a, thread_pool& pool) {
   SPINDLE_ASSIGN_OR_RETURN(auto replayed, log->replay(live));
   const auto d = live.current();
   SPINDLE_TRY(graph::compact_dataset(ds, *d, live.sources(), a.out));
-  graph::metrics_request m;
-  if (!ds.metadata().fanouts.empty()) m.fanouts = ds.metadata().fanouts;
-  if (!ds.metadata().seed_distribution.empty())
-    m.seeds = config::parse_seed_distribution(ds.metadata().seed_distribution);
+  // The metrics the dataset had (fanouts, seeds, a typed graph's seed node types);
+  // a seed file's ids renumbered with a typed graph's nodes are read from the output.
+  auto m = graph::recorded_metrics_request(ds.metadata());
+  if (m.fanouts.empty()) m.fanouts = graph::metrics_request{}.fanouts;
+  const std::string renumbered = a.out + "/" + graph::kRenumberedSeeds;
+  if (std::filesystem::exists(renumbered, ec))
+    m.seeds = config::parse_seed_distribution(std::filesystem::absolute(renumbered).string());
   SPINDLE_TRY(graph::recompute_metrics(a.out, m, pool));
   fmt::print("compacted {} at graph version {} ({} batches from {}) into {}: {} nodes\n",
              a.dataset, d->version, replayed.records, files.log, a.out, d->num_nodes);

@@ -374,3 +374,42 @@ def test_an_added_node_of_an_embedding_table_type_is_refused_by_name(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_compaction_keeps_the_seeds_its_metrics_were_computed_for(setup, tmp_path):
+    """A typed dataset's metrics restricted to a node type and drawn from a file of
+    seed ids: compaction keeps the type, and renumbers the file's ids with the
+    nodes (a user added moves every merchant's global id). Without a log it
+    refuses by name and writes nothing into the dataset."""
+    tmp, _ = setup
+    g = Typed()
+    save_graph(g.data(), str(tmp_path / "graph"))
+    np.save(tmp_path / "seeds.npy", np.arange(30, 34, dtype=np.int64))  # merchants 0-3
+    subprocess.run([SPINDLE, "prepare", "--input", str(tmp_path / "graph"), "--out",
+                    str(tmp_path / "ds"), "--seed-node-type", "merchant", "--seed-distribution",
+                    str(tmp_path / "seeds.npy")], check=True, capture_output=True)
+    out = subprocess.run([SPINDLE, "compact", str(tmp_path / "ds"), "--out", str(tmp_path / "n")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "graph.log: no graph log" in out.stderr, out.stderr
+    assert not os.path.exists(tmp_path / "ds" / "graph.log")
+    proc, endpoint = start_server(
+        [SPINDLE, "serve", "--dataset", str(tmp_path / "ds"), "--model", str(tmp / "sage"),
+         "--name", "sage", "--listen", "127.0.0.1:0", "--admin-token-file", str(tmp / "token"),
+         "--graph-updates", "--graph-log", str(tmp_path / "g.log"), "--device", "host"])
+    try:
+        c = sc.Client(endpoint, model="sage", token_file=str(tmp / "token"))
+        assert c.update_graph(add_nodes={"user": np.zeros((1, 4), np.float32)}).version == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    out = subprocess.run([SPINDLE, "compact", str(tmp_path / "ds"), "--out", str(tmp_path / "c"),
+                          "--graph-log", str(tmp_path / "g.log")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    metrics = json.loads((tmp_path / "c" / "metadata.json").read_text())["metrics"]
+    assert metrics["seed_node_types"] == ["merchant"], metrics
+    assert metrics["seed_distribution"].endswith("seed_ids.txt"), metrics
+    ids = [int(v) for v in (tmp_path / "c" / "seed_ids.txt").read_text().split()]
+    assert ids == [31, 32, 33, 34], ids  # merchants 0-3 past 31 users
+    fap = np.load(tmp_path / "c" / "fap.npy")
+    assert fap[31:35].min() > 0, fap[:40]  # the seeds are the renumbered merchants

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -258,6 +259,32 @@ TEST(typed_live_graph_test, counts_stray_weights_featureless_rows_and_repeats_ar
   u.nodes.push_back({"user", 0, {}, {}, {}, {1, 1}});
   EXPECT_EQ(refusal(lg, u), "remove_nodes['user'][1]: user 1 is listed twice");
   EXPECT_EQ(lg.version(), 0u);
+}
+
+// Weights of added edges are a dataset's: finite and >= 0 (a negative one was
+// taken, and the compaction that wrote it back was then refused by the dataset).
+TEST(typed_live_graph_test, negative_and_non_finite_weights_are_refused_by_edge_type) {
+  fixture f;
+  auto weighted = f.base;
+  weighted.edge_weight.assign(weighted.edge_types.size(), 1.0f);
+  live_graph lg(weighted.view(), f.options());
+  graph_update u;
+  u.add_typed.push_back({"knows", {0}, {3}, {-1.0f}});
+  EXPECT_EQ(refusal(lg, u), "add_edges['knows'].weight[0]: -1 must be finite and >= 0");
+  u.add_typed[0].weight = {std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_EQ(refusal(lg, u), "add_edges['knows'].weight[0]: nan must be finite and >= 0");
+  u.add_typed[0].weight = {0.0f};
+  EXPECT_TRUE(lg.apply(u));
+  // The untyped form alike.
+  auto plain = weighted;
+  plain.edge_types.clear();
+  plain.num_edge_types = 0;
+  live_graph untyped(plain.view(), {row_direction::in, 0, {}});
+  graph_update v;
+  v.add_src = {0};
+  v.add_dst = {1};
+  v.add_weight = {-0.5f};
+  EXPECT_EQ(refusal(untyped, v), "add_edges[0]: weight -0.5 must be finite and >= 0");
 }
 
 TEST(typed_live_graph_test, the_log_keeps_a_typed_batch_and_replay_gives_the_same_graph) {

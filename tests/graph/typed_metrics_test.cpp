@@ -120,16 +120,23 @@ TEST(typed_metrics_test, one_nodes_psgs_read_through_rows_equals_the_whole_graph
       t.push_back(g.edge_types[std::size_t(e)]);
     }
   };
+  auto segments = [&](std::int64_t v, std::vector<std::int64_t>& sizes) {
+    segment_sizes({g.edge_types.data() + g.indptr[v], std::size_t(g.indptr[v + 1] - g.indptr[v])},
+                  sizes);
+  };
   for (const std::vector<int>& fanouts : {std::vector<int>{4, 3}, {2}, {-1, 2, 1}}) {
     const auto m =
         compute_typed_metrics(g, per_edge_type(fanouts, 3), p0, pool).value();
     for (std::int64_t v = 0; v < 160; ++v)
-      EXPECT_NEAR(typed_node_psgs(v, fanouts, row, 1 << 20), m.psgs[std::size_t(v)],
+      EXPECT_NEAR(typed_node_psgs(v, fanouts, row, segments, 1 << 20), m.psgs[std::size_t(v)],
                   1e-9 * m.psgs[std::size_t(v)])
           << "node " << v << ", " << fanouts.size() << " hops";
   }
-  EXPECT_LT(typed_node_psgs(60, {-1, -1, -1}, row, 10), 0);  // past the budget
-  EXPECT_LT(typed_node_psgs(0, {}, row, 10), 0);
+  EXPECT_LT(typed_node_psgs(60, {-1, -1, -1}, row, segments, 10), 0);  // past the budget
+  EXPECT_LT(typed_node_psgs(0, {}, row, segments, 10), 0);
+  std::vector<std::int64_t> sizes;
+  segment_sizes(std::vector<std::int16_t>{0, 0, 2, 5, 5, 5}, sizes);
+  EXPECT_EQ(sizes, (std::vector<std::int64_t>{2, 1, 3}));
 }
 
 }  // namespace

@@ -72,6 +72,11 @@ TEST(graph_json_test, bad_bodies_are_refused_by_field) {
   refused(R"({"add_nodes": {"user": [[1, 2], [3, 4, 5]]}})",
           "add_nodes['user'][1]: 3 values, but row 0 has 2");
   refused(R"({"add_edges": [[[[[[[[[[1]]]]]]]]]]})", "nests deeper");
+  // A repeated key kept only its last value (an acknowledged batch lost a part).
+  refused(R"({"add_nodes": {"a": [[1, 2]]}, "add_nodes": {"b": [[1, 2, 3]]}})",
+          "key 'add_nodes' appears twice in one object");
+  refused(R"({"add_nodes": {"user": 1, "user": 2}})", "key 'user' appears twice");
+  refused(R"({"set_features": {"ids": [1], "rows": [[1]], "ids": [2]}})", "key 'ids' appears twice");
 }
 
 TEST(graph_json_test, a_node_type_may_be_named_ids) {

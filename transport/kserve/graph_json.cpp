@@ -1,6 +1,9 @@
 #include "transport/kserve/graph_json.hpp"
 
 #include <limits>
+#include <set>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "core/json_depth.hpp"
@@ -94,7 +97,11 @@ status typed_nodes_of(const json& j, const std::string& field, rpc::graph_edit& 
       g.add += n;
     } else if (field == "set_features") {
       if (!value.is_object() || !value.contains("ids") || !value.contains("rows"))
-        return make_error(errc::invalid_argument, "{}: expected {{\"ids\", \"rows\"}}", what);
+        return make_error(errc::invalid_argument,
+                          "{}: expected {{\"ids\", \"rows\"}} (a typed graph's set_features is "
+                          "keyed by node type; an untyped graph's is {{\"ids\": [...], \"rows\": "
+                          "[...]}})",
+                          what);
       SPINDLE_TRY(list_of(value["ids"], what + ".ids", g.set_ids));
       SPINDLE_TRY(rows_of(value["rows"], what + ".rows", g.set_rows));
     } else {
@@ -116,7 +123,26 @@ expected<rpc::graph_edit> graph_edit_of_json(std::string_view body) {
   if (json_depth(body, kMaxDepth) > kMaxDepth)
     return make_error(errc::invalid_argument, "request body nests deeper than {} levels",
                       kMaxDepth);
-  const json j = json::parse(body, nullptr, false);
+  // A key given twice in one object would keep only its last value: part of an
+  // acknowledged batch lost. Refused, naming it.
+  std::vector<std::set<std::string>> keys;
+  std::string repeated;
+  const json j = json::parse(
+      body,
+      [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (event == json::parse_event_t::key && !keys.empty() &&
+            !keys.back().insert(parsed.get<std::string>()).second && repeated.empty())
+          repeated = parsed.get<std::string>();
+        return true;
+      },
+      false);
+  if (!repeated.empty())
+    return make_error(errc::invalid_argument,
+                      "request body: key '{}' appears twice in one object (give each field and "
+                      "type once)",
+                      repeated.substr(0, 64));
   if (j.is_discarded() || !j.is_object())
     return make_error(errc::invalid_argument, "request body is not a JSON object");
   rpc::graph_edit e;
