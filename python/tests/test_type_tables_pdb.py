@@ -6,7 +6,9 @@ second start reuses the loaded rows (through a VDB too). A PDB folder that
 cannot be opened, settings without a folder and a table whose rows are not
 model.toml's are refused by name, and so are the flags on a server with no
 typed table to move. Calls move the tables' counters in Admin stats and
-/metrics; the load is logged."""
+/metrics; the load is logged; a repository roll drops the old version's table
+once it is unloaded; two cluster ranks read through their own folders."""
+import hashlib
 import os
 import re
 import shutil
@@ -277,4 +279,43 @@ def test_cluster_ranks_read_their_tables_through_their_own_folders(exported):
     for rank in (0, 1):
         text = (tmp / f"rank{rank}.log").read_text()
         assert "table embedding.user.weight (50 x 8, 0 MiB) read from the parameter server" in text, text
+
+
+def test_a_roll_drops_the_old_weights_table_once_its_version_is_unloaded(exported):
+    tmp, data, model = exported
+    repo = tmp / "repo"
+    shutil.copytree(tmp / "rec", repo / "rec" / "1")
+    token, log = tmp / "roll.token", tmp / "roll.log"
+    argv = [SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model-repository", str(repo),
+            "--listen", "127.0.0.1:0", "--device", "host", "--admin-token-file", str(token),
+            "--type-table-pdb", str(tmp / "pdb_roll"), "--type-table-min-mb", "0"]
+    old = hashlib.sha256((repo / "rec" / "1" / "weights.safetensors").read_bytes()).hexdigest()
+    with torch.no_grad():  # version 2: other rows in the table
+        model.user_emb.weight.mul_(2.0)
+    try:
+        export_pyg(model.gnn, str(repo / "rec" / "2"), name="rec", fanouts=[-1, -1], check=data,
+                   embeddings={"user": model.user_emb}, spindle=SPINDLE)
+        v2 = {t: v.numpy() for t, v in answers(model, data).items()}
+    finally:
+        with torch.no_grad():
+            model.user_emb.weight.mul_(0.5)
+    shutil.move(str(repo / "rec" / "2"), str(tmp / "rec_v2"))  # the server starts on version 1
+    with open(log, "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            endpoint = door_of(proc)
+            shutil.move(str(tmp / "rec_v2"), str(repo / "rec" / "2"))
+            c = sc.Client(endpoint, token_file=str(token))
+            c.load_model("rec", "")  # the repository's versions now: 2, and 1 unloaded
+            got = np.asarray(c.infer_gnn(list(range(data["user"].num_nodes)), model="rec",
+                                         node_type="user"))
+            np.testing.assert_allclose(got, v2["user"], rtol=1e-4,
+                                       atol=1e-4 * np.abs(v2["user"]).max())
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    text = log.read_text()
+    assert f"dropped embedding.user.weight@sha256:{old}: other weights' rows" in text, text
+    new = hashlib.sha256((repo / "rec" / "2" / "weights.safetensors").read_bytes()).hexdigest()
+    assert f"dropped embedding.user.weight@sha256:{new}" not in text, text
 
