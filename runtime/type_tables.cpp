@@ -63,6 +63,22 @@ expected<bool> has_embedding_table(const std::string& dir) {
   return false;
 }
 
+// The SHA-256 of model `dir`'s weights file, the name of its tables: a CRC-32
+// can be forged (4 bytes make any file match another's), and a PDB folder may
+// hold several models' tables. Weights whose CRC-32 is not model.toml's are
+// refused first: no damaged rows into the PDB.
+expected<std::string> weights_digest(const std::string& dir, const std::string& weights,
+                                     const std::string& want_crc32) {
+  SPINDLE_TRY(require_file_inside(dir, weights));
+  SPINDLE_ASSIGN_OR_RETURN(const auto crc, file_crc32_hex(weights));
+  if (!want_crc32.empty() && crc != want_crc32)
+    return make_error(errc::corrupt_data,
+                      "{}: its CRC-32 {} does not match model.toml's weights_crc32 {}: the file "
+                      "was changed or damaged since it was written",
+                      weights, crc, want_crc32);
+  return transport::net::file_sha256(weights);
+}
+
 // Settings of --type-table-pdb given without it.
 status without_folder(const type_table_args& a) {
   return make_error(errc::invalid_argument,
@@ -124,6 +140,8 @@ struct type_tables::model_tables {
   std::vector<loaded> loads;
   std::unique_ptr<counters[]> count;
 
+  static type_table_set wire(std::shared_ptr<model_tables> held);
+
   ~model_tables() {
     session.reset();  // no read of a table the release may drop
     owner->release(tables);
@@ -174,16 +192,7 @@ expected<type_table_set> type_tables::readers(const std::string& dir) {
       continue;
     }
     if (digest.empty()) {
-      SPINDLE_TRY(require_file_inside(dir, weights));
-      SPINDLE_ASSIGN_OR_RETURN(const auto crc, file_crc32_hex(weights));
-      if (!d.weights_crc32.empty() && crc != d.weights_crc32)  // no damaged rows into the PDB
-        return make_error(errc::corrupt_data,
-                          "{}: its CRC-32 {} does not match model.toml's weights_crc32 {}: the "
-                          "file was changed or damaged since it was written",
-                          weights, crc, d.weights_crc32);
-      // The table's name: a CRC-32 can be forged (4 bytes make any file match
-      // another's), and a PDB folder may hold several models' tables.
-      SPINDLE_ASSIGN_OR_RETURN(digest, transport::net::file_sha256(weights));
+      SPINDLE_ASSIGN_OR_RETURN(digest, weights_digest(dir, weights, d.weights_crc32));
     }
     auto table = ensure_loaded(weights, digest, n.embedding, n.embedding_rows, n.in);
     if (!table)
@@ -204,13 +213,18 @@ expected<type_table_set> type_tables::readers(const std::string& dir) {
     log::info("{}: no featureless node type read from an embedding table: --type-table-pdb "
               "changes nothing for it",
               dir);
-  type_table_set out;
-  if (tables.empty()) return out;
+  if (tables.empty()) return type_table_set{};
   hps::session_options so;
   so.l1_device = "host";  // typed models compute on the host
   SPINDLE_ASSIGN_OR_RETURN(held->session,
                            hps::lookup_session::create(tables, vdb_.get(), pdb_.get(), so));
   held->count = std::make_unique<model_tables::counters[]>(tables.size());
+  return model_tables::wire(std::move(held));
+}
+
+// The readers of `held`'s tables (each keeping them) and their counters (which do not).
+type_table_set type_tables::model_tables::wire(std::shared_ptr<model_tables> held) {
+  type_table_set out;
   for (std::size_t t = 0; t < held->types.size(); ++t)
     out.readers[held->types[t]] = [held, t](std::span<const std::int64_t> ids,
                                             std::span<float> rows) {
