@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 
 import numpy as np
@@ -318,4 +319,51 @@ def test_a_roll_drops_the_old_weights_table_once_its_version_is_unloaded(exporte
     assert f"dropped embedding.user.weight@sha256:{old}: other weights' rows" in text, text
     new = hashlib.sha256((repo / "rec" / "2" / "weights.safetensors").read_bytes()).hexdigest()
     assert f"dropped embedding.user.weight@sha256:{new}" not in text, text
+
+
+def test_launch_gives_each_rank_its_own_folder(exported):
+    tmp, data, _ = exported
+    held = served_answers(serve(tmp, tmp / "rec"), data)
+    ports = [free_port(), free_port()]
+    door0, door1 = free_port(), free_port()
+    toml = tmp / "launch.toml"
+    toml.write_text('coordinator = "s0"\n' + "".join(
+        f'[[server]]\nname = "s{r}"\nhost = "127.0.0.1"\nport = {p}\nmemory = 1000000\n'
+        + (f'door = "127.0.0.1:{door1}"\n' if r == 1 else "")
+        for r, p in enumerate(ports)))
+    env = dict(os.environ, SPINDLE_CLUSTER_TOKEN="0123456789abcdef0123456789abcdef",
+               SPINDLE_PROGRESS="0")
+    folder = tmp / "pdb_launch"
+    proc = subprocess.Popen(
+        [SPINDLE, "launch", "--config", str(toml), "--dataset", str(tmp / "ds"), "--model",
+         str(tmp / "rec"), "--listen", f"127.0.0.1:{door0}", "--type-table-pdb", str(folder),
+         "--type-table-min-mb", "0", "--type-table-vdb", "hash_map", "--type-table-vdb-mb", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines = []
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.time() + 120
+        while not all(any(x.startswith(f"[rank {r}] listening ") for x in lines) for r in (0, 1)):
+            assert proc.poll() is None and time.time() < deadline, "".join(lines)
+            time.sleep(0.1)
+        for port in (door0, door1):
+            c = sc.Client(f"127.0.0.1:{port}")
+            for t in ("user", "item"):
+                got = np.asarray(c.infer_gnn(list(range(data[t].num_nodes)), model="rec",
+                                             node_type=t))
+                np.testing.assert_allclose(got, held[t], rtol=1e-6, atol=1e-6,
+                                           err_msg=f"door {port} {t}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    text = "".join(lines)
+    for rank in (0, 1):
+        assert (folder / f"rank-{rank}").is_dir(), text
+        assert re.search(rf"^\[rank {rank}\] .*read from the parameter server, not held$", text,
+                         re.M), text
 
