@@ -7,7 +7,8 @@ cannot be opened, settings without a folder and a table whose rows are not
 model.toml's are refused by name, and so are the flags on a server with no
 typed table to move. Calls move the tables' counters in Admin stats and
 /metrics; the load is logged; a repository roll drops the old version's table
-once it is unloaded; two cluster ranks read through their own folders."""
+once it is unloaded; a second server on a folder in use is refused; cluster
+ranks (node, launch) read through their own folders."""
 import hashlib
 import os
 import re
@@ -366,4 +367,26 @@ def test_launch_gives_each_rank_its_own_folder(exported):
         assert (folder / f"rank-{rank}").is_dir(), text
         assert re.search(rf"^\[rank {rank}\] .*read from the parameter server, not held$", text,
                          re.M), text
+
+
+def test_a_second_server_on_a_folder_in_use_is_refused(exported):
+    """One server per folder: what lets a server drop the tables no model of its own reads."""
+    tmp, data, _ = exported
+    folder = tmp / "pdb_shared"
+    argv = serve(tmp, tmp / "rec", "--type-table-pdb", str(folder), "--type-table-min-mb", "0")
+    proc, endpoint = start_server(argv)
+    try:
+        second = subprocess.run(serve(tmp, tmp / "rec", "--type-table-pdb", str(folder),
+                                      "--type-table-min-mb", "0", "--workload", "5"),
+                                capture_output=True, text=True, timeout=120)
+        assert second.returncode != 0, second.stderr
+        assert f"--type-table-pdb {folder}: " in second.stderr, second.stderr
+        assert "lock" in second.stderr.lower(), second.stderr
+        c = sc.Client(endpoint)  # the first one goes on serving from the folder
+        got = np.asarray(c.infer_gnn(list(range(data["user"].num_nodes)), model="rec",
+                                     node_type="user"))
+        assert got.shape[0] == data["user"].num_nodes
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
