@@ -162,6 +162,17 @@ void model_counters::render(std::map<std::string, std::string>& families, const 
   }
 }
 
+nlohmann::json type_tables_json(const std::vector<nn::type_table_stats>& tables) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& t : tables)
+    j[t.type] = {{"table", t.table},         {"lookups", t.lookups},
+                 {"l1_hits", t.l1_hits},     {"l1_misses", t.l1_misses},
+                 {"vdb_hits", t.vdb_hits},   {"pdb_reads", t.pdb_reads},
+                 {"bytes_read", t.bytes_read}, {"rows_loaded", t.rows_loaded},
+                 {"bytes_loaded", t.bytes_loaded}};
+  return j;
+}
+
 const std::vector<std::array<const char*, 3>>& type_table_help() {
   static const std::vector<std::array<const char*, 3>> help = {
       {"spindle_type_table_lookups_total", "counter",

@@ -92,6 +92,9 @@ struct model_counters {
   std::size_t next_ = 0;            // guarded by mu_
 };
 
+/// A typed model's tables read from the parameter server (--type-table-pdb), by
+/// node type: their counters, as Admin stats shows them.
+nlohmann::json type_tables_json(const std::vector<nn::type_table_stats>& tables);
 /// HELP and TYPE of the families render_type_tables writes.
 const std::vector<std::array<const char*, 3>>& type_table_help();
 /// Appends the counters of `model`'s tables read from the parameter server

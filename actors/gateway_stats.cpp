@@ -68,17 +68,7 @@ std::string gateway::stats_json() {
       const auto [local, remote] = e->b.feature_rows();
       m["feature_rows"] = {{"local", local}, {"remote", remote}};
     }
-    if (e->b.type_tables)
-      for (const auto& t : e->b.type_tables())
-        m["type_tables"][t.type] = {{"table", t.table},
-                                    {"lookups", t.lookups},
-                                    {"l1_hits", t.l1_hits},
-                                    {"l1_misses", t.l1_misses},
-                                    {"vdb_hits", t.vdb_hits},
-                                    {"pdb_reads", t.pdb_reads},
-                                    {"bytes_read", t.bytes_read},
-                                    {"rows_loaded", t.rows_loaded},
-                                    {"bytes_loaded", t.bytes_loaded}};
+    if (e->b.type_tables) m["type_tables"] = detail::type_tables_json(e->b.type_tables());
     if (e->b.placement) {
       const auto p = detail::placement_stats_of(s_->sys, e->b.placement);
       m["placement"] = {{"epoch", p.epoch},
