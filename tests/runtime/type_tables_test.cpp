@@ -4,7 +4,8 @@
 // lacking a row refuses the call naming the type and id (never a default row).
 // The counters follow the reads; other weights' tables of a tensor are dropped
 // once no model reads them (not before start-up is over, never with keep_old);
-// the hash_map VDB keeps to its cap; flags that change nothing are refused.
+// the hash_map VDB keeps to its cap; flags that change nothing are refused; a
+// load logs its progress.
 #include "runtime/type_tables.hpp"
 
 #include <gtest/gtest.h>
@@ -42,12 +43,16 @@ const char* typed_model =
     "[[op]]\nkind = \"linear\"\nname = \"head\"\ninputs = [\"h\"]\nprefix = \"lin\"\nin = 8\n"
     "out = 3\n";
 
-std::string model_dir(const std::string& name, std::uint64_t seed = 3) {
+// The model in a fresh folder; `rows`: the author table's rows (40 by default).
+std::string model_dir(const std::string& name, std::uint64_t seed = 3, int rows = 40) {
   const auto dir = (fs::temp_directory_path() /
                     ("spindle_type_tables_" + name + "_" + std::to_string(::getpid())))
                        .string();
   fs::remove_all(dir);
-  auto d = config::parse_model_desc(typed_model, "type_tables_test");
+  std::string text = typed_model;
+  const std::string forty = "embedding_rows = 40\n";
+  text.replace(text.find(forty), forty.size(), "embedding_rows = " + std::to_string(rows) + "\n");
+  auto d = config::parse_model_desc(text, "type_tables_test");
   EXPECT_TRUE(d.has_value()) << d.error().message();
   EXPECT_TRUE(nn::init_model(*d, seed, dir));
   return dir;
@@ -326,6 +331,23 @@ TEST(type_tables_test, flags_that_change_nothing_are_refused_by_name) {
   ASSERT_FALSE(opened.has_value());
   EXPECT_NE(opened.error().message().find("--type-table-vdb-mb caps the hash_map VDB"),
             std::string::npos);
+  fs::remove_all(dir);
+}
+
+// The load says where it is in the log (a server under a service manager has no
+// bar): 200,000 rows stream in 4 chunks of 65,536, a line at each 10% step passed.
+TEST(type_tables_test, a_load_logs_its_progress) {
+  const auto dir = model_dir("progress", 3, 200000);
+  auto t = type_tables::open(args(dir));
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  ::testing::internal::CaptureStderr();
+  auto set = (*t)->readers(dir);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(set.has_value()) << set.error().message();
+  const std::string load = "] load emb.author.weight into " + dir + "/pdb: ";
+  for (const char* step : {"32% (65536 of 200000 rows) in ", "65% (131072 of 200000 rows) in ",
+                           "98% (196608 of 200000 rows) in ", "200000 rows in "})
+    EXPECT_NE(err.find(load + step), std::string::npos) << step << "\n" << err;
   fs::remove_all(dir);
 }
 
