@@ -25,6 +25,7 @@
 #include "colocation/hera/manager.hpp"
 #include "core/access_log.hpp"
 #include "hps/dlrm_hps.hpp"
+#include "nn/type_rows.hpp"
 #include "serving/admission.hpp"
 #include "serving/worker_pool.hpp"
 #include "transport/rpc/rpc_types.hpp"
@@ -57,6 +58,9 @@ struct gnn_model_binding {
   bool pinned = false;
   /// A cluster pipeline's feature rows read so far: {local, from other ranks}; unset: none.
   std::function<std::pair<std::uint64_t, std::uint64_t>()> feature_rows;
+  /// A typed model's embedding tables read from the parameter server
+  /// (--type-table-pdb): their counters; unset: it reads none.
+  nn::type_table_stats_fn type_tables;
 };
 
 struct rec_model_binding {

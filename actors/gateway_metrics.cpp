@@ -162,4 +162,48 @@ void model_counters::render(std::map<std::string, std::string>& families, const 
   }
 }
 
+nlohmann::json type_tables_json(const std::vector<nn::type_table_stats>& tables) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& t : tables)
+    j[t.type] = {{"table", t.table},         {"lookups", t.lookups},
+                 {"l1_hits", t.l1_hits},     {"l1_misses", t.l1_misses},
+                 {"vdb_hits", t.vdb_hits},   {"pdb_reads", t.pdb_reads},
+                 {"bytes_read", t.bytes_read}, {"rows_loaded", t.rows_loaded},
+                 {"bytes_loaded", t.bytes_loaded}};
+  return j;
+}
+
+const std::vector<std::array<const char*, 3>>& type_table_help() {
+  static const std::vector<std::array<const char*, 3>> help = {
+      {"spindle_type_table_lookups_total", "counter",
+       "Reads of a typed model's embedding table on the parameter server (one per layer input)."},
+      {"spindle_type_table_l1_total", "counter",
+       "Rows (unique per read) found in the table's L1 cache, or missed."},
+      {"spindle_type_table_lower_rows_total", "counter",
+       "L1 misses answered by the VDB or read from the PDB."},
+      {"spindle_type_table_read_bytes_total", "counter", "Bytes of rows the VDB and PDB gave."},
+      {"spindle_type_table_loaded_rows", "gauge",
+       "Rows streamed into the PDB when the model loaded (0: the table was already whole)."},
+      {"spindle_type_table_loaded_bytes", "gauge", "Bytes of those rows."}};
+  return help;
+}
+
+void render_type_tables(std::map<std::string, std::string>& families, const std::string& model,
+                        const std::vector<nn::type_table_stats>& tables) {
+  for (const auto& t : tables) {
+    const auto l = fmt::format("model=\"{}\",type=\"{}\"", model, t.type);
+    auto add = [&](const char* family, const std::string& extra, std::uint64_t v) {
+      families[family] += fmt::format("{}{{{}{}}} {}\n", family, l, extra, v);
+    };
+    add("spindle_type_table_lookups_total", "", t.lookups);
+    add("spindle_type_table_l1_total", ",result=\"hit\"", t.l1_hits);
+    add("spindle_type_table_l1_total", ",result=\"miss\"", t.l1_misses);
+    add("spindle_type_table_lower_rows_total", ",level=\"vdb\"", t.vdb_hits);
+    add("spindle_type_table_lower_rows_total", ",level=\"pdb\"", t.pdb_reads);
+    add("spindle_type_table_read_bytes_total", "", t.bytes_read);
+    add("spindle_type_table_loaded_rows", "", t.rows_loaded);
+    add("spindle_type_table_loaded_bytes", "", t.bytes_loaded);
+  }
+}
+
 }  // namespace spindle::actors::detail

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/type_rows.hpp"
 #include "serving/admission.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
@@ -90,5 +91,15 @@ struct model_counters {
   std::vector<sample> latency_ms_;  // guarded by mu_
   std::size_t next_ = 0;            // guarded by mu_
 };
+
+/// A typed model's tables read from the parameter server (--type-table-pdb), by
+/// node type: their counters, as Admin stats shows them.
+nlohmann::json type_tables_json(const std::vector<nn::type_table_stats>& tables);
+/// HELP and TYPE of the families render_type_tables writes.
+const std::vector<std::array<const char*, 3>>& type_table_help();
+/// Appends the counters of `model`'s tables read from the parameter server
+/// (--type-table-pdb) to `families`, labelled by model and node type.
+void render_type_tables(std::map<std::string, std::string>& families, const std::string& model,
+                        const std::vector<nn::type_table_stats>& tables);
 
 }  // namespace spindle::actors::detail

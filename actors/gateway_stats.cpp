@@ -68,6 +68,7 @@ std::string gateway::stats_json() {
       const auto [local, remote] = e->b.feature_rows();
       m["feature_rows"] = {{"local", local}, {"remote", remote}};
     }
+    if (e->b.type_tables) m["type_tables"] = detail::type_tables_json(e->b.type_tables());
     if (e->b.placement) {
       const auto p = detail::placement_stats_of(s_->sys, e->b.placement);
       m["placement"] = {{"epoch", p.epoch},
@@ -169,7 +170,10 @@ std::string gateway::prometheus_text() {
   std::map<std::string, std::string> families;
   {
     spindle::shared_lock lock(s_->models_mu);
-    for (const auto& [name, e] : s_->gnn) e->c.render(families, name, e->admission, true);
+    for (const auto& [name, e] : s_->gnn) {
+      e->c.render(families, name, e->admission, true);
+      if (e->b.type_tables) detail::render_type_tables(families, name, e->b.type_tables());
+    }
     for (const auto& [name, e] : s_->rec) {
       e->c.render(families, name, e->admission, false);
       for (std::size_t i = 0; e->b.session && i < e->b.session->table_count(); ++i) {
@@ -267,7 +271,7 @@ std::string gateway::prometheus_text() {
       {"spindle_cluster_member_ready", "gauge", "1 while the member's pipelines serve batches."},
       {"spindle_cluster_member_epoch", "gauge", "The placement epoch the member holds."}};
   std::string out;
-  for (const auto* table : {&help, &graph_help, &cluster_help})
+  for (const auto* table : {&help, &detail::type_table_help(), &graph_help, &cluster_help})
     for (const auto& [family, type, text] : *table) {
       const auto it = families.find(family);
       if (it == families.end()) continue;

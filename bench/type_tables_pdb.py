@@ -10,7 +10,9 @@ SAGEConv -> relu -> SAGEConv (64 -> 16), fanouts [10, 5], exported with
 export_pyg (embeddings={"user": table}). Load: `spindle client load` closed
 loop, one user seed a call, 16 calls in flight. RSS is the server's VmRSS
 after the load (and VmHWM, its peak since start). The parameter server runs
-twice: L1 slots for 10% of the rows (the default) and for 50%.
+twice: L1 slots for 10% of the rows (the default) and for 50%; then with the
+hash_map VDB between L1 and the PDB, capped at 64 MiB per table and at 4 GiB
+(more than the table: as it was before the cap).
 
     usage: bench/type_tables_pdb.py SPINDLE [USERS=2000000] [REQUESTS=20000]
     (needs torch, torch_geometric, numpy)
@@ -30,6 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
 
 ITEMS, F, DIM = 100_000, 32, 64
+VDB_MB = (64, 4096)  # the hash_map VDB's cap (--type-table-vdb-mb): one small, one past the table
 
 
 def rss_mib(pid):
@@ -116,6 +119,10 @@ def main():
                 "parameter server, L1 0.1": run(spindle, tmp, users, requests, pdb),
                 "parameter server, L1 0.5": run(spindle, tmp, users, requests,
                                                 pdb + ["--type-table-cache", "0.5"])}
+        vdb = pdb + ["--type-table-vdb", "hash_map", "--type-table-vdb-mb"]
+        for mb in VDB_MB:  # the VDB's cap per table: past the table's size, no cap at all
+            rows[f"parameter server, L1 0.1, VDB {mb} MiB"] = run(spindle, tmp, users, requests,
+                                                                  vdb + [str(mb)])
         print(f"users {users} x {DIM} table ({users * DIM * 4 / 2**20:.0f} MiB), "
               f"first start with the PDB (loading it) {first['start_s']} s")
         print("| table | start (s) | RSS after load (MiB) | peak RSS (MiB) | seeds/s | p99 (ms) |")

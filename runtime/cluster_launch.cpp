@@ -64,6 +64,8 @@ std::vector<std::string> node_argv(const std::string& exe, const launch_args& a,
   if (!a.dataset.empty()) argv.insert(argv.end(), {"--dataset", a.dataset});
   if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
   argv.insert(argv.end(), a.serving.begin(), a.serving.end());
+  if (!a.type_table_pdb.empty())  // a folder per rank: RocksDB allows one process in each
+    argv.insert(argv.end(), {"--type-table-pdb", fmt::format("{}/rank-{}", a.type_table_pdb, r)});
   const auto& server = topo.servers[r];
   if (!a.files.empty()) argv.insert(argv.end(), {r == 0 ? "--files" : "--fetch-from", a.files});
   if (r != 0 && !server.door.empty()) {  // the TOML's door for this rank

@@ -21,6 +21,7 @@ struct launch_args {
   std::vector<std::string> serving;  // --pipelines, --max-batch, ...: passed to every rank
   std::vector<std::string> rec;      // recommendation models' flags: passed to every door
   std::string pdb;                   // --pdb DIR: rank N's DLRM tables in DIR/rank-N
+  std::string type_table_pdb;  // --type-table-pdb DIR: rank N's typed tables in DIR/rank-N
   std::string files;  // --files HOST:PORT: rank 0's file door; the others --fetch-from it
 };
 

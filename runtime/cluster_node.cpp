@@ -227,6 +227,17 @@ expected<node_args> with_rank(node_args a, const config::topology& topo) {
   return a;
 }
 
+// --type-table-*: refused unless this rank serves a GNN with an embedding table
+// (its model is on this disk by now); else this rank's folder, opened.
+status open_type_tables(node_args& a) {
+  std::vector<std::string> dirs;
+  if (!a.dataset.empty() && !a.model.empty()) dirs.push_back(a.model);
+  SPINDLE_TRY(check_type_table_flags(a.type_tables, dirs));
+  if (a.type_tables.pdb.empty()) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(a.serving.type_pdb, type_tables::open(a.type_tables));
+  return status::ok();
+}
+
 }  // namespace
 
 status refuse_coordinator_flags(const node_args& a) {
@@ -286,6 +297,7 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   if (!a.files.files.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(files, open_file_door(a.files, a.dataset, a.model, n.sn.token));
   }
+  SPINDLE_TRY(open_type_tables(a));
   SPINDLE_TRY(open_shard(n, sys, topo, a));
   SPINDLE_TRY(join(n, sys, topo, me, a));
   if (n.sn.shard) n.sn.start(sys, n.coord);

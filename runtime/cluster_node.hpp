@@ -41,6 +41,9 @@ struct node_args {
   /// with it and its door opens once it serves its shard of that plan.
   std::string join;
   std::string address = "127.0.0.1:0";  // --address: a joining rank's own HOST:PORT
+  /// --type-table-*: a typed model's large embedding tables read from this rank's
+  /// own parameter-server folder (opened into serving.type_pdb once the model is here).
+  type_table_args type_tables;
 };
 
 /// The flags of `coordinator_flags` rank 0 alone honours; another rank given

@@ -87,6 +87,7 @@ struct member_serving_impl final : member_serving {
     b.device = assets->device.get();
     const auto* f = features.get();
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
+    b.type_tables = assets->type_tables;
     return b;
   }
 };
@@ -299,6 +300,7 @@ actors::gnn_model_binding cluster_gnn::binding(std::string name,
   b.device = a.device.get();
   if (const auto* f = p_->features.get())
     b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
+  b.type_tables = a.type_tables;
   return b;
 }
 

@@ -23,6 +23,7 @@
 #include "runtime/member_watch.hpp"
 #include "runtime/rank_shard.hpp"
 #include "runtime/placement_sync.hpp"
+#include "runtime/type_tables.hpp"
 #include "serving/psgs_router.hpp"
 
 namespace spindle::runtime {
@@ -76,6 +77,9 @@ struct node_pipelines {
   /// the cluster's batcher; a member: its own door's); not with `calibrate`.
   std::string calibration;
   serving::routing_policy routing = serving::routing_policy::strict;
+  /// --type-table-pdb: this rank's parameter server (its own folder) a typed
+  /// model's large embedding tables are read from; null: held in memory.
+  std::shared_ptr<type_tables> type_pdb;
 };
 
 /// Waits until every rank owning a shard is alive, then runs `p.pipelines`

@@ -144,6 +144,7 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
   b.device = m->assets->device.get();
   const auto* f = m->features.get();
   b.feature_rows = [f] { return std::make_pair(f->local_rows(), f->remote_rows()); };
+  b.type_tables = m->assets->type_tables;
   models_[name] = std::move(m);
   return b;
 }
@@ -159,6 +160,7 @@ void door_gnns::unload(const std::string& key) {
     models_.erase(it);
   }
   gone.reset();  // stops its batcher and pipelines, then frees what they read
+  if (p_.type_pdb) p_.type_pdb->sweep();  // other weights' tables no model reads now
 }
 
 actors::model_loader door_gnns::loader(serving::admission_options admission, rec_load_fn load_rec) {

@@ -93,12 +93,12 @@ gnn_models::~gnn_models() {
 expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_name,
                                                      const std::string& path) {
   auto s = std::make_unique<served>();
-  nn::type_row_readers type_rows;  // large typed tables read from the parameter server
+  type_table_set type_rows;  // large typed tables read from the parameter server
   if (defaults_.type_pdb) {
     SPINDLE_ASSIGN_OR_RETURN(type_rows, defaults_.type_pdb->readers(path));
   }
-  SPINDLE_ASSIGN_OR_RETURN(auto model,
-                           nn::model::load(path, s->weights, false, {}, std::move(type_rows)));
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto model, nn::model::load(path, s->weights, false, {}, std::move(type_rows.readers)));
   const std::string name = given_name.empty() ? model.desc().name : given_name;
   if (models_.count(name))
     return make_error(errc::invalid_argument, "name '{}' is already loaded", name);
@@ -153,6 +153,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   actors::gnn_model_binding b{name, s->batcher, &ds_, s->model.get(), s->router, bp, admission};
   b.routing = s->routing;
   b.device = device_.get();
+  b.type_tables = std::move(type_rows.stats);
   models_[name] = std::move(s);
   return b;
 }
@@ -184,7 +185,11 @@ actors::model_loader gnn_models::loader() {
                         name);
     return load(name, path);
   };
-  l.unload = [this](const std::string& key) { unload(key); };
+  l.unload = [this](const std::string& key) {
+    unload(key);
+    // A roll's old version gone: its tables, if another version reads that tensor.
+    if (defaults_.type_pdb) defaults_.type_pdb->sweep();
+  };
   if (defaults_.repository.empty()) return l;
   l.versions_to_serve = [this](const std::string& name) -> expected<std::vector<std::string>> {
     SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_versions(defaults_.repository, name));

@@ -76,7 +76,12 @@ class gnn_models {
   expected<std::vector<actors::gnn_model_binding>> load_repository();
   /// Start-up is over: from now on a model loaded is calibrated on itself when
   /// the defaults say so (calibrate_loads_batches), as the server was at start.
-  void started() { started_ = true; }
+  /// The parameter server's tables no start model reads are then dropped
+  /// (type_tables::started).
+  void started() {
+    started_ = true;
+    if (defaults_.type_pdb) defaults_.type_pdb->started();
+  }
 
  private:
   gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,

@@ -38,12 +38,13 @@ expected<nn::model> calibration_model(const gnn_stack_args& a, const graph::data
     SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(a.repository));
     if (!all.empty()) model_dir = all.begin()->second.versions.rbegin()->second;
   }
-  nn::type_row_readers type_rows;  // a large typed table is not loaded to calibrate either
+  type_table_set type_rows;  // a large typed table is not loaded to calibrate either
   if (tables && !model_dir.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(type_rows, tables->readers(model_dir));
   }
-  auto m = model_dir.empty() ? serving::default_calibration_model(ds, weights)
-                             : nn::model::load(model_dir, weights, false, {}, std::move(type_rows));
+  auto m = model_dir.empty()
+               ? serving::default_calibration_model(ds, weights)
+               : nn::model::load(model_dir, weights, false, {}, std::move(type_rows.readers));
   if (!m) return std::move(m).error();
   if (!a.fanouts.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(auto f, config::parse_fanouts(a.fanouts));
@@ -81,6 +82,17 @@ expected<serving::psgs_calibration> load_or_calibrate(const gnn_stack_args& a,
   return calibration;
 }
 
+// The GNNs the server loads at start: --model and every version of --model-repository.
+expected<std::vector<std::string>> start_models(const gnn_stack_args& a) {
+  std::vector<std::string> dirs;
+  if (!a.model.empty()) dirs.push_back(a.model);
+  if (a.repository.empty()) return dirs;
+  SPINDLE_ASSIGN_OR_RETURN(const auto all, scan_repository(a.repository));
+  for (const auto& [name, m] : all)
+    for (const auto& [version, dir] : m.versions) dirs.push_back(dir);
+  return dirs;
+}
+
 // A whole prepared dataset with features and PSGS, as one process serves it.
 expected<graph::dataset> open_served_dataset(const gnn_stack_args& a) {
   SPINDLE_ASSIGN_OR_RETURN(auto ds, graph::open_for_serving(a.dataset, a.no_verify_data));
@@ -111,12 +123,6 @@ status place_and_route(gnn_serving_defaults& d, const gnn_stack_args& a, const g
                                             ds, d.device, a.device_feature_mb << 20, layout));
   if (!a.type_tables.pdb.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(d.type_pdb, type_tables::open(a.type_tables));
-  } else if (const type_table_args none; a.type_tables.min_mb != none.min_mb ||
-                                         a.type_tables.cache_fraction != none.cache_fraction ||
-                                         a.type_tables.vdb != none.vdb) {
-    return make_error(errc::invalid_argument,
-                      "--type-table-min-mb, --type-table-cache and --type-table-vdb set how "
-                      "--type-table-pdb DIR serves typed tables: name the folder");
   }
   SPINDLE_ASSIGN_OR_RETURN(d.calibration,
                            load_or_calibrate(a, ds, pool, d.executors, d.type_pdb.get()));
@@ -220,6 +226,10 @@ status serve_gnn_stack(const gnn_stack_args& a, const front_door_args& door, con
     SPINDLE_TRY(transport::ucx::restrict_to_host(door.listen.substr(0, door.listen.rfind(':'))));
   }
   if (listening) block_stop_signals();  // before any thread starts
+  if (!a.type_tables.given.empty()) {  // before anything is opened or loaded
+    SPINDLE_ASSIGN_OR_RETURN(const auto dirs, start_models(a));
+    SPINDLE_TRY(check_type_table_flags(a.type_tables, dirs));
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto ds, open_served_dataset(a));
   SPINDLE_ASSIGN_OR_RETURN(auto policy, serving::parse_routing_policy(a.policy));
   std::string token;

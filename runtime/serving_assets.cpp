@@ -16,7 +16,15 @@ expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_d
                                                       const graph::dataset& ds,
                                                       const node_pipelines& p) {
   auto a = std::make_unique<serving_assets>();
-  SPINDLE_ASSIGN_OR_RETURN(auto model, nn::model::load(model_dir, a->weights));
+  type_table_set type_rows;  // large typed tables read from this rank's parameter server
+  if (p.type_pdb) {
+    SPINDLE_ASSIGN_OR_RETURN(type_rows, p.type_pdb->readers(model_dir));
+  }
+  SPINDLE_ASSIGN_OR_RETURN(
+      auto model, nn::model::load(model_dir, a->weights, false, {}, std::move(type_rows.readers)));
+  a->type_tables = std::move(type_rows.stats);
+  // A node loads its start model first: other weights' tables no model reads go now.
+  if (p.type_pdb) p.type_pdb->started();
   // Fanouts belong to the model; refuse one whose layers nothing fits.
   if (auto f = serving::served_fanouts(model.desc(), ds.metadata()); !f)
     return std::move(f).error().with_context(model_dir + "/model.toml: ");

@@ -30,10 +30,12 @@ struct serving_assets {
   thread_pool pool{0, "node"};
   std::unique_ptr<thread_pool> device_workers;         // GNNSched's, when on
   std::unique_ptr<colocation::device_scheduler> device;     // its pipelines' passes, grouped
+  nn::type_table_stats_fn type_tables;  // its tables on the parameter server (--type-table-pdb)
 };
 
-/// Loads `model_dir` (refusing fanouts no layer fits `ds`) and, with
-/// `p.gnnsched`, the node's GNNSched scheduler.
+/// Loads `model_dir` (refusing fanouts no layer fits `ds`; with `p.type_pdb`,
+/// its large typed tables read from there) and, with `p.gnnsched`, the node's
+/// GNNSched scheduler.
 expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_dir,
                                                       const graph::dataset& ds,
                                                       const node_pipelines& p);

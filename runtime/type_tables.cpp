@@ -1,9 +1,9 @@
 #include "runtime/type_tables.hpp"
 
 #include <fmt/format.h>
-#include <sys/statvfs.h>
+#include <fmt/ranges.h>
 
-#include <cstring>
+#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -11,15 +11,11 @@
 #include "core/checksum.hpp"
 #include "core/log.hpp"
 #include "core/path_guard.hpp"
-#include "core/progress.hpp"
-#include "core/safetensors.hpp"
 #include "hps/lookup_session.hpp"
 #include "transport/net/file_manifest.hpp"
 
 namespace spindle::runtime {
 namespace {
-
-constexpr std::uint64_t load_chunk_rows = 65536;
 
 // The error for rows the parameter server could not give exactly: the first
 // id the PDB lacks (a PDB damaged or changed under the server), by type and id.
@@ -38,20 +34,6 @@ status missing_row(const hps::persistent_db& pdb, const std::string& table, cons
                     type);
 }
 
-// Reads rows of session table 0 (`table`), every miss fetched synchronously
-// (hit-rate threshold 1); keeps the store (its PDB) and the session alive.
-nn::type_row_reader session_reader(std::shared_ptr<const void> owner,
-                                   std::shared_ptr<hps::lookup_session> session, std::size_t t,
-                                   const hps::persistent_db& pdb, std::string type) {
-  return [owner, session, t, &pdb, type](std::span<const std::int64_t> ids,
-                                         std::span<float> out) -> status {
-    const std::vector<hps::cache_key> keys(ids.begin(), ids.end());
-    SPINDLE_ASSIGN_OR_RETURN(auto r, session->lookup(t, keys, out));
-    if (r.defaulted == 0) return status::ok();
-    return missing_row(pdb, session->table(t).name, type, keys, session->table(t).dim);
-  };
-}
-
 status check_args(const type_table_args& a) {
   if (!(a.min_mb >= 0))
     return make_error(errc::invalid_argument, "--type-table-min-mb {}: must be 0 or more",
@@ -61,25 +43,72 @@ status check_args(const type_table_args& a) {
                       a.cache_fraction);
   if (a.vdb != "none" && a.vdb != "hash_map")
     return make_error(errc::invalid_argument, "--type-table-vdb '{}': none or hash_map", a.vdb);
+  if (!(a.vdb_mb > 0 && a.vdb_mb <= 1048576))
+    return make_error(errc::invalid_argument, "--type-table-vdb-mb {}: must be in (0, 1048576]",
+                      a.vdb_mb);
+  for (const auto& flag : a.given)
+    if (flag == "--type-table-vdb-mb" && a.vdb != "hash_map")
+      return make_error(errc::invalid_argument,
+                        "--type-table-vdb-mb caps the hash_map VDB: give --type-table-vdb "
+                        "hash_map (it is {})",
+                        a.vdb);
   return status::ok();
 }
 
-// RocksDB stops the process on a full disk (an assertion in Debian's build) rather
-// than failing the write: the load needs about twice the rows' bytes (the
-// write-ahead log, then the table files), refused by name where the disk lacks it.
-status check_free_space(const std::string& dir, std::uint64_t row_bytes) {
-  struct statvfs fs {};
-  if (::statvfs(dir.c_str(), &fs) != 0) return status::ok();  // RocksDB will say what is wrong
-  const std::uint64_t free = std::uint64_t(fs.f_bavail) * fs.f_frsize, need = 2 * row_bytes;
-  if (free < need)
-    return make_error(errc::resource_exhausted,
-                      "--type-table-pdb {}: loading the table needs about {} MiB free (twice its "
-                      "rows), the disk has {} MiB",
-                      dir, need >> 20, free >> 20);
-  return status::ok();
+// True when model `dir` has a featureless node type read from an embedding table.
+expected<bool> has_embedding_table(const std::string& dir) {
+  SPINDLE_ASSIGN_OR_RETURN(const auto d, config::load_model_desc(dir));
+  for (const auto& n : d.types.node_types)
+    if (!n.embedding.empty()) return true;
+  return false;
+}
+
+// The SHA-256 of model `dir`'s weights file, the name of its tables: a CRC-32
+// can be forged (4 bytes make any file match another's), and a PDB folder may
+// hold several models' tables. Weights whose CRC-32 is not model.toml's are
+// refused first: no damaged rows into the PDB.
+expected<std::string> weights_digest(const std::string& dir, const std::string& weights,
+                                     const std::string& want_crc32) {
+  SPINDLE_TRY(require_file_inside(dir, weights));
+  SPINDLE_ASSIGN_OR_RETURN(const auto crc, file_crc32_hex(weights));
+  if (!want_crc32.empty() && crc != want_crc32)
+    return make_error(errc::corrupt_data,
+                      "{}: its CRC-32 {} does not match model.toml's weights_crc32 {}: the file "
+                      "was changed or damaged since it was written",
+                      weights, crc, want_crc32);
+  return transport::net::file_sha256(weights);
+}
+
+// Settings of --type-table-pdb given without it.
+status without_folder(const type_table_args& a) {
+  return make_error(errc::invalid_argument,
+                    "{}: --type-table-min-mb, --type-table-cache, --type-table-vdb(-mb) and "
+                    "--type-table-keep-old set how --type-table-pdb DIR serves typed tables: name "
+                    "the folder",
+                    fmt::join(a.given, ", "));
 }
 
 }  // namespace
+
+status check_type_table_flags(const type_table_args& a,
+                              const std::vector<std::string>& model_dirs) {
+  if (a.given.empty()) return status::ok();
+  for (const auto& dir : model_dirs) {
+    SPINDLE_ASSIGN_OR_RETURN(const bool has, has_embedding_table(dir));
+    if (has) return a.pdb.empty() ? without_folder(a) : status::ok();
+  }
+  const std::string flags = fmt::format("{}", fmt::join(a.given, ", "));
+  if (model_dirs.empty())
+    return make_error(errc::invalid_argument,
+                      "{}: this server serves no GNN, and these flags only move typed GNNs' "
+                      "embedding tables to the parameter server: drop them",
+                      flags);
+  return make_error(errc::invalid_argument,
+                    "{}: no GNN served at start ({}) has a featureless node type read from an "
+                    "embedding table, the only tables these flags move to the parameter server: "
+                    "drop them",
+                    flags, fmt::join(model_dirs, ", "));
+}
 
 expected<std::shared_ptr<type_tables>> type_tables::open(const type_table_args& a) {
   SPINDLE_TRY(check_args(a));
@@ -93,110 +122,138 @@ expected<std::shared_ptr<type_tables>> type_tables::open(const type_table_args& 
   }
   log::info(
       "typed models' embedding tables of {} MiB or more are read from the parameter "
-      "server in {} (L1 {} of each table's rows, VDB {})",
-      a.min_mb, a.pdb, a.cache_fraction, a.vdb);
+      "server in {} (L1 {} of each table's rows, VDB {}{})",
+      a.min_mb, a.pdb, a.cache_fraction, a.vdb,
+      a.vdb == "hash_map" ? fmt::format(", at most {} MiB of rows per table", a.vdb_mb) : "");
   return s;
 }
 
-expected<nn::type_row_readers> type_tables::readers(const std::string& dir) {
+// One model's lookup session over its tables, with their counters; gives its
+// tables back (the folder may then drop them) once its readers are gone.
+struct type_tables::model_tables {
+  struct counters {
+    std::atomic<std::uint64_t> lookups{0}, l1_hits{0}, l1_misses{0}, vdb{0}, pdb{0}, bytes{0};
+  };
+  std::shared_ptr<type_tables> owner;
+  std::unique_ptr<hps::lookup_session> session;
+  std::vector<std::string> types, tables;
+  std::vector<loaded> loads;
+  std::unique_ptr<counters[]> count;
+
+  static type_table_set wire(std::shared_ptr<model_tables> held);
+
+  ~model_tables() {
+    session.reset();  // no read of a table the release may drop
+    owner->release(tables);
+  }
+  // Reads rows of session table `t`, every miss fetched synchronously (hit-rate
+  // threshold 1): exact or an error naming the type and the id.
+  status read(std::size_t t, std::span<const std::int64_t> ids, std::span<float> out) {
+    const std::vector<hps::cache_key> keys(ids.begin(), ids.end());
+    SPINDLE_ASSIGN_OR_RETURN(auto r, session->lookup(t, keys, out));
+    auto& c = count[t];
+    c.lookups.fetch_add(1, std::memory_order_relaxed);
+    c.l1_hits.fetch_add(r.unique_keys - r.l1_misses, std::memory_order_relaxed);
+    c.l1_misses.fetch_add(r.l1_misses, std::memory_order_relaxed);
+    c.vdb.fetch_add(r.from_vdb, std::memory_order_relaxed);
+    c.pdb.fetch_add(r.from_pdb, std::memory_order_relaxed);
+    c.bytes.fetch_add((r.from_vdb + r.from_pdb) * session->table(t).dim * sizeof(float),
+                      std::memory_order_relaxed);
+    if (r.defaulted == 0) return status::ok();
+    return missing_row(*owner->pdb_, tables[t], types[t], keys, session->table(t).dim);
+  }
+  std::vector<nn::type_table_stats> stats() const {
+    std::vector<nn::type_table_stats> out;
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      const auto& c = count[t];
+      out.push_back({types[t], tables[t], c.lookups.load(), c.l1_hits.load(), c.l1_misses.load(),
+                     c.vdb.load(), c.pdb.load(), c.bytes.load(), loads[t].rows, loads[t].bytes});
+    }
+    return out;
+  }
+};
+
+expected<type_table_set> type_tables::readers(const std::string& dir) {
   SPINDLE_ASSIGN_OR_RETURN(const auto d, config::load_model_desc(dir));
+  auto held = std::make_shared<model_tables>();
+  held->owner = shared_from_this();  // from here on its tables are given back when it goes
   std::vector<hps::table_options> tables;
-  std::vector<std::string> types;
   const std::string weights = dir + "/" + d.weights;
   std::string digest;  // of the weights, read once a table goes to the parameter server
+  bool any = false;
   for (const auto& n : d.types.node_types) {
     const double mb = double(n.embedding_rows) * n.in * sizeof(float) / double(1u << 20);
-    if (n.embedding.empty() || mb < args_.min_mb) continue;
+    any = any || !n.embedding.empty();
+    if (n.embedding.empty()) continue;
+    if (mb < args_.min_mb) {
+      log::info("{}: node type '{}': table {} ({:.1f} MiB) held in memory (under "
+                "--type-table-min-mb {})",
+                dir, n.name, n.embedding, mb, args_.min_mb);
+      continue;
+    }
     if (digest.empty()) {
-      SPINDLE_TRY(require_file_inside(dir, weights));
-      SPINDLE_ASSIGN_OR_RETURN(const auto crc, file_crc32_hex(weights));
-      if (!d.weights_crc32.empty() && crc != d.weights_crc32)  // no damaged rows into the PDB
-        return make_error(errc::corrupt_data,
-                          "{}: its CRC-32 {} does not match model.toml's weights_crc32 {}: the "
-                          "file was changed or damaged since it was written",
-                          weights, crc, d.weights_crc32);
-      // The table's name: a CRC-32 can be forged (4 bytes make any file match
-      // another's), and a PDB folder may hold several models' tables.
-      SPINDLE_ASSIGN_OR_RETURN(digest, transport::net::file_sha256(weights));
+      SPINDLE_ASSIGN_OR_RETURN(digest, weights_digest(dir, weights, d.weights_crc32));
     }
     auto table = ensure_loaded(weights, digest, n.embedding, n.embedding_rows, n.in);
     if (!table)
       return std::move(table).error().with_context(fmt::format("node type '{}': ", n.name));
+    held->tables.push_back(table->table);  // held: given back if a later step fails
+    held->loads.push_back(*table);
+    held->types.push_back(n.name);
+    SPINDLE_TRY(configure_vdb(table->table, std::uint32_t(n.in)));
     // Threshold 1: every miss is fetched before the call returns (never a default row).
-    tables.push_back({*table, std::uint32_t(n.in), std::uint64_t(n.embedding_rows),
+    tables.push_back({table->table, std::uint32_t(n.in), std::uint64_t(n.embedding_rows),
                       args_.cache_fraction, 1.0, std::numeric_limits<float>::quiet_NaN(), 2});
-    types.push_back(n.name);
     log::info(
         "{}: node type '{}': table {} ({} x {}, {:.0f} MiB) read from the parameter "
         "server, not held",
         dir, n.name, n.embedding, n.embedding_rows, n.in, mb);
   }
-  nn::type_row_readers out;
-  if (tables.empty()) return out;
+  if (!any)
+    log::info("{}: no featureless node type read from an embedding table: --type-table-pdb "
+              "changes nothing for it",
+              dir);
+  if (tables.empty()) return type_table_set{};
   hps::session_options so;
   so.l1_device = "host";  // typed models compute on the host
-  SPINDLE_ASSIGN_OR_RETURN(auto session,
+  SPINDLE_ASSIGN_OR_RETURN(held->session,
                            hps::lookup_session::create(tables, vdb_.get(), pdb_.get(), so));
-  std::shared_ptr<hps::lookup_session> shared(std::move(session));
-  for (std::size_t t = 0; t < types.size(); ++t)
-    out[types[t]] = session_reader(shared_from_this(), shared, t, *pdb_, types[t]);
+  held->count = std::make_unique<model_tables::counters[]>(tables.size());
+  return model_tables::wire(std::move(held));
+}
+
+// The readers of `held`'s tables (each keeping them) and their counters (which do not).
+type_table_set type_tables::model_tables::wire(std::shared_ptr<model_tables> held) {
+  type_table_set out;
+  for (std::size_t t = 0; t < held->types.size(); ++t)
+    out.readers[held->types[t]] = [held, t](std::span<const std::int64_t> ids,
+                                            std::span<float> rows) {
+      return held->read(t, ids, rows);
+    };
+  // The counters do not keep the tables: they read nothing once the model is gone.
+  out.stats = [weak = std::weak_ptr<model_tables>(held)] {
+    const auto h = weak.lock();
+    return h ? h->stats() : std::vector<nn::type_table_stats>{};
+  };
   return out;
 }
 
-// The table is named after the tensor and the weights' SHA-256, so other weights
-// never reuse it; row `rows` (past the last id) is written last, marking it whole.
-expected<std::string> type_tables::ensure_loaded(const std::string& weights,
-                                                 const std::string& digest,
-                                                 const std::string& tensor, std::int64_t rows,
-                                                 int in) {
-  std::lock_guard lock(load_mu_);
-  const std::string table = fmt::format("{}@sha256:{}", tensor, digest);
-  const auto dim = std::uint32_t(in);
-  std::vector<float> marker(dim, 0.0f);
-  if (pdb_->table_dim(table)) {
-    const hps::cache_key key = std::uint64_t(rows);
-    std::uint8_t found = 0;
-    SPINDLE_TRY(pdb_->lookup(table, {&key, 1}, marker, {&found, 1}).error_or_ok());
-    if (found) {
-      log::info("{}: {} already in the parameter server ({})", weights, tensor, pdb_->path());
-      return table;
-    }
-  }
-  SPINDLE_ASSIGN_OR_RETURN(const auto file, safetensors_file::open(weights));
-  const auto it = file.tensors().find(tensor);
-  const std::vector<std::int64_t> shape{rows, in};
-  if (it == file.tensors().end() || it->second.shape != shape)
-    return make_error(errc::invalid_argument,
-                      "{}: tensor {} is {}, model.toml says {} "
-                      "(embedding_rows x in)",
-                      weights, tensor,
-                      it == file.tensors().end() ? "missing" : format_shape(it->second.shape),
-                      format_shape(shape));
-  if (it->second.dtype != "F32")
-    return make_error(errc::unsupported,
-                      "{}: tensor {} is {}: the parameter server loads F32 "
-                      "tables (export it as float32, or hold it in memory)",
-                      weights, tensor, it->second.dtype);
-  SPINDLE_TRY(check_free_space(pdb_->path(), std::uint64_t(rows) * (dim * sizeof(float) + 8)));
-  SPINDLE_TRY(pdb_->create_table(table, dim));
-  const auto bytes = it->second.bytes;
-  progress bar("load " + tensor + " into " + pdb_->path(), std::uint64_t(rows), "rows");
-  std::vector<float> chunk;
-  std::vector<hps::cache_key> keys;
-  for (std::uint64_t begin = 0; begin < std::uint64_t(rows); begin += load_chunk_rows) {
-    const std::uint64_t end = std::min<std::uint64_t>(rows, begin + load_chunk_rows);
-    chunk.resize((end - begin) * dim);
-    std::memcpy(chunk.data(), bytes.data() + begin * dim * sizeof(float),
-                chunk.size() * sizeof(float));  // the mapping may be unaligned
-    keys.resize(end - begin);
-    for (std::uint64_t k = begin; k < end; ++k) keys[k - begin] = k;
-    SPINDLE_TRY(pdb_->insert(table, keys, chunk));
-    bar.advance(end - begin);
-  }
-  bar.finish();
-  // bulk_load flushes the table after writing the marker row.
-  SPINDLE_TRY(pdb_->bulk_load(table, marker, dim, std::uint64_t(rows)));
-  return table;
+std::uint64_t type_tables::vdb_rows(const std::string& table) const {
+  if (!vdb_) return 0;
+  auto n = vdb_->size(table);
+  return n ? *n : 0;
+}
+
+// The hash_map VDB holds at most --type-table-vdb-mb of each table's rows: each
+// partition evicts its oldest past its share.
+status type_tables::configure_vdb(const std::string& table, std::uint32_t dim) {
+  if (!vdb_) return status::ok();
+  std::lock_guard lock(use_mu_);
+  if (!vdb_configured_.insert(table).second) return status::ok();
+  hps::vdb_options o;
+  const double rows = args_.vdb_mb * double(1u << 20) / (double(dim) * sizeof(float));
+  o.overflow_margin = std::max<std::uint64_t>(1, std::uint64_t(rows / o.partitions));
+  return vdb_->configure_table(table, o);
 }
 
 }  // namespace spindle::runtime

@@ -179,7 +179,9 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--name", na->name,
                    "Name clients call the GNN by at this node's door (default: model.toml's name)");
   add_rec_serving_options(*node, na->door);
+  add_type_table_options(*node, na->type_tables);
   on_run(node, [na, node] {
+    na->type_tables.given = type_table_flags_given(*node);
     // Rank 0's flags as given; the rank may come from the launcher's environment,
     // so run_node refuses them on any other rank.
     for (const char* flag : {"--workload", "--expect", "--replan-drift", "--replan-min-requests"})

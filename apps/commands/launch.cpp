@@ -101,6 +101,15 @@ void register_launch(CLI::App& app) {
   }
   launch->add_option("--pdb", la->pdb,
                      "DLRM tables (RocksDB): rank N's in DIR/rank-N, filled on its first start");
+  launch->add_option("--type-table-pdb", la->type_table_pdb,
+                     "Typed GNNs' large embedding tables on the parameter server (see `node`): "
+                     "rank N's in DIR/rank-N, filled on its first start");
+  pass_to_every_rank(*launch, la,
+                     {"--type-table-min-mb", "--type-table-cache", "--type-table-vdb",
+                      "--type-table-vdb-mb"});
+  launch->add_flag_callback(
+      "--type-table-keep-old", [la] { la->serving.push_back("--type-table-keep-old"); },
+      "Every rank keeps other weights' tables in its folder (see `node`)");
   on_run(launch, [la] { return run_launch(*la); });
 }
 

@@ -151,4 +151,39 @@ void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a) {
                  "path; every server needs a group of its own, as each applies every batch)");
 }
 
+void add_type_table_options(CLI::App& cmd, runtime::type_table_args& a) {
+  cmd.add_option("--type-table-pdb", a.pdb,
+                  "Typed GNNs: read the embedding tables of featureless node types of "
+                  "--type-table-min-mb or more from the parameter server's RocksDB PDB in DIR "
+                  "(rows loaded from the weights on first use, L1 cache over it) instead of "
+                  "holding them in memory");
+  cmd.add_option("--type-table-min-mb", a.min_mb,
+                  "With --type-table-pdb: the table size from which a type's table is read "
+                  "from the parameter server (0: every table)")
+      ->capture_default_str();
+  cmd.add_option("--type-table-cache", a.cache_fraction,
+                  "With --type-table-pdb: L1 cache slots per table row, in (0, 1]")
+      ->capture_default_str();
+  cmd.add_option("--type-table-vdb", a.vdb,
+                  "With --type-table-pdb: none, or hash_map (an in-process VDB between L1 "
+                  "and the PDB, filled by misses)")
+      ->check(CLI::IsMember({"none", "hash_map"}))
+      ->capture_default_str();
+  cmd.add_option("--type-table-vdb-mb", a.vdb_mb,
+                  "With --type-table-vdb hash_map: the most MiB of rows it holds per table "
+                  "(the oldest evicted past it)")
+      ->capture_default_str();
+  cmd.add_flag("--type-table-keep-old", a.keep_old,
+                "With --type-table-pdb: keep the tables of other weights of a tensor a served "
+                "model reads (by default dropped once no model here reads them)");
+}
+
+std::vector<std::string> type_table_flags_given(const CLI::App& cmd) {
+  std::vector<std::string> given;
+  for (const char* flag : {"--type-table-pdb", "--type-table-min-mb", "--type-table-cache",
+                           "--type-table-vdb", "--type-table-vdb-mb", "--type-table-keep-old"})
+    if (cmd.count(flag) > 0) given.emplace_back(flag);
+  return given;
+}
+
 }  // namespace spindle::apps

@@ -4,10 +4,12 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "runtime/graph_updates.hpp"
 #include "runtime/hps_stack.hpp"
 #include "runtime/serve_rpc.hpp"
+#include "runtime/type_tables.hpp"
 
 namespace spindle::apps {
 
@@ -27,5 +29,11 @@ void add_device_options(CLI::App& cmd, std::string& device, std::size_t& feature
 
 /// --graph-updates, --graph-log, --graph-log-sync and --graph-stream* (serve).
 void add_graph_update_options(CLI::App& cmd, runtime::graph_update_args& a);
+
+/// --type-table-pdb and its settings (serve, node): typed GNNs' embedding tables
+/// on the parameter server.
+void add_type_table_options(CLI::App& cmd, runtime::type_table_args& a);
+/// The --type-table-* flags given on `cmd`'s command line, by name (after parsing).
+std::vector<std::string> type_table_flags_given(const CLI::App& cmd);
 
 }  // namespace spindle::apps

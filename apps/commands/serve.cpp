@@ -79,6 +79,7 @@ status serve_rec_only(const serve_args& a) {
   SPINDLE_TRY(follow_launch());  // a plan server of `spindle launch` ends with it
   if (a.workload > 0)
     return make_error(errc::invalid_argument, "--workload drives a GNN: give --model DIR");
+  SPINDLE_TRY(check_type_table_flags(a.type_tables, {}));
   return serve_recommendations(a.door);
 }
 
@@ -171,23 +172,7 @@ void register_serve(CLI::App& app, global_options& g) {
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object");
   add_graph_update_options(*cmd, a->graph);
-  cmd->add_option("--type-table-pdb", a->type_tables.pdb,
-                  "Typed GNNs: read the embedding tables of featureless node types of "
-                  "--type-table-min-mb or more from the parameter server's RocksDB PDB in DIR "
-                  "(rows loaded from the weights on first use, L1 cache over it) instead of "
-                  "holding them in memory");
-  cmd->add_option("--type-table-min-mb", a->type_tables.min_mb,
-                  "With --type-table-pdb: the table size from which a type's table is read "
-                  "from the parameter server (0: every table)")
-      ->capture_default_str();
-  cmd->add_option("--type-table-cache", a->type_tables.cache_fraction,
-                  "With --type-table-pdb: L1 cache slots per table row, in (0, 1]")
-      ->capture_default_str();
-  cmd->add_option("--type-table-vdb", a->type_tables.vdb,
-                  "With --type-table-pdb: none, or hash_map (an in-process VDB between L1 "
-                  "and the PDB, filled by misses)")
-      ->check(CLI::IsMember({"none", "hash_map"}))
-      ->capture_default_str();
+  add_type_table_options(*cmd, a->type_tables);
   cmd->add_flag("--no-verify-data", a->no_verify_data,
                 "Skip the dataset's checksums at start (for a dataset too large to hash; "
                 "logged): a damaged or altered file is then served as it is");
@@ -200,6 +185,7 @@ void register_serve(CLI::App& app, global_options& g) {
     a->slo_flag = cmd->count("--slo-ms") > 0;
     a->door.slo_from_flag = a->slo_flag;
     if (a->json) set_progress_enabled(false);
+    a->type_tables.given = type_table_flags_given(*cmd);
     return run_serve(*a, g);
   });
 }

@@ -119,6 +119,20 @@ std::vector<std::string> persistent_db::tables() const {
   return out;
 }
 
+status persistent_db::drop_table(const std::string& name) {
+  std::lock_guard lock(mu_);
+  const auto it = handles_.find(name);
+  if (it == handles_.end() || !dims_.count(name))
+    return make_error(errc::not_found, "rocksdb {}: no table '{}'", path_, name);
+  // The column family first: a crash before the dim key goes leaves a key open() ignores.
+  SPINDLE_TRY(from_rocks(db_->DropColumnFamily(it->second), "drop table " + name, path_));
+  (void)db_->DestroyColumnFamilyHandle(it->second);
+  handles_.erase(it);
+  dims_.erase(name);
+  return from_rocks(db_->Delete(rocksdb::WriteOptions(), dim_key(name)),
+                    "forget the dim of " + name, path_);
+}
+
 expected<rocksdb::ColumnFamilyHandle*> persistent_db::handle(const std::string& table) const {
   std::lock_guard lock(mu_);
   const auto it = handles_.find(table);

@@ -38,6 +38,9 @@ class persistent_db {
   /// The dim of `name`, or not_found naming the table and the database.
   expected<std::uint32_t> table_dim(const std::string& name) const;
   std::vector<std::string> tables() const;
+  /// Drops table `name` and its rows (RocksDB frees their files in the background);
+  /// no lookup or insert of it may be in flight. not_found when absent.
+  status drop_table(const std::string& name);
 
   /// MultiGet: values[i*dim ..] and found[i] for keys present; returns the count.
   expected<std::uint64_t> lookup(const std::string& table, std::span<const cache_key> keys,

@@ -3,8 +3,8 @@
 # --replan-drift, --replan-min-requests) are refused by name on any other rank,
 # whether the rank comes from --rank or from the launcher's environment; rank 0
 # takes them. --calibration and --calibrate without the GNN they route, and the
-# door's flags (--metrics, --http, --rec-model, ...) without --listen, are
-# refused by name. `node --help` says which ranks honour each flag.
+# door's flags (--metrics, --http, --rec-model, ...) without --listen, and the
+# typed tables' flags (--type-table-*) without a typed GNN, are refused by name. `node --help` says which ranks honour each flag.
 #   usage: node_flags_test.sh SPINDLE
 set -uo pipefail
 spindle=$1
@@ -59,6 +59,13 @@ refused "--calibration without a model" \
   --rank 1 --calibration "$work/c.json"
 refused "--calibrate without a model" "--calibrate routes this node's GNN batches" \
   --rank 2 --calibrate
+
+# The typed tables' flags on a rank serving no typed GNN are refused by name,
+# before anything is created in the folder.
+refused "--type-table-pdb without a GNN" \
+  "--type-table-pdb, --type-table-cache: this server serves no GNN" \
+  --rank 1 --type-table-pdb "$work/pdb" --type-table-cache 0.5
+[ ! -e "$work/pdb" ] || fail "--type-table-pdb created its folder on a refused rank"
 
 # The door's flags without --listen (no door opens) are refused by name, on any rank.
 nodoor="without --listen HOST:PORT no door opens"
