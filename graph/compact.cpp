@@ -85,14 +85,7 @@ status compact_dataset(const dataset& original, const graph_delta& d,
   SPINDLE_TRY(w.write_graph(g.view()));
   const std::int64_t f = ds.feature_dim();
   SPINDLE_TRY(w.write_features(d.num_nodes, f, [&](std::int64_t lo, std::int64_t hi, float* out) {
-    for (std::int64_t v = lo; v < hi; ++v, out += f) {
-      if (const auto* row = d.features.find(v))
-        std::copy((*row)->begin(), (*row)->end(), out);
-      else if (v < ds.num_nodes())
-        std::copy(ds.feature_row(v), ds.feature_row(v) + f, out);
-      else
-        std::fill(out, out + f, 0.0f);
-    }
+    for (std::int64_t v = lo; v < hi; ++v, out += f) feature_row_at(ds, d, v, out);
   }));
   if (!ds.labels().empty()) {
     std::vector<std::int64_t> labels(ds.labels().begin(), ds.labels().end());
@@ -107,6 +100,16 @@ status compact_dataset(const dataset& original, const graph_delta& d,
   if (!removed.empty()) SPINDLE_TRY(w.write_removed_nodes(removed));
   SPINDLE_TRY(copy_node_names(ds, out_dir));
   return w.finish();
+}
+
+void feature_row_at(const dataset& ds, const graph_delta& d, std::int64_t v, float* out) {
+  const std::int64_t f = ds.feature_dim();
+  if (const auto* row = d.features.find(v))
+    std::copy((*row)->begin(), (*row)->end(), out);
+  else if (v < ds.num_nodes())
+    std::copy(ds.feature_row(v), ds.feature_row(v) + f, out);
+  else
+    std::fill(out, out + f, 0.0f);
 }
 
 status copy_node_names(const dataset& ds, const std::string& out_dir) {

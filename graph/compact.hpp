@@ -45,6 +45,9 @@ status compact_dataset(const dataset& ds, const graph_delta& d,
 status compact_typed_dataset(const dataset& ds, const graph_delta& d,
                              const std::map<std::string, std::string>& sources,
                              const std::string& out_dir);
+/// Node v's feature row at `d` into `out` (feature_dim values): set or added by
+/// an update, else the base's, else zeros (an added node of a featureless type).
+void feature_row_at(const dataset& ds, const graph_delta& d, std::int64_t v, float* out);
 /// Copies node_names.txt (the input names) into `out_dir` where `ds` has one.
 status copy_node_names(const dataset& ds, const std::string& out_dir);
 

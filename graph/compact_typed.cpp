@@ -94,15 +94,8 @@ status write_rows(dataset_writer& w, const dataset& ds, const graph_delta& d,
                   const renumbering& r) {
   const std::int64_t f = ds.feature_dim();
   SPINDLE_TRY(w.write_features(d.num_nodes, f, [&](std::int64_t lo, std::int64_t hi, float* out) {
-    for (std::int64_t n = lo; n < hi; ++n, out += f) {
-      const std::int64_t v = r.to_old[std::size_t(n)];
-      if (const auto* row = d.features.find(v))
-        std::copy((*row)->begin(), (*row)->end(), out);
-      else if (v < ds.num_nodes())
-        std::copy(ds.feature_row(v), ds.feature_row(v) + f, out);
-      else
-        std::fill(out, out + f, 0.0f);
-    }
+    for (std::int64_t n = lo; n < hi; ++n, out += f)
+      feature_row_at(ds, d, r.to_old[std::size_t(n)], out);
   }));
   if (!ds.labels().empty()) {
     std::vector<std::int64_t> labels(std::size_t(d.num_nodes), -1);

@@ -14,6 +14,12 @@ void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& n
   std::vector<std::int64_t> scratch;
   std::vector<float> scratch_w;
   const csr_view base = base_of(d);
+  auto keep = [&](std::int64_t v, double q) {  // a negative q: past the budget, kept stale
+    if (q < 0)
+      ++d.psgs_stale;
+    else
+      d.psgs.set(v, q);
+  };
   if (!options_.node_types.empty()) {  // per edge-type segment, as the typed sampler takes them
     std::vector<std::int16_t> scratch_t;
     auto row = [&](std::int64_t v, std::vector<std::int64_t>& out, std::vector<std::int16_t>& t) {
@@ -28,13 +34,7 @@ void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& n
       }
       segment_sizes(read_row(base, d, v, scratch, scratch_w, &scratch_t).types, sizes);
     };
-    for (std::int64_t v : nodes) {
-      const double q = typed_node_psgs(v, options_.psgs_fanouts, row, segments, kBudget);
-      if (q < 0)
-        ++d.psgs_stale;
-      else
-        d.psgs.set(v, q);
-    }
+    for (std::int64_t v : nodes) keep(v, typed_node_psgs(v, options_.psgs_fanouts, row, segments, kBudget));
     return;
   }
   auto degree = [&](std::int64_t v) { return degree_at(d, v); };
@@ -42,13 +42,7 @@ void live_graph::refresh_psgs(graph_delta& d, const std::vector<std::int64_t>& n
     const auto r = read_row(base, d, v, scratch, scratch_w);
     out.assign(r.neighbours.begin(), r.neighbours.end());
   };
-  for (std::int64_t v : nodes) {
-    const double q = node_psgs(v, options_.psgs_fanouts, degree, neighbours, kBudget);
-    if (q < 0)
-      ++d.psgs_stale;
-    else
-      d.psgs.set(v, q);
-  }
+  for (std::int64_t v : nodes) keep(v, node_psgs(v, options_.psgs_fanouts, degree, neighbours, kBudget));
 }
 
 }  // namespace spindle::graph
