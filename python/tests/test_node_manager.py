@@ -76,9 +76,15 @@ def test_the_manager_resizes_the_pool_from_the_window(policy):
         admin(endpoint, tmp, "set", "ctr", "manager_period_ms", "150")
         with sc.Client(endpoint, token_file=tmp + "/token") as c:
             # Light load, tail far under the SLA: Hera sizes for the traffic at once (1
-            # worker); PARTIES gives back one worker per period (3 -> 2 -> 1).
+            # worker); PARTIES gives back one worker per period (3 -> 2 -> 1), and only in
+            # a period whose tail had slack: on a loaded machine some periods have none,
+            # so the load goes on until the pool is down (generous limit, not a timing).
+            deadline = time.time() + 30
             drive(c, 1.5)
             m = manager_of(endpoint, tmp)
+            while m["workers"] != 1 and time.time() < deadline:
+                drive(c, 0.5)
+                m = manager_of(endpoint, tmp)
             assert m["workers"] == 1, m
             assert m["manager"]["policy"] == policy and m["manager"]["slack"] < 0.8, m
             # An SLA the model cannot meet: Hera jumps to the most workers it may use in
