@@ -137,7 +137,8 @@ status gateway::warm(const gnn_model_binding& b) {
       return make_error(errc::unavailable, "warming '{}' version {}: {}", b.name, b.version,
                         st.message());
   }
-  detail::dispatch_gnn(s_->forward, b.batcher, std::move(request), std::chrono::seconds(30),
+  detail::dispatch_gnn(s_->forward, b.batcher, std::move(request),
+                       caf::duration(std::chrono::seconds(30)),
                        [answer](const gnn_reply* r, const caf::error* err) {
                          answer->set_value(r     ? (r->error ? std::string() : r->error.to_string())
                                            : err ? caf::to_string(*err)

@@ -30,9 +30,13 @@ inline rpc_status status_of_error(const status& error) {
   }
 }
 
-inline std::chrono::microseconds timeout_of(std::uint32_t deadline_us) {
-  return deadline_us > 0 ? std::chrono::microseconds(deadline_us)
-                         : std::chrono::microseconds(std::int64_t(120e6));
+// A call's wait for its serving actor: its deadline, or none. A finite timeout
+// puts one entry on CAF's clock thread per call and takes it off at the answer
+// (two wake-ups of that thread per call, the served path's profile in
+// docs/architecture.md); a call without a deadline waits on no timer.
+inline caf::duration timeout_of(std::uint32_t deadline_us) {
+  return deadline_us > 0 ? caf::duration(std::chrono::microseconds(deadline_us))
+                         : caf::duration(caf::infinite);
 }
 
 inline double ms_since(clock_type::time_point t0) {

@@ -46,9 +46,9 @@ using rec_scheduler =
 caf::behavior gateway_forwarder(caf::event_based_actor* self);
 
 /// One request to a GNN batcher actor through `forwarder`; `done` gets the
-/// reply or the actor error (on a CAF thread).
+/// reply or the actor error (on a CAF thread). `timeout` may be caf::infinite.
 void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
-                  serving::gnn_request request, std::chrono::microseconds timeout,
+                  serving::gnn_request request, caf::duration timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done);
 
 /// The scheduler for `b`: its batcher actor, reached through `forwarder`.

@@ -14,14 +14,14 @@ namespace {
 struct gnn_dispatch {
   batcher_actor batcher;
   serving::gnn_request request;
-  std::chrono::microseconds timeout;
+  caf::duration timeout;
   std::function<void(const gnn_reply*, const caf::error*)> done;
 };
 
 struct rec_dispatch {
   dlrm_inference_actor instance;
   dlrm_request request;
-  std::chrono::microseconds timeout;
+  caf::duration timeout;
   std::function<void(const dlrm_reply*, const caf::error*)> done;
 };
 
@@ -52,7 +52,7 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self) {
 }
 
 void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
-                  serving::gnn_request request, std::chrono::microseconds timeout,
+                  serving::gnn_request request, caf::duration timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done) {
   caf::anon_send(forwarder, gnn_dispatch{batcher, std::move(request), timeout, std::move(done)});
 }

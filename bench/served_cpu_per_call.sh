@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Where a served GNN call's CPU goes: `spindle serve` behind its Cap'n Proto door,
+# driven by `spindle client load` in its own process (64 in flight), the same
+# model and calls as bench/gnn_served_vs_direct.sh. Prints the server's CPU per
+# call by thread name (rpc-server, caf.multiplexer, caf.clock, spindle-pipe, ...,
+# from /proc/PID/task/*/stat), its context switches per call (perf stat, when
+# perf is installed) and the load generator's own CPU per call.
+#   usage: bench/served_cpu_per_call.sh SPINDLE [DATASET_DIR=/tmp/sweep20] [REQUESTS=40000]
+set -euo pipefail
+spindle=$(readlink -f "$1")
+data=${2:-/tmp/sweep20}
+requests=${3:-40000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+server=""
+trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
+export SPINDLE_PROGRESS=0
+. "$root/bench/blas_kernels.sh" "$spindle"
+"$spindle" model init --arch graphsage --in 128 --hidden 256 --classes 47 --seed 1 \
+  --out-dir "$work/m" > /dev/null
+"$spindle" serve --dataset "$data" --model "$work/m" --listen 127.0.0.1:0 > "$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 600); do grep -q '^listening ' "$work/serve.log" && break; sleep 0.2; done
+door=$(sed -n 's/^listening //p' "$work/serve.log")
+[ -n "$door" ] || { echo "the server did not listen"; tail "$work/serve.log"; exit 1; }
+load() { "$spindle" client --connect "$door" load --seeds "degree:$data" --json "$@"; }
+# CPU ticks by thread name, summed over threads of one name.
+ticks() {
+  for t in /proc/"$server"/task/*; do echo "$(tr ' ' _ < "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"; done |
+    awk '{a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
+}
+load --requests 4000 --warmup 0 --clients 64 > /dev/null  # warm-up
+ticks > "$work/t0"
+perf_pid=""
+if command -v perf > /dev/null; then
+  perf stat -e context-switches -p "$server" -x, -o "$work/cs" 2> /dev/null &
+  perf_pid=$!
+fi
+/usr/bin/time -f '%U %S' -o "$work/load_cpu" \
+  "$spindle" client --connect "$door" load --seeds "degree:$data" --json --requests "$requests" \
+  --warmup 0 --clients 64 > "$work/load.json"
+[ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2> /dev/null || true; }
+ticks > "$work/t1"
+hz=$(getconf CLK_TCK)
+echo "$requests calls, 64 in flight: $(/usr/bin/python3 -c "import json; j=json.load(open('$work/load.json')); print('%.0f req/s, p99 %.2f ms' % (j['throughput_rps'], j['latency_ms']['p99']))")"
+echo "server CPU per call by thread (us):"
+join "$work/t0" "$work/t1" | awk -v hz="$hz" -v n="$requests" \
+  '{us = ($3 - $2) / hz / n * 1e6; total += us; if (us >= 0.05) printf "  %-16s %6.1f\n", $1, us}
+   END {printf "  %-16s %6.1f\n", "total", total}'
+if [ -s "$work/cs" ]; then
+  awk -F, -v n="$requests" '/context-switches/ {printf "server context switches per call: %.2f\n", $1 / n}' "$work/cs"
+fi
+awk -v n="$requests" '{printf "load generator CPU per call: %.1f us\n", ($1 + $2) / n * 1e6}' "$work/load_cpu"
