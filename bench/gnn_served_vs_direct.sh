@@ -33,13 +33,8 @@ direct=$("$build/bench/serving_sweep" 20 "$data" --direct-only |
   sed -n 's/.*no actors): \([0-9]*\) req\/s on 1 thread, \([0-9]*\) on 2.*/\2/p')
 [ -n "$direct" ] || { echo "serving_sweep printed no direct figure"; exit 1; }
 
-"$spindle" model init --arch graphsage --in 128 --hidden 256 --classes 47 --seed 1 \
-  --out-dir "$work/m" > /dev/null
-"$spindle" serve --dataset "$data" --model "$work/m" --listen 127.0.0.1:0 > "$work/serve.log" 2>&1 &
-server=$!
-for _ in $(seq 600); do grep -q '^listening ' "$work/serve.log" && break; sleep 0.2; done
-door=$(sed -n 's/^listening //p' "$work/serve.log")
-[ -n "$door" ] || { echo "the server did not listen"; tail "$work/serve.log"; exit 1; }
+. "$root/bench/gnn_server.sh"
+start_gnn_server "$spindle" "$data" "$work"
 load() {
   "$spindle" client --connect "$door" load --seeds "degree:$data" --json "$@" |
     /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.3f %.3f" % (j["throughput_rps"], j["latency_ms"]["p50"], j["latency_ms"]["p99"]))'

@@ -16,13 +16,8 @@ server=""
 trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
 export SPINDLE_PROGRESS=0
 . "$root/bench/blas_kernels.sh" "$spindle"
-"$spindle" model init --arch graphsage --in 128 --hidden 256 --classes 47 --seed 1 \
-  --out-dir "$work/m" > /dev/null
-"$spindle" serve --dataset "$data" --model "$work/m" --listen 127.0.0.1:0 > "$work/serve.log" 2>&1 &
-server=$!
-for _ in $(seq 600); do grep -q '^listening ' "$work/serve.log" && break; sleep 0.2; done
-door=$(sed -n 's/^listening //p' "$work/serve.log")
-[ -n "$door" ] || { echo "the server did not listen"; tail "$work/serve.log"; exit 1; }
+. "$root/bench/gnn_server.sh"
+start_gnn_server "$spindle" "$data" "$work"
 load() { "$spindle" client --connect "$door" load --seeds "degree:$data" --json "$@"; }
 # CPU ticks by thread name, summed over threads of one name.
 ticks() {

@@ -8,39 +8,12 @@
 #include <thread>
 
 #include "actors/batcher_actor.hpp"
+#include "holding_pipeline.hpp"
 
 namespace spindle::actors {
 namespace {
 
-// A pipeline that holds every batch until told (ok_atom) to answer the ones it
-// holds; each request's output is its sampler seed.
-struct held_batches {
-  std::vector<std::pair<batch_job, caf::response_promise>> held;
-};
-
-caf::behavior holding_pipeline(caf::stateful_actor<held_batches>* self,
-                               std::shared_ptr<std::atomic<int>> taken) {
-  return {
-      [=](run_atom, const batch_job& job) {
-        ++*taken;
-        auto rp = self->make_response_promise();
-        self->state.held.emplace_back(job, rp);
-        return rp;
-      },
-      [=](fanouts_atom, const std::vector<int>&) {},
-      [=](ok_atom) {
-        for (auto& [job, rp] : self->state.held) {
-          serving::batch_result r;
-          for (const auto& q : job.requests) {
-            r.outputs.push_back({float(q.sampler_seed)});
-            r.errors.push_back(status::ok());
-          }
-          rp.deliver(std::move(r));
-        }
-        self->state.held.clear();
-      },
-  };
-}
+using testing::holding_pipeline;
 
 bool reaches(const std::atomic<int>& n, int want) {
   for (int i = 0; i < 1000 && n.load() < want; ++i)

@@ -8,41 +8,14 @@
 #include <thread>
 
 #include "actors/batcher_actor.hpp"
+#include "holding_pipeline.hpp"
 #include "actors/gateway_replies.hpp"
 #include "actors/model_scheduler.hpp"
 
 namespace spindle::actors {
 namespace {
 
-// A pipeline that holds each batch until told (ok_atom) to answer it; each
-// request's output is its sampler seed.
-struct parked_batches {
-  std::vector<std::pair<batch_job, caf::response_promise>> held;
-};
-
-caf::behavior parking_pipeline(caf::stateful_actor<parked_batches>* self,
-                               std::shared_ptr<std::atomic<int>> taken) {
-  return {
-      [=](run_atom, const batch_job& job) {
-        auto rp = self->make_response_promise();
-        self->state.held.emplace_back(job, rp);
-        ++*taken;
-        return rp;
-      },
-      [=](fanouts_atom, const std::vector<int>&) {},
-      [=](ok_atom) {
-        for (auto& [job, rp] : self->state.held) {
-          serving::batch_result r;
-          for (const auto& q : job.requests) {
-            r.outputs.push_back({float(q.sampler_seed)});
-            r.errors.push_back(status::ok());
-          }
-          rp.deliver(std::move(r));
-        }
-        self->state.held.clear();
-      },
-  };
-}
+using testing::holding_pipeline;
 
 // What one dispatched call was answered with: its output, or the actor error.
 struct call_end {
@@ -62,7 +35,7 @@ TEST(gateway_timeout_test, a_call_without_deadline_waits_on_no_timer) {
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
   auto taken = std::make_shared<std::atomic<int>>(0);
-  auto pipe = sys.spawn(parking_pipeline, taken);
+  auto pipe = sys.spawn(holding_pipeline, taken);
   serving::batch_policy bp;
   bp.max_batch = 1;
   auto batcher = spawn_batcher(sys, {caf::actor_cast<pipeline_actor>(pipe)}, bp, nullptr,
