@@ -121,7 +121,9 @@ lookup_session::fetch_result lookup_session::fetch_lower(table_state& t,
     if (t.stats.pdb_errors++ % 1000 == 0)
       log::warn("persistent db lookup failed ({} so far in table {}): {}", t.stats.pdb_errors,
                 t.options.name, got.error().to_string());
-    r.error = make_error(errc::unavailable, "hps table '{}': the persistent db could not be read: {}",
+    // Damaged data answers the same on every retry: corrupt, not unavailable.
+    const errc code = got.error().code() == errc::corrupt_data ? errc::corrupt_data : errc::unavailable;
+    r.error = make_error(code, "hps table '{}': the persistent db could not be read: {}",
                          t.options.name, got.error().message());
     return r;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <dnnl.hpp>
 
 #include "nn/detail/onednn_blocks.hpp"
@@ -18,10 +19,19 @@ std::string int8_unsupported_reason() {
 
 namespace {
 
-// One row's scale and codes (scale: max |v| / 127; 1 for zeros).
+// One row's scale and codes (scale: max |v| / 127; 1 for zeros). A row holding
+// NaN or infinity has no int8 codes: its codes are zeros and its scale NaN, so
+// every output of that row is NaN, as float32 arithmetic would make it (a NaN
+// input poisons every sum; an infinite one gives inf or NaN, never a number).
 float quantize_row(const float* v, std::int64_t n, std::int8_t* out) {
   float top = 0;
-  for (std::int64_t c = 0; c < n; ++c) top = std::max(top, std::abs(v[c]));
+  for (std::int64_t c = 0; c < n; ++c) {
+    if (!std::isfinite(v[c])) {
+      std::fill(out, out + n, std::int8_t{0});
+      return std::numeric_limits<float>::quiet_NaN();
+    }
+    top = std::max(top, std::abs(v[c]));
+  }
   const float scale = top > 0 ? top / 127.0f : 1.0f, inv = 1.0f / scale;
   for (std::int64_t c = 0; c < n; ++c)
     out[c] = std::int8_t(std::clamp(std::nearbyint(v[c] * inv), -127.0f, 127.0f));
@@ -59,6 +69,10 @@ status quantize_rows_s8(std::span<const float> values, std::int64_t rows, std::i
   if (std::int64_t(values.size()) != rows * cols)
     return make_error(errc::invalid_argument, "{}: {} values, expected {} x {}", what,
                       values.size(), rows, cols);
+  if (cols > kInt8MaxInputs)
+    return make_error(errc::unsupported,
+                      "{}: {} inputs per output; int8 sums overflow int32 past {} (use \"bf16\" or \"fp32\")",
+                      what, cols, kInt8MaxInputs);
   const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
   if (bad != values.end())
     return make_error(errc::invalid_argument, "{}: value {} at [{}, {}] cannot be held in int8",
@@ -78,6 +92,9 @@ expected<tensor> linear_int8(allocator& a, const tensor& x, std::span<const std:
     return make_error(errc::invalid_argument,
                       "linear (int8): weight has {} codes and {} scales, expected {} x {} and {}",
                       codes.size(), scales.size(), out_features, in, out_features);
+  if (in > kInt8MaxInputs)
+    return make_error(errc::unsupported, "linear (int8): {} inputs; int8 sums overflow int32 past {}",
+                      in, kInt8MaxInputs);
   SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
   SPINDLE_TRY(detail::linear_by_rows(
       pool, y, bias, [&](std::int64_t lo, std::int64_t hi) { matmul_rows(x, codes, scales, y, lo, hi); },

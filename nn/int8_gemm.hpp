@@ -16,18 +16,22 @@
 
 namespace spindle::nn {
 
+/// The widest layer int8 holds: each product is at most 127 * 127, and their
+/// sum over this many inputs still fits int32. Wider layers are refused by name.
+inline constexpr std::int64_t kInt8MaxInputs = 2147483647 / (127 * 127);
+
 /// Whether this CPU runs int8 matmuls natively ("" when it does; else why not).
 std::string int8_unsupported_reason();
 
 /// Row r of `values` ([rows x cols]) as codes[r][c] = round(values / scale[r]),
 /// scale[r] = max |values[r]| / 127 (1 for a row of zeros), codes in [-127, 127].
-/// Non-finite values are refused by name (`what`).
+/// Non-finite values, and rows wider than kInt8MaxInputs, are refused by name (`what`).
 status quantize_rows_s8(std::span<const float> values, std::int64_t rows, std::int64_t cols,
                         std::vector<std::int8_t>& codes, std::vector<float>& scales,
                         std::string_view what);
 
 /// y = x W^T (+ bias), W as `codes` [out x in] with per-row `scales`; x's rows
-/// quantised per row. Rows split over `pool` as the float32 linear does.
+/// quantised per row (a row holding NaN or infinity answers NaN). Rows split over `pool` as the float32 linear does.
 expected<tensor> linear_int8(allocator& a, const tensor& x, std::span<const std::int8_t> codes,
                              std::span<const float> scales, std::span<const float> bias,
                              std::int64_t out_features, thread_pool* pool = nullptr);

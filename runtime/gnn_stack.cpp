@@ -9,6 +9,7 @@
 #include "runtime/model_repository.hpp"
 #include "serving/gnn_pipeline.hpp"
 #include "serving/psgs_calibrate.hpp"
+#include "serving/typed_calls.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::runtime {
@@ -181,9 +182,9 @@ status drive_workload(caf::actor_system& sys, const actors::gnn_model_binding& b
                       const workload_report& report) {
   auto result = std::make_shared<actors::load_result>();
   caf::scoped_actor self{sys};
-  actors::spawn_load_client(
-      sys, b.batcher, {serving::degree_requests(ds, w.requests, w.reproducible), w.rate, w.clients},
-      result, self);
+  auto requests = serving::degree_requests(ds, w.requests, w.reproducible);
+  if (b.model) serving::shape_workload(ds, b.model->desc(), requests);
+  actors::spawn_load_client(sys, b.batcher, {std::move(requests), w.rate, w.clients}, result, self);
   self->receive([](actors::done_atom) {});
   actors::batcher_stats stats;
   self->request(b.batcher, caf::infinite, actors::stats_atom::value)

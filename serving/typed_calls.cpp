@@ -237,4 +237,39 @@ status gnn_pipeline::typed_request(const gnn_request& r, const graph::graph_delt
   return status::ok();
 }
 
+namespace {
+
+// Graph id `g` as an id within node type `name`: its own id when of that type,
+// else a fixed spread over the type (the generator only needs valid ids).
+std::int64_t within(const graph::dataset& ds, const std::string& name, std::int64_t g) {
+  auto t = ds.find_node_type(name);
+  if (!t) return g;  // the model's load refused such a type already
+  const auto& info = ds.node_types()[std::size_t(*t)];
+  if (info.count <= 0) return 0;
+  if (g >= info.offset && g < info.offset + info.count) return g - info.offset;
+  return std::int64_t(std::uint64_t(g) * 0x9E3779B97F4A7C15ull % std::uint64_t(info.count));
+}
+
+}  // namespace
+
+void shape_workload(const graph::dataset& ds, const config::model_desc& d,
+                    std::vector<gnn_request>& requests) {
+  const bool typed = d.typed() && ds.typed();
+  for (auto& r : requests) {
+    if (r.seeds.size() != 1) continue;
+    const std::int64_t g = r.seeds[0];
+    if (d.scores_links()) {
+      const auto& pt = d.types.pair_types;
+      const std::int64_t n = std::max<std::int64_t>(1, ds.graph().num_nodes);
+      const std::int64_t other = std::int64_t((std::uint64_t(g) * 0x9E3779B97F4A7C15ull + 1) % std::uint64_t(n));
+      r.seeds = typed && pt.size() == 2 ? std::vector<std::int64_t>{within(ds, pt[0], g), within(ds, pt[1], other)}
+                                        : std::vector<std::int64_t>{g, other};
+      r.pairs = true;
+    } else if (typed && !d.types.outputs.empty()) {
+      r.node_type = d.types.outputs.front().node_type;
+      r.seeds[0] = within(ds, r.node_type, g);
+    }
+  }
+}
+
 }  // namespace spindle::serving

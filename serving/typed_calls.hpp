@@ -16,6 +16,8 @@
 
 namespace spindle::serving {
 
+struct gnn_request;
+
 /// For each of the graph's edge types, the model's edge type it is (-1: unread).
 /// Refuses a typed model on an untyped graph, a model of one node type on a
 /// typed graph, and a model edge or node type the graph lacks, by name.
@@ -60,5 +62,13 @@ expected<std::pair<std::size_t, std::size_t>> typed_pair_outputs(
 expected<std::size_t> typed_output(const graph::dataset& ds, const graph::graph_delta* delta,
                                    const config::model_desc& d, const std::string& node_type,
                                    std::span<const std::int64_t> seeds);
+
+/// The workload generator's calls (`spindle serve --workload`) shaped for model
+/// `d`: seeds drawn as graph ids (degree_requests) become, for a typed model,
+/// ids within its first answered node type (named in each call) and, for a link
+/// model, pairs (the second end a fixed hash of the first, within its pair type).
+/// A model of one node type answering nodes takes them as they are.
+void shape_workload(const graph::dataset& ds, const config::model_desc& d,
+                    std::vector<gnn_request>& requests);
 
 }  // namespace spindle::serving

@@ -165,8 +165,11 @@ status run_info(const std::string& dir) {
                "each)\n",
                d.out, d.decoder);
   if (d.precision != "fp32")
-    fmt::print("precision: {} (the {}' inputs and weights in bfloat16, sums in float32)\n",
-               d.precision, d.is_gnn() ? "layers' projections" : "MLPs");
+    fmt::print("precision: {} (the {}' {})\n", d.precision,
+               d.is_gnn() ? "layers' projections" : "MLPs",
+               d.precision == "int8"
+                   ? "weights as int8 codes with a scale per output, inputs quantised per row, sums in int32"
+                   : "inputs and weights in bfloat16, sums in float32");
   if (d.is_rec())
     fmt::print("table_precision: {} ({} bytes of embedding tables{})\n", d.table_precision,
                m.table_bytes(),

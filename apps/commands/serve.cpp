@@ -93,10 +93,19 @@ status run_serve(const serve_args& a, global_options& g) {
                       "--rec-model NAME=DIR");
   if (a.dataset.empty())
     return make_error(errc::invalid_argument, "--dataset DIR: a GNN model needs its graph");
-  return serve_gnn_stack(
+  // A workload whose every request failed served nothing: the run fails (with
+  // the first error), so a script or test cannot mistake it for a measurement.
+  status all_failed = status::ok();
+  SPINDLE_TRY(serve_gnn_stack(
       a, a.door, {a.workload, a.rate, a.clients, a.reproducible}, g.pool(),
-      [&a](const actors::load_result& r, const actors::batcher_stats& st,
-           const colocation::device_scheduler* device) { report_load(r, st, device, a); });
+      [&a, &all_failed](const actors::load_result& r, const actors::batcher_stats& st,
+                        const colocation::device_scheduler* device) {
+        report_load(r, st, device, a);
+        if (r.latency_s.empty() && r.errors > 0)
+          all_failed = make_error(errc::unavailable, "--workload: all {} requests failed; the first: {}",
+                                  r.errors, r.first_error);
+      }));
+  return all_failed;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "core/npy.hpp"
 #include "core/progress.hpp"
@@ -209,16 +210,18 @@ status persistent_db::bulk_load(const std::string& table, std::span<const float>
   SPINDLE_TRY(create_table(table, dim));
   const std::uint64_t n = rows.size() / dim;
   constexpr std::uint64_t batch_rows = 8192;
-  progress bar("load " + table + " into rocksdb", n, "rows");
+  // One batch or less is instant: no bar (a table's marker row would print "1 rows").
+  std::optional<progress> bar;
+  if (n > batch_rows) bar.emplace("load " + table + " into rocksdb", n, "rows");
   std::vector<cache_key> keys;
   for (std::uint64_t begin = 0; begin < n; begin += batch_rows) {
     const std::uint64_t end = std::min(n, begin + batch_rows);
     keys.resize(end - begin);
     for (std::uint64_t i = begin; i < end; ++i) keys[i - begin] = first_key + i;
     SPINDLE_TRY(insert(table, keys, rows.subspan(begin * dim, (end - begin) * dim)));
-    bar.advance(end - begin);
+    if (bar) bar->advance(end - begin);
   }
-  bar.finish();
+  if (bar) bar->finish();
   SPINDLE_ASSIGN_OR_RETURN(rocksdb::ColumnFamilyHandle * h, handle(table));
   return from_rocks(db_->Flush(rocksdb::FlushOptions(), h), "flush " + table, path_);
 }

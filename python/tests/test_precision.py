@@ -88,3 +88,19 @@ def test_a_bad_precision_is_refused_by_name_and_serving_goes_on(served):
         c.set_tunable("precision", "int4")
     assert c.tunables()["precision"] == "fp32"
     assert relative(np.asarray(c.infer_gnn([1, 2])), want[[1, 2]]) < 1e-4
+
+
+@pytest.mark.parametrize("mode,says", [
+    ("int8", "weights as int8 codes with a scale per output, inputs quantised per row, sums in int32"),
+    ("bf16", "inputs and weights in bfloat16, sums in float32")])
+def test_model_info_says_what_each_precision_computes_with(tmp_path, mode, says):
+    torch.manual_seed(0)
+    export_pyg(Sage().eval(), str(tmp_path / "sage"), name="sage", fanouts=[-1, -1], check=False)
+    toml = tmp_path / "sage" / "model.toml"
+    text = toml.read_text()
+    assert "precision" not in text
+    toml.write_text(text.replace("[model]\n", f'[model]\nprecision = "{mode}"\n', 1))
+    r = subprocess.run([SPINDLE, "model", "info", str(tmp_path / "sage")], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"precision: {mode} (the layers' projections' {says})" in r.stdout, r.stdout

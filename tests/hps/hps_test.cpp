@@ -131,8 +131,8 @@ TEST(lookup_session_test, below_the_threshold_misses_are_fetched_synchronously) 
   EXPECT_EQ(*h.vdb->size("t"), 3u);  // PDB rows went into the VDB too
 }
 
-// A corrupted RocksDB block: the call needing a row in it fails (unavailable,
-// naming the table) instead of answering a default vector with status ok, and
+// A corrupted RocksDB block: the call needing a row in it fails (corrupt data:
+// not worth a retry elsewhere; naming the table) instead of answering a default vector with status ok, and
 // the table's misses stay synchronous until the PDB reads again.
 TEST(lookup_session_test, a_corrupted_pdb_block_fails_the_call_instead_of_answering) {
   const fs::path dir = temp_dir("corrupt_pdb");
@@ -164,7 +164,7 @@ TEST(lookup_session_test, a_corrupted_pdb_block_fails_the_call_instead_of_answer
   ASSERT_GE(session->stats(0).pdb_errors, 1u) << "the damaged block was read without an error";
   auto again = session->lookup(0, keys, out);
   ASSERT_FALSE(again.has_value()) << "answered from a block RocksDB could not read";
-  EXPECT_EQ(again.error().code(), errc::unavailable);
+  EXPECT_EQ(again.error().code(), errc::corrupt_data);
   EXPECT_NE(again.error().message().find("hps table 't': the persistent db could not be read"),
             std::string::npos) << again.error().to_string();
   session.reset();

@@ -127,6 +127,28 @@ TEST(int8_test, rows_quantise_to_their_own_scale_and_products_sum_exactly) {
   }
 }
 
+TEST(int8_test, a_row_holding_nan_or_inf_answers_nan_and_too_wide_a_layer_is_refused) {
+  std::vector<float> wide(std::size_t(kInt8MaxInputs + 1), 1.0f);
+  std::vector<std::int8_t> codes;
+  std::vector<float> scales;
+  auto refused = quantize_rows_s8(wide, 1, kInt8MaxInputs + 1, codes, scales, "model 'm': mlp_l.0.weight");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("mlp_l.0.weight: 133145 inputs per output; int8 sums overflow int32 past 133144"),
+            std::string::npos) << refused.message();
+  if (auto why = int8_unsupported_reason(); !why.empty()) GTEST_SKIP() << why;
+  std::vector<float> w = {1.0f, 2.0f, 0.0f, -1.0f}, bias = {0.0f, 0.0f};
+  ASSERT_TRUE(quantize_rows_s8(w, 2, 2, codes, scales, "w").is_ok());
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {1.0f, 1.0f, nan, 1.0f, 1.0f, -inf, 2.0f, 0.5f};
+  heap_allocator alloc;
+  auto y = linear_int8(alloc, tensor::borrow(x.data(), {4, 2}), codes, scales, bias, 2);
+  ASSERT_TRUE(y.has_value()) << y.error().to_string();
+  for (std::int64_t r : {1, 2})
+    for (std::int64_t c = 0; c < 2; ++c) EXPECT_TRUE(std::isnan(y->row(r)[c])) << r << ", " << c;
+  EXPECT_NEAR(y->row(0)[0], 3.0f, 0.05f);   // the finite rows keep their answers
+  EXPECT_NEAR(y->row(3)[1], -0.5f, 0.05f);
+}
+
 TEST(bf16_test, other_precisions_and_gnns_are_refused_by_name) {
   auto desc = [](const std::string& extra) {
     return config::parse_model_desc("[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 3\n"
