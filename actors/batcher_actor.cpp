@@ -1,6 +1,7 @@
 #include "actors/batcher_actor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 
 namespace spindle::actors {
@@ -8,10 +9,20 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+// A request waiting for its answer: a response promise (a request message) or
+// the caller's callback (the door's direct path, gnn_done).
 struct pending {
   serving::gnn_request request;
   caf::typed_response_promise<gnn_reply> promise;
   clock_type::time_point arrived;
+  gnn_done done;
+  template <class T>
+  void answer(T&& v) {
+    if (promise.pending())
+      promise.deliver(std::forward<T>(v));
+    else
+      done(v);
+  }
 };
 
 // A closed batch waiting in the shared queue.
@@ -36,6 +47,7 @@ struct batcher_state {
   std::shared_ptr<serving::psgs_router> router;
   std::function<double(const serving::gnn_request&)> psgs_of;
   std::uint64_t batch_seq = 0;
+  std::uint64_t armed_seq = UINT64_MAX;  // the open batch whose deadline timer is set
   batcher_stats stats;
 };
 
@@ -140,7 +152,7 @@ void answer_stranded(batcher_ptr self) {
       ++it;
       continue;
     }
-    for (auto& item : it->items) item.promise.deliver(it->failure);
+    for (auto& item : it->items) item.answer(it->failure);
     it = q.erase(it);
   }
 }
@@ -165,7 +177,7 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
             for (std::size_t i = 0; i < held->items.size(); ++i) {
               auto& item = held->items[i];
               const double queued = std::chrono::duration<double>(started - item.arrived).count();
-              item.promise.deliver(reply_for(res, i, queued, item.request.sampler_seed));
+              item.answer(reply_for(res, i, queued, item.request.sampler_seed));
             }
             --self->state.in_flight[p];
             end_if_removed(self, p);
@@ -180,7 +192,7 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
               held->failure = err;
               self->state.queue.push_front(std::move(*held));
             } else {
-              for (auto& item : held->items) item.promise.deliver(err);
+              for (auto& item : held->items) item.answer(err);
             }
             // After the retry is queued: freeing the slot clears its failed_on.
             end_if_removed(self, p);
@@ -240,6 +252,25 @@ bool any_idle(batcher_ptr self) {
   return false;
 }
 
+// Adds a request to the open batch and closes it when it is full, or at once
+// when a pipeline is idle (waiting would only add latency) and no more calls
+// come in the same message (`more`: they join the batch first). A batch not
+// taken at once closes at its deadline at the latest (Quiver §4.2.2), the timer
+// set once per batch, when a call finds every pipeline busy.
+void admit(batcher_ptr self, pending item, bool more = false) {
+  auto& s = self->state;
+  const auto now = item.arrived;
+  const double psgs = s.psgs_of(item.request);
+  const bool full = s.builder->add(std::move(item), psgs, now);
+  const bool take_now = s.builder->policy().work_conserving && any_idle(self);
+  if (full || (take_now && !more)) {
+    dispatch(self);
+  } else if (!take_now && s.armed_seq != s.batch_seq) {
+    s.armed_seq = s.batch_seq;
+    self->delayed_send(self, s.builder->policy().deadline, flush_atom::value, s.batch_seq);
+  }
+}
+
 batcher_actor::behavior_type batcher_behavior(
     batcher_ptr self, std::vector<pipeline_actor> pipelines, serving::batch_policy policy,
     std::shared_ptr<serving::psgs_router> router,
@@ -253,20 +284,18 @@ batcher_actor::behavior_type batcher_behavior(
   st.psgs_of = std::move(psgs_of);
   return {
       [=](infer_atom, serving::gnn_request& r) -> caf::typed_response_promise<gnn_reply> {
-        auto& s = self->state;
         auto rp = self->make_response_promise<gnn_reply>();
-        const auto now = clock_type::now();
-        const bool opens = s.builder->empty();
-        double psgs = s.psgs_of(r);
-        if (s.builder->add({std::move(r), rp, now}, psgs, now) ||
-            (s.builder->policy().work_conserving && any_idle(self))) {
-          dispatch(self);  // full, or a pipeline is idle: waiting would only add latency
-        } else if (opens) {
-          // Every pipeline is busy. Quiver §4.2.2: the batch closes at its
-          // deadline at the latest (an idle pipeline takes it earlier).
-          self->delayed_send(self, s.builder->policy().deadline, flush_atom::value, s.batch_seq);
-        }
+        admit(self, {std::move(r), rp, clock_type::now(), {}});
         return rp;
+      },
+      [=](infer_atom, serving::gnn_request& r, gnn_done& done) {
+        admit(self, {std::move(r), {}, clock_type::now(), std::move(done)});
+      },
+      [=](infer_atom, gnn_calls& calls) {
+        const auto now = clock_type::now();
+        for (std::size_t i = 0; i < calls.requests.size(); ++i)
+          admit(self, {std::move(calls.requests[i]), {}, now, std::move(calls.done[i])},
+                i + 1 < calls.requests.size());
       },
       [=](flush_atom, std::uint64_t seq) {
         if (seq == self->state.batch_seq && !self->state.builder->empty()) dispatch(self);

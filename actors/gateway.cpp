@@ -214,6 +214,10 @@ std::function<void(Answer)> logged(std::shared_ptr<access_log> log, std::string 
 
 }  // namespace
 
+void gateway::begin_turn() { detail::hold_gnn_sends(); }
+
+void gateway::end_turn() { detail::release_gnn_sends(); }
+
 void gateway::infer_gnn(transport::rpc::gnn_call call, std::function<void(gnn_answer)> done) {
   if (call.min_version > 0 && s_->live && s_->live->version() < call.min_version)
     return wait_for_version(std::move(call), std::move(done));

@@ -155,6 +155,9 @@ class gateway final : public transport::rpc::rpc_service {
                  std::function<void(transport::rpc::gnn_answer)> done) override;
   void infer_rec(transport::rpc::rec_call call,
                  std::function<void(transport::rpc::rec_answer)> done) override;
+  /// A door's turn: GNN calls without a deadline reach each batcher in one message.
+  void begin_turn() override;
+  void end_turn() override;
   std::string stats_json() override;
   std::vector<transport::rpc::model_info> models() override;
   std::optional<transport::rpc::model_info> model(const std::string& name) override;

@@ -51,6 +51,12 @@ void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
                   serving::gnn_request request, caf::duration timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done);
 
+/// While held (a door's turn, rpc_service::begin_turn), the GNN calls this
+/// thread dispatches without a deadline wait; released, each batcher gets them
+/// in one message.
+void hold_gnn_sends();
+void release_gnn_sends();
+
 /// The scheduler for `b`: its batcher actor, reached through `forwarder`.
 std::unique_ptr<gnn_scheduler> make_gnn_scheduler(const gnn_model_binding& b,
                                                   caf::actor forwarder);

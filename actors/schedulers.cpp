@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/gateway_replies.hpp"
 #include "actors/gateway_state.hpp"
@@ -51,9 +53,52 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self) {
   };
 }
 
+namespace {
+
+// The calls this thread holds while a door's turn is open, by batcher.
+struct held_sends {
+  bool holding = false;
+  std::vector<std::pair<batcher_actor, gnn_calls>> by_batcher;
+};
+thread_local held_sends held;
+
+}  // namespace
+
+void hold_gnn_sends() { held.holding = true; }
+
+void release_gnn_sends() {
+  held.holding = false;
+  auto sends = std::move(held.by_batcher);
+  held.by_batcher.clear();
+  for (auto& [batcher, calls] : sends) {
+    if (calls.requests.size() == 1)
+      caf::anon_send(batcher, infer_atom::value, std::move(calls.requests[0]), std::move(calls.done[0]));
+    else
+      caf::anon_send(batcher, infer_atom::value, std::move(calls));
+  }
+}
+
+// A call without a deadline goes straight to the batcher with its callback: one
+// message per call instead of three (to the forwarder, its request to the
+// batcher, the batcher's response), or one for all the calls a door read in one
+// pass of its event loop (hold_gnn_sends), and the batcher answers a closed
+// batch's calls one after another on its thread. A call with a deadline keeps
+// the forwarder, whose request times out at the deadline.
 void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
                   serving::gnn_request request, caf::duration timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done) {
+  if (!timeout.valid() && held.holding) {  // caf::infinite, in a door's turn
+    auto it = std::find_if(held.by_batcher.begin(), held.by_batcher.end(),
+                           [&](const auto& e) { return e.first == batcher; });
+    if (it == held.by_batcher.end()) it = held.by_batcher.insert(it, {batcher, {}});
+    it->second.requests.push_back(std::move(request));
+    it->second.done.emplace_back(std::move(done));
+    return;
+  }
+  if (!timeout.valid()) {
+    caf::anon_send(batcher, infer_atom::value, std::move(request), gnn_done(std::move(done)));
+    return;
+  }
   caf::anon_send(forwarder, gnn_dispatch{batcher, std::move(request), timeout, std::move(done)});
 }
 

@@ -1,7 +1,7 @@
 // Messages and typed interfaces of the GNN serving path: the atoms and structs
 // the client, batcher and pipeline actors exchange, and what each of those
-// actors answers to (`pipeline_actor`, `batcher_actor`). Every type carries
-// `inspect`; across processes the bridge sends its own wire types
+// actors answers to (`pipeline_actor`, `batcher_actor`). Every type but the
+// in-process callbacks (gnn_done, gnn_calls) carries `inspect`; across processes the bridge sends its own wire types
 // (bridge_messages.hpp).
 #pragma once
 
@@ -30,6 +30,46 @@ typename Inspector::result_type inspect(Inspector& f, gnn_reply& x) {
   return f(caf::meta::type_name("gnn_reply"), x.sampler_seed, x.output, x.error, x.times,
            x.queued_s, x.batch_requests, x.leads_batch, x.graph_version);
 }
+
+/// The caller's callback for a GNN request sent to a batcher without a reply
+/// (the door's direct path: no forwarder actor, no response message). Called
+/// once, on a CAF thread, with the reply or an error; if the last copy goes
+/// without a call (the batcher was gone, or ended holding the request) it is
+/// called with caf::sec::request_receiver_down, so no call waits for ever. In
+/// this process only: it carries a function no serializer can write.
+class gnn_done {
+ public:
+  using fn = std::function<void(const gnn_reply*, const caf::error*)>;
+  gnn_done() = default;
+  explicit gnn_done(fn f) : st_(std::make_shared<state>(std::move(f))) {}
+  void operator()(const gnn_reply& r) const { call(&r, nullptr); }
+  void operator()(const caf::error& e) const { call(nullptr, &e); }
+
+ private:
+  struct state {
+    explicit state(fn f) : f(std::move(f)) {}
+    ~state() {
+      if (!f) return;
+      const caf::error gone = caf::sec::request_receiver_down;
+      f(nullptr, &gone);
+    }
+    fn f;
+  };
+  void call(const gnn_reply* r, const caf::error* e) const {
+    if (!st_ || !st_->f) return;
+    auto f = std::move(st_->f);
+    st_->f = nullptr;
+    f(r, e);
+  }
+  std::shared_ptr<state> st_;
+};
+
+/// Calls a door read in one pass of its event loop, for one batcher, in one
+/// message (the door's direct path): requests[i] answered through done[i].
+struct gnn_calls {
+  std::vector<serving::gnn_request> requests;
+  std::vector<gnn_done> done;
+};
 
 /// A closed batch handed to a pipeline.
 struct batch_job {
@@ -67,7 +107,7 @@ using pipeline_actor =
                      caf::reacts_to<fanouts_atom, std::vector<int>>>;
 
 /// The per-model batcher: a request in, its own answer out (errors in the reply
-/// or as the request's error); the batch and routing policy, the PSGS
+/// or as the request's error), as a response or through the request's gnn_done; the batch and routing policy, the PSGS
 /// batch-closing threshold (from the router actor) and fanouts changed live;
 /// a pipeline marked down or up; a pipeline added while it serves (join_atom:
 /// the pipeline and the rank it runs on) or removed (leave_atom: given no more
@@ -76,6 +116,8 @@ using pipeline_actor =
 /// its counters; its own deadline timer (flush).
 using batcher_actor = caf::typed_actor<
     caf::replies_to<infer_atom, serving::gnn_request>::with<gnn_reply>,
+    caf::reacts_to<infer_atom, serving::gnn_request, gnn_done>,
+    caf::reacts_to<infer_atom, gnn_calls>,
     caf::reacts_to<flush_atom, std::uint64_t>,
     caf::reacts_to<policy_atom, serving::routing_policy>,
     caf::reacts_to<policy_atom, serving::batch_policy>, caf::reacts_to<threshold_atom, double>,
@@ -86,3 +128,6 @@ using batcher_actor = caf::typed_actor<
     caf::replies_to<stats_atom>::with<batcher_stats>>;
 
 }  // namespace spindle::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spindle::actors::gnn_calls)

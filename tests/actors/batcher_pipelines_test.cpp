@@ -1,6 +1,8 @@
 // The batcher's pipelines while it serves (a cluster's shared queue as ranks
 // join and leave): a pipeline added takes batches at once; one removed gets no
-// new batch, still answers the batch it holds, and is then ended.
+// new batch, still answers the batch it holds, and is then ended. A call sent
+// with its callback (the door's direct path) is answered once, even if the
+// batcher ends first.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +10,7 @@
 #include <thread>
 
 #include "actors/batcher_actor.hpp"
+#include "actors/model_scheduler.hpp"
 #include "holding_pipeline.hpp"
 
 namespace spindle::actors {
@@ -236,6 +239,98 @@ TEST(batcher_pipelines_test, a_thousand_joins_and_leaves_keep_the_queue_bounded)
       << "every batch answered, the last one still held";
   if (holding) caf::anon_send_exit(holding, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+}
+
+// The door's direct path (a call without a deadline): the request goes to the
+// batcher with its callback, which gets the answer; a batcher that ends holding
+// a call, or is gone before it arrives, still calls it once, with an error.
+TEST(batcher_pipelines_test, a_direct_call_is_answered_through_its_callback_even_when_the_batcher_ends) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  auto taken = std::make_shared<std::atomic<int>>(0);
+  auto pipe_actor = sys.spawn(holding_pipeline, taken);
+  serving::batch_policy bp;
+  bp.max_batch = 1;
+  auto batcher = spawn_batcher(sys, {caf::actor_cast<pipeline_actor>(pipe_actor)}, bp, nullptr,
+                               [](const serving::gnn_request&) { return 1.0; });
+  struct got {
+    std::atomic<int> calls{0};
+    std::atomic<float> output{-1};
+    std::atomic<bool> error{false};
+  };
+  auto direct = [&](std::uint64_t seed, std::shared_ptr<got> g) {
+    caf::anon_send(batcher, infer_atom::value, serving::gnn_request{{1}, seed},
+                   gnn_done([g](const gnn_reply* r, const caf::error* e) {
+                     if (r && !r->output.empty()) g->output = r->output[0];
+                     g->error = e != nullptr;
+                     ++g->calls;
+                   }));
+  };
+  auto first = std::make_shared<got>(), second = std::make_shared<got>();
+  direct(7, first);
+  ASSERT_TRUE(reaches(*taken, 1));
+  caf::anon_send(pipe_actor, ok_atom::value);
+  ASSERT_TRUE(reaches(first->calls, 1));
+  EXPECT_EQ(first->output.load(), 7.0f);
+  EXPECT_FALSE(first->error.load());
+
+  direct(8, second);  // held by the pipeline when the batcher ends
+  ASSERT_TRUE(reaches(*taken, 2));
+  caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(pipe_actor, caf::exit_reason::user_shutdown);
+  ASSERT_TRUE(reaches(second->calls, 1)) << "a call held when the batcher ended was never answered";
+  EXPECT_TRUE(second->error.load());
+
+  auto late = std::make_shared<got>();
+  direct(9, late);  // the batcher is gone: the message is dropped with its callback
+  ASSERT_TRUE(reaches(late->calls, 1)) << "a call sent to an ended batcher was never answered";
+  EXPECT_TRUE(late->error.load());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(first->calls.load() + second->calls.load() + late->calls.load(), 3);  // once each
+}
+
+// A door's turn (rpc_service::begin_turn): the calls dispatched while it is open
+// reach the batcher in one message and ride in one batch, where the same calls
+// sent one by one give the idle pipeline a batch of the first call alone.
+TEST(batcher_pipelines_test, calls_held_for_a_turn_arrive_together_and_share_a_batch) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  auto run = [&](bool turn) {
+    auto taken = std::make_shared<std::atomic<int>>(0);
+    auto pipe_actor = sys.spawn(holding_pipeline, taken);
+    serving::batch_policy bp;
+    bp.max_batch = 64;
+    auto batcher = spawn_batcher(sys, {caf::actor_cast<pipeline_actor>(pipe_actor)}, bp, nullptr,
+                                 [](const serving::gnn_request&) { return 1.0; });
+    auto answered = std::make_shared<std::atomic<int>>(0);
+    if (turn) detail::hold_gnn_sends();
+    for (std::uint64_t seed = 1; seed <= 3; ++seed)
+      detail::dispatch_gnn(caf::actor{}, batcher, serving::gnn_request{{1}, seed},
+                           caf::duration(caf::infinite),
+                           [answered](const gnn_reply* r, const caf::error*) {
+                             if (r && !r->output.empty()) ++*answered;
+                           });
+    if (turn) detail::release_gnn_sends();
+    EXPECT_TRUE(reaches(*taken, 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // any batch of the rest closes
+    for (int i = 0; i < 3 && answered->load() < 3; ++i) {
+      caf::anon_send(pipe_actor, ok_atom::value);
+      for (int k = 0; k < 100 && answered->load() < 3; ++k)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(answered->load(), 3);
+    caf::scoped_actor self{sys};
+    batcher_stats st;
+    self->request(batcher, caf::infinite, stats_atom::value).receive(
+        [&](const batcher_stats& s) { st = s; }, [](caf::error&) { ADD_FAILURE() << "no stats"; });
+    caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(pipe_actor, caf::exit_reason::user_shutdown);
+    return st.batches;
+  };
+  EXPECT_EQ(run(true), 1u) << "the turn's three calls were not one batch";
+  EXPECT_EQ(run(false), 2u) << "one by one: the idle pipeline takes the first call alone";
 }
 
 }  // namespace

@@ -43,6 +43,15 @@ void fill_models(::capnp::List<::ModelInfo>::Builder out, const std::vector<mode
   }
 }
 
+// Whether this event-loop thread has a turn of its service open (open_turn).
+thread_local bool turn_open = false;
+
+void close_turn(rpc_service& s) {
+  if (!turn_open) return;
+  turn_open = false;
+  s.end_turn();
+}
+
 template <class T>
 struct reply_state {
   std::thread::id owner = std::this_thread::get_id();  // the event-loop thread
@@ -165,7 +174,19 @@ class inference_impl final : public ::Inference::Server {
     return check_gnn_batch(requests.size(), seeds);
   }
 
+  // The first GNN call of a pass of the event loop opens a turn of the service
+  // (rpc_service::begin_turn); it ends once the loop has run everything else it
+  // holds, just before it waits for I/O (kj::evalLast), so the calls read in one
+  // pass are handed on together.
+  void open_turn() {
+    if (turn_open) return;
+    turn_open = true;
+    s_.begin_turn();
+    kj::evalLast([&s = s_] { close_turn(s); }).detach([&s = s_](kj::Exception&&) { close_turn(s); });
+  }
+
   kj::Promise<gnn_answer> gnn(gnn_call call) {
+    open_turn();
     return answer_of<gnn_answer>([&](auto done) { s_.infer_gnn(std::move(call), done); });
   }
 
@@ -375,6 +396,7 @@ struct rpc_server::impl {
       }
       cv.notify_all();
       paf.promise.wait(ws);
+      close_turn(service);  // calls held by a turn the stop cut short go on
     } catch (const std::exception& e) {
       fail(e.what());
     } catch (const kj::Exception& e) {

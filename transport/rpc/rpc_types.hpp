@@ -145,6 +145,12 @@ class rpc_service {
   virtual ~rpc_service() = default;
   virtual void infer_gnn(gnn_call call, std::function<void(gnn_answer)> done) = 0;
   virtual void infer_rec(rec_call call, std::function<void(rec_answer)> done) = 0;
+  /// A door that takes many calls in one pass of its event loop brackets them:
+  /// calls made on this thread between begin_turn and end_turn may be handed
+  /// on together at end_turn (one wake-up of the serving threads, not one a
+  /// call). A door that never calls them has each call handed on at once.
+  virtual void begin_turn() {}
+  virtual void end_turn() {}
   virtual std::string stats_json() = 0;
   virtual std::vector<model_info> models() = 0;
   virtual expected<std::vector<tunable>> tunables(const std::string& model) = 0;
