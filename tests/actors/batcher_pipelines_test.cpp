@@ -249,11 +249,7 @@ TEST(batcher_pipelines_test, a_direct_call_is_answered_through_its_callback_even
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
   auto taken = std::make_shared<std::atomic<int>>(0);
-  auto pipe_actor = sys.spawn(holding_pipeline, taken);
-  serving::batch_policy bp;
-  bp.max_batch = 1;
-  auto batcher = spawn_batcher(sys, {caf::actor_cast<pipeline_actor>(pipe_actor)}, bp, nullptr,
-                               [](const serving::gnn_request&) { return 1.0; });
+  auto [pipe_actor, batcher] = testing::batcher_on_holding_pipeline(sys, taken, 1);
   struct got {
     std::atomic<int> calls{0};
     std::atomic<float> output{-1};
@@ -299,11 +295,7 @@ TEST(batcher_pipelines_test, calls_held_for_a_turn_arrive_together_and_share_a_b
   caf::actor_system sys{cfg};
   auto run = [&](bool turn) {
     auto taken = std::make_shared<std::atomic<int>>(0);
-    auto pipe_actor = sys.spawn(holding_pipeline, taken);
-    serving::batch_policy bp;
-    bp.max_batch = 64;
-    auto batcher = spawn_batcher(sys, {caf::actor_cast<pipeline_actor>(pipe_actor)}, bp, nullptr,
-                                 [](const serving::gnn_request&) { return 1.0; });
+    auto [pipe_actor, batcher] = testing::batcher_on_holding_pipeline(sys, taken, 64);
     auto answered = std::make_shared<std::atomic<int>>(0);
     if (turn) detail::hold_gnn_sends();
     for (std::uint64_t seed = 1; seed <= 3; ++seed)

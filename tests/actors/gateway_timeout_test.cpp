@@ -35,11 +35,7 @@ TEST(gateway_timeout_test, a_call_without_deadline_waits_on_no_timer) {
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
   auto taken = std::make_shared<std::atomic<int>>(0);
-  auto pipe = sys.spawn(holding_pipeline, taken);
-  serving::batch_policy bp;
-  bp.max_batch = 1;
-  auto batcher = spawn_batcher(sys, {caf::actor_cast<pipeline_actor>(pipe)}, bp, nullptr,
-                               [](const serving::gnn_request&) { return 1.0; });
+  auto [pipe, batcher] = testing::batcher_on_holding_pipeline(sys, taken, 1);
   auto forwarder = sys.spawn(detail::gateway_forwarder);
   auto dispatch = [&](std::uint64_t seed, caf::duration timeout) {
     auto end = std::make_shared<call_end>();

@@ -40,4 +40,22 @@ inline caf::behavior holding_pipeline(caf::stateful_actor<held_batches>* self,
   };
 }
 
+/// A batcher over one holding pipeline (batches of up to `max_batch` calls, PSGS
+/// 1 a call), and that pipeline.
+struct held_batcher {
+  caf::actor pipeline;
+  batcher_actor batcher;
+};
+
+inline held_batcher batcher_on_holding_pipeline(caf::actor_system& sys,
+                                                std::shared_ptr<std::atomic<int>> taken,
+                                                std::size_t max_batch) {
+  auto pipe = sys.spawn(holding_pipeline, std::move(taken));
+  serving::batch_policy bp;
+  bp.max_batch = max_batch;
+  auto batcher = spawn_batcher(sys, {caf::actor_cast<pipeline_actor>(pipe)}, bp, nullptr,
+                               [](const serving::gnn_request&) { return 1.0; });
+  return {std::move(pipe), std::move(batcher)};
+}
+
 }  // namespace spindle::actors::testing

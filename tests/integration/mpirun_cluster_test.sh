@@ -33,31 +33,11 @@ bg+=($!)
 "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
 bg+=($!)
 
-# Every rank's door, from its tagged line "[1,R]<stdout>:listening HOST:PORT".
-doors=() one=""
-for _ in $(seq 900); do
-  [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
-  doors=()
-  for r in 0 1 2; do
-    d=$(sed -n "s/^\[1,$r\]<stdout>:listening \(127\.0\.0\.1:[0-9]*\).*/\1/p" "$work/launch.log" | head -1)
-    [ -n "$d" ] && doors+=("$d")
-  done
-  [ -n "$one" ] && [ ${#doors[@]} = 3 ] && break
-  sleep 0.2
-done
-[ -n "$one" ] || fail "the single process did not start"
-[ ${#doors[@]} = 3 ] || fail "not every rank opened its door: ${doors[*]:-none}"
+launched_doors "$work" '\\[1,%d\\]<stdout>:'
 grep -E "rank [0-9] of 3 from OMPI_COMM_WORLD_RANK" "$work/launch.log" | head -3
 echo "mpirun started 3 ranks with no launch; doors: ${doors[*]}"
 
-right=0
-for i in $(seq 1 9); do
-  door=${doors[$((i % 3))]}
-  verdict=$(judge_pair "$spindle" graphsage "$door" "$one" $(( (i * 409) % 4096 )) "$i")
-  [ "$verdict" = right ] || fail "call $i through $door: $verdict"
-  right=$((right + 1))
-done
-echo "$right of 9 seeded calls, 3 through each rank's door, answered as one process answers them"
+judge_doors "$spindle"
 
 # A world the TOML does not describe is refused by name, by every rank.
 out=$(timeout 120 "${mpi[@]}" -n 2 "${node[@]}" < /dev/null 2>&1) && fail "mpirun -n 2 on a 3-rank TOML ran: $out"

@@ -80,6 +80,41 @@ wait_for_doors() {
   [ -n "$one" ] || { echo "no single process"; return 1; }
 }
 
+# launched_doors WORK TAG: waits (up to 3 min) for the single process's door in
+# WORK/one.log ($one) and the three ranks' `listening` lines in WORK/launch.log,
+# each prefixed by its launcher's tag for rank R (TAG: a sed pattern with %d for
+# R, e.g. '\[1,%d\]<stdout>:' for mpirun --tag-output, '%d: ' for srun --label);
+# sets $one and $doors (rank order), or the test fails naming what is missing.
+launched_doors() {
+  local work=$1 tag=$2 r d
+  doors=() one=""
+  for _ in $(seq 900); do
+    [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
+    doors=()
+    for r in 0 1 2; do
+      # shellcheck disable=SC2059
+      d=$(sed -n "s/^$(printf "$tag" "$r")listening \(127\.0\.0\.1:[0-9]*\).*/\1/p" "$work/launch.log" | head -1)
+      [ -n "$d" ] && doors+=("$d")
+    done
+    [ -n "$one" ] && [ ${#doors[@]} = 3 ] && return 0
+    sleep 0.2
+  done
+  [ -n "$one" ] || fail "the single process did not start"
+  fail "not every rank opened its door: ${doors[*]:-none}"
+}
+
+# judge_doors SPINDLE: 9 seeded calls, 3 through each of $doors, each answered
+# as the single process $one answers it; the test fails at the first that is not.
+judge_doors() {
+  local spindle=$1 i door verdict
+  for i in $(seq 1 9); do
+    door=${doors[$((i % 3))]}
+    verdict=$(judge_pair "$spindle" graphsage "$door" "$one" $(( (i * 409) % 4096 )) "$i")
+    [ "$verdict" = right ] || fail "call $i through $door: $verdict"
+  done
+  echo "9 of 9 seeded calls, 3 through each rank's door, answered as one process answers them"
+}
+
 # judge_pair SPINDLE MODEL DOOR ONE SEED SAMPLER_SEED: one seeded call of MODEL
 # to DOOR and to the single process ONE; prints right, refused or wrong (and
 # the two answers to stderr when wrong).
