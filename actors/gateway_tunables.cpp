@@ -31,7 +31,7 @@ placement_stats detail::placement_stats_of(caf::actor_system& sys,
 
 namespace {
 
-// precision: fp32 | bf16 for the model's dense layers, switched while it serves
+// precision: fp32 | bf16 | int8 for the model's dense layers, switched while it serves
 // (a call in flight keeps the arithmetic it started with). A cluster's ranks
 // keep the precision they started with, as their fanouts.
 status set_precision_tunable(const nn::model* m, const std::string& value, bool cluster) {

@@ -55,8 +55,9 @@ namespace {
 void log_served_model(const std::string& name, const std::string& path, const nn::model& m,
                       const graph::dataset& ds, const serving::psgs_router& router) {
   const auto fanouts = serving::served_fanouts(m.desc(), ds.metadata());
-  log::info("serving GNN '{}' from {}: {}; fanouts [{}]; sampling {}{}; PSGS routing point {:.0f}",
-            name, path, config::summary(m.desc()),
+  log::info("serving GNN '{}' from {}: {}; precision {}; fanouts [{}]; sampling {}{}; PSGS "
+            "routing point {:.0f}",
+            name, path, config::summary(m.desc()), m.precision(),
             fanouts ? fmt::format("{}", fmt::join(*fanouts, ", ")) : "?",
             m.desc().sampling == "per_request"
                 ? "per_request (each call sampled on its own, seeded by its seeds)"

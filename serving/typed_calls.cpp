@@ -268,7 +268,12 @@ void shape_workload(const graph::dataset& ds, const config::model_desc& d,
     } else if (typed && !d.types.outputs.empty()) {
       r.node_type = d.types.outputs.front().node_type;
       r.seeds[0] = within(ds, r.node_type, g);
+    } else {
+      continue;
     }
+    // The batcher takes graph ids, as the door hands them on (a call that cannot
+    // be so numbered is left to fail and be counted).
+    (void)to_graph_ids(ds, d, r.pairs ? std::string() : r.node_type, r.seeds, r.pairs);
   }
 }
 

@@ -66,8 +66,9 @@ expected<std::size_t> typed_output(const graph::dataset& ds, const graph::graph_
 /// The workload generator's calls (`spindle serve --workload`) shaped for model
 /// `d`: seeds drawn as graph ids (degree_requests) become, for a typed model,
 /// ids within its first answered node type (named in each call) and, for a link
-/// model, pairs (the second end a fixed hash of the first, within its pair type).
-/// A model of one node type answering nodes takes them as they are.
+/// model, pairs (the second end a fixed hash of the first, within its pair type),
+/// then numbered as graph ids (to_graph_ids), as the door hands calls on to the
+/// batcher. A model of one node type answering nodes takes them as they are.
 void shape_workload(const graph::dataset& ds, const config::model_desc& d,
                     std::vector<gnn_request>& requests);
 

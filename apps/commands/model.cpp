@@ -213,9 +213,13 @@ status run_info(const std::string& dir) {
     fmt::print("verified: the record holds no {}, so a hand edit since the check would go "
                "unseen; export again to record it\n",
                config::kDescriptionDigestKey);
-  fmt::print("parameters: {} ({:.2f} MiB as held{})\n", m.parameter_count(),
+  fmt::print("parameters: {} ({:.2f} MiB as held{}{})\n", m.parameter_count(),
              double(m.weight_bytes()) / 1048576.0,
-             d.table_precision == "fp32" ? "" : "; tables quantised, see table_precision");
+             d.table_precision == "fp32" ? "" : "; tables quantised, see table_precision",
+             d.precision == "fp32"
+                 ? std::string()
+                 : fmt::format("; the dense weights also held in {} beside these float32 ones",
+                               d.precision));
   return status::ok();
 }
 

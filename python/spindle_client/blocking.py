@@ -244,6 +244,15 @@ class Client:
         out.version = r.version
         return out
 
+    def infer_gnn_batch(self, requests):
+        """Several GNN calls in one round trip: `requests` as AsyncClient.infer_gnn_batch
+        takes them (dicts with model, seeds or pairs, and optionally sampler_seed,
+        deadline_us, node_type, outputs, min_version, ids; model defaults to this
+        client's). Returns one GnnResult per request, each with its own status (a
+        bad request never fails the others)."""
+        reqs = [dict(q, model=self._model(q.get("model"))) for q in requests]
+        return self._call(lambda c: c.infer_gnn_batch(reqs))
+
     def update_graph(self, *, add_edges=None, remove_edges=None, add_nodes=None,
                      set_features=None, remove_nodes=None) -> UpdateResult:
         """Applies one batch of changes to the served graph, whole or not at all

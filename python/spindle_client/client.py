@@ -18,6 +18,11 @@ def _status_name(status) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", str(status)).lower()
 
 
+
+# The keys a request of infer_gnn_batch may have.
+_BATCH_KEYS = {"model", "seeds", "pairs", "sampler_seed", "deadline_us", "node_type", "outputs",
+               "min_version", "ids"}
+
 class SpindleError(Exception):
     """A call the server answered with a status other than ok (status and message kept)."""
 
@@ -163,18 +168,39 @@ class AsyncClient:
         return result
 
     async def infer_gnn_batch(self, requests: Sequence[dict]) -> List[GnnResult]:
-        """requests: dicts with model, seeds, and optionally sampler_seed, deadline_us.
-        Each result has its own status: one bad request never fails the others."""
-        wire = [{"model": q["model"], "seeds": [int(s) for s in q["seeds"]],
-                 "samplerSeed": q.get("sampler_seed", 0), "deadlineUs": q.get("deadline_us", 0)}
-                for q in requests]
+        """requests: dicts with model and seeds (or pairs: [(u, v), ...] for a link
+        model), and optionally sampler_seed, deadline_us, node_type, outputs,
+        min_version, ids; any other key is refused by name. Each result has its
+        own status: one bad request never fails the others."""
+        wire, names = [], []
+        for i, q in enumerate(requests):
+            unknown = sorted(set(q) - _BATCH_KEYS)
+            if unknown:
+                raise ValueError(f"requests[{i}]: unknown key {unknown[0]!r} "
+                                 f"(known: {', '.join(sorted(_BATCH_KEYS))})")
+            if "seeds" in q and "pairs" in q:
+                raise ValueError(f"requests[{i}]: give seeds or pairs, not both")
+            outputs = q.get("outputs", ())
+            if isinstance(outputs, str):
+                raise ValueError(f"requests[{i}]: outputs={outputs!r}: give a list of names")
+            pairs = [[int(e) for e in p] for p in q.get("pairs", ())]
+            if any(len(p) != 2 for p in pairs):
+                raise ValueError(f"requests[{i}]: each pair is (u, v)")
+            wire.append({"model": q["model"],
+                         "seeds": [e for p in pairs for e in p] or [int(s) for s in q.get("seeds", ())],
+                         "pairs": bool(pairs), "samplerSeed": q.get("sampler_seed", 0),
+                         "deadlineUs": q.get("deadline_us", 0),
+                         "nodeType": str(q.get("node_type") or ""),
+                         "outputs": [str(o) for o in outputs],
+                         "minVersion": int(q.get("min_version", 0)),
+                         "seedIds": [str(x) for x in q.get("ids", ())]})
+            names.append(list(outputs))
         r = await self._inference.inferGnnBatch(requests=wire)
-        results = [_gnn_result(x) for x in r.replies]
-        if len(results) != len(wire):  # refused whole (over the server's limits): one reply
-            first = results[0] if results else None
+        if len(r.replies) != len(wire):  # refused whole (over the server's limits): one reply
+            first = _gnn_result(r.replies[0]) if len(r.replies) else None
             raise SpindleError(first.status if first else "bad_request",
                                first.message if first else "no replies")
-        return results
+        return [_gnn_result(x, n) for x, n in zip(r.replies, names)]
 
     async def infer_rec(self, model: str, dense: Sequence[Sequence[float]],
                         sparse: Sequence[Sequence[Sequence[int]]], deadline_us: int = 0,

@@ -74,6 +74,20 @@ def test_infer_gnn_matches_the_cli_and_batches_isolate_errors(server):
     assert err.status == "bad_request" and "seeds[0]=-1" in err.message
 
 
+def test_a_batch_passes_every_field_of_a_call_and_the_blocking_client_has_it(server):
+    c = sc.Client(server["endpoint"], model="gcn")
+    one = c.infer_gnn([5, 6], sampler_seed=3)
+    got = c.infer_gnn_batch([{"seeds": [5, 6], "sampler_seed": 3},
+                             {"seeds": [5], "node_type": "paper"},
+                             {"seeds": [5], "min_version": 10 ** 6, "deadline_us": 200000}])
+    assert got[0].status == "ok"
+    assert got[0].outputs == one.tolist()
+    assert got[1].status == "bad_request" and "paper" in got[1].message, got[1].message
+    assert got[2].status != "ok", "min_version was dropped from the batch"
+    with pytest.raises(ValueError, match="unknown key 'nodetype'"):
+        c.infer_gnn_batch([{"seeds": [5], "nodetype": "paper"}])
+
+
 def test_recommendation_and_admin_calls(server):
     dense = load_npy(os.path.join(GOLDEN, "dense.npy"))
     expected = load_npy(os.path.join(GOLDEN, "expected.npy"))

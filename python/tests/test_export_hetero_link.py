@@ -162,6 +162,18 @@ def test_each_decoder_form_is_written_and_checked(served):
     assert info.returncode == 0 and "pairs: (user, movie)" in info.stdout, info.stdout
 
 
+def test_the_workload_generator_sends_pairs_of_the_pair_types(served):
+    """`serve --workload` on a typed link model: every generated pair is a (user,
+    movie) pair, each end numbered as the door would number it (none refused)."""
+    tmp, _, _, _ = served
+    r = subprocess.run([SPINDLE, "serve", "--dataset", str(tmp / "ds"), "--model",
+                        str(tmp / "repo" / "dot" / "1"), "--workload", "200", "--clients", "4",
+                        "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout[r.stdout.index("{"):])
+    assert got["answered"] == 200 and got["errors"] == 0, got
+
+
 def test_served_pair_scores_equal_pyg(served):
     tmp, data, enc, decoders = served
     proc, endpoint, base = start_server_with_http(
