@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Join and leave on a loopback cluster: three ranks serve Cora from a `spindle
+# Join and leave on a loopback cluster: three ranks serve a graph (Cora, or a
+# SNAP edge list with random features) from a `spindle
 # partition` run (--policy fap or hash), rank 0's door under an open loop at half
 # the rate it sustains; a fourth rank joins (`node --join`) during one measured run
 # and leaves (`cluster-leave`) during another. Prints one table row per move: the
@@ -18,9 +19,12 @@
 # alternating three ranks and four (a fourth joins, is measured, leaves; CYCLES
 # times, default 3, then three ranks once more), and prints each run's req/s,
 # p50/p99 and the batches each rank's pipelines took, then the medians and their ratio.
-# Usage: scripts/bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE] [moves|capacity] [RATE]
+# SOURCE: Cora's folder (cora.cites, cora.content.gz), or a SNAP edge list
+# (.txt or .txt.gz, e.g. soc-Slashdot0902) given FEATURE_DIM (default 128) random
+# features; each rank's memory is sized to hold 42% of the rows (as for Cora).
+# Usage: scripts/bench-join.sh SOURCE [fap|hash] [SPINDLE] [moves|capacity] [RATE]
 set -euo pipefail
-src=$(realpath "${1:?usage: bench-join.sh CORA_SOURCE_DIR [fap|hash] [SPINDLE] [moves|capacity] [RATE]}")
+src=$(realpath "${1:?usage: bench-join.sh SOURCE [fap|hash] [SPINDLE] [moves|capacity] [RATE]}")
 policy=${2:-fap}
 bin=$(realpath "${3:-build/apps/spindle}")
 mode=${4:-moves}
@@ -40,21 +44,30 @@ trap cleanup EXIT
 export SPINDLE_STATE_DIR=$work/state SPINDLE_PROGRESS=0
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-"$bin" prepare --input "$src/cora.cites" --features "$src/cora.content.gz" --undirected \
-  --out "$work/cora" >/dev/null
-"$bin" model init --arch graphsage --in 1433 --hidden 32 --classes 7 --out-dir "$work/sage" >/dev/null
+if [[ -d $src ]]; then  # Cora
+  "$bin" prepare --input "$src/cora.cites" --features "$src/cora.content.gz" --undirected \
+    --out "$work/data" >/dev/null
+else
+  "$bin" prepare --input "$src" --features "random:${FEATURE_DIM:-128}" --undirected \
+    --out "$work/data" >/dev/null
+fi
+read -r nodes dim <<< "$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))
+print(m["num_nodes"], m["feature_dim"])' "$work/data/metadata.json")"
+memory=$((nodes * dim * 4 * 42 / 100))  # each rank holds 42% of the rows' bytes
+echo "$(basename "$src"): $nodes nodes x $dim features, $memory bytes a rank"
+"$bin" model init --arch graphsage --in "$dim" --hidden 32 --classes 7 --out-dir "$work/sage" >/dev/null
 if [[ -n $rate_of_links ]]; then
-  "$bed" toml "$SPINDLE_NETNS" 3 6500000 >"$work/c.toml"
+  "$bed" toml "$SPINDLE_NETNS" 3 "$memory" >"$work/c.toml"
 else
   {
     printf 'coordinator = "coord"\n[links]\nintra = "shm"\ninter = "infiniband"\n'
     for name in coord shard-a shard-b; do
-      printf '[[server]]\nname = "%s"\nhost = "127.0.0.1"\nport = %s\nmemory = 6500000\n' \
-        "$name" "$(free_port)"
+      printf '[[server]]\nname = "%s"\nhost = "127.0.0.1"\nport = %s\nmemory = %s\n' \
+        "$name" "$(free_port)" "$memory"
     done
   } >"$work/c.toml"
 fi
-"$bin" partition "$work/cora" --config "$work/c.toml" --out "$work/parts" --policy "$policy" >/dev/null
+"$bin" partition "$work/data" --config "$work/c.toml" --out "$work/parts" --policy "$policy" >/dev/null
 if [[ -n $rate_of_links ]]; then
   # Every machine's own disk: the partitions, the model, the TOML; the token in
   # the environment. Rank R runs on machine R; doors and gates on its address.
@@ -91,7 +104,7 @@ for _ in $(seq 600); do grep -q '^listening ' "$work/rank-0.out" && break; sleep
 door=$(grep -m1 '^listening ' "$work/rank-0.out" | awk '{print $2}')
 
 load() {  # ARGS...: one load run through rank 0's door, its JSON report
-  "$bin" client --connect "$door" --model graphsage load --seeds "degree:$work/cora" --json "$@"
+  "$bin" client --connect "$door" --model graphsage load --seeds "degree:$work/data" --json "$@"
 }
 join_rank() {  # OUT: starts rank 3 with --join and waits until its door is open
   node 3 --join "$(host_of 0):$port0" --address "$(host_of 3):0" --listen "$(host_of 3):0" \
