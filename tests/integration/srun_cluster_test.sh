@@ -15,12 +15,14 @@ spindle=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/support/loopback_cluster.sh"
 export SPINDLE_PROGRESS=0
+answers=""
+sinfo -h -o %t 2> /dev/null | grep -Eq 'idle|mix' && answers=1
+if [ -z "$answers" ] && { ! command -v slurmctld > /dev/null || [ "$(id -u)" != 0 ]; }; then
+  echo "srun_cluster_test: skipped: no Slurm answers here and none can be started (root and Debian's slurm-wlm needed)"
+  exit 77
+fi
 scratch_cluster "$spindle"
-if ! sinfo -h -o %t 2> /dev/null | grep -Eq 'idle|mix'; then
-  if ! command -v slurmctld > /dev/null || [ "$(id -u)" != 0 ]; then
-    echo "srun_cluster_test: skipped: no Slurm answers here and none can be started (root and Debian's slurm-wlm needed)"
-    exit 77
-  fi
+if [ -z "$answers" ]; then
   started=$("$root/scripts/slurm-local.sh" start "$work/slurm") || fail "no local Slurm: $started"
   eval "$started"
   local_slurm=1
