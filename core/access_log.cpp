@@ -19,9 +19,30 @@ expected<std::shared_ptr<access_log>> access_log::open(const std::string& path) 
   return std::shared_ptr<access_log>(new access_log(f, path));
 }
 
+access_log::access_log(std::FILE* f, std::string path)
+    : f_(f), path_(std::move(path)), flusher_([this] { flush_every_second(); }) {}
+
 access_log::~access_log() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  flusher_.join();
   std::fflush(f_);
   std::fclose(f_);
+}
+
+// Lines written while calls come are flushed by the next write a second on;
+// the last ones before a pause, by this loop within a second.
+void access_log::flush_every_second() {
+  std::unique_lock lock(mu_);
+  while (!stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+    if (!dirty_) continue;
+    std::fflush(f_);
+    dirty_ = false;
+    last_flush_ = std::chrono::steady_clock::now();
+  }
 }
 
 void access_log::write(std::string_view door, std::string_view model, std::string_view kind,
@@ -43,9 +64,11 @@ void access_log::write(std::string_view door, std::string_view model, std::strin
     failed_ = true;
     log::warn("--access-log {}: write failed ({}); serving goes on", path_, std::strerror(errno));
   }
+  dirty_ = true;
   const auto t = std::chrono::steady_clock::now();
   if (t - last_flush_ >= std::chrono::seconds(1)) {
     std::fflush(f_);
+    dirty_ = false;
     last_flush_ = t;
   }
 }

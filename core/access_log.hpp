@@ -1,16 +1,19 @@
 // The optional access log (`--access-log FILE`): one line per call, appended,
 // with the time, the door it came through, the model, how many seeds or
 // samples it carried, its status and its latency in the server. Writes are
-// buffered and flushed at least once a second, so logging stays off the
-// call's critical path; a write error is reported once, and serving goes on.
+// buffered and flushed at least once a second (by a thread of its own once
+// calls stop coming), so logging stays off the call's critical path; a write
+// error is reported once, and serving goes on.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "core/status.hpp"
 
@@ -27,12 +30,17 @@ class access_log {
              std::size_t items, std::string_view status, double latency_ms);
 
  private:
-  explicit access_log(std::FILE* f, std::string path) : f_(f), path_(std::move(path)) {}
+  access_log(std::FILE* f, std::string path);
+  void flush_every_second();  // the flusher thread's loop
   std::FILE* f_;
   std::string path_;
   std::mutex mu_;
+  std::condition_variable stop_cv_;
   std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();
   bool failed_ = false;
+  bool dirty_ = false;     // lines written since the last flush
+  bool stopping_ = false;  // guarded by mu_
+  std::thread flusher_;
 };
 
 }  // namespace spindle
