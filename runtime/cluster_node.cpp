@@ -257,6 +257,11 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
   SPINDLE_ASSIGN_OR_RETURN(node_args a, with_rank(given, topo));
   SPINDLE_TRY(refuse_coordinator_flags(a));
+  if (!a.door.dlrm.updates.empty())  // each rank's PDB would need every update: a group per rank
+    return make_error(errc::invalid_argument,
+                      "--updates {}: online embedding updates are followed by `spindle serve` and "
+                      "`serve-dlrm`, not yet by cluster ranks",
+                      a.door.dlrm.updates);
   sigset_t set = stop_signal_set();
   if (a.rank != 0) {
     sigaddset(&set, kCoordinatorLost);

@@ -1,5 +1,13 @@
 #include "runtime/hps_stack.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "actors/updater_actor.hpp"
+#include "core/log.hpp"
+#include "hps/updates/update_stream.hpp"
 #include "hps/vdb/redis_connection.hpp"
 #include "hps/warm_up.hpp"
 
@@ -65,6 +73,26 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
     SPINDLE_TRY(hps::warm_up(*s.session, *s.pdb, vdb).error_or_ok());  // logs each table
   }
   return s;
+}
+
+expected<actors::updater_actor> follow_updates(caf::actor_system& sys, const hps_stack_args& a,
+                                               const config::model_desc& d, hps_stack& stack) {
+  if (a.updates.empty()) return actors::updater_actor{};
+  auto ep = hps::parse_endpoint(a.updates);
+  if (!ep) return std::move(ep).error().with_context("--updates: ");
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  hps::consumer_options co;
+  co.consumer = a.consumer.empty() ? std::string(host) : a.consumer;
+  co.group = !a.updates_group.empty()
+                 ? a.updates_group
+                 : fmt::format("spindle@{}:{}", host, std::filesystem::absolute(a.pdb).string());
+  for (std::size_t t = 0; t < d.table_rows.size(); ++t) co.tables.push_back(fmt::format("emb{}", t));
+  auto consumer = hps::update_consumer::connect(ep->first, ep->second, co);
+  if (!consumer) return std::move(consumer).error().with_context("--updates " + a.updates + ": ");
+  log::info("following online updates of {} tables from {} (group {}, consumer {})",
+            co.tables.size(), a.updates, co.group, co.consumer);
+  return actors::spawn_updater(sys, std::move(*consumer), stack.vdb.get(), stack.pdb.get());
 }
 
 }  // namespace spindle::runtime

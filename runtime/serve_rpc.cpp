@@ -44,6 +44,16 @@ struct dlrm_holder {
   nn::heap_allocator weights;
   std::optional<nn::model> model;
   hps_stack stack;
+  caf::actor_system* sys = nullptr;
+  // The actors that use the stack, ended before it goes (the cache refreshes
+  // from it every --refresh-ms; the updater writes to it).
+  actors::embedding_cache_actor cache;
+  actors::updater_actor updater;  // with --updates
+  ~dlrm_holder() {
+    if (!sys) return;
+    stop_and_wait(*sys, updater);
+    stop_and_wait(*sys, cache);
+  }
 };
 
 expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::gateway& g,
@@ -58,9 +68,12 @@ expected<std::shared_ptr<dlrm_holder>> add_dlrm(caf::actor_system& sys, actors::
   h->model.emplace(std::move(m));
   SPINDLE_ASSIGN_OR_RETURN(auto hc, hps_settings(a.dlrm));
   SPINDLE_ASSIGN_OR_RETURN(h->stack, open_stack(a.dlrm, h->model->desc(), hc));
+  h->sys = &sys;
+  SPINDLE_ASSIGN_OR_RETURN(h->updater, follow_updates(sys, a.dlrm, h->model->desc(), h->stack));
   actors::rec_model_binding b;
   b.name = a.dlrm_name.empty() ? h->model->desc().name : a.dlrm_name;
   b.cache = actors::spawn_embedding_cache(sys, h->stack.session, hc.refresh_interval_ms);
+  h->cache = b.cache;
   // Hera's worker pool: --dlrm-instances workers, each running whole batches
   // (live tunable `workers`; the node manager resizes it).
   SPINDLE_ASSIGN_OR_RETURN(auto runner,

@@ -41,6 +41,7 @@ constexpr const char* kDoorFlags[] = {
     "--max-connections-per-peer", "--max-queue", "--slo-ms", "--forward", "--rec-model",
     "--rec-workers", "--dlrm-model", "--pdb", "--hps-config", "--vdb", "--vdb-redis",
     "--vdb-partitions", "--cache-fraction", "--hit-rate-threshold", "--refresh-ms", "--warm-up",
+    "--updates", "--updates-group", "--consumer",
     "--node-manager", "--profiles", "--manager-max-workers", "--dlrm-name", "--dlrm-instances"};
 
 status refuse_door_flags_without_listen(CLI::App& node, const node_args& a) {

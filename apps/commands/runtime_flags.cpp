@@ -23,6 +23,16 @@ void add_hps_stack_options(CLI::App& cmd, runtime::hps_stack_args& a, const std:
       ->capture_default_str();
   cmd.add_option("--refresh-ms", a.refresh_ms, "Refresh the L1 caches this often (0: never)")
       ->capture_default_str();
+  cmd.add_option("--updates", a.updates,
+                 "Follow online updates of the tables from this Redis HOST:PORT (streams "
+                 "spindle:updates:emb<t>, as `spindle hps publish` writes them) into the PDB "
+                 "and VDB; the L1 cache takes them at its refresh (--refresh-ms)");
+  cmd.add_option("--updates-group", a.updates_group,
+                 "The updates' consumer group (default: one of this server's own, from the host "
+                 "and the PDB's path: every server applies every update to its own PDB)");
+  cmd.add_option("--consumer", a.consumer,
+                 "The updates' consumer name (default: the host name; reuse it after a restart "
+                 "to resume)");
   cmd.add_flag("--warm-up,!--no-warm-up", a.warm_up,
                "At start, copy every table from the PDB into the in-process VDB, and into the L1 "
                "cache where it holds the whole table (--cache-fraction 1)")

@@ -23,7 +23,6 @@ using namespace runtime;  // the node runtime these commands start
 namespace {
 
 struct dlrm_args : hps_stack_args {
-  std::string updates, consumer = "serve-dlrm";
   int instances = 2, batch = 256;
   std::size_t workload = 0;
   std::uint64_t seed = 1;
@@ -166,17 +165,7 @@ status run_serve_dlrm(const dlrm_args& a) {
   std::vector<actors::dlrm_inference_actor> instances;
   for (int i = 0; i < a.instances; ++i)
     instances.push_back(actors::spawn_dlrm_inference(sys, model, stack.session));
-  actors::updater_actor updater;
-  if (!a.updates.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(auto ep, hps::parse_endpoint(a.updates));
-    hps::consumer_options co;
-    co.consumer = a.consumer;
-    for (std::size_t t = 0; t < d.table_rows.size(); ++t)
-      co.tables.push_back(fmt::format("emb{}", t));
-    SPINDLE_ASSIGN_OR_RETURN(auto consumer,
-                             hps::update_consumer::connect(ep.first, ep.second, co));
-    updater = actors::spawn_updater(sys, std::move(consumer), stack.vdb.get(), stack.pdb.get());
-  }
+  SPINDLE_ASSIGN_OR_RETURN(auto updater, follow_updates(sys, a, d, stack));
   const run_result r = drive(sys, instances, d, a);
   caf::scoped_actor self{sys};
   actors::hps_stats st;
@@ -185,7 +174,7 @@ status run_serve_dlrm(const dlrm_args& a) {
   print_result(r, st, a);
   for (auto& i : instances) self->send_exit(i, caf::exit_reason::user_shutdown);
   self->send_exit(cache, caf::exit_reason::user_shutdown);
-  if (updater) self->send_exit(updater, caf::exit_reason::user_shutdown);
+  stop_and_wait(sys, updater);
   return status::ok();
 }
 
@@ -199,11 +188,6 @@ void register_serve_dlrm(CLI::App& app, global_options&) {
   add_hps_stack_options(*cmd, *a, "--model");
   cmd->get_option("--model")->required();
   cmd->get_option("--pdb")->required();
-  cmd->add_option(
-      "--updates", a->updates,
-      "Follow online updates from this Redis HOST:PORT (streams spindle:updates:emb<t>)");
-  cmd->add_option("--consumer", a->consumer, "Update consumer name (unique per node)")
-      ->capture_default_str();
   cmd->add_option("--instances", a->instances, "DLRM inference actors (and client threads)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -1,0 +1,114 @@
+"""Online embedding updates behind the door: `spindle serve --dlrm-model M --pdb P
+--updates REDIS` follows the tables' Redis Streams (as `spindle hps publish`
+writes them) into its PDB and VDB, and the L1 cache takes them at its refresh,
+so a call's score changes once the rows it reads are published anew; such a
+server stops cleanly on SIGTERM; a `spindle node` given --updates is refused by
+name. Starts redis-server on a free
+loopback port and stops it after. Needs numpy and the spindle binary."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+np = pytest.importorskip("numpy")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import spindle_client as sc  # noqa: E402
+from serving import free_port, start_server  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
+GOLDEN = os.path.join(ROOT, "tests", "nn", "golden", "dlrm")
+
+
+@pytest.fixture
+def redis(tmp_path):
+    if not shutil.which("redis-server"):
+        pytest.skip("no redis-server here (Debian: redis-server)")
+    port = free_port()
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        ping = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "PING"],
+                              capture_output=True, text=True)
+        if ping.stdout.strip() == "PONG":
+            break
+        time.sleep(0.05)
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def sample():
+    """The golden batch's first sample: its dense row and its one-key bags."""
+    dense = np.load(os.path.join(GOLDEN, "dense.npy"))
+    bags = []
+    for t in range(3):
+        idx, off = (np.load(os.path.join(GOLDEN, f"{n}{t}.npy")) for n in ("indices", "offsets"))
+        bags.append([int(k) for k in idx[off[0]:off[1]]])
+    return [dense[0].tolist()], [bags]
+
+
+def test_published_rows_reach_the_answers_of_a_served_dlrm(tmp_path, redis):
+    proc, endpoint = start_server([SPINDLE, "serve", "--dlrm-model", GOLDEN, "--dlrm-name", "ctr",
+                                   "--pdb", str(tmp_path / "pdb"), "--listen", "127.0.0.1:0",
+                                   "--updates", redis, "--refresh-ms", "100"])
+    try:
+        c = sc.Client(endpoint, model="ctr")
+        dense, sparse = sample()
+        before = c.infer_rec(dense, sparse)[0]
+        # New rows for every key the sample reads in its first non-empty bag's table,
+        # far from the trained ones.
+        dim = 4
+        with open(os.path.join(GOLDEN, "model.toml")) as f:
+            for line in f:
+                if line.strip().startswith("embedding_dim"):
+                    dim = int(line.split("=")[1])
+        table = next(t for t, bag in enumerate(sparse[0]) if bag)
+        keys = np.array(sparse[0][table], dtype=np.int64)
+        np.save(tmp_path / "k.npy", keys)
+        np.save(tmp_path / "v.npy", np.full((len(keys), dim), 3.0, dtype=np.float32))
+        pub = subprocess.run([SPINDLE, "hps", "publish", "--redis", redis, "--table", f"emb{table}",
+                              "--keys", str(tmp_path / "k.npy"), "--vectors",
+                              str(tmp_path / "v.npy")], capture_output=True, text=True)
+        assert pub.returncode == 0 and f"published {len(keys)} keys" in pub.stdout, pub.stderr
+        after = before
+        for _ in range(100):
+            after = c.infer_rec(dense, sparse)[0]
+            if abs(after - before) > 1e-6:
+                break
+            time.sleep(0.1)
+        assert abs(after - before) > 1e-6, "the published rows never reached the answer"
+        assert c.infer_rec(dense, sparse)[0] == pytest.approx(after, abs=1e-7)  # settled
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+
+
+def test_a_server_refreshing_its_cache_stops_cleanly(tmp_path):
+    """SIGTERM while the L1 cache refreshes every 100 ms: the cache actor is ended
+    before the parameter server's stack it reads (it crashed the process, -11)."""
+    proc, endpoint = start_server([SPINDLE, "serve", "--dlrm-model", GOLDEN, "--dlrm-name", "ctr",
+                                   "--pdb", str(tmp_path / "pdb"), "--listen", "127.0.0.1:0",
+                                   "--refresh-ms", "100"])
+    dense, sparse = sample()
+    assert sc.Client(endpoint, model="ctr").infer_rec(dense, sparse).shape == (1,)
+    time.sleep(0.3)  # a few refreshes
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0
+
+
+def test_a_cluster_rank_refuses_updates_by_name(tmp_path):
+    toml = tmp_path / "c.toml"
+    toml.write_text('coordinator = "a"\n[[server]]\nname = "a"\nhost = "127.0.0.1"\n'
+                    f'port = {free_port()}\nmemory = 1000000\n')
+    r = subprocess.run([SPINDLE, "node", "--config", str(toml), "--rank", "0", "--dataset",
+                        str(tmp_path / "none"), "--model", str(tmp_path / "none"), "--listen",
+                        "127.0.0.1:0", "--dlrm-model", GOLDEN, "--pdb", str(tmp_path / "pdb"),
+                        "--updates", "127.0.0.1:1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "--updates 127.0.0.1:1: online embedding updates are followed by `spindle serve`" \
+        in r.stderr, r.stderr
