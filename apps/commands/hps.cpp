@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -73,6 +74,10 @@ status run_publish(const publish_args& a) {
                       "{} / {}: expected keys [n] int64 and vectors [n, dim] float32", a.keys,
                       a.vectors);
   }
+  for (std::size_t i = 0; i < vecs.size(); ++i)
+    if (!std::isfinite(vecs[i]))
+      return make_error(errc::invalid_argument, "{}: row {} holds the value {}: rows must be finite",
+                        a.vectors, i / std::size_t(vec_arr.shape()[1]), vecs[i]);
   SPINDLE_ASSIGN_OR_RETURN(auto producer, hps::update_producer::connect(
                                               ep.first, ep.second, a.prefix, a.max_keys));
   std::vector<hps::cache_key> k(keys.begin(), keys.end());

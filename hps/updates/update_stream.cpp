@@ -2,6 +2,9 @@
 // bytes), "vectors" (f32 little-endian bytes, keys x dim).
 #include "hps/updates/update_stream.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include <cstring>
 #include <thread>
 
@@ -124,7 +127,15 @@ expected<std::uint64_t> update_consumer::poll(
 
 expected<std::uint64_t> update_consumer::pending() { return group_.pending(); }
 
+status update_consumer::regroup() { return group_.recreate("0"); }
+
 status apply_update(const update_batch& b, volatile_db* vdb, persistent_db* pdb) {
+  // A NaN or infinite row would be served (and kept in the PDB) as it is: the
+  // whole message is refused, before any of it is written.
+  for (std::size_t i = 0; i < b.vectors.size(); ++i)
+    if (!std::isfinite(b.vectors[i]))
+      return make_error(errc::invalid_argument, "table '{}': key {} has the value {}: a row must be finite",
+                        b.table, b.keys[i / std::max<std::size_t>(1, b.dim)], b.vectors[i]);
   if (pdb != nullptr) {
     SPINDLE_ASSIGN_OR_RETURN(std::uint32_t dim, pdb->table_dim(b.table));
     if (dim != b.dim) {

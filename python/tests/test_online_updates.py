@@ -1,8 +1,9 @@
 """Online embedding updates behind the door: `spindle serve --dlrm-model M --pdb P
 --updates REDIS` follows the tables' Redis Streams (as `spindle hps publish`
 writes them) into its PDB and VDB, and the L1 cache takes them at its refresh,
-so a call's score changes once the rows it reads are published anew; such a
-server stops cleanly on SIGTERM; a `spindle node` given --updates is refused by
+so a call's score changes once the rows it reads are published anew, also after
+Redis comes back without its data; a NaN row is refused; such a server stops
+cleanly on SIGTERM; a `spindle node` given --updates is refused by
 name. Starts redis-server on a free
 loopback port and stops it after. Needs numpy and the spindle binary."""
 import os
@@ -23,13 +24,9 @@ SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "
 GOLDEN = os.path.join(ROOT, "tests", "nn", "golden", "dlrm")
 
 
-@pytest.fixture
-def redis(tmp_path):
-    if not shutil.which("redis-server"):
-        pytest.skip("no redis-server here (Debian: redis-server)")
-    port = free_port()
+def start_redis(port, folder):
     proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+                             "--save", "", "--appendonly", "no", "--dir", str(folder)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(100):
         ping = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "PING"],
@@ -37,9 +34,45 @@ def redis(tmp_path):
         if ping.stdout.strip() == "PONG":
             break
         time.sleep(0.05)
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=30)
+    return proc
+
+
+@pytest.fixture
+def redis(tmp_path):
+    """(HOST:PORT, restart): a redis-server on a free loopback port, stopped after;
+    restart() kills it and starts an empty one on the same port."""
+    if not shutil.which("redis-server"):
+        pytest.skip("no redis-server here (Debian: redis-server)")
+    port = free_port()
+    procs = [start_redis(port, tmp_path)]
+
+    def restart():
+        procs[-1].kill()
+        procs[-1].wait(timeout=30)
+        procs.append(start_redis(port, tmp_path))
+
+    yield f"127.0.0.1:{port}", restart
+    procs[-1].terminate()
+    procs[-1].wait(timeout=30)
+
+
+def publish(redis, tmp_path, table, keys, value):
+    np.save(tmp_path / "k.npy", np.asarray(keys, dtype=np.int64))
+    np.save(tmp_path / "v.npy", np.full((len(keys), 8), value, dtype=np.float32))
+    return subprocess.run([SPINDLE, "hps", "publish", "--redis", redis, "--table", table,
+                           "--keys", str(tmp_path / "k.npy"), "--vectors",
+                           str(tmp_path / "v.npy")], capture_output=True, text=True)
+
+
+def settled_score(c, dense, sparse, differs_from, seconds=20):
+    end = time.monotonic() + seconds
+    score = differs_from
+    while time.monotonic() < end:
+        score = c.infer_rec(dense, sparse)[0]
+        if abs(score - differs_from) > 1e-6:
+            return score
+        time.sleep(0.1)
+    return score
 
 
 def sample():
@@ -53,36 +86,33 @@ def sample():
 
 
 def test_published_rows_reach_the_answers_of_a_served_dlrm(tmp_path, redis):
+    endpoint_of_redis, restart = redis
     proc, endpoint = start_server([SPINDLE, "serve", "--dlrm-model", GOLDEN, "--dlrm-name", "ctr",
                                    "--pdb", str(tmp_path / "pdb"), "--listen", "127.0.0.1:0",
-                                   "--updates", redis, "--refresh-ms", "100"])
+                                   "--updates", endpoint_of_redis, "--refresh-ms", "100"])
     try:
         c = sc.Client(endpoint, model="ctr")
         dense, sparse = sample()
         before = c.infer_rec(dense, sparse)[0]
-        # New rows for every key the sample reads in its first non-empty bag's table,
-        # far from the trained ones.
-        dim = 4
-        with open(os.path.join(GOLDEN, "model.toml")) as f:
-            for line in f:
-                if line.strip().startswith("embedding_dim"):
-                    dim = int(line.split("=")[1])
+        # New rows for every key the sample reads in its first non-empty bag's table.
         table = next(t for t, bag in enumerate(sparse[0]) if bag)
-        keys = np.array(sparse[0][table], dtype=np.int64)
-        np.save(tmp_path / "k.npy", keys)
-        np.save(tmp_path / "v.npy", np.full((len(keys), dim), 3.0, dtype=np.float32))
-        pub = subprocess.run([SPINDLE, "hps", "publish", "--redis", redis, "--table", f"emb{table}",
-                              "--keys", str(tmp_path / "k.npy"), "--vectors",
-                              str(tmp_path / "v.npy")], capture_output=True, text=True)
+        keys = sparse[0][table]
+        pub = publish(endpoint_of_redis, tmp_path, f"emb{table}", keys, 3.0)
         assert pub.returncode == 0 and f"published {len(keys)} keys" in pub.stdout, pub.stderr
-        after = before
-        for _ in range(100):
-            after = c.infer_rec(dense, sparse)[0]
-            if abs(after - before) > 1e-6:
-                break
-            time.sleep(0.1)
+        after = settled_score(c, dense, sparse, before)
         assert abs(after - before) > 1e-6, "the published rows never reached the answer"
-        assert c.infer_rec(dense, sparse)[0] == pytest.approx(after, abs=1e-7)  # settled
+        # A NaN row is refused by the publisher, by name, and answers stay finite.
+        np.save(tmp_path / "nan.npy", np.full((len(keys), 8), np.nan, dtype=np.float32))
+        bad = subprocess.run([SPINDLE, "hps", "publish", "--redis", endpoint_of_redis, "--table",
+                              f"emb{table}", "--keys", str(tmp_path / "k.npy"), "--vectors",
+                              str(tmp_path / "nan.npy")], capture_output=True, text=True)
+        assert bad.returncode != 0 and "rows must be finite" in bad.stderr, bad.stderr
+        # Redis back without its data: the server makes its group again and follows on.
+        restart()
+        pub = publish(endpoint_of_redis, tmp_path, f"emb{table}", keys, -2.0)
+        assert pub.returncode == 0, pub.stderr
+        again = settled_score(c, dense, sparse, after, seconds=40)
+        assert abs(again - after) > 1e-6, "no update applied after Redis came back empty"
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0

@@ -8,6 +8,7 @@
 #include <hiredis/hiredis.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "tests/graph/test_util.hpp"
 #include "tests/support/redis_server.hpp"
@@ -108,18 +109,22 @@ TEST(update_stream_test, malformed_messages_are_dead_lettered_and_the_rest_appli
   ASSERT_TRUE(
       producer->publish("t", 8, keys, std::vector<float>(24, 1.0f)).has_value());  // wrong dim
   ASSERT_TRUE(producer->publish("t", dim, keys, versioned(keys, 5)).has_value());
+  auto poisoned = versioned(keys, 6);  // one NaN: the whole message is refused
+  poisoned[dim + 1] = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_TRUE(producer->publish("t", dim, keys, poisoned).has_value());
   auto consumer = update_consumer::connect("127.0.0.1", f.redis->port(), f.options("c1"));
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(
         consumer->poll([&](const update_batch& b) { return apply_update(b, nullptr, f.pdb.get()); })
             .has_value());
   }
-  EXPECT_EQ(consumer->stats().rejected, 3u);
+  EXPECT_EQ(consumer->stats().rejected, 4u);
   EXPECT_EQ(consumer->stats().applied_messages, 1u);
   EXPECT_EQ(f.pdb_value(2), 205.0f);
+  EXPECT_EQ(f.pdb_value(0), 5.0f);  // the poisoned message's finite rows were not written either
   auto dead = raw.command({"XRANGE", stream + ":rejected", "-", "+"});
   ASSERT_TRUE(dead.has_value());
-  ASSERT_EQ(dead->elements(), 3u);
+  ASSERT_EQ(dead->elements(), 4u);
   EXPECT_EQ(*consumer->pending(), 0u);
 }
 
