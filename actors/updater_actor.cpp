@@ -28,10 +28,6 @@ updater_actor::behavior_type updater_behavior(updater_actor::stateful_pointer<up
           self->send(self, poll_atom::value);  // each poll blocks at most block_ms
         } else {
           log::warn("updater: {}; retrying in 1 s", n.error().to_string());
-          // Redis back without its data (or the stream deleted): the group is made again.
-          if (n.error().message().find("NOGROUP") != std::string::npos)
-            if (auto again = st.consumer->regroup(); !again)
-              log::warn("updater: cannot create the group again: {}", again.to_string());
           self->delayed_send(self, std::chrono::seconds(1), poll_atom::value);
         }
       },

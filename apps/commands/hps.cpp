@@ -147,28 +147,23 @@ status run_consume(const consume_args& a) {
   o.consumer = a.consumer;
   o.tables = a.tables;
   o.max_keys_per_second = a.rate;
-  SPINDLE_ASSIGN_OR_RETURN(auto first, hps::update_consumer::connect(ep.first, ep.second, o));
-  std::optional<hps::update_consumer> consumer(std::move(first));
+  SPINDLE_ASSIGN_OR_RETURN(auto consumer, hps::update_consumer::connect(ep.first, ep.second, o));
   fmt::print("consumer {} ready\n", a.consumer);
   std::fflush(stdout);
   auto idle_since = std::chrono::steady_clock::now();
   outage redis_down;
   while (!g_stop) {
-    auto n = consumer->poll([&](const hps::update_batch& b) {
+    auto n = consumer.poll([&](const hps::update_batch& b) {
       return hps::apply_update(b, vdb.get(), pdb.get());
     });
     if (!n) {
       // Redis went away (or came back empty, without our group): retry with
       // backoff instead of exiting; the connection reconnects by itself.
-      SPINDLE_TRY(redis_down.wait_or_fail(n.error()));
-      if (n.error().message().find("NOGROUP") != std::string::npos) {
-        auto again = hps::update_consumer::connect(ep.first, ep.second, o);
-        if (again) consumer.emplace(std::move(*again));
-      }
+      SPINDLE_TRY(redis_down.wait_or_fail(n.error()));  // a lost group is made again by poll
       continue;
     }
     redis_down.over();
-    const auto& s = consumer->stats();
+    const auto& s = consumer.stats();
     if (*n > 0) {
       idle_since = std::chrono::steady_clock::now();
       fmt::print("applied {} messages {} keys\n", s.applied_messages, s.applied_keys);
@@ -178,7 +173,7 @@ status run_consume(const consume_args& a) {
       break;
     }
   }
-  const auto& s = consumer->stats();
+  const auto& s = consumer.stats();
   fmt::print("stopped: applied {} messages {} keys, rejected {}, claimed {}\n", s.applied_messages,
              s.applied_keys, s.rejected, s.claimed);
   return status::ok();

@@ -90,9 +90,6 @@ class update_consumer {
   /// Returns the number of messages applied.
   expected<std::uint64_t> poll(const std::function<status(const update_batch&)>& apply);
   /// Messages delivered to the group but not yet acknowledged, over all tables.
-  /// Creates the group again where Redis lost it (a server back without its
-  /// data, a stream deleted): from each stream's start.
-  status regroup();
   expected<std::uint64_t> pending();
   const consumer_stats& stats() const { return stats_; }
 
