@@ -240,6 +240,14 @@ status open_type_tables(node_args& a) {
 
 }  // namespace
 
+// Every rank's PDB needs every update, so each rank reads the streams in a
+// consumer group of its own: a group given to every rank (mpirun, launch) is
+// made per rank. Without one, the default group (host and PDB folder) is
+// already one per rank.
+std::string rank_updates_group(const std::string& group, int rank) {
+  return group.empty() ? group : fmt::format("{}.rank-{}", group, rank);
+}
+
 status refuse_coordinator_flags(const node_args& a) {
   if (a.rank == 0 || a.coordinator_flags.empty()) return status::ok();
   const bool one = a.coordinator_flags.size() == 1;
@@ -257,11 +265,6 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
   SPINDLE_ASSIGN_OR_RETURN(node_args a, with_rank(given, topo));
   SPINDLE_TRY(refuse_coordinator_flags(a));
-  if (!a.door.dlrm.updates.empty())  // each rank's PDB would need every update: a group per rank
-    return make_error(errc::invalid_argument,
-                      "--updates {}: online embedding updates are followed by `spindle serve` and "
-                      "`serve-dlrm`, not yet by cluster ranks",
-                      a.door.dlrm.updates);
   sigset_t set = stop_signal_set();
   if (a.rank != 0) {
     sigaddset(&set, kCoordinatorLost);
@@ -293,6 +296,7 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
     SPINDLE_TRY(transport::ucx::restrict_to_host(me.host));
   }
   const int rank = a.rank;
+  a.door.dlrm.updates_group = rank_updates_group(a.door.dlrm.updates_group, rank);
   // What is not on this disk comes from the peers' file doors, before it is opened.
   // A rank past the TOML's (joined) has no partition of its own: it opens rank
   // 0's (rank_shard::start), so that is the one it fetches.

@@ -50,6 +50,10 @@ struct node_args {
 /// one gets an error naming it (checked before the node starts anything).
 status refuse_coordinator_flags(const node_args& a);
 
+/// The consumer group of rank `rank`'s online embedding updates: a group given
+/// to every rank becomes GROUP.rank-N, so each rank's PDB takes every update.
+std::string rank_updates_group(const std::string& group, int rank);
+
 /// Runs the node until its workload is done or a stop signal comes; prints
 /// "node NAME (rank R) listening on HOST:PORT ..." and "ready" once it has
 /// joined. A member that lost its coordinator re-executes itself with

@@ -88,6 +88,7 @@ expected<actors::updater_actor> follow_updates(caf::actor_system& sys, const hps
                  ? a.updates_group
                  : fmt::format("spindle@{}:{}", host, std::filesystem::absolute(a.pdb).string());
   for (std::size_t t = 0; t < d.table_rows.size(); ++t) co.tables.push_back(fmt::format("emb{}", t));
+  co.table_rows.assign(d.table_rows.begin(), d.table_rows.end());
   auto consumer = hps::update_consumer::connect(ep->first, ep->second, co);
   if (!consumer) return std::move(consumer).error().with_context("--updates " + a.updates + ": ");
   log::info("following online updates of {} tables from {} (group {}, consumer {})",

@@ -89,7 +89,8 @@ void register_launch(CLI::App& app) {
   for (const char* flag :
        {"--rec-model", "--rec-workers", "--dlrm-model", "--dlrm-name", "--dlrm-instances",
         "--hps-config", "--vdb", "--vdb-redis", "--vdb-partitions", "--cache-fraction",
-        "--hit-rate-threshold", "--refresh-ms", "--max-queue", "--slo-ms", "--max-connections",
+        "--hit-rate-threshold", "--refresh-ms", "--updates", "--updates-group", "--consumer",
+        "--max-queue", "--slo-ms", "--max-connections",
         "--max-connections-per-peer"}) {
     auto* o = launch->add_option_function<std::vector<std::string>>(
         flag,

@@ -29,7 +29,8 @@ void add_hps_stack_options(CLI::App& cmd, runtime::hps_stack_args& a, const std:
                  "and VDB; the L1 cache takes them at its refresh (--refresh-ms)");
   cmd.add_option("--updates-group", a.updates_group,
                  "The updates' consumer group (default: one of this server's own, from the host "
-                 "and the PDB's path: every server applies every update to its own PDB)");
+                 "and the PDB's path: every server applies every update to its own PDB; a "
+                 "cluster rank reads in GROUP.rank-N, one group per rank)");
   cmd.add_option("--consumer", a.consumer,
                  "The updates' consumer name (default: the host name; reuse it after a restart "
                  "to resume)");

@@ -99,6 +99,17 @@ expected<update_consumer> update_consumer::connect(const std::string& host, int 
   return update_consumer(std::move(group), std::move(o));
 }
 
+status update_consumer::check_keys(const update_batch& b) const {
+  const auto t = std::find(o_.tables.begin(), o_.tables.end(), b.table) - o_.tables.begin();
+  if (std::size_t(t) >= o_.table_rows.size() || o_.table_rows[t] == 0) return status::ok();
+  for (const cache_key k : b.keys)
+    if (k >= o_.table_rows[t])
+      return make_error(errc::invalid_argument,
+                        "update {} of table '{}': key {} is past the table's {} rows", b.id,
+                        b.table, k, o_.table_rows[t]);
+  return status::ok();
+}
+
 void update_consumer::throttle(std::uint64_t keys) {
   stats_.applied_keys += keys;
   if (o_.max_keys_per_second <= 0) return;
@@ -114,6 +125,7 @@ expected<std::uint64_t> update_consumer::poll(
     std::string error;
     update_batch b = parse_entry(e, table_of_stream(e.stream, o_.prefix), error);
     if (!error.empty()) return make_error(errc::invalid_argument, "{}", error);
+    SPINDLE_TRY(check_keys(b));
     SPINDLE_TRY(apply(b).with_context(fmt::format("update {} of table '{}': ", b.id, b.table)));
     throttle(b.keys.size());
     return status::ok();

@@ -60,6 +60,9 @@ struct consumer_options {
   std::string group = "spindle-updaters";
   std::string consumer;  // unique per process; reuse it after a restart
   std::vector<std::string> tables;
+  /// Each table's rows, beside `tables` (empty: unchecked): a message with a key
+  /// past its table's rows is refused whole, as a call reading it would be.
+  std::vector<std::uint64_t> table_rows;
   std::uint32_t read_count = 16;        // messages per XREADGROUP
   std::uint32_t block_ms = 200;         // wait for new messages at most this long
   double max_keys_per_second = 0;       // rate limit; 0: none
@@ -96,6 +99,7 @@ class update_consumer {
  private:
   update_consumer(stream_group g, consumer_options o) : group_(std::move(g)), o_(std::move(o)) {}
   void throttle(std::uint64_t keys);
+  status check_keys(const update_batch& b) const;
 
   stream_group group_;
   consumer_options o_;

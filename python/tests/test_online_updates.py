@@ -3,13 +3,15 @@
 writes them) into its PDB and VDB, and the L1 cache takes them at its refresh,
 so a call's score changes once the rows it reads are published anew, also after
 Redis comes back without its data; a NaN row is refused; such a server stops
-cleanly on SIGTERM; a `spindle node` given --updates is refused by
-name. Starts redis-server on a free
+cleanly on SIGTERM; every rank of a launched cluster takes every update
+into its own PDB. Starts redis-server on a free
 loopback port and stops it after. Needs numpy and the spindle binary."""
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -131,14 +133,65 @@ def test_a_server_refreshing_its_cache_stops_cleanly(tmp_path):
     assert proc.wait(timeout=30) == 0
 
 
-def test_a_cluster_rank_refuses_updates_by_name(tmp_path):
+def launched_doors(proc, ranks, lines, seconds=120):
+    """The door endpoints `spindle launch` printed ("[rank R] listening HOST:PORT");
+    its output lines are appended to `lines`."""
+    doors = {}
+    deadline = time.time() + seconds
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    while len(doors) < ranks:
+        assert proc.poll() is None and time.time() < deadline, "".join(lines)
+        for line in list(lines):
+            m = re.match(r"^\[rank (\d+)\] listening (\S+)", line)
+            if m:
+                doors[int(m.group(1))] = m.group(2)
+        time.sleep(0.1)
+    return [doors[r] for r in range(ranks)]
+
+
+def test_every_cluster_rank_follows_the_updates(tmp_path, redis):
+    """Two launched ranks, each with a door and its own PDB, both given one
+    --updates-group: each rank reads in a group of its own (GROUP.rank-N), so a
+    published row reaches the answers of both doors (in one shared group each
+    update would reach one rank only, and the doors would answer differently)."""
+    endpoint_of_redis, _ = redis
+    ports = [free_port(), free_port()]
     toml = tmp_path / "c.toml"
-    toml.write_text('coordinator = "a"\n[[server]]\nname = "a"\nhost = "127.0.0.1"\n'
-                    f'port = {free_port()}\nmemory = 1000000\n')
-    r = subprocess.run([SPINDLE, "node", "--config", str(toml), "--rank", "0", "--dataset",
-                        str(tmp_path / "none"), "--model", str(tmp_path / "none"), "--listen",
-                        "127.0.0.1:0", "--dlrm-model", GOLDEN, "--pdb", str(tmp_path / "pdb"),
-                        "--updates", "127.0.0.1:1"], capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0
-    assert "--updates 127.0.0.1:1: online embedding updates are followed by `spindle serve`" \
-        in r.stderr, r.stderr
+    toml.write_text('coordinator = "s0"\n' + "".join(
+        f'[[server]]\nname = "s{r}"\nhost = "127.0.0.1"\nport = {p}\nmemory = 1000000\n'
+        + (f'door = "127.0.0.1:{free_port()}"\n' if r == 1 else "")
+        for r, p in enumerate(ports)))
+    env = dict(os.environ, SPINDLE_CLUSTER_TOKEN="0123456789abcdef0123456789abcdef",
+               SPINDLE_PROGRESS="0")
+    proc = subprocess.Popen(
+        [SPINDLE, "launch", "--config", str(toml), "--listen", "127.0.0.1:0", "--dlrm-model",
+         GOLDEN, "--dlrm-name", "ctr", "--pdb", str(tmp_path / "pdb"), "--updates",
+         endpoint_of_redis, "--updates-group", "g", "--refresh-ms", "100"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines = []
+    try:
+        doors = launched_doors(proc, 2, lines)
+        clients = [sc.Client(d, model="ctr") for d in doors]
+        dense, sparse = sample()
+        before = [c.infer_rec(dense, sparse)[0] for c in clients]
+        assert abs(before[0] - before[1]) < 1e-6, before
+        table = next(t for t, bag in enumerate(sparse[0]) if bag)
+        pub = publish(endpoint_of_redis, tmp_path, f"emb{table}", sparse[0][table], 3.0)
+        assert pub.returncode == 0, pub.stderr
+        after = [settled_score(c, dense, sparse, b) for c, b in zip(clients, before)]
+        for rank in (0, 1):
+            assert abs(after[rank] - before[rank]) > 1e-6, f"rank {rank} never took the update"
+        assert abs(after[0] - after[1]) < 1e-6, after
+        host, port = endpoint_of_redis.split(":")
+        groups = subprocess.run(["redis-cli", "-h", host, "-p", port, "XINFO", "GROUPS",
+                                 f"spindle:updates:emb{table}"], capture_output=True, text=True)
+        for rank in (0, 1):
+            assert f"g.rank-{rank}" in groups.stdout, groups.stdout
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0, "".join(lines)

@@ -112,19 +112,26 @@ TEST(update_stream_test, malformed_messages_are_dead_lettered_and_the_rest_appli
   auto poisoned = versioned(keys, 6);  // one NaN: the whole message is refused
   poisoned[dim + 1] = std::numeric_limits<float>::quiet_NaN();
   ASSERT_TRUE(producer->publish("t", dim, keys, poisoned).has_value());
-  auto consumer = update_consumer::connect("127.0.0.1", f.redis->port(), f.options("c1"));
-  for (int i = 0; i < 5; ++i) {
+  // A key past the table's 3 rows: the whole message is refused, as a call reading it is.
+  const std::vector<cache_key> past{1, 3};
+  ASSERT_TRUE(producer->publish("t", dim, past, versioned(past, 7)).has_value());
+  auto o = f.options("c1");
+  o.table_rows = {3};
+  auto consumer = update_consumer::connect("127.0.0.1", f.redis->port(), o);
+  for (int i = 0; i < 6; ++i) {
     ASSERT_TRUE(
         consumer->poll([&](const update_batch& b) { return apply_update(b, nullptr, f.pdb.get()); })
             .has_value());
   }
-  EXPECT_EQ(consumer->stats().rejected, 4u);
+  EXPECT_EQ(consumer->stats().rejected, 5u);
   EXPECT_EQ(consumer->stats().applied_messages, 1u);
   EXPECT_EQ(f.pdb_value(2), 205.0f);
   EXPECT_EQ(f.pdb_value(0), 5.0f);  // the poisoned message's finite rows were not written either
+  EXPECT_EQ(f.pdb_value(1), 105.0f);  // nor the rows of the message with a key past the table
+  EXPECT_EQ(f.pdb_value(3), -1.0f);
   auto dead = raw.command({"XRANGE", stream + ":rejected", "-", "+"});
   ASSERT_TRUE(dead.has_value());
-  ASSERT_EQ(dead->elements(), 4u);
+  ASSERT_EQ(dead->elements(), 5u);
   EXPECT_EQ(*consumer->pending(), 0u);
 }
 
