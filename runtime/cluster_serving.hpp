@@ -80,6 +80,9 @@ struct node_pipelines {
   /// --type-table-pdb: this rank's parameter server (its own folder) a typed
   /// model's large embedding tables are read from; null: held in memory.
   std::shared_ptr<type_tables> type_pdb;
+  /// --model-repository: this rank's own folder of versioned models (Triton's
+  /// layout) its door serves, each at the versions its policy picks.
+  std::string repository;
 };
 
 /// Waits until every rank owning a shard is alive, then runs `p.pipelines`

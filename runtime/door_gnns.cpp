@@ -1,5 +1,8 @@
 #include "runtime/door_gnns.hpp"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "actors/batcher_actor.hpp"
@@ -7,9 +10,16 @@
 #include "core/call_origin.hpp"
 #include "core/log.hpp"
 #include "graph/metrics.hpp"
+#include "runtime/model_repository.hpp"
 #include "runtime/serving_assets.hpp"
 
 namespace spindle::runtime {
+namespace {
+
+// A repository model's versions are loaded as NAME@VERSION.
+std::string name_of(const std::string& key) { return key.substr(0, key.find('@')); }
+
+}  // namespace
 
 struct door_gnns::model {
   caf::actor_system* sys = nullptr;
@@ -45,8 +55,11 @@ door_gnns::~door_gnns() {
 std::map<std::string, door_gnns::time_point> door_gnns::loaded() const {
   std::lock_guard lock(mu_);
   std::map<std::string, time_point> out;
-  for (const auto& name : loading_) out[name] = time_point::max();
-  for (const auto& [name, m] : models_) out[name] = m->listed_since;
+  for (const auto& name : loading_) out[name_of(name)] = time_point::max();
+  for (const auto& [key, m] : models_) {  // a repository model once, whichever versions
+    auto [it, fresh] = out.emplace(name_of(key), m->listed_since);
+    if (!fresh) it->second = std::max(it->second, m->listed_since);
+  }
   for (const auto& [name, since] : recs_) out[name] = since;
   return out;
 }
@@ -54,7 +67,8 @@ std::map<std::string, door_gnns::time_point> door_gnns::loaded() const {
 void door_gnns::mark_listed(const std::string& name) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
-  if (auto it = models_.find(name); it != models_.end()) it->second->listed_since = now;
+  for (auto& [key, m] : models_)
+    if (name_of(key) == name) m->listed_since = now;
   if (auto it = recs_.find(name); it != recs_.end()) it->second = now;
 }
 
@@ -108,6 +122,10 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
                       "(start it with --dataset and --model to serve GNNs); recommendation "
                       "models load here",
                       name, path);
+  if (path.empty())
+    return make_error(errc::invalid_argument,
+                      "load '{}': give the model directory (this node has no --model-repository)",
+                      name);
   const rank_context& node = *node_;
   {
     std::lock_guard lock(mu_);
@@ -150,17 +168,84 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
 }
 
 void door_gnns::unload(const std::string& key) {
-  const std::string name = key.substr(0, key.find('@'));
   std::unique_ptr<model> gone;
   {
     std::lock_guard lock(mu_);
-    auto it = models_.find(name);
+    auto it = models_.find(key);
     if (it == models_.end()) return;
     gone = std::move(it->second);
     models_.erase(it);
+    const std::string name = name_of(key);
+    if (std::none_of(models_.begin(), models_.end(),
+                     [&](const auto& m) { return name_of(m.first) == name; }))
+      markers_.erase(name);
   }
   gone.reset();  // stops its batcher and pipelines, then frees what they read
   if (p_.type_pdb) p_.type_pdb->sweep();  // other weights' tables no model reads now
+}
+
+bool door_gnns::serves_other_version(const std::string& name, const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return std::any_of(models_.begin(), models_.end(),
+                     [&](const auto& m) { return m.first != key && name_of(m.first) == name; });
+}
+
+std::string door_gnns::repository_marker(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = markers_.find(name);
+  return it == markers_.end() ? std::string() : it->second;
+}
+
+void door_gnns::announce_versions(const std::string& name,
+                                  const std::vector<std::string>& versions) {
+  const std::string marker = fmt::format("{}{}", kRepositoryMarker, fmt::join(versions, ","));
+  {
+    std::lock_guard lock(mu_);
+    markers_[name] = marker;
+  }
+  listed_after_load(name, marker);
+}
+
+// The gateway asks which versions to serve, then loads each one it lacks. The
+// list learns the set once every picked version is here: after the last load,
+// or now when none is missing (a version retired only).
+expected<std::vector<std::string>> door_gnns::versions_to_serve(const std::string& name) {
+  SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_versions(p_.repository, name));
+  std::vector<std::string> out;
+  for (const auto& v : picked) out.push_back(std::to_string(v.version));
+  bool all_here = true;
+  {
+    std::lock_guard lock(mu_);
+    wanted_[name] = out;
+    for (const auto& v : out) all_here = all_here && models_.count(name + "@" + v) > 0;
+  }
+  if (all_here) announce_versions(name, out);
+  return out;
+}
+
+expected<actors::gnn_model_binding> door_gnns::load_version(const std::string& name,
+                                                            const std::string& version,
+                                                            serving::admission_options admission) {
+  SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(p_.repository));
+  auto it = all.find(name);
+  const int v = std::atoi(version.c_str());
+  if (it == all.end() || !it->second.versions.count(v))
+    return make_error(errc::not_found, "model repository {}: no {}/{}/model.toml", p_.repository,
+                      name, version);
+  const std::string key = fmt::format("{}@{}", name, version);
+  SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, it->second.versions.at(v), admission));
+  b.name = name;
+  b.key = key;
+  b.version = version;
+  std::vector<std::string> wanted;
+  bool all_here = true;
+  {
+    std::lock_guard lock(mu_);
+    wanted = wanted_[name];
+    for (const auto& w : wanted) all_here = all_here && models_.count(name + "@" + w) > 0;
+  }
+  if (all_here && !wanted.empty()) announce_versions(name, wanted);
+  return b;
 }
 
 actors::model_loader door_gnns::loader(serving::admission_options admission, rec_load_fn load_rec) {
@@ -196,9 +281,16 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
     // Off the list first, so no follower loads it again meanwhile (a follower's
     // own unload follows the list: it is off already).
     if (call_origin() == kFollowerOrigin) return unload(key);
+    // A repository version retired while another serves the name: still listed.
+    if (key != name && serves_other_version(name, key)) return unload(key);
     if (auto st = announce("remove", name, ""); !st)
       log::warn("'{}' unloaded at this door only: {}", name, st.message());
     unload(key);
+  };
+  if (p_.repository.empty()) return l;
+  l.versions_to_serve = [this](const std::string& name) { return versions_to_serve(name); };
+  l.load_version = [this, admission](const std::string& name, const std::string& version) {
+    return load_version(name, version, admission);
   };
   return l;
 }

@@ -4,7 +4,9 @@
 // pipelines of its own over the cluster's shards (a feature reader of its own;
 // other ranks' rows read as the cluster's GNN reads them) behind a batcher of
 // its own, its PSGS routing timed on load when the node calibrates (--calibrate)
-// and its fanouts tunable at this door. The coordinator lists them, and every node with a door
+// and its fanouts tunable at this door. With a model repository (each rank its own
+// folder in Triton's layout) a load without a directory serves the versions
+// the repository's policy picks. The coordinator lists them, and every node with a door
 // follows the list (model_follower), so a load or an unload through any door reaches every node.
 // The GNN the ranks started with is the cluster's (one queue over every rank's pipelines) and stays
 // pinned. Thread-safe.
@@ -17,6 +19,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "actors/gateway.hpp"
 #include "runtime/cluster_serving.hpp"
@@ -25,6 +29,9 @@ namespace spindle::runtime {
 
 /// The call origin of a model_follower's loads and unloads.
 inline constexpr const char* kFollowerOrigin = "cluster";
+/// How the coordinator's list names a repository model: this prefix and the
+/// versions served ("model-repository:2,1"); each rank reads its own repository.
+inline constexpr std::string_view kRepositoryMarker = "model-repository:";
 
 class door_gnns {
  public:
@@ -46,14 +53,25 @@ class door_gnns {
   /// known to hold it (time_point::max(): not yet, or never: then it is served
   /// at this door only and no follower may take it away).
   std::map<std::string, time_point> loaded() const;
-  /// The coordinator's list: name -> model directory.
+  /// The coordinator's list: name -> model directory (or a repository marker).
   expected<std::map<std::string, std::string>> listed() const;
+  /// The repository marker this door serves `name` at ("" when `name` is not a
+  /// repository model here); a follower re-reads the repository when the list's differs.
+  std::string repository_marker(const std::string& name) const;
 
  private:
   struct model;
   expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path,
                                            serving::admission_options admission);
   void unload(const std::string& key);
+  /// --model-repository: the versions of `name` its policy picks now, and one of them loaded.
+  expected<std::vector<std::string>> versions_to_serve(const std::string& name);
+  expected<actors::gnn_model_binding> load_version(const std::string& name,
+                                                   const std::string& version,
+                                                   serving::admission_options admission);
+  bool serves_other_version(const std::string& name, const std::string& key) const;
+  /// Tells the coordinator `name` is served from each rank's repository at `versions`.
+  void announce_versions(const std::string& name, const std::vector<std::string>& versions);
   void mark_listed(const std::string& name);
   /// After a load through this door (not the follower's): tells the coordinator.
   void listed_after_load(const std::string& name, const std::string& path);
@@ -68,6 +86,8 @@ class door_gnns {
   std::map<std::string, std::unique_ptr<model>> models_;  // guarded by mu_
   std::set<std::string> loading_;                         // guarded by mu_
   std::map<std::string, time_point> recs_;  // guarded by mu_: recommendation models loaded here
+  std::map<std::string, std::string> markers_;  // guarded by mu_: repository models' markers
+  std::map<std::string, std::vector<std::string>> wanted_;  // guarded by mu_: versions picked last
 };
 
 }  // namespace spindle::runtime

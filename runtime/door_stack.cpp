@@ -13,6 +13,7 @@ status serve_door_stack(caf::actor_system& sys, const front_door_args& a, door_s
   if (s.members) gw.set_members(std::move(s.members));
   // Holds the DLRM's stack (if any) until the gateway is gone.
   SPINDLE_ASSIGN_OR_RETURN(auto dlrm, add_rec_serving(sys, gw, a, std::move(s.loader)));
+  if (s.before_serving) SPINDLE_TRY(s.before_serving(gw));
   auto attached = s.while_serving ? s.while_serving(gw) : nullptr;
   auto served = serve_until_signal(gw, a, token, also, on_also, stopped_by);
   attached.reset();

@@ -24,6 +24,9 @@ struct door_stack {
   std::function<graph::stream_follow_stats()> graph_stream;
   actors::model_loader loader;             // Admin.loadModel (recommendation loads added here)
   std::function<std::string()> members;    // a cluster's member list
+  /// Run once the gateway holds the models above, before the doors open: loads
+  /// at start (a model repository's); an error stops the server.
+  std::function<status(actors::gateway&)> before_serving;
   /// Started once the gateway holds every model and stopped (destroyed) when the
   /// doors close, before the gateway goes: e.g. a follower of other doors' loads.
   std::function<std::shared_ptr<void>(actors::gateway&)> while_serving;

@@ -35,9 +35,14 @@ void model_follower::follow(const std::map<std::string, std::string>& listed,
                             std::chrono::steady_clock::time_point asked) {
   const auto here = gnns_.loaded();
   for (const auto& [name, path] : listed) {
-    if (here.count(name)) continue;
+    const bool repository = path.starts_with(kRepositoryMarker);
     if (auto f = failed_.find(name); f != failed_.end() && f->second == path) continue;
-    if (auto st = gw_.load_model(name, path); !st) {
+    if (here.count(name)) {
+      if (repository && gnns_.repository_marker(name) != path) resync(name, path);
+      continue;
+    }
+    // A repository model: this door reads its own repository (a load without a directory).
+    if (auto st = gw_.load_model(name, repository ? std::string() : path); !st) {
       log::warn("cluster model '{}' from {}: not served at this door: {}", name, path,
                 st.message());
       failed_[name] = path;
@@ -50,6 +55,22 @@ void model_follower::follow(const std::map<std::string, std::string>& listed,
   }
   for (auto it = failed_.begin(); it != failed_.end();)
     it = listed.count(it->first) ? std::next(it) : failed_.erase(it);
+}
+
+// Another door served a repository model's versions anew: this door re-reads
+// its own repository. Versions that still differ (this rank's repository is
+// not the other's) are logged once and served as they are.
+void model_follower::resync(const std::string& name, const std::string& listed) {
+  if (auto st = gw_.load_model(name, ""); !st) {
+    log::warn("cluster model '{}' ({}): not re-read at this door: {}", name, listed, st.message());
+    failed_[name] = listed;
+    return;
+  }
+  if (const auto here = gnns_.repository_marker(name); here != listed) {
+    log::warn("cluster model '{}': this door's repository gives {}, the cluster's list {}", name,
+              here, listed);
+    failed_[name] = listed;
+  }
 }
 
 }  // namespace spindle::runtime

@@ -1,7 +1,9 @@
 // Keeps a cluster node's door serving the GNN models the coordinator lists
 // (loaded at run time through any door; door_gnns): a thread polls the list
 // every period, loads through the gateway what this door lacks and unloads what
-// left the list, as an Admin call would ("admin via cluster"). Failures are
+// left the list, as an Admin call would ("admin via cluster"); a repository
+// model whose listed versions differ from this door's is re-read from this
+// rank's own repository. Failures are
 // logged once per model and tried again at the next change of the list; a
 // coordinator that does not answer is skipped until it does.
 #pragma once
@@ -29,6 +31,7 @@ class model_follower {
   void run();
   void follow(const std::map<std::string, std::string>& listed,
               std::chrono::steady_clock::time_point asked);
+  void resync(const std::string& name, const std::string& listed);
 
   actors::gateway& gw_;
   const door_gnns& gnns_;

@@ -6,6 +6,7 @@
 #include "core/log.hpp"
 #include "runtime/coordinator_loss.hpp"
 #include "runtime/door_stack.hpp"
+#include "runtime/model_repository.hpp"
 #include "runtime/model_follower.hpp"
 #include "runtime/rec_forwarder.hpp"
 
@@ -14,6 +15,24 @@ namespace spindle::runtime {
 bool serves_rec(const node_args& a) {
   return !a.door.rec_models.empty() || !a.door.dlrm.model.empty() || !a.forwards.empty();
 }
+
+namespace {
+
+// --model-repository: every model of `dir` at the versions its policy picks,
+// as a load without a directory at the door does (the list learns each).
+status load_repository(actors::gateway& gw, const std::string& dir) {
+  SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(dir));
+  if (all.empty())
+    return make_error(errc::invalid_argument,
+                      "--model-repository {}: holds no model (NAME/VERSION/model.toml)", dir);
+  for (const auto& [name, _] : all) {
+    SPINDLE_TRY(gw.load_model(name, "").with_context("--model-repository " + dir + ": "));
+    log::info("model repository: serving '{}'", name);
+  }
+  return status::ok();
+}
+
+}  // namespace
 
 // Every node serves the recommendation models of --rec-model and --dlrm-model
 // on its own (tables in its memory; a DLRM with its own L1 cache and PDB, its
@@ -42,6 +61,16 @@ status serve_door(caf::actor_system& sys, const node_args& a, rank_shard* shard,
   for (const auto& f : forwarders) s.recs.push_back(f->binding(a.door.admission()));
   // Loads through this door reach every node with a door (the coordinator's list).
   s.loader = gnns->loader(a.door.admission(), rec_loader(a.door));
+  if (!a.serving.repository.empty()) {
+    if (shard == nullptr)
+      return make_error(errc::invalid_argument,
+                        "--model-repository {} needs --dataset and --model: its GNNs run over "
+                        "this rank's shard of the dataset",
+                        a.serving.repository);
+    s.before_serving = [dir = a.serving.repository](actors::gateway& gw) {
+      return load_repository(gw, dir);
+    };
+  }
   s.members = std::move(members);
   s.while_serving = [gnns](actors::gateway& gw) {  // loads at other doors
     return std::shared_ptr<void>(std::make_shared<model_follower>(gw, *gnns));

@@ -27,6 +27,11 @@ status check_calibration_flags(node_args& a) {
     return make_error(
         errc::invalid_argument, "{} routes this node's GNN batches: it needs --dataset and --model",
         a.serving.calibrate ? "--calibrate" : "--calibration " + a.serving.calibration);
+  if (!a.serving.repository.empty() && (a.dataset.empty() || a.model.empty()))
+    return make_error(errc::invalid_argument,
+                      "--model-repository {}: its GNNs run over this rank's shard: it needs "
+                      "--dataset and --model",
+                      a.serving.repository);
   if (!a.serving.calibration_out.empty() && !a.serving.calibrate)
     return make_error(errc::invalid_argument, "--calibration-out {} needs --calibrate",
                       a.serving.calibration_out);
@@ -42,7 +47,8 @@ constexpr const char* kDoorFlags[] = {
     "--rec-workers", "--dlrm-model", "--pdb", "--hps-config", "--vdb", "--vdb-redis",
     "--vdb-partitions", "--cache-fraction", "--hit-rate-threshold", "--refresh-ms", "--warm-up",
     "--updates", "--updates-group", "--consumer",
-    "--node-manager", "--profiles", "--manager-max-workers", "--dlrm-name", "--dlrm-instances"};
+    "--node-manager", "--profiles", "--manager-max-workers", "--dlrm-name", "--dlrm-instances",
+    "--model-repository"};
 
 status refuse_door_flags_without_listen(CLI::App& node, const node_args& a) {
   if (a.listen) return status::ok();
@@ -112,6 +118,12 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--model", na->model,
                    "Model directory: with --dataset the node runs a pipeline (sampling, "
                    "gathering, inference) for the coordinator's batches");
+  node->add_option("--model-repository", na->serving.repository,
+                   "Any rank with a door, --dataset and --model: serve every model of this "
+                   "folder (NAME/VERSION/model.toml, Triton's layout; each rank its own copy) "
+                   "at the versions its policy picks; a load of NAME without a directory at any "
+                   "door re-reads it on every rank")
+      ->check(CLI::ExistingDirectory);
   node->add_option("--workload", na->workload,
                    "Rank 0 only (other ranks refuse it): serve N requests once members joined, "
                    "print a checksum");
