@@ -48,7 +48,7 @@ constexpr const char* kDoorFlags[] = {
     "--vdb-partitions", "--cache-fraction", "--hit-rate-threshold", "--refresh-ms", "--warm-up",
     "--updates", "--updates-group", "--consumer",
     "--node-manager", "--profiles", "--manager-max-workers", "--dlrm-name", "--dlrm-instances",
-    "--model-repository"};
+    "--model-repository", "--tensor-models"};
 
 status refuse_door_flags_without_listen(CLI::App& node, const node_args& a) {
   if (a.listen) return status::ok();
@@ -188,6 +188,10 @@ void register_cluster(CLI::App& app, global_options&) {
                    "A recommendation model another server serves, as NAME=HOST:PORT[,HOST:PORT"
                    "...]: calls for it at this door go there, to its servers in turn "
                    "(`launch` passes the Hera plan's servers); repeatable");
+  node->add_option("--tensor-models", na->door.tensor_models,
+                   "Any rank's door: models served over the SplitRPC data path too (the "
+                   "built-in sum, or a recommendation model's name: --rec-model, --dlrm-name)")
+      ->delimiter(',');
   add_graph_update_options(*node, na->graph);
   node->add_option("--name", na->name,
                    "Name clients call the GNN by at this node's door (default: model.toml's name)");

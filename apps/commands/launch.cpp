@@ -90,7 +90,7 @@ void register_launch(CLI::App& app) {
        {"--rec-model", "--rec-workers", "--dlrm-model", "--dlrm-name", "--dlrm-instances",
         "--hps-config", "--vdb", "--vdb-redis", "--vdb-partitions", "--cache-fraction",
         "--hit-rate-threshold", "--refresh-ms", "--updates", "--updates-group", "--consumer",
-        "--model-repository", "--max-queue", "--slo-ms", "--max-connections",
+        "--model-repository", "--tensor-models", "--max-queue", "--slo-ms", "--max-connections",
         "--max-connections-per-peer"}) {
     auto* o = launch->add_option_function<std::vector<std::string>>(
         flag,

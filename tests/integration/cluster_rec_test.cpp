@@ -1,6 +1,7 @@
 // Recommendation models in a cluster, with real processes: every door (rank 0's
 // and a member's) serves a DLRM through its own parameter server (L1 cache and
-// RocksDB PDB per node) over one shared Redis VDB, answers as one process does,
+// RocksDB PDB per node) over one shared Redis VDB, answers as one process does
+// (over inferRec and over SplitRPC, --tensor-models),
 // loads a recommendation model through Admin on its node, and refuses a GNN
 // load by name.
 #include <fmt/format.h>
@@ -15,9 +16,11 @@
 #include <vector>
 
 #include "core/subprocess.hpp"
+#include "splitrpc/rec_wire.hpp"
 #include "tests/integration/cluster_support.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/spindle_cli.hpp"
+#include "transport/rpc/rpc_client.hpp"
 
 namespace spindle {
 namespace {
@@ -65,6 +68,28 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
         << what << " sample " << i;
 }
 
+// A batch of 4 for the test's DLRM (13 dense features; bags of 2 and 1 keys) over
+// SplitRPC and over inferRec at `endpoint`: the same scores.
+void expect_split_equals_rec(const std::string& endpoint) {
+  auto client = transport::rpc::rpc_client::connect(endpoint, 30000);
+  ASSERT_TRUE(client.has_value()) << client.error().to_string();
+  std::vector<float> dense(4 * 13);
+  for (std::size_t i = 0; i < dense.size(); ++i) dense[i] = float(i % 7) / 7.0f;
+  const std::vector<nn::sparse_input> sparse{{{3, 1999, 40, 7, 0, 12, 600, 5}, {0, 2, 4, 6, 8}},
+                                             {{1, 499, 250, 9}, {0, 1, 2, 3, 4}}};
+  transport::rpc::rec_call call{"ctr", 4, dense, {}, 0};
+  for (const auto& b : sparse) call.sparse.push_back({b.indices, b.offsets});
+  auto over_rec = (*client)->infer_rec(call);
+  ASSERT_TRUE(over_rec.has_value() && over_rec->status == transport::rpc::rpc_status::ok)
+      << endpoint;
+  ASSERT_TRUE((*client)->open_split()) << endpoint;
+  auto split = (*client)->infer_split("ctr", splitrpc::pack_rec_request(4, dense, sparse));
+  ASSERT_TRUE(split.has_value()) << split.error().to_string();
+  ASSERT_EQ(split->status, transport::rpc::rpc_status::ok) << endpoint << ": " << split->message;
+  ASSERT_EQ(split->result.size(), 4u);
+  for (std::size_t b = 0; b < 4; ++b) EXPECT_EQ(split->result[b], over_rec->scores[b]) << b;
+}
+
 TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_shared_redis) {
   if (!have_cora()) GTEST_SKIP() << "the test data folder (SPINDLE_TEST_DATA_DIR) is not present";
   auto redis = testing::redis_server::start();
@@ -97,7 +122,9 @@ TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_
                                     "--admin-token-file",
                                     token,
                                     "--listen",
-                                    "127.0.0.1:0"};
+                                    "127.0.0.1:0",
+                                    "--tensor-models",
+                                    "ctr,sum"};
   };
   auto door_member = c.member(1, {}, rec_flags(1));
   auto plain_member = c.member(2, {});
@@ -120,6 +147,9 @@ TEST(cluster_rec_test, every_door_serves_a_dlrm_through_its_parameter_server_on_
     ASSERT_EQ(want.size(), 16u);
     for (const auto& door : doors) expect_close(scores(door, token, "ctr", batch), want, door);
   }
+  // SplitRPC at every door: the DLRM's scores over the split data path equal
+  // its inferRec answer at the same door.
+  for (const auto& door : doors) expect_split_equals_rec(door);
   // Both nodes wrote their misses to the shared level 2.
   auto keys = child_process::spawn(
       {"/bin/sh", "-c", fmt::format("redis-cli -p {} dbsize", (*redis)->port())});
