@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "actors/node_actor.hpp"
 #include "config/cluster_ranks.hpp"
 #include "core/log.hpp"
+#include "core/thread_priority.hpp"
 #include "features/dataset_placement.hpp"
 #include "runtime/peer_rows.hpp"
 
@@ -123,8 +125,18 @@ void placement_sync::catch_up(const member_info& coordinator,
   };
   from.copies = lent_by_peers(coordinator_, shard_, alive);
   expected<rank_shard::build_report> built =
-      in ? shard_.build(target, in->fap, in->home, from, coordinator.servers)
+      in ? expected<rank_shard::build_report>(make_error(errc::internal, "not built"))
          : expected<rank_shard::build_report>(in.error());
+  if (in) {
+    // At background priority, on a thread of its own: the node's pipelines and
+    // doors come first on a shared machine (co-located ranks, a joiner beside
+    // them), and the build takes the cores they leave idle.
+    std::thread builder([&] {
+      lower_to_background_priority();
+      built = shard_.build(target, in->fap, in->home, from, coordinator.servers);
+    });
+    builder.join();
+  }
   if (!built) {
     problem_ = fmt::format("placement epoch {} failed: {}", target, built.error().to_string());
     log::error("rank {}: {} (retrying in 1 s)", rank, problem_);
