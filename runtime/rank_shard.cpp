@@ -350,10 +350,17 @@ expected<std::string> rank_shard::publish_blob(int epoch, std::span<const std::b
   auto reg = std::make_unique<region>(std::move(mem));
   SPINDLE_TRY(describe(*reg));
   std::lock_guard lock(mu_);
-  while (!blobs_.empty() && blobs_.begin()->first < epoch - 1) blobs_.erase(blobs_.begin());
+  while (!blobs_.empty() && blobs_.begin()->first < epoch - 2) blobs_.erase(blobs_.begin());
   auto& slot = blobs_[epoch];
   slot = std::move(reg);
   return slot->descriptor;
+}
+
+bool rank_shard::owns_blob(const std::string& descriptor) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [epoch, blob] : blobs_)
+    if (blob->descriptor == descriptor) return true;
+  return false;
 }
 
 status rank_shard::read_blob(const std::string& descriptor, std::span<std::byte> out) {

@@ -112,9 +112,13 @@ class rank_shard {
   void retire_before(int epoch);
 
   /// Publishes `bytes` for placement `epoch` in a UCX region of its own. The
-  /// blob of epoch - 1 (the target nodes may still be reading) is kept, older
-  /// ones are freed, and a second blob for the same epoch replaces the first.
+  /// blobs of epoch - 1 (the target nodes may still be reading) and epoch - 2
+  /// (the epoch the cluster serves while epoch - 1 is applied, whose inputs a
+  /// joining rank reads, when `epoch` is a re-plan retried meanwhile) are kept,
+  /// older ones are freed, and a second blob for the same epoch replaces the first.
   expected<std::string> publish_blob(int epoch, std::span<const std::byte> bytes);
+  /// Whether `descriptor` names a blob this node still holds.
+  bool owns_blob(const std::string& descriptor) const;
   /// Reads `bytes` bytes of the blob at `descriptor` one-sidedly into `out`.
   status read_blob(const std::string& descriptor, std::span<std::byte> out);
 

@@ -125,6 +125,30 @@ TEST(runtime_test, a_reader_that_cannot_attach_the_next_epoch_keeps_its_own_and_
   expect_rows();
 }
 
+// Rank 0 publishes each re-plan's inputs as a blob. While epoch 2 is still being
+// applied the cluster serves epoch 1, whose inputs a joining rank reads to
+// rebuild the plan it copies rows by; a re-plan retried meanwhile publishes
+// epoch 3 and must leave epoch 1's blob in place (it freed it: the joiner
+// retried without end).
+TEST(runtime_test, a_retried_replan_keeps_the_inputs_of_the_epoch_the_cluster_serves) {
+  actors::test_support::small_gnn f("node_blobs", 10, 16, 16, 4);
+  auto zero = rank_shard::start(two_tier_topology(20000), f.dir, 0);
+  ASSERT_TRUE(zero.has_value());
+  auto& a = **zero;
+  auto blob = [](std::byte b) { return std::vector<std::byte>(64, b); };
+  auto one = a.publish_blob(1, blob(std::byte{1}));
+  ASSERT_TRUE(one.has_value());
+  ASSERT_TRUE(a.publish_blob(2, blob(std::byte{2})).has_value());
+  ASSERT_TRUE(a.publish_blob(3, blob(std::byte{3})).has_value());  // refused, retried
+  ASSERT_TRUE(a.publish_blob(3, blob(std::byte{3})).has_value());
+  std::vector<std::byte> out(64);
+  ASSERT_TRUE(a.owns_blob(*one));
+  ASSERT_TRUE(a.read_blob(*one, out));
+  EXPECT_EQ(out, blob(std::byte{1}));
+  ASSERT_TRUE(a.publish_blob(4, blob(std::byte{4})).has_value());  // epoch 2 applied, 3 accepted
+  EXPECT_FALSE(a.owns_blob(*one));
+}
+
 TEST(runtime_test, the_model_registry_refuses_a_wrong_width_and_a_duplicate_name) {
   actors::test_support::small_gnn f("node_models", 10, 16, 16, 4);
   caf::actor_system_config cfg;
