@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
+#include <thread>
 
 #include "actors/dlrm_inference_actor.hpp"
 #include "actors/gateway_metrics.hpp"
@@ -82,6 +83,24 @@ std::chrono::milliseconds gateway::manage_step() {
     e->last_tick = now;
   }
   return period;
+}
+
+std::size_t gateway::drain_calls(std::chrono::milliseconds limit) {
+  s_->stopping = true;
+  auto in_flight = [this] {
+    std::size_t n = 0;
+    for (const auto& [name, e] : s_->gnn_all()) n += e->admission.in_flight();
+    for (const auto& [name, e] : s_->rec_all()) n += e->admission.in_flight();
+    return n;
+  };
+  const auto until = clock_type::now() + limit;
+  // Zero twice, 10 ms apart: a call that passed the stopping check just before
+  // it was set is admitted by then.
+  for (int zeros = 0; zeros < 2 && clock_type::now() < until;) {
+    zeros = in_flight() == 0 ? zeros + 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return in_flight();
 }
 
 void gateway::quiesce() {
@@ -177,11 +196,19 @@ status resolve_seed_ids(transport::rpc::gnn_call& call, const gnn_entry& e) {
 // returns false when it must not go on.
 template <class Answer>
 bool admit_call(model_counters& c, serving::admission_control& admission, const status& valid,
-                const std::string& model, const std::function<void(Answer)>& done) {
+                const std::string& model, const std::function<void(Answer)>& done,
+                const std::atomic<bool>& stopping) {
   ++c.requests;
   if (!valid) {
     c.record(rpc_status::bad_request, 0);
     done({rpc_status::bad_request, valid.message()});
+    return false;
+  }
+  if (stopping.load()) {
+    c.record(rpc_status::unavailable, 0);
+    done({rpc_status::unavailable,
+          "the server is stopping (it answers the calls it admitted, then closes): call "
+          "another server"});
     return false;
   }
   if (!admission.try_admit()) {
@@ -262,7 +289,7 @@ void gateway::infer_gnn_now(transport::rpc::gnn_call call,
   if (valid) valid = serving::check_pairs(call.pairs, call.seeds.size(), e->b.model->desc());
   if (valid) valid = serving::named_output_widths(call.outputs, call.pairs, call.seeds.size(), *e->b.model)
                         .error_or_ok();
-  if (!admit_call(e->c, e->admission, valid, call.model, done)) return;
+  if (!admit_call(e->c, e->admission, valid, call.model, done, s_->stopping)) return;
   if (call.min_version > 0) done = at_version(e, call, std::move(done), 0);
   auto& scheduler = *e->scheduler;
   scheduler.submit(std::move(e), std::move(call), std::move(done));
@@ -311,7 +338,7 @@ void gateway::infer_rec(transport::rpc::rec_call call, std::function<void(rec_an
   if (call.model.empty()) call.model = e->b.name;  // the only recommendation model loaded
   if (!admit_call(e->c, e->admission,
                   check_rec_call(call, rec_desc(*e).dense_in, rec_desc(*e).table_rows.size()),
-                  call.model, done))
+                  call.model, done, s_->stopping))
     return;
   auto& scheduler = *e->scheduler;
   scheduler.submit(std::move(e), std::move(call), std::move(done));

@@ -142,6 +142,10 @@ class gateway final : public transport::rpc::rpc_service {
   /// Waits until no recommendation call is queued or running in a worker pool
   /// (after the front doors stopped: before what the models use is freed).
   void quiesce();
+  /// Stopping: refuses new calls (`unavailable`, naming why) and waits up to
+  /// `limit` for every admitted call to be answered, so the doors close with no
+  /// call lost. Returns the calls still in flight at the limit.
+  std::size_t drain_calls(std::chrono::milliseconds limit);
   /// One warm-up request through `b`'s batcher before it is reachable.
   status warm(const gnn_model_binding& b);
   /// Serves exactly the repository versions of `name` its policy picks now.

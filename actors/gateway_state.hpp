@@ -162,6 +162,7 @@ struct gateway::state {
   std::map<std::string, std::shared_ptr<rec_entry>> rec SPINDLE_GUARDED_BY(models_mu);
   clock_type::time_point started = clock_type::now();
   std::atomic<bool> ready{false};  // set once the server's models are loaded and warmed
+  std::atomic<bool> stopping{false};  // set by drain_calls(): new calls are refused by name
   // The node manager (Hera Algorithm 3 or the PARTIES-style baseline), if on.
   std::optional<colocation::hera::manager_policy> manager;
   colocation::hera::profile_table manager_profiles;  // what set_node_manager was given

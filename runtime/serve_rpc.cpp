@@ -223,6 +223,10 @@ status warm_up(actors::gateway& g) {
   return status::ok();
 }
 
+// How long a stopping server waits for the calls it admitted (Kubernetes gives
+// a pod 30 s between SIGTERM and SIGKILL by default).
+constexpr std::chrono::milliseconds kStopDrain{10000};
+
 status serve_until_signal(actors::gateway& g, const front_door_args& a, const std::string& token,
                           const std::vector<int>& also, const std::function<bool(int)>& on_also,
                           int* stopped_by) {
@@ -295,6 +299,11 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
     self->send_exit(manager, caf::exit_reason::user_shutdown);
     self->wait_for(manager);
   }
+  // Every call admitted is answered before the doors close (new ones are refused
+  // by name meanwhile): a client never loses a call it sent before the signal.
+  if (const auto left = g.drain_calls(kStopDrain); left > 0)
+    log::warn("serve: {} calls still in flight after {} s; closing the doors", left,
+              kStopDrain.count() / 1000);
   grpc.reset();
   http.reset();
   server.reset();
