@@ -9,6 +9,8 @@
 #include "core/log.hpp"
 #include "gpu/device.hpp"
 #include "hps/cache/replicated_cache.hpp"
+#include "nn/quantized_row_bytes.hpp"
+#include "nn/quantized_rows.hpp"
 
 namespace spindle::hps {
 
@@ -50,7 +52,13 @@ expected<std::unique_ptr<lookup_session>> lookup_session::create(std::vector<tab
       return make_error(errc::invalid_argument, "hps table '{}': rows must be > 0", o.name);
     auto t = std::make_unique<table_state>();
     const auto slots = static_cast<std::uint64_t>(std::ceil(double(o.rows) * o.cache_fraction));
-    auto cache = make_l1_cache({slots, o.dim, o.slabs_per_set}, on_device, options.l1_gpus);
+    if (o.bits != 32 && on_device)
+      return make_error(errc::unsupported,
+                        "hps table '{}': int{} rows in a GPU's L1 cache are not built (the host "
+                        "cache holds them; serve with the L1 on the host)",
+                        o.name, o.bits);
+    auto cache = make_l1_cache({slots, o.dim, o.slabs_per_set, o.bits}, on_device,
+                               options.l1_gpus);
     if (!cache) return std::move(cache).error().with_context("hps table '" + o.name + "'");
     t->cache = std::move(*cache);
     t->threshold = o.hit_rate_threshold;
@@ -161,6 +169,16 @@ lookup_session::fetch_result lookup_session::fetch_and_insert(table_state& t,
       static std::atomic<std::uint64_t> failures{0};
       if (const auto n = failures.fetch_add(1); n % 1000 == 0)
         log::warn("vdb insert failed ({} so far): {}", n + 1, s.to_string());
+    }
+  }
+  // An int8 L1: a fetched row answers as it will once cached (quantised and
+  // back), so a key's answer does not depend on whether it was a hit.
+  if (t.options.bits == 8) {
+    std::vector<std::uint8_t> codes(nn::quantized_row_bytes(dim, 8));
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      float* row = values.data() + i * dim;
+      if (r.found[i] && nn::quantize_row(row, dim, 8, codes.data()))
+        nn::dequantize_row(codes.data(), dim, 8, row);
     }
   }
   return r;

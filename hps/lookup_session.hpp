@@ -34,6 +34,10 @@ struct table_options {
   double hit_rate_threshold = 0.8;  // sync insertion below it, async at or above
   float default_value = 0.0f;       // every element of a missed key's default vector
   std::uint32_t slabs_per_set = 2;
+  /// The L1's rows: 32 (float32) or 8 (row-wise int8, model.toml table_precision
+  /// "int8"); rows fetched from the VDB and PDB (which hold float32) answer
+  /// quantised too, so hits and misses answer alike.
+  int bits = 32;
 };
 
 /// What one lookup did.

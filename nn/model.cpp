@@ -210,11 +210,12 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
                             type_row_readers type_rows) {
   SPINDLE_TRY(config::validate(d));
   SPINDLE_TRY(config::validate_table_precision(d, weights.path()));
-  if (external_embeddings && d.table_precision != "fp32")
+  // The parameter server's L1 holds int8 rows (hps/cache); int4 only in memory.
+  if (external_embeddings && d.table_precision == "int4")
     return make_error(errc::unsupported,
                       "{}: model '{}': model.table_precision = '{}': the parameter server's "
-                      "tables (--dlrm-model, spindle hps load) hold fp32 rows; serve it with "
-                      "--rec-model",
+                      "tables (--dlrm-model, spindle hps load) hold fp32 or int8 rows; serve it "
+                      "with --rec-model",
                       weights.path(), d.name, d.table_precision);
   SPINDLE_ASSIGN_OR_RETURN(const auto external, external_tables(d, weights, type_rows));
   model m;

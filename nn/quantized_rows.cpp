@@ -52,6 +52,29 @@ std::uint8_t code_of(float x, const row_params& p, int bits) {
 
 }  // namespace
 
+bool quantize_row(const float* x, std::int64_t dim, int bits, std::uint8_t* out) {
+  const auto [lo, hi] = std::minmax_element(x, x + dim);
+  row_params p;
+  if (!std::all_of(x, x + dim, [](float v) { return std::isfinite(v); }) ||
+      !params_for(*lo, *hi, bits, p))
+    return false;
+  const std::size_t codes = bits == 8 ? std::size_t(dim) : std::size_t(dim + 1) / 2;
+  std::fill(out, out + codes, std::uint8_t(0));
+  for (std::int64_t c = 0; c < dim; ++c) {
+    const std::uint8_t q = code_of(x[c], p, bits);
+    if (bits == 8) out[c] = q;
+    else out[c / 2] |= std::uint8_t(c % 2 ? q << 4 : q);
+  }
+  if (bits == 8) {
+    std::memcpy(out + codes, &p.scale, sizeof(float));
+    std::memcpy(out + codes + sizeof(float), &p.bias, sizeof(float));
+  } else {
+    std::memcpy(out + codes, &p.scale16, sizeof(std::uint16_t));
+    std::memcpy(out + codes + sizeof(std::uint16_t), &p.bias16, sizeof(std::uint16_t));
+  }
+  return true;
+}
+
 expected<quantized_table> quantized_table::quantize(std::span<const float> values,
                                                     std::int64_t rows, std::int64_t dim, int bits,
                                                     const std::string& what) {
@@ -62,31 +85,16 @@ expected<quantized_table> quantized_table::quantize(std::span<const float> value
                       rows, dim);
   quantized_table t;
   t.rows_ = rows, t.dim_ = dim, t.bits_ = bits;
-  const std::size_t codes = bits == 8 ? std::size_t(dim) : std::size_t(dim + 1) / 2;
   t.stride_ = quantized_row_bytes(dim, bits);
   t.data_.assign(t.stride_ * std::size_t(rows), 0);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* x = values.data() + r * dim;
-    const auto [lo, hi] = std::minmax_element(x, x + dim);
-    row_params p;
-    if (!std::all_of(x, x + dim, [](float v) { return std::isfinite(v); }) ||
-        !params_for(*lo, *hi, bits, p))
+    if (!quantize_row(x, dim, bits, t.data_.data() + std::size_t(r) * t.stride_)) {
+      const auto [lo, hi] = std::minmax_element(x, x + dim);
       return make_error(errc::invalid_argument,
                         "{}: row {} (values in [{}, {}]) cannot be stored as int{}: it holds a "
                         "NaN, an infinity or a range wider than float{}",
                         what, r, *lo, *hi, bits, bits == 4 ? "16's (|value| past 65504)" : "32's");
-    std::uint8_t* row = t.data_.data() + std::size_t(r) * t.stride_;
-    for (std::int64_t c = 0; c < dim; ++c) {
-      const std::uint8_t q = code_of(x[c], p, bits);
-      if (bits == 8) row[c] = q;
-      else row[c / 2] |= std::uint8_t(c % 2 ? q << 4 : q);
-    }
-    if (bits == 8) {
-      std::memcpy(row + codes, &p.scale, sizeof(float));
-      std::memcpy(row + codes + sizeof(float), &p.bias, sizeof(float));
-    } else {
-      std::memcpy(row + codes, &p.scale16, sizeof(std::uint16_t));
-      std::memcpy(row + codes + sizeof(std::uint16_t), &p.bias16, sizeof(std::uint16_t));
     }
   }
   return t;
@@ -135,6 +143,23 @@ void quantized_table::add_row(std::int64_t row, float weight, float* out) const 
     out[2 * i + 1] += ws * float(q[i] >> 4) + wb;
   }
   if (dim_ % 2) out[dim_ - 1] += ws * float(q[pairs] & 0x0f) + wb;
+}
+
+void dequantize_row(const std::uint8_t* row, std::int64_t dim, int bits, float* out) {
+  const std::size_t codes = bits == 8 ? std::size_t(dim) : std::size_t(dim + 1) / 2;
+  float scale, bias;
+  if (bits == 8) {
+    std::memcpy(&scale, row + codes, sizeof scale);
+    std::memcpy(&bias, row + codes + sizeof(float), sizeof bias);
+    for (std::int64_t c = 0; c < dim; ++c) out[c] = scale * float(row[c]) + bias;
+    return;
+  }
+  std::uint16_t s16, b16;
+  std::memcpy(&s16, row + codes, sizeof s16);
+  std::memcpy(&b16, row + codes + sizeof s16, sizeof b16);
+  scale = half_to_float(s16), bias = half_to_float(b16);
+  for (std::int64_t c = 0; c < dim; ++c)
+    out[c] = scale * float(c % 2 ? row[c / 2] >> 4 : row[c / 2] & 0x0f) + bias;
 }
 
 int table_precision_bits(const std::string& precision) {

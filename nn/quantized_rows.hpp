@@ -51,6 +51,13 @@ class quantized_table {
   std::vector<std::uint8_t> data_;
 };
 
+/// Quantises one row of `dim` finite values into `out` (quantized_row_bytes(dim,
+/// bits) bytes, the layout above); false (out untouched) for a NaN or infinite
+/// value or, for 4 bits, a range past float16's.
+bool quantize_row(const float* x, std::int64_t dim, int bits, std::uint8_t* out);
+/// out[0..dim) = the row at `row` (quantize_row's layout) dequantised.
+void dequantize_row(const std::uint8_t* row, std::int64_t dim, int bits, float* out);
+
 /// Sum of each bag's rows, dequantised as they are added: bag i holds
 /// indices[offsets[i], offsets[i+1]). Errors name the first index outside the table.
 expected<tensor> embedding_bag(allocator& a, const quantized_table& table,

@@ -39,6 +39,13 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
                                const config::hps_config& hc) {
   hps_stack s;
   SPINDLE_ASSIGN_OR_RETURN(s.pdb, hps::persistent_db::open(a.pdb));
+  // table_precision "int8": the L1 holds row-wise int8 rows (the VDB and PDB float32).
+  if (d.table_precision != "fp32" && d.table_precision != "int8")
+    return make_error(errc::unsupported,
+                      "{}: model.table_precision = '{}': the parameter server's L1 holds fp32 "
+                      "or int8 rows; serve it with --rec-model",
+                      a.model, d.table_precision);
+  const int bits = d.table_precision == "int8" ? 8 : 32;
   std::vector<hps::table_options> tables;
   for (std::size_t t = 0; t < d.table_rows.size(); ++t) {
     const std::string name = fmt::format("emb{}", t);
@@ -49,7 +56,7 @@ expected<hps_stack> open_stack(const hps_stack_args& a, const config::model_desc
     const auto& tc = hc.for_table(name);
     tables.push_back({name, std::uint32_t(d.embedding_dim), std::uint64_t(d.table_rows[t]),
                       tc.cache_fraction, tc.hit_rate_threshold, tc.default_value,
-                      tc.slabs_per_set});
+                      tc.slabs_per_set, bits});
   }
   const hps::vdb_options vo = vdb_options_of(hc.defaults);
   if (a.vdb == "hash_map") {

@@ -129,3 +129,10 @@ if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
 else
   echo "skipped: /usr/bin/python3 has no torch (apt-get install python3-torch)"
 fi
+echo
+echo "== The parameter server's L1 with float32 against int8 rows (bench/hps_int8_l1.sh) =="
+if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
+  "$(dirname "$0")/../bench/hps_int8_l1.sh" "$spindle" 100000 0.02 1500 1
+else
+  echo "skipped: /usr/bin/python3 has no torch (apt-get install python3-torch)"
+fi

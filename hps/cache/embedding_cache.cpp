@@ -1,6 +1,10 @@
 #include "hps/cache/embedding_cache.hpp"
 
+#include <algorithm>
 #include <thread>
+
+#include "nn/quantized_row_bytes.hpp"
+#include "nn/quantized_rows.hpp"
 
 namespace spindle::hps {
 
@@ -18,6 +22,11 @@ status embedding_cache::validate(const cache_options& o) {
   if (o.capacity == 0) {
     return make_error(errc::invalid_argument, "embedding cache: capacity must be > 0 slots");
   }
+  if (o.bits != 32 && o.bits != 8)
+    return make_error(errc::invalid_argument,
+                      "embedding cache: {}-bit vectors are not built (32: float32, 8: row-wise "
+                      "int8)",
+                      o.bits);
   if (o.slabs_per_set == 0 || o.slabs_per_set > 64) {
     return make_error(errc::invalid_argument, "embedding cache: slabs_per_set={} (must be 1..64)",
                       o.slabs_per_set);
@@ -32,8 +41,25 @@ embedding_cache::embedding_cache(const cache_options& o, std::uint64_t num_sets)
       num_sets_(num_sets),
       keys_(num_sets * slots_per_set_, gpu::empty_key),
       counters_(num_sets * slots_per_set_, 0),
-      values_(num_sets * slots_per_set_ * dim_, 0.0f),
+      bits_(o.bits),
+      row_bytes_(nn::quantized_row_bytes(o.dim, 8)),
+      values_(o.bits == 32 ? num_sets * slots_per_set_ * dim_ : 0, 0.0f),
+      codes_(o.bits == 8 ? num_sets * slots_per_set_ * row_bytes_ : 0, 0),
       locks_(new set_lock[num_sets]) {}
+
+void embedding_cache::read_slot(std::uint64_t slot, float* out) const {
+  if (bits_ == 8) return nn::dequantize_row(codes_.data() + slot * row_bytes_, dim_, 8, out);
+  gpu::copy_vector(out, values_.data() + slot * dim_, dim_);
+}
+
+void embedding_cache::write_slot(std::uint64_t slot, const float* row,
+                                 const std::uint8_t* codes) {
+  if (bits_ == 8) {
+    std::copy_n(codes, row_bytes_, codes_.data() + slot * row_bytes_);
+    return;
+  }
+  gpu::copy_vector(values_.data() + slot * dim_, row, dim_);
+}
 
 // Critical sections are a probe of <= slabs_per_set slabs plus one vector copy,
 // so spin briefly, then yield: on a 2-core machine a holder may be descheduled.
@@ -108,7 +134,7 @@ status embedding_cache::query(std::span<const cache_key> keys, std::span<float> 
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i + prefetch_distance < keys.size()) prefetch(keys[i + prefetch_distance]);
     const bool hit = with_slot_of(keys[i], [&](std::uint64_t slot) {
-      gpu::copy_vector(values.data() + i * dim_, values_.data() + slot * dim_, dim_);
+      read_slot(slot, values.data() + i * dim_);
       counters_[slot] = g;
     });
     if (!hit) {
@@ -122,7 +148,10 @@ status embedding_cache::query(std::span<const cache_key> keys, std::span<float> 
 status embedding_cache::replace(std::span<const cache_key> keys, std::span<const float> values) {
   SPINDLE_TRY(check_batch(keys, values.size(), "replace"));
   const std::uint64_t g = global_counter_.load(std::memory_order_relaxed);
+  std::vector<std::uint8_t> codes(bits_ == 8 ? row_bytes_ : 0);
   for (std::size_t i = 0; i < keys.size(); ++i) {
+    // A row int8 cannot hold (a NaN or infinity) is not cached: it stays a miss.
+    if (bits_ == 8 && !nn::quantize_row(values.data() + i * dim_, dim_, 8, codes.data())) continue;
     const std::uint64_t set = gpu::set_of(keys[i], num_sets_);
     lock(set);
     locate_result r = locate(set, keys[i]);
@@ -134,7 +163,7 @@ status embedding_cache::replace(std::span<const cache_key> keys, std::span<const
     const std::uint64_t slot = slot_index(set, r.slot);
     if (r.step != probe_step::hit) {
       keys_[slot] = keys[i];
-      gpu::copy_vector(values_.data() + slot * dim_, values.data() + i * dim_, dim_);
+      write_slot(slot, values.data() + i * dim_, codes.data());
     }
     counters_[slot] = g;
     unlock(set);
@@ -146,9 +175,11 @@ expected<std::uint64_t> embedding_cache::update(std::span<const cache_key> keys,
                                                 std::span<const float> values) {
   SPINDLE_TRY(check_batch(keys, values.size(), "update"));
   std::uint64_t updated = 0;
+  std::vector<std::uint8_t> codes(bits_ == 8 ? row_bytes_ : 0);
   for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (bits_ == 8 && !nn::quantize_row(values.data() + i * dim_, dim_, 8, codes.data())) continue;
     with_slot_of(keys[i], [&](std::uint64_t slot) {
-      gpu::copy_vector(values_.data() + slot * dim_, values.data() + i * dim_, dim_);
+      write_slot(slot, values.data() + i * dim_, codes.data());
       ++updated;
     });
   }

@@ -41,6 +41,9 @@ class embedding_cache final : public l1_cache {
   std::uint64_t size() const { return size_.load(std::memory_order_relaxed); }
   std::uint32_t dim() const override { return dim_; }
   std::uint32_t slots_per_set() const { return slots_per_set_; }
+  int bits() const { return bits_; }
+  /// Bytes the slots' vectors take (keys and counters aside).
+  std::uint64_t vector_bytes() const { return values_.size() * sizeof(float) + codes_.size(); }
 
  private:
   embedding_cache(const cache_options& options, std::uint64_t num_sets);
@@ -55,6 +58,11 @@ class embedding_cache final : public l1_cache {
   template <class Held>
   bool with_slot_of(cache_key q, Held&& held);
   void prefetch(cache_key q) const;
+  /// out[0..dim) = the vector in `slot` (dequantised when int8).
+  void read_slot(std::uint64_t slot, float* out) const;
+  /// The vector of slot `slot` = `row` as stored: float32, or `codes` (one row
+  /// quantised by the caller) when int8.
+  void write_slot(std::uint64_t slot, const float* row, const std::uint8_t* codes);
   void lock(std::uint64_t set) const;
   void unlock(std::uint64_t set) const;
   status check_batch(std::span<const cache_key> keys, std::size_t values, const char* op) const;
@@ -70,7 +78,10 @@ class embedding_cache final : public l1_cache {
   std::uint64_t num_sets_;
   std::vector<cache_key> keys_;          // [sets x slots], empty_key when free
   std::vector<std::uint64_t> counters_;  // last global counter that touched a slot
-  std::vector<float> values_;            // [sets x slots x dim]
+  int bits_;
+  std::size_t row_bytes_;                // bytes of an int8 slot (dim codes, scale, bias)
+  std::vector<float> values_;            // [sets x slots x dim] with 32 bits, else empty
+  std::vector<std::uint8_t> codes_;      // [sets x slots x row_bytes_] with 8 bits, else empty
   // One spin lock per set, each on its own cache line: hot sets of a power-law
   // stream are locked by every thread, and shared lines would bounce between
   // cores. 64 B per set is under 1% of a set's 64 vectors.

@@ -30,6 +30,10 @@ struct cache_options {
   std::uint64_t capacity = 0;       // slots wanted; rounded up to whole slab sets
   std::uint32_t dim = 0;            // floats per embedding vector
   std::uint32_t slabs_per_set = 2;  // the paper's choice for Ampere
+  /// How a slot holds its vector: 32 (float32) or 8 (row-wise int8 codes with
+  /// their float32 scale and bias, nn/quantized_rows.hpp's layout: dim + 8 bytes,
+  /// a quarter of float32's at dim 128; host cache only).
+  int bits = 32;
 };
 
 class l1_cache {

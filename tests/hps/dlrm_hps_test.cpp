@@ -68,5 +68,45 @@ TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   fs::remove_all(dir);
 }
 
+// table_precision "int8" through the parameter server: the L1 holds int8 rows
+// and rows fetched from the PDB answer quantised too, so a cold and a warm call
+// both answer as the model with its tables int8 in memory does.
+TEST(dlrm_hps_test, int8_rows_in_the_l1_answer_as_int8_tables_in_memory) {
+  const auto dir = fs::temp_directory_path() / ("spindle-dlrm-hps8-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  nn::heap_allocator alloc;
+  auto int8 = nn::model::load(golden, alloc, false, "int8");
+  auto lean = nn::model::load(golden, alloc, /*external_embeddings=*/true);
+  ASSERT_TRUE(int8.has_value() && lean.has_value()) << (int8 ? "" : int8.error().to_string());
+  auto pdb = std::move(*persistent_db::open((dir / "db").string()));
+  std::vector<table_options> tables;
+  for (std::size_t t = 0; t < 3; ++t) {
+    const std::string name = "emb" + std::to_string(t);
+    ASSERT_TRUE(pdb->bulk_load_safetensors(name, golden + "/weights.safetensors",
+                                           "emb_l." + std::to_string(t) + ".weight"));
+    tables.push_back(
+        {name, 8, std::uint64_t(lean->desc().table_rows[t]), 0.5, 1.0, 0.0f, 2, /*bits=*/8});
+  }
+  auto vdb = std::move(*make_hash_map_vdb({}));
+  auto session = std::move(*lookup_session::create(tables, vdb.get(), pdb.get()));
+  auto runner = dlrm_hps_runner::create(*lean, *session);
+  ASSERT_TRUE(runner.has_value()) << runner.error().to_string();
+  testing::golden_dlrm_batch g;
+  auto dense = nn::tensor::borrow(g.dense.data(), {6, 13});
+  auto want = int8->forward_dlrm(alloc, dense, g.sparse);
+  ASSERT_TRUE(want.has_value()) << want.error().to_string();
+  for (int round = 0; round < 2; ++round) {  // cold (PDB), then warm (L1)
+    auto out = runner->infer(alloc, dense, g.sparse);
+    ASSERT_TRUE(out.has_value()) << out.error().to_string();
+    for (int b = 0; b < 6; ++b) {
+      EXPECT_NEAR(out->data()[b], want->data()[b], 1e-6) << "round " << round << " row " << b;
+      EXPECT_NEAR(out->data()[b], g.expected[b], 1e-2) << "row " << b;  // the FP32 answer
+    }
+  }
+  session.reset();
+  pdb.reset();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace spindle::hps

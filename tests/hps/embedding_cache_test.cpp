@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -197,6 +199,48 @@ struct reference_cache {
     if (auto it = st.find(k); it != st.end()) it->second.second = version;
   }
 };
+
+// Row-wise int8 slots (table_precision "int8"): a quarter of float32's bytes
+// at dim 128, each value read back within half its row's step, updates
+// overwrite, a NaN row is not cached, and other widths are refused by name.
+TEST(embedding_cache_test, int8_slots_hold_rows_in_a_quarter_of_the_bytes) {
+  constexpr std::uint32_t wide = 128;
+  auto c8 = embedding_cache::create({640, wide, 2, 8});
+  auto c32 = embedding_cache::create({640, wide, 2});
+  ASSERT_TRUE(c8.has_value() && c32.has_value());
+  EXPECT_EQ((*c8)->capacity(), (*c32)->capacity());
+  EXPECT_EQ((*c8)->vector_bytes(), (*c8)->capacity() * (wide + 8));
+  EXPECT_EQ((*c32)->vector_bytes(), (*c32)->capacity() * wide * 4);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> value(0.0f, 0.05f);
+  const std::vector<cache_key> keys{1, 2, 77};
+  std::vector<float> rows(keys.size() * wide);
+  for (auto& v : rows) v = value(rng);
+  ASSERT_TRUE((*c8)->replace(keys, rows));
+  std::vector<float> out(rows.size());
+  cache_misses misses;
+  ASSERT_TRUE((*c8)->query(keys, out, misses));
+  EXPECT_TRUE(misses.keys.empty());
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    const auto [lo, hi] = std::minmax_element(rows.begin() + r * wide, rows.begin() + (r + 1) * wide);
+    const float step = (*hi - *lo) / 255.0f;
+    for (std::size_t c = 0; c < wide; ++c)
+      ASSERT_NEAR(out[r * wide + c], rows[r * wide + c], step / 2 * 1.001f) << r << " " << c;
+  }
+  std::vector<float> doubled(rows);
+  for (auto& v : doubled) v *= 2;
+  ASSERT_EQ(*(*c8)->update(keys, doubled), 3u);
+  ASSERT_TRUE((*c8)->query(keys, out, misses));
+  EXPECT_NEAR(out[5], doubled[5], 0.01f);
+  std::vector<float> nan_row(wide, std::numeric_limits<float>::quiet_NaN());
+  ASSERT_TRUE((*c8)->replace(std::vector<cache_key>{9}, nan_row));
+  std::vector<float> one(wide);
+  ASSERT_TRUE((*c8)->query(std::vector<cache_key>{9}, one, misses));
+  EXPECT_EQ(misses.keys.size(), 1u);  // not cached: it stays a miss
+  auto c16 = embedding_cache::create({64, wide, 2, 16});
+  ASSERT_FALSE(c16.has_value());
+  EXPECT_NE(c16.error().message().find("16-bit vectors are not built"), std::string::npos);
+}
 
 TEST(embedding_cache_test, matches_a_reference_model_over_random_operations) {
   auto c = make_cache(256);
