@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <dnnl.hpp>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "nn/detail/onednn_blocks.hpp"
 #include "nn/int8_gemm.hpp"
@@ -35,6 +38,40 @@ std::vector<std::uint16_t> to_bf16(std::span<const float> values) {
   return out;
 }
 
+#if defined(__x86_64__)
+// to_bf16 over a row, 16 values an instruction (AVX-512 BF16's vcvtneps2bf16,
+// which every CPU that runs precision = "bf16" has): round to nearest even and
+// NaN kept quiet with its sign as to_bf16 does; finite values past bfloat16's
+// largest are clamped to it first (the instruction would round them to
+// infinity); denormal inputs read as zero (the instruction's rule, off by less
+// than 1.2e-38). The scalar loop took a third of a bf16 DLRM batch's time.
+namespace {
+__attribute__((target("avx512f,avx512bf16"))) void to_bf16_avx512(const float* x,
+                                                                   std::uint16_t* out,
+                                                                   std::int64_t n) {
+  const __m512 top = _mm512_set1_ps(from_bf16(0x7f7f));
+  const __m512 inf = _mm512_set1_ps(INFINITY);
+  std::int64_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    __m512 v = _mm512_loadu_ps(x + c);
+    const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(v), inf, _CMP_LT_OQ);
+    v = _mm512_mask_max_ps(v, finite, v, _mm512_sub_ps(_mm512_setzero_ps(), top));
+    v = _mm512_mask_min_ps(v, finite, v, top);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), (__m256i)_mm512_cvtneps_pbh(v));
+  }
+  for (; c < n; ++c) out[c] = to_bf16(x[c]);
+}
+}  // namespace
+#endif
+
+void to_bf16(const float* x, std::uint16_t* out, std::int64_t n) {
+#if defined(__x86_64__)
+  static const bool vector = __builtin_cpu_supports("avx512f") && bf16_unsupported_reason().empty();
+  if (vector) return to_bf16_avx512(x, out, n);
+#endif
+  for (std::int64_t c = 0; c < n; ++c) out[c] = to_bf16(x[c]);
+}
+
 std::string bf16_unsupported_reason() {
   const auto isa = int(dnnl::get_effective_cpu_isa());
   const auto want = int(dnnl::cpu_isa::avx512_core_bf16);
@@ -44,6 +81,7 @@ std::string bf16_unsupported_reason() {
 
 namespace {
 
+
 // y rows [lo, hi) = x rows W^T, one thread: the rows rounded to bfloat16, then
 // oneDNN's matmul over blocks (nn/detail/onednn_blocks.hpp).
 void matmul_rows(const tensor& x, std::span<const std::uint16_t> w, tensor& y, std::int64_t lo,
@@ -51,8 +89,7 @@ void matmul_rows(const tensor& x, std::span<const std::uint16_t> w, tensor& y, s
   const std::int64_t m = hi - lo, k = x.cols(), n = y.cols();
   xb.resize(std::size_t(detail::padded_rows(m) * k));
   std::fill(xb.begin() + m * k, xb.end(), std::uint16_t{0});  // the padding rows are zeros
-  for (std::int64_t r = 0; r < m; ++r)
-    for (std::int64_t c = 0; c < k; ++c) xb[std::size_t(r * k + c)] = to_bf16(x.row(lo + r)[c]);
+  for (std::int64_t r = 0; r < m; ++r) to_bf16(x.row(lo + r), xb.data() + r * k, k);
   using dt = dnnl::memory::data_type;
   detail::blocked_matmul(xb.data(), w.data(), y.row(lo), m, k, n, dt::bf16, dt::f32);
 }

@@ -25,6 +25,9 @@ namespace spindle::nn {
 std::uint16_t to_bf16(float f);
 float from_bf16(std::uint16_t b);
 std::vector<std::uint16_t> to_bf16(std::span<const float> values);
+/// out[0..n) = to_bf16(x[i]), 16 values an instruction where the CPU has AVX-512
+/// BF16 (denormal inputs then read as zero); the scalar loop elsewhere.
+void to_bf16(const float* x, std::uint16_t* out, std::int64_t n);
 
 /// Whether this CPU runs bfloat16 matmuls natively ("" when it does; else why not:
 /// the instruction sets it lacks), as oneDNN sees it.
