@@ -7,6 +7,7 @@
 
 #include "nn/detail/onednn_blocks.hpp"
 #include "nn/ops.hpp"
+#include "nn/row_kernel.hpp"
 
 namespace spindle::nn {
 
@@ -23,19 +24,33 @@ namespace {
 // NaN or infinity has no int8 codes: its codes are zeros and its scale NaN, so
 // every output of that row is NaN, as float32 arithmetic would make it (a NaN
 // input poisons every sum; an infinite one gives inf or NaN, never a number).
-float quantize_row(const float* v, std::int64_t n, std::int8_t* out) {
+// Both passes in vector lanes (a row kernel): the scalar loop, a branch and a
+// libm rounding call a value, took a quarter of an int8 DLRM batch's time.
+SPINDLE_ROW_KERNEL float quantize_row(const float* v, std::int64_t n, std::int8_t* out) {
   float top = 0;
+  int bad = 0;  // a NaN or an infinity: |v| <= FLT_MAX is false for both
+#pragma omp simd reduction(max : top) reduction(| : bad)
   for (std::int64_t c = 0; c < n; ++c) {
-    if (!std::isfinite(v[c])) {
-      std::fill(out, out + n, std::int8_t{0});
-      return std::numeric_limits<float>::quiet_NaN();
-    }
-    top = std::max(top, std::abs(v[c]));
+    const float a = std::abs(v[c]);
+    bad |= !(a <= std::numeric_limits<float>::max());
+    top = std::max(top, a);
+  }
+  if (bad) {
+    std::fill(out, out + n, std::int8_t{0});
+    return std::numeric_limits<float>::quiet_NaN();
   }
   const float scale = top > 0 ? top / 127.0f : 1.0f, inv = 1.0f / scale;
+#pragma omp simd
   for (std::int64_t c = 0; c < n; ++c)
-    out[c] = std::int8_t(std::clamp(std::nearbyint(v[c] * inv), -127.0f, 127.0f));
+    out[c] = std::int8_t(std::min(std::max(__builtin_nearbyintf(v[c] * inv), -127.0f), 127.0f));
   return scale;
+}
+
+// out[c] = in[c] * (sx * scales[c]): the int32 sums back to floats.
+SPINDLE_ROW_KERNEL void scale_row(const std::int32_t* in, float sx, const float* scales,
+                                  float* out, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t c = 0; c < n; ++c) out[c] = float(in[c]) * (sx * scales[c]);
 }
 
 // y rows [lo, hi) = x rows W^T, one thread: each row quantised with its own
@@ -53,12 +68,8 @@ void matmul_rows(const tensor& x, std::span<const std::int8_t> w, std::span<cons
   acc.resize(std::size_t(m * n));
   using dt = dnnl::memory::data_type;
   detail::blocked_matmul(xq.data(), w.data(), acc.data(), m, k, n, dt::s8, dt::s32);
-  for (std::int64_t r = 0; r < m; ++r) {
-    float* out = y.row(lo + r);
-    const std::int32_t* in = &acc[std::size_t(r * n)];
-    const float sx = xs[std::size_t(r)];
-    for (std::int64_t c = 0; c < n; ++c) out[c] = float(in[c]) * (sx * scales[std::size_t(c)]);
-  }
+  for (std::int64_t r = 0; r < m; ++r)
+    scale_row(&acc[std::size_t(r * n)], xs[std::size_t(r)], scales.data(), y.row(lo + r), n);
 }
 
 }  // namespace
