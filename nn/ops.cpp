@@ -360,6 +360,22 @@ SPINDLE_ROW_KERNEL float dot_row(const float* __restrict__ x, const float* __res
   return s;
 }
 
+// x's dot products with four rows at once: x is read once for the four (the
+// interaction's pairs were a third memory traffic, a quarter the reductions).
+SPINDLE_ROW_KERNEL void dot_rows4(const float* __restrict__ x, const float* __restrict__ y0,
+                                  const float* __restrict__ y1, const float* __restrict__ y2,
+                                  const float* __restrict__ y3, std::int64_t n, float* out) {
+  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+  for (std::int64_t c = 0; c < n; ++c) {
+    s0 += x[c] * y0[c];
+    s1 += x[c] * y1[c];
+    s2 += x[c] * y2[c];
+    s3 += x[c] * y3[c];
+  }
+  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+}
+
 }  // namespace
 
 expected<tensor> dot_interaction(allocator& a, const tensor& dense,
@@ -378,8 +394,11 @@ expected<tensor> dot_interaction(allocator& a, const tensor& dense,
     float* o = out.row(r);
     std::memcpy(o, t[0], std::size_t(d) * sizeof(float));
     o += d;
-    for (std::int64_t i = 1; i < k; ++i)
-      for (std::int64_t j = 0; j < i; ++j) *o++ = dot_row(t[i], t[j], d);
+    for (std::int64_t i = 1; i < k; ++i) {
+      std::int64_t j = 0;
+      for (; j + 4 <= i; j += 4, o += 4) dot_rows4(t[i], t[j], t[j + 1], t[j + 2], t[j + 3], d, o);
+      for (; j < i; ++j) *o++ = dot_row(t[i], t[j], d);
+    }
   }
   return out;
 }
