@@ -59,3 +59,15 @@ def prepare_dataset(spindle, tmp, edges, x):
                     str(tmp / "x.npy"), "--out", str(tmp / "ds")], check=True,
                    capture_output=True)
     return tmp / "ds"
+
+
+def cluster_toml(path, ports, doors=None):
+    """Writes a loopback cluster TOML to `path`: one [[server]] per port in
+    `ports` (rank order, names s0, s1, ...), and door = "127.0.0.1:PORT" for
+    each rank in `doors` (rank -> port). Returns `path`."""
+    doors = doors or {}
+    path.write_text('coordinator = "s0"\n' + "".join(
+        f'[[server]]\nname = "s{r}"\nhost = "127.0.0.1"\nport = {p}\nmemory = 1000000\n'
+        + (f'door = "127.0.0.1:{doors[r]}"\n' if r in doors else "")
+        for r, p in enumerate(ports)))
+    return path

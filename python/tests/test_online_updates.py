@@ -19,7 +19,7 @@ import pytest
 np = pytest.importorskip("numpy")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import spindle_client as sc  # noqa: E402
-from serving import free_port, start_server  # noqa: E402
+from serving import cluster_toml, free_port, start_server  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPINDLE = os.environ.get("SPINDLE_BINARY", os.path.join(ROOT, "build", "apps", "spindle"))
@@ -161,11 +161,7 @@ def test_every_cluster_rank_follows_the_updates(tmp_path, redis):
     update would reach one rank only, and the doors would answer differently)."""
     endpoint_of_redis, _ = redis
     ports = [free_port(), free_port()]
-    toml = tmp_path / "c.toml"
-    toml.write_text('coordinator = "s0"\n' + "".join(
-        f'[[server]]\nname = "s{r}"\nhost = "127.0.0.1"\nport = {p}\nmemory = 1000000\n'
-        + (f'door = "127.0.0.1:{free_port()}"\n' if r == 1 else "")
-        for r, p in enumerate(ports)))
+    toml = cluster_toml(tmp_path / "c.toml", ports, {1: free_port()})
     env = dict(os.environ, SPINDLE_CLUSTER_TOKEN="0123456789abcdef0123456789abcdef",
                SPINDLE_PROGRESS="0")
     proc = subprocess.Popen(

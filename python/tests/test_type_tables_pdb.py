@@ -28,7 +28,7 @@ pytest.importorskip("torch_geometric.nn")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 import spindle_client as sc  # noqa: E402
-from serving import free_port, start_server  # noqa: E402
+from serving import cluster_toml, free_port, start_server  # noqa: E402
 from spindle_client.export import export_pyg, save_graph  # noqa: E402
 from test_export_hetero_embedding import answers, build, graph  # noqa: E402
 
@@ -327,11 +327,7 @@ def test_launch_gives_each_rank_its_own_folder(exported):
     held = served_answers(serve(tmp, tmp / "rec"), data)
     ports = [free_port(), free_port()]
     door0, door1 = free_port(), free_port()
-    toml = tmp / "launch.toml"
-    toml.write_text('coordinator = "s0"\n' + "".join(
-        f'[[server]]\nname = "s{r}"\nhost = "127.0.0.1"\nport = {p}\nmemory = 1000000\n'
-        + (f'door = "127.0.0.1:{door1}"\n' if r == 1 else "")
-        for r, p in enumerate(ports)))
+    toml = cluster_toml(tmp / "launch.toml", ports, {1: door1})
     env = dict(os.environ, SPINDLE_CLUSTER_TOKEN="0123456789abcdef0123456789abcdef",
                SPINDLE_PROGRESS="0")
     folder = tmp / "pdb_launch"

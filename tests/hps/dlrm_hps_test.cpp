@@ -15,6 +15,20 @@ namespace {
 namespace fs = std::filesystem;
 const std::string& golden = testing::golden_dlrm_dir;
 
+// The golden DLRM's three tables loaded into `pdb`, each L1 holding half its
+// rows (float32, or int8 with bits 8); misses fetched synchronously.
+std::vector<table_options> golden_tables(persistent_db& pdb, const nn::model& lean, int bits) {
+  std::vector<table_options> tables;
+  for (std::size_t t = 0; t < 3; ++t) {
+    const std::string name = "emb" + std::to_string(t);
+    EXPECT_TRUE(pdb.bulk_load_safetensors(name, golden + "/weights.safetensors",
+                                          "emb_l." + std::to_string(t) + ".weight"));
+    tables.push_back(
+        {name, 8, std::uint64_t(lean.desc().table_rows[t]), 0.5, 1.0, 0.0f, 2, bits});
+  }
+  return tables;
+}
+
 TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   const auto dir = fs::temp_directory_path() / ("spindle-dlrm-hps-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -24,13 +38,7 @@ TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   ASSERT_TRUE(full.has_value() && lean.has_value());
   EXPECT_LT(lean->weight_bytes(), full->weight_bytes());
   auto pdb = std::move(*persistent_db::open((dir / "db").string()));
-  std::vector<table_options> tables;
-  for (std::size_t t = 0; t < 3; ++t) {
-    const std::string name = "emb" + std::to_string(t);
-    ASSERT_TRUE(pdb->bulk_load_safetensors(name, golden + "/weights.safetensors",
-                                           "emb_l." + std::to_string(t) + ".weight"));
-    tables.push_back({name, 8, std::uint64_t(lean->desc().table_rows[t]), 0.5, 1.0, 0.0f, 2});
-  }
+  const auto tables = golden_tables(*pdb, *lean, 32);
   auto vdb = std::move(*make_hash_map_vdb({}));
   auto session = std::move(*lookup_session::create(tables, vdb.get(), pdb.get()));
   auto runner = dlrm_hps_runner::create(*lean, *session);
@@ -79,14 +87,7 @@ TEST(dlrm_hps_test, int8_rows_in_the_l1_answer_as_int8_tables_in_memory) {
   auto lean = nn::model::load(golden, alloc, /*external_embeddings=*/true);
   ASSERT_TRUE(int8.has_value() && lean.has_value()) << (int8 ? "" : int8.error().to_string());
   auto pdb = std::move(*persistent_db::open((dir / "db").string()));
-  std::vector<table_options> tables;
-  for (std::size_t t = 0; t < 3; ++t) {
-    const std::string name = "emb" + std::to_string(t);
-    ASSERT_TRUE(pdb->bulk_load_safetensors(name, golden + "/weights.safetensors",
-                                           "emb_l." + std::to_string(t) + ".weight"));
-    tables.push_back(
-        {name, 8, std::uint64_t(lean->desc().table_rows[t]), 0.5, 1.0, 0.0f, 2, /*bits=*/8});
-  }
+  const auto tables = golden_tables(*pdb, *lean, 8);
   auto vdb = std::move(*make_hash_map_vdb({}));
   auto session = std::move(*lookup_session::create(tables, vdb.get(), pdb.get()));
   auto runner = dlrm_hps_runner::create(*lean, *session);

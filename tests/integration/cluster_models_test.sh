@@ -47,11 +47,7 @@ seconds_until() {  # CMD...: seconds until CMD succeeds (at most 20)
 out=$(admin "$d1" load late "$work/late") || fail "load through rank 1's door: $out"
 took=$(seconds_until serves "$d0" late) || fail "rank 0's door never served the model loaded at rank 1"
 echo "loaded through rank 1's door; rank 0's door served it ${took} s later"
-for i in $(seq 1 10); do
-  door=$d0; [ $((i % 2)) = 0 ] && door=$d1
-  verdict=$(judge_pair "$spindle" late "$door" "$one" $(( (i * 577) % 4096 )) "$i")
-  [ "$verdict" = right ] || fail "call $i through $door: $verdict"
-done
+judge_alternating "$spindle" late "$d0" "$d1"
 echo "10 of 10 seeded calls through both doors answered as one process serving it"
 
 out=$(admin "$d0" unload graphsage) && fail "the cluster's own GNN was unloaded: $out"

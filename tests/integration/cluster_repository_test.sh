@@ -35,12 +35,7 @@ d0="127.0.0.1:$door0"; d1="127.0.0.1:$door1"
 admin() { "$spindle" client --connect "$1" --token-file "$work/admin.token" admin "${@:2}" 2>&1; }
 
 judge_both() {  # WHAT: 10 seeded calls of 'late' through both doors, each as one process answers
-  local i door verdict
-  for i in $(seq 1 10); do
-    door=$d0; [ $((i % 2)) = 0 ] && door=$d1
-    verdict=$(judge_pair "$spindle" late "$door" "$one" $(( (i * 577) % 4096 )) "$i")
-    [ "$verdict" = right ] || fail "$1: call $i through $door: $verdict"
-  done
+  judge_alternating "$spindle" late "$d0" "$d1"
   echo "$1: 10 of 10 seeded calls through both doors answered as one process serving it"
 }
 judge_both "version 1 at start"

@@ -115,6 +115,18 @@ judge_doors() {
   echo "9 of 9 seeded calls, 3 through each rank's door, answered as one process answers them"
 }
 
+# judge_alternating SPINDLE MODEL DOOR_A DOOR_B: 10 seeded calls of MODEL, odd ones
+# through DOOR_A and even ones through DOOR_B, each answered as the single process
+# $one answers it; the test fails at the first that is not.
+judge_alternating() {
+  local spindle=$1 model=$2 i door verdict
+  for i in $(seq 1 10); do
+    door=$3; [ $((i % 2)) = 0 ] && door=$4
+    verdict=$(judge_pair "$spindle" "$model" "$door" "$one" $(( (i * 577) % 4096 )) "$i")
+    [ "$verdict" = right ] || fail "call $i of $model through $door: $verdict"
+  done
+}
+
 # judge_pair SPINDLE MODEL DOOR ONE SEED SAMPLER_SEED: one seeded call of MODEL
 # to DOOR and to the single process ONE; prints right, refused or wrong (and
 # the two answers to stderr when wrong).
