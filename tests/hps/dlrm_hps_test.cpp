@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 
 #include "tests/support/golden_dlrm.hpp"
 
@@ -15,19 +17,31 @@ namespace {
 namespace fs = std::filesystem;
 const std::string& golden = testing::golden_dlrm_dir;
 
-// The golden DLRM's three tables loaded into `pdb`, each L1 holding half its
-// rows (float32, or int8 with bits 8); misses fetched synchronously.
-std::vector<table_options> golden_tables(persistent_db& pdb, const nn::model& lean, int bits) {
-  std::vector<table_options> tables;
-  for (std::size_t t = 0; t < 3; ++t) {
-    const std::string name = "emb" + std::to_string(t);
-    EXPECT_TRUE(pdb.bulk_load_safetensors(name, golden + "/weights.safetensors",
-                                          "emb_l." + std::to_string(t) + ".weight"));
-    tables.push_back(
-        {name, 8, std::uint64_t(lean.desc().table_rows[t]), 0.5, 1.0, 0.0f, 2, bits});
+// The golden DLRM served through the parameter server: its three tables loaded
+// into a PDB under `dir`, an in-process VDB, each L1 holding half its rows
+// (float32, or int8 with bits 8; misses fetched synchronously), and a runner.
+struct through_the_ps {
+  decltype(persistent_db::open("")) pdb;
+  decltype(make_hash_map_vdb({})) vdb = make_hash_map_vdb({});
+  std::unique_ptr<lookup_session> session;
+  std::optional<dlrm_hps_runner> runner;
+
+  through_the_ps(const fs::path& dir, const nn::model& lean, int bits)
+      : pdb(persistent_db::open((dir / "db").string())) {
+    std::vector<table_options> tables;
+    for (std::size_t t = 0; t < 3; ++t) {
+      const std::string name = "emb" + std::to_string(t);
+      EXPECT_TRUE((*pdb)->bulk_load_safetensors(name, golden + "/weights.safetensors",
+                                                "emb_l." + std::to_string(t) + ".weight"));
+      tables.push_back(
+          {name, 8, std::uint64_t(lean.desc().table_rows[t]), 0.5, 1.0, 0.0f, 2, bits});
+    }
+    session = std::move(*lookup_session::create(tables, vdb->get(), pdb->get()));
+    auto r = dlrm_hps_runner::create(lean, *session);
+    EXPECT_TRUE(r.has_value()) << r.error().to_string();
+    if (r) runner.emplace(std::move(*r));
   }
-  return tables;
-}
+};
 
 TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   const auto dir = fs::temp_directory_path() / ("spindle-dlrm-hps-" + std::to_string(::getpid()));
@@ -37,12 +51,9 @@ TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
   auto lean = nn::model::load(golden, alloc, /*external_embeddings=*/true);
   ASSERT_TRUE(full.has_value() && lean.has_value());
   EXPECT_LT(lean->weight_bytes(), full->weight_bytes());
-  auto pdb = std::move(*persistent_db::open((dir / "db").string()));
-  const auto tables = golden_tables(*pdb, *lean, 32);
-  auto vdb = std::move(*make_hash_map_vdb({}));
-  auto session = std::move(*lookup_session::create(tables, vdb.get(), pdb.get()));
-  auto runner = dlrm_hps_runner::create(*lean, *session);
-  ASSERT_TRUE(runner.has_value()) << runner.error().to_string();
+  auto ps = std::make_unique<through_the_ps>(dir, *lean, 32);
+  ASSERT_TRUE(ps->runner.has_value());
+  auto& runner = ps->runner;
 
   testing::golden_dlrm_batch g;
   auto dense = nn::tensor::borrow(g.dense.data(), {6, 13});
@@ -71,8 +82,7 @@ TEST(dlrm_hps_test, answers_match_the_reference_and_the_in_memory_model) {
       << bad.error().message();
   auto no_tables = lean->forward_dlrm(alloc, dense, sparse);
   EXPECT_FALSE(no_tables.has_value());
-  session.reset();
-  pdb.reset();
+  ps.reset();
   fs::remove_all(dir);
 }
 
@@ -86,12 +96,9 @@ TEST(dlrm_hps_test, int8_rows_in_the_l1_answer_as_int8_tables_in_memory) {
   auto int8 = nn::model::load(golden, alloc, false, "int8");
   auto lean = nn::model::load(golden, alloc, /*external_embeddings=*/true);
   ASSERT_TRUE(int8.has_value() && lean.has_value()) << (int8 ? "" : int8.error().to_string());
-  auto pdb = std::move(*persistent_db::open((dir / "db").string()));
-  const auto tables = golden_tables(*pdb, *lean, 8);
-  auto vdb = std::move(*make_hash_map_vdb({}));
-  auto session = std::move(*lookup_session::create(tables, vdb.get(), pdb.get()));
-  auto runner = dlrm_hps_runner::create(*lean, *session);
-  ASSERT_TRUE(runner.has_value()) << runner.error().to_string();
+  auto ps = std::make_unique<through_the_ps>(dir, *lean, 8);
+  ASSERT_TRUE(ps->runner.has_value());
+  auto& runner = ps->runner;
   testing::golden_dlrm_batch g;
   auto dense = nn::tensor::borrow(g.dense.data(), {6, 13});
   auto want = int8->forward_dlrm(alloc, dense, g.sparse);
@@ -104,8 +111,7 @@ TEST(dlrm_hps_test, int8_rows_in_the_l1_answer_as_int8_tables_in_memory) {
       EXPECT_NEAR(out->data()[b], g.expected[b], 1e-2) << "row " << b;  // the FP32 answer
     }
   }
-  session.reset();
-  pdb.reset();
+  ps.reset();
   fs::remove_all(dir);
 }
 
