@@ -107,6 +107,10 @@ struct model_loader {
   std::function<expected<std::vector<std::string>>(const std::string& name)> versions_to_serve;
   std::function<expected<gnn_model_binding>(const std::string& name, const std::string& version)>
       load_version;
+  /// Told once `name` serves exactly `versions` (each loaded and warmed, the
+  /// others retired), after a repository load that succeeded; unset: nobody.
+  std::function<void(const std::string& name, const std::vector<std::string>& versions)>
+      versions_served;
 };
 
 class gateway final : public transport::rpc::rpc_service {

@@ -114,6 +114,7 @@ status gateway::sync_versions(const std::string& name) {
     log::info("admin via {}: version {} of '{}' drained and unloaded", call_origin(), e->b.version,
               name);
   }
+  if (s_->loader.versions_served) s_->loader.versions_served(name, wanted);
   return status::ok();
 }
 

@@ -21,8 +21,10 @@
 #include "runtime/cluster_token.hpp"
 #include "runtime/coordinator_loss.hpp"
 #include "runtime/launched_ranks.hpp"
+#include "runtime/model_repository.hpp"
 #include "runtime/node_door.hpp"
 #include "runtime/peer_rows.hpp"
+#include "runtime/serve_rpc.hpp"
 #include "transport/ucx/net_devices.hpp"
 
 namespace spindle::runtime {
@@ -265,6 +267,16 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
   SPINDLE_ASSIGN_OR_RETURN(node_args a, with_rank(given, topo));
   SPINDLE_TRY(refuse_coordinator_flags(a));
+  // What a door would refuse after the rank joined (and `launch` took it as
+  // started) is refused now, before the rank starts anything.
+  if (a.listen) SPINDLE_TRY(check_door_flags(a.door));
+  if (!a.serving.repository.empty()) {
+    SPINDLE_ASSIGN_OR_RETURN(auto models, scan_repository(a.serving.repository));
+    if (models.empty())
+      return make_error(errc::invalid_argument,
+                        "--model-repository {}: holds no model (NAME/VERSION/model.toml)",
+                        a.serving.repository);
+  }
   sigset_t set = stop_signal_set();
   if (a.rank != 0) {
     sigaddset(&set, kCoordinatorLost);

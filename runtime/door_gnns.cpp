@@ -196,30 +196,40 @@ std::string door_gnns::repository_marker(const std::string& name) const {
   return it == markers_.end() ? std::string() : it->second;
 }
 
+// The list's marker: the versions, then when they were served, so that every
+// successful load at a door reaches every other door, also one naming the same
+// versions after a load that failed there.
 void door_gnns::announce_versions(const std::string& name,
                                   const std::vector<std::string>& versions) {
-  const std::string marker = fmt::format("{}{}", kRepositoryMarker, fmt::join(versions, ","));
+  const std::string served = fmt::format("{}{}", kRepositoryMarker, fmt::join(versions, ","));
   {
     std::lock_guard lock(mu_);
-    markers_[name] = marker;
+    markers_[name] = served;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  const std::string marker = fmt::format("{}@{}", served, ms);
+  if (call_origin() != kFollowerOrigin) {
+    std::lock_guard lock(mu_);
+    announced_[name] = marker;
   }
   listed_after_load(name, marker);
 }
 
-// The gateway asks which versions to serve, then loads each one it lacks. The
-// list learns the set once every picked version is here: after the last load,
-// or now when none is missing (a version retired only).
+std::string door_gnns::announced(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = announced_.find(name);
+  return it == announced_.end() ? std::string() : it->second;
+}
+
+// The gateway asks which versions to serve, loads and warms each one it lacks,
+// retires the others, and only then says which it serves (versions_served): a
+// refused load leaves the cluster's list as it was.
 expected<std::vector<std::string>> door_gnns::versions_to_serve(const std::string& name) {
   SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_versions(p_.repository, name));
   std::vector<std::string> out;
   for (const auto& v : picked) out.push_back(std::to_string(v.version));
-  bool all_here = true;
-  {
-    std::lock_guard lock(mu_);
-    wanted_[name] = out;
-    for (const auto& v : out) all_here = all_here && models_.count(name + "@" + v) > 0;
-  }
-  if (all_here) announce_versions(name, out);
   return out;
 }
 
@@ -237,14 +247,6 @@ expected<actors::gnn_model_binding> door_gnns::load_version(const std::string& n
   b.name = name;
   b.key = key;
   b.version = version;
-  std::vector<std::string> wanted;
-  bool all_here = true;
-  {
-    std::lock_guard lock(mu_);
-    wanted = wanted_[name];
-    for (const auto& w : wanted) all_here = all_here && models_.count(name + "@" + w) > 0;
-  }
-  if (all_here && !wanted.empty()) announce_versions(name, wanted);
   return b;
 }
 
@@ -291,6 +293,9 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
   l.versions_to_serve = [this](const std::string& name) { return versions_to_serve(name); };
   l.load_version = [this, admission](const std::string& name, const std::string& version) {
     return load_version(name, version, admission);
+  };
+  l.versions_served = [this](const std::string& name, const std::vector<std::string>& versions) {
+    announce_versions(name, versions);
   };
   return l;
 }

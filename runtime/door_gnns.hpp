@@ -29,8 +29,9 @@ namespace spindle::runtime {
 
 /// The call origin of a model_follower's loads and unloads.
 inline constexpr const char* kFollowerOrigin = "cluster";
-/// How the coordinator's list names a repository model: this prefix and the
-/// versions served ("model-repository:2,1"); each rank reads its own repository.
+/// How the coordinator's list names a repository model: this prefix, the
+/// versions served and when ("model-repository:2,1@1764340000000"); each rank
+/// reads its own repository.
 inline constexpr std::string_view kRepositoryMarker = "model-repository:";
 
 class door_gnns {
@@ -55,9 +56,12 @@ class door_gnns {
   std::map<std::string, time_point> loaded() const;
   /// The coordinator's list: name -> model directory (or a repository marker).
   expected<std::map<std::string, std::string>> listed() const;
-  /// The repository marker this door serves `name` at ("" when `name` is not a
-  /// repository model here); a follower re-reads the repository when the list's differs.
+  /// The versions this door serves repository model `name` at, as the list's
+  /// marker names them without its time ("model-repository:2,1"; "" when `name`
+  /// is not a repository model here).
   std::string repository_marker(const std::string& name) const;
+  /// The list marker this door last announced for `name` ("" if none).
+  std::string announced(const std::string& name) const;
 
  private:
   struct model;
@@ -87,7 +91,7 @@ class door_gnns {
   std::set<std::string> loading_;                         // guarded by mu_
   std::map<std::string, time_point> recs_;  // guarded by mu_: recommendation models loaded here
   std::map<std::string, std::string> markers_;  // guarded by mu_: repository models' markers
-  std::map<std::string, std::vector<std::string>> wanted_;  // guarded by mu_: versions picked last
+  std::map<std::string, std::string> announced_;  // guarded by mu_: the markers this door listed
 };
 
 }  // namespace spindle::runtime

@@ -37,8 +37,12 @@ void model_follower::follow(const std::map<std::string, std::string>& listed,
   for (const auto& [name, path] : listed) {
     const bool repository = path.starts_with(kRepositoryMarker);
     if (auto f = failed_.find(name); f != failed_.end() && f->second == path) continue;
+    // A repository model is re-read once per load that succeeded at another door
+    // (each lists a marker of its own); this door's own marker is its own load.
+    const bool fresh = repository && seen_[name] != path && gnns_.announced(name) != path;
+    if (repository) seen_[name] = path;
     if (here.count(name)) {
-      if (repository && gnns_.repository_marker(name) != path) resync(name, path);
+      if (fresh) resync(name, path);
       continue;
     }
     // A repository model: this door reads its own repository (a load without a directory).
@@ -55,6 +59,8 @@ void model_follower::follow(const std::map<std::string, std::string>& listed,
   }
   for (auto it = failed_.begin(); it != failed_.end();)
     it = listed.count(it->first) ? std::next(it) : failed_.erase(it);
+  for (auto it = seen_.begin(); it != seen_.end();)
+    it = listed.count(it->first) ? std::next(it) : seen_.erase(it);
 }
 
 // Another door served a repository model's versions anew: this door re-reads
@@ -66,7 +72,8 @@ void model_follower::resync(const std::string& name, const std::string& listed) 
     failed_[name] = listed;
     return;
   }
-  if (const auto here = gnns_.repository_marker(name); here != listed) {
+  const std::string versions = listed.substr(0, listed.find('@'));
+  if (const auto here = gnns_.repository_marker(name); here != versions) {
     log::warn("cluster model '{}': this door's repository gives {}, the cluster's list {}", name,
               here, listed);
     failed_[name] = listed;

@@ -37,6 +37,7 @@ class model_follower {
   const door_gnns& gnns_;
   std::chrono::milliseconds period_;
   std::map<std::string, std::string> failed_;  // name -> path whose load failed here
+  std::map<std::string, std::string> seen_;    // name -> repository marker last followed
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

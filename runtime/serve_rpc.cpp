@@ -3,11 +3,14 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <future>
 #include <optional>
 #include <random>
 #include <thread>
+
+#include <fmt/ranges.h>
 
 #include "actors/colocation_actor.hpp"
 #include "actors/dlrm_inference_actor.hpp"
@@ -16,6 +19,8 @@
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "core/text_file.hpp"
+#include "config/model.hpp"
+#include "hps/vdb/redis_connection.hpp"
 #include "runtime/rec_models.hpp"
 #include "runtime/token_file.hpp"
 #include "transport/http/metrics_server.hpp"
@@ -158,6 +163,31 @@ status check_bind(std::string_view flag, const std::string& endpoint, bool has_t
   return status::ok();
 }
 }  // namespace
+
+status check_door_flags(const front_door_args& a) {
+  if (!a.dlrm.updates.empty() && a.dlrm.model.empty())
+    return make_error(errc::invalid_argument,
+                      "--updates {}: online embedding updates go to a parameter server's tables: "
+                      "give --dlrm-model DIR --pdb DIR (--rec-model tables are held in memory)",
+                      a.dlrm.updates);
+  if (!a.dlrm.updates.empty())
+    SPINDLE_TRY(hps::parse_endpoint(a.dlrm.updates).error_or_ok().with_context("--updates: "));
+  // Tensor models: the built-in sum, a --rec-model's name, or the DLRM's
+  // (--dlrm-name, else its model.toml name): named now, not after the start.
+  std::vector<std::string> known{"sum"};
+  SPINDLE_ASSIGN_OR_RETURN(auto recs, parse_rec_model_flags(a.rec_models));
+  for (const auto& [name, dir] : recs) known.push_back(name);
+  if (!a.dlrm_name.empty()) known.push_back(a.dlrm_name);
+  else if (!a.dlrm.model.empty())
+    if (auto d = config::load_model_desc(a.dlrm.model)) known.push_back(d->name);
+  for (const auto& name : a.tensor_models)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      return make_error(errc::invalid_argument,
+                        "--tensor-models '{}': expected sum or a recommendation model served here "
+                        "({})",
+                        name, fmt::join(known, ", "));
+  return status::ok();
+}
 
 status check_exposure(const front_door_args& a) {
   const bool has_token = !a.admin_token_file.empty();

@@ -80,6 +80,9 @@ expected<std::shared_ptr<dlrm_holder>> add_rec_serving(caf::actor_system& sys, a
 /// Ok when --listen and --metrics bind loopback addresses; a non-loopback bind
 /// is refused without --admin-token-file and warned about with one.
 status check_exposure(const front_door_args& a);
+/// The door flags checked before anything starts: --updates needs --dlrm-model
+/// and a HOST:PORT; --tensor-models names sum or a recommendation model served.
+status check_door_flags(const front_door_args& a);
 
 /// Sends one small request to every model through the gateway (a warm-up
 /// batch: first-touch of weights and features, the pipelines' arenas) and

@@ -85,6 +85,7 @@ status serve_rec_only(const serve_args& a) {
 }
 
 status run_serve(const serve_args& a, global_options& g) {
+  SPINDLE_TRY(check_door_flags(a.door));
   const bool rec_only = !a.door.rec_models.empty() || !a.door.dlrm.model.empty();
   if (a.model.empty() && a.repository.empty() && rec_only && a.dataset.empty())
     return serve_rec_only(a);

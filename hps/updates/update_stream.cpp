@@ -3,6 +3,7 @@
 #include "hps/updates/update_stream.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include <cstring>
@@ -19,11 +20,17 @@ update_batch parse_entry(const stream_entry& e, std::string_view table, std::str
   b.table = table;
   b.id = e.id;
   const std::string_view keys = e.field("keys"), vectors = e.field("vectors"), dim = e.field("dim");
-  b.dim = dim.empty()
-              ? 0
-              : static_cast<std::uint32_t>(std::strtoul(std::string(dim).c_str(), nullptr, 10));
+  // The whole field a decimal in [1, 2^16]: "8abc", "-1" and 2^32 + 8 (which
+  // strtoul would take for 8, or wrap) are refused, not read as another dim.
+  std::uint64_t parsed = 0;
+  const auto [end, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), parsed);
+  const bool whole = ec == std::errc() && end == dim.data() + dim.size();
+  b.dim = whole && parsed >= 1 && parsed <= 65536 ? std::uint32_t(parsed) : 0;
+  const std::string_view named = e.field("table");
   if (b.dim == 0) {
-    error = fmt::format("field 'dim' is '{}' (must be a positive integer)", dim);
+    error = fmt::format("field 'dim' is '{}' (must be an integer from 1 to 65536)", dim);
+  } else if (!named.empty() && named != table) {
+    error = fmt::format("field 'table' is '{}' on the stream of table '{}'", named, table);
   } else if (keys.empty() || keys.size() % 8 != 0) {
     error =
         fmt::format("field 'keys' has {} bytes (must be a non-zero multiple of 8)", keys.size());

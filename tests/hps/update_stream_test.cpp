@@ -98,11 +98,24 @@ TEST(update_stream_test, updates_reach_pdb_and_vdb_in_order) {
 
 TEST(update_stream_test, malformed_messages_are_dead_lettered_and_the_rest_applied) {
   fixture f("bad");
+  const cache_key keys_of_one = 1;
+  const float four_floats[4] = {9, 9, 9, 9};
   auto raw = std::move(*redis_connection::connect("127.0.0.1", f.redis->port()));
   const std::string stream = update_stream_name("spindle", "t");
   ASSERT_TRUE(
       raw.command({"XADD", stream, "*", "dim", "4", "keys", "abc", "vectors", ""}).has_value());
   ASSERT_TRUE(raw.command({"XADD", stream, "*", "dim", "zero", "keys", "12345678", "vectors", ""})
+                  .has_value());
+  // A dim with text after its digits, and one past 2^32 that would wrap to 4:
+  // refused, though their keys and vectors fit dim 4.
+  const std::string key1(reinterpret_cast<const char*>(&keys_of_one), 8);
+  const std::string row(reinterpret_cast<const char*>(four_floats), sizeof four_floats);
+  for (const char* dim_text : {"4abc", "4294967300"})
+    ASSERT_TRUE(raw.command({"XADD", stream, "*", "dim", dim_text, "keys", key1, "vectors", row})
+                    .has_value());
+  // A message naming another table than its stream's.
+  ASSERT_TRUE(raw.command({"XADD", stream, "*", "table", "other", "dim", "4", "keys", key1,
+                           "vectors", row})
                   .has_value());
   auto producer = update_producer::connect("127.0.0.1", f.redis->port());
   const auto keys = key_range(3);
@@ -118,12 +131,12 @@ TEST(update_stream_test, malformed_messages_are_dead_lettered_and_the_rest_appli
   auto o = f.options("c1");
   o.table_rows = {3};
   auto consumer = update_consumer::connect("127.0.0.1", f.redis->port(), o);
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 9; ++i) {
     ASSERT_TRUE(
         consumer->poll([&](const update_batch& b) { return apply_update(b, nullptr, f.pdb.get()); })
             .has_value());
   }
-  EXPECT_EQ(consumer->stats().rejected, 5u);
+  EXPECT_EQ(consumer->stats().rejected, 8u);
   EXPECT_EQ(consumer->stats().applied_messages, 1u);
   EXPECT_EQ(f.pdb_value(2), 205.0f);
   EXPECT_EQ(f.pdb_value(0), 5.0f);  // the poisoned message's finite rows were not written either
@@ -131,7 +144,7 @@ TEST(update_stream_test, malformed_messages_are_dead_lettered_and_the_rest_appli
   EXPECT_EQ(f.pdb_value(3), -1.0f);
   auto dead = raw.command({"XRANGE", stream + ":rejected", "-", "+"});
   ASSERT_TRUE(dead.has_value());
-  ASSERT_EQ(dead->elements(), 5u);
+  ASSERT_EQ(dead->elements(), 8u);
   EXPECT_EQ(*consumer->pending(), 0u);
 }
 

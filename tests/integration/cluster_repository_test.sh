@@ -7,6 +7,8 @@
 #     rank 1's door is served at rank 0's door too (each rank re-reads its own
 #     repository), the old version retired by the latest-version policy, and
 #     both doors answer as the single process serving version 2;
+#   - a version that cannot serve is refused at load and changes no door; fixed
+#     and loaded again, it reaches every door;
 #   - an unload through rank 0's door leaves rank 1's too;
 #   - a node given --model-repository without --dataset and --model is refused
 #     by name.
@@ -63,6 +65,28 @@ echo "version 2 loaded through rank 1's door; rank 0's door served it" \
 judge_both "version 2 after the load"
 grep -q "version 1 of 'late' drained and unloaded" "$work/launch.log" ||
   fail "no door retired version 1"
+# A version that cannot serve (16 inputs on a 32-feature graph): its load is refused
+# and the cluster's list is left as it was; both doors go on answering version 2.
+"$spindle" model init --arch gcn --in 16 --hidden 16 --classes 5 --seed 11 --name late \
+  --out-dir "$work/repo/late/3" > /dev/null || fail "model init bad version 3"
+out=$(admin "$d1" load late) && fail "a version of the wrong width loaded: $out"
+sleep 1
+[ "$(answer "$d0")" = "$v2" ] && [ "$(answer "$d1")" = "$v2" ] ||
+  fail "a refused load changed what a door serves"
+# Fixed, and loaded again through the same door: every door re-reads its
+# repository (the list names the same versions a refused load named before).
+rm -rf "$work/repo/late/3"
+version 3 12
+out=$(admin "$one" load late) || fail "the single process did not load version 3: $out"
+v3=$(answer "$one")
+out=$(admin "$d1" load late) || fail "load of the fixed version 3 through rank 1's door: $out"
+for _ in $(seq 200); do
+  [ "$(answer "$d0")" = "$v3" ] && break
+  sleep 0.1
+done
+[ "$(answer "$d0")" = "$v3" ] || fail "rank 0's door never served the fixed version 3"
+judge_both "version 3 after a refused load"
+
 out=$(admin "$d0" unload late) || fail "unload through rank 0's door: $out"
 serves() { "$spindle" client --connect "$1" --model late infer --seeds 1 --json 2> /dev/null | grep -q '"status": *"ok"'; }
 for _ in $(seq 200); do
