@@ -170,8 +170,15 @@ status check_door_flags(const front_door_args& a) {
                       "--updates {}: online embedding updates go to a parameter server's tables: "
                       "give --dlrm-model DIR --pdb DIR (--rec-model tables are held in memory)",
                       a.dlrm.updates);
-  if (!a.dlrm.updates.empty())
-    SPINDLE_TRY(hps::parse_endpoint(a.dlrm.updates).error_or_ok().with_context("--updates: "));
+  if (!a.dlrm.updates.empty()) {
+    auto ep = hps::parse_endpoint(a.dlrm.updates);
+    if (!ep) return std::move(ep).error().with_context("--updates: ");
+    // A Redis that does not answer is named now (a cluster rank would find it
+    // only after it started, and `launch` would take it as a rank that died).
+    SPINDLE_TRY(hps::redis_connection::connect(ep->first, ep->second)
+                    .error_or_ok()
+                    .with_context("--updates " + a.dlrm.updates + ": "));
+  }
   // Tensor models: the built-in sum, a --rec-model's name, or the DLRM's
   // (--dlrm-name, else its model.toml name): named now, not after the start.
   std::vector<std::string> known{"sum"};
