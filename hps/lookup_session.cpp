@@ -171,18 +171,24 @@ lookup_session::fetch_result lookup_session::fetch_and_insert(table_state& t,
         log::warn("vdb insert failed ({} so far): {}", n + 1, s.to_string());
     }
   }
-  // An int8 L1: a fetched row answers as it will once cached (quantised and
-  // back), so a key's answer does not depend on whether it was a hit.
-  if (t.options.bits == 8) {
-    std::vector<std::uint8_t> codes(nn::quantized_row_bytes(dim, 8));
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      float* row = values.data() + i * dim;
-      if (r.found[i] && nn::quantize_row(row, dim, 8, codes.data()))
-        nn::dequantize_row(codes.data(), dim, 8, row);
-    }
-  }
   return r;
 }
+
+namespace {
+
+// An int8 L1: a row fetched for a call answers as it will once cached
+// (quantised and back), so a key's answer does not depend on whether it was a
+// hit. Only the synchronous path's rows are answers (the inserter's are not).
+void as_cached(std::uint32_t dim, std::span<const std::uint8_t> found, std::span<float> values) {
+  std::vector<std::uint8_t> codes(nn::quantized_row_bytes(dim, 8));
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    float* row = values.data() + i * dim;
+    if (found[i] && nn::quantize_row(row, dim, 8, codes.data()))
+      nn::dequantize_row(codes.data(), dim, 8, row);
+  }
+}
+
+}  // namespace
 
 expected<lookup_report> lookup_session::lookup(std::size_t table, std::span<const cache_key> keys,
                                                std::span<float> out) {
@@ -217,6 +223,7 @@ expected<lookup_report> lookup_session::lookup(std::size_t table, std::span<cons
   std::vector<std::uint8_t> found(misses.keys.size(), 0);
   if (rep.synchronous) {
     fetch_result r = fetch_and_insert(t, misses.keys, mv);
+    if (t.options.bits == 8) as_cached(dim, r.found, mv);
     if (!r.error) return r.error;  // never default vectors for rows that could not be read
     rep.from_vdb = r.from_vdb;
     rep.from_pdb = r.from_pdb;

@@ -271,6 +271,11 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   // started) is refused now, before the rank starts anything.
   if (a.listen) SPINDLE_TRY(check_door_flags(a.door));
   if (!a.serving.repository.empty()) {
+    if (a.dataset.empty() || a.model.empty())
+      return make_error(errc::invalid_argument,
+                        "--model-repository {}: its GNNs run over this rank's shard: it needs "
+                        "--dataset and --model",
+                        a.serving.repository);
     SPINDLE_ASSIGN_OR_RETURN(auto models, scan_repository(a.serving.repository));
     if (models.empty())
       return make_error(errc::invalid_argument,

@@ -223,27 +223,15 @@ std::string door_gnns::announced(const std::string& name) const {
   return it == announced_.end() ? std::string() : it->second;
 }
 
-// The gateway asks which versions to serve, loads and warms each one it lacks,
-// retires the others, and only then says which it serves (versions_served): a
-// refused load leaves the cluster's list as it was.
-expected<std::vector<std::string>> door_gnns::versions_to_serve(const std::string& name) {
-  SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_versions(p_.repository, name));
-  std::vector<std::string> out;
-  for (const auto& v : picked) out.push_back(std::to_string(v.version));
-  return out;
-}
-
+// The gateway asks which versions to serve, loads and warms each one it lacks
+// (load_version), retires the others, and only then says which it serves
+// (versions_served, announce_versions): a refused load leaves the list as it was.
 expected<actors::gnn_model_binding> door_gnns::load_version(const std::string& name,
                                                             const std::string& version,
                                                             serving::admission_options admission) {
-  SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(p_.repository));
-  auto it = all.find(name);
-  const int v = std::atoi(version.c_str());
-  if (it == all.end() || !it->second.versions.count(v))
-    return make_error(errc::not_found, "model repository {}: no {}/{}/model.toml", p_.repository,
-                      name, version);
+  SPINDLE_ASSIGN_OR_RETURN(auto dir, repository_version_dir(p_.repository, name, version));
   const std::string key = fmt::format("{}@{}", name, version);
-  SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, it->second.versions.at(v), admission));
+  SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, dir, admission));
   b.name = name;
   b.key = key;
   b.version = version;
@@ -290,7 +278,9 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
     unload(key);
   };
   if (p_.repository.empty()) return l;
-  l.versions_to_serve = [this](const std::string& name) { return versions_to_serve(name); };
+  l.versions_to_serve = [dir = p_.repository](const std::string& name) {
+    return repository_versions_to_serve(dir, name);
+  };
   l.load_version = [this, admission](const std::string& name, const std::string& version) {
     return load_version(name, version, admission);
   };

@@ -68,8 +68,7 @@ class door_gnns {
   expected<actors::gnn_model_binding> load(const std::string& name, const std::string& path,
                                            serving::admission_options admission);
   void unload(const std::string& key);
-  /// --model-repository: the versions of `name` its policy picks now, and one of them loaded.
-  expected<std::vector<std::string>> versions_to_serve(const std::string& name);
+  /// --model-repository: one version of `name` loaded as NAME@VERSION.
   expected<actors::gnn_model_binding> load_version(const std::string& name,
                                                    const std::string& version,
                                                    serving::admission_options admission);

@@ -192,22 +192,14 @@ actors::model_loader gnn_models::loader() {
     if (defaults_.type_pdb) defaults_.type_pdb->sweep();
   };
   if (defaults_.repository.empty()) return l;
-  l.versions_to_serve = [this](const std::string& name) -> expected<std::vector<std::string>> {
-    SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_versions(defaults_.repository, name));
-    std::vector<std::string> out;
-    for (const auto& p : picked) out.push_back(std::to_string(p.version));
-    return out;
+  l.versions_to_serve = [this](const std::string& name) {
+    return repository_versions_to_serve(defaults_.repository, name);
   };
   l.load_version = [this](const std::string& name,
                           const std::string& version) -> expected<actors::gnn_model_binding> {
-    SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(defaults_.repository));
-    auto it = all.find(name);
-    const int v = std::atoi(version.c_str());
-    if (it == all.end() || !it->second.versions.count(v))
-      return make_error(errc::not_found, "model repository {}: no {}/{}/model.toml",
-                        defaults_.repository, name, version);
+    SPINDLE_ASSIGN_OR_RETURN(auto dir, repository_version_dir(defaults_.repository, name, version));
     const std::string key = fmt::format("{}@{}", name, version);
-    SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, it->second.versions.at(v)));
+    SPINDLE_ASSIGN_OR_RETURN(auto b, load(key, dir));
     b.name = name;
     b.key = key;
     b.version = version;

@@ -66,4 +66,23 @@ expected<std::vector<picked_version>> pick_repository_versions(const std::string
   return out;
 }
 
+expected<std::vector<std::string>> repository_versions_to_serve(const std::string& dir,
+                                                                const std::string& name) {
+  SPINDLE_ASSIGN_OR_RETURN(auto picked, pick_repository_versions(dir, name));
+  std::vector<std::string> out;
+  for (const auto& p : picked) out.push_back(std::to_string(p.version));
+  return out;
+}
+
+expected<std::string> repository_version_dir(const std::string& dir, const std::string& name,
+                                             const std::string& version) {
+  SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(dir));
+  auto it = all.find(name);
+  const int v = version_of(version);
+  if (it == all.end() || !it->second.versions.count(v))
+    return make_error(errc::not_found, "model repository {}: no {}/{}/model.toml", dir, name,
+                      version);
+  return it->second.versions.at(v);
+}
+
 }  // namespace spindle::runtime

@@ -30,5 +30,11 @@ struct picked_version {
 /// model.toml holds the policy). Errors name the repository, the model and its versions.
 expected<std::vector<picked_version>> pick_repository_versions(const std::string& dir,
                                                                const std::string& name);
+/// The same versions as text ("2", "1"), as a gateway's loader names them.
+expected<std::vector<std::string>> repository_versions_to_serve(const std::string& dir,
+                                                                const std::string& name);
+/// The directory of `name`'s `version` in `dir`; errors name the missing model.toml.
+expected<std::string> repository_version_dir(const std::string& dir, const std::string& name,
+                                             const std::string& version);
 
 }  // namespace spindle::runtime

@@ -20,11 +20,9 @@ namespace {
 
 // --model-repository: every model of `dir` at the versions its policy picks,
 // as a load without a directory at the door does (the list learns each).
+// (run_node checked it holds a model before the rank started).
 status load_repository(actors::gateway& gw, const std::string& dir) {
   SPINDLE_ASSIGN_OR_RETURN(auto all, scan_repository(dir));
-  if (all.empty())
-    return make_error(errc::invalid_argument,
-                      "--model-repository {}: holds no model (NAME/VERSION/model.toml)", dir);
   for (const auto& [name, _] : all) {
     SPINDLE_TRY(gw.load_model(name, "").with_context("--model-repository " + dir + ": "));
     log::info("model repository: serving '{}'", name);
@@ -61,12 +59,7 @@ status serve_door(caf::actor_system& sys, const node_args& a, rank_shard* shard,
   for (const auto& f : forwarders) s.recs.push_back(f->binding(a.door.admission()));
   // Loads through this door reach every node with a door (the coordinator's list).
   s.loader = gnns->loader(a.door.admission(), rec_loader(a.door));
-  if (!a.serving.repository.empty()) {
-    if (shard == nullptr)
-      return make_error(errc::invalid_argument,
-                        "--model-repository {} needs --dataset and --model: its GNNs run over "
-                        "this rank's shard of the dataset",
-                        a.serving.repository);
+  if (!a.serving.repository.empty()) {  // with a shard: run_node checked the flags
     s.before_serving = [dir = a.serving.repository](actors::gateway& gw) {
       return load_repository(gw, dir);
     };

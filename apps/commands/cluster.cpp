@@ -27,11 +27,6 @@ status check_calibration_flags(node_args& a) {
     return make_error(
         errc::invalid_argument, "{} routes this node's GNN batches: it needs --dataset and --model",
         a.serving.calibrate ? "--calibrate" : "--calibration " + a.serving.calibration);
-  if (!a.serving.repository.empty() && (a.dataset.empty() || a.model.empty()))
-    return make_error(errc::invalid_argument,
-                      "--model-repository {}: its GNNs run over this rank's shard: it needs "
-                      "--dataset and --model",
-                      a.serving.repository);
   if (!a.serving.calibration_out.empty() && !a.serving.calibrate)
     return make_error(errc::invalid_argument, "--calibration-out {} needs --calibrate",
                       a.serving.calibration_out);
