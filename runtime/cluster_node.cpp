@@ -24,6 +24,7 @@
 #include "runtime/model_repository.hpp"
 #include "runtime/node_door.hpp"
 #include "runtime/peer_rows.hpp"
+#include "runtime/rec_models.hpp"
 #include "runtime/serve_rpc.hpp"
 #include "transport/ucx/net_devices.hpp"
 
@@ -262,6 +263,34 @@ status refuse_coordinator_flags(const node_args& a) {
                     one ? "it" : "them");
 }
 
+namespace {
+
+// What a door would refuse after the rank joined (and `launch` took it as
+// started) is refused before the rank starts anything.
+status check_door_folders(const node_args& a) {
+  if (a.listen) SPINDLE_TRY(check_door_flags(a.door));
+  if (a.serving.repository.empty()) return status::ok();
+  if (a.dataset.empty() || a.model.empty())
+    return make_error(errc::invalid_argument,
+                      "--model-repository {}: its GNNs run over this rank's shard: it needs "
+                      "--dataset and --model",
+                      a.serving.repository);
+  SPINDLE_ASSIGN_OR_RETURN(auto models, scan_repository(a.serving.repository));
+  if (models.empty())
+    return make_error(errc::invalid_argument,
+                      "--model-repository {}: holds no model (NAME/VERSION/model.toml)",
+                      a.serving.repository);
+  return status::ok();
+}
+
+expected<rank_folders> folders_of(const node_args& a) {
+  rank_folders d{a.dataset, a.model, a.door.dlrm.model, {}, a.serving.repository};
+  SPINDLE_ASSIGN_OR_RETURN(d.rec_models, parse_rec_model_flags(a.door.rec_models));
+  return d;
+}
+
+}  // namespace
+
 status run_node(const node_args& given, const std::vector<std::string>& self_argv) {
   SPINDLE_TRY(follow_launch());
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
@@ -269,19 +298,8 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   SPINDLE_TRY(refuse_coordinator_flags(a));
   // What a door would refuse after the rank joined (and `launch` took it as
   // started) is refused now, before the rank starts anything.
-  if (a.listen) SPINDLE_TRY(check_door_flags(a.door));
-  if (!a.serving.repository.empty()) {
-    if (a.dataset.empty() || a.model.empty())
-      return make_error(errc::invalid_argument,
-                        "--model-repository {}: its GNNs run over this rank's shard: it needs "
-                        "--dataset and --model",
-                        a.serving.repository);
-    SPINDLE_ASSIGN_OR_RETURN(auto models, scan_repository(a.serving.repository));
-    if (models.empty())
-      return make_error(errc::invalid_argument,
-                        "--model-repository {}: holds no model (NAME/VERSION/model.toml)",
-                        a.serving.repository);
-  }
+  // With --fetch-from the door's folders may arrive later: checked once fetched.
+  if (a.files.fetch_from.empty()) SPINDLE_TRY(check_door_folders(a));
   sigset_t set = stop_signal_set();
   if (a.rank != 0) {
     sigaddset(&set, kCoordinatorLost);
@@ -318,10 +336,19 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   // A rank past the TOML's (joined) has no partition of its own: it opens rank
   // 0's (rank_shard::start), so that is the one it fetches.
   const int folder = rank < int(topo.servers.size()) ? rank : 0;
-  SPINDLE_TRY(fetch_missing(a.files, a.dataset, a.model, folder, n.sn.token));
+  SPINDLE_ASSIGN_OR_RETURN(const auto folders, folders_of(a));
+  SPINDLE_TRY(fetch_missing(a.files, folders, folder, n.sn.token));
+  if (!a.files.fetch_from.empty()) {
+    SPINDLE_TRY(check_door_folders(a));
+    if (!a.serving.repository.empty())
+      a.serving.fetch_versions = [f = a.files, dir = a.serving.repository,
+                                  token = n.sn.token](const std::string& name) {
+        return fetch_new_versions(f, dir, name, token);
+      };
+  }
   std::unique_ptr<transport::net::file_door> files;
   if (!a.files.files.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(files, open_file_door(a.files, a.dataset, a.model, n.sn.token));
+    SPINDLE_ASSIGN_OR_RETURN(files, open_file_door(a.files, folders, n.sn.token));
   }
   SPINDLE_TRY(open_type_tables(a));
   SPINDLE_TRY(open_shard(n, sys, topo, a));

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,9 @@ struct node_pipelines {
   /// --model-repository: this rank's own folder of versioned models (Triton's
   /// layout) its door serves, each at the versions its policy picks.
   std::string repository;
+  /// With --fetch-from: fetches the versions of a repository model that a file
+  /// door holds and this rank's repository lacks, before the repository is read.
+  std::function<status(const std::string& name)> fetch_versions;
 };
 
 /// Waits until every rank owning a shard is alive, then runs `p.pipelines`

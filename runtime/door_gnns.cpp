@@ -278,7 +278,12 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
     unload(key);
   };
   if (p_.repository.empty()) return l;
-  l.versions_to_serve = [dir = p_.repository](const std::string& name) {
+  l.versions_to_serve = [dir = p_.repository, fetch = p_.fetch_versions](const std::string& name) {
+    // Versions added at another rank's disk come first (nothing shared but the network).
+    if (fetch)
+      if (auto st = fetch(name); !st)
+        log::warn("'{}': new versions not fetched, this rank's repository read as it is: {}", name,
+                  st.message());
     return repository_versions_to_serve(dir, name);
   };
   l.load_version = [this, admission](const std::string& name, const std::string& version) {

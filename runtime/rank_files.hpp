@@ -1,12 +1,15 @@
 // What a rank needs on its own disk, and how it gets it when it is not there:
 // `spindle node --fetch-from` fetches its partition (DIR/rank-N of `spindle
-// partition`'s output, or a whole dataset) and its model folder from file doors
-// before it opens them; `--files` opens this node's own file door, serving
-// the folders it was started with. Called once at start, on the node's thread.
+// partition`'s output, or a whole dataset), its model folder and its door's
+// folders (--dlrm-model, each --rec-model, the --model-repository's versions)
+// from file doors before it opens them; `--files` opens this node's own file
+// door, serving the folders it was started with. Called at start, on the
+// node's thread; a repository's new versions also as they are loaded.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.hpp"
@@ -21,19 +24,36 @@ struct rank_files_args {
   double files_mbit = 0;                // --files-rate: the door's cap in Mbit/s (0: none)
 };
 
-/// Fetches `dataset` (rank `rank`'s share) and `model` from --fetch-from's doors
-/// when they are not on this rank's disk, and checks them against the door's
-/// copy when they are (a stale or other folder is refused by name; when no door
-/// answers within 3 s it is used unchecked, with a warning); nothing without a
-/// door. Errors name the folder, the file and the door.
-status fetch_missing(const rank_files_args& f, const std::string& dataset, const std::string& model,
-                     int rank, const std::string& token);
+/// The folders a rank opens, each fetched when missing and served by its door
+/// ("" or none: not given).
+struct rank_folders {
+  std::string dataset, model;
+  std::string dlrm_model;                                       // --dlrm-model
+  std::vector<std::pair<std::string, std::string>> rec_models;  // --rec-model NAME=DIR
+  std::string repository;                                       // --model-repository
+};
 
-/// Opens the file door --files asks for, serving `dataset` (rank N asks for
-/// DIR/rank-N of a partition output, or the whole dataset) and `model`.
+/// Fetches every folder of `d` (rank `rank`'s share of the dataset) from
+/// --fetch-from's doors when it is not on this rank's disk, and checks it
+/// against the door's copy when it is (a stale or other folder is refused by
+/// name; when no door answers within 3 s it is used unchecked, with a warning);
+/// nothing without a door. A repository is fetched version by version: those
+/// this disk lacks are fetched, those it holds checked. Errors name the
+/// folder, the file and the door.
+status fetch_missing(const rank_files_args& f, const rank_folders& d, int rank,
+                     const std::string& token);
+
+/// The versions of repository model `name` the first answering door holds and
+/// `repository` lacks, fetched (new versions loaded at run time); those on this
+/// disk are not checked again. Errors name the version and the door.
+status fetch_new_versions(const rank_files_args& f, const std::string& repository,
+                          const std::string& name, const std::string& token);
+
+/// Opens the file door --files asks for, serving the folders of `d` (rank N
+/// asks for DIR/rank-N of a partition output, or the whole dataset; a
+/// repository is asked for by NAME/VERSION).
 expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_files_args& f,
-                                                                    const std::string& dataset,
-                                                                    const std::string& model,
+                                                                    const rank_folders& d,
                                                                     const std::string& token);
 
 }  // namespace spindle::runtime

@@ -92,9 +92,10 @@ void register_cluster(CLI::App& app, global_options&) {
                  "is then served as it is");
   node->add_option("--fetch-from", na->files.fetch_from,
                    "File doors (HOST:PORT, comma-separated; see --files) to fetch this rank's "
-                   "share of --dataset (DIR/rank-N, or a whole dataset) and the --model folder "
-                   "from when they are not on this disk, before serving: checked by SHA-256, "
-                   "resumed after a cut, in place only when whole")
+                   "share of --dataset (DIR/rank-N, or a whole dataset), the --model, "
+                   "--dlrm-model and --rec-model folders and the --model-repository's versions "
+                   "(also those loaded later) from when they are not on this disk, before "
+                   "serving: checked by SHA-256, resumed after a cut, in place only when whole")
       ->delimiter(',');
   node->add_option("--fetch-wait-s", na->files.fetch_wait_s,
                    "With --fetch-from: keep retrying (door not up yet, a cut) this long without "
@@ -103,8 +104,9 @@ void register_cluster(CLI::App& app, global_options&) {
       ->check(CLI::PositiveNumber);
   node->add_option("--files", na->files.files,
                    "Open a file door on HOST:PORT (e.g. 127.0.0.1:7800; 0.0.0.0 for other "
-                   "hosts) serving this node's --dataset and --model folders to ranks that "
-                   "prove the cluster token (their --fetch-from)");
+                   "hosts) serving this node's --dataset, --model, --dlrm-model, --rec-model "
+                   "and --model-repository folders to ranks that prove the cluster token (their "
+                   "--fetch-from)");
   node->add_option("--files-rate", na->files.files_mbit,
                    "With --files: send at most this many Mbit/s in all (the files share the "
                    "links that serve calls; 0: no cap)")
@@ -115,10 +117,9 @@ void register_cluster(CLI::App& app, global_options&) {
                    "gathering, inference) for the coordinator's batches");
   node->add_option("--model-repository", na->serving.repository,
                    "Any rank with a door, --dataset and --model: serve every model of this "
-                   "folder (NAME/VERSION/model.toml, Triton's layout; each rank its own copy) "
-                   "at the versions its policy picks; a load of NAME without a directory at any "
-                   "door re-reads it on every rank")
-      ->check(CLI::ExistingDirectory);
+                   "folder (NAME/VERSION/model.toml, Triton's layout; each rank its own copy, "
+                   "or fetched with --fetch-from) at the versions its policy picks; a load of "
+                   "NAME without a directory at any door re-reads it on every rank");
   node->add_option("--workload", na->workload,
                    "Rank 0 only (other ranks refuse it): serve N requests once members joined, "
                    "print a checksum");

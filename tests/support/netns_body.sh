@@ -51,7 +51,8 @@ mpirun_cluster_start() {
     "$spindle" node --config "$data/cluster.toml" --dataset "$data/parts" --model "$data/m" \
     --files 0.0.0.0:7800 --fetch-from "${subnet}.1:7800" \
     --listen 0.0.0.0:7700 --admin-token-file "$data/admin.token" "$@" < /dev/null > "$work/mpirun.log" 2>&1 &
-  bg+=($!)
+  local job=$!
+  bg+=($job)
   "$spindle" serve --dataset "$work/whole" --model "$work/m" --listen 127.0.0.1:0 > "$work/one.log" 2>&1 &
   bg+=($!)
   one=""
@@ -59,6 +60,7 @@ mpirun_cluster_start() {
     [ -z "$one" ] && one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/one.log" | head -1)
     opened=$(grep -c "^\[1,[0-2]\]<stdout>:listening 0.0.0.0:7700" "$work/mpirun.log")
     [ -n "$one" ] && [ "$opened" = 3 ] && return 0
+    kill -0 "$job" 2> /dev/null || break  # a rank failed: mpirun stopped the job
     sleep 0.2
   done
   echo "FAIL: $opened of 3 doors opened (one process: '${one}')"

@@ -101,7 +101,14 @@ status file_client::request(const std::string& text) {
 }
 
 expected<file_manifest> file_client::manifest(const std::string& root, int rank) {
-  SPINDLE_TRY(request(fmt::format("manifest\n{}\n{}", root, rank)));
+  return manifest(root, std::to_string(rank));
+}
+
+expected<file_manifest> file_client::manifest(const std::string& root, const std::string& word) {
+  if (word.empty() || word.find('\n') != std::string::npos)
+    return make_error(errc::invalid_argument, "'{}': not a word a file door is asked for",
+                      word.substr(0, 64));
+  SPINDLE_TRY(request(fmt::format("manifest\n{}\n{}", root, word)));
   char kind = 0;
   std::uint64_t len = 0;
   if (!fw::recv_header(fd_, kind, len, client_clock::now() + kClientReply))

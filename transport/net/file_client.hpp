@@ -26,6 +26,9 @@ class file_client {
 
   /// The manifest the door serves under `root` to `rank`, its MAC checked.
   expected<file_manifest> manifest(const std::string& root, int rank);
+  /// The manifest the door serves under `root` for `word` (a root served by
+  /// name: a repository's "NAME/VERSION", "." for all of it).
+  expected<file_manifest> manifest(const std::string& root, const std::string& word);
   /// Streams `path` of root's `unit` from `offset` to its end into `sink`. A
   /// refusal carries the door's words; a cut is errc::unavailable ("cut after
   /// N bytes"); a sink error is returned as it is. With `sha256` (the fetch's

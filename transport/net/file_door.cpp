@@ -96,15 +96,20 @@ struct file_door::impl {
     if (!r)
       return make_error(errc::not_found, "this door serves no folder '{}'",
                         q.size() > 1 ? q[1].substr(0, 64) : "");
-    int rank = -1;
-    try {
-      rank = std::stoi(q[2]);
-    } catch (const std::exception&) {
-      return make_error(errc::invalid_argument, "rank '{}' is not a number", q[2].substr(0, 32));
-    }
     std::string unit = ".";
-    if (r->unit_for) {
-      SPINDLE_ASSIGN_OR_RETURN(unit, r->unit_for(rank));
+    if (r->unit_named) {
+      SPINDLE_ASSIGN_OR_RETURN(unit, r->unit_named(q[2]));
+      if (unit != ".") SPINDLE_TRY(check_relative_path(unit).with_context("refused: "));
+    } else {
+      int rank = -1;
+      try {
+        rank = std::stoi(q[2]);
+      } catch (const std::exception&) {
+        return make_error(errc::invalid_argument, "rank '{}' is not a number", q[2].substr(0, 32));
+      }
+      if (r->unit_for) {
+        SPINDLE_ASSIGN_OR_RETURN(unit, r->unit_for(rank));
+      }
     }
     const std::string dir = unit == "." ? r->dir : r->dir + "/" + unit;
     SPINDLE_ASSIGN_OR_RETURN(auto m, manifests->current(r->name, dir, unit));

@@ -19,6 +19,9 @@ struct file_root {
   /// The sub-folder served to `rank` ("." for the whole folder), or an error
   /// saying why this folder holds nothing for that rank; empty: always ".".
   std::function<expected<std::string>(int rank)> unit_for;
+  /// Instead of unit_for: the sub-folder served for the word a fetcher asks
+  /// with (a model repository's "NAME/VERSION", "." for all of it), or an error.
+  std::function<expected<std::string>(const std::string& word)> unit_named;
 };
 
 struct file_door_options {

@@ -83,15 +83,17 @@ class fetcher {
   status last_errors() const {
     std::string all;
     for (const auto& [peer, why] : errors_) all += (all.empty() ? "" : "; ") + why;
-    return make_error(errc::unavailable, "cannot fetch '{}' for rank {} into {}: {}", r_.root,
-                      r_.rank, r_.base, all);
+    return make_error(errc::unavailable, "cannot fetch '{}' {} into {}: {}", r_.root,
+                      r_.word.empty() ? fmt::format("for rank {}", r_.rank) : r_.word, r_.base,
+                      all);
   }
 
   // Everything still missing, from one door; ok when the folder is in place.
   status from(const std::string& peer) {
     SPINDLE_ASSIGN_OR_RETURN(auto hp, parse_host_port(peer, "--fetch-from"));
     SPINDLE_ASSIGN_OR_RETURN(auto c, file_client::connect(hp.host, int(hp.port), r_.token));
-    SPINDLE_ASSIGN_OR_RETURN(auto m, c.manifest(r_.root, r_.rank));
+    SPINDLE_ASSIGN_OR_RETURN(
+        auto m, r_.word.empty() ? c.manifest(r_.root, r_.rank) : c.manifest(r_.root, r_.word));
     if (!manifest_) {
       manifest_ = m;
       where_ = places_of(r_.base, m.unit);

@@ -19,6 +19,7 @@ struct fetch_request {
   std::string token;               // the cluster token
   std::string root;                // what to ask for: "dataset", "model"
   int rank = 0;                    // whose share of it (a partition's rank-N)
+  std::string word;                // asked instead of rank when set (a root served by name)
   std::string base;                // local folder: the door's unit lands at base or base/UNIT
   int wait_s = 60;                 // retry for this long without a byte of progress
 };

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Every door folder over the network alone: mpirun -n 3 into three namespaces
+# that share nothing but the network (scripts/netns-cluster.sh), one command line
+# for every rank with --model-repository and --rec-model besides the dataset and
+# the model, all on rank 0's disk only. Ranks 1 and 2 fetch the repository's
+# versions and the recommendation model from rank 0's file door with their
+# partition; every door then answers the repository's GNN and the NCF as one
+# process serving the same folders. A version 2 put on rank 0's disk alone and
+# loaded through rank 1's door is fetched by rank 1 at the load and by rank 2
+# as it follows the list: all three doors answer as one process serving version 2.
+# Skipped (77) without mpirun or where namespaces cannot be made.
+set -uo pipefail
+spindle=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/tests/support/netns_body.sh"
+name="spf$$"
+mpirun_netns_probe mpirun_netns_folders_test
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+late() {  # DIR VERSION SEED: a GCN as version VERSION of the repository's model 'late'
+  "$spindle" model init --arch gcn --in 32 --hidden 16 --classes 5 --seed "$3" --name late \
+    --out-dir "$1/late/$2" > /dev/null
+}
+
+judge_late() {  # WHAT: 9 seeded calls of 'late', 3 through each door, each as one process answers
+  local right=0 i seed door a b
+  for i in $(seq 1 9); do
+    seed=$(( (i * 337) % 4096 )); door="${SPINDLE_NETNS_SUBNET}.$((i % 3 + 1)):7700"
+    a=$("$spindle" client --connect "$door" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    b=$("$spindle" client --connect "$repo_one" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    if [ "$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")" = right ]; then
+      right=$((right + 1))
+    else
+      echo "FAIL: $1: call $i (seed $seed) through $door: cluster $a; one process $b"
+    fi
+  done
+  echo "$1: $right of 9 seeded calls of 'late', 3 through each door, answered as one process"
+  [ "$right" -eq 9 ]
+}
+
+scores() {  # DOOR: the NCF's scores for one sample
+  "$spindle" client --connect "$1" --model ncf rec --sparse 1 --sparse 2 --sparse 3 --sparse 4 --json 2> /dev/null |
+    python3 -c 'import json,sys; a = json.load(sys.stdin); assert a["status"] == "ok"; print(a["scores"])'
+}
+
+checks() {
+  local subnet=$SPINDLE_NETNS_SUBNET bed="$root/scripts/netns-cluster.sh" data r dirs=()
+  "$spindle" generate --scale 12 --edge-factor 8 --feature-dim 32 --seed 3 --out "$work/whole" > /dev/null 2>&1 || return 1
+  "$spindle" model init --arch graphsage --in 32 --hidden 32 --classes 8 --seed 1 --out-dir "$work/m" > /dev/null || return 1
+  "$spindle" model init --arch ncf --tables 10,20,10,20 --seed 4 --out-dir "$work/ncf" > /dev/null || return 1
+  late "$work/repo" 1 9 || return 1
+  "$bed" toml "$SPINDLE_NETNS" 3 240000 > "$work/cluster.toml"
+  "$spindle" partition "$work/whole" --config "$work/cluster.toml" --out "$work/parts" > /dev/null || return 1
+  data=$("$bed" data "$SPINDLE_NETNS")
+  for r in 0 1 2; do dirs+=("$("$bed" rank-dir "$SPINDLE_NETNS" "$r")"); done
+  cp -r "$work/parts" "$work/m" "$work/ncf" "$work/repo" "${dirs[0]}/"
+  for r in 0 1 2; do cp "$work/cluster.toml" "${dirs[$r]}/"; done
+  SPINDLE_CLUSTER_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  export SPINDLE_CLUSTER_TOKEN SPINDLE_PROGRESS=0
+  # One process serving the same folders (--policy fixed: the small executor, as
+  # the cluster's doors run a loaded model).
+  "$spindle" serve --dataset "$work/whole" --model-repository "$work/repo" --policy fixed \
+    --rec-model "ncf=$work/ncf" --listen 127.0.0.1:0 --admin-token-file "$work/admin.token" \
+    > "$work/repo_one.log" 2>&1 &
+  bg+=($!)
+  mpirun_cluster_start --model-repository "$data/repo" --rec-model "ncf=$data/ncf" || return 1
+  repo_one=""
+  for _ in $(seq 300); do
+    repo_one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/repo_one.log" | head -1)
+    [ -n "$repo_one" ] && break
+    sleep 0.2
+  done
+  [ -n "$repo_one" ] || { echo "FAIL: the single process did not start"; tail -5 "$work/repo_one.log"; return 1; }
+  grep -E "fetched (rec-model|model-repository)|model-repository:? .*versions at the file door" "$work/mpirun.log" | head -8
+  for r in 1 2; do
+    [ -e "${dirs[$r]}/repo/late/1/model.toml" ] && [ -e "${dirs[$r]}/ncf/model.toml" ] ||
+      { echo "FAIL: rank $r's disk lacks the repository or the NCF: $(ls -R "${dirs[$r]}" | head -20)"; return 1; }
+  done
+  judge_late "version 1, fetched by ranks 1 and 2" || return 1
+  local want got
+  want=$(scores "$repo_one")
+  for r in 1 2 3; do
+    got=$(scores "${subnet}.$r:7700")
+    [ -n "$want" ] && [ "$got" = "$want" ] || { echo "FAIL: NCF at door $r: '$got', one process '$want'"; return 1; }
+  done
+  echo "NCF fetched by ranks 1 and 2: the three doors score as one process ($want)"
+  # Version 2 on rank 0's disk (and the single process's) only, loaded through rank 1's door.
+  late "${dirs[0]}/repo" 2 10 && late "$work/repo" 2 10 || return 1
+  "$spindle" client --connect "$repo_one" --token-file "$work/admin.token" admin load late > /dev/null ||
+    { echo "FAIL: the single process did not load version 2"; return 1; }
+  local t0 out
+  t0=$(date +%s.%N)
+  out=$("$spindle" client --connect "${subnet}.2:7700" --token-file "${dirs[1]}/admin.token" admin load late 2>&1) ||
+    { echo "FAIL: load through rank 1's door: $out"; return 1; }
+  for _ in $(seq 200); do
+    [ -e "${dirs[2]}/repo/late/2/model.toml" ] && break
+    sleep 0.1
+  done
+  [ -e "${dirs[1]}/repo/late/2/model.toml" ] && [ -e "${dirs[2]}/repo/late/2/model.toml" ] ||
+    { echo "FAIL: version 2 did not reach ranks 1 and 2"; tail -20 "$work/mpirun.log"; return 1; }
+  sleep 2  # rank 2's follower loads it after the fetch
+  echo "version 2 on rank 0's disk, loaded through rank 1's door: on rank 2's disk" \
+    "$(python3 -c "import time; print('%.2f' % (time.time() - $t0))") s later"
+  judge_late "version 2, fetched at the load" || { tail -20 "$work/mpirun.log"; return 1; }
+}
+export -f body checks mpirun_cluster_start late judge_late scores
+export spindle work root
+"$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body
