@@ -48,9 +48,10 @@ status fetch_one_folder(const rank_files_args& f, const std::string& root, const
   r.wait_s = on_disk ? std::min(kCheckWaitS, f.fetch_wait_s) : f.fetch_wait_s;
   auto got = transport::net::fetch_folder(r);
   if (!got && on_disk && got.error().code() == errc::unavailable) {
-    log::warn("{} {}: on this rank's disk, and no file door answered within {} s to check it "
-              "against: used unchecked ({})",
-              root, base, r.wait_s, got.error().message());
+    log::warn(
+        "{} {}: on this rank's disk, and no file door answered within {} s to check it "
+        "against: used unchecked ({})",
+        root, base, r.wait_s, got.error().message());
     return status::ok();
   }
   if (!got) return std::move(got).error();
@@ -100,8 +101,8 @@ expected<std::set<std::string>> door_versions(const rank_files_args& f, const st
       auto hp = transport::parse_host_port(peer, "--fetch-from");
       if (!hp) return std::move(hp).error();
       auto c = transport::net::file_client::connect(hp->host, int(hp->port), token);
-      auto m = c ? c->manifest(kRepositoryRoot, ".") : expected<transport::net::file_manifest>(
-                                                           std::move(c).error());
+      auto m = c ? c->manifest(kRepositoryRoot, ".")
+                 : expected<transport::net::file_manifest>(std::move(c).error());
       if (m) return version_units(*m);
       if (m.error().code() != errc::unavailable) return std::move(m).error();
       why = m.error().message();
@@ -134,8 +135,8 @@ status fetch_repository(const rank_files_args& f, const std::string& dir, const 
                     .with_context(fmt::format("--model-repository {} ({}): ", dir, unit)));
     fetched += here ? 0 : 1;
   }
-  log::info("--model-repository {}: {} versions at the file door, {} fetched", dir,
-            units->size(), fetched);
+  log::info("--model-repository {}: {} versions at the file door, {} fetched", dir, units->size(),
+            fetched);
   return status::ok();
 }
 
@@ -159,21 +160,21 @@ status fetch_missing(const rank_files_args& f, const rank_folders& d, int rank,
   if (f.fetch_from.empty()) return status::ok();
   // Present or not, each folder is checked against the door's (a stale one is refused).
   if (!d.dataset.empty())
-    SPINDLE_TRY(fetch_one_folder(f, "dataset", d.dataset, rank, token,
-                                 dataset_on_disk(d.dataset, rank))
-                    .with_context(fmt::format("--dataset {}: ", d.dataset)));
+    SPINDLE_TRY(
+        fetch_one_folder(f, "dataset", d.dataset, rank, token, dataset_on_disk(d.dataset, rank))
+            .with_context(fmt::format("--dataset {}: ", d.dataset)));
   if (!d.model.empty())
-    SPINDLE_TRY(fetch_one_folder(f, "model", d.model, rank, token,
-                                 path_exists(d.model + "/model.toml"))
-                    .with_context(fmt::format("--model {}: ", d.model)));
+    SPINDLE_TRY(
+        fetch_one_folder(f, "model", d.model, rank, token, path_exists(d.model + "/model.toml"))
+            .with_context(fmt::format("--model {}: ", d.model)));
   if (!d.dlrm_model.empty())
     SPINDLE_TRY(fetch_one_folder(f, "dlrm-model", d.dlrm_model, rank, token,
                                  path_exists(d.dlrm_model + "/model.toml"))
                     .with_context(fmt::format("--dlrm-model {}: ", d.dlrm_model)));
   for (const auto& [name, dir] : d.rec_models)
-    SPINDLE_TRY(fetch_one_folder(f, rec_root(name), dir, rank, token,
-                                 path_exists(dir + "/model.toml"))
-                    .with_context(fmt::format("--rec-model {}={}: ", name, dir)));
+    SPINDLE_TRY(
+        fetch_one_folder(f, rec_root(name), dir, rank, token, path_exists(dir + "/model.toml"))
+            .with_context(fmt::format("--rec-model {}={}: ", name, dir)));
   if (!d.repository.empty()) SPINDLE_TRY(fetch_repository(f, d.repository, token, "", false));
   return status::ok();
 }
@@ -195,28 +196,30 @@ expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_f
   o.name = "file door";
   o.max_bytes_per_s = std::uint64_t(f.files_mbit * 1e6 / 8);
   if (!d.dataset.empty()) {
-    o.roots.push_back({"dataset", d.dataset, [dataset = d.dataset](int rank) -> expected<std::string> {
+    o.roots.push_back({"dataset", d.dataset,
+                       [dataset = d.dataset](int rank) -> expected<std::string> {
                          if (path_exists(dataset + "/metadata.json")) return std::string(".");
                          if (path_exists(rank_dir_of(dataset, rank) + "/metadata.json"))
                            return "rank-" + std::to_string(rank);
                          return make_error(errc::not_found,
                                            "{} holds no rank-{} partition (nor a whole dataset)",
                                            dataset, rank);
-                       }, nullptr});
+                       },
+                       nullptr});
   }
   if (!d.model.empty()) o.roots.push_back({"model", d.model, nullptr, nullptr});
   if (!d.dlrm_model.empty()) o.roots.push_back({"dlrm-model", d.dlrm_model, nullptr, nullptr});
   for (const auto& [name, dir] : d.rec_models)
     o.roots.push_back({rec_root(name), dir, nullptr, nullptr});
   if (!d.repository.empty())
-    o.roots.push_back({kRepositoryRoot, d.repository, nullptr,
-                       [dir = d.repository](const std::string& word) {
-                         return repository_unit(dir, word);
-                       }});
+    o.roots.push_back(
+        {kRepositoryRoot, d.repository, nullptr,
+         [dir = d.repository](const std::string& word) { return repository_unit(dir, word); }});
   SPINDLE_ASSIGN_OR_RETURN(auto door, transport::net::file_door::start(std::move(o)));
-  fmt::print("files {}:{} (the rank's dataset, model and door folders, to ranks holding the "
-             "token)\n",
-             hp.host, door->port());
+  fmt::print(
+      "files {}:{} (the rank's dataset, model and door folders, to ranks holding the "
+      "token)\n",
+      hp.host, door->port());
   std::fflush(stdout);
   return door;
 }

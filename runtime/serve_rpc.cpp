@@ -175,9 +175,13 @@ status check_door_flags(const front_door_args& a) {
     if (!ep) return std::move(ep).error().with_context("--updates: ");
     // A Redis that does not answer is named now (a cluster rank would find it
     // only after it started, and `launch` would take it as a rank that died).
-    SPINDLE_TRY(hps::redis_connection::connect(ep->first, ep->second)
-                    .error_or_ok()
-                    .with_context("--updates " + a.dlrm.updates + ": "));
+    // PING too: a Redis that takes the connection but denies commands (its
+    // protected mode, to a peer off loopback) is named now as well.
+    auto redis = hps::redis_connection::connect(ep->first, ep->second);
+    if (redis)
+      SPINDLE_TRY(redis->command({"PING"}).error_or_ok().with_context("--updates " +
+                                                                       a.dlrm.updates + ": "));
+    SPINDLE_TRY(redis.error_or_ok().with_context("--updates " + a.dlrm.updates + ": "));
   }
   // Tensor models: the built-in sum, a --rec-model's name, or the DLRM's
   // (--dlrm-name, else its model.toml name): named now, not after the start.

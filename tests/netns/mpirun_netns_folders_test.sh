@@ -8,6 +8,9 @@
 # process serving the same folders. A version 2 put on rank 0's disk alone and
 # loaded through rank 1's door is fetched by rank 1 at the load and by rank 2
 # as it follows the list: all three doors answer as one process serving version 2.
+# A DLRM (--dlrm-model, also on rank 0's disk only) is fetched too, each rank's
+# parameter server filled from it, and rows published to the Redis Stream on
+# machine 0 (--updates) reach the answers of all three doors alike.
 # Skipped (77) without mpirun or where namespaces cannot be made.
 set -uo pipefail
 spindle=$1
@@ -39,6 +42,12 @@ judge_late() {  # WHAT: 9 seeded calls of 'late', 3 through each door, each as o
   [ "$right" -eq 9 ]
 }
 
+ctr() {  # DOOR: the DLRM's score for the golden batch's first sample (key 2 in table 1)
+  "$spindle" client --connect "$1" --model ctr rec --dense "$(seq -s, 0.1 0.1 1.3)" \
+    --sparse 1 --sparse 2 --sparse 3 --json 2> /dev/null |
+    python3 -c 'import json,sys; a = json.load(sys.stdin); assert a["status"] == "ok"; print("%.6f" % a["scores"][0])'
+}
+
 scores() {  # DOOR: the NCF's scores for one sample
   "$spindle" client --connect "$1" --model ncf rec --sparse 1 --sparse 2 --sparse 3 --sparse 4 --json 2> /dev/null |
     python3 -c 'import json,sys; a = json.load(sys.stdin); assert a["status"] == "ok"; print(a["scores"])'
@@ -55,6 +64,10 @@ checks() {
   data=$("$bed" data "$SPINDLE_NETNS")
   for r in 0 1 2; do dirs+=("$("$bed" rank-dir "$SPINDLE_NETNS" "$r")"); done
   cp -r "$work/parts" "$work/m" "$work/ncf" "$work/repo" "${dirs[0]}/"
+  cp -r "$root/tests/nn/golden/dlrm" "${dirs[0]}/"
+  "$bed" exec "$SPINDLE_NETNS" 0 -- redis-server --bind "${subnet}.1" --port 6379 --protected-mode no --save "" \
+    --appendonly no --dir /tmp > "$work/redis.log" 2>&1 &
+  bg+=($!)
   for r in 0 1 2; do cp "$work/cluster.toml" "${dirs[$r]}/"; done
   SPINDLE_CLUSTER_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   export SPINDLE_CLUSTER_TOKEN SPINDLE_PROGRESS=0
@@ -64,7 +77,13 @@ checks() {
     --rec-model "ncf=$work/ncf" --listen 127.0.0.1:0 --admin-token-file "$work/admin.token" \
     > "$work/repo_one.log" 2>&1 &
   bg+=($!)
-  mpirun_cluster_start --model-repository "$data/repo" --rec-model "ncf=$data/ncf" || return 1
+  for _ in $(seq 100); do
+    [ "$(redis-cli -h "${subnet}.1" -p 6379 PING 2> /dev/null)" = PONG ] && break
+    sleep 0.1
+  done
+  mpirun_cluster_start --model-repository "$data/repo" --rec-model "ncf=$data/ncf" \
+    --dlrm-model "$data/dlrm" --dlrm-name ctr --pdb "$data/pdb" --updates "${subnet}.1:6379" \
+    --updates-group g --refresh-ms 100 || return 1
   repo_one=""
   for _ in $(seq 300); do
     repo_one=$(sed -n 's/^listening \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/repo_one.log" | head -1)
@@ -85,6 +104,28 @@ checks() {
     [ -n "$want" ] && [ "$got" = "$want" ] || { echo "FAIL: NCF at door $r: '$got', one process '$want'"; return 1; }
   done
   echo "NCF fetched by ranks 1 and 2: the three doors score as one process ($want)"
+  local before after=""
+  before=$(ctr "${subnet}.1:7700")
+  for r in 2 3; do
+    [ -n "$before" ] && [ "$(ctr "${subnet}.$r:7700")" = "$before" ] ||
+      { echo "FAIL: DLRM at door $r differs from rank 0's ($before)"; return 1; }
+  done
+  python3 -c 'import numpy as np, sys
+np.save(sys.argv[1] + "/k.npy", np.array([2], dtype=np.int64))
+np.save(sys.argv[1] + "/v.npy", np.full((1, 8), 3.0, dtype=np.float32))' "$work" || return 1
+  "$spindle" hps publish --redis "${subnet}.1:6379" --table emb1 --keys "$work/k.npy" \
+    --vectors "$work/v.npy" > /dev/null || { echo "FAIL: publish"; return 1; }
+  for r in 1 2 3; do
+    for _ in $(seq 200); do
+      got=$(ctr "${subnet}.$r:7700")
+      [ -n "$got" ] && [ "$got" != "$before" ] && break
+      sleep 0.1
+    done
+    [ "$got" != "$before" ] && [ -z "$after" -o "$got" = "$after" ] ||
+      { echo "FAIL: DLRM at door $r after the update: $got (before $before, rank 0 $after)"; return 1; }
+    after=$got
+  done
+  echo "DLRM fetched by ranks 1 and 2: a row published on machine 0's Redis changed all three doors' score alike ($before -> $after)"
   # Version 2 on rank 0's disk (and the single process's) only, loaded through rank 1's door.
   late "${dirs[0]}/repo" 2 10 && late "$work/repo" 2 10 || return 1
   "$spindle" client --connect "$repo_one" --token-file "$work/admin.token" admin load late > /dev/null ||
@@ -104,6 +145,6 @@ checks() {
     "$(python3 -c "import time; print('%.2f' % (time.time() - $t0))") s later"
   judge_late "version 2, fetched at the load" || { tail -20 "$work/mpirun.log"; return 1; }
 }
-export -f body checks mpirun_cluster_start late judge_late scores
+export -f body checks mpirun_cluster_start late judge_late scores ctr
 export spindle work root
 "$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body
