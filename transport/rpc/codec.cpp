@@ -63,6 +63,45 @@ void write(::GnnRequest::Builder b, const gnn_call& c) {
   }
 }
 
+namespace {
+
+// Words of a list of `n` elements of `bytes` each, or of a text, with its pointer.
+std::uint64_t list_words(std::size_t n, std::size_t bytes) { return 1 + (n * bytes + 7) / 8; }
+std::uint64_t text_words(const std::string& s) { return list_words(s.size() + 1, 1); }
+
+// The RPC envelope (Call or Return, its payload and cap table) and the
+// params or results struct around the request or reply.
+constexpr std::uint64_t kEnvelopeWords = 24;
+
+}  // namespace
+
+::capnp::MessageSize size_of(const gnn_call& c) {
+  std::uint64_t w = kEnvelopeWords + 8 + text_words(c.model) + list_words(c.seeds.size(), 8) +
+                    text_words(c.node_type) + list_words(c.outputs.size(), 8) +
+                    list_words(c.seed_ids.size(), 8);
+  for (const auto& o : c.outputs) w += text_words(o);
+  for (const auto& id : c.seed_ids) w += text_words(id);
+  return {w, 0};
+}
+
+::capnp::MessageSize size_of(const gnn_answer& a) {
+  return {kEnvelopeWords + 8 + text_words(a.message) + list_words(a.outputs.size(), 4) +
+              list_words(a.widths.size(), 4),
+          0};
+}
+
+::capnp::MessageSize size_of(const rec_call& c) {
+  std::uint64_t w = kEnvelopeWords + 8 + text_words(c.model) + list_words(c.dense.size(), 4) +
+                    list_words(c.sparse.size(), 16);
+  for (const auto& b : c.sparse)
+    w += list_words(b.indices.size(), 8) + list_words(b.offsets.size(), 8);
+  return {w, 0};
+}
+
+::capnp::MessageSize size_of(const rec_answer& a) {
+  return {kEnvelopeWords + 8 + text_words(a.message) + list_words(a.scores.size(), 4), 0};
+}
+
 gnn_call read(::GnnRequest::Reader r) {
   gnn_call c{str(r.getModel()), to_vector<std::int64_t>(r.getSeeds()), r.getSamplerSeed(),
              r.getDeadlineUs()};

@@ -11,6 +11,14 @@ namespace spindle::transport::rpc::detail {
 inline ::capnp::Text::Reader text(const std::string& s) { return {s.c_str(), s.size()}; }
 inline std::string str(::capnp::Text::Reader t) { return {t.cStr(), t.size()}; }
 
+/// The words a message holding `c` (or `a`) takes, a little more rather than
+/// less: the first segment is allocated this size (without a hint Cap'n Proto
+/// allocates 8 KiB per message, a large malloc per call at each end).
+::capnp::MessageSize size_of(const gnn_call& c);
+::capnp::MessageSize size_of(const gnn_answer& a);
+::capnp::MessageSize size_of(const rec_call& c);
+::capnp::MessageSize size_of(const rec_answer& a);
+
 ::Status to_wire(rpc_status s);
 rpc_status from_wire(::Status s);
 

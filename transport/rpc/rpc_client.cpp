@@ -108,7 +108,7 @@ expected<bool> rpc_client::server_ready() {
 
 expected<gnn_answer> rpc_client::infer_gnn(const gnn_call& call) {
   return guarded(endpoint_, [&]() -> expected<gnn_answer> {
-    auto req = impl_->inference.inferGnnRequest();
+    auto req = impl_->inference.inferGnnRequest(detail::size_of(call));
     detail::write(req.initRequest(), call);
     return detail::read(impl_->wait(req.send()).getReply());
   });
@@ -134,7 +134,7 @@ expected<std::vector<gnn_answer>> rpc_client::infer_gnn_batch(const std::vector<
 
 expected<rec_answer> rpc_client::infer_rec(const rec_call& call) {
   return guarded(endpoint_, [&]() -> expected<rec_answer> {
-    auto req = impl_->inference.inferRecRequest();
+    auto req = impl_->inference.inferRecRequest(detail::size_of(call));
     detail::write(req.initRequest(), call);
     return detail::read(impl_->wait(req.send()).getReply());
   });

@@ -62,7 +62,7 @@ status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size
   return guarded(endpoint_, [&]() -> status {
     run_chains(impl_->ws(), calls.size(), in_flight, [&](std::size_t i) {
       const auto t0 = std::chrono::steady_clock::now();
-      auto req = impl_->inference.inferGnnRequest();
+      auto req = impl_->inference.inferGnnRequest(detail::size_of(calls[i]));
       detail::write(req.initRequest(), calls[i]);
       return answer_to<::Inference::InferGnnResults, gnn_answer>(req.send(), i, t0, done);
     });
@@ -76,7 +76,7 @@ status rpc_client::run_closed_loop_rec(const std::function<const rec_call&(std::
   return guarded(endpoint_, [&]() -> status {
     run_chains(impl_->ws(), calls, in_flight, [&](std::size_t i) {
       const auto t0 = std::chrono::steady_clock::now();
-      auto req = impl_->inference.inferRecRequest();
+      auto req = impl_->inference.inferRecRequest(detail::size_of(call_of(i)));
       detail::write(req.initRequest(), call_of(i));
       return answer_to<::Inference::InferRecResults, rec_answer>(req.send(), i, t0, done);
     });
@@ -90,7 +90,7 @@ status rpc_client::send_rec_all(const std::function<const rec_call&(std::size_t)
     auto replies = kj::heapArrayBuilder<kj::Promise<void>>(calls);
     for (std::size_t i = 0; i < calls; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      auto req = impl_->inference.inferRecRequest();
+      auto req = impl_->inference.inferRecRequest(detail::size_of(call_of(i)));
       detail::write(req.initRequest(), call_of(i));
       kj::Promise<capnp::Response<::Inference::InferRecResults>> sent = req.send();
       replies.add(
@@ -271,7 +271,7 @@ status rpc_client::run_open_loop(const std::vector<gnn_call>& calls,
     drive_open_loop(
         impl_->timer(), impl_->ws(), send_at_s,
         [&](std::size_t i, auto scheduled) {
-          auto req = impl_->inference.inferGnnRequest();
+          auto req = impl_->inference.inferGnnRequest(detail::size_of(calls[i]));
           detail::write(req.initRequest(), calls[i]);
           return send_and_report(req, i, scheduled, done);
         },
@@ -289,7 +289,7 @@ status rpc_client::run_open_loop_rec(const std::function<const rec_call&(std::si
     drive_open_loop(
         impl_->timer(), impl_->ws(), send_at_s,
         [&](std::size_t i, auto scheduled) {
-          auto req = impl_->inference.inferRecRequest();
+          auto req = impl_->inference.inferRecRequest(detail::size_of(call_of(i)));
           detail::write(req.initRequest(), call_of(i));
           return send_and_report(req, i, scheduled, done);
         },

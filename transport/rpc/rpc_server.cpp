@@ -108,7 +108,7 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<void> inferGnn(InferGnnContext ctx) override {
     return gnn(detail::read(ctx.getParams().getRequest())).then([ctx](gnn_answer a) mutable {
-      detail::write(ctx.getResults().initReply(), a);
+      detail::write(ctx.getResults(detail::size_of(a)).initReply(), a);
     });
   }
 
@@ -130,7 +130,9 @@ class inference_impl final : public ::Inference::Server {
     auto promise = answer_of<rec_answer>(
         [&](auto done) { s_.infer_rec(detail::read(ctx.getParams().getRequest()), done); });
     return promise.then(
-        [ctx](rec_answer a) mutable { detail::write(ctx.getResults().initReply(), a); });
+        [ctx](rec_answer a) mutable {
+          detail::write(ctx.getResults(detail::size_of(a)).initReply(), a);
+        });
   }
 
   kj::Promise<void> inferTensor(InferTensorContext ctx) override {
