@@ -17,8 +17,8 @@
 # with the same OpenBLAS kernels as Spindle (OPENBLAS_CORETYPE as `spindle
 # devices` reports them: OpenBLAS takes CPUs it does not know for Prescott, and
 # Spindle restarts itself with the kernels the CPU allows). Beside them, the
-# GEMM-only limit (build/bench/dlrm_gemm_limit: the MLPs' sgemms alone on the same
-# OpenBLAS and cores; in brackets the model's whole forward in one process, no
+# GEMM-only limit (build/bench/dlrm_gemm_limit: the MLPs' products alone, sgemm or at
+# a few samples per-sample sgemv, whichever is faster, on the same OpenBLAS and cores; in brackets the model's whole forward in one process, no
 # serving) and each row as a fraction of the limit.
 # First checks that both give the same scores for one batch.
 #   usage: bench/dlrm_vs_torch.sh SPINDLE [ROWS=10000] [BATCHES=1,64,256,1024] [DOORS="capnp http grpc ps bf16 int8 int8mlp"]
