@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "transport/net/door_gate.hpp"
 #include "transport/net/listen_socket.hpp"
+#include "transport/rpc/coalescing_stream.hpp"
 #include "transport/rpc/watched_stream.hpp"
 
 namespace spindle::transport::rpc {
@@ -19,12 +20,14 @@ namespace {
 // from it until answers drain).
 struct connection {
   kj::Own<watched_stream> stream;
+  coalescing_stream out;  // the answers of one loop turn in one write
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
   connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client main,
              capnp::ReaderOptions limits, std::size_t flow_limit)
       : stream(kj::heap<watched_stream>(kj::mv(s))),
-        network(*stream, capnp::rpc::twoparty::Side::SERVER, limits),
+        out(*stream),
+        network(out, capnp::rpc::twoparty::Side::SERVER, limits),
         rpc(capnp::makeRpcServer(network, kj::mv(main))) {
     rpc.setFlowLimit(flow_limit);
   }

@@ -2,17 +2,19 @@
 // and the helpers every part of the client uses (errors as values, admin replies).
 #pragma once
 
-#include <capnp/ez-rpc.h>
+#include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
 #include <kj/async.h>
 #include <kj/timer.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "transport/rpc/codec.hpp"
+#include "transport/rpc/coalescing_stream.hpp"
 #include "transport/rpc/rpc_client.hpp"
 #include "transport/ucx/ucx.hpp"
 
@@ -21,12 +23,33 @@ namespace spindle::transport::rpc {
 using detail::str;
 using detail::text;
 
+// The event loop and I/O of this thread, shared by every client the thread
+// opens (kj allows one event loop a thread: `client load` over several doors
+// opens a client per door); it goes with the thread's last client.
+struct thread_io {
+  kj::AsyncIoContext io = kj::setupAsyncIo();
+  static std::shared_ptr<thread_io> get() {
+    thread_local std::weak_ptr<thread_io> current;
+    auto p = current.lock();
+    if (!p) {
+      p = std::make_shared<thread_io>();
+      current = p;
+    }
+    return p;
+  }
+};
+
 struct rpc_client::impl {
-  capnp::EzRpcClient ez;
-  ::Spindle::Client root;
-  ::Inference::Client inference;
-  ::Admin::Client admin;
   int timeout_ms;
+  std::shared_ptr<thread_io> shared_io;  // first: outlives the connection below
+  kj::AsyncIoContext& io;
+  kj::Own<kj::AsyncIoStream> stream;
+  kj::Own<coalescing_stream> batched;  // the requests of one loop turn in one write
+  kj::Own<capnp::TwoPartyVatNetwork> network;
+  kj::Own<capnp::RpcSystem<capnp::rpc::twoparty::VatId>> rpc;
+  ::Spindle::Client root = nullptr;
+  ::Inference::Client inference = nullptr;
+  ::Admin::Client admin = nullptr;
   // SplitRPC data path (after open_split): this thread owns the worker.
   std::optional<ucx::context> ucx_ctx;
   std::optional<ucx::worker> ucx_worker;
@@ -34,12 +57,22 @@ struct rpc_client::impl {
   std::vector<std::string> split_models;
   std::uint64_t next_call = 0;
 
+  // Connects (within the timeout; a kj::Exception otherwise) and asks for the root.
   impl(const std::string& host, unsigned port, int timeout)
-      : ez(host, port, limits()),
-        root(ez.getMain<::Spindle>()),
-        inference(root.inferenceRequest().send().getInference()),
-        admin(root.adminRequest().send().getAdmin()),
-        timeout_ms(timeout) {}
+      : timeout_ms(timeout), shared_io(thread_io::get()), io(shared_io->io) {
+    auto address = wait(io.provider->getNetwork().parseAddress(host, port));
+    stream = wait(address->connect());
+    batched = kj::heap<coalescing_stream>(*stream);
+    network = kj::heap<capnp::TwoPartyVatNetwork>(*batched, capnp::rpc::twoparty::Side::CLIENT,
+                                                  limits());
+    rpc = kj::heap<capnp::RpcSystem<capnp::rpc::twoparty::VatId>>(capnp::makeRpcClient(*network));
+    capnp::MallocMessageBuilder vat(8);
+    auto server = vat.initRoot<capnp::rpc::twoparty::VatId>();
+    server.setSide(capnp::rpc::twoparty::Side::SERVER);
+    root = rpc->bootstrap(server).castAs<::Spindle>();
+    inference = root.inferenceRequest().send().getInference();
+    admin = root.adminRequest().send().getAdmin();
+  }
 
   static capnp::ReaderOptions limits() {
     capnp::ReaderOptions o;
@@ -47,8 +80,8 @@ struct rpc_client::impl {
     return o;
   }
 
-  kj::WaitScope& ws() { return ez.getWaitScope(); }
-  kj::Timer& timer() { return ez.getIoProvider().getTimer(); }
+  kj::WaitScope& ws() { return io.waitScope; }
+  kj::Timer& timer() { return io.provider->getTimer(); }
 
   template <class T>
   T wait(kj::Promise<T> p) {

@@ -19,6 +19,7 @@
 #include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/request_checks.hpp"
 #include "transport/net/listen_socket.hpp"
+#include "transport/rpc/answer_mailbox.hpp"
 #include "transport/rpc/rpc_acceptor.hpp"
 
 namespace spindle::transport::rpc {
@@ -57,27 +58,41 @@ struct reply_state {
   std::thread::id owner = std::this_thread::get_id();  // the event-loop thread
   bool in_call = true;                                 // read and written by the owner only
   std::optional<T> now;                                // read and written by the owner only
-  kj::Own<kj::CrossThreadPromiseFulfiller<T>> fulfiller;
+  std::function<void(T)> later;                        // any thread, once
 };
 
 // Runs `call(done)` and returns the answer's promise on this (event-loop)
 // thread. `done` may be called once from any thread; when it is called during
 // `call` on this thread (refusals: overloaded, bad request, unknown model) the
 // answer is returned at once, without the cross-thread wake-up a fulfiller
-// costs, so that refusing stays cheap when the server is overloaded.
+// costs, so that refusing stays cheap when the server is overloaded. Later
+// answers come through `box` (many for one wake-up of the loop), or without
+// one each through a cross-thread fulfiller of its own.
 template <class T, class Call>
-kj::Promise<T> answer_of(Call&& call) {
-  auto paf = kj::newPromiseAndCrossThreadFulfiller<T>();
+kj::Promise<T> answer_of(Call&& call, answer_mailbox<T>* box = nullptr) {
   auto st = std::make_shared<reply_state<T>>();
-  st->fulfiller = kj::mv(paf.fulfiller);
-  call([st](T v) {
-    if (std::this_thread::get_id() == st->owner && st->in_call) {
-      st->now = std::move(v);
-    } else {
-      st->fulfiller->fulfill(kj::mv(v));
-    }
-  });
-  st->in_call = false;
+  auto run = [&] {
+    call([st](T v) {
+      if (std::this_thread::get_id() == st->owner && st->in_call) {
+        st->now = std::move(v);
+      } else {
+        st->later(std::move(v));
+      }
+    });
+    st->in_call = false;
+  };
+  if (box) {
+    auto e = box->expect();
+    st->later = kj::mv(e.post);
+    run();
+    if (!st->now) return kj::mv(e.promise);
+    box->forget(e.id);
+    return kj::mv(*st->now);
+  }
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<T>();
+  auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<T>>>(kj::mv(paf.fulfiller));
+  st->later = [f](T v) { (*f)->fulfill(kj::mv(v)); };
+  run();
   if (st->now) return kj::mv(*st->now);
   return kj::mv(paf.promise);
 }
@@ -128,7 +143,8 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<void> inferRec(InferRecContext ctx) override {
     auto promise = answer_of<rec_answer>(
-        [&](auto done) { s_.infer_rec(detail::read(ctx.getParams().getRequest()), done); });
+        [&](auto done) { s_.infer_rec(detail::read(ctx.getParams().getRequest()), done); },
+        &rec_box_);
     return promise.then(
         [ctx](rec_answer a) mutable {
           detail::write(ctx.getResults(detail::size_of(a)).initReply(), a);
@@ -189,10 +205,13 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<gnn_answer> gnn(gnn_call call) {
     open_turn();
-    return answer_of<gnn_answer>([&](auto done) { s_.infer_gnn(std::move(call), done); });
+    return answer_of<gnn_answer>([&](auto done) { s_.infer_gnn(std::move(call), done); },
+                                 &gnn_box_);
   }
 
   rpc_service& s_;
+  answer_mailbox<gnn_answer> gnn_box_;  // created and destroyed on the event-loop thread
+  answer_mailbox<rec_answer> rec_box_;
 };
 
 class admin_impl final : public ::Admin::Server {
