@@ -27,19 +27,7 @@ late() {  # DIR VERSION SEED: a GCN as version VERSION of the repository's model
 }
 
 judge_late() {  # WHAT: 9 seeded calls of 'late', 3 through each door, each as one process answers
-  local right=0 i seed door a b
-  for i in $(seq 1 9); do
-    seed=$(( (i * 337) % 4096 )); door="${SPINDLE_NETNS_SUBNET}.$((i % 3 + 1)):7700"
-    a=$("$spindle" client --connect "$door" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    b=$("$spindle" client --connect "$repo_one" --model late infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    if [ "$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")" = right ]; then
-      right=$((right + 1))
-    else
-      echo "FAIL: $1: call $i (seed $seed) through $door: cluster $a; one process $b"
-    fi
-  done
-  echo "$1: $right of 9 seeded calls of 'late', 3 through each door, answered as one process"
-  [ "$right" -eq 9 ]
+  judge_three_doors late "$repo_one" "$1"
 }
 
 ctr() {  # DOOR: the DLRM's score for the golden batch's first sample (key 2 in table 1)
@@ -145,6 +133,6 @@ np.save(sys.argv[1] + "/v.npy", np.full((1, 8), 3.0, dtype=np.float32))' "$work"
     "$(python3 -c "import time; print('%.2f' % (time.time() - $t0))") s later"
   judge_late "version 2, fetched at the load" || { tail -20 "$work/mpirun.log"; return 1; }
 }
-export -f body checks mpirun_cluster_start late judge_late scores ctr
+export -f body checks mpirun_cluster_start judge_three_doors late judge_late scores ctr
 export spindle work root
 "$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body

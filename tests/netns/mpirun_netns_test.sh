@@ -39,23 +39,11 @@ checks() {
     [ -e "${dirs[$r]}/parts/rank-$r/metadata.json" ] && [ ! -e "${dirs[$r]}/parts/rank-0" ] ||
       { echo "FAIL: rank $r did not fetch exactly its partition"; return 1; }
   done
-  local right=0
-  for i in $(seq 1 9); do
-    local seed=$(( (i * 337) % 4096 )) door="${subnet}.$((i % 3 + 1)):7700"
-    a=$("$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    if [ "$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")" = right ]; then
-      right=$((right + 1))
-    else
-      echo "FAIL: call $i (seed $seed) through $door: cluster $a; one process $b"
-    fi
-  done
-  echo "mpirun across 3 namespaces (1 Gbit/s links, UCX over tcp, no launch, no token file, data only on rank 0's disk): $right of 9 calls, 3 through each rank's door, answered as one process"
+  judge_three_doors graphsage "$one" "mpirun across 3 namespaces (1 Gbit/s links, UCX over tcp, no launch, no token file, data only on rank 0's disk)" || return 1
   for r in 0 1 2; do
     [ ! -e "${dirs[$r]}/${SPINDLE_NETNS}.token" ] || { echo "FAIL: rank $r wrote the TOML's token file"; return 1; }
   done
-  [ "$right" -eq 9 ]
 }
-export -f body checks mpirun_cluster_start
+export -f body checks mpirun_cluster_start judge_three_doors
 export spindle work root
 "$root/scripts/netns-cluster.sh" run "$name" 3 1gbit -- bash -c body

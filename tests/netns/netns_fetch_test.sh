@@ -71,20 +71,8 @@ checks() {
     [ -e "$own/parts/rank-$r/metadata.json" ] && [ ! -e "$own/parts/rank-0" ] && [ -e "$own/m/model.toml" ] ||
       { echo "FAIL: rank $r's disk holds not exactly its share: $(ls "$own/parts")"; return 1; }
   done
-  local right=0
-  for i in $(seq 1 9); do
-    local seed=$(( (i * 337) % 4096 )) door="${subnet}.$((i % 3 + 1)):7700"
-    a=$("$spindle" client --connect "$door" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    b=$("$spindle" client --connect "$one" --model graphsage infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
-    if [ "$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")" = right ]; then
-      right=$((right + 1))
-    else
-      echo "FAIL: call $i (seed $seed) through $door: cluster $a; one process $b"
-    fi
-  done
-  echo "3 machines sharing only the network (ranks 1, 2 fetched their partition and the model from rank 0's file door): $right of 9 calls, 3 through each rank's door, answered as one process"
-  [ "$right" -eq 9 ]
+  judge_three_doors graphsage "$one" "3 machines sharing only the network (ranks 1, 2 fetched their partition and the model from rank 0's file door)" || return 1
 }
-export -f body checks
+export -f body checks judge_three_doors
 export spindle work root bed
 "$bed" run "$name" 3 1gbit -- bash -c body

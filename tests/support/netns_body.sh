@@ -67,3 +67,23 @@ mpirun_cluster_start() {
   tail -40 "$work/mpirun.log"
   return 1
 }
+
+# judge_three_doors MODEL ONE WHAT: inside body, 9 seeded calls of MODEL, 3 through
+# each of the bed's doors (SUBNET.1-3:7700), each judged against the process at
+# ONE (tests/support/judge_answer.py); prints "WHAT: N of 9 ..." and fails unless
+# all 9 answer as one process.
+judge_three_doors() {
+  local model=$1 one=$2 what=$3 right=0 i seed door a b
+  for i in $(seq 1 9); do
+    seed=$(( (i * 337) % 4096 )); door="${SPINDLE_NETNS_SUBNET}.$((i % 3 + 1)):7700"
+    a=$("$spindle" client --connect "$door" --model "$model" infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    b=$("$spindle" client --connect "$one" --model "$model" infer --seeds "$seed" --sampler-seed "$i" --json 2>&1)
+    if [ "$(python3 "$root/tests/support/judge_answer.py" "$a" "$b")" = right ]; then
+      right=$((right + 1))
+    else
+      echo "FAIL: $what: call $i of $model (seed $seed) through $door: cluster $a; one process $b"
+    fi
+  done
+  echo "$what: $right of 9 seeded calls of $model, 3 through each rank's door, answered as one process"
+  [ "$right" -eq 9 ]
+}
