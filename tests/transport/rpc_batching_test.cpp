@@ -94,6 +94,26 @@ TEST(rpc_batching_test, a_failed_send_fails_later_writes) {
   EXPECT_TRUE(failed);
 }
 
+TEST(rpc_batching_test, a_peer_that_does_not_read_its_answers_is_not_read_either) {
+  auto io = kj::setupAsyncIo();
+  auto pipe = io.provider->newTwoWayPipe();
+  coalescing_stream server(*pipe.ends[0], 1 << 20);
+  // 8 MiB of answers the peer does not read: more than the socket holds and the bound.
+  const std::string answers(8 << 20, 'a');
+  auto written = server.write(answers.data(), answers.size());
+  const std::string call = "a new call";
+  pipe.ends[1]->write(call.data(), call.size()).wait(io.waitScope);
+  std::string got(call.size(), '\0');
+  auto reading = server.tryRead(got.data(), got.size(), got.size());
+  EXPECT_FALSE(reading.poll(io.waitScope));  // held while the answers wait
+  std::string drained(answers.size(), '\0');
+  auto draining = pipe.ends[1]->tryRead(drained.data(), drained.size(), drained.size());
+  EXPECT_EQ(reading.wait(io.waitScope), call.size());
+  EXPECT_EQ(got, call);
+  EXPECT_EQ(draining.wait(io.waitScope), answers.size());
+  written.wait(io.waitScope);
+}
+
 TEST(rpc_batching_test, answers_posted_from_other_threads_reach_their_promises) {
   auto io = kj::setupAsyncIo();
   std::vector<kj::Promise<int>> promises;

@@ -16,15 +16,30 @@ kj::Promise<size_t> coalescing_stream::tryRead(void* buffer, size_t min_bytes, s
 kj::Promise<size_t> coalescing_stream::read_more(kj::byte* out, size_t min_bytes,
                                                  size_t max_bytes, size_t got) {
   const size_t take = std::min(read_end_ - read_begin_, max_bytes - got);
-  std::memcpy(out + got, read_buf_.data() + read_begin_, take);
+  if (take > 0) std::memcpy(out + got, read_buf_.begin() + read_begin_, take);
   read_begin_ += take;
   got += take;
   if (got >= min_bytes) return got;
-  if (max_bytes - got >= read_buf_.size())  // a large read: no copy through the buffer
+  // Emptied: an idle connection keeps no buffer (a socket that filled it keeps it).
+  if (read_end_ < read_buf_.size()) read_buf_ = nullptr;
+  read_begin_ = read_end_ = 0;
+  if (!backlogged()) return read_socket(out, min_bytes, max_bytes, got);
+  // The peer is not taking its answers: no more calls are read until it does.
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  read_waiter_ = kj::mv(paf.fulfiller);
+  return paf.promise.then([this, out, min_bytes, max_bytes, got] {
+    return read_more(out, min_bytes, max_bytes, got);
+  });
+}
+
+kj::Promise<size_t> coalescing_stream::read_socket(kj::byte* out, size_t min_bytes,
+                                                   size_t max_bytes, size_t got) {
+  if (max_bytes - got >= kReadBuffer)  // a large read: no copy through the buffer
     return inner_.tryRead(out + got, min_bytes - got, max_bytes - got).then([got](size_t n) {
       return got + n;
     });
-  return inner_.tryRead(read_buf_.data(), 1, read_buf_.size())
+  if (read_buf_.size() == 0) read_buf_ = kj::heapArray<kj::byte>(kReadBuffer);
+  return inner_.tryRead(read_buf_.begin(), 1, read_buf_.size())
       .then([this, out, min_bytes, max_bytes, got](size_t n) -> kj::Promise<size_t> {
         if (n == 0) return got;  // end of stream
         read_begin_ = 0;
@@ -80,6 +95,7 @@ kj::Promise<void> coalescing_stream::send_pending() {
   return inner_.write(sending_bytes_.data(), sending_bytes_.size()).then([this] {
     sending_ = false;
     sending_bytes_.clear();
+    if (sending_bytes_.capacity() > kKeptWriteBuffer) std::vector<kj::byte>().swap(sending_bytes_);
     if (pending_.size() <= max_buffered_) release_waiters();
     return send_pending();
   });
@@ -88,12 +104,22 @@ kj::Promise<void> coalescing_stream::send_pending() {
 void coalescing_stream::release_waiters() {
   for (auto& w : waiters_) w->fulfill();
   waiters_.clear();
+  KJ_IF_MAYBE(r, read_waiter_) {
+    if (!backlogged()) {
+      (*r)->fulfill();
+      read_waiter_ = nullptr;
+    }
+  }
 }
 
 void coalescing_stream::taskFailed(kj::Exception&& e) {
   sending_ = false;
   for (auto& w : waiters_) w->reject(kj::cp(e));
   waiters_.clear();
+  KJ_IF_MAYBE(r, read_waiter_) {
+    (*r)->reject(kj::cp(e));
+    read_waiter_ = nullptr;
+  }
   failed_ = kj::mv(e);
 }
 

@@ -4,11 +4,15 @@
 // it holds (kj::evalLast). The answers one batch fulfils together thus cost one
 // syscall and one wake-up of the peer instead of one each (on loopback TCP a
 // send runs the receiver's side in the sender's thread). Past `max_buffered`
-// bytes a write waits for the send in flight (backpressure); a failed send
+// bytes waiting to go out, a write waits for the send in flight and so does
+// the next read from the socket: a peer that does not read its answers stops
+// being read (no new calls), so what waits for it stays bounded. A failed send
 // fails every later write. Reads take what the socket holds (up to 64 KiB) and
 // serve Cap'n Proto's small reads (a message's first word, its segment table,
 // its segments: three or four reads a message) from it; a read of 64 KiB or
-// more goes straight into the caller's buffer.
+// more goes straight into the caller's buffer. An idle connection keeps no
+// buffer: the read buffer goes once emptied unless the socket filled it, and
+// write buffers past 16 KiB go once sent.
 #pragma once
 
 #include <kj/async-io.h>
@@ -38,12 +42,16 @@ class coalescing_stream final : public kj::AsyncIoStream, private kj::TaskSet::E
   kj::Promise<void> send_pending();
   void release_waiters();
   kj::Promise<size_t> read_more(kj::byte* out, size_t min_bytes, size_t max_bytes, size_t got);
+  kj::Promise<size_t> read_socket(kj::byte* out, size_t min_bytes, size_t max_bytes, size_t got);
+  bool backlogged() const { return pending_.size() + sending_bytes_.size() > max_buffered_; }
 
   kj::AsyncIoStream& inner_;
   std::size_t max_buffered_;
   std::vector<kj::byte> pending_, sending_bytes_;
-  std::vector<kj::byte> read_buf_ = std::vector<kj::byte>(64 << 10);
+  static constexpr std::size_t kReadBuffer = 64 << 10, kKeptWriteBuffer = 16 << 10;
+  kj::Array<kj::byte> read_buf_;               // empty while idle
   std::size_t read_begin_ = 0, read_end_ = 0;  // the bytes of read_buf_ not yet taken
+  kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> read_waiter_;  // a read held by the backlog
   bool scheduled_ = false, sending_ = false, shutdown_ = false;
   std::size_t sends_ = 0;
   kj::Maybe<kj::Exception> failed_;

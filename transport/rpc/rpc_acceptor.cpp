@@ -29,7 +29,7 @@ struct connection {
         out(*stream),
         network(out, capnp::rpc::twoparty::Side::SERVER, limits),
         rpc(capnp::makeRpcServer(network, kj::mv(main))) {
-    rpc.setFlowLimit(flow_limit);
+    rpc.setFlowLimit(flow_limit / sizeof(capnp::word));  // Cap'n Proto counts words
   }
 };
 
