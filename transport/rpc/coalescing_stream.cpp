@@ -5,8 +5,23 @@
 
 namespace spindle::transport::rpc {
 
+namespace {
+thread_local std::size_t unsent_streams = 0;  // this thread's streams with bytes to send
+}  // namespace
+
 coalescing_stream::coalescing_stream(kj::AsyncIoStream& inner, std::size_t max_buffered)
     : inner_(inner), max_buffered_(max_buffered) {}
+
+coalescing_stream::~coalescing_stream() noexcept(false) { set_unsent(false); }
+
+std::size_t coalescing_stream::unsent_on_this_thread() { return unsent_streams; }
+
+void coalescing_stream::set_unsent(bool unsent) {
+  if (unsent == unsent_) return;
+  unsent_ = unsent;
+  if (unsent) ++unsent_streams;
+  else --unsent_streams;
+}
 
 kj::Promise<size_t> coalescing_stream::tryRead(void* buffer, size_t min_bytes, size_t max_bytes) {
   return read_more(static_cast<kj::byte*>(buffer), min_bytes, max_bytes, 0);
@@ -57,6 +72,7 @@ kj::Promise<void> coalescing_stream::write(
     kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) {
   KJ_IF_MAYBE(e, failed_) { return kj::cp(*e); }
   for (const auto& p : pieces) pending_.insert(pending_.end(), p.begin(), p.end());
+  set_unsent(true);
   schedule();
   if (pending_.size() <= max_buffered_) return kj::READY_NOW;
   // Too much waiting to go out: this writer waits for the send in flight.
@@ -84,6 +100,7 @@ void coalescing_stream::schedule() {
 kj::Promise<void> coalescing_stream::send_pending() {
   if (sending_) return kj::READY_NOW;
   if (pending_.empty()) {
+    set_unsent(false);
     release_waiters();
     if (shutdown_) inner_.shutdownWrite();
     return kj::READY_NOW;
@@ -114,6 +131,7 @@ void coalescing_stream::release_waiters() {
 
 void coalescing_stream::taskFailed(kj::Exception&& e) {
   sending_ = false;
+  set_unsent(false);  // nothing more can leave
   for (auto& w : waiters_) w->reject(kj::cp(e));
   waiters_.clear();
   KJ_IF_MAYBE(r, read_waiter_) {

@@ -35,12 +35,17 @@ class coalescing_stream final : public kj::AsyncIoStream, private kj::TaskSet::E
   void abortRead() override { inner_.abortRead(); }
 
   std::size_t sends() const { return sends_; }  // writes of the inner stream so far
+  /// Streams of this thread with bytes not yet sent: a loop about to end runs
+  /// until none has (the answers a stopping server gave must reach the peers).
+  static std::size_t unsent_on_this_thread();
+  ~coalescing_stream() noexcept(false);
 
  private:
   void taskFailed(kj::Exception&& e) override;
   void schedule();
   kj::Promise<void> send_pending();
   void release_waiters();
+  void set_unsent(bool unsent);
   kj::Promise<size_t> read_more(kj::byte* out, size_t min_bytes, size_t max_bytes, size_t got);
   kj::Promise<size_t> read_socket(kj::byte* out, size_t min_bytes, size_t max_bytes, size_t got);
   bool backlogged() const { return pending_.size() + sending_bytes_.size() > max_buffered_; }
@@ -52,7 +57,7 @@ class coalescing_stream final : public kj::AsyncIoStream, private kj::TaskSet::E
   kj::Array<kj::byte> read_buf_;               // empty while idle
   std::size_t read_begin_ = 0, read_end_ = 0;  // the bytes of read_buf_ not yet taken
   kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> read_waiter_;  // a read held by the backlog
-  bool scheduled_ = false, sending_ = false, shutdown_ = false;
+  bool scheduled_ = false, sending_ = false, shutdown_ = false, unsent_ = false;
   std::size_t sends_ = 0;
   kj::Maybe<kj::Exception> failed_;
   std::vector<kj::Own<kj::PromiseFulfiller<void>>> waiters_;

@@ -20,6 +20,7 @@
 #include "transport/rpc/request_checks.hpp"
 #include "transport/net/listen_socket.hpp"
 #include "transport/rpc/answer_mailbox.hpp"
+#include "transport/rpc/coalescing_stream.hpp"
 #include "transport/rpc/rpc_acceptor.hpp"
 
 namespace spindle::transport::rpc {
@@ -418,6 +419,15 @@ struct rpc_server::impl {
       cv.notify_all();
       paf.promise.wait(ws);
       close_turn(service);  // calls held by a turn the stop cut short go on
+      // Answers already given (a stopping server drains its calls first) may
+      // still wait in a connection's buffer or in the answer mailbox: the loop
+      // runs until they are sent, for at most 2 s (a peer that reads nothing).
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      do {
+        ws.poll();
+      } while (coalescing_stream::unsent_on_this_thread() > 0 &&
+               std::chrono::steady_clock::now() < until &&
+               (std::this_thread::sleep_for(std::chrono::milliseconds(1)), true));
     } catch (const std::exception& e) {
       fail(e.what());
     } catch (const kj::Exception& e) {
