@@ -118,19 +118,23 @@ np.save(sys.argv[1] + "/v.npy", np.full((1, 8), 3.0, dtype=np.float32))' "$work"
   late "${dirs[0]}/repo" 2 10 && late "$work/repo" 2 10 || return 1
   "$spindle" client --connect "$repo_one" --token-file "$work/admin.token" admin load late > /dev/null ||
     { echo "FAIL: the single process did not load version 2"; return 1; }
-  local t0 out
+  local t0 t1 out
   t0=$(date +%s.%N)
   out=$("$spindle" client --connect "${subnet}.2:7700" --token-file "${dirs[1]}/admin.token" admin load late 2>&1) ||
     { echo "FAIL: load through rank 1's door: $out"; return 1; }
+  t1=$(date +%s.%N)
   for _ in $(seq 200); do
     [ -e "${dirs[2]}/repo/late/2/model.toml" ] && break
     sleep 0.1
   done
+  local reached
+  reached=$(python3 -c "import time; print('%.2f' % (time.time() - $t1))")
   [ -e "${dirs[1]}/repo/late/2/model.toml" ] && [ -e "${dirs[2]}/repo/late/2/model.toml" ] ||
     { echo "FAIL: version 2 did not reach ranks 1 and 2"; tail -20 "$work/mpirun.log"; return 1; }
   sleep 2  # rank 2's follower loads it after the fetch
-  echo "version 2 on rank 0's disk, loaded through rank 1's door: on rank 2's disk" \
-    "$(python3 -c "import time; print('%.2f' % (time.time() - $t0))") s later"
+  echo "version 2 on rank 0's disk, loaded through rank 1's door (fetched, loaded, warmed, version 1" \
+    "retired: $(python3 -c "print('%.2f' % ($t1 - $t0))") s): on rank 2's disk" \
+    "$reached s after the load returned"
   judge_late "version 2, fetched at the load" || { tail -20 "$work/mpirun.log"; return 1; }
 }
 export -f body checks mpirun_cluster_start judge_three_doors late judge_late scores ctr
