@@ -296,8 +296,6 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
   SPINDLE_ASSIGN_OR_RETURN(node_args a, with_rank(given, topo));
   SPINDLE_TRY(refuse_coordinator_flags(a));
-  // What a door would refuse after the rank joined (and `launch` took it as
-  // started) is refused now, before the rank starts anything.
   // With --fetch-from the door's folders may arrive later: checked once fetched.
   if (a.files.fetch_from.empty()) SPINDLE_TRY(check_door_folders(a));
   sigset_t set = stop_signal_set();

@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <filesystem>
 #include <set>
-#include <thread>
 
 #include "core/log.hpp"
-#include "transport/net/file_client.hpp"
 #include "transport/net/file_fetch.hpp"
 #include "transport/rpc/endpoint.hpp"
 
@@ -92,25 +89,17 @@ std::set<std::string> version_units(const transport::net::file_manifest& m) {
 }
 
 // The versions the first door that answers within `wait_s` holds (errc::unavailable: none did).
-expected<std::set<std::string>> door_versions(const rank_files_args& f, const std::string& token,
-                                              int wait_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
-  std::string why;
-  for (;;) {
-    for (const auto& peer : f.fetch_from) {
-      auto hp = transport::parse_host_port(peer, "--fetch-from");
-      if (!hp) return std::move(hp).error();
-      auto c = transport::net::file_client::connect(hp->host, int(hp->port), token);
-      auto m = c ? c->manifest(kRepositoryRoot, ".")
-                 : expected<transport::net::file_manifest>(std::move(c).error());
-      if (m) return version_units(*m);
-      if (m.error().code() != errc::unavailable) return std::move(m).error();
-      why = m.error().message();
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      return make_error(errc::unavailable, "no file door answered within {} s ({})", wait_s, why);
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
+expected<std::set<std::string>> door_versions(const rank_files_args& f, const std::string& dir,
+                                              const std::string& token, int wait_s) {
+  transport::net::fetch_request r;
+  r.peers = f.fetch_from;
+  r.token = token;
+  r.root = kRepositoryRoot;
+  r.word = ".";
+  r.base = dir;
+  r.wait_s = wait_s;
+  SPINDLE_ASSIGN_OR_RETURN(auto m, transport::net::fetch_manifest(r));
+  return version_units(m);
 }
 
 // Every version a door holds: fetched when missing; checked when on disk unless `only_missing`.
@@ -119,7 +108,7 @@ status fetch_repository(const rank_files_args& f, const std::string& dir, const 
   std::error_code ec;
   const bool on_disk = fs::is_directory(dir, ec) && !fs::is_empty(dir, ec);
   const int wait = on_disk ? std::min(kCheckWaitS, f.fetch_wait_s) : f.fetch_wait_s;
-  auto units = door_versions(f, token, wait);
+  auto units = door_versions(f, dir, token, wait);
   if (!units && on_disk && units.error().code() == errc::unavailable) {
     log::warn("--model-repository {}: on this rank's disk, and {}: used unchecked", dir,
               units.error().message());

@@ -45,7 +45,10 @@ status fsync_path(const std::string& path, int flags) {
 // One fetch in progress: the request, its manifest once known, the report.
 class fetcher {
  public:
-  explicit fetcher(const fetch_request& r) : r_(r) {}
+  // `manifest_only`: the first door's manifest is the result; nothing is written.
+  explicit fetcher(const fetch_request& r, bool manifest_only = false)
+      : r_(r), manifest_only_(manifest_only) {}
+  const std::optional<file_manifest>& manifest() const { return manifest_; }
 
   expected<fetch_report> run() {
     auto deadline = fetch_clock::now() + std::chrono::seconds(r_.wait_s);
@@ -94,6 +97,11 @@ class fetcher {
     SPINDLE_ASSIGN_OR_RETURN(auto c, file_client::connect(hp.host, int(hp.port), r_.token));
     SPINDLE_ASSIGN_OR_RETURN(
         auto m, r_.word.empty() ? c.manifest(r_.root, r_.rank) : c.manifest(r_.root, r_.word));
+    if (manifest_only_) {
+      manifest_ = std::move(m);
+      report_.peer = c.peer();
+      return status::ok();
+    }
     if (!manifest_) {
       manifest_ = m;
       where_ = places_of(r_.base, m.unit);
@@ -253,6 +261,7 @@ class fetcher {
   }
 
   const fetch_request& r_;
+  const bool manifest_only_;
   std::size_t first_ = 0;
   std::optional<file_manifest> manifest_;
   std::string manifest_peer_;  // the door manifest_ came from
@@ -268,6 +277,14 @@ expected<fetch_report> fetch_folder(const fetch_request& r) {
   if (r.peers.empty()) return make_error(errc::invalid_argument, "no file door to fetch from");
   if (r.token.empty()) return make_error(errc::invalid_argument, "no cluster token to fetch with");
   return fetcher(r).run();
+}
+
+expected<file_manifest> fetch_manifest(const fetch_request& r) {
+  if (r.peers.empty()) return make_error(errc::invalid_argument, "no file door to ask");
+  if (r.token.empty()) return make_error(errc::invalid_argument, "no cluster token to ask with");
+  fetcher f(r, true);
+  SPINDLE_TRY(f.run().error_or_ok());
+  return *f.manifest();
 }
 
 }  // namespace spindle::transport::net

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "transport/net/file_manifest.hpp"
 
 namespace spindle::transport::net {
 
@@ -40,5 +41,10 @@ struct fetch_report {
 /// differs, a checksum that fails twice (the file and the door), a door's
 /// refusal, a wrong token on every door, a local write error.
 expected<fetch_report> fetch_folder(const fetch_request& r);
+
+/// The manifest the first door that holds root's unit serves (the doors tried
+/// in turn as fetch_folder tries them, for r.wait_s); nothing is written. A
+/// model repository's "." lists every version a door holds.
+expected<file_manifest> fetch_manifest(const fetch_request& r);
 
 }  // namespace spindle::transport::net

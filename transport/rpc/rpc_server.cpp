@@ -65,37 +65,25 @@ struct reply_state {
 // Runs `call(done)` and returns the answer's promise on this (event-loop)
 // thread. `done` may be called once from any thread; when it is called during
 // `call` on this thread (refusals: overloaded, bad request, unknown model) the
-// answer is returned at once, without the cross-thread wake-up a fulfiller
-// costs, so that refusing stays cheap when the server is overloaded. Later
-// answers come through `box` (many for one wake-up of the loop), or without
-// one each through a cross-thread fulfiller of its own.
+// answer is returned at once, without a wake-up of the loop, so that refusing
+// stays cheap when the server is overloaded. Later answers come through `box`
+// (many for one wake-up of the loop).
 template <class T, class Call>
-kj::Promise<T> answer_of(Call&& call, answer_mailbox<T>* box = nullptr) {
+kj::Promise<T> answer_of(answer_mailbox<T>& box, Call&& call) {
   auto st = std::make_shared<reply_state<T>>();
-  auto run = [&] {
-    call([st](T v) {
-      if (std::this_thread::get_id() == st->owner && st->in_call) {
-        st->now = std::move(v);
-      } else {
-        st->later(std::move(v));
-      }
-    });
-    st->in_call = false;
-  };
-  if (box) {
-    auto e = box->expect();
-    st->later = kj::mv(e.post);
-    run();
-    if (!st->now) return kj::mv(e.promise);
-    box->forget(e.id);
-    return kj::mv(*st->now);
-  }
-  auto paf = kj::newPromiseAndCrossThreadFulfiller<T>();
-  auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<T>>>(kj::mv(paf.fulfiller));
-  st->later = [f](T v) { (*f)->fulfill(kj::mv(v)); };
-  run();
-  if (st->now) return kj::mv(*st->now);
-  return kj::mv(paf.promise);
+  auto e = box.expect();
+  st->later = kj::mv(e.post);
+  call([st](T v) {
+    if (std::this_thread::get_id() == st->owner && st->in_call) {
+      st->now = std::move(v);
+    } else {
+      st->later(std::move(v));
+    }
+  });
+  st->in_call = false;
+  if (!st->now) return kj::mv(e.promise);
+  box.forget(e.id);
+  return kj::mv(*st->now);
 }
 
 // A promise on this thread and a callback any thread may call once.
@@ -143,9 +131,9 @@ class inference_impl final : public ::Inference::Server {
   }
 
   kj::Promise<void> inferRec(InferRecContext ctx) override {
-    auto promise = answer_of<rec_answer>(
-        [&](auto done) { s_.infer_rec(detail::read(ctx.getParams().getRequest()), done); },
-        &rec_box_);
+    auto promise = answer_of<rec_answer>(rec_box_, [&](auto done) {
+      s_.infer_rec(detail::read(ctx.getParams().getRequest()), done);
+    });
     return promise.then(
         [ctx](rec_answer a) mutable {
           detail::write(ctx.getResults(detail::size_of(a)).initReply(), a);
@@ -155,7 +143,7 @@ class inference_impl final : public ::Inference::Server {
   kj::Promise<void> inferTensor(InferTensorContext ctx) override {
     auto p = ctx.getParams();
     auto payload = p.getPayload();
-    auto promise = answer_of<tensor_answer>([&](auto done) {
+    auto promise = answer_of<tensor_answer>(tensor_box_, [&](auto done) {
       s_.infer_tensor(str(p.getModel()),
                       {reinterpret_cast<const std::byte*>(payload.begin()), payload.size()},
                       p.getDeadlineUs(), done);
@@ -177,7 +165,7 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<void> inferSplit(InferSplitContext ctx) override {
     auto p = ctx.getParams();
-    auto promise = answer_of<tensor_answer>([&](auto done) {
+    auto promise = answer_of<tensor_answer>(tensor_box_, [&](auto done) {
       s_.infer_split(str(p.getModel()), p.getCallId(), p.getBytes(), p.getDeadlineUs(), done);
     });
     return promise.then(
@@ -206,13 +194,14 @@ class inference_impl final : public ::Inference::Server {
 
   kj::Promise<gnn_answer> gnn(gnn_call call) {
     open_turn();
-    return answer_of<gnn_answer>([&](auto done) { s_.infer_gnn(std::move(call), done); },
-                                 &gnn_box_);
+    return answer_of<gnn_answer>(gnn_box_,
+                                 [&](auto done) { s_.infer_gnn(std::move(call), done); });
   }
 
   rpc_service& s_;
   answer_mailbox<gnn_answer> gnn_box_;  // created and destroyed on the event-loop thread
   answer_mailbox<rec_answer> rec_box_;
+  answer_mailbox<tensor_answer> tensor_box_;
 };
 
 class admin_impl final : public ::Admin::Server {
@@ -423,11 +412,10 @@ struct rpc_server::impl {
       // still wait in a connection's buffer or in the answer mailbox: the loop
       // runs until they are sent, for at most 2 s (a peer that reads nothing).
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      do {
-        ws.poll();
-      } while (coalescing_stream::unsent_on_this_thread() > 0 &&
-               std::chrono::steady_clock::now() < until &&
-               (std::this_thread::sleep_for(std::chrono::milliseconds(1)), true));
+      for (ws.poll(); coalescing_stream::unsent_on_this_thread() > 0; ws.poll()) {
+        if (std::chrono::steady_clock::now() > until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     } catch (const std::exception& e) {
       fail(e.what());
     } catch (const kj::Exception& e) {
