@@ -7,7 +7,18 @@
 #      device pool, the HPS device cache and NCCL against the host path;
 #   2. the test binaries that run device code (gpu_test, serving_test, colocation_test, features_test, hps_test);
 #   3. serving_sweep on R-MAT (SCALE, default 20) with --device host, then cuda,
-#      for PSGS-Loose and pooled-only (POLICIES), and the same-run ratio table.
+#      for PSGS-Loose and pooled-only (POLICIES), and the same-run ratio table;
+#   4. profile: device_breakdown on that R-MAT, --device cuda then host: each
+#      stage's time per batch, and how pipelines sharing the GPU scale;
+#   5. served: `spindle serve --device cuda --pipelines PIPELINES` behind its
+#      Cap'n Proto door, `spindle client load` in its own process (64 and 256
+#      calls in flight, then 1), the server's cores used;
+#   6. peer: serve_torch.py --device cuda (a plain PyTorch script: sampling in
+#      torch ops on the GPU, gather, forward) on the same files.
+# STEPS (default "check tests sweep profile served peer") picks the steps; DATA
+# names the R-MAT folder (generated there when absent, so two runs can share it);
+# BIN_DIR=DIR: binaries in DIR replace the bundle's of the same name (another
+# build, stripped, compared on the same machine with the bundle's libraries).
 # Writes summary.txt (one line per check: PASS/FAIL/SKIP and its figure) and
 # every log to OUT_DIR when given. Without a GPU: checks that every binary
 # loads, says that nothing ran on a GPU and exits 0. Exit status 1 if any
@@ -46,7 +57,12 @@ else  # Python's lzma where xz is missing
     "$here/spindle-gpu.tar.xz" "$work" || { echo "run.sh: cannot unpack (no xz, python3 failed)" >&2; exit 1; }
 fi
 note "bundle: $(head -2 "$work/MANIFEST" | tr '\n' ';' | sed 's/;$//')"
-note "date: $(date -u +%Y-%m-%dT%H:%MZ), host $(uname -n), $(nproc) cores"
+if [ -n "${BIN_DIR:-}" ]; then
+  for f in "$BIN_DIR"/*; do [ "${f##*/}" = COMMIT ] || cp "$f" "$work/bin/"; done
+  chmod +x "$work"/bin/*
+  note "binaries from $BIN_DIR: $(cat "$BIN_DIR/COMMIT" 2>/dev/null) $(ls "$BIN_DIR" | grep -v COMMIT | tr '\n' ' ')"
+fi
+note "date: $(date -u +%Y-%m-%dT%H:%MZ), host $(uname -n), $(nproc) cores ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1))"
 
 # --- the large CUDA libraries, from this machine ----------------------------
 search_dirs=("${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64
@@ -84,17 +100,30 @@ fi
 export UCX_MODULE_DIR="$work/ucx"
 # The whole run ends within 8 minutes: each step gets its own limit or what is left.
 deadline=$(( $(date +%s) + ${RUN_SECONDS:-450} ))
+bundled() {  # bundled [timeout ARGS... --] BINARY ARGS...: a bundled binary with its libraries
+  local pre=()
+  if [ "$1" = timeout ]; then while [ "$1" != -- ]; do pre+=("$1"); shift; done; shift; fi
+  local bin="$work/bin/$1"; shift
+  if [ ${#loader[@]} -gt 0 ]; then
+    "${pre[@]}" "${loader[@]}" "$bin" "$@"
+  else
+    LD_LIBRARY_PATH="$lib_path" "${pre[@]}" "$bin" "$@"
+  fi
+}
+bundled_bg() {  # bundled_bg BINARY ARGS...: the same in the background; $! is its own pid
+  if [ ${#loader[@]} -gt 0 ]; then "${loader[@]}" "$work/bin/$1" "${@:2}" &
+  else LD_LIBRARY_PATH="$lib_path" "$work/bin/$1" "${@:2}" &
+  fi
+}
 limited() {  # limited SECONDS LOG BINARY ARGS...: a bundled binary under a time limit
-  local secs=$1 log=$2 bin="$work/bin/$3"; shift 3
+  local secs=$1 log=$2; shift 2
   local left=$(( deadline - $(date +%s) ))
   [ "$left" -lt "$secs" ] && secs=$left
   if [ "$secs" -le 5 ]; then echo "skipped: the run's time is spent" > "$log"; return 125; fi
-  if [ ${#loader[@]} -gt 0 ]; then
-    timeout -k 10 "$secs" "${loader[@]}" "$bin" "$@" > "$log" 2>&1
-  else
-    LD_LIBRARY_PATH="$lib_path" timeout -k 10 "$secs" "$bin" "$@" > "$log" 2>&1
-  fi
+  bundled timeout -k 10 "$secs" -- "$@" > "$log" 2>&1
 }
+steps=" ${STEPS:-check tests sweep profile served peer} "
+has_step() { [[ "$steps" == *" $1 "* ]]; }
 
 # --- every binary loads (the loader resolves every library it needs) ------------
 sys_loader=/lib64/ld-linux-x86-64.so.2
@@ -138,6 +167,7 @@ ngpus=$(grep -c . <<< "$gpus")
 note "cuda driver: $(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -1)"
 
 # 1. gpu_check, one summary line per comparison.
+if has_step check; then
 limited 120 "$logs/gpu_check.log" gpu_check; rc=$?
 while IFS= read -r line; do
   kernel=$(awk -F'|' '{gsub(/^ +| +$/, "", $2); print $2}' <<< "$line")
@@ -155,9 +185,10 @@ done < <(grep '^| ' "$logs/gpu_check.log" | grep -v '^| kernel\|^|---')
 if [ "$ngpus" -lt 2 ]; then
   result SKIP "gpu_check: NCCL broadcast / peer exchange" "not compared: needs 2 or more GPUs; this machine has $ngpus"
 fi
+fi
 
 # 2. The test binaries that run device code.
-for t in gpu_test serving_test colocation_test features_test hps_test; do
+has_step tests && for t in gpu_test serving_test colocation_test features_test hps_test; do
   limited 60 "$logs/$t.log" "$t" --gtest_brief=1; rc=$?
   passed=$(grep -c '^\[       OK \]' "$logs/$t.log")
   fails=$(grep '^\[  FAILED  \] [a-z_]*\.' "$logs/$t.log" | awk '{print $4}' | sort -u | tr '\n' ' ')
@@ -168,8 +199,8 @@ for t in gpu_test serving_test colocation_test features_test hps_test; do
 done
 
 # 3. The serving sweep, host then GPU, same generated data.
-data="$work/rmat$scale"
-for device in host cuda; do
+data="${DATA:-$work/rmat$scale}"
+has_step sweep && for device in host cuda; do
   limited 130 "$logs/sweep-$device.log" serving_sweep "$scale" "$data" --device "$device" \
     --policies "${POLICIES:-PSGS-Loose,pooled-only}"; rc=$?
   if [ $rc = 0 ]; then result PASS "serving_sweep --device $device" "see sweep-$device.log"
@@ -178,6 +209,7 @@ for device in host cuda; do
     result FAIL "serving_sweep --device $device" "stopped at its time limit: $(tail -1 "$logs/sweep-$device.log")"
   else result FAIL "serving_sweep --device $device" "exit $rc: $(tail -1 "$logs/sweep-$device.log")"; fi
 done
+if has_step sweep; then
 best() { awk -F'|' '/^(PSGS|fixed|inline|pooled)/ {split($2, a, " "); gsub(/ /, "", $1); print $1, a[2]}' "$1" | sort; }
 {
   echo "| policy | host req/s (p99<30ms) | cuda req/s (p99<30ms) | cuda / host |"
@@ -185,4 +217,6 @@ best() { awk -F'|' '/^(PSGS|fixed|inline|pooled)/ {split($2, a, " "); gsub(/ /, 
   join <(best "$logs/sweep-host.log") <(best "$logs/sweep-cuda.log") |
     awk '{printf "| %s | %s | %s | %.2f |\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}'
 } | tee "$logs/sweep-ratio.md" | tee -a "$summary"
+fi
+. "$here/run-served.sh"
 finish

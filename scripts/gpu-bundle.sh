@@ -11,6 +11,7 @@
 #                                  modules), glibc/ (this machine's glibc and
 #                                  loader, used only where the target's is older)
 #   gpu-bundle/run.sh              unpacks to a temporary folder and runs the check
+#   gpu-bundle/serve_torch.py      the plain PyTorch peer (run there on the GPU)
 #   gpu-bundle/MANIFEST            what was packed, with sizes and the build's commit
 # cuBLAS, cuBLASLt and NCCL are too large to carry: run.sh finds them on the target.
 set -euo pipefail
@@ -18,9 +19,12 @@ cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
 out="${BUNDLE_DIR:-gpu-bundle}"
 limit_mib=60
-binaries=(apps/spindle tests/gpu/gpu_check bench/serving_sweep tests/gpu/gpu_test
+binaries=(apps/spindle tests/gpu/gpu_check bench/serving_sweep bench/device_breakdown tests/gpu/gpu_test
           tests/serving/serving_test tests/colocation/colocation_test
           tests/features/features_test tests/hps/hps_test)
+# BUNDLE_BINARIES="apps/spindle bench/device_breakdown" packs fewer (a second,
+# smaller bundle of another build, to compare two builds on one lent machine).
+[ -n "${BUNDLE_BINARIES:-}" ] && read -r -a binaries <<< "$BUNDLE_BINARIES"
 
 if ! ls "$build"/CMakeFiles/*/CMakeCUDACompiler.cmake > /dev/null 2>&1; then
   echo "gpu-bundle: $build is not a CUDA build (no CUDA compiler configured); run 'make build'" \
@@ -83,6 +87,8 @@ mkdir -p "$out"
 cp "$stage/MANIFEST" "$out/MANIFEST"
 tar -C "$stage" -cf - MANIFEST bin lib ucx glibc | xz -T0 -6 > "$out/spindle-gpu.tar.xz"
 cp scripts/gpu-bundle-run.sh "$out/run.sh"
+cp bench/torch_baseline/serve_torch.py "$out/serve_torch.py"
+cp scripts/gpu-bundle-served.sh "$out/run-served.sh"
 chmod +x "$out/run.sh"
 size=$(du -sb "$out" | cut -f1)
 echo "gpu-bundle: $out is $(awk -v s="$size" 'BEGIN {printf "%.1f", s / 1048576}') MiB" \

@@ -147,10 +147,11 @@ expected<nn::tensor> device_model::forward(gpu::device_arena& arena, void* blas,
     width = heads * out;
     num_src = b.num_dst;
   }
-  SPINDLE_TRY(gpu::synchronize(stream));
   const std::int64_t rows = blocks.back().num_dst;
   SPINDLE_ASSIGN_OR_RETURN(auto y, nn::tensor::empty(a, {rows, width}));
-  SPINDLE_TRY(gpu::copy_to_host(y.data(), h, std::size_t(rows * width) * 4));
+  // Queued behind the pass on its stream: one wait for the pass and the answers.
+  SPINDLE_TRY(gpu::copy_to_host_async(y.data(), h, std::size_t(rows * width) * 4, stream));
+  SPINDLE_TRY(gpu::synchronize(stream));
   if (d.log_softmax) nn::log_softmax_rows_(y);
   return y;
 }

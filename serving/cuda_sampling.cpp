@@ -1,5 +1,7 @@
 #include "serving/cuda_sampling.hpp"
 
+#include <cstring>
+
 #include "gpu/gnn_kernels.hpp"
 #include "gpu/kernels/sample_draw.hpp"
 
@@ -46,14 +48,18 @@ status cuda_sampling_executor::draw_hop(std::span<const std::int64_t> frontier, 
   SPINDLE_ASSIGN_OR_RETURN(auto* d_frontier, arena_->take_n<std::int64_t>(frontier.size()));
   SPINDLE_ASSIGN_OR_RETURN(auto* out,
                            arena_->take_n<std::int64_t>(std::size_t(rows) * (fanout + 1)));
-  SPINDLE_TRY(gpu::copy_to_device(d_frontier, frontier.data(), frontier.size_bytes()));
+  // Up, draw, down on the hop's stream through pinned buffers: one wait per hop.
+  void* const stream = arena_->stream();
+  SPINDLE_ASSIGN_OR_RETURN(void* up, staging_up_.reserve(frontier.size_bytes()));
+  std::memcpy(up, frontier.data(), frontier.size_bytes());
+  SPINDLE_TRY(gpu::copy_to_device_async(d_frontier, up, frontier.size_bytes(), stream));
   SPINDLE_TRY(gpu::sample_hop_async({csr_->indptr(), csr_->indices(), csr_->num_nodes()},
                                     d_frontier, rows, fanout, seed, hop, out, out + rows * fanout,
-                                    arena_->stream()));
-  SPINDLE_TRY(gpu::synchronize(arena_->stream()));
+                                    stream));
   const std::size_t words = std::size_t(rows) * (fanout + 1);
   SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(words * 8));
-  SPINDLE_TRY(gpu::copy_to_host(pinned, out, words * 8));
+  SPINDLE_TRY(gpu::copy_to_host_async(pinned, out, words * 8, stream));
+  SPINDLE_TRY(gpu::synchronize(stream));
   const auto* host = static_cast<const std::int64_t*>(pinned);
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t n = host[rows * fanout + r];

@@ -49,7 +49,8 @@ class cuda_sampling_executor final : public graph::sampling_executor {
  private:
   cuda_sampling_executor() = default;
   std::unique_ptr<gpu::device_arena> arena_;  // each hop's frontier and draws
-  gpu::pinned_buffer staging_;                // the draws copied back (DMA, no bounce)
+  gpu::pinned_buffer staging_up_;             // the frontier copied up (DMA, no bounce)
+  gpu::pinned_buffer staging_;                // the draws copied back
   std::shared_ptr<const device_csr> csr_;
 };
 

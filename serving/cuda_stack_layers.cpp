@@ -266,11 +266,12 @@ expected<nn::tensor> device_model::forward_stack(gpu::device_arena& arena, void*
     }
     values[op.name] = y;
   }
-  SPINDLE_TRY(gpu::synchronize(stream));
   const dvalue out = values.at(d.ops.back().name);
   const std::int64_t rows = std::min(out.rows, blocks.back().num_dst);
   SPINDLE_ASSIGN_OR_RETURN(auto result, nn::tensor::empty(a, {rows, out.cols}));
-  SPINDLE_TRY(gpu::copy_to_host(result.data(), out.p, std::size_t(rows * out.cols) * 4));
+  SPINDLE_TRY(gpu::copy_to_host_async(result.data(), out.p, std::size_t(rows * out.cols) * 4,
+                                      stream));
+  SPINDLE_TRY(gpu::synchronize(stream));
   if (host_log) nn::log_softmax_rows_(result);
   if (host_softmax) nn::softmax_rows_(result);
   if (d.log_softmax) nn::log_softmax_rows_(result);

@@ -14,7 +14,11 @@ OMP_WAIT_POLICY=PASSIVE (set by the caller), inference_mode, the sampler
 vectorised with NumPy (one frontier at a time, each node expanded once, the
 batch's seeds sampled jointly as NeighborLoader does; neighbours drawn with
 replacement where a row has more than the fanout, cheaper than PyG's default).
-   OMP_WAIT_POLICY=PASSIVE python3 serve_torch.py DATASET_DIR [--batches 40]
+With --device cuda (the GPU peer): the graph, the features and the model on
+the GPU, and the sampler written in torch ops on the device (the same draw,
+each hop's new nodes found with a node-indexed table on the device); each
+batch's seeds go up and its answers come back to the host, as a served call's.
+   OMP_WAIT_POLICY=PASSIVE python3 serve_torch.py DATASET_DIR [--batches 40] [--device cuda]
 """
 import argparse
 import os
@@ -33,7 +37,7 @@ class Sage(torch.nn.Module):
 
     def forward(self, blocks, x):
         for i, (dst_n, src, dst) in enumerate(blocks):
-            agg = torch.zeros(dst_n, x.shape[1]).index_add_(0, dst, x[src])
+            agg = torch.zeros(dst_n, x.shape[1], device=x.device).index_add_(0, dst, x[src])
             deg = torch.bincount(dst, minlength=dst_n).clamp(min=1).unsqueeze(1)
             x = self.lin_l[i](agg / deg) + self.lin_r[i](x[:dst_n])
             if i + 1 < len(self.lin_l):
@@ -78,6 +82,46 @@ class Sampler:
         return nodes, blocks
 
 
+class TorchSampler:
+    """Sampler's draw in torch ops, on the tensors' device (the GPU peer)."""
+
+    def __init__(self, indptr, indices, fanouts, device):
+        self.indptr = torch.from_numpy(indptr).to(device)
+        self.indices = torch.from_numpy(indices.astype(np.int64)).to(device)
+        self.fanouts, self.device = fanouts, device
+        self.local = torch.full((len(indptr) - 1,), -1, dtype=torch.int64, device=device)
+
+    def sample(self, seeds):
+        nodes = torch.unique(seeds)
+        self.local[nodes] = torch.arange(len(nodes), device=self.device)
+        hop_end, edges, begin = [len(nodes)], [], 0
+        for k in self.fanouts:
+            frontier = nodes[begin:]
+            start = self.indptr[frontier]
+            deg = self.indptr[frontier + 1] - start
+            take = torch.clamp(deg, max=k)
+            rows = torch.repeat_interleave(torch.arange(begin, len(nodes), device=self.device), take)
+            total = len(rows)
+            first = torch.repeat_interleave(start, take)
+            within = torch.arange(total, device=self.device) - torch.repeat_interleave(
+                torch.cumsum(take, 0) - take, take)
+            full = torch.repeat_interleave(deg <= k, take)
+            rand = (torch.rand(total, device=self.device) * torch.repeat_interleave(deg, take)).long()
+            nbrs = self.indices[first + torch.where(full, within, rand)]
+            new = torch.unique(nbrs[self.local[nbrs] < 0])
+            self.local[new] = torch.arange(len(nodes), len(nodes) + len(new), device=self.device)
+            nodes = torch.cat([nodes, new])
+            edges.append((rows, self.local[nbrs]))
+            begin = hop_end[-1]
+            hop_end.append(len(nodes))
+        self.local[nodes] = -1
+        blocks = []
+        for l in range(len(self.fanouts)):
+            rows, src = edges[len(self.fanouts) - 1 - l]
+            blocks.append((hop_end[len(self.fanouts) - 1 - l], src, rows))
+        return nodes, blocks
+
+
 def blas_library():
     """The BLAS this process loaded (Debian's torch links libblas.so.3, an alternative)."""
     with open("/proc/self/maps") as f:
@@ -89,7 +133,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
     ap.add_argument("--batches", type=int, default=40)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = ap.parse_args()
+    cuda = a.device == "cuda"
     torch.set_num_threads(os.cpu_count())
     indptr = np.load(os.path.join(a.dataset, "indptr.npy")).astype(np.int64)
     indices = np.load(os.path.join(a.dataset, "indices.npy"))
@@ -97,14 +143,20 @@ def main():
     deg = np.diff(indptr).astype(np.float64)
     p0 = deg / deg.sum()
     rng = np.random.default_rng(1)
-    sampler = Sampler(indptr, indices, [25, 10], rng)
     model = Sage([feats.shape[1], 256, 47]).eval()
-    print(f"{a.dataset}: NumPy sampler + PyTorch {torch.__version__} GraphSAGE "
-          f"{feats.shape[1]}-256-47 [25,10], {torch.get_num_threads()} torch threads, "
-          f"BLAS {blas_library()}")
+    if cuda:
+        feats, model = feats.to("cuda"), model.to("cuda")
+        sampler = TorchSampler(indptr, indices, [25, 10], "cuda")
+        print(f"{a.dataset}: torch sampler + PyTorch {torch.__version__} GraphSAGE "
+              f"{feats.shape[1]}-256-47 [25,10] on {torch.cuda.get_device_name()}")
+    else:
+        sampler = Sampler(indptr, indices, [25, 10], rng)
+        print(f"{a.dataset}: NumPy sampler + PyTorch {torch.__version__} GraphSAGE "
+              f"{feats.shape[1]}-256-47 [25,10], {torch.get_num_threads()} torch threads, "
+              f"BLAS {blas_library()}")
     print(f"{'batch':>6} | {'seeds/s':>9} | {'p50 ms':>8} {'p99 ms':>8}")
     with torch.inference_mode():
-        for batch in (1, 16, 64, 256):
+        for batch in (1, 16, 64, 256) + ((1024,) if cuda else ()):
             lat = []
             count = a.batches * (4 if batch == 1 else 1)
             seeds = rng.choice(len(p0), size=(count + 3) * batch, p=p0)
@@ -113,8 +165,13 @@ def main():
                 if i == 3:
                     t0 = time.perf_counter()
                 s = time.perf_counter()
-                nodes, blocks = sampler.sample(seeds[i * batch:(i + 1) * batch])
-                model(blocks, feats[torch.from_numpy(nodes)])
+                if cuda:  # the call's seeds up, its answers down
+                    nodes, blocks = sampler.sample(
+                        torch.from_numpy(seeds[i * batch:(i + 1) * batch]).to("cuda"))
+                    model(blocks, feats[nodes]).cpu()
+                else:
+                    nodes, blocks = sampler.sample(seeds[i * batch:(i + 1) * batch])
+                    model(blocks, feats[torch.from_numpy(nodes)])
                 lat.append(time.perf_counter() - s)
             wall = time.perf_counter() - t0
             lat = np.array(lat[3:]) * 1e3

@@ -459,8 +459,11 @@ expected<void*> pinned_buffer::reserve(std::size_t bytes) {
 
 expected<void*> stream_create() {
   cudaStream_t s = nullptr;
-  // A blocking stream: it waits for copies issued on the legacy default stream.
-  SPINDLE_TRY(check(cudaStreamCreate(&s), "cudaStreamCreate"));
+  // Non-blocking: a pipeline's stream waits for nothing on the legacy default
+  // stream, so one pipeline's copies never wait for another's kernels (with
+  // blocking streams every cudaMemcpy ordered all pipelines sharing the GPU).
+  // What must precede a stream's work is finished before (copy_to_device waits).
+  SPINDLE_TRY(check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
   return static_cast<void*>(s);
 }
 
@@ -469,7 +472,10 @@ void stream_destroy(void* stream) {
 }
 
 status copy_to_device(void* dst, const void* src, std::size_t bytes) {
-  return check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device");
+  SPINDLE_TRY(check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device"));
+  // From pageable memory cudaMemcpy may return before the DMA lands; the
+  // non-blocking streams that read it next would not wait for it.
+  return check(cudaStreamSynchronize(cudaStreamLegacy), "copy to device");
 }
 
 status copy_to_host(void* dst, const void* src, std::size_t bytes) {

@@ -1,0 +1,91 @@
+# Sourced by gpu-bundle/run.sh (copied there as run-served.sh): steps 4-6 of the
+# GPU check, the served path on the GPU beside a plain PyTorch peer, same files.
+# Uses run.sh's bundled, bundled_bg, limited, note, result, $data, $logs, $work and $here.
+pipelines="${PIPELINES:-8}"
+
+ensure_data() {  # the R-MAT the steps share (generated once, with this bundle's spindle)
+  [ -f "$data/metadata.json" ] && return 0
+  limited 180 "$logs/generate.log" spindle generate --scale "$scale" --feature-dim 128 --seed 1 \
+    --out "$data" || { result FAIL "generate R-MAT $scale" "$(tail -1 "$logs/generate.log")"; return 1; }
+}
+
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+
+# load LOG ARGS...: `spindle client load` in its own process; prints "req/s p50 p99".
+load_row() {
+  local log=$1; shift
+  bundled timeout -k 5 120 -- spindle client --connect "$door" load --seeds "degree:$data" \
+    --json "$@" > "$log" 2>&1
+  python3 -c 'import json,sys
+j=json.load(open(sys.argv[1]))
+print("%.0f %.3f %.3f" % (j["throughput_rps"], j["latency_ms"]["p50"], j["latency_ms"]["p99"]))' \
+    "$log" 2> /dev/null || echo "0 - -"
+}
+
+# 4. Where a batch's time goes on the GPU, and how pipelines sharing it scale.
+if has_step profile && ensure_data; then
+  for device in ${PROFILE_DEVICES:-cuda host}; do
+    limited 150 "$logs/profile-$device.log" device_breakdown "$data" --device "$device" \
+      --threads "${PROFILE_THREADS:-1,2,4,8,16}" --batches 40; rc=$?
+    if [ $rc = 0 ]; then result PASS "profile --device $device" "see profile-$device.log"
+    else result FAIL "profile --device $device" "exit $rc: $(tail -1 "$logs/profile-$device.log")"; fi
+  done
+fi
+
+# 5. `spindle serve --device cuda`, the load generator in its own process: as
+# started (PSGS routes each batch by its calibration), then every batch on the GPU.
+served_rows() {  # served_rows LABEL: 64, 256 and 1 calls in flight
+  local clients requests s0 s1 t0 t1 rps p50 p99 cores stats
+  for clients in 64 256 1; do
+    requests=$([ "$clients" = 1 ] && echo 2000 || echo 30000)
+    s0=$(cpu_seconds "$server"); t0=$(date +%s.%N)
+    read -r rps p50 p99 < <(load_row "$logs/served-$1-$clients.json" --requests "$requests" \
+      --warmup 100 --clients "$clients")
+    s1=$(cpu_seconds "$server"); t1=$(date +%s.%N)
+    cores=$(awk -v a="$s1" -v b="$s0" -v x="$t1" -v y="$t0" 'BEGIN {printf "%.2f", (a - b) / (x - y)}')
+    bundled timeout 20 -- spindle client --connect "$door" --token-file "$work/admin-token" \
+      admin stats > "$logs/served-$1-$clients-stats.json" 2>&1
+    stats=$(python3 -c 'import json,sys
+m=json.load(open(sys.argv[1]))["models"]["graphsage"]
+print("%d/%d" % (m["large_executor_batches"], m["small_executor_batches"]))' \
+      "$logs/served-$1-$clients-stats.json" 2> /dev/null || echo -)
+    echo "| $1 | $clients | $rps | $p50 | $p99 | $cores | $stats |"
+  done
+}
+if has_step served && ensure_data; then
+  bundled spindle model init --arch graphsage --in 128 --hidden 256 --classes 47 --seed 1 \
+    --out-dir "$work/model" > /dev/null 2>&1
+  bundled_bg spindle serve --dataset "$data" --model "$work/model" --device cuda \
+    --pipelines "$pipelines" --admin-token-file "$work/admin-token" \
+    --listen 127.0.0.1:0 > "$logs/served-server.log" 2>&1
+  server=$!
+  for _ in $(seq 300); do grep -q '^listening ' "$logs/served-server.log" && break; sleep 0.2; done
+  door=$(sed -n 's/^listening //p' "$logs/served-server.log")
+  if [ -z "$door" ]; then
+    result FAIL "served --device cuda" "did not listen: $(tail -1 "$logs/served-server.log")"
+  else
+    load_row "$logs/served-warm.json" --requests 4000 --warmup 0 --clients 64 > /dev/null
+    {
+      echo "| routing | calls in flight | req/s | p50 ms | p99 ms | server cores used | large/small executor batches so far |"
+      echo "|---|---|---|---|---|---|---|"
+      served_rows calibrated
+      bundled timeout 20 -- spindle client --connect "$door" --token-file "$work/admin-token" \
+        admin set graphsage psgs_threshold 0 > /dev/null 2>&1
+      served_rows all-gpu
+    } > "$logs/served.md"
+    result PASS "served --device cuda, $pipelines pipelines" "$(sed -n 3p "$logs/served.md")"
+    tee -a "$summary" < "$logs/served.md"
+  fi
+  kill "$server" 2> /dev/null; wait "$server" 2> /dev/null
+fi
+
+# 6. The plain PyTorch peer on the same files, on the GPU.
+if has_step peer && ensure_data; then
+  if OMP_WAIT_POLICY=PASSIVE timeout -k 10 240 python3 "$here/serve_torch.py" "$data" \
+      --device cuda --batches 40 > "$logs/peer-torch-cuda.log" 2>&1; then
+    result PASS "peer: PyTorch on the GPU" "see peer-torch-cuda.log"
+    tee -a "$summary" < "$logs/peer-torch-cuda.log"
+  else
+    result FAIL "peer: PyTorch on the GPU" "$(tail -1 "$logs/peer-torch-cuda.log")"
+  fi
+fi
