@@ -15,8 +15,8 @@
 #      calls in flight, then 1), the server's cores used;
 #   6. peer: serve_torch.py --device cuda (a plain PyTorch script: sampling in
 #      torch ops on the GPU, gather, forward) on the same files.
-# STEPS (default "check tests sweep profile served peer") picks the steps; DATA
-# names the R-MAT folder (generated there when absent, so two runs can share it);
+# STEPS (default "check tests sweep profile served peer") picks the steps;
+# TESTS picks the test binaries; DATA names the R-MAT folder (generated there when absent, so two runs can share it);
 # BIN_DIR=DIR: binaries in DIR replace the bundle's of the same name (another
 # build, stripped, compared on the same machine with the bundle's libraries).
 # Writes summary.txt (one line per check: PASS/FAIL/SKIP and its figure) and
@@ -188,7 +188,7 @@ fi
 fi
 
 # 2. The test binaries that run device code.
-has_step tests && for t in gpu_test serving_test colocation_test features_test hps_test; do
+has_step tests && for t in ${TESTS:-gpu_test serving_test colocation_test features_test hps_test}; do
   limited 60 "$logs/$t.log" "$t" --gtest_brief=1; rc=$?
   passed=$(grep -c '^\[       OK \]' "$logs/$t.log")
   fails=$(grep '^\[  FAILED  \] [a-z_]*\.' "$logs/$t.log" | awk '{print $4}' | sort -u | tr '\n' ' ')

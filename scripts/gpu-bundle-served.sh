@@ -10,9 +10,23 @@ ensure_data() {  # the R-MAT the steps share (generated once, with this bundle's
 }
 
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+# "NAME TICKS" per thread of process $1 (the name without its number: CAF's
+# workers, the pipelines and the door add up by kind).
+thread_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s\n' "$(tr -d '0-9 ' < "$t/comm")" "$(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
+  done 2> /dev/null | awk '{n[$1] += $2} END {for (k in n) print k, n[k]}' | sort
+}
+# The CPU seconds this shell's waited-for children used so far (bash's `times`,
+# run in this shell, not in a $(...) subshell, whose children are its own).
+children_cpu() {
+  times > "$work/times"
+  tail -1 "$work/times" | tr 'ms' '  ' | awk '{print $1 * 60 + $2 + $3 * 60 + $4}'
+}
 
-# load LOG ARGS...: `spindle client load` in its own process; prints "req/s p50 p99".
-load_row() {
+# `spindle client load` in its own process.
+load_row() {  # load_row LOG ARGS...: prints "req/s p50 p99"
   local log=$1; shift
   bundled timeout -k 5 120 -- spindle client --connect "$door" load --seeds "degree:$data" \
     --json "$@" > "$log" 2>&1
@@ -35,21 +49,32 @@ fi
 # 5. `spindle serve --device cuda`, the load generator in its own process: as
 # started (PSGS routes each batch by its calibration), then every batch on the GPU.
 served_rows() {  # served_rows LABEL: 64, 256 and 1 calls in flight
-  local clients requests s0 s1 t0 t1 rps p50 p99 cores stats
+  local clients requests s0 s1 t0 t1 c0 c1 rps p50 p99 cores client stats
   for clients in 64 256 1; do
     requests=$([ "$clients" = 1 ] && echo 2000 || echo 30000)
+    thread_ticks "$server" > "$work/ticks0"
+    children_cpu > "$work/c0"
     s0=$(cpu_seconds "$server"); t0=$(date +%s.%N)
-    read -r rps p50 p99 < <(load_row "$logs/served-$1-$clients.json" --requests "$requests" \
-      --warmup 100 --clients "$clients")
+    load_row "$logs/served-$1-$clients.json" --requests "$requests" --warmup 100 \
+      --clients "$clients" > "$work/row"
+    read -r rps p50 p99 < "$work/row"
     s1=$(cpu_seconds "$server"); t1=$(date +%s.%N)
+    children_cpu > "$work/c1"
+    c0=$(cat "$work/c0"); c1=$(cat "$work/c1")
+    thread_ticks "$server" > "$work/ticks1"
     cores=$(awk -v a="$s1" -v b="$s0" -v x="$t1" -v y="$t0" 'BEGIN {printf "%.2f", (a - b) / (x - y)}')
+    client=$(awk -v a="$c1" -v b="$c0" -v n="$requests" 'BEGIN {printf "%.1f", (a - b) / (n + 100) * 1e6}')
+    # The server's threads by kind: cores each kind used during the row.
+    join "$work/ticks0" "$work/ticks1" | awk -v hz="$(getconf CLK_TCK)" -v x="$t1" -v y="$t0" \
+      '{c = ($3 - $2) / hz / (x - y); if (c >= 0.01) printf "%s %.2f; ", $1, c}' \
+      > "$logs/served-$1-$clients-threads.txt"
     bundled timeout 20 -- spindle client --connect "$door" --token-file "$work/admin-token" \
       admin stats > "$logs/served-$1-$clients-stats.json" 2>&1
     stats=$(python3 -c 'import json,sys
 m=json.load(open(sys.argv[1]))["models"]["graphsage"]
 print("%d/%d" % (m["large_executor_batches"], m["small_executor_batches"]))' \
       "$logs/served-$1-$clients-stats.json" 2> /dev/null || echo -)
-    echo "| $1 | $clients | $rps | $p50 | $p99 | $cores | $stats |"
+    echo "| $1 | $clients | $rps | $p50 | $p99 | $cores | $client | $stats |"
   done
 }
 if has_step served && ensure_data; then
@@ -66,8 +91,8 @@ if has_step served && ensure_data; then
   else
     load_row "$logs/served-warm.json" --requests 4000 --warmup 0 --clients 64 > /dev/null
     {
-      echo "| routing | calls in flight | req/s | p50 ms | p99 ms | server cores used | large/small executor batches so far |"
-      echo "|---|---|---|---|---|---|---|"
+      echo "| routing | calls in flight | req/s | p50 ms | p99 ms | server cores used | load generator us CPU per call | large/small executor batches so far |"
+      echo "|---|---|---|---|---|---|---|---|"
       served_rows calibrated
       bundled timeout 20 -- spindle client --connect "$door" --token-file "$work/admin-token" \
         admin set graphsage psgs_threshold 0 > /dev/null 2>&1

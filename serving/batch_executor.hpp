@@ -34,6 +34,18 @@ class batch_executor {
   /// out[i] = table row ids[i] ([ids.size() x dim]); ids are unique and in range.
   virtual void gather(std::span<const float> table, std::int64_t dim,
                       std::span<const std::int64_t> ids, float* out) = 0;
+  /// gather() for a forward pass this executor runs next, on the same thread: a
+  /// device executor may keep the rows on the device and fill `out` only when
+  /// host_rows(out) asks (its forward pass of those rows reads them there).
+  virtual void gather_for_pass(std::span<const float> table, std::int64_t dim,
+                               std::span<const std::int64_t> ids, float* out) {
+    gather(table, dim, ids, out);
+  }
+  /// Fills `out` when it is a gather_for_pass target whose rows are still on the
+  /// device (before anything but this executor's forward() reads them).
+  virtual status host_rows(float* /*out*/) { return status::ok(); }
+  /// Forgets a gather_for_pass target not read back (its batch is done).
+  virtual void drop_rows() {}
   /// The model's forward pass over the batch's blocks.
   virtual expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
                                        std::span<const nn::block> blocks,

@@ -56,12 +56,12 @@ status cuda_executor::sample(const graph::csr_view& g, std::span<const std::int6
   return sampler_->sample_into(g, seeds, options, out);
 }
 
-// The batch's rows into gathered_ on the device, then one download to `out`.
+// The batch's rows into gathered_ on the device, and with `download` to `out`.
 // Rows this GPU holds, or reads over UVA, come from the gather kernel; with a
 // partitioned tier, rows a peer holds come from it over NCCL, and both are
 // placed at their positions on the device.
 status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids,
-                                       float* out) {
+                                       float* out, bool download) {
   const std::size_t row_bytes = std::size_t(dim) * 4, out_bytes = ids.size() * row_bytes;
   gathered_for_.forget();
   if (ids.size() * (16 + row_bytes) + 1024 > arena_->capacity()) {
@@ -88,11 +88,18 @@ status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::in
     SPINDLE_TRY(peers_->fetch(resident_->gpu(), peer_ids_, peer_at_, dim, d_out, stream));
     SPINDLE_TRY(gpu::set_device(resident_->gpu()));
   }
-  SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(out_bytes));
-  SPINDLE_TRY(gpu::copy_to_host_async(pinned, d_out, out_bytes, stream));
-  SPINDLE_TRY(gpu::synchronize(stream));
-  std::memcpy(out, pinned, out_bytes);
+  if (download) return download_rows(out, out_bytes);
+  // Kept for the pass, which reads gathered_ on the same stream after the gather.
   gathered_for_.note(out, out_bytes);
+  return status::ok();
+}
+
+status cuda_executor::download_rows(float* out, std::size_t bytes) {
+  void* const stream = arena_->stream();
+  SPINDLE_ASSIGN_OR_RETURN(void* pinned, staging_.reserve(bytes));
+  SPINDLE_TRY(gpu::copy_to_host_async(pinned, gathered_.data(), bytes, stream));
+  SPINDLE_TRY(gpu::synchronize(stream));
+  std::memcpy(out, pinned, bytes);
   return status::ok();
 }
 
@@ -108,18 +115,60 @@ void cuda_executor::split_by_holder(std::span<const std::int64_t> ids) {
   }
 }
 
+// The rows to `out` (a caller may change them there before the pass: a live
+// graph's rows written over the base's, so the pass uploads what `out` holds).
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
                            std::span<const std::int64_t> ids, float* out) {
-  gathered_for_.forget();  // noted again only by a gather done whole on the device
+  (void)host_rows(pending_.out);  // gathered_ is overwritten next
+  gathered_for_.forget();
   // The dataset's own table is on the device tiers; any other (a remote
   // shard's rows), or a device failure, is gathered on the host.
   if (resident_->holds(table)) {
     auto st = gpu::set_device(resident_->gpu());
-    if (st) st = gather_on_device(dim, ids, out);
+    if (st) st = gather_on_device(dim, ids, out, true);
     if (st) return;
     log::warn("cuda executor: the device gather failed ({}); gathering on the host", st.message());
   }
   host_.gather(table, dim, ids, out);
+}
+
+// The rows stay on the device for the pass that follows (a batch of 64 seeds
+// gathers about 5 MB, whose download cost more than the pass on an H200); they
+// come back to `out` only when host_rows asks, or before gathered_ is reused.
+void cuda_executor::gather_for_pass(std::span<const float> table, std::int64_t dim,
+                                    std::span<const std::int64_t> ids, float* out) {
+  (void)host_rows(pending_.out);
+  gathered_for_.forget();
+  if (resident_->holds(table)) {
+    auto st = gpu::set_device(resident_->gpu());
+    if (st) st = gather_on_device(dim, ids, out, false);
+    if (st) {
+      pending_.out = out, pending_.bytes = ids.size() * std::size_t(dim) * sizeof(float);
+      pending_.table = table, pending_.dim = dim;
+      pending_.ids.assign(ids.begin(), ids.end());
+      return;
+    }
+    log::warn("cuda executor: the device gather failed ({}); gathering on the host", st.message());
+  }
+  host_.gather(table, dim, ids, out);
+}
+
+status cuda_executor::host_rows(float* out) {
+  if (out == nullptr || out != pending_.out) return status::ok();
+  auto p = std::move(pending_);
+  pending_ = {};
+  auto st = gpu::set_device(resident_->gpu());
+  if (st) st = download_rows(p.out, p.bytes);
+  if (st) return st;
+  log::warn("cuda executor: the gathered rows did not come back ({}); gathering them on the host",
+            st.message());
+  host_.gather(p.table, p.dim, p.ids, p.out);
+  return status::ok();
+}
+
+void cuda_executor::drop_rows() {
+  pending_.out = nullptr;
+  pending_.bytes = 0;
 }
 
 const float* cuda_executor::take_gathered(const nn::tensor& x) {
@@ -145,6 +194,7 @@ expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a
                                             std::span<const float> degree, const nn::tensor& x) {
   // x is the rows this executor just gathered: they are on the device already.
   const float* x_device = take_gathered(x);
+  if (!x_device) SPINDLE_TRY(host_rows(const_cast<float*>(x.data())));  // uploaded from there
   if (blas_ && device_model::supports(m) && !blocks.empty()) {
     auto on = gpu::set_device(resident_->gpu());
     auto y = on ? forward_on_device(m, a, blocks, degree, x, x_device) : expected<nn::tensor>(on);
@@ -152,6 +202,7 @@ expected<nn::tensor> cuda_executor::forward(const nn::model& m, nn::allocator& a
     log::warn("cuda executor: the device forward pass failed ({}); running on the host",
               y.error().message());
   }
+  SPINDLE_TRY(host_rows(const_cast<float*>(x.data())));  // the host pass reads them there
   return host_.forward(m, a, blocks, degree, x);
 }
 

@@ -31,6 +31,10 @@ class cuda_executor final : public batch_executor {
   ~cuda_executor() override;
   std::string_view name() const override { return "cuda"; }
   SPINDLE_BATCH_EXECUTOR_OVERRIDES;
+  void gather_for_pass(std::span<const float> table, std::int64_t dim,
+                       std::span<const std::int64_t> ids, float* out) override;
+  status host_rows(float* out) override;
+  void drop_rows() override;
   expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
                                   std::span<const nn::block> blocks, std::span<const float> degree,
                                   const nn::tensor& x) override;
@@ -40,7 +44,9 @@ class cuda_executor final : public batch_executor {
 
  private:
   cuda_executor() = default;
-  status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out);
+  status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out,
+                          bool download);
+  status download_rows(float* out, std::size_t bytes);
   void split_by_holder(std::span<const std::int64_t> ids);
   expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
                                          std::span<const nn::block> blocks,
@@ -61,6 +67,15 @@ class cuda_executor final : public batch_executor {
   std::map<void*, void*> slot_blas_;              // a cuBLAS handle per GNNSched stream; guarded
   gpu::device_buffer gathered_;                   // the last gather's rows, on the device
   device_rows_note gathered_for_;                 // ... and the host rows they mirror
+  // A gather_for_pass whose rows have not come back to the host: its target,
+  // and what to gather there on the host should the download fail.
+  struct pending_rows {
+    float* out = nullptr;
+    std::size_t bytes = 0;
+    std::span<const float> table;
+    std::int64_t dim = 0;
+    std::vector<std::int64_t> ids;
+  } pending_;
   std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
   std::vector<std::int64_t> own_at_, peer_at_;
 };

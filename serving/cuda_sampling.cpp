@@ -78,6 +78,9 @@ status cuda_sampling_executor::sample_into(const graph::csr_view& g,
     if (f < 1 || f > gpu::kMaxFloydFanout)
       return make_error(errc::unsupported, "cuda sampling: fanout {} (the device draws 1..{})", f,
                         gpu::kMaxFloydFanout);
+  if (g.delta)  // the device holds the base graph: its rows would miss the changes
+    return make_error(errc::unsupported,
+                      "cuda sampling: a graph with live updates (the device holds the base graph)");
   if (g.num_nodes != csr_->num_nodes())
     return make_error(errc::invalid_argument, "cuda sampling: graph of {} nodes, device holds {}",
                       g.num_nodes, csr_->num_nodes());

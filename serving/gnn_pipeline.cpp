@@ -220,7 +220,7 @@ prepared_batch::group& gnn_pipeline::next_group(prepared_batch& pb) const {
 // every request without a sampler seed, one per request with one; then samples
 // and gathers each graph.
 void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
-                                prepared_batch& pb) {
+                                prepared_batch& pb, bool rows_for_pass) {
   auto& res = pb.result;
   res.outputs.clear();
   res.outputs.resize(batch.size());
@@ -285,7 +285,7 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
     const std::uint64_t seed = shared                 ? shared_graph_seed(batches_++)
                                : first.reproducible() ? first.sampler_seed
                                                       : per_request_seed(first.seeds);
-    if (auto st = prepare_group(g, graph, seed, ex, res); !st)
+    if (auto st = prepare_group(g, graph, seed, ex, res, rows_for_pass); !st)
       for (auto m : g.members) res.errors[m] = st;
     else
       g.ready = true;
@@ -294,7 +294,7 @@ void gnn_pipeline::prepare_into(const std::vector<gnn_request>& batch, psgs_rout
 
 status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_view& graph,
                                    std::uint64_t sampler_seed, batch_executor& ex,
-                                   batch_result& res) {
+                                   batch_result& res, bool rows_for_pass) {
   auto t0 = std::chrono::steady_clock::now();
   options_.seed = sampler_seed;
   SPINDLE_TRY(ex.sample(graph, g.seeds, options_, g.sub));
@@ -307,8 +307,10 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
     SPINDLE_TRY(gather_from_source(graph.delta, sub.nodes, g.features.data()));
   else if (graph.delta)
     gather_live(ex, *graph.delta, sub.nodes, g.features.data());
+  else if (rows_for_pass)  // a static graph, its pass next: the rows may stay on a GPU
+    ex.gather_for_pass(ds_.features(), f, sub.nodes, g.features.data());
   else
-    ex.gather(ds_.features(), f, sub.nodes, g.features.data());  // a static graph
+    ex.gather(ds_.features(), f, sub.nodes, g.features.data());
   res.times.gather_s += since(t0);
   if (options_.edge_ids) gather_edge_attr(ds_, sub, g.edge_attr);
   const std::int64_t k = options_.edge_ids ? ds_.edge_attr_cols() : 0;
@@ -347,9 +349,13 @@ status gnn_pipeline::compute_group(const prepared_batch::group& g,
   const auto& sub = g.sub;
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   auto x = nn::tensor::borrow(const_cast<float*>(g.features.data()), {n, f});
-  if (std::any_of(g.members.begin(), g.members.end(),
-                  [&](std::size_t m) { return !batch[m].outputs.empty(); }))
-    return compute_named(g, batch, alloc, x, res);
+  const bool named = std::any_of(g.members.begin(), g.members.end(),
+                                 [&](std::size_t m) { return !batch[m].outputs.empty(); });
+  // Only the executor's own pass reads rows it kept on a GPU; the others, here.
+  const bool executor_pass = !named && g.pair_output == prepared_batch::kNoPairOutput &&
+                             !model_.desc().typed() && !device;
+  if (ex && !executor_pass) SPINDLE_TRY(ex->host_rows(x.data()));
+  if (named) return compute_named(g, batch, alloc, x, res);
   if (g.pair_output != prepared_batch::kNoPairOutput)
     return compute_typed_pairs(g, batch, alloc, x, res);
   // A typed model runs on the host, its ops restricted to their edge types.
@@ -427,9 +433,15 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
 
 batch_result gnn_pipeline::run_unguarded(const std::vector<gnn_request>& batch,
                                          psgs_router::choice executor) {
-  prepare_into(batch, executor, scratch_);
-  auto& res = scratch_.result;
   auto& ex = executor_for(executor);
+  // Rows a GPU kept for a pass that never came (an error, an exception) are
+  // forgotten with the batch: their host buffers may be reused by the next.
+  struct drop_rows_at_end {
+    batch_executor& ex;
+    ~drop_rows_at_end() { ex.drop_rows(); }
+  } drop{ex};
+  prepare_into(batch, executor, scratch_, true);
+  auto& res = scratch_.result;
   for (std::size_t k = 0; k < scratch_.used; ++k) {
     const auto& g = scratch_.groups[k];
     if (!g.ready) continue;

@@ -205,8 +205,10 @@ class gnn_pipeline {
                      std::vector<float>& out) const;
   status compute_named(const prepared_batch::group& g, const std::vector<gnn_request>& batch,
                        nn::allocator& alloc, const nn::tensor& x, batch_result& res) const;
+  // `rows_for_pass`: the forward passes follow on this thread, through the
+  // executor (run()), so a device executor may keep a static graph's rows on the GPU.
   void prepare_into(const std::vector<gnn_request>& batch, psgs_router::choice c,
-                    prepared_batch& pb);
+                    prepared_batch& pb, bool rows_for_pass = false);
   // The output answering a typed request's seeds; for a typed link model's pairs,
   // `pair_output` is the pairs' second ends' (else kNoPairOutput).
   status typed_request(const gnn_request& r, const graph::graph_delta* delta, std::size_t& output,
@@ -218,8 +220,8 @@ class gnn_pipeline {
                              nn::allocator& alloc, const nn::tensor& x, batch_result& res) const;
   prepared_batch::group& next_group(prepared_batch& pb) const;
   status prepare_group(prepared_batch::group& g, const graph::csr_view& graph,
-                       std::uint64_t sampler_seed, batch_executor& ex,
-                       batch_result& res);
+                       std::uint64_t sampler_seed, batch_executor& ex, batch_result& res,
+                       bool rows_for_pass);
   // Feature rows of `ids` at a live graph's delta: the rows it set or added,
   // the base's for the rest.
   status gather_from_source(const graph::graph_delta* d, std::span<const std::int64_t> ids,
