@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "bench/bench_util.hpp"
+#include "core/blas_kernels.hpp"
 #include "core/progress.hpp"
 #include "graph/metrics.hpp"
 #include "nn/ops.hpp"
@@ -132,6 +133,7 @@ void print_row(std::string_view label, const run_row& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ensure_blas_kernels(argv);  // the kernels spindle itself runs (not Prescott's on an unknown CPU)
   auto opt = parse(argc, argv);
   if (!opt) {
     fmt::print(stderr, "{}\nusage: device_breakdown DATASET_DIR [--device host|cuda] "

@@ -37,6 +37,7 @@
 #include "actors/pipeline_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "actors/scheduler_config.hpp"
+#include "core/blas_kernels.hpp"
 #include "bench/bench_util.hpp"
 #include "core/npy.hpp"
 #include "core/progress.hpp"
@@ -139,6 +140,7 @@ std::string cpu_shares(const std::map<std::string, double>& before,
 }  // namespace
 
 int main(int raw_argc, char** raw_argv) {
+  ensure_blas_kernels(raw_argv);  // the kernels spindle itself runs (not Prescott's on an unknown CPU)
   std::vector<char*> args;  // the positional arguments; --device X taken out
   std::string device_flag = "host", only;
   bool direct_only = false;

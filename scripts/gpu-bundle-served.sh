@@ -1,7 +1,7 @@
 # Sourced by gpu-bundle/run.sh (copied there as run-served.sh): steps 4-6 of the
 # GPU check, the served path on the GPU beside a plain PyTorch peer, same files.
 # Uses run.sh's bundled, bundled_bg, limited, note, result, $data, $logs, $work and $here.
-pipelines="${PIPELINES:-8}"
+pipelines="${PIPELINES:-8}"  # SERVE_ARGS: more `spindle serve` flags; LOAD_PROCS: see load_row
 
 ensure_data() {  # the R-MAT the steps share (generated once, with this bundle's spindle)
   [ -f "$data/metadata.json" ] && return 0
@@ -25,15 +25,23 @@ children_cpu() {
   tail -1 "$work/times" | tr 'ms' '  ' | awk '{print $1 * 60 + $2 + $3 * 60 + $4}'
 }
 
-# `spindle client load` in its own process.
-load_row() {  # load_row LOG ARGS...: prints "req/s p50 p99"
-  local log=$1; shift
-  bundled timeout -k 5 120 -- spindle client --connect "$door" load --seeds "degree:$data" \
-    --json "$@" > "$log" 2>&1
+# `spindle client load` in its own process, or LOAD_PROCS of them sharing the
+# calls in flight (is the load generator the limit?).
+load_row() {  # load_row LOG REQUESTS CLIENTS: prints "req/s p50 p99" (p50: their mean)
+  local log=$1 requests=$2 clients=$3 procs=${LOAD_PROCS:-1} i pids=()
+  [ "$clients" -lt "$procs" ] && procs=1
+  for i in $(seq "$procs"); do
+    bundled timeout -k 5 120 -- spindle client --connect "$door" load --seeds "degree:$data" \
+      --json --requests $((requests / procs)) --warmup 100 --clients $((clients / procs)) \
+      --seed "$i" > "$log.$i" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
   python3 -c 'import json,sys
-j=json.load(open(sys.argv[1]))
-print("%.0f %.3f %.3f" % (j["throughput_rps"], j["latency_ms"]["p50"], j["latency_ms"]["p99"]))' \
-    "$log" 2> /dev/null || echo "0 - -"
+js=[json.load(open(f)) for f in sys.argv[1:]]
+print("%.0f %.3f %.3f" % (sum(j["throughput_rps"] for j in js),
+      sum(j["latency_ms"]["p50"] for j in js) / len(js), max(j["latency_ms"]["p99"] for j in js)))' \
+    $(seq -f "$log.%g" "$procs") 2> /dev/null || echo "0 - -"
 }
 
 # 4. Where a batch's time goes on the GPU, and how pipelines sharing it scale.
@@ -55,8 +63,7 @@ served_rows() {  # served_rows LABEL: 64, 256 and 1 calls in flight
     thread_ticks "$server" > "$work/ticks0"
     children_cpu > "$work/c0"
     s0=$(cpu_seconds "$server"); t0=$(date +%s.%N)
-    load_row "$logs/served-$1-$clients.json" --requests "$requests" --warmup 100 \
-      --clients "$clients" > "$work/row"
+    load_row "$logs/served-$1-$clients.json" "$requests" "$clients" > "$work/row"
     read -r rps p50 p99 < "$work/row"
     s1=$(cpu_seconds "$server"); t1=$(date +%s.%N)
     children_cpu > "$work/c1"
@@ -81,7 +88,7 @@ if has_step served && ensure_data; then
   bundled spindle model init --arch graphsage --in 128 --hidden 256 --classes 47 --seed 1 \
     --out-dir "$work/model" > /dev/null 2>&1
   bundled_bg spindle serve --dataset "$data" --model "$work/model" --device cuda \
-    --pipelines "$pipelines" --admin-token-file "$work/admin-token" \
+    --pipelines "$pipelines" --admin-token-file "$work/admin-token" ${SERVE_ARGS:-} \
     --listen 127.0.0.1:0 > "$logs/served-server.log" 2>&1
   server=$!
   for _ in $(seq 300); do grep -q '^listening ' "$logs/served-server.log" && break; sleep 0.2; done
@@ -89,7 +96,7 @@ if has_step served && ensure_data; then
   if [ -z "$door" ]; then
     result FAIL "served --device cuda" "did not listen: $(tail -1 "$logs/served-server.log")"
   else
-    load_row "$logs/served-warm.json" --requests 4000 --warmup 0 --clients 64 > /dev/null
+    load_row "$logs/served-warm.json" 4000 64 > /dev/null
     {
       echo "| routing | calls in flight | req/s | p50 ms | p99 ms | server cores used | load generator us CPU per call | large/small executor batches so far |"
       echo "|---|---|---|---|---|---|---|---|"
