@@ -241,6 +241,28 @@ status open_type_tables(node_args& a) {
   return status::ok();
 }
 
+// --device cuda: one GPU executor per pipeline over the rank's graph (sampling
+// and forward passes on the GPU). Its feature rows keep coming from the
+// cluster's shards on the host (the pipelines' feature source), so the GPU holds
+// no feature tier: the device tiers are not filled from the rank's region.
+status open_devices(node_parts& n, node_args& a) {
+  if (a.device != "cuda") return status::ok();
+  if (!n.sn.shard || a.model.empty())
+    return make_error(errc::invalid_argument, "--device cuda: this rank serves no GNN (give "
+                                              "--dataset and --model)");
+  if (a.graph.on)
+    return make_error(errc::invalid_argument,
+                      "--graph-updates with --device cuda: the GPU holds the base graph and would "
+                      "answer on it; serve updates with --device host");
+  auto ex = serving::device_executors::create(n.sn.shard->dataset(), gpu::device_kind::cuda, 0);
+  if (!ex) return std::move(ex).error().with_context("--device cuda: ");
+  a.serving.executors = std::make_shared<serving::device_executors>(std::move(*ex));
+  log::info("rank {}: {} pipeline{} with a GPU executor each (sampling and forward passes on "
+            "the GPU; rows from the cluster's shards)",
+            a.rank, a.serving.pipelines, a.serving.pipelines == 1 ? "" : "s");
+  return status::ok();
+}
+
 }  // namespace
 
 // Every rank's PDB needs every update, so each rank reads the streams in a
@@ -350,6 +372,7 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   }
   SPINDLE_TRY(open_type_tables(a));
   SPINDLE_TRY(open_shard(n, sys, topo, a));
+  SPINDLE_TRY(open_devices(n, a));
   SPINDLE_TRY(join(n, sys, topo, me, a));
   if (n.sn.shard) n.sn.start(sys, n.coord);
   if (rank != 0 && n.bridge) {

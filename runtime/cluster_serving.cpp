@@ -131,7 +131,8 @@ expected<std::unique_ptr<member_serving>> start_member_serving(rank_context node
   // From the list seen readable: the watcher may have put an older one in the view since.
   SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view, &members));
   node.sync.set_reader(m->features.get());
-  m->pipelines = spawn_pipelines(node.sys, shard.dataset(), a, *m->features, p.pipelines);
+  SPINDLE_ASSIGN_OR_RETURN(
+      m->pipelines, spawn_pipelines(node.sys, shard.dataset(), a, *m->features, p.pipelines));
   for (std::size_t i = 0; i < m->pipelines.size(); ++i)
     caf::anon_send(bridge.actor, actors::register_atom::value,
                    actors::pipeline_target_name(int(i)), caf::actor_cast<caf::actor>(m->pipelines[i]));
@@ -255,7 +256,8 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(rank_context node,
     SPINDLE_TRY(calibrate_over_cluster(a, p->policy, node.shard, node.view, members, o.serving));
   SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view, &members));
   node.sync.set_reader(p->features.get());
-  p->pipelines = spawn_pipelines(sys, ds, a, *p->features, o.serving.pipelines);
+  SPINDLE_ASSIGN_OR_RETURN(p->pipelines,
+                           spawn_pipelines(sys, ds, a, *p->features, o.serving.pipelines));
   p->local = p->pipelines.size();
   const auto* dsp = &ds;
   auto psgs_of = [dsp](const serving::gnn_request& r) { return serving::summed_psgs(*dsp, r); };

@@ -25,6 +25,7 @@
 #include "runtime/rank_shard.hpp"
 #include "runtime/placement_sync.hpp"
 #include "runtime/type_tables.hpp"
+#include "serving/cuda_executor.hpp"
 #include "serving/psgs_router.hpp"
 
 namespace spindle::runtime {
@@ -63,9 +64,13 @@ struct node_pipelines {
     b.max_batch = 16;  // a cluster's batches also cross links: smaller than one process's 64
     return b;
   }();
+  /// With --device cuda: the rank's GPU executors, one per pipeline (its large
+  /// executor: sampling and forward passes on the GPU; rows still come through
+  /// the cluster's shards on the host). Null: the host's pool.
+  std::shared_ptr<serving::device_executors> executors;
   /// GNNSched on this node: its pipelines' forward passes grouped by this policy
-  /// on one shared pool of `gnnsched_bytes` (the host's memory: nodes have no
-  /// device executor yet). Unset: each pipeline runs its own passes.
+  /// on one shared pool of `gnnsched_bytes` (the host's memory, also on a rank
+  /// with a GPU). Unset: each pipeline runs its own passes.
   std::optional<colocation::grouping_policy> gnnsched;
   std::size_t gnnsched_bytes = std::size_t(256) << 20;
   /// Times PSGS routing at start over the cluster's shards, rows from other

@@ -144,7 +144,8 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
     if (p_.calibrate)
       SPINDLE_TRY(calibrate_over_cluster(*m->assets, m->batch, node.shard, node.view, members, p_));
     SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(node.shard, node.view, &members));
-    m->pipelines = spawn_pipelines(sys_, ds, *m->assets, *m->features, p_.pipelines);
+    SPINDLE_ASSIGN_OR_RETURN(m->pipelines,
+                             spawn_pipelines(sys_, ds, *m->assets, *m->features, p_.pipelines));
     const auto* d = &ds;
     m->batcher = actors::spawn_batcher(
         sys_, m->pipelines, m->batch, m->assets->router,

@@ -29,6 +29,7 @@ expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_d
   if (auto f = serving::served_fanouts(model.desc(), ds.metadata()); !f)
     return std::move(f).error().with_context(model_dir + "/model.toml: ");
   a->model = std::make_unique<nn::model>(std::move(model));
+  a->executors = p.executors;
   if (p.gnnsched) {
     a->device_workers = std::make_unique<thread_pool>(0, "gnnsched-w");
     SPINDLE_ASSIGN_OR_RETURN(a->device, colocation::device_scheduler::create(
@@ -49,6 +50,9 @@ status calibrate_over_cluster(serving_assets& a, serving::batch_policy& policy,
   serving::calibrate_options o;
   o.batches = p.calibrate_batches;
   o.features = reader->source();
+  if (a.executors) {  // PSGS then picks between the host's small executor and the GPU
+    SPINDLE_ASSIGN_OR_RETURN(o.device, a.executors->make());
+  }
   log::info("rank {}: calibrating PSGS routing over the cluster's shards ({} batches per "
             "executor)",
             shard.rank(), o.batches);
@@ -77,13 +81,21 @@ void stop_and_wait(caf::actor_system& sys, const caf::actor& a) {
   self->wait_for(a);
 }
 
-// `n` pipelines over the node's cluster features, sharing the node's pool.
-std::vector<actors::pipeline_actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
-                                        serving_assets& a, cluster_features& f, int n) {
+// `n` pipelines over the node's cluster features, sharing the node's pool; on a
+// rank with a GPU, each with a GPU executor of its own as its large executor.
+expected<std::vector<actors::pipeline_actor>> spawn_pipelines(caf::actor_system& sys,
+                                                              const graph::dataset& ds,
+                                                              serving_assets& a,
+                                                              cluster_features& f, int n) {
   std::vector<actors::pipeline_actor> out;
-  for (int i = 0; i < std::max(1, n); ++i)
-    out.push_back(
-        actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, f.source(), a.device.get()));
+  for (int i = 0; i < std::max(1, n); ++i) {
+    std::shared_ptr<serving::batch_executor> large;
+    if (a.executors) {
+      SPINDLE_ASSIGN_OR_RETURN(large, a.executors->make());
+    }
+    out.push_back(actors::spawn_pipeline(sys, ds, *a.model, *a.router, a.pool, f.source(),
+                                         a.device.get(), std::move(large)));
+  }
   return out;
 }
 

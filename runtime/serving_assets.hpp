@@ -30,6 +30,7 @@ struct serving_assets {
   thread_pool pool{0, "node"};
   std::unique_ptr<thread_pool> device_workers;         // GNNSched's, when on
   std::unique_ptr<colocation::device_scheduler> device;     // its pipelines' passes, grouped
+  std::shared_ptr<serving::device_executors> executors;     // the rank's GPU (--device cuda)
   nn::type_table_stats_fn type_tables;  // its tables on the parameter server (--type-table-pdb)
 };
 
@@ -55,8 +56,11 @@ void stop_and_wait(caf::actor_system& sys, const caf::typed_actor<Sigs...>& a) {
   stop_and_wait(sys, caf::actor_cast<caf::actor>(a));
 }
 
-/// `n` pipelines over `f`, sharing `a`'s pool (and GNNSched, when on).
-std::vector<actors::pipeline_actor> spawn_pipelines(caf::actor_system& sys, const graph::dataset& ds,
-                                        serving_assets& a, cluster_features& f, int n);
+/// `n` pipelines over `f`, sharing `a`'s pool (and GNNSched, when on); with the
+/// rank's GPU executors, each its own as its large executor.
+expected<std::vector<actors::pipeline_actor>> spawn_pipelines(caf::actor_system& sys,
+                                                              const graph::dataset& ds,
+                                                              serving_assets& a,
+                                                              cluster_features& f, int n);
 
 }  // namespace spindle::runtime

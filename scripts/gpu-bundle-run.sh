@@ -14,8 +14,10 @@
 #      Cap'n Proto door, `spindle client load` in its own process (64 and 256
 #      calls in flight, then 1), the server's cores used;
 #   6. peer: serve_torch.py --device cuda (a plain PyTorch script: sampling in
-#      torch ops on the GPU, gather, forward) on the same files.
-# STEPS (default "check tests sweep profile served peer") picks the steps;
+#      torch ops on the GPU, gather, forward) on the same files;
+#   7. cluster: 2 ranks of `spindle node --device cuda` on loopback, seeded calls
+#      through both doors against one host process, and a load over both.
+# STEPS (default "check tests sweep profile served peer cluster") picks the steps;
 # TESTS picks the test binaries; DATA names the R-MAT folder (generated there when absent, so two runs can share it);
 # BIN_DIR=DIR: binaries in DIR replace the bundle's of the same name (another
 # build, stripped, compared on the same machine with the bundle's libraries).
@@ -122,7 +124,7 @@ limited() {  # limited SECONDS LOG BINARY ARGS...: a bundled binary under a time
   if [ "$secs" -le 5 ]; then echo "skipped: the run's time is spent" > "$log"; return 125; fi
   bundled timeout -k 10 "$secs" -- "$@" > "$log" 2>&1
 }
-steps=" ${STEPS:-check tests sweep profile served peer} "
+steps=" ${STEPS:-check tests sweep profile served peer cluster} "
 has_step() { [[ "$steps" == *" $1 "* ]]; }
 
 # --- every binary loads (the loader resolves every library it needs) ------------

@@ -121,3 +121,72 @@ if has_step peer && ensure_data; then
     result FAIL "peer: PyTorch on the GPU" "$(tail -1 "$logs/peer-torch-cuda.log")"
   fi
 fi
+
+# 7. A cluster on this machine: 2 ranks of `spindle node --device cuda` (CLUSTER_DEVICE),
+# each with its door, the whole dataset on each. 9 seeded calls through the two doors
+# against one `spindle serve --device host` process (equal within 1e-5 of the output
+# scale: float sums in another order), then a load spread over both doors.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+door_of() {  # door_of LOG: the HOST:PORT its process prints once listening (60 s at most)
+  for _ in $(seq 300); do grep -q '^listening ' "$1" && break; sleep 0.2; done
+  sed -n 's/^listening //p' "$1" | head -1
+}
+if has_step cluster && ensure_data; then
+  cdev=${CLUSTER_DEVICE:-cuda}
+  [ -d "$work/model" ] || bundled spindle model init --arch graphsage --in 128 --hidden 256 \
+    --classes 47 --seed 1 --out-dir "$work/model" > /dev/null 2>&1
+  {
+    echo 'coordinator = "s0"'
+    echo 'token_file = "cluster.token"'
+    for r in 0 1; do
+      printf '[[server]]\nname = "s%s"\nhost = "127.0.0.1"\nport = %s\nmemory = 4000000000\n' \
+        "$r" "$(free_port)"
+    done
+  } > "$work/cluster.toml"
+  export SPINDLE_CLUSTER_TOKEN
+  SPINDLE_CLUSTER_TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+  cpids=()
+  for r in 0 1; do
+    extra=(); [ "$r" = 0 ] && extra=(--expect 1)
+    bundled_bg spindle node --config "$work/cluster.toml" --rank "$r" --dataset "$data" \
+      --model "$work/model" --device "$cdev" --pipelines 4 --listen 127.0.0.1:0 "${extra[@]}" \
+      > "$logs/cluster-rank$r.log" 2>&1
+    cpids+=($!)
+  done
+  bundled_bg spindle serve --dataset "$data" --model "$work/model" --device host \
+    --listen 127.0.0.1:0 > "$logs/cluster-one.log" 2>&1
+  cpids+=($!)
+  d0=$(door_of "$logs/cluster-rank0.log"); d1=$(door_of "$logs/cluster-rank1.log")
+  one=$(door_of "$logs/cluster-one.log")
+  if [ -z "$d0" ] || [ -z "$d1" ] || [ -z "$one" ]; then
+    result FAIL "cluster: 2 ranks --device $cdev" "doors '$d0' '$d1' '$one': see cluster-rank*.log"
+  else
+    right=0
+    for i in $(seq 1 9); do
+      seed=$(( (i * 337) % 4096 )); door=$([ $((i % 2)) = 0 ] && echo "$d0" || echo "$d1")
+      bundled timeout 30 -- spindle client --connect "$door" --model graphsage infer --seeds "$seed" \
+        --sampler-seed "$i" --json > "$work/a.json" 2>&1
+      bundled timeout 30 -- spindle client --connect "$one" --model graphsage infer --seeds "$seed" \
+        --sampler-seed "$i" --json > "$work/b.json" 2>&1
+      python3 -c 'import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+x, y = a["outputs"], b["outputs"]
+def flat_all(v):
+    return [w for u in v for w in flat_all(u)] if isinstance(v, list) else [v]
+x, y = flat_all(x), flat_all(y)
+scale = max(abs(e) for e in y) or 1.0
+ok = a.get("status") == "ok" and len(x) == len(y) and max(abs(p - q) for p, q in zip(x, y)) <= 1e-5 * scale
+sys.exit(0 if ok else 1)' "$work/a.json" "$work/b.json" 2>> "$logs/cluster-judge.log" && right=$((right + 1)) ||
+        echo "call $i (seed $seed) through $door: $(head -c 300 "$work/a.json"); one process: $(head -c 300 "$work/b.json")" >> "$logs/cluster-judge.log"
+    done
+    door="$d0,$d1"
+    load_row "$logs/cluster-load.json" 20000 64 > "$work/row"
+    read -r rps p50 p99 < "$work/row"
+    if [ "$right" = 9 ]; then res=PASS; else res=FAIL; fi
+    result "$res" "cluster: 2 ranks --device $cdev, 4 pipelines each" \
+      "$right of 9 seeded calls as one host process; 64 in flight over both doors: $rps req/s, p50 $p50 ms, p99 $p99 ms"
+    grep -h "GPU executor\|no CUDA\|cuda:" "$logs"/cluster-rank*.log | head -4 | tee -a "$summary"
+  fi
+  for p in "${cpids[@]}"; do kill "$p" 2> /dev/null; done
+  for p in "${cpids[@]}"; do wait "$p" 2> /dev/null; done
+fi

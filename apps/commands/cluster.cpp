@@ -120,6 +120,12 @@ void register_cluster(CLI::App& app, global_options&) {
                    "folder (NAME/VERSION/model.toml, Triton's layout; each rank its own copy, "
                    "or fetched with --fetch-from) at the versions its policy picks; a load of "
                    "NAME without a directory at any door re-reads it on every rank");
+  node->add_option("--device", na->device,
+                   "Any rank with --model: where its large batches run: host (its pool) or cuda "
+                   "(a GPU executor per pipeline: sampling and forward passes on the GPU, rows "
+                   "still read from the cluster's shards on the host; fails without a GPU)")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
   node->add_option("--workload", na->workload,
                    "Rank 0 only (other ranks refuse it): serve N requests once members joined, "
                    "print a checksum");

@@ -60,6 +60,9 @@ refused "--calibration without a model" \
 refused "--calibrate without a model" "--calibrate routes this node's GNN batches" \
   --rank 2 --calibrate
 
+refused "--device cuda without a model" "--device cuda: this rank serves no GNN" \
+  --rank 1 --device cuda
+
 # The typed tables' flags on a rank serving no typed GNN are refused by name,
 # before anything is created in the folder.
 refused "--type-table-pdb without a GNN" \
