@@ -30,6 +30,9 @@ expected<std::unique_ptr<serving_assets>> load_assets(const std::string& model_d
     return std::move(f).error().with_context(model_dir + "/model.toml: ");
   a->model = std::make_unique<nn::model>(std::move(model));
   a->executors = p.executors;
+  // A rank with a GPU routes every batch to it until a calibration (--calibrate,
+  // --calibration) lets PSGS choose between the host and the GPU.
+  if (a->executors) a->router->set_fixed(serving::psgs_router::choice::large);
   if (p.gnnsched) {
     a->device_workers = std::make_unique<thread_pool>(0, "gnnsched-w");
     SPINDLE_ASSIGN_OR_RETURN(a->device, colocation::device_scheduler::create(
