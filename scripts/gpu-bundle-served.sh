@@ -3,6 +3,14 @@
 # Uses run.sh's bundled, bundled_bg, limited, note, result, $data, $logs, $work and $here.
 pipelines="${PIPELINES:-8}"  # SERVE_ARGS: more `spindle serve` flags; LOAD_PROCS: see load_row
 
+# runs_now STEP SECONDS: the step is asked for and the run's deadline leaves it SECONDS.
+runs_now() {
+  has_step "$1" || return 1
+  [ $(( deadline - $(date +%s) )) -ge "$2" ] && return 0
+  result SKIP "$1" "no time left (RUN_SECONDS)"
+  return 1
+}
+
 ensure_data() {  # the R-MAT the steps share (generated once, with this bundle's spindle)
   [ -f "$data/metadata.json" ] && return 0
   limited 180 "$logs/generate.log" spindle generate --scale "$scale" --feature-dim 128 --seed 1 \
@@ -86,7 +94,7 @@ print("%d/%d" % (m["large_executor_batches"], m["small_executor_batches"]))' \
     echo "| $1 | $clients | $rps | $p50 | $p99 | $cores | $client | $stats |"
   done
 }
-if has_step served && ensure_data; then
+if runs_now served 60 && ensure_data; then
   bundled spindle model init --arch graphsage --in 128 --hidden 256 --classes 47 --seed 1 \
     --out-dir "$work/model" > /dev/null 2>&1
   bundled_bg spindle serve --dataset "$data" --model "$work/model" --device cuda \
@@ -114,7 +122,7 @@ if has_step served && ensure_data; then
 fi
 
 # 6. The plain PyTorch peer on the same files, on the GPU.
-if has_step peer && ensure_data; then
+if runs_now peer 60 && ensure_data; then
   if OMP_WAIT_POLICY=PASSIVE timeout -k 10 240 python3 "$here/serve_torch.py" "$data" \
       --device cuda --batches 40 > "$logs/peer-torch-cuda.log" 2>&1; then
     result PASS "peer: PyTorch on the GPU" "see peer-torch-cuda.log"
@@ -133,7 +141,7 @@ door_of() {  # door_of LOG: the HOST:PORT its process prints once listening (60 
   for _ in $(seq 300); do grep -q '^listening ' "$1" && break; sleep 0.2; done
   sed -n 's/^listening //p' "$1" | head -1
 }
-if has_step cluster && ensure_data; then
+if runs_now cluster 60 && ensure_data; then
   cdev=${CLUSTER_DEVICE:-cuda}
   [ -d "$work/model" ] || bundled spindle model init --arch graphsage --in 128 --hidden 256 \
     --classes 47 --seed 1 --out-dir "$work/model" > /dev/null 2>&1
