@@ -242,9 +242,9 @@ status open_type_tables(node_args& a) {
 }
 
 // --device cuda: one GPU executor per pipeline over the rank's graph (sampling
-// and forward passes on the GPU). Its feature rows keep coming from the
-// cluster's shards on the host (the pipelines' feature source), so the GPU holds
-// no feature tier: the device tiers are not filled from the rank's region.
+// and forward passes on the GPU) and a device tier of the highest-FAP rows,
+// filled once through the cluster's shards when the first pipelines start
+// (spawn_pipelines); rows outside it come through the shards per batch.
 status open_devices(node_parts& n, node_args& a) {
   if (a.device != "cuda") return status::ok();
   if (!n.sn.shard || a.model.empty())
@@ -254,11 +254,12 @@ status open_devices(node_parts& n, node_args& a) {
     return make_error(errc::invalid_argument,
                       "--graph-updates with --device cuda: the GPU holds the base graph and would "
                       "answer on it; serve updates with --device host");
-  auto ex = serving::device_executors::create(n.sn.shard->dataset(), gpu::device_kind::cuda, 0);
+  auto ex = serving::device_executors::create_for_rank(n.sn.shard->dataset(),
+                                                       a.device_feature_mb << 20);
   if (!ex) return std::move(ex).error().with_context("--device cuda: ");
   a.serving.executors = std::make_shared<serving::device_executors>(std::move(*ex));
-  log::info("rank {}: {} pipeline{} with a GPU executor each (sampling and forward passes on "
-            "the GPU; rows from the cluster's shards)",
+  log::info("rank {}: {} pipeline{} with a GPU executor each (sampling, the device tier's rows "
+            "and forward passes on the GPU; other rows from the cluster's shards)",
             a.rank, a.serving.pipelines, a.serving.pipelines == 1 ? "" : "s");
   return status::ok();
 }

@@ -42,6 +42,7 @@ struct node_args {
   std::string join;
   std::string address = "127.0.0.1:0";  // --address: a joining rank's own HOST:PORT
   std::string device = "host";  // --device cuda: a GPU executor per pipeline (see open_devices)
+  std::size_t device_feature_mb = 1024;  // --device-feature-mb: its device tier
   /// --type-table-*: a typed model's large embedding tables read from this rank's
   /// own parameter-server folder (opened into serving.type_pdb once the model is here).
   type_table_args type_tables;

@@ -129,6 +129,7 @@ expected<std::unique_ptr<member_serving>> start_member_serving(rank_context node
   if (!p.calibration.empty())  // routes this member's own door
     SPINDLE_TRY(use_calibration(a, m->config.batch, p.calibration, p.routing));
   // From the list seen readable: the watcher may have put an older one in the view since.
+  SPINDLE_TRY(fill_device_rows(a, shard, node.view, members));
   SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(shard, node.view, &members));
   node.sync.set_reader(m->features.get());
   SPINDLE_ASSIGN_OR_RETURN(
@@ -254,6 +255,7 @@ expected<std::unique_ptr<cluster_gnn>> cluster_gnn::start(rank_context node,
   node.view.update(members);
   if (o.serving.calibrate)
     SPINDLE_TRY(calibrate_over_cluster(a, p->policy, node.shard, node.view, members, o.serving));
+  SPINDLE_TRY(fill_device_rows(a, node.shard, node.view, members));
   SPINDLE_ASSIGN_OR_RETURN(p->features, cluster_features::create(node.shard, node.view, &members));
   node.sync.set_reader(p->features.get());
   SPINDLE_ASSIGN_OR_RETURN(p->pipelines,

@@ -143,6 +143,7 @@ expected<actors::gnn_model_binding> door_gnns::load(const std::string& name,
     // Timed over the cluster's shards as the start model was (--calibrate).
     if (p_.calibrate)
       SPINDLE_TRY(calibrate_over_cluster(*m->assets, m->batch, node.shard, node.view, members, p_));
+    SPINDLE_TRY(fill_device_rows(*m->assets, node.shard, node.view, members));
     SPINDLE_ASSIGN_OR_RETURN(m->features, cluster_features::create(node.shard, node.view, &members));
     SPINDLE_ASSIGN_OR_RETURN(m->pipelines,
                              spawn_pipelines(sys_, ds, *m->assets, *m->features, p_.pipelines));

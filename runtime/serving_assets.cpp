@@ -54,6 +54,7 @@ status calibrate_over_cluster(serving_assets& a, serving::batch_policy& policy,
   o.batches = p.calibrate_batches;
   o.features = reader->source();
   if (a.executors) {  // PSGS then picks between the host's small executor and the GPU
+    SPINDLE_TRY(a.executors->fill_rows(reader->source()));
     SPINDLE_ASSIGN_OR_RETURN(o.device, a.executors->make());
   }
   log::info("rank {}: calibrating PSGS routing over the cluster's shards ({} batches per "
@@ -73,6 +74,15 @@ status calibrate_over_cluster(serving_assets& a, serving::batch_policy& policy,
   a.router = std::make_shared<serving::psgs_router>(std::move(*c), p.routing);
   policy.psgs_threshold = actors::batch_close_threshold(a.router->threshold());
   return status::ok();
+}
+
+// A rank with a GPU: its device tier's rows, read once through a reader of their
+// own (so they count in no observed FAP), before its first pipelines start.
+status fill_device_rows(serving_assets& a, const rank_shard& shard, const member_view& view,
+                        const std::map<int, member_info>& members) {
+  if (!a.executors || a.executors->rows_ready()) return status::ok();
+  SPINDLE_ASSIGN_OR_RETURN(auto reader, cluster_features::create(shard, view, &members));
+  return a.executors->fill_rows(reader->source());
 }
 
 // Stops `a` and waits until it has terminated, so nothing it references is

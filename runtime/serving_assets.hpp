@@ -48,6 +48,11 @@ status calibrate_over_cluster(serving_assets& a, serving::batch_policy& policy,
                               const std::map<int, member_info>& members,
                               const node_pipelines& p);
 
+/// A rank with a GPU (`a.executors`): fills its device tier through a reader of
+/// its own (once per rank; the rows count in no observed FAP).
+status fill_device_rows(serving_assets& a, const rank_shard& shard, const member_view& view,
+                        const std::map<int, member_info>& members);
+
 /// Stops `a` and waits until it has terminated.
 void stop_and_wait(caf::actor_system& sys, const caf::actor& a);
 /// The same for a typed handle (a pipeline, a batcher).

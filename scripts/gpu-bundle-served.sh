@@ -133,7 +133,7 @@ if runs_now peer 60 && ensure_data; then
 fi
 
 # 7. A cluster on this machine: 2 ranks of `spindle node --device cuda` (CLUSTER_DEVICE),
-# each with its door, the whole dataset on each. 9 seeded calls through the two doors
+# each with its door, the whole dataset on each, a device tier of CLUSTER_DEVICE_MB. 9 seeded calls through the two doors
 # against one `spindle serve --device host` process (equal within 1e-5 of the output
 # scale: float sums in another order), then a load spread over both doors.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -158,6 +158,8 @@ if runs_now cluster 60 && ensure_data; then
   cpids=()
   for r in 0 1; do
     extra=(); [ "$r" = 0 ] && extra=(--expect 1)
+    # A device tier of an eighth of the rows: the rest come through the shards per batch.
+    [ "$cdev" = cuda ] && extra+=(--device-feature-mb "${CLUSTER_DEVICE_MB:-64}")
     bundled_bg spindle node --config "$work/cluster.toml" --rank "$r" --dataset "$data" \
       --model "$work/model" --device "$cdev" --pipelines 4 --listen 127.0.0.1:0 "${extra[@]}" \
       --admin-token-file "$work/cluster-admin-$r" \
@@ -204,7 +206,8 @@ m = json.load(open(sys.argv[1]))["models"]["graphsage"]
 print("%d batches on the large executor, %d on the small" % (m["large_executor_batches"], m["small_executor_batches"]))' \
         "$logs/cluster-stats-$r.json" 2>&1 | tail -1)"
     done
-    grep -h "GPU executor\|no CUDA" "$logs"/cluster-rank*.log | head -2 | tee -a "$summary"
+    grep -h "GPU executor\|no CUDA\|device tier filled" "$logs"/cluster-rank*.log | head -4 |
+      tee -a "$summary"
   fi
   for p in "${cpids[@]}"; do kill "$p" 2> /dev/null; done
   for p in "${cpids[@]}"; do wait "$p" 2> /dev/null; done

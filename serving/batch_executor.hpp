@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,6 +20,11 @@
 #include "nn/model.hpp"
 
 namespace spindle::serving {
+
+/// Fills `out` ([ids.size() x F] float32) with the feature rows of `ids` (unique
+/// ids); the default reads the dataset's own features, a cluster reader gathers
+/// from shards (one call per batch: one completion per remote shard).
+using feature_source = std::function<status(std::span<const std::int64_t> ids, float* out)>;
 
 /// A GNNSched task's share of a device memory pool and the stream its work runs
 /// on (GNNSched §3.2 on a GPU: the tasks of a group each on their own stream).
@@ -40,6 +46,13 @@ class batch_executor {
   virtual void gather_for_pass(std::span<const float> table, std::int64_t dim,
                                std::span<const std::int64_t> ids, float* out) {
     gather(table, dim, ids, out);
+  }
+  /// The rows of `ids` through `source` (a cluster rank's shards), of `dim`
+  /// floats each; `for_pass` as gather_for_pass. A device executor whose device
+  /// tier holds some of them reads those there and the rest through `source`.
+  virtual status gather_from(const feature_source& source, std::int64_t /*dim*/,
+                             std::span<const std::int64_t> ids, float* out, bool /*for_pass*/) {
+    return source(ids, out);
   }
   /// Fills `out` when it is a gather_for_pass target whose rows are still on the
   /// device (before anything but this executor's forward() reads them).

@@ -142,15 +142,76 @@ void cuda_executor::gather_for_pass(std::span<const float> table, std::int64_t d
   if (resident_->holds(table)) {
     auto st = gpu::set_device(resident_->gpu());
     if (st) st = gather_on_device(dim, ids, out, false);
-    if (st) {
-      pending_.out = out, pending_.bytes = ids.size() * std::size_t(dim) * sizeof(float);
-      pending_.table = table, pending_.dim = dim;
-      pending_.ids.assign(ids.begin(), ids.end());
-      return;
-    }
+    if (st) return keep_pending(out, dim, ids, table, {});
     log::warn("cuda executor: the device gather failed ({}); gathering on the host", st.message());
   }
   host_.gather(table, dim, ids, out);
+}
+
+void cuda_executor::keep_pending(float* out, std::int64_t dim, std::span<const std::int64_t> ids,
+                                 std::span<const float> table, feature_source source) {
+  pending_.out = out, pending_.bytes = ids.size() * std::size_t(dim) * sizeof(float);
+  pending_.table = table, pending_.source = std::move(source), pending_.dim = dim;
+  pending_.ids.assign(ids.begin(), ids.end());
+}
+
+// A cluster rank's rows (node --device cuda): those in the device tier (filled
+// once through the cluster's shards) by the gather kernel, the rest through
+// `source` and uploaded; before the device tier is filled, all through `source`.
+status cuda_executor::gather_from(const feature_source& source, std::int64_t dim,
+                                  std::span<const std::int64_t> ids, float* out, bool for_pass) {
+  (void)host_rows(pending_.out);
+  gathered_for_.forget();
+  if (!resident_->rows_ready() || resident_->tiers().device_nodes.empty())
+    return source(ids, out);
+  auto st = gpu::set_device(resident_->gpu());
+  if (st) st = gather_split(source, dim, ids, out, !for_pass);
+  if (st) {
+    if (for_pass) keep_pending(out, dim, ids, {}, source);
+    return status::ok();
+  }
+  log::warn("cuda executor: the device gather failed ({}); reading the rows through the "
+            "cluster's shards", st.message());
+  return source(ids, out);
+}
+
+status cuda_executor::gather_split(const feature_source& source, std::int64_t dim,
+                                   std::span<const std::int64_t> ids, float* out, bool download) {
+  own_ids_.clear(), peer_ids_.clear(), own_at_.clear(), peer_at_.clear();
+  for (std::size_t k = 0; k < ids.size(); ++k) {  // own_: device tier; peer_: through source
+    const bool here = resident_->on_device(ids[k]);
+    (here ? own_ids_ : peer_ids_).push_back(ids[k]);
+    (here ? own_at_ : peer_at_).push_back(std::int64_t(k));
+  }
+  const std::size_t row_bytes = std::size_t(dim) * 4, out_bytes = ids.size() * row_bytes;
+  source_rows_.resize(peer_ids_.size() * std::size_t(dim));
+  SPINDLE_TRY(source(peer_ids_, source_rows_.data()));
+  if (ids.size() * (24 + row_bytes) + 4096 > arena_->capacity())
+    SPINDLE_TRY(grow_arena(ids.size() * (24 + row_bytes) + 4096));
+  SPINDLE_ASSIGN_OR_RETURN(void* rows, gathered_.reserve(out_bytes));
+  auto* d_out = static_cast<float*>(rows);
+  arena_->reset();
+  void* const stream = arena_->stream();
+  for (int part = 0; part < 2; ++part) {
+    const auto& at = part == 0 ? own_at_ : peer_at_;
+    const auto n = std::int64_t(at.size());
+    if (n == 0) continue;
+    SPINDLE_ASSIGN_OR_RETURN(auto* d_at, arena_->take_n<std::int64_t>(at.size()));
+    SPINDLE_ASSIGN_OR_RETURN(auto* d_rows, arena_->take_n<float>(at.size() * std::size_t(dim)));
+    SPINDLE_TRY(gpu::copy_to_device_async(d_at, at.data(), at.size() * 8, stream));
+    if (part == 0) {
+      SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(own_ids_.size()));
+      SPINDLE_TRY(gpu::copy_to_device_async(d_ids, own_ids_.data(), own_ids_.size() * 8, stream));
+      SPINDLE_TRY(resident_->gather_async(dim, d_ids, n, d_rows, stream));
+    } else {
+      SPINDLE_TRY(gpu::copy_to_device_async(d_rows, source_rows_.data(),
+                                            source_rows_.size() * 4, stream));
+    }
+    SPINDLE_TRY(gpu::place_rows_async(d_rows, d_at, n, dim, d_out, stream));
+  }
+  if (download) return download_rows(out, out_bytes);
+  gathered_for_.note(out, out_bytes);
+  return status::ok();
 }
 
 status cuda_executor::host_rows(float* out) {
@@ -162,6 +223,7 @@ status cuda_executor::host_rows(float* out) {
   if (st) return st;
   log::warn("cuda executor: the gathered rows did not come back ({}); gathering them on the host",
             st.message());
+  if (p.source) return p.source(p.ids, p.out);
   host_.gather(p.table, p.dim, p.ids, p.out);
   return status::ok();
 }
@@ -169,6 +231,7 @@ status cuda_executor::host_rows(float* out) {
 void cuda_executor::drop_rows() {
   pending_.out = nullptr;
   pending_.bytes = 0;
+  pending_.source = nullptr;
 }
 
 const float* cuda_executor::take_gathered(const nn::tensor& x) {
@@ -265,6 +328,23 @@ expected<device_executors> device_executors::create(const graph::dataset& ds,
                                : "replicated",
             100 * tiers.device_fap_share);
   return out;
+}
+
+expected<device_executors> device_executors::create_for_rank(const graph::dataset& ds,
+                                                             std::size_t device_feature_bytes) {
+  SPINDLE_ASSIGN_OR_RETURN(const int have, gpu::device_count());
+  if (have < 1) return make_error(errc::unavailable, "this machine has no GPU");
+  auto tiers = features::plan_feature_tiers(ds.fap(), ds.metadata().num_nodes, ds.feature_dim(),
+                                            device_feature_bytes);
+  device_executors out;
+  SPINDLE_ASSIGN_OR_RETURN(auto r, cuda_resident::create_for_rank(ds, std::move(tiers), 0));
+  out.residents_.push_back(std::move(r));
+  return out;
+}
+
+status device_executors::fill_rows(const feature_source& read) {
+  for (const auto& r : residents_) SPINDLE_TRY(r->fill_rows(read));
+  return status::ok();
 }
 
 expected<std::shared_ptr<batch_executor>> device_executors::make() {

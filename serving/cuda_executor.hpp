@@ -8,6 +8,7 @@
 // several GNNSched workers at once (each slot its own stream and handle).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,8 @@ class cuda_executor final : public batch_executor {
   SPINDLE_BATCH_EXECUTOR_OVERRIDES;
   void gather_for_pass(std::span<const float> table, std::int64_t dim,
                        std::span<const std::int64_t> ids, float* out) override;
+  status gather_from(const feature_source& source, std::int64_t dim,
+                     std::span<const std::int64_t> ids, float* out, bool for_pass) override;
   status host_rows(float* out) override;
   void drop_rows() override;
   expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
@@ -47,6 +50,10 @@ class cuda_executor final : public batch_executor {
   status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out,
                           bool download);
   status download_rows(float* out, std::size_t bytes);
+  status gather_split(const feature_source& source, std::int64_t dim,
+                      std::span<const std::int64_t> ids, float* out, bool download);
+  void keep_pending(float* out, std::int64_t dim, std::span<const std::int64_t> ids,
+                    std::span<const float> table, feature_source source);
   void split_by_holder(std::span<const std::int64_t> ids);
   expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
                                          std::span<const nn::block> blocks,
@@ -72,10 +79,12 @@ class cuda_executor final : public batch_executor {
   struct pending_rows {
     float* out = nullptr;
     std::size_t bytes = 0;
-    std::span<const float> table;
+    std::span<const float> table;  // ... or, for a cluster rank's rows:
+    feature_source source;
     std::int64_t dim = 0;
     std::vector<std::int64_t> ids;
   } pending_;
+  std::vector<float> source_rows_;  // rows read through a source, before their upload
   std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
   std::vector<std::int64_t> own_at_, peer_at_;
 };
@@ -97,6 +106,17 @@ class device_executors {
   static expected<device_executors> create(const graph::dataset& ds, gpu::device_kind device,
                                            std::size_t device_feature_bytes_per_gpu,
                                            gpu_layout layout = {});
+  /// A cluster rank's (node --device cuda), on its first GPU: the graph there and
+  /// a device tier of the highest-FAP rows of `device_feature_bytes`, filled by
+  /// fill_rows through the cluster's shards (the rank's dataset holds its own rows at most).
+  static expected<device_executors> create_for_rank(const graph::dataset& ds,
+                                                    std::size_t device_feature_bytes);
+  /// Fills every GPU's device tier through `read` (once; see cuda_resident).
+  status fill_rows(const feature_source& read);
+  bool rows_ready() const {
+    return std::all_of(residents_.begin(), residents_.end(),
+                       [](const auto& r) { return r->rows_ready(); });
+  }
   /// A new executor (null on the host), on the next GPU in turn.
   expected<std::shared_ptr<batch_executor>> make();
   /// Frees `m`'s device weights (call when `m` is unloaded).

@@ -43,6 +43,47 @@ expected<std::shared_ptr<cuda_resident>> cuda_resident::create(const graph::data
   return r;
 }
 
+expected<std::shared_ptr<cuda_resident>> cuda_resident::create_for_rank(
+    const graph::dataset& ds, features::feature_tiers tiers, int gpu) {
+  SPINDLE_TRY(gpu::set_device(gpu));
+  std::shared_ptr<cuda_resident> r(new cuda_resident);
+  r->gpu_ = gpu;
+  r->dim_ = ds.feature_dim();
+  r->rows_ready_ = tiers.device_nodes.empty();
+  SPINDLE_ASSIGN_OR_RETURN(r->csr_, device_csr::create(ds.graph()));
+  r->tiers_ = std::move(tiers);
+  const std::size_t bytes = r->tiers_.device_nodes.size() * std::size_t(r->dim_) * 4;
+  SPINDLE_ASSIGN_OR_RETURN(r->device_rows_, gpu::device_alloc(bytes));
+  SPINDLE_ASSIGN_OR_RETURN(r->lookup_tier_, upload(r->tiers_.tier.data(), r->tiers_.tier.size()));
+  SPINDLE_ASSIGN_OR_RETURN(r->lookup_row_, upload(r->tiers_.row.data(), r->tiers_.row.size() * 8));
+  log::info("cuda: GPU {} holds the graph and will hold {} of {} feature rows ({:.0f}% of FAP "
+            "mass), read once through the cluster's shards; the rest are read from them per batch",
+            gpu, r->tiers_.device_nodes.size(), ds.metadata().num_nodes,
+            100 * r->tiers_.device_fap_share);
+  return r;
+}
+
+status cuda_resident::fill_rows(
+    const std::function<status(std::span<const std::int64_t>, float*)>& read) {
+  std::lock_guard lock(fill_mu_);
+  if (rows_ready()) return status::ok();
+  SPINDLE_TRY(gpu::set_device(gpu_));
+  constexpr std::size_t kChunk = 65536;  // rows per read: bounded host memory
+  const auto& nodes = tiers_.device_nodes;
+  std::vector<float> rows;
+  for (std::size_t at = 0; at < nodes.size(); at += kChunk) {
+    const auto n = std::min(kChunk, nodes.size() - at);
+    rows.resize(n * std::size_t(dim_));
+    SPINDLE_TRY(read(std::span<const std::int64_t>(nodes).subspan(at, n), rows.data()));
+    SPINDLE_TRY(gpu::copy_to_device(static_cast<float*>(device_rows_) + at * std::size_t(dim_),
+                                    rows.data(), rows.size() * 4));
+  }
+  rows_ready_.store(true, std::memory_order_release);
+  log::info("cuda: GPU {}'s device tier filled: {} rows through the cluster's shards", gpu_,
+            nodes.size());
+  return status::ok();
+}
+
 cuda_resident::~cuda_resident() {
   (void)gpu::set_device(gpu_);
   models_.clear();

@@ -6,6 +6,8 @@
 // are the executors' own. Thread-safe after create(). Needs a CUDA device.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +26,23 @@ class cuda_resident {
   /// plan_feature_tiers or plan_gpu_tiers) and maps the host features for the rest.
   static expected<std::shared_ptr<cuda_resident>> create(const graph::dataset& ds,
                                                          features::feature_tiers tiers, int gpu = 0);
+  /// The same for a cluster rank, whose dataset holds its own rows at most: the
+  /// device tier's rows come through fill_rows (from the cluster's shards), and
+  /// rows outside it are not read here (the caller gathers them: gather_split).
+  static expected<std::shared_ptr<cuda_resident>> create_for_rank(const graph::dataset& ds,
+                                                                  features::feature_tiers tiers,
+                                                                  int gpu = 0);
+  /// Fills the device tier of a create_for_rank resident through `read` (rows
+  /// of the given nodes, in order, to host memory); once: later calls return at
+  /// once. The rows never change (a rank with a GPU takes no graph updates).
+  status fill_rows(const std::function<status(std::span<const std::int64_t>, float*)>& read);
+  /// Whether the device tier holds its rows (always, but for create_for_rank
+  /// before fill_rows).
+  bool rows_ready() const { return rows_ready_.load(std::memory_order_acquire); }
+  /// Whether node v's row is in the device tier.
+  bool on_device(std::int64_t v) const {
+    return v >= 0 && std::size_t(v) < tiers_.tier.size() && tiers_.tier[std::size_t(v)] == 0;
+  }
   ~cuda_resident();
   cuda_resident(const cuda_resident&) = delete;
   cuda_resident& operator=(const cuda_resident&) = delete;
@@ -32,7 +51,9 @@ class cuda_resident {
   const std::shared_ptr<const device_csr>& csr() const { return csr_; }
   const features::feature_tiers& tiers() const { return tiers_; }
   /// Whether `table` is the dataset's feature table (the one held in the tiers).
-  bool holds(std::span<const float> table) const { return table.data() == features_.data(); }
+  bool holds(std::span<const float> table) const {
+    return !features_.empty() && table.data() == features_.data();
+  }
   /// out[i * dim ...] = the feature row of ids[i] (device memory), on `stream`;
   /// the caller's current device must be gpu().
   status gather_async(std::int64_t dim, const std::int64_t* ids, std::int64_t n, float* out,
@@ -46,6 +67,9 @@ class cuda_resident {
   cuda_resident() = default;
 
   int gpu_ = 0;
+  std::int64_t dim_ = 0;
+  std::atomic<bool> rows_ready_{true};
+  std::mutex fill_mu_;
   std::shared_ptr<const device_csr> csr_;
   features::feature_tiers tiers_;
   std::span<const float> features_;

@@ -174,9 +174,11 @@ void gnn_pipeline::gather_live(batch_executor& ex, const graph::graph_delta& d,
 // past the placed base read row 0 in their place, then every row the delta
 // holds (set or added) is written over. A compacted base is never read
 // through source_: cluster ranks do not compact (the tiers hold the base's rows).
-status gnn_pipeline::gather_from_source(const graph::graph_delta* d,
+status gnn_pipeline::gather_from_source(batch_executor& ex, bool rows_for_pass,
+                                        const graph::graph_delta* d,
                                         std::span<const std::int64_t> ids, float* out) {
-  if (!d || d->features.empty()) return source_(ids, out);
+  if (!d || d->features.empty())  // a GPU executor may hold some rows (node --device cuda)
+    return ex.gather_from(source_, ds_.feature_dim(), ids, out, rows_for_pass);
   live_ids_.assign(ids.begin(), ids.end());
   for (auto& v : live_ids_)
     if (v >= d->base_nodes) v = 0;
@@ -304,7 +306,7 @@ status gnn_pipeline::prepare_group(prepared_batch::group& g, const graph::csr_vi
   const std::int64_t n = sub.hop_end.back(), f = ds_.feature_dim();
   g.features.resize(std::size_t(n * f));
   if (source_)
-    SPINDLE_TRY(gather_from_source(graph.delta, sub.nodes, g.features.data()));
+    SPINDLE_TRY(gather_from_source(ex, rows_for_pass, graph.delta, sub.nodes, g.features.data()));
   else if (graph.delta)
     gather_live(ex, *graph.delta, sub.nodes, g.features.data());
   else if (rows_for_pass)  // a static graph, its pass next: the rows may stay on a GPU

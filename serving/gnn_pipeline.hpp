@@ -94,10 +94,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_result& x) {
   return f(x.outputs, x.errors, x.times, x.work, x.executor, x.graph_version);
 }
 
-/// Fills `out` ([ids.size() x F] float32) with the feature rows of `ids` (unique
-/// ids); the default reads the dataset's own features, a cluster reader gathers
-/// from shards (one call per batch: one completion per remote shard).
-using feature_source = std::function<status(std::span<const std::int64_t> ids, float* out)>;
+// feature_source (where a cluster rank's rows come from): serving/batch_executor.hpp.
 
 /// The sampler seed of the shared graph of a pipeline's `index`-th batch (SplitMix64),
 /// so consecutive batches draw independent neighbours; exposed for tests.
@@ -224,7 +221,8 @@ class gnn_pipeline {
                        bool rows_for_pass);
   // Feature rows of `ids` at a live graph's delta: the rows it set or added,
   // the base's for the rest.
-  status gather_from_source(const graph::graph_delta* d, std::span<const std::int64_t> ids,
+  status gather_from_source(batch_executor& ex, bool rows_for_pass,
+                            const graph::graph_delta* d, std::span<const std::int64_t> ids,
                             float* out);
   void gather_live(batch_executor& ex, const graph::graph_delta& d,
                    std::span<const std::int64_t> ids, float* out);

@@ -126,6 +126,11 @@ void register_cluster(CLI::App& app, global_options&) {
                    "still read from the cluster's shards on the host; fails without a GPU)")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
+  node->add_option("--device-feature-mb", na->device_feature_mb,
+                   "With --device cuda: feature rows (highest FAP first) kept on the GPU, read "
+                   "once through the cluster's shards when the rank starts serving; the rest "
+                   "are read through them per batch")
+      ->capture_default_str();
   node->add_option("--workload", na->workload,
                    "Rank 0 only (other ranks refuse it): serve N requests once members joined, "
                    "print a checksum");

@@ -395,6 +395,8 @@ int main(int argc, char** argv) {
   for (const auto& [kernel, arch] : served_models)
     row(kernel, "host gnn_pipeline", [arch](std::string& r) { return check_served(arch, r); });
   row("GNNSched pool in device memory, a stream per task", "host gnn_pipeline", check_gnnsched);
+  row("cuda_executor on a cluster rank: device tier filled through a source", "host gnn_pipeline",
+      check_rank_served);
   row("cuda_executor: served stack model 0 (graph-degree GCN, BatchNorm, ...)", "host gnn_pipeline",
       [](std::string& r) { return check_served_stack(0, r); });
   row("cuda_executor: served stack model 1 (GAT mean heads, GIN, JK cat, ...)", "host gnn_pipeline",

@@ -94,6 +94,8 @@ extern device_kind served_device;
 
 /// The served path on the device vs the host gnn_pipeline (gpu_check_served.cpp).
 status check_served(config::model_arch arch, std::string& result);
+/// A cluster rank's GPU: its device tier filled through a source (GPU only).
+status check_rank_served(std::string& result);
 status check_gnnsched(std::string& result);
 status check_served_stack(int which, std::string& result);
 status check_gnnsched_stack(std::string& result);

@@ -156,4 +156,42 @@ status check_gnnsched_stack(std::string& result) {
   return check_gnnsched_inputs(std::move(in), result);
 }
 
+// A cluster rank's GPU (node --device cuda): a device tier of the hottest 1,024
+// rows filled through a feature source, every other row read through it per
+// batch and placed beside them, vs the host pipeline reading every row through
+// the same source: the same 8 batches of 64.
+status check_rank_served(std::string& result) {
+  SPINDLE_ASSIGN_OR_RETURN(auto in, served(config::model_arch::graphsage));
+  const graph::dataset& ds = in->ds;
+  const std::int64_t dim = ds.feature_dim();
+  serving::feature_source source = [&ds, dim](std::span<const std::int64_t> ids, float* out) {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      std::memcpy(out + std::int64_t(i) * dim, ds.features().data() + ids[i] * dim,
+                  std::size_t(dim) * sizeof(float));
+    return status::ok();
+  };
+  SPINDLE_ASSIGN_OR_RETURN(auto executors, serving::device_executors::create_for_rank(
+                                               ds, std::size_t(1024) * std::size_t(dim) * 4));
+  SPINDLE_TRY(executors.fill_rows(source));
+  SPINDLE_ASSIGN_OR_RETURN(auto ex, executors.make());
+  serving::gnn_pipeline dev(ds, *in->model, in->router, in->pool, source, ex);
+  serving::gnn_pipeline host(ds, *in->model, in->router, in->pool, source);
+  comparison c;
+  for (int b = 0; b < 8; ++b) {
+    const auto batch = served_batch(b);
+    compare_results(dev.run(batch, serving::psgs_router::choice::large),
+                    host.run(batch, serving::psgs_router::choice::small), c);
+  }
+  // The split gather alone, rows to the host: equal to the source's, bit for bit.
+  std::vector<std::int64_t> ids;
+  for (std::int64_t v = 0; v < ds.num_nodes(); v += 7) ids.push_back(v);
+  std::vector<float> got(ids.size() * std::size_t(dim)), want(got.size());
+  SPINDLE_TRY(ex->gather_from(source, dim, ids, got.data(), false));
+  SPINDLE_TRY(source(ids, want.data()));
+  if (got != want) return make_error(errc::internal, "the split gather's rows differ from the source's");
+  return c.check(fmt::format("8 batches of 64 (1,024 rows on the device), {} rows gathered split "
+                             "and equal", ids.size()),
+                 result);
+}
+
 }  // namespace spindle::gpu
