@@ -1,10 +1,14 @@
 // A GNN pipeline's answers beyond its model's rows: a link model's pair scores
 // and a call's named outputs (the model's values by op name), with the checks
-// the doors and the pipeline share. Part of gnn_pipeline (same class).
+// the doors and the pipeline share. Part of gnn_pipeline (same class); and the
+// helpers answering a whole list of requests (tests, benches).
 #include <cstring>
 #include <algorithm>
 #include <map>
+#include <random>
 
+#include "core/checksum.hpp"
+#include "graph/metrics.hpp"
 #include "nn/link_decoder.hpp"
 #include "nn/relation_blocks.hpp"
 #include "serving/gnn_pipeline.hpp"
@@ -183,6 +187,56 @@ status gnn_pipeline::compute_typed_pairs(const prepared_batch::group& g,
       res.errors[m] = st;
   }
   return status::ok();
+}
+
+// Whole-request-list helpers of the tests and benches (declared in gnn_pipeline.hpp).
+std::vector<gnn_request> degree_requests(const graph::dataset& ds, std::size_t n,
+                                         bool reproducible) {
+  auto p0 = graph::seed_probabilities(ds.graph(), config::parse_seed_distribution("degree"));
+  std::discrete_distribution<std::int64_t> pick(p0->begin(), p0->end());
+  std::mt19937_64 rng(1);
+  std::vector<gnn_request> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = {{pick(rng)}, reproducible ? i + 1 : 0};
+  return out;
+}
+
+answer_summary answer_all(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                          std::size_t batch) {
+  answer_summary out;
+  std::vector<float> all;
+  for (std::size_t i = 0; i < requests.size(); i += batch) {
+    std::vector<gnn_request> b(requests.begin() + i,
+                               requests.begin() + std::min(requests.size(), i + batch));
+    auto res = p.run(b);
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      if (!res.errors[k]) {
+        if (out.failed_ids.empty()) out.first_error = res.errors[k].to_string();
+        out.failed_ids.push_back(b[k].sampler_seed);
+        continue;
+      }
+      ++out.answered;
+      all.insert(all.end(), res.outputs[k].begin(), res.outputs[k].end());
+    }
+  }
+  out.checksum = checksum(all.data(), all.size() * sizeof(float));
+  return out;
+}
+
+expected<std::uint64_t> answer_checksum(gnn_pipeline& p, const std::vector<gnn_request>& requests,
+                                        std::size_t batch) {
+  auto sum = answer_all(p, requests, batch);
+  if (!sum.failed_ids.empty())
+    return make_error(errc::unavailable, "{} of {} requests failed; first: {}",
+                      sum.failed_ids.size(), requests.size(), sum.first_error);
+  return sum.checksum;
+}
+
+expected<std::uint64_t> answer_checksum_except(gnn_pipeline& p, std::vector<gnn_request> requests,
+                                               const std::vector<std::uint64_t>& skip) {
+  std::erase_if(requests, [&](const gnn_request& r) {
+    return std::find(skip.begin(), skip.end(), r.sampler_seed) != skip.end();
+  });
+  return answer_checksum(p, requests);
 }
 
 }  // namespace spindle::serving
