@@ -45,6 +45,14 @@ class Sage(torch.nn.Module):
         return x
 
 
+def layer_blocks(edges, hop_end, as_tensor):
+    """The model's blocks from a sample's hops: layer l (input side first) uses the
+    edges of hop K - l, as (dst rows, src, dst) with src and dst as_tensor'ed."""
+    k = len(edges)
+    return [(hop_end[k - 1 - l], as_tensor(edges[k - 1 - l][1]), as_tensor(edges[k - 1 - l][0]))
+            for l in range(k)]
+
+
 class Sampler:
     def __init__(self, indptr, indices, fanouts, rng):
         self.indptr, self.indices, self.fanouts, self.rng = indptr, indices, fanouts, rng
@@ -73,13 +81,7 @@ class Sampler:
             begin = hop_end[-1]
             hop_end.append(len(nodes))
         self.local[nodes] = -1
-        # Layer l (input side first) uses the edges of hop K - l.
-        blocks = []
-        for l in range(len(self.fanouts)):
-            rows, src = edges[len(self.fanouts) - 1 - l]
-            dst_n = hop_end[len(self.fanouts) - 1 - l]
-            blocks.append((dst_n, torch.from_numpy(src), torch.from_numpy(rows)))
-        return nodes, blocks
+        return nodes, layer_blocks(edges, hop_end, torch.from_numpy)
 
 
 class TorchSampler:
@@ -115,11 +117,7 @@ class TorchSampler:
             begin = hop_end[-1]
             hop_end.append(len(nodes))
         self.local[nodes] = -1
-        blocks = []
-        for l in range(len(self.fanouts)):
-            rows, src = edges[len(self.fanouts) - 1 - l]
-            blocks.append((hop_end[len(self.fanouts) - 1 - l], src, rows))
-        return nodes, blocks
+        return nodes, layer_blocks(edges, hop_end, lambda t: t)
 
 
 def blas_library():
