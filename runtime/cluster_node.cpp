@@ -250,10 +250,6 @@ status open_devices(node_parts& n, node_args& a) {
   if (!n.sn.shard || a.model.empty())
     return make_error(errc::invalid_argument, "--device cuda: this rank serves no GNN (give "
                                               "--dataset and --model)");
-  if (a.graph.on)
-    return make_error(errc::invalid_argument,
-                      "--graph-updates with --device cuda: the GPU holds the base graph and would "
-                      "answer on it; serve updates with --device host");
   auto ex = serving::device_executors::create_for_rank(n.sn.shard->dataset(),
                                                        a.device_feature_mb << 20);
   if (!ex) return std::move(ex).error().with_context("--device cuda: ");
@@ -319,6 +315,10 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   SPINDLE_ASSIGN_OR_RETURN(auto topo, config::load_topology(given.config));
   SPINDLE_ASSIGN_OR_RETURN(node_args a, with_rank(given, topo));
   SPINDLE_TRY(refuse_coordinator_flags(a));
+  if (a.device == "cuda" && a.graph.on)  // before the update stream is followed
+    return make_error(errc::invalid_argument,
+                      "--graph-updates with --device cuda: the GPU holds the base graph and would "
+                      "answer on it; serve updates with --device host");
   // With --fetch-from the door's folders may arrive later: checked once fetched.
   if (a.files.fetch_from.empty()) SPINDLE_TRY(check_door_folders(a));
   sigset_t set = stop_signal_set();
