@@ -22,6 +22,7 @@ struct waiting_batch {
 
 struct pipeline_state {
   std::unique_ptr<serving::gnn_pipeline> pipeline;
+  bool told_small = false;  // warned once: rank 0 sends this GPU rank host batches
   colocation::device_scheduler* device = nullptr;
   std::map<std::uint64_t, waiting_batch> waiting;
   std::uint64_t next_id = 0;
@@ -108,6 +109,14 @@ local_pipeline_actor::behavior_type pipeline_behavior(pipeline_ptr self, const g
           return caf::make_error(caf::sec::runtime_error,
                                  "pipeline: executor " + std::to_string(rb.executor) +
                                      " is not 0 (small), 1 (large) or -1 (route here)");
+        // A rank with a GPU fed by a coordinator that routes to the host: said once,
+        // since its GPU then serves only its own door's batches.
+        if (rb.executor == 0 && self->state.pipeline->device() && !self->state.told_small) {
+          self->state.told_small = true;
+          log::warn("pipeline: rank 0 routes the batches it hands this GPU rank to the host's "
+                    "small executor (its router has no GPU: give it --device cuda, or "
+                    "--calibrate it); this rank's GPU serves its own door's batches only");
+        }
         auto res = rb.executor < 0 ? self->state.pipeline->run(rb.requests)
                                    : self->state.pipeline->run(
                                          rb.requests, serving::psgs_router::choice(rb.executor));

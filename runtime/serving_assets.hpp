@@ -23,6 +23,14 @@ namespace spindle::runtime {
 
 // What one serving process loads besides its shard: the model, kept alive together.
 struct serving_assets {
+  serving_assets() = default;
+  serving_assets(const serving_assets&) = delete;
+  serving_assets& operator=(const serving_assets&) = delete;
+  /// Frees the model's weights on the rank's GPU (kept by the model's address,
+  /// which the next model loaded may reuse). Its owners stop the pipelines first.
+  ~serving_assets() {
+    if (executors && model) executors->forget(*model);
+  }
   nn::heap_allocator weights;
   std::unique_ptr<nn::model> model;
   std::shared_ptr<serving::psgs_router> router =

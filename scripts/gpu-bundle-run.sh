@@ -60,6 +60,7 @@ else  # Python's lzma where xz is missing
 fi
 note "bundle: $(head -2 "$work/MANIFEST" | tr '\n' ';' | sed 's/;$//')"
 if [ -n "${BIN_DIR:-}" ]; then
+  [ -d "$BIN_DIR" ] || { echo "run.sh: BIN_DIR $BIN_DIR is not a folder" >&2; exit 1; }
   for f in "$BIN_DIR"/*; do [ "${f##*/}" = COMMIT ] || cp "$f" "$work/bin/"; done
   chmod +x "$work"/bin/*
   note "binaries from $BIN_DIR: $(cat "$BIN_DIR/COMMIT" 2>/dev/null) $(ls "$BIN_DIR" | grep -v COMMIT | tr '\n' ' ')"

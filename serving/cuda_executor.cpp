@@ -119,7 +119,7 @@ void cuda_executor::split_by_holder(std::span<const std::int64_t> ids) {
 // graph's rows written over the base's, so the pass uploads what `out` holds).
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
                            std::span<const std::int64_t> ids, float* out) {
-  (void)host_rows(pending_.out);  // gathered_ is overwritten next
+  bring_back_pending();  // gathered_ is overwritten next
   gathered_for_.forget();
   // The dataset's own table is on the device tiers; any other (a remote
   // shard's rows), or a device failure, is gathered on the host.
@@ -137,7 +137,7 @@ void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
 // come back to `out` only when host_rows asks, or before gathered_ is reused.
 void cuda_executor::gather_for_pass(std::span<const float> table, std::int64_t dim,
                                     std::span<const std::int64_t> ids, float* out) {
-  (void)host_rows(pending_.out);
+  bring_back_pending();
   gathered_for_.forget();
   if (resident_->holds(table)) {
     auto st = gpu::set_device(resident_->gpu());
@@ -160,7 +160,7 @@ void cuda_executor::keep_pending(float* out, std::int64_t dim, std::span<const s
 // `source` and uploaded; before the device tier is filled, all through `source`.
 status cuda_executor::gather_from(const feature_source& source, std::int64_t dim,
                                   std::span<const std::int64_t> ids, float* out, bool for_pass) {
-  (void)host_rows(pending_.out);
+  bring_back_pending();
   gathered_for_.forget();
   if (!resident_->rows_ready() || resident_->tiers().device_nodes.empty())
     return source(ids, out);
@@ -214,7 +214,21 @@ status cuda_executor::gather_split(const feature_source& source, std::int64_t di
   return status::ok();
 }
 
+// Before gathered_ is reused: the rows of the last gather_for_pass come back to
+// their host buffer; should that fail, the buffer is marked lost, so the pass
+// reading it fails (host_rows) instead of reading whatever it held before.
+void cuda_executor::bring_back_pending() {
+  float* const out = pending_.out;
+  if (auto st = host_rows(out); !st) {
+    log::warn("cuda executor: {}", st.message());
+    lost_ = out;
+  }
+}
+
 status cuda_executor::host_rows(float* out) {
+  if (out != nullptr && out == lost_)
+    return make_error(errc::unavailable, "the batch's feature rows could not be read back from "
+                                         "the GPU or through the cluster's shards");
   if (out == nullptr || out != pending_.out) return status::ok();
   auto p = std::move(pending_);
   pending_ = {};
@@ -229,6 +243,7 @@ status cuda_executor::host_rows(float* out) {
 }
 
 void cuda_executor::drop_rows() {
+  lost_ = nullptr;
   pending_.out = nullptr;
   pending_.bytes = 0;
   pending_.source = nullptr;

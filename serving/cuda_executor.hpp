@@ -50,6 +50,7 @@ class cuda_executor final : public batch_executor {
   status gather_on_device(std::int64_t dim, std::span<const std::int64_t> ids, float* out,
                           bool download);
   status download_rows(float* out, std::size_t bytes);
+  void bring_back_pending();
   status gather_split(const feature_source& source, std::int64_t dim,
                       std::span<const std::int64_t> ids, float* out, bool download);
   void keep_pending(float* out, std::int64_t dim, std::span<const std::int64_t> ids,
@@ -85,6 +86,7 @@ class cuda_executor final : public batch_executor {
     std::vector<std::int64_t> ids;
   } pending_;
   std::vector<float> source_rows_;  // rows read through a source, before their upload
+  float* lost_ = nullptr;  // a target whose rows could not be brought back (host_rows refuses it)
   std::vector<std::int64_t> own_ids_, peer_ids_;  // a gather split by where rows are
   std::vector<std::int64_t> own_at_, peer_at_;
 };

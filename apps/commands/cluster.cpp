@@ -122,8 +122,9 @@ void register_cluster(CLI::App& app, global_options&) {
                    "NAME without a directory at any door re-reads it on every rank");
   node->add_option("--device", na->device,
                    "Any rank with --model: where its large batches run: host (its pool) or cuda "
-                   "(a GPU executor per pipeline: sampling and forward passes on the GPU, rows "
-                   "still read from the cluster's shards on the host; fails without a GPU)")
+                   "(a GPU executor per pipeline: sampling, a device tier of rows and forward "
+                   "passes on the GPU, the passes on the host with --gnnsched; rank 0's router "
+                   "decides for the batches it hands out; fails without a GPU)")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
   node->add_option("--device-feature-mb", na->device_feature_mb,
@@ -150,7 +151,7 @@ void register_cluster(CLI::App& app, global_options&) {
   node->add_option("--calibration", na->serving.calibration,
                    "Any rank with --model: PSGS calibration (spindle calibrate) routing this "
                    "node's batches (rank 0: every pipeline's; a member: its own door's); "
-                   "without it the small executor");
+                   "without it the small executor (with --device cuda: the GPU)");
   node->add_option("--policy", na->policy,
                    "Any rank with --calibration or --calibrate: strict | loose | fixed")
       ->check(CLI::IsMember({"strict", "loose", "fixed"}))
