@@ -213,6 +213,9 @@ void register_cluster(CLI::App& app, global_options&) {
       if (node->count(flag) > 0) na->coordinator_flags.emplace_back(flag);
     status st = refuse_door_flags_without_listen(*node, *na);
     if (st.is_ok()) st = check_calibration_flags(*na);
+    if (st.is_ok() && node->count("--device-feature-mb") > 0 && na->device != "cuda")
+      st = make_error(errc::invalid_argument,
+                      "--device-feature-mb sizes a GPU's device tier: it needs --device cuda");
     if (st.is_ok()) st = run_node(*na, process_argv());
     return st;
   });

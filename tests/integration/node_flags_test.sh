@@ -62,6 +62,8 @@ refused "--calibrate without a model" "--calibrate routes this node's GNN batche
 
 refused "--device cuda without a model" "--device cuda: this rank serves no GNN" \
   --rank 1 --device cuda
+refused "--device-feature-mb without --device cuda" "it needs --device cuda" \
+  --rank 1 --device-feature-mb 64
 refused "--device cuda with graph updates" "--graph-updates with --device cuda" \
   --rank 1 --device cuda --graph-updates --graph-stream 127.0.0.1:1
 
