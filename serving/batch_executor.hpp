@@ -42,7 +42,8 @@ class batch_executor {
                       std::span<const std::int64_t> ids, float* out) = 0;
   /// gather() for a forward pass this executor runs next, on the same thread: a
   /// device executor may keep the rows on the device and fill `out` only when
-  /// host_rows(out) asks (its forward pass of those rows reads them there).
+  /// host_rows(out) asks (its forward pass of those rows reads them there). `ids`
+  /// (and gather_from's `source`) must stay alive until drop_rows.
   virtual void gather_for_pass(std::span<const float> table, std::int64_t dim,
                                std::span<const std::int64_t> ids, float* out) {
     gather(table, dim, ids, out);

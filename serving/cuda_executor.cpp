@@ -71,7 +71,10 @@ status cuda_executor::gather_on_device(std::int64_t dim, std::span<const std::in
   auto* d_out = static_cast<float*>(rows);
   arena_->reset();
   void* const stream = arena_->stream();
-  split_by_holder(ids);
+  if (peers_)  // own: held here or read over UVA; peer: held by a peer GPU
+    split_ids(ids, [&](std::int64_t v) { return !peers_->from_peer(resident_->gpu(), v); });
+  else
+    own_ids_.clear(), peer_ids_.clear(), own_at_.clear(), peer_at_.clear();
   if (peer_ids_.empty()) {  // every row here or over UVA: gathered in place
     SPINDLE_ASSIGN_OR_RETURN(auto* d_ids, arena_->take_n<std::int64_t>(ids.size()));
     SPINDLE_TRY(gpu::copy_to_device_async(d_ids, ids.data(), ids.size_bytes(), stream));
@@ -103,18 +106,6 @@ status cuda_executor::download_rows(float* out, std::size_t bytes) {
   return status::ok();
 }
 
-// ids[k] to own_ids_ (held here, or read over UVA) or peer_ids_ (held by a
-// peer GPU), with k in own_at_ / peer_at_.
-void cuda_executor::split_by_holder(std::span<const std::int64_t> ids) {
-  own_ids_.clear(), peer_ids_.clear(), own_at_.clear(), peer_at_.clear();
-  if (!peers_) return;
-  for (std::size_t k = 0; k < ids.size(); ++k) {
-    const bool peer = peers_->from_peer(resident_->gpu(), ids[k]);
-    (peer ? peer_ids_ : own_ids_).push_back(ids[k]);
-    (peer ? peer_at_ : own_at_).push_back(std::int64_t(k));
-  }
-}
-
 // The rows to `out` (a caller may change them there before the pass: a live
 // graph's rows written over the base's, so the pass uploads what `out` holds).
 void cuda_executor::gather(std::span<const float> table, std::int64_t dim,
@@ -142,17 +133,15 @@ void cuda_executor::gather_for_pass(std::span<const float> table, std::int64_t d
   if (resident_->holds(table)) {
     auto st = gpu::set_device(resident_->gpu());
     if (st) st = gather_on_device(dim, ids, out, false);
-    if (st) return keep_pending(out, dim, ids, table, {});
+    if (st) return keep_pending(out, dim, ids, table, nullptr);
     log::warn("cuda executor: the device gather failed ({}); gathering on the host", st.message());
   }
   host_.gather(table, dim, ids, out);
 }
 
 void cuda_executor::keep_pending(float* out, std::int64_t dim, std::span<const std::int64_t> ids,
-                                 std::span<const float> table, feature_source source) {
-  pending_.out = out, pending_.bytes = ids.size() * std::size_t(dim) * sizeof(float);
-  pending_.table = table, pending_.source = std::move(source), pending_.dim = dim;
-  pending_.ids.assign(ids.begin(), ids.end());
+                                 std::span<const float> table, const feature_source* source) {
+  pending_ = {out, ids.size() * std::size_t(dim) * sizeof(float), table, source, dim, ids};
 }
 
 // A cluster rank's rows (node --device cuda): those in the device tier (filled
@@ -167,7 +156,7 @@ status cuda_executor::gather_from(const feature_source& source, std::int64_t dim
   auto st = gpu::set_device(resident_->gpu());
   if (st) st = gather_split(source, dim, ids, out, !for_pass);
   if (st) {
-    if (for_pass) keep_pending(out, dim, ids, {}, source);
+    if (for_pass) keep_pending(out, dim, ids, {}, &source);
     return status::ok();
   }
   log::warn("cuda executor: the device gather failed ({}); reading the rows through the "
@@ -177,12 +166,8 @@ status cuda_executor::gather_from(const feature_source& source, std::int64_t dim
 
 status cuda_executor::gather_split(const feature_source& source, std::int64_t dim,
                                    std::span<const std::int64_t> ids, float* out, bool download) {
-  own_ids_.clear(), peer_ids_.clear(), own_at_.clear(), peer_at_.clear();
-  for (std::size_t k = 0; k < ids.size(); ++k) {  // own_: device tier; peer_: through source
-    const bool here = resident_->on_device(ids[k]);
-    (here ? own_ids_ : peer_ids_).push_back(ids[k]);
-    (here ? own_at_ : peer_at_).push_back(std::int64_t(k));
-  }
+  // own_: in the device tier; peer_: read through `source`.
+  split_ids(ids, [&](std::int64_t v) { return resident_->on_device(v); });
   const std::size_t row_bytes = std::size_t(dim) * 4, out_bytes = ids.size() * row_bytes;
   source_rows_.resize(peer_ids_.size() * std::size_t(dim));
   SPINDLE_TRY(source(peer_ids_, source_rows_.data()));
@@ -230,23 +215,21 @@ status cuda_executor::host_rows(float* out) {
     return make_error(errc::unavailable, "the batch's feature rows could not be read back from "
                                          "the GPU or through the cluster's shards");
   if (out == nullptr || out != pending_.out) return status::ok();
-  auto p = std::move(pending_);
+  const auto p = pending_;
   pending_ = {};
   auto st = gpu::set_device(resident_->gpu());
   if (st) st = download_rows(p.out, p.bytes);
   if (st) return st;
   log::warn("cuda executor: the gathered rows did not come back ({}); gathering them on the host",
             st.message());
-  if (p.source) return p.source(p.ids, p.out);
+  if (p.source) return (*p.source)(p.ids, p.out);
   host_.gather(p.table, p.dim, p.ids, p.out);
   return status::ok();
 }
 
 void cuda_executor::drop_rows() {
   lost_ = nullptr;
-  pending_.out = nullptr;
-  pending_.bytes = 0;
-  pending_.source = nullptr;
+  pending_ = {};
 }
 
 const float* cuda_executor::take_gathered(const nn::tensor& x) {

@@ -54,8 +54,17 @@ class cuda_executor final : public batch_executor {
   status gather_split(const feature_source& source, std::int64_t dim,
                       std::span<const std::int64_t> ids, float* out, bool download);
   void keep_pending(float* out, std::int64_t dim, std::span<const std::int64_t> ids,
-                    std::span<const float> table, feature_source source);
-  void split_by_holder(std::span<const std::int64_t> ids);
+                    std::span<const float> table, const feature_source* source);
+  // ids[k] to own_ids_ where `own(ids[k])`, else peer_ids_, with k in own_at_ / peer_at_.
+  template <class Own>
+  void split_ids(std::span<const std::int64_t> ids, Own&& own) {
+    own_ids_.clear(), peer_ids_.clear(), own_at_.clear(), peer_at_.clear();
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      const bool here = own(ids[k]);
+      (here ? own_ids_ : peer_ids_).push_back(ids[k]);
+      (here ? own_at_ : peer_at_).push_back(std::int64_t(k));
+    }
+  }
   expected<nn::tensor> forward_on_device(const nn::model& m, nn::allocator& a,
                                          std::span<const nn::block> blocks,
                                          std::span<const float> degree, const nn::tensor& x,
@@ -76,14 +85,16 @@ class cuda_executor final : public batch_executor {
   gpu::device_buffer gathered_;                   // the last gather's rows, on the device
   device_rows_note gathered_for_;                 // ... and the host rows they mirror
   // A gather_for_pass whose rows have not come back to the host: its target,
-  // and what to gather there on the host should the download fail.
+  // and what to gather there on the host should the download fail. The ids and
+  // the source are the caller's (its batch's sampled nodes, the pipeline's
+  // source), alive until drop_rows at the batch's end: nothing is copied per batch.
   struct pending_rows {
     float* out = nullptr;
     std::size_t bytes = 0;
-    std::span<const float> table;  // ... or, for a cluster rank's rows:
-    feature_source source;
+    std::span<const float> table;             // ... or, for a cluster rank's rows:
+    const feature_source* source = nullptr;
     std::int64_t dim = 0;
-    std::vector<std::int64_t> ids;
+    std::span<const std::int64_t> ids;
   } pending_;
   std::vector<float> source_rows_;  // rows read through a source, before their upload
   float* lost_ = nullptr;  // a target whose rows could not be brought back (host_rows refuses it)
