@@ -1,5 +1,7 @@
 #include "runtime/cluster_join.hpp"
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "actors/node_actor.hpp"
@@ -47,12 +49,19 @@ expected<nlohmann::json> join_members_of(caf::actor_system& sys, const caf::acto
                     refused);
 }
 
-// The rank to join as: --rank, else the one past every live member and the TOML's.
+// The rank to join as: --rank, else the lowest rank past the TOML's that no live
+// member holds. That is past every live member, unless a joined rank died below a
+// live one: the plan keeps the dead rank's number (plans number ranks 0..N-1), and
+// the rank that joins takes its place and builds its shard, as a restarted member
+// does; the rank past the live one would be refused for the gap it leaves.
 expected<int> join_rank_of(const nlohmann::json& members, const config::topology& topo, int asked) {
+  std::set<int> live;
+  for (const auto& m : members)
+    if (m["alive"].get<bool>()) live.insert(m["rank"].get<int>());
   int next = int(topo.servers.size());
+  while (live.count(next) > 0) ++next;
   for (const auto& m : members) {
     const int rank = m["rank"].get<int>();
-    if (m["alive"].get<bool>()) next = std::max(next, rank + 1);
     if (asked >= 0 && rank == asked && m["alive"].get<bool>())
       return make_error(errc::invalid_argument,
                         "--rank {}: rank {} is already a live member of the cluster ({}, pid {}); "

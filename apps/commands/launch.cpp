@@ -85,7 +85,8 @@ void register_launch(CLI::App& app) {
                      "With --calibrate: rank 0 writes the cluster's calibration there");
   pass_to_every_rank(*launch, la,
                      {"--pipelines", "--max-batch", "--batch-deadline-us", "--name", "--gnnsched",
-                      "--gnnsched-memory-mb", "--calibrate-batches"});
+                      "--gnnsched-memory-mb", "--calibrate-batches", "--device",
+                      "--device-feature-mb"});
   for (const char* flag :
        {"--rec-model", "--rec-workers", "--dlrm-model", "--dlrm-name", "--dlrm-instances",
         "--hps-config", "--vdb", "--vdb-redis", "--vdb-partitions", "--cache-fraction",

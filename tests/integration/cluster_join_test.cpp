@@ -3,7 +3,8 @@
 // re-plans over four ranks, rows move to it from their owners over UCX while
 // rank 0's door keeps answering, and its own door opens once it serves them;
 // then it leaves (`spindle cluster-leave`) and its rows go back to the others;
-// joined again and killed, it is re-planned away. Once it serves, rank 0's
+// joined again and killed, it is re-planned away; a rank killed below a live
+// joined one has its place taken by the next plain --join. Once it serves, rank 0's
 // shared queue feeds its pipelines too (Admin stats' batches_by_rank), and
 // stops before it leaves or as it dies.
 // Every seeded call, through either door and during both moves, answers as one
@@ -184,7 +185,7 @@ std::string counts_text(const std::map<std::string, std::uint64_t>& by_rank) {
 }
 
 // Closed loops through rank 0's door (`door`) until rank 3's pipeline has answered
-// batches of its queue (20 loops at most: with the door's batched connections a
+// batches of its queue (60 loops at most: with the door's batched connections a
 // loop's 12 calls often fit rank 0's own idle pipelines, and the other ranks get
 // a batch only when a call finds those busy); every answer must equal one process's.
 void expect_rank_3_fed(const std::string& door,
@@ -194,7 +195,7 @@ void expect_rank_3_fed(const std::string& door,
   const std::uint64_t had = before["3"];
   std::map<std::string, std::uint64_t> after;
   loop_tally t;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 60; ++i) {
     t.add(closed_loop(door, one, 10));
     after = batches_by_rank(client);
     if (after["3"] > had) break;
@@ -220,6 +221,66 @@ void expect_rank_3_not_fed(const std::string& door,
   EXPECT_EQ(t.wrong, 0);
   EXPECT_EQ(t.refused, 0) << t.first_refusal;
   EXPECT_EQ(after["3"], before["3"]) << counts_text(after);
+}
+
+// A joined rank that dies below a live joined one keeps its number in the plan
+// (ranks 0..N-1), so its rows wait for it; a plain `--join` takes its place (it
+// used to pick the rank past the live one and be refused for the gap) and builds
+// its shard of the epoch the cluster serves from the peers' partitions, as a
+// restarted member does. Calls meanwhile: refused (rows only the dead rank held)
+// or right, never wrong; once it serves, every call through rank 0's door and
+// through its own is right. Epochs 5 (rank 3 joins) and 6 (rank 4 joins).
+void expect_a_gap_filled_by_a_plain_join(const cora_cluster& c, const std::string& rank0,
+                                         const std::string& token, const std::string& door0,
+                                         const std::function<std::string(std::vector<std::string>)>& client,
+                                         const one_process_answers& one) {
+  auto join = [&](const std::string& log) {
+    return logged({"node", "--config", c.config, "--join", rank0, "--dataset", c.serve,
+                   "--model", c.model, "--listen", "127.0.0.1:0", "--admin-token-file", token},
+                  log);
+  };
+  auto three = join(c.dir + "/gap-3.log");
+  ASSERT_TRUE(three.wait_for("listening ", 120'000).has_value()) << read_file(c.dir + "/gap-3.log");
+  members_when(client, serving_epoch(4, 5), 60);
+  auto four = join(c.dir + "/gap-4.log");
+  ASSERT_TRUE(four.wait_for("listening ", 120'000).has_value()) << read_file(c.dir + "/gap-4.log");
+  members_when(client, serving_epoch(5, 6), 60);
+  caller during(client, one);
+  three.signal(SIGKILL);
+  three.wait();
+  members_when(client, [](const nlohmann::json& ms) {
+    for (const auto& m : ms)
+      if (m["rank"] == 3) return m["alive"] == false;
+    return false;
+  }, 30);
+  auto filled = join(c.dir + "/gap-3b.log");
+  auto door3 = filled.wait_for("listening ", 120'000);
+  ASSERT_TRUE(door3.has_value()) << read_file(c.dir + "/gap-3b.log");
+  const std::string said = read_file(c.dir + "/gap-3b.log");
+  EXPECT_NE(said.find(" as rank 3 ("), std::string::npos) << said;
+  EXPECT_NE(said.find("shard of placement epoch 6 ready: "), std::string::npos) << said;
+  members_when(client, serving_epoch(5, 6), 60);
+  during.finish();
+  std::printf("rank 3 of 5 killed and its place taken by a plain --join: %d calls right, %d "
+              "wrong, %d refused\n",
+              during.right.load(), during.wrong.load(), during.refused.load());
+  EXPECT_EQ(during.wrong.load(), 0);
+  // Every member re-attaches rank 3's new region at its next member poll: until
+  // then a call may still be refused (never wrong); then none is.
+  loop_tally after;
+  int loops = 0;
+  for (; loops < 50; ++loops) {
+    after = closed_loop(door0, one, 1);
+    EXPECT_EQ(after.wrong, 0);
+    if (after.refused == 0) break;
+  }
+  std::printf("rank 0's door answers every call again after %d loop(s)\n", loops + 1);
+  EXPECT_EQ(after.refused, 0) << after.first_refusal;
+  expect_door_answers(door_client(*door3, token), one, 3);
+  four.signal(SIGTERM);
+  filled.signal(SIGTERM);
+  four.wait();
+  filled.wait();
 }
 
 TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) {
@@ -405,6 +466,7 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   EXPECT_GT(lost.right, 0);
   expect_door_answers(client, one, 3);
   expect_rank_3_not_fed(*listening, client, one, "rank 3 killed and re-planned away");
+  expect_a_gap_filled_by_a_plain_join(c, rank0, token, *listening, client, one);
   stop_cluster(coord, members);
 }
 
