@@ -53,24 +53,6 @@ struct batcher_state {
 
 using batcher_ptr = batcher_actor::stateful_pointer<batcher_state>;
 
-gnn_reply reply_for(const serving::batch_result& res, std::size_t i, double queued,
-                    std::uint64_t sampler_seed) {
-  gnn_reply r;
-  r.sampler_seed = sampler_seed;
-  // Each request's share of its batch's stage times.
-  const double n = double(res.outputs.size());
-  r.times = {res.times.sample_s / n, res.times.gather_s / n, res.times.compute_s / n};
-  r.queued_s = queued;
-  r.batch_requests = std::uint32_t(res.outputs.size());
-  r.leads_batch = i == 0;
-  r.graph_version = res.graph_version;
-  if (res.errors[i].is_ok())
-    r.output = res.outputs[i];
-  else
-    r.error = res.errors[i];
-  return r;
-}
-
 void start_next(batcher_ptr self);
 
 // Frees slot `p` of a pipeline that was removed and ended: the next pipeline added
@@ -177,7 +159,7 @@ void run_on(batcher_ptr self, std::size_t p, closed_batch batch) {
             for (std::size_t i = 0; i < held->items.size(); ++i) {
               auto& item = held->items[i];
               const double queued = std::chrono::duration<double>(started - item.arrived).count();
-              item.answer(reply_for(res, i, queued, item.request.sampler_seed));
+              item.answer(reply_of(res, i, queued, item.request.sampler_seed));
             }
             --self->state.in_flight[p];
             end_if_removed(self, p);
@@ -343,6 +325,24 @@ batcher_actor::behavior_type batcher_behavior(
 }
 
 }  // namespace
+
+gnn_reply reply_of(const serving::batch_result& res, std::size_t i, double queued,
+                    std::uint64_t sampler_seed) {
+  gnn_reply r;
+  r.sampler_seed = sampler_seed;
+  // Each request's share of its batch's stage times.
+  const double n = double(res.outputs.size());
+  r.times = {res.times.sample_s / n, res.times.gather_s / n, res.times.compute_s / n};
+  r.queued_s = queued;
+  r.batch_requests = std::uint32_t(res.outputs.size());
+  r.leads_batch = i == 0;
+  r.graph_version = res.graph_version;
+  if (res.errors[i].is_ok())
+    r.output = res.outputs[i];
+  else
+    r.error = res.errors[i];
+  return r;
+}
 
 batcher_actor spawn_batcher(caf::actor_system& sys, std::vector<pipeline_actor> pipelines,
                             serving::batch_policy policy,

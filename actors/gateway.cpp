@@ -156,7 +156,9 @@ status gateway::warm(const gnn_model_binding& b) {
       return make_error(errc::unavailable, "warming '{}' version {}: {}", b.name, b.version,
                         st.message());
   }
-  detail::dispatch_gnn(s_->forward, b.batcher, std::move(request),
+  // The express lane's own pipeline warms on a first call too (its scratch and arena).
+  if (b.express) b.express->try_run({request}, 0);
+  detail::dispatch_gnn(s_->forward, b.batcher, nullptr, std::move(request),
                        caf::duration(std::chrono::seconds(30)),
                        [answer](const gnn_reply* r, const caf::error* err) {
                          answer->set_value(r     ? (r->error ? std::string() : r->error.to_string())

@@ -27,6 +27,7 @@
 #include "hps/dlrm_hps.hpp"
 #include "nn/type_rows.hpp"
 #include "serving/admission.hpp"
+#include "serving/express_lane.hpp"
 #include "serving/worker_pool.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
@@ -61,6 +62,9 @@ struct gnn_model_binding {
   /// A typed model's embedding tables read from the parameter server
   /// (--type-table-pdb): their counters; unset: it reads none.
   nn::type_table_stats_fn type_tables;
+  /// Run to completion: a lone small call that finds the model idle runs on the
+  /// thread that read it (serving/express_lane); null: every call goes to `batcher`.
+  std::shared_ptr<serving::express_lane> express;
 };
 
 struct rec_model_binding {

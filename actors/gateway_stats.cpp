@@ -49,6 +49,10 @@ std::string gateway::stats_json() {
                 count(st.departed_rank[i], st.departed_batches[i]);
             },
             [](const caf::error&) {});
+    if (e->b.express)  // calls run to completion on the thread that read them
+      m["express"] = {{"batches", e->b.express->batches()},
+                      {"requests", e->b.express->requests()},
+                      {"max_requests", e->b.express->max_requests()}};
     if (e->b.device) {
       const auto c = e->b.device->stats();
       m["gnnsched"] = {{"policy", std::string(colocation::to_string(e->b.device->policy()))},

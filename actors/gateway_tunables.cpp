@@ -91,6 +91,8 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)},
         {"fanouts", fmt::format("{}", fmt::join(e.fanouts, ","))}};
     if (e.b.model) t.push_back({"precision", e.b.model->precision()});
+    if (e.b.express)
+      t.push_back({"express_max_requests", std::to_string(e.b.express->max_requests())});
     if (e.b.device)
       t.push_back({"gnnsched_policy", std::string(colocation::to_string(e.b.device->policy()))});
     const double o = e.b.router->threshold_override();
@@ -212,6 +214,15 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
   }
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
   if (name == "precision") return set_precision_tunable(e.b.model, value, e.b.placement || e.b.cluster);
+  if (name == "express_max_requests") {
+    if (!e.b.express)
+      return make_error(errc::invalid_argument,
+                        "express_max_requests: this model has no express lane (a cluster's "
+                        "GNN, or passes grouped by GNNSched): its calls go through the batcher");
+    SPINDLE_ASSIGN_OR_RETURN(auto n, parse_count(name, value, 0, 64));
+    e.b.express->set_max_requests(std::size_t(n));
+    return status::ok();
+  }
   if (name == "fanouts") {
     if (e.b.placement || e.b.cluster)
       return make_error(errc::invalid_argument,
@@ -224,6 +235,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
                         shown(value), e.b.model->desc().layers);
     std::lock_guard lock(e.mu);
     e.fanouts = f;
+    if (e.b.express) SPINDLE_TRY(e.b.express->set_fanouts(f));
     caf::anon_send(e.b.batcher, fanouts_atom::value, std::move(f));
     return status::ok();
   }

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "actors/serving_messages.hpp"
+#include "serving/express_lane.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
 namespace spindle::actors {
@@ -46,14 +47,16 @@ using rec_scheduler =
 caf::behavior gateway_forwarder(caf::event_based_actor* self);
 
 /// One request to a GNN batcher actor through `forwarder`; `done` gets the
-/// reply or the actor error (on a CAF thread). `timeout` may be caf::infinite.
+/// reply or the actor error (on a CAF thread, or on this one when `express`, the
+/// model's lane or null, runs it to completion). `timeout` may be caf::infinite.
 void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
-                  serving::gnn_request request, caf::duration timeout,
+                  serving::express_lane* express, serving::gnn_request request,
+                  caf::duration timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done);
 
 /// While held (a door's turn, rpc_service::begin_turn), the GNN calls this
 /// thread dispatches without a deadline wait; released, each batcher gets them
-/// in one message.
+/// in one message, or the model's express lane runs them here when it is idle.
 void hold_gnn_sends();
 void release_gnn_sends();
 

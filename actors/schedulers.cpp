@@ -55,12 +55,33 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self) {
 
 namespace {
 
-// The calls this thread holds while a door's turn is open, by batcher.
+// The calls this thread holds while a door's turn is open, by batcher (with the
+// model's express lane, or null).
+struct held_calls {
+  batcher_actor batcher;
+  serving::express_lane* express = nullptr;
+  gnn_calls calls;
+};
 struct held_sends {
   bool holding = false;
-  std::vector<std::pair<batcher_actor, gnn_calls>> by_batcher;
+  std::vector<held_calls> by_batcher;
 };
 thread_local held_sends held;
+
+// Runs `requests` on this thread through the model's express lane and answers
+// them, when the lane takes them (the model idle); false: not run.
+template <class Done>
+bool run_express(serving::express_lane* express,
+                 const std::vector<serving::gnn_request>& requests, Done& done) {
+  if (!express) return false;
+  auto res = express->try_run(requests, requests.size());  // each entered at submit
+  if (!res) return false;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto r = reply_of(*res, i, 0.0, requests[i].sampler_seed);
+    done(i, r);
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -70,11 +91,15 @@ void release_gnn_sends() {
   held.holding = false;
   auto sends = std::move(held.by_batcher);
   held.by_batcher.clear();
-  for (auto& [batcher, calls] : sends) {
+  for (auto& h : sends) {
+    auto& calls = h.calls;
+    auto answer = [&calls](std::size_t i, const gnn_reply& r) { calls.done[i](r); };
+    if (run_express(h.express, calls.requests, answer)) continue;
     if (calls.requests.size() == 1)
-      caf::anon_send(batcher, infer_atom::value, std::move(calls.requests[0]), std::move(calls.done[0]));
+      caf::anon_send(h.batcher, infer_atom::value, std::move(calls.requests[0]),
+                     std::move(calls.done[0]));
     else
-      caf::anon_send(batcher, infer_atom::value, std::move(calls));
+      caf::anon_send(h.batcher, infer_atom::value, std::move(calls));
   }
 }
 
@@ -85,15 +110,23 @@ void release_gnn_sends() {
 // batch's calls one after another on its thread. A call with a deadline keeps
 // the forwarder, whose request times out at the deadline.
 void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
-                  serving::gnn_request request, caf::duration timeout,
+                  serving::express_lane* express, serving::gnn_request request,
+                  caf::duration timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done) {
   if (!timeout.valid() && held.holding) {  // caf::infinite, in a door's turn
     auto it = std::find_if(held.by_batcher.begin(), held.by_batcher.end(),
-                           [&](const auto& e) { return e.first == batcher; });
-    if (it == held.by_batcher.end()) it = held.by_batcher.insert(it, {batcher, {}});
-    it->second.requests.push_back(std::move(request));
-    it->second.done.emplace_back(std::move(done));
+                           [&](const auto& e) { return e.batcher == batcher; });
+    if (it == held.by_batcher.end()) it = held.by_batcher.insert(it, {batcher, express, {}});
+    it->calls.requests.push_back(std::move(request));
+    it->calls.done.emplace_back(std::move(done));
     return;
+  }
+  if (express) {  // a door without turns (KServe): a lone call, run here if the model is idle
+    std::vector<serving::gnn_request> one;
+    one.push_back(std::move(request));
+    auto answer = [&done](std::size_t, const gnn_reply& r) { done(&r, nullptr); };
+    if (run_express(express, one, answer)) return;
+    request = std::move(one.front());
   }
   if (!timeout.valid()) {
     caf::anon_send(batcher, infer_atom::value, std::move(request), gnn_done(std::move(done)));
@@ -119,13 +152,17 @@ class batcher_scheduler final : public gnn_scheduler {
     const bool pairs = call.pairs;
     // Checked at the door: the widths of the named outputs (empty: the model's output).
     auto widths = serving::named_output_widths(call.outputs, pairs, seeds, *e->b.model);
-    dispatch_gnn(forwarder_, batcher_,
+    // Counted outstanding until answered: the express lane runs only while none is.
+    serving::express_lane* express = e->b.express.get();
+    if (express) express->enter(1);
+    dispatch_gnn(forwarder_, batcher_, express,
                  {std::move(call.seeds), call.sampler_seed, pairs, std::move(call.outputs),
                   std::move(call.node_type)},
                  timeout_of(deadline),
                  [e = std::move(e), done = std::move(done), t0, deadline, seeds, pairs,
                   widths = widths ? std::move(*widths) : std::vector<std::uint32_t>{}](
                      const gnn_reply* r, const caf::error* err) {
+                   if (e->b.express) e->b.express->leave(1);
                    e->admission.complete();
                    gnn_answer a;
                    const double ms = ms_since(t0);

@@ -31,6 +31,11 @@ typename Inspector::result_type inspect(Inspector& f, gnn_reply& x) {
            x.queued_s, x.batch_requests, x.leads_batch, x.graph_version);
 }
 
+/// Request `i`'s reply out of its batch's result (its share of the stage times,
+/// `queued_s` in the batcher); the batcher's and the express lane's answers alike.
+gnn_reply reply_of(const serving::batch_result& res, std::size_t i, double queued_s,
+                   std::uint64_t sampler_seed);
+
 /// The caller's callback for a GNN request sent to a batcher without a reply
 /// (the door's direct path: no forwarder actor, no response message). Called
 /// once, on a CAF thread, with the reply or an error; if the last copy goes

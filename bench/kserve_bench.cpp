@@ -6,7 +6,10 @@
 // (rpc_client, cpp-httplib, the generated gRPC stub), so the table compares
 // protocols, not client languages.
 //
-// usage: kserve_bench SPINDLE_BINARY [CALLS=4000] [SCALE=14]
+// EXPRESS is the server's --express-max-requests (1: a lone call that finds the
+// model idle runs on the door's thread; 0: every call through the batcher).
+//
+// usage: kserve_bench SPINDLE_BINARY [CALLS=4000] [SCALE=14] [EXPRESS=1]
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
@@ -140,12 +143,13 @@ connect_fn grpc_door(const std::string& target) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fmt::print(stderr, "usage: kserve_bench SPINDLE_BINARY [CALLS=4000] [SCALE=14]\n");
+    fmt::print(stderr, "usage: kserve_bench SPINDLE_BINARY [CALLS=4000] [SCALE=14] [EXPRESS=1]\n");
     return 2;
   }
   const std::string bin = argv[1];
   const auto calls = spindle::bench::arg_or<std::size_t>(argc, argv, 2, 4000);
   const auto scale = spindle::bench::arg_or<int>(argc, argv, 3, 14);
+  const auto express = spindle::bench::arg_or<int>(argc, argv, 4, 1);
   const std::string dir = fmt::format("/tmp/spindle-kserve-bench-{}", ::getpid());
   auto run = [&](const std::string& args) {
     return std::system(fmt::format("{} {} >/dev/null 2>&1", bin, args).c_str());
@@ -159,7 +163,8 @@ int main(int argc, char** argv) {
   }
   auto server = child_process::spawn({bin, "serve", "--dataset", dir + "/g", "--model", dir + "/m",
                                       "--name", "sage", "--listen", "127.0.0.1:0", "--http",
-                                      "127.0.0.1:0", "--grpc", "127.0.0.1:0"});
+                                      "127.0.0.1:0", "--grpc", "127.0.0.1:0",
+                                      "--express-max-requests", std::to_string(express)});
   if (!server) return 1;
   auto http = server->wait_for("http http://127.0.0.1:", 120000);
   auto grpc_line = server->wait_for("grpc ", 120000);
@@ -174,6 +179,7 @@ int main(int argc, char** argv) {
       "front door, 1-seed GraphSAGE 64-128-16 request on R-MAT s{} ({} calls per row, "
       "same server, same run)\n",
       scale, calls);
+  fmt::print("--express-max-requests {}\n", express);
   fmt::print("{:<22} {:>9} {:>10} {:>10} {:>10} {:>14} {:>7}\n", "protocol", "in flight", "p50 us",
              "p99 us", "calls/s", "p50 vs capnp", "failed");
   for (int in_flight : {1, 16}) {

@@ -16,6 +16,8 @@ const std::vector<tunable_doc>& tunables() {
       {"batch_deadline_us", s::gnn, "0..10000000", "how long a batch waits to fill"},
       {"max_batch", s::gnn, "1..65536", "requests per batch (also the admission floor)"},
       {"work_conserving", s::gnn, "true | false", "an idle pipeline takes the open batch at once"},
+      {"express_max_requests", s::gnn, "0..64",
+       "calls a door read together that run on its thread when the model is idle (0: never)"},
       {"fanouts", s::gnn, "one per layer, e.g. 25,10 (-1: all)",
        "the sampler's fanouts (one process only)"},
       {"precision", s::gnn, "fp32 | bf16 | int8",

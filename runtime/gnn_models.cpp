@@ -24,6 +24,7 @@ struct gnn_models::served {
   std::vector<actors::pipeline_actor> pipelines;
   actors::batcher_actor batcher;
   actors::router_actor routing;
+  std::shared_ptr<serving::express_lane> express;  // null: none
 };
 
 gnn_models::gnn_models(caf::actor_system& sys, const graph::dataset& ds, thread_pool& pool,
@@ -126,10 +127,12 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   SPINDLE_ASSIGN_OR_RETURN(auto calibration, routing_of(name, *s->model));
   s->router = std::make_shared<serving::psgs_router>(std::move(calibration), defaults_.policy);
   log_served_model(name, path, *s->model, ds_, *s->router);
+  bool device_routed = false;
   for (int i = 0; i < std::max(1, defaults_.pipelines); ++i) {
     // A GPU's, with --device cuda (one per pipeline: an executor serves one at a
     // time; the graph, feature tiers and weights on the device are shared).
     SPINDLE_ASSIGN_OR_RETURN(auto large, defaults_.executors.make());
+    device_routed = device_routed || large != nullptr;
     s->pipelines.push_back(actors::spawn_pipeline(sys_, ds_, *s->model, *s->router, pool_, {},
                                                   device_.get(), std::move(large)));
   }
@@ -154,6 +157,13 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
   actors::gnn_model_binding b{name, s->batcher, &ds_, s->model.get(), s->router, bp, admission};
   b.routing = s->routing;
   b.device = device_.get();
+  if (!device_) {  // with 0 requests it runs nothing until the tunable says otherwise
+    serving::express_lane::limits l;
+    l.max_requests = defaults_.express_max_requests;
+    l.device_routed = device_routed;
+    s->express = std::make_shared<serving::express_lane>(ds_, *s->model, *s->router, pool_, l);
+    b.express = s->express;
+  }
   b.type_tables = std::move(type_rows.stats);
   models_[name] = std::move(s);
   return b;
@@ -171,6 +181,7 @@ void gnn_models::unload(const std::string& name) {
   for (auto& a : all) self->send_exit(a, caf::exit_reason::user_shutdown);
   // The pipelines read the model: it is freed only after they have terminated.
   for (auto& a : all) self->wait_for(a);
+  if (s.express) s.express->close();  // its pipeline reads the model too
   defaults_.executors.forget(*s.model);
   models_.erase(it);
 }

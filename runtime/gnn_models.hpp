@@ -50,6 +50,11 @@ struct gnn_serving_defaults {
   /// --type-table-pdb: typed models' large embedding tables are read from this
   /// parameter server instead of held (null: every table in memory).
   std::shared_ptr<type_tables> type_pdb;
+  /// Run to completion (serving/express_lane): batches of at most this many
+  /// calls that find their model idle run on the door thread that read them
+  /// (--express-max-requests; 0: every call goes through the batcher). Not
+  /// with GNNSched, whose passes the device scheduler groups.
+  std::size_t express_max_requests = 1;
 };
 
 class gnn_models {

@@ -141,6 +141,7 @@ expected<gnn_serving_defaults> serving_defaults(const gnn_stack_args& a, const g
   d.batch.deadline = std::chrono::microseconds(a.deadline_us);
   d.batch.max_batch = std::size_t(std::max(1, a.max_batch));
   d.pipelines = a.pipelines;
+  d.express_max_requests = std::size_t(a.express_max_requests);
   if (!a.fanouts.empty()) {
     SPINDLE_ASSIGN_OR_RETURN(d.fanouts, config::parse_fanouts(a.fanouts));
   }

@@ -157,6 +157,11 @@ void register_serve(CLI::App& app, global_options& g) {
                   "with --device cuda; overrides model.toml's")
       ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   add_bounded(*cmd, "--pipelines", a->pipelines, "Pipelines sharing the batcher", 1, 256);
+  add_bounded(*cmd, "--express-max-requests", a->express_max_requests,
+              "Run to completion: up to N calls a door read together that find their model "
+              "idle run on the door's thread, not through the batcher and a pipeline thread "
+              "(0: never; not with --gnnsched)",
+              0, 64);
   cmd->add_option("--workload", a->workload,
                   "Drive N requests from the in-process generator, print the report and exit "
                   "(without it: serve the RPC front door until SIGINT/SIGTERM)");

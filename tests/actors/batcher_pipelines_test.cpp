@@ -299,7 +299,7 @@ TEST(batcher_pipelines_test, calls_held_for_a_turn_arrive_together_and_share_a_b
     auto answered = std::make_shared<std::atomic<int>>(0);
     if (turn) detail::hold_gnn_sends();
     for (std::uint64_t seed = 1; seed <= 3; ++seed)
-      detail::dispatch_gnn(caf::actor{}, batcher, serving::gnn_request{{1}, seed},
+      detail::dispatch_gnn(caf::actor{}, batcher, nullptr, serving::gnn_request{{1}, seed},
                            caf::duration(caf::infinite),
                            [answered](const gnn_reply* r, const caf::error*) {
                              if (r && !r->output.empty()) ++*answered;

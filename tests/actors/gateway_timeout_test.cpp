@@ -39,7 +39,7 @@ TEST(gateway_timeout_test, a_call_without_deadline_waits_on_no_timer) {
   auto forwarder = sys.spawn(detail::gateway_forwarder);
   auto dispatch = [&](std::uint64_t seed, caf::duration timeout) {
     auto end = std::make_shared<call_end>();
-    detail::dispatch_gnn(forwarder, batcher, serving::gnn_request{{1}, seed}, timeout,
+    detail::dispatch_gnn(forwarder, batcher, nullptr, serving::gnn_request{{1}, seed}, timeout,
                          [end](const gnn_reply* r, const caf::error* e) { (*end)(r, e); });
     return end;
   };

@@ -87,6 +87,64 @@ TEST(front_door_ops_test, the_access_log_and_the_admin_log_name_the_door_and_hel
   for (const auto& l : lines) EXPECT_NE(l.find(" ms="), std::string::npos) << l;
 }
 
+
+// Run to completion: a lone call that finds its model idle runs on the door's
+// thread (the express lane, Admin stats' `express`), over Cap'n Proto and over
+// KServe HTTP, and answers as the batcher's pipeline does, bit for bit; with
+// the tunable at 0 every call goes through the batcher; a bad value is refused by name.
+TEST(front_door_ops_test, a_lone_call_on_an_idle_model_runs_on_the_door_thread_as_the_batcher_answers) {
+  auto& f = fixture();
+  const std::string token_file = f.dir + "/express.token";
+  auto s = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", f.dir + "/g", "--model",
+                                 f.dir + "/m", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                                 "--admin-token-file", token_file});
+  ASSERT_TRUE(s.has_value());
+  auto http = s->wait_for("http http://127.0.0.1:", 60'000);
+  ASSERT_TRUE(http.has_value()) << http.error().to_string();
+  auto listening = s->wait_for("listening ", 60'000);
+  ASSERT_TRUE(listening.has_value());
+  std::string token;
+  std::ifstream(token_file) >> token;
+  auto c = rpc::rpc_client::connect(*listening, 30'000);
+  ASSERT_TRUE(c.has_value());
+  auto express_batches = [&] {
+    auto st = (*c)->stats(token);
+    EXPECT_TRUE(st.has_value());
+    return nlohmann::json::parse(st->json)["models"]["sage"]["express"]["batches"]
+        .get<std::uint64_t>();
+  };
+  auto answers = [&] {
+    std::vector<std::vector<float>> out;
+    for (std::int64_t seed : {3, 77, 500, 1999}) {
+      auto a = (*c)->infer_gnn({"sage", {seed}, std::uint64_t(seed) + 11});
+      EXPECT_TRUE(a.has_value() && a->status == rpc::rpc_status::ok);
+      out.push_back(a ? a->outputs : std::vector<float>{});
+    }
+    return out;
+  };
+  const auto before = express_batches();
+  const auto express = answers();
+  EXPECT_EQ(express_batches(), before + 4);  // one call in flight: each ran on the door thread
+  // Over KServe HTTP too (a door without turns: a lone call, run on its thread).
+  httplib::Client h("127.0.0.1", std::stoi(http->substr(0, http->find('/'))));
+  auto r = h.Post("/v2/models/sage/infer",
+                  R"({"inputs":[{"name":"seeds","datatype":"INT64","shape":[1],"data":[4]}]})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(express_batches(), before + 5);
+  auto off = (*c)->set_tunable(token, "sage", "express_max_requests", "0");
+  ASSERT_TRUE(off.has_value() && off->status == rpc::rpc_status::ok) << (off ? off->message : "");
+  EXPECT_EQ(answers(), express);  // the batcher's pipeline answers the same, bit for bit
+  EXPECT_EQ(express_batches(), before + 5);
+  auto bad = (*c)->set_tunable(token, "sage", "express_max_requests", "65");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_NE(bad->status, rpc::rpc_status::ok);
+  EXPECT_NE(bad->message.find("express_max_requests = '65'"), std::string::npos) << bad->message;
+  c->reset();
+  s->signal(SIGTERM);
+  EXPECT_EQ(s->wait(), 0);
+}
 }  // namespace
 }  // namespace spindle
 
