@@ -169,6 +169,7 @@ status serve_own_door(node_parts& n, caf::actor_system& sys, const config::topol
   // cluster's model list (a door without a shard, its recommendation models).
   auto gnns = n.serving ? std::make_shared<door_gnns>(n.sn.context(sys, n.coord), a.serving)
                         : std::make_shared<door_gnns>(sys, n.coord, n.sn.token);
+  if (!n.serving) gnns->share_folders(a.serving.loaded, a.serving.fetch_loaded);
   SPINDLE_TRY(serve_node_door(sys, a, n.sn.shard.get(), std::move(gnn), std::move(members),
                               std::move(gnns), topo, a.rank, &stopped_by));
   *rejoin = stopped_by == kCoordinatorBack;
@@ -359,6 +360,14 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   const int folder = rank < int(topo.servers.size()) ? rank : 0;
   SPINDLE_ASSIGN_OR_RETURN(const auto folders, folders_of(a));
   SPINDLE_TRY(fetch_missing(a.files, folders, folder, n.sn.token));
+  // Models loaded at this door from a folder: its file door serves them by name,
+  // and a folder a load names that this disk lacks is fetched first.
+  a.serving.loaded = std::make_shared<loaded_folders>();
+  if (!a.files.fetch_from.empty())
+    a.serving.fetch_loaded = [f = a.files, token = n.sn.token](const std::string& name,
+                                                               const std::string& dir) {
+      return fetch_loaded_folder(f, name, dir, token);
+    };
   if (!a.files.fetch_from.empty()) {
     SPINDLE_TRY(check_door_folders(a));
     if (!a.serving.repository.empty())
@@ -369,7 +378,8 @@ status run_node(const node_args& given, const std::vector<std::string>& self_arg
   }
   std::unique_ptr<transport::net::file_door> files;
   if (!a.files.files.empty()) {
-    SPINDLE_ASSIGN_OR_RETURN(files, open_file_door(a.files, folders, n.sn.token));
+    SPINDLE_ASSIGN_OR_RETURN(files,
+                             open_file_door(a.files, folders, n.sn.token, a.serving.loaded));
   }
   SPINDLE_TRY(open_type_tables(a));
   SPINDLE_TRY(open_shard(n, sys, topo, a));

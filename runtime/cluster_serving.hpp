@@ -21,6 +21,7 @@
 #include "actors/ucx_bridge.hpp"
 #include "colocation/device_scheduler.hpp"
 #include "core/status.hpp"
+#include "runtime/rank_files.hpp"
 #include "runtime/member_watch.hpp"
 #include "runtime/rank_shard.hpp"
 #include "runtime/placement_sync.hpp"
@@ -92,6 +93,12 @@ struct node_pipelines {
   /// With --fetch-from: fetches the versions of a repository model that a file
   /// door holds and this rank's repository lacks, before the repository is read.
   std::function<status(const std::string& name)> fetch_versions;
+  /// Models loaded at this node's door from a folder, which its file door (--files)
+  /// serves by name; null: none recorded.
+  std::shared_ptr<loaded_folders> loaded;
+  /// With --fetch-from: fetches a model's folder (name, dir) that a load names and
+  /// this rank's disk lacks, before it is loaded (the follower's loads included).
+  std::function<status(const std::string& name, const std::string& dir)> fetch_loaded;
 };
 
 /// Waits until every rank owning a shard is alive, then runs `p.pipelines`

@@ -47,6 +47,21 @@ door_gnns::door_gnns(rank_context node, node_pipelines p)
 door_gnns::door_gnns(caf::actor_system& sys, caf::actor coordinator, std::string token)
     : sys_(sys), coordinator_(std::move(coordinator)), token_(std::move(token)) {}
 
+void door_gnns::share_folders(
+    std::shared_ptr<loaded_folders> loaded,
+    std::function<status(const std::string&, const std::string&)> fetch) {
+  p_.loaded = std::move(loaded);
+  p_.fetch_loaded = std::move(fetch);
+}
+
+status door_gnns::fetch_folder(const std::string& name, const std::string& path) const {
+  return p_.fetch_loaded && !path.empty() ? p_.fetch_loaded(name, path) : status::ok();
+}
+
+void door_gnns::served_from(const std::string& name, const std::string& path) {
+  if (p_.loaded && !path.empty()) p_.loaded->add(name, path);
+}
+
 door_gnns::~door_gnns() {
   std::lock_guard lock(mu_);
   models_.clear();
@@ -244,14 +259,18 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
   actors::model_loader l;
   l.load = [this, admission](const std::string& name,
                              const std::string& path) -> expected<actors::gnn_model_binding> {
+    SPINDLE_TRY(fetch_folder(name, path));
     SPINDLE_ASSIGN_OR_RETURN(auto b, load(name, path, admission));
+    served_from(name, path);
     listed_after_load(name, path);
     return b;
   };
   l.load_rec = [this, inner = std::move(load_rec)](
                    const std::string& name,
                    const std::string& path) -> expected<actors::rec_model_binding> {
+    SPINDLE_TRY(fetch_folder(name, path));
     SPINDLE_ASSIGN_OR_RETURN(auto b, inner(name, path));
+    served_from(name, path);
     {
       std::lock_guard lock(mu_);
       recs_[name] = time_point::max();
@@ -265,11 +284,13 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
     if (call_origin() != kFollowerOrigin)
       if (auto st = announce("remove", name, ""); !st)
         log::warn("'{}' unloaded at this door only: {}", name, st.message());
+    if (p_.loaded) p_.loaded->remove(name);
     std::lock_guard lock(mu_);
     recs_.erase(name);
   };
   l.unload = [this](const std::string& key) {
     const std::string name = key.substr(0, key.find('@'));
+    if (p_.loaded && key == name) p_.loaded->remove(name);
     // Off the list first, so no follower loads it again meanwhile (a follower's
     // own unload follows the list: it is off already).
     if (call_origin() == kFollowerOrigin) return unload(key);

@@ -62,6 +62,11 @@ class door_gnns {
   std::string repository_marker(const std::string& name) const;
   /// The list marker this door last announced for `name` ("" if none).
   std::string announced(const std::string& name) const;
+  /// A door without a shard (recommendation models only): the folders of models
+  /// loaded here (served by the node's file door) and how a folder this disk
+  /// lacks is fetched (as node_pipelines' `loaded` and `fetch_loaded`).
+  void share_folders(std::shared_ptr<loaded_folders> loaded,
+                     std::function<status(const std::string&, const std::string&)> fetch);
 
  private:
   struct model;
@@ -79,6 +84,10 @@ class door_gnns {
   /// After a load through this door (not the follower's): tells the coordinator.
   void listed_after_load(const std::string& name, const std::string& path);
   status announce(std::string_view op, const std::string& name, const std::string& path) const;
+  /// Before a load from `path`: fetched when this disk lacks it (--fetch-from).
+  status fetch_folder(const std::string& name, const std::string& path) const;
+  /// After: recorded for the file door (`path` empty: a repository version, not recorded).
+  void served_from(const std::string& name, const std::string& path);
 
   caf::actor_system& sys_;
   caf::actor coordinator_;

@@ -142,7 +142,52 @@ expected<std::string> repository_unit(const std::string& dir, const std::string&
   return word;
 }
 
+constexpr const char* kLoadedRoot = "loaded-model";
+
 }  // namespace
+
+void loaded_folders::add(const std::string& name, const std::string& dir) {
+  std::error_code ec;
+  auto absolute = fs::absolute(dir, ec).lexically_normal().string();
+  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  std::lock_guard lock(mu_);
+  dirs_[name] = ec ? dir : absolute;
+}
+
+void loaded_folders::remove(const std::string& name) {
+  std::lock_guard lock(mu_);
+  dirs_.erase(name);
+}
+
+expected<std::string> loaded_folders::folder(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(name);
+  if (it == dirs_.end())
+    return make_error(errc::not_found, "no model '{}' loaded from a folder at this door",
+                      name.substr(0, 64));
+  return it->second;
+}
+
+status fetch_loaded_folder(const rank_files_args& f, const std::string& name,
+                           const std::string& dir, const std::string& token) {
+  if (f.fetch_from.empty() || dir.empty() || path_exists(dir + "/model.toml"))
+    return status::ok();
+  transport::net::fetch_request r;
+  r.peers = f.fetch_from;
+  r.token = token;
+  r.root = kLoadedRoot;
+  r.word = name;
+  r.base = dir;
+  r.at_base = true;
+  r.wait_s = f.fetch_wait_s;
+  auto got = transport::net::fetch_folder(r);
+  if (!got)
+    return std::move(got).error().with_context(
+        fmt::format("model '{}' from {} (not on this rank's disk): ", name, dir));
+  log::info("fetched model '{}' into {} from file door {}: {} files, {} bytes", name, got->target,
+            got->peer, got->files + got->kept, got->bytes);
+  return status::ok();
+}
 
 status fetch_missing(const rank_files_args& f, const rank_folders& d, int rank,
                      const std::string& token) {
@@ -174,9 +219,9 @@ status fetch_new_versions(const rank_files_args& f, const std::string& repositor
   return fetch_repository(f, repository, token, name, true);
 }
 
-expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_files_args& f,
-                                                                    const rank_folders& d,
-                                                                    const std::string& token) {
+expected<std::unique_ptr<transport::net::file_door>> open_file_door(
+    const rank_files_args& f, const rank_folders& d, const std::string& token,
+    std::shared_ptr<const loaded_folders> loaded) {
   SPINDLE_ASSIGN_OR_RETURN(auto hp, transport::parse_host_port(f.files, "--files"));
   transport::net::file_door_options o;
   o.host = hp.host;
@@ -204,6 +249,12 @@ expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_f
     o.roots.push_back(
         {kRepositoryRoot, d.repository, nullptr,
          [dir = d.repository](const std::string& word) { return repository_unit(dir, word); }});
+  if (loaded) {
+    transport::net::file_root r;
+    r.name = kLoadedRoot;
+    r.folder_named = [loaded](const std::string& name) { return loaded->folder(name); };
+    o.roots.push_back(std::move(r));
+  }
   SPINDLE_ASSIGN_OR_RETURN(auto door, transport::net::file_door::start(std::move(o)));
   fmt::print(
       "files {}:{} (the rank's dataset, model and door folders, to ranks holding the "

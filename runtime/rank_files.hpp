@@ -3,11 +3,14 @@
 // partition`'s output, or a whole dataset), its model folder and its door's
 // folders (--dlrm-model, each --rec-model, the --model-repository's versions)
 // from file doors before it opens them; `--files` opens this node's own file
-// door, serving the folders it was started with. Called at start, on the
-// node's thread; a repository's new versions also as they are loaded.
+// door, serving the folders it was started with and those of models loaded
+// through it. Called at start, on the node's thread; a repository's new
+// versions and a loaded model's folder also as they are loaded.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,11 +52,34 @@ status fetch_missing(const rank_files_args& f, const rank_folders& d, int rank,
 status fetch_new_versions(const rank_files_args& f, const std::string& repository,
                           const std::string& name, const std::string& token);
 
+/// The folders of the models loaded at this node's door at run time (`load
+/// NAME DIR`), by name: its file door serves them, so a rank that follows the
+/// load and lacks DIR fetches it (nothing shared but the network). Thread-safe.
+class loaded_folders {
+ public:
+  /// `dir` as loaded; kept as its absolute path.
+  void add(const std::string& name, const std::string& dir);
+  void remove(const std::string& name);
+  /// The folder `name` was loaded from, or not_found naming it.
+  expected<std::string> folder(const std::string& name) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> dirs_;
+};
+
+/// Model `name` loaded at another door from `dir`: fetched from --fetch-from's
+/// doors when `dir` holds no model.toml on this rank's disk (a folder there is
+/// used as it is). Errors name the model, the folder and the door.
+status fetch_loaded_folder(const rank_files_args& f, const std::string& name,
+                           const std::string& dir, const std::string& token);
+
 /// Opens the file door --files asks for, serving the folders of `d` (rank N
 /// asks for DIR/rank-N of a partition output, or the whole dataset; a
-/// repository is asked for by NAME/VERSION).
-expected<std::unique_ptr<transport::net::file_door>> open_file_door(const rank_files_args& f,
-                                                                    const rank_folders& d,
-                                                                    const std::string& token);
+/// repository is asked for by NAME/VERSION) and those of `loaded` (by model
+/// name; null: none).
+expected<std::unique_ptr<transport::net::file_door>> open_file_door(
+    const rank_files_args& f, const rank_folders& d, const std::string& token,
+    std::shared_ptr<const loaded_folders> loaded = nullptr);
 
 }  // namespace spindle::runtime

@@ -8,6 +8,8 @@
 # process serving the same folders. A version 2 put on rank 0's disk alone and
 # loaded through rank 1's door is fetched by rank 1 at the load and by rank 2
 # as it follows the list: all three doors answer as one process serving version 2.
+# A model loaded at run time from a plain folder on rank 0's disk only is
+# fetched by ranks 1 and 2 as they follow the load.
 # A DLRM (--dlrm-model, also on rank 0's disk only) is fetched too, each rank's
 # parameter server filled from it, and rows published to the Redis Stream on
 # machine 0 (--updates) reach the answers of all three doors alike.
@@ -136,6 +138,29 @@ np.save(sys.argv[1] + "/v.npy", np.full((1, 8), 3.0, dtype=np.float32))' "$work"
     "retired: $(python3 -c "print('%.2f' % ($t1 - $t0))") s): on rank 2's disk" \
     "$reached s after the load returned"
   judge_late "version 2, fetched at the load" || { tail -20 "$work/mpirun.log"; return 1; }
+  # A model loaded at run time from a plain folder on rank 0's disk only (`admin
+  # load NAME DIR` through rank 0's door): ranks 1 and 2 fetch the folder from
+  # rank 0's file door as they follow the load, then answer as one process.
+  "$spindle" model init --arch graphsage --in 32 --hidden 16 --classes 5 --seed 12 \
+    --out-dir "${dirs[0]}/plain" > /dev/null && cp -r "${dirs[0]}/plain" "$work/plain" || return 1
+  "$spindle" client --connect "$repo_one" --token-file "$work/admin.token" admin load plain \
+    "$work/plain" > /dev/null || { echo "FAIL: the single process did not load 'plain'"; return 1; }
+  out=$("$spindle" client --connect "${subnet}.1:7700" --token-file "${dirs[0]}/admin.token" \
+    admin load plain "$data/plain" 2>&1) || { echo "FAIL: load through rank 0's door: $out"; return 1; }
+  for _ in $(seq 300); do
+    [ -e "${dirs[1]}/plain/model.toml" ] && [ -e "${dirs[2]}/plain/model.toml" ] &&
+      grep -q "\[1,2\]<stderr>:.*fetched model 'plain'" "$work/mpirun.log" && break
+    sleep 0.1
+  done
+  [ -e "${dirs[1]}/plain/model.toml" ] && [ -e "${dirs[2]}/plain/model.toml" ] ||
+    { echo "FAIL: 'plain' did not reach ranks 1 and 2"; tail -20 "$work/mpirun.log"; return 1; }
+  grep -E "fetched model 'plain'" "$work/mpirun.log" | head -2
+  for _ in $(seq 100); do  # each follower loads it after its fetch
+    "$spindle" client --connect "${subnet}.3:7700" --model plain infer --seeds 1 > /dev/null 2>&1 && break
+    sleep 0.1
+  done
+  judge_three_doors plain "$repo_one" "a plain folder on rank 0's disk only, loaded at run time" ||
+    { tail -20 "$work/mpirun.log"; return 1; }
 }
 export -f body checks mpirun_cluster_start judge_three_doors late judge_late scores ctr
 export spindle work root

@@ -97,6 +97,14 @@ struct file_door::impl {
       return make_error(errc::not_found, "this door serves no folder '{}'",
                         q.size() > 1 ? q[1].substr(0, 64) : "");
     std::string unit = ".";
+    if (r->folder_named) {  // a folder that comes and goes: the word is its unit
+      if (q[2].empty() || q[2] == "." || q[2].find('/') != std::string::npos)
+        return make_error(errc::invalid_argument, "'{}' does not name a folder of '{}'",
+                          q[2].substr(0, 64), r->name);
+      SPINDLE_ASSIGN_OR_RETURN(auto dir, r->folder_named(q[2]));
+      SPINDLE_ASSIGN_OR_RETURN(auto m, manifests->current(r->name, dir, q[2]));
+      return to_text(m);
+    }
     if (r->unit_named) {
       SPINDLE_ASSIGN_OR_RETURN(unit, r->unit_named(q[2]));
       if (unit != ".") SPINDLE_TRY(check_relative_path(unit).with_context("refused: "));
@@ -132,6 +140,9 @@ struct file_door::impl {
       return make_error(errc::not_found, "refused: {} {} is not a file this door serves",
                         g.root->name, g.path.substr(0, 200));
     const std::string want = g.sha256.empty() ? f->entry.sha256 : g.sha256;
+    if (g.dir().empty())  // a folder by name the door no longer serves (its model unloaded)
+      return make_error(errc::not_found, "refused: {} {} is no longer served here", g.root->name,
+                        g.unit.substr(0, 64));
     const std::string path = g.dir() + "/" + g.path;
     const std::string inside = (g.unit == "." ? "" : "/" + g.unit) + "/" + g.path;
     for (int attempt = 0;; ++attempt) {
@@ -139,7 +150,10 @@ struct file_door::impl {
       if (in >= 0 && stamp_of_fd(in) == f->stamp) {
         // A link swapped in for a folder on the way is not followed either: the
         // file must resolve to itself under the served folder.
-        if (resolved(path) != resolved(g.root->dir) + inside) {
+        const std::string expected_path = g.root->folder_named
+                                              ? resolved(g.dir()) + "/" + g.path
+                                              : resolved(g.root->dir) + inside;
+        if (resolved(path) != expected_path) {
           ::close(in);
           return make_error(errc::not_found, "{}: changed since its manifest (no longer a "
                             "plain file in the served folder)", g.path);

@@ -22,6 +22,10 @@ struct file_root {
   /// Instead of unit_for: the sub-folder served for the word a fetcher asks
   /// with (a model repository's "NAME/VERSION", "." for all of it), or an error.
   std::function<expected<std::string>(const std::string& word)> unit_named;
+  /// Instead of `dir` and the two above: folders that come and go while the door
+  /// serves (models loaded at run time), each its own unit named by the word a
+  /// fetcher asks with (one path component); the folder it names now, or an error.
+  std::function<expected<std::string>(const std::string& word)> folder_named;
 };
 
 struct file_door_options {

@@ -104,7 +104,7 @@ class fetcher {
     }
     if (!manifest_) {
       manifest_ = m;
-      where_ = places_of(r_.base, m.unit);
+      where_ = places_of(r_.base, r_.at_base ? std::string(".") : m.unit);
       report_.target = where_.target;
       std::error_code ec;
       if (fs::is_directory(where_.target, ec) && fs::is_empty(where_.target, ec))

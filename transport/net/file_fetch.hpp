@@ -22,6 +22,7 @@ struct fetch_request {
   int rank = 0;                    // whose share of it (a partition's rank-N)
   std::string word;                // asked instead of rank when set (a root served by name)
   std::string base;                // local folder: the door's unit lands at base or base/UNIT
+  bool at_base = false;            // the unit lands at base itself (a folder served by name)
   int wait_s = 60;                 // retry for this long without a byte of progress
 };
 

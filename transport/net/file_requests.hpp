@@ -18,8 +18,15 @@ struct get_request {
   const file_root* root = nullptr;
   std::string unit, path, sha256;
   std::uint64_t offset = 0;
-  /// The unit's folder on the door's disk.
-  std::string dir() const { return unit == "." ? root->dir : root->dir + "/" + unit; }
+  /// The unit's folder on the door's disk ("" when a root of folders by name no
+  /// longer names it).
+  std::string dir() const {
+    if (root->folder_named) {
+      auto d = root->folder_named(unit);
+      return d ? *d : std::string();
+    }
+    return unit == "." ? root->dir : root->dir + "/" + unit;
+  }
 };
 
 std::vector<std::string> request_lines(const std::string& text);
