@@ -111,5 +111,56 @@ TEST(rank_files_test, a_repository_door_serves_versions_only) {
   EXPECT_EQ(one->files.size(), 2u);
 }
 
+// A model loaded at run time from a folder: a door serves it by the model's name
+// (and nothing else under that root), a rank lacking the folder fetches it to the
+// place the load names, one already there is used as it is, and an unloaded
+// model's folder is refused, also to a fetch holding its earlier manifest.
+TEST(rank_files_test, a_loaded_models_folder_is_served_by_name_and_fetched_where_the_load_names) {
+  scratch s("loaded");
+  const auto src = s.top / "src" / "models" / "sage-v7", dst = s.top / "dst" / "elsewhere" / "m";
+  fs::create_directories(src);
+  std::ofstream(src / "model.toml") << "name = \"sage\"\n";
+  std::ofstream(src / "weights.safetensors") << "the weights";
+  std::ofstream(s.top / "src" / "models" / "secret.txt") << "not to be served\n";
+  auto loaded = std::make_shared<loaded_folders>();
+  loaded->add("sage", src.string());
+  rank_files_args a;
+  a.files = "127.0.0.1:0";
+  auto door = open_file_door(a, {}, kToken, loaded);
+  ASSERT_TRUE(door.has_value()) << door.error().to_string();
+  auto c = transport::net::file_client::connect("127.0.0.1", (*door)->port(), kToken);
+  ASSERT_TRUE(c.has_value()) << c.error().to_string();
+  for (const char* word : {"", ".", "..", "../secret.txt", "sage/..", "sage/x", "other", "/etc"})
+    EXPECT_FALSE(c->manifest("loaded-model", word).has_value()) << word;
+  auto m = c->manifest("loaded-model", "sage");
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  EXPECT_EQ(m->files.size(), 2u);
+  std::string got;
+  auto sink = [&](const char* p, std::size_t n) {
+    got.append(p, n);
+    return status::ok();
+  };
+  EXPECT_FALSE(c->get("loaded-model", "sage", "../secret.txt", 0, sink).is_ok());
+  ASSERT_TRUE(c->get("loaded-model", "sage", "weights.safetensors", 0, sink).is_ok());
+  EXPECT_EQ(got, "the weights");
+  // Fetched to the folder the load names on this rank, whatever its name there.
+  const auto f = fetching_from(**door);
+  auto st = fetch_loaded_folder(f, "sage", dst.string(), kToken);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(read_all(dst / "weights.safetensors"), "the weights");
+  // A folder on this disk is the operator's: used as it is, nothing fetched.
+  std::ofstream(dst / "weights.safetensors") << "this rank's own";
+  EXPECT_TRUE(fetch_loaded_folder(f, "sage", dst.string(), kToken).is_ok());
+  EXPECT_EQ(read_all(dst / "weights.safetensors"), "this rank's own");
+  // Unloaded: refused by name, and so is a file of its earlier manifest.
+  loaded->remove("sage");
+  EXPECT_FALSE(c->manifest("loaded-model", "sage").has_value());
+  EXPECT_FALSE(c->get("loaded-model", "sage", "weights.safetensors", 0, sink).is_ok());
+  st = fetch_loaded_folder(f, "sage", (s.top / "dst" / "again").string(), kToken);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("model 'sage'"), std::string::npos) << st.message();
+  EXPECT_FALSE(fs::exists(s.top / "dst" / "again"));
+}
+
 }  // namespace
 }  // namespace spindle::runtime
