@@ -40,12 +40,17 @@ summary="$logs/summary.txt"
 : > "$summary"
 
 note() { printf '%s\n' "$*" | tee -a "$summary"; }
+# The logs so far to OUT_DIR: after every result, so a run cut short (a lent
+# machine's command limit, a signal) still returns what it measured.
+save_logs() { [ -n "$out" ] && cp -r "$logs"/. "$out"/ 2> /dev/null; return 0; }
 result() {  # result PASS|FAIL|SKIP NAME FIGURE
   [ "$1" = FAIL ] && failed=1
   printf '%-4s  %-58s  %s\n' "$1" "$2" "$3" | tee -a "$summary"
+  save_logs
 }
+trap 'note "run.sh: stopped by a signal"; save_logs; exit 1' TERM INT
 finish() {
-  [ -n "$out" ] && cp -r "$logs"/. "$out"/
+  save_logs
   echo "run.sh: $([ $failed = 0 ] && echo 'all checks passed' || echo 'SOME CHECKS FAILED')" \
        "$([ -n "$out" ] && echo "(summary and logs in $out)")"
   exit $failed
@@ -119,9 +124,11 @@ bundled_bg() {  # bundled_bg BINARY ARGS...: the same in the background; $! is i
   else LD_LIBRARY_PATH="$lib_path" "$work/bin/$1" "${@:2}" &
   fi
 }
+left_s() { echo $(( deadline - $(date +%s) )); }  # seconds the run has left
 limited() {  # limited SECONDS LOG BINARY ARGS...: a bundled binary under a time limit
   local secs=$1 log=$2; shift 2
-  local left=$(( deadline - $(date +%s) ))
+  local left
+  left=$(left_s)
   [ "$left" -lt "$secs" ] && secs=$left
   if [ "$secs" -le 5 ]; then echo "skipped: the run's time is spent" > "$log"; return 125; fi
   bundled timeout -k 10 "$secs" -- "$@" > "$log" 2>&1

@@ -36,10 +36,13 @@ children_cpu() {
 # `spindle client load` in its own process, or LOAD_PROCS of them sharing the
 # calls in flight (is the load generator the limit?).
 load_row() {  # load_row LOG REQUESTS CLIENTS: prints "req/s p50 p99 refused" (req/s: answered ok)
-  local log=$1 requests=$2 clients=$3 procs=${LOAD_PROCS:-1} i pids=()
+  local log=$1 requests=$2 clients=$3 procs=${LOAD_PROCS:-1} i pids=() secs
   [ "$clients" -lt "$procs" ] && procs=1
+  secs=$(( $(left_s) - 15 ))  # within the run's deadline, whatever the row
+  [ "$secs" -gt 120 ] && secs=120
+  if [ "$secs" -le 5 ]; then echo "0 - - -"; return 0; fi
   for i in $(seq "$procs"); do
-    bundled timeout -k 5 120 -- spindle client --connect "$door" load --seeds "degree:$data" \
+    bundled timeout -k 5 "$secs" -- spindle client --connect "$door" load --seeds "degree:$data" \
       --json --requests $((requests / procs)) --warmup 100 --clients $((clients / procs)) \
       --seed "$i" > "$log.$i" 2>&1 &
     pids+=($!)
@@ -68,6 +71,10 @@ fi
 served_rows() {  # served_rows LABEL: 64, 256 and 1 calls in flight
   local clients requests s0 s1 t0 t1 c0 c1 rps p50 p99 cores client stats
   for clients in 64 256 1; do
+    if [ "$(left_s)" -lt 30 ]; then  # the run's deadline: the row skipped, said
+      echo "| $1 | $clients | skipped: no time left (RUN_SECONDS) | | | | | |"
+      continue
+    fi
     requests=$([ "$clients" = 1 ] && echo 2000 || echo 30000)
     thread_ticks "$server" > "$work/ticks0"
     children_cpu > "$work/c0"
@@ -92,6 +99,7 @@ m=json.load(open(sys.argv[1]))["models"]["graphsage"]
 print("%d/%d" % (m["large_executor_batches"], m["small_executor_batches"]))' \
       "$logs/served-$1-$clients-stats.json" 2> /dev/null || echo -)
     echo "| $1 | $clients | $rps | $p50 | $p99 | $cores | $client | $stats |"
+    save_logs
   done
 }
 if runs_now served 60 && ensure_data; then
