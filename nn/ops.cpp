@@ -11,6 +11,7 @@
 #include "gpu/kernels/gat_row.hpp"
 #include "gpu/kernels/spmm_row.hpp"
 #include "nn/bag_offsets.hpp"
+#include "nn/f32_matmul.hpp"
 #include "nn/row_kernel.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -41,10 +42,14 @@ constexpr std::int64_t kGemmGrain = 48;
 // build's machine; the two meet near 7 rows).
 constexpr std::int64_t kGemvRows = 4;
 
-// y[rows] = beta * y + x W^T on rows [lo, hi), single-threaded OpenBLAS.
+// y[rows] = beta * y + x W^T on rows [lo, hi), on this thread: oneDNN's FP32
+// matmul where it runs AVX-512 (nn/f32_matmul), else single-threaded OpenBLAS.
 void gemm_rows(const tensor& x, std::span<const float> w, float beta, tensor& y, std::int64_t lo,
                std::int64_t hi) {
   const auto in = int(x.cols()), out = int(y.cols());
+  if (hi - lo > kGemvRows &&
+      f32_matmul(x.row(lo), w.data(), y.row(lo), hi - lo, in, out, beta != 0.0f))
+    return;
   if (hi - lo <= kGemvRows) {
     for (std::int64_t r = lo; r < hi; ++r)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w.data(), in, x.row(r), 1, beta,

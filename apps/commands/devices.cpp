@@ -4,6 +4,7 @@
 #include "apps/commands/command.hpp"
 #include "gpu/device.hpp"
 #include "core/blas_kernels.hpp"
+#include "nn/f32_matmul.hpp"
 
 namespace spindle::apps {
 
@@ -19,6 +20,8 @@ void register_devices(CLI::App& app, global_options&) {
     // The host's GEMMs: OpenBLAS's kernels, and why they are these.
     const auto& note = blas_kernels_note();
     fmt::print("BLAS kernels: {}{}\n", blas_core(), note.empty() ? "" : " (" + note + ")");
+    // FP32 layers: oneDNN's AVX-512 matmul, OpenBLAS, or each by size (nn/f32_matmul).
+    fmt::print("FP32 layer products: {}\n", nn::f32_gemm_kernels());
   });
 }
 

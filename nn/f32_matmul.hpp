@@ -1,0 +1,24 @@
+// FP32 products of a linear layer's rows through oneDNN's matmul (AVX-512 JIT
+// kernels, one primitive per input width, output width and accumulate flag on
+// each thread, the row count given at run time), used by nn/ops' linear where
+// oneDNN runs AVX-512 here: OpenBLAS picks its kernels by CPU model or by
+// OPENBLAS_CORETYPE and can land on AVX2 or older ones (half the throughput
+// on this project's machine), and is slow on products of a few rows, so those
+// go to oneDNN even where OpenBLAS runs AVX-512 kernels.
+#pragma once
+
+#include <cstdint>
+
+namespace spindle::nn {
+
+/// y[m x n] = (accumulate ? y : 0) + x[m x k] W^T (W: [n x k], row-major), on
+/// the calling thread. False when BLAS should run it (no AVX-512 for oneDNN,
+/// SPINDLE_FP32_GEMM=openblas, or more than 64 rows where OpenBLAS runs AVX-512
+/// kernels; SPINDLE_FP32_GEMM=onednn takes every size): the caller uses BLAS.
+bool f32_matmul(const float* x, const float* w, float* y, std::int64_t m, std::int64_t k,
+                std::int64_t n, bool accumulate);
+
+/// Whether f32_matmul runs (what the log and benchmarks say): "onednn" or "openblas".
+const char* f32_gemm_kernels();
+
+}  // namespace spindle::nn
