@@ -157,7 +157,7 @@ status gateway::warm(const gnn_model_binding& b) {
                         st.message());
   }
   // The express lane's own pipeline warms on a first call too (its scratch and arena).
-  if (b.express) b.express->try_run({request}, 0);
+  if (b.express) b.express->try_run({request}, 0, false);
   detail::dispatch_gnn(s_->forward, b.batcher, nullptr, std::move(request),
                        caf::duration(std::chrono::seconds(30)),
                        [answer](const gnn_reply* r, const caf::error* err) {

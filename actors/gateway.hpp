@@ -115,6 +115,10 @@ struct model_loader {
   /// others retired), after a repository load that succeeded; unset: nobody.
   std::function<void(const std::string& name, const std::vector<std::string>& versions)>
       versions_served;
+  /// Before a load from a folder (either kind): brings the folder to this
+  /// node's disk when it lacks it (a cluster node fetches it from its peers'
+  /// file doors); unset: the folder is read as it is.
+  std::function<status(const std::string& name, const std::string& path)> fetch_folder;
 };
 
 class gateway final : public transport::rpc::rpc_service {

@@ -33,9 +33,12 @@ std::string gateway::stats_json() {
     self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
         .receive(
             [&](const batcher_stats& st) {
-              m["batches"] = st.batches;
-              m["small_executor_batches"] = st.small;
-              m["large_executor_batches"] = st.large;
+              // The express lane's batches ran on the door thread, routed alike.
+              const std::uint64_t lane = e->b.express ? e->b.express->batches() : 0;
+              const std::uint64_t lane_large = e->b.express ? e->b.express->large_batches() : 0;
+              m["batches"] = st.batches + lane;
+              m["small_executor_batches"] = st.small + lane - lane_large;
+              m["large_executor_batches"] = st.large + lane_large;
               // A cluster's shared queue: the batches each rank's pipelines answered
               // (a rank that joined counts from its join; one that left keeps its count).
               auto count = [&m](std::int32_t rank, std::uint64_t batches) {

@@ -252,6 +252,8 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
       return make_error(errc::invalid_argument, "work_conserving = '{}': expected true or false",
                         shown(value));
     e.b.policy.work_conserving = value == "true";
+    // Deadline-bound batching: a lone call waits for its batch as every call does.
+    if (e.b.express) e.b.express->set_work_conserving(e.b.policy.work_conserving);
   } else {
     return make_error(errc::invalid_argument,
                       "unknown tunable '{}' (GNN models: {}; on a cluster's coordinator also {})",

@@ -55,12 +55,22 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self) {
 
 namespace {
 
+// A call with a deadline held in a door's turn: it goes through the forwarder,
+// whose request times out at the deadline.
+struct timed_call {
+  serving::gnn_request request;
+  caf::duration timeout;
+  std::function<void(const gnn_reply*, const caf::error*)> done;
+};
+
 // The calls this thread holds while a door's turn is open, by batcher (with the
-// model's express lane, or null).
+// model's express lane, or null, and the forwarder of its calls with a deadline).
 struct held_calls {
   batcher_actor batcher;
   serving::express_lane* express = nullptr;
+  caf::actor forwarder;
   gnn_calls calls;
+  std::vector<timed_call> timed;
 };
 struct held_sends {
   bool holding = false;
@@ -87,14 +97,48 @@ bool run_express(serving::express_lane* express,
 
 void hold_gnn_sends() { held.holding = true; }
 
+namespace {
+
+// A turn's calls of one model run here through its express lane when it takes
+// them all (those with a deadline too: one turn's calls are judged together, so
+// a busy door's calls are never run one by one on its thread); false: not run.
+bool run_turn_express(held_calls& h) {
+  if (!h.express) return false;
+  auto& calls = h.calls;
+  if (h.timed.empty()) {
+    auto answer = [&calls](std::size_t i, const gnn_reply& r) { calls.done[i](r); };
+    return run_express(h.express, calls.requests, answer);
+  }
+  const std::size_t untimed = calls.requests.size();
+  std::vector<serving::gnn_request> all;
+  all.reserve(untimed + h.timed.size());
+  for (auto& r : calls.requests) all.push_back(std::move(r));
+  for (auto& t : h.timed) all.push_back(std::move(t.request));
+  auto answer = [&](std::size_t i, const gnn_reply& r) {
+    if (i < untimed)
+      calls.done[i](r);
+    else
+      h.timed[i - untimed].done(&r, nullptr);
+  };
+  if (run_express(h.express, all, answer)) return true;
+  for (std::size_t i = 0; i < untimed; ++i) calls.requests[i] = std::move(all[i]);
+  for (std::size_t i = 0; i < h.timed.size(); ++i) h.timed[i].request = std::move(all[untimed + i]);
+  return false;
+}
+
+}  // namespace
+
 void release_gnn_sends() {
   held.holding = false;
   auto sends = std::move(held.by_batcher);
   held.by_batcher.clear();
   for (auto& h : sends) {
+    if (run_turn_express(h)) continue;
+    for (auto& t : h.timed)
+      caf::anon_send(h.forwarder,
+                     gnn_dispatch{h.batcher, std::move(t.request), t.timeout, std::move(t.done)});
     auto& calls = h.calls;
-    auto answer = [&calls](std::size_t i, const gnn_reply& r) { calls.done[i](r); };
-    if (run_express(h.express, calls.requests, answer)) continue;
+    if (calls.requests.empty()) continue;
     if (calls.requests.size() == 1)
       caf::anon_send(h.batcher, infer_atom::value, std::move(calls.requests[0]),
                      std::move(calls.done[0]));
@@ -108,15 +152,20 @@ void release_gnn_sends() {
 // batcher, the batcher's response), or one for all the calls a door read in one
 // pass of its event loop (hold_gnn_sends), and the batcher answers a closed
 // batch's calls one after another on its thread. A call with a deadline keeps
-// the forwarder, whose request times out at the deadline.
+// the forwarder, whose request times out at the deadline (held in a turn too).
 void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
                   serving::express_lane* express, serving::gnn_request request,
                   caf::duration timeout,
                   std::function<void(const gnn_reply*, const caf::error*)> done) {
-  if (!timeout.valid() && held.holding) {  // caf::infinite, in a door's turn
+  if (held.holding) {  // in a door's turn: handed on, or run here, at its end
     auto it = std::find_if(held.by_batcher.begin(), held.by_batcher.end(),
                            [&](const auto& e) { return e.batcher == batcher; });
-    if (it == held.by_batcher.end()) it = held.by_batcher.insert(it, {batcher, express, {}});
+    if (it == held.by_batcher.end())
+      it = held.by_batcher.insert(it, {batcher, express, forwarder, {}, {}});
+    if (timeout.valid()) {
+      it->timed.push_back({std::move(request), timeout, std::move(done)});
+      return;
+    }
     it->calls.requests.push_back(std::move(request));
     it->calls.done.emplace_back(std::move(done));
     return;

@@ -259,7 +259,6 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
   actors::model_loader l;
   l.load = [this, admission](const std::string& name,
                              const std::string& path) -> expected<actors::gnn_model_binding> {
-    SPINDLE_TRY(fetch_folder(name, path));
     SPINDLE_ASSIGN_OR_RETURN(auto b, load(name, path, admission));
     served_from(name, path);
     listed_after_load(name, path);
@@ -268,7 +267,6 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
   l.load_rec = [this, inner = std::move(load_rec)](
                    const std::string& name,
                    const std::string& path) -> expected<actors::rec_model_binding> {
-    SPINDLE_TRY(fetch_folder(name, path));
     SPINDLE_ASSIGN_OR_RETURN(auto b, inner(name, path));
     served_from(name, path);
     {
@@ -277,6 +275,9 @@ actors::model_loader door_gnns::loader(serving::admission_options admission, rec
     }
     listed_after_load(name, path);
     return b;
+  };
+  l.fetch_folder = [this](const std::string& name, const std::string& path) {
+    return fetch_folder(name, path);
   };
   l.rec_unloaded = [this](const std::string& name) {
     // Off the list before off this door's set: the follower must not see it

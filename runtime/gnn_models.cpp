@@ -162,6 +162,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     l.max_requests = defaults_.express_max_requests;
     l.device_routed = device_routed;
     s->express = std::make_shared<serving::express_lane>(ds_, *s->model, *s->router, pool_, l);
+    s->express->set_work_conserving(bp.work_conserving);
     b.express = s->express;
   }
   b.type_tables = std::move(type_rows.stats);

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "core/log.hpp"
 #include "transport/net/file_fetch.hpp"
@@ -143,6 +145,10 @@ expected<std::string> repository_unit(const std::string& dir, const std::string&
 }
 
 constexpr const char* kLoadedRoot = "loaded-model";
+// A load at run time waits this long at most for a door (the loading thread
+// waits with it); a door that has not loaded the model yet says this.
+constexpr int kLoadedWaitS = 30;
+constexpr const char* kNotLoadedThere = "loaded from a folder at this door";
 
 }  // namespace
 
@@ -163,8 +169,7 @@ expected<std::string> loaded_folders::folder(const std::string& name) const {
   std::lock_guard lock(mu_);
   auto it = dirs_.find(name);
   if (it == dirs_.end())
-    return make_error(errc::not_found, "no model '{}' loaded from a folder at this door",
-                      name.substr(0, 64));
+    return make_error(errc::not_found, "no model '{}' {}", name.substr(0, 64), kNotLoadedThere);
   return it->second;
 }
 
@@ -179,8 +184,16 @@ status fetch_loaded_folder(const rank_files_args& f, const std::string& name,
   r.word = name;
   r.base = dir;
   r.at_base = true;
-  r.wait_s = f.fetch_wait_s;
+  r.wait_s = std::min(f.fetch_wait_s, kLoadedWaitS);
+  // The door may not have loaded it yet (it follows the cluster's model list as
+  // this rank does): asked again until it has, or until the wait is spent.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(r.wait_s);
   auto got = transport::net::fetch_folder(r);
+  while (!got && got.error().message().find(kNotLoadedThere) != std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    got = transport::net::fetch_folder(r);
+  }
   if (!got)
     return std::move(got).error().with_context(
         fmt::format("model '{}' from {} (not on this rank's disk): ", name, dir));

@@ -22,13 +22,20 @@ bool express_lane::fits(const std::vector<gnn_request>& batch) const {
 }
 
 std::optional<batch_result> express_lane::try_run(const std::vector<gnn_request>& batch,
-                                                  std::size_t entered) {
+                                                  std::size_t entered, bool counted) {
+  if (!work_conserving_.load(std::memory_order_relaxed)) return std::nullopt;
   if (outstanding_.load() != std::int64_t(entered) || !fits(batch)) return std::nullopt;
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock() || !pipeline_) return std::nullopt;
-  auto res = pipeline_->run(batch);
-  batches_.fetch_add(1, std::memory_order_relaxed);
-  requests_.fetch_add(batch.size(), std::memory_order_relaxed);
+  // Beside GPU pipelines the lane took it as a small batch (fits): it runs as
+  // one, whatever the router's threshold says by now.
+  auto res = limits_.device_routed ? pipeline_->run(batch, psgs_router::choice::small)
+                                   : pipeline_->run(batch);
+  if (counted) {
+    batches_.fetch_add(1, std::memory_order_relaxed);
+    requests_.fetch_add(batch.size(), std::memory_order_relaxed);
+    if (res.executor == psgs_router::choice::large) large_.fetch_add(1, std::memory_order_relaxed);
+  }
   return res;
 }
 

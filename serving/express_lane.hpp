@@ -42,21 +42,27 @@ class express_lane {
   /// Runs `batch` on the calling thread when the lane may take it (within the
   /// limits, the model idle, the lane free, routed as the pipelines would run it),
   /// and returns its result; nullopt otherwise: hand it to the batcher. `entered`:
-  /// how many of the outstanding calls (enter) are this batch's own.
+  /// how many of the outstanding calls (enter) are this batch's own; `counted`
+  /// false: not in the counters (the server's warm-up call).
   std::optional<batch_result> try_run(const std::vector<gnn_request>& batch,
-                                      std::size_t entered);
+                                      std::size_t entered, bool counted = true);
 
   /// The fanouts tunable: the lane samples as the pipelines do.
   status set_fanouts(std::vector<int> fanouts);
   /// The model goes: the lane runs nothing more and frees its pipeline.
   void close();
 
+  /// The batcher's `work_conserving` tunable: false (every call waits for its
+  /// batch's deadline or size) turns the lane off until it is true again.
+  void set_work_conserving(bool on) { work_conserving_.store(on, std::memory_order_relaxed); }
   /// The `express_max_requests` tunable (0: the lane runs nothing).
   void set_max_requests(std::size_t n) { max_requests_.store(n, std::memory_order_relaxed); }
   std::size_t max_requests() const { return max_requests_.load(std::memory_order_relaxed); }
 
   std::uint64_t batches() const { return batches_.load(std::memory_order_relaxed); }
   std::uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
+  /// Of batches(): those its router sent to the large executor (the rest: small).
+  std::uint64_t large_batches() const { return large_.load(std::memory_order_relaxed); }
 
  private:
   bool fits(const std::vector<gnn_request>& batch) const;
@@ -65,10 +71,11 @@ class express_lane {
   const psgs_router& router_;
   const limits limits_;
   std::atomic<std::size_t> max_requests_;
+  std::atomic<bool> work_conserving_{true};
   std::atomic<std::int64_t> outstanding_{0};
   std::mutex mu_;  // held while a thread runs the lane (try_lock: never waited for)
   std::unique_ptr<gnn_pipeline> pipeline_;  // null once closed
-  std::atomic<std::uint64_t> batches_{0}, requests_{0};
+  std::atomic<std::uint64_t> batches_{0}, requests_{0}, large_{0};
 };
 
 }  // namespace spindle::serving

@@ -91,7 +91,9 @@ TEST(front_door_ops_test, the_access_log_and_the_admin_log_name_the_door_and_hel
 // Run to completion: a lone call that finds its model idle runs on the door's
 // thread (the express lane, Admin stats' `express`), over Cap'n Proto and over
 // KServe HTTP, and answers as the batcher's pipeline does, bit for bit; with
-// the tunable at 0 every call goes through the batcher; a bad value is refused by name.
+// the tunable at 0 every call goes through the batcher; under load (16 in
+// flight, with deadlines) the batcher takes them; work_conserving false turns
+// the lane off; a bad value is refused by name.
 TEST(front_door_ops_test, a_lone_call_on_an_idle_model_runs_on_the_door_thread_as_the_batcher_answers) {
   auto& f = fixture();
   const std::string token_file = f.dir + "/express.token";
@@ -137,6 +139,30 @@ TEST(front_door_ops_test, a_lone_call_on_an_idle_model_runs_on_the_door_thread_a
   ASSERT_TRUE(off.has_value() && off->status == rpc::rpc_status::ok) << (off ? off->message : "");
   EXPECT_EQ(answers(), express);  // the batcher's pipeline answers the same, bit for bit
   EXPECT_EQ(express_batches(), before + 5);
+  // Under load the batcher takes the calls, those with a deadline too: 16 in
+  // flight, each call read in a turn with others or behind outstanding ones.
+  ASSERT_TRUE((*c)->set_tunable(token, "sage", "express_max_requests", "1").has_value());
+  std::vector<rpc::gnn_call> loaded;
+  for (int i = 0; i < 800; ++i) {
+    rpc::gnn_call call{"sage", {std::int64_t(i % 2000)}};
+    call.deadline_us = 1'000'000;
+    loaded.push_back(call);
+  }
+  int ok = 0;
+  const auto before_load = express_batches();
+  ASSERT_TRUE((*c)->run_closed_loop(loaded, 16, [&](std::size_t, const rpc::gnn_answer& a, double) {
+                     ok += a.status == rpc::rpc_status::ok;
+                   }).is_ok());
+  EXPECT_EQ(ok, 800);
+  const auto lane_took = express_batches() - before_load;
+  std::printf("16 calls in flight with a deadline: the express lane ran %llu of 800\n",
+              static_cast<unsigned long long>(lane_took));
+  EXPECT_LT(lane_took, 400u);
+  // work_conserving false: every call waits for its batch, a lone one too.
+  ASSERT_TRUE((*c)->set_tunable(token, "sage", "work_conserving", "false").has_value());
+  const auto before_wc = express_batches();
+  answers();
+  EXPECT_EQ(express_batches(), before_wc);
   auto bad = (*c)->set_tunable(token, "sage", "express_max_requests", "65");
   ASSERT_TRUE(bad.has_value());
   EXPECT_NE(bad->status, rpc::rpc_status::ok);

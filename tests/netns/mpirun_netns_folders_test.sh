@@ -8,8 +8,8 @@
 # process serving the same folders. A version 2 put on rank 0's disk alone and
 # loaded through rank 1's door is fetched by rank 1 at the load and by rank 2
 # as it follows the list: all three doors answer as one process serving version 2.
-# A model loaded at run time from a plain folder on rank 0's disk only is
-# fetched by ranks 1 and 2 as they follow the load.
+# A GNN and a recommendation model loaded at run time from plain folders on
+# rank 0's disk only are fetched by ranks 1 and 2 as they follow the load.
 # A DLRM (--dlrm-model, also on rank 0's disk only) is fetched too, each rank's
 # parameter server filled from it, and rows published to the Redis Stream on
 # machine 0 (--updates) reach the answers of all three doors alike.
@@ -38,8 +38,8 @@ ctr() {  # DOOR: the DLRM's score for the golden batch's first sample (key 2 in 
     python3 -c 'import json,sys; a = json.load(sys.stdin); assert a["status"] == "ok"; print("%.6f" % a["scores"][0])'
 }
 
-scores() {  # DOOR: the NCF's scores for one sample
-  "$spindle" client --connect "$1" --model ncf rec --sparse 1 --sparse 2 --sparse 3 --sparse 4 --json 2> /dev/null |
+scores() {  # DOOR [MODEL]: an NCF's scores for one sample (default the start's, ncf)
+  "$spindle" client --connect "$1" --model "${2:-ncf}" rec --sparse 1 --sparse 2 --sparse 3 --sparse 4 --json 2> /dev/null |
     python3 -c 'import json,sys; a = json.load(sys.stdin); assert a["status"] == "ok"; print(a["scores"])'
 }
 
@@ -161,6 +161,26 @@ np.save(sys.argv[1] + "/v.npy", np.full((1, 8), 3.0, dtype=np.float32))' "$work"
   done
   judge_three_doors plain "$repo_one" "a plain folder on rank 0's disk only, loaded at run time" ||
     { tail -20 "$work/mpirun.log"; return 1; }
+  # The same for a recommendation model (its kind is read from the folder, so the
+  # folder comes first).
+  "$spindle" model init --arch ncf --tables 10,20,10,20 --seed 14 --out-dir "${dirs[0]}/ncf2" \
+    > /dev/null && cp -r "${dirs[0]}/ncf2" "$work/ncf2" || return 1
+  "$spindle" client --connect "$repo_one" --token-file "$work/admin.token" admin load ncf2 \
+    "$work/ncf2" > /dev/null || { echo "FAIL: the single process did not load 'ncf2'"; return 1; }
+  out=$("$spindle" client --connect "${subnet}.1:7700" --token-file "${dirs[0]}/admin.token" \
+    admin load ncf2 "$data/ncf2" 2>&1) || { echo "FAIL: load of ncf2 through rank 0's door: $out"; return 1; }
+  want=$(scores "$repo_one" ncf2)
+  for r in 1 2 3; do
+    got=""
+    for _ in $(seq 150); do  # each follower fetches, then loads it
+      got=$(scores "${subnet}.$r:7700" ncf2) && [ -n "$got" ] && break
+      sleep 0.2
+    done
+    [ -n "$want" ] && [ "$got" = "$want" ] ||
+      { echo "FAIL: ncf2 at door $r: '$got', one process '$want'"; tail -20 "$work/mpirun.log"; return 1; }
+  done
+  grep -E "fetched model 'ncf2'" "$work/mpirun.log" | head -2
+  echo "a recommendation model's folder on rank 0's disk only, loaded at run time: the three doors score as one process ($want)"
 }
 export -f body checks mpirun_cluster_start judge_three_doors late judge_late scores ctr
 export spindle work root

@@ -102,8 +102,14 @@ struct file_door::impl {
         return make_error(errc::invalid_argument, "'{}' does not name a folder of '{}'",
                           q[2].substr(0, 64), r->name);
       SPINDLE_ASSIGN_OR_RETURN(auto dir, r->folder_named(q[2]));
-      SPINDLE_ASSIGN_OR_RETURN(auto m, manifests->current(r->name, dir, q[2]));
-      return to_text(m);
+      auto m = manifests->current(r->name, dir, q[2]);
+      if (!m) {  // the peer learns the root and the name, never the folder's path
+        std::string why = m.error().message();
+        for (std::size_t at; !dir.empty() && (at = why.find(dir)) != std::string::npos;)
+          why.replace(at, dir.size(), r->name + "/" + q[2]);
+        return make_error(m.error().code(), "{}", why);
+      }
+      return to_text(*m);
     }
     if (r->unit_named) {
       SPINDLE_ASSIGN_OR_RETURN(unit, r->unit_named(q[2]));
@@ -140,10 +146,11 @@ struct file_door::impl {
       return make_error(errc::not_found, "refused: {} {} is not a file this door serves",
                         g.root->name, g.path.substr(0, 200));
     const std::string want = g.sha256.empty() ? f->entry.sha256 : g.sha256;
-    if (g.dir().empty())  // a folder by name the door no longer serves (its model unloaded)
+    const std::string dir = g.dir();  // looked up once: a folder by name may go meanwhile
+    if (dir.empty())  // a folder by name the door no longer serves (its model unloaded)
       return make_error(errc::not_found, "refused: {} {} is no longer served here", g.root->name,
                         g.unit.substr(0, 64));
-    const std::string path = g.dir() + "/" + g.path;
+    const std::string path = dir + "/" + g.path;
     const std::string inside = (g.unit == "." ? "" : "/" + g.unit) + "/" + g.path;
     for (int attempt = 0;; ++attempt) {
       const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -151,7 +158,7 @@ struct file_door::impl {
         // A link swapped in for a folder on the way is not followed either: the
         // file must resolve to itself under the served folder.
         const std::string expected_path = g.root->folder_named
-                                              ? resolved(g.dir()) + "/" + g.path
+                                              ? resolved(dir) + "/" + g.path
                                               : resolved(g.root->dir) + inside;
         if (resolved(path) != expected_path) {
           ::close(in);
@@ -171,7 +178,7 @@ struct file_door::impl {
         return std::make_pair(-1, *f);
       }
       // Changed or gone since it was hashed: the unit is listed again (logged).
-      if (auto m = manifests->current(g.root->name, g.dir(), g.unit); !m)
+      if (auto m = manifests->current(g.root->name, dir, g.unit); !m)
         return std::move(m).error();
       count_changes();
       f = manifests->find(g.root->name, g.unit, g.path);
