@@ -30,12 +30,12 @@ std::string gateway::stats_json() {
   for (const auto& [name, e] : s_->gnn_all()) {
     auto m = e->c.json(e->admission);
     m["scheduler"] = std::string(e->scheduler->kind());
+    // The express lane's batches ran on the door thread, routed alike.
+    const std::uint64_t lane = e->b.express ? e->b.express->batches() : 0;
+    const std::uint64_t lane_large = e->b.express ? e->b.express->large_batches() : 0;
     self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
         .receive(
             [&](const batcher_stats& st) {
-              // The express lane's batches ran on the door thread, routed alike.
-              const std::uint64_t lane = e->b.express ? e->b.express->batches() : 0;
-              const std::uint64_t lane_large = e->b.express ? e->b.express->large_batches() : 0;
               m["batches"] = st.batches + lane;
               m["small_executor_batches"] = st.small + lane - lane_large;
               m["large_executor_batches"] = st.large + lane_large;

@@ -1,6 +1,7 @@
 // The GEMM-only limit of a DLRM: its bottom and top MLPs' matrix products alone
 // (cblas_sgemm, or at a few samples one cblas_sgemv per sample when faster, on
-// the OpenBLAS Spindle links, no bias, activation, embedding or
+// the OpenBLAS Spindle links, or oneDNN's FP32 matmul (nn/f32_matmul) when
+// faster, as Spindle's layers choose; no bias, activation, embedding or
 // interaction, into preallocated outputs), back to back at each batch size. The
 // best of one stream on THREADS BLAS threads and THREADS streams of one BLAS
 // thread each (as a server with THREADS workers runs them). No server can answer
@@ -16,6 +17,8 @@
 // "forward_samples_per_s"}.
 #include <cblas.h>
 #include <fmt/format.h>
+
+#include "nn/f32_matmul.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -55,18 +58,25 @@ std::vector<product> mlp_products(const config::model_desc& d) {
   return out;
 }
 
-// Runs every product back to back for `seconds`, as sgemm or (`gemv`) one
-// sgemv per sample; returns samples a second.
-double stream(const std::vector<product>& ps, int batch, double seconds, bool gemv) {
+enum class routine { sgemm, sgemv, onednn };
+
+// Runs every product back to back for `seconds`, as sgemm, one sgemv per
+// sample, or oneDNN's matmul; returns samples a second (0: oneDNN cannot here).
+double stream(const std::vector<product>& ps, int batch, double seconds, routine how) {
+  const bool gemv = how == routine::sgemv;
   std::vector<std::vector<float>> x, w, y;
   for (const auto& p : ps) {
     x.emplace_back(std::size_t(batch) * p.k, 0.5f);
     w.emplace_back(std::size_t(p.n) * p.k, 0.25f);
     y.emplace_back(std::size_t(batch) * p.n);
   }
+  bool ran = true;
   auto pass = [&] {
     for (std::size_t i = 0; i < ps.size(); ++i)
-      if (gemv)
+      if (how == routine::onednn)
+        ran = nn::f32_matmul_onednn(x[i].data(), w[i].data(), y[i].data(), batch, ps[i].k,
+                                    ps[i].n, false) && ran;
+      else if (gemv)
         for (int r = 0; r < batch; ++r)
           cblas_sgemv(CblasRowMajor, CblasNoTrans, ps[i].n, ps[i].k, 1.0f, w[i].data(), ps[i].k,
                       x[i].data() + std::size_t(r) * ps[i].k, 1, 0.0f,
@@ -76,6 +86,7 @@ double stream(const std::vector<product>& ps, int batch, double seconds, bool ge
                   x[i].data(), ps[i].k, w[i].data(), ps[i].k, 0.0f, y[i].data(), ps[i].n);
   };
   pass();  // warm-up
+  if (!ran) return 0;
   const auto t0 = clock_type::now();
   std::int64_t passes = 0;
   double elapsed = 0;
@@ -88,14 +99,15 @@ double stream(const std::vector<product>& ps, int batch, double seconds, bool ge
 }
 
 double best_of(const std::vector<product>& ps, int batch, double seconds, int threads,
-               bool gemv) {
+               routine how) {
   openblas_set_num_threads(threads);
-  const double one = stream(ps, batch, seconds, gemv);
+  // oneDNN's runs on one thread each (as Spindle's layers call it): streams only.
+  const double one = how == routine::onednn ? 0 : stream(ps, batch, seconds, how);
   openblas_set_num_threads(1);
   std::vector<double> each(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { each[std::size_t(t)] = stream(ps, batch, seconds, gemv); });
+    pool.emplace_back([&, t] { each[std::size_t(t)] = stream(ps, batch, seconds, how); });
   for (auto& th : pool) th.join();
   double many = 0;
   for (double v : each) many += v;
@@ -105,8 +117,10 @@ double best_of(const std::vector<product>& ps, int batch, double seconds, int th
 // The best of sgemm and, at a few samples, one sgemv per sample (sgemm packs
 // the whole weight matrix per call, which a handful of rows does not repay).
 double best_routine(const std::vector<product>& ps, int batch, double seconds, int threads) {
-  const double gemm = best_of(ps, batch, seconds, threads, false);
-  return batch > 8 ? gemm : std::max(gemm, best_of(ps, batch, seconds, threads, true));
+  double best = std::max(best_of(ps, batch, seconds, threads, routine::sgemm),
+                         best_of(ps, batch, seconds, threads, routine::onednn));
+  if (batch <= 8) best = std::max(best, best_of(ps, batch, seconds, threads, routine::sgemv));
+  return best;
 }
 
 // The model's forward, back to back on one thread for `seconds`; samples a second.

@@ -74,6 +74,16 @@ struct f32_matmuls {
 bool f32_matmul(const float* x, const float* w, float* y, std::int64_t m, std::int64_t k,
                 std::int64_t n, bool accumulate) {
   if (m <= 0 || !use_onednn(m)) return false;
+  return f32_matmul_onednn(x, w, y, m, k, n, accumulate);
+}
+
+bool f32_matmul_onednn(const float* x, const float* w, float* y, std::int64_t m, std::int64_t k,
+                       std::int64_t n, bool accumulate) {
+  static const bool avx512 = [] {
+    const auto want = int(dnnl::cpu_isa::avx512_core);
+    return (int(dnnl::get_effective_cpu_isa()) & want) == want;
+  }();
+  if (!avx512 || m <= 0) return false;
   thread_local f32_matmuls cache;
   omp_set_num_threads(1);  // this thread only: the pool already split the rows
   dnnl::memory src({{m, k}, dt::f32, tag::ab}, cache.engine, const_cast<float*>(x));

@@ -18,7 +18,12 @@ namespace spindle::nn {
 bool f32_matmul(const float* x, const float* w, float* y, std::int64_t m, std::int64_t k,
                 std::int64_t n, bool accumulate);
 
-/// Whether f32_matmul runs (what the log and benchmarks say): "onednn" or "openblas".
+/// The same through oneDNN whatever the size or BLAS (benchmarks: the GEMM-only
+/// limit takes the better routine); false without AVX-512 for oneDNN.
+bool f32_matmul_onednn(const float* x, const float* w, float* y, std::int64_t m, std::int64_t k,
+                       std::int64_t n, bool accumulate);
+
+/// Which products f32_matmul takes (`spindle devices` prints it).
 const char* f32_gemm_kernels();
 
 }  // namespace spindle::nn
