@@ -33,10 +33,10 @@ constexpr const char* kRepositoryRoot = "model-repository";
 
 std::string rec_root(const std::string& name) { return "rec-model:" + name; }
 
-// One folder (or, with `word`, one unit of a root served by name) fetched or checked.
-status fetch_one_folder(const rank_files_args& f, const std::string& root, const std::string& base,
-                        int rank, const std::string& token, bool on_disk,
-                        const std::string& word = "") {
+// A fetch of root's unit (by `rank`, or by `word` when set) into `base` from --fetch-from's doors.
+transport::net::fetch_request request_of(const rank_files_args& f, const std::string& root,
+                                         const std::string& base, int rank,
+                                         const std::string& token, const std::string& word) {
   transport::net::fetch_request r;
   r.peers = f.fetch_from;
   r.token = token;
@@ -44,6 +44,14 @@ status fetch_one_folder(const rank_files_args& f, const std::string& root, const
   r.rank = rank;
   r.word = word;
   r.base = base;
+  return r;
+}
+
+// One folder (or, with `word`, one unit of a root served by name) fetched or checked.
+status fetch_one_folder(const rank_files_args& f, const std::string& root, const std::string& base,
+                        int rank, const std::string& token, bool on_disk,
+                        const std::string& word = "") {
+  auto r = request_of(f, root, base, rank, token, word);
   r.wait_s = on_disk ? std::min(kCheckWaitS, f.fetch_wait_s) : f.fetch_wait_s;
   auto got = transport::net::fetch_folder(r);
   if (!got && on_disk && got.error().code() == errc::unavailable) {
@@ -93,12 +101,7 @@ std::set<std::string> version_units(const transport::net::file_manifest& m) {
 // The versions the first door that answers within `wait_s` holds (errc::unavailable: none did).
 expected<std::set<std::string>> door_versions(const rank_files_args& f, const std::string& dir,
                                               const std::string& token, int wait_s) {
-  transport::net::fetch_request r;
-  r.peers = f.fetch_from;
-  r.token = token;
-  r.root = kRepositoryRoot;
-  r.word = ".";
-  r.base = dir;
+  auto r = request_of(f, kRepositoryRoot, dir, 0, token, ".");
   r.wait_s = wait_s;
   SPINDLE_ASSIGN_OR_RETURN(auto m, transport::net::fetch_manifest(r));
   return version_units(m);
@@ -177,12 +180,7 @@ status fetch_loaded_folder(const rank_files_args& f, const std::string& name,
                            const std::string& dir, const std::string& token) {
   if (f.fetch_from.empty() || dir.empty() || path_exists(dir + "/model.toml"))
     return status::ok();
-  transport::net::fetch_request r;
-  r.peers = f.fetch_from;
-  r.token = token;
-  r.root = kLoadedRoot;
-  r.word = name;
-  r.base = dir;
+  auto r = request_of(f, kLoadedRoot, dir, 0, token, name);
   r.at_base = true;
   r.wait_s = std::min(f.fetch_wait_s, kLoadedWaitS);
   // The door may not have loaded it yet (it follows the cluster's model list as

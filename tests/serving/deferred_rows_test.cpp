@@ -13,6 +13,7 @@
 
 #include "../actors/small_gnn.hpp"
 #include "serving/gnn_pipeline.hpp"
+#include "tests/serving/host_backed_executor.hpp"
 
 namespace spindle::serving {
 namespace {
@@ -20,21 +21,13 @@ namespace {
 // A GPU executor's deferred rows, on the host: one batch's rows kept at a time
 // (a second gather brings the first's back, as the CUDA executor does), the
 // host buffer poisoned until host_rows, its own pass reading its own copy.
-class deferring_executor final : public batch_executor {
+class deferring_executor final : public testing::host_backed_executor {
  public:
   std::string_view name() const override { return "deferring"; }
-  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
-                const graph::sample_options& o, graph::sampled_subgraph& out) override {
-    return host_.sample(g, seeds, o, out);
-  }
-  void gather(std::span<const float> table, std::int64_t dim, std::span<const std::int64_t> ids,
-              float* out) override {
-    host_.gather(table, dim, ids, out);
-  }
   void gather_for_pass(std::span<const float> table, std::int64_t dim,
                        std::span<const std::int64_t> ids, float* out) override {
     std::vector<float> rows(ids.size() * std::size_t(dim));
-    host_.gather(table, dim, ids, rows.data());
+    host.gather(table, dim, ids, rows.data());
     keep(out, std::move(rows));
   }
   status gather_from(const feature_source& source, std::int64_t dim,
@@ -56,9 +49,9 @@ class deferring_executor final : public batch_executor {
   expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
                                std::span<const nn::block> blocks, std::span<const float> degree,
                                const nn::tensor& x) override {
-    if (x.data() != kept_at_) return host_.forward(m, a, blocks, degree, x);
+    if (x.data() != kept_at_) return host.forward(m, a, blocks, degree, x);
     ++device_passes;  // the pass reads the rows where the gather left them
-    return host_.forward(m, a, blocks, degree, nn::tensor::borrow(kept_.data(), x.shape()));
+    return host.forward(m, a, blocks, degree, nn::tensor::borrow(kept_.data(), x.shape()));
   }
   int device_passes = 0, brought_back = 0;
 
@@ -75,7 +68,6 @@ class deferring_executor final : public batch_executor {
     kept_at_ = nullptr;
     kept_.clear();
   }
-  host_executor host_;
   std::vector<float> kept_;
   float* kept_at_ = nullptr;
 };

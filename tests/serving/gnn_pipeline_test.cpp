@@ -12,6 +12,7 @@
 #include "../actors/small_gnn.hpp"
 #include "colocation/task_bytes.hpp"
 #include "serving/device_rows_note.hpp"
+#include "tests/serving/host_backed_executor.hpp"
 
 namespace spindle::serving {
 namespace {
@@ -261,24 +262,10 @@ TEST(gnn_pipeline_test, fanouts_come_from_the_model_and_a_misfit_is_an_error) {
 // The large executor as a GPU's is seen by GNNSched's device slots: forward_in
 // is asked first, and a model it has no device layers for (here: every model,
 // as GAT on a GPU) falls back to the host pass with the same answers.
-struct slot_recording_executor final : batch_executor {
-  host_executor host;
+struct slot_recording_executor final : testing::host_backed_executor {
   int forward_in_calls = 0;
   void* last_stream = nullptr;
   std::string_view name() const override { return "recording"; }
-  status sample(const graph::csr_view& g, std::span<const std::int64_t> seeds,
-                const graph::sample_options& o, graph::sampled_subgraph& out) override {
-    return host.sample(g, seeds, o, out);
-  }
-  void gather(std::span<const float> t, std::int64_t dim, std::span<const std::int64_t> ids,
-              float* out) override {
-    host.gather(t, dim, ids, out);
-  }
-  expected<nn::tensor> forward(const nn::model& m, nn::allocator& a,
-                               std::span<const nn::block> blocks, std::span<const float> degree,
-                               const nn::tensor& x) override {
-    return host.forward(m, a, blocks, degree, x);
-  }
   expected<nn::tensor> forward_in(device_slot slot, const nn::model& m, nn::allocator& a,
                                   std::span<const nn::block> blocks, std::span<const float> degree,
                                   const nn::tensor& x) override {
