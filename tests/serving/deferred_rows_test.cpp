@@ -125,12 +125,7 @@ TEST(deferred_rows_test, several_graphs_in_a_batch_answer_as_the_host) {
 
 TEST(deferred_rows_test, named_outputs_read_the_rows_on_the_host) {
   deferred_fixture f;
-  auto d = config::parse_model_desc(
-      "[model]\narch = \"stack\"\nin = 16\nout = 5\n"
-      "[[op]]\nkind = \"sage\"\nname = \"conv1\"\nprefix = \"conv1\"\nin = 16\nout = 32\n"
-      "[[op]]\nkind = \"relu\"\nname = \"act\"\n"
-      "[[op]]\nkind = \"sage\"\nname = \"conv2\"\nprefix = \"conv2\"\nin = 32\nout = 5\n",
-      "stack");
+  auto d = testing::small_stack_desc();
   ASSERT_TRUE(d.has_value()) << d.error().message();
   const auto& stack = f.load(*d, "-deferred-stack");
   gnn_request named{{5, 17}, 42}, plain{{5, 17}, 42};

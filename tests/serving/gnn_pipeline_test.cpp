@@ -173,12 +173,7 @@ TEST(gnn_pipeline_test, pairs_score_their_rows_and_misfits_fail_alone) {
 // models without named values fail their request alone.
 TEST(gnn_pipeline_test, named_outputs_are_the_values_at_the_seeds) {
   fixture f;
-  auto d = config::parse_model_desc(
-      "[model]\narch = \"stack\"\nin = 16\nout = 5\n"
-      "[[op]]\nkind = \"sage\"\nname = \"conv1\"\nprefix = \"conv1\"\nin = 16\nout = 32\n"
-      "[[op]]\nkind = \"relu\"\nname = \"act\"\n"
-      "[[op]]\nkind = \"sage\"\nname = \"conv2\"\nprefix = \"conv2\"\nin = 32\nout = 5\n",
-      "stack");
+  auto d = testing::small_stack_desc();
   ASSERT_TRUE(d.has_value()) << d.error().message();
   const auto dir = f.model_dir + "-stack";
   ASSERT_TRUE(nn::init_model(*d, 3, dir).is_ok());
