@@ -52,8 +52,13 @@ const std::string& key_of(const gnn_model_binding& b) { return b.key.empty() ? b
 status gateway::load_model(const std::string& name, const std::string& path) {
   SPINDLE_TRY(check_model_name(name));
   if (!path.empty()) {
-    // Before its model.toml is read: that says which kind of model it is.
-    if (s_->loader.fetch_folder) SPINDLE_TRY(s_->loader.fetch_folder(name, path));
+    // Before its model.toml is read: that says which kind of model it is. One
+    // fetch at a time (two loads of a folder must not write its staging folder
+    // together; the second finds it in place), outside the load lock.
+    if (s_->loader.fetch_folder) {
+      spindle::lock_guard one_fetch(s_->fetching);
+      SPINDLE_TRY(s_->loader.fetch_folder(name, path));
+    }
     auto d = config::load_model_desc(path);
     if (d && d->is_rec()) return load_rec(name, path);
     if (!d && !s_->loader.load) return d.error();  // no GNN loader to say it instead

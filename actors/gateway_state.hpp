@@ -179,6 +179,7 @@ struct gateway::state {
   /// Graph update batches by door (kGraphDoors order): applied, refused.
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> graph_by_door{};
   spindle::mutex loading;  // one load or unload at a time (gnn_models is single-caller)
+  spindle::mutex fetching;  // one folder fetch before a load at a time
   explicit state(caf::actor_system& s) : sys(s), forward(s.spawn(detail::gateway_forwarder)) {}
 
   std::shared_ptr<gnn_entry> gnn_of(const std::string& name) const {

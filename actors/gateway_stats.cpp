@@ -31,8 +31,9 @@ std::string gateway::stats_json() {
     auto m = e->c.json(e->admission);
     m["scheduler"] = std::string(e->scheduler->kind());
     // The express lane's batches ran on the door thread, routed alike.
-    const std::uint64_t lane = e->b.express ? e->b.express->batches() : 0;
+    // Large first: a batch counted between the two reads leaves lane >= lane_large.
     const std::uint64_t lane_large = e->b.express ? e->b.express->large_batches() : 0;
+    const std::uint64_t lane = e->b.express ? std::max(e->b.express->batches(), lane_large) : 0;
     self->request(e->b.batcher, std::chrono::seconds(2), stats_atom::value)
         .receive(
             [&](const batcher_stats& st) {

@@ -55,11 +55,23 @@ caf::behavior gateway_forwarder(caf::event_based_actor* self) {
 
 namespace {
 
+// A CAF duration (a deadline's timeout) as a std::chrono one.
+std::chrono::nanoseconds chrono_of(const caf::duration& d) {
+  const auto n = std::chrono::nanoseconds::rep(d.count);
+  switch (d.unit) {
+    case caf::time_unit::minutes: return std::chrono::minutes(n);
+    case caf::time_unit::seconds: return std::chrono::seconds(n);
+    case caf::time_unit::milliseconds: return std::chrono::milliseconds(n);
+    case caf::time_unit::microseconds: return std::chrono::microseconds(n);
+    default: return std::chrono::nanoseconds(n);
+  }
+}
+
 // A call with a deadline held in a door's turn: it goes through the forwarder,
 // whose request times out at the deadline.
 struct timed_call {
   serving::gnn_request request;
-  caf::duration timeout;
+  clock_type::time_point due;  // when its deadline passes (its timeout from the read)
   std::function<void(const gnn_reply*, const caf::error*)> done;
 };
 
@@ -134,9 +146,16 @@ void release_gnn_sends() {
   held.by_batcher.clear();
   for (auto& h : sends) {
     if (run_turn_express(h)) continue;
-    for (auto& t : h.timed)
-      caf::anon_send(h.forwarder,
-                     gnn_dispatch{h.batcher, std::move(t.request), t.timeout, std::move(t.done)});
+    for (auto& t : h.timed) {  // what is left of its deadline, which runs from the read
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(t.due - clock_type::now());
+      if (left.count() <= 0) {
+        const caf::error late = caf::sec::request_timeout;
+        t.done(nullptr, &late);
+        continue;
+      }
+      caf::anon_send(h.forwarder, gnn_dispatch{h.batcher, std::move(t.request),
+                                               caf::duration(left), std::move(t.done)});
+    }
     auto& calls = h.calls;
     if (calls.requests.empty()) continue;
     if (calls.requests.size() == 1)
@@ -163,7 +182,8 @@ void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
     if (it == held.by_batcher.end())
       it = held.by_batcher.insert(it, {batcher, express, forwarder, {}, {}});
     if (timeout.valid()) {
-      it->timed.push_back({std::move(request), timeout, std::move(done)});
+      const auto due = clock_type::now() + chrono_of(timeout);
+      it->timed.push_back({std::move(request), due, std::move(done)});
       return;
     }
     it->calls.requests.push_back(std::move(request));

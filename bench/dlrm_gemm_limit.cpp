@@ -1,7 +1,8 @@
 // The GEMM-only limit of a DLRM: its bottom and top MLPs' matrix products alone
 // (cblas_sgemm, or at a few samples one cblas_sgemv per sample when faster, on
-// the OpenBLAS Spindle links, or oneDNN's FP32 matmul (nn/f32_matmul) when
-// faster, as Spindle's layers choose; no bias, activation, embedding or
+// the OpenBLAS Spindle links, or oneDNN's FP32 matmul (nn/f32_matmul_onednn,
+// whatever SPINDLE_FP32_GEMM says) when faster: the better routine, which
+// Spindle's layers approach by a fixed rule; no bias, activation, embedding or
 // interaction, into preallocated outputs), back to back at each batch size. The
 // best of one stream on THREADS BLAS threads and THREADS streams of one BLAS
 // thread each (as a server with THREADS workers runs them). No server can answer

@@ -15,8 +15,10 @@ namespace spindle::nn {
 /// the calling thread. False when BLAS should run it (no AVX-512 for oneDNN,
 /// SPINDLE_FP32_GEMM=openblas, or more than 64 rows where OpenBLAS runs AVX-512
 /// kernels; SPINDLE_FP32_GEMM=onednn takes every size): the caller uses BLAS.
+/// `product_rows`: the rows of the whole product these `m` are a range of (the
+/// route is chosen per product, so a pool's split does not change it; 0: m).
 bool f32_matmul(const float* x, const float* w, float* y, std::int64_t m, std::int64_t k,
-                std::int64_t n, bool accumulate);
+                std::int64_t n, bool accumulate, std::int64_t product_rows = 0);
 
 /// The same through oneDNN whatever the size or BLAS (benchmarks: the GEMM-only
 /// limit takes the better routine); false without AVX-512 for oneDNN.

@@ -44,11 +44,12 @@ constexpr std::int64_t kGemvRows = 4;
 
 // y[rows] = beta * y + x W^T on rows [lo, hi), on this thread: oneDNN's FP32
 // matmul where it runs AVX-512 (nn/f32_matmul), else single-threaded OpenBLAS.
+// `beta` is 0 or 1 (linear, linear_accumulate); the route follows the whole product's rows.
 void gemm_rows(const tensor& x, std::span<const float> w, float beta, tensor& y, std::int64_t lo,
                std::int64_t hi) {
   const auto in = int(x.cols()), out = int(y.cols());
   if (hi - lo > kGemvRows &&
-      f32_matmul(x.row(lo), w.data(), y.row(lo), hi - lo, in, out, beta != 0.0f))
+      f32_matmul(x.row(lo), w.data(), y.row(lo), hi - lo, in, out, beta != 0.0f, y.rows()))
     return;
   if (hi - lo <= kGemvRows) {
     for (std::int64_t r = lo; r < hi; ++r)

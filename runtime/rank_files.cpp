@@ -182,10 +182,11 @@ status fetch_loaded_folder(const rank_files_args& f, const std::string& name,
     return status::ok();
   auto r = request_of(f, kLoadedRoot, dir, 0, token, name);
   r.at_base = true;
-  r.wait_s = std::min(f.fetch_wait_s, kLoadedWaitS);
+  r.wait_s = f.fetch_wait_s;  // a transfer without progress: as at start
   // The door may not have loaded it yet (it follows the cluster's model list as
   // this rank does): asked again until it has, or until the wait is spent.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(r.wait_s);
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(std::min(f.fetch_wait_s, kLoadedWaitS));
   auto got = transport::net::fetch_folder(r);
   while (!got && got.error().message().find(kNotLoadedThere) != std::string::npos &&
          std::chrono::steady_clock::now() < until) {

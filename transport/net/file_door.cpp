@@ -91,6 +91,18 @@ struct file_door::impl {
     last_refusal_log = door_clock::now();
   }
 
+  // `e` with every mention of `dir` (a folder served by name) replaced by `label`:
+  // the peer learns the root and the name, never the folder's path.
+  static status scrubbed(const status& e, const std::string& dir, const std::string& label) {
+    std::string why = e.message();
+    if (!dir.empty())
+      for (std::size_t at = why.find(dir); at != std::string::npos;
+           at = why.find(dir, at + label.size())) {
+        why.replace(at, dir.size(), label);
+      }
+    return make_error(e.code(), "{}", why);
+  }
+
   expected<std::string> reply_manifest(const std::vector<std::string>& q) {
     const file_root* r = q.size() == 3 ? find_root(o.roots, q[1]) : nullptr;
     if (!r)
@@ -103,12 +115,7 @@ struct file_door::impl {
                           q[2].substr(0, 64), r->name);
       SPINDLE_ASSIGN_OR_RETURN(auto dir, r->folder_named(q[2]));
       auto m = manifests->current(r->name, dir, q[2]);
-      if (!m) {  // the peer learns the root and the name, never the folder's path
-        std::string why = m.error().message();
-        for (std::size_t at; !dir.empty() && (at = why.find(dir)) != std::string::npos;)
-          why.replace(at, dir.size(), r->name + "/" + q[2]);
-        return make_error(m.error().code(), "{}", why);
-      }
+      if (!m) return scrubbed(m.error(), dir, r->name + "/" + q[2]);
       return to_text(*m);
     }
     if (r->unit_named) {
@@ -179,7 +186,8 @@ struct file_door::impl {
       }
       // Changed or gone since it was hashed: the unit is listed again (logged).
       if (auto m = manifests->current(g.root->name, dir, g.unit); !m)
-        return std::move(m).error();
+        return g.root->folder_named ? scrubbed(m.error(), dir, g.root->name + "/" + g.unit)
+                                    : std::move(m).error();
       count_changes();
       f = manifests->find(g.root->name, g.unit, g.path);
       if (!f) {

@@ -1,0 +1,85 @@
+// FP32 products through oneDNN (nn/f32_matmul): x W^T and y += x W^T equal a
+// double-precision reference within float rounding at 5-300 rows, an
+// accumulating product leaves y as it was when refused, empty shapes are
+// refused (BLAS runs them), and a product's route does not depend on the range.
+#include "nn/f32_matmul.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace spindle::nn {
+namespace {
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+
+// The largest |got - (base + x W^T)| over the product, with x W^T in double.
+double max_error(const std::vector<float>& x, const std::vector<float>& w,
+                 const std::vector<float>& base, const std::vector<float>& got, std::int64_t m,
+                 std::int64_t k, std::int64_t n) {
+  double worst = 0;
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t c = 0; c < n; ++c) {
+      double want = base.empty() ? 0.0 : base[std::size_t(r * n + c)];
+      for (std::int64_t i = 0; i < k; ++i)
+        want += double(x[std::size_t(r * k + i)]) * double(w[std::size_t(c * k + i)]);
+      worst = std::max(worst, std::abs(want - double(got[std::size_t(r * n + c)])));
+    }
+  return worst;
+}
+
+TEST(f32_matmul_test, products_and_accumulations_match_a_double_reference) {
+  for (std::int64_t m : {5, 16, 37, 64, 300}) {
+    const std::int64_t k = 130, n = 47;
+    const auto x = random_values(std::size_t(m * k), 1), w = random_values(std::size_t(n * k), 2);
+    std::vector<float> y(std::size_t(m * n), 123.0f);
+    if (!f32_matmul_onednn(x.data(), w.data(), y.data(), m, k, n, false))
+      GTEST_SKIP() << "oneDNN runs no AVX-512 kernels here (" << f32_gemm_kernels() << ")";
+    EXPECT_LT(max_error(x, w, {}, y, m, k, n), 1e-4) << m << " rows";
+    const auto base = random_values(std::size_t(m * n), 3);
+    auto acc = base;
+    ASSERT_TRUE(f32_matmul_onednn(x.data(), w.data(), acc.data(), m, k, n, true));
+    EXPECT_LT(max_error(x, w, base, acc, m, k, n), 1e-4) << m << " rows, accumulated";
+    // The same rows again: the same bits (one primitive per shape and thread).
+    std::vector<float> again(std::size_t(m * n));
+    ASSERT_TRUE(f32_matmul_onednn(x.data(), w.data(), again.data(), m, k, n, false));
+    EXPECT_EQ(std::memcmp(again.data(), y.data(), y.size() * sizeof(float)), 0) << m;
+  }
+}
+
+TEST(f32_matmul_test, empty_shapes_are_left_to_blas) {
+  std::vector<float> x(8, 1.0f), w(8, 1.0f), y(8, 7.0f);
+  EXPECT_FALSE(f32_matmul_onednn(x.data(), w.data(), y.data(), 0, 4, 2, false));
+  EXPECT_FALSE(f32_matmul_onednn(x.data(), w.data(), y.data(), 2, 0, 2, true));
+  EXPECT_FALSE(f32_matmul_onednn(x.data(), w.data(), y.data(), 2, 4, 0, false));
+  EXPECT_EQ(y, std::vector<float>(8, 7.0f));  // untouched
+}
+
+TEST(f32_matmul_test, the_route_follows_the_whole_product_not_the_range) {
+  // A range of a product takes the route of the product's rows: the same
+  // decision for its 8-row range as for the 8-row product it is not.
+  const std::int64_t k = 32, n = 16;
+  const auto x = random_values(std::size_t(400 * k), 4), w = random_values(std::size_t(n * k), 5);
+  std::vector<float> a(std::size_t(8 * n)), b(std::size_t(8 * n));
+  const bool as_product = f32_matmul(x.data(), w.data(), a.data(), 8, k, n, false, 8);
+  const bool as_range = f32_matmul(x.data(), w.data(), b.data(), 8, k, n, false, 400);
+  const std::string route = f32_gemm_kernels();
+  if (route == "onednn up to 64 rows, openblas above") {
+    EXPECT_TRUE(as_product);
+    EXPECT_FALSE(as_range);  // a 400-row product's range goes to BLAS like the rest of it
+  } else {
+    EXPECT_EQ(as_product, as_range) << route;
+  }
+}
+
+}  // namespace
+}  // namespace spindle::nn
