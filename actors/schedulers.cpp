@@ -190,13 +190,9 @@ void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
     it->calls.done.emplace_back(std::move(done));
     return;
   }
-  if (express) {  // a door without turns (KServe): a lone call, run here if the model is idle
-    std::vector<serving::gnn_request> one;
-    one.push_back(std::move(request));
-    auto answer = [&done](std::size_t, const gnn_reply& r) { done(&r, nullptr); };
-    if (run_express(express, one, answer)) return;
-    request = std::move(one.front());
-  }
+  // A door without turns (KServe) hands every call on: run on its own threads, a
+  // lone call held them for the model's work, and under overload the calls then
+  // queued in the door instead of being refused at admission (chaos_overload_test).
   if (!timeout.valid()) {
     caf::anon_send(batcher, infer_atom::value, std::move(request), gnn_done(std::move(done)));
     return;

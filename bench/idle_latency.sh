@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One request at a time on an idle server, end to end through the Cap'n Proto
-# front door and the KServe gRPC door (`spindle client load --clients 1`),
+# front door and the KServe gRPC door (`spindle client load --clients 1`; the
+# KServe doors hand every call to the batcher, so their two rows agree),
 # same server, same run:
 # run to completion on the door's thread (the express lane, the default),
 # then every call through the batcher and a pipeline thread (tunable
