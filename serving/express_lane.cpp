@@ -7,30 +7,32 @@ express_lane::express_lane(const graph::dataset& ds, const nn::model& model,
     : ds_(ds), router_(router), limits_(l), max_requests_(l.max_requests),
       pipeline_(std::make_unique<gnn_pipeline>(ds, model, router, pool)) {}
 
-bool express_lane::fits(const std::vector<gnn_request>& batch) const {
-  if (batch.empty() || batch.size() > max_requests()) return false;
+std::optional<psgs_router::choice> express_lane::route_of(
+    const std::vector<gnn_request>& batch) const {
+  if (batch.empty() || batch.size() > max_requests()) return std::nullopt;
   std::size_t seeds = 0;
   double psgs = 0;
   for (const auto& r : batch) {
     seeds += r.seeds.size();
     psgs += summed_psgs(ds_, r);
   }
-  if (seeds > limits_.max_seeds) return false;
+  if (seeds > limits_.max_seeds) return std::nullopt;
+  const auto choice = router_.route(psgs);
   // Where the pipelines would run it on a GPU, it is theirs: the lane's executors
   // are the host's, and the answer would differ from theirs in the last bits.
-  return !limits_.device_routed || router_.route(psgs) == psgs_router::choice::small;
+  if (limits_.device_routed && choice != psgs_router::choice::small) return std::nullopt;
+  return choice;
 }
 
 std::optional<batch_result> express_lane::try_run(const std::vector<gnn_request>& batch,
                                                   std::size_t entered, bool counted) {
   if (!work_conserving_.load(std::memory_order_relaxed)) return std::nullopt;
-  if (outstanding_.load() != std::int64_t(entered) || !fits(batch)) return std::nullopt;
+  if (outstanding_.load() != std::int64_t(entered)) return std::nullopt;
+  const auto choice = route_of(batch);  // routed once, as a pipeline routes it
+  if (!choice) return std::nullopt;
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock() || !pipeline_) return std::nullopt;
-  // Beside GPU pipelines the lane took it as a small batch (fits): it runs as
-  // one, whatever the router's threshold says by now.
-  auto res = limits_.device_routed ? pipeline_->run(batch, psgs_router::choice::small)
-                                   : pipeline_->run(batch);
+  auto res = pipeline_->run(batch, *choice);
   if (counted) {
     batches_.fetch_add(1, std::memory_order_relaxed);
     requests_.fetch_add(batch.size(), std::memory_order_relaxed);

@@ -65,7 +65,9 @@ class express_lane {
   std::uint64_t large_batches() const { return large_.load(std::memory_order_relaxed); }
 
  private:
-  bool fits(const std::vector<gnn_request>& batch) const;
+  // The executor `batch` runs on, when the lane may take it (within the limits;
+  // beside GPU pipelines only what the router sends to the host).
+  std::optional<psgs_router::choice> route_of(const std::vector<gnn_request>& batch) const;
 
   const graph::dataset& ds_;
   const psgs_router& router_;
