@@ -5,8 +5,7 @@
 // the loop woke once per answer, and each answer went out in a write of its own;
 // a batch's answers now reach the loop in one or two turns and leave together
 // (coalescing_stream). Producers hold no kj object: an answer posted after the
-// loop closed the mailbox (the door stopping) is dropped. An answer given on the
-// loop thread itself (run to completion there) is fulfilled at once.
+// loop closed the mailbox (the door stopping) is dropped.
 #pragma once
 
 #include <kj/async.h>
@@ -16,7 +15,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -26,7 +24,6 @@ template <class T>
 class answer_mailbox final : private kj::TaskSet::ErrorHandler {
   // What producers share: the queued answers and the loop's pending wake-up.
   struct queue {
-    std::thread::id loop = std::this_thread::get_id();  // made on the loop thread
     std::mutex mu;
     std::vector<std::pair<std::uint64_t, T>> items;
     kj::Own<kj::CrossThreadPromiseFulfiller<void>> wake;  // null: a wake-up is on its way
@@ -64,20 +61,7 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
     auto paf = kj::newPromiseAndFulfiller<T>();
     const std::uint64_t id = next_id_++;
     waiting_.emplace(id, kj::mv(paf.fulfiller));
-    return {id, kj::mv(paf.promise), [this, q = q_, id](T v) {
-              // Answered on the loop thread itself (a call run to completion there):
-              // fulfilled at once, with no wake-up of the loop. The mailbox is alive
-              // unless closed, which only this thread does.
-              if (std::this_thread::get_id() == q->loop) {
-                {
-                  std::lock_guard lock(q->mu);
-                  if (q->closed) return;
-                }
-                fulfil(id, std::move(v));
-                return;
-              }
-              q->post(id, std::move(v));
-            }};
+    return {id, kj::mv(paf.promise), [q = q_, id](T v) { q->post(id, std::move(v)); }};
   }
   /// On the loop thread: a call answered without the mailbox (refused inline).
   void forget(std::uint64_t id) { waiting_.erase(id); }
@@ -100,15 +84,12 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
       got.swap(q_->items);
     }
     arm();  // before fulfilling: answers posted meanwhile wake the loop again
-    for (auto& [id, v] : got) fulfil(id, std::move(v));
-  }
-
-  void fulfil(std::uint64_t id, T v) {
-    auto it = waiting_.find(id);
-    if (it == waiting_.end()) return;
-    auto f = kj::mv(it->second);
-    waiting_.erase(it);
-    f->fulfill(kj::mv(v));  // a promise the call dropped ignores it
+    for (auto& [id, v] : got) {
+      auto it = waiting_.find(id);
+      if (it == waiting_.end()) continue;
+      it->second->fulfill(kj::mv(v));  // a promise the call dropped ignores it
+      waiting_.erase(it);
+    }
   }
 
   void taskFailed(kj::Exception&&) override {}  // a wake-up cancelled as the loop ends
