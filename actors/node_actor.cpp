@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/bridge_messages.hpp"
+#include "config/cluster_ranks.hpp"
 #include "core/log.hpp"
 #include "transport/rpc/rpc_types.hpp"
 
@@ -36,6 +37,8 @@ struct target_plan {
   int epoch = 0;
   std::string fap;  // descriptor of the observed FAP the plan is made from
   int servers = 0;  // the plan's ranks (0..servers-1)
+  std::uint64_t absent = 0;  // of them, those planned with no rows (config::plan_ranks)
+  config::plan_ranks ranks() const { return {servers, absent}; }
 };
 
 struct coordinator_state {
@@ -50,15 +53,20 @@ struct coordinator_state {
   int ranks = 0;  // the TOML's ranks (0: joins refused)
 };
 
-// The ranks the next plan should have: the TOML's, then every live rank that
-// joined past them, up to the first one asked to leave (only the highest may).
-int wanted_ranks(const coordinator_state& st) {
-  int n = st.ranks;
+// The ranks the next plan should have: the TOML's, then those that joined past
+// them up to the highest live one not leaving; of those, a joined rank that
+// died or leaves is absent (no rows; its number stays, as it names the others'
+// shards and regions). A TOML rank that dies is expected back: never absent.
+config::plan_ranks wanted_ranks(const coordinator_state& st) {
+  config::plan_ranks p{st.ranks, 0};
   for (const auto& [rank, m] : st.members)
-    if (m.alive && !m.address.empty() && !m.leaving) n = std::max(n, rank + 1);
-  for (const auto& [rank, m] : st.members)
-    if (m.leaving) n = std::min(n, rank);
-  return n;
+    if (m.alive && !m.address.empty() && !m.leaving) p.count = std::max(p.count, rank + 1);
+  for (int r = st.ranks; r < p.count && r < config::plan_ranks::kMaxAbsent; ++r) {
+    const auto it = st.members.find(r);
+    if (it == st.members.end() || !it->second.alive || it->second.leaving)
+      p.absent |= std::uint64_t{1} << r;
+  }
+  return p;
 }
 
 nlohmann::json member_json(int rank, const member& m, const target_plan& t,
@@ -84,9 +92,11 @@ nlohmann::json member_json(int rank, const member& m, const target_plan& t,
     j["target"] = t.epoch;
     j["fap"] = t.fap;
     j["servers"] = t.servers;
+    j["absent"] = t.absent;
     j["from_epoch"] = from.epoch;
     j["from_fap"] = from.fap;
     j["from_servers"] = from.servers;
+    j["from_absent"] = from.absent;
   }
   return j;
 }
@@ -127,7 +137,7 @@ int rank_applying(const coordinator_state& st) {
 // are until a rank joins as that rank again and builds its shard.
 std::string unfinishable_target(const coordinator_state& st) {
   for (const auto& [rank, m] : st.members)
-    if (!m.alive && !m.address.empty() && rank < st.target.servers && st.target.epoch > 0)
+    if (!m.alive && !m.address.empty() && st.target.ranks().holds(rank) && st.target.epoch > 0)
       return fmt::format(
           "plan: epoch {} cannot be applied: rank {} (joined from {}), which holds rows of it, "
           "died before every member read it, so the members read epoch {} on; a rank joining "
@@ -164,7 +174,10 @@ std::string status_json(const coordinator_state& st) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& [rank, m] : st.members) {
     j.push_back(member_json(rank, m, st.target, st.from));
-    if (rank == 0) j.back()["ranks"] = wanted_ranks(st);
+    if (rank != 0) continue;
+    const auto next = wanted_ranks(st);
+    j.back()["ranks"] = next.count;
+    j.back()["absent_next"] = next.absent;
   }
   return j.dump();
 }
@@ -227,7 +240,7 @@ std::string joiner_refusal(const coordinator_state& st, int rank) {
                        "rank, or none for the next one",
                        rank, it->second.name.substr(0, 64), it->second.pid);
   if (st.ranks <= 0) return "join: this coordinator takes no ranks beyond its TOML's";
-  for (const auto& [r, m] : st.members)  // its plan caps the ranks below the leaving one
+  for (const auto& [r, m] : st.members)  // one move at a time
     if (m.alive && m.leaving)
       return fmt::format("join: rank {} is leaving the cluster; join once it has left", r);
   if (rank < st.ranks)
@@ -236,9 +249,8 @@ std::string joiner_refusal(const coordinator_state& st, int rank) {
   for (int r = st.ranks; r < rank; ++r) {
     const auto m = st.members.find(r);
     if (m == st.members.end() || !m->second.alive || m->second.leaving)
-      return fmt::format("join: rank {} would leave rank {} empty (placement plans ranks "
-                         "0..N-1): the next rank is {}",
-                         rank, r, r);
+      return fmt::format("join: rank {} would leave rank {} empty: the next rank is {}", rank,
+                         r, r);
   }
   return {};
 }
@@ -250,11 +262,6 @@ std::string leave_refusal(const coordinator_state& st, int rank) {
     return fmt::format("leave: rank {} is not a live member{}", rank,
                        rank == 0 ? " that can leave (rank 0 coordinates)" : "");
   if (it->second.leaving) return fmt::format("leave: rank {} is already leaving", rank);
-  const int top = wanted_ranks(st) - 1;
-  if (rank != top)
-    return fmt::format("leave: rank {} is not the highest rank of the plan ({}): placement "
-                       "plans ranks 0..N-1, so rank {} leaves first",
-                       rank, top, top);
   if (it->second.address.empty())  // the TOML's ranks hold the table the cluster was sized for
     return fmt::format("leave: rank {} is one of the TOML's {} ranks, which the cluster's "
                        "placement is sized for and expects back; only ranks that joined "
@@ -335,8 +342,8 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         if (auto why = leave_refusal(self->state, rank); !why.empty())
           return caf::make_error(caf::sec::runtime_error, why);
         self->state.members[rank].leaving = true;
-        log::info("node {} (rank {}) leaves: the placement re-plans over {} ranks",
-                  self->state.members[rank].name, rank, wanted_ranks(self->state));
+        log::info("node {} (rank {}) leaves: the placement re-plans over {}",
+                  self->state.members[rank].name, rank, to_string(wanted_ranks(self->state)));
         return ok_atom::value;
       },
       [=](ready_atom, int rank, const std::string& bridge_address) {
@@ -363,7 +370,8 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       [=](rows_atom, int from, int owner, const std::string& ids) {
         return relay_rows(self, from, owner, ids);
       },
-      [=](plan_atom, int epoch, const std::string& fap, int servers) -> caf::result<ok_atom> {
+      [=](plan_atom, int epoch, const std::string& fap, int servers,
+          std::uint64_t absent) -> caf::result<ok_atom> {
         if (!trusted_sender(self)) return unauthorized("plan");  // rank 0's placement only
         if (epoch <= self->state.target.epoch)
           return caf::make_error(caf::sec::runtime_error,
@@ -383,8 +391,9 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
           return caf::make_error(caf::sec::runtime_error,
                                  "plan: " + std::to_string(servers) + " ranks");
         self->state.from = self->state.target;
-        self->state.target = {epoch, fap, servers};
-        log::info("placement: target plan is now epoch {} over {} ranks", epoch, servers);
+        self->state.target = {epoch, fap, servers, absent};
+        log::info("placement: target plan is now epoch {} over {}", epoch,
+                  to_string(self->state.target.ranks()));
         return ok_atom::value;
       },
       [=](status_atom) -> caf::result<std::string> {

@@ -31,8 +31,8 @@ namespace spindle::actors {
 ///                    and "joined"; the placement re-plans with it (see plan_atom).
 ///   (leave_atom, rank, token) -> ok_atom  asks the rank to leave gracefully: listed as
 ///                    "leaving", the placement re-plans without it, and the rank exits once
-///                    every other member reads that plan. Only the highest rank of the plan
-///                    may leave (plan servers are ranks 0..N-1); another is refused by name.
+///                    every other member reads that plan. Only a joined rank may leave; one
+///                    below a live joined rank stays in the plan as absent (no rows).
 ///   (ready_atom, rank, bridge address[, pipelines])  the member serves batches with
 ///                    that many pipelines (or "" if it only holds rows; no count: as many
 ///                    as rank 0), listed as "pipelines" (0: unsaid)
@@ -40,12 +40,15 @@ namespace spindle::actors {
 ///                    and the placement fields below; only for senders in this process
 ///   (status_atom, token) -> the same, for anyone holding the cluster token
 /// Placement epochs (a re-plan migrates rows under a new epoch; 0 = the plan at start):
-///   (plan_atom, epoch, fap descriptor, ranks) -> ok_atom  rank 0's placement set a new
-///                    target plan over `ranks` servers (ranks 0..ranks-1), made from the
+///   (plan_atom, epoch, fap descriptor, ranks, absent) -> ok_atom  rank 0's placement set
+///                    a new target plan over `ranks` servers (ranks 0..ranks-1, those in the
+///                    `absent` mask planned with no rows: config::plan_ranks), made from the
 ///                    observed FAP readable at the descriptor; listed on rank 0 as "target",
-///                    "fap" and "servers", and the target before it as "from_epoch",
-///                    "from_fap" and "from_servers" (a joining rank rebuilds that plan to
-///                    read its rows from their current owners). Epochs only grow.
+///                    "fap", "servers" and "absent", and the target before it as
+///                    "from_epoch", "from_fap", "from_servers" and "from_absent" (a joining
+///                    rank rebuilds that plan to read its rows from their current owners);
+///                    the ranks the next plan should have as "ranks" and "absent_next" (a
+///                    joined rank that died or leaves below a live one). Epochs only grow.
 ///   (shard_atom, rank, epoch, descriptor)  the rank built its shard for that epoch; its
 ///                    previous one stays listed as old_descriptor/old_epoch until retired
 ///   (retire_atom, rank, epoch)  the rank freed its shard of that epoch

@@ -20,7 +20,7 @@ using self_ptr = placement_actor::stateful_pointer<placement_state>;
 
 // Publishes the window's observed FAP and asks the coordinator to make it the
 // target of the next epoch; `done` gets the epoch or the error.
-void replan(self_ptr self, int ranks, std::function<void(expected<int>)> done) {
+void replan(self_ptr self, config::plan_ranks ranks, std::function<void(expected<int>)> done) {
   auto& st = self->state;
   if (st.busy) return done(make_error(errc::unavailable, "a re-plan is already in progress"));
   auto obs = st.hooks.observe();
@@ -31,18 +31,20 @@ void replan(self_ptr self, int ranks, std::function<void(expected<int>)> done) {
   auto desc = st.hooks.publish(epoch, *fap, ranks);
   if (!desc) return done(desc.error());
   st.busy = true;
-  self->request(st.coordinator, std::chrono::seconds(10), plan_atom::value, epoch, *desc, ranks)
+  self->request(st.coordinator, std::chrono::seconds(10), plan_atom::value, epoch, *desc,
+                ranks.count, ranks.absent)
       .then(
           [=](ok_atom) {
             auto& s = self->state;
             s.busy = false;
             s.monitor.rebase(*fap, *counts, requests);
             s.stats.epoch = epoch;
-            s.stats.servers = ranks;
+            s.stats.servers = ranks.count;
+            s.stats.absent = ranks.absent;
             s.stats.last_error.clear();
             ++s.stats.replans;
-            log::info("placement: re-planned from {} observed requests (epoch {}, {} ranks)",
-                      requests, epoch, ranks);
+            log::info("placement: re-planned from {} observed requests (epoch {}, {})",
+                      requests, epoch, to_string(ranks));
             done(epoch);
           },
           [=](caf::error& e) {
@@ -58,16 +60,16 @@ void check(self_ptr self) {
   const auto r = st.monitor.observe(obs.first, obs.second);
   st.stats.drift = r.drift;
   st.stats.window_requests = r.window_requests;
-  const int wanted = st.hooks.ranks ? st.hooks.ranks() : 0;
-  const bool resize = wanted > 0 && wanted != st.stats.servers;
+  const auto wanted = st.hooks.ranks ? st.hooks.ranks() : config::plan_ranks{};
+  const bool resize = wanted.count > 0 && wanted != st.stats.ranks();
   if ((!r.replan && !resize) || st.busy) return;
   if (st.stats.last_error.empty() && resize)
-    log::info("placement: the cluster has {} ranks, the plan {}: re-planning", wanted,
-              st.stats.servers);
+    log::info("placement: the cluster has {}, the plan {}: re-planning", to_string(wanted),
+              to_string(st.stats.ranks()));
   else if (st.stats.last_error.empty())
     log::info("placement: FAP drift {:.3f} over {} requests passed {:.3f}: re-planning", r.drift,
               r.window_requests, st.monitor.threshold());
-  replan(self, resize ? wanted : st.stats.servers, [self](expected<int> e) {
+  replan(self, resize ? wanted : st.stats.ranks(), [self](expected<int> e) {
     if (e) return;
     // Refused while the last re-plan is still being applied: said once, retried.
     if (self->state.stats.last_error != e.error().to_string())
@@ -94,7 +96,7 @@ placement_actor::behavior_type placement(self_ptr self, caf::actor coordinator, 
       },
       [=](replan_atom) -> caf::result<int> {
         auto rp = self->make_response_promise<int>();
-        replan(self, self->state.stats.servers, [self, rp](expected<int> e) mutable {
+        replan(self, self->state.stats.ranks(), [self, rp](expected<int> e) mutable {
           if (e) {
             rp.deliver(*e);
             return;

@@ -15,6 +15,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/serving_messages.hpp"
+#include "config/cluster_ranks.hpp"
 #include "core/status.hpp"
 
 namespace spindle::actors {
@@ -29,14 +30,15 @@ struct placement_options {
 struct placement_hooks {
   /// The cumulative access counts per node and the requests they came from.
   std::function<std::pair<std::vector<std::uint32_t>, std::uint64_t>()> observe;
-  /// Publishes the FAP of placement `epoch` over `ranks` ranks for the nodes to
-  /// read (keeping the previous epoch's, which nodes may still be reading);
-  /// returns its descriptor.
-  std::function<expected<std::string>(int epoch, const std::vector<double>& fap, int ranks)>
+  /// Publishes the FAP of placement `epoch` over `ranks` for the nodes to read
+  /// (keeping the previous epoch's, which nodes may still be reading); returns
+  /// its descriptor.
+  std::function<expected<std::string>(int epoch, const std::vector<double>& fap,
+                                      config::plan_ranks ranks)>
       publish;
-  /// The ranks the next plan should have (a rank joined or leaves); 0 or empty:
-  /// the current plan's. A difference re-plans at once, whatever the drift.
-  std::function<int()> ranks;
+  /// The ranks the next plan should have (a rank joined, leaves or died); count
+  /// 0 or empty: the current plan's. A difference re-plans at once, whatever the drift.
+  std::function<config::plan_ranks()> ranks;
 };
 
 struct placement_stats {
@@ -47,12 +49,14 @@ struct placement_stats {
   double threshold = 0;
   std::string last_error;
   int servers = 0;  // the target plan's ranks
+  std::uint64_t absent = 0;  // of them, those with no rows (config::plan_ranks)
+  config::plan_ranks ranks() const { return {servers, absent}; }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, placement_stats& x) {
   return f(caf::meta::type_name("placement_stats"), x.epoch, x.drift, x.window_requests,
-           x.replans, x.threshold, x.last_error, x.servers);
+           x.replans, x.threshold, x.last_error, x.servers, x.absent);
 }
 
 /// Re-plans now from the accesses since the last plan (the new epoch), sets the

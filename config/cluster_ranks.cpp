@@ -4,12 +4,22 @@
 
 namespace spindle::config {
 
-topology with_ranks(const topology& toml, int ranks, const std::string& host) {
-  if (ranks <= 0 || std::size_t(ranks) == toml.servers.size() || toml.servers.empty()) return toml;
+std::string to_string(const plan_ranks& r) {
+  std::string absent;
+  for (int i = 0; i < plan_ranks::kMaxAbsent; ++i)
+    if (r.is_absent(i)) absent += (absent.empty() ? "" : ", ") + std::to_string(i);
+  if (absent.empty()) return fmt::format("{} ranks", r.count);
+  return fmt::format("{} ranks, {} absent", r.count, absent);
+}
+
+topology with_ranks(const topology& toml, plan_ranks ranks, const std::string& host) {
+  if (toml.servers.empty()) return toml;
+  const int count = ranks.count > 0 ? ranks.count : int(toml.servers.size());
+  if (std::size_t(count) == toml.servers.size() && ranks.absent == 0) return toml;
   topology t = toml;
   const server_spec last = toml.servers.back();
-  t.servers.resize(std::min<std::size_t>(t.servers.size(), std::size_t(ranks)));
-  for (int r = int(t.servers.size()); r < ranks; ++r) {
+  t.servers.resize(std::min<std::size_t>(t.servers.size(), std::size_t(count)));
+  for (int r = int(t.servers.size()); r < count; ++r) {
     server_spec s = last;
     s.name = fmt::format("rank-{}", r);
     s.host = host;
@@ -20,6 +30,12 @@ topology with_ranks(const topology& toml, int ranks, const std::string& host) {
     s.metrics.clear();
     t.servers.push_back(std::move(s));
   }
+  for (int r = 0; r < count; ++r)
+    if (ranks.is_absent(r)) {
+      t.servers[std::size_t(r)].memory_bytes = 0;
+      t.servers[std::size_t(r)].disk_bytes = 0;
+      t.servers[std::size_t(r)].devices.clear();
+    }
   return t;
 }
 

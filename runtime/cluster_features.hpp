@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "config/cluster_ranks.hpp"
 #include "features/access_stats.hpp"
 #include "features/feature_gather.hpp"
 #include "features/placement.hpp"
@@ -50,6 +51,12 @@ struct member_info {
   int from_servers = 0;
   int pipelines = 0;  // the pipelines it serves batches with, as its ready said (0: unsaid)
   int joins = 0;      // how often a process joined as this rank: a new one, a new count
+  // Rank 0 only: the ranks among those planned with no rows (bit r: rank r, see
+  // config::plan_ranks) in the target plan, the next one, and the one before.
+  std::uint64_t absent = 0, wanted_absent = 0, from_absent = 0;
+  config::plan_ranks target_ranks() const { return {servers, absent}; }
+  config::plan_ranks wanted_ranks() const { return {ranks, wanted_absent}; }
+  config::plan_ranks from_ranks() const { return {from_servers, from_absent}; }
   bool operator==(const member_info&) const = default;
 };
 

@@ -186,18 +186,18 @@ actors::placement_hooks placement_hooks_of(const cluster_features& f, rank_shard
   h.ranks = [&view] {
     const auto ms = view.snapshot();
     const auto it = ms.find(0);
-    return it == ms.end() ? 0 : it->second.ranks;
+    return it == ms.end() ? config::plan_ranks{} : it->second.wanted_ranks();
   };
   // The blob: the FAP (N doubles), then each node's home in the plan being
   // replaced (N int32), so every node builds the same next plan.
   h.publish = [&shard](int epoch, const std::vector<double>& fap,
-                       int ranks) -> expected<std::string> {
+                       config::plan_ranks ranks) -> expected<std::string> {
     const auto now = shard.latest();
     if (now.epoch != epoch - 1)
       return make_error(errc::unavailable, "placement epoch {} is not applied here yet", epoch - 1);
     auto home = features::home_servers(*now.plan);
-    for (auto& h : home)  // a rank leaving: its rows have no home to stay on
-      if (h >= ranks) h = -1;
+    for (auto& h : home)  // a rank leaving or gone: its rows have no home to stay on
+      if (!ranks.holds(h)) h = -1;
     std::vector<std::byte> blob(fap.size() * sizeof(double) + home.size() * sizeof(std::int32_t));
     std::memcpy(blob.data(), fap.data(), fap.size() * sizeof(double));
     std::memcpy(blob.data() + fap.size() * sizeof(double), home.data(),
@@ -368,7 +368,7 @@ void cluster_gnn::report_placement() {
       st.epoch, applied ? "applied" : fmt::format("not applied within 30 s{}", problems),
       features::rows_moved(*p_->first_plan, *now.plan),
       features::expected_latency_us(topo, *p_->first_plan, fap, 16),
-      features::expected_latency_us(config::with_ranks(topo, st.servers), *now.plan, fap, 16));
+      features::expected_latency_us(config::with_ranks(topo, st.ranks()), *now.plan, fap, 16));
 }
 
 status cluster_gnn::run_workload(std::size_t workload) {

@@ -36,7 +36,10 @@ expected<std::map<int, member_info>> live_members(caf::actor_system& sys, const 
                                              m.value("from_fap", std::string()),
                                              m.value("from_servers", 0),
                                              m.value("pipelines", 0),
-                                             m.value("joins", 0)};
+                                             m.value("joins", 0),
+                                             m.value("absent", std::uint64_t{0}),
+                                             m.value("absent_next", std::uint64_t{0}),
+                                             m.value("from_absent", std::uint64_t{0})};
           },
           [&](caf::error& e) { st = make_error(errc::unavailable, "status: {}", to_string(e)); });
   if (!st) return st;

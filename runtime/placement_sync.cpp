@@ -50,7 +50,7 @@ expected<std::shared_ptr<const features::placement_plan>> serving_plan(
   SPINDLE_ASSIGN_OR_RETURN(
       auto plan,
       features::replace_dataset(shard.dataset(),
-                                config::with_ranks(shard.topology(), coordinator.from_servers),
+                                config::with_ranks(shard.topology(), coordinator.from_ranks()),
                                 in.fap, in.home));
   return std::make_shared<const features::placement_plan>(std::move(plan));
 }
@@ -83,7 +83,7 @@ void placement_sync::leave_when_done(const std::map<int, member_info>& alive) {
   const auto coord = alive.find(0);
   if (me == alive.end() || !me->second.leaving || coord == alive.end()) return;
   const int target = coord->second.target;
-  if (coord->second.servers > shard_.rank() || shard_.latest().epoch < target) return;
+  if (coord->second.target_ranks().holds(shard_.rank()) || shard_.latest().epoch < target) return;
   for (const auto& [rank, m] : alive)
     if (rank != shard_.rank() && !m.descriptor.empty() && m.reading < target) return;
   log::info("rank {}: left the cluster: placement epoch {} holds none of its rows and every "
@@ -100,8 +100,9 @@ void placement_sync::catch_up(const member_info& coordinator,
   if (std::chrono::steady_clock::now() < retry_at_) return;
   const int rank = shard_.rank();
   // A rank that holds no rows yet (it joined) builds only a plan that includes
-  // it: an earlier target's inputs may be freed while it reads them.
-  if (!shard_.latest().own_rows && coordinator.servers <= rank) return;
+  // it: an earlier target's inputs may be freed while it reads them. A plan
+  // made while its rank was absent (the one before it died) does not.
+  if (!shard_.latest().own_rows && !coordinator.target_ranks().holds(rank)) return;
   log::info("rank {}: building its shard of placement epoch {}", rank, target);
   auto in = read_plan_inputs(shard_, coordinator.fap);
   // The rows this node does not hold yet come from their owners' regions: of the
@@ -133,7 +134,7 @@ void placement_sync::catch_up(const member_info& coordinator,
     // them), and the build takes the cores they leave idle.
     std::thread builder([&] {
       lower_to_background_priority();
-      built = shard_.build(target, in->fap, in->home, from, coordinator.servers);
+      built = shard_.build(target, in->fap, in->home, from, coordinator.target_ranks());
     });
     builder.join();
   }

@@ -312,20 +312,23 @@ std::string rank_shard::descriptor(int epoch) const {
 
 expected<rank_shard::build_report> rank_shard::build(int epoch, std::span<const double> fap,
                                                      std::span<const std::int32_t> home,
-                                                     const row_sources& from, int ranks) {
+                                                     const row_sources& from,
+                                                     config::plan_ranks ranks) {
   const auto start = std::chrono::steady_clock::now();
   const auto previous = latest();
   if (epoch <= previous.epoch)
     return make_error(errc::invalid_argument, "placement epoch {} is not after {}", epoch,
                       previous.epoch);
-  // The plan's ranks: the TOML's, or as many as the cluster has after joins and leaves.
+  // The plan's ranks: the TOML's, or as many as the cluster has after joins and
+  // leaves, some perhaps absent (planned with no memory).
   const auto topo = config::with_ranks(topo_, ranks);
   SPINDLE_ASSIGN_OR_RETURN(auto plan, features::replace_dataset(ds_, topo, fap, home));
   auto shared = std::make_shared<const features::placement_plan>(std::move(plan));
   build_report r;
   r.moved = features::rows_moved(*previous.plan, *shared);
   std::unique_ptr<region> reg;
-  if (rank_ < int(topo.servers.size())) {  // else it leaves: no row of this plan is its
+  // A rank past the plan's (it leaves) or absent from it holds no row of it.
+  if (rank_ < int(topo.servers.size()) && !ranks.is_absent(rank_)) {
     SPINDLE_ASSIGN_OR_RETURN(reg, fill(*shared, &previous, r, from));
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

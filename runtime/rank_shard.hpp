@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 
+#include "config/cluster_ranks.hpp"
 #include "config/topology.hpp"
 #include "features/placement.hpp"
 #include "graph/dataset.hpp"
@@ -103,11 +104,12 @@ class rank_shard {
   /// rows on their `home` servers where it can (both published by rank 0, so
   /// every node, a restarted one too, builds the same plan). Rows this node held
   /// before are copied from its previous shard, the others come from `from`.
-  /// Fails if `epoch` is not newer. `ranks`: the plan's ranks (0: the TOML's;
-  /// more after joins, fewer after a leave; a rank past them holds no rows of it).
+  /// Fails if `epoch` is not newer. `ranks`: the plan's ranks (count 0: the
+  /// TOML's; more after joins, fewer after a leave; a rank past them or absent
+  /// from them holds no rows of it).
   expected<build_report> build(int epoch, std::span<const double> fap,
                                std::span<const std::int32_t> home, const row_sources& from = {},
-                               int ranks = 0);
+                               config::plan_ranks ranks = {});
   /// Frees every epoch before `epoch` (no reader uses them any more).
   void retire_before(int epoch);
 

@@ -103,7 +103,7 @@ void register_cluster_status(CLI::App& app) {
   auto* leave = app.add_subcommand(
       "cluster-leave",
       "Ask a rank to leave the running cluster: its rows are re-placed on the others, then it "
-      "stops (the highest rank of the plan only)");
+      "stops (ranks that joined only)");
   auto leave_path = std::make_shared<std::string>();
   auto leave_token = std::make_shared<std::string>();
   auto rank = std::make_shared<int>(-1);

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "config/cluster_ranks.hpp"
+
 namespace spindle::apps {
 namespace {
 
@@ -50,9 +52,11 @@ std::string members_table(const nlohmann::json& members) {
       out += fmt::format("{:<{}}{}", r[i], width[i], i + 1 < r.size() ? "  " : "\n");
   }
   for (const auto& m : list)
-    if (m.contains("target"))
-      out += fmt::format("placement: target epoch {} over {} ranks\n", field(m, "target"),
-                         field(m, "servers"));
+    if (m.contains("target")) {
+      const config::plan_ranks target{m.value("servers", 0), m.value("absent", std::uint64_t{0})};
+      out += fmt::format("placement: target epoch {} over {}\n", field(m, "target"),
+                         config::to_string(target));
+    }
   return out;
 }
 

@@ -148,10 +148,10 @@ class fap_policy final : public placement_policy {
       return detail::capacity_error(n, l.total + l.disk_total, in.row_bytes);
     auto order = detail::rank_descending(in.fap);  // step (i)
     const auto& guard = topo.placement;
-    if (guard.min_replicas > int(topo.servers.size()))
+    if (guard.min_replicas > l.holders)
       return make_error(errc::invalid_argument,
-                        "placement.min_replicas = {}: the cluster has {} servers",
-                        guard.min_replicas, topo.servers.size());
+                        "placement.min_replicas = {}: the cluster has {} servers with memory",
+                        guard.min_replicas, l.holders);
     const std::uint64_t protect = rows_for_share(order, in.fap, guard);
     const std::uint64_t copies = protect * std::uint64_t(guard.min_replicas - 1);
     if (copies > 0 && l.total < n + copies)
@@ -162,7 +162,8 @@ class fap_policy final : public placement_policy {
                         guard.min_replicas, guard.replica_fap_share, protect, copies,
                         l.total > n ? l.total - n : 0);
     // How much to replicate: the link model picks among candidates (see top).
-    const int S = int(topo.servers.size());
+    // Servers without memory (a rank planned as absent) hold no copy.
+    const int S = l.holders;
     std::uint64_t most = 0;
     if (S > 1 && l.total > n)
       most = std::min({l.min_fast, (l.total - n) / std::uint64_t(S - 1), n});
@@ -197,6 +198,7 @@ class fap_policy final : public placement_policy {
     std::vector<server_shards> index;
     std::vector<server_capacity> cap;
     std::uint64_t total = 0, disk_total = 0;
+    int holders = 0;  // servers with a fast tier (an absent rank has none)
     std::uint64_t min_fast = std::numeric_limits<std::uint64_t>::max();
     std::uint64_t min_device = std::numeric_limits<std::uint64_t>::max();
     layout(const config::topology& topo, const placement_input& in)
@@ -204,10 +206,13 @@ class fap_policy final : public placement_policy {
       for (int s = 0; s < int(topo.servers.size()); ++s) {
         cap.push_back(capacity_of(topo, index[s], shards, s));
         total += cap[s].fast;
+        disk_total += topo.fast_network() ? cap[s].disk : 0;
+        if (cap[s].fast == 0) continue;
+        ++holders;
         min_fast = std::min(min_fast, cap[s].fast);
         min_device = std::min(min_device, cap[s].device_tier);
-        disk_total += topo.fast_network() ? cap[s].disk : 0;
       }
+      if (holders == 0) min_fast = min_device = 0;
     }
   };
 
@@ -255,8 +260,8 @@ class fap_policy final : public placement_policy {
     std::vector<std::vector<std::uint64_t>> fast_rows(S), disk_rows(S);
     std::vector<std::uint64_t> room(S), disk_room(S);
     for (int s = 0; s < S; ++s) {
-      fast_rows[s].assign(order.begin(), order.begin() + replicate);
-      room[s] = l.cap[s].fast - replicate;
+      if (l.cap[s].fast > 0) fast_rows[s].assign(order.begin(), order.begin() + replicate);
+      room[s] = l.cap[s].fast - std::min(l.cap[s].fast, replicate);
       disk_room[s] = topo.fast_network() ? l.cap[s].disk : 0;
     }
     balancer fast(room), slow(disk_room);

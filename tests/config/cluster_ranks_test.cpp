@@ -51,5 +51,27 @@ TEST(cluster_ranks_test, fewer_ranks_keep_the_first_and_the_same_count_is_the_to
   }
 }
 
+TEST(cluster_ranks_test, an_absent_rank_keeps_its_place_with_no_memory) {
+  const auto toml = two_servers();
+  const plan_ranks ranks{5, std::uint64_t{1} << 3};
+  EXPECT_TRUE(ranks.is_absent(3));
+  EXPECT_FALSE(ranks.holds(3));
+  EXPECT_TRUE(ranks.holds(4));
+  EXPECT_FALSE(ranks.holds(5));  // past the plan
+  EXPECT_FALSE(ranks.is_absent(64));
+  EXPECT_EQ(to_string(ranks), "5 ranks, 3 absent");
+  EXPECT_EQ(to_string(plan_ranks{4, 0}), "4 ranks");
+  const auto t = with_ranks(toml, ranks);
+  ASSERT_EQ(t.servers.size(), 5u);
+  EXPECT_EQ(t.servers[3].name, "rank-3");  // numbered as before: it names the others' shards
+  EXPECT_EQ(t.servers[3].memory_bytes, 0u);
+  EXPECT_EQ(t.servers[3].disk_bytes, 0u);
+  EXPECT_TRUE(t.servers[3].devices.empty());
+  EXPECT_EQ(t.servers[4].memory_bytes, toml.servers[1].memory_bytes);
+  EXPECT_EQ(t.servers[2].memory_bytes, toml.servers[1].memory_bytes);
+  // The TOML's count with one absent is not the TOML.
+  EXPECT_EQ(with_ranks(toml, plan_ranks{2, 1}).servers[0].memory_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace spindle::config

@@ -159,6 +159,31 @@ TEST(placement_test, min_replicas_keeps_a_share_of_the_fap_mass_on_two_servers) 
   EXPECT_NE(too_many.error().message().find("the cluster has 3 servers"), std::string::npos);
 }
 
+// A rank planned as absent (a joined rank gone below a live one: no memory,
+// its number kept) holds no row, and the others replicate as a cluster
+// without it would: one server with no room must not turn replication off.
+TEST(placement_test, a_server_without_memory_holds_nothing_and_replication_goes_on) {
+  auto fap = decreasing_fap(60);
+  for (auto inter : {link_kind::ethernet, link_kind::infiniband}) {
+    auto t = three_hosts(45);  // 135 rows of room for 60
+    t.inter = inter;
+    auto two = t;
+    two.servers.erase(two.servers.begin() + 1);
+    t.servers[1].memory_bytes = 0;
+    auto absent = place("fap", t, fap);
+    auto without = place("fap", two, fap);
+    ASSERT_TRUE(absent.has_value()) << absent.error().to_string();
+    ASSERT_TRUE(without.has_value()) << without.error().to_string();
+    for (const auto& shard : absent->shards) EXPECT_NE(shard.server, 1);
+    for (std::uint64_t v = 0; v < 60; ++v) {
+      EXPECT_GE(servers_of(*absent, v).size(), 1u) << "node " << v;
+      EXPECT_EQ(servers_of(*absent, v).count(1), 0u) << "node " << v;
+    }
+    EXPECT_EQ(absent->replicated_rows, without->replicated_rows) << int(inter);
+    if (inter == link_kind::ethernet) EXPECT_GT(absent->replicated_rows, 0u);
+  }
+}
+
 TEST(placement_test, too_small_a_topology_is_rejected_with_the_capacity) {
   auto fap = decreasing_fap(100);
   auto t = two_servers(link_kind::infiniband);

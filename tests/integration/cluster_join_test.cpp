@@ -4,7 +4,8 @@
 // rank 0's door keeps answering, and its own door opens once it serves them;
 // then it leaves (`spindle cluster-leave`) and its rows go back to the others;
 // joined again and killed, it is re-planned away; a rank killed below a live
-// joined one has its place taken by the next plain --join. Once it serves, rank 0's
+// joined one is planned as absent (its rows re-placed on the others) and the
+// next plain --join takes its place. Once it serves, rank 0's
 // shared queue feeds its pipelines too (Admin stats' batches_by_rank), and
 // stops before it leaves or as it dies.
 // Every seeded call, through either door and during both moves, answers as one
@@ -223,17 +224,19 @@ void expect_rank_3_not_fed(const std::string& door,
   EXPECT_EQ(after["3"], before["3"]) << counts_text(after);
 }
 
-// A joined rank that dies below a live joined one keeps its number in the plan
-// (ranks 0..N-1), so its rows wait for it; a plain `--join` takes its place (it
-// used to pick the rank past the live one and be refused for the gap) and builds
-// its shard of the epoch the cluster serves from the peers' partitions, as a
-// restarted member does. Calls meanwhile: refused (rows only the dead rank held)
-// or right, never wrong; once it serves, every call through rank 0's door and
-// through its own is right. Epochs 5 (rank 3 joins) and 6 (rank 4 joins).
-void expect_a_gap_filled_by_a_plain_join(const cora_cluster& c, const std::string& rank0,
-                                         const std::string& token, const std::string& door0,
-                                         const std::function<std::string(std::vector<std::string>)>& client,
-                                         const one_process_answers& one) {
+// A joined rank that dies below a live joined one keeps its number (it names
+// the others' shards and regions) but is planned as absent: the placement
+// re-plans with no rows on it, its rows come back from the peers' partitions,
+// and every call is right again without waiting for it. A plain `--join` then
+// takes its place (the lowest rank past the TOML's that no live member holds)
+// and the next plan gives it rows. Calls meanwhile: right or refused (rows only
+// the dead rank held, until the re-plan is read), never wrong. Then it leaves
+// below rank 4 (`cluster-leave`), absent again. Epochs 5 (rank 3 joins), 6
+// (rank 4 joins), 7 (rank 3 absent), 8 (rank 3 back), 9 (rank 3 left).
+void expect_a_rank_gone_below_a_live_one_planned_away(
+    const cora_cluster& c, const std::string& rank0, const std::string& token,
+    const std::string& door0, const std::function<std::string(std::vector<std::string>)>& client,
+    const one_process_answers& one) {
   auto join = [&](const std::string& log) {
     return logged({"node", "--config", c.config, "--join", rank0, "--dataset", c.serve,
                    "--model", c.model, "--listen", "127.0.0.1:0", "--admin-token-file", token},
@@ -248,39 +251,48 @@ void expect_a_gap_filled_by_a_plain_join(const cora_cluster& c, const std::strin
   caller during(client, one);
   three.signal(SIGKILL);
   three.wait();
-  members_when(client, [](const nlohmann::json& ms) {
-    for (const auto& m : ms)
-      if (m["rank"] == 3) return m["alive"] == false;
-    return false;
-  }, 30);
+  const auto planned = members_when(client, serving_epoch(4, 7), 60);
+  for (const auto& m : planned)
+    if (m["rank"] == 0) {
+      EXPECT_EQ(m["servers"], 5);
+      EXPECT_EQ(m["absent"], 1u << 3) << m.dump();
+    }
+  // Every member reads epoch 7: no call needs rank 3 any more.
+  auto right_again = [&](const std::string& door, const char* when) {
+    loop_tally after;
+    int loops = 0;
+    for (; loops < 50; ++loops) {
+      after = closed_loop(door, one, 1);
+      EXPECT_EQ(after.wrong, 0);
+      if (after.refused == 0) break;
+    }
+    std::printf("%s: the door answers every call again after %d loop(s)\n", when, loops + 1);
+    EXPECT_EQ(after.refused, 0) << after.first_refusal;
+  };
+  right_again(door0, "rank 3 of 5 killed and planned as absent");
   auto filled = join(c.dir + "/gap-3b.log");
   auto door3 = filled.wait_for("listening ", 120'000);
   ASSERT_TRUE(door3.has_value()) << read_file(c.dir + "/gap-3b.log");
   const std::string said = read_file(c.dir + "/gap-3b.log");
   EXPECT_NE(said.find(" as rank 3 ("), std::string::npos) << said;
-  EXPECT_NE(said.find("shard of placement epoch 6 ready: "), std::string::npos) << said;
-  members_when(client, serving_epoch(5, 6), 60);
+  EXPECT_NE(said.find("shard of placement epoch 8 ready: "), std::string::npos) << said;
+  members_when(client, serving_epoch(5, 8), 60);
   during.finish();
-  std::printf("rank 3 of 5 killed and its place taken by a plain --join: %d calls right, %d "
-              "wrong, %d refused\n",
+  std::printf("rank 3 of 5 killed, planned away and its place taken by a plain --join: %d "
+              "calls right, %d wrong, %d refused\n",
               during.right.load(), during.wrong.load(), during.refused.load());
   EXPECT_EQ(during.wrong.load(), 0);
-  // Every member re-attaches rank 3's new region at its next member poll: until
-  // then a call may still be refused (never wrong); then none is.
-  loop_tally after;
-  int loops = 0;
-  for (; loops < 50; ++loops) {
-    after = closed_loop(door0, one, 1);
-    EXPECT_EQ(after.wrong, 0);
-    if (after.refused == 0) break;
-  }
-  std::printf("rank 0's door answers every call again after %d loop(s)\n", loops + 1);
-  EXPECT_EQ(after.refused, 0) << after.first_refusal;
+  right_again(door0, "rank 3 joined again");
   expect_door_answers(door_client(*door3, token), one, 3);
+  // Rank 3 leaves below the live rank 4: absent again, it stops by itself.
+  auto leave = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
+                                     "--rank", "3"});
+  EXPECT_EQ(leave->wait(), 0);
+  EXPECT_EQ(filled.wait(), 0) << read_file(c.dir + "/gap-3b.log");
+  members_when(client, serving_epoch(4, 9), 60);
+  right_again(door0, "rank 3 left below rank 4");
   four.signal(SIGTERM);
-  filled.signal(SIGTERM);
   four.wait();
-  filled.wait();
 }
 
 TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) {
@@ -386,14 +398,14 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   expect_door_answers(door_client(*door3, token), one, 3);
   expect_rank_3_fed(*listening, client, one, "rank 3 joined");
 
-  // Only the plan's highest rank may leave (servers are ranks 0..N-1).
+  // Only a rank that joined may leave.
   auto early = child_process::spawn({SPINDLE_BINARY, "cluster-leave", "--config", c.config,
                                      "--rank", "1"},
                                     {}, true);
   std::string said;
   while (auto line = early->read_line(30'000)) said += *line;
   EXPECT_NE(early->wait(), 0);
-  EXPECT_NE(said.find("rank 1 is not the highest rank of the plan (3)"), std::string::npos)
+  EXPECT_NE(said.find("rank 1 is one of the TOML's 3 ranks"), std::string::npos)
       << said;
   // Rank 3 leaves: the plan goes back to three ranks, and it stops by itself.
   // Calls in flight on rank 3 as it goes are answered too (it leaves rank 0's
@@ -466,7 +478,7 @@ TEST(cluster_join_test, a_rank_joins_a_running_partitioned_cluster_then_leaves) 
   EXPECT_GT(lost.right, 0);
   expect_door_answers(client, one, 3);
   expect_rank_3_not_fed(*listening, client, one, "rank 3 killed and re-planned away");
-  expect_a_gap_filled_by_a_plain_join(c, rank0, token, *listening, client, one);
+  expect_a_rank_gone_below_a_live_one_planned_away(c, rank0, token, *listening, client, one);
   stop_cluster(coord, members);
 }
 

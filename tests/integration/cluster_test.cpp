@@ -70,7 +70,7 @@ TEST(cluster_test, a_stranger_cannot_change_the_placement_or_speak_for_a_member)
     caf::scoped_actor self{sys};
     std::string refused;
     self->request(*remote, std::chrono::seconds(5), actors::plan_atom::value, 99,
-                  std::string("forged"), 3)
+                  std::string("forged"), 3, std::uint64_t{0})
         .receive([&](actors::ok_atom) { refused = "accepted"; },
                  [&](caf::error& e) { refused = sys.render(e); });
     EXPECT_NE(refused.find("unauthorized: plan"), std::string::npos) << refused;
