@@ -249,8 +249,9 @@ std::string joiner_refusal(const coordinator_state& st, int rank) {
   for (int r = st.ranks; r < rank; ++r) {
     const auto m = st.members.find(r);
     if (m == st.members.end() || !m->second.alive || m->second.leaving)
-      return fmt::format("join: rank {} would leave rank {} empty: the next rank is {}", rank,
-                         r, r);
+      return fmt::format("join: rank {} would leave rank {} empty: the next rank is {} (`--join` "
+                         "without --rank takes it)",
+                         rank, r, r);
   }
   return {};
 }
@@ -262,6 +263,10 @@ std::string leave_refusal(const coordinator_state& st, int rank) {
     return fmt::format("leave: rank {} is not a live member{}", rank,
                        rank == 0 ? " that can leave (rank 0 coordinates)" : "");
   if (it->second.leaving) return fmt::format("leave: rank {} is already leaving", rank);
+  if (rank >= config::plan_ranks::kMaxAbsent && rank + 1 != wanted_ranks(st).count)
+    return fmt::format("leave: rank {} is below a live rank and past the {} ranks a plan can "
+                       "leave absent; the highest rank leaves first",
+                       rank, config::plan_ranks::kMaxAbsent);
   if (it->second.address.empty())  // the TOML's ranks hold the table the cluster was sized for
     return fmt::format("leave: rank {} is one of the TOML's {} ranks, which the cluster's "
                        "placement is sized for and expects back; only ranks that joined "
@@ -390,6 +395,14 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         if (servers < 1)
           return caf::make_error(caf::sec::runtime_error,
                                  "plan: " + std::to_string(servers) + " ranks");
+        // Made from a member list read before a rank joined, died or left: it
+        // could hold a dead rank's rows or leave a live one absent.
+        const config::plan_ranks asked{servers, absent};
+        if (const auto now = wanted_ranks(self->state); asked != now)
+          return caf::make_error(caf::sec::runtime_error,
+                                 fmt::format("plan: epoch {} is over {}, but the cluster now "
+                                             "has {}",
+                                             epoch, to_string(asked), to_string(now)));
         self->state.from = self->state.target;
         self->state.target = {epoch, fap, servers, absent};
         log::info("placement: target plan is now epoch {} over {}", epoch,

@@ -35,6 +35,7 @@ topology with_ranks(const topology& toml, plan_ranks ranks, const std::string& h
       t.servers[std::size_t(r)].memory_bytes = 0;
       t.servers[std::size_t(r)].disk_bytes = 0;
       t.servers[std::size_t(r)].devices.clear();
+      t.servers[std::size_t(r)].absent = true;
     }
   return t;
 }

@@ -62,6 +62,9 @@ struct server_spec {
   /// `spindle launch`, this rank's door also speaks KServe v2 over HTTP/REST and
   /// gRPC and serves Prometheus metrics there (rank 0: unless launch's own flag).
   std::string http, grpc, metrics;
+  /// A rank a running cluster plans with no rows (config::plan_ranks): it has
+  /// no memory, disk or devices, and placement spreads copies over the others.
+  bool absent = false;
 };
 
 /// The whole deployment. `intra` is how devices of one NUMA group reach each

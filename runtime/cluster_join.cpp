@@ -50,10 +50,9 @@ expected<nlohmann::json> join_members_of(caf::actor_system& sys, const caf::acto
 }
 
 // The rank to join as: --rank, else the lowest rank past the TOML's that no live
-// member holds. That is past every live member, unless a joined rank died below a
-// live one: the plan keeps the dead rank's number (plans number ranks 0..N-1), and
-// the rank that joins takes its place and builds its shard, as a restarted member
-// does; the rank past the live one would be refused for the gap it leaves.
+// member holds. That is past every live member, unless a joined rank died or left
+// below a live one: the plan keeps its number (absent, with no rows: numbers name
+// shards and regions), and the rank that joins takes it; the next plan gives it rows.
 expected<int> join_rank_of(const nlohmann::json& members, const config::topology& topo, int asked) {
   std::set<int> live;
   for (const auto& m : members)

@@ -78,12 +78,14 @@ void placement_sync::poll(const std::map<int, member_info>& alive) {
 
 // A rank asked to leave stops (as on SIGTERM) once the target plan leaves it
 // out and every other shard holder reads that plan: no reader needs its rows.
+// Whether it built its own (empty) shard of that plan does not matter: a target
+// that moved on past the one it built (a drift, another leave) would hold it here.
 void placement_sync::leave_when_done(const std::map<int, member_info>& alive) {
   const auto me = alive.find(shard_.rank());
   const auto coord = alive.find(0);
   if (me == alive.end() || !me->second.leaving || coord == alive.end()) return;
   const int target = coord->second.target;
-  if (coord->second.target_ranks().holds(shard_.rank()) || shard_.latest().epoch < target) return;
+  if (coord->second.target_ranks().holds(shard_.rank()) || coord->second.fap.empty()) return;
   for (const auto& [rank, m] : alive)
     if (rank != shard_.rank() && !m.descriptor.empty() && m.reading < target) return;
   log::info("rank {}: left the cluster: placement epoch {} holds none of its rows and every "

@@ -150,8 +150,9 @@ class fap_policy final : public placement_policy {
     const auto& guard = topo.placement;
     if (guard.min_replicas > l.holders)
       return make_error(errc::invalid_argument,
-                        "placement.min_replicas = {}: the cluster has {} servers with memory",
-                        guard.min_replicas, l.holders);
+                        "placement.min_replicas = {}: the cluster has {} servers{}",
+                        guard.min_replicas, l.holders,
+                        l.holders < int(topo.servers.size()) ? " holding rows" : "");
     const std::uint64_t protect = rows_for_share(order, in.fap, guard);
     const std::uint64_t copies = protect * std::uint64_t(guard.min_replicas - 1);
     if (copies > 0 && l.total < n + copies)
@@ -162,7 +163,8 @@ class fap_policy final : public placement_policy {
                         guard.min_replicas, guard.replica_fap_share, protect, copies,
                         l.total > n ? l.total - n : 0);
     // How much to replicate: the link model picks among candidates (see top).
-    // Servers without memory (a rank planned as absent) hold no copy.
+    // A rank planned as absent (no memory) holds no copy; a TOML's server without
+    // memory still counts, as it always did (plans, and their checksums, unchanged).
     const int S = l.holders;
     std::uint64_t most = 0;
     if (S > 1 && l.total > n)
@@ -198,7 +200,7 @@ class fap_policy final : public placement_policy {
     std::vector<server_shards> index;
     std::vector<server_capacity> cap;
     std::uint64_t total = 0, disk_total = 0;
-    int holders = 0;  // servers with a fast tier (an absent rank has none)
+    int holders = 0;  // servers that hold copies: all but absent ranks
     std::uint64_t min_fast = std::numeric_limits<std::uint64_t>::max();
     std::uint64_t min_device = std::numeric_limits<std::uint64_t>::max();
     layout(const config::topology& topo, const placement_input& in)
@@ -207,7 +209,7 @@ class fap_policy final : public placement_policy {
         cap.push_back(capacity_of(topo, index[s], shards, s));
         total += cap[s].fast;
         disk_total += topo.fast_network() ? cap[s].disk : 0;
-        if (cap[s].fast == 0) continue;
+        if (topo.servers[std::size_t(s)].absent) continue;
         ++holders;
         min_fast = std::min(min_fast, cap[s].fast);
         min_device = std::min(min_device, cap[s].device_tier);
@@ -260,7 +262,8 @@ class fap_policy final : public placement_policy {
     std::vector<std::vector<std::uint64_t>> fast_rows(S), disk_rows(S);
     std::vector<std::uint64_t> room(S), disk_room(S);
     for (int s = 0; s < S; ++s) {
-      if (l.cap[s].fast > 0) fast_rows[s].assign(order.begin(), order.begin() + replicate);
+      if (!topo.servers[std::size_t(s)].absent)
+        fast_rows[s].assign(order.begin(), order.begin() + replicate);
       room[s] = l.cap[s].fast - std::min(l.cap[s].fast, replicate);
       disk_room[s] = topo.fast_network() ? l.cap[s].disk : 0;
     }

@@ -137,6 +137,11 @@ TEST(coordinator_plan_test, a_joined_rank_gone_below_a_live_one_is_planned_as_ab
   rank3.reset();
   wait_dead(self, coord, 3);
   EXPECT_EQ(next_ranks(self, coord), std::make_pair(5, std::uint64_t{1} << 3));
+  // A plan made from the member list before rank 3 died would hold its rows.
+  const auto stale = plan_to(self, coord, 2, 5);
+  EXPECT_NE(stale.find("epoch 2 is over 5 ranks, but the cluster now has 5 ranks, 3 absent"),
+            std::string::npos)
+      << stale;
   ASSERT_EQ(plan_to(self, coord, 2, 5, std::uint64_t{1} << 3), "");
   for (const auto& m : members(self, coord))
     if (m["rank"] == 0) {

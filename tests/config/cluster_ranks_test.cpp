@@ -67,6 +67,8 @@ TEST(cluster_ranks_test, an_absent_rank_keeps_its_place_with_no_memory) {
   EXPECT_EQ(t.servers[3].memory_bytes, 0u);
   EXPECT_EQ(t.servers[3].disk_bytes, 0u);
   EXPECT_TRUE(t.servers[3].devices.empty());
+  EXPECT_TRUE(t.servers[3].absent);
+  EXPECT_FALSE(t.servers[4].absent);
   EXPECT_EQ(t.servers[4].memory_bytes, toml.servers[1].memory_bytes);
   EXPECT_EQ(t.servers[2].memory_bytes, toml.servers[1].memory_bytes);
   // The TOML's count with one absent is not the TOML.
