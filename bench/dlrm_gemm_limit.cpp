@@ -1,7 +1,8 @@
 // The GEMM-only limit of a DLRM: its bottom and top MLPs' matrix products alone
 // (cblas_sgemm, or at a few samples one cblas_sgemv per sample when faster, on
 // the OpenBLAS Spindle links, or oneDNN's FP32 matmul (nn/f32_matmul_onednn,
-// whatever SPINDLE_FP32_GEMM says) when faster: the better routine, which
+// whatever SPINDLE_FP32_GEMM says), or oneDNN's on weights packed once for it
+// (nn/f32_packed, whole blocks of rows, the rest plain) when faster: the best routine, which
 // Spindle's layers approach by a fixed rule; no bias, activation, embedding or
 // interaction, into preallocated outputs), back to back at each batch size. The
 // best of one stream on THREADS BLAS threads and THREADS streams of one BLAS
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "nn/f32_matmul.hpp"
+#include "nn/f32_packed.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -59,7 +61,7 @@ std::vector<product> mlp_products(const config::model_desc& d) {
   return out;
 }
 
-enum class routine { sgemm, sgemv, onednn };
+enum class routine { sgemm, sgemv, onednn, packed };
 
 // Runs every product back to back for `seconds`, as sgemm, one sgemv per
 // sample, or oneDNN's matmul; returns samples a second (0: oneDNN cannot here).
@@ -72,9 +74,21 @@ double stream(const std::vector<product>& ps, int batch, double seconds, routine
     y.emplace_back(std::size_t(batch) * p.n);
   }
   bool ran = true;
+  std::vector<std::shared_ptr<const nn::packed_f32_weight>> packed;
+  if (how == routine::packed)
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      packed.push_back(nn::packed_f32_weight::pack(w[i], ps[i].n, ps[i].k));
+      if (!packed.back()) return 0;
+    }
   auto pass = [&] {
     for (std::size_t i = 0; i < ps.size(); ++i)
-      if (how == routine::onednn)
+      if (how == routine::packed) {
+        const auto done = packed[i]->multiply_blocks(x[i].data(), y[i].data(), batch);
+        if (done < batch)
+          ran = nn::f32_matmul_onednn(x[i].data() + done * ps[i].k, w[i].data(),
+                                      y[i].data() + done * ps[i].n, batch - done, ps[i].k,
+                                      ps[i].n, false) && ran;
+      } else if (how == routine::onednn)
         ran = nn::f32_matmul_onednn(x[i].data(), w[i].data(), y[i].data(), batch, ps[i].k,
                                     ps[i].n, false) && ran;
       else if (gemv)
@@ -103,7 +117,8 @@ double best_of(const std::vector<product>& ps, int batch, double seconds, int th
                routine how) {
   openblas_set_num_threads(threads);
   // oneDNN's runs on one thread each (as Spindle's layers call it): streams only.
-  const double one = how == routine::onednn ? 0 : stream(ps, batch, seconds, how);
+  const bool dnnl = how == routine::onednn || how == routine::packed;
+  const double one = dnnl ? 0 : stream(ps, batch, seconds, how);
   openblas_set_num_threads(1);
   std::vector<double> each(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
@@ -118,8 +133,9 @@ double best_of(const std::vector<product>& ps, int batch, double seconds, int th
 // The best of sgemm and, at a few samples, one sgemv per sample (sgemm packs
 // the whole weight matrix per call, which a handful of rows does not repay).
 double best_routine(const std::vector<product>& ps, int batch, double seconds, int threads) {
-  double best = std::max(best_of(ps, batch, seconds, threads, routine::sgemm),
-                         best_of(ps, batch, seconds, threads, routine::onednn));
+  double best = std::max({best_of(ps, batch, seconds, threads, routine::sgemm),
+                          best_of(ps, batch, seconds, threads, routine::onednn),
+                          best_of(ps, batch, seconds, threads, routine::packed)});
   if (batch <= 8) best = std::max(best, best_of(ps, batch, seconds, threads, routine::sgemv));
   return best;
 }

@@ -105,7 +105,7 @@ echo "| batch | path | calls in flight | Spindle samples/s | p50 ms | p99 ms | P
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for b in ${batches//,/ }; do
   read -r tsps tp50 gsps fsps <<< "$(baselines "$b")"
-  requests=$(( 30000 / b + 20 ))
+  requests=$(( 120000 / b + 20 ))  # about 1.5-2 s a row at batch 64-256: shorter rows swung 15%
   [ "$requests" -gt 3000 ] && requests=3000
   for path in $doors; do
     case $path in

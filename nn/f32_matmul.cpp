@@ -121,6 +121,10 @@ bool f32_matmul_onednn(const float* x, const float* w, float* y, std::int64_t m,
   }
 }
 
+bool f32_packed_allowed() { return chosen_route() != route::openblas; }
+
+bool onednn_runs_avx512() { return onednn_avx512(); }
+
 const char* f32_gemm_kernels() {
   switch (chosen_route()) {
     case route::onednn: return "onednn";

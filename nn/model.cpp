@@ -268,6 +268,7 @@ expected<model> model::from(const config::model_desc& d, const safetensors_file&
     log::warn("{}: ignoring {} tensor(s) by model.ignore_tensors: {}", weights.path(),
               skipped.size(), name_list(skipped));
   m.cache_layer_weights();
+  m.pack_mlp_weights();
   if (auto st = m.set_precision(d.precision); !st)
     return std::move(st).with_context(fmt::format("{}: ", weights.path()));
   return m;

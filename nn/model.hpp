@@ -213,6 +213,10 @@ class model {
   bool dense_weight(const std::string& name, const tensor& t) const;
   // precision "bf16" / "int8": the dense weights so held, by parameter name.
   mutable bf16_weights bf16_;
+  // A recommendation model's MLP weights packed for oneDNN (nn/f32_packed), by
+  // parameter name: its FP32 products read them (empty where packing is off).
+  std::map<std::string, std::shared_ptr<const packed_f32_weight>> packed_;
+  void pack_mlp_weights();
   // table_precision int8 / int4: the emb_l tables, by parameter name (not in params_).
   std::map<std::string, quantized_table> quantized_;
   std::vector<layer_weights> layers_;

@@ -80,6 +80,28 @@ expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> we
   return y;
 }
 
+expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_f32_weight& packed,
+                               std::span<const float> weight, std::span<const float> bias,
+                               std::int64_t out_features, thread_pool* pool) {
+  const std::int64_t n = x.rows(), in = x.cols();
+  if (packed.in() != in || packed.out() != out_features ||
+      std::int64_t(weight.size()) != out_features * in)
+    return make_error(errc::invalid_argument,
+                      "linear_packed: x [{} x {}], weight {} values, packed [{} x {}], out {}", n,
+                      in, weight.size(), packed.out(), packed.in(), out_features);
+  SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
+  for_row_chunks(pool, n, kGemmGrain, [&](std::int64_t lo, std::int64_t hi) {
+    const std::int64_t done = packed.multiply_blocks(x.row(lo), y.row(lo), hi - lo);
+    if (lo + done < hi) gemm_rows(x, weight, 0.0f, y, lo + done, hi);
+    if (bias.empty()) return;
+    for (std::int64_t r = lo; r < hi; ++r) {
+      float* row = y.row(r);
+      for (std::int64_t c = 0; c < out_features; ++c) row[c] += bias[c];
+    }
+  });
+  return y;
+}
+
 status linear_accumulate(tensor& y, const tensor& x, std::span<const float> weight,
                          thread_pool* pool) {
   if (x.rows() != y.rows() || std::int64_t(weight.size()) != y.cols() * x.cols())

@@ -18,6 +18,7 @@
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
 #include "gpu/kernels/attention_row.hpp"
+#include "nn/f32_packed.hpp"
 #include "nn/tensor.hpp"
 
 namespace spindle::nn {
@@ -44,6 +45,11 @@ void set_blas_threads(int threads);
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
                         std::span<const float> bias, std::int64_t out_features,
                         thread_pool* pool = nullptr);
+/// linear() with the weight's whole blocks of rows multiplied through `packed`,
+/// its copy in oneDNN's layout (nn/f32_packed), the rest as linear() does.
+expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_f32_weight& packed,
+                               std::span<const float> weight, std::span<const float> bias,
+                               std::int64_t out_features, thread_pool* pool = nullptr);
 /// y += x W^T (y is [x.rows() x out]); errors name the mismatched shape.
 status linear_accumulate(tensor& y, const tensor& x, std::span<const float> weight,
                          thread_pool* pool = nullptr);

@@ -2,6 +2,8 @@
 // double-precision reference within float rounding at 5-300 rows, an
 // accumulating product leaves y as it was when refused, empty shapes are
 // refused (BLAS runs them), and a product's route does not depend on the range.
+// A weight packed for oneDNN (nn/f32_packed) gives the same products through
+// linear_packed: its whole blocks packed, the rest and the bias as linear.
 #include "nn/f32_matmul.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +12,9 @@
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include "nn/f32_packed.hpp"
+#include "nn/ops.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -79,6 +84,43 @@ TEST(f32_matmul_test, the_route_follows_the_whole_product_not_the_range) {
   } else {
     EXPECT_EQ(as_product, as_range) << route;
   }
+}
+
+
+TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_whole_blocks_and_the_rest) {
+  const std::int64_t k = 130, n = 47;
+  const auto w = random_values(std::size_t(n * k), 4), bias = random_values(std::size_t(n), 5);
+  auto packed = packed_f32_weight::pack(w, n, k);
+  if (!packed) GTEST_SKIP() << "no packing here (" << f32_gemm_kernels() << ")";
+  EXPECT_EQ(packed->in(), k);
+  EXPECT_EQ(packed->out(), n);
+  EXPECT_GT(packed->bytes(), 0u);
+  heap_allocator alloc;
+  thread_pool pool(2);
+  for (std::int64_t m : {3, 63, 64, 100, 128, 300}) {
+    auto x = random_values(std::size_t(m * k), 6);
+    const auto in = tensor::borrow(x.data(), {m, k});
+    for (thread_pool* p : {static_cast<thread_pool*>(nullptr), &pool}) {
+      auto got = linear_packed(alloc, in, *packed, w, bias, n, p);
+      ASSERT_TRUE(got.has_value()) << got.error().to_string();
+      std::vector<float> y(got->data(), got->data() + m * n);
+      std::vector<float> base(std::size_t(m * n));
+      for (std::int64_t r = 0; r < m; ++r)
+        for (std::int64_t c = 0; c < n; ++c) base[std::size_t(r * n + c)] = bias[std::size_t(c)];
+      EXPECT_LT(max_error(x, w, base, y, m, k, n), 1e-4) << m << " rows, pool " << (p != nullptr);
+    }
+    // The blocks alone: whole blocks only, the rest untouched.
+    std::vector<float> y(std::size_t(m * n), 7.0f);
+    const auto done = packed->multiply_blocks(x.data(), y.data(), m);
+    EXPECT_EQ(done, m / packed_f32_weight::kBlockRows * packed_f32_weight::kBlockRows) << m;
+    for (std::size_t i = std::size_t(done * n); i < y.size(); ++i) ASSERT_EQ(y[i], 7.0f) << m;
+  }
+  // Shapes that do not match are refused by name; a wrong-sized weight is not packed.
+  auto x = random_values(std::size_t(64 * 10), 7);
+  auto bad = linear_packed(alloc, tensor::borrow(x.data(), {64, 10}), *packed, w, bias, n);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("linear_packed"), std::string::npos);
+  EXPECT_EQ(packed_f32_weight::pack(std::span<const float>(w).first(10), n, k), nullptr);
 }
 
 }  // namespace

@@ -154,6 +154,58 @@ TEST(dlrm_golden_test, matches_a_pytorch_dlrm) {
       << bad.error().message();
 }
 
+// A batch of 130 rows (the fixture's rows over and over) scores each row as the
+// row alone does: past 64 rows the MLPs' products go through the weights packed
+// for oneDNN at load (nn/f32_packed), a lone row through a GEMV.
+TEST(dlrm_golden_test, a_batch_past_a_packed_block_scores_each_row_as_alone) {
+  const std::string dir = fixture("dlrm");
+  heap_allocator alloc;
+  auto m = model::load(dir, alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  const auto dense = load<float>(dir + "/dense.npy");
+  const std::int64_t in = m->desc().dense_in, rows = std::int64_t(dense.size()) / in;
+  const std::size_t tables = m->desc().table_rows.size();
+  std::vector<std::vector<std::int64_t>> idx(tables), off(tables);
+  for (std::size_t t = 0; t < tables; ++t) {
+    idx[t] = load<std::int64_t>(dir + "/indices" + std::to_string(t) + ".npy");
+    off[t] = load<std::int64_t>(dir + "/offsets" + std::to_string(t) + ".npy");
+  }
+  // Row r of the fixture appended to `sparse` (close() adds the last offset).
+  auto close = [&](std::vector<sparse_input>& sparse) {
+    for (auto& s : sparse) s.offsets.push_back(std::int64_t(s.indices.size()));
+  };
+  auto row_input = [&](std::int64_t r, std::vector<sparse_input>& sparse) {
+    for (std::size_t t = 0; t < tables; ++t) {
+      const auto lo = off[t][std::size_t(r)];
+      const auto hi = r + 1 < std::int64_t(off[t].size()) ? off[t][std::size_t(r + 1)]
+                                                          : std::int64_t(idx[t].size());
+      sparse[t].indices.insert(sparse[t].indices.end(), idx[t].begin() + lo, idx[t].begin() + hi);
+      sparse[t].offsets.push_back(std::int64_t(sparse[t].indices.size()) - (hi - lo));
+    }
+  };
+  const std::int64_t batch = 130;
+  std::vector<float> big_dense;
+  std::vector<sparse_input> big(tables);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const auto r = b % rows;
+    big_dense.insert(big_dense.end(), dense.begin() + r * in, dense.begin() + (r + 1) * in);
+    row_input(r, big);
+  }
+  close(big);
+  auto all = m->forward_dlrm(alloc, tensor::borrow(big_dense.data(), {batch, in}), big);
+  ASSERT_TRUE(all.has_value()) << all.error().to_string();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<float> one_dense(dense.begin() + r * in, dense.begin() + (r + 1) * in);
+    std::vector<sparse_input> one(tables);
+    row_input(r, one);
+    close(one);
+    auto alone = m->forward_dlrm(alloc, tensor::borrow(one_dense.data(), {1, in}), one);
+    ASSERT_TRUE(alone.has_value()) << alone.error().to_string();
+    for (std::int64_t b = r; b < batch; b += rows)
+      EXPECT_NEAR(all->data()[b], alone->data()[0], 1e-6f) << "row " << r << " at " << b;
+  }
+}
+
 // Hera Table I's NCF (NeuMF), Wide & Deep plain PyTorch modules
 // and DIN (scripts/make_golden_fixtures.py --only ncf,wnd / --only din): same
 // weights, same inputs.

@@ -1,0 +1,116 @@
+#include "nn/f32_packed.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <dnnl.hpp>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/log.hpp"
+#include "nn/f32_matmul.hpp"
+
+namespace spindle::nn {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// One engine for the packed weights and the primitives that read them.
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e{dnnl::engine::kind::cpu, 0};
+  return e;
+}
+
+dnnl::matmul::primitive_desc block_desc(std::int64_t in, std::int64_t out,
+                                        const dnnl::memory::desc& weights) {
+  const auto m = packed_f32_weight::kBlockRows;
+  return dnnl::matmul::primitive_desc(
+      dnnl::matmul::desc(dnnl::memory::desc({m, in}, dt::f32, tag::ab), weights,
+                         dnnl::memory::desc({m, out}, dt::f32, tag::ab)),
+      cpu_engine());
+}
+
+void warn_once(const dnnl::error& e) {
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    log::warn("oneDNN's packed FP32 matmul failed ({}); such products take the plain route",
+              e.what());
+  });
+}
+
+}  // namespace
+
+struct packed_f32_weight::held {
+  dnnl::memory::desc md;
+  dnnl::memory memory;
+};
+
+packed_f32_weight::packed_f32_weight(std::unique_ptr<held> h, std::int64_t out, std::int64_t in)
+    : h_(std::move(h)), out_(out), in_(in) {}
+
+packed_f32_weight::~packed_f32_weight() = default;
+
+std::size_t packed_f32_weight::bytes() const { return h_->md.get_size(); }
+
+std::shared_ptr<const packed_f32_weight> packed_f32_weight::pack(std::span<const float> w,
+                                                                 std::int64_t out,
+                                                                 std::int64_t in) {
+  if (!onednn_runs_avx512() || out <= 0 || in <= 0 || std::int64_t(w.size()) != out * in)
+    return nullptr;
+  try {
+    omp_set_num_threads(1);
+    // The layout oneDNN picks for a block's product; W^T viewed as [in x out] (tag ba).
+    const auto pd = block_desc(in, out, dnnl::memory::desc({in, out}, dt::f32, tag::any));
+    auto h = std::make_unique<held>();
+    h->md = pd.weights_desc();
+    h->memory = dnnl::memory(h->md, cpu_engine());
+    dnnl::memory plain({{in, out}, dt::f32, tag::ba}, cpu_engine(), const_cast<float*>(w.data()));
+    dnnl::stream s(cpu_engine());
+    dnnl::reorder(plain, h->memory).execute(s, plain, h->memory);
+    s.wait();
+    return std::shared_ptr<const packed_f32_weight>(new packed_f32_weight(std::move(h), out, in));
+  } catch (const dnnl::error& e) {
+    warn_once(e);
+    return nullptr;
+  }
+}
+
+std::int64_t packed_f32_weight::multiply_blocks(const float* x, float* y, std::int64_t rows) const {
+  // This thread's primitives by layer shape, each for the layout it was made for.
+  struct cached {
+    dnnl::memory::desc md;
+    dnnl::matmul mm;
+  };
+  thread_local std::map<std::pair<std::int64_t, std::int64_t>, std::vector<cached>> made;
+  thread_local dnnl::stream stream{cpu_engine()};
+  const std::int64_t blocks = rows / kBlockRows;
+  if (blocks == 0) return 0;
+  std::int64_t done = 0;
+  try {
+    omp_set_num_threads(1);  // this thread only: a pool already split the rows
+    auto& list = made[{in_, out_}];
+    auto it = std::find_if(list.begin(), list.end(), [&](const cached& c) { return c.md == h_->md; });
+    if (it == list.end()) {
+      list.push_back({h_->md, dnnl::matmul(block_desc(in_, out_, h_->md))});
+      it = std::prev(list.end());
+    }
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t r = b * kBlockRows;
+      dnnl::memory src({{kBlockRows, in_}, dt::f32, tag::ab}, cpu_engine(),
+                       const_cast<float*>(x + r * in_));
+      dnnl::memory dst({{kBlockRows, out_}, dt::f32, tag::ab}, cpu_engine(), y + r * out_);
+      it->mm.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, h_->memory},
+                              {DNNL_ARG_DST, dst}});
+      stream.wait();
+      done = r + kBlockRows;
+    }
+  } catch (const dnnl::error& e) {
+    warn_once(e);
+  }
+  return done;
+}
+
+}  // namespace spindle::nn
