@@ -6,6 +6,7 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,10 +19,11 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-// One engine for the packed weights and the primitives that read them.
+// One engine for the packed weights and the primitives that read them; never
+// destroyed, so worker threads' primitives and streams outlive it at exit.
 dnnl::engine& cpu_engine() {
-  static dnnl::engine e{dnnl::engine::kind::cpu, 0};
-  return e;
+  static auto* e = new dnnl::engine{dnnl::engine::kind::cpu, 0};
+  return *e;
 }
 
 dnnl::matmul::primitive_desc block_desc(std::int64_t in, std::int64_t out,
@@ -78,32 +80,50 @@ std::shared_ptr<const packed_f32_weight> packed_f32_weight::pack(std::span<const
   }
 }
 
+namespace {
+
+// A thread's stream and primitives by layer shape, each for the weights layout
+// it was made for (failed: oneDNN would not make it; not tried again).
+struct block_primitive {
+  dnnl::memory::desc md;
+  std::optional<dnnl::matmul> mm;
+};
+struct thread_primitives {
+  dnnl::stream stream{cpu_engine()};
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<block_primitive>> made;
+};
+
+}  // namespace
+
 std::int64_t packed_f32_weight::multiply_blocks(const float* x, float* y, std::int64_t rows) const {
-  // This thread's primitives by layer shape, each for the layout it was made for.
-  struct cached {
-    dnnl::memory::desc md;
-    dnnl::matmul mm;
-  };
-  thread_local std::map<std::pair<std::int64_t, std::int64_t>, std::vector<cached>> made;
-  thread_local dnnl::stream stream{cpu_engine()};
+  thread_local std::unique_ptr<thread_primitives> mine;  // made inside the try below
   const std::int64_t blocks = rows / kBlockRows;
   if (blocks == 0) return 0;
   std::int64_t done = 0;
   try {
     omp_set_num_threads(1);  // this thread only: a pool already split the rows
-    auto& list = made[{in_, out_}];
-    auto it = std::find_if(list.begin(), list.end(), [&](const cached& c) { return c.md == h_->md; });
+    if (!mine) mine = std::make_unique<thread_primitives>();
+    auto& list = mine->made[{in_, out_}];
+    auto it = std::find_if(list.begin(), list.end(),
+                           [&](const block_primitive& c) { return c.md == h_->md; });
     if (it == list.end()) {
-      list.push_back({h_->md, dnnl::matmul(block_desc(in_, out_, h_->md))});
+      list.push_back({h_->md, std::nullopt});
       it = std::prev(list.end());
+      try {
+        it->mm.emplace(block_desc(in_, out_, h_->md));
+      } catch (const dnnl::error& e) {
+        warn_once(e);
+      }
     }
+    if (!it->mm) return 0;  // the plain route takes every row
+    auto& stream = mine->stream;
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t r = b * kBlockRows;
       dnnl::memory src({{kBlockRows, in_}, dt::f32, tag::ab}, cpu_engine(),
                        const_cast<float*>(x + r * in_));
       dnnl::memory dst({{kBlockRows, out_}, dt::f32, tag::ab}, cpu_engine(), y + r * out_);
-      it->mm.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, h_->memory},
-                              {DNNL_ARG_DST, dst}});
+      it->mm->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, h_->memory},
+                               {DNNL_ARG_DST, dst}});
       stream.wait();
       done = r + kBlockRows;
     }

@@ -319,6 +319,12 @@ std::size_t model::weight_bytes() const {
   return n;
 }
 
+std::size_t model::packed_bytes() const {
+  std::size_t n = 0;
+  for (const auto& [_, w] : packed_) n += w->bytes();
+  return n;
+}
+
 bool model::needs_degrees() const {
   if (desc_.arch == model_arch::gcn) return true;
   for (const auto& op : desc_.ops)

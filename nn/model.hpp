@@ -82,6 +82,10 @@ class model {
   /// wide they must be (config::edge_attr_width).
   bool needs_edge_attr() const;
   std::size_t weight_bytes() const;
+  /// A recommendation model's MLP weights packed for oneDNN at load (nn/f32_packed):
+  /// how many, and the bytes of the copies (held beside weight_bytes()).
+  std::size_t packed_weights() const { return packed_.size(); }
+  std::size_t packed_bytes() const;
   const tensor& param(const std::string& name) const { return params_.at(name); }
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
   /// The dense layers' arithmetic: "fp32", "bf16" or "int8" (recommendation

@@ -45,9 +45,11 @@ expected<tensor> model::mlp(allocator& a, const bf16_weights::map* bf16, const s
 // call (the DLRM's MLPs at 128 rows on one thread, 2026-11-29: 2.32 ms packed,
 // 2.79 ms through oneDNN's plain layout, 2.90 ms OpenBLAS's SkylakeX sgemm). A
 // weight oneDNN will not pack takes the plain route; the copies cost the MLPs'
-// bytes again (the DLRM's: 8.5 MB).
+// bytes again (the DLRM's: 8.5 MB; packed_bytes). Only for a model loaded in
+// float32: one loaded in bf16 or int8 and switched to fp32 live runs the plain route.
 void model::pack_mlp_weights() {
-  if (desc_.arch == model_arch::stack || !f32_packed_allowed()) return;
+  if (desc_.arch == model_arch::stack || desc_.precision != "fp32" || !f32_packed_allowed())
+    return;
   for (const auto& [name, t] : params_) {
     if (!dense_weight(name, t) || t.shape().size() != 2) continue;
     if (auto w = packed_f32_weight::pack({t.data(), std::size_t(t.numel())}, t.shape()[0],

@@ -87,11 +87,13 @@ TEST(f32_matmul_test, the_route_follows_the_whole_product_not_the_range) {
 }
 
 
-TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_whole_blocks_and_the_rest) {
-  const std::int64_t k = 130, n = 47;
+// One layer shape: a packed weight's products through linear_packed, with and
+// without a pool, against a double reference; the blocks alone.
+void expect_packed_products(std::int64_t k, std::int64_t n) {
+  SCOPED_TRACE(::testing::Message() << k << " in, " << n << " out");
   const auto w = random_values(std::size_t(n * k), 4), bias = random_values(std::size_t(n), 5);
   auto packed = packed_f32_weight::pack(w, n, k);
-  if (!packed) GTEST_SKIP() << "no packing here (" << f32_gemm_kernels() << ")";
+  ASSERT_NE(packed, nullptr);
   EXPECT_EQ(packed->in(), k);
   EXPECT_EQ(packed->out(), n);
   EXPECT_GT(packed->bytes(), 0u);
@@ -115,6 +117,19 @@ TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_whole_blocks_and
     EXPECT_EQ(done, m / packed_f32_weight::kBlockRows * packed_f32_weight::kBlockRows) << m;
     for (std::size_t i = std::size_t(done * n); i < y.size(); ++i) ASSERT_EQ(y[i], 7.0f) << m;
   }
+}
+
+TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_whole_blocks_and_the_rest) {
+  if (!packed_f32_weight::pack(random_values(4, 1), 2, 2))
+    GTEST_SKIP() << "no packing here (" << f32_gemm_kernels() << ")";
+  // A GNN-like layer, the DLRM's first bottom layer (13 dense inputs) and its last (one logit).
+  for (auto [k, n] : {std::pair{130, 47}, std::pair{13, 512}, std::pair{256, 1}})
+    expect_packed_products(k, n);
+  const std::int64_t k = 130, n = 47;
+  const auto w = random_values(std::size_t(n * k), 4), bias = random_values(std::size_t(n), 5);
+  auto packed = packed_f32_weight::pack(w, n, k);
+  ASSERT_NE(packed, nullptr);
+  heap_allocator alloc;
   // Shapes that do not match are refused by name; a wrong-sized weight is not packed.
   auto x = random_values(std::size_t(64 * 10), 7);
   auto bad = linear_packed(alloc, tensor::borrow(x.data(), {64, 10}), *packed, w, bias, n);

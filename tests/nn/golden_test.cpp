@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "../graph/test_util.hpp"
@@ -10,6 +11,7 @@
 #include "graph/dataset.hpp"
 #include "graph/prepare.hpp"
 #include "graph/sampler.hpp"
+#include "nn/f32_matmul.hpp"
 #include "nn/model.hpp"
 
 namespace spindle::nn {
@@ -192,8 +194,22 @@ TEST(dlrm_golden_test, a_batch_past_a_packed_block_scores_each_row_as_alone) {
     row_input(r, big);
   }
   close(big);
+  if (f32_packed_allowed()) {
+    EXPECT_EQ(m->packed_weights(), m->desc().bottom.size() + m->desc().top.size());
+    EXPECT_GT(m->packed_bytes(), 0u);
+  }
   auto all = m->forward_dlrm(alloc, tensor::borrow(big_dense.data(), {batch, in}), big);
   ASSERT_TRUE(all.has_value()) << all.error().to_string();
+  // bf16 MLPs come before the packed float32 ones, and float32 again after them.
+  if (m->set_precision("bf16")) {
+    auto half = m->forward_dlrm(alloc, tensor::borrow(big_dense.data(), {batch, in}), big);
+    ASSERT_TRUE(half.has_value()) << half.error().to_string();
+    EXPECT_NE(std::memcmp(half->data(), all->data(), std::size_t(batch) * sizeof(float)), 0);
+    ASSERT_TRUE(m->set_precision("fp32"));
+    auto again = m->forward_dlrm(alloc, tensor::borrow(big_dense.data(), {batch, in}), big);
+    ASSERT_TRUE(again.has_value()) << again.error().to_string();
+    EXPECT_EQ(std::memcmp(again->data(), all->data(), std::size_t(batch) * sizeof(float)), 0);
+  }
   for (std::int64_t r = 0; r < rows; ++r) {
     std::vector<float> one_dense(dense.begin() + r * in, dense.begin() + (r + 1) * in);
     std::vector<sparse_input> one(tables);
