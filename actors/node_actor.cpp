@@ -69,6 +69,15 @@ config::plan_ranks wanted_ranks(const coordinator_state& st) {
   return p;
 }
 
+// A plan's absent ranks as a list (beside the mask: JSON readers that hold
+// numbers as doubles lose a mask's bits past 53).
+nlohmann::json absent_list(std::uint64_t mask) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int r = 0; r < config::plan_ranks::kMaxAbsent; ++r)
+    if ((mask >> r) & 1u) out.push_back(r);
+  return out;
+}
+
 nlohmann::json member_json(int rank, const member& m, const target_plan& t,
                            const target_plan& from) {
   nlohmann::json j = {{"rank", rank},
@@ -93,6 +102,7 @@ nlohmann::json member_json(int rank, const member& m, const target_plan& t,
     j["fap"] = t.fap;
     j["servers"] = t.servers;
     j["absent"] = t.absent;
+    j["absent_ranks"] = absent_list(t.absent);
     j["from_epoch"] = from.epoch;
     j["from_fap"] = from.fap;
     j["from_servers"] = from.servers;
@@ -178,6 +188,7 @@ std::string status_json(const coordinator_state& st) {
     const auto next = wanted_ranks(st);
     j.back()["ranks"] = next.count;
     j.back()["absent_next"] = next.absent;
+    j.back()["absent_next_ranks"] = absent_list(next.absent);
   }
   return j.dump();
 }

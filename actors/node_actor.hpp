@@ -44,11 +44,12 @@ namespace spindle::actors {
 ///                    a new target plan over `ranks` servers (ranks 0..ranks-1, those in the
 ///                    `absent` mask planned with no rows: config::plan_ranks), made from the
 ///                    observed FAP readable at the descriptor; listed on rank 0 as "target",
-///                    "fap", "servers" and "absent", and the target before it as
-///                    "from_epoch", "from_fap", "from_servers" and "from_absent" (a joining
-///                    rank rebuilds that plan to read its rows from their current owners);
-///                    the ranks the next plan should have as "ranks" and "absent_next" (a
-///                    joined rank that died or leaves below a live one). Epochs only grow.
+///                    "fap", "servers" and "absent" (as a list too, "absent_ranks"), and
+///                    the target before it as "from_epoch", "from_fap", "from_servers" and
+///                    "from_absent" (a joining rank rebuilds that plan to read its rows
+///                    from their current owners); the ranks the next plan should have as
+///                    "ranks" and "absent_next" ("absent_next_ranks": a joined rank that
+///                    died or leaves below a live one). Epochs only grow.
 ///   (shard_atom, rank, epoch, descriptor)  the rank built its shard for that epoch; its
 ///                    previous one stays listed as old_descriptor/old_epoch until retired
 ///   (retire_atom, rank, epoch)  the rank freed its shard of that epoch

@@ -146,6 +146,8 @@ TEST(coordinator_plan_test, a_joined_rank_gone_below_a_live_one_is_planned_as_ab
   for (const auto& m : members(self, coord))
     if (m["rank"] == 0) {
       EXPECT_EQ(m["absent"], std::uint64_t{1} << 3);
+      EXPECT_EQ(m["absent_ranks"], nlohmann::json::array({3}));
+      EXPECT_EQ(m["absent_next_ranks"], nlohmann::json::array({3}));
       EXPECT_EQ(m["from_absent"], 0u);
     }
   // Rank 3 holds no rows of epoch 2: its death does not make the plan unfinishable.
