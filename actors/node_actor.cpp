@@ -270,9 +270,13 @@ std::string joiner_refusal(const coordinator_state& st, int rank) {
 // Why rank `rank` may not leave ("" if it may).
 std::string leave_refusal(const coordinator_state& st, int rank) {
   const auto it = st.members.find(rank);
-  if (rank <= 0 || it == st.members.end() || !it->second.alive)
-    return fmt::format("leave: rank {} is not a live member{}", rank,
-                       rank == 0 ? " that can leave (rank 0 coordinates)" : "");
+  if (rank == 0)
+    return "leave: rank 0 coordinates the cluster and cannot leave it (stop the cluster "
+           "instead)";
+  if (rank > 0 && it != st.members.end() && !it->second.alive && it->second.leaving)
+    return fmt::format("leave: rank {} has already left", rank);
+  if (rank < 0 || it == st.members.end() || !it->second.alive)
+    return fmt::format("leave: rank {} is not a live member", rank);
   if (it->second.leaving) return fmt::format("leave: rank {} is already leaving", rank);
   if (rank >= config::plan_ranks::kMaxAbsent && rank + 1 != wanted_ranks(st).count)
     return fmt::format("leave: rank {} is below a live rank and past the {} ranks a plan can "
@@ -471,7 +475,7 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
             if (!o.serves_batches) self->send(coord, ready_atom::value, o.rank, std::string());
           },
           [=](caf::error& e) {
-            log::error("{}: join failed: {}", o.name, to_string(e));
+            log::error("{}: join failed: {}", o.name, error_text(e));
             // Refused (the coordinator answered): the member cannot serve. A join
             // that timed out waits, as before, for the coordinator to be seen down.
             if (o.on_join_failed && e != caf::sec::request_timeout) o.on_join_failed(error_text(e));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "actors/bridge_messages.hpp"
 #include "actors/node_actor.hpp"
 #include "apps/commands/command.hpp"
 #include "apps/commands/members_table.hpp"
@@ -59,7 +60,8 @@ status run_status(caf::scoped_actor& self, const caf::actor& coord, const std::s
             }
           },
           [&](caf::error& e) {
-            result = make_error(errc::unavailable, "status query failed: {}", to_string(e));
+            result = make_error(errc::unavailable, "status query failed: {}",
+                                actors::error_text(e));
           });
   return result;
 }
@@ -76,7 +78,7 @@ status run_leave(caf::scoped_actor& self, const caf::actor& coord, const std::st
           },
           [&](caf::error& e) {
             result = make_error(errc::invalid_argument, "cluster-leave --rank {}: {}", rank,
-                                to_string(e));
+                                actors::error_text(e));
           });
   return result;
 }
@@ -108,7 +110,7 @@ void register_cluster_status(CLI::App& app) {
   auto leave_token = std::make_shared<std::string>();
   auto rank = std::make_shared<int>(-1);
   leave->add_option("--config", *leave_path, "Cluster TOML")->required();
-  leave->add_option("--rank", *rank, "The rank to leave")->required()->check(CLI::PositiveNumber);
+  leave->add_option("--rank", *rank, "The rank to leave (one that joined)")->required();
   leave->add_option("--token-file", *leave_token,
                     "The cluster token file (default: SPINDLE_CLUSTER_TOKEN, else the TOML's)");
   on_run(leave, [leave_path, leave_token, rank] {

@@ -26,7 +26,7 @@ std::string present(const nlohmann::json& m, const char* key) {
 // A rank that joined past the TOML's: its HOST:PORT, and whether it leaves.
 std::string joined_at(const nlohmann::json& m) {
   std::string at = field(m, "address");
-  if (m.value("leaving", false)) at += " (leaving)";
+  if (m.value("leaving", false)) at += m.value("alive", false) ? " (leaving)" : " (left)";
   return at;
 }
 

@@ -163,6 +163,10 @@ TEST(coordinator_plan_test, a_joined_rank_gone_below_a_live_one_is_planned_as_ab
   self->request(coord, std::chrono::seconds(5), leave_atom::value, 1, kPlanTestToken)
       .receive([&](ok_atom) { refused = "accepted"; }, [&](caf::error& e) { refused = to_string(e); });
   EXPECT_NE(refused.find("rank 1 is one of the TOML's 3 ranks"), std::string::npos) << refused;
+  self->request(coord, std::chrono::seconds(5), leave_atom::value, 0, kPlanTestToken)
+      .receive([&](ok_atom) { refused = "accepted"; }, [&](caf::error& e) { refused = to_string(e); });
+  EXPECT_NE(refused.find("rank 0 coordinates the cluster and cannot leave it"), std::string::npos)
+      << refused;
   self->request(coord, std::chrono::seconds(5), leave_atom::value, 3, kPlanTestToken)
       .receive([&](ok_atom) { refused.clear(); }, [&](caf::error& e) { refused = to_string(e); });
   EXPECT_EQ(refused, "");
