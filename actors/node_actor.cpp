@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/bridge_messages.hpp"
+#include "actors/coordinator_state.hpp"
 #include "config/cluster_ranks.hpp"
 #include "core/log.hpp"
 #include "transport/rpc/rpc_types.hpp"
@@ -13,148 +14,7 @@
 namespace spindle::actors {
 namespace {
 
-struct member {
-  std::string name;
-  int pid = 0;
-  bool alive = false;
-  int joins = 0;
-  caf::actor_addr addr;
-  std::string descriptor;      // the node's feature-shard region (UCX), empty if none
-  std::string bridge;          // its UCX bridge address once its pipeline serves, else empty
-  bool ready = false;          // joined and, if it serves batches, registered its pipeline
-  int epoch = 0;               // the placement epoch `descriptor` is laid out for
-  std::string old_descriptor;  // its previous epoch's shard, until retired
-  int old_epoch = -1;
-  int reading = 0;  // the epoch its pipeline reads
-  std::string problem;  // why it cannot build or read the target epoch (empty: none)
-  caf::node_id node;  // the process that joined as this rank, with the cluster token
-  std::string address;  // a rank that joined past the TOML's: its HOST:PORT (`node --join`)
-  bool leaving = false;  // asked to leave (kept after it exits: the plan goes on without it)
-  int pipelines = 0;     // the pipelines it serves batches with, as its ready said (0: unsaid)
-};
-
-struct target_plan {
-  int epoch = 0;
-  std::string fap;  // descriptor of the observed FAP the plan is made from
-  int servers = 0;  // the plan's ranks (0..servers-1)
-  std::uint64_t absent = 0;  // of them, those planned with no rows (config::plan_ranks)
-  config::plan_ranks ranks() const { return {servers, absent}; }
-};
-
-struct coordinator_state {
-  std::string name;
-  std::string token;  // the cluster token: joins and outside status queries carry it
-  std::string plan;   // the checksum of rank 0's placement plan (empty: no shard)
-  std::map<int, member> members;
-  target_plan target;
-  target_plan from;  // the target before it: the plan a rank that joins reads its rows by
-  std::map<std::string, std::string> models;  // GNNs loaded at run time: name -> directory
-  lend_fn lend;  // rank 0's own copy of the dataset lends rows (empty: it holds none)
-  int ranks = 0;  // the TOML's ranks (0: joins refused)
-};
-
-// The ranks the next plan should have: the TOML's, then those that joined past
-// them up to the highest live one not leaving; of those, a joined rank that
-// died or leaves is absent (no rows; its number stays, as it names the others'
-// shards and regions). A TOML rank that dies is expected back: never absent.
-config::plan_ranks wanted_ranks(const coordinator_state& st) {
-  config::plan_ranks p{st.ranks, 0};
-  for (const auto& [rank, m] : st.members)
-    if (m.alive && !m.address.empty() && !m.leaving) p.count = std::max(p.count, rank + 1);
-  for (int r = st.ranks; r < p.count && r < config::plan_ranks::kMaxAbsent; ++r) {
-    const auto it = st.members.find(r);
-    if (it == st.members.end() || !it->second.alive || it->second.leaving)
-      p.absent |= std::uint64_t{1} << r;
-  }
-  return p;
-}
-
-// A plan's absent ranks as a list (beside the mask: JSON readers that hold
-// numbers as doubles lose a mask's bits past 53).
-nlohmann::json absent_list(std::uint64_t mask) {
-  nlohmann::json out = nlohmann::json::array();
-  for (int r = 0; r < config::plan_ranks::kMaxAbsent; ++r)
-    if ((mask >> r) & 1u) out.push_back(r);
-  return out;
-}
-
-nlohmann::json member_json(int rank, const member& m, const target_plan& t,
-                           const target_plan& from) {
-  nlohmann::json j = {{"rank", rank},
-                      {"name", m.name},
-                      {"pid", m.pid},
-                      {"alive", m.alive},
-                      {"joins", m.joins},
-                      {"descriptor", m.descriptor},
-                      {"bridge", m.bridge},
-                      {"ready", m.ready},
-                      {"epoch", m.epoch},
-                      {"old_descriptor", m.old_descriptor},
-                      {"old_epoch", m.old_epoch},
-                      {"reading", m.reading},
-                      {"placement_error", m.problem},
-                      {"address", m.address},
-                      {"joined", !m.address.empty()},
-                      {"leaving", m.leaving},
-                      {"pipelines", m.pipelines}};
-  if (rank == 0) {
-    j["target"] = t.epoch;
-    j["fap"] = t.fap;
-    j["servers"] = t.servers;
-    j["absent"] = t.absent;
-    j["absent_ranks"] = absent_list(t.absent);
-    j["from_epoch"] = from.epoch;
-    j["from_fap"] = from.fap;
-    j["from_servers"] = from.servers;
-    j["from_absent"] = from.absent;
-  }
-  return j;
-}
-
-// The placement-epoch messages of the coordinator (see node_actor.hpp).
-void on_shard(coordinator_state& st, int rank, int epoch, const std::string& descriptor) {
-  auto it = st.members.find(rank);
-  if (it == st.members.end()) return;
-  auto& m = it->second;
-  if (epoch > m.epoch) {
-    m.old_descriptor = std::move(m.descriptor);
-    m.old_epoch = m.epoch;
-    m.epoch = epoch;
-  }
-  if (epoch == m.epoch) m.descriptor = descriptor;
-}
-
-void on_retire(coordinator_state& st, int rank, int epoch) {
-  auto it = st.members.find(rank);
-  if (it == st.members.end() || it->second.old_epoch != epoch) return;
-  it->second.old_descriptor.clear();
-  it->second.old_epoch = -1;
-}
-
-// The first live shard holder not yet reading the target with its old shard
-// freed (-1: the target is applied).
-int rank_applying(const coordinator_state& st) {
-  for (const auto& [rank, m] : st.members)
-    if (m.alive && !m.descriptor.empty() &&
-        (m.epoch != st.target.epoch || m.reading != m.epoch || m.old_epoch >= 0))
-      return rank;
-  return -1;
-}
-
-// Why the target plan can never be applied ("" if it can): a rank that joined,
-// holds rows of it and died before every live member read it. Readers attach
-// the target only once every owner of it publishes, so they stay where they
-// are until a rank joins as that rank again and builds its shard.
-std::string unfinishable_target(const coordinator_state& st) {
-  for (const auto& [rank, m] : st.members)
-    if (!m.alive && !m.address.empty() && st.target.ranks().holds(rank) && st.target.epoch > 0)
-      return fmt::format(
-          "plan: epoch {} cannot be applied: rank {} (joined from {}), which holds rows of it, "
-          "died before every member read it, so the members read epoch {} on; a rank joining "
-          "as rank {} (`node --join` picks it) builds its shard and completes it",
-          st.target.epoch, rank, m.address, st.from.epoch, rank);
-  return {};
-}
+using coordinator_rules::coordinator_state;
 
 // A status query from this process needs no token; any other must carry it.
 bool trusted_sender(caf::stateful_actor<coordinator_state>* self) {
@@ -174,23 +34,11 @@ bool from_member(caf::stateful_actor<coordinator_state>* self, int rank, const c
     return true;
   static std::uint64_t dropped = 0;
   if (dropped++ % 100 == 0)
-    log::warn("ignored a '{}' message for rank {} from a process that did not join as it ({} so "
-              "far)",
-              what, rank, dropped);
+    log::warn(
+        "ignored a '{}' message for rank {} from a process that did not join as it ({} so "
+        "far)",
+        what, rank, dropped);
   return false;
-}
-
-std::string status_json(const coordinator_state& st) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& [rank, m] : st.members) {
-    j.push_back(member_json(rank, m, st.target, st.from));
-    if (rank != 0) continue;
-    const auto next = wanted_ranks(st);
-    j.back()["ranks"] = next.count;
-    j.back()["absent_next"] = next.absent;
-    j.back()["absent_next_ranks"] = absent_list(next.absent);
-  }
-  return j.dump();
 }
 
 caf::error unauthorized(const std::string& what) {
@@ -243,53 +91,6 @@ struct join_request {
   std::string address;  // a rank joining past the TOML's: its HOST:PORT (else empty)
 };
 
-// Why a rank joining past the TOML's (`node --join`) is refused ("" if it is not).
-std::string joiner_refusal(const coordinator_state& st, int rank) {
-  const auto it = st.members.find(rank);
-  if (it != st.members.end() && it->second.alive)
-    return fmt::format("join: rank {} is already a live member ({}, pid {}): give --join another "
-                       "rank, or none for the next one",
-                       rank, it->second.name.substr(0, 64), it->second.pid);
-  if (st.ranks <= 0) return "join: this coordinator takes no ranks beyond its TOML's";
-  for (const auto& [r, m] : st.members)  // one move at a time
-    if (m.alive && m.leaving)
-      return fmt::format("join: rank {} is leaving the cluster; join once it has left", r);
-  if (rank < st.ranks)
-    return fmt::format("join: rank {} is one of the TOML's {} ranks: start it without --join",
-                       rank, st.ranks);
-  for (int r = st.ranks; r < rank; ++r) {
-    const auto m = st.members.find(r);
-    if (m == st.members.end() || !m->second.alive || m->second.leaving)
-      return fmt::format("join: rank {} would leave rank {} empty: the next rank is {} (`--join` "
-                         "without --rank takes it)",
-                         rank, r, r);
-  }
-  return {};
-}
-
-// Why rank `rank` may not leave ("" if it may).
-std::string leave_refusal(const coordinator_state& st, int rank) {
-  const auto it = st.members.find(rank);
-  if (rank == 0)
-    return "leave: rank 0 coordinates the cluster and cannot leave it (stop the cluster "
-           "instead)";
-  if (rank > 0 && it != st.members.end() && !it->second.alive && it->second.leaving)
-    return fmt::format("leave: rank {} has already left", rank);
-  if (rank < 0 || it == st.members.end() || !it->second.alive)
-    return fmt::format("leave: rank {} is not a live member", rank);
-  if (it->second.leaving) return fmt::format("leave: rank {} is already leaving", rank);
-  if (rank >= config::plan_ranks::kMaxAbsent && rank + 1 != wanted_ranks(st).count)
-    return fmt::format("leave: rank {} is below a live rank and past the {} ranks a plan can "
-                       "leave absent; the highest rank leaves first",
-                       rank, config::plan_ranks::kMaxAbsent);
-  if (it->second.address.empty())  // the TOML's ranks hold the table the cluster was sized for
-    return fmt::format("leave: rank {} is one of the TOML's {} ranks, which the cluster's "
-                       "placement is sized for and expects back; only ranks that joined "
-                       "(node --join) leave",
-                       rank, st.ranks);
-  return {};
-}
-
 caf::result<ok_atom, std::string> accept_join(caf::stateful_actor<coordinator_state>* self,
                                               const join_request& j) {
   const int rank = j.rank;
@@ -299,7 +100,8 @@ caf::result<ok_atom, std::string> accept_join(caf::stateful_actor<coordinator_st
     return unauthorized("join");
   }
   if (rank <= 0) return caf::make_error(caf::sec::runtime_error, "join: rank must be > 0");
-  const std::string why = j.address.empty() ? std::string() : joiner_refusal(self->state, rank);
+  const std::string why =
+      j.address.empty() ? std::string() : coordinator_rules::joiner_refusal(self->state, rank);
   if (!why.empty()) {
     log::warn("refused rank {} ('{}') at {}: {}", rank, who.substr(0, 64), j.address, why);
     return caf::make_error(caf::sec::runtime_error, why);
@@ -359,11 +161,12 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       },
       [=](leave_atom, int rank, const std::string& token) -> caf::result<ok_atom> {
         if (!transport::rpc::token_matches(token, self->state.token)) return unauthorized("leave");
-        if (auto why = leave_refusal(self->state, rank); !why.empty())
+        if (auto why = coordinator_rules::leave_refusal(self->state, rank); !why.empty())
           return caf::make_error(caf::sec::runtime_error, why);
         self->state.members[rank].leaving = true;
         log::info("node {} (rank {}) leaves: the placement re-plans over {}",
-                  self->state.members[rank].name, rank, to_string(wanted_ranks(self->state)));
+                  self->state.members[rank].name, rank,
+                  to_string(coordinator_rules::wanted_ranks(self->state)));
         return ok_atom::value;
       },
       [=](ready_atom, int rank, const std::string& bridge_address) {
@@ -373,10 +176,12 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         on_ready(self, rank, bridge_address, pipelines);
       },
       [=](shard_atom, int rank, int epoch, const std::string& descriptor) {
-        if (from_member(self, rank, "shard")) on_shard(self->state, rank, epoch, descriptor);
+        if (from_member(self, rank, "shard"))
+          coordinator_rules::on_shard(self->state, rank, epoch, descriptor);
       },
       [=](retire_atom, int rank, int epoch) {
-        if (from_member(self, rank, "retire")) on_retire(self->state, rank, epoch);
+        if (from_member(self, rank, "retire"))
+          coordinator_rules::on_retire(self->state, rank, epoch);
       },
       [=](reading_atom, int rank, int epoch, const std::string& problem) {
         if (!from_member(self, rank, "reading")) return;
@@ -399,8 +204,8 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
                                      std::to_string(self->state.target.epoch));
         // One migration at a time: every live shard holder is on the target and
         // has freed its old shard (a node tracks one old shard at most).
-        if (const int rank = rank_applying(self->state); rank >= 0) {
-          auto why = unfinishable_target(self->state);
+        if (const int rank = coordinator_rules::rank_applying(self->state); rank >= 0) {
+          auto why = coordinator_rules::unfinishable_target(self->state);
           return caf::make_error(caf::sec::runtime_error,
                                  !why.empty() ? why
                                               : fmt::format("plan: epoch {} is still being "
@@ -413,7 +218,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         // Made from a member list read before a rank joined, died or left: it
         // could hold a dead rank's rows or leave a live one absent.
         const config::plan_ranks asked{servers, absent};
-        if (const auto now = wanted_ranks(self->state); asked != now)
+        if (const auto now = coordinator_rules::wanted_ranks(self->state); asked != now)
           return caf::make_error(caf::sec::runtime_error,
                                  fmt::format("plan: epoch {} is over {}, but the cluster now "
                                              "has {}",
@@ -426,7 +231,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
       },
       [=](status_atom) -> caf::result<std::string> {
         if (!trusted_sender(self)) return unauthorized("status");
-        return status_json(self->state);
+        return coordinator_rules::status_json(self->state);
       },
       // The GNNs loaded at run time, which every node with a door serves.
       [=](models_atom, const std::string& token) -> caf::result<std::string> {
@@ -443,13 +248,13 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::str
         } else {
           return caf::make_error(caf::sec::runtime_error, "models: unknown change '" + op + "'");
         }
-        log::info("cluster models: {} '{}'{}", op == "add" ? "serving" : "no longer serving",
-                  name, op == "add" ? " from " + path : std::string());
+        log::info("cluster models: {} '{}'{}", op == "add" ? "serving" : "no longer serving", name,
+                  op == "add" ? " from " + path : std::string());
         return ok_atom::value;
       },
       [=](status_atom, const std::string& token) -> caf::result<std::string> {
         if (!transport::rpc::token_matches(token, self->state.token)) return unauthorized("status");
-        return status_json(self->state);
+        return coordinator_rules::status_json(self->state);
       },
   };
 }
@@ -460,26 +265,26 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
     log::warn("{}: coordinator is down", o.name);
     if (o.on_coordinator_down) o.on_coordinator_down();
   });
-  auto joined = o.address.empty()
-                    ? self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank,
-                                    o.name, int(::getpid()), o.descriptor, o.plan, o.token)
-                    : self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank,
-                                    o.name, int(::getpid()), o.descriptor, o.plan, o.token,
-                                    o.address);
+  auto joined =
+      o.address.empty()
+          ? self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank, o.name,
+                          int(::getpid()), o.descriptor, o.plan, o.token)
+          : self->request(coord, std::chrono::seconds(10), join_atom::value, o.rank, o.name,
+                          int(::getpid()), o.descriptor, o.plan, o.token, o.address);
   std::move(joined).then(
-          [=](ok_atom, const std::string& coordinator_bridge) {
-            log::info("{} (rank {}) joined the cluster", o.name, o.rank);
-            // Replies to the coordinator's batches travel over the UCX bridge.
-            if (o.bridge && !coordinator_bridge.empty())
-              self->send(o.bridge, peer_atom::value, 0, coordinator_bridge);
-            if (!o.serves_batches) self->send(coord, ready_atom::value, o.rank, std::string());
-          },
-          [=](caf::error& e) {
-            log::error("{}: join failed: {}", o.name, error_text(e));
-            // Refused (the coordinator answered): the member cannot serve. A join
-            // that timed out waits, as before, for the coordinator to be seen down.
-            if (o.on_join_failed && e != caf::sec::request_timeout) o.on_join_failed(error_text(e));
-          });
+      [=](ok_atom, const std::string& coordinator_bridge) {
+        log::info("{} (rank {}) joined the cluster", o.name, o.rank);
+        // Replies to the coordinator's batches travel over the UCX bridge.
+        if (o.bridge && !coordinator_bridge.empty())
+          self->send(o.bridge, peer_atom::value, 0, coordinator_bridge);
+        if (!o.serves_batches) self->send(coord, ready_atom::value, o.rank, std::string());
+      },
+      [=](caf::error& e) {
+        log::error("{}: join failed: {}", o.name, error_text(e));
+        // Refused (the coordinator answered): the member cannot serve. A join
+        // that timed out waits, as before, for the coordinator to be seen down.
+        if (o.on_join_failed && e != caf::sec::request_timeout) o.on_join_failed(error_text(e));
+      });
   return {
       [=](status_atom) {
         return nlohmann::json{{"rank", o.rank}, {"name", o.name}, {"pid", int(::getpid())}}.dump();
@@ -500,8 +305,8 @@ caf::behavior member_actor(caf::event_based_actor* self, caf::actor coord, membe
 }  // namespace
 
 caf::actor spawn_coordinator(caf::actor_system& sys, std::string name, std::string descriptor,
-                             std::string bridge, std::string token, std::string plan,
-                             lend_fn lend, int ranks) {
+                             std::string bridge, std::string token, std::string plan, lend_fn lend,
+                             int ranks) {
   return sys.spawn(coordinator, std::move(name), std::move(descriptor), std::move(bridge),
                    std::move(token), std::move(plan), std::move(lend), ranks);
 }
