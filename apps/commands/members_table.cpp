@@ -17,8 +17,10 @@ std::string field(const nlohmann::json& m, const char* key) {
   return v.dump();
 }
 
-// A published region or bridge is shown by its presence, not its bytes.
+// A published region or bridge is shown by its presence, not its bytes; a dead
+// member's ("-") is out of reach, whatever it last published.
 std::string present(const nlohmann::json& m, const char* key) {
+  if (!m.value("alive", false)) return "-";
   return m.contains(key) && m[key].is_string() && !m[key].get<std::string>().empty() ? "yes"
                                                                                       : "no";
 }
