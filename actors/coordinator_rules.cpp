@@ -10,10 +10,7 @@ namespace {
 // A plan's absent ranks as a list (beside the mask: JSON readers that hold
 // numbers as doubles lose a mask's bits past 53).
 nlohmann::json absent_list(std::uint64_t mask) {
-  nlohmann::json out = nlohmann::json::array();
-  for (int r = 0; r < config::plan_ranks::kMaxAbsent; ++r)
-    if ((mask >> r) & 1u) out.push_back(r);
-  return out;
+  return config::plan_ranks{0, mask}.absent_ranks();
 }
 
 nlohmann::json member_json(int rank, const member& m, const target_plan& t,

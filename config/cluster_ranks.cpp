@@ -1,15 +1,14 @@
 #include "config/cluster_ranks.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace spindle::config {
 
 std::string to_string(const plan_ranks& r) {
-  std::string absent;
-  for (int i = 0; i < plan_ranks::kMaxAbsent; ++i)
-    if (r.is_absent(i)) absent += (absent.empty() ? "" : ", ") + std::to_string(i);
+  const auto absent = r.absent_ranks();
   if (absent.empty()) return fmt::format("{} ranks", r.count);
-  return fmt::format("{} ranks, {} absent", r.count, absent);
+  return fmt::format("{} ranks, {} absent", r.count, fmt::join(absent, ", "));
 }
 
 topology with_ranks(const topology& toml, plan_ranks ranks, const std::string& host) {

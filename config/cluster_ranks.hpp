@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/topology.hpp"
 
@@ -24,6 +25,13 @@ struct plan_ranks {
   }
   /// Whether `rank` holds rows of the plan (below its count and not absent).
   bool holds(int rank) const { return rank < count && !is_absent(rank); }
+  /// The absent ranks in order.
+  std::vector<int> absent_ranks() const {
+    std::vector<int> out;
+    for (int r = 0; r < kMaxAbsent; ++r)
+      if (is_absent(r)) out.push_back(r);
+    return out;
+  }
   bool operator==(const plan_ranks&) const = default;
 };
 

@@ -62,6 +62,17 @@ void gemm_rows(const tensor& x, std::span<const float> w, float beta, tensor& y,
 }
 }  // namespace
 
+namespace {
+// y[lo, hi) += bias, row by row (nothing when it is empty).
+void add_bias(tensor& y, std::span<const float> bias, std::int64_t lo, std::int64_t hi) {
+  if (bias.empty()) return;
+  for (std::int64_t r = lo; r < hi; ++r) {
+    float* row = y.row(r);
+    for (std::int64_t c = 0; c < y.cols(); ++c) row[c] += bias[std::size_t(c)];
+  }
+}
+}  // namespace
+
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
                         std::span<const float> bias, std::int64_t out_features, thread_pool* pool) {
   const std::int64_t n = x.rows(), in = x.cols();
@@ -71,11 +82,7 @@ expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> we
   SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
   for_row_chunks(pool, n, kGemmGrain, [&](std::int64_t lo, std::int64_t hi) {
     gemm_rows(x, weight, 0.0f, y, lo, hi);
-    if (bias.empty()) return;
-    for (std::int64_t r = lo; r < hi; ++r) {
-      float* row = y.row(r);
-      for (std::int64_t c = 0; c < out_features; ++c) row[c] += bias[c];
-    }
+    add_bias(y, bias, lo, hi);
   });
   return y;
 }
@@ -93,11 +100,7 @@ expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_f32_w
   for_row_chunks(pool, n, kGemmGrain, [&](std::int64_t lo, std::int64_t hi) {
     const std::int64_t done = packed.multiply_blocks(x.row(lo), y.row(lo), hi - lo);
     if (lo + done < hi) gemm_rows(x, weight, 0.0f, y, lo + done, hi);
-    if (bias.empty()) return;
-    for (std::int64_t r = lo; r < hi; ++r) {
-      float* row = y.row(r);
-      for (std::int64_t c = 0; c < out_features; ++c) row[c] += bias[c];
-    }
+    add_bias(y, bias, lo, hi);
   });
   return y;
 }
