@@ -63,15 +63,18 @@ void gemm_rows(const tensor& x, std::span<const float> w, float beta, tensor& y,
 }  // namespace
 
 namespace {
-// y[lo, hi) += bias, row by row (nothing when it is empty).
+// o[0, f) += row[0, f) (bias rows, bags).
+SPINDLE_ROW_KERNEL void add_row(float* __restrict__ o, const float* __restrict__ row,
+                                std::int64_t f) {
+  for (std::int64_t c = 0; c < f; ++c) o[c] += row[c];
+}
+
+}  // namespace
+
 void add_bias(tensor& y, std::span<const float> bias, std::int64_t lo, std::int64_t hi) {
   if (bias.empty()) return;
-  for (std::int64_t r = lo; r < hi; ++r) {
-    float* row = y.row(r);
-    for (std::int64_t c = 0; c < y.cols(); ++c) row[c] += bias[std::size_t(c)];
-  }
+  for (std::int64_t r = lo; r < hi; ++r) add_row(y.row(r), bias.data(), y.cols());
 }
-}  // namespace
 
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
                         std::span<const float> bias, std::int64_t out_features, thread_pool* pool) {
@@ -169,11 +172,6 @@ void prefetch_row(const float* row, std::int64_t f) {
 SPINDLE_ROW_KERNEL void axpy_row(float* __restrict__ o, const float* __restrict__ row, float w,
                                  std::int64_t f) {
   for (std::int64_t c = 0; c < f; ++c) o[c] += w * row[c];
-}
-
-SPINDLE_ROW_KERNEL void add_row(float* __restrict__ o, const float* __restrict__ row,
-                                std::int64_t f) {
-  for (std::int64_t c = 0; c < f; ++c) o[c] += row[c];
 }
 
 SPINDLE_ROW_KERNEL void max_row(float* __restrict__ o, const float* __restrict__ row,
@@ -351,9 +349,11 @@ expected<tensor> embedding_bag(allocator& a, std::span<const float> table, std::
   const std::int64_t rows = std::int64_t(table.size()) / dim;
   SPINDLE_TRY(check_bag_offsets(offsets, indices.size()));
   const std::int64_t bags = std::int64_t(offsets.size()) - 1;
-  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {bags, dim}));
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {bags, dim}));
   for (std::int64_t b = 0; b < bags; ++b) {
     float* o = out.row(b);
+    // A bag's first row is copied, not added to zeros (most bags hold one key).
+    if (offsets[b] == offsets[b + 1]) std::fill_n(o, dim, 0.0f);
     for (std::int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
       if (indices[k] < 0 || indices[k] >= rows)
         return make_error(errc::invalid_argument,
@@ -363,7 +363,10 @@ expected<tensor> embedding_bag(allocator& a, std::span<const float> table, std::
       if (k + 8 < std::int64_t(indices.size()) && indices[k + 8] >= 0 && indices[k + 8] < rows)
         for (std::int64_t c = 0; c < dim; c += 16)
           __builtin_prefetch(table.data() + indices[k + 8] * dim + c);
-      add_row(o, table.data() + indices[k] * dim, dim);
+      if (k == offsets[b])
+        std::memcpy(o, table.data() + indices[k] * dim, std::size_t(dim) * sizeof(float));
+      else
+        add_row(o, table.data() + indices[k] * dim, dim);
     }
     if (op == reduce_op::mean && offsets[b + 1] > offsets[b])
       for (std::int64_t c = 0; c < dim; ++c) o[c] /= float(offsets[b + 1] - offsets[b]);
@@ -384,63 +387,6 @@ expected<tensor> concat_cols(allocator& a, const std::vector<const tensor*>& par
     for (const tensor* p : parts) {
       std::memcpy(o, p->row(r), std::size_t(p->cols()) * sizeof(float));
       o += p->cols();
-    }
-  }
-  return out;
-}
-
-namespace {
-
-// One pair's dot product, in vector lanes (the interaction's 351 pairs a sample at
-// 26 tables were a scalar loop: a sequential float sum cannot be vectorised
-// without this leave to reassociate). Lane sums then a fixed reduction: the same
-// answer on every call.
-SPINDLE_ROW_KERNEL float dot_row(const float* __restrict__ x, const float* __restrict__ y,
-                                 std::int64_t n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (std::int64_t c = 0; c < n; ++c) s += x[c] * y[c];
-  return s;
-}
-
-// x's dot products with four rows at once: x is read once for the four (the
-// interaction's pairs were a third memory traffic, a quarter the reductions).
-SPINDLE_ROW_KERNEL void dot_rows4(const float* __restrict__ x, const float* __restrict__ y0,
-                                  const float* __restrict__ y1, const float* __restrict__ y2,
-                                  const float* __restrict__ y3, std::int64_t n, float* out) {
-  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-  for (std::int64_t c = 0; c < n; ++c) {
-    s0 += x[c] * y0[c];
-    s1 += x[c] * y1[c];
-    s2 += x[c] * y2[c];
-    s3 += x[c] * y3[c];
-  }
-  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
-}
-
-}  // namespace
-
-expected<tensor> dot_interaction(allocator& a, const tensor& dense,
-                                 const std::vector<const tensor*>& embeddings) {
-  const std::int64_t d = dense.cols(), k = std::int64_t(embeddings.size()) + 1;
-  for (const tensor* e : embeddings)
-    if (e->cols() != d || e->rows() != dense.rows())
-      return make_error(errc::invalid_argument,
-                        "interaction: embedding [{} x {}] vs dense [{} x {}]", e->rows(), e->cols(),
-                        dense.rows(), d);
-  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {dense.rows(), d + k * (k - 1) / 2}));
-  std::vector<const float*> t(static_cast<std::size_t>(k));
-  for (std::int64_t r = 0; r < dense.rows(); ++r) {
-    t[0] = dense.row(r);
-    for (std::int64_t i = 1; i < k; ++i) t[i] = embeddings[i - 1]->row(r);
-    float* o = out.row(r);
-    std::memcpy(o, t[0], std::size_t(d) * sizeof(float));
-    o += d;
-    for (std::int64_t i = 1; i < k; ++i) {
-      std::int64_t j = 0;
-      for (; j + 4 <= i; j += 4, o += 4) dot_rows4(t[i], t[j], t[j + 1], t[j + 2], t[j + 3], d, o);
-      for (; j < i; ++j) *o++ = dot_row(t[i], t[j], d);
     }
   }
   return out;

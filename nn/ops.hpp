@@ -50,6 +50,8 @@ expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> we
 expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_f32_weight& packed,
                                std::span<const float> weight, std::span<const float> bias,
                                std::int64_t out_features, thread_pool* pool = nullptr);
+/// y's rows [lo, hi) += bias (nothing when it is empty; it has y.cols() values).
+void add_bias(tensor& y, std::span<const float> bias, std::int64_t lo, std::int64_t hi);
 /// y += x W^T (y is [x.rows() x out]); errors name the mismatched shape.
 status linear_accumulate(tensor& y, const tensor& x, std::span<const float> weight,
                          thread_pool* pool = nullptr);

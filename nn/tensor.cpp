@@ -62,15 +62,18 @@ void buffer_allocator::deallocate(void* p, std::size_t bytes) {
   track(-std::ptrdiff_t(size));
 }
 
-std::int64_t tensor::numel() const {
-  std::int64_t n = 1;
-  for (auto d : shape_) n *= d;
-  return n;
+void tensor::set_shape(std::vector<std::int64_t> shape) {
+  shape_ = std::move(shape);
+  numel_ = 1;
+  for (auto d : shape_) numel_ *= d;
+  cols_ = 1;
+  for (std::size_t i = 1; i < shape_.size(); ++i) cols_ *= shape_[i];
+  if (shape_.empty()) cols_ = numel_;
 }
 
 expected<tensor> tensor::empty(allocator& alloc, std::vector<std::int64_t> shape) {
   tensor t;
-  t.shape_ = std::move(shape);
+  t.set_shape(std::move(shape));
   t.bytes_ = std::size_t(t.numel()) * sizeof(float);
   t.data_ = static_cast<float*>(alloc.allocate(t.bytes_));
   if (!t.data_)
@@ -89,7 +92,7 @@ expected<tensor> tensor::zeros(allocator& alloc, std::vector<std::int64_t> shape
 tensor tensor::borrow(float* data, std::vector<std::int64_t> shape, device_tag device) {
   tensor t;
   t.data_ = data;
-  t.shape_ = std::move(shape);
+  t.set_shape(std::move(shape));
   t.device_ = device;
   return t;
 }
@@ -97,6 +100,8 @@ tensor tensor::borrow(float* data, std::vector<std::int64_t> shape, device_tag d
 tensor::tensor(tensor&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),
       shape_(std::move(o.shape_)),
+      numel_(std::exchange(o.numel_, 1)),
+      cols_(std::exchange(o.cols_, 1)),
       alloc_(std::exchange(o.alloc_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
       device_(o.device_) {}
@@ -106,6 +111,9 @@ tensor& tensor::operator=(tensor&& o) noexcept {
     release();
     data_ = std::exchange(o.data_, nullptr);
     shape_ = std::move(o.shape_);
+    o.shape_.clear();
+    numel_ = std::exchange(o.numel_, 1);
+    cols_ = std::exchange(o.cols_, 1);
     alloc_ = std::exchange(o.alloc_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
     device_ = o.device_;

@@ -96,11 +96,7 @@ status linear_by_rows(thread_pool* pool, tensor& y, std::span<const float> bias,
       failed = e.what();
       return;
     }
-    if (bias.empty()) return;
-    for (std::int64_t r = lo; r < hi; ++r) {
-      float* row = y.row(r);
-      for (std::int64_t c = 0; c < y.cols(); ++c) row[c] += bias[std::size_t(c)];
-    }
+    add_bias(y, bias, lo, hi);
   });
   if (failed.empty()) return status::ok();
   return make_error(errc::internal, "{}: {}", what(), failed);

@@ -56,10 +56,6 @@ expected<tensor> copy_head(allocator& a, const tensor& t, std::int64_t rows) {
   return y;
 }
 
-void add_bias_rows(tensor& y, std::span<const float> bias) {
-  if (bias.empty()) return;
-  for (std::int64_t r = 0; r < y.rows(); ++r)
-    for (std::int64_t c = 0; c < y.cols(); ++c) y.row(r)[c] += bias[std::size_t(c)];
-}
+void add_bias_rows(tensor& y, std::span<const float> bias) { add_bias(y, bias, 0, y.rows()); }
 
 }  // namespace spindle::nn

@@ -1,6 +1,8 @@
 #include "nn/ops.hpp"
 
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -77,6 +79,60 @@ TEST(ops_test, concat_and_dot_interaction) {
   float bad[] = {1, 2, 3};
   auto wide = tensor::borrow(bad, {1, 3});
   EXPECT_FALSE(dot_interaction(a, dense, {&wide}).has_value());
+}
+
+// Every pair in its place at the shapes the interaction splits differently: rows
+// too few for a whole 4x4 tile, a DLRM's 27 (tiles, then the rows near the
+// diagonal, then the rows past the last tile) and widths off the vector length.
+TEST(ops_test, dot_interaction_matches_a_double_reference_at_every_tiling) {
+  heap_allocator a;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> z;
+  for (const std::int64_t k : {2, 5, 8, 9, 27}) {
+    for (const std::int64_t d : {3, 16, 128, 130}) {
+      const std::int64_t rows = 3;
+      std::vector<std::vector<float>> v(std::size_t(k), std::vector<float>(std::size_t(rows * d)));
+      for (auto& t : v)
+        for (auto& x : t) x = z(rng);
+      auto dense = tensor::borrow(v[0].data(), {rows, d});
+      std::vector<tensor> embs;
+      std::vector<const tensor*> ptrs;
+      for (std::int64_t i = 1; i < k; ++i) embs.push_back(tensor::borrow(v[std::size_t(i)].data(), {rows, d}));
+      for (const auto& e : embs) ptrs.push_back(&e);
+      auto out = dot_interaction(a, dense, ptrs);
+      ASSERT_TRUE(out.has_value());
+      ASSERT_EQ(out->cols(), d + k * (k - 1) / 2);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* o = out->row(r);
+        for (std::int64_t c = 0; c < d; ++c) ASSERT_EQ(o[c], v[0][std::size_t(r * d + c)]);
+        std::int64_t at = d;
+        for (std::int64_t i = 1; i < k; ++i)
+          for (std::int64_t j = 0; j < i; ++j, ++at) {
+            double want = 0;
+            for (std::int64_t c = 0; c < d; ++c)
+              want += double(v[std::size_t(i)][std::size_t(r * d + c)]) * v[std::size_t(j)][std::size_t(r * d + c)];
+            ASSERT_NEAR(o[at], want, 1e-4 * (1 + std::abs(want))) << "k " << k << " d " << d << " pair " << i << "," << j;
+          }
+      }
+    }
+  }
+}
+
+// Bags of none, one and several keys, summed and averaged (a bag's first row is
+// copied, the rest added; an empty bag is zeros).
+TEST(ops_test, embedding_bag_sums_and_averages_bags_of_any_size) {
+  heap_allocator a;
+  const float table[] = {1, 2, 3, 4, 5, 6, 7, 8};  // 4 rows of 2
+  const std::int64_t indices[] = {2, 0, 1, 3, 3};
+  const std::int64_t offsets[] = {0, 1, 1, 5};  // {2}, {}, {0, 1, 3, 3}
+  auto sum = embedding_bag(a, table, 2, indices, offsets, reduce_op::sum);
+  ASSERT_TRUE(sum.has_value());
+  const std::vector<float> want_sum{5, 6, 0, 0, 1 + 3 + 7 + 7, 2 + 4 + 8 + 8};
+  EXPECT_EQ(std::vector<float>(sum->data(), sum->data() + 6), want_sum);
+  auto mean = embedding_bag(a, table, 2, indices, offsets, reduce_op::mean);
+  ASSERT_TRUE(mean.has_value());
+  EXPECT_FLOAT_EQ(mean->row(2)[0], 18.0f / 4);
+  EXPECT_EQ(mean->row(1)[1], 0.0f);
 }
 
 // dst 0 <- {0 (a self edge), 1, 2}; dst 1 <- nothing. TransformerConv's dot
