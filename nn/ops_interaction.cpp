@@ -1,8 +1,7 @@
 // DLRM's dot interaction (nn/ops.hpp): a sample's k vectors' pairwise dot
-// products, strict lower triangle in row-major order. Pairs go four rows by four
-// at once where a whole 4x4 tile lies below the diagonal (each vector read once
-// for four products: a quarter of the loads a pair at a time costs), the rest
-// one row against four, then one by one.
+// products, strict lower triangle in row-major order, in vector lanes. (Tiles of
+// four rows by four, each vector read once for sixteen products, were tried:
+// the same forward speed within noise, so not kept.)
 #include <cstring>
 
 #include "nn/ops.hpp"
@@ -36,57 +35,18 @@ SPINDLE_ROW_KERNEL void dot_rows4(const float* __restrict__ x, const float* __re
   out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
 }
 
-// s[a][b] = <x[a], y[b]> for four rows by four: eight loads feed sixteen products.
-SPINDLE_ROW_KERNEL void dot_tile4x4(const float* const* x, const float* const* y, std::int64_t n,
-                                    float (&s)[4][4]) {
-  const float *__restrict__ x0 = x[0], *__restrict__ x1 = x[1], *__restrict__ x2 = x[2],
-                           *__restrict__ x3 = x[3];
-  const float *__restrict__ y0 = y[0], *__restrict__ y1 = y[1], *__restrict__ y2 = y[2],
-                           *__restrict__ y3 = y[3];
-  float a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-  float c0 = 0, c1 = 0, c2 = 0, c3 = 0, d0 = 0, d1 = 0, d2 = 0, d3 = 0;
-#pragma omp simd reduction(+ : a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3)
-  for (std::int64_t c = 0; c < n; ++c) {
-    const float v0 = y0[c], v1 = y1[c], v2 = y2[c], v3 = y3[c];
-    a0 += x0[c] * v0, a1 += x0[c] * v1, a2 += x0[c] * v2, a3 += x0[c] * v3;
-    b0 += x1[c] * v0, b1 += x1[c] * v1, b2 += x1[c] * v2, b3 += x1[c] * v3;
-    c0 += x2[c] * v0, c1 += x2[c] * v1, c2 += x2[c] * v2, c3 += x2[c] * v3;
-    d0 += x3[c] * v0, d1 += x3[c] * v1, d2 += x3[c] * v2, d3 += x3[c] * v3;
-  }
-  s[0][0] = a0, s[0][1] = a1, s[0][2] = a2, s[0][3] = a3;
-  s[1][0] = b0, s[1][1] = b1, s[1][2] = b2, s[1][3] = b3;
-  s[2][0] = c0, s[2][1] = c1, s[2][2] = c2, s[2][3] = c3;
-  s[3][0] = d0, s[3][1] = d1, s[3][2] = d2, s[3][3] = d3;
-}
+// Where pair (i, 0), the first of row i's pairs, lies among a sample's pairs.
+std::int64_t row_pairs_at(std::int64_t i) { return i * (i - 1) / 2; }
 
-// Where pair (i, j), j < i, lies among a sample's pairs.
-std::int64_t pair_at(std::int64_t i, std::int64_t j) { return i * (i - 1) / 2 + j; }
-
-// The pairs of rows i in [i0, i1) with columns j in [j0, i): row against four, then one.
-void pairs_near_diagonal(const float* const* t, std::int64_t i0, std::int64_t i1,
-                         std::int64_t j0, std::int64_t d, float* pairs) {
-  for (std::int64_t i = i0; i < i1; ++i) {
-    float* o = pairs + pair_at(i, j0);
-    std::int64_t j = j0;
+// Every pair of one sample's k rows `t` (d wide) into `pairs`: a row against
+// four at once (each read of it feeds four products), then one by one.
+void sample_pairs(const float* const* t, std::int64_t k, std::int64_t d, float* pairs) {
+  for (std::int64_t i = 1; i < k; ++i) {
+    float* o = pairs + row_pairs_at(i);
+    std::int64_t j = 0;
     for (; j + 4 <= i; j += 4, o += 4) dot_rows4(t[i], t[j], t[j + 1], t[j + 2], t[j + 3], d, o);
     for (; j < i; ++j) *o++ = dot_row(t[i], t[j], d);
   }
-}
-
-// Every pair of one sample's k rows `t` (d wide) into `pairs`.
-void sample_pairs(const float* const* t, std::int64_t k, std::int64_t d, float* pairs) {
-  std::int64_t i0 = 1;
-  for (; i0 + 4 <= k; i0 += 4) {
-    std::int64_t j0 = 0;
-    for (; j0 + 4 <= i0; j0 += 4) {
-      float s[4][4];
-      dot_tile4x4(t + i0, t + j0, d, s);
-      for (std::int64_t a = 0; a < 4; ++a)
-        std::memcpy(pairs + pair_at(i0 + a, j0), s[a], sizeof s[a]);
-    }
-    pairs_near_diagonal(t, i0, i0 + 4, j0, d, pairs);
-  }
-  pairs_near_diagonal(t, i0, k, 0, d, pairs);
 }
 
 }  // namespace

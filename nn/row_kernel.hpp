@@ -7,7 +7,7 @@
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SPINDLE_ROW_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define SPINDLE_ROW_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SPINDLE_ROW_KERNEL
 #endif

@@ -81,9 +81,8 @@ TEST(ops_test, concat_and_dot_interaction) {
   EXPECT_FALSE(dot_interaction(a, dense, {&wide}).has_value());
 }
 
-// Every pair in its place at the shapes the interaction splits differently: rows
-// too few for a whole 4x4 tile, a DLRM's 27 (tiles, then the rows near the
-// diagonal, then the rows past the last tile) and widths off the vector length.
+// Every pair in its place: rows against four and one by one (2 to 27 vectors, a
+// DLRM's 27 among them) and widths off the vector length.
 TEST(ops_test, dot_interaction_matches_a_double_reference_at_every_tiling) {
   heap_allocator a;
   std::mt19937 rng(11);
