@@ -16,7 +16,7 @@
 //
 // usage: dlrm_gemm_limit MODEL_DIR [BATCHES=1,64,256,1024] [SECONDS=2] [THREADS=2]
 // Prints one JSON line per batch: {"batch", "gemm_samples_per_s", "gflops",
-// "forward_samples_per_s"}.
+// "forward_samples_per_s", "routines": {each routine's samples a second}}.
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -130,14 +130,17 @@ double best_of(const std::vector<product>& ps, int batch, double seconds, int th
   return std::max(one, many);
 }
 
-// The best of sgemm and, at a few samples, one sgemv per sample (sgemm packs
-// the whole weight matrix per call, which a handful of rows does not repay).
-double best_routine(const std::vector<product>& ps, int batch, double seconds, int threads) {
-  double best = std::max({best_of(ps, batch, seconds, threads, routine::sgemm),
-                          best_of(ps, batch, seconds, threads, routine::onednn),
-                          best_of(ps, batch, seconds, threads, routine::packed)});
-  if (batch <= 8) best = std::max(best, best_of(ps, batch, seconds, threads, routine::sgemv));
-  return best;
+// Each routine's samples a second: sgemm, oneDNN's plain matmul, oneDNN's on
+// packed weights and, at a few samples, one sgemv per sample (sgemm packs the
+// whole weight matrix per call, which a handful of rows does not repay).
+std::vector<std::pair<const char*, double>> routines(const std::vector<product>& ps, int batch,
+                                                     double seconds, int threads) {
+  std::vector<std::pair<const char*, double>> out{
+      {"sgemm", best_of(ps, batch, seconds, threads, routine::sgemm)},
+      {"onednn", best_of(ps, batch, seconds, threads, routine::onednn)},
+      {"packed", best_of(ps, batch, seconds, threads, routine::packed)}};
+  if (batch <= 8) out.push_back({"sgemv", best_of(ps, batch, seconds, threads, routine::sgemv)});
+  return out;
 }
 
 // The model's forward, back to back on one thread for `seconds`; samples a second.
@@ -219,11 +222,17 @@ int main(int argc, char** argv) {
   for (std::size_t at = 0; at < batches.size();) {
     const auto comma = batches.find(',', at);
     const int batch = std::stoi(batches.substr(at, comma - at));
-    const double sps = best_routine(ps, batch, seconds, threads);
+    const auto each = routines(ps, batch, seconds, threads);
+    double sps = 0;
+    std::string by;
+    for (const auto& [name, v] : each) {
+      sps = std::max(sps, v);
+      by += fmt::format("{}\"{}\": {:.1f}", by.empty() ? "" : ", ", name, v);
+    }
     const double fwd = forward(*model, *desc, batch, seconds, threads);
     std::printf("{\"batch\": %d, \"gemm_samples_per_s\": %.1f, \"gflops\": %.2f, "
-                "\"forward_samples_per_s\": %.1f}\n",
-                batch, sps, sps * flops / 1e9, fwd);
+                "\"forward_samples_per_s\": %.1f, \"routines\": {%s}}\n",
+                batch, sps, sps * flops / 1e9, fwd, by.c_str());
     std::fflush(stdout);
     at = comma == std::string::npos ? batches.size() : comma + 1;
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,9 +27,9 @@ dnnl::engine& cpu_engine() {
   return *e;
 }
 
-dnnl::matmul::primitive_desc block_desc(std::int64_t in, std::int64_t out,
+// A product of `m` rows (kBlockRows, or a short last block padded to kRowStep).
+dnnl::matmul::primitive_desc block_desc(std::int64_t m, std::int64_t in, std::int64_t out,
                                         const dnnl::memory::desc& weights) {
-  const auto m = packed_f32_weight::kBlockRows;
   return dnnl::matmul::primitive_desc(
       dnnl::matmul::desc(dnnl::memory::desc({m, in}, dt::f32, tag::ab), weights,
                          dnnl::memory::desc({m, out}, dt::f32, tag::ab)),
@@ -65,7 +66,7 @@ std::shared_ptr<const packed_f32_weight> packed_f32_weight::pack(std::span<const
   try {
     omp_set_num_threads(1);
     // The layout oneDNN picks for a block's product; W^T viewed as [in x out] (tag ba).
-    const auto pd = block_desc(in, out, dnnl::memory::desc({in, out}, dt::f32, tag::any));
+    const auto pd = block_desc(kBlockRows, in, out, dnnl::memory::desc({in, out}, dt::f32, tag::any));
     auto h = std::make_unique<held>();
     h->md = pd.weights_desc();
     h->memory = dnnl::memory(h->md, cpu_engine());
@@ -82,51 +83,78 @@ std::shared_ptr<const packed_f32_weight> packed_f32_weight::pack(std::span<const
 
 namespace {
 
-// A thread's stream and primitives by layer shape, each for the weights layout
-// it was made for (failed: oneDNN would not make it; not tried again).
+// A thread's stream and primitives by (rows, in, out), each for the weights
+// layout it was made for (failed: oneDNN would not make one reading that layout;
+// not tried again), and the zero-padded rows of a short last block.
 struct block_primitive {
   dnnl::memory::desc md;
   std::optional<dnnl::matmul> mm;
 };
 struct thread_primitives {
   dnnl::stream stream{cpu_engine()};
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<block_primitive>> made;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<block_primitive>> made;
+  std::vector<float> padded_x, padded_y;
 };
+
+// The primitive for `m` rows that reads weights laid out as `md`; null where
+// oneDNN's layout for m rows differs (a short block then takes the plain route).
+const dnnl::matmul* primitive_for(thread_primitives& mine, std::int64_t m, std::int64_t in,
+                                  std::int64_t out, const dnnl::memory::desc& md) {
+  auto& list = mine.made[{m, in, out}];
+  auto it = std::find_if(list.begin(), list.end(),
+                         [&](const block_primitive& c) { return c.md == md; });
+  if (it == list.end()) {
+    list.push_back({md, std::nullopt});
+    it = std::prev(list.end());
+    try {
+      auto pd = block_desc(m, in, out, dnnl::memory::desc({in, out}, dt::f32, tag::any));
+      if (pd.weights_desc() == md) it->mm.emplace(pd);
+    } catch (const dnnl::error& e) {
+      warn_once(e);
+    }
+  }
+  return it->mm ? &*it->mm : nullptr;
+}
+
+void run_block(thread_primitives& mine, const dnnl::matmul& mm, const dnnl::memory& weights,
+               const float* x, float* y, std::int64_t m, std::int64_t in, std::int64_t out) {
+  dnnl::memory src({{m, in}, dt::f32, tag::ab}, cpu_engine(), const_cast<float*>(x));
+  dnnl::memory dst({{m, out}, dt::f32, tag::ab}, cpu_engine(), y);
+  mm.execute(mine.stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+  mine.stream.wait();
+}
 
 }  // namespace
 
 std::int64_t packed_f32_weight::multiply_blocks(const float* x, float* y, std::int64_t rows) const {
   thread_local std::unique_ptr<thread_primitives> mine;  // made inside the try below
-  const std::int64_t blocks = rows / kBlockRows;
-  if (blocks == 0) return 0;
   std::int64_t done = 0;
   try {
     omp_set_num_threads(1);  // this thread only: a pool already split the rows
     if (!mine) mine = std::make_unique<thread_primitives>();
-    auto& list = mine->made[{in_, out_}];
-    auto it = std::find_if(list.begin(), list.end(),
-                           [&](const block_primitive& c) { return c.md == h_->md; });
-    if (it == list.end()) {
-      list.push_back({h_->md, std::nullopt});
-      it = std::prev(list.end());
-      try {
-        it->mm.emplace(block_desc(in_, out_, h_->md));
-      } catch (const dnnl::error& e) {
-        warn_once(e);
-      }
+    if (rows >= kBlockRows) {
+      const auto* mm = primitive_for(*mine, kBlockRows, in_, out_, h_->md);
+      if (!mm) return 0;  // the plain route takes every row
+      for (; done + kBlockRows <= rows; done += kBlockRows)
+        run_block(*mine, *mm, h_->memory, x + done * in_, y + done * out_, kBlockRows, in_, out_);
     }
-    if (!it->mm) return 0;  // the plain route takes every row
-    auto& stream = mine->stream;
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t r = b * kBlockRows;
-      dnnl::memory src({{kBlockRows, in_}, dt::f32, tag::ab}, cpu_engine(),
-                       const_cast<float*>(x + r * in_));
-      dnnl::memory dst({{kBlockRows, out_}, dt::f32, tag::ab}, cpu_engine(), y + r * out_);
-      it->mm->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, h_->memory},
-                               {DNNL_ARG_DST, dst}});
-      stream.wait();
-      done = r + kBlockRows;
+    const std::int64_t left = rows - done;
+    if (left < kMinShortRows) return done;
+    const std::int64_t m = (left + kRowStep - 1) / kRowStep * kRowStep;
+    const auto* mm = primitive_for(*mine, m, in_, out_, h_->md);
+    if (!mm) return done;
+    if (m == left) {
+      run_block(*mine, *mm, h_->memory, x + done * in_, y + done * out_, m, in_, out_);
+      return rows;
     }
+    auto& px = mine->padded_x;
+    auto& py = mine->padded_y;
+    px.assign(std::size_t(m * in_), 0.0f);
+    py.resize(std::size_t(m * out_));
+    std::copy_n(x + done * in_, left * in_, px.data());
+    run_block(*mine, *mm, h_->memory, px.data(), py.data(), m, in_, out_);
+    std::copy_n(py.data(), left * out_, y + done * out_);
+    return rows;
   } catch (const dnnl::error& e) {
     warn_once(e);
   }

@@ -2,8 +2,10 @@
 // oneDNN's AVX-512 matmul (brgemm) reads, for weights fixed for a model's life (a
 // recommendation model's MLP layers): a call's product then skips repacking the
 // weight, which OpenBLAS's sgemm and oneDNN's plain-layout matmul do on every
-// call. Rows go through in blocks of kBlockRows (one primitive per layer shape and
-// thread); what is left of a product's rows takes the plain route (nn/ops).
+// call. Rows go through in blocks of kBlockRows, the last short block padded with
+// zero rows to a multiple of kRowStep (one primitive per block size, layer shape
+// and thread); a block of fewer than kMinShortRows rows (a GEMV's work) and a
+// block oneDNN lays out differently take the plain route (nn/ops).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@ namespace spindle::nn {
 
 class packed_f32_weight {
  public:
-  static constexpr std::int64_t kBlockRows = 64;
+  static constexpr std::int64_t kBlockRows = 64, kRowStep = 8, kMinShortRows = 5;
 
   /// W [out x in], row-major, reordered; null where products would not run so
   /// (no AVX-512 for oneDNN, or oneDNN refused it). Models pack only where
@@ -23,9 +25,11 @@ class packed_f32_weight {
                                                        std::int64_t in);
   ~packed_f32_weight();
 
-  /// y[r] = x[r] W^T (x [rows x in], y [rows x out], row-major) for the whole
-  /// blocks of `rows` on this thread; returns the rows done, a multiple of
-  /// kBlockRows (fewer than asked when oneDNN failed: the rest are untouched).
+  /// y[r] = x[r] W^T (x [rows x in], y [rows x out], row-major) for the first
+  /// rows of `rows` on this thread; returns how many: all of them, or the whole
+  /// blocks only (a short block oneDNN would not run on these weights, or of
+  /// fewer than kMinShortRows rows), or fewer where oneDNN failed (the rest of y
+  /// untouched).
   std::int64_t multiply_blocks(const float* x, float* y, std::int64_t rows) const;
   std::int64_t in() const { return in_; }
   std::int64_t out() const { return out_; }

@@ -99,7 +99,7 @@ void expect_packed_products(std::int64_t k, std::int64_t n) {
   EXPECT_GT(packed->bytes(), 0u);
   heap_allocator alloc;
   thread_pool pool(2);
-  for (std::int64_t m : {3, 63, 64, 100, 128, 300}) {
+  for (std::int64_t m : {3, 5, 8, 13, 63, 64, 100, 128, 300}) {
     auto x = random_values(std::size_t(m * k), 6);
     const auto in = tensor::borrow(x.data(), {m, k});
     for (thread_pool* p : {static_cast<thread_pool*>(nullptr), &pool}) {
@@ -111,15 +111,18 @@ void expect_packed_products(std::int64_t k, std::int64_t n) {
         for (std::int64_t c = 0; c < n; ++c) base[std::size_t(r * n + c)] = bias[std::size_t(c)];
       EXPECT_LT(max_error(x, w, base, y, m, k, n), 1e-4) << m << " rows, pool " << (p != nullptr);
     }
-    // The blocks alone: whole blocks only, the rest untouched.
+    // The blocks alone: every row, the last short block padded (never past y's
+    // rows), except a block of fewer than kMinShortRows rows, left untouched.
     std::vector<float> y(std::size_t(m * n), 7.0f);
     const auto done = packed->multiply_blocks(x.data(), y.data(), m);
-    EXPECT_EQ(done, m / packed_f32_weight::kBlockRows * packed_f32_weight::kBlockRows) << m;
+    const auto whole = m / packed_f32_weight::kBlockRows * packed_f32_weight::kBlockRows;
+    EXPECT_EQ(done, m - whole < packed_f32_weight::kMinShortRows ? whole : m) << m;
+    EXPECT_LT(max_error(x, w, {}, y, done, k, n), 1e-4) << m;
     for (std::size_t i = std::size_t(done * n); i < y.size(); ++i) ASSERT_EQ(y[i], 7.0f) << m;
   }
 }
 
-TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_whole_blocks_and_the_rest) {
+TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_blocks_and_a_padded_last_one) {
   if (!packed_f32_weight::pack(random_values(4, 1), 2, 2))
     GTEST_SKIP() << "no packing here (" << f32_gemm_kernels() << ")";
   // A GNN-like layer, the DLRM's first bottom layer (13 dense inputs) and its last (one logit).
