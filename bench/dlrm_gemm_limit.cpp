@@ -2,7 +2,7 @@
 // (cblas_sgemm, or at a few samples one cblas_sgemv per sample when faster, on
 // the OpenBLAS Spindle links, or oneDNN's FP32 matmul (nn/f32_matmul_onednn,
 // whatever SPINDLE_FP32_GEMM says), or oneDNN's on weights packed once for it
-// (nn/f32_packed, whole blocks of rows, the rest plain) when faster: the best routine, which
+// (nn/packed_weight, whole blocks of rows, the rest plain) when faster: the best routine, which
 // Spindle's layers approach by a fixed rule; no bias, activation, embedding or
 // interaction, into preallocated outputs), back to back at each batch size. The
 // best of one stream on THREADS BLAS threads and THREADS streams of one BLAS
@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 
 #include "nn/f32_matmul.hpp"
-#include "nn/f32_packed.hpp"
+#include "nn/packed_weight.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -74,10 +74,10 @@ double stream(const std::vector<product>& ps, int batch, double seconds, routine
     y.emplace_back(std::size_t(batch) * p.n);
   }
   bool ran = true;
-  std::vector<std::shared_ptr<const nn::packed_f32_weight>> packed;
+  std::vector<std::shared_ptr<const nn::packed_weight>> packed;
   if (how == routine::packed)
     for (std::size_t i = 0; i < ps.size(); ++i) {
-      packed.push_back(nn::packed_f32_weight::pack(w[i], ps[i].n, ps[i].k));
+      packed.push_back(nn::packed_weight::pack(w[i], ps[i].n, ps[i].k));
       if (!packed.back()) return 0;
     }
   auto pass = [&] {

@@ -84,22 +84,29 @@ namespace {
 
 // y rows [lo, hi) = x rows W^T, one thread: the rows rounded to bfloat16, then
 // oneDNN's matmul over blocks (nn/detail/onednn_blocks.hpp).
-void matmul_rows(const tensor& x, std::span<const std::uint16_t> w, tensor& y, std::int64_t lo,
-                 std::int64_t hi, std::vector<std::uint16_t>& xb) {
+void matmul_rows(const tensor& x, std::span<const std::uint16_t> w, const packed_weight* packed,
+                 tensor& y, std::int64_t lo, std::int64_t hi, std::vector<std::uint16_t>& xb) {
   const std::int64_t m = hi - lo, k = x.cols(), n = y.cols();
   xb.resize(std::size_t(detail::padded_rows(m) * k));
   std::fill(xb.begin() + m * k, xb.end(), std::uint16_t{0});  // the padding rows are zeros
   for (std::int64_t r = 0; r < m; ++r) to_bf16(x.row(lo + r), xb.data() + r * k, k);
+  // The packed weight's rows (whole blocks: a multiple of kRowStep), the rest plain.
+  const std::int64_t done = packed ? packed->multiply_blocks(xb.data(), y.row(lo), m) : 0;
+  if (done == m) return;
   using dt = dnnl::memory::data_type;
-  detail::blocked_matmul(xb.data(), w.data(), y.row(lo), m, k, n, dt::bf16, dt::f32);
+  detail::blocked_matmul(xb.data() + done * k, w.data(), y.row(lo + done), m - done, k, n, dt::bf16,
+                         dt::f32);
 }
 
 }  // namespace
 
 expected<tensor> linear_bf16(allocator& a, const tensor& x, std::span<const std::uint16_t> weight,
                              std::span<const float> bias, std::int64_t out_features,
-                             thread_pool* pool) {
+                             thread_pool* pool, const packed_weight* packed) {
   const std::int64_t n = x.rows(), in = x.cols();
+  if (packed && (packed->type() != packed_weight::element::bf16 || packed->in() != in ||
+                 packed->out() != out_features))
+    packed = nullptr;  // not this weight's copy: the plain route
   if (std::int64_t(weight.size()) != out_features * in)
     return make_error(errc::invalid_argument, "linear (bf16): weight has {} values, expected {} x {}",
                       weight.size(), out_features, in);
@@ -108,7 +115,7 @@ expected<tensor> linear_bf16(allocator& a, const tensor& x, std::span<const std:
       pool, y, bias,
       [&](std::int64_t lo, std::int64_t hi) {
         thread_local std::vector<std::uint16_t> xb;
-        matmul_rows(x, weight, y, lo, hi, xb);
+        matmul_rows(x, weight, packed, y, lo, hi, xb);
       },
       [&] {
         return fmt::format("linear (bf16): oneDNN matmul [{} x {}] x [{} x {}]", n, in, in,
@@ -121,7 +128,7 @@ expected<tensor> linear_reduced(allocator& a, const tensor& x, const reduced_wei
                                 std::span<const float> bias, std::int64_t out_features,
                                 thread_pool* pool) {
   if (!w.s8.empty()) return linear_int8(a, x, w.s8, w.scales, bias, out_features, pool);
-  return linear_bf16(a, x, w.bf16, bias, out_features, pool);
+  return linear_bf16(a, x, w.bf16, bias, out_features, pool, w.packed.get());
 }
 
 std::string bf16_weights::kind() const {

@@ -16,6 +16,7 @@
 
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
+#include "nn/packed_weight.hpp"
 #include "nn/tensor.hpp"
 
 namespace spindle::nn {
@@ -35,10 +36,11 @@ std::string bf16_unsupported_reason();
 
 /// y = x W^T (+ bias) with x and `weight_bf16` ([out x in], to_bf16 of the
 /// float32 weight) multiplied in bfloat16, summed in float32. Rows split over
-/// `pool` as the float32 linear does.
+/// `pool` as the float32 linear does; `packed`: the same weight reordered for
+/// oneDNN (nn/packed_weight), which takes the rows it can.
 expected<tensor> linear_bf16(allocator& a, const tensor& x, std::span<const std::uint16_t> weight_bf16,
                              std::span<const float> bias, std::int64_t out_features,
-                             thread_pool* pool = nullptr);
+                             thread_pool* pool = nullptr, const packed_weight* packed = nullptr);
 
 /// One dense weight [out x in] in reduced precision: bfloat16 values, or (int8)
 /// symmetric codes with one scale per output row (W[o][i] ~ s8[o][i] * scales[o]).
@@ -46,6 +48,7 @@ struct reduced_weight {
   std::vector<std::uint16_t> bf16;
   std::vector<std::int8_t> s8;
   std::vector<float> scales;
+  std::shared_ptr<const packed_weight> packed;  // bf16 reordered for oneDNN; null: plain
 };
 
 /// y = x W^T (+ bias) in the weight's precision (int8 when it holds codes).

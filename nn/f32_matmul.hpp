@@ -29,7 +29,7 @@ bool f32_matmul_onednn(const float* x, const float* w, float* y, std::int64_t m,
 const char* f32_gemm_kernels();
 
 /// Whether weights fixed for a model's life may be packed for oneDNN
-/// (nn/f32_packed): oneDNN runs AVX-512 here and SPINDLE_FP32_GEMM is not openblas.
+/// (nn/packed_weight): oneDNN runs AVX-512 here and SPINDLE_FP32_GEMM is not openblas.
 bool f32_packed_allowed();
 /// Whether oneDNN runs its AVX-512 kernels on this CPU.
 bool onednn_runs_avx512();

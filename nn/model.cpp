@@ -319,9 +319,18 @@ std::size_t model::weight_bytes() const {
   return n;
 }
 
+std::size_t model::packed_weights() const {
+  std::size_t n = packed_.size();
+  if (const auto reduced = bf16_.snapshot())
+    for (const auto& [_, w] : *reduced) n += w.packed ? 1 : 0;
+  return n;
+}
+
 std::size_t model::packed_bytes() const {
   std::size_t n = 0;
   for (const auto& [_, w] : packed_) n += w->bytes();
+  if (const auto reduced = bf16_.snapshot())
+    for (const auto& [_, w] : *reduced) n += w.packed ? w.packed->bytes() : 0;
   return n;
 }
 

@@ -82,9 +82,10 @@ class model {
   /// wide they must be (config::edge_attr_width).
   bool needs_edge_attr() const;
   std::size_t weight_bytes() const;
-  /// A recommendation model's MLP weights packed for oneDNN at load (nn/f32_packed):
-  /// how many, and the bytes of the copies (held beside weight_bytes()).
-  std::size_t packed_weights() const { return packed_.size(); }
+  /// Weights packed for oneDNN (nn/packed_weight): a recommendation model's FP32
+  /// MLP weights at load, and the bfloat16 copies of the current precision's: how
+  /// many, and the bytes of the copies (held beside weight_bytes()).
+  std::size_t packed_weights() const;
   std::size_t packed_bytes() const;
   const tensor& param(const std::string& name) const { return params_.at(name); }
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
@@ -217,9 +218,9 @@ class model {
   bool dense_weight(const std::string& name, const tensor& t) const;
   // precision "bf16" / "int8": the dense weights so held, by parameter name.
   mutable bf16_weights bf16_;
-  // A recommendation model's MLP weights packed for oneDNN (nn/f32_packed), by
+  // A recommendation model's MLP weights packed for oneDNN (nn/packed_weight), by
   // parameter name: its FP32 products read them (empty where packing is off).
-  std::map<std::string, std::shared_ptr<const packed_f32_weight>> packed_;
+  std::map<std::string, std::shared_ptr<const packed_weight>> packed_;
   void pack_mlp_weights();
   // table_precision int8 / int4: the emb_l tables, by parameter name (not in params_).
   std::map<std::string, quantized_table> quantized_;

@@ -41,7 +41,7 @@ expected<tensor> model::mlp(allocator& a, const bf16_weights::map* bf16, const s
 }
 
 // A recommendation model's MLP weights, packed once for oneDNN's AVX-512 matmul
-// (nn/f32_packed): a layer's FP32 product then skips repacking its weight every
+// (nn/packed_weight): a layer's FP32 product then skips repacking its weight every
 // call (the DLRM's MLPs at 128 rows on one thread, 2026-11-29: 2.32 ms packed,
 // 2.79 ms through oneDNN's plain layout, 2.90 ms OpenBLAS's SkylakeX sgemm). A
 // weight oneDNN will not pack takes the plain route; the copies cost the MLPs'
@@ -52,7 +52,7 @@ void model::pack_mlp_weights() {
     return;
   for (const auto& [name, t] : params_) {
     if (!dense_weight(name, t) || t.shape().size() != 2) continue;
-    if (auto w = packed_f32_weight::pack({t.data(), std::size_t(t.numel())}, t.shape()[0],
+    if (auto w = packed_weight::pack({t.data(), std::size_t(t.numel())}, t.shape()[0],
                                          t.shape()[1]))
       packed_.emplace(name, std::move(w));
   }
@@ -90,9 +90,12 @@ status model::set_precision(const std::string& precision) const {
     if (!dense_weight(name, t)) continue;
     const std::span<const float> values(t.data(), std::size_t(t.numel()));
     reduced_weight w;
-    if (precision == "bf16")
+    if (precision == "bf16") {
       w.bf16 = to_bf16(values);
-    else
+      if (t.shape().size() == 2)  // reordered once for oneDNN (nn/packed_weight); null: plain
+        w.packed = packed_weight::pack(std::span<const std::uint16_t>(w.bf16), t.shape()[0],
+                                       t.shape()[1]);
+    } else
       SPINDLE_TRY(quantize_rows_s8(values, t.shape()[0], t.numel() / std::max<std::int64_t>(1, t.shape()[0]),
                                    w.s8, w.scales, fmt::format("model '{}': {}", desc_.name, name)));
     weights->emplace(name, std::move(w));

@@ -90,7 +90,7 @@ expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> we
   return y;
 }
 
-expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_f32_weight& packed,
+expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_weight& packed,
                                std::span<const float> weight, std::span<const float> bias,
                                std::int64_t out_features, thread_pool* pool) {
   const std::int64_t n = x.rows(), in = x.cols();

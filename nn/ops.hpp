@@ -18,7 +18,7 @@
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
 #include "gpu/kernels/attention_row.hpp"
-#include "nn/f32_packed.hpp"
+#include "nn/packed_weight.hpp"
 #include "nn/tensor.hpp"
 
 namespace spindle::nn {
@@ -46,8 +46,8 @@ expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> we
                         std::span<const float> bias, std::int64_t out_features,
                         thread_pool* pool = nullptr);
 /// linear() with the weight's whole blocks of rows multiplied through `packed`,
-/// its copy in oneDNN's layout (nn/f32_packed), the rest as linear() does.
-expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_f32_weight& packed,
+/// its copy in oneDNN's layout (nn/packed_weight), the rest as linear() does.
+expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_weight& packed,
                                std::span<const float> weight, std::span<const float> bias,
                                std::int64_t out_features, thread_pool* pool = nullptr);
 /// y's rows [lo, hi) += bias (nothing when it is empty; it has y.cols() values).

@@ -221,8 +221,9 @@ status run_info(const std::string& dir) {
                  : fmt::format("; the dense weights also held in {} beside these float32 ones",
                                d.precision));
   if (m.packed_weights() > 0)
-    fmt::print("packed MLP weights: {} ({:.2f} MiB beside them, for oneDNN's FP32 products)\n",
-               m.packed_weights(), double(m.packed_bytes()) / 1048576.0);
+    fmt::print("packed weights: {} ({:.2f} MiB beside them, for oneDNN's {} products)\n",
+               m.packed_weights(), double(m.packed_bytes()) / 1048576.0,
+               d.precision == "bf16" ? "bfloat16" : "FP32");
   return status::ok();
 }
 

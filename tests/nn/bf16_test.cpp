@@ -170,6 +170,41 @@ TEST(int8_test, a_row_holding_nan_or_inf_answers_nan_and_too_wide_a_layer_is_ref
   EXPECT_NEAR(y->row(3)[1], -0.5f, 0.05f);
 }
 
+// A bfloat16 weight reordered once for oneDNN (nn/packed_weight) gives the plain
+// route's products: whole blocks, a padded last block, and rows too few for one
+// (left to the plain route), with and without a pool; a float32 input is not
+// multiplied by a bfloat16 copy.
+TEST(bf16_test, a_packed_bf16_weight_gives_the_plain_routes_products) {
+  if (auto why = bf16_unsupported_reason(); !why.empty()) GTEST_SKIP() << why;
+  const std::int64_t k = 130, n = 47;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> z;
+  std::vector<float> wf(static_cast<std::size_t>(n * k)), bias(static_cast<std::size_t>(n));
+  for (auto& v : wf) v = z(rng);
+  for (auto& v : bias) v = z(rng);
+  const auto w = to_bf16(wf);
+  auto packed = packed_weight::pack(std::span<const std::uint16_t>(w), n, k);
+  ASSERT_NE(packed, nullptr);
+  EXPECT_EQ(packed->type(), packed_weight::element::bf16);
+  std::vector<float> one(static_cast<std::size_t>(k), 1.0f), sink(static_cast<std::size_t>(n));
+  EXPECT_EQ(packed->multiply_blocks(one.data(), sink.data(), 1), 0);  // float32 rows: not its type
+  heap_allocator alloc;
+  thread_pool pool(2);
+  for (std::int64_t m : {3, 5, 64, 100, 130}) {
+    std::vector<float> x(std::size_t(m * k));
+    for (auto& v : x) v = z(rng);
+    const auto in = tensor::borrow(x.data(), {m, k});
+    for (thread_pool* p : {static_cast<thread_pool*>(nullptr), &pool}) {
+      auto plain = linear_bf16(alloc, in, w, bias, n, p);
+      auto fast = linear_bf16(alloc, in, w, bias, n, p, packed.get());
+      ASSERT_TRUE(plain.has_value() && fast.has_value());
+      for (std::int64_t i = 0; i < m * n; ++i)
+        ASSERT_NEAR(fast->data()[i], plain->data()[i], 1e-4 * (1 + std::abs(plain->data()[i])))
+            << m << " rows, value " << i;
+    }
+  }
+}
+
 TEST(bf16_test, other_precisions_and_gnns_are_refused_by_name) {
   auto desc = [](const std::string& extra) {
     return config::parse_model_desc("[model]\narch = \"graphsage\"\nin = 4\nhidden = 8\nout = 3\n"

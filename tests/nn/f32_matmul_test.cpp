@@ -2,7 +2,7 @@
 // double-precision reference within float rounding at 5-300 rows, an
 // accumulating product leaves y as it was when refused, empty shapes are
 // refused (BLAS runs them), and a product's route does not depend on the range.
-// A weight packed for oneDNN (nn/f32_packed) gives the same products through
+// A weight packed for oneDNN (nn/packed_weight) gives the same products through
 // linear_packed: its whole blocks packed, the rest and the bias as linear.
 #include "nn/f32_matmul.hpp"
 
@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "nn/f32_packed.hpp"
+#include "nn/packed_weight.hpp"
 #include "nn/ops.hpp"
 
 namespace spindle::nn {
@@ -92,7 +92,7 @@ TEST(f32_matmul_test, the_route_follows_the_whole_product_not_the_range) {
 void expect_packed_products(std::int64_t k, std::int64_t n) {
   SCOPED_TRACE(::testing::Message() << k << " in, " << n << " out");
   const auto w = random_values(std::size_t(n * k), 4), bias = random_values(std::size_t(n), 5);
-  auto packed = packed_f32_weight::pack(w, n, k);
+  auto packed = packed_weight::pack(w, n, k);
   ASSERT_NE(packed, nullptr);
   EXPECT_EQ(packed->in(), k);
   EXPECT_EQ(packed->out(), n);
@@ -115,22 +115,22 @@ void expect_packed_products(std::int64_t k, std::int64_t n) {
     // rows), except a block of fewer than kMinShortRows rows, left untouched.
     std::vector<float> y(std::size_t(m * n), 7.0f);
     const auto done = packed->multiply_blocks(x.data(), y.data(), m);
-    const auto whole = m / packed_f32_weight::kBlockRows * packed_f32_weight::kBlockRows;
-    EXPECT_EQ(done, m - whole < packed_f32_weight::kMinShortRows ? whole : m) << m;
+    const auto whole = m / packed_weight::kBlockRows * packed_weight::kBlockRows;
+    EXPECT_EQ(done, m - whole < packed_weight::kMinShortRows ? whole : m) << m;
     EXPECT_LT(max_error(x, w, {}, y, done, k, n), 1e-4) << m;
     for (std::size_t i = std::size_t(done * n); i < y.size(); ++i) ASSERT_EQ(y[i], 7.0f) << m;
   }
 }
 
 TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_blocks_and_a_padded_last_one) {
-  if (!packed_f32_weight::pack(random_values(4, 1), 2, 2))
+  if (!packed_weight::pack(random_values(4, 1), 2, 2))
     GTEST_SKIP() << "no packing here (" << f32_gemm_kernels() << ")";
   // A GNN-like layer, the DLRM's first bottom layer (13 dense inputs) and its last (one logit).
   for (auto [k, n] : {std::pair{130, 47}, std::pair{13, 512}, std::pair{256, 1}})
     expect_packed_products(k, n);
   const std::int64_t k = 130, n = 47;
   const auto w = random_values(std::size_t(n * k), 4), bias = random_values(std::size_t(n), 5);
-  auto packed = packed_f32_weight::pack(w, n, k);
+  auto packed = packed_weight::pack(w, n, k);
   ASSERT_NE(packed, nullptr);
   heap_allocator alloc;
   // Shapes that do not match are refused by name; a wrong-sized weight is not packed.
@@ -138,7 +138,7 @@ TEST(f32_packed_test, a_packed_weight_gives_linears_products_in_blocks_and_a_pad
   auto bad = linear_packed(alloc, tensor::borrow(x.data(), {64, 10}), *packed, w, bias, n);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("linear_packed"), std::string::npos);
-  EXPECT_EQ(packed_f32_weight::pack(std::span<const float>(w).first(10), n, k), nullptr);
+  EXPECT_EQ(packed_weight::pack(std::span<const float>(w).first(10), n, k), nullptr);
 }
 
 }  // namespace
