@@ -2,7 +2,7 @@
 // (cblas_sgemm, or at a few samples one cblas_sgemv per sample when faster, on
 // the OpenBLAS Spindle links, or oneDNN's FP32 matmul (nn/f32_matmul_onednn,
 // whatever SPINDLE_FP32_GEMM says), or oneDNN's on weights packed once for it
-// (nn/packed_weight, whole blocks of rows, the rest plain) when faster: the best routine, which
+// (nn/packed_weight, blocks of 64 rows and a padded last one) when faster: the best routine, which
 // Spindle's layers approach by a fixed rule; no bias, activation, embedding or
 // interaction, into preallocated outputs), back to back at each batch size. The
 // best of one stream on THREADS BLAS threads and THREADS streams of one BLAS

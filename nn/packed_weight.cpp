@@ -121,6 +121,10 @@ struct block_primitive {
   dnnl::memory::desc md;
   std::optional<dnnl::matmul> mm;
 };
+// Shapes a thread keeps primitives for (up to 8 block sizes each): models reloaded
+// with new layer widths would otherwise grow the cache for the thread's life.
+constexpr std::size_t kMaxPrimitives = 256;
+
 struct thread_primitives {
   dnnl::stream stream{cpu_engine()};
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, dt>, std::vector<block_primitive>>
@@ -177,6 +181,7 @@ std::int64_t packed_weight::multiply(const void* xv, float* y, std::int64_t rows
   try {
     omp_set_num_threads(1);  // this thread only: a pool already split the rows
     if (!mine) mine = std::make_unique<thread_primitives>();
+    if (mine->made.size() >= kMaxPrimitives) mine->made.clear();  // many shapes: start over
     if (rows >= kBlockRows) {
       const auto* mm = primitive_for(*mine, kBlockRows, in_, out_, xt, h_->md);
       if (!mm) return 0;  // the plain route takes every row
@@ -185,7 +190,9 @@ std::int64_t packed_weight::multiply(const void* xv, float* y, std::int64_t rows
                   kBlockRows, in_, out_);
     }
     const std::int64_t left = rows - done;
-    if (left < kMinShortRows) return done;
+    // A float32 block of a few rows is a GEMV's work (nn/ops); bfloat16 has no such
+    // route, and its plain one repacks the weight, so any short block comes here.
+    if (left == 0 || (type_ == element::f32 && left < kMinShortRows)) return done;
     const std::int64_t m = (left + kRowStep - 1) / kRowStep * kRowStep;
     const auto* mm = primitive_for(*mine, m, in_, out_, xt, h_->md);
     if (!mm) return done;

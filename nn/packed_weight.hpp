@@ -1,12 +1,13 @@
 // A dense weight reordered once, at model load (or a live precision switch), into
 // the blocked layout oneDNN's AVX-512 matmul (brgemm) reads, for weights fixed for
-// a model's life (a recommendation model's MLP layers, in float32 or bfloat16): a
-// call's product then skips repacking the weight, which OpenBLAS's sgemm and
-// oneDNN's plain-layout matmul do on every call. Rows go through in blocks of
-// kBlockRows, the last short block padded with zero rows to a multiple of kRowStep
-// (one primitive per block size, layer shape, element type and thread); a block
-// of fewer than kMinShortRows rows (a GEMV's work) and a block oneDNN lays out
-// differently take the plain route (nn/ops, nn/bf16_gemm). Products sum in float32.
+// a model's life (a recommendation model's MLP layers in float32 or bfloat16, a GNN
+// stack's projections in bfloat16): a call's product then skips repacking the
+// weight, which OpenBLAS's sgemm and oneDNN's plain-layout matmul do on every call.
+// Rows go through in blocks of kBlockRows, the last short block padded with zero
+// rows to a multiple of kRowStep (one primitive per block size, layer shape,
+// element type and thread); a float32 block of fewer than kMinShortRows rows (a
+// GEMV's work) and a block oneDNN lays out differently take the plain route (nn/ops,
+// nn/bf16_gemm). Products sum in float32.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,7 @@ class packed_weight {
   /// y[r] = x[r] W^T (x [rows x in] in the weight's element type, y [rows x out]
   /// float32, row-major) for the first rows of `rows` on this thread; returns
   /// how many: all of them, or the whole blocks only (a short block oneDNN would
-  /// not run on these weights, or of fewer than kMinShortRows rows), or fewer
+  /// not run on these weights, or float32 of fewer than kMinShortRows rows), or fewer
   /// where oneDNN failed (the rest of y untouched); 0 when x's type is not the
   /// weight's.
   std::int64_t multiply_blocks(const float* x, float* y, std::int64_t rows) const;

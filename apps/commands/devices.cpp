@@ -23,7 +23,8 @@ void register_devices(CLI::App& app, global_options&) {
     // FP32 layers: oneDNN's AVX-512 matmul, OpenBLAS, or each by size (nn/f32_matmul).
     fmt::print("FP32 layer products: {}\n", nn::f32_gemm_kernels());
     fmt::print("FP32 recommendation MLP weights: {}\n",
-               nn::f32_packed_allowed() ? "packed for oneDNN at load (blocks of 64 rows)"
+               nn::f32_packed_allowed()
+                   ? "packed for oneDNN at load (blocks of 64 rows, a last block of 5 or more padded to 8)"
                                         : "as loaded");
   });
 }
