@@ -94,22 +94,24 @@ std::unique_ptr<packed_weight::held> reorder_weight(const void* w, packed_weight
 
 }  // namespace
 
+std::shared_ptr<const packed_weight> packed_weight::pack_as(const void* w, std::size_t values,
+                                                            element type, std::int64_t out,
+                                                            std::int64_t in) {
+  if (!onednn_runs_avx512() || out <= 0 || in <= 0 || std::int64_t(values) != out * in)
+    return nullptr;
+  auto h = reorder_weight(w, type, out, in);
+  if (!h) return nullptr;
+  return std::shared_ptr<const packed_weight>(new packed_weight(std::move(h), type, out, in));
+}
+
 std::shared_ptr<const packed_weight> packed_weight::pack(std::span<const float> w,
                                                          std::int64_t out, std::int64_t in) {
-  if (!onednn_runs_avx512() || out <= 0 || in <= 0 || std::int64_t(w.size()) != out * in)
-    return nullptr;
-  auto h = reorder_weight(w.data(), element::f32, out, in);
-  if (!h) return nullptr;
-  return std::shared_ptr<const packed_weight>(new packed_weight(std::move(h), element::f32, out, in));
+  return pack_as(w.data(), w.size(), element::f32, out, in);
 }
 
 std::shared_ptr<const packed_weight> packed_weight::pack(std::span<const std::uint16_t> w,
                                                          std::int64_t out, std::int64_t in) {
-  if (!onednn_runs_avx512() || out <= 0 || in <= 0 || std::int64_t(w.size()) != out * in)
-    return nullptr;
-  auto h = reorder_weight(w.data(), element::bf16, out, in);
-  if (!h) return nullptr;
-  return std::shared_ptr<const packed_weight>(new packed_weight(std::move(h), element::bf16, out, in));
+  return pack_as(w.data(), w.size(), element::bf16, out, in);
 }
 
 namespace {

@@ -49,6 +49,9 @@ class packed_weight {
 
  private:
   packed_weight(std::unique_ptr<held> h, element type, std::int64_t out, std::int64_t in);
+  static std::shared_ptr<const packed_weight> pack_as(const void* w, std::size_t values,
+                                                      element type, std::int64_t out,
+                                                      std::int64_t in);
   std::int64_t multiply(const void* x, float* y, std::int64_t rows) const;
   std::unique_ptr<held> h_;
   element type_ = element::f32;

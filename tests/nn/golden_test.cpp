@@ -198,6 +198,20 @@ TEST(dlrm_golden_test, a_batch_past_a_packed_block_scores_each_row_as_alone) {
     EXPECT_EQ(m->packed_weights(), m->desc().bottom.size() + m->desc().top.size());
     EXPECT_GT(m->packed_bytes(), 0u);
   }
+  // Each fixture row alone (in the model's current precision) scores as its
+  // copies in the batch's `scores`.
+  auto expect_rows_as_alone = [&](const tensor& scores, float tolerance, const char* what) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::vector<float> one_dense(dense.begin() + r * in, dense.begin() + (r + 1) * in);
+      std::vector<sparse_input> one(tables);
+      row_input(r, one);
+      close(one);
+      auto alone = m->forward_dlrm(alloc, tensor::borrow(one_dense.data(), {1, in}), one);
+      ASSERT_TRUE(alone.has_value()) << alone.error().to_string();
+      for (std::int64_t b = r; b < batch; b += rows)
+        EXPECT_NEAR(scores.data()[b], alone->data()[0], tolerance) << what << " row " << r << " at " << b;
+    }
+  };
   auto all = m->forward_dlrm(alloc, tensor::borrow(big_dense.data(), {batch, in}), big);
   ASSERT_TRUE(all.has_value()) << all.error().to_string();
   // bf16 MLPs come before the packed float32 ones, and float32 again after them.
@@ -212,31 +226,13 @@ TEST(dlrm_golden_test, a_batch_past_a_packed_block_scores_each_row_as_alone) {
     EXPECT_NE(std::memcmp(half->data(), all->data(), std::size_t(batch) * sizeof(float)), 0);
     // In bf16 too, a row scores in a batch of 130 (two packed blocks and a padded
     // one) as alone (one padded row).
-    for (std::int64_t r = 0; r < rows; ++r) {
-      std::vector<float> one_dense(dense.begin() + r * in, dense.begin() + (r + 1) * in);
-      std::vector<sparse_input> one(tables);
-      row_input(r, one);
-      close(one);
-      auto alone = m->forward_dlrm(alloc, tensor::borrow(one_dense.data(), {1, in}), one);
-      ASSERT_TRUE(alone.has_value()) << alone.error().to_string();
-      for (std::int64_t b = r; b < batch; b += rows)
-        EXPECT_NEAR(half->data()[b], alone->data()[0], 1e-5f) << "bf16 row " << r << " at " << b;
-    }
+    expect_rows_as_alone(*half, 1e-5f, "bf16");
     ASSERT_TRUE(m->set_precision("fp32"));
     auto again = m->forward_dlrm(alloc, tensor::borrow(big_dense.data(), {batch, in}), big);
     ASSERT_TRUE(again.has_value()) << again.error().to_string();
     EXPECT_EQ(std::memcmp(again->data(), all->data(), std::size_t(batch) * sizeof(float)), 0);
   }
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::vector<float> one_dense(dense.begin() + r * in, dense.begin() + (r + 1) * in);
-    std::vector<sparse_input> one(tables);
-    row_input(r, one);
-    close(one);
-    auto alone = m->forward_dlrm(alloc, tensor::borrow(one_dense.data(), {1, in}), one);
-    ASSERT_TRUE(alone.has_value()) << alone.error().to_string();
-    for (std::int64_t b = r; b < batch; b += rows)
-      EXPECT_NEAR(all->data()[b], alone->data()[0], 1e-6f) << "row " << r << " at " << b;
-  }
+  expect_rows_as_alone(*all, 1e-6f, "fp32");
 }
 
 // Hera Table I's NCF (NeuMF), Wide & Deep plain PyTorch modules
