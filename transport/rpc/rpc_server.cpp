@@ -409,11 +409,15 @@ struct rpc_server::impl {
       paf.promise.wait(ws);
       close_turn(service);  // calls held by a turn the stop cut short go on
       // Answers already given (a stopping server drains its calls first) may
-      // still wait in a connection's buffer or in the answer mailbox: the loop
-      // runs until they are sent, for at most 2 s (a peer that reads nothing).
-      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      for (ws.poll(); coalescing_stream::unsent_on_this_thread() > 0; ws.poll()) {
-        if (std::chrono::steady_clock::now() > until) break;
+      // still wait in a connection's buffer or in the answer mailbox, and the
+      // refusals of the calls close_turn just handed on are on their way to the
+      // mailbox: the loop runs at least 50 ms (each poll also reads calls still
+      // arriving, which the service refuses by name) and until every answer is
+      // sent, for at most 2 s (a peer that reads nothing).
+      const auto now = [] { return std::chrono::steady_clock::now(); };
+      const auto least = now() + std::chrono::milliseconds(50), until = now() + std::chrono::seconds(2);
+      for (ws.poll(); now() < least || coalescing_stream::unsent_on_this_thread() > 0; ws.poll()) {
+        if (now() > until) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     } catch (const std::exception& e) {
