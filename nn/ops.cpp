@@ -60,9 +60,7 @@ void gemm_rows(const tensor& x, std::span<const float> w, float beta, tensor& y,
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(hi - lo), out, in, 1.0f, x.row(lo), in,
               w.data(), in, beta, y.row(lo), out);
 }
-}  // namespace
 
-namespace {
 // o[0, f) += row[0, f) (bias rows, bags).
 SPINDLE_ROW_KERNEL void add_row(float* __restrict__ o, const float* __restrict__ row,
                                 std::int64_t f) {

@@ -45,8 +45,9 @@ void set_blas_threads(int threads);
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
                         std::span<const float> bias, std::int64_t out_features,
                         thread_pool* pool = nullptr);
-/// linear() with the weight's whole blocks of rows multiplied through `packed`,
-/// its copy in oneDNN's layout (nn/packed_weight), the rest as linear() does.
+/// linear() with the rows `packed` takes (blocks of 64, a padded last block)
+/// multiplied through it, the weight's copy in oneDNN's layout (nn/packed_weight);
+/// the rest as linear() does.
 expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_weight& packed,
                                std::span<const float> weight, std::span<const float> bias,
                                std::int64_t out_features, thread_pool* pool = nullptr);

@@ -12,9 +12,14 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "nn/detail/onednn_blocks.hpp"
 #include "nn/f32_matmul.hpp"
 
 namespace spindle::nn {
+// The same blocks and padding as the plain-layout route (nn/detail/onednn_blocks).
+static_assert(packed_weight::kBlockRows == detail::kBlockRows &&
+              packed_weight::kRowStep == detail::kRowStep);
+
 namespace {
 
 using dt = dnnl::memory::data_type;
@@ -195,7 +200,7 @@ std::int64_t packed_weight::multiply(const void* xv, float* y, std::int64_t rows
     // A float32 block of a few rows is a GEMV's work (nn/ops); bfloat16 has no such
     // route, and its plain one repacks the weight, so any short block comes here.
     if (left == 0 || (type_ == element::f32 && left < kMinShortRows)) return done;
-    const std::int64_t m = (left + kRowStep - 1) / kRowStep * kRowStep;
+    const std::int64_t m = detail::padded_rows(left);
     const auto* mm = primitive_for(*mine, m, in_, out_, xt, h_->md);
     if (!mm) return done;
     if (m == left) {

@@ -20,6 +20,12 @@
 
 namespace spindle::transport::rpc {
 
+/// Calls this event-loop thread's mailboxes still owe an answer, and every call
+/// they have taken (a stopping door runs its loop until none is owed and no call
+/// has come for a while).
+inline thread_local std::size_t answers_owed_on_this_thread = 0;
+inline thread_local std::uint64_t calls_taken_on_this_thread = 0;
+
 template <class T>
 class answer_mailbox final : private kj::TaskSet::ErrorHandler {
   // What producers share: the queued answers and the loop's pending wake-up.
@@ -44,6 +50,7 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
   /// On the loop thread.
   answer_mailbox() : q_(std::make_shared<queue>()) { arm(); }
   ~answer_mailbox() noexcept(false) {
+    answers_owed_on_this_thread -= waiting_.size();
     std::lock_guard lock(q_->mu);
     q_->closed = true;
     q_->items.clear();
@@ -61,10 +68,12 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
     auto paf = kj::newPromiseAndFulfiller<T>();
     const std::uint64_t id = next_id_++;
     waiting_.emplace(id, kj::mv(paf.fulfiller));
+    ++answers_owed_on_this_thread;
+    ++calls_taken_on_this_thread;
     return {id, kj::mv(paf.promise), [q = q_, id](T v) { q->post(id, std::move(v)); }};
   }
   /// On the loop thread: a call answered without the mailbox (refused inline).
-  void forget(std::uint64_t id) { waiting_.erase(id); }
+  void forget(std::uint64_t id) { answers_owed_on_this_thread -= waiting_.erase(id); }
 
  private:
   void arm() {
@@ -89,6 +98,7 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
       if (it == waiting_.end()) continue;
       it->second->fulfill(kj::mv(v));  // a promise the call dropped ignores it
       waiting_.erase(it);
+      --answers_owed_on_this_thread;
     }
   }
 
