@@ -190,9 +190,11 @@ void dispatch_gnn(const caf::actor& forwarder, const batcher_actor& batcher,
     it->calls.done.emplace_back(std::move(done));
     return;
   }
-  // A door without turns (KServe) hands every call on: run on its own threads, a
-  // lone call held them for the model's work, and under overload the calls then
-  // queued in the door instead of being refused at admission (chaos_overload_test).
+  // Outside a turn every call is handed on. The KServe HTTP door never opens
+  // one: run on its threads, a lone call held them for the model's work, and
+  // under overload the calls then queued in the door instead of being refused at
+  // admission (chaos_overload_test). The gRPC door opens a turn only for a call
+  // that finds it empty and quiet (transport/kserve/lone_call_gate.hpp).
   if (!timeout.valid()) {
     caf::anon_send(batcher, infer_atom::value, std::move(request), gnn_done(std::move(done)));
     return;

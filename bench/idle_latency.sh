@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # One request at a time on an idle server, end to end through the Cap'n Proto
-# front door and the KServe gRPC door (`spindle client load --clients 1`; the
-# KServe doors hand every call to the batcher, so their two rows agree),
+# front door and the KServe gRPC door (`spindle client load --clients 1`),
 # same server, same run:
 # run to completion on the door's thread (the express lane, the default),
 # then every call through the batcher and a pipeline thread (tunable
@@ -45,7 +44,8 @@ for round in 1 2; do
   set_tunable express_max_requests 1
   before=$(express_batches)
   echo "  run to completion on the door (default):    $(load)  [$(( $(express_batches) - before )) express batches]"
-  echo "    the same over KServe gRPC:                $(load grpc)"
+  before=$(express_batches)
+  echo "    the same over KServe gRPC:                $(load grpc)  [$(( $(express_batches) - before )) express batches]"
   set_tunable express_max_requests 0
   echo "  through the batcher and a pipeline thread:  $(load)"
   echo "    the same over KServe gRPC:                $(load grpc)"

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "config/tunables.hpp"
+#include "transport/kserve/kserve_client.hpp"
 #include "tests/apps/front_door_fixture.hpp"
 
 namespace spindle {
@@ -89,8 +90,8 @@ TEST(front_door_ops_test, the_access_log_and_the_admin_log_name_the_door_and_hel
 
 
 // Run to completion: a lone call that finds its model idle runs on the door's
-// thread (the express lane, Admin stats' `express`) over Cap'n Proto (not over
-// KServe HTTP), and answers as the batcher's pipeline does, bit for bit; with
+// thread (the express lane, Admin stats' `express`) over Cap'n Proto and KServe
+// gRPC (not over KServe HTTP), and answers as the batcher's pipeline does, bit for bit; with
 // the tunable at 0 every call goes through the batcher; under load (16 in
 // flight, with deadlines) the batcher takes them; work_conserving false turns
 // the lane off; a bad value is refused by name.
@@ -99,10 +100,12 @@ TEST(front_door_ops_test, a_lone_call_on_an_idle_model_runs_on_the_door_thread_a
   const std::string token_file = f.dir + "/express.token";
   auto s = child_process::spawn({SPINDLE_BINARY, "serve", "--dataset", f.dir + "/g", "--model",
                                  f.dir + "/m", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-                                 "--admin-token-file", token_file});
+                                 "--grpc", "127.0.0.1:0", "--admin-token-file", token_file});
   ASSERT_TRUE(s.has_value());
   auto http = s->wait_for("http http://127.0.0.1:", 60'000);
   ASSERT_TRUE(http.has_value()) << http.error().to_string();
+  auto grpc = s->wait_for("grpc ", 60'000);
+  ASSERT_TRUE(grpc.has_value()) << grpc.error().to_string();
   auto listening = s->wait_for("listening ", 60'000);
   ASSERT_TRUE(listening.has_value());
   std::string token;
@@ -135,10 +138,19 @@ TEST(front_door_ops_test, a_lone_call_on_an_idle_model_runs_on_the_door_thread_a
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(express_batches(), before + 4);
+  // Over KServe gRPC a lone call (the door empty and quiet) runs on gRPC's
+  // thread, and answers as the Cap'n Proto door's lane did, bit for bit.
+  auto g = transport::kserve::connect_grpc(grpc->substr(0, grpc->find(' ')), 30'000);
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  const auto lone = (*g)->infer_gnn({"sage", {3}, 14});
+  ASSERT_EQ(lone.status, rpc::rpc_status::ok) << lone.message;
+  EXPECT_EQ(lone.outputs, express[0]);
+  EXPECT_EQ(express_batches(), before + 5);
   auto off = (*c)->set_tunable(token, "sage", "express_max_requests", "0");
   ASSERT_TRUE(off.has_value() && off->status == rpc::rpc_status::ok) << (off ? off->message : "");
   EXPECT_EQ(answers(), express);  // the batcher's pipeline answers the same, bit for bit
-  EXPECT_EQ(express_batches(), before + 4);
+  EXPECT_EQ((*g)->infer_gnn({"sage", {3}, 14}).outputs, express[0]);
+  EXPECT_EQ(express_batches(), before + 5);
   // Under load the batcher takes the calls, those with a deadline too: 16 in
   // flight, each call read in a turn with others or behind outstanding ones.
   ASSERT_TRUE((*c)->set_tunable(token, "sage", "express_max_requests", "1").has_value());

@@ -1,8 +1,9 @@
 // KServe v2 over gRPC (`inference.GRPCInferenceService`, grpc++'s callback
 // API) for `spindle serve --grpc HOST:PORT`: the same door as HTTP/REST, so
 // the same models, readiness, gateway, admission control and metrics. Infer
-// answers when the gateway does, without holding a thread; the repository
-// calls need the admin token as metadata "authorization: Bearer TOKEN".
+// answers when the gateway does, without holding a thread, except a lone call
+// on an idle model, run on the thread that read it (lone_call_gate.hpp); the
+// repository calls need the admin token as metadata "authorization: Bearer TOKEN".
 #pragma once
 
 #include <memory>
