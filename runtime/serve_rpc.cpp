@@ -283,6 +283,7 @@ status serve_until_signal(actors::gateway& g, const front_door_args& a, const st
   o.listen = a.listen;
   o.admin_token = token;
   if (a.max_connections > 0) o.max_connections = a.max_connections;
+  o.poll_after_us = a.door_poll_us;
   SPINDLE_ASSIGN_OR_RETURN(auto server, transport::rpc::rpc_server::start(o, g));
   std::unique_ptr<transport::http::metrics_server> metrics;
   if (!a.metrics.empty()) {

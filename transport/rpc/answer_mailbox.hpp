@@ -25,6 +25,15 @@ namespace spindle::transport::rpc {
 /// has come for a while).
 inline thread_local std::size_t answers_owed_on_this_thread = 0;
 inline thread_local std::uint64_t calls_taken_on_this_thread = 0;
+/// Fulfilled (and cleared) when this thread's mailboxes take a call or give
+/// answers: a door polling after activity waits on it to block (rpc_server.cpp).
+inline thread_local kj::PromiseFulfiller<void>* door_activity = nullptr;
+inline void note_door_activity() {
+  if (auto* f = door_activity) {
+    door_activity = nullptr;
+    f->fulfill();
+  }
+}
 
 template <class T>
 class answer_mailbox final : private kj::TaskSet::ErrorHandler {
@@ -70,6 +79,7 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
     waiting_.emplace(id, kj::mv(paf.fulfiller));
     ++answers_owed_on_this_thread;
     ++calls_taken_on_this_thread;
+    note_door_activity();
     return {id, kj::mv(paf.promise), [q = q_, id](T v) { q->post(id, std::move(v)); }};
   }
   /// On the loop thread: a call answered without the mailbox (refused inline).
@@ -100,6 +110,7 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
       waiting_.erase(it);
       --answers_owed_on_this_thread;
     }
+    if (!got.empty()) note_door_activity();
   }
 
   void taskFailed(kj::Exception&&) override {}  // a wake-up cancelled as the loop ends

@@ -16,6 +16,7 @@
 #include "core/log.hpp"
 #include "core/thread_pool.hpp"
 #include "transport/rpc/codec.hpp"
+#include "transport/rpc/door_loop.hpp"
 #include "transport/rpc/endpoint.hpp"
 #include "transport/rpc/request_checks.hpp"
 #include "transport/net/listen_socket.hpp"
@@ -406,31 +407,9 @@ struct rpc_server::impl {
         ready = true;
       }
       cv.notify_all();
-      paf.promise.wait(ws);
+      run_until_stopped(io, kj::mv(paf.promise), o.poll_after_us);
       close_turn(service);  // calls held by a turn the stop cut short go on
-      // A grace period: a client's calls may still be arriving (on a loaded
-      // machine a burst a client queued before the signal reaches the door over
-      // tens of ms; with the doors closed at once, 9-29 of 256 were lost with the
-      // connection), the refusals of calls close_turn just handed on are on their
-      // way to the mailbox, and answers given may wait in a connection's buffer.
-      // The loop reads and answers (the service refuses new calls by name) until
-      // no call has come for 50 ms, none is owed an answer and every answer is
-      // sent, for at most 2 s (a peer that reads nothing, or never stops sending).
-      // A client held off the CPU longer than that still finds the door closed.
-      using clock = std::chrono::steady_clock;
-      const auto until = clock::now() + std::chrono::seconds(2);
-      auto last_call = clock::now();
-      for (std::uint64_t taken = calls_taken_on_this_thread;; ws.poll()) {
-        if (calls_taken_on_this_thread != taken) {
-          taken = calls_taken_on_this_thread;
-          last_call = clock::now();
-        }
-        const bool quiet = clock::now() - last_call >= std::chrono::milliseconds(50);
-        const bool settled = answers_owed_on_this_thread == 0 &&
-                             coalescing_stream::unsent_on_this_thread() == 0;
-        if ((quiet && settled) || clock::now() > until) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
+      drain_after_stop(ws);
     } catch (const std::exception& e) {
       fail(e.what());
     } catch (const kj::Exception& e) {

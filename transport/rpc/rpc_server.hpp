@@ -28,6 +28,9 @@ struct server_options {
   /// Bytes of calls one connection may have in flight before Cap'n Proto stops
   /// reading from it (its flow limit).
   std::size_t flow_limit_bytes = 4u << 20;
+  /// After a lone client's call or answer, the door's thread keeps polling for
+  /// this long before it sleeps (rpc_server.cpp, run_until_stopped). 0: never.
+  unsigned poll_after_us = 0;
 };
 
 class rpc_server {
