@@ -22,7 +22,8 @@ TEST(front_door_ops_test, the_access_log_and_the_admin_log_name_the_door_and_hel
   const std::string log = f.dir + "/access.log", token = f.dir + "/ops.token";
   auto s = child_process::spawn(
       {SPINDLE_BINARY, "serve", "--dataset", f.dir + "/g", "--model", f.dir + "/m", "--listen",
-       "127.0.0.1:0", "--http", "127.0.0.1:0", "--admin-token-file", token, "--access-log", log},
+       "127.0.0.1:0", "--http", "127.0.0.1:0", "--admin-token-file", token, "--access-log", log,
+       "--door-poll-us", "0"},  // the door that never polls (every other test's polls)
       {}, true);  // its log lines too
   ASSERT_TRUE(s.has_value());
   auto http = s->wait_for("http http://127.0.0.1:", 60'000);
