@@ -25,6 +25,8 @@ namespace spindle::transport::rpc {
 /// has come for a while).
 inline thread_local std::size_t answers_owed_on_this_thread = 0;
 inline thread_local std::uint64_t calls_taken_on_this_thread = 0;
+/// The most answers owed at once since the door's loop last reset it.
+inline thread_local std::size_t answers_owed_peak = 0;
 /// Fulfilled (and cleared) when this thread's mailboxes take a call or give
 /// answers: a door polling after activity waits on it to block (rpc_server.cpp).
 inline thread_local kj::PromiseFulfiller<void>* door_activity = nullptr;
@@ -77,7 +79,8 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
     auto paf = kj::newPromiseAndFulfiller<T>();
     const std::uint64_t id = next_id_++;
     waiting_.emplace(id, kj::mv(paf.fulfiller));
-    ++answers_owed_on_this_thread;
+    if (++answers_owed_on_this_thread > answers_owed_peak)
+      answers_owed_peak = answers_owed_on_this_thread;
     ++calls_taken_on_this_thread;
     note_door_activity();
     return {id, kj::mv(paf.promise), [q = q_, id](T v) { q->post(id, std::move(v)); }};

@@ -12,47 +12,63 @@
 namespace spindle::transport::rpc {
 namespace {
 
-// The door's event loop until the stop. After a pass it sleeps until the next
-// call or answer, unless it owes no answer, a call came or an answer left
-// within the last `poll_us` and it has seen no two calls at once for 10 ms:
-// then it polls again (yielding to any other runnable thread), so a lone
-// client's next call finds the door's core awake. On a VM an idle core halts
-// and waking it costs tens of microseconds a call; a door that owes answers,
-// or serves several clients, leaves the cores to the pipelines and clients.
-constexpr auto kCrowdMemory = std::chrono::milliseconds(10);
+// The door's event loop until the stop, in one of two modes.
+//
+// Crowded (at the start, and whenever it owed two answers at once): kj's own
+// loop, which sleeps whenever it has nothing to run, in windows of 10 ms; a
+// window in which the door never owed two answers at once makes it lone.
+//
+// Lone: after a pass it sleeps until the next call or answer, unless it owes
+// no answer and a call came or an answer left within the last `poll_us`: then
+// it polls again (yielding to any other runnable thread), so a lone client's
+// next call finds the door's core awake. On a VM an idle core halts and waking
+// it costs tens of microseconds a call. Owing two answers at once (several
+// clients, or calls waiting for the pipelines) makes it crowded again: the cores
+// go to the pipelines and the clients, and its waits cost nothing per wake-up.
+constexpr auto kCrowdWindow = 10 * kj::MILLISECONDS;
+
+// Lone mode until the door owes two answers at once (false) or the stop (true).
+bool run_lone(kj::WaitScope& ws, kj::ForkedPromise<void>& stop, const bool& stopped,
+              unsigned poll_us) {
+  using clock = std::chrono::steady_clock;
+  auto last_busy = clock::now();
+  std::uint64_t taken = calls_taken_on_this_thread;
+  std::size_t owed = answers_owed_on_this_thread;
+  for (;;) {
+    ws.poll();
+    if (stopped) return true;
+    if (answers_owed_peak > 1) return false;
+    if (taken != calls_taken_on_this_thread || owed != answers_owed_on_this_thread) {
+      taken = calls_taken_on_this_thread;
+      owed = answers_owed_on_this_thread;
+      last_busy = clock::now();
+    }
+    if (owed == 0 && clock::now() - last_busy < std::chrono::microseconds(poll_us)) {
+      sched_yield();
+      continue;
+    }
+    auto activity = kj::newPromiseAndFulfiller<void>();  // sleep until a call or an answer
+    door_activity = activity.fulfiller.get();
+    activity.promise.exclusiveJoin(stop.addBranch()).wait(ws);
+    door_activity = nullptr;
+  }
+}
 
 }  // namespace
 
 void run_until_stopped(kj::AsyncIoContext& io, kj::Promise<void> stop, unsigned poll_us) {
   auto& ws = io.waitScope;
   if (poll_us == 0) return stop.wait(ws);
-  using clock = std::chrono::steady_clock;
   bool stopped = false;
   auto stop_fork = stop.then([&stopped] { stopped = true; }).fork();
-  auto last_busy = clock::now(), last_crowd = clock::now();
-  std::uint64_t taken = calls_taken_on_this_thread;
-  std::size_t owed = answers_owed_on_this_thread;
+  auto& timer = io.provider->getTimer();
   for (;;) {
-    ws.poll();
+    answers_owed_peak = answers_owed_on_this_thread;
+    timer.afterDelay(kCrowdWindow).exclusiveJoin(stop_fork.addBranch()).wait(ws);
     if (stopped) return;
-    const auto now = clock::now();
-    if (taken != calls_taken_on_this_thread || owed != answers_owed_on_this_thread) {
-      if (calls_taken_on_this_thread - taken > 1 || answers_owed_on_this_thread > 1)
-        last_crowd = now;
-      taken = calls_taken_on_this_thread;
-      owed = answers_owed_on_this_thread;
-      last_busy = now;
-    }
-    if (owed == 0 && now - last_busy < std::chrono::microseconds(poll_us) &&
-        now - last_crowd > kCrowdMemory) {
-      sched_yield();
-      continue;
-    }
-    // Sleep until a call or an answer (or the stop) comes.
-    auto activity = kj::newPromiseAndFulfiller<void>();
-    door_activity = activity.fulfiller.get();
-    activity.promise.exclusiveJoin(stop_fork.addBranch()).wait(ws);
-    door_activity = nullptr;
+    if (answers_owed_peak > 1) continue;  // still crowded
+    answers_owed_peak = answers_owed_on_this_thread;
+    if (run_lone(ws, stop_fork, stopped, poll_us)) return;
   }
 }
 
