@@ -4,7 +4,9 @@
 // sum over c of T[i][c] * T[j][c], four rows by four at once (eight loads feed
 // sixteen FMAs; a tile on the diagonal computes its upper half too and drops
 // it); the pairs, held as P[pair][lane], are transposed back into each
-// sample's output row. Each lane sums its products in column order.
+// sample's output row. Each lane sums its products in column order, with fused
+// multiply-adds from zero; a sample alone (interaction_sample) sums in the same
+// order, so its pairs are the same bits in a group or alone.
 #include "nn/interaction_groups.hpp"
 
 #include <algorithm>
@@ -116,7 +118,70 @@ SPINDLE_AVX512 void scatter_pairs(const float* P, std::int64_t pairs, int n, flo
   }
 }
 
+// Rows i0..i0 + R - 1 (those below k) of one sample, each with rows jb..jb +
+// 16B - 1 as lanes, its rows transposed into X[c][j] (kp lanes a column): each
+// product summed over c in column order from zero, the arithmetic of the
+// sample's lane in a group. R rows at once: R x B independent sums keep the
+// FMA units busy (one row's single sum waits on its last FMA every column).
+template <int R, int B>
+SPINDLE_AVX512 void rows_dots(const float* const* rows, std::int64_t k, std::int64_t d,
+                              std::int64_t dp, const float* X, std::int64_t kp, std::int64_t i0,
+                              std::int64_t jb, float* out) {
+  const float* x[R];
+  for (int r = 0; r < R; ++r) x[r] = rows[std::min(i0 + r, k - 1)];
+  __m512 acc[R][B];
+  for (auto& row : acc)
+    for (auto& v : row) v = _mm512_setzero_ps();
+  for (std::int64_t c = 0; c < dp; ++c) {
+    const float* xc = X + c * kp + jb;
+    __m512 y[B];
+    for (int b = 0; b < B; ++b) y[b] = _mm512_loadu_ps(xc + 16 * b);
+    for (int r = 0; r < R; ++r) {
+      const __m512 xi = _mm512_set1_ps(c < d ? x[r][c] : 0.0f);
+      for (int b = 0; b < B; ++b) acc[r][b] = _mm512_fmadd_ps(xi, y[b], acc[r][b]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const std::int64_t i = i0 + r;
+    if (i >= k) break;
+    float* o = out + i * (i - 1) / 2;
+    for (int b = 0; b < B; ++b)
+      if (i > jb + 16 * b)
+        _mm512_mask_storeu_ps(o + jb + 16 * b, first_lanes(i - jb - 16 * b), acc[r][b]);
+  }
+}
+
 }  // namespace
+
+SPINDLE_AVX512 void interaction_sample(const float* const* rows, std::int64_t k, std::int64_t d,
+                                       float* out, float* scratch) {
+  const std::int64_t dp = (d + 15) / 16 * 16, kp = (k + 15) / 16 * 16;
+  float* X = scratch;  // [dp][kp]: column c of every row
+  for (std::int64_t jb = 0; jb < kp; jb += 16)
+    for (std::int64_t c = 0; c < dp; c += 16) {
+      const __mmask16 m = first_lanes(d - c);
+      __m512 r[16];
+      for (int q = 0; q < 16; ++q)
+        r[q] = jb + q < k ? _mm512_maskz_loadu_ps(m, rows[jb + q] + c) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int t = 0; t < 16; ++t) _mm512_storeu_ps(X + (c + t) * kp + jb, r[t]);
+    }
+  // Rows in runs of 8 while their products fit one vector of lanes, then of 4
+  // with up to four vectors (the columns past 64 in further passes).
+  std::int64_t i = 1;
+  for (; i < k && i + 7 <= 16; i += 8) rows_dots<8, 1>(rows, k, d, dp, X, kp, i, 0, out);
+  for (; i < k; i += 4) {
+    const std::int64_t last = std::min(i + 3, k - 1);  // the run's widest row
+    for (std::int64_t jb = 0; jb < last; jb += 64) {
+      switch (std::min<std::int64_t>(4, (last - jb + 15) / 16)) {
+        case 1: rows_dots<4, 1>(rows, k, d, dp, X, kp, i, jb, out); break;
+        case 2: rows_dots<4, 2>(rows, k, d, dp, X, kp, i, jb, out); break;
+        case 3: rows_dots<4, 3>(rows, k, d, dp, X, kp, i, jb, out); break;
+        default: rows_dots<4, 4>(rows, k, d, dp, X, kp, i, jb, out); break;
+      }
+    }
+  }
+}
 
 bool interaction_groups_available() {
   static const bool yes = __builtin_cpu_supports("avx512f");
@@ -137,6 +202,7 @@ void interaction_group(const float* const* rows, std::int64_t k, std::int64_t d,
 #else  // no AVX-512 build: every sample runs the portable kernel
 
 bool interaction_groups_available() { return false; }
+void interaction_sample(const float* const*, std::int64_t, std::int64_t, float*, float*) {}
 void interaction_group(const float* const*, std::int64_t, std::int64_t, int, float*,
                        std::int64_t, float*) {}
 

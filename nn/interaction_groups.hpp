@@ -1,8 +1,8 @@
 // DLRM's dot interaction for a group of up to sixteen samples at once, with the
 // samples in the vector lanes (AVX-512): each sample's rows are transposed so a
 // lane holds one sample, the pair products run as plain lane-wise FMAs in 4x4
-// register tiles, and no dot needs a horizontal sum. Used by dot_interaction
-// (nn/ops.hpp) for groups of 8 or more samples where the CPU has AVX-512.
+// register tiles, and no dot needs a horizontal sum; a sample alone gets the same
+// bits. Used by dot_interaction (nn/ops.hpp) where the CPU has AVX-512.
 #pragma once
 
 #include <cstddef>
@@ -13,10 +13,11 @@
 
 namespace spindle::nn::detail {
 
-/// Groups need at least this many samples; fewer run sample by sample (the
-/// group's transposes cost as much for one sample as for sixteen: measured, a
-/// group of 6 samples costs what 6 samples one by one do).
-inline constexpr int kMinInteractionGroup = 8;
+/// Groups need at least this many samples; fewer run one by one (the same
+/// bits). A group's transposes cost as much for one sample as for sixteen:
+/// at 27 x 128 a sample costs 1.35 us alone, 1.35 us in a group of 12, 1.03 us
+/// in a group of 16, 1.96 us in a group of 8 (AMD EPYC, AVX-512).
+inline constexpr int kMinInteractionGroup = 12;
 inline constexpr int kInteractionGroup = 16;
 
 /// The CPU runs the group kernel (x86-64 with AVX-512F).
@@ -32,6 +33,13 @@ std::size_t interaction_group_scratch(std::int64_t k, std::int64_t d);
 /// Requires interaction_groups_available().
 void interaction_group(const float* const* rows, std::int64_t k, std::int64_t d, int n,
                        float* out, std::int64_t out_stride, float* scratch);
+
+/// One sample's pairs (as interaction_group's, in `out`), the same bits as the
+/// sample's lane in a group: its rows transposed, rows 0..i-1 in the lanes of
+/// row i's products. `scratch` as for a group. Requires
+/// interaction_groups_available().
+void interaction_sample(const float* const* rows, std::int64_t k, std::int64_t d, float* out,
+                        float* scratch);
 
 /// dot_interaction with the sample groups on or off (`groups` needs
 /// interaction_groups_available()): tests compare the two routes.

@@ -1,9 +1,9 @@
 // DLRM's dot interaction (nn/ops.hpp): a sample's k vectors' pairwise dot
-// products, strict lower triangle in row-major order. Groups of 8-16 samples
-// take the AVX-512 kernel with the samples in the lanes (nn/interaction_groups:
-// 0.93 against 2.7 us a sample at 27 x 128, batch 256, on an AMD EPYC); the
-// rest, and CPUs without it, run each sample here, a row against four at once
-// in vector lanes. (Tiles of four rows by four with a horizontal sum per dot
+// products, strict lower triangle in row-major order. Where the CPU has
+// AVX-512, groups of 12-16 samples run with the samples in the lanes and the
+// rest one by one with the same arithmetic (nn/interaction_groups: 0.93-1.35
+// against 2.7 us a sample at 27 x 128, batch 256, on an AMD EPYC); CPUs without
+// it run each sample here, a row against four at once in vector lanes. (Tiles of four rows by four with a horizontal sum per dot
 // were tried for this portable kernel: no faster, so not kept.)
 #include <algorithm>
 #include <cstring>
@@ -76,7 +76,7 @@ expected<tensor> dot_interaction_by(allocator& a, const tensor& dense,
     for (std::int64_t i = 1; i < k; ++i) t[std::size_t(i)] = embeddings[std::size_t(i - 1)]->row(r);
   };
   std::int64_t r = 0;
-  if (groups && rows - r >= kMinInteractionGroup) {
+  if (groups) {  // groups of 12-16 in the lanes, the rest one by one: the same bits
     thread_local std::vector<float> scratch;
     scratch.resize(interaction_group_scratch(k, d));
     for (; rows - r >= kMinInteractionGroup; r += kInteractionGroup) {
@@ -84,7 +84,11 @@ expected<tensor> dot_interaction_by(allocator& a, const tensor& dense,
       const int n = int(std::min<std::int64_t>(kInteractionGroup, rows - r));
       interaction_group(t.data(), k, d, n, out.row(r) + d, width, scratch.data());
     }
-    r = std::min(r, rows);
+    for (r = std::min(r, rows); r < rows; ++r) {
+      rows_at(r);
+      interaction_sample(t.data(), k, d, out.row(r) + d, scratch.data());
+    }
+    return out;
   }
   for (; r < rows; ++r) {
     rows_at(r);

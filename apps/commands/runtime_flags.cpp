@@ -90,8 +90,8 @@ void add_front_door_options(CLI::App& cmd, runtime::front_door_args& a) {
               "After a lone client's call or answer, the Cap'n Proto door's thread keeps "
               "polling this many microseconds before it sleeps, so the client's next call "
               "finds its core awake (on a VM a sleeping core costs tens of microseconds to "
-              "wake); never while the door owes answers or within 10 ms of owing two at "
-              "once (0: never poll)",
+              "wake); never while the door owes answers, nor for 10-20 ms after it owed "
+              "two at once, nor after a refused call (0: never poll)",
               0u, 10000u);
   add_rec_serving_options(cmd, a);
 }

@@ -2,6 +2,7 @@
 #include "nn/ops.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -84,9 +85,10 @@ TEST(ops_test, concat_and_dot_interaction) {
 
 // Every pair in its place: rows against four and one by one (2 to 27 vectors, a
 // DLRM's 27 among them) and widths off the vector length.
-// Both routes: sample by sample, and (where the CPU has AVX-512) groups of 8-16
-// samples in the lanes, full and short groups and a tail left to the first
-// route; nothing written past a row's pairs (the next row's dense copy intact).
+// Both routes: the portable one, sample by sample, and (where the CPU has
+// AVX-512) groups of 12-16 samples in the lanes, full and short, with the other
+// samples one by one in the lanes' arithmetic; nothing written past a row's pairs
+// (the next row's dense copy intact).
 TEST(ops_test, dot_interaction_matches_a_double_reference_at_every_tiling) {
   heap_allocator a;
   std::mt19937 rng(11);
@@ -96,7 +98,7 @@ TEST(ops_test, dot_interaction_matches_a_double_reference_at_every_tiling) {
   for (const bool groups : routes)
     for (const std::int64_t k : {2, 5, 8, 9, 27})
       for (const std::int64_t d : {3, 16, 128, 130})
-        for (const std::int64_t rows : {3, 8, 21, 40}) {
+        for (const std::int64_t rows : {3, 8, 21, 29, 40}) {
           if (rows > 3 && d == 130 && k != 27) continue;  // enough cases for the wide tail
           std::vector<std::vector<float>> v(std::size_t(k), std::vector<float>(std::size_t(rows * d)));
           for (auto& t : v)
@@ -126,6 +128,45 @@ TEST(ops_test, dot_interaction_matches_a_double_reference_at_every_tiling) {
               }
           }
         }
+}
+
+// Where the CPU has AVX-512, a sample's pairs are the same bits whether it is
+// computed in a group of 12-16 or alone (a short tail, a batch of one): its score
+// does not depend on its place in a batch, on calls merged with it or on how a
+// call is split over workers.
+TEST(ops_test, dot_interaction_gives_a_sample_the_same_bits_in_a_group_or_alone) {
+  if (!detail::interaction_groups_available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  heap_allocator a;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> z;
+  for (const std::int64_t k : {2, 5, 17, 27, 40})
+    for (const std::int64_t d : {3, 16, 100, 130}) {
+      const std::int64_t rows = 37;  // groups of 16 and 16, then a tail of 5
+      std::vector<std::vector<float>> v(std::size_t(k), std::vector<float>(std::size_t(rows * d)));
+      for (auto& t : v)
+        for (auto& x : t) x = z(rng);
+      auto table = [&](std::int64_t from, std::int64_t n) {
+        std::vector<tensor> parts;
+        for (std::int64_t i = 0; i < k; ++i)
+          parts.push_back(tensor::borrow(v[std::size_t(i)].data() + from * d, {n, d}));
+        std::vector<const tensor*> ptrs;
+        for (std::int64_t i = 1; i < k; ++i) ptrs.push_back(&parts[std::size_t(i)]);
+        auto out = dot_interaction(a, parts[0], ptrs);
+        EXPECT_TRUE(out.has_value());
+        return std::move(*out);
+      };
+      const tensor all = table(0, rows);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const tensor one = table(r, 1);
+        ASSERT_EQ(0, std::memcmp(one.row(0), all.row(r), std::size_t(all.cols()) * sizeof(float)))
+            << "k " << k << " d " << d << " row " << r;
+      }
+      const tensor shifted = table(3, 20);  // rows 3..22: other groups, other tails
+      for (std::int64_t r = 0; r < 20; ++r)
+        ASSERT_EQ(0, std::memcmp(shifted.row(r), all.row(r + 3),
+                                 std::size_t(all.cols()) * sizeof(float)))
+            << "k " << k << " d " << d << " row " << r + 3;
+    }
 }
 
 // Bags of none, one and several keys, summed and averaged (a bag's first row is

@@ -266,6 +266,12 @@ class service final : public pb::GRPCInferenceService::CallbackService {
     // A lone call is read in a turn of its own: when its model is idle, the
     // turn's end runs it here through the express lane (lone_call_gate.hpp).
     const bool lone = lone_.enter(lone_call_gate::clock::now());
+    struct turn {  // closed however infer returns: an open turn would hold this thread's calls
+      rpc::rpc_service* s;
+      ~turn() {
+        if (s) s->end_turn();
+      }
+    } t{lone ? &d_.service() : nullptr};
     if (lone) d_.service().begin_turn();
     d_.infer(std::move(*r), [this, reactor, out](infer_outcome o) {
       lone_.leave(lone_call_gate::clock::now());
@@ -274,7 +280,6 @@ class service final : public pb::GRPCInferenceService::CallbackService {
       fill(o.response, *out);
       reactor->Finish(Status::OK);
     });
-    if (lone) d_.service().end_turn();
     return reactor;
   }
   ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const pb::RepositoryIndexRequest*,

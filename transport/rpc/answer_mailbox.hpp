@@ -25,6 +25,8 @@ namespace spindle::transport::rpc {
 /// has come for a while).
 inline thread_local std::size_t answers_owed_on_this_thread = 0;
 inline thread_local std::uint64_t calls_taken_on_this_thread = 0;
+/// Of those, the calls answered inline (refused: forget()).
+inline thread_local std::uint64_t calls_refused_on_this_thread = 0;
 /// The most answers owed at once since the door's loop last reset it.
 inline thread_local std::size_t answers_owed_peak = 0;
 /// Fulfilled (and cleared) when this thread's mailboxes take a call or give
@@ -86,7 +88,11 @@ class answer_mailbox final : private kj::TaskSet::ErrorHandler {
     return {id, kj::mv(paf.promise), [q = q_, id](T v) { q->post(id, std::move(v)); }};
   }
   /// On the loop thread: a call answered without the mailbox (refused inline).
-  void forget(std::uint64_t id) { answers_owed_on_this_thread -= waiting_.erase(id); }
+  void forget(std::uint64_t id) {
+    const std::size_t erased = waiting_.erase(id);
+    answers_owed_on_this_thread -= erased;
+    calls_refused_on_this_thread += erased;
+  }
 
  private:
   void arm() {

@@ -31,15 +31,18 @@ constexpr auto kCrowdWindow = 10 * kj::MILLISECONDS;
 bool run_lone(kj::WaitScope& ws, kj::ForkedPromise<void>& stop, const bool& stopped,
               unsigned poll_us) {
   using clock = std::chrono::steady_clock;
+  // Calls served (refusals do not keep the door polling: a client sending bad
+  // calls would make it burn a poll window per call).
+  auto served = [] { return calls_taken_on_this_thread - calls_refused_on_this_thread; };
   auto last_busy = clock::now();
-  std::uint64_t taken = calls_taken_on_this_thread;
+  std::uint64_t taken = served();
   std::size_t owed = answers_owed_on_this_thread;
   for (;;) {
     ws.poll();
     if (stopped) return true;
     if (answers_owed_peak > 1) return false;
-    if (taken != calls_taken_on_this_thread || owed != answers_owed_on_this_thread) {
-      taken = calls_taken_on_this_thread;
+    if (taken != served() || owed != answers_owed_on_this_thread) {
+      taken = served();
       owed = answers_owed_on_this_thread;
       last_busy = clock::now();
     }
