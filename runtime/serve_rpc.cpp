@@ -254,6 +254,7 @@ expected<std::unique_ptr<Server>> start_kserve_door(const std::string& listen,
   o.admin_token = token;
   o.*bytes = a.http_max_body_mb << 20;
   o.max_connections = a.max_connections;
+  if constexpr (requires { o.poll_after_us; }) o.poll_after_us = a.door_poll_us;  // gRPC's
   return Server::start(o, door);
 }
 

@@ -26,7 +26,7 @@ struct front_door_args {
   std::uint32_t slo_ms = 30;               // end-to-end objective the admission limit is sized from
   std::size_t max_connections = 0;         // 0: the descriptor limit less 64, at most 4,096
   std::size_t max_connections_per_peer = 0;  // across all doors (0: a quarter of the doors' budget)
-  unsigned door_poll_us = 100;  // the Cap'n Proto door polls this long after a lone call (0: never)
+  unsigned door_poll_us = 100;  // Cap'n Proto and gRPC doors poll this long after a lone call (0: never)
   std::string node_manager;     // "hera" or "parties": resize recommendation pools; empty: off
   std::string profiles;         // --profiles: the profile table Hera's manager reads
   int manager_max_workers = 0;  // workers one model may have (0: the cores)

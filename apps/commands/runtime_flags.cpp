@@ -87,8 +87,8 @@ void add_front_door_options(CLI::App& cmd, runtime::front_door_args& a) {
                  "longest makes room, else the new one is closed")
       ->capture_default_str();
   add_bounded(cmd, "--door-poll-us", a.door_poll_us,
-              "After a lone client's call or answer, the Cap'n Proto door's thread keeps "
-              "polling this many microseconds before it sleeps, so the client's next call "
+              "After a lone client's call or answer, the Cap'n Proto door's thread (and the "
+              "KServe gRPC door's) keeps polling this many microseconds before it sleeps, so the client's next call "
               "finds its core awake (on a VM a sleeping core costs tens of microseconds to "
               "wake); never while the door owes answers, nor for 10-20 ms after it owed "
               "two at once, nor after a refused call (0: never poll)",

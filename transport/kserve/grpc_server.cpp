@@ -11,6 +11,7 @@
 
 #include "core/call_origin.hpp"
 #include "grpc_service.grpc.pb.h"
+#include "transport/kserve/grpc_infer_loop.hpp"
 #include "transport/kserve/lone_call_gate.hpp"
 #include "transport/kserve/triton_extensions.hpp"
 #include "transport/net/handoff_listener.hpp"
@@ -156,7 +157,7 @@ Status unknown_model(const std::string& name) {
   return Status(StatusCode::NOT_FOUND, "unknown model '" + name.substr(0, 64) + "'");
 }
 
-class service final : public pb::GRPCInferenceService::CallbackService {
+class service final : public grpc_door_service {
  public:
   service(door& d, std::string token) : d_(d), token_(std::move(token)) {}
 
@@ -257,14 +258,14 @@ class service final : public pb::GRPCInferenceService::CallbackService {
     for (const auto& t : md.outputs) add(t, out->add_outputs());
     return finish(ctx);
   }
-  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const pb::ModelInferRequest* in,
-                                 pb::ModelInferResponse* out) override {
-    scoped_call_origin origin("grpc " + ctx->peer());
-    auto r = request_of(*in);
-    if (!r) return finish(ctx, Status(StatusCode::INVALID_ARGUMENT, r.error().message()));
-    auto* reactor = ctx->DefaultReactor();
-    // A lone call is read in a turn of its own: when its model is idle, the
-    // turn's end runs it here through the express lane (lone_call_gate.hpp).
+  // ModelInfer, on the door's own thread (grpc_infer_loop.hpp). A lone call is
+  // read in a turn of its own: when its model is idle, the turn's end runs it
+  // here through the express lane (lone_call_gate.hpp).
+  void infer(const pb::ModelInferRequest& in, const std::string& peer, pb::ModelInferResponse* out,
+             std::function<void(Status)> done) {
+    scoped_call_origin origin("grpc " + peer);
+    auto r = request_of(in);
+    if (!r) return done(Status(StatusCode::INVALID_ARGUMENT, r.error().message()));
     const bool lone = lone_.enter(lone_call_gate::clock::now());
     struct turn {  // closed however infer returns: an open turn would hold this thread's calls
       rpc::rpc_service* s;
@@ -273,15 +274,15 @@ class service final : public pb::GRPCInferenceService::CallbackService {
       }
     } t{lone ? &d_.service() : nullptr};
     if (lone) d_.service().begin_turn();
-    d_.infer(std::move(*r), [this, reactor, out](infer_outcome o) {
+    d_.infer(std::move(*r), [this, out, done = std::move(done)](infer_outcome o) {
       lone_.leave(lone_call_gate::clock::now());
-      if (o.status != rpc::rpc_status::ok || o.not_found)
-        return reactor->Finish(Status(code_of(o), o.message));
+      if (o.status != rpc::rpc_status::ok || o.not_found) return done(Status(code_of(o), o.message));
       fill(o.response, *out);
-      reactor->Finish(Status::OK);
+      done(Status::OK);
     });
-    return reactor;
   }
+  const lone_call_gate& gate() const { return lone_; }
+
   ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const pb::RepositoryIndexRequest*,
                                       pb::RepositoryIndexResponse* out) override {
     for (const auto& m : d_.service().models()) {
@@ -393,6 +394,7 @@ struct grpc_server::impl {
   std::unique_ptr<service> svc;
   std::unique_ptr<graph_service> graph;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<grpc_infer_loop> infer;  // stopped after the server's shutdown
   std::unique_ptr<net::handoff_listener> listener;  // stopped before the server
 };
 
@@ -422,11 +424,18 @@ expected<std::unique_ptr<grpc_server>> grpc_server::start(const grpc_options& o,
   grpc::ResourceQuota quota("spindle-grpc-door");
   quota.Resize(std::size_t(1) << 30);
   b.SetResourceQuota(quota);
+  auto cq = b.AddCompletionQueue();
   i->server = b.BuildAndStart();
   if (!i->server) {
     ::close(listen_fd);
     return make_error(errc::unavailable, "--grpc {}: the gRPC server did not start", o.listen);
   }
+  service* svc = i->svc.get();
+  i->infer = std::make_unique<grpc_infer_loop>(
+      *svc, std::move(cq),
+      [svc](const pb::ModelInferRequest& in, const std::string& peer, pb::ModelInferResponse* out,
+            std::function<void(Status)> done) { svc->infer(in, peer, out, std::move(done)); },
+      svc->gate(), o.poll_after_us);
   net::handoff_options ho;
   ho.name = "grpc";
   ho.max_connections = o.max_connections;
@@ -443,6 +452,7 @@ grpc_server::grpc_server(std::unique_ptr<impl> i, int port) : impl_(std::move(i)
 grpc_server::~grpc_server() {
   impl_->listener.reset();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  impl_->infer->stop();
   impl_->server->Wait();
 }
 

@@ -1,9 +1,10 @@
 // KServe v2 over gRPC (`inference.GRPCInferenceService`, grpc++'s callback
 // API) for `spindle serve --grpc HOST:PORT`: the same door as HTTP/REST, so
 // the same models, readiness, gateway, admission control and metrics. Infer
-// answers when the gateway does, without holding a thread, except a lone call
-// on an idle model, run on the thread that read it (lone_call_gate.hpp); the
-// repository calls need the admin token as metadata "authorization: Bearer TOKEN".
+// calls are read on a thread of the door's own (grpc_infer_loop.hpp) and
+// answered when the gateway does, except a lone call on an idle model, run on
+// that thread (lone_call_gate.hpp); the repository calls need the admin token
+// as metadata "authorization: Bearer TOKEN".
 #pragma once
 
 #include <memory>
@@ -18,6 +19,7 @@ struct grpc_options {
   std::string admin_token;
   std::size_t max_message_bytes = 64u << 20;
   std::size_t max_connections = 0;  // open at once (0: the descriptor budget's default)
+  unsigned poll_after_us = 0;  // ModelInfer's thread polls this long after a lone call (0: never)
 };
 
 class grpc_server {
