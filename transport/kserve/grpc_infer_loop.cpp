@@ -42,7 +42,7 @@ grpc_infer_loop::grpc_infer_loop(grpc_door_service& service,
       gate_(gate),
       poll_us_(poll_us),
       shared_(std::make_shared<shared>()) {
-  post();
+  for (int t = 0; t < kThreads; ++t) post();  // a call waiting for each thread
   for (int t = 0; t < kThreads; ++t) threads_.emplace_back([this] { run(); });
 }
 
