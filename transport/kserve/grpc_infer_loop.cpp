@@ -12,11 +12,15 @@ struct grpc_infer_loop::call {
   pb::ModelInferRequest request;
   pb::ModelInferResponse answer;
   grpc::ServerAsyncResponseWriter<pb::ModelInferResponse> writer{&ctx};
+  bool started = false;   // handed to the handler (guarded by shared::mu)
   bool answered = false;  // the next tag is the answer's, sent
 };
 
 // What the answers' callbacks share with the loop: the calls not yet done, and
-// whether answers may still be sent (not once the queue is shut down).
+// whether answers may still be sent (not once the queue is shut down). A call
+// handed to the handler is freed by the loop once its answer is sent, or, when
+// the door stopped first, by its answer's callback (the handler writes the
+// answer into it before that), so a late answer never writes freed memory.
 struct grpc_infer_loop::shared {
   std::mutex mu;
   bool open = true;
@@ -49,19 +53,26 @@ grpc_infer_loop::grpc_infer_loop(grpc_door_service& service,
 grpc_infer_loop::~grpc_infer_loop() { stop(); }
 
 void grpc_infer_loop::post() {
+  std::lock_guard lock(shared_->mu);  // not once stop() shuts the queue down
+  if (!shared_->open) return;
   auto* c = new call;
-  {
-    std::lock_guard lock(shared_->mu);
-    shared_->calls.insert(c);
-  }
+  shared_->calls.insert(c);
   service_.RequestModelInfer(&c->ctx, &c->request, &c->writer, cq_.get(), cq_.get(), c);
 }
 
 void grpc_infer_loop::start_call(call* c) {
   auto sh = shared_;
+  {
+    std::lock_guard lock(sh->mu);
+    c->started = true;
+  }
   handler_(c->request, c->ctx.peer(), &c->answer, [sh, c](grpc::Status st) {
     std::lock_guard lock(sh->mu);
-    if (!sh->open) return;  // the door has stopped: the call was cancelled
+    if (!sh->open) {  // the door has stopped: the call was cancelled; free it here
+      sh->calls.erase(c);
+      delete c;
+      return;
+    }
     c->answered = true;
     if (st.ok())
       c->writer.Finish(c->answer, st, c);
@@ -114,8 +125,14 @@ void grpc_infer_loop::stop() {
   cq_->Shutdown();
   for (auto& t : threads_) t.join();
   std::lock_guard lock(shared_->mu);
-  for (call* c : shared_->calls) delete c;
-  shared_->calls.clear();
+  for (auto it = shared_->calls.begin(); it != shared_->calls.end();) {
+    if ((*it)->started) {  // its answer is still coming: freed by its callback
+      ++it;
+      continue;
+    }
+    delete *it;
+    it = shared_->calls.erase(it);
+  }
 }
 
 }  // namespace spindle::transport::kserve

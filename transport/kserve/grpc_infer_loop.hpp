@@ -58,7 +58,8 @@ class grpc_infer_loop {
   ~grpc_infer_loop();  // stop() if not stopped
 
   /// After the server's Shutdown (which waits on the calls in flight): answers
-  /// given later are dropped, the queue is drained and the thread joined.
+  /// given later are dropped (their calls freed by their callbacks), no call is
+  /// asked for, the queue is drained and the threads joined.
   void stop();
 
   struct call;  // one ModelInfer in flight (grpc_infer_loop.cpp)

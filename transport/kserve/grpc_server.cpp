@@ -266,7 +266,7 @@ class service final : public grpc_door_service {
     scoped_call_origin origin("grpc " + peer);
     auto r = request_of(in);
     if (!r) return done(Status(StatusCode::INVALID_ARGUMENT, r.error().message()));
-    const bool lone = lone_.enter(lone_call_gate::clock::now());
+    const bool lone = lone_->enter(lone_call_gate::clock::now());
     struct turn {  // closed however infer returns: an open turn would hold this thread's calls
       rpc::rpc_service* s;
       ~turn() {
@@ -274,14 +274,16 @@ class service final : public grpc_door_service {
       }
     } t{lone ? &d_.service() : nullptr};
     if (lone) d_.service().begin_turn();
-    d_.infer(std::move(*r), [this, out, done = std::move(done)](infer_outcome o) {
-      lone_.leave(lone_call_gate::clock::now());
+    // The answer may come after the door has gone (a stop whose drain timed out):
+    // it touches the gate it shares and the call's answer, which the loop keeps.
+    d_.infer(std::move(*r), [gate = lone_, out, done = std::move(done)](infer_outcome o) {
+      gate->leave(lone_call_gate::clock::now());
       if (o.status != rpc::rpc_status::ok || o.not_found) return done(Status(code_of(o), o.message));
       fill(o.response, *out);
       done(Status::OK);
     });
   }
-  const lone_call_gate& gate() const { return lone_; }
+  const lone_call_gate& gate() const { return *lone_; }
 
   ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const pb::RepositoryIndexRequest*,
                                       pb::RepositoryIndexResponse* out) override {
@@ -328,7 +330,7 @@ class service final : public grpc_door_service {
 
   door& d_;
   std::string token_;
-  lone_call_gate lone_{kLoneQuiet};
+  std::shared_ptr<lone_call_gate> lone_ = std::make_shared<lone_call_gate>(kLoneQuiet);
 };
 
 // The graph-update extension: Admin calls, answered on gRPC's callback thread

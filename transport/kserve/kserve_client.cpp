@@ -235,6 +235,7 @@ rpc_status status_of_grpc(grpc::StatusCode code) {
     case grpc::StatusCode::UNAUTHENTICATED:
       return rpc_status::unauthorized;
     case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED:  // this client cancels nothing: the server went away
       return rpc_status::unavailable;
     default:
       return rpc_status::internal;
