@@ -156,7 +156,9 @@ SPINDLE_AVX512 void rows_dots(const float* const* rows, std::int64_t k, std::int
 SPINDLE_AVX512 void interaction_sample(const float* const* rows, std::int64_t k, std::int64_t d,
                                        float* out, float* scratch) {
   const std::int64_t dp = (d + 15) / 16 * 16, kp = (k + 15) / 16 * 16;
-  float* X = scratch;  // [dp][kp]: column c of every row
+  // [dp][kp]: column c of every row. (transpose_rows' loop with the rows as the
+  // lanes; one helper for both measured 8% slower groups, 1.05 -> 1.15 us a sample.)
+  float* X = scratch;
   for (std::int64_t jb = 0; jb < kp; jb += 16)
     for (std::int64_t c = 0; c < dp; c += 16) {
       const __mmask16 m = first_lanes(d - c);

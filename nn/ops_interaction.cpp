@@ -3,8 +3,9 @@
 // AVX-512, groups of 12-16 samples run with the samples in the lanes and the
 // rest one by one with the same arithmetic (nn/interaction_groups: 0.93-1.35
 // against 2.7 us a sample at 27 x 128, batch 256, on an AMD EPYC); CPUs without
-// it run each sample here, a row against four at once in vector lanes. (Tiles of four rows by four with a horizontal sum per dot
-// were tried for this portable kernel: no faster, so not kept.)
+// it run each sample here, a row against four at once in vector lanes. (Tiles of
+// four rows by four with a horizontal sum per dot were tried for this portable
+// kernel: no faster, so not kept.)
 #include <algorithm>
 #include <cstring>
 

@@ -30,7 +30,7 @@ inline thread_local std::uint64_t calls_refused_on_this_thread = 0;
 /// The most answers owed at once since the door's loop last reset it.
 inline thread_local std::size_t answers_owed_peak = 0;
 /// Fulfilled (and cleared) when this thread's mailboxes take a call or give
-/// answers: a door polling after activity waits on it to block (rpc_server.cpp).
+/// answers: a door polling after activity waits on it to block (door_loop.cpp).
 inline thread_local kj::PromiseFulfiller<void>* door_activity = nullptr;
 inline void note_door_activity() {
   if (auto* f = door_activity) {
