@@ -91,7 +91,8 @@ class model {
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
   /// The dense layers' arithmetic: "fp32", "bf16" or "int8" (recommendation
   /// models' MLPs, GNN stacks' projections; config::model_desc::precision).
-  /// Refuses bf16 / int8 on a CPU without them. Safe while calls run (the live `precision` tunable):
+  /// Refuses bf16 / int8 on a CPU without them, and warns by name when one
+  /// multiplies slower than float32 here (nn/precision_speed). Safe while calls run (the live `precision` tunable):
   /// a call in flight finishes with the arithmetic it started with, so const.
   status set_precision(const std::string& precision) const;
   /// "fp32", "bf16" or "int8": what a call starting now computes with.
@@ -165,6 +166,7 @@ class model {
                                        const std::vector<const tensor*>& pooled) const;
 
  private:
+  void warn_if_slower(const std::string& precision, std::int64_t out, std::int64_t in) const;
   // One GNN layer's parameters, resolved once at load (no lookup per pass).
   struct layer_weights {
     std::span<const float> lin_l, lin_l_bias, lin_r, lin, bias, lin_src, att_src, att_dst, nn0,
