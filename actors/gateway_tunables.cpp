@@ -34,7 +34,8 @@ namespace {
 // precision: fp32 | bf16 | int8 for the model's dense layers, switched while it serves
 // (a call in flight keeps the arithmetic it started with). A cluster's ranks
 // keep the precision they started with, as their fanouts.
-status set_precision_tunable(const nn::model* m, const std::string& value, bool cluster) {
+status set_precision_tunable(const nn::model* m, const std::string& served,
+                             const std::string& value, bool cluster) {
   if (!m)
     return make_error(errc::invalid_argument,
                       "precision: this model runs elsewhere; set it where it is computed");
@@ -45,7 +46,9 @@ status set_precision_tunable(const nn::model* m, const std::string& value, bool 
   if (value != "fp32" && value != "bf16" && value != "int8")
     return make_error(errc::invalid_argument, "precision = '{}': expected fp32, bf16 or int8",
                       shown(value));
-  return m->set_precision(value);
+  SPINDLE_TRY(m->set_precision(value));
+  if (auto note = m->slow_precision_note(served); !note.empty()) log::warn("{}", note);
+  return status::ok();
 }
 
 // The cluster placement's tunables: the drift threshold, and `replan` (now).
@@ -213,7 +216,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     return status::ok();
   }
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
-  if (name == "precision") return set_precision_tunable(e.b.model, value, e.b.placement || e.b.cluster);
+  if (name == "precision") return set_precision_tunable(e.b.model, e.b.name, value, e.b.placement || e.b.cluster);
   if (name == "express_max_requests") {
     if (!e.b.express)
       return make_error(errc::invalid_argument,
@@ -266,7 +269,7 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
 
 status set_rec_tunable(rec_entry& e, const std::string& name, const std::string& value) {
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
-  if (name == "precision" && e.b.model) return set_precision_tunable(e.b.model, value, false);
+  if (name == "precision" && e.b.model) return set_precision_tunable(e.b.model, e.b.name, value, false);
   if (name == "refresh" && e.b.cache) {
     caf::anon_send(e.b.cache, refresh_atom::value);
     return status::ok();

@@ -91,12 +91,18 @@ class model {
   bool has_param(const std::string& name) const { return params_.count(name) > 0; }
   /// The dense layers' arithmetic: "fp32", "bf16" or "int8" (recommendation
   /// models' MLPs, GNN stacks' projections; config::model_desc::precision).
-  /// Refuses bf16 / int8 on a CPU without them, and warns by name when one
-  /// multiplies slower than float32 here (nn/precision_speed). Safe while calls run (the live `precision` tunable):
+  /// Refuses bf16 / int8 on a CPU without them. Safe while calls run (the live `precision` tunable):
   /// a call in flight finishes with the arithmetic it started with, so const.
   status set_precision(const std::string& precision) const;
   /// "fp32", "bf16" or "int8": what a call starting now computes with.
   std::string precision() const { return bf16_.kind(); }
+  /// The warning, naming the model as `served_name`, when precision() multiplies
+  /// the model's largest dense product (capped at kSpeedCheckWidth a side) under
+  /// 0.9x float32's speed on this CPU (nn/precision_speed, timed once per shape
+  /// in a process); "" when it does not, or in fp32. Callers log it once the
+  /// precision is final (a load's overrides applied, a live switch done).
+  std::string slow_precision_note(const std::string& served_name) const;
+  static constexpr std::int64_t kSpeedCheckWidth = 1024;
   /// Bytes of the embedding tables (emb_l) as held: float32, or row-wise
   /// quantised with table_precision int8 / int4 (codes, scales and biases).
   std::size_t table_bytes() const;
@@ -166,7 +172,6 @@ class model {
                                        const std::vector<const tensor*>& pooled) const;
 
  private:
-  void warn_if_slower(const std::string& precision, std::int64_t out, std::int64_t in) const;
   // One GNN layer's parameters, resolved once at load (no lookup per pass).
   struct layer_weights {
     std::span<const float> lin_l, lin_l_bias, lin_r, lin, bias, lin_src, att_src, att_dst, nn0,

@@ -7,7 +7,6 @@
 #include "nn/bf16_gemm.hpp"
 #include "nn/f32_matmul.hpp"
 #include "nn/int8_gemm.hpp"
-#include "core/log.hpp"
 #include "nn/model.hpp"
 #include "nn/precision_speed.hpp"
 
@@ -88,11 +87,8 @@ status model::set_precision(const std::string& precision) const {
     return make_error(errc::unsupported, "model '{}': precision {}: {}", desc_.name, precision, why);
   if (bf16_.kind() == precision) return status::ok();
   auto weights = std::make_shared<bf16_weights::map>();
-  std::int64_t widest[2] = {0, 0};  // the largest product's [out, in]: its speed is checked
   for (const auto& [name, t] : params_) {
     if (!dense_weight(name, t)) continue;
-    if (t.shape().size() == 2 && t.numel() > widest[0] * widest[1])
-      widest[0] = t.shape()[0], widest[1] = t.shape()[1];
     const std::span<const float> values(t.data(), std::size_t(t.numel()));
     reduced_weight w;
     if (precision == "bf16") {
@@ -106,17 +102,24 @@ status model::set_precision(const std::string& precision) const {
     weights->emplace(name, std::move(w));
   }
   bf16_.set(std::move(weights));
-  warn_if_slower(precision, widest[0], widest[1]);
   return status::ok();
 }
 
-// Says by name when `precision` multiplies the model's largest product, at 64
-// rows, slower than float32 on this CPU (nn/precision_speed); serves as asked.
-void model::warn_if_slower(const std::string& precision, std::int64_t out, std::int64_t in) const {
-  if (out < 1 || in < 1) return;
-  auto speed = precision_speed_here(precision, 64, in, out);
-  if (!speed) return log::warn("model '{}': {}", desc_.name, speed.error().message());
-  if (auto note = slow_precision_note(desc_.name, *speed); !note.empty()) log::warn("{}", note);
+// The largest dense product, capped at kSpeedCheckWidth a side so the check's
+// time and memory stay bounded whatever the model (a bigger product runs the
+// same kernels, in more blocks), timed at 64 rows (nn/precision_speed).
+std::string model::slow_precision_note(const std::string& served_name) const {
+  const auto kind = precision();
+  if (kind == "fp32") return {};
+  std::int64_t out = 0, in = 0;
+  for (const auto& [name, t] : params_)
+    if (dense_weight(name, t) && t.shape().size() == 2 && t.numel() > out * in)
+      out = t.shape()[0], in = t.shape()[1];
+  if (out < 1 || in < 1) return {};
+  auto speed = precision_speed_here(kind, 64, std::min(in, kSpeedCheckWidth),
+                                    std::min(out, kSpeedCheckWidth));
+  if (!speed) return fmt::format("model '{}': {}", served_name, speed.error().message());
+  return nn::slow_precision_note(served_name, *speed);
 }
 
 expected<tensor> model::forward_dlrm(allocator& a, const tensor& dense,

@@ -100,9 +100,8 @@ std::string slow_precision_note(const std::string& model, const precision_speed&
   return fmt::format(
       "model '{}': precision {} multiplies at {:.2f}x float32's speed on this CPU ({} x {} x {}: "
       "{:.0f} against {:.0f} GFLOP/s on one core); float32 serves it faster and exactly (precision "
-      "= \"fp32\"){}",
-      model, s.precision, s.ratio(), s.rows, s.in, s.out, s.reduced_gflops, s.fp32_gflops,
-      s.precision == "bf16" ? ", and int8 (where its error bound suits) may be faster" : "");
+      "= \"fp32\"); `spindle devices` prints each precision's figure here",
+      model, s.precision, s.ratio(), s.rows, s.in, s.out, s.reduced_gflops, s.fp32_gflops);
 }
 
 }  // namespace spindle::nn

@@ -26,7 +26,7 @@ struct precision_speed {
 /// the instructions it needs.
 expected<precision_speed> measure_precision_speed(const std::string& precision, std::int64_t rows,
                                                   std::int64_t in, std::int64_t out,
-                                                  double seconds = 0.03);
+                                                  double seconds = 0.06);
 
 /// measure_precision_speed once per precision and shape in this process (its
 /// figure reused by every later model or switch), thread-safe.

@@ -120,6 +120,7 @@ expected<actors::gnn_model_binding> gnn_models::load(const std::string& given_na
     SPINDLE_TRY(std::move(model.set_sampling(defaults_.sampling)).with_context(path + ": "));
   if (!defaults_.precision.empty())
     SPINDLE_TRY(std::move(model.set_precision(defaults_.precision)).with_context(path + ": "));
+  if (auto note = model.slow_precision_note(name); !note.empty()) log::warn("{}", note);
   // Fanouts belong to the model; refuse one whose layers nothing fits (no silent default).
   if (auto f = serving::served_fanouts(model.desc(), ds_.metadata()); !f)
     return std::move(f).error().with_context(path + "/model.toml: ");

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "actors/dlrm_inference_actor.hpp"
+#include "core/log.hpp"
 #include "hps/rec_runner.hpp"
 
 namespace spindle::runtime {
@@ -43,6 +44,8 @@ expected<actors::rec_model_binding> load_rec_model(const std::string& name, cons
   if (!o.precision.empty())
     if (auto st = m.set_precision(o.precision); !st)
       return std::move(st).with_context(fmt::format("{}: --rec-precision: ", dir));
+  if (auto note = m.slow_precision_note(name.empty() ? m.desc().name : name); !note.empty())
+    log::warn("{}", note);  // the precision it serves with, overrides applied
   h->model.emplace(std::move(m));
   h->runner.emplace(*h->model);
   const auto warm = actors::run_dlrm_batch(*h->runner, *h->model, one_sample(h->model->desc()));

@@ -8,6 +8,7 @@
 
 #include "nn/bf16_gemm.hpp"
 #include "nn/int8_gemm.hpp"
+#include "nn/model.hpp"
 
 namespace spindle::nn {
 namespace {
@@ -49,6 +50,22 @@ TEST(precision_speed_test, a_slower_precision_is_named_with_both_figures_and_a_f
   EXPECT_EQ(slow_precision_note("ctr16", {"bf16", 64, 1024, 1024, 160.0, 300.0}), "");
   EXPECT_EQ(slow_precision_note("ctr16", {"int8", 64, 1024, 1024, 160.0, 150.0}), "")
       << "within 0.9x is not called slower";
+}
+
+// A model's note is for the precision it computes with now, under the name it
+// is served by: none in fp32; in bf16 / int8 either none or one naming both.
+TEST(precision_speed_test, a_models_note_is_for_its_precision_now_under_its_served_name) {
+  heap_allocator alloc;
+  auto m = model::load(SPINDLE_SOURCE_DIR "/tests/nn/golden/dlrm", alloc);
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  EXPECT_EQ(m->slow_precision_note("ctr"), "") << "fp32 has nothing to compare";
+  for (const std::string p : {"bf16", "int8"}) {
+    if (!m->set_precision(p)) continue;  // refused on this CPU (bf16_test checks the refusal)
+    const auto note = m->slow_precision_note("ctr");
+    if (note.empty()) continue;  // as fast as float32 here, or faster
+    EXPECT_NE(note.find("model 'ctr': precision " + p), std::string::npos) << note;
+    EXPECT_NE(note.find("GFLOP/s"), std::string::npos) << note;
+  }
 }
 
 }  // namespace
