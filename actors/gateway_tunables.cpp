@@ -216,7 +216,8 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     return status::ok();
   }
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
-  if (name == "precision") return set_precision_tunable(e.b.model, e.b.name, value, e.b.placement || e.b.cluster);
+  if (name == "precision")
+    return set_precision_tunable(e.b.model, e.b.name, value, e.b.placement || e.b.cluster);
   if (name == "express_max_requests") {
     if (!e.b.express)
       return make_error(errc::invalid_argument,
@@ -269,7 +270,8 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
 
 status set_rec_tunable(rec_entry& e, const std::string& name, const std::string& value) {
   if (auto handled = set_admission_tunable(e.admission, name, value)) return *handled;
-  if (name == "precision" && e.b.model) return set_precision_tunable(e.b.model, e.b.name, value, false);
+  if (name == "precision" && e.b.model)
+    return set_precision_tunable(e.b.model, e.b.name, value, false);
   if (name == "refresh" && e.b.cache) {
     caf::anon_send(e.b.cache, refresh_atom::value);
     return status::ok();

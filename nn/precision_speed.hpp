@@ -13,8 +13,8 @@
 namespace spindle::nn {
 
 struct precision_speed {
-  std::string precision;                    // "bf16" or "int8"
-  std::int64_t rows = 0, in = 0, out = 0;   // the product timed: [rows x in] x [in x out]
+  std::string precision;                   // "bf16" or "int8"
+  std::int64_t rows = 0, in = 0, out = 0;  // the product timed: [rows x in] x [in x out]
   double fp32_gflops = 0, reduced_gflops = 0;
   double ratio() const { return fp32_gflops > 0 ? reduced_gflops / fp32_gflops : 0; }
 };
