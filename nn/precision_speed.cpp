@@ -22,7 +22,6 @@ using clock_type = std::chrono::steady_clock;
 // GFLOP/s of `product` (one [rows x in] x [in x out] call) over at least `seconds`.
 template <class Product>
 expected<double> gflops_of(Product&& product, std::int64_t flops, double seconds) {
-  SPINDLE_TRY(product());  // warm: primitives built, weights touched
   int reps = 0;
   const auto t0 = clock_type::now();
   double elapsed = 0;
@@ -70,6 +69,8 @@ expected<precision_speed> measure_precision_speed(const std::string& precision, 
     auto y = linear_reduced(a, xt, rw, {}, out);
     return y ? status::ok() : std::move(y).error();
   };
+  SPINDLE_TRY(fp32());  // warm: primitives built, weights touched
+  SPINDLE_TRY(reduced());
   precision_speed s{precision, rows, in, out};
   const std::int64_t flops = 2 * rows * in * out;
   for (int turn = 0; turn < 3; ++turn) {  // alternating, so drift hits both alike

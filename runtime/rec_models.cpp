@@ -44,7 +44,8 @@ expected<actors::rec_model_binding> load_rec_model(const std::string& name, cons
   if (!o.precision.empty())
     if (auto st = m.set_precision(o.precision); !st)
       return std::move(st).with_context(fmt::format("{}: --rec-precision: ", dir));
-  if (auto note = m.slow_precision_note(name.empty() ? m.desc().name : name); !note.empty())
+  const std::string served = name.empty() ? m.desc().name : name;
+  if (auto note = m.slow_precision_note(served); !note.empty())
     log::warn("{}", note);  // the precision it serves with, overrides applied
   h->model.emplace(std::move(m));
   h->runner.emplace(*h->model);
@@ -53,7 +54,7 @@ expected<actors::rec_model_binding> load_rec_model(const std::string& name, cons
     return make_error(errc::invalid_argument, "{}: one sample does not run: {}", dir,
                       warm.error.to_string());
   actors::rec_model_binding b;
-  b.name = name.empty() ? h->model->desc().name : name;
+  b.name = served;
   b.model = &*h->model;
   b.runner = std::shared_ptr<const hps::rec_runner>(h, &*h->runner);
   b.owner = h;
