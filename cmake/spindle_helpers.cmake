@@ -14,6 +14,32 @@ set(SPINDLE_TEST_DATA_DIR "$ENV{SPINDLE_TEST_DATA_DIR}" CACHE PATH
 set(SPINDLE_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers
     $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
 
+# The malloc Spindle's programs (the spindle binary and the benchmarks) link:
+# "jemalloc" (Debian's libjemalloc-dev, the default) or "glibc". A served call
+# makes about a hundred small allocations on the door's thread alone (Cap'n
+# Proto's promises and RPC tables), and a burst of calls outlives glibc's
+# per-thread cache of 7 blocks a size; jemalloc's thread caches cut the server's
+# CPU per GNN call by a tenth (docs/architecture.md). Libraries and test
+# binaries keep the C library's malloc.
+set(SPINDLE_MALLOC jemalloc CACHE STRING "malloc of Spindle's programs: jemalloc or glibc")
+set_property(CACHE SPINDLE_MALLOC PROPERTY STRINGS jemalloc glibc)
+if(SPINDLE_MALLOC STREQUAL "jemalloc")
+  find_library(SPINDLE_JEMALLOC_LIB jemalloc)
+  if(NOT SPINDLE_JEMALLOC_LIB)
+    message(FATAL_ERROR "SPINDLE_MALLOC=jemalloc, but no libjemalloc was found: install "
+                        "libjemalloc-dev (make deps does) or configure with -DSPINDLE_MALLOC=glibc")
+  endif()
+elseif(NOT SPINDLE_MALLOC STREQUAL "glibc")
+  message(FATAL_ERROR "SPINDLE_MALLOC=${SPINDLE_MALLOC}: expected jemalloc or glibc")
+endif()
+
+# spindle_link_malloc(TARGET): an executable gets the malloc SPINDLE_MALLOC names.
+function(spindle_link_malloc target)
+  if(SPINDLE_MALLOC STREQUAL "jemalloc")
+    target_link_libraries(${target} PRIVATE ${SPINDLE_JEMALLOC_LIB})
+  endif()
+endfunction()
+
 # spindle_module(NAME SOURCES ... DEPS ...): static library spindle_<NAME>,
 # include root at the repository top so headers read "core/status.hpp".
 function(spindle_module name)
@@ -54,4 +80,5 @@ function(spindle_bench name)
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${SPINDLE_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  spindle_link_malloc(${name})
 endfunction()

@@ -10,7 +10,7 @@ packages=(
   libcaf-dev libucx-dev ucx-utils libcapnp-dev capnproto libfmt-dev
   libgtest-dev libtomlplusplus-dev libcli11-dev libeigen3-dev libopenblas-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev libssl-dev
-  libhiredis-dev redis-server librocksdb-dev libabsl-dev libcpp-httplib-dev libedit-dev curl clang-14 libclang-rt-14-dev
+  libjemalloc-dev libhiredis-dev redis-server librocksdb-dev libabsl-dev libcpp-httplib-dev libedit-dev curl clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus  # promtool: the metrics test checks the exposition format with it
   openmpi-bin python3-yaml  # mpirun_cluster_test starts ranks with mpirun; deploy_kubernetes_test reads YAML

@@ -3,6 +3,7 @@
 
 #include "apps/commands/command.hpp"
 #include "gpu/device.hpp"
+#include "core/allocator.hpp"
 #include "core/blas_kernels.hpp"
 #include "nn/f32_matmul.hpp"
 #include "nn/precision_speed.hpp"
@@ -27,6 +28,8 @@ void register_devices(CLI::App& app, global_options&) {
                nn::f32_packed_allowed()
                    ? "packed for oneDNN at load (blocks of 64 rows, a last block of 5 or more padded to 8)"
                                         : "as loaded");
+    // The malloc the process runs on (jemalloc unless built with SPINDLE_MALLOC=glibc).
+    fmt::print("malloc: {}\n", allocator_in_use());
     // The reduced precisions as this CPU runs them, against float32 (nn/precision_speed).
     for (const char* p : {"bf16", "int8"}) {
       const auto s = nn::measure_precision_speed(p, 64, 1024, 1024);

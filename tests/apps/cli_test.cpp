@@ -176,6 +176,14 @@ TEST_F(cli_test, model_init_refuses_flags_its_architecture_ignores) {
   EXPECT_EQ(run("model init --arch gat --in 4 --hidden 8 --classes 3 --heads 2" + out).code, 0);
 }
 
+// The spindle binary runs on the malloc its build chose (SPINDLE_MALLOC), and
+// `devices` says which, as the running process sees it.
+TEST_F(cli_test, devices_names_the_malloc_the_build_chose) {
+  const auto r = run_stdout("devices");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(std::string("\nmalloc: ") + SPINDLE_MALLOC_BUILT + " "), std::string::npos) << r.out;
+}
+
 // OpenBLAS takes CPUs it does not know by model for Prescott (SSE3 kernels);
 // spindle restarts itself with the kernels the CPU's features allow, unless
 // the user chose them (OPENBLAS_CORETYPE), and says so in `devices`.

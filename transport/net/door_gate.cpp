@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/allocator.hpp"
 #include "core/log.hpp"
 
 namespace spindle::transport::net {
@@ -223,7 +223,7 @@ void return_memory_after_flood() {
   }
   const double before = rss_mib();
   const auto t0 = std::chrono::steady_clock::now();
-  ::malloc_trim(0);
+  return_free_heap_memory();
   log::info(
       "doors: connections fell from a peak of {} descriptors to {}; heap memory returned "
       "to the system: resident {:.0f} -> {:.0f} MiB in {:.1f} ms",

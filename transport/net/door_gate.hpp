@@ -91,7 +91,7 @@ class spare_descriptor {
 };
 
 /// After a flood (the doors' open connections fell far below their peak),
-/// hands freed heap memory back to the system (malloc_trim), at most once per
+/// hands freed heap memory back to the system (core/allocator), at most once per
 /// 5 s; cheap to call from every door's periodic sweep.
 void return_memory_after_flood();
 
