@@ -9,6 +9,8 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-data
+# The malloc the programs link: jemalloc (Debian's libjemalloc-dev) or glibc.
+MALLOC ?= jemalloc
 SPINDLE := $(BUILD_DIR)/apps/spindle
 
 .PHONY: deps configure build app demo test bench clean gpu-check gpu-bundle
@@ -17,7 +19,7 @@ deps:
 	@./scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSPINDLE_MALLOC=$(MALLOC) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)

@@ -10,6 +10,7 @@ namespace {
 
 TEST(allocator, a_test_binary_runs_on_the_c_library_malloc) {
   EXPECT_EQ(allocator_in_use(), std::string("glibc ") + ::gnu_get_libc_version());
+  EXPECT_TRUE(return_free_heap_memory());  // malloc_trim
 }
 
 }  // namespace

@@ -223,7 +223,15 @@ void return_memory_after_flood() {
   }
   const double before = rss_mib();
   const auto t0 = std::chrono::steady_clock::now();
-  return_free_heap_memory();
+  if (!return_free_heap_memory()) {
+    static std::once_flag once;  // the same malloc every time: said once
+    std::call_once(once, [&] {
+      log::warn("doors: connections fell from a peak of {} descriptors to {}; freed heap "
+                "memory could not be handed back to the system (malloc: {})",
+                peak, used, allocator_in_use());
+    });
+    return;
+  }
   log::info(
       "doors: connections fell from a peak of {} descriptors to {}; heap memory returned "
       "to the system: resident {:.0f} -> {:.0f} MiB in {:.1f} ms",
