@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One request at a time on an idle server, end to end through the Cap'n Proto
-# front door and the KServe gRPC door (`spindle client load --clients 1`),
-# same server, same run:
+# front door and the KServe gRPC door (`spindle client load --clients 1`, the
+# client sleeping until each answer as a user's would; on the Cap'n Proto door
+# also polling for it, `--poll-us 300`, so the door's own latency shows without
+# the client's wake-up), same server, same run:
 # run to completion on the door's thread (the express lane, the default),
 # then every call through the batcher and a pipeline thread (tunable
 # express_max_requests 0), alternating twice; then with work_conserving false
@@ -25,11 +27,11 @@ for _ in $(seq 1 600); do
 done
 endpoint=$(sed -n 's/^listening //p' "$work/serve.log")
 grpc=$(sed -n 's/^grpc \([^ ]*\).*/\1/p' "$work/serve.log" | head -1)
-load() {  # [grpc]: through the KServe gRPC door
+load() {  # [grpc | ARGS...]: through the KServe gRPC door, or with more load arguments
   local at=$endpoint door=capnp
-  [ "${1:-}" = grpc ] && at=$grpc door=grpc
+  [ "${1:-}" = grpc ] && at=$grpc door=grpc && shift
   "$spindle" client --connect "$at" --model sage load --door "$door" --requests "$n" --warmup 200 \
-    --clients 1 --seeds "degree:$data" --json |
+    --clients 1 --seeds "degree:$data" --json "$@" |
     python3 -c "import json,sys; j=json.load(sys.stdin); l=j['latency_ms']; print(f\"p50 {l['p50']:.3f} ms  p99 {l['p99']:.3f} ms  ({j['throughput_rps']:.0f} req/s)\")"
 }
 set_tunable() {
@@ -44,6 +46,7 @@ for round in 1 2; do
   set_tunable express_max_requests 1
   before=$(express_batches)
   echo "  run to completion on the door (default):    $(load)  [$(( $(express_batches) - before )) express batches]"
+  echo "    the same, the client polling (--poll-us):  $(load --poll-us 300)"
   before=$(express_batches)
   echo "    the same over KServe gRPC:                $(load grpc)  [$(( $(express_batches) - before )) express batches]"
   set_tunable express_max_requests 0

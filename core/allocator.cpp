@@ -17,7 +17,7 @@ enum class kind { glibc, jemalloc, other };
 
 struct resolved {
   kind k = kind::other;
-  std::string library;        // the file `malloc` resolves into
+  std::string library;           // the file `malloc` resolves into
   mallctl_fn mallctl = nullptr;  // jemalloc's, when it serves malloc
 };
 

@@ -13,6 +13,7 @@ namespace rpc = transport::rpc;
 struct load_args {
   std::size_t requests = 1000, warmup = 100;
   int clients = 8;
+  unsigned poll_us = 0;  // --poll-us: a lone closed loop polls for its answers
   double rate = 0;
   std::string seeds = "", csv, plot, log;
   std::string concurrency_range, rate_range;  // sweep mode (load_sweep.hpp)
@@ -122,9 +123,16 @@ status run_kserve_load(const client_args& c, const load_args& a) {
 }
 
 status run_load(const client_args& c, const load_args& a) {
+  if (a.poll_us > 0 && (a.door != "capnp" || a.clients != 1 || a.rate > 0 || sweeping(a) ||
+                        endpoints_of(c).size() > 1))
+    return make_error(errc::invalid_argument,
+                      "load: --poll-us is for one call in flight on one Cap'n Proto door "
+                      "(--clients 1, no --rate, no sweep, one --connect): with more, polling "
+                      "would take a core from the server");
   if (a.door != "capnp") return run_kserve_load(c, a);
   const bool several = endpoints_of(c).size() > 1;
   SPINDLE_ASSIGN_OR_RETURN(auto client, open_door(c));
+  client->poll_answers(a.poll_us);
   if (a.seeds.empty()) {  // a recommendation model needs none: its description says what to send
     SPINDLE_ASSIGN_OR_RETURN(auto models, client->models());
     const rpc::model_info* m = nullptr;
@@ -161,6 +169,12 @@ void add_load_command(CLI::App& client, std::shared_ptr<client_args> c) {
                    "then names that door, and --clients is the connection pool (one call in "
                    "flight per connection, open loop too)")
       ->check(CLI::IsMember({"capnp", "http", "grpc"}))
+      ->capture_default_str();
+  load->add_option("--poll-us", la->poll_us,
+                   "With --clients 1 on the Cap'n Proto door: wait for each answer polling for "
+                   "up to N microseconds before sleeping, as the door does for a lone client, so "
+                   "an idle server's latency is measured without the client's own wake-up (0: "
+                   "sleep at once)")
       ->capture_default_str();
   load->add_option("--rate", la->rate,
                    "Open loop: Poisson arrivals per second (overrides --clients)");

@@ -53,6 +53,25 @@ TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
   EXPECT_FALSE(std::filesystem::exists(f.dir + "/it"));
 }
 
+// One call in flight may wait for its answers by polling (an idle server's
+// latency without the client's wake-up); with more in flight it is refused by name.
+TEST(front_door_test, a_lone_load_polls_for_its_answers_and_only_a_lone_one) {
+  auto& f = fixture();
+  auto [rc, out] = run_spindle("client --connect " + f.endpoint +
+                                   " --model sage load --requests 300 --warmup 20 "
+                                   "--seeds uniform:100 --clients 1 --poll-us 300 --json",
+                               false);
+  ASSERT_EQ(rc, 0) << out;
+  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(j["answered_ok"], 300) << out;
+  for (const char* more : {"--clients 2", "--clients 1 --rate 100", "--clients 1 --door grpc"}) {
+    const std::string args = " --model sage load --requests 10 --seeds uniform:100 --poll-us 300 ";
+    auto [bad, said] = run_spindle("client --connect " + f.endpoint + args + more);
+    EXPECT_NE(bad, 0) << more << ": " << said;
+    EXPECT_NE(said.find("--poll-us is for one call in flight"), std::string::npos) << said;
+  }
+}
+
 // Several doors (a cluster's ranks): `--connect A,B,C` sends a single call to the
 // first door that accepts, and `client load` spreads its calls over every door
 // that accepts, moving on from a refused one.

@@ -159,8 +159,9 @@ TEST_P(cluster_graph_test, ranks_follow_one_stream_and_answer_like_one_process) 
       std::string out;
       while (auto line = p.read_line(30'000)) out += *line;
       EXPECT_EQ(p.wait(), 0) << out;
-      if (out.find('{') != std::string::npos)
+      if (out.find('{') != std::string::npos) {
         EXPECT_EQ(nlohmann::json::parse(out)["graph_version"], 2) << out;
+      }
     }
     auto [rcs, out] = d0.run({"admin", "stats"});
     EXPECT_EQ(nlohmann::json::parse(out)["models"]["graphsage"]["in_flight"], 0) << out;

@@ -169,14 +169,20 @@ struct cora_cluster {
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::move(*child_process::spawn(argv, env));
   }
+  /// With `log_file` its log (stderr) goes to that file, its output still to read_line.
   child_process coordinator(std::size_t workload, const std::vector<std::string>& env,
-                            const std::vector<std::string>& extra = {}) const {
+                            const std::vector<std::string>& extra = {},
+                            const std::string& log_file = {}) const {
     std::vector<std::string> argv = {SPINDLE_BINARY, "node", "--config",   config,
                                      "--rank",       "0",    "--dataset",  serve,
                                      "--model",      model,  "--workload", std::to_string(workload),
                                      "--expect",     "2"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return std::move(*child_process::spawn(argv, env));
+    if (log_file.empty()) return std::move(*child_process::spawn(argv, env));
+    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2> \"$SPINDLE_TEST_LOG\""});
+    auto with_log = env;
+    with_log.push_back("SPINDLE_TEST_LOG=" + log_file);
+    return std::move(*child_process::spawn(argv, with_log));
   }
   /// Ranks 1 and 2, then the coordinator serving `workload` requests, all with
   /// `env`; `extra` goes to the coordinator.

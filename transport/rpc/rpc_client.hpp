@@ -64,6 +64,14 @@ class rpc_client {
   expected<tensor_answer> infer_split(const std::string& model, std::span<const float> payload,
                                       std::uint32_t deadline_us = 0);
 
+  /// A closed loop with one call in flight (GNN or recommendation) then waits for
+  /// each answer by polling its connection for up to `us` microseconds before it
+  /// sleeps, as the door does for a lone client: the client's core stays awake,
+  /// so an idle server's latency is measured without the client's own wake-up
+  /// (tens of microseconds on a VM). 0 (the default): sleep at once. Loops with
+  /// more calls in flight always sleep (polling would take a core from the server).
+  void poll_answers(unsigned us);
+
   /// Closed loop: keeps `in_flight` calls outstanding until every call is answered.
   status run_closed_loop(const std::vector<gnn_call>& calls, std::size_t in_flight,
                          const gnn_callback& done);

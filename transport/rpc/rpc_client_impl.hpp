@@ -56,6 +56,7 @@ struct rpc_client::impl {
   std::optional<ucx::endpoint> ucx_ep;
   std::vector<std::string> split_models;
   std::uint64_t next_call = 0;
+  unsigned answer_poll_us = 0;  // poll_answers(): a lone closed loop's wait for its answer
 
   // Connects (within the timeout; a kj::Exception otherwise) and asks for the root.
   impl(const std::string& host, unsigned port, int timeout)

@@ -4,6 +4,7 @@
 #include <kj/async-io.h>
 #include <kj/async.h>
 #include <kj/timer.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,19 +16,53 @@ namespace spindle::transport::rpc {
 
 namespace {
 
+// Waits for `all` on the event loop; with `poll_us`, polls while an answer came
+// within the last `poll_us` (rpc_client::poll_answers), else sleeps until the
+// next one (`answered` counts them; `wake` is fulfilled by each).
+void wait_polling(kj::WaitScope& ws, kj::Promise<void> all, unsigned poll_us,
+                  const std::size_t& answered, kj::Own<kj::PromiseFulfiller<void>>& wake) {
+  if (poll_us == 0) return all.wait(ws);
+  using clock = std::chrono::steady_clock;
+  auto done = all.fork();
+  bool finished = false;
+  auto watch = done.addBranch().then([&finished] { finished = true; }).eagerlyEvaluate(nullptr);
+  std::size_t seen = answered;
+  auto last = clock::now();
+  while (!finished) {
+    ws.poll();
+    if (answered != seen) seen = answered, last = clock::now();
+    if (finished) break;
+    if (clock::now() - last < std::chrono::microseconds(poll_us)) {
+      sched_yield();  // polling, but any other runnable thread goes first
+      continue;
+    }
+    auto next = kj::newPromiseAndFulfiller<void>();  // sleep until an answer or the end
+    wake = kj::mv(next.fulfiller);
+    next.promise.exclusiveJoin(done.addBranch()).wait(ws);
+    last = clock::now();
+  }
+  done.addBranch().wait(ws);  // a failed chain's exception, as without polling
+}
+
 // Keeps `in_flight` calls outstanding until `count` were answered: `one(i)`
-// sends call i and resolves once its answer was handed on.
+// sends call i and resolves once its answer was handed on. With one call in
+// flight and `poll_us`, the wait for each answer polls (wait_polling).
 void run_chains(kj::WaitScope& ws, std::size_t count, std::size_t in_flight,
-                const std::function<kj::Promise<void>(std::size_t)>& one) {
-  std::size_t next = 0;
+                const std::function<kj::Promise<void>(std::size_t)>& one, unsigned poll_us = 0) {
+  std::size_t next = 0, answered = 0;
+  kj::Own<kj::PromiseFulfiller<void>> wake;
   std::function<kj::Promise<void>()> issue = [&]() -> kj::Promise<void> {
     if (next >= count) return kj::READY_NOW;
-    return one(next++).then([&] { return issue(); });
+    return one(next++).then([&] {
+      ++answered;
+      if (wake) wake->fulfill(), wake = nullptr;
+      return issue();
+    });
   };
   const std::size_t chains_n = std::max<std::size_t>(1, in_flight);
   auto chains = kj::heapArrayBuilder<kj::Promise<void>>(chains_n);
   for (std::size_t c = 0; c < chains_n; ++c) chains.add(issue());
-  kj::joinPromises(chains.finish()).wait(ws);
+  wait_polling(ws, kj::joinPromises(chains.finish()), chains_n == 1 ? poll_us : 0, answered, wake);
 }
 
 // An `unavailable` answer naming a transport failure; a broken connection's
@@ -57,15 +92,18 @@ kj::Promise<void> answer_to(kj::Promise<capnp::Response<Results>> reply, std::si
 
 }  // namespace
 
+void rpc_client::poll_answers(unsigned us) { impl_->answer_poll_us = us; }
+
 status rpc_client::run_closed_loop(const std::vector<gnn_call>& calls, std::size_t in_flight,
                                    const gnn_callback& done) {
   return guarded(endpoint_, [&]() -> status {
-    run_chains(impl_->ws(), calls.size(), in_flight, [&](std::size_t i) {
+    auto one = [&](std::size_t i) {
       const auto t0 = std::chrono::steady_clock::now();
       auto req = impl_->inference.inferGnnRequest(detail::size_of(calls[i]));
       detail::write(req.initRequest(), calls[i]);
       return answer_to<::Inference::InferGnnResults, gnn_answer>(req.send(), i, t0, done);
-    });
+    };
+    run_chains(impl_->ws(), calls.size(), in_flight, one, impl_->answer_poll_us);
     return status::ok();
   });
 }
@@ -74,12 +112,13 @@ status rpc_client::run_closed_loop_rec(const std::function<const rec_call&(std::
                                        std::size_t calls, std::size_t in_flight,
                                        const rec_callback& done) {
   return guarded(endpoint_, [&]() -> status {
-    run_chains(impl_->ws(), calls, in_flight, [&](std::size_t i) {
+    auto one = [&](std::size_t i) {
       const auto t0 = std::chrono::steady_clock::now();
       auto req = impl_->inference.inferRecRequest(detail::size_of(call_of(i)));
       detail::write(req.initRequest(), call_of(i));
       return answer_to<::Inference::InferRecResults, rec_answer>(req.send(), i, t0, done);
-    });
+    };
+    run_chains(impl_->ws(), calls, in_flight, one, impl_->answer_poll_us);
     return status::ok();
   });
 }
