@@ -122,13 +122,29 @@ status run_kserve_load(const client_args& c, const load_args& a) {
   });
 }
 
+// --poll-us: one call in flight on one Cap'n Proto door, or a refusal naming what is not.
+status poll_allowed(const client_args& c, const load_args& a) {
+  if (a.poll_us == 0) return status::ok();
+  std::string why;
+  const char* crowd = "with more calls in flight, polling would take a core from the server";
+  if (a.clients != 1)
+    why = fmt::format("--clients {} ({})", a.clients, crowd);
+  else if (a.rate > 0)
+    why = fmt::format("--rate (an open loop: {})", crowd);
+  else if (sweeping(a))
+    why = fmt::format("a sweep (its levels: {})", crowd);
+  else if (endpoints_of(c).size() > 1)
+    why = "several --connect doors (one door's connection is polled)";
+  else if (a.door != "capnp")
+    why = fmt::format("--door {} (only the Cap'n Proto client polls)", a.door);
+  if (why.empty()) return status::ok();
+  return make_error(
+      errc::invalid_argument,
+      "load: --poll-us is for one call in flight on one Cap'n Proto door, not with {}", why);
+}
+
 status run_load(const client_args& c, const load_args& a) {
-  if (a.poll_us > 0 && (a.door != "capnp" || a.clients != 1 || a.rate > 0 || sweeping(a) ||
-                        endpoints_of(c).size() > 1))
-    return make_error(errc::invalid_argument,
-                      "load: --poll-us is for one call in flight on one Cap'n Proto door "
-                      "(--clients 1, no --rate, no sweep, one --connect): with more, polling "
-                      "would take a core from the server");
+  SPINDLE_TRY(poll_allowed(c, a));
   if (a.door != "capnp") return run_kserve_load(c, a);
   const bool several = endpoints_of(c).size() > 1;
   SPINDLE_ASSIGN_OR_RETURN(auto client, open_door(c));
@@ -170,12 +186,12 @@ void add_load_command(CLI::App& client, std::shared_ptr<client_args> c) {
                    "flight per connection, open loop too)")
       ->check(CLI::IsMember({"capnp", "http", "grpc"}))
       ->capture_default_str();
-  load->add_option("--poll-us", la->poll_us,
-                   "With --clients 1 on the Cap'n Proto door: wait for each answer polling for "
-                   "up to N microseconds before sleeping, as the door does for a lone client, so "
-                   "an idle server's latency is measured without the client's own wake-up (0: "
-                   "sleep at once)")
-      ->capture_default_str();
+  add_bounded(*load, "--poll-us", la->poll_us,
+              "Only with --clients 1 on one Cap'n Proto door (refused otherwise): after each "
+              "answer, poll the connection for up to N microseconds before sleeping, as the "
+              "door does for a lone client, so an idle server's latency is measured without "
+              "the client's own wake-up (0: sleep at once)",
+              0u, 10'000u);
   load->add_option("--rate", la->rate,
                    "Open loop: Poisson arrivals per second (overrides --clients)");
   load->add_option("--seeds", la->seeds,

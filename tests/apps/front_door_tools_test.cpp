@@ -1,6 +1,9 @@
 // The tools around the front door, with real processes: the load generator
 // (open-loop latencies, concurrency sweeps, several doors), the Prometheus
 // endpoint, and the interactive shell (live policy changes, completion).
+#include <string>
+#include <tuple>
+
 #include "tests/apps/front_door_fixture.hpp"
 
 namespace spindle {
@@ -64,11 +67,20 @@ TEST(front_door_test, a_lone_load_polls_for_its_answers_and_only_a_lone_one) {
   ASSERT_EQ(rc, 0) << out;
   const auto j = nlohmann::json::parse(out.substr(out.find('{')));
   EXPECT_EQ(j["answered_ok"], 300) << out;
-  for (const char* more : {"--clients 2", "--clients 1 --rate 100", "--clients 1 --door grpc"}) {
-    const std::string args = " --model sage load --requests 10 --seeds uniform:100 --poll-us 300 ";
-    auto [bad, said] = run_spindle("client --connect " + f.endpoint + args + more);
+  const std::string two_doors = f.endpoint + "," + f.endpoint;
+  for (auto [connect, more, named] :
+       {std::tuple{f.endpoint, "--clients 2", "not with --clients 2"},
+        std::tuple{f.endpoint, "", "not with --clients 8"},  // the default
+        std::tuple{f.endpoint, "--clients 1 --rate 100", "not with --rate"},
+        std::tuple{f.endpoint, "--clients 1 --concurrency-range 1:2:1", "not with a sweep"},
+        std::tuple{two_doors, "--clients 1", "not with several --connect doors"},
+        std::tuple{f.endpoint, "--clients 1 --door grpc", "not with --door grpc"}}) {
+    const std::string cmd = "client --connect " + connect +
+                            " --model sage load --requests 10 --seeds uniform:100 --poll-us 300 ";
+    const std::string want = "--poll-us is for one call in flight on one Cap'n Proto door, ";
+    auto [bad, said] = run_spindle(cmd + more);
     EXPECT_NE(bad, 0) << more << ": " << said;
-    EXPECT_NE(said.find("--poll-us is for one call in flight"), std::string::npos) << said;
+    EXPECT_NE(said.find(want + named), std::string::npos) << said;
   }
 }
 

@@ -40,14 +40,25 @@ void read_answers(child_process& coord, int timeout_ms, std::vector<std::uint64_
   }
 }
 
-// Waits until the file `log` holds `text` (a process's log, written as it runs).
-void wait_for_log(const std::string& log, std::string_view text, int timeout_ms) {
+// The file `log` (a process's log, written as it runs) from byte `from` on.
+std::string log_since(const std::string& log, std::size_t from) {
+  std::ifstream in(log);
+  const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return from < held.size() ? held.substr(from) : std::string();
+}
+
+// Waits until `log` holds `text` past byte `from`; fails, showing the log, if
+// `proc` ends first or `timeout_ms` pass.
+void wait_for_log(child_process& proc, const std::string& log, std::size_t from,
+                  std::string_view text, int timeout_ms) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    std::ifstream in(log);
-    const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (held.find(text) != std::string::npos) return;
-    ASSERT_LT(std::chrono::steady_clock::now(), until) << "no '" << text << "' in " << log;
+  while (log_since(log, from).find(text) == std::string::npos) {
+    ASSERT_FALSE(proc.try_wait().has_value())
+        << "the coordinator ended before logging '" << text << "':\n"
+        << log_since(log, 0);
+    ASSERT_LT(std::chrono::steady_clock::now(), until)
+        << "no '" << text << "' in the coordinator's log:\n"
+        << log_since(log, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -129,16 +140,25 @@ TEST_P(cluster_serving_failure_test, a_restarted_member_is_read_again) {
   // catch up with the cluster's epoch by itself before it is read again.
   auto members = c.members(env);
   const std::string log = c.dir + "/coordinator.log";
+  struct show_log_on_failure {  // the folder is swept when the binary exits
+    const std::string& log;
+    ~show_log_on_failure() {
+      if (::testing::Test::HasFailure())
+        ADD_FAILURE() << "the coordinator's log:\n" << log_since(log, 0);
+    }
+  } show{log};
   auto coord = c.coordinator(n, env, kReplanSoon, log);
   ASSERT_TRUE(coord.wait_for("serving", 120'000).has_value());
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const std::size_t before_kill = log_since(log, 0).size();
   members[0].signal(SIGKILL);
   members[0].wait();
   // Restarted once the coordinator has marked its shards unreachable. Back before
   // that (seen under a loaded CI machine), no call fails: the ranks read its rows
   // from their own copies of the dataset meanwhile, which is right, but its
   // shards being read again would then go unchecked.
-  ASSERT_NO_FATAL_FAILURE(wait_for_log(log, "rank 1 is down: its shards are unreachable", 60'000));
+  ASSERT_NO_FATAL_FAILURE(
+      wait_for_log(coord, log, before_kill, "rank 1 is down: its shards are unreachable", 60'000));
   members[0] = c.member(1, env);
   std::vector<std::uint64_t> failed;
   std::string answers, placement;

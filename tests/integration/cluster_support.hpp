@@ -180,8 +180,8 @@ struct cora_cluster {
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (log_file.empty()) return std::move(*child_process::spawn(argv, env));
     argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2> \"$SPINDLE_TEST_LOG\""});
-    auto with_log = env;
-    with_log.push_back("SPINDLE_TEST_LOG=" + log_file);
+    auto with_log = env;  // info: the tests wait for its warnings (the last setting wins)
+    with_log.insert(with_log.end(), {"SPINDLE_TEST_LOG=" + log_file, "SPINDLE_LOG=info"});
     return std::move(*child_process::spawn(argv, with_log));
   }
   /// Ranks 1 and 2, then the coordinator serving `workload` requests, all with

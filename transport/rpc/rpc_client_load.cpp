@@ -16,16 +16,19 @@ namespace spindle::transport::rpc {
 
 namespace {
 
-// Waits for `all` on the event loop; with `poll_us`, polls while an answer came
-// within the last `poll_us` (rpc_client::poll_answers), else sleeps until the
-// next one (`answered` counts them; `wake` is fulfilled by each).
+// Waits for `all` on the event loop; with `poll_us`, polls until `poll_us` have
+// passed since the last answer (rpc_client::poll_answers), then sleeps until the
+// next one (`answered` counts them; `wake` is fulfilled by each), and so on.
 void wait_polling(kj::WaitScope& ws, kj::Promise<void> all, unsigned poll_us,
                   const std::size_t& answered, kj::Own<kj::PromiseFulfiller<void>>& wake) {
   if (poll_us == 0) return all.wait(ws);
   using clock = std::chrono::steady_clock;
   auto done = all.fork();
   bool finished = false;
-  auto watch = done.addBranch().then([&finished] { finished = true; }).eagerlyEvaluate(nullptr);
+  auto watch = done.addBranch()
+                   .then([&finished] { finished = true; },
+                         [&finished](kj::Exception&&) { finished = true; })  // rethrown below
+                   .eagerlyEvaluate(nullptr);
   std::size_t seen = answered;
   auto last = clock::now();
   while (!finished) {
@@ -33,7 +36,7 @@ void wait_polling(kj::WaitScope& ws, kj::Promise<void> all, unsigned poll_us,
     if (answered != seen) seen = answered, last = clock::now();
     if (finished) break;
     if (clock::now() - last < std::chrono::microseconds(poll_us)) {
-      sched_yield();  // polling, but any other runnable thread goes first
+      sched_yield();  // polling, but letting other runnable threads in
       continue;
     }
     auto next = kj::newPromiseAndFulfiller<void>();  // sleep until an answer or the end
