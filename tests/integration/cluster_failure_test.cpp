@@ -6,12 +6,11 @@
 #include <signal.h>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <sstream>
 #include <thread>
 
+#include "core/text_file.hpp"
 #include "tests/integration/cluster_support.hpp"
 
 namespace spindle {
@@ -42,9 +41,8 @@ void read_answers(child_process& coord, int timeout_ms, std::vector<std::uint64_
 
 // The file `log` (a process's log, written as it runs) from byte `from` on.
 std::string log_since(const std::string& log, std::size_t from) {
-  std::ifstream in(log);
-  const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return from < held.size() ? held.substr(from) : std::string();
+  const auto held = read_text_file(log, "the coordinator's log");
+  return held && from < held->size() ? held->substr(from) : std::string();
 }
 
 // Waits until `log` holds `text` past byte `from`; fails, showing the log, if
