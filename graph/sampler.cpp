@@ -131,6 +131,14 @@ void sample_row_typed(const csr_view& g, std::int64_t v, int hop, const sample_o
       [&](std::int64_t i) { return g.neighbour(begin + i); }, begin, ids);
 }
 
+// Room for `n` more elements, growing geometrically: the pooled executor calls
+// append_rows once per chunk, and an exact reserve each time would copy the
+// output over and over (quadratic in the hop's chunks on a fresh subgraph).
+template <class T>
+void reserve_more(std::vector<T>& v, std::size_t n) {
+  if (v.size() + n > v.capacity()) v.reserve(std::max(v.size() + n, 2 * v.capacity()));
+}
+
 // Maps sampled global ids to local ids (new ones appended to nodes) and
 // closes one CSR row per entry of row_sizes.
 void append_rows(std::span<const std::int64_t> globals, std::span<const std::int64_t> row_sizes,
@@ -140,9 +148,9 @@ void append_rows(std::span<const std::int64_t> globals, std::span<const std::int
   out.edge_ids.insert(out.edge_ids.end(), ids.begin(), ids.end());
   constexpr std::size_t kAhead = 8;  // hash slots are random: overlap their misses
   map.reserve(globals.size());
-  out.indices.reserve(out.indices.size() + globals.size());
-  out.nodes.reserve(out.nodes.size() + globals.size());
-  out.indptr.reserve(out.indptr.size() + row_sizes.size());
+  reserve_more(out.indices, globals.size());
+  reserve_more(out.nodes, globals.size());
+  reserve_more(out.indptr, row_sizes.size());
   std::size_t next = 0;
   for (std::int64_t size : row_sizes) {
     for (std::int64_t i = 0; i < size; ++i) {
