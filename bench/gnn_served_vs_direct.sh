@@ -35,19 +35,19 @@ direct=$("$build/bench/serving_sweep" 20 "$data" --direct-only |
 
 . "$root/bench/gnn_server.sh"
 start_gnn_server "$spindle" "$data" "$work"
-load() {
+load() {  # prints req/s, p50, p99 and the load generator's CPU per call (us)
   "$spindle" client --connect "$door" load --seeds "degree:$data" --json "$@" |
-    /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.3f %.3f" % (j["throughput_rps"], j["latency_ms"]["p50"], j["latency_ms"]["p99"]))'
+    /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f %.3f %.3f %.1f" % (j["throughput_rps"], j["latency_ms"]["p50"], j["latency_ms"]["p99"], j["client_cpu_us_per_call"]))'
 }
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 load --requests 4000 --warmup 0 --clients 64 > /dev/null  # warm-up
 s0=$(cpu_s "$server"); t0=$(date +%s.%N)
-read -r served p50 p99 < <(load --requests "$requests" --warmup 0 --clients 64)
+read -r served p50 p99 client_us < <(load --requests "$requests" --warmup 0 --clients 64)
 s1=$(cpu_s "$server"); t1=$(date +%s.%N)
 # Cores the server used while serving, and its calls per core-second.
 server_cores=$(awk -v a="$s1" -v b="$s0" -v t1="$t1" -v t0="$t0" 'BEGIN {printf "%.2f", (a - b) / (t1 - t0)}')
 per_core=$(awk -v r="$served" -v c="$server_cores" 'BEGIN {printf "%.0f", r / c}')
-read -r _ idle50 idle99 < <(load --requests 2000 --warmup 200 --clients 1)
+read -r _ idle50 idle99 _ < <(load --requests 2000 --warmup 200 --clients 1)
 kill "$server"; wait "$server" 2> /dev/null || true; server=""
 
 # Its table: "batch | seeds/s | p50 ms p99 ms"; the row of batch 64.
@@ -67,3 +67,15 @@ echo
 echo "The server used $server_cores cores while serving 64 in flight (the load generator the rest):"
 echo "$per_core calls per server core-second, against the direct pipeline's $((direct / 2)) per core:" \
   "$(ratio "$per_core" "$((direct / 2))")x"
+# The machine's ceiling at these costs: every core's cycles split between the
+# server and the load generator in the proportions one call takes.
+/usr/bin/python3 - "$server_cores" "$served" "$client_us" "$(nproc)" "$torch" <<'PY'
+import sys
+server_cores, served, client_us, cores, torch = map(float, sys.argv[1:])
+server_us = server_cores / served * 1e6 if served > 0 else 0
+ceiling = cores / ((server_us + client_us) * 1e-6) if server_us + client_us > 0 else 0
+print("CPU per call: server %.1f us, load generator %.1f us; at these costs %d cores serve at most"
+      " %.0f calls/s (%.2fx the plain script); served %.0f, %.0f%% of it"
+      % (server_us, client_us, cores, ceiling, ceiling / torch if torch > 0 else 0, served,
+         100 * served / ceiling if ceiling > 0 else 0))
+PY

@@ -31,8 +31,7 @@ if command -v perf > /dev/null; then
   perf stat -e context-switches -p "$server" -x, -o "$work/cs" 2> /dev/null &
   perf_pid=$!
 fi
-/usr/bin/time -f '%U %S' -o "$work/load_cpu" \
-  "$spindle" client --connect "$door" load --seeds "degree:$data" --json --requests "$requests" \
+"$spindle" client --connect "$door" load --seeds "degree:$data" --json --requests "$requests" \
   --warmup 0 --clients 64 > "$work/load.json"
 [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2> /dev/null || true; }
 ticks > "$work/t1"
@@ -41,8 +40,23 @@ echo "$requests calls, 64 in flight: $(/usr/bin/python3 -c "import json; j=json.
 echo "server CPU per call by thread (us):"
 join "$work/t0" "$work/t1" | awk -v hz="$hz" -v n="$requests" \
   '{us = ($3 - $2) / hz / n * 1e6; total += us; if (us >= 0.05) printf "  %-16s %6.1f\n", $1, us}
-   END {printf "  %-16s %6.1f\n", "total", total}'
+   END {printf "  %-16s %6.1f\n", "total", total}' | tee "$work/by_thread"
+server_us=$(awk '$1 == "total" {print $2}' "$work/by_thread")
 if [ -s "$work/cs" ]; then
   awk -F, -v n="$requests" '/context-switches/ {printf "server context switches per call: %.2f\n", $1 / n}' "$work/cs"
 fi
-awk -v n="$requests" '{printf "load generator CPU per call: %.1f us\n", ($1 + $2) / n * 1e6}' "$work/load_cpu"
+# The client's own CPU over its measured loop (not its start-up: reading the
+# dataset to draw seeds), as `client load --json` reports it.
+client_us=$(/usr/bin/python3 -c "import json; print('%.1f' % json.load(open('$work/load.json'))['client_cpu_us_per_call'])")
+echo "load generator CPU per call: $client_us us"
+# What the machine's cores could serve if every cycle went to the server and the
+# client at these costs per call, against what was served.
+cores=$(nproc)
+/usr/bin/python3 - "$server_us" "$client_us" "$cores" "$work/load.json" <<'PY'
+import json, sys
+server_us, client_us, cores = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+served = json.load(open(sys.argv[4]))['throughput_rps']
+ceiling = cores / ((server_us + client_us) * 1e-6)
+print("CPU ceiling on %d cores at %.1f + %.1f us a call: %.0f calls/s; served %.0f (%.0f%% of it)"
+      % (cores, server_us, client_us, ceiling, served, 100 * served / ceiling))
+PY

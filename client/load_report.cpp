@@ -19,6 +19,8 @@ void print_json(const load_outcome& o, const report_options& p, double tput) {
                       {"status", r.by_status},
                       {"throughput_rps", tput},
                       {"wall_s", o.wall_s},
+                      {"client_cpu_s", o.cpu_s},
+                      {"client_cpu_us_per_call", o.requests ? o.cpu_s / double(o.requests) * 1e6 : 0.0},
                       {"mode", p.rate > 0 ? "open" : "closed"},
                       {"latency_ms",
                        {{"p50", pct(lat_ms, 0.5)},
@@ -47,6 +49,9 @@ void print_text(const load_outcome& o, const report_options& p, double tput,
                  : "");
   fmt::print("latency p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  p999 {:.3f} ms\n",
              pct(lat_ms, 0.5), pct(lat_ms, 0.9), pct(lat_ms, 0.99), pct(lat_ms, 0.999));
+  if (o.requests > 0)
+    fmt::print("load generator CPU: {:.1f} us a call ({:.2f} cores)\n",
+               o.cpu_s / double(o.requests) * 1e6, o.wall_s > 0 ? o.cpu_s / o.wall_s : 0.0);
   for (const auto& [s, n] : r.by_status) {
     if (auto it = r.refused_ms.find(s); it != r.refused_ms.end()) {
       fmt::print("  {}: {} (answered in p50 {:.3f} ms, p99 {:.3f} ms)\n", s, n,

@@ -45,6 +45,7 @@ struct load_outcome {
   load_report report{0};
   std::size_t requests = 0;
   double wall_s = 0;
+  double cpu_s = 0;  // the client process's own CPU (every thread) over wall_s
   std::vector<double> send_at;                  // empty: closed loop
   std::map<std::string, std::size_t> per_door;  // ok answers per door, several doors only
   std::uint32_t samples = 0;                    // per call, recommendation models; 0: GNN

@@ -67,6 +67,12 @@ TEST(front_door_test, a_lone_load_polls_for_its_answers_and_only_a_lone_one) {
   ASSERT_EQ(rc, 0) << out;
   const auto j = nlohmann::json::parse(out.substr(out.find('{')));
   EXPECT_EQ(j["answered_ok"], 300) << out;
+  // Its own CPU over the run, which a server on the same cores does not get: a
+  // polling client spends at least some of the run's wall time on its core.
+  EXPECT_GT(j["client_cpu_s"].get<double>(), 0.0) << out;
+  EXPECT_LE(j["client_cpu_s"].get<double>(), 4 * j["wall_s"].get<double>()) << out;
+  EXPECT_NEAR(j["client_cpu_us_per_call"].get<double>(),
+              j["client_cpu_s"].get<double>() / 300 * 1e6, 1e-6) << out;
   const std::string two_doors = f.endpoint + "," + f.endpoint;
   for (auto [connect, more, named] :
        {std::tuple{f.endpoint, "--clients 2", "not with --clients 2"},
