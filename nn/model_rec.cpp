@@ -22,17 +22,21 @@ expected<tensor> model::mlp(allocator& a, const bf16_weights::map* bf16, const s
     const auto bias = p(fmt::format("{}.{}.bias", prefix, 2 * i));
     const auto half = bf16 ? bf16->find(weight) : bf16_weights::map::const_iterator{};
     const auto packed = packed_.find(weight);
+    const bool last = i + 1 == widths.size();
+    // The last layer stays linear when its logit is added to a wide part, and
+    // ends in a sigmoid when asked; every other layer's ReLU rides the bias pass.
+    const bool relu = !(last && (linear_last || sigmoid_last));
+    const bool reduced = bf16 && half != bf16->end();
+    const epilogue e = relu && !reduced ? epilogue::relu : epilogue::none;
     SPINDLE_ASSIGN_OR_RETURN(
-        auto y, bf16 && half != bf16->end()
-                    ? linear_reduced(a, x, half->second, bias, widths[i])
-                    : (packed != packed_.end()
-                           ? linear_packed(a, x, *packed->second, p(weight), bias, widths[i])
-                           : linear(a, x, p(weight), bias, widths[i])));
-    if (linear_last && i + 1 == widths.size()) {
-      // the last layer stays linear (its logit is added to the wide part)
-    } else if (i + 1 < widths.size() || !sigmoid_last) {
+        auto y, reduced ? linear_reduced(a, x, half->second, bias, widths[i])
+                        : (packed != packed_.end()
+                               ? linear_packed(a, x, *packed->second, p(weight), bias, widths[i],
+                                               nullptr, e)
+                               : linear(a, x, p(weight), bias, widths[i], nullptr, e)));
+    if (relu && reduced) {
       relu_(y);
-    } else {
+    } else if (last && sigmoid_last && !linear_last) {
       for (std::int64_t k = 0; k < y.numel(); ++k)
         y.data()[k] = 1.0f / (1.0f + std::exp(-y.data()[k]));
     }

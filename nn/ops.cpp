@@ -67,15 +67,34 @@ SPINDLE_ROW_KERNEL void add_row(float* __restrict__ o, const float* __restrict__
   for (std::int64_t c = 0; c < f; ++c) o[c] += row[c];
 }
 
+// o[0, f) = relu(o + row) (a bias row, then ReLU, in one pass).
+SPINDLE_ROW_KERNEL void add_row_relu(float* __restrict__ o, const float* __restrict__ row,
+                                     std::int64_t f) {
+  for (std::int64_t c = 0; c < f; ++c) o[c] = gpu::relu(o[c] + row[c]);
+}
+
+// o[0, f) = relu(o) (ReLU of a row without a bias).
+SPINDLE_ROW_KERNEL void relu_row(float* __restrict__ o, std::int64_t f) {
+  for (std::int64_t c = 0; c < f; ++c) o[c] = gpu::relu(o[c]);
+}
+
 }  // namespace
 
-void add_bias(tensor& y, std::span<const float> bias, std::int64_t lo, std::int64_t hi) {
-  if (bias.empty()) return;
-  for (std::int64_t r = lo; r < hi; ++r) add_row(y.row(r), bias.data(), y.cols());
+void add_bias(tensor& y, std::span<const float> bias, std::int64_t lo, std::int64_t hi,
+              epilogue e) {
+  const bool relu = e == epilogue::relu;
+  if (bias.empty()) {
+    if (relu)
+      for (std::int64_t r = lo; r < hi; ++r) relu_row(y.row(r), y.cols());
+    return;
+  }
+  for (std::int64_t r = lo; r < hi; ++r)
+    relu ? add_row_relu(y.row(r), bias.data(), y.cols()) : add_row(y.row(r), bias.data(), y.cols());
 }
 
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
-                        std::span<const float> bias, std::int64_t out_features, thread_pool* pool) {
+                        std::span<const float> bias, std::int64_t out_features, thread_pool* pool,
+                        epilogue e) {
   const std::int64_t n = x.rows(), in = x.cols();
   if (std::int64_t(weight.size()) != out_features * in)
     return make_error(errc::invalid_argument, "linear: weight has {} values, expected {} x {}",
@@ -83,14 +102,14 @@ expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> we
   SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
   for_row_chunks(pool, n, kGemmGrain, [&](std::int64_t lo, std::int64_t hi) {
     gemm_rows(x, weight, 0.0f, y, lo, hi);
-    add_bias(y, bias, lo, hi);
+    add_bias(y, bias, lo, hi, e);
   });
   return y;
 }
 
 expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_weight& packed,
                                std::span<const float> weight, std::span<const float> bias,
-                               std::int64_t out_features, thread_pool* pool) {
+                               std::int64_t out_features, thread_pool* pool, epilogue e) {
   const std::int64_t n = x.rows(), in = x.cols();
   if (packed.in() != in || packed.out() != out_features ||
       std::int64_t(weight.size()) != out_features * in)
@@ -98,10 +117,17 @@ expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_weigh
                       "linear_packed: x [{} x {}], weight {} values, packed [{} x {}], out {}", n,
                       in, weight.size(), packed.out(), packed.in(), out_features);
   SPINDLE_ASSIGN_OR_RETURN(auto y, tensor::empty(a, {n, out_features}));
+  // Block by block, each block's bias (and ReLU) while its rows are still in
+  // cache: one pass over the output instead of a product, a bias pass and a ReLU
+  // pass over the whole of it. The same products as one call for every block
+  // (packed_weight runs a block at a time), so the same bits.
   for_row_chunks(pool, n, kGemmGrain, [&](std::int64_t lo, std::int64_t hi) {
-    const std::int64_t done = packed.multiply_blocks(x.row(lo), y.row(lo), hi - lo);
-    if (lo + done < hi) gemm_rows(x, weight, 0.0f, y, lo + done, hi);
-    add_bias(y, bias, lo, hi);
+    for (std::int64_t b = lo; b < hi; b += packed_weight::kBlockRows) {
+      const std::int64_t end = std::min(hi, b + packed_weight::kBlockRows);
+      const std::int64_t done = packed.multiply_blocks(x.row(b), y.row(b), end - b);
+      if (b + done < end) gemm_rows(x, weight, 0.0f, y, b + done, end);
+      add_bias(y, bias, b, end, e);
+    }
   });
   return y;
 }

@@ -41,18 +41,25 @@ struct block {
 /// Sets OpenBLAS to `threads` threads (Spindle owns its threads; default 1).
 void set_blas_threads(int threads);
 
-/// y = x W^T + b (PyTorch Linear: W is [out, in]); `bias` may be empty.
+/// What a linear layer does to its output after the bias, in the same pass.
+enum class epilogue { none, relu };
+
+/// y = x W^T + b (PyTorch Linear: W is [out, in]); `bias` may be empty; with
+/// epilogue::relu, y = relu(x W^T + b), the ReLU applied as the bias is added.
 expected<tensor> linear(allocator& a, const tensor& x, std::span<const float> weight,
                         std::span<const float> bias, std::int64_t out_features,
-                        thread_pool* pool = nullptr);
+                        thread_pool* pool = nullptr, epilogue e = epilogue::none);
 /// linear() with the rows `packed` takes (blocks of 64, a padded last block)
 /// multiplied through it, the weight's copy in oneDNN's layout (nn/packed_weight);
 /// the rest as linear() does.
 expected<tensor> linear_packed(allocator& a, const tensor& x, const packed_weight& packed,
                                std::span<const float> weight, std::span<const float> bias,
-                               std::int64_t out_features, thread_pool* pool = nullptr);
-/// y's rows [lo, hi) += bias (nothing when it is empty; it has y.cols() values).
-void add_bias(tensor& y, std::span<const float> bias, std::int64_t lo, std::int64_t hi);
+                               std::int64_t out_features, thread_pool* pool = nullptr,
+                               epilogue e = epilogue::none);
+/// y's rows [lo, hi) += bias (none when it is empty; it has y.cols() values),
+/// then ReLU with epilogue::relu.
+void add_bias(tensor& y, std::span<const float> bias, std::int64_t lo, std::int64_t hi,
+              epilogue e = epilogue::none);
 /// y += x W^T (y is [x.rows() x out]); errors name the mismatched shape.
 status linear_accumulate(tensor& y, const tensor& x, std::span<const float> weight,
                          thread_pool* pool = nullptr);

@@ -181,7 +181,9 @@ TEST(placement_test, a_server_without_memory_holds_nothing_and_replication_goes_
       EXPECT_EQ(servers_of(*absent, v).count(1), 0u) << "node " << v;
     }
     EXPECT_EQ(absent->replicated_rows, without->replicated_rows) << int(inter);
-    if (inter == link_kind::ethernet) EXPECT_GT(absent->replicated_rows, 0u);
+    if (inter == link_kind::ethernet) {
+      EXPECT_GT(absent->replicated_rows, 0u);
+    }
   }
 }
 

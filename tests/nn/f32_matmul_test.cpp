@@ -3,9 +3,11 @@
 // accumulating product leaves y as it was when refused, empty shapes are
 // refused (BLAS runs them), and a product's route does not depend on the range.
 // A weight packed for oneDNN (nn/packed_weight) gives the same products through
-// linear_packed: its whole blocks packed, the rest and the bias as linear.
+// linear_packed: its whole blocks packed, the rest and the bias as linear; a
+// ReLU epilogue is relu of the same output, bit for bit.
 #include "nn/f32_matmul.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,6 +112,15 @@ void expect_packed_products(std::int64_t k, std::int64_t n) {
       for (std::int64_t r = 0; r < m; ++r)
         for (std::int64_t c = 0; c < n; ++c) base[std::size_t(r * n + c)] = bias[std::size_t(c)];
       EXPECT_LT(max_error(x, w, base, y, m, k, n), 1e-4) << m << " rows, pool " << (p != nullptr);
+      // The ReLU epilogue, packed and plain: exactly relu of the same output.
+      auto fused = linear_packed(alloc, in, *packed, w, bias, n, p, epilogue::relu);
+      auto plain = linear(alloc, in, w, bias, n, p);
+      auto plain_fused = linear(alloc, in, w, bias, n, p, epilogue::relu);
+      ASSERT_TRUE(fused && plain && plain_fused);
+      for (std::int64_t i = 0; i < m * n; ++i) {
+        ASSERT_EQ(fused->data()[i], std::max(0.0f, y[std::size_t(i)])) << m << " rows, at " << i;
+        ASSERT_EQ(plain_fused->data()[i], std::max(0.0f, plain->data()[i])) << m << " rows, at " << i;
+      }
     }
     // The blocks alone: the whole blocks, and the last short block padded (never
     // past y's rows) unless it has fewer than kMinShortRows rows or oneDNN lays
