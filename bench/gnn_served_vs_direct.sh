@@ -41,12 +41,15 @@ load() {  # prints req/s, p50, p99 and the load generator's CPU per call (us)
 }
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 load --requests 4000 --warmup 0 --clients 64 > /dev/null  # warm-up
-s0=$(cpu_s "$server"); t0=$(date +%s.%N)
+s0=$(cpu_s "$server")
 read -r served p50 p99 client_us < <(load --requests "$requests" --warmup 0 --clients 64)
-s1=$(cpu_s "$server"); t1=$(date +%s.%N)
-# Cores the server used while serving, and its calls per core-second.
-server_cores=$(awk -v a="$s1" -v b="$s0" -v t1="$t1" -v t0="$t0" 'BEGIN {printf "%.2f", (a - b) / (t1 - t0)}')
-per_core=$(awk -v r="$served" -v c="$server_cores" 'BEGIN {printf "%.0f", r / c}')
+s1=$(cpu_s "$server")
+[ -n "${served:-}" ] && [ "${served%.*}" -gt 0 ] || { echo "the load run served nothing"; exit 1; }
+# The server's calls per core-second: its CPU over the calls (the client's
+# start-up, drawing seeds while the server idles, counts in neither), and the
+# cores it used while they ran (its CPU over the loop's time, calls / req/s).
+read -r server_us per_core server_cores < <(awk -v a="$s1" -v b="$s0" -v n="$requests" -v r="$served" \
+  'BEGIN {cpu = a - b; printf "%.1f %.0f %.2f\n", cpu / n * 1e6, cpu > 0 ? n / cpu : 0, cpu * r / n}')
 read -r _ idle50 idle99 _ < <(load --requests 2000 --warmup 200 --clients 1)
 kill "$server"; wait "$server" 2> /dev/null || true; server=""
 
@@ -69,11 +72,10 @@ echo "$per_core calls per server core-second, against the direct pipeline's $((d
   "$(ratio "$per_core" "$((direct / 2))")x"
 # The machine's ceiling at these costs: every core's cycles split between the
 # server and the load generator in the proportions one call takes.
-/usr/bin/python3 - "$server_cores" "$served" "$client_us" "$(nproc)" "$torch" <<'PY'
+/usr/bin/python3 - "$server_us" "$served" "$client_us" "$(nproc)" "$torch" <<'PY'
 import sys
-server_cores, served, client_us, cores, torch = map(float, sys.argv[1:])
-server_us = server_cores / served * 1e6 if served > 0 else 0
-ceiling = cores / ((server_us + client_us) * 1e-6) if server_us + client_us > 0 else 0
+server_us, served, client_us, cores, torch = map(float, sys.argv[1:])
+ceiling = cores / ((server_us + client_us) * 1e-6) if server_us > 0 else 0
 print("CPU per call: server %.1f us, load generator %.1f us; at these costs %d cores serve at most"
       " %.0f calls/s (%.2fx the plain script); served %.0f, %.0f%% of it"
       % (server_us, client_us, cores, ceiling, ceiling / torch if torch > 0 else 0, served,

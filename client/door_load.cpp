@@ -9,13 +9,15 @@ namespace kserve = transport::kserve;
 using clock_type = std::chrono::steady_clock;
 
 status run_door_loop(const door_connect& connect, std::size_t n, std::size_t threads,
-                     const std::vector<double>& send_at, const door_call& call) {
+                     const std::vector<double>& send_at, const door_call& call,
+                     const std::function<void()>& connected) {
   threads = std::max<std::size_t>(1, std::min(threads, std::max<std::size_t>(1, n)));
   std::vector<std::unique_ptr<kserve::door_client>> clients;
   for (std::size_t t = 0; t < threads; ++t) {
     SPINDLE_ASSIGN_OR_RETURN(auto c, connect());
     clients.push_back(std::move(c));
   }
+  if (connected) connected();
   const bool open_loop = !send_at.empty();
   std::atomic<std::size_t> next{0};
   const auto t0 = clock_type::now();

@@ -23,9 +23,11 @@ using door_call = std::function<void(transport::kserve::door_client& client, std
                                      std::chrono::steady_clock::time_point due)>;
 
 /// Runs calls [0, n) over `threads` connections (each made by `connect` before
-/// the first call: any failure is returned). Open loop when `send_at` is non-empty.
+/// the first call: any failure is returned; `connected`, when given, is called
+/// once they all are, before the first call). Open loop when `send_at` is non-empty.
 status run_door_loop(const door_connect& connect, std::size_t n, std::size_t threads,
-                     const std::vector<double>& send_at, const door_call& call);
+                     const std::vector<double>& send_at, const door_call& call,
+                     const std::function<void()>& connected = nullptr);
 
 /// `connect` for `door` ("http" or "grpc") at `endpoint`.
 expected<door_connect> door_connector(const std::string& door, const std::string& endpoint,

@@ -116,10 +116,14 @@ void expect_packed_products(std::int64_t k, std::int64_t n) {
       auto fused = linear_packed(alloc, in, *packed, w, bias, n, p, epilogue::relu);
       auto plain = linear(alloc, in, w, bias, n, p);
       auto plain_fused = linear(alloc, in, w, bias, n, p, epilogue::relu);
-      ASSERT_TRUE(fused && plain && plain_fused);
+      // Without a bias, ReLU alone.
+      auto unbiased = linear_packed(alloc, in, *packed, w, {}, n, p);
+      auto unbiased_fused = linear_packed(alloc, in, *packed, w, {}, n, p, epilogue::relu);
+      ASSERT_TRUE(fused && plain && plain_fused && unbiased && unbiased_fused);
       for (std::int64_t i = 0; i < m * n; ++i) {
         ASSERT_EQ(fused->data()[i], std::max(0.0f, y[std::size_t(i)])) << m << " rows, at " << i;
         ASSERT_EQ(plain_fused->data()[i], std::max(0.0f, plain->data()[i])) << m << " rows, at " << i;
+        ASSERT_EQ(unbiased_fused->data()[i], std::max(0.0f, unbiased->data()[i])) << m << " rows";
       }
     }
     // The blocks alone: the whole blocks, and the last short block padded (never
