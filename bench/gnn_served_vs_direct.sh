@@ -49,7 +49,7 @@ s1=$(cpu_s "$server")
 # start-up, drawing seeds while the server idles, counts in neither), and the
 # cores it used while they ran (its CPU over the loop's time, calls / req/s).
 read -r server_us per_core server_cores < <(awk -v a="$s1" -v b="$s0" -v n="$requests" -v r="$served" \
-  'BEGIN {cpu = a - b; printf "%.1f %.0f %.2f\n", cpu / n * 1e6, cpu > 0 ? n / cpu : 0, cpu * r / n}')
+  'BEGIN {cpu = a - b; printf "%.1f %.0f %.2f\n", cpu / n * 1e6, (cpu > 0 ? n / cpu : 0), cpu * r / n}')
 read -r _ idle50 idle99 _ < <(load --requests 2000 --warmup 200 --clients 1)
 kill "$server"; wait "$server" 2> /dev/null || true; server=""
 
