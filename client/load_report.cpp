@@ -1,6 +1,7 @@
 #include "client/load_report.hpp"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include <nlohmann/json.hpp>
 #include <random>
@@ -65,6 +66,12 @@ void print_text(const load_outcome& o, const report_options& p, double tput,
 }
 
 }  // namespace
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 std::vector<double> poisson_schedule(std::size_t n, double rate, std::uint64_t seed) {
   std::vector<double> at;

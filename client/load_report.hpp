@@ -51,6 +51,10 @@ struct load_outcome {
   std::uint32_t samples = 0;                    // per call, recommendation models; 0: GNN
 };
 
+/// CPU seconds this process has used, every thread together: what a load
+/// generator takes from a server on the same machine.
+double process_cpu_seconds();
+
 /// Exponential gaps at `rate` per second: each request's scheduled send time
 /// (empty when rate <= 0: closed loop).
 std::vector<double> poisson_schedule(std::size_t n, double rate, std::uint64_t seed);

@@ -1,7 +1,5 @@
 #include "client/load_runs.hpp"
 
-#include <time.h>
-
 #include <chrono>
 #include <mutex>
 
@@ -13,14 +11,6 @@ using steady = std::chrono::steady_clock;
 
 double seconds_since(steady::time_point t0) {
   return std::chrono::duration<double>(steady::now() - t0).count();
-}
-
-// CPU seconds this process has used, every thread together: what the load
-// generator takes from a server on the same machine.
-double process_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
 std::size_t in_flight_of(const load_settings& s) { return std::size_t(std::max(1, s.clients)); }
@@ -57,14 +47,14 @@ expected<load_outcome> measure_rec(rpc::rpc_client& client, const std::vector<rp
   };
   o.send_at = poisson_schedule(s.requests, s.rate, s.seed);
   const auto t0 = steady::now();
-  const double cpu0 = process_cpu_s();
+  const double cpu0 = process_cpu_seconds();
   if (s.rate > 0) {
     SPINDLE_TRY(client.run_open_loop_rec(rec_call_of(calls), o.send_at, done));
   } else {
     SPINDLE_TRY(client.run_closed_loop_rec(rec_call_of(calls), s.requests, in_flight_of(s), done));
   }
   o.wall_s = seconds_since(t0);
-  o.cpu_s = process_cpu_s() - cpu0;
+  o.cpu_s = process_cpu_seconds() - cpu0;
   o.samples = calls.front().batch;
   return o;
 }
@@ -85,7 +75,7 @@ expected<load_outcome> measure_gnn(rpc::rpc_client& client, const door_list* sev
   };
   o.send_at = poisson_schedule(calls.size(), s.rate, s.seed);
   const auto t0 = steady::now();
-  const double cpu0 = process_cpu_s();
+  const double cpu0 = process_cpu_seconds();
   if (several) {
     SPINDLE_ASSIGN_OR_RETURN(o.per_door, spread_calls(*several, calls, s.clients, o.send_at, done));
   } else if (s.rate > 0) {
@@ -94,7 +84,7 @@ expected<load_outcome> measure_gnn(rpc::rpc_client& client, const door_list* sev
     SPINDLE_TRY(client.run_closed_loop(calls, std::max(1, s.clients), done));
   }
   o.wall_s = seconds_since(t0);
-  o.cpu_s = process_cpu_s() - cpu0;
+  o.cpu_s = process_cpu_seconds() - cpu0;
   return o;
 }
 
@@ -121,10 +111,10 @@ expected<load_outcome> measure_door(const door_connect& connect, const load_sett
   std::mutex mu;
   o.send_at = poisson_schedule(s.requests, s.rate, s.seed);
   auto t0 = steady::now();
-  double cpu0 = process_cpu_s();
+  double cpu0 = process_cpu_seconds();
   // The clocks start once the connections are open: the run measures calls,
   // not connection set-up (tens of ms for a pool of gRPC connections).
-  auto connected = [&] { t0 = steady::now(), cpu0 = process_cpu_s(); };
+  auto connected = [&] { t0 = steady::now(), cpu0 = process_cpu_seconds(); };
   SPINDLE_TRY(run_door_loop(
       connect, s.requests, in_flight_of(s), o.send_at,
       [&](auto& client, std::size_t i, auto due) {
@@ -135,7 +125,7 @@ expected<load_outcome> measure_door(const door_connect& connect, const load_sett
       },
       connected));
   o.wall_s = seconds_since(t0);
-  o.cpu_s = process_cpu_s() - cpu0;
+  o.cpu_s = process_cpu_seconds() - cpu0;
   o.samples = samples;
   return o;
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 
+#include "client/load_report.hpp"
 #include "core/gnuplot.hpp"
 #include "core/percentile.hpp"
 
@@ -45,9 +46,12 @@ expected<sweep_row> window(const window_runner& run, std::size_t calls, bool ope
     for (auto& x : at) x = t += gap(rng);
   }
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
   SPINDLE_TRY(run(open_loop ? 0 : std::size_t(level), at, done));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   row.ok = lat_ms.size();
+  const std::size_t sent = row.ok + row.refused;
+  row.client_cpu_us = sent ? (process_cpu_seconds() - cpu0) / double(sent) * 1e6 : 0;
   row.throughput = wall > 0 ? double(lat_ms.size()) / wall : 0;
   row.p50_ms = pct(lat_ms, 0.5);
   row.p99_ms = pct(lat_ms, 0.99);
@@ -125,16 +129,19 @@ void print_sweep(const std::vector<sweep_row>& rows, bool open_loop, bool json) 
                    {"p99_ms", r.p99_ms},
                    {"ok", r.ok},
                    {"refused", r.refused},
+                   {"client_cpu_us_per_call", r.client_cpu_us},
                    {"windows", r.windows},
                    {"stable", r.stable}});
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  fmt::print("{:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {}\n", open_loop ? "rate/s" : "in flight",
-             "ok/s", "p50 ms", "p99 ms", "refused", "windows", "");
+  fmt::print("{:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>14} {}\n",
+             open_loop ? "rate/s" : "in flight", "ok/s", "p50 ms", "p99 ms", "refused", "windows",
+             "client us/call", "");
   for (const auto& r : rows)
-    fmt::print("{:>12.0f} {:>12.0f} {:>9.3f} {:>9.3f} {:>9} {:>8} {}\n", r.level, r.throughput,
-               r.p50_ms, r.p99_ms, r.refused, r.windows, r.stable ? "" : "(not stable)");
+    fmt::print("{:>12.0f} {:>12.0f} {:>9.3f} {:>9.3f} {:>9} {:>8} {:>14.1f} {}\n", r.level,
+               r.throughput, r.p50_ms, r.p99_ms, r.refused, r.windows, r.client_cpu_us,
+               r.stable ? "" : "(not stable)");
 }
 
 status plot_sweep(const std::vector<sweep_row>& rows, bool open_loop, const std::string& png) {

@@ -20,6 +20,7 @@ struct sweep_row {
   double throughput = 0;  // ok answers per second, last window
   double p50_ms = 0, p99_ms = 0;
   std::size_t ok = 0, refused = 0;  // last window
+  double client_cpu_us = 0;         // the load generator's CPU per call sent, last window
   int windows = 0;
   bool stable = false;  // the last two windows agreed
 };

@@ -48,6 +48,7 @@ TEST(front_door_test, the_load_generator_sweeps_concurrency_levels) {
   EXPECT_EQ(rows[1]["concurrency"], 3.0);
   for (const auto& r : rows) {
     EXPECT_GT(r["throughput_rps"].get<double>(), 0) << r.dump();
+    EXPECT_GT(r["client_cpu_us_per_call"].get<double>(), 0) << r.dump();
     EXPECT_GE(r["windows"].get<int>(), 1);
     EXPECT_LE(r["windows"].get<int>(), 4);
   }
