@@ -70,14 +70,4 @@ echo
 echo "The server used $server_cores cores while serving 64 in flight (the load generator the rest):"
 echo "$per_core calls per server core-second, against the direct pipeline's $((direct / 2)) per core:" \
   "$(ratio "$per_core" "$((direct / 2))")x"
-# The machine's ceiling at these costs: every core's cycles split between the
-# server and the load generator in the proportions one call takes.
-/usr/bin/python3 - "$server_us" "$served" "$client_us" "$(nproc)" "$torch" <<'PY'
-import sys
-server_us, served, client_us, cores, torch = map(float, sys.argv[1:])
-ceiling = cores / ((server_us + client_us) * 1e-6) if server_us > 0 else 0
-print("CPU per call: server %.1f us, load generator %.1f us; at these costs %d cores serve at most"
-      " %.0f calls/s (%.2fx the plain script); served %.0f, %.0f%% of it"
-      % (server_us, client_us, cores, ceiling, ceiling / torch if torch > 0 else 0, served,
-         100 * served / ceiling if ceiling > 0 else 0))
-PY
+print_cpu_ceiling "$server_us" "$client_us" "$served" "$torch"

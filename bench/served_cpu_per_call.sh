@@ -49,14 +49,5 @@ fi
 # dataset to draw seeds), as `client load --json` reports it.
 client_us=$(/usr/bin/python3 -c "import json; print('%.1f' % json.load(open('$work/load.json'))['client_cpu_us_per_call'])")
 echo "load generator CPU per call: $client_us us"
-# What the machine's cores could serve if every cycle went to the server and the
-# client at these costs per call, against what was served.
-cores=$(nproc)
-/usr/bin/python3 - "$server_us" "$client_us" "$cores" "$work/load.json" <<'PY'
-import json, sys
-server_us, client_us, cores = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-served = json.load(open(sys.argv[4]))['throughput_rps']
-ceiling = cores / ((server_us + client_us) * 1e-6)
-print("CPU ceiling on %d cores at %.1f + %.1f us a call: %.0f calls/s; served %.0f (%.0f%% of it)"
-      % (cores, server_us, client_us, ceiling, served, 100 * served / ceiling))
-PY
+served=$(/usr/bin/python3 -c "import json; print(json.load(open('$work/load.json'))['throughput_rps'])")
+print_cpu_ceiling "$server_us" "$client_us" "$served"

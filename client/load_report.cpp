@@ -67,11 +67,21 @@ void print_text(const load_outcome& o, const report_options& p, double tput,
 
 }  // namespace
 
+namespace {
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
+}  // namespace
+
+run_clock::run_clock() : t0_(std::chrono::steady_clock::now()), cpu0_(process_cpu_seconds()) {}
+
+double run_clock::wall_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+double run_clock::cpu_s() const { return process_cpu_seconds() - cpu0_; }
 
 std::vector<double> poisson_schedule(std::size_t n, double rate, std::uint64_t seed) {
   std::vector<double> at;

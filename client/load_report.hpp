@@ -3,6 +3,8 @@
 // per-request log beside it. One thread at a time.
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -51,9 +53,20 @@ struct load_outcome {
   std::uint32_t samples = 0;                    // per call, recommendation models; 0: GNN
 };
 
-/// CPU seconds this process has used, every thread together: what a load
-/// generator takes from a server on the same machine.
-double process_cpu_seconds();
+/// A run's two clocks, started at construction (or restart()): wall time, and
+/// the CPU this process used, every thread together (what a load generator
+/// takes from a server on the same machine).
+class run_clock {
+ public:
+  run_clock();
+  void restart() { *this = run_clock(); }
+  double wall_s() const;
+  double cpu_s() const;
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+  double cpu0_;
+};
 
 /// Exponential gaps at `rate` per second: each request's scheduled send time
 /// (empty when rate <= 0: closed loop).

@@ -13,6 +13,12 @@ double seconds_since(steady::time_point t0) {
   return std::chrono::duration<double>(steady::now() - t0).count();
 }
 
+// The run's wall time and this process's CPU over it, into its outcome.
+void stop(const run_clock& clock, load_outcome& o) {
+  o.wall_s = clock.wall_s();
+  o.cpu_s = clock.cpu_s();
+}
+
 std::size_t in_flight_of(const load_settings& s) { return std::size_t(std::max(1, s.clients)); }
 
 auto rec_call_of(const std::vector<rpc::rec_call>& calls) {
@@ -46,15 +52,13 @@ expected<load_outcome> measure_rec(rpc::rpc_client& client, const std::vector<rp
     o.report.record(i, x, sec);
   };
   o.send_at = poisson_schedule(s.requests, s.rate, s.seed);
-  const auto t0 = steady::now();
-  const double cpu0 = process_cpu_seconds();
+  const run_clock clock;
   if (s.rate > 0) {
     SPINDLE_TRY(client.run_open_loop_rec(rec_call_of(calls), o.send_at, done));
   } else {
     SPINDLE_TRY(client.run_closed_loop_rec(rec_call_of(calls), s.requests, in_flight_of(s), done));
   }
-  o.wall_s = seconds_since(t0);
-  o.cpu_s = process_cpu_seconds() - cpu0;
+  stop(clock, o);
   o.samples = calls.front().batch;
   return o;
 }
@@ -74,8 +78,7 @@ expected<load_outcome> measure_gnn(rpc::rpc_client& client, const door_list* sev
     o.report.record(i, x, sec);
   };
   o.send_at = poisson_schedule(calls.size(), s.rate, s.seed);
-  const auto t0 = steady::now();
-  const double cpu0 = process_cpu_seconds();
+  const run_clock clock;
   if (several) {
     SPINDLE_ASSIGN_OR_RETURN(o.per_door, spread_calls(*several, calls, s.clients, o.send_at, done));
   } else if (s.rate > 0) {
@@ -83,8 +86,7 @@ expected<load_outcome> measure_gnn(rpc::rpc_client& client, const door_list* sev
   } else {
     SPINDLE_TRY(client.run_closed_loop(calls, std::max(1, s.clients), done));
   }
-  o.wall_s = seconds_since(t0);
-  o.cpu_s = process_cpu_seconds() - cpu0;
+  stop(clock, o);
   return o;
 }
 
@@ -110,11 +112,10 @@ expected<load_outcome> measure_door(const door_connect& connect, const load_sett
   load_outcome o{load_report(s.requests), s.requests};
   std::mutex mu;
   o.send_at = poisson_schedule(s.requests, s.rate, s.seed);
-  auto t0 = steady::now();
-  double cpu0 = process_cpu_seconds();
   // The clocks start once the connections are open: the run measures calls,
   // not connection set-up (tens of ms for a pool of gRPC connections).
-  auto connected = [&] { t0 = steady::now(), cpu0 = process_cpu_seconds(); };
+  run_clock clock;
+  auto connected = [&] { clock.restart(); };
   SPINDLE_TRY(run_door_loop(
       connect, s.requests, in_flight_of(s), o.send_at,
       [&](auto& client, std::size_t i, auto due) {
@@ -124,8 +125,7 @@ expected<load_outcome> measure_door(const door_connect& connect, const load_sett
         o.report.record(i, x, sec);
       },
       connected));
-  o.wall_s = seconds_since(t0);
-  o.cpu_s = process_cpu_seconds() - cpu0;
+  stop(clock, o);
   o.samples = samples;
   return o;
 }

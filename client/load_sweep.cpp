@@ -45,13 +45,12 @@ expected<sweep_row> window(const window_runner& run, std::size_t calls, bool ope
     double t = 0;
     for (auto& x : at) x = t += gap(rng);
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const double cpu0 = process_cpu_seconds();
+  const run_clock clock;
   SPINDLE_TRY(run(open_loop ? 0 : std::size_t(level), at, done));
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall = clock.wall_s();
   row.ok = lat_ms.size();
   const std::size_t sent = row.ok + row.refused;
-  row.client_cpu_us = sent ? (process_cpu_seconds() - cpu0) / double(sent) * 1e6 : 0;
+  row.client_cpu_us = sent ? clock.cpu_s() / double(sent) * 1e6 : 0;
   row.throughput = wall > 0 ? double(lat_ms.size()) / wall : 0;
   row.p50_ms = pct(lat_ms, 0.5);
   row.p99_ms = pct(lat_ms, 0.99);

@@ -73,7 +73,7 @@ SPINDLE_ROW_KERNEL void add_row_relu(float* __restrict__ o, const float* __restr
   for (std::int64_t c = 0; c < f; ++c) o[c] = gpu::relu(o[c] + row[c]);
 }
 
-// o[0, f) = relu(o) (ReLU of a row without a bias).
+// o[0, f) = relu(o) (a row without a bias, or a whole tensor's values).
 SPINDLE_ROW_KERNEL void relu_row(float* __restrict__ o, std::int64_t f) {
   for (std::int64_t c = 0; c < f; ++c) o[c] = gpu::relu(o[c]);
 }
@@ -149,10 +149,7 @@ SPINDLE_ROW_KERNEL void add_(tensor& y, const tensor& x) {
   for (std::int64_t i = 0, n = y.numel(); i < n; ++i) o[i] += in[i];
 }
 
-SPINDLE_ROW_KERNEL void relu_(tensor& t) {
-  float* p = t.data();
-  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = gpu::relu(p[i]);
-}
+void relu_(tensor& t) { relu_row(t.data(), t.numel()); }
 
 void elu_(tensor& t, float alpha) {
   for (std::int64_t i = 0, n = t.numel(); i < n; ++i) t.data()[i] = gpu::elu(t.data()[i], alpha);
