@@ -211,15 +211,39 @@ void start_next(batcher_ptr self) {
   }
 }
 
-// Closes the open batch into the shared queue.
+// Idle pipelines no queued batch is waiting for.
+std::size_t idle_without_work(batcher_ptr self) {
+  const auto& st = self->state;
+  std::size_t idle = 0;
+  for (std::size_t p = 0; p < st.pipelines.size(); ++p)
+    if (st.in_flight[p] == 0 && !st.down[p]) ++idle;
+  return idle > st.queue.size() ? idle - st.queue.size() : 0;
+}
+
+// Closes the open batch into the shared queue: as one batch, or dealt out in
+// near-equal parts between the idle pipelines (serving::split_parts).
 void close_open_batch(batcher_ptr self) {
   auto& st = self->state;
   auto items = st.builder->take();
   ++st.batch_seq;
   if (items.empty()) return;
-  ++st.stats.batches;
   st.stats.requests += items.size();
-  st.queue.push_back({std::move(items), clock_type::now()});
+  const auto now = clock_type::now();
+  const std::size_t parts =
+      serving::split_parts(items.size(), idle_without_work(self), st.builder->policy().split_min);
+  if (parts == 1) {
+    ++st.stats.batches;
+    st.queue.push_back({std::move(items), now});
+    return;
+  }
+  for (std::size_t k = 0, at = 0; k < parts; ++k) {
+    const std::size_t end = items.size() * (k + 1) / parts;
+    std::vector<pending> part(std::make_move_iterator(items.begin() + std::ptrdiff_t(at)),
+                              std::make_move_iterator(items.begin() + std::ptrdiff_t(end)));
+    ++st.stats.batches;
+    st.queue.push_back({std::move(part), now});
+    at = end;
+  }
 }
 
 void dispatch(batcher_ptr self) {

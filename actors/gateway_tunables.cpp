@@ -89,6 +89,7 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
         {"routing_policy", std::string(serving::to_string(e.b.router->policy()))},
         {"batch_deadline_us", std::to_string(e.b.policy.deadline.count())},
         {"max_batch", std::to_string(e.b.policy.max_batch)},
+        {"split_min", std::to_string(e.b.policy.split_min)},
         {"work_conserving", e.b.policy.work_conserving ? "true" : "false"},
         {"max_queue", std::to_string(e.admission.options().max_queue)},
         {"slo_ms", std::to_string(e.admission.options().slo.count() / 1000)},
@@ -251,6 +252,9 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
     SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 1, 65536));
     e.b.policy.max_batch = v;
     e.admission.set_floor(v);
+  } else if (name == "split_min") {
+    SPINDLE_ASSIGN_OR_RETURN(auto v, parse_count(name, value, 0, 65536));
+    e.b.policy.split_min = v;
   } else if (name == "work_conserving") {
     if (value != "true" && value != "false")
       return make_error(errc::invalid_argument, "work_conserving = '{}': expected true or false",

@@ -3,6 +3,7 @@
 // Thread-safe: submit and parallel_for may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace spindle {
@@ -31,6 +33,27 @@ class thread_pool {
   /// Queues `task` to run on a worker.
   void submit(std::function<void()> task);
 
+  /// Marks one unit of work (a served batch) running on the cores this pool
+  /// serves, until the token is destroyed. `occupied()` counts the tokens
+  /// alive: once there are slots() of them, every core already has a unit of
+  /// work, and splitting another across the pool only adds hand-offs.
+  class occupancy {
+   public:
+    explicit occupancy(thread_pool& p) : p_(&p) { p.occupied_.fetch_add(1); }
+    ~occupancy() {
+      if (p_) p_->occupied_.fetch_sub(1);
+    }
+    occupancy(occupancy&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    occupancy(const occupancy&) = delete;
+    occupancy& operator=(const occupancy&) = delete;
+    occupancy& operator=(occupancy&&) = delete;
+
+   private:
+    thread_pool* p_;
+  };
+  occupancy occupy() { return occupancy(*this); }
+  std::size_t occupied() const { return occupied_.load(std::memory_order_relaxed); }
+
   /// Calls fn(chunk_begin, chunk_end, slot) over [begin, end) in chunks of `grain`
   /// and returns when every chunk is done. The caller runs chunks too. Within one
   /// call each participant has its own slot in [0, slots()), so per-slot scratch
@@ -46,6 +69,7 @@ class thread_pool {
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_
+  std::atomic<std::size_t> occupied_{0};     // occupancy tokens alive
 };
 
 /// Number of cores this process may use (sched_getaffinity, at least 1).

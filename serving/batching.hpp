@@ -24,13 +24,30 @@ struct batch_policy {
   /// its next (queued) batch while its last forward pass waits for its group.
   /// Only a pipeline holding none takes an open batch early (work conservation).
   std::size_t pipeline_depth = 1;
+  /// A batch that closes while several pipelines are idle is dealt out between
+  /// them, each part at least this many calls (0: never split); see split_parts.
+  std::size_t split_min = 16;
 };
+
+/// How many batches a closing batch of `calls` becomes when `idle` pipelines
+/// wait for one: a part per idle pipeline, each of at least `min_part` calls
+/// (1 when min_part is 0). On the host, parts running side by side, each on
+/// its own core, cost less a call than one batch spread over the cores (no
+/// hand-off between a batch's steps), and a closed loop's burst of calls then
+/// comes back as several bursts, so the door's turnaround overlaps the
+/// pipelines' work. Parts smaller than `min_part` share too few sampled rows.
+inline std::size_t split_parts(std::size_t calls, std::size_t idle, std::size_t min_part) {
+  if (min_part == 0 || idle < 2) return 1;
+  const std::size_t parts = calls / min_part;
+  return parts < 1 ? 1 : (parts > idle ? idle : parts);
+}
 
 /// Field list for CAF's inspectors (a policy changes live through the batcher
 /// actor); a template, so this header needs no CAF.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_policy& x) {
-  return f(x.deadline, x.max_batch, x.psgs_threshold, x.work_conserving, x.pipeline_depth);
+  return f(x.deadline, x.max_batch, x.psgs_threshold, x.work_conserving, x.pipeline_depth,
+           x.split_min);
 }
 
 template <class Request>

@@ -91,6 +91,7 @@ gnn_pipeline::gnn_pipeline(const graph::dataset& ds, const nn::model& model,
       small_(nullptr),
       large_(&pool),
       device_(std::move(device)),
+      pool_(pool),
       source_(std::move(features)),
       arena_(4u << 20) {
   if (auto f = served_fanouts(model_.desc(), ds_.metadata()))
@@ -419,6 +420,9 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
 // requests by name; the pipeline, and the model it serves, go on.
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
                                psgs_router::choice executor) {
+  const auto busy = pool_.occupy();
+  if (!device_ && router_.policy() != routing_policy::fixed)  // fixed: the executor asked for
+    executor = host_executor_while_busy(executor, pool_.occupied(), pool_.slots());
   try {
     return run_unguarded(batch, executor);
   } catch (const std::exception& e) {

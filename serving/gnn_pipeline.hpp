@@ -169,7 +169,9 @@ class gnn_pipeline {
   /// error naming it; the others in the batch are answered.
   batch_result run(const std::vector<gnn_request>& batch);
   /// Runs a batch on an executor another router chose (the coordinator's, for a
-  /// batch sent to this process), instead of routing it here.
+  /// batch sent to this process), instead of routing it here. A batch for the
+  /// host pool runs inline instead while other batches occupy every core
+  /// (host_executor_while_busy).
   batch_result run(const std::vector<gnn_request>& batch, psgs_router::choice executor);
 
   /// Samples and gathers `batch` (routed by summed PSGS) into a new prepared batch.
@@ -238,6 +240,7 @@ class gnn_pipeline {
   host_executor small_;
   host_executor large_;
   std::shared_ptr<batch_executor> device_;  // replaces large_ when set
+  thread_pool& pool_;                       // large_'s: its occupancy decides host batches
   feature_source source_;
   graph::sample_options options_;  // the served fanouts; the seed is set per graph
   bool per_request_ = false;  // model sampling = "per_request": no shared batch graph

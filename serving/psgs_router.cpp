@@ -206,4 +206,9 @@ psgs_router::choice psgs_router::route(double summed_psgs) const {
   return summed_psgs < threshold() ? choice::small : choice::large;
 }
 
+psgs_router::choice host_executor_while_busy(psgs_router::choice routed, std::size_t running,
+                                             std::size_t slots) {
+  return running >= slots ? psgs_router::choice::small : routed;
+}
+
 }  // namespace spindle::serving

@@ -325,5 +325,66 @@ TEST(batcher_pipelines_test, calls_held_for_a_turn_arrive_together_and_share_a_b
   EXPECT_EQ(run(false), 2u) << "one by one: the idle pipeline takes the first call alone";
 }
 
+// A door's turn of calls that finds several pipelines idle is dealt out
+// between them (batch_policy::split_min): 40 calls and two idle pipelines make
+// two batches of 20, one each; fewer calls than two parts' worth, or
+// split_min 0, keep one batch.
+TEST(batcher_pipelines_test, a_burst_is_dealt_out_to_idle_pipelines_in_parts_of_split_min) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  struct outcome {
+    int first = 0, second = 0;
+    std::uint64_t batches = 0;
+  };
+  auto run = [&](std::uint64_t calls, std::size_t split_min) {
+    auto taken_a = std::make_shared<std::atomic<int>>(0);
+    auto taken_b = std::make_shared<std::atomic<int>>(0);
+    auto a = sys.spawn(holding_pipeline, taken_a);
+    auto b = sys.spawn(holding_pipeline, taken_b);
+    serving::batch_policy bp;
+    bp.max_batch = 64;
+    bp.split_min = split_min;
+    auto batcher = spawn_batcher(
+        sys, {caf::actor_cast<pipeline_actor>(a), caf::actor_cast<pipeline_actor>(b)}, bp,
+        nullptr, [](const serving::gnn_request&) { return 1.0; });
+    auto answered = std::make_shared<std::atomic<int>>(0);
+    detail::hold_gnn_sends();
+    for (std::uint64_t seed = 1; seed <= calls; ++seed)
+      detail::dispatch_gnn(caf::actor{}, batcher, nullptr, serving::gnn_request{{1}, seed},
+                           caf::duration(caf::infinite),
+                           [answered](const gnn_reply* r, const caf::error*) {
+                             if (r && !r->output.empty()) ++*answered;
+                           });
+    detail::release_gnn_sends();
+    EXPECT_TRUE(reaches(*taken_a, 1)) << "the first pipeline took no batch";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // any second batch is taken
+    outcome out{taken_a->load(), taken_b->load(), 0};
+    for (int i = 0; i < 100 && answered->load() < int(calls); ++i) {
+      caf::anon_send(a, ok_atom::value);
+      caf::anon_send(b, ok_atom::value);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(answered->load(), int(calls)) << "calls were lost in the split";
+    caf::scoped_actor self{sys};
+    self->request(batcher, caf::infinite, stats_atom::value).receive(
+        [&](const batcher_stats& st) { out.batches = st.batches; },
+        [](caf::error&) { ADD_FAILURE() << "no stats"; });
+    for (auto& x : {caf::actor_cast<caf::actor>(batcher), a, b})
+      caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
+    return out;
+  };
+  const auto split = run(40, 16);
+  EXPECT_EQ(split.first, 1);
+  EXPECT_EQ(split.second, 1) << "the second idle pipeline got no part of the burst";
+  EXPECT_EQ(split.batches, 2u);
+  const auto small = run(20, 16);  // one part's worth: not split
+  EXPECT_EQ(small.first + small.second, 1);
+  EXPECT_EQ(small.batches, 1u);
+  const auto off = run(40, 0);
+  EXPECT_EQ(off.first + off.second, 1);
+  EXPECT_EQ(off.batches, 1u);
+}
+
 }  // namespace
 }  // namespace spindle::actors

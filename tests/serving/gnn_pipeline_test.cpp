@@ -119,6 +119,27 @@ TEST(gnn_pipeline_test, both_executors_answer_a_batch_of_64_alike) {
                   1e-5f * std::max(1.0f, std::abs(a.outputs[i][c])));
 }
 
+// On a host without a GPU a batch routed to the pool runs inline while other
+// batches hold every core the pool would use (host_executor_while_busy), and
+// takes the pool again once they are done; the fixed policy keeps its choice.
+TEST(gnn_pipeline_test, a_host_batch_runs_inline_while_other_batches_hold_every_core) {
+  fixture f;
+  ASSERT_EQ(f.pool.slots(), 2u);
+  psgs_router strict{psgs_calibration{}, routing_policy::strict};
+  gnn_pipeline p(*f.ds, *f.model, strict, f.pool);
+  const auto batch = shared_requests(8);
+  EXPECT_EQ(p.run(batch, psgs_router::choice::large).executor, psgs_router::choice::large);
+  {
+    const auto other = f.pool.occupy();  // another pipeline's batch
+    EXPECT_EQ(p.run(batch, psgs_router::choice::large).executor, psgs_router::choice::small);
+    strict.set_policy(routing_policy::fixed);
+    EXPECT_EQ(p.run(batch, psgs_router::choice::large).executor, psgs_router::choice::large);
+    strict.set_policy(routing_policy::strict);
+  }
+  EXPECT_EQ(f.pool.occupied(), 0u);
+  EXPECT_EQ(p.run(batch, psgs_router::choice::large).executor, psgs_router::choice::large);
+}
+
 TEST(gnn_pipeline_test, a_bad_seed_fails_its_request_and_the_rest_are_answered) {
   fixture f;
   gnn_pipeline p(*f.ds, *f.model, f.router, f.pool);

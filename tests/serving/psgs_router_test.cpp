@@ -91,4 +91,15 @@ TEST(psgs_router_test, curves_that_never_cross_say_which_side_wins) {
 }
 
 }  // namespace
+// Where the large executor is the host pool, a batch runs inline once the
+// batches running (itself included) hold every core the pool would use.
+TEST(psgs_router_test, a_host_batch_runs_inline_while_other_batches_hold_every_core) {
+  using c = psgs_router::choice;
+  EXPECT_EQ(host_executor_while_busy(c::large, 1, 2), c::large);  // alone: the pool's cores are free
+  EXPECT_EQ(host_executor_while_busy(c::large, 2, 2), c::small);
+  EXPECT_EQ(host_executor_while_busy(c::large, 3, 2), c::small);
+  EXPECT_EQ(host_executor_while_busy(c::large, 2, 16), c::large);  // 14 cores still free
+  EXPECT_EQ(host_executor_while_busy(c::small, 1, 2), c::small);   // never promoted
+}
+
 }  // namespace spindle::serving
