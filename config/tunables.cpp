@@ -16,8 +16,8 @@ const std::vector<tunable_doc>& tunables() {
       {"batch_deadline_us", s::gnn, "0..10000000", "how long a batch waits to fill"},
       {"max_batch", s::gnn, "1..65536", "requests per batch (also the admission floor)"},
       {"split_min", s::gnn, "0..65536",
-       "a batch closing while pipelines are idle is dealt out to them, parts of at least this "
-       "many calls (0: never split)"},
+       "a batch closing while two or more pipelines are idle is dealt out to them, parts of at "
+       "least this many calls (0: never split)"},
       {"work_conserving", s::gnn, "true | false", "an idle pipeline takes the open batch at once"},
       {"express_max_requests", s::gnn, "0..64",
        "calls a door read together that run on its thread when the model is idle (0: never)"},

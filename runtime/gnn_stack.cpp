@@ -140,6 +140,7 @@ expected<gnn_serving_defaults> serving_defaults(const gnn_stack_args& a, const g
   d.policy = policy;
   d.batch.deadline = std::chrono::microseconds(a.deadline_us);
   d.batch.max_batch = std::size_t(std::max(1, a.max_batch));
+  d.batch.split_min = std::size_t(std::max(0, a.split_min));
   d.pipelines = a.pipelines;
   d.express_max_requests = std::size_t(a.express_max_requests);
   if (!a.fanouts.empty()) {

@@ -20,6 +20,7 @@ struct gnn_stack_args {
   std::string dataset, model, calibration, policy = "strict";
   int calibrate_loads = 0;  // --calibrate-loads N: time a GNN loaded later, N batches per executor
   int deadline_us = 2000, max_batch = 64, pipelines = 2;
+  int split_min = 16;  // --split-min: a burst dealt out to idle pipelines (0: never)
   int express_max_requests = 1;  // --express-max-requests: run to completion on the door (0: off)
   std::string name;      // model name for RPC calls (default: model.toml's)
   std::string gnnsched;  // GNNSched grouping policy for the forward passes, or empty

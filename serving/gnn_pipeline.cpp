@@ -421,7 +421,8 @@ batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch) {
 batch_result gnn_pipeline::run(const std::vector<gnn_request>& batch,
                                psgs_router::choice executor) {
   const auto busy = pool_.occupy();
-  if (!device_ && router_.policy() != routing_policy::fixed)  // fixed: the executor asked for
+  const bool pool_is_large = &executor_for(psgs_router::choice::large) == &large_;
+  if (pool_is_large && router_.policy() != routing_policy::fixed)  // fixed: the one asked for
     executor = host_executor_while_busy(executor, pool_.occupied(), pool_.slots());
   try {
     return run_unguarded(batch, executor);

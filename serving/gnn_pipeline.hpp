@@ -170,8 +170,9 @@ class gnn_pipeline {
   batch_result run(const std::vector<gnn_request>& batch);
   /// Runs a batch on an executor another router chose (the coordinator's, for a
   /// batch sent to this process), instead of routing it here. A batch for the
-  /// host pool runs inline instead while other batches occupy every core
-  /// (host_executor_while_busy).
+  /// host pool runs inline instead once every slot of the pool has a batch,
+  /// this one included (host_executor_while_busy), unless this pipeline's
+  /// router has the fixed policy.
   batch_result run(const std::vector<gnn_request>& batch, psgs_router::choice executor);
 
   /// Samples and gathers `batch` (routed by summed PSGS) into a new prepared batch.

@@ -84,7 +84,8 @@ void register_launch(CLI::App& app) {
   launch->add_option("--calibration-out", la->calibration_out,
                      "With --calibrate: rank 0 writes the cluster's calibration there");
   pass_to_every_rank(*launch, la,
-                     {"--pipelines", "--max-batch", "--batch-deadline-us", "--name", "--gnnsched",
+                     {"--pipelines", "--max-batch", "--split-min", "--batch-deadline-us", "--name",
+                      "--gnnsched",
                       "--gnnsched-memory-mb", "--calibrate-batches", "--device",
                       "--device-feature-mb"});
   for (const char* flag :

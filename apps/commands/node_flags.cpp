@@ -15,6 +15,12 @@ void add_pipeline_options(CLI::App& cmd, runtime::node_pipelines& p) {
   add_bounded(cmd, "--max-batch", p.batch.max_batch,
               "Requests per batch at this node's door (live: tunable max_batch)", 1, 65536);
   cmd.add_option_function<int>(
+         "--split-min", [&p](int n) { p.batch.split_min = std::size_t(n); },
+         "A batch closing while two or more of the queue's pipelines are idle is dealt out to "
+         "them, parts of at least this many calls (0: never split; live: tunable split_min; "
+         "default 16)")
+      ->check(CLI::Range(0, 65536));
+  cmd.add_option_function<int>(
          "--batch-deadline-us", [&p](int us) { p.batch.deadline = std::chrono::microseconds(us); },
          "How long a batch waits to fill at this node's door (live: tunable batch_deadline_us; "
          "default 2000)")

@@ -141,6 +141,10 @@ void register_serve(CLI::App& app, global_options& g) {
   // The same bounds as the live tunables (batch_deadline_us, max_batch).
   add_bounded(*cmd, "--deadline-us", a->deadline_us, "Batch deadline, microseconds", 0, 10'000'000);
   add_bounded(*cmd, "--max-batch", a->max_batch, "Maximum requests per batch", 1, 65536);
+  add_bounded(*cmd, "--split-min", a->split_min,
+              "A batch that closes while two or more pipelines are idle is dealt out to them, "
+              "parts of at least this many calls (0: never split; live: tunable split_min)",
+              0, 65536);
   cmd->add_option("--fanouts", a->fanouts,
                   "Neighbours sampled per hop, one per model layer (e.g. 25,10); default: "
                   "model.toml's fanouts, else the dataset's when it has one per layer");

@@ -119,10 +119,10 @@ TEST(gnn_pipeline_test, both_executors_answer_a_batch_of_64_alike) {
                   1e-5f * std::max(1.0f, std::abs(a.outputs[i][c])));
 }
 
-// On a host without a GPU a batch routed to the pool runs inline while other
-// batches hold every core the pool would use (host_executor_while_busy), and
-// takes the pool again once they are done; the fixed policy keeps its choice.
-TEST(gnn_pipeline_test, a_host_batch_runs_inline_while_other_batches_hold_every_core) {
+// On a host without a GPU a batch routed to the pool runs inline once every
+// slot of the pool has a batch, itself included (host_executor_while_busy), and
+// takes the pool again once the others are done; the fixed policy keeps its choice.
+TEST(gnn_pipeline_test, a_host_batch_runs_inline_once_every_slot_has_a_batch) {
   fixture f;
   ASSERT_EQ(f.pool.slots(), 2u);
   psgs_router strict{psgs_calibration{}, routing_policy::strict};

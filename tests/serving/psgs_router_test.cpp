@@ -90,10 +90,9 @@ TEST(psgs_router_test, curves_that_never_cross_say_which_side_wins) {
   EXPECT_EQ(r.route(1e9), psgs_router::choice::small);
 }
 
-}  // namespace
 // Where the large executor is the host pool, a batch runs inline once the
-// batches running (itself included) hold every core the pool would use.
-TEST(psgs_router_test, a_host_batch_runs_inline_while_other_batches_hold_every_core) {
+// batches running, itself included, are at least the pool's slots.
+TEST(psgs_router_test, a_host_batch_runs_inline_once_every_slot_has_a_batch) {
   using c = psgs_router::choice;
   EXPECT_EQ(host_executor_while_busy(c::large, 1, 2), c::large);  // alone: the pool's cores are free
   EXPECT_EQ(host_executor_while_busy(c::large, 2, 2), c::small);
@@ -102,4 +101,5 @@ TEST(psgs_router_test, a_host_batch_runs_inline_while_other_batches_hold_every_c
   EXPECT_EQ(host_executor_while_busy(c::small, 1, 2), c::small);   // never promoted
 }
 
+}  // namespace
 }  // namespace spindle::serving
