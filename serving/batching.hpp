@@ -24,16 +24,17 @@ struct batch_policy {
   /// its next (queued) batch while its last forward pass waits for its group.
   /// Only a pipeline holding none takes an open batch early (work conservation).
   std::size_t pipeline_depth = 1;
-  /// A batch that closes while several pipelines are idle is dealt out between
-  /// them, each part at least this many calls (0: never split); see split_parts.
+  /// A batch that closes while two or more pipelines are idle is dealt out
+  /// between them, each part at least this many calls (0: never split); see
+  /// split_parts.
   std::size_t split_min = 16;
 };
 
 /// How many batches a closing batch of `calls` becomes when `idle` pipelines
 /// wait for one: a part per idle pipeline, each of at least `min_part` calls
 /// (1 when min_part is 0). On the host, parts running side by side, each on
-/// its own core, cost less a call than one batch spread over the cores (no
-/// hand-off between a batch's steps), and a closed loop's burst of calls then
+/// its pipeline's thread, cost less a call than one batch spread over the
+/// pool (no hand-off between a batch's steps), and a closed loop's burst of calls then
 /// comes back as several bursts, so the door's turnaround overlaps the
 /// pipelines' work. Parts smaller than `min_part` share too few sampled rows.
 inline std::size_t split_parts(std::size_t calls, std::size_t idle, std::size_t min_part) {

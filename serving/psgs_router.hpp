@@ -101,7 +101,8 @@ class psgs_router {
 /// runs inline instead once `running` batches (itself included) are at least
 /// the pool's `slots` (its workers and the calling thread). Every core then
 /// already runs a batch's thread, and spreading one batch's steps over them
-/// adds hand-offs and wake-ups without adding cores (docs/architecture.md: "Parallel within a batch or across").
+/// adds hand-offs and wake-ups without adding cores (docs/architecture.md:
+/// "Parallel within a batch or across").
 psgs_router::choice host_executor_while_busy(psgs_router::choice routed, std::size_t running,
                                              std::size_t slots);
 
