@@ -126,7 +126,7 @@ struct prepared_batch {
     std::vector<std::size_t> members;  // request indices answered by this graph
     std::vector<std::int64_t> seeds;   // the members' seeds, concatenated
     graph::sampled_subgraph sub;
-    std::vector<float> features;  // [sub.nodes x F]
+    std::vector<float> features;  // [sub.nodes x F] first; may be longer (reused, never shrunk)
     std::vector<nn::block> blocks;
     std::vector<float> degree;  // GCN only
     std::vector<float> edge_attr;  // models reading edge attributes: a row per sampled edge
