@@ -138,14 +138,13 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
 
 namespace {
 
+// Digits only: no sign, no spaces (stoull took " 16", "+5" and "-0").
 expected<std::uint64_t> parse_count(const std::string& name, const std::string& value,
                                     std::uint64_t lo, std::uint64_t hi) {
-  try {
-    std::size_t used = 0;
-    const auto v = std::stoull(value, &used);
-    if (used == value.size() && v >= lo && v <= hi) return std::uint64_t(v);
-  } catch (const std::exception&) {
-  }
+  std::uint64_t v = 0;
+  const char* end = value.data() + value.size();
+  const auto [stop, ec] = std::from_chars(value.data(), end, v);
+  if (!value.empty() && ec == std::errc() && stop == end && v >= lo && v <= hi) return v;
   return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name,
                     shown(value), lo, hi);
 }

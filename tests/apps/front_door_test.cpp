@@ -87,6 +87,10 @@ TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
   auto bad = f.client->set_tunable(f.token, "sage", "max_batch", "zero");
   EXPECT_EQ(bad->status, rpc::rpc_status::bad_request);
   EXPECT_NE(bad->message.find("max_batch = 'zero'"), std::string::npos) << bad->message;
+  for (const char* v : {" 16", "+5", "-0", "16 ", ""})  // a count is digits only
+    EXPECT_EQ(f.client->set_tunable(f.token, "sage", "split_min", v)->status,
+              rpc::rpc_status::bad_request)
+        << "split_min = '" << v << "' was taken";
   ASSERT_EQ(f.client->set_tunable(f.token, "sage", "max_batch", "4")->status, rpc::rpc_status::ok);
   auto t = f.client->get_tunables(f.token, "sage");
   std::map<std::string, std::string> m;
