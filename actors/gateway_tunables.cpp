@@ -31,6 +31,26 @@ placement_stats detail::placement_stats_of(caf::actor_system& sys,
 
 namespace {
 
+// Digits only: no sign, no spaces (stoull took " 16", "+5" and "-0").
+expected<std::uint64_t> parse_count(const std::string& name, const std::string& value,
+                                    std::uint64_t lo, std::uint64_t hi) {
+  std::uint64_t v = 0;
+  const char* end = value.data() + value.size();
+  const auto [stop, ec] = std::from_chars(value.data(), end, v);
+  if (!value.empty() && ec == std::errc() && stop == end && v >= lo && v <= hi) return v;
+  return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name,
+                    shown(value), lo, hi);
+}
+
+// A number, the whole value (no spaces, no '+', nothing after it); NaN
+// otherwise, which every range check refuses.
+double parse_real(const std::string& value) {
+  double v = 0;
+  const char* end = value.data() + value.size();
+  const auto [stop, ec] = std::from_chars(value.data(), end, v);
+  return !value.empty() && ec == std::errc() && stop == end ? v : std::nan("");
+}
+
 // precision: fp32 | bf16 | int8 for the model's dense layers, switched while it serves
 // (a call in flight keeps the arithmetic it started with). A cluster's ranks
 // keep the precision they started with, as their fanouts.
@@ -55,13 +75,7 @@ status set_precision_tunable(const nn::model* m, const std::string& served,
 status set_placement_tunable(caf::actor_system& sys, const placement_actor& placement,
                              const std::string& name, const std::string& value) {
   if (name == "placement_drift_threshold") {
-    double t = -1;
-    try {
-      std::size_t used = 0;
-      t = std::stod(value, &used);
-      if (used != value.size()) t = -1;
-    } catch (const std::exception&) {
-    }
+    const double t = parse_real(value);
     if (!(t >= 0 && t <= 1))
       return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]",
                         shown(name), shown(value));
@@ -138,16 +152,6 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
 
 namespace {
 
-// Digits only: no sign, no spaces (stoull took " 16", "+5" and "-0").
-expected<std::uint64_t> parse_count(const std::string& name, const std::string& value,
-                                    std::uint64_t lo, std::uint64_t hi) {
-  std::uint64_t v = 0;
-  const char* end = value.data() + value.size();
-  const auto [stop, ec] = std::from_chars(value.data(), end, v);
-  if (!value.empty() && ec == std::errc() && stop == end && v >= lo && v <= hi) return v;
-  return make_error(errc::invalid_argument, "{} = '{}': expected an integer in [{}, {}]", name,
-                    shown(value), lo, hi);
-}
 
 // max_queue and slo_ms, shared by every model kind; nullopt: not one of them.
 std::optional<status> set_admission_tunable(serving::admission_control& a, const std::string& name,
@@ -197,17 +201,9 @@ status set_gnn_tunable(caf::actor_system& sys, gnn_entry& e, const std::string& 
                                       "(members take no calibration); set it on rank 0's door, "
                                       "which routes the batches it hands out"
                                     : "this model has no router actor");
-    double t = -1;
-    if (value != "calibrated") {
-      try {
-        std::size_t used = 0;
-        t = std::stod(value, &used);
-        if (used != value.size() || !(t >= 0) || !std::isfinite(t)) t = -2;
-      } catch (const std::exception&) {
-        t = -2;
-      }
-    }
-    if (t == -2)
+    const bool calibrated = value == "calibrated";
+    const double t = calibrated ? -1 : parse_real(value);  // < 0 restores the calibration
+    if (!calibrated && !(t >= 0 && std::isfinite(t)))
       return make_error(errc::invalid_argument,
                         "psgs_threshold = '{}': expected a finite summed PSGS >= 0 or 'calibrated'",
                         shown(value));
@@ -281,11 +277,7 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
   }
   if (e.b.pool && (name == "manager_sla_ms" || name == "slack_low" || name == "slack_high" ||
                    name == "max_workers")) {
-    double v = -1;
-    try {
-      v = std::stod(value);
-    } catch (const std::exception&) {
-    }
+    const double v = parse_real(value);
     std::lock_guard lock(e.manager_mu);
     auto& m = e.manager;
     const bool ok = name == "manager_sla_ms" ? v > 0 && v <= 600000
@@ -336,11 +328,7 @@ status set_rec_tunable(rec_entry& e, const std::string& name, const std::string&
   }
   const std::string prefix = "hit_rate_threshold";
   if (name.starts_with(prefix) && e.b.session) {
-    double t = -1;
-    try {
-      t = std::stod(value);
-    } catch (const std::exception&) {
-    }
+    const double t = parse_real(value);
     if (!(t >= 0 && t <= 1))
       return make_error(errc::invalid_argument, "{} = '{}': expected a number in [0, 1]",
                         shown(name), shown(value));

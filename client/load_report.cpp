@@ -65,14 +65,12 @@ void print_text(const load_outcome& o, const report_options& p, double tput,
   for (const auto& [door, n] : o.per_door) fmt::print("  answered ok by {}: {}\n", door, n);
 }
 
-}  // namespace
-
-namespace {
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
+
 }  // namespace
 
 run_clock::run_clock() : t0_(std::chrono::steady_clock::now()), cpu0_(process_cpu_seconds()) {}

@@ -121,6 +121,10 @@ TEST(front_door_test, admin_needs_the_token_and_tunables_change_live) {
   auto neg = f.client->set_tunable(f.token, "sage", "psgs_threshold", "-3");
   EXPECT_EQ(neg->status, rpc::rpc_status::bad_request);
   EXPECT_NE(neg->message.find("psgs_threshold = '-3'"), std::string::npos) << neg->message;
+  for (const char* v : {"-1", " 5", "5x", "+5", "nan", ""})  // a number, the whole value
+    EXPECT_EQ(f.client->set_tunable(f.token, "sage", "psgs_threshold", v)->status,
+              rpc::rpc_status::bad_request)
+        << "psgs_threshold = '" << v << "' was taken";
   ASSERT_EQ(f.client->set_tunable(f.token, "sage", "psgs_threshold", "calibrated")->status,
             rpc::rpc_status::ok);
   j = nlohmann::json::parse(f.client->stats(f.token)->json);
