@@ -205,13 +205,15 @@ SPINDLE_ROW_KERNEL void min_row(float* __restrict__ o, const float* __restrict__
   for (std::int64_t c = 0; c < f; ++c) o[c] = o[c] < row[c] ? o[c] : row[c];
 }
 
-// o (= 0) reduced over the rows x_src[indices[lo, hi)] by op.
+// o = the rows x_src[indices[lo, hi)] (lo < hi) reduced by op. The first row is
+// copied in, not reduced into a zeroed (or +-inf) o: one pass over o fewer, and
+// the same values (0 + a and max(-inf, a) are a), but for a first row of -0.0,
+// which stays -0.0 where 0 + -0.0 gave +0.0.
 void reduce_row(const block& b, const tensor& x, std::int64_t lo, std::int64_t hi, reduce_op op,
                 float* o) {
   const std::int64_t f = x.cols(), end = b.indptr[b.num_dst];
-  if (op == reduce_op::max) std::fill(o, o + f, -std::numeric_limits<float>::infinity());
-  if (op == reduce_op::min) std::fill(o, o + f, std::numeric_limits<float>::infinity());
-  for (std::int64_t e = lo; e < hi; ++e) {
+  std::copy_n(x.row(b.indices[lo]), f, o);
+  for (std::int64_t e = lo + 1; e < hi; ++e) {
     if (e + kEdgesAhead < end) prefetch_row(x.row(b.indices[e + kEdgesAhead]), f);
     const float* m = x.row(b.indices[e]);
     if (op == reduce_op::max)
@@ -228,13 +230,17 @@ void reduce_row(const block& b, const tensor& x, std::int64_t lo, std::int64_t h
 }
 }  // namespace
 
+// A dst row without sources is 0 (PyG's scatter with its default fill).
 expected<tensor> propagate(allocator& a, const block& b, const tensor& x_src, reduce_op op,
                            thread_pool* pool) {
-  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::zeros(a, {b.num_dst, x_src.cols()}));
+  SPINDLE_ASSIGN_OR_RETURN(auto out, tensor::empty(a, {b.num_dst, x_src.cols()}));
   for_row_chunks(pool, b.num_dst, kAggregateGrain, [&](std::int64_t lo, std::int64_t hi) {
-    for (std::int64_t i = lo; i < hi; ++i)
+    for (std::int64_t i = lo; i < hi; ++i) {
       if (b.indptr[i + 1] > b.indptr[i])
         reduce_row(b, x_src, b.indptr[i], b.indptr[i + 1], op, out.row(i));
+      else
+        std::fill_n(out.row(i), x_src.cols(), 0.0f);
+    }
   });
   return out;
 }

@@ -1,9 +1,11 @@
 #include "nn/interaction_groups.hpp"
 #include "nn/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -64,6 +66,42 @@ TEST(ops_test, propagate_reduces_sum_mean_max_and_empty_rows_give_zero) {
   EXPECT_FLOAT_EQ(mx.data()[0], 3);
   EXPECT_FLOAT_EQ(s.data()[2], 0);
   EXPECT_FLOAT_EQ(mx.data()[3], 0);
+}
+
+// Hands out memory full of NaN: an output row a kernel leaves unwritten shows.
+class poisoned_allocator final : public allocator {
+ public:
+  void* allocate(std::size_t bytes) override {
+    void* p = heap.allocate(bytes);
+    if (p) std::fill_n(static_cast<float*>(p), bytes / sizeof(float), std::nanf(""));
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) override { heap.deallocate(p, bytes); }
+
+ private:
+  heap_allocator heap;
+};
+
+TEST(ops_test, propagate_writes_every_row_from_its_first_source_not_from_zeroed_memory) {
+  poisoned_allocator a;
+  float xv[] = {-0.0f, 4, 2, -8, 6, 1};  // 3 src nodes x 2
+  std::int64_t indptr[] = {0, 1, 1, 3};   // dst 0 <- {0}; dst 1 <- nothing; dst 2 <- {1, 2}
+  std::int32_t indices[] = {0, 1, 2};
+  block b{3, 3, indptr, indices};
+  auto x = tensor::borrow(xv, {3, 2});
+  const float want_sum[] = {-0.0f, 4, 0, 0, 8, -7};
+  const float want_mean[] = {-0.0f, 4, 0, 0, 4, -3.5f};
+  const float want_max[] = {-0.0f, 4, 0, 0, 6, 1};
+  const float want_min[] = {-0.0f, 4, 0, 0, 2, -8};
+  const std::pair<reduce_op, const float*> cases[] = {{reduce_op::sum, want_sum},
+                                                      {reduce_op::mean, want_mean},
+                                                      {reduce_op::max, want_max},
+                                                      {reduce_op::min, want_min}};
+  for (const auto& [op, want] : cases) {
+    auto y = propagate(a, b, x, op);
+    ASSERT_TRUE(y.has_value());
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(y->data()[i], want[i]) << "op " << int(op) << " at " << i;
+  }
 }
 
 TEST(ops_test, concat_and_dot_interaction) {
