@@ -7,6 +7,7 @@
 
 #include "graph/graph_delta.hpp"
 #include "graph/rmat.hpp"
+#include "gpu/kernels/sample_draw.hpp"
 #include "test_util.hpp"
 
 namespace spindle::graph {
@@ -87,6 +88,32 @@ TEST_F(sampler_test, same_seed_same_sample_and_executors_agree) {
   o.seed = 8;
   auto d = inl.sample(graph_.view(), seeds(512), o).value();
   EXPECT_NE(a.indices, d.indices);
+}
+
+// An unchanged graph with an (empty) live delta samples row by row (sample_row);
+// without one, the common case draws every row first and reads after: both
+// must give the same subgraph, on either executor, for each kind of draw (the
+// whole row, Floyd's, a partial shuffle past Floyd's largest fanout).
+TEST_F(sampler_test, the_two_pass_hop_draws_what_the_row_by_row_path_draws) {
+  graph_delta empty;
+  empty.num_nodes = empty.base_nodes = graph_.num_nodes;
+  csr_view row_by_row = graph_.view();
+  row_by_row.delta = &empty;
+  inline_executor inl;
+  pooled_executor pooled(pool_, 8);
+  for (std::vector<int> fanouts : {std::vector<int>{25, 10}, std::vector<int>{-1, 3},
+                                   std::vector<int>{gpu::kMaxFloydFanout + 8, 2}}) {
+    sample_options o{fanouts, false, 11};
+    auto want = inl.sample(row_by_row, seeds(512), o).value();
+    ASSERT_GT(want.num_edges(), 0);
+    for (sampling_executor* ex :
+         {static_cast<sampling_executor*>(&inl), static_cast<sampling_executor*>(&pooled)}) {
+      auto got = ex->sample(graph_.view(), seeds(512), o).value();
+      EXPECT_EQ(got.nodes, want.nodes) << fanouts[0];
+      EXPECT_EQ(got.indptr, want.indptr) << fanouts[0];
+      EXPECT_EQ(got.indices, want.indices) << fanouts[0];
+    }
+  }
 }
 
 TEST_F(sampler_test, out_of_range_seed_is_a_clear_error) {
