@@ -217,18 +217,10 @@ void sample_rows_plain(const csr_view& g, const sampled_subgraph& out, std::int6
     if (r + kRowsAhead < hi) __builtin_prefetch(&g.indptr[out.nodes[r + kRowsAhead]]);
     const std::int64_t v = out.nodes[r], first = g.indptr[v], deg = g.indptr[v + 1] - first;
     const std::size_t before = picks.size();
-    if (fanout < 0 || deg <= fanout) {  // the whole row: read in the second pass
-      if (deg > 0) __builtin_prefetch(at(first)), __builtin_prefetch(at(first + deg - 1));
-      for (std::int64_t e = 0; e < deg; ++e) picks.push_back(first + e);
-    } else {
-      detail::rng rng(o.seed, std::uint64_t(hop), static_cast<std::uint64_t>(v));
-      s.positions.clear();
-      detail::pick_uniform(rng, deg, fanout, s.positions);
-      for (auto p : s.positions) {
-        __builtin_prefetch(at(first + p));
-        picks.push_back(first + p);
-      }
-    }
+    draw_row(v, deg, nullptr, fanout, std::uint64_t(hop), o, s, picks, [&](std::int64_t i) {
+      __builtin_prefetch(at(first + i));
+      return first + i;
+    });
     row_sizes.push_back(static_cast<std::int64_t>(picks.size() - before));
   }
   reserve_more(globals, picks.size());
