@@ -152,7 +152,6 @@ expected<std::vector<transport::rpc::tunable>> gateway::tunables(const std::stri
 
 namespace {
 
-
 // max_queue and slo_ms, shared by every model kind; nullopt: not one of them.
 std::optional<status> set_admission_tunable(serving::admission_control& a, const std::string& name,
                                             const std::string& value) {

@@ -96,7 +96,7 @@ class psgs_router {
   std::atomic<double> override_;
 };
 
-/// Where the large executor is the host's thread pool (no GPU), its calibrated
+/// Where the large executor is the host's thread pool (not a GPU's), its calibrated
 /// latencies hold only while the pool's cores are free: a batch routed to it
 /// runs inline instead once `running` batches (itself included) are at least
 /// the pool's `slots` (its workers and the calling thread). Every core then
